@@ -1,0 +1,1 @@
+//! TODO(assemble): owned by a work package in progress.

@@ -1,0 +1,1 @@
+//! TODO(backup): owned by a work package in progress.

@@ -1,0 +1,1 @@
+//! TODO(coalesce): owned by a work package in progress.

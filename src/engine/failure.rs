@@ -1,0 +1,1 @@
+//! TODO(failure): owned by a work package in progress.

@@ -1,0 +1,1 @@
+//! TODO(history): owned by a work package in progress.

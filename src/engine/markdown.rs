@@ -1,0 +1,1 @@
+//! TODO(markdown): owned by a work package in progress.

@@ -1,0 +1,1 @@
+//! TODO(memory): owned by a work package in progress.

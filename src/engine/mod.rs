@@ -1,0 +1,20 @@
+//! The engine: every decision Memoire makes, as pure deterministic Rust, tested natively.
+//! Owns the data model, token estimation, context assembly, history formats, the turn state machine,
+//! the memory protocol, stream decoders, request builders, markdown sanitising and backup validation.
+//! Must not import anything outside `crate::engine`: no leptos, web_sys, js_sys, rexie, gloo,
+//! wasm_bindgen, no clock and no randomness (`now`, ids and limits are arguments).
+//! `tests/architecture.rs` enforces this.
+
+pub mod assemble;
+pub mod backup;
+pub mod coalesce;
+pub mod decode;
+pub mod failure;
+pub mod history;
+pub mod markdown;
+pub mod memory;
+pub mod model;
+pub mod request;
+pub mod title;
+pub mod tokens;
+pub mod turn;

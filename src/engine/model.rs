@@ -1,0 +1,410 @@
+//! The data model: conversations, messages, summaries, the entity graph, memory config and endpoint
+//! profiles. Plain data with serde derives (used for in-memory transfer and tests); the store keeps its
+//! own record types and converts to and from these explicitly.
+//! Must not import anything outside `crate::engine` (no web crates, no clock, no randomness).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Milliseconds since the Unix epoch. The engine never reads a clock: callers pass `now` in.
+pub type Millis = i64;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "system" => Some(Role::System),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// Lifecycle of a message. A user message is `Complete` as soon as it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStatus {
+    Complete,
+    Streaming,
+    Interrupted,
+    Error,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Complete => "complete",
+            MessageStatus::Streaming => "streaming",
+            MessageStatus::Interrupted => "interrupted",
+            MessageStatus::Error => "error",
+        }
+    }
+    pub fn parse(s: &str) -> Option<MessageStatus> {
+        match s {
+            "complete" => Some(MessageStatus::Complete),
+            "streaming" => Some(MessageStatus::Streaming),
+            "interrupted" => Some(MessageStatus::Interrupted),
+            "error" => Some(MessageStatus::Error),
+            _ => None,
+        }
+    }
+}
+
+/// A tool call made by the assistant, with its result once known.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+    pub result: Option<String>,
+}
+
+/// Token usage as reported by an endpoint for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+}
+
+/// Extra facts attached to a message.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MessageMeta {
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+    pub error: Option<String>,
+    /// Which path the turn that produced this assistant message took.
+    pub path: Option<TurnPath>,
+    /// Endpoint model that produced it, if known.
+    pub model: Option<String>,
+}
+
+/// One message of a conversation. `id` is generated once by the caller and never changes;
+/// `seq` is monotonic per conversation and assigned by the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub conversation_id: String,
+    pub seq: u64,
+    pub role: Role,
+    pub content: String,
+    pub status: MessageStatus,
+    pub created_at: Millis,
+    pub meta: MessageMeta,
+}
+
+/// How a turn reached the agent. Recorded on every assistant message and on the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnPath {
+    /// Continued a live remote session with only the new message.
+    Resumed,
+    /// Sent the full assembled context (stateless endpoint, or a dead remote session).
+    Reinjected,
+    /// First turn of a conversation: nothing to resume or re-inject.
+    Fresh,
+}
+
+impl TurnPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnPath::Resumed => "resumed",
+            TurnPath::Reinjected => "reinjected",
+            TurnPath::Fresh => "fresh",
+        }
+    }
+    pub fn parse(s: &str) -> Option<TurnPath> {
+        match s {
+            "resumed" => Some(TurnPath::Resumed),
+            "reinjected" => Some(TurnPath::Reinjected),
+            "fresh" => Some(TurnPath::Fresh),
+            _ => None,
+        }
+    }
+}
+
+/// A server-side session the endpoint can continue (e.g. a Responses API `previous_response_id`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteHandle {
+    pub id: String,
+    /// The endpoint profile the handle belongs to; a handle is only valid for that endpoint.
+    pub endpoint_key: String,
+    /// Seq of the last message the remote side is known to have seen.
+    pub covers_up_to_seq: u64,
+    pub confirmed_at: Millis,
+    /// Set once the endpoint said the session is gone; a dead handle is never used again.
+    pub dead: bool,
+}
+
+/// How history is sent to the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryFormat {
+    /// A structured messages array (chat APIs).
+    #[default]
+    Messages,
+    /// One text block inside a `<conversation_history>` preamble (single-prompt endpoints).
+    Transcript,
+}
+
+/// Memory settings. Every field has a default; a conversation may override any of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryConfig {
+    /// N: recent messages always kept in the prompt (budget permitting).
+    pub recent_messages: usize,
+    /// M: user/assistant pairs between memory updates.
+    pub summary_every_pairs: usize,
+    /// The endpoint's context window, in tokens.
+    pub context_tokens: u32,
+    /// Tokens kept free for the reply.
+    pub reply_reserve_tokens: u32,
+    /// Longer messages are truncated with a visible `[truncated]` marker.
+    pub max_message_chars: usize,
+    pub history_format: HistoryFormat,
+    /// Hard cap on the request body size, in bytes.
+    pub max_request_bytes: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            recent_messages: 10,
+            summary_every_pairs: 5,
+            context_tokens: 8192,
+            reply_reserve_tokens: 1024,
+            max_message_chars: 2000,
+            history_format: HistoryFormat::Messages,
+            max_request_bytes: 1_000_000,
+        }
+    }
+}
+
+/// Per-conversation overrides of [`MemoryConfig`]; `None` means "use the global setting".
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemoryOverrides {
+    pub recent_messages: Option<usize>,
+    pub summary_every_pairs: Option<usize>,
+    pub context_tokens: Option<u32>,
+    pub reply_reserve_tokens: Option<u32>,
+    pub max_message_chars: Option<usize>,
+    pub history_format: Option<HistoryFormat>,
+}
+
+impl MemoryOverrides {
+    /// The effective config: each override replaces the matching global field.
+    pub fn apply(&self, base: &MemoryConfig) -> MemoryConfig {
+        MemoryConfig {
+            recent_messages: self.recent_messages.unwrap_or(base.recent_messages),
+            summary_every_pairs: self.summary_every_pairs.unwrap_or(base.summary_every_pairs),
+            context_tokens: self.context_tokens.unwrap_or(base.context_tokens),
+            reply_reserve_tokens: self.reply_reserve_tokens.unwrap_or(base.reply_reserve_tokens),
+            max_message_chars: self.max_message_chars.unwrap_or(base.max_message_chars),
+            history_format: self.history_format.unwrap_or(base.history_format),
+            max_request_bytes: base.max_request_bytes,
+        }
+    }
+}
+
+/// A conversation (thread).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub id: String,
+    pub title: String,
+    /// True once the user renamed it; auto-titling never overwrites a user title.
+    pub title_is_custom: bool,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    pub message_count: u64,
+    pub endpoint_profile_id: Option<String>,
+    pub remote_handle: Option<RemoteHandle>,
+    /// The path the last turn took, shown as the continuity badge.
+    pub last_path: Option<TurnPath>,
+    pub memory_overrides: MemoryOverrides,
+}
+
+/// A version of the rolling summary. Every version is kept so a bad summary can be rolled back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationSummary {
+    pub conversation_id: String,
+    pub version: u32,
+    pub text: String,
+    /// Highest message seq the summary covers.
+    pub covers_up_to_seq: u64,
+    /// Messages in the conversation when the summary was made.
+    pub message_count: u64,
+    pub updated_at: Millis,
+}
+
+/// Kind of an entity in the memory graph. Unknown kinds parse as `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum EntityType {
+    Person,
+    Place,
+    Concept,
+    Event,
+    Task,
+    Other,
+}
+
+impl EntityType {
+    pub const ALL: [EntityType; 6] = [
+        EntityType::Person,
+        EntityType::Place,
+        EntityType::Concept,
+        EntityType::Event,
+        EntityType::Task,
+        EntityType::Other,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityType::Person => "person",
+            EntityType::Place => "place",
+            EntityType::Concept => "concept",
+            EntityType::Event => "event",
+            EntityType::Task => "task",
+            EntityType::Other => "other",
+        }
+    }
+    /// Lenient: case-insensitive, anything unknown is `Other`.
+    pub fn parse_lenient(s: &str) -> EntityType {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "person" => EntityType::Person,
+            "place" => EntityType::Place,
+            "concept" => EntityType::Concept,
+            "event" => EntityType::Event,
+            "task" => EntityType::Task,
+            _ => EntityType::Other,
+        }
+    }
+}
+
+/// A directed, typed edge of the entity graph with a validity interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relationship {
+    pub target_id: String,
+    pub relationship: String,
+    /// 0.0..=1.0
+    pub strength: f32,
+    pub valid_from: Millis,
+    /// Set when a later update contradicts the relationship; it is closed, never deleted.
+    pub valid_to: Option<Millis>,
+}
+
+/// Where an entity lives: in one conversation, or shared by all.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EntityScope {
+    Conversation(String),
+    Shared,
+}
+
+/// A node of the entity-memory graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntityNode {
+    pub id: String,
+    pub scope: EntityScope,
+    pub entity_type: EntityType,
+    pub name: String,
+    pub aliases: Vec<String>,
+    pub description: String,
+    pub properties: BTreeMap<String, String>,
+    pub relationships: Vec<Relationship>,
+    /// Ids of the messages that contributed to this node.
+    pub source_message_ids: Vec<String>,
+    pub updated_at: Millis,
+}
+
+/// The wire protocol an endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Protocol {
+    #[default]
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    #[serde(rename = "ollama")]
+    Ollama,
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 4] = [
+        Protocol::OpenAiChat,
+        Protocol::OpenAiResponses,
+        Protocol::Ollama,
+        Protocol::Anthropic,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::OpenAiChat => "openai-chat",
+            Protocol::OpenAiResponses => "openai-responses",
+            Protocol::Ollama => "ollama",
+            Protocol::Anthropic => "anthropic",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+    /// Whether the endpoint can keep a conversation server-side that a later turn may continue.
+    pub fn is_stateful(self) -> bool {
+        matches!(self, Protocol::OpenAiResponses)
+    }
+}
+
+/// Where and how to reach an agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct EndpointProfile {
+    pub id: String,
+    pub base_url: String,
+    pub protocol: Protocol,
+    pub model: String,
+    /// Stored locally only; never exported.
+    pub api_key: Option<String>,
+    pub system_prompt: String,
+}
+
+impl EndpointProfile {
+    /// Identifies the remote side a session handle belongs to (protocol + url + model).
+    pub fn key(&self) -> String {
+        format!(
+            "{}|{}|{}",
+            self.protocol.as_str(),
+            self.base_url.trim_end_matches('/'),
+            self.model
+        )
+    }
+}
+
+/// One message as sent on the wire (after truncation and formatting).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+/// What a request carries, independent of protocol: the system text and the messages in order.
+/// Protocol rules (Anthropic's separate system and alternation) are applied when it is built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Prompt {
+    pub system: String,
+    pub messages: Vec<WireMessage>,
+}

@@ -1,0 +1,1 @@
+//! TODO(request): owned by a work package in progress.

@@ -1,0 +1,1 @@
+//! TODO(title): owned by a work package in progress.

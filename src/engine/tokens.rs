@@ -1,0 +1,1 @@
+//! TODO(tokens): owned by a work package in progress.

@@ -1,0 +1,1 @@
+//! TODO(turn): owned by a work package in progress.
