@@ -1,0 +1,2 @@
+//! Benchmark placeholder (assemble): filled in by its work package.
+fn main() {}

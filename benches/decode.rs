@@ -1,0 +1,2 @@
+//! Benchmark placeholder (decode): filled in by its work package.
+fn main() {}
