@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs whatever is missing for building, serving and testing Memoire, and nothing that is already
+# there: the wasm32 target, the wasm-bindgen-cli matching Cargo.lock, trunk 0.21.14, Debian's chromium,
+# chromium-driver, binaryen (wasm-opt) and brotli, and the end-to-end npm packages from their lockfile.
+# Idempotent: a second run only checks versions. Usage: scripts/setup.sh [build|test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-test}
+say() { printf '[setup] %s\n' "$*"; }
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# --- Rust side ---------------------------------------------------------------------------------------
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+wb_want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)
+wb_have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$wb_have" != "$wb_want" ]; then
+  say "installing wasm-bindgen-cli $wb_want (have: ${wb_have:-none})"
+  # Not --locked: one of its locked dependencies is not served by the registry here.
+  cargo install wasm-bindgen-cli --version "$wb_want" --force
+fi
+
+if [ "$(trunk --version 2>/dev/null | awk '{print $2}')" != "0.21.14" ]; then
+  say "installing trunk 0.21.14"
+  cargo install --locked trunk --version 0.21.14 --force
+fi
+
+# --- Debian packages ---------------------------------------------------------------------------------
+need_apt=()
+command -v wasm-opt >/dev/null || need_apt+=(binaryen)
+command -v brotli >/dev/null || need_apt+=(brotli)
+if [ "$what" = test ]; then
+  command -v chromium >/dev/null || need_apt+=(chromium)
+  command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  say "installing Debian packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# --- npm packages for the end-to-end tests (playwright-core only: no browser download) ---------------
+if [ "$what" = test ] && [ -f tests/e2e/package-lock.json ]; then
+  if [ ! -d tests/e2e/node_modules/playwright-core ] \
+     || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules/.package-lock.json ]; then
+    say "installing end-to-end npm packages from the lockfile"
+    (cd tests/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+say "ready"

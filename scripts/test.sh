@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs Memoire's test layers and prints the count of each. Usage: scripts/test.sh [all|native|browser|e2e]
+#   native  : `cargo test` on the host (the engine: pure logic, property tests, architecture rules)
+#   browser : wasm-bindgen-test in headless Chromium (IndexedDB through the real store, transport)
+#   e2e     : build dist/ once with trunk, then drive it in Chromium against the local agent endpoint
+# Every layer runs even if an earlier one failed; the exit code is non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+layers=${1:-all}
+logs=target/test-logs
+mkdir -p "$logs"
+export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
+export WASM_BINDGEN_TEST_DRIVER_TIMEOUT=${WASM_BINDGEN_TEST_DRIVER_TIMEOUT:-60}
+export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-180}
+unset NO_COLOR
+
+declare -A passed failed
+status=0
+
+# Sum the `test result:` lines of cargo / wasm-bindgen-test output.
+cargo_counts() {
+  awk '/test result:/ { for (i=1;i<=NF;i++) { if ($(i)=="passed;") p+=$(i-1); if ($(i)=="failed;") f+=$(i-1) } }
+       END { printf "%d %d\n", p, f }' "$1"
+}
+
+run_layer() { # name, log, command...
+  local name=$1 log=$2; shift 2
+  printf '\n== %s tests ==\n' "$name"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] || status=1
+  return "$rc"
+}
+
+if [[ $layers == all || $layers == native ]]; then
+  run_layer native "$logs/native.log" cargo test --quiet
+  read -r p f < <(cargo_counts "$logs/native.log"); passed[native]=$p; failed[native]=$f
+  [ "$status" = 0 ] || [ "$f" != 0 ] || failed[native]=$((f + 1))
+fi
+
+if [[ $layers == all || $layers == browser ]]; then
+  before=$status
+  run_layer browser "$logs/browser.log" cargo test --target wasm32-unknown-unknown --test 'browser_*'
+  read -r p f < <(cargo_counts "$logs/browser.log"); passed[browser]=$p; failed[browser]=$f
+  [ "$status" = "$before" ] || [ "$f" != 0 ] || failed[browser]=$((f + 1))
+fi
+
+if [[ $layers == all || $layers == e2e ]]; then
+  before=$status
+  printf '\n== building dist/ for the end-to-end tests ==\n'
+  if trunk build --release 2>&1 | tee "$logs/trunk.log" | grep -E '(error|warning|success)' ; [ "${PIPESTATUS[0]}" = 0 ]; then
+    run_layer e2e "$logs/e2e.log" bash -c 'cd tests/e2e && DIST="$PWD/../../dist" npm test --silent'
+  else
+    echo "trunk build failed (see $logs/trunk.log)"; status=1
+  fi
+  p=$(awk '/^# pass /{s+=$3} END{print s+0}' "$logs/e2e.log" 2>/dev/null || echo 0)
+  f=$(awk '/^# fail /{s+=$3} END{print s+0}' "$logs/e2e.log" 2>/dev/null || echo 0)
+  passed[e2e]=$p; failed[e2e]=$f
+  [ "$status" = "$before" ] || [ "$f" != 0 ] || failed[e2e]=$((f + 1))
+fi
+
+printf '\n== summary ==\n'
+tp=0; tf=0
+for l in native browser e2e; do
+  [ -n "${passed[$l]+x}" ] || continue
+  printf '%-8s %5d passed, %d failed\n' "$l" "${passed[$l]}" "${failed[$l]}"
+  tp=$((tp + passed[$l])); tf=$((tf + failed[$l]))
+done
+[ "$tp" -gt 0 ] || { echo "no test ran"; status=1; }
+printf 'total: %d passed, %d failed\n' "$tp" "$tf"
+exit $status

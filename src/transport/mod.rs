@@ -1,0 +1,232 @@
+//! Transport: `fetch` with an incrementally read body, stop through `AbortController`, and timeouts
+//! for the first byte and for idle gaps mid-stream. Moves bytes; decides nothing: decoding is the
+//! engine's (`engine::decode`), classifying failures is the engine's (`engine::failure`).
+//! May import `crate::engine` and web crates; must not import `store`, `session` or `ui`.
+//!
+//! Written on plain web-sys rather than gloo-net: gloo-net's `Response` has no incremental body
+//! reader, and racing a read against a timer needs only `Promise.race`, so no extra crate is pulled in.
+
+use crate::engine::request::HttpRequest;
+use js_sys::{Array, Promise, Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, Headers, ReadableStreamDefaultReader, RequestInit, Response};
+
+/// Longest error body we read into memory.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// What went wrong on the wire. Turned into a user-facing `engine::failure::Failure` by the session.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum TransportError {
+    /// fetch rejected before a response: offline, DNS, refused, or blocked by CORS.
+    #[error("could not reach the endpoint: {0}")]
+    Network(String),
+    /// The server answered with a non-2xx status.
+    #[error("the endpoint answered HTTP {status}")]
+    Http {
+        status: u16,
+        retry_after: Option<String>,
+        body: String,
+    },
+    /// No first byte (`first_byte`) or an idle gap longer than the limit.
+    #[error("the endpoint stopped answering")]
+    Timeout { first_byte: bool },
+    /// The user pressed stop.
+    #[error("stopped")]
+    Aborted,
+    /// The body stream failed mid-way (connection dropped).
+    #[error("the connection dropped: {0}")]
+    Body(String),
+}
+
+/// Time limits for one request, in milliseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub first_byte_ms: u32,
+    pub idle_ms: u32,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            first_byte_ms: 60_000,
+            idle_ms: 60_000,
+        }
+    }
+}
+
+/// Stops a request in flight. Cheap to clone; stopping twice is harmless.
+#[derive(Clone)]
+pub struct Stopper(AbortController);
+
+impl Stopper {
+    pub fn new() -> Self {
+        Stopper(AbortController::new().expect("AbortController is available in every supported browser"))
+    }
+    pub fn stop(&self) {
+        self.0.abort();
+    }
+    pub fn is_stopped(&self) -> bool {
+        self.0.signal().aborted()
+    }
+}
+
+impl Default for Stopper {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A response whose body is read chunk by chunk.
+pub struct BodyStream {
+    reader: ReadableStreamDefaultReader,
+    stopper: Stopper,
+    timeouts: Timeouts,
+    got_first: bool,
+}
+
+/// Sends `req`; resolves once the status and headers arrived (or fails).
+/// Non-2xx answers become `TransportError::Http` with the (capped) body text.
+pub async fn open(
+    req: &HttpRequest,
+    stopper: &Stopper,
+    timeouts: Timeouts,
+) -> Result<BodyStream, TransportError> {
+    let init = RequestInit::new();
+    init.set_method(&req.method);
+    let headers = Headers::new().map_err(js_text).map_err(TransportError::Network)?;
+    for (k, v) in &req.headers {
+        headers
+            .append(k, v)
+            .map_err(|e| TransportError::Network(js_text(e)))?;
+    }
+    init.set_headers(&headers);
+    if req.method != "GET" {
+        init.set_body(&JsValue::from_str(&req.body));
+    }
+    init.set_signal(Some(&stopper.0.signal()));
+    let window = web_sys::window().ok_or_else(|| TransportError::Network("no window".into()))?;
+    let fetch = window.fetch_with_str_and_init(&req.url, &init);
+    let resp = race(fetch, timeouts.first_byte_ms, stopper)
+        .await
+        .map_err(|e| classify_rejection(e, stopper, TransportError::Network))?
+        .ok_or(TransportError::Timeout { first_byte: true })?;
+    let resp: Response = resp
+        .dyn_into()
+        .map_err(|_| TransportError::Network("fetch returned something that is not a Response".into()))?;
+    let status = resp.status();
+    let body = resp
+        .body()
+        .ok_or_else(|| TransportError::Body("the response has no body".into()))?;
+    let reader: ReadableStreamDefaultReader = body
+        .get_reader()
+        .dyn_into()
+        .map_err(|_| TransportError::Body("cannot read the response body".into()))?;
+    let mut stream = BodyStream {
+        reader,
+        stopper: stopper.clone(),
+        timeouts,
+        got_first: false,
+    };
+    if !(200..300).contains(&status) {
+        let retry_after = resp.headers().get("retry-after").ok().flatten();
+        let body = stream.read_text(MAX_ERROR_BODY).await.unwrap_or_default();
+        return Err(TransportError::Http {
+            status,
+            retry_after,
+            body,
+        });
+    }
+    Ok(stream)
+}
+
+impl BodyStream {
+    /// The next chunk of the body, or `None` at its end.
+    pub async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
+        let limit = if self.got_first {
+            self.timeouts.idle_ms
+        } else {
+            self.timeouts.first_byte_ms
+        };
+        let first = !self.got_first;
+        let result = race(self.reader.read(), limit, &self.stopper)
+            .await
+            .map_err(|e| classify_rejection(e, &self.stopper, TransportError::Body))?;
+        let Some(result) = result else {
+            self.stopper.stop();
+            return Err(TransportError::Timeout { first_byte: first });
+        };
+        let done = Reflect::get(&result, &"done".into())
+            .map(|d| d.is_truthy())
+            .unwrap_or(true);
+        if done {
+            return Ok(None);
+        }
+        let value = Reflect::get(&result, &"value".into()).unwrap_or(JsValue::UNDEFINED);
+        let bytes = value
+            .dyn_into::<Uint8Array>()
+            .map(|a| a.to_vec())
+            .unwrap_or_default();
+        self.got_first = true;
+        Ok(Some(bytes))
+    }
+
+    /// Reads the rest of the body as (lossy) text, at most `cap` bytes.
+    pub async fn read_text(&mut self, cap: usize) -> Result<String, TransportError> {
+        let mut out = Vec::new();
+        while let Some(chunk) = self.next_chunk().await? {
+            let room = cap.saturating_sub(out.len());
+            out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if out.len() >= cap {
+                let _ = self.reader.cancel();
+                break;
+            }
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+/// Races `promise` against a timer; `Ok(None)` means the timer won.
+async fn race(promise: Promise, ms: u32, stopper: &Stopper) -> Result<Option<JsValue>, JsValue> {
+    if stopper.is_stopped() {
+        return Err(JsValue::from_str("AbortError"));
+    }
+    let marker = JsValue::from_str("__memoire_timeout__");
+    let m = marker.clone();
+    let timer = Promise::new(&mut |resolve, _reject| {
+        let m = m.clone();
+        let cb = wasm_bindgen::closure::Closure::once_into_js(move || {
+            let _ = resolve.call1(&JsValue::NULL, &m);
+        });
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(cb.unchecked_ref(), ms as i32);
+        }
+    });
+    let both = Array::of2(&promise, &timer);
+    let v = JsFuture::from(Promise::race(&both)).await?;
+    if v == marker {
+        Ok(None)
+    } else {
+        Ok(Some(v))
+    }
+}
+
+fn classify_rejection(
+    e: JsValue,
+    stopper: &Stopper,
+    other: fn(String) -> TransportError,
+) -> TransportError {
+    if stopper.is_stopped() {
+        TransportError::Aborted
+    } else {
+        other(js_text(e))
+    }
+}
+
+/// A short text for a JS error value.
+pub fn js_text(e: JsValue) -> String {
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        return String::from(err.message());
+    }
+    e.as_string().unwrap_or_else(|| format!("{e:?}"))
+}

@@ -1,0 +1,1 @@
+// Service worker: filled in with the offline issue.
