@@ -85,8 +85,14 @@ fn engine_is_pure() {
 #[test]
 fn imports_point_down() {
     let rules: [(&str, &[&str]); 3] = [
-        ("store", &["crate::transport", "crate::session", "crate::ui"]),
-        ("transport", &["crate::store", "crate::session", "crate::ui"]),
+        (
+            "store",
+            &["crate::transport", "crate::session", "crate::ui"],
+        ),
+        (
+            "transport",
+            &["crate::store", "crate::session", "crate::ui"],
+        ),
         ("session", &["crate::ui"]),
     ];
     let mut all = Vec::new();
@@ -95,7 +101,11 @@ fn imports_point_down() {
             all.extend(check_forbidden(dir, forbidden));
         }
     }
-    assert!(all.is_empty(), "imports must point down:\n{}", all.join("\n"));
+    assert!(
+        all.is_empty(),
+        "imports must point down:\n{}",
+        all.join("\n")
+    );
 }
 
 #[test]
@@ -111,7 +121,10 @@ fn every_module_has_a_header() {
         })
         .map(|f| f.display().to_string())
         .collect();
-    assert!(missing.is_empty(), "modules without a //! header: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "modules without a //! header: {missing:?}"
+    );
 }
 
 #[test]
@@ -120,7 +133,11 @@ fn the_checks_can_fail() {
     let dir = std::env::temp_dir().join(format!("memoire-arch-{}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.rs");
-    fs::write(&bad, "//! doc mentions web_sys:: harmlessly\nuse web_sys::Window;\n").unwrap();
+    fs::write(
+        &bad,
+        "//! doc mentions web_sys:: harmlessly\nuse web_sys::Window;\n",
+    )
+    .unwrap();
     assert!(code_of(&bad).contains("web_sys"));
     let good = dir.join("good.rs");
     fs::write(&good, "//! doc mentions web_sys:: harmlessly\nfn f() {}\n").unwrap();

@@ -15,6 +15,7 @@ pub mod markdown;
 pub mod memory;
 pub mod model;
 pub mod request;
+pub mod settings;
 pub mod title;
 pub mod tokens;
 pub mod turn;

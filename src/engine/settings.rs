@@ -1,0 +1,145 @@
+//! User settings: the endpoint profile and the memory config, endpoint presets, and how a
+//! deployment's optional `config.json` defaults combine with what the user saved (user wins).
+//! The endpoint is never taken from the page URL: only `config.json` and the user can set it.
+//! Must not import anything outside `crate::engine`.
+
+use crate::engine::model::{EndpointProfile, HistoryFormat, MemoryConfig, Protocol};
+use serde::{Deserialize, Serialize};
+
+/// Everything the settings dialog edits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Settings {
+    pub endpoint: EndpointProfile,
+    pub memory: MemoryConfig,
+}
+
+/// The system prompt used when neither the deployment nor the user set one.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant. The conversation so far, a summary \
+of earlier parts and facts you learned are given to you; use them, and never claim you do not remember \
+something that appears there.";
+
+impl Settings {
+    /// Built-in defaults: no endpoint configured yet.
+    pub fn builtin() -> Settings {
+        Settings {
+            endpoint: EndpointProfile {
+                id: "default".into(),
+                base_url: String::new(),
+                protocol: Protocol::OpenAiChat,
+                model: String::new(),
+                api_key: None,
+                system_prompt: DEFAULT_SYSTEM_PROMPT.into(),
+            },
+            memory: MemoryConfig::default(),
+        }
+    }
+
+    /// True when an endpoint URL is set; browsing works without one, sending does not.
+    pub fn has_endpoint(&self) -> bool {
+        !self.endpoint.base_url.trim().is_empty()
+    }
+
+    /// Checks what the user typed; returns a message they can act on.
+    pub fn validate(&self) -> Result<(), String> {
+        let url = self.endpoint.base_url.trim();
+        if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err("The endpoint URL must start with http:// or https://".into());
+        }
+        let m = &self.memory;
+        if m.recent_messages == 0 || m.recent_messages > 1000 {
+            return Err("Recent messages must be between 1 and 1000.".into());
+        }
+        if m.summary_every_pairs == 0 || m.summary_every_pairs > 1000 {
+            return Err("Summary frequency must be between 1 and 1000 pairs.".into());
+        }
+        if m.context_tokens < 512 || m.context_tokens > 10_000_000 {
+            return Err("Context tokens must be between 512 and 10,000,000.".into());
+        }
+        if m.reply_reserve_tokens >= m.context_tokens {
+            return Err("The reply reserve must be smaller than the context size.".into());
+        }
+        Ok(())
+    }
+}
+
+/// The deployment's `config.json`: every field optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DeploymentConfig {
+    pub endpoint_url: Option<String>,
+    pub protocol: Option<String>,
+    pub model: Option<String>,
+    pub system_prompt: Option<String>,
+    pub recent_messages: Option<usize>,
+    pub summary_every_pairs: Option<usize>,
+    pub context_tokens: Option<u32>,
+    pub reply_reserve_tokens: Option<u32>,
+    pub history_format: Option<HistoryFormat>,
+}
+
+/// Parses `config.json`. Garbage is an error the caller shows, never a crash.
+pub fn parse_deployment_config(text: &str) -> Result<DeploymentConfig, String> {
+    serde_json::from_str(text).map_err(|e| format!("config.json is not valid: {e}"))
+}
+
+/// Defaults for this deployment: built-ins overlaid with `config.json`.
+pub fn deployment_defaults(config: &DeploymentConfig) -> Settings {
+    let mut s = Settings::builtin();
+    if let Some(url) = &config.endpoint_url {
+        s.endpoint.base_url = url.trim().to_string();
+    }
+    if let Some(p) = config.protocol.as_deref().and_then(Protocol::parse) {
+        s.endpoint.protocol = p;
+    }
+    if let Some(m) = &config.model {
+        s.endpoint.model = m.clone();
+    }
+    if let Some(p) = &config.system_prompt {
+        s.endpoint.system_prompt = p.clone();
+    }
+    let m = &mut s.memory;
+    m.recent_messages = config.recent_messages.unwrap_or(m.recent_messages);
+    m.summary_every_pairs = config.summary_every_pairs.unwrap_or(m.summary_every_pairs);
+    m.context_tokens = config.context_tokens.unwrap_or(m.context_tokens);
+    m.reply_reserve_tokens = config.reply_reserve_tokens.unwrap_or(m.reply_reserve_tokens);
+    m.history_format = config.history_format.unwrap_or(m.history_format);
+    s
+}
+
+/// The settings in force: what the user saved wins over the deployment's defaults.
+pub fn effective(defaults: &Settings, saved: Option<&Settings>) -> Settings {
+    match saved {
+        Some(s) => s.clone(),
+        None => defaults.clone(),
+    }
+}
+
+/// An endpoint preset offered in the settings dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    pub name: &'static str,
+    pub base_url: &'static str,
+    pub protocol: Protocol,
+    pub model_hint: &'static str,
+    pub needs_key: bool,
+}
+
+/// Known endpoints. "Custom" keeps whatever the user typed.
+pub const PRESETS: &[Preset] = &[
+    Preset { name: "Ollama", base_url: "http://127.0.0.1:11434", protocol: Protocol::Ollama, model_hint: "llama3.2", needs_key: false },
+    Preset { name: "llama.cpp server", base_url: "http://127.0.0.1:8081/v1", protocol: Protocol::OpenAiChat, model_hint: "default", needs_key: false },
+    Preset { name: "LM Studio", base_url: "http://127.0.0.1:1234/v1", protocol: Protocol::OpenAiChat, model_hint: "", needs_key: false },
+    Preset { name: "vLLM", base_url: "http://127.0.0.1:8000/v1", protocol: Protocol::OpenAiChat, model_hint: "", needs_key: false },
+    Preset { name: "OpenAI", base_url: "https://api.openai.com/v1", protocol: Protocol::OpenAiChat, model_hint: "gpt-4o-mini", needs_key: true },
+    Preset { name: "OpenAI Responses", base_url: "https://api.openai.com/v1", protocol: Protocol::OpenAiResponses, model_hint: "gpt-4o-mini", needs_key: true },
+    Preset { name: "Anthropic", base_url: "https://api.anthropic.com", protocol: Protocol::Anthropic, model_hint: "claude-sonnet-4-5", needs_key: true },
+];
+
+/// Applies a preset: URL and protocol always, the model only when the user has none yet.
+pub fn apply_preset(settings: &mut Settings, preset: &Preset) {
+    settings.endpoint.base_url = preset.base_url.to_string();
+    settings.endpoint.protocol = preset.protocol;
+    if settings.endpoint.model.trim().is_empty() {
+        settings.endpoint.model = preset.model_hint.to_string();
+    }
+}
