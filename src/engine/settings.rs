@@ -101,7 +101,9 @@ pub fn deployment_defaults(config: &DeploymentConfig) -> Settings {
     m.recent_messages = config.recent_messages.unwrap_or(m.recent_messages);
     m.summary_every_pairs = config.summary_every_pairs.unwrap_or(m.summary_every_pairs);
     m.context_tokens = config.context_tokens.unwrap_or(m.context_tokens);
-    m.reply_reserve_tokens = config.reply_reserve_tokens.unwrap_or(m.reply_reserve_tokens);
+    m.reply_reserve_tokens = config
+        .reply_reserve_tokens
+        .unwrap_or(m.reply_reserve_tokens);
     m.history_format = config.history_format.unwrap_or(m.history_format);
     s
 }
@@ -126,13 +128,55 @@ pub struct Preset {
 
 /// Known endpoints. "Custom" keeps whatever the user typed.
 pub const PRESETS: &[Preset] = &[
-    Preset { name: "Ollama", base_url: "http://127.0.0.1:11434", protocol: Protocol::Ollama, model_hint: "llama3.2", needs_key: false },
-    Preset { name: "llama.cpp server", base_url: "http://127.0.0.1:8081/v1", protocol: Protocol::OpenAiChat, model_hint: "default", needs_key: false },
-    Preset { name: "LM Studio", base_url: "http://127.0.0.1:1234/v1", protocol: Protocol::OpenAiChat, model_hint: "", needs_key: false },
-    Preset { name: "vLLM", base_url: "http://127.0.0.1:8000/v1", protocol: Protocol::OpenAiChat, model_hint: "", needs_key: false },
-    Preset { name: "OpenAI", base_url: "https://api.openai.com/v1", protocol: Protocol::OpenAiChat, model_hint: "gpt-4o-mini", needs_key: true },
-    Preset { name: "OpenAI Responses", base_url: "https://api.openai.com/v1", protocol: Protocol::OpenAiResponses, model_hint: "gpt-4o-mini", needs_key: true },
-    Preset { name: "Anthropic", base_url: "https://api.anthropic.com", protocol: Protocol::Anthropic, model_hint: "claude-sonnet-4-5", needs_key: true },
+    Preset {
+        name: "Ollama",
+        base_url: "http://127.0.0.1:11434",
+        protocol: Protocol::Ollama,
+        model_hint: "llama3.2",
+        needs_key: false,
+    },
+    Preset {
+        name: "llama.cpp server",
+        base_url: "http://127.0.0.1:8081/v1",
+        protocol: Protocol::OpenAiChat,
+        model_hint: "default",
+        needs_key: false,
+    },
+    Preset {
+        name: "LM Studio",
+        base_url: "http://127.0.0.1:1234/v1",
+        protocol: Protocol::OpenAiChat,
+        model_hint: "",
+        needs_key: false,
+    },
+    Preset {
+        name: "vLLM",
+        base_url: "http://127.0.0.1:8000/v1",
+        protocol: Protocol::OpenAiChat,
+        model_hint: "",
+        needs_key: false,
+    },
+    Preset {
+        name: "OpenAI",
+        base_url: "https://api.openai.com/v1",
+        protocol: Protocol::OpenAiChat,
+        model_hint: "gpt-4o-mini",
+        needs_key: true,
+    },
+    Preset {
+        name: "OpenAI Responses",
+        base_url: "https://api.openai.com/v1",
+        protocol: Protocol::OpenAiResponses,
+        model_hint: "gpt-4o-mini",
+        needs_key: true,
+    },
+    Preset {
+        name: "Anthropic",
+        base_url: "https://api.anthropic.com",
+        protocol: Protocol::Anthropic,
+        model_hint: "claude-sonnet-4-5",
+        needs_key: true,
+    },
 ];
 
 /// Applies a preset: URL and protocol always, the model only when the user has none yet.

@@ -61,7 +61,10 @@ pub struct Stopper(AbortController);
 
 impl Stopper {
     pub fn new() -> Self {
-        Stopper(AbortController::new().expect("AbortController is available in every supported browser"))
+        Stopper(
+            AbortController::new()
+                .expect("AbortController is available in every supported browser"),
+        )
     }
     pub fn stop(&self) {
         self.0.abort();
@@ -94,7 +97,9 @@ pub async fn open(
 ) -> Result<BodyStream, TransportError> {
     let init = RequestInit::new();
     init.set_method(&req.method);
-    let headers = Headers::new().map_err(js_text).map_err(TransportError::Network)?;
+    let headers = Headers::new()
+        .map_err(js_text)
+        .map_err(TransportError::Network)?;
     for (k, v) in &req.headers {
         headers
             .append(k, v)
@@ -111,9 +116,9 @@ pub async fn open(
         .await
         .map_err(|e| classify_rejection(e, stopper, TransportError::Network))?
         .ok_or(TransportError::Timeout { first_byte: true })?;
-    let resp: Response = resp
-        .dyn_into()
-        .map_err(|_| TransportError::Network("fetch returned something that is not a Response".into()))?;
+    let resp: Response = resp.dyn_into().map_err(|_| {
+        TransportError::Network("fetch returned something that is not a Response".into())
+    })?;
     let status = resp.status();
     let body = resp
         .body()
@@ -199,7 +204,10 @@ async fn race(promise: Promise, ms: u32, stopper: &Stopper) -> Result<Option<JsV
             let _ = resolve.call1(&JsValue::NULL, &m);
         });
         if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(cb.unchecked_ref(), ms as i32);
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(
+                cb.unchecked_ref(),
+                ms as i32,
+            );
         }
     });
     let both = Array::of2(&promise, &timer);
