@@ -10,6 +10,7 @@ pub mod backup;
 pub mod coalesce;
 pub mod decode;
 pub mod failure;
+pub mod format;
 pub mod history;
 pub mod markdown;
 pub mod memory;

@@ -1,0 +1,358 @@
+//! The controller: the one place views turn a user action into a session call. It runs the call
+//! (spawned on the local executor), puts results into the signals and errors into the banner.
+//! Must not import `store` or `transport`: components never touch IndexedDB or fetch.
+
+use crate::engine::model::{EntityNode, MessageStatus};
+use crate::engine::settings::Settings;
+use crate::session::{Session, SessionError};
+use crate::ui::state::{AppState, MemoryView, MessageItem};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use std::future::Future;
+use std::rc::Rc;
+
+/// How many messages are mounted when a conversation opens, and per "load older" step.
+pub const PAGE: usize = 60;
+
+/// Provided as context; `Copy`.
+#[derive(Clone, Copy)]
+pub struct Controller {
+    pub state: AppState,
+    session: StoredValue<Option<Rc<Session>>, LocalStorage>,
+}
+
+impl Controller {
+    pub fn new(state: AppState) -> Self {
+        Controller {
+            state,
+            session: StoredValue::new_local(None),
+        }
+    }
+
+    pub fn set_session(&self, session: Rc<Session>) {
+        self.session.set_value(Some(session));
+    }
+
+    pub fn session(&self) -> Option<Rc<Session>> {
+        self.session.get_value()
+    }
+
+    /// Runs `f` with the session; an error goes to the banner.
+    pub fn run<F, Fut>(&self, f: F)
+    where
+        F: FnOnce(Rc<Session>, AppState) -> Fut + 'static,
+        Fut: Future<Output = Result<(), SessionError>> + 'static,
+    {
+        let state = self.state;
+        let Some(session) = self.session() else {
+            state
+                .error
+                .set(Some("Memoire is still opening its database. Try again in a moment.".into()));
+            return;
+        };
+        spawn_local(async move {
+            if let Err(e) = f(session, state).await {
+                state.error.set(Some(e.to_string()));
+            }
+        });
+    }
+
+    /// Loads the conversation list (most recent first).
+    pub fn refresh_conversations(&self) {
+        self.run(|s, st| async move {
+            st.conversations.set(s.list_conversations().await?);
+            Ok(())
+        });
+    }
+
+    /// Opens a conversation: mounts its last page of messages, its memory and the next-request preview.
+    /// `focus` scrolls to a message (from a search hit), loading back to it if needed.
+    pub fn open(&self, id: String, focus: Option<String>) {
+        let ctl = *self;
+        let st = self.state;
+        set_route(Some(&id));
+        if st.current.get_untracked().as_deref() != Some(id.as_str()) {
+            ctl.save_draft();
+            st.current.set(Some(id.clone()));
+            st.messages.set(Vec::new());
+            st.memory.set(MemoryView::default());
+            st.preview.set(None);
+            st.error.set(None);
+        }
+        st.focus_message.set(focus.clone());
+        self.run(move |s, st| async move {
+            st.loading_messages.set(true);
+            let page = s.load_page(&id, None, PAGE, focus.as_deref()).await;
+            st.loading_messages.set(false);
+            let page = page?;
+            if !st.is_current(&id) {
+                return Ok(());
+            }
+            st.has_older.set(page.has_older);
+            st.messages
+                .set(page.messages.iter().map(MessageItem::from_message).collect());
+            st.draft.set(s.draft(&id).await.unwrap_or_default());
+            ctl.reload_memory();
+            ctl.refresh_preview();
+            Ok(())
+        });
+    }
+
+    /// Mounts the page of messages above the window.
+    pub fn load_older(&self) {
+        let st = self.state;
+        let Some(id) = st.current.get_untracked() else { return };
+        if st.loading_messages.get_untracked() || !st.has_older.get_untracked() {
+            return;
+        }
+        let Some(first) = st.messages.with_untracked(|l| l.first().map(|m| m.seq)) else { return };
+        st.loading_messages.set(true);
+        self.run(move |s, st| async move {
+            let page = s.load_page(&id, Some(first), PAGE, None).await;
+            st.loading_messages.set(false);
+            let page = page?;
+            if !st.is_current(&id) {
+                return Ok(());
+            }
+            st.has_older.set(page.has_older);
+            st.messages.update(|l| {
+                let mut older: Vec<MessageItem> =
+                    page.messages.iter().map(MessageItem::from_message).collect();
+                older.append(l);
+                *l = older;
+            });
+            Ok(())
+        });
+    }
+
+    pub fn new_conversation(&self) {
+        let ctl = *self;
+        self.run(move |s, _| async move {
+            let c = s.create_conversation().await?;
+            ctl.open(c.id, None);
+            Ok(())
+        });
+    }
+
+    pub fn rename(&self, id: String, title: String) {
+        self.run(move |s, _| async move { s.rename(&id, &title).await });
+    }
+
+    pub fn delete(&self, id: String) {
+        let ctl = *self;
+        self.run(move |s, st| async move {
+            s.delete(&id).await?;
+            if st.is_current(&id) {
+                st.current.set(None);
+                st.messages.set(Vec::new());
+                st.memory.set(MemoryView::default());
+                st.preview.set(None);
+                set_route(None);
+            }
+            ctl.refresh_conversations();
+            Ok(())
+        });
+    }
+
+    /// Sends the composer text. `/clear` is handled by the composer (it asks first).
+    pub fn send(&self, text: String) {
+        let ctl = *self;
+        let st = self.state;
+        st.error.set(None);
+        if !st.online.get_untracked() {
+            st.error.set(Some(
+                "You are offline. Your message is kept in the composer; send it when you are back online."
+                    .into(),
+            ));
+            return;
+        }
+        match st.current.get_untracked() {
+            Some(id) => {
+                st.draft.set(String::new());
+                self.run(move |s, _| async move {
+                    s.set_draft(&id, "").await.ok();
+                    s.send(&id, text).await
+                });
+            }
+            None => {
+                st.draft.set(String::new());
+                self.run(move |s, _| async move {
+                    let c = s.create_conversation().await?;
+                    let id = c.id.clone();
+                    ctl.open(c.id, None);
+                    s.send(&id, text).await
+                });
+            }
+        }
+    }
+
+    pub fn stop(&self) {
+        if let (Some(id), Some(s)) = (self.state.current.get_untracked(), self.session()) {
+            s.stop(&id);
+        }
+    }
+
+    /// Re-sends the last user turn.
+    pub fn retry(&self) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        self.state.error.set(None);
+        self.run(move |s, _| async move { s.retry(&id).await });
+    }
+
+    /// Replaces the last user message with `text` and sends it again.
+    pub fn edit_last(&self, text: String) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        let ctl = *self;
+        self.state.error.set(None);
+        self.run(move |s, _| async move {
+            s.edit_last(&id, text).await?;
+            ctl.open(id, None);
+            Ok(())
+        });
+    }
+
+    /// Clears the open conversation's messages and memory (the composer asked first).
+    pub fn clear(&self) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        let ctl = *self;
+        self.run(move |s, _| async move {
+            s.clear(&id).await?;
+            ctl.open(id, None);
+            Ok(())
+        });
+    }
+
+    pub fn reload_memory(&self) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        self.run(move |s, st| async move {
+            let m = s.memory(&id).await?;
+            if st.is_current(&id) {
+                st.memory.set(MemoryView {
+                    summary: m.versions.last().cloned(),
+                    versions: m.versions,
+                    entities: m.entities,
+                });
+            }
+            Ok(())
+        });
+    }
+
+    /// Recomputes what the next request would contain, for the context inspector.
+    pub fn refresh_preview(&self) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        let draft = self.state.draft.get_untracked();
+        self.run(move |s, st| async move {
+            let p = s.preview(&id, &draft).await?;
+            if st.is_current(&id) {
+                st.preview.set(Some(p));
+            }
+            Ok(())
+        });
+    }
+
+    pub fn update_memory_now(&self) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        self.run(move |s, _| async move { s.update_memory_now(&id).await });
+    }
+
+    pub fn restore_summary(&self, version: u32) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        self.run(move |s, _| async move { s.restore_summary(&id, version).await });
+    }
+
+    pub fn save_entity(&self, node: EntityNode) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        self.run(move |s, _| async move { s.save_entity(&id, node).await });
+    }
+
+    pub fn delete_entity(&self, entity_id: String) {
+        let Some(id) = self.state.current.get_untracked() else { return };
+        self.run(move |s, _| async move { s.delete_entity(&id, &entity_id).await });
+    }
+
+    pub fn search(&self, query: String) {
+        self.state.search_query.set(query.clone());
+        if query.trim().is_empty() {
+            self.state.search_hits.set(Vec::new());
+            return;
+        }
+        self.run(move |s, st| async move {
+            let hits = s.search(&query).await?;
+            if st.search_query.get_untracked() == query {
+                st.search_hits.set(hits);
+            }
+            Ok(())
+        });
+    }
+
+    /// Validates and saves settings; closes the dialog on success.
+    pub fn save_settings(&self, settings: Settings, on_done: impl FnOnce(Result<(), String>) + 'static) {
+        self.run(move |s, st| async move {
+            match s.save_settings(settings.clone()).await {
+                Ok(()) => {
+                    st.settings.set(settings);
+                    st.settings_open.set(false);
+                    on_done(Ok(()));
+                }
+                Err(e) => on_done(Err(e.to_string())),
+            }
+            Ok(())
+        });
+    }
+
+    /// Saves the composer draft of the open conversation.
+    pub fn save_draft(&self) {
+        let st = self.state;
+        let (Some(id), Some(s)) = (st.current.get_untracked(), self.session()) else { return };
+        let text = st.draft.get_untracked();
+        spawn_local(async move {
+            s.set_draft(&id, &text).await.ok();
+        });
+    }
+
+    pub fn refresh_storage(&self) {
+        self.run(|s, st| async move {
+            st.storage.set(Some(s.storage().await?));
+            Ok(())
+        });
+    }
+
+    /// True when the last assistant message of the open conversation failed or was cut off.
+    pub fn can_retry(&self) -> bool {
+        let st = self.state;
+        !st.current_streaming()
+            && st.messages.with(|l| {
+                l.last().is_some_and(|m| {
+                    matches!(
+                        m.status.get(),
+                        MessageStatus::Error | MessageStatus::Interrupted
+                    ) || m.role == crate::engine::model::Role::User
+                })
+            })
+    }
+}
+
+/// Writes `#/c/<id>` (a history entry, so the back button works), or clears it.
+pub fn set_route(id: Option<&str>) {
+    let Some(w) = web_sys::window() else { return };
+    let want = id.map(|i| format!("#/c/{i}")).unwrap_or_default();
+    let have = w.location().hash().unwrap_or_default();
+    if have != want {
+        if want.is_empty() {
+            let _ = w.history().and_then(|h| {
+                let path = w.location().pathname().unwrap_or_default();
+                h.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&path))
+            });
+        } else {
+            let _ = w.location().set_hash(&want);
+        }
+    }
+}
+
+/// The conversation id in the URL (`#/c/<id>`), if any.
+pub fn route() -> Option<String> {
+    let hash = web_sys::window()?.location().hash().ok()?;
+    let id = hash.strip_prefix("#/c/")?;
+    let id = js_sys::decode_uri_component(id).ok()?.as_string()?;
+    (!id.is_empty()).then_some(id)
+}

@@ -1,0 +1,290 @@
+//! UI state: the signals the views read, and how session events update them. Signals hold state,
+//! not logic: every decision was made in the engine, the session only reports outcomes.
+//! Must not import `store` or `transport`; reaches the session only through `controller`.
+
+use crate::engine::model::{
+    Conversation, ConversationSummary, EntityNode, Message, MessageMeta, MessageStatus, Role,
+};
+use crate::engine::settings::Settings;
+use crate::session::{Preview, SearchHit, SessionEvent, StorageInfo};
+use leptos::prelude::*;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// One message as the chat pane shows it. Content and status are signals of their own so a
+/// streaming token re-renders one message, never the list.
+#[derive(Clone)]
+pub struct MessageItem {
+    pub id: String,
+    pub seq: u64,
+    pub role: Role,
+    pub created_at: i64,
+    pub content: RwSignal<String>,
+    pub status: RwSignal<MessageStatus>,
+    pub meta: RwSignal<MessageMeta>,
+}
+
+impl MessageItem {
+    pub fn from_message(m: &Message) -> Self {
+        MessageItem {
+            id: m.id.clone(),
+            seq: m.seq,
+            role: m.role,
+            created_at: m.created_at,
+            content: RwSignal::new(m.content.clone()),
+            status: RwSignal::new(m.status),
+            meta: RwSignal::new(m.meta.clone()),
+        }
+    }
+}
+
+/// The memory pane's data for the open conversation.
+#[derive(Clone, Default, PartialEq)]
+pub struct MemoryView {
+    pub summary: Option<ConversationSummary>,
+    pub versions: Vec<ConversationSummary>,
+    pub entities: Vec<EntityNode>,
+}
+
+/// Every signal of the app. `Copy`, provided as context.
+#[derive(Clone, Copy)]
+pub struct AppState {
+    /// False until the database is open.
+    pub ready: RwSignal<bool>,
+    pub conversations: RwSignal<Vec<Conversation>>,
+    pub current: RwSignal<Option<String>>,
+    /// The mounted window of the open conversation's messages, oldest first.
+    pub messages: RwSignal<Vec<MessageItem>>,
+    /// True while older messages exist above the mounted window.
+    pub has_older: RwSignal<bool>,
+    pub loading_messages: RwSignal<bool>,
+    pub memory: RwSignal<MemoryView>,
+    /// Conversations whose memory update is running.
+    pub memory_updating: RwSignal<Vec<String>>,
+    /// Conversations with a turn in flight.
+    pub streaming: RwSignal<Vec<String>>,
+    pub preview: RwSignal<Option<Preview>>,
+    pub settings: RwSignal<Settings>,
+    pub settings_open: RwSignal<bool>,
+    /// A message the user can act on, shown in the error banner.
+    pub error: RwSignal<Option<String>>,
+    /// A transient, non-error notice.
+    pub notice: RwSignal<Option<String>>,
+    pub search_query: RwSignal<String>,
+    pub search_hits: RwSignal<Vec<SearchHit>>,
+    pub online: RwSignal<bool>,
+    pub storage: RwSignal<Option<StorageInfo>>,
+    /// Memory pane shown on narrow screens.
+    pub memory_open: RwSignal<bool>,
+    /// Draft text per conversation (kept across switches and reloads).
+    pub draft: RwSignal<String>,
+    /// Message to scroll to after opening a conversation from a search hit.
+    pub focus_message: RwSignal<Option<String>>,
+}
+
+impl AppState {
+    pub fn new() -> Self {
+        AppState {
+            ready: RwSignal::new(false),
+            conversations: RwSignal::new(Vec::new()),
+            current: RwSignal::new(None),
+            messages: RwSignal::new(Vec::new()),
+            has_older: RwSignal::new(false),
+            loading_messages: RwSignal::new(false),
+            memory: RwSignal::new(MemoryView::default()),
+            memory_updating: RwSignal::new(Vec::new()),
+            streaming: RwSignal::new(Vec::new()),
+            preview: RwSignal::new(None),
+            settings: RwSignal::new(Settings::builtin()),
+            settings_open: RwSignal::new(false),
+            error: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            search_query: RwSignal::new(String::new()),
+            search_hits: RwSignal::new(Vec::new()),
+            online: RwSignal::new(true),
+            storage: RwSignal::new(None),
+            memory_open: RwSignal::new(false),
+            draft: RwSignal::new(String::new()),
+            focus_message: RwSignal::new(None),
+        }
+    }
+
+    pub fn is_current(&self, conversation_id: &str) -> bool {
+        self.current
+            .with_untracked(|c| c.as_deref() == Some(conversation_id))
+    }
+
+    /// True while the open conversation has a turn in flight.
+    pub fn current_streaming(&self) -> bool {
+        let cur = self.current.get();
+        self.streaming
+            .with(|s| cur.is_some_and(|c| s.iter().any(|x| *x == c)))
+    }
+
+    fn set_flag(list: RwSignal<Vec<String>>, id: &str, on: bool) {
+        list.update(|l| {
+            l.retain(|x| x != id);
+            if on {
+                l.push(id.to_string());
+            }
+        });
+    }
+
+    fn upsert_conversation(&self, c: Conversation) {
+        self.conversations.update(|list| {
+            list.retain(|x| x.id != c.id);
+            let at = list
+                .iter()
+                .position(|x| x.updated_at <= c.updated_at)
+                .unwrap_or(list.len());
+            list.insert(at, c);
+        });
+    }
+
+    fn append_message(&self, m: &Message) {
+        if !self.is_current(&m.conversation_id) {
+            return;
+        }
+        let exists = self
+            .messages
+            .with_untracked(|l| l.iter().rev().any(|x| x.id == m.id));
+        if exists {
+            self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
+        } else {
+            self.messages.update(|l| {
+                let at = l.iter().rposition(|x| x.seq < m.seq).map_or(0, |i| i + 1);
+                l.insert(at, MessageItem::from_message(m));
+            });
+        }
+    }
+
+    fn set_progress(&self, id: &str, content: &str, status: MessageStatus, meta: Option<&MessageMeta>) {
+        let item = self
+            .messages
+            .with_untracked(|l| l.iter().rev().find(|x| x.id == id).cloned());
+        if let Some(item) = item {
+            if item.content.with_untracked(|c| c != content) {
+                item.content.set(content.to_string());
+            }
+            if item.status.get_untracked() != status {
+                item.status.set(status);
+            }
+            if let Some(meta) = meta {
+                if item.meta.with_untracked(|m| m != meta) {
+                    item.meta.set(meta.clone());
+                }
+            }
+        }
+    }
+}
+
+impl Default for AppState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Applies session events to the signals. Streaming progress is batched to animation frames: many
+/// chunks within one frame cost one render.
+#[derive(Clone)]
+pub struct EventApplier {
+    state: AppState,
+    pending: Rc<RefCell<HashMap<String, Message>>>,
+    scheduled: Rc<RefCell<bool>>,
+    /// Called when the open conversation's memory changed, to reload the memory pane.
+    on_memory_changed: Rc<dyn Fn(String)>,
+    /// Called when a conversation changed in a way that may change the next request.
+    on_context_changed: Rc<dyn Fn(String)>,
+}
+
+impl EventApplier {
+    pub fn new(
+        state: AppState,
+        on_memory_changed: Rc<dyn Fn(String)>,
+        on_context_changed: Rc<dyn Fn(String)>,
+    ) -> Self {
+        EventApplier {
+            state,
+            pending: Rc::default(),
+            scheduled: Rc::default(),
+            on_memory_changed,
+            on_context_changed,
+        }
+    }
+
+    pub fn apply(&self, event: SessionEvent) {
+        let s = self.state;
+        match event {
+            SessionEvent::ConversationChanged(c) => {
+                let id = c.id.clone();
+                s.upsert_conversation(c);
+                if s.is_current(&id) {
+                    (self.on_context_changed)(id);
+                }
+            }
+            SessionEvent::ConversationRemoved(id) => {
+                s.conversations.update(|l| l.retain(|c| c.id != id));
+            }
+            SessionEvent::MessageAdded(m) => {
+                self.flush();
+                s.append_message(&m);
+            }
+            SessionEvent::MessageProgress(m) => {
+                if m.status == MessageStatus::Streaming {
+                    self.pending.borrow_mut().insert(m.id.clone(), m);
+                    self.schedule();
+                } else {
+                    self.pending.borrow_mut().remove(&m.id);
+                    s.append_message(&m);
+                }
+            }
+            SessionEvent::MessagesCleared(id) => {
+                if s.is_current(&id) {
+                    s.messages.set(Vec::new());
+                    s.has_older.set(false);
+                }
+            }
+            SessionEvent::TurnRunning { conversation_id, running } => {
+                AppState::set_flag(s.streaming, &conversation_id, running);
+                if !running && s.is_current(&conversation_id) {
+                    (self.on_context_changed)(conversation_id);
+                }
+            }
+            SessionEvent::MemoryUpdating { conversation_id, running } => {
+                AppState::set_flag(s.memory_updating, &conversation_id, running);
+            }
+            SessionEvent::MemoryChanged(id) => {
+                if s.is_current(&id) {
+                    (self.on_memory_changed)(id);
+                }
+            }
+            SessionEvent::Error { conversation_id, message } => {
+                let relevant = conversation_id.as_deref().is_none_or(|c| s.is_current(c));
+                if relevant {
+                    s.error.set(Some(message));
+                }
+            }
+            SessionEvent::Notice(text) => s.notice.set(Some(text)),
+        }
+    }
+
+    fn schedule(&self) {
+        if *self.scheduled.borrow() {
+            return;
+        }
+        *self.scheduled.borrow_mut() = true;
+        let this = self.clone();
+        request_animation_frame(move || {
+            *this.scheduled.borrow_mut() = false;
+            this.flush();
+        });
+    }
+
+    fn flush(&self) {
+        let pending: Vec<Message> = self.pending.borrow_mut().drain().map(|(_, m)| m).collect();
+        for m in pending {
+            self.state.append_message(&m);
+        }
+    }
+}

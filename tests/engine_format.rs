@@ -1,0 +1,49 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Display formats: relative times, dates, byte sizes.
+
+use memoire::engine::format::{bytes, date, date_time, relative_time};
+
+const NOW: i64 = 1_795_300_167_000; // 2026-11-22T...
+
+fn check_rel(ago_secs: i64, want: &str) {
+    assert_eq!(
+        relative_time(NOW - ago_secs * 1000, NOW),
+        want,
+        "{ago_secs}s ago"
+    );
+}
+
+#[test]
+fn relative_times() {
+    check_rel(0, "just now");
+    check_rel(-30, "just now"); // clock skew: a time in the future
+    check_rel(44, "just now");
+    check_rel(45, "1 min ago");
+    check_rel(5 * 60, "5 min ago");
+    check_rel(3 * 3600, "3 h ago");
+    check_rel(86_400 + 5, "yesterday");
+    check_rel(4 * 86_400, "4 days ago");
+    check_rel(400 * 86_400, &date(NOW - 400 * 86_400_000));
+}
+
+#[test]
+fn dates() {
+    assert_eq!(date(0), "1970-01-01");
+    assert_eq!(date(951_782_400_000), "2000-02-29");
+    assert_eq!(date(-86_400_000), "1969-12-31");
+    assert_eq!(date_time(1_700_000_000_000), "2023-11-14 22:13");
+}
+
+#[test]
+fn byte_sizes() {
+    for (n, want) in [
+        (0, "0 B"),
+        (999, "999 B"),
+        (1000, "1.0 KB"),
+        (4_200, "4.2 KB"),
+        (1_500_000, "1.5 MB"),
+        (2_000_000_000, "2.0 GB"),
+    ] {
+        assert_eq!(bytes(n), want);
+    }
+}
