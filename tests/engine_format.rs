@@ -47,3 +47,38 @@ fn byte_sizes() {
         assert_eq!(bytes(n), want);
     }
 }
+
+#[test]
+fn continuity_badges() {
+    use memoire::engine::format::continuity;
+    use memoire::engine::model::{Conversation, MemoryOverrides, RemoteHandle, TurnPath};
+    let conv = |path: Option<TurnPath>, handle: Option<bool>| Conversation {
+        id: "c".into(),
+        title: "t".into(),
+        title_is_custom: false,
+        created_at: 0,
+        updated_at: 0,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: handle.map(|dead| RemoteHandle {
+            id: "resp_1".into(),
+            endpoint_key: "k".into(),
+            covers_up_to_seq: 1,
+            confirmed_at: 0,
+            dead,
+        }),
+        last_path: path,
+        memory_overrides: MemoryOverrides::default(),
+    };
+    let key = |p, h| continuity(&conv(p, h)).0;
+    assert_eq!(key(None, None), "fresh");
+    assert_eq!(key(Some(TurnPath::Fresh), None), "fresh");
+    assert_eq!(key(Some(TurnPath::Resumed), Some(false)), "resumable");
+    assert_eq!(key(Some(TurnPath::Fresh), Some(false)), "resumable");
+    assert_eq!(
+        key(Some(TurnPath::Resumed), Some(true)),
+        "reinjected",
+        "a dead handle is not resumable"
+    );
+    assert_eq!(key(Some(TurnPath::Reinjected), None), "reinjected");
+}

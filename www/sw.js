@@ -1,1 +1,87 @@
-// Service worker: filled in with the offline issue.
+// Memoire's service worker: caches the app shell so the app opens with the network off.
+// - The cache name carries the build id (written into this file by the Trunk post-build hook), so a
+//   new build gets a new cache and the old ones are deleted on activate.
+// - Install precaches index.html and every asset it references (hashed js/wasm/css), the manifest,
+//   the icon and config.json when the deployment has one.
+// - Navigations are network-first (a new build is picked up at once) with the cached shell as the
+//   fallback; hashed assets are cache-first; config.json is network-first.
+// - Requests to other origins (the agent endpoint) are never touched.
+const BUILD = "__MEMOIRE_BUILD__";
+const CACHE = `memoire-shell-${BUILD}`;
+const SHELL = ["./", "index.html", "manifest.webmanifest", "icons/icon.svg"];
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(
+    (async () => {
+      const cache = await caches.open(CACHE);
+      const index = await fetch("index.html", { cache: "no-store" });
+      const html = await index.clone().text();
+      await cache.put("index.html", index.clone());
+      await cache.put("./", index);
+      const assets = new Set(SHELL.slice(2));
+      for (const m of html.matchAll(/(?:href|src)="([^"#?]+)"/g)) {
+        const url = m[1];
+        if (!/^[a-z]+:/i.test(url) && !url.startsWith("//")) assets.add(url.replace(/^\.\//, ""));
+      }
+      await cache.addAll([...assets]);
+      try {
+        const config = await fetch("config.json", { cache: "no-store" });
+        if (config.ok) await cache.put("config.json", config);
+      } catch (_) {
+        // No config.json: the app uses its built-in defaults.
+      }
+      await self.skipWaiting();
+    })()
+  );
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    (async () => {
+      for (const name of await caches.keys()) {
+        if (name.startsWith("memoire-shell-") && name !== CACHE) await caches.delete(name);
+      }
+      await self.clients.claim();
+    })()
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const req = event.request;
+  if (req.method !== "GET") return;
+  const url = new URL(req.url);
+  if (url.origin !== self.location.origin) return;
+  const scope = new URL(self.registration.scope);
+  if (!url.pathname.startsWith(scope.pathname)) return;
+  const rel = url.pathname.slice(scope.pathname.length);
+  if (req.mode === "navigate") {
+    event.respondWith(networkFirst(req, "index.html"));
+  } else if (rel === "config.json") {
+    event.respondWith(networkFirst(req, "config.json"));
+  } else {
+    event.respondWith(cacheFirst(req));
+  }
+});
+
+async function networkFirst(req, fallbackKey) {
+  const cache = await caches.open(CACHE);
+  try {
+    const res = await fetch(req);
+    if (res.ok) await cache.put(fallbackKey, res.clone());
+    return res;
+  } catch (err) {
+    const hit = (await cache.match(fallbackKey)) || (await cache.match(req));
+    if (hit) return hit;
+    if (fallbackKey === "config.json") return new Response("{}", { headers: { "content-type": "application/json" } });
+    throw err;
+  }
+}
+
+async function cacheFirst(req) {
+  const cache = await caches.open(CACHE);
+  const hit = await cache.match(req, { ignoreSearch: true });
+  if (hit) return hit;
+  const res = await fetch(req);
+  if (res.ok && res.type === "basic") await cache.put(req, res.clone());
+  return res;
+}

@@ -57,3 +57,26 @@ pub fn bytes(n: u64) -> String {
     }
     format!("{v:.1} {}", UNITS[unit])
 }
+
+/// The continuity badge of a conversation: (css key, label, explanation).
+pub fn continuity(conv: &crate::engine::model::Conversation) -> (&'static str, &'static str, &'static str) {
+    use crate::engine::model::TurnPath;
+    let live = conv.remote_handle.as_ref().is_some_and(|h| !h.dead);
+    match (live, conv.last_path) {
+        (true, _) => (
+            "resumable",
+            "resumable",
+            "The agent still holds this conversation; the next turn continues it.",
+        ),
+        (false, Some(TurnPath::Reinjected)) | (false, Some(TurnPath::Resumed)) => (
+            "reinjected",
+            "re-injected",
+            "Memoire sends the history, summary and memory with each turn.",
+        ),
+        (false, Some(TurnPath::Fresh)) | (false, None) => (
+            "fresh",
+            "fresh",
+            "Nothing to carry over yet: the next turn starts the conversation.",
+        ),
+    }
+}

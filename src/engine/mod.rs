@@ -11,6 +11,7 @@ pub mod coalesce;
 pub mod decode;
 pub mod failure;
 pub mod format;
+pub mod graph_layout;
 pub mod history;
 pub mod markdown;
 pub mod memory;

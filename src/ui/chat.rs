@@ -1,0 +1,471 @@
+//! The chat pane: header, the windowed message list (older pages load on scroll), sanitised
+//! markdown, streaming status, the error banner, and the composer (Enter sends, Shift+Enter adds a
+//! line, Esc stops, `/clear` asks first, stop / retry / edit-and-resend).
+//! Must not import `store` or `transport`.
+
+use crate::engine::format::{continuity, date_time};
+use crate::engine::markdown;
+use crate::engine::model::{MessageStatus, Role};
+use crate::ui::controller::Controller;
+use crate::ui::state::MessageItem;
+use leptos::html;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// The chat pane.
+#[component]
+pub fn ChatPane() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let title = move || {
+        let cur = st.current.get()?;
+        st.conversations
+            .with(|l| l.iter().find(|c| c.id == cur).cloned())
+    };
+    view! {
+        <main class="chat-pane" aria-label="Chat">
+            <header class="chat-head">
+                <h1 class="chat-title">
+                    {move || match title() {
+                        Some(c) if !c.title.is_empty() => c.title,
+                        Some(_) => "New conversation".to_string(),
+                        None => "Memoire".to_string(),
+                    }}
+                </h1>
+                {move || title().map(|c| {
+                    let (key, label, why) = continuity(&c);
+                    view! {
+                        <span class=format!("badge badge-{key}") data-testid="continuity-badge" data-continuity=key title=why>
+                            {label}
+                        </span>
+                    }
+                })}
+                <span class="spacer"></span>
+                <ExportButtons/>
+                <button
+                    class="memory-toggle"
+                    aria-label="Show or hide the memory pane"
+                    aria-expanded=move || st.memory_open.get().to_string()
+                    on:click=move |_| st.memory_open.update(|o| *o = !*o)
+                >
+                    "Memory"
+                </button>
+            </header>
+            <ErrorBanner/>
+            <Notice/>
+            <MessageList/>
+            <Composer/>
+        </main>
+    }
+}
+
+#[component]
+fn ErrorBanner() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    view! {
+        <Show when=move || st.error.with(|e| e.is_some())>
+            <div class="error-banner" role="alert" data-testid="error-banner">
+                <span class="text">{move || st.error.get().unwrap_or_default()}</span>
+                <Show when=move || ctl.can_retry()>
+                    <button on:click=move |_| ctl.retry()>"Retry"</button>
+                </Show>
+                <button on:click=move |_| st.settings_open.set(true)>"Settings"</button>
+                <button class="icon" aria-label="Dismiss" on:click=move |_| st.error.set(None)>"✕"</button>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn Notice() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    view! {
+        <Show when=move || st.notice.with(|n| n.is_some())>
+            <div class="notice" role="status">
+                <span>{move || st.notice.get().unwrap_or_default()}</span>
+                <button class="icon" aria-label="Dismiss" on:click=move |_| st.notice.set(None)>"✕"</button>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn ExportButtons() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let open = RwSignal::new(false);
+    let export = move |all: bool, md: bool| {
+        open.set(false);
+        let id = st.current.get_untracked();
+        ctl.run(move |s, _| async move {
+            let (name, mime, text) = match (all, md, id) {
+                (false, true, Some(id)) => ("memoire-conversation.md", "text/markdown", s.export_markdown(&id).await?),
+                (false, false, Some(id)) => ("memoire-conversation.json", "application/json", s.export_json(Some(&id)).await?),
+                _ => ("memoire-backup.json", "application/json", s.export_json(None).await?),
+            };
+            download(name, mime, &text);
+            Ok(())
+        });
+    };
+    let on_import = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        input.set_value("");
+        ctl.run(move |s, st| async move {
+            let report = s.import_file(file).await?;
+            st.notice.set(Some(report));
+            st.conversations.set(s.list_conversations().await?);
+            Ok(())
+        });
+    };
+    view! {
+        <div class="export">
+            <button
+                data-testid="export-button"
+                aria-haspopup="menu"
+                aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                "Backup"
+            </button>
+            <Show when=move || open.get()>
+                <div class="menu" role="menu">
+                    <Show when=move || st.current.with(|c| c.is_some())>
+                        <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(false, false)>
+                            "Export this conversation (JSON)"
+                        </button>
+                        <button role="menuitem" data-testid="export-conversation-markdown" on:click=move |_| export(false, true)>
+                            "Export this conversation (Markdown)"
+                        </button>
+                    </Show>
+                    <button role="menuitem" data-testid="export-all-json" on:click=move |_| export(true, false)>
+                        "Export everything (JSON)"
+                    </button>
+                    <label class="import" role="menuitem">
+                        "Import a backup…"
+                        <input type="file" accept="application/json,.json" data-testid="import-input" on:change=on_import/>
+                    </label>
+                </div>
+            </Show>
+        </div>
+    }
+}
+
+/// Offers `text` as a file download.
+fn download(name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else { return };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
+    let doc = web_sys::window().and_then(|w| w.document());
+    if let Some(a) = doc
+        .and_then(|d| d.create_element("a").ok())
+        .and_then(|a| a.dyn_into::<web_sys::HtmlAnchorElement>().ok())
+    {
+        a.set_href(&url);
+        a.set_download(name);
+        a.click();
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+#[component]
+fn MessageList() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let list_ref = NodeRef::<html::Div>::new();
+    // Follow the stream unless the user scrolled up.
+    let stick = RwSignal::new(true);
+    let on_scroll = move |_| {
+        let Some(el) = list_ref.get_untracked() else { return };
+        let near_bottom = el.scroll_height() - el.scroll_top() - el.client_height() < 80;
+        stick.set(near_bottom);
+        if el.scroll_top() < 200 && st.has_older.get_untracked() && !st.loading_messages.get_untracked() {
+            let before = el.scroll_height();
+            ctl.load_older();
+            // Keep the visible messages in place once the older page is mounted.
+            let el2 = el.clone();
+            Effect::new(move |prev: Option<usize>| {
+                let n = st.messages.with(|l| l.len());
+                if prev.is_some_and(|p| p != n) {
+                    let after = el2.scroll_height();
+                    el2.set_scroll_top(el2.scroll_top() + (after - before));
+                }
+                n
+            });
+        }
+    };
+    // Scroll to the bottom (or to the focused message) when content grows.
+    Effect::new(move |_| {
+        let last = st.messages.with(|l| l.last().map(|m| (m.id.clone(), m.content.with(|c| c.len()))));
+        let focus = st.focus_message.get();
+        let _ = last;
+        let Some(el) = list_ref.get() else { return };
+        if let Some(fid) = focus {
+            if let Ok(Some(target)) = el.query_selector(&format!("[data-message-id=\"{}\"]", css_escape(&fid))) {
+                target.scroll_into_view();
+                let _ = target.class_list().add_1("focused");
+                st.focus_message.set(None);
+                stick.set(false);
+                return;
+            }
+        }
+        if stick.get_untracked() {
+            el.set_scroll_top(el.scroll_height());
+        }
+    });
+    // Copy buttons in code blocks (delegated: the markdown HTML has no handlers of its own).
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        let Some(target) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return };
+        if !target.class_list().contains("copy-code") {
+            return;
+        }
+        let code = target
+            .parent_element()
+            .and_then(|p| p.query_selector("code").ok().flatten())
+            .and_then(|c| c.text_content())
+            .unwrap_or_default();
+        if let Some(w) = web_sys::window() {
+            let _ = w.navigator().clipboard().write_text(&code);
+            target.set_text_content(Some("Copied"));
+        }
+    };
+    view! {
+        <div class="message-list" data-testid="message-list" node_ref=list_ref on:scroll=on_scroll on:click=on_click
+            role="log" aria-live="polite" aria-label="Messages">
+            <Show when=move || st.has_older.get()>
+                <button class="load-older" on:click=move |_| ctl.load_older()>
+                    {move || if st.loading_messages.get() { "Loading…" } else { "Load older messages" }}
+                </button>
+            </Show>
+            <Show when=move || st.loading_messages.get() && st.messages.with(|l| l.is_empty())>
+                <div class="empty"><span class="spinner" aria-hidden="true"></span>" Loading messages…"</div>
+            </Show>
+            <EmptyState/>
+            <For each=move || st.messages.get() key=|m| m.id.clone() let:item>
+                <MessageView item=item/>
+            </For>
+        </div>
+    }
+}
+
+#[component]
+fn EmptyState() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    let no_endpoint = move || !st.settings.with(|s| s.has_endpoint());
+    let empty = move || st.messages.with(|l| l.is_empty()) && !st.loading_messages.get();
+    view! {
+        <Show when=empty>
+            <div class="empty-state">
+                <Show
+                    when=no_endpoint
+                    fallback=|| view! {
+                        <p>"Say something. Everything you write stays in this browser, and Memoire gives the agent back what it forgot."</p>
+                    }
+                >
+                    <h2>"Connect an agent"</h2>
+                    <p>"Memoire talks to an agent endpoint you choose: Ollama, llama.cpp's server, LM Studio, vLLM, OpenAI or Anthropic. Open the settings, pick a preset and check the model name."</p>
+                    <p>"Local servers must allow this page's origin (CORS), e.g. start Ollama with OLLAMA_ORIGINS set to this page's origin."</p>
+                    <button class="primary" on:click=move |_| st.settings_open.set(true)>"Open settings"</button>
+                    <p class="hint">"You can read and search stored conversations without an endpoint."</p>
+                </Show>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn MessageView(
+    /// The message to show.
+    item: MessageItem,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let role = item.role;
+    let content = item.content;
+    let status = item.status;
+    let meta = item.meta;
+    let id = item.id.clone();
+    let html = move || {
+        let streaming = status.get() == MessageStatus::Streaming;
+        content.with(|c| {
+            if streaming {
+                markdown::render_streaming(c)
+            } else {
+                markdown::render(c)
+            }
+        })
+    };
+    let is_last_user = {
+        let id = id.clone();
+        move || {
+            role == Role::User
+                && !st.current_streaming()
+                && st.messages.with(|l| l.iter().rev().find(|m| m.role == Role::User).is_some_and(|m| m.id == id))
+        }
+    };
+    let edit = move |_| {
+        st.draft.set(content.get_untracked());
+        crate::ui::focus_testid("composer-input");
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector("[data-testid=composer-input]").ok().flatten())
+        {
+            let _ = el.set_attribute("data-editing", "true");
+        }
+    };
+    let status_label = move || match status.get() {
+        MessageStatus::Streaming => Some("writing…"),
+        MessageStatus::Interrupted => Some("interrupted — the partial reply is kept"),
+        MessageStatus::Error => Some("failed"),
+        MessageStatus::Complete => None,
+    };
+    view! {
+        <article
+            class=format!("message role-{}", role.as_str())
+            data-testid="message"
+            data-role=role.as_str()
+            data-status=move || status.get().as_str()
+            data-message-id=id.clone()
+            aria-busy=move || (status.get() == MessageStatus::Streaming).to_string()
+        >
+            <div class="message-head">
+                <span class="who">{match role { Role::User => "You", Role::Assistant => "Agent", Role::System => "System", Role::Tool => "Tool" }}</span>
+                <time title=date_time(item.created_at)>{date_time(item.created_at)}</time>
+                {move || meta.with(|m| m.path.map(|p| view! { <span class="path" title="How this turn reached the agent">{p.as_str()}</span> }))}
+                {move || status_label().map(|s| view! { <span class=format!("status status-{}", status.get().as_str())>{s}</span> })}
+                <Show when=move || status.get() == MessageStatus::Streaming>
+                    <span class="spinner small" aria-hidden="true"></span>
+                </Show>
+            </div>
+            {if role == Role::User {
+                view! { <div class="message-content plain" data-testid="message-content">{move || content.get()}</div> }.into_any()
+            } else {
+                view! { <div class="message-content markdown" data-testid="message-content" inner_html=html></div> }.into_any()
+            }}
+            {move || meta.with(|m| (!m.tool_calls.is_empty()).then(|| {
+                let names = m.tool_calls.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ");
+                view! { <div class="tools">"Tools used: " {names}</div> }
+            }))}
+            {move || meta.with(|m| m.error.clone().map(|e| view! { <div class="message-error">{e}</div> }))}
+            <Show when=is_last_user.clone()>
+                <div class="message-actions">
+                    <button class="link" data-testid="edit-message" aria-label="Edit and resend" on:click=edit>"Edit"</button>
+                </div>
+            </Show>
+        </article>
+    }
+}
+
+#[component]
+fn Composer() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let input_ref = NodeRef::<html::Textarea>::new();
+    let confirm_clear = RwSignal::new(false);
+    let streaming = move || st.current_streaming();
+    let submit = move || {
+        let text = st.draft.get_untracked();
+        if text.trim().is_empty() || streaming() {
+            return;
+        }
+        if text.trim() == "/clear" {
+            confirm_clear.set(true);
+            return;
+        }
+        let editing = input_ref
+            .get_untracked()
+            .is_some_and(|el| el.get_attribute("data-editing").is_some());
+        if let Some(el) = input_ref.get_untracked() {
+            let _ = el.remove_attribute("data-editing");
+        }
+        if editing {
+            st.draft.set(String::new());
+            ctl.edit_last(text);
+        } else {
+            ctl.send(text);
+        }
+    };
+    let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Enter" if !ev.shift_key() && !ev.is_composing() => {
+            ev.prevent_default();
+            submit();
+        }
+        "Escape" => ctl.stop(),
+        _ => {}
+    };
+    let on_input = move |ev: leptos::ev::Event| {
+        st.draft.set(event_target_value(&ev));
+    };
+    // Save the draft and refresh the inspector a moment after typing stops.
+    let tick = RwSignal::new(0u32);
+    Effect::new(move |_| {
+        st.draft.track();
+        let n = tick.get_untracked().wrapping_add(1);
+        tick.set_untracked(n);
+        set_timeout(
+            move || {
+                if tick.get_untracked() == n {
+                    ctl.save_draft();
+                    ctl.refresh_preview();
+                }
+            },
+            std::time::Duration::from_millis(400),
+        );
+    });
+    view! {
+        <div class="composer">
+            <Show when=move || confirm_clear.get()>
+                <div class="confirm-bar" role="alertdialog" aria-label="Confirm clear">
+                    <span>"Clear every message and all memory of this conversation? This cannot be undone."</span>
+                    <button class="danger" data-testid="confirm-clear" on:click=move |_| {
+                        confirm_clear.set(false);
+                        st.draft.set(String::new());
+                        ctl.clear();
+                    }>"Clear"</button>
+                    <button data-testid="cancel-clear" on:click=move |_| confirm_clear.set(false)>"Cancel"</button>
+                </div>
+            </Show>
+            <textarea
+                data-testid="composer-input"
+                aria-label="Message (Enter sends, Shift+Enter adds a line, Esc stops)"
+                placeholder=move || if st.online.get() { "Message Memoire…  (/clear clears this conversation)" } else { "Offline: your draft is kept until you are back online" }
+                rows="3"
+                node_ref=input_ref
+                prop:value=move || st.draft.get()
+                on:input=on_input
+                on:keydown=on_key
+            ></textarea>
+            <div class="composer-actions">
+                <Show when=move || ctl.can_retry()>
+                    <button data-testid="retry-button" aria-label="Retry the last message" on:click=move |_| ctl.retry()>"Retry"</button>
+                </Show>
+                <Show
+                    when=streaming
+                    fallback=move || view! {
+                        <button
+                            class="primary"
+                            data-testid="send-button"
+                            aria-label="Send"
+                            disabled=move || st.draft.with(|d| d.trim().is_empty())
+                            on:click=move |_| submit()
+                        >
+                            "Send"
+                        </button>
+                    }
+                >
+                    <button class="danger" data-testid="stop-button" aria-label="Stop the reply" on:click=move |_| ctl.stop()>
+                        "Stop"
+                    </button>
+                </Show>
+            </div>
+        </div>
+    }
+}
+
+/// Escapes an id for use inside a CSS attribute selector in double quotes.
+fn css_escape(s: &str) -> String {
+    s.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect()
+}

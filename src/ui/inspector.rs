@@ -1,0 +1,66 @@
+//! The context inspector: exactly what the next request will contain — each section with its
+//! token count, the messages dropped and why, the history format, the budget, and whether the turn
+//! will resume the agent's session or re-inject the context. Must not import `store` or `transport`.
+
+use crate::ui::controller::Controller;
+use leptos::prelude::*;
+
+/// The context inspector.
+#[component]
+pub fn ContextInspector() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    view! {
+        <details class="memory-section" data-testid="context-inspector" open>
+            <summary>"Next request"</summary>
+            {move || match st.preview.get() {
+                None => view! { <p class="empty"><span class="spinner small" aria-hidden="true"></span>" Working out the next request…"</p> }.into_any(),
+                Some(p) => {
+                    let over = p.over_budget;
+                    view! {
+                        <div class="inspector">
+                            <p class="plan" data-testid="inspector-plan" data-path=p.path.as_str()>
+                                {p.path_explanation.clone()}
+                            </p>
+                            <table class="sections">
+                                <thead><tr><th>"Section"</th><th class="num">"Tokens"</th></tr></thead>
+                                <tbody>
+                                    {p.sections.iter().map(|s| view! {
+                                        <tr data-testid="inspector-section" data-section=s.key.clone() data-tokens=s.tokens>
+                                            <td>{s.label.clone()} {(!s.detail.is_empty()).then(|| view! { <span class="detail">" · " {s.detail.clone()}</span> })}</td>
+                                            <td class="num">{s.tokens}</td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                                <tfoot>
+                                    <tr class:over=over>
+                                        <td>"Total of " {p.budget} " budget"</td>
+                                        <td class="num" data-testid="inspector-total" data-tokens=p.total_tokens>{p.total_tokens}</td>
+                                    </tr>
+                                </tfoot>
+                            </table>
+                            <p class="meta">
+                                "Format: " <b data-testid="inspector-format">{p.format.clone()}</b>
+                                " · protocol " {p.protocol.clone()}
+                                " · " {crate::engine::format::bytes(p.request_bytes as u64)}
+                            </p>
+                            {over.then(|| view! { <p class="warn">"Over budget: the oldest history was left out (see below)."</p> })}
+                            {(!p.dropped.is_empty()).then(|| {
+                                let n = p.dropped.len();
+                                view! {
+                                    <details class="dropped" data-testid="inspector-dropped">
+                                        <summary>{n} " messages left out"</summary>
+                                        <ul>
+                                            {p.dropped.iter().take(200).map(|d| view! {
+                                                <li><span class="seq">"#" {d.seq}</span> " " {d.reason.clone()}</li>
+                                            }).collect_view()}
+                                        </ul>
+                                    </details>
+                                }
+                            })}
+                        </div>
+                    }.into_any()
+                }
+            }}
+        </details>
+    }
+}
