@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
+#   native  : cargo bench (engine: assembly, merge, decoding), release profile
+#   browser : wasm-bindgen-test with --features bench in headless Chromium (store)
+#   bundle  : dist/ compressed with brotli
+#   e2e     : the built app driven in Chromium (tests/e2e/bench/*.mjs)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
+export WASM_BINDGEN_TEST_DRIVER_TIMEOUT=${WASM_BINDGEN_TEST_DRIVER_TIMEOUT:-60}
+export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-600}
+unset NO_COLOR
+logs=target/bench-logs
+mkdir -p "$logs"
+status=0
+
+for b in benches/*.rs; do
+  name=$(basename "$b" .rs)
+  cargo bench --quiet --bench "$name" 2>"$logs/$name.err" | grep '^bench ' || { echo "bench $name failed (see $logs/$name.err)"; status=1; }
+done
+
+if ls tests/browser_bench_*.rs >/dev/null 2>&1; then
+  cargo test --quiet --target wasm32-unknown-unknown --features bench --test 'browser_bench_*' -- --nocapture \
+    >"$logs/browser.log" 2>&1 || { echo "browser benchmarks failed (see $logs/browser.log)"; status=1; }
+  grep -o 'bench [a-z0-9_]* [0-9.]* [A-Za-z/%]*' "$logs/browser.log"
+fi
+
+trunk build --release >"$logs/trunk.log" 2>&1 || { echo "trunk build failed (see $logs/trunk.log)"; exit 1; }
+size() { local total=0; for f in "$@"; do [ -f "$f" ] && total=$((total + $(brotli -c -q 11 "$f" | wc -c))); done; echo "$total"; }
+wasm=$(size dist/*.wasm)
+js=$(size dist/*.js)
+rest=$(size dist/*.css dist/index.html)
+echo "bench bundle_wasm_brotli $wasm bytes"
+echo "bench bundle_js_brotli $js bytes"
+echo "bench bundle_total_brotli $((wasm + js + rest)) bytes"
+
+if [ -d tests/e2e/bench ] && [ -d tests/e2e/node_modules ]; then
+  for f in tests/e2e/bench/*.mjs; do
+    (cd tests/e2e && DIST="$PWD/../../dist" node "bench/$(basename "$f")") 2>"$logs/$(basename "$f").err" | grep '^bench ' \
+      || { echo "$(basename "$f") failed (see $logs/$(basename "$f").err)"; status=1; }
+  done
+fi
+exit $status
