@@ -560,6 +560,11 @@ fn hostile_size_encoding_and_syntax() {
 #[test]
 fn hostile_format_and_version() {
     check!(b"[]", ImportError::NotABackup { .. });
+    check!(b"[1, 2", ImportError::Truncated { .. });
+    check!(
+        b"{\"format\":\"memoire-backup\",\"format\":\"x\",\"version\":1}",
+        ImportError::WrongType { .. }
+    );
     check!(b"\"memoire-backup\"", ImportError::NotABackup { .. });
     check!(b"42", ImportError::NotABackup { .. });
     check!(b"null", ImportError::NotABackup { .. });

@@ -900,18 +900,15 @@ fn check_header(text: &str) -> Result<(), ImportError> {
         format: Option<serde_json::Value>,
         version: Option<serde_json::Value>,
     }
-    let header: Header = match serde_json::from_str(text) {
-        Ok(h) => h,
-        Err(e)
-            if e.classify() == serde_json::error::Category::Data
-                && e.to_string().starts_with("invalid type") =>
-        {
-            return Err(ImportError::NotABackup {
-                found: "not a JSON object".into(),
-            })
-        }
-        Err(e) => return Err(json_error(e)),
-    };
+    // A backup is an object; serde would also read a struct from an array, so check first.
+    if !text.trim_start().starts_with('{') {
+        // Still report a broken file as broken rather than as "not a backup".
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(json_error)?;
+        return Err(ImportError::NotABackup {
+            found: "not a JSON object".into(),
+        });
+    }
+    let header: Header = serde_json::from_str(text).map_err(json_error)?;
     match header.format {
         Some(serde_json::Value::String(f)) if f == FORMAT => {}
         Some(other) => {
