@@ -1,0 +1,548 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Markdown rendering of untrusted model output: an XSS corpus checked by a tag scanner against the
+//! allow-list, the URL policy, positive rendering cases and streaming tolerance.
+
+use memoire::engine::markdown::{render, render_streaming, safe_href};
+use proptest::prelude::*;
+
+// ---------------------------------------------------------------------------------------------
+// A tiny tag scanner: every `<` in safe output starts a real tag (text `<` is escaped), so scanning
+// for tags finds everything a browser would parse as markup.
+
+#[derive(Debug)]
+struct ScannedTag {
+    name: String,
+    closing: bool,
+    attrs: Vec<(String, String)>,
+}
+
+fn scan_tags(html: &str) -> Result<Vec<ScannedTag>, String> {
+    let mut tags = Vec::new();
+    let bytes = html.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'<' {
+            if bytes[i] == b'>' {
+                return Err(format!("stray '>' at {i}"));
+            }
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let closing = bytes.get(i) == Some(&b'/');
+        if closing {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if start == i {
+            return Err(format!(
+                "'<' not starting a tag at {start}: {}",
+                &html[start - 1..]
+            ));
+        }
+        let name = html[start..i].to_ascii_lowercase();
+        let mut attrs = Vec::new();
+        loop {
+            while i < bytes.len() && bytes[i] == b' ' {
+                i += 1;
+            }
+            match bytes.get(i) {
+                Some(b'>') => {
+                    i += 1;
+                    break;
+                }
+                None => return Err("unterminated tag".into()),
+                _ => {}
+            }
+            let a = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'-') {
+                i += 1;
+            }
+            if a == i || bytes.get(i) != Some(&b'=') || bytes.get(i + 1) != Some(&b'"') {
+                return Err(format!("malformed attribute in <{name}> at {a}"));
+            }
+            let attr = html[a..i].to_ascii_lowercase();
+            i += 2;
+            let v = i;
+            while i < bytes.len() && bytes[i] != b'"' {
+                if bytes[i] == b'<' || bytes[i] == b'>' {
+                    return Err(format!("raw '<' or '>' inside attribute {attr}"));
+                }
+                i += 1;
+            }
+            if i >= bytes.len() {
+                return Err("unterminated attribute".into());
+            }
+            attrs.push((attr, html[v..i].to_string()));
+            i += 1;
+        }
+        tags.push(ScannedTag {
+            name,
+            closing,
+            attrs,
+        });
+    }
+    Ok(tags)
+}
+
+const TAGS: &[&str] = &[
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "hr",
+    "br",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "em",
+    "strong",
+    "del",
+    "code",
+    "pre",
+    "div",
+    "button",
+    "a",
+];
+
+fn attr_allowed(tag: &str, attr: &str, value: &str) -> bool {
+    match (tag, attr) {
+        ("ol", "start") => value.chars().all(|c| c.is_ascii_digit()),
+        ("th" | "td", "style") => matches!(
+            value,
+            "text-align: left" | "text-align: center" | "text-align: right"
+        ),
+        ("code", "class") => value.strip_prefix("language-").is_some_and(|l| {
+            !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-'))
+        }),
+        ("div", "class") => value == "code-block",
+        ("button", "type") => value == "button",
+        ("button", "class") => value == "copy-code",
+        ("button", "data-testid") => value == "copy-code",
+        ("button", "aria-label") => value == "Copy code",
+        ("a", "href") => {
+            let v = value.to_ascii_lowercase();
+            v.starts_with("http:") || v.starts_with("https:") || v.starts_with("mailto:")
+        }
+        ("a", "rel") => value == "noopener noreferrer",
+        ("a", "target") => value == "_blank",
+        ("a", "class") => value == "md-image",
+        ("a", "title") => true,
+        _ => false,
+    }
+}
+
+/// The output is safe: only allow-listed tags and attributes, live links only to http/https/mailto
+/// with rel+target, nothing that looks like a script or event handler.
+fn assert_safe(input: &str, html: &str) {
+    let lower = html.to_ascii_lowercase();
+    assert!(
+        !lower.contains("<script"),
+        "script tag for {input:?}: {html}"
+    );
+    let tags = scan_tags(html).unwrap_or_else(|e| panic!("scan failed for {input:?}: {e}\n{html}"));
+    for tag in &tags {
+        assert!(
+            TAGS.contains(&tag.name.as_str()),
+            "tag <{}> not allowed for {input:?}: {html}",
+            tag.name
+        );
+        if tag.closing {
+            assert!(tag.attrs.is_empty(), "closing tag with attributes: {html}");
+        }
+        for (attr, value) in &tag.attrs {
+            assert!(
+                !attr.starts_with("on"),
+                "event handler {attr} for {input:?}: {html}"
+            );
+            assert!(
+                attr_allowed(&tag.name, attr, value),
+                "attribute {attr}=\"{value}\" on <{}> not allowed for {input:?}: {html}",
+                tag.name
+            );
+        }
+        if tag.name == "a" && !tag.closing {
+            let has = |n: &str| tag.attrs.iter().any(|(a, _)| a == n);
+            assert!(
+                has("href") && has("rel") && has("target"),
+                "bad link: {html}"
+            );
+        }
+    }
+}
+
+/// Render a payload; assert it is safe and that the `expect` fragment (if any) is in the output.
+fn check_xss(input: &str, expect: Option<&str>) {
+    for html in [render(input), render_streaming(input)] {
+        assert_safe(input, &html);
+        if let Some(fragment) = expect {
+            assert!(
+                html.contains(fragment),
+                "expected {fragment:?} in output for {input:?}: {html}"
+            );
+        }
+    }
+}
+
+fn hrefs(html: &str) -> Vec<String> {
+    scan_tags(html)
+        .unwrap()
+        .into_iter()
+        .flat_map(|t| t.attrs)
+        .filter(|(a, _)| a == "href")
+        .map(|(_, v)| v)
+        .collect()
+}
+
+#[test]
+fn xss_corpus() {
+    let corpus: &[(&str, Option<&str>)] = &[
+        // Raw HTML: shown as escaped text.
+        ("<script>alert(1)</script>", Some("&lt;script&gt;")),
+        (
+            "text <script>alert(1)</script> inline",
+            Some("&lt;script&gt;alert(1)"),
+        ),
+        (
+            "<SCRIPT SRC=//evil.example/x.js></SCRIPT>",
+            Some("&lt;SCRIPT"),
+        ),
+        (
+            "<img src=x onerror=alert(1)>",
+            Some("&lt;img src=x onerror=alert(1)&gt;"),
+        ),
+        (
+            "hi <img src=x onerror=\"alert(1)\"> there",
+            Some("onerror=&quot;alert(1)&quot;"),
+        ),
+        ("<svg onload=alert(1)>", Some("&lt;svg onload")),
+        ("<svg><script>alert(1)</script></svg>", None),
+        (
+            "<iframe src=\"javascript:alert(1)\"></iframe>",
+            Some("&lt;iframe"),
+        ),
+        ("<iframe srcdoc=\"<script>alert(1)</script>\">", None),
+        (
+            "<a href=\"javascript:alert(1)\">click</a>",
+            Some("&lt;a href="),
+        ),
+        (
+            "inline <a href=javascript:alert(1)>x</a>",
+            Some("&lt;a href=javascript"),
+        ),
+        ("<style>body{display:none}</style>", Some("&lt;style&gt;")),
+        (
+            "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>",
+            None,
+        ),
+        ("<details open ontoggle=alert(1)>", Some("&lt;details")),
+        ("<body onload=alert(1)>", None),
+        ("<object data=\"javascript:alert(1)\">", None),
+        ("<embed src=javascript:alert(1)>", None),
+        (
+            "<form action=javascript:alert(1)><button>x</button></form>",
+            None,
+        ),
+        ("<input autofocus onfocus=alert(1)>", None),
+        (
+            "<meta http-equiv=\"refresh\" content=\"0;url=javascript:alert(1)\">",
+            None,
+        ),
+        ("<base href=\"javascript:alert(1)//\">", None),
+        ("<!-- <img src=x onerror=alert(1)> -->", Some("&lt;!--")),
+        ("<div\nonmouseover=alert(1)>hover</div>", None),
+        ("<scr<script>ipt>alert(1)</script>", None),
+        ("<img src=x onerror=alert(1)//", None),
+        ("<<script>alert(1);//<</script>", None),
+        ("</p><script>alert(1)</script><p>", None),
+        ("<![CDATA[<script>alert(1)</script>]]>", None),
+        // Markdown links with dangerous schemes: label only.
+        ("[a](javascript:alert(1))", Some("<p>a</p>")),
+        ("[a](JaVaScRiPt:alert(1))", Some("<p>a</p>")),
+        ("[a](vbscript:msgbox(1))", Some("<p>a</p>")),
+        (
+            "[a](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+            Some("<p>a</p>"),
+        ),
+        ("[a](jav&#x09;ascript:alert(1))", Some("<p>a</p>")),
+        ("[a](&#106;avascript:alert(1))", Some("<p>a</p>")),
+        ("[a](javascript&colon;alert(1))", Some("<p>a</p>")),
+        ("[a](\u{1}javascript:alert(1))", None),
+        ("[a](<java\tscript:alert(1)>)", None),
+        ("[a]( javascript:alert(1) )", Some("<p>a</p>")),
+        ("[a](javascript://%0Aalert(1))", Some("<p>a</p>")),
+        ("[a](file:///etc/passwd)", Some("<p>a</p>")),
+        ("[a](ｊａｖａｓｃｒｉｐｔ:alert(1))", Some("<p>a</p>")),
+        ("[a][r]\n\n[r]: javascript:alert(1)", Some("<p>a</p>")),
+        (
+            "[r]\n\n[r]: data:text/html,<script>alert(1)</script>",
+            Some("<p>r</p>"),
+        ),
+        ("<javascript:alert(1)>", None),
+        ("<vbscript:msgbox(1)>", None),
+        ("<data:text/html,<script>alert(1)</script>>", None),
+        // Images: never loaded, never with a dangerous URL.
+        ("![x](javascript:alert(1))", Some("[image: x]")),
+        (
+            "![x\" onerror=\"alert(1)](http://e.example/x.png)",
+            Some("[image: x&quot; onerror"),
+        ),
+        (
+            "![a](https://e.example/leak?data=secret)",
+            Some("class=\"md-image\""),
+        ),
+        // Attribute breakouts through URLs and titles.
+        ("[a](https://e.example/\"onmouseover=\"alert(1))", None),
+        (
+            "[a](<https://e.example/\" onclick=\"alert(1)>)",
+            Some("&quot; onclick=&quot;"),
+        ),
+        (
+            "[a](https://e.example \"t\\\" onmouseover=\\\"alert(1)\")",
+            Some("&quot; onmouseover"),
+        ),
+        (
+            "[a](https://e.example 't\" x=\"y')",
+            Some("title=\"t&quot; x=&quot;y\""),
+        ),
+        ("[a](https://e.example/'><script>alert(1)</script>)", None),
+        ("```\"><script>alert(1)</script>\ncode\n```", None),
+        (
+            "```js\" onmouseover=\"alert(1)\nx\n```",
+            Some("class=\"language-js\">x"),
+        ),
+        // Entities and unicode tricks stay text.
+        (
+            "&lt;script&gt;alert(1)&lt;/script&gt;",
+            Some("&lt;script&gt;"),
+        ),
+        (
+            "&#60;script&#62;alert(1)&#60;/script&#62;",
+            Some("&lt;script&gt;"),
+        ),
+        (
+            "\u{FF1C}script\u{FF1E}alert(1)\u{FF1C}/script\u{FF1E}",
+            None,
+        ),
+        ("<scri\u{200B}pt>alert(1)</script>", None),
+        ("\u{202E}>tpircs/<)1(trela>tpircs<", None),
+        // Nested and unclosed structures.
+        ("**<b>bold", None),
+        ("[[a](javascript:alert(1))](https://ok.example)", None),
+        ("[![img](javascript:alert(1))](javascript:alert(2))", None),
+        (
+            "[![img](https://e.example/i.png)](https://ok.example)",
+            Some("href=\"https://ok.example\""),
+        ),
+        ("> <script>\n> alert(1)\n> </script>", None),
+        (
+            "- <img src=x onerror=alert(1)>\n- [x](javascript:alert(1))",
+            None,
+        ),
+        (
+            "| a |\n|---|\n| <script>alert(1)</script> |",
+            Some("<td>&lt;script&gt;"),
+        ),
+    ];
+    assert!(corpus.len() >= 40);
+    for (input, expect) in corpus {
+        check_xss(input, *expect);
+        // No dangerous scheme survives as a live href, whatever the case.
+        for href in hrefs(&render(input)) {
+            let h = href.to_ascii_lowercase();
+            assert!(
+                !h.contains("javascript") && !h.contains("vbscript") && !h.starts_with("data"),
+                "dangerous href {href} for {input:?}"
+            );
+        }
+    }
+}
+
+/// `safe_href`: which URLs are live, and the cleaned URL.
+fn check_href(dest: &str, expect: Option<&str>) {
+    assert_eq!(safe_href(dest).as_deref(), expect, "for {dest:?}");
+}
+
+#[test]
+fn url_policy() {
+    check_href(
+        "https://example.com/a?b=c&d=e",
+        Some("https://example.com/a?b=c&d=e"),
+    );
+    check_href("http://example.com", Some("http://example.com"));
+    check_href("HTTPS://EXAMPLE.COM", Some("HTTPS://EXAMPLE.COM"));
+    check_href("mailto:me@example.com", Some("mailto:me@example.com"));
+    check_href("  https://example.com\n", Some("https://example.com"));
+    check_href("\u{1}https://example.com", Some("https://example.com"));
+    check_href("ht\ttps://example.com", Some("https://example.com"));
+    check_href("javascript:alert(1)", None);
+    check_href("JaVaScRiPt:alert(1)", None);
+    check_href("\u{1}javascript:alert(1)", None);
+    check_href(" \u{0}\u{1f}javascript:alert(1)", None);
+    check_href("java\nscript:alert(1)", None);
+    check_href("jav&#x09;ascript:alert(1)", None);
+    check_href("&#x6A;avascript:alert(1)", None);
+    check_href("javascript&colon;alert(1)", None);
+    check_href("vbscript:x", None);
+    check_href("data:text/html,x", None);
+    check_href("blob:https://example.com/uuid", None);
+    check_href("ftp://example.com", None);
+    check_href("/relative/path", None);
+    check_href("#/c/other-conversation", None);
+    check_href("//evil.example", None);
+    check_href("?endpoint=https://evil.example", None);
+    check_href("", None);
+    check_href("https", None);
+    check_href("1http://x", None);
+}
+
+/// Positive rendering: exact output for the supported markdown.
+fn check_render(input: &str, expected: &str) {
+    let html = render(input);
+    assert_eq!(html, expected, "for {input:?}");
+    assert_safe(input, &html);
+}
+
+const COPY: &str = "<div class=\"code-block\"><button type=\"button\" class=\"copy-code\" data-testid=\"copy-code\" aria-label=\"Copy code\">Copy</button><pre>";
+
+#[test]
+fn renders_supported_markdown() {
+    check_render(
+        "hello *a* **b** ~~c~~",
+        "<p>hello <em>a</em> <strong>b</strong> <del>c</del></p>\n",
+    );
+    check_render("use `x < y`", "<p>use <code>x &lt; y</code></p>\n");
+    check_render("- a\n- b\n", "<ul>\n<li>a</li>\n<li>b</li>\n</ul>\n");
+    check_render(
+        "3. a\n4. b\n",
+        "<ol start=\"3\">\n<li>a</li>\n<li>b</li>\n</ol>\n",
+    );
+    check_render("1. a\n", "<ol>\n<li>a</li>\n</ol>\n");
+    check_render("# T\n", "<h1>T</h1>\n");
+    check_render("> q\n", "<blockquote>\n<p>q</p>\n</blockquote>\n");
+    check_render("a  \nb\n\n---\n", "<p>a<br>\nb</p>\n<hr>\n");
+    check_render(
+        "| a | b |\n|:--|:-:|\n| 1 | 2 |\n",
+        "<table><thead><tr><th style=\"text-align: left\">a</th><th style=\"text-align: center\">b</th></tr></thead><tbody><tr><td style=\"text-align: left\">1</td><td style=\"text-align: center\">2</td></tr></tbody></table>\n",
+    );
+    check_render(
+        "```rust\nfn main() {}\n```\n",
+        &format!("{COPY}<code class=\"language-rust\">fn main() {{}}\n</code></pre></div>\n"),
+    );
+    check_render(
+        "```c++ {.x}\na<b\n```\n",
+        &format!("{COPY}<code class=\"language-c++\">a&lt;b\n</code></pre></div>\n"),
+    );
+    check_render(
+        "    indented\n",
+        &format!("{COPY}<code>indented\n</code></pre></div>\n"),
+    );
+    check_render(
+        "[docs](https://example.com/a?b=1&c=2 \"Docs\")",
+        "<p><a href=\"https://example.com/a?b=1&amp;c=2\" title=\"Docs\" rel=\"noopener noreferrer\" target=\"_blank\">docs</a></p>\n",
+    );
+    check_render(
+        "<https://example.com> <me@example.com>",
+        "<p><a href=\"https://example.com\" rel=\"noopener noreferrer\" target=\"_blank\">https://example.com</a> <a href=\"mailto:me@example.com\" rel=\"noopener noreferrer\" target=\"_blank\">me@example.com</a></p>\n",
+    );
+    check_render(
+        "![a *cat*](https://e.example/c.png)",
+        "<p><a class=\"md-image\" href=\"https://e.example/c.png\" rel=\"noopener noreferrer\" target=\"_blank\">[image: a cat]</a></p>\n",
+    );
+    check_render("![](/local.png)", "<p>[image: image]</p>\n");
+    check_render("[rel](/x) and [frag](#y)", "<p>rel and frag</p>\n");
+    check_render("<b>bold</b>", "<p>&lt;b&gt;bold&lt;/b&gt;</p>\n");
+}
+
+/// Streaming: output for an unfinished reply.
+fn check_streaming(input: &str, expected: &str) {
+    let html = render_streaming(input);
+    assert_eq!(html, expected, "for {input:?}");
+    assert_safe(input, &html);
+}
+
+#[test]
+fn streaming_tolerates_unfinished_replies() {
+    let code = |lang: &str, body: &str| {
+        format!("{COPY}<code class=\"language-{lang}\">{body}</code></pre></div>\n")
+    };
+    check_streaming("```py\nprint(1)\n", &code("py", "print(1)\n"));
+    check_streaming("```py\nprint(1)\n`", &code("py", "print(1)\n"));
+    check_streaming("```py\nprint(1)\n``", &code("py", "print(1)\n"));
+    check_streaming("````py\nx\n```", &code("py", "x\n"));
+    check_streaming("~~~py\nx\n~~", &code("py", "x\n"));
+    check_streaming("```py\nprint(1)\n```", &code("py", "print(1)\n"));
+    check_streaming("```py\nprint(1)", &code("py", "print(1)"));
+    check_streaming("text\n`", "<p>text</p>\n");
+    check_streaming("text\n``", "<p>text</p>\n");
+    check_streaming(
+        "- item\n  ```sh\n  ls\n  `",
+        &format!("<ul>\n<li>item{}</li>\n</ul>\n", code("sh", "ls\n")),
+    );
+    // A lone backtick inside a paragraph line is not held back.
+    check_streaming("a `b", "<p>a `b</p>\n");
+}
+
+/// Complete documents render identically in both modes.
+#[test]
+fn streaming_matches_render_on_complete_input() {
+    for doc in DOCS {
+        assert_eq!(render_streaming(doc), render(doc), "for {doc:?}");
+    }
+}
+
+const DOCS: &[&str] = &[
+    "hello *world*\n",
+    "```rust\nfn main() {}\n```\n",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n",
+    "- a\n- [b](https://example.com)\n\n```\ncode\n```\n\ntext\n",
+    "> quote\n> ```\n> x\n> ```\n",
+    "~~~\n```\n~~~\n",
+];
+
+/// A long reply with every feature, streamed: every prefix renders safely.
+const REPLY: &str = "# Plan\n\nHere is *the* **plan** with ~~old~~ `code`:\n\n1. first [link](https://example.com \"t\")\n2. second <script>alert(1)</script>\n\n| col | val |\n|:---|---:|\n| a | 1 |\n\n```python\nprint(\"<b>\")\n```\n\n![img](https://e.example/i.png) [bad](javascript:alert(1)) <me@example.com>\n\n> done\n";
+
+#[test]
+fn every_prefix_of_a_streamed_reply_is_safe() {
+    for (i, _) in REPLY.char_indices() {
+        let prefix = &REPLY[..i];
+        assert_safe(prefix, &render_streaming(prefix));
+    }
+    assert_eq!(render_streaming(REPLY), render(REPLY));
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_text_renders_safely(s in "\\PC*") {
+        assert_safe(&s, &render(&s));
+        assert_safe(&s, &render_streaming(&s));
+    }
+
+    #[test]
+    fn markup_soup_renders_safely(parts in proptest::collection::vec(prop_oneof![
+        Just("<"), Just(">"), Just("\""), Just("'"), Just("`"), Just("```"), Just("\n"),
+        Just("["), Just("]"), Just("("), Just(")"), Just("!"), Just("*"), Just("|"), Just("-"),
+        Just("javascript:"), Just("https://x.example"), Just("&#x09;"), Just("&colon;"),
+        Just("script"), Just("onerror="), Just("img src=x "), Just(" "), Just("\t"), Just("~"),
+    ], 0..40)) {
+        let s: String = parts.concat();
+        assert_safe(&s, &render(&s));
+        assert_safe(&s, &render_streaming(&s));
+    }
+}
