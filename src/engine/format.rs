@@ -59,7 +59,9 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// The continuity badge of a conversation: (css key, label, explanation).
-pub fn continuity(conv: &crate::engine::model::Conversation) -> (&'static str, &'static str, &'static str) {
+pub fn continuity(
+    conv: &crate::engine::model::Conversation,
+) -> (&'static str, &'static str, &'static str) {
     use crate::engine::model::TurnPath;
     let live = conv.remote_handle.as_ref().is_some_and(|h| !h.dead);
     match (live, conv.last_path) {

@@ -39,7 +39,11 @@ pub struct Layout {
 /// Places at most `max_nodes` nodes (the most recently updated) on a ring in a `size` square.
 pub fn layout(entities: &[EntityNode], size: f32, max_nodes: usize) -> Layout {
     let mut chosen: Vec<&EntityNode> = entities.iter().collect();
-    chosen.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+    chosen.sort_by(|a, b| {
+        b.updated_at
+            .cmp(&a.updated_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
     chosen.truncate(max_nodes);
     chosen.sort_by(|a, b| {
         a.entity_type
@@ -55,7 +59,8 @@ pub fn layout(entities: &[EntityNode], size: f32, max_nodes: usize) -> Layout {
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let angle = std::f32::consts::TAU * i as f32 / n.max(1) as f32 - std::f32::consts::FRAC_PI_2;
+            let angle =
+                std::f32::consts::TAU * i as f32 / n.max(1) as f32 - std::f32::consts::FRAC_PI_2;
             let (x, y) = (c + r * angle.cos(), c + r * angle.sin());
             at.insert(e.id.as_str(), (x, y));
             PlacedNode {
@@ -70,7 +75,9 @@ pub fn layout(entities: &[EntityNode], size: f32, max_nodes: usize) -> Layout {
     let mut edges = Vec::new();
     for e in &chosen {
         for rel in e.relationships.iter().filter(|r| r.valid_to.is_none()) {
-            if let (Some(&from), Some(&to)) = (at.get(e.id.as_str()), at.get(rel.target_id.as_str())) {
+            if let (Some(&from), Some(&to)) =
+                (at.get(e.id.as_str()), at.get(rel.target_id.as_str()))
+            {
                 if from != to {
                     edges.push(PlacedEdge {
                         from,

@@ -100,9 +100,21 @@ fn ExportButtons() -> impl IntoView {
         let id = st.current.get_untracked();
         ctl.run(move |s, _| async move {
             let (name, mime, text) = match (all, md, id) {
-                (false, true, Some(id)) => ("memoire-conversation.md", "text/markdown", s.export_markdown(&id).await?),
-                (false, false, Some(id)) => ("memoire-conversation.json", "application/json", s.export_json(Some(&id)).await?),
-                _ => ("memoire-backup.json", "application/json", s.export_json(None).await?),
+                (false, true, Some(id)) => (
+                    "memoire-conversation.md",
+                    "text/markdown",
+                    s.export_markdown(&id).await?,
+                ),
+                (false, false, Some(id)) => (
+                    "memoire-conversation.json",
+                    "application/json",
+                    s.export_json(Some(&id)).await?,
+                ),
+                _ => (
+                    "memoire-backup.json",
+                    "application/json",
+                    s.export_json(None).await?,
+                ),
             };
             download(name, mime, &text);
             Ok(())
@@ -110,7 +122,9 @@ fn ExportButtons() -> impl IntoView {
     };
     let on_import = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
-        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
         input.set_value("");
         ctl.run(move |s, st| async move {
             let report = s.import_file(file).await?;
@@ -157,8 +171,12 @@ fn download(name: &str, mime: &str, text: &str) {
     let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
     let opts = web_sys::BlobPropertyBag::new();
     opts.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else { return };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
     let doc = web_sys::window().and_then(|w| w.document());
     if let Some(a) = doc
         .and_then(|d| d.create_element("a").ok())
@@ -179,10 +197,15 @@ fn MessageList() -> impl IntoView {
     // Follow the stream unless the user scrolled up.
     let stick = RwSignal::new(true);
     let on_scroll = move |_| {
-        let Some(el) = list_ref.get_untracked() else { return };
+        let Some(el) = list_ref.get_untracked() else {
+            return;
+        };
         let near_bottom = el.scroll_height() - el.scroll_top() - el.client_height() < 80;
         stick.set(near_bottom);
-        if el.scroll_top() < 200 && st.has_older.get_untracked() && !st.loading_messages.get_untracked() {
+        if el.scroll_top() < 200
+            && st.has_older.get_untracked()
+            && !st.loading_messages.get_untracked()
+        {
             let before = el.scroll_height();
             ctl.load_older();
             // Keep the visible messages in place once the older page is mounted.
@@ -199,12 +222,17 @@ fn MessageList() -> impl IntoView {
     };
     // Scroll to the bottom (or to the focused message) when content grows.
     Effect::new(move |_| {
-        let last = st.messages.with(|l| l.last().map(|m| (m.id.clone(), m.content.with(|c| c.len()))));
+        let last = st.messages.with(|l| {
+            l.last()
+                .map(|m| (m.id.clone(), m.content.with(|c| c.len())))
+        });
         let focus = st.focus_message.get();
         let _ = last;
         let Some(el) = list_ref.get() else { return };
         if let Some(fid) = focus {
-            if let Ok(Some(target)) = el.query_selector(&format!("[data-message-id=\"{}\"]", css_escape(&fid))) {
+            if let Ok(Some(target)) =
+                el.query_selector(&format!("[data-message-id=\"{}\"]", css_escape(&fid)))
+            {
                 target.scroll_into_view();
                 let _ = target.class_list().add_1("focused");
                 st.focus_message.set(None);
@@ -218,7 +246,12 @@ fn MessageList() -> impl IntoView {
     });
     // Copy buttons in code blocks (delegated: the markdown HTML has no handlers of its own).
     let on_click = move |ev: leptos::ev::MouseEvent| {
-        let Some(target) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return };
+        let Some(target) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        else {
+            return;
+        };
         if !target.class_list().contains("copy-code") {
             return;
         }
@@ -303,16 +336,22 @@ fn MessageView(
         move || {
             role == Role::User
                 && !st.current_streaming()
-                && st.messages.with(|l| l.iter().rev().find(|m| m.role == Role::User).is_some_and(|m| m.id == id))
+                && st.messages.with(|l| {
+                    l.iter()
+                        .rev()
+                        .find(|m| m.role == Role::User)
+                        .is_some_and(|m| m.id == id)
+                })
         }
     };
     let edit = move |_| {
         st.draft.set(content.get_untracked());
         crate::ui::focus_testid("composer-input");
-        if let Some(el) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.query_selector("[data-testid=composer-input]").ok().flatten())
-        {
+        if let Some(el) = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+            d.query_selector("[data-testid=composer-input]")
+                .ok()
+                .flatten()
+        }) {
             let _ = el.set_attribute("data-editing", "true");
         }
     };
@@ -467,5 +506,7 @@ fn Composer() -> impl IntoView {
 
 /// Escapes an id for use inside a CSS attribute selector in double quotes.
 fn css_escape(s: &str) -> String {
-    s.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect()
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect()
 }

@@ -45,9 +45,9 @@ impl Controller {
     {
         let state = self.state;
         let Some(session) = self.session() else {
-            state
-                .error
-                .set(Some("Memoire is still opening its database. Try again in a moment.".into()));
+            state.error.set(Some(
+                "Memoire is still opening its database. Try again in a moment.".into(),
+            ));
             return;
         };
         spawn_local(async move {
@@ -89,8 +89,12 @@ impl Controller {
                 return Ok(());
             }
             st.has_older.set(page.has_older);
-            st.messages
-                .set(page.messages.iter().map(MessageItem::from_message).collect());
+            st.messages.set(
+                page.messages
+                    .iter()
+                    .map(MessageItem::from_message)
+                    .collect(),
+            );
             st.draft.set(s.draft(&id).await.unwrap_or_default());
             ctl.reload_memory();
             ctl.refresh_preview();
@@ -101,11 +105,15 @@ impl Controller {
     /// Mounts the page of messages above the window.
     pub fn load_older(&self) {
         let st = self.state;
-        let Some(id) = st.current.get_untracked() else { return };
+        let Some(id) = st.current.get_untracked() else {
+            return;
+        };
         if st.loading_messages.get_untracked() || !st.has_older.get_untracked() {
             return;
         }
-        let Some(first) = st.messages.with_untracked(|l| l.first().map(|m| m.seq)) else { return };
+        let Some(first) = st.messages.with_untracked(|l| l.first().map(|m| m.seq)) else {
+            return;
+        };
         st.loading_messages.set(true);
         self.run(move |s, st| async move {
             let page = s.load_page(&id, Some(first), PAGE, None).await;
@@ -116,8 +124,11 @@ impl Controller {
             }
             st.has_older.set(page.has_older);
             st.messages.update(|l| {
-                let mut older: Vec<MessageItem> =
-                    page.messages.iter().map(MessageItem::from_message).collect();
+                let mut older: Vec<MessageItem> = page
+                    .messages
+                    .iter()
+                    .map(MessageItem::from_message)
+                    .collect();
                 older.append(l);
                 *l = older;
             });
@@ -194,14 +205,18 @@ impl Controller {
 
     /// Re-sends the last user turn.
     pub fn retry(&self) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         self.state.error.set(None);
         self.run(move |s, _| async move { s.retry(&id).await });
     }
 
     /// Replaces the last user message with `text` and sends it again.
     pub fn edit_last(&self, text: String) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         let ctl = *self;
         self.state.error.set(None);
         self.run(move |s, _| async move {
@@ -213,7 +228,9 @@ impl Controller {
 
     /// Clears the open conversation's messages and memory (the composer asked first).
     pub fn clear(&self) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         let ctl = *self;
         self.run(move |s, _| async move {
             s.clear(&id).await?;
@@ -223,7 +240,9 @@ impl Controller {
     }
 
     pub fn reload_memory(&self) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         self.run(move |s, st| async move {
             let m = s.memory(&id).await?;
             if st.is_current(&id) {
@@ -239,7 +258,9 @@ impl Controller {
 
     /// Recomputes what the next request would contain, for the context inspector.
     pub fn refresh_preview(&self) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         let draft = self.state.draft.get_untracked();
         self.run(move |s, st| async move {
             let p = s.preview(&id, &draft).await?;
@@ -251,22 +272,30 @@ impl Controller {
     }
 
     pub fn update_memory_now(&self) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         self.run(move |s, _| async move { s.update_memory_now(&id).await });
     }
 
     pub fn restore_summary(&self, version: u32) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         self.run(move |s, _| async move { s.restore_summary(&id, version).await });
     }
 
     pub fn save_entity(&self, node: EntityNode) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         self.run(move |s, _| async move { s.save_entity(&id, node).await });
     }
 
     pub fn delete_entity(&self, entity_id: String) {
-        let Some(id) = self.state.current.get_untracked() else { return };
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
         self.run(move |s, _| async move { s.delete_entity(&id, &entity_id).await });
     }
 
@@ -286,7 +315,11 @@ impl Controller {
     }
 
     /// Validates and saves settings; closes the dialog on success.
-    pub fn save_settings(&self, settings: Settings, on_done: impl FnOnce(Result<(), String>) + 'static) {
+    pub fn save_settings(
+        &self,
+        settings: Settings,
+        on_done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
         self.run(move |s, st| async move {
             match s.save_settings(settings.clone()).await {
                 Ok(()) => {
@@ -303,7 +336,9 @@ impl Controller {
     /// Saves the composer draft of the open conversation.
     pub fn save_draft(&self) {
         let st = self.state;
-        let (Some(id), Some(s)) = (st.current.get_untracked(), self.session()) else { return };
+        let (Some(id), Some(s)) = (st.current.get_untracked(), self.session()) else {
+            return;
+        };
         let text = st.draft.get_untracked();
         spawn_local(async move {
             s.set_draft(&id, &text).await.ok();

@@ -135,8 +135,12 @@ fn Entities() -> impl IntoView {
             EntityType::ALL
                 .iter()
                 .map(|t| {
-                    let mut list: Vec<EntityNode> =
-                        m.entities.iter().filter(|e| e.entity_type == *t).cloned().collect();
+                    let mut list: Vec<EntityNode> = m
+                        .entities
+                        .iter()
+                        .filter(|e| e.entity_type == *t)
+                        .cloned()
+                        .collect();
                     list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
                     (*t, list)
                 })
@@ -184,7 +188,14 @@ fn EntityCard(
     let rels: Vec<(String, String, f32, bool)> = entity
         .relationships
         .iter()
-        .map(|r| (r.relationship.clone(), names_by_id(&r.target_id), r.strength, r.valid_to.is_some()))
+        .map(|r| {
+            (
+                r.relationship.clone(),
+                names_by_id(&r.target_id),
+                r.strength,
+                r.valid_to.is_some(),
+            )
+        })
         .collect();
     let props: Vec<(String, String)> = entity.properties.clone().into_iter().collect();
     let sources = entity.source_message_ids.clone();

@@ -70,7 +70,9 @@ fn install_window_listeners(ctl: Controller) {
     let st = ctl.state;
     st.online.set(w.navigator().on_line());
     let on_hash = Closure::<dyn Fn()>::new(move || match controller::route() {
-        Some(id) if st.current.get_untracked().as_deref() != Some(id.as_str()) => ctl.open(id, None),
+        Some(id) if st.current.get_untracked().as_deref() != Some(id.as_str()) => {
+            ctl.open(id, None)
+        }
         Some(_) => {}
         None => {
             st.current.set(None);
@@ -83,15 +85,17 @@ fn install_window_listeners(ctl: Controller) {
     });
     let on_offline = Closure::<dyn Fn()>::new(move || {
         st.online.set(false);
-        st.notice
-            .set(Some("You are offline. Everything stored can still be read and searched.".into()));
+        st.notice.set(Some(
+            "You are offline. Everything stored can still be read and searched.".into(),
+        ));
     });
-    let on_key = Closure::<dyn Fn(web_sys::KeyboardEvent)>::new(move |e: web_sys::KeyboardEvent| {
-        if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("k") {
-            e.prevent_default();
-            focus_testid("conversation-search");
-        }
-    });
+    let on_key =
+        Closure::<dyn Fn(web_sys::KeyboardEvent)>::new(move |e: web_sys::KeyboardEvent| {
+            if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("k") {
+                e.prevent_default();
+                focus_testid("conversation-search");
+            }
+        });
     let on_hide = Closure::<dyn Fn()>::new(move || ctl.save_draft());
     let _ = w.add_event_listener_with_callback("hashchange", on_hash.as_ref().unchecked_ref());
     let _ = w.add_event_listener_with_callback("online", on_online.as_ref().unchecked_ref());
@@ -108,9 +112,11 @@ fn install_window_listeners(ctl: Controller) {
 
 /// Focuses the element with this `data-testid`.
 pub fn focus_testid(testid: &str) {
-    let el = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.query_selector(&format!("[data-testid=\"{testid}\"]")).ok().flatten());
+    let el = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+        d.query_selector(&format!("[data-testid=\"{testid}\"]"))
+            .ok()
+            .flatten()
+    });
     if let Some(el) = el.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
         let _ = el.focus();
     }

@@ -114,13 +114,22 @@ fn SettingsForm() -> impl IntoView {
             },
         )
     };
-    let (url, set_url) = text_field(|s| s.endpoint.base_url.clone(), |s, v| s.endpoint.base_url = v.trim().to_string());
-    let (model, set_model) = text_field(|s| s.endpoint.model.clone(), |s, v| s.endpoint.model = v.trim().to_string());
+    let (url, set_url) = text_field(
+        |s| s.endpoint.base_url.clone(),
+        |s, v| s.endpoint.base_url = v.trim().to_string(),
+    );
+    let (model, set_model) = text_field(
+        |s| s.endpoint.model.clone(),
+        |s, v| s.endpoint.model = v.trim().to_string(),
+    );
     let (key, set_key) = text_field(
         |s| s.endpoint.api_key.clone().unwrap_or_default(),
         |s, v| s.endpoint.api_key = (!v.trim().is_empty()).then(|| v.trim().to_string()),
     );
-    let (system, set_system) = text_field(|s| s.endpoint.system_prompt.clone(), |s, v| s.endpoint.system_prompt = v);
+    let (system, set_system) = text_field(
+        |s| s.endpoint.system_prompt.clone(),
+        |s, v| s.endpoint.system_prompt = v,
+    );
     let num = |ev: &leptos::ev::Event| event_target_value(ev).trim().parse::<u64>().ok();
 
     view! {

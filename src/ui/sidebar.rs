@@ -97,7 +97,11 @@ fn ConversationItem(
     let confirming = RwSignal::new(false);
     let (badge_key, badge_label, badge_title) = continuity(&conv);
     let title = RwSignal::new(conv.title.clone());
-    let shown_title = if conv.title.is_empty() { "New conversation".to_string() } else { conv.title.clone() };
+    let shown_title = if conv.title.is_empty() {
+        "New conversation".to_string()
+    } else {
+        conv.title.clone()
+    };
     let when = relative_time(conv.updated_at, now_ms());
     let count = conv.message_count;
     let id_open = id.clone();

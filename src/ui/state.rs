@@ -159,7 +159,13 @@ impl AppState {
         }
     }
 
-    fn set_progress(&self, id: &str, content: &str, status: MessageStatus, meta: Option<&MessageMeta>) {
+    fn set_progress(
+        &self,
+        id: &str,
+        content: &str,
+        status: MessageStatus,
+        meta: Option<&MessageMeta>,
+    ) {
         let item = self
             .messages
             .with_untracked(|l| l.iter().rev().find(|x| x.id == id).cloned());
@@ -245,13 +251,19 @@ impl EventApplier {
                     s.has_older.set(false);
                 }
             }
-            SessionEvent::TurnRunning { conversation_id, running } => {
+            SessionEvent::TurnRunning {
+                conversation_id,
+                running,
+            } => {
                 AppState::set_flag(s.streaming, &conversation_id, running);
                 if !running && s.is_current(&conversation_id) {
                     (self.on_context_changed)(conversation_id);
                 }
             }
-            SessionEvent::MemoryUpdating { conversation_id, running } => {
+            SessionEvent::MemoryUpdating {
+                conversation_id,
+                running,
+            } => {
                 AppState::set_flag(s.memory_updating, &conversation_id, running);
             }
             SessionEvent::MemoryChanged(id) => {
@@ -259,7 +271,10 @@ impl EventApplier {
                     (self.on_memory_changed)(id);
                 }
             }
-            SessionEvent::Error { conversation_id, message } => {
+            SessionEvent::Error {
+                conversation_id,
+                message,
+            } => {
                 let relevant = conversation_id.as_deref().is_none_or(|c| s.is_current(c));
                 if relevant {
                     s.error.set(Some(message));
