@@ -1,1 +1,540 @@
-//! session: being written.
+//! The session: the driver between the UI and everything else. It moves data
+//! store -> engine -> transport -> engine -> store and reports what happened as [`SessionEvent`]s;
+//! every decision (what to send, resume or re-inject, when to save, when memory is due, how to
+//! merge) is the engine's. It reads the clock and makes ids, and passes them in.
+//! Must not import `ui`.
+
+mod backup;
+mod memory;
+mod turn;
+
+use crate::engine::backup::ExistingIds;
+use crate::engine::model::{
+    Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
+    Message, MessageStatus, Role, TurnPath,
+};
+use crate::engine::settings::{self, Settings};
+use crate::engine::tokens::Calibration;
+use crate::engine::{failure, request, title};
+use crate::store::{ConversationPatch, Store, StoreError};
+use crate::transport::{self, Stopper, Timeouts, TransportError};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+/// The database every tab of this origin shares.
+pub const DB_NAME: &str = "memoire";
+/// Settings keys.
+const SETTINGS_KEY: &str = "settings";
+const CALIBRATION_KEY: &str = "calibration";
+const DRAFT_PREFIX: &str = "draft:";
+/// Most search hits returned.
+const SEARCH_LIMIT: usize = 50;
+
+/// What the session reports. The UI applies these to its signals; other tabs' changes arrive the
+/// same way.
+#[derive(Debug, Clone)]
+pub enum SessionEvent {
+    ConversationChanged(Conversation),
+    ConversationRemoved(String),
+    MessageAdded(Message),
+    /// A message's content, status or metadata changed (a streaming reply growing or finishing).
+    MessageProgress(Message),
+    MessagesCleared(String),
+    TurnRunning { conversation_id: String, running: bool },
+    MemoryUpdating { conversation_id: String, running: bool },
+    MemoryChanged(String),
+    Error { conversation_id: Option<String>, message: String },
+    Notice(String),
+}
+
+/// A sink for events.
+pub type EventSink = Rc<dyn Fn(SessionEvent)>;
+
+/// What can go wrong in a session call. Every message says what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SessionError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// A request failed; the text is the engine's actionable message.
+    #[error("{0}")]
+    Request(String),
+    #[error("No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.")]
+    NoEndpoint,
+    #[error("A reply is still being written in this conversation. Wait for it, or press Stop.")]
+    Busy,
+    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    NoConversation,
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Import(#[from] crate::engine::backup::ImportError),
+}
+
+/// One page of messages, oldest first.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub messages: Vec<Message>,
+    pub has_older: bool,
+}
+
+/// The memory of a conversation: every summary version (oldest first) and its entities.
+#[derive(Debug, Clone, Default)]
+pub struct MemorySnapshot {
+    pub versions: Vec<ConversationSummary>,
+    pub entities: Vec<EntityNode>,
+}
+
+/// A search result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchHit {
+    pub conversation_id: String,
+    pub message_id: String,
+    pub snippet: String,
+}
+
+/// Storage usage of this origin.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StorageInfo {
+    pub usage: u64,
+    pub quota: u64,
+    pub persisted: bool,
+}
+
+/// One row of the context inspector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviewSection {
+    pub key: String,
+    pub label: String,
+    pub detail: String,
+    pub tokens: u32,
+}
+
+/// A message the next request leaves out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviewDropped {
+    pub seq: u64,
+    pub reason: String,
+}
+
+/// What the next request will contain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preview {
+    pub path: TurnPath,
+    pub path_explanation: String,
+    pub format: String,
+    pub protocol: String,
+    pub sections: Vec<PreviewSection>,
+    pub dropped: Vec<PreviewDropped>,
+    pub total_tokens: u32,
+    pub budget: u32,
+    pub over_budget: bool,
+    pub request_bytes: usize,
+}
+
+/// The session. One per page; shared by the UI through `Rc`.
+pub struct Session {
+    store: Store,
+    sink: EventSink,
+    settings: RefCell<Settings>,
+    defaults: Settings,
+    calibration: RefCell<Calibration>,
+    /// Turns in flight, by conversation.
+    inflight: RefCell<HashMap<String, Stopper>>,
+    /// Conversations whose memory update is running in this tab.
+    memory_running: RefCell<HashSet<String>>,
+    persisted: RefCell<bool>,
+}
+
+/// The browser's clock.
+pub(crate) fn now() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+/// A new unique id: time, then random bits (ids only need to be unique, not secret).
+pub(crate) fn new_id(prefix: &str) -> String {
+    let r1 = (js_sys::Math::random() * 4_294_967_296.0) as u64;
+    let r2 = (js_sys::Math::random() * 4_294_967_296.0) as u64;
+    format!("{prefix}{:x}{:08x}{:08x}", now(), r1, r2)
+}
+
+impl Session {
+    /// Opens the database, loads settings (deployment `config.json` defaults, then what the user
+    /// saved), marks replies left streaming by a crash as interrupted, and asks for persistent storage.
+    pub async fn open(db_name: &str, sink: EventSink) -> Result<Rc<Session>, SessionError> {
+        let store = Store::open(db_name).await?;
+        let defaults = match load_deployment_config().await {
+            Ok(d) => d,
+            Err(e) => {
+                sink(SessionEvent::Notice(e));
+                Settings::builtin()
+            }
+        };
+        let saved: Option<Settings> = store
+            .get_setting(SETTINGS_KEY)
+            .await?
+            .and_then(|v| serde_json::from_value(v).ok());
+        let settings = settings::effective(&defaults, saved.as_ref());
+        let calibration: Calibration = store
+            .get_setting(CALIBRATION_KEY)
+            .await?
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let interrupted = store.mark_interrupted_streams().await?;
+        if interrupted > 0 {
+            sink(SessionEvent::Notice(format!(
+                "{interrupted} reply was cut off when the page closed; the partial text is kept and marked interrupted."
+            )));
+        }
+        let persisted = Store::request_persistence().await.unwrap_or(false);
+        let closed_sink = sink.clone();
+        store.on_closed_by_other_tab(move || {
+            closed_sink(SessionEvent::Error {
+                conversation_id: None,
+                message: StoreError::ClosedByOtherTab.to_string(),
+            })
+        });
+        Ok(Rc::new(Session {
+            store,
+            sink,
+            settings: RefCell::new(settings),
+            defaults,
+            calibration: RefCell::new(calibration),
+            inflight: RefCell::default(),
+            memory_running: RefCell::default(),
+            persisted: RefCell::new(persisted),
+        }))
+    }
+
+    pub(crate) fn emit(&self, e: SessionEvent) {
+        (self.sink)(e)
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> Settings {
+        self.settings.borrow().clone()
+    }
+
+    /// The deployment's defaults (what "reset" goes back to).
+    pub fn defaults(&self) -> Settings {
+        self.defaults.clone()
+    }
+
+    /// Validates and saves settings.
+    pub async fn save_settings(&self, s: Settings) -> Result<(), SessionError> {
+        s.validate().map_err(SessionError::Invalid)?;
+        let v = serde_json::to_value(&s).map_err(|e| SessionError::Invalid(e.to_string()))?;
+        self.store.set_setting(SETTINGS_KEY, &v).await?;
+        *self.settings.borrow_mut() = s;
+        Ok(())
+    }
+
+    /// The effective memory config of a conversation.
+    pub(crate) fn config_for(&self, conv: &Conversation) -> MemoryConfig {
+        conv.memory_overrides.apply(&self.settings.borrow().memory)
+    }
+
+    pub async fn list_conversations(&self) -> Result<Vec<Conversation>, SessionError> {
+        Ok(self.store.list_conversations(10_000).await?)
+    }
+
+    pub async fn conversation(&self, id: &str) -> Result<Option<Conversation>, SessionError> {
+        Ok(self.store.get_conversation(id).await?)
+    }
+
+    pub async fn create_conversation(&self) -> Result<Conversation, SessionError> {
+        let t = now();
+        let c = Conversation {
+            id: new_id("c"),
+            title: String::new(),
+            title_is_custom: false,
+            created_at: t,
+            updated_at: t,
+            message_count: 0,
+            endpoint_profile_id: Some(self.settings.borrow().endpoint.id.clone()),
+            remote_handle: None,
+            last_path: None,
+            memory_overrides: MemoryOverrides::default(),
+        };
+        self.store.create_conversation(&c).await?;
+        self.emit(SessionEvent::ConversationChanged(c.clone()));
+        Ok(c)
+    }
+
+    pub async fn rename(&self, id: &str, title: &str) -> Result<(), SessionError> {
+        let c = self.store.rename_conversation(id, title.trim(), now()).await?;
+        self.emit(SessionEvent::ConversationChanged(c));
+        Ok(())
+    }
+
+    pub async fn set_overrides(&self, id: &str, o: MemoryOverrides) -> Result<(), SessionError> {
+        let patch = ConversationPatch {
+            memory_overrides: Some(o),
+            ..Default::default()
+        };
+        let c = self.store.update_conversation(id, &patch).await?;
+        self.emit(SessionEvent::ConversationChanged(c));
+        Ok(())
+    }
+
+    /// Deletes a conversation with its messages, summaries and entities (one transaction).
+    pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        self.stop(id);
+        self.store.delete_conversation(id).await?;
+        self.store.delete_setting(&format!("{DRAFT_PREFIX}{id}")).await.ok();
+        self.emit(SessionEvent::ConversationRemoved(id.to_string()));
+        Ok(())
+    }
+
+    /// Clears a conversation's messages and memory, keeping the conversation itself.
+    pub async fn clear(&self, id: &str) -> Result<(), SessionError> {
+        self.stop(id);
+        let c = self.store.clear_conversation(id, now()).await?;
+        self.emit(SessionEvent::MessagesCleared(id.to_string()));
+        self.emit(SessionEvent::ConversationChanged(c));
+        self.emit(SessionEvent::MemoryChanged(id.to_string()));
+        Ok(())
+    }
+
+    /// A page of messages: the last `k` (`before` = None) or the `k` before a seq. With `focus`, pages
+    /// back until that message is included.
+    pub async fn load_page(
+        &self,
+        id: &str,
+        before: Option<u64>,
+        k: usize,
+        focus: Option<&str>,
+    ) -> Result<Page, SessionError> {
+        let mut messages = match before {
+            None => self.store.load_last(id, k).await?,
+            Some(seq) => self.store.load_before(id, seq, k).await?,
+        };
+        if let Some(target) = focus.and_then(|f| (!messages.iter().any(|m| m.id == f)).then_some(f)) {
+            if let Some(m) = self.store.get_message(target).await? {
+                if m.conversation_id == id {
+                    let first = messages.first().map_or(u64::MAX, |x| x.seq);
+                    let mut older = self
+                        .store
+                        .load_before(id, first, (first.saturating_sub(m.seq) as usize).saturating_add(5))
+                        .await?;
+                    older.append(&mut messages);
+                    messages = older;
+                }
+            }
+        }
+        let has_older = match messages.first() {
+            Some(m) => !self.store.load_before(id, m.seq, 1).await?.is_empty(),
+            None => false,
+        };
+        Ok(Page {
+            messages,
+            has_older,
+        })
+    }
+
+    pub async fn search(&self, query: &str) -> Result<Vec<SearchHit>, SessionError> {
+        Ok(self
+            .store
+            .search_messages(query, SEARCH_LIMIT)
+            .await?
+            .into_iter()
+            .map(|h| SearchHit {
+                conversation_id: h.conversation_id,
+                message_id: h.message_id,
+                snippet: h.snippet,
+            })
+            .collect())
+    }
+
+    pub async fn draft(&self, id: &str) -> Result<String, SessionError> {
+        Ok(self
+            .store
+            .get_setting(&format!("{DRAFT_PREFIX}{id}"))
+            .await?
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default())
+    }
+
+    pub async fn set_draft(&self, id: &str, text: &str) -> Result<(), SessionError> {
+        let key = format!("{DRAFT_PREFIX}{id}");
+        if text.is_empty() {
+            self.store.delete_setting(&key).await?;
+        } else {
+            self.store.set_setting(&key, &serde_json::Value::from(text)).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn storage(&self) -> Result<StorageInfo, SessionError> {
+        let u = Store::storage_usage().await?;
+        Ok(StorageInfo {
+            usage: u.usage_bytes as u64,
+            quota: u.quota_bytes as u64,
+            persisted: *self.persisted.borrow(),
+        })
+    }
+
+    /// Stops the reply being written in a conversation (the partial text is kept).
+    pub fn stop(&self, id: &str) {
+        if let Some(s) = self.inflight.borrow().get(id) {
+            s.stop();
+        }
+    }
+
+    /// Stores the user message, then runs the turn.
+    pub async fn send(self: &Rc<Self>, id: &str, text: String) -> Result<(), SessionError> {
+        if self.inflight.borrow().contains_key(id) {
+            return Err(SessionError::Busy);
+        }
+        if !self.settings.borrow().has_endpoint() {
+            return Err(SessionError::NoEndpoint);
+        }
+        let t = now();
+        let user = Message {
+            id: new_id("m"),
+            conversation_id: id.to_string(),
+            seq: 0,
+            role: Role::User,
+            content: text,
+            status: MessageStatus::Complete,
+            created_at: t,
+            meta: Default::default(),
+        };
+        let stored = self.store.append_message(&user).await?.message;
+        self.emit(SessionEvent::MessageAdded(stored.clone()));
+        self.auto_title(id, &stored.content).await?;
+        self.run_turn(id, &stored.id).await
+    }
+
+    /// Re-sends the last user turn (after an error, a stop, or a cut-off reply).
+    pub async fn retry(self: &Rc<Self>, id: &str) -> Result<(), SessionError> {
+        if self.inflight.borrow().contains_key(id) {
+            return Err(SessionError::Busy);
+        }
+        let recent = self.store.load_last(id, 50).await?;
+        let last_user = recent
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .ok_or_else(|| SessionError::Invalid("There is no message to retry.".into()))?;
+        self.run_turn(id, &last_user.id.clone()).await
+    }
+
+    /// Replaces the last user message's text, removes the replies after it, and sends it again.
+    pub async fn edit_last(self: &Rc<Self>, id: &str, text: String) -> Result<(), SessionError> {
+        if self.inflight.borrow().contains_key(id) {
+            return Err(SessionError::Busy);
+        }
+        let recent = self.store.load_last(id, 50).await?;
+        let last_user = recent
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .ok_or_else(|| SessionError::Invalid("There is no message to edit.".into()))?
+            .clone();
+        self.store
+            .replace_tail(id, &last_user.id, &text)
+            .await?;
+        self.run_turn(id, &last_user.id).await
+    }
+
+    async fn auto_title(&self, id: &str, first_text: &str) -> Result<(), SessionError> {
+        let Some(c) = self.store.get_conversation(id).await? else {
+            return Err(SessionError::NoConversation);
+        };
+        if !c.title.is_empty() || c.title_is_custom {
+            self.emit(SessionEvent::ConversationChanged(c));
+            return Ok(());
+        }
+        let patch = ConversationPatch {
+            title: Some((title::auto_title(first_text), false)),
+            ..Default::default()
+        };
+        let c = self.store.update_conversation(id, &patch).await?;
+        self.emit(SessionEvent::ConversationChanged(c));
+        Ok(())
+    }
+
+    /// Lists the endpoint's models, proving the connection works.
+    pub async fn test_connection(&self, s: &Settings) -> Result<Vec<String>, SessionError> {
+        s.validate().map_err(SessionError::Invalid)?;
+        if !s.has_endpoint() {
+            return Err(SessionError::NoEndpoint);
+        }
+        let req = request::models_request(&s.endpoint);
+        let stopper = Stopper::new();
+        let timeouts = Timeouts {
+            first_byte_ms: 15_000,
+            idle_ms: 15_000,
+        };
+        let mut body = transport::open(&req, &stopper, timeouts)
+            .await
+            .map_err(|e| SessionError::Request(transport_failure(e, &s.endpoint.base_url, false).message))?;
+        let text = body
+            .read_text(4 * 1024 * 1024)
+            .await
+            .map_err(|e| SessionError::Request(transport_failure(e, &s.endpoint.base_url, false).message))?;
+        request::parse_models(s.endpoint.protocol, &text)
+            .map_err(|e| SessionError::Request(format!("The endpoint answered, but not with a model list: {e}")))
+    }
+
+    /// Saves what the calibration learned.
+    pub(crate) async fn save_calibration(&self) {
+        let v = serde_json::to_value(&*self.calibration.borrow()).ok();
+        if let Some(v) = v {
+            self.store.set_setting(CALIBRATION_KEY, &v).await.ok();
+        }
+    }
+
+    /// What the store already holds, for validating an import.
+    pub(crate) async fn existing_ids(&self) -> Result<ExistingIds, SessionError> {
+        Ok(self.store.existing_ids().await?)
+    }
+
+    /// Entities in scope for a conversation: its own, then the shared ones.
+    pub(crate) async fn entities_for(&self, id: &str) -> Result<Vec<EntityNode>, SessionError> {
+        let mut own = self
+            .store
+            .load_entities(&EntityScope::Conversation(id.to_string()))
+            .await?;
+        own.extend(self.store.load_entities(&EntityScope::Shared).await?);
+        Ok(own)
+    }
+}
+
+/// Turns a transport failure into the engine's classified failure.
+pub(crate) fn transport_failure(e: TransportError, base_url: &str, resuming: bool) -> failure::Failure {
+    match e {
+        TransportError::Network(_) => failure::network_failure(base_url),
+        TransportError::Http {
+            status,
+            retry_after,
+            body,
+        } => failure::classify_http(status, retry_after.as_deref(), &body, resuming, now()),
+        TransportError::Timeout { first_byte } => failure::timeout(first_byte),
+        TransportError::Aborted => failure::aborted(),
+        TransportError::Body(detail) => failure::connection_dropped(&detail),
+    }
+}
+
+/// Fetches the deployment's optional `config.json` (next to index.html). Missing is fine; garbage
+/// is reported.
+async fn load_deployment_config() -> Result<Settings, String> {
+    let req = request::HttpRequest {
+        method: "GET".into(),
+        url: "config.json".into(),
+        headers: vec![],
+        body: String::new(),
+    };
+    let timeouts = Timeouts {
+        first_byte_ms: 5_000,
+        idle_ms: 5_000,
+    };
+    let text = match transport::open(&req, &Stopper::new(), timeouts).await {
+        Ok(mut body) => body.read_text(256 * 1024).await.map_err(|e| e.to_string())?,
+        Err(TransportError::Http { status: 404, .. }) => return Ok(Settings::builtin()),
+        Err(_) => return Ok(Settings::builtin()),
+    };
+    let config = settings::parse_deployment_config(&text)?;
+    Ok(settings::deployment_defaults(&config))
+}

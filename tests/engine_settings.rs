@@ -89,3 +89,21 @@ fn presets_fill_url_and_protocol_but_keep_a_chosen_model() {
     assert_eq!(s.endpoint.protocol, Protocol::Ollama);
     assert!(PRESETS.iter().all(|p| p.base_url.starts_with("http")));
 }
+
+#[test]
+fn history_load_limit_scales_with_the_budget() {
+    use memoire::engine::model::MemoryConfig;
+    let with = |context_tokens: u32, recent_messages: usize| {
+        history_load_limit(&MemoryConfig {
+            context_tokens,
+            reply_reserve_tokens: 1024,
+            recent_messages,
+            ..MemoryConfig::default()
+        })
+    };
+    assert_eq!(with(8192, 10), (8192 - 1024) / 16);
+    assert_eq!(with(2048, 10), 64);
+    assert_eq!(with(1100, 10), 20, "at least 20");
+    assert_eq!(with(1100, 40), 80, "at least twice N");
+    assert_eq!(with(1_000_000, 10), 2000, "at most 2000");
+}

@@ -1,0 +1,97 @@
+//! Backup: export one conversation or all of them (versioned JSON without API keys, or a Markdown
+//! transcript) and import a JSON backup. The format and every validation are the engine's
+//! (`engine::backup`); this file gathers records and writes the validated plan in one transaction.
+//! Must not import `ui`.
+
+use super::{now, Session, SessionError, SessionEvent};
+use crate::engine::backup::{
+    export_json, export_markdown, validate_import, ConversationBundle, ExistingIds, ImportLimits,
+};
+use crate::engine::model::EntityScope;
+use wasm_bindgen_futures::JsFuture;
+
+impl Session {
+    async fn bundle(&self, id: &str) -> Result<ConversationBundle, SessionError> {
+        let conversation = self
+            .store
+            .get_conversation(id)
+            .await?
+            .ok_or(SessionError::NoConversation)?;
+        Ok(ConversationBundle {
+            messages: self.store.load_all_messages(id).await?,
+            summaries: self.store.load_summaries(id).await?,
+            entities: self
+                .store
+                .load_entities(&EntityScope::Conversation(id.to_string()))
+                .await?,
+            conversation,
+        })
+    }
+
+    /// Versioned JSON of one conversation (`Some(id)`) or of everything. Never contains API keys.
+    pub async fn export_json(&self, id: Option<&str>) -> Result<String, SessionError> {
+        let ids: Vec<String> = match id {
+            Some(id) => vec![id.to_string()],
+            None => self
+                .store
+                .list_conversations(usize::MAX)
+                .await?
+                .into_iter()
+                .map(|c| c.id)
+                .collect(),
+        };
+        let mut bundles = Vec::with_capacity(ids.len());
+        for id in &ids {
+            bundles.push(self.bundle(id).await?);
+        }
+        let shared = self.store.load_entities(&EntityScope::Shared).await?;
+        Ok(export_json(&bundles, &shared, now()))
+    }
+
+    /// A readable Markdown transcript of one conversation.
+    pub async fn export_markdown(&self, id: &str) -> Result<String, SessionError> {
+        let b = self.bundle(id).await?;
+        Ok(export_markdown(&b.conversation, &b.messages))
+    }
+
+    /// Imports a backup file: validates everything first, then writes it in one transaction. Returns
+    /// a report for the user ("added …, skipped …").
+    pub async fn import_file(&self, file: web_sys::File) -> Result<String, SessionError> {
+        let limits = ImportLimits::default();
+        if file.size() > limits.max_bytes as f64 {
+            return Err(crate::engine::backup::ImportError::TooLarge {
+                size: file.size() as usize,
+                limit: limits.max_bytes,
+            }
+            .into());
+        }
+        let buf = JsFuture::from(file.array_buffer())
+            .await
+            .map_err(|e| SessionError::Invalid(format!("Could not read the file: {}", crate::transport::js_text(e))))?;
+        let bytes = js_sys::Uint8Array::new(&buf).to_vec();
+        self.import_bytes(&bytes).await
+    }
+
+    /// Imports backup bytes (see [`Session::import_file`]).
+    pub async fn import_bytes(&self, bytes: &[u8]) -> Result<String, SessionError> {
+        let limits = ImportLimits::default();
+        // First pass: what the file names; then look only those up, and validate against them.
+        let named = validate_import(bytes, &ExistingIds::default(), &limits)?;
+        let existing = self.store.existing_ids_for(&named).await?;
+        let plan = validate_import(bytes, &existing, &limits)?;
+        self.store.write_import(&plan).await?;
+        for c in self.store.list_conversations(usize::MAX).await? {
+            if plan.conversations.iter().any(|p| p.id == c.id)
+                || plan.messages.iter().any(|m| m.conversation_id == c.id)
+            {
+                self.emit(SessionEvent::ConversationChanged(c));
+            }
+        }
+        let a = &plan.added;
+        let s = &plan.skipped;
+        Ok(format!(
+            "Imported {} conversations, {} messages, {} summaries and {} entities; skipped {} conversations, {} messages, {} summaries and {} entities that were already here.",
+            a.conversations, a.messages, a.summaries, a.entities, s.conversations, s.messages, s.summaries, s.entities
+        ))
+    }
+}
