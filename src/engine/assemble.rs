@@ -31,6 +31,10 @@ use std::collections::HashMap;
 
 /// Share of the budget the entity section may use, in percent.
 pub const ENTITY_SHARE_PERCENT: u32 = 15;
+/// Consecutive entities that did not fit before the rest are left out unrendered.
+pub const ENTITY_MAX_MISSES: usize = 4;
+/// Below this much share left, no entity line can fit.
+const MIN_ENTITY_TOKENS: u32 = 8;
 /// Tokens a message costs beyond its text (role markers, separators).
 pub const MESSAGE_OVERHEAD_TOKENS: u32 = 5;
 /// Bytes a message costs in the request body beyond its escaped text.
@@ -455,7 +459,13 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
             .collect();
         let heading_tokens = est.estimate(ENTITIES_HEADING) + 2;
         let heading_bytes = json_len(ENTITIES_HEADING) + 2;
-        for e in input.entities {
+        let mut misses = 0;
+        for (rank, e) in input.entities.iter().enumerate() {
+            // Stop once the share is spent: a few more tries for shorter lines, then give up.
+            if misses >= ENTITY_MAX_MISSES || entity_tokens + MIN_ENTITY_TOKENS > share {
+                entities_omitted += input.entities.len() - rank;
+                break;
+            }
             let line = render_entity(e, &names, cfg.max_message_chars);
             let mut tokens = est.estimate(&line).saturating_add(1);
             let mut bytes = json_len(&line) + 1;
@@ -471,6 +481,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
                 entity_ids.push(e.id.clone());
             } else {
                 entities_omitted += 1;
+                misses += 1;
             }
         }
     }
