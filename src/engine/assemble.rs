@@ -1,1 +1,598 @@
-//! TODO(assemble): owned by a work package in progress.
+//! Context assembly: builds the prompt for a turn under a token budget and a byte cap, in
+//! DESIGN.md's order (system, summary, relevant entities, history, new message), and reports what
+//! it included, what it dropped and why, so the context inspector can show it.
+//!
+//! Priorities when space is short, highest first:
+//! 1. the system prompt and the new message: never dropped (if they alone exceed the budget the
+//!    assembly says so with `over_budget`; it is a result, not an error);
+//! 2. the most recent messages the summary does not cover yet (up to the last N);
+//! 3. the summary;
+//! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
+//! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]);
+//! 6. older messages the summary does not cover, newest first.
+//!
+//! Older messages the summary covers are dropped first (`CoveredBySummary`); errored and empty
+//! messages are skipped. History stays contiguous: once a message does not fit, every older one is
+//! dropped too, and `history_overflow` says a memory update is due. The walk goes backwards and stops
+//! estimating at the first message that does not fit, so a 10,000-message conversation costs a
+//! classification pass over the rest, not an estimation of it. Deterministic: same input, same output.
+//!
+//! Byte sizes are an upper estimate of the JSON request body (escapes counted, per-message and
+//! per-request overheads added). Must not import anything outside `crate::engine`.
+
+use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
+use crate::engine::model::{
+    ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Prompt,
+    Protocol, WireMessage,
+};
+use crate::engine::tokens::TokenEstimator;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Share of the budget the entity section may use, in percent.
+pub const ENTITY_SHARE_PERCENT: u32 = 15;
+/// Consecutive entities that did not fit before the rest are left out unrendered.
+pub const ENTITY_MAX_MISSES: usize = 4;
+/// Below this much share left, no entity line can fit.
+const MIN_ENTITY_TOKENS: u32 = 8;
+/// Tokens a message costs beyond its text (role markers, separators).
+pub const MESSAGE_OVERHEAD_TOKENS: u32 = 5;
+/// Bytes a message costs in the request body beyond its escaped text.
+pub const MESSAGE_OVERHEAD_BYTES: usize = 48;
+/// Bytes of the request body that are not prompt text (model, flags, options).
+pub const REQUEST_OVERHEAD_BYTES: usize = 1024;
+/// Heading of the summary section inside the system text.
+pub const SUMMARY_HEADING: &str = "## Summary of the conversation so far";
+/// Heading of the entity section inside the system text.
+pub const ENTITIES_HEADING: &str = "## What you remember (entity memory)";
+
+/// Everything assembly needs. `history` is the conversation's messages in ascending seq order; it may
+/// or may not contain the new message (a message with the new message's id is ignored).
+#[derive(Debug, Clone, Copy)]
+pub struct AssemblyInput<'a> {
+    pub system_prompt: &'a str,
+    pub summary: Option<&'a ConversationSummary>,
+    /// Already ranked, most relevant first.
+    pub entities: &'a [EntityNode],
+    pub history: &'a [Message],
+    pub new_message: &'a Message,
+    pub config: &'a MemoryConfig,
+    pub protocol: Protocol,
+}
+
+/// The parts of a prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SectionKind {
+    System,
+    Summary,
+    Entities,
+    History,
+    NewMessage,
+}
+
+/// One included section with its cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    pub kind: SectionKind,
+    pub tokens: u32,
+    pub bytes: usize,
+    /// The text for system, summary, entities and new message; empty for history.
+    pub text: String,
+    /// Message ids for history (oldest first) and the new message.
+    pub message_ids: Vec<String>,
+    /// Entity ids for the entity section, in rank order.
+    pub entity_ids: Vec<String>,
+}
+
+/// Why a message was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DropReason {
+    /// The summary already covers it (seq <= covers_up_to_seq).
+    CoveredBySummary,
+    /// The token budget had no room for it.
+    OverBudget,
+    /// The request byte cap had no room for it.
+    ByteCap,
+    /// The message is an error record.
+    Errored,
+    /// Nothing to send.
+    Empty,
+}
+
+/// A message left out, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub message_id: String,
+    pub seq: u64,
+    pub reason: DropReason,
+}
+
+/// The result of assembly. Going over budget is reported here, never an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Assembly {
+    pub prompt: Prompt,
+    /// Included sections in prompt order.
+    pub sections: Vec<Section>,
+    /// History ids (oldest first), then the new message's id.
+    pub included_message_ids: Vec<String>,
+    /// Left-out history messages, oldest first.
+    pub dropped: Vec<Dropped>,
+    /// Included messages that were cut at `max_message_chars`.
+    pub truncated_message_ids: Vec<String>,
+    /// Why the summary was left out, if there was one and it was.
+    pub summary_dropped: Option<DropReason>,
+    /// Ranked entities that did not fit their share.
+    pub entities_omitted: usize,
+    pub total_tokens: u32,
+    pub total_bytes: usize,
+    /// context_tokens - reply_reserve_tokens.
+    pub budget_tokens: u32,
+    pub max_bytes: usize,
+    pub over_budget: bool,
+    pub over_byte_cap: bool,
+    /// Messages the summary does not cover were dropped for space: a memory update is due.
+    pub history_overflow: bool,
+    pub new_message_id: String,
+    /// Highest seq of the history considered (excluding the new message); None if there was none.
+    /// The turn machine checks it to refuse a context built from stale history.
+    pub history_through_seq: Option<u64>,
+}
+
+impl Assembly {
+    pub fn section(&self, kind: SectionKind) -> Option<&Section> {
+        self.sections.iter().find(|s| s.kind == kind)
+    }
+}
+
+/// Upper estimate of the bytes `s` takes inside a JSON string.
+pub fn json_len(s: &str) -> usize {
+    let extra: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len() + extra
+}
+
+/// Running totals against the two limits.
+struct Meter {
+    tokens: u64,
+    bytes: usize,
+    budget: u64,
+    max_bytes: usize,
+}
+
+impl Meter {
+    /// Whether a cost fits; the reason when it does not.
+    fn check(&self, tokens: u32, bytes: usize) -> Result<(), DropReason> {
+        if self.tokens + tokens as u64 > self.budget {
+            Err(DropReason::OverBudget)
+        } else if self.bytes.saturating_add(bytes) > self.max_bytes {
+            Err(DropReason::ByteCap)
+        } else {
+            Ok(())
+        }
+    }
+    fn add(&mut self, tokens: u32, bytes: usize) {
+        self.tokens += tokens as u64;
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One compact line for an entity: name, type, aliases, description, properties and its live
+/// relationships (closed ones, with `valid_to`, are history and left out).
+pub fn render_entity(e: &EntityNode, names: &HashMap<&str, &str>, max_chars: usize) -> String {
+    let mut line = format!("- {} ({}", one_line(&e.name), e.entity_type.as_str());
+    let aliases: Vec<String> = e
+        .aliases
+        .iter()
+        .map(|a| one_line(a))
+        .filter(|a| !a.is_empty())
+        .collect();
+    if !aliases.is_empty() {
+        line.push_str("; aka ");
+        line.push_str(&aliases.join(", "));
+    }
+    line.push(')');
+    let desc = one_line(&e.description);
+    if !desc.is_empty() {
+        line.push_str(": ");
+        line.push_str(&desc);
+    }
+    if !e.properties.is_empty() {
+        let props: Vec<String> = e
+            .properties
+            .iter()
+            .map(|(k, v)| format!("{}={}", one_line(k), one_line(v)))
+            .collect();
+        line.push_str(" | ");
+        line.push_str(&props.join(", "));
+    }
+    let live: Vec<String> = e
+        .relationships
+        .iter()
+        .filter(|r| r.valid_to.is_none())
+        .map(|r| {
+            let target = names
+                .get(r.target_id.as_str())
+                .copied()
+                .unwrap_or(r.target_id.as_str());
+            let strength = if r.strength.is_finite() {
+                r.strength.clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            format!(
+                "{} → {} ({:.2})",
+                one_line(&r.relationship),
+                one_line(target),
+                strength
+            )
+        })
+        .collect();
+    if !live.is_empty() {
+        line.push_str(" | ");
+        line.push_str(&live.join("; "));
+    }
+    truncate_chars(&line, max_chars).0
+}
+
+fn is_empty_message(m: &Message) -> bool {
+    m.content.trim().is_empty() && m.meta.tool_calls.is_empty()
+}
+
+/// A history message rendered and costed, waiting to be placed.
+struct Candidate {
+    index: usize,
+    wire: WireMessage,
+    truncated: bool,
+    tokens: u32,
+    bytes: usize,
+}
+
+/// Walks history backwards, including what fits and recording what is dropped.
+struct HistoryWalk<'a, E: TokenEstimator + ?Sized> {
+    history: &'a [Message],
+    new_id: &'a str,
+    est: &'a E,
+    max_chars: usize,
+    /// Next index to look at, walking down; `None` when the walk has passed the oldest message.
+    next: Option<usize>,
+    included: Vec<Candidate>,
+    dropped: Vec<Dropped>,
+    /// Set once a message did not fit: every older one is dropped with this reason.
+    blocked: Option<DropReason>,
+    /// Transcript format pays its preamble with the first included message.
+    preamble_tokens: u32,
+    preamble_bytes: usize,
+}
+
+impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
+    fn drop_msg(&mut self, i: usize, reason: DropReason) {
+        let m = &self.history[i];
+        self.dropped.push(Dropped {
+            message_id: m.id.clone(),
+            seq: m.seq,
+            reason,
+        });
+    }
+
+    /// Walk down, including what fits, until `limit` messages were taken or `stop_at` says stop.
+    /// `covered_drop`: covered messages are dropped as `CoveredBySummary` instead of considered.
+    /// Once blocked, only the final (`drain`) walk goes on, dropping everything older.
+    fn walk(
+        &mut self,
+        meter: &mut Meter,
+        limit: &mut usize,
+        stop_at: impl Fn(&Message) -> bool,
+        covered_drop: impl Fn(&Message) -> bool,
+        drain: bool,
+    ) {
+        while let Some(i) = self.next {
+            let m = &self.history[i];
+            if m.id == self.new_id {
+                self.next = i.checked_sub(1);
+                continue;
+            }
+            if m.status == MessageStatus::Error {
+                self.drop_msg(i, DropReason::Errored);
+                self.next = i.checked_sub(1);
+                continue;
+            }
+            if is_empty_message(m) {
+                self.drop_msg(i, DropReason::Empty);
+                self.next = i.checked_sub(1);
+                continue;
+            }
+            if covered_drop(m) {
+                self.drop_msg(i, DropReason::CoveredBySummary);
+                self.next = i.checked_sub(1);
+                continue;
+            }
+            if let Some(reason) = self.blocked {
+                if !drain {
+                    return;
+                }
+                self.drop_msg(i, reason);
+                self.next = i.checked_sub(1);
+                continue;
+            }
+            if *limit == 0 || stop_at(m) {
+                return;
+            }
+            let (wire, truncated) = render_message(m, self.max_chars);
+            let mut tokens = self
+                .est
+                .estimate(&wire.content)
+                .saturating_add(MESSAGE_OVERHEAD_TOKENS);
+            let mut bytes = json_len(&wire.content) + MESSAGE_OVERHEAD_BYTES;
+            if self.included.is_empty() {
+                tokens = tokens.saturating_add(self.preamble_tokens);
+                bytes += self.preamble_bytes;
+            }
+            match meter.check(tokens, bytes) {
+                Ok(()) => {
+                    meter.add(tokens, bytes);
+                    self.included.push(Candidate {
+                        index: i,
+                        wire,
+                        truncated,
+                        tokens,
+                        bytes,
+                    });
+                    *limit -= 1;
+                }
+                Err(reason) => {
+                    self.blocked = Some(reason);
+                    self.drop_msg(i, reason);
+                }
+            }
+            self.next = i.checked_sub(1);
+        }
+    }
+}
+
+/// Assemble the context for a turn. See the module doc for the rules.
+pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) -> Assembly {
+    let cfg = input.config;
+    let budget = cfg.context_tokens.saturating_sub(cfg.reply_reserve_tokens);
+    let max_bytes = cfg.max_request_bytes;
+    let new = input.new_message;
+    let transcript = cfg.history_format == HistoryFormat::Transcript;
+
+    // 1. The mandatory parts.
+    let system_tokens = est.estimate(input.system_prompt);
+    let system_bytes = json_len(input.system_prompt);
+    let new_tokens = est
+        .estimate(&new.content)
+        .saturating_add(MESSAGE_OVERHEAD_TOKENS);
+    let new_bytes = json_len(&new.content) + MESSAGE_OVERHEAD_BYTES;
+    let mut meter = Meter {
+        tokens: system_tokens as u64 + new_tokens as u64,
+        bytes: REQUEST_OVERHEAD_BYTES + system_bytes + new_bytes,
+        budget: budget as u64,
+        max_bytes,
+    };
+
+    let history_through_seq = input
+        .history
+        .iter()
+        .rev()
+        .find(|m| m.id != new.id)
+        .map(|m| m.seq);
+
+    let summary = input.summary.filter(|s| !s.text.trim().is_empty());
+    let covers = summary.map(|s| s.covers_up_to_seq);
+    let is_covered = |m: &Message| covers.is_some_and(|c| m.seq <= c);
+
+    let mut walk = HistoryWalk {
+        history: input.history,
+        new_id: &new.id,
+        est,
+        max_chars: cfg.max_message_chars,
+        next: input.history.len().checked_sub(1),
+        included: Vec::new(),
+        dropped: Vec::new(),
+        blocked: None,
+        preamble_tokens: if transcript {
+            est.estimate(TRANSCRIPT_OPEN) + 12
+        } else {
+            0
+        },
+        preamble_bytes: if transcript {
+            json_len(TRANSCRIPT_OPEN) + 32
+        } else {
+            0
+        },
+    };
+    let mut recent_left = cfg.recent_messages;
+
+    // 2. Recent messages the summary does not cover.
+    walk.walk(&mut meter, &mut recent_left, is_covered, |_| false, false);
+
+    // 3. The summary.
+    let mut summary_section = None;
+    let mut summary_dropped = None;
+    if let Some(s) = summary {
+        let text = format!("{SUMMARY_HEADING}\n{}", s.text.trim());
+        let tokens = est.estimate(&text).saturating_add(2);
+        let bytes = json_len(&text) + 2;
+        match meter.check(tokens, bytes) {
+            Ok(()) => {
+                meter.add(tokens, bytes);
+                summary_section = Some(Section {
+                    kind: SectionKind::Summary,
+                    tokens,
+                    bytes,
+                    text,
+                    message_ids: Vec::new(),
+                    entity_ids: Vec::new(),
+                });
+            }
+            Err(reason) => summary_dropped = Some(reason),
+        }
+    }
+    let summary_in = summary_section.is_some();
+
+    // 4. The rest of the last N, covered or not.
+    walk.walk(&mut meter, &mut recent_left, |_| false, |_| false, false);
+
+    // 5. Entities, within their share.
+    let share = (budget as u64 * ENTITY_SHARE_PERCENT as u64 / 100) as u32;
+    let mut entity_lines: Vec<String> = Vec::new();
+    let mut entity_ids = Vec::new();
+    let mut entity_tokens: u32 = 0;
+    let mut entity_bytes: usize = 0;
+    let mut entities_omitted = 0;
+    if !input.entities.is_empty() {
+        let names: HashMap<&str, &str> = input
+            .entities
+            .iter()
+            .map(|e| (e.id.as_str(), e.name.as_str()))
+            .collect();
+        let heading_tokens = est.estimate(ENTITIES_HEADING) + 2;
+        let heading_bytes = json_len(ENTITIES_HEADING) + 2;
+        let mut misses = 0;
+        for (rank, e) in input.entities.iter().enumerate() {
+            // Stop once the share is spent: a few more tries for shorter lines, then give up.
+            if misses >= ENTITY_MAX_MISSES || entity_tokens + MIN_ENTITY_TOKENS > share {
+                entities_omitted += input.entities.len() - rank;
+                break;
+            }
+            let line = render_entity(e, &names, cfg.max_message_chars);
+            let mut tokens = est.estimate(&line).saturating_add(1);
+            let mut bytes = json_len(&line) + 1;
+            if entity_lines.is_empty() {
+                tokens += heading_tokens;
+                bytes += heading_bytes;
+            }
+            if entity_tokens.saturating_add(tokens) <= share && meter.check(tokens, bytes).is_ok() {
+                meter.add(tokens, bytes);
+                entity_tokens += tokens;
+                entity_bytes += bytes;
+                entity_lines.push(line);
+                entity_ids.push(e.id.clone());
+            } else {
+                entities_omitted += 1;
+                misses += 1;
+            }
+        }
+    }
+
+    // 6. Older history: covered messages go (the summary holds them), the rest while it fits.
+    let mut unlimited = usize::MAX;
+    walk.walk(
+        &mut meter,
+        &mut unlimited,
+        |_| false,
+        |m| summary_in && is_covered(m),
+        true,
+    );
+    let history_overflow = walk
+        .dropped
+        .iter()
+        .any(|d| matches!(d.reason, DropReason::OverBudget | DropReason::ByteCap));
+
+    // Put it together, oldest first.
+    walk.included.reverse();
+    walk.dropped.reverse();
+    let mut sections = Vec::with_capacity(5);
+    sections.push(Section {
+        kind: SectionKind::System,
+        tokens: system_tokens,
+        bytes: system_bytes,
+        text: input.system_prompt.to_string(),
+        message_ids: Vec::new(),
+        entity_ids: Vec::new(),
+    });
+    let mut system_text = input.system_prompt.trim_end().to_string();
+    if let Some(s) = summary_section {
+        if !system_text.is_empty() {
+            system_text.push_str("\n\n");
+        }
+        system_text.push_str(&s.text);
+        sections.push(s);
+    }
+    if !entity_lines.is_empty() {
+        let text = format!("{ENTITIES_HEADING}\n{}", entity_lines.join("\n"));
+        if !system_text.is_empty() {
+            system_text.push_str("\n\n");
+        }
+        system_text.push_str(&text);
+        sections.push(Section {
+            kind: SectionKind::Entities,
+            tokens: entity_tokens,
+            bytes: entity_bytes,
+            text,
+            message_ids: Vec::new(),
+            entity_ids,
+        });
+    }
+    let mut included_message_ids = Vec::with_capacity(walk.included.len() + 1);
+    let mut truncated_message_ids = Vec::new();
+    let mut wire = Vec::with_capacity(walk.included.len());
+    let (mut history_tokens, mut history_bytes) = (0u32, 0usize);
+    for c in walk.included {
+        let m = &input.history[c.index];
+        included_message_ids.push(m.id.clone());
+        if c.truncated {
+            truncated_message_ids.push(m.id.clone());
+        }
+        history_tokens = history_tokens.saturating_add(c.tokens);
+        history_bytes += c.bytes;
+        wire.push(c.wire);
+    }
+    if !wire.is_empty() {
+        sections.push(Section {
+            kind: SectionKind::History,
+            tokens: history_tokens,
+            bytes: history_bytes,
+            text: String::new(),
+            message_ids: included_message_ids.clone(),
+            entity_ids: Vec::new(),
+        });
+    }
+    included_message_ids.push(new.id.clone());
+    sections.push(Section {
+        kind: SectionKind::NewMessage,
+        tokens: new_tokens,
+        bytes: new_bytes,
+        text: new.content.clone(),
+        message_ids: vec![new.id.clone()],
+        entity_ids: Vec::new(),
+    });
+
+    let prompt = build_prompt(
+        cfg.history_format,
+        input.protocol,
+        system_text,
+        &wire,
+        &new.content,
+    );
+    let total_tokens = u32::try_from(meter.tokens).unwrap_or(u32::MAX);
+    Assembly {
+        prompt,
+        sections,
+        included_message_ids,
+        dropped: walk.dropped,
+        truncated_message_ids,
+        summary_dropped,
+        entities_omitted,
+        total_tokens,
+        total_bytes: meter.bytes,
+        budget_tokens: budget,
+        max_bytes,
+        over_budget: meter.tokens > budget as u64,
+        over_byte_cap: meter.bytes > max_bytes,
+        history_overflow,
+        new_message_id: new.id.clone(),
+        history_through_seq,
+    }
+}

@@ -1,1 +1,187 @@
-//! TODO(history): owned by a work package in progress.
+//! The two history formats, as [`Prompt`] values (request builders turn a Prompt into bytes):
+//! - `messages`: a structured array that respects each protocol. Anthropic takes the system text
+//!   apart, needs the first message to be the user's and user/assistant turns to alternate, so
+//!   same-role neighbours are merged; OpenAI (chat and responses) and Ollama take roles as they are.
+//!   Tool calls are reduced to their names, so tool results travel as plain user text everywhere
+//!   (a `tool` role message would need the call id the reduced history no longer carries).
+//! - `transcript`: `[USER]: ...` / `[ASSISTANT]: ...` blocks inside a `<conversation_history>`
+//!   preamble that tells the agent this is prior context it already knows, sent as one user message
+//!   together with the new message.
+//!
+//! Also owns how one stored message is rendered for the wire ([`render_message`]: truncation with a
+//! visible marker, tool calls reduced to names). Must not import anything outside `crate::engine`.
+
+use crate::engine::model::{HistoryFormat, Message, Prompt, Protocol, Role, WireMessage};
+
+/// Appended to a message cut at `max_message_chars`.
+pub const TRUNCATED_MARKER: &str = "[truncated]";
+
+/// Opens the transcript block.
+pub const TRANSCRIPT_OPEN: &str = "<conversation_history>\n\
+The following is the prior conversation history between you and the user, from earlier sessions. \
+Treat it as context you already know, as if you had this conversation yourself. \
+Continue naturally from it; do not repeat or summarise it unless asked.\n";
+
+/// Closes the transcript block.
+pub const TRANSCRIPT_CLOSE: &str = "</conversation_history>";
+
+/// First message when Anthropic's history would otherwise start with the assistant.
+pub const ANTHROPIC_LEAD_IN: &str = "(Continuing our earlier conversation.)";
+
+/// Label prefixed to a tool result sent as user text in the messages format.
+pub const TOOL_RESULT_LABEL: &str = "[tool result]";
+
+/// Cut `text` at `max_chars` characters (never inside a character), marking the cut visibly.
+/// Returns the text and whether it was cut.
+pub fn truncate_chars(text: &str, max_chars: usize) -> (String, bool) {
+    match text.char_indices().nth(max_chars) {
+        None => (text.to_string(), false),
+        Some((byte, _)) => {
+            let mut out = String::with_capacity(byte + TRUNCATED_MARKER.len() + 2);
+            out.push_str(text[..byte].trim_end());
+            out.push_str(" … ");
+            out.push_str(TRUNCATED_MARKER);
+            (out, true)
+        }
+    }
+}
+
+/// One stored message as it goes on the wire: content truncated at `max_chars` (with the marker),
+/// and tool calls reduced to their names (`[called tools: search, fetch]`). The role is kept; the
+/// format functions map it to what each protocol accepts. Returns the message and whether it was cut.
+pub fn render_message(msg: &Message, max_chars: usize) -> (WireMessage, bool) {
+    let (mut content, truncated) = truncate_chars(msg.content.trim(), max_chars);
+    let calls = &msg.meta.tool_calls;
+    if !calls.is_empty() {
+        if !content.is_empty() {
+            content.push('\n');
+        }
+        content.push_str("[called tools: ");
+        for (i, call) in calls.iter().enumerate() {
+            if i > 0 {
+                content.push_str(", ");
+            }
+            let name = call.name.trim();
+            content.push_str(if name.is_empty() { "unnamed" } else { name });
+        }
+        content.push(']');
+    }
+    (
+        WireMessage {
+            role: msg.role,
+            content,
+        },
+        truncated,
+    )
+}
+
+/// Build the prompt in the given format. `history` is oldest first, already rendered.
+pub fn build_prompt(
+    format: HistoryFormat,
+    protocol: Protocol,
+    system: String,
+    history: &[WireMessage],
+    new_message: &str,
+) -> Prompt {
+    match format {
+        HistoryFormat::Messages => messages_prompt(protocol, system, history, new_message),
+        HistoryFormat::Transcript => transcript_prompt(system, history, new_message),
+    }
+}
+
+/// The structured messages array, following `protocol`'s rules.
+pub fn messages_prompt(
+    protocol: Protocol,
+    system: String,
+    history: &[WireMessage],
+    new_message: &str,
+) -> Prompt {
+    let anthropic = protocol == Protocol::Anthropic;
+    let mut messages: Vec<WireMessage> = Vec::with_capacity(history.len() + 2);
+    let mut push = |role: Role, content: String| {
+        if anthropic {
+            if let Some(last) = messages.last_mut() {
+                if last.role == role {
+                    last.content.push_str("\n\n");
+                    last.content.push_str(&content);
+                    return;
+                }
+            }
+            if messages.is_empty() && role != Role::User {
+                messages.push(WireMessage {
+                    role: Role::User,
+                    content: ANTHROPIC_LEAD_IN.to_string(),
+                });
+            }
+        }
+        messages.push(WireMessage { role, content });
+    };
+    for m in history {
+        if m.content.trim().is_empty() {
+            continue; // Anthropic rejects empty text; nobody needs it.
+        }
+        match m.role {
+            Role::User | Role::Assistant => push(m.role, m.content.clone()),
+            Role::Tool => push(Role::User, format!("{TOOL_RESULT_LABEL}\n{}", m.content)),
+            Role::System if anthropic => push(Role::User, format!("[system]\n{}", m.content)),
+            Role::System => push(Role::System, m.content.clone()),
+        }
+    }
+    push(Role::User, new_message.to_string());
+    Prompt { system, messages }
+}
+
+fn label(role: Role) -> &'static str {
+    match role {
+        Role::User => "[USER]",
+        Role::Assistant => "[ASSISTANT]",
+        Role::Tool => "[TOOL]",
+        Role::System => "[SYSTEM]",
+    }
+}
+
+/// Keep message text from closing (or reopening) the history block early.
+fn neutralise_tags(text: &str) -> String {
+    text.replace("</conversation_history", "<\\/conversation_history")
+        .replace("<conversation_history", "<\\conversation_history")
+}
+
+/// The `<conversation_history>` block for `history` (empty string when there is no history).
+pub fn transcript_text(history: &[WireMessage]) -> String {
+    let visible: Vec<&WireMessage> = history
+        .iter()
+        .filter(|m| !m.content.trim().is_empty())
+        .collect();
+    if visible.is_empty() {
+        return String::new();
+    }
+    let size: usize = visible.iter().map(|m| m.content.len() + 16).sum();
+    let mut out = String::with_capacity(TRANSCRIPT_OPEN.len() + size + 32);
+    out.push_str(TRANSCRIPT_OPEN);
+    for m in visible {
+        out.push('\n');
+        out.push_str(label(m.role));
+        out.push_str(": ");
+        out.push_str(&neutralise_tags(&m.content));
+        out.push('\n');
+    }
+    out.push_str(TRANSCRIPT_CLOSE);
+    out
+}
+
+/// One user message: the transcript block (if any history), then the new message.
+pub fn transcript_prompt(system: String, history: &[WireMessage], new_message: &str) -> Prompt {
+    let block = transcript_text(history);
+    let content = if block.is_empty() {
+        new_message.to_string()
+    } else {
+        format!("{block}\n\n{new_message}")
+    };
+    Prompt {
+        system,
+        messages: vec![WireMessage {
+            role: Role::User,
+            content,
+        }],
+    }
+}

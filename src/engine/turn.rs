@@ -1,1 +1,653 @@
-//! TODO(turn): owned by a work package in progress.
+//! The turn state machine, sans-IO in the quinn-proto style: inputs go in through `handle_*`
+//! (stream events, failures, stop, timer ticks, each with `now`), outputs come out of
+//! [`Turn::poll_action`] and [`Turn::poll_timeout`]. A thin driver executes the actions (send a
+//! request, cancel it, save the reply, store the remote handle) and decides nothing.
+//!
+//! It owns the resume-or-reinject decision: a stateful endpoint with a live handle of THIS
+//! conversation, for THIS endpoint, covering everything up to the previous message, gets only the
+//! new message (`Resumed`); otherwise the assembled context is sent (`Reinjected`), or, with nothing
+//! before the new message, the turn is `Fresh`. When the endpoint says the session is gone while
+//! resuming, the handle is marked dead and the turn is re-sent with the full context, never silently
+//! as an empty session. It accumulates the reply and throttles its saves (see `coalesce`).
+//!
+//! [`ConversationState`] is the single in-memory history the driver keeps and updates on every
+//! event (user message, assistant reply, tool result) before the next request is built; a turn
+//! refuses an [`Assembly`] that was not built from it as it stands (`TurnError::StaleContext`), so
+//! the context-loss bug of seed 004 (history kept in one place, the prompt built from another)
+//! cannot happen silently. Must not import anything outside `crate::engine`.
+
+use crate::engine::assemble::{Assembly, SectionKind};
+use crate::engine::coalesce::SaveThrottle;
+use crate::engine::decode::{StreamError, StreamEvent};
+use crate::engine::failure::{Failure, FailureKind};
+use crate::engine::history::build_prompt;
+use crate::engine::model::{
+    Conversation, EndpointProfile, HistoryFormat, Message, MessageMeta, MessageStatus, Millis,
+    Prompt, RemoteHandle, Role, ToolCall, TurnPath, Usage,
+};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The stream error code that means the remote session is gone (Responses API).
+pub const SESSION_GONE_CODE: &str = "previous_response_not_found";
+
+/// The conversation as the driver holds it in memory: the one history every prompt is built from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationState {
+    pub conversation: Conversation,
+    /// Ascending seq.
+    pub messages: Vec<Message>,
+}
+
+/// What [`ConversationState::add_message`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddOutcome {
+    Added,
+    /// A message with this id is already there: adding it again is a no-op.
+    Duplicate,
+    /// The message belongs to another conversation and was refused.
+    WrongConversation,
+}
+
+impl ConversationState {
+    pub fn new(conversation: Conversation, mut messages: Vec<Message>) -> Self {
+        messages.sort_by_key(|m| m.seq);
+        ConversationState {
+            conversation,
+            messages,
+        }
+    }
+
+    /// Add a message (user message, tool result...). Idempotent by id; keeps seq order.
+    pub fn add_message(&mut self, msg: Message) -> AddOutcome {
+        if msg.conversation_id != self.conversation.id {
+            return AddOutcome::WrongConversation;
+        }
+        if self.messages.iter().any(|m| m.id == msg.id) {
+            return AddOutcome::Duplicate;
+        }
+        let at = self.messages.partition_point(|m| m.seq <= msg.seq);
+        self.updated(msg.created_at);
+        self.messages.insert(at, msg);
+        self.conversation.message_count = self.messages.len() as u64;
+        AddOutcome::Added
+    }
+
+    fn updated(&mut self, at: Millis) {
+        self.conversation.updated_at = self.conversation.updated_at.max(at);
+    }
+
+    /// The highest seq, if any message is there.
+    pub fn last_seq(&self) -> Option<u64> {
+        self.messages.last().map(|m| m.seq)
+    }
+
+    /// The next free seq.
+    pub fn next_seq(&self) -> u64 {
+        self.last_seq().map_or(1, |s| s + 1)
+    }
+
+    /// Apply a turn's action to the in-memory history, exactly as the store applies it.
+    /// Requests and cancellations change nothing here.
+    pub fn apply(&mut self, action: &Action, now: Millis) {
+        match action {
+            Action::SaveReply(save) => {
+                let meta_for = |old: Option<&MessageMeta>| MessageMeta {
+                    tool_calls: save.tool_calls.clone(),
+                    usage: save.usage,
+                    error: save.error.clone(),
+                    path: Some(save.path),
+                    model: old.and_then(|m| m.model.clone()),
+                };
+                if let Some(m) = self.messages.iter_mut().find(|m| m.id == save.message_id) {
+                    m.content = save.content.clone();
+                    m.status = save.status;
+                    m.meta = meta_for(Some(&m.meta));
+                } else {
+                    let msg = Message {
+                        id: save.message_id.clone(),
+                        conversation_id: self.conversation.id.clone(),
+                        seq: save.seq,
+                        role: Role::Assistant,
+                        content: save.content.clone(),
+                        status: save.status,
+                        created_at: now,
+                        meta: meta_for(None),
+                    };
+                    self.add_message(msg);
+                }
+                self.updated(now);
+            }
+            Action::StoreHandle {
+                conversation_id,
+                handle,
+            } => {
+                if *conversation_id == self.conversation.id {
+                    self.conversation.remote_handle = handle.clone();
+                }
+            }
+            Action::Finished(outcome) => {
+                self.conversation.last_path = Some(outcome.path);
+                self.updated(now);
+            }
+            Action::SendRequest { .. } | Action::CancelRequest => {}
+        }
+    }
+}
+
+/// Why a stored handle can or cannot be resumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleCheck {
+    Usable,
+    Missing,
+    /// The endpoint said it is gone.
+    Dead,
+    /// It belongs to another endpoint (protocol, url or model changed).
+    OtherEndpoint,
+    /// It does not cover every message before the new one (e.g. a turn failed since).
+    Stale,
+    /// The endpoint cannot continue sessions at all.
+    StatelessEndpoint,
+}
+
+/// Whether `handle` can continue this conversation on `endpoint`, given the seq of the last message
+/// before the new one.
+pub fn check_handle(
+    handle: Option<&RemoteHandle>,
+    endpoint: &EndpointProfile,
+    previous_seq: Option<u64>,
+) -> HandleCheck {
+    if !endpoint.protocol.is_stateful() {
+        return HandleCheck::StatelessEndpoint;
+    }
+    let Some(h) = handle else {
+        return HandleCheck::Missing;
+    };
+    if h.dead {
+        HandleCheck::Dead
+    } else if h.endpoint_key != endpoint.key() {
+        HandleCheck::OtherEndpoint
+    } else if previous_seq.is_some_and(|p| h.covers_up_to_seq < p) {
+        HandleCheck::Stale
+    } else {
+        HandleCheck::Usable
+    }
+}
+
+/// The path a turn starts on.
+pub fn decide_path(
+    handle: Option<&RemoteHandle>,
+    endpoint: &EndpointProfile,
+    previous_seq: Option<u64>,
+    has_prior_context: bool,
+) -> TurnPath {
+    if previous_seq.is_none() && !has_prior_context {
+        return TurnPath::Fresh;
+    }
+    match check_handle(handle, endpoint, previous_seq) {
+        HandleCheck::Usable => TurnPath::Resumed,
+        _ => TurnPath::Reinjected,
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnStatus {
+    Complete,
+    /// Stopped by the user or cut off mid-stream; the partial reply is kept.
+    Interrupted,
+    /// The request failed; any partial reply is kept.
+    Error,
+}
+
+impl TurnStatus {
+    pub fn message_status(self) -> MessageStatus {
+        match self {
+            TurnStatus::Complete => MessageStatus::Complete,
+            TurnStatus::Interrupted => MessageStatus::Interrupted,
+            TurnStatus::Error => MessageStatus::Error,
+        }
+    }
+}
+
+/// One save of the assistant reply (partial while streaming, then final).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplySave {
+    pub message_id: String,
+    pub seq: u64,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub status: MessageStatus,
+    pub usage: Option<Usage>,
+    pub path: TurnPath,
+    pub error: Option<String>,
+    pub is_final: bool,
+}
+
+/// Estimated vs reported prompt tokens, for `Calibration::observe`. Only given for requests that
+/// carried the full context (a resumed request's reported count includes server-side history).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CalibrationSample {
+    pub estimated: u32,
+    pub reported: u32,
+}
+
+/// The end of a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    pub status: TurnStatus,
+    pub path: TurnPath,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+    pub failure: Option<Failure>,
+    pub calibration: Option<CalibrationSample>,
+    /// Requests sent (2 when a dead session forced a re-send).
+    pub attempts: u32,
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send this request. `previous_response_id` is set only when resuming.
+    SendRequest {
+        attempt: u32,
+        path: TurnPath,
+        prompt: Prompt,
+        previous_response_id: Option<String>,
+    },
+    /// Abort the request in flight (user stop).
+    CancelRequest,
+    /// Write the reply message (same id every time: an update, never a new message).
+    SaveReply(ReplySave),
+    /// Replace the conversation's remote handle (`Some` with `dead: true` records a dead one).
+    StoreHandle {
+        conversation_id: String,
+        handle: Option<RemoteHandle>,
+    },
+    /// The turn is over; nothing follows.
+    Finished(TurnOutcome),
+}
+
+/// Why a turn could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnError {
+    #[error("the new message {0} is not in this conversation's history: store it before sending")]
+    NewMessageMissing(String),
+    #[error("the new message must be a user message")]
+    NotAUserMessage,
+    #[error("the prompt was assembled for message {assembled}, not for {expected}")]
+    WrongNewMessage { assembled: String, expected: String },
+    #[error("the prompt was assembled from stale history (through seq {assembled:?}, history is at {actual:?}); assemble again")]
+    StaleContext {
+        assembled: Option<u64>,
+        actual: Option<u64>,
+    },
+    #[error("the reply seq {0} must come after every message of the conversation")]
+    BadReplySeq(u64),
+}
+
+/// Everything a turn starts from.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnStart<'a> {
+    /// The conversation with the new user message already added.
+    pub state: &'a ConversationState,
+    pub endpoint: &'a EndpointProfile,
+    pub new_message_id: &'a str,
+    /// Assembled from `state` as it stands.
+    pub assembly: &'a Assembly,
+    /// Id and seq the reply message will have.
+    pub reply_id: &'a str,
+    pub reply_seq: u64,
+    pub now: Millis,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Streaming,
+    Finished,
+}
+
+/// One turn: from sending the request to the saved reply.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    conversation_id: String,
+    endpoint_key: String,
+    stateful: bool,
+    path: TurnPath,
+    handle_check: HandleCheck,
+    /// The handle being resumed, if resuming.
+    handle: Option<RemoteHandle>,
+    full_prompt: Prompt,
+    estimated_prompt_tokens: u32,
+    reply_id: String,
+    reply_seq: u64,
+    text: String,
+    tool_calls: BTreeMap<u32, ToolCall>,
+    usage: Option<Usage>,
+    response_id: Option<String>,
+    throttle: SaveThrottle,
+    actions: VecDeque<Action>,
+    phase: Phase,
+    attempts: u32,
+}
+
+impl Turn {
+    /// Check the inputs, decide the path and queue the first request.
+    pub fn start(s: TurnStart<'_>) -> Result<Turn, TurnError> {
+        let state = s.state;
+        let new = state
+            .messages
+            .iter()
+            .find(|m| m.id == s.new_message_id)
+            .ok_or_else(|| TurnError::NewMessageMissing(s.new_message_id.to_string()))?;
+        if new.role != Role::User {
+            return Err(TurnError::NotAUserMessage);
+        }
+        if s.assembly.new_message_id != new.id {
+            return Err(TurnError::WrongNewMessage {
+                assembled: s.assembly.new_message_id.clone(),
+                expected: new.id.clone(),
+            });
+        }
+        let previous_seq = state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.id != new.id)
+            .map(|m| m.seq);
+        if s.assembly.history_through_seq != previous_seq {
+            return Err(TurnError::StaleContext {
+                assembled: s.assembly.history_through_seq,
+                actual: previous_seq,
+            });
+        }
+        if state.last_seq().is_some_and(|l| s.reply_seq <= l) {
+            return Err(TurnError::BadReplySeq(s.reply_seq));
+        }
+        let has_prior_context = s.assembly.sections.iter().any(|sec| {
+            matches!(
+                sec.kind,
+                SectionKind::Summary | SectionKind::Entities | SectionKind::History
+            )
+        });
+        let handle = state.conversation.remote_handle.as_ref();
+        let handle_check = check_handle(handle, s.endpoint, previous_seq);
+        let path = decide_path(handle, s.endpoint, previous_seq, has_prior_context);
+        let mut turn = Turn {
+            conversation_id: state.conversation.id.clone(),
+            endpoint_key: s.endpoint.key(),
+            stateful: s.endpoint.protocol.is_stateful(),
+            path,
+            handle_check,
+            handle: None,
+            full_prompt: s.assembly.prompt.clone(),
+            estimated_prompt_tokens: s.assembly.total_tokens,
+            reply_id: s.reply_id.to_string(),
+            reply_seq: s.reply_seq,
+            text: String::new(),
+            tool_calls: BTreeMap::new(),
+            usage: None,
+            response_id: None,
+            throttle: SaveThrottle::default(),
+            actions: VecDeque::new(),
+            phase: Phase::Streaming,
+            attempts: 0,
+        };
+        if let (TurnPath::Resumed, Some(h)) = (path, handle.cloned()) {
+            let system = s
+                .assembly
+                .section(SectionKind::System)
+                .map(|sec| sec.text.clone())
+                .unwrap_or_default();
+            let prompt = build_prompt(
+                HistoryFormat::Messages,
+                s.endpoint.protocol,
+                system,
+                &[],
+                &new.content,
+            );
+            turn.send(path, prompt, Some(h.id.clone()));
+            turn.handle = Some(h);
+        } else {
+            turn.send(path, turn.full_prompt.clone(), None);
+        }
+        Ok(turn)
+    }
+
+    fn send(&mut self, path: TurnPath, prompt: Prompt, previous_response_id: Option<String>) {
+        self.attempts += 1;
+        self.path = path;
+        self.actions.push_back(Action::SendRequest {
+            attempt: self.attempts,
+            path,
+            prompt,
+            previous_response_id,
+        });
+    }
+
+    /// The path the turn is on now (it changes from Resumed to Reinjected if the session is gone).
+    pub fn path(&self) -> TurnPath {
+        self.path
+    }
+
+    /// What the stored handle looked like when the turn started.
+    pub fn handle_check(&self) -> HandleCheck {
+        self.handle_check
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    /// The reply so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The next thing the driver must do.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When the driver must call [`Turn::handle_timeout`] (a held save becomes due).
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        if self.phase == Phase::Finished {
+            None
+        } else {
+            self.throttle.next_deadline()
+        }
+    }
+
+    /// A timer fired.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        if self.phase == Phase::Streaming && self.throttle.on_tick(now) {
+            self.save(MessageStatus::Streaming, None, false);
+        }
+    }
+
+    /// The user pressed stop: cancel the request, keep the partial reply as interrupted.
+    pub fn handle_stop(&mut self, now: Millis) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        self.actions.push_back(Action::CancelRequest);
+        let failure = Failure {
+            kind: FailureKind::Aborted,
+            message: "Stopped. The partial reply was kept.".to_string(),
+            status: None,
+        };
+        self.finish(TurnStatus::Interrupted, Some(failure), now);
+    }
+
+    /// A decoded stream event of the request in flight.
+    pub fn handle_event(&mut self, event: StreamEvent, now: Millis) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        match event {
+            StreamEvent::TextDelta(t) => {
+                if !t.is_empty() {
+                    self.text.push_str(&t);
+                    self.changed(now);
+                }
+            }
+            StreamEvent::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments,
+            } => {
+                let call = self.tool_calls.entry(index).or_default();
+                if let Some(id) = id {
+                    call.id = id;
+                }
+                if let Some(name) = name {
+                    call.name.push_str(&name);
+                }
+                call.arguments.push_str(&arguments);
+                self.changed(now);
+            }
+            StreamEvent::Usage(u) => self.usage = Some(u),
+            StreamEvent::ResponseId(id) => self.response_id = Some(id),
+            StreamEvent::Done { .. } => self.complete(now),
+            StreamEvent::Error(e) => {
+                if self.path == TurnPath::Resumed && stream_error_is_session_gone(&e) {
+                    self.reinject();
+                } else {
+                    let failure = Failure {
+                        kind: FailureKind::Stream,
+                        message: if e.message.trim().is_empty() {
+                            "The endpoint reported an error while replying.".to_string()
+                        } else {
+                            format!("The endpoint reported an error: {}", e.message.trim())
+                        },
+                        status: None,
+                    };
+                    self.finish(TurnStatus::Error, Some(failure), now);
+                }
+            }
+        }
+    }
+
+    /// The request in flight failed (HTTP error, network, timeout, cut-off stream, abort).
+    pub fn handle_failure(&mut self, failure: Failure, now: Millis) {
+        if self.phase == Phase::Finished {
+            return;
+        }
+        if self.path == TurnPath::Resumed && failure_is_session_gone(&failure) {
+            self.reinject();
+            return;
+        }
+        let has_partial = !self.text.is_empty() || !self.tool_calls.is_empty();
+        let status = match failure.kind {
+            FailureKind::Aborted => TurnStatus::Interrupted,
+            FailureKind::Network | FailureKind::Timeout | FailureKind::Malformed if has_partial => {
+                TurnStatus::Interrupted
+            }
+            _ => TurnStatus::Error,
+        };
+        self.finish(status, Some(failure), now);
+    }
+
+    /// The remote session is gone: mark the handle dead and re-send with the full context.
+    fn reinject(&mut self) {
+        if let Some(mut h) = self.handle.take() {
+            h.dead = true;
+            self.actions.push_back(Action::StoreHandle {
+                conversation_id: self.conversation_id.clone(),
+                handle: Some(h),
+            });
+        }
+        self.text.clear();
+        self.tool_calls.clear();
+        self.usage = None;
+        self.response_id = None;
+        self.throttle = SaveThrottle::default();
+        self.send(TurnPath::Reinjected, self.full_prompt.clone(), None);
+    }
+
+    fn changed(&mut self, now: Millis) {
+        if self.throttle.on_change(now) {
+            self.save(MessageStatus::Streaming, None, false);
+        }
+    }
+
+    fn tool_calls_vec(&self) -> Vec<ToolCall> {
+        self.tool_calls.values().cloned().collect()
+    }
+
+    fn save(&mut self, status: MessageStatus, error: Option<String>, is_final: bool) {
+        self.actions.push_back(Action::SaveReply(ReplySave {
+            message_id: self.reply_id.clone(),
+            seq: self.reply_seq,
+            content: self.text.clone(),
+            tool_calls: self.tool_calls_vec(),
+            status,
+            usage: self.usage,
+            path: self.path,
+            error,
+            is_final,
+        }));
+    }
+
+    fn complete(&mut self, now: Millis) {
+        if self.stateful {
+            if let Some(id) = self.response_id.clone() {
+                self.actions.push_back(Action::StoreHandle {
+                    conversation_id: self.conversation_id.clone(),
+                    handle: Some(RemoteHandle {
+                        id,
+                        endpoint_key: self.endpoint_key.clone(),
+                        covers_up_to_seq: self.reply_seq,
+                        confirmed_at: now,
+                        dead: false,
+                    }),
+                });
+            }
+        }
+        self.finish(TurnStatus::Complete, None, now);
+    }
+
+    fn finish(&mut self, status: TurnStatus, failure: Option<Failure>, now: Millis) {
+        self.throttle.finish(now);
+        self.save(
+            status.message_status(),
+            failure.as_ref().map(|f| f.message.clone()),
+            true,
+        );
+        let calibration = match (self.path, self.usage) {
+            (TurnPath::Resumed, _) | (_, None) => None,
+            (_, Some(u)) => Some(CalibrationSample {
+                estimated: self.estimated_prompt_tokens,
+                reported: u.prompt_tokens,
+            }),
+        };
+        self.actions.push_back(Action::Finished(TurnOutcome {
+            status,
+            path: self.path,
+            content: self.text.clone(),
+            tool_calls: self.tool_calls_vec(),
+            usage: self.usage,
+            failure,
+            calibration,
+            attempts: self.attempts,
+        }));
+        self.phase = Phase::Finished;
+    }
+}
+
+fn stream_error_is_session_gone(e: &StreamError) -> bool {
+    e.code.as_deref() == Some(SESSION_GONE_CODE) || e.message.contains(SESSION_GONE_CODE)
+}
+
+/// SessionGone, or a 4xx that is about the previous response id.
+fn failure_is_session_gone(f: &Failure) -> bool {
+    match f.kind {
+        FailureKind::SessionGone => true,
+        FailureKind::BadRequest | FailureKind::NotFound => {
+            let m = f.message.to_ascii_lowercase();
+            m.contains(SESSION_GONE_CODE) || m.contains("previous_response")
+        }
+        _ => false,
+    }
+}
