@@ -177,6 +177,14 @@ impl Controller {
             ));
             return;
         }
+        if !st.settings.with_untracked(|s| s.has_endpoint()) {
+            st.error.set(Some(
+                "No agent endpoint is set. Open Settings, pick a preset or enter your agent's URL, and save. Your message is kept."
+                    .into(),
+            ));
+            st.settings_open.set(true);
+            return;
+        }
         match st.current.get_untracked() {
             Some(id) => {
                 st.draft.set(String::new());
