@@ -156,9 +156,9 @@ pub fn network_failure(base_url: &str) -> Failure {
                 " This looks like Ollama: start it with OLLAMA_ORIGINS set to this page's origin \
                  (or OLLAMA_ORIGINS=*) so the browser may call it.",
             ),
-            Some("1234") => Some(
-                " This looks like LM Studio: turn on \"Enable CORS\" in its server settings.",
-            ),
+            Some("1234") => {
+                Some(" This looks like LM Studio: turn on \"Enable CORS\" in its server settings.")
+            }
             _ => None,
         };
         if let Some(hint) = hint {
@@ -255,9 +255,16 @@ pub fn is_session_gone(code: Option<&str>, message: Option<&str>) -> bool {
             let m = m.to_ascii_lowercase();
             m.contains("previous_response_not_found")
                 || ((m.contains("previous response") || m.contains("previous_response_id"))
-                    && ["not found", "does not exist", "unknown", "expired", "invalid", "no longer"]
-                        .iter()
-                        .any(|w| m.contains(w)))
+                    && [
+                        "not found",
+                        "does not exist",
+                        "unknown",
+                        "expired",
+                        "invalid",
+                        "no longer",
+                    ]
+                    .iter()
+                    .any(|w| m.contains(w)))
         })
 }
 
@@ -292,10 +299,7 @@ fn parse_http_date(value: &str) -> Option<Millis> {
     const MONTHS: [&str; 12] = [
         "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
     ];
-    let month = MONTHS
-        .iter()
-        .position(|m| m.eq_ignore_ascii_case(month))? as i64
-        + 1;
+    let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
     let day: i64 = day.parse().ok().filter(|d| (1..=31).contains(d))?;
     let year: i64 = year.parse().ok().filter(|y| (1970..=9999).contains(y))?;
     let hms: Vec<i64> = time

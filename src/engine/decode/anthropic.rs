@@ -66,7 +66,8 @@ fn prompt_tokens(usage: &Value) -> Option<u32> {
         "cache_read_input_tokens",
     ];
     let counts: Vec<u64> = keys.iter().filter_map(|k| count(usage, k)).collect();
-    (!counts.is_empty()).then(|| tokens(Some(counts.iter().fold(0u64, |a, b| a.saturating_add(*b)))))
+    (!counts.is_empty())
+        .then(|| tokens(Some(counts.iter().fold(0u64, |a, b| a.saturating_add(*b)))))
 }
 
 impl SseHandler for Anthropic {
@@ -92,7 +93,9 @@ impl SseHandler for Anthropic {
                 }
             }
             "content_block_start" => {
-                let Some(block) = &event.content_block else { return };
+                let Some(block) = &event.content_block else {
+                    return;
+                };
                 match block.get("type").and_then(Value::as_str) {
                     Some("text") => {
                         if let Some(text) = block.get("text").and_then(Value::as_str) {
@@ -109,7 +112,10 @@ impl SseHandler for Anthropic {
                         out.emit(StreamEvent::ToolCallDelta {
                             index,
                             id: block.get("id").and_then(Value::as_str).map(str::to_string),
-                            name: block.get("name").and_then(Value::as_str).map(str::to_string),
+                            name: block
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .map(str::to_string),
                             arguments,
                         });
                     }

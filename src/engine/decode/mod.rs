@@ -69,9 +69,9 @@ pub trait Decoder {
 pub fn decoder_for(protocol: Protocol) -> Box<dyn Decoder> {
     match protocol {
         Protocol::OpenAiChat => Box::new(SseDecoder::new(openai_chat::OpenAiChat::default())),
-        Protocol::OpenAiResponses => Box::new(SseDecoder::new(
-            openai_responses::OpenAiResponses::default(),
-        )),
+        Protocol::OpenAiResponses => {
+            Box::new(SseDecoder::new(openai_responses::OpenAiResponses::default()))
+        }
         Protocol::Ollama => Box::new(ollama::OllamaDecoder::default()),
         Protocol::Anthropic => Box::new(SseDecoder::new(anthropic::Anthropic::default())),
     }

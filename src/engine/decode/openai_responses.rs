@@ -67,7 +67,10 @@ impl OpenAiResponses {
 
     fn finish(&mut self, response: Option<&Value>, reason: String, out: &mut Emitter) {
         self.response_id(response, out);
-        if let Some(usage) = response.and_then(|r| r.get("usage")).filter(|u| u.is_object()) {
+        if let Some(usage) = response
+            .and_then(|r| r.get("usage"))
+            .filter(|u| u.is_object())
+        {
             out.emit(StreamEvent::Usage(Usage {
                 prompt_tokens: tokens(usage.get("input_tokens").and_then(Value::as_u64)),
                 completion_tokens: tokens(usage.get("output_tokens").and_then(Value::as_u64)),

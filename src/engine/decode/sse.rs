@@ -35,7 +35,9 @@ pub(crate) enum LineError {
 impl LineError {
     pub(crate) fn message(self) -> String {
         match self {
-            LineError::InvalidUtf8 => "The endpoint sent bytes that are not valid UTF-8 text.".into(),
+            LineError::InvalidUtf8 => {
+                "The endpoint sent bytes that are not valid UTF-8 text.".into()
+            }
             LineError::TooLong => format!(
                 "The endpoint sent a line longer than {} MiB; the stream was abandoned.",
                 MAX_LINE_BYTES >> 20
@@ -122,7 +124,12 @@ impl LineSplitter {
     {
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
-            on_line(decode_line(&line, &mut self.started));
+            // A body that ends inside a multi-byte character was cut off: keep the whole part.
+            let line = match std::str::from_utf8(&line) {
+                Err(e) if e.error_len().is_none() => &line[..e.valid_up_to()],
+                _ => &line[..],
+            };
+            on_line(decode_line(line, &mut self.started));
         }
     }
 }
@@ -218,6 +225,13 @@ impl SseState {
     }
 }
 
+fn is_field_name_prefix(line: &str) -> bool {
+    !line.is_empty()
+        && ["data", "event", "id", "retry"]
+            .iter()
+            .any(|field| field.starts_with(line))
+}
+
 fn push_capped(junk: &mut String, line: &str) {
     if junk.len() >= JUNK_SAMPLE_BYTES {
         return;
@@ -259,6 +273,12 @@ impl SseParser {
         let state = &mut self.state;
         let mut go_on = true;
         self.lines.finish(&mut |line| {
+            // A body cut inside a field name (`dat`) is a cut-off stream, not a foreign body.
+            if let Ok(line) = line {
+                if state.junk.is_none() && is_field_name_prefix(line) {
+                    return true;
+                }
+            }
             go_on = state.on_line(line, &mut *emit);
             go_on
         });
