@@ -390,26 +390,26 @@ pub fn sanitize_snippet(text: &str, max_chars: usize) -> String {
         .replace("&#39;", "'")
         .replace("&apos;", "'")
         .replace("&amp;", "&");
-    let mut out = String::with_capacity(decoded.len().min(max_chars * 4));
+    let mut out = String::with_capacity(decoded.len().min(max_chars.saturating_mul(4)));
     let mut count = 0;
     let mut pending_space = false;
     for c in decoded.chars() {
         if c.is_whitespace() || c.is_control() {
-            pending_space = !out.is_empty();
+            pending_space = count > 0;
             continue;
-        }
-        let needed = if pending_space { 2 } else { 1 };
-        if count + needed > max_chars {
-            out.push('…');
-            return out;
         }
         if pending_space {
             out.push(' ');
-            pending_space = false;
             count += 1;
+            pending_space = false;
         }
         out.push(c);
         count += 1;
+        if count > max_chars {
+            // Too long: keep max_chars - 1 characters and mark the cut.
+            let keep: String = out.chars().take(max_chars.saturating_sub(1)).collect();
+            return format!("{}…", keep.trim_end());
+        }
     }
     out
 }
