@@ -78,11 +78,13 @@ fn check(
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
 // ---- bodies and headers -----------------------------------------------------------------------
 
 #[test]
 fn openai_chat_request() {
-    let cases: &[(Option<&str>, &[(&str, &str)])] = &[
+    let cases: &[(Option<&str>, Headers)] = &[
         (
             Some("sk-test"),
             &[JSON, ("Authorization", "Bearer sk-test")],
@@ -433,7 +435,7 @@ fn temperatures_are_sent_as_typed() {
 
 #[test]
 fn models_requests() {
-    let cases: &[(Protocol, &str, Option<&str>, &str, &[(&str, &str)])] = &[
+    let cases: &[(Protocol, &str, Option<&str>, &str, Headers)] = &[
         (
             OpenAiChat,
             "http://localhost:1234",
@@ -545,7 +547,15 @@ fn http_failures() {
     let ollama_404 = r#"{"error":"model \"llama9\" not found, try pulling it first"}"#;
     let llama_500 = r#"{"error":{"message":"  Invalid request: 'messages' is required  ","type":"server_error"}}"#;
     let html = "<html><head><style>h1{color:red}</style></head><body><h1>503 Service Unavailable</h1><script>evil()</script>No server is available.</body></html>";
-    let cases: &[(u16, Option<&str>, &str, bool, FailureKind, &[&str])] = &[
+    type Case<'a> = (
+        u16,
+        Option<&'a str>,
+        &'a str,
+        bool,
+        FailureKind,
+        &'a [&'a str],
+    );
+    let cases: &[Case] = &[
         (
             401,
             None,
