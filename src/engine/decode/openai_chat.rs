@@ -22,11 +22,40 @@ pub struct OpenAiChat {
 #[derive(Deserialize)]
 struct Chunk<'a> {
     #[serde(borrow, default)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: Option<FirstChoice<'a>>,
     #[serde(default)]
     usage: Option<UsageIn>,
     #[serde(default)]
     error: Option<serde_json::Value>,
+}
+
+/// The first choice with index 0 (Memoire asks for one choice); the others are read and dropped,
+/// without collecting them into a vector.
+struct FirstChoice<'a>(Option<Choice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<Choice<'a>>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<Self::Value, S::Error> {
+                let mut first = None;
+                while let Some(choice) = seq.next_element::<Choice<'a>>()? {
+                    if first.is_none() && choice.index.unwrap_or(0) == 0 {
+                        first = Some(choice);
+                    }
+                }
+                Ok(FirstChoice(first))
+            }
+        }
+        deserializer.deserialize_seq(Visit(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -93,10 +122,7 @@ impl SseHandler for OpenAiChat {
         if let Some(error) = &chunk.error {
             return out.fail_with_json(error, "The endpoint reported an error.");
         }
-        for choice in chunk.choices.into_iter().flatten() {
-            if choice.index.unwrap_or(0) != 0 {
-                continue;
-            }
+        if let Some(choice) = chunk.choices.and_then(|c| c.0) {
             if let Some(delta) = choice.delta {
                 if let Some(content) = delta.content {
                     out.text(content.into_owned());
