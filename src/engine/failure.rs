@@ -1,6 +1,14 @@
 //! What went wrong with a request, classified into kinds the engine can act on and messages a user
 //! can act on. Input is plain data (status, headers, body text, transport failure kind).
 //! Must not import anything outside `crate::engine`.
+//!
+//! Entry points: [`classify_http`] (an error response), [`network_failure`] (fetch rejected: offline
+//! or CORS, with the CORS switches of the usual local servers), [`timeout`], [`aborted`] and
+//! [`from_stream_error`] (an `Error` event from a decoder). `SessionGone` is only ever returned for a
+//! request that was resuming a remote session. Server text is never echoed raw: it goes through
+//! [`sanitize_snippet`] (tags and script/style content removed, whitespace folded, length capped).
+//! The small HTML stripper and the IMF-fixdate parser (`Retry-After`) are written here because the
+//! engine's dependencies are fixed (serde, serde_json, thiserror) and both jobs are a few lines.
 
 /// The kinds of failure the turn state machine and the UI distinguish.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -141,14 +141,19 @@ impl Emitter {
         if self.eof {
             self.cut_off();
         } else {
-            self.fail(
-                Some(CODE_MALFORMED.into()),
-                format!(
-                    "The endpoint sent {what} that could not be read: {}",
-                    sanitize_snippet(text, 120)
-                ),
-            );
+            self.invalid(what, text);
         }
+    }
+
+    /// Input that is not the protocol's format, even as the tail of a cut-off stream.
+    pub(crate) fn invalid(&mut self, what: &str, text: &str) {
+        self.fail(
+            Some(CODE_MALFORMED.into()),
+            format!(
+                "The endpoint sent {what} that could not be read: {}",
+                sanitize_snippet(text, 120)
+            ),
+        );
     }
 
     pub(crate) fn cut_off(&mut self) {

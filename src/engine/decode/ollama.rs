@@ -60,6 +60,9 @@ impl State {
         }
         let parsed: Line = match serde_json::from_str(line) {
             Ok(parsed) => parsed,
+            // Every line is an object: a cut-off one still starts with `{`; anything else is not
+            // this protocol at all, even at the end of the body.
+            Err(_) if !line.trim_start().starts_with('{') => return out.invalid("a line", line),
             Err(_) => return out.malformed("a line", line),
         };
         if let Some(error) = &parsed.error {
