@@ -2,8 +2,8 @@
 //! One decoder per protocol; all emit the same [`StreamEvent`]s whatever the chunk boundaries.
 //! Must not import anything outside `crate::engine`.
 //!
-//! Layout: [`sse`] splits bytes into lines and server-sent events; each protocol module maps its
-//! JSON onto [`StreamEvent`]s through an [`Emitter`], which enforces the shared rules: nothing after
+//! Layout: `sse` splits bytes into lines and server-sent events; each protocol module maps its
+//! JSON onto [`StreamEvent`]s through an `Emitter`, which enforces the shared rules: nothing after
 //! `Done` or `Error`, `Done` at most once, and a body that ends before the protocol's terminator
 //! gives an `Error` with code [`CODE_CUT_OFF`] (the caller marks the reply interrupted).
 //! JSON is parsed with typed serde structs that borrow from the line where they can.
