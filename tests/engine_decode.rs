@@ -515,6 +515,23 @@ data: [DONE]
 
 #[test]
 fn openai_chat_error_forms() {
+    // llama.cpp's server: an `error:` field line
+    let llama = format!("data: {CHAT_HI}\n\nerror: {{\"code\":400,\"message\":\"the request exceeds the available context size\",\"type\":\"exceed_context_size_error\"}}\n\n");
+    check_error(
+        OpenAiChat,
+        llama.as_bytes(),
+        Some("400"),
+        "exceeds the available context",
+    );
+    assert_eq!(decode_all(OpenAiChat, llama.as_bytes())[0], text("hi"));
+    for protocol in [OpenAiResponses, Anthropic] {
+        check_error(
+            protocol,
+            b"error: {\"message\":\"boom\",\"code\":\"x\"}\n\n",
+            Some("x"),
+            "boom",
+        );
+    }
     // `event: error` (vLLM-style) and numeric codes
     check_error(
         OpenAiChat,

@@ -159,7 +159,9 @@ impl SseHandler for Anthropic {
                 out.done(self.stop_reason.take());
             }
             "error" => {
-                let value = event.error.unwrap_or(Value::Null);
+                let value = event
+                    .error
+                    .unwrap_or_else(|| serde_json::from_str(data).unwrap_or(Value::Null));
                 out.fail_with_json(&value, "The endpoint reported an error.")
             }
             _ => {}

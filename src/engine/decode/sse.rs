@@ -12,6 +12,8 @@
 //! - a line with an unknown field name (e.g. `<html>` or `{"error": ...}`) means the body is not an
 //!   event stream at all: the parser switches to "junk" mode and keeps a capped sample of the body so
 //!   the decoder can report what the server actually said;
+//! - an `error: {json}` line (llama.cpp's server reports failures that way) is dispatched at once as
+//!   an `error` event;
 //! - at the end of the body, a pending event is still dispatched (a server that omits the last blank
 //!   line is not punished); the protocol layer decides whether the stream was complete.
 //!
@@ -217,6 +219,13 @@ impl SseState {
                 self.event.push_str(value);
             }
             "id" | "retry" => {}
+            // llama.cpp's server reports a failure mid-stream as an `error: {json}` line.
+            "error" => {
+                return emit(Ok(SseEvent {
+                    event: "error",
+                    data: value,
+                }))
+            }
             _ => {
                 let mut junk = String::new();
                 push_capped(&mut junk, line);
