@@ -8,11 +8,11 @@
 //! gives an `Error` with code [`CODE_CUT_OFF`] (the caller marks the reply interrupted).
 //! JSON is parsed with typed serde structs that borrow from the line where they can.
 
-pub mod anthropic;
-pub mod ollama;
-pub mod openai_chat;
-pub mod openai_responses;
-pub(crate) mod sse;
+mod anthropic;
+mod ollama;
+mod openai_chat;
+mod openai_responses;
+mod sse;
 
 use std::collections::VecDeque;
 
