@@ -1,6 +1,14 @@
 //! What went wrong with a request, classified into kinds the engine can act on and messages a user
 //! can act on. Input is plain data (status, headers, body text, transport failure kind).
 //! Must not import anything outside `crate::engine`.
+//!
+//! Entry points: [`classify_http`] (an error response), [`network_failure`] (fetch rejected: offline
+//! or CORS, with the CORS switches of the usual local servers), [`timeout`], [`aborted`] and
+//! [`from_stream_error`] (an `Error` event from a decoder). `SessionGone` is only ever returned for a
+//! request that was resuming a remote session. Server text is never echoed raw: it goes through
+//! [`sanitize_snippet`] (tags and script/style content removed, whitespace folded, length capped).
+//! The small HTML stripper and the IMF-fixdate parser (`Retry-After`) are written here because the
+//! engine's dependencies are fixed (serde, serde_json, thiserror) and both jobs are a few lines.
 
 /// The kinds of failure the turn state machine and the UI distinguish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,4 +45,470 @@ pub struct Failure {
     pub message: String,
     /// HTTP status, when there was a response.
     pub status: Option<u16>,
+}
+
+use serde_json::Value;
+
+use crate::engine::decode::{StreamError, CODE_CUT_OFF, CODE_MALFORMED};
+use crate::engine::model::Millis;
+
+/// Longest server text quoted in a message, in characters.
+const DETAIL_CHARS: usize = 300;
+
+impl Failure {
+    fn new(kind: FailureKind, message: String, status: Option<u16>) -> Failure {
+        Failure {
+            kind,
+            message,
+            status,
+        }
+    }
+}
+
+/// Classifies an HTTP error response. `retry_after` is the `Retry-After` header (seconds or an HTTP
+/// date, read against `now`); `resuming` says the request continued a remote session
+/// (`previous_response_id`), so a 4xx about that id means the session is gone.
+pub fn classify_http(
+    status: u16,
+    retry_after: Option<&str>,
+    body: &str,
+    resuming: bool,
+    now: Millis,
+) -> Failure {
+    let (code, detail) = body_detail(body);
+    let said = detail
+        .as_deref()
+        .map(|d| format!(" The server said: \"{d}\""))
+        .unwrap_or_default();
+    let status_text = format!("HTTP {status}");
+    if resuming
+        && (400..500).contains(&status)
+        && (is_session_gone_text(body) || is_session_gone(code.as_deref(), detail.as_deref()))
+    {
+        return Failure::new(
+            FailureKind::SessionGone,
+            format!(
+                "The endpoint no longer knows this conversation's previous response ({status_text}); \
+                 the history has to be sent again.{said}"
+            ),
+            Some(status),
+        );
+    }
+    let (kind, message) = match status {
+        401 | 403 => (
+            FailureKind::Auth,
+            format!(
+                "The endpoint refused the request ({status_text}): check the API key in Settings.{said}"
+            ),
+        ),
+        404 => (
+            FailureKind::NotFound,
+            format!(
+                "The endpoint answered {status_text} Not Found: check the endpoint URL and the model \
+                 name in Settings.{said}"
+            ),
+        ),
+        429 => {
+            let secs = retry_after.and_then(|v| parse_retry_after(v, now));
+            let when = match secs {
+                Some(0) => "Try again now.".to_string(),
+                Some(1) => "Try again in 1 second.".to_string(),
+                Some(s) => format!("Try again in {s} seconds."),
+                None => "Wait a moment and try again.".to_string(),
+            };
+            (
+                FailureKind::RateLimited {
+                    retry_after_secs: secs,
+                },
+                format!("The endpoint is rate limiting requests ({status_text}). {when}{said}"),
+            )
+        }
+        413 => (
+            FailureKind::BadRequest,
+            format!(
+                "The request was too large for the endpoint ({status_text}): lower the context size \
+                 in Settings.{said}"
+            ),
+        ),
+        500..=599 => (
+            FailureKind::Server,
+            format!(
+                "The endpoint had a server error ({status_text}). Try again in a moment; if it keeps \
+                 failing, check the server.{said}"
+            ),
+        ),
+        400..=499 => (
+            FailureKind::BadRequest,
+            format!("The endpoint rejected the request ({status_text}).{said}"),
+        ),
+        _ => (
+            FailureKind::BadRequest,
+            format!("The endpoint answered with an unexpected status ({status_text}).{said}"),
+        ),
+    };
+    Failure::new(kind, message, Some(status))
+}
+
+/// `fetch` failed before any response: offline, wrong address, or blocked by CORS (the browser does
+/// not say which). The message explains the CORS settings of the usual local servers.
+pub fn network_failure(base_url: &str) -> Failure {
+    let url = sanitize_snippet(base_url, 120);
+    let (host, port, plain_http) = host_port(base_url);
+    let local = is_local(&host);
+    let mut message = format!(
+        "Could not reach {url}. Check that the server is running and that the endpoint URL is right."
+    );
+    if local {
+        let hint = match port.as_deref() {
+            Some("11434") => Some(
+                " This looks like Ollama: start it with OLLAMA_ORIGINS set to this page's origin \
+                 (or OLLAMA_ORIGINS=*) so the browser may call it.",
+            ),
+            Some("1234") => {
+                Some(" This looks like LM Studio: turn on \"Enable CORS\" in its server settings.")
+            }
+            _ => None,
+        };
+        if let Some(hint) = hint {
+            message.push_str(hint);
+        }
+        message.push_str(
+            " A web page may only call a local server that allows it (CORS): Ollama needs \
+             OLLAMA_ORIGINS, LM Studio needs its \"Enable CORS\" switch, vLLM takes --allowed-origins, \
+             and llama.cpp's llama-server allows any origin unless a proxy in front of it does not.",
+        );
+    } else {
+        message.push_str(
+            " If you are online, the endpoint may not accept requests from web pages (CORS): use one \
+             that sends Access-Control-Allow-Origin, or a proxy that adds it.",
+        );
+        if plain_http {
+            message.push_str(
+                " A page served over https cannot call a plain http:// address other than localhost.",
+            );
+        }
+    }
+    Failure::new(FailureKind::Network, message, None)
+}
+
+/// No first byte (`first_byte`), or an idle gap mid-stream, longer than the limit.
+pub fn timeout(first_byte: bool) -> Failure {
+    let message = if first_byte {
+        "The endpoint did not start answering in time. It may still be loading the model or be busy; \
+         try again."
+    } else {
+        "The reply stalled: no data arrived for too long. The partial reply was kept; try again."
+    };
+    Failure::new(FailureKind::Timeout, message.into(), None)
+}
+
+/// The user pressed stop.
+pub fn aborted() -> Failure {
+    Failure::new(
+        FailureKind::Aborted,
+        "Stopped. The partial reply was kept.".into(),
+        None,
+    )
+}
+
+/// An `Error` event from a decoder.
+pub fn from_stream_error(error: &StreamError, resuming: bool) -> Failure {
+    let code = error.code.as_deref();
+    let detail = sanitize_snippet(&error.message, DETAIL_CHARS);
+    if resuming && is_session_gone(code, Some(&error.message)) {
+        return Failure::new(
+            FailureKind::SessionGone,
+            format!(
+                "The endpoint no longer knows this conversation's previous response; the history has \
+                 to be sent again. The server said: \"{detail}\""
+            ),
+            None,
+        );
+    }
+    let (kind, message) = match code {
+        Some(CODE_CUT_OFF) => (
+            FailureKind::Malformed,
+            format!("{detail} The partial reply was kept; try again."),
+        ),
+        Some(CODE_MALFORMED) => (
+            FailureKind::Malformed,
+            format!("{detail} Check that the protocol in Settings matches the endpoint."),
+        ),
+        Some("rate_limit_exceeded" | "rate_limit_error") => (
+            FailureKind::RateLimited {
+                retry_after_secs: None,
+            },
+            format!("The endpoint is rate limiting requests. Wait a moment and try again. The server said: \"{detail}\""),
+        ),
+        Some("authentication_error" | "invalid_api_key" | "permission_error") => (
+            FailureKind::Auth,
+            format!("The endpoint refused the API key: check it in Settings. The server said: \"{detail}\""),
+        ),
+        Some("overloaded_error" | "server_error" | "api_error" | "internal_error") => (
+            FailureKind::Server,
+            format!("The endpoint had a server error during the reply. Try again in a moment. The server said: \"{detail}\""),
+        ),
+        _ => (
+            FailureKind::Stream,
+            format!("The endpoint reported an error during the reply: \"{detail}\""),
+        ),
+    };
+    Failure::new(kind, message, None)
+}
+
+/// Whether an error code or message says the remote session (previous response id) is unknown.
+pub fn is_session_gone(code: Option<&str>, message: Option<&str>) -> bool {
+    code == Some("previous_response_not_found")
+        || message.is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            m.contains("previous_response_not_found")
+                || ((m.contains("previous response") || m.contains("previous_response_id"))
+                    && [
+                        "not found",
+                        "does not exist",
+                        "unknown",
+                        "expired",
+                        "invalid",
+                        "no longer",
+                    ]
+                    .iter()
+                    .any(|w| m.contains(w)))
+        })
+}
+
+/// A 4xx body that is about `previous_response_id` (e.g. `"param": "previous_response_id"`).
+fn is_session_gone_text(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    b.contains("previous_response_not_found") || b.contains("previous_response_id")
+}
+
+/// `Retry-After`: delay-seconds, or an IMF-fixdate (`Wed, 21 Oct 2015 07:28:00 GMT`) read against
+/// `now`. A date in the past means "now" (0).
+pub fn parse_retry_after(value: &str, now: Millis) -> Option<u32> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| secs.ceil().min(u32::MAX as f64) as u32);
+    }
+    let at = parse_http_date(value)?;
+    let delta_ms = at.saturating_sub(now);
+    let secs = (delta_ms.max(0) + 999) / 1000;
+    Some(u32::try_from(secs).unwrap_or(u32::MAX))
+}
+
+/// Milliseconds since the epoch of an IMF-fixdate.
+fn parse_http_date(value: &str) -> Option<Millis> {
+    let parts: Vec<&str> = value.split_whitespace().collect();
+    let [_weekday, day, month, year, time, zone] = parts.as_slice() else {
+        return None;
+    };
+    if !zone.eq_ignore_ascii_case("GMT") && *zone != "UTC" {
+        return None;
+    }
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as i64 + 1;
+    let day: i64 = day.parse().ok().filter(|d| (1..=31).contains(d))?;
+    let year: i64 = year.parse().ok().filter(|y| (1970..=9999).contains(y))?;
+    let hms: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse::<i64>().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    if !(0..24).contains(h) || !(0..60).contains(m) || !(0..61).contains(s) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    Some(((days * 86_400) + h * 3600 + m * 60 + s) * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The error code and message of a JSON error body, in the shapes endpoints use:
+/// `{"error": {"message", "code"|"type"}}` (OpenAI, vLLM, llama.cpp, Anthropic), `{"error": "..."}`
+/// (Ollama), `{"message", "code"}` (Responses `error` event), `{"detail": "..."}` (FastAPI servers).
+pub fn error_parts(value: &Value) -> (Option<String>, Option<String>) {
+    let Value::Object(map) = value else {
+        return (None, value.as_str().map(str::to_string));
+    };
+    let code = || {
+        match map.get("code") {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        }
+        .or_else(|| {
+            map.get("type")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty() && *t != "error")
+                .map(str::to_string)
+        })
+    };
+    let message = || {
+        ["message", "detail", "error_description"]
+            .iter()
+            .find_map(|k| map.get(*k).and_then(Value::as_str))
+            .filter(|m| !m.trim().is_empty())
+            .map(str::to_string)
+    };
+    match map.get("error") {
+        Some(inner @ Value::Object(_)) => {
+            let (c, m) = error_parts(inner);
+            (c.or_else(code), m.or_else(message))
+        }
+        Some(Value::String(s)) if !s.trim().is_empty() => (code(), Some(s.clone())),
+        _ => (code(), message()),
+    }
+}
+
+/// Code and readable detail of an HTTP error body (JSON or not), sanitised.
+fn body_detail(body: &str) -> (Option<String>, Option<String>) {
+    let (code, text) = match serde_json::from_str::<Value>(body) {
+        Ok(value @ Value::Object(_)) => {
+            let (code, message) = error_parts(&value);
+            (code, message)
+        }
+        _ => (None, Some(body.to_string())),
+    };
+    let detail = text
+        .map(|t| sanitize_snippet(&t, DETAIL_CHARS))
+        .filter(|d| !d.is_empty());
+    (code, detail)
+}
+
+/// Server text made safe to show: HTML tags (and the content of `script`/`style`) removed, a few
+/// entities decoded (`&lt;`/`&gt;` stay escaped), control characters and runs of whitespace folded
+/// to one space, and at most `max_chars` characters (an ellipsis marks the cut).
+pub fn sanitize_snippet(text: &str, max_chars: usize) -> String {
+    let stripped = strip_tags(text);
+    let decoded = stripped
+        .replace("&nbsp;", " ")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&");
+    let mut out = String::with_capacity(decoded.len().min(max_chars.saturating_mul(4)));
+    let mut count = 0;
+    let mut pending_space = false;
+    for c in decoded.chars() {
+        if c.is_whitespace() || c.is_control() {
+            pending_space = count > 0;
+            continue;
+        }
+        if pending_space {
+            out.push(' ');
+            count += 1;
+            pending_space = false;
+        }
+        out.push(c);
+        count += 1;
+        if count > max_chars {
+            // Too long: keep max_chars - 1 characters and mark the cut.
+            let keep: String = out.chars().take(max_chars.saturating_sub(1)).collect();
+            return format!("{}…", keep.trim_end());
+        }
+    }
+    out
+}
+
+fn strip_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('<') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let is_tag = after
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '/' | '!' | '?'));
+        if !is_tag {
+            out.push('<');
+            rest = after;
+            continue;
+        }
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let Some(end) = after.find('>') else {
+            // An unclosed tag: drop the rest rather than echo it.
+            return collapse_end(out);
+        };
+        rest = &after[end + 1..];
+        if name == "script" || name == "style" {
+            let close = format!("</{name}");
+            match find_ascii_ci(rest, &close) {
+                Some(j) => {
+                    let tail = &rest[j..];
+                    rest = tail.find('>').map_or("", |k| &tail[k + 1..]);
+                }
+                None => return collapse_end(out),
+            }
+        }
+        out.push(' ');
+    }
+    out.push_str(rest);
+    out
+}
+
+fn collapse_end(mut out: String) -> String {
+    out.push(' ');
+    out
+}
+
+fn find_ascii_ci(haystack: &str, needle: &str) -> Option<usize> {
+    let h = haystack.as_bytes();
+    let n = needle.as_bytes();
+    (0..=h.len().checked_sub(n.len())?).find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
+}
+
+/// Host (lowercase, without brackets), port and whether the scheme is plain http.
+fn host_port(url: &str) -> (String, Option<String>, bool) {
+    let url = url.trim();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {
+        match stripped.split_once(']') {
+            Some((h, p)) => (h, p.strip_prefix(':')),
+            None => (stripped, None),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    (
+        host.to_ascii_lowercase(),
+        port.filter(|p| !p.is_empty()).map(str::to_string),
+        scheme.eq_ignore_ascii_case("http"),
+    )
+}
+
+fn is_local(host: &str) -> bool {
+    if host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local") {
+        return true;
+    }
+    if host == "::1" || host == "0.0.0.0" {
+        return true;
+    }
+    let octets: Vec<u8> = host.split('.').filter_map(|p| p.parse().ok()).collect();
+    match octets.as_slice() {
+        [127, ..] | [10, ..] | [192, 168, ..] => octets.len() == 4,
+        [172, b, ..] => octets.len() == 4 && (16..=31).contains(b),
+        _ => false,
+    }
 }

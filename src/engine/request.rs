@@ -1,1 +1,432 @@
-//! TODO(request): owned by a work package in progress.
+//! Request builders: one per protocol, from an [`EndpointProfile`], a protocol-neutral [`Prompt`]
+//! and [`RequestOptions`] to a plain [`HttpRequest`] (method, url, headers, JSON body) that the
+//! transport sends as is. Also the optional model list (`models_request`, `parse_models`).
+//! Must not import anything outside `crate::engine`.
+//!
+//! # Base URL rule
+//! Whitespace and trailing slashes are trimmed, and a pasted endpoint path is removed
+//! (`/chat/completions`, `/responses`, `/models`, `/api/chat`, `/api/tags`, `/v1/messages`...). Then:
+//! - `openai-chat`, `openai-responses`: a base with no path at all (`http://localhost:8080`) gets
+//!   `/v1`; a base with a path is used as typed (`https://api.openai.com/v1`,
+//!   `https://openrouter.ai/api/v1`, `http://host/openai/v1`). So `http://localhost:8080` and
+//!   `http://localhost:8080/v1` both reach `http://localhost:8080/v1/chat/completions`.
+//! - `ollama`: `/v1` or `/api` typed at the end is removed, then `/api/chat` (`/api/tags`) is added.
+//! - `anthropic`: `/v1` typed at the end is removed, then `/v1/messages` (`/v1/models`) is added.
+//!
+//! # Message rules
+//! The system prompt goes first (openai-chat, ollama), into `instructions` (openai-responses), or
+//! into the top-level `system` (anthropic, together with any system-role messages, because the
+//! Messages API has no system role). Tool-role messages carry no tool-call id, so they are sent as
+//! user messages prefixed `Tool result:` (ollama keeps its native `tool` role). For anthropic,
+//! empty messages are skipped, consecutive messages of one role are joined, and a history that opens
+//! with the assistant gets a short user opener, because the API wants alternating turns starting
+//! with the user. Temperatures are sent as typed (shortest decimal), clamped to 0..=1 for anthropic.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::model::{EndpointProfile, Prompt, Protocol, Role, WireMessage};
+
+/// `max_tokens` for anthropic when the caller gives none (the API requires one).
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+/// `anthropic-version` header value.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// Prefix of a tool-role message sent in a protocol without a usable tool role.
+pub const TOOL_RESULT_PREFIX: &str = "Tool result:\n";
+/// The user turn put before a history that opens with the assistant (anthropic).
+pub const ANTHROPIC_OPENER: &str = "(conversation continues)";
+
+/// Per-request knobs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestOptions {
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    /// Continue this remote session (openai-responses only): `input` is then only the new message.
+    pub previous_response_id: Option<String>,
+    pub stream: bool,
+}
+
+/// A request ready for `fetch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    /// JSON text; empty for GET.
+    pub body: String,
+}
+
+/// Why a model list could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelsError {
+    #[error("The endpoint's model list is not JSON; check the endpoint URL and protocol.")]
+    NotJson,
+    #[error("The endpoint's model list has an unexpected shape (no {0}); check the protocol.")]
+    Shape(&'static str),
+}
+
+/// Builds the streaming (or not) chat request for the endpoint's protocol.
+pub fn build(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> HttpRequest {
+    let body = match endpoint.protocol {
+        Protocol::OpenAiChat => openai_chat_body(endpoint, prompt, opts),
+        Protocol::OpenAiResponses => openai_responses_body(endpoint, prompt, opts),
+        Protocol::Ollama => ollama_body(endpoint, prompt, opts),
+        Protocol::Anthropic => anthropic_body(endpoint, prompt, opts),
+    };
+    let url = match endpoint.protocol {
+        Protocol::OpenAiChat => format!("{}/chat/completions", openai_base(&endpoint.base_url)),
+        Protocol::OpenAiResponses => format!("{}/responses", openai_base(&endpoint.base_url)),
+        Protocol::Ollama => format!("{}/api/chat", ollama_base(&endpoint.base_url)),
+        Protocol::Anthropic => format!("{}/v1/messages", anthropic_base(&endpoint.base_url)),
+    };
+    let mut headers = vec![("Content-Type".to_string(), "application/json".to_string())];
+    headers.extend(auth_headers(endpoint));
+    HttpRequest {
+        method: "POST".into(),
+        url,
+        headers,
+        body,
+    }
+}
+
+/// `GET` for the endpoint's model list: `{base}/models` (openai-style), `/api/tags` (ollama),
+/// `/v1/models` (anthropic).
+pub fn models_request(endpoint: &EndpointProfile) -> HttpRequest {
+    let url = match endpoint.protocol {
+        Protocol::OpenAiChat | Protocol::OpenAiResponses => {
+            format!("{}/models", openai_base(&endpoint.base_url))
+        }
+        Protocol::Ollama => format!("{}/api/tags", ollama_base(&endpoint.base_url)),
+        Protocol::Anthropic => format!("{}/v1/models", anthropic_base(&endpoint.base_url)),
+    };
+    HttpRequest {
+        method: "GET".into(),
+        url,
+        headers: auth_headers(endpoint),
+        body: String::new(),
+    }
+}
+
+/// Model names from a model-list body: `data[].id` (openai-style, anthropic) or `models[].name`
+/// (ollama). Server order, duplicates and empty names removed.
+pub fn parse_models(protocol: Protocol, body: &str) -> Result<Vec<String>, ModelsError> {
+    let value: Value = serde_json::from_str(body).map_err(|_| ModelsError::NotJson)?;
+    let (list_key, name_keys): (&'static str, &[&str]) = match protocol {
+        Protocol::Ollama => ("models", &["name", "model"]),
+        _ => ("data", &["id"]),
+    };
+    let list = value
+        .get(list_key)
+        .and_then(Value::as_array)
+        .ok_or(ModelsError::Shape(list_key))?;
+    let mut names: Vec<String> = Vec::with_capacity(list.len());
+    for item in list {
+        let name = name_keys
+            .iter()
+            .find_map(|k| item.get(*k).and_then(Value::as_str))
+            .map(str::trim)
+            .filter(|n| !n.is_empty());
+        if let Some(name) = name {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    Ok(names)
+}
+
+fn auth_headers(endpoint: &EndpointProfile) -> Vec<(String, String)> {
+    let key = endpoint
+        .api_key
+        .as_deref()
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
+    let mut headers = Vec::new();
+    match endpoint.protocol {
+        Protocol::Anthropic => {
+            if let Some(key) = key {
+                headers.push(("x-api-key".to_string(), key.to_string()));
+            }
+            headers.push(("anthropic-version".into(), ANTHROPIC_VERSION.into()));
+            headers.push((
+                "anthropic-dangerous-direct-browser-access".into(),
+                "true".into(),
+            ));
+        }
+        _ => {
+            if let Some(key) = key {
+                headers.push(("Authorization".to_string(), format!("Bearer {key}")));
+            }
+        }
+    }
+    headers
+}
+
+// ---- base URLs -------------------------------------------------------------------------------
+
+fn trim_base(base: &str) -> &str {
+    base.trim().trim_end_matches('/')
+}
+
+/// Removes the first of `suffixes` the base ends with (ASCII case-insensitive), then trailing slashes.
+fn strip_suffixes<'a>(mut base: &'a str, suffixes: &[&str]) -> &'a str {
+    for suffix in suffixes {
+        let n = suffix.len();
+        if base.len() >= n
+            && base.is_char_boundary(base.len() - n)
+            && base[base.len() - n..].eq_ignore_ascii_case(suffix)
+        {
+            base = base[..base.len() - n].trim_end_matches('/');
+        }
+    }
+    base
+}
+
+fn has_path(base: &str) -> bool {
+    let rest = base.split_once("://").map_or(base, |(_, rest)| rest);
+    rest.contains('/')
+}
+
+/// The openai-style base, ending in `/v1` unless the user typed another path.
+pub fn openai_base(base: &str) -> String {
+    let base = strip_suffixes(
+        trim_base(base),
+        &["/chat/completions", "/responses", "/models"],
+    );
+    if has_path(base) {
+        base.to_string()
+    } else {
+        format!("{base}/v1")
+    }
+}
+
+/// The ollama server root.
+pub fn ollama_base(base: &str) -> String {
+    strip_suffixes(
+        trim_base(base),
+        &["/api/chat", "/api/tags", "/api", "/chat/completions", "/v1"],
+    )
+    .to_string()
+}
+
+/// The anthropic server root (without `/v1`).
+pub fn anthropic_base(base: &str) -> String {
+    strip_suffixes(trim_base(base), &["/messages", "/models", "/v1"]).to_string()
+}
+
+// ---- bodies ----------------------------------------------------------------------------------
+
+/// An f32 as the decimal the user typed (0.7, not 0.699999988079071).
+fn decimal(t: f32) -> Option<f64> {
+    t.is_finite()
+        .then(|| t.to_string().parse::<f64>().ok())
+        .flatten()
+}
+
+#[derive(Serialize)]
+struct Msg<'a> {
+    role: &'static str,
+    content: Cow<'a, str>,
+}
+
+/// A wire message with the tool role folded into `user` (protocols without a usable tool role).
+fn plain_msg(m: &WireMessage) -> Msg<'_> {
+    match m.role {
+        Role::Tool => Msg {
+            role: "user",
+            content: Cow::Owned(format!("{TOOL_RESULT_PREFIX}{}", m.content)),
+        },
+        role => Msg {
+            role: role.as_str(),
+            content: Cow::Borrowed(&m.content),
+        },
+    }
+}
+
+fn with_system<'a>(
+    prompt: &'a Prompt,
+    convert: impl Fn(&'a WireMessage) -> Msg<'a>,
+) -> Vec<Msg<'a>> {
+    let mut messages = Vec::with_capacity(prompt.messages.len() + 1);
+    if !prompt.system.is_empty() {
+        messages.push(Msg {
+            role: "system",
+            content: Cow::Borrowed(&prompt.system),
+        });
+    }
+    messages.extend(prompt.messages.iter().map(convert));
+    messages
+}
+
+#[derive(Serialize)]
+struct IncludeUsage {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct ChatBody<'a> {
+    model: &'a str,
+    messages: Vec<Msg<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<IncludeUsage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+fn openai_chat_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
+    to_json(&ChatBody {
+        model: &endpoint.model,
+        messages: with_system(prompt, plain_msg),
+        stream: opts.stream,
+        stream_options: opts.stream.then_some(IncludeUsage {
+            include_usage: true,
+        }),
+        temperature: opts.temperature.and_then(decimal),
+        max_tokens: opts.max_tokens,
+    })
+}
+
+#[derive(Serialize)]
+struct ResponsesBody<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
+    input: Vec<Msg<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_response_id: Option<&'a str>,
+    store: bool,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+}
+
+fn openai_responses_body(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+) -> String {
+    let previous = opts
+        .previous_response_id
+        .as_deref()
+        .filter(|id| !id.is_empty());
+    let input: Vec<Msg> = match previous {
+        // The server holds the earlier turns: send only the new message.
+        Some(_) => prompt.messages.last().map(plain_msg).into_iter().collect(),
+        None => prompt.messages.iter().map(plain_msg).collect(),
+    };
+    to_json(&ResponsesBody {
+        model: &endpoint.model,
+        // Instructions are not carried over by previous_response_id: always sent.
+        instructions: Some(prompt.system.as_str()).filter(|s| !s.is_empty()),
+        input,
+        previous_response_id: previous,
+        store: true,
+        stream: opts.stream,
+        temperature: opts.temperature.and_then(decimal),
+        max_output_tokens: opts.max_tokens,
+    })
+}
+
+#[derive(Serialize)]
+struct OllamaOptions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    num_predict: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct OllamaBody<'a> {
+    model: &'a str,
+    messages: Vec<Msg<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    options: Option<OllamaOptions>,
+}
+
+fn ollama_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
+    let options = OllamaOptions {
+        temperature: opts.temperature.and_then(decimal),
+        num_predict: opts.max_tokens,
+    };
+    let has_options = options.temperature.is_some() || options.num_predict.is_some();
+    to_json(&OllamaBody {
+        model: &endpoint.model,
+        messages: with_system(prompt, |m| Msg {
+            role: m.role.as_str(),
+            content: Cow::Borrowed(&m.content),
+        }),
+        stream: opts.stream,
+        options: has_options.then_some(options),
+    })
+}
+
+#[derive(Serialize)]
+struct AnthropicBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    messages: Vec<Msg<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
+    let mut system: Vec<&str> = Vec::new();
+    if !prompt.system.trim().is_empty() {
+        system.push(&prompt.system);
+    }
+    let mut messages: Vec<Msg> = Vec::with_capacity(prompt.messages.len() + 1);
+    for m in &prompt.messages {
+        if m.content.trim().is_empty() {
+            continue;
+        }
+        if m.role == Role::System {
+            system.push(&m.content);
+            continue;
+        }
+        let msg = plain_msg(m);
+        match messages.last_mut() {
+            Some(last) if last.role == msg.role => {
+                let content = last.content.to_mut();
+                content.push_str("\n\n");
+                content.push_str(&msg.content);
+            }
+            _ => messages.push(msg),
+        }
+    }
+    if messages.first().is_some_and(|m| m.role == "assistant") {
+        messages.insert(
+            0,
+            Msg {
+                role: "user",
+                content: Cow::Borrowed(ANTHROPIC_OPENER),
+            },
+        );
+    }
+    to_json(&AnthropicBody {
+        model: &endpoint.model,
+        max_tokens: opts.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
+        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        messages,
+        stream: opts.stream,
+        temperature: opts
+            .temperature
+            .map(|t| t.clamp(0.0, 1.0))
+            .and_then(decimal),
+    })
+}
+
+fn to_json<T: Serialize>(body: &T) -> String {
+    // Serialising these plain structs (strings, numbers, bools) cannot fail.
+    serde_json::to_string(body).unwrap_or_default()
+}

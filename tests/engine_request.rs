@@ -1,0 +1,862 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Request builders (exact URLs, headers and JSON bodies per protocol), the model list, and the
+//! classification of failures into messages a user can act on.
+
+use memoire::engine::decode::{StreamError, CODE_CUT_OFF, CODE_MALFORMED};
+use memoire::engine::failure::{
+    aborted, classify_http, from_stream_error, network_failure, parse_retry_after,
+    sanitize_snippet, timeout, FailureKind,
+};
+use memoire::engine::model::{EndpointProfile, Prompt, Protocol, Role, WireMessage};
+use memoire::engine::request::{build, models_request, parse_models, ModelsError, RequestOptions};
+use serde_json::{json, Value};
+
+use Protocol::{Anthropic, Ollama, OpenAiChat, OpenAiResponses};
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+fn endpoint(protocol: Protocol, base_url: &str, api_key: Option<&str>) -> EndpointProfile {
+    EndpointProfile {
+        id: "e1".into(),
+        base_url: base_url.into(),
+        protocol,
+        model: "m-1".into(),
+        api_key: api_key.map(str::to_string),
+        system_prompt: "ignored by the builders".into(),
+    }
+}
+
+fn msg(role: Role, content: &str) -> WireMessage {
+    WireMessage {
+        role,
+        content: content.into(),
+    }
+}
+
+/// System "Be brief.", then user / assistant / user.
+fn prompt() -> Prompt {
+    Prompt {
+        system: "Be brief.".into(),
+        messages: vec![
+            msg(Role::User, "Hi, I'm Zoë 👋"),
+            msg(Role::Assistant, "Hello Zoë!"),
+            msg(Role::User, "What's my name?"),
+        ],
+    }
+}
+
+fn streaming() -> RequestOptions {
+    RequestOptions {
+        temperature: Some(0.7),
+        max_tokens: Some(256),
+        previous_response_id: None,
+        stream: true,
+    }
+}
+
+/// Builds the request and compares method, url, headers (as a set, in order) and the JSON body.
+fn check(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) {
+    let req = build(endpoint, prompt, opts);
+    let what = format!("{} {}", endpoint.protocol.as_str(), endpoint.base_url);
+    assert_eq!(req.method, "POST", "{what}");
+    assert_eq!(req.url, url, "{what}");
+    let expected: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(req.headers, expected, "{what}");
+    let got: Value = serde_json::from_str(&req.body).expect("body is JSON");
+    assert_eq!(got, body, "{what}");
+}
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
+// ---- bodies and headers -----------------------------------------------------------------------
+
+#[test]
+fn openai_chat_request() {
+    let cases: &[(Option<&str>, Headers)] = &[
+        (
+            Some("sk-test"),
+            &[JSON, ("Authorization", "Bearer sk-test")],
+        ),
+        (None, &[JSON]),
+        (Some("  "), &[JSON]),
+    ];
+    for (key, headers) in cases {
+        check(
+            &endpoint(OpenAiChat, "https://api.openai.com/v1/", *key),
+            &prompt(),
+            &streaming(),
+            "https://api.openai.com/v1/chat/completions",
+            headers,
+            json!({
+                "model": "m-1",
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Hi, I'm Zoë 👋"},
+                    {"role": "assistant", "content": "Hello Zoë!"},
+                    {"role": "user", "content": "What's my name?"},
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "temperature": 0.7,
+                "max_tokens": 256,
+            }),
+        );
+    }
+    // Not streaming, no knobs, no system prompt: only what is needed.
+    let bare = Prompt {
+        system: String::new(),
+        messages: vec![msg(Role::User, "hi"), msg(Role::Tool, "42")],
+    };
+    check(
+        &endpoint(OpenAiChat, "http://localhost:8080", None),
+        &bare,
+        &RequestOptions::default(),
+        "http://localhost:8080/v1/chat/completions",
+        &[JSON],
+        json!({
+            "model": "m-1",
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "user", "content": "Tool result:\n42"},
+            ],
+            "stream": false,
+        }),
+    );
+}
+
+#[test]
+fn openai_responses_request_fresh_and_resumed() {
+    let ep = endpoint(OpenAiResponses, "https://api.openai.com/v1", Some("sk-r"));
+    let headers = [JSON, ("Authorization", "Bearer sk-r")];
+    check(
+        &ep,
+        &prompt(),
+        &streaming(),
+        "https://api.openai.com/v1/responses",
+        &headers,
+        json!({
+            "model": "m-1",
+            "instructions": "Be brief.",
+            "input": [
+                {"role": "user", "content": "Hi, I'm Zoë 👋"},
+                {"role": "assistant", "content": "Hello Zoë!"},
+                {"role": "user", "content": "What's my name?"},
+            ],
+            "store": true,
+            "stream": true,
+            "temperature": 0.7,
+            "max_output_tokens": 256,
+        }),
+    );
+    let resumed = RequestOptions {
+        previous_response_id: Some("resp_123".into()),
+        temperature: None,
+        max_tokens: None,
+        ..streaming()
+    };
+    check(
+        &ep,
+        &prompt(),
+        &resumed,
+        "https://api.openai.com/v1/responses",
+        &headers,
+        json!({
+            "model": "m-1",
+            "instructions": "Be brief.",
+            "input": [{"role": "user", "content": "What's my name?"}],
+            "previous_response_id": "resp_123",
+            "store": true,
+            "stream": true,
+        }),
+    );
+}
+
+#[test]
+fn ollama_request() {
+    let cases: &[(RequestOptions, Value)] = &[
+        (streaming(), json!({"temperature": 0.7, "num_predict": 256})),
+        (
+            RequestOptions {
+                max_tokens: None,
+                ..streaming()
+            },
+            json!({"temperature": 0.7}),
+        ),
+    ];
+    for (opts, options) in cases {
+        check(
+            &endpoint(Ollama, "http://localhost:11434/", None),
+            &prompt(),
+            opts,
+            "http://localhost:11434/api/chat",
+            &[JSON],
+            json!({
+                "model": "m-1",
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Hi, I'm Zoë 👋"},
+                    {"role": "assistant", "content": "Hello Zoë!"},
+                    {"role": "user", "content": "What's my name?"},
+                ],
+                "stream": true,
+                "options": options,
+            }),
+        );
+    }
+    // No knobs: no `options` at all; Ollama keeps its native tool role.
+    let p = Prompt {
+        system: String::new(),
+        messages: vec![msg(Role::Tool, "42")],
+    };
+    check(
+        &endpoint(Ollama, "http://localhost:11434", Some("k")),
+        &p,
+        &RequestOptions {
+            stream: true,
+            ..RequestOptions::default()
+        },
+        "http://localhost:11434/api/chat",
+        &[JSON, ("Authorization", "Bearer k")],
+        json!({"model": "m-1", "messages": [{"role": "tool", "content": "42"}], "stream": true}),
+    );
+}
+
+const ANTHROPIC_HEADERS: [(&str, &str); 4] = [
+    JSON,
+    ("x-api-key", "sk-ant"),
+    ("anthropic-version", "2023-06-01"),
+    ("anthropic-dangerous-direct-browser-access", "true"),
+];
+
+#[test]
+fn anthropic_request() {
+    check(
+        &endpoint(Anthropic, "https://api.anthropic.com", Some("sk-ant")),
+        &prompt(),
+        &streaming(),
+        "https://api.anthropic.com/v1/messages",
+        &ANTHROPIC_HEADERS,
+        json!({
+            "model": "m-1",
+            "max_tokens": 256,
+            "system": "Be brief.",
+            "messages": [
+                {"role": "user", "content": "Hi, I'm Zoë 👋"},
+                {"role": "assistant", "content": "Hello Zoë!"},
+                {"role": "user", "content": "What's my name?"},
+            ],
+            "stream": true,
+            "temperature": 0.7,
+        }),
+    );
+}
+
+#[test]
+fn anthropic_alternation_and_defaults() {
+    // History opening with the assistant, a system message inside the history, an empty message,
+    // two user messages in a row, a tool result, and a temperature above 1.
+    let p = Prompt {
+        system: "Be brief.".into(),
+        messages: vec![
+            msg(Role::Assistant, "(earlier reply)"),
+            msg(Role::System, "Summary: the user is Zoë."),
+            msg(Role::Assistant, ""),
+            msg(Role::User, "one"),
+            msg(Role::User, "two"),
+            msg(Role::Tool, "42"),
+            msg(Role::Assistant, "ok"),
+            msg(Role::User, "three"),
+        ],
+    };
+    check(
+        &endpoint(Anthropic, "https://api.anthropic.com/v1/", Some("sk-ant")),
+        &p,
+        &RequestOptions {
+            temperature: Some(1.5),
+            max_tokens: None,
+            previous_response_id: None,
+            stream: true,
+        },
+        "https://api.anthropic.com/v1/messages",
+        &ANTHROPIC_HEADERS,
+        json!({
+            "model": "m-1",
+            "max_tokens": 4096,
+            "system": "Be brief.\n\nSummary: the user is Zoë.",
+            "messages": [
+                {"role": "user", "content": "(conversation continues)"},
+                {"role": "assistant", "content": "(earlier reply)"},
+                {"role": "user", "content": "one\n\ntwo\n\nTool result:\n42"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "three"},
+            ],
+            "stream": true,
+            "temperature": 1.0,
+        }),
+    );
+}
+
+#[test]
+fn base_urls_are_read_as_users_type_them() {
+    let cases: &[(Protocol, &str, &str)] = &[
+        (
+            OpenAiChat,
+            "http://localhost:8080",
+            "http://localhost:8080/v1/chat/completions",
+        ),
+        (
+            OpenAiChat,
+            "http://localhost:8080/",
+            "http://localhost:8080/v1/chat/completions",
+        ),
+        (
+            OpenAiChat,
+            "http://localhost:8080/v1",
+            "http://localhost:8080/v1/chat/completions",
+        ),
+        (
+            OpenAiChat,
+            " http://localhost:8080/v1// ",
+            "http://localhost:8080/v1/chat/completions",
+        ),
+        (
+            OpenAiChat,
+            "http://localhost:8080/v1/chat/completions",
+            "http://localhost:8080/v1/chat/completions",
+        ),
+        (
+            OpenAiChat,
+            "https://openrouter.ai/api/v1",
+            "https://openrouter.ai/api/v1/chat/completions",
+        ),
+        (
+            OpenAiChat,
+            "http://127.0.0.1:11434/v1",
+            "http://127.0.0.1:11434/v1/chat/completions",
+        ),
+        (
+            OpenAiResponses,
+            "https://api.openai.com",
+            "https://api.openai.com/v1/responses",
+        ),
+        (
+            OpenAiResponses,
+            "https://api.openai.com/v1/responses",
+            "https://api.openai.com/v1/responses",
+        ),
+        (
+            Ollama,
+            "http://localhost:11434",
+            "http://localhost:11434/api/chat",
+        ),
+        (
+            Ollama,
+            "http://localhost:11434/api",
+            "http://localhost:11434/api/chat",
+        ),
+        (
+            Ollama,
+            "http://localhost:11434/api/chat",
+            "http://localhost:11434/api/chat",
+        ),
+        (
+            Ollama,
+            "http://localhost:11434/v1/",
+            "http://localhost:11434/api/chat",
+        ),
+        (
+            Anthropic,
+            "https://api.anthropic.com",
+            "https://api.anthropic.com/v1/messages",
+        ),
+        (
+            Anthropic,
+            "https://api.anthropic.com/v1",
+            "https://api.anthropic.com/v1/messages",
+        ),
+        (
+            Anthropic,
+            "https://api.anthropic.com/v1/messages/",
+            "https://api.anthropic.com/v1/messages",
+        ),
+        (
+            Anthropic,
+            "https://proxy.example/anthropic",
+            "https://proxy.example/anthropic/v1/messages",
+        ),
+    ];
+    for (protocol, base, url) in cases {
+        let req = build(&endpoint(*protocol, base, None), &prompt(), &streaming());
+        assert_eq!(&req.url, url, "{} {base:?}", protocol.as_str());
+    }
+}
+
+#[test]
+fn temperatures_are_sent_as_typed() {
+    for t in [0.0f32, 0.1, 0.3, 0.7, 1.0, 1.3, 2.0] {
+        let req = build(
+            &endpoint(OpenAiChat, "http://h", None),
+            &prompt(),
+            &RequestOptions {
+                temperature: Some(t),
+                ..RequestOptions::default()
+            },
+        );
+        assert!(
+            req.body.contains(&format!("\"temperature\":{t:?}")),
+            "{t}: {}",
+            req.body
+        );
+    }
+    let nan = build(
+        &endpoint(OpenAiChat, "http://h", None),
+        &prompt(),
+        &RequestOptions {
+            temperature: Some(f32::NAN),
+            ..RequestOptions::default()
+        },
+    );
+    assert!(!nan.body.contains("temperature"), "{}", nan.body);
+}
+
+// ---- model list -------------------------------------------------------------------------------
+
+#[test]
+fn models_requests() {
+    let cases: &[(Protocol, &str, Option<&str>, &str, Headers)] = &[
+        (
+            OpenAiChat,
+            "http://localhost:1234",
+            Some("k"),
+            "http://localhost:1234/v1/models",
+            &[("Authorization", "Bearer k")],
+        ),
+        (
+            OpenAiResponses,
+            "https://api.openai.com/v1",
+            None,
+            "https://api.openai.com/v1/models",
+            &[],
+        ),
+        (
+            Ollama,
+            "http://localhost:11434/",
+            None,
+            "http://localhost:11434/api/tags",
+            &[],
+        ),
+        (
+            Anthropic,
+            "https://api.anthropic.com",
+            Some("sk-ant"),
+            "https://api.anthropic.com/v1/models",
+            &ANTHROPIC_HEADERS[1..],
+        ),
+    ];
+    for (protocol, base, key, url, headers) in cases {
+        let req = models_request(&endpoint(*protocol, base, *key));
+        assert_eq!(req.method, "GET");
+        assert_eq!(&req.url, url);
+        assert!(req.body.is_empty());
+        let expected: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(req.headers, expected, "{url}");
+    }
+}
+
+#[test]
+fn model_lists_are_parsed() {
+    type Case<'a> = (Protocol, &'a str, Result<Vec<&'a str>, ModelsError>);
+    let cases: &[Case] = &[
+        (
+            OpenAiChat,
+            r#"{"object":"list","data":[{"id":"gpt-4o","object":"model"},{"id":"smollm2"},{"id":"gpt-4o"},{"id":""},{"x":1}]}"#,
+            Ok(vec!["gpt-4o", "smollm2"]),
+        ),
+        (
+            Ollama,
+            r#"{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":2019393189},{"model":"qwen2.5:7b"}]}"#,
+            Ok(vec!["llama3.2:latest", "qwen2.5:7b"]),
+        ),
+        (
+            Anthropic,
+            r#"{"data":[{"type":"model","id":"claude-sonnet-4-20250514","display_name":"Claude Sonnet 4"}],"has_more":false}"#,
+            Ok(vec!["claude-sonnet-4-20250514"]),
+        ),
+        (OpenAiChat, "<html>nope</html>", Err(ModelsError::NotJson)),
+        (
+            OpenAiChat,
+            r#"{"models":[]}"#,
+            Err(ModelsError::Shape("data")),
+        ),
+        (Ollama, r#"{"data":[]}"#, Err(ModelsError::Shape("models"))),
+    ];
+    for (protocol, body, expected) in cases {
+        let expected = expected
+            .clone()
+            .map(|v| v.into_iter().map(str::to_string).collect::<Vec<_>>());
+        assert_eq!(parse_models(*protocol, body), expected, "{body}");
+    }
+}
+
+// ---- failures ---------------------------------------------------------------------------------
+
+const NOW: i64 = 1_445_412_480_000; // Wed, 21 Oct 2015 07:28:00 GMT
+
+/// Classifies and checks the kind, the status and that the message contains every needle.
+fn check_http(
+    status: u16,
+    retry_after: Option<&str>,
+    body: &str,
+    resuming: bool,
+    kind: FailureKind,
+    needles: &[&str],
+) {
+    let f = classify_http(status, retry_after, body, resuming, NOW);
+    assert_eq!(f.kind, kind, "{status} {body:?}: {}", f.message);
+    assert_eq!(f.status, Some(status));
+    for needle in needles {
+        assert!(
+            f.message.contains(needle),
+            "{:?} lacks {needle:?}",
+            f.message
+        );
+    }
+    assert!(!f.message.contains('<'), "HTML leaked: {}", f.message);
+}
+
+#[test]
+fn http_failures() {
+    use FailureKind::*;
+    let openai_key = r#"{"error":{"message":"Incorrect API key provided: sk-abc.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#;
+    let not_found = r#"{"error":{"message":"Previous response with id 'resp_1' not found.","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}"#;
+    let ollama_404 = r#"{"error":"model \"llama9\" not found, try pulling it first"}"#;
+    let llama_500 = r#"{"error":{"message":"  Invalid request: 'messages' is required  ","type":"server_error"}}"#;
+    let html = "<html><head><style>h1{color:red}</style></head><body><h1>503 Service Unavailable</h1><script>evil()</script>No server is available.</body></html>";
+    type Case<'a> = (
+        u16,
+        Option<&'a str>,
+        &'a str,
+        bool,
+        FailureKind,
+        &'a [&'a str],
+    );
+    let cases: &[Case] = &[
+        (
+            401,
+            None,
+            openai_key,
+            false,
+            Auth,
+            &["API key", "Incorrect API key provided"],
+        ),
+        (403, None, "", false, Auth, &["API key", "403"]),
+        (404, None, "", false, NotFound, &["URL", "model"]),
+        (
+            404,
+            None,
+            ollama_404,
+            false,
+            NotFound,
+            &["URL", "model \"llama9\" not found"],
+        ),
+        (
+            429,
+            Some("20"),
+            "",
+            false,
+            RateLimited {
+                retry_after_secs: Some(20),
+            },
+            &["rate limit", "20 seconds"],
+        ),
+        (
+            429,
+            Some("Wed, 21 Oct 2015 07:28:45 GMT"),
+            "",
+            false,
+            RateLimited {
+                retry_after_secs: Some(45),
+            },
+            &["45 seconds"],
+        ),
+        (
+            429,
+            Some("soon"),
+            "",
+            false,
+            RateLimited {
+                retry_after_secs: None,
+            },
+            &["Wait a moment"],
+        ),
+        (
+            429,
+            None,
+            "",
+            false,
+            RateLimited {
+                retry_after_secs: None,
+            },
+            &["Wait a moment"],
+        ),
+        (
+            500,
+            None,
+            llama_500,
+            false,
+            Server,
+            &[
+                "server error",
+                "500",
+                "\"Invalid request: 'messages' is required\"",
+            ],
+        ),
+        (
+            503,
+            None,
+            html,
+            false,
+            Server,
+            &["503 Service Unavailable No server is available."],
+        ),
+        (
+            400,
+            None,
+            not_found,
+            true,
+            SessionGone,
+            &["previous response", "resp_1"],
+        ),
+        (
+            404,
+            None,
+            "Previous response with id 'resp_9' does not exist",
+            true,
+            SessionGone,
+            &["previous response"],
+        ),
+        (
+            400,
+            None,
+            r#"{"error":{"message":"Invalid 'previous_response_id': 'x'.","param":"previous_response_id"}}"#,
+            true,
+            SessionGone,
+            &["previous response"],
+        ),
+        // Not resuming: the same body is an ordinary bad request; a 5xx is never SessionGone.
+        (
+            400,
+            None,
+            not_found,
+            false,
+            BadRequest,
+            &["rejected", "not found"],
+        ),
+        (500, None, not_found, true, Server, &["server error"]),
+        (413, None, "", false, BadRequest, &["too large"]),
+        (
+            422,
+            None,
+            r#"{"detail":"field required"}"#,
+            false,
+            BadRequest,
+            &["field required"],
+        ),
+    ];
+    for (status, retry_after, body, resuming, kind, needles) in cases {
+        check_http(
+            *status,
+            *retry_after,
+            body,
+            *resuming,
+            kind.clone(),
+            needles,
+        );
+    }
+    // The script and style contents never reach the message.
+    let f = classify_http(503, None, html, false, NOW);
+    assert!(
+        !f.message.contains("evil") && !f.message.contains("color"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn server_text_is_capped() {
+    let body = format!(r#"{{"error":{{"message":"{}"}}}}"#, "x".repeat(5000));
+    let f = classify_http(500, None, &body, false, NOW);
+    assert!(f.message.chars().count() < 600, "{}", f.message.len());
+    assert!(f.message.contains('…'));
+}
+
+#[test]
+fn retry_after_values() {
+    let cases: &[(&str, Option<u32>)] = &[
+        ("0", Some(0)),
+        ("120", Some(120)),
+        (" 7 ", Some(7)),
+        ("1.5", Some(2)),
+        ("-3", None),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", Some(0)),
+        ("Wed, 21 Oct 2015 07:29:00 GMT", Some(60)),
+        ("Tue, 20 Oct 2015 07:29:00 GMT", Some(0)),
+        ("Thu, 22 Oct 2015 07:28:00 GMT", Some(86_400)),
+        ("Sat, 29 Feb 2020 00:00:00 GMT", Some(137_521_920)),
+        ("Wed, 21 Foo 2015 07:28:00 GMT", None),
+        ("Wed, 21 Oct 2015 25:28:00 GMT", None),
+        ("", None),
+    ];
+    for (value, expected) in cases {
+        assert_eq!(parse_retry_after(value, NOW), *expected, "{value:?}");
+    }
+}
+
+#[test]
+fn network_failures_explain_cors() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "http://localhost:11434",
+            &["OLLAMA_ORIGINS", "looks like Ollama"],
+        ),
+        (
+            "http://127.0.0.1:1234/v1",
+            &["Enable CORS", "looks like LM Studio"],
+        ),
+        (
+            "http://192.168.1.20:8080",
+            &["CORS", "OLLAMA_ORIGINS", "llama-server"],
+        ),
+        ("http://[::1]:8000/v1", &["CORS", "--allowed-origins"]),
+        (
+            "https://api.example.com/v1",
+            &["CORS", "Access-Control-Allow-Origin"],
+        ),
+        ("http://gpu-box.example.com:8000", &["plain http://"]),
+    ];
+    for (url, needles) in cases {
+        let f = network_failure(url);
+        assert_eq!(f.kind, FailureKind::Network);
+        assert_eq!(f.status, None);
+        assert!(f.message.contains("Could not reach"), "{}", f.message);
+        for needle in *needles {
+            assert!(
+                f.message.contains(needle),
+                "{url}: {:?} lacks {needle:?}",
+                f.message
+            );
+        }
+    }
+    assert!(!network_failure("https://api.example.com")
+        .message
+        .contains("OLLAMA_ORIGINS"));
+}
+
+#[test]
+fn other_failures() {
+    assert_eq!(timeout(true).kind, FailureKind::Timeout);
+    assert!(timeout(true).message.contains("did not start answering"));
+    assert!(timeout(false).message.contains("partial reply was kept"));
+    assert_eq!(aborted().kind, FailureKind::Aborted);
+    assert!(aborted().message.contains("partial reply was kept"));
+}
+
+#[test]
+fn stream_errors() {
+    use FailureKind::*;
+    let e = |code: Option<&str>, message: &str| StreamError {
+        code: code.map(str::to_string),
+        message: message.to_string(),
+    };
+    let gone = "Previous response with id 'resp_1' not found.";
+    let cases: &[(StreamError, bool, FailureKind, &str)] = &[
+        (
+            e(Some("previous_response_not_found"), gone),
+            true,
+            SessionGone,
+            "previous response",
+        ),
+        (e(None, gone), true, SessionGone, "previous response"),
+        (
+            e(Some("previous_response_not_found"), gone),
+            false,
+            Stream,
+            "not found",
+        ),
+        (
+            e(Some(CODE_CUT_OFF), "The reply was cut off."),
+            false,
+            Malformed,
+            "partial reply was kept",
+        ),
+        (e(Some(CODE_MALFORMED), "bad"), false, Malformed, "protocol"),
+        (
+            e(Some("overloaded_error"), "Overloaded"),
+            false,
+            Server,
+            "Overloaded",
+        ),
+        (
+            e(Some("rate_limit_exceeded"), "slow down"),
+            false,
+            RateLimited {
+                retry_after_secs: None,
+            },
+            "slow down",
+        ),
+        (
+            e(Some("invalid_api_key"), "bad key"),
+            false,
+            Auth,
+            "API key",
+        ),
+        (e(None, "<b>boom</b>"), false, Stream, "\"boom\""),
+    ];
+    for (error, resuming, kind, needle) in cases {
+        let f = from_stream_error(error, *resuming);
+        assert_eq!(&f.kind, kind, "{error:?}");
+        assert!(
+            f.message.contains(needle),
+            "{:?} lacks {needle:?}",
+            f.message
+        );
+        assert!(!f.message.contains('<'), "{}", f.message);
+    }
+}
+
+#[test]
+fn sanitizing() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("plain", 100, "plain"),
+        ("  a \n\t b  ", 100, "a b"),
+        ("<p>Hello <b>there</b></p>", 100, "Hello there"),
+        ("<SCRIPT>x()</script>ok", 100, "ok"),
+        ("a < b && c > d", 100, "a < b && c > d"),
+        (
+            "Tom &amp; Jerry&nbsp;&quot;x&quot; &lt;y&gt;",
+            100,
+            "Tom & Jerry \"x\" &lt;y&gt;",
+        ),
+        ("<unclosed tag and more", 100, ""),
+        ("abcdef", 4, "abc…"),
+        ("日本語テキスト", 4, "日本語…"),
+    ];
+    for (input, max, expected) in cases {
+        assert_eq!(sanitize_snippet(input, *max), *expected, "{input:?}");
+    }
+}
