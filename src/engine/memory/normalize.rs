@@ -1,0 +1,111 @@
+//! Text normalisation shared by merging and retrieval: the "same name" key of an entity, relationship
+//! label keys, word tokenisation (Unicode-aware, CJK one character per word) and char-safe truncation.
+//! Must not import anything outside `crate::engine` (it imports nothing at all).
+//!
+//! Written by hand rather than with a crate (unicode-segmentation would do word splitting) because the
+//! rule we need is small, must be identical on both sides (names and message text), and the crate is
+//! not among the dependencies.
+
+/// Characters that belong to a word: letters, digits, and `+`/`#` (so "C", "C++" and "C#" differ).
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '+' || c == '#'
+}
+
+/// Scripts written without spaces between words: each character is its own word, so a name such as
+/// "東京" matches inside "東京に行きました".
+fn is_unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF   // Hiragana, Katakana
+        | 0x3400..=0x4DBF // CJK Extension A
+        | 0x4E00..=0x9FFF // CJK Unified Ideographs
+        | 0xF900..=0xFAFF // CJK Compatibility Ideographs
+        | 0xFF66..=0xFF9F // Half-width Katakana
+        | 0x20000..=0x2FA1F // CJK Extensions B.. and compatibility supplement
+        | 0x0E00..=0x0E7F // Thai
+        | 0x0E80..=0x0EFF // Lao
+        | 0x1000..=0x109F // Myanmar
+        | 0x1780..=0x17FF // Khmer
+    )
+}
+
+/// Calls `f` with each lowercase word of `text`, in order. `buf` is reused between calls.
+pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
+    let mut word = String::new();
+    for c in text.chars() {
+        if is_unspaced_script(c) {
+            if !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+            word.push(c);
+            f(&word);
+            word.clear();
+        } else if is_word_char(c) {
+            if c.is_ascii() {
+                word.push(c.to_ascii_lowercase());
+            } else {
+                word.extend(c.to_lowercase());
+            }
+        } else if !word.is_empty() {
+            f(&word);
+            word.clear();
+        }
+    }
+    if !word.is_empty() {
+        f(&word);
+    }
+}
+
+/// The lowercase words of `text`.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_word(text, |w| out.push(w.to_string()));
+    out
+}
+
+/// The key under which two names are "the same": lowercase words joined by one space, so case,
+/// whitespace and punctuation do not matter ("Dr. Ada  Lovelace" == "dr ada lovelace").
+/// Empty when the name has no word characters at all.
+pub fn name_key(name: &str) -> String {
+    let mut key = String::with_capacity(name.len());
+    for_each_word(name, |w| {
+        if !key.is_empty() {
+            key.push(' ');
+        }
+        key.push_str(w);
+    });
+    key
+}
+
+/// The key under which two relationship labels are the same: lowercase words joined by `_`
+/// ("Works at" == "works_at" == "WORKS-AT").
+pub fn label_key(label: &str) -> String {
+    let mut key = String::with_capacity(label.len());
+    for_each_word(label, |w| {
+        if !key.is_empty() {
+            key.push('_');
+        }
+        key.push_str(w);
+    });
+    key
+}
+
+/// Collapses runs of whitespace into one space and trims the ends.
+pub fn collapse_ws(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for part in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// The first `max_chars` characters of `s` (never splits a character).
+pub fn truncate_chars(s: &str, max_chars: usize) -> &str {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
