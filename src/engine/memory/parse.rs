@@ -85,7 +85,7 @@ fn marker_of(line: &str) -> Option<Section> {
     if trimmed.is_empty() || trimmed.len() > 80 {
         return None;
     }
-    let key = name_key(trimmed);
+    let key = name_key(trimmed.trim_matches(|c: char| "=#*:_->` \t".contains(c)));
     let decorated = trimmed.contains("==")
         || trimmed.starts_with('#')
         || trimmed.starts_with('*')
