@@ -2,18 +2,16 @@
 //! lookups are not quadratic. Plain `EntityNode`s in, plain `EntityNode`s out.
 //! Must not import anything outside `crate::engine`.
 
-use std::collections::HashMap;
-
-use super::normalize::name_key;
+use super::normalize::{name_key, FastMap};
 use crate::engine::model::EntityNode;
 
 /// The entity-memory graph of one scope.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     pub(super) nodes: Vec<EntityNode>,
-    pub(super) by_id: HashMap<String, usize>,
+    pub(super) by_id: FastMap<String, usize>,
     /// Normalised name or alias -> node. Names are indexed before aliases; the first claim wins.
-    pub(super) by_key: HashMap<String, usize>,
+    pub(super) by_key: FastMap<String, usize>,
 }
 
 impl PartialEq for Graph {
@@ -26,8 +24,8 @@ impl Graph {
     /// Builds the indexes. With duplicate ids, lookups find the first node.
     pub fn new(nodes: Vec<EntityNode>) -> Graph {
         let mut g = Graph {
-            by_id: HashMap::with_capacity(nodes.len()),
-            by_key: HashMap::with_capacity(nodes.len() * 2),
+            by_id: FastMap::with_capacity_and_hasher(nodes.len(), Default::default()),
+            by_key: FastMap::with_capacity_and_hasher(nodes.len() * 2, Default::default()),
             nodes,
         };
         for (i, n) in g.nodes.iter().enumerate() {

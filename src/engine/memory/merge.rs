@@ -25,10 +25,10 @@
 //! Merging the same update twice equals merging it once (tested with proptest).
 //! Must not import anything outside `crate::engine`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::graph::Graph;
-use super::normalize::{label_key, name_key};
+use super::normalize::{label_key, name_key, FastMap};
 use super::parse::{ParsedEntity, ParsedRelationship};
 use crate::engine::model::{EntityNode, EntityScope, EntityType, Millis, Relationship};
 
@@ -151,16 +151,17 @@ pub fn merge(
     mut new_id: impl FnMut() -> String,
 ) -> MergeReport {
     let mut report = MergeReport::default();
-    let mut model_ids: HashMap<&str, usize> = HashMap::new();
+    let mut model_ids: FastMap<&str, usize> = FastMap::default();
     let mut groups: Vec<Group> = Vec::new();
-    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    let mut group_of: FastMap<usize, usize> = FastMap::default();
 
     // Pass 1: resolve every entry to a node, creating skeletons for new ones.
     for e in entities {
+        let own_key = name_key(&e.name);
         let by_id = e.id.as_deref().and_then(|id| graph.by_id.get(id).copied());
         let found = by_id
             .or_else(|| e.id.as_deref().and_then(|id| model_ids.get(id).copied()))
-            .or_else(|| graph.index_of_key(&name_key(&e.name)))
+            .or_else(|| graph.index_of_key(&own_key))
             .or_else(|| {
                 e.aliases
                     .iter()
@@ -192,7 +193,7 @@ pub fn merge(
                 model_ids.entry(mid).or_insert(idx);
             }
         }
-        graph.claim_key(name_key(&e.name), idx);
+        graph.claim_key(own_key, idx);
         for a in &e.aliases {
             graph.claim_key(name_key(a), idx);
         }
@@ -347,7 +348,7 @@ fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport)
 fn resolve_statements<'e>(
     graph: &Graph,
     group: &Group<'e>,
-    model_ids: &HashMap<&str, usize>,
+    model_ids: &FastMap<&str, usize>,
     report: &mut MergeReport,
 ) -> Vec<Statement<'e>> {
     let source = &graph.nodes[group.node];
@@ -437,16 +438,19 @@ fn apply_relationships(
         .map(|s| graph.nodes[s.target].id.clone())
         .collect();
     let node = &mut graph.nodes[idx];
+    let mut keys: Vec<String> = node
+        .relationships
+        .iter()
+        .map(|r| label_key(&r.relationship))
+        .collect();
     let mut changed = false;
     for (s, target_id) in statements.iter().zip(&targets) {
         let live: Vec<usize> = node
             .relationships
             .iter()
             .enumerate()
-            .filter(|(_, r)| {
-                r.valid_to.is_none()
-                    && &r.target_id == target_id
-                    && label_key(&r.relationship) == s.label
+            .filter(|(i, r)| {
+                r.valid_to.is_none() && &r.target_id == target_id && keys[*i] == s.label
             })
             .map(|(i, _)| i)
             .collect();
@@ -472,6 +476,7 @@ fn apply_relationships(
                     valid_from: now,
                     valid_to: None,
                 });
+                keys.push(s.label.clone());
                 changed = true;
             }
         }
@@ -483,11 +488,11 @@ fn apply_relationships(
                 if r.valid_to.is_some() {
                     continue;
                 }
-                let rk = label_key(&r.relationship);
+                let rk = keys[i].as_str();
                 let contradicts = (functional && rk == s.label && &r.target_id != target_id)
                     || (&r.target_id == target_id
                         && rk != s.label
-                        && group.is_some_and(|g| g.contains(&rk.as_str())));
+                        && group.is_some_and(|g| g.contains(&rk)));
                 if contradicts {
                     close(node, i, now, report);
                     changed = true;

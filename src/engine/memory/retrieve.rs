@@ -8,10 +8,8 @@
 //! a neighbour `0.6 * (strength of the edge that links it)`; both are multiplied by a recency factor
 //! `0.5 + 0.5 * 2^(-age / 7 days)` of `updated_at` relative to `now`. Ties: newer first, then by id.
 
-use std::collections::HashMap;
-
 use super::graph::Graph;
-use super::normalize::{for_each_word, words};
+use super::normalize::{for_each_word, FastMap};
 use crate::engine::model::{EntityNode, Millis};
 
 /// Recency half-life.
@@ -56,42 +54,59 @@ pub fn retrieve<'g, S: AsRef<str>>(
     now: Millis,
 ) -> Vec<Retrieved<'g>> {
     let nodes = graph.nodes();
-    // Patterns: first word -> (all words, node index).
-    let mut patterns: HashMap<String, Vec<(Vec<String>, usize)>> = HashMap::new();
+    // Name patterns, words lowercased into one arena: pattern = (word spans, node index).
+    let mut pat_buf = String::new();
+    let mut pat_words: Vec<(usize, usize)> = Vec::new();
+    let mut pats: Vec<(usize, usize, usize)> = Vec::new(); // (first word, word count, node)
     for (i, n) in nodes.iter().enumerate() {
         for name in std::iter::once(&n.name).chain(n.aliases.iter()) {
-            let w = words(name);
-            if w.is_empty() || w.len() > MAX_NAME_WORDS {
+            let first = pat_words.len();
+            for_each_word(name, |w| {
+                pat_words.push((pat_buf.len(), pat_buf.len() + w.len()));
+                pat_buf.push_str(w);
+            });
+            let count = pat_words.len() - first;
+            if count == 0 || count > MAX_NAME_WORDS {
+                pat_words.truncate(first);
                 continue;
             }
-            let list = patterns.entry(w[0].clone()).or_default();
-            if !list.iter().any(|(pw, pi)| *pi == i && *pw == w) {
-                list.push((w, i));
-            }
+            pats.push((first, count, i));
         }
+    }
+    let pword = |k: usize| &pat_buf[pat_words[k].0..pat_words[k].1];
+    let mut by_first: FastMap<&str, Vec<usize>> = FastMap::default();
+    for (p, &(first, _, _)) in pats.iter().enumerate() {
+        by_first.entry(pword(first)).or_default().push(p);
     }
 
     let mut mentions = vec![0u32; nodes.len()];
-    let mut text_words: Vec<String> = Vec::new();
+    let mut text_buf = String::new();
+    let mut text_words: Vec<(usize, usize)> = Vec::new();
+    let mut hit: Vec<usize> = Vec::new();
     for t in texts {
+        text_buf.clear();
         text_words.clear();
-        for_each_word(t.as_ref(), |w| text_words.push(w.to_string()));
+        for_each_word(t.as_ref(), |w| {
+            text_words.push((text_buf.len(), text_buf.len() + w.len()));
+            text_buf.push_str(w);
+        });
+        let tword = |k: usize| &text_buf[text_words[k].0..text_words[k].1];
         for start in 0..text_words.len() {
-            let Some(cands) = patterns.get(&text_words[start]) else {
+            let Some(cands) = by_first.get(tword(start)) else {
                 continue;
             };
-            let mut hit: Vec<usize> = Vec::new();
-            for (pw, idx) in cands {
-                let end = start + pw.len();
-                if end <= text_words.len()
-                    && text_words[start + 1..end] == pw[1..]
-                    && !hit.contains(idx)
+            hit.clear();
+            for &p in cands {
+                let (first, count, node) = pats[p];
+                if start + count <= text_words.len()
+                    && (1..count).all(|k| tword(start + k) == pword(first + k))
+                    && !hit.contains(&node)
                 {
-                    hit.push(*idx);
+                    hit.push(node);
                 }
             }
-            for idx in hit {
-                mentions[idx] = mentions[idx].saturating_add(1);
+            for &node in &hit {
+                mentions[node] = mentions[node].saturating_add(1);
             }
         }
     }
@@ -111,7 +126,7 @@ pub fn retrieve<'g, S: AsRef<str>>(
     }
 
     // Neighbours over live edges, either direction; keep the strongest link.
-    let mut best: HashMap<usize, (f32, usize)> = HashMap::new();
+    let mut best: FastMap<usize, (f32, usize)> = FastMap::default();
     let mut offer = |node: usize, via: usize, strength: f32| {
         let e = best.entry(node).or_insert((strength, via));
         if strength > e.0 || (strength == e.0 && nodes[via].id < nodes[e.1].id) {
