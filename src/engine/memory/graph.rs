@@ -84,4 +84,11 @@ impl Graph {
             self.by_key.entry(key).or_insert(idx);
         }
     }
+
+    /// Like `claim_key`, allocating only when the key is free.
+    pub(super) fn claim_key_ref(&mut self, key: &str, idx: usize) {
+        if !key.is_empty() && !self.by_key.contains_key(key) {
+            self.by_key.insert(key.to_string(), idx);
+        }
+    }
 }

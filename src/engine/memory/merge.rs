@@ -121,6 +121,8 @@ struct Group<'e> {
     node: usize,
     is_new: bool,
     entries: Vec<&'e ParsedEntity>,
+    /// Per entry: the keys of its name and aliases.
+    keys: Vec<Vec<String>>,
 }
 
 struct Statement<'e> {
@@ -157,16 +159,15 @@ pub fn merge(
 
     // Pass 1: resolve every entry to a node, creating skeletons for new ones.
     for e in entities {
-        let own_key = name_key(&e.name);
+        // Keys of the entry's name, then of its aliases.
+        let entry_keys: Vec<String> = std::iter::once(&e.name)
+            .chain(e.aliases.iter())
+            .map(|n| name_key(n))
+            .collect();
         let by_id = e.id.as_deref().and_then(|id| graph.by_id.get(id).copied());
         let found = by_id
             .or_else(|| e.id.as_deref().and_then(|id| model_ids.get(id).copied()))
-            .or_else(|| graph.index_of_key(&own_key))
-            .or_else(|| {
-                e.aliases
-                    .iter()
-                    .find_map(|a| graph.index_of_key(&name_key(a)))
-            });
+            .or_else(|| entry_keys.iter().find_map(|k| graph.index_of_key(k)));
         let (idx, is_new) = match found {
             Some(i) => (i, false),
             None => {
@@ -193,18 +194,21 @@ pub fn merge(
                 model_ids.entry(mid).or_insert(idx);
             }
         }
-        graph.claim_key(own_key, idx);
-        for a in &e.aliases {
-            graph.claim_key(name_key(a), idx);
+        for k in &entry_keys {
+            graph.claim_key_ref(k, idx);
         }
         match group_of.get(&idx) {
-            Some(&g) => groups[g].entries.push(e),
+            Some(&g) => {
+                groups[g].entries.push(e);
+                groups[g].keys.push(entry_keys);
+            }
             None => {
                 group_of.insert(idx, groups.len());
                 groups.push(Group {
                     node: idx,
                     is_new,
                     entries: vec![e],
+                    keys: vec![entry_keys],
                 });
             }
         }
@@ -250,14 +254,14 @@ pub fn merge(
 /// Applies the combined content of a group. Returns whether the node changed.
 fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport) -> bool {
     let idx = group.node;
-    let node_id = graph.nodes[idx].id.clone();
     // Combine the entries: later fields win.
-    let rename = group
+    let node_id = graph.nodes[idx].id.as_str();
+    let rename: Option<&str> = group
         .entries
         .iter()
         .rev()
-        .find(|e| e.id.as_deref() == Some(node_id.as_str()))
-        .map(|e| e.name.clone());
+        .find(|e| e.id.as_deref() == Some(node_id))
+        .map(|e| e.name.as_str());
     let entity_type = group
         .entries
         .iter()
@@ -271,26 +275,27 @@ fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport)
         .map(|e| e.description.as_str())
         .find(|d| !d.is_empty());
 
-    let mut node = graph.nodes[idx].clone();
+    let node = &mut graph.nodes[idx];
+    let mut changed = false;
     if let Some(new_name) = rename {
-        if name_key(&new_name) != name_key(&node.name) {
-            let old = std::mem::replace(&mut node.name, new_name);
+        if name_key(new_name) != name_key(&node.name) {
+            let old = std::mem::replace(&mut node.name, new_name.to_string());
             let new_key = name_key(&node.name);
             node.aliases.retain(|a| name_key(a) != new_key);
             node.aliases.insert(0, old);
+            changed = true;
         }
-    }
-    let mut names: Vec<&str> = Vec::new();
-    for e in &group.entries {
-        names.push(&e.name);
-        names.extend(e.aliases.iter().map(String::as_str));
     }
     let mut keys: Vec<String> = std::iter::once(name_key(&node.name))
         .chain(node.aliases.iter().map(|a| name_key(a)))
         .collect();
-    for n in names {
-        let k = name_key(n);
-        if k.is_empty() || keys.contains(&k) {
+    let names = group
+        .entries
+        .iter()
+        .zip(&group.keys)
+        .flat_map(|(e, ks)| std::iter::once(&e.name).chain(e.aliases.iter()).zip(ks));
+    for (n, k) in names {
+        if k.is_empty() || keys.contains(k) {
             continue;
         }
         if node.aliases.len() >= MAX_NODE_ALIASES {
@@ -299,49 +304,49 @@ fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport)
                 .push(format!("{}: alias '{n}' (too many aliases)", node.id));
             continue;
         }
-        keys.push(k);
-        node.aliases.push(n.to_string());
+        keys.push(k.clone());
+        node.aliases.push(n.clone());
+        changed = true;
     }
     if let Some(t) = entity_type {
-        node.entity_type = t;
+        if node.entity_type != t {
+            node.entity_type = t;
+            changed = true;
+        }
     }
     if let Some(d) = description {
         if node.description != d {
             node.description = d.to_string();
+            changed = true;
         }
     }
+    // Later entries win; combine first so that a value set and then reset is no change.
+    let mut props: BTreeMap<&str, &str> = BTreeMap::new();
     for e in &group.entries {
-        for (k, v) in &e.properties {
-            if let Some(old) = node.properties.get_mut(k) {
-                if old != v {
-                    old.clone_from(v);
-                }
-            } else if node.properties.len() < MAX_NODE_PROPERTIES {
-                node.properties.insert(k.clone(), v.clone());
-            } else {
-                report
-                    .dropped
-                    .push(format!("{}: property '{k}' (too many properties)", node.id));
+        props.extend(e.properties.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    }
+    for (k, v) in props {
+        if let Some(old) = node.properties.get_mut(k) {
+            if old != v {
+                v.clone_into(old);
+                changed = true;
             }
+        } else if node.properties.len() < MAX_NODE_PROPERTIES {
+            node.properties.insert(k.to_string(), v.to_string());
+            changed = true;
+        } else {
+            report
+                .dropped
+                .push(format!("{}: property '{k}' (too many properties)", node.id));
         }
     }
-
-    let old = &graph.nodes[idx];
-    let differs = node.name != old.name
-        || node.entity_type != old.entity_type
-        || node.aliases != old.aliases
-        || node.description != old.description
-        || node.properties != old.properties;
-    if differs {
-        let new_keys: Vec<String> = std::iter::once(name_key(&node.name))
-            .chain(node.aliases.iter().map(|a| name_key(a)))
-            .collect();
-        graph.nodes[idx] = node;
-        for k in new_keys {
+    if changed {
+        // The (possibly new) name and aliases claim their keys; `keys` holds exactly these.
+        for k in keys {
             graph.claim_key(k, idx);
         }
     }
-    differs
+    changed
 }
 
 /// Resolves targets and reduces the group's statements so that none contradicts another.
@@ -483,20 +488,23 @@ fn apply_relationships(
         let functional = is_functional(&s.label);
         let group = exclusive_group(&s.label);
         if functional || group.is_some() {
-            for i in 0..node.relationships.len() {
-                let r = &node.relationships[i];
-                if r.valid_to.is_some() {
-                    continue;
-                }
-                let rk = keys[i].as_str();
-                let contradicts = (functional && rk == s.label && &r.target_id != target_id)
-                    || (&r.target_id == target_id
-                        && rk != s.label
-                        && group.is_some_and(|g| g.contains(&rk)));
-                if contradicts {
-                    close(node, i, now, report);
-                    changed = true;
-                }
+            let contradicted: Vec<usize> = node
+                .relationships
+                .iter()
+                .zip(&keys)
+                .enumerate()
+                .filter(|(_, (r, rk))| {
+                    r.valid_to.is_none()
+                        && ((functional && **rk == s.label && &r.target_id != target_id)
+                            || (&r.target_id == target_id
+                                && **rk != s.label
+                                && group.is_some_and(|g| g.contains(&rk.as_str()))))
+                })
+                .map(|(i, _)| i)
+                .collect();
+            for i in contradicted {
+                close(node, i, now, report);
+                changed = true;
             }
         }
     }

@@ -7,12 +7,14 @@
 //! not among the dependencies.
 
 /// Characters that belong to a word: letters, digits, and `+`/`#` (so "C", "C++" and "C#" differ).
+#[inline]
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '+' || c == '#'
 }
 
 /// Scripts written without spaces between words: each character is its own word, so a name such as
 /// "東京" matches inside "東京に行きました".
+#[inline]
 fn is_unspaced_script(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF   // Hiragana, Katakana
@@ -32,7 +34,15 @@ fn is_unspaced_script(c: char) -> bool {
 pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let mut word = String::new();
     for c in text.chars() {
-        if is_unspaced_script(c) {
+        if c.is_ascii() {
+            // Fast path for the common case.
+            if c.is_ascii_alphanumeric() || c == '+' || c == '#' {
+                word.push(c.to_ascii_lowercase());
+            } else if !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+        } else if is_unspaced_script(c) {
             if !word.is_empty() {
                 f(&word);
                 word.clear();
@@ -41,11 +51,7 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
             f(&word);
             word.clear();
         } else if is_word_char(c) {
-            if c.is_ascii() {
-                word.push(c.to_ascii_lowercase());
-            } else {
-                word.extend(c.to_lowercase());
-            }
+            word.extend(c.to_lowercase());
         } else if !word.is_empty() {
             f(&word);
             word.clear();
@@ -63,31 +69,52 @@ pub fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// Lowercase words of `text` joined by `sep`, built in one pass and one allocation (the same words
+/// [`for_each_word`] yields).
+fn join_words(text: &str, sep: char) -> String {
+    let mut key = String::with_capacity(text.len());
+    let mut in_word = false;
+    for c in text.chars() {
+        if c.is_ascii() {
+            if c.is_ascii_alphanumeric() || c == '+' || c == '#' {
+                if !in_word && !key.is_empty() {
+                    key.push(sep);
+                }
+                key.push(c.to_ascii_lowercase());
+                in_word = true;
+            } else {
+                in_word = false;
+            }
+        } else if is_unspaced_script(c) {
+            if !key.is_empty() {
+                key.push(sep);
+            }
+            key.push(c);
+            in_word = false;
+        } else if is_word_char(c) {
+            if !in_word && !key.is_empty() {
+                key.push(sep);
+            }
+            key.extend(c.to_lowercase());
+            in_word = true;
+        } else {
+            in_word = false;
+        }
+    }
+    key
+}
+
 /// The key under which two names are "the same": lowercase words joined by one space, so case,
 /// whitespace and punctuation do not matter ("Dr. Ada  Lovelace" == "dr ada lovelace").
 /// Empty when the name has no word characters at all.
 pub fn name_key(name: &str) -> String {
-    let mut key = String::with_capacity(name.len());
-    for_each_word(name, |w| {
-        if !key.is_empty() {
-            key.push(' ');
-        }
-        key.push_str(w);
-    });
-    key
+    join_words(name, ' ')
 }
 
 /// The key under which two relationship labels are the same: lowercase words joined by `_`
 /// ("Works at" == "works_at" == "WORKS-AT").
 pub fn label_key(label: &str) -> String {
-    let mut key = String::with_capacity(label.len());
-    for_each_word(label, |w| {
-        if !key.is_empty() {
-            key.push('_');
-        }
-        key.push_str(w);
-    });
-    key
+    join_words(label, '_')
 }
 
 /// Collapses runs of whitespace into one space and trims the ends.

@@ -90,16 +90,16 @@ pub fn retrieve<'g, S: AsRef<str>>(
             text_words.push((text_buf.len(), text_buf.len() + w.len()));
             text_buf.push_str(w);
         });
-        let tword = |k: usize| &text_buf[text_words[k].0..text_words[k].1];
-        for start in 0..text_words.len() {
-            let Some(cands) = by_first.get(tword(start)) else {
+        let tw: Vec<&str> = text_words.iter().map(|&(a, b)| &text_buf[a..b]).collect();
+        for start in 0..tw.len() {
+            let Some(cands) = by_first.get(tw[start]) else {
                 continue;
             };
             hit.clear();
             for &p in cands {
                 let (first, count, node) = pats[p];
-                if start + count <= text_words.len()
-                    && (1..count).all(|k| tword(start + k) == pword(first + k))
+                if start + count <= tw.len()
+                    && (1..count).all(|k| tw[start + k] == pword(first + k))
                     && !hit.contains(&node)
                 {
                     hit.push(node);
