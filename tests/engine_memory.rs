@@ -125,76 +125,28 @@ fn check_due(spec: &str, covers: Option<u64>, every: usize, over: bool, running:
     );
 }
 
+#[rustfmt::skip]
 #[test]
 fn due_table() {
     use DueReason::*;
-    check_due(
-        "uauauauaua",
-        None,
-        5,
-        false,
-        false,
-        Due::Yes(Pairs { pairs: 5 }),
-    );
+    check_due("uauauauaua", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
     check_due("uauauaua", None, 5, false, false, Due::No { pairs: 4 });
     check_due("uauauauaua", Some(2), 5, false, false, Due::No { pairs: 4 });
-    check_due(
-        "uauauauauaua",
-        Some(2),
-        5,
-        false,
-        false,
-        Due::Yes(Pairs { pairs: 5 }),
-    );
+    check_due("uauauauauaua", Some(2), 5, false, false, Due::Yes(Pairs { pairs: 5 }));
     // errored, empty and streaming messages neither open nor close a pair
     check_due("uAuauauaua", None, 5, false, false, Due::No { pairs: 4 });
-    check_due(
-        "uUauauauaua",
-        None,
-        5,
-        false,
-        false,
-        Due::Yes(Pairs { pairs: 5 }),
-    );
+    check_due("uUauauauaua", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
     check_due("ueuauauaua", None, 5, false, false, Due::No { pairs: 4 });
     check_due("uauauauaus", None, 5, false, false, Due::No { pairs: 4 });
     // interrupted replies count; tool and system messages are not pairs
-    check_due(
-        "uiuiuiuiui",
-        None,
-        5,
-        false,
-        false,
-        Due::Yes(Pairs { pairs: 5 }),
-    );
-    check_due(
-        "utyatua",
-        None,
-        2,
-        false,
-        false,
-        Due::Yes(Pairs { pairs: 2 }),
-    );
-    check_due(
-        "uuuuua",
-        None,
-        1,
-        false,
-        false,
-        Due::Yes(Pairs { pairs: 1 }),
-    );
+    check_due("uiuiuiuiui", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
+    check_due("utyatua", None, 2, false, false, Due::Yes(Pairs { pairs: 2 }));
+    check_due("uuuuua", None, 1, false, false, Due::Yes(Pairs { pairs: 1 }));
     check_due("aaaa", None, 1, false, false, Due::No { pairs: 0 });
     // M = 0 behaves as 1
     check_due("ua", None, 0, false, false, Due::Yes(Pairs { pairs: 1 }));
     // over budget: due as soon as something is new
-    check_due(
-        "uau",
-        None,
-        5,
-        true,
-        false,
-        Due::Yes(OverBudget { pairs: 1 }),
-    );
+    check_due("uau", None, 5, true, false, Due::Yes(OverBudget { pairs: 1 }));
     check_due("uaua", Some(4), 5, true, false, Due::No { pairs: 0 });
     check_due("uauA", Some(3), 5, true, false, Due::No { pairs: 0 });
     // never twice at once
@@ -264,85 +216,31 @@ fn check_request(
     assert_eq!(req.span.to_seq, *seqs.last().unwrap());
 }
 
+#[rustfmt::skip]
 #[test]
 fn request_table() {
     let d = UpdateLimits::default();
-    check_request(
-        "uaua",
-        None,
-        d,
-        &[
-            NO_PREVIOUS,
-            "[USER]: user says 1",
-            "[ASSISTANT]: assistant says 4",
-            "p1 | person | Alice | Ally",
-            "pl1 | place | Paris",
-        ],
-        &[],
-        &["m1", "m2", "m3", "m4"],
-    );
-    check_request(
-        "uaua",
-        Some(summary(3, "They talked about cheese.", 2)),
-        d,
-        &["They talked about cheese.", "user says 3", "(seq 3 to 4)"],
-        &[NO_PREVIOUS, "user says 1"],
-        &["m3", "m4"],
-    );
-    check_request(
-        "uAuaeyts",
-        None,
-        d,
-        &["user says 3", "[TOOL]: tool result 7"],
-        &["assistant failed", "system note", "partial"],
-        &["m1", "m3", "m4", "m7"],
-    );
-    check_request(
-        "uaua",
-        Some(summary(1, "   ", 0)),
-        d,
-        &[NO_PREVIOUS],
-        &[],
-        &["m1", "m2", "m3", "m4"],
-    );
+    check_request("uaua", None, d, &[NO_PREVIOUS, "[USER]: user says 1", "[ASSISTANT]: assistant says 4", "p1 | person | Alice | Ally", "pl1 | place | Paris"], &[], &["m1", "m2", "m3", "m4"]);
+    check_request("uaua", Some(summary(3, "They talked about cheese.", 2)), d, &["They talked about cheese.", "user says 3", "(seq 3 to 4)"], &[NO_PREVIOUS, "user says 1"], &["m3", "m4"]);
+    check_request("uAuaeyts", None, d, &["user says 3", "[TOOL]: tool result 7"], &["assistant failed", "system note", "partial"], &["m1", "m3", "m4", "m7"]);
+    check_request("uaua", Some(summary(1, "   ", 0)), d, &[NO_PREVIOUS], &[], &["m1", "m2", "m3", "m4"]);
     // transcript limit: the first message always goes in, the rest wait for the next update
     let tight = UpdateLimits {
         max_transcript_chars: 60,
         ..d
     };
-    check_request(
-        "uaua",
-        None,
-        tight,
-        &["user says 1", "assistant says 2"],
-        &["user says 3"],
-        &["m1", "m2"],
-    );
+    check_request("uaua", None, tight, &["user says 1", "assistant says 2"], &["user says 3"], &["m1", "m2"]);
     let tiny = UpdateLimits {
         max_transcript_chars: 1,
         ..d
     };
-    check_request(
-        "uaua",
-        None,
-        tiny,
-        &["user says 1"],
-        &["assistant says 2"],
-        &["m1"],
-    );
+    check_request("uaua", None, tiny, &["user says 1"], &["assistant says 2"], &["m1"]);
     // long messages are cut with a visible marker
     let short = UpdateLimits {
         max_message_chars: 6,
         ..d
     };
-    check_request(
-        "ua",
-        None,
-        short,
-        &["[USER]: user s [truncated]"],
-        &["user says"],
-        &["m1", "m2"],
-    );
+    check_request("ua", None, short, &["[USER]: user s [truncated]"], &["user says"], &["m1", "m2"]);
 }
 
 #[test]
@@ -427,117 +325,49 @@ fn check_parse(reply: &str, want: Want<'_>) {
 const A: &str = r#"{"id":"p1","type":"person","name":"Alice","description":"d","properties":{},"relationships":[]}"#;
 const B: &str = r#"{"id":"p2","type":"place","name":"Paris","relationships":[{"targetId":"p1","relationship":"home_of","strength":0.5}]}"#;
 
+#[rustfmt::skip]
 #[test]
 fn parse_table() {
     let canon =
         format!("=== CONVERSATION MEMORY ===\nWe met Alice.\n=== ENTITY MEMORY ===\n[{A},{B}]\n");
     check_parse(&canon, Want::Ok(Some("We met Alice."), &["Alice", "Paris"]));
-    check_parse(
-        &format!("=== CONVERSATION MEMORY ===\nS.\n\n=== ENTITY MEMORY ===\n```json\n[{A}]\n```\n"),
-        Want::Ok(Some("S."), &["Alice"]),
-    );
-    check_parse(
-        &format!("```\n{canon}```"),
-        Want::Ok(Some("We met Alice."), &["Alice", "Paris"]),
-    );
-    check_parse(
-        &format!("Sure! Here is the memory:\n\n{canon}\nLet me know if you need more."),
-        Want::Ok(Some("We met Alice."), &["Alice", "Paris"]),
-    );
-    check_parse(
-        "=== CONVERSATION MEMORY ===\nOnly a summary.\n",
-        Want::Ok(Some("Only a summary."), &[]),
-    );
-    check_parse(
-        &format!("=== ENTITY MEMORY ===\n[{A}]"),
-        Want::Ok(None, &["Alice"]),
-    );
+    check_parse(&format!("=== CONVERSATION MEMORY ===\nS.\n\n=== ENTITY MEMORY ===\n```json\n[{A}]\n```\n"), Want::Ok(Some("S."), &["Alice"]));
+    check_parse(&format!("```\n{canon}```"), Want::Ok(Some("We met Alice."), &["Alice", "Paris"]));
+    check_parse(&format!("Sure! Here is the memory:\n\n{canon}\nLet me know if you need more."), Want::Ok(Some("We met Alice."), &["Alice", "Paris"]));
+    check_parse("=== CONVERSATION MEMORY ===\nOnly a summary.\n", Want::Ok(Some("Only a summary."), &[]));
+    check_parse(&format!("=== ENTITY MEMORY ===\n[{A}]"), Want::Ok(None, &["Alice"]));
     check_parse(&format!("[{A}, {B}]"), Want::Ok(None, &["Alice", "Paris"]));
-    check_parse(
-        &format!("Here you go: [{B}] done"),
-        Want::Ok(None, &["Paris"]),
-    );
-    check_parse(
-        "I'm sorry, I can't help with that.",
-        Want::Err(MemoryError::NoMemory),
-    );
+    check_parse(&format!("Here you go: [{B}] done"), Want::Ok(None, &["Paris"]));
+    check_parse("I'm sorry, I can't help with that.", Want::Err(MemoryError::NoMemory));
     check_parse("", Want::Err(MemoryError::EmptyReply));
     check_parse(" \n\t ", Want::Err(MemoryError::EmptyReply));
-    check_parse(
-        "=== CONVERSATION MEMORY ===\n\n=== ENTITY MEMORY ===\n[]",
-        Want::Err(MemoryError::NoMemory),
-    );
-    check_parse(
-        "=== CONVERSATION MEMORY ===\n   \n=== ENTITY MEMORY ===\nNone.",
-        Want::Err(MemoryError::NoMemory),
-    );
+    check_parse("=== CONVERSATION MEMORY ===\n\n=== ENTITY MEMORY ===\n[]", Want::Err(MemoryError::NoMemory));
+    check_parse("=== CONVERSATION MEMORY ===\n   \n=== ENTITY MEMORY ===\nNone.", Want::Err(MemoryError::NoMemory));
     // trailing commas, stray whitespace, CRLF
     check_parse("=== CONVERSATION MEMORY ===\r\n  Spaces.  \r\n=== ENTITY MEMORY ===\r\n[ {\"name\": \"Alice\", \"properties\": {\"a\": 1,},}, ]\r\n", Want::Ok(Some("Spaces."), &["Alice"]));
     // heading variants and reversed order
-    check_parse(
-        &format!("## Conversation Memory\nMarkdown.\n## Entity Memory\n[{A}]"),
-        Want::Ok(Some("Markdown."), &["Alice"]),
-    );
-    check_parse(
-        &format!("**ENTITY MEMORY:**\n[{A}]\n**CONVERSATION MEMORY:**\nReversed."),
-        Want::Ok(Some("Reversed."), &["Alice"]),
-    );
-    check_parse(
-        &format!("===CONVERSATION MEMORY===\nTight.\n===ENTITY MEMORY===\n[{A}]"),
-        Want::Ok(Some("Tight."), &["Alice"]),
-    );
+    check_parse(&format!("## Conversation Memory\nMarkdown.\n## Entity Memory\n[{A}]"), Want::Ok(Some("Markdown."), &["Alice"]));
+    check_parse(&format!("**ENTITY MEMORY:**\n[{A}]\n**CONVERSATION MEMORY:**\nReversed."), Want::Ok(Some("Reversed."), &["Alice"]));
+    check_parse(&format!("===CONVERSATION MEMORY===\nTight.\n===ENTITY MEMORY===\n[{A}]"), Want::Ok(Some("Tight."), &["Alice"]));
     // an entity section that is present but broken is an error (nothing changes)
-    check_parse(
-        "=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{\"name\": }]",
-        Want::Err(MemoryError::BadEntityJson {
-            detail: "expected value at line 1 column 10".into(),
-        }),
-    );
+    check_parse("=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{\"name\": }]", Want::Err(MemoryError::BadEntityJson { detail: "expected value at line 1 column 10".into(), }));
     // one broken element among good ones is dropped, not fatal
-    check_parse(
-        &format!(
-            "=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{A}, {{\"name\": }}, {B}]"
-        ),
-        Want::Ok(Some("S."), &["Alice", "Paris"]),
-    );
+    check_parse(&format!("=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{A}, {{\"name\": }}, {B}]"), Want::Ok(Some("S."), &["Alice", "Paris"]));
     // a number serde_json cannot hold drops that entity only
     check_parse(&format!("=== ENTITY MEMORY ===\n[{A}, {{\"name\":\"Big\",\"relationships\":[{{\"targetId\":\"p1\",\"relationship\":\"r\",\"strength\":1e400}}]}}]"), Want::Ok(None, &["Alice"]));
     // cut off by the token limit: complete entries survive
-    check_parse(
-        &format!(
-            "=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{A}, {{\"id\":\"x\",\"na"
-        ),
-        Want::Ok(Some("S."), &["Alice"]),
-    );
-    check_parse(
-        "=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\nNo entities changed.",
-        Want::Ok(Some("S."), &[]),
-    );
+    check_parse(&format!("=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{A}, {{\"id\":\"x\",\"na"), Want::Ok(Some("S."), &["Alice"]));
+    check_parse("=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\nNo entities changed.", Want::Ok(Some("S."), &[]));
     // wrapper object and a single object
-    check_parse(
-        &format!("=== ENTITY MEMORY ===\n{{\"entities\": [{A}, {B}]}}"),
-        Want::Ok(None, &["Alice", "Paris"]),
-    );
-    check_parse(
-        &format!("=== ENTITY MEMORY ===\n{B}"),
-        Want::Ok(None, &["Paris"]),
-    );
+    check_parse(&format!("=== ENTITY MEMORY ===\n{{\"entities\": [{A}, {B}]}}"), Want::Ok(None, &["Alice", "Paris"]));
+    check_parse(&format!("=== ENTITY MEMORY ===\n{B}"), Want::Ok(None, &["Paris"]));
     // nameless and non-object entries are dropped; if nothing is left the reply is unusable
-    check_parse(
-        "=== ENTITY MEMORY ===\n[{\"id\":\"x\",\"name\":\"  \"}, 3, \"str\", {\"name\":\"?!\"}]",
-        Want::Err(MemoryError::NoMemory),
-    );
+    check_parse("=== ENTITY MEMORY ===\n[{\"id\":\"x\",\"name\":\"  \"}, 3, \"str\", {\"name\":\"?!\"}]", Want::Err(MemoryError::NoMemory));
     check_parse("=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{\"id\":\"x\",\"name\":\"\"}, {\"name\":\"  Bob   Jones \"}]", Want::Ok(Some("S."), &["Bob Jones"]));
     // a summary with a fenced block keeps its text
-    check_parse(
-        "=== CONVERSATION MEMORY ===\n```\nFenced summary.\n```\n=== ENTITY MEMORY ===\n[]",
-        Want::Ok(Some("Fenced summary."), &[]),
-    );
+    check_parse("=== CONVERSATION MEMORY ===\n```\nFenced summary.\n```\n=== ENTITY MEMORY ===\n[]", Want::Ok(Some("Fenced summary."), &[]));
     // a prose line that merely mentions the words is not a heading
-    check_parse(
-        "Conversation memory is hard to get right, they said.",
-        Want::Err(MemoryError::NoMemory),
-    );
+    check_parse("Conversation memory is hard to get right, they said.", Want::Err(MemoryError::NoMemory));
 }
 
 #[test]
@@ -564,6 +394,7 @@ fn check_strength(raw: &str, want: Option<(f32, bool)>) {
     assert_eq!(got, want, "strength {raw:?}");
 }
 
+#[rustfmt::skip]
 #[test]
 fn relationship_strength_table() {
     check_strength(r#","strength":0.7"#, Some((0.7, false)));

@@ -174,222 +174,54 @@ fn check_merge(json: &str, counts: (usize, usize, usize, usize, usize), facts: &
 const CHANGED: &[&str] = &["m0", "m5", "m6"];
 const KEPT: &[&str] = &["m0"];
 
+#[rustfmt::skip]
 #[test]
 fn merge_table() {
     use EntityType::*;
     use Is::*;
     // identical content: no change at all
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","type":"person","description":"A friend","properties":{"city":"London"}}]"#,
-        (0, 0, 1, 0, 0),
-        &[Sources("p1", KEPT), Updated("p1", 1000), Nodes(4)],
-    );
-    check_merge(
-        r#"[{"name":"ALLY"}]"#,
-        (0, 0, 1, 0, 0),
-        &[Aliases("p1", &["Ally"])],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","type":"person","description":"A friend","properties":{"city":"London"}}]"#, (0, 0, 1, 0, 0), &[Sources("p1", KEPT), Updated("p1", 1000), Nodes(4)]);
+    check_merge(r#"[{"name":"ALLY"}]"#, (0, 0, 1, 0, 0), &[Aliases("p1", &["Ally"])]);
     // same id: update; an `other` type never overwrites a known one
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","description":"An old friend"}]"#,
-        (0, 1, 0, 0, 0),
-        &[
-            Desc("p1", "An old friend"),
-            Type("p1", Person),
-            Sources("p1", CHANGED),
-            Updated("p1", NOW),
-            Sources("pl1", KEPT),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"c1","name":"Acme Corp","type":"concept"}]"#,
-        (0, 1, 0, 0, 0),
-        &[Type("c1", Concept), Desc("c1", "A company")],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","description":"An old friend"}]"#, (0, 1, 0, 0, 0), &[Desc("p1", "An old friend"), Type("p1", Person), Sources("p1", CHANGED), Updated("p1", NOW), Sources("pl1", KEPT)]);
+    check_merge(r#"[{"id":"c1","name":"Acme Corp","type":"concept"}]"#, (0, 1, 0, 0, 0), &[Type("c1", Concept), Desc("c1", "A company")]);
     // same normalised name or alias: the same node
-    check_merge(
-        r#"[{"name":"alice  SMITH!","description":"x"}]"#,
-        (0, 1, 0, 0, 0),
-        &[Desc("p1", "x"), Aliases("p1", &["Ally"]), Nodes(4)],
-    );
-    check_merge(
-        r#"[{"name":"ally","properties":{"age":30}}]"#,
-        (0, 1, 0, 0, 0),
-        &[Prop("p1", "age", "30"), Prop("p1", "city", "London")],
-    );
-    check_merge(
-        r#"[{"name":"A. Smith","aliases":["Ally"]}]"#,
-        (0, 1, 0, 0, 0),
-        &[
-            Aliases("p1", &["Ally", "A. Smith"]),
-            Name("p1", "Alice Smith"),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"unknown-id","name":"Paris","type":"place"}]"#,
-        (0, 0, 1, 0, 0),
-        &[Nodes(4)],
-    );
+    check_merge(r#"[{"name":"alice  SMITH!","description":"x"}]"#, (0, 1, 0, 0, 0), &[Desc("p1", "x"), Aliases("p1", &["Ally"]), Nodes(4)]);
+    check_merge(r#"[{"name":"ally","properties":{"age":30}}]"#, (0, 1, 0, 0, 0), &[Prop("p1", "age", "30"), Prop("p1", "city", "London")]);
+    check_merge(r#"[{"name":"A. Smith","aliases":["Ally"]}]"#, (0, 1, 0, 0, 0), &[Aliases("p1", &["Ally", "A. Smith"]), Name("p1", "Alice Smith")]);
+    check_merge(r#"[{"id":"unknown-id","name":"Paris","type":"place"}]"#, (0, 0, 1, 0, 0), &[Nodes(4)]);
     // only an id match renames; the old name is kept as an alias
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Jones"}]"#,
-        (0, 1, 0, 0, 0),
-        &[
-            Name("p1", "Alice Jones"),
-            Aliases("p1", &["Alice Smith", "Ally"]),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Ally"}]"#,
-        (0, 1, 0, 0, 0),
-        &[Name("p1", "Ally"), Aliases("p1", &["Alice Smith"])],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Jones"}]"#, (0, 1, 0, 0, 0), &[Name("p1", "Alice Jones"), Aliases("p1", &["Alice Smith", "Ally"])]);
+    check_merge(r#"[{"id":"p1","name":"Ally"}]"#, (0, 1, 0, 0, 0), &[Name("p1", "Ally"), Aliases("p1", &["Alice Smith"])]);
     // new nodes get caller ids, the scope and the sources
-    check_merge(
-        r#"[{"id":"zz","name":"Bob","type":"person"}]"#,
-        (1, 0, 0, 0, 0),
-        &[
-            Name("gen-1", "Bob"),
-            Type("gen-1", Person),
-            Sources("gen-1", &["m5", "m6"]),
-            Updated("gen-1", NOW),
-            Nodes(5),
-        ],
-    );
-    check_merge(
-        r#"[{"name":"Bob"},{"name":"bob","description":"builder"}]"#,
-        (1, 0, 0, 0, 0),
-        &[Desc("gen-1", "builder"), Aliases("gen-1", &[]), Nodes(5)],
-    );
-    check_merge(
-        r#"[{"name":"Bob","relationships":[{"targetId":"p1","relationship":"friend_of","strength":0.9}]}]"#,
-        (1, 0, 0, 0, 0),
-        &[Live("gen-1", "friend_of", "p1", 0.9)],
-    );
+    check_merge(r#"[{"id":"zz","name":"Bob","type":"person"}]"#, (1, 0, 0, 0, 0), &[Name("gen-1", "Bob"), Type("gen-1", Person), Sources("gen-1", &["m5", "m6"]), Updated("gen-1", NOW), Nodes(5)]);
+    check_merge(r#"[{"name":"Bob"},{"name":"bob","description":"builder"}]"#, (1, 0, 0, 0, 0), &[Desc("gen-1", "builder"), Aliases("gen-1", &[]), Nodes(5)]);
+    check_merge(r#"[{"name":"Bob","relationships":[{"targetId":"p1","relationship":"friend_of","strength":0.9}]}]"#, (1, 0, 0, 0, 0), &[Live("gen-1", "friend_of", "p1", 0.9)]);
     // entries landing on one node are combined, later fields win
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","description":"first"},{"name":"Ally","description":"second"}]"#,
-        (0, 1, 0, 0, 0),
-        &[Desc("p1", "second")],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","description":"first"},{"name":"Ally","description":"second"}]"#, (0, 1, 0, 0, 0), &[Desc("p1", "second")]);
     // relationships: the stronger strength is kept; labels compare normalised
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0.3}]}]"#,
-        (0, 0, 1, 0, 0),
-        &[Live("p1", "lives_in", "pl2", 0.8)],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0.95}]}]"#,
-        (0, 1, 0, 0, 0),
-        &[
-            Live("p1", "lives_in", "pl2", 0.95),
-            Rels("p1", 2),
-            Sources("p1", CHANGED),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"Lives In","strength":0.8}]}]"#,
-        (0, 0, 1, 0, 0),
-        &[Rels("p1", 2)],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0.3}]}]"#, (0, 0, 1, 0, 0), &[Live("p1", "lives_in", "pl2", 0.8)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0.95}]}]"#, (0, 1, 0, 0, 0), &[Live("p1", "lives_in", "pl2", 0.95), Rels("p1", 2), Sources("p1", CHANGED)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"Lives In","strength":0.8}]}]"#, (0, 0, 1, 0, 0), &[Rels("p1", 2)]);
     // contradictions close, never delete
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"lives_in","strength":0.9}]}]"#,
-        (0, 1, 0, 1, 0),
-        &[
-            Live("p1", "lives_in", "pl1", 0.9),
-            Closed("p1", "lives_in", "pl2"),
-            Rels("p1", 3),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"dislikes","strength":0.7}]}]"#,
-        (0, 1, 0, 1, 0),
-        &[
-            Live("p1", "dislikes", "pl1", 0.7),
-            Closed("p1", "likes", "pl1"),
-            Live("p1", "lives_in", "pl2", 0.8),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0}]}]"#,
-        (0, 1, 0, 1, 0),
-        &[
-            Closed("p1", "lives_in", "pl2"),
-            Rels("p1", 2),
-            Sources("p1", CHANGED),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0.8,"ended":true}]}]"#,
-        (0, 1, 0, 1, 0),
-        &[Closed("p1", "lives_in", "pl2")],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"knows","strength":0}]}]"#,
-        (0, 0, 1, 0, 0),
-        &[Rels("p1", 2)],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"lives_in","strength":0.9}]}]"#, (0, 1, 0, 1, 0), &[Live("p1", "lives_in", "pl1", 0.9), Closed("p1", "lives_in", "pl2"), Rels("p1", 3)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"dislikes","strength":0.7}]}]"#, (0, 1, 0, 1, 0), &[Live("p1", "dislikes", "pl1", 0.7), Closed("p1", "likes", "pl1"), Live("p1", "lives_in", "pl2", 0.8)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0}]}]"#, (0, 1, 0, 1, 0), &[Closed("p1", "lives_in", "pl2"), Rels("p1", 2), Sources("p1", CHANGED)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl2","relationship":"lives_in","strength":0.8,"ended":true}]}]"#, (0, 1, 0, 1, 0), &[Closed("p1", "lives_in", "pl2")]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"knows","strength":0}]}]"#, (0, 0, 1, 0, 0), &[Rels("p1", 2)]);
     // non-exclusive labels accumulate
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"visited","strength":0.4}]}]"#,
-        (0, 1, 0, 0, 0),
-        &[
-            Live("p1", "visited", "pl1", 0.4),
-            Live("p1", "likes", "pl1", 0.6),
-            Rels("p1", 3),
-        ],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"visited","strength":0.4}]}]"#, (0, 1, 0, 0, 0), &[Live("p1", "visited", "pl1", 0.4), Live("p1", "likes", "pl1", 0.6), Rels("p1", 3)]);
     // contradictions inside one update: the last statement wins
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"lives_in"},{"targetId":"c1","relationship":"lives_in"}]}]"#,
-        (0, 1, 0, 1, 1),
-        &[
-            Live("p1", "lives_in", "c1", 0.5),
-            Closed("p1", "lives_in", "pl2"),
-            Rels("p1", 3),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"visited","strength":0.2},{"targetId":"pl1","relationship":"visited","strength":0.3}]}]"#,
-        (0, 1, 0, 0, 0),
-        &[Live("p1", "visited", "pl1", 0.3)],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"lives_in"},{"targetId":"c1","relationship":"lives_in"}]}]"#, (0, 1, 0, 1, 1), &[Live("p1", "lives_in", "c1", 0.5), Closed("p1", "lives_in", "pl2"), Rels("p1", 3)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"pl1","relationship":"visited","strength":0.2},{"targetId":"pl1","relationship":"visited","strength":0.3}]}]"#, (0, 1, 0, 0, 0), &[Live("p1", "visited", "pl1", 0.3)]);
     // a closed edge asserted again is a new live edge; the closed one stays
-    check_merge(
-        r#"[{"id":"c1","name":"Acme Corp","relationships":[{"targetId":"pl1","relationship":"based_in","strength":0.6}]}]"#,
-        (0, 1, 0, 0, 0),
-        &[Live("c1", "based_in", "pl1", 0.6), Rels("c1", 2)],
-    );
+    check_merge(r#"[{"id":"c1","name":"Acme Corp","relationships":[{"targetId":"pl1","relationship":"based_in","strength":0.6}]}]"#, (0, 1, 0, 0, 0), &[Live("c1", "based_in", "pl1", 0.6), Rels("c1", 2)]);
     // targets: by name or alias, by the model id of a new node (forward reference); unknown and self dropped
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"acme corp","relationship":"works_at"}]}]"#,
-        (0, 1, 0, 0, 0),
-        &[Live("p1", "works_at", "c1", 0.5)],
-    );
-    check_merge(
-        r#"[{"id":"c1","name":"Acme Corp","relationships":[{"targetId":"Ally","relationship":"employs","strength":1}]}]"#,
-        (0, 1, 0, 0, 0),
-        &[Live("c1", "employs", "p1", 1.0)],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"x9","relationship":"works_at","strength":0.8}]},{"id":"x9","name":"Globex","type":"place"}]"#,
-        (1, 1, 0, 0, 0),
-        &[
-            Live("p1", "works_at", "gen-1", 0.8),
-            Name("gen-1", "Globex"),
-        ],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"nobody","relationship":"knows"}]}]"#,
-        (0, 0, 1, 0, 1),
-        &[Rels("p1", 2)],
-    );
-    check_merge(
-        r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"p1","relationship":"is"}]}]"#,
-        (0, 0, 1, 0, 1),
-        &[Rels("p1", 2)],
-    );
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"acme corp","relationship":"works_at"}]}]"#, (0, 1, 0, 0, 0), &[Live("p1", "works_at", "c1", 0.5)]);
+    check_merge(r#"[{"id":"c1","name":"Acme Corp","relationships":[{"targetId":"Ally","relationship":"employs","strength":1}]}]"#, (0, 1, 0, 0, 0), &[Live("c1", "employs", "p1", 1.0)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"x9","relationship":"works_at","strength":0.8}]},{"id":"x9","name":"Globex","type":"place"}]"#, (1, 1, 0, 0, 0), &[Live("p1", "works_at", "gen-1", 0.8), Name("gen-1", "Globex")]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"nobody","relationship":"knows"}]}]"#, (0, 0, 1, 0, 1), &[Rels("p1", 2)]);
+    check_merge(r#"[{"id":"p1","name":"Alice Smith","relationships":[{"targetId":"p1","relationship":"is"}]}]"#, (0, 0, 1, 0, 1), &[Rels("p1", 2)]);
 }
 
 #[test]
@@ -615,6 +447,7 @@ fn check_retrieve(texts: &[&str], want: &[&str]) {
     assert_eq!(got, want, "{texts:?}");
 }
 
+#[rustfmt::skip]
 #[test]
 fn retrieve_table() {
     check_retrieve(&["I met alice yesterday"], &["a1", "bob", "p"]);
