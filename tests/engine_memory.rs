@@ -470,6 +470,26 @@ fn size_limits_cap_garbage() {
 }
 
 #[test]
+fn large_adversarial_replies_are_linear() {
+    let half = 250 * 1024;
+    for unit in [
+        "[",
+        "{\"a\":",
+        ",",
+        "\"",
+        "[{},",
+        "{\"name\":\"x\",\"relationships\":[",
+        ", \n",
+        "=== ENTITY MEMORY ===\n[",
+    ] {
+        let body = unit.repeat(half / unit.len());
+        let reply = format!("=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{body}");
+        let _ = parse_reply(&reply);
+        let _ = parse_reply(&body);
+    }
+}
+
+#[test]
 fn deep_nesting_does_not_overflow() {
     let deep = format!(
         "=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n[{}{}, {A}]",
@@ -510,6 +530,10 @@ proptest! {
         let _ = parse_reply(&s);
     }
 
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
     #[test]
     fn parser_never_panics_on_reply_shaped_input(parts in prop::collection::vec(fragment(), 0..40)) {
         let s = parts.concat();
