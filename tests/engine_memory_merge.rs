@@ -413,6 +413,26 @@ proptest! {
     }
 }
 
+// ---------- normalisation ----------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// The three word splitters (callback, arena, key) agree on any text.
+    #[test]
+    fn word_splitters_agree(s in "(\\PC|[ .,+#_-]|東京|Ünï){0,40}") {
+        use memoire::engine::memory::normalize::{label_key, name_key, push_words, words};
+        let w = words(&s);
+        let mut buf = String::new();
+        let mut spans = Vec::new();
+        push_words(&s, &mut buf, &mut spans);
+        let pushed: Vec<&str> = spans.iter().map(|&(a, b)| &buf[a..b]).collect();
+        prop_assert_eq!(&pushed, &w);
+        prop_assert_eq!(name_key(&s), w.join(" "));
+        prop_assert_eq!(label_key(&s), w.join("_"));
+    }
+}
+
 // ---------- retrieval ----------
 
 fn retrieval_graph() -> Graph {

@@ -9,7 +9,7 @@
 //! `0.5 + 0.5 * 2^(-age / 7 days)` of `updated_at` relative to `now`. Ties: newer first, then by id.
 
 use super::graph::Graph;
-use super::normalize::{for_each_word, FastMap};
+use super::normalize::{push_words, FastMap};
 use crate::engine::model::{EntityNode, Millis};
 
 /// Recency half-life.
@@ -61,10 +61,7 @@ pub fn retrieve<'g, S: AsRef<str>>(
     for (i, n) in nodes.iter().enumerate() {
         for name in std::iter::once(&n.name).chain(n.aliases.iter()) {
             let first = pat_words.len();
-            for_each_word(name, |w| {
-                pat_words.push((pat_buf.len(), pat_buf.len() + w.len()));
-                pat_buf.push_str(w);
-            });
+            push_words(name, &mut pat_buf, &mut pat_words);
             let count = pat_words.len() - first;
             if count == 0 || count > MAX_NAME_WORDS {
                 pat_words.truncate(first);
@@ -86,10 +83,7 @@ pub fn retrieve<'g, S: AsRef<str>>(
     for t in texts {
         text_buf.clear();
         text_words.clear();
-        for_each_word(t.as_ref(), |w| {
-            text_words.push((text_buf.len(), text_buf.len() + w.len()));
-            text_buf.push_str(w);
-        });
+        push_words(t.as_ref(), &mut text_buf, &mut text_words);
         let tw: Vec<&str> = text_words.iter().map(|&(a, b)| &text_buf[a..b]).collect();
         for start in 0..tw.len() {
             let Some(cands) = by_first.get(tw[start]) else {
