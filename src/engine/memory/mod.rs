@@ -1,1 +1,86 @@
-//! TODO(memory): owned by a work package in progress.
+//! The memory protocol: when the summary + entity update runs ([`due`]), the update request
+//! ([`prompt`]), parsing and validating the reply ([`parse`]), summary versions ([`summary`]), merging
+//! entities into the indexed graph ([`graph`], [`merge`]) and retrieving entities for the prompt
+//! ([`retrieve`]). All pure: `now`, ids and limits are arguments.
+//! Must not import anything outside `crate::engine` (serde_json and thiserror are crate dependencies).
+//!
+//! Flow for the session: `due(..)` -> `build_update_request(..)` -> send with `request.options` ->
+//! `parse_reply(text)` -> on `Ok`, `apply_update(..)`; on `Err`, change nothing and show the error.
+
+pub mod due;
+pub mod graph;
+pub mod merge;
+pub mod normalize;
+pub mod parse;
+pub mod prompt;
+pub mod retrieve;
+pub mod summary;
+
+pub use due::{
+    count_pairs, counts_for_memory, due, Due, DueInput, DueReason, UpdateGuard, UpdateTicket,
+};
+pub use graph::Graph;
+pub use merge::{merge, ClosedRelationship, MergeContext, MergeReport};
+pub use parse::{parse_reply, ParsedEntity, ParsedRelationship, ParsedUpdate};
+pub use prompt::{
+    build_update_request, MemoryRequestOptions, UpdateLimits, UpdateRequest, UpdateSpan,
+    MEMORY_MAX_TOKENS, MEMORY_TEMPERATURE,
+};
+pub use retrieve::{describe, retrieve, Retrieved, Why};
+pub use summary::{latest, next_summary, restore_summary};
+
+use crate::engine::model::{ConversationSummary, EntityScope, Millis};
+
+/// Everything that can go wrong in the memory protocol. On any of these, nothing is changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    #[error("there are no new messages to add to the memory")]
+    NothingToSummarize,
+    #[error("the memory reply was empty; the previous memory is kept")]
+    EmptyReply,
+    #[error("the memory reply was too large ({bytes} bytes, limit {limit}); the previous memory is kept")]
+    ReplyTooLarge { bytes: usize, limit: usize },
+    #[error("the memory reply had neither a summary nor entities; the previous memory is kept")]
+    NoMemory,
+    #[error("the entity section of the memory reply is not valid JSON ({detail}); the previous memory is kept")]
+    BadEntityJson { detail: String },
+    #[error("that summary belongs to another conversation")]
+    RestoreOtherConversation,
+    #[error("only an older summary can be restored (version {older} is not older than {latest})")]
+    RestoreNotOlder { older: u32, latest: u32 },
+}
+
+/// The result of applying a parsed update.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The new summary version, when the reply had a summary.
+    pub summary: Option<ConversationSummary>,
+    pub report: MergeReport,
+}
+
+/// Applies a successfully parsed reply: the next summary version (if the reply had one) and the merge
+/// into `graph`. Cannot fail; parse errors are handled before this by not calling it.
+#[allow(clippy::too_many_arguments)]
+pub fn apply_update(
+    parsed: &ParsedUpdate,
+    previous: Option<&ConversationSummary>,
+    conversation_id: &str,
+    span: &UpdateSpan,
+    message_count: u64,
+    graph: &mut Graph,
+    scope: EntityScope,
+    now: Millis,
+    new_id: impl FnMut() -> String,
+) -> Applied {
+    let summary = parsed
+        .summary
+        .as_deref()
+        .map(|text| next_summary(previous, conversation_id, text, span, message_count, now));
+    let ctx = MergeContext {
+        now,
+        source_message_ids: &span.message_ids,
+        scope,
+    };
+    let report = merge(graph, &parsed.entities, &ctx, new_id);
+    Applied { summary, report }
+}

@@ -1,0 +1,140 @@
+//! When the memory update (summary + entities) runs: after every M user/assistant pairs since the
+//! summary's `covers_up_to_seq`, or when the caller says the history no longer fits the budget; never
+//! while another update is running. Also a tiny pure guard that makes "never twice at once" a value.
+//! Must not import anything outside `crate::engine`.
+
+use crate::engine::model::{Message, MessageStatus, Role};
+
+/// Whether a message takes part in memory: not errored, not still streaming, and not empty.
+/// Interrupted replies count (their partial text is kept and was seen by the user).
+pub fn counts_for_memory(m: &Message) -> bool {
+    !matches!(m.status, MessageStatus::Error | MessageStatus::Streaming)
+        && !m.content.trim().is_empty()
+}
+
+/// Everything `due` looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct DueInput<'a> {
+    /// The conversation's messages (any order; only `seq` matters).
+    pub messages: &'a [Message],
+    /// `covers_up_to_seq` of the latest summary, or `None` when there is no summary yet.
+    pub covers_up_to_seq: Option<u64>,
+    /// M: user/assistant pairs between updates (0 is treated as 1).
+    pub every_pairs: usize,
+    /// True when the assembler reported that the history no longer fits the budget.
+    pub over_budget: bool,
+    /// True while an update is already in flight for this conversation.
+    pub in_progress: bool,
+}
+
+/// Why an update is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DueReason {
+    /// `pairs` complete user/assistant pairs accumulated since the summary (>= M).
+    Pairs { pairs: usize },
+    /// The history does not fit the budget any more and there is something to summarise.
+    OverBudget { pairs: usize },
+}
+
+/// The decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// Nothing to do; `pairs` counted so far.
+    No {
+        pairs: usize,
+    },
+    /// An update is already running; never start a second one.
+    AlreadyRunning,
+    Yes(DueReason),
+}
+
+impl Due {
+    pub fn is_due(self) -> bool {
+        matches!(self, Due::Yes(_))
+    }
+}
+
+/// Counts complete user -> assistant pairs among the counting messages after `after_seq`:
+/// an assistant message closes a pair when a user message came before it since the last pair.
+/// Errored, streaming and empty messages are skipped, so they neither open nor close a pair.
+pub fn count_pairs(messages: &[Message], after_seq: Option<u64>) -> usize {
+    let mut eligible: Vec<&Message> = messages
+        .iter()
+        .filter(|m| after_seq.is_none_or(|s| m.seq > s) && counts_for_memory(m))
+        .collect();
+    if !eligible.windows(2).all(|w| w[0].seq <= w[1].seq) {
+        eligible.sort_by_key(|m| m.seq);
+    }
+    let mut pairs = 0;
+    let mut open_user = false;
+    for m in eligible {
+        match m.role {
+            Role::User => open_user = true,
+            Role::Assistant if open_user => {
+                pairs += 1;
+                open_user = false;
+            }
+            _ => {}
+        }
+    }
+    pairs
+}
+
+/// Whether the memory update should run now.
+pub fn due(input: DueInput<'_>) -> Due {
+    if input.in_progress {
+        return Due::AlreadyRunning;
+    }
+    let pairs = count_pairs(input.messages, input.covers_up_to_seq);
+    let every = input.every_pairs.max(1);
+    if pairs >= every {
+        return Due::Yes(DueReason::Pairs { pairs });
+    }
+    if input.over_budget {
+        let anything_new = input.messages.iter().any(|m| {
+            input.covers_up_to_seq.is_none_or(|s| m.seq > s)
+                && counts_for_memory(m)
+                && matches!(m.role, Role::User | Role::Assistant)
+        });
+        if anything_new {
+            return Due::Yes(DueReason::OverBudget { pairs });
+        }
+    }
+    Due::No { pairs }
+}
+
+/// A pure "one update at a time" guard the session keeps per conversation.
+/// `try_start` hands out a ticket only when nothing is running; `finish` takes it back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateGuard {
+    running: Option<u64>,
+    next_ticket: u64,
+}
+
+/// Proof that an update was started; give it back to [`UpdateGuard::finish`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct UpdateTicket(u64);
+
+impl UpdateGuard {
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+    /// A ticket when no update is running, else `None`.
+    pub fn try_start(&mut self) -> Option<UpdateTicket> {
+        if self.running.is_some() {
+            return None;
+        }
+        self.next_ticket += 1;
+        self.running = Some(self.next_ticket);
+        Some(UpdateTicket(self.next_ticket))
+    }
+    /// Ends the running update (successful or not). A stale ticket is ignored and returns false.
+    pub fn finish(&mut self, ticket: UpdateTicket) -> bool {
+        if self.running == Some(ticket.0) {
+            self.running = None;
+            true
+        } else {
+            false
+        }
+    }
+}

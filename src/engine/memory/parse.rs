@@ -1,0 +1,559 @@
+//! Parsing the memory-update reply: the `=== CONVERSATION MEMORY ===` summary and the
+//! `=== ENTITY MEMORY ===` JSON array, leniently (code fences, prose around the sections, a missing
+//! section, stray whitespace, markdown-style headings, trailing commas, an array cut off by the token
+//! limit) and defensively (size caps, strength clamped to 0..1, unknown types become `other`,
+//! non-string property values stringified, nameless entities dropped). Never panics on any input.
+//! Must not import anything outside `crate::engine` (and serde_json, a crate dependency).
+//!
+//! The array is split into elements by a small bracket scanner, each element parsed on its own, so one
+//! broken entity (or a reply cut off mid-array) does not lose the others.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::normalize::{collapse_ws, name_key, truncate_chars};
+use super::MemoryError;
+use crate::engine::model::EntityType;
+
+/// Replies larger than this are refused outright.
+pub const MAX_REPLY_BYTES: usize = 512 * 1024;
+/// The summary is cut at this many characters.
+pub const MAX_SUMMARY_CHARS: usize = 20_000;
+/// At most this many entities are taken from one reply.
+pub const MAX_ENTITIES: usize = 300;
+pub const MAX_ID_CHARS: usize = 128;
+pub const MAX_NAME_CHARS: usize = 200;
+pub const MAX_ALIASES: usize = 16;
+pub const MAX_DESCRIPTION_CHARS: usize = 2000;
+pub const MAX_PROPERTIES: usize = 32;
+pub const MAX_PROPERTY_KEY_CHARS: usize = 64;
+pub const MAX_PROPERTY_VALUE_CHARS: usize = 500;
+pub const MAX_RELATIONSHIPS: usize = 32;
+pub const MAX_LABEL_CHARS: usize = 64;
+/// Strength of a relationship that gives none.
+pub const DEFAULT_STRENGTH: f32 = 0.5;
+const MAX_NOTES: usize = 64;
+
+/// One relationship as the model stated it (target not yet resolved).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedRelationship {
+    /// An entity id, or (leniently) a name.
+    pub target: String,
+    pub relationship: String,
+    /// Clamped to 0..=1.
+    pub strength: f32,
+    /// The model says the relationship no longer holds (`strength` 0, or `ended`/`removed`: true,
+    /// or `valid`: false).
+    pub ended: bool,
+}
+
+/// One validated entity from the reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedEntity {
+    /// The model's id: a known id (update) or a new one of its own (resolved at merge).
+    pub id: Option<String>,
+    pub entity_type: EntityType,
+    /// Never empty: has at least one word character.
+    pub name: String,
+    pub aliases: Vec<String>,
+    pub description: String,
+    pub properties: BTreeMap<String, String>,
+    pub relationships: Vec<ParsedRelationship>,
+}
+
+/// A validated reply.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedUpdate {
+    /// The new summary text; `None` when the section was missing or empty.
+    pub summary: Option<String>,
+    pub entities: Vec<ParsedEntity>,
+    /// What was repaired or dropped, for the log / memory pane.
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Section {
+    Conversation,
+    Entity,
+}
+
+/// Whether `line` is a section heading, e.g. `=== ENTITY MEMORY ===`, `## Entity memory`,
+/// `**CONVERSATION MEMORY:**`.
+fn marker_of(line: &str) -> Option<Section> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() || trimmed.len() > 80 {
+        return None;
+    }
+    let key = name_key(trimmed.trim_matches(|c: char| "=#*:_->` \t".contains(c)));
+    let decorated = trimmed.contains("==")
+        || trimmed.starts_with('#')
+        || trimmed.starts_with('*')
+        || trimmed.ends_with(':');
+    for (section, target) in [
+        (Section::Conversation, "conversation memory"),
+        (Section::Entity, "entity memory"),
+        (Section::Entity, "entities memory"),
+        (Section::Entity, "entity memories"),
+    ] {
+        if key == target || (decorated && key.starts_with(target) && key.split(' ').count() <= 5) {
+            return Some(section);
+        }
+    }
+    None
+}
+
+/// Byte ranges of each section's body, first occurrence of each heading.
+fn split_sections(text: &str) -> (Option<&str>, Option<&str>) {
+    let mut marks: Vec<(Section, usize, usize)> = Vec::new(); // (section, line start, body start)
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(s) = marker_of(line) {
+            marks.push((s, pos, pos + line.len()));
+        }
+        pos += line.len();
+    }
+    let body = |which: Section| -> Option<&str> {
+        let i = marks.iter().position(|m| m.0 == which)?;
+        let start = marks[i].2;
+        let end = marks.get(i + 1).map(|m| m.1).unwrap_or(text.len());
+        Some(&text[start..end.max(start)])
+    };
+    (body(Section::Conversation), body(Section::Entity))
+}
+
+/// Drops code-fence lines (```` ``` ````, ```` ```json ````).
+fn strip_fences(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for line in s.split_inclusive('\n') {
+        if !line.trim_start().starts_with("```") {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// Removes commas directly before `]` or `}` outside strings (a common model mistake).
+fn remove_trailing_commas(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut last = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        if b == b'"' {
+            in_str = true;
+        } else if b == b',' {
+            let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+            if matches!(next, Some(b']') | Some(b'}')) {
+                out.push_str(&s[last..i]);
+                last = i + 1;
+            }
+        }
+    }
+    out.push_str(&s[last..]);
+    out
+}
+
+fn parse_value(s: &str) -> Result<Value, serde_json::Error> {
+    let cleaned = remove_trailing_commas(s);
+    let mut stream = serde_json::Deserializer::from_str(&cleaned).into_iter::<Value>();
+    match stream.next() {
+        Some(v) => v,
+        None => serde_json::from_str::<Value>(""),
+    }
+}
+
+/// Splits a top-level JSON array starting at `s[0] == '['` into element slices.
+/// Returns the elements and whether the array was closed.
+fn split_array(s: &str) -> (Vec<&str>, bool) {
+    let bytes = s.as_bytes();
+    let mut elems = Vec::new();
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut start = 1;
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    elems.push(&s[start.min(i)..i]);
+                    return (elems, true);
+                }
+            }
+            b',' if depth == 1 => {
+                elems.push(&s[start.min(i)..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    elems.push(&s[start.min(s.len())..]);
+    (elems, false)
+}
+
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn add(&mut self, note: impl Into<String>) {
+        if self.0.len() < MAX_NOTES {
+            self.0.push(note.into());
+        }
+    }
+}
+
+fn value_to_string(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn field<'a>(obj: &'a Map<String, Value>, names: &[&str]) -> Option<&'a Value> {
+    names
+        .iter()
+        .find_map(|n| obj.get(*n))
+        .filter(|v| !v.is_null())
+}
+
+fn text_field(obj: &Map<String, Value>, names: &[&str], max: usize) -> String {
+    field(obj, names)
+        .and_then(value_to_string)
+        .map(|s| truncate_chars(s.trim(), max).to_string())
+        .unwrap_or_default()
+}
+
+fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => matches!(s.trim().to_ascii_lowercase().as_str(), "true" | "yes"),
+        _ => false,
+    }
+}
+
+fn parse_strength(v: Option<&Value>) -> Option<f32> {
+    let raw = match v {
+        None => return Some(DEFAULT_STRENGTH),
+        Some(Value::Number(n)) => n.as_f64()?,
+        Some(Value::String(s)) => s.trim().parse::<f64>().ok()?,
+        Some(_) => return None,
+    };
+    if !raw.is_finite() {
+        return None;
+    }
+    Some(raw.clamp(0.0, 1.0) as f32)
+}
+
+fn parse_relationship(v: &Value, who: &str, notes: &mut Notes) -> Option<ParsedRelationship> {
+    let Some(obj) = v.as_object() else {
+        notes.add(format!(
+            "{who}: dropped a relationship that is not an object"
+        ));
+        return None;
+    };
+    let target = text_field(
+        obj,
+        &["targetId", "target_id", "targetID", "target", "to"],
+        MAX_ID_CHARS,
+    );
+    let relationship = collapse_ws(&text_field(
+        obj,
+        &["relationship", "relation", "label", "type"],
+        MAX_LABEL_CHARS,
+    ));
+    if target.is_empty() || name_key(&relationship).is_empty() {
+        notes.add(format!(
+            "{who}: dropped a relationship without a target or a label"
+        ));
+        return None;
+    }
+    let Some(strength) = parse_strength(field(obj, &["strength", "weight"])) else {
+        notes.add(format!(
+            "{who}: dropped relationship '{relationship}' with an invalid strength"
+        ));
+        return None;
+    };
+    let ended = strength == 0.0
+        || truthy(obj.get("ended"))
+        || truthy(obj.get("removed"))
+        || truthy(obj.get("closed"))
+        || matches!(obj.get("valid"), Some(Value::Bool(false)));
+    Some(ParsedRelationship {
+        target,
+        relationship,
+        strength,
+        ended,
+    })
+}
+
+fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEntity> {
+    let Some(obj) = v.as_object() else {
+        notes.add(format!("entity #{index}: not an object, dropped"));
+        return None;
+    };
+    let name = collapse_ws(&text_field(
+        obj,
+        &["name", "entityName", "entity_name", "title"],
+        MAX_NAME_CHARS,
+    ));
+    if name_key(&name).is_empty() {
+        notes.add(format!("entity #{index}: empty name, dropped"));
+        return None;
+    }
+    let id = Some(text_field(
+        obj,
+        &["id", "entityId", "entity_id"],
+        MAX_ID_CHARS,
+    ))
+    .filter(|s| !s.is_empty());
+    let entity_type = EntityType::parse_lenient(&text_field(
+        obj,
+        &["type", "entityType", "entity_type", "kind"],
+        32,
+    ));
+    let description = text_field(
+        obj,
+        &["description", "desc", "summary"],
+        MAX_DESCRIPTION_CHARS,
+    );
+
+    let own_key = name_key(&name);
+    let mut aliases: Vec<String> = Vec::new();
+    let mut seen = vec![own_key];
+    if let Some(Value::Array(list)) = field(obj, &["aliases", "alias", "aka"]) {
+        for a in list.iter().filter_map(value_to_string) {
+            let a = collapse_ws(truncate_chars(a.trim(), MAX_NAME_CHARS));
+            let k = name_key(&a);
+            if k.is_empty() || seen.contains(&k) {
+                continue;
+            }
+            if aliases.len() == MAX_ALIASES {
+                notes.add(format!(
+                    "{name}: more than {MAX_ALIASES} aliases, rest dropped"
+                ));
+                break;
+            }
+            seen.push(k);
+            aliases.push(a);
+        }
+    } else if let Some(Value::String(a)) = field(obj, &["aliases", "alias", "aka"]) {
+        let a = collapse_ws(truncate_chars(a.trim(), MAX_NAME_CHARS));
+        let k = name_key(&a);
+        if !k.is_empty() && !seen.contains(&k) {
+            aliases.push(a);
+        }
+    }
+
+    let mut properties = BTreeMap::new();
+    match field(obj, &["properties", "props", "attributes"]) {
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
+                let Some(val) = value_to_string(v) else {
+                    continue;
+                };
+                let val = truncate_chars(val.trim(), MAX_PROPERTY_VALUE_CHARS).to_string();
+                if key.is_empty() || val.is_empty() {
+                    continue;
+                }
+                if properties.len() == MAX_PROPERTIES && !properties.contains_key(&key) {
+                    notes.add(format!(
+                        "{name}: more than {MAX_PROPERTIES} properties, rest dropped"
+                    ));
+                    break;
+                }
+                properties.insert(key, val);
+            }
+        }
+        None => {}
+        Some(_) => notes.add(format!("{name}: properties is not an object, ignored")),
+    }
+
+    let mut relationships = Vec::new();
+    match field(obj, &["relationships", "relations", "edges"]) {
+        Some(Value::Array(list)) => {
+            for r in list {
+                if relationships.len() == MAX_RELATIONSHIPS {
+                    notes.add(format!(
+                        "{name}: more than {MAX_RELATIONSHIPS} relationships, rest dropped"
+                    ));
+                    break;
+                }
+                if let Some(rel) = parse_relationship(r, &name, notes) {
+                    relationships.push(rel);
+                }
+            }
+        }
+        None => {}
+        Some(_) => notes.add(format!("{name}: relationships is not an array, ignored")),
+    }
+
+    Some(ParsedEntity {
+        id,
+        entity_type,
+        name,
+        aliases,
+        description,
+        properties,
+        relationships,
+    })
+}
+
+/// Parses the entity section. `Ok(None)` when it holds no JSON at all.
+fn parse_entities(
+    section: &str,
+    notes: &mut Notes,
+) -> Result<Option<Vec<ParsedEntity>>, MemoryError> {
+    let text = strip_fences(section);
+    let Some(start) = text.find(['[', '{']) else {
+        return Ok(None);
+    };
+    let json = &text[start..];
+    let values: Vec<Value> = if json.starts_with('[') {
+        let (elems, closed) = split_array(json);
+        let mut values = Vec::new();
+        let mut attempted = 0;
+        let mut last_err = None;
+        let count = elems.len();
+        for (i, e) in elems.into_iter().enumerate() {
+            if e.trim().is_empty() {
+                continue;
+            }
+            attempted += 1;
+            match parse_value(e) {
+                Ok(v) => values.push(v),
+                Err(err) => {
+                    if !closed && i + 1 == count {
+                        notes.add("the entity list was cut off; its last entry was dropped");
+                    } else {
+                        notes.add(format!("entity #{}: invalid JSON ({err}), dropped", i + 1));
+                    }
+                    last_err = Some(err.to_string());
+                }
+            }
+        }
+        if attempted > 0 && values.is_empty() {
+            return Err(MemoryError::BadEntityJson {
+                detail: last_err.unwrap_or_default(),
+            });
+        }
+        values
+    } else {
+        match parse_value(json) {
+            Ok(Value::Object(obj)) => {
+                match ["entities", "nodes", "entity_memory", "entityMemory"]
+                    .iter()
+                    .find_map(|k| obj.get(*k))
+                {
+                    Some(Value::Array(list)) => list.clone(),
+                    _ => vec![Value::Object(obj)],
+                }
+            }
+            Ok(_) => Vec::new(),
+            Err(err) => {
+                return Err(MemoryError::BadEntityJson {
+                    detail: err.to_string(),
+                })
+            }
+        }
+    };
+
+    let mut entities = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        if entities.len() == MAX_ENTITIES {
+            notes.add(format!(
+                "more than {MAX_ENTITIES} entities in one reply, rest dropped"
+            ));
+            break;
+        }
+        if let Some(e) = parse_entity(v, i + 1, notes) {
+            entities.push(e);
+        }
+    }
+    Ok(Some(entities))
+}
+
+fn clean_summary(section: &str, notes: &mut Notes) -> Option<String> {
+    let text = strip_fences(section);
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let cut = truncate_chars(text, MAX_SUMMARY_CHARS);
+    if cut.len() < text.len() {
+        notes.add(format!(
+            "the summary was longer than {MAX_SUMMARY_CHARS} characters and was cut"
+        ));
+    }
+    Some(cut.trim_end().to_string())
+}
+
+/// Parses and validates a memory-update reply. On error nothing may be changed by the caller.
+pub fn parse_reply(reply: &str) -> Result<ParsedUpdate, MemoryError> {
+    if reply.len() > MAX_REPLY_BYTES {
+        return Err(MemoryError::ReplyTooLarge {
+            bytes: reply.len(),
+            limit: MAX_REPLY_BYTES,
+        });
+    }
+    if reply.trim().is_empty() {
+        return Err(MemoryError::EmptyReply);
+    }
+    let mut notes = Notes(Vec::new());
+    let (conv, ent) = split_sections(reply);
+    let summary = conv.and_then(|c| clean_summary(c, &mut notes));
+    if conv.is_none() {
+        notes.add("the reply had no conversation-memory section");
+    }
+    let entities = match ent {
+        Some(section) => parse_entities(section, &mut notes)?.unwrap_or_else(|| {
+            if !section.trim().is_empty() {
+                notes.add("the entity section held no JSON; no entity changes");
+            }
+            Vec::new()
+        }),
+        None if conv.is_none() => {
+            // No headings at all: accept a bare JSON entity array, if that is what came back.
+            parse_entities(reply, &mut notes)
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+        }
+        None => {
+            notes.add("the reply had no entity-memory section");
+            Vec::new()
+        }
+    };
+    if summary.is_none() && entities.is_empty() {
+        return Err(MemoryError::NoMemory);
+    }
+    Ok(ParsedUpdate {
+        summary,
+        entities,
+        notes: notes.0,
+    })
+}

@@ -1,0 +1,239 @@
+//! The memory-update request: a [`Prompt`] whose system text explains the exact reply format, and whose
+//! one user message carries the previous summary (or "No previous conversation"), the known entities
+//! (id, type, name, aliases, so the model reuses ids) and the role-labelled messages since
+//! `covers_up_to_seq`. Also returns the seq range and message ids the update covers.
+//! Must not import anything outside `crate::engine`.
+
+use super::due::counts_for_memory;
+use super::normalize::truncate_chars;
+use super::MemoryError;
+use crate::engine::model::{
+    ConversationSummary, EntityNode, MemoryConfig, Message, Prompt, Role, WireMessage,
+};
+
+/// Sampling temperature of the memory request (consistent structured output).
+pub const MEMORY_TEMPERATURE: f32 = 0.3;
+/// Reply token limit of the memory request.
+pub const MEMORY_MAX_TOKENS: u32 = 2000;
+/// The heading of the summary section.
+pub const CONVERSATION_MARKER: &str = "=== CONVERSATION MEMORY ===";
+/// The heading of the entity section.
+pub const ENTITY_MARKER: &str = "=== ENTITY MEMORY ===";
+/// What the request says when there is no summary yet.
+pub const NO_PREVIOUS: &str = "No previous conversation";
+
+/// Sampling options the request builder applies to the memory request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryRequestOptions {
+    pub temperature: f32,
+    pub max_tokens: u32,
+}
+
+impl Default for MemoryRequestOptions {
+    fn default() -> Self {
+        MemoryRequestOptions {
+            temperature: MEMORY_TEMPERATURE,
+            max_tokens: MEMORY_MAX_TOKENS,
+        }
+    }
+}
+
+/// Size limits of the request, so the update itself fits the model's context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpdateLimits {
+    /// Each message is cut at this many characters (with a `[truncated]` marker).
+    pub max_message_chars: usize,
+    /// Messages are taken oldest first until their text reaches this many characters; the rest wait
+    /// for the next update (the returned span says exactly what was covered). At least one is taken.
+    pub max_transcript_chars: usize,
+    /// At most this many known entities are listed (most recently updated first).
+    pub max_entities: usize,
+}
+
+impl Default for UpdateLimits {
+    fn default() -> Self {
+        UpdateLimits {
+            max_message_chars: 2000,
+            max_transcript_chars: 16_000,
+            max_entities: 200,
+        }
+    }
+}
+
+impl UpdateLimits {
+    /// Limits derived from a memory config: the transcript gets what is left of the context after the
+    /// reply reserve and about 1,500 tokens of instructions, at a conservative 3 characters per token.
+    pub fn from_config(config: &MemoryConfig) -> UpdateLimits {
+        let tokens = config
+            .context_tokens
+            .saturating_sub(MEMORY_MAX_TOKENS)
+            .saturating_sub(1500) as usize;
+        UpdateLimits {
+            max_message_chars: config.max_message_chars.max(1),
+            max_transcript_chars: (tokens * 3).max(2000),
+            max_entities: 200,
+        }
+    }
+}
+
+/// The messages an update covers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UpdateSpan {
+    /// Lowest seq included.
+    pub from_seq: u64,
+    /// Highest seq included: the next summary's `covers_up_to_seq`.
+    pub to_seq: u64,
+    /// Ids of the included messages, in seq order: the source of every change the update makes.
+    pub message_ids: Vec<String>,
+}
+
+/// A ready memory-update request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateRequest {
+    pub prompt: Prompt,
+    pub options: MemoryRequestOptions,
+    pub span: UpdateSpan,
+}
+
+/// The system instruction: what to do and the exact reply format.
+pub fn system_instruction() -> String {
+    format!(
+        "You maintain the long-term memory of a conversation between a user and an assistant.\n\
+You receive the previous summary, the entities already known, and the new messages.\n\
+Reply with exactly these two sections, in this order, and nothing else (no code fences, no commentary):\n\
+\n\
+{CONVERSATION_MARKER}\n\
+A concise narrative summary of the WHOLE conversation so far: the previous summary updated with the \
+new messages. Keep decisions, facts, open questions and the user's goals and preferences.\n\
+{ENTITY_MARKER}\n\
+A JSON array of the entities that the new messages mention or change. Each element:\n\
+{{\"id\": \"<known id, or a new short id>\", \"type\": \"person|place|concept|event|task|other\", \
+\"name\": \"<name>\", \"aliases\": [\"<other names>\"], \"description\": \"<what we know>\", \
+\"properties\": {{\"<key>\": \"<value>\"}}, \
+\"relationships\": [{{\"targetId\": \"<id of another entity>\", \"relationship\": \"<verb phrase, e.g. works_at>\", \
+\"strength\": 0.0-1.0}}]}}\n\
+\n\
+Rules:\n\
+- Reuse the id of a known entity whenever the entity is already listed; never invent a new id for it.\n\
+- Every targetId must be the id of a known entity or of an entity in your array.\n\
+- To record that a relationship no longer holds, repeat it with \"strength\": 0.\n\
+- Leave out entities that did not change. If nothing changed, write [] as the entity section.\n\
+- Output valid JSON: double quotes, no comments, no trailing commas."
+    )
+}
+
+fn role_label(role: Role) -> &'static str {
+    match role {
+        Role::System => "[SYSTEM]",
+        Role::User => "[USER]",
+        Role::Assistant => "[ASSISTANT]",
+        Role::Tool => "[TOOL]",
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn push_message(out: &mut String, m: &Message, max_chars: usize) {
+    out.push_str(role_label(m.role));
+    out.push_str(": ");
+    let text = m.content.trim();
+    let cut = truncate_chars(text, max_chars);
+    out.push_str(cut);
+    if cut.len() < text.len() {
+        out.push_str(" [truncated]");
+    }
+    if !m.meta.tool_calls.is_empty() {
+        let names: Vec<&str> = m.meta.tool_calls.iter().map(|t| t.name.as_str()).collect();
+        out.push_str(&format!(" (called tools: {})", names.join(", ")));
+    }
+    out.push_str("\n\n");
+}
+
+/// Builds the update request. Includes the counting messages (not errored, not streaming, not empty;
+/// system messages left out) with `seq > covers_up_to_seq`, oldest first, within `limits`.
+/// Errors with [`MemoryError::NothingToSummarize`] when there is no such message.
+pub fn build_update_request(
+    previous: Option<&ConversationSummary>,
+    messages: &[Message],
+    entities: &[EntityNode],
+    limits: &UpdateLimits,
+) -> Result<UpdateRequest, MemoryError> {
+    let after = previous.map(|s| s.covers_up_to_seq);
+    let mut new: Vec<&Message> = messages
+        .iter()
+        .filter(|m| {
+            after.is_none_or(|s| m.seq > s) && counts_for_memory(m) && m.role != Role::System
+        })
+        .collect();
+    new.sort_by_key(|m| m.seq);
+    if new.is_empty() {
+        return Err(MemoryError::NothingToSummarize);
+    }
+
+    let mut transcript = String::new();
+    let mut span = UpdateSpan {
+        from_seq: new[0].seq,
+        to_seq: new[0].seq,
+        message_ids: Vec::new(),
+    };
+    for m in &new {
+        let before = transcript.len();
+        push_message(&mut transcript, m, limits.max_message_chars.max(1));
+        if !span.message_ids.is_empty() && transcript.len() > limits.max_transcript_chars {
+            transcript.truncate(before);
+            break;
+        }
+        span.to_seq = m.seq;
+        span.message_ids.push(m.id.clone());
+    }
+
+    let mut known: Vec<&EntityNode> = entities.iter().collect();
+    known.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+    known.truncate(limits.max_entities);
+    known.sort_by(|a, b| a.id.cmp(&b.id));
+
+    let mut user = String::new();
+    user.push_str("PREVIOUS SUMMARY:\n");
+    match previous.map(|s| s.text.trim()).filter(|t| !t.is_empty()) {
+        Some(t) => user.push_str(t),
+        None => user.push_str(NO_PREVIOUS),
+    }
+    user.push_str("\n\nKNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n");
+    if known.is_empty() {
+        user.push_str("(none yet)\n");
+    }
+    for e in &known {
+        user.push_str(&format!(
+            "- {} | {} | {}",
+            one_line(&e.id),
+            e.entity_type.as_str(),
+            one_line(&e.name)
+        ));
+        if !e.aliases.is_empty() {
+            let aliases: Vec<String> = e.aliases.iter().map(|a| one_line(a)).collect();
+            user.push_str(" | ");
+            user.push_str(&aliases.join(", "));
+        }
+        user.push('\n');
+    }
+    user.push_str(&format!(
+        "\nNEW MESSAGES (seq {} to {}):\n\n",
+        span.from_seq, span.to_seq
+    ));
+    user.push_str(transcript.trim_end());
+    user.push_str("\n\nWrite the updated memory now, in the two sections described.");
+
+    Ok(UpdateRequest {
+        prompt: Prompt {
+            system: system_instruction(),
+            messages: vec![WireMessage {
+                role: Role::User,
+                content: user,
+            }],
+        },
+        options: MemoryRequestOptions::default(),
+        span,
+    })
+}
