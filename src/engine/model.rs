@@ -215,7 +215,9 @@ impl MemoryOverrides {
             recent_messages: self.recent_messages.unwrap_or(base.recent_messages),
             summary_every_pairs: self.summary_every_pairs.unwrap_or(base.summary_every_pairs),
             context_tokens: self.context_tokens.unwrap_or(base.context_tokens),
-            reply_reserve_tokens: self.reply_reserve_tokens.unwrap_or(base.reply_reserve_tokens),
+            reply_reserve_tokens: self
+                .reply_reserve_tokens
+                .unwrap_or(base.reply_reserve_tokens),
             max_message_chars: self.max_message_chars.unwrap_or(base.max_message_chars),
             history_format: self.history_format.unwrap_or(base.history_format),
             max_request_bytes: base.max_request_bytes,

@@ -99,11 +99,14 @@ fn legacy_time(v: Option<&Value>) -> Millis {
             }
         }
         Some(Value::String(s)) => {
-            let mut t = js_sys::Date::parse(s);
-            if t.is_nan() {
-                // SQLite CURRENT_TIMESTAMP: "YYYY-MM-DD HH:MM:SS" in UTC.
-                t = js_sys::Date::parse(&format!("{}Z", s.trim().replacen(' ', "T", 1)));
-            }
+            let s = s.trim();
+            // SQLite CURRENT_TIMESTAMP ("YYYY-MM-DD HH:MM:SS") is UTC; read it as such, not local.
+            let sqlite = s.len() == 19 && s.as_bytes().get(10) == Some(&b' ');
+            let t = if sqlite {
+                js_sys::Date::parse(&format!("{}Z", s.replacen(' ', "T", 1)))
+            } else {
+                js_sys::Date::parse(s)
+            };
             if t.is_nan() {
                 0
             } else {

@@ -75,6 +75,16 @@ struct Inner {
     _on_version_change: Closure<dyn FnMut(JsValue)>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last handle is gone: close the connection so it never blocks another tab's upgrade.
+        if let Some(db) = self.shared.db.borrow_mut().take() {
+            db.set_onversionchange(None);
+            db.close();
+        }
+    }
+}
+
 /// A handle on one open Memoire database. Cheap to clone (all clones share one connection).
 #[derive(Clone)]
 pub struct Store {
@@ -135,10 +145,7 @@ impl Store {
                 // The request stays queued; whenever it succeeds, close what it opens.
                 let late = req.clone();
                 let close_late = Closure::once_into_js(move |_: JsValue| {
-                    if let Ok(db) = late
-                        .result()
-                        .and_then(|v| v.dyn_into::<IdbDatabase>().map_err(JsValue::from))
-                    {
+                    if let Ok(db) = late.result().and_then(|v| v.dyn_into::<IdbDatabase>()) {
                         db.close();
                     }
                 });
@@ -179,7 +186,10 @@ impl Store {
                 _on_version_change: on_version_change,
             }),
         };
-        migrate::run(&store).await?;
+        if let Err(e) = migrate::run(&store).await {
+            store.close();
+            return Err(e);
+        }
         Ok(store)
     }
 
