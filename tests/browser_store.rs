@@ -282,7 +282,21 @@ async fn interrupted_streams_are_marked_after_a_crash() {
         .await
         .unwrap();
     s.append_message(&streaming).await.unwrap();
-    assert_eq!(s.mark_interrupted_streams().await.unwrap(), 1);
+    let mut finished = msg("c", "s2", Role::Assistant, "", 3);
+    finished.status = MessageStatus::Streaming;
+    s.append_message(&finished).await.unwrap();
+    s.update_message_content("s2", "done", MessageStatus::Complete)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.mark_interrupted_streams().await.unwrap(),
+        1,
+        "only the stream left open"
+    );
+    assert_eq!(
+        s.get_message("s2").await.unwrap().unwrap().status,
+        MessageStatus::Complete
+    );
     let got = s.get_message("s1").await.unwrap().unwrap();
     assert_eq!(
         (got.status, got.content.as_str()),

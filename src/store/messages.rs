@@ -14,8 +14,8 @@ use web_sys::{IdbCursorDirection, IdbKeyRange, IdbRequest};
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, seq_range, to_js};
-use super::records::MessageRecord;
-use super::schema::{BY_CONV_SEQ, BY_STATUS, CONVERSATIONS, MESSAGES};
+use super::records::{streaming_marker, MessageRecord};
+use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
 use crate::engine::model::{Message, MessageStatus};
 
@@ -157,6 +157,7 @@ impl Store {
         };
         rec.content = content.to_string();
         rec.status = status.as_str().to_string();
+        rec.streaming = streaming_marker(status);
         messages.put(&to_js(&rec)?).map_err(js_error)?;
         self.commit(tx).await
     }
@@ -304,8 +305,8 @@ impl Store {
     pub async fn mark_interrupted_streams(&self) -> Result<usize, StoreError> {
         let tx = self.tx(&[MESSAGES], true)?;
         let messages = tx.store(MESSAGES)?;
-        let index = messages.index(BY_STATUS).map_err(js_error)?;
-        let key = JsValue::from_str(MessageStatus::Streaming.as_str());
+        let index = messages.index(BY_STREAMING).map_err(js_error)?;
+        let key = JsValue::from_f64(1.0);
         let all: Array = request(&index.get_all_with_key(&key).map_err(js_error)?)
             .await?
             .into();
@@ -316,6 +317,7 @@ impl Store {
                 Err(e) => return tx.fail(e).await,
             };
             rec.status = MessageStatus::Interrupted.as_str().to_string();
+            rec.streaming = None;
             messages.put(&to_js(&rec)?).map_err(js_error)?;
         }
         self.commit(tx).await?;

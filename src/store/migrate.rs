@@ -193,6 +193,7 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
                 error: None,
                 path: None,
                 model: None,
+                streaming: None,
             };
             messages.put(&to_js(&rec)?).map_err(super::idb::js_error)?;
             legacy.delete(&m.key).map_err(super::idb::js_error)?;

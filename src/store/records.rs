@@ -186,6 +186,15 @@ pub struct MessageRecord {
     pub path: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
+    /// `Some(1)` only while the message is streaming, absent otherwise: the `by_streaming` index is
+    /// sparse (IndexedDB skips records without the key), so finished messages cost no index entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<u8>,
+}
+
+/// The sparse-index marker for a status.
+pub fn streaming_marker(status: MessageStatus) -> Option<u8> {
+    (status == MessageStatus::Streaming).then_some(1)
 }
 
 impl From<&Message> for MessageRecord {
@@ -216,6 +225,7 @@ impl From<&Message> for MessageRecord {
             error: m.meta.error.clone(),
             path: m.meta.path.map(|p| p.as_str().to_string()),
             model: m.meta.model.clone(),
+            streaming: streaming_marker(m.status),
         }
     }
 }

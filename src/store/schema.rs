@@ -28,8 +28,9 @@ pub const LEGACY_MESSAGES: &str = "legacy_messages";
 pub const BY_UPDATED: &str = "by_updated_at";
 /// `messages` index on `[conversation_id, seq]` (bounded range reads).
 pub const BY_CONV_SEQ: &str = "by_conversation_seq";
-/// `messages` index on `status` (finding streams left behind by a crash).
-pub const BY_STATUS: &str = "by_status";
+/// Sparse `messages` index on `streaming` (present only while a reply streams): finds the streams a
+/// crash left behind without scanning, and costs nothing for finished messages.
+pub const BY_STREAMING: &str = "by_streaming";
 
 fn has_store(db: &IdbDatabase, name: &str) -> bool {
     db.object_store_names().contains(name)
@@ -76,7 +77,7 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Resul
             p
         })
         .map_err(js_error)?;
-        s.create_index_with_str(BY_STATUS, "status")
+        s.create_index_with_str(BY_STREAMING, "streaming")
             .map_err(js_error)?;
     }
     if !has_store(db, SUMMARIES) {
