@@ -409,6 +409,23 @@ async fn bulk_import_continues_seqs_and_skips_known_ids() {
         .collect();
     assert_eq!(s.import_messages("c", &again).await.unwrap(), 10);
     assert_eq!(s.count_messages("c").await.unwrap(), 211);
+    // The skipped ids left seqs 202..=211 unused: bounded reads still return k messages.
+    let last: Vec<u64> = s
+        .load_last("c", 15)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    assert_eq!(last, (197..=201).chain(212..=221).collect::<Vec<u64>>());
+    let page: Vec<u64> = s
+        .load_before("c", 213, 3)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    assert_eq!(page, [200, 201, 212]);
     assert_eq!(
         s.get_conversation("c")
             .await

@@ -177,11 +177,46 @@ impl Store {
         Message::try_from(from_js::<MessageRecord>(v, "message")?).map(Some)
     }
 
-    async fn read_back(&self, range: &JsValue, k: usize) -> Result<Vec<Message>, StoreError> {
-        let tx = self.tx(&[MESSAGES], false)?;
+    /// Up to `k` messages of `conv` with seq < `before` (or the last ones), oldest first.
+    /// Seqs are gap-free, so the wanted messages are exactly `[top - k + 1, top]`: one bounded
+    /// `getAll` (one round trip to the storage backend). If the range comes back short (an import
+    /// skipped known ids, leaving a gap), the index is walked backwards with a cursor instead.
+    async fn read_back(
+        &self,
+        conv: &str,
+        before: Option<u64>,
+        k: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES], false)?;
         let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
+        let top = match before {
+            Some(b) => Some(b.saturating_sub(1)),
+            None => get_record(&tx.store(CONVERSATIONS)?, conv)
+                .await?
+                .map(|c| c.last_seq),
+        };
+        if let Some(top) = top {
+            if top == 0 {
+                return Ok(Vec::new());
+            }
+            let lo = top.saturating_sub(k as u64 - 1).max(1);
+            let range = seq_range(conv, lo as f64, false, Some(top as f64), false)?;
+            let got: Array = request(&index.get_all_with_key(&range).map_err(js_error)?)
+                .await?
+                .into();
+            if u64::from(got.length()) == top - lo + 1 {
+                return decode_all(got.iter());
+            }
+        }
+        let range = match before {
+            Some(b) => seq_range(conv, 0.0, false, Some(b as f64), true)?,
+            None => prefix_range(conv)?,
+        };
         let req: IdbRequest = index
-            .open_cursor_with_range_and_direction(range, IdbCursorDirection::Prev)
+            .open_cursor_with_range_and_direction(&range, IdbCursorDirection::Prev)
             .map_err(js_error)?;
         let mut values = collect_cursor(&req, k).await?;
         values.reverse();
@@ -194,7 +229,7 @@ impl Store {
         conversation_id: &str,
         k: usize,
     ) -> Result<Vec<Message>, StoreError> {
-        self.read_back(&prefix_range(conversation_id)?, k).await
+        self.read_back(conversation_id, None, k).await
     }
 
     /// Up to `k` messages with seq < `before_seq`, oldest first (the page above what is shown).
@@ -204,11 +239,7 @@ impl Store {
         before_seq: u64,
         k: usize,
     ) -> Result<Vec<Message>, StoreError> {
-        if before_seq <= 1 {
-            return Ok(Vec::new());
-        }
-        let range = seq_range(conversation_id, 0.0, false, Some(before_seq as f64), true)?;
-        self.read_back(&range, k).await
+        self.read_back(conversation_id, Some(before_seq), k).await
     }
 
     /// Every message with seq > `after_seq`, oldest first (input of a memory update).
