@@ -97,6 +97,15 @@ async fn conversations_create_get_list_rename_update() {
     assert_eq!(s.list_conversations(2).await.unwrap().len(), 2, "limit");
     assert_eq!(s.get_conversation("a").await.unwrap(), Some(conv("a", 10)));
     assert_eq!(s.get_conversation("zz").await.unwrap(), None);
+    assert!(matches!(
+        s.create_conversation(&conv("a", 99)).await,
+        Err(StoreError::AlreadyExists { .. })
+    ));
+    assert_eq!(
+        s.get_conversation("a").await.unwrap(),
+        Some(conv("a", 10)),
+        "not overwritten"
+    );
 
     let renamed = s.rename_conversation("a", "My trip", 40).await.unwrap();
     assert_eq!(

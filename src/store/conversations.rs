@@ -45,13 +45,21 @@ pub(crate) async fn get_record(
 }
 
 impl Store {
-    /// Stores a new conversation (or overwrites one with the same id, keeping nothing of it: use
-    /// [`Store::update_conversation`] for changes). Counters start from `c.message_count`, seq from 0.
+    /// Stores a new conversation. Its seqs start at 1 and its counters at `c.message_count`.
+    /// An existing id is [`StoreError::AlreadyExists`] (nothing is overwritten).
     pub async fn create_conversation(&self, c: &Conversation) -> Result<(), StoreError> {
         let tx = self.tx(&[CONVERSATIONS], true)?;
-        let rec = ConversationRecord::from(c);
-        tx.store(CONVERSATIONS)?
-            .put(&to_js(&rec)?)
+        let store = tx.store(CONVERSATIONS)?;
+        if get_record(&store, &c.id).await?.is_some() {
+            return tx
+                .fail(StoreError::AlreadyExists {
+                    what: "conversation",
+                    id: c.id.clone(),
+                })
+                .await;
+        }
+        store
+            .add(&to_js(&ConversationRecord::from(c))?)
             .map_err(js_error)?;
         self.commit(tx).await
     }

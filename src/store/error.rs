@@ -27,6 +27,9 @@ pub enum StoreError {
     /// A referenced record does not exist.
     #[error("{what} '{id}' was not found (it may have been deleted in another tab)")]
     NotFound { what: &'static str, id: String },
+    /// Creating something whose id is already taken.
+    #[error("{what} '{id}' already exists")]
+    AlreadyExists { what: &'static str, id: String },
     /// A record read from disk does not make sense (hand-edited, corrupted, or from a bug).
     #[error("a stored {what} is damaged and was skipped: {detail}")]
     BadRecord { what: &'static str, detail: String },
