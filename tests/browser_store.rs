@@ -660,6 +660,10 @@ async fn persistence_and_usage_are_reported() {
 
 // ------------------------------------------------------------------ no-loss writes
 
+/// A real `QuotaExceededError` cannot be provoked reliably in headless Chromium (its quota is a
+/// share of the disk), so `Store::simulate_quota_exceeded_on_next_write` makes the next write fail
+/// the way a full disk does: its transaction, with every request already queued, is really aborted
+/// and the error goes through the same `DOMException` mapping (`QuotaExceededError` -> `Full`).
 #[wasm_bindgen_test]
 async fn quota_failure_is_full_and_writes_nothing() {
     let s = fresh("full").await;
