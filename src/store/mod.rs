@@ -1,1 +1,266 @@
-//! store: being written.
+//! The store: Memoire's IndexedDB persistence. Owns the schema and its versions (`schema.rs`), the
+//! guarded data migrations (`migrate.rs`), the on-disk record types and their conversions to engine
+//! types (`records.rs`), and the async API used by the session layer: conversations, messages, memory
+//! (summaries + entity graph), settings and storage persistence/quota.
+//!
+//! Must not import: `ui`, `session`, `transport`, leptos. Imports `crate::engine::model` types only.
+//!
+//! Talks to IndexedDB through raw `web-sys` (see `idb.rs` for why rexie 0.6 cannot be used for the
+//! connection: no access to `onversionchange`, `onblocked`, `transaction.error` or store renames).
+//!
+//! Guarantees:
+//! - writes that belong together are one transaction; a failed transaction (including a full disk,
+//!   `QuotaExceededError` -> [`StoreError::Full`]) is aborted, so nothing is half-written;
+//! - message `seq` is assigned inside the appending readwrite transaction from the conversation's
+//!   `last_seq`; IndexedDB serialises overlapping readwrite transactions, even across connections and
+//!   tabs, so seqs are unique and gap-free (a unique `[conversation_id, seq]` index backs this up);
+//! - when another tab upgrades the database, this connection closes itself at once (so that tab is not
+//!   blocked), [`Store::closed_by_other_tab`] turns true and the registered callback runs; every later
+//!   call returns [`StoreError::ClosedByOtherTab`];
+//! - opening never waits for other tabs: if an upgrade is blocked, `open` returns [`StoreError::Blocked`]
+//!   (a connection that opens later anyway is closed immediately).
+
+mod conversations;
+mod error;
+mod idb;
+mod memory;
+mod messages;
+mod migrate;
+mod quota;
+pub mod records;
+pub mod schema;
+mod settings;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Event, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbVersionChangeEvent};
+
+pub use conversations::ConversationPatch;
+pub use error::StoreError;
+pub use messages::{AppendOutcome, SearchHit};
+pub use migrate::MigrationRecord;
+pub use quota::StorageUsage;
+
+use idb::{dom_error, js_error, Tx};
+
+/// Shared state of one connection, visible to the `onversionchange` handler.
+struct Shared {
+    db: RefCell<Option<IdbDatabase>>,
+    closed_by_other: Cell<bool>,
+    listeners: RefCell<Vec<Rc<dyn Fn()>>>,
+    /// Test hook: the next write transaction fails the way a full disk does.
+    quota_fault: Cell<bool>,
+}
+
+impl Shared {
+    fn close_for_other_tab(&self) {
+        if let Some(db) = self.db.borrow_mut().take() {
+            db.close();
+        }
+        self.closed_by_other.set(true);
+        let listeners: Vec<Rc<dyn Fn()>> = self.listeners.borrow().clone();
+        for l in listeners {
+            l();
+        }
+    }
+}
+
+struct Inner {
+    name: String,
+    shared: Rc<Shared>,
+    _on_version_change: Closure<dyn FnMut(JsValue)>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last handle is gone: close the connection so it never blocks another tab's upgrade.
+        if let Some(db) = self.shared.db.borrow_mut().take() {
+            db.set_onversionchange(None);
+            db.close();
+        }
+    }
+}
+
+/// A handle on one open Memoire database. Cheap to clone (all clones share one connection).
+#[derive(Clone)]
+pub struct Store {
+    inner: Rc<Inner>,
+}
+
+fn factory() -> Result<IdbFactory, StoreError> {
+    let global = js_sys::global();
+    let f = js_sys::Reflect::get(&global, &JsValue::from_str("indexedDB"))
+        .map_err(|_| StoreError::Unavailable("no indexedDB object".into()))?;
+    if f.is_undefined() || f.is_null() {
+        return Err(StoreError::Unavailable("indexedDB is undefined".into()));
+    }
+    f.dyn_into::<IdbFactory>()
+        .map_err(|_| StoreError::Unavailable("indexedDB is not an IDBFactory".into()))
+}
+
+impl Store {
+    /// Opens (creating or upgrading) the database `name`, then runs pending data migrations.
+    pub async fn open(name: &str) -> Result<Store, StoreError> {
+        let req: IdbOpenDbRequest = factory()?
+            .open_with_u32(name, schema::DB_VERSION)
+            .map_err(|e| StoreError::Unavailable(format!("{:?}", js_error(e))))?;
+
+        let upgrade_req = req.clone();
+        let on_upgrade = Closure::once_into_js(move |ev: IdbVersionChangeEvent| {
+            let old = ev.old_version() as u32;
+            let db = upgrade_req
+                .result()
+                .ok()
+                .and_then(|v| v.dyn_into::<IdbDatabase>().ok());
+            let tx = upgrade_req.transaction();
+            if let (Some(db), Some(tx)) = (db, tx) {
+                if let Err(e) = schema::upgrade(&db, &tx, old) {
+                    web_sys::console::error_1(&JsValue::from_str(&format!(
+                        "memoire store upgrade failed: {e}"
+                    )));
+                    let _ = tx.abort();
+                }
+            }
+        });
+        req.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
+
+        let opened = JsFuture::from(js_sys::Promise::new(&mut |resolve, reject| {
+            req.set_onsuccess(Some(&resolve));
+            req.set_onerror(Some(&reject));
+            req.set_onblocked(Some(&reject));
+        }))
+        .await;
+        req.set_onerror(None);
+        req.set_onblocked(None);
+        if let Err(ev) = opened {
+            let blocked = ev
+                .dyn_ref::<Event>()
+                .map(|e| e.type_() == "blocked")
+                .unwrap_or(false);
+            if blocked {
+                // The request stays queued; whenever it succeeds, close what it opens.
+                let late = req.clone();
+                let close_late = Closure::once_into_js(move |_: JsValue| {
+                    if let Ok(db) = late.result().and_then(|v| v.dyn_into::<IdbDatabase>()) {
+                        db.close();
+                    }
+                });
+                req.set_onsuccess(Some(close_late.unchecked_ref()));
+                return Err(StoreError::Blocked);
+            }
+            req.set_onsuccess(None);
+            return Err(dom_error(
+                req.error().ok().flatten(),
+                "could not open the database",
+            ));
+        }
+        req.set_onsuccess(None);
+        let db: IdbDatabase = req
+            .result()
+            .map_err(js_error)?
+            .dyn_into()
+            .map_err(|_| StoreError::Unavailable("open returned no database".into()))?;
+
+        let shared = Rc::new(Shared {
+            db: RefCell::new(Some(db.clone())),
+            closed_by_other: Cell::new(false),
+            listeners: RefCell::new(Vec::new()),
+            quota_fault: Cell::new(false),
+        });
+        let weak = Rc::downgrade(&shared);
+        let on_version_change = Closure::<dyn FnMut(JsValue)>::new(move |_ev: JsValue| {
+            if let Some(s) = weak.upgrade() {
+                s.close_for_other_tab();
+            }
+        });
+        db.set_onversionchange(Some(on_version_change.as_ref().unchecked_ref()));
+
+        let store = Store {
+            inner: Rc::new(Inner {
+                name: name.to_string(),
+                shared,
+                _on_version_change: on_version_change,
+            }),
+        };
+        if let Err(e) = migrate::run(&store).await {
+            store.close();
+            return Err(e);
+        }
+        Ok(store)
+    }
+
+    /// The database name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// True once another tab upgraded the database and this connection was closed.
+    pub fn closed_by_other_tab(&self) -> bool {
+        self.inner.shared.closed_by_other.get()
+    }
+
+    /// Runs `f` when another tab upgrades the database (show "Memoire was updated in another tab — reload").
+    pub fn on_closed_by_other_tab(&self, f: impl Fn() + 'static) {
+        self.inner.shared.listeners.borrow_mut().push(Rc::new(f));
+    }
+
+    /// Closes the connection; every later call returns [`StoreError::Closed`].
+    pub fn close(&self) {
+        if let Some(db) = self.inner.shared.db.borrow_mut().take() {
+            db.close();
+        }
+    }
+
+    /// Deletes a whole database (close every handle on it first, or this waits for them).
+    pub async fn delete_database(name: &str) -> Result<(), StoreError> {
+        rexie::Rexie::delete(name)
+            .await
+            .map_err(|e| StoreError::Idb {
+                name: "DeleteFailed".into(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Test hook: the next write transaction fails exactly like one that hit the quota (the
+    /// transaction is aborted and its error is a `QuotaExceededError` DOMException).
+    #[doc(hidden)]
+    pub fn simulate_quota_exceeded_on_next_write(&self) {
+        self.inner.shared.quota_fault.set(true);
+    }
+
+    fn db(&self) -> Result<IdbDatabase, StoreError> {
+        if self.closed_by_other_tab() {
+            return Err(StoreError::ClosedByOtherTab);
+        }
+        self.inner
+            .shared
+            .db
+            .borrow()
+            .clone()
+            .ok_or(StoreError::Closed)
+    }
+
+    pub(crate) fn tx(&self, stores: &[&str], write: bool) -> Result<Tx, StoreError> {
+        Tx::new(&self.db()?, stores, write)
+    }
+
+    /// Ends a write transaction: commits, or (with the quota test hook armed) aborts it the way a
+    /// full disk does. Either way the outcome is the transaction's own.
+    pub(crate) async fn commit(&self, tx: Tx) -> Result<(), StoreError> {
+        if self.inner.shared.quota_fault.replace(false) {
+            let _ = tx.tx.abort();
+            let err = web_sys::DomException::new_with_message_and_name(
+                "simulated: the quota has been exceeded",
+                "QuotaExceededError",
+            )
+            .map_err(js_error)?;
+            let _ = tx.done().await;
+            return Err(StoreError::from_dom(&err.name(), &err.message()));
+        }
+        tx.done().await
+    }
+}

@@ -1,0 +1,110 @@
+//! Memory: every version of a conversation's rolling summary (key `[conversation_id, version]`, so
+//! a bad summary can be rolled back) and the entity graph of a scope (key `[scope, id]`), saved by
+//! replacing the whole scope in one transaction so readers never see half a graph.
+
+use js_sys::Array;
+use web_sys::IdbCursorDirection;
+
+use super::error::StoreError;
+use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, to_js};
+use super::records::{scope_key, EntityRecord, SummaryRecord};
+use super::schema::{ENTITIES, SUMMARIES};
+use super::Store;
+use crate::engine::model::{ConversationSummary, EntityNode, EntityScope};
+
+impl Store {
+    /// Stores a summary version (a version already stored under the same number is replaced).
+    pub async fn save_summary(&self, s: &ConversationSummary) -> Result<(), StoreError> {
+        let tx = self.tx(&[SUMMARIES], true)?;
+        tx.store(SUMMARIES)?
+            .put(&to_js(&SummaryRecord::from(s))?)
+            .map_err(js_error)?;
+        self.commit(tx).await
+    }
+
+    /// Every summary version of a conversation, oldest first.
+    pub async fn load_summaries(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        let tx = self.tx(&[SUMMARIES], false)?;
+        let req = tx
+            .store(SUMMARIES)?
+            .get_all_with_key(&prefix_range(conversation_id)?)
+            .map_err(js_error)?;
+        let all: Array = request(&req).await?.into();
+        all.iter()
+            .map(|v| from_js::<SummaryRecord>(v, "summary").map(ConversationSummary::from))
+            .collect()
+    }
+
+    /// The highest summary version of a conversation, if any.
+    pub async fn latest_summary(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Option<ConversationSummary>, StoreError> {
+        let tx = self.tx(&[SUMMARIES], false)?;
+        let req = tx
+            .store(SUMMARIES)?
+            .open_cursor_with_range_and_direction(
+                &prefix_range(conversation_id)?,
+                IdbCursorDirection::Prev,
+            )
+            .map_err(js_error)?;
+        match collect_cursor(&req, 1).await?.into_iter().next() {
+            None => Ok(None),
+            Some(v) => Ok(Some(from_js::<SummaryRecord>(v, "summary")?.into())),
+        }
+    }
+
+    /// Replaces the entity graph of `scope` with `nodes` in one transaction. Nodes whose own scope
+    /// differs from `scope` are rejected (nothing is written).
+    pub async fn save_entities(
+        &self,
+        scope: &EntityScope,
+        nodes: &[EntityNode],
+    ) -> Result<(), StoreError> {
+        if let Some(n) = nodes.iter().find(|n| &n.scope != scope) {
+            return Err(StoreError::Encode(format!(
+                "entity '{}' belongs to another scope than the graph being saved",
+                n.id
+            )));
+        }
+        let tx = self.tx(&[ENTITIES], true)?;
+        let store = tx.store(ENTITIES)?;
+        store
+            .delete(&prefix_range(scope_key(scope))?)
+            .map_err(js_error)?;
+        for n in nodes {
+            if let Err(e) =
+                to_js(&EntityRecord::from(n)).and_then(|v| store.put(&v).map_err(js_error))
+            {
+                return tx.fail(e).await;
+            }
+        }
+        self.commit(tx).await
+    }
+
+    /// The entity graph of `scope`, ordered by id.
+    pub async fn load_entities(&self, scope: &EntityScope) -> Result<Vec<EntityNode>, StoreError> {
+        let tx = self.tx(&[ENTITIES], false)?;
+        let req = tx
+            .store(ENTITIES)?
+            .get_all_with_key(&prefix_range(scope_key(scope))?)
+            .map_err(js_error)?;
+        let all: Array = request(&req).await?.into();
+        all.iter()
+            .map(|v| EntityNode::try_from(from_js::<EntityRecord>(v, "entity")?))
+            .collect()
+    }
+
+    /// Number of entities in a scope.
+    pub async fn count_entities(&self, scope: &EntityScope) -> Result<u64, StoreError> {
+        let tx = self.tx(&[ENTITIES], false)?;
+        let req = tx
+            .store(ENTITIES)?
+            .count_with_key(&prefix_range(scope_key(scope))?)
+            .map_err(js_error)?;
+        Ok(request(&req).await?.as_f64().unwrap_or(0.0) as u64)
+    }
+}

@@ -1,0 +1,410 @@
+//! Messages: idempotent append with seq assigned in the same readwrite transaction that bumps the
+//! conversation's counters, the small put that updates a streaming reply, bounded reads through the
+//! `[conversation_id, seq]` index (last K, page before a seq, everything after a seq, count), bulk
+//! import in one transaction, crash recovery of `streaming` messages, and a bounded text search.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{IdbCursorDirection, IdbKeyRange, IdbRequest};
+
+use super::conversations::{get_record, not_found};
+use super::error::StoreError;
+use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, seq_range, to_js};
+use super::records::{streaming_marker, MessageRecord};
+use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
+use super::Store;
+use crate::engine::model::{Message, MessageStatus};
+
+/// Result of [`Store::append_message`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendOutcome {
+    /// The stored message (with its seq). For a repeated id, the message already stored.
+    pub message: Message,
+    /// False when a message with this id already existed (nothing was written).
+    pub inserted: bool,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchHit {
+    pub conversation_id: String,
+    pub message_id: String,
+    pub seq: u64,
+    /// Up to ~40 characters either side of the first match, with `…` where cut.
+    pub snippet: String,
+}
+
+fn message_not_found(id: &str) -> StoreError {
+    StoreError::NotFound {
+        what: "message",
+        id: id.to_string(),
+    }
+}
+
+fn decode_all(values: impl IntoIterator<Item = JsValue>) -> Result<Vec<Message>, StoreError> {
+    values
+        .into_iter()
+        .map(|v| Message::try_from(from_js::<MessageRecord>(v, "message")?))
+        .collect()
+}
+
+/// Case-insensitive find; returns a snippet around the first match.
+pub fn snippet_for(text: &str, query_lower: &str, context_chars: usize) -> Option<String> {
+    if query_lower.is_empty() {
+        return None;
+    }
+    // Lowercase char by char, remembering where each lowercased byte came from.
+    let mut lower = String::with_capacity(text.len());
+    let mut origin = Vec::with_capacity(text.len());
+    for (i, ch) in text.char_indices() {
+        for l in ch.to_lowercase() {
+            let start = lower.len();
+            lower.push(l);
+            origin.extend(std::iter::repeat_n(i, lower.len() - start));
+        }
+    }
+    let at = lower.find(query_lower)?;
+    let end_lower = at + query_lower.len();
+    let start = origin[at];
+    let end = if end_lower < origin.len() {
+        origin[end_lower]
+    } else {
+        text.len()
+    };
+    let begin = text[..start]
+        .char_indices()
+        .rev()
+        .nth(context_chars.saturating_sub(1))
+        .map(|(i, _)| i)
+        .unwrap_or(0);
+    let stop = text[end..]
+        .char_indices()
+        .nth(context_chars)
+        .map(|(i, _)| end + i)
+        .unwrap_or(text.len());
+    let mut s = String::new();
+    if begin > 0 {
+        s.push('…');
+    }
+    s.push_str(&text[begin..stop]);
+    if stop < text.len() {
+        s.push('…');
+    }
+    Some(s)
+}
+
+impl Store {
+    /// Appends `m` to its conversation. The same id twice is a no-op (returns the stored message).
+    /// `m.seq` is ignored: seq = conversation's last seq + 1, assigned in this transaction, which also
+    /// updates the conversation's `message_count` and `updated_at`.
+    pub async fn append_message(&self, m: &Message) -> Result<AppendOutcome, StoreError> {
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES], true)?;
+        let messages = tx.store(MESSAGES)?;
+        let existing = request(&messages.get(&JsValue::from_str(&m.id)).map_err(js_error)?).await?;
+        if !existing.is_undefined() {
+            let message =
+                match from_js::<MessageRecord>(existing, "message").and_then(Message::try_from) {
+                    Ok(x) => x,
+                    Err(e) => return tx.fail(e).await,
+                };
+            tx.done().await?;
+            return Ok(AppendOutcome {
+                message,
+                inserted: false,
+            });
+        }
+        let convs = tx.store(CONVERSATIONS)?;
+        let Some(mut conv) = get_record(&convs, &m.conversation_id).await? else {
+            return tx.fail(not_found(&m.conversation_id)).await;
+        };
+        let mut rec = MessageRecord::from(m);
+        rec.seq = conv.last_seq + 1;
+        conv.last_seq = rec.seq;
+        conv.message_count += 1;
+        conv.updated_at = conv.updated_at.max(m.created_at);
+        messages.add(&to_js(&rec)?).map_err(js_error)?;
+        convs.put(&to_js(&conv)?).map_err(js_error)?;
+        self.commit(tx).await?;
+        let mut message = m.clone();
+        message.seq = rec.seq;
+        Ok(AppendOutcome {
+            message,
+            inserted: true,
+        })
+    }
+
+    /// Replaces the content and status of one message (a streaming reply growing, then finishing).
+    /// One get + one put of that record; nothing else is rewritten.
+    pub async fn update_message_content(
+        &self,
+        id: &str,
+        content: &str,
+        status: MessageStatus,
+    ) -> Result<(), StoreError> {
+        let tx = self.tx(&[MESSAGES], true)?;
+        let messages = tx.store(MESSAGES)?;
+        let v = request(&messages.get(&JsValue::from_str(id)).map_err(js_error)?).await?;
+        if v.is_undefined() {
+            return tx.fail(message_not_found(id)).await;
+        }
+        let mut rec: MessageRecord = match from_js(v, "message") {
+            Ok(r) => r,
+            Err(e) => return tx.fail(e).await,
+        };
+        rec.content = content.to_string();
+        rec.status = status.as_str().to_string();
+        rec.streaming = streaming_marker(status);
+        messages.put(&to_js(&rec)?).map_err(js_error)?;
+        self.commit(tx).await
+    }
+
+    /// One message by id.
+    pub async fn get_message(&self, id: &str) -> Result<Option<Message>, StoreError> {
+        let tx = self.tx(&[MESSAGES], false)?;
+        let v = request(
+            &tx.store(MESSAGES)?
+                .get(&JsValue::from_str(id))
+                .map_err(js_error)?,
+        )
+        .await?;
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        Message::try_from(from_js::<MessageRecord>(v, "message")?).map(Some)
+    }
+
+    /// Up to `k` messages of `conv` with seq < `before` (or the last ones), oldest first.
+    /// Seqs are gap-free, so the wanted messages are exactly `[top - k + 1, top]`: one bounded
+    /// `getAll` (one round trip to the storage backend). If the range comes back short (an import
+    /// skipped known ids, leaving a gap), the index is walked backwards with a cursor instead.
+    async fn read_back(
+        &self,
+        conv: &str,
+        before: Option<u64>,
+        k: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
+        let top = match before {
+            Some(b) => Some(b.saturating_sub(1)),
+            None => get_record(&tx.store(CONVERSATIONS)?, conv)
+                .await?
+                .map(|c| c.last_seq),
+        };
+        if let Some(top) = top {
+            if top == 0 {
+                return Ok(Vec::new());
+            }
+            let lo = top.saturating_sub(k as u64 - 1).max(1);
+            let range = seq_range(conv, lo as f64, false, Some(top as f64), false)?;
+            let got: Array = request(&index.get_all_with_key(&range).map_err(js_error)?)
+                .await?
+                .into();
+            if u64::from(got.length()) == top - lo + 1 {
+                return decode_all(got.iter());
+            }
+        }
+        let range = match before {
+            Some(b) => seq_range(conv, 0.0, false, Some(b as f64), true)?,
+            None => prefix_range(conv)?,
+        };
+        let req: IdbRequest = index
+            .open_cursor_with_range_and_direction(&range, IdbCursorDirection::Prev)
+            .map_err(js_error)?;
+        let mut values = collect_cursor(&req, k).await?;
+        values.reverse();
+        decode_all(values)
+    }
+
+    /// The last `k` messages of a conversation, oldest first.
+    pub async fn load_last(
+        &self,
+        conversation_id: &str,
+        k: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        self.read_back(conversation_id, None, k).await
+    }
+
+    /// Up to `k` messages with seq < `before_seq`, oldest first (the page above what is shown).
+    pub async fn load_before(
+        &self,
+        conversation_id: &str,
+        before_seq: u64,
+        k: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        self.read_back(conversation_id, Some(before_seq), k).await
+    }
+
+    /// Every message with seq > `after_seq`, oldest first (input of a memory update).
+    pub async fn load_since(
+        &self,
+        conversation_id: &str,
+        after_seq: u64,
+    ) -> Result<Vec<Message>, StoreError> {
+        let tx = self.tx(&[MESSAGES], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
+        let range = seq_range(conversation_id, after_seq as f64, true, None, false)?;
+        let all: Array = request(&index.get_all_with_key(&range).map_err(js_error)?)
+            .await?
+            .into();
+        decode_all(all.iter())
+    }
+
+    /// Number of stored messages of a conversation (counted on the index, not read).
+    pub async fn count_messages(&self, conversation_id: &str) -> Result<u64, StoreError> {
+        let tx = self.tx(&[MESSAGES], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
+        let n = request(
+            &index
+                .count_with_key(&prefix_range(conversation_id)?)
+                .map_err(js_error)?,
+        )
+        .await?;
+        Ok(n.as_f64().unwrap_or(0.0) as u64)
+    }
+
+    /// Imports messages into an existing conversation in ONE transaction (all or nothing), in the
+    /// given order, with seqs continuing the conversation's. Ids already stored are skipped (their
+    /// seq is left unused, the only way a gap can appear). Returns how many were inserted.
+    /// Requests are queued without awaiting each; only the final count is awaited.
+    pub async fn import_messages(
+        &self,
+        conversation_id: &str,
+        msgs: &[Message],
+    ) -> Result<usize, StoreError> {
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES], true)?;
+        let convs = tx.store(CONVERSATIONS)?;
+        let Some(mut conv) = get_record(&convs, conversation_id).await? else {
+            return tx.fail(not_found(conversation_id)).await;
+        };
+        let messages = tx.store(MESSAGES)?;
+        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
+        let before_req = index
+            .count_with_key(&prefix_range(conversation_id)?)
+            .map_err(js_error)?;
+        // A duplicate id fails its `add` with ConstraintError; cancel that error so the rest commits.
+        let skipped = Rc::new(Cell::new(0usize));
+        let skipped_in = skipped.clone();
+        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
+            let name = ev
+                .target()
+                .and_then(|t| t.dyn_into::<IdbRequest>().ok())
+                .and_then(|r| r.error().ok().flatten())
+                .map(|e| e.name());
+            if name.as_deref() == Some("ConstraintError") {
+                ev.prevent_default();
+                skipped_in.set(skipped_in.get() + 1);
+            }
+        });
+        tx.tx.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        let mut seq = conv.last_seq;
+        let mut last_at = conv.updated_at;
+        for m in msgs {
+            seq += 1;
+            let mut rec = MessageRecord::from(m);
+            rec.conversation_id = conversation_id.to_string();
+            rec.seq = seq;
+            last_at = last_at.max(m.created_at);
+            if let Err(e) = to_js(&rec).and_then(|v| messages.add(&v).map_err(js_error)) {
+                return tx.fail(e).await;
+            }
+        }
+        let after_req = index
+            .count_with_key(&prefix_range(conversation_id)?)
+            .map_err(js_error)?;
+        let before = request(&before_req).await?.as_f64().unwrap_or(0.0) as u64;
+        let after = request(&after_req).await?.as_f64().unwrap_or(0.0) as u64;
+        let inserted = after.saturating_sub(before);
+        conv.last_seq = seq;
+        conv.message_count += inserted;
+        conv.updated_at = last_at;
+        convs.put(&to_js(&conv)?).map_err(js_error)?;
+        let result = self.commit(tx).await;
+        drop(on_error);
+        result.map(|_| inserted as usize)
+    }
+
+    /// Turns every message left `streaming` (the tab died mid-reply) into `interrupted`, keeping its
+    /// partial content. Call once after opening. Returns how many were changed.
+    pub async fn mark_interrupted_streams(&self) -> Result<usize, StoreError> {
+        let tx = self.tx(&[MESSAGES], true)?;
+        let messages = tx.store(MESSAGES)?;
+        let index = messages.index(BY_STREAMING).map_err(js_error)?;
+        let key = JsValue::from_f64(1.0);
+        let all: Array = request(&index.get_all_with_key(&key).map_err(js_error)?)
+            .await?
+            .into();
+        let n = all.length() as usize;
+        for v in all.iter() {
+            let mut rec: MessageRecord = match from_js(v, "message") {
+                Ok(r) => r,
+                Err(e) => return tx.fail(e).await,
+            };
+            rec.status = MessageStatus::Interrupted.as_str().to_string();
+            rec.streaming = None;
+            messages.put(&to_js(&rec)?).map_err(js_error)?;
+        }
+        self.commit(tx).await?;
+        Ok(n)
+    }
+
+    /// Case-insensitive search of message text across all conversations; at most `limit` hits.
+    /// Reads the messages store in chunks of 500 (one short read transaction each, so writers are
+    /// never held up) and stops as soon as `limit` hits are found.
+    pub async fn search_messages(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        const CHUNK: u32 = 500;
+        let q = query.trim().to_lowercase();
+        let mut hits = Vec::new();
+        if q.is_empty() || limit == 0 {
+            return Ok(hits);
+        }
+        let mut after: Option<String> = None;
+        loop {
+            let tx = self.tx(&[MESSAGES], false)?;
+            let store = tx.store(MESSAGES)?;
+            let range: JsValue = match &after {
+                None => JsValue::UNDEFINED,
+                Some(k) => IdbKeyRange::lower_bound_with_open(&JsValue::from_str(k), true)
+                    .map_err(js_error)?
+                    .into(),
+            };
+            let chunk: Array = request(
+                &store
+                    .get_all_with_key_and_limit(&range, CHUNK)
+                    .map_err(js_error)?,
+            )
+            .await?
+            .into();
+            let n = chunk.length();
+            for v in chunk.iter() {
+                let rec: MessageRecord = from_js(v, "message")?;
+                if let Some(snippet) = snippet_for(&rec.content, &q, 40) {
+                    hits.push(SearchHit {
+                        conversation_id: rec.conversation_id.clone(),
+                        message_id: rec.id.clone(),
+                        seq: rec.seq,
+                        snippet,
+                    });
+                    if hits.len() >= limit {
+                        return Ok(hits);
+                    }
+                }
+                after = Some(rec.id);
+            }
+            if n < CHUNK {
+                return Ok(hits);
+            }
+        }
+    }
+}

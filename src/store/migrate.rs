@@ -1,0 +1,256 @@
+//! Numbered data migrations, each run exactly once: a migration does its work and writes its
+//! `meta` record (`migration:<n>`) in ONE readwrite transaction, after checking inside that same
+//! transaction that the record is absent. A tab closed halfway aborts the transaction (nothing applied,
+//! it runs again next time); two tabs racing are serialised by IndexedDB and the second sees the record.
+//!
+//! Migration 1 imports the legacy flat message list (v1 `messages`, renamed `legacy_messages` by the
+//! schema upgrade; records like `{id, agent_id, role, content, timestamp}`) into one
+//! "Previous conversation" per source (`agent_id`). Records it cannot read are left in
+//! `legacy_messages` (never deleted) and counted in the log.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use wasm_bindgen::JsValue;
+
+use super::error::StoreError;
+use super::idb::{from_js, request, to_js};
+use super::records::{ConversationRecord, MessageRecord, OverridesRecord};
+use super::schema::{CONVERSATIONS, LEGACY_MESSAGES, MESSAGES, META};
+use super::Store;
+use crate::engine::model::{Millis, Role};
+
+/// One applied migration, as stored in `meta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MigrationRecord {
+    pub key: String,
+    pub number: u32,
+    pub name: String,
+    pub applied_at: Millis,
+    pub detail: String,
+}
+
+/// Title of the conversations made from legacy messages.
+pub const LEGACY_TITLE: &str = "Previous conversation";
+
+const MIGRATIONS: &[(u32, &str)] = &[(1, "import legacy flat message list")];
+
+pub(crate) async fn run(store: &Store) -> Result<(), StoreError> {
+    for &(number, name) in MIGRATIONS {
+        match number {
+            1 => import_legacy(store, number, name).await?,
+            _ => unreachable_migration(number)?,
+        }
+    }
+    Ok(())
+}
+
+fn unreachable_migration(n: u32) -> Result<(), StoreError> {
+    Err(StoreError::Idb {
+        name: "MigrationError".into(),
+        message: format!("no code for migration {n}"),
+    })
+}
+
+fn meta_key(n: u32) -> String {
+    format!("migration:{n}")
+}
+
+/// A legacy message, read leniently.
+struct Legacy {
+    key: JsValue,
+    id: String,
+    agent: String,
+    role: Role,
+    content: String,
+    at: Millis,
+    pos: usize,
+}
+
+fn text_of(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn legacy_role(s: &str) -> Option<Role> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "user" | "human" => Some(Role::User),
+        "assistant" | "agent" | "bot" | "ai" => Some(Role::Assistant),
+        "system" => Some(Role::System),
+        "tool" => Some(Role::Tool),
+        _ => None,
+    }
+}
+
+fn legacy_time(v: Option<&Value>) -> Millis {
+    match v {
+        Some(Value::Number(n)) => {
+            let t = n.as_f64().unwrap_or(0.0);
+            // Seconds (SQLite unixepoch) vs milliseconds.
+            let ms = if t.abs() < 1e11 { t * 1000.0 } else { t };
+            if ms.is_finite() {
+                ms as Millis
+            } else {
+                0
+            }
+        }
+        Some(Value::String(s)) => {
+            let s = s.trim();
+            // SQLite CURRENT_TIMESTAMP ("YYYY-MM-DD HH:MM:SS") is UTC; read it as such, not local.
+            let sqlite = s.len() == 19 && s.as_bytes().get(10) == Some(&b' ');
+            let t = if sqlite {
+                js_sys::Date::parse(&format!("{}Z", s.replacen(' ', "T", 1)))
+            } else {
+                js_sys::Date::parse(s)
+            };
+            if t.is_nan() {
+                0
+            } else {
+                t as Millis
+            }
+        }
+        _ => 0,
+    }
+}
+
+fn parse_legacy(key: JsValue, v: &Value, pos: usize) -> Option<Legacy> {
+    let o = v.as_object()?;
+    let id = text_of(o.get("id"))
+        .or_else(|| key.as_string())
+        .or_else(|| key.as_f64().map(|n| n.to_string()))?;
+    let agent =
+        text_of(o.get("agent_id").or_else(|| o.get("agentId"))).unwrap_or_else(|| "default".into());
+    let role = legacy_role(o.get("role")?.as_str()?)?;
+    let content = o.get("content")?.as_str()?.to_string();
+    let at = legacy_time(
+        o.get("timestamp")
+            .or_else(|| o.get("created_at"))
+            .or_else(|| o.get("createdAt")),
+    );
+    Some(Legacy {
+        key,
+        id,
+        agent,
+        role,
+        content,
+        at,
+        pos,
+    })
+}
+
+async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), StoreError> {
+    let tx = store.tx(&[META, LEGACY_MESSAGES, MESSAGES, CONVERSATIONS], true)?;
+    let meta = tx.store(META)?;
+    let key = meta_key(number);
+    let done = request(
+        &meta
+            .get(&JsValue::from_str(&key))
+            .map_err(super::idb::js_error)?,
+    )
+    .await?;
+    if !done.is_undefined() {
+        return tx.done().await;
+    }
+    let legacy = tx.store(LEGACY_MESSAGES)?;
+    let keys_req = legacy.get_all_keys().map_err(super::idb::js_error)?;
+    let vals_req = legacy.get_all().map_err(super::idb::js_error)?;
+    let keys: js_sys::Array = request(&keys_req).await?.into();
+    let vals: js_sys::Array = request(&vals_req).await?.into();
+
+    let mut groups: BTreeMap<String, Vec<Legacy>> = BTreeMap::new();
+    let mut unreadable = 0usize;
+    for (pos, (k, v)) in keys.iter().zip(vals.iter()).enumerate() {
+        let parsed = serde_wasm_bindgen::from_value::<Value>(v)
+            .ok()
+            .and_then(|v| parse_legacy(k, &v, pos));
+        match parsed {
+            Some(l) => groups.entry(l.agent.clone()).or_default().push(l),
+            None => unreadable += 1,
+        }
+    }
+    let messages = tx.store(MESSAGES)?;
+    let conversations = tx.store(CONVERSATIONS)?;
+    let mut imported = 0usize;
+    let n_conv = groups.len();
+    for (agent, mut msgs) in groups {
+        msgs.sort_by(|a, b| a.at.cmp(&b.at).then(a.pos.cmp(&b.pos)));
+        let conv_id = format!("legacy-{agent}");
+        for (i, m) in msgs.iter().enumerate() {
+            let rec = MessageRecord {
+                id: m.id.clone(),
+                conversation_id: conv_id.clone(),
+                seq: i as u64 + 1,
+                role: m.role.as_str().to_string(),
+                content: m.content.clone(),
+                status: "complete".into(),
+                created_at: m.at,
+                tool_calls: Vec::new(),
+                usage: None,
+                error: None,
+                path: None,
+                model: None,
+                streaming: None,
+            };
+            messages.put(&to_js(&rec)?).map_err(super::idb::js_error)?;
+            legacy.delete(&m.key).map_err(super::idb::js_error)?;
+        }
+        imported += msgs.len();
+        let conv = ConversationRecord {
+            id: conv_id,
+            title: LEGACY_TITLE.to_string(),
+            title_is_custom: false,
+            created_at: msgs.iter().map(|m| m.at).min().unwrap_or(0),
+            updated_at: msgs.iter().map(|m| m.at).max().unwrap_or(0),
+            message_count: msgs.len() as u64,
+            last_seq: msgs.len() as u64,
+            endpoint_profile_id: None,
+            remote_handle: None,
+            last_path: None,
+            overrides: OverridesRecord::default(),
+        };
+        conversations
+            .put(&to_js(&conv)?)
+            .map_err(super::idb::js_error)?;
+    }
+    let record = MigrationRecord {
+        key,
+        number,
+        name: name.to_string(),
+        applied_at: js_sys::Date::now() as Millis,
+        detail: format!(
+            "imported {imported} messages into {n_conv} conversations; {unreadable} unreadable records kept in {LEGACY_MESSAGES}"
+        ),
+    };
+    meta.put(&to_js(&record)?).map_err(super::idb::js_error)?;
+    store.commit(tx).await
+}
+
+impl Store {
+    /// Applied migrations, in order.
+    pub async fn migration_log(&self) -> Result<Vec<MigrationRecord>, StoreError> {
+        let tx = self.tx(&[META], false)?;
+        let meta = tx.store(META)?;
+        let range = web_sys::IdbKeyRange::bound(
+            &JsValue::from_str("migration:"),
+            &JsValue::from_str("migration;"),
+        )
+        .map_err(super::idb::js_error)?;
+        let all: js_sys::Array = request(
+            &meta
+                .get_all_with_key(&range)
+                .map_err(super::idb::js_error)?,
+        )
+        .await?
+        .into();
+        let mut out = Vec::new();
+        for v in all.iter() {
+            out.push(from_js::<MigrationRecord>(v, "migration record")?);
+        }
+        out.sort_by_key(|m| m.number);
+        Ok(out)
+    }
+}

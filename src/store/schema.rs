@@ -1,0 +1,107 @@
+//! The IndexedDB schema (object stores, key paths, indexes) and the structural upgrade that runs in
+//! `onupgradeneeded`. Structural only: data moves happen later as guarded migrations (`migrate.rs`),
+//! because an upgrade transaction cannot be resumed if the tab closes.
+//!
+//! Version history: 1 = legacy app (one `messages` store of flat records without conversation ids);
+//! 2 = this schema. On 1 -> 2 the legacy `messages` store is renamed `legacy_messages` (keeping its data
+//! untouched) and the new stores are created.
+
+use js_sys::Array;
+use wasm_bindgen::JsValue;
+use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStoreParameters, IdbTransaction};
+
+use super::error::StoreError;
+use super::idb::js_error;
+
+/// The IndexedDB version this code writes.
+pub const DB_VERSION: u32 = 2;
+
+pub const CONVERSATIONS: &str = "conversations";
+pub const MESSAGES: &str = "messages";
+pub const SUMMARIES: &str = "summaries";
+pub const ENTITIES: &str = "entities";
+pub const SETTINGS: &str = "settings";
+pub const META: &str = "meta";
+pub const LEGACY_MESSAGES: &str = "legacy_messages";
+
+/// `conversations` index on `updated_at` (listing most recent first).
+pub const BY_UPDATED: &str = "by_updated_at";
+/// `messages` index on `[conversation_id, seq]` (bounded range reads).
+pub const BY_CONV_SEQ: &str = "by_conversation_seq";
+/// Sparse `messages` index on `streaming` (present only while a reply streams): finds the streams a
+/// crash left behind without scanning, and costs nothing for finished messages.
+pub const BY_STREAMING: &str = "by_streaming";
+
+fn has_store(db: &IdbDatabase, name: &str) -> bool {
+    db.object_store_names().contains(name)
+}
+
+fn key_path_str(k: &str) -> IdbObjectStoreParameters {
+    let p = IdbObjectStoreParameters::new();
+    p.set_key_path(&JsValue::from_str(k));
+    p
+}
+
+fn key_path_arr(k: &[&str]) -> IdbObjectStoreParameters {
+    let p = IdbObjectStoreParameters::new();
+    let a: Array = k.iter().map(|s| JsValue::from_str(s)).collect();
+    p.set_key_path(&a);
+    p
+}
+
+/// Brings the database from `old_version` to [`DB_VERSION`]. Runs inside the versionchange transaction.
+pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Result<(), StoreError> {
+    if old_version < 2 && has_store(db, MESSAGES) && !has_store(db, LEGACY_MESSAGES) {
+        // The v1 store has no conversation ids and maybe another key path: keep it aside, intact.
+        let legacy = tx.object_store(MESSAGES).map_err(js_error)?;
+        legacy.set_name(LEGACY_MESSAGES);
+    }
+    if !has_store(db, CONVERSATIONS) {
+        let s = db
+            .create_object_store_with_optional_parameters(CONVERSATIONS, &key_path_str("id"))
+            .map_err(js_error)?;
+        s.create_index_with_str(BY_UPDATED, "updated_at")
+            .map_err(js_error)?;
+    }
+    if !has_store(db, MESSAGES) {
+        let s = db
+            .create_object_store_with_optional_parameters(MESSAGES, &key_path_str("id"))
+            .map_err(js_error)?;
+        let seq: Array = ["conversation_id", "seq"]
+            .iter()
+            .map(|s| JsValue::from_str(s))
+            .collect();
+        s.create_index_with_str_sequence_and_optional_parameters(BY_CONV_SEQ, &seq, &{
+            let p = IdbIndexParameters::new();
+            p.set_unique(true);
+            p
+        })
+        .map_err(js_error)?;
+        s.create_index_with_str(BY_STREAMING, "streaming")
+            .map_err(js_error)?;
+    }
+    if !has_store(db, SUMMARIES) {
+        db.create_object_store_with_optional_parameters(
+            SUMMARIES,
+            &key_path_arr(&["conversation_id", "version"]),
+        )
+        .map_err(js_error)?;
+    }
+    if !has_store(db, ENTITIES) {
+        db.create_object_store_with_optional_parameters(ENTITIES, &key_path_arr(&["scope", "id"]))
+            .map_err(js_error)?;
+    }
+    if !has_store(db, SETTINGS) {
+        db.create_object_store_with_optional_parameters(SETTINGS, &key_path_str("key"))
+            .map_err(js_error)?;
+    }
+    if !has_store(db, META) {
+        db.create_object_store_with_optional_parameters(META, &key_path_str("key"))
+            .map_err(js_error)?;
+    }
+    if !has_store(db, LEGACY_MESSAGES) {
+        // Always present so the legacy-import migration has one shape to read.
+        db.create_object_store(LEGACY_MESSAGES).map_err(js_error)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//! Settings: JSON values by key (`settings` store, key path `key`). The store does not interpret them.
+
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+
+use super::error::StoreError;
+use super::idb::{from_js, js_error, request, to_js};
+use super::schema::SETTINGS;
+use super::Store;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SettingRecord {
+    key: String,
+    value: serde_json::Value,
+}
+
+impl Store {
+    pub async fn get_setting(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let tx = self.tx(&[SETTINGS], false)?;
+        let v = request(
+            &tx.store(SETTINGS)?
+                .get(&JsValue::from_str(key))
+                .map_err(js_error)?,
+        )
+        .await?;
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        Ok(Some(from_js::<SettingRecord>(v, "setting")?.value))
+    }
+
+    pub async fn set_setting(
+        &self,
+        key: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let rec = SettingRecord {
+            key: key.to_string(),
+            value: value.clone(),
+        };
+        let tx = self.tx(&[SETTINGS], true)?;
+        tx.store(SETTINGS)?.put(&to_js(&rec)?).map_err(js_error)?;
+        self.commit(tx).await
+    }
+
+    pub async fn delete_setting(&self, key: &str) -> Result<(), StoreError> {
+        let tx = self.tx(&[SETTINGS], true)?;
+        tx.store(SETTINGS)?
+            .delete(&JsValue::from_str(key))
+            .map_err(js_error)?;
+        self.commit(tx).await
+    }
+}

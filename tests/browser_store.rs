@@ -1,0 +1,941 @@
+#![cfg(target_arch = "wasm32")]
+//! Browser tests of the IndexedDB store (headless Chromium). Every test uses its own database
+//! (counter + timestamp) and deletes it at the end.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use memoire::engine::model::*;
+use memoire::store::{ConversationPatch, Store, StoreError};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+thread_local! { static COUNTER: Cell<u32> = const { Cell::new(0) }; }
+
+fn fresh_name(tag: &str) -> String {
+    let n = COUNTER.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    format!("memoire-test-{tag}-{n}-{}", js_sys::Date::now() as u64)
+}
+
+async fn fresh(tag: &str) -> Store {
+    Store::open(&fresh_name(tag))
+        .await
+        .expect("open fresh store")
+}
+
+async fn finish(store: Store) {
+    let name = store.name().to_string();
+    store.close();
+    Store::delete_database(&name)
+        .await
+        .expect("delete test database");
+}
+
+fn conv(id: &str, updated_at: Millis) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: format!("title {id}"),
+        title_is_custom: false,
+        created_at: updated_at,
+        updated_at,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: MemoryOverrides::default(),
+    }
+}
+
+fn msg(conv: &str, id: &str, role: Role, content: &str, at: Millis) -> Message {
+    Message {
+        id: id.into(),
+        conversation_id: conv.into(),
+        seq: 0,
+        role,
+        content: content.into(),
+        status: MessageStatus::Complete,
+        created_at: at,
+        meta: MessageMeta::default(),
+    }
+}
+
+async fn seqs(store: &Store, c: &str) -> Vec<u64> {
+    store
+        .load_last(c, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.seq)
+        .collect()
+}
+
+// ------------------------------------------------------------------ conversations
+
+#[wasm_bindgen_test]
+async fn conversations_create_get_list_rename_update() {
+    let s = fresh("conv").await;
+    for (id, at) in [("a", 10), ("b", 30), ("c", 20)] {
+        s.create_conversation(&conv(id, at)).await.unwrap();
+    }
+    let ids: Vec<String> = s
+        .list_conversations(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, ["b", "c", "a"], "most recent first");
+    assert_eq!(s.list_conversations(2).await.unwrap().len(), 2, "limit");
+    assert_eq!(s.get_conversation("a").await.unwrap(), Some(conv("a", 10)));
+    assert_eq!(s.get_conversation("zz").await.unwrap(), None);
+    assert!(matches!(
+        s.create_conversation(&conv("a", 99)).await,
+        Err(StoreError::AlreadyExists { .. })
+    ));
+    assert_eq!(
+        s.get_conversation("a").await.unwrap(),
+        Some(conv("a", 10)),
+        "not overwritten"
+    );
+
+    let renamed = s.rename_conversation("a", "My trip", 40).await.unwrap();
+    assert_eq!(
+        (
+            renamed.title.as_str(),
+            renamed.title_is_custom,
+            renamed.updated_at
+        ),
+        ("My trip", true, 40)
+    );
+    assert_eq!(
+        s.list_conversations(1).await.unwrap()[0].id,
+        "a",
+        "rename bumps recency"
+    );
+
+    let handle = RemoteHandle {
+        id: "resp_1".into(),
+        endpoint_key: "openai-responses|http://x|m".into(),
+        covers_up_to_seq: 4,
+        confirmed_at: 50,
+        dead: false,
+    };
+    let overrides = MemoryOverrides {
+        recent_messages: Some(4),
+        history_format: Some(HistoryFormat::Transcript),
+        ..Default::default()
+    };
+    let patch = ConversationPatch {
+        endpoint_profile_id: Some(Some("p1".into())),
+        remote_handle: Some(Some(handle.clone())),
+        last_path: Some(Some(TurnPath::Reinjected)),
+        memory_overrides: Some(overrides.clone()),
+        updated_at: Some(5),
+        ..Default::default()
+    };
+    s.update_conversation("b", &patch).await.unwrap();
+    let b = s.get_conversation("b").await.unwrap().unwrap();
+    assert_eq!(b.remote_handle, Some(handle));
+    assert_eq!(b.last_path, Some(TurnPath::Reinjected));
+    assert_eq!(b.memory_overrides, overrides);
+    assert_eq!(b.endpoint_profile_id.as_deref(), Some("p1"));
+    assert_eq!(b.updated_at, 30, "updated_at never moves backwards");
+    assert!(matches!(
+        s.update_conversation("nope", &patch).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    finish(s).await;
+}
+
+// ------------------------------------------------------------------ messages
+
+#[wasm_bindgen_test]
+async fn append_assigns_gap_free_seqs_and_updates_the_conversation() {
+    let s = fresh("append").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    for i in 0..5 {
+        let out = s
+            .append_message(&msg("c", &format!("m{i}"), Role::User, "hi", 100 + i))
+            .await
+            .unwrap();
+        assert!(out.inserted);
+        assert_eq!(out.message.seq, i as u64 + 1);
+    }
+    assert_eq!(seqs(&s, "c").await, [1, 2, 3, 4, 5]);
+    let c = s.get_conversation("c").await.unwrap().unwrap();
+    assert_eq!((c.message_count, c.updated_at), (5, 104));
+    assert_eq!(s.count_messages("c").await.unwrap(), 5);
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn append_is_idempotent() {
+    let s = fresh("idem").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    let m = msg("c", "same", Role::User, "first", 5);
+    let first = s.append_message(&m).await.unwrap();
+    let mut again = m.clone();
+    again.content = "changed".into();
+    let second = s.append_message(&again).await.unwrap();
+    assert!(first.inserted && !second.inserted);
+    assert_eq!(second.message.content, "first", "the stored message wins");
+    assert_eq!(s.count_messages("c").await.unwrap(), 1);
+    assert_eq!(
+        s.get_conversation("c")
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        1
+    );
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn append_to_a_missing_conversation_writes_nothing() {
+    let s = fresh("orphan").await;
+    let r = s
+        .append_message(&msg("ghost", "m1", Role::User, "x", 1))
+        .await;
+    assert!(
+        matches!(
+            r,
+            Err(StoreError::NotFound {
+                what: "conversation",
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    assert_eq!(s.get_message("m1").await.unwrap(), None);
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn message_round_trips_every_field() {
+    let s = fresh("roundtrip").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    let mut m = msg("c", "full", Role::Assistant, "ünïcødé ✓", 9);
+    m.status = MessageStatus::Error;
+    m.meta = MessageMeta {
+        tool_calls: vec![ToolCall {
+            id: "t".into(),
+            name: "search".into(),
+            arguments: "{\"q\":1}".into(),
+            result: Some("ok".into()),
+        }],
+        usage: Some(Usage {
+            prompt_tokens: 12,
+            completion_tokens: 34,
+        }),
+        error: Some("boom".into()),
+        path: Some(TurnPath::Resumed),
+        model: Some("m".into()),
+    };
+    let stored = s.append_message(&m).await.unwrap().message;
+    assert_eq!(s.get_message("full").await.unwrap(), Some(stored.clone()));
+    m.seq = 1;
+    assert_eq!(stored, m);
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn streaming_content_updates_in_place() {
+    let s = fresh("stream").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    let mut m = msg("c", "r", Role::Assistant, "", 2);
+    m.status = MessageStatus::Streaming;
+    s.append_message(&m).await.unwrap();
+    for (content, status) in [
+        ("Hel", MessageStatus::Streaming),
+        ("Hello", MessageStatus::Streaming),
+        ("Hello!", MessageStatus::Complete),
+    ] {
+        s.update_message_content("r", content, status)
+            .await
+            .unwrap();
+        let got = s.get_message("r").await.unwrap().unwrap();
+        assert_eq!(
+            (got.content.as_str(), got.status, got.seq),
+            (content, status, 1)
+        );
+    }
+    assert_eq!(s.count_messages("c").await.unwrap(), 1);
+    assert!(matches!(
+        s.update_message_content("nope", "x", MessageStatus::Complete)
+            .await,
+        Err(StoreError::NotFound {
+            what: "message",
+            ..
+        })
+    ));
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn interrupted_streams_are_marked_after_a_crash() {
+    let s = fresh("interrupt").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    let mut streaming = msg("c", "s1", Role::Assistant, "partial rep", 2);
+    streaming.status = MessageStatus::Streaming;
+    s.append_message(&msg("c", "u1", Role::User, "q", 1))
+        .await
+        .unwrap();
+    s.append_message(&streaming).await.unwrap();
+    let mut finished = msg("c", "s2", Role::Assistant, "", 3);
+    finished.status = MessageStatus::Streaming;
+    s.append_message(&finished).await.unwrap();
+    s.update_message_content("s2", "done", MessageStatus::Complete)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.mark_interrupted_streams().await.unwrap(),
+        1,
+        "only the stream left open"
+    );
+    assert_eq!(
+        s.get_message("s2").await.unwrap().unwrap().status,
+        MessageStatus::Complete
+    );
+    let got = s.get_message("s1").await.unwrap().unwrap();
+    assert_eq!(
+        (got.status, got.content.as_str()),
+        (MessageStatus::Interrupted, "partial rep")
+    );
+    assert_eq!(
+        s.get_message("u1").await.unwrap().unwrap().status,
+        MessageStatus::Complete
+    );
+    assert_eq!(s.mark_interrupted_streams().await.unwrap(), 0);
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn bounded_reads_last_before_since_count() {
+    let s = fresh("reads").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    s.create_conversation(&conv("other", 1)).await.unwrap();
+    for i in 1..=30 {
+        s.append_message(&msg("c", &format!("c{i}"), Role::User, &format!("n{i}"), i))
+            .await
+            .unwrap();
+        if i % 3 == 0 {
+            s.append_message(&msg("other", &format!("o{i}"), Role::User, "o", i))
+                .await
+                .unwrap();
+        }
+    }
+    let range = |a: u64, b: u64| (a..=b).collect::<Vec<u64>>();
+    let seqs_of = |v: Vec<Message>| v.into_iter().map(|m| m.seq).collect::<Vec<u64>>();
+    let check = |got: Vec<u64>, want: Vec<u64>, what: &str| assert_eq!(got, want, "{what}");
+    check(
+        seqs_of(s.load_last("c", 5).await.unwrap()),
+        range(26, 30),
+        "last 5",
+    );
+    check(
+        seqs_of(s.load_last("c", 100).await.unwrap()),
+        range(1, 30),
+        "last more than exist",
+    );
+    check(
+        seqs_of(s.load_last("c", 0).await.unwrap()),
+        vec![],
+        "last 0",
+    );
+    check(
+        seqs_of(s.load_last("nobody", 5).await.unwrap()),
+        vec![],
+        "unknown conversation",
+    );
+    check(
+        seqs_of(s.load_before("c", 26, 5).await.unwrap()),
+        range(21, 25),
+        "page before 26",
+    );
+    check(
+        seqs_of(s.load_before("c", 3, 5).await.unwrap()),
+        range(1, 2),
+        "short first page",
+    );
+    check(
+        seqs_of(s.load_before("c", 1, 5).await.unwrap()),
+        vec![],
+        "nothing before 1",
+    );
+    check(
+        seqs_of(s.load_since("c", 27).await.unwrap()),
+        range(28, 30),
+        "since 27",
+    );
+    check(
+        seqs_of(s.load_since("c", 0).await.unwrap()),
+        range(1, 30),
+        "since 0",
+    );
+    check(
+        seqs_of(s.load_since("c", 30).await.unwrap()),
+        vec![],
+        "since last",
+    );
+    check(
+        seqs_of(s.load_last("other", 100).await.unwrap()),
+        range(1, 10),
+        "other conversation is separate",
+    );
+    assert_eq!(s.load_last("c", 1).await.unwrap()[0].content, "n30");
+    assert_eq!(s.count_messages("c").await.unwrap(), 30);
+    assert_eq!(s.count_messages("other").await.unwrap(), 10);
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn bulk_import_continues_seqs_and_skips_known_ids() {
+    let s = fresh("import").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    s.append_message(&msg("c", "live", Role::User, "x", 1))
+        .await
+        .unwrap();
+    let batch: Vec<Message> = (0..200)
+        .map(|i| msg("c", &format!("i{i}"), Role::Assistant, "y", 10 + i))
+        .collect();
+    assert_eq!(s.import_messages("c", &batch).await.unwrap(), 200);
+    assert_eq!(seqs(&s, "c").await, (1..=201).collect::<Vec<u64>>());
+    let c = s.get_conversation("c").await.unwrap().unwrap();
+    assert_eq!((c.message_count, c.updated_at), (201, 209));
+    // Re-importing overlapping data inserts only the new ids.
+    let again: Vec<Message> = (190..210)
+        .map(|i| msg("c", &format!("i{i}"), Role::Assistant, "y", 10 + i))
+        .collect();
+    assert_eq!(s.import_messages("c", &again).await.unwrap(), 10);
+    assert_eq!(s.count_messages("c").await.unwrap(), 211);
+    // The skipped ids left seqs 202..=211 unused: bounded reads still return k messages.
+    let last: Vec<u64> = s
+        .load_last("c", 15)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    assert_eq!(last, (197..=201).chain(212..=221).collect::<Vec<u64>>());
+    let page: Vec<u64> = s
+        .load_before("c", 213, 3)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    assert_eq!(page, [200, 201, 212]);
+    assert_eq!(
+        s.get_conversation("c")
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        211
+    );
+    assert!(matches!(
+        s.import_messages("ghost", &batch).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn search_is_case_insensitive_across_conversations_and_bounded() {
+    let s = fresh("search").await;
+    for c in ["c1", "c2"] {
+        s.create_conversation(&conv(c, 1)).await.unwrap();
+    }
+    s.append_message(&msg(
+        "c1",
+        "a",
+        Role::User,
+        "We met in PARIS last spring",
+        1,
+    ))
+    .await
+    .unwrap();
+    s.append_message(&msg("c1", "b", Role::User, "nothing here", 2))
+        .await
+        .unwrap();
+    s.append_message(&msg("c2", "c", Role::Assistant, "paris is lovely", 3))
+        .await
+        .unwrap();
+    let long = format!("{}Paris{}", "x".repeat(100), "y".repeat(100));
+    s.append_message(&msg("c2", "d", Role::User, &long, 4))
+        .await
+        .unwrap();
+
+    let mut hits = s.search_messages("Paris", 10).await.unwrap();
+    hits.sort_by(|a, b| a.message_id.cmp(&b.message_id));
+    let got: Vec<(&str, &str)> = hits
+        .iter()
+        .map(|h| (h.conversation_id.as_str(), h.message_id.as_str()))
+        .collect();
+    assert_eq!(got, [("c1", "a"), ("c2", "c"), ("c2", "d")]);
+    assert_eq!(hits[0].snippet, "We met in PARIS last spring");
+    let d = &hits[2].snippet;
+    assert!(
+        d.starts_with('…') && d.ends_with('…') && d.contains("Paris"),
+        "{d}"
+    );
+    assert!(d.chars().count() < 100, "snippet is bounded: {d}");
+    assert_eq!(
+        s.search_messages("paris", 2).await.unwrap().len(),
+        2,
+        "limit"
+    );
+    assert!(s.search_messages("zebra", 10).await.unwrap().is_empty());
+    assert!(s.search_messages("  ", 10).await.unwrap().is_empty());
+    finish(s).await;
+}
+
+// ------------------------------------------------------------------ memory
+
+fn summary(c: &str, version: u32, text: &str) -> ConversationSummary {
+    ConversationSummary {
+        conversation_id: c.into(),
+        version,
+        text: text.into(),
+        covers_up_to_seq: version as u64 * 10,
+        message_count: version as u64 * 10,
+        updated_at: version as i64,
+    }
+}
+
+fn entity(scope: EntityScope, id: &str, name: &str) -> EntityNode {
+    EntityNode {
+        id: id.into(),
+        scope,
+        entity_type: EntityType::Person,
+        name: name.into(),
+        aliases: vec![format!("{name}y")],
+        description: "d".into(),
+        properties: BTreeMap::from([("k".to_string(), "v".to_string())]),
+        relationships: vec![Relationship {
+            target_id: "x".into(),
+            relationship: "knows".into(),
+            strength: 0.5,
+            valid_from: 1,
+            valid_to: Some(2),
+        }],
+        source_message_ids: vec!["m1".into()],
+        updated_at: 7,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn summaries_keep_every_version() {
+    let s = fresh("summary").await;
+    assert_eq!(s.latest_summary("c").await.unwrap(), None);
+    for v in [1, 2, 3] {
+        s.save_summary(&summary("c", v, &format!("v{v}")))
+            .await
+            .unwrap();
+    }
+    s.save_summary(&summary("other", 9, "o")).await.unwrap();
+    let all = s.load_summaries("c").await.unwrap();
+    assert_eq!(all.iter().map(|x| x.version).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(
+        s.latest_summary("c").await.unwrap(),
+        Some(summary("c", 3, "v3"))
+    );
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn entity_graph_is_replaced_per_scope() {
+    let s = fresh("entities").await;
+    let c = EntityScope::Conversation("c".into());
+    let first = vec![
+        entity(c.clone(), "e1", "Ann"),
+        entity(c.clone(), "e2", "Bob"),
+    ];
+    s.save_entities(&c, &first).await.unwrap();
+    s.save_entities(
+        &EntityScope::Shared,
+        &[entity(EntityScope::Shared, "e1", "Shared Ann")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.load_entities(&c).await.unwrap(), first);
+    let second = vec![entity(c.clone(), "e3", "Cat")];
+    s.save_entities(&c, &second).await.unwrap();
+    assert_eq!(
+        s.load_entities(&c).await.unwrap(),
+        second,
+        "old nodes are gone"
+    );
+    assert_eq!(
+        s.load_entities(&EntityScope::Shared).await.unwrap()[0].name,
+        "Shared Ann"
+    );
+    let wrong = vec![entity(EntityScope::Shared, "e9", "X")];
+    assert!(matches!(
+        s.save_entities(&c, &wrong).await,
+        Err(StoreError::Encode(_))
+    ));
+    assert_eq!(
+        s.load_entities(&c).await.unwrap(),
+        second,
+        "rejected save wrote nothing"
+    );
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn settings_get_set_delete() {
+    let s = fresh("settings").await;
+    let v = serde_json::json!({"endpoint": "http://x", "recent": 10, "nested": {"a": [1, 2]}});
+    assert_eq!(s.get_setting("profile").await.unwrap(), None);
+    s.set_setting("profile", &v).await.unwrap();
+    assert_eq!(s.get_setting("profile").await.unwrap(), Some(v));
+    s.set_setting("profile", &serde_json::json!(3))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get_setting("profile").await.unwrap(),
+        Some(serde_json::json!(3))
+    );
+    s.delete_setting("profile").await.unwrap();
+    assert_eq!(s.get_setting("profile").await.unwrap(), None);
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn delete_cascades_to_messages_summaries_and_entities() {
+    let s = fresh("cascade").await;
+    for c in ["gone", "kept"] {
+        s.create_conversation(&conv(c, 1)).await.unwrap();
+        for i in 0..5 {
+            s.append_message(&msg(c, &format!("{c}{i}"), Role::User, "t", i))
+                .await
+                .unwrap();
+        }
+        s.save_summary(&summary(c, 1, "s")).await.unwrap();
+        let scope = EntityScope::Conversation(c.into());
+        s.save_entities(&scope, &[entity(scope.clone(), "e", "E")])
+            .await
+            .unwrap();
+    }
+    assert!(s.delete_conversation("gone").await.unwrap());
+    let gone = EntityScope::Conversation("gone".into());
+    assert_eq!(s.get_conversation("gone").await.unwrap(), None);
+    assert_eq!(s.count_messages("gone").await.unwrap(), 0);
+    assert_eq!(s.get_message("gone0").await.unwrap(), None);
+    assert!(s.load_summaries("gone").await.unwrap().is_empty());
+    assert_eq!(s.count_entities(&gone).await.unwrap(), 0);
+    let kept = EntityScope::Conversation("kept".into());
+    assert_eq!(s.count_messages("kept").await.unwrap(), 5);
+    assert_eq!(s.load_summaries("kept").await.unwrap().len(), 1);
+    assert_eq!(s.count_entities(&kept).await.unwrap(), 1);
+    assert!(
+        !s.delete_conversation("gone").await.unwrap(),
+        "second delete reports absence"
+    );
+    finish(s).await;
+}
+
+// ------------------------------------------------------------------ persistence
+
+#[wasm_bindgen_test]
+async fn persistence_and_usage_are_reported() {
+    let s = fresh("quota-report").await;
+    let _persisted: bool = Store::request_persistence().await.unwrap();
+    let u = Store::storage_usage().await.unwrap();
+    assert!(u.quota_bytes > 0.0 && u.usage_bytes >= 0.0, "{u:?}");
+    assert!((0.0..=1.0).contains(&u.fraction_used()));
+    finish(s).await;
+}
+
+// ------------------------------------------------------------------ no-loss writes
+
+/// A real `QuotaExceededError` cannot be provoked reliably in headless Chromium (its quota is a
+/// share of the disk), so `Store::simulate_quota_exceeded_on_next_write` makes the next write fail
+/// the way a full disk does: its transaction, with every request already queued, is really aborted
+/// and the error goes through the same `DOMException` mapping (`QuotaExceededError` -> `Full`).
+#[wasm_bindgen_test]
+async fn quota_failure_is_full_and_writes_nothing() {
+    let s = fresh("full").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    s.append_message(&msg("c", "m0", Role::User, "kept", 1))
+        .await
+        .unwrap();
+
+    s.simulate_quota_exceeded_on_next_write();
+    let r = s
+        .append_message(&msg("c", "m1", Role::User, "lost?", 2))
+        .await;
+    assert_eq!(r, Err(StoreError::Full));
+    assert!(StoreError::Full.to_string().contains("storage is full"));
+    assert_eq!(
+        s.get_message("m1").await.unwrap(),
+        None,
+        "message not written"
+    );
+    let c = s.get_conversation("c").await.unwrap().unwrap();
+    assert_eq!(
+        (c.message_count, c.updated_at),
+        (1, 1),
+        "counters not bumped"
+    );
+
+    s.simulate_quota_exceeded_on_next_write();
+    let batch: Vec<Message> = (0..50)
+        .map(|i| msg("c", &format!("b{i}"), Role::User, "b", 3))
+        .collect();
+    assert_eq!(s.import_messages("c", &batch).await, Err(StoreError::Full));
+    assert_eq!(
+        s.count_messages("c").await.unwrap(),
+        1,
+        "bulk import is all or nothing"
+    );
+
+    s.simulate_quota_exceeded_on_next_write();
+    assert_eq!(s.delete_conversation("c").await, Err(StoreError::Full));
+    assert_eq!(
+        s.count_messages("c").await.unwrap(),
+        1,
+        "aborted delete removed nothing"
+    );
+
+    let next = s
+        .append_message(&msg("c", "m1", Role::User, "retry", 4))
+        .await
+        .unwrap();
+    assert_eq!(next.message.seq, 2, "no seq was burnt by the failed write");
+    finish(s).await;
+}
+
+/// Runs both futures concurrently on the page's event loop and waits for both.
+async fn join2(
+    a: impl std::future::Future<Output = Result<JsValue, JsValue>> + 'static,
+    b: impl std::future::Future<Output = Result<JsValue, JsValue>> + 'static,
+) {
+    let pa = wasm_bindgen_futures::future_to_promise(a);
+    let pb = wasm_bindgen_futures::future_to_promise(b);
+    JsFuture::from(js_sys::Promise::all(&js_sys::Array::of2(&pa, &pb)))
+        .await
+        .expect("both writers finish");
+}
+
+#[wasm_bindgen_test]
+async fn two_connections_append_concurrently_without_loss_or_duplicates() {
+    let name = fresh_name("two");
+    let s1 = Store::open(&name).await.unwrap();
+    let s2 = Store::open(&name).await.unwrap();
+    s1.create_conversation(&conv("c", 1)).await.unwrap();
+    let writer = |s: Store, tag: &'static str| async move {
+        for i in 0..20 {
+            // Every writer also sends the shared ids: each must be stored once.
+            for id in [format!("{tag}{i}"), format!("shared{}", i % 10)] {
+                s.append_message(&msg("c", &id, Role::User, &id, i))
+                    .await
+                    .map_err(|e| JsValue::from_str(&e.to_string()))?;
+            }
+        }
+        Ok(JsValue::NULL)
+    };
+    join2(writer(s1.clone(), "a"), writer(s2.clone(), "b")).await;
+    let all = s1.load_last("c", 1000).await.unwrap();
+    assert_eq!(
+        all.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        (1..=50).collect::<Vec<u64>>(),
+        "unique gap-free seqs"
+    );
+    let mut ids: Vec<&str> = all.iter().map(|m| m.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(
+        ids.len(),
+        50,
+        "20 + 20 own ids and 10 shared ids, each once"
+    );
+    assert_eq!(
+        s2.get_conversation("c")
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        50
+    );
+    s2.close();
+    finish(s1).await;
+}
+
+// ------------------------------------------------------------------ versions and migrations
+
+/// Opens `name` with raw IndexedDB at `version`, running `upgrade` on upgradeneeded.
+async fn raw_open(
+    name: &str,
+    version: u32,
+    upgrade: impl FnOnce(web_sys::IdbDatabase) + 'static,
+) -> web_sys::IdbDatabase {
+    let factory: web_sys::IdbFactory = js_sys::Reflect::get(&js_sys::global(), &"indexedDB".into())
+        .unwrap()
+        .unchecked_into();
+    let req = factory.open_with_u32(name, version).unwrap();
+    let r2 = req.clone();
+    let on_upgrade =
+        Closure::once_into_js(move |_: JsValue| upgrade(r2.result().unwrap().unchecked_into()));
+    req.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
+    JsFuture::from(js_sys::Promise::new(&mut |res, rej| {
+        req.set_onsuccess(Some(&res));
+        req.set_onerror(Some(&rej));
+    }))
+    .await
+    .expect("raw open");
+    req.result().unwrap().unchecked_into()
+}
+
+async fn raw_done(tx: &web_sys::IdbTransaction) {
+    JsFuture::from(js_sys::Promise::new(&mut |res, rej| {
+        tx.set_oncomplete(Some(&res));
+        tx.set_onabort(Some(&rej));
+    }))
+    .await
+    .expect("raw transaction commits");
+}
+
+#[wasm_bindgen_test]
+async fn legacy_v1_flat_list_becomes_one_previous_conversation_per_agent_once() {
+    let name = fresh_name("legacy");
+    let v1 = raw_open(&name, 1, |db| {
+        let p = web_sys::IdbObjectStoreParameters::new();
+        p.set_key_path(&"id".into());
+        db.create_object_store_with_optional_parameters("messages", &p)
+            .unwrap();
+    })
+    .await;
+    let legacy = serde_json::json!([
+        {"id": "m3", "agent_id": "alice", "role": "assistant", "content": "third", "timestamp": 3000},
+        {"id": "m1", "agent_id": "alice", "role": "user", "content": "first", "timestamp": 1000},
+        {"id": "m2", "agent_id": "alice", "role": "agent", "content": "second", "timestamp": 2000},
+        {"id": 7, "agent_id": "bob", "role": "user", "content": "hello bob", "timestamp": "2024-01-02 03:04:05"},
+        {"id": "bad", "agent_id": "bob", "role": "wizard", "content": "??", "timestamp": 1}
+    ]);
+    let tx = v1
+        .transaction_with_str_and_mode("messages", web_sys::IdbTransactionMode::Readwrite)
+        .unwrap();
+    let store = tx.object_store("messages").unwrap();
+    for rec in legacy.as_array().unwrap() {
+        let v = rec
+            .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+            .unwrap();
+        store.put(&v).unwrap();
+    }
+    raw_done(&tx).await;
+    v1.close();
+
+    for round in 0..2u64 {
+        let s = Store::open(&name).await.unwrap();
+        let convs = s.list_conversations(10).await.unwrap();
+        let mut summary: Vec<(String, String, u64)> = convs
+            .iter()
+            .map(|c| (c.id.clone(), c.title.clone(), c.message_count))
+            .collect();
+        summary.sort();
+        assert_eq!(
+            summary,
+            [
+                (
+                    "legacy-alice".to_string(),
+                    "Previous conversation".to_string(),
+                    3 + round
+                ),
+                (
+                    "legacy-bob".to_string(),
+                    "Previous conversation".to_string(),
+                    1
+                )
+            ],
+            "round {round}"
+        );
+        let alice: Vec<(u64, String, Role)> = s
+            .load_last("legacy-alice", 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.seq, m.content, m.role))
+            .take(3)
+            .collect();
+        assert_eq!(
+            alice,
+            [
+                (1, "first".into(), Role::User),
+                (2, "second".into(), Role::Assistant),
+                (3, "third".into(), Role::Assistant)
+            ]
+        );
+        let bob = s.load_last("legacy-bob", 10).await.unwrap();
+        assert_eq!(
+            (bob[0].id.as_str(), bob[0].created_at),
+            ("7", 1_704_164_645_000)
+        );
+        let log = s.migration_log().await.unwrap();
+        assert_eq!(log.len(), 1, "migration ran once (round {round})");
+        assert!(
+            log[0]
+                .detail
+                .contains("imported 4 messages into 2 conversations; 1 unreadable"),
+            "{}",
+            log[0].detail
+        );
+        // New messages continue the imported seqs.
+        if round == 0 {
+            let out = s
+                .append_message(&msg("legacy-alice", "new", Role::User, "after", 4000))
+                .await
+                .unwrap();
+            assert_eq!(out.message.seq, 4);
+        }
+        s.close();
+    }
+    Store::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn an_upgrade_in_another_tab_closes_this_connection_and_tells_the_ui() {
+    let name = fresh_name("vchange");
+    let s = Store::open(&name).await.unwrap();
+    let told = Rc::new(Cell::new(false));
+    let t = told.clone();
+    s.on_closed_by_other_tab(move || t.set(true));
+    // "Another tab" upgrades: it must not be blocked by us.
+    let other = raw_open(&name, memoire::store::schema::DB_VERSION + 1, |_| {}).await;
+    assert!(s.closed_by_other_tab() && told.get());
+    assert_eq!(
+        s.list_conversations(5).await,
+        Err(StoreError::ClosedByOtherTab)
+    );
+    assert!(StoreError::ClosedByOtherTab.to_string().contains("reload"));
+    other.close();
+    // Our (older) code now refuses to open the newer database instead of corrupting it.
+    assert!(matches!(Store::open(&name).await, Err(StoreError::TooNew)));
+    Store::delete_database(&name).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn opening_while_an_old_tab_blocks_the_upgrade_reports_blocked() {
+    let name = fresh_name("blocked");
+    // An old tab (v1) that ignores versionchange keeps its connection open.
+    let old = raw_open(&name, 1, |_| {}).await;
+    let started = js_sys::Date::now();
+    assert_eq!(Store::open(&name).await.err(), Some(StoreError::Blocked));
+    assert!(js_sys::Date::now() - started < 5_000.0, "did not hang");
+    old.close();
+    // The queued upgrade goes through once the old tab is gone; a retry works.
+    let s = Store::open(&name).await.unwrap();
+    assert!(s.list_conversations(1).await.unwrap().is_empty());
+    finish(s).await;
+}
