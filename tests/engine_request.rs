@@ -860,3 +860,14 @@ fn sanitizing() {
         assert_eq!(sanitize_snippet(input, *max), *expected, "{input:?}");
     }
 }
+
+#[test]
+fn dropped_connection_keeps_the_partial_reply_and_escapes_details() {
+    use memoire::engine::failure::{connection_dropped, FailureKind};
+    let f = connection_dropped("network error");
+    assert_eq!(f.kind, FailureKind::Network);
+    assert!(f.message.contains("(network error)") && f.message.contains("partial reply was kept"));
+    let hostile = connection_dropped("<img src=x onerror=alert(1)>");
+    assert!(!hostile.message.contains('<'), "{}", hostile.message);
+    assert!(!connection_dropped("").message.contains("()"));
+}

@@ -202,6 +202,24 @@ pub fn timeout(first_byte: bool) -> Failure {
     Failure::new(FailureKind::Timeout, message.into(), None)
 }
 
+/// The connection dropped while the body was being read (server gone, network lost).
+pub fn connection_dropped(detail: &str) -> Failure {
+    let detail = sanitize_snippet(detail, 120);
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    };
+    Failure::new(
+        FailureKind::Network,
+        format!(
+            "The connection dropped while the reply was arriving{detail}. The partial reply was kept; \
+             try again."
+        ),
+        None,
+    )
+}
+
 /// The user pressed stop.
 pub fn aborted() -> Failure {
     Failure::new(

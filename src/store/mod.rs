@@ -21,6 +21,7 @@
 //!   (a connection that opens later anyway is closed immediately).
 
 mod conversations;
+mod edits;
 mod error;
 mod idb;
 mod memory;

@@ -1,0 +1,331 @@
+//! Writes that change several records at once, each in ONE transaction so nothing is half-written:
+//! finishing a message with its metadata, clearing a conversation (messages and memory, keeping the
+//! conversation), replacing the tail for edit-and-resend, saving a memory update (summary version +
+//! entity graph), and writing a validated backup import. Also the id lookups an import validates
+//! against. Imports no engine decision code; the plans come from `engine::backup`.
+
+use js_sys::Array;
+use wasm_bindgen::JsValue;
+
+use super::conversations::{get_record, not_found};
+use super::error::StoreError;
+use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
+use super::records::{
+    scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord,
+};
+use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
+use super::Store;
+use crate::engine::backup::{ExistingIds, ExistingMessage, ImportPlan};
+use crate::engine::model::{
+    Conversation, ConversationSummary, EntityNode, EntityScope, Message, MessageMeta,
+    MessageStatus, Millis,
+};
+
+impl Store {
+    /// Replaces content, status and metadata of one message (a reply's saves while and after
+    /// streaming). One get and one put; seq and conversation are kept.
+    pub async fn update_message(
+        &self,
+        id: &str,
+        content: &str,
+        status: MessageStatus,
+        meta: &MessageMeta,
+    ) -> Result<(), StoreError> {
+        let tx = self.tx(&[MESSAGES], true)?;
+        let messages = tx.store(MESSAGES)?;
+        let v = request(&messages.get(&JsValue::from_str(id)).map_err(js_error)?).await?;
+        if v.is_undefined() {
+            return tx
+                .fail(StoreError::NotFound {
+                    what: "message",
+                    id: id.to_string(),
+                })
+                .await;
+        }
+        let mut m = match from_js::<MessageRecord>(v, "message").and_then(Message::try_from) {
+            Ok(m) => m,
+            Err(e) => return tx.fail(e).await,
+        };
+        m.content = content.to_string();
+        m.status = status;
+        m.meta = meta.clone();
+        messages
+            .put(&to_js(&MessageRecord::from(&m))?)
+            .map_err(js_error)?;
+        self.commit(tx).await
+    }
+
+    /// Every message of a conversation, oldest first (for export).
+    pub async fn load_all_messages(&self, conversation_id: &str) -> Result<Vec<Message>, StoreError> {
+        let tx = self.tx(&[MESSAGES], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
+        let all: Array = request(
+            &index
+                .get_all_with_key(&prefix_range(conversation_id)?)
+                .map_err(js_error)?,
+        )
+        .await?
+        .into();
+        all.iter()
+            .map(|v| Message::try_from(from_js::<MessageRecord>(v, "message")?))
+            .collect()
+    }
+
+    /// Deletes a conversation's messages, summaries and entities, keeping the conversation (its
+    /// counters reset, its remote session dropped: the agent must not resume what was cleared).
+    pub async fn clear_conversation(&self, id: &str, now: Millis) -> Result<Conversation, StoreError> {
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
+        let convs = tx.store(CONVERSATIONS)?;
+        let Some(mut rec) = get_record(&convs, id).await? else {
+            return tx.fail(not_found(id)).await;
+        };
+        let messages = tx.store(MESSAGES)?;
+        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
+        let keys: Array = request(
+            &index
+                .get_all_keys_with_key(&prefix_range(id)?)
+                .map_err(js_error)?,
+        )
+        .await?
+        .into();
+        for k in keys.iter() {
+            messages.delete(&k).map_err(js_error)?;
+        }
+        tx.store(SUMMARIES)?
+            .delete(&prefix_range(id)?)
+            .map_err(js_error)?;
+        tx.store(ENTITIES)?
+            .delete(&prefix_range(scope_key(&EntityScope::Conversation(id.to_string())))?)
+            .map_err(js_error)?;
+        rec.message_count = 0;
+        rec.remote_handle = None;
+        rec.last_path = None;
+        rec.updated_at = rec.updated_at.max(now);
+        convs.put(&to_js(&rec)?).map_err(js_error)?;
+        let conv = match Conversation::try_from(rec) {
+            Ok(c) => c,
+            Err(e) => return tx.fail(e).await,
+        };
+        self.commit(tx).await?;
+        Ok(conv)
+    }
+
+    /// Edit-and-resend: sets the text of user message `message_id` and deletes every message after
+    /// it in its conversation, in one transaction. The remote session is dropped (it saw the old
+    /// text), so the next turn re-injects.
+    pub async fn replace_tail(
+        &self,
+        conversation_id: &str,
+        message_id: &str,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES], true)?;
+        let convs = tx.store(CONVERSATIONS)?;
+        let Some(mut conv) = get_record(&convs, conversation_id).await? else {
+            return tx.fail(not_found(conversation_id)).await;
+        };
+        let messages = tx.store(MESSAGES)?;
+        let v = request(&messages.get(&JsValue::from_str(message_id)).map_err(js_error)?).await?;
+        if v.is_undefined() {
+            return tx
+                .fail(StoreError::NotFound {
+                    what: "message",
+                    id: message_id.to_string(),
+                })
+                .await;
+        }
+        let mut rec: MessageRecord = match from_js(v, "message") {
+            Ok(r) => r,
+            Err(e) => return tx.fail(e).await,
+        };
+        if rec.conversation_id != conversation_id {
+            return tx
+                .fail(StoreError::NotFound {
+                    what: "message",
+                    id: message_id.to_string(),
+                })
+                .await;
+        }
+        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
+        let after = seq_range(conversation_id, rec.seq as f64, true, None, false)?;
+        let keys: Array = request(&index.get_all_keys_with_key(&after).map_err(js_error)?)
+            .await?
+            .into();
+        for k in keys.iter() {
+            messages.delete(&k).map_err(js_error)?;
+        }
+        rec.content = text.to_string();
+        messages.put(&to_js(&rec)?).map_err(js_error)?;
+        conv.message_count = conv.message_count.saturating_sub(keys.length() as u64);
+        conv.remote_handle = None;
+        convs.put(&to_js(&conv)?).map_err(js_error)?;
+        self.commit(tx).await
+    }
+
+    /// Saves a memory update: the new summary version (if any) and the scope's whole entity graph,
+    /// in one transaction.
+    pub async fn save_memory(
+        &self,
+        summary: Option<&ConversationSummary>,
+        scope: &EntityScope,
+        nodes: &[EntityNode],
+    ) -> Result<(), StoreError> {
+        if let Some(n) = nodes.iter().find(|n| &n.scope != scope) {
+            return Err(StoreError::Encode(format!(
+                "entity '{}' belongs to another scope than the graph being saved",
+                n.id
+            )));
+        }
+        let tx = self.tx(&[SUMMARIES, ENTITIES], true)?;
+        if let Some(s) = summary {
+            tx.store(SUMMARIES)?
+                .put(&to_js(&SummaryRecord::from(s))?)
+                .map_err(js_error)?;
+        }
+        let entities = tx.store(ENTITIES)?;
+        entities
+            .delete(&prefix_range(scope_key(scope))?)
+            .map_err(js_error)?;
+        for n in nodes {
+            if let Err(e) =
+                to_js(&EntityRecord::from(n)).and_then(|v| entities.put(&v).map_err(js_error))
+            {
+                return tx.fail(e).await;
+            }
+        }
+        self.commit(tx).await
+    }
+
+    /// What the store holds of the records a backup names (only those are looked up).
+    pub async fn existing_ids_for(&self, named: &ImportPlan) -> Result<ExistingIds, StoreError> {
+        let mut out = ExistingIds::default();
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], false)?;
+        let convs = tx.store(CONVERSATIONS)?;
+        let conv_reqs = named
+            .conversations
+            .iter()
+            .map(|c| convs.get(&JsValue::from_str(&c.id)).map(|r| (c.id.clone(), r)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(js_error)?;
+        let messages = tx.store(MESSAGES)?;
+        let msg_reqs = named
+            .messages
+            .iter()
+            .map(|m| messages.get(&JsValue::from_str(&m.id)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(js_error)?;
+        let summaries = tx.store(SUMMARIES)?;
+        let mut conv_ids: Vec<&str> = named.conversations.iter().map(|c| c.id.as_str()).collect();
+        conv_ids.sort_unstable();
+        conv_ids.dedup();
+        let sum_reqs = conv_ids
+            .iter()
+            .map(|id| {
+                prefix_range(id)
+                    .and_then(|r| summaries.get_all_with_key(&r).map_err(js_error))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let entities = tx.store(ENTITIES)?;
+        let ent_reqs = named
+            .entities
+            .iter()
+            .map(|e| {
+                let key = Array::of2(&JsValue::from_str(scope_key(&e.scope)), &JsValue::from_str(&e.id));
+                entities.get(&key).map(|r| (e.clone(), r)).map_err(js_error)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for (id, r) in conv_reqs {
+            if !request(&r).await?.is_undefined() {
+                out.conversations.insert(id);
+            }
+        }
+        for r in msg_reqs {
+            let v = request(&r).await?;
+            if !v.is_undefined() {
+                let rec: MessageRecord = from_js(v, "message")?;
+                out.messages.insert(
+                    rec.id.clone(),
+                    ExistingMessage {
+                        conversation_id: rec.conversation_id,
+                        seq: rec.seq,
+                    },
+                );
+            }
+        }
+        for r in sum_reqs {
+            let all: Array = request(&r).await?.into();
+            for v in all.iter() {
+                let s: ConversationSummary = from_js::<SummaryRecord>(v, "summary")?.into();
+                out.summaries.insert((s.conversation_id, s.version));
+            }
+        }
+        for (e, r) in ent_reqs {
+            if !request(&r).await?.is_undefined() {
+                out.entities.insert(e.id.clone(), e.scope.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes a validated import plan in ONE transaction: all of it, or (on any failure, e.g. a full
+    /// disk) none of it. Messages keep their seqs; conversation counters are brought up to date.
+    pub async fn write_import(&self, plan: &ImportPlan) -> Result<(), StoreError> {
+        let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
+        let convs = tx.store(CONVERSATIONS)?;
+        let messages = tx.store(MESSAGES)?;
+        let summaries = tx.store(SUMMARIES)?;
+        let entities = tx.store(ENTITIES)?;
+        let result = (|| -> Result<(), StoreError> {
+            for m in &plan.messages {
+                messages
+                    .add(&to_js(&MessageRecord::from(m))?)
+                    .map_err(js_error)?;
+            }
+            for s in &plan.summaries {
+                summaries
+                    .put(&to_js(&SummaryRecord::from(s))?)
+                    .map_err(js_error)?;
+            }
+            for e in &plan.entities {
+                entities
+                    .put(&to_js(&EntityRecord::from(e))?)
+                    .map_err(js_error)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            return tx.fail(e).await;
+        }
+        // Conversations: new ones as given; existing ones get their counters raised.
+        let mut touched: Vec<&str> = plan.messages.iter().map(|m| m.conversation_id.as_str()).collect();
+        touched.extend(plan.conversations.iter().map(|c| c.id.as_str()));
+        touched.sort_unstable();
+        touched.dedup();
+        for id in touched {
+            let new = plan.conversations.iter().find(|c| c.id == id);
+            let mut rec = match get_record(&convs, id).await? {
+                Some(r) => r,
+                None => match new {
+                    Some(c) => ConversationRecord::from(c),
+                    None => return tx.fail(not_found(id)).await,
+                },
+            };
+            let mine = plan.messages.iter().filter(|m| m.conversation_id == id);
+            let (mut added, mut max_seq, mut last_at) = (0u64, rec.last_seq, rec.updated_at);
+            for m in mine {
+                added += 1;
+                max_seq = max_seq.max(m.seq);
+                last_at = last_at.max(m.created_at);
+            }
+            if new.is_some() {
+                rec.message_count = added;
+            } else {
+                rec.message_count += added;
+            }
+            rec.last_seq = max_seq;
+            rec.updated_at = last_at;
+            convs.put(&to_js(&rec)?).map_err(js_error)?;
+        }
+        self.commit(tx).await
+    }
+}
