@@ -8,7 +8,6 @@ mod backup;
 mod memory;
 mod turn;
 
-use crate::engine::backup::ExistingIds;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
     Message, MessageStatus, Role, TurnPath,
@@ -41,10 +40,19 @@ pub enum SessionEvent {
     /// A message's content, status or metadata changed (a streaming reply growing or finishing).
     MessageProgress(Message),
     MessagesCleared(String),
-    TurnRunning { conversation_id: String, running: bool },
-    MemoryUpdating { conversation_id: String, running: bool },
+    TurnRunning {
+        conversation_id: String,
+        running: bool,
+    },
+    MemoryUpdating {
+        conversation_id: String,
+        running: bool,
+    },
     MemoryChanged(String),
-    Error { conversation_id: Option<String>, message: String },
+    Error {
+        conversation_id: Option<String>,
+        message: String,
+    },
     Notice(String),
 }
 
@@ -262,7 +270,10 @@ impl Session {
     }
 
     pub async fn rename(&self, id: &str, title: &str) -> Result<(), SessionError> {
-        let c = self.store.rename_conversation(id, title.trim(), now()).await?;
+        let c = self
+            .store
+            .rename_conversation(id, title.trim(), now())
+            .await?;
         self.emit(SessionEvent::ConversationChanged(c));
         Ok(())
     }
@@ -281,7 +292,10 @@ impl Session {
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
         self.stop(id);
         self.store.delete_conversation(id).await?;
-        self.store.delete_setting(&format!("{DRAFT_PREFIX}{id}")).await.ok();
+        self.store
+            .delete_setting(&format!("{DRAFT_PREFIX}{id}"))
+            .await
+            .ok();
         self.emit(SessionEvent::ConversationRemoved(id.to_string()));
         Ok(())
     }
@@ -309,13 +323,18 @@ impl Session {
             None => self.store.load_last(id, k).await?,
             Some(seq) => self.store.load_before(id, seq, k).await?,
         };
-        if let Some(target) = focus.and_then(|f| (!messages.iter().any(|m| m.id == f)).then_some(f)) {
+        if let Some(target) = focus.and_then(|f| (!messages.iter().any(|m| m.id == f)).then_some(f))
+        {
             if let Some(m) = self.store.get_message(target).await? {
                 if m.conversation_id == id {
                     let first = messages.first().map_or(u64::MAX, |x| x.seq);
                     let mut older = self
                         .store
-                        .load_before(id, first, (first.saturating_sub(m.seq) as usize).saturating_add(5))
+                        .load_before(
+                            id,
+                            first,
+                            (first.saturating_sub(m.seq) as usize).saturating_add(5),
+                        )
                         .await?;
                     older.append(&mut messages);
                     messages = older;
@@ -360,7 +379,9 @@ impl Session {
         if text.is_empty() {
             self.store.delete_setting(&key).await?;
         } else {
-            self.store.set_setting(&key, &serde_json::Value::from(text)).await?;
+            self.store
+                .set_setting(&key, &serde_json::Value::from(text))
+                .await?;
         }
         Ok(())
     }
@@ -432,9 +453,7 @@ impl Session {
             .find(|m| m.role == Role::User)
             .ok_or_else(|| SessionError::Invalid("There is no message to edit.".into()))?
             .clone();
-        self.store
-            .replace_tail(id, &last_user.id, &text)
-            .await?;
+        self.store.replace_tail(id, &last_user.id, &text).await?;
         self.run_turn(id, &last_user.id).await
     }
 
@@ -469,13 +488,17 @@ impl Session {
         };
         let mut body = transport::open(&req, &stopper, timeouts)
             .await
-            .map_err(|e| SessionError::Request(transport_failure(e, &s.endpoint.base_url, false).message))?;
-        let text = body
-            .read_text(4 * 1024 * 1024)
-            .await
-            .map_err(|e| SessionError::Request(transport_failure(e, &s.endpoint.base_url, false).message))?;
-        request::parse_models(s.endpoint.protocol, &text)
-            .map_err(|e| SessionError::Request(format!("The endpoint answered, but not with a model list: {e}")))
+            .map_err(|e| {
+                SessionError::Request(transport_failure(e, &s.endpoint.base_url, false).message)
+            })?;
+        let text = body.read_text(4 * 1024 * 1024).await.map_err(|e| {
+            SessionError::Request(transport_failure(e, &s.endpoint.base_url, false).message)
+        })?;
+        request::parse_models(s.endpoint.protocol, &text).map_err(|e| {
+            SessionError::Request(format!(
+                "The endpoint answered, but not with a model list: {e}"
+            ))
+        })
     }
 
     /// Saves what the calibration learned.
@@ -484,11 +507,6 @@ impl Session {
         if let Some(v) = v {
             self.store.set_setting(CALIBRATION_KEY, &v).await.ok();
         }
-    }
-
-    /// What the store already holds, for validating an import.
-    pub(crate) async fn existing_ids(&self) -> Result<ExistingIds, SessionError> {
-        Ok(self.store.existing_ids().await?)
     }
 
     /// Entities in scope for a conversation: its own, then the shared ones.
@@ -503,7 +521,11 @@ impl Session {
 }
 
 /// Turns a transport failure into the engine's classified failure.
-pub(crate) fn transport_failure(e: TransportError, base_url: &str, resuming: bool) -> failure::Failure {
+pub(crate) fn transport_failure(
+    e: TransportError,
+    base_url: &str,
+    resuming: bool,
+) -> failure::Failure {
     match e {
         TransportError::Network(_) => failure::network_failure(base_url),
         TransportError::Http {
@@ -531,7 +553,10 @@ async fn load_deployment_config() -> Result<Settings, String> {
         idle_ms: 5_000,
     };
     let text = match transport::open(&req, &Stopper::new(), timeouts).await {
-        Ok(mut body) => body.read_text(256 * 1024).await.map_err(|e| e.to_string())?,
+        Ok(mut body) => body
+            .read_text(256 * 1024)
+            .await
+            .map_err(|e| e.to_string())?,
         Err(TransportError::Http { status: 404, .. }) => return Ok(Settings::builtin()),
         Err(_) => return Ok(Settings::builtin()),
     };

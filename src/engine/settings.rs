@@ -191,6 +191,8 @@ pub fn apply_preset(settings: &mut Settings, preset: &Preset) {
 /// How many of the most recent messages the driver loads to assemble a prompt: enough to fill the
 /// budget with short messages (about 16 tokens each), never fewer than twice N, at most 2,000.
 pub fn history_load_limit(config: &MemoryConfig) -> usize {
-    let budget = config.context_tokens.saturating_sub(config.reply_reserve_tokens) as usize;
+    let budget = config
+        .context_tokens
+        .saturating_sub(config.reply_reserve_tokens) as usize;
     (budget / 16).clamp(config.recent_messages.saturating_mul(2).max(20), 2000)
 }

@@ -65,9 +65,12 @@ impl Session {
             }
             .into());
         }
-        let buf = JsFuture::from(file.array_buffer())
-            .await
-            .map_err(|e| SessionError::Invalid(format!("Could not read the file: {}", crate::transport::js_text(e))))?;
+        let buf = JsFuture::from(file.array_buffer()).await.map_err(|e| {
+            SessionError::Invalid(format!(
+                "Could not read the file: {}",
+                crate::transport::js_text(e)
+            ))
+        })?;
         let bytes = js_sys::Uint8Array::new(&buf).to_vec();
         self.import_bytes(&bytes).await
     }

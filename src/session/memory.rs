@@ -3,7 +3,7 @@
 //! file loads, sends, and stores the result in one transaction. A failed update never touches the
 //! stored memory. Must not import `ui`.
 
-use super::{now, new_id, transport_failure, MemorySnapshot, Session, SessionError, SessionEvent};
+use super::{new_id, now, transport_failure, MemorySnapshot, Session, SessionError, SessionEvent};
 use crate::engine::decode::{decoder_for, StreamEvent};
 use crate::engine::failure::{self, Failure};
 use crate::engine::memory::{
@@ -21,7 +21,12 @@ const DUE_WINDOW: usize = 400;
 impl Session {
     /// Runs the memory update when the engine says it is due (or always, with `force`). Serial per
     /// conversation; reports failures as notices and never changes memory on failure.
-    pub(crate) async fn update_memory_if_due(self: &Rc<Self>, id: &str, overflow: bool, force: bool) {
+    pub(crate) async fn update_memory_if_due(
+        self: &Rc<Self>,
+        id: &str,
+        overflow: bool,
+        force: bool,
+    ) {
         if self.memory_running.borrow().contains(id) {
             return;
         }
@@ -37,13 +42,20 @@ impl Session {
     /// The "Update memory now" button.
     pub async fn update_memory_now(self: &Rc<Self>, id: &str) -> Result<(), SessionError> {
         if self.memory_running.borrow().contains(id) {
-            return Err(SessionError::Invalid("The memory is already being updated.".into()));
+            return Err(SessionError::Invalid(
+                "The memory is already being updated.".into(),
+            ));
         }
         self.update_memory(id, false, true).await.map(|_| ())
     }
 
     /// Returns whether an update ran.
-    async fn update_memory(&self, id: &str, overflow: bool, force: bool) -> Result<bool, SessionError> {
+    async fn update_memory(
+        &self,
+        id: &str,
+        overflow: bool,
+        force: bool,
+    ) -> Result<bool, SessionError> {
         let conv = self
             .store
             .get_conversation(id)
@@ -74,7 +86,9 @@ impl Session {
             conversation_id: id.to_string(),
             running: true,
         });
-        let result = self.run_update(id, &conv.message_count, previous, &messages, &config).await;
+        let result = self
+            .run_update(id, &conv.message_count, previous, &messages, &config)
+            .await;
         self.memory_running.borrow_mut().remove(id);
         self.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
@@ -101,9 +115,14 @@ impl Session {
         )
         .map_err(memory_error)?;
         let endpoint = self.settings.borrow().endpoint.clone();
-        let reply = complete(&endpoint, &req.prompt, req.options.temperature, req.options.max_tokens)
-            .await
-            .map_err(|f| SessionError::Request(f.message))?;
+        let reply = complete(
+            &endpoint,
+            &req.prompt,
+            req.options.temperature,
+            req.options.max_tokens,
+        )
+        .await
+        .map_err(|f| SessionError::Request(f.message))?;
         let parsed = parse_reply(&reply).map_err(memory_error)?;
         let mut graph = Graph::new(existing);
         let applied = apply_update(
@@ -140,8 +159,14 @@ impl Session {
         let older = versions
             .iter()
             .find(|s| s.version == version)
-            .ok_or_else(|| SessionError::Invalid(format!("Summary version {version} does not exist.")))?;
-        let restored = restore_summary(&versions, older, now()).map_err(memory_error)?;
+            .ok_or_else(|| {
+                SessionError::Invalid(format!("Summary version {version} does not exist."))
+            })?;
+        let latest = versions
+            .iter()
+            .max_by_key(|s| s.version)
+            .ok_or_else(|| SessionError::Invalid("There is no summary to restore.".into()))?;
+        let restored = restore_summary(latest, older, now()).map_err(memory_error)?;
         self.store.save_summary(&restored).await?;
         self.emit(SessionEvent::MemoryChanged(id.to_string()));
         Ok(())
@@ -163,7 +188,10 @@ impl Session {
 
     /// Deletes an entity and the relationships that point at it.
     pub async fn delete_entity(&self, id: &str, entity_id: &str) -> Result<(), SessionError> {
-        for scope in [EntityScope::Conversation(id.to_string()), EntityScope::Shared] {
+        for scope in [
+            EntityScope::Conversation(id.to_string()),
+            EntityScope::Shared,
+        ] {
             let mut nodes = self.store.load_entities(&scope).await?;
             let before = nodes.len();
             nodes.retain(|n| n.id != entity_id);

@@ -2,13 +2,17 @@
 //! actions (send, save, store the handle), feed it the decoded stream, and report progress.
 //! Also the context preview (the same assembly, without sending). Must not import `ui`.
 
-use super::{now, new_id, transport_failure, Preview, PreviewDropped, PreviewSection, Session, SessionError, SessionEvent};
+use super::{
+    new_id, now, transport_failure, Preview, PreviewDropped, PreviewSection, Session, SessionError,
+    SessionEvent,
+};
 use crate::engine::assemble::{assemble, Assembly, AssemblyInput, DropReason, SectionKind};
 use crate::engine::decode::{decoder_for, Decoder, StreamEvent};
 use crate::engine::failure;
 use crate::engine::memory::{retrieve, Graph};
 use crate::engine::model::{
-    Conversation, EndpointProfile, HistoryFormat, MemoryConfig, Message, MessageMeta, MessageStatus, Role, TurnPath,
+    Conversation, EndpointProfile, HistoryFormat, MemoryConfig, Message, MessageMeta,
+    MessageStatus, Role, TurnPath,
 };
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
@@ -42,7 +46,10 @@ impl Session {
             .ok_or(SessionError::NoConversation)?;
         let config = self.config_for(&conversation);
         let endpoint = self.settings.borrow().endpoint.clone();
-        let messages = self.store.load_last(id, history_load_limit(&config)).await?;
+        let messages = self
+            .store
+            .load_last(id, history_load_limit(&config))
+            .await?;
         let summary = self.store.latest_summary(id).await?;
         let graph = Graph::new(self.entities_for(id).await?);
         let recent: Vec<&str> = messages
@@ -84,9 +91,15 @@ impl Session {
     }
 
     /// Runs one turn for the stored user message `new_message_id`, then the memory update if due.
-    pub(crate) async fn run_turn(self: &Rc<Self>, id: &str, new_message_id: &str) -> Result<(), SessionError> {
+    pub(crate) async fn run_turn(
+        self: &Rc<Self>,
+        id: &str,
+        new_message_id: &str,
+    ) -> Result<(), SessionError> {
         let stopper = Stopper::new();
-        self.inflight.borrow_mut().insert(id.to_string(), stopper.clone());
+        self.inflight
+            .borrow_mut()
+            .insert(id.to_string(), stopper.clone());
         self.emit(SessionEvent::TurnRunning {
             conversation_id: id.to_string(),
             running: true,
@@ -107,7 +120,12 @@ impl Session {
     }
 
     /// Returns whether the history overflowed the budget (a memory update is then due).
-    async fn drive_turn(&self, id: &str, new_message_id: &str, stopper: &Stopper) -> Result<bool, SessionError> {
+    async fn drive_turn(
+        &self,
+        id: &str,
+        new_message_id: &str,
+        stopper: &Stopper,
+    ) -> Result<bool, SessionError> {
         let new_message = self
             .store
             .get_message(new_message_id)
@@ -142,7 +160,16 @@ impl Session {
             Ok(t) => t,
             Err(e) => {
                 let msg = format!("Could not start the turn: {e}");
-                self.finish_message(&reply, "", MessageStatus::Error, MessageMeta { error: Some(msg.clone()), ..reply.meta.clone() }).await?;
+                self.finish_message(
+                    &reply,
+                    "",
+                    MessageStatus::Error,
+                    MessageMeta {
+                        error: Some(msg.clone()),
+                        ..reply.meta.clone()
+                    },
+                )
+                .await?;
                 return Err(SessionError::Invalid(msg));
             }
         };
@@ -194,7 +221,12 @@ impl Session {
                             model: reply_msg.meta.model.clone(),
                         };
                         self.store
-                            .update_message(&reply_msg.id, &reply_msg.content, reply_msg.status, &reply_msg.meta)
+                            .update_message(
+                                &reply_msg.id,
+                                &reply_msg.content,
+                                reply_msg.status,
+                                &reply_msg.meta,
+                            )
                             .await?;
                         self.emit(SessionEvent::MessageProgress(reply_msg.clone()));
                     }
@@ -267,7 +299,10 @@ impl Session {
                     continue;
                 }
                 Err(e) => {
-                    turn.handle_failure(transport_failure(e, &ctx.endpoint.base_url, resuming), now());
+                    turn.handle_failure(
+                        transport_failure(e, &ctx.endpoint.base_url, resuming),
+                        now(),
+                    );
                     continue;
                 }
             }
@@ -290,10 +325,16 @@ impl Session {
             }
             if eof && !ended && !turn.is_finished() {
                 // The body ended and the decoder reported neither an end nor an error.
-                turn.handle_failure(failure::from_stream_error(&crate::engine::decode::StreamError {
-                    code: None,
-                    message: "the reply ended without its end marker".into(),
-                }, resuming), now());
+                turn.handle_failure(
+                    failure::from_stream_error(
+                        &crate::engine::decode::StreamError {
+                            code: None,
+                            message: "the reply ended without its end marker".into(),
+                        },
+                        resuming,
+                    ),
+                    now(),
+                );
                 ended = true;
             }
             if ended {
@@ -310,7 +351,9 @@ impl Session {
         status: MessageStatus,
         meta: MessageMeta,
     ) -> Result<(), SessionError> {
-        self.store.update_message(&m.id, content, status, &meta).await?;
+        self.store
+            .update_message(&m.id, content, status, &meta)
+            .await?;
         let mut m = m.clone();
         m.content = content.to_string();
         m.status = status;
@@ -333,12 +376,18 @@ impl Session {
         };
         let ctx = self.context_for(id, &draft_msg).await?;
         let previous_seq = ctx.state.last_seq();
-        let has_prior = ctx
-            .assembly
-            .sections
-            .iter()
-            .any(|s| matches!(s.kind, SectionKind::Summary | SectionKind::Entities | SectionKind::History));
-        let path = decide_path(ctx.conversation.remote_handle.as_ref(), &ctx.endpoint, previous_seq, has_prior);
+        let has_prior = ctx.assembly.sections.iter().any(|s| {
+            matches!(
+                s.kind,
+                SectionKind::Summary | SectionKind::Entities | SectionKind::History
+            )
+        });
+        let path = decide_path(
+            ctx.conversation.remote_handle.as_ref(),
+            &ctx.endpoint,
+            previous_seq,
+            has_prior,
+        );
         Ok(preview_of(&ctx, path))
     }
 }

@@ -10,9 +10,7 @@ use wasm_bindgen::JsValue;
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
-use super::records::{
-    scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord,
-};
+use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
 use super::Store;
 use crate::engine::backup::{ExistingIds, ExistingMessage, ImportPlan};
@@ -56,7 +54,10 @@ impl Store {
     }
 
     /// Every message of a conversation, oldest first (for export).
-    pub async fn load_all_messages(&self, conversation_id: &str) -> Result<Vec<Message>, StoreError> {
+    pub async fn load_all_messages(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Vec<Message>, StoreError> {
         let tx = self.tx(&[MESSAGES], false)?;
         let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
         let all: Array = request(
@@ -73,7 +74,11 @@ impl Store {
 
     /// Deletes a conversation's messages, summaries and entities, keeping the conversation (its
     /// counters reset, its remote session dropped: the agent must not resume what was cleared).
-    pub async fn clear_conversation(&self, id: &str, now: Millis) -> Result<Conversation, StoreError> {
+    pub async fn clear_conversation(
+        &self,
+        id: &str,
+        now: Millis,
+    ) -> Result<Conversation, StoreError> {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
         let convs = tx.store(CONVERSATIONS)?;
         let Some(mut rec) = get_record(&convs, id).await? else {
@@ -95,7 +100,9 @@ impl Store {
             .delete(&prefix_range(id)?)
             .map_err(js_error)?;
         tx.store(ENTITIES)?
-            .delete(&prefix_range(scope_key(&EntityScope::Conversation(id.to_string())))?)
+            .delete(&prefix_range(scope_key(&EntityScope::Conversation(
+                id.to_string(),
+            )))?)
             .map_err(js_error)?;
         rec.message_count = 0;
         rec.remote_handle = None;
@@ -125,7 +132,12 @@ impl Store {
             return tx.fail(not_found(conversation_id)).await;
         };
         let messages = tx.store(MESSAGES)?;
-        let v = request(&messages.get(&JsValue::from_str(message_id)).map_err(js_error)?).await?;
+        let v = request(
+            &messages
+                .get(&JsValue::from_str(message_id))
+                .map_err(js_error)?,
+        )
+        .await?;
         if v.is_undefined() {
             return tx
                 .fail(StoreError::NotFound {
@@ -204,7 +216,11 @@ impl Store {
         let conv_reqs = named
             .conversations
             .iter()
-            .map(|c| convs.get(&JsValue::from_str(&c.id)).map(|r| (c.id.clone(), r)))
+            .map(|c| {
+                convs
+                    .get(&JsValue::from_str(&c.id))
+                    .map(|r| (c.id.clone(), r))
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(js_error)?;
         let messages = tx.store(MESSAGES)?;
@@ -221,8 +237,7 @@ impl Store {
         let sum_reqs = conv_ids
             .iter()
             .map(|id| {
-                prefix_range(id)
-                    .and_then(|r| summaries.get_all_with_key(&r).map_err(js_error))
+                prefix_range(id).and_then(|r| summaries.get_all_with_key(&r).map_err(js_error))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let entities = tx.store(ENTITIES)?;
@@ -230,7 +245,10 @@ impl Store {
             .entities
             .iter()
             .map(|e| {
-                let key = Array::of2(&JsValue::from_str(scope_key(&e.scope)), &JsValue::from_str(&e.id));
+                let key = Array::of2(
+                    &JsValue::from_str(scope_key(&e.scope)),
+                    &JsValue::from_str(&e.id),
+                );
                 entities.get(&key).map(|r| (e.clone(), r)).map_err(js_error)
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -297,7 +315,11 @@ impl Store {
             return tx.fail(e).await;
         }
         // Conversations: new ones as given; existing ones get their counters raised.
-        let mut touched: Vec<&str> = plan.messages.iter().map(|m| m.conversation_id.as_str()).collect();
+        let mut touched: Vec<&str> = plan
+            .messages
+            .iter()
+            .map(|m| m.conversation_id.as_str())
+            .collect();
         touched.extend(plan.conversations.iter().map(|c| c.id.as_str()));
         touched.sort_unstable();
         touched.dedup();

@@ -439,14 +439,14 @@ fn Composer() -> impl IntoView {
         st.draft.set(event_target_value(&ev));
     };
     // Save the draft and refresh the inspector a moment after typing stops.
-    let tick = RwSignal::new(0u32);
+    let tick = StoredValue::new(0u32);
     Effect::new(move |_| {
         st.draft.track();
-        let n = tick.get_untracked().wrapping_add(1);
-        tick.set_untracked(n);
+        let n = tick.get_value().wrapping_add(1);
+        tick.set_value(n);
         set_timeout(
             move || {
-                if tick.get_untracked() == n {
+                if tick.get_value() == n {
                     ctl.save_draft();
                     ctl.refresh_preview();
                 }

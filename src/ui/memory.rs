@@ -70,10 +70,10 @@ fn Recent() -> impl IntoView {
         <details class="memory-section" data-testid="memory-recent" open>
             <summary>"Recent messages " <span class="count">{move || recent().len()}</span></summary>
             <ol class="recent">
-                <For each=recent key=|(id, _, c)| (id.clone(), c.len()) let:(_id, role, content)>
-                    <li class=format!("role-{}", role.as_str())>
-                        <b>{if role == Role::User { "You: " } else { "Agent: " }}</b>
-                        {preview_text(&content, 160)}
+                <For each=recent key=|(id, _, c)| (id.clone(), c.len()) let:item>
+                    <li class=format!("role-{}", item.1.as_str())>
+                        <b>{if item.1 == Role::User { "You: " } else { "Agent: " }}</b>
+                        {preview_text(&item.2, 160)}
                     </li>
                 </For>
             </ol>
@@ -154,10 +154,10 @@ fn Entities() -> impl IntoView {
             <Show when=move || st.memory.with(|m| m.entities.is_empty())>
                 <p class="empty">"No entities yet: people, places, concepts, events and tasks appear here as the conversation goes on."</p>
             </Show>
-            <For each=groups key=|(t, l)| (*t, l.iter().map(|e| (e.id.clone(), e.updated_at, e.name.clone(), e.description.clone())).collect::<Vec<_>>()) let:(t, list)>
+            <For each=groups key=|(t, l)| (*t, l.iter().map(|e| (e.id.clone(), e.updated_at, e.name.clone(), e.description.clone())).collect::<Vec<_>>()) let:group>
                 <section class="entity-group">
-                    <h3>{type_label(t)}</h3>
-                    <For each=move || list.clone() key=|e| (e.id.clone(), e.updated_at, e.description.clone(), e.name.clone()) let:e>
+                    <h3>{type_label(group.0)}</h3>
+                    <For each=move || group.1.clone() key=|e| (e.id.clone(), e.updated_at, e.description.clone(), e.name.clone()) let:e>
                         <EntityCard entity=e/>
                     </For>
                 </section>

@@ -76,7 +76,7 @@ fn ConversationList() -> impl IntoView {
             </Show>
             <For
                 each=move || st.conversations.get()
-                key=|c| (c.id.clone(), c.updated_at, c.title.clone(), c.message_count, c.last_path, c.remote_handle.clone())
+                key=|c| (c.id.clone(), c.updated_at, c.title.clone(), c.message_count, c.last_path, c.remote_handle.as_ref().map(|h| (h.id.clone(), h.dead)))
                 let:conv
             >
                 <ConversationItem conv=conv/>
@@ -262,7 +262,7 @@ fn SearchResults() -> impl IntoView {
                     let conv_id = hit.conversation_id.clone();
                     let msg_id = hit.message_id.clone();
                     view! {
-                        <li class="search-hit" data-testid="search-hit" data-conversation-id=conv_id.clone()>
+                        <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone()>
                             <button
                                 class="open"
                                 on:click=move |_| {
