@@ -363,9 +363,15 @@ test('CORS preflight is answered for any origin and the requested headers', asyn
   const res = await rawRequest(agent.url, {
     method: 'OPTIONS',
     path: '/v1/messages',
-    headers: { origin: 'http://127.0.0.1:9999', 'access-control-request-method': 'POST', 'access-control-request-headers': requested },
+    headers: {
+      origin: 'http://127.0.0.1:9999',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': requested,
+      'access-control-request-private-network': 'true',
+    },
   });
   assert.equal(res.status, 204);
+  assert.equal(res.headers['access-control-allow-private-network'], 'true');
   assert.equal(res.headers['access-control-allow-origin'], 'http://127.0.0.1:9999');
   assert.match(res.headers['access-control-allow-methods'], /POST/);
   for (const h of requested.split(', ')) assert.ok(res.headers['access-control-allow-headers'].includes(h), h);
