@@ -63,6 +63,7 @@ function newState(options) {
     memoryDefault: { text: memoryReplyText({ summary: 'The user and the assistant are chatting.' }) },
     requests: [],
     waiters: [],
+    isMemory: defaultIsMemory,
     issuedResponseIds: new Set(),
   };
 }
@@ -79,6 +80,7 @@ function makeHandle(state, server, port) {
     scriptMemory: (...replies) => void state.memoryQueue.push(...replies.map(normalizeReply)),
     setMemoryDefault: (reply) => void (state.memoryDefault = normalizeReply(reply)),
     setCors: (on) => void (state.cors = on),
+    setMemoryDetector: (fn) => void (state.isMemory = fn ?? defaultIsMemory),
     pending: () => state.queue.length,
     issuedResponseIds: () => [...state.issuedResponseIds],
     expireResponseIds: (ids) => expireIds(state, ids),
@@ -90,13 +92,18 @@ function makeHandle(state, server, port) {
   };
 }
 
+/** A memory-update request is one whose text carries the memory reply format's marker. */
+function defaultIsMemory(record) {
+  return record.rawBody.includes(MEMORY_MARKER);
+}
+
 function resetState(state) {
   const fresh = newState({ models: state.models });
   state.requests.length = 0;
   state.queue.length = 0;
   state.memoryQueue.length = 0;
   state.issuedResponseIds.clear();
-  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, cors: true });
+  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, cors: true, isMemory: defaultIsMemory });
 }
 
 function expireIds(state, ids) {
@@ -167,7 +174,7 @@ async function recordRequest(state, req) {
     outcome: null,
     clientClosed: false,
   };
-  if (record.protocol) record.kind = rawBody.includes(MEMORY_MARKER) ? 'memory' : 'chat';
+  if (record.protocol) record.kind = state.isMemory(record) ? 'memory' : 'chat';
   state.requests.push(record);
   notifyWaiters(state);
   return record;
@@ -437,6 +444,7 @@ function sleep(ms, res) {
  * @property {(...replies: (Reply|string)[]) => void} scriptMemory  queue replies for memory-update requests
  * @property {(reply: Reply|string) => void} setMemoryDefault
  * @property {(on: boolean) => void} setCors   false: no CORS headers, preflight refused
+ * @property {(fn?: (record: object) => boolean) => void} setMemoryDetector  replace the memory-request rule (default: the marker)
  * @property {() => number} pending            replies still queued
  * @property {() => string[]} issuedResponseIds
  * @property {(ids?: string|string[]) => string[]} expireResponseIds  forget these (default: all) response ids

@@ -429,6 +429,16 @@ test('memory-update requests get the memory script and leave the chat queue alon
   assert.deepEqual([agent.memoryRequests().length, agent.chatRequests().length], [2, 0]);
 });
 
+test('the memory-request rule can be replaced', async () => {
+  agent.setMemoryDetector((record) => record.body?.temperature === 0.3);
+  agent.scriptMemory('memory!');
+  const memory = await post('/api/chat', { model: 'm', stream: false, temperature: 0.3, messages: [] });
+  const chat = await post('/api/chat', { model: 'm', stream: false, messages: [{ role: 'user', content: MEMORY_MARKER }] });
+  assert.equal(JSON.parse(memory.bytes).message.content, 'memory!');
+  assert.deepEqual(agent.requests.map((r) => r.kind), ['memory', 'chat']);
+  assert.notEqual(JSON.parse(chat.bytes).message.content, 'memory!');
+});
+
 test('waitForRequests resolves on arrival and times out otherwise', async () => {
   const waiting = agent.waitForRequests(2, { timeoutMs: 2000 });
   await post('/v1/chat/completions', chatBody());

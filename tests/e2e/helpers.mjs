@@ -88,7 +88,7 @@ export function trackPage(page) {
   const issues = { pageErrors: [], consoleErrors: [], dialogs: [], acceptedDialogs: [], expectedDialogs: 0 };
   page.on('pageerror', (err) => issues.pageErrors.push(String(err?.stack ?? err)));
   page.on('console', (msg) => {
-    if (msg.type() !== 'error' || isFaviconMiss(msg)) return;
+    if (msg.type() !== 'error' || isOptionalFileMiss(msg)) return;
     issues.consoleErrors.push(msg.text());
   });
   page.on('dialog', async (dialog) => {
@@ -105,9 +105,14 @@ export function trackPage(page) {
   return issues;
 }
 
-/** Chromium asks for /favicon.ico on its own; a miss there is the browser's noise, not the app's. */
-function isFaviconMiss(msg) {
-  return msg.text().startsWith('Failed to load resource') && /\/favicon\.ico$/.test(msg.location()?.url ?? '');
+/**
+ * Misses that are not problems: Chromium asks for /favicon.ico on its own, and config.json next to
+ * index.html is optional by design (DESIGN.md "UI contract").
+ */
+const OPTIONAL_FILES = /\/(favicon\.ico|config\.json)(\?.*)?$/;
+
+function isOptionalFileMiss(msg) {
+  return msg.text().startsWith('Failed to load resource') && OPTIONAL_FILES.test(msg.location()?.url ?? '');
 }
 
 /** Lets the next native dialog (e.g. a delete confirmation) through and accepts it. */

@@ -18,7 +18,10 @@ before(() => {
   writeFileSync(join(root, 'icons', 'icon.svg'), '<svg/>');
   writeFileSync(join(tmpdir(), 'outside-secret.txt'), 'secret');
 });
-after(() => rmSync(root, { recursive: true, force: true }));
+after(() => {
+  rmSync(root, { recursive: true, force: true });
+  rmSync(join(tmpdir(), 'outside-secret.txt'), { force: true });
+});
 
 const get = (server, path) => rawRequest(server.origin, { method: 'GET', path });
 
