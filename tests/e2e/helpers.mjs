@@ -1,0 +1,280 @@
+// Browser helpers for the end-to-end journeys: Chromium through playwright-core, and the app driven only
+// through the data-testid contract of DESIGN.md ("UI contract").
+
+import { chromium } from 'playwright-core';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startAgentServer } from './agent-server.mjs';
+import { startStaticServer } from './static-server.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+export const CHROMIUM_PATH = process.env.CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+/** Generous for a 2-core machine shared with builds. */
+export const DEFAULT_TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_MS ?? 20_000);
+
+/** `[data-testid="id"]`, optionally with more attribute selectors appended. */
+export const tid = (id, extra = '') => `[data-testid="${id}"]${extra}`;
+
+/**
+ * The built app directory: $DIST, else ../../dist relative to tests/e2e. Throws if it has no index.html.
+ * @returns {string}
+ */
+export function distDir() {
+  const dir = resolve(process.env.DIST ?? join(HERE, '..', '..', 'dist'));
+  if (!existsSync(join(dir, 'index.html'))) {
+    throw new Error(`no built app at ${dir} (index.html missing): build it first (trunk build) or set DIST`);
+  }
+  return dir;
+}
+
+/**
+ * Launches headless Debian Chromium (never a downloaded browser).
+ * @returns {Promise<import('playwright-core').Browser>}
+ */
+export function launchBrowser() {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS });
+}
+
+/**
+ * Starts everything a journey needs: the agent endpoint, the static server for dist/, and Chromium.
+ * @param {{root?: string, basePath?: string, overrides?: Record<string, string>}} [options]
+ *   root: the directory to serve (default: distDir()); the rest goes to the static server
+ * @returns {Promise<{agent: import('./agent-server.mjs').AgentServer, site: import('./static-server.mjs').StaticServer, browser: import('playwright-core').Browser, close: () => Promise<void>}>}
+ */
+export async function startHarness({ root = distDir(), ...options } = {}) {
+  const agent = await startAgentServer();
+  const site = await startStaticServer(root, options);
+  const browser = await launchBrowser();
+  const close = async () => {
+    await browser.close();
+    await site.close();
+    await agent.close();
+  };
+  return { agent, site, browser, close };
+}
+
+/**
+ * Opens a fresh browser context (its own storage) and page, with the problem tracker attached.
+ * @param {import('playwright-core').Browser} browser
+ * @returns {Promise<{context: import('playwright-core').BrowserContext, page: import('playwright-core').Page, issues: PageIssues}>}
+ */
+export async function newAppPage(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(DEFAULT_TIMEOUT_MS);
+  return { context, page, issues: trackPage(page) };
+}
+
+/**
+ * Records page errors, console errors, failed requests and dialogs. Every dialog is dismissed and counts
+ * as a problem unless the test announced it with `expectDialog`.
+ * @param {import('playwright-core').Page} page
+ * @returns {PageIssues}
+ */
+export function trackPage(page) {
+  const issues = { pageErrors: [], consoleErrors: [], dialogs: [], acceptedDialogs: [], expectedDialogs: 0 };
+  page.on('pageerror', (err) => issues.pageErrors.push(String(err?.stack ?? err)));
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error' || isOptionalFileMiss(msg)) return;
+    issues.consoleErrors.push(msg.text());
+  });
+  page.on('dialog', async (dialog) => {
+    const entry = { type: dialog.type(), message: dialog.message() };
+    if (issues.expectedDialogs > 0) {
+      issues.expectedDialogs -= 1;
+      issues.acceptedDialogs.push(entry);
+      await dialog.accept();
+    } else {
+      issues.dialogs.push(entry);
+      await dialog.dismiss();
+    }
+  });
+  return issues;
+}
+
+/**
+ * Misses that are not problems: Chromium asks for /favicon.ico on its own, and config.json next to
+ * index.html is optional by design (DESIGN.md "UI contract").
+ */
+const OPTIONAL_FILES = /\/(favicon\.ico|config\.json)(\?.*)?$/;
+
+function isOptionalFileMiss(msg) {
+  return msg.text().startsWith('Failed to load resource') && OPTIONAL_FILES.test(msg.location()?.url ?? '');
+}
+
+/** Lets the next native dialog (e.g. a delete confirmation) through and accepts it. */
+export function expectDialog(issues) {
+  issues.expectedDialogs += 1;
+}
+
+/**
+ * Throws if the page raised an error, logged a console error (unless allowed) or opened an unexpected dialog.
+ * @param {PageIssues} issues
+ * @param {{allowConsole?: RegExp[]}} [options] console errors to tolerate (e.g. the browser's own
+ *   "Failed to load resource" line when a test scripts an HTTP error)
+ */
+export function assertNoPageProblems(issues, { allowConsole = [] } = {}) {
+  const console = issues.consoleErrors.filter((text) => !allowConsole.some((re) => re.test(text)));
+  const problems = [
+    ...issues.pageErrors.map((e) => `page error: ${e}`),
+    ...console.map((e) => `console error: ${e}`),
+    ...issues.dialogs.map((d) => `unexpected ${d.type} dialog: ${d.message}`),
+  ];
+  if (problems.length) throw new Error(`the page had problems:\n${problems.join('\n')}`);
+}
+
+/**
+ * Loads the app and waits until it has mounted (the settings button is there; it always is, even on a
+ * first run without an endpoint).
+ * @param {import('playwright-core').Page} page
+ * @param {string} url
+ */
+export async function openApp(page, url) {
+  await page.goto(url);
+  await waitForAppReady(page);
+}
+
+/** Waits until the app has mounted (after a goto or a reload). */
+export async function waitForAppReady(page) {
+  await page.locator(tid('settings-open')).waitFor({ state: 'visible' });
+}
+
+/**
+ * The base URL a user would type for a protocol, given the agent server (DESIGN.md "Endpoints"):
+ * OpenAI-style bases end in /v1; Ollama and Anthropic bases are the bare host.
+ */
+export function endpointBase(agent, protocol) {
+  return protocol.startsWith('openai') ? `${agent.url}/v1` : agent.url;
+}
+
+/**
+ * Configures the endpoint through the settings dialog (settings-open ... settings-save).
+ * @param {import('playwright-core').Page} page
+ * @param {{url: string, protocol: string, model: string, apiKey?: string}} endpoint
+ */
+export async function configureEndpoint(page, { url, protocol, model, apiKey }) {
+  await page.locator(tid('settings-open')).click();
+  const urlInput = page.locator(tid('settings-endpoint-url'));
+  await urlInput.waitFor({ state: 'visible' });
+  await page.locator(tid('settings-protocol')).selectOption(protocol);
+  await urlInput.fill(url);
+  await page.locator(tid('settings-model')).fill(model);
+  if (apiKey !== undefined) await page.locator(tid('settings-api-key')).fill(apiKey);
+  await page.locator(tid('settings-save')).click();
+  await urlInput.waitFor({ state: 'hidden' });
+}
+
+/**
+ * Types a message in the composer and sends it with the send button.
+ * @param {import('playwright-core').Page} page
+ * @param {string} text
+ */
+export async function sendMessage(page, text) {
+  const input = page.locator(tid('composer-input'));
+  await input.fill(text);
+  await page.locator(tid('send-button')).click();
+}
+
+/** Locator for the messages, optionally of one role. */
+export function messages(page, role) {
+  return page.locator(role ? tid('message', `[data-role="${role}"]`) : tid('message'));
+}
+
+/** The visible text of a message's content (trimmed). */
+export async function messageText(message) {
+  return (await message.locator(tid('message-content')).innerText()).trim();
+}
+
+/**
+ * Waits until the assistant message number `index` (default: the last one) has `status`, then returns
+ * its text.
+ * @param {import('playwright-core').Page} page
+ * @param {{status?: string, index?: number, timeout?: number}} [options]
+ * @returns {Promise<string>}
+ */
+export async function waitForAssistant(page, { status = 'complete', index = -1, timeout = DEFAULT_TIMEOUT_MS } = {}) {
+  const handle = await page.waitForFunction(
+    ({ status, index }) => {
+      const all = [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')];
+      const el = index < 0 ? all.at(index) : all[index];
+      return el && el.getAttribute('data-status') === status ? el : null;
+    },
+    { status, index },
+    { timeout },
+  );
+  const content = await handle.$('[data-testid="message-content"]');
+  return ((await content?.innerText()) ?? '').trim();
+}
+
+/**
+ * Waits for a moment where the last assistant message is streaming and shows some, but not all, of
+ * `fullText`; returns the partial text seen.
+ * @param {import('playwright-core').Page} page
+ * @param {string} fullText
+ * @returns {Promise<string>}
+ */
+export async function waitForPartialReply(page, fullText, { timeout = DEFAULT_TIMEOUT_MS } = {}) {
+  const handle = await page.waitForFunction(
+    (full) => {
+      const el = [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')].at(-1);
+      if (!el || el.getAttribute('data-status') !== 'streaming') return null;
+      const text = (el.querySelector('[data-testid="message-content"]')?.innerText ?? '').trim();
+      return text.length > 0 && text.length < full.trim().length ? text : null;
+    },
+    fullText,
+    { timeout, polling: 'raf' },
+  );
+  return handle.jsonValue();
+}
+
+/**
+ * Saves a full-page screenshot to the temp directory and returns its path (for failure reports).
+ * @param {import('playwright-core').Page} page
+ * @param {string} name
+ */
+export async function screenshot(page, name) {
+  const path = join(tmpdir(), `memoire-e2e-${name.replace(/\W+/g, '-')}-${Date.now()}.png`);
+  await page.screenshot({ path, fullPage: true }).catch(() => {});
+  return path;
+}
+
+/**
+ * Runs `fn`; if it throws, attaches a screenshot path and the page problems to the error.
+ * @template T
+ * @param {import('playwright-core').Page} page
+ * @param {PageIssues} issues
+ * @param {string} name
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export async function withDiagnostics(page, issues, name, fn) {
+  try {
+    return await fn();
+  } catch (err) {
+    const shot = await screenshot(page, name);
+    err.message += `\nscreenshot: ${shot}\npage errors: ${JSON.stringify(issues.pageErrors)}\nconsole errors: ${JSON.stringify(issues.consoleErrors)}\ndialogs: ${JSON.stringify(issues.dialogs)}`;
+    throw err;
+  }
+}
+
+/**
+ * @typedef {object} PageIssues
+ * @property {string[]} pageErrors       uncaught exceptions in the page
+ * @property {string[]} consoleErrors    console.error lines (the browser's own included)
+ * @property {{type: string, message: string}[]} dialogs   unexpected dialogs (dismissed)
+ * @property {{type: string, message: string}[]} acceptedDialogs  dialogs announced with expectDialog
+ * @property {number} expectedDialogs
+ */

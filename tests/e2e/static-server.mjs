@@ -1,0 +1,118 @@
+// A plain static file server for the built app (dist/), like any static host: at `/` or under a
+// sub-path, correct MIME types (application/wasm for streaming compilation), `Cache-Control: no-store`
+// so no test sees a stale file, and an offline switch that refuses every request.
+
+import http from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, resolve, sep } from 'node:path';
+
+const MIME_TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+  '.webmanifest': 'application/manifest+json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.map': 'application/json',
+  '.woff2': 'font/woff2',
+};
+
+/** The Content-Type for a file name (application/octet-stream when unknown). */
+export function mimeType(name) {
+  return MIME_TYPES[extname(name).toLowerCase()] ?? 'application/octet-stream';
+}
+
+/**
+ * Serves `root` on 127.0.0.1 at a random port.
+ * @param {string} root            directory to serve (e.g. the built dist/)
+ * @param {{basePath?: string, overrides?: Record<string, string|Buffer>}} [options]
+ *   basePath: mount point such as '/some/sub/path/' (default '/');
+ *   overrides: files served instead of (or in addition to) the disk, by path relative to root, e.g. {'config.json': '...'}
+ * @returns {Promise<StaticServer>}
+ */
+export async function startStaticServer(root, options = {}) {
+  const state = {
+    root: resolve(root),
+    basePath: normalizeBase(options.basePath ?? '/'),
+    overrides: { ...options.overrides },
+    offline: false,
+    requests: [],
+  };
+  const server = http.createServer((req, res) => {
+    serve(state, req, res).catch((err) => sendText(res, 500, `static-server error: ${err.message}`));
+  });
+  await new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', ok);
+  });
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    origin,
+    url: `${origin}${state.basePath}`,
+    port: server.address().port,
+    requests: state.requests,
+    setOffline: (on) => void (state.offline = on),
+    setOverride: (path, body) => void (body === undefined ? delete state.overrides[path] : (state.overrides[path] = body)),
+    close: () =>
+      new Promise((done) => {
+        server.close(() => done());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function normalizeBase(base) {
+  const withLead = base.startsWith('/') ? base : `/${base}`;
+  return withLead.endsWith('/') ? withLead : `${withLead}/`;
+}
+
+async function serve(state, req, res) {
+  state.requests.push({ method: req.method, url: req.url, offline: state.offline });
+  if (state.offline) return req.socket.destroy();
+  if (!['GET', 'HEAD'].includes(req.method)) return sendText(res, 405, 'Method Not Allowed');
+  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  if (`${path}/` === state.basePath) return redirect(res, state.basePath);
+  if (!path.startsWith(state.basePath)) return sendText(res, 404, 'Not Found');
+  const relative = path.slice(state.basePath.length) || 'index.html';
+  const body = await loadFile(state, relative.endsWith('/') ? `${relative}index.html` : relative);
+  if (body === null) return sendText(res, 404, 'Not Found');
+  res.writeHead(200, { 'Content-Type': mimeType(body.name), 'Content-Length': body.bytes.length, 'Cache-Control': 'no-store' });
+  res.end(req.method === 'HEAD' ? undefined : body.bytes);
+}
+
+/** Reads a file below root (never outside it); overrides win. Returns null when there is none. */
+async function loadFile(state, relative) {
+  if (relative in state.overrides) return { name: relative, bytes: Buffer.from(state.overrides[relative]) };
+  const full = resolve(join(state.root, relative));
+  if (full !== state.root && !full.startsWith(state.root + sep)) return null;
+  const info = await stat(full).catch(() => null);
+  if (info?.isDirectory()) return loadFile(state, join(relative, 'index.html'));
+  if (!info?.isFile()) return null;
+  return { name: full, bytes: await readFile(full) };
+}
+
+function redirect(res, location) {
+  res.writeHead(301, { Location: location, 'Content-Length': 0 });
+  res.end();
+}
+
+function sendText(res, status, text) {
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
+  res.end(text);
+}
+
+/**
+ * @typedef {object} StaticServer
+ * @property {string} origin                 http://127.0.0.1:PORT
+ * @property {string} url                    origin + basePath (the app's address)
+ * @property {number} port
+ * @property {{method: string, url: string, offline: boolean}[]} requests
+ * @property {(on: boolean) => void} setOffline   true: every connection is refused (destroyed unanswered)
+ * @property {(path: string, body?: string|Buffer) => void} setOverride   serve (or stop serving) a file from memory
+ * @property {() => Promise<void>} close
+ */
