@@ -1,6 +1,6 @@
 # Memoire: the two commands are `make serve` and `make test` (see README.md).
 SHELL := /bin/bash
-export PATH := $(HOME)/.cargo/bin:$(PATH)
+export PATH := $(CURDIR)/tools/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 # Trunk 0.21 fails when NO_COLOR=1 is set.
 unexport NO_COLOR
 export CHROMEDRIVER ?= /usr/bin/chromedriver

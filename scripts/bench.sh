@@ -6,6 +6,7 @@
 #   e2e     : the built app driven in Chromium (tests/e2e/bench/*.mjs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver}
 export WASM_BINDGEN_TEST_DRIVER_TIMEOUT=${WASM_BINDGEN_TEST_DRIVER_TIMEOUT:-60}
 export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-600}

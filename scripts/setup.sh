@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever is missing for building, serving and testing Memoire, and nothing that is already
 # there: the wasm32 target, the wasm-bindgen-cli matching Cargo.lock, trunk 0.21.14, Debian's chromium,
-# chromium-driver, binaryen (wasm-opt) and brotli, and the end-to-end npm packages from their lockfile.
+# chromium-driver and brotli, wasm-opt (npm's binaryen, in tools/; Debian's wasm-opt 108 breaks
+# wasm-bindgen's externref table) and the end-to-end npm packages, each from its lockfile.
 # Idempotent: a second run only checks versions. Usage: scripts/setup.sh [build|test]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,6 @@ fi
 
 # --- Debian packages ---------------------------------------------------------------------------------
 need_apt=()
-command -v wasm-opt >/dev/null || need_apt+=(binaryen)
 command -v brotli >/dev/null || need_apt+=(brotli)
 if [ "$what" = test ]; then
   command -v chromium >/dev/null || need_apt+=(chromium)
@@ -42,6 +42,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# --- wasm-opt from npm's binaryen (tools/package-lock.json) ------------------------------------------
+if [ ! -x tools/node_modules/.bin/wasm-opt ] || [ tools/package-lock.json -nt tools/node_modules/.package-lock.json ]; then
+  say "installing wasm-opt (npm binaryen) from tools/package-lock.json"
+  (cd tools && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # --- npm packages for the end-to-end tests (playwright-core only: no browser download) ---------------

@@ -6,6 +6,7 @@
 # Every layer runs even if an earlier one failed; the exit code is non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 layers=${1:-all}
 logs=target/test-logs
 mkdir -p "$logs"
