@@ -1,0 +1,345 @@
+#![cfg(target_arch = "wasm32")]
+//! Browser tests of the store's one-transaction edits (src/store/edits.rs): finishing a message with
+//! its metadata, clearing a conversation, edit-and-resend's tail replacement, saving a memory update,
+//! and writing a validated backup import (all or nothing). A fresh database per test.
+
+use std::cell::Cell;
+
+use memoire::engine::backup::{
+    export_json, validate_import, ConversationBundle, ExistingIds, ImportLimits,
+};
+use memoire::engine::model::*;
+use memoire::store::{Store, StoreError};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+thread_local! { static COUNTER: Cell<u32> = const { Cell::new(0) }; }
+
+async fn fresh(tag: &str) -> Store {
+    let n = COUNTER.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    let name = format!("memoire-edits-{tag}-{n}-{}", js_sys::Date::now() as u64);
+    Store::open(&name).await.expect("open fresh store")
+}
+
+async fn finish(store: Store) {
+    let name = store.name().to_string();
+    store.close();
+    Store::delete_database(&name)
+        .await
+        .expect("delete test database");
+}
+
+fn conv(id: &str) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: format!("title {id}"),
+        title_is_custom: false,
+        created_at: 1,
+        updated_at: 1,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: Some(RemoteHandle {
+            id: "resp_1".into(),
+            endpoint_key: "k".into(),
+            covers_up_to_seq: 1,
+            confirmed_at: 1,
+            dead: false,
+        }),
+        last_path: Some(TurnPath::Resumed),
+        memory_overrides: MemoryOverrides::default(),
+    }
+}
+
+fn msg(c: &str, id: &str, role: Role, text: &str) -> Message {
+    Message {
+        id: id.into(),
+        conversation_id: c.into(),
+        seq: 0,
+        role,
+        content: text.into(),
+        status: MessageStatus::Complete,
+        created_at: 10,
+        meta: MessageMeta::default(),
+    }
+}
+
+fn entity(scope: EntityScope, id: &str, name: &str) -> EntityNode {
+    EntityNode {
+        id: id.into(),
+        scope,
+        entity_type: EntityType::Person,
+        name: name.into(),
+        aliases: vec![],
+        description: "d".into(),
+        properties: Default::default(),
+        relationships: vec![],
+        source_message_ids: vec!["m1".into()],
+        updated_at: 5,
+    }
+}
+
+fn summary(c: &str, version: u32, text: &str) -> ConversationSummary {
+    ConversationSummary {
+        conversation_id: c.into(),
+        version,
+        text: text.into(),
+        covers_up_to_seq: 2,
+        message_count: 2,
+        updated_at: 7,
+    }
+}
+
+/// A conversation with `n` alternating messages.
+async fn seeded(store: &Store, c: &str, n: usize) {
+    store.create_conversation(&conv(c)).await.unwrap();
+    for i in 0..n {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        store
+            .append_message(&msg(c, &format!("{c}-m{i}"), role, &format!("text {i}")))
+            .await
+            .unwrap();
+    }
+}
+
+#[wasm_bindgen_test]
+async fn update_message_keeps_seq_and_stores_meta() {
+    let store = fresh("update").await;
+    seeded(&store, "c", 2).await;
+    let meta = MessageMeta {
+        tool_calls: vec![ToolCall {
+            id: "t".into(),
+            name: "search".into(),
+            arguments: "{}".into(),
+            result: None,
+        }],
+        usage: Some(Usage {
+            prompt_tokens: 12,
+            completion_tokens: 3,
+        }),
+        error: Some("cut off".into()),
+        path: Some(TurnPath::Reinjected),
+        model: Some("m".into()),
+    };
+    store
+        .update_message("c-m1", "partial", MessageStatus::Interrupted, &meta)
+        .await
+        .unwrap();
+    let m = store.get_message("c-m1").await.unwrap().unwrap();
+    assert_eq!(
+        (m.seq, m.content.as_str(), m.status),
+        (2, "partial", MessageStatus::Interrupted)
+    );
+    assert_eq!(m.meta, meta);
+    let missing = store
+        .update_message("nope", "x", MessageStatus::Complete, &meta)
+        .await;
+    assert!(
+        matches!(missing, Err(StoreError::NotFound { .. })),
+        "{missing:?}"
+    );
+    finish(store).await;
+}
+
+#[wasm_bindgen_test]
+async fn clear_removes_messages_and_memory_of_that_conversation_only() {
+    let store = fresh("clear").await;
+    seeded(&store, "a", 4).await;
+    seeded(&store, "b", 2).await;
+    let a_scope = EntityScope::Conversation("a".into());
+    let b_scope = EntityScope::Conversation("b".into());
+    store.save_summary(&summary("a", 1, "sa")).await.unwrap();
+    store.save_summary(&summary("b", 1, "sb")).await.unwrap();
+    store
+        .save_entities(&a_scope, &[entity(a_scope.clone(), "ea", "Ann")])
+        .await
+        .unwrap();
+    store
+        .save_entities(&b_scope, &[entity(b_scope.clone(), "eb", "Bob")])
+        .await
+        .unwrap();
+
+    let cleared = store.clear_conversation("a", 99).await.unwrap();
+    assert_eq!(cleared.message_count, 0);
+    assert_eq!(
+        cleared.remote_handle, None,
+        "a cleared conversation must not be resumed"
+    );
+    assert!(store.load_last("a", 100).await.unwrap().is_empty());
+    assert!(store.load_summaries("a").await.unwrap().is_empty());
+    assert!(store.load_entities(&a_scope).await.unwrap().is_empty());
+    assert_eq!(store.load_last("b", 100).await.unwrap().len(), 2);
+    assert_eq!(store.load_summaries("b").await.unwrap().len(), 1);
+    assert_eq!(store.load_entities(&b_scope).await.unwrap().len(), 1);
+    // New messages continue after the cleared ones without reusing a seq.
+    let next = store
+        .append_message(&msg("a", "a-new", Role::User, "again"))
+        .await
+        .unwrap();
+    assert_eq!(next.message.seq, 5);
+    assert_eq!(
+        store
+            .get_conversation("a")
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        1
+    );
+    finish(store).await;
+}
+
+#[wasm_bindgen_test]
+async fn replace_tail_edits_the_user_message_and_drops_what_followed() {
+    let store = fresh("tail").await;
+    seeded(&store, "c", 4).await; // m0 user, m1 assistant, m2 user, m3 assistant
+    store.replace_tail("c", "c-m2", "edited").await.unwrap();
+    let left: Vec<(String, String)> = store
+        .load_last("c", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.id, m.content))
+        .collect();
+    assert_eq!(
+        left,
+        vec![
+            ("c-m0".to_string(), "text 0".to_string()),
+            ("c-m1".into(), "text 1".into()),
+            ("c-m2".into(), "edited".into())
+        ]
+    );
+    let c = store.get_conversation("c").await.unwrap().unwrap();
+    assert_eq!(c.message_count, 3);
+    assert_eq!(
+        c.remote_handle, None,
+        "the agent saw the old text: it must get the history again"
+    );
+    assert!(
+        store.replace_tail("other", "c-m2", "x").await.is_err(),
+        "another conversation's message"
+    );
+    finish(store).await;
+}
+
+#[wasm_bindgen_test]
+async fn save_memory_writes_summary_and_graph_together() {
+    let store = fresh("memory").await;
+    seeded(&store, "c", 2).await;
+    let scope = EntityScope::Conversation("c".into());
+    store
+        .save_memory(
+            Some(&summary("c", 1, "first")),
+            &scope,
+            &[entity(scope.clone(), "e1", "Ann")],
+        )
+        .await
+        .unwrap();
+    store
+        .save_memory(None, &scope, &[entity(scope.clone(), "e2", "Bob")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.latest_summary("c").await.unwrap().unwrap().text,
+        "first"
+    );
+    let names: Vec<String> = store
+        .load_entities(&scope)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(
+        names,
+        vec!["Bob".to_string()],
+        "the graph is replaced whole"
+    );
+    // A disk-full failure leaves both untouched.
+    store.simulate_quota_exceeded_on_next_write();
+    let full = store
+        .save_memory(Some(&summary("c", 2, "second")), &scope, &[])
+        .await;
+    assert_eq!(full, Err(StoreError::Full));
+    assert_eq!(store.latest_summary("c").await.unwrap().unwrap().version, 1);
+    assert_eq!(store.load_entities(&scope).await.unwrap().len(), 1);
+    // Entities of another scope are refused before anything is written.
+    let wrong = store
+        .save_memory(None, &scope, &[entity(EntityScope::Shared, "e3", "Cy")])
+        .await;
+    assert!(matches!(wrong, Err(StoreError::Encode(_))), "{wrong:?}");
+    finish(store).await;
+}
+
+async fn bundle(store: &Store, c: &str) -> ConversationBundle {
+    ConversationBundle {
+        conversation: store.get_conversation(c).await.unwrap().unwrap(),
+        messages: store.load_all_messages(c).await.unwrap(),
+        summaries: store.load_summaries(c).await.unwrap(),
+        entities: store
+            .load_entities(&EntityScope::Conversation(c.into()))
+            .await
+            .unwrap(),
+    }
+}
+
+#[wasm_bindgen_test]
+async fn import_round_trip_then_skip_then_all_or_nothing() {
+    let source = fresh("import-src").await;
+    seeded(&source, "c", 6).await;
+    let scope = EntityScope::Conversation("c".into());
+    source
+        .save_memory(
+            Some(&summary("c", 1, "sum")),
+            &scope,
+            &[entity(scope.clone(), "e1", "Ann")],
+        )
+        .await
+        .unwrap();
+    let original = bundle(&source, "c").await;
+    let json = export_json(std::slice::from_ref(&original), &[], 1000);
+    finish(source).await;
+
+    let target = fresh("import-dst").await;
+    let limits = ImportLimits::default();
+    let named = validate_import(json.as_bytes(), &ExistingIds::default(), &limits).unwrap();
+    let existing = target.existing_ids_for(&named).await.unwrap();
+    assert!(existing.conversations.is_empty() && existing.messages.is_empty());
+    let plan = validate_import(json.as_bytes(), &existing, &limits).unwrap();
+    target.write_import(&plan).await.unwrap();
+    let imported = bundle(&target, "c").await;
+    assert_eq!(imported.messages, original.messages);
+    assert_eq!(imported.summaries, original.summaries);
+    assert_eq!(imported.entities, original.entities);
+    assert_eq!(imported.conversation.message_count, 6);
+    // Appends continue after the imported seqs.
+    let next = target
+        .append_message(&msg("c", "after", Role::User, "x"))
+        .await
+        .unwrap();
+    assert_eq!(next.message.seq, 7);
+
+    // The same file again: everything exists, nothing is added.
+    let existing = target.existing_ids_for(&named).await.unwrap();
+    assert_eq!(existing.messages.len(), 6);
+    assert_eq!(existing.entities.len(), 1);
+    assert!(existing.summaries.contains(&("c".to_string(), 1)));
+    let again = validate_import(json.as_bytes(), &existing, &limits).unwrap();
+    assert_eq!(again.added.messages, 0);
+    assert_eq!(again.skipped.messages, 6);
+
+    // A failed write (disk full) leaves nothing of the plan behind.
+    target.delete_conversation("c").await.unwrap();
+    target.simulate_quota_exceeded_on_next_write();
+    assert_eq!(target.write_import(&plan).await, Err(StoreError::Full));
+    assert!(target.get_conversation("c").await.unwrap().is_none());
+    assert!(target.load_all_messages("c").await.unwrap().is_empty());
+    finish(target).await;
+}
