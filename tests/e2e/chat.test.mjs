@@ -165,11 +165,25 @@ test('the stop button keeps the partial reply, marked interrupted, across a relo
 test('Esc in the composer stops the reply and keeps the partial text', () =>
   checkStop('stop-esc', (page) => page.locator(tid('composer-input')).press('Escape')));
 
+test('a reload mid-stream keeps what was saved of the reply, marked interrupted', () =>
+  journey('reload-mid-stream', 'openai-chat', {}, async ({ page, issues }) => {
+    const { agent } = harness;
+    agent.script({ text: REPLY, delayMs: 150 });
+    await sendMessage(page, QUESTION);
+    await waitForPartialReply(page, REPLY);
+    await reloadAndReopen(page);
+    const kept = await waitForAssistant(page, { status: 'interrupted' });
+    assert.ok(kept.length > 0 && kept.length < REPLY.length && REPLY.startsWith(kept), `a saved prefix: ${JSON.stringify(kept)}`);
+    await eventually(() => agent.chatRequests()[0].clientClosed, { what: 'the old page to drop its request' });
+    assert.equal(agent.chatRequests().length, 1, 'the reload re-sent nothing');
+    assertNoPageProblems(issues, { allowConsole: BROWSER_NETWORK_NOISE });
+  }));
+
 // ---------------------------------------------------------------------------------------------------
 // 3. HTTP errors and a garbage body; retry re-sends the last user turn and succeeds.
 
-async function checkErrorThenRetry(name, failure, expected) {
-  await journey(name, 'openai-chat', { apiKey: KEY }, async ({ page, issues }) => {
+async function checkErrorThenRetry(name, failure, expected, protocol = 'openai-chat') {
+  await journey(name, protocol, { apiKey: KEY }, async ({ page, issues }) => {
     const { agent } = harness;
     agent.script(failure, { text: 'Recovered: the retry worked.', delayMs: 10 });
     await sendMessage(page, QUESTION);
@@ -203,6 +217,12 @@ test('HTTP 500 says server error; retry succeeds', () =>
 
 test('a garbage 200 body is reported, not shown as a reply; retry succeeds', () =>
   checkErrorThenRetry('garbage-200', { garbage: true }, [/protocol/i]));
+
+test('anthropic: HTTP 401 in its own error shape says to check the API key; retry succeeds', () =>
+  checkErrorThenRetry('anthropic-401', { status: 401 }, [/check the API key/i], 'anthropic'));
+
+test('ollama: a garbage 200 body is reported; retry succeeds', () =>
+  checkErrorThenRetry('ollama-garbage', { garbage: true }, [/protocol/i], 'ollama'));
 
 // ---------------------------------------------------------------------------------------------------
 // 4. The connection dropped mid-stream.
