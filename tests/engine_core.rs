@@ -492,6 +492,47 @@ fn assembly_drops_errored_empty_and_the_new_message_copy() {
 }
 
 #[test]
+fn assembly_for_a_retried_message_leaves_out_the_replies_after_it() {
+    // Retry after a cut-off or failed reply: the new message is the stored user message m3, and the
+    // replies to the earlier attempt (m4 interrupted, m5 errored) come after it.
+    let check = |after: Vec<Message>, want_dropped: Vec<(u64, DropReason)>| {
+        let mut h = history(2, 50);
+        let new = msg(3, Role::User, "the question again");
+        h.push(new.clone());
+        h.extend(after);
+        let a = run(&h, &new, None, &[], &config(8000, 10));
+        assert_eq!(a.included_message_ids, ids(&["m1", "m2", "m3"]));
+        assert_eq!(reasons(&a), want_dropped);
+        let last = a.prompt.messages.last().unwrap();
+        assert_eq!(
+            (last.role, last.content.as_str()),
+            (Role::User, "the question again")
+        );
+        let before_new = h.iter().rev().find(|m| m.id != new.id).map(|m| m.seq);
+        assert_eq!(
+            a.history_through_seq, before_new,
+            "the turn still sees every stored message"
+        );
+    };
+    let partial = || {
+        with_status(
+            msg(4, Role::Assistant, "half an ans"),
+            MessageStatus::Interrupted,
+        )
+    };
+    let failed = || with_status(msg(5, Role::Assistant, ""), MessageStatus::Error);
+    check(vec![partial()], vec![(4, DropReason::AfterNewMessage)]);
+    check(
+        vec![partial(), failed()],
+        vec![
+            (4, DropReason::AfterNewMessage),
+            (5, DropReason::AfterNewMessage),
+        ],
+    );
+    check(vec![], vec![]);
+}
+
+#[test]
 fn assembly_over_budget_keeps_newest_contiguous_and_flags_overflow() {
     let h = history(40, 400); // ~100 tokens each
     let new = msg(41, Role::User, "next");

@@ -81,4 +81,9 @@ fn continuity_badges() {
         "a dead handle is not resumable"
     );
     assert_eq!(key(Some(TurnPath::Reinjected), None), "reinjected");
+    assert_eq!(
+        key(Some(TurnPath::Reinjected), Some(false)),
+        "reinjected",
+        "a turn that re-sent the history shows it, even with the new live session"
+    );
 }

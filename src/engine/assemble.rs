@@ -97,6 +97,9 @@ pub enum DropReason {
     Errored,
     /// Nothing to send.
     Empty,
+    /// It comes after the new message: an earlier reply to the message being re-sent (a retry after
+    /// a failed or cut-off reply). A prompt only carries what came before the message it answers.
+    AfterNewMessage,
 }
 
 /// A message left out, with the reason.
@@ -261,6 +264,8 @@ struct Candidate {
 struct HistoryWalk<'a, E: TokenEstimator + ?Sized> {
     history: &'a [Message],
     new_id: &'a str,
+    /// Messages with a higher seq came after the new message (see `DropReason::AfterNewMessage`).
+    new_seq: u64,
     est: &'a E,
     max_chars: usize,
     /// Next index to look at, walking down; `None` when the walk has passed the oldest message.
@@ -298,6 +303,11 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
         while let Some(i) = self.next {
             let m = &self.history[i];
             if m.id == self.new_id {
+                self.next = i.checked_sub(1);
+                continue;
+            }
+            if m.seq > self.new_seq {
+                self.drop_msg(i, DropReason::AfterNewMessage);
                 self.next = i.checked_sub(1);
                 continue;
             }
@@ -395,6 +405,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     let mut walk = HistoryWalk {
         history: input.history,
         new_id: &new.id,
+        new_seq: new.seq,
         est,
         max_chars: cfg.max_message_chars,
         next: input.history.len().checked_sub(1),

@@ -58,13 +58,21 @@ pub fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
-/// The continuity badge of a conversation: (css key, label, explanation).
+/// The continuity badge of a conversation: (css key, label, explanation). A turn that had to
+/// re-inject the history shows as such even when it opened a new live session, so the user sees
+/// that Memoire gave the agent its memory back; the next resumed turn shows "resumable" again.
 pub fn continuity(
     conv: &crate::engine::model::Conversation,
 ) -> (&'static str, &'static str, &'static str) {
     use crate::engine::model::TurnPath;
     let live = conv.remote_handle.as_ref().is_some_and(|h| !h.dead);
     match (live, conv.last_path) {
+        (true, Some(TurnPath::Reinjected)) => (
+            "reinjected",
+            "re-injected",
+            "The agent had lost this conversation, so Memoire sent the history, summary and memory \
+             again; the next turn continues the new session.",
+        ),
         (true, _) => (
             "resumable",
             "resumable",

@@ -273,10 +273,22 @@ impl Session {
                             );
                             self.save_calibration().await;
                         }
-                        if outcome.status == TurnStatus::Error {
-                            if let Some(f) = outcome.failure {
-                                return Err(SessionError::Request(f.message));
+                        match (outcome.status, outcome.failure) {
+                            (TurnStatus::Error, Some(f)) => {
+                                return Err(SessionError::Request(f.message))
                             }
+                            // Cut off (dropped, stalled, truncated) rather than stopped: the partial
+                            // reply is kept, and the banner says what happened. The turn still
+                            // counts, so the memory update may follow.
+                            (TurnStatus::Interrupted, Some(f))
+                                if f.kind != failure::FailureKind::Aborted =>
+                            {
+                                self.emit(SessionEvent::Error {
+                                    conversation_id: Some(id.to_string()),
+                                    message: f.message,
+                                });
+                            }
+                            _ => {}
                         }
                         return Ok(ctx.assembly.history_overflow);
                     }
@@ -437,6 +449,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
                 DropReason::ByteCap => "no room under the request size cap",
                 DropReason::Errored => "a failed reply",
                 DropReason::Empty => "empty",
+                DropReason::AfterNewMessage => "a reply to an earlier attempt at this message",
             }
             .to_string(),
         })

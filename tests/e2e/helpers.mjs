@@ -278,3 +278,115 @@ export async function withDiagnostics(page, issues, name, fn) {
  * @property {{type: string, message: string}[]} acceptedDialogs  dialogs announced with expectDialog
  * @property {number} expectedDialogs
  */
+
+// ---------------------------------------------------------------------------------------------------
+// Additions for the transport/session journeys (chat, continuity, memory).
+
+/**
+ * Fills the settings dialog and saves: the endpoint (as `configureEndpoint`) plus, when given, the
+ * system prompt (settings-system-prompt) and the global memory settings (settings-summary-frequency,
+ * settings-recent-count). Fields left undefined keep their current value.
+ * @param {import('playwright-core').Page} page
+ * @param {{url: string, protocol: string, model: string, apiKey?: string, systemPrompt?: string, summaryFrequency?: number, recentCount?: number}} settings
+ */
+export async function configureSettings(page, { url, protocol, model, apiKey, systemPrompt, summaryFrequency, recentCount }) {
+  await page.locator(tid('settings-open')).click();
+  const urlInput = page.locator(tid('settings-endpoint-url'));
+  await urlInput.waitFor({ state: 'visible' });
+  await page.locator(tid('settings-protocol')).selectOption(protocol);
+  await urlInput.fill(url);
+  await page.locator(tid('settings-model')).fill(model);
+  if (apiKey !== undefined) await page.locator(tid('settings-api-key')).fill(apiKey);
+  if (systemPrompt !== undefined) await page.locator(tid('settings-system-prompt')).fill(systemPrompt);
+  if (summaryFrequency !== undefined) await page.locator(tid('settings-summary-frequency')).fill(String(summaryFrequency));
+  if (recentCount !== undefined) await page.locator(tid('settings-recent-count')).fill(String(recentCount));
+  await page.locator(tid('settings-save')).click();
+  await urlInput.waitFor({ state: 'hidden' });
+}
+
+/**
+ * A fresh context (fresh IndexedDB) with the app open and configured against the local agent for
+ * `protocol`. The agent is reset first, so every journey starts from nothing.
+ * @param {{agent: import('./agent-server.mjs').AgentServer, site: import('./static-server.mjs').StaticServer, browser: import('playwright-core').Browser}} harness
+ * @param {string} protocol
+ * @param {{apiKey?: string, systemPrompt?: string, summaryFrequency?: number, recentCount?: number, model?: string}} [extra]
+ */
+export async function openConfiguredApp({ agent, site, browser }, protocol, extra = {}) {
+  agent.reset();
+  const opened = await newAppPage(browser);
+  await openApp(opened.page, site.url);
+  await configureSettings(opened.page, { url: endpointBase(agent, protocol), protocol, model: extra.model ?? 'test-model', ...extra });
+  return opened;
+}
+
+/** Reloads the page, waits for the app, and opens the only conversation from the sidebar. */
+export async function reloadAndReopen(page) {
+  await page.reload();
+  await waitForAppReady(page);
+  const items = page.locator(tid('conversation-list')).locator(tid('conversation-item'));
+  await items.first().waitFor({ state: 'visible' });
+  if ((await items.count()) !== 1) throw new Error(`expected one conversation after the reload, found ${await items.count()}`);
+  await items.first().click();
+  await page.locator(tid('message')).first().waitFor({ state: 'visible' });
+}
+
+/** Waits for the error banner and returns its text. */
+export async function errorBannerText(page) {
+  const banner = page.locator(tid('error-banner'));
+  await banner.waitFor({ state: 'visible' });
+  return (await banner.innerText()).trim();
+}
+
+/**
+ * Waits until every continuity badge on the page (the chat header's and the sidebar item's) says
+ * `want` in `data-continuity`; throws on timeout with what they said.
+ */
+export async function waitForContinuity(page, want, { timeout = DEFAULT_TIMEOUT_MS } = {}) {
+  const read = () => page.locator(tid('continuity-badge')).evaluateAll((els) => els.map((e) => e.getAttribute('data-continuity')));
+  try {
+    await page.waitForFunction(
+      (w) => {
+        const all = [...document.querySelectorAll('[data-testid="continuity-badge"]')];
+        return all.length > 0 && all.every((e) => e.getAttribute('data-continuity') === w);
+      },
+      want,
+      { timeout },
+    );
+  } catch (err) {
+    err.message += `\ncontinuity badges say ${JSON.stringify(await read())}, expected ${want}`;
+    throw err;
+  }
+  return read();
+}
+
+/**
+ * Waits while the last assistant message is streaming until it shows more than `minLength` characters
+ * (but not all of `fullText`); returns that text. Proves the reply grows in steps.
+ */
+export async function waitForLongerPartial(page, fullText, minLength, { timeout = DEFAULT_TIMEOUT_MS } = {}) {
+  const handle = await page.waitForFunction(
+    ({ full, min }) => {
+      const el = [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')].at(-1);
+      if (!el || el.getAttribute('data-status') !== 'streaming') return null;
+      const text = (el.querySelector('[data-testid="message-content"]')?.innerText ?? '').trim();
+      return text.length > min && text.length < full.trim().length ? text : null;
+    },
+    { full: fullText, min: minLength },
+    { timeout, polling: 'raf' },
+  );
+  return handle.jsonValue();
+}
+
+/** Polls `fn` (sync or async) until it returns a truthy value; returns it. */
+export async function eventually(fn, { timeout = DEFAULT_TIMEOUT_MS, interval = 25, what = 'a condition' } = {}) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${timeout} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
+
+/** Console lines the browser itself logs when a test scripts an HTTP error or a dropped stream. */
+export const BROWSER_NETWORK_NOISE = [/Failed to load resource/, /ERR_INCOMPLETE_CHUNKED_ENCODING/, /net::ERR_/];

@@ -1,0 +1,134 @@
+// End-to-end memory update: with M set in Settings, after M user/assistant pairs the agent receives the
+// summary request (temperature 0.3, "No previous conversation" the first time); the scripted summary
+// and entities appear in the memory pane and survive a reload; a garbage memory reply leaves them
+// untouched, says so, and does not break the chat.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { memoryReplyText, MEMORY_MARKER } from './agent-server.mjs';
+import {
+  startHarness,
+  openConfiguredApp,
+  reloadAndReopen,
+  sendMessage,
+  waitForAssistant,
+  errorBannerText,
+  assertNoPageProblems,
+  withDiagnostics,
+  tid,
+} from './helpers.mjs';
+
+const Q1 = 'I am Ada Lovelace and I am writing notes on the Analytical Engine.';
+const A1 = 'Splendid, Ada. Tell me more about the Analytical Engine.';
+const Q2 = 'Charles Babbage designed it; I translate and annotate.';
+const A2 = 'So you work closely with Charles Babbage.';
+const Q3 = 'Are you still with me?';
+const A3 = 'Yes, always.';
+const SUMMARY = 'Ada Lovelace is writing notes on the Analytical Engine.';
+const ENTITIES = [
+  {
+    id: 'ada',
+    type: 'person',
+    name: 'Ada Lovelace',
+    description: 'Writes notes on the Analytical Engine.',
+    properties: { role: 'translator' },
+    relationships: [{ targetId: 'engine', relationship: 'writes about', strength: 0.9 }],
+  },
+  { id: 'engine', type: 'concept', name: 'Analytical Engine', description: 'A mechanical computer.', properties: {}, relationships: [] },
+];
+const GARBAGE_MEMORY = 'Sorry, I would rather not summarise this conversation. {{{ [[[ not json';
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+/** The memory pane as the user sees it: summary text and entities (name, type). */
+async function memoryShown(page) {
+  const summary = page.locator(tid('memory-summary')).locator(tid('summary-text'));
+  const text = (await summary.count()) ? (await summary.innerText()).trim() : null;
+  const entities = await page
+    .locator(tid('memory-entities'))
+    .locator(tid('entity-node'))
+    .evaluateAll((els) =>
+      els
+        .map((e) => ({ type: e.getAttribute('data-entity-type'), name: e.querySelector('.entity-name')?.textContent.trim() }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+    );
+  return { summary: text, entities };
+}
+
+const EXPECTED_MEMORY = {
+  summary: SUMMARY,
+  entities: [
+    { type: 'person', name: 'Ada Lovelace' },
+    { type: 'concept', name: 'Analytical Engine' },
+  ].sort((a, b) => a.name.localeCompare(b.name)),
+};
+
+async function waitForSummary(page, text) {
+  await page.locator(tid('summary-text')).filter({ hasText: text }).waitFor({ state: 'visible' });
+}
+
+async function chat(page, question, answer) {
+  harness.agent.script({ text: answer, delayMs: 5 });
+  await sendMessage(page, question);
+  await page.waitForFunction(
+    (a) => [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')].at(-1)?.innerText.includes(a),
+    answer,
+  );
+  assert.equal(await waitForAssistant(page), answer);
+}
+
+test('memory update after M=1 pair: request, summary and entities shown and kept; a garbage reply changes nothing', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 1 });
+  try {
+    await withDiagnostics(page, issues, 'memory-update', async () => {
+      agent.scriptMemory({ text: memoryReplyText({ summary: SUMMARY, entities: ENTITIES }), delayMs: 5 });
+      await chat(page, Q1, A1);
+
+      const [memReq] = await agent.waitForRequests(1, { filter: (r) => r.kind === 'memory' });
+      assert.equal(memReq.path, '/v1/chat/completions');
+      assert.equal(memReq.body.temperature, 0.3);
+      assert.equal(memReq.body.model, 'test-model');
+      assert.ok(memReq.rawBody.includes(MEMORY_MARKER));
+      const memText = memReq.body.messages.map((m) => m.content).join('\n');
+      assert.ok(memText.includes('No previous conversation'), 'first update: no previous summary');
+      assert.ok(memText.includes(Q1) && memText.includes(A1), 'the update carries the pair it summarises');
+      assert.equal(agent.chatRequests().length, 1, 'the memory request is not a chat turn');
+
+      await waitForSummary(page, SUMMARY);
+      await page.locator(tid('entity-node')).nth(1).waitFor({ state: 'visible' });
+      assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY);
+
+      await reloadAndReopen(page);
+      await waitForSummary(page, SUMMARY);
+      await page.locator(tid('entity-node')).nth(1).waitFor({ state: 'visible' });
+      assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY, 'memory survives a reload');
+
+      // A garbage memory reply: the previous memory stays, the user is told, the chat goes on.
+      agent.setMemoryDefault({ text: GARBAGE_MEMORY, delayMs: 5 });
+      await chat(page, Q2, A2);
+      await agent.waitForRequests(2, { filter: (r) => r.kind === 'memory' });
+      const second = agent.memoryRequests()[1];
+      assert.ok(second.rawBody.includes(SUMMARY), 'the second update carries the previous summary');
+      assert.match(await errorBannerText(page), /memory update failed/i);
+      await page.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
+      assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY, 'a failed update leaves memory untouched');
+
+      await chat(page, Q3, A3);
+      const third = agent.chatRequests()[2].body.messages;
+      assert.ok(third.some((m) => m.content.includes(SUMMARY)), 'the kept summary still feeds the prompt');
+      await agent.waitForRequests(3, { filter: (r) => r.kind === 'memory' });
+      await page.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
+      await reloadAndReopen(page);
+      await waitForSummary(page, SUMMARY);
+      assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY, 'still untouched after a reload');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
