@@ -46,13 +46,10 @@ impl Session {
             .ok_or(SessionError::NoConversation)?;
         let config = self.config_for(&conversation);
         let endpoint = self.settings.borrow().endpoint.clone();
-        let mut messages = self
+        let messages = self
             .store
             .load_last(id, history_load_limit(&config))
             .await?;
-        // A retried turn answers its user message again: what came after it (the failed or cut-off
-        // reply) is not part of the history the agent sees.
-        messages.retain(|m| m.seq <= new_message.seq);
         let summary = self.store.latest_summary(id).await?;
         let graph = Graph::new(self.entities_for(id).await?);
         let recent: Vec<&str> = messages
