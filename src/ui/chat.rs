@@ -204,15 +204,20 @@ fn MessageList() -> impl IntoView {
     let anchor = StoredValue::new(None::<(String, i32)>);
     // The message last marked `data-focused` (from a search hit or a source link).
     let focused = StoredValue::new_local(None::<web_sys::Element>);
+    // When the user last touched the list (wheel, pointer, touch, key), in ms.
+    let user_input = StoredValue::new(0i64);
     let on_scroll = move |_| {
         let Some(el) = list_ref.get_untracked() else {
             return;
         };
         let top = el.scroll_top();
         let gap = el.scroll_height() - top - el.client_height();
+        // Only the user scrolls up on purpose: layout changes (a re-render, the browser's clamping)
+        // can move the view too, so a move up counts only right after a wheel, touch, pointer or key.
+        let by_user = crate::ui::time::now_ms() - user_input.get_value() < 1000;
         if gap < 40 {
             stick.set_value(true);
-        } else if top < last_top.get_value() - 2 {
+        } else if by_user && top < last_top.get_value() - 2 {
             stick.set_value(false);
         }
         last_top.set_value(top);
@@ -226,15 +231,21 @@ fn MessageList() -> impl IntoView {
     };
     // A wheel or key scroll upwards is the user's: stop following at once, before the scroll lands.
     let on_wheel = move |ev: leptos::ev::WheelEvent| {
+        user_input.set_value(crate::ui::time::now_ms());
         if ev.delta_y() < 0.0 {
             stick.set_value(false);
         }
     };
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        user_input.set_value(crate::ui::time::now_ms());
         if matches!(ev.key().as_str(), "ArrowUp" | "PageUp" | "Home") {
             stick.set_value(false);
         }
     };
+    let on_pointer =
+        move |_: leptos::ev::PointerEvent| user_input.set_value(crate::ui::time::now_ms());
+    let on_touch =
+        move |_: leptos::ev::TouchEvent| user_input.set_value(crate::ui::time::now_ms());
     // A newly opened conversation starts at the bottom.
     Effect::new(move |_| {
         st.current.track();
@@ -245,7 +256,8 @@ fn MessageList() -> impl IntoView {
     // frame, once the DOM has the new nodes.
     Effect::new(move |_| {
         let first = st.messages.with(|l| {
-            let _ = l.last().map(|m| m.content.with(|c| c.len()));
+            // The last message's growth and its final render (status) can both change the height.
+            let _ = l.last().map(|m| (m.content.with(|c| c.len()), m.status.get()));
             l.first().map(|m| m.id.clone())
         });
         let focus = st.focus_message.get();
@@ -311,7 +323,8 @@ fn MessageList() -> impl IntoView {
     };
     view! {
         <div class="message-list" data-testid="message-list" node_ref=list_ref
-            on:scroll=on_scroll on:wheel=on_wheel on:keydown=on_key on:click=on_click
+            on:scroll=on_scroll on:wheel=on_wheel on:keydown=on_key on:pointerdown=on_pointer
+            on:touchstart=on_touch on:click=on_click
             role="log" aria-live="polite" aria-label="Messages" tabindex="0">
             <Show when=move || st.has_older.get()>
                 <button class="load-older" data-testid="load-older" on:click=move |_| ctl.load_older()>

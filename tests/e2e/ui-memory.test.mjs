@@ -89,7 +89,11 @@ test('memory pane: summary, entities grouped by type, relationships, graph; edit
       { type: 'event', nodes: [['event', 'Grand opening']] },
       { type: 'task', nodes: [['task', 'Order flour']] },
     ]);
-    const alice = pane.locator(tid('entity-node', '[data-entity-id="alice"]'));
+    // The app gives entities its own ids: find them by name, then hold on to the id.
+    const byName = (name) => pane.locator(tid('entity-node')).filter({ has: page.locator(tid('entity-name'), { hasText: name }) });
+    const aliceId = await byName('Alice').getAttribute('data-entity-id');
+    const flourId = await byName('Order flour').getAttribute('data-entity-id');
+    const alice = pane.locator(tid('entity-node', `[data-entity-id="${aliceId}"]`));
     const rels = await alice.locator(tid('entity-relationship')).allInnerTexts();
     assert.equal(rels.length, 2);
     assert.match(rels.join('|'), /lives in → Paris/);
@@ -111,15 +115,16 @@ test('memory pane: summary, entities grouped by type, relationships, graph; edit
     await alice.locator(tid('entity-name-input')).fill('Alice Martin');
     await alice.locator(tid('entity-description-input')).fill('Baker, owner of the shop.');
     await alice.locator(tid('entity-save')).click();
-    await page.waitForFunction(() => document.querySelector('[data-entity-id="alice"] [data-testid="entity-name"]')?.textContent.trim() === 'Alice Martin');
-    await pane.locator(tid('entity-node', '[data-entity-id="flour"]')).locator(tid('entity-delete')).click();
-    await pane.locator(tid('entity-node', '[data-entity-id="flour"]')).waitFor({ state: 'detached' });
+    await page.waitForFunction((id) => document.querySelector(`[data-entity-id="${id}"] [data-testid="entity-name"]`)?.textContent.trim() === 'Alice Martin', aliceId);
+    await pane.locator(tid('entity-node', `[data-entity-id="${flourId}"]`)).locator(tid('entity-delete')).click();
+    await pane.locator(tid('entity-node', `[data-entity-id="${flourId}"]`)).waitFor({ state: 'detached' });
     await reopen(page, id);
-    await page.locator(tid('entity-node', '[data-entity-id="alice"]')).waitFor();
-    assert.equal((await page.locator('[data-entity-id="alice"] [data-testid="entity-name"]').innerText()).trim(), 'Alice Martin');
-    assert.match(await page.locator('[data-entity-id="alice"] [data-testid="entity-description"]').innerText(), /owner of the shop/);
+    await alice.waitFor();
+    assert.equal((await alice.locator(tid('entity-name')).innerText()).trim(), 'Alice Martin');
+    assert.match(await alice.locator(tid('entity-description')).innerText(), /owner of the shop/);
+    assert.equal(await alice.locator(tid('entity-relationship')).count(), 2, 'the edit kept the relationships');
     assert.equal(await page.locator(tid('entity-node')).count(), ENTITIES.length - 1);
-    assert.equal(await page.locator(tid('entity-node', '[data-entity-id="flour"]')).count(), 0);
+    assert.equal(await page.locator(tid('entity-node', `[data-entity-id="${flourId}"]`)).count(), 0);
 
     // A second update, then restore the first summary.
     await chatTurn(page, agent, 'She ordered the flour.', 'Good.');

@@ -198,14 +198,16 @@ test('chat: streaming keeps earlier nodes, stop keeps the partial reply, retry, 
       return last?.getAttribute('data-role') === 'assistant' && last.getAttribute('data-status') === 'complete' && last.innerText.includes('edited question');
     });
     const texts = await page.locator(tid('message-content')).evaluateAll((els) => els.map((e) => e.innerText.trim()));
-    assert.equal(texts.length, 6, `old reply replaced: ${JSON.stringify(texts)}`);
+    // Q1 A1 Q2 A2(interrupted, kept) A2(retried) Q3(edited) A3: the reply to the old Q3 is gone.
+    assert.equal(texts.length, 7, `old reply replaced: ${JSON.stringify(texts)}`);
+    assert.equal(await messages(page, 'assistant').nth(1).getAttribute('data-status'), 'interrupted', 'a stopped reply is kept');
     assert.equal(texts.at(-2), 'Third question, edited');
     assert.ok(!texts.some((t) => t === 'Third question'), 'the old text is gone');
     assert.deepEqual(agent.chatRequests().at(-1).body.messages.at(-1), { role: 'user', content: 'Third question, edited' });
     await page.reload();
     await waitForAppReady(page);
     await page.locator(tid('conversation-item')).first().locator(tid('conversation-open')).click();
-    await waitForAssistantCount(page, 3);
+    await waitForAssistantCount(page, 4);
     assert.equal(await messageText(messages(page, 'user').last()), 'Third question, edited');
   }));
 
