@@ -222,7 +222,9 @@ fn MessageList() -> impl IntoView {
         }
         last_top.set_value(top);
         if top < 200 && st.has_older.get_untracked() && !st.loading_messages.get_untracked() {
-            let first = st.messages.with_untracked(|l| l.first().map(|m| m.id.clone()));
+            let first = st
+                .messages
+                .with_untracked(|l| l.first().map(|m| m.id.clone()));
             if let Some(first) = first {
                 anchor.set_value(Some((first, el.scroll_height() - top)));
                 ctl.load_older();
@@ -244,8 +246,7 @@ fn MessageList() -> impl IntoView {
     };
     let on_pointer =
         move |_: leptos::ev::PointerEvent| user_input.set_value(crate::ui::time::now_ms());
-    let on_touch =
-        move |_: leptos::ev::TouchEvent| user_input.set_value(crate::ui::time::now_ms());
+    let on_touch = move |_: leptos::ev::TouchEvent| user_input.set_value(crate::ui::time::now_ms());
     // A newly opened conversation starts at the bottom.
     Effect::new(move |_| {
         st.current.track();
@@ -257,7 +258,9 @@ fn MessageList() -> impl IntoView {
     Effect::new(move |_| {
         let first = st.messages.with(|l| {
             // The last message's growth and its final render (status) can both change the height.
-            let _ = l.last().map(|m| (m.content.with(|c| c.len()), m.status.get()));
+            let _ = l
+                .last()
+                .map(|m| (m.content.with(|c| c.len()), m.status.get()));
             l.first().map(|m| m.id.clone())
         });
         let focus = st.focus_message.get();

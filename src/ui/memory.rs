@@ -18,7 +18,7 @@ pub fn MemoryPane() -> impl IntoView {
     let updating = move || {
         let cur = st.current.get();
         st.memory_updating
-            .with(|l| cur.is_some_and(|c| l.iter().any(|x| *x == c)))
+            .with(|l| cur.is_some_and(|c| l.contains(&c)))
     };
     view! {
         <aside class="memory-pane" data-testid="memory-pane" aria-label="Memory">
@@ -143,7 +143,7 @@ fn Entities() -> impl IntoView {
                         .filter(|e| e.entity_type == *t)
                         .cloned()
                         .collect();
-                    list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+                    list.sort_by_key(|e| e.name.to_lowercase());
                     (*t, list)
                 })
                 .filter(|(_, l)| !l.is_empty())

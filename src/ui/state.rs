@@ -118,15 +118,14 @@ impl AppState {
     /// True while the open conversation has a turn in flight.
     pub fn current_streaming(&self) -> bool {
         let cur = self.current.get();
-        self.streaming
-            .with(|s| cur.is_some_and(|c| s.iter().any(|x| *x == c)))
+        self.streaming.with(|s| cur.is_some_and(|c| s.contains(&c)))
     }
 
     /// [`Self::current_streaming`] without subscribing (for event handlers).
     pub fn current_streaming_untracked(&self) -> bool {
         let cur = self.current.get_untracked();
         self.streaming
-            .with_untracked(|s| cur.is_some_and(|c| s.iter().any(|x| *x == c)))
+            .with_untracked(|s| cur.is_some_and(|c| s.contains(&c)))
     }
 
     fn set_flag(list: RwSignal<Vec<String>>, id: &str, on: bool) {
@@ -153,9 +152,9 @@ impl AppState {
     /// (their signals are updated in place), so reloading a window never rebuilds unchanged nodes and
     /// an edited message shows its new text.
     pub fn replace_window(&self, page: &[Message]) {
-        let old: HashMap<String, MessageItem> = self.messages.with_untracked(|l| {
-            l.iter().map(|m| (m.id.clone(), m.clone())).collect()
-        });
+        let old: HashMap<String, MessageItem> = self
+            .messages
+            .with_untracked(|l| l.iter().map(|m| (m.id.clone(), m.clone())).collect());
         let items = page
             .iter()
             .map(|m| match old.get(&m.id) {
