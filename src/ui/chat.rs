@@ -44,6 +44,7 @@ pub fn ChatPane() -> impl IntoView {
                 <ExportButtons/>
                 <button
                     class="memory-toggle"
+                    data-testid="memory-toggle"
                     aria-label="Show or hide the memory pane"
                     aria-expanded=move || st.memory_open.get().to_string()
                     on:click=move |_| st.memory_open.update(|o| *o = !*o)
@@ -82,7 +83,7 @@ fn Notice() -> impl IntoView {
     let st = expect_context::<Controller>().state;
     view! {
         <Show when=move || st.notice.with(|n| n.is_some())>
-            <div class="notice" role="status">
+            <div class="notice" role="status" data-testid="notice">
                 <span>{move || st.notice.get().unwrap_or_default()}</span>
                 <button class="icon" aria-label="Dismiss" on:click=move |_| st.notice.set(None)>"✕"</button>
             </div>
@@ -194,55 +195,107 @@ fn MessageList() -> impl IntoView {
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
     let list_ref = NodeRef::<html::Div>::new();
-    // Follow the stream unless the user scrolled up.
-    let stick = RwSignal::new(true);
+    // Follow the stream unless the user scrolled up. Plain values, not signals: the scroll handlers
+    // and the effect below read them without subscribing.
+    let stick = StoredValue::new(true);
+    let last_top = StoredValue::new(0i32);
+    // Before an older page is mounted: (first message id, distance from the top to the bottom), so
+    // the view stays where it was once the page is in.
+    let anchor = StoredValue::new(None::<(String, i32)>);
+    // The message last marked `data-focused` (from a search hit or a source link).
+    let focused = StoredValue::new_local(None::<web_sys::Element>);
+    // When the user last touched the list (wheel, pointer, touch, key), in ms.
+    let user_input = StoredValue::new(0i64);
     let on_scroll = move |_| {
         let Some(el) = list_ref.get_untracked() else {
             return;
         };
-        let near_bottom = el.scroll_height() - el.scroll_top() - el.client_height() < 80;
-        stick.set(near_bottom);
-        if el.scroll_top() < 200
-            && st.has_older.get_untracked()
-            && !st.loading_messages.get_untracked()
-        {
-            let before = el.scroll_height();
-            ctl.load_older();
-            // Keep the visible messages in place once the older page is mounted.
-            let el2 = el.clone();
-            Effect::new(move |prev: Option<usize>| {
-                let n = st.messages.with(|l| l.len());
-                if prev.is_some_and(|p| p != n) {
-                    let after = el2.scroll_height();
-                    el2.set_scroll_top(el2.scroll_top() + (after - before));
-                }
-                n
-            });
+        let top = el.scroll_top();
+        let gap = el.scroll_height() - top - el.client_height();
+        // Only the user scrolls up on purpose: layout changes (a re-render, the browser's clamping)
+        // can move the view too, so a move up counts only right after a wheel, touch, pointer or key.
+        let by_user = crate::ui::time::now_ms() - user_input.get_value() < 1000;
+        if gap < 40 {
+            stick.set_value(true);
+        } else if by_user && top < last_top.get_value() - 2 {
+            stick.set_value(false);
         }
-    };
-    // Scroll to the bottom (or to the focused message) when content grows.
-    Effect::new(move |_| {
-        let last = st.messages.with(|l| {
-            l.last()
-                .map(|m| (m.id.clone(), m.content.with(|c| c.len())))
-        });
-        let focus = st.focus_message.get();
-        let _ = last;
-        let Some(el) = list_ref.get() else { return };
-        if let Some(fid) = focus {
-            if let Ok(Some(target)) =
-                el.query_selector(&format!("[data-message-id=\"{}\"]", css_escape(&fid)))
-            {
-                target.scroll_into_view();
-                let _ = target.class_list().add_1("focused");
-                st.focus_message.set(None);
-                stick.set(false);
-                return;
+        last_top.set_value(top);
+        if top < 200 && st.has_older.get_untracked() && !st.loading_messages.get_untracked() {
+            let first = st
+                .messages
+                .with_untracked(|l| l.first().map(|m| m.id.clone()));
+            if let Some(first) = first {
+                anchor.set_value(Some((first, el.scroll_height() - top)));
+                ctl.load_older();
             }
         }
-        if stick.get_untracked() {
-            el.set_scroll_top(el.scroll_height());
+    };
+    // A wheel or key scroll upwards is the user's: stop following at once, before the scroll lands.
+    let on_wheel = move |ev: leptos::ev::WheelEvent| {
+        user_input.set_value(crate::ui::time::now_ms());
+        if ev.delta_y() < 0.0 {
+            stick.set_value(false);
         }
+    };
+    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        user_input.set_value(crate::ui::time::now_ms());
+        if matches!(ev.key().as_str(), "ArrowUp" | "PageUp" | "Home") {
+            stick.set_value(false);
+        }
+    };
+    let on_pointer =
+        move |_: leptos::ev::PointerEvent| user_input.set_value(crate::ui::time::now_ms());
+    let on_touch = move |_: leptos::ev::TouchEvent| user_input.set_value(crate::ui::time::now_ms());
+    // A newly opened conversation starts at the bottom.
+    Effect::new(move |_| {
+        st.current.track();
+        stick.set_value(true);
+    });
+    // After the window changes (a page mounted, a message added, a reply growing): keep an older
+    // page's anchor, scroll to a focused message, or follow the bottom. Runs on the next animation
+    // frame, once the DOM has the new nodes.
+    Effect::new(move |_| {
+        let first = st.messages.with(|l| {
+            // The last message's growth and its final render (status) can both change the height.
+            let _ = l
+                .last()
+                .map(|m| (m.content.with(|c| c.len()), m.status.get()));
+            l.first().map(|m| m.id.clone())
+        });
+        let focus = st.focus_message.get();
+        request_animation_frame(move || {
+            let Some(el) = list_ref.get_untracked() else {
+                return;
+            };
+            if let Some(fid) = focus {
+                let sel = format!("[data-message-id=\"{}\"]", css_escape(&fid));
+                if let Ok(Some(target)) = el.query_selector(&sel) {
+                    if let Some(old) = focused.get_value() {
+                        let _ = old.remove_attribute("data-focused");
+                    }
+                    focused.set_value(Some(target.clone()));
+                    target.scroll_into_view();
+                    let _ = target.set_attribute("data-focused", "true");
+                    st.focus_message.set(None);
+                    stick.set_value(false);
+                    last_top.set_value(el.scroll_top());
+                    return;
+                }
+            }
+            if let Some((was_first, from_bottom)) = anchor.get_value() {
+                if first.as_deref().is_some_and(|f| f != was_first) {
+                    anchor.set_value(None);
+                    el.set_scroll_top(el.scroll_height() - from_bottom);
+                    last_top.set_value(el.scroll_top());
+                    return;
+                }
+            }
+            if stick.get_value() {
+                el.set_scroll_top(el.scroll_height());
+                last_top.set_value(el.scroll_top());
+            }
+        });
     });
     // Copy buttons in code blocks (delegated: the markdown HTML has no handlers of its own).
     let on_click = move |ev: leptos::ev::MouseEvent| {
@@ -261,20 +314,28 @@ fn MessageList() -> impl IntoView {
             .and_then(|c| c.text_content())
             .unwrap_or_default();
         if let Some(w) = web_sys::window() {
-            let _ = w.navigator().clipboard().write_text(&code);
-            target.set_text_content(Some("Copied"));
+            let done = w.navigator().clipboard().write_text(&code);
+            wasm_bindgen_futures::spawn_local(async move {
+                let label = match wasm_bindgen_futures::JsFuture::from(done).await {
+                    Ok(_) => "Copied",
+                    Err(_) => "Copy failed",
+                };
+                target.set_text_content(Some(label));
+            });
         }
     };
     view! {
-        <div class="message-list" data-testid="message-list" node_ref=list_ref on:scroll=on_scroll on:click=on_click
-            role="log" aria-live="polite" aria-label="Messages">
+        <div class="message-list" data-testid="message-list" node_ref=list_ref
+            on:scroll=on_scroll on:wheel=on_wheel on:keydown=on_key on:pointerdown=on_pointer
+            on:touchstart=on_touch on:click=on_click
+            role="log" aria-live="polite" aria-label="Messages" tabindex="0">
             <Show when=move || st.has_older.get()>
-                <button class="load-older" on:click=move |_| ctl.load_older()>
+                <button class="load-older" data-testid="load-older" on:click=move |_| ctl.load_older()>
                     {move || if st.loading_messages.get() { "Loading…" } else { "Load older messages" }}
                 </button>
             </Show>
             <Show when=move || st.loading_messages.get() && st.messages.with(|l| l.is_empty())>
-                <div class="empty"><span class="spinner" aria-hidden="true"></span>" Loading messages…"</div>
+                <div class="empty" role="status"><span class="spinner" aria-hidden="true"></span>" Loading messages…"</div>
             </Show>
             <EmptyState/>
             <For each=move || st.messages.get() key=|m| m.id.clone() let:item>
@@ -291,7 +352,7 @@ fn EmptyState() -> impl IntoView {
     let empty = move || st.messages.with(|l| l.is_empty()) && !st.loading_messages.get();
     view! {
         <Show when=empty>
-            <div class="empty-state">
+            <div class="empty-state" data-testid="empty-state">
                 <Show
                     when=no_endpoint
                     fallback=|| view! {
@@ -301,7 +362,7 @@ fn EmptyState() -> impl IntoView {
                     <h2>"Connect an agent"</h2>
                     <p>"Memoire talks to an agent endpoint you choose: Ollama, llama.cpp's server, LM Studio, vLLM, OpenAI or Anthropic. Open the settings, pick a preset and check the model name."</p>
                     <p>"Local servers must allow this page's origin (CORS), e.g. start Ollama with OLLAMA_ORIGINS set to this page's origin."</p>
-                    <button class="primary" on:click=move |_| st.settings_open.set(true)>"Open settings"</button>
+                    <button class="primary" data-testid="empty-state-settings" on:click=move |_| st.settings_open.set(true)>"Open settings"</button>
                     <p class="hint">"You can read and search stored conversations without an endpoint."</p>
                 </Show>
             </div>
@@ -432,7 +493,10 @@ fn Composer() -> impl IntoView {
             ev.prevent_default();
             submit();
         }
-        "Escape" => ctl.stop(),
+        "Escape" => {
+            ev.prevent_default();
+            ctl.stop();
+        }
         _ => {}
     };
     let on_input = move |ev: leptos::ev::Event| {

@@ -89,12 +89,7 @@ impl Controller {
                 return Ok(());
             }
             st.has_older.set(page.has_older);
-            st.messages.set(
-                page.messages
-                    .iter()
-                    .map(MessageItem::from_message)
-                    .collect(),
-            );
+            st.replace_window(&page.messages);
             st.draft.set(s.draft(&id).await.unwrap_or_default());
             ctl.reload_memory();
             ctl.refresh_preview();
@@ -227,10 +222,13 @@ impl Controller {
         };
         let ctl = *self;
         self.state.error.set(None);
+        self.state.apply_edit_last(&text);
         self.run(move |s, _| async move {
-            s.edit_last(&id, text).await?;
+            // Reload the window either way: on success it holds the new reply, on failure it puts
+            // back what the store still has.
+            let r = s.edit_last(&id, text).await;
             ctl.open(id, None);
-            Ok(())
+            r
         });
     }
 

@@ -51,7 +51,7 @@ pub fn ContextInspector() -> impl IntoView {
                                         <summary>{n} " messages left out"</summary>
                                         <ul>
                                             {p.dropped.iter().take(200).map(|d| view! {
-                                                <li><span class="seq">"#" {d.seq}</span> " " {d.reason.clone()}</li>
+                                                <li data-testid="inspector-dropped-item" data-seq=d.seq><span class="seq">"#" {d.seq}</span> " " {d.reason.clone()}</li>
                                             }).collect_view()}
                                         </ul>
                                     </details>

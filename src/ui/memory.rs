@@ -18,7 +18,7 @@ pub fn MemoryPane() -> impl IntoView {
     let updating = move || {
         let cur = st.current.get();
         st.memory_updating
-            .with(|l| cur.is_some_and(|c| l.iter().any(|x| *x == c)))
+            .with(|l| cur.is_some_and(|c| l.contains(&c)))
     };
     view! {
         <aside class="memory-pane" data-testid="memory-pane" aria-label="Memory">
@@ -37,7 +37,7 @@ pub fn MemoryPane() -> impl IntoView {
                 >
                     "Update memory now"
                 </button>
-                <button class="icon memory-close" aria-label="Close the memory pane" on:click=move |_| st.memory_open.set(false)>"✕"</button>
+                <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory pane" on:click=move |_| st.memory_open.set(false)>"✕"</button>
             </div>
             <Show
                 when=move || st.current.with(|c| c.is_some())
@@ -71,7 +71,7 @@ fn Recent() -> impl IntoView {
             <summary>"Recent messages " <span class="count">{move || recent().len()}</span></summary>
             <ol class="recent">
                 <For each=recent key=|(id, _, c)| (id.clone(), c.len()) let:item>
-                    <li class=format!("role-{}", item.1.as_str())>
+                    <li class=format!("role-{}", item.1.as_str()) data-testid="recent-message">
                         <b>{if item.1 == Role::User { "You: " } else { "Agent: " }}</b>
                         {preview_text(&item.2, 160)}
                     </li>
@@ -94,7 +94,7 @@ fn Summary() -> impl IntoView {
                 Some(s) => view! {
                     <div class="summary">
                         <p class="summary-text" data-testid="summary-text">{s.text.clone()}</p>
-                        <p class="meta">
+                        <p class="meta" data-testid="summary-meta">
                             "Version " {s.version} " · updated " {date_time(s.updated_at)}
                             " · covers " {s.message_count} " messages (up to #" {s.covers_up_to_seq} ")"
                         </p>
@@ -102,7 +102,9 @@ fn Summary() -> impl IntoView {
                 }.into_any(),
             }}
             <Show when=move || st.memory.with(|m| m.versions.len() > 1)>
-                <button class="link" on:click=move |_| show_versions.update(|v| *v = !*v)>
+                <button class="link" data-testid="summary-versions-toggle"
+                    aria-expanded=move || show_versions.get().to_string()
+                    on:click=move |_| show_versions.update(|v| *v = !*v)>
                     {move || if show_versions.get() { "Hide earlier versions" } else { "Earlier versions" }}
                 </button>
                 <Show when=move || show_versions.get()>
@@ -141,7 +143,7 @@ fn Entities() -> impl IntoView {
                         .filter(|e| e.entity_type == *t)
                         .cloned()
                         .collect();
-                    list.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+                    list.sort_by_key(|e| e.name.to_lowercase());
                     (*t, list)
                 })
                 .filter(|(_, l)| !l.is_empty())
@@ -155,7 +157,7 @@ fn Entities() -> impl IntoView {
                 <p class="empty">"No entities yet: people, places, concepts, events and tasks appear here as the conversation goes on."</p>
             </Show>
             <For each=groups key=|(t, l)| (*t, l.iter().map(|e| (e.id.clone(), e.updated_at, e.name.clone(), e.description.clone())).collect::<Vec<_>>()) let:group>
-                <section class="entity-group">
+                <section class="entity-group" data-testid="entity-group" data-entity-type=group.0.as_str()>
                     <h3>{type_label(group.0)}</h3>
                     <For each=move || group.1.clone() key=|e| (e.id.clone(), e.updated_at, e.description.clone(), e.name.clone()) let:e>
                         <EntityCard entity=e/>
@@ -210,20 +212,26 @@ fn EntityCard(
         }
     };
     let id_del = entity.id.clone();
+    let cancel_name = StoredValue::new(entity.name.clone());
+    let cancel_description = StoredValue::new(entity.description.clone());
     let conv = st.current.get_untracked().unwrap_or_default();
     view! {
         <div class="entity-node" data-testid="entity-node" data-entity-type=entity.entity_type.as_str() data-entity-id=entity.id.clone()>
             <Show
                 when=move || editing.get()
                 fallback=move || view! {
-                    <div class="entity-name">{move || name.get()}</div>
-                    <p class="entity-description">{move || description.get()}</p>
+                    <div class="entity-name" data-testid="entity-name">{move || name.get()}</div>
+                    <p class="entity-description" data-testid="entity-description">{move || description.get()}</p>
                 }
             >
-                <input aria-label="Entity name" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
-                <textarea aria-label="Entity description" prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev))></textarea>
-                <button class="primary" on:click=save.clone()>"Save"</button>
-                <button on:click=move |_| editing.set(false)>"Cancel"</button>
+                <input data-testid="entity-name-input" aria-label="Entity name" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
+                <textarea data-testid="entity-description-input" aria-label="Entity description" prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev))></textarea>
+                <button class="primary" data-testid="entity-save" on:click=save.clone()>"Save"</button>
+                <button data-testid="entity-cancel" on:click=move |_| {
+                    name.set(cancel_name.get_value());
+                    description.set(cancel_description.get_value());
+                    editing.set(false);
+                }>"Cancel"</button>
             </Show>
             {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}
             {(!props.is_empty()).then(|| view! {
@@ -234,7 +242,7 @@ fn EntityCard(
             {(!rels.is_empty()).then(|| view! {
                 <ul class="rels">
                     {rels.into_iter().map(|(rel, target, strength, closed)| view! {
-                        <li class:closed=closed>
+                        <li class:closed=closed data-testid="entity-relationship">
                             {rel} " → " {target}
                             <span class="strength" title="strength">{format!(" {:.0}%", strength * 100.0)}</span>
                             {closed.then_some(" (no longer true)")}
@@ -259,8 +267,8 @@ fn EntityCard(
                 }
             })}
             <div class="entity-actions">
-                <button class="link" aria-label="Edit entity" on:click=move |_| editing.set(true)>"Edit"</button>
-                <button class="link danger" aria-label="Delete entity" on:click=move |_| ctl.delete_entity(id_del.clone())>"Delete"</button>
+                <button class="link" data-testid="entity-edit" aria-label=format!("Edit {}", entity.name) on:click=move |_| editing.set(true)>"Edit"</button>
+                <button class="link danger" data-testid="entity-delete" aria-label=format!("Delete {}", entity.name) on:click=move |_| ctl.delete_entity(id_del.clone())>"Delete"</button>
             </div>
         </div>
     }
@@ -283,12 +291,12 @@ fn Graph() -> impl IntoView {
                         role="img" aria-label="Entity relationship graph">
                         {l.edges.into_iter().map(|e| view! {
                             <line x1=e.from.0 y1=e.from.1 x2=e.to.0 y2=e.to.1
-                                class="edge" stroke-width=0.5 + 3.0 * e.strength stroke-opacity=0.3 + 0.6 * e.strength>
+                                class="edge" data-testid="graph-edge" stroke-width=0.5 + 3.0 * e.strength stroke-opacity=0.3 + 0.6 * e.strength>
                                 <title>{e.label}</title>
                             </line>
                         }).collect_view()}
                         {l.nodes.into_iter().map(|n| view! {
-                            <g class=format!("node type-{}", n.entity_type.as_str()) data-entity-type=n.entity_type.as_str()>
+                            <g class=format!("node type-{}", n.entity_type.as_str()) data-testid="graph-node" data-entity-type=n.entity_type.as_str()>
                                 <circle cx=n.x cy=n.y r="7"><title>{format!("{} ({})", n.name, n.entity_type.as_str())}</title></circle>
                                 <text x=n.x y=n.y + 18.0 text-anchor="middle">{preview_text(&n.name, 18)}</text>
                             </g>

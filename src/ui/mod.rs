@@ -94,6 +94,16 @@ fn install_window_listeners(ctl: Controller) {
             if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("k") {
                 e.prevent_default();
                 focus_testid("conversation-search");
+            } else if e.key() == "Escape" && st.settings_open.get_untracked() {
+                // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
+                st.settings_open.set(false);
+            } else if e.key() == "Escape"
+                && !e.default_prevented()
+                && !st.settings_open.get_untracked()
+                && st.current_streaming_untracked()
+            {
+                // Esc stops the reply from anywhere on the page (the composer handles its own).
+                ctl.stop();
             }
         });
     let on_hide = Closure::<dyn Fn()>::new(move || ctl.save_draft());

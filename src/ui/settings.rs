@@ -10,6 +10,7 @@ use crate::engine::settings::{apply_preset, Settings, PRESETS};
 use crate::ui::controller::Controller;
 use leptos::html;
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// The settings dialog (rendered only while open).
 #[component]
@@ -49,7 +50,6 @@ fn SettingsForm() -> impl IntoView {
     Effect::new(move |_| {
         if let Some(el) = dialog_ref.get() {
             if let Ok(Some(first)) = el.query_selector("select, input") {
-                use wasm_bindgen::JsCast;
                 if let Ok(first) = first.dyn_into::<web_sys::HtmlElement>() {
                     let _ = first.focus();
                 }
@@ -57,12 +57,33 @@ fn SettingsForm() -> impl IntoView {
         }
     });
 
+    // Focus goes back to whatever opened the dialog once it closes.
+    let opener = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.active_element())
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        .map(send_wrapper::SendWrapper::new);
+    on_cleanup(move || {
+        if let Some(el) = opener {
+            if el.is_connected() {
+                let _ = el.focus();
+            }
+        }
+    });
+
     let close = move || st.settings_open.set(false);
-    let on_key = move |ev: leptos::ev::KeyboardEvent| {
-        if ev.key() == "Escape" {
+    let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Escape" => {
+            ev.prevent_default();
             ev.stop_propagation();
             close();
         }
+        "Tab" => {
+            if let Some(dialog) = dialog_ref.get_untracked() {
+                trap_tab(&dialog, &ev);
+            }
+        }
+        _ => {}
     };
     let save = move |_| {
         let s = draft.get_untracked();
@@ -134,7 +155,7 @@ fn SettingsForm() -> impl IntoView {
 
     view! {
         <div class="dialog-backdrop" on:click=move |_| close()></div>
-        <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="settings-title" node_ref=dialog_ref on:keydown=on_key>
+        <div class="dialog" data-testid="settings-dialog" role="dialog" aria-modal="true" aria-labelledby="settings-title" node_ref=dialog_ref on:keydown=on_key>
             <h2 id="settings-title">"Settings"</h2>
             <section>
                 <h3>"Endpoint"</h3>
@@ -243,7 +264,7 @@ fn SettingsForm() -> impl IntoView {
             </section>
             <p class="error" role="alert">{move || error.get().unwrap_or_default()}</p>
             <div class="dialog-actions">
-                <button on:click=move |_| close()>"Cancel"</button>
+                <button data-testid="settings-cancel" on:click=move |_| close()>"Cancel"</button>
                 <button class="primary" data-testid="settings-save" on:click=save>"Save"</button>
             </div>
         </div>
@@ -260,27 +281,27 @@ fn OverrideFields(
     view! {
         <p class="hint">"Empty fields use the global setting."</p>
         <label>"Recent messages (N)"
-            <input data-testid="settings-recent-count" type="number" min="1"
+            <input data-testid="settings-override-recent-count" type="number" min="1"
                 prop:value=move || overrides.with(|o| opt(o.recent_messages.map(|v| v as u64)))
                 on:input=move |ev| { let v = parse(&ev); overrides.update(|o| o.recent_messages = v.map(|v| v as usize)) }/>
         </label>
         <label>"Update memory every M exchanges"
-            <input data-testid="settings-summary-frequency" type="number" min="1"
+            <input data-testid="settings-override-summary-frequency" type="number" min="1"
                 prop:value=move || overrides.with(|o| opt(o.summary_every_pairs.map(|v| v as u64)))
                 on:input=move |ev| { let v = parse(&ev); overrides.update(|o| o.summary_every_pairs = v.map(|v| v as usize)) }/>
         </label>
         <label>"Context tokens"
-            <input data-testid="settings-context-tokens" type="number" min="512"
+            <input data-testid="settings-override-context-tokens" type="number" min="512"
                 prop:value=move || overrides.with(|o| opt(o.context_tokens.map(u64::from)))
                 on:input=move |ev| { let v = parse(&ev); overrides.update(|o| o.context_tokens = v.map(|v| v.min(u32::MAX as u64) as u32)) }/>
         </label>
         <label>"Reply reserve (tokens)"
-            <input data-testid="settings-reply-reserve" type="number" min="0"
+            <input data-testid="settings-override-reply-reserve" type="number" min="0"
                 prop:value=move || overrides.with(|o| opt(o.reply_reserve_tokens.map(u64::from)))
                 on:input=move |ev| { let v = parse(&ev); overrides.update(|o| o.reply_reserve_tokens = v.map(|v| v.min(u32::MAX as u64) as u32)) }/>
         </label>
         <label>"History format"
-            <select data-testid="settings-history-format"
+            <select data-testid="settings-override-history-format"
                 on:change=move |ev| {
                     let v = event_target_value(&ev);
                     overrides.update(|o| o.history_format = (!v.is_empty()).then(|| parse_format(&v)))
@@ -298,5 +319,52 @@ fn parse_format(v: &str) -> HistoryFormat {
         HistoryFormat::Transcript
     } else {
         HistoryFormat::Messages
+    }
+}
+
+/// Keeps Tab inside the dialog: from the last focusable field Tab wraps to the first, and
+/// Shift+Tab from the first wraps to the last.
+fn trap_tab(dialog: &web_sys::HtmlDivElement, ev: &leptos::ev::KeyboardEvent) {
+    let mut focusable = Vec::new();
+    collect_focusable(dialog.first_element_child(), &mut focusable);
+    let (Some(first), Some(last)) = (focusable.first(), focusable.last()) else {
+        return;
+    };
+    let active = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.active_element());
+    let is = |e: &web_sys::HtmlElement| {
+        active
+            .as_ref()
+            .is_some_and(|a| a == AsRef::<web_sys::Element>::as_ref(e))
+    };
+    let outside = !active
+        .as_ref()
+        .is_some_and(|a| dialog.contains(Some(a.as_ref())));
+    if ev.shift_key() && (is(first) || outside) {
+        ev.prevent_default();
+        let _ = last.focus();
+    } else if !ev.shift_key() && (is(last) || outside) {
+        ev.prevent_default();
+        let _ = first.focus();
+    }
+}
+
+/// The visible, enabled form controls and buttons under `el` and its following siblings, in
+/// document order.
+fn collect_focusable(mut el: Option<web_sys::Element>, out: &mut Vec<web_sys::HtmlElement>) {
+    while let Some(e) = el {
+        let tag = e.tag_name().to_ascii_lowercase();
+        let control = matches!(tag.as_str(), "button" | "input" | "select" | "textarea")
+            || (tag == "a" && e.has_attribute("href"));
+        if control && !e.has_attribute("disabled") {
+            if let Ok(h) = e.clone().dyn_into::<web_sys::HtmlElement>() {
+                if h.offset_width() > 0 || h.offset_height() > 0 {
+                    out.push(h);
+                }
+            }
+        }
+        collect_focusable(e.first_element_child(), out);
+        el = e.next_element_sibling();
     }
 }

@@ -109,29 +109,55 @@ fn ConversationItem(
         let id = id.clone();
         move || st.current.get().as_deref() == Some(id.as_str())
     };
+    // Enter (or leaving the field) commits once; Esc cancels and restores the title. The guard on
+    // `renaming` keeps the blur that follows either key from committing a second time.
+    let original = conv.title.clone();
     let commit_rename = {
         let id = id.clone();
+        let original = original.clone();
         move || {
-            let t = title.get_untracked().trim().to_string();
+            if !renaming.get_untracked() {
+                return;
+            }
             renaming.set(false);
-            if !t.is_empty() {
+            let t = title.get_untracked().trim().to_string();
+            if !t.is_empty() && t != original {
                 ctl.rename(id.clone(), t);
             }
         }
     };
     let commit_on_key = {
         let commit = commit_rename.clone();
+        let original_for_esc = original.clone();
         move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
-            "Enter" => commit(),
-            "Escape" => renaming.set(false),
+            "Enter" => {
+                ev.prevent_default();
+                commit();
+            }
+            "Escape" => {
+                ev.prevent_default();
+                ev.stop_propagation();
+                renaming.set(false);
+                title.set(original_for_esc.clone());
+            }
             _ => {}
         }
     };
+    let rename_ref = NodeRef::<leptos::html::Input>::new();
+    // Focus the field (and select its text) as soon as it is mounted.
+    Effect::new(move |_| {
+        if let Some(el) = rename_ref.get() {
+            let _ = el.focus();
+            el.select();
+        }
+    });
     let id_delete = id.clone();
+    let original_for_edit = original.clone();
     view! {
         <li
             class="conversation-item"
-            class:current=is_current
+            class:current=is_current.clone()
+            aria-current=move || is_current().then_some("page")
             data-testid="conversation-item"
             data-conversation-id=id.clone()
         >
@@ -144,17 +170,18 @@ fn ConversationItem(
                     view! {
                         <button
                             class="open"
-                            aria-label=format!("Open conversation {shown_title}")
+                            data-testid="conversation-open"
+                            aria-label=format!("Open conversation {shown_title}, {count} messages, {when}")
                             on:click=move |_| ctl.open(id_open.clone(), None)
                         >
-                            <span class="title">{shown_title.clone()}</span>
+                            <span class="title" data-testid="conversation-title">{shown_title.clone()}</span>
                             <span class="meta">
-                                <span class="when">{when}</span>
+                                <span class="when" data-testid="conversation-time">{when.clone()}</span>
                                 " · "
-                                <span class="count">{count} " msgs"</span>
+                                <span class="count" data-testid="conversation-count" data-count=count>{count} " msgs"</span>
                                 <span
                                     class=format!("badge badge-{badge_key}")
-                                    data-testid="continuity-badge"
+                                    data-testid="conversation-badge"
                                     data-continuity=badge_key
                                     title=badge_title
                                 >
@@ -167,7 +194,9 @@ fn ConversationItem(
             >
                 <input
                     class="rename-input"
-                    aria-label="New title"
+                    data-testid="rename-input"
+                    aria-label="New title (Enter saves, Esc cancels)"
+                    node_ref=rename_ref
                     prop:value=move || title.get()
                     on:input=move |ev| title.set(event_target_value(&ev))
                     on:keydown=commit_on_key.clone()
@@ -175,19 +204,23 @@ fn ConversationItem(
                         let c = commit_rename.clone();
                         move |_| c()
                     }
-                    autofocus
                 />
             </Show>
             <div class="item-actions">
                 <Show
                     when=move || confirming.get()
-                    fallback=move || view! {
+                    fallback=move || {
+                        let original_for_edit = original_for_edit.clone();
+                        view! {
                         <button
                             class="icon"
                             data-testid="rename-conversation"
                             aria-label="Rename conversation"
                             title="Rename"
-                            on:click=move |_| renaming.set(true)
+                            on:click=move |_| {
+                                title.set(original_for_edit.clone());
+                                renaming.set(true);
+                            }
                         >
                             "✎"
                         </button>
@@ -200,7 +233,7 @@ fn ConversationItem(
                         >
                             "🗑"
                         </button>
-                    }
+                    }}
                 >
                     <span class="confirm" role="alertdialog" aria-label="Confirm delete">
                         "Delete for good? "
@@ -249,7 +282,7 @@ fn SearchResults() -> impl IntoView {
         })
     };
     view! {
-        <ul class="conversation-list search-results" data-testid="conversation-list" role="list">
+        <ul class="conversation-list search-results" data-testid="search-results" role="list" aria-label="Search results">
             <For each=title_hits key=|c| c.id.clone() let:conv>
                 <ConversationItem conv=conv/>
             </For>
@@ -262,9 +295,10 @@ fn SearchResults() -> impl IntoView {
                     let conv_id = hit.conversation_id.clone();
                     let msg_id = hit.message_id.clone();
                     view! {
-                        <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone()>
+                        <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
                             <button
                                 class="open"
+                                aria-label=format!("Open the message: {}", hit.snippet)
                                 on:click=move |_| {
                                     ctl.search(String::new());
                                     ctl.open(conv_id.clone(), Some(msg_id.clone()));

@@ -118,8 +118,14 @@ impl AppState {
     /// True while the open conversation has a turn in flight.
     pub fn current_streaming(&self) -> bool {
         let cur = self.current.get();
+        self.streaming.with(|s| cur.is_some_and(|c| s.contains(&c)))
+    }
+
+    /// [`Self::current_streaming`] without subscribing (for event handlers).
+    pub fn current_streaming_untracked(&self) -> bool {
+        let cur = self.current.get_untracked();
         self.streaming
-            .with(|s| cur.is_some_and(|c| s.iter().any(|x| *x == c)))
+            .with_untracked(|s| cur.is_some_and(|c| s.contains(&c)))
     }
 
     fn set_flag(list: RwSignal<Vec<String>>, id: &str, on: bool) {
@@ -140,6 +146,38 @@ impl AppState {
                 .unwrap_or(list.len());
             list.insert(at, c);
         });
+    }
+
+    /// Mounts `page` as the open conversation's window. Messages already mounted keep their view
+    /// (their signals are updated in place), so reloading a window never rebuilds unchanged nodes and
+    /// an edited message shows its new text.
+    pub fn replace_window(&self, page: &[Message]) {
+        let old: HashMap<String, MessageItem> = self
+            .messages
+            .with_untracked(|l| l.iter().map(|m| (m.id.clone(), m.clone())).collect());
+        let items = page
+            .iter()
+            .map(|m| match old.get(&m.id) {
+                Some(item) => {
+                    self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
+                    item.clone()
+                }
+                None => MessageItem::from_message(m),
+            })
+            .collect();
+        self.messages.set(items);
+    }
+
+    /// Shows an edit of the last user message at once: its new text, and no replies after it.
+    pub fn apply_edit_last(&self, text: &str) {
+        let at = self
+            .messages
+            .with_untracked(|l| l.iter().rposition(|m| m.role == Role::User));
+        if let Some(at) = at {
+            let item = self.messages.with_untracked(|l| l[at].clone());
+            item.content.set(text.to_string());
+            self.messages.update(|l| l.truncate(at + 1));
+        }
     }
 
     fn append_message(&self, m: &Message) {

@@ -390,3 +390,110 @@ export async function eventually(fn, { timeout = DEFAULT_TIMEOUT_MS, interval = 
 
 /** Console lines the browser itself logs when a test scripts an HTTP error or a dropped stream. */
 export const BROWSER_NETWORK_NOISE = [/Failed to load resource/, /ERR_INCOMPLETE_CHUNKED_ENCODING/, /net::ERR_/];
+// Additions for the UI journeys (ui*.test.mjs, xss.test.mjs).
+
+/**
+ * A fresh context and page with the app open and pointed at the agent server (openai-chat).
+ * @param {{agent: import('./agent-server.mjs').AgentServer, site: import('./static-server.mjs').StaticServer, browser: import('playwright-core').Browser}} harness
+ * @param {{viewport?: {width: number, height: number}, permissions?: string[], endpoint?: boolean}} [options]
+ */
+export async function openUiApp({ agent, site, browser }, { viewport = { width: 1280, height: 800 }, permissions = [], endpoint = true } = {}) {
+  const context = await browser.newContext({ viewport });
+  if (permissions.length) await context.grantPermissions(permissions, { origin: new URL(site.url).origin });
+  const page = await context.newPage();
+  page.setDefaultTimeout(DEFAULT_TIMEOUT_MS);
+  const issues = trackPage(page);
+  await openApp(page, site.url);
+  if (endpoint) await configureEndpoint(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'test-model' });
+  return { context, page, issues };
+}
+
+/** Waits until exactly `count` assistant messages are shown and the last one has `status`. */
+export async function waitForAssistantCount(page, count, { status = 'complete', timeout = DEFAULT_TIMEOUT_MS } = {}) {
+  await page.waitForFunction(
+    ({ count, status }) => {
+      const all = document.querySelectorAll('[data-testid="message"][data-role="assistant"]');
+      return all.length === count && all[count - 1].getAttribute('data-status') === status;
+    },
+    { count, status },
+    { timeout },
+  );
+}
+
+/**
+ * One complete turn: queue `reply` (string or Reply), send `text`, wait for the new reply to complete;
+ * returns its text.
+ */
+export async function chatTurn(page, agent, text, reply) {
+  const before = await messages(page, 'assistant').count();
+  agent.script(reply);
+  await sendMessage(page, text);
+  await waitForAssistantCount(page, before + 1);
+  return waitForAssistant(page);
+}
+
+/** The `data-conversation-id`s of the sidebar list, top to bottom. */
+export function conversationIds(page) {
+  return page.locator(tid('conversation-list')).locator(tid('conversation-item')).evaluateAll((els) => els.map((e) => e.getAttribute('data-conversation-id')));
+}
+
+/** The sidebar item of a conversation. */
+export function conversationItem(page, id) {
+  return page.locator(tid('conversation-list')).locator(tid('conversation-item', `[data-conversation-id="${id}"]`));
+}
+
+/** The id of the open conversation, from the URL (`#/c/<id>`). */
+export async function currentConversationId(page) {
+  const hash = await page.evaluate(() => location.hash);
+  const m = /^#\/c\/(.+)$/.exec(hash);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+/** Opens the settings dialog and waits for it. */
+export async function openSettings(page) {
+  await page.locator(tid('settings-open')).click();
+  await page.locator(tid('settings-dialog')).waitFor({ state: 'visible' });
+}
+
+/** Saves the settings dialog and waits until it has closed. */
+export async function saveSettings(page) {
+  await page.locator(tid('settings-save')).click();
+  await page.locator(tid('settings-dialog')).waitFor({ state: 'detached' });
+}
+
+/**
+ * Imports a backup file through the backup menu (export-button, then import-input) and waits for the
+ * notice that reports it.
+ * @param {import('playwright-core').Page} page
+ * @param {object} backup the backup JSON (DESIGN.md / engine::backup format)
+ */
+export async function importBackup(page, backup) {
+  await page.locator(tid('export-button')).click();
+  await page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(backup)) });
+  await page.locator(tid('notice')).waitFor({ state: 'visible' });
+}
+
+/**
+ * A version-1 backup of one conversation with `count` alternating user/assistant messages; message i
+ * (1-based seq) reads `text(i)`.
+ */
+export function syntheticBackup({ id = 'c-imported', title = 'Imported conversation', count = 200, text = (i) => `Message number ${i}.`, start = Date.UTC(2024, 0, 1) } = {}) {
+  const msgs = [];
+  for (let i = 1; i <= count; i += 1) {
+    msgs.push({
+      id: `${id}-m${i}`, conversation_id: id, seq: i, role: i % 2 ? 'user' : 'assistant', content: text(i), status: 'complete',
+      created_at: start + i * 1000, tool_calls: [], usage: null, error: null, path: null, model: null,
+    });
+  }
+  return {
+    format: 'memoire-backup', version: 1, exported_at: start + (count + 1) * 1000, shared_entities: [],
+    conversations: [{
+      conversation: {
+        id, title, title_is_custom: true, created_at: start, updated_at: start + count * 1000, message_count: count,
+        endpoint_profile_id: null, remote_handle: null, last_path: null,
+        memory_overrides: { recent_messages: null, summary_every_pairs: null, context_tokens: null, reply_reserve_tokens: null, max_message_chars: null, history_format: null },
+      },
+      messages: msgs, summaries: [], entities: [],
+    }],
+  };
+}

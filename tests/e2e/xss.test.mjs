@@ -1,0 +1,155 @@
+// The XSS corpus (issue 6): hostile MODEL OUTPUT streamed through the agent server and rendered in
+// the app. Nothing may execute: no dialog, no global set by any payload (payload N sets window.xssN),
+// no <script>/<iframe>/<object>/<embed>/on* attribute/unsafe link inside message-content, and the text
+// is still there to read. Checked while streaming (render_streaming), after completion, and after a
+// reload (the stored text rendered again). Hostile memory (summary and entity names) too.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { memoryReplyText } from './agent-server.mjs';
+import {
+  startHarness,
+  openUiApp,
+  waitForAppReady,
+  chatTurn,
+  waitForAssistantCount,
+  conversationItem,
+  currentConversationId,
+  assertNoPageProblems,
+  withDiagnostics,
+  tid,
+} from './helpers.mjs';
+
+/**
+ * [payload, text that must stay visible]. `{N}` is replaced by the payload's number; every payload that
+ * could run sets window.xssN (or opens a dialog).
+ */
+const CORPUS = [
+  ['<script>window.xss{N}=1</script>', '<script>window.xss{N}=1</script>'],
+  ['<SCRIPT SRC=data:text/javascript,window.xss{N}=1></SCRIPT>', '<SCRIPT SRC=data:text/javascript,window.xss{N}=1>'],
+  ['<img src=x onerror="window.xss{N}=1">', '<img src=x onerror="window.xss{N}=1">'],
+  ['<img src="x" onerror=alert({N})>', 'onerror=alert({N})'],
+  ['<svg onload=window.xss{N}=1>', '<svg onload=window.xss{N}=1>'],
+  ['<svg><script>window.xss{N}=1</script></svg>', '<svg><script>window.xss{N}=1</script></svg>'],
+  ['<iframe src="javascript:window.parent.xss{N}=1"></iframe>', '<iframe src="javascript:window.parent.xss{N}=1"></iframe>'],
+  ['<iframe srcdoc="<script>parent.xss{N}=1</script>"></iframe>', '<iframe srcdoc='],
+  ['<body onload=window.xss{N}=1>', '<body onload=window.xss{N}=1>'],
+  ['<details open ontoggle=window.xss{N}=1>', '<details open ontoggle=window.xss{N}=1>'],
+  ['<input autofocus onfocus=window.xss{N}=1>', '<input autofocus onfocus=window.xss{N}=1>'],
+  ['<a href="javascript:window.xss{N}=1">rawlink{N}</a>', '<a href="javascript:window.xss{N}=1">rawlink{N}</a>'],
+  ['[click{N}](javascript:window.xss{N}=1)', 'click{N}'],
+  ['[case{N}](JaVaScRiPt:window.xss{N}=1)', 'case{N}'],
+  ['[ent{N}](&#106;avascript:window.xss{N}=1)', 'ent{N}'],
+  ['[tab{N}](java\tscript:window.xss{N}=1)', 'tab{N}'],
+  ['[vb{N}](vbscript:msgbox({N}))', 'vb{N}'],
+  ['[data{N}](data:text/html;base64,PHNjcmlwdD5wYXJlbnQueHNzPTE8L3NjcmlwdD4=)', 'data{N}'],
+  ['[ref{N}][evil{N}]\n\n[evil{N}]: javascript:window.xss{N}=1', 'ref{N}'],
+  ['<javascript:window.xss{N}=1>', 'javascript:window.xss{N}=1'],
+  ['![img{N}](javascript:window.xss{N}=1)', 'img{N}'],
+  ['[quote{N}](https://example.com/" onmouseover="window.xss{N}=1)', 'quote{N}'],
+  ['[title{N}](https://example.com "x\\" onmouseover=\\"window.xss{N}=1")', 'title{N}'],
+  ['<a href=https://example.com onclick=window.xss{N}=1>attr{N}</a>', 'onclick=window.xss{N}=1'],
+  ['"><script>window.xss{N}=1</script>', '"><script>window.xss{N}=1</script>'],
+  ["'><img src=x onerror=window.xss{N}=1>", "'><img src=x onerror=window.xss{N}=1>"],
+  ['&lt;script&gt;window.xss{N}=1&lt;/script&gt;', '<script>window.xss{N}=1</script>'],
+  ['&#60;img src=x onerror=window.xss{N}=1&#62;', '<img src=x onerror=window.xss{N}=1>'],
+  ['<style>@import "javascript:window.xss{N}=1";</style>', '<style>@import'],
+  ['<div style="background:url(javascript:window.xss{N}=1)">style{N}</div>', 'style{N}'],
+  ['<meta http-equiv="refresh" content="0;url=javascript:window.xss{N}=1">', '<meta http-equiv="refresh"'],
+  ['<object data="javascript:window.xss{N}=1"></object>', '<object data="javascript:window.xss{N}=1">'],
+  ['<embed src="data:text/html,<script>parent.xss{N}=1</script>">', '<embed src='],
+  ['<math><mtext><table><mglyph><style><img src=x onerror=window.xss{N}=1>', '<math><mtext>'],
+  ['<form action="javascript:window.xss{N}=1"><button>form{N}</button></form>', '<form action='],
+  ['<base href="javascript:window.xss{N}=1//">', '<base href='],
+  ['<video><source onerror="window.xss{N}=1"></video>', '<video><source onerror='],
+  ['<!--><img src=x onerror=window.xss{N}=1>-->', 'onerror=window.xss{N}=1'],
+  ['<noscript><p title="</noscript><img src=x onerror=window.xss{N}=1>">', '<noscript>'],
+  ['`<script>window.xss{N}=1</script>` and ```inline```', '<script>window.xss{N}=1</script>'],
+  ['```html\n<script>window.xss{N}=1</script>\n```', '<script>window.xss{N}=1</script>'],
+  ['| a | b |\n| - | - |\n| <img src=x onerror=window.xss{N}=1> | [cell{N}](javascript:window.xss{N}=1) |', 'cell{N}'],
+].map(([payload, visible], i) => [payload.replaceAll('{N}', String(i + 1)), visible.replaceAll('{N}', String(i + 1))]);
+
+const BATCHES = 3;
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+/** Globals any payload set, dangerous nodes and links inside message content and the memory pane. */
+function inspect(page) {
+  return page.evaluate((count) => {
+    const set = [];
+    for (let i = 1; i <= count + 100; i += 1) if (window[`xss${i}`] !== undefined) set.push(i);
+    const bad = [];
+    for (const root of document.querySelectorAll('[data-testid="message-content"], [data-testid="memory-pane"]')) {
+      for (const el of root.querySelectorAll('*')) {
+        const tag = el.tagName.toLowerCase();
+        if (['script', 'iframe', 'object', 'embed', 'style', 'meta', 'base', 'form', 'input', 'link', 'frame', 'math', 'video', 'source', 'noscript'].includes(tag)) bad.push(`<${tag}>`);
+        if (tag === 'svg' && !el.closest('[data-testid="entity-graph"]')) bad.push('<svg> outside the graph');
+        for (const a of el.attributes) {
+          if (/^on/i.test(a.name)) bad.push(`${tag} ${a.name}`);
+          if (a.name === 'style' || a.name === 'srcdoc' || a.name === 'formaction') bad.push(`${tag} ${a.name}`);
+          if (['href', 'src', 'action', 'data', 'xlink:href'].includes(a.name) && !/^(https?:|mailto:|#)/i.test(a.value.trim())) bad.push(`${tag} ${a.name}=${a.value}`);
+        }
+        if (tag === 'a' && el.hasAttribute('href') && (el.getAttribute('rel') !== 'noopener noreferrer' || el.getAttribute('target') !== '_blank')) bad.push(`a without rel/target: ${el.outerHTML}`);
+      }
+    }
+    return { set, bad, text: [...document.querySelectorAll('[data-testid="message-content"]')].map((e) => e.innerText).join('\n') };
+  }, CORPUS.length);
+}
+
+function check(found, where) {
+  assert.deepEqual(found.set, [], `${where}: payloads ran: ${found.set}`);
+  assert.deepEqual(found.bad, [], `${where}: dangerous markup`);
+  const normal = found.text.replace(/\s+/g, ' ');
+  const missing = CORPUS.filter(([, visible]) => !normal.includes(visible.replace(/\s+/g, ' '))).map(([p]) => p);
+  assert.deepEqual(missing, [], `${where}: payload text no longer visible`);
+}
+
+test(`XSS: ${CORPUS.length} hostile payloads as model output render as text and never run`, async () => {
+  assert.ok(CORPUS.length >= 30);
+  const { agent } = harness;
+  agent.reset();
+  const { context, page, issues } = await openUiApp(harness);
+  try {
+    await withDiagnostics(page, issues, 'xss', async () => {
+      const size = Math.ceil(CORPUS.length / BATCHES);
+      for (let b = 0; b < BATCHES; b += 1) {
+        const text = CORPUS.slice(b * size, (b + 1) * size).map(([p]) => p).join('\n\n');
+        await chatTurn(page, agent, `Batch ${b + 1}, please`, { text, chunkSize: 13, delayMs: 2 });
+      }
+      // Hostile memory too: a summary and entity names, descriptions, properties and relationships.
+      agent.scriptMemory({
+        text: memoryReplyText({
+          summary: '<script>window.xss101=1</script><img src=x onerror=window.xss102=1>',
+          entities: [
+            { id: 'e1', type: 'person', name: '<img src=x onerror=window.xss103=1>', description: '<svg onload=window.xss104=1>', properties: { '<b onmouseover=window.xss105=1>': '<script>window.xss106=1</script>' }, relationships: [{ targetId: 'e2', relationship: '<iframe src=javascript:parent.xss107=1>', strength: 0.5 }] },
+            { id: 'e2', type: 'place', name: '"><script>window.xss108=1</script>', description: 'javascript:window.xss109=1', properties: {}, relationships: [] },
+          ],
+        }),
+      });
+      await page.locator(tid('update-memory')).click();
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="entity-node"]').length === 2);
+      assert.match(await page.locator(tid('summary-text')).innerText(), /<script>window\.xss101=1<\/script>/);
+      assert.match(await page.locator(tid('memory-entities')).innerText(), /<img src=x onerror=window\.xss103=1>/);
+      // Give anything that was going to fire (onerror, onload, autofocus) a moment: two frames.
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      check(await inspect(page), 'after streaming');
+
+      const id = await currentConversationId(page);
+      await page.reload();
+      await waitForAppReady(page);
+      if ((await currentConversationId(page)) !== id) await conversationItem(page, id).locator(tid('conversation-open')).click();
+      await waitForAssistantCount(page, BATCHES);
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="entity-node"]').length === 2);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      check(await inspect(page), 'after a reload');
+      assert.deepEqual(issues.dialogs, [], 'no dialog opened');
+    });
+    assertNoPageProblems(issues, { allowConsole: [/Failed to load resource/, /Content Security Policy|Refused to/] });
+  } finally {
+    await context.close();
+  }
+});
