@@ -42,7 +42,8 @@ impl Settings {
     /// Checks what the user typed; returns a message they can act on.
     pub fn validate(&self) -> Result<(), String> {
         let url = self.endpoint.base_url.trim();
-        if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+        let http = url.starts_with("http://") || url.starts_with("https://");
+        if !url.is_empty() && !http {
             return Err("The endpoint URL must start with http:// or https://".into());
         }
         let m = &self.memory;
