@@ -82,7 +82,7 @@ fn Notice() -> impl IntoView {
     let st = expect_context::<Controller>().state;
     view! {
         <Show when=move || st.notice.with(|n| n.is_some())>
-            <div class="notice" role="status">
+            <div class="notice" role="status" data-testid="notice">
                 <span>{move || st.notice.get().unwrap_or_default()}</span>
                 <button class="icon" aria-label="Dismiss" on:click=move |_| st.notice.set(None)>"✕"</button>
             </div>

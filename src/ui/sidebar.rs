@@ -54,7 +54,7 @@ pub fn Sidebar() -> impl IntoView {
                 >
                     "⚙ Settings"
                 </button>
-                <span class="net" class:offline=move || !st.online.get()>
+                <span class="net" data-testid="network-status" class:offline=move || !st.online.get()>
                     {move || if st.online.get() { "online" } else { "offline" }}
                 </span>
             </div>
@@ -167,6 +167,7 @@ fn ConversationItem(
             >
                 <input
                     class="rename-input"
+                    data-testid="rename-input"
                     aria-label="New title"
                     prop:value=move || title.get()
                     on:input=move |ev| title.set(event_target_value(&ev))
