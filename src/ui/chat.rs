@@ -207,14 +207,21 @@ fn MessageList() -> impl IntoView {
             && !st.loading_messages.get_untracked()
         {
             let before = el.scroll_height();
+            let conversation = st.current.get_untracked();
             ctl.load_older();
-            // Keep the visible messages in place once the older page is mounted.
+            // Keep the visible messages in place once the older page is mounted. Once only: the
+            // effect stays subscribed, and must not move the list again on later changes (another
+            // conversation opened, a search hit scrolled into view).
             let el2 = el.clone();
+            let done = StoredValue::new(false);
             Effect::new(move |prev: Option<usize>| {
                 let n = st.messages.with(|l| l.len());
-                if prev.is_some_and(|p| p != n) {
-                    let after = el2.scroll_height();
-                    el2.set_scroll_top(el2.scroll_top() + (after - before));
+                if !done.get_value() && prev.is_some_and(|p| p != n) {
+                    done.set_value(true);
+                    if st.current.get_untracked() == conversation {
+                        let after = el2.scroll_height();
+                        el2.set_scroll_top(el2.scroll_top() + (after - before));
+                    }
                 }
                 n
             });

@@ -126,6 +126,7 @@ test('backup: export, delete, import gives identical data; a second import skips
 
       // Delete everything, then import the backup.
       for (let n = 2; n > 0; n--) {
+        await items(page).first().hover();
         await items(page).first().locator(tid('delete-conversation')).click();
         await items(page).first().locator(tid('confirm-delete')).click();
         await waitForCount(page, n - 1);

@@ -164,15 +164,15 @@ test('tabs: sending at once in one conversation loses nothing, duplicates nothin
       const replyA = 'Answer to tab A, streamed in small pieces.';
       const replyB = 'Answer to tab B, streamed in small pieces.';
       agent.script(
-        { text: replyB, chunkSize: 5, headersDelayMs: 800, match: (r) => r.rawBody.includes('Concurrent from B') },
-        { text: replyA, chunkSize: 5, headersDelayMs: 800, match: (r) => r.rawBody.includes('Concurrent from A') },
+        { text: replyB, chunkSize: 5, delayMs: 150, headersDelayMs: 300, match: (r) => r.rawBody.includes('Concurrent from B') },
+        { text: replyA, chunkSize: 5, delayMs: 150, headersDelayMs: 300, match: (r) => r.rawBody.includes('Concurrent from A') },
       );
-      agent.scriptMemory({ text: memoryReplyText({ summary: 'Both tabs asked at once.' }), headersDelayMs: 1500 });
+      agent.scriptMemory({ text: memoryReplyText({ summary: 'Both tabs asked at once.' }), headersDelayMs: 2500 });
       await sendMessage(b, 'Concurrent from B');
       await agent.waitForRequests(2, { filter: (r) => r.kind === 'chat' });
       await sendMessage(a, 'Concurrent from A');
       // Both replies are being written at the same time (A sees B's too).
-      await a.waitForFunction(() => document.querySelectorAll('[data-testid="message"][data-status="streaming"]').length === 2);
+      await a.waitForFunction(() => document.querySelectorAll('[data-testid="message"][data-status="streaming"]').length === 2, null, { polling: 50 });
 
       await waitAllComplete(a, 6);
       await waitAllComplete(b, 6);
