@@ -184,8 +184,8 @@ async fn request_lock(name: &str, shared: bool) -> LockGuard {
     let Some(locks) = lock_manager() else {
         return LockGuard { release: None };
     };
-    let Ok(request) = Reflect::get(&locks, &JsValue::from_str("request"))
-        .and_then(|f| f.dyn_into::<Function>().map_err(JsValue::from))
+    let Ok(request) =
+        Reflect::get(&locks, &JsValue::from_str("request")).and_then(|f| f.dyn_into::<Function>())
     else {
         return LockGuard { release: None };
     };
@@ -219,8 +219,8 @@ async fn request_lock(name: &str, shared: bool) -> LockGuard {
             let on_fail = Closure::once_into_js(move |_e: JsValue| {
                 let _ = grant.call0(&JsValue::NULL);
             });
-            if let Ok(catch) = Reflect::get(&p, &JsValue::from_str("catch"))
-                .and_then(|f| f.dyn_into::<Function>().map_err(JsValue::from))
+            if let Ok(catch) =
+                Reflect::get(&p, &JsValue::from_str("catch")).and_then(|f| f.dyn_into::<Function>())
             {
                 let _ = catch.call1(&p, &on_fail);
             }
