@@ -6,6 +6,7 @@
 
 mod backup;
 mod memory;
+mod sync;
 mod turn;
 
 use crate::engine::model::{
@@ -31,8 +32,8 @@ const DRAFT_PREFIX: &str = "draft:";
 const SEARCH_LIMIT: usize = 50;
 
 /// What the session reports. The UI applies these to its signals; other tabs' changes arrive the
-/// same way.
-#[derive(Debug, Clone)]
+/// same way (serialised over a `BroadcastChannel`, see `sync.rs`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum SessionEvent {
     ConversationChanged(Conversation),
     ConversationRemoved(String),
@@ -152,6 +153,10 @@ pub struct Session {
     /// Conversations whose memory update is running in this tab.
     memory_running: RefCell<HashSet<String>>,
     persisted: RefCell<bool>,
+    /// Carries shared events to the other tabs of this database (None without BroadcastChannel).
+    channel: Option<sync::Channel>,
+    /// Held (shared) while this tab lives, so other tabs know it may be streaming.
+    _presence: sync::LockGuard,
 }
 
 /// The browser's clock.
@@ -170,7 +175,19 @@ impl Session {
     /// Opens the database, loads settings (deployment `config.json` defaults, then what the user
     /// saved), marks replies left streaming by a crash as interrupted, and asks for persistent storage.
     pub async fn open(db_name: &str, sink: EventSink) -> Result<Rc<Session>, SessionError> {
+        // One tab at a time opens (and so migrates) the database. Replies left streaming are only
+        // cut-off ones when no other tab is alive: another tab may be writing them right now.
+        let opening = sync::lock(&format!("memoire-open:{db_name}")).await;
+        let tabs = format!("memoire-tabs:{db_name}");
+        let others_alive = sync::held_elsewhere(&tabs).await == Some(true);
+        let presence = sync::lock_shared(&tabs).await;
         let store = Store::open(db_name).await?;
+        let interrupted = if others_alive {
+            0
+        } else {
+            store.mark_interrupted_streams().await?
+        };
+        drop(opening);
         let defaults = match load_deployment_config().await {
             Ok(d) => d,
             Err(e) => {
@@ -188,7 +205,6 @@ impl Session {
             .await?
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
-        let interrupted = store.mark_interrupted_streams().await?;
         if interrupted > 0 {
             sink(SessionEvent::Notice(format!(
                 "{interrupted} reply was cut off when the page closed; the partial text is kept and marked interrupted."
@@ -202,6 +218,7 @@ impl Session {
                 message: StoreError::ClosedByOtherTab.to_string(),
             })
         });
+        let channel = sync::Channel::open(db_name, sink.clone());
         Ok(Rc::new(Session {
             store,
             sink,
@@ -211,10 +228,16 @@ impl Session {
             inflight: RefCell::default(),
             memory_running: RefCell::default(),
             persisted: RefCell::new(persisted),
+            channel,
+            _presence: presence,
         }))
     }
 
+    /// Reports an event to this tab's sink and, when it describes shared data, to the other tabs.
     pub(crate) fn emit(&self, e: SessionEvent) {
+        if let Some(c) = &self.channel {
+            c.post(&e);
+        }
         (self.sink)(e)
     }
 

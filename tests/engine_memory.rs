@@ -138,6 +138,11 @@ fn due_table() {
     check_due("uUauauauaua", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
     check_due("ueuauauaua", None, 5, false, false, Due::No { pairs: 4 });
     check_due("uauauauaus", None, 5, false, false, Due::No { pairs: 4 });
+    // two tabs: pairs after a reply still streaming wait until it is written
+    check_due("uausua", None, 2, false, false, Due::No { pairs: 1 });
+    check_due("uausua", Some(2), 1, false, false, Due::No { pairs: 0 });
+    check_due("usua", Some(0), 1, true, false, Due::Yes(OverBudget { pairs: 0 }));
+    check_due("sua", None, 1, true, false, Due::No { pairs: 0 });
     // interrupted replies count; tool and system messages are not pairs
     check_due("uiuiuiuiui", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
     check_due("utyatua", None, 2, false, false, Due::Yes(Pairs { pairs: 2 }));
@@ -222,6 +227,9 @@ fn request_table() {
     let d = UpdateLimits::default();
     check_request("uaua", None, d, &[NO_PREVIOUS, "[USER]: user says 1", "[ASSISTANT]: assistant says 4", "p1 | person | Alice | Ally", "pl1 | place | Paris"], &[], &["m1", "m2", "m3", "m4"]);
     check_request("uaua", Some(summary(3, "They talked about cheese.", 2)), d, &["They talked about cheese.", "user says 3", "(seq 3 to 4)"], &[NO_PREVIOUS, "user says 1"], &["m3", "m4"]);
+    // two tabs: never past a reply still streaming (it would never be summarised)
+    check_request("uusa", None, d, &["user says 1", "user says 2"], &["partial", "assistant says 4"], &["m1", "m2"]);
+    check_request("uauasua", Some(summary(1, "x", 2)), d, &["user says 3", "assistant says 4"], &["partial", "user says 6"], &["m3", "m4"]);
     check_request("uAuaeyts", None, d, &["user says 3", "[TOOL]: tool result 7"], &["assistant failed", "system note", "partial"], &["m1", "m3", "m4", "m7"]);
     check_request("uaua", Some(summary(1, "   ", 0)), d, &[NO_PREVIOUS], &[], &["m1", "m2", "m3", "m4"]);
     // transcript limit: the first message always goes in, the rest wait for the next update

@@ -2,7 +2,8 @@
 // - The cache name carries the build id (written into this file by the Trunk post-build hook), so a
 //   new build gets a new cache and the old ones are deleted on activate.
 // - Install precaches index.html and every asset it references (hashed js/wasm/css), the manifest,
-//   the icon and config.json when the deployment has one.
+//   the icon and config.json when the deployment has one. Only relative URLs are followed, so the
+//   same dist/ works under any sub-path (the scope is the directory sw.js is served from).
 // - Navigations are network-first (a new build is picked up at once) with the cached shell as the
 //   fallback; hashed assets are cache-first; config.json is network-first.
 // - Requests to other origins (the agent endpoint) are never touched.
@@ -19,10 +20,7 @@ self.addEventListener("install", (event) => {
       await cache.put("index.html", index.clone());
       await cache.put("./", index);
       const assets = new Set(SHELL.slice(2));
-      for (const m of html.matchAll(/(?:href|src)="([^"#?]+)"/g)) {
-        const url = m[1];
-        if (!/^[a-z]+:/i.test(url) && !url.startsWith("//")) assets.add(url.replace(/^\.\//, ""));
-      }
+      for (const url of referencedAssets(html)) assets.add(url);
       await cache.addAll([...assets]);
       try {
         const config = await fetch("config.json", { cache: "no-store" });
@@ -34,6 +32,19 @@ self.addEventListener("install", (event) => {
     })()
   );
 });
+
+// Every same-origin file index.html refers to: href/src attributes (quoted or not: the release build
+// minifies the html) and the module script's quoted paths (the js glue and the wasm it loads).
+function referencedAssets(html) {
+  const found = [];
+  const attr = /\b(?:href|src)=(?:"([^"]*)"|'([^']*)'|([^\s>"']+))/gi;
+  for (const m of html.matchAll(attr)) found.push(m[1] ?? m[2] ?? m[3]);
+  for (const m of html.matchAll(/["'`]((?:\.\/)?[\w@./-]+\.(?:js|mjs|wasm|css))["'`]/g)) found.push(m[1]);
+  return found
+    .map((url) => url.split(/[?#]/)[0])
+    .filter((url) => url && url !== "sw.js" && !/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("//") && !url.startsWith("/"))
+    .map((url) => url.replace(/^\.\//, ""));
+}
 
 self.addEventListener("activate", (event) => {
   event.waitUntil(

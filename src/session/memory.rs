@@ -49,13 +49,20 @@ impl Session {
         self.update_memory(id, false, true).await.map(|_| ())
     }
 
-    /// Returns whether an update ran.
+    /// Returns whether an update ran. One tab at a time updates a conversation's memory (a Web
+    /// Lock): a tab that waited re-reads everything, so it does not repeat the update another tab
+    /// just made (a forced update is skipped when a new summary arrived while it waited).
     async fn update_memory(
         &self,
         id: &str,
         overflow: bool,
         force: bool,
     ) -> Result<bool, SessionError> {
+        let seen = self.store.latest_summary(id).await?.map(|s| s.version);
+        let _lock = super::sync::lock(&format!("memoire-memory:{}:{id}", self.store.name())).await;
+        if force && self.store.latest_summary(id).await?.map(|s| s.version) != seen {
+            return Ok(false);
+        }
         let conv = self
             .store
             .get_conversation(id)

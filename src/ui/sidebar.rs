@@ -54,7 +54,7 @@ pub fn Sidebar() -> impl IntoView {
                 >
                     "⚙ Settings"
                 </button>
-                <span class="net" class:offline=move || !st.online.get()>
+                <span class="net" data-testid="network-status" class:offline=move || !st.online.get()>
                     {move || if st.online.get() { "online" } else { "offline" }}
                 </span>
             </div>

@@ -54,13 +54,26 @@ impl Due {
     }
 }
 
-/// Counts complete user -> assistant pairs among the counting messages after `after_seq`:
+/// The seq of the first reply still streaming after `after_seq`, if any. Memory never covers it or
+/// anything after it: with several tabs, a later message can be complete while an earlier reply (from
+/// another tab) is still being written, and an update covering past it would never summarise it.
+pub fn first_unsettled(messages: &[Message], after_seq: Option<u64>) -> Option<u64> {
+    messages
+        .iter()
+        .filter(|m| after_seq.is_none_or(|s| m.seq > s) && m.status == MessageStatus::Streaming)
+        .map(|m| m.seq)
+        .min()
+}
+
+/// Counts complete user -> assistant pairs among the counting messages after `after_seq` (and before
+/// the first reply still streaming, see [`first_unsettled`]):
 /// an assistant message closes a pair when a user message came before it since the last pair.
 /// Errored, streaming and empty messages are skipped, so they neither open nor close a pair.
 pub fn count_pairs(messages: &[Message], after_seq: Option<u64>) -> usize {
+    let until = first_unsettled(messages, after_seq).unwrap_or(u64::MAX);
     let mut eligible: Vec<&Message> = messages
         .iter()
-        .filter(|m| after_seq.is_none_or(|s| m.seq > s) && counts_for_memory(m))
+        .filter(|m| after_seq.is_none_or(|s| m.seq > s) && m.seq < until && counts_for_memory(m))
         .collect();
     if !eligible.windows(2).all(|w| w[0].seq <= w[1].seq) {
         eligible.sort_by_key(|m| m.seq);
@@ -91,8 +104,10 @@ pub fn due(input: DueInput<'_>) -> Due {
         return Due::Yes(DueReason::Pairs { pairs });
     }
     if input.over_budget {
+        let until = first_unsettled(input.messages, input.covers_up_to_seq).unwrap_or(u64::MAX);
         let anything_new = input.messages.iter().any(|m| {
             input.covers_up_to_seq.is_none_or(|s| m.seq > s)
+                && m.seq < until
                 && counts_for_memory(m)
                 && matches!(m.role, Role::User | Role::Assistant)
         });

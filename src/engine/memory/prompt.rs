@@ -4,7 +4,7 @@
 //! `covers_up_to_seq`. Also returns the seq range and message ids the update covers.
 //! Must not import anything outside `crate::engine`.
 
-use super::due::counts_for_memory;
+use super::due::{counts_for_memory, first_unsettled};
 use super::normalize::truncate_chars;
 use super::MemoryError;
 use crate::engine::model::{
@@ -161,10 +161,15 @@ pub fn build_update_request(
     limits: &UpdateLimits,
 ) -> Result<UpdateRequest, MemoryError> {
     let after = previous.map(|s| s.covers_up_to_seq);
+    // Never past a reply still being written (another tab's): it would never be summarised.
+    let until = first_unsettled(messages, after).unwrap_or(u64::MAX);
     let mut new: Vec<&Message> = messages
         .iter()
         .filter(|m| {
-            after.is_none_or(|s| m.seq > s) && counts_for_memory(m) && m.role != Role::System
+            after.is_none_or(|s| m.seq > s)
+                && m.seq < until
+                && counts_for_memory(m)
+                && m.role != Role::System
         })
         .collect();
     new.sort_by_key(|m| m.seq);

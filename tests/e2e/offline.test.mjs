@@ -1,0 +1,213 @@
+// Offline (issue 7, part 2): after one visit the service worker has the app shell, so with the
+// network off (the browser offline AND the static host refusing every connection) the app reloads;
+// every stored conversation opens, scrolls back to its first message and is searchable; the memory
+// pane shows the stored summary and entities; sending says "offline" and keeps the draft; drafts are
+// kept per conversation across switches and reloads; coming back online is noticed and sending works.
+// The data is seeded through the import input (a backup file built here), which also exercises import.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startHarness,
+  newAppPage,
+  openApp,
+  waitForAppReady,
+  configureEndpoint,
+  endpointBase,
+  messages,
+  messageText,
+  waitForAssistant,
+  assertNoPageProblems,
+  withDiagnostics,
+  tid,
+} from './helpers.mjs';
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+const T0 = Date.UTC(2024, 4, 1, 9, 0, 0);
+const LONG = 150;
+
+/** A version-1 backup file: `specs` are {id, title, texts: [user, assistant, ...], summary?, entities?}. */
+function backupFile(specs) {
+  return JSON.stringify({
+    format: 'memoire-backup',
+    version: 1,
+    exported_at: T0,
+    conversations: specs.map(({ id, title, texts, summary, entities = [] }) => ({
+      conversation: {
+        id,
+        title,
+        title_is_custom: true,
+        created_at: T0,
+        updated_at: T0 + texts.length * 1000,
+        message_count: texts.length,
+        endpoint_profile_id: null,
+        remote_handle: null,
+        last_path: null,
+        memory_overrides: { recent_messages: null, summary_every_pairs: null, context_tokens: null, reply_reserve_tokens: null, max_message_chars: null, history_format: null },
+      },
+      messages: texts.map((content, i) => ({
+        id: `${id}-m${i + 1}`,
+        conversation_id: id,
+        seq: i + 1,
+        role: i % 2 === 0 ? 'user' : 'assistant',
+        content,
+        status: 'complete',
+        created_at: T0 + i * 1000,
+        tool_calls: [],
+        usage: null,
+        error: null,
+        path: null,
+        model: null,
+      })),
+      summaries: summary
+        ? [{ conversation_id: id, version: 1, text: summary, covers_up_to_seq: texts.length, message_count: texts.length, updated_at: T0 + texts.length * 1000 }]
+        : [],
+      entities: entities.map((e) => ({ aliases: [], properties: {}, relationships: [], source_message_ids: [], updated_at: T0, ...e })),
+    })),
+    shared_entities: [],
+  });
+}
+
+const longTexts = Array.from({ length: LONG }, (_, i) =>
+  i === 2 ? 'Trip note 3: the ferry to Zanzibar leaves at dawn.' : `Trip note ${i + 1}: ${i % 2 ? 'noted, anything else?' : 'more about the journey.'}`,
+);
+const SEED = backupFile([
+  {
+    id: 'c-long',
+    title: 'Long trip notes',
+    texts: longTexts,
+    summary: 'The user is planning a long trip with a ferry at dawn.',
+    entities: [
+      { id: 'e-ferry', type: 'event', name: 'Ferry', description: 'Leaves at dawn' },
+      { id: 'e-zanzibar', type: 'place', name: 'Zanzibar', description: 'The destination' },
+    ],
+  },
+  { id: 'c-short', title: 'Short chat', texts: ['Hi there', 'Hello!', 'How are you?', 'Fine, thanks.'] },
+]);
+
+const items = (page) => page.locator(tid('conversation-list')).locator(tid('conversation-item'));
+const item = (page, id) => page.locator(tid('conversation-item', `[data-conversation-id="${id}"]`));
+
+async function importBackup(page, text) {
+  await page.locator(tid('export-button')).click();
+  await page.locator(tid('import-input')).setInputFiles({ name: 'seed.json', mimeType: 'application/json', buffer: Buffer.from(text) });
+}
+
+/** Opens a conversation and waits until its last message is shown. */
+async function openConversation(page, id, lastText) {
+  await item(page, id).click();
+  await page.locator(tid('message')).last().filter({ hasText: lastText }).waitFor();
+}
+
+async function composerValue(page) {
+  return page.locator(tid('composer-input')).inputValue();
+}
+
+test('offline: after one visit the app reloads, browses, scrolls, searches and keeps drafts with the network off', async () => {
+  const { agent, site } = harness;
+  agent.reset();
+  site.setOffline(false);
+  const { context, page, issues } = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(page, issues, 'offline', async () => {
+      await openApp(page, site.url);
+      await configureEndpoint(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'test-model' });
+      await importBackup(page, SEED);
+      await page.locator(tid('notice')).filter({ hasText: 'Imported 2 conversations' }).waitFor();
+      await items(page).nth(1).waitFor();
+
+      // The service worker controls the page, and its cache carries the stamped build id.
+      await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+      const caches = await page.evaluate(() => caches.keys());
+      assert.equal(caches.length, 1, `one shell cache: ${caches}`);
+      assert.match(caches[0], /^memoire-shell-[0-9a-f]{16}$/, 'the build id was stamped into sw.js');
+
+      // Network off: the browser is offline and the host refuses every connection.
+      await context.setOffline(true);
+      site.setOffline(true);
+      await page.locator(tid('network-status')).filter({ hasText: 'offline' }).waitFor();
+      const servedBefore = site.requests.filter((r) => !r.offline).length;
+      await page.reload();
+      await waitForAppReady(page);
+      assert.equal(site.requests.filter((r) => !r.offline).length, servedBefore, 'nothing was served by the host');
+      await page.locator(tid('network-status')).filter({ hasText: 'offline' }).waitFor();
+      await items(page).nth(1).waitFor();
+      assert.equal(await items(page).count(), 2);
+
+      // Open the long conversation and scroll back to its very first message.
+      await openConversation(page, 'c-long', `Trip note ${LONG}`);
+      const list = page.locator(tid('message-list'));
+      const first = page.locator(tid('message-content')).filter({ hasText: /^Trip note 1: / });
+      for (let i = 0; i < 10 && !(await first.count()); i++) {
+        const before = await messages(page).count();
+        await list.evaluate((el) => el.scrollTo(0, 0));
+        await page.waitForFunction((n) => document.querySelectorAll('[data-testid="message"]').length > n, before);
+      }
+      assert.equal(await messages(page).count(), LONG, 'every message is reachable');
+      assert.equal(await messageText(messages(page).first()), 'Trip note 1: more about the journey.');
+
+      // The memory pane shows the stored summary and entities.
+      await page.locator(tid('summary-text')).filter({ hasText: 'ferry at dawn' }).waitFor();
+      assert.equal(await page.locator(tid('entity-node')).count(), 2);
+
+      // Search finds an old message and opens the conversation at it.
+      await openConversation(page, 'c-short', 'Fine, thanks.');
+      await page.locator(tid('conversation-search')).fill('zanzibar');
+      const hit = page.locator(tid('search-hit'), { hasText: 'Zanzibar' });
+      await hit.first().waitFor();
+      await hit.first().click();
+      const target = page.locator(tid('message')).filter({ hasText: 'ferry to Zanzibar' });
+      await target.waitFor();
+      await page.waitForFunction(() => {
+        const el = [...document.querySelectorAll('[data-testid="message"]')].find((m) => m.innerText.includes('ferry to Zanzibar'));
+        const list = document.querySelector('[data-testid="message-list"]');
+        if (!el || !list) return false;
+        const a = el.getBoundingClientRect();
+        const b = list.getBoundingClientRect();
+        return a.bottom > b.top && a.top < b.bottom;
+      });
+
+      // Sending offline says so and keeps the draft; nothing reaches the agent.
+      await openConversation(page, 'c-short', 'Fine, thanks.');
+      await page.locator(tid('composer-input')).fill('Written on the plane');
+      await page.locator(tid('send-button')).click();
+      await page.locator(tid('error-banner')).filter({ hasText: /offline/i }).waitFor();
+      assert.equal(await composerValue(page), 'Written on the plane');
+      assert.equal(agent.chatRequests().length, 0);
+
+      // Drafts are per conversation, across switches and a reload.
+      await openConversation(page, 'c-long', `Trip note ${LONG}`);
+      assert.equal(await composerValue(page), '');
+      await page.locator(tid('composer-input')).fill('Draft for the trip');
+      await openConversation(page, 'c-short', 'Fine, thanks.');
+      await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Written on the plane');
+      await page.reload();
+      await waitForAppReady(page);
+      await openConversation(page, 'c-long', `Trip note ${LONG}`);
+      await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Draft for the trip');
+      await openConversation(page, 'c-short', 'Fine, thanks.');
+      await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Written on the plane');
+
+      // Back online: noticed, and the kept draft can be sent.
+      site.setOffline(false);
+      await context.setOffline(false);
+      await page.locator(tid('network-status')).filter({ hasText: 'online' }).waitFor();
+      await page.locator(tid('notice')).filter({ hasText: /back online/i }).waitFor();
+      agent.script({ text: 'Welcome back.' });
+      await page.locator(tid('send-button')).click();
+      assert.equal(await waitForAssistant(page, { index: 2 }), 'Welcome back.');
+      assert.equal(await messageText(messages(page, 'user').last()), 'Written on the plane');
+      assert.equal(agent.chatRequests().length, 1);
+      assert.equal(await composerValue(page), '');
+      assertNoPageProblems(issues, { allowConsole: [/Failed to load resource/, /ERR_INTERNET_DISCONNECTED/, /ERR_CONNECTION/] });
+    });
+  } finally {
+    site.setOffline(false);
+    await context.close();
+  }
+});
