@@ -11,14 +11,20 @@ import { rawRequest, parseSse, parseNdjson } from './wire.mjs';
 
 const FIXTURE_PATH = findFixture('openai-chat-llamacpp-python.sse');
 
-/** FIXTURES_DIR, else the nearest `shared/fixtures/` above this directory (shared/ sits beside the repo). */
+/**
+ * FIXTURES_DIR, else the nearest `shared/fixtures/` above this directory (shared/ sits beside the
+ * repo), else the repo's own byte-for-byte copy in tests/fixtures/.
+ */
 function findFixture(name) {
   if (process.env.FIXTURES_DIR) return join(process.env.FIXTURES_DIR, name);
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (let dir = here; dirname(dir) !== dir; dir = dirname(dir)) {
     const candidate = join(dir, 'shared', 'fixtures', name);
     if (existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) throw new Error(`fixture ${name} not found: set FIXTURES_DIR`);
   }
+  const copy = join(here, '..', 'fixtures', name);
+  if (existsSync(copy)) return copy;
+  throw new Error(`fixture ${name} not found: set FIXTURES_DIR`);
 }
 
 let agent;
