@@ -269,6 +269,14 @@ impl EventApplier {
             }
             SessionEvent::ConversationRemoved(id) => {
                 s.conversations.update(|l| l.retain(|c| c.id != id));
+                // Deleted in another tab while open here: close it rather than show a ghost.
+                if s.is_current(&id) {
+                    s.current.set(None);
+                    s.messages.set(Vec::new());
+                    s.has_older.set(false);
+                    s.memory.set(MemoryView::default());
+                    s.preview.set(None);
+                }
             }
             SessionEvent::MessageAdded(m) => {
                 self.flush();

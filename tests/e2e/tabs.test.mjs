@@ -130,9 +130,14 @@ test('tabs: messages, streaming, list changes, renames and memory updates reach 
       await b.locator(tid('new-conversation')).click();
       await a.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 2);
       const fresh = items(b).filter({ hasNotText: 'Renamed in tab A' });
+      // A has it open when B deletes it: A closes it (no conversation open, nothing to update).
+      await items(a).filter({ hasNotText: 'Renamed in tab A' }).click();
+      await a.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 0);
+      assert.equal(await a.locator(tid('update-memory')).isEnabled(), true);
       await fresh.locator(tid('delete-conversation')).click();
       await fresh.locator(tid('confirm-delete')).click();
       await a.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 1);
+      await a.waitForFunction(() => document.querySelector('[data-testid="update-memory"]')?.disabled === true);
       assert.equal(agent.chatRequests().length, 2, 'B never sent anything of its own');
       assertNoPageProblems(issues.a);
       assertNoPageProblems(issues.b);
