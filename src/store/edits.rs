@@ -10,6 +10,7 @@ use wasm_bindgen::JsValue;
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
+use super::messages::bulk_message_js;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
 use super::Store;
@@ -296,7 +297,7 @@ impl Store {
         let result = (|| -> Result<(), StoreError> {
             for m in &plan.messages {
                 messages
-                    .add(&to_js(&MessageRecord::from(m))?)
+                    .add(&bulk_message_js(m, &m.conversation_id, m.seq)?)
                     .map_err(js_error)?;
             }
             for s in &plan.summaries {

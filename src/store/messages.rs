@@ -6,6 +6,8 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use serde::Serialize;
+
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -14,10 +16,10 @@ use web_sys::{IdbCursorDirection, IdbKeyRange, IdbRequest};
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, seq_range, to_js};
-use super::records::{streaming_marker, MessageRecord};
+use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecord};
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
-use crate::engine::model::{Message, MessageStatus};
+use crate::engine::model::{Message, MessageStatus, Millis};
 
 /// Result of [`Store::append_message`].
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +38,70 @@ pub struct SearchHit {
     pub seq: u64,
     /// Up to ~40 characters either side of the first match, with `…` where cut.
     pub snippet: String,
+}
+
+/// A [`MessageRecord`] as the bulk paths write it: borrowed from the [`Message`] (no string is
+/// copied before it crosses into JS) and slim: empty `tool_calls` and absent optional fields are left
+/// out instead of being written as `[]`/`null` (reading fills them in with `#[serde(default)]`). Fewer
+/// properties make each structured clone, and so each IndexedDB `add`, cheaper; the stored shape is
+/// otherwise exactly `MessageRecord`'s.
+#[derive(Serialize)]
+struct BulkMessage<'a> {
+    id: &'a str,
+    conversation_id: &'a str,
+    seq: u64,
+    role: &'a str,
+    content: &'a str,
+    status: &'a str,
+    created_at: Millis,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tool_calls: Vec<ToolCallRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<UsageRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    streaming: Option<u8>,
+}
+
+/// The stored JS object of `m` in conversation `conversation_id` at `seq` (bulk writes).
+pub(crate) fn bulk_message_js(
+    m: &Message,
+    conversation_id: &str,
+    seq: u64,
+) -> Result<JsValue, StoreError> {
+    let meta = &m.meta;
+    to_js(&BulkMessage {
+        id: &m.id,
+        conversation_id,
+        seq,
+        role: m.role.as_str(),
+        content: &m.content,
+        status: m.status.as_str(),
+        created_at: m.created_at,
+        tool_calls: meta
+            .tool_calls
+            .iter()
+            .map(|t| ToolCallRecord {
+                id: t.id.clone(),
+                name: t.name.clone(),
+                arguments: t.arguments.clone(),
+                result: t.result.clone(),
+            })
+            .collect(),
+        usage: meta.usage.map(|u| UsageRecord {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        }),
+        error: meta.error.as_deref(),
+        path: meta.path.map(|p| p.as_str()),
+        model: meta.model.as_deref(),
+        streaming: streaming_marker(m.status),
+    })
 }
 
 fn message_not_found(id: &str) -> StoreError {
@@ -308,11 +374,10 @@ impl Store {
         let mut last_at = conv.updated_at;
         for m in msgs {
             seq += 1;
-            let mut rec = MessageRecord::from(m);
-            rec.conversation_id = conversation_id.to_string();
-            rec.seq = seq;
             last_at = last_at.max(m.created_at);
-            if let Err(e) = to_js(&rec).and_then(|v| messages.add(&v).map_err(js_error)) {
+            if let Err(e) = bulk_message_js(m, conversation_id, seq)
+                .and_then(|v| messages.add(&v).map_err(js_error))
+            {
                 return tx.fail(e).await;
             }
         }
