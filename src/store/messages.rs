@@ -4,6 +4,7 @@
 //! import in one transaction, crash recovery of `streaming` messages, and a bounded text search.
 
 use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use serde::Serialize;
@@ -19,6 +20,7 @@ use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, seq_r
 use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecord};
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
+use crate::engine::backup::ExistingMessage;
 use crate::engine::model::{Message, MessageStatus, Millis};
 
 /// Result of [`Store::append_message`].
@@ -394,6 +396,67 @@ impl Store {
         let result = self.commit(tx).await;
         drop(on_error);
         result.map(|_| inserted as usize)
+    }
+
+    /// Which of `ids` are already stored, and where (for an import's skip/collision checks).
+    ///
+    /// Bulk path: one `getAllKeys` over `[min id, max id]` first. An import's ids usually share a
+    /// prefix, so that range holds few or no stored keys, and only the ids actually found are read
+    /// (one `get` each). If the range is crowded (more than `4 * ids + 1000` stored keys), it falls
+    /// back to one `get` per id. Either way one read transaction, every request queued before the
+    /// first is awaited.
+    pub(crate) async fn existing_message_ids<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Result<HashMap<String, ExistingMessage>, StoreError> {
+        let mut wanted: Vec<&str> = ids.into_iter().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut out = HashMap::new();
+        let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
+            return Ok(out);
+        };
+        let tx = self.tx(&[MESSAGES], false)?;
+        let store = tx.store(MESSAGES)?;
+        let cap = (wanted.len() as u32).saturating_mul(4).saturating_add(1000);
+        let range =
+            IdbKeyRange::bound(&JsValue::from_str(lo), &JsValue::from_str(hi)).map_err(js_error)?;
+        let keys: Array = request(
+            &store
+                .get_all_keys_with_key_and_limit(&range, cap)
+                .map_err(js_error)?,
+        )
+        .await?
+        .into();
+        let candidates: Vec<&str> = if keys.length() < cap {
+            let stored: HashSet<String> = keys.iter().filter_map(|k| k.as_string()).collect();
+            wanted
+                .iter()
+                .copied()
+                .filter(|id| stored.contains(*id))
+                .collect()
+        } else {
+            wanted
+        };
+        let reqs = candidates
+            .iter()
+            .map(|id| store.get(&JsValue::from_str(id)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(js_error)?;
+        for r in reqs {
+            let v = request(&r).await?;
+            if !v.is_undefined() {
+                let rec: MessageRecord = from_js(v, "message")?;
+                out.insert(
+                    rec.id,
+                    ExistingMessage {
+                        conversation_id: rec.conversation_id,
+                        seq: rec.seq,
+                    },
+                );
+            }
+        }
+        Ok(out)
     }
 
     /// Turns every message left `streaming` (the tab died mid-reply) into `interrupted`, keeping its
