@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
 #   native  : cargo bench (engine: assembly, merge, decoding), release profile
-#   browser : wasm-bindgen-test with --features bench in headless Chromium (store)
+#   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
+#             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli
 #   e2e     : the built app driven in Chromium (tests/e2e/bench/*.mjs)
 set -uo pipefail
@@ -21,7 +22,7 @@ for b in benches/*.rs; do
 done
 
 if ls tests/browser_bench_*.rs >/dev/null 2>&1; then
-  cargo test --quiet --target wasm32-unknown-unknown --features bench --test 'browser_bench_*' -- --nocapture \
+  cargo test --quiet --profile browser-bench --target wasm32-unknown-unknown --features bench --test 'browser_bench_*' -- --nocapture \
     >"$logs/browser.log" 2>&1 || { echo "browser benchmarks failed (see $logs/browser.log)"; status=1; }
   grep -o 'bench [a-z0-9_]* [0-9.]* [A-Za-z/%]*' "$logs/browser.log"
 fi

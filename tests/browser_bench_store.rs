@@ -1,7 +1,9 @@
 #![cfg(all(target_arch = "wasm32", feature = "bench"))]
 //! Browser benchmarks of the store against plain JavaScript IndexedDB code doing the same work on the
-//! same schema in the same page. Run: `make bench` (or `cargo test --target wasm32-unknown-unknown
-//! --features bench --test browser_bench_store -- --nocapture`). Each figure is the median of several
+//! same schema in the same page, writing the same records (the store's bulk shape) with the same call
+//! (`add`, one transaction, default durability). Run: `make bench` (or `cargo test --profile
+//! browser-bench --target wasm32-unknown-unknown --features bench --test browser_bench_store --
+//! --nocapture`). Each figure is the median of several
 //! runs and printed as `bench <name> <value> <unit>`.
 
 use memoire::engine::model::*;
@@ -27,10 +29,11 @@ export async function js_import(name, conv, n, content) {
     const tx = db.transaction(["messages"], "readwrite");
     const store = tx.objectStore("messages");
     for (let i = 0; i < n; i++) {
-      store.put({
+      // The record the store writes on its bulk path (slim: absent fields are left out), with `add`.
+      store.add({
         id: conv + "-" + i, conversation_id: conv, seq: i + 1,
         role: i % 2 ? "assistant" : "user", content: content, status: "complete",
-        created_at: 1700000000000 + i, tool_calls: [], usage: null, error: null, path: null, model: null,
+        created_at: 1700000000000 + i,
       });
     }
     tx.oncomplete = res;

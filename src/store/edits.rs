@@ -10,10 +10,11 @@ use wasm_bindgen::JsValue;
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
+use super::messages::bulk_message_js;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
 use super::Store;
-use crate::engine::backup::{ExistingIds, ExistingMessage, ImportPlan};
+use crate::engine::backup::{ExistingIds, ImportPlan};
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, Message, MessageMeta,
     MessageStatus, Millis,
@@ -210,8 +211,13 @@ impl Store {
 
     /// What the store holds of the records a backup names (only those are looked up).
     pub async fn existing_ids_for(&self, named: &ImportPlan) -> Result<ExistingIds, StoreError> {
-        let mut out = ExistingIds::default();
-        let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], false)?;
+        let mut out = ExistingIds {
+            messages: self
+                .existing_message_ids(named.messages.iter().map(|m| m.id.as_str()))
+                .await?,
+            ..ExistingIds::default()
+        };
+        let tx = self.tx(&[CONVERSATIONS, SUMMARIES, ENTITIES], false)?;
         let convs = tx.store(CONVERSATIONS)?;
         let conv_reqs = named
             .conversations
@@ -221,13 +227,6 @@ impl Store {
                     .get(&JsValue::from_str(&c.id))
                     .map(|r| (c.id.clone(), r))
             })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(js_error)?;
-        let messages = tx.store(MESSAGES)?;
-        let msg_reqs = named
-            .messages
-            .iter()
-            .map(|m| messages.get(&JsValue::from_str(&m.id)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(js_error)?;
         let summaries = tx.store(SUMMARIES)?;
@@ -257,19 +256,6 @@ impl Store {
                 out.conversations.insert(id);
             }
         }
-        for r in msg_reqs {
-            let v = request(&r).await?;
-            if !v.is_undefined() {
-                let rec: MessageRecord = from_js(v, "message")?;
-                out.messages.insert(
-                    rec.id.clone(),
-                    ExistingMessage {
-                        conversation_id: rec.conversation_id,
-                        seq: rec.seq,
-                    },
-                );
-            }
-        }
         for r in sum_reqs {
             let all: Array = request(&r).await?.into();
             for v in all.iter() {
@@ -296,7 +282,7 @@ impl Store {
         let result = (|| -> Result<(), StoreError> {
             for m in &plan.messages {
                 messages
-                    .add(&to_js(&MessageRecord::from(m))?)
+                    .add(&bulk_message_js(m, &m.conversation_id, m.seq)?)
                     .map_err(js_error)?;
             }
             for s in &plan.summaries {

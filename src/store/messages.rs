@@ -4,7 +4,10 @@
 //! import in one transaction, crash recovery of `streaming` messages, and a bounded text search.
 
 use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+
+use serde::Serialize;
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -14,10 +17,11 @@ use web_sys::{IdbCursorDirection, IdbKeyRange, IdbRequest};
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, seq_range, to_js};
-use super::records::{streaming_marker, MessageRecord};
+use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecord};
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
-use crate::engine::model::{Message, MessageStatus};
+use crate::engine::backup::ExistingMessage;
+use crate::engine::model::{Message, MessageStatus, Millis};
 
 /// Result of [`Store::append_message`].
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +40,70 @@ pub struct SearchHit {
     pub seq: u64,
     /// Up to ~40 characters either side of the first match, with `…` where cut.
     pub snippet: String,
+}
+
+/// A [`MessageRecord`] as the bulk paths write it: borrowed from the [`Message`] (no string is
+/// copied before it crosses into JS) and slim: empty `tool_calls` and absent optional fields are left
+/// out instead of being written as `[]`/`null` (reading fills them in with `#[serde(default)]`). Fewer
+/// properties make each structured clone, and so each IndexedDB `add`, cheaper; the stored shape is
+/// otherwise exactly `MessageRecord`'s.
+#[derive(Serialize)]
+struct BulkMessage<'a> {
+    id: &'a str,
+    conversation_id: &'a str,
+    seq: u64,
+    role: &'a str,
+    content: &'a str,
+    status: &'a str,
+    created_at: Millis,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tool_calls: Vec<ToolCallRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<UsageRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    streaming: Option<u8>,
+}
+
+/// The stored JS object of `m` in conversation `conversation_id` at `seq` (bulk writes).
+pub(crate) fn bulk_message_js(
+    m: &Message,
+    conversation_id: &str,
+    seq: u64,
+) -> Result<JsValue, StoreError> {
+    let meta = &m.meta;
+    to_js(&BulkMessage {
+        id: &m.id,
+        conversation_id,
+        seq,
+        role: m.role.as_str(),
+        content: &m.content,
+        status: m.status.as_str(),
+        created_at: m.created_at,
+        tool_calls: meta
+            .tool_calls
+            .iter()
+            .map(|t| ToolCallRecord {
+                id: t.id.clone(),
+                name: t.name.clone(),
+                arguments: t.arguments.clone(),
+                result: t.result.clone(),
+            })
+            .collect(),
+        usage: meta.usage.map(|u| UsageRecord {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        }),
+        error: meta.error.as_deref(),
+        path: meta.path.map(|p| p.as_str()),
+        model: meta.model.as_deref(),
+        streaming: streaming_marker(m.status),
+    })
 }
 
 fn message_not_found(id: &str) -> StoreError {
@@ -308,11 +376,10 @@ impl Store {
         let mut last_at = conv.updated_at;
         for m in msgs {
             seq += 1;
-            let mut rec = MessageRecord::from(m);
-            rec.conversation_id = conversation_id.to_string();
-            rec.seq = seq;
             last_at = last_at.max(m.created_at);
-            if let Err(e) = to_js(&rec).and_then(|v| messages.add(&v).map_err(js_error)) {
+            if let Err(e) = bulk_message_js(m, conversation_id, seq)
+                .and_then(|v| messages.add(&v).map_err(js_error))
+            {
                 return tx.fail(e).await;
             }
         }
@@ -329,6 +396,67 @@ impl Store {
         let result = self.commit(tx).await;
         drop(on_error);
         result.map(|_| inserted as usize)
+    }
+
+    /// Which of `ids` are already stored, and where (for an import's skip/collision checks).
+    ///
+    /// Bulk path: one `getAllKeys` over `[min id, max id]` first. An import's ids usually share a
+    /// prefix, so that range holds few or no stored keys, and only the ids actually found are read
+    /// (one `get` each). If the range is crowded (more than `4 * ids + 1000` stored keys), it falls
+    /// back to one `get` per id. Either way one read transaction, every request queued before the
+    /// first is awaited.
+    pub(crate) async fn existing_message_ids<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) -> Result<HashMap<String, ExistingMessage>, StoreError> {
+        let mut wanted: Vec<&str> = ids.into_iter().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut out = HashMap::new();
+        let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
+            return Ok(out);
+        };
+        let tx = self.tx(&[MESSAGES], false)?;
+        let store = tx.store(MESSAGES)?;
+        let cap = (wanted.len() as u32).saturating_mul(4).saturating_add(1000);
+        let range =
+            IdbKeyRange::bound(&JsValue::from_str(lo), &JsValue::from_str(hi)).map_err(js_error)?;
+        let keys: Array = request(
+            &store
+                .get_all_keys_with_key_and_limit(&range, cap)
+                .map_err(js_error)?,
+        )
+        .await?
+        .into();
+        let candidates: Vec<&str> = if keys.length() < cap {
+            let stored: HashSet<String> = keys.iter().filter_map(|k| k.as_string()).collect();
+            wanted
+                .iter()
+                .copied()
+                .filter(|id| stored.contains(*id))
+                .collect()
+        } else {
+            wanted
+        };
+        let reqs = candidates
+            .iter()
+            .map(|id| store.get(&JsValue::from_str(id)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(js_error)?;
+        for r in reqs {
+            let v = request(&r).await?;
+            if !v.is_undefined() {
+                let rec: MessageRecord = from_js(v, "message")?;
+                out.insert(
+                    rec.id,
+                    ExistingMessage {
+                        conversation_id: rec.conversation_id,
+                        seq: rec.seq,
+                    },
+                );
+            }
+        }
+        Ok(out)
     }
 
     /// Turns every message left `streaming` (the tab died mid-reply) into `interrupted`, keeping its

@@ -1,0 +1,390 @@
+// Browser benchmarks of the built app (DIST) in headless Debian Chromium, driven only through the
+// data-testid contract and measured inside the page (performance.now(), rAF, PerformanceObserver).
+// Run by `make bench` (scripts/bench.sh), or: cd tests/e2e && DIST=../../dist node bench/app.bench.mjs
+//
+// Prints one line per figure, each the median of several runs:
+//   bench import_10k_msgs_ms <v> ms                      change on import-input -> the imported conversation listed
+//   bench open_10k_conversation_ms <v> ms                click on a 10k conversation -> its last message painted
+//   bench send_to_request_ms <v> ms                      send click -> fetch() of the chat request (10k conversation)
+//   bench stream_1000_tok_per_s_longest_task_ms <v> ms   2,000 tokens at ~1,000 tok/s: longest main-thread task
+//   bench offline_reload_ms <v> ms                       network off, reload -> settings and conversation list shown
+// Details (every run, the real streaming rate, long-task counts) go to stderr.
+
+import {
+  startHarness,
+  newAppPage,
+  openApp,
+  waitForAppReady,
+  configureEndpoint,
+  endpointBase,
+  tid,
+  assertNoPageProblems,
+  withDiagnostics,
+} from '../helpers.mjs';
+
+const N_MESSAGES = 10_000;
+const IMPORT_RUNS = 5; // each imports a new 10k conversation; they are then the ones opened
+const OPEN_RUNS = 7;
+const SEND_RUNS = 5;
+const STREAM_RUNS = 3;
+const STREAM_TOKENS = 2_000;
+// 1,000 tokens/s as the agent can pace it: pieces of TOKENS_PER_PIECE tokens, one every
+// TOKENS_PER_PIECE ms (a 1 ms timer per single token only reaches ~300 tokens/s in Node on a busy box).
+const TOKENS_PER_PIECE = 8;
+const OFFLINE_RUNS = 5;
+const STEP_TIMEOUT_MS = Number(process.env.BENCH_STEP_TIMEOUT_MS ?? 60_000);
+
+const log = (...a) => console.error('[app.bench]', ...a);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (v) => (Math.round(v * 10) / 10).toFixed(1);
+
+/** Runs `fn` and fails with a clear message if it takes longer than `ms`. */
+async function step(name, fn, ms = STEP_TIMEOUT_MS) {
+  let timer;
+  const timeout = new Promise((_, fail) => {
+    timer = setTimeout(() => fail(new Error(`benchmark step "${name}" did not finish within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([fn(), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** ~200 characters of deterministic, markdown-flavoured text, varied per message. */
+function content(i) {
+  const base = `Message ${i}: the **quick** brown fox jumps over the lazy dog while Memoire keeps every word, ` +
+    `and the agent answers with a \`code span\`, a [link](https://example.org/${i}) and a little more text.`;
+  return base;
+}
+
+/** A backup file (engine/backup.rs, format version 1) with one conversation of `n` messages. */
+function backupFile(convId, n) {
+  const t0 = 1_700_000_000_000;
+  const messages = [];
+  for (let i = 0; i < n; i++) {
+    messages.push({
+      id: `${convId}-m${i}`,
+      conversation_id: convId,
+      seq: i + 1,
+      role: i % 2 ? 'assistant' : 'user',
+      content: content(i),
+      status: 'complete',
+      created_at: t0 + i * 1000,
+      tool_calls: [],
+      usage: null,
+      error: null,
+      path: null,
+      model: null,
+    });
+  }
+  return JSON.stringify({
+    format: 'memoire-backup',
+    version: 1,
+    exported_at: t0 + n * 1000,
+    conversations: [
+      {
+        conversation: {
+          id: convId,
+          title: `Bench ${convId}`,
+          title_is_custom: true,
+          created_at: t0,
+          updated_at: t0 + n * 1000,
+          message_count: n,
+          endpoint_profile_id: null,
+          remote_handle: null,
+          last_path: null,
+          memory_overrides: {
+            recent_messages: null,
+            summary_every_pairs: null,
+            context_tokens: null,
+            reply_reserve_tokens: null,
+            max_message_chars: null,
+            history_format: null,
+          },
+        },
+        messages,
+        summaries: [],
+        entities: [],
+      },
+    ],
+    shared_entities: [],
+  });
+}
+
+/**
+ * In-page instruments, installed before any app script: `__bench.until(selector)` resolves with the
+ * performance.now() of the first frame after `selector` matches (checked on every DOM mutation, then
+ * stamped after the next animation frame has been produced: rAF + a posted message, which runs after
+ * that frame's paint); capturing listeners stamp the last `click` and `change`; `fetch` is wrapped to
+ * stamp every call; `__bench.readyAt` is when settings-open and a conversation item first both exist.
+ */
+function instruments() {
+  const b = (window.__bench = { clicks: [], changes: [], fetches: [], readyAt: null });
+  addEventListener('click', (e) => b.clicks.push({ t: performance.now(), testid: e.target?.closest?.('[data-testid]')?.dataset.testid }), true);
+  addEventListener('change', () => b.changes.push(performance.now()), true);
+  const realFetch = window.fetch.bind(window);
+  window.fetch = function (input, init) {
+    const t = performance.now();
+    const url = typeof input === 'string' ? input : input?.url ?? String(input);
+    const rec = { t, url, body: null };
+    b.fetches.push(rec);
+    try {
+      const bodySource = input instanceof Request ? input.clone().text() : Promise.resolve(String(init?.body ?? ''));
+      bodySource.then((text) => (rec.body = text), () => {});
+    } catch {}
+    return realFetch(input, init);
+  };
+  b.afterPaint = () =>
+    new Promise((done) =>
+      requestAnimationFrame(() => {
+        const ch = new MessageChannel();
+        ch.port1.onmessage = () => done(performance.now());
+        ch.port2.postMessage(0);
+      }),
+    );
+  b.until = (selector) =>
+    new Promise((done) => {
+      const check = () => {
+        if (!document.querySelector(selector)) return false;
+        obs.disconnect();
+        b.afterPaint().then(done);
+        return true;
+      };
+      const obs = new MutationObserver(check);
+      obs.observe(document, { childList: true, subtree: true, attributes: true });
+      check();
+    });
+  const readySel = ['[data-testid="settings-open"]', '[data-testid="conversation-item"]'];
+  const watchReady = () => {
+    if (b.readyAt !== null || !readySel.every((s) => document.querySelector(s))) return;
+    b.readyAt = -1;
+    b.afterPaint().then((t) => (b.readyAt = t));
+  };
+  new MutationObserver(watchReady).observe(document, { childList: true, subtree: true });
+}
+
+async function importBackup(page, convId, file) {
+  const input = page.locator(tid('import-input'));
+  if ((await input.count()) === 0) await page.locator(tid('export-button')).click();
+  await input.waitFor({ state: 'attached' });
+  const listed = page.evaluate((sel) => window.__bench.until(sel), tid('conversation-item', `[data-conversation-id="${convId}"]`));
+  await page.evaluate(() => (window.__bench.changes.length = 0));
+  await input.setInputFiles({ name: `${convId}.json`, mimeType: 'application/json', buffer: Buffer.from(file) });
+  const end = await listed;
+  const start = await page.evaluate(() => window.__bench.changes[0]);
+  if (typeof start !== 'number') throw new Error('no change event was seen on import-input');
+  // Close the backup menu again, so it covers nothing.
+  if ((await input.count()) > 0) await page.locator(tid('export-button')).click();
+  return end - start;
+}
+
+async function openConversation(page, convId) {
+  const lastId = `${convId}-m${N_MESSAGES - 1}`;
+  const painted = page.evaluate((sel) => window.__bench.until(sel), tid('message', `[data-message-id="${lastId}"]`));
+  await page.evaluate(() => (window.__bench.clicks.length = 0));
+  await page.locator(tid('conversation-item', `[data-conversation-id="${convId}"]`)).click();
+  const end = await painted;
+  const click = await page.evaluate(() => window.__bench.clicks.find((c) => c.testid !== undefined));
+  if (!click) throw new Error('the click on the conversation item was not seen in the page');
+  return end - click.t;
+}
+
+/** Ids of the assistant messages on screen now. */
+function assistantIds(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')].map((m) => m.dataset.messageId),
+  );
+}
+
+/** Waits until an assistant message that is not one of `known` is on screen and complete. */
+async function waitNewAssistantDone(page, known) {
+  await page.waitForFunction(
+    (known) => {
+      const seen = new Set(known);
+      return [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')].some(
+        (m) => !seen.has(m.dataset.messageId) && m.getAttribute('data-status') === 'complete',
+      );
+    },
+    known,
+    { timeout: STEP_TIMEOUT_MS },
+  );
+}
+
+/** Waits until the agent has no memory-update request still streaming (they run after a turn). */
+async function memoryQuiet(agent) {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const busy = agent.memoryRequests().some((r) => !r.outcome || r.outcome === 'streaming');
+    if (!busy) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function sendToRequest(page, agent, run) {
+  const text = `bench send ${run} ${Date.now()}`;
+  const before = await assistantIds(page);
+  await page.locator(tid('composer-input')).fill(text);
+  await page.evaluate(() => {
+    window.__bench.clicks.length = 0;
+    window.__bench.fetches.length = 0;
+  });
+  agent.script({ text: 'ok', delayMs: 5 });
+  await page.locator(tid('send-button')).click();
+  const found = await page.waitForFunction(
+    (text) => {
+      const b = window.__bench;
+      const click = b.clicks.find((c) => c.testid === 'send-button');
+      const f = b.fetches.find((x) => x.body !== null && x.body.includes(text));
+      return click && f ? { click: click.t, fetch: f.t } : null;
+    },
+    text,
+    { timeout: STEP_TIMEOUT_MS },
+  );
+  const { click, fetch } = await found.jsonValue();
+  await waitNewAssistantDone(page, before);
+  await memoryQuiet(agent);
+  return fetch - click;
+}
+
+async function streamLongestTask(page, agent, run) {
+  const tokens = Array.from({ length: STREAM_TOKENS }, (_, i) => (i % 12 === 11 ? 'word.\n\n' : `w${i % 97} `));
+  const pieces = [];
+  for (let i = 0; i < tokens.length; i += TOKENS_PER_PIECE) pieces.push(tokens.slice(i, i + TOKENS_PER_PIECE).join(''));
+  const before = await assistantIds(page);
+  agent.script({ chunks: pieces, delayMs: TOKENS_PER_PIECE });
+  await page.evaluate(() => {
+    const b = window.__bench;
+    b.longtasks = [];
+    b.maxGap = 0;
+    b.probing = true;
+    b.obs?.disconnect();
+    b.obs = new PerformanceObserver((list) => b.longtasks.push(...list.getEntries().map((e) => e.duration)));
+    b.obs.observe({ type: 'longtask' });
+    // A probe of posted messages: each gap between two of them is at least the task (or frame) that ran
+    // in between, so the largest gap bounds the longest task from above, also below 50 ms where the
+    // longtask API reports nothing.
+    const ch = new MessageChannel();
+    let last = performance.now();
+    ch.port1.onmessage = () => {
+      const now = performance.now();
+      b.maxGap = Math.max(b.maxGap, now - last);
+      last = now;
+      if (b.probing) ch.port2.postMessage(0);
+    };
+    ch.port2.postMessage(0);
+  });
+  const t0 = Date.now();
+  await page.locator(tid('composer-input')).fill(`bench stream ${run}`);
+  await page.locator(tid('send-button')).click();
+  await waitNewAssistantDone(page, before);
+  const secs = (Date.now() - t0) / 1000;
+  const { longtasks, maxGap } = await page.evaluate(() => {
+    const b = window.__bench;
+    b.probing = false;
+    b.obs.disconnect();
+    return { longtasks: b.longtasks, maxGap: b.maxGap };
+  });
+  const longest = Math.max(maxGap, ...longtasks, 0);
+  log(`stream run ${run}: ${STREAM_TOKENS} tokens in ${secs.toFixed(2)} s (${Math.round(STREAM_TOKENS / secs)} tok/s incl. request), longtasks ${JSON.stringify(longtasks.map(Math.round))}, max probe gap ${fmt(maxGap)} ms`);
+  await memoryQuiet(agent);
+  return longest;
+}
+
+async function offlineReload(page) {
+  await page.reload();
+  await waitForAppReady(page);
+  await page.waitForFunction(() => typeof window.__bench?.readyAt === 'number' && window.__bench.readyAt > 0, null, {
+    timeout: STEP_TIMEOUT_MS,
+  });
+  return page.evaluate(() => window.__bench.readyAt);
+}
+
+async function main() {
+  const harness = await startHarness();
+  const { agent, site, browser } = harness;
+  const { context, page, issues } = await newAppPage(browser);
+  const results = {};
+  try {
+    await withDiagnostics(page, issues, 'app-bench', async () => {
+      await context.addInitScript(instruments);
+      agent.setDefault({ text: 'ok' });
+      agent.setMemoryDefault({ text: 'not a memory reply' });
+      await step('open the app', () => openApp(page, site.url));
+      await step('configure the endpoint', () =>
+        configureEndpoint(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'test-model' }));
+
+      const convIds = Array.from({ length: IMPORT_RUNS }, (_, i) => `bench-10k-${i}`);
+      const imports = [];
+      for (const id of convIds) {
+        const file = backupFile(id, N_MESSAGES);
+        imports.push(await step(`import ${id}`, () => importBackup(page, id, file)));
+      }
+      log('import_10k_msgs_ms runs', imports.map(fmt).join(' '));
+      results.import_10k_msgs_ms = median(imports);
+
+      const opens = [];
+      for (let i = 0; i < OPEN_RUNS; i++) {
+        const id = convIds[i % convIds.length];
+        opens.push(await step(`open ${id}`, () => openConversation(page, id)));
+      }
+      log('open_10k_conversation_ms runs', opens.map(fmt).join(' '));
+      results.open_10k_conversation_ms = median(opens);
+
+      // The conversation opened last is a 10k one: send there.
+      const sends = [];
+      for (let i = 0; i < SEND_RUNS; i++) sends.push(await step(`send ${i}`, () => sendToRequest(page, agent, i)));
+      log('send_to_request_ms runs', sends.map(fmt).join(' '));
+      results.send_to_request_ms = median(sends);
+
+      // Streaming in a fresh conversation (the reply is the only long thing on screen).
+      await page.locator(tid('new-conversation')).click();
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 0, null, {
+        timeout: STEP_TIMEOUT_MS,
+      });
+      const streams = [];
+      for (let i = 0; i < STREAM_RUNS; i++) streams.push(await step(`stream ${i}`, () => streamLongestTask(page, agent, i)));
+      log('stream_1000_tok_per_s_longest_task_ms runs', streams.map(fmt).join(' '));
+      results.stream_1000_tok_per_s_longest_task_ms = median(streams);
+
+      // Offline: the service worker must control the page (it did since the first visit's reload).
+      await step('service worker ready', async () => {
+        await page.evaluate(() => navigator.serviceWorker.ready);
+        // What the worker precached on install: the app's js and wasm should be there after one visit.
+        const missing = await page.evaluate(async () => {
+          const cached = [];
+          for (const name of await caches.keys()) {
+            for (const req of await (await caches.open(name)).keys()) cached.push(new URL(req.url).pathname);
+          }
+          const wanted = performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)
+            .filter((p) => /\.(js|wasm|css)$/.test(p) && !p.endsWith('/sw.js'));
+          return wanted.filter((p) => !cached.includes(p));
+        });
+        if (missing.length) log(`warning: after one visit the service worker has not cached ${missing.join(', ')}; measuring after a second (online) load`);
+        // A second online load goes through the worker, so the shell is cached either way.
+        await page.reload();
+        await waitForAppReady(page);
+        if (!(await page.evaluate(() => Boolean(navigator.serviceWorker.controller)))) {
+          throw new Error('no service worker controls the page after a reload: offline cannot work');
+        }
+      });
+      await context.setOffline(true);
+      const offline = [];
+      for (let i = 0; i < OFFLINE_RUNS; i++) offline.push(await step(`offline reload ${i}`, () => offlineReload(page)));
+      await context.setOffline(false);
+      log('offline_reload_ms runs', offline.map(fmt).join(' '));
+      results.offline_reload_ms = median(offline);
+
+      assertNoPageProblems(issues, { allowConsole: [/Failed to load resource/, /ERR_INTERNET_DISCONNECTED/] });
+    });
+  } finally {
+    await context.close().catch(() => {});
+    await harness.close();
+  }
+  for (const [name, v] of Object.entries(results)) console.log(`bench ${name} ${fmt(v)} ms`);
+}
+
+main().catch((err) => {
+  console.error(`app benchmarks failed: ${err?.message ?? err}\n${err?.stack ?? ''}`);
+  process.exit(1);
+});
