@@ -64,25 +64,7 @@ impl Store {
         scope: &EntityScope,
         nodes: &[EntityNode],
     ) -> Result<(), StoreError> {
-        if let Some(n) = nodes.iter().find(|n| &n.scope != scope) {
-            return Err(StoreError::Encode(format!(
-                "entity '{}' belongs to another scope than the graph being saved",
-                n.id
-            )));
-        }
-        let tx = self.tx(&[ENTITIES], true)?;
-        let store = tx.store(ENTITIES)?;
-        store
-            .delete(&prefix_range(scope_key(scope))?)
-            .map_err(js_error)?;
-        for n in nodes {
-            if let Err(e) =
-                to_js(&EntityRecord::from(n)).and_then(|v| store.put(&v).map_err(js_error))
-            {
-                return tx.fail(e).await;
-            }
-        }
-        self.commit(tx).await
+        self.save_memory(None, scope, nodes).await
     }
 
     /// The entity graph of `scope`, ordered by id.
