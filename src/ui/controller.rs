@@ -146,9 +146,11 @@ impl Controller {
 
     pub fn delete(&self, id: String) {
         let ctl = *self;
+        // Read before deleting: the session's ConversationRemoved event closes the open conversation.
+        let was_open = self.state.is_current(&id) || route().as_deref() == Some(id.as_str());
         self.run(move |s, st| async move {
             s.delete(&id).await?;
-            if st.is_current(&id) {
+            if was_open {
                 st.current.set(None);
                 st.messages.set(Vec::new());
                 st.memory.set(MemoryView::default());
