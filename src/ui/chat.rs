@@ -264,6 +264,8 @@ fn MessageList() -> impl IntoView {
             l.first().map(|m| m.id.clone())
         });
         let focus = st.focus_message.get();
+        // The end of a turn shows the Edit action on the last user message: the height changes again.
+        let _ = st.current_streaming();
         request_animation_frame(move || {
             let Some(el) = list_ref.get_untracked() else {
                 return;

@@ -218,6 +218,13 @@ test('chat: auto-scroll follows the stream until the user scrolls up', () =>
     await chatTurn(page, agent, 'Something tall', tall);
     const list = page.locator(tid('message-list'));
     const gap = () => list.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+    // The app scrolls on the animation frame after the final render: wait for it (bounded), then check.
+    await page
+      .waitForFunction(() => {
+        const el = document.querySelector('[data-testid="message-list"]');
+        return el.scrollHeight - el.scrollTop - el.clientHeight < 5;
+      }, null, { polling: 'raf', timeout: 2000 })
+      .catch(() => {});
     assert.ok((await gap()) < 5, 'at the bottom after a reply');
     const long = Array.from({ length: 60 }, (_, i) => `Streamed line ${i}.`).join('\n\n');
     agent.script({ text: long, chunkSize: 24, delayMs: 40 });
