@@ -169,8 +169,8 @@ test('tabs: sending at once in one conversation loses nothing, duplicates nothin
       const replyA = 'Answer to tab A, streamed in small pieces.';
       const replyB = 'Answer to tab B, streamed in small pieces.';
       agent.script(
-        { text: replyB, chunkSize: 5, delayMs: 150, headersDelayMs: 300, match: (r) => r.rawBody.includes('Concurrent from B') },
-        { text: replyA, chunkSize: 5, delayMs: 150, headersDelayMs: 300, match: (r) => r.rawBody.includes('Concurrent from A') },
+        { text: replyB, chunkSize: 2, delayMs: 150, headersDelayMs: 300, match: (r) => r.rawBody.includes('Concurrent from B') },
+        { text: replyA, chunkSize: 2, delayMs: 150, headersDelayMs: 300, match: (r) => r.rawBody.includes('Concurrent from A') },
       );
       agent.scriptMemory({ text: memoryReplyText({ summary: 'Both tabs asked at once.' }), headersDelayMs: 2500 });
       await sendMessage(b, 'Concurrent from B');
