@@ -497,3 +497,15 @@ export function syntheticBackup({ id = 'c-imported', title = 'Imported conversat
     }],
   };
 }
+
+/** Runs `fn(page, ctx)` in a fresh app configured for the harness's agent; checks the page had no problems. */
+export async function uiJourney(harness, name, fn, options) {
+  harness.agent.reset();
+  const ctx = await openUiApp(harness, options);
+  try {
+    await withDiagnostics(ctx.page, ctx.issues, name, () => fn(ctx.page, ctx));
+    assertNoPageProblems(ctx.issues);
+  } finally {
+    await ctx.context.close();
+  }
+}

@@ -22,6 +22,7 @@ import {
   assertNoPageProblems,
   withDiagnostics,
   tid,
+  uiJourney,
 } from './helpers.mjs';
 
 let harness;
@@ -30,16 +31,7 @@ before(async () => {
 });
 after(() => harness?.close());
 
-async function journey(name, fn, options) {
-  harness.agent.reset();
-  const ctx = await openUiApp(harness, options);
-  try {
-    await withDiagnostics(ctx.page, ctx.issues, name, () => fn(ctx.page, ctx));
-    assertNoPageProblems(ctx.issues);
-  } finally {
-    await ctx.context.close();
-  }
-}
+const journey = (name, fn, options) => uiJourney(harness, name, fn, options);
 
 const ENTITIES = [
   { id: 'alice', type: 'person', name: 'Alice', description: 'A baker who lives in Paris.', properties: { job: 'baker' },

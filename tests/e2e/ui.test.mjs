@@ -24,6 +24,7 @@ import {
   assertNoPageProblems,
   withDiagnostics,
   tid,
+  uiJourney,
 } from './helpers.mjs';
 
 let harness;
@@ -32,17 +33,7 @@ before(async () => {
 });
 after(() => harness?.close());
 
-/** Runs `fn(page, ctx)` in a fresh configured app; checks the page had no problems. */
-async function journey(name, fn, options) {
-  harness.agent.reset();
-  const ctx = await openUiApp(harness, options);
-  try {
-    await withDiagnostics(ctx.page, ctx.issues, name, () => fn(ctx.page, ctx));
-    assertNoPageProblems(ctx.issues);
-  } finally {
-    await ctx.context.close();
-  }
-}
+const journey = (name, fn, options) => uiJourney(harness, name, fn, options);
 
 async function itemText(page, id, testid) {
   return (await conversationItem(page, id).locator(tid(testid)).innerText()).trim();
