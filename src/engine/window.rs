@@ -1,0 +1,130 @@
+//! The recent-history window a driver keeps in memory for one conversation, so that building a
+//! prompt (to send it, or to preview it in the context inspector) reads nothing from storage.
+//!
+//! A window holds the conversation record and its last `capacity` messages exactly as the store has
+//! them. The driver keeps it current with its own writes (`handle_added`, `handle_updated`,
+//! `handle_conversation`). The store assigns seqs densely (last + 1) and keeps `message_count`, so
+//! both are checks: an added message whose seq is not the next one, or a conversation record whose
+//! count differs from the window's, means something changed that the window did not see (another
+//! tab, an import, an edit). The window then answers [`Applied::Stale`] and the driver reloads it
+//! from storage. A window never guesses.
+//!
+//! Pure: imports only `crate::engine`.
+
+use crate::engine::model::{Conversation, Message};
+
+/// What an input did to the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The window changed and is still exactly what the store holds.
+    Applied,
+    /// The input does not concern this window (another conversation, a repeat, an older message).
+    Ignored,
+    /// The input shows the window missed a change: drop it and load it again.
+    Stale,
+}
+
+/// The conversation and its most recent messages, ascending by seq.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryWindow {
+    conversation: Conversation,
+    messages: Vec<Message>,
+    capacity: usize,
+    /// Every message of the conversation is in `messages`.
+    complete: bool,
+}
+
+impl HistoryWindow {
+    /// A window over `messages`, the result of loading the last `capacity` messages of
+    /// `conversation` (in any order).
+    pub fn new(conversation: Conversation, mut messages: Vec<Message>, capacity: usize) -> Self {
+        messages.sort_by_key(|m| m.seq);
+        let excess = messages.len().saturating_sub(capacity);
+        messages.drain(..excess);
+        let complete = messages.len() as u64 >= conversation.message_count;
+        HistoryWindow {
+            conversation,
+            messages,
+            capacity,
+            complete,
+        }
+    }
+
+    pub fn conversation(&self) -> &Conversation {
+        &self.conversation
+    }
+
+    /// The messages held, ascending by seq.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Whether the window holds at least the last `capacity` messages (a caller may need more than
+    /// the window was loaded with, e.g. after the token budget was raised).
+    pub fn serves(&self, capacity: usize) -> bool {
+        self.complete || self.capacity >= capacity
+    }
+
+    /// The last `k` messages held.
+    pub fn last(&self, k: usize) -> &[Message] {
+        &self.messages[self.messages.len().saturating_sub(k)..]
+    }
+
+    /// A message held in the window.
+    pub fn message(&self, id: &str) -> Option<&Message> {
+        self.messages.iter().rev().find(|m| m.id == id)
+    }
+
+    /// A message was appended to the store (with the seq the store gave it).
+    pub fn handle_added(&mut self, m: Message) -> Applied {
+        if m.conversation_id != self.conversation.id || self.message(&m.id).is_some() {
+            return Applied::Ignored;
+        }
+        if let Some(last) = self.messages.last() {
+            if m.seq != last.seq + 1 {
+                return Applied::Stale;
+            }
+        } else if self.conversation.message_count != 0 {
+            return Applied::Stale;
+        }
+        self.conversation.message_count += 1;
+        self.conversation.updated_at = self.conversation.updated_at.max(m.created_at);
+        self.messages.push(m);
+        if self.messages.len() > self.capacity {
+            let excess = self.messages.len() - self.capacity;
+            self.messages.drain(..excess);
+            self.complete = false;
+        }
+        Applied::Applied
+    }
+
+    /// A stored message's content, status or metadata changed.
+    pub fn handle_updated(&mut self, m: &Message) -> Applied {
+        if m.conversation_id != self.conversation.id {
+            return Applied::Ignored;
+        }
+        if let Some(held) = self.messages.iter_mut().rev().find(|x| x.id == m.id) {
+            if held.seq != m.seq {
+                return Applied::Stale;
+            }
+            *held = m.clone();
+            return Applied::Applied;
+        }
+        match self.messages.first() {
+            Some(first) if m.seq < first.seq => Applied::Ignored,
+            _ => Applied::Stale,
+        }
+    }
+
+    /// The store's conversation record changed (title, handle, path, overrides, counters).
+    pub fn handle_conversation(&mut self, c: &Conversation) -> Applied {
+        if c.id != self.conversation.id {
+            return Applied::Ignored;
+        }
+        if c.message_count != self.conversation.message_count {
+            return Applied::Stale;
+        }
+        self.conversation = c.clone();
+        Applied::Applied
+    }
+}

@@ -1,0 +1,184 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! The in-memory history window: it follows the driver's writes exactly, and says "stale" whenever
+//! an input shows it missed a change, never guessing.
+
+use memoire::engine::model::*;
+use memoire::engine::window::{Applied, HistoryWindow};
+
+fn conv(id: &str, count: u64) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: "t".into(),
+        title_is_custom: false,
+        created_at: 0,
+        updated_at: 0,
+        message_count: count,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: MemoryOverrides::default(),
+    }
+}
+
+fn msg(conv: &str, seq: u64) -> Message {
+    Message {
+        id: format!("{conv}-{seq}"),
+        conversation_id: conv.into(),
+        seq,
+        role: if seq % 2 == 0 {
+            Role::Assistant
+        } else {
+            Role::User
+        },
+        content: format!("m{seq}"),
+        status: MessageStatus::Complete,
+        created_at: seq as i64 * 10,
+        meta: MessageMeta::default(),
+    }
+}
+
+/// A window over messages `first..=last` of conversation "c" holding `count` messages in all.
+fn window(first: u64, last: u64, count: u64, capacity: usize) -> HistoryWindow {
+    let messages = (first..=last).rev().map(|s| msg("c", s)).collect();
+    HistoryWindow::new(conv("c", count), messages, capacity)
+}
+
+fn seqs(w: &HistoryWindow) -> Vec<u64> {
+    w.messages().iter().map(|m| m.seq).collect()
+}
+
+fn check_added(mut w: HistoryWindow, m: Message, want: Applied, want_seqs: &[u64]) {
+    let before = w.clone();
+    let got = w.handle_added(m);
+    assert_eq!(got, want);
+    if want == Applied::Applied {
+        assert_eq!(seqs(&w), want_seqs);
+        assert_eq!(
+            w.conversation().message_count,
+            before.conversation().message_count + 1
+        );
+    } else {
+        assert_eq!(w, before, "a refused input leaves the window as it was");
+    }
+}
+
+#[test]
+fn new_sorts_and_keeps_the_last_capacity_messages() {
+    assert_eq!(seqs(&window(1, 5, 5, 3)), vec![3, 4, 5]);
+    assert_eq!(seqs(&window(1, 5, 5, 10)), vec![1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn added_messages() {
+    check_added(
+        window(1, 3, 3, 10),
+        msg("c", 4),
+        Applied::Applied,
+        &[1, 2, 3, 4],
+    );
+    check_added(
+        window(1, 3, 3, 3),
+        msg("c", 4),
+        Applied::Applied,
+        &[2, 3, 4],
+    );
+    check_added(window(1, 0, 0, 3), msg("c", 7), Applied::Applied, &[7]);
+    // A repeat or another conversation's message changes nothing.
+    check_added(window(1, 3, 3, 10), msg("c", 3), Applied::Ignored, &[]);
+    check_added(window(1, 3, 3, 10), msg("d", 4), Applied::Ignored, &[]);
+    // A seq gap: something was appended that the window never saw.
+    check_added(window(1, 3, 3, 10), msg("c", 5), Applied::Stale, &[]);
+    // An unknown message below the tail cannot be placed.
+    check_added(window(3, 5, 5, 10), msg("c", 2), Applied::Stale, &[]);
+    // An empty window over a conversation that has messages was loaded wrong.
+    check_added(window(1, 0, 2, 10), msg("c", 3), Applied::Stale, &[]);
+}
+
+#[test]
+fn added_messages_move_updated_at_forward_only() {
+    let mut w = window(1, 3, 3, 10);
+    let mut m = msg("c", 4);
+    m.created_at = 1_000;
+    w.handle_added(m);
+    assert_eq!(w.conversation().updated_at, 1_000);
+    let mut m = msg("c", 5);
+    m.created_at = 5;
+    w.handle_added(m);
+    assert_eq!(w.conversation().updated_at, 1_000);
+}
+
+fn check_updated(w: HistoryWindow, m: Message, want: Applied) {
+    let mut w = w;
+    let before = w.clone();
+    assert_eq!(w.handle_updated(&m), want);
+    match want {
+        Applied::Applied => assert_eq!(w.message(&m.id), Some(&m)),
+        _ => assert_eq!(w, before),
+    }
+}
+
+#[test]
+fn updated_messages() {
+    let edited = |seq| Message {
+        content: "new text".into(),
+        status: MessageStatus::Interrupted,
+        ..msg("c", seq)
+    };
+    check_updated(window(1, 3, 3, 10), edited(3), Applied::Applied);
+    check_updated(window(1, 3, 3, 10), edited(1), Applied::Applied);
+    // Older than the window: not ours to hold.
+    check_updated(window(5, 9, 9, 5), edited(2), Applied::Ignored);
+    check_updated(window(1, 3, 3, 10), msg("d", 3), Applied::Ignored);
+    // Inside the window's range but unknown, or known with another seq: missed a change.
+    check_updated(window(1, 3, 3, 10), edited(7), Applied::Stale);
+    check_updated(
+        window(1, 3, 3, 10),
+        Message {
+            seq: 9,
+            ..msg("c", 3)
+        },
+        Applied::Stale,
+    );
+}
+
+fn check_conversation(c: Conversation, want: Applied) {
+    let mut w = window(1, 3, 3, 10);
+    let before = w.clone();
+    assert_eq!(w.handle_conversation(&c), want);
+    match want {
+        Applied::Applied => assert_eq!(w.conversation(), &c),
+        _ => assert_eq!(w, before),
+    }
+}
+
+#[test]
+fn conversation_records() {
+    check_conversation(
+        Conversation {
+            title: "renamed".into(),
+            ..conv("c", 3)
+        },
+        Applied::Applied,
+    );
+    check_conversation(conv("d", 3), Applied::Ignored);
+    // The store counts messages the window never saw (an import), or fewer (an edit removed some).
+    check_conversation(conv("c", 5), Applied::Stale);
+    check_conversation(conv("c", 1), Applied::Stale);
+}
+
+#[test]
+fn serves_what_it_was_loaded_for_or_everything_when_complete() {
+    let partial = window(6, 10, 10, 5);
+    assert!(partial.serves(5));
+    assert!(partial.serves(3));
+    assert!(!partial.serves(6));
+    let whole = window(1, 4, 4, 5);
+    assert!(whole.serves(1_000));
+    // Trimming on add loses the oldest message: no longer complete.
+    let mut w = window(1, 5, 5, 5);
+    assert!(w.serves(50));
+    w.handle_added(msg("c", 6));
+    assert!(!w.serves(50));
+    assert_eq!(w.last(2).iter().map(|m| m.seq).collect::<Vec<_>>(), [5, 6]);
+    assert_eq!(w.last(99).len(), 5);
+}
