@@ -5,9 +5,12 @@
 //! Must not import `ui`.
 
 mod backup;
+mod cache;
 mod memory;
 mod sync;
 mod turn;
+
+use turn::Begin;
 
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
@@ -78,6 +81,10 @@ pub enum SessionError {
     Invalid(String),
     #[error("{0}")]
     Import(#[from] crate::engine::backup::ImportError),
+    /// The conversation changed (in another tab) while a message was being sent ahead; nothing was
+    /// stored, and the send is repeated on the ordinary path.
+    #[error("This conversation changed in another tab while sending. Send your message again.")]
+    Conflict,
 }
 
 /// One page of messages, oldest first.
@@ -157,6 +164,8 @@ pub struct Session {
     channel: Option<sync::Channel>,
     /// Held (shared) while this tab lives, so other tabs know it may be streaming.
     _presence: sync::LockGuard,
+    /// Recent history and memory per conversation, so prompts are built without reading storage.
+    cache: Rc<RefCell<cache::Cache>>,
 }
 
 /// The browser's clock.
@@ -218,7 +227,15 @@ impl Session {
                 message: StoreError::ClosedByOtherTab.to_string(),
             })
         });
-        let channel = sync::Channel::open(db_name, sink.clone());
+        let cache = Rc::new(RefCell::new(cache::Cache::default()));
+        let remote_sink: EventSink = {
+            let (cache, sink) = (cache.clone(), sink.clone());
+            Rc::new(move |e| {
+                cache.borrow_mut().observe_remote(&e);
+                sink(e)
+            })
+        };
+        let channel = sync::Channel::open(db_name, remote_sink);
         Ok(Rc::new(Session {
             store,
             sink,
@@ -230,11 +247,13 @@ impl Session {
             persisted: RefCell::new(persisted),
             channel,
             _presence: presence,
+            cache,
         }))
     }
 
     /// Reports an event to this tab's sink and, when it describes shared data, to the other tabs.
     pub(crate) fn emit(&self, e: SessionEvent) {
+        self.cache.borrow_mut().observe_own(&e);
         if let Some(c) = &self.channel {
             c.post(&e);
         }
@@ -336,7 +355,7 @@ impl Session {
     /// A page of messages: the last `k` (`before` = None) or the `k` before a seq. With `focus`, pages
     /// back until that message is included.
     pub async fn load_page(
-        &self,
+        self: &Rc<Self>,
         id: &str,
         before: Option<u64>,
         k: usize,
@@ -363,6 +382,12 @@ impl Session {
                     messages = older;
                 }
             }
+        }
+        if before.is_none() {
+            // The conversation was opened: have its next prompt ready before the user sends.
+            let this = self.clone();
+            let id = id.to_string();
+            wasm_bindgen_futures::spawn_local(async move { this.warm(&id).await });
         }
         let has_older = match messages.first() {
             Some(m) => !self.store.load_before(id, m.seq, 1).await?.is_empty(),
@@ -444,10 +469,37 @@ impl Session {
             created_at: t,
             meta: Default::default(),
         };
+        // With the recent history in memory, the request goes out while the message is written.
+        let ahead = self
+            .cache
+            .borrow()
+            .window(id)
+            .is_some_and(|w| !w.messages().is_empty());
+        if ahead {
+            match self.run_turn(id, Begin::Ahead(user.clone())).await {
+                Err(SessionError::Conflict) => {}
+                other => return other,
+            }
+        }
         let stored = self.store.append_message(&user).await?.message;
-        self.emit(SessionEvent::MessageAdded(stored.clone()));
-        self.auto_title(id, &stored.content).await?;
-        self.run_turn(id, &stored.id).await
+        self.user_message_stored(id, &stored).await?;
+        self.run_turn(id, Begin::Stored(stored.id)).await
+    }
+
+    /// Reports a stored user message, drops its draft (in the background: the request must not wait)
+    /// and names the conversation after its first message.
+    pub(crate) async fn user_message_stored(
+        self: &Rc<Self>,
+        id: &str,
+        m: &Message,
+    ) -> Result<(), SessionError> {
+        self.emit(SessionEvent::MessageAdded(m.clone()));
+        let this = self.clone();
+        let draft_of = id.to_string();
+        wasm_bindgen_futures::spawn_local(async move {
+            this.set_draft(&draft_of, "").await.ok();
+        });
+        self.auto_title(id, &m.content).await
     }
 
     /// Re-sends the last user turn (after an error, a stop, or a cut-off reply).
@@ -461,7 +513,7 @@ impl Session {
             .rev()
             .find(|m| m.role == Role::User)
             .ok_or_else(|| SessionError::Invalid("There is no message to retry.".into()))?;
-        self.run_turn(id, &last_user.id.clone()).await
+        self.run_turn(id, Begin::Stored(last_user.id.clone())).await
     }
 
     /// Replaces the last user message's text, removes the replies after it, and sends it again.
@@ -477,12 +529,23 @@ impl Session {
             .ok_or_else(|| SessionError::Invalid("There is no message to edit.".into()))?
             .clone();
         self.store.replace_tail(id, &last_user.id, &text).await?;
-        self.run_turn(id, &last_user.id).await
+        self.cache.borrow_mut().forget(id);
+        self.run_turn(id, Begin::Stored(last_user.id)).await
     }
 
     async fn auto_title(&self, id: &str, first_text: &str) -> Result<(), SessionError> {
-        let Some(c) = self.store.get_conversation(id).await? else {
-            return Err(SessionError::NoConversation);
+        let cached = self
+            .cache
+            .borrow()
+            .window(id)
+            .map(|w| w.conversation().clone());
+        let c = match cached {
+            Some(c) => c,
+            None => self
+                .store
+                .get_conversation(id)
+                .await?
+                .ok_or(SessionError::NoConversation)?,
         };
         if !c.title.is_empty() || c.title_is_custom {
             self.emit(SessionEvent::ConversationChanged(c));

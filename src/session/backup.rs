@@ -83,6 +83,7 @@ impl Session {
         let existing = self.store.existing_ids_for(&named).await?;
         let plan = validate_import(bytes, &existing, &limits)?;
         self.store.write_import(&plan).await?;
+        self.cache.borrow_mut().forget_all();
         for c in self.store.list_conversations(usize::MAX).await? {
             if plan.conversations.iter().any(|p| p.id == c.id)
                 || plan.messages.iter().any(|m| m.conversation_id == c.id)

@@ -2,6 +2,7 @@
 //! actions (send, save, store the handle), feed it the decoded stream, and report progress.
 //! Also the context preview (the same assembly, without sending). Must not import `ui`.
 
+use super::cache::MemoryParts;
 use super::{
     new_id, now, transport_failure, Preview, PreviewDropped, PreviewSection, Session, SessionError,
     SessionEvent,
@@ -18,9 +19,44 @@ use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
 use crate::engine::turn::{decide_path, Action, ConversationState, Turn, TurnStart, TurnStatus};
-use crate::store::ConversationPatch;
+use crate::engine::window::HistoryWindow;
+use crate::store::{ConversationPatch, StoreError};
 use crate::transport::{self, BodyStream, Stopper, Timeouts, TransportError};
+use std::cell::RefCell;
 use std::rc::Rc;
+use wasm_bindgen::JsValue;
+
+/// How a turn begins.
+pub(crate) enum Begin {
+    /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
+    Stored(String),
+    /// A new user message, not stored yet: it is written together with the reply placeholder, at
+    /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
+    Ahead(Message),
+}
+
+/// A write started alongside the request; its outcome lands in `slot` before `done` resolves.
+pub(crate) struct WriteAhead {
+    done: js_sys::Promise,
+    slot: Rc<RefCell<Option<Result<bool, StoreError>>>>,
+}
+
+/// The empty reply a turn streams into.
+fn reply_placeholder(id: &str, ctx: &Context) -> Message {
+    Message {
+        id: new_id("m"),
+        conversation_id: id.to_string(),
+        seq: 0,
+        role: Role::Assistant,
+        content: String::new(),
+        status: MessageStatus::Streaming,
+        created_at: now(),
+        meta: MessageMeta {
+            model: Some(ctx.endpoint.model.clone()),
+            ..Default::default()
+        },
+    }
+}
 
 /// Everything a prompt is built from, loaded for one conversation.
 pub(crate) struct Context {
@@ -32,26 +68,82 @@ pub(crate) struct Context {
 }
 
 impl Session {
-    /// Loads the conversation, its recent history, summary and relevant entities, and assembles the
-    /// prompt for `new_message` (which must already be in the history, or be the draft).
-    pub(crate) async fn context_for(
+    /// The conversation, its recent history (as much as its config asks for) and that config: from
+    /// the cached window, else from the store (and then cached).
+    pub(crate) async fn recent(
         &self,
         id: &str,
-        new_message: &Message,
-    ) -> Result<Context, SessionError> {
+    ) -> Result<(Conversation, Vec<Message>, MemoryConfig), SessionError> {
+        if let Some(w) = self.cache.borrow().window(id) {
+            let config = self.config_for(w.conversation());
+            let limit = history_load_limit(&config);
+            if w.serves(limit) {
+                return Ok((w.conversation().clone(), w.last(limit).to_vec(), config));
+            }
+        }
+        let since = self.cache.borrow().generation();
         let conversation = self
             .store
             .get_conversation(id)
             .await?
             .ok_or(SessionError::NoConversation)?;
         let config = self.config_for(&conversation);
+        let limit = history_load_limit(&config);
+        let messages = self.store.load_last(id, limit).await?;
+        let window = HistoryWindow::new(conversation.clone(), messages, limit);
+        let messages = window.messages().to_vec();
+        self.cache.borrow_mut().keep_window(since, window);
+        Ok((conversation, messages, config))
+    }
+
+    /// The latest summary and the entities in scope: cached, else from the store (and then cached).
+    pub(crate) async fn memory_parts(&self, id: &str) -> Result<Rc<MemoryParts>, SessionError> {
+        if let Some(m) = self.cache.borrow().memory(id) {
+            return Ok(m);
+        }
+        let since = self.cache.borrow().generation();
+        let parts = Rc::new(MemoryParts {
+            summary: self.store.latest_summary(id).await?,
+            entities: self.entities_for(id).await?,
+        });
+        self.cache
+            .borrow_mut()
+            .keep_memory(since, id, parts.clone());
+        Ok(parts)
+    }
+
+    /// Loads what the next prompt needs into the cache ahead of time (errors surface on use).
+    pub(crate) async fn warm(&self, id: &str) {
+        if self.recent(id).await.is_ok() {
+            self.memory_parts(id).await.ok();
+        }
+    }
+
+    /// The conversation, its recent history, summary and relevant entities, and the prompt assembled
+    /// for `new_message`: a stored message already in the history, the draft (a preview), or, with
+    /// `unsaved`, a new message not stored yet, which joins the history with the next seq.
+    pub(crate) async fn context_for(
+        &self,
+        id: &str,
+        new_message: &Message,
+        unsaved: bool,
+    ) -> Result<Context, SessionError> {
+        let (conversation, mut messages, config) = self.recent(id).await?;
+        let placed;
+        let new_message = if unsaved {
+            let mut m = new_message.clone();
+            // The next seq is unknown after a clear (seqs go on), so such a send takes the ordinary
+            // path.
+            m.seq = messages.last().ok_or(SessionError::Conflict)?.seq + 1;
+            messages.push(m.clone());
+            placed = m;
+            &placed
+        } else {
+            new_message
+        };
         let endpoint = self.settings.borrow().endpoint.clone();
-        let messages = self
-            .store
-            .load_last(id, history_load_limit(&config))
-            .await?;
-        let summary = self.store.latest_summary(id).await?;
-        let graph = Graph::new(self.entities_for(id).await?);
+        let memory = self.memory_parts(id).await?;
+        let graph = Graph::new(memory.entities.clone());
         let recent: Vec<&str> = messages
             .iter()
             .rev()
@@ -71,7 +163,7 @@ impl Session {
         let assembly = assemble(
             &AssemblyInput {
                 system_prompt: &endpoint.system_prompt,
-                summary: summary.as_ref(),
+                summary: memory.summary.as_ref(),
                 entities: &ranked,
                 history: &messages,
                 new_message,
@@ -90,11 +182,11 @@ impl Session {
         })
     }
 
-    /// Runs one turn for the stored user message `new_message_id`, then the memory update if due.
+    /// Runs one turn, then the memory update if due.
     pub(crate) async fn run_turn(
         self: &Rc<Self>,
         id: &str,
-        new_message_id: &str,
+        begin: Begin,
     ) -> Result<(), SessionError> {
         let stopper = Stopper::new();
         self.inflight
@@ -104,7 +196,7 @@ impl Session {
             conversation_id: id.to_string(),
             running: true,
         });
-        let result = self.drive_turn(id, new_message_id, &stopper).await;
+        let result = self.drive_turn(id, begin, &stopper).await;
         self.inflight.borrow_mut().remove(id);
         self.emit(SessionEvent::TurnRunning {
             conversation_id: id.to_string(),
@@ -115,39 +207,48 @@ impl Session {
         let id = id.to_string();
         wasm_bindgen_futures::spawn_local(async move {
             this.update_memory_if_due(&id, overflow, false).await;
+            // A memory update forgets the cached memory: have it ready again for the next prompt.
+            this.warm(&id).await;
         });
         Ok(())
     }
 
     /// Returns whether the history overflowed the budget (a memory update is then due).
     async fn drive_turn(
-        &self,
+        self: &Rc<Self>,
         id: &str,
-        new_message_id: &str,
+        begin: Begin,
         stopper: &Stopper,
     ) -> Result<bool, SessionError> {
-        let new_message = self
-            .store
-            .get_message(new_message_id)
-            .await?
-            .filter(|m| m.conversation_id == id && m.role == Role::User)
-            .ok_or_else(|| SessionError::Invalid("The message to send is gone.".into()))?;
-        let ctx = self.context_for(id, &new_message).await?;
-        let reply = Message {
-            id: new_id("m"),
-            conversation_id: id.to_string(),
-            seq: 0,
-            role: Role::Assistant,
-            content: String::new(),
-            status: MessageStatus::Streaming,
-            created_at: now(),
-            meta: MessageMeta {
-                model: Some(ctx.endpoint.model.clone()),
-                ..Default::default()
-            },
+        let (new_message, ctx, reply, mut ahead) = match begin {
+            Begin::Stored(new_message_id) => {
+                let cached = self
+                    .cache
+                    .borrow()
+                    .window(id)
+                    .and_then(|w| w.message(&new_message_id).cloned());
+                let new_message = match cached {
+                    Some(m) => Some(m),
+                    None => self.store.get_message(&new_message_id).await?,
+                }
+                .filter(|m| m.conversation_id == id && m.role == Role::User)
+                .ok_or_else(|| SessionError::Invalid("The message to send is gone.".into()))?;
+                let ctx = self.context_for(id, &new_message, false).await?;
+                let reply = reply_placeholder(id, &ctx);
+                let reply = self.store.append_message(&reply).await?.message;
+                self.emit(SessionEvent::MessageAdded(reply.clone()));
+                (new_message, ctx, reply, None)
+            }
+            Begin::Ahead(user) => {
+                let ctx = self.context_for(id, &user, true).await?;
+                let user = ctx.state.messages.last().cloned().unwrap_or(user);
+                let mut reply = reply_placeholder(id, &ctx);
+                reply.seq = user.seq + 1;
+                let write = self.write_ahead(&user, &reply, stopper);
+                (user, ctx, reply, Some(write))
+            }
         };
-        let reply = self.store.append_message(&reply).await?.message;
-        self.emit(SessionEvent::MessageAdded(reply.clone()));
+        let new_message_id = new_message.id.as_str();
         let mut turn = match Turn::start(TurnStart {
             state: &ctx.state,
             endpoint: &ctx.endpoint,
@@ -159,6 +260,9 @@ impl Session {
         }) {
             Ok(t) => t,
             Err(e) => {
+                if let Some(write) = ahead.take() {
+                    self.settle_ahead(id, write, &new_message, &reply).await?;
+                }
                 let msg = format!("Could not start the turn: {e}");
                 self.finish_message(
                     &reply,
@@ -197,7 +301,11 @@ impl Session {
                                 stream: true,
                             },
                         );
-                        match transport::open(&req, stopper, Timeouts::default()).await {
+                        let opened = transport::open(&req, stopper, Timeouts::default()).await;
+                        if let Some(write) = ahead.take() {
+                            self.settle_ahead(id, write, &new_message, &reply).await?;
+                        }
+                        match opened {
                             Ok(b) => body = Some((b, decoder_for(protocol))),
                             Err(TransportError::Aborted) => turn.handle_stop(now()),
                             Err(e) => turn.handle_failure(
@@ -355,6 +463,62 @@ impl Session {
         }
     }
 
+    /// Starts writing `user` and `reply` (one transaction, at their seqs) without waiting for it. If
+    /// the write fails or the conversation moved on, the request is stopped at once.
+    fn write_ahead(
+        self: &Rc<Self>,
+        user: &Message,
+        reply: &Message,
+        stopper: &Stopper,
+    ) -> WriteAhead {
+        let slot: Rc<RefCell<Option<Result<bool, StoreError>>>> = Rc::default();
+        let (this, user, reply, stopper, out) = (
+            self.clone(),
+            user.clone(),
+            reply.clone(),
+            stopper.clone(),
+            slot.clone(),
+        );
+        let done = wasm_bindgen_futures::future_to_promise(async move {
+            let r = this
+                .store
+                .append_turn(&user, &reply, user.seq.saturating_sub(1))
+                .await;
+            if r != Ok(true) {
+                stopper.stop();
+            }
+            *out.borrow_mut() = Some(r);
+            Ok(JsValue::UNDEFINED)
+        });
+        WriteAhead { done, slot }
+    }
+
+    /// Waits for a write started by [`Session::write_ahead`] and reports the two messages. When the
+    /// conversation moved on, nothing was written: [`SessionError::Conflict`] (the caller sends again
+    /// on the ordinary path).
+    async fn settle_ahead(
+        self: &Rc<Self>,
+        id: &str,
+        write: WriteAhead,
+        user: &Message,
+        reply: &Message,
+    ) -> Result<(), SessionError> {
+        wasm_bindgen_futures::JsFuture::from(write.done).await.ok();
+        let outcome = write.slot.borrow_mut().take();
+        match outcome {
+            Some(Ok(true)) => {
+                self.emit(SessionEvent::MessageAdded(reply.clone()));
+                self.user_message_stored(id, user).await
+            }
+            Some(Ok(false)) => {
+                self.cache.borrow_mut().forget(id);
+                Err(SessionError::Conflict)
+            }
+            Some(Err(e)) => Err(e.into()),
+            None => Err(SessionError::Conflict),
+        }
+    }
+
     /// Writes a final state of a message and reports it.
     pub(crate) async fn finish_message(
         &self,
@@ -386,7 +550,7 @@ impl Session {
             created_at: now(),
             meta: Default::default(),
         };
-        let ctx = self.context_for(id, &draft_msg).await?;
+        let ctx = self.context_for(id, &draft_msg, false).await?;
         let previous_seq = ctx.state.last_seq();
         let has_prior = ctx.assembly.sections.iter().any(|s| {
             matches!(

@@ -31,6 +31,7 @@ mod quota;
 pub mod records;
 pub mod schema;
 mod settings;
+mod turns;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

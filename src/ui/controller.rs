@@ -185,10 +185,8 @@ impl Controller {
         match st.current.get_untracked() {
             Some(id) => {
                 st.draft.set(String::new());
-                self.run(move |s, _| async move {
-                    s.set_draft(&id, "").await.ok();
-                    s.send(&id, text).await
-                });
+                // The session clears the stored draft once the message itself is stored.
+                self.run(move |s, _| async move { s.send(&id, text).await });
             }
             None => {
                 st.draft.set(String::new());

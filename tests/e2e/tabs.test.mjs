@@ -206,3 +206,73 @@ test('tabs: sending at once in one conversation loses nothing, duplicates nothin
     await context.close();
   }
 });
+
+test('tabs: a send from a tab whose view is behind (no broadcast from the other) still carries every stored message', async () => {
+  const { agent, site, browser } = harness;
+  agent.reset();
+  // Tab A keeps its recent history in memory and sends while writing. Tab B here cannot broadcast, so
+  // A never hears of B's exchange: A's send must notice that the store moved on, write nothing
+  // out of order, and send again with the stored history.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const a = await context.newPage();
+    const b = await context.newPage();
+    await b.addInitScript(() => {
+      delete window.BroadcastChannel;
+    });
+    for (const p of [a, b]) p.setDefaultTimeout(DEFAULT_TIMEOUT_MS);
+    const issues = { a: trackPage(a), b: trackPage(b) };
+    await withDiagnostics(a, issues.a, 'tabs-behind', async () => {
+      await openApp(a, site.url);
+      await a.locator(tid('settings-open')).click();
+      await a.locator(tid('settings-protocol')).selectOption('openai-chat');
+      await a.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
+      await a.locator(tid('settings-model')).fill('test-model');
+      await a.locator(tid('settings-save')).click();
+      await a.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+      agent.script({ text: 'First answer.' });
+      await sendMessage(a, 'First from A');
+      await waitAllComplete(a, 2);
+
+      await openApp(b, site.url);
+      await items(b).first().click();
+      await waitAllComplete(b, 2);
+      agent.script({ text: 'Answer to B.' });
+      await sendMessage(b, 'Sent from B, unseen by A');
+      await waitAllComplete(b, 4);
+      await a.waitForTimeout(300); // nothing arrives in A: B has no channel
+      assert.equal(await messages(a).count(), 2, 'A did not hear of B (the premise of this test)');
+
+      // Only a request that carries B's exchange gets this answer (a stale one would get the default).
+      agent.script({ text: 'Second answer.', match: (r) => r.rawBody.includes('Second from A') && r.rawBody.includes('unseen by A') });
+      await sendMessage(a, 'Second from A');
+      await a.locator(tid('message-content')).filter({ hasText: 'Second answer.' }).waitFor();
+      const last = agent.chatRequests().filter((r) => r.rawBody.includes('Second from A')).at(-1);
+      const roles = last.body.messages.map((m) => `${m.role}: ${m.content}`);
+      assert.deepEqual(roles.slice(1), [
+        'user: First from A',
+        'assistant: First answer.',
+        'user: Sent from B, unseen by A',
+        'assistant: Answer to B.',
+        'user: Second from A',
+      ]);
+
+      await a.reload();
+      await waitForAppReady(a);
+      await items(a).first().click();
+      await waitAllComplete(a, 6);
+      assert.deepEqual((await transcript(a)).map(([, t]) => t), [
+        'First from A',
+        'First answer.',
+        'Sent from B, unseen by A',
+        'Answer to B.',
+        'Second from A',
+        'Second answer.',
+      ]);
+      assertNoPageProblems(issues.a);
+      assertNoPageProblems(issues.b);
+    });
+  } finally {
+    await context.close();
+  }
+});
