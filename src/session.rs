@@ -355,44 +355,34 @@ impl Session {
     /// A page of messages: the last `k` (`before` = None) or the `k` before a seq. With `focus`, pages
     /// back until that message is included.
     pub async fn load_page(
-        self: &Rc<Self>,
+        &self,
         id: &str,
         before: Option<u64>,
         k: usize,
         focus: Option<&str>,
     ) -> Result<Page, SessionError> {
+        // One message more than asked tells whether there are older ones, without another read.
         let mut messages = match before {
-            None => self.store.load_last(id, k).await?,
-            Some(seq) => self.store.load_before(id, seq, k).await?,
+            None => self.store.load_last(id, k + 1).await?,
+            Some(seq) => self.store.load_before(id, seq, k + 1).await?,
         };
+        let mut has_older = keep_newest(&mut messages, k);
         if let Some(target) = focus.and_then(|f| (!messages.iter().any(|m| m.id == f)).then_some(f))
         {
             if let Some(m) = self.store.get_message(target).await? {
                 if m.conversation_id == id {
                     let first = messages.first().map_or(u64::MAX, |x| x.seq);
+                    let want = (first.saturating_sub(m.seq) as usize).saturating_add(5);
                     let mut older = self
                         .store
-                        .load_before(
-                            id,
-                            first,
-                            (first.saturating_sub(m.seq) as usize).saturating_add(5),
-                        )
+                        .load_before(id, first, want.saturating_add(1))
                         .await?;
+                    has_older = keep_newest(&mut older, want);
                     older.append(&mut messages);
                     messages = older;
                 }
             }
         }
-        if before.is_none() {
-            // The conversation was opened: have its next prompt ready before the user sends.
-            let this = self.clone();
-            let id = id.to_string();
-            wasm_bindgen_futures::spawn_local(async move { this.warm(&id).await });
-        }
-        let has_older = match messages.first() {
-            Some(m) => !self.store.load_before(id, m.seq, 1).await?.is_empty(),
-            None => false,
-        };
         Ok(Page {
             messages,
             has_older,
@@ -604,6 +594,13 @@ impl Session {
         own.extend(self.store.load_entities(&EntityScope::Shared).await?);
         Ok(own)
     }
+}
+
+/// Keeps the newest `k` of `messages` (ascending by seq); true if any were dropped.
+fn keep_newest(messages: &mut Vec<Message>, k: usize) -> bool {
+    let excess = messages.len().saturating_sub(k);
+    messages.drain(..excess);
+    excess > 0
 }
 
 /// Turns a transport failure into the engine's classified failure.

@@ -91,8 +91,12 @@ impl Controller {
             st.has_older.set(page.has_older);
             st.replace_window(&page.messages);
             st.draft.set(s.draft(&id).await.unwrap_or_default());
-            ctl.reload_memory();
-            ctl.refresh_preview();
+            // The memory pane and the inspector follow once the messages are drawn: their reads must
+            // not hold up the first paint of the conversation.
+            request_animation_frame(move || {
+                ctl.reload_memory();
+                ctl.refresh_preview();
+            });
             Ok(())
         });
     }
