@@ -58,6 +58,8 @@ pub enum SessionEvent {
         message: String,
     },
     Notice(String),
+    /// Settings were saved (in this tab or another); they are in force from now on.
+    SettingsChanged(Box<Settings>),
 }
 
 /// A sink for events.
@@ -152,7 +154,8 @@ pub struct Preview {
 pub struct Session {
     store: Store,
     sink: EventSink,
-    settings: RefCell<Settings>,
+    /// Shared with the channel's receiver, which applies settings saved in another tab.
+    settings: Rc<RefCell<Settings>>,
     defaults: Settings,
     calibration: RefCell<Calibration>,
     /// Turns in flight, by conversation.
@@ -228,10 +231,18 @@ impl Session {
             })
         });
         let cache = Rc::new(RefCell::new(cache::Cache::default()));
+        let settings = Rc::new(RefCell::new(settings));
         let remote_sink: EventSink = {
-            let (cache, sink) = (cache.clone(), sink.clone());
+            let (cache, settings, sink) = (cache.clone(), settings.clone(), sink.clone());
             Rc::new(move |e| {
                 cache.borrow_mut().observe_remote(&e);
+                if let SessionEvent::SettingsChanged(s) = &e {
+                    // Checked again: another tab may run another build.
+                    if s.validate().is_err() {
+                        return;
+                    }
+                    *settings.borrow_mut() = (**s).clone();
+                }
                 sink(e)
             })
         };
@@ -239,7 +250,7 @@ impl Session {
         Ok(Rc::new(Session {
             store,
             sink,
-            settings: RefCell::new(settings),
+            settings,
             defaults,
             calibration: RefCell::new(calibration),
             inflight: RefCell::default(),
@@ -275,7 +286,8 @@ impl Session {
         s.validate().map_err(SessionError::Invalid)?;
         let v = serde_json::to_value(&s).map_err(|e| SessionError::Invalid(e.to_string()))?;
         self.store.set_setting(SETTINGS_KEY, &v).await?;
-        *self.settings.borrow_mut() = s;
+        *self.settings.borrow_mut() = s.clone();
+        self.emit(SessionEvent::SettingsChanged(Box::new(s)));
         Ok(())
     }
 

@@ -1,5 +1,6 @@
 //! Several tabs at once: a `BroadcastChannel` that carries this tab's [`SessionEvent`]s to every
-//! other tab of the same database (and hands theirs to this tab's sink), and Web Locks
+//! other tab of the same database (and hands theirs to this tab's sink; saved settings travel too,
+//! API key included, which never leaves this origin), and Web Locks
 //! (`navigator.locks`) that serialise work only one tab may do at a time (a memory update of one
 //! conversation, opening/migrating the database).
 //!
@@ -35,6 +36,7 @@ pub(crate) fn is_shared(e: &SessionEvent) -> bool {
             | SessionEvent::MessagesCleared(_)
             | SessionEvent::MemoryUpdating { .. }
             | SessionEvent::MemoryChanged(_)
+            | SessionEvent::SettingsChanged(_)
     )
 }
 

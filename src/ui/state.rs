@@ -327,6 +327,12 @@ impl EventApplier {
                 }
             }
             SessionEvent::Notice(text) => s.notice.set(Some(text)),
+            SessionEvent::SettingsChanged(settings) => {
+                s.settings.set(*settings);
+                if let Some(id) = s.current.get_untracked() {
+                    (self.on_context_changed)(id);
+                }
+            }
         }
     }
 

@@ -276,3 +276,30 @@ test('tabs: a send from a tab whose view is behind (no broadcast from the other)
     await context.close();
   }
 });
+
+test('tabs: settings saved in one tab are in force in the other without a reload', async () => {
+  const { agent } = harness;
+  agent.reset();
+  const { context, a, b, issues } = await twoTabs(harness, 50);
+  try {
+    await withDiagnostics(b, issues.b, 'tabs-settings', async () => {
+      await a.locator(tid('settings-open')).click();
+      await a.locator(tid('settings-model')).fill('model-from-tab-a');
+      await a.locator(tid('settings-save')).click();
+      await a.locator(tid('settings-model')).waitFor({ state: 'hidden' });
+
+      // B was opened before the change: its next request uses the new model, and its dialog shows it.
+      agent.script({ text: 'Answer with the new model.' });
+      await sendMessage(b, 'Which model?');
+      await waitAllComplete(b, 2);
+      const sent = agent.chatRequests().at(-1);
+      assert.equal(sent.body.model, 'model-from-tab-a');
+      await b.locator(tid('settings-open')).click();
+      assert.equal(await b.locator(tid('settings-model')).inputValue(), 'model-from-tab-a');
+      assertNoPageProblems(issues.a);
+      assertNoPageProblems(issues.b);
+    });
+  } finally {
+    await context.close();
+  }
+});
