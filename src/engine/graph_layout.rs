@@ -5,6 +5,7 @@
 //! result must be stable and testable. Must not import anything outside `crate::engine`.
 
 use crate::engine::model::{EntityNode, EntityType};
+use crate::engine::sort::sort_by;
 use std::collections::HashMap;
 
 /// A placed node.
@@ -39,13 +40,13 @@ pub struct Layout {
 /// Places at most `max_nodes` nodes (the most recently updated) on a ring in a `size` square.
 pub fn layout(entities: &[EntityNode], size: f32, max_nodes: usize) -> Layout {
     let mut chosen: Vec<&EntityNode> = entities.iter().collect();
-    chosen.sort_by(|a, b| {
+    sort_by(&mut chosen, |a, b| {
         b.updated_at
             .cmp(&a.updated_at)
             .then_with(|| a.id.cmp(&b.id))
     });
     chosen.truncate(max_nodes);
-    chosen.sort_by(|a, b| {
+    sort_by(&mut chosen, |a, b| {
         a.entity_type
             .cmp(&b.entity_type)
             .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))

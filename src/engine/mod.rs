@@ -19,6 +19,7 @@ pub mod memory;
 pub mod model;
 pub mod request;
 pub mod settings;
+pub mod sort;
 pub mod title;
 pub mod tokens;
 pub mod turn;

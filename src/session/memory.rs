@@ -153,7 +153,7 @@ impl Session {
     /// Every summary version (oldest first) and the entities of a conversation.
     pub async fn memory(&self, id: &str) -> Result<MemorySnapshot, SessionError> {
         let mut versions = self.store.load_summaries(id).await?;
-        versions.sort_by_key(|s| s.version);
+        crate::engine::sort::sort_by_key(&mut versions, |s| s.version);
         Ok(MemorySnapshot {
             versions,
             entities: self.entities_for(id).await?,

@@ -143,7 +143,7 @@ fn Entities() -> impl IntoView {
                         .filter(|e| e.entity_type == *t)
                         .cloned()
                         .collect();
-                    list.sort_by_key(|e| e.name.to_lowercase());
+                    crate::engine::sort::sort_by_key(&mut list, |e| e.name.to_lowercase());
                     (*t, list)
                 })
                 .filter(|(_, l)| !l.is_empty())

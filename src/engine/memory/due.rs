@@ -4,6 +4,7 @@
 //! Must not import anything outside `crate::engine`.
 
 use crate::engine::model::{Message, MessageStatus, Role};
+use crate::engine::sort::sort_by_key;
 
 /// Whether a message takes part in memory: not errored, not still streaming, and not empty.
 /// Interrupted replies count (their partial text is kept and was seen by the user).
@@ -76,7 +77,7 @@ pub fn count_pairs(messages: &[Message], after_seq: Option<u64>) -> usize {
         .filter(|m| after_seq.is_none_or(|s| m.seq > s) && m.seq < until && counts_for_memory(m))
         .collect();
     if !eligible.windows(2).all(|w| w[0].seq <= w[1].seq) {
-        eligible.sort_by_key(|m| m.seq);
+        sort_by_key(&mut eligible, |m| m.seq);
     }
     let mut pairs = 0;
     let mut open_user = false;

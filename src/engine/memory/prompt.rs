@@ -10,6 +10,7 @@ use super::MemoryError;
 use crate::engine::model::{
     ConversationSummary, EntityNode, MemoryConfig, Message, Prompt, Role, WireMessage,
 };
+use crate::engine::sort::{sort_by, sort_by_key};
 
 /// Sampling temperature of the memory request (consistent structured output).
 pub const MEMORY_TEMPERATURE: f32 = 0.3;
@@ -172,7 +173,7 @@ pub fn build_update_request(
                 && m.role != Role::System
         })
         .collect();
-    new.sort_by_key(|m| m.seq);
+    sort_by_key(&mut new, |m| m.seq);
     if new.is_empty() {
         return Err(MemoryError::NothingToSummarize);
     }
@@ -195,9 +196,11 @@ pub fn build_update_request(
     }
 
     let mut known: Vec<&EntityNode> = entities.iter().collect();
-    known.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id)));
+    sort_by(&mut known, |a, b| {
+        b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id))
+    });
     known.truncate(limits.max_entities);
-    known.sort_by(|a, b| a.id.cmp(&b.id));
+    sort_by(&mut known, |a, b| a.id.cmp(&b.id));
 
     let mut user = String::new();
     user.push_str("PREVIOUS SUMMARY:\n");

@@ -11,6 +11,7 @@
 use super::graph::Graph;
 use super::normalize::{push_words, FastMap};
 use crate::engine::model::{EntityNode, Millis};
+use crate::engine::sort::sort_by;
 
 /// Recency half-life.
 pub const RECENCY_HALF_LIFE_MS: Millis = 7 * 24 * 3600 * 1000;
@@ -157,7 +158,7 @@ pub fn retrieve<'g, S: AsRef<str>>(
         });
     }
 
-    out.sort_by(|a, b| {
+    sort_by(&mut out, |a, b| {
         b.score
             .total_cmp(&a.score)
             .then(b.node.updated_at.cmp(&a.node.updated_at))

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Where the app's wasm bytes go: by crate (memoire by module), the largest functions, the data section.
+# Usage: scripts/size.sh [--no-build]
+#   Builds dist/ (trunk build --release) unless --no-build, then re-runs wasm-bindgen and wasm-opt on
+#   the same cargo output with names kept (-g), so the figures are those of the shipped wasm with names.
+#   Sizes are uncompressed bytes of function bodies; brotli of the whole file is printed for reference.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+unset NO_COLOR
+[ "${1:-}" = --no-build ] || trunk build --release >/dev/null
+raw=target/wasm32-unknown-unknown/wasm-release/memoire.wasm
+out=target/size
+mkdir -p "$out"
+wasm-bindgen --target web --out-dir "$out" "$raw"
+# Same flags as index.html's data-wasm-opt(-params), plus -g to keep the name section.
+wasm-opt -Os -g --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  "$out/memoire_bg.wasm" -o "$out/named.wasm"
+for f in dist/*.wasm; do echo "shipped $f: $(wc -c <"$f") bytes, brotli $(brotli -c -q 11 "$f" | wc -c)"; done
+python3 scripts/wasm_size.py "$out/named.wasm" --depth2
