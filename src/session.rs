@@ -94,6 +94,8 @@ pub enum SessionError {
 pub struct Page {
     pub messages: Vec<Message>,
     pub has_older: bool,
+    /// Messages after the page exist (a page above the latest, or around a search hit).
+    pub has_newer: bool,
 }
 
 /// The memory of a conversation: every summary version (oldest first) and its entities.
@@ -364,8 +366,8 @@ impl Session {
         Ok(())
     }
 
-    /// A page of messages: the last `k` (`before` = None) or the `k` before a seq. With `focus`, pages
-    /// back until that message is included.
+    /// A page of messages: the last `k` (`before` = None) or the `k` before a seq. With `focus` (a
+    /// message that is not among the last `k`), the `k` messages around that message instead.
     pub async fn load_page(
         &self,
         id: &str,
@@ -373,31 +375,53 @@ impl Session {
         k: usize,
         focus: Option<&str>,
     ) -> Result<Page, SessionError> {
-        // One message more than asked tells whether there are older ones, without another read.
+        // One message more than asked tells whether there are more, without another read.
         let mut messages = match before {
             None => self.store.load_last(id, k + 1).await?,
             Some(seq) => self.store.load_before(id, seq, k + 1).await?,
         };
-        let mut has_older = keep_newest(&mut messages, k);
-        if let Some(target) = focus.and_then(|f| (!messages.iter().any(|m| m.id == f)).then_some(f))
-        {
-            if let Some(m) = self.store.get_message(target).await? {
-                if m.conversation_id == id {
-                    let first = messages.first().map_or(u64::MAX, |x| x.seq);
-                    let want = (first.saturating_sub(m.seq) as usize).saturating_add(5);
-                    let mut older = self
-                        .store
-                        .load_before(id, first, want.saturating_add(1))
-                        .await?;
-                    has_older = keep_newest(&mut older, want);
-                    older.append(&mut messages);
-                    messages = older;
-                }
-            }
-        }
-        Ok(Page {
+        let has_older = keep_newest(&mut messages, k);
+        let page = Page {
             messages,
             has_older,
+            has_newer: before.is_some(),
+        };
+        let Some(target) = focus.filter(|f| !page.messages.iter().any(|m| m.id == *f)) else {
+            return Ok(page);
+        };
+        match self.store.get_message(target).await? {
+            Some(m) if m.conversation_id == id => {
+                let half = (k / 2).max(1);
+                let mut older = self.store.load_before(id, m.seq + 1, half + 1).await?;
+                let has_older = keep_newest(&mut older, half);
+                let mut newer = self.store.load_after(id, m.seq, half + 1).await?;
+                let has_newer = newer.len() > half;
+                newer.truncate(half);
+                older.append(&mut newer);
+                Ok(Page {
+                    messages: older,
+                    has_older,
+                    has_newer,
+                })
+            }
+            _ => Ok(page),
+        }
+    }
+
+    /// The `k` messages after seq `after` (the page below what is shown).
+    pub async fn load_page_after(
+        &self,
+        id: &str,
+        after: u64,
+        k: usize,
+    ) -> Result<Page, SessionError> {
+        let mut messages = self.store.load_after(id, after, k + 1).await?;
+        let has_newer = messages.len() > k;
+        messages.truncate(k);
+        Ok(Page {
+            messages,
+            has_older: true,
+            has_newer,
         })
     }
 

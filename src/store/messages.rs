@@ -325,6 +325,27 @@ impl Store {
         decode_all(all.iter())
     }
 
+    /// Up to `k` messages with seq > `after_seq`, oldest first (the page below what is shown).
+    pub async fn load_after(
+        &self,
+        conversation_id: &str,
+        after_seq: u64,
+        k: usize,
+    ) -> Result<Vec<Message>, StoreError> {
+        let tx = self.tx(&[MESSAGES], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
+        let range = seq_range(conversation_id, after_seq as f64, true, None, false)?;
+        let limit = u32::try_from(k).unwrap_or(u32::MAX);
+        let got: Array = request(
+            &index
+                .get_all_with_key_and_limit(&range, limit)
+                .map_err(js_error)?,
+        )
+        .await?
+        .into();
+        decode_all(got.iter())
+    }
+
     /// Number of stored messages of a conversation (counted on the index, not read).
     pub async fn count_messages(&self, conversation_id: &str) -> Result<u64, StoreError> {
         let tx = self.tx(&[MESSAGES], false)?;

@@ -190,6 +190,27 @@ fn download(name: &str, mime: &str, text: &str) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
+/// The ids of a window's first and last messages.
+type Ends = (Option<String>, Option<String>);
+
+fn ends_of(l: &[MessageItem]) -> Ends {
+    (
+        l.first().map(|m| m.id.clone()),
+        l.last().map(|m| m.id.clone()),
+    )
+}
+
+/// Where the message `id` is laid out (its offset from its offset parent; 0 when not mounted). Only
+/// differences are used: how far content mounted or unmounted above it moved it.
+fn offset_in(list: &web_sys::HtmlDivElement, id: &str) -> f64 {
+    let sel = format!("[data-message-id=\"{}\"]", css_escape(id));
+    list.query_selector(&sel)
+        .ok()
+        .flatten()
+        .and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok())
+        .map_or(0.0, |m| f64::from(m.offset_top()))
+}
+
 #[component]
 fn MessageList() -> impl IntoView {
     let ctl = expect_context::<Controller>();
@@ -199,9 +220,10 @@ fn MessageList() -> impl IntoView {
     // and the effect below read them without subscribing.
     let stick = StoredValue::new(true);
     let last_top = StoredValue::new(0i32);
-    // Before an older page is mounted: (first message id, distance from the top to the bottom), so
-    // the view stays where it was once the page is in.
-    let anchor = StoredValue::new(None::<(String, i32)>);
+    // Before a page is mounted above or below: a message that stays mounted, its distance from the
+    // list's top, and the window's (first, last) ids then; once the window changed, the view is put
+    // back so that message has not moved.
+    let anchor = StoredValue::new(None::<(String, f64, Ends)>);
     // The message last marked `data-focused` (from a search hit or a source link).
     let focused = StoredValue::new_local(None::<web_sys::Element>);
     // When the user last touched the list (wheel, pointer, touch, key), in ms.
@@ -221,14 +243,19 @@ fn MessageList() -> impl IntoView {
             stick.set_value(false);
         }
         last_top.set_value(top);
-        if top < 200 && st.has_older.get_untracked() && !st.loading_messages.get_untracked() {
-            let first = st
-                .messages
-                .with_untracked(|l| l.first().map(|m| m.id.clone()));
-            if let Some(first) = first {
-                anchor.set_value(Some((first, el.scroll_height() - top)));
-                ctl.load_older();
-            }
+        if st.loading_messages.get_untracked() {
+            return;
+        }
+        let ends = st.messages.with_untracked(|l| ends_of(l));
+        let (Some(first), Some(last)) = ends.clone() else {
+            return;
+        };
+        if top < 200 && st.has_older.get_untracked() {
+            anchor.set_value(Some((first.clone(), offset_in(&el, &first), ends)));
+            ctl.load_older();
+        } else if gap < 200 && st.has_newer.get_untracked() {
+            anchor.set_value(Some((last.clone(), offset_in(&el, &last), ends)));
+            ctl.load_newer();
         }
     };
     // A wheel or key scroll upwards is the user's: stop following at once, before the scroll lands.
@@ -256,13 +283,14 @@ fn MessageList() -> impl IntoView {
     // page's anchor, scroll to a focused message, or follow the bottom. Runs on the next animation
     // frame, once the DOM has the new nodes.
     Effect::new(move |_| {
-        let first = st.messages.with(|l| {
+        let ends = st.messages.with(|l| {
             // The last message's growth and its final render (status) can both change the height.
             let _ = l
                 .last()
                 .map(|m| (m.content.with(|c| c.len()), m.status.get()));
-            l.first().map(|m| m.id.clone())
+            ends_of(l)
         });
+        let newer = st.has_newer.get();
         let focus = st.focus_message.get();
         // The end of a turn shows the Edit action on the last user message: the height changes again.
         let _ = st.current_streaming();
@@ -285,15 +313,17 @@ fn MessageList() -> impl IntoView {
                     return;
                 }
             }
-            if let Some((was_first, from_bottom)) = anchor.get_value() {
-                if first.as_deref().is_some_and(|f| f != was_first) {
+            if let Some((id, was_at, was_ends)) = anchor.get_value() {
+                if ends != was_ends {
                     anchor.set_value(None);
-                    el.set_scroll_top(el.scroll_height() - from_bottom);
+                    let moved = offset_in(&el, &id) - was_at;
+                    el.set_scroll_top(el.scroll_top() + moved.round() as i32);
                     last_top.set_value(el.scroll_top());
                     return;
                 }
             }
-            if stick.get_value() {
+            // Far up (the latest messages are not mounted), there is no bottom to follow.
+            if stick.get_value() && !newer {
                 el.set_scroll_top(el.scroll_height());
                 last_top.set_value(el.scroll_top());
             }
@@ -343,6 +373,11 @@ fn MessageList() -> impl IntoView {
             <For each=move || st.messages.get() key=|m| m.id.clone() let:item>
                 <MessageView item=item/>
             </For>
+            <Show when=move || st.has_newer.get()>
+                <button class="load-older" data-testid="load-newer" on:click=move |_| ctl.load_newer()>
+                    {move || if st.loading_messages.get() { "Loading…" } else { "Load newer messages" }}
+                </button>
+            </Show>
         </div>
     }
 }

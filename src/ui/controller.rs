@@ -13,6 +13,9 @@ use std::rc::Rc;
 
 /// How many messages are mounted when a conversation opens, and per "load older" step.
 pub const PAGE: usize = 60;
+/// Most messages mounted at once: scrolling further unmounts pages at the other end, so even
+/// 10,000 messages keep a small DOM.
+pub const MOUNT_CAP: usize = 4 * PAGE;
 
 /// Provided as context; `Copy`.
 #[derive(Clone, Copy)]
@@ -89,7 +92,8 @@ impl Controller {
                 return Ok(());
             }
             st.has_older.set(page.has_older);
-            st.replace_window(&page.messages);
+            st.has_newer.set(page.has_newer);
+            st.replace_window(&page.messages, !page.has_newer);
             st.draft.set(s.draft(&id).await.unwrap_or_default());
             // The memory pane and the inspector follow once the messages are drawn: their reads must
             // not hold up the first paint of the conversation.
@@ -130,6 +134,48 @@ impl Controller {
                     .collect();
                 older.append(l);
                 *l = older;
+                if l.len() > MOUNT_CAP {
+                    l.truncate(MOUNT_CAP);
+                    st.has_newer.set(true);
+                }
+            });
+            Ok(())
+        });
+    }
+
+    /// Mounts the page of messages below the window (when it stops short of the latest one).
+    pub fn load_newer(&self) {
+        let st = self.state;
+        let Some(id) = st.current.get_untracked() else {
+            return;
+        };
+        if st.loading_messages.get_untracked() || !st.has_newer.get_untracked() {
+            return;
+        }
+        let Some(last) = st.messages.with_untracked(|l| l.last().map(|m| m.seq)) else {
+            return;
+        };
+        st.loading_messages.set(true);
+        self.run(move |s, st| async move {
+            let page = s.load_page_after(&id, last, PAGE).await;
+            st.loading_messages.set(false);
+            let page = page?;
+            if !st.is_current(&id) {
+                return Ok(());
+            }
+            st.has_newer.set(page.has_newer);
+            st.messages.update(|l| {
+                l.extend(
+                    page.messages
+                        .iter()
+                        .filter(|m| m.seq > last)
+                        .map(MessageItem::from_message),
+                );
+                let excess = l.len().saturating_sub(MOUNT_CAP);
+                if excess > 0 {
+                    l.drain(..excess);
+                    st.has_older.set(true);
+                }
             });
             Ok(())
         });
@@ -189,6 +235,13 @@ impl Controller {
         match st.current.get_untracked() {
             Some(id) => {
                 st.draft.set(String::new());
+                if st.has_newer.get_untracked() {
+                    // The window is far up: go back to the latest messages, where the new one goes
+                    // (what arrives while they load is kept, see `replace_window`).
+                    st.has_newer.set(false);
+                    st.messages.set(Vec::new());
+                    ctl.open(id.clone(), None);
+                }
                 // The session clears the stored draft once the message itself is stored.
                 self.run(move |s, _| async move { s.send(&id, text).await });
             }

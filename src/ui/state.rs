@@ -58,6 +58,8 @@ pub struct AppState {
     pub messages: RwSignal<Vec<MessageItem>>,
     /// True while older messages exist above the mounted window.
     pub has_older: RwSignal<bool>,
+    /// The window ends before the latest message (the user went far up, or opened a search hit).
+    pub has_newer: RwSignal<bool>,
     pub loading_messages: RwSignal<bool>,
     pub memory: RwSignal<MemoryView>,
     /// Conversations whose memory update is running.
@@ -91,6 +93,7 @@ impl AppState {
             current: RwSignal::new(None),
             messages: RwSignal::new(Vec::new()),
             has_older: RwSignal::new(false),
+            has_newer: RwSignal::new(false),
             loading_messages: RwSignal::new(false),
             memory: RwSignal::new(MemoryView::default()),
             memory_updating: RwSignal::new(Vec::new()),
@@ -151,10 +154,19 @@ impl AppState {
     /// Mounts `page` as the open conversation's window. Messages already mounted keep their view
     /// (their signals are updated in place), so reloading a window never rebuilds unchanged nodes and
     /// an edited message shows its new text.
-    pub fn replace_window(&self, page: &[Message]) {
+    /// With `latest` (the page ends at the latest message), messages shown after the page's last one
+    /// (added while the page was being read) stay.
+    pub fn replace_window(&self, page: &[Message], latest: bool) {
         let old: HashMap<String, MessageItem> = self
             .messages
             .with_untracked(|l| l.iter().map(|m| (m.id.clone(), m.clone())).collect());
+        let page_end = page.last().map_or(0, |m| m.seq);
+        let arrived: Vec<MessageItem> = self.messages.with_untracked(|l| {
+            l.iter()
+                .filter(|m| latest && m.seq > page_end && !page.iter().any(|p| p.id == m.id))
+                .cloned()
+                .collect()
+        });
         let items = page
             .iter()
             .map(|m| match old.get(&m.id) {
@@ -164,6 +176,7 @@ impl AppState {
                 }
                 None => MessageItem::from_message(m),
             })
+            .chain(arrived)
             .collect();
         self.messages.set(items);
     }
@@ -182,6 +195,15 @@ impl AppState {
 
     fn append_message(&self, m: &Message) {
         if !self.is_current(&m.conversation_id) {
+            return;
+        }
+        // A window that stops short of the latest message does not grow at its end: the new
+        // message is further down, and shows once the user gets there.
+        let beyond = self.has_newer.get_untracked()
+            && self
+                .messages
+                .with_untracked(|l| l.last().is_some_and(|x| m.seq > x.seq));
+        if beyond {
             return;
         }
         let exists = self
@@ -274,6 +296,7 @@ impl EventApplier {
                     s.current.set(None);
                     s.messages.set(Vec::new());
                     s.has_older.set(false);
+                    s.has_newer.set(false);
                     s.memory.set(MemoryView::default());
                     s.preview.set(None);
                 }
@@ -295,6 +318,7 @@ impl EventApplier {
                 if s.is_current(&id) {
                     s.messages.set(Vec::new());
                     s.has_older.set(false);
+                    s.has_newer.set(false);
                 }
             }
             SessionEvent::TurnRunning {

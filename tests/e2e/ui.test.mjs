@@ -325,7 +325,29 @@ test('long conversation: only a window is mounted, older pages load on scroll, a
       return a.top >= b.top - 5 && a.top < b.bottom && list.scrollTop > 0;
     }, firstId);
 
-    // A hit far above the window loads back to it.
+    // Further up, pages below are unmounted: the DOM never holds more than a few pages, and the
+    // latest messages come back on the way down.
+    const cap = 240;
+    const count400 = () => page.locator(`[data-message-id="c-long-m${count - 1}"]`).count();
+    for (let i = 0; i < 8 && !(await page.locator(tid('load-newer')).isVisible()); i++) {
+      const n = await messages(page).count();
+      const top = await messages(page).first().getAttribute('data-message-id');
+      await list.evaluate((el) => { el.scrollTop = 0; });
+      await page.waitForFunction((top) => document.querySelector('[data-testid="message"]')?.dataset.messageId !== top, top);
+      assert.ok((await messages(page).count()) <= cap, `at most ${cap} mounted after ${n}`);
+    }
+    await page.locator(tid('load-newer')).waitFor();
+    assert.equal(await count400(), 0, 'the latest message was unmounted far up');
+    for (let i = 0; i < 8 && (await count400()) === 0; i++) {
+      const bottom = await messages(page).last().getAttribute('data-message-id');
+      await list.evaluate((el) => { el.scrollTop = el.scrollHeight; });
+      await page.waitForFunction((b) => [...document.querySelectorAll('[data-testid="message"]')].at(-1)?.dataset.messageId !== b, bottom);
+      assert.ok((await messages(page).count()) <= cap, `at most ${cap} mounted on the way down`);
+    }
+    assert.equal(await count400(), 1, 'back down at the latest message');
+    await page.locator(tid('load-newer')).waitFor({ state: 'hidden' });
+
+    // A hit far above the window opens a window around it, not everything down to it.
     await page.locator(tid('new-conversation')).click();
     await page.waitForFunction(() => !location.hash.endsWith('c-long'));
     await page.locator(tid('conversation-search')).fill('zanzibar');
@@ -339,4 +361,6 @@ test('long conversation: only a window is mounted, older pages load on scroll, a
       return a.bottom > b.top && a.top < b.bottom;
     });
     assert.ok(inView, 'the hit is scrolled into view');
+    assert.ok((await messages(page).count()) <= 61, `a window around the hit: ${await messages(page).count()}`);
+    await page.locator(tid('load-newer')).waitFor();
   }));
