@@ -6,7 +6,7 @@
 use std::cell::Cell;
 
 use memoire::engine::backup::{
-    export_json, validate_import, ConversationBundle, ExistingIds, ImportLimits,
+    check_import, export_json, validate_import, ConversationBundle, ImportLimits,
 };
 use memoire::engine::model::*;
 use memoire::store::{Store, StoreError};
@@ -309,7 +309,7 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
 
     let target = fresh("import-dst").await;
     let limits = ImportLimits::default();
-    let named = validate_import(json.as_bytes(), &ExistingIds::default(), &limits).unwrap();
+    let named = check_import(json.as_bytes(), &limits).unwrap();
     let existing = target.existing_ids_for(&named).await.unwrap();
     assert!(existing.conversations.is_empty() && existing.messages.is_empty());
     let plan = validate_import(json.as_bytes(), &existing, &limits).unwrap();

@@ -10,11 +10,11 @@ use wasm_bindgen::JsValue;
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
-use super::messages::bulk_message_js;
+use super::messages::add_all;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
 use super::Store;
-use crate::engine::backup::{ExistingIds, ImportPlan};
+use crate::engine::backup::{CheckedImport, ExistingIds, ImportPlan};
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, Message, MessageMeta,
     MessageStatus, Millis,
@@ -209,28 +209,25 @@ impl Store {
         self.commit(tx).await
     }
 
-    /// What the store holds of the records a backup names (only those are looked up).
-    pub async fn existing_ids_for(&self, named: &ImportPlan) -> Result<ExistingIds, StoreError> {
+    /// What the store holds of the records a checked backup names (only those are looked up).
+    pub async fn existing_ids_for(&self, named: &CheckedImport) -> Result<ExistingIds, StoreError> {
         let mut out = ExistingIds {
-            messages: self
-                .existing_message_ids(named.messages.iter().map(|m| m.id.as_str()))
-                .await?,
+            messages: self.existing_message_ids(named.message_ids()).await?,
             ..ExistingIds::default()
         };
         let tx = self.tx(&[CONVERSATIONS, SUMMARIES, ENTITIES], false)?;
         let convs = tx.store(CONVERSATIONS)?;
         let conv_reqs = named
-            .conversations
-            .iter()
-            .map(|c| {
+            .conversation_ids()
+            .map(|id| {
                 convs
-                    .get(&JsValue::from_str(&c.id))
-                    .map(|r| (c.id.clone(), r))
+                    .get(&JsValue::from_str(id))
+                    .map(|r| (id.to_string(), r))
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(js_error)?;
         let summaries = tx.store(SUMMARIES)?;
-        let mut conv_ids: Vec<&str> = named.conversations.iter().map(|c| c.id.as_str()).collect();
+        let mut conv_ids: Vec<&str> = named.conversation_ids().collect();
         conv_ids.sort_unstable();
         conv_ids.dedup();
         let sum_reqs = conv_ids
@@ -241,14 +238,16 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         let entities = tx.store(ENTITIES)?;
         let ent_reqs = named
-            .entities
-            .iter()
-            .map(|e| {
+            .entity_keys()
+            .map(|(scope, id)| {
                 let key = Array::of2(
-                    &JsValue::from_str(scope_key(&e.scope)),
-                    &JsValue::from_str(&e.id),
+                    &JsValue::from_str(scope_key(&scope)),
+                    &JsValue::from_str(id),
                 );
-                entities.get(&key).map(|r| (e.clone(), r)).map_err(js_error)
+                entities
+                    .get(&key)
+                    .map(|r| ((id.to_string(), scope), r))
+                    .map_err(js_error)
             })
             .collect::<Result<Vec<_>, _>>()?;
         for (id, r) in conv_reqs {
@@ -263,9 +262,9 @@ impl Store {
                 out.summaries.insert((s.conversation_id, s.version));
             }
         }
-        for (e, r) in ent_reqs {
+        for ((id, scope), r) in ent_reqs {
             if !request(&r).await?.is_undefined() {
-                out.entities.insert(e.id.clone(), e.scope.clone());
+                out.entities.insert(id, scope);
             }
         }
         Ok(out)
@@ -280,11 +279,12 @@ impl Store {
         let summaries = tx.store(SUMMARIES)?;
         let entities = tx.store(ENTITIES)?;
         let result = (|| -> Result<(), StoreError> {
-            for m in &plan.messages {
-                messages
-                    .add(&bulk_message_js(m, &m.conversation_id, m.seq)?)
-                    .map_err(js_error)?;
-            }
+            add_all(
+                &messages,
+                plan.messages
+                    .iter()
+                    .map(|m| (m, m.conversation_id.as_str(), m.seq)),
+            )?;
             for s in &plan.summaries {
                 summaries
                     .put(&to_js(&SummaryRecord::from(s))?)
