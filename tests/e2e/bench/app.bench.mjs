@@ -120,7 +120,19 @@ function backupFile(convId, n) {
  * stamp every call; `__bench.readyAt` is when settings-open and a conversation item first both exist.
  */
 function instruments() {
-  const b = (window.__bench = { clicks: [], changes: [], fetches: [], readyAt: null });
+  const b = (window.__bench = { clicks: [], changes: [], fetches: [], txs: [], readyAt: null });
+  // Every IndexedDB transaction's start and end (per transaction, never per request, so the cost of
+  // the writes measured is untouched): the import's phases are read off them.
+  const realTransaction = IDBDatabase.prototype.transaction;
+  IDBDatabase.prototype.transaction = function (stores, mode, options) {
+    const tx = realTransaction.call(this, stores, mode, options);
+    const rec = { start: performance.now(), end: null, mode: tx.mode, stores: [...tx.objectStoreNames] };
+    b.txs.push(rec);
+    const end = () => (rec.end = performance.now());
+    tx.addEventListener('complete', end);
+    tx.addEventListener('abort', end);
+    return tx;
+  };
   addEventListener('click', (e) => b.clicks.push({ t: performance.now(), testid: e.target?.closest?.('[data-testid]')?.dataset.testid }), true);
   addEventListener('change', () => b.changes.push(performance.now()), true);
   const realFetch = window.fetch.bind(window);
@@ -169,11 +181,25 @@ async function importBackup(page, convId, file) {
   if ((await input.count()) === 0) await page.locator(tid('export-button')).click();
   await input.waitFor({ state: 'attached' });
   const listed = page.evaluate((sel) => window.__bench.until(sel), tid('conversation-item', `[data-conversation-id="${convId}"]`));
-  await page.evaluate(() => (window.__bench.changes.length = 0));
+  await page.evaluate(() => {
+    window.__bench.changes.length = 0;
+    window.__bench.txs.length = 0;
+  });
   await input.setInputFiles({ name: `${convId}.json`, mimeType: 'application/json', buffer: Buffer.from(file) });
   const end = await listed;
   const start = await page.evaluate(() => window.__bench.changes[0]);
   if (typeof start !== 'number') throw new Error('no change event was seen on import-input');
+  // Phases: read + check until the first transaction, the lookups, the write (the readwrite
+  // transaction over messages), then the UI until the conversation is listed.
+  const txs = await page.evaluate(() => window.__bench.txs);
+  const write = txs.find((t) => t.mode === 'readwrite' && t.stores.includes('messages'));
+  if (txs.length && write?.end) {
+    const f = (v) => fmt(v).padStart(7);
+    log(
+      `import ${convId}: read+check ${f(txs[0].start - start)} lookup ${f(write.start - txs[0].start)}`,
+      `write ${f(write.end - write.start)} ui ${f(end - write.end)} total ${f(end - start)} ms`,
+    );
+  }
   // Close the backup menu again, so it covers nothing.
   if ((await input.count()) > 0) await page.locator(tid('export-button')).click();
   return end - start;
