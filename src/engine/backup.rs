@@ -6,11 +6,13 @@
 //!
 //! Never exported: API keys and endpoint profiles (only a conversation's profile *id* travels).
 //!
-//! Import is validate-then-write: [`validate_import`] checks everything (size, UTF-8, nesting depth
-//! before parsing, format and version, types, string lengths, ids, references) and returns an
-//! [`ImportPlan`] of exactly what to write; the store writes it in one transaction. Records that
-//! already exist by id are skipped and counted; an id that exists under a *different* conversation is
-//! an error, never an overwrite.
+//! Import is validate-then-write: [`check_import`] checks everything that does not depend on what is
+//! stored (size, UTF-8, nesting depth before parsing, format and version, types, string lengths, ids,
+//! references; one parse of the file), the store looks up only the records the file names, and
+//! [`CheckedImport::plan`] returns an [`ImportPlan`] of exactly what to write ([`validate_import`]
+//! is both steps); the store writes it in one transaction. Records that already exist by id are
+//! skipped and counted; an id that exists under a *different* conversation is an error, never an
+//! overwrite.
 
 use super::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,

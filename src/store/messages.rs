@@ -1,7 +1,8 @@
 //! Messages: idempotent append with seq assigned in the same readwrite transaction that bumps the
 //! conversation's counters, the small put that updates a streaming reply, bounded reads through the
 //! `[conversation_id, seq]` index (last K, page before a seq, everything after a seq, count), bulk
-//! import in one transaction, crash recovery of `streaming` messages, and a bounded text search.
+//! import in one transaction (and the bulk record path, [`add_all`], that backup import shares),
+//! crash recovery of `streaming` messages, and a bounded text search.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
