@@ -8,7 +8,8 @@
 //   bench send_to_request_ms <v> ms                      send click -> fetch() of the chat request (10k conversation)
 //   bench stream_1000_tok_per_s_longest_task_ms <v> ms   2,000 tokens at ~1,000 tok/s: longest main-thread task
 //   bench offline_reload_ms <v> ms                       network off, reload -> settings and conversation list shown
-// Details (every run, the real streaming rate, long-task counts) go to stderr.
+// Details (every run, the import phases and the plain-JS floor of its write, the real streaming rate,
+// long-task counts) go to stderr.
 
 import {
   startHarness,
@@ -205,6 +206,45 @@ async function importBackup(page, convId, file) {
   return end - start;
 }
 
+/**
+ * In the page: `n` IndexedDB `add`s of the record the store writes, in one transaction, into a fresh
+ * database with the store's `messages` schema; returns ms from the transaction's start to its
+ * completion. The import's write phase cannot be faster than this.
+ */
+async function plainJsWrite(n) {
+  const name = `bench-floor-${Date.now()}`;
+  const db = await new Promise((ok, fail) => {
+    const r = indexedDB.open(name, 1);
+    r.onupgradeneeded = () => {
+      const s = r.result.createObjectStore('messages', { keyPath: 'id' });
+      s.createIndex('by_conversation_seq', ['conversation_id', 'seq'], { unique: true });
+      s.createIndex('by_streaming', 'streaming');
+    };
+    r.onsuccess = () => ok(r.result);
+    r.onerror = () => fail(r.error);
+  });
+  const text = (i) => `Message ${i}: the **quick** brown fox jumps over the lazy dog while Memoire keeps every word, ` +
+    `and the agent answers with a \`code span\`, a [link](https://example.org/${i}) and a little more text.`;
+  const t0 = performance.now();
+  await new Promise((ok, fail) => {
+    const tx = db.transaction(['messages'], 'readwrite');
+    const s = tx.objectStore('messages');
+    for (let i = 0; i < n; i++) {
+      s.add({ id: `floor-m${i}`, conversation_id: 'floor', seq: i + 1, role: i % 2 ? 'assistant' : 'user',
+        content: text(i), status: 'complete', created_at: 1_700_000_000_000 + i * 1000 });
+    }
+    tx.oncomplete = ok;
+    tx.onabort = () => fail(tx.error);
+  });
+  const ms = performance.now() - t0;
+  db.close();
+  await new Promise((ok) => {
+    const r = indexedDB.deleteDatabase(name);
+    r.onsuccess = r.onerror = r.onblocked = ok;
+  });
+  return ms;
+}
+
 async function openConversation(page, convId) {
   const lastId = `${convId}-m${N_MESSAGES - 1}`;
   const painted = page.evaluate((sel) => window.__bench.until(sel), tid('message', `[data-message-id="${lastId}"]`));
@@ -347,6 +387,9 @@ async function main() {
         imports.push(await step(`import ${id}`, () => importBackup(page, id, file)));
       }
       log('import_10k_msgs_ms runs', imports.map(fmt).join(' '));
+      const floors = [];
+      for (let i = 0; i < 3; i++) floors.push(await step(`plain-JS floor ${i}`, () => page.evaluate(plainJsWrite, N_MESSAGES)));
+      log(`floor: plain JS, ${N_MESSAGES} adds of the stored record in one transaction, same page and schema:`, floors.map(fmt).join(' '), 'ms');
       results.import_10k_msgs_ms = median(imports);
 
       const opens = [];
