@@ -4,6 +4,8 @@
 //! entity graph), and writing a validated backup import. Also the id lookups an import validates
 //! against. Imports no engine decision code; the plans come from `engine::backup`.
 
+use std::collections::BTreeMap;
+
 use js_sys::Array;
 use wasm_bindgen::JsValue;
 
@@ -275,21 +277,65 @@ impl Store {
     pub async fn write_import(&self, plan: &ImportPlan) -> Result<(), StoreError> {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
         let convs = tx.store(CONVERSATIONS)?;
-        let messages = tx.store(MESSAGES)?;
-        let summaries = tx.store(SUMMARIES)?;
-        let entities = tx.store(ENTITIES)?;
+        // Conversations first, read before any write is queued (so no read waits behind the
+        // messages' adds): new ones as given, existing ones get their counters raised.
+        // Per conversation: (messages added, highest seq, latest created_at).
+        let mut totals: BTreeMap<&str, (u64, u64, Millis)> = plan
+            .conversations
+            .iter()
+            .map(|c| (c.id.as_str(), (0, 0, Millis::MIN)))
+            .collect();
+        for m in &plan.messages {
+            let t = totals
+                .entry(m.conversation_id.as_str())
+                .or_insert((0, 0, Millis::MIN));
+            *t = (t.0 + 1, t.1.max(m.seq), t.2.max(m.created_at));
+        }
+        let reqs = totals
+            .keys()
+            .map(|id| convs.get(&JsValue::from_str(id)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(js_error)?;
+        let mut records = Vec::with_capacity(reqs.len());
+        for ((id, &(added, max_seq, last_at)), req) in totals.iter().zip(reqs) {
+            let new = plan.conversations.iter().find(|c| c.id == *id);
+            let v = request(&req).await?;
+            let mut rec = if !v.is_undefined() {
+                match from_js::<ConversationRecord>(v, "conversation") {
+                    Ok(r) => r,
+                    Err(e) => return tx.fail(e).await,
+                }
+            } else if let Some(c) = new {
+                ConversationRecord::from(c)
+            } else {
+                return tx.fail(not_found(id)).await;
+            };
+            rec.message_count = if new.is_some() {
+                added
+            } else {
+                rec.message_count + added
+            };
+            rec.last_seq = rec.last_seq.max(max_seq);
+            rec.updated_at = rec.updated_at.max(last_at);
+            records.push(rec);
+        }
         let result = (|| -> Result<(), StoreError> {
+            for rec in &records {
+                convs.put(&to_js(rec)?).map_err(js_error)?;
+            }
             add_all(
-                &messages,
+                &tx.store(MESSAGES)?,
                 plan.messages
                     .iter()
                     .map(|m| (m, m.conversation_id.as_str(), m.seq)),
             )?;
+            let summaries = tx.store(SUMMARIES)?;
             for s in &plan.summaries {
                 summaries
                     .put(&to_js(&SummaryRecord::from(s))?)
                     .map_err(js_error)?;
             }
+            let entities = tx.store(ENTITIES)?;
             for e in &plan.entities {
                 entities
                     .put(&to_js(&EntityRecord::from(e))?)
@@ -299,40 +345,6 @@ impl Store {
         })();
         if let Err(e) = result {
             return tx.fail(e).await;
-        }
-        // Conversations: new ones as given; existing ones get their counters raised.
-        let mut touched: Vec<&str> = plan
-            .messages
-            .iter()
-            .map(|m| m.conversation_id.as_str())
-            .collect();
-        touched.extend(plan.conversations.iter().map(|c| c.id.as_str()));
-        touched.sort_unstable();
-        touched.dedup();
-        for id in touched {
-            let new = plan.conversations.iter().find(|c| c.id == id);
-            let mut rec = match get_record(&convs, id).await? {
-                Some(r) => r,
-                None => match new {
-                    Some(c) => ConversationRecord::from(c),
-                    None => return tx.fail(not_found(id)).await,
-                },
-            };
-            let mine = plan.messages.iter().filter(|m| m.conversation_id == id);
-            let (mut added, mut max_seq, mut last_at) = (0u64, rec.last_seq, rec.updated_at);
-            for m in mine {
-                added += 1;
-                max_seq = max_seq.max(m.seq);
-                last_at = last_at.max(m.created_at);
-            }
-            if new.is_some() {
-                rec.message_count = added;
-            } else {
-                rec.message_count += added;
-            }
-            rec.last_seq = max_seq;
-            rec.updated_at = last_at;
-            convs.put(&to_js(&rec)?).map_err(js_error)?;
         }
         self.commit(tx).await
     }
