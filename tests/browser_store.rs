@@ -248,6 +248,61 @@ async fn message_round_trips_every_field() {
     finish(s).await;
 }
 
+/// A message with every optional field set (what the bulk path must not lose).
+fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
+    let mut m = msg(
+        conv,
+        id,
+        Role::Assistant,
+        "ünïcødé ✓ \u{0} \"quoted\"\n",
+        at,
+    );
+    m.status = MessageStatus::Error;
+    m.meta = MessageMeta {
+        tool_calls: vec![ToolCall {
+            id: "t".into(),
+            name: "search".into(),
+            arguments: "{\"q\":1}".into(),
+            result: Some("ok".into()),
+        }],
+        usage: Some(Usage {
+            prompt_tokens: 12,
+            completion_tokens: 34,
+        }),
+        error: Some("boom".into()),
+        path: Some(TurnPath::Resumed),
+        model: Some("m".into()),
+    };
+    m
+}
+
+#[wasm_bindgen_test]
+async fn bulk_import_round_trips_every_field_across_batches() {
+    let s = fresh("bulk-fields").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    // More than one batch of the bulk path (8192), rich messages on both sides of the boundary.
+    let rich = [0usize, 8191, 8192, 8199];
+    let batch: Vec<Message> = (0..8200)
+        .map(|i| match i {
+            _ if rich.contains(&i) => full_msg("c", &format!("b{i}"), i as Millis),
+            8198 => Message {
+                status: MessageStatus::Streaming,
+                ..msg("c", "b8198", Role::Assistant, "partial", 8198)
+            },
+            _ => msg("c", &format!("b{i}"), Role::User, "x", i as Millis),
+        })
+        .collect();
+    assert_eq!(s.import_messages("c", &batch).await.unwrap(), 8200);
+    for i in rich.into_iter().chain([1, 8198]) {
+        let mut want = batch[i].clone();
+        want.seq = i as u64 + 1;
+        assert_eq!(s.get_message(&want.id).await.unwrap(), Some(want));
+    }
+    // The streaming one is found by crash recovery (its sparse index entry was written).
+    assert_eq!(s.mark_interrupted_streams().await.unwrap(), 1);
+    finish(s).await;
+}
+
 #[wasm_bindgen_test]
 async fn streaming_content_updates_in_place() {
     let s = fresh("stream").await;

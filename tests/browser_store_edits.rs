@@ -6,7 +6,7 @@
 use std::cell::Cell;
 
 use memoire::engine::backup::{
-    export_json, validate_import, ConversationBundle, ExistingIds, ImportLimits,
+    check_import, export_json, validate_import, ConversationBundle, ImportLimits,
 };
 use memoire::engine::model::*;
 use memoire::store::{Store, StoreError};
@@ -309,7 +309,7 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
 
     let target = fresh("import-dst").await;
     let limits = ImportLimits::default();
-    let named = validate_import(json.as_bytes(), &ExistingIds::default(), &limits).unwrap();
+    let named = check_import(json.as_bytes(), &limits).unwrap();
     let existing = target.existing_ids_for(&named).await.unwrap();
     assert!(existing.conversations.is_empty() && existing.messages.is_empty());
     let plan = validate_import(json.as_bytes(), &existing, &limits).unwrap();
@@ -334,6 +334,28 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     let again = validate_import(json.as_bytes(), &existing, &limits).unwrap();
     assert_eq!(again.added.messages, 0);
     assert_eq!(again.skipped.messages, 6);
+
+    // A later backup of the same conversation: only its new messages are added, and the stored
+    // conversation's counters are raised (not replaced).
+    let mut later = original.clone();
+    for (id, seq) in [("later-1", 8), ("later-2", 9)] {
+        let mut m = msg("c", id, Role::User, "later");
+        (m.seq, m.created_at) = (seq, 500 + seq as i64);
+        later.messages.push(m);
+    }
+    let json2 = export_json(std::slice::from_ref(&later), &[], 2000);
+    let checked = check_import(json2.as_bytes(), &limits).unwrap();
+    let existing = target.existing_ids_for(&checked).await.unwrap();
+    let plan2 = checked.plan(&existing).unwrap();
+    assert_eq!((plan2.added.messages, plan2.skipped.messages), (2, 6));
+    target.write_import(&plan2).await.unwrap();
+    let c = target.get_conversation("c").await.unwrap().unwrap();
+    assert_eq!((c.message_count, c.updated_at), (9, 509));
+    let next = target
+        .append_message(&msg("c", "after-2", Role::User, "x"))
+        .await
+        .unwrap();
+    assert_eq!(next.message.seq, 10);
 
     // A failed write (disk full) leaves nothing of the plan behind.
     target.delete_conversation("c").await.unwrap();

@@ -4,8 +4,8 @@
 //! case names the error it must produce.
 
 use memoire::engine::backup::{
-    export_json, export_markdown, format_utc, validate_import, ConversationBundle, ExistingIds,
-    ExistingMessage, ImportError, ImportLimits, ImportPlan,
+    check_import, export_json, export_markdown, format_utc, validate_import, ConversationBundle,
+    ExistingIds, ExistingMessage, ImportError, ImportLimits, ImportPlan,
 };
 use memoire::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
@@ -140,6 +140,28 @@ fn import(bytes: &[u8], existing: &ExistingIds) -> Result<ImportPlan, ImportErro
 }
 
 // ---------------------------------------------------------------------------------------------
+
+#[test]
+fn checked_import_names_every_record_it_plans() {
+    let checked = check_import(sample_json().as_bytes(), &ImportLimits::default()).unwrap();
+    let plan = import(sample_json().as_bytes(), &ExistingIds::default()).unwrap();
+    let ids = |v: Vec<&str>| v.into_iter().map(String::from).collect::<Vec<_>>();
+    let plan_convs: Vec<&str> = plan.conversations.iter().map(|c| c.id.as_str()).collect();
+    let plan_msgs: Vec<&str> = plan.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids(checked.conversation_ids().collect()), ids(plan_convs));
+    assert_eq!(ids(checked.message_ids().collect()), ids(plan_msgs));
+    let keys: Vec<(EntityScope, String)> = checked
+        .entity_keys()
+        .map(|(s, id)| (s, id.to_string()))
+        .collect();
+    let plan_keys: Vec<(EntityScope, String)> = plan
+        .entities
+        .iter()
+        .map(|e| (e.scope.clone(), e.id.clone()))
+        .collect();
+    assert_eq!(keys, plan_keys);
+    assert_eq!(checked.plan(&ExistingIds::default()).unwrap(), plan);
+}
 
 #[test]
 fn round_trip_reproduces_the_data() {
@@ -560,6 +582,11 @@ fn hostile_size_encoding_and_syntax() {
 #[test]
 fn hostile_format_and_version() {
     check!(b"[]", ImportError::NotABackup { .. });
+    // serde reads a struct from an array too; a backup is an object.
+    check!(
+        b"[\"memoire-backup\", 1, 0, [], []]",
+        ImportError::NotABackup { .. }
+    );
     check!(b"[1, 2", ImportError::Truncated { .. });
     check!(
         b"{\"format\":\"memoire-backup\",\"format\":\"x\",\"version\":1}",

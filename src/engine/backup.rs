@@ -6,11 +6,13 @@
 //!
 //! Never exported: API keys and endpoint profiles (only a conversation's profile *id* travels).
 //!
-//! Import is validate-then-write: [`validate_import`] checks everything (size, UTF-8, nesting depth
-//! before parsing, format and version, types, string lengths, ids, references) and returns an
-//! [`ImportPlan`] of exactly what to write; the store writes it in one transaction. Records that
-//! already exist by id are skipped and counted; an id that exists under a *different* conversation is
-//! an error, never an overwrite.
+//! Import is validate-then-write: [`check_import`] checks everything that does not depend on what is
+//! stored (size, UTF-8, nesting depth before parsing, format and version, types, string lengths, ids,
+//! references; one parse of the file), the store looks up only the records the file names, and
+//! [`CheckedImport::plan`] returns an [`ImportPlan`] of exactly what to write ([`validate_import`]
+//! is both steps); the store writes it in one transaction. Records that already exist by id are
+//! skipped and counted; an id that exists under a *different* conversation is an error, never an
+//! overwrite.
 
 use super::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
@@ -838,11 +840,26 @@ pub enum ImportError {
 }
 
 /// Validate a backup file completely and plan what to write. Never panics, whatever the bytes.
+/// The same as [`check_import`] followed by [`CheckedImport::plan`].
 pub fn validate_import(
     bytes: &[u8],
     existing: &ExistingIds,
     limits: &ImportLimits,
 ) -> Result<ImportPlan, ImportError> {
+    check_import(bytes, limits)?.plan(existing)
+}
+
+/// A backup file that passed every check that does not depend on what is stored: size, UTF-8,
+/// nesting depth, format and version, types, string lengths, ids, duplicates and references inside
+/// the file. Look up the records it names ([`CheckedImport::conversation_ids`] and friends), then
+/// [`CheckedImport::plan`] against them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedImport {
+    file: BackupFile,
+}
+
+/// Checks a backup file completely, except against what is stored. Never panics, whatever the bytes.
+pub fn check_import(bytes: &[u8], limits: &ImportLimits) -> Result<CheckedImport, ImportError> {
     if bytes.len() > limits.max_bytes {
         return Err(ImportError::TooLarge {
             size: bytes.len(),
@@ -857,9 +874,72 @@ pub fn validate_import(
         return Err(ImportError::Empty);
     }
     check_depth(text.as_bytes(), limits.max_depth)?;
-    check_header(text)?;
-    let file: BackupFile = serde_json::from_str(text).map_err(json_error)?;
-    plan(file, existing, limits)
+    // A backup is an object; serde would also read a struct from an array, so check first.
+    if !text.trim_start().starts_with('{') {
+        // Still report a broken file as broken rather than as "not a backup".
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(json_error)?;
+        return Err(ImportError::NotABackup {
+            found: "not a JSON object".into(),
+        });
+    }
+    // One parse for a good file. Only a file that fails is read again for its header, so a wrong
+    // file gets "not a backup" or "unsupported version" rather than a field error.
+    let file = match serde_json::from_str::<BackupFile>(text) {
+        Ok(f) if f.format == FORMAT && f.version == VERSION => f,
+        parsed => {
+            check_header(text)?;
+            return Err(match parsed {
+                Err(e) => json_error(e),
+                Ok(f) => ImportError::NotABackup {
+                    found: clip(&f.format, 60),
+                },
+            });
+        }
+    };
+    check_file(&file, limits)?;
+    Ok(CheckedImport { file })
+}
+
+impl CheckedImport {
+    /// Every conversation id in the file.
+    pub fn conversation_ids(&self) -> impl Iterator<Item = &str> {
+        self.file
+            .conversations
+            .iter()
+            .map(|b| b.conversation.id.as_str())
+    }
+
+    /// Every message id in the file.
+    pub fn message_ids(&self) -> impl Iterator<Item = &str> {
+        self.file
+            .conversations
+            .iter()
+            .flat_map(|b| b.messages.iter().map(|m| m.id.as_str()))
+    }
+
+    /// Every entity in the file, as (scope, id).
+    pub fn entity_keys(&self) -> impl Iterator<Item = (EntityScope, &str)> {
+        let scoped = self.file.conversations.iter().flat_map(|b| {
+            b.entities.iter().map(|e| {
+                (
+                    EntityScope::Conversation(b.conversation.id.clone()),
+                    e.id.as_str(),
+                )
+            })
+        });
+        let shared = self
+            .file
+            .shared_entities
+            .iter()
+            .map(|e| (EntityScope::Shared, e.id.as_str()));
+        scoped.chain(shared)
+    }
+
+    /// Plans the write against what is stored: skips records that exist by id, refuses ids or seqs
+    /// that collide with different records.
+    pub fn plan(self, existing: &ExistingIds) -> Result<ImportPlan, ImportError> {
+        plan(self.file, existing)
+    }
 }
 
 /// Reject nesting deeper than `max` by scanning bytes, before any parser recurses.
@@ -893,20 +973,13 @@ fn check_depth(bytes: &[u8], max: usize) -> Result<(), ImportError> {
     Ok(())
 }
 
-/// Read `format` and `version` first, so a wrong file gets the right message (not a field error).
+/// Reads only `format` and `version` of a JSON object, so a wrong file gets the right message (not a
+/// field error).
 fn check_header(text: &str) -> Result<(), ImportError> {
     #[derive(Deserialize)]
     struct Header {
         format: Option<serde_json::Value>,
         version: Option<serde_json::Value>,
-    }
-    // A backup is an object; serde would also read a struct from an array, so check first.
-    if !text.trim_start().starts_with('{') {
-        // Still report a broken file as broken rather than as "not a backup".
-        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(json_error)?;
-        return Err(ImportError::NotABackup {
-            found: "not a JSON object".into(),
-        });
     }
     let header: Header = serde_json::from_str(text).map_err(json_error)?;
     match header.format {
@@ -973,10 +1046,10 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
-/// String-length and id checks for one record.
+/// String-length and id checks for one record. The record's name is only built for an error.
 struct Checker<'a> {
     limits: &'a ImportLimits,
-    record: String,
+    name: &'a dyn Fn() -> String,
 }
 
 impl Checker<'_> {
@@ -986,7 +1059,7 @@ impl Checker<'_> {
             let len = s.chars().count();
             if len > limit {
                 return Err(ImportError::TooLong {
-                    record: self.record.clone(),
+                    record: (self.name)(),
                     field,
                     len,
                     limit,
@@ -1005,7 +1078,7 @@ impl Checker<'_> {
         self.len(field, s, self.limits.max_id_chars)?;
         if s.trim().is_empty() || s.chars().any(char::is_control) {
             return Err(ImportError::InvalidValue {
-                record: self.record.clone(),
+                record: (self.name)(),
                 detail: format!(
                     "{field} {:?} is empty or contains control characters",
                     clip(s, 40)
@@ -1019,7 +1092,7 @@ impl Checker<'_> {
 fn check_conversation(c: &BConversation, limits: &ImportLimits) -> Result<(), ImportError> {
     let k = Checker {
         limits,
-        record: format!("conversation {}", clip(&c.id, 60)),
+        name: &|| format!("conversation {}", clip(&c.id, 60)),
     };
     k.id("id", &c.id)?;
     k.short("title", &c.title)?;
@@ -1036,7 +1109,7 @@ fn check_conversation(c: &BConversation, limits: &ImportLimits) -> Result<(), Im
 fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError> {
     let k = Checker {
         limits,
-        record: format!("message {}", clip(&m.id, 60)),
+        name: &|| format!("message {}", clip(&m.id, 60)),
     };
     k.id("id", &m.id)?;
     k.id("conversation_id", &m.conversation_id)?;
@@ -1061,11 +1134,13 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
 fn check_summary(s: &BSummary, limits: &ImportLimits) -> Result<(), ImportError> {
     let k = Checker {
         limits,
-        record: format!(
-            "summary version {} of {}",
-            s.version,
-            clip(&s.conversation_id, 60)
-        ),
+        name: &|| {
+            format!(
+                "summary version {} of {}",
+                s.version,
+                clip(&s.conversation_id, 60)
+            )
+        },
     };
     k.id("conversation_id", &s.conversation_id)?;
     k.text("text", &s.text)
@@ -1074,7 +1149,7 @@ fn check_summary(s: &BSummary, limits: &ImportLimits) -> Result<(), ImportError>
 fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
     let k = Checker {
         limits,
-        record: format!("entity {}", clip(&e.id, 60)),
+        name: &|| format!("entity {}", clip(&e.id, 60)),
     };
     k.id("id", &e.id)?;
     k.short("name", &e.name)?;
@@ -1091,7 +1166,7 @@ fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
         k.short("relationships.relationship", &r.relationship)?;
         if !r.strength.is_finite() || !(0.0..=1.0).contains(&r.strength) {
             return Err(ImportError::InvalidValue {
-                record: k.record.clone(),
+                record: (k.name)(),
                 detail: format!(
                     "relationship strength {} is not between 0 and 1",
                     r.strength
@@ -1112,12 +1187,8 @@ fn scope_owner(scope: &EntityScope) -> String {
     }
 }
 
-fn plan(
-    file: BackupFile,
-    existing: &ExistingIds,
-    limits: &ImportLimits,
-) -> Result<ImportPlan, ImportError> {
-    // 1. Every record on its own, and duplicates inside the file.
+/// Every record on its own, and duplicates and references inside the file.
+fn check_file(file: &BackupFile, limits: &ImportLimits) -> Result<(), ImportError> {
     let mut conv_ids = HashSet::new();
     let mut msg_ids = HashSet::new();
     let mut entity_ids = HashSet::new();
@@ -1192,7 +1263,16 @@ fn plan(
         }
     }
 
-    // 2. Against what already exists: skip the same record, refuse a different owner.
+    Ok(())
+}
+
+/// Plans a checked file against what already exists: skip the same record, refuse a different owner.
+fn plan(file: BackupFile, existing: &ExistingIds) -> Result<ImportPlan, ImportError> {
+    let conv_ids: HashSet<&str> = file
+        .conversations
+        .iter()
+        .map(|b| b.conversation.id.as_str())
+        .collect();
     let mut taken_seqs: HashMap<(&str, u64), &str> = HashMap::new();
     for (id, m) in &existing.messages {
         if conv_ids.contains(m.conversation_id.as_str()) {

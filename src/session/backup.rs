@@ -5,7 +5,7 @@
 
 use super::{now, Session, SessionError, SessionEvent};
 use crate::engine::backup::{
-    export_json, export_markdown, validate_import, ConversationBundle, ExistingIds, ImportLimits,
+    check_import, export_json, export_markdown, ConversationBundle, ImportLimits,
 };
 use crate::engine::model::EntityScope;
 use wasm_bindgen_futures::JsFuture;
@@ -77,11 +77,10 @@ impl Session {
 
     /// Imports backup bytes (see [`Session::import_file`]).
     pub async fn import_bytes(&self, bytes: &[u8]) -> Result<String, SessionError> {
-        let limits = ImportLimits::default();
-        // First pass: what the file names; then look only those up, and validate against them.
-        let named = validate_import(bytes, &ExistingIds::default(), &limits)?;
-        let existing = self.store.existing_ids_for(&named).await?;
-        let plan = validate_import(bytes, &existing, &limits)?;
+        // Check the whole file, look up only the records it names, plan against them, then write.
+        let checked = check_import(bytes, &ImportLimits::default())?;
+        let existing = self.store.existing_ids_for(&checked).await?;
+        let plan = checked.plan(&existing)?;
         self.store.write_import(&plan).await?;
         self.cache.borrow_mut().forget_all();
         for c in self.store.list_conversations(usize::MAX).await? {

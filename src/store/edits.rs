@@ -4,17 +4,19 @@
 //! entity graph), and writing a validated backup import. Also the id lookups an import validates
 //! against. Imports no engine decision code; the plans come from `engine::backup`.
 
+use std::collections::BTreeMap;
+
 use js_sys::Array;
 use wasm_bindgen::JsValue;
 
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
-use super::messages::bulk_message_js;
+use super::messages::add_all;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
 use super::Store;
-use crate::engine::backup::{ExistingIds, ImportPlan};
+use crate::engine::backup::{CheckedImport, ExistingIds, ImportPlan};
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, Message, MessageMeta,
     MessageStatus, Millis,
@@ -209,28 +211,25 @@ impl Store {
         self.commit(tx).await
     }
 
-    /// What the store holds of the records a backup names (only those are looked up).
-    pub async fn existing_ids_for(&self, named: &ImportPlan) -> Result<ExistingIds, StoreError> {
+    /// What the store holds of the records a checked backup names (only those are looked up).
+    pub async fn existing_ids_for(&self, named: &CheckedImport) -> Result<ExistingIds, StoreError> {
         let mut out = ExistingIds {
-            messages: self
-                .existing_message_ids(named.messages.iter().map(|m| m.id.as_str()))
-                .await?,
+            messages: self.existing_message_ids(named.message_ids()).await?,
             ..ExistingIds::default()
         };
         let tx = self.tx(&[CONVERSATIONS, SUMMARIES, ENTITIES], false)?;
         let convs = tx.store(CONVERSATIONS)?;
         let conv_reqs = named
-            .conversations
-            .iter()
-            .map(|c| {
+            .conversation_ids()
+            .map(|id| {
                 convs
-                    .get(&JsValue::from_str(&c.id))
-                    .map(|r| (c.id.clone(), r))
+                    .get(&JsValue::from_str(id))
+                    .map(|r| (id.to_string(), r))
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(js_error)?;
         let summaries = tx.store(SUMMARIES)?;
-        let mut conv_ids: Vec<&str> = named.conversations.iter().map(|c| c.id.as_str()).collect();
+        let mut conv_ids: Vec<&str> = named.conversation_ids().collect();
         conv_ids.sort_unstable();
         conv_ids.dedup();
         let sum_reqs = conv_ids
@@ -241,14 +240,16 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         let entities = tx.store(ENTITIES)?;
         let ent_reqs = named
-            .entities
-            .iter()
-            .map(|e| {
+            .entity_keys()
+            .map(|(scope, id)| {
                 let key = Array::of2(
-                    &JsValue::from_str(scope_key(&e.scope)),
-                    &JsValue::from_str(&e.id),
+                    &JsValue::from_str(scope_key(&scope)),
+                    &JsValue::from_str(id),
                 );
-                entities.get(&key).map(|r| (e.clone(), r)).map_err(js_error)
+                entities
+                    .get(&key)
+                    .map(|r| ((id.to_string(), scope), r))
+                    .map_err(js_error)
             })
             .collect::<Result<Vec<_>, _>>()?;
         for (id, r) in conv_reqs {
@@ -263,9 +264,9 @@ impl Store {
                 out.summaries.insert((s.conversation_id, s.version));
             }
         }
-        for (e, r) in ent_reqs {
+        for ((id, scope), r) in ent_reqs {
             if !request(&r).await?.is_undefined() {
-                out.entities.insert(e.id.clone(), e.scope.clone());
+                out.entities.insert(id, scope);
             }
         }
         Ok(out)
@@ -276,20 +277,65 @@ impl Store {
     pub async fn write_import(&self, plan: &ImportPlan) -> Result<(), StoreError> {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
         let convs = tx.store(CONVERSATIONS)?;
-        let messages = tx.store(MESSAGES)?;
-        let summaries = tx.store(SUMMARIES)?;
-        let entities = tx.store(ENTITIES)?;
+        // Conversations first, read before any write is queued (so no read waits behind the
+        // messages' adds): new ones as given, existing ones get their counters raised.
+        // Per conversation: (messages added, highest seq, latest created_at).
+        let mut totals: BTreeMap<&str, (u64, u64, Millis)> = plan
+            .conversations
+            .iter()
+            .map(|c| (c.id.as_str(), (0, 0, Millis::MIN)))
+            .collect();
+        for m in &plan.messages {
+            let t = totals
+                .entry(m.conversation_id.as_str())
+                .or_insert((0, 0, Millis::MIN));
+            *t = (t.0 + 1, t.1.max(m.seq), t.2.max(m.created_at));
+        }
+        let reqs = totals
+            .keys()
+            .map(|id| convs.get(&JsValue::from_str(id)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(js_error)?;
+        let mut records = Vec::with_capacity(reqs.len());
+        for ((id, &(added, max_seq, last_at)), req) in totals.iter().zip(reqs) {
+            let new = plan.conversations.iter().find(|c| c.id == *id);
+            let v = request(&req).await?;
+            let mut rec = if !v.is_undefined() {
+                match from_js::<ConversationRecord>(v, "conversation") {
+                    Ok(r) => r,
+                    Err(e) => return tx.fail(e).await,
+                }
+            } else if let Some(c) = new {
+                ConversationRecord::from(c)
+            } else {
+                return tx.fail(not_found(id)).await;
+            };
+            rec.message_count = if new.is_some() {
+                added
+            } else {
+                rec.message_count + added
+            };
+            rec.last_seq = rec.last_seq.max(max_seq);
+            rec.updated_at = rec.updated_at.max(last_at);
+            records.push(rec);
+        }
         let result = (|| -> Result<(), StoreError> {
-            for m in &plan.messages {
-                messages
-                    .add(&bulk_message_js(m, &m.conversation_id, m.seq)?)
-                    .map_err(js_error)?;
+            for rec in &records {
+                convs.put(&to_js(rec)?).map_err(js_error)?;
             }
+            add_all(
+                &tx.store(MESSAGES)?,
+                plan.messages
+                    .iter()
+                    .map(|m| (m, m.conversation_id.as_str(), m.seq)),
+            )?;
+            let summaries = tx.store(SUMMARIES)?;
             for s in &plan.summaries {
                 summaries
                     .put(&to_js(&SummaryRecord::from(s))?)
                     .map_err(js_error)?;
             }
+            let entities = tx.store(ENTITIES)?;
             for e in &plan.entities {
                 entities
                     .put(&to_js(&EntityRecord::from(e))?)
@@ -299,40 +345,6 @@ impl Store {
         })();
         if let Err(e) = result {
             return tx.fail(e).await;
-        }
-        // Conversations: new ones as given; existing ones get their counters raised.
-        let mut touched: Vec<&str> = plan
-            .messages
-            .iter()
-            .map(|m| m.conversation_id.as_str())
-            .collect();
-        touched.extend(plan.conversations.iter().map(|c| c.id.as_str()));
-        touched.sort_unstable();
-        touched.dedup();
-        for id in touched {
-            let new = plan.conversations.iter().find(|c| c.id == id);
-            let mut rec = match get_record(&convs, id).await? {
-                Some(r) => r,
-                None => match new {
-                    Some(c) => ConversationRecord::from(c),
-                    None => return tx.fail(not_found(id)).await,
-                },
-            };
-            let mine = plan.messages.iter().filter(|m| m.conversation_id == id);
-            let (mut added, mut max_seq, mut last_at) = (0u64, rec.last_seq, rec.updated_at);
-            for m in mine {
-                added += 1;
-                max_seq = max_seq.max(m.seq);
-                last_at = last_at.max(m.created_at);
-            }
-            if new.is_some() {
-                rec.message_count = added;
-            } else {
-                rec.message_count += added;
-            }
-            rec.last_seq = max_seq;
-            rec.updated_at = last_at;
-            convs.put(&to_js(&rec)?).map_err(js_error)?;
         }
         self.commit(tx).await
     }

@@ -1,7 +1,8 @@
 //! Messages: idempotent append with seq assigned in the same readwrite transaction that bumps the
 //! conversation's counters, the small put that updates a streaming reply, bounded reads through the
 //! `[conversation_id, seq]` index (last K, page before a seq, everything after a seq, count), bulk
-//! import in one transaction, crash recovery of `streaming` messages, and a bounded text search.
+//! import in one transaction (and the bulk record path, [`add_all`], that backup import shares),
+//! crash recovery of `streaming` messages, and a bounded text search.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -12,7 +13,7 @@ use serde::Serialize;
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{IdbCursorDirection, IdbKeyRange, IdbRequest};
+use web_sys::{IdbCursorDirection, IdbKeyRange, IdbObjectStore, IdbRequest};
 
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
@@ -42,11 +43,10 @@ pub struct SearchHit {
     pub snippet: String,
 }
 
-/// A [`MessageRecord`] as the bulk paths write it: borrowed from the [`Message`] (no string is
-/// copied before it crosses into JS) and slim: empty `tool_calls` and absent optional fields are left
-/// out instead of being written as `[]`/`null` (reading fills them in with `#[serde(default)]`). Fewer
-/// properties make each structured clone, and so each IndexedDB `add`, cheaper; the stored shape is
-/// otherwise exactly `MessageRecord`'s.
+/// A [`MessageRecord`] as the bulk paths write it: borrowed from the [`Message`] and slim: empty
+/// `tool_calls` and absent optional fields are left out instead of being written as `[]`/`null`
+/// (reading fills them in with `#[serde(default)]`). Fewer properties make each structured clone,
+/// and so each IndexedDB `add`, cheaper; the stored shape is otherwise exactly `MessageRecord`'s.
 #[derive(Serialize)]
 struct BulkMessage<'a> {
     id: &'a str,
@@ -70,41 +70,72 @@ struct BulkMessage<'a> {
     streaming: Option<u8>,
 }
 
-/// The stored JS object of `m` in conversation `conversation_id` at `seq` (bulk writes).
-pub(crate) fn bulk_message_js(
-    m: &Message,
-    conversation_id: &str,
-    seq: u64,
-) -> Result<JsValue, StoreError> {
-    let meta = &m.meta;
-    to_js(&BulkMessage {
-        id: &m.id,
-        conversation_id,
-        seq,
-        role: m.role.as_str(),
-        content: &m.content,
-        status: m.status.as_str(),
-        created_at: m.created_at,
-        tool_calls: meta
-            .tool_calls
-            .iter()
-            .map(|t| ToolCallRecord {
-                id: t.id.clone(),
-                name: t.name.clone(),
-                arguments: t.arguments.clone(),
-                result: t.result.clone(),
-            })
-            .collect(),
-        usage: meta.usage.map(|u| UsageRecord {
-            prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
-        }),
-        error: meta.error.as_deref(),
-        path: meta.path.map(|p| p.as_str()),
-        model: meta.model.as_deref(),
-        streaming: streaming_marker(m.status),
-    })
+impl<'a> BulkMessage<'a> {
+    fn new(m: &'a Message, conversation_id: &'a str, seq: u64) -> Self {
+        let meta = &m.meta;
+        BulkMessage {
+            id: &m.id,
+            conversation_id,
+            seq,
+            role: m.role.as_str(),
+            content: &m.content,
+            status: m.status.as_str(),
+            created_at: m.created_at,
+            tool_calls: meta
+                .tool_calls
+                .iter()
+                .map(|t| ToolCallRecord {
+                    id: t.id.clone(),
+                    name: t.name.clone(),
+                    arguments: t.arguments.clone(),
+                    result: t.result.clone(),
+                })
+                .collect(),
+            usage: meta.usage.map(|u| UsageRecord {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+            }),
+            error: meta.error.as_deref(),
+            path: meta.path.map(|p| p.as_str()),
+            model: meta.model.as_deref(),
+            streaming: streaming_marker(m.status),
+        }
+    }
 }
+
+/// Queues one `add` per message, in order, on `store` (bulk writes). `records` yields each message
+/// with the conversation and seq it is stored under.
+///
+/// The records cross into JS as one JSON text per batch of [`BULK_BATCH`], turned into objects by
+/// the engine's `JSON.parse`: building each object field by field from Rust (serde-wasm-bindgen, or
+/// `Reflect::set`) costs one JS call per field and one UTF-8 decode per string, ~3x the time of
+/// `serde_json` + `JSON.parse` (measured on 100k records: 0.9 s against 0.3 s). Batches bound the
+/// memory held at once to ~2 MB of text.
+pub(crate) fn add_all<'a>(
+    store: &IdbObjectStore,
+    records: impl IntoIterator<Item = (&'a Message, &'a str, u64)>,
+) -> Result<(), StoreError> {
+    let mut records = records.into_iter().peekable();
+    let mut batch = Vec::with_capacity(BULK_BATCH);
+    while records.peek().is_some() {
+        batch.clear();
+        batch.extend(
+            records
+                .by_ref()
+                .take(BULK_BATCH)
+                .map(|(m, conv, seq)| BulkMessage::new(m, conv, seq)),
+        );
+        let text = serde_json::to_string(&batch).map_err(|e| StoreError::Encode(e.to_string()))?;
+        let objects: Array = js_sys::JSON::parse(&text).map_err(js_error)?.into();
+        for v in objects.iter() {
+            store.add(&v).map_err(js_error)?;
+        }
+    }
+    Ok(())
+}
+
+/// Messages per JSON text on the bulk path (see [`add_all`]).
+const BULK_BATCH: usize = 8192;
 
 fn message_not_found(id: &str) -> StoreError {
     StoreError::NotFound {
@@ -393,16 +424,17 @@ impl Store {
             }
         });
         tx.tx.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        let mut seq = conv.last_seq;
-        let mut last_at = conv.updated_at;
-        for m in msgs {
-            seq += 1;
-            last_at = last_at.max(m.created_at);
-            if let Err(e) = bulk_message_js(m, conversation_id, seq)
-                .and_then(|v| messages.add(&v).map_err(js_error))
-            {
-                return tx.fail(e).await;
-            }
+        let first = conv.last_seq;
+        let seq = first + msgs.len() as u64;
+        let last_at = msgs
+            .iter()
+            .map(|m| m.created_at)
+            .fold(conv.updated_at, Millis::max);
+        let records = (first + 1..)
+            .zip(msgs)
+            .map(|(s, m)| (m, conversation_id, s));
+        if let Err(e) = add_all(&messages, records) {
+            return tx.fail(e).await;
         }
         let after_req = index
             .count_with_key(&prefix_range(conversation_id)?)

@@ -8,7 +8,8 @@
 //   bench send_to_request_ms <v> ms                      send click -> fetch() of the chat request (10k conversation)
 //   bench stream_1000_tok_per_s_longest_task_ms <v> ms   2,000 tokens at ~1,000 tok/s: longest main-thread task
 //   bench offline_reload_ms <v> ms                       network off, reload -> settings and conversation list shown
-// Details (every run, the real streaming rate, long-task counts) go to stderr.
+// Details (every run, the import phases and the plain-JS floor of its write, the real streaming rate,
+// long-task counts) go to stderr.
 
 import {
   startHarness,
@@ -120,7 +121,19 @@ function backupFile(convId, n) {
  * stamp every call; `__bench.readyAt` is when settings-open and a conversation item first both exist.
  */
 function instruments() {
-  const b = (window.__bench = { clicks: [], changes: [], fetches: [], readyAt: null });
+  const b = (window.__bench = { clicks: [], changes: [], fetches: [], txs: [], readyAt: null });
+  // Every IndexedDB transaction's start and end (per transaction, never per request, so the cost of
+  // the writes measured is untouched): the import's phases are read off them.
+  const realTransaction = IDBDatabase.prototype.transaction;
+  IDBDatabase.prototype.transaction = function (stores, mode, options) {
+    const tx = realTransaction.call(this, stores, mode, options);
+    const rec = { start: performance.now(), end: null, mode: tx.mode, stores: [...tx.objectStoreNames] };
+    b.txs.push(rec);
+    const end = () => (rec.end = performance.now());
+    tx.addEventListener('complete', end);
+    tx.addEventListener('abort', end);
+    return tx;
+  };
   addEventListener('click', (e) => b.clicks.push({ t: performance.now(), testid: e.target?.closest?.('[data-testid]')?.dataset.testid }), true);
   addEventListener('change', () => b.changes.push(performance.now()), true);
   const realFetch = window.fetch.bind(window);
@@ -169,14 +182,67 @@ async function importBackup(page, convId, file) {
   if ((await input.count()) === 0) await page.locator(tid('export-button')).click();
   await input.waitFor({ state: 'attached' });
   const listed = page.evaluate((sel) => window.__bench.until(sel), tid('conversation-item', `[data-conversation-id="${convId}"]`));
-  await page.evaluate(() => (window.__bench.changes.length = 0));
+  await page.evaluate(() => {
+    window.__bench.changes.length = 0;
+    window.__bench.txs.length = 0;
+  });
   await input.setInputFiles({ name: `${convId}.json`, mimeType: 'application/json', buffer: Buffer.from(file) });
   const end = await listed;
   const start = await page.evaluate(() => window.__bench.changes[0]);
   if (typeof start !== 'number') throw new Error('no change event was seen on import-input');
+  // Phases: read + check until the first transaction, the lookups, the write (the readwrite
+  // transaction over messages), then the UI until the conversation is listed.
+  const txs = await page.evaluate(() => window.__bench.txs);
+  const write = txs.find((t) => t.mode === 'readwrite' && t.stores.includes('messages'));
+  if (txs.length && write?.end) {
+    const f = (v) => fmt(v).padStart(7);
+    log(
+      `import ${convId}: read+check ${f(txs[0].start - start)} lookup ${f(write.start - txs[0].start)}`,
+      `write ${f(write.end - write.start)} ui ${f(end - write.end)} total ${f(end - start)} ms`,
+    );
+  }
   // Close the backup menu again, so it covers nothing.
   if ((await input.count()) > 0) await page.locator(tid('export-button')).click();
   return end - start;
+}
+
+/**
+ * In the page: `n` IndexedDB `add`s of the record the store writes, in one transaction, into a fresh
+ * database with the store's `messages` schema; returns ms from the transaction's start to its
+ * completion. The import's write phase cannot be faster than this.
+ */
+async function plainJsWrite(n) {
+  const name = `bench-floor-${Date.now()}`;
+  const db = await new Promise((ok, fail) => {
+    const r = indexedDB.open(name, 1);
+    r.onupgradeneeded = () => {
+      const s = r.result.createObjectStore('messages', { keyPath: 'id' });
+      s.createIndex('by_conversation_seq', ['conversation_id', 'seq'], { unique: true });
+      s.createIndex('by_streaming', 'streaming');
+    };
+    r.onsuccess = () => ok(r.result);
+    r.onerror = () => fail(r.error);
+  });
+  const text = (i) => `Message ${i}: the **quick** brown fox jumps over the lazy dog while Memoire keeps every word, ` +
+    `and the agent answers with a \`code span\`, a [link](https://example.org/${i}) and a little more text.`;
+  const t0 = performance.now();
+  await new Promise((ok, fail) => {
+    const tx = db.transaction(['messages'], 'readwrite');
+    const s = tx.objectStore('messages');
+    for (let i = 0; i < n; i++) {
+      s.add({ id: `floor-m${i}`, conversation_id: 'floor', seq: i + 1, role: i % 2 ? 'assistant' : 'user',
+        content: text(i), status: 'complete', created_at: 1_700_000_000_000 + i * 1000 });
+    }
+    tx.oncomplete = ok;
+    tx.onabort = () => fail(tx.error);
+  });
+  const ms = performance.now() - t0;
+  db.close();
+  await new Promise((ok) => {
+    const r = indexedDB.deleteDatabase(name);
+    r.onsuccess = r.onerror = r.onblocked = ok;
+  });
+  return ms;
 }
 
 async function openConversation(page, convId) {
@@ -316,11 +382,15 @@ async function main() {
 
       const convIds = Array.from({ length: IMPORT_RUNS }, (_, i) => `bench-10k-${i}`);
       const imports = [];
+      const floors = [];
       for (const id of convIds) {
         const file = backupFile(id, N_MESSAGES);
+        // Before each import, the plain-JS floor of its write, at the same moment on a busy machine.
+        floors.push(await step(`plain-JS floor before ${id}`, () => page.evaluate(plainJsWrite, N_MESSAGES)));
         imports.push(await step(`import ${id}`, () => importBackup(page, id, file)));
       }
       log('import_10k_msgs_ms runs', imports.map(fmt).join(' '));
+      log(`floor: plain JS, ${N_MESSAGES} adds of the stored record in one transaction, same page and schema:`, floors.map(fmt).join(' '), 'ms');
       results.import_10k_msgs_ms = median(imports);
 
       const opens = [];
