@@ -22,7 +22,7 @@ for b in benches/*.rs; do
 done
 
 if ls tests/browser_bench_*.rs >/dev/null 2>&1; then
-  cargo test --quiet --profile browser-bench --target wasm32-unknown-unknown --features bench --test 'browser_bench_*' -- --nocapture \
+  cargo test --profile browser-bench --target wasm32-unknown-unknown --features bench --test 'browser_bench_*' -- --nocapture \
     >"$logs/browser.log" 2>&1 || { echo "browser benchmarks failed (see $logs/browser.log)"; status=1; }
   grep -o 'bench [a-z0-9_]* [0-9.]* [A-Za-z/%]*' "$logs/browser.log"
 fi
