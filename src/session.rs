@@ -512,14 +512,23 @@ impl Session {
         self.run_turn(id, Begin::Stored(stored.id)).await
     }
 
-    /// Reports a stored user message, drops its draft (in the background: the request must not wait)
-    /// and names the conversation after its first message.
+    /// Reports a stored user message, then [`Session::after_user_message`].
     pub(crate) async fn user_message_stored(
         self: &Rc<Self>,
         id: &str,
         m: &Message,
     ) -> Result<(), SessionError> {
         self.emit(SessionEvent::MessageAdded(m.clone()));
+        self.after_user_message(id, m).await
+    }
+
+    /// Drops a stored user message's draft (in the background: the request must not wait) and names
+    /// the conversation after its first message.
+    pub(crate) async fn after_user_message(
+        self: &Rc<Self>,
+        id: &str,
+        m: &Message,
+    ) -> Result<(), SessionError> {
         let this = self.clone();
         let draft_of = id.to_string();
         wasm_bindgen_futures::spawn_local(async move {

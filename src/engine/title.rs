@@ -1,6 +1,7 @@
 //! Auto-title: a conversation's title from its first user message, about 50 characters, whitespace
 //! collapsed, cut at a word boundary with an ellipsis when cut. Counts characters, never bytes, so
-//! any script is safe; text without spaces (Japanese, Chinese) is cut at the limit.
+//! any script is safe; text without spaces (Japanese, Chinese) is cut after its last sentence or
+//! clause mark in reach (。！？、，；：), else at the limit.
 //! Must not import anything outside `crate::engine`.
 
 /// Default maximum title length in characters, ellipsis included.
@@ -44,12 +45,19 @@ pub fn auto_title_with(first_message: &str, max_chars: usize) -> String {
         out.push_str(word);
         used += extra;
     }
-    // No word boundary in reach, or the cut would lose more than half: cut inside the text.
+    // No word boundary in reach, or the cut would lose more than half: cut inside the text, after
+    // the last CJK sentence or clause mark if one keeps at least half.
     if used < room / 2 {
-        out = collapsed.chars().take(room).collect();
+        let head: Vec<char> = collapsed.chars().take(room).collect();
+        let end = head
+            .iter()
+            .rposition(|&c| is_cjk_mark(c))
+            .filter(|&i| i + 1 >= room / 2)
+            .map_or(head.len(), |i| i + 1);
+        out = head[..end].iter().collect();
     }
     let trimmed = out.trim_end_matches(|c: char| {
-        c.is_whitespace() || matches!(c, ',' | ';' | ':' | '-' | '—' | '–' | '(' | '、' | '，')
+        c.is_whitespace() || matches!(c, ',' | ';' | ':' | '-' | '—' | '–' | '(') || is_cjk_mark(c)
     });
     let mut title = if trimmed.is_empty() {
         out.clone()
@@ -58,4 +66,9 @@ pub fn auto_title_with(first_message: &str, max_chars: usize) -> String {
     };
     title.push('…');
     title
+}
+
+/// Full-width sentence and clause marks: where text without spaces can be cut.
+fn is_cjk_mark(c: char) -> bool {
+    matches!(c, '。' | '！' | '？' | '、' | '，' | '；' | '：')
 }

@@ -507,8 +507,10 @@ impl Session {
         let outcome = write.slot.borrow_mut().take();
         match outcome {
             Some(Ok(true)) => {
+                // In seq order: every view (and the cached window) places them one after the other.
+                self.emit(SessionEvent::MessageAdded(user.clone()));
                 self.emit(SessionEvent::MessageAdded(reply.clone()));
-                self.user_message_stored(id, user).await
+                self.after_user_message(id, user).await
             }
             Some(Ok(false)) => {
                 self.cache.borrow_mut().forget(id);

@@ -32,6 +32,7 @@ pub fn App() -> impl IntoView {
         state,
         Rc::new(move |_| ctl.reload_memory()),
         Rc::new(move |_| ctl.refresh_preview()),
+        Rc::new(move |id| ctl.open(id, None)),
     );
     spawn_local(async move {
         let sink: Rc<dyn Fn(crate::session::SessionEvent)> = Rc::new(move |e| applier.apply(e));

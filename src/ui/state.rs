@@ -262,6 +262,8 @@ pub struct EventApplier {
     on_memory_changed: Rc<dyn Fn(String)>,
     /// Called when a conversation changed in a way that may change the next request.
     on_context_changed: Rc<dyn Fn(String)>,
+    /// Called when the open conversation's window missed stored messages, to reload it.
+    on_view_behind: Rc<dyn Fn(String)>,
 }
 
 impl EventApplier {
@@ -269,6 +271,7 @@ impl EventApplier {
         state: AppState,
         on_memory_changed: Rc<dyn Fn(String)>,
         on_context_changed: Rc<dyn Fn(String)>,
+        on_view_behind: Rc<dyn Fn(String)>,
     ) -> Self {
         EventApplier {
             state,
@@ -276,6 +279,7 @@ impl EventApplier {
             scheduled: Rc::default(),
             on_memory_changed,
             on_context_changed,
+            on_view_behind,
         }
     }
 
@@ -303,7 +307,18 @@ impl EventApplier {
             }
             SessionEvent::MessageAdded(m) => {
                 self.flush();
+                // A seq gap at the end of the window: messages were stored that this view never
+                // heard of (another tab whose events did not arrive): the window is reloaded.
+                let behind = s.is_current(&m.conversation_id)
+                    && !s.has_newer.get_untracked()
+                    && s.messages.with_untracked(|l| {
+                        l.last().is_some_and(|x| m.seq > x.seq + 1)
+                            && !l.iter().rev().any(|x| x.id == m.id)
+                    });
                 s.append_message(&m);
+                if behind {
+                    (self.on_view_behind)(m.conversation_id);
+                }
             }
             SessionEvent::MessageProgress(m) => {
                 if m.status == MessageStatus::Streaming {

@@ -257,6 +257,17 @@ test('tabs: a send from a tab whose view is behind (no broadcast from the other)
         'user: Second from A',
       ]);
 
+      // A's view noticed the gap and caught up, without a reload; and the store holds the same.
+      const expected = [
+        'First from A',
+        'First answer.',
+        'Sent from B, unseen by A',
+        'Answer to B.',
+        'Second from A',
+        'Second answer.',
+      ];
+      await waitAllComplete(a, 6);
+      assert.deepEqual((await transcript(a)).map(([, t]) => t), expected);
       await a.reload();
       await waitForAppReady(a);
       await items(a).first().click();
