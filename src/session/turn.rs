@@ -1,6 +1,8 @@
 //! Driving one turn: load what the engine needs, let `engine::turn::Turn` decide, execute its
-//! actions (send, save, store the handle), feed it the decoded stream, and report progress.
-//! Also the context preview (the same assembly, without sending). Must not import `ui`.
+//! actions (send, save, store the handle), feed it the decoded stream, and report progress. A new
+//! message whose conversation is cached is written while its request goes out ([`Begin::Ahead`]).
+//! Also the context preview (the same assembly, without sending), and the cache loads behind both.
+//! Must not import `ui`.
 
 use super::cache::MemoryParts;
 use super::{
