@@ -1,7 +1,7 @@
 //! The engine: every decision Memoire makes, as pure deterministic Rust, tested natively.
 //! Owns the data model, token estimation, context assembly, history formats, the turn state machine,
-//! the memory protocol, stream decoders, request builders, markdown sanitising, backup validation and
-//! the in-memory history window.
+//! the memory protocol, stream decoders, request builders, markdown sanitising, backup validation,
+//! the in-memory history window and the chat view's follow rule.
 //! Must not import anything outside `crate::engine`: no leptos, web_sys, js_sys, rexie, gloo,
 //! wasm_bindgen, no clock and no randomness (`now`, ids and limits are arguments).
 //! `tests/architecture.rs` enforces this.
@@ -11,6 +11,7 @@ pub mod backup;
 pub mod coalesce;
 pub mod decode;
 pub mod failure;
+pub mod follow;
 pub mod format;
 pub mod graph_layout;
 pub mod history;

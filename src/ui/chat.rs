@@ -3,11 +3,13 @@
 //! line, Esc stops, `/clear` asks first, stop / retry / edit-and-resend).
 //! Must not import `store` or `transport`.
 
+use crate::engine::follow::Follow;
 use crate::engine::format::{continuity, date_time};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
 use crate::ui::controller::Controller;
 use crate::ui::state::MessageItem;
+use crate::ui::time::now_ms;
 use leptos::html;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -216,33 +218,22 @@ fn MessageList() -> impl IntoView {
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
     let list_ref = NodeRef::<html::Div>::new();
-    // Follow the stream unless the user scrolled up. Plain values, not signals: the scroll handlers
-    // and the effect below read them without subscribing.
-    let stick = StoredValue::new(true);
-    let last_top = StoredValue::new(0i32);
+    // Follow the stream unless the user scrolled up (the rule is `engine::follow`). A plain value,
+    // not a signal: the scroll handlers and the effect below read it without subscribing.
+    let follow = StoredValue::new(Follow::default());
     // Before a page is mounted above or below: a message that stays mounted, its distance from the
     // list's top, and the window's (first, last) ids then; once the window changed, the view is put
     // back so that message has not moved.
     let anchor = StoredValue::new(None::<(String, f64, Ends)>);
     // The message last marked `data-focused` (from a search hit or a source link).
     let focused = StoredValue::new_local(None::<web_sys::Element>);
-    // When the user last touched the list (wheel, pointer, touch, key), in ms.
-    let user_input = StoredValue::new(0i64);
     let on_scroll = move |_| {
         let Some(el) = list_ref.get_untracked() else {
             return;
         };
         let top = el.scroll_top();
         let gap = el.scroll_height() - top - el.client_height();
-        // Only the user scrolls up on purpose: layout changes (a re-render, the browser's clamping)
-        // can move the view too, so a move up counts only right after a wheel, touch, pointer or key.
-        let by_user = crate::ui::time::now_ms() - user_input.get_value() < 1000;
-        if gap < 40 {
-            stick.set_value(true);
-        } else if by_user && top < last_top.get_value() - 2 {
-            stick.set_value(false);
-        }
-        last_top.set_value(top);
+        follow.update_value(|f| f.handle_scroll(top, gap, now_ms()));
         if st.loading_messages.get_untracked() {
             return;
         }
@@ -258,26 +249,22 @@ fn MessageList() -> impl IntoView {
             ctl.load_newer();
         }
     };
-    // A wheel or key scroll upwards is the user's: stop following at once, before the scroll lands.
     let on_wheel = move |ev: leptos::ev::WheelEvent| {
-        user_input.set_value(crate::ui::time::now_ms());
-        if ev.delta_y() < 0.0 {
-            stick.set_value(false);
-        }
+        follow.update_value(|f| f.handle_input(now_ms(), ev.delta_y() < 0.0));
     };
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
-        user_input.set_value(crate::ui::time::now_ms());
-        if matches!(ev.key().as_str(), "ArrowUp" | "PageUp" | "Home") {
-            stick.set_value(false);
-        }
+        let up = matches!(ev.key().as_str(), "ArrowUp" | "PageUp" | "Home");
+        follow.update_value(|f| f.handle_input(now_ms(), up));
     };
-    let on_pointer =
-        move |_: leptos::ev::PointerEvent| user_input.set_value(crate::ui::time::now_ms());
-    let on_touch = move |_: leptos::ev::TouchEvent| user_input.set_value(crate::ui::time::now_ms());
-    // A newly opened conversation starts at the bottom.
+    let on_pointer = move |_: leptos::ev::PointerEvent| {
+        follow.update_value(|f| f.handle_input(now_ms(), false));
+    };
+    let on_touch = move |_: leptos::ev::TouchEvent| {
+        follow.update_value(|f| f.handle_input(now_ms(), false));
+    };
     Effect::new(move |_| {
         st.current.track();
-        stick.set_value(true);
+        follow.update_value(Follow::handle_opened);
     });
     // After the window changes (a page mounted, a message added, a reply growing): keep an older
     // page's anchor, scroll to a focused message, or follow the bottom. Runs on the next animation
@@ -308,8 +295,7 @@ fn MessageList() -> impl IntoView {
                     target.scroll_into_view();
                     let _ = target.set_attribute("data-focused", "true");
                     st.focus_message.set(None);
-                    stick.set_value(false);
-                    last_top.set_value(el.scroll_top());
+                    follow.update_value(|f| f.handle_focused(el.scroll_top()));
                     return;
                 }
             }
@@ -318,14 +304,13 @@ fn MessageList() -> impl IntoView {
                     anchor.set_value(None);
                     let moved = offset_in(&el, &id) - was_at;
                     el.set_scroll_top(el.scroll_top() + moved.round() as i32);
-                    last_top.set_value(el.scroll_top());
+                    follow.update_value(|f| f.handle_moved(el.scroll_top()));
                     return;
                 }
             }
-            // Far up (the latest messages are not mounted), there is no bottom to follow.
-            if stick.get_value() && !newer {
+            if follow.with_value(|f| f.follows(!newer)) {
                 el.set_scroll_top(el.scroll_height());
-                last_top.set_value(el.scroll_top());
+                follow.update_value(|f| f.handle_moved(el.scroll_top()));
             }
         });
     });
