@@ -182,3 +182,22 @@ fn serves_what_it_was_loaded_for_or_everything_when_complete() {
     assert_eq!(w.last(2).iter().map(|m| m.seq).collect::<Vec<_>>(), [5, 6]);
     assert_eq!(w.last(99).len(), 5);
 }
+
+#[test]
+fn placing_a_stored_message_in_a_views_window() {
+    use memoire::engine::window::{place, Placement::*};
+    let check = |last, at_latest, seq, shown, want| {
+        assert_eq!(
+            place(last, at_latest, seq, shown),
+            want,
+            "{last:?} {at_latest} {seq} {shown}"
+        );
+    };
+    check(Some(4), true, 5, false, Show);
+    check(None, true, 9, false, Show);
+    check(Some(4), true, 2, false, Show); // an older message goes in at its seq
+    check(Some(4), true, 4, true, Show); // already shown: updated in place
+    check(Some(4), true, 7, false, Behind); // a gap: the window missed 5 and 6
+    check(Some(4), false, 5, false, Beyond); // far up: the latest is not mounted
+    check(Some(4), false, 3, true, Show);
+}

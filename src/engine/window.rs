@@ -9,6 +9,8 @@
 //! tab, an import, an edit). The window then answers [`Applied::Stale`] and the driver reloads it
 //! from storage. A window never guesses.
 //!
+//! [`place`] is the same rule for a view's mounted window: where a newly stored message goes.
+//!
 //! Pure: imports only `crate::engine`.
 
 use crate::engine::model::{Conversation, Message};
@@ -22,6 +24,34 @@ pub enum Applied {
     Ignored,
     /// The input shows the window missed a change: drop it and load it again.
     Stale,
+}
+
+/// Where a newly stored message goes in a view's mounted window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Into the window, at its seq (already shown: updated in place).
+    Show,
+    /// Nowhere: the window stops short of the latest message and this one is further down.
+    Beyond,
+    /// Into the window, but the window missed messages before it (a seq gap at its end): reload.
+    Behind,
+}
+
+/// Places a message with `seq` (`shown`: its id is mounted already) in a window whose last mounted
+/// message has `last_seq` and which ends at the conversation's latest message if `at_latest`.
+pub fn place(last_seq: Option<u64>, at_latest: bool, seq: u64, shown: bool) -> Placement {
+    match last_seq {
+        Some(last) if !shown && seq > last => {
+            if !at_latest {
+                Placement::Beyond
+            } else if seq > last + 1 {
+                Placement::Behind
+            } else {
+                Placement::Show
+            }
+        }
+        _ => Placement::Show,
+    }
 }
 
 /// The conversation and its most recent messages, ascending by seq.
@@ -81,7 +111,7 @@ impl HistoryWindow {
             return Applied::Ignored;
         }
         if let Some(last) = self.messages.last() {
-            if m.seq != last.seq + 1 {
+            if m.seq <= last.seq || place(Some(last.seq), true, m.seq, false) != Placement::Show {
                 return Applied::Stale;
             }
         } else if self.conversation.message_count != 0 {

@@ -6,6 +6,7 @@ use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, Message, MessageMeta, MessageStatus, Role,
 };
 use crate::engine::settings::Settings;
+use crate::engine::window::{place, Placement};
 use crate::session::{Preview, SearchHit, SessionEvent, StorageInfo};
 use leptos::prelude::*;
 use std::cell::RefCell;
@@ -193,23 +194,23 @@ impl AppState {
         }
     }
 
-    fn append_message(&self, m: &Message) {
+    /// Shows a stored message in the open conversation's window, per `engine::window::place`; true
+    /// when the window missed messages before it and must be reloaded.
+    fn append_message(&self, m: &Message) -> bool {
         if !self.is_current(&m.conversation_id) {
-            return;
+            return false;
         }
-        // A window that stops short of the latest message does not grow at its end: the new
-        // message is further down, and shows once the user gets there.
-        let beyond = self.has_newer.get_untracked()
-            && self
-                .messages
-                .with_untracked(|l| l.last().is_some_and(|x| m.seq > x.seq));
-        if beyond {
-            return;
+        let (last_seq, shown) = self.messages.with_untracked(|l| {
+            (
+                l.last().map(|x| x.seq),
+                l.iter().rev().any(|x| x.id == m.id),
+            )
+        });
+        let placement = place(last_seq, !self.has_newer.get_untracked(), m.seq, shown);
+        if placement == Placement::Beyond {
+            return false;
         }
-        let exists = self
-            .messages
-            .with_untracked(|l| l.iter().rev().any(|x| x.id == m.id));
-        if exists {
+        if shown {
             self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
         } else {
             self.messages.update(|l| {
@@ -217,6 +218,7 @@ impl AppState {
                 l.insert(at, MessageItem::from_message(m));
             });
         }
+        placement == Placement::Behind
     }
 
     fn set_progress(
@@ -307,16 +309,9 @@ impl EventApplier {
             }
             SessionEvent::MessageAdded(m) => {
                 self.flush();
-                // A seq gap at the end of the window: messages were stored that this view never
-                // heard of (another tab whose events did not arrive): the window is reloaded.
-                let behind = s.is_current(&m.conversation_id)
-                    && !s.has_newer.get_untracked()
-                    && s.messages.with_untracked(|l| {
-                        l.last().is_some_and(|x| m.seq > x.seq + 1)
-                            && !l.iter().rev().any(|x| x.id == m.id)
-                    });
-                s.append_message(&m);
-                if behind {
+                // Stored messages this view never heard of (another tab whose events did not
+                // arrive): the window is reloaded.
+                if s.append_message(&m) {
                     (self.on_view_behind)(m.conversation_id);
                 }
             }
