@@ -14,31 +14,10 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
+mod support;
+use support::{finish, fresh, fresh_name};
+
 wasm_bindgen_test_configure!(run_in_browser);
-
-thread_local! { static COUNTER: Cell<u32> = const { Cell::new(0) }; }
-
-fn fresh_name(tag: &str) -> String {
-    let n = COUNTER.with(|c| {
-        c.set(c.get() + 1);
-        c.get()
-    });
-    format!("memoire-test-{tag}-{n}-{}", js_sys::Date::now() as u64)
-}
-
-async fn fresh(tag: &str) -> Store {
-    Store::open(&fresh_name(tag))
-        .await
-        .expect("open fresh store")
-}
-
-async fn finish(store: Store) {
-    let name = store.name().to_string();
-    store.close();
-    Store::delete_database(&name)
-        .await
-        .expect("delete test database");
-}
 
 fn conv(id: &str, updated_at: Millis) -> Conversation {
     Conversation {

@@ -3,8 +3,6 @@
 //! its metadata, clearing a conversation, edit-and-resend's tail replacement, saving a memory update,
 //! and writing a validated backup import (all or nothing). A fresh database per test.
 
-use std::cell::Cell;
-
 use memoire::engine::backup::{
     check_import, export_json, validate_import, ConversationBundle, ImportLimits,
 };
@@ -12,26 +10,10 @@ use memoire::engine::model::*;
 use memoire::store::{Store, StoreError};
 use wasm_bindgen_test::*;
 
+mod support;
+use support::{finish, fresh};
+
 wasm_bindgen_test_configure!(run_in_browser);
-
-thread_local! { static COUNTER: Cell<u32> = const { Cell::new(0) }; }
-
-async fn fresh(tag: &str) -> Store {
-    let n = COUNTER.with(|c| {
-        c.set(c.get() + 1);
-        c.get()
-    });
-    let name = format!("memoire-edits-{tag}-{n}-{}", js_sys::Date::now() as u64);
-    Store::open(&name).await.expect("open fresh store")
-}
-
-async fn finish(store: Store) {
-    let name = store.name().to_string();
-    store.close();
-    Store::delete_database(&name)
-        .await
-        .expect("delete test database");
-}
 
 fn conv(id: &str) -> Conversation {
     Conversation {

@@ -3,32 +3,14 @@
 //! in one transaction at the seqs the caller expected, and nothing at all when the conversation moved
 //! on, an id is taken, or the disk is full. A fresh database per test.
 
-use std::cell::Cell;
-
 use memoire::engine::model::*;
 use memoire::store::{Store, StoreError};
 use wasm_bindgen_test::*;
 
+mod support;
+use support::{finish, fresh};
+
 wasm_bindgen_test_configure!(run_in_browser);
-
-thread_local! { static COUNTER: Cell<u32> = const { Cell::new(0) }; }
-
-async fn fresh() -> Store {
-    let n = COUNTER.with(|c| {
-        c.set(c.get() + 1);
-        c.get()
-    });
-    let name = format!("memoire-turns-{n}-{}", js_sys::Date::now() as u64);
-    Store::open(&name).await.expect("open fresh store")
-}
-
-async fn finish(store: Store) {
-    let name = store.name().to_string();
-    store.close();
-    Store::delete_database(&name)
-        .await
-        .expect("delete test database");
-}
 
 fn conv(id: &str) -> Conversation {
     Conversation {
@@ -64,7 +46,7 @@ fn msg(c: &str, id: &str, role: Role, at: i64) -> Message {
 
 /// A store holding conversation "c" with two messages (last seq 2).
 async fn seeded() -> Store {
-    let s = fresh().await;
+    let s = fresh("turns").await;
     s.create_conversation(&conv("c")).await.unwrap();
     s.append_message(&msg("c", "m1", Role::User, 10))
         .await
@@ -168,7 +150,7 @@ async fn a_full_disk_writes_nothing() {
 
 #[wasm_bindgen_test]
 async fn an_unknown_conversation_writes_nothing() {
-    let s = fresh().await;
+    let s = fresh("turns").await;
     let got = s
         .append_turn(
             &msg("x", "u", Role::User, 20),

@@ -32,12 +32,16 @@ before(async () => {
 });
 after(() => harness?.close());
 
-/** Two pages of one context: A configured (memory every `every` exchanges), then B opened. */
-async function twoTabs({ agent, site, browser }, every) {
+/**
+ * Two pages of one context: A configured (memory every `every` exchanges), then B opened (unless
+ * `openB` is false: the test opens it later). `initB` runs in B before any app script.
+ */
+async function twoTabs({ agent, site, browser }, every, { openB = true, initB } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   if (process.env.NO_LOCKS) await context.addInitScript(() => Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined }));
   const a = await context.newPage();
   const b = await context.newPage();
+  if (initB) await b.addInitScript(initB);
   for (const p of [a, b]) p.setDefaultTimeout(DEFAULT_TIMEOUT_MS);
   const issues = { a: trackPage(a), b: trackPage(b) };
   await openApp(a, site.url);
@@ -48,7 +52,7 @@ async function twoTabs({ agent, site, browser }, every) {
   await a.locator(tid('settings-summary-frequency')).fill(String(every));
   await a.locator(tid('settings-save')).click();
   await a.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
-  await openApp(b, site.url);
+  if (openB) await openApp(b, site.url);
   return { context, a, b, issues };
 }
 
@@ -208,28 +212,19 @@ test('tabs: sending at once in one conversation loses nothing, duplicates nothin
 });
 
 test('tabs: a send from a tab whose view is behind (no broadcast from the other) still carries every stored message', async () => {
-  const { agent, site, browser } = harness;
+  const { agent, site } = harness;
   agent.reset();
   // Tab A keeps its recent history in memory and sends while writing. Tab B here cannot broadcast, so
   // A never hears of B's exchange: A's send must notice that the store moved on, write nothing
   // out of order, and send again with the stored history.
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  try {
-    const a = await context.newPage();
-    const b = await context.newPage();
-    await b.addInitScript(() => {
+  const { context, a, b, issues } = await twoTabs(harness, 50, {
+    openB: false,
+    initB: () => {
       delete window.BroadcastChannel;
-    });
-    for (const p of [a, b]) p.setDefaultTimeout(DEFAULT_TIMEOUT_MS);
-    const issues = { a: trackPage(a), b: trackPage(b) };
+    },
+  });
+  try {
     await withDiagnostics(a, issues.a, 'tabs-behind', async () => {
-      await openApp(a, site.url);
-      await a.locator(tid('settings-open')).click();
-      await a.locator(tid('settings-protocol')).selectOption('openai-chat');
-      await a.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
-      await a.locator(tid('settings-model')).fill('test-model');
-      await a.locator(tid('settings-save')).click();
-      await a.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
       agent.script({ text: 'First answer.' });
       await sendMessage(a, 'First from A');
       await waitAllComplete(a, 2);
