@@ -16,8 +16,10 @@ use wasm_bindgen::JsCast;
 #[component]
 pub fn SettingsDialog() -> impl IntoView {
     let st = expect_context::<Controller>().state;
+    // The form starts from the settings in force, so it waits until the saved ones are loaded: opened
+    // earlier, it would show (and could save) the defaults over them.
     view! {
-        <Show when=move || st.settings_open.get()>
+        <Show when=move || st.settings_open.get() && st.ready.get()>
             <SettingsForm/>
         </Show>
     }
