@@ -17,6 +17,18 @@ pub const PAGE: usize = 60;
 /// 10,000 messages keep a small DOM.
 pub const MOUNT_CAP: usize = 4 * PAGE;
 
+/// An action's future, boxed: one non-generic spawn and error path shared by every action, instead of
+/// a copy of both per call site of [`Controller::run`] (wasm bytes).
+type Action = std::pin::Pin<Box<dyn Future<Output = Result<(), SessionError>>>>;
+
+fn spawn_action(state: AppState, action: Action) {
+    spawn_local(async move {
+        if let Err(e) = action.await {
+            state.error.set(Some(e.to_string()));
+        }
+    });
+}
+
 /// Provided as context; `Copy`.
 #[derive(Clone, Copy)]
 pub struct Controller {
@@ -53,11 +65,7 @@ impl Controller {
             ));
             return;
         };
-        spawn_local(async move {
-            if let Err(e) = f(session, state).await {
-                state.error.set(Some(e.to_string()));
-            }
-        });
+        spawn_action(state, Box::pin(f(session, state)));
     }
 
     /// Loads the conversation list (most recent first).
