@@ -225,14 +225,12 @@ fn ConversationItem(
                             "✎"
                         </button>
                         <button
-                            class="icon"
+                            class="icon trash"
                             data-testid="delete-conversation"
                             aria-label="Delete conversation"
                             title="Delete"
                             on:click=move |_| confirming.set(true)
-                        >
-                            "🗑"
-                        </button>
+                        ></button>
                     }}
                 >
                     <span class="confirm" role="alertdialog" aria-label="Confirm delete">

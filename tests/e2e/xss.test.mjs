@@ -153,3 +153,49 @@ test(`XSS: ${CORPUS.length} hostile payloads as model output render as text and 
     await context.close();
   }
 });
+
+test('CSP: the built page refuses any script, handler, javascript: URL or remote image it did not ship', async () => {
+  const { context, page, issues } = await openUiApp(harness);
+  try {
+    await withDiagnostics(page, issues, 'csp', async () => {
+      const found = await page.evaluate(async () => {
+        const violations = [];
+        document.addEventListener('securitypolicyviolation', (e) => violations.push(e.effectiveDirective));
+        const meta = document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.content ?? '';
+        // As if markup had slipped past the markdown writer: an inline script, an inline handler, a
+        // javascript: link and a remote image. (eval cannot be probed from here: code run through the
+        // DevTools protocol is exempt from the page's policy; the policy text is checked instead.)
+        const s = document.createElement('script');
+        s.textContent = 'window.cspInline = 1';
+        document.body.append(s);
+        const holder = document.createElement('div');
+        holder.innerHTML = '<img src="data:," onload="window.cspHandler = 1"><img src="https://example.invalid/beacon.png">';
+        document.body.append(holder);
+        const a = document.createElement('a');
+        a.href = 'javascript:window.cspHref = 1';
+        document.body.append(a);
+        a.click();
+        a.remove();
+        await new Promise((r) => setTimeout(r, 300));
+        holder.remove();
+        return { meta, violations, inline: window.cspInline, handler: window.cspHandler, href: window.cspHref };
+      });
+      const scriptSrc = found.meta.split(';').find((d) => d.trim().startsWith('script-src')) ?? '';
+      assert.match(scriptSrc, /^ ?script-src 'self' 'wasm-unsafe-eval'( 'sha256-[A-Za-z0-9+/=]+')+$/, 'script-src allows only the app, its wasm and hashed scripts');
+      assert.match(found.meta, /object-src 'none'/);
+      assert.match(found.meta, /base-uri 'none'/);
+      assert.equal(found.inline, undefined, 'an injected inline script ran');
+      assert.equal(found.handler, undefined, 'an injected inline handler ran');
+      assert.equal(found.href, undefined, 'a javascript: link ran');
+      for (const d of ['script-src-elem', 'script-src-attr', 'img-src']) {
+        assert.ok(found.violations.includes(d), `no ${d} violation reported: ${found.violations}`);
+      }
+      // The app itself still works under the policy: its own scripts, wasm, styles and icons loaded.
+      await page.locator(tid('new-conversation')).click();
+      await page.locator(tid('composer-input')).waitFor();
+    });
+    assertNoPageProblems(issues, { allowConsole: [/Content Security Policy|Refused to/] });
+  } finally {
+    await context.close();
+  }
+});

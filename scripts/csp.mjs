@@ -1,0 +1,61 @@
+// Trunk post-build hook: puts a Content-Security-Policy <meta> at the top of the built index.html.
+// Defence in depth for untrusted model output: the markdown writer already emits only allow-listed
+// markup (engine/markdown.rs), and this policy makes the browser refuse any script the app did not
+// ship even if something slipped through: no inline script but the two in index.html (allowed by
+// their SHA-256, computed here from the final, minified file), no eval, no plugins, no <base>, no
+// form posts, images only from the app itself or data: URLs.
+// - `wasm-unsafe-eval`: compiling the app's own wasm needs it.
+// - `connect-src *`: the agent endpoint is any http(s) origin the user configures.
+// - `style-src-attr 'unsafe-inline'`: table alignment and the graph set `style` attributes; a style
+//   attribute cannot run script, and `img-src` stops it from fetching anything from elsewhere.
+// A <meta> policy cannot set frame-ancestors or report-uri; a host can add both as headers (README).
+// Usage outside Trunk: TRUNK_STAGING_DIR=dist node scripts/csp.mjs
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dir = process.env.TRUNK_STAGING_DIR;
+if (!dir) {
+  console.error('csp: run by trunk (or set TRUNK_STAGING_DIR to the built directory)');
+  process.exit(1);
+}
+const file = join(dir, 'index.html');
+let html = readFileSync(file, 'utf8');
+if (/http-equiv=["']?Content-Security-Policy/i.test(html)) {
+  console.error('csp: index.html already has a Content-Security-Policy');
+  process.exit(1);
+}
+
+const hashes = [];
+for (const m of html.matchAll(/<script(\s[^>]*)?>([\s\S]*?)<\/script>/gi)) {
+  if (/\ssrc\s*=/i.test(m[1] ?? '')) continue;
+  hashes.push(`'sha256-${createHash('sha256').update(m[2], 'utf8').digest('base64')}'`);
+}
+if (hashes.length === 0) {
+  console.error('csp: no inline <script> found in index.html: the app cannot start without its loader');
+  process.exit(1);
+}
+
+const policy = [
+  "default-src 'self'",
+  `script-src 'self' 'wasm-unsafe-eval' ${hashes.join(' ')}`,
+  "style-src 'self'",
+  "style-src-attr 'unsafe-inline'",
+  "img-src 'self' data:",
+  'connect-src *',
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+const meta = `<meta http-equiv="Content-Security-Policy" content="${policy}">`;
+
+// The policy only covers what comes after it: it goes right after the charset declaration, before
+// any script or stylesheet.
+const charset = /<meta\s+charset=["']?utf-8["']?\s*\/?>/i;
+if (!charset.test(html)) {
+  console.error('csp: no <meta charset=utf-8> in index.html to put the policy after');
+  process.exit(1);
+}
+html = html.replace(charset, (m) => m + meta);
+writeFileSync(file, html);
+console.log(`csp: ${hashes.length} inline script(s) allowed by hash`);
