@@ -54,6 +54,15 @@ pub fn App() -> impl IntoView {
         }
     });
     install_window_listeners(ctl);
+    // A conversation closed by something other than a click here (deleted in another tab): the
+    // address must stop naming it, or a reload would try to open what is gone.
+    Effect::new(move |was_open: Option<bool>| {
+        let open = state.current.with(Option::is_some);
+        if was_open == Some(true) && !open {
+            controller::set_route(None);
+        }
+        open
+    });
 
     view! {
         <div class="app" class:memory-open=move || state.memory_open.get()>

@@ -142,6 +142,8 @@ test('tabs: messages, streaming, list changes, renames and memory updates reach 
       await fresh.locator(tid('confirm-delete')).click();
       await a.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 1);
       await a.waitForFunction(() => document.querySelector('[data-testid="update-memory"]')?.disabled === true);
+      // ...and A's address no longer names it, so a reload does not try to open what is gone.
+      await a.waitForFunction(() => location.hash === '');
       assert.equal(agent.chatRequests().length, 2, 'B never sent anything of its own');
       assertNoPageProblems(issues.a);
       assertNoPageProblems(issues.b);
