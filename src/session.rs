@@ -209,15 +209,17 @@ impl Session {
                 Settings::builtin()
             }
         };
+        // Read back through JSON text, not `from_value`: settings also arrive as text from other
+        // tabs (session/sync.rs), so their deserializer is compiled once for both.
         let saved: Option<Settings> = store
             .get_setting(SETTINGS_KEY)
             .await?
-            .and_then(|v| serde_json::from_value(v).ok());
+            .and_then(|v| from_json_value(&v));
         let settings = settings::effective(&defaults, saved.as_ref());
         let calibration: Calibration = store
             .get_setting(CALIBRATION_KEY)
             .await?
-            .and_then(|v| serde_json::from_value(v).ok())
+            .and_then(|v| from_json_value(&v))
             .unwrap_or_default();
         if interrupted > 0 {
             sink(SessionEvent::Notice(format!(
@@ -690,4 +692,9 @@ async fn load_deployment_config() -> Result<Settings, String> {
     };
     let config = settings::parse_deployment_config(&text)?;
     Ok(settings::deployment_defaults(&config))
+}
+
+/// A stored setting as `T`, read through its JSON text (see `Session::open`'s settings).
+fn from_json_value<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
+    serde_json::from_str(&serde_json::to_string(v).ok()?).ok()
 }

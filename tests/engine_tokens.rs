@@ -316,3 +316,19 @@ fn calibrated_estimator_scales_and_rounds_up() {
         "calibrated {err:+.1} %"
     );
 }
+
+// The session reads a stored calibration back as JSON text (the store hands it over as a
+// `serde_json::Value` holding the f32 widened to f64): every ratio must come back bit for bit.
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+    #[test]
+    fn stored_ratio_round_trips_through_json_text(bits in proptest::prelude::any::<u32>()) {
+        let ratio = f32::from_bits(bits);
+        proptest::prop_assume!(ratio.is_finite());
+        let mut cal = Calibration::new();
+        cal.ratios.entry("k".into()).or_default().insert("m".into(), Ratio { ratio, samples: 1 });
+        let stored = serde_json::to_value(&cal).unwrap();
+        let back: Calibration = serde_json::from_str(&serde_json::to_string(&stored).unwrap()).unwrap();
+        proptest::prop_assert_eq!(back.ratios["k"]["m"].ratio.to_bits(), bits);
+    }
+}

@@ -566,9 +566,9 @@ pub fn export_json(
     let mut conversations = Vec::with_capacity(bundles.len());
     for b in bundles {
         let mut messages: Vec<&Message> = b.messages.iter().collect();
-        messages.sort_by_key(|m| m.seq);
+        crate::engine::sort::sort_by_key(&mut messages, |m| m.seq);
         let mut summaries: Vec<&ConversationSummary> = b.summaries.iter().collect();
-        summaries.sort_by_key(|s| s.version);
+        crate::engine::sort::sort_by_key(&mut summaries, |s| s.version);
         let mut entities = Vec::new();
         for e in &b.entities {
             match e.scope {
@@ -613,7 +613,7 @@ pub fn export_markdown(conversation: &Conversation, messages: &[Message]) -> Str
         messages.len()
     ));
     let mut sorted: Vec<&Message> = messages.iter().collect();
-    sorted.sort_by_key(|m| m.seq);
+    crate::engine::sort::sort_by_key(&mut sorted, |m| m.seq);
     for m in sorted {
         let who = match m.role {
             Role::User => "User",

@@ -50,7 +50,7 @@ pub enum AddOutcome {
 
 impl ConversationState {
     pub fn new(conversation: Conversation, mut messages: Vec<Message>) -> Self {
-        messages.sort_by_key(|m| m.seq);
+        crate::engine::sort::sort_by_key(&mut messages, |m| m.seq);
         ConversationState {
             conversation,
             messages,

@@ -68,7 +68,7 @@ impl HistoryWindow {
     /// A window over `messages`, the result of loading the last `capacity` messages of
     /// `conversation` (in any order).
     pub fn new(conversation: Conversation, mut messages: Vec<Message>, capacity: usize) -> Self {
-        messages.sort_by_key(|m| m.seq);
+        crate::engine::sort::sort_by_key(&mut messages, |m| m.seq);
         let excess = messages.len().saturating_sub(capacity);
         messages.drain(..excess);
         let complete = messages.len() as u64 >= conversation.message_count;

@@ -230,7 +230,8 @@ impl Store {
             .map_err(js_error)?;
         let summaries = tx.store(SUMMARIES)?;
         let mut conv_ids: Vec<&str> = named.conversation_ids().collect();
-        conv_ids.sort_unstable();
+        // Equal `&str`s are indistinguishable, so the shared stable sort gives the same order.
+        crate::engine::sort::sort_by(&mut conv_ids, |a, b| a.cmp(b));
         conv_ids.dedup();
         let sum_reqs = conv_ids
             .iter()

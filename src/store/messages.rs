@@ -463,7 +463,8 @@ impl Store {
         ids: impl IntoIterator<Item = &'a str>,
     ) -> Result<HashMap<String, ExistingMessage>, StoreError> {
         let mut wanted: Vec<&str> = ids.into_iter().collect();
-        wanted.sort_unstable();
+        // Equal `&str`s are indistinguishable, so the shared stable sort gives the same order.
+        crate::engine::sort::sort_by(&mut wanted, |a, b| a.cmp(b));
         wanted.dedup();
         let mut out = HashMap::new();
         let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {

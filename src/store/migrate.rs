@@ -177,7 +177,7 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
     let mut imported = 0usize;
     let n_conv = groups.len();
     for (agent, mut msgs) in groups {
-        msgs.sort_by(|a, b| a.at.cmp(&b.at).then(a.pos.cmp(&b.pos)));
+        crate::engine::sort::sort_by(&mut msgs, |a, b| a.at.cmp(&b.at).then(a.pos.cmp(&b.pos)));
         let conv_id = format!("legacy-{agent}");
         for (i, m) in msgs.iter().enumerate() {
             let rec = MessageRecord {
@@ -250,7 +250,7 @@ impl Store {
         for v in all.iter() {
             out.push(from_js::<MigrationRecord>(v, "migration record")?);
         }
-        out.sort_by_key(|m| m.number);
+        crate::engine::sort::sort_by_key(&mut out, |m| m.number);
         Ok(out)
     }
 }
