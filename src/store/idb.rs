@@ -1,13 +1,13 @@
 //! Thin raw `web-sys` IndexedDB helpers: a request as a future, a transaction whose completion (or
 //! abort, with its `DOMException`) is a future, and the key ranges the store uses.
 //!
-//! Why not rexie here: rexie 0.6 keeps its `IdbDatabase` and `IdbTransaction` private, so through it we
-//! cannot (a) see `transaction.error` when a transaction aborts — which is the only place a
-//! `QuotaExceededError` shows up (its `done()` just says "Aborted"), (b) set `onversionchange` to tell the
-//! UI, (c) react to `onblocked` on open (its `build()` hangs until the other tab closes), or (d) rename a
-//! legacy object store during the upgrade. Every transaction must come from the connection, so once the
-//! connection is ours the whole store talks to IndexedDB through these helpers; rexie is only used to
-//! delete a database.
+//! Why not rexie (the IndexedDB wrapper DESIGN.md names): rexie 0.6 keeps its `IdbDatabase` and
+//! `IdbTransaction` private, so through it we cannot (a) see `transaction.error` when a transaction
+//! aborts — which is the only place a `QuotaExceededError` shows up (its `done()` just says "Aborted"),
+//! (b) set `onversionchange` to tell the UI, (c) react to `onblocked` on open (its `build()` hangs until
+//! the other tab closes), or (d) rename a legacy object store during the upgrade. Every transaction must
+//! come from the connection, so once the connection is ours the whole store talks to IndexedDB through
+//! these helpers, and rexie is not a dependency at all.
 //!
 //! Futures resolve through a `Promise` whose resolve/reject are the request's handlers: continuation runs
 //! in the microtask checkpoint of the success event, while the transaction is still active, so several

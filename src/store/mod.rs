@@ -47,7 +47,7 @@ pub use messages::{AppendOutcome, SearchHit};
 pub use migrate::MigrationRecord;
 pub use quota::StorageUsage;
 
-use idb::{dom_error, js_error, Tx};
+use idb::{dom_error, js_error, request, Tx};
 
 /// Shared state of one connection, visible to the `onversionchange` handler.
 struct Shared {
@@ -219,12 +219,8 @@ impl Store {
 
     /// Deletes a whole database (close every handle on it first, or this waits for them).
     pub async fn delete_database(name: &str) -> Result<(), StoreError> {
-        rexie::Rexie::delete(name)
-            .await
-            .map_err(|e| StoreError::Idb {
-                name: "DeleteFailed".into(),
-                message: e.to_string(),
-            })
+        let req = factory()?.delete_database(name).map_err(js_error)?;
+        request(&req).await.map(|_| ())
     }
 
     /// Test hook: the next write transaction fails exactly like one that hit the quota (the

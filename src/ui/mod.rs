@@ -1,6 +1,6 @@
 //! The Leptos interface: sidebar, chat pane (about 60%), memory pane (about 40%), settings dialog,
 //! context inspector. Views read signals (`state`) and call the `controller`; they never touch
-//! rexie or fetch. Must not import `store` or `transport`.
+//! IndexedDB or fetch. Must not import `store` or `transport`.
 
 pub mod chat;
 pub mod controller;
