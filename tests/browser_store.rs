@@ -8,7 +8,6 @@ use std::rc::Rc;
 
 use memoire::engine::model::*;
 use memoire::store::{ConversationPatch, Store, StoreError};
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -863,9 +862,7 @@ async fn legacy_v1_flat_list_becomes_one_previous_conversation_per_agent_once() 
         .unwrap();
     let store = tx.object_store("messages").unwrap();
     for rec in legacy.as_array().unwrap() {
-        let v = rec
-            .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-            .unwrap();
+        let v = js_sys::JSON::parse(&rec.to_string()).unwrap();
         store.put(&v).unwrap();
     }
     raw_done(&tx).await;

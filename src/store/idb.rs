@@ -169,9 +169,14 @@ pub(crate) async fn collect_cursor(
 }
 
 /// Converts a record to a plain JS object (maps become objects, `None` becomes `null`).
+///
+/// Records cross the wasm boundary as JSON text, built by `serde_json` and turned into objects by the
+/// browser's `JSON.parse` (and back with `JSON.stringify`): one call per record instead of one per
+/// field, and every record type's serde code is the `serde_json` instantiation the app links anyway,
+/// so no second serializer (serde-wasm-bindgen) is shipped.
 pub(crate) fn to_js<T: serde::Serialize>(v: &T) -> Result<JsValue, StoreError> {
-    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| StoreError::Encode(e.to_string()))
+    let text = serde_json::to_string(v).map_err(|e| StoreError::Encode(e.to_string()))?;
+    js_sys::JSON::parse(&text).map_err(js_error)
 }
 
 /// Reads a record back; damaged data is an error, never a panic.
@@ -179,8 +184,15 @@ pub(crate) fn from_js<T: serde::de::DeserializeOwned>(
     v: JsValue,
     what: &'static str,
 ) -> Result<T, StoreError> {
-    serde_wasm_bindgen::from_value(v).map_err(|e| StoreError::BadRecord {
-        what,
-        detail: e.to_string(),
-    })
+    let bad = |detail: String| StoreError::BadRecord { what, detail };
+    // `stringify` throws on a BigInt or a cycle, and gives `undefined` for `undefined`: all damage.
+    let text = js_sys::JSON::stringify(&v)
+        .map_err(|e| {
+            bad(e
+                .dyn_ref::<js_sys::Error>()
+                .map_or_else(|| "unreadable value".into(), |e| e.message().into()))
+        })?
+        .as_string()
+        .ok_or_else(|| bad("not a stored record".into()))?;
+    serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
 }

@@ -164,7 +164,7 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
     let mut groups: BTreeMap<String, Vec<Legacy>> = BTreeMap::new();
     let mut unreadable = 0usize;
     for (pos, (k, v)) in keys.iter().zip(vals.iter()).enumerate() {
-        let parsed = serde_wasm_bindgen::from_value::<Value>(v)
+        let parsed = super::idb::from_js::<Value>(v, "legacy message")
             .ok()
             .and_then(|v| parse_legacy(k, &v, pos));
         match parsed {
