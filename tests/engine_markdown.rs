@@ -546,3 +546,60 @@ proptest! {
         assert_safe(&s, &render_streaming(&s));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The fixture corpus: realistic chat-model markdown in tests/fixtures/markdown/NNN-name.md, each with
+// the expected HTML next to it (NNN-name.html, a snapshot of the renderer's output). The snapshots
+// are the contract: regenerate them (MEMOIRE_BLESS_MARKDOWN=1) only for a reviewed change.
+
+fn fixture_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/markdown")
+}
+
+/// Render one fixture; compare with (or, when blessing, write) its snapshot. Returns a mismatch.
+fn check_fixture(md: &std::path::Path, bless: bool) -> Option<String> {
+    let input = std::fs::read_to_string(md).unwrap();
+    let html = render(&input);
+    assert_safe(&input, &html);
+    assert_eq!(
+        render_streaming(&input),
+        html,
+        "streaming differs for {md:?}"
+    );
+    let expected_path = md.with_extension("html");
+    if bless {
+        std::fs::write(&expected_path, &html).unwrap();
+        return None;
+    }
+    let expected = std::fs::read_to_string(&expected_path)
+        .unwrap_or_else(|e| panic!("{expected_path:?}: {e}"));
+    (html != expected).then(|| {
+        format!(
+            "{}:\n  input:    {input:?}\n  expected: {expected:?}\n  actual:   {html:?}",
+            md.display()
+        )
+    })
+}
+
+#[test]
+fn fixture_corpus_matches_snapshots() {
+    let bless = std::env::var_os("MEMOIRE_BLESS_MARKDOWN").is_some();
+    let mut inputs: Vec<_> = std::fs::read_dir(fixture_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    inputs.sort();
+    assert!(inputs.len() >= 60, "corpus too small: {}", inputs.len());
+    let failures: Vec<String> = inputs
+        .iter()
+        .filter_map(|p| check_fixture(p, bless))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} fixtures differ:\n{}",
+        failures.len(),
+        inputs.len(),
+        failures.join("\n")
+    );
+}
