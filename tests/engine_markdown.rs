@@ -603,3 +603,166 @@ fn fixture_corpus_matches_snapshots() {
         failures.join("\n")
     );
 }
+
+#[path = "fixtures/markdown/pulldown_reference.rs"]
+#[allow(dead_code)]
+mod reference;
+
+#[test]
+fn scratch_compare() {
+    let Ok(inputs) = std::env::var("MD_SCRATCH") else {
+        return;
+    };
+    for input in inputs.split("@@") {
+        let input = input.replace("\\n", "\n");
+        let ours = render(&input);
+        let theirs = reference::render(&input);
+        println!(
+            "{:?}\n ours:   {ours:?}\n theirs: {theirs:?}\n same: {}",
+            input,
+            ours == theirs
+        );
+    }
+}
+
+#[test]
+fn scratch_fuzz() {
+    let Ok(n) = std::env::var("MD_FUZZ") else {
+        return;
+    };
+    let parts = [
+        "\n",
+        "\n",
+        "\n\n",
+        "- ",
+        "  - ",
+        "1. ",
+        "2) ",
+        "> ",
+        ">> ",
+        "   ",
+        "# ",
+        "```\n",
+        "~~~\n",
+        "    code\n",
+        "| a | b |\n",
+        "|---|:-:|\n",
+        "| 1 | 2 |\n",
+        "[x]: https://r.example 't'\n",
+        "[x]",
+        "[x][]",
+        "[y][x]",
+        "[a](https://l.example)",
+        "![i](https://i.example)",
+        "*",
+        "**",
+        "_",
+        "__",
+        "~~",
+        "`",
+        "text ",
+        "word",
+        "<b>",
+        "<div>\n",
+        "&amp;",
+        "\\",
+        "  \n",
+        "---\n",
+        "===\n",
+        "<https://a.example>",
+        "a*b*c",
+        "*a **b** c*",
+        "***x***",
+    ];
+    let mut seed: u64 = std::env::var("MD_SEED").map_or(12345, |s| s.parse().unwrap());
+    let mut shown = 0;
+    for _ in 0..n.parse::<usize>().unwrap() {
+        let mut s = String::new();
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = (seed >> 33) % 24;
+        for _ in 0..len {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s.push_str(parts[((seed >> 33) % parts.len() as u64) as usize]);
+        }
+        let (ours, theirs) = (render(&s), reference::render(&s));
+        if ours != theirs && shown < 40 {
+            shown += 1;
+            println!("{s:?}\n ours:   {ours:?}\n theirs: {theirs:?}");
+        }
+    }
+}
+
+#[test]
+fn scratch_adversarial() {
+    if std::env::var("MD_ADV").is_err() {
+        return;
+    }
+    let n = 100_000;
+    let cases: Vec<(&str, String)> = vec![
+        ("brackets", "[".repeat(n)),
+        ("brackets-close", "[".repeat(n / 2) + &"]".repeat(n / 2)),
+        ("link-brackets", "[a](b)[".repeat(n / 7)),
+        ("stars", "*".repeat(n)),
+        ("stars-words", "*a ".repeat(n / 3)),
+        ("stars-alt", "*a**b ".repeat(n / 6)),
+        ("stars-alt-2x", "*a**b ".repeat(n / 3)),
+        ("v1", "a**b ".repeat(n / 5)),
+        ("v2", "*a ".repeat(n / 3)),
+        ("v3", "*a**b\n".repeat(n / 6)),
+        ("v4", "*a**b *".repeat(n / 7)),
+        ("underscores", "_a _".repeat(n / 4)),
+        ("tildes", "~a ~~b ".repeat(n / 7)),
+        ("backticks", "`".repeat(n)),
+        (
+            "backtick-runs",
+            (1..450).map(|i| "`".repeat(i) + "x").collect::<String>(),
+        ),
+        ("quotes", ">".repeat(n)),
+        (
+            "quote-lines",
+            "> ".repeat(50) + "x\n".repeat(1).as_str() + &"> > > > >\n".repeat(n / 10),
+        ),
+        ("list-items", "- a\n".repeat(n / 4)),
+        (
+            "nested-lists",
+            (0..2000)
+                .map(|i| " ".repeat(i * 2) + "- a\n")
+                .collect::<String>(),
+        ),
+        ("html-quotes", "<a x=\"".repeat(n / 6)),
+        ("html-comment", "<!--".repeat(n / 4)),
+        ("lt", "<".repeat(n)),
+        ("entities", "&#".repeat(n / 2)),
+        ("link-parens", "[a](".repeat(n / 4)),
+        ("link-titles", "[a](b \"".repeat(n / 7)),
+        ("refs", "[a]: b\n".repeat(n / 7) + &"[a]".repeat(n / 3)),
+        (
+            "ref-brackets",
+            "[a]: b\n\n".to_string() + &"[".repeat(n / 2) + &"a]".repeat(n / 4),
+        ),
+        (
+            "table",
+            "| a | b |\n|---|---|\n".to_string() + &"| 1 | 2 |\n".repeat(n / 10),
+        ),
+        (
+            "table-cells",
+            "|".repeat(n / 2) + "\n" + &"|-".repeat(n / 4),
+        ),
+        ("emph-links", "*[a](b)".repeat(n / 7)),
+        ("backslashes", "\\".repeat(n)),
+    ];
+    for (name, input) in cases {
+        let t = std::time::Instant::now();
+        let out = render(&input);
+        println!(
+            "{name}: {} bytes in, {} out, {:?}",
+            input.len(),
+            out.len(),
+            t.elapsed()
+        );
+    }
+}
