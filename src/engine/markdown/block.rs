@@ -458,7 +458,16 @@ impl<'a> Parser<'a> {
         let first = bytes.first().copied();
         let in_para = matches!(self.blocks[container].kind, Kind::Para);
         // Paragraph-like tips: a paragraph, or a table (whose rows are interrupted like one).
-        let tip_para = matches!(self.blocks[self.tip].kind, Kind::Para | Kind::Table { .. });
+        let mut tip_para = matches!(self.blocks[self.tip].kind, Kind::Para | Kind::Table { .. });
+        // pulldown-cmark's reading: an indented line that would start another block ends a table
+        // (and is then indented code).
+        if self.indented
+            && matches!(self.blocks[self.tip].kind, Kind::Table { .. })
+            && ends_table(rest.trim_start_matches([' ', '\t']))
+        {
+            self.finalize(self.tip);
+            tip_para = false;
+        }
         if !self.indented {
             // Block quote.
             if first == Some(b'>') {
@@ -827,6 +836,26 @@ impl<'a> Parser<'a> {
         } else {
             rest.to_string()
         };
+    }
+}
+
+/// Whether a line (without its indentation) starts a block that interrupts a table's rows.
+fn ends_table(s: &str) -> bool {
+    let b = s.as_bytes();
+    let run = |c: u8| b.iter().take_while(|&&x| x == c).count();
+    let space_or_end = |i: usize| matches!(b.get(i), None | Some(b' ' | b'\t'));
+    match b.first() {
+        Some(b'>') => true,
+        Some(b'#') => run(b'#') <= 6 && space_or_end(run(b'#')),
+        Some(&c @ (b'`' | b'~')) => run(c) >= 3,
+        Some(b'-' | b'*' | b'_') if is_rule(b) => true,
+        Some(b'-' | b'*' | b'+') => space_or_end(1),
+        Some(b'0'..=b'9') => {
+            let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            digits <= 9 && matches!(b.get(digits), Some(b'.' | b')')) && space_or_end(digits + 1)
+        }
+        Some(b'<') => html_block_start(s).is_some_and(|t| t < 7),
+        _ => false,
     }
 }
 

@@ -101,8 +101,9 @@ struct Inline<'a, 'r> {
     inactive_below: usize,
     /// Per terminator, the lowest position from which a search already failed.
     fail: [usize; 6],
-    /// Per backtick run length, the lowest position from which no closing run was found.
-    code_fail: Vec<(usize, usize)>,
+    /// Every backtick run as (length, position), sorted; built on the first code span.
+    code_runs: Vec<(usize, usize)>,
+    code_runs_built: bool,
     /// Scratch for `process_emphasis`.
     pending: Vec<usize>,
     openers: Vec<usize>,
@@ -121,7 +122,7 @@ pub(super) struct Buffers<'a> {
     pub nodes: Vec<Node<'a>>,
     delims: Vec<usize>,
     brackets: Vec<Bracket>,
-    code_fail: Vec<(usize, usize)>,
+    code_runs: Vec<(usize, usize)>,
     pending: Vec<usize>,
     openers: Vec<usize>,
 }
@@ -131,7 +132,7 @@ pub(super) fn parse<'a>(src: &'a str, refs: &Refs, buf: &mut Buffers<'a>) {
     buf.nodes.clear();
     buf.delims.clear();
     buf.brackets.clear();
-    buf.code_fail.clear();
+    buf.code_runs.clear();
     let mut p = Inline {
         src,
         refs,
@@ -140,7 +141,8 @@ pub(super) fn parse<'a>(src: &'a str, refs: &Refs, buf: &mut Buffers<'a>) {
         brackets: std::mem::take(&mut buf.brackets),
         inactive_below: 0,
         fail: [usize::MAX; 6],
-        code_fail: std::mem::take(&mut buf.code_fail),
+        code_runs: std::mem::take(&mut buf.code_runs),
+        code_runs_built: false,
         pending: std::mem::take(&mut buf.pending),
         openers: std::mem::take(&mut buf.openers),
     };
@@ -148,7 +150,7 @@ pub(super) fn parse<'a>(src: &'a str, refs: &Refs, buf: &mut Buffers<'a>) {
     buf.nodes = p.nodes;
     buf.delims = p.delims;
     buf.brackets = p.brackets;
-    buf.code_fail = p.code_fail;
+    buf.code_runs = p.code_runs;
     buf.pending = p.pending;
     buf.openers = p.openers;
 }
@@ -313,33 +315,31 @@ impl<'a> Inline<'a, '_> {
         self.process_emphasis(0);
     }
 
-    /// A code span opening with `n` backticks at `i`: its content and where it ends.
+    /// A code span opening with `n` backticks at `i`: its content and where it ends. The closing
+    /// run is looked up in an index of every backtick run (built on the first one), so runs of
+    /// many different lengths stay linear.
     fn code_span(&mut self, i: usize, n: usize) -> Option<(Cow<'a, str>, usize)> {
-        let b = self.src.as_bytes();
-        let from = i + n;
-        if let Some(&(_, failed)) = self.code_fail.iter().find(|(len, _)| *len == n) {
-            if from >= failed {
-                return None;
-            }
-        }
-        let mut j = from;
-        while j < b.len() {
-            if b[j] == b'`' {
-                let m = run_len(b, j, b'`');
-                if m == n {
-                    let raw = &self.src[from..j];
-                    return Some((code_content(raw), j + m));
+        if !self.code_runs_built {
+            self.code_runs_built = true;
+            let b = self.src.as_bytes();
+            let mut j = 0;
+            while j < b.len() {
+                if b[j] == b'`' {
+                    let m = run_len(b, j, b'`');
+                    self.code_runs.push((m, j));
+                    j += m;
+                } else {
+                    j += 1;
                 }
-                j += m;
-            } else {
-                j += 1;
             }
+            self.code_runs.sort_unstable();
         }
-        match self.code_fail.iter_mut().find(|(len, _)| *len == n) {
-            Some(entry) => entry.1 = entry.1.min(from),
-            None => self.code_fail.push((n, from)),
+        let from = i + n;
+        let k = self.code_runs.partition_point(|&run| run < (n, from));
+        match self.code_runs.get(k) {
+            Some(&(len, at)) if len == n => Some((code_content(&self.src[from..at]), at + n)),
+            _ => None,
         }
-        None
     }
 
     /// Find `pat` at or after `from`, remembering failures per terminator kind.
@@ -988,7 +988,8 @@ pub(super) fn html_tag_len(s: &str) -> Option<usize> {
         brackets: Vec::new(),
         inactive_below: 0,
         fail: [usize::MAX; 6],
-        code_fail: Vec::new(),
+        code_runs: Vec::new(),
+        code_runs_built: false,
         pending: Vec::new(),
         openers: Vec::new(),
     };
