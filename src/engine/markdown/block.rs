@@ -615,7 +615,7 @@ impl<'a> Parser<'a> {
         }
         let blank_item = self.peek(self.offset).is_none();
         let spaces_after = self.column - spaces_start_col;
-        let padding = if spaces_after >= 5 || spaces_after < 1 || blank_item {
+        let padding = if !(1..5).contains(&spaces_after) || blank_item {
             // Content starts one space after the marker (the rest is indented code, or empty).
             self.column = spaces_start_col;
             self.offset = spaces_start_offset;
