@@ -89,6 +89,10 @@ impl Controller {
             st.memory.set(MemoryView::default());
             st.preview.set(None);
             st.error.set(None);
+            // The composer belongs to the new conversation at once; its stored draft follows.
+            st.draft_of.set(None);
+            st.draft.set(String::new());
+            ctl.load_draft(id.clone());
         }
         st.focus_message.set(focus.clone());
         self.run(move |s, st| async move {
@@ -102,7 +106,6 @@ impl Controller {
             st.has_older.set(page.has_older);
             st.has_newer.set(page.has_newer);
             st.replace_window(&page.messages, !page.has_newer);
-            st.draft.set(s.draft(&id).await.unwrap_or_default());
             // The memory pane and the inspector follow once the messages are drawn: their reads must
             // not hold up the first paint of the conversation.
             request_animation_frame(move || {
@@ -404,12 +407,34 @@ impl Controller {
         });
     }
 
-    /// Saves the composer draft of the open conversation.
+    /// Puts the open conversation's stored draft into the composer, unless something was typed there
+    /// while it was read (what the user typed wins, and is what gets saved from then on).
+    fn load_draft(&self, id: String) {
+        self.run(move |s, st| async move {
+            let stored = s.draft(&id).await;
+            if !st.is_current(&id) {
+                return Ok(());
+            }
+            if st.draft.with_untracked(String::is_empty) {
+                st.draft.set(stored.unwrap_or_default());
+            }
+            st.draft_of.set(Some(id));
+            Ok(())
+        });
+    }
+
+    /// Saves the composer draft of the open conversation (once its stored draft has been loaded).
     pub fn save_draft(&self) {
         let st = self.state;
         let (Some(id), Some(s)) = (st.current.get_untracked(), self.session()) else {
             return;
         };
+        if st
+            .draft_of
+            .with_untracked(|d| d.as_deref() != Some(id.as_str()))
+        {
+            return;
+        }
         let text = st.draft.get_untracked();
         spawn_local(async move {
             s.set_draft(&id, &text).await.ok();

@@ -54,12 +54,15 @@ pub fn App() -> impl IntoView {
         }
     });
     install_window_listeners(ctl);
-    // A conversation closed by something other than a click here (deleted in another tab): the
-    // address must stop naming it, or a reload would try to open what is gone.
+    // A conversation closed (deleted here or in another tab, or the address cleared): the address
+    // must stop naming it, or a reload would try to open what is gone, and its draft leaves the
+    // composer (it stays stored with the conversation, if that still exists).
     Effect::new(move |was_open: Option<bool>| {
         let open = state.current.with(Option::is_some);
         if was_open == Some(true) && !open {
             controller::set_route(None);
+            state.draft_of.set(None);
+            state.draft.set(String::new());
         }
         open
     });

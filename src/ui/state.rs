@@ -82,6 +82,9 @@ pub struct AppState {
     pub memory_open: RwSignal<bool>,
     /// Draft text per conversation (kept across switches and reloads).
     pub draft: RwSignal<String>,
+    /// The conversation whose stored draft `draft` was loaded for; `None` while that read is under
+    /// way after a switch (nothing is saved then, so a late save cannot clobber another draft).
+    pub draft_of: RwSignal<Option<String>>,
     /// Message to scroll to after opening a conversation from a search hit.
     pub focus_message: RwSignal<Option<String>>,
 }
@@ -110,6 +113,7 @@ impl AppState {
             storage: RwSignal::new(None),
             memory_open: RwSignal::new(false),
             draft: RwSignal::new(String::new()),
+            draft_of: RwSignal::new(None),
             focus_message: RwSignal::new(None),
         }
     }

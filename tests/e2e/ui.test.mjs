@@ -202,6 +202,56 @@ test('chat: streaming keeps earlier nodes, stop keeps the partial reply, retry, 
     assert.equal(await messageText(messages(page, 'user').last()), 'Third question, edited');
   }));
 
+test('drafts: what is typed right after a switch is kept, and a late save never lands in another conversation', () =>
+  journey('drafts', async (page) => {
+    const composer = page.locator(tid('composer-input'));
+    const value = () => composer.inputValue();
+    const open = (id) => conversationItem(page, id).locator(tid('conversation-open')).click();
+    await page.locator(tid('new-conversation')).click();
+    await composer.waitFor();
+    const a = await currentConversationId(page);
+    await composer.fill('Draft for A');
+    // From here on, reading a stored draft takes 600 ms, as on a busy machine: the handler of any
+    // IndexedDB `get` of a `draft:` key is called late.
+    await page.evaluate(() => {
+      const get = IDBObjectStore.prototype.get;
+      IDBObjectStore.prototype.get = function (key) {
+        const req = get.call(this, key);
+        if (typeof key === 'string' && key.startsWith('draft:')) {
+          let handler = null;
+          Object.defineProperty(req, 'onsuccess', { configurable: true, get: () => handler, set: (h) => { handler = h; } });
+          req.addEventListener('success', (e) => setTimeout(() => handler?.call(req, e), 600));
+        }
+        return req;
+      };
+    });
+    // A new conversation, typed into at once: the late read of its (empty) draft must not wipe it.
+    await page.locator(tid('new-conversation')).click();
+    await page.waitForFunction((a) => location.hash.startsWith('#/c/') && location.hash !== `#/c/${a}`, a);
+    const b = await currentConversationId(page);
+    assert.equal(await value(), '', "A's draft is not shown in B");
+    await composer.fill('Typed in B at once');
+    await page.waitForTimeout(900);
+    assert.equal(await value(), 'Typed in B at once');
+    // Back to A: its draft comes back.
+    await open(a);
+    await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Draft for A');
+    // Edit A and switch before the typing pause has saved it: A's text is saved as A's, and the
+    // pending save does not write it into B while B's draft is still being read.
+    await composer.fill('Draft for A, edited');
+    await open(b);
+    await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Typed in B at once');
+    await page.waitForTimeout(900);
+    assert.equal(await value(), 'Typed in B at once');
+    // What is stored, after a reload (drafts read at normal speed again).
+    await page.reload();
+    await waitForAppReady(page);
+    await open(a);
+    await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Draft for A, edited');
+    await open(b);
+    await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Typed in B at once');
+  }));
+
 test('chat: auto-scroll follows the stream until the user scrolls up', () =>
   journey('autoscroll', async (page) => {
     const { agent } = harness;
