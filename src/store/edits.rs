@@ -277,9 +277,10 @@ impl Store {
     /// disk) none of it. Messages keep their seqs; conversation counters are brought up to date.
     /// Returns the conversations as stored by it (new ones, and existing ones with raised counters).
     ///
-    /// Order of the queue: the conversations' reads first, then every message `add` without waiting
-    /// for those reads (so the storage backend starts on the messages at once and no read waits
-    /// behind them), then, when the reads are back, the conversations, summaries and entities.
+    /// Order of the queue: the conversations' reads, awaited before anything else is queued (so no
+    /// read waits behind the messages' adds), then the conversations, the messages, summaries and
+    /// entities. Queuing the adds before the reads had returned looked faster (the first add ~20 ms
+    /// sooner) but made the whole write slower: ~1.2-1.4x the plain-JS floor instead of ~1.0x.
     pub async fn write_import(&self, plan: &ImportPlan) -> Result<Vec<Conversation>, StoreError> {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
         let convs = tx.store(CONVERSATIONS)?;
@@ -300,17 +301,6 @@ impl Store {
             .map(|id| convs.get(&JsValue::from_str(id)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(js_error)?;
-        let queued = tx.store(MESSAGES).and_then(|messages| {
-            add_all(
-                &messages,
-                plan.messages
-                    .iter()
-                    .map(|m| (m, m.conversation_id.as_str(), m.seq)),
-            )
-        });
-        if let Err(e) = queued {
-            return tx.fail(e).await;
-        }
         let mut records = Vec::with_capacity(reqs.len());
         for ((id, &(added, max_seq, last_at)), req) in totals.iter().zip(reqs) {
             let new = plan.conversations.iter().find(|c| c.id == *id);
@@ -341,6 +331,12 @@ impl Store {
             for rec in &records {
                 convs.put(&to_js(rec)?).map_err(js_error)?;
             }
+            add_all(
+                &tx.store(MESSAGES)?,
+                plan.messages
+                    .iter()
+                    .map(|m| (m, m.conversation_id.as_str(), m.seq)),
+            )?;
             let summaries = tx.store(SUMMARIES)?;
             for s in &plan.summaries {
                 summaries
