@@ -295,8 +295,10 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     let existing = target.existing_ids_for(&named).await.unwrap();
     assert!(existing.conversations.is_empty() && existing.messages.is_empty());
     let plan = validate_import(json.as_bytes(), &existing, &limits).unwrap();
-    target.write_import(&plan).await.unwrap();
+    let written = target.write_import(&plan).await.unwrap();
     let imported = bundle(&target, "c").await;
+    // It returns the conversations as it stored them (the session announces these).
+    assert_eq!(written, vec![imported.conversation.clone()]);
     assert_eq!(imported.messages, original.messages);
     assert_eq!(imported.summaries, original.summaries);
     assert_eq!(imported.entities, original.entities);
@@ -330,9 +332,10 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     let existing = target.existing_ids_for(&checked).await.unwrap();
     let plan2 = checked.plan(&existing).unwrap();
     assert_eq!((plan2.added.messages, plan2.skipped.messages), (2, 6));
-    target.write_import(&plan2).await.unwrap();
+    let written = target.write_import(&plan2).await.unwrap();
     let c = target.get_conversation("c").await.unwrap().unwrap();
     assert_eq!((c.message_count, c.updated_at), (9, 509));
+    assert_eq!(written, vec![c]);
     let next = target
         .append_message(&msg("c", "after-2", Role::User, "x"))
         .await

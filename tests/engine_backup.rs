@@ -579,6 +579,33 @@ fn hostile_size_encoding_and_syntax() {
     );
 }
 
+/// The depth scan skips string contents in 8-byte steps: brackets and escaped quotes inside a string
+/// must not count, and a string ending in an escaped backslash must end there, wherever these fall
+/// against the 8-byte steps (`pad` shifts them through every offset).
+fn check_depth_scan(pad: usize) {
+    let deep = json!([[[[[[[[[[[[[1]]]]]]]]]]]]]); // 13 levels; inside a message (5 deep): 18
+    let l = limits(|l| l.max_depth = 16);
+    let quoted = format!(
+        "{}[[[[[[[[[[[[[[[[[[ \"{{{{{{{{{{{{{{{{{{{{{{{{ \\\"]]",
+        "x".repeat(pad)
+    );
+    let ok = mutated(|v| msg0(v)["content"] = json!(quoted));
+    assert!(
+        validate_import(ok.as_bytes(), &ExistingIds::default(), &l).is_ok(),
+        "pad {pad}"
+    );
+    // `content` sorts before `extra`: the string ends in `\\`, then the nesting must be counted.
+    let ends_in_backslash = format!("{}\\", "x".repeat(pad));
+    check!(mutated(|v| { msg0(v)["content"] = json!(ends_in_backslash); msg0(v)["extra"] = deep; }), with l, ImportError::TooDeep { limit: 16 });
+}
+
+#[test]
+fn depth_scan_skips_strings_at_every_offset() {
+    for pad in 0..17 {
+        check_depth_scan(pad);
+    }
+}
+
 #[test]
 fn hostile_format_and_version() {
     check!(b"[]", ImportError::NotABackup { .. });

@@ -81,14 +81,11 @@ impl Session {
         let checked = check_import(bytes, &ImportLimits::default())?;
         let existing = self.store.existing_ids_for(&checked).await?;
         let plan = checked.plan(&existing)?;
-        self.store.write_import(&plan).await?;
+        // The conversations the write touched, as it stored them: no second read to announce them.
+        let written = self.store.write_import(&plan).await?;
         self.cache.borrow_mut().forget_all();
-        for c in self.store.list_conversations(usize::MAX).await? {
-            if plan.conversations.iter().any(|p| p.id == c.id)
-                || plan.messages.iter().any(|m| m.conversation_id == c.id)
-            {
-                self.emit(SessionEvent::ConversationChanged(c));
-            }
+        for c in written {
+            self.emit(SessionEvent::ConversationChanged(c));
         }
         let a = &plan.added;
         let s = &plan.skipped;

@@ -275,11 +275,15 @@ impl Store {
 
     /// Writes a validated import plan in ONE transaction: all of it, or (on any failure, e.g. a full
     /// disk) none of it. Messages keep their seqs; conversation counters are brought up to date.
-    pub async fn write_import(&self, plan: &ImportPlan) -> Result<(), StoreError> {
+    /// Returns the conversations as stored by it (new ones, and existing ones with raised counters).
+    ///
+    /// Order of the queue: the conversations' reads, awaited before anything else is queued (so no
+    /// read waits behind the messages' adds), then the conversations, the messages, summaries and
+    /// entities. Queuing the adds before the reads had returned looked faster (the first add ~20 ms
+    /// sooner) but made the whole write slower: ~1.2-1.4x the plain-JS floor instead of ~1.0x.
+    pub async fn write_import(&self, plan: &ImportPlan) -> Result<Vec<Conversation>, StoreError> {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
         let convs = tx.store(CONVERSATIONS)?;
-        // Conversations first, read before any write is queued (so no read waits behind the
-        // messages' adds): new ones as given, existing ones get their counters raised.
         // Per conversation: (messages added, highest seq, latest created_at).
         let mut totals: BTreeMap<&str, (u64, u64, Millis)> = plan
             .conversations
@@ -300,7 +304,10 @@ impl Store {
         let mut records = Vec::with_capacity(reqs.len());
         for ((id, &(added, max_seq, last_at)), req) in totals.iter().zip(reqs) {
             let new = plan.conversations.iter().find(|c| c.id == *id);
-            let v = request(&req).await?;
+            let v = match request(&req).await {
+                Ok(v) => v,
+                Err(e) => return tx.fail(e).await,
+            };
             let mut rec = if !v.is_undefined() {
                 match from_js::<ConversationRecord>(v, "conversation") {
                     Ok(r) => r,
@@ -320,7 +327,7 @@ impl Store {
             rec.updated_at = rec.updated_at.max(last_at);
             records.push(rec);
         }
-        let result = (|| -> Result<(), StoreError> {
+        let result = (|| -> Result<Vec<Conversation>, StoreError> {
             for rec in &records {
                 convs.put(&to_js(rec)?).map_err(js_error)?;
             }
@@ -342,11 +349,14 @@ impl Store {
                     .put(&to_js(&EntityRecord::from(e))?)
                     .map_err(js_error)?;
             }
-            Ok(())
+            records.into_iter().map(Conversation::try_from).collect()
         })();
-        if let Err(e) = result {
-            return tx.fail(e).await;
+        match result {
+            Ok(written) => {
+                self.commit(tx).await?;
+                Ok(written)
+            }
+            Err(e) => tx.fail(e).await,
         }
-        self.commit(tx).await
     }
 }

@@ -24,7 +24,12 @@ import {
 } from '../helpers.mjs';
 
 const N_MESSAGES = 10_000;
-const IMPORT_RUNS = 5; // each imports a new 10k conversation; they are then the ones opened
+const IMPORT_RUNS = Number(process.env.BENCH_IMPORT_RUNS ?? 5); // each imports a new 10k conversation; they are then the ones opened
+// BENCH_ONLY=import stops after the import figure (for iterating on the import path).
+const ONLY = process.env.BENCH_ONLY ?? '';
+// BENCH_DETAIL=1 also stamps the first and last `add` of each transaction (one performance.now() per
+// add, so it costs a little; the printed figures are measured without it unless it is set).
+const DETAIL = process.env.BENCH_DETAIL === '1';
 const OPEN_RUNS = 7;
 const SEND_RUNS = 5;
 const STREAM_RUNS = 3;
@@ -120,14 +125,29 @@ function backupFile(convId, n) {
  * that frame's paint); capturing listeners stamp the last `click` and `change`; `fetch` is wrapped to
  * stamp every call; `__bench.readyAt` is when settings-open and a conversation item first both exist.
  */
-function instruments() {
+function instruments(detail) {
   const b = (window.__bench = { clicks: [], changes: [], fetches: [], txs: [], readyAt: null });
+  if (detail) {
+    // The first and last `add` of each transaction (when the main thread queued them).
+    const realAdd = IDBObjectStore.prototype.add;
+    IDBObjectStore.prototype.add = function (value, key) {
+      const rec = b.txs.find((t) => t.tx === this.transaction);
+      const now = performance.now();
+      if (rec) {
+        rec.firstAdd ??= now;
+        rec.lastAdd = now;
+        rec.adds = (rec.adds ?? 0) + 1;
+      }
+      return key === undefined ? realAdd.call(this, value) : realAdd.call(this, value, key);
+    };
+  }
   // Every IndexedDB transaction's start and end (per transaction, never per request, so the cost of
   // the writes measured is untouched): the import's phases are read off them.
   const realTransaction = IDBDatabase.prototype.transaction;
   IDBDatabase.prototype.transaction = function (stores, mode, options) {
     const tx = realTransaction.call(this, stores, mode, options);
     const rec = { start: performance.now(), end: null, mode: tx.mode, stores: [...tx.objectStoreNames] };
+    if (detail) Object.defineProperty(rec, 'tx', { value: tx, enumerable: false });
     b.txs.push(rec);
     const end = () => (rec.end = performance.now());
     tx.addEventListener('complete', end);
@@ -200,6 +220,12 @@ async function importBackup(page, convId, file) {
       `import ${convId}: read+check ${f(txs[0].start - start)} lookup ${f(write.start - txs[0].start)}`,
       `write ${f(write.end - write.start)} ui ${f(end - write.end)} total ${f(end - start)} ms`,
     );
+    if (DETAIL) {
+      for (const t of txs) {
+        const adds = t.adds ? ` adds ${t.adds} first ${f(t.firstAdd - t.start)} last ${f(t.lastAdd - t.start)}` : '';
+        log(`  tx ${t.mode.padEnd(9)} ${t.stores.join(',').padEnd(40)} start ${f(t.start - start)} end ${f(t.end - start)}${adds}`);
+      }
+    }
   }
   // Close the backup menu again, so it covers nothing.
   if ((await input.count()) > 0) await page.locator(tid('export-button')).click();
@@ -226,6 +252,7 @@ async function plainJsWrite(n) {
   const text = (i) => `Message ${i}: the **quick** brown fox jumps over the lazy dog while Memoire keeps every word, ` +
     `and the agent answers with a \`code span\`, a [link](https://example.org/${i}) and a little more text.`;
   const t0 = performance.now();
+  let issued = 0;
   await new Promise((ok, fail) => {
     const tx = db.transaction(['messages'], 'readwrite');
     const s = tx.objectStore('messages');
@@ -233,6 +260,7 @@ async function plainJsWrite(n) {
       s.add({ id: `floor-m${i}`, conversation_id: 'floor', seq: i + 1, role: i % 2 ? 'assistant' : 'user',
         content: text(i), status: 'complete', created_at: 1_700_000_000_000 + i * 1000 });
     }
+    issued = performance.now() - t0;
     tx.oncomplete = ok;
     tx.onabort = () => fail(tx.error);
   });
@@ -242,7 +270,7 @@ async function plainJsWrite(n) {
     const r = indexedDB.deleteDatabase(name);
     r.onsuccess = r.onerror = r.onblocked = ok;
   });
-  return ms;
+  return { ms, issued };
 }
 
 async function openConversation(page, convId) {
@@ -373,7 +401,7 @@ async function main() {
   const results = {};
   try {
     await withDiagnostics(page, issues, 'app-bench', async () => {
-      await context.addInitScript(instruments);
+      await context.addInitScript(instruments, DETAIL);
       agent.setDefault({ text: 'ok' });
       agent.setMemoryDefault({ text: 'not a memory reply' });
       await step('open the app', () => openApp(page, site.url));
@@ -386,12 +414,16 @@ async function main() {
       for (const id of convIds) {
         const file = backupFile(id, N_MESSAGES);
         // Before each import, the plain-JS floor of its write, at the same moment on a busy machine.
-        floors.push(await step(`plain-JS floor before ${id}`, () => page.evaluate(plainJsWrite, N_MESSAGES)));
+        const floor = await step(`plain-JS floor before ${id}`, () => page.evaluate(plainJsWrite, N_MESSAGES));
+        log(`floor before ${id}: ${fmt(floor.ms)} ms (adds issued in ${fmt(floor.issued)} ms)`);
+        floors.push(floor.ms);
         imports.push(await step(`import ${id}`, () => importBackup(page, id, file)));
       }
       log('import_10k_msgs_ms runs', imports.map(fmt).join(' '));
       log(`floor: plain JS, ${N_MESSAGES} adds of the stored record in one transaction, same page and schema:`, floors.map(fmt).join(' '), 'ms');
+      log('import/floor ratios', imports.map((v, i) => (v / floors[i]).toFixed(2)).join(' '));
       results.import_10k_msgs_ms = median(imports);
+      if (ONLY === 'import') return;
 
       const opens = [];
       for (let i = 0; i < OPEN_RUNS; i++) {
