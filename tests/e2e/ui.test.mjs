@@ -220,18 +220,28 @@ test('drafts: what is typed right after a switch is kept, and a late save never 
         if (typeof key === 'string' && key.startsWith('draft:')) {
           let handler = null;
           Object.defineProperty(req, 'onsuccess', { configurable: true, get: () => handler, set: (h) => { handler = h; } });
-          req.addEventListener('success', (e) => setTimeout(() => handler?.call(req, e), 600));
+          req.addEventListener('success', (e) => setTimeout(() => {
+            handler?.call(req, e);
+            window.__draftReads = (window.__draftReads ?? 0) + 1;
+          }, 600));
         }
         return req;
       };
     });
+    const reads = () => page.evaluate(() => window.__draftReads ?? 0);
+    /** Waits until the slowed draft read started by the last switch has been handled. */
+    const readDone = async (before) => {
+      await page.waitForFunction((n) => (window.__draftReads ?? 0) > n, before);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    };
     // A new conversation, typed into at once: the late read of its (empty) draft must not wipe it.
+    let before = await reads();
     await page.locator(tid('new-conversation')).click();
     await page.waitForFunction((a) => location.hash.startsWith('#/c/') && location.hash !== `#/c/${a}`, a);
     const b = await currentConversationId(page);
     assert.equal(await value(), '', "A's draft is not shown in B");
     await composer.fill('Typed in B at once');
-    await page.waitForTimeout(900);
+    await readDone(before);
     assert.equal(await value(), 'Typed in B at once');
     // Back to A: its draft comes back.
     await open(a);
@@ -239,9 +249,11 @@ test('drafts: what is typed right after a switch is kept, and a late save never 
     // Edit A and switch before the typing pause has saved it: A's text is saved as A's, and the
     // pending save does not write it into B while B's draft is still being read.
     await composer.fill('Draft for A, edited');
+    before = await reads();
     await open(b);
-    await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Typed in B at once');
-    await page.waitForTimeout(900);
+    await readDone(before);
+    // The typing pause (400 ms) has passed too: a save it started would have landed by now.
+    await page.waitForTimeout(500);
     assert.equal(await value(), 'Typed in B at once');
     // What is stored, after a reload (drafts read at normal speed again).
     await page.reload();
