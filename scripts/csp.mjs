@@ -1,13 +1,14 @@
 // Trunk post-build hook: puts a Content-Security-Policy <meta> at the top of the built index.html.
 // Defence in depth for untrusted model output: the markdown writer already emits only allow-listed
-// markup (engine/markdown.rs), and this policy makes the browser refuse any script the app did not
+// markup (src/engine/markdown/), and this policy makes the browser refuse any script the app did not
 // ship even if something slipped through: no inline script but the two in index.html (allowed by
 // their SHA-256, computed here from the final, minified file), no eval, no plugins, no <base>, no
 // form posts, images only from the app itself or data: URLs.
 // - `wasm-unsafe-eval`: compiling the app's own wasm needs it.
 // - `connect-src *`: the agent endpoint is any http(s) origin the user configures.
-// - `style-src-attr 'unsafe-inline'`: table alignment and the graph set `style` attributes; a style
-//   attribute cannot run script, and `img-src` stops it from fetching anything from elsewhere.
+// - `style-src-attr 'unsafe-inline'`: the markdown writer aligns table cells with a `style`
+//   attribute (a fixed `text-align` value); a style attribute cannot run script, and `img-src` stops
+//   it from fetching anything from elsewhere.
 // A <meta> policy cannot set frame-ancestors or report-uri; a host can add both as headers (README).
 // Usage outside Trunk: TRUNK_STAGING_DIR=dist node scripts/csp.mjs
 import { createHash } from 'node:crypto';
