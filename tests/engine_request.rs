@@ -51,6 +51,7 @@ fn streaming() -> RequestOptions {
         max_tokens: Some(256),
         previous_response_id: None,
         stream: true,
+        output: None,
     }
 }
 
@@ -288,6 +289,7 @@ fn anthropic_alternation_and_defaults() {
             max_tokens: None,
             previous_response_id: None,
             stream: true,
+            output: None,
         },
         "https://api.anthropic.com/v1/messages",
         &ANTHROPIC_HEADERS,

@@ -21,10 +21,20 @@
 //! empty messages are skipped, consecutive messages of one role are joined, and a history that opens
 //! with the assistant gets a short user opener, because the API wants alternating turns starting
 //! with the user. Temperatures are sent as typed (shortest decimal), clamped to 0..=1 for anthropic.
+//!
+//! # Output constraints
+//! [`RequestOptions::output`] asks the server to generate JSON that matches a schema, in one of the
+//! [`OutputForm`]s each protocol's servers take: `response_format` `json_schema` (OpenAI, llama.cpp's
+//! `llama-server`, vLLM, LM Studio) or `json_object` + `schema` (llama-cpp-python's server) for
+//! `openai-chat`; `format: <schema>` for `ollama`; one forced tool (`tools` + `tool_choice`) for
+//! `anthropic`, whose arguments then stream as `input_json_delta`; `text.format` for
+//! `openai-responses`. Which form to try, and what to do when a server refuses one, is the memory
+//! protocol's decision (`engine::memory::form`).
 
 use std::borrow::Cow;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::engine::model::{EndpointProfile, Prompt, Protocol, Role, WireMessage};
@@ -46,6 +56,79 @@ pub struct RequestOptions {
     /// Continue this remote session (openai-responses only): `input` is then only the new message.
     pub previous_response_id: Option<String>,
     pub stream: bool,
+    /// Constrain the reply to JSON matching a schema (see the module docs).
+    pub output: Option<OutputSchema>,
+}
+
+/// How a request carries an output schema. Each protocol takes some of these (see
+/// [`OutputForm::protocol`]); a form another protocol's body has no field for is ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputForm {
+    /// `openai-chat`: `response_format: {"type": "json_schema", "json_schema": {name, strict, schema}}`.
+    JsonSchema,
+    /// `openai-chat`: `response_format: {"type": "json_object", "schema": …}` (llama-cpp-python).
+    JsonObject,
+    /// `ollama`: `format: <schema>`.
+    OllamaFormat,
+    /// `anthropic`: `tools: [{name, description, input_schema}]` + `tool_choice: {"type": "tool", name}`.
+    ForcedTool,
+    /// `openai-responses`: `text: {"format": {"type": "json_schema", name, strict, schema}}`.
+    ResponsesFormat,
+}
+
+impl OutputForm {
+    /// The protocol whose request body carries this form.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            OutputForm::JsonSchema | OutputForm::JsonObject => Protocol::OpenAiChat,
+            OutputForm::OllamaFormat => Protocol::Ollama,
+            OutputForm::ForcedTool => Protocol::Anthropic,
+            OutputForm::ResponsesFormat => Protocol::OpenAiResponses,
+        }
+    }
+}
+
+/// A JSON schema the reply must follow, and how to send it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSchema {
+    pub form: OutputForm,
+    /// The schema's (or forced tool's) name: letters, digits, `_` and `-` only.
+    pub name: String,
+    /// What the output is for (the forced tool's description).
+    pub description: String,
+    /// A JSON schema (JSON text) that satisfies OpenAI's strict mode.
+    pub schema: String,
+}
+
+impl OutputSchema {
+    /// The field this schema fills in `form`'s body, as JSON text (the schema's own text is kept as
+    /// is: the order of its properties is the order a constrained server generates them in).
+    fn field_for(&self, form: OutputForm) -> Option<Box<RawValue>> {
+        if self.form != form {
+            return None;
+        }
+        let name = to_json(&self.name);
+        let schema = &self.schema;
+        let text = match form {
+            OutputForm::JsonSchema => format!(
+                r#"{{"type":"json_schema","json_schema":{{"name":{name},"strict":true,"schema":{schema}}}}}"#
+            ),
+            OutputForm::JsonObject => format!(r#"{{"type":"json_object","schema":{schema}}}"#),
+            OutputForm::OllamaFormat => schema.clone(),
+            OutputForm::ResponsesFormat => format!(
+                r#"{{"format":{{"type":"json_schema","name":{name},"strict":true,"schema":{schema}}}}}"#
+            ),
+            OutputForm::ForcedTool => format!(
+                r#"[{{"name":{name},"description":{},"input_schema":{schema}}}]"#,
+                to_json(&self.description)
+            ),
+        };
+        RawValue::from_string(text).ok()
+    }
+}
+
+fn output_field(opts: &RequestOptions, form: OutputForm) -> Option<Box<RawValue>> {
+    opts.output.as_ref().and_then(|o| o.field_for(form))
 }
 
 /// A request ready for `fetch`.
@@ -276,6 +359,8 @@ struct ChatBody<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Box<RawValue>>,
 }
 
 fn openai_chat_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
@@ -288,6 +373,8 @@ fn openai_chat_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestO
         }),
         temperature: opts.temperature.and_then(decimal),
         max_tokens: opts.max_tokens,
+        response_format: output_field(opts, OutputForm::JsonSchema)
+            .or_else(|| output_field(opts, OutputForm::JsonObject)),
     })
 }
 
@@ -305,6 +392,8 @@ struct ResponsesBody<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Box<RawValue>>,
 }
 
 fn openai_responses_body(
@@ -331,6 +420,7 @@ fn openai_responses_body(
         stream: opts.stream,
         temperature: opts.temperature.and_then(decimal),
         max_output_tokens: opts.max_tokens,
+        text: output_field(opts, OutputForm::ResponsesFormat),
     })
 }
 
@@ -348,6 +438,8 @@ struct OllamaBody<'a> {
     messages: Vec<Msg<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     options: Option<OllamaOptions>,
 }
 
@@ -364,6 +456,7 @@ fn ollama_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOption
             content: Cow::Borrowed(&m.content),
         }),
         stream: opts.stream,
+        format: output_field(opts, OutputForm::OllamaFormat),
         options: has_options.then_some(options),
     })
 }
@@ -378,6 +471,10 @@ struct AnthropicBody<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
 }
 
 fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
@@ -413,6 +510,7 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
             },
         );
     }
+    let tools = output_field(opts, OutputForm::ForcedTool);
     to_json(&AnthropicBody {
         model: &endpoint.model,
         max_tokens: opts.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
@@ -423,6 +521,13 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
             .temperature
             .map(|t| t.clamp(0.0, 1.0))
             .and_then(decimal),
+        tool_choice: tools.as_ref().and(opts.output.as_ref()).map(|o| {
+            let mut m = serde_json::Map::new();
+            m.insert("type".into(), Value::from("tool"));
+            m.insert("name".into(), Value::from(o.name.as_str()));
+            Value::Object(m)
+        }),
+        tools,
     })
 }
 

@@ -4,28 +4,35 @@
 //! ([`retrieve`]). All pure: `now`, ids and limits are arguments.
 //! Must not import anything outside `crate::engine` (serde_json and thiserror are crate dependencies).
 //!
-//! Flow for the session: `due(..)` -> `build_update_request(..)` -> send with `request.options` ->
-//! `parse_reply(text)` -> on `Ok`, `apply_update(..)`; on `Err`, change nothing and show the error.
+//! Flow for the session: `due(..)` -> `build_update_request(..)` -> `start_form(..)` (the form
+//! remembered for the endpoint) -> send `prompt_for(form)` with `request_options(form)` -> on a refusal
+//! (`refused_http` / `refused_stream`) once more with `next_form(..)` -> `parse_reply(text)` (the JSON
+//! object or the two-section text) -> on `Ok`, `apply_update(..)`; on `Err`, change nothing and show the
+//! error with the raw reply.
 
 pub mod due;
+pub mod form;
 pub mod graph;
 pub mod merge;
 pub mod normalize;
 pub mod parse;
 pub mod prompt;
+pub mod reply;
 pub mod retrieve;
 pub mod summary;
 
 pub use due::{
     count_pairs, counts_for_memory, due, Due, DueInput, DueReason, UpdateGuard, UpdateTicket,
 };
+pub use form::{forms_for, next_form, refused_http, refused_stream, start_form, update_schema, MemoryForm};
 pub use graph::Graph;
 pub use merge::{merge, ClosedRelationship, MergeContext, MergeReport};
 pub use parse::{parse_reply, ParsedEntity, ParsedRelationship, ParsedUpdate};
 pub use prompt::{
     build_update_request, MemoryRequestOptions, UpdateLimits, UpdateRequest, UpdateSpan,
-    MEMORY_MAX_TOKENS, MEMORY_TEMPERATURE,
+    MEMORY_MAX_TOKENS, MEMORY_REQUEST_OPENING, MEMORY_TEMPERATURE,
 };
+pub use reply::ReplyCollector;
 pub use retrieve::{describe, retrieve, Retrieved, Why};
 pub use summary::{latest, next_summary, restore_summary};
 

@@ -1,4 +1,7 @@
-//! Parsing the memory-update reply: the `=== CONVERSATION MEMORY ===` summary and the
+//! Parsing the memory-update reply: the JSON object a constrained request returns
+//! (`{"summary": …, "entities": [...]}`, properties as key/value pairs, see
+//! [`super::form::update_schema`]; an object cut off by the token limit is closed and what was complete is
+//! kept), or the `=== CONVERSATION MEMORY ===` summary and the
 //! `=== ENTITY MEMORY ===` JSON array, leniently (code fences, prose around the sections, a missing
 //! section, stray whitespace, markdown-style headings, trailing commas, an array cut off by the token
 //! limit) and defensively (size caps, strength clamped to 0..1, unknown types become `other`,
@@ -389,6 +392,36 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
                 properties.insert(key, val);
             }
         }
+        Some(Value::Array(list)) => {
+            // The constrained form: [{"key": …, "value": …}] (a map cannot be strict).
+            for item in list {
+                let pair = match item {
+                    Value::Object(o) => field(o, &["key", "name"])
+                        .and_then(value_to_string)
+                        .zip(field(o, &["value"]).and_then(value_to_string)),
+                    Value::Array(kv) if kv.len() == 2 => {
+                        value_to_string(&kv[0]).zip(value_to_string(&kv[1]))
+                    }
+                    _ => None,
+                };
+                let Some((k, val)) = pair else {
+                    notes.add(format!("{name}: dropped a property that is not a key/value pair"));
+                    continue;
+                };
+                let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
+                let val = truncate_chars(val.trim(), MAX_PROPERTY_VALUE_CHARS).to_string();
+                if key.is_empty() || val.is_empty() {
+                    continue;
+                }
+                if properties.len() == MAX_PROPERTIES && !properties.contains_key(&key) {
+                    notes.add(format!(
+                        "{name}: more than {MAX_PROPERTIES} properties, rest dropped"
+                    ));
+                    break;
+                }
+                properties.insert(key, val);
+            }
+        }
         None => {}
         Some(_) => notes.add(format!("{name}: properties is not an object, ignored")),
     }
@@ -525,6 +558,11 @@ pub fn parse_reply(reply: &str) -> Result<ParsedUpdate, MemoryError> {
     }
     let mut notes = Notes(Vec::new());
     let (conv, ent) = split_sections(reply);
+    if conv.is_none() && ent.is_none() {
+        if let Some(obj) = structured_object(reply, &mut notes) {
+            return parse_structured(&obj, notes);
+        }
+    }
     let summary = conv.and_then(|c| clean_summary(c, &mut notes));
     if conv.is_none() {
         notes.add("the reply had no conversation-memory section");
@@ -556,4 +594,156 @@ pub fn parse_reply(reply: &str) -> Result<ParsedUpdate, MemoryError> {
         entities,
         notes: notes.0,
     })
+}
+
+/// The reply as the constrained form's JSON object: a `{` that opens it (after code fences and prose)
+/// and a `summary` or `entities` field. An object cut off by the token limit is closed first.
+fn structured_object(reply: &str, notes: &mut Notes) -> Option<Map<String, Value>> {
+    let text = strip_fences(reply);
+    let start = text.find('{')?;
+    let json = remove_trailing_commas(text[start..].trim_end());
+    let mut stream = serde_json::Deserializer::from_str(&json).into_iter::<Value>();
+    let value = match stream.next() {
+        Some(Ok(v)) => v,
+        Some(Err(e)) if e.is_eof() => {
+            let closed = close_truncated(&json)?;
+            let v = serde_json::from_str::<Value>(&closed).ok()?;
+            notes.add("the reply was cut off; what was complete is kept");
+            v
+        }
+        _ => return None,
+    };
+    match value {
+        Value::Object(obj) if obj.contains_key("summary") || obj.contains_key("entities") => Some(obj),
+        _ => None,
+    }
+}
+
+fn parse_structured(obj: &Map<String, Value>, mut notes: Notes) -> Result<ParsedUpdate, MemoryError> {
+    let summary = match field(obj, &["summary"]) {
+        Some(Value::String(s)) => clean_summary(s, &mut notes),
+        Some(_) => {
+            notes.add("the summary is not text; ignored");
+            None
+        }
+        None => None,
+    };
+    let mut entities = Vec::new();
+    match field(obj, &["entities"]) {
+        Some(Value::Array(list)) => {
+            for (i, v) in list.iter().enumerate() {
+                if entities.len() == MAX_ENTITIES {
+                    notes.add(format!(
+                        "more than {MAX_ENTITIES} entities in one reply, rest dropped"
+                    ));
+                    break;
+                }
+                if let Some(e) = parse_entity(v, i + 1, &mut notes) {
+                    entities.push(e);
+                }
+            }
+        }
+        None => {}
+        Some(_) => notes.add("the entities are not a list; ignored"),
+    }
+    if summary.is_none() && entities.is_empty() {
+        return Err(MemoryError::NoMemory);
+    }
+    Ok(ParsedUpdate {
+        summary,
+        entities,
+        notes: notes.0,
+    })
+}
+
+/// Deepest nesting [`close_truncated`] repairs.
+const MAX_REPAIR_DEPTH: usize = 32;
+
+/// Closes JSON text that was cut off: a string value of the outermost object cut mid-way is ended where
+/// it stops (a dangling escape dropped), anything else incomplete (a key, a `:` without its value, a half number or
+/// literal) is removed back to the last complete element, and the open arrays and objects are closed.
+/// `None` when there is nothing to close or the nesting is deeper than [`MAX_REPAIR_DEPTH`].
+pub fn close_truncated(s: &str) -> Option<String> {
+    // Stack of open containers; for objects, whether the next string is a key.
+    let mut stack: Vec<(u8, bool)> = Vec::new();
+    // Last place the prefix can be cut and closed: (byte offset, the stack there).
+    let mut safe: Option<(usize, Vec<(u8, bool)>)> = None;
+    let mut in_str = false;
+    let mut str_is_key = false;
+    let mut escaped = false;
+    let mut str_start = 0;
+    let bytes = s.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_str = false;
+                if !str_is_key {
+                    safe = Some((i + 1, stack.clone()));
+                }
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_str = true;
+                str_start = i;
+                str_is_key = matches!(stack.last(), Some((b'{', true)));
+                if let Some((b'{', expect_key)) = stack.last_mut() {
+                    *expect_key = false;
+                }
+            }
+            b'{' | b'[' => {
+                if stack.len() == MAX_REPAIR_DEPTH {
+                    return None;
+                }
+                stack.push((b, b == b'{'));
+                safe = Some((i + 1, stack.clone()));
+            }
+            b'}' | b']' => {
+                stack.pop();
+                if stack.is_empty() {
+                    return None; // complete: nothing to close
+                }
+                safe = Some((i + 1, stack.clone()));
+            }
+            b',' => {
+                safe = Some((i, stack.clone()));
+                if let Some((b'{', expect_key)) = stack.last_mut() {
+                    *expect_key = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    if stack.is_empty() && !in_str {
+        return None;
+    }
+    let (mut out, open) = if in_str && !str_is_key && stack.len() == 1 {
+        // A top-level string value (the summary) cut mid-way: end it where it stops. Deeper (a name,
+        // an id) a cut value would be wrong data, so those go back to the last complete element.
+        let mut body = &s[str_start..];
+        if escaped {
+            body = &body[..body.len() - 1];
+        }
+        // A `\u` escape cut short.
+        if let Some(p) = body.rfind("\\u") {
+            if body.len() - p < 6 {
+                body = &body[..p];
+            }
+        }
+        (format!("{}{}\"", &s[..str_start], body), stack)
+    } else {
+        let (at, open) = safe?;
+        (s[..at].to_string(), open)
+    };
+    let trimmed = out.trim_end().trim_end_matches(',').len();
+    out.truncate(trimmed);
+    for (c, _) in open.iter().rev() {
+        out.push(if *c == b'{' { '}' } else { ']' });
+    }
+    Some(out)
 }

@@ -2,24 +2,32 @@
 //! one user message carries the previous summary (or "No previous conversation"), the known entities
 //! (id, type, name, aliases, so the model reuses ids) and the role-labelled messages since
 //! `covers_up_to_seq`. Also returns the seq range and message ids the update covers.
+//! The system text depends on the [`MemoryForm`]: a constrained form asks for the JSON object of
+//! [`super::form::update_schema`], the unconstrained one for the two-section text.
 //! Must not import anything outside `crate::engine`.
 
 use super::due::{counts_for_memory, first_unsettled};
+use super::form::MemoryForm;
 use super::normalize::truncate_chars;
 use super::MemoryError;
 use crate::engine::model::{
     ConversationSummary, EntityNode, MemoryConfig, Message, Prompt, Role, WireMessage,
 };
+use crate::engine::request::RequestOptions;
 use crate::engine::sort::{sort_by, sort_by_key};
 
-/// Sampling temperature of the memory request (consistent structured output).
-pub const MEMORY_TEMPERATURE: f32 = 0.3;
+/// Sampling temperature of the memory request: greedy, so the same conversation gives the same
+/// memory, and a small model copies facts instead of inventing them.
+pub const MEMORY_TEMPERATURE: f32 = 0.0;
 /// Reply token limit of the memory request.
 pub const MEMORY_MAX_TOKENS: u32 = 2000;
 /// The heading of the summary section.
 pub const CONVERSATION_MARKER: &str = "=== CONVERSATION MEMORY ===";
 /// The heading of the entity section.
 pub const ENTITY_MARKER: &str = "=== ENTITY MEMORY ===";
+/// The first words of every memory-update system text (test endpoints recognise the request by it).
+pub const MEMORY_REQUEST_OPENING: &str =
+    "You maintain the long-term memory of a conversation between a user and an assistant.";
 /// What the request says when there is no summary yet.
 pub const NO_PREVIOUS: &str = "No previous conversation";
 
@@ -91,15 +99,64 @@ pub struct UpdateSpan {
 /// A ready memory-update request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateRequest {
+    /// The prompt for the unconstrained (two-section) form; [`UpdateRequest::prompt_for`] gives any.
     pub prompt: Prompt,
     pub options: MemoryRequestOptions,
     pub span: UpdateSpan,
 }
 
+impl UpdateRequest {
+    /// The prompt for `form`: the same messages, with the system text that describes its reply.
+    pub fn prompt_for(&self, form: MemoryForm) -> Prompt {
+        Prompt {
+            system: system_instruction_for(form),
+            messages: self.prompt.messages.clone(),
+        }
+    }
+
+    /// The request options for `form`: temperature, token limit, streaming, and the output schema.
+    pub fn request_options(&self, form: MemoryForm) -> RequestOptions {
+        RequestOptions {
+            temperature: Some(self.options.temperature),
+            max_tokens: Some(self.options.max_tokens),
+            previous_response_id: None,
+            stream: true,
+            output: form.output(),
+        }
+    }
+}
+
+/// The system text for `form`.
+pub fn system_instruction_for(form: MemoryForm) -> String {
+    match form {
+        MemoryForm::Sections => system_instruction(),
+        MemoryForm::Constrained(_) => structured_instruction(),
+    }
+}
+
+/// The system instruction of the constrained forms: what to do and what each field holds. Short and
+/// concrete, because small local models follow it (measured with SmolLM2-135M in `make bench`).
+pub fn structured_instruction() -> String {
+    format!(
+        "{MEMORY_REQUEST_OPENING}\n\
+You receive the previous summary, the entities already known, and the new messages.\n\
+Reply with one JSON object with two fields:\n\
+- \"summary\": the previous summary updated with the new messages, so it covers the WHOLE conversation. \
+Keep every fact about the user: names, places, pets, dates, numbers, preferences, plans and decisions. \
+Write plain sentences.\n\
+- \"entities\": the people, places, animals, things, events and tasks the new messages mention. Each has \
+\"id\" (a known id, or a new short id), \"type\" (person, place, concept, event, task or other), \"name\", \
+\"aliases\" (other names), \"description\" (what we know about it), \"properties\" (a list of \
+{{\"key\", \"value\"}} facts) and \"relationships\" (a list of {{\"targetId\", \"relationship\", \"strength\"}}: \
+the id of another entity, a verb phrase such as lives_in, and 0 to 1; 0 means it no longer holds).\n\
+Reuse the id of a known entity. Leave out entities that did not change."
+    )
+}
+
 /// The system instruction: what to do and the exact reply format.
 pub fn system_instruction() -> String {
     format!(
-        "You maintain the long-term memory of a conversation between a user and an assistant.\n\
+        "{MEMORY_REQUEST_OPENING}\n\
 You receive the previous summary, the entities already known, and the new messages.\n\
 Reply with exactly these two sections, in this order, and nothing else (no code fences, no commentary):\n\
 \n\
@@ -231,7 +288,7 @@ pub fn build_update_request(
         span.from_seq, span.to_seq
     ));
     user.push_str(transcript.trim_end());
-    user.push_str("\n\nWrite the updated memory now, in the two sections described.");
+    user.push_str("\n\nWrite the updated memory now.");
 
     Ok(UpdateRequest {
         prompt: Prompt {

@@ -1,0 +1,79 @@
+//! Collecting a memory update's reply from the decoder's events: the text deltas, or, for the forced
+//! tool form (anthropic), the tool's streamed arguments (`input_json_delta`), which are the update's
+//! JSON object. Sans-IO: events in ([`ReplyCollector::handle_event`], [`ReplyCollector::handle_end`]),
+//! the whole reply text or the stream's error out.
+//! Must not import anything outside `crate::engine`.
+
+use super::form::MemoryForm;
+use crate::engine::decode::{StreamError, StreamEvent, CODE_CUT_OFF};
+use crate::engine::request::OutputForm;
+
+/// The longest reply collected; past it the reply is cut (the parser refuses it as too large).
+pub const MAX_COLLECT_BYTES: usize = super::parse::MAX_REPLY_BYTES + 1;
+
+/// What one memory request's stream has given so far.
+#[derive(Debug, Clone)]
+pub struct ReplyCollector {
+    form: MemoryForm,
+    text: String,
+    tool_arguments: String,
+}
+
+impl ReplyCollector {
+    /// A collector for a request sent in `form`.
+    pub fn new(form: MemoryForm) -> ReplyCollector {
+        ReplyCollector {
+            form,
+            text: String::new(),
+            tool_arguments: String::new(),
+        }
+    }
+
+    /// Feeds one event. `Some` when the stream is over: the reply text, or the stream's error.
+    pub fn handle_event(&mut self, event: StreamEvent) -> Option<Result<String, StreamError>> {
+        match event {
+            StreamEvent::TextDelta(t) => push_capped(&mut self.text, &t),
+            StreamEvent::ToolCallDelta { arguments, .. } => {
+                push_capped(&mut self.tool_arguments, &arguments)
+            }
+            StreamEvent::Done { .. } => return Some(Ok(self.reply())),
+            StreamEvent::Error(e) => return Some(Err(e)),
+            _ => {}
+        }
+        None
+    }
+
+    /// The body ended without the protocol's end marker (the decoder has already reported an error
+    /// for a body cut mid-event; this covers a body that simply stopped).
+    pub fn handle_end(&self) -> StreamError {
+        StreamError {
+            code: Some(CODE_CUT_OFF.into()),
+            message: "the memory reply ended before the endpoint finished it".into(),
+        }
+    }
+
+    /// The text received so far (for the memory pane when the stream failed).
+    pub fn partial(&self) -> String {
+        self.reply()
+    }
+
+    fn reply(&self) -> String {
+        let tool_first = self.form == MemoryForm::Constrained(OutputForm::ForcedTool);
+        let (first, second) = if tool_first {
+            (&self.tool_arguments, &self.text)
+        } else {
+            (&self.text, &self.tool_arguments)
+        };
+        if first.trim().is_empty() {
+            second.clone()
+        } else {
+            first.clone()
+        }
+    }
+}
+
+fn push_capped(buf: &mut String, s: &str) {
+    if buf.len() < MAX_COLLECT_BYTES {
+        buf.push_str(s);
+    }
+}

@@ -1,0 +1,428 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Constrained memory updates: the update's JSON schema (strict-mode shape), how each form travels in
+//! each protocol's request, the fallback order, refusals recorded from real servers, parsing the JSON
+//! object (whole and cut at every byte), and structured replies decoded from recorded streams split at
+//! every byte offset.
+
+use memoire::engine::decode::{decoder_for, StreamEvent};
+use memoire::engine::memory::form::{SCHEMA_MAX_ENTITIES, SCHEMA_NAME};
+use memoire::engine::memory::parse::close_truncated;
+use memoire::engine::memory::*;
+use memoire::engine::model::*;
+use memoire::engine::request::{build, OutputForm};
+use serde_json::{json, Value};
+
+use OutputForm::*;
+use Protocol::{Anthropic, Ollama, OpenAiChat, OpenAiResponses};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn endpoint(protocol: Protocol) -> EndpointProfile {
+    EndpointProfile {
+        id: "e".into(),
+        base_url: "http://127.0.0.1:9/v1".into(),
+        protocol,
+        model: "m".into(),
+        api_key: None,
+        system_prompt: String::new(),
+    }
+}
+
+fn a_request() -> UpdateRequest {
+    let messages = vec![Message {
+        id: "m1".into(),
+        conversation_id: "c".into(),
+        seq: 1,
+        role: Role::User,
+        content: "My cat is called Zorblax.".into(),
+        status: MessageStatus::Complete,
+        created_at: 0,
+        meta: MessageMeta::default(),
+    }];
+    build_update_request(None, &messages, &[], &UpdateLimits::default()).expect("a request")
+}
+
+// ---------- the schema ----------
+
+fn schema_value() -> Value {
+    serde_json::from_str(&update_schema()).expect("the schema is JSON")
+}
+
+#[test]
+fn the_schema_lists_the_summary_first_and_each_entitys_name_early() {
+    // A constrained server generates properties in the schema's order.
+    let text = update_schema();
+    let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle}"));
+    assert!(at("\"summary\"") < at("\"entities\""));
+    assert!(at("\"id\"") < at("\"name\"") && at("\"name\"") < at("\"aliases\""));
+    assert!(at("\"name\"") < at("\"relationships\""));
+    // And the request carries that text unchanged.
+    let req = a_request();
+    let form = MemoryForm::Constrained(JsonSchema);
+    let http = build(&endpoint(OpenAiChat), &req.prompt_for(form), &req.request_options(form));
+    assert!(http.body.contains(&text));
+}
+
+/// Every object: `additionalProperties: false` and every property required; only keywords OpenAI's
+/// strict mode accepts.
+fn assert_strict(schema: &Value, path: &str) {
+    let obj = schema.as_object().unwrap_or_else(|| panic!("{path}: not an object"));
+    for key in obj.keys() {
+        assert!(
+            ["type", "properties", "required", "additionalProperties", "items", "enum", "maxItems"]
+                .contains(&key.as_str()),
+            "{path}: keyword {key} is not allowed in strict mode"
+        );
+    }
+    match obj.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            assert_eq!(obj.get("additionalProperties"), Some(&Value::Bool(false)), "{path}");
+            let props = obj["properties"].as_object().expect("properties");
+            let mut required: Vec<&str> =
+                obj["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+            let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
+            required.sort();
+            names.sort();
+            assert_eq!(required, names, "{path}: every property must be required");
+            for (k, v) in props {
+                assert_strict(v, &format!("{path}.{k}"));
+            }
+        }
+        Some("array") => assert_strict(&obj["items"], &format!("{path}[]")),
+        Some("string") | Some("number") => {}
+        other => panic!("{path}: unexpected type {other:?}"),
+    }
+}
+
+#[test]
+fn the_schema_satisfies_strict_mode() {
+    let schema = schema_value();
+    assert_strict(&schema, "$");
+    let entity = &schema["properties"]["entities"]["items"];
+    assert_eq!(
+        entity["properties"]["type"]["enum"],
+        json!(["person", "place", "concept", "event", "task", "other"])
+    );
+    assert_eq!(schema["properties"]["entities"]["maxItems"], json!(SCHEMA_MAX_ENTITIES));
+    assert_eq!(entity["properties"]["properties"]["items"]["required"], json!(["key", "value"]));
+}
+
+// ---------- each form in its protocol's request ----------
+
+/// The request for `form` carries the schema at `pointer`, and `extra` (pointer, value) as well.
+fn check_form(protocol: Protocol, form: MemoryForm, pointer: &str, extra: &[(&str, Value)]) {
+    let req = a_request();
+    let http = build(&endpoint(protocol), &req.prompt_for(form), &req.request_options(form));
+    let body: Value = serde_json::from_str(&http.body).expect("JSON body");
+    let what = format!("{} {}", protocol.as_str(), form.as_str());
+    assert_eq!(body.pointer(pointer), Some(&schema_value()), "{what}: schema at {pointer}");
+    for (p, v) in extra {
+        assert_eq!(body.pointer(p), Some(v), "{what}: {p}");
+    }
+    assert!(body["stream"].as_bool().unwrap_or(false), "{what}: streams");
+}
+
+#[test]
+fn each_form_travels_in_its_protocols_field() {
+    check_form(
+        OpenAiChat,
+        MemoryForm::Constrained(JsonSchema),
+        "/response_format/json_schema/schema",
+        &[
+            ("/response_format/type", json!("json_schema")),
+            ("/response_format/json_schema/name", json!(SCHEMA_NAME)),
+            ("/response_format/json_schema/strict", json!(true)),
+            ("/temperature", json!(0.0)),
+            ("/max_tokens", json!(MEMORY_MAX_TOKENS)),
+        ],
+    );
+    check_form(
+        OpenAiChat,
+        MemoryForm::Constrained(JsonObject),
+        "/response_format/schema",
+        &[("/response_format/type", json!("json_object"))],
+    );
+    check_form(Ollama, MemoryForm::Constrained(OllamaFormat), "/format", &[]);
+    check_form(
+        Anthropic,
+        MemoryForm::Constrained(ForcedTool),
+        "/tools/0/input_schema",
+        &[
+            ("/tools/0/name", json!(SCHEMA_NAME)),
+            ("/tool_choice", json!({"type": "tool", "name": SCHEMA_NAME})),
+        ],
+    );
+    check_form(
+        OpenAiResponses,
+        MemoryForm::Constrained(ResponsesFormat),
+        "/text/format/schema",
+        &[
+            ("/text/format/type", json!("json_schema")),
+            ("/text/format/name", json!(SCHEMA_NAME)),
+            ("/text/format/strict", json!(true)),
+        ],
+    );
+}
+
+#[test]
+fn the_sections_form_sends_no_constraint_and_asks_for_sections() {
+    let req = a_request();
+    for protocol in Protocol::ALL {
+        let http = build(
+            &endpoint(protocol),
+            &req.prompt_for(MemoryForm::Sections),
+            &req.request_options(MemoryForm::Sections),
+        );
+        for field in ["response_format", "\"format\"", "tool_choice", "\"text\":"] {
+            assert!(!http.body.contains(field), "{}: {field}", protocol.as_str());
+        }
+        assert!(http.body.contains("=== CONVERSATION MEMORY ==="), "{}", protocol.as_str());
+    }
+    let structured = req.prompt_for(MemoryForm::Constrained(JsonSchema));
+    assert!(structured.system.starts_with(MEMORY_REQUEST_OPENING));
+    assert!(!structured.system.contains("=== CONVERSATION MEMORY ==="));
+    assert_eq!(structured.messages, req.prompt.messages);
+}
+
+#[test]
+fn a_form_of_another_protocol_is_not_sent() {
+    let req = a_request();
+    let form = MemoryForm::Constrained(ForcedTool);
+    let http = build(&endpoint(OpenAiChat), &req.prompt_for(form), &req.request_options(form));
+    assert!(!http.body.contains("tool") && !http.body.contains("response_format"));
+}
+
+// ---------- order and memory of forms ----------
+
+fn check_order(protocol: Protocol, expected: &[MemoryForm]) {
+    assert_eq!(forms_for(protocol), expected, "{}", protocol.as_str());
+    let mut walked = vec![start_form(protocol, None)];
+    while let Some(next) = next_form(protocol, *walked.last().unwrap()) {
+        walked.push(next);
+    }
+    assert_eq!(walked, expected, "{}: walked", protocol.as_str());
+}
+
+#[test]
+fn fallback_order_per_protocol() {
+    use MemoryForm::{Constrained as C, Sections};
+    check_order(OpenAiChat, &[C(JsonSchema), C(JsonObject), Sections]);
+    check_order(Ollama, &[C(OllamaFormat), Sections]);
+    check_order(Anthropic, &[C(ForcedTool), Sections]);
+    check_order(OpenAiResponses, &[C(ResponsesFormat), Sections]);
+}
+
+#[test]
+fn the_remembered_form_starts_when_the_protocol_can_carry_it() {
+    use MemoryForm::{Constrained as C, Sections};
+    assert_eq!(start_form(OpenAiChat, Some(C(JsonObject))), C(JsonObject));
+    assert_eq!(start_form(OpenAiChat, Some(Sections)), Sections);
+    assert_eq!(start_form(OpenAiChat, Some(C(ForcedTool))), C(JsonSchema));
+    assert_eq!(start_form(Anthropic, Some(C(JsonObject))), C(ForcedTool));
+    for form in forms_for(OpenAiChat).iter().chain(forms_for(Anthropic)) {
+        assert_eq!(MemoryForm::parse(form.as_str()), Some(*form));
+    }
+    assert_eq!(MemoryForm::parse("nonsense"), None);
+}
+
+// ---------- refusals recorded from real servers ----------
+
+/// `tests/fixtures/memory-refusals.json`: each case names the server, the form it was sent, the
+/// status and body it answered, and whether that is a refusal of the form.
+#[test]
+fn recorded_refusals_move_to_the_next_form_and_other_errors_do_not() {
+    let cases: Value = serde_json::from_slice(&fixture("memory-refusals.json")).expect("JSON");
+    let cases = cases.as_array().expect("a list");
+    assert!(cases.len() >= 10);
+    for case in cases {
+        let server = case["server"].as_str().expect("server");
+        let form = MemoryForm::parse(case["form"].as_str().expect("form")).expect("a form");
+        let status = case["status"].as_u64().expect("status") as u16;
+        let body = case["body"].as_str().expect("body");
+        let refusal = case["refusal"].as_bool().expect("refusal");
+        assert_eq!(refused_http(form, status, body), refusal, "{server}: {status} {body}");
+    }
+}
+
+#[test]
+fn stream_error_events_that_name_the_form_are_refusals() {
+    use memoire::engine::decode::StreamError;
+    let form = MemoryForm::Constrained(ResponsesFormat);
+    let said = |code: Option<&str>, message: &str| StreamError {
+        code: code.map(str::to_string),
+        message: message.into(),
+    };
+    assert!(refused_stream(form, &said(Some("invalid_json_schema"), "Invalid schema.")));
+    assert!(refused_stream(form, &said(None, "Unsupported parameter: 'text.format'.")));
+    assert!(!refused_stream(form, &said(Some("server_error"), "The server had an error.")));
+    assert!(!refused_stream(MemoryForm::Sections, &said(None, "schema")));
+}
+
+// ---------- parsing the JSON object ----------
+
+/// In the schema's order, as a constrained server writes it.
+fn structured_text() -> String {
+    concat!(
+        r#"{"summary": "The user is Ana from Lisbon. She has a cat named Zorblax.", "entities": ["#,
+        r#"{"id": "ana", "type": "person", "name": "Ana", "aliases": ["Annie"], "description": "The user.", "#,
+        r#""properties": [{"key": "city", "value": "Lisbon"}], "#,
+        r#""relationships": [{"targetId": "zorblax", "relationship": "owns", "strength": 0.9}]}, "#,
+        r#"{"id": "zorblax", "type": "other", "name": "Zorblax", "aliases": [], "description": "Ana's cat.", "#,
+        r#""properties": [], "relationships": []}]}"#
+    )
+    .to_string()
+}
+
+#[test]
+fn the_json_object_parses_with_properties_as_pairs() {
+    let parsed = parse_reply(&structured_text()).expect("parses");
+    assert_eq!(
+        parsed.summary.as_deref(),
+        Some("The user is Ana from Lisbon. She has a cat named Zorblax.")
+    );
+    let names: Vec<&str> = parsed.entities.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["Ana", "Zorblax"]);
+    assert_eq!(parsed.entities[0].properties.get("city").map(String::as_str), Some("Lisbon"));
+    assert_eq!(parsed.entities[0].aliases, ["Annie"]);
+    assert_eq!(parsed.entities[0].relationships[0].target, "zorblax");
+    assert_eq!(parsed.entities[0].entity_type, EntityType::Person);
+    assert!(parsed.notes.is_empty(), "{:?}", parsed.notes);
+}
+
+fn check_object(text: &str, summary: Option<&str>, entities: usize) {
+    let parsed = parse_reply(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(parsed.summary.as_deref(), summary, "{text}");
+    assert_eq!(parsed.entities.len(), entities, "{text}");
+}
+
+#[test]
+fn json_object_variants() {
+    check_object(r#"{"summary": "Short.", "entities": []}"#, Some("Short."), 0);
+    check_object("```json\n{\"summary\": \"Fenced.\", \"entities\": []}\n```", Some("Fenced."), 0);
+    check_object(r#"Here you go: {"summary": "After prose.", "entities": []}"#, Some("After prose."), 0);
+    check_object(r#"{"summary": "", "entities": [{"name": "Bo"}]}"#, None, 1);
+    check_object(r#"{"summary": "Trailing comma.", "entities": [],}"#, Some("Trailing comma."), 0);
+    check_object(r#"{"summary": "Pairs.", "entities": [{"name": "X", "properties": [["k", "v"]]}]}"#, Some("Pairs."), 1);
+    check_object(r#"{"summary": "Cut in the middle of a wo"#, Some("Cut in the middle of a wo"), 0);
+    check_object(r#"{"summary": "Cut after.", "entities": [{"id": "a", "name": "A"}, {"id": "b", "na"#, Some("Cut after."), 1);
+    assert_eq!(parse_reply(r#"{"summary": "", "entities": []}"#), Err(MemoryError::NoMemory));
+    assert_eq!(parse_reply(r#"{"summary": 3, "entities": "no"}"#), Err(MemoryError::NoMemory));
+}
+
+#[test]
+fn a_json_object_cut_at_every_byte_never_panics_and_keeps_what_was_complete() {
+    let text = structured_text();
+    let summary_start = text.find("The user").expect("summary");
+    for cut in 0..=text.len() {
+        if !text.is_char_boundary(cut) {
+            continue;
+        }
+        let prefix = &text[..cut];
+        let result = parse_reply(prefix);
+        if cut > summary_start {
+            let parsed = result.unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+            let summary = parsed.summary.expect("a summary");
+            assert!(text[summary_start..].starts_with(summary.trim()), "cut at {cut}: {summary}");
+            for e in &parsed.entities {
+                assert!(["Ana", "Zorblax"].contains(&e.name.as_str()), "cut at {cut}");
+            }
+        }
+    }
+}
+
+fn check_close(input: &str, expected: Option<&str>) {
+    assert_eq!(close_truncated(input).as_deref(), expected, "{input}");
+}
+
+#[test]
+fn closing_cut_json() {
+    check_close(r#"{"a": "b"}"#, None);
+    check_close(r#"{"a": "b"#, Some(r#"{"a": "b"}"#));
+    check_close(r#"{"a": "b\"#, Some(r#"{"a": "b"}"#));
+    check_close(r#"{"a": "b\u00"#, Some(r#"{"a": "b"}"#));
+    check_close(r#"{"a": "b", "c"#, Some(r#"{"a": "b"}"#));
+    check_close(r#"{"a": "b", "c": ["d", "e"#, Some(r#"{"a": "b", "c": ["d"]}"#));
+    check_close(r#"{"a": "b", "c":"#, Some(r#"{"a": "b"}"#));
+    check_close(r#"{"a": [1, 2"#, Some(r#"{"a": [1]}"#));
+    check_close(r#"{"a": [{"x": 1}, {"y"#, Some(r#"{"a": [{"x": 1}, {}]}"#));
+    check_close(r#"{"a": [["#, Some(r#"{"a": [[]]}"#));
+    check_close("", None);
+    check_close(&"[".repeat(40), None);
+}
+
+// ---------- structured replies from recorded streams, split at every byte ----------
+
+/// Decodes `bytes` in the given chunks and collects the memory reply.
+fn collect<'a>(protocol: Protocol, form: MemoryForm, chunks: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut decoder = decoder_for(protocol);
+    let mut collector = ReplyCollector::new(form);
+    let mut out = None;
+    let mut feed = |decoder: &mut Box<dyn memoire::engine::decode::Decoder>, out: &mut Option<String>| {
+        while let Some(ev) = decoder.poll_event() {
+            if out.is_none() {
+                if let Some(r) = collector.handle_event(ev) {
+                    *out = Some(r.unwrap_or_else(|e| panic!("stream error: {e:?}")));
+                }
+            }
+        }
+    };
+    for chunk in chunks {
+        decoder.handle_bytes(chunk);
+        feed(&mut decoder, &mut out);
+    }
+    decoder.handle_eof();
+    feed(&mut decoder, &mut out);
+    out.expect("the stream finished")
+}
+
+fn check_structured_stream(name: &str, protocol: Protocol, form: MemoryForm, summary_has: &str, names: &[&str]) {
+    let bytes = fixture(name);
+    let whole = collect(protocol, form, [&bytes[..]]);
+    for i in 0..=bytes.len() {
+        let (a, b) = bytes.split_at(i);
+        assert_eq!(collect(protocol, form, [a, b]), whole, "{name}: split at {i}");
+    }
+    assert_eq!(collect(protocol, form, bytes.chunks(1)), whole, "{name}: 1-byte chunks");
+    let parsed = parse_reply(&whole).unwrap_or_else(|e| panic!("{name}: {e}\n{whole}"));
+    assert!(parsed.summary.as_deref().unwrap_or("").contains(summary_has), "{name}: {parsed:?}");
+    for n in names {
+        assert!(parsed.entities.iter().any(|e| e.name == *n), "{name}: no entity {n}: {parsed:?}");
+    }
+}
+
+#[test]
+fn anthropic_forced_tool_input_is_the_update() {
+    check_structured_stream(
+        "anthropic-memory-tool.sse",
+        Anthropic,
+        MemoryForm::Constrained(ForcedTool),
+        "Lisbon",
+        &["Ana", "Zorblax"],
+    );
+}
+
+#[test]
+fn the_collector_prefers_text_except_for_the_forced_tool() {
+    let events = || {
+        vec![
+            StreamEvent::TextDelta("text".into()),
+            StreamEvent::ToolCallDelta { index: 0, id: None, name: None, arguments: "args".into() },
+        ]
+    };
+    for (form, expected) in [
+        (MemoryForm::Constrained(ForcedTool), "args"),
+        (MemoryForm::Constrained(JsonSchema), "text"),
+        (MemoryForm::Sections, "text"),
+    ] {
+        let mut c = ReplyCollector::new(form);
+        for ev in events() {
+            assert!(c.handle_event(ev).is_none());
+        }
+        assert_eq!(c.partial(), expected);
+        let done = c.handle_event(StreamEvent::Done { finish_reason: None });
+        assert_eq!(done, Some(Ok(expected.to_string())));
+    }
+}
