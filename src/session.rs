@@ -81,6 +81,9 @@ pub enum SessionError {
     NoConversation,
     #[error("{0}")]
     Invalid(String),
+    /// A failure already shown where it belongs (the memory pane), not repeated as a banner.
+    #[error("{0}")]
+    Quiet(String),
     #[error("{0}")]
     Import(#[from] crate::engine::backup::ImportError),
     /// The conversation changed (in another tab) while a message was being sent ahead; nothing was
@@ -103,6 +106,8 @@ pub struct Page {
 pub struct MemorySnapshot {
     pub versions: Vec<ConversationSummary>,
     pub entities: Vec<EntityNode>,
+    /// The latest memory update failed: when, why, and what came back.
+    pub failure: Option<crate::engine::memory::MemoryFailure>,
 }
 
 /// A search result.
@@ -354,6 +359,7 @@ impl Session {
             .delete_setting(&format!("{DRAFT_PREFIX}{id}"))
             .await
             .ok();
+        self.store.set_memory_failure(id, None).await.ok();
         self.emit(SessionEvent::ConversationRemoved(id.to_string()));
         Ok(())
     }

@@ -196,7 +196,7 @@ fn check_request(
     e1.aliases = vec!["Ally".into()];
     let entities = vec![e1, node("pl1", "Paris", EntityType::Place)];
     let req = build_update_request(previous.as_ref(), &messages, &entities, &limits).unwrap();
-    assert_eq!(req.options.temperature, 0.3);
+    assert_eq!(req.options.temperature, 0.0);
     assert_eq!(req.options.max_tokens, 2000);
     assert!(req.prompt.system.contains("=== CONVERSATION MEMORY ==="));
     assert!(req.prompt.system.contains("=== ENTITY MEMORY ==="));

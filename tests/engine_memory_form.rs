@@ -62,27 +62,49 @@ fn the_schema_lists_the_summary_first_and_each_entitys_name_early() {
     // And the request carries that text unchanged.
     let req = a_request();
     let form = MemoryForm::Constrained(JsonSchema);
-    let http = build(&endpoint(OpenAiChat), &req.prompt_for(form), &req.request_options(form));
+    let http = build(
+        &endpoint(OpenAiChat),
+        &req.prompt_for(form),
+        &req.request_options(form),
+    );
     assert!(http.body.contains(&text));
 }
 
 /// Every object: `additionalProperties: false` and every property required; only keywords OpenAI's
 /// strict mode accepts.
 fn assert_strict(schema: &Value, path: &str) {
-    let obj = schema.as_object().unwrap_or_else(|| panic!("{path}: not an object"));
+    let obj = schema
+        .as_object()
+        .unwrap_or_else(|| panic!("{path}: not an object"));
     for key in obj.keys() {
         assert!(
-            ["type", "properties", "required", "additionalProperties", "items", "enum", "maxItems"]
-                .contains(&key.as_str()),
+            [
+                "type",
+                "properties",
+                "required",
+                "additionalProperties",
+                "items",
+                "enum",
+                "maxItems"
+            ]
+            .contains(&key.as_str()),
             "{path}: keyword {key} is not allowed in strict mode"
         );
     }
     match obj.get("type").and_then(Value::as_str) {
         Some("object") => {
-            assert_eq!(obj.get("additionalProperties"), Some(&Value::Bool(false)), "{path}");
+            assert_eq!(
+                obj.get("additionalProperties"),
+                Some(&Value::Bool(false)),
+                "{path}"
+            );
             let props = obj["properties"].as_object().expect("properties");
-            let mut required: Vec<&str> =
-                obj["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+            let mut required: Vec<&str> = obj["required"]
+                .as_array()
+                .expect("required")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
             let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
             required.sort();
             names.sort();
@@ -106,8 +128,14 @@ fn the_schema_satisfies_strict_mode() {
         entity["properties"]["type"]["enum"],
         json!(["person", "place", "concept", "event", "task", "other"])
     );
-    assert_eq!(schema["properties"]["entities"]["maxItems"], json!(SCHEMA_MAX_ENTITIES));
-    assert_eq!(entity["properties"]["properties"]["items"]["required"], json!(["key", "value"]));
+    assert_eq!(
+        schema["properties"]["entities"]["maxItems"],
+        json!(SCHEMA_MAX_ENTITIES)
+    );
+    assert_eq!(
+        entity["properties"]["properties"]["items"]["required"],
+        json!(["key", "value"])
+    );
 }
 
 // ---------- each form in its protocol's request ----------
@@ -115,10 +143,18 @@ fn the_schema_satisfies_strict_mode() {
 /// The request for `form` carries the schema at `pointer`, and `extra` (pointer, value) as well.
 fn check_form(protocol: Protocol, form: MemoryForm, pointer: &str, extra: &[(&str, Value)]) {
     let req = a_request();
-    let http = build(&endpoint(protocol), &req.prompt_for(form), &req.request_options(form));
+    let http = build(
+        &endpoint(protocol),
+        &req.prompt_for(form),
+        &req.request_options(form),
+    );
     let body: Value = serde_json::from_str(&http.body).expect("JSON body");
     let what = format!("{} {}", protocol.as_str(), form.as_str());
-    assert_eq!(body.pointer(pointer), Some(&schema_value()), "{what}: schema at {pointer}");
+    assert_eq!(
+        body.pointer(pointer),
+        Some(&schema_value()),
+        "{what}: schema at {pointer}"
+    );
     for (p, v) in extra {
         assert_eq!(body.pointer(p), Some(v), "{what}: {p}");
     }
@@ -145,7 +181,12 @@ fn each_form_travels_in_its_protocols_field() {
         "/response_format/schema",
         &[("/response_format/type", json!("json_object"))],
     );
-    check_form(Ollama, MemoryForm::Constrained(OllamaFormat), "/format", &[]);
+    check_form(
+        Ollama,
+        MemoryForm::Constrained(OllamaFormat),
+        "/format",
+        &[],
+    );
     check_form(
         Anthropic,
         MemoryForm::Constrained(ForcedTool),
@@ -179,7 +220,11 @@ fn the_sections_form_sends_no_constraint_and_asks_for_sections() {
         for field in ["response_format", "\"format\"", "tool_choice", "\"text\":"] {
             assert!(!http.body.contains(field), "{}: {field}", protocol.as_str());
         }
-        assert!(http.body.contains("=== CONVERSATION MEMORY ==="), "{}", protocol.as_str());
+        assert!(
+            http.body.contains("=== CONVERSATION MEMORY ==="),
+            "{}",
+            protocol.as_str()
+        );
     }
     let structured = req.prompt_for(MemoryForm::Constrained(JsonSchema));
     assert!(structured.system.starts_with(MEMORY_REQUEST_OPENING));
@@ -191,7 +236,11 @@ fn the_sections_form_sends_no_constraint_and_asks_for_sections() {
 fn a_form_of_another_protocol_is_not_sent() {
     let req = a_request();
     let form = MemoryForm::Constrained(ForcedTool);
-    let http = build(&endpoint(OpenAiChat), &req.prompt_for(form), &req.request_options(form));
+    let http = build(
+        &endpoint(OpenAiChat),
+        &req.prompt_for(form),
+        &req.request_options(form),
+    );
     assert!(!http.body.contains("tool") && !http.body.contains("response_format"));
 }
 
@@ -243,7 +292,11 @@ fn recorded_refusals_move_to_the_next_form_and_other_errors_do_not() {
         let status = case["status"].as_u64().expect("status") as u16;
         let body = case["body"].as_str().expect("body");
         let refusal = case["refusal"].as_bool().expect("refusal");
-        assert_eq!(refused_http(form, status, body), refusal, "{server}: {status} {body}");
+        assert_eq!(
+            refused_http(form, status, body),
+            refusal,
+            "{server}: {status} {body}"
+        );
     }
 }
 
@@ -255,9 +308,18 @@ fn stream_error_events_that_name_the_form_are_refusals() {
         code: code.map(str::to_string),
         message: message.into(),
     };
-    assert!(refused_stream(form, &said(Some("invalid_json_schema"), "Invalid schema.")));
-    assert!(refused_stream(form, &said(None, "Unsupported parameter: 'text.format'.")));
-    assert!(!refused_stream(form, &said(Some("server_error"), "The server had an error.")));
+    assert!(refused_stream(
+        form,
+        &said(Some("invalid_json_schema"), "Invalid schema.")
+    ));
+    assert!(refused_stream(
+        form,
+        &said(None, "Unsupported parameter: 'text.format'.")
+    ));
+    assert!(!refused_stream(
+        form,
+        &said(Some("server_error"), "The server had an error.")
+    ));
     assert!(!refused_stream(MemoryForm::Sections, &said(None, "schema")));
 }
 
@@ -285,7 +347,13 @@ fn the_json_object_parses_with_properties_as_pairs() {
     );
     let names: Vec<&str> = parsed.entities.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["Ana", "Zorblax"]);
-    assert_eq!(parsed.entities[0].properties.get("city").map(String::as_str), Some("Lisbon"));
+    assert_eq!(
+        parsed.entities[0]
+            .properties
+            .get("city")
+            .map(String::as_str),
+        Some("Lisbon")
+    );
     assert_eq!(parsed.entities[0].aliases, ["Annie"]);
     assert_eq!(parsed.entities[0].relationships[0].target, "zorblax");
     assert_eq!(parsed.entities[0].entity_type, EntityType::Person);
@@ -300,16 +368,50 @@ fn check_object(text: &str, summary: Option<&str>, entities: usize) {
 
 #[test]
 fn json_object_variants() {
-    check_object(r#"{"summary": "Short.", "entities": []}"#, Some("Short."), 0);
-    check_object("```json\n{\"summary\": \"Fenced.\", \"entities\": []}\n```", Some("Fenced."), 0);
-    check_object(r#"Here you go: {"summary": "After prose.", "entities": []}"#, Some("After prose."), 0);
+    check_object(
+        r#"{"summary": "Short.", "entities": []}"#,
+        Some("Short."),
+        0,
+    );
+    check_object(
+        "```json\n{\"summary\": \"Fenced.\", \"entities\": []}\n```",
+        Some("Fenced."),
+        0,
+    );
+    check_object(
+        r#"Here you go: {"summary": "After prose.", "entities": []}"#,
+        Some("After prose."),
+        0,
+    );
     check_object(r#"{"summary": "", "entities": [{"name": "Bo"}]}"#, None, 1);
-    check_object(r#"{"summary": "Trailing comma.", "entities": [],}"#, Some("Trailing comma."), 0);
-    check_object(r#"{"summary": "Pairs.", "entities": [{"name": "X", "properties": [["k", "v"]]}]}"#, Some("Pairs."), 1);
-    check_object(r#"{"summary": "Cut in the middle of a wo"#, Some("Cut in the middle of a wo"), 0);
-    check_object(r#"{"summary": "Cut after.", "entities": [{"id": "a", "name": "A"}, {"id": "b", "na"#, Some("Cut after."), 1);
-    assert_eq!(parse_reply(r#"{"summary": "", "entities": []}"#), Err(MemoryError::NoMemory));
-    assert_eq!(parse_reply(r#"{"summary": 3, "entities": "no"}"#), Err(MemoryError::NoMemory));
+    check_object(
+        r#"{"summary": "Trailing comma.", "entities": [],}"#,
+        Some("Trailing comma."),
+        0,
+    );
+    check_object(
+        r#"{"summary": "Pairs.", "entities": [{"name": "X", "properties": [["k", "v"]]}]}"#,
+        Some("Pairs."),
+        1,
+    );
+    check_object(
+        r#"{"summary": "Cut in the middle of a wo"#,
+        Some("Cut in the middle of a wo"),
+        0,
+    );
+    check_object(
+        r#"{"summary": "Cut after.", "entities": [{"id": "a", "name": "A"}, {"id": "b", "na"#,
+        Some("Cut after."),
+        1,
+    );
+    assert_eq!(
+        parse_reply(r#"{"summary": "", "entities": []}"#),
+        Err(MemoryError::NoMemory)
+    );
+    assert_eq!(
+        parse_reply(r#"{"summary": 3, "entities": "no"}"#),
+        Err(MemoryError::NoMemory)
+    );
 }
 
 #[test]
@@ -325,9 +427,15 @@ fn a_json_object_cut_at_every_byte_never_panics_and_keeps_what_was_complete() {
         if cut > summary_start {
             let parsed = result.unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
             let summary = parsed.summary.expect("a summary");
-            assert!(text[summary_start..].starts_with(summary.trim()), "cut at {cut}: {summary}");
+            assert!(
+                text[summary_start..].starts_with(summary.trim()),
+                "cut at {cut}: {summary}"
+            );
             for e in &parsed.entities {
-                assert!(["Ana", "Zorblax"].contains(&e.name.as_str()), "cut at {cut}");
+                assert!(
+                    ["Ana", "Zorblax"].contains(&e.name.as_str()),
+                    "cut at {cut}"
+                );
             }
         }
     }
@@ -344,7 +452,10 @@ fn closing_cut_json() {
     check_close(r#"{"a": "b\"#, Some(r#"{"a": "b"}"#));
     check_close(r#"{"a": "b\u00"#, Some(r#"{"a": "b"}"#));
     check_close(r#"{"a": "b", "c"#, Some(r#"{"a": "b"}"#));
-    check_close(r#"{"a": "b", "c": ["d", "e"#, Some(r#"{"a": "b", "c": ["d"]}"#));
+    check_close(
+        r#"{"a": "b", "c": ["d", "e"#,
+        Some(r#"{"a": "b", "c": ["d"]}"#),
+    );
     check_close(r#"{"a": "b", "c":"#, Some(r#"{"a": "b"}"#));
     check_close(r#"{"a": [1, 2"#, Some(r#"{"a": [1]}"#));
     check_close(r#"{"a": [{"x": 1}, {"y"#, Some(r#"{"a": [{"x": 1}, {}]}"#));
@@ -356,11 +467,16 @@ fn closing_cut_json() {
 // ---------- structured replies from recorded streams, split at every byte ----------
 
 /// Decodes `bytes` in the given chunks and collects the memory reply.
-fn collect<'a>(protocol: Protocol, form: MemoryForm, chunks: impl IntoIterator<Item = &'a [u8]>) -> String {
+fn collect<'a>(
+    protocol: Protocol,
+    form: MemoryForm,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> String {
     let mut decoder = decoder_for(protocol);
     let mut collector = ReplyCollector::new(form);
     let mut out = None;
-    let mut feed = |decoder: &mut Box<dyn memoire::engine::decode::Decoder>, out: &mut Option<String>| {
+    let mut feed = |decoder: &mut Box<dyn memoire::engine::decode::Decoder>,
+                    out: &mut Option<String>| {
         while let Some(ev) = decoder.poll_event() {
             if out.is_none() {
                 if let Some(r) = collector.handle_event(ev) {
@@ -378,18 +494,42 @@ fn collect<'a>(protocol: Protocol, form: MemoryForm, chunks: impl IntoIterator<I
     out.expect("the stream finished")
 }
 
-fn check_structured_stream(name: &str, protocol: Protocol, form: MemoryForm, summary_has: &str, names: &[&str]) {
+fn check_structured_stream(
+    name: &str,
+    protocol: Protocol,
+    form: MemoryForm,
+    summary_has: &str,
+    names: &[&str],
+) {
     let bytes = fixture(name);
     let whole = collect(protocol, form, [&bytes[..]]);
     for i in 0..=bytes.len() {
         let (a, b) = bytes.split_at(i);
-        assert_eq!(collect(protocol, form, [a, b]), whole, "{name}: split at {i}");
+        assert_eq!(
+            collect(protocol, form, [a, b]),
+            whole,
+            "{name}: split at {i}"
+        );
     }
-    assert_eq!(collect(protocol, form, bytes.chunks(1)), whole, "{name}: 1-byte chunks");
+    assert_eq!(
+        collect(protocol, form, bytes.chunks(1)),
+        whole,
+        "{name}: 1-byte chunks"
+    );
     let parsed = parse_reply(&whole).unwrap_or_else(|e| panic!("{name}: {e}\n{whole}"));
-    assert!(parsed.summary.as_deref().unwrap_or("").contains(summary_has), "{name}: {parsed:?}");
+    assert!(
+        parsed
+            .summary
+            .as_deref()
+            .unwrap_or("")
+            .contains(summary_has),
+        "{name}: {parsed:?}"
+    );
     for n in names {
-        assert!(parsed.entities.iter().any(|e| e.name == *n), "{name}: no entity {n}: {parsed:?}");
+        assert!(
+            parsed.entities.iter().any(|e| e.name == *n),
+            "{name}: no entity {n}: {parsed:?}"
+        );
     }
 }
 
@@ -409,7 +549,12 @@ fn the_collector_prefers_text_except_for_the_forced_tool() {
     let events = || {
         vec![
             StreamEvent::TextDelta("text".into()),
-            StreamEvent::ToolCallDelta { index: 0, id: None, name: None, arguments: "args".into() },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                id: None,
+                name: None,
+                arguments: "args".into(),
+            },
         ]
     };
     for (form, expected) in [
@@ -422,7 +567,9 @@ fn the_collector_prefers_text_except_for_the_forced_tool() {
             assert!(c.handle_event(ev).is_none());
         }
         assert_eq!(c.partial(), expected);
-        let done = c.handle_event(StreamEvent::Done { finish_reason: None });
+        let done = c.handle_event(StreamEvent::Done {
+            finish_reason: None,
+        });
         assert_eq!(done, Some(Ok(expected.to_string())));
     }
 }

@@ -108,6 +108,8 @@ struct BOverrides {
     reply_reserve_tokens: Option<u32>,
     max_message_chars: Option<u64>,
     history_format: Option<BHistoryFormat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory_model: Option<String>,
 }
 
 wire_enum!(BHistoryFormat {
@@ -335,6 +337,7 @@ impl From<&Conversation> for BConversation {
                 reply_reserve_tokens: o.reply_reserve_tokens,
                 max_message_chars: o.max_message_chars.map(|v| v as u64),
                 history_format: o.history_format.map(Into::into),
+                memory_model: o.memory_model.clone(),
             },
         }
     }
@@ -360,6 +363,7 @@ impl BConversation {
                 reply_reserve_tokens: o.reply_reserve_tokens,
                 max_message_chars: size("max_message_chars", o.max_message_chars)?,
                 history_format: o.history_format.map(Into::into),
+                memory_model: o.memory_model,
             },
             id: self.id,
             title: self.title,
@@ -1122,6 +1126,9 @@ fn check_conversation(c: &BConversation, limits: &ImportLimits) -> Result<(), Im
     if let Some(h) = &c.remote_handle {
         k.short("remote_handle.id", &h.id)?;
         k.short("remote_handle.endpoint_key", &h.endpoint_key)?;
+    }
+    if let Some(m) = &c.memory_overrides.memory_model {
+        k.short("memory_overrides.memory_model", m)?;
     }
     Ok(())
 }

@@ -206,6 +206,9 @@ pub struct MemoryOverrides {
     pub reply_reserve_tokens: Option<u32>,
     pub max_message_chars: Option<usize>,
     pub history_format: Option<HistoryFormat>,
+    /// The model this conversation's memory updates use (see `Settings::memory_endpoint_for`).
+    #[serde(default)]
+    pub memory_model: Option<String>,
 }
 
 impl MemoryOverrides {

@@ -11,6 +11,51 @@ use serde::{Deserialize, Serialize};
 pub struct Settings {
     pub endpoint: EndpointProfile,
     pub memory: MemoryConfig,
+    /// Where memory updates go; empty fields mean "the chat endpoint's".
+    #[serde(default)]
+    pub memory_endpoint: MemoryEndpoint,
+}
+
+/// A separate model, and optionally a separate endpoint, for memory updates: a small local model can
+/// keep the memory of a chat held with a large remote one. Empty fields fall back to the chat endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct MemoryEndpoint {
+    /// Another endpoint's URL; empty: the chat endpoint (its URL, protocol and key).
+    pub base_url: String,
+    /// The protocol of `base_url` (ignored while `base_url` is empty).
+    pub protocol: Protocol,
+    /// The model for memory updates; empty: the chat model (or the conversation's memory model).
+    pub model: String,
+    /// The key for `base_url` (ignored while `base_url` is empty). Stored locally only.
+    pub api_key: Option<String>,
+}
+
+impl Settings {
+    /// The endpoint memory updates of a conversation go to: the memory endpoint's URL, protocol and
+    /// key when one is set, else the chat endpoint's; the model is the conversation's memory model,
+    /// else the memory endpoint's model, else (same endpoint only) the chat model.
+    pub fn memory_endpoint_for(&self, conversation_model: Option<&str>) -> EndpointProfile {
+        let m = &self.memory_endpoint;
+        let separate = !m.base_url.trim().is_empty();
+        let mut e = self.endpoint.clone();
+        if separate {
+            e.id = format!("{}:memory", e.id);
+            e.base_url = m.base_url.trim().to_string();
+            e.protocol = m.protocol;
+            e.api_key = m.api_key.clone();
+            e.model = String::new();
+        }
+        let chosen = [conversation_model, Some(m.model.as_str())]
+            .into_iter()
+            .flatten()
+            .map(str::trim)
+            .find(|s| !s.is_empty());
+        if let Some(model) = chosen {
+            e.model = model.to_string();
+        }
+        e
+    }
 }
 
 /// The system prompt used when neither the deployment nor the user set one.
@@ -31,6 +76,7 @@ impl Settings {
                 system_prompt: DEFAULT_SYSTEM_PROMPT.into(),
             },
             memory: MemoryConfig::default(),
+            memory_endpoint: MemoryEndpoint::default(),
         }
     }
 
@@ -58,6 +104,14 @@ impl Settings {
         }
         if m.reply_reserve_tokens >= m.context_tokens {
             return Err("The reply reserve must be smaller than the context size.".into());
+        }
+        let memory_url = self.memory_endpoint.base_url.trim();
+        let memory_http = memory_url.starts_with("http://") || memory_url.starts_with("https://");
+        if !memory_url.is_empty() && !memory_http {
+            return Err("The memory endpoint URL must start with http:// or https://".into());
+        }
+        if !memory_url.is_empty() && self.memory_endpoint.model.trim().is_empty() {
+            return Err("A separate memory endpoint needs a memory model.".into());
         }
         Ok(())
     }

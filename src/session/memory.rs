@@ -4,11 +4,12 @@
 //! stored memory. Must not import `ui`.
 
 use super::{new_id, now, transport_failure, MemorySnapshot, Session, SessionError, SessionEvent};
-use crate::engine::decode::{decoder_for, StreamEvent};
+use crate::engine::decode::decoder_for;
 use crate::engine::failure::{self, Failure};
 use crate::engine::memory::{
-    apply_update, build_update_request, due, parse_reply, restore_summary, DueInput, Graph,
-    MemoryError, UpdateLimits,
+    apply_update, build_update_request, due, next_form, parse_reply, refused_http, refused_stream,
+    restore_summary, start_form, DueInput, Graph, MemoryError, MemoryFailure, MemoryForm,
+    ReplyCollector, UpdateLimits, UpdateRequest,
 };
 use crate::engine::model::{EndpointProfile, EntityNode, EntityScope, Prompt};
 use crate::engine::request::{self, RequestOptions};
@@ -31,7 +32,7 @@ impl Session {
             return;
         }
         match self.update_memory(id, overflow, force).await {
-            Ok(_) => {}
+            Ok(_) | Err(SessionError::Quiet(_)) => {}
             Err(e) => self.emit(SessionEvent::Error {
                 conversation_id: Some(id.to_string()),
                 message: format!("Memory update failed; the previous memory is kept. {e}"),
@@ -46,7 +47,12 @@ impl Session {
                 "The memory is already being updated.".into(),
             ));
         }
-        self.update_memory(id, false, true).await.map(|_| ())
+        match self.update_memory(id, false, true).await {
+            Ok(_) => Ok(()),
+            // Asked for by the user: always said, even when it is the same failure as before.
+            Err(SessionError::Quiet(reason)) => Err(SessionError::Request(reason)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Returns whether an update ran. One tab at a time updates a conversation's memory (a Web
@@ -93,8 +99,16 @@ impl Session {
             conversation_id: id.to_string(),
             running: true,
         });
+        let memory_model = conv.memory_overrides.memory_model.clone();
         let result = self
-            .run_update(id, &conv.message_count, previous, &messages, &config)
+            .run_update(
+                id,
+                &conv.message_count,
+                previous,
+                &messages,
+                &config,
+                memory_model.as_deref(),
+            )
             .await;
         self.memory_running.borrow_mut().remove(id);
         self.emit(SessionEvent::MemoryUpdating {
@@ -111,6 +125,7 @@ impl Session {
         previous: Option<crate::engine::model::ConversationSummary>,
         messages: &[crate::engine::model::Message],
         config: &crate::engine::model::MemoryConfig,
+        memory_model: Option<&str>,
     ) -> Result<(), SessionError> {
         let scope = EntityScope::Conversation(id.to_string());
         let existing = self.store.load_entities(&scope).await?;
@@ -121,16 +136,35 @@ impl Session {
             &UpdateLimits::from_config(config),
         )
         .map_err(memory_error)?;
-        let endpoint = self.settings.borrow().endpoint.clone();
-        let reply = complete(
-            &endpoint,
-            &req.prompt,
-            req.options.temperature,
-            req.options.max_tokens,
-        )
-        .await
-        .map_err(|f| SessionError::Request(f.message))?;
-        let parsed = parse_reply(&reply).map_err(memory_error)?;
+        let endpoint = self.settings.borrow().memory_endpoint_for(memory_model);
+        let (form, outcome) = self.ask_for_update(&endpoint, &req).await;
+        let parsed = outcome.and_then(|reply| {
+            parse_reply(&reply).map_err(|e| {
+                let reason = format!("The memory reply could not be used: {e}.");
+                (reason, reply)
+            })
+        });
+        let parsed = match parsed {
+            Ok(p) => p,
+            Err((reason, raw)) => {
+                let failure = MemoryFailure::new(now(), reason.clone(), &raw, form);
+                let repeated = self
+                    .store
+                    .memory_failure(id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|f| f.reason == failure.reason);
+                self.store.set_memory_failure(id, Some(&failure)).await?;
+                self.emit(SessionEvent::MemoryChanged(id.to_string()));
+                // The same failure again is shown in the memory pane, not as another banner.
+                return Err(if repeated {
+                    SessionError::Quiet(reason)
+                } else {
+                    SessionError::Request(reason)
+                });
+            }
+        };
         let mut graph = Graph::new(existing);
         let applied = apply_update(
             &parsed,
@@ -146,8 +180,49 @@ impl Session {
         self.store
             .save_memory(applied.summary.as_ref(), &scope, graph.nodes())
             .await?;
+        self.store.set_memory_failure(id, None).await?;
         self.emit(SessionEvent::MemoryChanged(id.to_string()));
         Ok(())
+    }
+
+    /// Sends the update in the form remembered for the endpoint (or its best form); when the server
+    /// refuses that form, once more in the next. Remembers the form the server took. Returns the form
+    /// of the last request, and the reply text or (reason, what came back).
+    async fn ask_for_update(
+        &self,
+        endpoint: &EndpointProfile,
+        req: &UpdateRequest,
+    ) -> (MemoryForm, Result<String, (String, String)>) {
+        let key = endpoint.key();
+        let remembered = self.store.memory_form(&key).await.ok().flatten();
+        let mut form = start_form(endpoint.protocol, remembered);
+        let mut retried = false;
+        loop {
+            let result = complete(
+                endpoint,
+                &req.prompt_for(form),
+                &req.request_options(form),
+                form,
+            )
+            .await;
+            if let Err(Completion::Refused { .. }) = &result {
+                if let Some(next) = next_form(endpoint.protocol, form).filter(|_| !retried) {
+                    form = next;
+                    retried = true;
+                    continue;
+                }
+            }
+            let refused = matches!(result, Err(Completion::Refused { .. }));
+            if !refused && remembered != Some(form) {
+                self.store.remember_memory_form(&key, form).await.ok();
+            }
+            let outcome = result.map_err(|c| match c {
+                Completion::Refused { failure, body } | Completion::Failed { failure, body } => {
+                    (failure.message, body)
+                }
+            });
+            return (form, outcome);
+        }
     }
 
     /// Every summary version (oldest first) and the entities of a conversation.
@@ -157,6 +232,7 @@ impl Session {
         Ok(MemorySnapshot {
             versions,
             entities: self.entities_for(id).await?,
+            failure: self.store.memory_failure(id).await?,
         })
     }
 
@@ -221,55 +297,98 @@ fn memory_error(e: MemoryError) -> SessionError {
     SessionError::Invalid(e.to_string())
 }
 
-/// Sends a one-off request and collects the whole reply text (used for memory updates).
+/// How a memory request ended when it gave no reply text.
+pub(crate) enum Completion {
+    /// The server does not take the request's output form (see `engine::memory::form`).
+    Refused { failure: Failure, body: String },
+    /// Any other failure; `body` is what came back (an error body or a partial reply).
+    Failed { failure: Failure, body: String },
+}
+
+/// Sends one memory request and collects the whole reply (text, or the forced tool's input).
 pub(crate) async fn complete(
     endpoint: &EndpointProfile,
     prompt: &Prompt,
-    temperature: f32,
-    max_tokens: u32,
-) -> Result<String, Failure> {
-    let req = request::build(
-        endpoint,
-        prompt,
-        &RequestOptions {
-            temperature: Some(temperature),
-            max_tokens: Some(max_tokens),
-            previous_response_id: None,
-            stream: true,
-        },
-    );
+    options: &RequestOptions,
+    form: MemoryForm,
+) -> Result<String, Completion> {
+    let req = request::build(endpoint, prompt, options);
     let stopper = Stopper::new();
-    let mut body = transport::open(&req, &stopper, Timeouts::default())
-        .await
-        .map_err(|e| transport_failure(e, &endpoint.base_url, false))?;
+    let failed = |failure, body: String| Completion::Failed { failure, body };
+    let mut body = match transport::open(&req, &stopper, Timeouts::default()).await {
+        Ok(body) => body,
+        Err(TransportError::Http {
+            status,
+            retry_after,
+            body,
+        }) => {
+            let refused = refused_http(form, status, &body);
+            let failure = transport_failure(
+                TransportError::Http {
+                    status,
+                    retry_after,
+                    body: body.clone(),
+                },
+                &endpoint.base_url,
+                false,
+            );
+            return Err(if refused {
+                Completion::Refused { failure, body }
+            } else {
+                failed(failure, body)
+            });
+        }
+        Err(e) => {
+            return Err(failed(
+                transport_failure(e, &endpoint.base_url, false),
+                String::new(),
+            ))
+        }
+    };
     let mut decoder = decoder_for(endpoint.protocol);
-    let mut text = String::new();
+    let mut collector = ReplyCollector::new(form);
     loop {
-        let mut ended = false;
-        match body.next_chunk().await {
-            Ok(Some(bytes)) => decoder.handle_bytes(&bytes),
+        let ended = match body.next_chunk().await {
+            Ok(Some(bytes)) => {
+                decoder.handle_bytes(&bytes);
+                false
+            }
             Ok(None) => {
                 decoder.handle_eof();
-                ended = true;
+                true
             }
-            Err(TransportError::Aborted) => return Err(failure::aborted()),
-            Err(e) => return Err(transport_failure(e, &endpoint.base_url, false)),
-        }
+            Err(TransportError::Aborted) => {
+                return Err(failed(failure::aborted(), collector.partial()))
+            }
+            Err(e) => {
+                return Err(failed(
+                    transport_failure(e, &endpoint.base_url, false),
+                    collector.partial(),
+                ))
+            }
+        };
         while let Some(ev) = decoder.poll_event() {
-            match ev {
-                StreamEvent::TextDelta(t) => text.push_str(&t),
-                StreamEvent::Done { .. } => return Ok(text),
-                StreamEvent::Error(e) => return Err(failure::from_stream_error(&e, false)),
-                _ => {}
+            match collector.handle_event(ev) {
+                None => {}
+                Some(Ok(text)) => return Ok(text),
+                Some(Err(e)) => {
+                    let failure = failure::from_stream_error(&e, false);
+                    return Err(if refused_stream(form, &e) {
+                        Completion::Refused {
+                            failure,
+                            body: e.message,
+                        }
+                    } else {
+                        failed(failure, collector.partial())
+                    });
+                }
             }
         }
         if ended {
-            return Err(failure::from_stream_error(
-                &crate::engine::decode::StreamError {
-                    code: None,
-                    message: "the reply ended without its end marker".into(),
-                },
-                false,
+            let e = collector.handle_end();
+            return Err(failed(
+                failure::from_stream_error(&e, false),
+                collector.partial(),
             ));
         }
     }

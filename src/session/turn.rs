@@ -301,6 +301,7 @@ impl Session {
                                 max_tokens: None,
                                 previous_response_id,
                                 stream: true,
+                                output: None,
                             },
                         );
                         let opened = transport::open(&req, stopper, Timeouts::default()).await;

@@ -25,6 +25,7 @@ mod edits;
 mod error;
 mod idb;
 mod memory;
+mod memory_state;
 mod messages;
 mod migrate;
 mod quota;

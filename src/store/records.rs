@@ -39,6 +39,8 @@ pub struct OverridesRecord {
     pub reply_reserve_tokens: Option<u32>,
     pub max_message_chars: Option<u64>,
     pub history_format: Option<String>,
+    #[serde(default)]
+    pub memory_model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,6 +94,7 @@ impl From<&Conversation> for ConversationRecord {
                 reply_reserve_tokens: o.reply_reserve_tokens,
                 max_message_chars: o.max_message_chars.map(|v| v as u64),
                 history_format: o.history_format.map(|f| format_str(f).to_string()),
+                memory_model: o.memory_model.clone(),
             },
         }
     }
@@ -131,6 +134,7 @@ impl TryFrom<ConversationRecord> for Conversation {
                 reply_reserve_tokens: r.overrides.reply_reserve_tokens,
                 max_message_chars: usize_of(r.overrides.max_message_chars, "max_message_chars")?,
                 history_format,
+                memory_model: r.overrides.memory_model,
             },
             id: r.id,
             title: r.title,

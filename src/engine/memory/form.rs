@@ -60,8 +60,12 @@ impl MemoryForm {
     /// A short description for the memory pane ("JSON schema (response_format)").
     pub fn label(self) -> &'static str {
         match self {
-            MemoryForm::Constrained(OutputForm::JsonSchema) => "JSON schema (response_format json_schema)",
-            MemoryForm::Constrained(OutputForm::JsonObject) => "JSON schema (response_format json_object)",
+            MemoryForm::Constrained(OutputForm::JsonSchema) => {
+                "JSON schema (response_format json_schema)"
+            }
+            MemoryForm::Constrained(OutputForm::JsonObject) => {
+                "JSON schema (response_format json_object)"
+            }
             MemoryForm::Constrained(OutputForm::OllamaFormat) => "JSON schema (Ollama format)",
             MemoryForm::Constrained(OutputForm::ForcedTool) => "JSON schema (forced tool)",
             MemoryForm::Constrained(OutputForm::ResponsesFormat) => "JSON schema (text.format)",
@@ -141,9 +145,7 @@ pub fn forms_for(protocol: Protocol) -> &'static [MemoryForm] {
 /// The form to try first: the remembered one when `protocol` can carry it, else the best.
 pub fn start_form(protocol: Protocol, remembered: Option<MemoryForm>) -> MemoryForm {
     let forms = forms_for(protocol);
-    remembered
-        .filter(|f| forms.contains(f))
-        .unwrap_or(forms[0])
+    remembered.filter(|f| forms.contains(f)).unwrap_or(forms[0])
 }
 
 /// The form after `form` for `protocol`, if any.
@@ -183,7 +185,8 @@ pub fn refused_stream(form: MemoryForm, error: &StreamError) -> bool {
 /// in (llama.cpp's grammar, OpenAI's strict mode): the summary first, so a reply cut by the token limit
 /// still has it; and each entity's id, type and name before the rest (serde_json's map would sort them).
 pub fn update_schema() -> String {
-    let strings = format!(r#"{{"type":"array","items":{{"type":"string"}},"maxItems":{SCHEMA_MAX_LIST}}}"#);
+    let strings =
+        format!(r#"{{"type":"array","items":{{"type":"string"}},"maxItems":{SCHEMA_MAX_LIST}}}"#);
     let property = r#"{"type":"object","properties":{"key":{"type":"string"},"value":{"type":"string"}},"required":["key","value"],"additionalProperties":false}"#;
     let relationship = r#"{"type":"object","properties":{"targetId":{"type":"string"},"relationship":{"type":"string"},"strength":{"type":"number"}},"required":["targetId","relationship","strength"],"additionalProperties":false}"#;
     let entity = format!(

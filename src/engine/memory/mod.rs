@@ -24,7 +24,9 @@ pub mod summary;
 pub use due::{
     count_pairs, counts_for_memory, due, Due, DueInput, DueReason, UpdateGuard, UpdateTicket,
 };
-pub use form::{forms_for, next_form, refused_http, refused_stream, start_form, update_schema, MemoryForm};
+pub use form::{
+    forms_for, next_form, refused_http, refused_stream, start_form, update_schema, MemoryForm,
+};
 pub use graph::Graph;
 pub use merge::{merge, ClosedRelationship, MergeContext, MergeReport};
 pub use parse::{parse_reply, ParsedEntity, ParsedRelationship, ParsedUpdate};
@@ -55,6 +57,34 @@ pub enum MemoryError {
     RestoreOtherConversation,
     #[error("only an older summary can be restored (version {older} is not older than {latest})")]
     RestoreNotOlder { older: u32, latest: u32 },
+}
+
+/// The last memory update of a conversation that failed, for the memory pane: when, why, what came
+/// back, and how it was asked for. Cleared by the next update that succeeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryFailure {
+    pub at: Millis,
+    /// A sentence the user can act on.
+    pub reason: String,
+    /// The reply as received, cut at [`MAX_RAW_REPLY_CHARS`]; empty when nothing came back.
+    pub raw_reply: String,
+    /// The form of the last request the update sent.
+    pub form: MemoryForm,
+}
+
+/// How much of a failed reply is kept for the memory pane.
+pub const MAX_RAW_REPLY_CHARS: usize = 20_000;
+
+impl MemoryFailure {
+    /// A failure at `at`, keeping at most [`MAX_RAW_REPLY_CHARS`] of the reply.
+    pub fn new(at: Millis, reason: String, raw_reply: &str, form: MemoryForm) -> MemoryFailure {
+        MemoryFailure {
+            at,
+            reason,
+            raw_reply: normalize::truncate_chars(raw_reply, MAX_RAW_REPLY_CHARS).to_string(),
+            form,
+        }
+    }
 }
 
 /// The result of applying a parsed update.

@@ -405,7 +405,9 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
                     _ => None,
                 };
                 let Some((k, val)) = pair else {
-                    notes.add(format!("{name}: dropped a property that is not a key/value pair"));
+                    notes.add(format!(
+                        "{name}: dropped a property that is not a key/value pair"
+                    ));
                     continue;
                 };
                 let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
@@ -614,12 +616,17 @@ fn structured_object(reply: &str, notes: &mut Notes) -> Option<Map<String, Value
         _ => return None,
     };
     match value {
-        Value::Object(obj) if obj.contains_key("summary") || obj.contains_key("entities") => Some(obj),
+        Value::Object(obj) if obj.contains_key("summary") || obj.contains_key("entities") => {
+            Some(obj)
+        }
         _ => None,
     }
 }
 
-fn parse_structured(obj: &Map<String, Value>, mut notes: Notes) -> Result<ParsedUpdate, MemoryError> {
+fn parse_structured(
+    obj: &Map<String, Value>,
+    mut notes: Notes,
+) -> Result<ParsedUpdate, MemoryError> {
     let summary = match field(obj, &["summary"]) {
         Some(Value::String(s)) => clean_summary(s, &mut notes),
         Some(_) => {

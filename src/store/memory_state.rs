@@ -1,0 +1,126 @@
+//! What the memory updates remember between runs, kept in the `settings` store under their own keys:
+//! the last failed update of each conversation (`memory-failure:<conversation id>`) and the output
+//! form that worked for each memory endpoint (`memory-forms`, keyed by protocol + URL + model, so a
+//! new URL or model starts from the best form again). Owns these records and their conversion to
+//! engine types. Must not import `ui`, `session`, `transport`.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::StoreError;
+use super::Store;
+use crate::engine::memory::{MemoryFailure, MemoryForm};
+use crate::engine::model::Millis;
+
+const FAILURE_PREFIX: &str = "memory-failure:";
+const FORMS_KEY: &str = "memory-forms";
+/// Endpoints whose form is remembered (the most recently used are kept).
+const MAX_REMEMBERED_FORMS: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct MemoryFailureRecord {
+    at: Millis,
+    reason: String,
+    raw_reply: String,
+    form: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct RememberedForm {
+    endpoint_key: String,
+    form: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct MemoryFormsRecord {
+    /// Most recently used last.
+    forms: Vec<RememberedForm>,
+}
+
+fn read<T: serde::de::DeserializeOwned>(
+    value: Option<serde_json::Value>,
+    what: &'static str,
+) -> Result<Option<T>, StoreError> {
+    value
+        .map(|v| {
+            serde_json::from_str(&v.to_string()).map_err(|e| StoreError::BadRecord {
+                what,
+                detail: e.to_string(),
+            })
+        })
+        .transpose()
+}
+
+fn write<T: Serialize>(v: &T, what: &'static str) -> Result<serde_json::Value, StoreError> {
+    serde_json::to_value(v).map_err(|e| StoreError::BadRecord {
+        what,
+        detail: e.to_string(),
+    })
+}
+
+impl Store {
+    /// The last failed memory update of a conversation, if the latest one failed.
+    pub async fn memory_failure(&self, id: &str) -> Result<Option<MemoryFailure>, StoreError> {
+        let v = self.get_setting(&format!("{FAILURE_PREFIX}{id}")).await?;
+        let Some(r) = read::<MemoryFailureRecord>(v, "memory failure")? else {
+            return Ok(None);
+        };
+        Ok(Some(MemoryFailure {
+            at: r.at,
+            reason: r.reason,
+            raw_reply: r.raw_reply,
+            form: MemoryForm::parse(&r.form).unwrap_or(MemoryForm::Sections),
+        }))
+    }
+
+    /// Records (or with `None`, clears) a conversation's failed memory update.
+    pub async fn set_memory_failure(
+        &self,
+        id: &str,
+        failure: Option<&MemoryFailure>,
+    ) -> Result<(), StoreError> {
+        let key = format!("{FAILURE_PREFIX}{id}");
+        match failure {
+            None => self.delete_setting(&key).await,
+            Some(f) => {
+                let rec = MemoryFailureRecord {
+                    at: f.at,
+                    reason: f.reason.clone(),
+                    raw_reply: f.raw_reply.clone(),
+                    form: f.form.as_str().to_string(),
+                };
+                self.set_setting(&key, &write(&rec, "memory failure")?)
+                    .await
+            }
+        }
+    }
+
+    /// The form that last worked for this memory endpoint (`EndpointProfile::key`).
+    pub async fn memory_form(&self, endpoint_key: &str) -> Result<Option<MemoryForm>, StoreError> {
+        let v = self.get_setting(FORMS_KEY).await?;
+        let rec = read::<MemoryFormsRecord>(v, "memory forms")?.unwrap_or_default();
+        Ok(rec
+            .forms
+            .iter()
+            .find(|f| f.endpoint_key == endpoint_key)
+            .and_then(|f| MemoryForm::parse(&f.form)))
+    }
+
+    /// Remembers the form that worked for this memory endpoint.
+    pub async fn remember_memory_form(
+        &self,
+        endpoint_key: &str,
+        form: MemoryForm,
+    ) -> Result<(), StoreError> {
+        let v = self.get_setting(FORMS_KEY).await?;
+        let mut rec = read::<MemoryFormsRecord>(v, "memory forms")?.unwrap_or_default();
+        rec.forms.retain(|f| f.endpoint_key != endpoint_key);
+        rec.forms.push(RememberedForm {
+            endpoint_key: endpoint_key.to_string(),
+            form: form.as_str().to_string(),
+        });
+        let excess = rec.forms.len().saturating_sub(MAX_REMEMBERED_FORMS);
+        rec.forms.drain(..excess);
+        self.set_setting(FORMS_KEY, &write(&rec, "memory forms")?)
+            .await
+    }
+}
