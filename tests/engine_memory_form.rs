@@ -51,6 +51,30 @@ fn schema_value() -> Value {
     serde_json::from_str(&update_schema()).expect("the schema is JSON")
 }
 
+fn bounded_value() -> Value {
+    serde_json::from_str(&memoire::engine::memory::form::bounded_update_schema()).expect("JSON")
+}
+
+fn without_max_length(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("maxLength");
+            m.values_mut().for_each(without_max_length);
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_max_length),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_bounded_schema_is_the_same_schema_with_string_lengths() {
+    let mut bounded = bounded_value();
+    let entity = &bounded["properties"]["entities"]["items"]["properties"];
+    assert_eq!(entity["name"]["maxLength"], json!(40));
+    without_max_length(&mut bounded);
+    assert_eq!(bounded, schema_value());
+}
+
 #[test]
 fn the_schema_lists_the_summary_first_and_each_entitys_name_early() {
     // A constrained server generates properties in the schema's order.
@@ -142,6 +166,10 @@ fn the_schema_satisfies_strict_mode() {
 
 /// The request for `form` carries the schema at `pointer`, and `extra` (pointer, value) as well.
 fn check_form(protocol: Protocol, form: MemoryForm, pointer: &str, extra: &[(&str, Value)]) {
+    let expected = match form {
+        MemoryForm::Constrained(JsonObject | OllamaFormat) => bounded_value(),
+        _ => schema_value(),
+    };
     let req = a_request();
     let http = build(
         &endpoint(protocol),
@@ -152,7 +180,7 @@ fn check_form(protocol: Protocol, form: MemoryForm, pointer: &str, extra: &[(&st
     let what = format!("{} {}", protocol.as_str(), form.as_str());
     assert_eq!(
         body.pointer(pointer),
-        Some(&schema_value()),
+        Some(&expected),
         "{what}: schema at {pointer}"
     );
     for (p, v) in extra {
@@ -572,4 +600,77 @@ fn the_collector_prefers_text_except_for_the_forced_tool() {
         });
         assert_eq!(done, Some(Ok(expected.to_string())));
     }
+}
+
+// ---------- the summary keeps what the update left out ----------
+
+fn check_carry(previous: Option<&str>, new: &str, expected: &str, carried: usize) {
+    assert_eq!(
+        carry_forward(previous, new),
+        (expected.to_string(), carried),
+        "{previous:?} + {new}"
+    );
+}
+
+#[test]
+fn facts_the_new_summary_left_out_are_carried_forward() {
+    check_carry(None, "Ana lives in Lisbon.", "Ana lives in Lisbon.", 0);
+    check_carry(
+        Some("Ana lives in Lisbon. She has a cat named Zorblax."),
+        "Ana lives in Lisbon. She is learning the cello.",
+        "She has a cat named Zorblax. Ana lives in Lisbon. She is learning the cello.",
+        1,
+    );
+    // Restated in other words, with the same names: covered, not repeated.
+    check_carry(
+        Some("The user, Ana, lives in Lisbon with her cat Zorblax."),
+        "Ana and her cat Zorblax live in Lisbon.",
+        "Ana and her cat Zorblax live in Lisbon.",
+        0,
+    );
+    // A sentence the model repeats is kept once.
+    check_carry(
+        None,
+        "Ana rows.\nAna rows. Ana rows!",
+        "Ana rows. Ana rows!",
+        0,
+    );
+    check_carry(Some("Yes."), "Ana rows.", "Ana rows.", 0);
+}
+
+#[test]
+fn carried_sentences_give_way_past_the_cap_oldest_first() {
+    let previous: String = (0..400).map(|i| format!("Fact{i} is kept. ")).collect();
+    let (text, carried) = carry_forward(Some(&previous), "Something new.");
+    assert!(text.len() <= memoire::engine::memory::summary::CARRY_MAX_CHARS);
+    assert!(
+        text.ends_with("Fact399 is kept. Something new."),
+        "{}",
+        &text[text.len() - 60..]
+    );
+    assert!(!text.contains("Fact0 "));
+    assert!(carried > 100 && carried < 400);
+}
+
+#[test]
+fn a_summary_that_copies_the_request_scaffolding_is_cleaned() {
+    let reply = json!({
+        "summary": "Hi! My name is Ingrid.\n\nKNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n- e1 | person | Ingrid | Inge\n- e2 | place | Oslo | \n[USER]: I have a cat called Zorblax.\nPREVIOUS SUMMARY:\nNo previous conversation",
+        "entities": []
+    })
+    .to_string();
+    let parsed = parse_reply(&reply).expect("parses");
+    assert_eq!(
+        parsed.summary.as_deref(),
+        Some("Hi! My name is Ingrid.\n\nI have a cat called Zorblax.")
+    );
+}
+
+#[test]
+fn raw_line_breaks_inside_json_strings_are_accepted() {
+    check_object(
+        "{\"summary\": \"Line one.\nLine two.\", \"entities\": []}",
+        Some("Line one.\nLine two."),
+        0,
+    );
 }

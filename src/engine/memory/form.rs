@@ -26,9 +26,9 @@ pub const SCHEMA_NAME: &str = "memory_update";
 pub const TOOL_DESCRIPTION: &str =
     "Record the updated long-term memory of the conversation: the summary and the entities.";
 /// Most entities one update may list (the schema's `maxItems`).
-pub const SCHEMA_MAX_ENTITIES: u32 = 24;
+pub const SCHEMA_MAX_ENTITIES: u32 = 12;
 /// Most aliases, properties and relationships per entity in the schema.
-pub const SCHEMA_MAX_LIST: u32 = 8;
+pub const SCHEMA_MAX_LIST: u32 = 6;
 
 /// How one memory update asks for its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +80,10 @@ impl MemoryForm {
                 form,
                 name: SCHEMA_NAME.into(),
                 description: TOOL_DESCRIPTION.into(),
-                schema: update_schema(),
+                schema: match form {
+                    OutputForm::JsonObject | OutputForm::OllamaFormat => bounded_update_schema(),
+                    _ => update_schema(),
+                },
             }),
             MemoryForm::Sections => None,
         }
@@ -185,14 +188,49 @@ pub fn refused_stream(form: MemoryForm, error: &StreamError) -> bool {
 /// in (llama.cpp's grammar, OpenAI's strict mode): the summary first, so a reply cut by the token limit
 /// still has it; and each entity's id, type and name before the rest (serde_json's map would sort them).
 pub fn update_schema() -> String {
-    let strings =
-        format!(r#"{{"type":"array","items":{{"type":"string"}},"maxItems":{SCHEMA_MAX_LIST}}}"#);
-    let property = r#"{"type":"object","properties":{"key":{"type":"string"},"value":{"type":"string"}},"required":["key","value"],"additionalProperties":false}"#;
-    let relationship = r#"{"type":"object","properties":{"targetId":{"type":"string"},"relationship":{"type":"string"},"strength":{"type":"number"}},"required":["targetId","relationship","strength"],"additionalProperties":false}"#;
+    schema_text(false)
+}
+
+/// The same schema with `maxLength` on every string, for the forms a grammar enforces without strict
+/// mode (llama-cpp-python's `json_object` + `schema`, Ollama's `format`): a small model cannot then
+/// run a name or a summary on until the token limit (measured with SmolLM2-135M: updates of 60 s and
+/// more that ended cut off).
+pub fn bounded_update_schema() -> String {
+    schema_text(true)
+}
+
+/// Longest description, name (and id, alias, key, label) and property value in the bounded schema.
+/// (llama-cpp-python turns `maxLength: n` into n nested optional groups, and its server crashed on a
+/// summary bound of 1,200: the summary stays unbounded, limited by `max_tokens`.)
+pub const SCHEMA_DESCRIPTION_CHARS: u32 = 160;
+pub const SCHEMA_NAME_CHARS: u32 = 40;
+pub const SCHEMA_VALUE_CHARS: u32 = 80;
+
+fn schema_text(bounded: bool) -> String {
+    let string = |max: u32| {
+        if bounded {
+            format!(r#"{{"type":"string","maxLength":{max}}}"#)
+        } else {
+            r#"{"type":"string"}"#.to_string()
+        }
+    };
+    let (summary, description, name, value) = (
+        r#"{"type":"string"}"#.to_string(),
+        string(SCHEMA_DESCRIPTION_CHARS),
+        string(SCHEMA_NAME_CHARS),
+        string(SCHEMA_VALUE_CHARS),
+    );
+    let strings = format!(r#"{{"type":"array","items":{name},"maxItems":{SCHEMA_MAX_LIST}}}"#);
+    let property = format!(
+        r#"{{"type":"object","properties":{{"key":{name},"value":{value}}},"required":["key","value"],"additionalProperties":false}}"#
+    );
+    let relationship = format!(
+        r#"{{"type":"object","properties":{{"targetId":{name},"relationship":{name},"strength":{{"type":"number"}}}},"required":["targetId","relationship","strength"],"additionalProperties":false}}"#
+    );
     let entity = format!(
-        r#"{{"type":"object","properties":{{"id":{{"type":"string"}},"type":{{"type":"string","enum":["person","place","concept","event","task","other"]}},"name":{{"type":"string"}},"aliases":{strings},"description":{{"type":"string"}},"properties":{{"type":"array","items":{property},"maxItems":{SCHEMA_MAX_LIST}}},"relationships":{{"type":"array","items":{relationship},"maxItems":{SCHEMA_MAX_LIST}}}}},"required":["id","type","name","aliases","description","properties","relationships"],"additionalProperties":false}}"#
+        r#"{{"type":"object","properties":{{"id":{name},"type":{{"type":"string","enum":["person","place","concept","event","task","other"]}},"name":{name},"aliases":{strings},"description":{description},"properties":{{"type":"array","items":{property},"maxItems":{SCHEMA_MAX_LIST}}},"relationships":{{"type":"array","items":{relationship},"maxItems":{SCHEMA_MAX_LIST}}}}},"required":["id","type","name","aliases","description","properties","relationships"],"additionalProperties":false}}"#
     );
     format!(
-        r#"{{"type":"object","properties":{{"summary":{{"type":"string"}},"entities":{{"type":"array","items":{entity},"maxItems":{SCHEMA_MAX_ENTITIES}}}}},"required":["summary","entities"],"additionalProperties":false}}"#
+        r#"{{"type":"object","properties":{{"summary":{summary},"entities":{{"type":"array","items":{entity},"maxItems":{SCHEMA_MAX_ENTITIES}}}}},"required":["summary","entities"],"additionalProperties":false}}"#
     )
 }

@@ -36,7 +36,7 @@ pub use prompt::{
 };
 pub use reply::ReplyCollector;
 pub use retrieve::{describe, retrieve, Retrieved, Why};
-pub use summary::{latest, next_summary, restore_summary};
+pub use summary::{carry_forward, latest, next_summary, restore_summary};
 
 use crate::engine::model::{ConversationSummary, EntityScope, Millis};
 
@@ -95,8 +95,9 @@ pub struct Applied {
     pub report: MergeReport,
 }
 
-/// Applies a successfully parsed reply: the next summary version (if the reply had one) and the merge
-/// into `graph`. Cannot fail; parse errors are handled before this by not calling it.
+/// Applies a successfully parsed reply: the next summary version (if the reply had one, with the
+/// previous summary's facts it left out carried forward, see [`carry_forward`]) and the merge into
+/// `graph`. Cannot fail; parse errors are handled before this by not calling it.
 #[allow(clippy::too_many_arguments)]
 pub fn apply_update(
     parsed: &ParsedUpdate,
@@ -109,10 +110,10 @@ pub fn apply_update(
     now: Millis,
     new_id: impl FnMut() -> String,
 ) -> Applied {
-    let summary = parsed
-        .summary
-        .as_deref()
-        .map(|text| next_summary(previous, conversation_id, text, span, message_count, now));
+    let summary = parsed.summary.as_deref().map(|text| {
+        let (text, _) = carry_forward(previous.map(|p| p.text.as_str()), text);
+        next_summary(previous, conversation_id, &text, span, message_count, now)
+    });
     let ctx = MergeContext {
         now,
         source_message_ids: &span.message_ids,

@@ -136,7 +136,8 @@ fn strip_fences(s: &str) -> String {
     out
 }
 
-/// Removes commas directly before `]` or `}` outside strings (a common model mistake).
+/// Removes commas directly before `]` or `}` outside strings (a common model mistake), and escapes
+/// raw control characters inside strings (line breaks a grammar-constrained server let through).
 fn remove_trailing_commas(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = String::with_capacity(s.len());
@@ -151,6 +152,15 @@ fn remove_trailing_commas(s: &str) -> String {
                 escaped = true;
             } else if b == b'"' {
                 in_str = false;
+            } else if b < 0x20 {
+                out.push_str(&s[last..i]);
+                out.push_str(match b {
+                    b'\n' => "\\n",
+                    b'\r' => "\\r",
+                    b'\t' => "\\t",
+                    _ => " ",
+                });
+                last = i + 1;
             }
             continue;
         }
@@ -532,8 +542,41 @@ fn parse_entities(
     Ok(Some(entities))
 }
 
+/// Whether a summary line only echoes the update request's own scaffolding (its headings, the known
+/// entity list), which small models copy.
+fn is_scaffolding(line: &str) -> bool {
+    let t = line.trim();
+    let upper = t.to_ascii_uppercase();
+    [
+        "PREVIOUS SUMMARY",
+        "KNOWN ENTITIES",
+        "NEW MESSAGES",
+        "(NONE YET)",
+        "WRITE THE UPDATED MEMORY",
+    ]
+    .iter()
+    .any(|h| upper.starts_with(h))
+        || t == super::prompt::NO_PREVIOUS
+        || (t.starts_with("- ") && t.matches(" | ").count() >= 2)
+}
+
+/// Drops scaffolding lines and the role labels of copied messages (`[USER]: `).
+fn without_scaffolding(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines().filter(|l| !is_scaffolding(l)) {
+        let line = line.trim_start();
+        let line = ["[USER]:", "[ASSISTANT]:", "[SYSTEM]:", "[TOOL]:"]
+            .iter()
+            .find_map(|label| line.strip_prefix(label))
+            .unwrap_or(line);
+        out.push_str(line.trim());
+        out.push('\n');
+    }
+    out
+}
+
 fn clean_summary(section: &str, notes: &mut Notes) -> Option<String> {
-    let text = strip_fences(section);
+    let text = without_scaffolding(&strip_fences(section));
     let text = text.trim();
     if text.is_empty() {
         return None;

@@ -259,8 +259,14 @@ pub fn build_update_request(
     known.truncate(limits.max_entities);
     sort_by(&mut known, |a, b| a.id.cmp(&b.id));
 
-    let mut user = String::new();
-    user.push_str("PREVIOUS SUMMARY:\n");
+    // The new messages first: a small model copies most from what it read first, and the previous
+    // summary's facts are carried forward by the engine anyway (`summary::carry_forward`).
+    let mut user = format!(
+        "NEW MESSAGES (seq {} to {}):\n\n",
+        span.from_seq, span.to_seq
+    );
+    user.push_str(transcript.trim_end());
+    user.push_str("\n\nPREVIOUS SUMMARY:\n");
     match previous.map(|s| s.text.trim()).filter(|t| !t.is_empty()) {
         Some(t) => user.push_str(t),
         None => user.push_str(NO_PREVIOUS),
@@ -283,12 +289,7 @@ pub fn build_update_request(
         }
         user.push('\n');
     }
-    user.push_str(&format!(
-        "\nNEW MESSAGES (seq {} to {}):\n\n",
-        span.from_seq, span.to_seq
-    ));
-    user.push_str(transcript.trim_end());
-    user.push_str("\n\nWrite the updated memory now.");
+    user.push_str("\nWrite the updated memory now.");
 
     Ok(UpdateRequest {
         prompt: Prompt {

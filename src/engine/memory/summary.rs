@@ -58,3 +58,168 @@ pub fn restore_summary(
         updated_at: now,
     })
 }
+
+/// The longest summary [`carry_forward`] builds; past it the oldest carried sentences are left out
+/// (the model's own text is never cut here).
+pub const CARRY_MAX_CHARS: usize = 6000;
+
+/// Words too common to tell two sentences apart.
+const COMMON: &[&str] = &[
+    "about",
+    "after",
+    "also",
+    "because",
+    "been",
+    "before",
+    "being",
+    "could",
+    "does",
+    "from",
+    "have",
+    "into",
+    "just",
+    "like",
+    "more",
+    "most",
+    "much",
+    "only",
+    "other",
+    "over",
+    "really",
+    "said",
+    "says",
+    "should",
+    "some",
+    "than",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "very",
+    "want",
+    "wants",
+    "were",
+    "what",
+    "when",
+    "which",
+    "while",
+    "will",
+    "with",
+    "would",
+    "your",
+    "user",
+    "assistant",
+    "conversation",
+    "summary",
+    "mentioned",
+    "told",
+    "talked",
+];
+
+/// The sentences of `text` (ending at `.`, `!`, `?` or a line break), trimmed, empty ones left out.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let end_here = b == b'\n'
+            || (matches!(b, b'.' | b'!' | b'?')
+                && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()));
+        if end_here {
+            let s = text[start..=i].trim();
+            if !s.is_empty() {
+                out.push(s);
+            }
+            start = i + 1;
+        }
+    }
+    let s = text[start..].trim();
+    if !s.is_empty() {
+        out.push(s);
+    }
+    out
+}
+
+/// The words of a sentence that carry its facts: names and numbers (any word with a capital letter
+/// after the first word, or a digit) and other words of four letters or more that are not common.
+/// Returns (names and numbers, other words), lowercased.
+fn key_terms(sentence: &str) -> (Vec<String>, Vec<String>) {
+    let (mut names, mut words) = (Vec::new(), Vec::new());
+    for (i, w) in sentence
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .enumerate()
+    {
+        let lower = w.to_lowercase();
+        let capital = i > 0 && w.chars().next().is_some_and(char::is_uppercase);
+        if capital || w.chars().any(|c| c.is_ascii_digit()) {
+            names.push(lower);
+        } else if w.chars().count() >= 4 && !COMMON.contains(&lower.as_str()) {
+            words.push(lower);
+        }
+    }
+    (names, words)
+}
+
+/// Whether `sentence`'s facts are all in `text` (lowercased): every name and number, and most other
+/// words. A sentence with nothing distinctive counts as covered.
+fn covered(sentence: &str, text: &str) -> bool {
+    let (names, words) = key_terms(sentence);
+    // A crude stem, so "lives" finds "live" and "named" finds "name".
+    let has = |w: &String| {
+        let stem = ["ing", "ed", "es", "s"]
+            .iter()
+            .find_map(|suffix| w.strip_suffix(suffix).filter(|s| s.chars().count() >= 3))
+            .unwrap_or(w);
+        text.contains(stem)
+    };
+    if !names.iter().all(has) {
+        return false;
+    }
+    let present = words.iter().filter(|w| has(w)).count();
+    words.is_empty() || present * 5 >= words.len() * 3
+}
+
+/// The summary a memory update stores: the model's new summary, preceded by the sentences of the
+/// previous summary whose facts it left out (a small model often rewrites only what it just read, and
+/// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
+/// kept once. Past [`CARRY_MAX_CHARS`] the oldest carried sentences give way. Returns the text and how
+/// many sentences were carried.
+pub fn carry_forward(previous: Option<&str>, new: &str) -> (String, usize) {
+    let mut seen: Vec<String> = Vec::new();
+    let mut fresh: Vec<&str> = Vec::new();
+    for s in sentences(new) {
+        let key = s.to_lowercase();
+        if !seen.contains(&key) {
+            seen.push(key);
+            fresh.push(s);
+        }
+    }
+    let new_text = fresh.join(" ");
+    let lower = new_text.to_lowercase();
+    let mut carried: Vec<&str> = Vec::new();
+    for s in sentences(previous.unwrap_or("")) {
+        let key = s.to_lowercase();
+        if !covered(s, &lower) && !seen.contains(&key) {
+            seen.push(key);
+            carried.push(s);
+        }
+    }
+    let mut room = CARRY_MAX_CHARS.saturating_sub(new_text.len());
+    let mut kept: Vec<&str> = Vec::new();
+    for s in carried.iter().rev() {
+        if s.len() + 1 > room {
+            break;
+        }
+        room -= s.len() + 1;
+        kept.push(s);
+    }
+    kept.reverse();
+    let count = kept.len();
+    kept.extend(fresh);
+    (kept.join(" "), count)
+}
