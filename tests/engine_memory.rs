@@ -197,7 +197,7 @@ fn check_request(
     let entities = vec![e1, node("pl1", "Paris", EntityType::Place)];
     let req = build_update_request(previous.as_ref(), &messages, &entities, &limits).unwrap();
     assert_eq!(req.options.temperature, 0.0);
-    assert_eq!(req.options.max_tokens, 2000);
+    assert!((MEMORY_MIN_TOKENS..=MEMORY_MAX_TOKENS).contains(&req.options.max_tokens));
     assert!(req.prompt.system.contains("=== CONVERSATION MEMORY ==="));
     assert!(req.prompt.system.contains("=== ENTITY MEMORY ==="));
     assert!(req.prompt.system.contains("targetId"));

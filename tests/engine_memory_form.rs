@@ -51,30 +51,6 @@ fn schema_value() -> Value {
     serde_json::from_str(&update_schema()).expect("the schema is JSON")
 }
 
-fn bounded_value() -> Value {
-    serde_json::from_str(&memoire::engine::memory::form::bounded_update_schema()).expect("JSON")
-}
-
-fn without_max_length(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.remove("maxLength");
-            m.values_mut().for_each(without_max_length);
-        }
-        Value::Array(a) => a.iter_mut().for_each(without_max_length),
-        _ => {}
-    }
-}
-
-#[test]
-fn the_bounded_schema_is_the_same_schema_with_string_lengths() {
-    let mut bounded = bounded_value();
-    let entity = &bounded["properties"]["entities"]["items"]["properties"];
-    assert_eq!(entity["name"]["maxLength"], json!(40));
-    without_max_length(&mut bounded);
-    assert_eq!(bounded, schema_value());
-}
-
 #[test]
 fn the_schema_lists_the_summary_first_and_each_entitys_name_early() {
     // A constrained server generates properties in the schema's order.
@@ -166,10 +142,7 @@ fn the_schema_satisfies_strict_mode() {
 
 /// The request for `form` carries the schema at `pointer`, and `extra` (pointer, value) as well.
 fn check_form(protocol: Protocol, form: MemoryForm, pointer: &str, extra: &[(&str, Value)]) {
-    let expected = match form {
-        MemoryForm::Constrained(JsonObject | OllamaFormat) => bounded_value(),
-        _ => schema_value(),
-    };
+    let expected = schema_value();
     let req = a_request();
     let http = build(
         &endpoint(protocol),
@@ -200,7 +173,7 @@ fn each_form_travels_in_its_protocols_field() {
             ("/response_format/json_schema/name", json!(SCHEMA_NAME)),
             ("/response_format/json_schema/strict", json!(true)),
             ("/temperature", json!(0.0)),
-            ("/max_tokens", json!(MEMORY_MAX_TOKENS)),
+            ("/max_tokens", json!(a_request().options.max_tokens)),
         ],
     );
     check_form(

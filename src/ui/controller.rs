@@ -324,6 +324,7 @@ impl Controller {
                     summary: m.versions.last().cloned(),
                     versions: m.versions,
                     entities: m.entities,
+                    failure: m.failure,
                 });
             }
             Ok(())

@@ -43,6 +43,7 @@ pub fn MemoryPane() -> impl IntoView {
                 when=move || st.current.with(|c| c.is_some())
                 fallback=|| view! { <p class="empty">"Open a conversation to see what Memoire remembers about it."</p> }
             >
+                <Failure/>
                 <ContextInspector/>
                 <Recent/>
                 <Summary/>
@@ -50,6 +51,38 @@ pub fn MemoryPane() -> impl IntoView {
                 <Graph/>
             </Show>
         </aside>
+    }
+}
+
+/// The latest memory update failed: when, why, the raw reply, and a retry.
+#[component]
+fn Failure() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    move || {
+        st.memory.with(|m| m.failure.clone()).map(|f| {
+            let raw = f.raw_reply.clone();
+            let has_raw = !raw.trim().is_empty();
+            view! {
+                <section class="memory-failure" role="alert" data-testid="memory-failure">
+                    <p class="why">
+                        <strong>"The last memory update failed"</strong>
+                        " (" {date_time(f.at)} "); the memory below is the one from before. "
+                        <span data-testid="memory-failure-reason">{f.reason.clone()}</span>
+                    </p>
+                    <p class="meta">"Asked for: " {f.form.label()}</p>
+                    {has_raw.then(|| view! {
+                        <details data-testid="memory-failure-raw">
+                            <summary>"What the model replied"</summary>
+                            <pre>{raw}</pre>
+                        </details>
+                    })}
+                    <button data-testid="memory-retry" on:click=move |_| ctl.update_memory_now()>
+                        "Retry memory update"
+                    </button>
+                </section>
+            }
+        })
     }
 }
 

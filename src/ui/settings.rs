@@ -153,6 +153,18 @@ fn SettingsForm() -> impl IntoView {
         |s| s.endpoint.system_prompt.clone(),
         |s, v| s.endpoint.system_prompt = v,
     );
+    let (memory_model, set_memory_model) = text_field(
+        |s| s.memory_endpoint.model.clone(),
+        |s, v| s.memory_endpoint.model = v.trim().to_string(),
+    );
+    let (memory_url, set_memory_url) = text_field(
+        |s| s.memory_endpoint.base_url.clone(),
+        |s, v| s.memory_endpoint.base_url = v.trim().to_string(),
+    );
+    let (memory_key, set_memory_key) = text_field(
+        |s| s.memory_endpoint.api_key.clone().unwrap_or_default(),
+        |s, v| s.memory_endpoint.api_key = (!v.trim().is_empty()).then(|| v.trim().to_string()),
+    );
     let num = |ev: &leptos::ev::Event| event_target_value(ev).trim().parse::<u64>().ok();
 
     view! {
@@ -243,6 +255,37 @@ fn SettingsForm() -> impl IntoView {
                             prop:value=move || draft.with(|d| d.memory.reply_reserve_tokens.to_string())
                             on:input=move |ev| if let Some(v) = num(&ev) { draft.update(|d| d.memory.reply_reserve_tokens = v.min(u32::MAX as u64) as u32) }/>
                     </label>
+                    <details class="memory-model" data-testid="settings-memory-model-section"
+                        prop:open=move || draft.with(|d| d.memory_endpoint != Default::default())>
+                        <summary>"Memory model"</summary>
+                        <p class="hint">"Memory updates can use another model, and another endpoint: a small local model can keep the memory of a chat held with a large remote one. Leave empty to use the chat model."</p>
+                        <label>"Model for memory updates"
+                            <input data-testid="settings-memory-model" list="model-options" placeholder="(the chat model)"
+                                prop:value=memory_model on:input=set_memory_model/>
+                        </label>
+                        <label>"Memory endpoint URL"
+                            <input data-testid="settings-memory-endpoint-url" type="url" placeholder="(the chat endpoint)"
+                                prop:value=memory_url on:input=set_memory_url/>
+                        </label>
+                        <Show when=move || draft.with(|d| !d.memory_endpoint.base_url.is_empty())>
+                            <label>"Memory endpoint protocol"
+                                <select data-testid="settings-memory-protocol"
+                                    on:change=move |ev| {
+                                        if let Some(p) = Protocol::parse(&event_target_value(&ev)) {
+                                            draft.update(|d| d.memory_endpoint.protocol = p);
+                                        }
+                                    }>
+                                    {Protocol::ALL.iter().map(|p| view! {
+                                        <option value=p.as_str() selected=move || draft.with(|d| d.memory_endpoint.protocol == *p)>{p.as_str()}</option>
+                                    }).collect_view()}
+                                </select>
+                            </label>
+                            <label>"Memory endpoint API key"
+                                <input data-testid="settings-memory-api-key" type="password" autocomplete="off"
+                                    prop:value=memory_key on:input=set_memory_key/>
+                            </label>
+                        </Show>
+                    </details>
                     <label>"History format"
                         <select data-testid="settings-history-format"
                             on:change=move |ev| draft.update(|d| d.memory.history_format = parse_format(&event_target_value(&ev)))>
@@ -301,6 +344,14 @@ fn OverrideFields(
             <input data-testid="settings-override-reply-reserve" type="number" min="0"
                 prop:value=move || overrides.with(|o| opt(o.reply_reserve_tokens.map(u64::from)))
                 on:input=move |ev| { let v = parse(&ev); overrides.update(|o| o.reply_reserve_tokens = v.map(|v| v.min(u32::MAX as u64) as u32)) }/>
+        </label>
+        <label>"Model for memory updates"
+            <input data-testid="settings-override-memory-model" list="model-options" placeholder="(global)"
+                prop:value=move || overrides.with(|o| o.memory_model.clone().unwrap_or_default())
+                on:input=move |ev| {
+                    let v = event_target_value(&ev).trim().to_string();
+                    overrides.update(|o| o.memory_model = (!v.is_empty()).then_some(v))
+                }/>
         </label>
         <label>"History format"
             <select data-testid="settings-override-history-format"

@@ -46,6 +46,8 @@ pub struct MemoryView {
     pub summary: Option<ConversationSummary>,
     pub versions: Vec<ConversationSummary>,
     pub entities: Vec<EntityNode>,
+    /// The latest memory update failed: when, why, what came back.
+    pub failure: Option<crate::engine::memory::MemoryFailure>,
 }
 
 /// Every signal of the app. `Copy`, provided as context.

@@ -80,10 +80,7 @@ impl MemoryForm {
                 form,
                 name: SCHEMA_NAME.into(),
                 description: TOOL_DESCRIPTION.into(),
-                schema: match form {
-                    OutputForm::JsonObject | OutputForm::OllamaFormat => bounded_update_schema(),
-                    _ => update_schema(),
-                },
+                schema: update_schema(),
             }),
             MemoryForm::Sections => None,
         }
@@ -187,39 +184,17 @@ pub fn refused_stream(form: MemoryForm, error: &StreamError) -> bool {
 /// Kept as text because the order of the properties is the order a constrained server generates them
 /// in (llama.cpp's grammar, OpenAI's strict mode): the summary first, so a reply cut by the token limit
 /// still has it; and each entity's id, type and name before the rest (serde_json's map would sort them).
+///
+/// No `maxLength`: besides strict mode not taking it, llama-cpp-python turns `maxLength: n` into n
+/// nested optional groups, and measured with SmolLM2-135M one update then took over ten minutes (a
+/// bound of 1,200 crashed the server). Replies are bounded by the request's `max_tokens` instead.
 pub fn update_schema() -> String {
-    schema_text(false)
+    schema_text()
 }
 
-/// The same schema with `maxLength` on every string, for the forms a grammar enforces without strict
-/// mode (llama-cpp-python's `json_object` + `schema`, Ollama's `format`): a small model cannot then
-/// run a name or a summary on until the token limit (measured with SmolLM2-135M: updates of 60 s and
-/// more that ended cut off).
-pub fn bounded_update_schema() -> String {
-    schema_text(true)
-}
-
-/// Longest description, name (and id, alias, key, label) and property value in the bounded schema.
-/// (llama-cpp-python turns `maxLength: n` into n nested optional groups, and its server crashed on a
-/// summary bound of 1,200: the summary stays unbounded, limited by `max_tokens`.)
-pub const SCHEMA_DESCRIPTION_CHARS: u32 = 160;
-pub const SCHEMA_NAME_CHARS: u32 = 40;
-pub const SCHEMA_VALUE_CHARS: u32 = 80;
-
-fn schema_text(bounded: bool) -> String {
-    let string = |max: u32| {
-        if bounded {
-            format!(r#"{{"type":"string","maxLength":{max}}}"#)
-        } else {
-            r#"{"type":"string"}"#.to_string()
-        }
-    };
-    let (summary, description, name, value) = (
-        r#"{"type":"string"}"#.to_string(),
-        string(SCHEMA_DESCRIPTION_CHARS),
-        string(SCHEMA_NAME_CHARS),
-        string(SCHEMA_VALUE_CHARS),
-    );
+fn schema_text() -> String {
+    let string = r#"{"type":"string"}"#;
+    let (summary, description, name, value) = (string, string, string, string);
     let strings = format!(r#"{{"type":"array","items":{name},"maxItems":{SCHEMA_MAX_LIST}}}"#);
     let property = format!(
         r#"{{"type":"object","properties":{{"key":{name},"value":{value}}},"required":["key","value"],"additionalProperties":false}}"#

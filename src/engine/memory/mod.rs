@@ -32,7 +32,7 @@ pub use merge::{merge, ClosedRelationship, MergeContext, MergeReport};
 pub use parse::{parse_reply, ParsedEntity, ParsedRelationship, ParsedUpdate};
 pub use prompt::{
     build_update_request, MemoryRequestOptions, UpdateLimits, UpdateRequest, UpdateSpan,
-    MEMORY_MAX_TOKENS, MEMORY_REQUEST_OPENING, MEMORY_TEMPERATURE,
+    reply_tokens, MEMORY_MAX_TOKENS, MEMORY_MIN_TOKENS, MEMORY_REQUEST_OPENING, MEMORY_TEMPERATURE,
 };
 pub use reply::ReplyCollector;
 pub use retrieve::{describe, retrieve, Retrieved, Why};

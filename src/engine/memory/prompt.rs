@@ -19,8 +19,20 @@ use crate::engine::sort::{sort_by, sort_by_key};
 /// Sampling temperature of the memory request: greedy, so the same conversation gives the same
 /// memory, and a small model copies facts instead of inventing them.
 pub const MEMORY_TEMPERATURE: f32 = 0.0;
-/// Reply token limit of the memory request.
+/// Reply token limit of the memory request (the most [`reply_tokens`] gives).
 pub const MEMORY_MAX_TOKENS: u32 = 2000;
+/// The least [`reply_tokens`] gives.
+pub const MEMORY_MIN_TOKENS: u32 = 320;
+
+/// The reply token limit of one update: room for a summary as long as the previous summary and the
+/// new messages together (at about 3 characters per token) and the entities, between
+/// [`MEMORY_MIN_TOKENS`] and [`MEMORY_MAX_TOKENS`]. A model that loops (small ones do, even under a
+/// schema) then stops in seconds instead of running on to 2,000 tokens, and a reply cut there still
+/// parses (the summary comes first and the cut object is closed).
+pub fn reply_tokens(transcript_bytes: usize, previous_summary_bytes: usize) -> u32 {
+    let text = (transcript_bytes + previous_summary_bytes) / 3;
+    (MEMORY_MIN_TOKENS as usize + text).min(MEMORY_MAX_TOKENS as usize) as u32
+}
 /// The heading of the summary section.
 pub const CONVERSATION_MARKER: &str = "=== CONVERSATION MEMORY ===";
 /// The heading of the entity section.
@@ -299,7 +311,10 @@ pub fn build_update_request(
                 content: user,
             }],
         },
-        options: MemoryRequestOptions::default(),
+        options: MemoryRequestOptions {
+            temperature: MEMORY_TEMPERATURE,
+            max_tokens: reply_tokens(transcript.len(), previous.map_or(0, |p| p.text.len())),
+        },
         span,
     })
 }
