@@ -153,6 +153,10 @@ fn ask(
             }
             return Err(format!("HTTP {status}: {text}"));
         }
+        if std::env::var("MEMOIRE_RECALL_DUMP").is_ok() {
+            std::fs::write("/tmp/recall-request.json", &http.body).ok();
+            std::fs::write("/tmp/recall-response.txt", &body).ok();
+        }
         let mut decoder = decoder_for(endpoint.protocol);
         let mut collector = ReplyCollector::new(*form);
         decoder.handle_bytes(&body);
@@ -183,7 +187,7 @@ fn main() {
     let endpoint = endpoint(&url);
     let config = MemoryConfig {
         recent_messages: 4,
-        summary_every_pairs: 2,
+        summary_every_pairs: 1,
         context_tokens: 1400,
         reply_reserve_tokens: 400,
         ..MemoryConfig::default()

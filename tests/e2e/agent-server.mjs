@@ -8,8 +8,76 @@
 import http from 'node:http';
 import { PROTOCOLS, splitText, previousResponseNotFound } from './encoders.mjs';
 
-/** The marker that identifies a memory-update request (DESIGN.md, "Memory update"). */
+/** The heading of the two-section memory reply (ARCHITECTURE.md, "Memory update"). */
 export const MEMORY_MARKER = '=== CONVERSATION MEMORY ===';
+const ENTITY_MARKER = '=== ENTITY MEMORY ===';
+/** The opening of every memory-update system text (engine::memory::MEMORY_REQUEST_OPENING). */
+export const MEMORY_OPENING = 'You maintain the long-term memory of a conversation between a user and an assistant.';
+
+/** What llama-cpp-python 0.3.36 answers (HTTP 500) to `response_format: {"type": "json_schema"}` (recorded). */
+export const LLAMA_CPP_PYTHON_REFUSAL = JSON.stringify({
+  error: {
+    message: "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}]",
+    type: 'internal_server_error',
+    param: null,
+    code: null,
+  },
+});
+
+/**
+ * The output form a request asks for: 'json_schema', 'json_object', 'ollama_format', 'forced_tool',
+ * 'text_format', or null (the two-section text).
+ */
+export function memoryFormOf(body) {
+  if (!body || typeof body !== 'object') return null;
+  if (body.response_format?.type === 'json_schema') return 'json_schema';
+  if (body.response_format?.type === 'json_object') return 'json_object';
+  if (body.format && typeof body.format === 'object') return 'ollama_format';
+  if (body.tool_choice?.type === 'tool') return 'forced_tool';
+  if (body.text?.format?.type === 'json_schema') return 'text_format';
+  return null;
+}
+
+/** The update a two-section reply text holds, as the constrained forms' JSON object, or null. */
+function sectionsToObject(text) {
+  const start = text.indexOf(MEMORY_MARKER);
+  const split = text.indexOf(ENTITY_MARKER);
+  if (start < 0 || split < start) return null;
+  const summary = text.slice(start + MEMORY_MARKER.length, split).trim();
+  let entities;
+  try {
+    entities = JSON.parse(text.slice(split + ENTITY_MARKER.length));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(entities)) return null;
+  return {
+    summary,
+    entities: entities.map((e) => ({
+      id: e.id ?? '',
+      type: e.type ?? 'other',
+      name: e.name ?? '',
+      aliases: e.aliases ?? [],
+      description: e.description ?? '',
+      properties: Object.entries(e.properties ?? {}).map(([key, value]) => ({ key, value: String(value) })),
+      relationships: (e.relationships ?? []).map((r) => ({ targetId: r.targetId ?? '', relationship: r.relationship ?? '', strength: r.strength ?? 0.5 })),
+    })),
+  };
+}
+
+/**
+ * A scripted memory reply, shaped for the form the request asked in: two-section text replies become
+ * the JSON object a constrained server would send (a forced tool's input for anthropic); anything else
+ * (garbage, errors) goes out as scripted.
+ */
+function memoryReplyFor(reply, record) {
+  const form = memoryFormOf(record.body);
+  if (!form || reply.status || reply.garbage || typeof reply.text !== 'string') return reply;
+  const object = sectionsToObject(reply.text);
+  if (!object) return reply;
+  const text = JSON.stringify(object);
+  return form === 'forced_tool' ? { ...reply, text, toolUse: record.body.tool_choice.name } : { ...reply, text };
+}
 
 const DEFAULT_TEXT = 'Hello from the local test agent.';
 const DEFAULT_MODEL = 'test-model';
@@ -64,6 +132,7 @@ function newState(options) {
     requests: [],
     waiters: [],
     isMemory: defaultIsMemory,
+    refusedForms: new Set(),
     issuedResponseIds: new Set(),
   };
 }
@@ -81,6 +150,8 @@ function makeHandle(state, server, port) {
     setMemoryDefault: (reply) => void (state.memoryDefault = normalizeReply(reply)),
     setCors: (on) => void (state.cors = on),
     setMemoryDetector: (fn) => void (state.isMemory = fn ?? defaultIsMemory),
+    /** Answer memory requests in these forms as llama-cpp-python answers `json_schema` (HTTP 500). */
+    refuseMemoryForms: (...forms) => void (state.refusedForms = new Set(forms)),
     pending: () => state.queue.length,
     issuedResponseIds: () => [...state.issuedResponseIds],
     expireResponseIds: (ids) => expireIds(state, ids),
@@ -92,9 +163,9 @@ function makeHandle(state, server, port) {
   };
 }
 
-/** A memory-update request is one whose text carries the memory reply format's marker. */
+/** A memory-update request is one whose system text opens like the engine's memory instruction. */
 function defaultIsMemory(record) {
-  return record.rawBody.includes(MEMORY_MARKER);
+  return record.rawBody.includes(MEMORY_OPENING);
 }
 
 function resetState(state) {
@@ -103,7 +174,7 @@ function resetState(state) {
   state.queue.length = 0;
   state.memoryQueue.length = 0;
   state.issuedResponseIds.clear();
-  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, cors: true, isMemory: defaultIsMemory });
+  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set() });
 }
 
 function expireIds(state, ids) {
@@ -273,7 +344,11 @@ async function answerAgent(state, record, protocol, res) {
   if (protocol === 'openai-responses' && !previousIdKnown(state, record)) {
     return finish(record, res, 400, previousResponseNotFound(record.body.previous_response_id), 'previous-not-found');
   }
-  const reply = chooseReply(state, record);
+  if (record.kind === 'memory' && state.refusedForms.has(memoryFormOf(record.body))) {
+    return finish(record, res, 500, LLAMA_CPP_PYTHON_REFUSAL, 'form-refused');
+  }
+  let reply = chooseReply(state, record);
+  if (record.kind === 'memory') reply = memoryReplyFor(reply, record);
   record.reply = reply;
   res.on('close', () => {
     if (!res.writableFinished) record.clientClosed = true;
@@ -336,6 +411,7 @@ function streamContext(state, record, encoder, reply) {
     pieces,
     usage: { input: reply.usage?.input ?? Math.max(1, Math.ceil(record.rawBody.length / 4)), output: reply.usage?.output ?? pieces.length },
     finishReason: reply.finishReason,
+    toolUse: reply.toolUse ?? null,
     includeUsage: Boolean(reply.honourUsage && body.stream_options?.include_usage),
     previousResponseId: body.previous_response_id ?? null,
     instructions: body.instructions,

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startAgentServer, memoryReplyText, MEMORY_MARKER } from './agent-server.mjs';
+import { startAgentServer, memoryReplyText, MEMORY_MARKER, MEMORY_OPENING } from './agent-server.mjs';
 import { splitText, pythonJson } from './encoders.mjs';
 import { rawRequest, parseSse, parseNdjson } from './wire.mjs';
 
@@ -425,7 +425,7 @@ test('the queue answers in order, honours protocol filters, then falls back to t
 test('memory-update requests get the memory script and leave the chat queue alone', async () => {
   agent.script('chat reply');
   agent.scriptMemory({ text: memoryReplyText({ summary: 'S1', entities: [{ id: 'e1', type: 'person', name: 'Ada' }] }) });
-  const memoryBody = { model: 'm', stream: false, messages: [{ role: 'user', content: `Reply with:\n${MEMORY_MARKER}\n...` }] };
+  const memoryBody = { model: 'm', stream: false, messages: [{ role: 'system', content: `${MEMORY_OPENING}\nReply with:\n${MEMORY_MARKER}\n...` }] };
   const first = JSON.parse((await post('/v1/chat/completions', memoryBody)).bytes).choices[0].message.content;
   assert.ok(first.startsWith(`${MEMORY_MARKER}\nS1\n=== ENTITY MEMORY ===\n`));
   assert.equal(JSON.parse(first.split('=== ENTITY MEMORY ===\n')[1])[0].name, 'Ada');
@@ -439,7 +439,7 @@ test('the memory-request rule can be replaced', async () => {
   agent.setMemoryDetector((record) => record.body?.temperature === 0.3);
   agent.scriptMemory('memory!');
   const memory = await post('/api/chat', { model: 'm', stream: false, temperature: 0.3, messages: [] });
-  const chat = await post('/api/chat', { model: 'm', stream: false, messages: [{ role: 'user', content: MEMORY_MARKER }] });
+  const chat = await post('/api/chat', { model: 'm', stream: false, messages: [{ role: 'user', content: MEMORY_OPENING }] });
   assert.equal(JSON.parse(memory.bytes).message.content, 'memory!');
   assert.deepEqual(agent.requests.map((r) => r.kind), ['memory', 'chat']);
   assert.notEqual(JSON.parse(chat.bytes).message.content, 'memory!');

@@ -306,6 +306,7 @@ const ANTHROPIC_ERROR_TYPES = {
 };
 
 function anthropicStopReason(ctx) {
+  if (ctx.toolUse) return 'tool_use';
   return ctx.finishReason === 'length' ? 'max_tokens' : 'end_turn';
 }
 
@@ -330,12 +331,19 @@ export const anthropic = {
   wantsStream: (body) => body?.stream === true,
   streamFrames(ctx) {
     const ev = (type, fields) => sseEvent(type, JSON.stringify({ type, ...fields }));
+    // A forced tool (tool_choice) streams its input as input_json_delta pieces of a tool_use block.
+    const block = ctx.toolUse
+      ? { type: 'tool_use', id: `toolu_01${ctx.id.slice(-22)}`, name: ctx.toolUse, input: {} }
+      : { type: 'text', text: '' };
     const head = [
       ev('message_start', { message: anthropicMessage(ctx, [], null, 1) }),
-      ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      ev('content_block_start', { index: 0, content_block: block }),
       sseEvent('ping', '{"type": "ping"}'),
     ];
-    const deltas = ctx.pieces.map((text) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
+    const deltas = ctx.pieces.map((text) => ev('content_block_delta', {
+      index: 0,
+      delta: ctx.toolUse ? { type: 'input_json_delta', partial_json: text } : { type: 'text_delta', text },
+    }));
     const tail = [
       ev('content_block_stop', { index: 0 }),
       ev('message_delta', { delta: { stop_reason: anthropicStopReason(ctx), stop_sequence: null }, usage: { output_tokens: ctx.usage.output } }),

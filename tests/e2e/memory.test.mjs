@@ -5,7 +5,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { memoryReplyText, MEMORY_MARKER } from './agent-server.mjs';
+import { memoryReplyText, MEMORY_OPENING } from './agent-server.mjs';
 import {
   startHarness,
   openConfiguredApp,
@@ -91,9 +91,11 @@ test('memory update after M=1 pair: request, summary and entities shown and kept
 
       const [memReq] = await agent.waitForRequests(1, { filter: (r) => r.kind === 'memory' });
       assert.equal(memReq.path, '/v1/chat/completions');
-      assert.equal(memReq.body.temperature, 0.3);
+      assert.equal(memReq.body.temperature, 0);
       assert.equal(memReq.body.model, 'test-model');
-      assert.ok(memReq.rawBody.includes(MEMORY_MARKER));
+      assert.ok(memReq.rawBody.includes(MEMORY_OPENING));
+      assert.equal(memReq.body.response_format.type, 'json_schema', 'constrained first');
+      assert.equal(memReq.body.response_format.json_schema.strict, true);
       const memText = memReq.body.messages.map((m) => m.content).join('\n');
       assert.ok(memText.includes('No previous conversation'), 'first update: no previous summary');
       assert.ok(memText.includes(Q1) && memText.includes(A1), 'the update carries the pair it summarises');

@@ -22,15 +22,15 @@ pub const MEMORY_TEMPERATURE: f32 = 0.0;
 /// Reply token limit of the memory request (the most [`reply_tokens`] gives).
 pub const MEMORY_MAX_TOKENS: u32 = 2000;
 /// The least [`reply_tokens`] gives.
-pub const MEMORY_MIN_TOKENS: u32 = 320;
+pub const MEMORY_MIN_TOKENS: u32 = 200;
 
 /// The reply token limit of one update: room for a summary as long as the previous summary and the
-/// new messages together (at about 3 characters per token) and the entities, between
+/// new messages together (at about 4 characters per token) and the entities, between
 /// [`MEMORY_MIN_TOKENS`] and [`MEMORY_MAX_TOKENS`]. A model that loops (small ones do, even under a
 /// schema) then stops in seconds instead of running on to 2,000 tokens, and a reply cut there still
 /// parses (the summary comes first and the cut object is closed).
 pub fn reply_tokens(transcript_bytes: usize, previous_summary_bytes: usize) -> u32 {
-    let text = (transcript_bytes + previous_summary_bytes) / 3;
+    let text = (transcript_bytes + previous_summary_bytes) / 4;
     (MEMORY_MIN_TOKENS as usize + text).min(MEMORY_MAX_TOKENS as usize) as u32
 }
 /// The heading of the summary section.
@@ -146,22 +146,20 @@ pub fn system_instruction_for(form: MemoryForm) -> String {
     }
 }
 
-/// The system instruction of the constrained forms: what to do and what each field holds. Short and
-/// concrete, because small local models follow it (measured with SmolLM2-135M in `make bench`).
+/// The system instruction of the constrained forms: what each field holds. Short and concrete,
+/// because small local models follow little else (measured with SmolLM2-135M in `make bench`): the
+/// summary asks for the facts the new messages add, and the engine keeps the previous summary's facts
+/// that the reply leaves out ([`super::summary::carry_forward`]), so no fact is lost to a rewrite.
 pub fn structured_instruction() -> String {
     format!(
         "{MEMORY_REQUEST_OPENING}\n\
-You receive the previous summary, the entities already known, and the new messages.\n\
-Reply with one JSON object with two fields:\n\
-- \"summary\": the previous summary updated with the new messages, so it covers the WHOLE conversation. \
-Keep every fact about the user: names, places, pets, dates, numbers, preferences, plans and decisions. \
-Write plain sentences.\n\
-- \"entities\": the people, places, animals, things, events and tasks the new messages mention. Each has \
-\"id\" (a known id, or a new short id), \"type\" (person, place, concept, event, task or other), \"name\", \
-\"aliases\" (other names), \"description\" (what we know about it), \"properties\" (a list of \
-{{\"key\", \"value\"}} facts) and \"relationships\" (a list of {{\"targetId\", \"relationship\", \"strength\"}}: \
-the id of another entity, a verb phrase such as lives_in, and 0 to 1; 0 means it no longer holds).\n\
-Reuse the id of a known entity. Leave out entities that did not change."
+Reply with one JSON object:\n\
+- \"summary\": what the user told in the NEW messages, in short sentences: names, places, pets, jobs, \
+family, food, dates, numbers, preferences, plans and decisions.\n\
+- \"entities\": the people, places, animals and things the new messages name, each with \"id\" (a known \
+id, or a new short one), \"type\" (person, place, concept, event, task or other), \"name\", \"aliases\", \
+\"description\", \"properties\" (key/value facts) and \"relationships\" (targetId, relationship such as \
+lives_in, strength from 0 to 1; 0 means it no longer holds)."
     )
 }
 
@@ -271,14 +269,8 @@ pub fn build_update_request(
     known.truncate(limits.max_entities);
     sort_by(&mut known, |a, b| a.id.cmp(&b.id));
 
-    // The new messages first: a small model copies most from what it read first, and the previous
-    // summary's facts are carried forward by the engine anyway (`summary::carry_forward`).
-    let mut user = format!(
-        "NEW MESSAGES (seq {} to {}):\n\n",
-        span.from_seq, span.to_seq
-    );
-    user.push_str(transcript.trim_end());
-    user.push_str("\n\nPREVIOUS SUMMARY:\n");
+    let mut user = String::new();
+    user.push_str("PREVIOUS SUMMARY:\n");
     match previous.map(|s| s.text.trim()).filter(|t| !t.is_empty()) {
         Some(t) => user.push_str(t),
         None => user.push_str(NO_PREVIOUS),
@@ -301,7 +293,12 @@ pub fn build_update_request(
         }
         user.push('\n');
     }
-    user.push_str("\nWrite the updated memory now.");
+    user.push_str(&format!(
+        "\nNEW MESSAGES (seq {} to {}):\n\n",
+        span.from_seq, span.to_seq
+    ));
+    user.push_str(transcript.trim_end());
+    user.push_str("\n\nWrite the updated memory now.");
 
     Ok(UpdateRequest {
         prompt: Prompt {

