@@ -662,6 +662,12 @@ fn generated_replies(count: usize, seed: u64) -> Vec<String> {
         "- [ ] task",
         "<div class=\"x\">",
         "</div>",
+        ">",
+        "  >",
+        "Costs *€5* or **¥10**, _😀_ and snake_😀_case, “*quoted*” → **done**✅.",
+        "See [ẞ] and [STRASSE] and [ß].",
+        "[SS]: https://ss.example",
+        "[straße]: https://strasse.example",
     ];
     let mut state = seed;
     let mut next = move |n: usize| {
