@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
-#   native  : cargo bench (engine: assembly, merge, decoding), release profile
+#   native  : cargo bench (engine: assembly, merge, decoding, markdown speed and spec pass rate), release profile
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
 #             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli
