@@ -10,7 +10,11 @@
 //!   ours is (`[A-Za-z0-9_+-]` of the first word);
 //! - links: a link whose URL our policy does not make live (anything but http, https, mailto: the
 //!   spec's `/url` examples) is expected as its label alone; live links lose our `rel`/`target`;
-//!   hrefs are compared percent-encoded as commonmark.js writes them (the browser encodes ours);
+//!   hrefs are compared percent-encoded as commonmark.js writes them (the browser encodes ours).
+//!   So that such examples still check destinations and titles, they must also pass rebased: every
+//!   relative destination prefixed with an http base in the markdown and in the spec's HTML
+//!   ([`rebased`]; used where the reference renderer passes the variant, i.e. where the rewrite
+//!   only touched destinations);
 //! - images are expected as our `[image: alt]` link (or text, by the same URL policy);
 //! - `<br />`/`<hr />` are `<br>`/`<hr>`, `align="x"` is `style="text-align: x"`, `&#39;` is `'`,
 //!   and line breaks next to block tags do not count (as in the spec's own normaliser).
@@ -32,7 +36,11 @@ use serde::Deserialize;
 mod reference;
 
 /// Per section: the fewest examples that must pass (policy examples: the fewest that must render as
-/// the reference renderer). Sections are in spec order; the GFM extensions come last.
+/// the reference renderer). Sections are in spec order; the GFM extensions come last. Each floor is
+/// the count reached: every judged example passes except five, all named character references
+/// outside our table (a bundle-size choice, see the markdown module): Entity and numeric character
+/// references 25 (`&HilbertSpace;` …), 32 and 33 (`&ouml;` in a link), 34 (in an info string, so the
+/// language class differs) and Links 503 (`&auml;` in a destination).
 pub const FLOORS: &[(&str, usize, usize)] = &[
     ("Tabs", 11, 0),
     ("Backslash escapes", 12, 1),
@@ -573,10 +581,6 @@ pub fn normalize(html: &str, side: Side) -> String {
 
 // ---------------------------------------------------------------------------------------------
 
-fn verbose() -> bool {
-    std::env::var_os("MEMOIRE_SPEC_VERBOSE").is_some()
-}
-
 /// Print the table of pass rates per section.
 pub fn print_report(tallies: &[Tally]) {
     println!(
@@ -611,7 +615,7 @@ pub fn print_report(tallies: &[Tally]) {
 }
 
 /// Check one section against its floor; returns a complaint when below it.
-fn check(t: &Tally) -> Option<String> {
+fn check_floor(t: &Tally) -> Option<String> {
     let &(_, pass, policy) = FLOORS.iter().find(|(s, _, _)| *s == t.section)?;
     (t.pass < pass || t.policy_pass < policy).then(|| {
         format!(
@@ -621,56 +625,54 @@ fn check(t: &Tally) -> Option<String> {
     })
 }
 
+/// Every failing example with both outputs, and every link example the rebasing cannot check.
+fn print_failures(examples: &[Example]) {
+    for ex in examples {
+        if !has_raw_html(&ex.markdown) && has_dead_links(&ex.html) {
+            let (md, spec) = rebased(ex);
+            let theirs = normalize(&reference::render(&md), Side::Ours);
+            let spec = normalize(&spec, Side::Spec);
+            if theirs != spec {
+                let (section, n) = (&ex.section, ex.number);
+                println!("--- not rebased: {section} #{n}\n{md:?}\n  spec: {spec:?}\n  reference: {theirs:?}");
+            }
+        }
+        if matches!(judge(ex, render), Outcome::Fail | Outcome::PolicyFail) {
+            let spec = normalize(&ex.html, Side::Spec);
+            let ours = normalize(&render(&ex.markdown), Side::Ours);
+            let (section, n, md) = (&ex.section, ex.number, &ex.markdown);
+            println!("--- {section} #{n}\n{md:?}\n  spec: {spec:?}\n  ours: {ours:?}");
+        }
+    }
+}
+
 #[test]
 fn spec_examples_pass_at_least_the_floor() {
     let examples = examples();
     assert_eq!(examples.len(), 652 + 11, "fixture incomplete");
     let tallies = tally(&examples);
     print_report(&tallies);
-    if verbose() {
-        for ex in &examples {
-            if !has_raw_html(&ex.markdown) && has_dead_links(&ex.html) {
-                let (md, spec) = rebased(ex);
-                let theirs = normalize(&reference::render(&md), Side::Ours);
-                if theirs != normalize(&spec, Side::Spec) {
-                    println!(
-                        "--- not rebased: {} #{}\n{md:?}\n  spec: {:?}\n  reference: {theirs:?}",
-                        ex.section,
-                        ex.number,
-                        normalize(&spec, Side::Spec)
-                    );
-                }
-            }
-            if matches!(judge(ex, render), Outcome::Fail | Outcome::PolicyFail) {
-                println!(
-                    "--- {} #{}\n{:?}\n  spec: {:?}\n  ours: {:?}",
-                    ex.section,
-                    ex.number,
-                    ex.markdown,
-                    normalize(&ex.html, Side::Spec),
-                    normalize(&render(&ex.markdown), Side::Ours)
-                );
-            }
-        }
+    if std::env::var_os("MEMOIRE_SPEC_VERBOSE").is_some() {
+        print_failures(&examples);
     }
     for t in &tallies {
-        assert!(
-            FLOORS.iter().any(|(s, _, _)| *s == t.section),
-            "no floor for {}",
-            t.section
-        );
+        let has_floor = FLOORS.iter().any(|(s, _, _)| *s == t.section);
+        assert!(has_floor, "no floor for {}", t.section);
     }
-    let below: Vec<String> = tallies.iter().filter_map(check).collect();
+    let below: Vec<String> = tallies.iter().filter_map(check_floor).collect();
     assert!(below.is_empty(), "{}", below.join("\n"));
 }
 
-/// The normaliser rewrites only what the policy changes.
+/// The normaliser maps a policy difference away.
 fn check_normalize(ours: &str, spec: &str) {
-    assert_eq!(
-        normalize(ours, Side::Ours),
-        normalize(spec, Side::Spec),
-        "{ours:?} vs {spec:?}"
-    );
+    let (o, s) = (normalize(ours, Side::Ours), normalize(spec, Side::Spec));
+    assert_eq!(o, s, "{ours:?} vs {spec:?}");
+}
+
+/// The normaliser keeps a real difference.
+fn check_kept(ours: &str, spec: &str) {
+    let (o, s) = (normalize(ours, Side::Ours), normalize(spec, Side::Spec));
+    assert_ne!(o, s, "{ours:?} vs {spec:?}");
 }
 
 #[test]
@@ -708,17 +710,60 @@ fn normaliser_maps_policy_differences_only() {
         "<table><thead><tr><th style=\"text-align: right\">a</th></tr></thead></table>\n",
         "<table>\n<thead>\n<tr>\n<th align=\"right\">a</th>\n</tr>\n</thead>\n</table>\n",
     );
-    // What it does not hide: a missing link, a lost emphasis, a different tree.
-    assert_ne!(
-        normalize("<p>[a](/u)</p>\n", Side::Ours),
-        normalize("<p><a href=\"/u\">a</a></p>\n", Side::Spec)
+    check_kept("<p>[a](/u)</p>\n", "<p><a href=\"/u\">a</a></p>\n");
+    check_kept("<p>*a*</p>\n", "<p><em>a</em></p>\n");
+    check_kept("<ul>\n<li>a</li>\n</ul>\n", "<ol>\n<li>a</li>\n</ol>\n");
+    check_kept("<p>a b</p>\n", "<p>a\nb</p>\n");
+    check_kept(
+        "<p><a href=\"https://a.b/x\" rel=\"noopener noreferrer\" target=\"_blank\">x</a></p>\n",
+        "<p><a href=\"https://a.b/y\">x</a></p>\n",
     );
-    assert_ne!(
-        normalize("<p>*a*</p>\n", Side::Ours),
-        normalize("<p><em>a</em></p>\n", Side::Spec)
+    check_kept(
+        &format!("{COPY}<code>x\n</code></pre></div>\n"),
+        "<pre><code>x\n\n</code></pre>\n",
     );
-    assert_ne!(
-        normalize("<ul>\n<li>a</li>\n</ul>\n", Side::Ours),
-        normalize("<ol>\n<li>a</li>\n</ol>\n", Side::Spec)
+}
+
+/// Rebasing relative destinations onto [`BASE`]: the markdown and the spec's HTML.
+fn check_rebased(markdown: &str, html: &str, expect_md: &str, expect_html: &str) {
+    let ex = Example {
+        section: String::new(),
+        number: 0,
+        markdown: markdown.into(),
+        html: html.into(),
+    };
+    assert_eq!(
+        rebased(&ex),
+        (expect_md.into(), expect_html.into()),
+        "{markdown:?}"
     );
+}
+
+#[test]
+fn rebasing_prefixes_relative_destinations_only() {
+    check_rebased(
+        "[a](/u \"t\")\n",
+        "<a href=\"/u\" title=\"t\">",
+        "[a](https://base.example//u \"t\")\n",
+        "<a href=\"https://base.example//u\" title=\"t\">",
+    );
+    check_rebased(
+        "[a]: <b c>\n",
+        "<a href=\"b%20c\">",
+        "[a]: <https://base.example/b c>\n",
+        "<a href=\"https://base.example/b%20c\">",
+    );
+    check_rebased(
+        "[a]:\n  /u\n",
+        "<img src=\"/u\" />",
+        "[a]:\n  https://base.example//u\n",
+        "<img src=\"https://base.example//u\" />",
+    );
+    check_rebased(
+        "[a](https://x.y) [b](mailto:m)\n",
+        "<a href=\"https://x.y\">",
+        "[a](https://x.y) [b](mailto:m)\n",
+        "<a href=\"https://x.y\">",
+    );
+    check_rebased("[a]() [b](<>)\n", "", "[a]() [b](<>)\n", "");
 }
