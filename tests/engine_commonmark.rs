@@ -767,3 +767,18 @@ fn rebasing_prefixes_relative_destinations_only() {
     );
     check_rebased("[a]() [b](<>)\n", "", "[a]() [b](<>)\n", "");
 }
+
+/// A complete document renders the same whether or not it is still streaming.
+#[test]
+fn streaming_renders_complete_examples_as_render() {
+    for ex in examples() {
+        let streamed = memoire::engine::markdown::render_streaming(&ex.markdown);
+        assert_eq!(
+            streamed,
+            render(&ex.markdown),
+            "{} #{}",
+            ex.section,
+            ex.number
+        );
+    }
+}
