@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
-#   native  : cargo bench (engine: assembly, merge, decoding, markdown, import), release profile; and
-#             memory_recall, the memory path against the real model (a llama-cpp-python server started here)
+#   native  : cargo bench (engine: assembly, merge, decoding, markdown speed and spec pass rate, import),
+#             release profile; and memory_recall, the memory path against the real model (a llama-cpp-python
+#             server started here)
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
 #             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli

@@ -1,6 +1,7 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! Markdown rendering of untrusted model output: an XSS corpus checked by a tag scanner against the
-//! allow-list, the URL policy, positive rendering cases and streaming tolerance.
+//! Markdown rendering of untrusted model output: an XSS corpus (and the spec examples) checked by a
+//! tag scanner against the allow-list, the URL policy, positive rendering cases, streaming
+//! tolerance, snapshots, the differential test against pulldown-cmark and linear time.
 
 use memoire::engine::markdown::{render, render_streaming, safe_href};
 use proptest::prelude::*;
@@ -604,6 +605,24 @@ fn fixture_corpus_matches_snapshots() {
     );
 }
 
+/// The CommonMark and GFM spec examples (tests/fixtures/markdown/spec/, 72 of them raw HTML) are
+/// hostile-looking input too: every one renders inside the allow-list.
+#[test]
+fn spec_examples_render_safely() {
+    let mut count = 0;
+    for file in ["commonmark-0.31.2.json", "gfm-0.29-extensions.json"] {
+        let text = std::fs::read_to_string(fixture_dir().join("spec").join(file)).unwrap();
+        let examples: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        for ex in examples {
+            let md = ex["markdown"].as_str().unwrap();
+            assert_safe(md, &render(md));
+            assert_safe(md, &render_streaming(md));
+            count += 1;
+        }
+    }
+    assert_eq!(count, 663);
+}
+
 #[path = "fixtures/markdown/pulldown_reference.rs"]
 #[allow(dead_code)]
 mod reference;
@@ -662,6 +681,12 @@ fn generated_replies(count: usize, seed: u64) -> Vec<String> {
         "- [ ] task",
         "<div class=\"x\">",
         "</div>",
+        ">",
+        "  >",
+        "Costs *€5* or **¥10**, _😀_ and snake_😀_case, “*quoted*” → **done**✅.",
+        "See [ẞ] and [STRASSE] and [ß].",
+        "[SS]: https://ss.example",
+        "[straße]: https://strasse.example",
     ];
     let mut state = seed;
     let mut next = move |n: usize| {

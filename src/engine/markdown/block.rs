@@ -380,6 +380,9 @@ impl<'a> Parser<'a> {
                     if is_space_or_tab(self.peek(self.offset)) {
                         self.advance_offset(1, true);
                     }
+                    // The line is the quote's, even when blank inside it (`>` alone): it does
+                    // not separate the quote from what follows (a list stays tight).
+                    self.blocks[b].end_line = self.line_no;
                     Cont::Matched
                 } else {
                     Cont::Unmatched
@@ -777,7 +780,13 @@ impl<'a> Parser<'a> {
             }
             Kind::Item { .. } | Kind::Quote | Kind::List { .. } | Kind::Document => {
                 if let Some(&last) = self.blocks[b].children.last() {
-                    self.blocks[b].end_line = self.blocks[last].end_line;
+                    let end = self.blocks[last].end_line;
+                    let block = &mut self.blocks[b];
+                    block.end_line = if matches!(block.kind, Kind::Quote) {
+                        block.end_line.max(end)
+                    } else {
+                        end
+                    };
                 }
             }
             _ => {}
