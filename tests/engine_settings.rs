@@ -107,3 +107,54 @@ fn history_load_limit_scales_with_the_budget() {
     assert_eq!(with(1100, 40), 80, "at least twice N");
     assert_eq!(with(1_000_000, 10), 2000, "at most 2000");
 }
+
+/// (memory URL, memory protocol, memory model, conversation's memory model) -> (url, protocol, model, key).
+fn check_memory_endpoint(
+    memory: (&str, Protocol, &str),
+    conversation_model: Option<&str>,
+    expected: (&str, Protocol, &str, Option<&str>),
+) {
+    let mut s = Settings::builtin();
+    s.endpoint.base_url = "https://api.example.com/v1".into();
+    s.endpoint.model = "big-model".into();
+    s.endpoint.api_key = Some("chat-key".into());
+    s.memory_endpoint = MemoryEndpoint {
+        base_url: memory.0.into(),
+        protocol: memory.1,
+        model: memory.2.into(),
+        api_key: Some("memory-key".into()),
+    };
+    let e = s.memory_endpoint_for(conversation_model);
+    let got = (e.base_url.as_str(), e.protocol, e.model.as_str(), e.api_key.as_deref());
+    assert_eq!(got, expected, "{memory:?} {conversation_model:?}");
+}
+
+#[test]
+fn memory_updates_go_to_the_memory_model_and_endpoint() {
+    use Protocol::{Ollama, OpenAiChat};
+    let chat = "https://api.example.com/v1";
+    check_memory_endpoint(("", Ollama, ""), None, (chat, OpenAiChat, "big-model", Some("chat-key")));
+    check_memory_endpoint(("", Ollama, "small"), None, (chat, OpenAiChat, "small", Some("chat-key")));
+    check_memory_endpoint(("", Ollama, "small"), Some("tiny"), (chat, OpenAiChat, "tiny", Some("chat-key")));
+    check_memory_endpoint(("", Ollama, ""), Some("  "), (chat, OpenAiChat, "big-model", Some("chat-key")));
+    let local = "http://127.0.0.1:11434";
+    check_memory_endpoint((local, Ollama, "llama3.2:1b"), None, (local, Ollama, "llama3.2:1b", Some("memory-key")));
+    check_memory_endpoint((local, Ollama, "llama3.2:1b"), Some("qwen"), (local, Ollama, "qwen", Some("memory-key")));
+}
+
+#[test]
+fn settings_saved_before_the_memory_endpoint_existed_still_load() {
+    let mut v = serde_json::to_value(Settings::builtin()).unwrap();
+    v.as_object_mut().unwrap().remove("memory_endpoint");
+    let s: Settings = serde_json::from_str(&v.to_string()).expect("old settings load");
+    assert_eq!(s.memory_endpoint, MemoryEndpoint::default());
+}
+
+#[test]
+fn a_separate_memory_endpoint_is_validated() {
+    check_invalid(|s| s.memory_endpoint.base_url = "ftp://x".into(), "memory endpoint URL");
+    check_invalid(
+        |s| s.memory_endpoint.base_url = "http://127.0.0.1:11434".into(),
+        "needs a memory model",
+    );
+}
