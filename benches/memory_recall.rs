@@ -257,6 +257,7 @@ fn main() {
                 &mut graph,
                 EntityScope::Conversation("c".into()),
                 seq as i64 * 60_000,
+                summary_max_chars(&config),
                 || {
                     ids += 1;
                     format!("e{ids}")

@@ -970,3 +970,51 @@ async fn opening_while_an_old_tab_blocks_the_upgrade_reports_blocked() {
     assert!(s.list_conversations(1).await.unwrap().is_empty());
     finish(s).await;
 }
+
+#[wasm_bindgen_test]
+async fn memory_failures_and_remembered_forms_survive_reopening() {
+    use memoire::engine::memory::{MemoryFailure, MemoryForm};
+    use memoire::engine::request::OutputForm;
+    let s = fresh("memstate").await;
+    assert_eq!(s.memory_failure("c1").await.unwrap(), None);
+    let failure = MemoryFailure::new(
+        42,
+        "The memory reply could not be used.".into(),
+        "{\"summary\": 3",
+        MemoryForm::Constrained(OutputForm::JsonObject),
+    );
+    s.set_memory_failure("c1", Some(&failure)).await.unwrap();
+    assert_eq!(s.memory_failure("c1").await.unwrap(), Some(failure.clone()));
+    assert_eq!(
+        s.memory_failure("c2").await.unwrap(),
+        None,
+        "per conversation"
+    );
+
+    let (a, b) = ("openai-chat|http://a/v1|m", "ollama|http://b|m");
+    assert_eq!(s.memory_form(a).await.unwrap(), None);
+    s.remember_memory_form(a, MemoryForm::Constrained(OutputForm::JsonObject))
+        .await
+        .unwrap();
+    s.remember_memory_form(b, MemoryForm::Sections)
+        .await
+        .unwrap();
+    s.remember_memory_form(a, MemoryForm::Sections)
+        .await
+        .unwrap();
+
+    // Reopened: both are still there.
+    let name = s.name().to_string();
+    s.close();
+    let s = Store::open(&name).await.unwrap();
+    assert_eq!(s.memory_failure("c1").await.unwrap(), Some(failure));
+    assert_eq!(s.memory_form(a).await.unwrap(), Some(MemoryForm::Sections));
+    assert_eq!(s.memory_form(b).await.unwrap(), Some(MemoryForm::Sections));
+    s.set_memory_failure("c1", None).await.unwrap();
+    assert_eq!(
+        s.memory_failure("c1").await.unwrap(),
+        None,
+        "cleared by a success"
+    );
+    finish(s).await;
+}

@@ -230,7 +230,12 @@ fn the_sections_form_sends_no_constraint_and_asks_for_sections() {
     let structured = req.prompt_for(MemoryForm::Constrained(JsonSchema));
     assert!(structured.system.starts_with(MEMORY_REQUEST_OPENING));
     assert!(!structured.system.contains("=== CONVERSATION MEMORY ==="));
-    assert_eq!(structured.messages, req.prompt.messages);
+    // The constrained forms carry the known entities and the new messages, not the previous summary
+    // (the engine carries that forward itself).
+    let user = &structured.messages[0].content;
+    assert!(user.contains("KNOWN ENTITIES") && user.contains("My cat is called Zorblax."));
+    assert!(!user.contains("PREVIOUS SUMMARY"));
+    assert!(req.prompt.messages[0].content.contains("PREVIOUS SUMMARY"));
 }
 
 #[test]
@@ -579,7 +584,7 @@ fn the_collector_prefers_text_except_for_the_forced_tool() {
 
 fn check_carry(previous: Option<&str>, new: &str, expected: &str, carried: usize) {
     assert_eq!(
-        carry_forward(previous, new),
+        carry_forward(previous, new, 6000),
         (expected.to_string(), carried),
         "{previous:?} + {new}"
     );
@@ -614,8 +619,8 @@ fn facts_the_new_summary_left_out_are_carried_forward() {
 #[test]
 fn carried_sentences_give_way_past_the_cap_oldest_first() {
     let previous: String = (0..400).map(|i| format!("Fact{i} is kept. ")).collect();
-    let (text, carried) = carry_forward(Some(&previous), "Something new.");
-    assert!(text.len() <= memoire::engine::memory::summary::CARRY_MAX_CHARS);
+    let (text, carried) = carry_forward(Some(&previous), "Something new.", 6000);
+    assert!(text.len() <= 6000);
     assert!(
         text.ends_with("Fact399 is kept. Something new."),
         "{}",
@@ -623,6 +628,21 @@ fn carried_sentences_give_way_past_the_cap_oldest_first() {
     );
     assert!(!text.contains("Fact0 "));
     assert!(carried > 100 && carried < 400);
+}
+
+#[test]
+fn the_summary_cap_follows_the_prompt_budget() {
+    use memoire::engine::memory::summary::summary_max_chars;
+    let cap = |context_tokens, reply_reserve_tokens| {
+        summary_max_chars(&MemoryConfig {
+            context_tokens,
+            reply_reserve_tokens,
+            ..MemoryConfig::default()
+        })
+    };
+    assert_eq!(cap(1400, 400), 1333);
+    assert_eq!(cap(600, 500), 600, "never below 600");
+    assert_eq!(cap(128_000, 4000), 6000, "never above 6,000");
 }
 
 #[test]

@@ -284,6 +284,7 @@ fn apply_update_writes_summary_and_graph_together() {
         &mut g,
         EntityScope::Shared,
         NOW,
+        6000,
         counter("n"),
     );
     let s = applied.summary.unwrap();

@@ -125,7 +125,12 @@ fn check_memory_endpoint(
         api_key: Some("memory-key".into()),
     };
     let e = s.memory_endpoint_for(conversation_model);
-    let got = (e.base_url.as_str(), e.protocol, e.model.as_str(), e.api_key.as_deref());
+    let got = (
+        e.base_url.as_str(),
+        e.protocol,
+        e.model.as_str(),
+        e.api_key.as_deref(),
+    );
     assert_eq!(got, expected, "{memory:?} {conversation_model:?}");
 }
 
@@ -133,13 +138,37 @@ fn check_memory_endpoint(
 fn memory_updates_go_to_the_memory_model_and_endpoint() {
     use Protocol::{Ollama, OpenAiChat};
     let chat = "https://api.example.com/v1";
-    check_memory_endpoint(("", Ollama, ""), None, (chat, OpenAiChat, "big-model", Some("chat-key")));
-    check_memory_endpoint(("", Ollama, "small"), None, (chat, OpenAiChat, "small", Some("chat-key")));
-    check_memory_endpoint(("", Ollama, "small"), Some("tiny"), (chat, OpenAiChat, "tiny", Some("chat-key")));
-    check_memory_endpoint(("", Ollama, ""), Some("  "), (chat, OpenAiChat, "big-model", Some("chat-key")));
+    check_memory_endpoint(
+        ("", Ollama, ""),
+        None,
+        (chat, OpenAiChat, "big-model", Some("chat-key")),
+    );
+    check_memory_endpoint(
+        ("", Ollama, "small"),
+        None,
+        (chat, OpenAiChat, "small", Some("chat-key")),
+    );
+    check_memory_endpoint(
+        ("", Ollama, "small"),
+        Some("tiny"),
+        (chat, OpenAiChat, "tiny", Some("chat-key")),
+    );
+    check_memory_endpoint(
+        ("", Ollama, ""),
+        Some("  "),
+        (chat, OpenAiChat, "big-model", Some("chat-key")),
+    );
     let local = "http://127.0.0.1:11434";
-    check_memory_endpoint((local, Ollama, "llama3.2:1b"), None, (local, Ollama, "llama3.2:1b", Some("memory-key")));
-    check_memory_endpoint((local, Ollama, "llama3.2:1b"), Some("qwen"), (local, Ollama, "qwen", Some("memory-key")));
+    check_memory_endpoint(
+        (local, Ollama, "llama3.2:1b"),
+        None,
+        (local, Ollama, "llama3.2:1b", Some("memory-key")),
+    );
+    check_memory_endpoint(
+        (local, Ollama, "llama3.2:1b"),
+        Some("qwen"),
+        (local, Ollama, "qwen", Some("memory-key")),
+    );
 }
 
 #[test]
@@ -152,7 +181,10 @@ fn settings_saved_before_the_memory_endpoint_existed_still_load() {
 
 #[test]
 fn a_separate_memory_endpoint_is_validated() {
-    check_invalid(|s| s.memory_endpoint.base_url = "ftp://x".into(), "memory endpoint URL");
+    check_invalid(
+        |s| s.memory_endpoint.base_url = "ftp://x".into(),
+        "memory endpoint URL",
+    );
     check_invalid(
         |s| s.memory_endpoint.base_url = "http://127.0.0.1:11434".into(),
         "needs a memory model",

@@ -8,8 +8,8 @@ use crate::engine::decode::decoder_for;
 use crate::engine::failure::{self, Failure};
 use crate::engine::memory::{
     apply_update, build_update_request, due, next_form, parse_reply, refused_http, refused_stream,
-    restore_summary, start_form, DueInput, Graph, MemoryError, MemoryFailure, MemoryForm,
-    ReplyCollector, UpdateLimits, UpdateRequest,
+    restore_summary, start_form, summary_max_chars, DueInput, Graph, MemoryError, MemoryFailure,
+    MemoryForm, ReplyCollector, UpdateLimits, UpdateRequest,
 };
 use crate::engine::model::{EndpointProfile, EntityNode, EntityScope, Prompt};
 use crate::engine::request::{self, RequestOptions};
@@ -175,6 +175,7 @@ impl Session {
             &mut graph,
             scope.clone(),
             now(),
+            summary_max_chars(config),
             || new_id("e"),
         );
         self.store

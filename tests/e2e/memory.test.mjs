@@ -119,6 +119,12 @@ test('memory update after M=1 pair: request, summary and entities shown and kept
       assert.match(await errorBannerText(page), /memory update failed/i);
       await page.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
       assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY, 'a failed update leaves memory untouched');
+      // The memory pane says so: why, and the raw reply.
+      const failure = page.locator(tid('memory-failure'));
+      await failure.waitFor({ state: 'visible' });
+      assert.match(await failure.locator(tid('memory-failure-reason')).innerText(), /could not be used/);
+      await failure.locator(tid('memory-failure-raw')).locator('summary').click();
+      assert.ok((await failure.locator('pre').innerText()).includes(GARBAGE_MEMORY), 'the raw reply is shown');
 
       await chat(page, Q3, A3);
       const third = agent.chatRequests()[2].body.messages;
@@ -128,6 +134,15 @@ test('memory update after M=1 pair: request, summary and entities shown and kept
       await reloadAndReopen(page);
       await waitForSummary(page, SUMMARY);
       assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY, 'still untouched after a reload');
+      assert.equal(await page.locator(tid('memory-failure')).count(), 1, 'the failure is still shown after a reload');
+
+      // Retry memory update, now that the model answers well: the failure goes, the summary grows.
+      const NEXT = 'Charles Babbage designed the engine that Ada annotates.';
+      agent.setMemoryDefault({ text: memoryReplyText({ summary: NEXT, entities: [] }) });
+      await page.locator(tid('memory-retry')).click();
+      await page.locator(tid('memory-failure')).waitFor({ state: 'detached' });
+      const summaryText = await page.locator(tid('memory-summary')).locator(tid('summary-text')).innerText();
+      assert.ok(summaryText.includes(NEXT) && summaryText.includes(SUMMARY), `earlier facts are kept: ${summaryText}`);
       assertNoPageProblems(issues);
     });
   } finally {

@@ -31,12 +31,12 @@ pub use graph::Graph;
 pub use merge::{merge, ClosedRelationship, MergeContext, MergeReport};
 pub use parse::{parse_reply, ParsedEntity, ParsedRelationship, ParsedUpdate};
 pub use prompt::{
-    build_update_request, MemoryRequestOptions, UpdateLimits, UpdateRequest, UpdateSpan,
-    reply_tokens, MEMORY_MAX_TOKENS, MEMORY_MIN_TOKENS, MEMORY_REQUEST_OPENING, MEMORY_TEMPERATURE,
+    build_update_request, reply_tokens, MemoryRequestOptions, UpdateLimits, UpdateRequest,
+    UpdateSpan, MEMORY_MAX_TOKENS, MEMORY_MIN_TOKENS, MEMORY_REQUEST_OPENING, MEMORY_TEMPERATURE,
 };
 pub use reply::ReplyCollector;
 pub use retrieve::{describe, retrieve, Retrieved, Why};
-pub use summary::{carry_forward, latest, next_summary, restore_summary};
+pub use summary::{carry_forward, latest, next_summary, restore_summary, summary_max_chars};
 
 use crate::engine::model::{ConversationSummary, EntityScope, Millis};
 
@@ -108,10 +108,11 @@ pub fn apply_update(
     graph: &mut Graph,
     scope: EntityScope,
     now: Millis,
+    summary_max_chars: usize,
     new_id: impl FnMut() -> String,
 ) -> Applied {
     let summary = parsed.summary.as_deref().map(|text| {
-        let (text, _) = carry_forward(previous.map(|p| p.text.as_str()), text);
+        let (text, _) = carry_forward(previous.map(|p| p.text.as_str()), text, summary_max_chars);
         next_summary(previous, conversation_id, &text, span, message_count, now)
     });
     let ctx = MergeContext {

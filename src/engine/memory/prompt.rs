@@ -115,14 +115,23 @@ pub struct UpdateRequest {
     pub prompt: Prompt,
     pub options: MemoryRequestOptions,
     pub span: UpdateSpan,
+    /// The user message of the constrained forms (see [`UpdateRequest::prompt_for`]).
+    pub structured_user: String,
 }
 
 impl UpdateRequest {
-    /// The prompt for `form`: the same messages, with the system text that describes its reply.
+    /// The prompt for `form`: for the two-section text the previous summary, the known entities and
+    /// the new messages; for a constrained form the known entities and the new messages.
     pub fn prompt_for(&self, form: MemoryForm) -> Prompt {
-        Prompt {
-            system: system_instruction_for(form),
-            messages: self.prompt.messages.clone(),
+        match form {
+            MemoryForm::Sections => self.prompt.clone(),
+            MemoryForm::Constrained(_) => Prompt {
+                system: system_instruction_for(form),
+                messages: vec![WireMessage {
+                    role: Role::User,
+                    content: self.structured_user.clone(),
+                }],
+            },
         }
     }
 
@@ -148,13 +157,13 @@ pub fn system_instruction_for(form: MemoryForm) -> String {
 
 /// The system instruction of the constrained forms: what each field holds. Short and concrete,
 /// because small local models follow little else (measured with SmolLM2-135M in `make bench`): the
-/// summary asks for the facts the new messages add, and the engine keeps the previous summary's facts
-/// that the reply leaves out ([`super::summary::carry_forward`]), so no fact is lost to a rewrite.
+/// summary asks for what the new messages add, and the engine keeps the previous summary's facts
+/// ([`super::summary::carry_forward`]), so no fact is lost to a rewrite.
 pub fn structured_instruction() -> String {
     format!(
         "{MEMORY_REQUEST_OPENING}\n\
 Reply with one JSON object:\n\
-- \"summary\": what the user told in the NEW messages, in short sentences: names, places, pets, jobs, \
+- \"summary\": what the user told in these new messages, in short sentences: names, places, pets, jobs, \
 family, food, dates, numbers, preferences, plans and decisions.\n\
 - \"entities\": the people, places, animals and things the new messages name, each with \"id\" (a known \
 id, or a new short one), \"type\" (person, place, concept, event, task or other), \"name\", \"aliases\", \
@@ -269,18 +278,13 @@ pub fn build_update_request(
     known.truncate(limits.max_entities);
     sort_by(&mut known, |a, b| a.id.cmp(&b.id));
 
-    let mut user = String::new();
-    user.push_str("PREVIOUS SUMMARY:\n");
-    match previous.map(|s| s.text.trim()).filter(|t| !t.is_empty()) {
-        Some(t) => user.push_str(t),
-        None => user.push_str(NO_PREVIOUS),
-    }
-    user.push_str("\n\nKNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n");
+    let mut entity_list = String::new();
+    entity_list.push_str("KNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n");
     if known.is_empty() {
-        user.push_str("(none yet)\n");
+        entity_list.push_str("(none yet)\n");
     }
     for e in &known {
-        user.push_str(&format!(
+        entity_list.push_str(&format!(
             "- {} | {} | {}",
             one_line(&e.id),
             e.entity_type.as_str(),
@@ -288,17 +292,30 @@ pub fn build_update_request(
         ));
         if !e.aliases.is_empty() {
             let aliases: Vec<String> = e.aliases.iter().map(|a| one_line(a)).collect();
-            user.push_str(" | ");
-            user.push_str(&aliases.join(", "));
+            entity_list.push_str(" | ");
+            entity_list.push_str(&aliases.join(", "));
         }
-        user.push('\n');
+        entity_list.push('\n');
     }
-    user.push_str(&format!(
-        "\nNEW MESSAGES (seq {} to {}):\n\n",
-        span.from_seq, span.to_seq
-    ));
-    user.push_str(transcript.trim_end());
-    user.push_str("\n\nWrite the updated memory now.");
+    let new_messages = format!(
+        "NEW MESSAGES (seq {} to {}):\n\n{}",
+        span.from_seq,
+        span.to_seq,
+        transcript.trim_end()
+    );
+    // The two-section form: the seed's protocol, the previous summary rewritten by the model.
+    let previous_text = previous
+        .map(|s| s.text.trim())
+        .filter(|t| !t.is_empty())
+        .unwrap_or(NO_PREVIOUS);
+    let user = format!(
+        "PREVIOUS SUMMARY:\n{previous_text}\n\n{entity_list}\n{new_messages}\n\nWrite the updated memory now."
+    );
+    // The constrained forms: what the new messages add, without the previous summary, which the
+    // engine carries forward itself (`summary::carry_forward`). Measured with SmolLM2-135M: given the
+    // previous summary, it copied it and left the new facts out; without it, it wrote them.
+    let structured_user =
+        format!("{entity_list}\n{new_messages}\n\nWrite the memory of the new messages now.");
 
     Ok(UpdateRequest {
         prompt: Prompt {
@@ -308,6 +325,7 @@ pub fn build_update_request(
                 content: user,
             }],
         },
+        structured_user,
         options: MemoryRequestOptions {
             temperature: MEMORY_TEMPERATURE,
             max_tokens: reply_tokens(transcript.len(), previous.map_or(0, |p| p.text.len())),

@@ -59,9 +59,19 @@ pub fn restore_summary(
     })
 }
 
-/// The longest summary [`carry_forward`] builds; past it the oldest carried sentences are left out
-/// (the model's own text is never cut here).
+/// The longest summary [`carry_forward`] builds by default; past it the oldest carried sentences are
+/// left out (the model's own text is never cut here).
 pub const CARRY_MAX_CHARS: usize = 6000;
+
+/// How long a carried-forward summary may grow for a conversation with this config: about a third of
+/// the prompt budget (at 4 characters per token), so the summary still fits the prompt it is for,
+/// between 600 and [`CARRY_MAX_CHARS`] characters.
+pub fn summary_max_chars(config: &crate::engine::model::MemoryConfig) -> usize {
+    let budget = config
+        .context_tokens
+        .saturating_sub(config.reply_reserve_tokens) as usize;
+    (budget * 4 / 3).clamp(600, CARRY_MAX_CHARS)
+}
 
 /// Words too common to tell two sentences apart.
 const COMMON: &[&str] = &[
@@ -187,9 +197,9 @@ fn covered(sentence: &str, text: &str) -> bool {
 /// The summary a memory update stores: the model's new summary, preceded by the sentences of the
 /// previous summary whose facts it left out (a small model often rewrites only what it just read, and
 /// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
-/// kept once. Past [`CARRY_MAX_CHARS`] the oldest carried sentences give way. Returns the text and how
+/// kept once. Past `max_chars` (see [`summary_max_chars`]) the oldest carried sentences give way. Returns the text and how
 /// many sentences were carried.
-pub fn carry_forward(previous: Option<&str>, new: &str) -> (String, usize) {
+pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (String, usize) {
     let mut seen: Vec<String> = Vec::new();
     let mut fresh: Vec<&str> = Vec::new();
     for s in sentences(new) {
@@ -209,7 +219,7 @@ pub fn carry_forward(previous: Option<&str>, new: &str) -> (String, usize) {
             carried.push(s);
         }
     }
-    let mut room = CARRY_MAX_CHARS.saturating_sub(new_text.len());
+    let mut room = max_chars.saturating_sub(new_text.len());
     let mut kept: Vec<&str> = Vec::new();
     for s in carried.iter().rev() {
         if s.len() + 1 > room {
