@@ -8,6 +8,7 @@
 
 pub mod assemble;
 pub mod backup;
+pub mod import;
 pub mod coalesce;
 pub mod decode;
 pub mod failure;
