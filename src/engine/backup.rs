@@ -981,7 +981,12 @@ impl CheckedImport {
 
     /// How many conversations and messages the checked file holds.
     pub fn counts(&self) -> (usize, usize) {
-        let messages = self.file.conversations.iter().map(|b| b.messages.len()).sum();
+        let messages = self
+            .file
+            .conversations
+            .iter()
+            .map(|b| b.messages.len())
+            .sum();
         (self.file.conversations.len(), messages)
     }
 }

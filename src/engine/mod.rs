@@ -8,7 +8,6 @@
 
 pub mod assemble;
 pub mod backup;
-pub mod import;
 pub mod coalesce;
 pub mod decode;
 pub mod failure;
@@ -16,6 +15,7 @@ pub mod follow;
 pub mod format;
 pub mod graph_layout;
 pub mod history;
+pub mod import;
 pub mod markdown;
 pub mod memory;
 pub mod model;

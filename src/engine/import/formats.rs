@@ -3,7 +3,7 @@
 //! Must not import anything outside `crate::engine`.
 
 use super::json::str_at;
-use super::{Imported, ImportError, Source};
+use super::{ImportError, Imported, Source};
 use serde_json::Value;
 
 mod bigagi;
@@ -74,7 +74,10 @@ pub fn jsonl(lines: Vec<Value>) -> Result<Imported, ImportError> {
     if tagged("session") || tagged("message") || first.get("conv").is_some() {
         return llamacpp::read_jsonl(&lines);
     }
-    if lines.iter().all(|l| l.get("mes").is_some() || l.get("is_user").is_some()) {
+    if lines
+        .iter()
+        .all(|l| l.get("mes").is_some() || l.get("is_user").is_some())
+    {
         return sillytavern::read(&lines);
     }
     Err(ImportError::UnknownFormat {

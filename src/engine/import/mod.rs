@@ -22,7 +22,7 @@ pub mod zip;
 
 use super::backup::{self, CheckedImport, ConversationBundle, ImportLimits};
 use super::model::{
-    Conversation, ConversationSummary, Message, MessageMeta, MessageStatus, MemoryOverrides,
+    Conversation, ConversationSummary, MemoryOverrides, Message, MessageMeta, MessageStatus,
     Millis, Role,
 };
 use super::title::auto_title;
@@ -219,7 +219,10 @@ pub fn detect(bytes: &[u8], limits: &ImportLimits) -> Result<Detected, ImportErr
 
 /// Several files from one ZIP: `conversations.json` alone if present, else every JSON(L) file,
 /// all of one source, merged.
-fn detect_files(files: &[(String, Vec<u8>)], limits: &ImportLimits) -> Result<Detected, ImportError> {
+fn detect_files(
+    files: &[(String, Vec<u8>)],
+    limits: &ImportLimits,
+) -> Result<Detected, ImportError> {
     let mut merged: Option<Imported> = None;
     for (name, bytes) in files {
         match detect_text(bytes, limits) {
@@ -246,7 +249,9 @@ fn detect_files(files: &[(String, Vec<u8>)], limits: &ImportLimits) -> Result<De
             Err(_) => {}
         }
     }
-    merged.map(Detected::Foreign).ok_or(ImportError::ZipHasNoExport)
+    merged
+        .map(Detected::Foreign)
+        .ok_or(ImportError::ZipHasNoExport)
 }
 
 fn detect_text(bytes: &[u8], limits: &ImportLimits) -> Result<Detected, ImportError> {
@@ -424,7 +429,8 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
     let updated = c.updated_at.unwrap_or(last_at).max(last_at);
     let summaries = match &c.summary {
         Some((text, covers)) if !text.trim().is_empty() => {
-            let offset = usize::from(c.system_prompt.is_some() && messages.len() > c.messages.len());
+            let offset =
+                usize::from(c.system_prompt.is_some() && messages.len() > c.messages.len());
             let covered = (*covers).min(c.messages.len());
             vec![ConversationSummary {
                 conversation_id: id.clone(),
@@ -469,7 +475,11 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
 
 /// The preview's text: what was found in the file and what was left out, before anything is written.
 pub fn describe(imported: &Imported) -> String {
-    let messages: usize = imported.conversations.iter().map(|c| c.messages.len()).sum();
+    let messages: usize = imported
+        .conversations
+        .iter()
+        .map(|c| c.messages.len())
+        .sum();
     let mut out = format!(
         "{} export: {} conversations, {} messages.",
         imported.source.name(),

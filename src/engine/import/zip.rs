@@ -67,10 +67,16 @@ struct Entry {
 }
 
 /// The entries worth reading, as (name, contents). `max_total` bounds the inflated bytes.
-pub fn read_candidates(bytes: &[u8], max_total: usize) -> Result<Vec<(String, Vec<u8>)>, ImportError> {
+pub fn read_candidates(
+    bytes: &[u8],
+    max_total: usize,
+) -> Result<Vec<(String, Vec<u8>)>, ImportError> {
     let entries = directory(bytes)?;
     let base = |n: &str| n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
-    let wanted: Vec<&Entry> = match entries.iter().find(|e| base(&e.name) == "conversations.json") {
+    let wanted: Vec<&Entry> = match entries
+        .iter()
+        .find(|e| base(&e.name) == "conversations.json")
+    {
         Some(e) => vec![e],
         None => entries
             .iter()
@@ -118,8 +124,10 @@ fn directory(b: &[u8]) -> Result<Vec<Entry>, ImportError> {
         if u32_at(b, at) != Some(CENTRAL) {
             return Err(err("its central directory is damaged"));
         }
-        let field = |off: usize| u16_at(b, at + off).ok_or_else(|| err("its central directory is cut off"));
-        let word = |off: usize| u32_at(b, at + off).ok_or_else(|| err("its central directory is cut off"));
+        let field =
+            |off: usize| u16_at(b, at + off).ok_or_else(|| err("its central directory is cut off"));
+        let word =
+            |off: usize| u32_at(b, at + off).ok_or_else(|| err("its central directory is cut off"));
         let flags = field(8)?;
         let method = field(10)?;
         let crc = word(16)?;
@@ -175,7 +183,9 @@ fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u
             if matches!(f.status, miniz_oxide::inflate::TINFLStatus::HasMoreOutput) {
                 ImportError::ZipTooLarge { limit: max_total }
             } else {
-                err(format!("the entry {name} cannot be decompressed (it is damaged)"))
+                err(format!(
+                    "the entry {name} cannot be decompressed (it is damaged)"
+                ))
             }
         })?,
         m => {
@@ -188,7 +198,9 @@ fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u
         return Err(ImportError::ZipTooLarge { limit: max_total });
     }
     if crc32(&out) != e.crc {
-        return Err(err(format!("the entry {name} fails its checksum (it is damaged)")));
+        return Err(err(format!(
+            "the entry {name} fails its checksum (it is damaged)"
+        )));
     }
     Ok(out)
 }
@@ -200,7 +212,11 @@ const CRC_TABLE: [u32; 256] = {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[i] = c;

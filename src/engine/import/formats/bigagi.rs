@@ -124,7 +124,10 @@ fn message_text(
             (Some("content"), Some(p)) if p.contains("image") => out.push("[image]".into()),
             (Some("attachment"), _) => {
                 let name = str_at(f, "title").unwrap_or("file");
-                out.push(format!("[attachment: {}]", crate::engine::backup::clip(name, 100)));
+                out.push(format!(
+                    "[attachment: {}]",
+                    crate::engine::backup::clip(name, 100)
+                ));
             }
             _ => {}
         }

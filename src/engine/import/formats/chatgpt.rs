@@ -77,7 +77,8 @@ fn conversation(
         .iter()
         .filter(|(id, n)| {
             !on_path.contains(id.as_str())
-                && n.get("message").is_some_and(|m| m.is_object() && visible(m).is_ok())
+                && n.get("message")
+                    .is_some_and(|m| m.is_object() && visible(m).is_ok())
         })
         .count();
     let mut messages = Vec::new();
@@ -158,8 +159,12 @@ fn visible(m: &Value) -> Result<(Role, String), Why> {
         Some("text" | "multimodal_text") => {}
         Some("thoughts" | "reasoning_recap") => return Err(Why::Reasoning),
         Some(
-            "code" | "execution_output" | "tether_browsing_display" | "tether_quote"
-            | "system_error" | "computer_output",
+            "code"
+            | "execution_output"
+            | "tether_browsing_display"
+            | "tether_quote"
+            | "system_error"
+            | "computer_output",
         ) => return Err(Why::Tool),
         _ => return Err(Why::Hidden),
     }

@@ -47,7 +47,10 @@ pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
                 text = str_at(m, "text").unwrap_or("").to_string();
             }
             let mut notes = attachment_notes(list(SOURCE, &at, m, "attachments")?, &["file_name"]);
-            notes.extend(attachment_notes(list(SOURCE, &at, m, "files")?, &["file_name"]));
+            notes.extend(attachment_notes(
+                list(SOURCE, &at, m, "files")?,
+                &["file_name"],
+            ));
             let text = with_notes(text, &notes);
             if text.trim().is_empty() {
                 skipped.empty += 1;

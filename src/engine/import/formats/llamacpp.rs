@@ -23,10 +23,13 @@ pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
         if item.is_null() {
             continue;
         }
-        let conv = item
-            .get("conv")
-            .filter(|c| c.is_object())
-            .ok_or_else(|| shape(SOURCE, format!("conversation {}", i + 1), "\"conv\" is not an object"))?;
+        let conv = item.get("conv").filter(|c| c.is_object()).ok_or_else(|| {
+            shape(
+                SOURCE,
+                format!("conversation {}", i + 1),
+                "\"conv\" is not an object",
+            )
+        })?;
         let at = || conv_name(i, conv, "name");
         let messages: Vec<&Value> = list(SOURCE, &at, item, "messages")?.iter().collect();
         conversations.push(conversation(conv, &messages, &at, &mut skipped)?);
@@ -60,7 +63,11 @@ pub fn read_jsonl(lines: &[Value]) -> Result<Imported, ImportError> {
             current = Some((conv, msgs));
         } else {
             let Some((_, msgs)) = current.as_mut() else {
-                return Err(shape(SOURCE, format!("line {}", i + 1), "a message comes before any session line"));
+                return Err(shape(
+                    SOURCE,
+                    format!("line {}", i + 1),
+                    "a message comes before any session line",
+                ));
             };
             msgs.push(nested("message").unwrap_or(line));
         }
@@ -72,7 +79,10 @@ pub fn read_jsonl(lines: &[Value]) -> Result<Imported, ImportError> {
     done(conversations, skipped)
 }
 
-fn done(conversations: Vec<ImportedConversation>, skipped: Skipped) -> Result<Imported, ImportError> {
+fn done(
+    conversations: Vec<ImportedConversation>,
+    skipped: Skipped,
+) -> Result<Imported, ImportError> {
     if conversations.is_empty() {
         return Err(ImportError::NoConversations {
             source_name: SOURCE.name(),
@@ -117,7 +127,10 @@ fn conversation(
             Walk::MissingCurrent(id) => shape(
                 SOURCE,
                 at(),
-                format!("\"currNode\" {} is not among its messages", crate::engine::backup::clip(&id, 60)),
+                format!(
+                    "\"currNode\" {} is not among its messages",
+                    crate::engine::backup::clip(&id, 60)
+                ),
             ),
             Walk::Cycle => ImportError::Cycle {
                 source_name: SOURCE.name(),
@@ -126,7 +139,10 @@ fn conversation(
         })?,
         None => Vec::new(),
     };
-    let non_root = all.iter().filter(|m| str_at(m, "type") != Some("root")).count();
+    let non_root = all
+        .iter()
+        .filter(|m| str_at(m, "type") != Some("root"))
+        .count();
     let mut system_prompt = None;
     let mut messages = Vec::new();
     let mut on_path = 0;

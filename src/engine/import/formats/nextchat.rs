@@ -17,13 +17,23 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
     let store = root
         .get("chat-next-web-store")
         .filter(|s| s.is_object())
-        .ok_or_else(|| shape(SOURCE, "the file", "\"chat-next-web-store\" is not an object"))?;
+        .ok_or_else(|| {
+            shape(
+                SOURCE,
+                "the file",
+                "\"chat-next-web-store\" is not an object",
+            )
+        })?;
     let top = || "the chat store".to_string();
     let mut skipped = Skipped::default();
     let mut conversations = Vec::new();
     for (i, s) in list(SOURCE, &top, store, "sessions")?.iter().enumerate() {
         if !s.is_object() {
-            return Err(shape(SOURCE, format!("session {}", i + 1), "it is not an object"));
+            return Err(shape(
+                SOURCE,
+                format!("session {}", i + 1),
+                "it is not an object",
+            ));
         }
         let at = || conv_name(i, s, "topic");
         let last_update = millis(s.get("lastUpdate"));
@@ -76,7 +86,11 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
             .filter(|t| !t.trim().is_empty())
             .collect();
         let memory = str_at(s, "memoryPrompt").filter(|t| !t.trim().is_empty());
-        let covered = if covered == 0 { messages.len() } else { covered };
+        let covered = if covered == 0 {
+            messages.len()
+        } else {
+            covered
+        };
         conversations.push(ImportedConversation {
             source_id: id_at(s, "id"),
             title: str_at(s, "topic").unwrap_or("").to_string(),

@@ -108,7 +108,11 @@ fn branch<'a>(
     let mut parent_of = HashMap::with_capacity(map.len());
     for (id, m) in map {
         if !m.is_object() {
-            return Err(shape(SOURCE, at(), format!("message {id} is not an object")));
+            return Err(shape(
+                SOURCE,
+                at(),
+                format!("message {id} is not an object"),
+            ));
         }
         parent_of.insert(id.as_str(), str_at(m, "parentId"));
     }

@@ -16,7 +16,9 @@ pub fn read(lines: &[Value]) -> Result<Imported, ImportError> {
         Some((h, rest)) if h.get("mes").is_none() => (Some(h), rest),
         _ => (None, lines),
     };
-    let user = header.and_then(|h| str_at(h, "user_name")).unwrap_or("User");
+    let user = header
+        .and_then(|h| str_at(h, "user_name"))
+        .unwrap_or("User");
     let char_name = header
         .and_then(|h| str_at(h, "character_name"))
         .unwrap_or("Assistant");
