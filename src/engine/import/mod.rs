@@ -165,9 +165,9 @@ pub enum ImportError {
         detail: String,
     },
     #[error(
-        "This file is not an export Memoire can read ({found}). Supported: Memoire backups, ChatGPT \
-         and Claude.ai conversations.json (or their ZIP), Open WebUI, NextChat, LobeChat, \
-         llama.cpp web UI, SillyTavern chats and big-AGI backups."
+        "This file is not a Memoire backup nor another app's export Memoire can read ({found}). \
+         Supported: Memoire backups, ChatGPT and Claude.ai conversations.json (or their ZIP), Open \
+         WebUI, NextChat, LobeChat, llama.cpp web UI, SillyTavern chats and big-AGI backups."
     )]
     UnknownFormat { found: String },
     #[error("The {source_name} export has a problem in {at}: {detail}.")]
@@ -338,11 +338,14 @@ fn fnv(parts: &[&str]) -> String {
     format!("h{h:016x}")
 }
 
-/// `id` if it is usable inside a record id, else its hash.
+/// `id` if it is usable inside a record id (and the page URL, `#/c/<id>`): ASCII letters, digits
+/// and `-_.:@` only, at most [`MAX_SOURCE_ID`] long; else its hash.
 fn id_part(id: &str) -> String {
-    let clean = !id.trim().is_empty()
-        && id.chars().count() <= MAX_SOURCE_ID
-        && !id.chars().any(|c| c.is_control() || c == '/');
+    let clean = !id.is_empty()
+        && id.len() <= MAX_SOURCE_ID
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:@".contains(&b));
     if clean {
         id.to_string()
     } else {
