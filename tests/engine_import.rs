@@ -756,28 +756,72 @@ fn arb_json() -> impl Strategy<Value = Value> {
     })
 }
 
-/// A ChatGPT conversation whose nodes link to random parents (cycles included).
-fn arb_tree() -> impl Strategy<Value = (Value, usize)> {
+/// A random message tree: per node its parent (any node, so cycles happen), role and time step;
+/// and which node is current (possibly one that does not exist).
+type Tree = (Vec<(Option<usize>, bool, i64)>, usize);
+
+fn arb_tree() -> impl Strategy<Value = Tree> {
     (1usize..12).prop_flat_map(|n| {
         (
-            prop::collection::vec((prop::option::of(0..n), any::<bool>(), 0u32..5), n),
+            prop::collection::vec((prop::option::of(0..n), any::<bool>(), -2i64..3), n),
             0..n + 1,
         )
-            .prop_map(move |(nodes, current)| {
-                let mut mapping = serde_json::Map::new();
-                for (i, (parent, user, t)) in nodes.iter().enumerate() {
-                    mapping.insert(format!("n{i}"), json!({
-                        "id": format!("n{i}"),
-                        "parent": parent.map(|p| format!("n{p}")),
-                        "message": {"id": format!("n{i}"), "author": {"role": if *user {"user"} else {"assistant"}},
-                            "create_time": 1_700_000_000 + i64::from(*t) * (i as i64 % 3 - 1),
-                            "content": {"content_type": "text", "parts": [format!("text {i}")]}}
-                    }));
-                }
-                let conv = json!([{"id": "c", "mapping": mapping, "current_node": format!("n{current}")}]);
-                (conv, n)
-            })
     })
+}
+
+/// The tree as each tree-shaped source writes it, with the parent of node `id` in that file.
+fn tree_files(
+    (nodes, current): &Tree,
+) -> Vec<(Value, Box<dyn Fn(&Value, &str) -> Option<String>>)> {
+    let role = |u: bool| if u { "user" } else { "assistant" };
+    let parent = |p: &Option<usize>| p.map(|p| format!("n{p}"));
+    let t = |i: usize, step: i64| 1_700_000_000 + step * i as i64;
+    let mut chatgpt = serde_json::Map::new();
+    let mut webui = serde_json::Map::new();
+    let mut llama = Vec::new();
+    for (i, (p, u, step)) in nodes.iter().enumerate() {
+        let id = format!("n{i}");
+        chatgpt.insert(
+            id.clone(),
+            json!({"id": id, "parent": parent(p), "message": {
+            "id": id, "author": {"role": role(*u)}, "create_time": t(i, *step),
+            "content": {"content_type": "text", "parts": [format!("text {i}")]}}}),
+        );
+        webui.insert(
+            id.clone(),
+            json!({"id": id, "parentId": parent(p), "role": role(*u),
+            "content": format!("text {i}"), "timestamp": t(i, *step)}),
+        );
+        llama.push(
+            json!({"id": id, "type": "text", "parent": parent(p), "role": role(*u),
+            "content": format!("text {i}"), "timestamp": t(i, *step) * 1000}),
+        );
+    }
+    let cur = format!("n{current}");
+    vec![
+        (
+            json!([{"id": "c", "mapping": chatgpt, "current_node": cur}]),
+            Box::new(|f: &Value, id: &str| {
+                f[0]["mapping"][id]["parent"].as_str().map(str::to_string)
+            }),
+        ),
+        (
+            json!([{"id": "c", "chat": {"history": {"messages": webui, "currentId": cur}}}]),
+            Box::new(|f: &Value, id: &str| {
+                f[0]["chat"]["history"]["messages"][id]["parentId"]
+                    .as_str()
+                    .map(str::to_string)
+            }),
+        ),
+        (
+            json!({"conv": {"id": "c", "name": "t", "currNode": cur}, "messages": llama}),
+            Box::new(|f: &Value, id: &str| {
+                f["messages"].as_array()?.iter().find(|m| m["id"] == id)?["parent"]
+                    .as_str()
+                    .map(str::to_string)
+            }),
+        ),
+    ]
 }
 
 proptest! {
@@ -799,29 +843,34 @@ proptest! {
     }
 
     #[test]
-    fn the_shown_branch_is_a_parent_chain_in_order((conv, n) in arb_tree()) {
-        match detect(conv.to_string().as_bytes(), &ImportLimits::default()) {
-            Ok(Detected::Foreign(i)) => {
-                let c = &i.conversations[0];
-                // Every kept message's parent is the one before it (all nodes are visible here).
-                let ids: Vec<&str> = c.messages.iter().filter_map(|m| m.source_id.as_deref()).collect();
-                for w in ids.windows(2) {
-                    prop_assert_eq!(conv[0]["mapping"][w[1]]["parent"].as_str(), Some(w[0]));
+    fn the_shown_branch_is_a_parent_chain_in_order(tree in arb_tree()) {
+        let n = tree.0.len();
+        for (file, parent_of) in tree_files(&tree) {
+            match detect(file.to_string().as_bytes(), &ImportLimits::default()) {
+                Ok(Detected::Foreign(i)) => {
+                    let c = &i.conversations[0];
+                    // Every kept message's parent is the one before it (every node is visible here).
+                    let ids: Vec<&str> =
+                        c.messages.iter().filter_map(|m| m.source_id.as_deref()).collect();
+                    for w in ids.windows(2) {
+                        let parent = parent_of(&file, w[1]);
+                        prop_assert_eq!(parent.as_deref(), Some(w[0]));
+                    }
+                    prop_assert!(ids.len() <= n);
+                    let b = &to_bundles(&i, NOW)[0];
+                    for (k, m) in b.messages.iter().enumerate() {
+                        prop_assert_eq!(m.seq, k as u64);
+                    }
+                    for w in b.messages.windows(2) {
+                        prop_assert!(w[0].created_at <= w[1].created_at);
+                    }
                 }
-                prop_assert!(ids.len() <= n);
-                let b = &to_bundles(&i, NOW)[0];
-                for (k, m) in b.messages.iter().enumerate() {
-                    prop_assert_eq!(m.seq, k as u64);
-                }
-                for w in b.messages.windows(2) {
-                    prop_assert!(w[0].created_at <= w[1].created_at);
-                }
+                Ok(Detected::Backup(_)) => prop_assert!(false, "read as a backup"),
+                Err(e) => prop_assert!(
+                    matches!(e, ImportError::Cycle { .. } | ImportError::Shape { .. }),
+                    "{}", e
+                ),
             }
-            Ok(Detected::Backup(_)) => prop_assert!(false, "read as a backup"),
-            Err(e) => prop_assert!(
-                matches!(e, ImportError::Cycle { .. } | ImportError::Shape { .. }),
-                "{}", e
-            ),
         }
     }
 }
