@@ -769,10 +769,11 @@ fn arb_tree() -> impl Strategy<Value = Tree> {
     })
 }
 
+/// Reads the parent of node `id` in a file.
+type ParentOf = Box<dyn Fn(&Value, &str) -> Option<String>>;
+
 /// The tree as each tree-shaped source writes it, with the parent of node `id` in that file.
-fn tree_files(
-    (nodes, current): &Tree,
-) -> Vec<(Value, Box<dyn Fn(&Value, &str) -> Option<String>>)> {
+fn tree_files((nodes, current): &Tree) -> Vec<(Value, ParentOf)> {
     let role = |u: bool| if u { "user" } else { "assistant" };
     let parent = |p: &Option<usize>| p.map(|p| format!("n{p}"));
     let t = |i: usize, step: i64| 1_700_000_000 + step * i as i64;
