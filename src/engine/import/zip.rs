@@ -46,12 +46,17 @@ fn err(detail: impl Into<String>) -> ImportError {
     }
 }
 
+// Offsets come from the file: every sum is checked (usize is 32 bits in wasm).
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+    Some(u16::from_le_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 /// One central-directory entry.
@@ -124,10 +129,12 @@ fn directory(b: &[u8]) -> Result<Vec<Entry>, ImportError> {
         if u32_at(b, at) != Some(CENTRAL) {
             return Err(err("its central directory is damaged"));
         }
-        let field =
-            |off: usize| u16_at(b, at + off).ok_or_else(|| err("its central directory is cut off"));
-        let word =
-            |off: usize| u32_at(b, at + off).ok_or_else(|| err("its central directory is cut off"));
+        let field = |off: usize| {
+            u16_at(b, at.saturating_add(off)).ok_or_else(|| err("its central directory is cut off"))
+        };
+        let word = |off: usize| {
+            u32_at(b, at.saturating_add(off)).ok_or_else(|| err("its central directory is cut off"))
+        };
         let flags = field(8)?;
         let method = field(10)?;
         let crc = word(16)?;
@@ -140,8 +147,9 @@ fn directory(b: &[u8]) -> Result<Vec<Entry>, ImportError> {
         if compressed == u32::MAX || size == u32::MAX || local_offset == u32::MAX {
             return Err(err("it uses ZIP64 entries, which Memoire does not read"));
         }
+        let name_start = at.saturating_add(46);
         let name_bytes = b
-            .get(at + 46..at + 46 + name_len)
+            .get(name_start..name_start.saturating_add(name_len))
             .ok_or_else(|| err("its central directory is cut off"))?;
         entries.push(Entry {
             name: String::from_utf8_lossy(name_bytes).into_owned(),
@@ -152,7 +160,7 @@ fn directory(b: &[u8]) -> Result<Vec<Entry>, ImportError> {
             size: size as usize,
             local_offset: local_offset as usize,
         });
-        at += 46 + name_len + extra_len + comment_len;
+        at = name_start.saturating_add(name_len + extra_len + comment_len);
     }
     Ok(entries)
 }
@@ -170,9 +178,9 @@ fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u
     if u32_at(b, at) != Some(LOCAL) {
         return Err(err(format!("the entry {name} is damaged")));
     }
-    let name_len = usize::from(u16_at(b, at + 26).unwrap_or(0));
-    let extra_len = usize::from(u16_at(b, at + 28).unwrap_or(0));
-    let start = at + 30 + name_len + extra_len;
+    let name_len = usize::from(u16_at(b, at.saturating_add(26)).unwrap_or(0));
+    let extra_len = usize::from(u16_at(b, at.saturating_add(28)).unwrap_or(0));
+    let start = at.saturating_add(30 + name_len + extra_len);
     let data = start
         .checked_add(e.compressed)
         .and_then(|end| b.get(start..end))
