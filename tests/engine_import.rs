@@ -191,6 +191,28 @@ fn claude_keeps_text_blocks_and_falls_back_to_text() {
 }
 
 #[test]
+fn claude_follows_the_current_leaf_when_messages_are_linked() {
+    let m = |id: &str, parent: &str, sender: &str, text: &str| {
+        json!({"uuid": id, "parent_message_uuid": parent, "sender": sender,
+               "content": [{"type": "text", "text": text}]})
+    };
+    let root = "00000000-0000-4000-8000-000000000000";
+    let file = json!([{"uuid": "c", "name": "Retried", "current_leaf_message_uuid": "a2",
+        "chat_messages": [m("q", root, "human", "Hi"), m("a1", "q", "assistant", "ABANDONED"),
+                          m("a2", "q", "assistant", "Hello")]}]);
+    let i = foreign(file.to_string().as_bytes());
+    assert_eq!(stored(&i, 0).1, ["u: Hi", "a: Hello"]);
+    assert_eq!(i.skipped.other_branches, 1);
+    let broken = file.to_string().replace(
+        "\"current_leaf_message_uuid\":\"a2\"",
+        "\"current_leaf_message_uuid\":\"zz\"",
+    );
+    hostile(broken.as_bytes(), |e| {
+        e.to_string().contains("\"current_leaf_message_uuid\" zz")
+    });
+}
+
+#[test]
 fn open_webui_follows_current_id_and_strips_reasoning_details() {
     let i = check(
         "openwebui.json",
