@@ -6,10 +6,12 @@
 
 mod backup;
 mod cache;
+mod import;
 mod memory;
 mod sync;
 mod turn;
 
+pub use import::{ImportStep, PreparedImport};
 use turn::Begin;
 
 use crate::engine::model::{

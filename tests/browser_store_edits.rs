@@ -313,6 +313,8 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     // The same file again: everything exists, nothing is added.
     let existing = target.existing_ids_for(&named).await.unwrap();
     assert_eq!(existing.messages.len(), 6);
+    // The stored conversation's last seq, for other apps' exports (which append what is new).
+    assert_eq!(existing.last_seqs.get("c"), Some(&7));
     assert_eq!(existing.entities.len(), 1);
     assert!(existing.summaries.contains(&("c".to_string(), 1)));
     let again = validate_import(json.as_bytes(), &existing, &limits).unwrap();

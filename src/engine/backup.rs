@@ -718,6 +718,9 @@ pub struct ExistingIds {
     pub summaries: HashSet<(String, u32)>,
     /// Entity id -> its scope.
     pub entities: HashMap<String, EntityScope>,
+    /// Stored conversation id -> its highest message seq (read for other apps' exports, which
+    /// append what is new; a backup's plan does not use it).
+    pub last_seqs: HashMap<String, u64>,
 }
 
 /// Where an existing message lives.
@@ -860,6 +863,9 @@ pub fn validate_import(
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckedImport {
     file: BackupFile,
+    /// Set for other apps' exports ([`CheckedImport::from_bundles`]): a message that is new to a
+    /// conversation already stored is appended after its last seq instead of keeping the file's.
+    append: bool,
 }
 
 /// Checks a backup file completely, except against what is stored. Never panics, whatever the bytes.
@@ -901,7 +907,10 @@ pub fn check_import(bytes: &[u8], limits: &ImportLimits) -> Result<CheckedImport
         }
     };
     check_file(&file, limits)?;
-    Ok(CheckedImport { file })
+    Ok(CheckedImport {
+        file,
+        append: false,
+    })
 }
 
 impl CheckedImport {
@@ -942,14 +951,54 @@ impl CheckedImport {
     /// Plans the write against what is stored: skips records that exist by id, refuses ids or seqs
     /// that collide with different records.
     pub fn plan(self, existing: &ExistingIds) -> Result<ImportPlan, ImportError> {
-        plan(self.file, existing)
+        plan(self.file, existing, self.append)
+    }
+
+    /// Conversations converted from another app's export (`engine::import`), checked exactly like a
+    /// backup file's records (ids, lengths, duplicates, references). Their plan differs in one way:
+    /// a message that is new to a conversation already stored (a newer export of the same chat) is
+    /// appended after that conversation's last seq ([`ExistingIds::last_seqs`]) rather than at the
+    /// file's seq, so a chat continued here or in the other app never collides.
+    pub fn from_bundles(
+        bundles: &[ConversationBundle],
+        exported_at: Millis,
+        limits: &ImportLimits,
+    ) -> Result<CheckedImport, ImportError> {
+        let file = BackupFile {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            exported_at,
+            conversations: bundles
+                .iter()
+                .map(|b| BConversationBundle {
+                    conversation: (&b.conversation).into(),
+                    messages: b.messages.iter().map(Into::into).collect(),
+                    summaries: b.summaries.iter().map(Into::into).collect(),
+                    entities: b.entities.iter().map(Into::into).collect(),
+                })
+                .collect(),
+            shared_entities: Vec::new(),
+        };
+        check_file(&file, limits)?;
+        Ok(CheckedImport { file, append: true })
+    }
+
+    /// How many conversations and messages the checked file holds.
+    pub fn counts(&self) -> (usize, usize) {
+        let messages = self
+            .file
+            .conversations
+            .iter()
+            .map(|b| b.messages.len())
+            .sum();
+        (self.file.conversations.len(), messages)
     }
 }
 
 /// Reject nesting deeper than `max` by scanning bytes, before any parser recurses. Inside a string
 /// only `"` and `\\` matter, and most of a backup's bytes are string contents (message text), so
 /// those are skipped 8 bytes at a time (about 3x faster than byte by byte on a 4 MB file).
-fn check_depth(bytes: &[u8], max: usize) -> Result<(), ImportError> {
+pub(crate) fn check_depth(bytes: &[u8], max: usize) -> Result<(), ImportError> {
     let mut depth = 0usize;
     let mut i = 0;
     while i < bytes.len() {
@@ -1030,7 +1079,7 @@ fn check_header(text: &str) -> Result<(), ImportError> {
     }
 }
 
-fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {
@@ -1294,7 +1343,7 @@ fn check_file(file: &BackupFile, limits: &ImportLimits) -> Result<(), ImportErro
 }
 
 /// Plans a checked file against what already exists: skip the same record, refuse a different owner.
-fn plan(file: BackupFile, existing: &ExistingIds) -> Result<ImportPlan, ImportError> {
+fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<ImportPlan, ImportError> {
     let conv_ids: HashSet<&str> = file
         .conversations
         .iter()
@@ -1318,7 +1367,12 @@ fn plan(file: BackupFile, existing: &ExistingIds) -> Result<ImportPlan, ImportEr
             plan.conversations.push(b.conversation.into_model()?);
             plan.added.conversations += 1;
         }
-        for m in b.messages {
+        // Other apps' exports: what is new to a stored conversation goes after its last message.
+        let mut next_seq = match existing.last_seqs.get(&conv_id) {
+            Some(&last) if append && existing.conversations.contains(&conv_id) => Some(last + 1),
+            _ => None,
+        };
+        for mut m in b.messages {
             if let Some(found) = existing.messages.get(&m.id) {
                 if found.conversation_id != conv_id {
                     return Err(ImportError::IdCollision {
@@ -1329,6 +1383,13 @@ fn plan(file: BackupFile, existing: &ExistingIds) -> Result<ImportPlan, ImportEr
                     });
                 }
                 plan.skipped.messages += 1;
+                continue;
+            }
+            if let Some(seq) = next_seq.as_mut() {
+                m.seq = *seq;
+                *seq += 1;
+                plan.messages.push(m.into());
+                plan.added.messages += 1;
                 continue;
             }
             if taken_seqs.contains_key(&(conv_id.as_str(), m.seq)) {

@@ -1,6 +1,7 @@
 //! The engine: every decision Memoire makes, as pure deterministic Rust, tested natively.
 //! Owns the data model, token estimation, context assembly, history formats, the turn state machine,
 //! the memory protocol, stream decoders, request builders, markdown sanitising, backup validation,
+//! reading other chat apps' exports,
 //! the in-memory history window and the chat view's follow rule.
 //! Must not import anything outside `crate::engine`: no leptos, web_sys, js_sys, rexie, gloo,
 //! wasm_bindgen, no clock and no randomness (`now`, ids and limits are arguments).
@@ -15,6 +16,7 @@ pub mod follow;
 pub mod format;
 pub mod graph_layout;
 pub mod history;
+pub mod import;
 pub mod markdown;
 pub mod memory;
 pub mod model;

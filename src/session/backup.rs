@@ -78,7 +78,15 @@ impl Session {
     /// Imports backup bytes (see [`Session::import_file`]).
     pub async fn import_bytes(&self, bytes: &[u8]) -> Result<String, SessionError> {
         // Check the whole file, look up only the records it names, plan against them, then write.
-        let checked = check_import(bytes, &ImportLimits::default())?;
+        self.import_checked(check_import(bytes, &ImportLimits::default())?)
+            .await
+    }
+
+    /// Writes a checked backup (see [`Session::import_file`]).
+    pub(super) async fn import_checked(
+        &self,
+        checked: crate::engine::backup::CheckedImport,
+    ) -> Result<String, SessionError> {
         let existing = self.store.existing_ids_for(&checked).await?;
         let plan = checked.plan(&existing)?;
         // The conversations the write touched, as it stored them: no second read to announce them.

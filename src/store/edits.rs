@@ -254,7 +254,11 @@ impl Store {
             })
             .collect::<Result<Vec<_>, _>>()?;
         for (id, r) in conv_reqs {
-            if !request(&r).await?.is_undefined() {
+            let v = request(&r).await?;
+            if !v.is_undefined() {
+                // Other apps' exports append what is new after the stored conversation's last seq.
+                let rec = from_js::<ConversationRecord>(v, "conversation")?;
+                out.last_seqs.insert(id.clone(), rec.last_seq);
                 out.conversations.insert(id);
             }
         }

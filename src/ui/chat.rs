@@ -7,6 +7,7 @@ use crate::engine::follow::Follow;
 use crate::engine::format::{continuity, date_time};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
+use crate::session::{ImportStep, PreparedImport};
 use crate::ui::controller::Controller;
 use crate::ui::state::MessageItem;
 use crate::ui::time::now_ms;
@@ -123,15 +124,41 @@ fn ExportButtons() -> impl IntoView {
             Ok(())
         });
     };
+    // Another app's export waits here for the user to confirm; `importing` shows the progress bar.
+    let pending = RwSignal::new(None::<PreparedImport>);
+    let importing = RwSignal::new(false);
     let on_import = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         let Some(file) = input.files().and_then(|f| f.get(0)) else {
             return;
         };
         input.set_value("");
+        open.set(false);
+        pending.set(None);
         ctl.run(move |s, st| async move {
-            let report = s.import_file(file).await?;
-            st.notice.set(Some(report));
+            importing.set(true);
+            let step = s.open_import(file).await;
+            importing.set(false);
+            match step? {
+                ImportStep::Written(report) => {
+                    st.notice.set(Some(report));
+                    st.conversations.set(s.list_conversations().await?);
+                }
+                ImportStep::Preview(p) => pending.set(Some(p)),
+            }
+            Ok(())
+        });
+    };
+    let confirm = move |_| {
+        let Some(p) = pending.get_untracked() else {
+            return;
+        };
+        pending.set(None);
+        ctl.run(move |s, st| async move {
+            importing.set(true);
+            let done = s.confirm_import(p).await;
+            importing.set(false);
+            st.notice.set(Some(done?));
             st.conversations.set(s.list_conversations().await?);
             Ok(())
         });
@@ -160,9 +187,27 @@ fn ExportButtons() -> impl IntoView {
                         "Export everything (JSON)"
                     </button>
                     <label class="import" role="menuitem">
-                        "Import a backup…"
-                        <input type="file" accept="application/json,.json" data-testid="import-input" on:change=on_import/>
+                        "Import a backup or another app's export…"
+                        <input
+                            type="file"
+                            accept="application/json,application/zip,.json,.jsonl,.zip"
+                            data-testid="import-input"
+                            on:change=on_import
+                        />
                     </label>
+                </div>
+            </Show>
+            <Show when=move || importing.get()>
+                <progress class="import-progress" data-testid="import-progress" aria-label="Importing"></progress>
+            </Show>
+            <Show when=move || pending.with(|p| p.is_some())>
+                <div class="import-preview" role="dialog" aria-label="Import preview" data-testid="import-preview">
+                    <p class="file">{move || pending.with(|p| p.as_ref().map(|p| p.file_name.clone()).unwrap_or_default())}</p>
+                    <p>{move || pending.with(|p| p.as_ref().map(|p| p.preview.clone()).unwrap_or_default())}</p>
+                    <div class="actions">
+                        <button class="primary" data-testid="import-confirm" on:click=confirm>"Import"</button>
+                        <button data-testid="import-cancel" on:click=move |_| pending.set(None)>"Cancel"</button>
+                    </div>
                 </div>
             </Show>
         </div>

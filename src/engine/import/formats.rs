@@ -1,0 +1,230 @@
+//! Which reader a parsed file goes to, decided by its shape (never the file name), and the helpers
+//! the readers share (the error for a wrong shape, text cleaning).
+//! Must not import anything outside `crate::engine`.
+
+use super::json::str_at;
+use super::{ImportError, Imported, Source};
+use serde_json::Value;
+
+mod bigagi;
+mod chatgpt;
+mod claude;
+mod llamacpp;
+mod lobechat;
+mod nextchat;
+mod openwebui;
+mod sillytavern;
+
+/// A parsed JSON document (not a backup) to the reader its shape names.
+pub fn read(v: Value) -> Result<Imported, ImportError> {
+    match &v {
+        Value::Object(o) => {
+            if o.contains_key("chat-next-web-store") {
+                return nextchat::read(&v);
+            }
+            if o.contains_key("exportType") && o.contains_key("state") {
+                return lobechat::read(&v);
+            }
+            if o.contains_key("conv") && o.contains_key("messages") {
+                return llamacpp::read(std::slice::from_ref(&v));
+            }
+            if o.contains_key("conversations") {
+                return bigagi::read(&v);
+            }
+            if o.contains_key("messages") && o.contains_key("systemPurposeId") {
+                return bigagi::read_one(&v);
+            }
+            if let Some(source) = list_source(&v) {
+                return read_list(source, std::slice::from_ref(&v));
+            }
+            if o.contains_key("user_name") && o.contains_key("character_name") {
+                return sillytavern::read(std::slice::from_ref(&v));
+            }
+            Err(ImportError::UnknownFormat {
+                found: format!("a JSON object with {}", keys_of(&v)),
+            })
+        }
+        Value::Array(items) => {
+            let Some(first) = items.iter().find(|i| !i.is_null()) else {
+                return Err(ImportError::UnknownFormat {
+                    found: "an empty list".into(),
+                });
+            };
+            match list_source(first) {
+                Some(source) => read_list(source, items),
+                None => Err(ImportError::UnknownFormat {
+                    found: format!("a list whose first item has {}", keys_of(first)),
+                }),
+            }
+        }
+        other => Err(ImportError::UnknownFormat {
+            found: format!("a JSON {}", kind(other)),
+        }),
+    }
+}
+
+/// JSON Lines: SillyTavern's chat file (a header line with the names) or llama.cpp's (a
+/// `session` line, then `message` lines).
+pub fn jsonl(lines: Vec<Value>) -> Result<Imported, ImportError> {
+    let first = &lines[0];
+    if first.get("user_name").is_some() || first.get("character_name").is_some() {
+        return sillytavern::read(&lines);
+    }
+    let tagged = |t: &str| lines.iter().any(|l| str_at(l, "type") == Some(t));
+    if tagged("session") || tagged("message") || first.get("conv").is_some() {
+        return llamacpp::read_jsonl(&lines);
+    }
+    if lines
+        .iter()
+        .all(|l| l.get("mes").is_some() || l.get("is_user").is_some())
+    {
+        return sillytavern::read(&lines);
+    }
+    Err(ImportError::UnknownFormat {
+        found: format!("JSON lines whose first line has {}", keys_of(first)),
+    })
+}
+
+/// The source of a list item (one conversation) by its keys.
+fn list_source(item: &Value) -> Option<Source> {
+    let has = |k: &str| item.get(k).is_some();
+    if has("mapping") {
+        Some(Source::ChatGpt)
+    } else if has("chat_messages") {
+        Some(Source::Claude)
+    } else if item.get("chat").is_some_and(Value::is_object) {
+        Some(Source::OpenWebUi)
+    } else if has("conv") && has("messages") {
+        Some(Source::LlamaCpp)
+    } else {
+        None
+    }
+}
+
+fn read_list(source: Source, items: &[Value]) -> Result<Imported, ImportError> {
+    match source {
+        Source::ChatGpt => chatgpt::read(items),
+        Source::Claude => claude::read(items),
+        Source::OpenWebUi => openwebui::read(items),
+        _ => llamacpp::read(items),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
+}
+
+fn keys_of(v: &Value) -> String {
+    match v.as_object() {
+        Some(o) if !o.is_empty() => {
+            let keys: Vec<String> = o
+                .keys()
+                .take(6)
+                .map(|k| format!("\"{}\"", crate::engine::backup::clip(k, 30)))
+                .collect();
+            format!("the fields {}", keys.join(", "))
+        }
+        Some(_) => "no fields".into(),
+        None => format!("a {}", kind(v)),
+    }
+}
+
+/// The error for a value that is not what the source's format says.
+fn shape(source: Source, at: impl Into<String>, detail: impl Into<String>) -> ImportError {
+    ImportError::Shape {
+        source_name: source.name(),
+        at: at.into(),
+        detail: detail.into(),
+    }
+}
+
+/// Names a conversation in an error: its position, and its title if it has one.
+fn conv_name(i: usize, item: &Value, title_key: &str) -> String {
+    match str_at(item, title_key).filter(|t| !t.trim().is_empty()) {
+        Some(t) => format!(
+            "conversation {} (\"{}\")",
+            i + 1,
+            crate::engine::backup::clip(t, 40)
+        ),
+        None => format!("conversation {}", i + 1),
+    }
+}
+
+/// An array field that must be an array when present.
+fn list<'a>(
+    source: Source,
+    at: &dyn Fn() -> String,
+    v: &'a Value,
+    key: &str,
+) -> Result<&'a [Value], ImportError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(other) => Err(shape(
+            source,
+            at(),
+            format!("\"{key}\" is a {}, not a list", kind(other)),
+        )),
+    }
+}
+
+/// Text parts of an OpenAI-style content value: a string, or a list of `{type: "text", text}`
+/// parts (others become a short note such as `[image]`).
+fn content_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            let mut out: Vec<String> = Vec::new();
+            for p in parts {
+                match p {
+                    Value::String(s) => out.push(s.clone()),
+                    Value::Object(_) => match str_at(p, "type") {
+                        Some("text") => out.push(str_at(p, "text").unwrap_or("").to_string()),
+                        Some(t) if t.contains("image") => out.push("[image]".into()),
+                        Some(t) => out.push(format!("[{}]", crate::engine::backup::clip(t, 30))),
+                        None => {}
+                    },
+                    _ => {}
+                }
+            }
+            out.retain(|s| !s.is_empty());
+            out.join("\n\n")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Notes for attachments a message referred to (the files themselves are not in the export).
+fn attachment_notes(items: &[Value], name_keys: &[&str]) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|a| {
+            name_keys
+                .iter()
+                .find_map(|k| str_at(a, k))
+                .map(|n| format!("[attachment: {}]", crate::engine::backup::clip(n, 100)))
+        })
+        .collect()
+}
+
+/// `text` with the notes appended on their own lines.
+fn with_notes(text: String, notes: &[String]) -> String {
+    if notes.is_empty() {
+        return text;
+    }
+    let mut out = text;
+    for n in notes {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(n);
+    }
+    out
+}

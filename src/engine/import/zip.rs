@@ -1,0 +1,243 @@
+//! Reading a ZIP archive in memory: the central directory, then the chosen entries, stored or
+//! deflated, with their CRC-32 checked. ChatGPT and Claude.ai mail their export as a ZIP holding
+//! `conversations.json`; llama.cpp's web UI zips one JSONL file per conversation.
+//! Owns the choice of entries (`conversations.json` if present, else every `.json`/`.jsonl` file)
+//! and the ZIP-bomb guard: the inflated total may not exceed the import's byte limit, whatever the
+//! headers claim. Must not import anything outside `crate::engine`.
+//!
+//! Why not a ZIP crate: `zip` pulls in several compression back-ends and std::io plumbing we do not
+//! need (and tens of KB of wasm); `rawzip` is a fine reader but we would still bring our own inflate.
+//! Reading only the central directory and the local header offsets is ~150 lines; inflation is
+//! `miniz_oxide` (pure Rust, no_std-capable, the back-end `flate2` itself uses), whose
+//! `decompress_to_vec_with_limit` stops at the limit instead of allocating what a bomb asks for. No
+//! start-up cost: nothing runs until a ZIP is chosen. ZIP64, encryption and methods other than
+//! stored/deflate get a clear error.
+
+use super::ImportError;
+
+const LOCAL: u32 = 0x0403_4b50;
+const CENTRAL: u32 = 0x0201_4b50;
+const END: u32 = 0x0605_4b50;
+/// Most entries read from a directory (a ChatGPT export with images has a few thousand).
+const MAX_ENTRIES: usize = 100_000;
+/// Most JSON files read from one archive.
+const MAX_FILES: usize = 10_000;
+
+/// Files that come with ChatGPT's and Claude's exports but hold no conversations.
+const NOT_CONVERSATIONS: &[&str] = &[
+    "user.json",
+    "users.json",
+    "projects.json",
+    "message_feedback.json",
+    "shared_conversations.json",
+    "model_comparisons.json",
+    "group_chats.json",
+    "memories.json",
+];
+
+/// True if the bytes start like a ZIP archive (a local file header, or an empty archive).
+pub fn is_zip(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06")
+}
+
+fn err(detail: impl Into<String>) -> ImportError {
+    ImportError::Zip {
+        detail: detail.into(),
+    }
+}
+
+// Offsets come from the file: every sum is checked (usize is 32 bits in wasm).
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+/// One central-directory entry.
+#[derive(Debug, Clone)]
+struct Entry {
+    name: String,
+    flags: u16,
+    method: u16,
+    crc: u32,
+    compressed: usize,
+    size: usize,
+    local_offset: usize,
+}
+
+/// The entries worth reading, as (name, contents). `max_total` bounds the inflated bytes.
+pub fn read_candidates(
+    bytes: &[u8],
+    max_total: usize,
+) -> Result<Vec<(String, Vec<u8>)>, ImportError> {
+    let entries = directory(bytes)?;
+    let base = |n: &str| n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
+    let wanted: Vec<&Entry> = match entries
+        .iter()
+        .find(|e| base(&e.name) == "conversations.json")
+    {
+        Some(e) => vec![e],
+        None => entries
+            .iter()
+            .filter(|e| {
+                let b = base(&e.name);
+                !e.name.ends_with('/')
+                    && !e.name.starts_with("__MACOSX/")
+                    && !b.starts_with("._")
+                    && (b.ends_with(".json") || b.ends_with(".jsonl"))
+                    && !NOT_CONVERSATIONS.contains(&b.as_str())
+            })
+            .take(MAX_FILES)
+            .collect(),
+    };
+    if wanted.is_empty() {
+        return Err(ImportError::ZipHasNoExport);
+    }
+    let mut budget = max_total;
+    let mut out = Vec::with_capacity(wanted.len());
+    for e in wanted {
+        let data = extract(bytes, e, budget, max_total)?;
+        budget -= data.len();
+        out.push((e.name.clone(), data));
+    }
+    Ok(out)
+}
+
+/// Every entry of the central directory.
+fn directory(b: &[u8]) -> Result<Vec<Entry>, ImportError> {
+    // The end record is in the last 22 + 65535 (comment) bytes; search backwards.
+    let min = b.len().saturating_sub(22 + 0xffff);
+    let end = (min..=b.len().saturating_sub(22))
+        .rev()
+        .find(|&i| u32_at(b, i) == Some(END))
+        .ok_or_else(|| err("its end record is missing (the file is cut off or not a ZIP)"))?;
+    let count = usize::from(u16_at(b, end + 10).unwrap_or(0));
+    let cd_size = u32_at(b, end + 12).unwrap_or(0);
+    let cd_offset = u32_at(b, end + 16).unwrap_or(0);
+    if count == 0xffff || cd_size == u32::MAX || cd_offset == u32::MAX {
+        return Err(err("it is a ZIP64 archive, which Memoire does not read; zip the export again without ZIP64"));
+    }
+    let mut at = cd_offset as usize;
+    let mut entries = Vec::with_capacity(count.min(MAX_ENTRIES));
+    for _ in 0..count.min(MAX_ENTRIES) {
+        if u32_at(b, at) != Some(CENTRAL) {
+            return Err(err("its central directory is damaged"));
+        }
+        let field = |off: usize| {
+            u16_at(b, at.saturating_add(off)).ok_or_else(|| err("its central directory is cut off"))
+        };
+        let word = |off: usize| {
+            u32_at(b, at.saturating_add(off)).ok_or_else(|| err("its central directory is cut off"))
+        };
+        let flags = field(8)?;
+        let method = field(10)?;
+        let crc = word(16)?;
+        let compressed = word(20)?;
+        let size = word(24)?;
+        let name_len = usize::from(field(28)?);
+        let extra_len = usize::from(field(30)?);
+        let comment_len = usize::from(field(32)?);
+        let local_offset = word(42)?;
+        if compressed == u32::MAX || size == u32::MAX || local_offset == u32::MAX {
+            return Err(err("it uses ZIP64 entries, which Memoire does not read"));
+        }
+        let name_start = at.saturating_add(46);
+        let name_bytes = b
+            .get(name_start..name_start.saturating_add(name_len))
+            .ok_or_else(|| err("its central directory is cut off"))?;
+        entries.push(Entry {
+            name: String::from_utf8_lossy(name_bytes).into_owned(),
+            flags,
+            method,
+            crc,
+            compressed: compressed as usize,
+            size: size as usize,
+            local_offset: local_offset as usize,
+        });
+        at = name_start.saturating_add(name_len + extra_len + comment_len);
+    }
+    Ok(entries)
+}
+
+/// The contents of one entry, inflated within `budget` bytes.
+fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u8>, ImportError> {
+    let name = crate::engine::backup::clip(&e.name, 80);
+    if e.flags & 1 != 0 {
+        return Err(err(format!("{name} is encrypted")));
+    }
+    if e.size > budget {
+        return Err(ImportError::ZipTooLarge { limit: max_total });
+    }
+    let at = e.local_offset;
+    if u32_at(b, at) != Some(LOCAL) {
+        return Err(err(format!("the entry {name} is damaged")));
+    }
+    let name_len = usize::from(u16_at(b, at.saturating_add(26)).unwrap_or(0));
+    let extra_len = usize::from(u16_at(b, at.saturating_add(28)).unwrap_or(0));
+    let start = at.saturating_add(30 + name_len + extra_len);
+    let data = start
+        .checked_add(e.compressed)
+        .and_then(|end| b.get(start..end))
+        .ok_or_else(|| err(format!("the entry {name} is cut off")))?;
+    let out = match e.method {
+        0 => data.to_vec(),
+        8 => miniz_oxide::inflate::decompress_to_vec_with_limit(data, budget).map_err(|f| {
+            if matches!(f.status, miniz_oxide::inflate::TINFLStatus::HasMoreOutput) {
+                ImportError::ZipTooLarge { limit: max_total }
+            } else {
+                err(format!(
+                    "the entry {name} cannot be decompressed (it is damaged)"
+                ))
+            }
+        })?,
+        m => {
+            return Err(err(format!(
+                "the entry {name} uses compression method {m}; only stored and deflate are read"
+            )))
+        }
+    };
+    if out.len() > budget {
+        return Err(ImportError::ZipTooLarge { limit: max_total });
+    }
+    if crc32(&out) != e.crc {
+        return Err(err(format!(
+            "the entry {name} fails its checksum (it is damaged)"
+        )));
+    }
+    Ok(out)
+}
+
+const CRC_TABLE: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
+
+/// CRC-32 (IEEE), as ZIP stores it.
+pub fn crc32(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c = CRC_TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}

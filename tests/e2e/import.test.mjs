@@ -1,0 +1,207 @@
+// Importing other apps' exports (issue 13), through the real import-input:
+// - for each source (tests/fixtures/import/), the preview (import-preview) shows the conversations and
+//   messages found; after import-confirm the stored conversations (read back through export-all-json)
+//   hold exactly the shown branch, with the system prompt first where the source has one, and nothing
+//   hidden, abandoned, failed or secret;
+// - ChatGPT's ZIP (conversations.json inside, deflated) is read in the browser;
+// - importing the same file again adds nothing; a cancel writes nothing; a broken file (a
+//   current_node that does not exist) gives an error naming the file and writes nothing.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { deflateRawSync, crc32 } from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { startHarness, newAppPage, openApp, assertNoPageProblems, withDiagnostics, tid } from './helpers.mjs';
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'import');
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+const items = (page) => page.locator(tid('conversation-list')).locator(tid('conversation-item'));
+
+async function openMenu(page) {
+  if (!(await page.locator(tid('export-all-json')).isVisible())) await page.locator(tid('export-button')).click();
+}
+
+/** Everything stored, as Memoire's own export: title -> message lines (`u: text`). */
+async function stored(page) {
+  await openMenu(page);
+  const [file] = await Promise.all([page.waitForEvent('download'), page.locator(tid('export-all-json')).click()]);
+  const backup = JSON.parse(await readFile(await file.path(), 'utf8'));
+  const out = {};
+  for (const b of backup.conversations) {
+    const role = { user: 'u', assistant: 'a', system: 's', tool: 't' };
+    out[b.conversation.title] = b.messages.sort((x, y) => x.seq - y.seq).map((m) => `${role[m.role]}: ${m.content}`);
+  }
+  return out;
+}
+
+/** Chooses a file with the import control and waits for the preview; returns its text. */
+async function preview(page, file) {
+  await openMenu(page);
+  await page.locator(tid('import-input')).setInputFiles(file);
+  const p = page.locator(tid('import-preview'));
+  await p.waitFor({ state: 'visible' });
+  return p.innerText();
+}
+
+async function confirm(page) {
+  await page.locator(tid('import-confirm')).click();
+  await page.locator(tid('import-preview')).waitFor({ state: 'detached' });
+  const notice = page.locator(tid('notice')).filter({ hasText: 'Imported' });
+  await notice.waitFor({ state: 'visible' });
+  const text = await notice.innerText();
+  await page.locator(tid('notice')).getByRole('button', { name: 'Dismiss' }).click();
+  return text;
+}
+
+const fixture = async (name) => ({ name, mimeType: 'application/octet-stream', buffer: await readFile(join(FIXTURES, name)) });
+
+/** A ZIP (deflate) of `[name, Buffer]` entries, as ChatGPT mails its export. */
+function zip(entries) {
+  const locals = [];
+  const centrals = [];
+  let offset = 0;
+  for (const [name, data] of entries) {
+    const body = deflateRawSync(data);
+    const n = Buffer.from(name);
+    const head = (central) => {
+      const h = Buffer.alloc(central ? 46 : 30);
+      let i = 0;
+      h.writeUInt32LE(central ? 0x02014b50 : 0x04034b50, i); i += 4;
+      if (central) { h.writeUInt16LE(20, i); i += 2; }
+      h.writeUInt16LE(20, i); i += 2;
+      h.writeUInt16LE(0, i); i += 2;
+      h.writeUInt16LE(8, i); i += 2;
+      i += 4; // time, date
+      h.writeUInt32LE(crc32(data), i); i += 4;
+      h.writeUInt32LE(body.length, i); i += 4;
+      h.writeUInt32LE(data.length, i); i += 4;
+      h.writeUInt16LE(n.length, i); i += 2;
+      h.writeUInt16LE(0, i); i += 2;
+      if (central) { i += 10; h.writeUInt32LE(offset, i); }
+      return Buffer.concat([h, n]);
+    };
+    const local = Buffer.concat([head(false), body]);
+    centrals.push(head(true));
+    locals.push(local);
+    offset += local.length;
+  }
+  const cd = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(cd.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, cd, end]);
+}
+
+// Per source: the file, what the preview counts, and the conversations stored (title -> messages).
+const SOURCES = [
+  ['chatgpt.json', 'ChatGPT export: 2 conversations, 6 messages', {
+    'Rust and Leptos': ['u: What is Rust?', 'a: Rust is a systems programming language.', 'u: [image]\n\nAnd Leptos? See the screenshot.', 'a: Leptos is a Rust web framework.'],
+    'Bonjour, ça va ?': ['u: Bonjour, ça va ?', 'a: Très bien, merci !'],
+  }],
+  ['claude.json', 'Claude.ai export: 2 conversations, 4 messages', {
+    'Packing for Iceland': ['u: What should I pack for Iceland in March?\n[attachment: itinerary.txt]', 'a: Layers: a waterproof shell, wool base layers and good boots.\n\nAlso bring a swimsuit for the hot springs.'],
+    "Translate 'good morning' to German": ["u: Translate 'good morning' to German", 'a: Guten Morgen'],
+  }],
+  ['openwebui.json', 'Open WebUI export: 2 conversations, 6 messages', {
+    'Sourdough help': ['s: You are a patient baking teacher.', 'u: Why is my sourdough flat?', 'a: Your starter may be weak; feed it twice a day.', 'u: How long should it proof?', 'a: About 4 to 6 hours at room temperature.'],
+    'Old export without history': ['s: Answer in French.', 'u: Hello', 'a: Bonjour'],
+  }],
+  ['nextchat.json', 'NextChat export: 1 conversations, 4 messages', {
+    'Garden planning': ['s: You are an expert gardener.', 'u: Which vegetables grow on a balcony?', 'a: Tomatoes, lettuce and herbs do well.', 'u: Is this pot big enough?\n\n[image]', 'a: Yes, 20 litres is enough for a tomato.'],
+  }],
+  ['lobechat.json', 'LobeChat export: 2 conversations, 5 messages', {
+    'Weekend in Rome': ['s: You plan trips on a budget.', 'u: Plan a weekend in Rome.', 'a: Two days: the Colosseum, then Trastevere.', 'a: Book the Vatican museums ahead.'],
+    'Hi there': ['u: Hi there', 'a: Hello! How can I help?'],
+  }],
+  ['llamacpp.json', 'llama.cpp web UI export: 1 conversations, 4 messages', {
+    'Explain borrowing': ['u: Explain borrowing in Rust.\n[attachment: main.rs]', 'a: A borrow is a reference that does not own the value.', 'u: And mutable borrows?', 'a: Only one mutable borrow at a time.'],
+  }],
+  ['llamacpp.jsonl', 'llama.cpp web UI export: 1 conversations, 2 messages', {
+    Haiku: ['u: Write a haiku about rain.', 'a: Soft rain on the roof\nthe kettle begins to sing\nnobody is home'],
+  }],
+  ['sillytavern.jsonl', 'SillyTavern export: 1 conversations, 3 messages', {
+    'Seraphina and Ana': ['a: Welcome, Ana. I am Seraphina, guardian of this forest.', 'u: Where am I?', 'a: You are in the Glade, Ana. Rest here.'],
+  }],
+  ['bigagi.agi.json', 'big-AGI export: 2 conversations, 4 messages', {
+    'French Revolution causes': ['s: You are a concise research assistant.', 'u: Summarise the causes of the French Revolution.\n\n[attachment: notes.pdf]', 'a: Debt, inequality and Enlightenment ideas.'],
+    Arithmetic: ['u: What is 2+2?', 'a: 4'],
+  }],
+];
+
+test('import: every source through the import control, exactly the shown branch; re-import, cancel and a broken file write nothing', async () => {
+  const { context, page, issues } = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(page, issues, 'import', async () => {
+      await openApp(page, harness.site.url);
+      const want = {};
+      let count = 0;
+      for (const [file, found, conversations] of SOURCES) {
+        const text = await preview(page, await fixture(file));
+        assert.ok(text.includes(file), `${file}: the preview names the file`);
+        assert.ok(text.includes(found), `${file}: preview says "${found}", got: ${text}`);
+        assert.match(text, /never imported/, `${file}: the preview says settings and keys stay behind`);
+        const n = Object.keys(conversations).length;
+        assert.match(await confirm(page), new RegExp(`Imported ${n} conversations`), file);
+        count += n;
+        await page.waitForFunction((n) => document.querySelectorAll('[data-testid="conversation-item"]').length === n, count);
+        Object.assign(want, conversations);
+      }
+      const all = await stored(page);
+      assert.deepEqual(all, want, 'the stored conversations hold exactly the shown branches');
+      const text = JSON.stringify(all);
+      for (const bad of ['HIDDEN', 'ABANDONED', 'FAILED', 'SWIPE', 'SECRET', 'FEW-SHOT']) assert.ok(!text.includes(bad), `${bad} was imported`);
+
+      // The same file again: the preview and the write add nothing.
+      const again = await preview(page, await fixture('chatgpt.json'));
+      assert.match(again, /New here: 0 conversations and 0 messages; already here: 6 messages/);
+      assert.match(await confirm(page), /Imported 0 conversations and 0 messages from ChatGPT; 6 messages were already here/);
+      assert.equal(await items(page).count(), count);
+
+      // A ZIP holding conversations.json, with a newer version of the ChatGPT export: one more exchange.
+      const chatgpt = JSON.parse(await readFile(join(FIXTURES, 'chatgpt.json'), 'utf8'));
+      const node = (id, role, parent, text) => ({ id, parent, children: [], message: { id, author: { role }, create_time: 1714000500, content: { content_type: 'text', parts: [text] }, metadata: {}, recipient: 'all' } });
+      chatgpt[0].mapping.u4 = node('u4', 'user', 'a3', 'Thanks!');
+      chatgpt[0].mapping.a4 = node('a4', 'assistant', 'u4', "You're welcome.");
+      chatgpt[0].current_node = 'a4';
+      const archive = zip([['user.json', Buffer.from('{"id":"user-1"}')], ['conversations.json', Buffer.from(JSON.stringify(chatgpt))]]);
+      const fromZip = await preview(page, { name: 'chatgpt-export.zip', mimeType: 'application/zip', buffer: archive });
+      assert.match(fromZip, /New here: 0 conversations and 2 messages/);
+      await confirm(page);
+      assert.deepEqual((await stored(page))['Rust and Leptos'].slice(-2), ['u: Thanks!', "a: You're welcome."]);
+      assert.equal(await items(page).count(), count);
+
+      // Cancel writes nothing.
+      const fresh = JSON.parse(await readFile(join(FIXTURES, 'claude.json'), 'utf8'));
+      fresh[0].uuid = 'another-claude-conversation';
+      fresh[0].name = 'Never imported';
+      await preview(page, { name: 'claude-new.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(fresh)) });
+      await page.locator(tid('import-cancel')).click();
+      await page.locator(tid('import-preview')).waitFor({ state: 'detached' });
+      assert.equal(await items(page).count(), count);
+
+      // A broken file: a clear error naming the file, nothing written.
+      chatgpt[1].current_node = 'does-not-exist';
+      chatgpt[1].conversation_id = chatgpt[1].id = 'a-new-one';
+      await openMenu(page);
+      await page.locator(tid('import-input')).setInputFiles({ name: 'broken-conversations.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(chatgpt)) });
+      const banner = page.locator(tid('error-banner'));
+      await banner.filter({ hasText: 'broken-conversations.json' }).filter({ hasText: '"current_node" does-not-exist is not in "mapping"' }).waitFor();
+      assert.equal(await items(page).count(), count);
+      assert.ok(!('Never imported' in (await stored(page))));
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});

@@ -1,0 +1,899 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Importing other apps' exports: one fixture per source (tests/fixtures/import/, written from each
+//! app's export shape) read through content detection, with the shown branch exact and nothing hidden,
+//! abandoned, failed or secret let through; re-imports that add nothing or only what is new; ZIPs
+//! (and ZIP bombs); a hostile-input corpus where each case names its error; property tests that the
+//! readers never panic and always return messages in order.
+
+use memoire::engine::backup::{ExistingIds, ExistingMessage, ImportLimits, ImportPlan};
+use memoire::engine::import::{
+    conversation_id, describe, detect, to_bundles, to_checked, zip, Detected, ImportError,
+    Imported, Source,
+};
+use memoire::engine::model::Role;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+const NOW: i64 = 1_763_700_000_000;
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/fixtures/import/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+fn foreign(bytes: &[u8]) -> Imported {
+    match detect(bytes, &ImportLimits::default()) {
+        Ok(Detected::Foreign(i)) => i,
+        Ok(Detected::Backup(_)) => panic!("read as a Memoire backup"),
+        Err(e) => panic!("not imported: {e}"),
+    }
+}
+
+/// A message as `u: text`, `a: text` or `s: text` (system).
+fn line(role: Role, content: &str) -> String {
+    let r = match role {
+        Role::User => "u",
+        Role::Assistant => "a",
+        Role::System => "s",
+        Role::Tool => "t",
+    };
+    format!("{r}: {content}")
+}
+
+/// The stored form of conversation `n`: title and every message in seq order (system prompt first).
+fn stored(i: &Imported, n: usize) -> (String, Vec<String>) {
+    let b = &to_bundles(i, NOW)[n];
+    let mut seqs: Vec<u64> = b.messages.iter().map(|m| m.seq).collect();
+    seqs.dedup();
+    assert_eq!(seqs, (0..b.messages.len() as u64).collect::<Vec<_>>());
+    (
+        b.conversation.title.clone(),
+        b.messages
+            .iter()
+            .map(|m| line(m.role, &m.content))
+            .collect(),
+    )
+}
+
+/// One family's check: the source, then per conversation its title and messages.
+fn check(file: &str, source: Source, expect: &[(&str, &[&str])]) -> Imported {
+    let i = foreign(&fixture(file));
+    assert_eq!(i.source, source, "{file}");
+    assert_eq!(i.conversations.len(), expect.len(), "{file}: conversations");
+    for (n, (title, messages)) in expect.iter().enumerate() {
+        let (t, m) = stored(&i, n);
+        assert_eq!(t, *title, "{file}: title of conversation {n}");
+        assert_eq!(m, *messages, "{file}: messages of conversation {n}");
+    }
+    no_leak(&i);
+    // Every fixture passes the backup checks and plans fully against an empty store.
+    let plan = plan(&i, &ExistingIds::default());
+    assert_eq!(plan.added.conversations, expect.len());
+    i
+}
+
+/// Text the fixtures mark as never to be imported.
+fn no_leak(i: &Imported) {
+    for b in to_bundles(i, NOW) {
+        for m in &b.messages {
+            for bad in [
+                "HIDDEN",
+                "ABANDONED",
+                "FAILED",
+                "SWIPE",
+                "SECRET",
+                "FEW-SHOT",
+            ] {
+                assert!(!m.content.contains(bad), "{bad} leaked: {:?}", m.content);
+            }
+        }
+    }
+}
+
+fn plan(i: &Imported, existing: &ExistingIds) -> ImportPlan {
+    to_checked(i, NOW, &ImportLimits::default())
+        .unwrap_or_else(|e| panic!("check: {e}"))
+        .plan(existing)
+        .unwrap_or_else(|e| panic!("plan: {e}"))
+}
+
+/// What the store holds after writing `plans`.
+fn existing_after(plans: &[&ImportPlan]) -> ExistingIds {
+    let mut e = ExistingIds::default();
+    for p in plans {
+        for c in &p.conversations {
+            e.conversations.insert(c.id.clone());
+        }
+        for m in &p.messages {
+            e.messages.insert(
+                m.id.clone(),
+                ExistingMessage {
+                    conversation_id: m.conversation_id.clone(),
+                    seq: m.seq,
+                },
+            );
+            let last = e.last_seqs.entry(m.conversation_id.clone()).or_insert(0);
+            *last = (*last).max(m.seq);
+        }
+        for s in &p.summaries {
+            e.summaries.insert((s.conversation_id.clone(), s.version));
+        }
+    }
+    e
+}
+
+// ---------------------------------------------------------------------------------------------
+// One check per family.
+
+#[test]
+fn chatgpt_keeps_the_current_branch_and_drops_hidden_tool_and_reasoning_nodes() {
+    let i = check(
+        "chatgpt.json",
+        Source::ChatGpt,
+        &[
+            (
+                "Rust and Leptos",
+                &[
+                    "u: What is Rust?",
+                    "a: Rust is a systems programming language.",
+                    "u: [image]\n\nAnd Leptos? See the screenshot.",
+                    "a: Leptos is a Rust web framework.",
+                ],
+            ),
+            (
+                "Bonjour, ça va ?",
+                &["u: Bonjour, ça va ?", "a: Très bien, merci !"],
+            ),
+        ],
+    );
+    let s = i.skipped;
+    assert_eq!(
+        (s.other_branches, s.hidden, s.tool, s.reasoning),
+        (1, 2, 2, 1)
+    );
+    let b = &to_bundles(&i, NOW)[0];
+    assert_eq!(
+        b.conversation.id,
+        "chatgpt-6630a1b2-0000-4000-8000-000000000001"
+    );
+    assert_eq!(b.conversation.created_at, 1_714_000_000_123);
+    assert_eq!(b.messages[0].created_at, 1_714_000_010_250);
+    assert_eq!(b.messages[1].meta.model.as_deref(), Some("gpt-4o"));
+}
+
+#[test]
+fn claude_keeps_text_blocks_and_falls_back_to_text() {
+    let i = check(
+        "claude.json",
+        Source::Claude,
+        &[
+            (
+                "Packing for Iceland",
+                &[
+                    "u: What should I pack for Iceland in March?\n[attachment: itinerary.txt]",
+                    "a: Layers: a waterproof shell, wool base layers and good boots.\n\nAlso bring a swimsuit for the hot springs.",
+                ],
+            ),
+            (
+                "Translate 'good morning' to German",
+                &["u: Translate 'good morning' to German", "a: Guten Morgen"],
+            ),
+        ],
+    );
+    assert_eq!((i.skipped.reasoning, i.skipped.tool), (1, 2));
+    assert_eq!(
+        to_bundles(&i, NOW)[0].conversation.created_at,
+        1_739_178_900_000
+    );
+}
+
+#[test]
+fn claude_follows_the_current_leaf_when_messages_are_linked() {
+    let m = |id: &str, parent: &str, sender: &str, text: &str| {
+        json!({"uuid": id, "parent_message_uuid": parent, "sender": sender,
+               "content": [{"type": "text", "text": text}]})
+    };
+    let root = "00000000-0000-4000-8000-000000000000";
+    let file = json!([{"uuid": "c", "name": "Retried", "current_leaf_message_uuid": "a2",
+        "chat_messages": [m("q", root, "human", "Hi"), m("a1", "q", "assistant", "ABANDONED"),
+                          m("a2", "q", "assistant", "Hello")]}]);
+    let i = foreign(file.to_string().as_bytes());
+    assert_eq!(stored(&i, 0).1, ["u: Hi", "a: Hello"]);
+    assert_eq!(i.skipped.other_branches, 1);
+    let broken = file.to_string().replace(
+        "\"current_leaf_message_uuid\":\"a2\"",
+        "\"current_leaf_message_uuid\":\"zz\"",
+    );
+    hostile(broken.as_bytes(), |e| {
+        e.to_string().contains("\"current_leaf_message_uuid\" zz")
+    });
+}
+
+#[test]
+fn open_webui_follows_current_id_and_strips_reasoning_details() {
+    let i = check(
+        "openwebui.json",
+        Source::OpenWebUi,
+        &[
+            (
+                "Sourdough help",
+                &[
+                    "s: You are a patient baking teacher.",
+                    "u: Why is my sourdough flat?",
+                    "a: Your starter may be weak; feed it twice a day.",
+                    "u: How long should it proof?",
+                    "a: About 4 to 6 hours at room temperature.",
+                ],
+            ),
+            (
+                "Old export without history",
+                &["s: Answer in French.", "u: Hello", "a: Bonjour"],
+            ),
+        ],
+    );
+    let s = i.skipped;
+    assert_eq!((s.other_branches, s.reasoning, s.tool), (1, 1, 1));
+    assert_eq!(
+        to_bundles(&i, NOW)[0].messages[1].created_at,
+        1_720_000_000_000
+    );
+}
+
+#[test]
+fn nextchat_imports_the_summary_and_mask_system_prompt_never_the_keys() {
+    let i = check(
+        "nextchat.json",
+        Source::NextChat,
+        &[(
+            "Garden planning",
+            &[
+                "s: You are an expert gardener.",
+                "u: Which vegetables grow on a balcony?",
+                "a: Tomatoes, lettuce and herbs do well.",
+                "u: Is this pot big enough?\n\n[image]",
+                "a: Yes, 20 litres is enough for a tomato.",
+            ],
+        )],
+    );
+    assert!(i.settings_ignored);
+    assert_eq!(i.skipped.errors, 1);
+    let b = &to_bundles(&i, NOW)[0];
+    assert_eq!(b.summaries.len(), 1);
+    assert!(b.summaries[0].text.contains("balcony in Lyon"));
+    // lastSummarizeIndex 2: the first two messages, after the system prompt.
+    assert_eq!(
+        (
+            b.summaries[0].covers_up_to_seq,
+            b.summaries[0].message_count
+        ),
+        (2, 3)
+    );
+    assert!(describe(&i).contains("never imported"));
+}
+
+#[test]
+fn lobechat_makes_one_conversation_per_topic_in_time_order() {
+    let i = check(
+        "lobechat.json",
+        Source::LobeChat,
+        &[
+            (
+                "Weekend in Rome",
+                &[
+                    "s: You plan trips on a budget.",
+                    "u: Plan a weekend in Rome.",
+                    "a: Two days: the Colosseum, then Trastevere.",
+                    "a: Book the Vatican museums ahead.",
+                ],
+            ),
+            ("Hi there", &["u: Hi there", "a: Hello! How can I help?"]),
+        ],
+    );
+    let s = i.skipped;
+    assert_eq!((s.tool, s.errors, s.reasoning), (2, 1, 1));
+    assert!(i.settings_ignored);
+    assert_eq!(to_bundles(&i, NOW)[0].conversation.id, "lobechat-top-1");
+    assert_eq!(
+        to_bundles(&i, NOW)[1].conversation.id,
+        "lobechat-inbox:default"
+    );
+}
+
+#[test]
+fn llama_cpp_json_follows_curr_node_and_drops_root_and_reasoning() {
+    let i = check(
+        "llamacpp.json",
+        Source::LlamaCpp,
+        &[(
+            "Explain borrowing",
+            &[
+                "u: Explain borrowing in Rust.\n[attachment: main.rs]",
+                "a: A borrow is a reference that does not own the value.",
+                "u: And mutable borrows?",
+                "a: Only one mutable borrow at a time.",
+            ],
+        )],
+    );
+    assert_eq!((i.skipped.other_branches, i.skipped.reasoning), (1, 2));
+}
+
+#[test]
+fn llama_cpp_jsonl_reads_the_session_line_then_messages() {
+    let i = check(
+        "llamacpp.jsonl",
+        Source::LlamaCpp,
+        &[(
+            "Haiku",
+            &[
+                "u: Write a haiku about rain.",
+                "a: Soft rain on the roof\nthe kettle begins to sing\nnobody is home",
+            ],
+        )],
+    );
+    assert_eq!(i.skipped.other_branches, 1);
+}
+
+#[test]
+fn sillytavern_keeps_the_chosen_swipe_and_fills_in_the_names() {
+    let i = check(
+        "sillytavern.jsonl",
+        Source::SillyTavern,
+        &[(
+            "Seraphina and Ana",
+            &[
+                "a: Welcome, Ana. I am Seraphina, guardian of this forest.",
+                "u: Where am I?",
+                "a: You are in the Glade, Ana. Rest here.",
+            ],
+        )],
+    );
+    let s = i.skipped;
+    assert_eq!((s.other_branches, s.hidden, s.reasoning), (2, 1, 1));
+}
+
+#[test]
+fn big_agi_reads_text_fragments_and_old_text_fields() {
+    let i = check(
+        "bigagi.agi.json",
+        Source::BigAgi,
+        &[
+            (
+                "French Revolution causes",
+                &[
+                    "s: You are a concise research assistant.",
+                    "u: Summarise the causes of the French Revolution.\n\n[attachment: notes.pdf]",
+                    "a: Debt, inequality and Enlightenment ideas.",
+                ],
+            ),
+            ("Arithmetic", &["u: What is 2+2?", "a: 4"]),
+        ],
+    );
+    assert!(i.settings_ignored);
+    assert_eq!((i.skipped.errors, i.skipped.reasoning), (1, 1));
+}
+
+#[test]
+fn our_own_backup_is_still_a_backup() {
+    let backup = memoire::engine::backup::export_json(&[], &[], NOW);
+    assert!(matches!(
+        detect(backup.as_bytes(), &ImportLimits::default()),
+        Ok(Detected::Backup(_))
+    ));
+}
+
+#[test]
+fn the_file_name_plays_no_part_detection_reads_the_content() {
+    // The same ChatGPT content, whatever it was called, and with a byte-order mark.
+    let mut bytes = "\u{FEFF}".as_bytes().to_vec();
+    bytes.extend(fixture("chatgpt.json"));
+    assert_eq!(foreign(&bytes).source, Source::ChatGpt);
+    // A single conversation object (not in a list) is read too.
+    let v: Value = serde_json::from_slice(&fixture("claude.json")).unwrap();
+    assert_eq!(foreign(v[0].to_string().as_bytes()).source, Source::Claude);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idempotence.
+
+#[test]
+fn importing_the_same_file_twice_adds_nothing() {
+    for file in [
+        "chatgpt.json",
+        "claude.json",
+        "openwebui.json",
+        "nextchat.json",
+        "lobechat.json",
+        "llamacpp.json",
+        "llamacpp.jsonl",
+        "sillytavern.jsonl",
+        "bigagi.agi.json",
+    ] {
+        let i = foreign(&fixture(file));
+        let first = plan(&i, &ExistingIds::default());
+        let again = plan(&i, &existing_after(&[&first]));
+        assert_eq!(
+            again.added.conversations + again.added.messages,
+            0,
+            "{file}"
+        );
+        assert_eq!(again.added.summaries, 0, "{file}");
+        assert_eq!(again.skipped.messages, first.added.messages, "{file}");
+    }
+}
+
+/// The ChatGPT fixture continued in ChatGPT: one more exchange under the current node.
+fn chatgpt_continued(regenerate_last: bool) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&fixture("chatgpt.json")).unwrap();
+    let conv = &mut v[0];
+    let parent = if regenerate_last { "think" } else { "a3" };
+    let node = |id: &str, role: &str, parent: &str, text: &str| {
+        json!({"id": id, "parent": parent, "children": [], "message": {
+            "id": id, "author": {"role": role}, "create_time": 1714000500.0,
+            "content": {"content_type": "text", "parts": [text]}, "metadata": {}, "recipient": "all"}})
+    };
+    if regenerate_last {
+        conv["mapping"]["a3b"] = node(
+            "a3b",
+            "assistant",
+            parent,
+            "Leptos is fine-grained and reactive.",
+        );
+        conv["current_node"] = json!("a3b");
+    } else {
+        conv["mapping"]["u4"] = node("u4", "user", parent, "Thanks!");
+        conv["mapping"]["a4"] = node("a4", "assistant", "u4", "You're welcome.");
+        conv["current_node"] = json!("a4");
+    }
+    v.to_string().into_bytes()
+}
+
+#[test]
+fn a_newer_export_adds_only_the_new_messages_after_the_last_seq() {
+    let first = plan(&foreign(&fixture("chatgpt.json")), &ExistingIds::default());
+    let mut existing = existing_after(&[&first]);
+    // The user also chatted on here: the conversation's last seq moved to 9.
+    let id = "chatgpt-6630a1b2-0000-4000-8000-000000000001";
+    existing.last_seqs.insert(id.into(), 9);
+    let newer = plan(&foreign(&chatgpt_continued(false)), &existing);
+    assert_eq!(newer.added.conversations, 0);
+    let added: Vec<(u64, &str)> = newer
+        .messages
+        .iter()
+        .map(|m| (m.seq, m.content.as_str()))
+        .collect();
+    assert_eq!(added, [(10, "Thanks!"), (11, "You're welcome.")]);
+    // A regenerated last answer is new too: appended, never a collision.
+    let regenerated = plan(&foreign(&chatgpt_continued(true)), &existing);
+    assert_eq!(regenerated.added.messages, 1);
+    assert_eq!(regenerated.messages[0].seq, 10);
+}
+
+#[test]
+fn conversation_ids_come_from_source_and_source_id() {
+    let i = foreign(&fixture("sillytavern.jsonl"));
+    let id = conversation_id(Source::SillyTavern, &i.conversations[0]);
+    assert!(id.starts_with("sillytavern-"), "{id}");
+    // A long or odd source id is hashed, never cut or passed through.
+    let mut c = i.conversations[0].clone();
+    c.source_id = Some("x/".repeat(300));
+    let hashed = conversation_id(Source::SillyTavern, &c);
+    assert!(hashed.len() < 40 && !hashed.contains('/'), "{hashed}");
+    assert_eq!(hashed, conversation_id(Source::SillyTavern, &c));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZIP.
+
+/// A ZIP of `(name, data, deflate)` entries, sizes as given (the header may lie: `claimed`).
+fn zip_of(entries: &[(&str, &[u8], bool)], claimed: Option<u32>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for (name, data, deflate) in entries {
+        let body = if *deflate {
+            miniz_oxide::deflate::compress_to_vec(data, 6)
+        } else {
+            data.to_vec()
+        };
+        let crc = zip::crc32(data);
+        let size = claimed.unwrap_or(data.len() as u32);
+        let offset = out.len() as u32;
+        let method: u16 = if *deflate { 8 } else { 0 };
+        let head = |sig: u32, central_dir: bool| {
+            let mut h = Vec::new();
+            h.extend(sig.to_le_bytes());
+            if central_dir {
+                h.extend(20u16.to_le_bytes());
+            }
+            h.extend(20u16.to_le_bytes());
+            h.extend(0u16.to_le_bytes());
+            h.extend(method.to_le_bytes());
+            h.extend([0u8; 4]);
+            h.extend(crc.to_le_bytes());
+            h.extend((body.len() as u32).to_le_bytes());
+            h.extend(size.to_le_bytes());
+            h.extend((name.len() as u16).to_le_bytes());
+            h.extend(0u16.to_le_bytes());
+            if central_dir {
+                h.extend([0u8; 10]);
+                h.extend(offset.to_le_bytes());
+            }
+            h.extend(name.as_bytes());
+            h
+        };
+        out.extend(head(0x0403_4b50, false));
+        out.extend(&body);
+        central.extend(head(0x0201_4b50, true));
+    }
+    let cd_offset = out.len() as u32;
+    out.extend(&central);
+    out.extend(0x0605_4b50u32.to_le_bytes());
+    out.extend([0u8; 4]);
+    out.extend((entries.len() as u16).to_le_bytes());
+    out.extend((entries.len() as u16).to_le_bytes());
+    out.extend((central.len() as u32).to_le_bytes());
+    out.extend(cd_offset.to_le_bytes());
+    out.extend(0u16.to_le_bytes());
+    out
+}
+
+#[test]
+fn a_zip_is_read_for_its_conversations_json() {
+    let chatgpt = fixture("chatgpt.json");
+    let z = zip_of(
+        &[
+            ("user.json", b"{\"id\": \"user-1\"}", true),
+            ("chat.html", b"<html></html>", false),
+            ("conversations.json", &chatgpt, true),
+        ],
+        None,
+    );
+    let i = foreign(&z);
+    assert_eq!((i.source, i.conversations.len()), (Source::ChatGpt, 2));
+    // Stored (method 0) works as well.
+    let z = zip_of(
+        &[("export/conversations.json", &fixture("claude.json"), false)],
+        None,
+    );
+    assert_eq!(foreign(&z).source, Source::Claude);
+}
+
+#[test]
+fn a_zip_of_llama_cpp_jsonl_files_merges_them() {
+    let a = fixture("llamacpp.jsonl");
+    let b = String::from_utf8(a.clone())
+        .unwrap()
+        .replace("conv-jsonl-1", "conv-jsonl-2")
+        .replace("Haiku", "Second haiku");
+    let z = zip_of(
+        &[("a.jsonl", &a, true), ("b.jsonl", b.as_bytes(), true)],
+        None,
+    );
+    let i = foreign(&z);
+    assert_eq!(i.conversations.len(), 2);
+    assert_eq!(i.conversations[1].title, "Second haiku");
+}
+
+fn small() -> ImportLimits {
+    ImportLimits {
+        max_bytes: 100_000,
+        ..ImportLimits::default()
+    }
+}
+
+#[test]
+fn zip_bombs_and_broken_zips_get_clear_errors() {
+    let zeros = vec![b' '; 1_000_000];
+    let bomb = zip_of(&[("conversations.json", &zeros, true)], None);
+    assert!(bomb.len() < 100_000);
+    let e = detect(&bomb, &small()).unwrap_err();
+    assert!(matches!(e, ImportError::ZipTooLarge { .. }), "{e}");
+    // The header claims 10 bytes; inflating stops at the limit anyway.
+    let liar = zip_of(&[("conversations.json", &zeros, true)], Some(10));
+    let e = detect(&liar, &small()).unwrap_err();
+    assert!(matches!(e, ImportError::ZipTooLarge { .. }), "{e}");
+    let cut = &bomb[..bomb.len() - 30];
+    assert!(matches!(
+        detect(cut, &small()),
+        Err(ImportError::Zip { .. })
+    ));
+    let nothing = zip_of(&[("readme.txt", b"hello", false)], None);
+    assert_eq!(
+        detect(&nothing, &small()).unwrap_err(),
+        ImportError::ZipHasNoExport
+    );
+    let mut bad_crc = zip_of(&[("conversations.json", b"[]", false)], None);
+    let at = bad_crc.windows(2).position(|w| w == b"[]").unwrap();
+    bad_crc[at] = b'{';
+    assert!(matches!(
+        detect(&bad_crc, &small()),
+        Err(ImportError::Zip { .. })
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile and broken files: each names its error.
+
+/// Detection, reading and the backup checks (the whole path before anything is looked up or
+/// written) must refuse `bytes` with the expected error.
+fn hostile(bytes: &[u8], expect: fn(&ImportError) -> bool) {
+    let limits = ImportLimits::default();
+    let read = detect(bytes, &limits).and_then(|d| match d {
+        Detected::Foreign(i) => to_checked(&i, NOW, &limits).map(|_| ()),
+        Detected::Backup(_) => Ok(()),
+    });
+    match read {
+        Err(e) => assert!(expect(&e), "unexpected error: {e}"),
+        Ok(_) => panic!(
+            "accepted: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+        ),
+    }
+}
+
+fn chatgpt_with(f: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(&fixture("chatgpt.json")).unwrap();
+    f(&mut v);
+    v.to_string().into_bytes()
+}
+
+#[test]
+fn hostile_files() {
+    use ImportError as E;
+    hostile(b"", |e| matches!(e, E::Empty));
+    hostile(b"  \n ", |e| matches!(e, E::Empty));
+    hostile(b"\xff\xfe{}", |e| matches!(e, E::NotUtf8 { offset: 0 }));
+    hostile(b"[{\"mapping\": ", |e| matches!(e, E::InvalidJson { .. }));
+    hostile(b"{\"hello\": 1}", |e| matches!(e, E::UnknownFormat { .. }));
+    hostile(b"[]", |e| matches!(e, E::UnknownFormat { .. }));
+    hostile(b"42", |e| matches!(e, E::UnknownFormat { .. }));
+    hostile(&[b'['; 10_000], |e| matches!(e, E::Backup(_)));
+    hostile(b"[{\"mapping\": []}]", |e| matches!(e, E::Shape { .. }));
+    hostile(b"[{\"chat_messages\": {}}]", |e| {
+        matches!(e, E::Shape { .. })
+    });
+    hostile(b"[{\"chat\": {\"history\": {\"messages\": 3}}}]", |e| {
+        matches!(e, E::Shape { .. })
+    });
+    hostile(b"{\"chat-next-web-store\": []}", |e| {
+        matches!(e, E::Shape { .. })
+    });
+    hostile(b"{\"exportType\": \"all\", \"state\": 1}", |e| {
+        matches!(e, E::Shape { .. })
+    });
+    hostile(b"{\"conversations\": []}", |e| {
+        matches!(e, E::NoConversations { .. })
+    });
+    hostile(
+        &chatgpt_with(|v| v[0]["current_node"] = json!("nope")),
+        |e| {
+            e.to_string()
+                .contains("\"current_node\" nope is not in \"mapping\"")
+        },
+    );
+    hostile(&chatgpt_with(|v| v[0]["current_node"] = Value::Null), |e| {
+        matches!(e, E::Shape { .. })
+    });
+    hostile(
+        &chatgpt_with(|v| v[0]["mapping"]["root"]["parent"] = json!("a3")),
+        |e| matches!(e, E::Cycle { .. }) && e.to_string().contains("Rust and Leptos"),
+    );
+    hostile(
+        &chatgpt_with(|v| {
+            v[0]["mapping"]["a3"]["message"]["content"]["parts"] = json!(["x".repeat(1_000_001)])
+        }),
+        |e| e.to_string().contains("limit is 1000000"),
+    );
+    hostile(
+        &chatgpt_with(|v| v[1]["conversation_id"] = v[0]["conversation_id"].clone()),
+        |e| e.to_string().contains("more than once"),
+    );
+    let loop_webui = json!([{"id": "w", "chat": {"history": {"currentId": "a",
+        "messages": {"a": {"parentId": "b", "role": "user", "content": "x"},
+                     "b": {"parentId": "a", "role": "user", "content": "y"}}}}}]);
+    hostile(loop_webui.to_string().as_bytes(), |e| {
+        matches!(e, E::Cycle { .. })
+    });
+    let jsonl_orphan = "{\"type\":\"message\",\"id\":\"1\"}\n{\"type\":\"message\",\"id\":\"2\"}\n";
+    hostile(jsonl_orphan.as_bytes(), |e| matches!(e, E::Shape { .. }));
+    let big = vec![b' '; 60 * 1024 * 1024];
+    hostile(&big, |e| matches!(e, E::TooLarge { .. }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties.
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        "[a-z0-9 ]{0,8}".prop_map(Value::from),
+        prop_oneof![
+            Just("user"),
+            Just("assistant"),
+            Just("system"),
+            Just("tool"),
+            Just("text"),
+            Just("root"),
+            Just("human"),
+            Just("session"),
+            Just("message"),
+            Just("a"),
+            Just("b")
+        ]
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(
+                (
+                    prop_oneof![
+                        Just("mapping"),
+                        Just("current_node"),
+                        Just("parent"),
+                        Just("message"),
+                        Just("author"),
+                        Just("role"),
+                        Just("content"),
+                        Just("parts"),
+                        Just("chat_messages"),
+                        Just("sender"),
+                        Just("chat"),
+                        Just("history"),
+                        Just("messages"),
+                        Just("currentId"),
+                        Just("parentId"),
+                        Just("conv"),
+                        Just("currNode"),
+                        Just("id"),
+                        Just("type"),
+                        Just("state"),
+                        Just("exportType"),
+                        Just("chat-next-web-store"),
+                        Just("sessions"),
+                        Just("conversations"),
+                        Just("fragments"),
+                        Just("mes"),
+                        Just("is_user"),
+                        Just("topicId"),
+                        Just("sessionId"),
+                        Just("a"),
+                        Just("b"),
+                        Just("text")
+                    ],
+                    inner
+                ),
+                0..6
+            )
+            .prop_map(|kv| Value::Object(
+                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+            )),
+        ]
+    })
+}
+
+/// A random message tree: per node its parent (any node, so cycles happen), role and time step;
+/// and which node is current (possibly one that does not exist).
+type Tree = (Vec<(Option<usize>, bool, i64)>, usize);
+
+fn arb_tree() -> impl Strategy<Value = Tree> {
+    (1usize..12).prop_flat_map(|n| {
+        (
+            prop::collection::vec((prop::option::of(0..n), any::<bool>(), -2i64..3), n),
+            0..n + 1,
+        )
+    })
+}
+
+/// Reads the parent of node `id` in a file.
+type ParentOf = Box<dyn Fn(&Value, &str) -> Option<String>>;
+
+/// The tree as each tree-shaped source writes it, with the parent of node `id` in that file.
+fn tree_files((nodes, current): &Tree) -> Vec<(Value, ParentOf)> {
+    let role = |u: bool| if u { "user" } else { "assistant" };
+    let parent = |p: &Option<usize>| p.map(|p| format!("n{p}"));
+    let t = |i: usize, step: i64| 1_700_000_000 + step * i as i64;
+    let mut chatgpt = serde_json::Map::new();
+    let mut webui = serde_json::Map::new();
+    let mut llama = Vec::new();
+    for (i, (p, u, step)) in nodes.iter().enumerate() {
+        let id = format!("n{i}");
+        chatgpt.insert(
+            id.clone(),
+            json!({"id": id, "parent": parent(p), "message": {
+            "id": id, "author": {"role": role(*u)}, "create_time": t(i, *step),
+            "content": {"content_type": "text", "parts": [format!("text {i}")]}}}),
+        );
+        webui.insert(
+            id.clone(),
+            json!({"id": id, "parentId": parent(p), "role": role(*u),
+            "content": format!("text {i}"), "timestamp": t(i, *step)}),
+        );
+        llama.push(
+            json!({"id": id, "type": "text", "parent": parent(p), "role": role(*u),
+            "content": format!("text {i}"), "timestamp": t(i, *step) * 1000}),
+        );
+    }
+    let cur = format!("n{current}");
+    vec![
+        (
+            json!([{"id": "c", "mapping": chatgpt, "current_node": cur}]),
+            Box::new(|f: &Value, id: &str| {
+                f[0]["mapping"][id]["parent"].as_str().map(str::to_string)
+            }),
+        ),
+        (
+            json!([{"id": "c", "chat": {"history": {"messages": webui, "currentId": cur}}}]),
+            Box::new(|f: &Value, id: &str| {
+                f[0]["chat"]["history"]["messages"][id]["parentId"]
+                    .as_str()
+                    .map(str::to_string)
+            }),
+        ),
+        (
+            json!({"conv": {"id": "c", "name": "t", "currNode": cur}, "messages": llama}),
+            Box::new(|f: &Value, id: &str| {
+                f["messages"].as_array()?.iter().find(|m| m["id"] == id)?["parent"]
+                    .as_str()
+                    .map(str::to_string)
+            }),
+        ),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn readers_never_panic_on_arbitrary_json(v in arb_json()) {
+        let _ = detect(v.to_string().as_bytes(), &ImportLimits::default());
+        let wrapped = json!([v.clone()]);
+        let _ = detect(wrapped.to_string().as_bytes(), &ImportLimits::default());
+        let lines = format!("{}\n{}\n", v, v);
+        let _ = detect(lines.as_bytes(), &ImportLimits::default());
+    }
+
+    #[test]
+    fn readers_never_panic_on_arbitrary_bytes(b in prop::collection::vec(any::<u8>(), 0..300)) {
+        let _ = detect(&b, &ImportLimits::default());
+        let mut z = b"PK\x03\x04".to_vec();
+        z.extend(&b);
+        let _ = detect(&z, &ImportLimits::default());
+    }
+
+    #[test]
+    fn the_shown_branch_is_a_parent_chain_in_order(tree in arb_tree()) {
+        let n = tree.0.len();
+        for (file, parent_of) in tree_files(&tree) {
+            match detect(file.to_string().as_bytes(), &ImportLimits::default()) {
+                Ok(Detected::Foreign(i)) => {
+                    let c = &i.conversations[0];
+                    // Every kept message's parent is the one before it (every node is visible here).
+                    let ids: Vec<&str> =
+                        c.messages.iter().filter_map(|m| m.source_id.as_deref()).collect();
+                    for w in ids.windows(2) {
+                        let parent = parent_of(&file, w[1]);
+                        prop_assert_eq!(parent.as_deref(), Some(w[0]));
+                    }
+                    prop_assert!(ids.len() <= n);
+                    let b = &to_bundles(&i, NOW)[0];
+                    for (k, m) in b.messages.iter().enumerate() {
+                        prop_assert_eq!(m.seq, k as u64);
+                    }
+                    for w in b.messages.windows(2) {
+                        prop_assert!(w[0].created_at <= w[1].created_at);
+                    }
+                }
+                Ok(Detected::Backup(_)) => prop_assert!(false, "read as a backup"),
+                Err(e) => prop_assert!(
+                    matches!(e, ImportError::Cycle { .. } | ImportError::Shape { .. }),
+                    "{}", e
+                ),
+            }
+        }
+    }
+}
