@@ -7,7 +7,7 @@
 //!
 //! The whole memory path is the app's own engine code: `due`, `build_update_request`, the form the
 //! endpoint takes (`start_form`, `next_form` on a refusal), `request::build`, the protocol's stream
-//! decoder, `ReplyCollector`, `parse_reply`, `apply_update`, then `retrieve` and `assemble` for the
+//! decoder, `ReplyCollector`, `parse_reply`, `apply_update`, then `rank_for_prompt` and `assemble` for the
 //! final prompt. Only the HTTP client is the bench's: HTTP/1.0 over a loopback socket, so the server
 //! frames the stream by closing the connection. `MEMOIRE_RECALL_VERBOSE=1` prints every reply.
 
@@ -277,9 +277,9 @@ fn main() {
         .chain(std::iter::once(FINAL))
         .collect();
     let now = new.created_at;
-    let ranked: Vec<EntityNode> = retrieve(&graph, &recent, now)
+    let ranked: Vec<EntityNode> = rank_for_prompt(&graph, &recent, now)
         .into_iter()
-        .map(|r| r.node.clone())
+        .cloned()
         .collect();
     let assembly = assemble(
         &AssemblyInput {

@@ -522,3 +522,26 @@ fn describe_mentions_live_relationships_by_name() {
         "closed edges are history, not context: {d}"
     );
 }
+
+#[test]
+fn the_prompt_gets_the_relevant_entities_first_then_the_rest_by_recency() {
+    let mut nodes = retrieval_graph().into_nodes();
+    for (i, n) in nodes.iter_mut().enumerate() {
+        n.updated_at = i as i64; // later in the list: more recent
+    }
+    let g = Graph::new(nodes);
+    let ids = |texts: &[&str]| -> Vec<String> {
+        rank_for_prompt(&g, texts, 1000)
+            .iter()
+            .map(|n| n.id.clone())
+            .collect()
+    };
+    let relevant = ids(&["I met alice yesterday"]);
+    assert_eq!(&relevant[..3], ["a1", "bob", "p"]);
+    assert_eq!(&relevant[3..], ["mu", "zed", "c", "cpp", "al", "tk", "ny"]);
+    // Nothing mentioned: every entity, most recently updated first.
+    assert_eq!(
+        ids(&["what do you remember about me?"]),
+        ["mu", "zed", "c", "cpp", "al", "tk", "ny", "p", "bob", "a1"]
+    );
+}

@@ -12,7 +12,7 @@ use super::{
 use crate::engine::assemble::{assemble, Assembly, AssemblyInput, DropReason, SectionKind};
 use crate::engine::decode::{decoder_for, Decoder, StreamEvent};
 use crate::engine::failure;
-use crate::engine::memory::{retrieve, Graph};
+use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::{
     Conversation, EndpointProfile, HistoryFormat, MemoryConfig, Message, MessageMeta,
     MessageStatus, Role, TurnPath,
@@ -153,9 +153,9 @@ impl Session {
             .map(|m| m.content.as_str())
             .chain(std::iter::once(new_message.content.as_str()))
             .collect();
-        let ranked: Vec<_> = retrieve(&graph, &recent, now())
+        let ranked: Vec<_> = rank_for_prompt(&graph, &recent, now())
             .into_iter()
-            .map(|r| r.node.clone())
+            .cloned()
             .collect();
         let estimator = self.calibration.borrow().estimator(
             HeuristicEstimator,

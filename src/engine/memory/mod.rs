@@ -35,7 +35,7 @@ pub use prompt::{
     UpdateSpan, MEMORY_MAX_TOKENS, MEMORY_MIN_TOKENS, MEMORY_REQUEST_OPENING, MEMORY_TEMPERATURE,
 };
 pub use reply::ReplyCollector;
-pub use retrieve::{describe, retrieve, Retrieved, Why};
+pub use retrieve::{describe, rank_for_prompt, retrieve, Retrieved, Why};
 pub use summary::{carry_forward, latest, next_summary, restore_summary, summary_max_chars};
 
 use crate::engine::model::{ConversationSummary, EntityScope, Millis};

@@ -202,3 +202,26 @@ pub fn describe(node: &EntityNode, graph: &Graph) -> String {
     }
     s
 }
+
+/// The entities for a prompt, best first: those [`retrieve`] finds relevant, then every other one,
+/// most recently updated first (ties by id). The assembler cuts the list to the entities' share of the
+/// budget, so room the relevant ones leave keeps the conversation's other known people, places and
+/// things in view: a question such as "what do you remember about me?" names none of them.
+pub fn rank_for_prompt<'g, S: AsRef<str>>(
+    graph: &'g Graph,
+    texts: &[S],
+    now: Millis,
+) -> Vec<&'g EntityNode> {
+    let relevant = retrieve(graph, texts, now);
+    let mut out: Vec<&EntityNode> = relevant.iter().map(|r| r.node).collect();
+    let mut rest: Vec<&EntityNode> = graph
+        .nodes()
+        .iter()
+        .filter(|n| !relevant.iter().any(|r| r.node.id == n.id))
+        .collect();
+    sort_by(&mut rest, |a, b| {
+        b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id))
+    });
+    out.extend(rest);
+    out
+}
