@@ -7,6 +7,11 @@
 #[allow(dead_code)]
 mod spec;
 
+/// The spec test (and so this bench) is native only.
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
 fn main() {
     let tallies = spec::tally(&spec::examples());
     println!(
