@@ -79,6 +79,12 @@ async function turn(page, text, count) {
   await waitForAssistantCount(page, count);
 }
 
+/** Every update parsed: a failed one stays in the memory pane until the next one succeeds, and each
+ * update is waited for before the next turn. */
+async function noFailure(page, what) {
+  assert.equal(await page.locator(tid('memory-failure')).count(), 0, `no memory update failed (${what})`);
+}
+
 test('memory on SmolLM2-135M: constrained updates parse, the form is remembered, early facts survive through memory', { timeout: 900_000 }, async () => {
   const { agent } = harness;
   const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 1, recentCount: 2 });
@@ -90,6 +96,7 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
       // First update: json_schema is refused, the same update goes out as json_object + schema.
       await turn(page, FACTS[0], 1);
       await memorySettled(page, 2);
+      await noFailure(page, 'first update');
       assert.deepEqual(memoryRecords().map((r) => [formOf(r), r.status]), [['json_schema', 500], ['json_object', 200]]);
       assert.equal(memoryRecords()[1].body.temperature, 0);
       assert.ok(memoryRecords()[1].body.max_tokens > 0, 'the memory request always bounds its reply');
@@ -101,21 +108,21 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
       // The form that worked is remembered, also after a reload.
       await turn(page, FACTS[1], 2);
       await memorySettled(page, 3);
+      await noFailure(page, 'second update');
       assert.equal(formOf(memoryRecords()[2]), 'json_object');
       await reloadAndReopen(page);
       let n = 2;
       for (const text of FILLER) {
         n += 1;
+        const before = memoryRecords().length;
         await turn(page, text, n);
-        await memorySettled(page, memoryRecords().length);
+        await memorySettled(page, before + 1);
+        await noFailure(page, text);
       }
       const memory = memoryRecords().slice(1);
       assert.ok(memory.every((r) => formOf(r) === 'json_object' && r.status === 200), 'one form, no refusal after the first');
 
-      // Every answered update parsed: no failure shown, one summary version per update.
-      assert.equal(await page.locator(tid('memory-failure')).count(), 0, 'no memory update failed');
-      const meta = await page.locator(tid('summary-meta')).innerText();
-      assert.match(meta, new RegExp(`^Version ${memory.length} `), meta);
+      assert.ok(memory.length >= 5, `every turn's update ran: ${memory.length}`);
 
       // The last chat request carries the early facts through memory, not through history.
       const chatBefore = agent.chatRequests().length;
@@ -128,7 +135,8 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
       const memoryText = last.map((m) => m.content).join('\n');
       assert.match(memoryText, /Zorblax/i, 'the cat is remembered');
       assert.match(memoryText, /Trondheim/i, 'the city is remembered');
-      assertNoPageProblems(issues);
+      // The one refused request (json_schema, HTTP 500) is the browser's only console complaint.
+      assertNoPageProblems(issues, { allowConsole: [/status of 500/] });
     });
   } finally {
     await context.close();
