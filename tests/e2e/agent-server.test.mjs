@@ -462,3 +462,39 @@ test('reset clears requests, queues and ids but keeps the same requests array', 
   assert.equal(agent.requests, list);
   assert.deepEqual([agent.pending(), agent.issuedResponseIds().length], [0, 0]);
 });
+
+test('memory requests are answered in the form they ask for, and a form can be refused like llama-cpp-python does', async () => {
+  const update = { summary: 'Ada writes notes.', entities: [{ id: 'ada', type: 'person', name: 'Ada', properties: { role: 'author' } }] };
+  agent.setMemoryDefault(memoryReplyText(update));
+  const system = { role: 'system', content: `${MEMORY_OPENING}\nReply with one JSON object.` };
+  const body = (extra) => ({ model: 'm', stream: false, messages: [system], ...extra });
+  const object = (text) => JSON.parse(text);
+
+  const schema = { type: 'object' };
+  const chat = await post('/v1/chat/completions', body({ response_format: { type: 'json_schema', json_schema: { name: 'memory_update', strict: true, schema } } }));
+  const got = object(JSON.parse(chat.bytes).choices[0].message.content);
+  assert.equal(got.summary, 'Ada writes notes.');
+  assert.deepEqual(got.entities[0].properties, [{ key: 'role', value: 'author' }], 'properties as key/value pairs');
+
+  const ollama = await post('/api/chat', body({ format: schema }));
+  assert.equal(object(JSON.parse(ollama.bytes).message.content).entities[0].name, 'Ada');
+
+  // anthropic's forced tool: the update streams as input_json_delta of a tool_use block.
+  const tool = await post('/v1/messages', body({ stream: true, max_tokens: 100, tools: [{ name: 'memory_update', input_schema: schema }], tool_choice: { type: 'tool', name: 'memory_update' } }));
+  const events = parseSse(tool.bytes.toString('utf8')).map((e) => JSON.parse(e.data));
+  assert.equal(events.find((e) => e.type === 'content_block_start').content_block.type, 'tool_use');
+  const input = events.filter((e) => e.delta?.type === 'input_json_delta').map((e) => e.delta.partial_json).join('');
+  assert.equal(object(input).summary, 'Ada writes notes.');
+  assert.equal(events.find((e) => e.type === 'message_delta').delta.stop_reason, 'tool_use');
+
+  // Unconstrained: the two-section text as scripted.
+  const plain = await post('/v1/chat/completions', body({}));
+  assert.ok(JSON.parse(plain.bytes).choices[0].message.content.startsWith(MEMORY_MARKER));
+
+  agent.refuseMemoryForms('json_schema');
+  const refused = await post('/v1/chat/completions', body({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } }));
+  assert.equal(refused.status, 500);
+  assert.match(refused.bytes.toString('utf8'), /Input should be 'text' or 'json_object'/);
+  const fallback = await post('/v1/chat/completions', body({ response_format: { type: 'json_object', schema } }));
+  assert.equal(fallback.status, 200);
+});
