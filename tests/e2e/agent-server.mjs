@@ -15,14 +15,7 @@ const ENTITY_MARKER = '=== ENTITY MEMORY ===';
 export const MEMORY_OPENING = 'You maintain the long-term memory of a conversation between a user and an assistant.';
 
 /** What llama-cpp-python 0.3.36 answers (HTTP 500) to `response_format: {"type": "json_schema"}` (recorded). */
-export const LLAMA_CPP_PYTHON_REFUSAL = JSON.stringify({
-  error: {
-    message: "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}]",
-    type: 'internal_server_error',
-    param: null,
-    code: null,
-  },
-});
+export const LLAMA_CPP_PYTHON_REFUSAL = "{\"error\":{\"message\":\"1 validation error:\\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \\\"Input should be 'text' or 'json_object'\\\", 'input': 'json_schema', 'ctx': {'expected': \\\"'text' or 'json_object'\\\"}}\\n\\n  File \\\"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\\\", line 376, in create_chat_completion\\n    POST /v1/chat/completions\",\"type\":\"internal_server_error\",\"param\":null,\"code\":null}}";
 
 /**
  * The output form a request asks for: 'json_schema', 'json_object', 'ollama_format', 'forced_tool',
