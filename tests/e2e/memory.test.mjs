@@ -97,7 +97,7 @@ test('memory update after M=1 pair: request, summary and entities shown and kept
       assert.equal(memReq.body.response_format.type, 'json_schema', 'constrained first');
       assert.equal(memReq.body.response_format.json_schema.strict, true);
       const memText = memReq.body.messages.map((m) => m.content).join('\n');
-      assert.ok(memText.includes('No previous conversation'), 'first update: no previous summary');
+      assert.ok(memText.includes('KNOWN ENTITIES') && !memText.includes('PREVIOUS SUMMARY'), 'a constrained update carries the known entities and the new messages (the engine keeps the previous summary)');
       assert.ok(memText.includes(Q1) && memText.includes(A1), 'the update carries the pair it summarises');
       assert.equal(agent.chatRequests().length, 1, 'the memory request is not a chat turn');
 
@@ -115,7 +115,7 @@ test('memory update after M=1 pair: request, summary and entities shown and kept
       await chat(page, Q2, A2);
       await agent.waitForRequests(2, { filter: (r) => r.kind === 'memory' });
       const second = agent.memoryRequests()[1];
-      assert.ok(second.rawBody.includes(SUMMARY), 'the second update carries the previous summary');
+      assert.ok(second.rawBody.includes('Analytical Engine'), 'the second update lists the known entities, so their ids are reused');
       assert.match(await errorBannerText(page), /memory update failed/i);
       await page.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
       assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY, 'a failed update leaves memory untouched');

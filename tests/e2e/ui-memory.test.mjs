@@ -45,11 +45,12 @@ const ENTITIES = [
 const SUMMARY_1 = 'Alice runs a sourdough bakery in Paris and is preparing its grand opening.';
 const SUMMARY_2 = 'Alice ordered the flour; the opening is on Saturday.';
 
-/** Clicks "Update memory now" and waits until the summary shows `text`. */
+/** Clicks "Update memory now" and waits until the summary ends with `text` (the earlier summary's
+ * facts that the reply leaves out are carried forward before it). */
 async function updateMemory(page, agent, reply) {
   agent.scriptMemory({ text: memoryReplyText(reply) });
   await page.locator(tid('update-memory')).click();
-  await page.waitForFunction((t) => document.querySelector('[data-testid="summary-text"]')?.textContent.trim() === t, reply.summary);
+  await page.waitForFunction((t) => document.querySelector('[data-testid="summary-text"]')?.textContent.trim().endsWith(t), reply.summary);
 }
 
 async function reopen(page, id) {
@@ -121,6 +122,7 @@ test('memory pane: summary, entities grouped by type, relationships, graph; edit
     // A second update, then restore the first summary.
     await chatTurn(page, agent, 'She ordered the flour.', 'Good.');
     await updateMemory(page, agent, { summary: SUMMARY_2, entities: [] });
+    assert.equal((await page.locator(tid('summary-text')).innerText()).trim(), `${SUMMARY_1} ${SUMMARY_2}`, 'the first summary\'s facts are kept');
     await page.locator(tid('summary-versions-toggle')).click();
     const versions = page.locator(tid('summary-versions'));
     await versions.waitFor();
