@@ -382,29 +382,16 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
     }
 
     let mut properties = BTreeMap::new();
-    match field(obj, &["properties", "props", "attributes"]) {
-        Some(Value::Object(map)) => {
-            for (k, v) in map {
-                let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
-                let Some(val) = value_to_string(v) else {
-                    continue;
-                };
-                let val = truncate_chars(val.trim(), MAX_PROPERTY_VALUE_CHARS).to_string();
-                if key.is_empty() || val.is_empty() {
-                    continue;
-                }
-                if properties.len() == MAX_PROPERTIES && !properties.contains_key(&key) {
-                    notes.add(format!(
-                        "{name}: more than {MAX_PROPERTIES} properties, rest dropped"
-                    ));
-                    break;
-                }
-                properties.insert(key, val);
-            }
-        }
-        Some(Value::Array(list)) => {
-            // The constrained form: [{"key": …, "value": …}] (a map cannot be strict).
-            for item in list {
+    // A map (the two-section reply) or a list of key/value pairs (the constrained form: a map cannot
+    // be strict).
+    let pairs: Vec<(String, String)> = match field(obj, &["properties", "props", "attributes"]) {
+        Some(Value::Object(map)) => map
+            .iter()
+            .filter_map(|(k, v)| value_to_string(v).map(|v| (k.clone(), v)))
+            .collect(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(|item| {
                 let pair = match item {
                     Value::Object(o) => field(o, &["key", "name"])
                         .and_then(value_to_string)
@@ -414,28 +401,33 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
                     }
                     _ => None,
                 };
-                let Some((k, val)) = pair else {
+                if pair.is_none() {
                     notes.add(format!(
                         "{name}: dropped a property that is not a key/value pair"
                     ));
-                    continue;
-                };
-                let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
-                let val = truncate_chars(val.trim(), MAX_PROPERTY_VALUE_CHARS).to_string();
-                if key.is_empty() || val.is_empty() {
-                    continue;
                 }
-                if properties.len() == MAX_PROPERTIES && !properties.contains_key(&key) {
-                    notes.add(format!(
-                        "{name}: more than {MAX_PROPERTIES} properties, rest dropped"
-                    ));
-                    break;
-                }
-                properties.insert(key, val);
-            }
+                pair
+            })
+            .collect(),
+        None => Vec::new(),
+        Some(_) => {
+            notes.add(format!("{name}: properties is not an object, ignored"));
+            Vec::new()
         }
-        None => {}
-        Some(_) => notes.add(format!("{name}: properties is not an object, ignored")),
+    };
+    for (k, val) in pairs {
+        let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
+        let val = truncate_chars(val.trim(), MAX_PROPERTY_VALUE_CHARS).to_string();
+        if key.is_empty() || val.is_empty() {
+            continue;
+        }
+        if properties.len() == MAX_PROPERTIES && !properties.contains_key(&key) {
+            notes.add(format!(
+                "{name}: more than {MAX_PROPERTIES} properties, rest dropped"
+            ));
+            break;
+        }
+        properties.insert(key, val);
     }
 
     let mut relationships = Vec::new();
