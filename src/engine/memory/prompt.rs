@@ -19,10 +19,6 @@ use crate::engine::sort::{sort_by, sort_by_key};
 /// Sampling temperature of the memory request: greedy, so the same conversation gives the same
 /// memory, and a small model copies facts instead of inventing them.
 pub const MEMORY_TEMPERATURE: f32 = 0.0;
-/// How much of each assistant message the constrained forms' request quotes. Memory is about what
-/// the user said and decided (mem0's fact extraction likewise reads the user's turns); a long reply
-/// quoted whole is what a small model copies into the summary instead (measured with SmolLM2-135M).
-pub const ASSISTANT_EXCERPT_CHARS: usize = 240;
 /// Reply token limit of the memory request (the most [`reply_tokens`] gives).
 pub const MEMORY_MAX_TOKENS: u32 = 2000;
 /// The least [`reply_tokens`] gives.
@@ -264,9 +260,6 @@ pub fn build_update_request(
         to_seq: new[0].seq,
         message_ids: Vec::new(),
     };
-    // The constrained forms' transcript: the user's messages whole, the assistant's as an excerpt
-    // (see ASSISTANT_EXCERPT_CHARS).
-    let mut focused = String::new();
     for m in &new {
         let before = transcript.len();
         push_message(&mut transcript, m, limits.max_message_chars.max(1));
@@ -274,11 +267,6 @@ pub fn build_update_request(
             transcript.truncate(before);
             break;
         }
-        let max = match m.role {
-            Role::Assistant => ASSISTANT_EXCERPT_CHARS,
-            _ => limits.max_message_chars,
-        };
-        push_message(&mut focused, m, max.max(1));
         span.to_seq = m.seq;
         span.message_ids.push(m.id.clone());
     }
@@ -309,8 +297,12 @@ pub fn build_update_request(
         }
         entity_list.push('\n');
     }
-    let heading = format!("NEW MESSAGES (seq {} to {}):\n\n", span.from_seq, span.to_seq);
-    let new_messages = format!("{heading}{}", transcript.trim_end());
+    let new_messages = format!(
+        "NEW MESSAGES (seq {} to {}):\n\n{}",
+        span.from_seq,
+        span.to_seq,
+        transcript.trim_end()
+    );
     // The two-section form: the seed's protocol, the previous summary rewritten by the model.
     let previous_text = previous
         .map(|s| s.text.trim())
@@ -322,10 +314,8 @@ pub fn build_update_request(
     // The constrained forms: what the new messages add, without the previous summary, which the
     // engine carries forward itself (`summary::carry_forward`). Measured with SmolLM2-135M: given the
     // previous summary, it copied it and left the new facts out; without it, it wrote them.
-    let structured_user = format!(
-        "{entity_list}\n{heading}{}\n\nWrite the memory of the new messages now.",
-        focused.trim_end()
-    );
+    let structured_user =
+        format!("{entity_list}\n{new_messages}\n\nWrite the memory of the new messages now.");
 
     Ok(UpdateRequest {
         prompt: Prompt {
