@@ -34,38 +34,53 @@ fn spawn_action(state: AppState, action: Action) {
 pub struct Controller {
     pub state: AppState,
     session: StoredValue<Option<Rc<Session>>, LocalStorage>,
+    /// Actions asked for while the database was still opening; they run as soon as it is open.
+    pending: StoredValue<Vec<PendingAction>, LocalStorage>,
 }
+
+type PendingAction = Box<dyn FnOnce(Rc<Session>)>;
 
 impl Controller {
     pub fn new(state: AppState) -> Self {
         Controller {
             state,
             session: StoredValue::new_local(None),
+            pending: StoredValue::new_local(Vec::new()),
         }
     }
 
+    /// The database is open: actions asked for before now run, in order.
     pub fn set_session(&self, session: Rc<Session>) {
-        self.session.set_value(Some(session));
+        self.session.set_value(Some(session.clone()));
+        let pending = self
+            .pending
+            .try_update_value(std::mem::take)
+            .unwrap_or_default();
+        for action in pending {
+            action(session.clone());
+        }
     }
 
     pub fn session(&self) -> Option<Rc<Session>> {
         self.session.get_value()
     }
 
-    /// Runs `f` with the session; an error goes to the banner.
+    /// Runs `f` with the session; an error goes to the banner. Asked for while the database is still
+    /// opening (a click in the first moment after the page loads), it runs once the database is open.
     pub fn run<F, Fut>(&self, f: F)
     where
         F: FnOnce(Rc<Session>, AppState) -> Fut + 'static,
         Fut: Future<Output = Result<(), SessionError>> + 'static,
     {
         let state = self.state;
-        let Some(session) = self.session() else {
-            state.error.set(Some(
-                "Memoire is still opening its database. Try again in a moment.".into(),
-            ));
-            return;
-        };
-        spawn_action(state, Box::pin(f(session, state)));
+        match self.session() {
+            Some(session) => spawn_action(state, Box::pin(f(session, state))),
+            None => self.pending.update_value(|p| {
+                p.push(Box::new(move |session| {
+                    spawn_action(state, Box::pin(f(session, state)))
+                }))
+            }),
+        }
     }
 
     /// Loads the conversation list (most recent first).
