@@ -667,3 +667,19 @@ fn raw_line_breaks_inside_json_strings_are_accepted() {
         0,
     );
 }
+
+#[test]
+fn the_same_failure_again_is_a_repeat() {
+    let at =
+        |t: i64, reason: &str| MemoryFailure::new(t, reason.into(), "raw", MemoryForm::Sections);
+    assert!(at(2, "HTTP 500").repeats(Some(&at(1, "HTTP 500"))));
+    assert!(!at(2, "HTTP 500").repeats(Some(&at(1, "no summary"))));
+    assert!(!at(2, "HTTP 500").repeats(None));
+    let long = "x".repeat(MAX_RAW_REPLY_CHARS + 10);
+    assert_eq!(
+        MemoryFailure::new(1, "r".into(), &long, MemoryForm::Sections)
+            .raw_reply
+            .len(),
+        MAX_RAW_REPLY_CHARS
+    );
+}

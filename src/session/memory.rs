@@ -148,13 +148,8 @@ impl Session {
             Ok(p) => p,
             Err((reason, raw)) => {
                 let failure = MemoryFailure::new(now(), reason.clone(), &raw, form);
-                let repeated = self
-                    .store
-                    .memory_failure(id)
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some_and(|f| f.reason == failure.reason);
+                let before = self.store.memory_failure(id).await.ok().flatten();
+                let repeated = failure.repeats(before.as_ref());
                 self.store.set_memory_failure(id, Some(&failure)).await?;
                 self.emit(SessionEvent::MemoryChanged(id.to_string()));
                 // The same failure again is shown in the memory pane, not as another banner.

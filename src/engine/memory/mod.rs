@@ -85,6 +85,12 @@ impl MemoryFailure {
             form,
         }
     }
+
+    /// Whether this failure says the same as `previous` (then the memory pane, which already shows
+    /// it, is enough: no new banner).
+    pub fn repeats(&self, previous: Option<&MemoryFailure>) -> bool {
+        previous.is_some_and(|p| p.reason == self.reason)
+    }
 }
 
 /// The result of applying a parsed update.
