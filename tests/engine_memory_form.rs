@@ -617,7 +617,7 @@ fn facts_the_new_summary_left_out_are_carried_forward() {
 }
 
 #[test]
-fn carried_sentences_give_way_past_the_cap_oldest_first() {
+fn carried_sentences_give_way_past_the_cap_filler_first_then_oldest() {
     let previous: String = (0..400).map(|i| format!("Fact{i} is kept. ")).collect();
     let (text, carried) = carry_forward(Some(&previous), "Something new.", 6000);
     assert!(text.len() <= 6000);
@@ -628,6 +628,15 @@ fn carried_sentences_give_way_past_the_cap_oldest_first() {
     );
     assert!(!text.contains("Fact0 "));
     assert!(carried > 100 && carried < 400);
+    // Filler goes before facts, whatever its age; facts keep their order.
+    let previous = "Ingrid lives in Trondheim. it depends on the conditions around you. \
+                    her cat is called Zorblax. start small and adjust step by step.";
+    let (text, carried) = carry_forward(Some(previous), "Something new.", 80);
+    assert_eq!(
+        text,
+        "Ingrid lives in Trondheim. her cat is called Zorblax. Something new."
+    );
+    assert_eq!(carried, 2);
 }
 
 #[test]

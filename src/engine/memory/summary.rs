@@ -5,6 +5,7 @@
 use super::prompt::UpdateSpan;
 use super::MemoryError;
 use crate::engine::model::{ConversationSummary, Millis};
+use crate::engine::sort::sort_by;
 
 /// The latest version among `versions` (highest `version`), if any.
 pub fn latest(versions: &[ConversationSummary]) -> Option<&ConversationSummary> {
@@ -197,7 +198,8 @@ fn covered(sentence: &str, text: &str) -> bool {
 /// The summary a memory update stores: the model's new summary, preceded by the sentences of the
 /// previous summary whose facts it left out (a small model often rewrites only what it just read, and
 /// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
-/// kept once. Past `max_chars` (see [`summary_max_chars`]) the oldest carried sentences give way. Returns the text and how
+/// kept once. Past `max_chars` (see [`summary_max_chars`]) the carried sentences with the fewest names
+/// and numbers give way first, the oldest among equals. Returns the text and how
 /// many sentences were carried.
 pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (String, usize) {
     let mut seen: Vec<String> = Vec::new();
@@ -219,16 +221,29 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
             carried.push(s);
         }
     }
+    // Over the cap, facts outlive filler: the carried sentences with the most names and numbers are
+    // kept first (newer first among equals), and the kept ones stay in their order.
     let mut room = max_chars.saturating_sub(new_text.len());
-    let mut kept: Vec<&str> = Vec::new();
-    for s in carried.iter().rev() {
-        if s.len() + 1 > room {
-            break;
+    let mut order: Vec<(usize, usize)> = carried
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, key_terms(s).0.len()))
+        .collect();
+    sort_by(&mut order, |a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    let mut keep = vec![false; carried.len()];
+    for (i, _) in order {
+        let len = carried[i].len() + 1;
+        if len <= room {
+            room -= len;
+            keep[i] = true;
         }
-        room -= s.len() + 1;
-        kept.push(s);
     }
-    kept.reverse();
+    let mut kept: Vec<&str> = carried
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(s, _)| *s)
+        .collect();
     let count = kept.len();
     kept.extend(fresh);
     (kept.join(" "), count)
