@@ -301,6 +301,21 @@ pub(crate) enum Completion {
     Failed { failure: Failure, body: String },
 }
 
+/// Why a memory request got no body: a refusal of `form` (an HTTP error naming it) or another failure.
+fn open_failure(endpoint: &EndpointProfile, form: MemoryForm, e: TransportError) -> Completion {
+    let body = match &e {
+        TransportError::Http { body, .. } => body.clone(),
+        _ => String::new(),
+    };
+    let refused = matches!(&e, TransportError::Http { status, body, .. } if refused_http(form, *status, body));
+    let failure = transport_failure(e, &endpoint.base_url, false);
+    if refused {
+        Completion::Refused { failure, body }
+    } else {
+        Completion::Failed { failure, body }
+    }
+}
+
 /// Sends one memory request and collects the whole reply (text, or the forced tool's input).
 pub(crate) async fn complete(
     endpoint: &EndpointProfile,
@@ -311,36 +326,9 @@ pub(crate) async fn complete(
     let req = request::build(endpoint, prompt, options);
     let stopper = Stopper::new();
     let failed = |failure, body: String| Completion::Failed { failure, body };
-    let mut body = match transport::open(&req, &stopper, Timeouts::default()).await {
-        Ok(body) => body,
-        Err(TransportError::Http {
-            status,
-            retry_after,
-            body,
-        }) => {
-            let refused = refused_http(form, status, &body);
-            let failure = transport_failure(
-                TransportError::Http {
-                    status,
-                    retry_after,
-                    body: body.clone(),
-                },
-                &endpoint.base_url,
-                false,
-            );
-            return Err(if refused {
-                Completion::Refused { failure, body }
-            } else {
-                failed(failure, body)
-            });
-        }
-        Err(e) => {
-            return Err(failed(
-                transport_failure(e, &endpoint.base_url, false),
-                String::new(),
-            ))
-        }
-    };
+    let mut body = transport::open(&req, &stopper, Timeouts::default())
+        .await
+        .map_err(|e| open_failure(endpoint, form, e))?;
     let mut decoder = decoder_for(endpoint.protocol);
     let mut collector = ReplyCollector::new(form);
     loop {
@@ -352,9 +340,6 @@ pub(crate) async fn complete(
             Ok(None) => {
                 decoder.handle_eof();
                 true
-            }
-            Err(TransportError::Aborted) => {
-                return Err(failed(failure::aborted(), collector.partial()))
             }
             Err(e) => {
                 return Err(failed(
