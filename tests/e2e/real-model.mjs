@@ -64,8 +64,11 @@ export async function startModelServer({ seed = 42, ctx = 8192, timeoutMs = 60_0
   const venv = venvDir();
   const model = modelPath(venv);
   const port = await freePort();
+  // One thread: ggml's threads meet at a spin barrier after every op, and on a busy 2-core machine
+  // (the browser, the page and the test runner share it) two threads made generation about 10x slower
+  // than one (measured: 177 tokens in 151 s with two threads, 13.7 s with one).
   const args = ['-m', 'llama_cpp.server', '--model', model, '--host', '127.0.0.1', '--port', String(port),
-    '--n_ctx', String(ctx), '--n_threads', '2', '--seed', String(seed), '--verbose', 'false'];
+    '--n_ctx', String(ctx), '--n_threads', '1', '--seed', String(seed), '--verbose', 'false'];
   const child = spawn(join(venv, 'bin', 'python'), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const keep = (d) => { log = (log + d).slice(-20_000); };
