@@ -1447,3 +1447,23 @@ fn add_message_is_idempotent_and_scoped() {
     assert_eq!(seqs, vec![0, 1]);
     assert_eq!(s.conversation.message_count, 2);
 }
+
+#[test]
+fn assembly_one_wordy_entity_cannot_crowd_out_the_others() {
+    // A small model wrote paragraphs into the first entity: its line is cut (name first), and the
+    // names after it still fit the share.
+    let mut wordy = entity("e0", "Ingrid Valcourt");
+    wordy.description = "She talked about many things at length. ".repeat(40);
+    let ents = vec![wordy, entity("e1", "Zorblax"), entity("e2", "Trondheim")];
+    let new = msg(1, Role::User, "hi");
+    let cfg = config(1100, 10); // budget 1000, share 150
+    let a = run(&[], &new, None, &ents, &cfg);
+    let sec = a.section(SectionKind::Entities).unwrap();
+    assert_eq!(sec.entity_ids, ids(&["e0", "e1", "e2"]));
+    assert!(sec.tokens <= 150, "{}", sec.tokens);
+    assert!(
+        sec.text.contains("Ingrid Valcourt (person): She talked"),
+        "{}",
+        sec.text
+    );
+}

@@ -459,6 +459,36 @@ fn entity_validation() {
     );
 }
 
+/// The name and aliases `parse_reply` keeps from a model's `name` and `aliases`; `None`: entity dropped.
+fn check_name(name: &str, aliases: &[&str], want: Option<(&str, &[&str])>) {
+    let json = serde_json::json!([{ "name": name, "aliases": aliases }]);
+    let p = parse_reply(&format!(
+        "=== CONVERSATION MEMORY ===\nS.\n=== ENTITY MEMORY ===\n{json}"
+    ))
+    .unwrap();
+    let got: Option<(String, Vec<String>)> = p
+        .entities
+        .first()
+        .map(|e| (e.name.clone(), e.aliases.clone()));
+    let want = want.map(|(n, a)| (n.to_string(), a.iter().map(|s| s.to_string()).collect()));
+    assert_eq!(got, want, "{name:?} {aliases:?}");
+}
+
+#[rustfmt::skip]
+#[test]
+fn names_are_names_not_sentences() {
+    check_name("Ingrid Valcourt", &[], Some(("Ingrid Valcourt", &[])));
+    check_name("Ingrid Valcourt.", &[], Some(("Ingrid Valcourt", &[])));
+    check_name("Ingrid Valcourt. I live in Trondheim, Norway.", &[], Some(("Ingrid Valcourt", &[])));
+    check_name("Dr. Ada Lovelace", &[], Some(("Dr. Ada Lovelace", &[])));
+    check_name("St. Louis", &["St. Louis, Missouri"], Some(("St. Louis", &["St. Louis, Missouri"])));
+    check_name("Yahoo!", &[], Some(("Yahoo!", &[])));
+    check_name("The user who said that she lives up in the north", &[], None);
+    check_name("Ingrid", &["Hi! My name is Ingrid Valcourt.", "Ingrid V."], Some(("Ingrid", &["Ingrid V"])));
+    check_name("Zorblax", &["Zorblax. I am a cat named Zorblax.", "the cat"], Some(("Zorblax", &["the cat"])));
+    check_name("Ingrid", &["a person who lives in the north of Norway"], Some(("Ingrid", &[])));
+}
+
 #[test]
 fn size_limits_cap_garbage() {
     let long_name = "N".repeat(5000);

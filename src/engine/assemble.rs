@@ -33,6 +33,8 @@ use std::collections::HashMap;
 pub const ENTITY_SHARE_PERCENT: u32 = 15;
 /// Consecutive entities that did not fit before the rest are left out unrendered.
 pub const ENTITY_MAX_MISSES: usize = 4;
+/// The shortest cap on one entity line, whatever the share.
+const MIN_ENTITY_LINE_CHARS: usize = 80;
 /// Below this much share left, no entity line can fit.
 const MIN_ENTITY_TOKENS: u32 = 8;
 /// Tokens a message costs beyond its text (role markers, separators).
@@ -470,6 +472,11 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
             .collect();
         let heading_tokens = est.estimate(ENTITIES_HEADING) + 2;
         let heading_bytes = json_len(ENTITIES_HEADING) + 2;
+        // One entity line takes at most about a third of the share (at 4 characters a token), name
+        // first: a model that wrote paragraphs into one entity cannot crowd out all the others.
+        let line_cap = cfg
+            .max_message_chars
+            .min((share as usize * 4 / 3).max(MIN_ENTITY_LINE_CHARS));
         let mut misses = 0;
         for (rank, e) in input.entities.iter().enumerate() {
             // Stop once the share is spent: a few more tries for shorter lines, then give up.
@@ -477,7 +484,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
                 entities_omitted += input.entities.len() - rank;
                 break;
             }
-            let line = render_entity(e, &names, cfg.max_message_chars);
+            let line = render_entity(e, &names, line_cap);
             let mut tokens = est.estimate(&line).saturating_add(1);
             let mut bytes = json_len(&line) + 1;
             if entity_lines.is_empty() {

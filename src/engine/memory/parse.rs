@@ -27,6 +27,8 @@ pub const MAX_SUMMARY_CHARS: usize = 20_000;
 pub const MAX_ENTITIES: usize = 300;
 pub const MAX_ID_CHARS: usize = 128;
 pub const MAX_NAME_CHARS: usize = 200;
+/// A name or alias longer than this many words is a sentence, not a name (see [`plausible_name`]).
+pub const MAX_NAME_WORDS: usize = 6;
 pub const MAX_ALIASES: usize = 16;
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 pub const MAX_PROPERTIES: usize = 32;
@@ -323,20 +325,77 @@ fn parse_relationship(v: &Value, who: &str, notes: &mut Notes) -> Option<ParsedR
     })
 }
 
+/// The sentences of a would-be name: split after `.`, `!` or `?` followed by a space, except after a
+/// short abbreviation ("Dr. Ada Lovelace", "St. Louis" stay whole).
+fn name_segments(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let at_end = matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1) == Some(&b' ');
+        if !at_end {
+            continue;
+        }
+        let word = text[start..i].rsplit(' ').next().unwrap_or("");
+        let abbreviation =
+            b == b'.' && word.chars().count() <= 3 && word.chars().all(char::is_alphabetic);
+        if !abbreviation {
+            out.push(&text[start..i]);
+            start = i + 2;
+        }
+    }
+    out.push(&text[start..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// `segment` as a name: trailing punctuation off; `None` when it is empty or longer than
+/// [`MAX_NAME_WORDS`] words.
+pub fn plausible_name(segment: &str) -> Option<String> {
+    let name = segment
+        .trim()
+        .trim_end_matches(['.', ',', ';', ':'])
+        .trim_end();
+    let words = name.split_whitespace().count();
+    (words > 0 && words <= MAX_NAME_WORDS && !name_key(name).is_empty()).then(|| name.to_string())
+}
+
+/// An alias: one sentence at most, and a plausible name.
+fn plausible_alias(text: &str) -> Option<String> {
+    match name_segments(text).as_slice() {
+        [one] => plausible_name(one),
+        _ => None,
+    }
+}
+
 fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEntity> {
     let Some(obj) = v.as_object() else {
         notes.add(format!("entity #{index}: not an object, dropped"));
         return None;
     };
-    let name = collapse_ws(&text_field(
+    let raw_name = collapse_ws(&text_field(
         obj,
         &["name", "entityName", "entity_name", "title"],
         MAX_NAME_CHARS,
     ));
-    if name_key(&name).is_empty() {
+    if name_key(&raw_name).is_empty() {
         notes.add(format!("entity #{index}: empty name, dropped"));
         return None;
     }
+    // A small model runs on past the name ("Ingrid Valcourt. I live in Trondheim."): the first
+    // sentence is the name.
+    let Some(name) = name_segments(&raw_name)
+        .into_iter()
+        .next()
+        .and_then(plausible_name)
+    else {
+        notes.add(format!(
+            "entity #{index}: '{raw_name}' is a sentence, not a name, dropped"
+        ));
+        return None;
+    };
     let id = Some(text_field(
         obj,
         &["id", "entityId", "entity_id"],
@@ -360,6 +419,13 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
     if let Some(Value::Array(list)) = field(obj, &["aliases", "alias", "aka"]) {
         for a in list.iter().filter_map(value_to_string) {
             let a = collapse_ws(truncate_chars(a.trim(), MAX_NAME_CHARS));
+            // An alias is a name: a whole sentence ("Hi! My name is Ingrid.") is not one.
+            let Some(a) = plausible_alias(&a) else {
+                if !a.is_empty() {
+                    notes.add(format!("{name}: alias '{a}' is a sentence, dropped"));
+                }
+                continue;
+            };
             let k = name_key(&a);
             if k.is_empty() || seen.contains(&k) {
                 continue;
@@ -375,9 +441,11 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
         }
     } else if let Some(Value::String(a)) = field(obj, &["aliases", "alias", "aka"]) {
         let a = collapse_ws(truncate_chars(a.trim(), MAX_NAME_CHARS));
-        let k = name_key(&a);
-        if !k.is_empty() && !seen.contains(&k) {
-            aliases.push(a);
+        if let Some(a) = plausible_alias(&a) {
+            let k = name_key(&a);
+            if !k.is_empty() && !seen.contains(&k) {
+                aliases.push(a);
+            }
         }
     }
 
