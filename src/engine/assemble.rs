@@ -9,7 +9,9 @@
 //! 3. the summary;
 //! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
 //! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]);
-//! 6. older messages the summary does not cover, newest first.
+//! 6. older messages the summary does not cover, newest first;
+//! 7. the entities that did not fit their share, in what history left unused (a memory is worth more
+//!    than empty room).
 //!
 //! Older messages the summary covers are dropped first (`CoveredBySummary`); errored and empty
 //! messages are skipped. History stays contiguous: once a message does not fit, every older one is
@@ -25,6 +27,7 @@ use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Prompt,
     Protocol, WireMessage,
 };
+use crate::engine::sort::sort_by_key;
 use crate::engine::tokens::TokenEstimator;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -249,6 +252,93 @@ pub fn render_entity(e: &EntityNode, names: &HashMap<&str, &str>, max_chars: usi
     truncate_chars(&line, max_chars).0
 }
 
+/// The entity section as it fills: placed lines with their rank, their cost, and the ranks left out.
+struct EntitySection<'a> {
+    entities: &'a [EntityNode],
+    names: HashMap<&'a str, &'a str>,
+    line_cap: usize,
+    heading: (u32, usize),
+    placed: Vec<(usize, String)>,
+    left: Vec<usize>,
+    tokens: u32,
+    bytes: usize,
+}
+
+impl<'a> EntitySection<'a> {
+    fn new<E: TokenEstimator + ?Sized>(
+        entities: &'a [EntityNode],
+        est: &E,
+        share: u32,
+        max_chars: usize,
+    ) -> Self {
+        EntitySection {
+            entities,
+            names: entities
+                .iter()
+                .map(|e| (e.id.as_str(), e.name.as_str()))
+                .collect(),
+            // One line takes at most about a third of the share (at 4 characters a token), name
+            // first: a model that wrote paragraphs into one entity cannot crowd out the others.
+            line_cap: max_chars.min((share as usize * 4 / 3).max(MIN_ENTITY_LINE_CHARS)),
+            heading: (
+                est.estimate(ENTITIES_HEADING) + 2,
+                json_len(ENTITIES_HEADING) + 2,
+            ),
+            placed: Vec::new(),
+            left: Vec::new(),
+            tokens: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Places the `candidates` (ranks, in order) while the section stays within `limit` tokens and
+    /// the meter allows; after [`ENTITY_MAX_MISSES`] misses in a row the rest are left out unrendered.
+    fn fill<E: TokenEstimator + ?Sized>(
+        &mut self,
+        est: &E,
+        meter: &mut Meter,
+        limit: u32,
+        candidates: Vec<usize>,
+    ) {
+        let mut misses = 0;
+        for (i, &rank) in candidates.iter().enumerate() {
+            if misses >= ENTITY_MAX_MISSES || self.tokens + MIN_ENTITY_TOKENS > limit {
+                self.left.extend_from_slice(&candidates[i..]);
+                return;
+            }
+            let line = render_entity(&self.entities[rank], &self.names, self.line_cap);
+            let mut tokens = est.estimate(&line).saturating_add(1);
+            let mut bytes = json_len(&line) + 1;
+            if self.placed.is_empty() {
+                tokens += self.heading.0;
+                bytes += self.heading.1;
+            }
+            if self.tokens.saturating_add(tokens) <= limit && meter.check(tokens, bytes).is_ok() {
+                meter.add(tokens, bytes);
+                self.tokens += tokens;
+                self.bytes += bytes;
+                self.placed.push((rank, line));
+                misses = 0;
+            } else {
+                self.left.push(rank);
+                misses += 1;
+            }
+        }
+    }
+
+    /// Lines and ids in rank order, tokens, bytes, and how many were left out.
+    fn finish(mut self) -> (Vec<String>, Vec<String>, u32, usize, usize) {
+        sort_by_key(&mut self.placed, |(rank, _)| *rank);
+        let ids = self
+            .placed
+            .iter()
+            .map(|(rank, _)| self.entities[*rank].id.clone())
+            .collect();
+        let lines = self.placed.into_iter().map(|(_, line)| line).collect();
+        (lines, ids, self.tokens, self.bytes, self.left.len())
+    }
+}
+
 fn is_empty_message(m: &Message) -> bool {
     m.content.trim().is_empty() && m.meta.tool_calls.is_empty()
 }
@@ -459,50 +549,8 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
 
     // 5. Entities, within their share.
     let share = (budget as u64 * ENTITY_SHARE_PERCENT as u64 / 100) as u32;
-    let mut entity_lines: Vec<String> = Vec::new();
-    let mut entity_ids = Vec::new();
-    let mut entity_tokens: u32 = 0;
-    let mut entity_bytes: usize = 0;
-    let mut entities_omitted = 0;
-    if !input.entities.is_empty() {
-        let names: HashMap<&str, &str> = input
-            .entities
-            .iter()
-            .map(|e| (e.id.as_str(), e.name.as_str()))
-            .collect();
-        let heading_tokens = est.estimate(ENTITIES_HEADING) + 2;
-        let heading_bytes = json_len(ENTITIES_HEADING) + 2;
-        // One entity line takes at most about a third of the share (at 4 characters a token), name
-        // first: a model that wrote paragraphs into one entity cannot crowd out all the others.
-        let line_cap = cfg
-            .max_message_chars
-            .min((share as usize * 4 / 3).max(MIN_ENTITY_LINE_CHARS));
-        let mut misses = 0;
-        for (rank, e) in input.entities.iter().enumerate() {
-            // Stop once the share is spent: a few more tries for shorter lines, then give up.
-            if misses >= ENTITY_MAX_MISSES || entity_tokens + MIN_ENTITY_TOKENS > share {
-                entities_omitted += input.entities.len() - rank;
-                break;
-            }
-            let line = render_entity(e, &names, line_cap);
-            let mut tokens = est.estimate(&line).saturating_add(1);
-            let mut bytes = json_len(&line) + 1;
-            if entity_lines.is_empty() {
-                tokens += heading_tokens;
-                bytes += heading_bytes;
-            }
-            if entity_tokens.saturating_add(tokens) <= share && meter.check(tokens, bytes).is_ok() {
-                meter.add(tokens, bytes);
-                entity_tokens += tokens;
-                entity_bytes += bytes;
-                entity_lines.push(line);
-                entity_ids.push(e.id.clone());
-            } else {
-                entities_omitted += 1;
-                misses += 1;
-            }
-        }
-    }
+    let mut entities = EntitySection::new(input.entities, est, share, cfg.max_message_chars);
+    entities.fill(est, &mut meter, share, (0..input.entities.len()).collect());
 
     // 6. Older history: covered messages go (the summary holds them), the rest while it fits.
     let mut unlimited = usize::MAX;
@@ -517,6 +565,12 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         .dropped
         .iter()
         .any(|d| matches!(d.reason, DropReason::OverBudget | DropReason::ByteCap));
+
+    // 7. What history left unused goes to the entities that did not fit their share.
+    let left = std::mem::take(&mut entities.left);
+    entities.fill(est, &mut meter, budget, left);
+    let (entity_lines, entity_ids, entity_tokens, entity_bytes, entities_omitted) =
+        entities.finish();
 
     // Put it together, oldest first.
     walk.included.reverse();
