@@ -3,9 +3,7 @@
 //! its metadata, clearing a conversation, edit-and-resend's tail replacement, saving a memory update,
 //! and writing a validated backup import (all or nothing). A fresh database per test.
 
-use memoire::engine::backup::{
-    check_import, export_json, validate_import, ConversationBundle, ImportLimits,
-};
+use memoire::engine::backup::{check_import, export_json, ConversationBundle, ImportLimits};
 use memoire::engine::model::*;
 use memoire::store::{Store, StoreError};
 use wasm_bindgen_test::*;
@@ -294,7 +292,9 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     let named = check_import(json.as_bytes(), &limits).unwrap();
     let existing = target.existing_ids_for(&named).await.unwrap();
     assert!(existing.conversations.is_empty() && existing.messages.is_empty());
-    let plan = validate_import(json.as_bytes(), &existing, &limits).unwrap();
+    let plan = check_import(json.as_bytes(), &limits)
+        .and_then(|c| c.plan(&existing))
+        .unwrap();
     let written = target.write_import(&plan).await.unwrap();
     let imported = bundle(&target, "c").await;
     // It returns the conversations as it stored them (the session announces these).
@@ -317,7 +317,9 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     assert_eq!(existing.last_seqs.get("c"), Some(&7));
     assert_eq!(existing.entities.len(), 1);
     assert!(existing.summaries.contains(&("c".to_string(), 1)));
-    let again = validate_import(json.as_bytes(), &existing, &limits).unwrap();
+    let again = check_import(json.as_bytes(), &limits)
+        .and_then(|c| c.plan(&existing))
+        .unwrap();
     assert_eq!(again.added.messages, 0);
     assert_eq!(again.skipped.messages, 6);
 

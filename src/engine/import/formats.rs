@@ -127,7 +127,7 @@ fn keys_of(v: &Value) -> String {
             let keys: Vec<String> = o
                 .keys()
                 .take(6)
-                .map(|k| format!("\"{}\"", crate::engine::backup::clip(k, 30)))
+                .map(|k| format!("\"{}\"", crate::engine::format::clip(k, 30)))
                 .collect();
             format!("the fields {}", keys.join(", "))
         }
@@ -151,7 +151,7 @@ fn conv_name(i: usize, item: &Value, title_key: &str) -> String {
         Some(t) => format!(
             "conversation {} (\"{}\")",
             i + 1,
-            crate::engine::backup::clip(t, 40)
+            crate::engine::format::clip(t, 40)
         ),
         None => format!("conversation {}", i + 1),
     }
@@ -188,7 +188,7 @@ fn content_text(v: Option<&Value>) -> String {
                     Value::Object(_) => match str_at(p, "type") {
                         Some("text") => out.push(str_at(p, "text").unwrap_or("").to_string()),
                         Some(t) if t.contains("image") => out.push("[image]".into()),
-                        Some(t) => out.push(format!("[{}]", crate::engine::backup::clip(t, 30))),
+                        Some(t) => out.push(format!("[{}]", crate::engine::format::clip(t, 30))),
                         None => {}
                     },
                     _ => {}
@@ -209,7 +209,7 @@ fn attachment_notes(items: &[Value], name_keys: &[&str]) -> Vec<String> {
             name_keys
                 .iter()
                 .find_map(|k| str_at(a, k))
-                .map(|n| format!("[attachment: {}]", crate::engine::backup::clip(n, 100)))
+                .map(|n| format!("[attachment: {}]", crate::engine::format::clip(n, 100)))
         })
         .collect()
 }

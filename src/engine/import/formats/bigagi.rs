@@ -126,7 +126,7 @@ fn message_text(
                 let name = str_at(f, "title").unwrap_or("file");
                 out.push(format!(
                     "[attachment: {}]",
-                    crate::engine::backup::clip(name, 100)
+                    crate::engine::format::clip(name, 100)
                 ));
             }
             _ => {}

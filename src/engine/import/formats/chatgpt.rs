@@ -63,7 +63,7 @@ fn conversation(
             at(),
             format!(
                 "\"current_node\" {} is not in \"mapping\"",
-                crate::engine::backup::clip(&id, 60)
+                crate::engine::format::clip(&id, 60)
             ),
         ),
         Walk::Cycle => ImportError::Cycle {

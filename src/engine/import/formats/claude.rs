@@ -118,7 +118,7 @@ fn branch<'a>(
             at(),
             format!(
                 "\"current_leaf_message_uuid\" {} is not among its messages",
-                crate::engine::backup::clip(&id, 60)
+                crate::engine::format::clip(&id, 60)
             ),
         ),
         Walk::Cycle => ImportError::Cycle {

@@ -129,7 +129,7 @@ fn conversation(
                 at(),
                 format!(
                     "\"currNode\" {} is not among its messages",
-                    crate::engine::backup::clip(&id, 60)
+                    crate::engine::format::clip(&id, 60)
                 ),
             ),
             Walk::Cycle => ImportError::Cycle {

@@ -124,7 +124,7 @@ fn branch<'a>(
             at(),
             format!(
                 "\"currentId\" {} is not among the messages",
-                crate::engine::backup::clip(&id, 60)
+                crate::engine::format::clip(&id, 60)
             ),
         ),
         Walk::Cycle => ImportError::Cycle {
