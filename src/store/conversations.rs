@@ -61,7 +61,7 @@ impl Store {
         store
             .add(&to_js(&ConversationRecord::from(c))?)
             .map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     pub async fn get_conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError> {
@@ -143,7 +143,7 @@ impl Store {
         let mut rec = ConversationRecord::from(&c);
         rec.last_seq = last_seq;
         store.put(&to_js(&rec)?).map_err(js_error)?;
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(c)
     }
 
@@ -169,7 +169,7 @@ impl Store {
         tx.store(SUMMARIES)?.delete(&range).map_err(js_error)?;
         tx.store(ENTITIES)?.delete(&range).map_err(js_error)?;
         convs.delete(&JsValue::from_str(id)).map_err(js_error)?;
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(existed)
     }
 }

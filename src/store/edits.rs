@@ -53,7 +53,7 @@ impl Store {
         messages
             .put(&to_js(&MessageRecord::from(&m))?)
             .map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     /// Every message of a conversation, oldest first (for export).
@@ -116,7 +116,7 @@ impl Store {
             Ok(c) => c,
             Err(e) => return tx.fail(e).await,
         };
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(conv)
     }
 
@@ -174,7 +174,7 @@ impl Store {
         conv.message_count = conv.message_count.saturating_sub(keys.length() as u64);
         conv.remote_handle = None;
         convs.put(&to_js(&conv)?).map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     /// Saves a memory update: the new summary version (if any) and the scope's whole entity graph,
@@ -208,7 +208,7 @@ impl Store {
                 return tx.fail(e).await;
             }
         }
-        self.commit(tx).await
+        tx.done().await
     }
 
     /// What the store holds of the records a checked backup names (only those are looked up).
@@ -357,7 +357,7 @@ impl Store {
         })();
         match result {
             Ok(written) => {
-                self.commit(tx).await?;
+                tx.done().await?;
                 Ok(written)
             }
             Err(e) => tx.fail(e).await,
