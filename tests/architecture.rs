@@ -8,6 +8,7 @@
 //!    state and ask the controller.
 //! 4. Only the store speaks IndexedDB; only the transport fetches.
 //! 5. Every module opens with a `//!` header that says what it owns.
+//! 6. The README's code map names every module (a row per file, `{a,b}.rs` or `*.rs`).
 //!
 //! Paths are read the way the compiler reads them: `use` trees are expanded (grouped and nested
 //! braces, `self`, renames), `super::`/`self::` are resolved against the file's module, and paths
@@ -580,4 +581,74 @@ fn use_trees_expand_like_the_compiler_reads_them() {
         "crate::engine::backup"
     );
     assert_eq!(module_of(Path::new("/s"), Path::new("/s/lib.rs")), "crate");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The README's code map names every module.
+
+/// The paths the code map's rows name (`src/a/{b,c}.rs` and `src/a/*.rs` expanded to patterns).
+fn code_map_patterns(readme: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in readme.lines() {
+        let Some(rest) = line.strip_prefix("| `src/") else {
+            continue;
+        };
+        let Some(end) = rest.find('`') else { continue };
+        let path = format!("src/{}", &rest[..end]);
+        match (path.find('{'), path.find('}')) {
+            (Some(open), Some(close)) => {
+                for alt in path[open + 1..close].split(',') {
+                    out.push(format!("{}{alt}{}", &path[..open], &path[close + 1..]));
+                }
+            }
+            _ => out.push(path),
+        }
+    }
+    out
+}
+
+/// Whether `file` (`src/engine/x.rs`) is named by `pattern` (a path, or one with a `*` file name).
+fn named_by(file: &str, pattern: &str) -> bool {
+    match pattern.split_once('*') {
+        Some((dir, ext)) => {
+            file.starts_with(dir) && file.ends_with(ext) && !file[dir.len()..].contains('/')
+        }
+        None => file == pattern,
+    }
+}
+
+fn unmapped(files: &[String], readme: &str) -> Vec<String> {
+    let patterns = code_map_patterns(readme);
+    files
+        .iter()
+        .filter(|f| !patterns.iter().any(|p| named_by(f, p)))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_code_map_names_every_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let files: Vec<String> = rust_files(&src())
+        .iter()
+        .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    let missing = unmapped(&files, &readme);
+    assert!(missing.is_empty(), "README code map lacks: {missing:?}");
+}
+
+#[test]
+fn the_code_map_check_can_fail() {
+    let readme = "| `src/a.rs` | x | — |\n| `src/b/{c,d}.rs` | x | — |\n| `src/e/*.rs` | x | — |\n";
+    let files = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(unmapped(
+        &files(&["src/a.rs", "src/b/c.rs", "src/b/d.rs", "src/e/f.rs"]),
+        readme
+    )
+    .is_empty());
+    assert_eq!(
+        unmapped(&files(&["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]), readme),
+        ["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]
+    );
 }
