@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use js_sys::Array;
 use wasm_bindgen::JsValue;
 
-use super::conversations::{get_record, not_found};
+use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
 use super::messages::add_all;
@@ -87,26 +87,7 @@ impl Store {
         let Some(mut rec) = get_record(&convs, id).await? else {
             return tx.fail(not_found(id)).await;
         };
-        let messages = tx.store(MESSAGES)?;
-        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
-        let keys: Array = request(
-            &index
-                .get_all_keys_with_key(&prefix_range(id)?)
-                .map_err(js_error)?,
-        )
-        .await?
-        .into();
-        for k in keys.iter() {
-            messages.delete(&k).map_err(js_error)?;
-        }
-        tx.store(SUMMARIES)?
-            .delete(&prefix_range(id)?)
-            .map_err(js_error)?;
-        tx.store(ENTITIES)?
-            .delete(&prefix_range(scope_key(&EntityScope::Conversation(
-                id.to_string(),
-            )))?)
-            .map_err(js_error)?;
+        delete_contents(&tx, id).await?;
         rec.message_count = 0;
         rec.remote_handle = None;
         rec.last_path = None;
