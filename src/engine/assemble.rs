@@ -1,5 +1,5 @@
 //! Context assembly: builds the prompt for a turn under a token budget and a byte cap, in
-//! DESIGN.md's order (system, summary, relevant entities, history, new message), and reports what
+//! ARCHITECTURE.md's order (system, summary, relevant entities, history, new message), and reports what
 //! it included, what it dropped and why, so the context inspector can show it.
 //!
 //! Priorities when space is short, highest first:
