@@ -1,11 +1,138 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! Architecture rules, checked on the source tree:
-//! 1. `src/engine` uses nothing of the crate outside the engine and no web crate, clock or randomness.
-//! 2. Every module opens with a `//!` header that says what it owns.
-//! 3. Imports only point down: ui -> session -> {store, transport} -> engine.
+//! Architecture rules, checked on the source tree (the README's code map and `ARCHITECTURE.md`'s
+//! invariants, as code):
+//! 1. Imports only point down: ui -> session -> {store, transport} -> engine; `main.rs` only mounts
+//!    the ui.
+//! 2. The engine uses nothing of the shells, no web crate, clock or randomness.
+//! 3. In the ui, only the controller (and the mount in `ui/mod.rs`) holds the session; views render
+//!    state and ask the controller.
+//! 4. Only the store speaks IndexedDB; only the transport fetches.
+//! 5. Every module opens with a `//!` header that says what it owns.
+//! 6. The README's code map names every module (a row per file, `{a,b}.rs` or `*.rs`).
+//!
+//! Paths are read the way the compiler reads them: `use` trees are expanded (grouped and nested
+//! braces, `self`, renames), `super::`/`self::` are resolved against the file's module, and paths
+//! written inline in code count too. Comments are ignored. `the_rules_fire_on_planted_violations`
+//! plants one violation per rule in a scratch tree and shows each rule firing on it, and only it.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// Layers of the crate, top to bottom.
+const SHELLS: [&str; 4] = ["ui", "session", "store", "transport"];
+
+/// What a rule forbids.
+#[derive(Clone, Copy)]
+enum Forbid {
+    /// A path that starts with these segments (`crate::store`, `web_sys`, `crate::session::Session`).
+    Path(&'static str),
+    /// An identifier that starts with this (`SystemTime`, `Idb` for every IndexedDB type).
+    Ident(&'static str),
+}
+
+/// One rule: the files it applies to (a module and everything under it), the modules it spares
+/// (`a::b` spares that module alone, `a::b::*` it and everything under it) and what they must not
+/// name.
+struct Rule {
+    name: &'static str,
+    applies_to: &'static str,
+    except: &'static [&'static str],
+    forbid: &'static [Forbid],
+}
+
+use Forbid::{Ident, Path as P};
+
+const WEB_AND_NONDETERMINISM: &[Forbid] = &[
+    P("crate::store"),
+    P("crate::transport"),
+    P("crate::session"),
+    P("crate::ui"),
+    P("leptos"),
+    P("web_sys"),
+    P("js_sys"),
+    P("wasm_bindgen"),
+    P("wasm_bindgen_futures"),
+    P("gloo_timers"),
+    P("gloo"),
+    P("rexie"),
+    P("send_wrapper"),
+    P("console_error_panic_hook"),
+    P("getrandom"),
+    P("rand"),
+    Ident("SystemTime"),
+    Ident("Instant"),
+    Ident("thread_rng"),
+];
+
+const RULES: &[Rule] = &[
+    Rule {
+        name: "the engine is pure",
+        applies_to: "crate::engine",
+        except: &[],
+        forbid: WEB_AND_NONDETERMINISM,
+    },
+    Rule {
+        name: "the store imports no layer above it",
+        applies_to: "crate::store",
+        except: &[],
+        forbid: &[P("crate::transport"), P("crate::session"), P("crate::ui")],
+    },
+    Rule {
+        name: "the transport imports no layer above it",
+        applies_to: "crate::transport",
+        except: &[],
+        forbid: &[P("crate::store"), P("crate::session"), P("crate::ui")],
+    },
+    Rule {
+        name: "the session imports no ui",
+        applies_to: "crate::session",
+        except: &[],
+        forbid: &[P("crate::ui")],
+    },
+    Rule {
+        name: "the ui goes through the session",
+        applies_to: "crate::ui",
+        except: &[],
+        forbid: &[P("crate::store"), P("crate::transport")],
+    },
+    Rule {
+        name: "views do not hold the session",
+        applies_to: "crate::ui",
+        except: &["crate::ui::controller", "crate::ui"],
+        forbid: &[P("crate::session::Session")],
+    },
+    Rule {
+        name: "main only mounts the ui",
+        applies_to: "main",
+        except: &[],
+        forbid: &[
+            P("memoire::engine"),
+            P("memoire::store"),
+            P("memoire::transport"),
+            P("memoire::session"),
+        ],
+    },
+    Rule {
+        name: "only the store speaks IndexedDB",
+        applies_to: "crate",
+        except: &["crate::store::*"],
+        forbid: &[Ident("Idb")],
+    },
+    Rule {
+        name: "only the transport fetches",
+        applies_to: "crate",
+        except: &["crate::transport::*"],
+        forbid: &[
+            Ident("fetch_with_request"),
+            Ident("fetch_with_str"),
+            Ident("RequestInit"),
+        ],
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Reading the tree.
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -21,15 +148,29 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn src(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(sub)
+/// The module a file is (`src/engine/backup/mod.rs` -> `crate::engine::backup`); `main.rs` is its
+/// own crate, `main`.
+fn module_of(root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts == ["main"] {
+        return "main".into();
+    }
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    std::iter::once("crate".to_string())
+        .chain(parts)
+        .collect::<Vec<_>>()
+        .join("::")
 }
 
 /// Source text with `//` comments removed, so doc prose can name forbidden crates.
-fn code_of(path: &Path) -> String {
-    fs::read_to_string(path)
-        .unwrap()
-        .lines()
+fn code_of(text: &str) -> String {
+    text.lines()
         .map(|l| match l.find("//") {
             Some(i) => &l[..i],
             None => l,
@@ -38,109 +179,476 @@ fn code_of(path: &Path) -> String {
         .join("\n")
 }
 
-/// Every file under `dir` must avoid each of `forbidden` (as a path prefix like `web_sys::`).
-fn check_forbidden(dir: &str, forbidden: &[&str]) -> Vec<String> {
-    let mut violations = Vec::new();
-    let root = src(dir);
-    let files = if root.is_dir() {
-        rust_files(&root)
-    } else {
-        vec![root.with_extension("rs")]
-    };
-    for file in files {
-        let code = code_of(&file);
-        for f in forbidden {
-            if code.contains(f) {
-                violations.push(format!("{} uses `{f}`", file.display()));
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The index of the `}` that closes the `{` at `open`.
+fn closing(s: &str, open: usize) -> usize {
+    let mut depth = 0;
+    for (i, c) in s.char_indices().skip_while(|(i, _)| *i < open) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+    }
+    s.len()
+}
+
+/// Splits at commas outside braces.
+fn top_level_items(s: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&s[start..]);
+    items.into_iter().filter(|i| !i.trim().is_empty()).collect()
+}
+
+/// Every path a `use` tree names: `a::{b, c::{d as e, self}}` -> `a::b`, `a::c::d`, `a::c`.
+fn expand_use(tree: &str, prefix: &str, out: &mut Vec<String>) {
+    let tree: String = tree.split_whitespace().collect::<Vec<_>>().join(" ");
+    let tree = tree.trim();
+    if let Some(open) = tree.find('{') {
+        let head = format!("{prefix}{}", &tree[..open]);
+        let inner = &tree[open + 1..closing(tree, open)];
+        for item in top_level_items(inner) {
+            expand_use(item, &head, out);
+        }
+        return;
+    }
+    let path = tree.split(" as ").next().unwrap_or(tree).replace(' ', "");
+    let full = format!("{prefix}{path}");
+    out.push(full.strip_suffix("::self").unwrap_or(&full).to_string());
+}
+
+/// Every `use` tree in `code`.
+fn use_trees(code: &str) -> Vec<&str> {
+    let mut trees = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("use ") {
+        let before = rest[..i].chars().last();
+        let after = &rest[i + 4..];
+        if before.is_some_and(is_ident) {
+            rest = after;
+            continue;
+        }
+        let end = after.find(';').unwrap_or(after.len());
+        trees.push(&after[..end]);
+        rest = &after[end..];
+    }
+    trees
+}
+
+/// Paths written inline in code (`crate::store::Store::open(..)`, `web_sys::window()`).
+fn inline_paths(code: &str) -> Vec<String> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts =
+            is_ident(chars[i]) && (i == 0 || (!is_ident(chars[i - 1]) && chars[i - 1] != ':'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        let mut segments = 0;
+        loop {
+            while j < chars.len() && is_ident(chars[j]) {
+                j += 1;
+            }
+            segments += 1;
+            if chars.get(j) == Some(&':')
+                && chars.get(j + 1) == Some(&':')
+                && chars.get(j + 2).is_some_and(|c| is_ident(*c))
+            {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        if segments > 1 {
+            out.push(chars[i..j].iter().collect());
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// A path as seen from the crate root: `super::`/`self::` resolved against `module`, `memoire::`
+/// (as `main.rs` writes it) left as is.
+fn resolve(path: &str, module: &str) -> String {
+    let mut here: Vec<&str> = module.split("::").collect();
+    let mut segments = path.split("::").peekable();
+    match segments.peek() {
+        Some(&"super") => {
+            while segments.peek() == Some(&"super") {
+                segments.next();
+                here.pop();
+            }
+        }
+        Some(&"self") => {
+            segments.next();
+        }
+        _ => return path.to_string(),
+    }
+    here.into_iter()
+        .chain(segments)
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// One file as the rules see it.
+struct Source {
+    file: String,
+    module: String,
+    text: String,
+    paths: BTreeSet<String>,
+    idents: BTreeSet<String>,
+}
+
+fn read_source(root: &Path, file: &Path) -> Source {
+    let text = fs::read_to_string(file).unwrap();
+    let code = code_of(&text);
+    let module = module_of(root, file);
+    let mut raw = Vec::new();
+    for tree in use_trees(&code) {
+        expand_use(tree, "", &mut raw);
+    }
+    raw.extend(inline_paths(&code));
+    let paths = raw.iter().map(|p| resolve(p, &module)).collect();
+    let idents = code
+        .split(|c: char| !is_ident(c))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    Source {
+        file: file.display().to_string(),
+        module,
+        text,
+        paths,
+        idents,
+    }
+}
+
+fn within(module: &str, scope: &str) -> bool {
+    module == scope || module.starts_with(&format!("{scope}::"))
+}
+
+/// Every broken rule in the tree at `root`, as (rule, file, what it named).
+fn violations(root: &Path) -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    for file in rust_files(root) {
+        let s = read_source(root, &file);
+        let first = s
+            .text
+            .lines()
+            .find(|l| !l.trim().is_empty() && !l.starts_with("#!"));
+        if !first.is_some_and(|l| l.starts_with("//!")) {
+            out.push(("every module has a header", s.file.clone(), "no //!".into()));
+        }
+        for rule in RULES {
+            let spared = rule.except.iter().any(|e| match e.strip_suffix("::*") {
+                Some(tree) => within(&s.module, tree),
+                None => s.module == *e,
+            });
+            if !within(&s.module, rule.applies_to) || spared {
+                continue;
+            }
+            for f in rule.forbid {
+                let hit = match *f {
+                    P(p) => s.paths.iter().find(|x| within(x, p)).cloned(),
+                    Ident(w) => s.idents.iter().find(|x| x.starts_with(w)).cloned(),
+                };
+                if let Some(hit) = hit {
+                    out.push((rule.name, s.file.clone(), hit));
+                }
             }
         }
     }
-    violations
+    out
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 #[test]
-fn engine_is_pure() {
-    let forbidden = [
-        "leptos",
-        "web_sys",
-        "js_sys",
-        "rexie",
-        "gloo",
-        "wasm_bindgen",
-        "send_wrapper",
-        "crate::store",
-        "crate::transport",
-        "crate::session",
-        "crate::ui",
-        "super::super::super",
-        "SystemTime",
-        "Instant::now",
-        "thread_rng",
-        "getrandom",
-    ];
-    let v = check_forbidden("engine", &forbidden);
-    assert!(v.is_empty(), "engine must stay pure:\n{}", v.join("\n"));
-}
-
-#[test]
-fn imports_point_down() {
-    let rules: [(&str, &[&str]); 3] = [
-        (
-            "store",
-            &["crate::transport", "crate::session", "crate::ui"],
-        ),
-        (
-            "transport",
-            &["crate::store", "crate::session", "crate::ui"],
-        ),
-        ("session", &["crate::ui"]),
-    ];
-    let mut all = Vec::new();
-    for (dir, forbidden) in rules {
-        if src(dir).is_dir() || src(dir).with_extension("rs").is_file() {
-            all.extend(check_forbidden(dir, forbidden));
-        }
-    }
-    assert!(
-        all.is_empty(),
-        "imports must point down:\n{}",
-        all.join("\n")
-    );
-}
-
-#[test]
-fn every_module_has_a_header() {
-    let missing: Vec<String> = rust_files(&src(""))
-        .into_iter()
-        .filter(|f| {
-            let text = fs::read_to_string(f).unwrap();
-            !text
-                .lines()
-                .find(|l| !l.trim().is_empty() && !l.starts_with("#!"))
-                .is_some_and(|l| l.starts_with("//!"))
-        })
-        .map(|f| f.display().to_string())
+fn the_source_tree_keeps_every_rule() {
+    let v = violations(&src());
+    let lines: Vec<String> = v
+        .iter()
+        .map(|(rule, file, hit)| format!("{rule}: {file} names `{hit}`"))
         .collect();
     assert!(
-        missing.is_empty(),
-        "modules without a //! header: {missing:?}"
+        lines.is_empty(),
+        "architecture rules broken:\n{}",
+        lines.join("\n")
     );
 }
 
 #[test]
-fn the_checks_can_fail() {
-    // The forbidden-import scan must see through to code, and must ignore comments.
-    let dir = std::env::temp_dir().join(format!("memoire-arch-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
-    let bad = dir.join("bad.rs");
-    fs::write(
-        &bad,
-        "//! doc mentions web_sys:: harmlessly\nuse web_sys::Window;\n",
+fn every_layer_has_a_rule() {
+    for layer in SHELLS.iter().chain(&["engine"]) {
+        let scope = format!("crate::{layer}");
+        assert!(
+            RULES.iter().any(|r| r.applies_to == scope),
+            "no rule for {scope}"
+        );
+        assert!(src().join(layer).is_dir() || src().join(format!("{layer}.rs")).is_file());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rules can fail: each planted violation fires its rule, and only it.
+
+/// Writes `code` at `rel` in a scratch tree and returns the rules it breaks.
+fn check(rel: &str, code: &str, expected: &[&str]) {
+    let root = std::env::temp_dir().join(format!(
+        "memoire-arch-{}-{}",
+        std::process::id(),
+        rel.replace(['/', '.'], "_")
+    ));
+    let _ = fs::remove_dir_all(&root);
+    let file = root.join(rel);
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, code).unwrap();
+    let mut fired: Vec<&str> = violations(&root).into_iter().map(|v| v.0).collect();
+    fired.dedup();
+    fs::remove_dir_all(&root).unwrap();
+    assert_eq!(fired, expected, "{rel}: {code}");
+}
+
+const ENGINE: &str = "the engine is pure";
+
+#[test]
+fn the_rules_fire_on_planted_violations() {
+    check(
+        "engine/a.rs",
+        "//! h\nuse crate::{store::Store, transport};\n",
+        &[ENGINE],
+    );
+    check(
+        "engine/a.rs",
+        "//! h\nuse crate::{model::{Message, Role}, session::{self}};\n",
+        &[ENGINE],
+    );
+    check(
+        "engine/a/b.rs",
+        "//! h\nuse super::super::super::ui::App;\n",
+        &[ENGINE],
+    );
+    check(
+        "engine/a.rs",
+        "//! h\nfn f() { web_sys::window(); }\n",
+        &[ENGINE],
+    );
+    check(
+        "engine/a.rs",
+        "//! h\nfn f() { let _ = std::time::SystemTime::now(); }\n",
+        &[ENGINE],
+    );
+    check(
+        "engine/a.rs",
+        "//! h\nuse gloo_timers::callback::Timeout;\n",
+        &[ENGINE],
+    );
+    check(
+        "store/a.rs",
+        "//! h\nuse crate::{engine::model, session::Session};\n",
+        &["the store imports no layer above it"],
+    );
+    check(
+        "transport/mod.rs",
+        "//! h\nuse super::store::Store;\n",
+        &["the transport imports no layer above it"],
+    );
+    check(
+        "session/turn.rs",
+        "//! h\nuse crate::ui::{self as view};\n",
+        &["the session imports no ui"],
+    );
+    check(
+        "ui/sidebar.rs",
+        "//! h\nuse crate::{session::{SessionEvent}, transport::{self}};\n",
+        &["the ui goes through the session"],
+    );
+    check(
+        "ui/chat.rs",
+        "//! h\nuse crate::session::{Session as S, SessionEvent};\n",
+        &["views do not hold the session"],
+    );
+    check(
+        "main.rs",
+        "//! h\nfn main() { memoire::store::Store::open(\"x\"); }\n",
+        &["main only mounts the ui"],
+    );
+    check(
+        "session/a.rs",
+        "//! h\nfn f(db: &web_sys::IdbDatabase) {}\n",
+        &["only the store speaks IndexedDB"],
+    );
+    check(
+        "ui/a.rs",
+        "//! h\nfn f() { let _ = web_sys::RequestInit::new(); }\n",
+        &["only the transport fetches"],
+    );
+    check(
+        "engine/a.rs",
+        "use super::model::Message;\n",
+        &["every module has a header"],
+    );
+}
+
+#[test]
+fn allowed_code_stays_quiet() {
+    check(
+        "engine/a.rs",
+        "//! doc names crate::store and web_sys:: harmlessly\nfn f() {} // SystemTime\n",
+        &[],
+    );
+    check(
+        "engine/backup/mod.rs",
+        "//! h\nuse super::model::{Message, Role};\nuse crate::engine::{format, sort};\n",
+        &[],
+    );
+    check(
+        "ui/controller.rs",
+        "//! h\nuse crate::session::{Session, SessionError};\n",
+        &[],
+    );
+    check(
+        "ui/mod.rs",
+        "//! h\nuse crate::session::{Session, DB_NAME};\n",
+        &[],
+    );
+    check(
+        "ui/chat.rs",
+        "//! h\nuse crate::session::{SessionEvent, PreparedImport};\n",
+        &[],
+    );
+    check(
+        "store/idb.rs",
+        "//! h\nuse web_sys::{IdbDatabase, IdbTransaction};\n",
+        &[],
+    );
+    check(
+        "main.rs",
+        "//! h\nfn main() { leptos::mount::mount_to_body(memoire::ui::App); }\n",
+        &[],
+    );
+}
+
+#[test]
+fn use_trees_expand_like_the_compiler_reads_them() {
+    let mut out = Vec::new();
+    expand_use(
+        "crate::{store::{Store, records::{self, X as Y}}, transport}",
+        "",
+        &mut out,
+    );
+    assert_eq!(
+        out,
+        [
+            "crate::store::Store",
+            "crate::store::records",
+            "crate::store::records::X",
+            "crate::transport"
+        ]
+    );
+    assert_eq!(
+        resolve("super::super::store::Store", "crate::session::turn"),
+        "crate::store::Store"
+    );
+    assert_eq!(resolve("self::x", "crate::engine"), "crate::engine::x");
+    assert_eq!(
+        module_of(Path::new("/s"), Path::new("/s/engine/backup/mod.rs")),
+        "crate::engine::backup"
+    );
+    assert_eq!(module_of(Path::new("/s"), Path::new("/s/lib.rs")), "crate");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The README's code map names every module.
+
+/// The paths the code map's rows name (`src/a/{b,c}.rs` and `src/a/*.rs` expanded to patterns).
+fn code_map_patterns(readme: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in readme.lines() {
+        let Some(rest) = line.strip_prefix("| `src/") else {
+            continue;
+        };
+        let Some(end) = rest.find('`') else { continue };
+        let path = format!("src/{}", &rest[..end]);
+        match (path.find('{'), path.find('}')) {
+            (Some(open), Some(close)) => {
+                for alt in path[open + 1..close].split(',') {
+                    out.push(format!("{}{alt}{}", &path[..open], &path[close + 1..]));
+                }
+            }
+            _ => out.push(path),
+        }
+    }
+    out
+}
+
+/// Whether `file` (`src/engine/x.rs`) is named by `pattern` (a path, or one with a `*` file name).
+fn named_by(file: &str, pattern: &str) -> bool {
+    match pattern.split_once('*') {
+        Some((dir, ext)) => {
+            file.starts_with(dir) && file.ends_with(ext) && !file[dir.len()..].contains('/')
+        }
+        None => file == pattern,
+    }
+}
+
+fn unmapped(files: &[String], readme: &str) -> Vec<String> {
+    let patterns = code_map_patterns(readme);
+    files
+        .iter()
+        .filter(|f| !patterns.iter().any(|p| named_by(f, p)))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_code_map_names_every_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let files: Vec<String> = rust_files(&src())
+        .iter()
+        .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    let missing = unmapped(&files, &readme);
+    assert!(missing.is_empty(), "README code map lacks: {missing:?}");
+}
+
+#[test]
+fn the_code_map_check_can_fail() {
+    let readme = "| `src/a.rs` | x | — |\n| `src/b/{c,d}.rs` | x | — |\n| `src/e/*.rs` | x | — |\n";
+    let files = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(unmapped(
+        &files(&["src/a.rs", "src/b/c.rs", "src/b/d.rs", "src/e/f.rs"]),
+        readme
     )
-    .unwrap();
-    assert!(code_of(&bad).contains("web_sys"));
-    let good = dir.join("good.rs");
-    fs::write(&good, "//! doc mentions web_sys:: harmlessly\nfn f() {}\n").unwrap();
-    assert!(!code_of(&good).contains("web_sys"));
-    fs::remove_dir_all(&dir).unwrap();
+    .is_empty());
+    assert_eq!(
+        unmapped(&files(&["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]), readme),
+        ["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]
+    );
 }

@@ -1,11 +1,14 @@
 #![cfg(all(target_arch = "wasm32", feature = "bench"))]
 //! Browser benchmarks of the store against plain JavaScript IndexedDB code doing the same work on the
 //! same schema in the same page, writing the same records (the store's bulk shape) with the same call
-//! (`add`, one transaction, default durability). Run: `make bench` (or `cargo test --profile
+//! (`add`, one transaction, default durability). The import figure times what the app's import
+//! (`session/import.rs`) asks of the store for a checked file: `existing_ids_for`, then the plan,
+//! then `write_import`. Run: `make bench` (or `cargo test --profile
 //! browser-bench --target wasm32-unknown-unknown --features bench --test browser_bench_store --
 //! --nocapture`). Each figure is the median of several
 //! runs and printed as `bench <name> <value> <unit>`.
 
+use memoire::engine::backup::{CheckedImport, ConversationBundle, ImportLimits};
 use memoire::engine::model::*;
 use memoire::store::Store;
 use wasm_bindgen::prelude::*;
@@ -111,7 +114,7 @@ fn messages(conv: &str, n: usize) -> Vec<Message> {
         .map(|i| Message {
             id: format!("{conv}-{i}"),
             conversation_id: conv.into(),
-            seq: 0,
+            seq: i as u64 + 1,
             role: if i % 2 == 1 {
                 Role::Assistant
             } else {
@@ -123,6 +126,26 @@ fn messages(conv: &str, n: usize) -> Vec<Message> {
             meta: MessageMeta::default(),
         })
         .collect()
+}
+
+/// One conversation of `n` messages, checked as the app checks another app's export.
+fn checked(conv: &str, n: usize) -> CheckedImport {
+    let bundle = ConversationBundle {
+        conversation: conversation(conv),
+        messages: messages(conv, n),
+        summaries: Vec::new(),
+        entities: Vec::new(),
+    };
+    CheckedImport::from_bundles(&[bundle], 0, &ImportLimits::default()).unwrap()
+}
+
+/// What the app's import does with a checked file (`session/import.rs`): look up what is stored,
+/// plan, write in one transaction. Returns the messages added.
+async fn import(s: &Store, checked: CheckedImport) -> usize {
+    let existing = s.existing_ids_for(&checked).await.unwrap();
+    let plan = checked.plan(&existing).unwrap();
+    s.write_import(&plan).await.unwrap();
+    plan.added.messages
 }
 
 fn db_name(tag: &str, run: usize) -> String {
@@ -140,10 +163,9 @@ async fn bench_store_import_and_load() {
         // Store: bulk import of 100k messages into a fresh database.
         let name = db_name("import", run);
         let s = Store::open(&name).await.unwrap();
-        s.create_conversation(&conversation("c")).await.unwrap();
-        let batch = messages("c", N);
+        let checked = checked("c", N);
         let t0 = now();
-        let inserted = s.import_messages("c", &batch).await.unwrap();
+        let inserted = import(&s, checked).await;
         let ms = now() - t0;
         assert_eq!(inserted, N);
         store_rates.push(N as f64 / (ms / 1000.0));
@@ -172,10 +194,7 @@ async fn bench_store_import_and_load() {
     // Load the last 50 of 10k messages.
     let name = db_name("load", 0);
     let s = Store::open(&name).await.unwrap();
-    s.create_conversation(&conversation("c")).await.unwrap();
-    s.import_messages("c", &messages("c", 10_000))
-        .await
-        .unwrap();
+    assert_eq!(import(&s, checked("c", 10_000)).await, 10_000);
     let mut store_ms = Vec::new();
     let mut js_ms = Vec::new();
     for _ in 0..21 {

@@ -3,15 +3,13 @@
 //! its metadata, clearing a conversation, edit-and-resend's tail replacement, saving a memory update,
 //! and writing a validated backup import (all or nothing). A fresh database per test.
 
-use memoire::engine::backup::{
-    check_import, export_json, validate_import, ConversationBundle, ImportLimits,
-};
+use memoire::engine::backup::{check_import, export_json, ConversationBundle, ImportLimits};
 use memoire::engine::model::*;
 use memoire::store::{Store, StoreError};
 use wasm_bindgen_test::*;
 
 mod support;
-use support::{finish, fresh};
+use support::{finish, fresh, small, too_big};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -213,7 +211,7 @@ async fn replace_tail_edits_the_user_message_and_drops_what_followed() {
 
 #[wasm_bindgen_test]
 async fn save_memory_writes_summary_and_graph_together() {
-    let store = fresh("memory").await;
+    let store = small("memory").await;
     seeded(&store, "c", 2).await;
     let scope = EntityScope::Conversation("c".into());
     store
@@ -244,10 +242,9 @@ async fn save_memory_writes_summary_and_graph_together() {
         vec!["Bob".to_string()],
         "the graph is replaced whole"
     );
-    // A disk-full failure leaves both untouched.
-    store.simulate_quota_exceeded_on_next_write();
+    // A write the quota cannot hold (a real QuotaExceededError) leaves both untouched.
     let full = store
-        .save_memory(Some(&summary("c", 2, "second")), &scope, &[])
+        .save_memory(Some(&summary("c", 2, &too_big())), &scope, &[])
         .await;
     assert_eq!(full, Err(StoreError::Full));
     assert_eq!(store.latest_summary("c").await.unwrap().unwrap().version, 1);
@@ -289,12 +286,14 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     let json = export_json(std::slice::from_ref(&original), &[], 1000);
     finish(source).await;
 
-    let target = fresh("import-dst").await;
+    let target = small("import-dst").await;
     let limits = ImportLimits::default();
     let named = check_import(json.as_bytes(), &limits).unwrap();
     let existing = target.existing_ids_for(&named).await.unwrap();
     assert!(existing.conversations.is_empty() && existing.messages.is_empty());
-    let plan = validate_import(json.as_bytes(), &existing, &limits).unwrap();
+    let plan = check_import(json.as_bytes(), &limits)
+        .and_then(|c| c.plan(&existing))
+        .unwrap();
     let written = target.write_import(&plan).await.unwrap();
     let imported = bundle(&target, "c").await;
     // It returns the conversations as it stored them (the session announces these).
@@ -317,7 +316,9 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     assert_eq!(existing.last_seqs.get("c"), Some(&7));
     assert_eq!(existing.entities.len(), 1);
     assert!(existing.summaries.contains(&("c".to_string(), 1)));
-    let again = validate_import(json.as_bytes(), &existing, &limits).unwrap();
+    let again = check_import(json.as_bytes(), &limits)
+        .and_then(|c| c.plan(&existing))
+        .unwrap();
     assert_eq!(again.added.messages, 0);
     assert_eq!(again.skipped.messages, 6);
 
@@ -344,10 +345,14 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
         .unwrap();
     assert_eq!(next.message.seq, 10);
 
-    // A failed write (disk full) leaves nothing of the plan behind.
+    // A write the quota cannot hold (a real QuotaExceededError) leaves nothing of the plan behind.
     target.delete_conversation("c").await.unwrap();
-    target.simulate_quota_exceeded_on_next_write();
-    assert_eq!(target.write_import(&plan).await, Err(StoreError::Full));
+    let mut too_large = plan.clone();
+    too_large.messages[0].content = too_big();
+    assert_eq!(
+        target.write_import(&too_large).await.map(|_| ()),
+        Err(StoreError::Full)
+    );
     assert!(target.get_conversation("c").await.unwrap().is_none());
     assert!(target.load_all_messages("c").await.unwrap().is_empty());
     finish(target).await;

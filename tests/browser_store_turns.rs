@@ -8,7 +8,7 @@ use memoire::store::{Store, StoreError};
 use wasm_bindgen_test::*;
 
 mod support;
-use support::{finish, fresh};
+use support::{finish, fresh, small, too_big};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -46,7 +46,10 @@ fn msg(c: &str, id: &str, role: Role, at: i64) -> Message {
 
 /// A store holding conversation "c" with two messages (last seq 2).
 async fn seeded() -> Store {
-    let s = fresh("turns").await;
+    seed_into(fresh("turns").await).await
+}
+
+async fn seed_into(s: Store) -> Store {
     s.create_conversation(&conv("c")).await.unwrap();
     s.append_message(&msg("c", "m1", Role::User, 10))
         .await
@@ -126,16 +129,15 @@ async fn writes_nothing_when_an_id_is_taken_or_the_pair_is_split() {
 
 #[wasm_bindgen_test]
 async fn a_full_disk_writes_nothing() {
-    let s = seeded().await;
-    s.simulate_quota_exceeded_on_next_write();
+    let s = seed_into(small("turns-full").await).await;
+    let big = Message {
+        content: too_big(),
+        ..msg("c", "u", Role::User, 20)
+    };
     let got = s
-        .append_turn(
-            &msg("c", "u", Role::User, 20),
-            &msg("c", "r", Role::Assistant, 21),
-            2,
-        )
+        .append_turn(&big, &msg("c", "r", Role::Assistant, 21), 2)
         .await;
-    assert_eq!(got, Err(StoreError::Full));
+    assert_eq!(got.map(|_| ()), Err(StoreError::Full));
     assert_eq!(s.load_last("c", 10).await.unwrap().len(), 2);
     assert_eq!(
         s.get_conversation("c")

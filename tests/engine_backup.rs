@@ -4,9 +4,10 @@
 //! case names the error it must produce.
 
 use memoire::engine::backup::{
-    check_import, export_json, export_markdown, format_utc, validate_import, ConversationBundle,
-    ExistingIds, ExistingMessage, ImportError, ImportLimits, ImportPlan,
+    check_import, export_json, export_markdown, ConversationBundle, ExistingIds, ExistingMessage,
+    ImportError, ImportLimits, ImportPlan,
 };
+use memoire::engine::format::{date_time, days_from_civil};
 use memoire::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
     MemoryOverrides, Message, MessageMeta, MessageStatus, Relationship, RemoteHandle, Role,
@@ -133,6 +134,15 @@ fn sample() -> (Vec<ConversationBundle>, Vec<EntityNode>) {
 fn sample_json() -> String {
     let (bundles, shared) = sample();
     export_json(&bundles, &shared, T0 + 99)
+}
+
+/// Check, then plan against `existing`: what the app's import does before writing.
+fn validate_import(
+    bytes: &[u8],
+    existing: &ExistingIds,
+    limits: &ImportLimits,
+) -> Result<ImportPlan, ImportError> {
+    check_import(bytes, limits)?.plan(existing)
 }
 
 fn import(bytes: &[u8], existing: &ExistingIds) -> Result<ImportPlan, ImportError> {
@@ -910,8 +920,17 @@ fn markdown_transcript() {
     assert!(export_markdown(&c, &[]).starts_with("# Untitled conversation\n"));
 }
 
+/// The Markdown export's dates are `format::date_time` in UTC; `days_from_civil` is its inverse.
 fn check_date(ms: i64, expected: &str) {
-    assert_eq!(format_utc(ms), expected, "for {ms}");
+    assert_eq!(format!("{} UTC", date_time(ms)), expected, "for {ms}");
+    let day = ms.div_euclid(86_400_000);
+    let (y, m, d) = (&expected[0..4], &expected[5..7], &expected[8..10]);
+    let parse = |s: &str| s.parse::<i64>().unwrap();
+    assert_eq!(
+        days_from_civil(parse(y), parse(m), parse(d)),
+        day,
+        "for {ms}"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! Display formats: relative times, dates, byte sizes.
+//! Display formats: relative times, dates, byte sizes, one-line and clipped text.
 
-use memoire::engine::format::{bytes, date, date_time, relative_time};
+use memoire::engine::format::{bytes, clip, date, date_time, one_line, relative_time};
 
 const NOW: i64 = 1_795_300_167_000; // 2026-11-22T...
 
@@ -86,4 +86,15 @@ fn continuity_badges() {
         "reinjected",
         "a turn that re-sent the history shows it, even with the new live session"
     );
+}
+
+#[test]
+fn one_line_and_clipped_text() {
+    assert_eq!(
+        one_line("  two\n lines\tand  spaces "),
+        "two lines and spaces"
+    );
+    assert_eq!(one_line(" \n "), "");
+    assert_eq!(clip("short", 5), "short");
+    assert_eq!(clip("élan vital", 4), "élan…");
 }

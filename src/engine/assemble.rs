@@ -1,5 +1,5 @@
 //! Context assembly: builds the prompt for a turn under a token budget and a byte cap, in
-//! DESIGN.md's order (system, summary, relevant entities, history, new message), and reports what
+//! ARCHITECTURE.md's order (system, summary, relevant entities, history, new message), and reports what
 //! it included, what it dropped and why, so the context inspector can show it.
 //!
 //! Priorities when space is short, highest first:
@@ -22,6 +22,7 @@
 //! Byte sizes are an upper estimate of the JSON request body (escapes counted, per-message and
 //! per-request overheads added). Must not import anything outside `crate::engine`.
 
+use crate::engine::format::one_line;
 use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
 use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Prompt,
@@ -188,10 +189,6 @@ impl Meter {
         self.tokens += tokens as u64;
         self.bytes = self.bytes.saturating_add(bytes);
     }
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// One compact line for an entity: name, type, aliases, description, properties and its live

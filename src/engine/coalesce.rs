@@ -22,7 +22,7 @@ impl Default for SaveThrottle {
 }
 
 impl SaveThrottle {
-    /// About one write per second, as DESIGN.md's storage rules ask.
+    /// About one write per second, as ARCHITECTURE.md's storage rules ask.
     pub const DEFAULT_INTERVAL_MS: Millis = 1000;
 
     pub fn new(interval_ms: Millis) -> Self {

@@ -50,6 +50,7 @@ pub struct Failure {
 use serde_json::Value;
 
 use crate::engine::decode::{StreamError, CODE_CUT_OFF, CODE_MALFORMED};
+use crate::engine::format::days_from_civil;
 use crate::engine::model::Millis;
 
 /// Longest server text quoted in a message, in characters.
@@ -340,17 +341,6 @@ fn parse_http_date(value: &str) -> Option<Millis> {
     }
     let days = days_from_civil(year, month, day);
     Some(((days * 86_400) + h * 3600 + m * 60 + s) * 1000)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The error code and message of a JSON error body, in the shapes endpoints use:

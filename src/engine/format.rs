@@ -1,4 +1,5 @@
-//! Small display formats the UI shows: relative times, byte sizes, token counts.
+//! Small display formats: relative times, UTC dates (and the calendar arithmetic behind them), byte
+//! sizes, token counts, one-line and clipped text for names shown in messages.
 //! Pure: `now` is passed in. Must not import anything outside `crate::engine`.
 
 use crate::engine::model::Millis;
@@ -89,4 +90,30 @@ pub fn continuity(
             "Nothing to carry over yet: the next turn starts the conversation.",
         ),
     }
+}
+
+/// Whitespace runs (newlines included) collapsed to one space, trimmed: a value shown on one line.
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// At most `max` characters of `s`, with `…` when something was cut (for names in messages).
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`), the
+/// inverse of the calendar [`date`] uses.
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }

@@ -7,11 +7,13 @@ use wasm_bindgen::JsValue;
 use web_sys::IdbCursorDirection;
 
 use super::error::StoreError;
-use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, to_js};
-use super::records::ConversationRecord;
+use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, to_js, Tx};
+use super::records::{scope_key, ConversationRecord};
 use super::schema::{BY_CONV_SEQ, BY_UPDATED, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
 use super::Store;
-use crate::engine::model::{Conversation, MemoryOverrides, Millis, RemoteHandle, TurnPath};
+use crate::engine::model::{
+    Conversation, EntityScope, MemoryOverrides, Millis, RemoteHandle, TurnPath,
+};
 
 /// Changes to a conversation; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -61,7 +63,7 @@ impl Store {
         store
             .add(&to_js(&ConversationRecord::from(c))?)
             .map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     pub async fn get_conversation(&self, id: &str) -> Result<Option<Conversation>, StoreError> {
@@ -143,7 +145,7 @@ impl Store {
         let mut rec = ConversationRecord::from(&c);
         rec.last_seq = last_seq;
         store.put(&to_js(&rec)?).map_err(js_error)?;
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(c)
     }
 
@@ -153,23 +155,34 @@ impl Store {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
         let convs = tx.store(CONVERSATIONS)?;
         let existed = get_record(&convs, id).await?.is_some();
-        let messages = tx.store(MESSAGES)?;
-        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
-        let keys: js_sys::Array = request(
-            &index
-                .get_all_keys_with_key(&prefix_range(id)?)
-                .map_err(js_error)?,
-        )
-        .await?
-        .into();
-        for k in keys.iter() {
-            messages.delete(&k).map_err(js_error)?;
-        }
-        let range = prefix_range(id)?;
-        tx.store(SUMMARIES)?.delete(&range).map_err(js_error)?;
-        tx.store(ENTITIES)?.delete(&range).map_err(js_error)?;
+        delete_contents(&tx, id).await?;
         convs.delete(&JsValue::from_str(id)).map_err(js_error)?;
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(existed)
     }
+}
+
+/// Deletes everything a conversation holds (its messages, summaries and conversation-scoped
+/// entities) inside `tx`, which must cover those stores; the conversation record is the caller's.
+pub(crate) async fn delete_contents(tx: &Tx, id: &str) -> Result<(), StoreError> {
+    let messages = tx.store(MESSAGES)?;
+    let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
+    let keys: js_sys::Array = request(
+        &index
+            .get_all_keys_with_key(&prefix_range(id)?)
+            .map_err(js_error)?,
+    )
+    .await?
+    .into();
+    for k in keys.iter() {
+        messages.delete(&k).map_err(js_error)?;
+    }
+    let scope = scope_key(&EntityScope::Conversation(id.to_string())).to_string();
+    tx.store(SUMMARIES)?
+        .delete(&prefix_range(id)?)
+        .map_err(js_error)?;
+    tx.store(ENTITIES)?
+        .delete(&prefix_range(&scope)?)
+        .map_err(js_error)?;
+    Ok(())
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use js_sys::Array;
 use wasm_bindgen::JsValue;
 
-use super::conversations::{get_record, not_found};
+use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
 use super::messages::add_all;
@@ -53,7 +53,7 @@ impl Store {
         messages
             .put(&to_js(&MessageRecord::from(&m))?)
             .map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     /// Every message of a conversation, oldest first (for export).
@@ -87,26 +87,7 @@ impl Store {
         let Some(mut rec) = get_record(&convs, id).await? else {
             return tx.fail(not_found(id)).await;
         };
-        let messages = tx.store(MESSAGES)?;
-        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
-        let keys: Array = request(
-            &index
-                .get_all_keys_with_key(&prefix_range(id)?)
-                .map_err(js_error)?,
-        )
-        .await?
-        .into();
-        for k in keys.iter() {
-            messages.delete(&k).map_err(js_error)?;
-        }
-        tx.store(SUMMARIES)?
-            .delete(&prefix_range(id)?)
-            .map_err(js_error)?;
-        tx.store(ENTITIES)?
-            .delete(&prefix_range(scope_key(&EntityScope::Conversation(
-                id.to_string(),
-            )))?)
-            .map_err(js_error)?;
+        delete_contents(&tx, id).await?;
         rec.message_count = 0;
         rec.remote_handle = None;
         rec.last_path = None;
@@ -116,7 +97,7 @@ impl Store {
             Ok(c) => c,
             Err(e) => return tx.fail(e).await,
         };
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(conv)
     }
 
@@ -174,7 +155,7 @@ impl Store {
         conv.message_count = conv.message_count.saturating_sub(keys.length() as u64);
         conv.remote_handle = None;
         convs.put(&to_js(&conv)?).map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     /// Saves a memory update: the new summary version (if any) and the scope's whole entity graph,
@@ -208,7 +189,7 @@ impl Store {
                 return tx.fail(e).await;
             }
         }
-        self.commit(tx).await
+        tx.done().await
     }
 
     /// What the store holds of the records a checked backup names (only those are looked up).
@@ -357,7 +338,7 @@ impl Store {
         })();
         match result {
             Ok(written) => {
-                self.commit(tx).await?;
+                tx.done().await?;
                 Ok(written)
             }
             Err(e) => tx.fail(e).await,

@@ -1,7 +1,7 @@
 //! Thin raw `web-sys` IndexedDB helpers: a request as a future, a transaction whose completion (or
 //! abort, with its `DOMException`) is a future, and the key ranges the store uses.
 //!
-//! Why not rexie (the IndexedDB wrapper DESIGN.md names): rexie 0.6 keeps its `IdbDatabase` and
+//! Why not rexie (the IndexedDB wrapper ARCHITECTURE.md names): rexie 0.6 keeps its `IdbDatabase` and
 //! `IdbTransaction` private, so through it we cannot (a) see `transaction.error` when a transaction
 //! aborts — which is the only place a `QuotaExceededError` shows up (its `done()` just says "Aborted"),
 //! (b) set `onversionchange` to tell the UI, (c) react to `onblocked` on open (its `build()` hangs until

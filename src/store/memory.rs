@@ -19,7 +19,7 @@ impl Store {
         tx.store(SUMMARIES)?
             .put(&to_js(&SummaryRecord::from(s))?)
             .map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     /// Every summary version of a conversation, oldest first.
@@ -78,15 +78,5 @@ impl Store {
         all.iter()
             .map(|v| EntityNode::try_from(from_js::<EntityRecord>(v, "entity")?))
             .collect()
-    }
-
-    /// Number of entities in a scope.
-    pub async fn count_entities(&self, scope: &EntityScope) -> Result<u64, StoreError> {
-        let tx = self.tx(&[ENTITIES], false)?;
-        let req = tx
-            .store(ENTITIES)?
-            .count_with_key(&prefix_range(scope_key(scope))?)
-            .map_err(js_error)?;
-        Ok(request(&req).await?.as_f64().unwrap_or(0.0) as u64)
     }
 }

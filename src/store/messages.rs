@@ -1,18 +1,14 @@
 //! Messages: idempotent append with seq assigned in the same readwrite transaction that bumps the
-//! conversation's counters, the small put that updates a streaming reply, bounded reads through the
-//! `[conversation_id, seq]` index (last K, page before a seq, everything after a seq, count), bulk
-//! import in one transaction (and the bulk record path, [`add_all`], that backup import shares),
-//! crash recovery of `streaming` messages, and a bounded text search.
+//! conversation's counters, bounded reads through the `[conversation_id, seq]` index (last K, page
+//! before a seq, everything after a seq), the bulk record path ([`add_all`]) that imports write
+//! through, crash recovery of `streaming` messages, and a bounded text search.
 
-use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 
 use serde::Serialize;
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use web_sys::{IdbCursorDirection, IdbKeyRange, IdbObjectStore, IdbRequest};
 
 use super::conversations::{get_record, not_found};
@@ -139,13 +135,6 @@ pub(crate) fn add_all<'a>(
 /// Messages per JSON text on the bulk path (see [`add_all`]).
 const BULK_BATCH: usize = 512;
 
-fn message_not_found(id: &str) -> StoreError {
-    StoreError::NotFound {
-        what: "message",
-        id: id.to_string(),
-    }
-}
-
 fn decode_all(values: impl IntoIterator<Item = JsValue>) -> Result<Vec<Message>, StoreError> {
     values
         .into_iter()
@@ -229,38 +218,13 @@ impl Store {
         conv.updated_at = conv.updated_at.max(m.created_at);
         messages.add(&to_js(&rec)?).map_err(js_error)?;
         convs.put(&to_js(&conv)?).map_err(js_error)?;
-        self.commit(tx).await?;
+        tx.done().await?;
         let mut message = m.clone();
         message.seq = rec.seq;
         Ok(AppendOutcome {
             message,
             inserted: true,
         })
-    }
-
-    /// Replaces the content and status of one message (a streaming reply growing, then finishing).
-    /// One get + one put of that record; nothing else is rewritten.
-    pub async fn update_message_content(
-        &self,
-        id: &str,
-        content: &str,
-        status: MessageStatus,
-    ) -> Result<(), StoreError> {
-        let tx = self.tx(&[MESSAGES], true)?;
-        let messages = tx.store(MESSAGES)?;
-        let v = request(&messages.get(&JsValue::from_str(id)).map_err(js_error)?).await?;
-        if v.is_undefined() {
-            return tx.fail(message_not_found(id)).await;
-        }
-        let mut rec: MessageRecord = match from_js(v, "message") {
-            Ok(r) => r,
-            Err(e) => return tx.fail(e).await,
-        };
-        rec.content = content.to_string();
-        rec.status = status.as_str().to_string();
-        rec.streaming = streaming_marker(status);
-        messages.put(&to_js(&rec)?).map_err(js_error)?;
-        self.commit(tx).await
     }
 
     /// One message by id.
@@ -379,80 +343,6 @@ impl Store {
         decode_all(got.iter())
     }
 
-    /// Number of stored messages of a conversation (counted on the index, not read).
-    pub async fn count_messages(&self, conversation_id: &str) -> Result<u64, StoreError> {
-        let tx = self.tx(&[MESSAGES], false)?;
-        let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
-        let n = request(
-            &index
-                .count_with_key(&prefix_range(conversation_id)?)
-                .map_err(js_error)?,
-        )
-        .await?;
-        Ok(n.as_f64().unwrap_or(0.0) as u64)
-    }
-
-    /// Imports messages into an existing conversation in ONE transaction (all or nothing), in the
-    /// given order, with seqs continuing the conversation's. Ids already stored are skipped (their
-    /// seq is left unused, the only way a gap can appear). Returns how many were inserted.
-    /// Requests are queued without awaiting each; only the final count is awaited.
-    pub async fn import_messages(
-        &self,
-        conversation_id: &str,
-        msgs: &[Message],
-    ) -> Result<usize, StoreError> {
-        let tx = self.tx(&[CONVERSATIONS, MESSAGES], true)?;
-        let convs = tx.store(CONVERSATIONS)?;
-        let Some(mut conv) = get_record(&convs, conversation_id).await? else {
-            return tx.fail(not_found(conversation_id)).await;
-        };
-        let messages = tx.store(MESSAGES)?;
-        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
-        let before_req = index
-            .count_with_key(&prefix_range(conversation_id)?)
-            .map_err(js_error)?;
-        // A duplicate id fails its `add` with ConstraintError; cancel that error so the rest commits.
-        let skipped = Rc::new(Cell::new(0usize));
-        let skipped_in = skipped.clone();
-        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
-            let name = ev
-                .target()
-                .and_then(|t| t.dyn_into::<IdbRequest>().ok())
-                .and_then(|r| r.error().ok().flatten())
-                .map(|e| e.name());
-            if name.as_deref() == Some("ConstraintError") {
-                ev.prevent_default();
-                skipped_in.set(skipped_in.get() + 1);
-            }
-        });
-        tx.tx.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        let first = conv.last_seq;
-        let seq = first + msgs.len() as u64;
-        let last_at = msgs
-            .iter()
-            .map(|m| m.created_at)
-            .fold(conv.updated_at, Millis::max);
-        let records = (first + 1..)
-            .zip(msgs)
-            .map(|(s, m)| (m, conversation_id, s));
-        if let Err(e) = add_all(&messages, records) {
-            return tx.fail(e).await;
-        }
-        let after_req = index
-            .count_with_key(&prefix_range(conversation_id)?)
-            .map_err(js_error)?;
-        let before = request(&before_req).await?.as_f64().unwrap_or(0.0) as u64;
-        let after = request(&after_req).await?.as_f64().unwrap_or(0.0) as u64;
-        let inserted = after.saturating_sub(before);
-        conv.last_seq = seq;
-        conv.message_count += inserted;
-        conv.updated_at = last_at;
-        convs.put(&to_js(&conv)?).map_err(js_error)?;
-        let result = self.commit(tx).await;
-        drop(on_error);
-        result.map(|_| inserted as usize)
-    }
-
     /// Which of `ids` are already stored, and where (for an import's skip/collision checks).
     ///
     /// Bulk path: one `getAllKeys` over `[min id, max id]` first. An import's ids usually share a
@@ -535,7 +425,7 @@ impl Store {
             rec.streaming = None;
             messages.put(&to_js(&rec)?).map_err(js_error)?;
         }
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(n)
     }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 
 use super::error::StoreError;
-use super::idb::{from_js, request, to_js};
+use super::idb::{request, to_js};
 use super::records::{ConversationRecord, MessageRecord, OverridesRecord};
 use super::schema::{CONVERSATIONS, LEGACY_MESSAGES, MESSAGES, META};
 use super::Store;
@@ -226,31 +226,5 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
         ),
     };
     meta.put(&to_js(&record)?).map_err(super::idb::js_error)?;
-    store.commit(tx).await
-}
-
-impl Store {
-    /// Applied migrations, in order.
-    pub async fn migration_log(&self) -> Result<Vec<MigrationRecord>, StoreError> {
-        let tx = self.tx(&[META], false)?;
-        let meta = tx.store(META)?;
-        let range = web_sys::IdbKeyRange::bound(
-            &JsValue::from_str("migration:"),
-            &JsValue::from_str("migration;"),
-        )
-        .map_err(super::idb::js_error)?;
-        let all: js_sys::Array = request(
-            &meta
-                .get_all_with_key(&range)
-                .map_err(super::idb::js_error)?,
-        )
-        .await?
-        .into();
-        let mut out = Vec::new();
-        for v in all.iter() {
-            out.push(from_js::<MigrationRecord>(v, "migration record")?);
-        }
-        crate::engine::sort::sort_by_key(&mut out, |m| m.number);
-        Ok(out)
-    }
+    tx.done().await
 }

@@ -55,8 +55,6 @@ struct Shared {
     db: RefCell<Option<IdbDatabase>>,
     closed_by_other: Cell<bool>,
     listeners: RefCell<Vec<Rc<dyn Fn()>>>,
-    /// Test hook: the next write transaction fails the way a full disk does.
-    quota_fault: Cell<bool>,
 }
 
 impl Shared {
@@ -108,7 +106,13 @@ fn factory() -> Result<IdbFactory, StoreError> {
 impl Store {
     /// Opens (creating or upgrading) the database `name`, then runs pending data migrations.
     pub async fn open(name: &str) -> Result<Store, StoreError> {
-        let req: IdbOpenDbRequest = factory()?
+        Store::open_in(&factory()?, name).await
+    }
+
+    /// [`Store::open`] in another place than the origin's default storage: the `indexedDB` of a
+    /// storage bucket (`navigator.storageBuckets`), which can have a quota of its own.
+    pub async fn open_in(factory: &IdbFactory, name: &str) -> Result<Store, StoreError> {
+        let req: IdbOpenDbRequest = factory
             .open_with_u32(name, schema::DB_VERSION)
             .map_err(|e| StoreError::Unavailable(format!("{:?}", js_error(e))))?;
 
@@ -172,7 +176,6 @@ impl Store {
             db: RefCell::new(Some(db.clone())),
             closed_by_other: Cell::new(false),
             listeners: RefCell::new(Vec::new()),
-            quota_fault: Cell::new(false),
         });
         let weak = Rc::downgrade(&shared);
         let on_version_change = Closure::<dyn FnMut(JsValue)>::new(move |_ev: JsValue| {
@@ -224,13 +227,6 @@ impl Store {
         request(&req).await.map(|_| ())
     }
 
-    /// Test hook: the next write transaction fails exactly like one that hit the quota (the
-    /// transaction is aborted and its error is a `QuotaExceededError` DOMException).
-    #[doc(hidden)]
-    pub fn simulate_quota_exceeded_on_next_write(&self) {
-        self.inner.shared.quota_fault.set(true);
-    }
-
     fn db(&self) -> Result<IdbDatabase, StoreError> {
         if self.closed_by_other_tab() {
             return Err(StoreError::ClosedByOtherTab);
@@ -245,21 +241,5 @@ impl Store {
 
     pub(crate) fn tx(&self, stores: &[&str], write: bool) -> Result<Tx, StoreError> {
         Tx::new(&self.db()?, stores, write)
-    }
-
-    /// Ends a write transaction: commits, or (with the quota test hook armed) aborts it the way a
-    /// full disk does. Either way the outcome is the transaction's own.
-    pub(crate) async fn commit(&self, tx: Tx) -> Result<(), StoreError> {
-        if self.inner.shared.quota_fault.replace(false) {
-            let _ = tx.tx.abort();
-            let err = web_sys::DomException::new_with_message_and_name(
-                "simulated: the quota has been exceeded",
-                "QuotaExceededError",
-            )
-            .map_err(js_error)?;
-            let _ = tx.done().await;
-            return Err(StoreError::from_dom(&err.name(), &err.message()));
-        }
-        tx.done().await
     }
 }

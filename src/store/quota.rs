@@ -16,16 +16,7 @@ pub struct StorageUsage {
     pub quota_bytes: f64,
 }
 
-impl StorageUsage {
-    /// Fraction of the quota in use (0..=1), 0 when the quota is unknown.
-    pub fn fraction_used(&self) -> f64 {
-        if self.quota_bytes > 0.0 {
-            (self.usage_bytes / self.quota_bytes).clamp(0.0, 1.0)
-        } else {
-            0.0
-        }
-    }
-}
+impl StorageUsage {}
 
 fn manager() -> Result<StorageManager, StoreError> {
     let nav = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("navigator"))

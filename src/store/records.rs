@@ -1,5 +1,7 @@
 //! The store's own record types (what is on disk, with explicit field names) and their explicit
-//! conversions to and from the engine's types. Reading a record never panics: unknown roles, statuses,
+//! conversions to and from the engine's types: the one place the model meets the stored shape (each
+//! model -> record conversion destructures without `..`, so a new model field fails to compile here
+//! until it is stored). Reading a record never panics: unknown roles, statuses,
 //! paths or entity scopes are [`StoreError::BadRecord`]. Imports only `crate::engine::model` and serde.
 
 use std::collections::BTreeMap;
@@ -69,32 +71,62 @@ fn format_str(f: HistoryFormat) -> &'static str {
 
 impl From<&Conversation> for ConversationRecord {
     fn from(c: &Conversation) -> Self {
-        let o = &c.memory_overrides;
+        // Destructured without `..`: a new model field fails to compile here until it is stored.
+        let Conversation {
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            endpoint_profile_id,
+            remote_handle,
+            last_path,
+            memory_overrides,
+        } = c;
+        let MemoryOverrides {
+            recent_messages,
+            summary_every_pairs,
+            context_tokens,
+            reply_reserve_tokens,
+            max_message_chars,
+            history_format,
+            memory_model,
+        } = memory_overrides;
         ConversationRecord {
-            id: c.id.clone(),
-            title: c.title.clone(),
-            title_is_custom: c.title_is_custom,
-            created_at: c.created_at,
-            updated_at: c.updated_at,
-            message_count: c.message_count,
+            id: id.clone(),
+            title: title.clone(),
+            title_is_custom: *title_is_custom,
+            created_at: *created_at,
+            updated_at: *updated_at,
+            message_count: *message_count,
             last_seq: 0,
-            endpoint_profile_id: c.endpoint_profile_id.clone(),
-            remote_handle: c.remote_handle.as_ref().map(|h| RemoteHandleRecord {
-                id: h.id.clone(),
-                endpoint_key: h.endpoint_key.clone(),
-                covers_up_to_seq: h.covers_up_to_seq,
-                confirmed_at: h.confirmed_at,
-                dead: h.dead,
+            endpoint_profile_id: endpoint_profile_id.clone(),
+            remote_handle: remote_handle.as_ref().map(|h| {
+                let RemoteHandle {
+                    id,
+                    endpoint_key,
+                    covers_up_to_seq,
+                    confirmed_at,
+                    dead,
+                } = h;
+                RemoteHandleRecord {
+                    id: id.clone(),
+                    endpoint_key: endpoint_key.clone(),
+                    covers_up_to_seq: *covers_up_to_seq,
+                    confirmed_at: *confirmed_at,
+                    dead: *dead,
+                }
             }),
-            last_path: c.last_path.map(|p| p.as_str().to_string()),
+            last_path: last_path.map(|p| p.as_str().to_string()),
             overrides: OverridesRecord {
-                recent_messages: o.recent_messages.map(|v| v as u64),
-                summary_every_pairs: o.summary_every_pairs.map(|v| v as u64),
-                context_tokens: o.context_tokens,
-                reply_reserve_tokens: o.reply_reserve_tokens,
-                max_message_chars: o.max_message_chars.map(|v| v as u64),
-                history_format: o.history_format.map(|f| format_str(f).to_string()),
-                memory_model: o.memory_model.clone(),
+                recent_messages: recent_messages.map(|v| v as u64),
+                summary_every_pairs: summary_every_pairs.map(|v| v as u64),
+                context_tokens: *context_tokens,
+                reply_reserve_tokens: *reply_reserve_tokens,
+                max_message_chars: max_message_chars.map(|v| v as u64),
+                history_format: history_format.map(|f| format_str(f).to_string()),
+                memory_model: memory_model.clone(),
             },
         }
     }
@@ -203,33 +235,63 @@ pub fn streaming_marker(status: MessageStatus) -> Option<u8> {
 
 impl From<&Message> for MessageRecord {
     fn from(m: &Message) -> Self {
+        // Destructured without `..`: a new model field fails to compile here until it is stored.
+        let Message {
+            id,
+            conversation_id,
+            seq,
+            role,
+            content,
+            status,
+            created_at,
+            meta,
+        } = m;
+        let MessageMeta {
+            tool_calls,
+            usage,
+            error,
+            path,
+            model,
+        } = meta;
         MessageRecord {
-            id: m.id.clone(),
-            conversation_id: m.conversation_id.clone(),
-            seq: m.seq,
-            role: m.role.as_str().to_string(),
-            content: m.content.clone(),
-            status: m.status.as_str().to_string(),
-            created_at: m.created_at,
-            tool_calls: m
-                .meta
-                .tool_calls
+            id: id.clone(),
+            conversation_id: conversation_id.clone(),
+            seq: *seq,
+            role: role.as_str().to_string(),
+            content: content.clone(),
+            status: status.as_str().to_string(),
+            created_at: *created_at,
+            tool_calls: tool_calls
                 .iter()
-                .map(|t| ToolCallRecord {
-                    id: t.id.clone(),
-                    name: t.name.clone(),
-                    arguments: t.arguments.clone(),
-                    result: t.result.clone(),
+                .map(|t| {
+                    let ToolCall {
+                        id,
+                        name,
+                        arguments,
+                        result,
+                    } = t;
+                    ToolCallRecord {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                        result: result.clone(),
+                    }
                 })
                 .collect(),
-            usage: m.meta.usage.map(|u| UsageRecord {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
+            usage: usage.map(|u| {
+                let Usage {
+                    prompt_tokens,
+                    completion_tokens,
+                } = u;
+                UsageRecord {
+                    prompt_tokens,
+                    completion_tokens,
+                }
             }),
-            error: m.meta.error.clone(),
-            path: m.meta.path.map(|p| p.as_str().to_string()),
-            model: m.meta.model.clone(),
-            streaming: streaming_marker(m.status),
+            error: error.clone(),
+            path: path.map(|p| p.as_str().to_string()),
+            model: model.clone(),
+            streaming: streaming_marker(*status),
         }
     }
 }
@@ -293,13 +355,21 @@ pub struct SummaryRecord {
 
 impl From<&ConversationSummary> for SummaryRecord {
     fn from(s: &ConversationSummary) -> Self {
+        let ConversationSummary {
+            conversation_id,
+            version,
+            text,
+            covers_up_to_seq,
+            message_count,
+            updated_at,
+        } = s;
         SummaryRecord {
-            conversation_id: s.conversation_id.clone(),
-            version: s.version,
-            text: s.text.clone(),
-            covers_up_to_seq: s.covers_up_to_seq,
-            message_count: s.message_count,
-            updated_at: s.updated_at,
+            conversation_id: conversation_id.clone(),
+            version: *version,
+            text: text.clone(),
+            covers_up_to_seq: *covers_up_to_seq,
+            message_count: *message_count,
+            updated_at: *updated_at,
         }
     }
 }
@@ -353,27 +423,47 @@ pub fn scope_key(scope: &EntityScope) -> &str {
 
 impl From<&EntityNode> for EntityRecord {
     fn from(n: &EntityNode) -> Self {
+        let EntityNode {
+            id,
+            scope,
+            entity_type,
+            name,
+            aliases,
+            description,
+            properties,
+            relationships,
+            source_message_ids,
+            updated_at,
+        } = n;
         EntityRecord {
-            scope: scope_key(&n.scope).to_string(),
-            id: n.id.clone(),
-            entity_type: n.entity_type.as_str().to_string(),
-            name: n.name.clone(),
-            aliases: n.aliases.clone(),
-            description: n.description.clone(),
-            properties: n.properties.clone(),
-            relationships: n
-                .relationships
+            scope: scope_key(scope).to_string(),
+            id: id.clone(),
+            entity_type: entity_type.as_str().to_string(),
+            name: name.clone(),
+            aliases: aliases.clone(),
+            description: description.clone(),
+            properties: properties.clone(),
+            relationships: relationships
                 .iter()
-                .map(|r| RelationshipRecord {
-                    target_id: r.target_id.clone(),
-                    relationship: r.relationship.clone(),
-                    strength: r.strength,
-                    valid_from: r.valid_from,
-                    valid_to: r.valid_to,
+                .map(|r| {
+                    let Relationship {
+                        target_id,
+                        relationship,
+                        strength,
+                        valid_from,
+                        valid_to,
+                    } = r;
+                    RelationshipRecord {
+                        target_id: target_id.clone(),
+                        relationship: relationship.clone(),
+                        strength: *strength,
+                        valid_from: *valid_from,
+                        valid_to: *valid_to,
+                    }
                 })
                 .collect(),
-            source_message_ids: n.source_message_ids.clone(),
-            updated_at: n.updated_at,
+            source_message_ids: source_message_ids.clone(),
+            updated_at: *updated_at,
         }
     }
 }

@@ -40,7 +40,7 @@ impl Store {
         };
         let tx = self.tx(&[SETTINGS], true)?;
         tx.store(SETTINGS)?.put(&to_js(&rec)?).map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 
     pub async fn delete_setting(&self, key: &str) -> Result<(), StoreError> {
@@ -48,6 +48,6 @@ impl Store {
         tx.store(SETTINGS)?
             .delete(&JsValue::from_str(key))
             .map_err(js_error)?;
-        self.commit(tx).await
+        tx.done().await
     }
 }

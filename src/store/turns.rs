@@ -58,7 +58,7 @@ impl Store {
         conv.last_seq = expected_last_seq + 2;
         conv.message_count += 2;
         convs.put(&to_js(&conv)?).map_err(js_error)?;
-        self.commit(tx).await?;
+        tx.done().await?;
         Ok(true)
     }
 }

@@ -88,7 +88,7 @@ const ROUTES = {
 };
 
 /**
- * Builds the text of a well-formed memory-update reply (DESIGN.md format).
+ * Builds the text of a well-formed memory-update reply (ARCHITECTURE.md format).
  * @param {{summary: string, entities?: object[]}} memory
  * @returns {string}
  */

@@ -1,5 +1,5 @@
 // Checks the harness itself (helpers, agent endpoint, static server, Chromium) by running the smoke
-// journey against contract-app/, a minimal page that follows the DESIGN.md testid contract. A failure
+// journey against contract-app/, a minimal page that follows the ARCHITECTURE.md testid contract. A failure
 // here is the harness's fault; a failure only in smoke.test.mjs is the app's.
 
 import { test, before, after } from 'node:test';

@@ -1,5 +1,5 @@
 // Browser helpers for the end-to-end journeys: Chromium through playwright-core, and the app driven only
-// through the data-testid contract of DESIGN.md ("UI contract").
+// through the data-testid contract of ARCHITECTURE.md ("UI contract").
 
 import { chromium } from 'playwright-core';
 import { existsSync } from 'node:fs';
@@ -107,7 +107,7 @@ export function trackPage(page) {
 
 /**
  * Misses that are not problems: Chromium asks for /favicon.ico on its own, and config.json next to
- * index.html is optional by design (DESIGN.md "UI contract").
+ * index.html is optional by design (ARCHITECTURE.md "UI contract").
  */
 const OPTIONAL_FILES = /\/(favicon\.ico|config\.json)(\?.*)?$/;
 
@@ -153,7 +153,7 @@ export async function waitForAppReady(page) {
 }
 
 /**
- * The base URL a user would type for a protocol, given the agent server (DESIGN.md "Endpoints"):
+ * The base URL a user would type for a protocol, given the agent server (ARCHITECTURE.md "Endpoints"):
  * OpenAI-style bases end in /v1; Ollama and Anthropic bases are the bare host.
  */
 export function endpointBase(agent, protocol) {
@@ -465,7 +465,7 @@ export async function saveSettings(page) {
  * Imports a backup file through the backup menu (export-button, then import-input) and waits for the
  * notice that reports it.
  * @param {import('playwright-core').Page} page
- * @param {object} backup the backup JSON (DESIGN.md / engine::backup format)
+ * @param {object} backup the backup JSON (ARCHITECTURE.md / engine::backup format)
  */
 export async function importBackup(page, backup) {
   await page.locator(tid('export-button')).click();

@@ -1,10 +1,13 @@
 //! Which reader a parsed file goes to, decided by its shape (never the file name), and the helpers
-//! the readers share (the error for a wrong shape, text cleaning).
+//! the readers share (the error for a wrong shape, lists, the shown branch, text cleaning, keeping
+//! a message, the result).
 //! Must not import anything outside `crate::engine`.
 
 use super::json::str_at;
-use super::{ImportError, Imported, Source};
+use super::tree::{shown_branch, Walk};
+use super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use serde_json::Value;
+use std::collections::HashMap;
 
 mod bigagi;
 mod chatgpt;
@@ -127,7 +130,7 @@ fn keys_of(v: &Value) -> String {
             let keys: Vec<String> = o
                 .keys()
                 .take(6)
-                .map(|k| format!("\"{}\"", crate::engine::backup::clip(k, 30)))
+                .map(|k| format!("\"{}\"", crate::engine::format::clip(k, 30)))
                 .collect();
             format!("the fields {}", keys.join(", "))
         }
@@ -151,7 +154,7 @@ fn conv_name(i: usize, item: &Value, title_key: &str) -> String {
         Some(t) => format!(
             "conversation {} (\"{}\")",
             i + 1,
-            crate::engine::backup::clip(t, 40)
+            crate::engine::format::clip(t, 40)
         ),
         None => format!("conversation {}", i + 1),
     }
@@ -188,7 +191,7 @@ fn content_text(v: Option<&Value>) -> String {
                     Value::Object(_) => match str_at(p, "type") {
                         Some("text") => out.push(str_at(p, "text").unwrap_or("").to_string()),
                         Some(t) if t.contains("image") => out.push("[image]".into()),
-                        Some(t) => out.push(format!("[{}]", crate::engine::backup::clip(t, 30))),
+                        Some(t) => out.push(format!("[{}]", crate::engine::format::clip(t, 30))),
                         None => {}
                     },
                     _ => {}
@@ -209,7 +212,7 @@ fn attachment_notes(items: &[Value], name_keys: &[&str]) -> Vec<String> {
             name_keys
                 .iter()
                 .find_map(|k| str_at(a, k))
-                .map(|n| format!("[attachment: {}]", crate::engine::backup::clip(n, 100)))
+                .map(|n| format!("[attachment: {}]", crate::engine::format::clip(n, 100)))
         })
         .collect()
 }
@@ -227,4 +230,80 @@ fn with_notes(text: String, notes: &[String]) -> String {
         out.push_str(n);
     }
     out
+}
+
+/// Reads a list of conversations, one `conversation(position, item, skipped)` per item that is not
+/// null, and finishes it.
+fn read_items(
+    source: Source,
+    items: &[Value],
+    mut conversation: impl FnMut(
+        usize,
+        &Value,
+        &mut Skipped,
+    ) -> Result<ImportedConversation, ImportError>,
+) -> Result<Imported, ImportError> {
+    let mut skipped = Skipped::default();
+    let mut conversations = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if !item.is_null() {
+            conversations.push(conversation(i, item, &mut skipped)?);
+        }
+    }
+    finish(source, conversations, skipped, false)
+}
+
+/// What a reader found, or the error for a file without a single conversation.
+fn finish(
+    source: Source,
+    conversations: Vec<ImportedConversation>,
+    skipped: Skipped,
+    settings_ignored: bool,
+) -> Result<Imported, ImportError> {
+    if conversations.is_empty() {
+        return Err(ImportError::NoConversations {
+            source_name: source.name(),
+        });
+    }
+    Ok(Imported {
+        source,
+        conversations,
+        skipped,
+        settings_ignored,
+    })
+}
+
+/// Keeps a message that has text left; counts one that has none as empty.
+fn keep(messages: &mut Vec<ImportedMessage>, empty: &mut usize, m: ImportedMessage) {
+    if m.content.trim().is_empty() {
+        *empty += 1;
+    } else {
+        messages.push(m);
+    }
+}
+
+/// The shown branch up from `current` (see [`shown_branch`]), with the reader's errors: a current
+/// node that is not there names its `field` and where it was looked for (`place`).
+fn shown<'a>(
+    source: Source,
+    at: &dyn Fn() -> String,
+    parent_of: &HashMap<&'a str, Option<&'a str>>,
+    current: &'a str,
+    field: &str,
+    place: &str,
+) -> Result<Vec<&'a str>, ImportError> {
+    shown_branch(parent_of, current).map_err(|e| match e {
+        Walk::MissingCurrent(id) => shape(
+            source,
+            at(),
+            format!(
+                "\"{field}\" {} is not {place}",
+                crate::engine::format::clip(&id, 60)
+            ),
+        ),
+        Walk::Cycle => ImportError::Cycle {
+            source_name: source.name(),
+            at: at(),
+        },
+    })
 }

@@ -2,6 +2,7 @@
 //! type read as missing, times in seconds, milliseconds or ISO 8601 text become milliseconds.
 //! Must not import anything outside `crate::engine`.
 
+use crate::engine::format::days_from_civil;
 use crate::engine::model::Millis;
 use serde_json::Value;
 
@@ -118,17 +119,6 @@ pub fn iso(s: &str) -> Option<Millis> {
         }
     }
     (0..=MAX_MS as i64).contains(&ms).then_some(ms)
-}
-
-/// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

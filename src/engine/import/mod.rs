@@ -316,7 +316,7 @@ fn json_error(e: &serde_json::Error) -> ImportError {
     ImportError::InvalidJson {
         line: e.line(),
         column: e.column(),
-        detail: backup::clip(&detail, 200),
+        detail: crate::engine::format::clip(&detail, 200),
     }
 }
 
@@ -455,7 +455,7 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
             .unwrap_or("");
         auto_title(first)
     } else {
-        c.title.split_whitespace().collect::<Vec<_>>().join(" ")
+        crate::engine::format::one_line(&c.title)
     };
     ConversationBundle {
         conversation: Conversation {

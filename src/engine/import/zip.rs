@@ -167,7 +167,7 @@ fn directory(b: &[u8]) -> Result<Vec<Entry>, ImportError> {
 
 /// The contents of one entry, inflated within `budget` bytes.
 fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u8>, ImportError> {
-    let name = crate::engine::backup::clip(&e.name, 80);
+    let name = crate::engine::format::clip(&e.name, 80);
     if e.flags & 1 != 0 {
         return Err(err(format!("{name} is encrypted")));
     }

@@ -10,6 +10,7 @@ use super::due::{counts_for_memory, first_unsettled};
 use super::form::MemoryForm;
 use super::normalize::truncate_chars;
 use super::MemoryError;
+use crate::engine::format::one_line;
 use crate::engine::model::{
     ConversationSummary, EntityNode, MemoryConfig, Message, Prompt, Role, WireMessage,
 };
@@ -206,10 +207,6 @@ fn role_label(role: Role) -> &'static str {
         Role::Assistant => "[ASSISTANT]",
         Role::Tool => "[TOOL]",
     }
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn push_message(out: &mut String, m: &Message, max_chars: usize) {

@@ -8,6 +8,7 @@
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{conv_name, list};
+use super::{finish, keep};
 use crate::engine::model::Role;
 use serde_json::Value;
 
@@ -38,17 +39,7 @@ fn done(
     skipped: Skipped,
     settings_ignored: bool,
 ) -> Result<Imported, ImportError> {
-    if conversations.is_empty() {
-        return Err(ImportError::NoConversations {
-            source_name: SOURCE.name(),
-        });
-    }
-    Ok(Imported {
-        source: SOURCE,
-        conversations,
-        skipped,
-        settings_ignored,
-    })
+    finish(SOURCE, conversations, skipped, settings_ignored)
 }
 
 fn conversation(
@@ -73,17 +64,17 @@ fn conversation(
                 continue;
             }
         };
-        if text.trim().is_empty() {
-            skipped.empty += 1;
-            continue;
-        }
-        messages.push(ImportedMessage {
-            source_id: id_at(m, "id"),
-            role,
-            content: text,
-            created_at: any_time(m.get("created")),
-            model: str_at(m, "originLLM").map(str::to_string),
-        });
+        keep(
+            &mut messages,
+            &mut skipped.empty,
+            ImportedMessage {
+                source_id: id_at(m, "id"),
+                role,
+                content: text,
+                created_at: any_time(m.get("created")),
+                model: str_at(m, "originLLM").map(str::to_string),
+            },
+        );
     }
     let title = str_at(c, "userTitle")
         .filter(|t| !t.trim().is_empty())
@@ -126,7 +117,7 @@ fn message_text(
                 let name = str_at(f, "title").unwrap_or("file");
                 out.push(format!(
                     "[attachment: {}]",
-                    crate::engine::backup::clip(name, 100)
+                    crate::engine::format::clip(name, 100)
                 ));
             }
             _ => {}

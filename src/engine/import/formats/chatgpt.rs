@@ -5,9 +5,9 @@
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{id_at, secs, str_at};
-use super::super::tree::{shown_branch, Walk};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{conv_name, shape};
+use super::{read_items, shown};
 use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -15,25 +15,7 @@ use std::collections::HashMap;
 const SOURCE: Source = Source::ChatGpt;
 
 pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
-    let mut skipped = Skipped::default();
-    let mut conversations = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if item.is_null() {
-            continue;
-        }
-        conversations.push(conversation(i, item, &mut skipped)?);
-    }
-    if conversations.is_empty() {
-        return Err(ImportError::NoConversations {
-            source_name: SOURCE.name(),
-        });
-    }
-    Ok(Imported {
-        source: SOURCE,
-        conversations,
-        skipped,
-        settings_ignored: false,
-    })
+    read_items(SOURCE, items, conversation)
 }
 
 fn conversation(
@@ -57,20 +39,14 @@ fn conversation(
         Some(Value::String(s)) => s.as_str(),
         _ => return Err(shape(SOURCE, at(), "it has no \"current_node\"")),
     };
-    let path = shown_branch(&parent_of, current).map_err(|e| match e {
-        Walk::MissingCurrent(id) => shape(
-            SOURCE,
-            at(),
-            format!(
-                "\"current_node\" {} is not in \"mapping\"",
-                crate::engine::backup::clip(&id, 60)
-            ),
-        ),
-        Walk::Cycle => ImportError::Cycle {
-            source_name: SOURCE.name(),
-            at: at(),
-        },
-    })?;
+    let path = shown(
+        SOURCE,
+        &at,
+        &parent_of,
+        current,
+        "current_node",
+        "in \"mapping\"",
+    )?;
     // Visible messages on other branches: the regenerated answers and edits not shown.
     let on_path: std::collections::HashSet<&str> = path.iter().copied().collect();
     skipped.other_branches += mapping

@@ -7,87 +7,75 @@
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{any_time, id_at, str_at};
-use super::super::tree::{shown_branch, Walk};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
-use super::{attachment_notes, conv_name, list, shape, with_notes};
+use super::{attachment_notes, conv_name, list, with_notes};
+use super::{keep, read_items, shown};
 use crate::engine::model::Role;
 use serde_json::Value;
 
 const SOURCE: Source = Source::Claude;
 
 pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
-    let mut skipped = Skipped::default();
-    let mut conversations = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if item.is_null() {
-            continue;
-        }
-        let at = || conv_name(i, item, "name");
-        let mut messages = Vec::new();
-        let all = list(SOURCE, &at, item, "chat_messages")?;
-        for m in branch(all, item, &at, &mut skipped)? {
-            let role = match str_at(m, "sender") {
-                Some("human") => Role::User,
-                Some("assistant") => Role::Assistant,
-                _ => {
-                    skipped.hidden += 1;
-                    continue;
-                }
-            };
-            let blocks = list(SOURCE, &at, m, "content")?;
-            let mut text: Vec<&str> = Vec::new();
-            for b in blocks {
-                match str_at(b, "type") {
-                    Some("text") => text.extend(str_at(b, "text").filter(|t| !t.is_empty())),
-                    Some("thinking" | "redacted_thinking") => skipped.reasoning += 1,
-                    Some(t) if t.starts_with("tool") || t.ends_with("tool_use") => {
-                        skipped.tool += 1
-                    }
-                    _ => {}
-                }
-            }
-            let mut text = text.join("\n\n");
-            if blocks.is_empty() {
-                text = str_at(m, "text").unwrap_or("").to_string();
-            }
-            let mut notes = attachment_notes(list(SOURCE, &at, m, "attachments")?, &["file_name"]);
-            notes.extend(attachment_notes(
-                list(SOURCE, &at, m, "files")?,
-                &["file_name"],
-            ));
-            let text = with_notes(text, &notes);
-            if text.trim().is_empty() {
-                skipped.empty += 1;
+    read_items(SOURCE, items, conversation)
+}
+
+fn conversation(
+    i: usize,
+    item: &Value,
+    skipped: &mut Skipped,
+) -> Result<ImportedConversation, ImportError> {
+    let at = || conv_name(i, item, "name");
+    let mut messages = Vec::new();
+    let all = list(SOURCE, &at, item, "chat_messages")?;
+    for m in branch(all, item, &at, skipped)? {
+        let role = match str_at(m, "sender") {
+            Some("human") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => {
+                skipped.hidden += 1;
                 continue;
             }
-            messages.push(ImportedMessage {
+        };
+        let blocks = list(SOURCE, &at, m, "content")?;
+        let mut text: Vec<&str> = Vec::new();
+        for b in blocks {
+            match str_at(b, "type") {
+                Some("text") => text.extend(str_at(b, "text").filter(|t| !t.is_empty())),
+                Some("thinking" | "redacted_thinking") => skipped.reasoning += 1,
+                Some(t) if t.starts_with("tool") || t.ends_with("tool_use") => skipped.tool += 1,
+                _ => {}
+            }
+        }
+        let mut text = text.join("\n\n");
+        if blocks.is_empty() {
+            text = str_at(m, "text").unwrap_or("").to_string();
+        }
+        let mut notes = attachment_notes(list(SOURCE, &at, m, "attachments")?, &["file_name"]);
+        notes.extend(attachment_notes(
+            list(SOURCE, &at, m, "files")?,
+            &["file_name"],
+        ));
+        let text = with_notes(text, &notes);
+        keep(
+            &mut messages,
+            &mut skipped.empty,
+            ImportedMessage {
                 source_id: id_at(m, "uuid"),
                 role,
                 content: text,
                 created_at: any_time(m.get("created_at")),
                 model: None,
-            });
-        }
-        conversations.push(ImportedConversation {
-            source_id: id_at(item, "uuid"),
-            title: str_at(item, "name").unwrap_or("").to_string(),
-            created_at: any_time(item.get("created_at")),
-            updated_at: any_time(item.get("updated_at")),
-            system_prompt: None,
-            summary: None,
-            messages,
-        });
+            },
+        );
     }
-    if conversations.is_empty() {
-        return Err(ImportError::NoConversations {
-            source_name: SOURCE.name(),
-        });
-    }
-    Ok(Imported {
-        source: SOURCE,
-        conversations,
-        skipped,
-        settings_ignored: false,
+    Ok(ImportedConversation {
+        source_id: id_at(item, "uuid"),
+        title: str_at(item, "name").unwrap_or("").to_string(),
+        created_at: any_time(item.get("created_at")),
+        updated_at: any_time(item.get("updated_at")),
+        system_prompt: None,
+        summary: None,
+        messages,
     })
 }
 
@@ -112,20 +100,14 @@ fn branch<'a>(
             parent_of.insert(id, str_at(m, "parent_message_uuid"));
         }
     }
-    let path = shown_branch(&parent_of, leaf).map_err(|e| match e {
-        Walk::MissingCurrent(id) => shape(
-            SOURCE,
-            at(),
-            format!(
-                "\"current_leaf_message_uuid\" {} is not among its messages",
-                crate::engine::backup::clip(&id, 60)
-            ),
-        ),
-        Walk::Cycle => ImportError::Cycle {
-            source_name: SOURCE.name(),
-            at: at(),
-        },
-    })?;
+    let path = shown(
+        SOURCE,
+        &at,
+        &parent_of,
+        leaf,
+        "current_leaf_message_uuid",
+        "among its messages",
+    )?;
     skipped.other_branches += all.len().saturating_sub(path.len());
     Ok(path
         .into_iter()

@@ -6,9 +6,9 @@
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{id_at, millis, str_at};
-use super::super::tree::{shown_branch, Walk};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{attachment_notes, conv_name, list, shape, with_notes};
+use super::{finish, keep, read_items, shown};
 use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -17,12 +17,7 @@ const SOURCE: Source = Source::LlamaCpp;
 
 /// A list of `{conv, messages}`.
 pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
-    let mut skipped = Skipped::default();
-    let mut conversations = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if item.is_null() {
-            continue;
-        }
+    read_items(SOURCE, items, |i, item, skipped| {
         let conv = item.get("conv").filter(|c| c.is_object()).ok_or_else(|| {
             shape(
                 SOURCE,
@@ -32,9 +27,8 @@ pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
         })?;
         let at = || conv_name(i, conv, "name");
         let messages: Vec<&Value> = list(SOURCE, &at, item, "messages")?.iter().collect();
-        conversations.push(conversation(conv, &messages, &at, &mut skipped)?);
-    }
-    done(conversations, skipped)
+        conversation(conv, &messages, &at, skipped)
+    })
 }
 
 /// JSON Lines: a session line (`{"type": "session", ...}` with the conversation's fields, possibly
@@ -76,24 +70,7 @@ pub fn read_jsonl(lines: &[Value]) -> Result<Imported, ImportError> {
         let at = || conv_name(n, conv, "name");
         conversations.push(conversation(conv, &msgs, &at, &mut skipped)?);
     }
-    done(conversations, skipped)
-}
-
-fn done(
-    conversations: Vec<ImportedConversation>,
-    skipped: Skipped,
-) -> Result<Imported, ImportError> {
-    if conversations.is_empty() {
-        return Err(ImportError::NoConversations {
-            source_name: SOURCE.name(),
-        });
-    }
-    Ok(Imported {
-        source: SOURCE,
-        conversations,
-        skipped,
-        settings_ignored: false,
-    })
+    finish(SOURCE, conversations, skipped, false)
 }
 
 fn conversation(
@@ -123,20 +100,7 @@ fn conversation(
         .and_then(|m| id_at(m, "id"));
     let current = id_at(conv, "currNode").or(newest);
     let path = match current.as_deref() {
-        Some(c) => shown_branch(&parent_of, c).map_err(|e| match e {
-            Walk::MissingCurrent(id) => shape(
-                SOURCE,
-                at(),
-                format!(
-                    "\"currNode\" {} is not among its messages",
-                    crate::engine::backup::clip(&id, 60)
-                ),
-            ),
-            Walk::Cycle => ImportError::Cycle {
-                source_name: SOURCE.name(),
-                at: at(),
-            },
-        })?,
+        Some(c) => shown(SOURCE, &at, &parent_of, c, "currNode", "among its messages")?,
         None => Vec::new(),
     };
     let non_root = all
@@ -176,17 +140,17 @@ fn conversation(
                 continue;
             }
         };
-        if text.trim().is_empty() {
-            skipped.empty += 1;
-            continue;
-        }
-        messages.push(ImportedMessage {
-            source_id: Some(id.to_string()),
-            role,
-            content: text,
-            created_at: millis(m.get("timestamp")),
-            model: str_at(m, "model").map(str::to_string),
-        });
+        keep(
+            &mut messages,
+            &mut skipped.empty,
+            ImportedMessage {
+                source_id: Some(id.to_string()),
+                role,
+                content: text,
+                created_at: millis(m.get("timestamp")),
+                model: str_at(m, "model").map(str::to_string),
+            },
+        );
     }
     skipped.other_branches += non_root.saturating_sub(on_path);
     Ok(ImportedConversation {

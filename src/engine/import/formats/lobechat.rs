@@ -7,6 +7,7 @@
 
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::finish;
 use super::{content_text, list, shape};
 use crate::engine::model::{Millis, Role};
 use serde_json::Value;
@@ -120,15 +121,5 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
             messages,
         });
     }
-    if conversations.is_empty() {
-        return Err(ImportError::NoConversations {
-            source_name: SOURCE.name(),
-        });
-    }
-    Ok(Imported {
-        source: SOURCE,
-        conversations,
-        skipped,
-        settings_ignored,
-    })
+    finish(SOURCE, conversations, skipped, settings_ignored)
 }

@@ -8,6 +8,7 @@
 use super::super::json::{any_time, bool_at, id_at, millis, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{content_text, conv_name, list, shape};
+use super::{finish, keep};
 use crate::engine::model::Role;
 use serde_json::Value;
 
@@ -58,18 +59,18 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
                 }
             };
             let text = content_text(m.get("content"));
-            if text.trim().is_empty() {
-                skipped.empty += 1;
-                continue;
-            }
-            messages.push(ImportedMessage {
-                source_id: id_at(m, "id"),
-                role,
-                content: text,
-                // `date` is usually the browser's locale string; only ISO text is read.
-                created_at: any_time(m.get("date")),
-                model: str_at(m, "model").map(str::to_string),
-            });
+            keep(
+                &mut messages,
+                &mut skipped.empty,
+                ImportedMessage {
+                    source_id: id_at(m, "id"),
+                    role,
+                    content: text,
+                    // `date` is usually the browser's locale string; only ISO text is read.
+                    created_at: any_time(m.get("date")),
+                    model: str_at(m, "model").map(str::to_string),
+                },
+            );
             if j < summarized {
                 covered = messages.len();
             }
@@ -101,15 +102,5 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
             messages,
         });
     }
-    if conversations.is_empty() {
-        return Err(ImportError::NoConversations {
-            source_name: SOURCE.name(),
-        });
-    }
-    Ok(Imported {
-        source: SOURCE,
-        conversations,
-        skipped,
-        settings_ignored: true,
-    })
+    finish(SOURCE, conversations, skipped, true)
 }

@@ -7,9 +7,9 @@
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{any_time, id_at, str_at};
-use super::super::tree::{shown_branch, Walk};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{content_text, conv_name, list, shape};
+use super::{keep, read_items, shown};
 use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -17,78 +17,68 @@ use std::collections::HashMap;
 const SOURCE: Source = Source::OpenWebUi;
 
 pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
-    let mut skipped = Skipped::default();
-    let mut conversations = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if item.is_null() {
-            continue;
-        }
-        let at = || conv_name(i, item, "title");
-        let chat = item
-            .get("chat")
-            .filter(|c| c.is_object())
-            .ok_or_else(|| shape(SOURCE, at(), "\"chat\" is not an object"))?;
-        let raw: Vec<&Value> = match chat.get("history").filter(|h| !h.is_null()) {
-            Some(history) => branch(history, &at, &mut skipped)?,
-            None => list(SOURCE, &at, chat, "messages")?.iter().collect(),
-        };
-        let mut messages = Vec::new();
-        for m in raw {
-            let role = match str_at(m, "role") {
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                Some("tool") => {
-                    skipped.tool += 1;
-                    continue;
-                }
-                _ => {
-                    skipped.hidden += 1;
-                    continue;
-                }
-            };
-            let text = strip_details(&content_text(m.get("content")), &mut skipped);
-            if text.trim().is_empty() {
-                skipped.empty += 1;
+    read_items(SOURCE, items, conversation)
+}
+
+fn conversation(
+    i: usize,
+    item: &Value,
+    skipped: &mut Skipped,
+) -> Result<ImportedConversation, ImportError> {
+    let at = || conv_name(i, item, "title");
+    let chat = item
+        .get("chat")
+        .filter(|c| c.is_object())
+        .ok_or_else(|| shape(SOURCE, at(), "\"chat\" is not an object"))?;
+    let raw: Vec<&Value> = match chat.get("history").filter(|h| !h.is_null()) {
+        Some(history) => branch(history, &at, skipped)?,
+        None => list(SOURCE, &at, chat, "messages")?.iter().collect(),
+    };
+    let mut messages = Vec::new();
+    for m in raw {
+        let role = match str_at(m, "role") {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("tool") => {
+                skipped.tool += 1;
                 continue;
             }
-            messages.push(ImportedMessage {
+            _ => {
+                skipped.hidden += 1;
+                continue;
+            }
+        };
+        let text = strip_details(&content_text(m.get("content")), skipped);
+        keep(
+            &mut messages,
+            &mut skipped.empty,
+            ImportedMessage {
                 source_id: id_at(m, "id"),
                 role,
                 content: text,
                 created_at: any_time(m.get("timestamp")),
                 model: str_at(m, "model").map(str::to_string),
-            });
-        }
-        let system = chat
-            .get("params")
-            .and_then(|p| str_at(p, "system"))
-            .or_else(|| str_at(chat, "system"))
-            .filter(|s| !s.trim().is_empty())
-            .map(str::to_string);
-        let title = str_at(item, "title")
-            .or_else(|| str_at(chat, "title"))
-            .unwrap_or("")
-            .to_string();
-        conversations.push(ImportedConversation {
-            source_id: id_at(item, "id").or_else(|| id_at(chat, "id")),
-            title,
-            created_at: any_time(item.get("created_at")),
-            updated_at: any_time(item.get("updated_at")),
-            system_prompt: system,
-            summary: None,
-            messages,
-        });
+            },
+        );
     }
-    if conversations.is_empty() {
-        return Err(ImportError::NoConversations {
-            source_name: SOURCE.name(),
-        });
-    }
-    Ok(Imported {
-        source: SOURCE,
-        conversations,
-        skipped,
-        settings_ignored: false,
+    let system = chat
+        .get("params")
+        .and_then(|p| str_at(p, "system"))
+        .or_else(|| str_at(chat, "system"))
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_string);
+    let title = str_at(item, "title")
+        .or_else(|| str_at(chat, "title"))
+        .unwrap_or("")
+        .to_string();
+    Ok(ImportedConversation {
+        source_id: id_at(item, "id").or_else(|| id_at(chat, "id")),
+        title,
+        created_at: any_time(item.get("created_at")),
+        updated_at: any_time(item.get("updated_at")),
+        system_prompt: system,
+        summary: None,
+        messages,
     })
 }
 
@@ -118,20 +108,14 @@ fn branch<'a>(
     }
     let current = str_at(history, "currentId")
         .ok_or_else(|| shape(SOURCE, at(), "\"history.currentId\" is missing"))?;
-    let path = shown_branch(&parent_of, current).map_err(|e| match e {
-        Walk::MissingCurrent(id) => shape(
-            SOURCE,
-            at(),
-            format!(
-                "\"currentId\" {} is not among the messages",
-                crate::engine::backup::clip(&id, 60)
-            ),
-        ),
-        Walk::Cycle => ImportError::Cycle {
-            source_name: SOURCE.name(),
-            at: at(),
-        },
-    })?;
+    let path = shown(
+        SOURCE,
+        &at,
+        &parent_of,
+        current,
+        "currentId",
+        "among the messages",
+    )?;
     skipped.other_branches += map.len() - path.len();
     Ok(path.into_iter().filter_map(|id| map.get(id)).collect())
 }

@@ -6,6 +6,7 @@
 
 use super::super::json::{any_time, bool_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::keep;
 use crate::engine::model::Role;
 use serde_json::Value;
 
@@ -52,21 +53,21 @@ pub fn read(lines: &[Value]) -> Result<Imported, ImportError> {
             skipped.reasoning += 1;
         }
         let text = names(str_at(m, "mes").unwrap_or(""));
-        if text.trim().is_empty() {
-            skipped.empty += 1;
-            continue;
-        }
-        messages.push(ImportedMessage {
-            source_id: None,
-            role: if bool_at(m, "is_user") {
-                Role::User
-            } else {
-                Role::Assistant
+        keep(
+            &mut messages,
+            &mut skipped.empty,
+            ImportedMessage {
+                source_id: None,
+                role: if bool_at(m, "is_user") {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                content: text,
+                created_at: any_time(m.get("send_date")),
+                model: None,
             },
-            content: text,
-            created_at: any_time(m.get("send_date")),
-            model: None,
-        });
+        );
     }
     let created = header.and_then(|h| h.get("create_date"));
     let created_text = match created {

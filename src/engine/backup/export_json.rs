@@ -1,0 +1,60 @@
+//! Export as the backup file: every conversation given, with its messages, summaries and entities,
+//! and the shared entities once. Never writes API keys or endpoint profiles (only a conversation's
+//! profile *id* travels). Must not import anything outside `crate::engine`.
+
+use super::wire::{BConversationBundle, BEntity, BackupFile};
+use super::{ConversationBundle, FORMAT, VERSION};
+use crate::engine::model::{ConversationSummary, EntityNode, EntityScope, Message, Millis};
+use crate::engine::sort;
+use std::collections::HashSet;
+
+/// The backup JSON for `bundles` (one conversation or all of them) and the shared entities.
+///
+/// Messages are written in seq order and summaries in version order. A bundle entity whose scope is
+/// `Shared` is written once among the shared entities; every other bundle entity belongs to its
+/// bundle's conversation. API keys and endpoint profiles are never part of the file.
+pub fn export_json(
+    bundles: &[ConversationBundle],
+    shared_entities: &[EntityNode],
+    exported_at: Millis,
+) -> String {
+    let mut shared: Vec<BEntity> = Vec::new();
+    let mut shared_ids = HashSet::new();
+    let mut push_shared = |e: &EntityNode, shared: &mut Vec<BEntity>| {
+        if shared_ids.insert(e.id.clone()) {
+            shared.push(e.into());
+        }
+    };
+    for e in shared_entities {
+        push_shared(e, &mut shared);
+    }
+    let mut conversations = Vec::with_capacity(bundles.len());
+    for b in bundles {
+        let mut messages: Vec<&Message> = b.messages.iter().collect();
+        sort::sort_by_key(&mut messages, |m| m.seq);
+        let mut summaries: Vec<&ConversationSummary> = b.summaries.iter().collect();
+        sort::sort_by_key(&mut summaries, |s| s.version);
+        let mut entities = Vec::new();
+        for e in &b.entities {
+            match e.scope {
+                EntityScope::Shared => push_shared(e, &mut shared),
+                EntityScope::Conversation(_) => entities.push(BEntity::from(e)),
+            }
+        }
+        conversations.push(BConversationBundle {
+            conversation: (&b.conversation).into(),
+            messages: messages.into_iter().map(Into::into).collect(),
+            summaries: summaries.into_iter().map(Into::into).collect(),
+            entities,
+        });
+    }
+    let file = BackupFile {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        exported_at,
+        conversations,
+        shared_entities: shared,
+    };
+    // Plain data with string keys and finite numbers: serialisation cannot fail.
+    serde_json::to_string_pretty(&file).unwrap_or_default()
+}

@@ -1,0 +1,610 @@
+//! The backup file's own shapes (format version 1) and the one place that maps the engine's model
+//! to and from them. Field names are the file's; do not rename. The model may change, the file may
+//! not: every conversion destructures its source without `..`, so a field added to a model type
+//! fails to compile here until it is either written to the file or deliberately left out.
+//! Must not import anything outside `crate::engine` (serde is the only crate it uses).
+
+use super::ImportError;
+use crate::engine::format::clip;
+use crate::engine::model::{
+    Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, Relationship, RemoteHandle, Role,
+    ToolCall, TurnPath, Usage,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A string enum of the file format and its model twin, mapped both ways by exhaustive matches.
+/// Deserialised through a string, so a `null` or a number gets a "wrong type" error and an unknown
+/// word an "unknown variant" error (serde_json reports both as a syntax error for plain enums).
+macro_rules! wire_enum {
+    ($name:ident <-> $model:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+        #[serde(try_from = "String")]
+        pub(super) enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                match s.as_str() {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(format!(
+                        "unknown value {:?}, expected one of: {}",
+                        clip(&s, 40),
+                        [$($text),+].join(", ")
+                    )),
+                }
+            }
+        }
+        impl From<$model> for $name {
+            fn from(v: $model) -> Self {
+                match v {
+                    $($model::$variant => $name::$variant,)+
+                }
+            }
+        }
+        impl From<$name> for $model {
+            fn from(v: $name) -> Self {
+                match v {
+                    $($name::$variant => $model::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BackupFile {
+    pub(super) format: String,
+    pub(super) version: u64,
+    pub(super) exported_at: Millis,
+    pub(super) conversations: Vec<BConversationBundle>,
+    /// Entities shared by all conversations.
+    #[serde(default)]
+    pub(super) shared_entities: Vec<BEntity>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BConversationBundle {
+    pub(super) conversation: BConversation,
+    pub(super) messages: Vec<BMessage>,
+    /// Every version, oldest first.
+    pub(super) summaries: Vec<BSummary>,
+    /// Entities scoped to this conversation.
+    pub(super) entities: Vec<BEntity>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BConversation {
+    pub(super) id: String,
+    pub(super) title: String,
+    pub(super) title_is_custom: bool,
+    pub(super) created_at: Millis,
+    pub(super) updated_at: Millis,
+    pub(super) message_count: u64,
+    pub(super) endpoint_profile_id: Option<String>,
+    pub(super) remote_handle: Option<BRemoteHandle>,
+    pub(super) last_path: Option<BTurnPath>,
+    pub(super) memory_overrides: BOverrides,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BRemoteHandle {
+    pub(super) id: String,
+    pub(super) endpoint_key: String,
+    pub(super) covers_up_to_seq: u64,
+    pub(super) confirmed_at: Millis,
+    pub(super) dead: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BOverrides {
+    pub(super) recent_messages: Option<u64>,
+    pub(super) summary_every_pairs: Option<u64>,
+    pub(super) context_tokens: Option<u32>,
+    pub(super) reply_reserve_tokens: Option<u32>,
+    pub(super) max_message_chars: Option<u64>,
+    pub(super) history_format: Option<BHistoryFormat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) memory_model: Option<String>,
+}
+
+wire_enum!(BHistoryFormat <-> HistoryFormat {
+    Messages = "messages",
+    Transcript = "transcript",
+});
+
+wire_enum!(BTurnPath <-> TurnPath {
+    Resumed = "resumed",
+    Reinjected = "reinjected",
+    Fresh = "fresh",
+});
+
+wire_enum!(BRole <-> Role {
+    System = "system",
+    User = "user",
+    Assistant = "assistant",
+    Tool = "tool",
+});
+
+wire_enum!(BStatus <-> MessageStatus {
+    Complete = "complete",
+    Streaming = "streaming",
+    Interrupted = "interrupted",
+    Error = "error",
+});
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BMessage {
+    pub(super) id: String,
+    pub(super) conversation_id: String,
+    pub(super) seq: u64,
+    pub(super) role: BRole,
+    pub(super) content: String,
+    pub(super) status: BStatus,
+    pub(super) created_at: Millis,
+    pub(super) tool_calls: Vec<BToolCall>,
+    pub(super) usage: Option<BUsage>,
+    pub(super) error: Option<String>,
+    pub(super) path: Option<BTurnPath>,
+    pub(super) model: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BToolCall {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
+    pub(super) result: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(super) struct BUsage {
+    pub(super) prompt_tokens: u32,
+    pub(super) completion_tokens: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BSummary {
+    pub(super) conversation_id: String,
+    pub(super) version: u32,
+    pub(super) text: String,
+    pub(super) covers_up_to_seq: u64,
+    pub(super) message_count: u64,
+    pub(super) updated_at: Millis,
+}
+
+wire_enum!(BEntityType <-> EntityType {
+    Person = "person",
+    Place = "place",
+    Concept = "concept",
+    Event = "event",
+    Task = "task",
+    Other = "other",
+});
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BEntity {
+    pub(super) id: String,
+    #[serde(rename = "type")]
+    pub(super) entity_type: BEntityType,
+    pub(super) name: String,
+    pub(super) aliases: Vec<String>,
+    pub(super) description: String,
+    pub(super) properties: BTreeMap<String, String>,
+    pub(super) relationships: Vec<BRelationship>,
+    pub(super) source_message_ids: Vec<String>,
+    pub(super) updated_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BRelationship {
+    pub(super) target_id: String,
+    pub(super) relationship: String,
+    pub(super) strength: f32,
+    pub(super) valid_from: Millis,
+    pub(super) valid_to: Option<Millis>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model -> file (export) and file -> model (import). Sources are destructured without `..`.
+
+impl From<&Conversation> for BConversation {
+    fn from(c: &Conversation) -> Self {
+        let Conversation {
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            endpoint_profile_id,
+            remote_handle,
+            last_path,
+            memory_overrides,
+        } = c;
+        let MemoryOverrides {
+            recent_messages,
+            summary_every_pairs,
+            context_tokens,
+            reply_reserve_tokens,
+            max_message_chars,
+            history_format,
+            memory_model,
+        } = memory_overrides;
+        BConversation {
+            id: id.clone(),
+            title: title.clone(),
+            title_is_custom: *title_is_custom,
+            created_at: *created_at,
+            updated_at: *updated_at,
+            message_count: *message_count,
+            endpoint_profile_id: endpoint_profile_id.clone(),
+            remote_handle: remote_handle.as_ref().map(|h| {
+                let RemoteHandle {
+                    id,
+                    endpoint_key,
+                    covers_up_to_seq,
+                    confirmed_at,
+                    dead,
+                } = h;
+                BRemoteHandle {
+                    id: id.clone(),
+                    endpoint_key: endpoint_key.clone(),
+                    covers_up_to_seq: *covers_up_to_seq,
+                    confirmed_at: *confirmed_at,
+                    dead: *dead,
+                }
+            }),
+            last_path: last_path.map(Into::into),
+            memory_overrides: BOverrides {
+                recent_messages: recent_messages.map(|v| v as u64),
+                summary_every_pairs: summary_every_pairs.map(|v| v as u64),
+                context_tokens: *context_tokens,
+                reply_reserve_tokens: *reply_reserve_tokens,
+                max_message_chars: max_message_chars.map(|v| v as u64),
+                history_format: history_format.map(Into::into),
+                memory_model: memory_model.clone(),
+            },
+        }
+    }
+}
+
+impl BConversation {
+    /// The model's conversation; a size that does not fit this machine's `usize` is an error.
+    pub(super) fn into_model(self) -> Result<Conversation, ImportError> {
+        let BConversation {
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            endpoint_profile_id,
+            remote_handle,
+            last_path,
+            memory_overrides,
+        } = self;
+        let BOverrides {
+            recent_messages,
+            summary_every_pairs,
+            context_tokens,
+            reply_reserve_tokens,
+            max_message_chars,
+            history_format,
+            memory_model,
+        } = memory_overrides;
+        let size = |field: &'static str, v: Option<u64>| -> Result<Option<usize>, ImportError> {
+            v.map(|v| {
+                usize::try_from(v).map_err(|_| ImportError::InvalidValue {
+                    record: format!("conversation {id}"),
+                    detail: format!("{field} {v} is too large"),
+                })
+            })
+            .transpose()
+        };
+        Ok(Conversation {
+            memory_overrides: MemoryOverrides {
+                recent_messages: size("recent_messages", recent_messages)?,
+                summary_every_pairs: size("summary_every_pairs", summary_every_pairs)?,
+                context_tokens,
+                reply_reserve_tokens,
+                max_message_chars: size("max_message_chars", max_message_chars)?,
+                history_format: history_format.map(Into::into),
+                memory_model,
+            },
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            endpoint_profile_id,
+            remote_handle: remote_handle.map(|h| {
+                let BRemoteHandle {
+                    id,
+                    endpoint_key,
+                    covers_up_to_seq,
+                    confirmed_at,
+                    dead,
+                } = h;
+                RemoteHandle {
+                    id,
+                    endpoint_key,
+                    covers_up_to_seq,
+                    confirmed_at,
+                    dead,
+                }
+            }),
+            last_path: last_path.map(Into::into),
+        })
+    }
+}
+
+impl From<&Message> for BMessage {
+    fn from(m: &Message) -> Self {
+        let Message {
+            id,
+            conversation_id,
+            seq,
+            role,
+            content,
+            status,
+            created_at,
+            meta,
+        } = m;
+        let MessageMeta {
+            tool_calls,
+            usage,
+            error,
+            path,
+            model,
+        } = meta;
+        BMessage {
+            id: id.clone(),
+            conversation_id: conversation_id.clone(),
+            seq: *seq,
+            role: (*role).into(),
+            content: content.clone(),
+            status: (*status).into(),
+            created_at: *created_at,
+            tool_calls: tool_calls
+                .iter()
+                .map(|t| {
+                    let ToolCall {
+                        id,
+                        name,
+                        arguments,
+                        result,
+                    } = t;
+                    BToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                        result: result.clone(),
+                    }
+                })
+                .collect(),
+            usage: usage.map(|u| {
+                let Usage {
+                    prompt_tokens,
+                    completion_tokens,
+                } = u;
+                BUsage {
+                    prompt_tokens,
+                    completion_tokens,
+                }
+            }),
+            error: error.clone(),
+            path: path.map(Into::into),
+            model: model.clone(),
+        }
+    }
+}
+
+impl From<BMessage> for Message {
+    /// Nothing is streaming an imported message: a `streaming` record arrives as `interrupted`.
+    fn from(m: BMessage) -> Self {
+        let BMessage {
+            id,
+            conversation_id,
+            seq,
+            role,
+            content,
+            status,
+            created_at,
+            tool_calls,
+            usage,
+            error,
+            path,
+            model,
+        } = m;
+        let status = match status.into() {
+            MessageStatus::Streaming => MessageStatus::Interrupted,
+            s => s,
+        };
+        Message {
+            id,
+            conversation_id,
+            seq,
+            role: role.into(),
+            content,
+            status,
+            created_at,
+            meta: MessageMeta {
+                tool_calls: tool_calls
+                    .into_iter()
+                    .map(|t| {
+                        let BToolCall {
+                            id,
+                            name,
+                            arguments,
+                            result,
+                        } = t;
+                        ToolCall {
+                            id,
+                            name,
+                            arguments,
+                            result,
+                        }
+                    })
+                    .collect(),
+                usage: usage.map(|u| {
+                    let BUsage {
+                        prompt_tokens,
+                        completion_tokens,
+                    } = u;
+                    Usage {
+                        prompt_tokens,
+                        completion_tokens,
+                    }
+                }),
+                error,
+                path: path.map(Into::into),
+                model,
+            },
+        }
+    }
+}
+
+impl From<&ConversationSummary> for BSummary {
+    fn from(s: &ConversationSummary) -> Self {
+        let ConversationSummary {
+            conversation_id,
+            version,
+            text,
+            covers_up_to_seq,
+            message_count,
+            updated_at,
+        } = s;
+        BSummary {
+            conversation_id: conversation_id.clone(),
+            version: *version,
+            text: text.clone(),
+            covers_up_to_seq: *covers_up_to_seq,
+            message_count: *message_count,
+            updated_at: *updated_at,
+        }
+    }
+}
+
+impl From<BSummary> for ConversationSummary {
+    fn from(s: BSummary) -> Self {
+        let BSummary {
+            conversation_id,
+            version,
+            text,
+            covers_up_to_seq,
+            message_count,
+            updated_at,
+        } = s;
+        ConversationSummary {
+            conversation_id,
+            version,
+            text,
+            covers_up_to_seq,
+            message_count,
+            updated_at,
+        }
+    }
+}
+
+impl From<&EntityNode> for BEntity {
+    /// The scope is not written here: the file says it by where the entity is listed.
+    fn from(e: &EntityNode) -> Self {
+        let EntityNode {
+            id,
+            scope: _,
+            entity_type,
+            name,
+            aliases,
+            description,
+            properties,
+            relationships,
+            source_message_ids,
+            updated_at,
+        } = e;
+        BEntity {
+            id: id.clone(),
+            entity_type: (*entity_type).into(),
+            name: name.clone(),
+            aliases: aliases.clone(),
+            description: description.clone(),
+            properties: properties.clone(),
+            relationships: relationships
+                .iter()
+                .map(|r| {
+                    let Relationship {
+                        target_id,
+                        relationship,
+                        strength,
+                        valid_from,
+                        valid_to,
+                    } = r;
+                    BRelationship {
+                        target_id: target_id.clone(),
+                        relationship: relationship.clone(),
+                        // JSON cannot hold NaN or infinity; keep every export importable.
+                        strength: if strength.is_finite() {
+                            strength.clamp(0.0, 1.0)
+                        } else {
+                            0.0
+                        },
+                        valid_from: *valid_from,
+                        valid_to: *valid_to,
+                    }
+                })
+                .collect(),
+            source_message_ids: source_message_ids.clone(),
+            updated_at: *updated_at,
+        }
+    }
+}
+
+impl BEntity {
+    /// The model's entity, in the scope the file listed it under.
+    pub(super) fn into_model(self, scope: EntityScope) -> EntityNode {
+        let BEntity {
+            id,
+            entity_type,
+            name,
+            aliases,
+            description,
+            properties,
+            relationships,
+            source_message_ids,
+            updated_at,
+        } = self;
+        EntityNode {
+            id,
+            scope,
+            entity_type: entity_type.into(),
+            name,
+            aliases,
+            description,
+            properties,
+            relationships: relationships
+                .into_iter()
+                .map(|r| {
+                    let BRelationship {
+                        target_id,
+                        relationship,
+                        strength,
+                        valid_from,
+                        valid_to,
+                    } = r;
+                    Relationship {
+                        target_id,
+                        relationship,
+                        strength,
+                        valid_from,
+                        valid_to,
+                    }
+                })
+                .collect(),
+            source_message_ids,
+            updated_at,
+        }
+    }
+}
