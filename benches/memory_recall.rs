@@ -166,7 +166,7 @@ fn ask(
                 return done.map_err(|e| e.message);
             }
         }
-        return Err(collector.handle_end().message);
+        unreachable!("engine::decode ends every body with Done or Error");
     }
 }
 

@@ -8,6 +8,7 @@ mod backup;
 mod cache;
 mod import;
 mod memory;
+mod stream;
 mod sync;
 mod turn;
 
@@ -302,6 +303,17 @@ impl Session {
         Ok(())
     }
 
+    /// Writes a change of a conversation record and reports the record as stored.
+    pub(crate) async fn patch_conversation(
+        &self,
+        id: &str,
+        patch: &ConversationPatch,
+    ) -> Result<(), SessionError> {
+        let c = self.store.update_conversation(id, patch).await?;
+        self.emit(SessionEvent::ConversationChanged(c));
+        Ok(())
+    }
+
     /// The effective memory config of a conversation.
     pub(crate) fn config_for(&self, conv: &Conversation) -> MemoryConfig {
         conv.memory_overrides.apply(&self.settings.borrow().memory)
@@ -348,9 +360,7 @@ impl Session {
             memory_overrides: Some(o),
             ..Default::default()
         };
-        let c = self.store.update_conversation(id, &patch).await?;
-        self.emit(SessionEvent::ConversationChanged(c));
-        Ok(())
+        self.patch_conversation(id, &patch).await
     }
 
     /// Deletes a conversation with its messages, summaries and entities (one transaction).
@@ -600,9 +610,7 @@ impl Session {
             title: Some((title::auto_title(first_text), false)),
             ..Default::default()
         };
-        let c = self.store.update_conversation(id, &patch).await?;
-        self.emit(SessionEvent::ConversationChanged(c));
-        Ok(())
+        self.patch_conversation(id, &patch).await
     }
 
     /// Lists the endpoint's models, proving the connection works.

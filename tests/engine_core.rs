@@ -628,8 +628,59 @@ fn assembly_transcript_format() {
 
 // ---------- turn state machine ----------
 
+/// The history a driver holds for one conversation, updated from a turn's actions the way the
+/// session updates its window (the reply through `ReplySave::apply_to`, the engine's one mapping).
+#[derive(Debug, Clone)]
+struct History {
+    conversation: Conversation,
+    /// Ascending seq.
+    messages: Vec<Message>,
+}
+
+impl History {
+    fn new(conversation: Conversation) -> Self {
+        History {
+            conversation,
+            messages: vec![],
+        }
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.messages.last().map_or(1, |m| m.seq + 1)
+    }
+
+    fn add_message(&mut self, m: Message) {
+        assert_eq!(
+            m.conversation_id, self.conversation.id,
+            "another conversation's message"
+        );
+        self.messages.push(m);
+        self.conversation.message_count = self.messages.len() as u64;
+    }
+
+    fn apply(&mut self, action: &Action, now: i64) {
+        match action {
+            Action::SaveReply(save) => {
+                let at = self.messages.iter().position(|m| m.id == save.message_id);
+                let at = at.unwrap_or_else(|| {
+                    let mut placeholder = msg(save.seq, Role::Assistant, "");
+                    placeholder.id = save.message_id.clone();
+                    placeholder.conversation_id = self.conversation.id.clone();
+                    placeholder.created_at = now;
+                    self.add_message(placeholder);
+                    self.messages.len() - 1
+                });
+                save.apply_to(&mut self.messages[at]);
+            }
+            Action::StoreHandle { handle, .. } => self.conversation.remote_handle = handle.clone(),
+            Action::Finished(outcome) => self.conversation.last_path = Some(outcome.path),
+            Action::SendRequest { .. } | Action::CancelRequest => {}
+        }
+    }
+}
+
 struct Harness {
-    state: ConversationState,
+    state: History,
     endpoint: EndpointProfile,
     cfg: MemoryConfig,
 }
@@ -637,7 +688,7 @@ struct Harness {
 impl Harness {
     fn new(protocol: Protocol) -> Self {
         Harness {
-            state: ConversationState::new(convo("c1"), vec![]),
+            state: History::new(convo("c1")),
             endpoint: endpoint(protocol),
             cfg: config(8000, 10),
         }
@@ -648,7 +699,7 @@ impl Harness {
         let seq = self.state.next_seq();
         let mut m = msg(seq, Role::User, text);
         m.created_at = now;
-        assert_eq!(self.state.add_message(m.clone()), AddOutcome::Added);
+        self.state.add_message(m.clone());
         let a = assemble(
             &AssemblyInput {
                 system_prompt: &self.endpoint.system_prompt,
@@ -662,7 +713,8 @@ impl Harness {
             &HeuristicEstimator,
         );
         Turn::start(TurnStart {
-            state: &self.state,
+            conversation: &self.state.conversation,
+            history: &self.state.messages,
             endpoint: &self.endpoint,
             new_message_id: &m.id,
             assembly: &a,
@@ -792,8 +844,10 @@ fn check_handle_case(mutate: impl Fn(&mut Harness), expected: HandleCheck) {
     let mut h = Harness::new(Protocol::OpenAiResponses);
     h.exchange("hi", "hello", Some("resp_1"), 0);
     mutate(&mut h);
+    let previous_seq = h.state.messages.last().map(|m| m.seq);
+    let stored = h.state.conversation.remote_handle.as_ref();
+    assert_eq!(check_handle(stored, &h.endpoint, previous_seq), expected);
     let mut t = h.start("next", 10_000);
-    assert_eq!(t.handle_check(), expected);
     let acts = h.drain(&mut t, 10_000);
     let want = if expected == HandleCheck::Usable {
         TurnPath::Resumed
@@ -839,13 +893,9 @@ fn another_conversations_handle_is_never_used() {
     assert!(a.state.conversation.remote_handle.is_some());
     // Conversation B with history but no handle of its own re-injects.
     let mut b = Harness::new(Protocol::OpenAiResponses);
-    b.state = ConversationState::new(convo("c2"), vec![]);
+    b.state = History::new(convo("c2"));
     let mut m1 = msg(1, Role::User, "earlier");
     m1.conversation_id = "c2".into();
-    assert_eq!(
-        a.state.add_message(m1.clone()),
-        AddOutcome::WrongConversation
-    );
     b.state.add_message(m1);
     let mut t = {
         let seq = b.state.next_seq();
@@ -865,7 +915,8 @@ fn another_conversations_handle_is_never_used() {
             &HeuristicEstimator,
         );
         Turn::start(TurnStart {
-            state: &b.state,
+            conversation: &b.state.conversation,
+            history: &b.state.messages,
             endpoint: &b.endpoint,
             new_message_id: &m.id,
             assembly: &asm,
@@ -1338,10 +1389,7 @@ fn seed_004_cannot_happen_here() {
     assert_eq!(h.state.messages.len(), 2, "assistant reply is in history");
     // A tool result arrives.
     let s = h.state.next_seq();
-    assert_eq!(
-        h.state.add_message(tool_result(s, "Paris: 18°C, sunny")),
-        AddOutcome::Added
-    );
+    h.state.add_message(tool_result(s, "Paris: 18°C, sunny"));
     assert_eq!(h.state.messages.len(), 3, "tool result is in history");
     // Turn 2: the prompt carries all three.
     let mut t = h.start("what is my name, and how warm is it?", 30);
@@ -1384,7 +1432,8 @@ fn seed_004_stale_context_is_refused() {
         &HeuristicEstimator,
     );
     let err = Turn::start(TurnStart {
-        state: &h.state,
+        conversation: &h.state.conversation,
+        history: &h.state.messages,
         endpoint: &h.endpoint,
         new_message_id: "m3",
         assembly: &a,
@@ -1416,7 +1465,8 @@ fn seed_004_stale_context_is_refused() {
     );
     assert!(matches!(
         Turn::start(TurnStart {
-            state: &h.state,
+            conversation: &h.state.conversation,
+            history: &h.state.messages,
             endpoint: &h.endpoint,
             new_message_id: "m3",
             assembly: &b,
@@ -1426,24 +1476,4 @@ fn seed_004_stale_context_is_refused() {
         }),
         Err(TurnError::WrongNewMessage { .. })
     ));
-}
-
-#[test]
-fn add_message_is_idempotent_and_scoped() {
-    let mut s = ConversationState::new(convo("c1"), vec![]);
-    assert_eq!(s.add_message(msg(1, Role::User, "a")), AddOutcome::Added);
-    assert_eq!(
-        s.add_message(msg(1, Role::User, "a")),
-        AddOutcome::Duplicate
-    );
-    let mut other = msg(2, Role::User, "b");
-    other.conversation_id = "c2".into();
-    assert_eq!(s.add_message(other), AddOutcome::WrongConversation);
-    assert_eq!(
-        s.add_message(msg(0, Role::User, "earlier")),
-        AddOutcome::Added
-    );
-    let seqs: Vec<u64> = s.messages.iter().map(|m| m.seq).collect();
-    assert_eq!(seqs, vec![0, 1]);
-    assert_eq!(s.conversation.message_count, 2);
 }
