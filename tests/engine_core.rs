@@ -7,7 +7,8 @@ use memoire::engine::coalesce::SaveThrottle;
 use memoire::engine::decode::{StreamError, StreamEvent};
 use memoire::engine::failure::{Failure, FailureKind};
 use memoire::engine::history::{
-    build_prompt, render_message, ANTHROPIC_LEAD_IN, TRANSCRIPT_CLOSE, TRUNCATED_MARKER,
+    build_prompt, last_user_at, render_message, ANTHROPIC_LEAD_IN, TRANSCRIPT_CLOSE,
+    TRUNCATED_MARKER,
 };
 use memoire::engine::model::*;
 use memoire::engine::title::{auto_title, auto_title_with, UNTITLED};
@@ -342,6 +343,28 @@ fn rendering_truncates_and_reduces_tool_calls() {
     );
     m.content.clear();
     check_render(m, 100, "[called tools: search, fetch]", false);
+}
+
+/// `roles`: one letter per message (u user, a assistant, s system, t tool).
+fn check_last_user(roles: &str, expected: Option<usize>) {
+    let role = |c| match c {
+        'u' => Role::User,
+        'a' => Role::Assistant,
+        's' => Role::System,
+        _ => Role::Tool,
+    };
+    let items: Vec<Role> = roles.chars().map(role).collect();
+    assert_eq!(last_user_at(&items, |r| *r), expected, "{roles}");
+}
+
+#[test]
+fn the_last_user_message() {
+    check_last_user("", None);
+    check_last_user("sa", None);
+    check_last_user("u", Some(0));
+    check_last_user("suaua", Some(3));
+    check_last_user("suat", Some(1));
+    check_last_user("uu", Some(1));
 }
 
 // ---------- assembly ----------

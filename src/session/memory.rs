@@ -29,11 +29,8 @@ impl Session {
         overflow: bool,
         force: bool,
     ) {
-        if self.memory_running.borrow().contains(id) {
-            return;
-        }
         match self.update_memory(id, overflow, force).await {
-            Ok(_) | Err(SessionError::Quiet(_)) => {}
+            Ok(_) | Err(SessionError::Quiet(_) | SessionError::MemoryBusy) => {}
             Err(e) => self.emit(SessionEvent::Error {
                 conversation_id: Some(id.to_string()),
                 message: format!("Memory update failed; the previous memory is kept. {e}"),
@@ -43,11 +40,6 @@ impl Session {
 
     /// The "Update memory now" button.
     pub async fn update_memory_now(self: &Rc<Self>, id: &str) -> Result<(), SessionError> {
-        if self.memory_running.borrow().contains(id) {
-            return Err(SessionError::Invalid(
-                "The memory is already being updated.".into(),
-            ));
-        }
         match self.update_memory(id, false, true).await {
             Ok(_) => Ok(()),
             // Asked for by the user: always said, even when it is the same failure as before.
@@ -56,7 +48,8 @@ impl Session {
         }
     }
 
-    /// Returns whether an update ran. One tab at a time updates a conversation's memory (a Web
+    /// Returns whether an update ran. Never twice at once: one running in this tab refuses at once
+    /// ([`SessionError::MemoryBusy`]), and one tab at a time updates a conversation's memory (a Web
     /// Lock): a tab that waited re-reads everything, so it does not repeat the update another tab
     /// just made (a forced update is skipped when a new summary arrived while it waited).
     async fn update_memory(
@@ -65,6 +58,9 @@ impl Session {
         overflow: bool,
         force: bool,
     ) -> Result<bool, SessionError> {
+        if self.memory_running.borrow().contains(id) {
+            return Err(SessionError::MemoryBusy);
+        }
         let seen = self.store.latest_summary(id).await?.map(|s| s.version);
         let _lock = super::sync::lock(&format!("memoire-memory:{}:{id}", self.store.name())).await;
         if force && self.store.latest_summary(id).await?.map(|s| s.version) != seen {
@@ -87,7 +83,6 @@ impl Session {
             covers_up_to_seq: covers,
             every_pairs: config.summary_every_pairs,
             over_budget: overflow,
-            in_progress: self.memory_running.borrow().contains(id),
         });
         if !force && !decision.is_due() {
             return Ok(false);

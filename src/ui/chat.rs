@@ -465,10 +465,8 @@ fn MessageView(
             role == Role::User
                 && !st.current_streaming()
                 && st.messages.with(|l| {
-                    l.iter()
-                        .rev()
-                        .find(|m| m.role == Role::User)
-                        .is_some_and(|m| m.id == id)
+                    crate::engine::history::last_user_at(l, |m| m.role)
+                        .is_some_and(|at| l[at].id == id)
                 })
         }
     };
