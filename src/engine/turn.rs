@@ -231,7 +231,6 @@ pub struct TurnStart<'a> {
     /// Id and seq the reply message will have.
     pub reply_id: &'a str,
     pub reply_seq: u64,
-    pub now: Millis,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,10 +350,6 @@ impl Turn {
     /// The path the turn is on now (it changes from Resumed to Reinjected if the session is gone).
     pub fn path(&self) -> TurnPath {
         self.path
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.phase == Phase::Finished
     }
 
     /// The next thing the driver must do.

@@ -349,7 +349,6 @@ impl Session {
             assembly: &run.ctx.assembly,
             reply_id: &run.reply.id,
             reply_seq: run.reply.seq,
-            now: now(),
         });
         let e = match started {
             Ok(turn) => return Ok(turn),
