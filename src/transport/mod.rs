@@ -12,13 +12,16 @@
 
 use crate::engine::request::HttpRequest;
 use gloo_timers::future::TimeoutFuture;
-use js_sys::{Reflect, Uint8Array};
+use js_sys::Uint8Array;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Headers, ReadableStreamDefaultReader, RequestInit, Response};
+use web_sys::{
+    AbortController, Headers, ReadableStreamDefaultReader, ReadableStreamReadResult, RequestInit,
+    Response,
+};
 
 /// Longest error body we read into memory.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -195,14 +198,12 @@ impl BodyStream {
         self.pending = None;
         let result =
             result.map_err(|e| classify_rejection(e, &self.stopper, TransportError::Body))?;
-        let done = Reflect::get(&result, &"done".into())
-            .map(|d| d.is_truthy())
-            .unwrap_or(true);
-        if done {
+        let result: ReadableStreamReadResult = result.unchecked_into();
+        if result.get_done().unwrap_or(true) {
             return Ok(Read::End);
         }
-        let value = Reflect::get(&result, &"value".into()).unwrap_or(JsValue::UNDEFINED);
-        let bytes = value
+        let bytes = result
+            .get_value()
             .dyn_into::<Uint8Array>()
             .map(|a| a.to_vec())
             .unwrap_or_default();
