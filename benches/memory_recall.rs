@@ -166,7 +166,7 @@ fn ask(
                 return done.map_err(|e| e.message);
             }
         }
-        return Err(collector.handle_end().message);
+        unreachable!("engine::decode ends every body with Done or Error");
     }
 }
 
@@ -217,7 +217,6 @@ fn main() {
             covers_up_to_seq: previous.as_ref().map(|s| s.covers_up_to_seq),
             every_pairs: config.summary_every_pairs,
             over_budget: false,
-            in_progress: false,
         });
         if !decision.is_due() {
             continue;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Memoire's test layers and prints the count of each. Usage: scripts/test.sh [all|native|browser|e2e]
 #   native  : `cargo test` on the host (the engine: pure logic, property tests, architecture rules)
-#   browser : wasm-bindgen-test in headless Chromium (IndexedDB through the real store, transport)
+#   browser : wasm-bindgen-test in headless Chromium (IndexedDB through the real store, transport, and
+#             the session against the local agent endpoint, tests/support/agent-endpoint.mjs)
 #   e2e     : build dist/ once with trunk, then drive it in Chromium against the local agent endpoint
 # Every layer runs even if an earlier one failed; the exit code is non-zero if any failed.
 set -uo pipefail
@@ -39,9 +40,20 @@ if [[ $layers == all || $layers == native ]]; then
   [ "$status" = 0 ] || [ "$f" != 0 ] || failed[native]=$((f + 1))
 fi
 
+# The session's browser tests (tests/browser_session*.rs) talk to the local agent endpoint; its URLs
+# reach their build through option_env!.
+start_agent() {
+  coproc AGENT { exec node tests/support/agent-endpoint.mjs; }
+  local line
+  read -r -t 20 line <&"${AGENT[0]}" || { echo "the local agent endpoint did not start"; return 1; }
+  export ${line?}
+}
+
 if [[ $layers == all || $layers == browser ]]; then
   before=$status
+  start_agent || status=1
   run_layer browser "$logs/browser.log" cargo test --target wasm32-unknown-unknown --test 'browser_*'
+  [ -z "${AGENT_PID:-}" ] || kill "$AGENT_PID"
   read -r p f < <(cargo_counts "$logs/browser.log"); passed[browser]=$p; failed[browser]=$f
   [ "$status" = "$before" ] || [ "$f" != 0 ] || failed[browser]=$((f + 1))
 fi

@@ -8,12 +8,14 @@ mod backup;
 mod cache;
 mod import;
 mod memory;
+mod stream;
 mod sync;
 mod turn;
 
 pub use import::{ImportStep, PreparedImport};
 use turn::Begin;
 
+use crate::engine::history::last_user_at;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
     Message, MessageStatus, Role, TurnPath,
@@ -79,6 +81,8 @@ pub enum SessionError {
     NoEndpoint,
     #[error("A reply is still being written in this conversation. Wait for it, or press Stop.")]
     Busy,
+    #[error("The memory is already being updated. Wait for it to finish.")]
+    MemoryBusy,
     #[error("This conversation no longer exists (it may have been deleted in another tab).")]
     NoConversation,
     #[error("{0}")]
@@ -302,6 +306,17 @@ impl Session {
         Ok(())
     }
 
+    /// Writes a change of a conversation record and reports the record as stored.
+    pub(crate) async fn patch_conversation(
+        &self,
+        id: &str,
+        patch: &ConversationPatch,
+    ) -> Result<(), SessionError> {
+        let c = self.store.update_conversation(id, patch).await?;
+        self.emit(SessionEvent::ConversationChanged(c));
+        Ok(())
+    }
+
     /// The effective memory config of a conversation.
     pub(crate) fn config_for(&self, conv: &Conversation) -> MemoryConfig {
         conv.memory_overrides.apply(&self.settings.borrow().memory)
@@ -348,9 +363,7 @@ impl Session {
             memory_overrides: Some(o),
             ..Default::default()
         };
-        let c = self.store.update_conversation(id, &patch).await?;
-        self.emit(SessionEvent::ConversationChanged(c));
-        Ok(())
+        self.patch_conversation(id, &patch).await
     }
 
     /// Deletes a conversation with its messages, summaries and entities (one transaction).
@@ -549,33 +562,28 @@ impl Session {
 
     /// Re-sends the last user turn (after an error, a stop, or a cut-off reply).
     pub async fn retry(self: &Rc<Self>, id: &str) -> Result<(), SessionError> {
-        if self.inflight.borrow().contains_key(id) {
-            return Err(SessionError::Busy);
-        }
-        let recent = self.store.load_last(id, 50).await?;
-        let last_user = recent
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .ok_or_else(|| SessionError::Invalid("There is no message to retry.".into()))?;
-        self.run_turn(id, Begin::Stored(last_user.id.clone())).await
+        let last_user = self.last_user_message(id, "retry").await?;
+        self.run_turn(id, Begin::Stored(last_user.id)).await
     }
 
     /// Replaces the last user message's text, removes the replies after it, and sends it again.
     pub async fn edit_last(self: &Rc<Self>, id: &str, text: String) -> Result<(), SessionError> {
-        if self.inflight.borrow().contains_key(id) {
-            return Err(SessionError::Busy);
-        }
-        let recent = self.store.load_last(id, 50).await?;
-        let last_user = recent
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User)
-            .ok_or_else(|| SessionError::Invalid("There is no message to edit.".into()))?
-            .clone();
+        let last_user = self.last_user_message(id, "edit").await?;
         self.store.replace_tail(id, &last_user.id, &text).await?;
         self.cache.borrow_mut().forget(id);
         self.run_turn(id, Begin::Stored(last_user.id)).await
+    }
+
+    /// The last user message among the recent ones, when no turn is running (`what`: the action
+    /// that needs it, for the error).
+    async fn last_user_message(&self, id: &str, what: &str) -> Result<Message, SessionError> {
+        if self.inflight.borrow().contains_key(id) {
+            return Err(SessionError::Busy);
+        }
+        let mut recent = self.store.load_last(id, 50).await?;
+        let at = last_user_at(&recent, |m| m.role)
+            .ok_or_else(|| SessionError::Invalid(format!("There is no message to {what}.")))?;
+        Ok(recent.swap_remove(at))
     }
 
     async fn auto_title(&self, id: &str, first_text: &str) -> Result<(), SessionError> {
@@ -600,9 +608,7 @@ impl Session {
             title: Some((title::auto_title(first_text), false)),
             ..Default::default()
         };
-        let c = self.store.update_conversation(id, &patch).await?;
-        self.emit(SessionEvent::ConversationChanged(c));
-        Ok(())
+        self.patch_conversation(id, &patch).await
     }
 
     /// Lists the endpoint's models, proving the connection works.

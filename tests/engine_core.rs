@@ -7,7 +7,8 @@ use memoire::engine::coalesce::SaveThrottle;
 use memoire::engine::decode::{StreamError, StreamEvent};
 use memoire::engine::failure::{Failure, FailureKind};
 use memoire::engine::history::{
-    build_prompt, render_message, ANTHROPIC_LEAD_IN, TRANSCRIPT_CLOSE, TRUNCATED_MARKER,
+    build_prompt, last_user_at, render_message, ANTHROPIC_LEAD_IN, TRANSCRIPT_CLOSE,
+    TRUNCATED_MARKER,
 };
 use memoire::engine::model::*;
 use memoire::engine::title::{auto_title, auto_title_with, UNTITLED};
@@ -344,6 +345,28 @@ fn rendering_truncates_and_reduces_tool_calls() {
     check_render(m, 100, "[called tools: search, fetch]", false);
 }
 
+/// `roles`: one letter per message (u user, a assistant, s system, t tool).
+fn check_last_user(roles: &str, expected: Option<usize>) {
+    let role = |c| match c {
+        'u' => Role::User,
+        'a' => Role::Assistant,
+        's' => Role::System,
+        _ => Role::Tool,
+    };
+    let items: Vec<Role> = roles.chars().map(role).collect();
+    assert_eq!(last_user_at(&items, |r| *r), expected, "{roles}");
+}
+
+#[test]
+fn the_last_user_message() {
+    check_last_user("", None);
+    check_last_user("sa", None);
+    check_last_user("u", Some(0));
+    check_last_user("suaua", Some(3));
+    check_last_user("suat", Some(1));
+    check_last_user("uu", Some(1));
+}
+
 // ---------- assembly ----------
 
 fn run(
@@ -635,6 +658,866 @@ fn assembly_entities_take_what_history_leaves() {
     // still in rank order, the share's entities first
     let want: Vec<String> = (0..sec.entity_ids.len()).map(|i| format!("e{i}")).collect();
     assert_eq!(sec.entity_ids, want);
+}
+
+#[test]
+fn assembly_transcript_format() {
+    let h = history(4, 60);
+    let new = msg(5, Role::User, "next");
+    let mut cfg = config(8000, 10);
+    cfg.history_format = HistoryFormat::Transcript;
+    let a = run(&h, &new, None, &[], &cfg);
+    assert_eq!(a.prompt.messages.len(), 1);
+    assert!(a.prompt.messages[0].content.contains("[USER]: message 1"));
+    assert!(a.prompt.messages[0].content.ends_with("next"));
+}
+
+// ---------- turn state machine ----------
+
+/// The history a driver holds for one conversation, updated from a turn's actions the way the
+/// session updates its window (the reply through `ReplySave::apply_to`, the engine's one mapping).
+#[derive(Debug, Clone)]
+struct History {
+    conversation: Conversation,
+    /// Ascending seq.
+    messages: Vec<Message>,
+}
+
+impl History {
+    fn new(conversation: Conversation) -> Self {
+        History {
+            conversation,
+            messages: vec![],
+        }
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.messages.last().map_or(1, |m| m.seq + 1)
+    }
+
+    fn add_message(&mut self, m: Message) {
+        assert_eq!(
+            m.conversation_id, self.conversation.id,
+            "another conversation's message"
+        );
+        self.messages.push(m);
+        self.conversation.message_count = self.messages.len() as u64;
+    }
+
+    fn apply(&mut self, action: &Action, now: i64) {
+        match action {
+            Action::SaveReply(save) => {
+                let at = self.messages.iter().position(|m| m.id == save.message_id);
+                let at = at.unwrap_or_else(|| {
+                    let mut placeholder = msg(save.seq, Role::Assistant, "");
+                    placeholder.id = save.message_id.clone();
+                    placeholder.conversation_id = self.conversation.id.clone();
+                    placeholder.created_at = now;
+                    self.add_message(placeholder);
+                    self.messages.len() - 1
+                });
+                save.apply_to(&mut self.messages[at]);
+            }
+            Action::StoreHandle { handle, .. } => self.conversation.remote_handle = handle.clone(),
+            Action::Finished(outcome) => self.conversation.last_path = Some(outcome.path),
+            Action::SendRequest { .. } | Action::CancelRequest => {}
+        }
+    }
+}
+
+struct Harness {
+    state: History,
+    endpoint: EndpointProfile,
+    cfg: MemoryConfig,
+}
+
+impl Harness {
+    fn new(protocol: Protocol) -> Self {
+        Harness {
+            state: History::new(convo("c1")),
+            endpoint: endpoint(protocol),
+            cfg: config(8000, 10),
+        }
+    }
+
+    /// Store the user message, assemble from the state, start the turn.
+    fn start(&mut self, text: &str, now: i64) -> Turn {
+        let seq = self.state.next_seq();
+        let mut m = msg(seq, Role::User, text);
+        m.created_at = now;
+        self.state.add_message(m.clone());
+        let a = assemble(
+            &AssemblyInput {
+                system_prompt: &self.endpoint.system_prompt,
+                summary: None,
+                entities: &[],
+                history: &self.state.messages,
+                new_message: &m,
+                config: &self.cfg,
+                protocol: self.endpoint.protocol,
+            },
+            &HeuristicEstimator,
+        );
+        Turn::start(TurnStart {
+            conversation: &self.state.conversation,
+            history: &self.state.messages,
+            endpoint: &self.endpoint,
+            new_message_id: &m.id,
+            assembly: &a,
+            reply_id: &format!("m{}", seq + 1),
+            reply_seq: seq + 1,
+        })
+        .unwrap()
+    }
+
+    /// Drain actions, applying each to the state like the driver does.
+    fn drain(&mut self, turn: &mut Turn, now: i64) -> Vec<Action> {
+        let mut out = vec![];
+        while let Some(a) = turn.poll_action() {
+            self.state.apply(&a, now);
+            out.push(a);
+        }
+        out
+    }
+
+    /// A complete turn: text deltas, optional response id, done.
+    fn exchange(
+        &mut self,
+        text: &str,
+        reply: &str,
+        response_id: Option<&str>,
+        now: i64,
+    ) -> Vec<Action> {
+        let mut t = self.start(text, now);
+        let mut acts = self.drain(&mut t, now);
+        t.handle_event(StreamEvent::TextDelta(reply.into()), now + 10);
+        if let Some(id) = response_id {
+            t.handle_event(StreamEvent::ResponseId(id.into()), now + 11);
+        }
+        t.handle_event(
+            StreamEvent::Done {
+                finish_reason: Some("stop".into()),
+            },
+            now + 20,
+        );
+        acts.extend(self.drain(&mut t, now + 20));
+        acts
+    }
+}
+
+fn sent(actions: &[Action]) -> Vec<(TurnPath, Option<String>, usize)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::SendRequest {
+                path,
+                prompt,
+                previous_response_id,
+                ..
+            } => Some((*path, previous_response_id.clone(), prompt.messages.len())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn outcome(actions: &[Action]) -> TurnOutcome {
+    match actions.last() {
+        Some(Action::Finished(o)) => o.clone(),
+        other => panic!("last action is not Finished: {other:?}"),
+    }
+}
+
+fn check_paths(protocol: Protocol, response_ids: &[Option<&str>], expected: &[TurnPath]) {
+    let mut h = Harness::new(protocol);
+    for (i, rid) in response_ids.iter().enumerate() {
+        let acts = h.exchange(
+            &format!("question {i}"),
+            &format!("answer {i}"),
+            *rid,
+            i as i64 * 10_000,
+        );
+        assert_eq!(outcome(&acts).path, expected[i], "{protocol:?} turn {i}");
+        assert_eq!(h.state.conversation.last_path, Some(expected[i]));
+    }
+}
+
+#[test]
+fn turn_paths() {
+    use TurnPath::*;
+    check_paths(
+        Protocol::OpenAiChat,
+        &[None, None, None],
+        &[Fresh, Reinjected, Reinjected],
+    );
+    check_paths(
+        Protocol::Anthropic,
+        &[None, Some("ignored")],
+        &[Fresh, Reinjected],
+    );
+    check_paths(
+        Protocol::OpenAiResponses,
+        &[Some("r1"), Some("r2"), Some("r3")],
+        &[Fresh, Resumed, Resumed],
+    );
+    // No response id: nothing to resume next time.
+    check_paths(
+        Protocol::OpenAiResponses,
+        &[None, Some("r2"), Some("r3")],
+        &[Fresh, Reinjected, Resumed],
+    );
+}
+
+#[test]
+fn resume_sends_only_the_new_message_with_the_handle() {
+    let mut h = Harness::new(Protocol::OpenAiResponses);
+    h.exchange("hi", "hello", Some("resp_1"), 0);
+    let handle = h.state.conversation.remote_handle.clone().unwrap();
+    assert_eq!(
+        (handle.id.as_str(), handle.covers_up_to_seq, handle.dead),
+        ("resp_1", 2, false)
+    );
+    assert_eq!(handle.endpoint_key, h.endpoint.key());
+    let mut t = h.start("and then?", 10_000);
+    let acts = h.drain(&mut t, 10_000);
+    assert_eq!(
+        sent(&acts),
+        vec![(TurnPath::Resumed, Some("resp_1".into()), 1)]
+    );
+}
+
+fn check_handle_case(mutate: impl Fn(&mut Harness), expected: HandleCheck) {
+    let mut h = Harness::new(Protocol::OpenAiResponses);
+    h.exchange("hi", "hello", Some("resp_1"), 0);
+    mutate(&mut h);
+    let previous_seq = h.state.messages.last().map(|m| m.seq);
+    let stored = h.state.conversation.remote_handle.as_ref();
+    assert_eq!(check_handle(stored, &h.endpoint, previous_seq), expected);
+    let mut t = h.start("next", 10_000);
+    let acts = h.drain(&mut t, 10_000);
+    let want = if expected == HandleCheck::Usable {
+        TurnPath::Resumed
+    } else {
+        TurnPath::Reinjected
+    };
+    assert_eq!(sent(&acts)[0].0, want);
+    if want == TurnPath::Reinjected {
+        assert_eq!(sent(&acts)[0].1, None);
+        assert!(sent(&acts)[0].2 >= 3, "full context re-sent");
+    }
+}
+
+#[test]
+fn handle_is_only_used_when_alive_for_this_endpoint_and_up_to_date() {
+    check_handle_case(|_| {}, HandleCheck::Usable);
+    check_handle_case(
+        |h| h.state.conversation.remote_handle.as_mut().unwrap().dead = true,
+        HandleCheck::Dead,
+    );
+    check_handle_case(
+        |h| h.endpoint.model = "other-model".into(),
+        HandleCheck::OtherEndpoint,
+    );
+    check_handle_case(
+        |h| h.state.conversation.remote_handle = None,
+        HandleCheck::Missing,
+    );
+    // A message was added after the handle was confirmed (e.g. a failed turn): stale.
+    check_handle_case(
+        |h| {
+            let s = h.state.next_seq();
+            h.state.add_message(msg(s, Role::Tool, "tool output"));
+        },
+        HandleCheck::Stale,
+    );
+}
+
+#[test]
+fn another_conversations_handle_is_never_used() {
+    let mut a = Harness::new(Protocol::OpenAiResponses);
+    a.exchange("hi", "hello", Some("resp_A"), 0);
+    assert!(a.state.conversation.remote_handle.is_some());
+    // Conversation B with history but no handle of its own re-injects.
+    let mut b = Harness::new(Protocol::OpenAiResponses);
+    b.state = History::new(convo("c2"));
+    let mut m1 = msg(1, Role::User, "earlier");
+    m1.conversation_id = "c2".into();
+    b.state.add_message(m1);
+    let mut t = {
+        let seq = b.state.next_seq();
+        let mut m = msg(seq, Role::User, "now");
+        m.conversation_id = "c2".into();
+        b.state.add_message(m.clone());
+        let asm = assemble(
+            &AssemblyInput {
+                system_prompt: "s",
+                summary: None,
+                entities: &[],
+                history: &b.state.messages,
+                new_message: &m,
+                config: &b.cfg,
+                protocol: b.endpoint.protocol,
+            },
+            &HeuristicEstimator,
+        );
+        Turn::start(TurnStart {
+            conversation: &b.state.conversation,
+            history: &b.state.messages,
+            endpoint: &b.endpoint,
+            new_message_id: &m.id,
+            assembly: &asm,
+            reply_id: "r",
+            reply_seq: seq + 1,
+        })
+        .unwrap()
+    };
+    let acts = b.drain(&mut t, 0);
+    assert_eq!(sent(&acts), vec![(TurnPath::Reinjected, None, 2)]);
+    t.handle_event(StreamEvent::ResponseId("resp_B".into()), 1);
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        2,
+    );
+    let acts = b.drain(&mut t, 2);
+    let stored: Vec<&String> = acts
+        .iter()
+        .filter_map(|a| match a {
+            Action::StoreHandle {
+                conversation_id, ..
+            } => Some(conversation_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stored, vec!["c2"]);
+    assert_eq!(
+        a.state.conversation.remote_handle.as_ref().unwrap().id,
+        "resp_A"
+    );
+}
+
+fn check_session_gone(deliver: impl Fn(&mut Turn)) {
+    let mut h = Harness::new(Protocol::OpenAiResponses);
+    h.exchange("my name is Ada", "hello Ada", Some("resp_1"), 0);
+    let mut t = h.start("what is my name?", 10_000);
+    let first = h.drain(&mut t, 10_000);
+    assert_eq!(sent(&first)[0].0, TurnPath::Resumed);
+    deliver(&mut t);
+    let acts = h.drain(&mut t, 10_100);
+    // The handle is marked dead, then the turn is re-sent with the full context.
+    match &acts[0] {
+        Action::StoreHandle {
+            handle: Some(hd), ..
+        } => assert!(hd.dead && hd.id == "resp_1"),
+        other => panic!("expected dead handle, got {other:?}"),
+    }
+    let resend = sent(&acts);
+    assert_eq!(resend, vec![(TurnPath::Reinjected, None, 3)]);
+    if let Action::SendRequest { prompt, .. } = &acts[1] {
+        assert!(prompt
+            .messages
+            .iter()
+            .any(|m| m.content.contains("my name is Ada")));
+    }
+    assert!(h.state.conversation.remote_handle.as_ref().unwrap().dead);
+    t.handle_event(StreamEvent::TextDelta("Ada".into()), 10_200);
+    t.handle_event(StreamEvent::ResponseId("resp_2".into()), 10_201);
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        10_300,
+    );
+    let acts = h.drain(&mut t, 10_300);
+    let o = outcome(&acts);
+    assert_eq!(
+        (o.status, o.path, o.attempts, o.content.as_str()),
+        (TurnStatus::Complete, TurnPath::Reinjected, 2, "Ada")
+    );
+    let hd = h.state.conversation.remote_handle.clone().unwrap();
+    assert_eq!(
+        (hd.id.as_str(), hd.dead, hd.covers_up_to_seq),
+        ("resp_2", false, 4)
+    );
+}
+
+#[test]
+fn session_gone_marks_handle_dead_and_reinjects() {
+    check_session_gone(|t| {
+        t.handle_failure(
+            Failure {
+                kind: FailureKind::SessionGone,
+                message: "gone".into(),
+                status: Some(404),
+            },
+            10_050,
+        )
+    });
+    check_session_gone(|t| {
+        t.handle_event(
+            StreamEvent::Error(StreamError {
+                code: Some("previous_response_not_found".into()),
+                message: "Previous response not found".into(),
+            }),
+            10_050,
+        )
+    });
+    check_session_gone(|t| {
+        t.handle_failure(
+            Failure {
+                kind: FailureKind::BadRequest,
+                message: "Invalid 'previous_response_id': not found".into(),
+                status: Some(400),
+            },
+            10_050,
+        )
+    });
+}
+
+#[test]
+fn session_gone_when_not_resuming_is_an_error_not_a_loop() {
+    let mut h = Harness::new(Protocol::OpenAiResponses);
+    let mut t = h.start("hi", 0);
+    h.drain(&mut t, 0);
+    t.handle_failure(
+        Failure {
+            kind: FailureKind::SessionGone,
+            message: "gone".into(),
+            status: Some(404),
+        },
+        5,
+    );
+    let acts = h.drain(&mut t, 5);
+    assert!(sent(&acts).is_empty());
+    assert_eq!(outcome(&acts).status, TurnStatus::Error);
+}
+
+fn check_ending(deliver: impl Fn(&mut Turn), status: TurnStatus, content: &str) {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("hi", 0);
+    h.drain(&mut t, 0);
+    deliver(&mut t);
+    let acts = h.drain(&mut t, 100);
+    let o = outcome(&acts);
+    assert_eq!((o.status, o.content.as_str()), (status, content));
+    let reply = h.state.messages.iter().find(|m| m.id == "m2").unwrap();
+    assert_eq!(
+        (reply.status, reply.content.as_str()),
+        (status.message_status(), content)
+    );
+    assert_eq!(t.poll_timeout(), None, "no deadline after the end");
+    // Nothing happens after the end.
+    t.handle_event(StreamEvent::TextDelta("late".into()), 200);
+    t.handle_stop(200);
+    assert!(t.poll_action().is_none());
+}
+
+fn fail(kind: FailureKind) -> Failure {
+    Failure {
+        kind,
+        message: "x".into(),
+        status: None,
+    }
+}
+
+#[test]
+fn turn_endings() {
+    let text = |t: &mut Turn| t.handle_event(StreamEvent::TextDelta("part".into()), 10);
+    check_ending(
+        |t| {
+            text(t);
+            t.handle_event(
+                StreamEvent::Done {
+                    finish_reason: None,
+                },
+                20,
+            )
+        },
+        TurnStatus::Complete,
+        "part",
+    );
+    check_ending(
+        |t| {
+            text(t);
+            t.handle_stop(20)
+        },
+        TurnStatus::Interrupted,
+        "part",
+    );
+    check_ending(
+        |t| {
+            text(t);
+            t.handle_failure(fail(FailureKind::Network), 20)
+        },
+        TurnStatus::Interrupted,
+        "part",
+    );
+    check_ending(
+        |t| {
+            text(t);
+            t.handle_failure(fail(FailureKind::Malformed), 20)
+        },
+        TurnStatus::Interrupted,
+        "part",
+    );
+    check_ending(
+        |t| t.handle_failure(fail(FailureKind::Network), 20),
+        TurnStatus::Error,
+        "",
+    );
+    check_ending(
+        |t| t.handle_failure(fail(FailureKind::Auth), 20),
+        TurnStatus::Error,
+        "",
+    );
+    check_ending(
+        |t| {
+            text(t);
+            t.handle_failure(fail(FailureKind::Server), 20)
+        },
+        TurnStatus::Error,
+        "part",
+    );
+    check_ending(
+        |t| {
+            text(t);
+            t.handle_event(
+                StreamEvent::Error(StreamError {
+                    code: None,
+                    message: "overloaded".into(),
+                }),
+                20,
+            )
+        },
+        TurnStatus::Error,
+        "part",
+    );
+    check_ending(|t| t.handle_stop(5), TurnStatus::Interrupted, "");
+}
+
+#[test]
+fn stop_cancels_the_request() {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("hi", 0);
+    h.drain(&mut t, 0);
+    t.handle_stop(10);
+    let acts = h.drain(&mut t, 10);
+    assert_eq!(acts[0], Action::CancelRequest);
+}
+
+#[test]
+fn streaming_saves_are_throttled_with_a_final_save() {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("hi", 0);
+    h.drain(&mut t, 0);
+    let mut saves = vec![];
+    for i in 0..30i64 {
+        let now = 100 + i * 100; // 100..3000 ms, one delta every 100 ms
+        if t.poll_timeout().is_some_and(|d| d <= now) {
+            t.handle_timeout(now);
+        }
+        t.handle_event(StreamEvent::TextDelta(format!("w{i} ")), now);
+        for a in h.drain(&mut t, now) {
+            if let Action::SaveReply(s) = a {
+                saves.push((now, s.is_final, s.status, s.content.len()));
+            }
+        }
+    }
+    t.handle_event(
+        StreamEvent::Usage(Usage {
+            prompt_tokens: 50,
+            completion_tokens: 30,
+        }),
+        3050,
+    );
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        3100,
+    );
+    for a in h.drain(&mut t, 3100) {
+        if let Action::SaveReply(s) = a {
+            saves.push((3100, s.is_final, s.status, s.content.len()));
+        }
+    }
+    // 2.9 s of streaming: saves at 100, 1100, 2100, then the final one.
+    let times: Vec<i64> = saves.iter().map(|s| s.0).collect();
+    assert_eq!(times, vec![100, 1100, 2100, 3100]);
+    assert!(saves[..3]
+        .iter()
+        .all(|s| !s.1 && s.2 == MessageStatus::Streaming));
+    assert!(saves[3].1 && saves[3].2 == MessageStatus::Complete);
+    assert!(
+        saves.windows(2).all(|w| w[0].3 < w[1].3),
+        "each save has more text"
+    );
+    let reply = h.state.messages.iter().find(|m| m.id == "m2").unwrap();
+    assert_eq!(
+        reply.meta.usage,
+        Some(Usage {
+            prompt_tokens: 50,
+            completion_tokens: 30
+        })
+    );
+    assert_eq!(reply.meta.path, Some(TurnPath::Fresh));
+}
+
+#[test]
+fn held_save_fires_on_timeout() {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("hi", 0);
+    h.drain(&mut t, 0);
+    t.handle_event(StreamEvent::TextDelta("a".into()), 10);
+    t.handle_event(StreamEvent::TextDelta("b".into()), 20);
+    assert_eq!(h.drain(&mut t, 20).len(), 1);
+    assert_eq!(t.poll_timeout(), Some(1010));
+    t.handle_timeout(1010);
+    match h.drain(&mut t, 1010).as_slice() {
+        [Action::SaveReply(s)] => assert_eq!(s.content, "ab"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(t.poll_timeout(), None);
+}
+
+#[test]
+fn tool_call_deltas_accumulate_by_index() {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("weather?", 0);
+    h.drain(&mut t, 0);
+    let d = |index, id: Option<&str>, name: Option<&str>, args: &str| StreamEvent::ToolCallDelta {
+        index,
+        id: id.map(Into::into),
+        name: name.map(Into::into),
+        arguments: args.into(),
+    };
+    t.handle_event(d(1, Some("c2"), Some("time"), "{}"), 1);
+    t.handle_event(d(0, Some("c1"), Some("weather"), "{\"city\":"), 2);
+    t.handle_event(d(0, None, None, "\"Paris\"}"), 3);
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: Some("tool_calls".into()),
+        },
+        4,
+    );
+    let o = outcome(&h.drain(&mut t, 4));
+    let calls: Vec<(&str, &str, &str)> = o
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("c1", "weather", "{\"city\":\"Paris\"}"),
+            ("c2", "time", "{}")
+        ]
+    );
+}
+
+#[test]
+fn calibration_sample_only_for_full_context_requests() {
+    let mut h = Harness::new(Protocol::OpenAiResponses);
+    let mut t = h.start("hi", 0);
+    h.drain(&mut t, 0);
+    t.handle_event(
+        StreamEvent::Usage(Usage {
+            prompt_tokens: 40,
+            completion_tokens: 5,
+        }),
+        1,
+    );
+    t.handle_event(StreamEvent::ResponseId("r1".into()), 1);
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        2,
+    );
+    let o = outcome(&h.drain(&mut t, 2));
+    assert_eq!(o.calibration.map(|c| c.reported), Some(40));
+    assert!(o.calibration.unwrap().estimated > 0);
+    let mut t = h.start("again", 10);
+    h.drain(&mut t, 10);
+    t.handle_event(
+        StreamEvent::Usage(Usage {
+            prompt_tokens: 90,
+            completion_tokens: 5,
+        }),
+        11,
+    );
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        12,
+    );
+    let o = outcome(&h.drain(&mut t, 12));
+    assert_eq!((o.path, o.calibration), (TurnPath::Resumed, None));
+}
+
+// ---------- seed 004: the context-loss bug ----------
+
+/// The buggy design of seed 004, reduced to its essence: the session records history in one list,
+/// but the engine builds prompts from its own state's history, which nothing ever updates.
+struct BuggyAgent {
+    session_history: Vec<String>,
+    state_history: Vec<String>,
+}
+
+impl BuggyAgent {
+    fn user(&mut self, text: &str) -> String {
+        self.session_history.push(format!("user: {text}"));
+        // build_full_prompt(&state): reads state.history
+        let mut prompt = self.state_history.join("\n");
+        prompt.push_str(&format!("\nuser: {text}"));
+        prompt
+    }
+    fn reply(&mut self, text: &str) {
+        self.session_history.push(format!("assistant: {text}"));
+    }
+}
+
+#[test]
+fn seed_004_bug_reproduced_in_the_buggy_design() {
+    let mut agent = BuggyAgent {
+        session_history: vec![],
+        state_history: vec![],
+    };
+    agent.user("my name is Ada");
+    agent.reply("Nice to meet you, Ada.");
+    let second = agent.user("what is my name?");
+    assert_eq!(
+        agent.session_history.len(),
+        3,
+        "the session has the history..."
+    );
+    assert!(
+        !second.contains("Ada"),
+        "...but the prompt was built from the empty state: context lost"
+    );
+}
+
+fn tool_result(seq: u64, text: &str) -> Message {
+    msg(seq, Role::Tool, text)
+}
+
+#[test]
+fn seed_004_cannot_happen_here() {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    // Turn 1: user message, assistant reply with a tool call.
+    let mut t = h.start("my name is Ada; check the weather in Paris", 0);
+    assert_eq!(
+        h.state.messages.len(),
+        1,
+        "user message is in history before the request"
+    );
+    h.drain(&mut t, 0);
+    t.handle_event(StreamEvent::TextDelta("Nice to meet you, Ada.".into()), 10);
+    t.handle_event(
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            id: Some("c1".into()),
+            name: Some("weather".into()),
+            arguments: "{}".into(),
+        },
+        11,
+    );
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        20,
+    );
+    h.drain(&mut t, 20);
+    assert_eq!(h.state.messages.len(), 2, "assistant reply is in history");
+    // A tool result arrives.
+    let s = h.state.next_seq();
+    h.state.add_message(tool_result(s, "Paris: 18°C, sunny"));
+    assert_eq!(h.state.messages.len(), 3, "tool result is in history");
+    // Turn 2: the prompt carries all three.
+    let mut t = h.start("what is my name, and how warm is it?", 30);
+    let acts = h.drain(&mut t, 30);
+    let Action::SendRequest { prompt, path, .. } = &acts[0] else {
+        panic!()
+    };
+    assert_eq!(*path, TurnPath::Reinjected);
+    let all: String = prompt
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(all.contains("my name is Ada"));
+    assert!(all.contains("Nice to meet you, Ada.\n[called tools: weather]"));
+    assert!(all.contains("[tool result]\nParis: 18°C, sunny"));
+    assert!(all.ends_with("how warm is it?"));
+    assert_eq!(h.state.messages.len(), 4);
+}
+
+#[test]
+fn seed_004_stale_context_is_refused() {
+    // A driver that assembles from a copy of the history taken before the last event.
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    h.exchange("my name is Ada", "Hi Ada", None, 0);
+    let stale_copy: Vec<Message> = h.state.messages[..1].to_vec(); // never updated after the reply
+    let new = msg(3, Role::User, "what is my name?");
+    h.state.add_message(new.clone());
+    let a = assemble(
+        &AssemblyInput {
+            system_prompt: "s",
+            summary: None,
+            entities: &[],
+            history: &stale_copy,
+            new_message: &new,
+            config: &h.cfg,
+            protocol: Protocol::OpenAiChat,
+        },
+        &HeuristicEstimator,
+    );
+    let err = Turn::start(TurnStart {
+        conversation: &h.state.conversation,
+        history: &h.state.messages,
+        endpoint: &h.endpoint,
+        new_message_id: "m3",
+        assembly: &a,
+        reply_id: "m4",
+        reply_seq: 4,
+    })
+    .unwrap_err();
+    assert_eq!(
+        err,
+        TurnError::StaleContext {
+            assembled: Some(1),
+            actual: Some(2)
+        }
+    );
+    // And one assembled for another message is refused too.
+    let other = msg(9, Role::User, "x");
+    let b = assemble(
+        &AssemblyInput {
+            system_prompt: "s",
+            summary: None,
+            entities: &[],
+            history: &h.state.messages,
+            new_message: &other,
+            config: &h.cfg,
+            protocol: Protocol::OpenAiChat,
+        },
+        &HeuristicEstimator,
+    );
+    assert!(matches!(
+        Turn::start(TurnStart {
+            conversation: &h.state.conversation,
+            history: &h.state.messages,
+            endpoint: &h.endpoint,
+            new_message_id: "m3",
+            assembly: &b,
+            reply_id: "m4",
+            reply_seq: 4,
+        }),
+        Err(TurnError::WrongNewMessage { .. })
+    ));
 }
 
 #[test]

@@ -110,18 +110,17 @@ fn node(id: &str, name: &str, t: EntityType) -> EntityNode {
 
 // ---------- due ----------
 
-fn check_due(spec: &str, covers: Option<u64>, every: usize, over: bool, running: bool, want: Due) {
+fn check_due(spec: &str, covers: Option<u64>, every: usize, over: bool, want: Due) {
     let messages = msgs(spec);
     let got = due(DueInput {
         messages: &messages,
         covers_up_to_seq: covers,
         every_pairs: every,
         over_budget: over,
-        in_progress: running,
     });
     assert_eq!(
         got, want,
-        "spec {spec:?} covers {covers:?} M={every} over={over} running={running}"
+        "spec {spec:?} covers {covers:?} M={every} over={over}"
     );
 }
 
@@ -129,34 +128,31 @@ fn check_due(spec: &str, covers: Option<u64>, every: usize, over: bool, running:
 #[test]
 fn due_table() {
     use DueReason::*;
-    check_due("uauauauaua", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
-    check_due("uauauaua", None, 5, false, false, Due::No { pairs: 4 });
-    check_due("uauauauaua", Some(2), 5, false, false, Due::No { pairs: 4 });
-    check_due("uauauauauaua", Some(2), 5, false, false, Due::Yes(Pairs { pairs: 5 }));
+    check_due("uauauauaua", None, 5, false, Due::Yes(Pairs { pairs: 5 }));
+    check_due("uauauaua", None, 5, false, Due::No { pairs: 4 });
+    check_due("uauauauaua", Some(2), 5, false, Due::No { pairs: 4 });
+    check_due("uauauauauaua", Some(2), 5, false, Due::Yes(Pairs { pairs: 5 }));
     // errored, empty and streaming messages neither open nor close a pair
-    check_due("uAuauauaua", None, 5, false, false, Due::No { pairs: 4 });
-    check_due("uUauauauaua", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
-    check_due("ueuauauaua", None, 5, false, false, Due::No { pairs: 4 });
-    check_due("uauauauaus", None, 5, false, false, Due::No { pairs: 4 });
+    check_due("uAuauauaua", None, 5, false, Due::No { pairs: 4 });
+    check_due("uUauauauaua", None, 5, false, Due::Yes(Pairs { pairs: 5 }));
+    check_due("ueuauauaua", None, 5, false, Due::No { pairs: 4 });
+    check_due("uauauauaus", None, 5, false, Due::No { pairs: 4 });
     // two tabs: pairs after a reply still streaming wait until it is written
-    check_due("uausua", None, 2, false, false, Due::No { pairs: 1 });
-    check_due("uausua", Some(2), 1, false, false, Due::No { pairs: 0 });
-    check_due("usua", Some(0), 1, true, false, Due::Yes(OverBudget { pairs: 0 }));
-    check_due("sua", None, 1, true, false, Due::No { pairs: 0 });
+    check_due("uausua", None, 2, false, Due::No { pairs: 1 });
+    check_due("uausua", Some(2), 1, false, Due::No { pairs: 0 });
+    check_due("usua", Some(0), 1, true, Due::Yes(OverBudget { pairs: 0 }));
+    check_due("sua", None, 1, true, Due::No { pairs: 0 });
     // interrupted replies count; tool and system messages are not pairs
-    check_due("uiuiuiuiui", None, 5, false, false, Due::Yes(Pairs { pairs: 5 }));
-    check_due("utyatua", None, 2, false, false, Due::Yes(Pairs { pairs: 2 }));
-    check_due("uuuuua", None, 1, false, false, Due::Yes(Pairs { pairs: 1 }));
-    check_due("aaaa", None, 1, false, false, Due::No { pairs: 0 });
+    check_due("uiuiuiuiui", None, 5, false, Due::Yes(Pairs { pairs: 5 }));
+    check_due("utyatua", None, 2, false, Due::Yes(Pairs { pairs: 2 }));
+    check_due("uuuuua", None, 1, false, Due::Yes(Pairs { pairs: 1 }));
+    check_due("aaaa", None, 1, false, Due::No { pairs: 0 });
     // M = 0 behaves as 1
-    check_due("ua", None, 0, false, false, Due::Yes(Pairs { pairs: 1 }));
+    check_due("ua", None, 0, false, Due::Yes(Pairs { pairs: 1 }));
     // over budget: due as soon as something is new
-    check_due("uau", None, 5, true, false, Due::Yes(OverBudget { pairs: 1 }));
-    check_due("uaua", Some(4), 5, true, false, Due::No { pairs: 0 });
-    check_due("uauA", Some(3), 5, true, false, Due::No { pairs: 0 });
-    // never twice at once
-    check_due("uauauauaua", None, 5, false, true, Due::AlreadyRunning);
-    check_due("ua", None, 5, true, true, Due::AlreadyRunning);
+    check_due("uau", None, 5, true, Due::Yes(OverBudget { pairs: 1 }));
+    check_due("uaua", Some(4), 5, true, Due::No { pairs: 0 });
+    check_due("uauA", Some(3), 5, true, Due::No { pairs: 0 });
 }
 
 #[test]
@@ -164,21 +160,6 @@ fn due_ignores_message_order() {
     let mut m = msgs("uauauauaua");
     m.reverse();
     assert_eq!(count_pairs(&m, None), 5);
-}
-
-#[test]
-fn update_guard_allows_one_at_a_time() {
-    let mut g = UpdateGuard::default();
-    let t1 = g.try_start().expect("first start");
-    assert!(g.is_running());
-    assert!(g.try_start().is_none(), "second start while running");
-    assert!(g.finish(t1));
-    let t2 = g.try_start().expect("start again after finish");
-    let mut other = UpdateGuard::default();
-    let stale = other.try_start().unwrap();
-    other.try_start();
-    assert!(g.finish(t2));
-    assert!(!g.finish(stale), "a ticket that is not running is ignored");
 }
 
 // ---------- the update request ----------
@@ -675,7 +656,6 @@ fn restored_summary_makes_the_lost_messages_due_again() {
         covers_up_to_seq: Some(r.covers_up_to_seq),
         every_pairs: 5,
         over_budget: false,
-        in_progress: false,
     };
     assert_eq!(due(input), Due::Yes(DueReason::Pairs { pairs: 5 }));
 }

@@ -9,7 +9,8 @@
 //!   together with the new message.
 //!
 //! Also owns how one stored message is rendered for the wire ([`render_message`]: truncation with a
-//! visible marker, tool calls reduced to names). Must not import anything outside `crate::engine`.
+//! visible marker, tool calls reduced to names), and which message is "the last user message" of a
+//! history ([`last_user_at`]: what retry and edit send again, the one message a view offers to edit). Must not import anything outside `crate::engine`.
 
 use crate::engine::model::{HistoryFormat, Message, Prompt, Protocol, Role, WireMessage};
 
@@ -30,6 +31,12 @@ pub const ANTHROPIC_LEAD_IN: &str = "(Continuing our earlier conversation.)";
 
 /// Label prefixed to a tool result sent as user text in the messages format.
 pub const TOOL_RESULT_LABEL: &str = "[tool result]";
+
+/// Where the last user message is among `items` (ascending by seq), for any list of messages or
+/// views of them (`role` reads an item's role).
+pub fn last_user_at<T>(items: &[T], role: impl Fn(&T) -> Role) -> Option<usize> {
+    items.iter().rposition(|m| role(m) == Role::User)
+}
 
 /// Cut `text` at `max_chars` characters (never inside a character), marking the cut visibly.
 /// Returns the text and whether it was cut.

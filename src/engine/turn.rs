@@ -10,129 +10,26 @@
 //! resuming, the handle is marked dead and the turn is re-sent with the full context, never silently
 //! as an empty session. It accumulates the reply and throttles its saves (see `coalesce`).
 //!
-//! [`ConversationState`] is the single in-memory history the driver keeps and updates on every
-//! event (user message, assistant reply, tool result) before the next request is built; a turn
+//! A turn starts from the history the driver holds (the conversation record and its recent
+//! messages, ascending, the new user message last: `engine::window::HistoryWindow` in the app) and
 //! refuses an [`Assembly`] that was not built from it as it stands (`TurnError::StaleContext`), so
 //! the context-loss bug of seed 004 (history kept in one place, the prompt built from another)
-//! cannot happen silently. Must not import anything outside `crate::engine`.
+//! cannot happen silently. [`ReplySave::apply_to`] is the one mapping of a save onto the stored
+//! reply message. Must not import anything outside `crate::engine`.
 
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::coalesce::SaveThrottle;
-use crate::engine::decode::{StreamError, StreamEvent};
-use crate::engine::failure::{Failure, FailureKind};
+use crate::engine::decode::StreamEvent;
+use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::build_prompt;
 use crate::engine::model::{
-    Conversation, EndpointProfile, HistoryFormat, Message, MessageMeta, MessageStatus, Millis,
-    Prompt, RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    Conversation, EndpointProfile, HistoryFormat, Message, MessageStatus, Millis, Prompt,
+    RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use std::collections::{BTreeMap, VecDeque};
 
 /// The stream error code that means the remote session is gone (Responses API).
 pub const SESSION_GONE_CODE: &str = "previous_response_not_found";
-
-/// The conversation as the driver holds it in memory: the one history every prompt is built from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConversationState {
-    pub conversation: Conversation,
-    /// Ascending seq.
-    pub messages: Vec<Message>,
-}
-
-/// What [`ConversationState::add_message`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AddOutcome {
-    Added,
-    /// A message with this id is already there: adding it again is a no-op.
-    Duplicate,
-    /// The message belongs to another conversation and was refused.
-    WrongConversation,
-}
-
-impl ConversationState {
-    pub fn new(conversation: Conversation, mut messages: Vec<Message>) -> Self {
-        crate::engine::sort::sort_by_key(&mut messages, |m| m.seq);
-        ConversationState {
-            conversation,
-            messages,
-        }
-    }
-
-    /// Add a message (user message, tool result...). Idempotent by id; keeps seq order.
-    pub fn add_message(&mut self, msg: Message) -> AddOutcome {
-        if msg.conversation_id != self.conversation.id {
-            return AddOutcome::WrongConversation;
-        }
-        if self.messages.iter().any(|m| m.id == msg.id) {
-            return AddOutcome::Duplicate;
-        }
-        let at = self.messages.partition_point(|m| m.seq <= msg.seq);
-        self.updated(msg.created_at);
-        self.messages.insert(at, msg);
-        self.conversation.message_count = self.messages.len() as u64;
-        AddOutcome::Added
-    }
-
-    fn updated(&mut self, at: Millis) {
-        self.conversation.updated_at = self.conversation.updated_at.max(at);
-    }
-
-    /// The highest seq, if any message is there.
-    pub fn last_seq(&self) -> Option<u64> {
-        self.messages.last().map(|m| m.seq)
-    }
-
-    /// The next free seq.
-    pub fn next_seq(&self) -> u64 {
-        self.last_seq().map_or(1, |s| s + 1)
-    }
-
-    /// Apply a turn's action to the in-memory history, exactly as the store applies it.
-    /// Requests and cancellations change nothing here.
-    pub fn apply(&mut self, action: &Action, now: Millis) {
-        match action {
-            Action::SaveReply(save) => {
-                let meta_for = |old: Option<&MessageMeta>| MessageMeta {
-                    tool_calls: save.tool_calls.clone(),
-                    usage: save.usage,
-                    error: save.error.clone(),
-                    path: Some(save.path),
-                    model: old.and_then(|m| m.model.clone()),
-                };
-                if let Some(m) = self.messages.iter_mut().find(|m| m.id == save.message_id) {
-                    m.content = save.content.clone();
-                    m.status = save.status;
-                    m.meta = meta_for(Some(&m.meta));
-                } else {
-                    let msg = Message {
-                        id: save.message_id.clone(),
-                        conversation_id: self.conversation.id.clone(),
-                        seq: save.seq,
-                        role: Role::Assistant,
-                        content: save.content.clone(),
-                        status: save.status,
-                        created_at: now,
-                        meta: meta_for(None),
-                    };
-                    self.add_message(msg);
-                }
-                self.updated(now);
-            }
-            Action::StoreHandle {
-                conversation_id,
-                handle,
-            } => {
-                if *conversation_id == self.conversation.id {
-                    self.conversation.remote_handle = handle.clone();
-                }
-            }
-            Action::Finished(outcome) => {
-                self.conversation.last_path = Some(outcome.path);
-                self.updated(now);
-            }
-            Action::SendRequest { .. } | Action::CancelRequest => {}
-        }
-    }
-}
 
 /// Why a stored handle can or cannot be resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +86,28 @@ pub fn decide_path(
     }
 }
 
+/// The path a turn on `assembly` starts on: the handle is checked against the last message before the
+/// new one (`history_through_seq`), and a turn with no such message is `Fresh` unless the assembly
+/// still carries earlier context (a summary or entities after a clear).
+pub fn path_for(
+    handle: Option<&RemoteHandle>,
+    endpoint: &EndpointProfile,
+    assembly: &Assembly,
+) -> TurnPath {
+    let has_prior_context = assembly.sections.iter().any(|sec| {
+        matches!(
+            sec.kind,
+            SectionKind::Summary | SectionKind::Entities | SectionKind::History
+        )
+    });
+    decide_path(
+        handle,
+        endpoint,
+        assembly.history_through_seq,
+        has_prior_context,
+    )
+}
+
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnStatus {
@@ -221,6 +140,18 @@ pub struct ReplySave {
     pub path: TurnPath,
     pub error: Option<String>,
     pub is_final: bool,
+}
+
+impl ReplySave {
+    /// The stored reply message after this save (its model, set when the reply began, is kept).
+    pub fn apply_to(&self, reply: &mut Message) {
+        reply.content = self.content.clone();
+        reply.status = self.status;
+        reply.meta.tool_calls = self.tool_calls.clone();
+        reply.meta.usage = self.usage;
+        reply.meta.error = self.error.clone();
+        reply.meta.path = Some(self.path);
+    }
 }
 
 /// Estimated vs reported prompt tokens, for `Calibration::observe`. Only given for requests that
@@ -289,8 +220,10 @@ pub enum TurnError {
 /// Everything a turn starts from.
 #[derive(Debug, Clone, Copy)]
 pub struct TurnStart<'a> {
-    /// The conversation with the new user message already added.
-    pub state: &'a ConversationState,
+    /// The conversation as the driver holds it.
+    pub conversation: &'a Conversation,
+    /// Its recent messages, ascending by seq, the new user message among them.
+    pub history: &'a [Message],
     pub endpoint: &'a EndpointProfile,
     pub new_message_id: &'a str,
     /// Assembled from `state` as it stands.
@@ -298,7 +231,6 @@ pub struct TurnStart<'a> {
     /// Id and seq the reply message will have.
     pub reply_id: &'a str,
     pub reply_seq: u64,
-    pub now: Millis,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,7 +246,6 @@ pub struct Turn {
     endpoint_key: String,
     stateful: bool,
     path: TurnPath,
-    handle_check: HandleCheck,
     /// The handle being resumed, if resuming.
     handle: Option<RemoteHandle>,
     full_prompt: Prompt,
@@ -334,9 +265,8 @@ pub struct Turn {
 impl Turn {
     /// Check the inputs, decide the path and queue the first request.
     pub fn start(s: TurnStart<'_>) -> Result<Turn, TurnError> {
-        let state = s.state;
-        let new = state
-            .messages
+        let new = s
+            .history
             .iter()
             .find(|m| m.id == s.new_message_id)
             .ok_or_else(|| TurnError::NewMessageMissing(s.new_message_id.to_string()))?;
@@ -349,8 +279,8 @@ impl Turn {
                 expected: new.id.clone(),
             });
         }
-        let previous_seq = state
-            .messages
+        let previous_seq = s
+            .history
             .iter()
             .rev()
             .find(|m| m.id != new.id)
@@ -361,24 +291,16 @@ impl Turn {
                 actual: previous_seq,
             });
         }
-        if state.last_seq().is_some_and(|l| s.reply_seq <= l) {
+        if s.history.last().is_some_and(|l| s.reply_seq <= l.seq) {
             return Err(TurnError::BadReplySeq(s.reply_seq));
         }
-        let has_prior_context = s.assembly.sections.iter().any(|sec| {
-            matches!(
-                sec.kind,
-                SectionKind::Summary | SectionKind::Entities | SectionKind::History
-            )
-        });
-        let handle = state.conversation.remote_handle.as_ref();
-        let handle_check = check_handle(handle, s.endpoint, previous_seq);
-        let path = decide_path(handle, s.endpoint, previous_seq, has_prior_context);
+        let handle = s.conversation.remote_handle.as_ref();
+        let path = path_for(handle, s.endpoint, s.assembly);
         let mut turn = Turn {
-            conversation_id: state.conversation.id.clone(),
+            conversation_id: s.conversation.id.clone(),
             endpoint_key: s.endpoint.key(),
             stateful: s.endpoint.protocol.is_stateful(),
             path,
-            handle_check,
             handle: None,
             full_prompt: s.assembly.prompt.clone(),
             estimated_prompt_tokens: s.assembly.total_tokens,
@@ -428,20 +350,6 @@ impl Turn {
     /// The path the turn is on now (it changes from Resumed to Reinjected if the session is gone).
     pub fn path(&self) -> TurnPath {
         self.path
-    }
-
-    /// What the stored handle looked like when the turn started.
-    pub fn handle_check(&self) -> HandleCheck {
-        self.handle_check
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.phase == Phase::Finished
-    }
-
-    /// The reply so far.
-    pub fn text(&self) -> &str {
-        &self.text
     }
 
     /// The next thing the driver must do.
@@ -511,20 +419,8 @@ impl Turn {
             StreamEvent::ResponseId(id) => self.response_id = Some(id),
             StreamEvent::Done { .. } => self.complete(now),
             StreamEvent::Error(e) => {
-                if self.path == TurnPath::Resumed && stream_error_is_session_gone(&e) {
-                    self.reinject();
-                } else {
-                    let failure = Failure {
-                        kind: FailureKind::Stream,
-                        message: if e.message.trim().is_empty() {
-                            "The endpoint reported an error while replying.".to_string()
-                        } else {
-                            format!("The endpoint reported an error: {}", e.message.trim())
-                        },
-                        status: None,
-                    };
-                    self.finish(TurnStatus::Error, Some(failure), now);
-                }
+                let resuming = self.path == TurnPath::Resumed;
+                self.handle_failure(failure::from_stream_error(&e, resuming), now);
             }
         }
     }
@@ -634,10 +530,6 @@ impl Turn {
         }));
         self.phase = Phase::Finished;
     }
-}
-
-fn stream_error_is_session_gone(e: &StreamError) -> bool {
-    e.code.as_deref() == Some(SESSION_GONE_CODE) || e.message.contains(SESSION_GONE_CODE)
 }
 
 /// SessionGone, or a 4xx that is about the previous response id.

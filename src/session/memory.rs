@@ -3,17 +3,18 @@
 //! file loads, sends, and stores the result in one transaction. A failed update never touches the
 //! stored memory. Must not import `ui`.
 
+use super::stream::{Consumer, Pump};
 use super::{new_id, now, transport_failure, MemorySnapshot, Session, SessionError, SessionEvent};
-use crate::engine::decode::decoder_for;
+use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
 use crate::engine::memory::{
     apply_update, build_update_request, due, next_form, parse_reply, refused_http, refused_stream,
     restore_summary, start_form, summary_max_chars, DueInput, Graph, MemoryError, MemoryFailure,
     MemoryForm, ReplyCollector, UpdateLimits, UpdateRequest,
 };
-use crate::engine::model::{EndpointProfile, EntityNode, EntityScope, Prompt};
+use crate::engine::model::{EndpointProfile, EntityNode, EntityScope, Millis, Prompt};
 use crate::engine::request::{self, RequestOptions};
-use crate::transport::{self, Stopper, Timeouts, TransportError};
+use crate::transport::{Stopper, TransportError};
 use std::rc::Rc;
 
 /// Most messages looked at when deciding whether an update is due.
@@ -28,11 +29,8 @@ impl Session {
         overflow: bool,
         force: bool,
     ) {
-        if self.memory_running.borrow().contains(id) {
-            return;
-        }
         match self.update_memory(id, overflow, force).await {
-            Ok(_) | Err(SessionError::Quiet(_)) => {}
+            Ok(_) | Err(SessionError::Quiet(_) | SessionError::MemoryBusy) => {}
             Err(e) => self.emit(SessionEvent::Error {
                 conversation_id: Some(id.to_string()),
                 message: format!("Memory update failed; the previous memory is kept. {e}"),
@@ -42,11 +40,6 @@ impl Session {
 
     /// The "Update memory now" button.
     pub async fn update_memory_now(self: &Rc<Self>, id: &str) -> Result<(), SessionError> {
-        if self.memory_running.borrow().contains(id) {
-            return Err(SessionError::Invalid(
-                "The memory is already being updated.".into(),
-            ));
-        }
         match self.update_memory(id, false, true).await {
             Ok(_) => Ok(()),
             // Asked for by the user: always said, even when it is the same failure as before.
@@ -55,7 +48,8 @@ impl Session {
         }
     }
 
-    /// Returns whether an update ran. One tab at a time updates a conversation's memory (a Web
+    /// Returns whether an update ran. Never twice at once: one running in this tab refuses at once
+    /// ([`SessionError::MemoryBusy`]), and one tab at a time updates a conversation's memory (a Web
     /// Lock): a tab that waited re-reads everything, so it does not repeat the update another tab
     /// just made (a forced update is skipped when a new summary arrived while it waited).
     async fn update_memory(
@@ -64,6 +58,9 @@ impl Session {
         overflow: bool,
         force: bool,
     ) -> Result<bool, SessionError> {
+        if self.memory_running.borrow().contains(id) {
+            return Err(SessionError::MemoryBusy);
+        }
         let seen = self.store.latest_summary(id).await?.map(|s| s.version);
         let _lock = super::sync::lock(&format!("memoire-memory:{}:{id}", self.store.name())).await;
         if force && self.store.latest_summary(id).await?.map(|s| s.version) != seen {
@@ -86,7 +83,6 @@ impl Session {
             covers_up_to_seq: covers,
             every_pairs: config.summary_every_pairs,
             over_budget: overflow,
-            in_progress: self.memory_running.borrow().contains(id),
         });
         if !force && !decision.is_due() {
             return Ok(false);
@@ -316,6 +312,38 @@ fn open_failure(endpoint: &EndpointProfile, form: MemoryForm, e: TransportError)
     }
 }
 
+/// A memory request's reply as the pump feeds it: the engine's collector, and how it ended.
+struct MemoryReply<'a> {
+    collector: ReplyCollector,
+    form: MemoryForm,
+    base_url: &'a str,
+    outcome: Option<Result<String, Completion>>,
+}
+
+impl Consumer for MemoryReply<'_> {
+    fn handle_event(&mut self, event: StreamEvent, _now: Millis) {
+        self.outcome = match self.collector.handle_event(event) {
+            None => return,
+            Some(Ok(text)) => Some(Ok(text)),
+            Some(Err(e)) if refused_stream(self.form, &e) => Some(Err(Completion::Refused {
+                failure: failure::from_stream_error(&e, false),
+                body: e.message,
+            })),
+            Some(Err(e)) => Some(Err(Completion::Failed {
+                failure: failure::from_stream_error(&e, false),
+                body: self.collector.partial(),
+            })),
+        };
+    }
+
+    fn handle_failure(&mut self, error: TransportError, _now: Millis) {
+        self.outcome = Some(Err(Completion::Failed {
+            failure: transport_failure(error, self.base_url, false),
+            body: self.collector.partial(),
+        }));
+    }
+}
+
 /// Sends one memory request and collects the whole reply (text, or the forced tool's input).
 pub(crate) async fn complete(
     endpoint: &EndpointProfile,
@@ -324,53 +352,21 @@ pub(crate) async fn complete(
     form: MemoryForm,
 ) -> Result<String, Completion> {
     let req = request::build(endpoint, prompt, options);
-    let stopper = Stopper::new();
-    let failed = |failure, body: String| Completion::Failed { failure, body };
-    let mut body = transport::open(&req, &stopper, Timeouts::default())
+    let mut pump = Pump::open(&req, &Stopper::new(), endpoint.protocol)
         .await
         .map_err(|e| open_failure(endpoint, form, e))?;
-    let mut decoder = decoder_for(endpoint.protocol);
-    let mut collector = ReplyCollector::new(form);
-    loop {
-        let ended = match body.next_chunk().await {
-            Ok(Some(bytes)) => {
-                decoder.handle_bytes(&bytes);
-                false
-            }
-            Ok(None) => {
-                decoder.handle_eof();
-                true
-            }
-            Err(e) => {
-                return Err(failed(
-                    transport_failure(e, &endpoint.base_url, false),
-                    collector.partial(),
-                ))
-            }
-        };
-        while let Some(ev) = decoder.poll_event() {
-            match collector.handle_event(ev) {
-                None => {}
-                Some(Ok(text)) => return Ok(text),
-                Some(Err(e)) => {
-                    let failure = failure::from_stream_error(&e, false);
-                    return Err(if refused_stream(form, &e) {
-                        Completion::Refused {
-                            failure,
-                            body: e.message,
-                        }
-                    } else {
-                        failed(failure, collector.partial())
-                    });
-                }
-            }
-        }
-        if ended {
-            let e = collector.handle_end();
-            return Err(failed(
-                failure::from_stream_error(&e, false),
-                collector.partial(),
-            ));
-        }
-    }
+    let mut reply = MemoryReply {
+        collector: ReplyCollector::new(form),
+        form,
+        base_url: &endpoint.base_url,
+        outcome: None,
+    };
+    pump.run(&mut reply, |r| r.outcome.is_some()).await;
+    // Every body ends in `Done` or `Error` (see `stream`), so an outcome is there.
+    reply.outcome.unwrap_or_else(|| {
+        Err(Completion::Failed {
+            failure: failure::aborted(),
+            body: reply.collector.partial(),
+        })
+    })
 }

@@ -8,21 +8,24 @@
 //! reloads; without `navigator.locks` a lock is granted at once (IndexedDB transactions still keep
 //! the data consistent, only duplicate work becomes possible).
 //!
-//! Web Locks are bound by hand (`js_sys::Reflect`) because web-sys only exposes `LockManager`
-//! behind `--cfg=web_sys_unstable_apis`. Must not import `ui`.
+//! Web Locks go through web-sys's typed bindings (`Navigator::locks`, `LockManager`, `LockOptions`),
+//! which web-sys keeps behind `--cfg=web_sys_unstable_apis` (set in `.cargo/config.toml`). The
+//! channel's coalescing timer is a `gloo-timers` one, cleared when the channel goes. Must not import `ui`.
 
 use super::{EventSink, SessionEvent};
 use crate::engine::model::{Message, MessageStatus};
-use js_sys::{Function, Promise, Reflect};
-use std::cell::RefCell;
+use gloo_timers::callback::Timeout;
+use js_sys::{Array, Function, Promise};
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
+use web_sys::{LockManager, LockManagerSnapshot, LockMode, LockOptions};
 
 /// Streaming progress is sent at most this often per message (the final state is always sent).
-const PROGRESS_EVERY_MS: i32 = 40;
+const PROGRESS_EVERY_MS: u32 = 40;
 
 /// Whether an event describes shared data (and so goes to the other tabs). Turn state, errors and
 /// notices belong to the tab that has them: a "Stop" button in another tab could not stop the turn.
@@ -49,9 +52,10 @@ struct Inner {
     channel: web_sys::BroadcastChannel,
     /// The latest unsent streaming progress per message id (coalesced).
     pending: RefCell<BTreeMap<String, Message>>,
-    timer: RefCell<Option<i32>>,
+    /// The flush timer (the latest one; dropping it clears it) and whether it is still to fire.
+    timer: RefCell<Option<Timeout>>,
+    scheduled: Cell<bool>,
     _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
-    flush: RefCell<Option<Closure<dyn FnMut()>>>,
 }
 
 impl Channel {
@@ -76,16 +80,9 @@ impl Channel {
             channel,
             pending: RefCell::default(),
             timer: RefCell::default(),
+            scheduled: Cell::new(false),
             _on_message: on_message,
-            flush: RefCell::default(),
         });
-        let weak = Rc::downgrade(&inner);
-        *inner.flush.borrow_mut() = Some(Closure::<dyn FnMut()>::new(move || {
-            if let Some(i) = weak.upgrade() {
-                i.timer.borrow_mut().take();
-                i.flush();
-            }
-        }));
         Some(Channel { inner })
     }
 
@@ -100,7 +97,7 @@ impl Channel {
         if let SessionEvent::MessageProgress(m) = e {
             if m.status == MessageStatus::Streaming {
                 i.pending.borrow_mut().insert(m.id.clone(), m.clone());
-                i.schedule();
+                schedule(i);
                 return;
             }
             i.pending.borrow_mut().remove(&m.id);
@@ -124,33 +121,25 @@ impl Inner {
             self.send(&SessionEvent::MessageProgress(m));
         }
     }
+}
 
-    fn schedule(&self) {
-        if self.timer.borrow().is_some() {
-            return;
-        }
-        let (Some(w), Some(f)) = (
-            web_sys::window(),
-            self.flush.borrow().as_ref().map(|f| f.as_ref().clone()),
-        ) else {
-            self.flush();
-            return;
-        };
-        match w.set_timeout_with_callback_and_timeout_and_arguments_0(
-            f.unchecked_ref(),
-            PROGRESS_EVERY_MS,
-        ) {
-            Ok(t) => *self.timer.borrow_mut() = Some(t),
-            Err(_) => self.flush(),
-        }
+/// Flushes the pending progress in a few tens of ms, unless a flush is already on its way.
+fn schedule(inner: &Rc<Inner>) {
+    if inner.scheduled.replace(true) {
+        return;
     }
+    let weak = Rc::downgrade(inner);
+    // Replacing the previous (fired) timer drops it here, never inside its own callback.
+    *inner.timer.borrow_mut() = Some(Timeout::new(PROGRESS_EVERY_MS, move || {
+        if let Some(i) = weak.upgrade() {
+            i.scheduled.set(false);
+            i.flush();
+        }
+    }));
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let (Some(t), Some(w)) = (self.timer.borrow_mut().take(), web_sys::window()) {
-            w.clear_timeout_with_handle(t);
-        }
         self.channel.set_onmessage(None);
         self.channel.close();
     }
@@ -169,26 +158,26 @@ impl Drop for LockGuard {
     }
 }
 
-/// `navigator.locks`, when the browser has it.
-fn lock_manager() -> Option<JsValue> {
-    let nav = web_sys::window()?.navigator();
-    let locks = Reflect::get(&nav, &JsValue::from_str("locks")).ok()?;
+/// `navigator.locks`, when the browser has it (not on insecure origins).
+fn lock_manager() -> Option<LockManager> {
+    let locks = web_sys::window()?.navigator().locks();
     (!locks.is_undefined() && !locks.is_null()).then_some(locks)
 }
 
 /// Waits for the exclusive Web Lock `name` (shared by every tab of this origin) and holds it until
 /// the guard is dropped. Without Web Locks (or when the request fails) it returns at once.
 pub(crate) async fn lock(name: &str) -> LockGuard {
-    request_lock(name, false).await
+    request_lock(name, LockMode::Exclusive).await
 }
 
-async fn request_lock(name: &str, shared: bool) -> LockGuard {
+/// Like [`lock`], in `"shared"` mode: any number of tabs hold it together, and it keeps an
+/// exclusive request for the same name waiting.
+pub(crate) async fn lock_shared(name: &str) -> LockGuard {
+    request_lock(name, LockMode::Shared).await
+}
+
+async fn request_lock(name: &str, mode: LockMode) -> LockGuard {
     let Some(locks) = lock_manager() else {
-        return LockGuard { release: None };
-    };
-    let Ok(request) =
-        Reflect::get(&locks, &JsValue::from_str("request")).and_then(|f| f.dyn_into::<Function>())
-    else {
         return LockGuard { release: None };
     };
     // `held` stays pending while we hold the lock; resolving it releases the lock.
@@ -203,57 +192,24 @@ async fn request_lock(name: &str, shared: bool) -> LockGuard {
     let guard = LockGuard {
         release: Some(release),
     };
-    let on_grant = grant.clone();
     let callback = Closure::once_into_js(move |_lock: JsValue| -> JsValue {
-        let _ = on_grant.call0(&JsValue::NULL);
+        let _ = grant.call0(&JsValue::NULL);
         held.into()
     });
-    let options = js_sys::Object::new();
-    let mode = if shared { "shared" } else { "exclusive" };
-    let _ = Reflect::set(
-        &options,
-        &JsValue::from_str("mode"),
-        &JsValue::from_str(mode),
-    );
-    match request.call3(&locks, &JsValue::from_str(name), &options, &callback) {
-        Ok(p) => {
-            // A refused request (e.g. an opaque origin) resolves `granted` too: degrade, never hang.
-            let on_fail = Closure::once_into_js(move |_e: JsValue| {
-                let _ = grant.call0(&JsValue::NULL);
-            });
-            if let Ok(catch) =
-                Reflect::get(&p, &JsValue::from_str("catch")).and_then(|f| f.dyn_into::<Function>())
-            {
-                let _ = catch.call1(&p, &on_fail);
-            }
-            let _ = JsFuture::from(granted).await;
-        }
-        Err(_) => return LockGuard { release: None },
-    }
+    let options = LockOptions::new();
+    options.set_mode(mode);
+    let request = locks.request_with_options(name, &options, callback.unchecked_ref());
+    // A refused request (e.g. an opaque origin) rejects before any grant: degrade, never hang.
+    let _ = JsFuture::from(Promise::race(&Array::of2(&granted, &request))).await;
     guard
-}
-
-/// Like [`lock`], in `"shared"` mode: any number of tabs hold it together, and it keeps an
-/// exclusive request for the same name waiting.
-pub(crate) async fn lock_shared(name: &str) -> LockGuard {
-    request_lock(name, true).await
 }
 
 /// Whether another tab holds the lock `name` right now (`None` when the browser cannot tell).
 pub(crate) async fn held_elsewhere(name: &str) -> Option<bool> {
-    let locks = lock_manager()?;
-    let query = Reflect::get(&locks, &JsValue::from_str("query"))
+    let snapshot: LockManagerSnapshot = JsFuture::from(lock_manager()?.query())
+        .await
         .ok()?
-        .dyn_into::<Function>()
-        .ok()?;
-    let p = query.call0(&locks).ok()?.dyn_into::<Promise>().ok()?;
-    let snapshot = JsFuture::from(p).await.ok()?;
-    let held = Reflect::get(&snapshot, &JsValue::from_str("held")).ok()?;
-    let held: js_sys::Array = held.dyn_into().ok()?;
-    Some(held.iter().any(|l| {
-        Reflect::get(&l, &JsValue::from_str("name"))
-            .ok()
-            .and_then(|n| n.as_string())
-            .is_some_and(|n| n == name)
-    }))
+        .unchecked_into();
+    let held = snapshot.get_held()?;
+    Some(held.iter().any(|l| l.get_name().is_some_and(|n| n == name)))
 }

@@ -1,29 +1,31 @@
-//! Driving one turn: load what the engine needs, let `engine::turn::Turn` decide, execute its
-//! actions (send, save, store the handle), feed it the decoded stream, and report progress. A new
+//! Driving one turn: load what the engine needs, let `engine::turn::Turn` decide, carry out its
+//! actions one by one (`execute`: send, cancel, save the reply, store the handle, finish), feed it
+//! the response through the session's one stream pump (`stream`), and report progress. A new
 //! message whose conversation is cached is written while its request goes out ([`Begin::Ahead`]).
 //! Also the context preview (the same assembly, without sending), and the cache loads behind both.
 //! Must not import `ui`.
 
 use super::cache::MemoryParts;
+use super::stream::{Consumer, Pump};
 use super::{
     new_id, now, transport_failure, Preview, PreviewDropped, PreviewSection, Session, SessionError,
     SessionEvent,
 };
 use crate::engine::assemble::{assemble, Assembly, AssemblyInput, DropReason, SectionKind};
-use crate::engine::decode::{decoder_for, Decoder, StreamEvent};
+use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::{
     Conversation, EndpointProfile, HistoryFormat, MemoryConfig, Message, MessageMeta,
-    MessageStatus, Role, TurnPath,
+    MessageStatus, Millis, Prompt, Role, TurnPath,
 };
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
-use crate::engine::turn::{decide_path, Action, ConversationState, Turn, TurnStart, TurnStatus};
+use crate::engine::turn::{path_for, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
 use crate::engine::window::HistoryWindow;
 use crate::store::{ConversationPatch, StoreError};
-use crate::transport::{self, BodyStream, Stopper, Timeouts, TransportError};
+use crate::transport::{Stopper, TransportError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::JsValue;
@@ -63,10 +65,55 @@ fn reply_placeholder(id: &str, ctx: &Context) -> Message {
 /// Everything a prompt is built from, loaded for one conversation.
 pub(crate) struct Context {
     pub conversation: Conversation,
-    pub state: ConversationState,
+    /// The recent history the prompt was built from, ascending (with the new message when it was
+    /// placed there unsaved).
+    pub messages: Vec<Message>,
     pub assembly: Assembly,
     pub endpoint: EndpointProfile,
     pub config: MemoryConfig,
+}
+
+/// A turn in flight: what carrying out its actions needs.
+struct Run<'a> {
+    id: &'a str,
+    ctx: Context,
+    user: Message,
+    /// The reply as last written.
+    reply: Message,
+    stopper: &'a Stopper,
+    /// The write of `user` and `reply` that went out with the request ([`Begin::Ahead`]), until settled.
+    ahead: Option<WriteAhead>,
+    /// The response being read, if a request is in flight.
+    pump: Option<Pump>,
+}
+
+/// The turn machine as the pump feeds it.
+struct Feed<'a> {
+    turn: &'a mut Turn,
+    base_url: &'a str,
+}
+
+impl Consumer for Feed<'_> {
+    fn handle_event(&mut self, event: StreamEvent, now: Millis) {
+        self.turn.handle_event(event, now);
+    }
+
+    fn handle_failure(&mut self, error: TransportError, now: Millis) {
+        if error == TransportError::Aborted {
+            return self.turn.handle_stop(now);
+        }
+        let resuming = self.turn.path() == TurnPath::Resumed;
+        let failure = transport_failure(error, self.base_url, resuming);
+        self.turn.handle_failure(failure, now);
+    }
+
+    fn poll_timeout(&self) -> Option<Millis> {
+        self.turn.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Millis) {
+        self.turn.handle_timeout(now);
+    }
 }
 
 impl Session {
@@ -174,10 +221,9 @@ impl Session {
             },
             &estimator,
         );
-        let state = ConversationState::new(conversation.clone(), messages);
         Ok(Context {
             conversation,
-            state,
+            messages,
             assembly,
             endpoint,
             config,
@@ -215,254 +261,227 @@ impl Session {
         Ok(())
     }
 
-    /// Returns whether the history overflowed the budget (a memory update is then due).
+    /// Returns whether the history overflowed the budget (a memory update is then due): the turn
+    /// machine's actions executed one by one, the pump feeding it in between.
     async fn drive_turn(
         self: &Rc<Self>,
         id: &str,
         begin: Begin,
         stopper: &Stopper,
     ) -> Result<bool, SessionError> {
-        let (new_message, ctx, reply, mut ahead) = match begin {
+        let mut run = self.begin_turn(id, begin, stopper).await?;
+        let mut turn = self.start_turn(&mut run).await?;
+        loop {
+            while let Some(action) = turn.poll_action() {
+                if let Some(overflow) = self.execute(&mut run, &mut turn, action).await? {
+                    return Ok(overflow);
+                }
+            }
+            let mut feed = Feed {
+                turn: &mut turn,
+                base_url: &run.ctx.endpoint.base_url,
+            };
+            match run.pump.as_mut() {
+                Some(pump) => {
+                    if !pump.step(&mut feed).await {
+                        run.pump = None;
+                    }
+                }
+                // No request in flight and the turn is not finished: it cannot progress.
+                None => turn.handle_failure(failure::aborted(), now()),
+            }
+        }
+    }
+
+    /// The user message, its context and the reply placeholder: stored ones, or written ahead.
+    async fn begin_turn<'a>(
+        self: &Rc<Self>,
+        id: &'a str,
+        begin: Begin,
+        stopper: &'a Stopper,
+    ) -> Result<Run<'a>, SessionError> {
+        let (user, ctx, reply, ahead) = match begin {
             Begin::Stored(new_message_id) => {
                 let cached = self
                     .cache
                     .borrow()
                     .window(id)
                     .and_then(|w| w.message(&new_message_id).cloned());
-                let new_message = match cached {
+                let user = match cached {
                     Some(m) => Some(m),
                     None => self.store.get_message(&new_message_id).await?,
                 }
                 .filter(|m| m.conversation_id == id && m.role == Role::User)
                 .ok_or_else(|| SessionError::Invalid("The message to send is gone.".into()))?;
-                let ctx = self.context_for(id, &new_message, false).await?;
+                let ctx = self.context_for(id, &user, false).await?;
                 let reply = reply_placeholder(id, &ctx);
                 let reply = self.store.append_message(&reply).await?.message;
                 self.emit(SessionEvent::MessageAdded(reply.clone()));
-                (new_message, ctx, reply, None)
+                (user, ctx, reply, None)
             }
             Begin::Ahead(user) => {
                 let ctx = self.context_for(id, &user, true).await?;
-                let user = ctx.state.messages.last().cloned().unwrap_or(user);
+                let user = ctx.messages.last().cloned().unwrap_or(user);
                 let mut reply = reply_placeholder(id, &ctx);
                 reply.seq = user.seq + 1;
                 let write = self.write_ahead(&user, &reply, stopper);
                 (user, ctx, reply, Some(write))
             }
         };
-        let new_message_id = new_message.id.as_str();
-        let mut turn = match Turn::start(TurnStart {
-            state: &ctx.state,
-            endpoint: &ctx.endpoint,
-            new_message_id,
-            assembly: &ctx.assembly,
-            reply_id: &reply.id,
-            reply_seq: reply.seq,
-            now: now(),
-        }) {
-            Ok(t) => t,
-            Err(e) => {
-                if let Some(write) = ahead.take() {
-                    self.settle_ahead(id, write, &new_message, &reply).await?;
-                }
-                let msg = format!("Could not start the turn: {e}");
-                self.finish_message(
-                    &reply,
-                    "",
-                    MessageStatus::Error,
-                    MessageMeta {
-                        error: Some(msg.clone()),
-                        ..reply.meta.clone()
-                    },
-                )
-                .await?;
-                return Err(SessionError::Invalid(msg));
-            }
+        Ok(Run {
+            id,
+            ctx,
+            user,
+            reply,
+            stopper,
+            ahead,
+            pump: None,
+        })
+    }
+
+    /// The turn machine for `run`; when it refuses to start, the reply says why.
+    async fn start_turn(self: &Rc<Self>, run: &mut Run<'_>) -> Result<Turn, SessionError> {
+        let started = Turn::start(TurnStart {
+            conversation: &run.ctx.conversation,
+            history: &run.ctx.messages,
+            endpoint: &run.ctx.endpoint,
+            new_message_id: &run.user.id,
+            assembly: &run.ctx.assembly,
+            reply_id: &run.reply.id,
+            reply_seq: run.reply.seq,
+        });
+        let e = match started {
+            Ok(turn) => return Ok(turn),
+            Err(e) => e,
         };
-        let protocol = ctx.endpoint.protocol;
-        let mut body: Option<(BodyStream, Box<dyn Decoder>)> = None;
-        let mut resuming = false;
-        let mut reply_msg = reply.clone();
-        loop {
-            while let Some(action) = turn.poll_action() {
-                match action {
-                    Action::SendRequest {
-                        prompt,
-                        previous_response_id,
-                        ..
-                    } => {
-                        body = None;
-                        resuming = previous_response_id.is_some();
-                        let req = request::build(
-                            &ctx.endpoint,
-                            &prompt,
-                            &RequestOptions {
-                                temperature: None,
-                                max_tokens: None,
-                                previous_response_id,
-                                stream: true,
-                                output: None,
-                            },
-                        );
-                        let opened = transport::open(&req, stopper, Timeouts::default()).await;
-                        if let Some(write) = ahead.take() {
-                            self.settle_ahead(id, write, &new_message, &reply).await?;
-                        }
-                        match opened {
-                            Ok(b) => body = Some((b, decoder_for(protocol))),
-                            Err(TransportError::Aborted) => turn.handle_stop(now()),
-                            Err(e) => turn.handle_failure(
-                                transport_failure(e, &ctx.endpoint.base_url, resuming),
-                                now(),
-                            ),
-                        }
-                    }
-                    Action::CancelRequest => {
-                        stopper.stop();
-                        body = None;
-                    }
-                    Action::SaveReply(save) => {
-                        reply_msg.content = save.content;
-                        reply_msg.status = save.status;
-                        reply_msg.meta = MessageMeta {
-                            tool_calls: save.tool_calls,
-                            usage: save.usage,
-                            error: save.error,
-                            path: Some(save.path),
-                            model: reply_msg.meta.model.clone(),
-                        };
-                        self.store
-                            .update_message(
-                                &reply_msg.id,
-                                &reply_msg.content,
-                                reply_msg.status,
-                                &reply_msg.meta,
-                            )
-                            .await?;
-                        self.emit(SessionEvent::MessageProgress(reply_msg.clone()));
-                    }
-                    Action::StoreHandle {
-                        conversation_id,
-                        handle,
-                    } => {
-                        if conversation_id == id {
-                            let c = self
-                                .store
-                                .update_conversation(
-                                    id,
-                                    &ConversationPatch {
-                                        remote_handle: Some(handle),
-                                        ..Default::default()
-                                    },
-                                )
-                                .await?;
-                            self.emit(SessionEvent::ConversationChanged(c));
-                        }
-                    }
-                    Action::Finished(outcome) => {
-                        let c = self
-                            .store
-                            .update_conversation(
-                                id,
-                                &ConversationPatch {
-                                    last_path: Some(Some(outcome.path)),
-                                    updated_at: Some(now()),
-                                    ..Default::default()
-                                },
-                            )
-                            .await?;
-                        self.emit(SessionEvent::ConversationChanged(c));
-                        if let Some(sample) = outcome.calibration {
-                            self.calibration.borrow_mut().observe(
-                                &ctx.endpoint.key(),
-                                &ctx.endpoint.model,
-                                sample.estimated,
-                                sample.reported,
-                            );
-                            self.save_calibration().await;
-                        }
-                        match (outcome.status, outcome.failure) {
-                            (TurnStatus::Error, Some(f)) => {
-                                return Err(SessionError::Request(f.message))
-                            }
-                            // Cut off (dropped, stalled, truncated) rather than stopped: the partial
-                            // reply is kept, and the banner says what happened. The turn still
-                            // counts, so the memory update may follow.
-                            (TurnStatus::Interrupted, Some(f))
-                                if f.kind != failure::FailureKind::Aborted =>
-                            {
-                                self.emit(SessionEvent::Error {
-                                    conversation_id: Some(id.to_string()),
-                                    message: f.message,
-                                });
-                            }
-                            _ => {}
-                        }
-                        return Ok(ctx.assembly.history_overflow);
-                    }
+        self.settle(run).await?;
+        let msg = format!("Could not start the turn: {e}");
+        let meta = MessageMeta {
+            error: Some(msg.clone()),
+            ..run.reply.meta.clone()
+        };
+        self.finish_message(&run.reply, "", MessageStatus::Error, meta)
+            .await?;
+        Err(SessionError::Invalid(msg))
+    }
+
+    /// Carries out one action of the turn machine: send, cancel, save the reply, store the handle,
+    /// finish. `Some` once the turn is over (whether the history overflowed).
+    async fn execute(
+        self: &Rc<Self>,
+        run: &mut Run<'_>,
+        turn: &mut Turn,
+        action: Action,
+    ) -> Result<Option<bool>, SessionError> {
+        match action {
+            Action::SendRequest {
+                prompt,
+                previous_response_id,
+                ..
+            } => {
+                self.send_request(run, turn, &prompt, previous_response_id)
+                    .await?
+            }
+            Action::CancelRequest => {
+                run.stopper.stop();
+                run.pump = None;
+            }
+            Action::SaveReply(save) => {
+                save.apply_to(&mut run.reply);
+                let r = &run.reply;
+                self.store
+                    .update_message(&r.id, &r.content, r.status, &r.meta)
+                    .await?;
+                self.emit(SessionEvent::MessageProgress(r.clone()));
+            }
+            Action::StoreHandle {
+                conversation_id,
+                handle,
+            } => {
+                if conversation_id == run.id {
+                    let patch = ConversationPatch {
+                        remote_handle: Some(handle),
+                        ..Default::default()
+                    };
+                    self.patch_conversation(run.id, &patch).await?;
                 }
             }
-            if turn.is_finished() {
-                return Ok(ctx.assembly.history_overflow);
+            Action::Finished(outcome) => return self.finish_turn(run, outcome).await.map(Some),
+        }
+        Ok(None)
+    }
+
+    /// Opens the request; once it is out, the write started ahead of it is settled.
+    async fn send_request(
+        self: &Rc<Self>,
+        run: &mut Run<'_>,
+        turn: &mut Turn,
+        prompt: &Prompt,
+        previous_response_id: Option<String>,
+    ) -> Result<(), SessionError> {
+        run.pump = None;
+        let options = RequestOptions {
+            temperature: None,
+            max_tokens: None,
+            previous_response_id,
+            stream: true,
+            output: None,
+        };
+        let req = request::build(&run.ctx.endpoint, prompt, &options);
+        let opened = Pump::open(&req, run.stopper, run.ctx.endpoint.protocol).await;
+        self.settle(run).await?;
+        match opened {
+            Ok(pump) => run.pump = Some(pump),
+            Err(e) => Feed {
+                turn,
+                base_url: &run.ctx.endpoint.base_url,
             }
-            let Some((stream, decoder)) = body.as_mut() else {
-                // No request in flight and the turn is not finished: it cannot progress.
-                turn.handle_failure(failure::aborted(), now());
-                continue;
-            };
-            let mut eof = false;
-            match stream.next_chunk().await {
-                Ok(Some(bytes)) => decoder.handle_bytes(&bytes),
-                Ok(None) => {
-                    decoder.handle_eof();
-                    eof = true;
-                }
-                Err(TransportError::Aborted) => {
-                    turn.handle_stop(now());
-                    continue;
-                }
-                Err(e) => {
-                    turn.handle_failure(
-                        transport_failure(e, &ctx.endpoint.base_url, resuming),
-                        now(),
-                    );
-                    continue;
-                }
+            .handle_failure(e, now()),
+        }
+        Ok(())
+    }
+
+    /// Records how the turn ended (path, calibration) and reports it: a failed turn is an error, a
+    /// reply cut off (rather than stopped) a banner; the partial reply is kept either way.
+    async fn finish_turn(&self, run: &Run<'_>, outcome: TurnOutcome) -> Result<bool, SessionError> {
+        let patch = ConversationPatch {
+            last_path: Some(Some(outcome.path)),
+            updated_at: Some(now()),
+            ..Default::default()
+        };
+        self.patch_conversation(run.id, &patch).await?;
+        if let Some(sample) = outcome.calibration {
+            let endpoint = &run.ctx.endpoint;
+            self.calibration.borrow_mut().observe(
+                &endpoint.key(),
+                &endpoint.model,
+                sample.estimated,
+                sample.reported,
+            );
+            self.save_calibration().await;
+        }
+        match (outcome.status, outcome.failure) {
+            (TurnStatus::Error, Some(f)) => return Err(SessionError::Request(f.message)),
+            // The turn still counts, so the memory update may follow.
+            (TurnStatus::Interrupted, Some(f)) if f.kind != failure::FailureKind::Aborted => {
+                self.emit(SessionEvent::Error {
+                    conversation_id: Some(run.id.to_string()),
+                    message: f.message,
+                });
             }
-            let mut ended = false;
-            while let Some(ev) = decoder.poll_event() {
-                match ev {
-                    StreamEvent::Error(e) => {
-                        turn.handle_failure(failure::from_stream_error(&e, resuming), now());
-                        ended = true;
-                        break;
-                    }
-                    ev => turn.handle_event(ev, now()),
-                }
+            _ => {}
+        }
+        Ok(run.ctx.assembly.history_overflow)
+    }
+
+    /// Waits for the write started ahead of the request, if one was.
+    async fn settle(self: &Rc<Self>, run: &mut Run<'_>) -> Result<(), SessionError> {
+        match run.ahead.take() {
+            Some(write) => {
+                self.settle_ahead(run.id, write, &run.user, &run.reply)
+                    .await
             }
-            if let Some(deadline) = turn.poll_timeout() {
-                let t = now();
-                if t >= deadline {
-                    turn.handle_timeout(t);
-                }
-            }
-            if eof && !ended && !turn.is_finished() {
-                // The body ended and the decoder reported neither an end nor an error.
-                turn.handle_failure(
-                    failure::from_stream_error(
-                        &crate::engine::decode::StreamError {
-                            code: None,
-                            message: "the reply ended without its end marker".into(),
-                        },
-                        resuming,
-                    ),
-                    now(),
-                );
-                ended = true;
-            }
-            if ended {
-                body = None;
-            }
+            None => Ok(()),
         }
     }
 
@@ -556,18 +575,10 @@ impl Session {
             meta: Default::default(),
         };
         let ctx = self.context_for(id, &draft_msg, false).await?;
-        let previous_seq = ctx.state.last_seq();
-        let has_prior = ctx.assembly.sections.iter().any(|s| {
-            matches!(
-                s.kind,
-                SectionKind::Summary | SectionKind::Entities | SectionKind::History
-            )
-        });
-        let path = decide_path(
+        let path = path_for(
             ctx.conversation.remote_handle.as_ref(),
             &ctx.endpoint,
-            previous_seq,
-            has_prior,
+            &ctx.assembly,
         );
         Ok(preview_of(&ctx, path))
     }

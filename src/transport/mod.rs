@@ -3,14 +3,25 @@
 //! engine's (`engine::decode`), classifying failures is the engine's (`engine::failure`).
 //! May import `crate::engine` and web crates; must not import `store`, `session` or `ui`.
 //!
+//! A read waits for a chunk, the first-byte/idle limit, or the caller's own wake-up time (the turn's
+//! held save), whichever comes first, on one `gloo-timers` timer that is cleared when the read
+//! settles; a read cut short by a wake-up stays pending and the next call continues it.
+//!
 //! Written on plain web-sys rather than gloo-net: gloo-net's `Response` has no incremental body
-//! reader, and racing a read against a timer needs only `Promise.race`, so no extra crate is pulled in.
+//! reader.
 
 use crate::engine::request::HttpRequest;
-use js_sys::{Array, Promise, Reflect, Uint8Array};
+use gloo_timers::future::TimeoutFuture;
+use js_sys::Uint8Array;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Headers, ReadableStreamDefaultReader, RequestInit, Response};
+use web_sys::{
+    AbortController, Headers, ReadableStreamDefaultReader, ReadableStreamReadResult, RequestInit,
+    Response,
+};
 
 /// Longest error body we read into memory.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -86,6 +97,21 @@ pub struct BodyStream {
     stopper: Stopper,
     timeouts: Timeouts,
     got_first: bool,
+    /// The read in flight: a wait that ended first leaves it here, and the next call goes on with it
+    /// (a read is never dropped, or its chunk would be lost).
+    pending: Option<JsFuture>,
+    /// When the next byte is due (`Date.now()` ms): first-byte limit, then idle limit after each chunk.
+    read_by: f64,
+}
+
+/// What one wait on a body gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    Chunk(Vec<u8>),
+    /// The body is complete.
+    End,
+    /// The caller's wake-up time came first; the read goes on at the next call.
+    Woke,
 }
 
 /// Sends `req`; resolves once the status and headers arrived (or fails).
@@ -111,11 +137,11 @@ pub async fn open(
     }
     init.set_signal(Some(&stopper.0.signal()));
     let window = web_sys::window().ok_or_else(|| TransportError::Network("no window".into()))?;
-    let fetch = window.fetch_with_str_and_init(&req.url, &init);
-    let resp = race(fetch, timeouts.first_byte_ms, stopper)
-        .await
-        .map_err(|e| classify_rejection(e, stopper, TransportError::Network))?
-        .ok_or(TransportError::Timeout { first_byte: true })?;
+    let mut fetch = JsFuture::from(window.fetch_with_str_and_init(&req.url, &init));
+    let resp = match first(&mut fetch, timeouts.first_byte_ms, stopper).await {
+        None => return Err(TransportError::Timeout { first_byte: true }),
+        Some(r) => r.map_err(|e| classify_rejection(e, stopper, TransportError::Network))?,
+    };
     let resp: Response = resp.dyn_into().map_err(|_| {
         TransportError::Network("fetch returned something that is not a Response".into())
     })?;
@@ -132,6 +158,8 @@ pub async fn open(
         stopper: stopper.clone(),
         timeouts,
         got_first: false,
+        pending: None,
+        read_by: js_sys::Date::now() + f64::from(timeouts.first_byte_ms),
     };
     if !(200..300).contains(&status) {
         let retry_after = resp.headers().get("retry-after").ok().flatten();
@@ -146,34 +174,53 @@ pub async fn open(
 }
 
 impl BodyStream {
-    /// The next chunk of the body, or `None` at its end.
-    pub async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
-        let limit = if self.got_first {
-            self.timeouts.idle_ms
-        } else {
-            self.timeouts.first_byte_ms
-        };
-        let first = !self.got_first;
-        let result = race(self.reader.read(), limit, &self.stopper)
-            .await
-            .map_err(|e| classify_rejection(e, &self.stopper, TransportError::Body))?;
-        let Some(result) = result else {
+    /// The next chunk, or the end of the body, or [`Read::Woke`] once `wake_in_ms` passed without
+    /// either. One timer is armed for whichever comes first, the wake-up or the first-byte/idle
+    /// limit, and it is cleared as soon as the read settles. Past the limit the request is stopped:
+    /// [`TransportError::Timeout`].
+    pub async fn read_within(&mut self, wake_in_ms: Option<u32>) -> Result<Read, TransportError> {
+        let limit_in = (self.read_by - js_sys::Date::now()).max(0.0) as u32;
+        let wait = wake_in_ms.map_or(limit_in, |w| w.min(limit_in));
+        let stopper = self.stopper.clone();
+        let read = self
+            .pending
+            .get_or_insert_with(|| JsFuture::from(self.reader.read()));
+        let Some(result) = first(read, wait, &stopper).await else {
+            if js_sys::Date::now() < self.read_by {
+                return Ok(Read::Woke);
+            }
+            self.pending = None;
             self.stopper.stop();
-            return Err(TransportError::Timeout { first_byte: first });
+            return Err(TransportError::Timeout {
+                first_byte: !self.got_first,
+            });
         };
-        let done = Reflect::get(&result, &"done".into())
-            .map(|d| d.is_truthy())
-            .unwrap_or(true);
-        if done {
-            return Ok(None);
+        self.pending = None;
+        let result =
+            result.map_err(|e| classify_rejection(e, &self.stopper, TransportError::Body))?;
+        let result: ReadableStreamReadResult = result.unchecked_into();
+        if result.get_done().unwrap_or(true) {
+            return Ok(Read::End);
         }
-        let value = Reflect::get(&result, &"value".into()).unwrap_or(JsValue::UNDEFINED);
-        let bytes = value
+        let bytes = result
+            .get_value()
             .dyn_into::<Uint8Array>()
             .map(|a| a.to_vec())
             .unwrap_or_default();
         self.got_first = true;
-        Ok(Some(bytes))
+        self.read_by = js_sys::Date::now() + f64::from(self.timeouts.idle_ms);
+        Ok(Read::Chunk(bytes))
+    }
+
+    /// The next chunk of the body, or `None` at its end.
+    pub async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
+        loop {
+            match self.read_within(None).await? {
+                Read::Chunk(bytes) => return Ok(Some(bytes)),
+                Read::End => return Ok(None),
+                Read::Woke => {}
+            }
+        }
     }
 
     /// Reads the rest of the body as (lossy) text, at most `cap` bytes.
@@ -191,32 +238,24 @@ impl BodyStream {
     }
 }
 
-/// Races `promise` against a timer; `Ok(None)` means the timer won.
-async fn race(promise: Promise, ms: u32, stopper: &Stopper) -> Result<Option<JsValue>, JsValue> {
+/// Waits for `promise` at most `ms`: `None` when the time ran out first (the promise is left as it
+/// is, still pending). The timer is a `gloo-timers` one, cleared when this returns.
+async fn first(
+    promise: &mut JsFuture,
+    ms: u32,
+    stopper: &Stopper,
+) -> Option<Result<JsValue, JsValue>> {
     if stopper.is_stopped() {
-        return Err(JsValue::from_str("AbortError"));
+        return Some(Err(JsValue::from_str("AbortError")));
     }
-    let marker = JsValue::from_str("__memoire_timeout__");
-    let m = marker.clone();
-    let timer = Promise::new(&mut |resolve, _reject| {
-        let m = m.clone();
-        let cb = wasm_bindgen::closure::Closure::once_into_js(move || {
-            let _ = resolve.call1(&JsValue::NULL, &m);
-        });
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(
-                cb.unchecked_ref(),
-                ms as i32,
-            );
+    let mut timer = TimeoutFuture::new(ms);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(r) = Pin::new(&mut *promise).poll(cx) {
+            return Poll::Ready(Some(r));
         }
-    });
-    let both = Array::of2(&promise, &timer);
-    let v = JsFuture::from(Promise::race(&both)).await?;
-    if v == marker {
-        Ok(None)
-    } else {
-        Ok(Some(v))
-    }
+        Pin::new(&mut timer).poll(cx).map(|()| None)
+    })
+    .await
 }
 
 fn classify_rejection(

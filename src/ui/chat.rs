@@ -276,7 +276,7 @@ fn MessageList() -> impl IntoView {
         let Some(el) = list_ref.get_untracked() else {
             return;
         };
-        let top = el.scroll_top();
+        let top = el.scroll_top() as i32;
         let gap = el.scroll_height() - top - el.client_height();
         follow.update_value(|f| f.handle_scroll(top, gap, now_ms()));
         if st.loading_messages.get_untracked() {
@@ -340,7 +340,7 @@ fn MessageList() -> impl IntoView {
                     target.scroll_into_view();
                     let _ = target.set_attribute("data-focused", "true");
                     st.focus_message.set(None);
-                    follow.update_value(|f| f.handle_focused(el.scroll_top()));
+                    follow.update_value(|f| f.handle_focused(el.scroll_top() as i32));
                     return;
                 }
             }
@@ -348,14 +348,14 @@ fn MessageList() -> impl IntoView {
                 if ends != was_ends {
                     anchor.set_value(None);
                     let moved = offset_in(&el, &id) - was_at;
-                    el.set_scroll_top(el.scroll_top() + moved.round() as i32);
-                    follow.update_value(|f| f.handle_moved(el.scroll_top()));
+                    el.set_scroll_top(el.scroll_top() + moved.round());
+                    follow.update_value(|f| f.handle_moved(el.scroll_top() as i32));
                     return;
                 }
             }
             if follow.with_value(|f| f.follows(!newer)) {
-                el.set_scroll_top(el.scroll_height());
-                follow.update_value(|f| f.handle_moved(el.scroll_top()));
+                el.set_scroll_top(f64::from(el.scroll_height()));
+                follow.update_value(|f| f.handle_moved(el.scroll_top() as i32));
             }
         });
     });
@@ -465,10 +465,8 @@ fn MessageView(
             role == Role::User
                 && !st.current_streaming()
                 && st.messages.with(|l| {
-                    l.iter()
-                        .rev()
-                        .find(|m| m.role == Role::User)
-                        .is_some_and(|m| m.id == id)
+                    crate::engine::history::last_user_at(l, |m| m.role)
+                        .is_some_and(|at| l[at].id == id)
                 })
         }
     };

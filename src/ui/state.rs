@@ -192,7 +192,7 @@ impl AppState {
     pub fn apply_edit_last(&self, text: &str) {
         let at = self
             .messages
-            .with_untracked(|l| l.iter().rposition(|m| m.role == Role::User));
+            .with_untracked(|l| crate::engine::history::last_user_at(l, |m| m.role));
         if let Some(at) = at {
             let item = self.messages.with_untracked(|l| l[at].clone());
             item.content.set(text.to_string());

@@ -1,7 +1,8 @@
 //! When the memory update (summary + entities) runs: after every M user/assistant pairs since the
-//! summary's `covers_up_to_seq`, or when the caller says the history no longer fits the budget; never
-//! while another update is running. Also a tiny pure guard that makes "never twice at once" a value.
-//! Must not import anything outside `crate::engine`.
+//! summary's `covers_up_to_seq`, or when the caller says the history no longer fits the budget.
+//! "Never twice at once" is the session's (a Web Lock per conversation, and its own record of the
+//! updates running in the tab): only it knows what runs. Must not import anything outside
+//! `crate::engine`.
 
 use crate::engine::model::{Message, MessageStatus, Role};
 use crate::engine::sort::sort_by_key;
@@ -24,8 +25,6 @@ pub struct DueInput<'a> {
     pub every_pairs: usize,
     /// True when the assembler reported that the history no longer fits the budget.
     pub over_budget: bool,
-    /// True while an update is already in flight for this conversation.
-    pub in_progress: bool,
 }
 
 /// Why an update is due.
@@ -44,8 +43,6 @@ pub enum Due {
     No {
         pairs: usize,
     },
-    /// An update is already running; never start a second one.
-    AlreadyRunning,
     Yes(DueReason),
 }
 
@@ -96,9 +93,6 @@ pub fn count_pairs(messages: &[Message], after_seq: Option<u64>) -> usize {
 
 /// Whether the memory update should run now.
 pub fn due(input: DueInput<'_>) -> Due {
-    if input.in_progress {
-        return Due::AlreadyRunning;
-    }
     let pairs = count_pairs(input.messages, input.covers_up_to_seq);
     let every = input.every_pairs.max(1);
     if pairs >= every {
@@ -117,40 +111,4 @@ pub fn due(input: DueInput<'_>) -> Due {
         }
     }
     Due::No { pairs }
-}
-
-/// A pure "one update at a time" guard the session keeps per conversation.
-/// `try_start` hands out a ticket only when nothing is running; `finish` takes it back.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UpdateGuard {
-    running: Option<u64>,
-    next_ticket: u64,
-}
-
-/// Proof that an update was started; give it back to [`UpdateGuard::finish`].
-#[derive(Debug, PartialEq, Eq)]
-pub struct UpdateTicket(u64);
-
-impl UpdateGuard {
-    pub fn is_running(&self) -> bool {
-        self.running.is_some()
-    }
-    /// A ticket when no update is running, else `None`.
-    pub fn try_start(&mut self) -> Option<UpdateTicket> {
-        if self.running.is_some() {
-            return None;
-        }
-        self.next_ticket += 1;
-        self.running = Some(self.next_ticket);
-        Some(UpdateTicket(self.next_ticket))
-    }
-    /// Ends the running update (successful or not). A stale ticket is ignored and returns false.
-    pub fn finish(&mut self, ticket: UpdateTicket) -> bool {
-        if self.running == Some(ticket.0) {
-            self.running = None;
-            true
-        } else {
-            false
-        }
-    }
 }

@@ -21,9 +21,7 @@ pub mod reply;
 pub mod retrieve;
 pub mod summary;
 
-pub use due::{
-    count_pairs, counts_for_memory, due, Due, DueInput, DueReason, UpdateGuard, UpdateTicket,
-};
+pub use due::{count_pairs, counts_for_memory, due, Due, DueInput, DueReason};
 pub use form::{
     forms_for, next_form, refused_http, refused_stream, start_form, update_schema, MemoryForm,
 };

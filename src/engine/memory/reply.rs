@@ -1,11 +1,11 @@
 //! Collecting a memory update's reply from the decoder's events: the text deltas, or, for the forced
 //! tool form (anthropic), the tool's streamed arguments (`input_json_delta`), which are the update's
-//! JSON object. Sans-IO: events in ([`ReplyCollector::handle_event`], [`ReplyCollector::handle_end`]),
-//! the whole reply text or the stream's error out.
+//! JSON object. Sans-IO: events in ([`ReplyCollector::handle_event`]), the whole reply text or the
+//! stream's error out (a body that ends early ends in the decoder's cut-off error).
 //! Must not import anything outside `crate::engine`.
 
 use super::form::MemoryForm;
-use crate::engine::decode::{StreamError, StreamEvent, CODE_CUT_OFF};
+use crate::engine::decode::{StreamError, StreamEvent};
 use crate::engine::request::OutputForm;
 
 /// The longest reply collected; past it the reply is cut (the parser refuses it as too large).
@@ -41,15 +41,6 @@ impl ReplyCollector {
             _ => {}
         }
         None
-    }
-
-    /// The body ended without the protocol's end marker (the decoder has already reported an error
-    /// for a body cut mid-event; this covers a body that simply stopped).
-    pub fn handle_end(&self) -> StreamError {
-        StreamError {
-            code: Some(CODE_CUT_OFF.into()),
-            message: "the memory reply ended before the endpoint finished it".into(),
-        }
     }
 
     /// The text received so far (for the memory pane when the stream failed).
