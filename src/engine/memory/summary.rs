@@ -198,8 +198,8 @@ fn covered(sentence: &str, text: &str) -> bool {
 /// The summary a memory update stores: the model's new summary, preceded by the sentences of the
 /// previous summary whose facts it left out (a small model often rewrites only what it just read, and
 /// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
-/// kept once. Past `max_chars` (see [`summary_max_chars`]) the carried sentences with the fewest names
-/// and numbers give way first, the oldest among equals. Returns the text and how
+/// kept once. Past `max_chars` (see [`summary_max_chars`]) the carried sentences are kept by how many terms
+/// they add to what is kept (new names first, then new words and numbers), newer first among equals. Returns the text and how
 /// many sentences were carried.
 pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (String, usize) {
     let mut seen: Vec<String> = Vec::new();
@@ -221,22 +221,49 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
             carried.push(s);
         }
     }
-    // Over the cap, facts outlive filler: the carried sentences with the most names and numbers are
-    // kept first (newer first among equals), and the kept ones stay in their order.
+    // Over the cap, the most distinct facts outlive the rest: sentences are kept one at a time, each
+    // time the one that adds the most terms not yet kept (names before words; newer first among
+    // equals). A small model that loops writes the same sentence with new numbers again and again:
+    // after the first, the others add little, and an early fact with its own name still gets in.
     let mut room = max_chars.saturating_sub(new_text.len());
-    let mut order: Vec<(usize, usize)> = carried
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (i, key_terms(s).0.len()))
-        .collect();
-    sort_by(&mut order, |a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    let mut known: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for s in &fresh {
+        let (names, words) = key_terms(s);
+        known.extend(names);
+        known.extend(words);
+    }
+    let terms: Vec<(Vec<String>, Vec<String>)> = carried.iter().map(|s| key_terms(s)).collect();
     let mut keep = vec![false; carried.len()];
-    for (i, _) in order {
-        let len = carried[i].len() + 1;
-        if len <= room {
-            room -= len;
-            keep[i] = true;
-        }
+    loop {
+        // (new names, then new words and numbers): a sentence with a name not yet kept beats any
+        // number of common words.
+        let gain = |i: usize| {
+            let (names, words) = &terms[i];
+            let is_number = |w: &str| w.chars().all(|c| c.is_ascii_digit());
+            let mut new_names: Vec<&str> = Vec::new();
+            let mut new_words: Vec<&str> = Vec::new();
+            for w in names.iter().chain(words) {
+                let w = w.as_str();
+                let list = if names.iter().any(|n| n == w) && !is_number(w) {
+                    &mut new_names
+                } else {
+                    &mut new_words
+                };
+                if !known.contains(w) && !list.contains(&w) {
+                    list.push(w);
+                }
+            }
+            (new_names.len(), new_words.len())
+        };
+        // `max_by_key` takes the last of equals: the newest.
+        let best = (0..carried.len())
+            .filter(|&i| !keep[i] && carried[i].len() < room)
+            .max_by_key(|&i| gain(i));
+        let Some(i) = best else { break };
+        room -= carried[i].len() + 1;
+        keep[i] = true;
+        known.extend(terms[i].0.iter().cloned());
+        known.extend(terms[i].1.iter().cloned());
     }
     let mut kept: Vec<&str> = carried
         .iter()
