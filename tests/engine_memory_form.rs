@@ -640,6 +640,26 @@ fn carried_sentences_give_way_past_the_cap_filler_first_then_oldest() {
 }
 
 #[test]
+fn a_looping_model_keeps_one_copy_and_the_facts_keep_their_place() {
+    // SmolLM2-135M in the recall bench: the same sentence with new numbers, eight times.
+    let mut previous = String::from("I have a cat named Zorblax. I am allergic to hazelnuts. ");
+    for i in 0..8 {
+        previous.push_str(&format!(
+            "The user asked for a stretching routine with the first {} steps: - {}. ",
+            20 + i,
+            i
+        ));
+    }
+    let (text, _) = carry_forward(Some(&previous), "Something new.", 260);
+    assert!(
+        text.contains("Zorblax") && text.contains("hazelnuts"),
+        "{text}"
+    );
+    assert!(text.matches("stretching").count() <= 2, "{text}");
+    assert!(text.ends_with("Something new."));
+}
+
+#[test]
 fn the_summary_cap_follows_the_prompt_budget() {
     use memoire::engine::memory::summary::summary_max_chars;
     let cap = |context_tokens, reply_reserve_tokens| {

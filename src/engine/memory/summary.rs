@@ -199,7 +199,7 @@ fn covered(sentence: &str, text: &str) -> bool {
 /// previous summary whose facts it left out (a small model often rewrites only what it just read, and
 /// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
 /// kept once. Past `max_chars` (see [`summary_max_chars`]) the carried sentences are kept by how many terms
-/// they add to what is kept (new names first, then new words and numbers), newer first among equals. Returns the text and how
+/// they add to what is kept (new names, then new words, then new numbers), newer first among equals. Returns the text and how
 /// many sentences were carried.
 pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (String, usize) {
     let mut seen: Vec<String> = Vec::new();
@@ -235,25 +235,27 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
     let terms: Vec<(Vec<String>, Vec<String>)> = carried.iter().map(|s| key_terms(s)).collect();
     let mut keep = vec![false; carried.len()];
     loop {
-        // (new names, then new words and numbers): a sentence with a name not yet kept beats any
-        // number of common words.
+        // New names first, then new words, then new numbers: a sentence with a name not yet kept
+        // beats any number of other words, and a loop's fresh numbers count least.
         let gain = |i: usize| {
             let (names, words) = &terms[i];
             let is_number = |w: &str| w.chars().all(|c| c.is_ascii_digit());
-            let mut new_names: Vec<&str> = Vec::new();
-            let mut new_words: Vec<&str> = Vec::new();
+            // (new names, new words, new numbers), each counted once.
+            let mut fresh: [Vec<&str>; 3] = Default::default();
             for w in names.iter().chain(words) {
                 let w = w.as_str();
-                let list = if names.iter().any(|n| n == w) && !is_number(w) {
-                    &mut new_names
+                let tier = if is_number(w) {
+                    2
+                } else if names.iter().any(|n| n == w) {
+                    0
                 } else {
-                    &mut new_words
+                    1
                 };
-                if !known.contains(w) && !list.contains(&w) {
-                    list.push(w);
+                if !known.contains(w) && !fresh[tier].contains(&w) {
+                    fresh[tier].push(w);
                 }
             }
-            (new_names.len(), new_words.len())
+            (fresh[0].len(), fresh[1].len(), fresh[2].len())
         };
         // `max_by_key` takes the last of equals: the newest.
         let best = (0..carried.len())
