@@ -478,10 +478,27 @@ fn write_tag(out: &mut String, name: &str, closing: bool, attrs: &[(String, Stri
     out.push('>');
 }
 
+/// Our code blocks' language label (`</pre><span class="code-lang">x</span></div>`) taken out.
+fn without_code_lang(html: &str) -> String {
+    const OPEN: &str = "</pre><span class=\"code-lang\">";
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        out.push_str("</pre>");
+        let after = &rest[at + OPEN.len()..];
+        rest = after
+            .find("</span>")
+            .map_or(after, |end| &after[end + "</span>".len()..]);
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The HTML as a canonical string (see the module doc for what is rewritten).
 pub fn normalize(html: &str, side: Side) -> String {
     let html = match side {
-        Side::Ours => html
+        Side::Ours => without_code_lang(html)
             .replace(COPY, "<pre>")
             .replace("</code></pre></div>", "</code></pre>"),
         Side::Spec => html.to_string(),
@@ -686,11 +703,11 @@ fn normaliser_maps_policy_differences_only() {
         "<ul>\n<li>\n<p>a</p>\n</li>\n</ul>\n",
     );
     check_normalize(
-        &format!("{COPY}<code class=\"language-rb\">x\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-rb\">x\n</code></pre><span class=\"code-lang\">rb</span></div>\n"),
         "<pre><code class=\"language-rb\">x\n</code></pre>\n",
     );
     check_normalize(
-        &format!("{COPY}<code class=\"language-f\">x\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-f\">x\n</code></pre><span class=\"code-lang\">f</span></div>\n"),
         "<pre><code class=\"language-föö\">x\n</code></pre>\n",
     );
     check_normalize(

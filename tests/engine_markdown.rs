@@ -116,6 +116,7 @@ const TAGS: &[&str] = &[
     "pre",
     "div",
     "button",
+    "span",
     "a",
 ];
 
@@ -132,6 +133,7 @@ fn attr_allowed(tag: &str, attr: &str, value: &str) -> bool {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-'))
         }),
         ("div", "class") => value == "code-block",
+        ("span", "class") => value == "code-lang",
         ("button", "type") => value == "button",
         ("button", "class") => value == "copy-code",
         ("button", "data-testid") => value == "copy-code",
@@ -443,11 +445,11 @@ fn renders_supported_markdown() {
     );
     check_render(
         "```rust\nfn main() {}\n```\n",
-        &format!("{COPY}<code class=\"language-rust\">fn main() {{}}\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-rust\">fn main() {{}}\n</code></pre><span class=\"code-lang\">rust</span></div>\n"),
     );
     check_render(
         "```c++ {.x}\na<b\n```\n",
-        &format!("{COPY}<code class=\"language-c++\">a&lt;b\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-c++\">a&lt;b\n</code></pre><span class=\"code-lang\">c++</span></div>\n"),
     );
     check_render(
         "    indented\n",
@@ -480,7 +482,7 @@ fn check_streaming(input: &str, expected: &str) {
 #[test]
 fn streaming_tolerates_unfinished_replies() {
     let code = |lang: &str, body: &str| {
-        format!("{COPY}<code class=\"language-{lang}\">{body}</code></pre></div>\n")
+        format!("{COPY}<code class=\"language-{lang}\">{body}</code></pre><span class=\"code-lang\">{lang}</span></div>\n")
     };
     check_streaming("```py\nprint(1)\n", &code("py", "print(1)\n"));
     check_streaming("```py\nprint(1)\n`", &code("py", "print(1)\n"));

@@ -43,7 +43,8 @@
 //!
 //! - blocks: `p h1..h6 blockquote ul ol[start] li hr table thead tbody tr th[style] td[style]`;
 //! - inline: `em strong del code br`;
-//! - code blocks: `div.code-block > button.copy-code + pre > code[class=language-x]`;
+//! - code blocks: `div.code-block > button.copy-code + pre > code[class=language-x]`, then
+//!   `span.code-lang` with the language's name when it has one;
 //! - links and images: `a[href rel target title class]`.
 //!
 //! Policy:
@@ -374,7 +375,14 @@ fn write_code(info: Option<&str>, text: &str, out: &mut String) {
     }
     out.push('>');
     escape_html(out, text);
-    out.push_str("</code></pre></div>\n");
+    out.push_str("</code></pre>");
+    // The language's name, shown in the strip above the code (next to Copy, never over the code).
+    if !lang.is_empty() {
+        out.push_str("<span class=\"code-lang\">");
+        out.push_str(&lang);
+        out.push_str("</span>");
+    }
+    out.push_str("</div>\n");
 }
 
 fn write_table(aligns: &[Align], rows: &[String], doc: &Doc, out: &mut String) {
