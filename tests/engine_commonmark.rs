@@ -40,7 +40,8 @@ mod reference;
 /// the count reached: every judged example passes except five, all named character references
 /// outside our table (a bundle-size choice, see the markdown module): Entity and numeric character
 /// references 25 (`&HilbertSpace;` …), 32 and 33 (`&ouml;` in a link), 34 (in an info string, so the
-/// language class differs) and Links 503 (`&auml;` in a destination).
+/// language class differs) and Links 503 (`&auml;` in a destination); and three Autolinks examples
+/// where the core spec keeps a bare URL as text and we, like GFM, make it a link.
 pub const FLOORS: &[(&str, usize, usize)] = &[
     ("Tabs", 11, 0),
     ("Backslash escapes", 12, 1),
@@ -63,7 +64,9 @@ pub const FLOORS: &[(&str, usize, usize)] = &[
     ("Emphasis and strong emphasis", 129, 3),
     ("Links", 85, 4),
     ("Images", 22, 0),
-    ("Autolinks", 19, 0),
+    // Three below the spec on purpose: bare URLs are links (GFM's extended autolinks), which core
+    // CommonMark's #602, #608 and #611 show as text.
+    ("Autolinks", 16, 0),
     ("Raw HTML", 7, 13),
     ("Hard line breaks", 13, 2),
     ("Soft line breaks", 2, 0),

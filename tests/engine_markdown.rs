@@ -472,6 +472,32 @@ fn renders_supported_markdown() {
     check_render("<b>bold</b>", "<p>&lt;b&gt;bold&lt;/b&gt;</p>\n");
 }
 
+const A: &str = "rel=\"noopener noreferrer\" target=\"_blank\"";
+
+#[test]
+fn bare_urls_are_links_and_only_web_ones() {
+    check_render(
+        "See https://e.example/a?b=1&c=2. Or (HTTP://E.example/x-(y)), then stop",
+        &format!("<p>See <a href=\"https://e.example/a?b=1&amp;c=2\" {A}>https://e.example/a?b=1&amp;c=2</a>. Or (<a href=\"HTTP://E.example/x-(y)\" {A}>HTTP://E.example/x-(y)</a>), then stop</p>\n"),
+    );
+    check_render(
+        "no javascript:alert(1) nor xhttps://e.example nor https:// alone, `https://in.code`",
+        "<p>no javascript:alert(1) nor xhttps://e.example nor https:// alone, <code>https://in.code</code></p>\n",
+    );
+    check_render(
+        "[https://label.example](https://dest.example)",
+        &format!("<p><a href=\"https://dest.example\" {A}>https://label.example</a></p>\n"),
+    );
+    check_render(
+        "https://e.example/\"onmouseover=\"x<b>",
+        &format!("<p><a href=\"https://e.example/&quot;onmouseover=&quot;x\" {A}>https://e.example/&quot;onmouseover=&quot;x</a>&lt;b&gt;</p>\n"),
+    );
+    check_render(
+        "```\nhttps://in.block\n```\n",
+        &format!("{COPY}<code>https://in.block\n</code></pre></div>\n"),
+    );
+}
+
 /// Streaming: output for an unfinished reply.
 fn check_streaming(input: &str, expected: &str) {
     let html = render_streaming(input);
