@@ -134,6 +134,18 @@ test('message actions: copy a reply, the model on each reply, a stop is not an e
     assert.equal(await waitForAssistant(page), 'Feed it daily.');
     assert.equal(await messageText(messages(page, 'user').last()), 'How do I keep it alive?');
     assert.equal(await input.getAttribute('data-editing'), null);
+
+    // A bare URL in a reply is a safe link; a code block names its language above the code.
+    await chatTurn(page, agent, 'Where are the docs?', 'See https://example.org/docs. Then:\n\n```rust\nfn main() {}\n```\n');
+    const content = messages(page, 'assistant').last().locator(tid('message-content'));
+    const link = content.locator('a');
+    assert.deepEqual(await link.evaluate((a) => [a.getAttribute('href'), a.rel, a.target, a.textContent]),
+      ['https://example.org/docs', 'noopener noreferrer', '_blank', 'https://example.org/docs']);
+    assert.equal((await content.locator('.code-lang').innerText()).trim(), 'rust');
+    const code = await box(content.locator('pre code'));
+    const copy = await box(content.locator(tid('copy-code')));
+    assert.ok(copy.y + copy.height <= code.y + 1, 'the Copy button sits above the code, not over it');
+    await page.screenshot({ path: shot('message-actions') });
   }, { permissions: ['clipboard-read', 'clipboard-write'] }));
 
 test('search: a question and its reply with the same words are one row, the term is highlighted, snippets end at words', () =>
@@ -154,6 +166,17 @@ test('search: a question and its reply with the same words are one row, the term
     const words = cut.replace(/^…\s*/, '').replace(/\s*…$/, '').split(/\s+/);
     assert.ok(long.includes(` ${words[0]} `), `it starts at a whole word: ${words[0]}`);
     assert.ok(long.includes(` ${words.at(-1)} `), `it ends at a whole word: ${words.at(-1)}`);
+
+    // Asking "Delete for good?" puts the question on a line of its own: the title keeps its width.
+    await page.locator(tid('conversation-search')).fill('');
+    const item = page.locator(tid('conversation-list')).locator(tid('conversation-item')).first();
+    const before = (await box(item.locator(tid('conversation-title')))).width;
+    await item.locator(tid('delete-conversation')).click();
+    await item.locator(tid('confirm-delete')).waitFor();
+    const during = (await box(item.locator(tid('conversation-title')))).width;
+    assert.ok(during >= before - 1, `the title is not squeezed: ${before}px -> ${during}px`);
+    await page.screenshot({ path: shot('delete-confirm') });
+    await item.locator(tid('cancel-delete')).click();
   }));
 
 test('backup menu: Esc, a click outside and a choice close it; files are named after the conversation and the day; an import error offers no Settings', () =>
@@ -228,6 +251,8 @@ test('memory pane: graph legend and edge labels, nothing cut at the edges, a nod
     const pane = await box(page.locator(tid('memory-pane')));
     const cardBox = await box(card);
     assert.ok(cardBox.y >= pane.y - 1 && cardBox.y < pane.y + pane.height, 'the entity is scrolled into view');
+    await graph.scrollIntoViewIfNeeded();
+    await graph.screenshot({ path: shot('graph') });
 
     // This conversation sends only its last message word for word: "Recent" shows one.
     assert.equal(await page.locator(tid('recent-message')).count(), 2);
