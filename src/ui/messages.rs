@@ -2,7 +2,7 @@
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
 //! markdown, each message's status and actions (copy, edit). Must not import `store` or `transport`.
 
-use crate::engine::format::{date_time, message_note, model_label};
+use crate::engine::format::{date_time, message_note, model_label, plural};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
 use crate::ui::behaviour::{use_clipboard, use_follow_bottom, UseFollowBottomReturn};
@@ -269,6 +269,11 @@ fn MessageHead(
             <span class="who">{who}</span>
             {move || meta.with(|m| m.model.as_deref().map(|name| view! {
                 <span class="model" data-testid="message-model" title=name.to_string()>{model_label(name)}</span>
+            }))}
+            {move || meta.with(|m| m.usage.filter(|u| u.completion_tokens > 0).map(|u| view! {
+                <span class="tokens" data-testid="message-tokens" title=format!("As the endpoint reported it; the request was {} tokens", u.prompt_tokens)>
+                    {plural(u.completion_tokens as usize, "token", "tokens")}
+                </span>
             }))}
             <time title=date_time(item.created_at)>{date_time(item.created_at)}</time>
             {move || note().map(|(key, label)| view! { <span class=format!("status status-{key}")>{label}</span> })}

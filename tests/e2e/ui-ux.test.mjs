@@ -104,6 +104,7 @@ test('message actions: copy a reply, the model on each reply, a stop is not an e
     await reply.locator(tid('copy-message')).filter({ hasText: 'Copied' }).waitFor();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'Flour and water, fermented.');
     assert.equal(await messages(page, 'user').last().locator(tid('copy-message')).count(), 1, 'the question can be copied too');
+    assert.equal(await reply.locator(tid('message-tokens')).count(), 0, 'no count when the endpoint reported none');
 
     // Stop: the reply is kept and says "stopped"; no error anywhere.
     const long = 'A starter needs feeding every day. '.repeat(20).trim();
@@ -136,7 +137,9 @@ test('message actions: copy a reply, the model on each reply, a stop is not an e
     assert.equal(await input.getAttribute('data-editing'), null);
 
     // A bare URL in a reply is a safe link; a code block names its language above the code.
-    await chatTurn(page, agent, 'Where are the docs?', 'See https://example.org/docs. Then:\n\n```rust\nfn main() {}\n```\n');
+    await chatTurn(page, agent, 'Where are the docs?', { text: 'See https://example.org/docs. Then:\n\n```rust\nfn main() {}\n```\n', honourUsage: true, usage: { input: 50, output: 7 } });
+    // The endpoint reported its token count: the reply shows it.
+    assert.equal((await messages(page, 'assistant').last().locator(tid('message-tokens')).innerText()).trim(), '7 tokens');
     const content = messages(page, 'assistant').last().locator(tid('message-content'));
     const link = content.locator('a');
     assert.deepEqual(await link.evaluate((a) => [a.getAttribute('href'), a.rel, a.target, a.textContent]),
