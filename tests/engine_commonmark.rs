@@ -40,7 +40,8 @@ mod reference;
 /// the count reached: every judged example passes except five, all named character references
 /// outside our table (a bundle-size choice, see the markdown module): Entity and numeric character
 /// references 25 (`&HilbertSpace;` …), 32 and 33 (`&ouml;` in a link), 34 (in an info string, so the
-/// language class differs) and Links 503 (`&auml;` in a destination).
+/// language class differs) and Links 503 (`&auml;` in a destination); and three Autolinks examples
+/// where the core spec keeps a bare URL as text and we, like GFM, make it a link.
 pub const FLOORS: &[(&str, usize, usize)] = &[
     ("Tabs", 11, 0),
     ("Backslash escapes", 12, 1),
@@ -63,7 +64,9 @@ pub const FLOORS: &[(&str, usize, usize)] = &[
     ("Emphasis and strong emphasis", 129, 3),
     ("Links", 85, 4),
     ("Images", 22, 0),
-    ("Autolinks", 19, 0),
+    // Three below the spec on purpose: bare URLs are links (GFM's extended autolinks), which core
+    // CommonMark's #602, #608 and #611 show as text.
+    ("Autolinks", 16, 0),
     ("Raw HTML", 7, 13),
     ("Hard line breaks", 13, 2),
     ("Soft line breaks", 2, 0),
@@ -478,10 +481,27 @@ fn write_tag(out: &mut String, name: &str, closing: bool, attrs: &[(String, Stri
     out.push('>');
 }
 
+/// Our code blocks' language label (`</pre><span class="code-lang">x</span></div>`) taken out.
+fn without_code_lang(html: &str) -> String {
+    const OPEN: &str = "</pre><span class=\"code-lang\">";
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        out.push_str("</pre>");
+        let after = &rest[at + OPEN.len()..];
+        rest = after
+            .find("</span>")
+            .map_or(after, |end| &after[end + "</span>".len()..]);
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The HTML as a canonical string (see the module doc for what is rewritten).
 pub fn normalize(html: &str, side: Side) -> String {
     let html = match side {
-        Side::Ours => html
+        Side::Ours => without_code_lang(html)
             .replace(COPY, "<pre>")
             .replace("</code></pre></div>", "</code></pre>"),
         Side::Spec => html.to_string(),
@@ -686,11 +706,11 @@ fn normaliser_maps_policy_differences_only() {
         "<ul>\n<li>\n<p>a</p>\n</li>\n</ul>\n",
     );
     check_normalize(
-        &format!("{COPY}<code class=\"language-rb\">x\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-rb\">x\n</code></pre><span class=\"code-lang\">rb</span></div>\n"),
         "<pre><code class=\"language-rb\">x\n</code></pre>\n",
     );
     check_normalize(
-        &format!("{COPY}<code class=\"language-f\">x\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-f\">x\n</code></pre><span class=\"code-lang\">f</span></div>\n"),
         "<pre><code class=\"language-föö\">x\n</code></pre>\n",
     );
     check_normalize(

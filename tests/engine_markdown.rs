@@ -116,6 +116,7 @@ const TAGS: &[&str] = &[
     "pre",
     "div",
     "button",
+    "span",
     "a",
 ];
 
@@ -132,6 +133,7 @@ fn attr_allowed(tag: &str, attr: &str, value: &str) -> bool {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-'))
         }),
         ("div", "class") => value == "code-block",
+        ("span", "class") => value == "code-lang",
         ("button", "type") => value == "button",
         ("button", "class") => value == "copy-code",
         ("button", "data-testid") => value == "copy-code",
@@ -443,11 +445,11 @@ fn renders_supported_markdown() {
     );
     check_render(
         "```rust\nfn main() {}\n```\n",
-        &format!("{COPY}<code class=\"language-rust\">fn main() {{}}\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-rust\">fn main() {{}}\n</code></pre><span class=\"code-lang\">rust</span></div>\n"),
     );
     check_render(
         "```c++ {.x}\na<b\n```\n",
-        &format!("{COPY}<code class=\"language-c++\">a&lt;b\n</code></pre></div>\n"),
+        &format!("{COPY}<code class=\"language-c++\">a&lt;b\n</code></pre><span class=\"code-lang\">c++</span></div>\n"),
     );
     check_render(
         "    indented\n",
@@ -470,6 +472,32 @@ fn renders_supported_markdown() {
     check_render("<b>bold</b>", "<p>&lt;b&gt;bold&lt;/b&gt;</p>\n");
 }
 
+const A: &str = "rel=\"noopener noreferrer\" target=\"_blank\"";
+
+#[test]
+fn bare_urls_are_links_and_only_web_ones() {
+    check_render(
+        "See https://e.example/a?b=1&c=2. Or (HTTP://E.example/x-(y)), then stop",
+        &format!("<p>See <a href=\"https://e.example/a?b=1&amp;c=2\" {A}>https://e.example/a?b=1&amp;c=2</a>. Or (<a href=\"HTTP://E.example/x-(y)\" {A}>HTTP://E.example/x-(y)</a>), then stop</p>\n"),
+    );
+    check_render(
+        "no javascript:alert(1) nor xhttps://e.example nor https:// alone, `https://in.code`",
+        "<p>no javascript:alert(1) nor xhttps://e.example nor https:// alone, <code>https://in.code</code></p>\n",
+    );
+    check_render(
+        "[https://label.example](https://dest.example)",
+        &format!("<p><a href=\"https://dest.example\" {A}>https://label.example</a></p>\n"),
+    );
+    check_render(
+        "https://e.example/\"onmouseover=\"x<b>",
+        &format!("<p><a href=\"https://e.example/&quot;onmouseover=&quot;x\" {A}>https://e.example/&quot;onmouseover=&quot;x</a>&lt;b&gt;</p>\n"),
+    );
+    check_render(
+        "```\nhttps://in.block\n```\n",
+        &format!("{COPY}<code>https://in.block\n</code></pre></div>\n"),
+    );
+}
+
 /// Streaming: output for an unfinished reply.
 fn check_streaming(input: &str, expected: &str) {
     let html = render_streaming(input);
@@ -480,7 +508,7 @@ fn check_streaming(input: &str, expected: &str) {
 #[test]
 fn streaming_tolerates_unfinished_replies() {
     let code = |lang: &str, body: &str| {
-        format!("{COPY}<code class=\"language-{lang}\">{body}</code></pre></div>\n")
+        format!("{COPY}<code class=\"language-{lang}\">{body}</code></pre><span class=\"code-lang\">{lang}</span></div>\n")
     };
     check_streaming("```py\nprint(1)\n", &code("py", "print(1)\n"));
     check_streaming("```py\nprint(1)\n`", &code("py", "print(1)\n"));

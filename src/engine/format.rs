@@ -59,7 +59,7 @@ pub fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
-/// The continuity badge of a conversation: (css key, label, explanation). A turn that had to
+/// The memory status of a conversation: (css key, plain label, explanation). A turn that had to
 /// re-inject the history shows as such even when it opened a new live session, so the user sees
 /// that Memoire gave the agent its memory back; the next resumed turn shows "resumable" again.
 pub fn continuity(
@@ -70,23 +70,23 @@ pub fn continuity(
     match (live, conv.last_path) {
         (true, Some(TurnPath::Reinjected)) => (
             "reinjected",
-            "re-injected",
+            "memory restored",
             "The agent had lost this conversation, so Memoire sent the history, summary and memory \
              again; the next turn continues the new session.",
         ),
         (true, _) => (
             "resumable",
-            "resumable",
+            "agent remembers",
             "The agent still holds this conversation; the next turn continues it.",
         ),
         (false, Some(TurnPath::Reinjected)) | (false, Some(TurnPath::Resumed)) => (
             "reinjected",
-            "re-injected",
+            "memory sent",
             "Memoire sends the history, summary and memory with each turn.",
         ),
         (false, Some(TurnPath::Fresh)) | (false, None) => (
             "fresh",
-            "fresh",
+            "new",
             "Nothing to carry over yet: the next turn starts the conversation.",
         ),
     }
@@ -116,4 +116,165 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// A count with its noun in the right number: "1 summary", "2 summaries", "0 messages".
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A model name as a person reads it: a file path (llama.cpp and llama-cpp-python list the GGUF
+/// file they serve) becomes the file's name without the `.gguf`; other names stay as they are.
+pub fn model_label(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    let base = base
+        .strip_suffix(".gguf")
+        .or_else(|| base.strip_suffix(".GGUF"))
+        .unwrap_or(base);
+    if base.is_empty() {
+        name.to_string()
+    } else {
+        base.to_string()
+    }
+}
+
+/// The text the turn machine gives a reply the user stopped (`engine::turn`).
+const STOPPED_PREFIX: &str = "Stopped.";
+
+/// What a message row says about its status: (css key, short label, the error text to show under
+/// it). A reply the user stopped is not an error: it says "stopped" and nothing more. A failed
+/// reply's reason is shown once, in the error banner, so the row only says "failed".
+pub fn message_note(
+    status: crate::engine::model::MessageStatus,
+    error: Option<&str>,
+) -> Option<(&'static str, &'static str)> {
+    use crate::engine::model::MessageStatus as S;
+    match status {
+        S::Complete => None,
+        S::Streaming => Some(("streaming", "writing…")),
+        S::Interrupted if error.is_some_and(|e| e.starts_with(STOPPED_PREFIX)) => {
+            Some(("stopped", "stopped"))
+        }
+        S::Interrupted => Some(("interrupted", "cut off — the partial reply is kept")),
+        S::Error => Some(("error", "failed")),
+    }
+}
+
+/// A search snippet without the cut words at its ends: where the store cut it (a leading or
+/// trailing `…`), the partial word next to the cut goes, unless the match itself is in it.
+pub fn snippet_words(snippet: &str, query: &str) -> String {
+    let q = query.trim().to_lowercase();
+    let mut s = snippet;
+    let mut lead = false;
+    let mut trail = false;
+    if let Some(rest) = s.strip_prefix('…') {
+        lead = true;
+        s = rest;
+        if let Some(sp) = s.find(char::is_whitespace) {
+            if !s[..sp].to_lowercase().contains(&q) || q.is_empty() {
+                s = s[sp..].trim_start();
+            }
+        }
+    }
+    if let Some(rest) = s.strip_suffix('…') {
+        trail = true;
+        s = rest;
+        if let Some(sp) = s.rfind(char::is_whitespace) {
+            if !s[sp..].to_lowercase().contains(&q) || q.is_empty() {
+                s = s[..sp].trim_end();
+            }
+        }
+    }
+    format!(
+        "{}{}{}",
+        if lead { "… " } else { "" },
+        s,
+        if trail { " …" } else { "" }
+    )
+}
+
+/// `text` split into runs, `true` for each case-insensitive occurrence of `query` (for highlighting
+/// a search term). Runs join back to `text`.
+pub fn highlight(text: &str, query: &str) -> Vec<(String, bool)> {
+    let q: Vec<char> = query.trim().chars().flat_map(char::to_lowercase).collect();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = Vec::new();
+    if q.is_empty() {
+        return vec![(text.to_string(), false)];
+    }
+    let lower_at = |i: usize| chars[i].1.to_lowercase().collect::<Vec<_>>();
+    let (mut i, mut from) = (0, 0);
+    while i < chars.len() {
+        let mut j = i;
+        let mut k = 0;
+        while j < chars.len() && k < q.len() {
+            let l = lower_at(j);
+            if q[k..].starts_with(&l) {
+                k += l.len();
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        if k == q.len() && j > i {
+            let start = chars[i].0;
+            let end = chars.get(j).map_or(text.len(), |c| c.0);
+            if start > from {
+                out.push((text[from..start].to_string(), false));
+            }
+            out.push((text[start..end].to_string(), true));
+            from = end;
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    if from < text.len() {
+        out.push((text[from..].to_string(), false));
+    }
+    out
+}
+
+/// The name of an exported file: `memoire-<title>-<YYYY-MM-DD>.<ext>`, the title in lowercase
+/// words joined by `-` (letters and digits only, at most 40 characters), or `memoire-backup-<date>`
+/// for a whole backup (`title` = None).
+pub fn export_file_name(title: Option<&str>, now: Millis, ext: &str) -> String {
+    let slug = title.map(|t| {
+        let mut s = String::new();
+        for w in t
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let w = w.to_lowercase();
+            if s.chars().count() + w.chars().count() + 1 > 40 {
+                break;
+            }
+            if !s.is_empty() {
+                s.push('-');
+            }
+            s.push_str(&w);
+        }
+        if s.is_empty() {
+            "conversation".to_string()
+        } else {
+            s
+        }
+    });
+    format!(
+        "memoire-{}-{}.{ext}",
+        slug.as_deref().unwrap_or("backup"),
+        date(now)
+    )
+}
+
+/// The conversation the app opens at start: the one the address names, else the one open when
+/// the app was last left (if it still exists), else none (a new chat).
+pub fn conversation_to_reopen(
+    route: Option<&str>,
+    last_open: Option<&str>,
+    exists: impl Fn(&str) -> bool,
+) -> Option<String> {
+    route
+        .map(str::to_string)
+        .or_else(|| last_open.filter(|id| exists(id)).map(str::to_string))
 }

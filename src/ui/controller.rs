@@ -2,10 +2,13 @@
 //! (spawned on the local executor), puts results into the signals and errors into the banner.
 //! Must not import `store` or `transport`: components never touch IndexedDB or fetch.
 
-use crate::engine::model::{EntityNode, MessageStatus};
+use crate::engine::format::{conversation_to_reopen, export_file_name};
+use crate::engine::model::{EntityNode, MemoryOverrides, MessageStatus};
 use crate::engine::settings::Settings;
-use crate::session::{Session, SessionError};
-use crate::ui::state::{AppState, MemoryView, MessageItem};
+use crate::session::{ImportStep, Session, SessionError};
+use crate::ui::behaviour::save_file;
+use crate::ui::state::{AppState, ImportState, MemoryView, MessageItem};
+use crate::ui::time::now_ms;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use std::future::Future;
@@ -24,9 +27,41 @@ type Action = std::pin::Pin<Box<dyn Future<Output = Result<(), SessionError>>>>;
 fn spawn_action(state: AppState, action: Action) {
     spawn_local(async move {
         if let Err(e) = action.await {
-            state.error.set(Some(e.to_string()));
+            state.fail(e.to_string(), offers_settings(&e));
         }
     });
+}
+
+/// True when Settings is where the user fixes this error (the endpoint, key or model).
+fn offers_settings(e: &SessionError) -> bool {
+    matches!(e, SessionError::Request(_) | SessionError::NoEndpoint)
+}
+
+/// What to export.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Export {
+    ConversationJson,
+    ConversationMarkdown,
+    Everything,
+}
+
+/// The key under which this browser remembers the conversation open when the app was left.
+const LAST_OPEN_KEY: &str = "memoire.last-open";
+
+/// The conversation open when the app was last left (this browser's local storage).
+pub fn last_open() -> Option<String> {
+    let ls = web_sys::window()?.local_storage().ok()??;
+    ls.get_item(LAST_OPEN_KEY).ok()?
+}
+
+fn remember_open(id: Option<&str>) {
+    let Some(ls) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) else {
+        return;
+    };
+    let _ = match id {
+        Some(id) => ls.set_item(LAST_OPEN_KEY, id),
+        None => ls.remove_item(LAST_OPEN_KEY),
+    };
 }
 
 /// Provided as context; `Copy`.
@@ -61,7 +96,29 @@ impl Controller {
         }
     }
 
-    pub fn session(&self) -> Option<Rc<Session>> {
+    /// The database is open: the settings in force, then the conversation list, then the
+    /// conversation to show (`engine::format::conversation_to_reopen`).
+    pub fn start(&self, session: Rc<Session>) {
+        let st = self.state;
+        st.settings.set(session.settings());
+        self.set_session(session);
+        st.ready.set(true);
+        let ctl = *self;
+        self.run(move |s, st| async move {
+            let list = s.list_conversations().await?;
+            let reopen = conversation_to_reopen(route().as_deref(), last_open().as_deref(), |id| {
+                list.iter().any(|c| c.id == id)
+            });
+            st.conversations.set(list);
+            if let Some(id) = reopen {
+                ctl.open(id, None);
+            }
+            Ok(())
+        });
+        self.refresh_storage();
+    }
+
+    fn session(&self) -> Option<Rc<Session>> {
         self.session.get_value()
     }
 
@@ -83,30 +140,16 @@ impl Controller {
         }
     }
 
-    /// Loads the conversation list (most recent first).
-    pub fn refresh_conversations(&self) {
-        self.run(|s, st| async move {
-            st.conversations.set(s.list_conversations().await?);
-            Ok(())
-        });
-    }
-
     /// Opens a conversation: mounts its last page of messages, its memory and the next-request preview.
     /// `focus` scrolls to a message (from a search hit), loading back to it if needed.
     pub fn open(&self, id: String, focus: Option<String>) {
         let ctl = *self;
         let st = self.state;
         set_route(Some(&id));
+        remember_open(Some(&id));
         if st.current.get_untracked().as_deref() != Some(id.as_str()) {
             ctl.save_draft();
-            st.current.set(Some(id.clone()));
-            st.messages.set(Vec::new());
-            st.memory.set(MemoryView::default());
-            st.preview.set(None);
-            st.error.set(None);
-            // The composer belongs to the new conversation at once; its stored draft follows.
-            st.draft_of.set(None);
-            st.draft.set(String::new());
+            st.show_conversation(Some(id.clone()));
             ctl.load_draft(id.clone());
         }
         st.focus_message.set(focus.clone());
@@ -220,22 +263,17 @@ impl Controller {
         self.run(move |s, _| async move { s.rename(&id, &title).await });
     }
 
+    /// Closes the open conversation (its draft is saved first): the chat shows a new one.
+    pub fn close(&self) {
+        self.save_draft();
+        remember_open(None);
+        self.state.show_conversation(None);
+    }
+
+    /// Deletes a conversation; the session's `ConversationRemoved` takes it out of the list and
+    /// closes it if it is open.
     pub fn delete(&self, id: String) {
-        let ctl = *self;
-        // Read before deleting: the session's ConversationRemoved event closes the open conversation.
-        let was_open = self.state.is_current(&id) || route().as_deref() == Some(id.as_str());
-        self.run(move |s, st| async move {
-            s.delete(&id).await?;
-            if was_open {
-                st.current.set(None);
-                st.messages.set(Vec::new());
-                st.memory.set(MemoryView::default());
-                st.preview.set(None);
-                set_route(None);
-            }
-            ctl.refresh_conversations();
-            Ok(())
-        });
+        self.run(move |s, _| async move { s.delete(&id).await });
     }
 
     /// Sends the composer text. `/clear` is handled by the composer (it asks first).
@@ -244,17 +282,17 @@ impl Controller {
         let st = self.state;
         st.error.set(None);
         if !st.online.get_untracked() {
-            st.error.set(Some(
-                "You are offline. Your message is kept in the composer; send it when you are back online."
-                    .into(),
-            ));
+            st.fail(
+                "You are offline. Your message is kept in the composer; send it when you are back online.",
+                false,
+            );
             return;
         }
         if !st.settings.with_untracked(|s| s.has_endpoint()) {
-            st.error.set(Some(
-                "No agent endpoint is set. Open Settings, pick a preset or enter your agent's URL, and save. Your message is kept."
-                    .into(),
-            ));
+            st.fail(
+                "No agent endpoint is set. Open Settings, pick a preset or enter your agent's URL, and save. Your message is kept.",
+                true,
+            );
             st.settings_open.set(true);
             return;
         }
@@ -298,12 +336,20 @@ impl Controller {
         self.run(move |s, _| async move { s.retry(&id).await });
     }
 
+    /// Puts a user message's text in the composer to be edited and sent again.
+    pub fn start_edit(&self, message_id: String, text: String) {
+        self.state.draft.set(text);
+        self.state.editing.set(Some(message_id));
+    }
+
     /// Replaces the last user message with `text` and sends it again.
     pub fn edit_last(&self, text: String) {
         let Some(id) = self.state.current.get_untracked() else {
             return;
         };
         let ctl = *self;
+        self.state.editing.set(None);
+        self.state.draft.set(String::new());
         self.state.error.set(None);
         self.state.apply_edit_last(&text);
         self.run(move |s, _| async move {
@@ -404,21 +450,96 @@ impl Controller {
         });
     }
 
-    /// Validates and saves settings; closes the dialog on success.
+    /// Validates and saves settings, and the open conversation's overrides when given; `on_done`
+    /// hears how it went. The settings in force change through the session's `SettingsChanged`.
     pub fn save_settings(
         &self,
         settings: Settings,
+        overrides: Option<MemoryOverrides>,
         on_done: impl FnOnce(Result<(), String>) + 'static,
     ) {
-        self.run(move |s, st| async move {
-            match s.save_settings(settings.clone()).await {
-                Ok(()) => {
-                    st.settings.set(settings);
-                    st.settings_open.set(false);
-                    on_done(Ok(()));
-                }
-                Err(e) => on_done(Err(e.to_string())),
+        let id = self.state.current.get_untracked();
+        self.run(move |s, _| async move {
+            let mut r = s.save_settings(settings).await;
+            if let (Ok(()), Some(o), Some(id)) = (&r, overrides, id) {
+                r = s.set_overrides(&id, o).await;
             }
+            on_done(r.map_err(|e| e.to_string()));
+            Ok(())
+        });
+    }
+
+    /// Asks the endpoint of `settings` for its models; `on_done` gets them or what went wrong.
+    pub fn test_connection(
+        &self,
+        settings: Settings,
+        on_done: impl FnOnce(Result<Vec<String>, String>) + 'static,
+    ) {
+        self.run(move |s, _| async move {
+            on_done(
+                s.test_connection(&settings)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+            Ok(())
+        });
+    }
+
+    /// Exports the open conversation or everything as a file download, named after the
+    /// conversation and the day.
+    pub fn export(&self, what: Export) {
+        let st = self.state;
+        let id = st.current.get_untracked();
+        let title = st.current_conversation_untracked().map(|c| c.title);
+        self.run(move |s, _| async move {
+            let now = now_ms();
+            let (name, mime, text) = match (what, id) {
+                (Export::ConversationMarkdown, Some(id)) => (
+                    export_file_name(title.as_deref(), now, "md"),
+                    "text/markdown",
+                    s.export_markdown(&id).await?,
+                ),
+                (Export::ConversationJson, Some(id)) => (
+                    export_file_name(title.as_deref(), now, "json"),
+                    "application/json",
+                    s.export_json(Some(&id)).await?,
+                ),
+                _ => (
+                    export_file_name(None, now, "json"),
+                    "application/json",
+                    s.export_json(None).await?,
+                ),
+            };
+            save_file(&name, mime, &text);
+            Ok(())
+        });
+    }
+
+    /// Reads a backup or another app's export: ours is written at once, another app's waits in
+    /// `state.import` for the user to confirm. New conversations arrive as session events.
+    pub fn import_file(&self, file: web_sys::File) {
+        self.run(move |s, st| async move {
+            st.import.set(ImportState::Running);
+            let step = s.open_import(file).await;
+            st.import.set(ImportState::Idle);
+            match step? {
+                ImportStep::Written(report) => st.notice.set(Some(report)),
+                ImportStep::Preview(p) => st.import.set(ImportState::Preview(p)),
+            }
+            Ok(())
+        });
+    }
+
+    /// Writes the import waiting for confirmation.
+    pub fn confirm_import(&self) {
+        let ImportState::Preview(p) = self.state.import.get_untracked() else {
+            return;
+        };
+        self.run(move |s, st| async move {
+            st.import.set(ImportState::Running);
+            let done = s.confirm_import(p).await;
+            st.import.set(ImportState::Idle);
+            st.notice.set(Some(done?));
             Ok(())
         });
     }

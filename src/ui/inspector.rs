@@ -48,7 +48,7 @@ pub fn ContextInspector() -> impl IntoView {
                                 let n = p.dropped.len();
                                 view! {
                                     <details class="dropped" data-testid="inspector-dropped">
-                                        <summary>{n} " messages left out"</summary>
+                                        <summary>{crate::engine::format::plural(n, "message left out", "messages left out")}</summary>
                                         <ul>
                                             {p.dropped.iter().take(200).map(|d| view! {
                                                 <li data-testid="inspector-dropped-item" data-seq=d.seq><span class="seq">"#" {d.seq}</span> " " {d.reason.clone()}</li>

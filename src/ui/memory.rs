@@ -3,7 +3,7 @@
 //! delete), and the entity graph as SVG. Shows progress while memory updates.
 //! Must not import `store` or `transport`.
 
-use crate::engine::format::date_time;
+use crate::engine::format::{date_time, plural};
 use crate::engine::graph_layout::layout;
 use crate::engine::model::{EntityNode, EntityType, Role};
 use crate::ui::controller::Controller;
@@ -20,6 +20,7 @@ pub fn MemoryPane() -> impl IntoView {
         st.memory_updating
             .with(|l| cur.is_some_and(|c| l.contains(&c)))
     };
+    provide_context(SelectedEntity(RwSignal::new(None)));
     view! {
         <aside class="memory-pane" data-testid="memory-pane" aria-label="Memory">
             <div class="memory-head">
@@ -86,11 +87,12 @@ fn Failure() -> impl IntoView {
     }
 }
 
+/// The last N messages as the engine sends them, N as set for this conversation.
 #[component]
 fn Recent() -> impl IntoView {
     let st = expect_context::<Controller>().state;
     let recent = move || {
-        let n = st.settings.with(|s| s.memory.recent_messages);
+        let n = st.memory_config().recent_messages;
         st.messages.with(|l| {
             let start = l.len().saturating_sub(n);
             l[start..]
@@ -129,7 +131,7 @@ fn Summary() -> impl IntoView {
                         <p class="summary-text" data-testid="summary-text">{s.text.clone()}</p>
                         <p class="meta" data-testid="summary-meta">
                             "Version " {s.version} " · updated " {date_time(s.updated_at)}
-                            " · covers " {s.message_count} " messages (up to #" {s.covers_up_to_seq} ")"
+                            " · covers " {plural(s.message_count as usize, "message", "messages")} " (up to #" {s.covers_up_to_seq} ")"
                         </p>
                     </div>
                 }.into_any(),
@@ -207,11 +209,91 @@ fn EntityCard(
     entity: EntityNode,
 ) -> impl IntoView {
     let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let selected = expect_context::<SelectedEntity>().0;
     let editing = RwSignal::new(false);
+    let card = NodeRef::<leptos::html::Div>::new();
+    let id = entity.id.clone();
+    let is_selected = move || selected.with(|s| s.as_deref() == Some(id.as_str()));
+    // Chosen in the graph: brought into view.
+    Effect::new({
+        let is_selected = is_selected.clone();
+        move |_| {
+            if is_selected() {
+                if let Some(el) = card.get_untracked() {
+                    el.scroll_into_view();
+                }
+            }
+        }
+    });
+    let id_del = entity.id.clone();
+    let name = entity.name.clone();
+    let (entity_type, entity_id) = (entity.entity_type.as_str(), entity.id.clone());
+    let for_editor = entity.clone();
+    view! {
+        <div class="entity-node" data-testid="entity-node" node_ref=card class:selected=is_selected
+            data-entity-type=entity_type data-entity-id=entity_id>
+            <Show
+                when=move || editing.get()
+                fallback={
+                    let e = entity.clone();
+                    move || view! {
+                        <div class="entity-name" data-testid="entity-name">{e.name.clone()}</div>
+                        <p class="entity-description" data-testid="entity-description">{e.description.clone()}</p>
+                    }
+                }
+            >
+                <EntityEditor entity=for_editor.clone() editing=editing/>
+            </Show>
+            <EntityDetails entity=entity.clone()/>
+            <div class="entity-actions">
+                <button class="link" data-testid="entity-edit" aria-label=format!("Edit {name}") on:click=move |_| editing.set(true)>"Edit"</button>
+                <button class="link danger" data-testid="entity-delete" aria-label=format!("Delete {name}") on:click=move |_| ctl.delete_entity(id_del.clone())>"Delete"</button>
+            </div>
+        </div>
+    }
+}
+
+/// The entity chosen in the graph (its card is highlighted and brought into view).
+#[derive(Clone, Copy)]
+struct SelectedEntity(RwSignal<Option<String>>);
+
+/// Name and description fields; Save stores the edit, Cancel drops it.
+#[component]
+fn EntityEditor(
+    /// The entity being edited.
+    entity: EntityNode,
+    /// True while the editor is shown; Save and Cancel turn it off.
+    editing: RwSignal<bool>,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
     let name = RwSignal::new(entity.name.clone());
     let description = RwSignal::new(entity.description.clone());
-    let names_by_id = move |id: &str| {
+    let save = move |_| {
+        let mut e = entity.clone();
+        e.name = name.get_untracked().trim().to_string();
+        e.description = description.get_untracked().trim().to_string();
+        editing.set(false);
+        if !e.name.is_empty() {
+            ctl.save_entity(e);
+        }
+    };
+    view! {
+        <input data-testid="entity-name-input" aria-label="Entity name" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
+        <textarea data-testid="entity-description-input" aria-label="Entity description" prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev))></textarea>
+        <button class="primary" data-testid="entity-save" on:click=save>"Save"</button>
+        <button data-testid="entity-cancel" on:click=move |_| editing.set(false)>"Cancel"</button>
+    }
+}
+
+/// Aliases, properties, relationships and the messages the entity came from.
+#[component]
+fn EntityDetails(
+    /// The entity described.
+    entity: EntityNode,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let name_of = move |id: &str| {
         st.memory.with_untracked(|m| {
             m.entities
                 .iter()
@@ -220,124 +302,124 @@ fn EntityCard(
                 .unwrap_or_else(|| id.to_string())
         })
     };
-    let rels: Vec<(String, String, f32, bool)> = entity
+    let rels: Vec<_> = entity
         .relationships
         .iter()
         .map(|r| {
             (
                 r.relationship.clone(),
-                names_by_id(&r.target_id),
+                name_of(&r.target_id),
                 r.strength,
                 r.valid_to.is_some(),
             )
         })
         .collect();
     let props: Vec<(String, String)> = entity.properties.clone().into_iter().collect();
-    let sources = entity.source_message_ids.clone();
-    let original = entity.clone();
-    let save = move |_| {
-        let mut e = original.clone();
-        e.name = name.get_untracked().trim().to_string();
-        e.description = description.get_untracked().trim().to_string();
-        editing.set(false);
-        if !e.name.is_empty() {
-            ctl.save_entity(e);
-        }
-    };
-    let id_del = entity.id.clone();
-    let cancel_name = StoredValue::new(entity.name.clone());
-    let cancel_description = StoredValue::new(entity.description.clone());
     let conv = st.current.get_untracked().unwrap_or_default();
+    let sources: Vec<String> = entity.source_message_ids.iter().take(8).cloned().collect();
     view! {
-        <div class="entity-node" data-testid="entity-node" data-entity-type=entity.entity_type.as_str() data-entity-id=entity.id.clone()>
-            <Show
-                when=move || editing.get()
-                fallback=move || view! {
-                    <div class="entity-name" data-testid="entity-name">{move || name.get()}</div>
-                    <p class="entity-description" data-testid="entity-description">{move || description.get()}</p>
-                }
-            >
-                <input data-testid="entity-name-input" aria-label="Entity name" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
-                <textarea data-testid="entity-description-input" aria-label="Entity description" prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev))></textarea>
-                <button class="primary" data-testid="entity-save" on:click=save.clone()>"Save"</button>
-                <button data-testid="entity-cancel" on:click=move |_| {
-                    name.set(cancel_name.get_value());
-                    description.set(cancel_description.get_value());
-                    editing.set(false);
-                }>"Cancel"</button>
-            </Show>
-            {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}
-            {(!props.is_empty()).then(|| view! {
-                <dl class="props">
-                    {props.into_iter().map(|(k, v)| view! { <dt>{k}</dt><dd>{v}</dd> }).collect_view()}
-                </dl>
-            })}
-            {(!rels.is_empty()).then(|| view! {
-                <ul class="rels">
-                    {rels.into_iter().map(|(rel, target, strength, closed)| view! {
-                        <li class:closed=closed data-testid="entity-relationship">
-                            {rel} " → " {target}
-                            <span class="strength" title="strength">{format!(" {:.0}%", strength * 100.0)}</span>
-                            {closed.then_some(" (no longer true)")}
-                        </li>
-                    }).collect_view()}
-                </ul>
-            })}
-            {(!sources.is_empty()).then(|| {
-                let conv = conv.clone();
-                view! {
-                    <p class="sources">"from "
-                        {sources.into_iter().take(8).enumerate().map(|(i, id)| {
-                            let conv = conv.clone();
-                            let target = id.clone();
-                            view! {
-                                <button class="link" title="Show the source message" on:click=move |_| ctl.open(conv.clone(), Some(target.clone()))>
-                                    {format!("#{}", i + 1)}
-                                </button>
-                            }
-                        }).collect_view()}
-                    </p>
-                }
-            })}
-            <div class="entity-actions">
-                <button class="link" data-testid="entity-edit" aria-label=format!("Edit {}", entity.name) on:click=move |_| editing.set(true)>"Edit"</button>
-                <button class="link danger" data-testid="entity-delete" aria-label=format!("Delete {}", entity.name) on:click=move |_| ctl.delete_entity(id_del.clone())>"Delete"</button>
-            </div>
-        </div>
+        {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}
+        {(!props.is_empty()).then(|| view! {
+            <dl class="props">
+                {props.into_iter().map(|(k, v)| view! { <dt>{k}</dt><dd>{v}</dd> }).collect_view()}
+            </dl>
+        })}
+        {(!rels.is_empty()).then(|| view! {
+            <ul class="rels">
+                {rels.into_iter().map(|(rel, target, strength, closed)| view! {
+                    <li class:closed=closed data-testid="entity-relationship">
+                        {rel} " → " {target}
+                        <span class="strength" title="strength">{format!(" {:.0}%", strength * 100.0)}</span>
+                        {closed.then_some(" (no longer true)")}
+                    </li>
+                }).collect_view()}
+            </ul>
+        })}
+        {(!sources.is_empty()).then(|| view! {
+            <p class="sources">"from "
+                {sources.into_iter().enumerate().map(|(i, target)| {
+                    let conv = conv.clone();
+                    view! {
+                        <button class="link" title="Show the source message" on:click=move |_| ctl.open(conv.clone(), Some(target.clone()))>
+                            {format!("message {}", i + 1)}
+                        </button>
+                    }
+                }).collect_view()}
+            </p>
+        })}
     }
 }
+
+/// Room around the circle of nodes for their labels, so none is cut at the edges.
+const GRAPH_MARGIN: f32 = 64.0;
 
 #[component]
 fn Graph() -> impl IntoView {
     let st = expect_context::<Controller>().state;
+    let selected = expect_context::<SelectedEntity>().0;
     let drawing = move || st.memory.with(|m| layout(&m.entities, 320.0, 40));
     view! {
-        <details class="memory-section" open>
+        <details class="memory-section" data-testid="memory-graph" open>
             <summary>"Graph"</summary>
             {move || {
                 let l = drawing();
                 if l.nodes.is_empty() {
                     return view! { <p class="empty">"The graph appears once there are entities."</p> }.into_any();
                 }
+                let m = GRAPH_MARGIN;
                 view! {
-                    <svg class="entity-graph" data-testid="entity-graph" viewBox=format!("0 0 {} {}", l.width, l.height)
+                    <svg class="entity-graph" data-testid="entity-graph"
+                        viewBox=format!("{} {} {} {}", -m, -m / 2.0, l.width + 2.0 * m, l.height + m)
                         role="img" aria-label="Entity relationship graph">
                         {l.edges.into_iter().map(|e| view! {
-                            <line x1=e.from.0 y1=e.from.1 x2=e.to.0 y2=e.to.1
-                                class="edge" data-testid="graph-edge" stroke-width=0.5 + 3.0 * e.strength stroke-opacity=0.3 + 0.6 * e.strength>
-                                <title>{e.label}</title>
-                            </line>
-                        }).collect_view()}
-                        {l.nodes.into_iter().map(|n| view! {
-                            <g class=format!("node type-{}", n.entity_type.as_str()) data-testid="graph-node" data-entity-type=n.entity_type.as_str()>
-                                <circle cx=n.x cy=n.y r="7"><title>{format!("{} ({})", n.name, n.entity_type.as_str())}</title></circle>
-                                <text x=n.x y=n.y + 18.0 text-anchor="middle">{preview_text(&n.name, 18)}</text>
+                            <g class="edge-group">
+                                <line x1=e.from.0 y1=e.from.1 x2=e.to.0 y2=e.to.1
+                                    class="edge" data-testid="graph-edge" stroke-width=0.5 + 3.0 * e.strength stroke-opacity=0.3 + 0.6 * e.strength>
+                                    <title>{e.label.clone()}</title>
+                                </line>
+                                <text class="edge-label" data-testid="graph-edge-label" text-anchor="middle"
+                                    x=(e.from.0 + e.to.0) / 2.0 y=(e.from.1 + e.to.1) / 2.0 - 3.0>{preview_text(&e.label, 16)}</text>
                             </g>
                         }).collect_view()}
+                        {l.nodes.into_iter().map(|n| {
+                            let id = n.id.clone();
+                            view! {
+                                <g class=format!("node type-{}", n.entity_type.as_str()) data-testid="graph-node"
+                                    data-entity-type=n.entity_type.as_str() data-entity-id=n.id.clone()
+                                    role="button" tabindex="0" aria-label=format!("Show {}", n.name)
+                                    on:click=move |_| selected.set(Some(id.clone()))>
+                                    <circle cx=n.x cy=n.y r="7"><title>{format!("{} ({})", n.name, n.entity_type.as_str())}</title></circle>
+                                    <text x=n.x y=n.y + 18.0 text-anchor="middle">{preview_text(&n.name, 22)}</text>
+                                </g>
+                            }
+                        }).collect_view()}
                     </svg>
+                    <GraphLegend/>
                 }.into_any()
             }}
         </details>
+    }
+}
+
+/// What the node colours mean, for the types the graph shows.
+#[component]
+fn GraphLegend() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    let types = move || {
+        st.memory.with(|m| {
+            EntityType::ALL
+                .iter()
+                .copied()
+                .filter(|t| m.entities.iter().any(|e| e.entity_type == *t))
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <ul class="graph-legend" data-testid="graph-legend">
+            {move || types().into_iter().map(|t| view! {
+                <li class=format!("type-{}", t.as_str())><span class="dot" aria-hidden="true"></span>{type_label(t)}</li>
+            }).collect_view()}
+        </ul>
     }
 }
 

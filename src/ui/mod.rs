@@ -1,11 +1,16 @@
 //! The Leptos interface: sidebar, chat pane (about 60%), memory pane (about 40%), settings dialog,
 //! context inspector. Views read signals (`state`) and call the `controller`; they never touch
-//! IndexedDB or fetch. Must not import `store` or `transport`.
+//! IndexedDB or fetch, and only the controller calls the session. Reusable browser behaviours are
+//! in `behaviour`. Must not import `store` or `transport`.
 
+pub mod backup;
+pub mod behaviour;
 pub mod chat;
+pub mod composer;
 pub mod controller;
 pub mod inspector;
 pub mod memory;
+pub mod messages;
 pub mod settings;
 pub mod sidebar;
 pub mod state;
@@ -17,7 +22,6 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use state::{AppState, EventApplier};
 use std::rc::Rc;
-use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
 /// The whole app.
@@ -30,46 +34,42 @@ pub fn App() -> impl IntoView {
 
     let applier = EventApplier::new(
         state,
-        Rc::new(move |_| ctl.reload_memory()),
+        Rc::new(move |_| {
+            ctl.reload_memory();
+            ctl.refresh_preview();
+        }),
         Rc::new(move |_| ctl.refresh_preview()),
         Rc::new(move |id| ctl.open(id, None)),
     );
     spawn_local(async move {
         let sink: Rc<dyn Fn(crate::session::SessionEvent)> = Rc::new(move |e| applier.apply(e));
         match Session::open(DB_NAME, sink).await {
-            Ok(session) => {
-                state.settings.set(session.settings());
-                ctl.set_session(session.clone());
-                state.ready.set(true);
-                match session.list_conversations().await {
-                    Ok(list) => state.conversations.set(list),
-                    Err(e) => state.error.set(Some(e.to_string())),
-                }
-                if let Some(id) = controller::route() {
-                    ctl.open(id, None);
-                }
-                ctl.refresh_storage();
-            }
-            Err(e) => state.error.set(Some(e.to_string())),
+            Ok(session) => ctl.start(session),
+            Err(e) => state.fail(e.to_string(), false),
         }
     });
-    install_window_listeners(ctl);
+    use_app_keys(ctl);
+    use_page_lifecycle(ctl);
     // A conversation closed (deleted here or in another tab, or the address cleared): the address
-    // must stop naming it, or a reload would try to open what is gone, and its draft leaves the
-    // composer (it stays stored with the conversation, if that still exists).
+    // must stop naming it, or a reload would try to open what is gone.
     Effect::new(move |was_open: Option<bool>| {
         let open = state.current.with(Option::is_some);
         if was_open == Some(true) && !open {
             controller::set_route(None);
-            state.draft_of.set(None);
-            state.draft.set(String::new());
         }
         open
     });
 
     view! {
-        <div class="app" class:memory-open=move || state.memory_open.get()>
+        <a class="skip-link" href="#composer" data-testid="skip-to-composer"
+            on:click=move |ev| { ev.prevent_default(); focus_testid("composer-input"); }>
+            "Skip to the message box"
+        </a>
+        <div class="app" class:memory-open=move || state.memory_open.get()
+            class:sidebar-open=move || state.sidebar_open.get()>
             <sidebar::Sidebar/>
+            <div class="drawer-backdrop" data-testid="drawer-backdrop" aria-hidden="true"
+                on:click=move |_| state.sidebar_open.set(false)></div>
             <chat::ChatPane/>
             <memory::MemoryPane/>
             <settings::SettingsDialog/>
@@ -77,60 +77,61 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// Back/forward (`hashchange`), online/offline, Ctrl/Cmd+K, and saving the draft on hide.
-fn install_window_listeners(ctl: Controller) {
-    let Some(w) = web_sys::window() else { return };
+/// Back/forward (`hashchange`), online/offline, and saving the draft when the page is hidden;
+/// removed when the app goes.
+fn use_page_lifecycle(ctl: Controller) {
     let st = ctl.state;
-    st.online.set(w.navigator().on_line());
-    let on_hash = Closure::<dyn Fn()>::new(move || match controller::route() {
-        Some(id) if st.current.get_untracked().as_deref() != Some(id.as_str()) => {
-            ctl.open(id, None)
-        }
-        Some(_) => {}
-        None => {
-            st.current.set(None);
-            st.messages.set(Vec::new());
-        }
-    });
-    let on_online = Closure::<dyn Fn()>::new(move || {
+    if let Some(w) = web_sys::window() {
+        st.online.set(w.navigator().on_line());
+    }
+    let on_hash =
+        window_event_listener(leptos::ev::hashchange, move |_| match controller::route() {
+            Some(id) if !st.is_current(&id) => ctl.open(id, None),
+            Some(_) => {}
+            None => ctl.close(),
+        });
+    let on_online = window_event_listener(leptos::ev::online, move |_| {
         st.online.set(true);
         st.notice.set(Some("You are back online.".into()));
     });
-    let on_offline = Closure::<dyn Fn()>::new(move || {
+    let on_offline = window_event_listener(leptos::ev::offline, move |_| {
         st.online.set(false);
         st.notice.set(Some(
             "You are offline. Everything stored can still be read and searched.".into(),
         ));
     });
-    let on_key =
-        Closure::<dyn Fn(web_sys::KeyboardEvent)>::new(move |e: web_sys::KeyboardEvent| {
-            if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("k") {
-                e.prevent_default();
-                focus_testid("conversation-search");
-            } else if e.key() == "Escape" && st.settings_open.get_untracked() {
-                // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
-                st.settings_open.set(false);
-            } else if e.key() == "Escape"
-                && !e.default_prevented()
-                && !st.settings_open.get_untracked()
-                && st.current_streaming_untracked()
-            {
-                // Esc stops the reply from anywhere on the page (the composer handles its own).
+    let on_hide = window_event_listener(leptos::ev::pagehide, move |_| ctl.save_draft());
+    on_cleanup(move || {
+        on_hash.remove();
+        on_online.remove();
+        on_offline.remove();
+        on_hide.remove();
+    });
+}
+
+/// Ctrl/Cmd+K searches; Esc closes the settings dialog or the drawer, else stops the reply.
+fn use_app_keys(ctl: Controller) {
+    let st = ctl.state;
+    let on_key = window_event_listener(leptos::ev::keydown, move |e| {
+        if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("k") {
+            e.prevent_default();
+            st.sidebar_open.set(true);
+            focus_testid("conversation-search");
+        } else if e.key() != "Escape" {
+        } else if st.settings_open.get_untracked() {
+            // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
+            st.settings_open.set(false);
+        } else if st.sidebar_open.get_untracked() {
+            st.sidebar_open.set(false);
+            if st.current_streaming_untracked() {
                 ctl.stop();
             }
-        });
-    let on_hide = Closure::<dyn Fn()>::new(move || ctl.save_draft());
-    let _ = w.add_event_listener_with_callback("hashchange", on_hash.as_ref().unchecked_ref());
-    let _ = w.add_event_listener_with_callback("online", on_online.as_ref().unchecked_ref());
-    let _ = w.add_event_listener_with_callback("offline", on_offline.as_ref().unchecked_ref());
-    let _ = w.add_event_listener_with_callback("keydown", on_key.as_ref().unchecked_ref());
-    let _ = w.add_event_listener_with_callback("pagehide", on_hide.as_ref().unchecked_ref());
-    // The app lives as long as the page: these listeners are never removed.
-    on_hash.forget();
-    on_online.forget();
-    on_offline.forget();
-    on_key.forget();
-    on_hide.forget();
+        } else if !e.default_prevented() && st.current_streaming_untracked() {
+            // Esc stops the reply from anywhere on the page (the composer handles its own).
+            ctl.stop();
+        }
+    });
+    on_cleanup(move || on_key.remove());
 }
 
 /// Focuses the element with this `data-testid`.

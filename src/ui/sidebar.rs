@@ -1,9 +1,11 @@
-//! The conversation sidebar: list by last activity (title, relative time, message count, continuity
-//! badge), new conversation, inline rename, delete with an in-page confirmation, and search across
-//! titles and message text. Must not import `store` or `transport`.
+//! The conversation sidebar (a drawer on phones): list by last activity (title, relative time,
+//! message count, memory status), new conversation, inline rename, delete with an in-page
+//! confirmation, search across titles and message text, settings and the theme. Must not import
+//! `store` or `transport`.
 
-use crate::engine::format::{continuity, relative_time};
+use crate::engine::format::{continuity, highlight, plural, relative_time, snippet_words};
 use crate::engine::model::Conversation;
+use crate::session::SearchHit;
 use crate::ui::controller::Controller;
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
@@ -13,15 +15,14 @@ use leptos::prelude::*;
 pub fn Sidebar() -> impl IntoView {
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
-    let on_search = move |ev: leptos::ev::Event| ctl.search(event_target_value(&ev));
-    let on_search_key = move |ev: leptos::ev::KeyboardEvent| {
-        if ev.key() == "Escape" {
-            ctl.search(String::new());
-        }
-    };
     let searching = move || !st.search_query.get().trim().is_empty();
+    // Opening a conversation (or a new one) closes the drawer.
+    Effect::new(move |_| {
+        st.current.track();
+        st.sidebar_open.set(false);
+    });
     view! {
-        <nav class="sidebar" aria-label="Conversations">
+        <nav class="sidebar" data-testid="sidebar" aria-label="Conversations">
             <div class="sidebar-head">
                 <span class="brand" aria-hidden="true">"Memoire"</span>
                 <button
@@ -40,32 +41,84 @@ pub fn Sidebar() -> impl IntoView {
                 aria-label="Search conversations and messages (Ctrl+K)"
                 placeholder="Search (Ctrl+K)"
                 prop:value=move || st.search_query.get()
-                on:input=on_search
-                on:keydown=on_search_key
+                on:input=move |ev| ctl.search(event_target_value(&ev))
+                on:keydown=move |ev| if ev.key() == "Escape" && searching() {
+                    ev.stop_propagation();
+                    ctl.search(String::new());
+                }
             />
             <Show when=searching fallback=move || view! { <ConversationList/> }>
                 <SearchResults/>
             </Show>
-            <div class="sidebar-foot">
-                <button
-                    data-testid="settings-open"
-                    aria-label="Open settings"
-                    on:click=move |_| st.settings_open.set(true)
-                >
-                    "⚙ Settings"
-                </button>
-                <span class="net" data-testid="network-status" class:offline=move || !st.online.get()>
-                    {move || if st.online.get() { "online" } else { "offline" }}
-                </span>
-            </div>
+            <SidebarFoot/>
         </nav>
     }
 }
 
+/// Settings, the theme and the network status.
+#[component]
+fn SidebarFoot() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    let theme = use_theme();
+    view! {
+        <div class="sidebar-foot">
+            <button data-testid="settings-open" aria-label="Open settings" on:click=move |_| st.settings_open.set(true)>
+                "⚙ Settings"
+            </button>
+            <button
+                class="theme-toggle"
+                data-testid="theme-toggle"
+                aria-label=move || format!("Theme: {} (click to change)", theme.get())
+                title="Light, dark, or as the system is set"
+                on:click=move |_| theme.update(|t| *t = next_theme(t))
+            >
+                {move || match theme.get().as_str() { "light" => "☀ Light", "dark" => "☾ Dark", _ => "◐ Auto" }}
+            </button>
+            <span class="net" data-testid="network-status" class:offline=move || !st.online.get()>
+                {move || if st.online.get() { "online" } else { "offline" }}
+            </span>
+        </div>
+    }
+}
+
+fn next_theme(t: &str) -> String {
+    match t {
+        "auto" => "light",
+        "light" => "dark",
+        _ => "auto",
+    }
+    .to_string()
+}
+
+const THEME_KEY: &str = "memoire.theme";
+
+/// The colour theme ("auto", "light" or "dark"), kept in this browser and put on `<html
+/// data-theme>` (the style sheet follows the system setting for "auto").
+fn use_theme() -> RwSignal<String> {
+    let storage = web_sys::window().and_then(|w| w.local_storage().ok().flatten());
+    let stored = storage
+        .as_ref()
+        .and_then(|s| s.get_item(THEME_KEY).ok().flatten())
+        .unwrap_or_else(|| "auto".into());
+    let theme = RwSignal::new(stored);
+    Effect::new(move |_| {
+        let t = theme.get();
+        if let Some(root) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.document_element())
+        {
+            let _ = root.set_attribute("data-theme", &t);
+        }
+        if let Some(s) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+            let _ = s.set_item(THEME_KEY, &t);
+        }
+    });
+    theme
+}
+
 #[component]
 fn ConversationList() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let st = expect_context::<Controller>().state;
     view! {
         <ul class="conversation-list" data-testid="conversation-list" role="list">
             <Show when=move || st.ready.get() && st.conversations.with(|l| l.is_empty())>
@@ -90,178 +143,179 @@ fn ConversationItem(
     /// The conversation to show.
     conv: Conversation,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
-    let id = conv.id.clone();
+    let st = expect_context::<Controller>().state;
     let renaming = RwSignal::new(false);
     let confirming = RwSignal::new(false);
+    let is_current = {
+        let id = conv.id.clone();
+        move || st.current.get().as_deref() == Some(id.as_str())
+    };
+    let conv_open = conv.clone();
+    let conv_rename = conv.clone();
+    view! {
+        <li
+            class="conversation-item"
+            class:current=is_current.clone()
+            class:confirming=move || confirming.get()
+            aria-current=move || is_current().then_some("page")
+            data-testid="conversation-item"
+            data-conversation-id=conv.id.clone()
+        >
+            <Show
+                when=move || renaming.get()
+                fallback=move || view! { <ConversationOpen conv=conv_open.clone()/> }
+            >
+                <RenameField conv=conv_rename.clone() renaming=renaming/>
+            </Show>
+            <ItemActions id=conv.id.clone() renaming=renaming confirming=confirming/>
+        </li>
+    }
+}
+
+/// The row's button: title, when, how many messages, memory status.
+#[component]
+fn ConversationOpen(
+    /// The conversation the row opens.
+    conv: Conversation,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
     let (badge_key, badge_label, badge_title) = continuity(&conv);
-    let title = RwSignal::new(conv.title.clone());
-    let shown_title = if conv.title.is_empty() {
+    let title = if conv.title.is_empty() {
         "New conversation".to_string()
     } else {
         conv.title.clone()
     };
     let when = relative_time(conv.updated_at, now_ms());
     let count = conv.message_count;
-    let id_open = id.clone();
-    let is_current = {
-        let id = id.clone();
-        move || st.current.get().as_deref() == Some(id.as_str())
+    let id = conv.id.clone();
+    view! {
+        <button
+            class="open"
+            data-testid="conversation-open"
+            aria-label=format!("Open conversation {title}, {}, {when}", plural(count as usize, "message", "messages"))
+            on:click=move |_| ctl.open(id.clone(), None)
+        >
+            <span class="title" data-testid="conversation-title">{title.clone()}</span>
+            <span class="meta">
+                <span class="when" data-testid="conversation-time">{when.clone()}</span>
+                " · "
+                <span class="count" data-testid="conversation-count" data-count=count>{plural(count as usize, "msg", "msgs")}</span>
+                <span class=format!("badge badge-{badge_key}") data-testid="conversation-badge" data-continuity=badge_key title=badge_title>
+                    {badge_label}
+                </span>
+            </span>
+        </button>
+    }
+}
+
+/// The inline rename field: Enter (or leaving the field) commits once; Esc cancels.
+#[component]
+fn RenameField(
+    /// The conversation being renamed.
+    conv: Conversation,
+    /// True while the field is shown; committing or cancelling turns it off.
+    renaming: RwSignal<bool>,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let title = RwSignal::new(conv.title.clone());
+    let original = StoredValue::new(conv.title.clone());
+    let id = StoredValue::new(conv.id.clone());
+    // The guard on `renaming` keeps the blur that follows either key from committing a second time.
+    let commit = move || {
+        if !renaming.get_untracked() {
+            return;
+        }
+        renaming.set(false);
+        let t = title.get_untracked().trim().to_string();
+        if !t.is_empty() && t != original.get_value() {
+            ctl.rename(id.get_value(), t);
+        }
     };
-    // Enter (or leaving the field) commits once; Esc cancels and restores the title. The guard on
-    // `renaming` keeps the blur that follows either key from committing a second time.
-    let original = conv.title.clone();
-    let commit_rename = {
-        let id = id.clone();
-        let original = original.clone();
-        move || {
-            if !renaming.get_untracked() {
-                return;
-            }
+    let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Enter" => {
+            ev.prevent_default();
+            commit();
+        }
+        "Escape" => {
+            ev.prevent_default();
+            ev.stop_propagation();
             renaming.set(false);
-            let t = title.get_untracked().trim().to_string();
-            if !t.is_empty() && t != original {
-                ctl.rename(id.clone(), t);
-            }
+            title.set(original.get_value());
         }
+        _ => {}
     };
-    let commit_on_key = {
-        let commit = commit_rename.clone();
-        let original_for_esc = original.clone();
-        move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
-            "Enter" => {
-                ev.prevent_default();
-                commit();
-            }
-            "Escape" => {
-                ev.prevent_default();
-                ev.stop_propagation();
-                renaming.set(false);
-                title.set(original_for_esc.clone());
-            }
-            _ => {}
-        }
-    };
-    let rename_ref = NodeRef::<leptos::html::Input>::new();
+    let input = NodeRef::<leptos::html::Input>::new();
     // Focus the field (and select its text) as soon as it is mounted.
     Effect::new(move |_| {
-        if let Some(el) = rename_ref.get() {
+        if let Some(el) = input.get() {
             let _ = el.focus();
             el.select();
         }
     });
-    let id_delete = id.clone();
-    let original_for_edit = original.clone();
     view! {
-        <li
-            class="conversation-item"
-            class:current=is_current.clone()
-            aria-current=move || is_current().then_some("page")
-            data-testid="conversation-item"
-            data-conversation-id=id.clone()
-        >
+        <input
+            class="rename-input"
+            data-testid="rename-input"
+            aria-label="New title (Enter saves, Esc cancels)"
+            node_ref=input
+            prop:value=move || title.get()
+            on:input=move |ev| title.set(event_target_value(&ev))
+            on:keydown=on_key
+            on:blur=move |_| commit()
+        />
+    }
+}
+
+/// Rename and delete, or the delete confirmation (on a line of its own, so the row keeps its
+/// title).
+#[component]
+fn ItemActions(
+    /// The conversation acted on.
+    id: String,
+    /// Turned on by Rename.
+    renaming: RwSignal<bool>,
+    /// True while "Delete for good?" is asked.
+    confirming: RwSignal<bool>,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let id = StoredValue::new(id);
+    view! {
+        <div class="item-actions">
             <Show
-                when=move || renaming.get()
-                fallback=move || {
-                    let id_open = id_open.clone();
-                    let shown_title = shown_title.clone();
-                    let when = when.clone();
-                    view! {
-                        <button
-                            class="open"
-                            data-testid="conversation-open"
-                            aria-label=format!("Open conversation {shown_title}, {count} messages, {when}")
-                            on:click=move |_| ctl.open(id_open.clone(), None)
-                        >
-                            <span class="title" data-testid="conversation-title">{shown_title.clone()}</span>
-                            <span class="meta">
-                                <span class="when" data-testid="conversation-time">{when.clone()}</span>
-                                " · "
-                                <span class="count" data-testid="conversation-count" data-count=count>{count} " msgs"</span>
-                                <span
-                                    class=format!("badge badge-{badge_key}")
-                                    data-testid="conversation-badge"
-                                    data-continuity=badge_key
-                                    title=badge_title
-                                >
-                                    {badge_label}
-                                </span>
-                            </span>
-                        </button>
-                    }
+                when=move || confirming.get()
+                fallback=move || view! {
+                    <button class="icon" data-testid="rename-conversation" aria-label="Rename conversation" title="Rename"
+                        on:click=move |_| renaming.set(true)>"✎"</button>
+                    <button class="icon trash" data-testid="delete-conversation" aria-label="Delete conversation" title="Delete"
+                        on:click=move |_| confirming.set(true)></button>
                 }
             >
-                <input
-                    class="rename-input"
-                    data-testid="rename-input"
-                    aria-label="New title (Enter saves, Esc cancels)"
-                    node_ref=rename_ref
-                    prop:value=move || title.get()
-                    on:input=move |ev| title.set(event_target_value(&ev))
-                    on:keydown=commit_on_key.clone()
-                    on:blur={
-                        let c = commit_rename.clone();
-                        move |_| c()
-                    }
-                />
+                <span class="confirm" role="alertdialog" aria-label="Confirm delete">
+                    "Delete for good? "
+                    <button class="danger" data-testid="confirm-delete" on:click=move |_| {
+                        confirming.set(false);
+                        ctl.delete(id.get_value());
+                    }>"Delete"</button>
+                    <button data-testid="cancel-delete" on:click=move |_| confirming.set(false)>"Keep"</button>
+                </span>
             </Show>
-            <div class="item-actions">
-                <Show
-                    when=move || confirming.get()
-                    fallback=move || {
-                        let original_for_edit = original_for_edit.clone();
-                        view! {
-                        <button
-                            class="icon"
-                            data-testid="rename-conversation"
-                            aria-label="Rename conversation"
-                            title="Rename"
-                            on:click=move |_| {
-                                title.set(original_for_edit.clone());
-                                renaming.set(true);
-                            }
-                        >
-                            "✎"
-                        </button>
-                        <button
-                            class="icon trash"
-                            data-testid="delete-conversation"
-                            aria-label="Delete conversation"
-                            title="Delete"
-                            on:click=move |_| confirming.set(true)
-                        ></button>
-                    }}
-                >
-                    <span class="confirm" role="alertdialog" aria-label="Confirm delete">
-                        "Delete for good? "
-                        <button
-                            class="danger"
-                            data-testid="confirm-delete"
-                            on:click={
-                                let id = id_delete.clone();
-                                move |_| {
-                                    confirming.set(false);
-                                    ctl.delete(id.clone());
-                                }
-                            }
-                        >
-                            "Delete"
-                        </button>
-                        <button data-testid="cancel-delete" on:click=move |_| confirming.set(false)>
-                            "Keep"
-                        </button>
-                    </span>
-                </Show>
-            </div>
-        </li>
+        </div>
     }
+}
+
+/// Search hits, at most one row per conversation and text (a question and a reply that both hold
+/// the same words are one row).
+fn distinct_hits(hits: &[SearchHit]) -> Vec<SearchHit> {
+    let mut seen = std::collections::HashSet::new();
+    hits.iter()
+        .filter(|h| seen.insert((h.conversation_id.clone(), h.snippet.trim().to_lowercase())))
+        .cloned()
+        .collect()
 }
 
 #[component]
 fn SearchResults() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let st = expect_context::<Controller>().state;
     let title_hits = move || {
         let q = st.search_query.get().to_lowercase();
         st.conversations.with(|l| {
@@ -271,47 +325,55 @@ fn SearchResults() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
-    let title_of = move |id: &str| {
-        st.conversations.with_untracked(|l| {
-            l.iter()
-                .find(|c| c.id == id)
-                .map(|c| c.title.clone())
-                .unwrap_or_default()
-        })
-    };
     view! {
         <ul class="conversation-list search-results" data-testid="search-results" role="list" aria-label="Search results">
             <For each=title_hits key=|c| c.id.clone() let:conv>
                 <ConversationItem conv=conv/>
             </For>
-            <For
-                each=move || st.search_hits.get()
-                key=|h| h.message_id.clone()
-                let:hit
-            >
-                {
-                    let conv_id = hit.conversation_id.clone();
-                    let msg_id = hit.message_id.clone();
-                    view! {
-                        <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
-                            <button
-                                class="open"
-                                aria-label=format!("Open the message: {}", hit.snippet)
-                                on:click=move |_| {
-                                    ctl.search(String::new());
-                                    ctl.open(conv_id.clone(), Some(msg_id.clone()));
-                                }
-                            >
-                                <span class="title">{title_of(&hit.conversation_id)}</span>
-                                <span class="snippet">{hit.snippet.clone()}</span>
-                            </button>
-                        </li>
-                    }
-                }
+            <For each=move || st.search_hits.with(|h| distinct_hits(h)) key=|h| h.message_id.clone() let:hit>
+                <SearchHitRow hit=hit/>
             </For>
             <Show when=move || title_hits().is_empty() && st.search_hits.with(|h| h.is_empty())>
                 <li class="empty">"Nothing matches. Try fewer words."</li>
             </Show>
         </ul>
+    }
+}
+
+/// One message that matches: its conversation's title and the words around the match, the term
+/// highlighted.
+#[component]
+fn SearchHitRow(
+    /// The matching message.
+    hit: SearchHit,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let query = st.search_query.get_untracked();
+    let title = st.conversations.with_untracked(|l| {
+        l.iter()
+            .find(|c| c.id == hit.conversation_id)
+            .map(|c| c.title.clone())
+            .unwrap_or_default()
+    });
+    let snippet = snippet_words(&hit.snippet, &query);
+    let runs = highlight(&snippet, &query);
+    let (conv, msg) = (hit.conversation_id.clone(), hit.message_id.clone());
+    view! {
+        <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
+            <button class="open" aria-label=format!("Open the message: {snippet}") on:click=move |_| {
+                ctl.search(String::new());
+                ctl.open(conv.clone(), Some(msg.clone()));
+            }>
+                <span class="title">{title}</span>
+                <span class="snippet" data-testid="search-snippet">
+                    {runs.into_iter().map(|(text, hit)| if hit {
+                        view! { <mark>{text}</mark> }.into_any()
+                    } else {
+                        view! { <span>{text}</span> }.into_any()
+                    }).collect_view()}
+                </span>
+            </button>
+        </li>
     }
 }

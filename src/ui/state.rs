@@ -7,7 +7,7 @@ use crate::engine::model::{
 };
 use crate::engine::settings::Settings;
 use crate::engine::window::{place, Placement};
-use crate::session::{Preview, SearchHit, SessionEvent, StorageInfo};
+use crate::session::{PreparedImport, Preview, SearchHit, SessionEvent, StorageInfo};
 use leptos::prelude::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -50,6 +50,25 @@ pub struct MemoryView {
     pub failure: Option<crate::engine::memory::MemoryFailure>,
 }
 
+/// Something went wrong: what to tell the user, and whether Settings is the place to fix it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub text: String,
+    /// The endpoint, key or model may be the cause: the banner offers Settings.
+    pub settings: bool,
+}
+
+/// Where an import stands.
+#[derive(Clone, Default)]
+pub enum ImportState {
+    #[default]
+    Idle,
+    /// A file is being read or written.
+    Running,
+    /// Another app's export, read and waiting for the user to confirm.
+    Preview(PreparedImport),
+}
+
 /// Every signal of the app. `Copy`, provided as context.
 #[derive(Clone, Copy)]
 pub struct AppState {
@@ -73,7 +92,7 @@ pub struct AppState {
     pub settings: RwSignal<Settings>,
     pub settings_open: RwSignal<bool>,
     /// A message the user can act on, shown in the error banner.
-    pub error: RwSignal<Option<String>>,
+    pub error: RwSignal<Option<Problem>>,
     /// A transient, non-error notice.
     pub notice: RwSignal<Option<String>>,
     pub search_query: RwSignal<String>,
@@ -89,6 +108,11 @@ pub struct AppState {
     pub draft_of: RwSignal<Option<String>>,
     /// Message to scroll to after opening a conversation from a search hit.
     pub focus_message: RwSignal<Option<String>>,
+    /// The user message whose text is in the composer to be edited and sent again.
+    pub editing: RwSignal<Option<String>>,
+    /// The conversation list is shown as a drawer (phones).
+    pub sidebar_open: RwSignal<bool>,
+    pub import: RwSignal<ImportState>,
 }
 
 impl AppState {
@@ -117,7 +141,59 @@ impl AppState {
             draft: RwSignal::new(String::new()),
             draft_of: RwSignal::new(None),
             focus_message: RwSignal::new(None),
+            editing: RwSignal::new(None),
+            sidebar_open: RwSignal::new(false),
+            import: RwSignal::new(ImportState::Idle),
         }
+    }
+
+    /// Shows conversation `id` (or none) with nothing of the one before: the one reset of everything
+    /// that belongs to the open conversation, used to open, close and lose one.
+    pub fn show_conversation(&self, id: Option<String>) {
+        self.current.set(id);
+        self.messages.set(Vec::new());
+        self.has_older.set(false);
+        self.has_newer.set(false);
+        self.memory.set(MemoryView::default());
+        self.preview.set(None);
+        self.error.set(None);
+        self.focus_message.set(None);
+        self.editing.set(None);
+        // The composer belongs to the new conversation at once; its stored draft follows.
+        self.draft_of.set(None);
+        self.draft.set(String::new());
+    }
+
+    /// Shows an error in the banner; `settings` when Settings is where to fix it.
+    pub fn fail(&self, text: impl Into<String>, settings: bool) {
+        self.error.set(Some(Problem {
+            text: text.into(),
+            settings,
+        }));
+    }
+
+    /// The memory settings in force for the open conversation (its overrides on the global ones).
+    pub fn memory_config(&self) -> crate::engine::model::MemoryConfig {
+        let cur = self.current.get();
+        let overrides = self.conversations.with(|l| {
+            l.iter()
+                .find(|c| Some(&c.id) == cur.as_ref())
+                .map(|c| c.memory_overrides.clone())
+                .unwrap_or_default()
+        });
+        self.settings.with(|s| overrides.apply(&s.memory))
+    }
+
+    /// [`Self::current_conversation`] without subscribing (for event handlers).
+    pub fn current_conversation_untracked(&self) -> Option<Conversation> {
+        untrack(|| self.current_conversation())
+    }
+
+    /// The open conversation, as the list has it.
+    pub fn current_conversation(&self) -> Option<Conversation> {
+        let cur = self.current.get()?;
+        self.conversations
+            .with(|l| l.iter().find(|c| c.id == cur).cloned())
     }
 
     pub fn is_current(&self, conversation_id: &str) -> bool {
@@ -303,14 +379,9 @@ impl EventApplier {
             }
             SessionEvent::ConversationRemoved(id) => {
                 s.conversations.update(|l| l.retain(|c| c.id != id));
-                // Deleted in another tab while open here: close it rather than show a ghost.
+                // Deleted here or in another tab while open: close it rather than show a ghost.
                 if s.is_current(&id) {
-                    s.current.set(None);
-                    s.messages.set(Vec::new());
-                    s.has_older.set(false);
-                    s.has_newer.set(false);
-                    s.memory.set(MemoryView::default());
-                    s.preview.set(None);
+                    s.show_conversation(None);
                 }
             }
             SessionEvent::MessageAdded(m) => {
@@ -363,7 +434,8 @@ impl EventApplier {
             } => {
                 let relevant = conversation_id.as_deref().is_none_or(|c| s.is_current(c));
                 if relevant {
-                    s.error.set(Some(message));
+                    // Reported by a request to the agent: the endpoint may be the cause.
+                    s.fail(message, true);
                 }
             }
             SessionEvent::Notice(text) => s.notice.set(Some(text)),

@@ -147,9 +147,10 @@ export async function openApp(page, url) {
   await waitForAppReady(page);
 }
 
-/** Waits until the app has mounted (after a goto or a reload). */
+/** Waits until the app has mounted (after a goto or a reload). On a phone the settings button is
+ * in the closed conversation drawer: mounted, not visible. */
 export async function waitForAppReady(page) {
-  await page.locator(tid('settings-open')).waitFor({ state: 'visible' });
+  await page.locator(tid('settings-open')).waitFor({ state: 'attached' });
 }
 
 /**

@@ -371,7 +371,8 @@ test('layout and keyboard: narrow memory toggle, #/c/<id> routing with back, Ctr
     const repeated = new Set(['conversation-item', 'conversation-open', 'conversation-title', 'conversation-count', 'conversation-time', 'conversation-badge',
       'rename-conversation', 'delete-conversation', 'message', 'message-content', 'edit-message', 'entity-node', 'entity-group', 'entity-name',
       'entity-description', 'entity-relationship', 'entity-edit', 'entity-delete', 'graph-node', 'graph-edge', 'inspector-section',
-      'inspector-dropped-item', 'copy-code', 'search-hit', 'restore-summary', 'recent-message']);
+      'inspector-dropped-item', 'copy-code', 'search-hit', 'restore-summary', 'recent-message', 'copy-message', 'message-model', 'message-tokens',
+      'graph-edge-label', 'search-snippet']);
     const duplicates = async () => page.evaluate((repeated) => {
       const seen = {};
       for (const el of document.querySelectorAll('[data-testid]')) seen[el.getAttribute('data-testid')] = (seen[el.getAttribute('data-testid')] ?? 0) + 1;

@@ -43,7 +43,9 @@
 //!
 //! - blocks: `p h1..h6 blockquote ul ol[start] li hr table thead tbody tr th[style] td[style]`;
 //! - inline: `em strong del code br`;
-//! - code blocks: `div.code-block > button.copy-code + pre > code[class=language-x]`;
+//! - bare `http(s)://` URLs in text are links too (GFM's extended autolinks), through the same policy;
+//! - code blocks: `div.code-block > button.copy-code + pre > code[class=language-x]`, then
+//!   `span.code-lang` with the language's name when it has one;
 //! - links and images: `a[href rel target title class]`.
 //!
 //! Policy:
@@ -374,7 +376,14 @@ fn write_code(info: Option<&str>, text: &str, out: &mut String) {
     }
     out.push('>');
     escape_html(out, text);
-    out.push_str("</code></pre></div>\n");
+    out.push_str("</code></pre>");
+    // The language's name, shown in the strip above the code (next to Copy, never over the code).
+    if !lang.is_empty() {
+        out.push_str("<span class=\"code-lang\">");
+        out.push_str(&lang);
+        out.push_str("</span>");
+    }
+    out.push_str("</div>\n");
 }
 
 fn write_table(aligns: &[Align], rows: &[String], doc: &Doc, out: &mut String) {
@@ -436,7 +445,8 @@ fn write_inline<'a>(text: &'a str, doc: &Doc, buf: &mut Buffers<'a>, out: &mut S
     let mut i = 0;
     while i < nodes.len() {
         match &nodes[i] {
-            Node::Text(t) => escape_html(out, t),
+            Node::Text(t) if links.iter().any(|l| *l) => escape_html(out, t),
+            Node::Text(t) => escape_autolinked(out, t),
             Node::Code(t) => {
                 out.push_str("<code>");
                 escape_html(out, t);
@@ -544,6 +554,66 @@ fn image_alt(nodes: &[Node<'_>], mut i: usize) -> (String, usize) {
         i += 1;
     }
     (alt, i)
+}
+
+/// Text with its bare `http://` and `https://` URLs as links (GFM's extended autolinks, for the
+/// URLs replies write without `<…>`). A URL starts after a non-alphanumeric character, runs to
+/// whitespace or `<`, and ends without trailing punctuation or an unbalanced `)`; its link goes
+/// through [`safe_href`] like every other.
+fn escape_autolinked(out: &mut String, text: &str) {
+    let mut rest = text;
+    while let Some(at) = bare_url_start(rest) {
+        escape_html(out, &rest[..at]);
+        let url = &rest[at..];
+        let mut end = url
+            .find(|c: char| c.is_whitespace() || c == '<')
+            .unwrap_or(url.len());
+        while let Some(c) = url[..end].chars().next_back() {
+            let unbalanced =
+                c == ')' && url[..end].matches(')').count() > url[..end].matches('(').count();
+            if !(unbalanced
+                || matches!(
+                    c,
+                    '.' | ',' | ':' | ';' | '!' | '?' | '*' | '_' | '~' | '\'' | '"'
+                ))
+            {
+                break;
+            }
+            end -= c.len_utf8();
+        }
+        let (link, after) = url.split_at(end);
+        let host = link.split_once("://").map_or("", |(_, h)| h);
+        match safe_href(link).filter(|_| host.starts_with(|c: char| c.is_alphanumeric())) {
+            Some(href) => {
+                open_link(out, None, &href, "");
+                escape_html(out, link);
+                out.push_str("</a>");
+            }
+            None => escape_html(out, link),
+        }
+        rest = after;
+    }
+    escape_html(out, rest);
+}
+
+/// Where the first bare `http://` or `https://` URL of `s` starts (any case; not inside a word).
+fn bare_url_start(s: &str) -> Option<usize> {
+    let lower = s.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(k) = lower[from..].find("http") {
+        let at = from + k;
+        let tail = &lower[at..];
+        let scheme = tail.starts_with("https://") || tail.starts_with("http://");
+        let word_start = s[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric());
+        if scheme && word_start {
+            return Some(at);
+        }
+        from = at + 4;
+    }
+    None
 }
 
 fn open_link(out: &mut String, class: Option<&str>, href: &str, title: &str) {

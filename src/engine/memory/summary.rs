@@ -5,7 +5,6 @@
 use super::prompt::UpdateSpan;
 use super::MemoryError;
 use crate::engine::model::{ConversationSummary, Millis};
-use crate::engine::sort::sort_by;
 
 /// The latest version among `versions` (highest `version`), if any.
 pub fn latest(versions: &[ConversationSummary]) -> Option<&ConversationSummary> {

@@ -1,0 +1,110 @@
+//! The backup menu in the chat header: export this conversation (JSON, Markdown) or everything,
+//! import a backup or another app's export (with a preview to confirm). The menu closes on a
+//! choice, Esc or a click outside. Must not import `store` or `transport`.
+
+use crate::ui::behaviour::use_dismiss;
+use crate::ui::controller::{Controller, Export};
+use crate::ui::state::ImportState;
+use leptos::html;
+use leptos::prelude::*;
+
+/// The backup button, its menu, the import progress and the import preview.
+#[component]
+pub fn BackupMenu() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    let open = RwSignal::new(false);
+    let root = NodeRef::<html::Div>::new();
+    use_dismiss(root, open);
+    view! {
+        <div class="export" node_ref=root>
+            <button
+                data-testid="export-button"
+                aria-haspopup="menu"
+                aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                "Backup"
+            </button>
+            <Show when=move || open.get()>
+                <BackupItems open=open/>
+            </Show>
+            <Show when=move || st.import.with(|i| matches!(i, ImportState::Running))>
+                <progress class="import-progress" data-testid="import-progress" aria-label="Importing"></progress>
+            </Show>
+            <ImportPreview/>
+        </div>
+    }
+}
+
+#[component]
+fn BackupItems(
+    /// Whether the menu is open; a choice closes it.
+    open: RwSignal<bool>,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let export = move |what: Export| {
+        open.set(false);
+        ctl.export(what);
+    };
+    let on_import = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
+        input.set_value("");
+        open.set(false);
+        ctl.import_file(file);
+    };
+    view! {
+        <div class="menu" role="menu">
+            <Show when=move || st.current.with(|c| c.is_some())>
+                <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(Export::ConversationJson)>
+                    "Export this conversation (JSON)"
+                </button>
+                <button role="menuitem" data-testid="export-conversation-markdown" on:click=move |_| export(Export::ConversationMarkdown)>
+                    "Export this conversation (Markdown)"
+                </button>
+            </Show>
+            <button role="menuitem" data-testid="export-all-json" on:click=move |_| export(Export::Everything)>
+                "Export everything (JSON)"
+            </button>
+            <label class="import" role="menuitem">
+                <span class="file-button">"Import a backup or another app's export…"</span>
+                <span class="hint">"Memoire, ChatGPT, Claude, Open WebUI, LobeChat and more: .json, .jsonl or .zip"</span>
+                <input
+                    type="file"
+                    class="visually-hidden"
+                    accept="application/json,application/zip,.json,.jsonl,.zip"
+                    data-testid="import-input"
+                    on:change=on_import
+                />
+            </label>
+        </div>
+    }
+}
+
+/// Another app's export, read and waiting for the user to confirm.
+#[component]
+fn ImportPreview() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let preview = move || match st.import.get() {
+        ImportState::Preview(p) => Some(p),
+        _ => None,
+    };
+    move || {
+        preview().map(|p| {
+            view! {
+                <div class="import-preview" role="dialog" aria-label="Import preview" data-testid="import-preview">
+                    <p class="file">{p.file_name.clone()}</p>
+                    <p>{p.preview.clone()}</p>
+                    <div class="actions">
+                        <button class="primary" data-testid="import-confirm" on:click=move |_| ctl.confirm_import()>"Import"</button>
+                        <button data-testid="import-cancel" on:click=move |_| st.import.set(ImportState::Idle)>"Cancel"</button>
+                    </div>
+                </div>
+            }
+        })
+    }
+}

@@ -1,0 +1,377 @@
+//! The message list: a window of the open conversation's messages (older and newer pages load on
+//! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
+//! markdown, each message's status and actions (copy, edit). Must not import `store` or `transport`.
+
+use crate::engine::format::{date_time, message_note, model_label, plural};
+use crate::engine::markdown;
+use crate::engine::model::{MessageStatus, Role};
+use crate::ui::behaviour::{use_clipboard, use_follow_bottom, UseFollowBottomReturn};
+use crate::ui::controller::Controller;
+use crate::ui::state::{AppState, MessageItem};
+use leptos::html;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// The ids of a window's first and last messages.
+type Ends = (Option<String>, Option<String>);
+
+fn ends_of(l: &[MessageItem]) -> Ends {
+    (
+        l.first().map(|m| m.id.clone()),
+        l.last().map(|m| m.id.clone()),
+    )
+}
+
+/// Where the message `id` is laid out (its offset from its offset parent; 0 when not mounted). Only
+/// differences are used: how far content mounted or unmounted above it moved it.
+fn offset_in(list: &web_sys::HtmlElement, id: &str) -> f64 {
+    let sel = format!("[data-message-id=\"{}\"]", css_escape(id));
+    list.query_selector(&sel)
+        .ok()
+        .flatten()
+        .and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok())
+        .map_or(0.0, |m| f64::from(m.offset_top()))
+}
+
+/// A message that stays mounted while a page is mounted above or below, its distance from the
+/// list's top, and the window's ends then: once the window changed, the view is put back so that
+/// message has not moved.
+type Anchor = (String, f64, Ends);
+
+#[component]
+pub fn MessageList() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let list_ref = NodeRef::<html::Div>::new();
+    let follow = use_follow_bottom(list_ref, move || st.current.track());
+    let anchor = StoredValue::new(None::<Anchor>);
+    let on_scroll = move |_| {
+        let Some(el) = list_ref.get_untracked() else {
+            return;
+        };
+        follow.scrolled(&el);
+        if !st.loading_messages.get_untracked() {
+            load_at_edges(ctl, &el, anchor);
+        }
+    };
+    let after_render = use_after_render(st, list_ref, follow, anchor);
+    Effect::new(move |_| after_render());
+    let on_click = use_code_copy();
+    view! {
+        <div class="message-list" data-testid="message-list" node_ref=list_ref id="messages"
+            on:scroll=on_scroll on:click=on_click
+            role="log" aria-live="polite" aria-label="Messages" tabindex="0">
+            <Show when=move || st.has_older.get()>
+                <button class="load-older" data-testid="load-older" on:click=move |_| ctl.load_older()>
+                    {move || if st.loading_messages.get() { "Loading…" } else { "Load older messages" }}
+                </button>
+            </Show>
+            <Show when=move || st.loading_messages.get() && st.messages.with(|l| l.is_empty())>
+                <div class="empty" role="status"><span class="spinner" aria-hidden="true"></span>" Loading messages…"</div>
+            </Show>
+            <EmptyState/>
+            <For each=move || st.messages.get() key=|m| m.id.clone() let:item>
+                <MessageView item=item/>
+            </For>
+            <Show when=move || st.has_newer.get()>
+                <button class="load-older" data-testid="load-newer" on:click=move |_| ctl.load_newer()>
+                    {move || if st.loading_messages.get() { "Loading…" } else { "Load newer messages" }}
+                </button>
+            </Show>
+        </div>
+    }
+}
+
+/// Near the top (or bottom) of the list, the page above (or below) is mounted; the view's anchor is
+/// kept first.
+fn load_at_edges(ctl: Controller, el: &web_sys::HtmlElement, anchor: StoredValue<Option<Anchor>>) {
+    let st = ctl.state;
+    let top = el.scroll_top() as i32;
+    let gap = el.scroll_height() - top - el.client_height();
+    let ends = st.messages.with_untracked(|l| ends_of(l));
+    let (Some(first), Some(last)) = ends.clone() else {
+        return;
+    };
+    if top < 200 && st.has_older.get_untracked() {
+        anchor.set_value(Some((first.clone(), offset_in(el, &first), ends)));
+        ctl.load_older();
+    } else if gap < 200 && st.has_newer.get_untracked() {
+        anchor.set_value(Some((last.clone(), offset_in(el, &last), ends)));
+        ctl.load_newer();
+    }
+}
+
+/// What runs after the window changes (a page mounted, a message added, a reply growing): scroll
+/// to a focused message, keep an older page's anchor, or follow the bottom. The returned function
+/// subscribes to what changes the layout and acts on the next animation frame, once the DOM has the
+/// new nodes.
+fn use_after_render(
+    st: AppState,
+    list_ref: NodeRef<html::Div>,
+    follow: UseFollowBottomReturn,
+    anchor: StoredValue<Option<Anchor>>,
+) -> impl Fn() + 'static {
+    // The message last marked `data-focused` (from a search hit or a source link).
+    let focused = StoredValue::new_local(None::<web_sys::Element>);
+    move || {
+        let ends = st.messages.with(|l| {
+            // The last message's growth and its final render (status) can both change the height.
+            let _ = l
+                .last()
+                .map(|m| (m.content.with(|c| c.len()), m.status.get()));
+            ends_of(l)
+        });
+        let newer = st.has_newer.get();
+        let focus = st.focus_message.get();
+        // The end of a turn shows the actions on the last messages: the height changes again.
+        let _ = st.current_streaming();
+        request_animation_frame(move || {
+            let Some(el) = list_ref.get_untracked() else {
+                return;
+            };
+            if let Some(target) = focus.and_then(|fid| {
+                let sel = format!("[data-message-id=\"{}\"]", css_escape(&fid));
+                el.query_selector(&sel).ok().flatten()
+            }) {
+                if let Some(old) = focused.get_value() {
+                    let _ = old.remove_attribute("data-focused");
+                }
+                focused.set_value(Some(target.clone()));
+                target.scroll_into_view();
+                let _ = target.set_attribute("data-focused", "true");
+                st.focus_message.set(None);
+                follow.focused(&el);
+                return;
+            }
+            if let Some((id, was_at, was_ends)) = anchor.get_value() {
+                if ends != was_ends {
+                    anchor.set_value(None);
+                    let moved = offset_in(&el, &id) - was_at;
+                    el.set_scroll_top(el.scroll_top() + moved.round());
+                    follow.moved(&el);
+                    return;
+                }
+            }
+            follow.stick(&el, !newer);
+        });
+    }
+}
+
+/// Copy buttons in code blocks (delegated: the markdown HTML has no handlers of its own). The
+/// button says whether the copy worked.
+fn use_code_copy() -> impl Fn(leptos::ev::MouseEvent) + 'static {
+    let clipboard = use_clipboard();
+    let button = StoredValue::new_local(None::<web_sys::Element>);
+    Effect::new(move |_| {
+        let label = if clipboard.copied.get() {
+            "Copied"
+        } else if clipboard.failed.get() {
+            "Copy failed"
+        } else {
+            "Copy"
+        };
+        if let Some(b) = button.get_value() {
+            b.set_text_content(Some(label));
+        }
+    });
+    move |ev: leptos::ev::MouseEvent| {
+        let Some(target) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .filter(|t| t.class_list().contains("copy-code"))
+        else {
+            return;
+        };
+        let code = target
+            .closest(".code-block")
+            .ok()
+            .flatten()
+            .and_then(|p| p.query_selector("code").ok().flatten())
+            .and_then(|c| c.text_content())
+            .unwrap_or_default();
+        if let Some(old) = button.get_value().filter(|b| b != &target) {
+            old.set_text_content(Some("Copy"));
+        }
+        button.set_value(Some(target));
+        clipboard.copy(&code);
+    }
+}
+
+#[component]
+fn EmptyState() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    let no_endpoint = move || !st.settings.with(|s| s.has_endpoint());
+    let empty = move || st.messages.with(|l| l.is_empty()) && !st.loading_messages.get();
+    view! {
+        <Show when=empty>
+            <div class="empty-state" data-testid="empty-state">
+                <Show
+                    when=no_endpoint
+                    fallback=|| view! {
+                        <p>"Say something. Everything you write stays in this browser, and Memoire gives the agent back what it forgot."</p>
+                    }
+                >
+                    <h2>"Connect an agent"</h2>
+                    <p>"Memoire talks to an agent endpoint you choose: Ollama, llama.cpp's server, LM Studio, vLLM, OpenAI or Anthropic. Open the settings, pick a preset and check the model name."</p>
+                    <p>"Local servers must allow this page's origin (CORS), e.g. start Ollama with OLLAMA_ORIGINS set to this page's origin."</p>
+                    <button class="primary" data-testid="empty-state-settings" on:click=move |_| st.settings_open.set(true)>"Open settings"</button>
+                    <p class="hint">"You can read and search stored conversations without an endpoint."</p>
+                </Show>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn MessageView(
+    /// The message to show.
+    item: MessageItem,
+) -> impl IntoView {
+    let role = item.role;
+    let status = item.status;
+    let id = item.id.clone();
+    view! {
+        <article
+            class=format!("message role-{}", role.as_str())
+            data-testid="message"
+            data-role=role.as_str()
+            data-status=move || status.get().as_str()
+            data-message-id=id
+            aria-busy=move || (status.get() == MessageStatus::Streaming).to_string()
+        >
+            <MessageHead item=item.clone()/>
+            <MessageBody item=item.clone()/>
+            <MessageFoot item=item.clone()/>
+            <MessageActions item=item/>
+        </article>
+    }
+}
+
+/// Who wrote it (and which model), when, and its status in plain words.
+#[component]
+fn MessageHead(
+    /// The message whose head this is.
+    item: MessageItem,
+) -> impl IntoView {
+    let (status, meta) = (item.status, item.meta);
+    let note = move || {
+        let s = status.get();
+        meta.with(|m| message_note(s, m.error.as_deref()))
+    };
+    let who = match item.role {
+        Role::User => "You",
+        Role::Assistant => "Agent",
+        Role::System => "System",
+        Role::Tool => "Tool",
+    };
+    view! {
+        <div class="message-head">
+            <span class="who">{who}</span>
+            {move || meta.with(|m| m.model.as_deref().map(|name| view! {
+                <span class="model" data-testid="message-model" title=name.to_string()>{model_label(name)}</span>
+            }))}
+            {move || meta.with(|m| m.usage.filter(|u| u.completion_tokens > 0).map(|u| view! {
+                <span class="tokens" data-testid="message-tokens" title=format!("As the endpoint reported it; the request was {} tokens", u.prompt_tokens)>
+                    {plural(u.completion_tokens as usize, "token", "tokens")}
+                </span>
+            }))}
+            <time title=date_time(item.created_at)>{date_time(item.created_at)}</time>
+            {move || note().map(|(key, label)| view! { <span class=format!("status status-{key}")>{label}</span> })}
+            <Show when=move || status.get() == MessageStatus::Streaming>
+                <span class="spinner small" aria-hidden="true"></span>
+            </Show>
+        </div>
+    }
+}
+
+/// The text: plain for the user's messages, sanitised markdown for the agent's.
+#[component]
+fn MessageBody(
+    /// The message whose text this is.
+    item: MessageItem,
+) -> impl IntoView {
+    let (content, status) = (item.content, item.status);
+    if item.role == Role::User {
+        return view! { <div class="message-content plain" data-testid="message-content">{move || content.get()}</div> }.into_any();
+    }
+    let html = move || {
+        let streaming = status.get() == MessageStatus::Streaming;
+        content.with(|c| {
+            if streaming {
+                markdown::render_streaming(c)
+            } else {
+                markdown::render(c)
+            }
+        })
+    };
+    view! { <div class="message-content markdown" data-testid="message-content" inner_html=html></div> }.into_any()
+}
+
+/// Tools used, and why a reply failed unless the error banner says it already.
+#[component]
+fn MessageFoot(
+    /// The message whose footnotes these are.
+    item: MessageItem,
+) -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    let (status, meta) = (item.status, item.meta);
+    let error = move || {
+        let failed = status.get() == MessageStatus::Error;
+        let e = meta.with(|m| m.error.clone()).filter(|_| failed)?;
+        let in_banner = st.error.with(|b| b.as_ref().is_some_and(|p| p.text == e));
+        (!in_banner).then_some(e)
+    };
+    view! {
+        {move || meta.with(|m| (!m.tool_calls.is_empty()).then(|| {
+            let names = m.tool_calls.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ");
+            view! { <div class="tools">"Tools used: " {names}</div> }
+        }))}
+        {move || error().map(|e| view! { <div class="message-error">{e}</div> })}
+    }
+}
+
+/// Copy on every finished message; Edit on the last user message once no reply is being written.
+#[component]
+fn MessageActions(
+    /// The message these actions act on.
+    item: MessageItem,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let clipboard = use_clipboard();
+    let (id, content, status) = (item.id.clone(), item.content, item.status);
+    let is_last_user = move || {
+        item.role == Role::User
+            && !st.current_streaming()
+            && st.messages.with(|l| {
+                crate::engine::history::last_user_at(l, |m| m.role).is_some_and(|at| l[at].id == id)
+            })
+    };
+    let edit = {
+        let id = item.id.clone();
+        move |_| {
+            ctl.start_edit(id.clone(), content.get_untracked());
+            crate::ui::focus_testid("composer-input");
+        }
+    };
+    view! {
+        <div class="message-actions">
+            <Show when=move || status.get() != MessageStatus::Streaming>
+                <button class="link" data-testid="copy-message" aria-label="Copy this message"
+                    on:click=move |_| clipboard.copy(&content.get_untracked())>
+                    {move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy" }}
+                </button>
+            </Show>
+            <Show when=is_last_user.clone()>
+                <button class="link" data-testid="edit-message" aria-label="Edit and resend" on:click=edit.clone()>"Edit"</button>
+            </Show>
+        </div>
+    }
+}
+
+/// Escapes an id for use inside a CSS attribute selector in double quotes.
+fn css_escape(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect()
+}
