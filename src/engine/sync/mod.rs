@@ -1,0 +1,14 @@
+//! Sync across devices through CouchDB's replication protocol, as a hub client: the document model
+//! (`doc`), the hybrid logical clock (`hlc`), the one merge (`merge`), conversions from and to the
+//! engine's model (`convert`), and the sans-IO replicator that turns documents and a checkpoint into
+//! HTTP request descriptions and local writes (`replicate`). The session moves the bytes.
+//! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
+
+pub mod convert;
+pub mod doc;
+pub mod hlc;
+pub mod merge;
+
+pub use doc::{Body, Couch, Doc, Kind};
+pub use hlc::{Clock, Hlc};
+pub use merge::{merge, merge_all};
