@@ -8,7 +8,13 @@ pub mod convert;
 pub mod doc;
 pub mod hlc;
 pub mod merge;
+pub mod replicate;
+pub mod wire;
 
 pub use doc::{Body, Couch, Doc, Kind};
 pub use hlc::{Clock, Hlc};
 pub use merge::{merge, merge_all};
+pub use replicate::{
+    apply_remote, Applied, Config, LocalDoc, Replicator, Status, SyncError, Write,
+};
+pub use wire::{Method, Request};
