@@ -6,6 +6,8 @@
 //! inserted as given, used here to plant conflicts as another replicator would), `_all_docs` with
 //! `keys`, `open_revs`, and `_local/` documents. Also the two devices' local stores.
 
+#![allow(dead_code)] // each test crate uses a part of it
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use memoire::engine::sync::*;
@@ -140,6 +142,17 @@ fn content(v: &Value) -> Value {
 
 fn err(status: u16, error: &str) -> (u16, String) {
     (status, json!({"error": error, "reason": error}).to_string())
+}
+
+/// Anything that answers requests: the simulation, or a real server over HTTP.
+pub trait Server {
+    fn handle(&mut self, req: &Request) -> (u16, String);
+}
+
+impl Server for Couch {
+    fn handle(&mut self, req: &Request) -> (u16, String) {
+        Couch::handle(self, req)
+    }
 }
 
 impl Couch {
@@ -483,8 +496,22 @@ impl Device {
 
     /// One connection: runs requests until the replicator is idle (not live) or `faults` says the
     /// connection failed. Returns false if it ended on a failure.
-    pub fn sync(&mut self, server: &mut Couch, faults: &mut dyn FnMut(&Request) -> Fault) -> bool {
-        let mut cfg = Config::new("memoire", &self.name);
+    pub fn sync(
+        &mut self,
+        server: &mut dyn Server,
+        faults: &mut dyn FnMut(&Request) -> Fault,
+    ) -> bool {
+        self.sync_db(server, "memoire", faults)
+    }
+
+    /// [`Device::sync`] with database `db`.
+    pub fn sync_db(
+        &mut self,
+        server: &mut dyn Server,
+        db: &str,
+        faults: &mut dyn FnMut(&Request) -> Fault,
+    ) -> bool {
+        let mut cfg = Config::new(db, &self.name);
         cfg.live = false;
         cfg.pull_batch = 3;
         cfg.push_batch = 4;
