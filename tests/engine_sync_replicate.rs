@@ -510,3 +510,110 @@ proptest! {
         prop_assert_eq!(s.dbs["memoire"].docs.len(), 15);
     }
 }
+
+// ---------------------------------------------------------------- one entity learned on two devices
+
+fn learn(d: &mut Device, id: &str, name: &str, fact: (&str, &str), knows: Option<&str>, t: Millis) {
+    let at = d.clock.tick(t);
+    let mut n = EntityNode {
+        id: id.into(),
+        scope: EntityScope::Conversation("c1".into()),
+        entity_type: EntityType::Person,
+        name: name.into(),
+        aliases: vec![],
+        description: String::new(),
+        properties: [(fact.0.to_string(), fact.1.to_string())].into(),
+        relationships: vec![],
+        source_message_ids: vec![format!("src-{}", d.name)],
+        updated_at: t,
+    };
+    if let Some(target) = knows {
+        n.relationships.push(Relationship {
+            target_id: target.into(),
+            relationship: "knows".into(),
+            strength: 0.5,
+            valid_from: t,
+            valid_to: None,
+        });
+    }
+    let (e, edges) = entity_docs(&n, &at);
+    d.write(Doc::new(Body::Entity(e)));
+    for edge in edges {
+        d.write(Doc::new(Body::Edge(edge)));
+    }
+}
+
+/// Runs `unify` over the device's live entities and edges and writes what it returns.
+fn unify_on(d: &mut Device, t: Millis) -> usize {
+    let (mut es, mut edges) = (Vec::new(), Vec::new());
+    for (l, _) in d.docs.values() {
+        match &l.doc.body {
+            Body::Entity(e) => es.push(e.clone()),
+            Body::Edge(e) => edges.push(e.clone()),
+            _ => {}
+        }
+    }
+    let at = d.clock.tick(t);
+    let out = memoire::engine::sync::unify::unify(&es, &edges, &at);
+    let n = out.len();
+    for doc in out {
+        d.write(doc);
+    }
+    n
+}
+
+#[test]
+fn the_same_entity_learned_on_both_devices_becomes_one() {
+    let (mut s, mut a, mut b) = shared();
+    learn(&mut a, "p-a", "Alice", ("job", "pilot"), None, 400);
+    learn(&mut a, "bob", "Bob", ("city", "Oslo"), Some("p-a"), 401);
+    learn(&mut b, "p-b", "alice", ("pet", "cat"), Some("bob"), 402);
+    assert!(a.sync(&mut s, &mut ok));
+    assert!(b.sync(&mut s, &mut ok));
+    assert!(a.sync(&mut s, &mut ok));
+    // Both devices unify at once, each on its own.
+    assert!(unify_on(&mut a, 410) > 0);
+    assert!(unify_on(&mut b, 411) > 0);
+    assert!(a.sync(&mut s, &mut ok));
+    assert!(b.sync(&mut s, &mut ok));
+    assert!(a.sync(&mut s, &mut ok));
+    let docs = check_converged(&s, &[&a, &b]);
+    let live: Vec<(&String, &Value)> = docs
+        .iter()
+        .filter(|(id, v)| id.starts_with("e:") && v["type"] == "entity")
+        .collect();
+    let alice: Vec<_> = live
+        .iter()
+        .filter(|(_, v)| {
+            v["name"]["v"]
+                .as_str()
+                .unwrap()
+                .eq_ignore_ascii_case("alice")
+        })
+        .collect();
+    assert_eq!(alice.len(), 1, "{live:?}");
+    let (id, v) = alice[0];
+    assert_eq!(id.as_str(), "e:c1:p-a", "the smallest id is kept");
+    assert_eq!(
+        (
+            v["properties"]["job"]["v"].clone(),
+            v["properties"]["pet"]["v"].clone()
+        ),
+        (json!("pilot"), json!("cat"))
+    );
+    let edges: Vec<(String, String)> = docs
+        .values()
+        .filter(|v| v["type"] == "edge")
+        .map(|v| {
+            (
+                v["source"].as_str().unwrap().into(),
+                v["target"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        edges,
+        [("bob".into(), "p-a".into()), ("p-a".into(), "bob".into())]
+    );
+    assert_eq!(unify_on(&mut a, 420), 0, "nothing left to unify");
+}

@@ -1,7 +1,8 @@
 //! Sync across devices through CouchDB's replication protocol, as a hub client: the document model
 //! (`doc`), the hybrid logical clock (`hlc`), the one merge (`merge`), conversions from and to the
 //! engine's model (`convert`), and the sans-IO replicator that turns documents and a checkpoint into
-//! HTTP request descriptions and local writes (`replicate`). The session moves the bytes.
+//! HTTP request descriptions and local writes (`replicate`), and unifying one entity learned
+//! separately on two devices (`unify`). The session moves the bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
 pub mod convert;
@@ -9,6 +10,7 @@ pub mod doc;
 pub mod hlc;
 pub mod merge;
 pub mod replicate;
+pub mod unify;
 pub mod wire;
 
 pub use doc::{Body, Couch, Doc, Kind};
