@@ -139,7 +139,7 @@ fn dechunk(mut s: &str) -> String {
             break;
         }
         out.push_str(&rest[..n]);
-        s = &rest[n..].trim_start_matches("\r\n");
+        s = rest[n..].trim_start_matches("\r\n");
     }
     out
 }

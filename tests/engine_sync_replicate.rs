@@ -617,3 +617,68 @@ fn the_same_entity_learned_on_both_devices_becomes_one() {
     );
     assert_eq!(unify_on(&mut a, 420), 0, "nothing left to unify");
 }
+
+// ---------------------------------------------------------------- live feed, backoff
+
+fn is_longpoll(r: &Request) -> bool {
+    r.query.iter().any(|(k, v)| k == "feed" && v == "longpoll")
+}
+
+#[test]
+fn a_live_feed_gives_way_to_local_changes_then_resumes() {
+    let (mut s, mut a, _) = shared();
+    let mut rep = Replicator::new(Config::new("memoire", "a"), a.since.clone());
+    let mut requests = Vec::new();
+    let live = loop {
+        let r = rep.poll_request(0).expect("a request");
+        if is_longpoll(&r) {
+            break r;
+        }
+        requests.push(r.path.clone());
+        let (st, body) = s.handle(&r);
+        rep.handle_response(0, st, &body);
+        while rep.poll_write().is_some() {}
+        assert!(requests.len() < 10, "{requests:?}");
+    };
+    assert_eq!(rep.status(), Status::Synced);
+    assert!(live
+        .query
+        .iter()
+        .any(|(k, v)| k == "heartbeat" && v == "10000"));
+    say(&mut a, "c1", "live", 500);
+    rep.handle_local_changes([a.docs[&message_id("live")].0.clone()]);
+    assert_eq!(rep.status(), Status::Syncing { pending: 1 });
+    assert!(rep.poll_cancel());
+    assert!(!rep.poll_cancel(), "asked once");
+    assert_eq!(rep.poll_request(0), None, "the longpoll is still in flight");
+    rep.handle_cancelled();
+    let push = rep.poll_request(0).unwrap();
+    assert!(push.path.ends_with("_bulk_docs"), "{push:?}");
+    let (st, body) = s.handle(&push);
+    rep.handle_response(0, st, &body);
+    assert!(is_longpoll(&rep.poll_request(0).unwrap()));
+    assert_eq!(rep.status(), Status::Synced);
+}
+
+#[test]
+fn failures_back_off_exponentially_up_to_a_minute() {
+    let mut rep = Replicator::new(Config::new("memoire", "a"), None);
+    let mut waits = Vec::new();
+    let mut now = 0;
+    for _ in 0..9 {
+        rep.poll_request(now).expect("a retry");
+        rep.handle_failure(now, "connection refused");
+        assert!(matches!(rep.status(), Status::Offline { .. }));
+        let at = rep.poll_timeout().unwrap();
+        waits.push(at - now);
+        assert_eq!(rep.poll_request(at - 1), None);
+        now = at;
+    }
+    assert_eq!(
+        waits,
+        [1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000]
+    );
+    rep.poll_request(now).unwrap();
+    rep.handle_response(now, 200, "{}");
+    assert_eq!(rep.poll_timeout(), None, "a success resets the backoff");
+}

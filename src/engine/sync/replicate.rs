@@ -202,7 +202,7 @@ pub struct Replicator {
 
 /// Retries after a failure wait 1 s, 2 s, 4 s, … up to a minute.
 pub fn backoff_ms(errors: u32) -> Millis {
-    1000 * (1i64 << errors.saturating_sub(1).min(6))
+    (1000 * (1i64 << errors.saturating_sub(1).min(6))).min(60_000)
 }
 
 /// Re-reads of one document after 409s before the connection starts over.
