@@ -483,3 +483,169 @@ fn the_clock_orders_after_everything_it_saw() {
     assert!(t3 > hlc(500, 3, "b"), "{t3:?}");
     assert_eq!(Clock::new("a", Some(&t3)).tick(0), hlc(500, 5, "a"));
 }
+
+// ---------------------------------------------------------------- tracking local changes, effects
+
+use memoire::engine::sync::track::*;
+
+#[test]
+fn ids_parse_back_to_their_parts() {
+    let check = |id: String, kind: Kind, scope: Option<&str>, parts: &[&str]| {
+        let (k, s, p) = parse_id(&id).unwrap_or_else(|| panic!("{id}"));
+        assert_eq!(
+            (
+                k,
+                s.as_deref(),
+                p.iter().map(String::as_str).collect::<Vec<_>>()
+            ),
+            (kind, scope, parts.to_vec()),
+            "{id}"
+        );
+    };
+    check(
+        conversation_id("a:b%c~"),
+        Kind::Conversation,
+        None,
+        &["a:b%c~"],
+    );
+    check(message_id("m-1"), Kind::Message, None, &["m-1"]);
+    check(entity_id(None, "p:1"), Kind::Entity, None, &["p:1"]);
+    check(
+        entity_id(Some("c~1"), "p"),
+        Kind::Entity,
+        Some("c~1"),
+        &["p"],
+    );
+    let e = EdgeDoc {
+        scope: Some("c1".into()),
+        source: "a".into(),
+        label: "lives_in".into(),
+        target: "b:c".into(),
+        valid_from: 7,
+        strength: 1.0,
+        valid_to: None,
+    };
+    check(
+        edge_id(&e),
+        Kind::Edge,
+        Some("c1"),
+        &["a", "lives_in", "b:c", "7"],
+    );
+    assert_eq!(parse_id("m:a:b"), None, "a message id has one part");
+    assert_eq!(parse_id("m:%zz"), None);
+}
+
+#[test]
+fn a_conversation_is_pushed_only_when_its_synced_fields_change() {
+    let mut clock = Clock::new("a", None);
+    let c = conv("Chat", false, 1);
+    let first = track_conversation(None, &c, &mut clock, 10).expect("new");
+    let mut counted = c.clone();
+    counted.message_count = 9;
+    counted.updated_at = 99;
+    assert_eq!(
+        track_conversation(Some(&first), &counted, &mut clock, 11),
+        None,
+        "counts are not synced"
+    );
+    let mut renamed = c.clone();
+    renamed.title = "Trip".into();
+    let second = track_conversation(Some(&first), &renamed, &mut clock, 12).expect("renamed");
+    let (Body::Conversation(a), Body::Conversation(b)) = (&first.body, &second.body) else {
+        panic!()
+    };
+    assert_eq!(b.title.at.wall, 12);
+    assert_eq!(a.fields, b.fields, "untouched fields keep their stamps");
+    let dead = track_delete(&first.id, &mut clock, 13).unwrap();
+    assert_eq!(
+        track_conversation(Some(&dead), &renamed, &mut clock, 14),
+        None,
+        "deleted stays deleted"
+    );
+}
+
+#[test]
+fn messages_and_summaries_are_written_once() {
+    let mut clock = Clock::new("a", None);
+    let m = msg("m1", "hi", MessageStatus::Complete);
+    let d = track_message(None, &m, None, &mut clock, 1).unwrap();
+    assert_eq!(track_message(Some(&d), &m, None, &mut clock, 2), None);
+    assert_eq!(
+        track_message(
+            None,
+            &msg("m2", "..", MessageStatus::Streaming),
+            None,
+            &mut clock,
+            3
+        ),
+        None
+    );
+    let s = ConversationSummary {
+        conversation_id: "c1".into(),
+        version: 1,
+        text: "t".into(),
+        covers_up_to_seq: 2,
+        message_count: 2,
+        updated_at: 1,
+    };
+    let sd = track_summary(None, &s, &mut clock, 4).unwrap();
+    assert_eq!(track_summary(Some(&sd), &s, &mut clock, 5), None);
+    assert_eq!(effect(&sd), Some(Effect::Summary(s)));
+}
+
+#[test]
+fn an_entity_pushes_the_node_and_only_new_or_changed_edges() {
+    let mut clock = Clock::new("a", None);
+    let mut n = node("p1", "Alice", &[], &[]);
+    n.relationships.push(Relationship {
+        target_id: "p2".into(),
+        relationship: "knows".into(),
+        strength: 0.5,
+        valid_from: 1,
+        valid_to: None,
+    });
+    let first = track_entity(None, &[], &n, &mut clock, 1);
+    assert_eq!(first.len(), 2);
+    let edges: Vec<EdgeDoc> = first
+        .iter()
+        .filter_map(|d| match &d.body {
+            Body::Edge(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        track_entity(Some(&first[0]), &edges, &n, &mut clock, 2),
+        vec![],
+        "nothing changed"
+    );
+    n.relationships[0].valid_to = Some(5);
+    let closed = track_entity(Some(&first[0]), &edges, &n, &mut clock, 3);
+    assert_eq!(closed.len(), 1);
+    assert!(matches!(&closed[0].body, Body::Edge(e) if e.valid_to == Some(5)));
+}
+
+#[test]
+fn a_tombstone_asks_for_a_delete_of_its_record() {
+    let mut clock = Clock::new("a", None);
+    let d = track_delete(&entity_id(Some("c1"), "p:1"), &mut clock, 1).unwrap();
+    assert_eq!(
+        effect(&d),
+        Some(Effect::Delete {
+            kind: Kind::Entity,
+            scope: Some("c1".into()),
+            parts: vec!["p:1".into()]
+        })
+    );
+    let m = track_message(
+        None,
+        &msg("m1", "hi", MessageStatus::Complete),
+        None,
+        &mut clock,
+        2,
+    )
+    .unwrap();
+    assert_eq!(
+        effect(&m),
+        Some(Effect::Message(msg("m1", "hi", MessageStatus::Complete)))
+    );
+}
