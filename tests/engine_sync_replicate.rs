@@ -682,3 +682,16 @@ fn failures_back_off_exponentially_up_to_a_minute() {
     rep.handle_response(now, 200, "{}");
     assert_eq!(rep.poll_timeout(), None, "a success resets the backoff");
 }
+
+#[test]
+fn an_edit_made_after_seeing_a_newer_stamp_wins_even_with_a_slow_clock() {
+    let (mut s, mut a, mut b) = shared();
+    rename(&mut b, "c1", "B at 900", 900);
+    assert!(b.sync(&mut s, &mut ok));
+    assert!(a.sync(&mut s, &mut ok));
+    rename(&mut a, "c1", "A later, its clock at 150", 150);
+    assert!(a.sync(&mut s, &mut ok));
+    assert!(b.sync(&mut s, &mut ok));
+    let docs = check_converged(&s, &[&a, &b]);
+    assert_eq!(title(&docs, "c1"), "A later, its clock at 150");
+}

@@ -466,8 +466,8 @@ impl Device {
         while let Some(w) = rep.poll_write() {
             match w {
                 Write::Merge { remote, rev } => {
-                    if let Body::Tombstone(t) = &remote.body {
-                        self.clock.observe(&t.at);
+                    if let Some(seen) = remote.body.latest_stamp() {
+                        self.clock.observe(seen);
                     }
                     let a = apply_remote(self.docs.get(&remote.id).map(|(l, _)| l), &remote, &rev);
                     if a.dirty {

@@ -258,6 +258,25 @@ impl Body {
     pub fn is_tombstone(&self) -> bool {
         matches!(self, Body::Tombstone(_))
     }
+
+    /// The latest stamp in this content: a device passes every pulled document's to
+    /// [`super::hlc::Clock::observe`], so its next edit comes after everything it has seen (even
+    /// when its own wall clock is behind).
+    pub fn latest_stamp(&self) -> Option<&Hlc> {
+        match self {
+            Body::Conversation(c) => std::iter::once(&c.title.at)
+                .chain(c.fields.values().map(|r| &r.at))
+                .max(),
+            Body::Message(m) => Some(&m.at),
+            Body::Entity(e) => [&e.entity_type.at, &e.name.at, &e.description.at]
+                .into_iter()
+                .chain(e.properties.values().map(|r| &r.at))
+                .max(),
+            Body::Edge(_) => None,
+            Body::Summary(s) => Some(&s.made),
+            Body::Tombstone(t) => Some(&t.at),
+        }
+    }
 }
 
 /// A synced document: its `_id` and content (the CouchDB revision travels beside it).
