@@ -695,3 +695,31 @@ fn an_edit_made_after_seeing_a_newer_stamp_wins_even_with_a_slow_clock() {
     let docs = check_converged(&s, &[&a, &b]);
     assert_eq!(title(&docs, "c1"), "A later, its clock at 150");
 }
+
+#[test]
+fn a_user_who_may_not_create_the_database_is_told_it_is_missing() {
+    let mut rep = Replicator::new(Config::new("userdb-616c696365", "a"), None);
+    rep.poll_request(0).unwrap();
+    rep.handle_response(0, 404, r#"{"error":"not_found"}"#);
+    let put = rep.poll_request(0).unwrap();
+    assert_eq!(put.method, Method::Put);
+    rep.handle_response(
+        0,
+        401,
+        r#"{"error":"unauthorized","reason":"You are not a server admin."}"#,
+    );
+    let Status::Error {
+        error,
+        retry_at: None,
+    } = rep.status()
+    else {
+        panic!("{:?}", rep.status())
+    };
+    assert_eq!(
+        error,
+        SyncError::DatabaseMissing {
+            db: "userdb-616c696365".into()
+        }
+    );
+    assert!(error.to_string().contains("does not exist"), "{error}");
+}

@@ -494,6 +494,12 @@ impl Replicator {
             Inflight::Push(_) => "the upload",
             Inflight::Reread => "re-reading conflicting documents",
         };
+        if matches!(inflight, Inflight::CreateDb) && (status == 401 || status == 403) {
+            // Only admins may create databases: for a user, the database is simply missing.
+            self.create = false;
+            let db = self.cfg.db.clone();
+            return self.fail(now, SyncError::DatabaseMissing { db });
+        }
         match status {
             401 => return self.fail(now, SyncError::Unauthorized),
             403 => {
