@@ -3,8 +3,8 @@
 //! (`tests/e2e/node_modules`, installed by `scripts/setup.sh test`) in memory on a free loopback
 //! port, spoken to over a minimal HTTP/1.1 client. Checks that the simulation's answers are the ones
 //! a real server gives: two devices converge, a 409 is repaired, a planted conflict is resolved, and
-//! a restarted (emptied) server gets everything back. Skipped, with a note, when pouchdb-server is
-//! not installed.
+//! a restarted (emptied) server gets everything back. Fails, saying to run `scripts/setup.sh`, when
+//! pouchdb-server is not installed.
 
 mod engine_sync_sim;
 
@@ -243,10 +243,11 @@ fn check_converged(p: &mut Pouch, devices: &[&Device]) -> Vec<(String, Value)> {
 
 #[test]
 fn the_replicator_speaks_to_a_real_pouchdb_server() {
-    if binary().is_none() {
-        eprintln!("SKIPPED: pouchdb-server is not installed (scripts/setup.sh test installs it)");
-        return;
-    }
+    assert!(
+        binary().is_some(),
+        "pouchdb-server is not installed in tests/e2e/node_modules: run scripts/setup.sh \
+         (`make test` runs it first)"
+    );
     let mut p = Pouch::start(None);
     let (mut a, mut b) = (Device::new("a"), Device::new("b"));
     let at = a.clock.tick(10);
