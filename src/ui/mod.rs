@@ -9,6 +9,7 @@ pub mod memory;
 pub mod settings;
 pub mod sidebar;
 pub mod state;
+pub mod sync;
 pub mod time;
 
 use crate::session::{Session, DB_NAME};

@@ -307,6 +307,7 @@ fn SettingsForm() -> impl IntoView {
                     None => "Measuring…".to_string(),
                 }}</p>
             </section>
+            <crate::ui::sync::SyncSection/>
             <p class="error" role="alert">{move || error.get().unwrap_or_default()}</p>
             <div class="dialog-actions">
                 <button data-testid="settings-cancel" on:click=move |_| close()>"Cancel"</button>

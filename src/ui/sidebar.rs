@@ -54,6 +54,7 @@ pub fn Sidebar() -> impl IntoView {
                 >
                     "⚙ Settings"
                 </button>
+                <crate::ui::sync::SyncIndicator/>
                 <span class="net" data-testid="network-status" class:offline=move || !st.online.get()>
                     {move || if st.online.get() { "online" } else { "offline" }}
                 </span>

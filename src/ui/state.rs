@@ -89,6 +89,8 @@ pub struct AppState {
     pub draft_of: RwSignal<Option<String>>,
     /// Message to scroll to after opening a conversation from a search hit.
     pub focus_message: RwSignal<Option<String>>,
+    /// Sync's state in this tab (`None` until the session reports it).
+    pub sync: RwSignal<Option<crate::session::SyncView>>,
 }
 
 impl AppState {
@@ -117,6 +119,7 @@ impl AppState {
             draft: RwSignal::new(String::new()),
             draft_of: RwSignal::new(None),
             focus_message: RwSignal::new(None),
+            sync: RwSignal::new(None),
         }
     }
 
@@ -367,6 +370,7 @@ impl EventApplier {
                 }
             }
             SessionEvent::Notice(text) => s.notice.set(Some(text)),
+            SessionEvent::SyncStatus(v) => s.sync.set(Some(v)),
             SessionEvent::SettingsChanged(settings) => {
                 s.settings.set(*settings);
                 if let Some(id) = s.current.get_untracked() {
