@@ -116,6 +116,19 @@ async fn state_settings_and_password_are_kept_apart() {
     assert_eq!(s.sync_state().await.unwrap(), st);
     assert_eq!(s.sync_settings().await.unwrap(), cfg);
     assert_eq!(s.sync_password().await.unwrap(), "s3cret");
+    // A clock that never ticked (`i64::MIN`, which a JS number cannot hold) is kept as no stamp.
+    let fresh_clock = SyncState {
+        last_stamp: Some(Hlc::new(i64::MIN, 0, "d1")),
+        ..st.clone()
+    };
+    s.set_sync_state(&fresh_clock).await.unwrap();
+    assert_eq!(
+        s.sync_state().await.unwrap(),
+        SyncState {
+            last_stamp: None,
+            ..st.clone()
+        }
+    );
     // Not in the plain settings.
     assert_eq!(s.get_setting("password").await.unwrap(), None);
     assert_eq!(s.get_setting("sync").await.unwrap(), None);

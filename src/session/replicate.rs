@@ -554,10 +554,41 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
 }
 
 /// Hands out the replicator's writes, in order.
+/// Messages are appended at this device's next seq, so the merges handed out together are applied
+/// with every other document first, then messages in their writer's order (seq, then time): a
+/// batch pulled in `_changes` order (or pushed back in `_id` order) keeps the conversation's order.
+fn in_order(batch: &mut [Write]) {
+    batch.sort_by_key(|w| match w {
+        Write::Merge { remote, .. } => match &remote.body {
+            crate::engine::sync::Body::Message(m) => (1, m.seq, m.created_at),
+            _ => (0, 0, 0),
+        },
+        _ => (0, 0, 0),
+    });
+}
+
 async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
+    let mut batch: VecDeque<Write> = VecDeque::new();
     loop {
-        let w = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write);
-        let Some(w) = w else { return Ok(()) };
+        if batch.is_empty() {
+            // Consecutive merges, up to the next checkpoint (or other write), sorted.
+            let mut merges = Vec::new();
+            let mut rest = None;
+            while let Some(w) = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write) {
+                if matches!(w, Write::Merge { .. }) {
+                    merges.push(w);
+                } else {
+                    rest = Some(w);
+                    break;
+                }
+            }
+            in_order(&mut merges);
+            batch.extend(merges);
+            batch.extend(rest);
+        }
+        let Some(w) = batch.pop_front() else {
+            return Ok(());
+        };
         match w {
             Write::Merge { remote, rev } => {
                 let prev = stored(i, &remote.id).await?;

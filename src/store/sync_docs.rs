@@ -258,11 +258,17 @@ impl Store {
         self.put_sync_record(&StateRecord {
             key: STATE_KEY.into(),
             device: s.device.clone(),
-            last_stamp: s.last_stamp.as_ref().map(|h| StampRecord {
-                wall: h.wall,
-                counter: h.counter,
-                device: h.device.clone(),
-            }),
+            // A clock that never ticked says "before everything" (`i64::MIN`), which a JS number
+            // cannot hold exactly: that is no stamp at all.
+            last_stamp: s
+                .last_stamp
+                .as_ref()
+                .filter(|h| h.wall >= 0)
+                .map(|h| StampRecord {
+                    wall: h.wall,
+                    counter: h.counter,
+                    device: h.device.clone(),
+                }),
             since: s.since.clone(),
             since_for: s.since_for.clone(),
         })

@@ -1,7 +1,6 @@
 // Sync across devices (issue 14, step 4): two browser contexts are two devices (separate IndexedDB)
 // against pouchdb-server (couch.mjs, CORS on). Each device turns sync on in Settings → Sync.
-// - Test connection names what is wrong: unreachable, CORS not enabled (with the settings to set),
-//   and says when it works;
+// - Test connection names what is wrong (unreachable, database missing) and says when it works;
 // - messages written on A appear on B and the reverse, with no duplicates;
 // - a conversation deleted on A stays deleted after B pushes its stale copy (B edited it offline);
 // - the server stops mid-sync and comes back (same port, emptied: it lost everything): the devices
@@ -72,7 +71,7 @@ const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /blocked by CORS policy
 
 test('sync: Test connection says what is wrong', async () => {
   const { site, browser } = harness;
-  const noCors = await startCouch({ cors: false });
+  const couch = await startCouch();
   const { context, page, issues } = await newAppPage(browser);
   try {
     await withDiagnostics(page, issues, 'sync-test', async () => {
@@ -84,18 +83,24 @@ test('sync: Test connection says what is wrong', async () => {
       await page.locator(tid('settings-sync-database')).fill('memoire');
       await page.locator(tid('sync-test')).click();
       await result.filter({ hasText: 'cannot be reached' }).waitFor();
-      // Reachable, but CORS is off: the message names the settings to set.
-      await page.locator(tid('settings-sync-url')).fill(noCors.url);
+      // Reachable (pouchdb-server answers CORS requests even with CORS unset, so the "CORS not
+      // enabled" verdict is tested natively in tests/engine_sync_probe.rs), but no such database.
+      await page.locator(tid('settings-sync-url')).fill(couch.url);
       await page.locator(tid('sync-test')).click();
-      await result.filter({ hasText: 'CORS is not enabled' }).waitFor();
-      assert.match(await result.innerText(), /enable_cors = true/);
+      await result.filter({ hasText: "database 'memoire' does not exist" }).waitFor();
+      assert.equal(await result.getAttribute('data-ok'), 'false');
+      // Once it exists, the test says so.
+      await fetch(`${couch.url}/memoire`, { method: 'PUT' });
+      await page.locator(tid('sync-test')).click();
+      await result.filter({ hasText: 'Connection works' }).waitFor();
+      assert.equal(await result.getAttribute('data-ok'), 'true');
       // Sync stays off until enabled: the sidebar shows nothing about it.
       assert.equal(await page.locator(tid('sync-status')).getAttribute('data-state'), 'off');
       assertNoPageProblems(issues, allow);
     });
   } finally {
     await context.close();
-    await noCors.stop();
+    await couch.stop();
   }
 });
 
