@@ -3,6 +3,8 @@
 // - Test connection names what is wrong (unreachable, database missing) and says when it works;
 // - messages written on A appear on B and the reverse, with no duplicates;
 // - a conversation deleted on A stays deleted after B pushes its stale copy (B edited it offline);
+// - both devices lose the server, rename the same conversation and add messages: back online the
+//   later rename wins on both and every message is on both, once;
 // - the server stops mid-sync and comes back (same port, emptied: it lost everything): the devices
 //   push everything again, nothing lost or doubled.
 
@@ -184,6 +186,57 @@ test('sync: the server stops and comes back emptied; everything is pushed again,
     });
   } finally {
     await A.context.close();
+    await couch.stop();
+  }
+});
+
+test('sync: both devices lose the server, rename the same conversation and add messages; back online they converge', async () => {
+  let couch = await startCouch();
+  const port = couch.port;
+  const A = await device(harness, couch);
+  const B = await device(harness, couch);
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-both-offline', async () => {
+      const { agent } = harness;
+      await chatTurn(A.page, agent, 'before', 'shared');
+      const id = await currentConversationId(A.page);
+      await synced(A.page);
+      await openConversation(B.page, id, 2);
+      await synced(B.page);
+      // The server goes away (the model endpoint stays): both devices work without it.
+      await couch.stop();
+      const rename = async (page, title) => {
+        await conversationItem(page, id).locator(tid('rename-conversation')).click();
+        const input = conversationItem(page, id).locator(tid('rename-input'));
+        await input.fill(title);
+        await input.press('Enter');
+        await conversationItem(page, id).locator(tid('conversation-title')).filter({ hasText: title }).waitFor();
+      };
+      await rename(A.page, 'title from A');
+      await chatTurn(A.page, agent, 'A offline', 'to A');
+      await rename(B.page, 'title from B');
+      await chatTurn(B.page, agent, 'B offline', 'to B');
+      for (const d of [A, B]) await d.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
+      couch = await startCouch({ port });
+      for (const d of [A, B]) {
+        await d.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6, null, { timeout: 90_000 });
+        await d.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
+      }
+      // The later rename wins on both; every message is there once.
+      for (const d of [A, B]) {
+        await conversationItem(d.page, id).locator(tid('conversation-title')).filter({ hasText: 'title from B' }).waitFor();
+        const t = await transcript(d.page);
+        assert.equal(t.length, 6);
+        for (const m of [['user', 'before'], ['assistant', 'shared'], ['user', 'A offline'], ['assistant', 'to A'], ['user', 'B offline'], ['assistant', 'to B']]) {
+          assert.equal(t.filter(([r, x]) => r === m[0] && x === m[1]).length, 1, `${m[1]} once`);
+        }
+      }
+      assertNoPageProblems(A.issues, allow);
+      assertNoPageProblems(B.issues, allow);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
     await couch.stop();
   }
 });
