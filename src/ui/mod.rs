@@ -14,6 +14,7 @@ pub mod messages;
 pub mod settings;
 pub mod sidebar;
 pub mod state;
+pub mod sync;
 pub mod time;
 
 use crate::session::{Session, DB_NAME};

@@ -93,6 +93,7 @@ fn SettingsForm() -> impl IntoView {
             <EndpointSection form=form/>
             <MemorySection form=form/>
             <StorageSection/>
+            <crate::ui::sync::SyncSection/>
             <div class="dialog-actions">
                 <p class="error" role="alert">{move || form.error.get().unwrap_or_default()}</p>
                 <button data-testid="settings-cancel" on:click=move |_| close()>"Cancel"</button>

@@ -74,6 +74,7 @@ fn SidebarFoot() -> impl IntoView {
             >
                 {move || match theme.get().as_str() { "light" => "☀ Light", "dark" => "☾ Dark", _ => "◐ Auto" }}
             </button>
+            <crate::ui::sync::SyncIndicator/>
             <span class="net" data-testid="network-status" class:offline=move || !st.online.get()>
                 {move || if st.online.get() { "online" } else { "offline" }}
             </span>

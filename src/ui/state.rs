@@ -113,6 +113,8 @@ pub struct AppState {
     /// The conversation list is shown as a drawer (phones).
     pub sidebar_open: RwSignal<bool>,
     pub import: RwSignal<ImportState>,
+    /// Sync's state in this tab (`None` until the session reports it).
+    pub sync: RwSignal<Option<crate::session::SyncView>>,
 }
 
 impl AppState {
@@ -144,6 +146,7 @@ impl AppState {
             editing: RwSignal::new(None),
             sidebar_open: RwSignal::new(false),
             import: RwSignal::new(ImportState::Idle),
+            sync: RwSignal::new(None),
         }
     }
 
@@ -439,6 +442,7 @@ impl EventApplier {
                 }
             }
             SessionEvent::Notice(text) => s.notice.set(Some(text)),
+            SessionEvent::SyncStatus(v) => s.sync.set(Some(v)),
             SessionEvent::SettingsChanged(settings) => {
                 s.settings.set(*settings);
                 if let Some(id) = s.current.get_untracked() {

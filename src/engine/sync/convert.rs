@@ -1,0 +1,345 @@
+//! Explicit conversions between the engine's model and the synced documents: a new document from a
+//! record (every register stamped with one edit), an edited document (only the changed registers get
+//! the new stamp, so an untouched field never overrides another device's edit), and back. Which
+//! summary version is active is decided here too.
+//! Must not import anything outside `crate::engine`.
+
+use std::collections::BTreeMap;
+
+use super::doc::{
+    ConversationDoc, EdgeDoc, EntityDoc, Lww, MessageDoc, SummaryDoc, Title, ToolCallDoc,
+};
+use super::hlc::Hlc;
+use crate::engine::model::{
+    Conversation, ConversationSummary, EntityNode, EntityScope, HistoryFormat, Message,
+    MessageMeta, MessageStatus, Relationship, ToolCall, TurnPath, Usage,
+};
+
+// ---------------------------------------------------------------- conversations
+
+fn format_text(f: HistoryFormat) -> &'static str {
+    match f {
+        HistoryFormat::Messages => "messages",
+        HistoryFormat::Transcript => "transcript",
+    }
+}
+
+/// The synced fields of a conversation other than its title, by name.
+fn fields_of(c: &Conversation) -> BTreeMap<String, Option<String>> {
+    let o = &c.memory_overrides;
+    let text = |v: Option<u64>| v.map(|n| n.to_string());
+    [
+        ("recent_messages", text(o.recent_messages.map(|v| v as u64))),
+        (
+            "summary_every_pairs",
+            text(o.summary_every_pairs.map(|v| v as u64)),
+        ),
+        ("context_tokens", text(o.context_tokens.map(u64::from))),
+        (
+            "reply_reserve_tokens",
+            text(o.reply_reserve_tokens.map(u64::from)),
+        ),
+        (
+            "max_message_chars",
+            text(o.max_message_chars.map(|v| v as u64)),
+        ),
+        (
+            "history_format",
+            o.history_format.map(|f| format_text(f).to_string()),
+        ),
+        ("memory_model", o.memory_model.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+fn title_of(c: &Conversation) -> Title {
+    Title {
+        text: c.title.clone(),
+        custom: c.title_is_custom,
+    }
+}
+
+/// The document of a conversation first written at `at`.
+pub fn conversation_doc(c: &Conversation, at: &Hlc) -> ConversationDoc {
+    ConversationDoc {
+        id: c.id.clone(),
+        created_at: c.created_at,
+        title: Lww::new(title_of(c), at),
+        fields: fields_of(c)
+            .into_iter()
+            .map(|(k, v)| (k, Lww::new(v, at)))
+            .collect(),
+    }
+}
+
+/// `prev` after the local edit that left the conversation as `c`: only changed fields are stamped.
+pub fn edit_conversation(prev: &ConversationDoc, c: &Conversation, at: &Hlc) -> ConversationDoc {
+    let mut next = prev.clone();
+    if prev.title.v != title_of(c) {
+        next.title = Lww::new(title_of(c), at);
+    }
+    for (k, v) in fields_of(c) {
+        if prev.fields.get(&k).map(|r| &r.v) != Some(&v) {
+            next.fields.insert(k, Lww::new(v, at));
+        }
+    }
+    next
+}
+
+/// Sets the synced fields of `c` from the document (counts, handles and badges stay local). A field
+/// whose text cannot be read (a newer version's value) leaves the local value alone.
+pub fn apply_conversation(doc: &ConversationDoc, c: &mut Conversation) {
+    c.title = doc.title.v.text.clone();
+    c.title_is_custom = doc.title.v.custom;
+    c.created_at = c.created_at.min(doc.created_at);
+    let get = |k: &str| doc.fields.get(k).map(|r| r.v.clone());
+    let o = &mut c.memory_overrides;
+    fn num<T: std::str::FromStr>(v: Option<Option<String>>, keep: Option<T>) -> Option<T> {
+        match v {
+            None => keep,
+            Some(None) => None,
+            Some(Some(s)) => s.parse().ok().or(keep),
+        }
+    }
+    o.recent_messages = num(get("recent_messages"), o.recent_messages);
+    o.summary_every_pairs = num(get("summary_every_pairs"), o.summary_every_pairs);
+    o.context_tokens = num(get("context_tokens"), o.context_tokens);
+    o.reply_reserve_tokens = num(get("reply_reserve_tokens"), o.reply_reserve_tokens);
+    o.max_message_chars = num(get("max_message_chars"), o.max_message_chars);
+    o.history_format = match get("history_format") {
+        None => o.history_format,
+        Some(None) => None,
+        Some(Some(s)) => match s.as_str() {
+            "messages" => Some(HistoryFormat::Messages),
+            "transcript" => Some(HistoryFormat::Transcript),
+            _ => o.history_format,
+        },
+    };
+    if let Some(v) = get("memory_model") {
+        o.memory_model = v;
+    }
+}
+
+/// A conversation known only from its document (first seen on another device).
+pub fn new_conversation(doc: &ConversationDoc) -> Conversation {
+    let mut c = Conversation {
+        id: doc.id.clone(),
+        title: String::new(),
+        title_is_custom: false,
+        created_at: doc.created_at,
+        updated_at: doc.created_at,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: Default::default(),
+    };
+    apply_conversation(doc, &mut c);
+    c
+}
+
+// ---------------------------------------------------------------- messages
+
+/// The document of a final message written at `at`; `replaces` names the message it edits or
+/// regenerates. A message still streaming is not synced yet (`None`).
+pub fn message_doc(m: &Message, replaces: Option<&str>, at: &Hlc) -> Option<MessageDoc> {
+    if m.status == MessageStatus::Streaming {
+        return None;
+    }
+    Some(MessageDoc {
+        id: m.id.clone(),
+        conversation_id: m.conversation_id.clone(),
+        seq: m.seq,
+        role: m.role,
+        content: m.content.clone(),
+        status: m.status.as_str().to_string(),
+        created_at: m.created_at,
+        replaces: replaces.map(str::to_string),
+        tool_calls: m
+            .meta
+            .tool_calls
+            .iter()
+            .map(|t| ToolCallDoc {
+                id: t.id.clone(),
+                name: t.name.clone(),
+                arguments: t.arguments.clone(),
+                result: t.result.clone(),
+            })
+            .collect(),
+        usage: m.meta.usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+        error: m.meta.error.clone(),
+        path: m.meta.path.map(|p| p.as_str().to_string()),
+        model: m.meta.model.clone(),
+        at: at.clone(),
+    })
+}
+
+/// The message a document holds, with the seq of the device that wrote it (the store gives it a
+/// local seq). An unknown status reads as `complete`, an unknown path as none.
+pub fn to_message(d: &MessageDoc) -> Message {
+    Message {
+        id: d.id.clone(),
+        conversation_id: d.conversation_id.clone(),
+        seq: d.seq,
+        role: d.role,
+        content: d.content.clone(),
+        status: MessageStatus::parse(&d.status).unwrap_or(MessageStatus::Complete),
+        created_at: d.created_at,
+        meta: MessageMeta {
+            tool_calls: d
+                .tool_calls
+                .iter()
+                .map(|t| ToolCall {
+                    id: t.id.clone(),
+                    name: t.name.clone(),
+                    arguments: t.arguments.clone(),
+                    result: t.result.clone(),
+                })
+                .collect(),
+            usage: d.usage.map(|(p, c)| Usage {
+                prompt_tokens: p,
+                completion_tokens: c,
+            }),
+            error: d.error.clone(),
+            path: d.path.as_deref().and_then(TurnPath::parse),
+            model: d.model.clone(),
+        },
+    }
+}
+
+// ---------------------------------------------------------------- entities and edges
+
+fn scope_of(n: &EntityNode) -> Option<String> {
+    match &n.scope {
+        EntityScope::Conversation(c) => Some(c.clone()),
+        EntityScope::Shared => None,
+    }
+}
+
+/// An entity's document first written at `at`, and one document per relationship.
+pub fn entity_docs(n: &EntityNode, at: &Hlc) -> (EntityDoc, Vec<EdgeDoc>) {
+    let doc = EntityDoc {
+        id: n.id.clone(),
+        scope: scope_of(n),
+        entity_type: Lww::new(n.entity_type, at),
+        name: Lww::new(n.name.clone(), at),
+        description: Lww::new(n.description.clone(), at),
+        aliases: n.aliases.iter().cloned().collect(),
+        properties: n
+            .properties
+            .iter()
+            .map(|(k, v)| (k.clone(), Lww::new(v.clone(), at)))
+            .collect(),
+        sources: n.source_message_ids.iter().cloned().collect(),
+        updated_at: n.updated_at,
+    };
+    (doc, edge_docs(n))
+}
+
+/// One document per relationship of `n`.
+pub fn edge_docs(n: &EntityNode) -> Vec<EdgeDoc> {
+    n.relationships
+        .iter()
+        .map(|r| EdgeDoc {
+            scope: scope_of(n),
+            source: n.id.clone(),
+            label: r.relationship.clone(),
+            target: r.target_id.clone(),
+            valid_from: r.valid_from,
+            strength: r.strength,
+            valid_to: r.valid_to,
+        })
+        .collect()
+}
+
+/// `prev` after the local edit that left the node as `n`: changed registers get `at`, aliases,
+/// sources and properties are added (a set never shrinks by merging).
+pub fn edit_entity(prev: &EntityDoc, n: &EntityNode, at: &Hlc) -> EntityDoc {
+    let mut next = prev.clone();
+    if prev.entity_type.v != n.entity_type {
+        next.entity_type = Lww::new(n.entity_type, at);
+    }
+    if prev.name.v != n.name {
+        next.name = Lww::new(n.name.clone(), at);
+    }
+    if prev.description.v != n.description {
+        next.description = Lww::new(n.description.clone(), at);
+    }
+    next.aliases.extend(n.aliases.iter().cloned());
+    next.sources.extend(n.source_message_ids.iter().cloned());
+    for (k, v) in &n.properties {
+        if prev.properties.get(k).map(|r| &r.v) != Some(v) {
+            next.properties.insert(k.clone(), Lww::new(v.clone(), at));
+        }
+    }
+    next.updated_at = next.updated_at.max(n.updated_at);
+    next
+}
+
+/// The node a document and its edges describe (edges of other sources are ignored).
+pub fn to_entity(d: &EntityDoc, edges: &[EdgeDoc]) -> EntityNode {
+    EntityNode {
+        id: d.id.clone(),
+        scope: d
+            .scope
+            .clone()
+            .map_or(EntityScope::Shared, EntityScope::Conversation),
+        entity_type: d.entity_type.v,
+        name: d.name.v.clone(),
+        aliases: d.aliases.iter().cloned().collect(),
+        description: d.description.v.clone(),
+        properties: d
+            .properties
+            .iter()
+            .map(|(k, r)| (k.clone(), r.v.clone()))
+            .collect(),
+        relationships: edges
+            .iter()
+            .filter(|e| e.source == d.id && e.scope == d.scope)
+            .map(|e| Relationship {
+                target_id: e.target.clone(),
+                relationship: e.label.clone(),
+                strength: e.strength,
+                valid_from: e.valid_from,
+                valid_to: e.valid_to,
+            })
+            .collect(),
+        source_message_ids: d.sources.iter().cloned().collect(),
+        updated_at: d.updated_at,
+    }
+}
+
+// ---------------------------------------------------------------- summaries
+
+/// The document of a summary version made at `made`.
+pub fn summary_doc(s: &ConversationSummary, made: &Hlc) -> SummaryDoc {
+    SummaryDoc {
+        conversation_id: s.conversation_id.clone(),
+        made: made.clone(),
+        version: s.version,
+        covers_up_to_seq: s.covers_up_to_seq,
+        message_count: s.message_count,
+        updated_at: s.updated_at,
+        text: s.text.clone(),
+    }
+}
+
+pub fn to_summary(d: &SummaryDoc) -> ConversationSummary {
+    ConversationSummary {
+        conversation_id: d.conversation_id.clone(),
+        version: d.version,
+        text: d.text.clone(),
+        covers_up_to_seq: d.covers_up_to_seq,
+        message_count: d.message_count,
+        updated_at: d.updated_at,
+    }
+}
+
+/// The active version: the one covering the highest seq, the later stamp among equals.
+pub fn active_summary(versions: &[SummaryDoc]) -> Option<&SummaryDoc> {
+    versions
+        .iter()
+        .max_by(|a, b| (a.covers_up_to_seq, &a.made).cmp(&(b.covers_up_to_seq, &b.made)))
+}

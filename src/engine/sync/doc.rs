@@ -1,0 +1,365 @@
+//! The synced document model: which record becomes which CouchDB document, its stable `_id`, and its
+//! JSON form. One document per record:
+//!
+//! | record | `_id` | body |
+//! | --- | --- | --- |
+//! | conversation metadata | `c:{conversation}` | the title, and every other field (the per-conversation overrides; later `pinned`) as a named last-writer-wins register |
+//! | message | `m:{message}` | immutable: role, content, status, origin seq, what it replaces |
+//! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) as a map of registers |
+//! | edge | `r:{scope}:{source}:{label}:{target}:{valid_from}` | strength (strongest kept), `valid_to` (closed wins) |
+//! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers |
+//!
+//! Deleting turns a document into a [`Body::Tombstone`] (a live CouchDB document saying "deleted at
+//! stamp"); CouchDB's own `_deleted` is only used for losing conflict leaves. Settings and API keys
+//! have no document kind: they cannot be synced.
+//! Must not import anything outside `crate::engine`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::hlc::Hlc;
+use crate::engine::model::{EntityType, Millis, Role};
+
+/// A value with the stamp of the edit that set it. Merging keeps the later stamp (equal stamps: the
+/// greater value, so the result never depends on the order of arguments).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lww<T> {
+    pub v: T,
+    pub at: Hlc,
+}
+
+impl<T> Lww<T> {
+    pub fn new(v: T, at: &Hlc) -> Lww<T> {
+        Lww { v, at: at.clone() }
+    }
+}
+
+/// What a document is about (the first part of its `_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Conversation,
+    Message,
+    Entity,
+    Edge,
+    Summary,
+}
+
+impl Kind {
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Kind::Conversation => "c",
+            Kind::Message => "m",
+            Kind::Entity => "e",
+            Kind::Edge => "r",
+            Kind::Summary => "s",
+        }
+    }
+    /// The kind named by an `_id`'s prefix.
+    pub fn of_id(id: &str) -> Option<Kind> {
+        let (p, _) = id.split_once(':')?;
+        [
+            Kind::Conversation,
+            Kind::Message,
+            Kind::Entity,
+            Kind::Edge,
+            Kind::Summary,
+        ]
+        .into_iter()
+        .find(|k| k.prefix() == p)
+    }
+}
+
+/// One `_id` component: `%`, `:` and `~` are escaped so the parts never run together.
+pub fn id_part(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            ':' => out.push_str("%3A"),
+            '~' => out.push_str("%7E"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The `_id` part of an entity scope: a conversation id, or `~` for entities every conversation shares.
+pub fn scope_part(scope: Option<&str>) -> String {
+    scope.map_or_else(|| "~".to_string(), id_part)
+}
+
+pub fn conversation_id(conversation: &str) -> String {
+    format!("c:{}", id_part(conversation))
+}
+pub fn message_id(message: &str) -> String {
+    format!("m:{}", id_part(message))
+}
+pub fn entity_id(scope: Option<&str>, entity: &str) -> String {
+    format!("e:{}:{}", scope_part(scope), id_part(entity))
+}
+pub fn edge_id(e: &EdgeDoc) -> String {
+    format!(
+        "r:{}:{}:{}:{}:{}",
+        scope_part(e.scope.as_deref()),
+        id_part(&e.source),
+        id_part(&e.label),
+        id_part(&e.target),
+        e.valid_from
+    )
+}
+pub fn summary_id(conversation: &str, made: &Hlc) -> String {
+    format!("s:{}:{}", id_part(conversation), id_part(&made.key()))
+}
+
+/// The user's title and whether the user set it (auto-titles never overwrite a user's title).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Title {
+    pub text: String,
+    pub custom: bool,
+}
+
+/// Conversation metadata: every field a register of its own, so two devices editing different fields
+/// both keep their edit. Only what the user chose is synced (not counts, session handles or badges).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationDoc {
+    pub id: String,
+    pub created_at: Millis,
+    pub title: Lww<Title>,
+    /// The other fields by name (`recent_messages`, `history_format`, `memory_model`, …) as the text
+    /// of their value, `None` for "use the global setting"; names from newer versions are kept.
+    pub fields: BTreeMap<String, Lww<Option<String>>>,
+}
+
+/// A tool call as synced.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ToolCallDoc {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+    pub result: Option<String>,
+}
+
+/// A message. Written once when it is final; an edit or a regeneration is a new message whose
+/// `replaces` names the one it replaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageDoc {
+    pub id: String,
+    pub conversation_id: String,
+    /// The seq on the device that wrote it (each device places pulled messages after its own).
+    pub seq: u64,
+    pub role: Role,
+    pub content: String,
+    /// `complete`, `interrupted` or `error` (a reply still streaming is not synced yet).
+    pub status: String,
+    pub created_at: Millis,
+    #[serde(default)]
+    pub replaces: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallDoc>,
+    #[serde(default)]
+    pub usage: Option<(u32, u32)>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// When it was written, for ordering and for the clock.
+    pub at: Hlc,
+}
+
+/// An entity node without its edges. `scope` is the conversation id, `None` when shared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntityDoc {
+    pub id: String,
+    pub scope: Option<String>,
+    pub entity_type: Lww<EntityType>,
+    pub name: Lww<String>,
+    pub description: Lww<String>,
+    pub aliases: BTreeSet<String>,
+    /// Properties (facts): every key ever set is kept; each value is a register.
+    pub properties: BTreeMap<String, Lww<String>>,
+    pub sources: BTreeSet<String>,
+    pub updated_at: Millis,
+}
+
+/// One relationship of the entity graph, its own document (`valid_from` is part of its identity: a
+/// closed edge asserted again is a new edge).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EdgeDoc {
+    pub scope: Option<String>,
+    pub source: String,
+    pub label: String,
+    pub target: String,
+    pub valid_from: Millis,
+    pub strength: f32,
+    pub valid_to: Option<Millis>,
+}
+
+/// One summary version, never changed once written.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SummaryDoc {
+    pub conversation_id: String,
+    /// When it was made; also its identity.
+    pub made: Hlc,
+    pub version: u32,
+    pub covers_up_to_seq: u64,
+    pub message_count: u64,
+    pub updated_at: Millis,
+    pub text: String,
+}
+
+/// A deleted record: the only way anything is deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tombstone {
+    pub kind: Kind,
+    pub at: Hlc,
+}
+
+/// A document's content (the `type` field tells which).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Body {
+    Conversation(ConversationDoc),
+    Message(MessageDoc),
+    Entity(EntityDoc),
+    Edge(EdgeDoc),
+    Summary(SummaryDoc),
+    Tombstone(Tombstone),
+}
+
+impl Body {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Body::Conversation(_) => Kind::Conversation,
+            Body::Message(_) => Kind::Message,
+            Body::Entity(_) => Kind::Entity,
+            Body::Edge(_) => Kind::Edge,
+            Body::Summary(_) => Kind::Summary,
+            Body::Tombstone(t) => t.kind,
+        }
+    }
+
+    /// The `_id` this content belongs under (a tombstone has none of its own).
+    pub fn doc_id(&self) -> Option<String> {
+        Some(match self {
+            Body::Conversation(c) => conversation_id(&c.id),
+            Body::Message(m) => message_id(&m.id),
+            Body::Entity(e) => entity_id(e.scope.as_deref(), &e.id),
+            Body::Edge(e) => edge_id(e),
+            Body::Summary(s) => summary_id(&s.conversation_id, &s.made),
+            Body::Tombstone(_) => return None,
+        })
+    }
+
+    pub fn is_tombstone(&self) -> bool {
+        matches!(self, Body::Tombstone(_))
+    }
+
+    /// The latest stamp in this content: a device passes every pulled document's to
+    /// [`super::hlc::Clock::observe`], so its next edit comes after everything it has seen (even
+    /// when its own wall clock is behind).
+    pub fn latest_stamp(&self) -> Option<&Hlc> {
+        match self {
+            Body::Conversation(c) => std::iter::once(&c.title.at)
+                .chain(c.fields.values().map(|r| &r.at))
+                .max(),
+            Body::Message(m) => Some(&m.at),
+            Body::Entity(e) => [&e.entity_type.at, &e.name.at, &e.description.at]
+                .into_iter()
+                .chain(e.properties.values().map(|r| &r.at))
+                .max(),
+            Body::Edge(_) => None,
+            Body::Summary(s) => Some(&s.made),
+            Body::Tombstone(t) => Some(&t.at),
+        }
+    }
+}
+
+/// A synced document: its `_id` and content (the CouchDB revision travels beside it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doc {
+    pub id: String,
+    pub body: Body,
+}
+
+impl Doc {
+    /// A live document under its own `_id`.
+    pub fn new(body: Body) -> Doc {
+        let id = body.doc_id().unwrap_or_default();
+        Doc { id, body }
+    }
+
+    /// The tombstone that deletes document `id`.
+    pub fn tombstone(id: &str, at: &Hlc) -> Option<Doc> {
+        Some(Doc {
+            id: id.to_string(),
+            body: Body::Tombstone(Tombstone {
+                kind: Kind::of_id(id)?,
+                at: at.clone(),
+            }),
+        })
+    }
+
+    /// The JSON CouchDB stores: `_id`, `_rev` when given, then the content.
+    pub fn to_json(&self, rev: Option<&str>) -> Value {
+        let mut obj = match serde_json::to_value(&self.body) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        obj.insert("_id".into(), Value::String(self.id.clone()));
+        if let Some(r) = rev {
+            obj.insert("_rev".into(), Value::String(r.to_string()));
+        }
+        Value::Object(obj)
+    }
+
+    /// Reads a document as CouchDB returns it. `Err` names what is wrong; the caller skips such a
+    /// document (it never deletes or overwrites anything local).
+    pub fn from_json(v: &Value) -> Result<Couch, String> {
+        let obj = v.as_object().ok_or("document is not an object")?;
+        let id = obj
+            .get("_id")
+            .and_then(Value::as_str)
+            .ok_or("document has no _id")?
+            .to_string();
+        let rev = obj
+            .get("_rev")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{id}: no _rev"))?
+            .to_string();
+        let conflicts = obj
+            .get("_conflicts")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut content = obj.clone();
+        content.retain(|k, _| !k.starts_with('_'));
+        let body: Body = serde_json::from_value(Value::Object(content))
+            .map_err(|e| format!("{id}: unreadable document ({e})"))?;
+        let id_kind = Kind::of_id(&id).ok_or_else(|| format!("{id}: not a Memoire document"))?;
+        if id_kind != body.kind() || body.doc_id().is_some_and(|own| own != id) {
+            return Err(format!("{id}: content does not match its _id"));
+        }
+        Ok(Couch {
+            doc: Doc { id, body },
+            rev,
+            conflicts,
+        })
+    }
+}
+
+/// A document read from the server with its revision and its conflicting leaves, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Couch {
+    pub doc: Doc,
+    pub rev: String,
+    pub conflicts: Vec<String>,
+}

@@ -1,0 +1,25 @@
+//! Sync across devices through CouchDB's replication protocol, as a hub client: the document model
+//! (`doc`), the hybrid logical clock (`hlc`), the one merge (`merge`), conversions from and to the
+//! engine's model (`convert`), and the sans-IO replicator that turns documents and a checkpoint into
+//! HTTP request descriptions and local writes (`replicate`), which document a local change produces
+//! and what a merged document asks of the local store (`track`), and unifying one entity learned
+//! separately on two devices (`unify`), and what "Test connection" found wrong (`probe`). The session moves the bytes.
+//! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
+
+pub mod convert;
+pub mod doc;
+pub mod hlc;
+pub mod merge;
+pub mod probe;
+pub mod replicate;
+pub mod track;
+pub mod unify;
+pub mod wire;
+
+pub use doc::{Body, Couch, Doc, Kind};
+pub use hlc::{Clock, Hlc};
+pub use merge::{merge, merge_all};
+pub use replicate::{
+    apply_remote, Applied, Config, LocalDoc, Replicator, Status, SyncError, Write,
+};
+pub use wire::{Method, Request};

@@ -1,0 +1,844 @@
+//! The sans-IO replicator: a hub client of one CouchDB database. Local documents and responses go
+//! in (`handle_local_changes`, `handle_response`, `handle_failure`), request descriptions and local
+//! writes come out (`poll_request`, `poll_write`), one request at a time. Each connection runs:
+//! `GET /{db}` (`PUT` to create it when allowed) → read the `_local/` checkpoint → pull `_changes`
+//! in batches from the checkpoint's opaque `since`, resolving pulled `_conflicts` (merged winner
+//! written, losing leaves deleted) before the checkpoint moves → push `_bulk_docs` (409: `_all_docs`
+//! with `keys`, merge, retry) → mirror the checkpoint to `_local/` → `feed=longpoll` with a heartbeat.
+//!
+//! Safety rules: only a [`super::Body::Tombstone`] deletes (a CouchDB-deleted document is pushed
+//! again, a document that cannot be read is skipped); a failed, empty or cut-off response changes
+//! nothing and is retried after a backoff; pushing waits until the pull has caught up, so a device's
+//! first connection merges what the server has before it writes; the checkpoint only moves after the
+//! writes it covers were handed out. Must not import anything outside `crate::engine` (`now` is an
+//! argument).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde_json::{json, Value};
+
+use super::doc::{Doc, Kind};
+use super::merge::{merge, merge_all};
+use super::wire::{
+    encode, seq_text, AllDocs, BulkResult, Changes, LocalCheckpoint, Method, OpenRev, Request,
+    Saved,
+};
+use crate::engine::model::Millis;
+
+/// Where and how to replicate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The database name (one per user).
+    pub db: String,
+    /// This device's id: names the checkpoint.
+    pub device: String,
+    /// Create the database with `PUT` when it does not exist (needs admin rights on CouchDB).
+    pub create_db: bool,
+    /// Changes per `_changes` batch and documents per `_bulk_docs`.
+    pub pull_batch: usize,
+    pub push_batch: usize,
+    /// Keep a `feed=longpoll` open once caught up, with this heartbeat.
+    pub live: bool,
+    pub heartbeat_ms: u64,
+}
+
+impl Config {
+    pub fn new(db: &str, device: &str) -> Config {
+        Config {
+            db: db.to_string(),
+            device: device.to_string(),
+            create_db: true,
+            pull_batch: 200,
+            push_batch: 200,
+            live: true,
+            heartbeat_ms: 10_000,
+        }
+    }
+}
+
+/// A local document with the server revision its content is based on (`None`: never pushed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalDoc {
+    pub doc: Doc,
+    pub rev: Option<String>,
+}
+
+/// What the local store must do, in order. (Writes are short-lived queue entries; boxing the
+/// document would only add an allocation each.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// The server holds `remote` at `rev`: merge it into the local copy with [`apply_remote`].
+    Merge { remote: Doc, rev: String },
+    /// Everything before this was pulled: keep `since` as the checkpoint.
+    Checkpoint { since: String },
+    /// The server deleted this document without a tombstone: hand the local copy in again, with no
+    /// revision, so it is written back.
+    Repush { id: String },
+    /// The server lost the database (new or recreated): hand every local document in again, with no
+    /// revision.
+    PushAll,
+}
+
+/// The result of merging a pulled or pushed document into the local copy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    pub local: LocalDoc,
+    /// The merged copy differs from the server's: it must be pushed.
+    pub dirty: bool,
+}
+
+/// Merges the server's `remote` at `rev` into the local copy (if any).
+pub fn apply_remote(local: Option<&LocalDoc>, remote: &Doc, rev: &str) -> Applied {
+    let merged = match local {
+        Some(l) => merge(&l.doc, remote),
+        None => remote.clone(),
+    };
+    let dirty = merged != *remote;
+    Applied {
+        local: LocalDoc {
+            doc: merged,
+            rev: Some(rev.to_string()),
+        },
+        dirty,
+    }
+}
+
+/// Why sync is not working, in words a user can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SyncError {
+    #[error("the sync server refused the user name or password (HTTP 401): check them in Settings → Sync")]
+    Unauthorized,
+    #[error("this user may not use database '{db}' (HTTP 403): ask the server's admin for access")]
+    Forbidden { db: String },
+    #[error("database '{db}' does not exist on the sync server: create it there (or sign in as an admin)")]
+    DatabaseMissing { db: String },
+    #[error("the sync server answered HTTP {status} to {what}; retrying")]
+    Server { status: u16, what: &'static str },
+    #[error("the sync server's answer to {what} was cut off or unreadable; retrying")]
+    Unreadable { what: &'static str },
+    #[error("the sync server cannot be reached ({reason}); retrying")]
+    Network { reason: String },
+    #[error("document '{id}' kept changing on the server while it was being merged; retrying")]
+    KeepsConflicting { id: String },
+}
+
+impl SyncError {
+    /// Whether retrying can help without the user changing anything.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            SyncError::Server { .. }
+                | SyncError::Unreadable { .. }
+                | SyncError::Network { .. }
+                | SyncError::KeepsConflicting { .. }
+        )
+    }
+}
+
+/// What the sidebar shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Caught up and nothing waiting to be pushed.
+    Synced,
+    /// Working; `pending` local documents still to push.
+    Syncing { pending: usize },
+    /// The server cannot be reached; the next try is at `retry_at`.
+    Offline { retry_at: Millis },
+    /// Failed; `retry_at` is `None` when only the user can fix it.
+    Error {
+        error: SyncError,
+        retry_at: Option<Millis>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Inflight {
+    DbInfo,
+    CreateDb,
+    ReadCheckpoint,
+    Changes { live: bool },
+    OpenRevs,
+    Resolve(Vec<Doc>),
+    Push(Vec<LocalDoc>),
+    Reread,
+    WriteCheckpoint(String),
+}
+
+/// A pulled document with conflicting leaves, waiting for their content.
+#[derive(Debug, Clone, PartialEq)]
+struct Conflicted {
+    winner: Doc,
+    rev: String,
+    losers: Vec<String>,
+}
+
+/// The replicator of one device and one database.
+#[derive(Debug, Clone)]
+pub struct Replicator {
+    cfg: Config,
+    since: Option<String>,
+    db_ok: bool,
+    create: bool,
+    checkpoint_read: bool,
+    server_cp: Option<(String, Option<String>)>,
+    caught_up: bool,
+    held_since: Option<String>,
+    to_open: VecDeque<Conflicted>,
+    /// Resolution writes: the merged winners that changed, and the `_bulk_docs` entries.
+    resolve: Vec<Doc>,
+    resolve_docs: Vec<Value>,
+    outbox: BTreeMap<String, LocalDoc>,
+    reread: BTreeSet<String>,
+    attempts: BTreeMap<String, u32>,
+    inflight: Option<Inflight>,
+    writes: VecDeque<Write>,
+    cancel: bool,
+    errors: u32,
+    retry_at: Option<Millis>,
+    error: Option<SyncError>,
+    skipped: Vec<String>,
+}
+
+/// Retries after a failure wait 1 s, 2 s, 4 s, … up to a minute.
+pub fn backoff_ms(errors: u32) -> Millis {
+    (1000 * (1i64 << errors.saturating_sub(1).min(6))).min(60_000)
+}
+
+/// Re-reads of one document after 409s before the connection starts over.
+const MAX_CONFLICT_RETRIES: u32 = 5;
+
+impl Replicator {
+    /// A replicator resuming from the local checkpoint `since` (`None`: from the start).
+    pub fn new(cfg: Config, since: Option<String>) -> Replicator {
+        Replicator {
+            cfg,
+            since,
+            db_ok: false,
+            create: false,
+            checkpoint_read: false,
+            server_cp: None,
+            caught_up: false,
+            held_since: None,
+            to_open: VecDeque::new(),
+            resolve: Vec::new(),
+            resolve_docs: Vec::new(),
+            outbox: BTreeMap::new(),
+            reread: BTreeSet::new(),
+            attempts: BTreeMap::new(),
+            inflight: None,
+            writes: VecDeque::new(),
+            cancel: false,
+            errors: 0,
+            retry_at: None,
+            error: None,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Local documents that changed (or must be pushed again); a newer copy replaces a queued one.
+    pub fn handle_local_changes(&mut self, docs: impl IntoIterator<Item = LocalDoc>) {
+        let mut any = false;
+        for d in docs {
+            self.outbox.insert(d.doc.id.clone(), d);
+            any = true;
+        }
+        if any && matches!(self.inflight, Some(Inflight::Changes { live: true })) {
+            self.cancel = true;
+        }
+    }
+
+    /// True once when the request in flight (a longpoll) should be aborted so local changes can be
+    /// pushed; then call [`Replicator::handle_cancelled`].
+    pub fn poll_cancel(&mut self) -> bool {
+        std::mem::take(&mut self.cancel)
+    }
+
+    /// The request in flight was aborted on purpose.
+    pub fn handle_cancelled(&mut self) {
+        self.inflight = None;
+    }
+
+    /// The next local write, in order.
+    pub fn poll_write(&mut self) -> Option<Write> {
+        self.writes.pop_front()
+    }
+
+    /// When to call [`Replicator::poll_request`] again after a failure.
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.retry_at
+    }
+
+    /// Documents that were skipped because they could not be read (never deleted, never overwritten).
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    /// Local documents still to push.
+    pub fn pending(&self) -> usize {
+        self.outbox.len()
+    }
+
+    pub fn status(&self) -> Status {
+        match &self.error {
+            Some(SyncError::Network { .. }) => Status::Offline {
+                retry_at: self.retry_at.unwrap_or_default(),
+            },
+            Some(e) => Status::Error {
+                error: e.clone(),
+                retry_at: self.retry_at,
+            },
+            None if self.caught_up && self.outbox.is_empty() && self.to_open.is_empty() => {
+                Status::Synced
+            }
+            None => Status::Syncing {
+                pending: self.outbox.len(),
+            },
+        }
+    }
+
+    /// The user changed something (credentials, database): try again now.
+    pub fn retry_now(&mut self) {
+        self.error = None;
+        self.retry_at = None;
+        self.errors = 0;
+    }
+
+    fn path(&self, rest: &str) -> String {
+        format!("/{}{}", encode(&self.cfg.db), rest)
+    }
+
+    fn checkpoint_path(&self) -> String {
+        self.path(&format!(
+            "/_local/{}",
+            encode(&format!("memoire-{}", self.cfg.device))
+        ))
+    }
+
+    fn changes_request(&self, live: bool) -> Request {
+        let mut query = vec![
+            ("include_docs", "true".to_string()),
+            ("style", "all_docs".to_string()),
+            ("conflicts", "true".to_string()),
+            ("limit", self.cfg.pull_batch.to_string()),
+        ];
+        if let Some(s) = &self.since {
+            query.push(("since", s.clone()));
+        }
+        if live {
+            query.push(("feed", "longpoll".to_string()));
+            query.push(("heartbeat", self.cfg.heartbeat_ms.to_string()));
+        }
+        Request {
+            method: Method::Get,
+            path: self.path("/_changes"),
+            query: query.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            body: None,
+        }
+    }
+
+    fn bulk(&self, docs: Vec<Value>) -> Request {
+        Request {
+            method: Method::Post,
+            path: self.path("/_bulk_docs"),
+            query: vec![],
+            body: Some(json!({ "docs": docs }).to_string()),
+        }
+    }
+
+    /// The next request to send, if any (none while one is in flight, while backing off, after an
+    /// error only the user can fix, or when idle without `live`).
+    pub fn poll_request(&mut self, now: Millis) -> Option<Request> {
+        if self.inflight.is_some() {
+            return None;
+        }
+        if let Some(at) = self.retry_at {
+            if now < at {
+                return None;
+            }
+            self.retry_at = None;
+        } else if self.error.as_ref().is_some_and(|e| !e.is_retryable()) {
+            return None;
+        }
+        let get = |path: String| Request {
+            method: Method::Get,
+            path,
+            query: vec![],
+            body: None,
+        };
+        let (inflight, req) = if !self.db_ok {
+            if self.create {
+                let put = Request {
+                    method: Method::Put,
+                    ..get(self.path(""))
+                };
+                (Inflight::CreateDb, put)
+            } else {
+                (Inflight::DbInfo, get(self.path("")))
+            }
+        } else if !self.checkpoint_read {
+            (Inflight::ReadCheckpoint, get(self.checkpoint_path()))
+        } else if let Some(c) = self.to_open.front() {
+            let revs = serde_json::to_string(&c.losers).unwrap_or_default();
+            let mut req = get(self.path(&format!("/{}", encode(&c.winner.id))));
+            req.query = vec![("open_revs".into(), revs)];
+            (Inflight::OpenRevs, req)
+        } else if !self.resolve_docs.is_empty() {
+            let docs = std::mem::take(&mut self.resolve_docs);
+            let meta = std::mem::take(&mut self.resolve);
+            (Inflight::Resolve(meta), self.bulk(docs))
+        } else if !self.caught_up {
+            (
+                Inflight::Changes { live: false },
+                self.changes_request(false),
+            )
+        } else if !self.reread.is_empty() {
+            let keys: Vec<&String> = self.reread.iter().collect();
+            let req = Request {
+                method: Method::Post,
+                path: self.path("/_all_docs"),
+                query: vec![
+                    ("include_docs".into(), "true".into()),
+                    ("conflicts".into(), "true".into()),
+                ],
+                body: Some(json!({ "keys": keys }).to_string()),
+            };
+            (Inflight::Reread, req)
+        } else if !self.outbox.is_empty() {
+            let batch: Vec<LocalDoc> = self
+                .outbox
+                .values()
+                .take(self.cfg.push_batch)
+                .cloned()
+                .collect();
+            let docs = batch
+                .iter()
+                .map(|l| l.doc.to_json(l.rev.as_deref()))
+                .collect();
+            (Inflight::Push(batch), self.bulk(docs))
+        } else if self.since.is_some()
+            && self.server_cp.as_ref().map(|(_, s)| s) != Some(&self.since)
+        {
+            let since = self.since.clone().unwrap_or_default();
+            let mut body = json!({ "since": since, "device": self.cfg.device });
+            if let Some((rev, _)) = &self.server_cp {
+                body["_rev"] = Value::String(rev.clone());
+            }
+            let req = Request {
+                method: Method::Put,
+                path: self.checkpoint_path(),
+                query: vec![],
+                body: Some(body.to_string()),
+            };
+            (Inflight::WriteCheckpoint(since), req)
+        } else if self.cfg.live {
+            (Inflight::Changes { live: true }, self.changes_request(true))
+        } else {
+            return None;
+        };
+        self.inflight = Some(inflight);
+        Some(req)
+    }
+
+    /// No answer arrived (network error, CORS refusal, connection cut, body cut mid-read): nothing
+    /// changes locally; the connection starts over after a backoff.
+    pub fn handle_failure(&mut self, now: Millis, reason: &str) {
+        self.fail(
+            now,
+            SyncError::Network {
+                reason: reason.to_string(),
+            },
+        );
+    }
+
+    fn fail(&mut self, now: Millis, e: SyncError) {
+        if let Some(Inflight::Push(batch)) = self.inflight.take() {
+            // Keep what was not pushed (a newer local copy may already have replaced it).
+            for l in batch {
+                self.outbox.entry(l.doc.id.clone()).or_insert(l);
+            }
+        }
+        self.db_ok = false;
+        self.checkpoint_read = false;
+        self.caught_up = false;
+        self.held_since = None;
+        self.to_open.clear();
+        self.resolve.clear();
+        self.resolve_docs.clear();
+        self.cancel = false;
+        if e.is_retryable() {
+            self.errors += 1;
+            self.retry_at = Some(now + backoff_ms(self.errors));
+        } else {
+            self.retry_at = None;
+        }
+        self.error = Some(e);
+    }
+
+    fn ok(&mut self) {
+        self.errors = 0;
+        self.error = None;
+    }
+
+    /// An HTTP answer to the request in flight.
+    pub fn handle_response(&mut self, now: Millis, status: u16, body: &str) {
+        let Some(inflight) = self.inflight.clone() else {
+            return;
+        };
+        let what = match &inflight {
+            Inflight::DbInfo | Inflight::CreateDb => "the database check",
+            Inflight::ReadCheckpoint | Inflight::WriteCheckpoint(_) => "the checkpoint",
+            Inflight::Changes { .. } => "the changes feed",
+            Inflight::OpenRevs => "reading conflicting revisions",
+            Inflight::Resolve(_) => "writing a resolved conflict",
+            Inflight::Push(_) => "the upload",
+            Inflight::Reread => "re-reading conflicting documents",
+        };
+        if matches!(inflight, Inflight::CreateDb) && (status == 401 || status == 403) {
+            // Only admins may create databases: for a user, the database is simply missing.
+            self.create = false;
+            let db = self.cfg.db.clone();
+            return self.fail(now, SyncError::DatabaseMissing { db });
+        }
+        match status {
+            401 => return self.fail(now, SyncError::Unauthorized),
+            403 => {
+                let db = self.cfg.db.clone();
+                return self.fail(now, SyncError::Forbidden { db });
+            }
+            _ => {}
+        }
+        let result = match inflight {
+            Inflight::DbInfo => self.on_db_info(status),
+            Inflight::CreateDb => self.on_create(status),
+            Inflight::ReadCheckpoint => self.on_read_checkpoint(status, body),
+            Inflight::WriteCheckpoint(since) => self.on_write_checkpoint(status, body, since),
+            Inflight::Changes { .. } => self.on_changes(status, body),
+            Inflight::OpenRevs => self.on_open_revs(status, body),
+            Inflight::Resolve(meta) => self.on_resolve(status, body, meta),
+            Inflight::Push(batch) => self.on_push(status, body, batch),
+            Inflight::Reread => self.on_reread(status, body),
+        };
+        match result {
+            Ok(()) => {
+                self.inflight = None;
+                self.ok();
+            }
+            Err(Bad::Status) => self.fail(now, SyncError::Server { status, what }),
+            Err(Bad::Body) => self.fail(now, SyncError::Unreadable { what }),
+            Err(Bad::Fatal(e)) => self.fail(now, e),
+        }
+    }
+
+    fn on_db_info(&mut self, status: u16) -> Result<(), Bad> {
+        match status {
+            200 => {
+                self.db_ok = true;
+                Ok(())
+            }
+            404 if self.cfg.create_db => {
+                self.create = true;
+                Ok(())
+            }
+            404 => Err(Bad::Fatal(SyncError::DatabaseMissing {
+                db: self.cfg.db.clone(),
+            })),
+            _ => Err(Bad::Status),
+        }
+    }
+
+    fn on_create(&mut self, status: u16) -> Result<(), Bad> {
+        self.create = false;
+        match status {
+            201 | 202 => {
+                // A new database holds nothing: start from zero and push everything.
+                self.db_ok = true;
+                self.since = None;
+                self.server_cp = None;
+                self.writes.push_back(Write::PushAll);
+                Ok(())
+            }
+            412 => {
+                self.db_ok = true;
+                Ok(())
+            }
+            _ => Err(Bad::Status),
+        }
+    }
+
+    fn on_read_checkpoint(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+        match status {
+            200 => {
+                let cp: LocalCheckpoint = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+                self.server_cp = Some((cp.rev, cp.since.as_ref().and_then(seq_text)));
+            }
+            404 => {
+                self.server_cp = None;
+                if self.since.is_some() {
+                    // The server does not know this device: it lost its data or is another
+                    // database. Pull everything and push everything; merging makes that safe.
+                    self.since = None;
+                    self.writes.push_back(Write::PushAll);
+                }
+            }
+            _ => return Err(Bad::Status),
+        }
+        self.checkpoint_read = true;
+        Ok(())
+    }
+
+    fn on_write_checkpoint(&mut self, status: u16, body: &str, since: String) -> Result<(), Bad> {
+        match status {
+            200..=202 => {
+                let saved: Saved = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+                self.server_cp = Some((saved.rev, Some(since)));
+                Ok(())
+            }
+            409 => {
+                self.checkpoint_read = false;
+                Ok(())
+            }
+            404 => {
+                self.db_ok = false;
+                self.checkpoint_read = false;
+                Ok(())
+            }
+            _ => Err(Bad::Status),
+        }
+    }
+
+    fn on_changes(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+        if status != 200 {
+            if status == 404 {
+                self.db_ok = false;
+                self.checkpoint_read = false;
+                self.caught_up = false;
+                return Ok(());
+            }
+            return Err(Bad::Status);
+        }
+        let changes: Changes = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        let last_seq = seq_text(&changes.last_seq).ok_or(Bad::Body)?;
+        let full = changes.results.len() >= self.cfg.pull_batch;
+        for row in changes.results {
+            if row.id.starts_with('_') {
+                continue;
+            }
+            if row.deleted {
+                if Kind::of_id(&row.id).is_some() {
+                    self.writes.push_back(Write::Repush { id: row.id });
+                }
+                continue;
+            }
+            let Some(v) = row.doc else {
+                self.skipped
+                    .push(format!("{}: no document in the change", row.id));
+                continue;
+            };
+            match Doc::from_json(&v) {
+                Ok(c) => {
+                    self.pulled(&c.doc, &c.rev);
+                    if !c.conflicts.is_empty() {
+                        self.to_open.push_back(Conflicted {
+                            winner: c.doc,
+                            rev: c.rev,
+                            losers: c.conflicts,
+                        });
+                    }
+                }
+                Err(e) => self.skipped.push(e),
+            }
+        }
+        self.caught_up = !full;
+        if self.to_open.is_empty() {
+            self.advance(last_seq);
+        } else {
+            self.held_since = Some(last_seq);
+        }
+        Ok(())
+    }
+
+    /// The server holds `doc` at `rev`: merge it locally, and into a queued push of the same id.
+    fn pulled(&mut self, doc: &Doc, rev: &str) {
+        self.writes.push_back(Write::Merge {
+            remote: doc.clone(),
+            rev: rev.to_string(),
+        });
+        if let Some(queued) = self.outbox.get(&doc.id) {
+            let a = apply_remote(Some(queued), doc, rev);
+            if a.dirty {
+                self.outbox.insert(doc.id.clone(), a.local);
+            } else {
+                self.outbox.remove(&doc.id);
+            }
+        }
+    }
+
+    fn advance(&mut self, since: String) {
+        self.writes.push_back(Write::Checkpoint {
+            since: since.clone(),
+        });
+        self.since = Some(since);
+    }
+
+    fn on_open_revs(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+        let Some(c) = self.to_open.front().cloned() else {
+            return Ok(());
+        };
+        let leaves: Vec<Doc> = match status {
+            200 => serde_json::from_str::<Vec<OpenRev>>(body)
+                .map_err(|_| Bad::Body)?
+                .into_iter()
+                .filter_map(|r| r.ok)
+                .filter(|v| v.get("_deleted") != Some(&Value::Bool(true)))
+                .filter_map(|v| Doc::from_json(&v).ok().map(|c| c.doc))
+                .collect(),
+            404 => Vec::new(),
+            _ => return Err(Bad::Status),
+        };
+        self.to_open.pop_front();
+        // Locally first: every leaf merged in, then the winner, so the local copy is dirty (and will
+        // be pushed) if the losers added anything, even if writing the resolution fails.
+        for leaf in &leaves {
+            self.writes.push_back(Write::Merge {
+                remote: leaf.clone(),
+                rev: c.rev.clone(),
+            });
+        }
+        self.writes.push_back(Write::Merge {
+            remote: c.winner.clone(),
+            rev: c.rev.clone(),
+        });
+        let merged = merge_all(std::iter::once(&c.winner).chain(leaves.iter()))
+            .unwrap_or_else(|| c.winner.clone());
+        let changed = merged != c.winner;
+        if changed {
+            self.resolve_docs.push(merged.to_json(Some(&c.rev)));
+        }
+        for loser in &c.losers {
+            self.resolve_docs
+                .push(json!({ "_id": c.winner.id, "_rev": loser, "_deleted": true }));
+        }
+        if changed {
+            self.resolve.push(merged);
+        }
+        if self.to_open.is_empty() && self.resolve_docs.is_empty() {
+            self.release_held();
+        }
+        Ok(())
+    }
+
+    fn release_held(&mut self) {
+        if let Some(s) = self.held_since.take() {
+            self.advance(s);
+        }
+    }
+
+    fn on_resolve(&mut self, status: u16, body: &str, merged_docs: Vec<Doc>) -> Result<(), Bad> {
+        if status != 201 && status != 200 {
+            return Err(Bad::Status);
+        }
+        let results: Vec<BulkResult> = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        for merged in merged_docs {
+            // A winner write that lost a race leaves the local copy dirty: it is pushed later.
+            let saved = results
+                .iter()
+                .find(|r| r.id.as_deref() == Some(&merged.id) && r.error.is_none())
+                .and_then(|r| r.rev.clone());
+            if let Some(rev) = saved {
+                self.pulled(&merged, &rev);
+            }
+        }
+        if self.to_open.is_empty() {
+            self.release_held();
+        }
+        Ok(())
+    }
+
+    fn on_push(&mut self, status: u16, body: &str, batch: Vec<LocalDoc>) -> Result<(), Bad> {
+        if status != 201 && status != 200 {
+            if status == 404 {
+                self.db_ok = false;
+                self.checkpoint_read = false;
+                self.caught_up = false;
+                return Ok(());
+            }
+            return Err(Bad::Status);
+        }
+        let results: Vec<BulkResult> = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        for sent in batch {
+            let id = sent.doc.id.clone();
+            let Some(r) = results.iter().find(|r| r.id.as_deref() == Some(&id)) else {
+                continue; // no word on it: it stays queued
+            };
+            match (&r.rev, r.error.as_deref()) {
+                (Some(rev), None) => {
+                    self.attempts.remove(&id);
+                    self.pulled(&sent.doc, rev);
+                }
+                (_, Some("conflict")) => {
+                    self.reread.insert(id);
+                }
+                (_, Some(err)) => {
+                    // Refused for good (a validation function, a size limit): reported, and kept
+                    // locally; it is offered again on the next connection.
+                    self.outbox.remove(&id);
+                    let reason = r.reason.clone().unwrap_or_else(|| err.to_string());
+                    self.skipped
+                        .push(format!("{id}: refused by the server: {reason}"));
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn on_reread(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+        if status != 200 {
+            return Err(Bad::Status);
+        }
+        let all: AllDocs = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        let ids = std::mem::take(&mut self.reread);
+        for row in all.rows {
+            if !ids.contains(&row.key) {
+                continue;
+            }
+            let tries = self.attempts.entry(row.key.clone()).or_insert(0);
+            *tries += 1;
+            if *tries > MAX_CONFLICT_RETRIES {
+                // Keep it queued for the next connection instead of looping now.
+                self.attempts.remove(&row.key);
+                return Err(Bad::Fatal(SyncError::KeepsConflicting { id: row.key }));
+            }
+            let Some(queued) = self.outbox.get(&row.key).cloned() else {
+                continue;
+            };
+            match (&row.value, row.doc.as_ref().map(Doc::from_json)) {
+                (Some(v), Some(Ok(c))) if !v.deleted => self.pulled(&c.doc, &c.rev),
+                (Some(v), _) if !v.deleted => {
+                    // Not a Memoire document: write ours over it.
+                    let rev = Some(v.rev.clone());
+                    self.outbox
+                        .insert(row.key.clone(), LocalDoc { rev, ..queued });
+                }
+                _ => {
+                    // Deleted on the server or not there: create it again.
+                    self.outbox.insert(
+                        row.key.clone(),
+                        LocalDoc {
+                            rev: None,
+                            ..queued
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+enum Bad {
+    Status,
+    Body,
+    Fatal(SyncError),
+}

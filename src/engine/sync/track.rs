@@ -1,0 +1,183 @@
+//! The two decisions between the local store and the synced documents, so the session only moves
+//! data: which document a local record change produces (`track_*`: `None` when the stored document
+//! already says the same, so nothing is pushed twice; a record whose document is a tombstone stays
+//! deleted), and what a merged document asks of the local store ([`effect`]). Ids of tombstones are
+//! read back from their `_id` ([`parse_id`]). Must not import anything outside `crate::engine`.
+
+use super::convert::{
+    conversation_doc, edge_docs, edit_conversation, edit_entity, entity_docs, message_doc,
+    summary_doc, to_entity, to_message, to_summary,
+};
+use super::doc::{Body, ConversationDoc, Doc, EdgeDoc, Kind};
+use super::hlc::Clock;
+use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message, Millis};
+
+fn unescape(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The kind of an `_id` and its parts, unescaped (an entity's or edge's scope `~` reads as `None`).
+/// `c:{conversation}`, `m:{message}`, `e:{scope}:{entity}`,
+/// `r:{scope}:{source}:{label}:{target}:{valid_from}`, `s:{conversation}:{stamp}`.
+pub fn parse_id(id: &str) -> Option<(Kind, Option<String>, Vec<String>)> {
+    let kind = Kind::of_id(id)?;
+    let mut parts = id.split(':').skip(1);
+    let scoped = matches!(kind, Kind::Entity | Kind::Edge);
+    let scope = if scoped {
+        match parts.next()? {
+            "~" => None,
+            s => Some(unescape(s)?),
+        }
+    } else {
+        None
+    };
+    let rest: Option<Vec<String>> = parts.map(unescape).collect();
+    let rest = rest?;
+    let want = match kind {
+        Kind::Conversation | Kind::Message => 1,
+        Kind::Entity => 1,
+        Kind::Edge => 4,
+        Kind::Summary => 2,
+    };
+    (rest.len() == want).then_some((kind, scope, rest))
+}
+
+/// The document to push after conversation `c` was created or edited locally (title, overrides).
+pub fn track_conversation(
+    stored: Option<&Doc>,
+    c: &Conversation,
+    clock: &mut Clock,
+    now: Millis,
+) -> Option<Doc> {
+    let next = match stored.map(|d| &d.body) {
+        Some(Body::Tombstone(_)) => return None,
+        Some(Body::Conversation(prev)) => {
+            let probe = edit_conversation(prev, c, &clock.last());
+            if probe == *prev {
+                return None;
+            }
+            edit_conversation(prev, c, &clock.tick(now))
+        }
+        _ => conversation_doc(c, &clock.tick(now)),
+    };
+    Some(Doc::new(Body::Conversation(next)))
+}
+
+/// The document of a new final message (`replaces`: the message it edits or regenerates). A stored
+/// message is never written again; a streaming one waits until it is final.
+pub fn track_message(
+    stored: Option<&Doc>,
+    m: &Message,
+    replaces: Option<&str>,
+    clock: &mut Clock,
+    now: Millis,
+) -> Option<Doc> {
+    if stored.is_some() {
+        return None;
+    }
+    let at = clock.tick(now);
+    message_doc(m, replaces, &at).map(|d| Doc::new(Body::Message(d)))
+}
+
+/// The documents to push after entity `n` was learned or edited: the node if it changed, and each
+/// relationship that is new or changed (strength, closing).
+pub fn track_entity(
+    stored: Option<&Doc>,
+    stored_edges: &[EdgeDoc],
+    n: &EntityNode,
+    clock: &mut Clock,
+    now: Millis,
+) -> Vec<Doc> {
+    let mut out = Vec::new();
+    match stored.map(|d| &d.body) {
+        Some(Body::Tombstone(_)) => return out,
+        Some(Body::Entity(prev)) => {
+            if edit_entity(prev, n, &clock.last()) != *prev {
+                out.push(Doc::new(Body::Entity(edit_entity(
+                    prev,
+                    n,
+                    &clock.tick(now),
+                ))));
+            }
+        }
+        _ => out.push(Doc::new(Body::Entity(entity_docs(n, &clock.tick(now)).0))),
+    }
+    for e in edge_docs(n) {
+        if !stored_edges.contains(&e) {
+            out.push(Doc::new(Body::Edge(e)));
+        }
+    }
+    out
+}
+
+/// The document of a new summary version (a stored version is never written again).
+pub fn track_summary(
+    stored: Option<&Doc>,
+    s: &ConversationSummary,
+    clock: &mut Clock,
+    now: Millis,
+) -> Option<Doc> {
+    if stored.is_some() {
+        return None;
+    }
+    Some(Doc::new(Body::Summary(summary_doc(s, &clock.tick(now)))))
+}
+
+/// The tombstone that deletes a record everywhere.
+pub fn track_delete(id: &str, clock: &mut Clock, now: Millis) -> Option<Doc> {
+    Doc::tombstone(id, &clock.tick(now))
+}
+
+/// What a merged document asks of the local store.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Create the conversation, or set its synced fields (`convert::apply_conversation`); counts,
+    /// session handles and badges stay local.
+    Conversation(ConversationDoc),
+    /// Add the message if it is not there (at this device's next seq); an existing one is unchanged.
+    Message(Message),
+    /// Save the node with the relationships given.
+    Entity(EntityNode),
+    /// Save (or update) one relationship of node `source` in `scope`.
+    Edge(EdgeDoc),
+    /// Add the summary version if it is not there.
+    Summary(ConversationSummary),
+    /// Delete the record (a conversation with its messages, summaries and entities). `parts` are
+    /// the `_id`'s parts after the scope (see [`parse_id`]): the record id first.
+    Delete {
+        kind: Kind,
+        scope: Option<String>,
+        parts: Vec<String>,
+    },
+}
+
+/// The local change a merged document asks for (`None` for an `_id` that cannot be read).
+pub fn effect(doc: &Doc) -> Option<Effect> {
+    Some(match &doc.body {
+        Body::Conversation(c) => Effect::Conversation(c.clone()),
+        Body::Message(m) => Effect::Message(to_message(m)),
+        Body::Entity(e) => Effect::Entity(to_entity(e, &[])),
+        Body::Edge(e) => Effect::Edge(e.clone()),
+        Body::Summary(s) => Effect::Summary(to_summary(s)),
+        Body::Tombstone(t) => {
+            let (kind, scope, parts) = parse_id(&doc.id)?;
+            if kind != t.kind {
+                return None;
+            }
+            Effect::Delete { kind, scope, parts }
+        }
+    })
+}

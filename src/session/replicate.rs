@@ -1,0 +1,741 @@
+//! Sync's driver (issue 14, step 4): moves bytes between the engine's sans-IO [`Replicator`] and
+//! the browser. It sends the replicator's requests with `fetch` (Basic auth, an `AbortController`
+//! for the longpoll it cancels), holds the Web Lock `memoire-sync` so one tab syncs at a time,
+//! sleeps until `poll_timeout` or a wake-up (a local change, the browser coming online, new
+//! settings), applies `poll_write`s through the engine's `apply_remote` and `track::effect` to the
+//! store and reports them as [`SessionEvent`]s (so every tab's UI updates), then keeps the
+//! checkpoint. The session's own writes reach it through [`Replication::observe`], called from
+//! `Session::emit`: the engine's `track_*` decide which document each produces.
+//!
+//! Scope of this first driver: conversations (title, overrides, deletion) and final messages.
+//! Summaries and the entity graph are not synced yet.
+//!
+//! Every decision is the engine's; this module reads the clock, makes the device id, and moves
+//! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use js_sys::{Array, Function, Promise};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::{spawn_local, JsFuture};
+
+use super::{new_id, now, sync, SessionEvent};
+use crate::engine::model::MessageStatus;
+use crate::engine::sync::convert::{apply_conversation, new_conversation};
+use crate::engine::sync::doc::{conversation_id, message_id};
+use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
+use crate::engine::sync::track::{self, Effect};
+use crate::engine::sync::{
+    apply_remote, Clock, Config, Doc, Kind, LocalDoc, Replicator, Request, Status, Write,
+};
+use crate::store::{ConversationPatch, Store, StoreError, SyncSettings, SyncState, SyncedDoc};
+
+/// The Web Lock that lets one tab of this origin sync at a time.
+const LOCK: &str = "memoire-sync";
+/// While waiting for the lock, or idle, look for other tabs' local changes this often.
+const IDLE_MS: i32 = 5_000;
+
+/// What can go wrong in the sync driver, in words a user can act on.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReplicateError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Problem(#[from] Problem),
+}
+
+/// What the sidebar shows: `state` is `off`, `synced`, `syncing`, `offline` or `error`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SyncView {
+    pub state: String,
+    pub detail: String,
+}
+
+impl SyncView {
+    fn off() -> SyncView {
+        SyncView {
+            state: "off".into(),
+            detail: "Sync is off".into(),
+        }
+    }
+
+    fn of(s: &Status) -> SyncView {
+        let (state, detail) = match s {
+            Status::Synced => ("synced", "Synced".to_string()),
+            Status::Syncing { pending } => ("syncing", format!("Syncing ({pending} to send)")),
+            Status::Offline { .. } => ("offline", "Sync server unreachable; retrying".to_string()),
+            Status::Error { error, .. } => ("error", error.to_string()),
+        };
+        SyncView {
+            state: state.into(),
+            detail,
+        }
+    }
+}
+
+struct Inner {
+    store: Store,
+    /// `Session::emit` (reports and broadcasts), set once the session exists.
+    emit: RefCell<Option<Rc<dyn Fn(SessionEvent)>>>,
+    settings: RefCell<SyncSettings>,
+    password: RefCell<String>,
+    /// Bumped on every settings change: a running loop with an older generation stops.
+    generation: Cell<u32>,
+    /// The replicator of the running loop (this tab holds the lock).
+    rep: RefCell<Option<Replicator>>,
+    abort: RefCell<Option<web_sys::AbortController>>,
+    wake: RefCell<Option<Function>>,
+    /// Own events waiting to be tracked, in order, by one task.
+    queue: RefCell<VecDeque<SessionEvent>>,
+    tracking: Cell<bool>,
+    view: RefCell<SyncView>,
+    _online: RefCell<Option<Closure<dyn FnMut()>>>,
+}
+
+/// The session's handle on sync. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Replication {
+    inner: Rc<Inner>,
+}
+
+impl Replication {
+    /// Reads the sync settings; starts syncing if they say so.
+    pub(crate) async fn open(store: Store) -> Result<Replication, StoreError> {
+        let settings = store.sync_settings().await?;
+        let password = store.sync_password().await?;
+        let r = Replication {
+            inner: Rc::new(Inner {
+                store,
+                emit: RefCell::default(),
+                settings: RefCell::new(settings),
+                password: RefCell::new(password),
+                generation: Cell::new(0),
+                rep: RefCell::default(),
+                abort: RefCell::default(),
+                wake: RefCell::default(),
+                queue: RefCell::default(),
+                tracking: Cell::new(false),
+                view: RefCell::new(SyncView::off()),
+                _online: RefCell::default(),
+            }),
+        };
+        let weak = Rc::downgrade(&r.inner);
+        let online = Closure::<dyn FnMut()>::new(move || {
+            if let Some(i) = weak.upgrade() {
+                if let Some(rep) = i.rep.borrow_mut().as_mut() {
+                    rep.retry_now();
+                }
+                wake(&i);
+            }
+        });
+        if let Some(w) = web_sys::window() {
+            let _ = w.add_event_listener_with_callback("online", online.as_ref().unchecked_ref());
+        }
+        *r.inner._online.borrow_mut() = Some(online);
+        Ok(r)
+    }
+
+    /// Connects the driver to the session's `emit` and starts it when enabled.
+    pub(crate) fn start(&self, emit: Rc<dyn Fn(SessionEvent)>) {
+        *self.inner.emit.borrow_mut() = Some(emit);
+        self.restart();
+    }
+
+    pub(crate) fn settings(&self) -> SyncSettings {
+        self.inner.settings.borrow().clone()
+    }
+
+    pub(crate) fn view(&self) -> SyncView {
+        self.inner.view.borrow().clone()
+    }
+
+    /// Saves new settings (`password`: `None` keeps the saved one) and restarts sync with them.
+    pub(crate) async fn save(
+        &self,
+        s: SyncSettings,
+        password: Option<String>,
+    ) -> Result<(), ReplicateError> {
+        if s.enabled {
+            check_form(&s.url, &s.database)?;
+        }
+        self.inner.store.set_sync_settings(&s).await?;
+        if let Some(p) = &password {
+            self.inner.store.set_sync_password(p).await?;
+            *self.inner.password.borrow_mut() = p.clone();
+        }
+        *self.inner.settings.borrow_mut() = s;
+        self.restart();
+        Ok(())
+    }
+
+    fn restart(&self) {
+        let i = &self.inner;
+        i.generation.set(i.generation.get() + 1);
+        if let Some(a) = i.abort.borrow_mut().take() {
+            a.abort();
+        }
+        wake(i);
+        if !i.settings.borrow().enabled {
+            set_view(i, SyncView::off());
+            return;
+        }
+        let inner = i.clone();
+        let gen = i.generation.get();
+        spawn_local(async move {
+            if let Err(e) = run(&inner, gen).await {
+                set_view(
+                    &inner,
+                    SyncView {
+                        state: "error".into(),
+                        detail: e.to_string(),
+                    },
+                );
+            }
+        });
+    }
+
+    /// The session reported `e` (its own change): track the document it produces.
+    pub(crate) fn observe(&self, e: &SessionEvent) {
+        let i = &self.inner;
+        if !i.settings.borrow().enabled {
+            return;
+        }
+        let relevant = match e {
+            SessionEvent::ConversationChanged(_) | SessionEvent::ConversationRemoved(_) => true,
+            SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
+                m.status != MessageStatus::Streaming
+            }
+            _ => false,
+        };
+        if !relevant {
+            return;
+        }
+        i.queue.borrow_mut().push_back(e.clone());
+        if i.tracking.replace(true) {
+            return;
+        }
+        let inner = i.clone();
+        spawn_local(async move {
+            loop {
+                let next = inner.queue.borrow_mut().pop_front();
+                let Some(e) = next else { break };
+                if let Err(err) = track_event(&inner, &e).await {
+                    web_sys::console::warn_1(&JsValue::from_str(&format!(
+                        "memoire sync: a change was not recorded for sync: {err}"
+                    )));
+                }
+            }
+            inner.tracking.set(false);
+            wake(&inner);
+        });
+    }
+
+    /// "Test connection": what is wrong with these settings, if anything.
+    pub(crate) async fn test(
+        &self,
+        s: &SyncSettings,
+        password: Option<&str>,
+    ) -> Result<(), ReplicateError> {
+        let url = check_form(&s.url, &s.database)?;
+        let saved = self.inner.password.borrow().clone();
+        let auth = basic_auth(&s.user, password.unwrap_or(&saved));
+        let db_url = format!(
+            "{url}/{}",
+            crate::engine::sync::wire::encode(s.database.trim())
+        );
+        let probe =
+            match crate::transport::fetch_text(&db_url, "GET", None, auth.as_deref(), None, true)
+                .await
+            {
+                Ok((status, body)) => DbProbe::Answer { status, body },
+                Err(reason) => DbProbe::Failed { reason },
+            };
+        let reachable = match probe {
+            DbProbe::Failed { .. } => Some(
+                crate::transport::fetch_text(&format!("{url}/"), "GET", None, None, None, false)
+                    .await
+                    .is_ok(),
+            ),
+            DbProbe::Answer { .. } => None,
+        };
+        let origin = web_sys::window()
+            .and_then(|w| w.location().origin().ok())
+            .unwrap_or_default();
+        diagnose(&url, s.database.trim(), &s.user, &origin, &probe, reachable)?;
+        Ok(())
+    }
+}
+
+fn set_view(i: &Inner, v: SyncView) {
+    if *i.view.borrow() == v {
+        return;
+    }
+    *i.view.borrow_mut() = v.clone();
+    let emit = i.emit.borrow().clone();
+    if let Some(emit) = emit {
+        emit(SessionEvent::SyncStatus(v));
+    }
+}
+
+fn wake(i: &Inner) {
+    if let Some(f) = i.wake.borrow_mut().take() {
+        let _ = f.call0(&JsValue::NULL);
+    }
+}
+
+/// Sleeps `ms` or until [`wake`].
+async fn sleep(i: &Inner, ms: i32) {
+    let mut wake_fn = None;
+    let woken = Promise::new(&mut |resolve, _| wake_fn = Some(resolve));
+    *i.wake.borrow_mut() = wake_fn;
+    let timer = Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms.max(0));
+        }
+    });
+    let _ = JsFuture::from(Promise::race(&Array::of2(&woken, &timer))).await;
+}
+
+/// `Basic` credentials for `user:password` (UTF-8), or none without a user.
+fn basic_auth(user: &str, password: &str) -> Option<String> {
+    if user.is_empty() {
+        return None;
+    }
+    let bytes = format!("{user}:{password}");
+    // btoa takes a "binary string": one char per byte.
+    let binary: String = bytes.bytes().map(char::from).collect();
+    let encoded = web_sys::window()?.btoa(&binary).ok()?;
+    Some(format!("Basic {encoded}"))
+}
+
+/// The device's clock, read from the store and written back after each tick.
+async fn clock(i: &Inner) -> Result<(Clock, SyncState), ReplicateError> {
+    let mut state = i.store.sync_state().await?;
+    if state.device.is_empty() {
+        state.device = new_id("d");
+        i.store.set_sync_state(&state).await?;
+    }
+    Ok((Clock::new(&state.device, state.last_stamp.as_ref()), state))
+}
+
+async fn keep_clock(i: &Inner, c: &Clock) -> Result<(), ReplicateError> {
+    let mut state = i.store.sync_state().await?;
+    state.last_stamp = Some(c.last());
+    i.store.set_sync_state(&state).await?;
+    Ok(())
+}
+
+async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, ReplicateError> {
+    Ok(i.store.sync_docs(&[id.to_string()]).await?.pop())
+}
+
+/// Marks `docs` (local edits) dirty, merged into their stored copies, and hands them to the
+/// running replicator.
+async fn record(i: &Inner, docs: Vec<Doc>) -> Result<(), ReplicateError> {
+    let mut out = Vec::new();
+    for d in docs {
+        let prev = stored(i, &d.id).await?;
+        let (doc, rev) = match prev {
+            Some(p) => (crate::engine::sync::merge(&p.local.doc, &d), p.local.rev),
+            None => (d, None),
+        };
+        out.push(SyncedDoc {
+            local: LocalDoc { doc, rev },
+            dirty: true,
+        });
+    }
+    i.store.put_sync_docs(&out).await?;
+    if let Some(rep) = i.rep.borrow_mut().as_mut() {
+        rep.handle_local_changes(out.into_iter().map(|d| d.local));
+        if rep.poll_cancel() {
+            if let Some(a) = i.abort.borrow_mut().take() {
+                a.abort();
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> {
+    let (mut clock, _) = clock(i).await?;
+    let t = now();
+    let docs: Vec<Doc> = match e {
+        SessionEvent::ConversationChanged(c) => {
+            let prev = stored(i, &conversation_id(&c.id)).await?;
+            track::track_conversation(prev.as_ref().map(|p| &p.local.doc), c, &mut clock, t)
+                .into_iter()
+                .collect()
+        }
+        SessionEvent::ConversationRemoved(id) => {
+            let cid = conversation_id(id);
+            match stored(i, &cid).await? {
+                Some(p) if p.local.doc.body.is_tombstone() => vec![],
+                _ => track::track_delete(&cid, &mut clock, t)
+                    .into_iter()
+                    .collect(),
+            }
+        }
+        SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
+            let prev = stored(i, &message_id(&m.id)).await?;
+            track::track_message(prev.as_ref().map(|p| &p.local.doc), m, None, &mut clock, t)
+                .into_iter()
+                .collect()
+        }
+        _ => vec![],
+    };
+    if docs.is_empty() {
+        return Ok(());
+    }
+    keep_clock(i, &clock).await?;
+    record(i, docs).await
+}
+
+/// Puts every local conversation and final message into the synced documents (first sync with
+/// this server): the engine's `track_*` skip what is already recorded.
+async fn seed(i: &Inner) -> Result<(), ReplicateError> {
+    let (mut clock, _) = clock(i).await?;
+    let mut docs = Vec::new();
+    for c in i.store.list_conversations(100_000).await? {
+        let prev = stored(i, &conversation_id(&c.id)).await?;
+        if let Some(d) =
+            track::track_conversation(prev.as_ref().map(|p| &p.local.doc), &c, &mut clock, now())
+        {
+            docs.push(d);
+        }
+        for m in i.store.load_all_messages(&c.id).await? {
+            let prev = stored(i, &message_id(&m.id)).await?;
+            if let Some(d) = track::track_message(
+                prev.as_ref().map(|p| &p.local.doc),
+                &m,
+                None,
+                &mut clock,
+                now(),
+            ) {
+                docs.push(d);
+            }
+        }
+    }
+    keep_clock(i, &clock).await?;
+    record(i, docs).await
+}
+
+/// Applies what a merged document asks of the local store, and reports it.
+async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
+    let emit = i.emit.borrow().clone();
+    let report = |e: SessionEvent| {
+        if let Some(emit) = &emit {
+            emit(e)
+        }
+    };
+    match track::effect(doc) {
+        Some(Effect::Conversation(d)) => match i.store.get_conversation(&d.id).await? {
+            Some(mut c) => {
+                apply_conversation(&d, &mut c);
+                let patch = ConversationPatch {
+                    title: Some((c.title.clone(), c.title_is_custom)),
+                    memory_overrides: Some(c.memory_overrides.clone()),
+                    ..Default::default()
+                };
+                let c = i.store.update_conversation(&d.id, &patch).await?;
+                report(SessionEvent::ConversationChanged(c));
+            }
+            None => {
+                let c = new_conversation(&d);
+                i.store.create_conversation(&c).await?;
+                report(SessionEvent::ConversationChanged(c));
+            }
+        },
+        Some(Effect::Message(m)) => {
+            if i.store.get_message(&m.id).await?.is_some() {
+                return Ok(());
+            }
+            let cid = conversation_id(&m.conversation_id);
+            let parent = stored(i, &cid).await?;
+            if parent
+                .as_ref()
+                .is_some_and(|p| p.local.doc.body.is_tombstone())
+            {
+                return Ok(());
+            }
+            if i.store
+                .get_conversation(&m.conversation_id)
+                .await?
+                .is_none()
+            {
+                // Its conversation's document has not arrived yet: hold the message in a
+                // conversation of that id, which the document then fills in.
+                let c = crate::engine::model::Conversation {
+                    id: m.conversation_id.clone(),
+                    title: String::new(),
+                    title_is_custom: false,
+                    created_at: m.created_at,
+                    updated_at: m.created_at,
+                    message_count: 0,
+                    endpoint_profile_id: None,
+                    remote_handle: None,
+                    last_path: None,
+                    memory_overrides: Default::default(),
+                };
+                i.store.create_conversation(&c).await?;
+                report(SessionEvent::ConversationChanged(c));
+            }
+            let out = i.store.append_message(&m).await?;
+            if out.inserted {
+                report(SessionEvent::MessageAdded(out.message));
+                if let Some(c) = i.store.get_conversation(&m.conversation_id).await? {
+                    report(SessionEvent::ConversationChanged(c));
+                }
+            }
+        }
+        Some(Effect::Delete {
+            kind: Kind::Conversation,
+            parts,
+            ..
+        }) => {
+            if let Some(id) = parts.first() {
+                if i.store.delete_conversation(id).await? {
+                    report(SessionEvent::ConversationRemoved(id.clone()));
+                }
+            }
+        }
+        // Summaries and the entity graph are not synced by this driver yet; messages are
+        // immutable and a message tombstone has no local record to remove.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Hands out the replicator's writes, in order.
+/// Messages are appended at this device's next seq, so the merges handed out together are applied
+/// with every other document first, then messages in their writer's order (seq, then time): a
+/// batch pulled in `_changes` order (or pushed back in `_id` order) keeps the conversation's order.
+fn in_order(batch: &mut [Write]) {
+    batch.sort_by_key(|w| match w {
+        Write::Merge { remote, .. } => match &remote.body {
+            crate::engine::sync::Body::Message(m) => (1, m.seq, m.created_at),
+            _ => (0, 0, 0),
+        },
+        _ => (0, 0, 0),
+    });
+}
+
+async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
+    let mut batch: VecDeque<Write> = VecDeque::new();
+    loop {
+        if batch.is_empty() {
+            // Consecutive merges, up to the next checkpoint (or other write), sorted.
+            let mut merges = Vec::new();
+            let mut rest = None;
+            while let Some(w) = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write) {
+                if matches!(w, Write::Merge { .. }) {
+                    merges.push(w);
+                } else {
+                    rest = Some(w);
+                    break;
+                }
+            }
+            in_order(&mut merges);
+            batch.extend(merges);
+            batch.extend(rest);
+        }
+        let Some(w) = batch.pop_front() else {
+            return Ok(());
+        };
+        match w {
+            Write::Merge { remote, rev } => {
+                let prev = stored(i, &remote.id).await?;
+                if let Some(seen) = remote.body.latest_stamp() {
+                    let (mut c, _) = clock(i).await?;
+                    c.observe(seen);
+                    keep_clock(i, &c).await?;
+                }
+                let a = apply_remote(prev.as_ref().map(|p| &p.local), &remote, &rev);
+                let changed = prev.as_ref().map(|p| &p.local.doc) != Some(&a.local.doc);
+                // Still dirty if the local copy had edits the server has not seen.
+                let dirty = a.dirty;
+                i.store
+                    .put_sync_docs(&[SyncedDoc {
+                        local: a.local.clone(),
+                        dirty,
+                    }])
+                    .await?;
+                if changed {
+                    apply_effect(i, &a.local.doc).await?;
+                }
+                if dirty {
+                    if let Some(rep) = i.rep.borrow_mut().as_mut() {
+                        rep.handle_local_changes([a.local]);
+                    }
+                }
+            }
+            Write::Checkpoint { since } => {
+                let mut s = i.store.sync_state().await?;
+                s.since = Some(since);
+                s.since_for = Some(key.to_string());
+                i.store.set_sync_state(&s).await?;
+            }
+            Write::Repush { id } => {
+                if let Some(mut p) = stored(i, &id).await? {
+                    p.local.rev = None;
+                    p.dirty = true;
+                    i.store.put_sync_docs(&[p.clone()]).await?;
+                    if let Some(rep) = i.rep.borrow_mut().as_mut() {
+                        rep.handle_local_changes([p.local]);
+                    }
+                }
+            }
+            Write::PushAll => {
+                let all = i.store.mark_all_sync_docs_dirty().await?;
+                if let Some(rep) = i.rep.borrow_mut().as_mut() {
+                    rep.handle_local_changes(all);
+                }
+            }
+        }
+    }
+}
+
+/// The sync loop of one settings generation: waits for the lock, then runs until the settings
+/// change.
+async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), ReplicateError> {
+    set_view(
+        i,
+        SyncView {
+            state: "syncing".into(),
+            detail: "Waiting for another tab that is syncing".into(),
+        },
+    );
+    let _lock = sync::lock(LOCK).await;
+    if i.generation.get() != gen {
+        return Ok(());
+    }
+    let s = i.settings.borrow().clone();
+    let base = check_form(&s.url, &s.database)?;
+    let key = format!("{base}/{}", s.database.trim());
+    let (_, state) = clock(i).await?;
+    let since = if state.since_for.as_deref() == Some(key.as_str()) {
+        state.since.clone()
+    } else {
+        // Another server or database: everything local must reach it.
+        i.store.mark_all_sync_docs_dirty().await?;
+        None
+    };
+    seed(i).await?;
+    let auth = basic_auth(&s.user, &i.password.borrow());
+    let mut rep = Replicator::new(Config::new(s.database.trim(), &state.device), since);
+    rep.handle_local_changes(i.store.dirty_sync_docs().await?);
+    *i.rep.borrow_mut() = Some(rep);
+    let result = drive(i, gen, &base, auth.as_deref(), &key).await;
+    *i.rep.borrow_mut() = None;
+    result
+}
+
+async fn drive(
+    i: &Rc<Inner>,
+    gen: u32,
+    base: &str,
+    auth: Option<&str>,
+    key: &str,
+) -> Result<(), ReplicateError> {
+    while i.generation.get() == gen {
+        apply_writes(i, key).await?;
+        let (req, status, timeout): (Option<Request>, Status, Option<i64>) = {
+            let mut b = i.rep.borrow_mut();
+            let Some(rep) = b.as_mut() else {
+                return Ok(());
+            };
+            (rep.poll_request(now()), rep.status(), rep.poll_timeout())
+        };
+        set_view(i, SyncView::of(&status));
+        let Some(req) = req else {
+            // Idle, or backing off: sleep until the retry time, a wake-up, or the next look for
+            // other tabs' changes.
+            let ms = timeout.map_or(IDLE_MS, |at| ((at - now()) as i32).clamp(0, IDLE_MS));
+            sleep(i, ms).await;
+            let dirty = i.store.dirty_sync_docs().await?;
+            if let Some(rep) = i.rep.borrow_mut().as_mut() {
+                rep.handle_local_changes(dirty);
+            }
+            continue;
+        };
+        let abort = web_sys::AbortController::new().ok();
+        *i.abort.borrow_mut() = abort.clone();
+        let out = crate::transport::fetch_text(
+            &req.url(base),
+            req.method.as_str(),
+            req.body.as_deref(),
+            auth,
+            abort.as_ref(),
+            true,
+        )
+        .await;
+        let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
+        i.abort.borrow_mut().take();
+        let mut b = i.rep.borrow_mut();
+        let Some(rep) = b.as_mut() else {
+            return Ok(());
+        };
+        match out {
+            _ if aborted => rep.handle_cancelled(),
+            Ok((status, body)) => rep.handle_response(now(), status, &body),
+            Err(reason) => rep.handle_failure(now(), &reason),
+        }
+    }
+    Ok(())
+}
+
+/// `Session::emit`, for the driver, without keeping the session alive.
+pub(super) fn emitter(session: &Rc<super::Session>) -> Rc<dyn Fn(SessionEvent)> {
+    let weak = Rc::downgrade(session);
+    Rc::new(move |e| {
+        if let Some(s) = weak.upgrade() {
+            s.emit(e)
+        }
+    })
+}
+
+fn session_error(e: ReplicateError) -> super::SessionError {
+    match e {
+        ReplicateError::Store(e) => super::SessionError::Store(e),
+        ReplicateError::Problem(p) => super::SessionError::Invalid(p.to_string()),
+    }
+}
+
+impl super::Session {
+    /// The saved sync settings (the password is never handed out).
+    pub fn sync_settings(&self) -> SyncSettings {
+        self.replication.settings()
+    }
+
+    /// Sync's state in this tab.
+    pub fn sync_view(&self) -> SyncView {
+        self.replication.view()
+    }
+
+    /// Saves sync settings (`password`: `None` keeps the saved one) and (re)starts sync.
+    pub async fn save_sync(
+        &self,
+        s: SyncSettings,
+        password: Option<String>,
+    ) -> Result<(), super::SessionError> {
+        self.replication
+            .save(s, password)
+            .await
+            .map_err(session_error)
+    }
+
+    /// "Test connection": `Ok` when the server, the credentials and the database are right;
+    /// otherwise what to fix.
+    pub async fn test_sync(
+        &self,
+        s: &SyncSettings,
+        password: Option<String>,
+    ) -> Result<(), super::SessionError> {
+        self.replication
+            .test(s, password.as_deref())
+            .await
+            .map_err(session_error)
+    }
+}

@@ -1,0 +1,263 @@
+#![cfg(target_arch = "wasm32")]
+//! Browser tests of sync's storage (src/store/sync_docs.rs): synced documents round-trip with their
+//! revision and dirty flag, the dirty ones are found by index, a lost server marks everything dirty
+//! again, sync state/settings/password are kept apart, and a version-2 database upgrades to the
+//! current one with its data intact. A fresh database per test.
+
+use memoire::engine::model::*;
+use memoire::engine::sync::convert::conversation_doc;
+use memoire::engine::sync::{Body, Doc, Hlc, LocalDoc};
+use memoire::store::{schema, Store, SyncSettings, SyncState, SyncedDoc};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+mod support;
+use support::{finish, fresh, fresh_name};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn conv(id: &str, title: &str) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: title.into(),
+        title_is_custom: true,
+        created_at: 1,
+        updated_at: 1,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: MemoryOverrides::default(),
+    }
+}
+
+fn doc(id: &str, title: &str) -> Doc {
+    Doc::new(Body::Conversation(conversation_doc(
+        &conv(id, title),
+        &Hlc::new(5, 0, "dev"),
+    )))
+}
+
+fn synced(id: &str, rev: Option<&str>, dirty: bool) -> SyncedDoc {
+    SyncedDoc {
+        local: LocalDoc {
+            doc: doc(id, &format!("title {id}")),
+            rev: rev.map(str::to_string),
+        },
+        dirty,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn documents_round_trip_with_revision_and_dirty_flag() {
+    let s = fresh("sync-docs").await;
+    let a = synced("a", Some("1-x"), false);
+    let b = synced("b", None, true);
+    s.put_sync_docs(&[a.clone(), b.clone()]).await.unwrap();
+    let ids = vec![
+        a.local.doc.id.clone(),
+        "c:nope".into(),
+        b.local.doc.id.clone(),
+    ];
+    assert_eq!(s.sync_docs(&ids).await.unwrap(), vec![a.clone(), b.clone()]);
+    assert_eq!(s.dirty_sync_docs().await.unwrap(), vec![b.local.clone()]);
+
+    // Pushed: clean with its new revision, and no longer found as dirty.
+    let b2 = SyncedDoc {
+        local: LocalDoc {
+            rev: Some("1-y".into()),
+            ..b.local.clone()
+        },
+        dirty: false,
+    };
+    s.put_sync_docs(&[b2.clone()]).await.unwrap();
+    assert!(s.dirty_sync_docs().await.unwrap().is_empty());
+    assert_eq!(
+        s.sync_docs_with_prefix("c:").await.unwrap(),
+        vec![a.clone(), b2]
+    );
+    assert!(s.sync_docs_with_prefix("m:").await.unwrap().is_empty());
+
+    // The server lost everything: every document is dirty again without a revision.
+    let all = s.mark_all_sync_docs_dirty().await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert!(all.iter().all(|d| d.rev.is_none()));
+    assert_eq!(s.dirty_sync_docs().await.unwrap().len(), 2);
+
+    s.clear_sync_docs().await.unwrap();
+    assert!(s.sync_docs(&ids).await.unwrap().is_empty());
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn state_settings_and_password_are_kept_apart() {
+    let s = fresh("sync-state").await;
+    assert_eq!(s.sync_state().await.unwrap(), SyncState::default());
+    assert_eq!(s.sync_settings().await.unwrap(), SyncSettings::default());
+    assert_eq!(s.sync_password().await.unwrap(), "");
+
+    let st = SyncState {
+        device: "d1".into(),
+        last_stamp: Some(Hlc::new(1234, 7, "d1")),
+        since: Some("12-abc".into()),
+        since_for: Some("http://x/db".into()),
+    };
+    s.set_sync_state(&st).await.unwrap();
+    let cfg = SyncSettings {
+        url: "http://127.0.0.1:5984".into(),
+        database: "memoire".into(),
+        user: "ann".into(),
+        enabled: true,
+    };
+    s.set_sync_settings(&cfg).await.unwrap();
+    s.set_sync_password("s3cret").await.unwrap();
+    assert_eq!(s.sync_state().await.unwrap(), st);
+    assert_eq!(s.sync_settings().await.unwrap(), cfg);
+    assert_eq!(s.sync_password().await.unwrap(), "s3cret");
+    // A clock that never ticked (`i64::MIN`, which a JS number cannot hold) is kept as no stamp.
+    let fresh_clock = SyncState {
+        last_stamp: Some(Hlc::new(i64::MIN, 0, "d1")),
+        ..st.clone()
+    };
+    s.set_sync_state(&fresh_clock).await.unwrap();
+    assert_eq!(
+        s.sync_state().await.unwrap(),
+        SyncState {
+            last_stamp: None,
+            ..st.clone()
+        }
+    );
+    // Not in the plain settings.
+    assert_eq!(s.get_setting("password").await.unwrap(), None);
+    assert_eq!(s.get_setting("sync").await.unwrap(), None);
+    finish(s).await;
+}
+
+async fn raw_open(
+    name: &str,
+    version: u32,
+    upgrade: impl FnOnce(web_sys::IdbDatabase) + 'static,
+) -> web_sys::IdbDatabase {
+    let factory: web_sys::IdbFactory = js_sys::Reflect::get(&js_sys::global(), &"indexedDB".into())
+        .unwrap()
+        .unchecked_into();
+    let req = factory.open_with_u32(name, version).unwrap();
+    let r2 = req.clone();
+    let on_upgrade =
+        Closure::once_into_js(move |_: JsValue| upgrade(r2.result().unwrap().unchecked_into()));
+    req.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
+    JsFuture::from(js_sys::Promise::new(&mut |res, rej| {
+        req.set_onsuccess(Some(&res));
+        req.set_onerror(Some(&rej));
+    }))
+    .await
+    .expect("raw open");
+    req.result().unwrap().unchecked_into()
+}
+
+#[wasm_bindgen_test]
+async fn a_version_2_database_upgrades_with_its_data_intact() {
+    // Version 2 as it was shipped, built by hand (not by today's upgrade code).
+    let name = fresh_name("sync-upgrade");
+    let v2 = raw_open(&name, 2, |db| {
+        let by = |k: &str| {
+            let p = web_sys::IdbObjectStoreParameters::new();
+            p.set_key_path(&k.into());
+            p
+        };
+        let pair = |a: &str, b: &str| {
+            let p = web_sys::IdbObjectStoreParameters::new();
+            let arr: js_sys::Array = [a, b].iter().map(|s| JsValue::from_str(s)).collect();
+            p.set_key_path(&arr);
+            p
+        };
+        let c = db
+            .create_object_store_with_optional_parameters("conversations", &by("id"))
+            .unwrap();
+        c.create_index_with_str("by_updated_at", "updated_at")
+            .unwrap();
+        let m = db
+            .create_object_store_with_optional_parameters("messages", &by("id"))
+            .unwrap();
+        let seq: js_sys::Array = ["conversation_id", "seq"]
+            .iter()
+            .map(|s| JsValue::from_str(s))
+            .collect();
+        let unique = web_sys::IdbIndexParameters::new();
+        unique.set_unique(true);
+        m.create_index_with_str_sequence_and_optional_parameters(
+            "by_conversation_seq",
+            &seq,
+            &unique,
+        )
+        .unwrap();
+        m.create_index_with_str("by_streaming", "streaming")
+            .unwrap();
+        db.create_object_store_with_optional_parameters(
+            "summaries",
+            &pair("conversation_id", "version"),
+        )
+        .unwrap();
+        db.create_object_store_with_optional_parameters("entities", &pair("scope", "id"))
+            .unwrap();
+        db.create_object_store_with_optional_parameters("settings", &by("key"))
+            .unwrap();
+        db.create_object_store_with_optional_parameters("meta", &by("key"))
+            .unwrap();
+        db.create_object_store("legacy_messages").unwrap();
+    })
+    .await;
+    // Data written by the version-2 app, as it wrote it.
+    {
+        let db = v2;
+        let tx = db
+            .transaction_with_str_sequence_and_mode(
+                &js_sys::Array::of2(&"conversations".into(), &"settings".into()),
+                web_sys::IdbTransactionMode::Readwrite,
+            )
+            .unwrap();
+        let rec = serde_json::json!({
+            "id": "c1", "title": "Kept", "title_is_custom": true, "created_at": 1, "updated_at": 2,
+            "message_count": 0, "last_seq": 0, "endpoint_profile_id": null, "remote_handle": null,
+            "last_path": null, "overrides": {}
+        });
+        tx.object_store("conversations")
+            .unwrap()
+            .put(&js_sys::JSON::parse(&rec.to_string()).unwrap())
+            .unwrap();
+        tx.object_store("settings")
+            .unwrap()
+            .put(&js_sys::JSON::parse(r#"{"key":"theme","value":"dark"}"#).unwrap())
+            .unwrap();
+        JsFuture::from(js_sys::Promise::new(&mut |res, rej| {
+            tx.set_oncomplete(Some(&res));
+            tx.set_onabort(Some(&rej));
+        }))
+        .await
+        .expect("v2 data written");
+        db.close();
+    }
+
+    let s = Store::open(&name)
+        .await
+        .expect("upgrade to the current version");
+    assert_eq!(schema::DB_VERSION, 3);
+    let c = s
+        .get_conversation("c1")
+        .await
+        .unwrap()
+        .expect("conversation kept");
+    assert_eq!(c.title, "Kept");
+    assert_eq!(
+        s.get_setting("theme").await.unwrap(),
+        Some(serde_json::json!("dark"))
+    );
+    // The new stores work.
+    s.put_sync_docs(&[synced("c1", None, true)]).await.unwrap();
+    assert_eq!(s.dirty_sync_docs().await.unwrap().len(), 1);
+    s.set_sync_password("p").await.unwrap();
+    assert_eq!(s.sync_password().await.unwrap(), "p");
+    finish(s).await;
+}

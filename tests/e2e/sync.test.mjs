@@ -1,0 +1,242 @@
+// Sync across devices (issue 14, step 4): two browser contexts are two devices (separate IndexedDB)
+// against pouchdb-server (couch.mjs, CORS on). Each device turns sync on in Settings → Sync.
+// - Test connection names what is wrong (unreachable, database missing) and says when it works;
+// - messages written on A appear on B and the reverse, with no duplicates;
+// - a conversation deleted on A stays deleted after B pushes its stale copy (B edited it offline);
+// - both devices lose the server, rename the same conversation and add messages: back online the
+//   later rename wins on both and every message is on both, once;
+// - the server stops mid-sync and comes back (same port, emptied: it lost everything): the devices
+//   push everything again, nothing lost or doubled.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startHarness,
+  newAppPage,
+  openApp,
+  endpointBase,
+  messages,
+  messageText,
+  chatTurn,
+  assertNoPageProblems,
+  withDiagnostics,
+  conversationItem,
+  currentConversationId,
+  tid,
+  BROWSER_NETWORK_NOISE,
+} from './helpers.mjs';
+import { startCouch } from './couch.mjs';
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+/** A device: its own context, the endpoint set, sync on against `couch`. */
+async function device({ agent, site, browser }, couch, db = 'memoire') {
+  const opened = await newAppPage(browser);
+  const { page } = opened;
+  await openApp(page, site.url);
+  await page.locator(tid('settings-open')).click();
+  await page.locator(tid('settings-protocol')).selectOption('openai-chat');
+  await page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
+  await page.locator(tid('settings-model')).fill('test-model');
+  await page.locator(tid('settings-sync-url')).fill(couch.url);
+  await page.locator(tid('settings-sync-database')).fill(db);
+  await page.locator(tid('settings-sync-enabled')).check();
+  await page.locator(tid('sync-save')).click();
+  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
+  await page.locator(tid('settings-save')).click();
+  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+  return opened;
+}
+
+async function synced(page) {
+  await page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 30_000 });
+}
+
+async function transcript(page) {
+  const out = [];
+  for (const m of await messages(page).all()) out.push([await m.getAttribute('data-role'), await messageText(m)]);
+  return out;
+}
+
+/** Opens conversation `id` on `page` once it is listed, and waits for `n` messages. */
+async function openConversation(page, id, n) {
+  await conversationItem(page, id).waitFor();
+  await conversationItem(page, id).locator(tid('conversation-open')).click();
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="message"]').length === n, n);
+}
+
+const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /blocked by CORS policy/] };
+
+test('sync: Test connection says what is wrong', async () => {
+  const { site, browser } = harness;
+  const couch = await startCouch();
+  const { context, page, issues } = await newAppPage(browser);
+  try {
+    await withDiagnostics(page, issues, 'sync-test', async () => {
+      await openApp(page, site.url);
+      await page.locator(tid('settings-open')).click();
+      const result = page.locator(tid('sync-result'));
+      // Nothing listens there.
+      await page.locator(tid('settings-sync-url')).fill('http://127.0.0.1:9');
+      await page.locator(tid('settings-sync-database')).fill('memoire');
+      await page.locator(tid('sync-test')).click();
+      await result.filter({ hasText: 'cannot be reached' }).waitFor();
+      // Reachable (pouchdb-server answers CORS requests even with CORS unset, so the "CORS not
+      // enabled" verdict is tested natively in tests/engine_sync_probe.rs), but no such database.
+      await page.locator(tid('settings-sync-url')).fill(couch.url);
+      await page.locator(tid('sync-test')).click();
+      await result.filter({ hasText: "database 'memoire' does not exist" }).waitFor();
+      assert.equal(await result.getAttribute('data-ok'), 'false');
+      // Once it exists, the test says so.
+      await fetch(`${couch.url}/memoire`, { method: 'PUT' });
+      await page.locator(tid('sync-test')).click();
+      await result.filter({ hasText: 'Connection works' }).waitFor();
+      assert.equal(await result.getAttribute('data-ok'), 'true');
+      // Sync stays off until enabled: the sidebar shows nothing about it.
+      assert.equal(await page.locator(tid('sync-status')).getAttribute('data-state'), 'off');
+      assertNoPageProblems(issues, allow);
+    });
+  } finally {
+    await context.close();
+    await couch.stop();
+  }
+});
+
+test('sync: two devices exchange messages without duplicates; a deletion stays deleted', async () => {
+  const couch = await startCouch();
+  const A = await device(harness, couch);
+  const B = await device(harness, couch);
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-a', async () => {
+      const { agent } = harness;
+      await chatTurn(A.page, agent, 'hello from A', 'reply to A');
+      const id = await currentConversationId(A.page);
+      await synced(A.page);
+      await openConversation(B.page, id, 2);
+      assert.deepEqual(await transcript(B.page), [['user', 'hello from A'], ['assistant', 'reply to A']]);
+
+      // B writes in the same conversation: A sees it, nothing twice on either side.
+      await chatTurn(B.page, agent, 'hello from B', 'reply to B');
+      await A.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 4);
+      const want = [['user', 'hello from A'], ['assistant', 'reply to A'], ['user', 'hello from B'], ['assistant', 'reply to B']];
+      assert.deepEqual(await transcript(A.page), want);
+      await synced(B.page);
+      await synced(A.page);
+      assert.deepEqual(await transcript(B.page), want);
+
+      // B goes offline and renames; A deletes. Back online, B's stale copy does not bring it back.
+      await B.context.setOffline(true);
+      // The rename cuts B's open longpoll so it pushes; offline, that fails.
+      await conversationItem(B.page, id).locator(tid('rename-conversation')).click();
+      const input = conversationItem(B.page, id).locator(tid('rename-input'));
+      await input.fill('renamed on B offline');
+      await input.press('Enter');
+      await conversationItem(B.page, id).locator(tid('conversation-title')).filter({ hasText: 'renamed on B offline' }).waitFor();
+      await B.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor();
+      await A.page.locator(tid('delete-conversation')).first().click();
+      await A.page.locator(tid('confirm-delete')).click();
+      await conversationItem(A.page, id).waitFor({ state: 'detached' });
+      await synced(A.page);
+      await B.context.setOffline(false);
+      await conversationItem(B.page, id).waitFor({ state: 'detached' });
+      await synced(B.page);
+      await A.page.reload();
+      await A.page.locator(tid('settings-open')).waitFor();
+      await synced(A.page);
+      assert.equal(await conversationItem(A.page, id).count(), 0);
+      assertNoPageProblems(A.issues, allow);
+      assertNoPageProblems(B.issues, allow);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
+    await couch.stop();
+  }
+});
+
+test('sync: the server stops and comes back emptied; everything is pushed again, nothing doubled', async () => {
+  let couch = await startCouch();
+  const port = couch.port;
+  const A = await device(harness, couch);
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-restart', async () => {
+      const { agent } = harness;
+      await chatTurn(A.page, agent, 'first', 'one');
+      const id = await currentConversationId(A.page);
+      await synced(A.page);
+      await couch.stop();
+      await A.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
+      await chatTurn(A.page, agent, 'second', 'two');
+      couch = await startCouch({ port });
+      // The retry waits out its backoff (at most a minute).
+      await A.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
+      // A new device gets everything, once.
+      const B = await device(harness, couch);
+      try {
+        await openConversation(B.page, id, 4);
+        assert.deepEqual(await transcript(B.page), [['user', 'first'], ['assistant', 'one'], ['user', 'second'], ['assistant', 'two']]);
+      } finally {
+        await B.context.close();
+      }
+      assertNoPageProblems(A.issues, allow);
+    });
+  } finally {
+    await A.context.close();
+    await couch.stop();
+  }
+});
+
+test('sync: both devices lose the server, rename the same conversation and add messages; back online they converge', async () => {
+  let couch = await startCouch();
+  const port = couch.port;
+  const A = await device(harness, couch);
+  const B = await device(harness, couch);
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-both-offline', async () => {
+      const { agent } = harness;
+      await chatTurn(A.page, agent, 'before', 'shared');
+      const id = await currentConversationId(A.page);
+      await synced(A.page);
+      await openConversation(B.page, id, 2);
+      await synced(B.page);
+      // The server goes away (the model endpoint stays): both devices work without it.
+      await couch.stop();
+      const rename = async (page, title) => {
+        await conversationItem(page, id).locator(tid('rename-conversation')).click();
+        const input = conversationItem(page, id).locator(tid('rename-input'));
+        await input.fill(title);
+        await input.press('Enter');
+        await conversationItem(page, id).locator(tid('conversation-title')).filter({ hasText: title }).waitFor();
+      };
+      await rename(A.page, 'title from A');
+      await chatTurn(A.page, agent, 'A offline', 'to A');
+      await rename(B.page, 'title from B');
+      await chatTurn(B.page, agent, 'B offline', 'to B');
+      for (const d of [A, B]) await d.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
+      couch = await startCouch({ port });
+      for (const d of [A, B]) {
+        await d.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6, null, { timeout: 90_000 });
+        await d.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
+      }
+      // The later rename wins on both; every message is there once.
+      for (const d of [A, B]) {
+        await conversationItem(d.page, id).locator(tid('conversation-title')).filter({ hasText: 'title from B' }).waitFor();
+        const t = await transcript(d.page);
+        assert.equal(t.length, 6);
+        for (const m of [['user', 'before'], ['assistant', 'shared'], ['user', 'A offline'], ['assistant', 'to A'], ['user', 'B offline'], ['assistant', 'to B']]) {
+          assert.equal(t.filter(([r, x]) => r === m[0] && x === m[1]).length, 1, `${m[1]} once`);
+        }
+      }
+      assertNoPageProblems(A.issues, allow);
+      assertNoPageProblems(B.issues, allow);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
+    await couch.stop();
+  }
+});
