@@ -660,6 +660,22 @@ fn a_looping_model_keeps_one_copy_and_the_facts_keep_their_place() {
 }
 
 #[test]
+fn a_runaway_new_summary_cannot_push_every_earlier_fact_out() {
+    let previous = "I have a cat named Zorblax. I live in Trondheim. I am allergic to hazelnuts.";
+    let new: String = (1..40)
+        .map(|i| format!("Step {i}: stretch your back and your arms. "))
+        .collect();
+    let (text, carried) = carry_forward(Some(previous), &new, 400);
+    assert!(text.len() <= 400, "{}", text.len());
+    assert!(
+        text.contains("Zorblax") && text.contains("Trondheim") && text.contains("hazelnuts"),
+        "{text}"
+    );
+    assert_eq!(carried, 3);
+    assert!(text.contains("Step 1:"), "the new text starts the new part: {text}");
+}
+
+#[test]
 fn the_summary_cap_follows_the_prompt_budget() {
     use memoire::engine::memory::summary::summary_max_chars;
     let cap = |context_tokens, reply_reserve_tokens| {

@@ -197,8 +197,8 @@ fn covered(sentence: &str, text: &str) -> bool {
 /// The summary a memory update stores: the model's new summary, preceded by the sentences of the
 /// previous summary whose facts it left out (a small model often rewrites only what it just read, and
 /// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
-/// kept once. Past `max_chars` (see [`summary_max_chars`]) the carried sentences are kept by how many terms
-/// they add to what is kept (new names, then new words, then new numbers), newer first among equals. Returns the text and how
+/// kept once. Past `max_chars` (see [`summary_max_chars`]) the new sentences keep up to half of it and the rest
+/// is chosen by what each sentence adds ([`select_within`]). Returns the text and how
 /// many sentences were carried.
 pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (String, usize) {
     let mut seen: Vec<String> = Vec::new();
@@ -220,27 +220,57 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
             carried.push(s);
         }
     }
-    // Over the cap, the most distinct facts outlive the rest: sentences are kept one at a time, each
-    // time the one that adds the most terms not yet kept (names before words; newer first among
-    // equals). A small model that loops writes the same sentence with new numbers again and again:
-    // after the first, the others add little, and an early fact with its own name still gets in.
-    let mut room = max_chars.saturating_sub(new_text.len());
+    let all: Vec<&str> = carried.iter().chain(&fresh).copied().collect();
+    let keep = if all.iter().map(|s| s.len() + 1).sum::<usize>() <= max_chars + 1 {
+        vec![true; all.len()]
+    } else {
+        select_within(&all, carried.len(), max_chars)
+    };
+    let count = keep[..carried.len()].iter().filter(|k| **k).count();
+    let kept: Vec<&str> = all
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(s, _)| *s)
+        .collect();
+    (kept.join(" "), count)
+}
+
+/// Which of `all` (the carried sentences, then from `first_new` the model's new ones) stay within
+/// `max_chars`. The new sentences come first, in order, up to half the cap (a model that loops
+/// cannot push every earlier fact out). Then the most distinct facts outlive the rest: sentences are
+/// kept one at a time, each time the one that adds the most terms not yet kept (names before words,
+/// words before bare numbers; newer first among equals). A small model that loops writes the same
+/// sentence with new numbers again and again: after the first, the others add little, and an early
+/// fact with its own name still gets in.
+fn select_within(all: &[&str], first_new: usize, max_chars: usize) -> Vec<bool> {
+    let terms: Vec<(Vec<String>, Vec<String>)> = all.iter().map(|s| key_terms(s)).collect();
+    let mut keep = vec![false; all.len()];
     let mut known: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for s in &fresh {
-        let (names, words) = key_terms(s);
-        known.extend(names);
-        known.extend(words);
+    let mut room = max_chars;
+    let take = |i: usize,
+                room: &mut usize,
+                keep: &mut Vec<bool>,
+                known: &mut std::collections::HashSet<String>| {
+        *room -= all[i].len() + 1;
+        keep[i] = true;
+        known.extend(terms[i].0.iter().cloned());
+        known.extend(terms[i].1.iter().cloned());
+    };
+    let mut new_room = max_chars / 2;
+    for i in first_new..all.len() {
+        if all[i].len() + 1 > new_room {
+            break;
+        }
+        new_room -= all[i].len() + 1;
+        take(i, &mut room, &mut keep, &mut known);
     }
-    let terms: Vec<(Vec<String>, Vec<String>)> = carried.iter().map(|s| key_terms(s)).collect();
-    let mut keep = vec![false; carried.len()];
     loop {
-        // New names first, then new words, then new numbers: a sentence with a name not yet kept
-        // beats any number of other words, and a loop's fresh numbers count least.
         let gain = |i: usize| {
             let (names, words) = &terms[i];
             let is_number = |w: &str| w.chars().all(|c| c.is_ascii_digit());
             // (new names, new words, new numbers), each counted once.
-            let mut fresh: [Vec<&str>; 3] = Default::default();
+            let mut new: [Vec<&str>; 3] = Default::default();
             for w in names.iter().chain(words) {
                 let w = w.as_str();
                 let tier = if is_number(w) {
@@ -250,29 +280,18 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
                 } else {
                     1
                 };
-                if !known.contains(w) && !fresh[tier].contains(&w) {
-                    fresh[tier].push(w);
+                if !known.contains(w) && !new[tier].contains(&w) {
+                    new[tier].push(w);
                 }
             }
-            (fresh[0].len(), fresh[1].len(), fresh[2].len())
+            (new[0].len(), new[1].len(), new[2].len())
         };
         // `max_by_key` takes the last of equals: the newest.
-        let best = (0..carried.len())
-            .filter(|&i| !keep[i] && carried[i].len() < room)
+        let best = (0..all.len())
+            .filter(|&i| !keep[i] && all[i].len() < room)
             .max_by_key(|&i| gain(i));
         let Some(i) = best else { break };
-        room -= carried[i].len() + 1;
-        keep[i] = true;
-        known.extend(terms[i].0.iter().cloned());
-        known.extend(terms[i].1.iter().cloned());
+        take(i, &mut room, &mut keep, &mut known);
     }
-    let mut kept: Vec<&str> = carried
-        .iter()
-        .zip(&keep)
-        .filter(|(_, k)| **k)
-        .map(|(s, _)| *s)
-        .collect();
-    let count = kept.len();
-    kept.extend(fresh);
-    (kept.join(" "), count)
+    keep
 }
