@@ -672,7 +672,25 @@ fn a_runaway_new_summary_cannot_push_every_earlier_fact_out() {
         "{text}"
     );
     assert_eq!(carried, 3);
-    assert!(text.contains("Step 1:"), "the new text starts the new part: {text}");
+    assert!(
+        text.contains("Step 1:"),
+        "the new text starts the new part: {text}"
+    );
+}
+
+#[test]
+fn a_run_on_sentence_is_cut_at_a_word_and_stays_one_sentence() {
+    let loop_text = "Ingrid, Einar, Sjøbenkarl, Naradaglade, ".repeat(40);
+    let (text, _) = carry_forward(Some("I have a cat named Zorblax."), &loop_text, 6000);
+    let run_on = text.strip_prefix("I have a cat named Zorblax. ").unwrap();
+    assert!(run_on.len() <= 240 + "….".len(), "{}", run_on.len());
+    assert!(
+        run_on.ends_with("Naradaglade….") || run_on.ends_with("…."),
+        "{run_on}"
+    );
+    // Stored and split again, it stays one sentence: the fact before it is still carried.
+    let (again, carried) = carry_forward(Some(&text), "Something new.", 6000);
+    assert_eq!(carried, 2, "{again}");
 }
 
 #[test]

@@ -194,16 +194,34 @@ fn covered(sentence: &str, text: &str) -> bool {
     words.is_empty() || present * 5 >= words.len() * 3
 }
 
+/// A sentence longer than this is a run-on (a small model's loop); it is cut at a word.
+pub const MAX_SENTENCE_CHARS: usize = 240;
+
+/// `s`, cut at the last word boundary within [`MAX_SENTENCE_CHARS`] and closed with `….` when
+/// longer, so it stays one sentence when the stored summary is split again.
+fn bounded(s: &str) -> String {
+    if s.len() <= MAX_SENTENCE_CHARS {
+        return s.to_string();
+    }
+    let mut end = MAX_SENTENCE_CHARS;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = s[..end].rfind(' ').unwrap_or(end);
+    format!("{}….", s[..cut].trim_end_matches([',', ';', ':', ' ']))
+}
+
 /// The summary a memory update stores: the model's new summary, preceded by the sentences of the
 /// previous summary whose facts it left out (a small model often rewrites only what it just read, and
 /// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
 /// kept once. Past `max_chars` (see [`summary_max_chars`]) the new sentences keep up to half of it and the rest
-/// is chosen by what each sentence adds ([`select_within`]). Returns the text and how
+/// is chosen by what each sentence adds for its length ([`select_within`]); a run-on sentence is
+/// cut first ([`MAX_SENTENCE_CHARS`]). Returns the text and how
 /// many sentences were carried.
 pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (String, usize) {
     let mut seen: Vec<String> = Vec::new();
-    let mut fresh: Vec<&str> = Vec::new();
-    for s in sentences(new) {
+    let mut fresh: Vec<String> = Vec::new();
+    for s in sentences(new).into_iter().map(bounded) {
         let key = s.to_lowercase();
         if !seen.contains(&key) {
             seen.push(key);
@@ -212,15 +230,15 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
     }
     let new_text = fresh.join(" ");
     let lower = new_text.to_lowercase();
-    let mut carried: Vec<&str> = Vec::new();
-    for s in sentences(previous.unwrap_or("")) {
+    let mut carried: Vec<String> = Vec::new();
+    for s in sentences(previous.unwrap_or("")).into_iter().map(bounded) {
         let key = s.to_lowercase();
-        if !covered(s, &lower) && !seen.contains(&key) {
+        if !covered(&s, &lower) && !seen.contains(&key) {
             seen.push(key);
             carried.push(s);
         }
     }
-    let all: Vec<&str> = carried.iter().chain(&fresh).copied().collect();
+    let all: Vec<&str> = carried.iter().chain(&fresh).map(String::as_str).collect();
     let keep = if all.iter().map(|s| s.len() + 1).sum::<usize>() <= max_chars + 1 {
         vec![true; all.len()]
     } else {
@@ -239,8 +257,8 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
 /// Which of `all` (the carried sentences, then from `first_new` the model's new ones) stay within
 /// `max_chars`. The new sentences come first, in order, up to half the cap (a model that loops
 /// cannot push every earlier fact out). Then the most distinct facts outlive the rest: sentences are
-/// kept one at a time, each time the one that adds the most terms not yet kept (names before words,
-/// words before bare numbers; newer first among equals). A small model that loops writes the same
+/// kept one at a time, each time the one that adds the most terms not yet kept for its length (new
+/// names per word first, then new words per word, a number counting half; newer first among equals). A small model that loops writes the same
 /// sentence with new numbers again and again: after the first, the others add little, and an early
 /// fact with its own name still gets in.
 fn select_within(all: &[&str], first_new: usize, max_chars: usize) -> Vec<bool> {
@@ -284,7 +302,13 @@ fn select_within(all: &[&str], first_new: usize, max_chars: usize) -> Vec<bool> 
                     new[tier].push(w);
                 }
             }
-            (new[0].len(), new[1].len(), new[2].len())
+            // Per word of the sentence (a short fact beats a long ramble that mentions as much):
+            // new names first, then new words (a number counts half a word).
+            let per_word = |n: usize| n * 1000 / (all[i].split_whitespace().count() + 2);
+            (
+                per_word(new[0].len()),
+                per_word(2 * new[1].len() + new[2].len()),
+            )
         };
         // `max_by_key` takes the last of equals: the newest.
         let best = (0..all.len())
