@@ -694,6 +694,14 @@ fn a_run_on_sentence_is_cut_at_a_word_and_stays_one_sentence() {
 }
 
 #[test]
+fn a_capital_that_starts_a_clause_is_not_a_name() {
+    // "You" and "The" after a list marker are not names: the fact with no name at all still wins.
+    let previous = "My favourite food is pierogi. Tips: 1) You can; 2) The end.";
+    let (text, _) = carry_forward(Some(previous), "Something new.", 50);
+    assert_eq!(text, "My favourite food is pierogi. Something new.");
+}
+
+#[test]
 fn the_summary_cap_follows_the_prompt_budget() {
     use memoire::engine::memory::summary::summary_max_chars;
     let cap = |context_tokens, reply_reserve_tokens| {

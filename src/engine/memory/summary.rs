@@ -73,6 +73,13 @@ pub fn summary_max_chars(config: &crate::engine::model::MemoryConfig) -> usize {
     (budget * 4 / 3).clamp(600, CARRY_MAX_CHARS)
 }
 
+/// Short words that start a clause when capitalised; never names.
+const CLAUSE_STARTS: &[&str] = &[
+    "a", "an", "and", "as", "at", "but", "by", "for", "he", "her", "here", "his", "how", "i", "if",
+    "in", "is", "it", "its", "my", "no", "not", "of", "on", "or", "our", "she", "so", "the", "to",
+    "we", "who", "why", "yes", "you",
+];
+
 /// Words too common to tell two sentences apart.
 const COMMON: &[&str] = &[
     "about",
@@ -165,7 +172,11 @@ fn key_terms(sentence: &str) -> (Vec<String>, Vec<String>) {
         .enumerate()
     {
         let lower = w.to_lowercase();
-        let capital = i > 0 && w.chars().next().is_some_and(char::is_uppercase);
+        // A capital after a list marker or a colon starts a clause, not a name: "1) You can…".
+        let capital = i > 0
+            && w.chars().next().is_some_and(char::is_uppercase)
+            && !CLAUSE_STARTS.contains(&lower.as_str())
+            && !COMMON.contains(&lower.as_str());
         if capital || w.chars().any(|c| c.is_ascii_digit()) {
             names.push(lower);
         } else if w.chars().count() >= 4 && !COMMON.contains(&lower.as_str()) {
