@@ -3,6 +3,8 @@
 //!   name, 50 unchanged) into a 1,000-node graph. Goal <= 1 ms.
 //! - `parse_200_entities_ms`: parsing the same update as a model reply.
 //! - `retrieve_1000x50_ms`: entity retrieval over a 1,000-node graph for 50 recent messages.
+//! - `carry_forward_6k_ms`: the summary kept across an update at the largest cap (a 6,000-character
+//!   previous summary and a 2,000-character new one, so the cap chooses sentences).
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -208,4 +210,19 @@ fn main() {
         assert!(r.len() >= 50);
     }
     println!("bench retrieve_1000x50_ms {:.3} ms", median(times));
+
+    let previous: String = (0..150)
+        .map(|i| format!("Person{i} lives in Town{} and likes item {} a lot. ", i * 7, i * 13))
+        .collect();
+    let new: String = (0..50)
+        .map(|i| format!("Later, Visitor{i} talked about the weather for {i} minutes. "))
+        .collect();
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let (text, carried) = memoire::engine::memory::carry_forward(Some(&previous), &new, 6000);
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(text.len() <= 6000 && carried > 0);
+    }
+    println!("bench carry_forward_6k_ms {:.3} ms", median(times));
 }
