@@ -207,8 +207,11 @@ test('drafts: what is typed right after a switch is kept, and a late save never 
     const composer = page.locator(tid('composer-input'));
     const value = () => composer.inputValue();
     const open = (id) => conversationItem(page, id).locator(tid('conversation-open')).click();
+    const start = await page.evaluate(() => location.hash);
     await page.locator(tid('new-conversation')).click();
     await composer.waitFor();
+    // The composer is on screen before the new conversation is stored and in the address.
+    await page.waitForFunction((s) => location.hash.startsWith('#/c/') && location.hash !== s, start);
     const a = await currentConversationId(page);
     await composer.fill('Draft for A');
     // From here on, reading a stored draft takes 600 ms, as on a busy machine: the handler of any

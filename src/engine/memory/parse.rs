@@ -28,7 +28,7 @@ pub const MAX_ENTITIES: usize = 300;
 pub const MAX_ID_CHARS: usize = 128;
 pub const MAX_NAME_CHARS: usize = 200;
 /// A name or alias longer than this many words is a sentence, not a name (see [`plausible_name`]).
-pub const MAX_NAME_WORDS: usize = 6;
+pub const MAX_NAME_WORDS: usize = 10;
 pub const MAX_ALIASES: usize = 16;
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 pub const MAX_PROPERTIES: usize = 32;
