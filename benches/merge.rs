@@ -212,7 +212,13 @@ fn main() {
     println!("bench retrieve_1000x50_ms {:.3} ms", median(times));
 
     let previous: String = (0..150)
-        .map(|i| format!("Person{i} lives in Town{} and likes item {} a lot. ", i * 7, i * 13))
+        .map(|i| {
+            format!(
+                "Person{i} lives in Town{} and likes item {} a lot. ",
+                i * 7,
+                i * 13
+            )
+        })
         .collect();
     let new: String = (0..50)
         .map(|i| format!("Later, Visitor{i} talked about the weather for {i} minutes. "))
