@@ -423,73 +423,90 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
 }
 
 /// Applies what a merged document asks of the local store, and reports it.
-async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
-    let emit = i.emit.borrow().clone();
-    let report = |e: SessionEvent| {
-        if let Some(emit) = &emit {
-            emit(e)
+/// A merged conversation document: the stored conversation patched, or created.
+async fn apply_conversation_doc(
+    i: &Inner,
+    d: &crate::engine::sync::doc::ConversationDoc,
+) -> Result<(), ReplicateError> {
+    match i.store.get_conversation(&d.id).await? {
+        Some(mut c) => {
+            apply_conversation(d, &mut c);
+            let patch = ConversationPatch {
+                title: Some((c.title.clone(), c.title_is_custom)),
+                memory_overrides: Some(c.memory_overrides.clone()),
+                ..Default::default()
+            };
+            let c = i.store.update_conversation(&d.id, &patch).await?;
+            report(i, SessionEvent::ConversationChanged(c));
+        }
+        None => {
+            let c = new_conversation(d);
+            i.store.create_conversation(&c).await?;
+            report(i, SessionEvent::ConversationChanged(c));
         }
     };
-    match track::effect(doc) {
-        Some(Effect::Conversation(d)) => match i.store.get_conversation(&d.id).await? {
-            Some(mut c) => {
-                apply_conversation(&d, &mut c);
-                let patch = ConversationPatch {
-                    title: Some((c.title.clone(), c.title_is_custom)),
-                    memory_overrides: Some(c.memory_overrides.clone()),
-                    ..Default::default()
-                };
-                let c = i.store.update_conversation(&d.id, &patch).await?;
-                report(SessionEvent::ConversationChanged(c));
-            }
-            None => {
-                let c = new_conversation(&d);
-                i.store.create_conversation(&c).await?;
-                report(SessionEvent::ConversationChanged(c));
-            }
-        },
-        Some(Effect::Message(m)) => {
-            if i.store.get_message(&m.id).await?.is_some() {
-                return Ok(());
-            }
-            let cid = conversation_id(&m.conversation_id);
-            let parent = stored(i, &cid).await?;
-            if parent
-                .as_ref()
-                .is_some_and(|p| p.local.doc.body.is_tombstone())
-            {
-                return Ok(());
-            }
-            if i.store
-                .get_conversation(&m.conversation_id)
-                .await?
-                .is_none()
-            {
-                // Its conversation's document has not arrived yet: hold the message in a
-                // conversation of that id, which the document then fills in.
-                let c = crate::engine::model::Conversation {
-                    id: m.conversation_id.clone(),
-                    title: String::new(),
-                    title_is_custom: false,
-                    created_at: m.created_at,
-                    updated_at: m.created_at,
-                    message_count: 0,
-                    endpoint_profile_id: None,
-                    remote_handle: None,
-                    last_path: None,
-                    memory_overrides: Default::default(),
-                };
-                i.store.create_conversation(&c).await?;
-                report(SessionEvent::ConversationChanged(c));
-            }
-            let out = i.store.append_message(&m).await?;
-            if out.inserted {
-                report(SessionEvent::MessageAdded(out.message));
-                if let Some(c) = i.store.get_conversation(&m.conversation_id).await? {
-                    report(SessionEvent::ConversationChanged(c));
-                }
-            }
+    Ok(())
+}
+
+/// A merged message document: appended once, unless its conversation was deleted.
+async fn apply_message_doc(
+    i: &Inner,
+    m: &crate::engine::model::Message,
+) -> Result<(), ReplicateError> {
+    if i.store.get_message(&m.id).await?.is_some() {
+        return Ok(());
+    }
+    let cid = conversation_id(&m.conversation_id);
+    let parent = stored(i, &cid).await?;
+    if parent
+        .as_ref()
+        .is_some_and(|p| p.local.doc.body.is_tombstone())
+    {
+        return Ok(());
+    }
+    if i.store
+        .get_conversation(&m.conversation_id)
+        .await?
+        .is_none()
+    {
+        // Its conversation's document has not arrived yet: hold the message in a
+        // conversation of that id, which the document then fills in.
+        let c = crate::engine::model::Conversation {
+            id: m.conversation_id.clone(),
+            title: String::new(),
+            title_is_custom: false,
+            created_at: m.created_at,
+            updated_at: m.created_at,
+            message_count: 0,
+            endpoint_profile_id: None,
+            remote_handle: None,
+            last_path: None,
+            memory_overrides: Default::default(),
+        };
+        i.store.create_conversation(&c).await?;
+        report(i, SessionEvent::ConversationChanged(c));
+    }
+    let out = i.store.append_message(m).await?;
+    if out.inserted {
+        report(i, SessionEvent::MessageAdded(out.message));
+        if let Some(c) = i.store.get_conversation(&m.conversation_id).await? {
+            report(i, SessionEvent::ConversationChanged(c));
         }
+    }
+    Ok(())
+}
+
+/// Reports a change the way the session's own writes are reported.
+fn report(i: &Inner, e: SessionEvent) {
+    if let Some(emit) = i.emit.borrow().clone() {
+        emit(e)
+    }
+}
+
+async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
+    match track::effect(doc) {
+        Some(Effect::Conversation(d)) => apply_conversation_doc(i, &d).await?,
+        Some(Effect::Message(m)) => apply_message_doc(i, &m).await?,
         Some(Effect::Delete {
             kind: Kind::Conversation,
             parts,
@@ -497,7 +514,7 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
         }) => {
             if let Some(id) = parts.first() {
                 if i.store.delete_conversation(id).await? {
-                    report(SessionEvent::ConversationRemoved(id.clone()));
+                    report(i, SessionEvent::ConversationRemoved(id.clone()));
                 }
             }
         }
