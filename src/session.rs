@@ -220,25 +220,7 @@ impl Session {
             store.mark_interrupted_streams().await?
         };
         drop(opening);
-        let defaults = match load_deployment_config().await {
-            Ok(d) => d,
-            Err(e) => {
-                sink(SessionEvent::Notice(e));
-                Settings::builtin()
-            }
-        };
-        // Read back through JSON text, not `from_value`: settings also arrive as text from other
-        // tabs (session/sync.rs), so their deserializer is compiled once for both.
-        let saved: Option<Settings> = store
-            .get_setting(SETTINGS_KEY)
-            .await?
-            .and_then(|v| from_json_value(&v));
-        let settings = settings::effective(&defaults, saved.as_ref());
-        let calibration: Calibration = store
-            .get_setting(CALIBRATION_KEY)
-            .await?
-            .and_then(|v| from_json_value(&v))
-            .unwrap_or_default();
+        let (defaults, settings, calibration) = load_settings(&store, &sink).await?;
         if interrupted > 0 {
             sink(SessionEvent::Notice(format!(
                 "{interrupted} reply was cut off when the page closed; the partial text is kept and marked interrupted."
@@ -723,4 +705,32 @@ async fn load_deployment_config() -> Result<Settings, String> {
 /// A stored setting as `T`, read through its JSON text (see `Session::open`'s settings).
 fn from_json_value<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
     serde_json::from_str(&serde_json::to_string(v).ok()?).ok()
+}
+
+/// The deployment's defaults (a notice when `config.json` is unusable), the settings in force, and
+/// the saved token calibration.
+async fn load_settings(
+    store: &Store,
+    sink: &EventSink,
+) -> Result<(Settings, Settings, Calibration), SessionError> {
+    let defaults = match load_deployment_config().await {
+        Ok(d) => d,
+        Err(e) => {
+            sink(SessionEvent::Notice(e));
+            Settings::builtin()
+        }
+    };
+    // Read back through JSON text, not `from_value`: settings also arrive as text from other
+    // tabs (session/sync.rs), so their deserializer is compiled once for both.
+    let saved: Option<Settings> = store
+        .get_setting(SETTINGS_KEY)
+        .await?
+        .and_then(|v| from_json_value(&v));
+    let settings = settings::effective(&defaults, saved.as_ref());
+    let calibration: Calibration = store
+        .get_setting(CALIBRATION_KEY)
+        .await?
+        .and_then(|v| from_json_value(&v))
+        .unwrap_or_default();
+    Ok((defaults, settings, calibration))
 }
