@@ -154,9 +154,7 @@ impl AppState {
     /// that belongs to the open conversation, used to open, close and lose one.
     pub fn show_conversation(&self, id: Option<String>) {
         self.current.set(id);
-        self.messages.set(Vec::new());
-        self.has_older.set(false);
-        self.has_newer.set(false);
+        self.clear_messages();
         self.memory.set(MemoryView::default());
         self.preview.set(None);
         self.error.set(None);
@@ -281,6 +279,13 @@ impl AppState {
 
     /// Shows a stored message in the open conversation's window, per `engine::window::place`; true
     /// when the window missed messages before it and must be reloaded.
+    /// The open conversation was cleared: no messages, nothing older or newer to load.
+    fn clear_messages(&self) {
+        self.messages.set(Vec::new());
+        self.has_older.set(false);
+        self.has_newer.set(false);
+    }
+
     fn append_message(&self, m: &Message) -> bool {
         if !self.is_current(&m.conversation_id) {
             return false;
@@ -395,20 +400,10 @@ impl EventApplier {
                     (self.on_view_behind)(m.conversation_id);
                 }
             }
-            SessionEvent::MessageProgress(m) => {
-                if m.status == MessageStatus::Streaming {
-                    self.pending.borrow_mut().insert(m.id.clone(), m);
-                    self.schedule();
-                } else {
-                    self.pending.borrow_mut().remove(&m.id);
-                    s.append_message(&m);
-                }
-            }
+            SessionEvent::MessageProgress(m) => self.progress(m),
             SessionEvent::MessagesCleared(id) => {
                 if s.is_current(&id) {
-                    s.messages.set(Vec::new());
-                    s.has_older.set(false);
-                    s.has_newer.set(false);
+                    s.clear_messages();
                 }
             }
             SessionEvent::TurnRunning {
@@ -449,6 +444,17 @@ impl EventApplier {
                     (self.on_context_changed)(id);
                 }
             }
+        }
+    }
+
+    /// A streaming reply's growth waits for the next frame (coalesced); a settled one applies now.
+    fn progress(&self, m: Message) {
+        if m.status == MessageStatus::Streaming {
+            self.pending.borrow_mut().insert(m.id.clone(), m);
+            self.schedule();
+        } else {
+            self.pending.borrow_mut().remove(&m.id);
+            self.state.append_message(&m);
         }
     }
 
