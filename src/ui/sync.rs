@@ -30,27 +30,24 @@ pub fn SyncSection() -> impl IntoView {
         enabled: enabled.get_untracked(),
     };
     let typed = move || Some(password.get_untracked()).filter(|p| !p.is_empty());
+    // What an action says when it is done: its own words on success, the reason otherwise.
+    let outcome = move |done: &'static str| {
+        move |r: Result<(), String>| {
+            result.set(Some(
+                r.map(|()| done.to_string())
+                    .map_or_else(|e| (false, e), |t| (true, t)),
+            ))
+        }
+    };
     let test = move |_| {
         result.set(Some((true, "Testing…".into())));
-        ctl.test_sync(form(), typed(), move |r| {
-            result.set(Some(match r {
-                Ok(()) => (
-                    true,
-                    "Connection works: the server, the credentials and the database are right."
-                        .into(),
-                ),
-                Err(e) => (false, e),
-            }))
-        });
+        ctl.test_sync(
+            form(),
+            typed(),
+            outcome("Connection works: the server, the credentials and the database are right."),
+        );
     };
-    let save = move |_| {
-        ctl.save_sync(form(), typed(), move |r| {
-            result.set(Some(match r {
-                Ok(()) => (true, "Sync settings saved.".into()),
-                Err(e) => (false, e),
-            }))
-        });
-    };
+    let save = move |_| ctl.save_sync(form(), typed(), outcome("Sync settings saved."));
     let text =
         |sig: RwSignal<String>| move |ev: leptos::ev::Event| sig.set(event_target_value(&ev));
     view! {
