@@ -121,6 +121,20 @@ pub struct UpdateRequest {
 }
 
 impl UpdateRequest {
+    /// Drops from `parsed` what the model could not have read in this request: aliases whose words
+    /// are in none of the previous summary, the known entities and the new messages
+    /// ([`super::ground::ground_aliases`]).
+    pub fn ground(&self, parsed: &mut super::parse::ParsedUpdate) {
+        let read = self
+            .prompt
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        super::ground::ground_aliases(parsed, &read);
+    }
+
     /// The prompt for `form`: for the two-section text the previous summary, the known entities and
     /// the new messages; for a constrained form the known entities and the new messages.
     pub fn prompt_for(&self, form: MemoryForm) -> Prompt {
