@@ -313,14 +313,14 @@ fn select_within(all: &[&str], first_new: usize, max_chars: usize) -> Vec<bool> 
         known.extend(terms[i].1.iter().cloned());
     };
     let mut new_room = max_chars / 2;
-    for i in first_new..all.len() {
-        if is_question(all[i]) {
+    for (i, s) in all.iter().enumerate().skip(first_new) {
+        if is_question(s) {
             continue;
         }
-        if all[i].len() + 1 > new_room {
+        if s.len() + 1 > new_room {
             break;
         }
-        new_room -= all[i].len() + 1;
+        new_room -= s.len() + 1;
         take(i, &mut room, &mut keep, &mut known);
     }
     loop {
