@@ -56,7 +56,10 @@ fn check_pulled(local: &[ConversationSummary], pulled: ConversationSummary, want
     let got = pulled_summary(local, &pulled);
     assert_eq!(got.as_ref().map(|s| s.version), want, "{pulled:?}");
     if let Some(s) = got {
-        assert_eq!((s.text, s.covers_up_to_seq), (pulled.text, pulled.covers_up_to_seq));
+        assert_eq!(
+            (s.text, s.covers_up_to_seq),
+            (pulled.text, pulled.covers_up_to_seq)
+        );
     }
 }
 
@@ -73,7 +76,11 @@ fn pulled_summaries_are_stored_after_the_local_ones_when_they_cover_as_much() {
 
 #[test]
 fn only_versions_no_document_holds_are_tracked() {
-    let local = [summary(1, 4, "A."), summary(2, 8, "A. B."), summary(3, 9, "A. B. C.")];
+    let local = [
+        summary(1, 4, "A."),
+        summary(2, 8, "A. B."),
+        summary(3, 9, "A. B. C."),
+    ];
     // A version pulled from another device was numbered 1 there.
     let synced = [
         summary_doc(&summary(1, 8, "A. B."), &stamp(1)),
@@ -120,11 +127,20 @@ fn tombstones_remove_one_entity_or_one_edge() {
         node("e2", "Bo", &[]),
     ];
     let parts = |s: &[&str]| s.iter().map(|p| p.to_string()).collect::<Vec<_>>();
-    assert!(remove_edge(&mut nodes, &parts(&["e1", "knows", "e2", "10"])));
+    assert!(remove_edge(
+        &mut nodes,
+        &parts(&["e1", "knows", "e2", "10"])
+    ));
     assert_eq!(nodes[0].relationships.len(), 1);
-    assert!(!remove_edge(&mut nodes, &parts(&["e1", "knows", "e2", "10"])));
+    assert!(!remove_edge(
+        &mut nodes,
+        &parts(&["e1", "knows", "e2", "10"])
+    ));
     assert!(!remove_edge(&mut nodes, &parts(&["e1", "knows", "e2"])));
-    assert!(!remove_edge(&mut nodes, &parts(&["e1", "knows", "e2", "x"])));
+    assert!(!remove_edge(
+        &mut nodes,
+        &parts(&["e1", "knows", "e2", "x"])
+    ));
     assert!(remove_entity(&mut nodes, "e2"));
     assert!(!remove_entity(&mut nodes, "e2"));
     assert_eq!(nodes.len(), 1);

@@ -24,9 +24,9 @@ pub fn untracked_summaries<'a>(
     let mut out: Vec<&ConversationSummary> = local
         .iter()
         .filter(|s| {
-            !synced.iter().any(|d| {
-                d.conversation_id == s.conversation_id && same_summary(&to_summary(d), s)
-            })
+            !synced
+                .iter()
+                .any(|d| d.conversation_id == s.conversation_id && same_summary(&to_summary(d), s))
         })
         .collect();
     out.sort_by_key(|s| s.version);
@@ -101,7 +101,9 @@ pub fn put_edge(nodes: &mut [EntityNode], e: &EdgeDoc) -> bool {
 
 fn put_relationship(all: &mut Vec<Relationship>, r: Relationship) {
     match all.iter_mut().find(|x| {
-        x.target_id == r.target_id && x.relationship == r.relationship && x.valid_from == r.valid_from
+        x.target_id == r.target_id
+            && x.relationship == r.relationship
+            && x.valid_from == r.valid_from
     }) {
         Some(x) => *x = r,
         None => all.push(r),
