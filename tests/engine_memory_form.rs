@@ -810,3 +810,62 @@ fn a_shortened_summary_keeps_statements_in_their_order() {
     );
     assert_eq!(shorten(text, 5), "");
 }
+
+/// The summary an update stores once the user's own statements it left out are added.
+fn check_user_statements(summary: Option<&str>, said: &[&str], want: Option<&str>) {
+    use memoire::engine::memory::summary::with_user_statements;
+    let said: Vec<String> = said.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        with_user_statements(summary, &said).as_deref(),
+        want,
+        "{summary:?} {said:?}"
+    );
+}
+
+#[rustfmt::skip]
+#[test]
+fn the_users_own_statements_the_summary_left_out_are_kept() {
+    check_user_statements(Some("Ingrid lives in Trondheim."), &["I live in Trondheim, in Norway."], Some("Ingrid lives in Trondheim. User: I live in Trondheim, in Norway."));
+    check_user_statements(Some("Ingrid lives in Trondheim, Norway."), &["I live in Trondheim, in Norway."], Some("Ingrid lives in Trondheim, Norway."));
+    // SmolLM2-135M's update for this turn had no summary at all.
+    check_user_statements(None, &["Hi! I work as a glassblower in a small studio"], Some("User: I work as a glassblower in a small studio."));
+    // Questions and small talk tell nothing about the user.
+    check_user_statements(Some("S."), &["How do tides work? Thanks! Ok."], Some("S."));
+    check_user_statements(None, &["Why is the sky blue?"], None);
+    check_user_statements(None, &[], None);
+}
+
+#[test]
+fn a_pasted_document_adds_a_bounded_part() {
+    use memoire::engine::memory::summary::{with_user_statements, MAX_USER_STATEMENT_CHARS};
+    let doc: String = (0..500)
+        .map(|i| format!("Clause {i} of the contract binds the tenant. "))
+        .collect();
+    let out = with_user_statements(Some("A contract."), &[doc]).unwrap();
+    assert!(
+        out.len() < "A contract. ".len() + MAX_USER_STATEMENT_CHARS + 200,
+        "{}",
+        out.len()
+    );
+    assert!(out.starts_with("A contract. User: Clause 0 of the contract"));
+}
+
+#[test]
+fn the_request_grounds_the_summary_in_what_the_user_said() {
+    let req = a_request();
+    let mut p =
+        parse_reply(r#"{"summary": "", "entities": [{"name": "Zorblax", "type": "other"}]}"#)
+            .unwrap();
+    req.ground(&mut p);
+    assert_eq!(
+        p.summary.as_deref(),
+        Some("User: My cat is called Zorblax.")
+    );
+    let mut p =
+        parse_reply(r#"{"summary": "The user's cat is called Zorblax.", "entities": []}"#).unwrap();
+    req.ground(&mut p);
+    assert_eq!(
+        p.summary.as_deref(),
+        Some("The user's cat is called Zorblax.")
+    );
+}

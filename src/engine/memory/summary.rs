@@ -266,6 +266,49 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
     (kept.join(" "), count)
 }
 
+/// At most this much of the user's own statements is added to one update's summary.
+pub const MAX_USER_STATEMENT_CHARS: usize = 1000;
+
+/// How a user statement is marked in a summary: the summary speaks of the user, and a bare "I" in
+/// it would read as the agent.
+pub const USER_SAYS: &str = "User: ";
+
+/// The summary of an update: the model's `summary`, then each statement of `user_said` (a sentence
+/// of the user's own messages that tells something: not a question, with a name or number or two
+/// words of substance) that the summary does not cover, marked [`USER_SAYS`], up to
+/// [`MAX_USER_STATEMENT_CHARS`] (a pasted document is material, not facts). `None` when both are empty.
+/// A small model's summary often leaves out a fact the user gave, or is empty; once the update is
+/// stored, those messages leave the prompt, and the fact with them.
+pub fn with_user_statements(summary: Option<&str>, user_said: &[String]) -> Option<String> {
+    let mut out = summary.map(str::trim).unwrap_or_default().to_string();
+    let mut lower = out.to_lowercase();
+    let mut added = 0;
+    'messages: for message in user_said {
+        for s in sentences(message).into_iter().map(bounded) {
+            let (names, words) = key_terms(&s);
+            let tells = !names.is_empty() || words.len() >= 2;
+            if is_question(&s) || !tells || covered(&s, &lower) {
+                continue;
+            }
+            added += s.len();
+            if added > MAX_USER_STATEMENT_CHARS {
+                break 'messages;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            let s = match s.chars().last() {
+                Some('.' | '!' | '…') => s,
+                _ => format!("{s}."),
+            };
+            out.push_str(USER_SAYS);
+            out.push_str(&s);
+            lower = out.to_lowercase();
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// `text` cut to at most `max_chars` by leaving whole sentences out, the ones that add the least
 /// first (the rule of [`carry_forward`]); the kept ones stay in their order. For a prompt whose
 /// budget cannot take the whole summary: most of the memory is worth more than none of it.
