@@ -131,7 +131,7 @@ fn ConversationList() -> impl IntoView {
     // The height of one row (with its margin), measured from the mounted rows.
     let row_px = RwSignal::new(52.0f64);
     let spacer = move || st.list_window.get().above as f64 * row_px.get();
-    let on_scroll = move |_| {
+    let check = move || {
         let Some(el) = list.get_untracked() else {
             return;
         };
@@ -148,6 +148,14 @@ fn ConversationList() -> impl IntoView {
             ctl.list_less();
         }
     };
+    // After each page is drawn, look again: the rows may still not reach past the screen (a tall
+    // screen, or the view still on the spacer after a jump up).
+    Effect::new(move |_| {
+        st.conversations.track();
+        st.list_window.track();
+        request_animation_frame(check);
+    });
+    let on_scroll = move |_| check();
     view! {
         <ul class="conversation-list" data-testid="conversation-list" role="list" node_ref=list on:scroll=on_scroll>
             <Show when=move || st.ready.get() && st.conversations.with(|l| l.is_empty())>
