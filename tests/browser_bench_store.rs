@@ -183,7 +183,8 @@ async fn bench_store_import_and_load() {
         // Plain JS: the same records into the same schema, one transaction.
         let name = db_name("import-js", run);
         Store::open(&name).await.unwrap().close();
-        let terms = serde_json::to_string(&memoire::engine::search::index_terms(&content())).unwrap();
+        let terms =
+            serde_json::to_string(&memoire::engine::search::index_terms(&content())).unwrap();
         let ms = js_import(&name, "c", N as u32, &content(), &terms)
             .await
             .unwrap()

@@ -140,7 +140,7 @@ fn ConversationList() -> impl IntoView {
                 row_px.set(h);
             }
         }
-        let top = el.scroll_top() as f64;
+        let top = el.scroll_top();
         let bottom = top + el.client_height() as f64;
         if bottom > el.scroll_height() as f64 - LIST_MARGIN_PX {
             ctl.list_more();

@@ -61,7 +61,8 @@ export function mountedItems(page) {
 
 /**
  * Types `text` into the search field (one input event, as a paste or the last key of a word does) and
- * returns the milliseconds until the first search hit is in the page.
+ * returns the milliseconds until the first result (a conversation by its title, or a message) is in
+ * the page.
  */
 export function timeSearch(page, text) {
   return page.evaluate(async (text) => {
@@ -69,8 +70,9 @@ export function timeSearch(page, text) {
     const t0 = performance.now();
     input.value = text;
     input.dispatchEvent(new Event('input', { bubbles: true }));
-    return new Promise((resolve) => {
-      const seen = () => document.querySelector('[data-testid="search-hit"]');
+    return new Promise((resolve, reject) => {
+      setTimeout(() => reject(new Error(`no search result for "${text}" within 15 s`)), 15_000);
+      const seen = () => document.querySelector('[data-testid="search-hit"], [data-testid="search-results"] [data-testid="conversation-item"]');
       if (seen()) return resolve(performance.now() - t0);
       const obs = new MutationObserver(() => {
         if (seen()) {
