@@ -21,7 +21,7 @@ use turn::Begin;
 use crate::engine::history::last_user_at;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
-    Message, MessageStatus, Role, TurnPath,
+    Message, MessageStatus, Millis, Role, TurnPath,
 };
 use crate::engine::settings::{self, Settings};
 use crate::engine::tokens::Calibration;
@@ -125,8 +125,17 @@ pub struct MemorySnapshot {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchHit {
     pub conversation_id: String,
+    /// Its conversation's title.
+    pub title: String,
     pub message_id: String,
     pub snippet: String,
+}
+
+/// What a search found: conversations by title, and messages.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchResults {
+    pub titles: Vec<Conversation>,
+    pub hits: Vec<SearchHit>,
 }
 
 /// Storage usage of this origin.
@@ -316,8 +325,23 @@ impl Session {
         conv.memory_overrides.apply(&self.settings.borrow().memory)
     }
 
-    pub async fn list_conversations(&self) -> Result<Vec<Conversation>, SessionError> {
-        Ok(self.store.list_conversations(10_000).await?)
+    /// A page of the conversation list (most recent activity first): up to `limit` conversations
+    /// after `after` (a conversation's `updated_at` and id), or from the top.
+    pub async fn list_page(
+        &self,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, SessionError> {
+        Ok(self.store.list_conversations_after(after, limit).await?)
+    }
+
+    /// The page of the list just above `before`, most recent first.
+    pub async fn list_page_before(
+        &self,
+        before: (Millis, &str),
+        limit: usize,
+    ) -> Result<Vec<Conversation>, SessionError> {
+        Ok(self.store.list_conversations_before(before, limit).await?)
     }
 
     pub async fn conversation(&self, id: &str) -> Result<Option<Conversation>, SessionError> {
@@ -442,18 +466,23 @@ impl Session {
         })
     }
 
-    pub async fn search(&self, query: &str) -> Result<Vec<SearchHit>, SessionError> {
-        Ok(self
+    /// Conversations whose title matches and messages whose text matches, from the store's term
+    /// indexes.
+    pub async fn search(&self, query: &str) -> Result<SearchResults, SessionError> {
+        let titles = self.store.search_titles(query, SEARCH_LIMIT).await?;
+        let hits = self
             .store
             .search_messages(query, SEARCH_LIMIT)
             .await?
             .into_iter()
             .map(|h| SearchHit {
                 conversation_id: h.conversation_id,
+                title: h.title,
                 message_id: h.message_id,
                 snippet: h.snippet,
             })
-            .collect())
+            .collect();
+        Ok(SearchResults { titles, hits })
     }
 
     pub async fn draft(&self, id: &str) -> Result<String, SessionError> {
