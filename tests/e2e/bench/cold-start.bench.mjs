@@ -187,6 +187,22 @@ function summarise(events) {
     v.ms += (e.dur ?? 0) / 1000;
     perName.set(e.name, v);
   }
+  // The network as the renderer saw it: each request's send, response and finish (ms after the first).
+  const net = events.filter((e) => /^Resource(SendRequest|ReceiveResponse|Finish)$/.test(e.name));
+  const t0 = Math.min(...net.filter((e) => e.name === 'ResourceSendRequest').map((e) => e.ts));
+  const reqs = new Map();
+  for (const e of net) {
+    const d = e.args.data;
+    const r = reqs.get(d.requestId) ?? {};
+    if (e.name === 'ResourceSendRequest') r.url = d.url;
+    r[e.name] = (e.ts - t0) / 1000;
+    if (e.name === 'ResourceFinish') r.bytes = d.encodedDataLength;
+    reqs.set(d.requestId, r);
+  }
+  log('trace: requests (sent / response / finished, ms after the first request; bytes on the wire):');
+  for (const r of [...reqs.values()].filter((r) => r.url).sort((a, b) => a.ResourceSendRequest - b.ResourceSendRequest)) {
+    log(`  ${fmt(r.ResourceSendRequest).padStart(6)} ${fmt(r.ResourceReceiveResponse).padStart(6)} ${fmt(r.ResourceFinish).padStart(6)} ${String(r.bytes ?? '-').padStart(8)}  ${new URL(r.url).pathname}`);
+  }
   log('trace: wasm events (all threads):');
   for (const [k, v] of [...perName.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 15)) {
     log(`  ${v.ms.toFixed(1).padStart(8)} ms  ${String(v.n).padStart(5)}x  ${k}`);
