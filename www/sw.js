@@ -42,7 +42,8 @@ function referencedAssets(html) {
   for (const m of html.matchAll(/["'`]((?:\.\/)?[\w@./-]+\.(?:js|mjs|wasm|css))["'`]/g)) found.push(m[1]);
   return found
     .map((url) => url.split(/[?#]/)[0])
-    .filter((url) => url && url !== "sw.js" && !/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("//") && !url.startsWith("/"))
+    // config.json is optional (a deployment may have none): cached apart, below, never by addAll.
+    .filter((url) => url && url !== "sw.js" && url !== "config.json" && !/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("//") && !url.startsWith("/"))
     .map((url) => url.replace(/^\.\//, ""));
 }
 
