@@ -154,18 +154,19 @@ async function traced(browser, url, file) {
     await done;
     writeFileSync(file, JSON.stringify({ traceEvents: events }));
     log(`trace (${events.length} events) in ${file}: ${describe(ph)}`);
-    summarise(events);
+    summarise(events, new URL(url).origin);
   } finally {
     await p.context.close();
   }
 }
 
 /** Top-level main-thread work by event name, and the wasm compile events, from a trace. */
-function summarise(events) {
-  // The page's main thread: of the renderers' main threads, the busiest.
-  const mains = events.filter((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain');
-  const busy = (t) => events.filter((e) => e.pid === t.pid && e.tid === t.tid && e.ph === 'X').length;
-  const main = mains.sort((a, b) => busy(b) - busy(a))[0];
+function summarise(events, origin) {
+  // The page's main thread: the renderer main thread of the process that asked for the app's wasm
+  // (the browser's own pages, such as its omnibox, have renderers too).
+  const mine = (e) => typeof e.args?.data?.url === 'string' && e.args.data.url.startsWith(origin);
+  const wasmPid = events.find((e) => e.name === 'ResourceSendRequest' && mine(e) && e.args.data.url.endsWith('.wasm'))?.pid;
+  const main = events.find((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain' && e.pid === wasmPid);
   if (!main) return log('trace: no renderer main thread found');
   const byName = new Map();
   for (const e of events) {
@@ -188,7 +189,8 @@ function summarise(events) {
     perName.set(e.name, v);
   }
   // The network as the renderer saw it: each request's send, response and finish (ms after the first).
-  const net = events.filter((e) => /^Resource(SendRequest|ReceiveResponse|Finish)$/.test(e.name));
+  const ids = new Set(events.filter((e) => e.name === 'ResourceSendRequest' && mine(e)).map((e) => e.args.data.requestId));
+  const net = events.filter((e) => /^Resource(SendRequest|ReceiveResponse|Finish)$/.test(e.name) && ids.has(e.args?.data?.requestId));
   const t0 = Math.min(...net.filter((e) => e.name === 'ResourceSendRequest').map((e) => e.ts));
   const reqs = new Map();
   for (const e of net) {
