@@ -549,8 +549,8 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
 /// Messages are appended at this device's next seq, so the merges handed out together are applied
 /// with every other document first, then messages in their writer's order (seq, then time): a
 /// batch pulled in `_changes` order (or pushed back in `_id` order) keeps the conversation's order.
-fn in_order(batch: &mut [Write]) {
-    batch.sort_by_key(|w| match w {
+fn in_order(batch: &mut Vec<Write>) {
+    crate::engine::sort::sort_by_key(batch, |w| match w {
         Write::Merge { remote, .. } => match &remote.body {
             crate::engine::sync::Body::Message(m) => (1, m.seq, m.created_at),
             _ => (0, 0, 0),

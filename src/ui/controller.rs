@@ -127,6 +127,7 @@ impl Controller {
             if let Some(id) = reopen {
                 ctl.open(id, None);
             }
+            announce_first_screen();
             Ok(())
         });
         self.refresh_storage();
@@ -762,4 +763,15 @@ pub fn route() -> Option<String> {
     let id = hash.strip_prefix("#/c/")?;
     let id = js_sys::decode_uri_component(id).ok()?.as_string()?;
     (!id.is_empty()).then_some(id)
+}
+
+/// Tells the page that the first screen (composer and conversation list) is there: index.html
+/// registers the service worker then, so its precaching download does not compete with the start.
+fn announce_first_screen() {
+    if let (Some(w), Ok(e)) = (
+        web_sys::window(),
+        web_sys::Event::new("memoire-first-screen"),
+    ) {
+        let _ = w.dispatch_event(&e);
+    }
 }
