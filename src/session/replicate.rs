@@ -380,7 +380,7 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
         }
         SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
             let prev = stored(i, &message_id(&m.id)).await?;
-            track::track_message(prev.as_ref().map(|p| &p.local.doc), m, None, &mut clock, t)
+            track::track_message(prev.as_ref().map(|p| &p.local.doc), m, &mut clock, t)
                 .into_iter()
                 .collect()
         }
@@ -410,7 +410,6 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
             if let Some(d) = track::track_message(
                 prev.as_ref().map(|p| &p.local.doc),
                 &m,
-                None,
                 &mut clock,
                 now(),
             ) {

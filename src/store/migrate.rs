@@ -194,6 +194,9 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
                 path: None,
                 model: None,
                 streaming: None,
+                after: None,
+                replaces: None,
+                deleted: false,
             };
             messages.put(&to_js(&rec)?).map_err(super::idb::js_error)?;
             legacy.delete(&m.key).map_err(super::idb::js_error)?;

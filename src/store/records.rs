@@ -226,6 +226,14 @@ pub struct MessageRecord {
     /// sparse (IndexedDB skips records without the key), so finished messages cost no index entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<u8>,
+    /// Branch links and the tombstone (`engine::branch`). Records written before branches have
+    /// none of them and read as a linear chain, so no migration rewrites them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
 }
 
 /// The sparse-index marker for a status.
@@ -252,6 +260,9 @@ impl From<&Message> for MessageRecord {
             error,
             path,
             model,
+            after,
+            replaces,
+            deleted,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -292,6 +303,9 @@ impl From<&Message> for MessageRecord {
             path: path.map(|p| p.as_str().to_string()),
             model: model.clone(),
             streaming: streaming_marker(*status),
+            after: after.clone(),
+            replaces: replaces.clone(),
+            deleted: *deleted,
         }
     }
 }
@@ -336,6 +350,9 @@ impl TryFrom<MessageRecord> for Message {
                 error: r.error,
                 path,
                 model: r.model,
+                after: r.after,
+                replaces: r.replaces,
+                deleted: r.deleted,
             },
         })
     }
