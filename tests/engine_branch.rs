@@ -85,7 +85,11 @@ fn paging_back_and_sending_continues_the_chosen_branch() {
     check("u1 a1 a2<a1 u2>a1 a3>u2", Some("a1"), "u1 a1(1/2) u2 a3");
     check("u1 a1 a2<a1 u2>a1 a3>u2", Some("a2"), "u1 a2(2/2)");
     // Below the anchor, the newest child is followed.
-    check("u1 a1 a2<a1 u2>a1 a3>u2 a4<a3", Some("a1"), "u1 a1(1/2) u2 a4(2/2)");
+    check(
+        "u1 a1 a2<a1 u2>a1 a3>u2 a4<a3",
+        Some("a1"),
+        "u1 a1(1/2) u2 a4(2/2)",
+    );
 }
 
 #[test]

@@ -306,10 +306,7 @@ fn msg(id: &str, content: &str, status: MessageStatus) -> Message {
 #[test]
 fn a_streaming_message_is_not_synced_until_final() {
     assert_eq!(
-        message_doc(
-            &msg("m1", "par", MessageStatus::Streaming),
-            &hlc(1, 0, "a")
-        ),
+        message_doc(&msg("m1", "par", MessageStatus::Streaming), &hlc(1, 0, "a")),
         None
     );
     let d = message_doc(
@@ -641,4 +638,40 @@ fn a_tombstone_asks_for_a_delete_of_its_record() {
         effect(&m),
         Some(Effect::Message(msg("m1", "hi", MessageStatus::Complete)))
     );
+}
+
+#[test]
+fn a_deleted_message_syncs_as_its_tombstone_once() {
+    let mut clock = Clock::new("a", None);
+    let mut gone = msg("m1", "", MessageStatus::Complete);
+    gone.meta.deleted = true;
+    let t = track_message(None, &gone, &mut clock, 1).unwrap();
+    assert!(t.body.is_tombstone());
+    assert!(!t.to_json(None).to_string().contains("hi"));
+    assert_eq!(track_message(Some(&t), &gone, &mut clock, 2), None, "once");
+    let live = track_message(
+        None,
+        &msg("m1", "hi", MessageStatus::Complete),
+        &mut clock,
+        3,
+    )
+    .unwrap();
+    let later = track_message(Some(&live), &gone, &mut clock, 4).unwrap();
+    assert!(
+        later.body.is_tombstone(),
+        "a message already synced can still be deleted"
+    );
+    assert!(matches!(
+        effect(&later),
+        Some(Effect::Delete { kind: Kind::Message, parts, .. }) if parts == vec!["m1".to_string()]
+    ));
+}
+
+#[test]
+fn branch_links_travel_in_the_message_document() {
+    let mut m = msg("m2", "again", MessageStatus::Complete);
+    m.meta.after = Some("m0".into());
+    m.meta.replaces = Some("m1".into());
+    let d = message_doc(&m, &hlc(1, 0, "a")).unwrap();
+    assert_eq!(to_message(&d), m);
 }

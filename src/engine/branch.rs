@@ -93,13 +93,22 @@ impl<'a> Tree<'a> {
 
     /// The newest child of `of` that leads to something shown.
     fn newest_alive(&self, of: Option<usize>) -> Option<usize> {
-        self.children(of).iter().rev().copied().find(|&c| self.alive[c])
+        self.children(of)
+            .iter()
+            .rev()
+            .copied()
+            .find(|&c| self.alive[c])
     }
 
     /// The anchor by id (else the newest message), moved up while nothing at or below it is shown.
     fn anchor(&self, anchor: Option<&str>) -> Option<usize> {
         let mut at = anchor
-            .and_then(|id| self.order.iter().copied().find(|&i| self.messages[i].id == id))
+            .and_then(|id| {
+                self.order
+                    .iter()
+                    .copied()
+                    .find(|&i| self.messages[i].id == id)
+            })
             .or_else(|| self.order.last().copied());
         while let Some(i) = at {
             if self.alive[i] {

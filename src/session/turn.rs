@@ -34,6 +34,8 @@ use wasm_bindgen::JsValue;
 pub(crate) enum Begin {
     /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
     Stored(String),
+    /// A regeneration: the user message (`user`) and the new reply's placeholder are stored.
+    Regenerate { user: String, reply: Message },
     /// A new user message, not stored yet: it is written together with the reply placeholder, at
     /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
     Ahead(Message),
@@ -45,7 +47,8 @@ pub(crate) struct WriteAhead {
     slot: Rc<RefCell<Option<Result<bool, StoreError>>>>,
 }
 
-/// The empty reply a turn streams into.
+/// The empty reply a turn streams into, after the last message of the branch the prompt was built
+/// from.
 fn reply_placeholder(id: &str, ctx: &Context) -> Message {
     Message {
         id: new_id("m"),
@@ -57,6 +60,7 @@ fn reply_placeholder(id: &str, ctx: &Context) -> Message {
         created_at: now(),
         meta: MessageMeta {
             model: Some(ctx.endpoint.model.clone()),
+            after: ctx.messages.last().map(|m| m.id.clone()),
             ..Default::default()
         },
     }
@@ -117,8 +121,9 @@ impl Consumer for Feed<'_> {
 }
 
 impl Session {
-    /// The conversation, its recent history (as much as its config asks for) and that config: from
-    /// the cached window, else from the store (and then cached).
+    /// The conversation, its recent history on the branch on screen (as much as its config asks
+    /// for, deleted messages left out) and that config: from the cached window, else from the store
+    /// (and then cached).
     pub(crate) async fn recent(
         &self,
         id: &str,
@@ -127,7 +132,8 @@ impl Session {
             let config = self.config_for(w.conversation());
             let limit = history_load_limit(&config);
             if w.serves(limit) {
-                return Ok((w.conversation().clone(), w.last(limit).to_vec(), config));
+                let shown = w.last(limit).iter().filter(|m| !m.meta.deleted);
+                return Ok((w.conversation().clone(), shown.cloned().collect(), config));
             }
         }
         let since = self.cache.borrow().generation();
@@ -138,7 +144,7 @@ impl Session {
             .ok_or(SessionError::NoConversation)?;
         let config = self.config_for(&conversation);
         let limit = history_load_limit(&config);
-        let messages = self.store.load_last(id, limit).await?;
+        let messages = self.branch_tail(id, limit).await?;
         let window = HistoryWindow::new(conversation.clone(), messages, limit);
         let messages = window.messages().to_vec();
         self.cache.borrow_mut().keep_window(since, window);
@@ -319,11 +325,22 @@ impl Session {
                 self.emit(SessionEvent::MessageAdded(reply.clone()));
                 (user, ctx, reply, None)
             }
+            Begin::Regenerate { user, reply } => {
+                let user = self
+                    .store
+                    .get_message(&user)
+                    .await?
+                    .filter(|m| m.conversation_id == id && m.role == Role::User)
+                    .ok_or_else(|| SessionError::Invalid("The message to send is gone.".into()))?;
+                let ctx = self.context_for(id, &user, false).await?;
+                (user, ctx, reply, None)
+            }
             Begin::Ahead(user) => {
                 let ctx = self.context_for(id, &user, true).await?;
                 let user = ctx.messages.last().cloned().unwrap_or(user);
                 let mut reply = reply_placeholder(id, &ctx);
                 reply.seq = user.seq + 1;
+                reply.meta.after = Some(user.id.clone());
                 let write = self.write_ahead(&user, &reply, stopper);
                 (user, ctx, reply, Some(write))
             }

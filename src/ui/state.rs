@@ -2,6 +2,7 @@
 //! not logic: every decision was made in the engine, the session only reports outcomes.
 //! Must not import `store` or `transport`; reaches the session only through `controller`.
 
+use crate::engine::branch::Alternatives;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, Message, MessageMeta, MessageStatus, Role,
 };
@@ -24,6 +25,8 @@ pub struct MessageItem {
     pub content: RwSignal<String>,
     pub status: RwSignal<MessageStatus>,
     pub meta: RwSignal<MessageMeta>,
+    /// Where it stands among its alternatives (regenerated replies, edits), if it has any.
+    pub alternatives: RwSignal<Option<Alternatives>>,
 }
 
 impl MessageItem {
@@ -36,7 +39,20 @@ impl MessageItem {
             content: RwSignal::new(m.content.clone()),
             status: RwSignal::new(m.status),
             meta: RwSignal::new(m.meta.clone()),
+            alternatives: RwSignal::new(None),
         }
+    }
+
+    /// The items of a page of messages, each with where it stands among its alternatives.
+    pub fn from_page(page: &crate::session::Page) -> Vec<MessageItem> {
+        page.messages
+            .iter()
+            .map(|m| {
+                let item = MessageItem::from_message(m);
+                item.alternatives.set(page.alternatives.get(&m.id).cloned());
+                item
+            })
+            .collect()
     }
 }
 
@@ -240,7 +256,9 @@ impl AppState {
     /// an edited message shows its new text.
     /// With `latest` (the page ends at the latest message), messages shown after the page's last one
     /// (added while the page was being read) stay.
-    pub fn replace_window(&self, page: &[Message], latest: bool) {
+    pub fn replace_window(&self, page: &crate::session::Page) {
+        let latest = !page.has_newer;
+        let (alternatives, page) = (&page.alternatives, page.messages.as_slice());
         let old: HashMap<String, MessageItem> = self
             .messages
             .with_untracked(|l| l.iter().map(|m| (m.id.clone(), m.clone())).collect());
@@ -253,28 +271,23 @@ impl AppState {
         });
         let items = page
             .iter()
-            .map(|m| match old.get(&m.id) {
-                Some(item) => {
-                    self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
-                    item.clone()
+            .map(|m| {
+                let item = match old.get(&m.id) {
+                    Some(item) => {
+                        self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
+                        item.clone()
+                    }
+                    None => MessageItem::from_message(m),
+                };
+                let alt = alternatives.get(&m.id);
+                if item.alternatives.with_untracked(|a| a.as_ref() != alt) {
+                    item.alternatives.set(alt.cloned());
                 }
-                None => MessageItem::from_message(m),
+                item
             })
             .chain(arrived)
             .collect();
         self.messages.set(items);
-    }
-
-    /// Shows an edit of the last user message at once: its new text, and no replies after it.
-    pub fn apply_edit_last(&self, text: &str) {
-        let at = self
-            .messages
-            .with_untracked(|l| crate::engine::history::last_user_at(l, |m| m.role));
-        if let Some(at) = at {
-            let item = self.messages.with_untracked(|l| l[at].clone());
-            item.content.set(text.to_string());
-            self.messages.update(|l| l.truncate(at + 1));
-        }
     }
 
     /// Shows a stored message in the open conversation's window, per `engine::window::place`; true
@@ -404,6 +417,12 @@ impl EventApplier {
             SessionEvent::MessagesCleared(id) => {
                 if s.is_current(&id) {
                     s.clear_messages();
+                }
+            }
+            SessionEvent::BranchChanged(id) => {
+                if s.is_current(&id) {
+                    (self.on_view_behind)(id.clone());
+                    (self.on_context_changed)(id);
                 }
             }
             SessionEvent::TurnRunning {
