@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use super::turn::Begin;
 use super::{new_id, now, Session, SessionError, SessionEvent};
-use crate::engine::branch::{has_alternatives, shown_branch, Alternatives};
+use crate::engine::branch::{has_alternatives, shown_branch, shown_messages, Alternatives};
 use crate::engine::model::{Message, MessageMeta, MessageStatus, Role};
 use crate::store::{ConversationPatch, Store, StoreError};
 
@@ -150,7 +150,7 @@ impl Session {
     }
 
     /// Asks the agent again for reply `reply_id`: the new reply is an alternative of it (the earlier
-    /// one stays, a page away), answering the user message before it on the branch.
+    /// one stays, a page away), answering the last user message before it on its branch.
     pub async fn regenerate(self: &Rc<Self>, id: &str, reply_id: &str) -> Result<(), SessionError> {
         let reply = self.message_to_change(id, reply_id).await?;
         if reply.role != Role::Assistant {
@@ -161,47 +161,47 @@ impl Session {
         if !self.settings.borrow().has_endpoint() {
             return Err(SessionError::NoEndpoint);
         }
-        let all = self.store.load_all_messages(id).await?;
-        let branch = shown_branch(&all, Some(reply_id)).shown;
-        let at = branch.iter().position(|&i| all[i].id == reply_id);
-        let user = at
-            .and_then(|at| {
-                branch[..at]
-                    .iter()
-                    .rev()
-                    .find(|&&i| all[i].role == Role::User)
-            })
-            .map(|&i| all[i].id.clone())
-            .ok_or_else(|| {
-                SessionError::Invalid("The message this reply answers was deleted.".into())
-            })?;
-        let placeholder = Message {
-            id: new_id("m"),
-            conversation_id: id.to_string(),
-            seq: 0,
-            role: Role::Assistant,
-            content: String::new(),
-            status: MessageStatus::Streaming,
-            created_at: now(),
-            meta: MessageMeta {
-                model: Some(self.settings.borrow().endpoint.model.clone()),
-                replaces: Some(reply_id.to_string()),
-                ..Default::default()
-            },
-        };
-        let stored = self.store.append_message(&placeholder).await?.message;
-        self.set_anchor(id, Some(&stored.id)).await?;
-        self.cache.borrow_mut().forget(id);
-        self.emit(SessionEvent::MessageAdded(stored.clone()));
-        self.branch_changed(id).await?;
         self.run_turn(
             id,
             Begin::Regenerate {
-                user,
-                reply: stored,
+                replaces: reply_id.to_string(),
             },
         )
         .await
+    }
+
+    /// The branch through message `to`, ending with it, and the last user message on it before `to`.
+    pub(crate) async fn branch_to(
+        &self,
+        id: &str,
+        to: &str,
+    ) -> Result<(Message, Vec<Message>), SessionError> {
+        let all = self.store.load_all_messages(id).await?;
+        let mut branch = shown_messages(&all, Some(to));
+        let at = branch.iter().position(|m| m.id == to);
+        branch.truncate(at.map_or(0, |at| at + 1));
+        let user = branch
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .cloned()
+            .ok_or_else(|| {
+                SessionError::Invalid("The message this reply answers was deleted.".into())
+            })?;
+        Ok((user, branch))
+    }
+
+    /// A new alternative (`m`, stored) is the one shown from now on.
+    pub(crate) async fn alternative_added(
+        &self,
+        id: &str,
+        m: &Message,
+    ) -> Result<(), SessionError> {
+        self.set_anchor(id, Some(&m.id)).await?;
+        // Dropped before the event: the cached window would take the new message as the next one.
+        self.cache.borrow_mut().forget(id);
+        self.emit(SessionEvent::MessageAdded(m.clone()));
+        self.branch_changed(id).await
     }
 
     /// Sends `text` in place of user message `message_id`: a new message that is an alternative of
@@ -235,10 +235,8 @@ impl Session {
             },
         };
         let stored = self.store.append_message(&edited).await?.message;
-        self.set_anchor(id, Some(&stored.id)).await?;
-        self.cache.borrow_mut().forget(id);
-        self.user_message_stored(id, &stored).await?;
-        self.branch_changed(id).await?;
+        self.alternative_added(id, &stored).await?;
+        self.after_user_message(id, &stored).await?;
         self.run_turn(id, Begin::Stored(stored.id)).await
     }
 

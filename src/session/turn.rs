@@ -34,8 +34,9 @@ use wasm_bindgen::JsValue;
 pub(crate) enum Begin {
     /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
     Stored(String),
-    /// A regeneration: the user message (`user`) and the new reply's placeholder are stored.
-    Regenerate { user: String, reply: Message },
+    /// A regeneration of reply `replaces`: the prompt is the branch up to it (its last user message
+    /// is the one answered), and the new reply is an alternative of it.
+    Regenerate { replaces: String },
     /// A new user message, not stored yet: it is written together with the reply placeholder, at
     /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
     Ahead(Message),
@@ -183,7 +184,24 @@ impl Session {
         new_message: &Message,
         unsaved: bool,
     ) -> Result<Context, SessionError> {
+        self.context_from(id, new_message, unsaved, None).await
+    }
+
+    /// [`Session::context_for`], with the history given (`Some`: a branch other than the one on
+    /// screen, cut to the config's load limit) instead of the recent history.
+    async fn context_from(
+        &self,
+        id: &str,
+        new_message: &Message,
+        unsaved: bool,
+        history: Option<Vec<Message>>,
+    ) -> Result<Context, SessionError> {
         let (conversation, mut messages, config) = self.recent(id).await?;
+        if let Some(mut h) = history {
+            let excess = h.len().saturating_sub(history_load_limit(&config));
+            h.drain(..excess);
+            messages = h;
+        }
         let placed;
         let new_message = if unsaved {
             let mut m = new_message.clone();
@@ -325,14 +343,14 @@ impl Session {
                 self.emit(SessionEvent::MessageAdded(reply.clone()));
                 (user, ctx, reply, None)
             }
-            Begin::Regenerate { user, reply } => {
-                let user = self
-                    .store
-                    .get_message(&user)
-                    .await?
-                    .filter(|m| m.conversation_id == id && m.role == Role::User)
-                    .ok_or_else(|| SessionError::Invalid("The message to send is gone.".into()))?;
-                let ctx = self.context_for(id, &user, false).await?;
+            Begin::Regenerate { replaces } => {
+                let (user, history) = self.branch_to(id, &replaces).await?;
+                let ctx = self.context_from(id, &user, false, Some(history)).await?;
+                let mut reply = reply_placeholder(id, &ctx);
+                reply.meta.after = None;
+                reply.meta.replaces = Some(replaces);
+                let reply = self.store.append_message(&reply).await?.message;
+                self.alternative_added(id, &reply).await?;
                 (user, ctx, reply, None)
             }
             Begin::Ahead(user) => {
