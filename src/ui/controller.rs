@@ -163,13 +163,28 @@ impl Controller {
             }
             st.has_older.set(page.has_older);
             st.has_newer.set(page.has_newer);
-            st.replace_window(&page);
+            st.replace_window(&page, false);
             // The memory pane and the inspector follow once the messages are drawn: their reads must
             // not hold up the first paint of the conversation.
             request_animation_frame(move || {
                 ctl.reload_memory();
                 ctl.refresh_preview();
             });
+            Ok(())
+        });
+    }
+
+    /// Mounts the last page of the open conversation again after its branch changed: what the old
+    /// branch showed goes (a reply still streaming on the new one comes back with its next save).
+    pub fn show_branch(&self, id: String) {
+        self.run(move |s, st| async move {
+            let page = s.load_page(&id, None, PAGE, None).await?;
+            if !st.is_current(&id) {
+                return Ok(());
+            }
+            st.has_older.set(page.has_older);
+            st.has_newer.set(page.has_newer);
+            st.replace_window(&page, true);
             Ok(())
         });
     }

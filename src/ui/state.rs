@@ -254,10 +254,12 @@ impl AppState {
     /// Mounts `page` as the open conversation's window. Messages already mounted keep their view
     /// (their signals are updated in place), so reloading a window never rebuilds unchanged nodes and
     /// an edited message shows its new text.
-    /// With `latest` (the page ends at the latest message), messages shown after the page's last one
-    /// (added while the page was being read) stay.
-    pub fn replace_window(&self, page: &crate::session::Page) {
-        let latest = !page.has_newer;
+    /// With a page that ends at the latest message, messages shown after the page's last one (added
+    /// while the page was being read) stay. After a change of branch (`branch_changed`) they go (they
+    /// were the old branch's), and messages already mounted keep their state: every save reached
+    /// them, so it is at least as new as the page's (a reply that finished while the page was read).
+    pub fn replace_window(&self, page: &crate::session::Page, branch_changed: bool) {
+        let latest = !page.has_newer && !branch_changed;
         let (alternatives, page) = (&page.alternatives, page.messages.as_slice());
         let old: HashMap<String, MessageItem> = self
             .messages
@@ -274,7 +276,9 @@ impl AppState {
             .map(|m| {
                 let item = match old.get(&m.id) {
                     Some(item) => {
-                        self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
+                        if !branch_changed {
+                            self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
+                        }
                         item.clone()
                     }
                     None => MessageItem::from_message(m),
@@ -369,6 +373,8 @@ pub struct EventApplier {
     on_context_changed: Rc<dyn Fn(String)>,
     /// Called when the open conversation's window missed stored messages, to reload it.
     on_view_behind: Rc<dyn Fn(String)>,
+    /// Called when the open conversation's branch on screen changed, to read it again.
+    on_branch_changed: Rc<dyn Fn(String)>,
 }
 
 impl EventApplier {
@@ -377,6 +383,7 @@ impl EventApplier {
         on_memory_changed: Rc<dyn Fn(String)>,
         on_context_changed: Rc<dyn Fn(String)>,
         on_view_behind: Rc<dyn Fn(String)>,
+        on_branch_changed: Rc<dyn Fn(String)>,
     ) -> Self {
         EventApplier {
             state,
@@ -385,6 +392,7 @@ impl EventApplier {
             on_memory_changed,
             on_context_changed,
             on_view_behind,
+            on_branch_changed,
         }
     }
 
@@ -421,7 +429,7 @@ impl EventApplier {
             }
             SessionEvent::BranchChanged(id) => {
                 if s.is_current(&id) {
-                    (self.on_view_behind)(id.clone());
+                    (self.on_branch_changed)(id.clone());
                     (self.on_context_changed)(id);
                 }
             }
