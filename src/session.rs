@@ -522,6 +522,8 @@ impl Session {
             return Err(SessionError::NoEndpoint);
         }
         let t = now();
+        // On the branch on screen, which need not end at the newest message.
+        let after = self.branch_tip(id).await?;
         let user = Message {
             id: new_id("m"),
             conversation_id: id.to_string(),
@@ -531,17 +533,19 @@ impl Session {
             status: MessageStatus::Complete,
             created_at: t,
             meta: crate::engine::model::MessageMeta {
-                // On the branch on screen, which need not end at the newest message.
-                after: self.branch_tip(id).await?,
+                after: after.clone(),
                 ..Default::default()
             },
         };
-        // With the recent history in memory, the request goes out while the message is written.
-        let ahead = self
-            .cache
-            .borrow()
-            .window(id)
-            .is_some_and(|w| !w.messages().is_empty());
+        // With the recent history in memory, the request goes out while the message is written;
+        // not on a branch, whose last message need not be the newest (the seqs predicted for the
+        // write would be taken, and the request sent twice).
+        let ahead = after.is_none()
+            && self
+                .cache
+                .borrow()
+                .window(id)
+                .is_some_and(|w| !w.messages().is_empty());
         if ahead {
             match self.run_turn(id, Begin::Ahead(user.clone())).await {
                 Err(SessionError::Conflict) => {}
