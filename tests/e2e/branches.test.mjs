@@ -64,7 +64,9 @@ test('regenerate keeps the earlier reply as an alternative; the agent gets only 
     await reply.locator(tid('alternative-prev')).click();
     await waitForShown(page, ['Name a colour.', 'Blue.', 'Name a fruit.', 'Apple, take one.']);
     assert.equal(await position(messages(page, 'assistant').last()), '1/2');
-    await chatTurn(page, agent, 'And a vegetable?', 'Carrot.');
+    const sentBefore = agent.chatRequests().length;
+    assert.equal(await chatTurn(page, agent, 'And a vegetable?', 'Carrot.'), 'Carrot.');
+    assert.equal(agent.chatRequests().length, sentBefore + 1, 'one request per turn');
     assert.deepEqual(lastSent(agent), ['Name a colour.', 'Blue.', 'Name a fruit.', 'Apple, take one.', 'And a vegetable?']);
 
     // A reload keeps every alternative and the one chosen.
