@@ -1,10 +1,12 @@
 // End-to-end journeys of branches (issue 17): regenerate a reply and page between the alternatives
 // (‹ 1/2 ›), with the agent receiving only the branch on screen; edit a middle user message, which
 // starts a branch and keeps the old one a page away; delete a message (asking first) without losing
-// anything else; and a reload that keeps all of it, including which alternative was chosen.
+// anything else; a reload that keeps all of it, including which alternative was chosen; and a backup
+// that carries every alternative (the Markdown transcript is the branch shown).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import {
   startHarness,
   chatTurn,
@@ -142,4 +144,45 @@ test('a turn sent right after a regeneration goes on from the new reply', () =>
     await waitForShown(page, ['Pick a number.', 'Nine.', 'Add one.', 'Ten.']);
     await waitForAssistant(page);
     assert.deepEqual(lastSent(agent), ['Pick a number.', 'Nine.', 'Add one.']);
+  }));
+
+/** Clicks a backup menu entry and returns the downloaded file's text. */
+async function download(page, testid) {
+  if (!(await page.locator(tid(testid)).isVisible())) await page.locator(tid('export-button')).click();
+  const [file] = await Promise.all([page.waitForEvent('download'), page.locator(tid(testid)).click()]);
+  return readFile(await file.path(), 'utf8');
+}
+
+test('a backup keeps every alternative and brings them back; the Markdown transcript is the branch shown', () =>
+  journey('branches-backup', async (page) => {
+    const { agent } = harness;
+    await chatTurn(page, agent, 'Say hello.', 'Hello, first try.');
+    agent.script('Hello, second try.');
+    await messages(page, 'assistant').last().locator(tid('regenerate-button')).click();
+    await waitForShown(page, ['Say hello.', 'Hello, second try.']);
+    await waitForAssistant(page);
+
+    const md = await download(page, 'export-conversation-markdown');
+    assert.match(md, /Hello, second try\./);
+    assert.doesNotMatch(md, /first try/, 'the transcript is the branch shown');
+    const json = await download(page, 'export-all-json');
+    const msgs = JSON.parse(json).conversations[0].messages;
+    const first = msgs.find((m) => m.content === 'Hello, first try.');
+    const second = msgs.find((m) => m.content === 'Hello, second try.');
+    assert.ok(first && second, 'both replies are in the backup');
+    assert.equal(second.replaces, first.id);
+
+    const item = page.locator(tid('conversation-item')).first();
+    await item.hover();
+    await item.locator(tid('delete-conversation')).click();
+    await item.locator(tid('confirm-delete')).click();
+    await page.locator(tid('conversation-item')).waitFor({ state: 'detached' });
+    await page.locator(tid('export-button')).click();
+    await page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(json) });
+    await page.locator(tid('notice')).waitFor({ state: 'visible' });
+    await page.locator(tid('conversation-item')).first().click();
+    await waitForShown(page, ['Say hello.', 'Hello, second try.']);
+    assert.equal(await position(messages(page, 'assistant').last()), '2/2');
+    await messages(page, 'assistant').last().locator(tid('alternative-prev')).click();
+    await waitForShown(page, ['Say hello.', 'Hello, first try.']);
   }));
