@@ -7,6 +7,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   startHarness,
   chatTurn,
@@ -44,6 +46,9 @@ async function waitForShown(page, want) {
   );
 }
 
+/** Where the screenshots go (the report describes them). */
+const shot = (name) => join(process.env.MEMOIRE_SHOTS ?? tmpdir(), `memoire-${name}.png`);
+
 const position = (message) => message.locator(tid('alternative-position')).innerText();
 
 test('regenerate keeps the earlier reply as an alternative; the agent gets only the branch shown', () =>
@@ -59,6 +64,7 @@ test('regenerate keeps the earlier reply as an alternative; the agent gets only 
     await waitForAssistant(page);
     const reply = messages(page, 'assistant').last();
     assert.equal(await position(reply), '2/2');
+    await page.screenshot({ path: shot('branches-pager') });
     assert.deepEqual(lastSent(agent), ['Name a colour.', 'Blue.', 'Name a fruit.'], 'the earlier reply is not sent with the question');
     assert.equal(await reply.locator(tid('alternative-next')).isDisabled(), true);
 
@@ -120,6 +126,7 @@ test('deleting a message asks first, removes only it, and it stays deleted after
     assert.deepEqual(await shown(page), ['Alpha?', 'Alpha reply.', 'Beta?', 'Beta reply.'], 'Cancel keeps it');
 
     await first.locator(tid('delete-message')).click();
+    await page.screenshot({ path: shot('branches-delete-confirm') });
     await first.locator(tid('confirm-delete-message')).click();
     await waitForShown(page, ['Alpha?', 'Beta?', 'Beta reply.']);
     await chatTurn(page, agent, 'Gamma?', 'Gamma reply.');
