@@ -143,7 +143,10 @@ impl Session {
             })
         });
         let parsed = match parsed {
-            Ok(p) => p,
+            Ok(mut p) => {
+                req.ground(&mut p);
+                p
+            }
             Err((reason, raw)) => {
                 let failure = MemoryFailure::new(now(), reason.clone(), &raw, form);
                 let before = self.store.memory_failure(id).await.ok().flatten();

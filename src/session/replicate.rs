@@ -7,8 +7,8 @@
 //! checkpoint. The session's own writes reach it through [`Replication::observe`], called from
 //! `Session::emit`: the engine's `track_*` decide which document each produces.
 //!
-//! Scope of this first driver: conversations (title, overrides, deletion) and final messages.
-//! Summaries and the entity graph are not synced yet.
+//! What syncs: conversations (title, overrides, deletion), final messages, and the memory (summary
+//! versions and the entity graph, through [`memory`]).
 //!
 //! Every decision is the engine's; this module reads the clock, makes the device id, and moves
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
@@ -21,6 +21,8 @@ use js_sys::{Array, Function, Promise};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
+
+mod memory;
 
 use super::{new_id, now, sync, SessionEvent};
 use crate::engine::model::MessageStatus;
@@ -76,10 +78,13 @@ impl SyncView {
     }
 }
 
+/// How the driver reports what it changed (`Session::emit`).
+type Emit = Rc<dyn Fn(SessionEvent)>;
+
 struct Inner {
     store: Store,
     /// `Session::emit` (reports and broadcasts), set once the session exists.
-    emit: RefCell<Option<Rc<dyn Fn(SessionEvent)>>>,
+    emit: RefCell<Option<Emit>>,
     settings: RefCell<SyncSettings>,
     password: RefCell<String>,
     /// Bumped on every settings change: a running loop with an older generation stops.
@@ -204,7 +209,9 @@ impl Replication {
             return;
         }
         let relevant = match e {
-            SessionEvent::ConversationChanged(_) | SessionEvent::ConversationRemoved(_) => true,
+            SessionEvent::ConversationChanged(_)
+            | SessionEvent::ConversationRemoved(_)
+            | SessionEvent::MemoryChanged(_) => true,
             SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
                 m.status != MessageStatus::Streaming || m.meta.deleted
             }
@@ -384,6 +391,9 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
                 .into_iter()
                 .collect()
         }
+        SessionEvent::MemoryChanged(id) => {
+            memory::track_memory(i, Some(id), true, &mut clock, t).await?
+        }
         _ => vec![],
     };
     if docs.is_empty() {
@@ -413,7 +423,9 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
                 docs.push(d);
             }
         }
+        docs.extend(memory::track_memory(i, Some(&c.id), false, &mut clock, now()).await?);
     }
+    docs.extend(memory::track_memory(i, None, true, &mut clock, now()).await?);
     keep_clock(i, &clock).await?;
     record(i, docs).await
 }
@@ -545,6 +557,7 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
                 }
             }
         }
+        // A message deleted elsewhere: its text goes here too, its record stays (a tombstone).
         Some(Effect::Delete {
             kind: Kind::Message,
             parts,
@@ -554,8 +567,12 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
                 apply_message_tombstone(i, id).await?;
             }
         }
-        // Summaries and the entity graph are not synced by this driver yet.
-        _ => {}
+        None => {}
+        Some(effect) => {
+            if let Some(scope) = memory::apply_memory(i, effect).await? {
+                memory::unify_scope(i, &scope).await?;
+            }
+        }
     }
     Ok(())
 }

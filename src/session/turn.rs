@@ -640,6 +640,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
             let detail = match s.kind {
                 SectionKind::History => format!("{} messages", s.message_ids.len()),
                 SectionKind::Entities => format!("{} entities", s.entity_ids.len()),
+                SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
                 _ => String::new(),
             };
             PreviewSection {
