@@ -5,6 +5,7 @@
 //! Must not import `ui`.
 
 mod backup;
+mod branch;
 mod cache;
 mod import;
 mod memory;
@@ -52,6 +53,9 @@ pub enum SessionEvent {
     /// A message's content, status or metadata changed (a streaming reply growing or finishing).
     MessageProgress(Message),
     MessagesCleared(String),
+    /// The branch on screen changed (a regeneration, an edit, a page to another alternative, a
+    /// deleted message): views read the conversation's messages again.
+    BranchChanged(String),
     TurnRunning {
         conversation_id: String,
         running: bool,
@@ -111,6 +115,8 @@ pub struct Page {
     pub has_older: bool,
     /// Messages after the page exist (a page above the latest, or around a search hit).
     pub has_newer: bool,
+    /// Where each message of the page that has alternatives stands among them (by id).
+    pub alternatives: std::collections::BTreeMap<String, crate::engine::branch::Alternatives>,
 }
 
 /// The memory of a conversation: every summary version (oldest first) and its entities.
@@ -389,6 +395,7 @@ impl Session {
             .await
             .ok();
         self.store.set_memory_failure(id, None).await.ok();
+        self.forget_branch(id).await;
         self.emit(SessionEvent::ConversationRemoved(id.to_string()));
         Ok(())
     }
@@ -397,6 +404,7 @@ impl Session {
     pub async fn clear(&self, id: &str) -> Result<(), SessionError> {
         self.stop(id);
         let c = self.store.clear_conversation(id, now()).await?;
+        self.forget_branch(id).await;
         self.emit(SessionEvent::MessagesCleared(id.to_string()));
         self.emit(SessionEvent::ConversationChanged(c));
         self.emit(SessionEvent::MemoryChanged(id.to_string()));
@@ -412,16 +420,21 @@ impl Session {
         k: usize,
         focus: Option<&str>,
     ) -> Result<Page, SessionError> {
+        if let Some(shown) = self.shown(id).await? {
+            return Ok(page_of_branch(shown, before, None, k, focus));
+        }
         // One message more than asked tells whether there are more, without another read.
         let mut messages = match before {
             None => self.store.load_last(id, k + 1).await?,
             Some(seq) => self.store.load_before(id, seq, k + 1).await?,
         };
         let has_older = keep_newest(&mut messages, k);
+        messages.retain(|m| !m.meta.deleted);
         let page = Page {
             messages,
             has_older,
             has_newer: before.is_some(),
+            alternatives: Default::default(),
         };
         let Some(target) = focus.filter(|f| !page.messages.iter().any(|m| m.id == *f)) else {
             return Ok(page);
@@ -435,10 +448,12 @@ impl Session {
                 let has_newer = newer.len() > half;
                 newer.truncate(half);
                 older.append(&mut newer);
+                older.retain(|m| !m.meta.deleted);
                 Ok(Page {
                     messages: older,
                     has_older,
                     has_newer,
+                    alternatives: Default::default(),
                 })
             }
             _ => Ok(page),
@@ -452,13 +467,18 @@ impl Session {
         after: u64,
         k: usize,
     ) -> Result<Page, SessionError> {
+        if let Some(shown) = self.shown(id).await? {
+            return Ok(page_of_branch(shown, None, Some(after), k, None));
+        }
         let mut messages = self.store.load_after(id, after, k + 1).await?;
         let has_newer = messages.len() > k;
         messages.truncate(k);
+        messages.retain(|m| !m.meta.deleted);
         Ok(Page {
             messages,
             has_older: true,
             has_newer,
+            alternatives: Default::default(),
         })
     }
 
@@ -527,6 +547,8 @@ impl Session {
             return Err(SessionError::NoEndpoint);
         }
         let t = now();
+        // On the branch on screen, which need not end at the newest message.
+        let after = self.branch_tip(id).await?;
         let user = Message {
             id: new_id("m"),
             conversation_id: id.to_string(),
@@ -535,14 +557,20 @@ impl Session {
             content: text,
             status: MessageStatus::Complete,
             created_at: t,
-            meta: Default::default(),
+            meta: crate::engine::model::MessageMeta {
+                after: after.clone(),
+                ..Default::default()
+            },
         };
-        // With the recent history in memory, the request goes out while the message is written.
-        let ahead = self
-            .cache
-            .borrow()
-            .window(id)
-            .is_some_and(|w| !w.messages().is_empty());
+        // With the recent history in memory, the request goes out while the message is written;
+        // not on a branch, whose last message need not be the newest (the seqs predicted for the
+        // write would be taken, and the request sent twice).
+        let ahead = after.is_none()
+            && self
+                .cache
+                .borrow()
+                .window(id)
+                .is_some_and(|w| !w.messages().is_empty());
         if ahead {
             match self.run_turn(id, Begin::Ahead(user.clone())).await {
                 Err(SessionError::Conflict) => {}
@@ -585,21 +613,13 @@ impl Session {
         self.run_turn(id, Begin::Stored(last_user.id)).await
     }
 
-    /// Replaces the last user message's text, removes the replies after it, and sends it again.
-    pub async fn edit_last(self: &Rc<Self>, id: &str, text: String) -> Result<(), SessionError> {
-        let last_user = self.last_user_message(id, "edit").await?;
-        self.store.replace_tail(id, &last_user.id, &text).await?;
-        self.cache.borrow_mut().forget(id);
-        self.run_turn(id, Begin::Stored(last_user.id)).await
-    }
-
     /// The last user message among the recent ones, when no turn is running (`what`: the action
     /// that needs it, for the error).
     async fn last_user_message(&self, id: &str, what: &str) -> Result<Message, SessionError> {
         if self.inflight.borrow().contains_key(id) {
             return Err(SessionError::Busy);
         }
-        let mut recent = self.store.load_last(id, 50).await?;
+        let mut recent = self.branch_tail(id, 50).await?;
         let at = last_user_at(&recent, |m| m.role)
             .ok_or_else(|| SessionError::Invalid(format!("There is no message to {what}.")))?;
         Ok(recent.swap_remove(at))
@@ -681,6 +701,40 @@ fn keep_newest(messages: &mut Vec<Message>, k: usize) -> bool {
     let excess = messages.len().saturating_sub(k);
     messages.drain(..excess);
     excess > 0
+}
+
+/// A page of a branch (root first): the `k` messages before seq `before`, after seq `after`, or
+/// around `focus`, else the last `k`.
+fn page_of_branch(
+    shown: branch::Shown,
+    before: Option<u64>,
+    after: Option<u64>,
+    k: usize,
+    focus: Option<&str>,
+) -> Page {
+    let all = shown.messages;
+    let at = |id: &str| all.iter().position(|m| m.id == id);
+    let end = match (before, after, focus.and_then(at)) {
+        (Some(seq), _, _) => all.iter().position(|m| m.seq >= seq).unwrap_or(all.len()),
+        (None, Some(seq), _) => {
+            let start = all.iter().position(|m| m.seq > seq).unwrap_or(all.len());
+            (start + k).min(all.len())
+        }
+        (None, None, Some(i)) if i + k < all.len() => (i + k / 2 + 1).min(all.len()),
+        _ => all.len(),
+    };
+    let start = end.saturating_sub(k);
+    let messages: Vec<Message> = all[start..end].to_vec();
+    let alternatives = messages
+        .iter()
+        .filter_map(|m| Some((m.id.clone(), shown.alternatives.get(&m.id)?.clone())))
+        .collect();
+    Page {
+        messages,
+        has_older: start > 0,
+        has_newer: end < all.len(),
+        alternatives,
+    }
 }
 
 /// Turns a transport failure into the engine's classified failure.

@@ -34,10 +34,26 @@ export async function read_migrations(name) {
   db.close();
   return JSON.stringify(all);
 }
+export async function put_raw_message(name, json) {
+  const db = await new Promise((res, rej) => {
+    const r = indexedDB.open(name);
+    r.onsuccess = () => res(r.result);
+    r.onerror = () => rej(r.error);
+  });
+  await new Promise((res, rej) => {
+    const tx = db.transaction(["messages"], "readwrite");
+    tx.objectStore("messages").put(JSON.parse(json));
+    tx.oncomplete = () => res();
+    tx.onerror = () => rej(tx.error);
+  });
+  db.close();
+}
 "#)]
 extern "C" {
     #[wasm_bindgen(catch)]
     async fn read_migrations(name: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch)]
+    async fn put_raw_message(name: &str, json: &str) -> Result<JsValue, JsValue>;
 }
 
 /// The migrations the store recorded in `meta`, read with plain IndexedDB calls.
@@ -251,6 +267,9 @@ async fn message_round_trips_every_field() {
         error: Some("boom".into()),
         path: Some(TurnPath::Resumed),
         model: Some("m".into()),
+        after: Some("earlier".into()),
+        replaces: Some("older".into()),
+        deleted: true,
     };
     let stored = s.append_message(&m).await.unwrap().message;
     assert_eq!(s.get_message("full").await.unwrap(), Some(stored.clone()));
@@ -283,6 +302,9 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
         error: Some("boom".into()),
         path: Some(TurnPath::Resumed),
         model: Some("m".into()),
+        after: Some("earlier".into()),
+        replaces: Some("older".into()),
+        deleted: true,
     };
     m
 }
@@ -1117,6 +1139,21 @@ async fn memory_failures_and_remembered_forms_survive_reopening() {
         s.memory_failure("c1").await.unwrap(),
         None,
         "cleared by a success"
+    );
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn a_message_stored_before_branches_reads_as_a_linear_chain() {
+    let s = fresh("pre-branch").await;
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    // A record as this store wrote it before branches: no `after`, `replaces` or `deleted`.
+    let old = r#"{"id":"old","conversation_id":"c","seq":1,"role":"user","content":"hi","status":"complete","created_at":5,"tool_calls":[],"usage":null,"error":null,"path":null,"model":null}"#;
+    put_raw_message(s.name(), old).await.unwrap();
+    let m = s.get_message("old").await.unwrap().unwrap();
+    assert_eq!(
+        (m.meta.after, m.meta.replaces, m.meta.deleted),
+        (None, None, false)
     );
     finish(s).await;
 }

@@ -71,6 +71,10 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
             error: (status == MessageStatus::Error).then(|| "HTTP 500".to_string()),
             path: (role == Role::Assistant).then_some(TurnPath::Reinjected),
             model: (role == Role::Assistant).then(|| "gpt".to_string()),
+            // Branch links and tombstones travel with the message (every third one of each kind).
+            after: (seq % 3 == 1 && seq > 1).then(|| format!("{conv}-m{}", seq - 1)),
+            replaces: (seq % 3 == 2 && seq > 2).then(|| format!("{conv}-m{}", seq - 1)),
+            deleted: seq % 3 == 0,
         },
     }
 }

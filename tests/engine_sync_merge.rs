@@ -70,6 +70,7 @@ fn message() -> impl Strategy<Value = Body> {
                 status: status.into(),
                 created_at: 5,
                 replaces: None,
+                after: None,
                 tool_calls: vec![],
                 usage: None,
                 error: None,
@@ -305,16 +306,11 @@ fn msg(id: &str, content: &str, status: MessageStatus) -> Message {
 #[test]
 fn a_streaming_message_is_not_synced_until_final() {
     assert_eq!(
-        message_doc(
-            &msg("m1", "par", MessageStatus::Streaming),
-            None,
-            &hlc(1, 0, "a")
-        ),
+        message_doc(&msg("m1", "par", MessageStatus::Streaming), &hlc(1, 0, "a")),
         None
     );
     let d = message_doc(
         &msg("m1", "partial", MessageStatus::Interrupted),
-        None,
         &hlc(1, 0, "a"),
     );
     assert_eq!(
@@ -327,14 +323,11 @@ fn a_streaming_message_is_not_synced_until_final() {
 fn an_edit_is_a_new_message_naming_the_old_one() {
     let old = message_doc(
         &msg("m1", "hello", MessageStatus::Complete),
-        None,
         &hlc(1, 0, "a"),
     );
-    let new = message_doc(
-        &msg("m2", "hello!", MessageStatus::Complete),
-        Some("m1"),
-        &hlc(2, 0, "a"),
-    );
+    let mut edit = msg("m2", "hello!", MessageStatus::Complete);
+    edit.meta.replaces = Some("m1".into());
+    let new = message_doc(&edit, &hlc(2, 0, "a"));
     let (old, new) = (
         Doc::new(Body::Message(old.unwrap())),
         Doc::new(Body::Message(new.unwrap())),
@@ -348,7 +341,6 @@ fn a_message_tombstone_wins_and_keeps_no_content() {
     let m = Doc::new(Body::Message(
         message_doc(
             &msg("m1", "secret", MessageStatus::Complete),
-            None,
             &hlc(3, 0, "a"),
         )
         .unwrap(),
@@ -580,13 +572,12 @@ fn a_conversation_is_pushed_only_when_its_synced_fields_change() {
 fn messages_and_summaries_are_written_once() {
     let mut clock = Clock::new("a", None);
     let m = msg("m1", "hi", MessageStatus::Complete);
-    let d = track_message(None, &m, None, &mut clock, 1).unwrap();
-    assert_eq!(track_message(Some(&d), &m, None, &mut clock, 2), None);
+    let d = track_message(None, &m, &mut clock, 1).unwrap();
+    assert_eq!(track_message(Some(&d), &m, &mut clock, 2), None);
     assert_eq!(
         track_message(
             None,
             &msg("m2", "..", MessageStatus::Streaming),
-            None,
             &mut clock,
             3
         ),
@@ -651,7 +642,6 @@ fn a_tombstone_asks_for_a_delete_of_its_record() {
     let m = track_message(
         None,
         &msg("m1", "hi", MessageStatus::Complete),
-        None,
         &mut clock,
         2,
     )
@@ -660,4 +650,40 @@ fn a_tombstone_asks_for_a_delete_of_its_record() {
         effect(&m),
         Some(Effect::Message(msg("m1", "hi", MessageStatus::Complete)))
     );
+}
+
+#[test]
+fn a_deleted_message_syncs_as_its_tombstone_once() {
+    let mut clock = Clock::new("a", None);
+    let mut gone = msg("m1", "", MessageStatus::Complete);
+    gone.meta.deleted = true;
+    let t = track_message(None, &gone, &mut clock, 1).unwrap();
+    assert!(t.body.is_tombstone());
+    assert!(!t.to_json(None).to_string().contains("hi"));
+    assert_eq!(track_message(Some(&t), &gone, &mut clock, 2), None, "once");
+    let live = track_message(
+        None,
+        &msg("m1", "hi", MessageStatus::Complete),
+        &mut clock,
+        3,
+    )
+    .unwrap();
+    let later = track_message(Some(&live), &gone, &mut clock, 4).unwrap();
+    assert!(
+        later.body.is_tombstone(),
+        "a message already synced can still be deleted"
+    );
+    assert!(matches!(
+        effect(&later),
+        Some(Effect::Delete { kind: Kind::Message, parts, .. }) if parts == vec!["m1".to_string()]
+    ));
+}
+
+#[test]
+fn branch_links_travel_in_the_message_document() {
+    let mut m = msg("m2", "again", MessageStatus::Complete);
+    m.meta.after = Some("m0".into());
+    m.meta.replaces = Some("m1".into());
+    let d = message_doc(&m, &hlc(1, 0, "a")).unwrap();
+    assert_eq!(to_message(&d), m);
 }

@@ -183,7 +183,7 @@ fn say(d: &mut Device, conv: &str, id: &str, t: Millis) {
         created_at: t,
         meta: Default::default(),
     };
-    d.write(Doc::new(Body::Message(message_doc(&m, None, &at).unwrap())));
+    d.write(Doc::new(Body::Message(message_doc(&m, &at).unwrap())));
 }
 
 fn rename(d: &mut Device, id: &str, title: &str, t: Millis) {

@@ -2,13 +2,14 @@
 //! Owns the data model, token estimation, context assembly, history formats, the turn state machine,
 //! the memory protocol, stream decoders, request builders, markdown sanitising, backup validation,
 //! reading other chat apps' exports,
-//! the in-memory history window and the chat view's follow rule.
+//! the in-memory history window, the branch on screen and the chat view's follow rule.
 //! Must not import anything outside `crate::engine`: no leptos, web_sys, js_sys, rexie, gloo,
 //! wasm_bindgen, no clock and no randomness (`now`, ids and limits are arguments).
 //! `tests/architecture.rs` enforces this.
 
 pub mod assemble;
 pub mod backup;
+pub mod branch;
 pub mod coalesce;
 pub mod decode;
 pub mod failure;

@@ -95,6 +95,19 @@ pub struct MessageMeta {
     pub path: Option<TurnPath>,
     /// Endpoint model that produced it, if known.
     pub model: Option<String>,
+    /// The message this one follows (its parent in the conversation's tree, see `engine::branch`).
+    /// `None`: the message before it by seq, which is how every message stored before branches
+    /// existed (and every import) reads: a linear chain.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// The message this one is an alternative of (a regenerated reply, an edited user message): it
+    /// has that message's parent, and the user pages between them.
+    #[serde(default)]
+    pub replaces: Option<String>,
+    /// Deleted by the user: a tombstone. The record stays without its text, so the messages after
+    /// it keep their place in the tree.
+    #[serde(default)]
+    pub deleted: bool,
 }
 
 /// One message of a conversation. `id` is generated once by the caller and never changes;

@@ -51,7 +51,9 @@ impl Session {
     /// A readable Markdown transcript of one conversation.
     pub async fn export_markdown(&self, id: &str) -> Result<String, SessionError> {
         let b = self.bundle(id).await?;
-        Ok(export_markdown(&b.conversation, &b.messages))
+        // The transcript is the branch on screen; the JSON backup keeps every alternative.
+        let shown = self.on_branch(id, b.messages).await?;
+        Ok(export_markdown(&b.conversation, &shown))
     }
 
     /// Imports a backup file: validates everything first, then writes it in one transaction. Returns
@@ -91,6 +93,7 @@ impl Session {
         let plan = checked.plan(&existing)?;
         // The conversations the write touched, as it stored them: no second read to announce them.
         let written = self.store.write_import(&plan).await?;
+        self.note_alternatives(&plan.messages).await?;
         self.cache.borrow_mut().forget_all();
         for c in written {
             self.emit(SessionEvent::ConversationChanged(c));

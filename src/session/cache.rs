@@ -92,9 +92,9 @@ impl Cache {
                     .get_mut(&c.id)
                     .map(|w| w.handle_conversation(c)),
             ),
-            SessionEvent::ConversationRemoved(id) | SessionEvent::MessagesCleared(id) => {
-                return self.forget(id)
-            }
+            SessionEvent::ConversationRemoved(id)
+            | SessionEvent::MessagesCleared(id)
+            | SessionEvent::BranchChanged(id) => return self.forget(id),
             SessionEvent::MemoryChanged(_) => return self.memory_changed(),
             _ => return,
         };
@@ -111,9 +111,9 @@ impl Cache {
                 self.forget(&m.conversation_id)
             }
             SessionEvent::ConversationChanged(c) => self.forget(&c.id),
-            SessionEvent::ConversationRemoved(id) | SessionEvent::MessagesCleared(id) => {
-                self.forget(id)
-            }
+            SessionEvent::ConversationRemoved(id)
+            | SessionEvent::MessagesCleared(id)
+            | SessionEvent::BranchChanged(id) => self.forget(id),
             SessionEvent::MemoryChanged(_) => self.memory_changed(),
             _ => {}
         }

@@ -78,6 +78,8 @@ impl Session {
             Some(seq) => self.store.load_since(id, seq).await?,
             None => self.store.load_last(id, DUE_WINDOW).await?,
         };
+        // Memory is made of the branch on screen, never of the alternatives off it.
+        let messages = self.on_branch(id, messages).await?;
         let decision = due(DueInput {
             messages: &messages,
             covers_up_to_seq: covers,

@@ -213,7 +213,7 @@ impl Replication {
             | SessionEvent::ConversationRemoved(_)
             | SessionEvent::MemoryChanged(_) => true,
             SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
-                m.status != MessageStatus::Streaming
+                m.status != MessageStatus::Streaming || m.meta.deleted
             }
             _ => false,
         };
@@ -387,7 +387,7 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
         }
         SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
             let prev = stored(i, &message_id(&m.id)).await?;
-            track::track_message(prev.as_ref().map(|p| &p.local.doc), m, None, &mut clock, t)
+            track::track_message(prev.as_ref().map(|p| &p.local.doc), m, &mut clock, t)
                 .into_iter()
                 .collect()
         }
@@ -417,13 +417,9 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
         }
         for m in i.store.load_all_messages(&c.id).await? {
             let prev = stored(i, &message_id(&m.id)).await?;
-            if let Some(d) = track::track_message(
-                prev.as_ref().map(|p| &p.local.doc),
-                &m,
-                None,
-                &mut clock,
-                now(),
-            ) {
+            if let Some(d) =
+                track::track_message(prev.as_ref().map(|p| &p.local.doc), &m, &mut clock, now())
+            {
                 docs.push(d);
             }
         }
@@ -500,11 +496,42 @@ async fn apply_message_doc(
     }
     let out = i.store.append_message(m).await?;
     if out.inserted {
+        let branched = m.meta.replaces.is_some();
+        if branched {
+            super::branch::mark_branched(&i.store, &m.conversation_id).await?;
+        }
         report(i, SessionEvent::MessageAdded(out.message));
+        if branched {
+            report(i, SessionEvent::BranchChanged(m.conversation_id.clone()));
+        }
         if let Some(c) = i.store.get_conversation(&m.conversation_id).await? {
             report(i, SessionEvent::ConversationChanged(c));
         }
     }
+    Ok(())
+}
+
+/// A message deleted on another device: its text goes here too, its record stays (a tombstone).
+async fn apply_message_tombstone(i: &Inner, id: &str) -> Result<(), ReplicateError> {
+    let Some(mut m) = i.store.get_message(id).await? else {
+        return Ok(());
+    };
+    if m.meta.deleted {
+        return Ok(());
+    }
+    m.content.clear();
+    m.meta = crate::engine::model::MessageMeta {
+        deleted: true,
+        tool_calls: Vec::new(),
+        error: None,
+        ..m.meta
+    };
+    i.store
+        .update_message(&m.id, &m.content, m.status, &m.meta)
+        .await?;
+    let conversation = m.conversation_id.clone();
+    report(i, SessionEvent::MessageProgress(m));
+    report(i, SessionEvent::BranchChanged(conversation));
     Ok(())
 }
 
@@ -530,12 +557,17 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
                 }
             }
         }
-        // Messages are immutable: a message tombstone has no local record to remove.
+        // A message deleted elsewhere: its text goes here too, its record stays (a tombstone).
         Some(Effect::Delete {
             kind: Kind::Message,
+            parts,
             ..
-        })
-        | None => {}
+        }) => {
+            if let Some(id) = parts.first() {
+                apply_message_tombstone(i, id).await?;
+            }
+        }
+        None => {}
         Some(effect) => {
             if let Some(scope) = memory::apply_memory(i, effect).await? {
                 memory::unify_scope(i, &scope).await?;

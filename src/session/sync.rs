@@ -37,6 +37,7 @@ pub(crate) fn is_shared(e: &SessionEvent) -> bool {
             | SessionEvent::MessageAdded(_)
             | SessionEvent::MessageProgress(_)
             | SessionEvent::MessagesCleared(_)
+            | SessionEvent::BranchChanged(_)
             | SessionEvent::MemoryUpdating { .. }
             | SessionEvent::MemoryChanged(_)
             | SessionEvent::SettingsChanged(_)

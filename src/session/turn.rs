@@ -34,6 +34,9 @@ use wasm_bindgen::JsValue;
 pub(crate) enum Begin {
     /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
     Stored(String),
+    /// A regeneration of reply `replaces`: the prompt is the branch up to it (its last user message
+    /// is the one answered), and the new reply is an alternative of it.
+    Regenerate { replaces: String },
     /// A new user message, not stored yet: it is written together with the reply placeholder, at
     /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
     Ahead(Message),
@@ -45,7 +48,8 @@ pub(crate) struct WriteAhead {
     slot: Rc<RefCell<Option<Result<bool, StoreError>>>>,
 }
 
-/// The empty reply a turn streams into.
+/// The empty reply a turn streams into, after the last message of the branch the prompt was built
+/// from.
 fn reply_placeholder(id: &str, ctx: &Context) -> Message {
     Message {
         id: new_id("m"),
@@ -57,6 +61,7 @@ fn reply_placeholder(id: &str, ctx: &Context) -> Message {
         created_at: now(),
         meta: MessageMeta {
             model: Some(ctx.endpoint.model.clone()),
+            after: ctx.messages.last().map(|m| m.id.clone()),
             ..Default::default()
         },
     }
@@ -117,8 +122,9 @@ impl Consumer for Feed<'_> {
 }
 
 impl Session {
-    /// The conversation, its recent history (as much as its config asks for) and that config: from
-    /// the cached window, else from the store (and then cached).
+    /// The conversation, its recent history on the branch on screen (as much as its config asks
+    /// for, deleted messages left out) and that config: from the cached window, else from the store
+    /// (and then cached).
     pub(crate) async fn recent(
         &self,
         id: &str,
@@ -127,7 +133,8 @@ impl Session {
             let config = self.config_for(w.conversation());
             let limit = history_load_limit(&config);
             if w.serves(limit) {
-                return Ok((w.conversation().clone(), w.last(limit).to_vec(), config));
+                let shown = w.last(limit).iter().filter(|m| !m.meta.deleted);
+                return Ok((w.conversation().clone(), shown.cloned().collect(), config));
             }
         }
         let since = self.cache.borrow().generation();
@@ -138,7 +145,7 @@ impl Session {
             .ok_or(SessionError::NoConversation)?;
         let config = self.config_for(&conversation);
         let limit = history_load_limit(&config);
-        let messages = self.store.load_last(id, limit).await?;
+        let messages = self.branch_tail(id, limit).await?;
         let window = HistoryWindow::new(conversation.clone(), messages, limit);
         let messages = window.messages().to_vec();
         self.cache.borrow_mut().keep_window(since, window);
@@ -177,7 +184,24 @@ impl Session {
         new_message: &Message,
         unsaved: bool,
     ) -> Result<Context, SessionError> {
+        self.context_from(id, new_message, unsaved, None).await
+    }
+
+    /// [`Session::context_for`], with the history given (`Some`: a branch other than the one on
+    /// screen, cut to the config's load limit) instead of the recent history.
+    async fn context_from(
+        &self,
+        id: &str,
+        new_message: &Message,
+        unsaved: bool,
+        history: Option<Vec<Message>>,
+    ) -> Result<Context, SessionError> {
         let (conversation, mut messages, config) = self.recent(id).await?;
+        if let Some(mut h) = history {
+            let excess = h.len().saturating_sub(history_load_limit(&config));
+            h.drain(..excess);
+            messages = h;
+        }
         let placed;
         let new_message = if unsaved {
             let mut m = new_message.clone();
@@ -319,11 +343,22 @@ impl Session {
                 self.emit(SessionEvent::MessageAdded(reply.clone()));
                 (user, ctx, reply, None)
             }
+            Begin::Regenerate { replaces } => {
+                let (user, history) = self.branch_to(id, &replaces).await?;
+                let ctx = self.context_from(id, &user, false, Some(history)).await?;
+                let mut reply = reply_placeholder(id, &ctx);
+                reply.meta.after = None;
+                reply.meta.replaces = Some(replaces);
+                let reply = self.store.append_message(&reply).await?.message;
+                self.alternative_added(id, &reply).await?;
+                (user, ctx, reply, None)
+            }
             Begin::Ahead(user) => {
                 let ctx = self.context_for(id, &user, true).await?;
                 let user = ctx.messages.last().cloned().unwrap_or(user);
                 let mut reply = reply_placeholder(id, &ctx);
                 reply.seq = user.seq + 1;
+                reply.meta.after = Some(user.id.clone());
                 let write = self.write_ahead(&user, &reply, stopper);
                 (user, ctx, reply, Some(write))
             }

@@ -1,6 +1,6 @@
 //! Writes that change several records at once, each in ONE transaction so nothing is half-written:
-//! finishing a message with its metadata, clearing a conversation (messages and memory, keeping the
-//! conversation), replacing the tail for edit-and-resend, saving a memory update (summary version +
+//! finishing a message with its metadata (a deleted message's tombstone too), clearing a conversation
+//! (messages and memory, keeping the conversation), saving a memory update (summary version +
 //! entity graph), and writing a validated backup import. Also the id lookups an import validates
 //! against. Imports no engine decision code; the plans come from `engine::backup`.
 
@@ -11,7 +11,7 @@ use wasm_bindgen::JsValue;
 
 use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
-use super::idb::{from_js, js_error, prefix_range, request, seq_range, to_js};
+use super::idb::{from_js, js_error, prefix_range, request, to_js};
 use super::messages::add_all;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
@@ -99,63 +99,6 @@ impl Store {
         };
         tx.done().await?;
         Ok(conv)
-    }
-
-    /// Edit-and-resend: sets the text of user message `message_id` and deletes every message after
-    /// it in its conversation, in one transaction. The remote session is dropped (it saw the old
-    /// text), so the next turn re-injects.
-    pub async fn replace_tail(
-        &self,
-        conversation_id: &str,
-        message_id: &str,
-        text: &str,
-    ) -> Result<(), StoreError> {
-        let tx = self.tx(&[CONVERSATIONS, MESSAGES], true)?;
-        let convs = tx.store(CONVERSATIONS)?;
-        let Some(mut conv) = get_record(&convs, conversation_id).await? else {
-            return tx.fail(not_found(conversation_id)).await;
-        };
-        let messages = tx.store(MESSAGES)?;
-        let v = request(
-            &messages
-                .get(&JsValue::from_str(message_id))
-                .map_err(js_error)?,
-        )
-        .await?;
-        if v.is_undefined() {
-            return tx
-                .fail(StoreError::NotFound {
-                    what: "message",
-                    id: message_id.to_string(),
-                })
-                .await;
-        }
-        let mut rec: MessageRecord = match from_js(v, "message") {
-            Ok(r) => r,
-            Err(e) => return tx.fail(e).await,
-        };
-        if rec.conversation_id != conversation_id {
-            return tx
-                .fail(StoreError::NotFound {
-                    what: "message",
-                    id: message_id.to_string(),
-                })
-                .await;
-        }
-        let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
-        let after = seq_range(conversation_id, rec.seq as f64, true, None, false)?;
-        let keys: Array = request(&index.get_all_keys_with_key(&after).map_err(js_error)?)
-            .await?
-            .into();
-        for k in keys.iter() {
-            messages.delete(&k).map_err(js_error)?;
-        }
-        rec.content = text.to_string();
-        messages.put(&to_js(&rec)?).map_err(js_error)?;
-        conv.message_count = conv.message_count.saturating_sub(keys.length() as u64);
-        conv.remote_handle = None;
-        convs.put(&to_js(&conv)?).map_err(js_error)?;
-        tx.done().await
     }
 
     /// Saves a memory update: the new summary version (if any) and the scope's whole entity graph,

@@ -19,7 +19,7 @@ use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecor
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
 use crate::engine::backup::ExistingMessage;
-use crate::engine::model::{Message, MessageStatus, Millis};
+use crate::engine::model::{Message, MessageMeta, MessageStatus, Millis};
 
 /// Result of [`Store::append_message`].
 #[derive(Debug, Clone, PartialEq)]
@@ -57,11 +57,27 @@ struct BulkMessage<'a> {
     streaming: Option<u8>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     terms: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    after: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replaces: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    deleted: bool,
 }
 
 impl<'a> BulkMessage<'a> {
     fn new(m: &'a Message, conversation_id: &'a str, seq: u64) -> Self {
-        let meta = &m.meta;
+        // Destructured without `..`: a new metadata field fails to compile here until it is written.
+        let MessageMeta {
+            tool_calls,
+            usage,
+            error,
+            path,
+            model,
+            after,
+            replaces,
+            deleted,
+        } = &m.meta;
         BulkMessage {
             id: &m.id,
             conversation_id,
@@ -70,8 +86,7 @@ impl<'a> BulkMessage<'a> {
             content: &m.content,
             status: m.status.as_str(),
             created_at: m.created_at,
-            tool_calls: meta
-                .tool_calls
+            tool_calls: tool_calls
                 .iter()
                 .map(|t| ToolCallRecord {
                     id: t.id.clone(),
@@ -80,15 +95,18 @@ impl<'a> BulkMessage<'a> {
                     result: t.result.clone(),
                 })
                 .collect(),
-            usage: meta.usage.map(|u| UsageRecord {
+            usage: usage.map(|u| UsageRecord {
                 prompt_tokens: u.prompt_tokens,
                 completion_tokens: u.completion_tokens,
             }),
-            error: meta.error.as_deref(),
-            path: meta.path.map(|p| p.as_str()),
-            model: meta.model.as_deref(),
+            error: error.as_deref(),
+            path: path.map(|p| p.as_str()),
+            model: model.as_deref(),
             streaming: streaming_marker(m.status),
             terms: crate::engine::search::index_terms(&m.content),
+            after: after.as_deref(),
+            replaces: replaces.as_deref(),
+            deleted: *deleted,
         }
     }
 }

@@ -204,6 +204,9 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
                 model: None,
                 streaming: None,
                 terms: crate::engine::search::index_terms(&m.content),
+                after: None,
+                replaces: None,
+                deleted: false,
             };
             messages.put(&to_js(&rec)?).map_err(super::idb::js_error)?;
             legacy.delete(&m.key).map_err(super::idb::js_error)?;

@@ -236,6 +236,14 @@ pub struct MessageRecord {
     /// index; derived from `content` on every write, never read back into the model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub terms: Vec<String>,
+    /// Branch links and the tombstone (`engine::branch`). Records written before branches have
+    /// none of them and read as a linear chain, so no migration rewrites them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
 }
 
 /// The sparse-index marker for a status.
@@ -262,6 +270,9 @@ impl From<&Message> for MessageRecord {
             error,
             path,
             model,
+            after,
+            replaces,
+            deleted,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -303,6 +314,9 @@ impl From<&Message> for MessageRecord {
             model: model.clone(),
             streaming: streaming_marker(*status),
             terms: index_terms(content),
+            after: after.clone(),
+            replaces: replaces.clone(),
+            deleted: *deleted,
         }
     }
 }
@@ -347,6 +361,9 @@ impl TryFrom<MessageRecord> for Message {
                 error: r.error,
                 path,
                 model: r.model,
+                after: r.after,
+                replaces: r.replaces,
+                deleted: r.deleted,
             },
         })
     }

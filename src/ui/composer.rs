@@ -1,5 +1,5 @@
 //! The composer: Enter sends, Shift+Enter adds a line, Esc stops, `/clear` asks first, and an
-//! edit of the last user message (`state.editing`) is sent as an edit. The draft is saved and the
+//! edit of a user message (`state.editing`) is sent as an edit (a new branch). The draft is saved and the
 //! inspector refreshed a moment after typing stops. Must not import `store` or `transport`.
 
 use crate::ui::behaviour::use_debounce_fn;
@@ -19,8 +19,8 @@ pub fn Composer() -> impl IntoView {
         }
         if text.trim() == "/clear" {
             confirm_clear.set(true);
-        } else if st.editing.get_untracked().is_some() {
-            ctl.edit_last(text);
+        } else if let Some(message_id) = st.editing.get_untracked() {
+            ctl.edit(message_id, text);
         } else {
             ctl.send(text);
         }
@@ -54,7 +54,7 @@ pub fn Composer() -> impl IntoView {
             </Show>
             <Show when=move || st.editing.with(|e| e.is_some())>
                 <div class="editing-bar" data-testid="editing-bar">
-                    <span>"Editing your last message: sending replaces it and the reply after it."</span>
+                    <span>"Editing your message: sending starts a new branch here; the earlier one stays, a page away (‹ ›)."</span>
                     <button class="link" data-testid="cancel-edit" on:click=move |_| {
                         st.editing.set(None);
                         st.draft.set(String::new());

@@ -186,13 +186,28 @@ impl Controller {
             }
             st.has_older.set(page.has_older);
             st.has_newer.set(page.has_newer);
-            st.replace_window(&page.messages, !page.has_newer);
+            st.replace_window(&page, false);
             // The memory pane and the inspector follow once the messages are drawn: their reads must
             // not hold up the first paint of the conversation.
             request_animation_frame(move || {
                 ctl.reload_memory();
                 ctl.refresh_preview();
             });
+            Ok(())
+        });
+    }
+
+    /// Mounts the last page of the open conversation again after its branch changed: what the old
+    /// branch showed goes (a reply still streaming on the new one comes back with its next save).
+    pub fn show_branch(&self, id: String) {
+        self.run(move |s, st| async move {
+            let page = s.load_page(&id, None, PAGE, None).await?;
+            if !st.is_current(&id) {
+                return Ok(());
+            }
+            st.has_older.set(page.has_older);
+            st.has_newer.set(page.has_newer);
+            st.replace_window(&page, true);
             Ok(())
         });
     }
@@ -219,11 +234,7 @@ impl Controller {
             }
             st.has_older.set(page.has_older);
             st.messages.update(|l| {
-                let mut older: Vec<MessageItem> = page
-                    .messages
-                    .iter()
-                    .map(MessageItem::from_message)
-                    .collect();
+                let mut older = MessageItem::from_page(&page);
                 older.append(l);
                 *l = older;
                 if l.len() > MOUNT_CAP {
@@ -258,10 +269,9 @@ impl Controller {
             st.has_newer.set(page.has_newer);
             st.messages.update(|l| {
                 l.extend(
-                    page.messages
-                        .iter()
-                        .filter(|m| m.seq > last)
-                        .map(MessageItem::from_message),
+                    MessageItem::from_page(&page)
+                        .into_iter()
+                        .filter(|m| m.seq > last),
                 );
                 let excess = l.len().saturating_sub(MOUNT_CAP);
                 if excess > 0 {
@@ -365,23 +375,44 @@ impl Controller {
         self.state.editing.set(Some(message_id));
     }
 
-    /// Replaces the last user message with `text` and sends it again.
-    pub fn edit_last(&self, text: String) {
+    /// Sends `text` in place of user message `message_id`: a new branch (the old one stays a page
+    /// away, see `Session::edit`).
+    pub fn edit(&self, message_id: String, text: String) {
         let Some(id) = self.state.current.get_untracked() else {
             return;
         };
-        let ctl = *self;
         self.state.editing.set(None);
         self.state.draft.set(String::new());
         self.state.error.set(None);
-        self.state.apply_edit_last(&text);
-        self.run(move |s, _| async move {
-            // Reload the window either way: on success it holds the new reply, on failure it puts
-            // back what the store still has.
-            let r = s.edit_last(&id, text).await;
-            ctl.open(id, None);
-            r
-        });
+        self.run(move |s, _| async move { s.edit(&id, &message_id, text).await });
+    }
+
+    /// Asks the agent again for a reply; the earlier reply stays as an alternative.
+    pub fn regenerate(&self, reply_id: String) {
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
+        self.state.error.set(None);
+        self.run(move |s, _| async move { s.regenerate(&id, &reply_id).await });
+    }
+
+    /// Shows another alternative of a message (the pager's ‹ and ›).
+    pub fn show_alternative(&self, message_id: String) {
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
+        self.run(move |s, _| async move { s.show_alternative(&id, &message_id).await });
+    }
+
+    /// Deletes one message (the view asked first).
+    pub fn delete_message(&self, message_id: String) {
+        let Some(id) = self.state.current.get_untracked() else {
+            return;
+        };
+        if self.state.editing.get_untracked().as_deref() == Some(message_id.as_str()) {
+            self.state.editing.set(None);
+        }
+        self.run(move |s, _| async move { s.delete_message(&id, &message_id).await });
     }
 
     /// Clears the open conversation's messages and memory (the composer asked first).

@@ -1,6 +1,7 @@
 //! The message list: a window of the open conversation's messages (older and newer pages load on
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
-//! markdown, each message's status and actions (copy, edit). Must not import `store` or `transport`.
+//! markdown, each message's status and actions (copy, edit, regenerate, delete, the pager between
+//! alternatives). Must not import `store` or `transport`.
 
 use crate::engine::format::{date_time, message_note, model_label, plural};
 use crate::engine::markdown;
@@ -330,7 +331,8 @@ fn MessageFoot(
     }
 }
 
-/// Copy on every finished message; Edit on the last user message once no reply is being written.
+/// Copy on every finished message; the pager between alternatives; once no reply is being written,
+/// Edit on every user message, Regenerate on every reply, and Delete (which asks first).
 #[component]
 fn MessageActions(
     /// The message these actions act on.
@@ -339,14 +341,9 @@ fn MessageActions(
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
     let clipboard = use_clipboard();
-    let (id, content, status) = (item.id.clone(), item.content, item.status);
-    let is_last_user = move || {
-        item.role == Role::User
-            && !st.current_streaming()
-            && st.messages.with(|l| {
-                crate::engine::history::last_user_at(l, |m| m.role).is_some_and(|at| l[at].id == id)
-            })
-    };
+    let (content, status) = (item.content, item.status);
+    let idle = move || !st.current_streaming() && status.get() != MessageStatus::Streaming;
+    let is_user = item.role == Role::User;
     let edit = {
         let id = item.id.clone();
         move |_| {
@@ -354,18 +351,91 @@ fn MessageActions(
             crate::ui::focus_testid("composer-input");
         }
     };
+    let regenerate = {
+        let id = item.id.clone();
+        move |_| ctl.regenerate(id.clone())
+    };
     view! {
         <div class="message-actions">
+            <AlternativePager item=item.clone()/>
             <Show when=move || status.get() != MessageStatus::Streaming>
                 <button class="link" data-testid="copy-message" aria-label="Copy this message"
                     on:click=move |_| clipboard.copy(&content.get_untracked())>
                     {move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy" }}
                 </button>
             </Show>
-            <Show when=is_last_user.clone()>
-                <button class="link" data-testid="edit-message" aria-label="Edit and resend" on:click=edit.clone()>"Edit"</button>
+            <Show when=move || idle() && is_user>
+                <button class="link" data-testid="edit-message" aria-label="Edit and send again as a new branch" on:click=edit.clone()>"Edit"</button>
+            </Show>
+            <Show when=move || idle() && item.role == Role::Assistant>
+                <button class="link" data-testid="regenerate-button" aria-label="Regenerate this reply (the earlier one is kept)" on:click=regenerate.clone()>"Regenerate"</button>
+            </Show>
+            <Show when=idle>
+                <DeleteMessage id=item.id.clone()/>
             </Show>
         </div>
+    }
+}
+
+/// ‹ 1/2 › between a message's alternatives (regenerated replies, edits).
+#[component]
+fn AlternativePager(
+    /// The message whose alternatives these are.
+    item: MessageItem,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let alts = item.alternatives;
+    let busy = move || ctl.state.current_streaming();
+    let go = move |next: bool| {
+        let to = alts.with_untracked(|a| {
+            a.as_ref()
+                .and_then(|a| if next { a.next.clone() } else { a.prev.clone() })
+        });
+        if let Some(to) = to {
+            ctl.show_alternative(to);
+        }
+    };
+    view! {
+        {move || alts.get().map(|a| view! {
+            <span class="alternatives" role="group" aria-label="Alternatives">
+                <button class="link" data-testid="alternative-prev" aria-label="Previous alternative"
+                    disabled=a.prev.is_none() || busy() on:click=move |_| go(false)>"‹"</button>
+                <span data-testid="alternative-position">{format!("{}/{}", a.position, a.count)}</span>
+                <button class="link" data-testid="alternative-next" aria-label="Next alternative"
+                    disabled=a.next.is_none() || busy() on:click=move |_| go(true)>"›"</button>
+            </span>
+        })}
+    }
+}
+
+/// Delete, asking first: only this message goes (what came after it stays).
+#[component]
+fn DeleteMessage(
+    /// The message to delete.
+    id: String,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let asking = RwSignal::new(false);
+    view! {
+        <Show
+            when=move || asking.get()
+            fallback=move || view! {
+                <button class="link" data-testid="delete-message" aria-label="Delete this message"
+                    on:click=move |_| asking.set(true)>"Delete"</button>
+            }
+        >
+            <span class="confirm-inline" role="alertdialog" aria-label="Confirm delete">
+                "Delete this message? "
+                <button class="link danger" data-testid="confirm-delete-message" on:click={
+                    let id = id.clone();
+                    move |_| {
+                        asking.set(false);
+                        ctl.delete_message(id.clone());
+                    }
+                }>"Delete"</button>
+                <button class="link" data-testid="cancel-delete-message" on:click=move |_| asking.set(false)>"Cancel"</button>
+            </span>
+        </Show>
     }
 }
 

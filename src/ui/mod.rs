@@ -41,6 +41,7 @@ pub fn App() -> impl IntoView {
         }),
         Rc::new(move |_| ctl.refresh_preview()),
         Rc::new(move |id| ctl.open(id, None)),
+        Rc::new(move |id| ctl.show_branch(id)),
     );
     spawn_local(async move {
         let sink: Rc<dyn Fn(crate::session::SessionEvent)> = Rc::new(move |e| applier.apply(e));

@@ -2,6 +2,7 @@
 //! not logic: every decision was made in the engine, the session only reports outcomes.
 //! Must not import `store` or `transport`; reaches the session only through `controller`.
 
+use crate::engine::branch::Alternatives;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, Message, MessageMeta, MessageStatus, Role,
 };
@@ -24,6 +25,8 @@ pub struct MessageItem {
     pub content: RwSignal<String>,
     pub status: RwSignal<MessageStatus>,
     pub meta: RwSignal<MessageMeta>,
+    /// Where it stands among its alternatives (regenerated replies, edits), if it has any.
+    pub alternatives: RwSignal<Option<Alternatives>>,
 }
 
 impl MessageItem {
@@ -36,7 +39,20 @@ impl MessageItem {
             content: RwSignal::new(m.content.clone()),
             status: RwSignal::new(m.status),
             meta: RwSignal::new(m.meta.clone()),
+            alternatives: RwSignal::new(None),
         }
+    }
+
+    /// The items of a page of messages, each with where it stands among its alternatives.
+    pub fn from_page(page: &crate::session::Page) -> Vec<MessageItem> {
+        page.messages
+            .iter()
+            .map(|m| {
+                let item = MessageItem::from_message(m);
+                item.alternatives.set(page.alternatives.get(&m.id).cloned());
+                item
+            })
+            .collect()
     }
 }
 
@@ -279,9 +295,13 @@ impl AppState {
     /// Mounts `page` as the open conversation's window. Messages already mounted keep their view
     /// (their signals are updated in place), so reloading a window never rebuilds unchanged nodes and
     /// an edited message shows its new text.
-    /// With `latest` (the page ends at the latest message), messages shown after the page's last one
-    /// (added while the page was being read) stay.
-    pub fn replace_window(&self, page: &[Message], latest: bool) {
+    /// With a page that ends at the latest message, messages shown after the page's last one (added
+    /// while the page was being read) stay. After a change of branch (`branch_changed`) they go (they
+    /// were the old branch's), and messages already mounted keep their state: every save reached
+    /// them, so it is at least as new as the page's (a reply that finished while the page was read).
+    pub fn replace_window(&self, page: &crate::session::Page, branch_changed: bool) {
+        let latest = !page.has_newer && !branch_changed;
+        let (alternatives, page) = (&page.alternatives, page.messages.as_slice());
         let old: HashMap<String, MessageItem> = self
             .messages
             .with_untracked(|l| l.iter().map(|m| (m.id.clone(), m.clone())).collect());
@@ -294,28 +314,25 @@ impl AppState {
         });
         let items = page
             .iter()
-            .map(|m| match old.get(&m.id) {
-                Some(item) => {
-                    self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
-                    item.clone()
+            .map(|m| {
+                let item = match old.get(&m.id) {
+                    Some(item) => {
+                        if !branch_changed {
+                            self.set_progress(&m.id, &m.content, m.status, Some(&m.meta));
+                        }
+                        item.clone()
+                    }
+                    None => MessageItem::from_message(m),
+                };
+                let alt = alternatives.get(&m.id);
+                if item.alternatives.with_untracked(|a| a.as_ref() != alt) {
+                    item.alternatives.set(alt.cloned());
                 }
-                None => MessageItem::from_message(m),
+                item
             })
             .chain(arrived)
             .collect();
         self.messages.set(items);
-    }
-
-    /// Shows an edit of the last user message at once: its new text, and no replies after it.
-    pub fn apply_edit_last(&self, text: &str) {
-        let at = self
-            .messages
-            .with_untracked(|l| crate::engine::history::last_user_at(l, |m| m.role));
-        if let Some(at) = at {
-            let item = self.messages.with_untracked(|l| l[at].clone());
-            item.content.set(text.to_string());
-            self.messages.update(|l| l.truncate(at + 1));
-        }
     }
 
     /// Shows a stored message in the open conversation's window, per `engine::window::place`; true
@@ -397,6 +414,8 @@ pub struct EventApplier {
     on_context_changed: Rc<dyn Fn(String)>,
     /// Called when the open conversation's window missed stored messages, to reload it.
     on_view_behind: Rc<dyn Fn(String)>,
+    /// Called when the open conversation's branch on screen changed, to read it again.
+    on_branch_changed: Rc<dyn Fn(String)>,
 }
 
 impl EventApplier {
@@ -405,6 +424,7 @@ impl EventApplier {
         on_memory_changed: Rc<dyn Fn(String)>,
         on_context_changed: Rc<dyn Fn(String)>,
         on_view_behind: Rc<dyn Fn(String)>,
+        on_branch_changed: Rc<dyn Fn(String)>,
     ) -> Self {
         EventApplier {
             state,
@@ -413,6 +433,7 @@ impl EventApplier {
             on_memory_changed,
             on_context_changed,
             on_view_behind,
+            on_branch_changed,
         }
     }
 
@@ -446,6 +467,12 @@ impl EventApplier {
             SessionEvent::MessagesCleared(id) => {
                 if s.is_current(&id) {
                     s.clear_messages();
+                }
+            }
+            SessionEvent::BranchChanged(id) => {
+                if s.is_current(&id) {
+                    (self.on_branch_changed)(id.clone());
+                    (self.on_context_changed)(id);
                 }
             }
             SessionEvent::TurnRunning {

@@ -8,7 +8,9 @@
 // - the server stops mid-sync and comes back (same port, emptied: it lost everything): the devices
 //   push everything again, nothing lost or doubled;
 // - memory travels with its conversation (summary and entities), and one entity learned on both
-//   devices (B with sync off) becomes one on both once B syncs again.
+//   devices (B with sync off) becomes one on both once B syncs again;
+// - a regenerated reply reaches the other device as an alternative (‹ 2/2 ›), and a message deleted
+//   on one device is deleted (a tombstone) on the other.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -298,6 +300,54 @@ test('sync: memory travels with its conversation; one entity learned on both dev
         );
         assert.deepEqual(await entityNames(page), ['Ingrid', 'Zorblax']);
       }
+      assertNoPageProblems(A.issues, allow);
+      assertNoPageProblems(B.issues, allow);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
+    await couch.stop();
+  }
+});
+
+/** Waits until `page` shows exactly the texts `want`, top to bottom. */
+async function waitForTexts(page, want) {
+  await page.waitForFunction(
+    (want) => JSON.stringify([...document.querySelectorAll('[data-testid="message-content"]')].map((e) => e.innerText.trim())) === JSON.stringify(want),
+    want,
+    { timeout: 30_000 },
+  );
+}
+
+test('sync: a regenerated reply arrives as an alternative; a deleted message is deleted on the other device', async () => {
+  const couch = await startCouch();
+  const A = await device(harness, couch);
+  const B = await device(harness, couch);
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-branches', async () => {
+      const { agent } = harness;
+      await chatTurn(A.page, agent, 'ping', 'pong one');
+      const id = await currentConversationId(A.page);
+      await synced(A.page);
+      await openConversation(B.page, id, 2);
+
+      agent.script('pong two');
+      await messages(A.page, 'assistant').last().locator(tid('regenerate-button')).click();
+      await waitForTexts(A.page, ['ping', 'pong two']);
+      await A.page.locator(tid('message', '[data-role="assistant"][data-status="complete"]')).waitFor();
+      await synced(A.page);
+      await waitForTexts(B.page, ['ping', 'pong two']);
+      assert.equal((await messages(B.page, 'assistant').last().locator(tid('alternative-position')).innerText()).trim(), '2/2');
+
+      const reply = messages(A.page, 'assistant').last();
+      await reply.locator(tid('delete-message')).click();
+      await reply.locator(tid('confirm-delete-message')).click();
+      await waitForTexts(A.page, ['ping', 'pong one']);
+      await synced(A.page);
+      await waitForTexts(B.page, ['ping', 'pong one']);
+      await B.page.reload();
+      await openConversation(B.page, id, 2);
+      await waitForTexts(B.page, ['ping', 'pong one']);
       assertNoPageProblems(A.issues, allow);
       assertNoPageProblems(B.issues, allow);
     });

@@ -176,7 +176,7 @@ test('chat: streaming keeps earlier nodes, stop keeps the partial reply, retry, 
     await waitForAssistant(page, { status: 'interrupted' });
     await page.locator(tid('send-button')).waitFor();
 
-    // Edit-and-resend of the last user message: the old reply goes, the edited text is sent.
+    // Edit of the last user message: a new branch; the old question and its reply are a page away.
     await messages(page, 'user').last().locator(tid('edit-message')).click();
     assert.equal(await input.inputValue(), 'Third question');
     assert.equal(await input.evaluate((el) => el === document.activeElement), true);
@@ -189,7 +189,7 @@ test('chat: streaming keeps earlier nodes, stop keeps the partial reply, retry, 
       return last?.getAttribute('data-role') === 'assistant' && last.getAttribute('data-status') === 'complete' && last.innerText.includes('edited question');
     });
     const texts = await page.locator(tid('message-content')).evaluateAll((els) => els.map((e) => e.innerText.trim()));
-    // Q1 A1 Q2 A2(interrupted, kept) A2(retried) Q3(edited) A3: the reply to the old Q3 is gone.
+    // Q1 A1 Q2 A2(interrupted, kept) A2(retried) Q3(edited) A3: the old Q3 and its reply are off the branch.
     assert.equal(texts.length, 7, `old reply replaced: ${JSON.stringify(texts)}`);
     assert.equal(await messages(page, 'assistant').nth(1).getAttribute('data-status'), 'interrupted', 'a stopped reply is kept');
     assert.equal(texts.at(-2), 'Third question, edited');

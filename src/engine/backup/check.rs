@@ -341,8 +341,14 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         error,
         path: _,
         model,
+        after,
+        replaces,
+        deleted: _,
     } = m;
     k.id("id", id)?;
+    for link in [after, replaces].into_iter().flatten() {
+        k.id("after/replaces", link)?;
+    }
     k.id("conversation_id", conversation_id)?;
     k.text("content", content)?;
     for t in tool_calls {

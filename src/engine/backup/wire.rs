@@ -149,6 +149,14 @@ pub(super) struct BMessage {
     pub(super) error: Option<String>,
     pub(super) path: Option<BTurnPath>,
     pub(super) model: Option<String>,
+    /// The branch links and the tombstone (`engine::branch`); absent in files written before
+    /// branches, which read as a linear chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) replaces: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) deleted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -360,6 +368,9 @@ impl From<&Message> for BMessage {
             error,
             path,
             model,
+            after,
+            replaces,
+            deleted,
         } = meta;
         BMessage {
             id: id.clone(),
@@ -399,6 +410,9 @@ impl From<&Message> for BMessage {
             error: error.clone(),
             path: path.map(Into::into),
             model: model.clone(),
+            after: after.clone(),
+            replaces: replaces.clone(),
+            deleted: *deleted,
         }
     }
 }
@@ -419,6 +433,9 @@ impl From<BMessage> for Message {
             error,
             path,
             model,
+            after,
+            replaces,
+            deleted,
         } = m;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
@@ -463,6 +480,9 @@ impl From<BMessage> for Message {
                 error,
                 path: path.map(Into::into),
                 model,
+                after,
+                replaces,
+                deleted,
             },
         }
     }

@@ -142,10 +142,11 @@ pub fn new_conversation(doc: &ConversationDoc) -> Conversation {
 
 // ---------------------------------------------------------------- messages
 
-/// The document of a final message written at `at`; `replaces` names the message it edits or
-/// regenerates. A message still streaming is not synced yet (`None`).
-pub fn message_doc(m: &Message, replaces: Option<&str>, at: &Hlc) -> Option<MessageDoc> {
-    if m.status == MessageStatus::Streaming {
+/// The document of a final message written at `at`, with the message it replaces (an edit or a
+/// regeneration) and the one it follows. A message still streaming is not synced yet (`None`), nor is
+/// a deleted one (its document is a tombstone).
+pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
+    if m.status == MessageStatus::Streaming || m.meta.deleted {
         return None;
     }
     Some(MessageDoc {
@@ -156,7 +157,8 @@ pub fn message_doc(m: &Message, replaces: Option<&str>, at: &Hlc) -> Option<Mess
         content: m.content.clone(),
         status: m.status.as_str().to_string(),
         created_at: m.created_at,
-        replaces: replaces.map(str::to_string),
+        replaces: m.meta.replaces.clone(),
+        after: m.meta.after.clone(),
         tool_calls: m
             .meta
             .tool_calls
@@ -205,6 +207,9 @@ pub fn to_message(d: &MessageDoc) -> Message {
             error: d.error.clone(),
             path: d.path.as_deref().and_then(TurnPath::parse),
             model: d.model.clone(),
+            after: d.after.clone(),
+            replaces: d.replaces.clone(),
+            deleted: false,
         },
     }
 }

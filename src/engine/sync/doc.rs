@@ -4,7 +4,7 @@
 //! | record | `_id` | body |
 //! | --- | --- | --- |
 //! | conversation metadata | `c:{conversation}` | the title, and every other field (the per-conversation overrides; later `pinned`) as a named last-writer-wins register |
-//! | message | `m:{message}` | immutable: role, content, status, origin seq, what it replaces |
+//! | message | `m:{message}` | immutable: role, content, status, origin seq, what it replaces and follows; a deleted message is a tombstone |
 //! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) as a map of registers |
 //! | edge | `r:{scope}:{source}:{label}:{target}:{valid_from}` | strength (strongest kept), `valid_to` (closed wins) |
 //! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers |
@@ -157,6 +157,9 @@ pub struct MessageDoc {
     pub created_at: Millis,
     #[serde(default)]
     pub replaces: Option<String>,
+    /// The message it follows when that is not the one before it (`engine::branch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
     #[serde(default)]
     pub tool_calls: Vec<ToolCallDoc>,
     #[serde(default)]

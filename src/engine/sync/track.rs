@@ -8,7 +8,7 @@ use super::convert::{
     conversation_doc, edge_docs, edit_conversation, edit_entity, entity_docs, message_doc,
     summary_doc, to_entity, to_message, to_summary,
 };
-use super::doc::{Body, ConversationDoc, Doc, EdgeDoc, Kind};
+use super::doc::{message_id, Body, ConversationDoc, Doc, EdgeDoc, Kind};
 use super::hlc::Clock;
 use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message, Millis};
 
@@ -76,20 +76,26 @@ pub fn track_conversation(
     Some(Doc::new(Body::Conversation(next)))
 }
 
-/// The document of a new final message (`replaces`: the message it edits or regenerates). A stored
-/// message is never written again; a streaming one waits until it is final.
+/// The document of a new final message (with the message it replaces and follows). A stored
+/// message is never written again; a streaming one waits until it is final; a deleted one becomes a
+/// tombstone (once).
 pub fn track_message(
     stored: Option<&Doc>,
     m: &Message,
-    replaces: Option<&str>,
     clock: &mut Clock,
     now: Millis,
 ) -> Option<Doc> {
+    if m.meta.deleted {
+        return match stored {
+            Some(d) if d.body.is_tombstone() => None,
+            _ => track_delete(&message_id(&m.id), clock, now),
+        };
+    }
     if stored.is_some() {
         return None;
     }
     let at = clock.tick(now);
-    message_doc(m, replaces, &at).map(|d| Doc::new(Body::Message(d)))
+    message_doc(m, &at).map(|d| Doc::new(Body::Message(d)))
 }
 
 /// The documents to push after entity `n` was learned or edited: the node if it changed, and each
