@@ -14,6 +14,7 @@ use super::{
 use crate::engine::assemble::{assemble, Assembly, AssemblyInput, DropReason, SectionKind};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
+use crate::engine::format::{path_explanation, plural, system_prompt_detail};
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::{
     Conversation, EndpointProfile, HistoryFormat, MemoryConfig, Message, MessageMeta,
@@ -190,7 +191,10 @@ impl Session {
         } else {
             new_message
         };
-        let endpoint = self.settings.borrow().endpoint.clone();
+        let endpoint = self
+            .settings
+            .borrow()
+            .chat_endpoint_for(&conversation.memory_overrides);
         let memory = self.memory_parts(id).await?;
         let graph = Graph::new(memory.entities.clone());
         let recent: Vec<&str> = messages
@@ -467,6 +471,7 @@ impl Session {
                 self.emit(SessionEvent::Error {
                     conversation_id: Some(run.id.to_string()),
                     message: f.message,
+                    kind: super::ErrorKind::Request,
                 });
             }
             _ => {}
@@ -586,11 +591,7 @@ impl Session {
 
 fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
     let a = &ctx.assembly;
-    let path_explanation = match path {
-        TurnPath::Resumed => "Resume: the agent still holds this conversation, so only the new message is sent. If it has forgotten, Memoire re-sends everything below.".to_string(),
-        TurnPath::Reinjected => "Re-inject: the agent does not hold this conversation, so Memoire sends the summary, memory and history below with the new message.".to_string(),
-        TurnPath::Fresh => "Fresh: nothing came before, so only the system prompt and the new message are sent.".to_string(),
-    };
+    let path_explanation = path_explanation(path).to_string();
     let sections = a
         .sections
         .iter()
@@ -603,8 +604,9 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
                 SectionKind::NewMessage => ("new-message", "New message"),
             };
             let detail = match s.kind {
-                SectionKind::History => format!("{} messages", s.message_ids.len()),
-                SectionKind::Entities => format!("{} entities", s.entity_ids.len()),
+                SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
+                SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
+                SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
                 _ => String::new(),
             };
             PreviewSection {
