@@ -17,8 +17,8 @@ use crate::engine::failure;
 use crate::engine::format::{path_explanation, plural, system_prompt_detail};
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::{
-    Conversation, EndpointProfile, HistoryFormat, MemoryConfig, Message, MessageMeta,
-    MessageStatus, Millis, Prompt, Role, TurnPath,
+    Conversation, EndpointProfile, EntityScope, HistoryFormat, MemoryConfig, MemoryOverrides,
+    Message, MessageMeta, MessageStatus, Millis, Prompt, Role, TurnPath,
 };
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
@@ -191,11 +191,24 @@ impl Session {
         } else {
             new_message
         };
+        let memory = self.memory_parts(id).await?;
+        Ok(self.assemble_context(conversation, messages, config, new_message, &memory))
+    }
+
+    /// The prompt for `new_message` after `messages`, with `memory`, as the conversation's settings
+    /// (its model, system prompt and memory config) say.
+    fn assemble_context(
+        &self,
+        conversation: Conversation,
+        messages: Vec<Message>,
+        config: MemoryConfig,
+        new_message: &Message,
+        memory: &MemoryParts,
+    ) -> Context {
         let endpoint = self
             .settings
             .borrow()
             .chat_endpoint_for(&conversation.memory_overrides);
-        let memory = self.memory_parts(id).await?;
         let graph = Graph::new(memory.entities.clone());
         let recent: Vec<&str> = messages
             .iter()
@@ -225,13 +238,13 @@ impl Session {
             },
             &estimator,
         );
-        Ok(Context {
+        Context {
             conversation,
             messages,
             assembly,
             endpoint,
             config,
-        })
+        }
     }
 
     /// Runs one turn, then the memory update if due.
@@ -568,7 +581,43 @@ impl Session {
     }
 
     /// What the next request would contain if `draft` were sent now.
-    pub async fn preview(&self, id: &str, draft: &str) -> Result<Preview, SessionError> {
+    /// What the first message of a new chat (no conversation stored yet, `overrides`: what was
+    /// picked for it) would send: the system prompt, the shared memory and the message.
+    async fn preview_new_chat(
+        &self,
+        draft: Message,
+        overrides: MemoryOverrides,
+    ) -> Result<Preview, SessionError> {
+        let t = now();
+        let conversation = Conversation {
+            id: String::new(),
+            title: String::new(),
+            title_is_custom: false,
+            created_at: t,
+            updated_at: t,
+            message_count: 0,
+            endpoint_profile_id: None,
+            remote_handle: None,
+            last_path: None,
+            memory_overrides: overrides,
+        };
+        let config = self.config_for(&conversation);
+        let memory = MemoryParts {
+            summary: None,
+            entities: self.store.load_entities(&EntityScope::Shared).await?,
+        };
+        let ctx = self.assemble_context(conversation, Vec::new(), config, &draft, &memory);
+        Ok(preview_of(&ctx, TurnPath::Fresh))
+    }
+
+    /// What the next request of conversation `id` (empty: the new chat, with `overrides`) will
+    /// contain, with `draft` as its message.
+    pub async fn preview(
+        &self,
+        id: &str,
+        draft: &str,
+        overrides: MemoryOverrides,
+    ) -> Result<Preview, SessionError> {
         let draft_msg = Message {
             id: "draft".into(),
             conversation_id: id.to_string(),
@@ -579,6 +628,9 @@ impl Session {
             created_at: now(),
             meta: Default::default(),
         };
+        if id.is_empty() {
+            return self.preview_new_chat(draft_msg, overrides).await;
+        }
         let ctx = self.context_for(id, &draft_msg, false).await?;
         let path = path_for(
             ctx.conversation.remote_handle.as_ref(),
