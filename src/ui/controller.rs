@@ -364,6 +364,9 @@ impl Controller {
                     let c = s.create_conversation(overrides).await?;
                     s.set_draft(NEW_CHAT_DRAFT, "").await.ok();
                     let id = c.id.clone();
+                    // The new chat's place in the history becomes the conversation's: Back goes to
+                    // the conversation before it, not to an empty chat.
+                    replace_route(&id);
                     ctl.open(c.id, None);
                     s.send(&id, text).await
                 });
@@ -711,6 +714,14 @@ pub fn set_route(id: Option<&str>) {
             let _ = w.location().set_hash(&want);
         }
     }
+}
+
+/// Writes `#/c/<id>` in place of the current history entry.
+fn replace_route(id: &str) {
+    let Some(w) = web_sys::window() else { return };
+    let _ = w.history().and_then(|h| {
+        h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#/c/{id}")))
+    });
 }
 
 /// The conversation id in the URL (`#/c/<id>`), if any.

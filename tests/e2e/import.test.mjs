@@ -152,7 +152,7 @@ test('import: every source through the import control, exactly the shown branch;
         assert.ok(text.includes(found), `${file}: preview says "${found}", got: ${text}`);
         assert.match(text, /never imported/, `${file}: the preview says settings and keys stay behind`);
         const n = Object.keys(conversations).length;
-        assert.match(await confirm(page), new RegExp(`Imported ${n} conversations`), file);
+        assert.match(await confirm(page), new RegExp(`Imported ${n} conversation${n === 1 ? '' : 's'} and`), file);
         count += n;
         await page.waitForFunction((n) => document.querySelectorAll('[data-testid="conversation-item"]').length === n, count);
         Object.assign(want, conversations);
