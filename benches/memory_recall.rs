@@ -7,7 +7,7 @@
 //!
 //! The whole memory path is the app's own engine code: `due`, `build_update_request`, the form the
 //! endpoint takes (`start_form`, `next_form` on a refusal), `request::build`, the protocol's stream
-//! decoder, `ReplyCollector`, `parse_reply`, `apply_update`, then `rank_for_prompt` and `assemble` for the
+//! decoder, `ReplyCollector`, `parse_reply`, `UpdateRequest::ground`, `apply_update`, then `rank_for_prompt` and `assemble` for the
 //! final prompt. Only the HTTP client is the bench's: HTTP/1.0 over a loopback socket, so the server
 //! frames the stream by closing the connection. `MEMOIRE_RECALL_VERBOSE=1` prints every reply.
 
@@ -237,7 +237,11 @@ fn main() {
         let parsed = reply
             .as_deref()
             .map_err(Clone::clone)
-            .and_then(|r| parse_reply(r).map_err(|e| e.to_string()));
+            .and_then(|r| parse_reply(r).map_err(|e| e.to_string()))
+            .map(|mut p| {
+                req.ground(&mut p);
+                p
+            });
         if verbose {
             eprintln!(
                 "[recall] update {updates} ({} ms, {}): {reply:?}\n  -> {parsed:?}",

@@ -6,7 +6,8 @@
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
 #             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli
-#   e2e     : the built app driven in Chromium (tests/e2e/bench/*.mjs)
+#   e2e     : the built app driven in Chromium (tests/e2e/bench/*.mjs): the app's actions, and its cold and
+#             warm start (cold-start.bench.mjs: brotli from the test layer's static server, CDP throttling)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"

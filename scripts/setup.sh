@@ -45,9 +45,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-# --- wasm-opt from npm's binaryen (tools/package-lock.json) ------------------------------------------
-if [ ! -x tools/node_modules/.bin/wasm-opt ] || [ tools/package-lock.json -nt tools/node_modules/.package-lock.json ]; then
-  say "installing wasm-opt (npm binaryen) from tools/package-lock.json"
+# --- wasm-opt from npm's binaryen, terser for the js glue (tools/package-lock.json) ------------------
+if [ ! -x tools/node_modules/.bin/wasm-opt ] || [ ! -d tools/node_modules/terser ] || [ tools/package-lock.json -nt tools/node_modules/.package-lock.json ]; then
+  say "installing wasm-opt (npm binaryen) and terser from tools/package-lock.json"
   (cd tools && npm ci --no-audit --no-fund --loglevel=error)
 fi
 

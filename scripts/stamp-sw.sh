@@ -8,5 +8,5 @@ dir="${TRUNK_STAGING_DIR:?run by trunk (or set TRUNK_STAGING_DIR to the built di
 sw="$dir/sw.js"
 grep -q "__MEMOIRE_BUILD__" "$sw" || { echo "stamp-sw: no __MEMOIRE_BUILD__ placeholder in $sw" >&2; exit 1; }
 id=$(cd "$dir" && find . -type f -print | LC_ALL=C sort | while IFS= read -r f; do printf '%s\n' "$f"; cat "$f"; done | sha256sum | cut -c1-16)
-sed -i "s/__MEMOIRE_BUILD__/$id/" "$sw"
+sed -i "s/__MEMOIRE_BUILD__/$id/g" "$sw"
 echo "stamp-sw: build $id"

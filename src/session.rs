@@ -21,13 +21,14 @@ use turn::Begin;
 use crate::engine::history::last_user_at;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
-    Message, MessageStatus, Role, TurnPath,
+    Message, MessageStatus, Millis, Role, TurnPath,
 };
 use crate::engine::settings::{self, Settings};
 use crate::engine::tokens::Calibration;
 use crate::engine::{failure, request, title};
 use crate::store::{ConversationPatch, Store, StoreError};
 use crate::transport::{self, Stopper, Timeouts, TransportError};
+use futures_util::future::join;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -151,8 +152,17 @@ pub struct MemorySnapshot {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchHit {
     pub conversation_id: String,
+    /// Its conversation's title.
+    pub title: String,
     pub message_id: String,
     pub snippet: String,
+}
+
+/// What a search found: conversations by title, and messages.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchResults {
+    pub titles: Vec<Conversation>,
+    pub hits: Vec<SearchHit>,
 }
 
 /// Storage usage of this origin.
@@ -232,27 +242,22 @@ pub(crate) fn new_id(prefix: &str) -> String {
 impl Session {
     /// Opens the database, loads settings (deployment `config.json` defaults, then what the user
     /// saved), marks replies left streaming by a crash as interrupted, and asks for persistent storage.
+    /// The `config.json` request and the storage request go out while the database opens: on a slow
+    /// link that round trip would otherwise come after it, before the first screen.
     pub async fn open(db_name: &str, sink: EventSink) -> Result<Rc<Session>, SessionError> {
-        // One tab at a time opens (and so migrates) the database. Replies left streaming are only
-        // cut-off ones when no other tab is alive: another tab may be writing them right now.
-        let opening = sync::lock(&format!("memoire-open:{db_name}")).await;
-        let tabs = format!("memoire-tabs:{db_name}");
-        let others_alive = sync::held_elsewhere(&tabs).await == Some(true);
-        let presence = sync::lock_shared(&tabs).await;
-        let store = Store::open(db_name).await?;
-        let interrupted = if others_alive {
-            0
-        } else {
-            store.mark_interrupted_streams().await?
-        };
-        drop(opening);
-        let (defaults, settings, calibration) = load_settings(&store, &sink).await?;
+        let ((opened, defaults), persisted) = join(
+            join(open_store(db_name), load_deployment_config()),
+            Store::request_persistence(),
+        )
+        .await;
+        let (store, interrupted, presence) = opened?;
+        let (defaults, settings, calibration) = load_settings(&store, &sink, defaults).await?;
         if interrupted > 0 {
             sink(SessionEvent::Notice(format!(
                 "{interrupted} reply was cut off when the page closed; the partial text is kept and marked interrupted."
             )));
         }
-        let persisted = Store::request_persistence().await.unwrap_or(false);
+        let persisted = persisted.unwrap_or(false);
         let closed_sink = sink.clone();
         store.on_closed_by_other_tab(move || {
             closed_sink(SessionEvent::Error {
@@ -343,8 +348,23 @@ impl Session {
         conv.memory_overrides.apply(&self.settings.borrow().memory)
     }
 
-    pub async fn list_conversations(&self) -> Result<Vec<Conversation>, SessionError> {
-        Ok(self.store.list_conversations(10_000).await?)
+    /// A page of the conversation list (most recent activity first): up to `limit` conversations
+    /// after `after` (a conversation's `updated_at` and id), or from the top.
+    pub async fn list_page(
+        &self,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, SessionError> {
+        Ok(self.store.list_conversations_after(after, limit).await?)
+    }
+
+    /// The page of the list just above `before`, most recent first.
+    pub async fn list_page_before(
+        &self,
+        before: (Millis, &str),
+        limit: usize,
+    ) -> Result<Vec<Conversation>, SessionError> {
+        Ok(self.store.list_conversations_before(before, limit).await?)
     }
 
     pub async fn conversation(&self, id: &str) -> Result<Option<Conversation>, SessionError> {
@@ -489,18 +509,23 @@ impl Session {
         })
     }
 
-    pub async fn search(&self, query: &str) -> Result<Vec<SearchHit>, SessionError> {
-        Ok(self
+    /// Conversations whose title matches and messages whose text matches, from the store's term
+    /// indexes.
+    pub async fn search(&self, query: &str) -> Result<SearchResults, SessionError> {
+        let titles = self.store.search_titles(query, SEARCH_LIMIT).await?;
+        let hits = self
             .store
             .search_messages(query, SEARCH_LIMIT)
             .await?
             .into_iter()
             .map(|h| SearchHit {
                 conversation_id: h.conversation_id,
+                title: h.title,
                 message_id: h.message_id,
                 snippet: h.snippet,
             })
-            .collect())
+            .collect();
+        Ok(SearchResults { titles, hits })
     }
 
     pub async fn draft(&self, id: &str) -> Result<String, SessionError> {
@@ -724,6 +749,24 @@ pub(crate) fn transport_failure(
     }
 }
 
+/// Opens the store, one tab at a time (so one tab migrates), and marks replies left streaming as
+/// interrupted, but only when no other tab is alive (another tab may be writing them right now).
+/// Returns the store, how many replies were marked, and this tab's presence lock.
+async fn open_store(db_name: &str) -> Result<(Store, usize, sync::LockGuard), SessionError> {
+    let opening = sync::lock(&format!("memoire-open:{db_name}")).await;
+    let tabs = format!("memoire-tabs:{db_name}");
+    let others_alive = sync::held_elsewhere(&tabs).await == Some(true);
+    let presence = sync::lock_shared(&tabs).await;
+    let store = Store::open(db_name).await?;
+    let interrupted = if others_alive {
+        0
+    } else {
+        store.mark_interrupted_streams().await?
+    };
+    drop(opening);
+    Ok((store, interrupted, presence))
+}
+
 /// Fetches the deployment's optional `config.json` (next to index.html). Missing is fine; garbage
 /// is reported.
 async fn load_deployment_config() -> Result<Settings, String> {
@@ -759,8 +802,9 @@ fn from_json_value<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Opt
 async fn load_settings(
     store: &Store,
     sink: &EventSink,
+    deployment: Result<Settings, String>,
 ) -> Result<(Settings, Settings, Calibration), SessionError> {
-    let defaults = match load_deployment_config().await {
+    let defaults = match deployment {
         Ok(d) => d,
         Err(e) => {
             sink(SessionEvent::Notice(e));

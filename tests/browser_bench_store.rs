@@ -25,18 +25,20 @@ function openDb(name) {
     r.onerror = () => rej(r.error);
   });
 }
-export async function js_import(name, conv, n, content) {
+export async function js_import(name, conv, n, content, termsJson) {
+  const terms = JSON.parse(termsJson);
   const db = await openDb(name);
   const t0 = performance.now();
   await new Promise((res, rej) => {
     const tx = db.transaction(["messages"], "readwrite");
     const store = tx.objectStore("messages");
     for (let i = 0; i < n; i++) {
-      // The record the store writes on its bulk path (slim: absent fields are left out), with `add`.
+      // The record the store writes on its bulk path (slim: absent fields are left out, the search
+      // terms under the multiEntry `by_term` index), with `add`.
       store.add({
         id: conv + "-" + i, conversation_id: conv, seq: i + 1,
         role: i % 2 ? "assistant" : "user", content: content, status: "complete",
-        created_at: 1700000000000 + i,
+        created_at: 1700000000000 + i, terms,
       });
     }
     tx.oncomplete = res;
@@ -69,7 +71,13 @@ export async function js_load_last(name, conv, k) {
 "#)]
 extern "C" {
     #[wasm_bindgen(catch)]
-    async fn js_import(name: &str, conv: &str, n: u32, content: &str) -> Result<JsValue, JsValue>;
+    async fn js_import(
+        name: &str,
+        conv: &str,
+        n: u32,
+        content: &str,
+        terms_json: &str,
+    ) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch)]
     async fn js_load_last(name: &str, conv: &str, k: u32) -> Result<JsValue, JsValue>;
 }
@@ -175,7 +183,9 @@ async fn bench_store_import_and_load() {
         // Plain JS: the same records into the same schema, one transaction.
         let name = db_name("import-js", run);
         Store::open(&name).await.unwrap().close();
-        let ms = js_import(&name, "c", N as u32, &content())
+        let terms =
+            serde_json::to_string(&memoire::engine::search::index_terms(&content())).unwrap();
+        let ms = js_import(&name, "c", N as u32, &content(), &terms)
             .await
             .unwrap()
             .as_f64()

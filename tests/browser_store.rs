@@ -499,7 +499,7 @@ async fn search_is_case_insensitive_across_conversations_and_bounded() {
     s.append_message(&msg("c2", "c", Role::Assistant, "paris is lovely", 3))
         .await
         .unwrap();
-    let long = format!("{}Paris{}", "x".repeat(100), "y".repeat(100));
+    let long = format!("{} Paris {}", "x ".repeat(50), "y ".repeat(50));
     s.append_message(&msg("c2", "d", Role::User, &long, 4))
         .await
         .unwrap();
@@ -525,6 +525,124 @@ async fn search_is_case_insensitive_across_conversations_and_bounded() {
     );
     assert!(s.search_messages("zebra", 10).await.unwrap().is_empty());
     assert!(s.search_messages("  ", 10).await.unwrap().is_empty());
+    finish(s).await;
+}
+
+/// Search answers from the term indexes: word beginnings, every word of the query, titles, the hit's
+/// conversation title, and the index follows every write (append, update, rename, delete).
+#[wasm_bindgen_test]
+async fn search_reads_the_term_index_and_it_follows_every_write() {
+    let s = fresh("search-index").await;
+    for c in ["c1", "c2"] {
+        s.create_conversation(&conv(c, 1)).await.unwrap();
+    }
+    let ids = |hits: Vec<memoire::store::SearchHit>| {
+        let mut v: Vec<String> = hits.into_iter().map(|h| h.message_id).collect();
+        v.sort();
+        v
+    };
+    s.append_message(&msg("c1", "a", Role::User, "Apples grow on trees", 1))
+        .await
+        .unwrap();
+    s.append_message(&msg("c2", "b", Role::User, "Trees in autumn", 2))
+        .await
+        .unwrap();
+    assert_eq!(ids(s.search_messages("tre", 10).await.unwrap()), ["a", "b"]);
+    assert_eq!(
+        ids(s.search_messages("grow on trees", 10).await.unwrap()),
+        ["a"]
+    );
+    assert_eq!(
+        ids(s.search_messages("autumn trees", 10).await.unwrap()),
+        ["b"]
+    );
+    assert!(
+        s.search_messages("rees", 10).await.unwrap().is_empty(),
+        "word beginnings only"
+    );
+    let hit = &s.search_messages("apples", 10).await.unwrap()[0];
+    assert_eq!(
+        (hit.title.as_str(), hit.snippet.as_str()),
+        ("title c1", "Apples grow on trees")
+    );
+
+    // An edited (or streamed) message is found by its new words only.
+    s.update_message(
+        "b",
+        "Leaves in spring",
+        MessageStatus::Complete,
+        &MessageMeta::default(),
+    )
+    .await
+    .unwrap();
+    assert!(s.search_messages("autumn", 10).await.unwrap().is_empty());
+    assert_eq!(ids(s.search_messages("spring", 10).await.unwrap()), ["b"]);
+
+    // Titles: renamed conversations are found by their new title.
+    s.rename_conversation("c2", "Garden diary", 5)
+        .await
+        .unwrap();
+    let titles = |v: Vec<Conversation>| v.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(titles(s.search_titles("gard", 10).await.unwrap()), ["c2"]);
+    assert_eq!(titles(s.search_titles("title", 10).await.unwrap()), ["c1"]);
+    assert!(s
+        .search_titles("diary garden x", 10)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Deleting a conversation takes its messages out of the index.
+    s.delete_conversation("c1").await.unwrap();
+    assert!(s.search_messages("apples", 10).await.unwrap().is_empty());
+    assert!(s.search_titles("title", 10).await.unwrap().is_empty());
+    finish(s).await;
+}
+
+/// The sidebar's pages: most recent activity first, ties by id (highest first), each page after the
+/// last one's end with nothing skipped or repeated, and the page above a conversation.
+#[wasm_bindgen_test]
+async fn conversation_pages_cover_the_list_in_order() {
+    let s = fresh("pages").await;
+    // 23 conversations, several sharing an `updated_at`.
+    let mut want: Vec<(Millis, String)> = (0..23)
+        .map(|i| ((i / 3) as Millis, format!("c{i:02}")))
+        .collect();
+    for (at, id) in &want {
+        s.create_conversation(&conv(id, *at)).await.unwrap();
+    }
+    want.sort_by(|a, b| b.cmp(a));
+    let key = |c: &Conversation| (c.updated_at, c.id.clone());
+    let mut got: Vec<(Millis, String)> = Vec::new();
+    loop {
+        let after = got.last().map(|(u, id)| (*u, id.as_str()));
+        let page = s.list_conversations_after(after, 5).await.unwrap();
+        assert!(page.len() <= 5);
+        let n = page.len();
+        got.extend(page.iter().map(key));
+        if n < 5 {
+            break;
+        }
+    }
+    assert_eq!(got, want, "every conversation once, in list order");
+    // The page above the 12th: the 7th to the 11th, most recent first.
+    let (u, id) = &want[11];
+    let above: Vec<_> = s
+        .list_conversations_before((*u, id), 5)
+        .await
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert_eq!(above, want[6..11]);
+    let (u, id) = &want[2];
+    let top: Vec<_> = s
+        .list_conversations_before((*u, id), 5)
+        .await
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert_eq!(top, want[..2], "near the top: what is there");
     finish(s).await;
 }
 
@@ -888,7 +1006,17 @@ async fn legacy_v1_flat_list_becomes_one_previous_conversation_per_agent_once() 
             ("7", 1_704_164_645_000)
         );
         let log = migration_log(s.name()).await;
-        assert_eq!(log.len(), 1, "migration ran once (round {round})");
+        assert_eq!(log.len(), 2, "each migration ran once (round {round})");
+        assert!(
+            log[1].detail.starts_with("indexed 4 messages and 2 titles"),
+            "{}",
+            log[1].detail
+        );
+        assert_eq!(
+            s.search_messages("third", 5).await.unwrap().len(),
+            1,
+            "indexed"
+        );
         assert!(
             log[0]
                 .detail

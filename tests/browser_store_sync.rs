@@ -214,7 +214,11 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
         let db = v2;
         let tx = db
             .transaction_with_str_sequence_and_mode(
-                &js_sys::Array::of2(&"conversations".into(), &"settings".into()),
+                &js_sys::Array::of3(
+                    &"conversations".into(),
+                    &"settings".into(),
+                    &"messages".into(),
+                ),
                 web_sys::IdbTransactionMode::Readwrite,
             )
             .unwrap();
@@ -231,6 +235,14 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
             .unwrap()
             .put(&js_sys::JSON::parse(r#"{"key":"theme","value":"dark"}"#).unwrap())
             .unwrap();
+        let m = serde_json::json!({
+            "id": "m1", "conversation_id": "c1", "seq": 1, "role": "user",
+            "content": "An old note about Zanzibar", "status": "complete", "created_at": 1
+        });
+        tx.object_store("messages")
+            .unwrap()
+            .put(&js_sys::JSON::parse(&m.to_string()).unwrap())
+            .unwrap();
         JsFuture::from(js_sys::Promise::new(&mut |res, rej| {
             tx.set_oncomplete(Some(&res));
             tx.set_onabort(Some(&rej));
@@ -243,7 +255,7 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     let s = Store::open(&name)
         .await
         .expect("upgrade to the current version");
-    assert_eq!(schema::DB_VERSION, 3);
+    assert_eq!(schema::DB_VERSION, 4);
     let c = s
         .get_conversation("c1")
         .await
@@ -259,5 +271,17 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     assert_eq!(s.dirty_sync_docs().await.unwrap().len(), 1);
     s.set_sync_password("p").await.unwrap();
     assert_eq!(s.sync_password().await.unwrap(), "p");
+    // Schema 4's search indexes cover what was stored before them (migration 2).
+    let titles = s.search_titles("kep", 10).await.unwrap();
+    assert_eq!(
+        titles.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["c1"]
+    );
+    let hits = s.search_messages("zanzibar", 10).await.unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(
+        (hits[0].message_id.as_str(), hits[0].title.as_str()),
+        ("m1", "Kept")
+    );
     finish(s).await;
 }

@@ -600,6 +600,50 @@ fn assembly_mandatory_parts_alone_over_budget_is_reported() {
     assert_eq!(a.prompt.messages.len(), 1);
 }
 
+/// A summary too long for what the recent messages leave: shortened to its most telling sentences,
+/// beside the entities' share, instead of left out whole.
+#[test]
+fn assembly_shortens_a_summary_that_does_not_fit_whole() {
+    let facts =
+        "Ingrid lives in Trondheim. Her cat is called Zorblax. She is allergic to hazelnuts.";
+    let filler: String = (0..100)
+        .map(|i| format!(" What is the difference between soda {i} and baking powder?"))
+        .collect();
+    let s = summary(&format!("{facts}{filler}"), 30);
+    let h = history(40, 200);
+    let new = msg(41, Role::User, "next");
+    let a = run(
+        &h,
+        &new,
+        Some(&s),
+        &[entity("e", "Ingrid")],
+        &config(1100, 4),
+    );
+    assert_eq!(a.summary_dropped, None);
+    assert!(
+        a.summary_shortened,
+        "{:?} {} {:?}",
+        a.summary_dropped,
+        a.total_tokens,
+        a.sections
+            .iter()
+            .map(|s| (s.kind, s.tokens))
+            .collect::<Vec<_>>()
+    );
+    let text = &a.section(SectionKind::Summary).unwrap().text;
+    for fact in ["Trondheim", "Zorblax", "hazelnuts"] {
+        assert!(text.contains(fact), "{fact} in {text}");
+    }
+    assert!(
+        a.section(SectionKind::Entities).is_some(),
+        "the entities keep their share"
+    );
+    assert!(a.total_tokens <= a.budget_tokens);
+    // Whole when it fits.
+    let a = run(&h, &new, Some(&summary(facts, 30)), &[], &config(1100, 4));
+    assert!(!a.summary_shortened && a.summary_dropped.is_none());
+}
+
 #[test]
 fn assembly_byte_cap() {
     let h = history(20, 1000);

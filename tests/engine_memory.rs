@@ -470,6 +470,55 @@ fn names_are_names_not_sentences() {
     check_name("Ingrid", &["a person who lives far up in the cold north of Norway"], Some(("Ingrid", &[])));
 }
 
+/// The aliases an update keeps once grounded in what its request showed the model.
+fn check_grounded(read: &str, aliases: &[&str], want: &[&str]) {
+    let json = serde_json::json!({
+        "summary": "S.",
+        "entities": [{ "name": "Ingrid Valcourt", "type": "person", "aliases": aliases }]
+    });
+    let mut p = parse_reply(&json.to_string()).unwrap();
+    memoire::engine::memory::ground::ground_aliases(&mut p, read);
+    assert_eq!(p.entities[0].aliases, want, "{aliases:?} in {read:?}");
+    let dropped = aliases.len() - want.len();
+    assert_eq!(
+        p.notes
+            .iter()
+            .filter(|n| n.contains("appears nowhere"))
+            .count(),
+        dropped
+    );
+}
+
+#[rustfmt::skip]
+#[test]
+fn aliases_the_conversation_never_used_are_dropped() {
+    let read = "user: Hi! My name is Ingrid Valcourt, call me Inge. I live in Trondheim.";
+    check_grounded(read, &["Inge", "INGRID", "Ingrid V."], &["Inge", "INGRID", "Ingrid V"]);
+    // SmolLM2-135M in the recall bench: names from nowhere, alone and as a list.
+    check_grounded(read, &["Einar", "Sjøbenkarl", "Einar, Sjøbenkarl", "Inge"], &["Inge"]);
+    check_grounded(read, &["Ingrid Sjøbenkarl"], &[]);
+    check_grounded("", &["Inge"], &[]);
+}
+
+#[test]
+fn the_request_grounds_in_the_previous_summary_and_the_known_entities() {
+    let known = vec![{
+        let mut n = node("e1", "Ingrid Valcourt", EntityType::Person);
+        n.aliases = vec!["Inge".into()];
+        n
+    }];
+    let mut messages = msgs("ua");
+    messages[0].content = "I drive an old green Volvo.".into();
+    let previous = summary(1, "Her sister is Odalys.", 0);
+    let req =
+        build_update_request(Some(&previous), &messages, &known, &UpdateLimits::default()).unwrap();
+    let json = serde_json::json!({"summary": "S.", "entities": [{"name": "Ingrid Valcourt",
+        "type": "person", "aliases": ["Inge", "Odalys", "Volvo", "Einar"]}]});
+    let mut p = parse_reply(&json.to_string()).unwrap();
+    req.ground(&mut p);
+    assert_eq!(p.entities[0].aliases, ["Inge", "Odalys", "Volvo"]);
+}
+
 #[test]
 fn size_limits_cap_garbage() {
     let long_name = "N".repeat(5000);

@@ -398,6 +398,24 @@ proptest! {
     }
 
     #[test]
+    fn a_node_never_lists_a_name_twice(
+        updates in prop::collection::vec(prop::collection::vec(arb_entity(), 0..5), 1..6),
+    ) {
+        let mut g = Graph::new(base());
+        for (i, u) in updates.iter().enumerate() {
+            run(&mut g, u, NOW + i as i64);
+        }
+        for n in g.nodes() {
+            let keys: Vec<String> = std::iter::once(&n.name)
+                .chain(&n.aliases)
+                .map(|a| memoire::engine::memory::normalize::name_key(a))
+                .collect();
+            let unique: std::collections::HashSet<&String> = keys.iter().collect();
+            prop_assert_eq!(unique.len(), keys.len(), "{} aka {:?}", n.name, n.aliases);
+        }
+    }
+
+    #[test]
     fn merge_never_deletes_edges_or_nodes(update in prop::collection::vec(arb_entity(), 0..8)) {
         let before = base();
         let mut g = Graph::new(before.clone());

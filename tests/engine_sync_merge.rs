@@ -470,6 +470,18 @@ fn unreadable_or_foreign_documents_are_errors_not_deletes() {
         "does not match",
     );
     check(serde_json::json!({"_id": "m:1"}), "no _rev");
+    check(
+        serde_json::json!({"_id": "m:1", "_rev": "1-a"}),
+        "unreadable",
+    );
+    check(
+        serde_json::json!({"_id": "m:1", "_rev": "1-a", "type": "note"}),
+        "unreadable",
+    );
+    check(
+        serde_json::json!({"_id": "m:1", "_rev": "1-a", "type": 7}),
+        "unreadable",
+    );
 }
 
 #[test]

@@ -4,8 +4,9 @@
 // - Install precaches index.html and every asset it references (hashed js/wasm/css), the manifest,
 //   the icon and config.json when the deployment has one. Only relative URLs are followed, so the
 //   same dist/ works under any sub-path (the scope is the directory sw.js is served from).
-// - Navigations are network-first (a new build is picked up at once) with the cached shell as the
-//   fallback; hashed assets are cache-first; config.json is network-first.
+// - Navigations are network-first (a new build is picked up at once; navigation preload sends the
+//   request while the worker starts) with the cached shell as the fallback; hashed assets are
+//   cache-first; config.json is network-first.
 // - Requests to other origins (the agent endpoint) are never touched.
 const BUILD = "__MEMOIRE_BUILD__";
 const CACHE = `memoire-shell-${BUILD}`;
@@ -42,7 +43,8 @@ function referencedAssets(html) {
   for (const m of html.matchAll(/["'`]((?:\.\/)?[\w@./-]+\.(?:js|mjs|wasm|css))["'`]/g)) found.push(m[1]);
   return found
     .map((url) => url.split(/[?#]/)[0])
-    .filter((url) => url && url !== "sw.js" && !/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("//") && !url.startsWith("/"))
+    // config.json is optional (a deployment may have none): cached apart, below, never by addAll.
+    .filter((url) => url && url !== "sw.js" && url !== "config.json" && !/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("//") && !url.startsWith("/"))
     .map((url) => url.replace(/^\.\//, ""));
 }
 
@@ -52,6 +54,9 @@ self.addEventListener("activate", (event) => {
       for (const name of await caches.keys()) {
         if (name.startsWith("memoire-shell-") && name !== CACHE) await caches.delete(name);
       }
+      // Navigations are network-first: with navigation preload their request goes out while the
+      // worker starts, not after.
+      if (self.registration.navigationPreload) await self.registration.navigationPreload.enable();
       await self.clients.claim();
     })()
   );
@@ -66,19 +71,22 @@ self.addEventListener("fetch", (event) => {
   if (!url.pathname.startsWith(scope.pathname)) return;
   const rel = url.pathname.slice(scope.pathname.length);
   if (req.mode === "navigate") {
-    event.respondWith(networkFirst(req, "index.html"));
+    event.respondWith(networkFirst(event, "index.html", event.preloadResponse));
   } else if (rel === "config.json") {
-    event.respondWith(networkFirst(req, "config.json"));
+    event.respondWith(networkFirst(event, "config.json"));
   } else {
     event.respondWith(cacheFirst(req));
   }
 });
 
-async function networkFirst(req, fallbackKey) {
+// The network's answer (the navigation preload's when there is one) goes to the page at once; the
+// copy kept for offline is written meanwhile.
+async function networkFirst(event, fallbackKey, preloaded) {
+  const req = event.request;
   const cache = await caches.open(CACHE);
   try {
-    const res = await fetch(req);
-    if (res.ok) await cache.put(fallbackKey, res.clone());
+    const res = (await preloaded) || (await fetch(req));
+    if (res.ok) event.waitUntil(cache.put(fallbackKey, res.clone()));
     return res;
   } catch (err) {
     const hit = (await cache.match(fallbackKey)) || (await cache.match(req));

@@ -24,6 +24,7 @@
 
 use crate::engine::format::one_line;
 use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
+use crate::engine::memory::summary::shorten;
 use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Prompt,
     Protocol, WireMessage,
@@ -130,6 +131,10 @@ pub struct Assembly {
     pub truncated_message_ids: Vec<String>,
     /// Why the summary was left out, if there was one and it was.
     pub summary_dropped: Option<DropReason>,
+    /// The whole summary did not fit: its least telling sentences were left out
+    /// (`memory::summary::shorten`).
+    #[serde(default)]
+    pub summary_shortened: bool,
     /// Ranked entities that did not fit their share.
     pub entities_omitted: usize,
     pub total_tokens: u32,
@@ -189,6 +194,56 @@ impl Meter {
         self.tokens += tokens as u64;
         self.bytes = self.bytes.saturating_add(bytes);
     }
+}
+
+/// Fewer tokens than this left for a shortened summary: leave it out instead.
+const MIN_SUMMARY_TOKENS: u32 = 24;
+
+/// The summary section: the whole `text` if it fits `meter`, else the sentences
+/// [`shorten`] keeps within what is left after `reserve` tokens (the entities' share); the bool says
+/// it was shortened. Why it was left out when not even that fits.
+fn summary_section<E: TokenEstimator + ?Sized>(
+    text: &str,
+    est: &E,
+    meter: &Meter,
+    reserve: u32,
+) -> Result<(Section, bool), DropReason> {
+    let section = |text: String| {
+        let text = format!("{SUMMARY_HEADING}\n{text}");
+        Section {
+            kind: SectionKind::Summary,
+            tokens: est.estimate(&text).saturating_add(2),
+            bytes: json_len(&text) + 2,
+            text,
+            message_ids: Vec::new(),
+            entity_ids: Vec::new(),
+        }
+    };
+    let whole = section(text.to_string());
+    let Err(reason) = meter.check(whole.tokens, whole.bytes) else {
+        return Ok((whole, false));
+    };
+    let room = meter
+        .budget
+        .saturating_sub(meter.tokens + reserve as u64)
+        .min(u32::MAX as u64) as u32;
+    if room < MIN_SUMMARY_TOKENS {
+        return Err(reason);
+    }
+    // Aim by the whole text's characters per token, then tighten until it fits (a few rounds).
+    let mut chars = (text.len() as u64 * room as u64 / whole.tokens.max(1) as u64) as usize;
+    for _ in 0..8 {
+        let cut = shorten(text, chars);
+        if cut.is_empty() {
+            break;
+        }
+        let part = section(cut);
+        if part.tokens <= room && meter.check(part.tokens, part.bytes).is_ok() {
+            return Ok((part, true));
+        }
+        chars = chars * 4 / 5;
+    }
+    Err(reason)
 }
 
 /// One compact line for an entity: name, type, aliases, description, properties and its live
@@ -517,35 +572,25 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     // 2. Recent messages the summary does not cover.
     walk.walk(&mut meter, &mut recent_left, is_covered, |_| false, false);
 
-    // 3. The summary.
-    let mut summary_section = None;
-    let mut summary_dropped = None;
-    if let Some(s) = summary {
-        let text = format!("{SUMMARY_HEADING}\n{}", s.text.trim());
-        let tokens = est.estimate(&text).saturating_add(2);
-        let bytes = json_len(&text) + 2;
-        match meter.check(tokens, bytes) {
-            Ok(()) => {
-                meter.add(tokens, bytes);
-                summary_section = Some(Section {
-                    kind: SectionKind::Summary,
-                    tokens,
-                    bytes,
-                    text,
-                    message_ids: Vec::new(),
-                    entity_ids: Vec::new(),
-                });
+    // 3. The summary: whole, or its most telling sentences in what is left beside the entities' share.
+    let share = (budget as u64 * ENTITY_SHARE_PERCENT as u64 / 100) as u32;
+    let reserve = if input.entities.is_empty() { 0 } else { share };
+    let (summary_section, summary_dropped, summary_shortened) = match summary {
+        Some(s) => match summary_section(s.text.trim(), est, &meter, reserve) {
+            Ok((section, shortened)) => {
+                meter.add(section.tokens, section.bytes);
+                (Some(section), None, shortened)
             }
-            Err(reason) => summary_dropped = Some(reason),
-        }
-    }
+            Err(reason) => (None, Some(reason), false),
+        },
+        None => (None, None, false),
+    };
     let summary_in = summary_section.is_some();
 
     // 4. The rest of the last N, covered or not.
     walk.walk(&mut meter, &mut recent_left, |_| false, |_| false, false);
 
     // 5. Entities, within their share.
-    let share = (budget as u64 * ENTITY_SHARE_PERCENT as u64 / 100) as u32;
     let mut entities = EntitySection::new(input.entities, est, share, cfg.max_message_chars);
     entities.fill(est, &mut meter, share, (0..input.entities.len()).collect());
 
@@ -653,6 +698,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         dropped: walk.dropped,
         truncated_message_ids,
         summary_dropped,
+        summary_shortened,
         entities_omitted,
         total_tokens,
         total_bytes: meter.bytes,

@@ -21,6 +21,7 @@ pub mod markdown;
 pub mod memory;
 pub mod model;
 pub mod request;
+pub mod search;
 pub mod settings;
 pub mod sort;
 pub mod sync;

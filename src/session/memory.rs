@@ -164,7 +164,10 @@ impl Session {
             })
         });
         let parsed = match parsed {
-            Ok(p) => p,
+            Ok(mut p) => {
+                req.ground(&mut p);
+                p
+            }
             Err((reason, raw)) => {
                 let before = self.store.memory_failure(id).await.ok().flatten();
                 let seq = messages.iter().map(|m| m.seq).max().unwrap_or(0);

@@ -7,8 +7,8 @@
 //! checkpoint. The session's own writes reach it through [`Replication::observe`], called from
 //! `Session::emit`: the engine's `track_*` decide which document each produces.
 //!
-//! Scope of this first driver: conversations (title, overrides, deletion) and final messages.
-//! Summaries and the entity graph are not synced yet.
+//! What syncs: conversations (title, overrides, deletion), final messages, and the memory (summary
+//! versions and the entity graph, through [`memory`]).
 //!
 //! Every decision is the engine's; this module reads the clock, makes the device id, and moves
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
@@ -21,6 +21,8 @@ use js_sys::{Array, Function, Promise};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
+
+mod memory;
 
 use super::{new_id, now, sync, SessionEvent};
 use crate::engine::model::MessageStatus;
@@ -76,10 +78,13 @@ impl SyncView {
     }
 }
 
+/// How the driver reports what it changed (`Session::emit`).
+type Emit = Rc<dyn Fn(SessionEvent)>;
+
 struct Inner {
     store: Store,
     /// `Session::emit` (reports and broadcasts), set once the session exists.
-    emit: RefCell<Option<Rc<dyn Fn(SessionEvent)>>>,
+    emit: RefCell<Option<Emit>>,
     settings: RefCell<SyncSettings>,
     password: RefCell<String>,
     /// Bumped on every settings change: a running loop with an older generation stops.
@@ -204,7 +209,9 @@ impl Replication {
             return;
         }
         let relevant = match e {
-            SessionEvent::ConversationChanged(_) | SessionEvent::ConversationRemoved(_) => true,
+            SessionEvent::ConversationChanged(_)
+            | SessionEvent::ConversationRemoved(_)
+            | SessionEvent::MemoryChanged(_) => true,
             SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
                 m.status != MessageStatus::Streaming
             }
@@ -384,6 +391,9 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
                 .into_iter()
                 .collect()
         }
+        SessionEvent::MemoryChanged(id) => {
+            memory::track_memory(i, Some(id), true, &mut clock, t).await?
+        }
         _ => vec![],
     };
     if docs.is_empty() {
@@ -417,7 +427,9 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
                 docs.push(d);
             }
         }
+        docs.extend(memory::track_memory(i, Some(&c.id), false, &mut clock, now()).await?);
     }
+    docs.extend(memory::track_memory(i, None, true, &mut clock, now()).await?);
     keep_clock(i, &clock).await?;
     record(i, docs).await
 }
@@ -518,9 +530,17 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
                 }
             }
         }
-        // Summaries and the entity graph are not synced by this driver yet; messages are
-        // immutable and a message tombstone has no local record to remove.
-        _ => {}
+        // Messages are immutable: a message tombstone has no local record to remove.
+        Some(Effect::Delete {
+            kind: Kind::Message,
+            ..
+        })
+        | None => {}
+        Some(effect) => {
+            if let Some(scope) = memory::apply_memory(i, effect).await? {
+                memory::unify_scope(i, &scope).await?;
+            }
+        }
     }
     Ok(())
 }
@@ -529,8 +549,8 @@ async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
 /// Messages are appended at this device's next seq, so the merges handed out together are applied
 /// with every other document first, then messages in their writer's order (seq, then time): a
 /// batch pulled in `_changes` order (or pushed back in `_id` order) keeps the conversation's order.
-fn in_order(batch: &mut [Write]) {
-    batch.sort_by_key(|w| match w {
+fn in_order(batch: &mut Vec<Write>) {
+    crate::engine::sort::sort_by_key(batch, |w| match w {
         Write::Merge { remote, .. } => match &remote.body {
             crate::engine::sync::Body::Message(m) => (1, m.seq, m.created_at),
             _ => (0, 0, 0),

@@ -659,6 +659,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
                 SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
                 SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
                 SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
+                SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
                 _ => String::new(),
             };
             PreviewSection {

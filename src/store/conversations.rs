@@ -3,8 +3,8 @@
 //! entities in one transaction). `message_count` and `last_seq` are only ever changed by message
 //! writes, inside their own transactions, so a patch never clobbers them.
 
-use wasm_bindgen::JsValue;
-use web_sys::IdbCursorDirection;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{IdbCursorDirection, IdbCursorWithValue, IdbKeyRange};
 
 use super::error::StoreError;
 use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, to_js, Tx};
@@ -88,6 +88,81 @@ impl Store {
                 v,
                 "conversation",
             )?)?);
+        }
+        Ok(out)
+    }
+
+    /// A page of the list (most recently updated first, ties by id, highest first): up to `limit`
+    /// conversations that come after `after` (its `updated_at` and id), or from the top with `None`.
+    /// Reads only the page, through the `updated_at` index.
+    pub async fn list_conversations_after(
+        &self,
+        after: Option<(Millis, &str)>,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, StoreError> {
+        let range = match after {
+            None => JsValue::UNDEFINED,
+            Some((u, _)) => IdbKeyRange::upper_bound(&JsValue::from_f64(u as f64))
+                .map_err(js_error)?
+                .into(),
+        };
+        // Ties on `updated_at` come in descending id order: skip those at or before `after`.
+        let skip = |key: f64, id: &str| after.is_some_and(|(u, a)| key == u as f64 && id >= a);
+        self.list_page(range, IdbCursorDirection::Prev, skip, limit)
+            .await
+    }
+
+    /// The page just above `before` in the list: up to `limit` conversations that come before it
+    /// (the nearest ones), most recently updated first.
+    pub async fn list_conversations_before(
+        &self,
+        before: (Millis, &str),
+        limit: usize,
+    ) -> Result<Vec<Conversation>, StoreError> {
+        let (u, b) = before;
+        let range = IdbKeyRange::lower_bound(&JsValue::from_f64(u as f64)).map_err(js_error)?;
+        let skip = |key: f64, id: &str| key == u as f64 && id <= b;
+        let mut page = self
+            .list_page(range.into(), IdbCursorDirection::Next, skip, limit)
+            .await?;
+        page.reverse();
+        Ok(page)
+    }
+
+    async fn list_page(
+        &self,
+        range: JsValue,
+        direction: IdbCursorDirection,
+        skip: impl Fn(f64, &str) -> bool,
+        limit: usize,
+    ) -> Result<Vec<Conversation>, StoreError> {
+        let tx = self.tx(&[CONVERSATIONS], false)?;
+        let index = tx
+            .store(CONVERSATIONS)?
+            .index(BY_UPDATED)
+            .map_err(js_error)?;
+        let req = index
+            .open_cursor_with_range_and_direction(&range, direction)
+            .map_err(js_error)?;
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let c = request(&req).await?;
+            if c.is_null() || c.is_undefined() {
+                break;
+            }
+            let cursor: IdbCursorWithValue = c.unchecked_into();
+            let key = cursor.key().map_err(js_error)?.as_f64().unwrap_or(f64::NAN);
+            let id = cursor.primary_key().map_err(js_error)?.as_string();
+            if !skip(key, id.as_deref().unwrap_or_default()) {
+                let rec = from_js::<ConversationRecord>(
+                    cursor.value().map_err(js_error)?,
+                    "conversation",
+                )?;
+                out.push(Conversation::try_from(rec)?);
+            }
+            if out.len() < limit {
+                cursor.continue_().map_err(js_error)?;
+            }
         }
         Ok(out)
     }

@@ -1,7 +1,8 @@
 //! Messages: idempotent append with seq assigned in the same readwrite transaction that bumps the
 //! conversation's counters, bounded reads through the `[conversation_id, seq]` index (last K, page
 //! before a seq, everything after a seq), the bulk record path ([`add_all`]) that imports write
-//! through, crash recovery of `streaming` messages, and a bounded text search.
+//! through, crash recovery of `streaming` messages, and the snippet around a search match (`search.rs`
+//! finds the matches).
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,16 +30,6 @@ pub struct AppendOutcome {
     pub inserted: bool,
 }
 
-/// One search result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchHit {
-    pub conversation_id: String,
-    pub message_id: String,
-    pub seq: u64,
-    /// Up to ~40 characters either side of the first match, with `…` where cut.
-    pub snippet: String,
-}
-
 /// A [`MessageRecord`] as the bulk paths write it: borrowed from the [`Message`] and slim: empty
 /// `tool_calls` and absent optional fields are left out instead of being written as `[]`/`null`
 /// (reading fills them in with `#[serde(default)]`). Fewer properties make each structured clone,
@@ -64,6 +55,8 @@ struct BulkMessage<'a> {
     model: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     streaming: Option<u8>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    terms: Vec<String>,
 }
 
 impl<'a> BulkMessage<'a> {
@@ -95,6 +88,7 @@ impl<'a> BulkMessage<'a> {
             path: meta.path.map(|p| p.as_str()),
             model: meta.model.as_deref(),
             streaming: streaming_marker(m.status),
+            terms: crate::engine::search::index_terms(&m.content),
         }
     }
 }
@@ -427,58 +421,5 @@ impl Store {
         }
         tx.done().await?;
         Ok(n)
-    }
-
-    /// Case-insensitive search of message text across all conversations; at most `limit` hits.
-    /// Reads the messages store in chunks of 500 (one short read transaction each, so writers are
-    /// never held up) and stops as soon as `limit` hits are found.
-    pub async fn search_messages(
-        &self,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<SearchHit>, StoreError> {
-        const CHUNK: u32 = 500;
-        let q = query.trim().to_lowercase();
-        let mut hits = Vec::new();
-        if q.is_empty() || limit == 0 {
-            return Ok(hits);
-        }
-        let mut after: Option<String> = None;
-        loop {
-            let tx = self.tx(&[MESSAGES], false)?;
-            let store = tx.store(MESSAGES)?;
-            let range: JsValue = match &after {
-                None => JsValue::UNDEFINED,
-                Some(k) => IdbKeyRange::lower_bound_with_open(&JsValue::from_str(k), true)
-                    .map_err(js_error)?
-                    .into(),
-            };
-            let chunk: Array = request(
-                &store
-                    .get_all_with_key_and_limit(&range, CHUNK)
-                    .map_err(js_error)?,
-            )
-            .await?
-            .into();
-            let n = chunk.length();
-            for v in chunk.iter() {
-                let rec: MessageRecord = from_js(v, "message")?;
-                if let Some(snippet) = snippet_for(&rec.content, &q, 40) {
-                    hits.push(SearchHit {
-                        conversation_id: rec.conversation_id.clone(),
-                        message_id: rec.id.clone(),
-                        seq: rec.seq,
-                        snippet,
-                    });
-                    if hits.len() >= limit {
-                        return Ok(hits);
-                    }
-                }
-                after = Some(rec.id);
-            }
-            if n < CHUNK {
-                return Ok(hits);
-            }
-        }
     }
 }

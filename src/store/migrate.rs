@@ -7,6 +7,11 @@
 //! schema upgrade; records like `{id, agent_id, role, content, timestamp}`) into one
 //! "Previous conversation" per source (`agent_id`). Records it cannot read are left in
 //! `legacy_messages` (never deleted) and counted in the log.
+//!
+//! Migration 2 gives the messages and conversations stored before schema 4 their search terms
+//! (`terms`, `title_terms`: `engine::search::index_terms`), so the `by_term` and `by_title_term`
+//! indexes cover them; it reads the messages in chunks of 1,000 inside its one transaction. A record
+//! it cannot read is left as it is (and counted).
 
 use std::collections::BTreeMap;
 
@@ -34,12 +39,16 @@ pub struct MigrationRecord {
 /// Title of the conversations made from legacy messages.
 pub const LEGACY_TITLE: &str = "Previous conversation";
 
-const MIGRATIONS: &[(u32, &str)] = &[(1, "import legacy flat message list")];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, "import legacy flat message list"),
+    (2, "index the search terms of stored messages and titles"),
+];
 
 pub(crate) async fn run(store: &Store) -> Result<(), StoreError> {
     for &(number, name) in MIGRATIONS {
         match number {
             1 => import_legacy(store, number, name).await?,
+            2 => index_search_terms(store, number, name).await?,
             _ => unreachable_migration(number)?,
         }
     }
@@ -194,6 +203,7 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
                 path: None,
                 model: None,
                 streaming: None,
+                terms: crate::engine::search::index_terms(&m.content),
             };
             messages.put(&to_js(&rec)?).map_err(super::idb::js_error)?;
             legacy.delete(&m.key).map_err(super::idb::js_error)?;
@@ -211,6 +221,7 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
             remote_handle: None,
             last_path: None,
             overrides: OverridesRecord::default(),
+            title_terms: crate::engine::search::index_terms(LEGACY_TITLE),
         };
         conversations
             .put(&to_js(&conv)?)
@@ -223,6 +234,88 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
         applied_at: js_sys::Date::now() as Millis,
         detail: format!(
             "imported {imported} messages into {n_conv} conversations; {unreadable} unreadable records kept in {LEGACY_MESSAGES}"
+        ),
+    };
+    meta.put(&to_js(&record)?).map_err(super::idb::js_error)?;
+    tx.done().await
+}
+
+/// True when migration `key` is recorded in `meta` (read inside the migration's own transaction).
+async fn applied(meta: &web_sys::IdbObjectStore, key: &str) -> Result<bool, StoreError> {
+    let done = request(
+        &meta
+            .get(&JsValue::from_str(key))
+            .map_err(super::idb::js_error)?,
+    )
+    .await?;
+    Ok(!done.is_undefined())
+}
+
+async fn index_search_terms(store: &Store, number: u32, name: &str) -> Result<(), StoreError> {
+    use crate::engine::search::index_terms;
+    const CHUNK: u32 = 1000;
+    let tx = store.tx(&[META, MESSAGES, CONVERSATIONS], true)?;
+    let meta = tx.store(META)?;
+    let key = meta_key(number);
+    if applied(&meta, &key).await? {
+        return tx.done().await;
+    }
+    let (mut indexed, mut unreadable) = (0usize, 0usize);
+    let conversations = tx.store(CONVERSATIONS)?;
+    let all: js_sys::Array = request(&conversations.get_all().map_err(super::idb::js_error)?)
+        .await?
+        .into();
+    for v in all.iter() {
+        match super::idb::from_js::<ConversationRecord>(v, "conversation") {
+            Ok(mut rec) => {
+                rec.title_terms = index_terms(&rec.title);
+                conversations
+                    .put(&to_js(&rec)?)
+                    .map_err(super::idb::js_error)?;
+            }
+            Err(_) => unreadable += 1,
+        }
+    }
+    let messages = tx.store(MESSAGES)?;
+    let mut after: Option<JsValue> = None;
+    loop {
+        let range: JsValue = match &after {
+            None => JsValue::UNDEFINED,
+            Some(k) => web_sys::IdbKeyRange::lower_bound_with_open(k, true)
+                .map_err(super::idb::js_error)?
+                .into(),
+        };
+        let keys_req = messages
+            .get_all_keys_with_key_and_limit(&range, CHUNK)
+            .map_err(super::idb::js_error)?;
+        let vals_req = messages
+            .get_all_with_key_and_limit(&range, CHUNK)
+            .map_err(super::idb::js_error)?;
+        let keys: js_sys::Array = request(&keys_req).await?.into();
+        let vals: js_sys::Array = request(&vals_req).await?.into();
+        for v in vals.iter() {
+            match super::idb::from_js::<MessageRecord>(v, "message") {
+                Ok(mut rec) => {
+                    rec.terms = index_terms(&rec.content);
+                    messages.put(&to_js(&rec)?).map_err(super::idb::js_error)?;
+                    indexed += 1;
+                }
+                Err(_) => unreadable += 1,
+            }
+        }
+        if keys.length() < CHUNK {
+            break;
+        }
+        after = Some(keys.get(keys.length() - 1));
+    }
+    let record = MigrationRecord {
+        key,
+        number,
+        name: name.to_string(),
+        applied_at: js_sys::Date::now() as Millis,
+        detail: format!(
+            "indexed {indexed} messages and {} titles; {unreadable} unreadable records left as they were",
+            all.length()
         ),
     };
     meta.put(&to_js(&record)?).map_err(super::idb::js_error)?;

@@ -32,6 +32,7 @@ mod migrate;
 mod quota;
 pub mod records;
 pub mod schema;
+mod search;
 mod settings;
 mod sync_docs;
 mod turns;
@@ -46,9 +47,10 @@ use web_sys::{Event, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbVersionChange
 
 pub use conversations::ConversationPatch;
 pub use error::StoreError;
-pub use messages::{AppendOutcome, SearchHit};
+pub use messages::AppendOutcome;
 pub use migrate::MigrationRecord;
 pub use quota::StorageUsage;
+pub use search::SearchHit;
 pub use sync_docs::{SyncSettings, SyncState, SyncedDoc};
 
 use idb::{dom_error, js_error, request, Tx};

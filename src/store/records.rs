@@ -14,6 +14,7 @@ use crate::engine::model::{
     MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, Relationship, RemoteHandle, Role,
     ToolCall, TurnPath, Usage,
 };
+use crate::engine::search::index_terms;
 
 /// Scope key of entities shared by every conversation (conversation ids never start with NUL).
 pub const SHARED_SCOPE: &str = "\u{0}shared";
@@ -64,6 +65,10 @@ pub struct ConversationRecord {
     pub last_path: Option<String>,
     #[serde(default)]
     pub overrides: OverridesRecord,
+    /// The title's search terms (`engine::search::index_terms`), under the `by_title_term`
+    /// multiEntry index; derived from `title` on every write, never read back into the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub title_terms: Vec<String>,
 }
 
 fn format_str(f: HistoryFormat) -> &'static str {
@@ -136,6 +141,7 @@ impl From<&Conversation> for ConversationRecord {
                 model: model.clone(),
                 system_prompt: system_prompt.clone(),
             },
+            title_terms: index_terms(title),
         }
     }
 }
@@ -236,6 +242,10 @@ pub struct MessageRecord {
     /// sparse (IndexedDB skips records without the key), so finished messages cost no index entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<u8>,
+    /// The content's search terms (`engine::search::index_terms`), under the `by_term` multiEntry
+    /// index; derived from `content` on every write, never read back into the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<String>,
 }
 
 /// The sparse-index marker for a status.
@@ -302,6 +312,7 @@ impl From<&Message> for MessageRecord {
             path: path.map(|p| p.as_str().to_string()),
             model: model.clone(),
             streaming: streaming_marker(*status),
+            terms: index_terms(content),
         }
     }
 }

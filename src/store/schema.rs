@@ -6,7 +6,10 @@
 //! 2 = the chat schema. On 1 -> 2 the legacy `messages` store is renamed `legacy_messages` (keeping its
 //! data untouched) and the new stores are created. 3 = adds `sync_docs` (the synced documents, with a
 //! sparse `by_dirty` index) and `sync_state` (device, clock, checkpoint, sync config, password); 2 -> 3
-//! only creates them.
+//! only creates them. 4 = the search index: multiEntry indexes `by_term` on `messages.terms` and
+//! `by_title_term` on `conversations.title_terms` (an inverted index the browser keeps up to date on
+//! every write); 3 -> 4 only creates them, and migration 2 (`migrate.rs`) fills the terms of the
+//! records stored before.
 
 use js_sys::Array;
 use wasm_bindgen::JsValue;
@@ -16,7 +19,7 @@ use super::error::StoreError;
 use super::idb::js_error;
 
 /// The IndexedDB version this code writes.
-pub const DB_VERSION: u32 = 3;
+pub const DB_VERSION: u32 = 4;
 
 pub const CONVERSATIONS: &str = "conversations";
 pub const MESSAGES: &str = "messages";
@@ -34,6 +37,10 @@ pub const BY_DIRTY: &str = "by_dirty";
 
 /// `conversations` index on `updated_at` (listing most recent first).
 pub const BY_UPDATED: &str = "by_updated_at";
+/// multiEntry `messages` index on `terms` (each message under every word of its content).
+pub const BY_TERM: &str = "by_term";
+/// multiEntry `conversations` index on `title_terms` (each conversation under every word of its title).
+pub const BY_TITLE_TERM: &str = "by_title_term";
 /// `messages` index on `[conversation_id, seq]` (bounded range reads).
 pub const BY_CONV_SEQ: &str = "by_conversation_seq";
 /// Sparse `messages` index on `streaming` (present only while a reply streams): finds the streams a
@@ -122,5 +129,25 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Resul
         db.create_object_store_with_optional_parameters(SYNC_STATE, &key_path_str("key"))
             .map_err(js_error)?;
     }
+    multi_entry_index(tx, MESSAGES, BY_TERM, "terms")?;
+    multi_entry_index(tx, CONVERSATIONS, BY_TITLE_TERM, "title_terms")?;
+    Ok(())
+}
+
+/// Creates the multiEntry index `name` on `store.key_path` unless it exists.
+fn multi_entry_index(
+    tx: &IdbTransaction,
+    store: &str,
+    name: &str,
+    key_path: &str,
+) -> Result<(), StoreError> {
+    let s = tx.object_store(store).map_err(js_error)?;
+    if s.index_names().contains(name) {
+        return Ok(());
+    }
+    let p = IdbIndexParameters::new();
+    p.set_multi_entry(true);
+    s.create_index_with_str_and_optional_parameters(name, key_path, &p)
+        .map_err(js_error)?;
     Ok(())
 }

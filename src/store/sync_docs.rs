@@ -48,7 +48,7 @@ impl SyncDocRecord {
     }
 
     fn into_doc(self) -> Result<SyncedDoc, StoreError> {
-        let body: Body = serde_json::from_value(self.body).map_err(|e| StoreError::BadRecord {
+        let body = Body::from_value(self.body).map_err(|e| StoreError::BadRecord {
             what: "sync document",
             detail: format!("{}: {e}", self.id),
         })?;

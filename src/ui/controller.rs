@@ -7,7 +7,9 @@ use crate::engine::model::{EntityNode, MemoryOverrides, MessageStatus};
 use crate::engine::settings::Settings;
 use crate::session::{ErrorKind, ImportStep, Session, SessionError};
 use crate::ui::behaviour::save_file;
-use crate::ui::state::{AppState, ImportState, MemoryView, MessageItem, ModelList};
+use crate::ui::state::{
+    AppState, ImportState, ListWindow, MemoryView, MessageItem, ModelList, LIST_CAP,
+};
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -19,6 +21,9 @@ pub const PAGE: usize = 60;
 /// Most messages mounted at once: scrolling further unmounts pages at the other end, so even
 /// 10,000 messages keep a small DOM.
 pub const MOUNT_CAP: usize = 4 * PAGE;
+
+/// Conversations read per page of the sidebar's list.
+pub const LIST_PAGE: usize = 30;
 
 /// An action's future, boxed: one non-generic spawn and error path shared by every action, instead of
 /// a copy of both per call site of [`Controller::run`] (wasm bytes).
@@ -103,9 +108,20 @@ impl Controller {
         st.ready.set(true);
         let ctl = *self;
         self.run(move |s, st| async move {
-            let list = s.list_conversations().await?;
-            let reopen = conversation_to_reopen(route().as_deref(), last_open().as_deref(), |id| {
-                list.iter().any(|c| c.id == id)
+            // Only the first page of the list is read: a library of 10,000 opens like an empty one.
+            let list = s.list_page(None, LIST_PAGE).await?;
+            let last = match last_open() {
+                Some(id) if !list.iter().any(|c| c.id == id) => {
+                    s.conversation(&id).await?.map(|c| c.id)
+                }
+                other => other,
+            };
+            let reopen = conversation_to_reopen(route().as_deref(), last.as_deref(), |id| {
+                list.iter().any(|c| c.id == id) || last.as_deref() == Some(id)
+            });
+            st.list_window.set(ListWindow {
+                more_below: list.len() == LIST_PAGE,
+                ..ListWindow::default()
             });
             st.conversations.set(list);
             match reopen {
@@ -115,6 +131,7 @@ impl Controller {
                     ctl.refresh_preview();
                 }
             }
+            announce_first_screen();
             Ok(())
         });
         self.refresh_storage();
@@ -155,7 +172,15 @@ impl Controller {
             ctl.load_draft(id.clone());
         }
         st.focus_message.set(focus.clone());
+        // Kept apart from the sidebar's window, which may scroll it away (or never held it).
+        st.opened.set(
+            st.conversations
+                .with_untracked(|l| l.iter().find(|c| c.id == id).cloned()),
+        );
         self.run(move |s, st| async move {
+            if st.opened.with_untracked(|o| o.is_none()) {
+                st.opened.set(s.conversation(&id).await?);
+            }
             st.loading_messages.set(true);
             let page = s.load_page(&id, None, PAGE, focus.as_deref()).await;
             st.loading_messages.set(false);
@@ -496,13 +521,91 @@ impl Controller {
         self.state.search_query.set(query.clone());
         if query.trim().is_empty() {
             self.state.search_hits.set(Vec::new());
+            self.state.search_titles.set(Vec::new());
             return;
         }
         self.run(move |s, st| async move {
-            let hits = s.search(&query).await?;
+            let found = s.search(&query).await?;
             if st.search_query.get_untracked() == query {
-                st.search_hits.set(hits);
+                st.search_titles.set(found.titles);
+                st.search_hits.set(found.hits);
             }
+            Ok(())
+        });
+    }
+
+    /// Scrolled near the end of the sidebar's window: reads the next page of the list, and unmounts
+    /// the top of the window past [`LIST_CAP`].
+    pub fn list_more(&self) {
+        let w = self.state.list_window.get_untracked();
+        let last = self
+            .state
+            .conversations
+            .with_untracked(|l| l.last().map(|c| (c.updated_at, c.id.clone())));
+        if w.loading || !w.more_below {
+            return;
+        }
+        self.state.list_window.update(|w| w.loading = true);
+        self.run(move |s, st| async move {
+            let after = last.as_ref().map(|(u, id)| (*u, id.as_str()));
+            let page = s.list_page(after, LIST_PAGE).await;
+            st.list_window.update(|w| w.loading = false);
+            let page = page?;
+            let mut dropped = 0;
+            st.conversations.update(|l| {
+                l.extend(
+                    page.iter()
+                        .filter(|c| !l.iter().any(|x| x.id == c.id))
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                );
+                dropped = l.len().saturating_sub(LIST_CAP);
+                l.drain(..dropped);
+            });
+            st.list_window.update(|w| {
+                w.above += dropped;
+                w.more_below = page.len() == LIST_PAGE;
+            });
+            Ok(())
+        });
+    }
+
+    /// Scrolled near the top of the sidebar's window while conversations are above it: reads the
+    /// page above, and unmounts the bottom of the window past [`LIST_CAP`].
+    pub fn list_less(&self) {
+        let w = self.state.list_window.get_untracked();
+        let first = self
+            .state
+            .conversations
+            .with_untracked(|l| l.first().map(|c| (c.updated_at, c.id.clone())));
+        let (Some((u, id)), false, true) = (first, w.loading, w.above > 0) else {
+            return;
+        };
+        self.state.list_window.update(|w| w.loading = true);
+        self.run(move |s, st| async move {
+            let page = s.list_page_before((u, &id), LIST_PAGE).await;
+            st.list_window.update(|w| w.loading = false);
+            let page = page?;
+            let mut dropped = 0;
+            st.conversations.update(|l| {
+                let mut next: Vec<_> = page
+                    .iter()
+                    .filter(|c| !l.iter().any(|x| x.id == c.id))
+                    .cloned()
+                    .collect();
+                next.append(l);
+                dropped = next.len().saturating_sub(LIST_CAP);
+                next.truncate(LIST_CAP);
+                *l = next;
+            });
+            st.list_window.update(|w| {
+                w.above = if page.len() < LIST_PAGE {
+                    0
+                } else {
+                    w.above.saturating_sub(page.len())
+                };
+                w.more_below |= dropped > 0;
+            });
             Ok(())
         });
     }
@@ -730,4 +833,15 @@ pub fn route() -> Option<String> {
     let id = hash.strip_prefix("#/c/")?;
     let id = js_sys::decode_uri_component(id).ok()?.as_string()?;
     (!id.is_empty()).then_some(id)
+}
+
+/// Tells the page that the first screen (composer and conversation list) is there: index.html
+/// registers the service worker then, so its precaching download does not compete with the start.
+fn announce_first_screen() {
+    if let (Some(w), Ok(e)) = (
+        web_sys::window(),
+        web_sys::Event::new("memoire-first-screen"),
+    ) {
+        let _ = w.dispatch_event(&e);
+    }
 }

@@ -117,17 +117,54 @@ fn use_theme() -> RwSignal<String> {
     theme
 }
 
+/// How close (px) to either end of the mounted rows a scroll reads the next page.
+const LIST_MARGIN_PX: f64 = 400.0;
+
+/// The list, windowed: only the conversations of `list_window` are mounted, a spacer stands for
+/// those above it, and scrolling near either end reads the next page (the controller unmounts the
+/// other end past its cap).
 #[component]
 fn ConversationList() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let list = NodeRef::<leptos::html::Ul>::new();
+    // The height of one row (with its margin), measured from the mounted rows.
+    let row_px = RwSignal::new(52.0f64);
+    let spacer = move || st.list_window.get().above as f64 * row_px.get();
+    let check = move || {
+        let Some(el) = list.get_untracked() else {
+            return;
+        };
+        if let Some(h) = row_height(&el, st.conversations.with_untracked(Vec::len)) {
+            if (h - row_px.get_untracked()).abs() > 0.5 {
+                row_px.set(h);
+            }
+        }
+        let top = el.scroll_top();
+        let bottom = top + el.client_height() as f64;
+        if bottom > el.scroll_height() as f64 - LIST_MARGIN_PX {
+            ctl.list_more();
+        } else if top < untrack(spacer) + LIST_MARGIN_PX {
+            ctl.list_less();
+        }
+    };
+    // After each page is drawn, look again: the rows may still not reach past the screen (a tall
+    // screen, or the view still on the spacer after a jump up).
+    Effect::new(move |_| {
+        st.conversations.track();
+        st.list_window.track();
+        request_animation_frame(check);
+    });
+    let on_scroll = move |_| check();
     view! {
-        <ul class="conversation-list" data-testid="conversation-list" role="list">
+        <ul class="conversation-list" data-testid="conversation-list" role="list" node_ref=list on:scroll=on_scroll>
             <Show when=move || st.ready.get() && st.conversations.with(|l| l.is_empty())>
                 <li class="empty">"No conversations yet. Start one with “+ New” or just type a message."</li>
             </Show>
             <Show when=move || !st.ready.get()>
                 <li class="empty"><span class="spinner" aria-hidden="true"></span>" Opening your conversations…"</li>
             </Show>
+            <li class="list-spacer" aria-hidden="true" style:height=move || format!("{}px", spacer())></li>
             <For
                 each=move || st.conversations.get()
                 key=|c| (c.id.clone(), c.updated_at, c.title.clone(), c.message_count, c.last_path, c.remote_handle.as_ref().map(|h| (h.id.clone(), h.dead)))
@@ -137,6 +174,22 @@ fn ConversationList() -> impl IntoView {
             </For>
         </ul>
     }
+}
+
+/// The distance between the first and the last of `n` mounted rows, per row (`None` below two).
+fn row_height(list: &web_sys::HtmlUListElement, n: usize) -> Option<f64> {
+    use wasm_bindgen::JsCast;
+    let top = |e: Option<web_sys::Element>| {
+        e.and_then(|r| r.dyn_into::<web_sys::HtmlElement>().ok())
+            .map(|r| r.offset_top() as f64)
+    };
+    let first = list
+        .query_selector(".list-spacer")
+        .ok()
+        .flatten()
+        .and_then(|s| s.next_element_sibling());
+    let (first, last) = (top(first)?, top(list.last_element_child())?);
+    (n >= 2).then(|| (last - first) / (n - 1) as f64)
 }
 
 #[component]
@@ -317,15 +370,7 @@ fn distinct_hits(hits: &[SearchHit]) -> Vec<SearchHit> {
 #[component]
 fn SearchResults() -> impl IntoView {
     let st = expect_context::<Controller>().state;
-    let title_hits = move || {
-        let q = st.search_query.get().to_lowercase();
-        st.conversations.with(|l| {
-            l.iter()
-                .filter(|c| c.title.to_lowercase().contains(q.trim()))
-                .cloned()
-                .collect::<Vec<_>>()
-        })
-    };
+    let title_hits = move || st.search_titles.get();
     view! {
         <ul class="conversation-list search-results" data-testid="search-results" role="list" aria-label="Search results">
             <For each=title_hits key=|c| c.id.clone() let:conv>
@@ -351,12 +396,7 @@ fn SearchHitRow(
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
     let query = st.search_query.get_untracked();
-    let title = st.conversations.with_untracked(|l| {
-        l.iter()
-            .find(|c| c.id == hit.conversation_id)
-            .map(|c| c.title.clone())
-            .unwrap_or_default()
-    });
+    let title = hit.title.clone();
     let snippet = snippet_words(&hit.snippet, &query);
     let runs = highlight(&snippet, &query);
     let (conv, msg) = (hit.conversation_id.clone(), hit.message_id.clone());

@@ -80,12 +80,33 @@ pub enum ImportState {
     Preview(PreparedImport),
 }
 
+/// Most conversations mounted in the sidebar at once (what is on screen plus a margin; the
+/// controller reads the list a page of a third of this at a time).
+pub const LIST_CAP: usize = 90;
+
+/// Where the sidebar's window of the conversation list sits in the whole list (most recent first):
+/// only the window is read and mounted; scrolling moves it a page at a time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ListWindow {
+    /// Conversations above the window (unmounted after scrolling down).
+    pub above: usize,
+    /// More conversations exist below the window.
+    pub more_below: bool,
+    /// A page is being read.
+    pub loading: bool,
+}
+
 /// Every signal of the app. `Copy`, provided as context.
 #[derive(Clone, Copy)]
 pub struct AppState {
     /// False until the database is open.
     pub ready: RwSignal<bool>,
+    /// The sidebar's window of the conversation list, most recent first.
     pub conversations: RwSignal<Vec<Conversation>>,
+    pub list_window: RwSignal<ListWindow>,
+    /// The open conversation's record when the window does not hold it (opened from a search or
+    /// the address of an old conversation).
+    pub opened: RwSignal<Option<Conversation>>,
     pub current: RwSignal<Option<String>>,
     /// The mounted window of the open conversation's messages, oldest first.
     pub messages: RwSignal<Vec<MessageItem>>,
@@ -108,6 +129,8 @@ pub struct AppState {
     pub notice: RwSignal<Option<String>>,
     pub search_query: RwSignal<String>,
     pub search_hits: RwSignal<Vec<SearchHit>>,
+    /// Conversations whose title matches the search.
+    pub search_titles: RwSignal<Vec<Conversation>>,
     pub online: RwSignal<bool>,
     pub storage: RwSignal<Option<StorageInfo>>,
     /// Memory pane shown on narrow screens.
@@ -137,6 +160,8 @@ impl AppState {
         AppState {
             ready: RwSignal::new(false),
             conversations: RwSignal::new(Vec::new()),
+            list_window: RwSignal::new(ListWindow::default()),
+            opened: RwSignal::new(None),
             current: RwSignal::new(None),
             messages: RwSignal::new(Vec::new()),
             has_older: RwSignal::new(false),
@@ -152,6 +177,7 @@ impl AppState {
             notice: RwSignal::new(None),
             search_query: RwSignal::new(String::new()),
             search_hits: RwSignal::new(Vec::new()),
+            search_titles: RwSignal::new(Vec::new()),
             online: RwSignal::new(true),
             storage: RwSignal::new(None),
             memory_open: RwSignal::new(false),
@@ -193,13 +219,10 @@ impl AppState {
 
     /// The memory settings in force for the open conversation (its overrides on the global ones).
     pub fn memory_config(&self) -> crate::engine::model::MemoryConfig {
-        let cur = self.current.get();
-        let overrides = self.conversations.with(|l| {
-            l.iter()
-                .find(|c| Some(&c.id) == cur.as_ref())
-                .map(|c| c.memory_overrides.clone())
-                .unwrap_or_default()
-        });
+        let overrides = self
+            .current_conversation()
+            .map(|c| c.memory_overrides)
+            .unwrap_or_default();
         self.settings.with(|s| overrides.apply(&s.memory))
     }
 
@@ -208,11 +231,12 @@ impl AppState {
         untrack(|| self.current_conversation())
     }
 
-    /// The open conversation, as the list has it.
+    /// The open conversation, as the list (or, outside its window, `opened`) has it.
     pub fn current_conversation(&self) -> Option<Conversation> {
         let cur = self.current.get()?;
         self.conversations
             .with(|l| l.iter().find(|c| c.id == cur).cloned())
+            .or_else(|| self.opened.get().filter(|c| c.id == cur))
     }
 
     pub fn is_current(&self, conversation_id: &str) -> bool {
@@ -242,15 +266,32 @@ impl AppState {
         });
     }
 
+    /// A changed (or new) conversation: in the window where its activity puts it, unless that is
+    /// above or below the window (then the page that holds it is read when scrolled to).
     fn upsert_conversation(&self, c: Conversation) {
+        if self
+            .opened
+            .with_untracked(|o| o.as_ref().is_some_and(|o| o.id == c.id))
+        {
+            self.opened.set(Some(c.clone()));
+        }
+        let w = self.list_window.get_untracked();
         self.conversations.update(|list| {
             list.retain(|x| x.id != c.id);
             let at = list
                 .iter()
-                .position(|x| x.updated_at <= c.updated_at)
+                .position(|x| (x.updated_at, &x.id) <= (c.updated_at, &c.id))
                 .unwrap_or(list.len());
-            list.insert(at, c);
+            let outside = (at == 0 && w.above > 0) || (at == list.len() && w.more_below);
+            if !outside {
+                list.insert(at, c);
+            }
+            // An import reports thousands of conversations: the window keeps its cap.
+            list.truncate(LIST_CAP);
         });
+        if self.conversations.with_untracked(Vec::len) == LIST_CAP {
+            self.list_window.update(|w| w.more_below = true);
+        }
     }
 
     /// Mounts `page` as the open conversation's window. Messages already mounted keep their view
@@ -405,6 +446,7 @@ impl EventApplier {
             }
             SessionEvent::ConversationRemoved(id) => {
                 s.conversations.update(|l| l.retain(|c| c.id != id));
+                s.search_titles.update(|l| l.retain(|c| c.id != id));
                 // Deleted here or in another tab while open: close it rather than show a ghost.
                 if s.is_current(&id) {
                     s.show_conversation(None);

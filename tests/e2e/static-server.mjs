@@ -1,10 +1,13 @@
 // A plain static file server for the built app (dist/), like any static host: at `/` or under a
 // sub-path, correct MIME types (application/wasm for streaming compilation), `Cache-Control: no-store`
-// so no test sees a stale file, and an offline switch that refuses every request.
+// so no test sees a stale file, and an offline switch that refuses every request. With `brotli: true`
+// it answers `Accept-Encoding: br` as a host does: a precompressed `<file>.br` next to the file when
+// there is one, else the file compressed once (quality 11) and kept in memory.
 
 import http from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
+import { brotliCompressSync, constants as zlib } from 'node:zlib';
 
 const MIME_TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -30,8 +33,9 @@ export function mimeType(name) {
 /**
  * Serves `root` on 127.0.0.1 at a random port.
  * @param {string} root            directory to serve (e.g. the built dist/)
- * @param {{basePath?: string, overrides?: Record<string, string|Buffer>}} [options]
+ * @param {{basePath?: string, brotli?: boolean, overrides?: Record<string, string|Buffer>}} [options]
  *   basePath: mount point such as '/some/sub/path/' (default '/');
+ *   brotli: answer `Accept-Encoding: br` with brotli (default false: every body as it is on disk);
  *   overrides: files served instead of (or in addition to) the disk, by path relative to root, e.g. {'config.json': '...'}
  * @returns {Promise<StaticServer>}
  */
@@ -40,6 +44,7 @@ export async function startStaticServer(root, options = {}) {
     root: resolve(root),
     basePath: normalizeBase(options.basePath ?? '/'),
     overrides: { ...options.overrides },
+    brotli: options.brotli === true,
     offline: false,
     requests: [],
   };
@@ -81,8 +86,44 @@ async function serve(state, req, res) {
   const relative = path.slice(state.basePath.length) || 'index.html';
   const body = await loadFile(state, relative.endsWith('/') ? `${relative}index.html` : relative);
   if (body === null) return sendText(res, 404, 'Not Found');
-  res.writeHead(200, { 'Content-Type': mimeType(body.name), 'Content-Length': body.bytes.length, 'Cache-Control': 'no-store' });
-  res.end(req.method === 'HEAD' ? undefined : body.bytes);
+  const headers = { 'Content-Type': mimeType(body.name), 'Cache-Control': 'no-store' };
+  let bytes = body.bytes;
+  if (state.brotli) {
+    headers.Vary = 'Accept-Encoding';
+    if (acceptsBrotli(req.headers['accept-encoding'])) {
+      bytes = await brotliOf(body);
+      headers['Content-Encoding'] = 'br';
+    }
+  }
+  headers['Content-Length'] = bytes.length;
+  res.writeHead(200, headers);
+  res.end(req.method === 'HEAD' ? undefined : bytes);
+}
+
+/** Whether an Accept-Encoding header takes `br` (and does not refuse it with q=0). */
+export function acceptsBrotli(header = '') {
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return coding.trim() === 'br' && (q === undefined || Number(q.slice(2)) > 0);
+  });
+}
+
+// Compressed bodies by file path, size and mtime: each file is compressed once per process.
+const BROTLI_CACHE = new Map();
+
+/** The brotli body of a loaded file: `<file>.br` when it exists beside it, else compressed here. */
+async function brotliOf(body) {
+  const key = body.stamp === undefined ? null : `${body.name}\0${body.stamp}`;
+  if (key !== null && BROTLI_CACHE.has(key)) return BROTLI_CACHE.get(key);
+  const pre = body.stamp === undefined ? null : await readFile(`${body.name}.br`).catch(() => null);
+  const bytes =
+    pre ??
+    brotliCompressSync(body.bytes, {
+      params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.bytes.length },
+    });
+  if (key !== null) BROTLI_CACHE.set(key, bytes);
+  return bytes;
 }
 
 /** Reads a file below root (never outside it); overrides win. Returns null when there is none. */
@@ -93,7 +134,7 @@ async function loadFile(state, relative) {
   const info = await stat(full).catch(() => null);
   if (info?.isDirectory()) return loadFile(state, join(relative, 'index.html'));
   if (!info?.isFile()) return null;
-  return { name: full, bytes: await readFile(full) };
+  return { name: full, bytes: await readFile(full), stamp: `${info.size}:${info.mtimeMs}` };
 }
 
 function redirect(res, location) {

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startStaticServer, mimeType } from './static-server.mjs';
+import { startStaticServer, mimeType, acceptsBrotli } from './static-server.mjs';
+import { brotliCompressSync, brotliDecompressSync } from 'node:zlib';
 import { rawRequest } from './wire.mjs';
 
 let root;
@@ -14,6 +15,8 @@ before(() => {
   writeFileSync(join(root, 'index.html'), '<!doctype html><title>app</title>');
   writeFileSync(join(root, 'app-1a2b.wasm'), Buffer.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]));
   writeFileSync(join(root, 'app-1a2b.js'), 'export default 1;');
+  writeFileSync(join(root, 'app-1a2b.css'), 'body { color: red }');
+  writeFileSync(join(root, 'app-1a2b.css.br'), brotliCompressSync('pre')); // precompressed: not the file's own text
   mkdirSync(join(root, 'icons'));
   writeFileSync(join(root, 'icons', 'icon.svg'), '<svg/>');
   writeFileSync(join(tmpdir(), 'outside-secret.txt'), 'secret');
@@ -86,4 +89,33 @@ test('offline refuses every request until switched back', () =>
     s.setOffline(false);
     await checkFile(s, '/', 200);
     assert.deepEqual(s.requests.map((r) => r.offline), [true, false]);
+  }));
+
+/** GET `path` with `encoding` as Accept-Encoding: the Content-Encoding answered and the decoded body. */
+async function checkEncoding(server, path, encoding, wantEncoding, wantBody) {
+  const res = await rawRequest(server.origin, { method: 'GET', path, headers: { 'accept-encoding': encoding } });
+  assert.equal(res.status, 200, path);
+  assert.equal(res.headers['content-encoding'], wantEncoding, `${path} with ${encoding}`);
+  assert.equal(Number(res.headers['content-length']), res.bytes.length, path);
+  const body = wantEncoding === 'br' ? brotliDecompressSync(res.bytes) : res.bytes;
+  assert.equal(body.toString('latin1'), wantBody, path);
+}
+
+test('Accept-Encoding: br is read as a host reads it', () => {
+  for (const [header, want] of [['br', true], ['gzip, deflate, br, zstd', true], ['br;q=0', false], ['gzip', false], ['', false], ['brotli', false]]) {
+    assert.equal(acceptsBrotli(header), want, header);
+  }
+});
+
+test('brotli: compressed when asked, a precompressed .br preferred, plain otherwise', () =>
+  withServer({ brotli: true }, async (s) => {
+    await checkEncoding(s, '/app-1a2b.js', 'gzip, br', 'br', 'export default 1;');
+    await checkEncoding(s, '/app-1a2b.js', 'gzip', undefined, 'export default 1;');
+    await checkEncoding(s, '/app-1a2b.css', 'br', 'br', 'pre');
+    await checkEncoding(s, '/', 'br', 'br', '<!doctype html><title>app</title>');
+  }));
+
+test('without brotli: the file as it is on disk whatever the client accepts', () =>
+  withServer({}, async (s) => {
+    await checkEncoding(s, '/app-1a2b.js', 'br', undefined, 'export default 1;');
   }));

@@ -6,7 +6,9 @@
 // - both devices lose the server, rename the same conversation and add messages: back online the
 //   later rename wins on both and every message is on both, once;
 // - the server stops mid-sync and comes back (same port, emptied: it lost everything): the devices
-//   push everything again, nothing lost or doubled.
+//   push everything again, nothing lost or doubled;
+// - memory travels with its conversation (summary and entities), and one entity learned on both
+//   devices (B with sync off) becomes one on both once B syncs again.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,6 +28,7 @@ import {
   BROWSER_NETWORK_NOISE,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
+import { memoryReplyText } from './agent-server.mjs';
 
 let harness;
 before(async () => {
@@ -34,7 +37,7 @@ before(async () => {
 after(() => harness?.close());
 
 /** A device: its own context, the endpoint set, sync on against `couch`. */
-async function device({ agent, site, browser }, couch, db = 'memoire') {
+async function device({ agent, site, browser }, couch, db = 'memoire', { summaryFrequency } = {}) {
   const opened = await newAppPage(browser);
   const { page } = opened;
   await openApp(page, site.url);
@@ -42,6 +45,7 @@ async function device({ agent, site, browser }, couch, db = 'memoire') {
   await page.locator(tid('settings-protocol')).selectOption('openai-chat');
   await page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
   await page.locator(tid('settings-model')).fill('test-model');
+  if (summaryFrequency !== undefined) await page.locator(tid('settings-summary-frequency')).fill(String(summaryFrequency));
   await page.locator(tid('settings-sync-url')).fill(couch.url);
   await page.locator(tid('settings-sync-database')).fill(db);
   await page.locator(tid('settings-sync-enabled')).check();
@@ -50,6 +54,29 @@ async function device({ agent, site, browser }, couch, db = 'memoire') {
   await page.locator(tid('settings-save')).click();
   await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
   return opened;
+}
+
+/** Turns sync on or off in Settings → Sync. */
+async function setSync(page, on) {
+  await page.locator(tid('settings-open')).click();
+  await page.locator(tid('settings-sync-enabled')).setChecked(on);
+  await page.locator(tid('sync-save')).click();
+  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
+  await page.locator(tid('settings-save')).click();
+  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+}
+
+/** The entity names the memory pane shows, sorted. */
+async function entityNames(page) {
+  const names = await page.locator(tid('memory-entities')).locator(tid('entity-name')).allInnerTexts();
+  return names.map((n) => n.trim()).sort();
+}
+
+/** One chat turn whose memory update (M = 1) learns `entity`; waits until the pane shows it. */
+async function learn(page, agent, text, summary, entity) {
+  agent.scriptMemory({ text: memoryReplyText({ summary, entities: [{ properties: {}, relationships: [], ...entity }] }) });
+  await chatTurn(page, agent, text, 'Noted.');
+  await page.locator(tid('summary-text')).filter({ hasText: summary }).waitFor();
 }
 
 async function synced(page) {
@@ -230,6 +257,46 @@ test('sync: both devices lose the server, rename the same conversation and add m
         for (const m of [['user', 'before'], ['assistant', 'shared'], ['user', 'A offline'], ['assistant', 'to A'], ['user', 'B offline'], ['assistant', 'to B']]) {
           assert.equal(t.filter(([r, x]) => r === m[0] && x === m[1]).length, 1, `${m[1]} once`);
         }
+      }
+      assertNoPageProblems(A.issues, allow);
+      assertNoPageProblems(B.issues, allow);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
+    await couch.stop();
+  }
+});
+
+test('sync: memory travels with its conversation; one entity learned on both devices becomes one', async () => {
+  const couch = await startCouch();
+  const A = await device(harness, couch, 'memoire', { summaryFrequency: 1 });
+  const B = await device(harness, couch, 'memoire', { summaryFrequency: 1 });
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-memory', async () => {
+      const { agent } = harness;
+      await learn(A.page, agent, 'I am Ingrid and I live in Trondheim.', 'Ingrid lives in Trondheim.', { type: 'person', name: 'Ingrid', description: 'Lives in Trondheim.' });
+      const id = await currentConversationId(A.page);
+      await synced(A.page);
+      await openConversation(B.page, id, 2);
+      await B.page.locator(tid('summary-text')).filter({ hasText: 'Ingrid lives in Trondheim.' }).waitFor();
+      assert.deepEqual(await entityNames(B.page), ['Ingrid']);
+
+      // B stops syncing; both devices learn the same cat, each under its own id.
+      await synced(B.page);
+      await setSync(B.page, false);
+      await learn(A.page, agent, 'My cat is called Zorblax.', 'Ingrid has a cat called Zorblax.', { type: 'other', name: 'Zorblax', description: 'Ingrid’s cat.' });
+      await learn(B.page, agent, 'Zorblax, my cat, is grey.', 'Zorblax is a grey cat.', { type: 'other', name: 'Zorblax', description: 'A grey cat.' });
+      await synced(A.page);
+      // B syncs again: the two become one on both devices, and every message is on both, once.
+      await setSync(B.page, true);
+      await synced(B.page);
+      for (const page of [A.page, B.page]) {
+        await page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6);
+        await page.waitForFunction(
+          () => [...document.querySelectorAll('[data-testid="memory-entities"] [data-testid="entity-name"]')].filter((e) => e.textContent.trim() === 'Zorblax').length === 1,
+        );
+        assert.deepEqual(await entityNames(page), ['Ingrid', 'Zorblax']);
       }
       assertNoPageProblems(A.issues, allow);
       assertNoPageProblems(B.issues, allow);

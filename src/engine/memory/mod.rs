@@ -7,12 +7,13 @@
 //! Flow for the session: `due(..)` -> `build_update_request(..)` -> `start_form(..)` (the form
 //! remembered for the endpoint) -> send `prompt_for(form)` with `request_options(form)` -> on a refusal
 //! (`refused_http` / `refused_stream`) once more with `next_form(..)` -> `parse_reply(text)` (the JSON
-//! object or the two-section text) -> on `Ok`, `apply_update(..)`; on `Err`, change nothing and show the
+//! object or the two-section text) -> `UpdateRequest::ground(..)` -> on `Ok`, `apply_update(..)`; on `Err`, change nothing and show the
 //! error with the raw reply.
 
 pub mod due;
 pub mod form;
 pub mod graph;
+pub mod ground;
 pub mod merge;
 pub mod normalize;
 pub mod parse;

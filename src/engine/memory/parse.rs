@@ -416,37 +416,33 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
     let own_key = name_key(&name);
     let mut aliases: Vec<String> = Vec::new();
     let mut seen = vec![own_key];
-    if let Some(Value::Array(list)) = field(obj, &["aliases", "alias", "aka"]) {
-        for a in list.iter().filter_map(value_to_string) {
-            let a = collapse_ws(truncate_chars(a.trim(), MAX_NAME_CHARS));
-            // An alias is a name: a whole sentence ("Hi! My name is Ingrid.") is not one.
-            let Some(a) = plausible_alias(&a) else {
-                if !a.is_empty() {
-                    notes.add(format!("{name}: alias '{a}' is a sentence, dropped"));
-                }
-                continue;
-            };
-            let k = name_key(&a);
-            if k.is_empty() || seen.contains(&k) {
-                continue;
-            }
-            if aliases.len() == MAX_ALIASES {
-                notes.add(format!(
-                    "{name}: more than {MAX_ALIASES} aliases, rest dropped"
-                ));
-                break;
-            }
-            seen.push(k);
-            aliases.push(a);
-        }
-    } else if let Some(Value::String(a)) = field(obj, &["aliases", "alias", "aka"]) {
+    // An array of names, or one name.
+    let given: Vec<String> = match field(obj, &["aliases", "alias", "aka"]) {
+        Some(Value::Array(list)) => list.iter().filter_map(value_to_string).collect(),
+        Some(Value::String(a)) => vec![a.clone()],
+        _ => Vec::new(),
+    };
+    for a in &given {
         let a = collapse_ws(truncate_chars(a.trim(), MAX_NAME_CHARS));
-        if let Some(a) = plausible_alias(&a) {
-            let k = name_key(&a);
-            if !k.is_empty() && !seen.contains(&k) {
-                aliases.push(a);
+        // An alias is a name: a whole sentence ("Hi! My name is Ingrid.") is not one.
+        let Some(a) = plausible_alias(&a) else {
+            if !a.is_empty() {
+                notes.add(format!("{name}: alias '{a}' is a sentence, dropped"));
             }
+            continue;
+        };
+        let k = name_key(&a);
+        if k.is_empty() || seen.contains(&k) {
+            continue;
         }
+        if aliases.len() == MAX_ALIASES {
+            notes.add(format!(
+                "{name}: more than {MAX_ALIASES} aliases, rest dropped"
+            ));
+            break;
+        }
+        seen.push(k);
+        aliases.push(a);
     }
 
     let mut properties = BTreeMap::new();

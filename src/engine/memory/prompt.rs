@@ -118,9 +118,29 @@ pub struct UpdateRequest {
     pub span: UpdateSpan,
     /// The user message of the constrained forms (see [`UpdateRequest::prompt_for`]).
     pub structured_user: String,
+    /// What the user wrote in the span, oldest first (see [`UpdateRequest::ground`]).
+    pub user_said: Vec<String>,
 }
 
 impl UpdateRequest {
+    /// Holds `parsed` to what this request showed the model: aliases whose words are in none of the
+    /// previous summary, the known entities and the new messages are dropped
+    /// ([`super::ground::ground_aliases`]), and the user's own statements the summary left out are
+    /// added to it ([`super::summary::with_user_statements`]): a small model's summary often omits
+    /// a fact, or is empty, and the messages it covers then leave the prompt for good.
+    pub fn ground(&self, parsed: &mut super::parse::ParsedUpdate) {
+        parsed.summary =
+            super::summary::with_user_statements(parsed.summary.as_deref(), &self.user_said);
+        let read = self
+            .prompt
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        super::ground::ground_aliases(parsed, &read);
+    }
+
     /// The prompt for `form`: for the two-section text the previous summary, the known entities and
     /// the new messages; for a constrained form the known entities and the new messages.
     pub fn prompt_for(&self, form: MemoryForm) -> Prompt {
@@ -267,6 +287,12 @@ pub fn build_update_request(
         span.to_seq = m.seq;
         span.message_ids.push(m.id.clone());
     }
+    let user_said: Vec<String> = new
+        .iter()
+        .take(span.message_ids.len())
+        .filter(|m| m.role == Role::User)
+        .map(|m| truncate_chars(m.content.trim(), limits.max_message_chars.max(1)).to_string())
+        .collect();
 
     let mut known: Vec<&EntityNode> = entities.iter().collect();
     sort_by(&mut known, |a, b| {
@@ -323,6 +349,7 @@ pub fn build_update_request(
             }],
         },
         structured_user,
+        user_said,
         options: MemoryRequestOptions {
             temperature: MEMORY_TEMPERATURE,
             max_tokens: reply_tokens(transcript.len(), previous.map_or(0, |p| p.text.len())),

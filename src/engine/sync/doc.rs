@@ -219,8 +219,10 @@ pub struct Tombstone {
     pub at: Hlc,
 }
 
-/// A document's content (the `type` field tells which).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A document's content (the `type` field tells which). Read by `Body::from_value`, not serde's
+/// internally tagged derive: that one buffers every document into serde's private `Content` and
+/// compiles each variant's deserializer a second time for it (about 25 KB of wasm).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Body {
     Conversation(ConversationDoc),
@@ -232,6 +234,40 @@ pub enum Body {
 }
 
 impl Body {
+    /// The content from its JSON object: `type` names the variant, the other fields are its own.
+    pub fn from_value(v: Value) -> Result<Body, serde_json::Error> {
+        use serde::de::Error;
+        let Value::Object(mut fields) = v else {
+            return Err(Error::custom("document content is not an object"));
+        };
+        let tag = match fields.remove("type") {
+            Some(Value::String(t)) => t,
+            _ => return Err(Error::missing_field("type")),
+        };
+        let rest = Value::Object(fields);
+        Ok(match tag.as_str() {
+            "conversation" => Body::Conversation(serde_json::from_value(rest)?),
+            "message" => Body::Message(serde_json::from_value(rest)?),
+            "entity" => Body::Entity(serde_json::from_value(rest)?),
+            "edge" => Body::Edge(serde_json::from_value(rest)?),
+            "summary" => Body::Summary(serde_json::from_value(rest)?),
+            "tombstone" => Body::Tombstone(serde_json::from_value(rest)?),
+            other => {
+                return Err(Error::unknown_variant(
+                    other,
+                    &[
+                        "conversation",
+                        "message",
+                        "entity",
+                        "edge",
+                        "summary",
+                        "tombstone",
+                    ],
+                ))
+            }
+        })
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Body::Conversation(_) => Kind::Conversation,
@@ -342,7 +378,7 @@ impl Doc {
             .unwrap_or_default();
         let mut content = obj.clone();
         content.retain(|k, _| !k.starts_with('_'));
-        let body: Body = serde_json::from_value(Value::Object(content))
+        let body = Body::from_value(Value::Object(content))
             .map_err(|e| format!("{id}: unreadable document ({e})"))?;
         let id_kind = Kind::of_id(&id).ok_or_else(|| format!("{id}: not a Memoire document"))?;
         if id_kind != body.kind() || body.doc_id().is_some_and(|own| own != id) {

@@ -451,6 +451,14 @@ impl Replicator {
         );
     }
 
+    /// The database is gone or unknown (a 404, or a failure): open it, read the checkpoint and
+    /// catch up again before anything else.
+    fn database_gone(&mut self) {
+        self.db_ok = false;
+        self.checkpoint_read = false;
+        self.caught_up = false;
+    }
+
     fn fail(&mut self, now: Millis, e: SyncError) {
         if let Some(Inflight::Push(batch)) = self.inflight.take() {
             // Keep what was not pushed (a newer local copy may already have replaced it).
@@ -458,9 +466,7 @@ impl Replicator {
                 self.outbox.entry(l.doc.id.clone()).or_insert(l);
             }
         }
-        self.db_ok = false;
-        self.checkpoint_read = false;
-        self.caught_up = false;
+        self.database_gone();
         self.held_since = None;
         self.to_open.clear();
         self.resolve.clear();
@@ -599,8 +605,7 @@ impl Replicator {
                 Ok(())
             }
             404 => {
-                self.db_ok = false;
-                self.checkpoint_read = false;
+                self.database_gone();
                 Ok(())
             }
             _ => Err(Bad::Status),
@@ -610,9 +615,7 @@ impl Replicator {
     fn on_changes(&mut self, status: u16, body: &str) -> Result<(), Bad> {
         if status != 200 {
             if status == 404 {
-                self.db_ok = false;
-                self.checkpoint_read = false;
-                self.caught_up = false;
+                self.database_gone();
                 return Ok(());
             }
             return Err(Bad::Status);
@@ -758,9 +761,7 @@ impl Replicator {
     fn on_push(&mut self, status: u16, body: &str, batch: Vec<LocalDoc>) -> Result<(), Bad> {
         if status != 201 && status != 200 {
             if status == 404 {
-                self.db_ok = false;
-                self.checkpoint_read = false;
-                self.caught_up = false;
+                self.database_gone();
                 return Ok(());
             }
             return Err(Bad::Status);

@@ -31,7 +31,7 @@ pub fn unify(entities: &[EntityDoc], edges: &[EdgeDoc], at: &Hlc) -> Vec<Doc> {
         if group.len() < 2 {
             continue;
         }
-        group.sort_by(|a, b| a.id.cmp(&b.id));
+        crate::engine::sort::sort_by(&mut group, |a, b| a.id.cmp(&b.id));
         let kept = group[0];
         let as_kept = |e: &EntityDoc| {
             Doc::new(Body::Entity(EntityDoc {

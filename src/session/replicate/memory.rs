@@ -1,0 +1,190 @@
+//! Sync's driver for the memory: the summary versions and entity graphs a memory update (or an
+//! edit in the memory pane) leaves become documents, and pulled entity, edge, summary and
+//! tombstone documents are written to the store, then one entity learned on two devices is unified
+//! into one. The engine decides (`engine::sync::memory`, `track`, `unify`); this moves data.
+//! Must not import `ui`.
+
+use super::{clock, keep_clock, record, report, stored, Inner, ReplicateError};
+use crate::engine::model::{EntityNode, EntityScope, Millis};
+use crate::engine::sync::doc::{entity_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc};
+use crate::engine::sync::memory::{
+    pulled_summary, put_edge, put_entity, remove_edge, remove_entity, untracked_summaries,
+};
+use crate::engine::sync::track::{self, Effect};
+use crate::engine::sync::unify::unify;
+use crate::engine::sync::{Body, Clock, Doc, Kind};
+use crate::session::{now, SessionEvent};
+
+fn scope_id(scope: &EntityScope) -> Option<&str> {
+    match scope {
+        EntityScope::Conversation(c) => Some(c),
+        EntityScope::Shared => None,
+    }
+}
+
+fn scope_of(id: Option<&String>) -> EntityScope {
+    id.cloned()
+        .map_or(EntityScope::Shared, EntityScope::Conversation)
+}
+
+/// The live synced documents under an `_id` prefix, as `pick` reads them.
+async fn live<T>(
+    i: &Inner,
+    prefix: &str,
+    pick: impl Fn(Body) -> Option<T>,
+) -> Result<Vec<T>, ReplicateError> {
+    Ok(i.store
+        .sync_docs_with_prefix(prefix)
+        .await?
+        .into_iter()
+        .filter_map(|d| pick(d.local.doc.body))
+        .collect())
+}
+
+fn edge(b: Body) -> Option<EdgeDoc> {
+    match b {
+        Body::Edge(e) => Some(e),
+        _ => None,
+    }
+}
+
+/// The documents memory produces: a conversation's summary versions not yet tracked and its
+/// entities, and the shared entities when `shared`, each new or changed since its stored document.
+pub(super) async fn track_memory(
+    i: &Inner,
+    conversation: Option<&str>,
+    shared: bool,
+    clock: &mut Clock,
+    at: Millis,
+) -> Result<Vec<Doc>, ReplicateError> {
+    let mut docs = Vec::new();
+    let mut scopes = Vec::new();
+    if let Some(conversation) = conversation.filter(|c| !c.is_empty()) {
+        let synced: Vec<SummaryDoc> =
+            live(i, &format!("s:{}:", id_part(conversation)), |b| match b {
+                Body::Summary(s) => Some(s),
+                _ => None,
+            })
+            .await?;
+        let local = i.store.load_summaries(conversation).await?;
+        for s in untracked_summaries(&synced, &local) {
+            docs.extend(track::track_summary(None, s, clock, at));
+        }
+        scopes.push(EntityScope::Conversation(conversation.to_string()));
+    }
+    if shared {
+        scopes.push(EntityScope::Shared);
+    }
+    for scope in scopes {
+        for n in i.store.load_entities(&scope).await? {
+            let sid = scope_id(&scope);
+            let prev = stored(i, &entity_id(sid, &n.id)).await?;
+            let prefix = format!("r:{}:{}:", scope_part(sid), id_part(&n.id));
+            let edges = live(i, &prefix, edge).await?;
+            docs.extend(track::track_entity(
+                prev.as_ref().map(|p| &p.local.doc),
+                &edges,
+                &n,
+                clock,
+                at,
+            ));
+        }
+    }
+    Ok(docs)
+}
+
+/// Writes what a merged memory document asks to the store; the scope whose entities changed, for
+/// [`unify_scope`].
+pub(super) async fn apply_memory(
+    i: &Inner,
+    effect: Effect,
+) -> Result<Option<EntityScope>, ReplicateError> {
+    match effect {
+        Effect::Summary(s) => {
+            let local = i.store.load_summaries(&s.conversation_id).await?;
+            if let Some(v) = pulled_summary(&local, &s) {
+                i.store.save_summary(&v).await?;
+                report(i, SessionEvent::MemoryChanged(v.conversation_id));
+            }
+            Ok(None)
+        }
+        Effect::Entity(n) => {
+            let scope = n.scope.clone();
+            let prefix = format!("r:{}:{}:", scope_part(scope_id(&scope)), id_part(&n.id));
+            let edges = live(i, &prefix, edge).await?;
+            change_graph(i, &scope, |nodes| {
+                put_entity(nodes, n);
+                for e in &edges {
+                    put_edge(nodes, e);
+                }
+                true
+            })
+            .await
+        }
+        Effect::Edge(e) => {
+            change_graph(i, &scope_of(e.scope.as_ref()), |nodes| put_edge(nodes, &e)).await
+        }
+        Effect::Delete {
+            kind: Kind::Entity,
+            scope,
+            parts,
+        } => {
+            change_graph(i, &scope_of(scope.as_ref()), |nodes| {
+                parts.first().is_some_and(|id| remove_entity(nodes, id))
+            })
+            .await
+        }
+        Effect::Delete {
+            kind: Kind::Edge,
+            scope,
+            parts,
+        } => {
+            change_graph(i, &scope_of(scope.as_ref()), |nodes| {
+                remove_edge(nodes, &parts)
+            })
+            .await
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Loads a scope's graph, lets `change` edit it, and saves and reports it if it says it changed.
+async fn change_graph(
+    i: &Inner,
+    scope: &EntityScope,
+    change: impl FnOnce(&mut Vec<EntityNode>) -> bool,
+) -> Result<Option<EntityScope>, ReplicateError> {
+    let mut nodes = i.store.load_entities(scope).await?;
+    if !change(&mut nodes) {
+        return Ok(None);
+    }
+    i.store.save_entities(scope, &nodes).await?;
+    let conversation = scope_id(scope).unwrap_or_default().to_string();
+    report(i, SessionEvent::MemoryChanged(conversation));
+    Ok(Some(scope.clone()))
+}
+
+/// One entity learned on two devices becomes one (`engine::sync::unify`): the documents are
+/// recorded for the server and applied here.
+pub(super) async fn unify_scope(i: &Inner, scope: &EntityScope) -> Result<(), ReplicateError> {
+    let part = scope_part(scope_id(scope));
+    let entities: Vec<EntityDoc> = live(i, &format!("e:{part}:"), |b| match b {
+        Body::Entity(e) => Some(e),
+        _ => None,
+    })
+    .await?;
+    let edges = live(i, &format!("r:{part}:"), edge).await?;
+    let (mut c, _) = clock(i).await?;
+    let docs = unify(&entities, &edges, &c.tick(now()));
+    if docs.is_empty() {
+        return Ok(());
+    }
+    keep_clock(i, &c).await?;
+    record(i, docs.clone()).await?;
+    for d in &docs {
+        if let Some(effect) = track::effect(d) {
+            apply_memory(i, effect).await?;
+        }
+    }
+    Ok(())
+}

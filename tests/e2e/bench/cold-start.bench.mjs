@@ -1,0 +1,252 @@
+// How long the built app (DIST) takes to become usable, as a newcomer's phone and a returning user see it.
+// Run by `make bench` (scripts/bench.sh), or: cd tests/e2e && DIST=../../dist node bench/cold-start.bench.mjs
+//
+//   bench cold_start_4g_ms <v> ms   median of 5 first visits: dist/ served with brotli (static-server.mjs),
+//                                   Chromium throttled through CDP (9 Mbit/s down, 150 ms round trip, cache
+//                                   disabled, 4x CPU slowdown), from navigation to a usable composer with the
+//                                   conversation list drawn (the frame after it, painted)
+//   bench warm_start_ms <v> ms      median of 5 returning visits: the service worker's cache, no network
+//                                   throttling, the same 4x CPU slowdown
+//   bench warm_start_fast_cpu_ms <v> ms   the same without the CPU slowdown
+// Each run's phases go to stderr: html, js and wasm downloaded, the wasm started (`TrunkApplicationStarted`:
+// compiled, instantiated, main() run and the first view mounted), first contentful paint, usable.
+// BENCH_TRACE=file.json also records a CDP trace of one more throttled first visit and prints where the
+// main thread's time went (by trace event) and the wasm compile events.
+
+import { readdirSync, writeFileSync } from 'node:fs';
+import { launchBrowser, distDir, DEFAULT_TIMEOUT_MS } from '../helpers.mjs';
+import { startStaticServer } from '../static-server.mjs';
+
+const RUNS = Number(process.env.BENCH_START_RUNS ?? 5);
+const TRACE = process.env.BENCH_TRACE ?? '';
+// The link of the issue (#16): "Fast 4G"-like, in CDP's terms (bytes per second; latency is the added
+// round trip before each response's headers).
+const LINK_4G = { offline: false, latency: 150, downloadThroughput: (9_000_000 / 8), uploadThroughput: (1_500_000 / 8) };
+const NO_THROTTLE = { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 };
+const CPU_SLOWDOWN = 4;
+const TIMEOUT_MS = Math.max(DEFAULT_TIMEOUT_MS, 60_000);
+
+const log = (...a) => console.error('[cold-start]', ...a);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (v) => (v === undefined ? '-' : String(Math.round(v)));
+
+/**
+ * Runs in every document before the app: records when the wasm started and when the composer and the
+ * conversation list are there (the list no longer says it is opening), then the end of the next frame.
+ */
+function instruments() {
+  const out = (window.__start = { controlled: Boolean(navigator.serviceWorker?.controller) });
+  addEventListener('TrunkApplicationStarted', () => (out.started = performance.now()));
+  const usable = () => {
+    const input = document.querySelector('[data-testid="composer-input"]');
+    const list = document.querySelector('[data-testid="conversation-list"]');
+    if (!input || input.disabled || !list || list.querySelector('.spinner')) return false;
+    return Boolean(list.querySelector('[data-testid="conversation-item"], li.empty'));
+  };
+  const observer = new MutationObserver(() => {
+    if (out.ready !== undefined || !usable()) return;
+    out.ready = performance.now();
+    observer.disconnect();
+    // After the frame that shows it: a message posted from requestAnimationFrame runs after the paint.
+    requestAnimationFrame(() => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => (out.usable = performance.now());
+      ch.port2.postMessage(0);
+    });
+  });
+  observer.observe(document, { childList: true, subtree: true, attributes: true });
+}
+
+/** The phases of the load just measured, from the page's own timings. */
+async function phases(page) {
+  await page.waitForFunction(() => window.__start?.usable !== undefined, null, { timeout: TIMEOUT_MS });
+  return page.evaluate(() => {
+    const end = (re) => performance.getEntriesByType('resource').find((e) => re.test(new URL(e.name).pathname));
+    const nav = performance.getEntriesByType('navigation')[0];
+    const paint = performance.getEntriesByName('first-contentful-paint')[0];
+    const wasm = end(/\.wasm$/);
+    const js = end(/\/memoire-[^/]*\.js$/);
+    return {
+      html: nav?.responseEnd,
+      js: js?.responseEnd,
+      wasmStart: wasm?.responseStart,
+      wasm: wasm?.responseEnd,
+      wasmBytes: wasm?.encodedBodySize,
+      started: window.__start.started,
+      fcp: paint?.startTime,
+      ready: window.__start.ready,
+      usable: window.__start.usable,
+      controlled: window.__start.controlled,
+    };
+  });
+}
+
+const describe = (p) =>
+  `html ${fmt(p.html)}, js ${fmt(p.js)}, wasm ${fmt(p.wasmStart)}-${fmt(p.wasm)} (${p.wasmBytes ?? '-'} B on the wire), ` +
+  `started ${fmt(p.started)}, fcp ${fmt(p.fcp)}, ready ${fmt(p.ready)}, usable ${fmt(p.usable)} ms` +
+  (p.controlled ? ' (service worker)' : '');
+
+/** A fresh profile's page under CDP: cache disabled, the given link and CPU slowdown. */
+async function throttledPage(browser, link, cpu) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.addInitScript(instruments);
+  const page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT_MS);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+  const throttle = async (l, c) => {
+    await cdp.send('Network.emulateNetworkConditions', l);
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: c });
+  };
+  await throttle(link, cpu);
+  return { context, page, cdp, throttle, errors };
+}
+
+/** One first visit, then (unless `warm` is false) the returning visits with the service worker's cache. */
+async function visit(browser, url, { warm = true } = {}) {
+  const p = await throttledPage(browser, LINK_4G, CPU_SLOWDOWN);
+  try {
+    await p.page.goto(url, { waitUntil: 'commit' });
+    const cold = await phases(p.page);
+    if (!warm) return { cold };
+    // Returning: the worker has installed (it precaches the shell) and controls the next load.
+    await p.throttle(NO_THROTTLE, 1);
+    await p.page.evaluate(() => navigator.serviceWorker.ready);
+    await p.page.evaluate(async () => {
+      const reg = await navigator.serviceWorker.ready;
+      if (reg.active?.state !== 'activated') await new Promise((ok) => reg.active.addEventListener('statechange', ok));
+    });
+    // One load to let the worker take control (and the engine its code cache), not measured.
+    await p.page.goto(url, { waitUntil: 'commit' });
+    await phases(p.page);
+    await p.throttle(NO_THROTTLE, CPU_SLOWDOWN);
+    await p.page.goto(url, { waitUntil: 'commit' });
+    const warmSlow = await phases(p.page);
+    await p.throttle(NO_THROTTLE, 1);
+    await p.page.goto(url, { waitUntil: 'commit' });
+    const warmFast = await phases(p.page);
+    if (p.errors.length) throw new Error(`page errors: ${p.errors.join('; ')}`);
+    return { cold, warmSlow, warmFast };
+  } finally {
+    await p.context.close();
+  }
+}
+
+/** One more throttled first visit under a CDP trace: where the main thread's time went until usable. */
+async function traced(browser, url, file) {
+  const p = await throttledPage(browser, LINK_4G, CPU_SLOWDOWN);
+  try {
+    const events = [];
+    p.cdp.on('Tracing.dataCollected', (d) => events.push(...d.value));
+    const done = new Promise((ok) => p.cdp.once('Tracing.tracingComplete', ok));
+    await p.cdp.send('Tracing.start', {
+      transferMode: 'ReportEvents',
+      traceConfig: {
+        includedCategories: ['devtools.timeline', 'v8', 'v8.wasm', 'v8.execute', 'blink.user_timing', 'loading', 'disabled-by-default-devtools.timeline'],
+      },
+    });
+    await p.page.goto(url, { waitUntil: 'commit' });
+    const ph = await phases(p.page);
+    await p.cdp.send('Tracing.end');
+    await done;
+    writeFileSync(file, JSON.stringify({ traceEvents: events }));
+    log(`trace (${events.length} events) in ${file}: ${describe(ph)}`);
+    summarise(events, new URL(url).origin);
+  } finally {
+    await p.context.close();
+  }
+}
+
+/** Top-level main-thread work by event name, and the wasm compile events, from a trace. */
+function summarise(events, origin) {
+  // The page's main thread: the renderer main thread of the process that asked for the app's wasm
+  // (the browser's own pages, such as its omnibox, have renderers too).
+  const mine = (e) => typeof e.args?.data?.url === 'string' && e.args.data.url.startsWith(origin);
+  const wasmPid = events.find((e) => e.name === 'ResourceSendRequest' && mine(e) && e.args.data.url.endsWith('.wasm'))?.pid;
+  const main = events.find((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain' && e.pid === wasmPid);
+  if (!main) return log('trace: no renderer main thread found');
+  const byName = new Map();
+  for (const e of events) {
+    if (e.pid !== main.pid || e.tid !== main.tid || e.ph !== 'X' || e.dur === undefined) continue;
+    const key = `${e.cat}:${e.name}`;
+    const v = byName.get(key) ?? { n: 0, ms: 0 };
+    v.n += 1;
+    v.ms += e.dur / 1000;
+    byName.set(key, v);
+  }
+  const top = [...byName.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 25);
+  log('trace: renderer main thread, time per event name (nested events counted in their own line):');
+  for (const [k, v] of top) log(`  ${v.ms.toFixed(1).padStart(8)} ms  ${String(v.n).padStart(5)}x  ${k}`);
+  const wasm = events.filter((e) => /wasm/i.test(e.cat) || /wasm/i.test(e.name));
+  const perName = new Map();
+  for (const e of wasm) {
+    const v = perName.get(e.name) ?? { n: 0, ms: 0 };
+    v.n += 1;
+    v.ms += (e.dur ?? 0) / 1000;
+    perName.set(e.name, v);
+  }
+  // The network as the renderer saw it: each request's send, response and finish (ms after the first).
+  const ids = new Set(events.filter((e) => e.name === 'ResourceSendRequest' && mine(e)).map((e) => e.args.data.requestId));
+  const net = events.filter((e) => /^Resource(SendRequest|ReceiveResponse|Finish)$/.test(e.name) && ids.has(e.args?.data?.requestId));
+  const t0 = Math.min(...net.filter((e) => e.name === 'ResourceSendRequest').map((e) => e.ts));
+  const reqs = new Map();
+  for (const e of net) {
+    const d = e.args.data;
+    const r = reqs.get(d.requestId) ?? {};
+    if (e.name === 'ResourceSendRequest') r.url = d.url;
+    r[e.name] = (e.ts - t0) / 1000;
+    if (e.name === 'ResourceFinish') r.bytes = d.encodedDataLength;
+    reqs.set(d.requestId, r);
+  }
+  log('trace: requests (sent / response / finished, ms after the first request; bytes on the wire):');
+  for (const r of [...reqs.values()].filter((r) => r.url).sort((a, b) => a.ResourceSendRequest - b.ResourceSendRequest)) {
+    log(`  ${fmt(r.ResourceSendRequest).padStart(6)} ${fmt(r.ResourceReceiveResponse).padStart(6)} ${fmt(r.ResourceFinish).padStart(6)} ${String(r.bytes ?? '-').padStart(8)}  ${new URL(r.url).pathname}`);
+  }
+  log('trace: wasm events (all threads):');
+  for (const [k, v] of [...perName.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 15)) {
+    log(`  ${v.ms.toFixed(1).padStart(8)} ms  ${String(v.n).padStart(5)}x  ${k}`);
+  }
+}
+
+async function main() {
+  const dist = distDir();
+  const site = await startStaticServer(dist, { brotli: true });
+  // Compress every file once before measuring (a host serves them precompressed).
+  for (const f of readdirSync(dist)) {
+    if (/\.(html|js|wasm|css|json|webmanifest)$/.test(f)) await fetch(`${site.url}${f}`, { headers: { 'accept-encoding': 'br' } }).then((r) => r.arrayBuffer());
+  }
+  const browser = await launchBrowser();
+  try {
+    const cold = [];
+    const warmSlow = [];
+    const warmFast = [];
+    for (let i = 0; i < RUNS; i++) {
+      const r = await visit(browser, site.url);
+      log(`run ${i} cold: ${describe(r.cold)}`);
+      log(`run ${i} warm (4x CPU): ${describe(r.warmSlow)}`);
+      log(`run ${i} warm: ${describe(r.warmFast)}`);
+      if (!r.warmSlow.controlled) throw new Error('the returning visit was not served by the service worker');
+      cold.push(r.cold.usable);
+      warmSlow.push(r.warmSlow.usable);
+      warmFast.push(r.warmFast.usable);
+    }
+    log('cold_start_4g_ms runs', cold.map(fmt).join(' '));
+    log('warm_start_ms runs', warmSlow.map(fmt).join(' '));
+    log('warm_start_fast_cpu_ms runs', warmFast.map(fmt).join(' '));
+    if (TRACE) await traced(browser, site.url, TRACE);
+    console.log(`bench cold_start_4g_ms ${Math.round(median(cold))} ms`);
+    console.log(`bench warm_start_ms ${Math.round(median(warmSlow))} ms`);
+    console.log(`bench warm_start_fast_cpu_ms ${Math.round(median(warmFast))} ms`);
+  } finally {
+    await browser.close();
+    await site.close();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

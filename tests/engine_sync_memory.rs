@@ -1,0 +1,147 @@
+//! The memory's side of sync (`engine::sync::memory`): summary versions matched across devices,
+//! pulled entities, edges and tombstones applied to the local graph.
+
+use std::collections::BTreeMap;
+
+use memoire::engine::model::*;
+use memoire::engine::sync::convert::{edge_docs, summary_doc};
+use memoire::engine::sync::memory::*;
+use memoire::engine::sync::Hlc;
+
+fn summary(version: u32, covers: u64, text: &str) -> ConversationSummary {
+    ConversationSummary {
+        conversation_id: "c1".into(),
+        version,
+        text: text.into(),
+        covers_up_to_seq: covers,
+        message_count: covers,
+        updated_at: covers as i64,
+    }
+}
+
+fn node(id: &str, name: &str, rels: &[(&str, &str, i64)]) -> EntityNode {
+    EntityNode {
+        id: id.into(),
+        scope: EntityScope::Conversation("c1".into()),
+        entity_type: EntityType::Person,
+        name: name.into(),
+        aliases: vec![],
+        description: String::new(),
+        properties: BTreeMap::new(),
+        relationships: rels
+            .iter()
+            .map(|(t, l, from)| Relationship {
+                target_id: t.to_string(),
+                relationship: l.to_string(),
+                strength: 0.5,
+                valid_from: *from,
+                valid_to: None,
+            })
+            .collect(),
+        source_message_ids: vec![],
+        updated_at: 0,
+    }
+}
+
+fn stamp(n: i64) -> Hlc {
+    Hlc {
+        wall: n,
+        counter: 0,
+        device: "d".into(),
+    }
+}
+
+/// (version stored or `None`) for a pulled version against the local ones.
+fn check_pulled(local: &[ConversationSummary], pulled: ConversationSummary, want: Option<u32>) {
+    let got = pulled_summary(local, &pulled);
+    assert_eq!(got.as_ref().map(|s| s.version), want, "{pulled:?}");
+    if let Some(s) = got {
+        assert_eq!(
+            (s.text, s.covers_up_to_seq),
+            (pulled.text, pulled.covers_up_to_seq)
+        );
+    }
+}
+
+#[rustfmt::skip]
+#[test]
+fn pulled_summaries_are_stored_after_the_local_ones_when_they_cover_as_much() {
+    let local = [summary(1, 4, "A."), summary(2, 8, "A. B.")];
+    check_pulled(&[], summary(7, 4, "A."), Some(1));
+    check_pulled(&local, summary(5, 12, "A. B. C."), Some(3));
+    check_pulled(&local, summary(3, 8, "A and B."), Some(3)); // as much: the later one is active
+    check_pulled(&local, summary(1, 8, "A. B."), None);       // the same version, another number
+    check_pulled(&local, summary(9, 6, "Old."), None);        // the local one covers more
+}
+
+#[test]
+fn only_versions_no_document_holds_are_tracked() {
+    let local = [
+        summary(1, 4, "A."),
+        summary(2, 8, "A. B."),
+        summary(3, 9, "A. B. C."),
+    ];
+    // A version pulled from another device was numbered 1 there.
+    let synced = [
+        summary_doc(&summary(1, 8, "A. B."), &stamp(1)),
+        summary_doc(&summary(1, 4, "A."), &stamp(2)),
+    ];
+    let untracked: Vec<u32> = untracked_summaries(&synced, &local)
+        .iter()
+        .map(|s| s.version)
+        .collect();
+    assert_eq!(untracked, [3]);
+    assert_eq!(untracked_summaries(&[], &local).len(), 3);
+}
+
+#[test]
+fn pulled_entities_and_edges_join_the_graph_in_any_order() {
+    let ana = node("e1", "Ana", &[("e2", "knows", 10)]);
+    // The edge arrives before its source: held for the node's document.
+    let mut nodes = vec![node("e2", "Bo", &[])];
+    let edges = edge_docs(&ana);
+    assert!(!put_edge(&mut nodes, &edges[0]));
+    put_entity(&mut nodes, ana.clone());
+    assert_eq!(nodes[1], ana);
+    // The node again, renamed, without edges: its relationships stay.
+    put_entity(&mut nodes, node("e1", "Ana Lima", &[]));
+    assert_eq!(nodes[1].name, "Ana Lima");
+    assert_eq!(nodes[1].relationships, ana.relationships);
+    // The same edge, closed on the other device: replaced, not doubled.
+    let mut closed = edges[0].clone();
+    closed.valid_to = Some(20);
+    assert!(put_edge(&mut nodes, &closed));
+    assert_eq!(nodes[1].relationships.len(), 1);
+    assert_eq!(nodes[1].relationships[0].valid_to, Some(20));
+    // A new edge from the same node is added.
+    let mut other = edges[0].clone();
+    other.valid_from = 30;
+    assert!(put_edge(&mut nodes, &other));
+    assert_eq!(nodes[1].relationships.len(), 2);
+}
+
+#[test]
+fn tombstones_remove_one_entity_or_one_edge() {
+    let mut nodes = vec![
+        node("e1", "Ana", &[("e2", "knows", 10), ("e2", "knows", 30)]),
+        node("e2", "Bo", &[]),
+    ];
+    let parts = |s: &[&str]| s.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    assert!(remove_edge(
+        &mut nodes,
+        &parts(&["e1", "knows", "e2", "10"])
+    ));
+    assert_eq!(nodes[0].relationships.len(), 1);
+    assert!(!remove_edge(
+        &mut nodes,
+        &parts(&["e1", "knows", "e2", "10"])
+    ));
+    assert!(!remove_edge(&mut nodes, &parts(&["e1", "knows", "e2"])));
+    assert!(!remove_edge(
+        &mut nodes,
+        &parts(&["e1", "knows", "e2", "x"])
+    ));
+    assert!(remove_entity(&mut nodes, "e2"));
+    assert!(!remove_entity(&mut nodes, "e2"));
+    assert_eq!(nodes.len(), 1);
+}
