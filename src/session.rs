@@ -68,12 +68,24 @@ pub enum SessionEvent {
     Error {
         conversation_id: Option<String>,
         message: String,
+        kind: ErrorKind,
     },
     Notice(String),
     /// Settings were saved (in this tab or another); they are in force from now on.
     SettingsChanged(Box<Settings>),
     /// Sync's state in this tab changed (see `replicate.rs`).
     SyncStatus(SyncView),
+}
+
+/// What an error is about, so the one place errors are shown offers the action that fits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ErrorKind {
+    /// A request to the agent failed: Settings may fix it, and the turn may be sent again.
+    Request,
+    /// A memory update failed: it may be run again.
+    Memory,
+    /// Anything else (a file, the database): neither Settings nor a retry fixes it.
+    Other,
 }
 
 /// A sink for events.
@@ -100,12 +112,26 @@ pub enum SessionError {
     /// A failure already shown where it belongs (the memory pane), not repeated as a banner.
     #[error("{0}")]
     Quiet(String),
+    /// A memory update the user asked for failed; the text says why.
+    #[error("The memory update failed; the previous memory is kept. {0}")]
+    Memory(String),
     #[error("{0}")]
     Import(#[from] crate::engine::backup::ImportError),
     /// The conversation changed (in another tab) while a message was being sent ahead; nothing was
     /// stored, and the send is repeated on the ordinary path.
     #[error("This conversation changed in another tab while sending. Send your message again.")]
     Conflict,
+}
+
+impl SessionError {
+    /// What the error is about (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SessionError::Request(_) | SessionError::NoEndpoint => ErrorKind::Request,
+            SessionError::Memory(_) => ErrorKind::Memory,
+            _ => ErrorKind::Other,
+        }
+    }
 }
 
 /// One page of messages, oldest first.
@@ -243,6 +269,7 @@ impl Session {
             closed_sink(SessionEvent::Error {
                 conversation_id: None,
                 message: StoreError::ClosedByOtherTab.to_string(),
+                kind: ErrorKind::Other,
             })
         });
         let cache = Rc::new(RefCell::new(cache::Cache::default()));
@@ -350,7 +377,12 @@ impl Session {
         Ok(self.store.get_conversation(id).await?)
     }
 
-    pub async fn create_conversation(&self) -> Result<Conversation, SessionError> {
+    /// Stores a new conversation, with the choices made in the new chat before its first message
+    /// (the model picked in the header). The app calls this for a first message, never for New.
+    pub async fn create_conversation(
+        &self,
+        memory_overrides: MemoryOverrides,
+    ) -> Result<Conversation, SessionError> {
         let t = now();
         let c = Conversation {
             id: new_id("c"),
@@ -362,7 +394,7 @@ impl Session {
             endpoint_profile_id: Some(self.settings.borrow().endpoint.id.clone()),
             remote_handle: None,
             last_path: None,
-            memory_overrides: MemoryOverrides::default(),
+            memory_overrides,
         };
         self.store.create_conversation(&c).await?;
         self.emit(SessionEvent::ConversationChanged(c.clone()));
@@ -384,6 +416,21 @@ impl Session {
             ..Default::default()
         };
         self.patch_conversation(id, &patch).await
+    }
+
+    /// The model a conversation's next turns use (`None`: the one in Settings), kept with its
+    /// overrides; read from the store so a change made elsewhere in them is kept.
+    pub async fn set_model(&self, id: &str, model: Option<String>) -> Result<(), SessionError> {
+        let c = self
+            .store
+            .get_conversation(id)
+            .await?
+            .ok_or(SessionError::NoConversation)?;
+        let o = MemoryOverrides {
+            model,
+            ..c.memory_overrides
+        };
+        self.set_overrides(id, o).await
     }
 
     /// Deletes a conversation with its messages, summaries and entities (one transaction).

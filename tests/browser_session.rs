@@ -140,7 +140,11 @@ impl Harness {
 
     /// A new conversation, `text` sent in it; the conversation's id.
     async fn chat(&self, text: &str) -> String {
-        let c = self.session.create_conversation().await.unwrap();
+        let c = self
+            .session
+            .create_conversation(Default::default())
+            .await
+            .unwrap();
         self.session.send(&c.id, text.into()).await.unwrap();
         c.id
     }
@@ -221,7 +225,11 @@ async fn stop_keeps_the_partial_reply() {
         false,
     )
     .await;
-    let c = h.session.create_conversation().await.unwrap();
+    let c = h
+        .session
+        .create_conversation(Default::default())
+        .await
+        .unwrap();
     let done: Rc<RefCell<Option<bool>>> = Rc::default();
     let (session, id, slot) = (h.session.clone(), c.id.clone(), done.clone());
     wasm_bindgen_futures::spawn_local(async move {

@@ -1107,6 +1107,12 @@ async fn memory_failures_and_remembered_forms_survive_reopening() {
         "{\"summary\": 3",
         MemoryForm::Constrained(OutputForm::JsonObject),
     );
+    // The back-off's fields (failures in a row, the seq, the endpoint) are kept too.
+    let first = failure
+        .clone()
+        .following(None, 6, "openai-chat|http://a/v1|m");
+    let failure = failure.following(Some(&first), 9, "openai-chat|http://a/v1|m");
+    assert_eq!(failure.attempts, 2);
     s.set_memory_failure("c1", Some(&failure)).await.unwrap();
     assert_eq!(s.memory_failure("c1").await.unwrap(), Some(failure.clone()));
     assert_eq!(

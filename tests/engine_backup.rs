@@ -39,6 +39,8 @@ fn conversation(id: &str) -> Conversation {
         memory_overrides: MemoryOverrides {
             recent_messages: Some(4),
             history_format: Some(HistoryFormat::Transcript),
+            model: Some("/models/SmolLM2-135M.gguf".into()),
+            system_prompt: Some("You answer as a ship's cook would.".into()),
             ..MemoryOverrides::default()
         },
     }
@@ -882,6 +884,7 @@ fn benign_variations_are_accepted() {
         for c in v["conversations"].as_array_mut().unwrap() {
             c["conversation"]["title"] = json!("ééééé");
             c["conversation"]["remote_handle"] = json!(null);
+            c["conversation"]["memory_overrides"]["model"] = json!(null);
             for e in c["entities"].as_array_mut().unwrap() {
                 e["name"] = json!("n");
                 e["aliases"] = json!([]);

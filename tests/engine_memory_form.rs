@@ -746,12 +746,99 @@ fn the_same_failure_again_is_a_repeat() {
     assert!(at(2, "HTTP 500").repeats(Some(&at(1, "HTTP 500"))));
     assert!(!at(2, "HTTP 500").repeats(Some(&at(1, "no summary"))));
     assert!(!at(2, "HTTP 500").repeats(None));
+    let from = |f: MemoryFailure, key: &str| f.following(None, 4, key);
+    assert!(
+        !from(at(2, "HTTP 500"), "other").repeats(Some(&from(at(1, "HTTP 500"), "e"))),
+        "the same reason from another endpoint is a change"
+    );
     let long = "x".repeat(MAX_RAW_REPLY_CHARS + 10);
     assert_eq!(
         MemoryFailure::new(1, "r".into(), &long, MemoryForm::Sections)
             .raw_reply
             .len(),
         MAX_RAW_REPLY_CHARS
+    );
+}
+
+/// A failure after `attempts` in a row, at t = 0, of an update that looked at messages up to seq 4.
+fn failed(attempts: u32) -> MemoryFailure {
+    let new = || MemoryFailure::new(0, "HTTP 500".into(), "", MemoryForm::Sections);
+    let mut f = new().following(None, 4, "key");
+    f.attempts = attempts - 1;
+    new().following(Some(&f), 4, "key")
+}
+
+/// `turns` user turns (each with its reply) after seq 4.
+fn turns_after(turns: usize) -> Vec<Message> {
+    (0..turns * 2)
+        .map(|i| Message {
+            id: format!("m{i}"),
+            conversation_id: "c".into(),
+            seq: 5 + i as u64,
+            role: if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            },
+            content: "text".into(),
+            status: MessageStatus::Complete,
+            created_at: 0,
+            meta: Default::default(),
+        })
+        .collect()
+}
+
+/// (failures in a row, user turns since, minutes since) -> may an automatic update run?
+fn check_backoff(attempts: u32, turns: usize, minutes: i64, allowed: bool) {
+    let f = failed(attempts);
+    assert_eq!(f.attempts, attempts);
+    assert_eq!(
+        retry_allowed(Some(&f), &turns_after(turns), "key", minutes * 60_000),
+        allowed,
+        "{attempts} failures, {turns} turns, {minutes} min"
+    );
+}
+
+#[test]
+fn automatic_memory_updates_back_off_after_failures() {
+    check_backoff(1, 0, 0, false);
+    check_backoff(1, 1, 0, false);
+    check_backoff(1, 2, 0, true);
+    check_backoff(1, 0, 5, true);
+    check_backoff(2, 3, 9, false);
+    check_backoff(2, 4, 0, true);
+    check_backoff(2, 0, 10, true);
+    check_backoff(3, 7, 19, false);
+    check_backoff(3, 8, 0, true);
+    check_backoff(10, 31, 359, false);
+    check_backoff(10, 32, 0, true);
+    check_backoff(u32::MAX, 0, 360, true);
+    check_backoff(u32::MAX, 31, 359, false);
+    assert_eq!(retry_wait(1), (2, 5 * 60_000));
+    assert_eq!(retry_wait(30), (MAX_RETRY_TURNS, MAX_RETRY_MS));
+}
+
+#[test]
+fn a_change_or_no_failure_lets_the_memory_update_run() {
+    assert!(retry_allowed(None, &[], "key", 0));
+    assert!(
+        retry_allowed(Some(&failed(5)), &[], "another model", 0),
+        "another memory endpoint or model is tried at once"
+    );
+    let mut msgs = turns_after(2);
+    msgs.iter_mut().for_each(|m| m.seq -= 4);
+    assert!(
+        !retry_allowed(Some(&failed(1)), &msgs, "key", 0),
+        "turns the failed update already saw do not count"
+    );
+    let reset = MemoryFailure::new(0, "r".into(), "", MemoryForm::Sections).following(
+        Some(&failed(4)),
+        9,
+        "other",
+    );
+    assert_eq!(
+        reset.attempts, 1,
+        "a failure at another endpoint starts over"
     );
 }
 

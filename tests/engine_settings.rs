@@ -1,8 +1,12 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Settings: deployment defaults from config.json, user overrides, validation, presets.
 
-use memoire::engine::model::{HistoryFormat, Protocol};
+use memoire::engine::assemble::{assemble, AssemblyInput};
+use memoire::engine::model::{
+    HistoryFormat, MemoryConfig, MemoryOverrides, Message, MessageStatus, Protocol, Role,
+};
 use memoire::engine::settings::*;
+use memoire::engine::tokens::HeuristicEstimator;
 
 fn defaults_from(json: &str) -> Settings {
     deployment_defaults(&parse_deployment_config(json).expect("valid config"))
@@ -124,7 +128,11 @@ fn check_memory_endpoint(
         model: memory.2.into(),
         api_key: Some("memory-key".into()),
     };
-    let e = s.memory_endpoint_for(conversation_model);
+    let o = MemoryOverrides {
+        memory_model: conversation_model.map(str::to_string),
+        ..Default::default()
+    };
+    let e = s.memory_endpoint_for(&o);
     let got = (
         e.base_url.as_str(),
         e.protocol,
@@ -189,4 +197,107 @@ fn a_separate_memory_endpoint_is_validated() {
         |s| s.memory_endpoint.base_url = "http://127.0.0.1:11434".into(),
         "needs a memory model",
     );
+}
+
+/// (conversation's model, conversation's system prompt) -> (model, system prompt) of its turns.
+fn check_chat_endpoint(model: Option<&str>, prompt: Option<&str>, expected: (&str, &str)) {
+    let mut s = Settings::builtin();
+    s.endpoint.base_url = "http://127.0.0.1:8081/v1".into();
+    s.endpoint.model = "global-model".into();
+    s.endpoint.system_prompt = "Global prompt.".into();
+    let o = MemoryOverrides {
+        model: model.map(str::to_string),
+        system_prompt: prompt.map(str::to_string),
+        ..Default::default()
+    };
+    let e = s.chat_endpoint_for(&o);
+    assert_eq!(
+        (e.model.as_str(), e.system_prompt.as_str()),
+        expected,
+        "{model:?} {prompt:?}"
+    );
+    assert_eq!(
+        e.base_url, s.endpoint.base_url,
+        "the URL is never the conversation's"
+    );
+}
+
+#[test]
+fn a_conversation_picks_its_model_and_system_prompt() {
+    check_chat_endpoint(None, None, ("global-model", "Global prompt."));
+    check_chat_endpoint(
+        Some("/m/phi-3.gguf"),
+        None,
+        ("/m/phi-3.gguf", "Global prompt."),
+    );
+    check_chat_endpoint(
+        None,
+        Some("Talk like a pirate."),
+        ("global-model", "Talk like a pirate."),
+    );
+    check_chat_endpoint(Some(" "), Some("\n "), ("global-model", "Global prompt."));
+    check_chat_endpoint(Some("m2"), Some(" Be brief. "), ("m2", "Be brief."));
+}
+
+#[test]
+fn memory_on_the_chat_endpoint_follows_the_conversations_model() {
+    let mut s = Settings::builtin();
+    s.endpoint.base_url = "http://127.0.0.1:8081/v1".into();
+    s.endpoint.model = "global-model".into();
+    let picked = MemoryOverrides {
+        model: Some("picked".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.memory_endpoint_for(&picked).model, "picked");
+    let both = MemoryOverrides {
+        memory_model: Some("memory".into()),
+        ..picked.clone()
+    };
+    assert_eq!(s.memory_endpoint_for(&both).model, "memory");
+    s.memory_endpoint.base_url = "http://127.0.0.1:11434".into();
+    s.memory_endpoint.protocol = Protocol::Ollama;
+    s.memory_endpoint.model = "small".into();
+    assert_eq!(
+        s.memory_endpoint_for(&picked).model,
+        "small",
+        "another endpoint never gets the chat model"
+    );
+}
+
+#[test]
+fn the_assembled_prompt_uses_the_conversations_system_prompt_over_the_global_one() {
+    let mut s = Settings::builtin();
+    s.endpoint.system_prompt = "Global prompt.".into();
+    let prompt_with = |o: &MemoryOverrides| {
+        let e = s.chat_endpoint_for(o);
+        let new_message = Message {
+            id: "m1".into(),
+            conversation_id: "c".into(),
+            seq: 1,
+            role: Role::User,
+            content: "Hello".into(),
+            status: MessageStatus::Complete,
+            created_at: 0,
+            meta: Default::default(),
+        };
+        let a = assemble(
+            &AssemblyInput {
+                system_prompt: &e.system_prompt,
+                summary: None,
+                entities: &[],
+                history: &[],
+                new_message: &new_message,
+                config: &MemoryConfig::default(),
+                protocol: e.protocol,
+            },
+            &HeuristicEstimator,
+        );
+        a.prompt.system
+    };
+    assert_eq!(prompt_with(&MemoryOverrides::default()), "Global prompt.");
+    let own = MemoryOverrides {
+        system_prompt: Some("You answer in French.".into()),
+        ..Default::default()
+    };
+    assert_eq!(prompt_with(&own), "You answer in French.");
 }

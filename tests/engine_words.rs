@@ -1,13 +1,15 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Plain words the interface shows (issue 17): plurals, readable model names, a message's status
-//! note, search snippets cut at words with the term highlighted, export file names, and which
-//! conversation the app reopens.
+//! note, search snippets cut at words with the term highlighted, export file names, which
+//! conversation the app reopens, the inspector's lines and the import report; and no "1 summaries"
+//! or "Re-inject:" left in the session's and the backup's strings.
 
+use memoire::engine::backup::ImportPlan;
 use memoire::engine::format::{
-    conversation_to_reopen, export_file_name, highlight, message_note, model_label, plural,
-    snippet_words,
+    conversation_to_reopen, export_file_name, highlight, message_note, model_label,
+    path_explanation, plural, snippet_words, system_prompt_detail,
 };
-use memoire::engine::model::MessageStatus;
+use memoire::engine::model::{Conversation, MessageStatus, TurnPath};
 
 #[test]
 fn plurals() {
@@ -143,4 +145,125 @@ fn reopens_the_address_then_the_last_open_conversation() {
         "a deleted conversation is not reopened"
     );
     assert_eq!(conversation_to_reopen(None, None, exists), None);
+}
+
+#[test]
+fn the_import_report_says_one_of_each_in_the_singular() {
+    let mut plan = ImportPlan::default();
+    plan.added.conversations = 1;
+    plan.added.messages = 1;
+    plan.added.summaries = 1;
+    plan.added.entities = 1;
+    assert_eq!(
+        plan.report(),
+        "Imported 1 conversation, 1 message, 1 summary and 1 entity."
+    );
+    plan.skipped.conversations = 2;
+    plan.skipped.messages = 7;
+    assert_eq!(
+        plan.report(),
+        "Imported 1 conversation, 1 message, 1 summary and 1 entity; skipped 2 conversations, 7 messages, 0 summaries and 0 entities that were already here."
+    );
+}
+
+#[test]
+fn the_inspector_explains_the_request_without_protocol_terms() {
+    for path in [TurnPath::Resumed, TurnPath::Reinjected, TurnPath::Fresh] {
+        let text = path_explanation(path);
+        for term in ["Re-inject", "re-inject", "reinject", "Resume:", "Fresh:"] {
+            assert!(!text.contains(term), "{path:?}: {text}");
+        }
+    }
+    let mut c = Conversation {
+        id: "c".into(),
+        title: String::new(),
+        title_is_custom: false,
+        created_at: 0,
+        updated_at: 0,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: Default::default(),
+    };
+    assert_eq!(
+        system_prompt_detail(&c, "You are a helpful\nassistant."),
+        "From Settings: You are a helpful assistant."
+    );
+    c.memory_overrides.system_prompt = Some("Speak French.".into());
+    assert_eq!(
+        system_prompt_detail(&c, "Speak French."),
+        "This conversation's: Speak French."
+    );
+}
+
+/// Every `.rs` file under `dir` (one level), with its text.
+fn sources(dir: &str) -> Vec<(String, String)> {
+    let root = format!("{}/{dir}", env!("CARGO_MANIFEST_DIR"));
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{root}: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A count formatted straight before a plural noun ("{} summaries"), which reads "1 summaries".
+fn bare_plurals(text: &str) -> Vec<String> {
+    const NOUNS: [&str; 8] = [
+        "conversations",
+        "messages",
+        "summaries",
+        "entities",
+        "models",
+        "replies",
+        "tokens",
+        "exchanges",
+    ];
+    let mut found = Vec::new();
+    for (i, _) in text.match_indices("} ") {
+        let open = text[..i].rfind('{').unwrap_or(i);
+        let placeholder = &text[open..=i];
+        if placeholder.contains(char::is_whitespace) || placeholder.contains('"') {
+            continue;
+        }
+        let after = &text[i + 2..];
+        if let Some(noun) = NOUNS.iter().find(|n| after.starts_with(**n)) {
+            found.push(format!("{placeholder} {noun}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_scan_finds_a_bare_plural() {
+    assert_eq!(
+        bare_plurals(r#"format!("Imported {} summaries and {n} entities", a)"#),
+        vec!["{} summaries", "{n} entities"]
+    );
+    assert!(bare_plurals(r#"plural(n, "summary", "summaries")"#).is_empty());
+}
+
+#[test]
+fn session_and_backup_strings_use_plurals_and_plain_words() {
+    let files = [sources("src/session"), sources("src/engine/backup")]
+        .concat()
+        .into_iter()
+        .chain(std::iter::once((
+            "src/session.rs".to_string(),
+            include_str!("../src/session.rs").to_string(),
+        )));
+    for (path, text) in files {
+        assert_eq!(bare_plurals(&text), Vec::<String>::new(), "{path}");
+        for term in ["\"Re-inject:", "\"Resume:", "\"Fresh:"] {
+            assert!(!text.contains(term), "{path} says {term}");
+        }
+    }
 }

@@ -278,3 +278,32 @@ pub fn conversation_to_reopen(
         .map(str::to_string)
         .or_else(|| last_open.filter(|id| exists(id)).map(str::to_string))
 }
+
+/// What the next request does, for the context inspector, in plain words (no protocol terms).
+pub fn path_explanation(path: crate::engine::model::TurnPath) -> &'static str {
+    use crate::engine::model::TurnPath as P;
+    match path {
+        P::Resumed => "The agent still has this conversation, so only the new message is sent. If it has forgotten, Memoire sends everything below again.",
+        P::Reinjected => "The agent does not have this conversation, so Memoire sends the summary, the memory and the history below with the new message.",
+        P::Fresh => "Nothing came before, so only the system prompt and the new message are sent.",
+    }
+}
+
+/// The context inspector's line for the system prompt: whose it is (this conversation's or the one
+/// in Settings) and how it begins.
+pub fn system_prompt_detail(
+    conversation: &crate::engine::model::Conversation,
+    text: &str,
+) -> String {
+    let own = conversation
+        .memory_overrides
+        .system_prompt
+        .as_deref()
+        .is_some_and(|p| !p.trim().is_empty());
+    let whose = if own {
+        "This conversation's"
+    } else {
+        "From Settings"
+    };
+    format!("{whose}: {}", clip(&one_line(text), 80))
+}

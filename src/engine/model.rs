@@ -222,6 +222,13 @@ pub struct MemoryOverrides {
     /// The model this conversation's memory updates use (see `Settings::memory_endpoint_for`).
     #[serde(default)]
     pub memory_model: Option<String>,
+    /// The chat model this conversation's turns use (the header's model picker); `None`: the
+    /// model in Settings (see `Settings::chat_endpoint_for`).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// This conversation's system prompt, used instead of the one in Settings.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
 }
 
 impl MemoryOverrides {

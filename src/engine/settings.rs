@@ -3,7 +3,9 @@
 //! The endpoint is never taken from the page URL: only `config.json` and the user can set it.
 //! Must not import anything outside `crate::engine`.
 
-use crate::engine::model::{EndpointProfile, HistoryFormat, MemoryConfig, Protocol};
+use crate::engine::model::{
+    EndpointProfile, HistoryFormat, MemoryConfig, MemoryOverrides, Protocol,
+};
 use serde::{Deserialize, Serialize};
 
 /// Everything the settings dialog edits.
@@ -31,14 +33,34 @@ pub struct MemoryEndpoint {
     pub api_key: Option<String>,
 }
 
+/// An override's text when it says something (not `None`, not blank).
+fn chosen(v: Option<&str>) -> Option<&str> {
+    v.map(str::trim).filter(|s| !s.is_empty())
+}
+
 impl Settings {
+    /// The endpoint a conversation's turns go to: the chat endpoint, with the conversation's model
+    /// (the header's picker) and its system prompt in place of the ones in Settings when it has them.
+    pub fn chat_endpoint_for(&self, o: &MemoryOverrides) -> EndpointProfile {
+        let mut e = self.endpoint.clone();
+        if let Some(model) = chosen(o.model.as_deref()) {
+            e.model = model.to_string();
+        }
+        if let Some(prompt) = chosen(o.system_prompt.as_deref()) {
+            e.system_prompt = prompt.to_string();
+        }
+        e
+    }
+
     /// The endpoint memory updates of a conversation go to: the memory endpoint's URL, protocol and
     /// key when one is set, else the chat endpoint's; the model is the conversation's memory model,
-    /// else the memory endpoint's model, else (same endpoint only) the chat model.
-    pub fn memory_endpoint_for(&self, conversation_model: Option<&str>) -> EndpointProfile {
+    /// else the memory endpoint's model, else (same endpoint only) the conversation's chat model
+    /// (see [`Settings::chat_endpoint_for`]).
+    pub fn memory_endpoint_for(&self, o: &MemoryOverrides) -> EndpointProfile {
+        let conversation_model = o.memory_model.as_deref();
         let m = &self.memory_endpoint;
         let separate = !m.base_url.trim().is_empty();
-        let mut e = self.endpoint.clone();
+        let mut e = self.chat_endpoint_for(o);
         if separate {
             e.id = format!("{}:memory", e.id);
             e.base_url = m.base_url.trim().to_string();

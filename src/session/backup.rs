@@ -98,11 +98,6 @@ impl Session {
         for c in written {
             self.emit(SessionEvent::ConversationChanged(c));
         }
-        let a = &plan.added;
-        let s = &plan.skipped;
-        Ok(format!(
-            "Imported {} conversations, {} messages, {} summaries and {} entities; skipped {} conversations, {} messages, {} summaries and {} entities that were already here.",
-            a.conversations, a.messages, a.summaries, a.entities, s.conversations, s.messages, s.summaries, s.entities
-        ))
+        Ok(plan.report())
     }
 }

@@ -6,6 +6,7 @@
 
 use super::{now, Session, SessionError, SessionEvent};
 use crate::engine::backup::{CheckedImport, ImportLimits};
+use crate::engine::format::plural;
 use crate::engine::import::{describe, detect, to_checked, Detected, Source};
 use wasm_bindgen_futures::JsFuture;
 
@@ -64,8 +65,10 @@ impl Session {
                 let plan = checked.clone().plan(&existing)?;
                 let mut preview = describe(&imported);
                 preview.push_str(&format!(
-                    " New here: {} conversations and {} messages; already here: {} messages.",
-                    plan.added.conversations, plan.added.messages, plan.skipped.messages
+                    " New here: {} and {}; already here: {}.",
+                    plural(plan.added.conversations, "conversation", "conversations"),
+                    plural(plan.added.messages, "message", "messages"),
+                    plural(plan.skipped.messages, "message", "messages")
                 ));
                 Ok(ImportStep::Preview(PreparedImport {
                     checked,
@@ -90,13 +93,13 @@ impl Session {
         for c in written {
             self.emit(SessionEvent::ConversationChanged(c));
         }
+        let skipped = plan.skipped.messages;
         Ok(format!(
-            "Imported {} conversations and {} messages from {}; {} messages were already here. \
-             Settings and API keys were not imported.",
-            plan.added.conversations,
-            plan.added.messages,
+            "Imported {} and {} from {}; {} already here. Settings and API keys were not imported.",
+            plural(plan.added.conversations, "conversation", "conversations"),
+            plural(plan.added.messages, "message", "messages"),
             p.source.name(),
-            plan.skipped.messages
+            plural(skipped, "message was", "messages were")
         ))
     }
 }

@@ -4,15 +4,19 @@
 //! stored memory. Must not import `ui`.
 
 use super::stream::{Consumer, Pump};
-use super::{new_id, now, transport_failure, MemorySnapshot, Session, SessionError, SessionEvent};
+use super::{
+    new_id, now, transport_failure, ErrorKind, MemorySnapshot, Session, SessionError, SessionEvent,
+};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
 use crate::engine::memory::{
     apply_update, build_update_request, due, next_form, parse_reply, refused_http, refused_stream,
-    restore_summary, start_form, summary_max_chars, DueInput, Graph, MemoryError, MemoryFailure,
-    MemoryForm, ReplyCollector, UpdateLimits, UpdateRequest,
+    restore_summary, retry_allowed, start_form, summary_max_chars, DueInput, Graph, MemoryError,
+    MemoryFailure, MemoryForm, ReplyCollector, UpdateLimits, UpdateRequest,
 };
-use crate::engine::model::{EndpointProfile, EntityNode, EntityScope, Millis, Prompt};
+use crate::engine::model::{
+    EndpointProfile, EntityNode, EntityScope, MemoryOverrides, Millis, Prompt,
+};
 use crate::engine::request::{self, RequestOptions};
 use crate::transport::{Stopper, TransportError};
 use std::rc::Rc;
@@ -31,9 +35,15 @@ impl Session {
     ) {
         match self.update_memory(id, overflow, force).await {
             Ok(_) | Err(SessionError::Quiet(_) | SessionError::MemoryBusy) => {}
+            Err(SessionError::Request(reason)) => self.emit(SessionEvent::Error {
+                conversation_id: Some(id.to_string()),
+                message: SessionError::Memory(reason).to_string(),
+                kind: ErrorKind::Memory,
+            }),
             Err(e) => self.emit(SessionEvent::Error {
                 conversation_id: Some(id.to_string()),
-                message: format!("Memory update failed; the previous memory is kept. {e}"),
+                message: SessionError::Memory(e.to_string()).to_string(),
+                kind: e.kind(),
             }),
         }
     }
@@ -43,7 +53,9 @@ impl Session {
         match self.update_memory(id, false, true).await {
             Ok(_) => Ok(()),
             // Asked for by the user: always said, even when it is the same failure as before.
-            Err(SessionError::Quiet(reason)) => Err(SessionError::Request(reason)),
+            Err(SessionError::Quiet(reason) | SessionError::Request(reason)) => {
+                Err(SessionError::Memory(reason))
+            }
             Err(e) => Err(e),
         }
     }
@@ -89,6 +101,18 @@ impl Session {
         if !force && !decision.is_due() {
             return Ok(false);
         }
+        // After a failure, automatic updates back off (the engine says when to try again).
+        if !force {
+            let key = self
+                .settings
+                .borrow()
+                .memory_endpoint_for(&conv.memory_overrides)
+                .key();
+            let failure = self.store.memory_failure(id).await?;
+            if !retry_allowed(failure.as_ref(), &messages, &key, now()) {
+                return Ok(false);
+            }
+        }
         if !self.settings.borrow().has_endpoint() {
             return Err(SessionError::NoEndpoint);
         }
@@ -97,7 +121,6 @@ impl Session {
             conversation_id: id.to_string(),
             running: true,
         });
-        let memory_model = conv.memory_overrides.memory_model.clone();
         let result = self
             .run_update(
                 id,
@@ -105,7 +128,7 @@ impl Session {
                 previous,
                 &messages,
                 &config,
-                memory_model.as_deref(),
+                &conv.memory_overrides,
             )
             .await;
         self.memory_running.borrow_mut().remove(id);
@@ -123,7 +146,7 @@ impl Session {
         previous: Option<crate::engine::model::ConversationSummary>,
         messages: &[crate::engine::model::Message],
         config: &crate::engine::model::MemoryConfig,
-        memory_model: Option<&str>,
+        overrides: &MemoryOverrides,
     ) -> Result<(), SessionError> {
         let scope = EntityScope::Conversation(id.to_string());
         let existing = self.store.load_entities(&scope).await?;
@@ -134,7 +157,7 @@ impl Session {
             &UpdateLimits::from_config(config),
         )
         .map_err(memory_error)?;
-        let endpoint = self.settings.borrow().memory_endpoint_for(memory_model);
+        let endpoint = self.settings.borrow().memory_endpoint_for(overrides);
         let (form, outcome) = self.ask_for_update(&endpoint, &req).await;
         let parsed = outcome.and_then(|reply| {
             parse_reply(&reply).map_err(|e| {
@@ -148,8 +171,13 @@ impl Session {
                 p
             }
             Err((reason, raw)) => {
-                let failure = MemoryFailure::new(now(), reason.clone(), &raw, form);
                 let before = self.store.memory_failure(id).await.ok().flatten();
+                let seq = messages.iter().map(|m| m.seq).max().unwrap_or(0);
+                let failure = MemoryFailure::new(now(), reason.clone(), &raw, form).following(
+                    before.as_ref(),
+                    seq,
+                    &endpoint.key(),
+                );
                 let repeated = failure.repeats(before.as_ref());
                 self.store.set_memory_failure(id, Some(&failure)).await?;
                 self.emit(SessionEvent::MemoryChanged(id.to_string()));

@@ -14,10 +14,11 @@ use super::{
 use crate::engine::assemble::{assemble, Assembly, AssemblyInput, DropReason, SectionKind};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
+use crate::engine::format::{path_explanation, plural, system_prompt_detail};
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::{
-    Conversation, EndpointProfile, HistoryFormat, MemoryConfig, Message, MessageMeta,
-    MessageStatus, Millis, Prompt, Role, TurnPath,
+    Conversation, EndpointProfile, EntityScope, HistoryFormat, MemoryConfig, MemoryOverrides,
+    Message, MessageMeta, MessageStatus, Millis, Prompt, Role, TurnPath,
 };
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
@@ -214,8 +215,24 @@ impl Session {
         } else {
             new_message
         };
-        let endpoint = self.settings.borrow().endpoint.clone();
         let memory = self.memory_parts(id).await?;
+        Ok(self.assemble_context(conversation, messages, config, new_message, &memory))
+    }
+
+    /// The prompt for `new_message` after `messages`, with `memory`, as the conversation's settings
+    /// (its model, system prompt and memory config) say.
+    fn assemble_context(
+        &self,
+        conversation: Conversation,
+        messages: Vec<Message>,
+        config: MemoryConfig,
+        new_message: &Message,
+        memory: &MemoryParts,
+    ) -> Context {
+        let endpoint = self
+            .settings
+            .borrow()
+            .chat_endpoint_for(&conversation.memory_overrides);
         let graph = Graph::new(memory.entities.clone());
         let recent: Vec<&str> = messages
             .iter()
@@ -245,13 +262,13 @@ impl Session {
             },
             &estimator,
         );
-        Ok(Context {
+        Context {
             conversation,
             messages,
             assembly,
             endpoint,
             config,
-        })
+        }
     }
 
     /// Runs one turn, then the memory update if due.
@@ -502,6 +519,7 @@ impl Session {
                 self.emit(SessionEvent::Error {
                     conversation_id: Some(run.id.to_string()),
                     message: f.message,
+                    kind: super::ErrorKind::Request,
                 });
             }
             _ => {}
@@ -598,7 +616,43 @@ impl Session {
     }
 
     /// What the next request would contain if `draft` were sent now.
-    pub async fn preview(&self, id: &str, draft: &str) -> Result<Preview, SessionError> {
+    /// What the first message of a new chat (no conversation stored yet, `overrides`: what was
+    /// picked for it) would send: the system prompt, the shared memory and the message.
+    async fn preview_new_chat(
+        &self,
+        draft: Message,
+        overrides: MemoryOverrides,
+    ) -> Result<Preview, SessionError> {
+        let t = now();
+        let conversation = Conversation {
+            id: String::new(),
+            title: String::new(),
+            title_is_custom: false,
+            created_at: t,
+            updated_at: t,
+            message_count: 0,
+            endpoint_profile_id: None,
+            remote_handle: None,
+            last_path: None,
+            memory_overrides: overrides,
+        };
+        let config = self.config_for(&conversation);
+        let memory = MemoryParts {
+            summary: None,
+            entities: self.store.load_entities(&EntityScope::Shared).await?,
+        };
+        let ctx = self.assemble_context(conversation, Vec::new(), config, &draft, &memory);
+        Ok(preview_of(&ctx, TurnPath::Fresh))
+    }
+
+    /// What the next request of conversation `id` (empty: the new chat, with `overrides`) will
+    /// contain, with `draft` as its message.
+    pub async fn preview(
+        &self,
+        id: &str,
+        draft: &str,
+        overrides: MemoryOverrides,
+    ) -> Result<Preview, SessionError> {
         let draft_msg = Message {
             id: "draft".into(),
             conversation_id: id.to_string(),
@@ -609,6 +663,9 @@ impl Session {
             created_at: now(),
             meta: Default::default(),
         };
+        if id.is_empty() {
+            return self.preview_new_chat(draft_msg, overrides).await;
+        }
         let ctx = self.context_for(id, &draft_msg, false).await?;
         let path = path_for(
             ctx.conversation.remote_handle.as_ref(),
@@ -621,11 +678,7 @@ impl Session {
 
 fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
     let a = &ctx.assembly;
-    let path_explanation = match path {
-        TurnPath::Resumed => "Resume: the agent still holds this conversation, so only the new message is sent. If it has forgotten, Memoire re-sends everything below.".to_string(),
-        TurnPath::Reinjected => "Re-inject: the agent does not hold this conversation, so Memoire sends the summary, memory and history below with the new message.".to_string(),
-        TurnPath::Fresh => "Fresh: nothing came before, so only the system prompt and the new message are sent.".to_string(),
-    };
+    let path_explanation = path_explanation(path).to_string();
     let sections = a
         .sections
         .iter()
@@ -638,8 +691,9 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
                 SectionKind::NewMessage => ("new-message", "New message"),
             };
             let detail = match s.kind {
-                SectionKind::History => format!("{} messages", s.message_ids.len()),
-                SectionKind::Entities => format!("{} entities", s.entity_ids.len()),
+                SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
+                SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
+                SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
                 SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
                 _ => String::new(),
             };

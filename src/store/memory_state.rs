@@ -22,6 +22,18 @@ struct MemoryFailureRecord {
     reason: String,
     raw_reply: String,
     form: String,
+    /// Added with the back-off; records written before read as one failure of an unknown endpoint
+    /// (so the next automatic update is tried).
+    #[serde(default = "one")]
+    attempts: u32,
+    #[serde(default)]
+    seq: u64,
+    #[serde(default)]
+    endpoint_key: String,
+}
+
+fn one() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +81,9 @@ impl Store {
             reason: r.reason,
             raw_reply: r.raw_reply,
             form: MemoryForm::parse(&r.form).unwrap_or(MemoryForm::Sections),
+            attempts: r.attempts,
+            seq: r.seq,
+            endpoint_key: r.endpoint_key,
         }))
     }
 
@@ -82,11 +97,24 @@ impl Store {
         match failure {
             None => self.delete_setting(&key).await,
             Some(f) => {
+                // Destructured without `..`: a new field fails to compile here until it is stored.
+                let MemoryFailure {
+                    at,
+                    reason,
+                    raw_reply,
+                    form,
+                    attempts,
+                    seq,
+                    endpoint_key,
+                } = f;
                 let rec = MemoryFailureRecord {
-                    at: f.at,
-                    reason: f.reason.clone(),
-                    raw_reply: f.raw_reply.clone(),
-                    form: f.form.as_str().to_string(),
+                    at: *at,
+                    reason: reason.clone(),
+                    raw_reply: raw_reply.clone(),
+                    form: form.as_str().to_string(),
+                    attempts: *attempts,
+                    seq: *seq,
+                    endpoint_key: endpoint_key.clone(),
                 };
                 self.set_setting(&key, &write(&rec, "memory failure")?)
                     .await

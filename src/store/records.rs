@@ -44,6 +44,10 @@ pub struct OverridesRecord {
     pub history_format: Option<String>,
     #[serde(default)]
     pub memory_model: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,6 +101,8 @@ impl From<&Conversation> for ConversationRecord {
             max_message_chars,
             history_format,
             memory_model,
+            model,
+            system_prompt,
         } = memory_overrides;
         ConversationRecord {
             id: id.clone(),
@@ -132,6 +138,8 @@ impl From<&Conversation> for ConversationRecord {
                 max_message_chars: max_message_chars.map(|v| v as u64),
                 history_format: history_format.map(|f| format_str(f).to_string()),
                 memory_model: memory_model.clone(),
+                model: model.clone(),
+                system_prompt: system_prompt.clone(),
             },
             title_terms: index_terms(title),
         }
@@ -173,6 +181,8 @@ impl TryFrom<ConversationRecord> for Conversation {
                 max_message_chars: usize_of(r.overrides.max_message_chars, "max_message_chars")?,
                 history_format,
                 memory_model: r.overrides.memory_model,
+                model: r.overrides.model,
+                system_prompt: r.overrides.system_prompt,
             },
             id: r.id,
             title: r.title,

@@ -1,12 +1,14 @@
-//! The chat pane: header (drawer button, title, memory status, backup menu, memory toggle), the
-//! error banner and notice, the message list (`messages`) and the composer (`composer`).
-//! Must not import `store` or `transport`.
+//! The chat pane: header (drawer button, title, memory status, model picker, backup menu, memory
+//! toggle), the one status area (an error with the action that fits it, else a notice), the message
+//! list (`messages`) and the composer (`composer`). Must not import `store` or `transport`.
 
 use crate::engine::format::continuity;
+use crate::session::ErrorKind;
 use crate::ui::backup::BackupMenu;
 use crate::ui::composer::Composer;
 use crate::ui::controller::Controller;
 use crate::ui::messages::MessageList;
+use crate::ui::model_picker::ModelPicker;
 use leptos::prelude::*;
 
 /// The chat pane.
@@ -15,8 +17,7 @@ pub fn ChatPane() -> impl IntoView {
     view! {
         <main class="chat-pane" aria-label="Chat">
             <ChatHeader/>
-            <ErrorBanner/>
-            <Notice/>
+            <StatusArea/>
             <MessageList/>
             <Composer/>
         </main>
@@ -54,6 +55,7 @@ fn ChatHeader() -> impl IntoView {
                 }
             })}
             <span class="spacer"></span>
+            <ModelPicker/>
             <BackupMenu/>
             <button
                 class="memory-toggle"
@@ -68,26 +70,43 @@ fn ChatHeader() -> impl IntoView {
     }
 }
 
-/// The one place an error is shown, with the actions that fit it: Retry when the last turn can be
-/// sent again, Settings when the endpoint may be the cause.
+/// The one place an error or a notice is shown, one at a time (an error wins), so messages never
+/// sit under a stack of banners. An error offers the action that fits it: Retry and Settings for a
+/// request to the agent, "Retry memory update" for a memory update, nothing but Dismiss otherwise.
+#[component]
+fn StatusArea() -> impl IntoView {
+    let st = expect_context::<Controller>().state;
+    view! {
+        <Show when=move || st.error.with(|e| e.is_some()) fallback=Notice>
+            <ErrorBanner/>
+        </Show>
+    }
+}
+
 #[component]
 fn ErrorBanner() -> impl IntoView {
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
-    let offers_settings = move || st.error.with(|e| e.as_ref().is_some_and(|p| p.settings));
+    let kind = move || st.error.with(|e| e.as_ref().map(|p| p.kind));
+    let is = move |k: ErrorKind| kind() == Some(k);
     view! {
-        <Show when=move || st.error.with(|e| e.is_some())>
-            <div class="error-banner" role="alert" data-testid="error-banner">
-                <span class="text">{move || st.error.with(|e| e.as_ref().map(|p| p.text.clone()).unwrap_or_default())}</span>
-                <Show when=move || ctl.can_retry()>
-                    <button on:click=move |_| ctl.retry()>"Retry"</button>
-                </Show>
-                <Show when=offers_settings>
-                    <button on:click=move |_| st.settings_open.set(true)>"Settings"</button>
-                </Show>
-                <button class="icon" aria-label="Dismiss" on:click=move |_| st.error.set(None)>"✕"</button>
-            </div>
-        </Show>
+        <div class="error-banner status-area" role="alert" data-testid="error-banner"
+            data-kind=move || format!("{:?}", kind().unwrap_or(ErrorKind::Other)).to_lowercase()>
+            <span class="text">{move || st.error.with(|e| e.as_ref().map(|p| p.text.clone()).unwrap_or_default())}</span>
+            <Show when=move || is(ErrorKind::Request) && ctl.can_retry()>
+                <button on:click=move |_| ctl.retry()>"Retry"</button>
+            </Show>
+            <Show when=move || is(ErrorKind::Request)>
+                <button on:click=move |_| st.settings_open.set(true)>"Settings"</button>
+            </Show>
+            <Show when=move || is(ErrorKind::Memory)>
+                <button data-testid="banner-memory-retry" on:click=move |_| {
+                    st.error.set(None);
+                    ctl.update_memory_now();
+                }>"Retry memory update"</button>
+            </Show>
+            <button class="icon" aria-label="Dismiss" on:click=move |_| st.error.set(None)>"✕"</button>
+        </div>
     }
 }
 
@@ -96,7 +115,7 @@ fn Notice() -> impl IntoView {
     let st = expect_context::<Controller>().state;
     view! {
         <Show when=move || st.notice.with(|n| n.is_some())>
-            <div class="notice" role="status" data-testid="notice">
+            <div class="notice status-area" role="status" data-testid="notice">
                 <span>{move || st.notice.get().unwrap_or_default()}</span>
                 <button class="icon" aria-label="Dismiss" on:click=move |_| st.notice.set(None)>"✕"</button>
             </div>

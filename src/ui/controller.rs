@@ -5,9 +5,11 @@
 use crate::engine::format::{conversation_to_reopen, export_file_name};
 use crate::engine::model::{EntityNode, MemoryOverrides, MessageStatus};
 use crate::engine::settings::Settings;
-use crate::session::{ImportStep, Session, SessionError};
+use crate::session::{ErrorKind, ImportStep, Session, SessionError};
 use crate::ui::behaviour::save_file;
-use crate::ui::state::{AppState, ImportState, ListWindow, MemoryView, MessageItem, LIST_CAP};
+use crate::ui::state::{
+    AppState, ImportState, ListWindow, MemoryView, MessageItem, ModelList, LIST_CAP,
+};
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -30,14 +32,9 @@ type Action = std::pin::Pin<Box<dyn Future<Output = Result<(), SessionError>>>>;
 fn spawn_action(state: AppState, action: Action) {
     spawn_local(async move {
         if let Err(e) = action.await {
-            state.fail(e.to_string(), offers_settings(&e));
+            state.fail(e.to_string(), e.kind());
         }
     });
-}
-
-/// True when Settings is where the user fixes this error (the endpoint, key or model).
-fn offers_settings(e: &SessionError) -> bool {
-    matches!(e, SessionError::Request(_) | SessionError::NoEndpoint)
 }
 
 /// What to export.
@@ -47,6 +44,9 @@ pub enum Export {
     ConversationMarkdown,
     Everything,
 }
+
+/// The draft key of the new chat (no conversation yet): its draft is kept like a conversation's.
+pub const NEW_CHAT_DRAFT: &str = "";
 
 /// The key under which this browser remembers the conversation open when the app was left.
 const LAST_OPEN_KEY: &str = "memoire.last-open";
@@ -124,8 +124,12 @@ impl Controller {
                 ..ListWindow::default()
             });
             st.conversations.set(list);
-            if let Some(id) = reopen {
-                ctl.open(id, None);
+            match reopen {
+                Some(id) => ctl.open(id, None),
+                None => {
+                    ctl.load_draft(NEW_CHAT_DRAFT.to_string());
+                    ctl.refresh_preview();
+                }
             }
             announce_first_screen();
             Ok(())
@@ -283,11 +287,51 @@ impl Controller {
         });
     }
 
+    /// New: an empty chat, with nothing stored until its first message (which creates the
+    /// conversation, see [`Controller::send`]). The conversation open before stays the one the app
+    /// reopens, and a draft typed in the new chat is kept for the next New.
     pub fn new_conversation(&self) {
-        let ctl = *self;
-        self.run(move |s, _| async move {
-            let c = s.create_conversation().await?;
-            ctl.open(c.id, None);
+        let st = self.state;
+        st.sidebar_open.set(false);
+        if st.current.with_untracked(Option::is_none) {
+            return;
+        }
+        self.save_draft();
+        st.show_conversation(None);
+        st.new_chat_model.set(None);
+        self.load_draft(NEW_CHAT_DRAFT.to_string());
+        self.refresh_preview();
+    }
+
+    /// The model the open conversation (or the new chat) uses from its next turn; `None`: the one in
+    /// Settings.
+    pub fn pick_model(&self, model: Option<String>) {
+        match self.state.current.get_untracked() {
+            Some(id) => self.run(move |s, _| async move { s.set_model(&id, model).await }),
+            None => {
+                self.state.new_chat_model.set(model);
+                self.refresh_preview();
+            }
+        }
+    }
+
+    /// Asks the endpoint for its models for the header's picker (the path Settings' "Test
+    /// connection" takes), unless they are listed or being listed.
+    pub fn load_models(&self) {
+        let st = self.state;
+        if st
+            .models
+            .with_untracked(|m| matches!(m, ModelList::Loading | ModelList::Loaded(_)))
+        {
+            return;
+        }
+        st.models.set(ModelList::Loading);
+        let settings = st.settings.get_untracked();
+        self.run(move |s, st| async move {
+            st.models.set(match s.test_connection(&settings).await {
+                Ok(found) => ModelList::Loaded(found),
+                Err(e) => ModelList::Failed(e.to_string()),
+            });
             Ok(())
         });
     }
@@ -301,6 +345,8 @@ impl Controller {
         self.save_draft();
         remember_open(None);
         self.state.show_conversation(None);
+        self.load_draft(NEW_CHAT_DRAFT.to_string());
+        self.refresh_preview();
     }
 
     /// Deletes a conversation; the session's `ConversationRemoved` takes it out of the list and
@@ -317,14 +363,14 @@ impl Controller {
         if !st.online.get_untracked() {
             st.fail(
                 "You are offline. Your message is kept in the composer; send it when you are back online.",
-                false,
+                ErrorKind::Other,
             );
             return;
         }
         if !st.settings.with_untracked(|s| s.has_endpoint()) {
             st.fail(
                 "No agent endpoint is set. Open Settings, pick a preset or enter your agent's URL, and save. Your message is kept.",
-                true,
+                ErrorKind::Request,
             );
             st.settings_open.set(true);
             return;
@@ -343,10 +389,19 @@ impl Controller {
                 self.run(move |s, _| async move { s.send(&id, text).await });
             }
             None => {
+                // The first message of a new chat creates its conversation.
                 st.draft.set(String::new());
+                let overrides = MemoryOverrides {
+                    model: st.new_chat_model.get_untracked(),
+                    ..Default::default()
+                };
                 self.run(move |s, _| async move {
-                    let c = s.create_conversation().await?;
+                    let c = s.create_conversation(overrides).await?;
+                    s.set_draft(NEW_CHAT_DRAFT, "").await.ok();
                     let id = c.id.clone();
+                    // The new chat's place in the history becomes the conversation's: Back goes to
+                    // the conversation before it, not to an empty chat.
+                    replace_route(&id);
                     ctl.open(c.id, None);
                     s.send(&id, text).await
                 });
@@ -448,13 +503,17 @@ impl Controller {
 
     /// Recomputes what the next request would contain, for the context inspector.
     pub fn refresh_preview(&self) {
-        let Some(id) = self.state.current.get_untracked() else {
-            return;
+        let st = self.state;
+        // The new chat (no conversation yet) previews its first message.
+        let id = st.current.get_untracked().unwrap_or_default();
+        let overrides = MemoryOverrides {
+            model: st.new_chat_model.get_untracked(),
+            ..Default::default()
         };
-        let draft = self.state.draft.get_untracked();
+        let draft = st.draft.get_untracked();
         self.run(move |s, st| async move {
-            let p = s.preview(&id, &draft).await?;
-            if st.is_current(&id) {
+            let p = s.preview(&id, &draft, overrides).await?;
+            if st.current.get_untracked().unwrap_or_default() == id {
                 st.preview.set(Some(p));
             }
             Ok(())
@@ -715,12 +774,13 @@ impl Controller {
         });
     }
 
-    /// Puts the open conversation's stored draft into the composer, unless something was typed there
-    /// while it was read (what the user typed wins, and is what gets saved from then on).
+    /// Puts the open conversation's stored draft (`id`; [`NEW_CHAT_DRAFT`] for the new chat) into the
+    /// composer, unless something was typed there while it was read (what the user typed wins, and is
+    /// what gets saved from then on).
     fn load_draft(&self, id: String) {
         self.run(move |s, st| async move {
             let stored = s.draft(&id).await;
-            if !st.is_current(&id) {
+            if st.current.get_untracked().unwrap_or_default() != id {
                 return Ok(());
             }
             if st.draft.with_untracked(String::is_empty) {
@@ -731,12 +791,14 @@ impl Controller {
         });
     }
 
-    /// Saves the composer draft of the open conversation (once its stored draft has been loaded).
+    /// Saves the composer draft of the open conversation, or of the new chat (once its stored draft
+    /// has been loaded).
     pub fn save_draft(&self) {
         let st = self.state;
-        let (Some(id), Some(s)) = (st.current.get_untracked(), self.session()) else {
+        let Some(s) = self.session() else {
             return;
         };
+        let id = st.current.get_untracked().unwrap_or_default();
         if st
             .draft_of
             .with_untracked(|d| d.as_deref() != Some(id.as_str()))
@@ -786,6 +848,14 @@ pub fn set_route(id: Option<&str>) {
             let _ = w.location().set_hash(&want);
         }
     }
+}
+
+/// Writes `#/c/<id>` in place of the current history entry.
+fn replace_route(id: &str) {
+    let Some(w) = web_sys::window() else { return };
+    let _ = w.history().and_then(|h| {
+        h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#/c/{id}")))
+    });
 }
 
 /// The conversation id in the URL (`#/c/<id>`), if any.

@@ -42,7 +42,10 @@ pub fn MemoryPane() -> impl IntoView {
             </div>
             <Show
                 when=move || st.current.with(|c| c.is_some())
-                fallback=|| view! { <p class="empty">"Open a conversation to see what Memoire remembers about it."</p> }
+                fallback=|| view! {
+                    <p class="empty">"A new chat: its memory starts with its first message."</p>
+                    <ContextInspector/>
+                }
             >
                 <Failure/>
                 <ContextInspector/>

@@ -11,6 +11,7 @@ pub mod controller;
 pub mod inspector;
 pub mod memory;
 pub mod messages;
+pub mod model_picker;
 pub mod settings;
 pub mod sidebar;
 pub mod state;
@@ -47,7 +48,7 @@ pub fn App() -> impl IntoView {
         let sink: Rc<dyn Fn(crate::session::SessionEvent)> = Rc::new(move |e| applier.apply(e));
         match Session::open(DB_NAME, sink).await {
             Ok(session) => ctl.start(session),
-            Err(e) => state.fail(e.to_string(), false),
+            Err(e) => state.fail(e.to_string(), e.kind()),
         }
     });
     use_app_keys(ctl);

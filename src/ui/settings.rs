@@ -448,6 +448,15 @@ fn OverrideFields(
     let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
     view! {
         <p class="hint">"Empty fields use the global setting."</p>
+        <label>"System prompt"
+            <textarea data-testid="conversation-system-prompt" rows="3" placeholder="(the system prompt above)"
+                prop:value=move || overrides.with(|o| o.system_prompt.clone().unwrap_or_default())
+                on:input=move |ev| {
+                    let v = event_target_value(&ev);
+                    overrides.update(|o| o.system_prompt = (!v.trim().is_empty()).then_some(v))
+                }></textarea>
+            <span class="hint">"This conversation's instructions to the agent, sent instead of the system prompt above."</span>
+        </label>
         <label>"Recent messages"
             <input data-testid="settings-override-recent-count" type="number" min="1"
                 prop:value=move || overrides.with(|o| opt(o.recent_messages.map(|v| v as u64)))

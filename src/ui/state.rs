@@ -8,7 +8,7 @@ use crate::engine::model::{
 };
 use crate::engine::settings::Settings;
 use crate::engine::window::{place, Placement};
-use crate::session::{PreparedImport, Preview, SearchHit, SessionEvent, StorageInfo};
+use crate::session::{ErrorKind, PreparedImport, Preview, SearchHit, SessionEvent, StorageInfo};
 use leptos::prelude::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -66,12 +66,23 @@ pub struct MemoryView {
     pub failure: Option<crate::engine::memory::MemoryFailure>,
 }
 
-/// Something went wrong: what to tell the user, and whether Settings is the place to fix it.
+/// Something went wrong: what to tell the user, and what it is about (which decides the action the
+/// banner offers: Settings and Retry for a request, "Retry memory update" for a memory update).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Problem {
     pub text: String,
-    /// The endpoint, key or model may be the cause: the banner offers Settings.
-    pub settings: bool,
+    pub kind: ErrorKind,
+}
+
+/// The endpoint's models, for the header's model picker (listed when it is first opened).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum ModelList {
+    #[default]
+    Unknown,
+    Loading,
+    Loaded(Vec<String>),
+    /// Listing failed; the text says why.
+    Failed(String),
 }
 
 /// Where an import stands.
@@ -154,6 +165,10 @@ pub struct AppState {
     pub import: RwSignal<ImportState>,
     /// Sync's state in this tab (`None` until the session reports it).
     pub sync: RwSignal<Option<crate::session::SyncView>>,
+    /// The endpoint's models (the header's picker); listed again after settings change.
+    pub models: RwSignal<ModelList>,
+    /// The model picked in the new chat before its first message creates the conversation.
+    pub new_chat_model: RwSignal<Option<String>>,
 }
 
 impl AppState {
@@ -189,6 +204,8 @@ impl AppState {
             sidebar_open: RwSignal::new(false),
             import: RwSignal::new(ImportState::Idle),
             sync: RwSignal::new(None),
+            models: RwSignal::new(ModelList::Unknown),
+            new_chat_model: RwSignal::new(None),
         }
     }
 
@@ -207,11 +224,12 @@ impl AppState {
         self.draft.set(String::new());
     }
 
-    /// Shows an error in the banner; `settings` when Settings is where to fix it.
-    pub fn fail(&self, text: impl Into<String>, settings: bool) {
+    /// Shows an error in the banner (the one place errors are shown; it replaces any notice).
+    pub fn fail(&self, text: impl Into<String>, kind: ErrorKind) {
+        self.notice.set(None);
         self.error.set(Some(Problem {
             text: text.into(),
-            settings,
+            kind,
         }));
     }
 
@@ -498,17 +516,18 @@ impl EventApplier {
             SessionEvent::Error {
                 conversation_id,
                 message,
+                kind,
             } => {
                 let relevant = conversation_id.as_deref().is_none_or(|c| s.is_current(c));
                 if relevant {
-                    // Reported by a request to the agent: the endpoint may be the cause.
-                    s.fail(message, true);
+                    s.fail(message, kind);
                 }
             }
             SessionEvent::Notice(text) => s.notice.set(Some(text)),
             SessionEvent::SyncStatus(v) => s.sync.set(Some(v)),
             SessionEvent::SettingsChanged(settings) => {
                 s.settings.set(*settings);
+                s.models.set(ModelList::Unknown);
                 if let Some(id) = s.current.get_untracked() {
                     (self.on_context_changed)(id);
                 }

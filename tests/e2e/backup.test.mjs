@@ -132,7 +132,9 @@ test('backup: export, delete, import gives identical data; a second import skips
         await waitForCount(page, n - 1);
       }
       await importFile(page, asFile(exported));
-      await page.locator(tid('notice')).filter({ hasText: `Imported 2 conversations, ${counts.messages} messages, ${counts.summaries} summaries and ${counts.entities} entities; skipped 0 conversations` }).waitFor();
+      const n = (k, one, many) => `${k} ${k === 1 ? one : many}`;
+      const all = `${n(counts.messages, 'message', 'messages')}, ${n(counts.summaries, 'summary', 'summaries')} and ${n(counts.entities, 'entity', 'entities')}`;
+      await page.locator(tid('notice')).filter({ hasText: `Imported 2 conversations, ${all}.` }).waitFor();
       await waitForCount(page, 2);
       assert.deepEqual(comparable(await download(page, 'export-all-json')), original, 'the round trip is identical');
 
@@ -145,7 +147,7 @@ test('backup: export, delete, import gives identical data; a second import skips
 
       // The same file again: everything is skipped.
       await importFile(page, asFile(exported));
-      await page.locator(tid('notice')).filter({ hasText: `Imported 0 conversations, 0 messages, 0 summaries and 0 entities; skipped 2 conversations, ${counts.messages} messages, ${counts.summaries} summaries and ${counts.entities} entities` }).waitFor();
+      await page.locator(tid('notice')).filter({ hasText: `Imported 0 conversations, 0 messages, 0 summaries and 0 entities; skipped 2 conversations, ${all} that were already here.` }).waitFor();
       assert.deepEqual(comparable(await download(page, 'export-all-json')), original);
 
       // Hostile files: a clear error, nothing written.

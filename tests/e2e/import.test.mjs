@@ -117,20 +117,20 @@ const SOURCES = [
     'Sourdough help': ['s: You are a patient baking teacher.', 'u: Why is my sourdough flat?', 'a: Your starter may be weak; feed it twice a day.', 'u: How long should it proof?', 'a: About 4 to 6 hours at room temperature.'],
     'Old export without history': ['s: Answer in French.', 'u: Hello', 'a: Bonjour'],
   }],
-  ['nextchat.json', 'NextChat export: 1 conversations, 4 messages', {
+  ['nextchat.json', 'NextChat export: 1 conversation, 4 messages', {
     'Garden planning': ['s: You are an expert gardener.', 'u: Which vegetables grow on a balcony?', 'a: Tomatoes, lettuce and herbs do well.', 'u: Is this pot big enough?\n\n[image]', 'a: Yes, 20 litres is enough for a tomato.'],
   }],
   ['lobechat.json', 'LobeChat export: 2 conversations, 5 messages', {
     'Weekend in Rome': ['s: You plan trips on a budget.', 'u: Plan a weekend in Rome.', 'a: Two days: the Colosseum, then Trastevere.', 'a: Book the Vatican museums ahead.'],
     'Hi there': ['u: Hi there', 'a: Hello! How can I help?'],
   }],
-  ['llamacpp.json', 'llama.cpp web UI export: 1 conversations, 4 messages', {
+  ['llamacpp.json', 'llama.cpp web UI export: 1 conversation, 4 messages', {
     'Explain borrowing': ['u: Explain borrowing in Rust.\n[attachment: main.rs]', 'a: A borrow is a reference that does not own the value.', 'u: And mutable borrows?', 'a: Only one mutable borrow at a time.'],
   }],
-  ['llamacpp.jsonl', 'llama.cpp web UI export: 1 conversations, 2 messages', {
+  ['llamacpp.jsonl', 'llama.cpp web UI export: 1 conversation, 2 messages', {
     Haiku: ['u: Write a haiku about rain.', 'a: Soft rain on the roof\nthe kettle begins to sing\nnobody is home'],
   }],
-  ['sillytavern.jsonl', 'SillyTavern export: 1 conversations, 3 messages', {
+  ['sillytavern.jsonl', 'SillyTavern export: 1 conversation, 3 messages', {
     'Seraphina and Ana': ['a: Welcome, Ana. I am Seraphina, guardian of this forest.', 'u: Where am I?', 'a: You are in the Glade, Ana. Rest here.'],
   }],
   ['bigagi.agi.json', 'big-AGI export: 2 conversations, 4 messages', {
@@ -152,7 +152,7 @@ test('import: every source through the import control, exactly the shown branch;
         assert.ok(text.includes(found), `${file}: preview says "${found}", got: ${text}`);
         assert.match(text, /never imported/, `${file}: the preview says settings and keys stay behind`);
         const n = Object.keys(conversations).length;
-        assert.match(await confirm(page), new RegExp(`Imported ${n} conversations`), file);
+        assert.match(await confirm(page), new RegExp(`Imported ${n} conversation${n === 1 ? '' : 's'} and`), file);
         count += n;
         await page.waitForFunction((n) => document.querySelectorAll('[data-testid="conversation-item"]').length === n, count);
         Object.assign(want, conversations);

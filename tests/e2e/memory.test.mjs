@@ -129,8 +129,9 @@ test('memory update after M=1 pair: request, summary and entities shown and kept
       await chat(page, Q3, A3);
       const third = agent.chatRequests()[2].body.messages;
       assert.ok(third.some((m) => m.content.includes(SUMMARY)), 'the kept summary still feeds the prompt');
-      await agent.waitForRequests(3, { filter: (r) => r.kind === 'memory' });
-      await page.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
+      // After a failure automatic updates back off (two turns first): this turn sends none.
+      await page.waitForTimeout(500);
+      assert.equal(agent.memoryRequests().length, 2, 'a failed update is not retried after every turn');
       await reloadAndReopen(page);
       await waitForSummary(page, SUMMARY);
       assert.deepEqual(await memoryShown(page), EXPECTED_MEMORY, 'still untouched after a reload');

@@ -1,7 +1,7 @@
 // Several tabs at once (issue 7, part 4): two pages of ONE browser context share IndexedDB, and a
 // BroadcastChannel keeps both views live; Web Locks make a memory update run in one tab only.
 // - a message sent in tab A appears in tab B, streaming included; the conversation list follows;
-// - a rename in A shows in B;
+// - a rename in A shows in B; New in B stores nothing until B's first message, which A then sees;
 // - a memory update started in A shows as running in B, then its summary and entities appear in B;
 // - both tabs sending at once in one conversation: nothing lost or duplicated, the seqs agree in both
 //   tabs and after a reload, and the memory update that becomes due in both runs exactly once.
@@ -130,13 +130,21 @@ test('tabs: messages, streaming, list changes, renames and memory updates reach 
       await b.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
       assert.equal(agent.memoryRequests().length, 1);
 
-      // A new conversation made in B appears in A's list; deleting it in B removes it from A's.
+      // New in B stores nothing, so A's list does not change; B's first message creates the
+      // conversation, which then appears in A's list; deleting it in B removes it from A's.
       await b.locator(tid('new-conversation')).click();
+      await b.waitForFunction(() => location.hash === '' && document.querySelectorAll('[data-testid="message"]').length === 0);
+      await a.waitForTimeout(300);
+      assert.equal(await items(a).count(), 1, 'New alone stores nothing');
+      assert.equal(await items(b).count(), 1);
+      agent.script({ text: 'Answer in the new conversation.' });
+      await sendMessage(b, 'First message of a new conversation in B');
+      await waitAllComplete(b, 2);
       await a.waitForFunction(() => document.querySelectorAll('[data-testid="conversation-item"]').length === 2);
       const fresh = items(b).filter({ hasNotText: 'Renamed in tab A' });
       // A has it open when B deletes it: A closes it (no conversation open, nothing to update).
       await items(a).filter({ hasNotText: 'Renamed in tab A' }).click();
-      await a.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 0);
+      await waitAllComplete(a, 2);
       assert.equal(await a.locator(tid('update-memory')).isEnabled(), true);
       await fresh.locator(tid('delete-conversation')).click();
       await fresh.locator(tid('confirm-delete')).click();
@@ -144,7 +152,7 @@ test('tabs: messages, streaming, list changes, renames and memory updates reach 
       await a.waitForFunction(() => document.querySelector('[data-testid="update-memory"]')?.disabled === true);
       // ...and A's address no longer names it, so a reload does not try to open what is gone.
       await a.waitForFunction(() => location.hash === '');
-      assert.equal(agent.chatRequests().length, 2, 'B never sent anything of its own');
+      assert.equal(agent.chatRequests().length, 3, 'B sent only its new conversation\'s first message');
       assertNoPageProblems(issues.a);
       assertNoPageProblems(issues.b);
     });

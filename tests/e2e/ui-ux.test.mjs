@@ -83,7 +83,7 @@ test('phone (390×844): the list is a drawer (menu button, tap outside, Esc), th
     await toggle.click();
     await page.locator(tid('new-conversation')).click();
     await sidebar.waitFor({ state: 'hidden' });
-    await page.waitForFunction((id) => location.hash.startsWith('#/c/') && !location.hash.endsWith(id), id);
+    await page.waitForFunction(() => location.hash === '');
     await toggle.click();
     await page.locator(tid('conversation-item', `[data-conversation-id="${id}"]`)).locator(tid('conversation-open')).click();
     await sidebar.waitFor({ state: 'hidden' });

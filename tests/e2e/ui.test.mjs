@@ -45,10 +45,11 @@ test('sidebar: create, sort by activity with counts, inline rename, search, dele
     await chatTurn(page, agent, 'Tell me about bananas', 'Bananas are yellow.');
     const a = await currentConversationId(page);
     await page.locator(tid('new-conversation')).click();
-    await page.waitForFunction((a) => location.hash.startsWith('#/c/') && !location.hash.endsWith(a), a);
-    const b = await currentConversationId(page);
+    await page.waitForFunction(() => location.hash === '');
     assert.equal(await messages(page).count(), 0, 'a new conversation starts empty');
     await chatTurn(page, agent, 'And cherries?', 'Cherries are red and grow on trees.');
+    const b = await currentConversationId(page);
+    assert.notEqual(b, a);
     assert.deepEqual(await conversationIds(page), [b, a], 'the most recent activity first');
 
     // More activity in A moves it to the top; the counts follow.
@@ -204,14 +205,16 @@ test('chat: streaming keeps earlier nodes, stop keeps the partial reply, retry, 
 
 test('drafts: what is typed right after a switch is kept, and a late save never lands in another conversation', () =>
   journey('drafts', async (page) => {
+    const { agent } = harness;
     const composer = page.locator(tid('composer-input'));
     const value = () => composer.inputValue();
     const open = (id) => conversationItem(page, id).locator(tid('conversation-open')).click();
-    const start = await page.evaluate(() => location.hash);
+    // Two conversations (New stores nothing: each is created by its first message).
+    await chatTurn(page, agent, 'Conversation B', 'Reply B.');
+    const b = await currentConversationId(page);
     await page.locator(tid('new-conversation')).click();
-    await composer.waitFor();
-    // The composer is on screen before the new conversation is stored and in the address.
-    await page.waitForFunction((s) => location.hash.startsWith('#/c/') && location.hash !== s, start);
+    await page.waitForFunction(() => location.hash === '');
+    await chatTurn(page, agent, 'Conversation A', 'Reply A.');
     const a = await currentConversationId(page);
     await composer.fill('Draft for A');
     // From here on, reading a stored draft takes 600 ms, as on a busy machine: the handler of any
@@ -237,15 +240,14 @@ test('drafts: what is typed right after a switch is kept, and a late save never 
       await page.waitForFunction((n) => (window.__draftReads ?? 0) > n, before);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     };
-    // A new conversation, typed into at once: the late read of its (empty) draft must not wipe it.
+    // The new chat, typed into at once: the late read of its (empty) draft must not wipe it.
     let before = await reads();
     await page.locator(tid('new-conversation')).click();
-    await page.waitForFunction((a) => location.hash.startsWith('#/c/') && location.hash !== `#/c/${a}`, a);
-    const b = await currentConversationId(page);
-    assert.equal(await value(), '', "A's draft is not shown in B");
-    await composer.fill('Typed in B at once');
+    await page.waitForFunction(() => location.hash === '');
+    assert.equal(await value(), '', "A's draft is not shown in the new chat");
+    await composer.fill('Typed in the new chat at once');
     await readDone(before);
-    assert.equal(await value(), 'Typed in B at once');
+    assert.equal(await value(), 'Typed in the new chat at once');
     // Back to A: its draft comes back.
     await open(a);
     await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Draft for A');
@@ -257,14 +259,17 @@ test('drafts: what is typed right after a switch is kept, and a late save never 
     await readDone(before);
     // The typing pause (400 ms) has passed too: a save it started would have landed by now.
     await page.waitForTimeout(500);
-    assert.equal(await value(), 'Typed in B at once');
+    assert.equal(await value(), '', 'B has no draft: nothing of A landed there');
     // What is stored, after a reload (drafts read at normal speed again).
     await page.reload();
     await waitForAppReady(page);
     await open(a);
     await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Draft for A, edited');
     await open(b);
-    await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Typed in B at once');
+    await page.waitForTimeout(300);
+    assert.equal(await value(), '');
+    await page.locator(tid('new-conversation')).click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Typed in the new chat at once');
   }));
 
 test('chat: auto-scroll follows the stream until the user scrolls up', () =>

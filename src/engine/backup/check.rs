@@ -319,6 +319,12 @@ fn check_conversation(c: &BConversation, limits: &ImportLimits) -> Result<(), Im
     if let Some(m) = &c.memory_overrides.memory_model {
         k.short("memory_overrides.memory_model", m)?;
     }
+    if let Some(m) = &c.memory_overrides.model {
+        k.short("memory_overrides.model", m)?;
+    }
+    if let Some(p) = &c.memory_overrides.system_prompt {
+        k.text("memory_overrides.system_prompt", p)?;
+    }
     Ok(())
 }
 

@@ -18,10 +18,10 @@ pub fn export_markdown(conversation: &Conversation, messages: &[Message]) -> Str
     };
     out.push_str(&format!("# {title}\n\n"));
     out.push_str(&format!(
-        "Created {} · Updated {} · {} messages\n\n---\n\n",
+        "Created {} · Updated {} · {}\n\n---\n\n",
         utc(conversation.created_at),
         utc(conversation.updated_at),
-        messages.len()
+        crate::engine::format::plural(messages.len(), "message", "messages")
     ));
     let mut sorted: Vec<&Message> = messages.iter().collect();
     sort::sort_by_key(&mut sorted, |m| m.seq);

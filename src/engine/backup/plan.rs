@@ -42,6 +42,20 @@ pub struct ImportCounts {
     pub entities: usize,
 }
 
+impl ImportCounts {
+    /// In plain words: "2 conversations, 1 message, 0 summaries and 1 entity".
+    pub fn describe(&self) -> String {
+        use crate::engine::format::plural;
+        format!(
+            "{}, {}, {} and {}",
+            plural(self.conversations, "conversation", "conversations"),
+            plural(self.messages, "message", "messages"),
+            plural(self.summaries, "summary", "summaries"),
+            plural(self.entities, "entity", "entities"),
+        )
+    }
+}
+
 /// Exactly what an import writes (new records only), and what it skipped because it already exists.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ImportPlan {
@@ -52,6 +66,21 @@ pub struct ImportPlan {
     pub entities: Vec<EntityNode>,
     pub added: ImportCounts,
     pub skipped: ImportCounts,
+}
+
+impl ImportPlan {
+    /// What the import did, for the notice: what was added, and what was already here.
+    pub fn report(&self) -> String {
+        let skipped = self.skipped;
+        if skipped == ImportCounts::default() {
+            return format!("Imported {}.", self.added.describe());
+        }
+        format!(
+            "Imported {}; skipped {} that were already here.",
+            self.added.describe(),
+            skipped.describe()
+        )
+    }
 }
 
 impl CheckedImport {

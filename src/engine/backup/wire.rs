@@ -108,6 +108,10 @@ pub(super) struct BOverrides {
     pub(super) history_format: Option<BHistoryFormat>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) memory_model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) system_prompt: Option<String>,
 }
 
 wire_enum!(BHistoryFormat <-> HistoryFormat {
@@ -240,6 +244,8 @@ impl From<&Conversation> for BConversation {
             max_message_chars,
             history_format,
             memory_model,
+            model,
+            system_prompt,
         } = memory_overrides;
         BConversation {
             id: id.clone(),
@@ -274,6 +280,8 @@ impl From<&Conversation> for BConversation {
                 max_message_chars: max_message_chars.map(|v| v as u64),
                 history_format: history_format.map(Into::into),
                 memory_model: memory_model.clone(),
+                model: model.clone(),
+                system_prompt: system_prompt.clone(),
             },
         }
     }
@@ -302,6 +310,8 @@ impl BConversation {
             max_message_chars,
             history_format,
             memory_model,
+            model,
+            system_prompt,
         } = memory_overrides;
         let size = |field: &'static str, v: Option<u64>| -> Result<Option<usize>, ImportError> {
             v.map(|v| {
@@ -321,6 +331,8 @@ impl BConversation {
                 max_message_chars: size("max_message_chars", max_message_chars)?,
                 history_format: history_format.map(Into::into),
                 memory_model,
+                model,
+                system_prompt,
             },
             id,
             title,

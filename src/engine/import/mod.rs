@@ -21,6 +21,7 @@ mod tree;
 pub mod zip;
 
 use super::backup::{self, CheckedImport, ConversationBundle, ImportLimits};
+use super::format::plural;
 use super::model::{
     Conversation, ConversationSummary, MemoryOverrides, Message, MessageMeta, MessageStatus,
     Millis, Role,
@@ -484,23 +485,31 @@ pub fn describe(imported: &Imported) -> String {
         .map(|c| c.messages.len())
         .sum();
     let mut out = format!(
-        "{} export: {} conversations, {} messages.",
+        "{} export: {}, {}.",
         imported.source.name(),
-        imported.conversations.len(),
-        messages
+        plural(
+            imported.conversations.len(),
+            "conversation",
+            "conversations"
+        ),
+        plural(messages, "message", "messages")
     );
     let s = &imported.skipped;
     let parts: Vec<String> = [
-        (s.other_branches, "on branches not shown"),
-        (s.hidden, "hidden"),
-        (s.tool, "tool calls or results"),
-        (s.reasoning, "reasoning"),
-        (s.errors, "failed replies"),
-        (s.empty, "empty"),
+        (
+            s.other_branches,
+            "on a branch not shown",
+            "on branches not shown",
+        ),
+        (s.hidden, "hidden", "hidden"),
+        (s.tool, "tool call or result", "tool calls or results"),
+        (s.reasoning, "reasoning", "reasoning"),
+        (s.errors, "failed reply", "failed replies"),
+        (s.empty, "empty", "empty"),
     ]
     .iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, why)| format!("{n} {why}"))
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| plural(*n, one, many))
     .collect();
     if !parts.is_empty() {
         out.push_str(&format!(" Left out: {}.", parts.join(", ")));

@@ -1,10 +1,12 @@
 //! When the memory update (summary + entities) runs: after every M user/assistant pairs since the
 //! summary's `covers_up_to_seq`, or when the caller says the history no longer fits the budget.
 //! "Never twice at once" is the session's (a Web Lock per conversation, and its own record of the
-//! updates running in the tab): only it knows what runs. Must not import anything outside
+//! updates running in the tab): only it knows what runs. After a failure, automatic updates back off
+//! ([`retry_allowed`]): exponentially in turns or time passed. Must not import anything outside
 //! `crate::engine`.
 
-use crate::engine::model::{Message, MessageStatus, Role};
+use super::MemoryFailure;
+use crate::engine::model::{Message, MessageStatus, Millis, Role};
 use crate::engine::sort::sort_by_key;
 
 /// Whether a message takes part in memory: not errored, not still streaming, and not empty.
@@ -111,4 +113,47 @@ pub fn due(input: DueInput<'_>) -> Due {
         }
     }
     Due::No { pairs }
+}
+
+/// Most turns an automatic update waits after failures in a row.
+pub const MAX_RETRY_TURNS: usize = 32;
+/// Time after the first failure after which the next turn may try again; doubles with each failure.
+pub const FIRST_RETRY_MS: Millis = 5 * 60 * 1000;
+/// Longest time an automatic update waits.
+pub const MAX_RETRY_MS: Millis = 6 * 60 * 60 * 1000;
+
+/// How long automatic updates wait after `attempts` failures in a row: (turns, milliseconds).
+/// After the first failure 2 turns or 5 minutes, then 4 turns or 10 minutes, and so on, up to
+/// [`MAX_RETRY_TURNS`] turns or [`MAX_RETRY_MS`].
+pub fn retry_wait(attempts: u32) -> (usize, Millis) {
+    let doublings = attempts.clamp(1, 16) - 1;
+    let turns = (2usize << doublings).min(MAX_RETRY_TURNS);
+    let ms = FIRST_RETRY_MS
+        .saturating_mul(1 << doublings)
+        .min(MAX_RETRY_MS);
+    (turns, ms)
+}
+
+/// Whether an automatic memory update may run after the conversation's last one failed
+/// (`failure`): at once when something changed (another memory endpoint or model), else once
+/// enough user turns (counted in `messages` after the failed update's messages) or enough time
+/// (`now`) has passed, per [`retry_wait`]. The user's "Retry" never waits: it does not ask.
+pub fn retry_allowed(
+    failure: Option<&MemoryFailure>,
+    messages: &[Message],
+    endpoint_key: &str,
+    now: Millis,
+) -> bool {
+    let Some(f) = failure else {
+        return true;
+    };
+    if f.endpoint_key != endpoint_key {
+        return true;
+    }
+    let (turns, ms) = retry_wait(f.attempts);
+    let turns_since = messages
+        .iter()
+        .filter(|m| m.seq > f.seq && m.role == Role::User && counts_for_memory(m))
+        .count();
+    turns_since >= turns || now.saturating_sub(f.at) >= ms
 }

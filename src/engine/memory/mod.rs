@@ -22,7 +22,10 @@ pub mod reply;
 pub mod retrieve;
 pub mod summary;
 
-pub use due::{count_pairs, counts_for_memory, due, Due, DueInput, DueReason};
+pub use due::{
+    count_pairs, counts_for_memory, due, retry_allowed, retry_wait, Due, DueInput, DueReason,
+    FIRST_RETRY_MS, MAX_RETRY_MS, MAX_RETRY_TURNS,
+};
 pub use form::{
     forms_for, next_form, refused_http, refused_stream, start_form, update_schema, MemoryForm,
 };
@@ -69,6 +72,13 @@ pub struct MemoryFailure {
     pub raw_reply: String,
     /// The form of the last request the update sent.
     pub form: MemoryForm,
+    /// Updates that failed in a row, this one included (the back-off grows with it, see
+    /// [`due::retry_allowed`]).
+    pub attempts: u32,
+    /// The highest seq of the messages the failed update looked at.
+    pub seq: u64,
+    /// The memory endpoint it was sent to (`EndpointProfile::key`): another one is a change.
+    pub endpoint_key: String,
 }
 
 /// How much of a failed reply is kept for the memory pane.
@@ -82,13 +92,33 @@ impl MemoryFailure {
             reason,
             raw_reply: normalize::truncate_chars(raw_reply, MAX_RAW_REPLY_CHARS).to_string(),
             form,
+            attempts: 1,
+            seq: 0,
+            endpoint_key: String::new(),
         }
     }
 
+    /// This failure, of an update that looked at messages up to `seq` and went to `endpoint_key`,
+    /// following `previous`: one more in a row when nothing changed, else the first.
+    pub fn following(
+        mut self,
+        previous: Option<&MemoryFailure>,
+        seq: u64,
+        endpoint_key: &str,
+    ) -> MemoryFailure {
+        self.seq = seq;
+        self.endpoint_key = endpoint_key.to_string();
+        self.attempts = match previous {
+            Some(p) if p.endpoint_key == endpoint_key => p.attempts.saturating_add(1),
+            _ => 1,
+        };
+        self
+    }
+
     /// Whether this failure says the same as `previous` (then the memory pane, which already shows
-    /// it, is enough: no new banner).
+    /// it, is enough: no new banner): the same reason from the same endpoint.
     pub fn repeats(&self, previous: Option<&MemoryFailure>) -> bool {
-        previous.is_some_and(|p| p.reason == self.reason)
+        previous.is_some_and(|p| p.reason == self.reason && p.endpoint_key == self.endpoint_key)
     }
 }
 

@@ -48,6 +48,8 @@ fn fields_of(c: &Conversation) -> BTreeMap<String, Option<String>> {
             o.history_format.map(|f| format_text(f).to_string()),
         ),
         ("memory_model", o.memory_model.clone()),
+        ("model", o.model.clone()),
+        ("system_prompt", o.system_prompt.clone()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -119,6 +121,12 @@ pub fn apply_conversation(doc: &ConversationDoc, c: &mut Conversation) {
     };
     if let Some(v) = get("memory_model") {
         o.memory_model = v;
+    }
+    if let Some(v) = get("model") {
+        o.model = v;
+    }
+    if let Some(v) = get("system_prompt") {
+        o.system_prompt = v;
     }
 }
 

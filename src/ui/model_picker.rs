@@ -1,0 +1,111 @@
+//! The chat header's model picker: the model the open conversation (or the new chat) uses from its
+//! next turn, chosen from the endpoint's model list (listed when the menu first opens, by the path
+//! Settings' "Test connection" takes), shown by readable names. The choice is kept with the
+//! conversation's overrides. Must not import `store` or `transport`.
+
+use crate::engine::format::model_label;
+use crate::ui::behaviour::use_dismiss;
+use crate::ui::controller::Controller;
+use crate::ui::state::ModelList;
+use leptos::html;
+use leptos::prelude::*;
+
+/// The picker: a button naming the model in use, and its menu.
+#[component]
+pub fn ModelPicker() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let open = RwSignal::new(false);
+    let root = NodeRef::<html::Div>::new();
+    use_dismiss(root, open);
+    // The conversation's own model (or the new chat's), if it picked one.
+    let own = move || match st.current_conversation() {
+        Some(c) => c.memory_overrides.model,
+        None if st.current.with(Option::is_some) => None,
+        None => st.new_chat_model.get(),
+    };
+    let in_use = move || own().unwrap_or_else(|| st.settings.with(|s| s.endpoint.model.clone()));
+    let toggle = move |_| {
+        let opening = !open.get_untracked();
+        open.set(opening);
+        if opening {
+            ctl.load_models();
+        }
+    };
+    view! {
+        <div class="model-picker" node_ref=root>
+            <button
+                data-testid="model-picker"
+                data-model=in_use
+                aria-haspopup="listbox"
+                aria-expanded=move || open.get().to_string()
+                title=move || format!("Model for this conversation: {}", in_use())
+                on:click=toggle
+            >
+                {move || match in_use() {
+                    m if m.trim().is_empty() => "Model".to_string(),
+                    m => model_label(&m),
+                }}
+                <span aria-hidden="true">" ▾"</span>
+            </button>
+            <Show when=move || open.get()>
+                <ModelMenu open=open own=Signal::derive(own)/>
+            </Show>
+        </div>
+    }
+}
+
+/// The menu: "as in Settings", then the endpoint's models (or why they could not be listed).
+#[component]
+fn ModelMenu(
+    /// Whether the menu is open; a choice closes it.
+    open: RwSignal<bool>,
+    /// The model the conversation picked, if any.
+    own: Signal<Option<String>>,
+) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let pick = move |m: Option<String>| {
+        open.set(false);
+        ctl.pick_model(m);
+    };
+    let global = move || st.settings.with(|s| model_label(&s.endpoint.model));
+    let listed = move || match st.models.get() {
+        ModelList::Loaded(list) => list,
+        _ => Vec::new(),
+    };
+    view! {
+        <div class="menu" role="listbox" aria-label="Models">
+            <button role="option" data-testid="model-option" data-model=""
+                aria-selected=move || own.get().is_none().to_string()
+                on:click=move |_| pick(None)>
+                {move || format!("As in Settings ({})", global())}
+            </button>
+            <For each=listed key=|m| m.clone() let:m>
+                {
+                    let chosen = m.clone();
+                    let selected = m.clone();
+                    view! {
+                        <button role="option" data-testid="model-option" data-model=m.clone() title=m.clone()
+                            aria-selected=move || (own.get().as_deref() == Some(selected.as_str())).to_string()
+                            on:click=move |_| pick(Some(chosen.clone()))>
+                            {model_label(&m)}
+                        </button>
+                    }
+                }
+            </For>
+            {move || match st.models.get() {
+                ModelList::Loading | ModelList::Unknown => Some(view! {
+                    <p class="hint" role="status">"Listing the endpoint's models…"</p>
+                }.into_any()),
+                ModelList::Failed(why) => Some(view! {
+                    <p class="hint" role="status" data-testid="model-list-error">{format!("The models could not be listed. {why}")}</p>
+                }.into_any()),
+                ModelList::Loaded(l) if l.is_empty() => Some(view! {
+                    <p class="hint" role="status">"The endpoint lists no models; pick one in Settings."</p>
+                }.into_any()),
+                ModelList::Loaded(_) => None,
+            }}
+        </div>
+    }
+}
