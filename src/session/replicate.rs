@@ -96,6 +96,9 @@ struct Inner {
     /// Own events waiting to be tracked, in order, by one task.
     queue: RefCell<VecDeque<SessionEvent>>,
     tracking: Cell<bool>,
+    /// Set while the driver reports a change it applied: the document is already recorded, so
+    /// [`Replication::observe`] does not track it again.
+    applying: Cell<bool>,
     view: RefCell<SyncView>,
     _online: RefCell<Option<Closure<dyn FnMut()>>>,
 }
@@ -123,6 +126,7 @@ impl Replication {
                 wake: RefCell::default(),
                 queue: RefCell::default(),
                 tracking: Cell::new(false),
+                applying: Cell::new(false),
                 view: RefCell::new(SyncView::off()),
                 _online: RefCell::default(),
             }),
@@ -205,7 +209,7 @@ impl Replication {
     /// The session reported `e` (its own change): track the document it produces.
     pub(crate) fn observe(&self, e: &SessionEvent) {
         let i = &self.inner;
-        if !i.settings.borrow().enabled {
+        if !i.settings.borrow().enabled || i.applying.get() {
             return;
         }
         let relevant = match e {
@@ -335,6 +339,13 @@ async fn keep_clock(i: &Inner, c: &Clock) -> Result<(), ReplicateError> {
     Ok(())
 }
 
+/// Stored documents by `_id`.
+fn by_id(docs: Vec<SyncedDoc>) -> std::collections::HashMap<String, SyncedDoc> {
+    docs.into_iter()
+        .map(|d| (d.local.doc.id.clone(), d))
+        .collect()
+}
+
 async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, ReplicateError> {
     Ok(i.store.sync_docs(&[id.to_string()]).await?.pop())
 }
@@ -342,17 +353,24 @@ async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, ReplicateError
 /// Marks `docs` (local edits) dirty, merged into their stored copies, and hands them to the
 /// running replicator.
 async fn record(i: &Inner, docs: Vec<Doc>) -> Result<(), ReplicateError> {
-    let mut out = Vec::new();
+    let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
+    let mut known = by_id(i.store.sync_docs(&ids).await?);
+    let mut out = Vec::with_capacity(docs.len());
     for d in docs {
-        let prev = stored(i, &d.id).await?;
-        let (doc, rev) = match prev {
-            Some(p) => (crate::engine::sync::merge(&p.local.doc, &d), p.local.rev),
+        let (doc, rev) = match known.get(&d.id) {
+            Some(p) => (
+                crate::engine::sync::merge(&p.local.doc, &d),
+                p.local.rev.clone(),
+            ),
             None => (d, None),
         };
-        out.push(SyncedDoc {
+        let synced = SyncedDoc {
             local: LocalDoc { doc, rev },
             dirty: true,
-        });
+        };
+        // The same document twice in one call: the second merges into the first.
+        known.insert(synced.local.doc.id.clone(), synced.clone());
+        out.push(synced);
     }
     i.store.put_sync_docs(&out).await?;
     if let Some(rep) = i.rep.borrow_mut().as_mut() {
@@ -415,13 +433,12 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
         {
             docs.push(d);
         }
-        for m in i.store.load_all_messages(&c.id).await? {
-            let prev = stored(i, &message_id(&m.id)).await?;
-            if let Some(d) =
-                track::track_message(prev.as_ref().map(|p| &p.local.doc), &m, &mut clock, now())
-            {
-                docs.push(d);
-            }
+        let messages = i.store.load_all_messages(&c.id).await?;
+        let ids: Vec<String> = messages.iter().map(|m| message_id(&m.id)).collect();
+        let known = by_id(i.store.sync_docs(&ids).await?);
+        for (m, id) in messages.iter().zip(&ids) {
+            let prev = known.get(id).map(|p| &p.local.doc);
+            docs.extend(track::track_message(prev, m, &mut clock, now()));
         }
         docs.extend(memory::track_memory(i, Some(&c.id), false, &mut clock, now()).await?);
     }
@@ -538,7 +555,9 @@ async fn apply_message_tombstone(i: &Inner, id: &str) -> Result<(), ReplicateErr
 /// Reports a change the way the session's own writes are reported.
 fn report(i: &Inner, e: SessionEvent) {
     if let Some(emit) = i.emit.borrow().clone() {
-        emit(e)
+        i.applying.set(true);
+        emit(e);
+        i.applying.set(false);
     }
 }
 
@@ -607,6 +626,20 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
                 }
             }
             in_order(&mut merges);
+            // The clock sees the batch's latest stamp once (observing the greatest is observing all).
+            let seen = merges
+                .iter()
+                .filter_map(|w| match w {
+                    Write::Merge { remote, .. } => remote.body.latest_stamp(),
+                    _ => None,
+                })
+                .max()
+                .cloned();
+            if let Some(seen) = seen {
+                let (mut c, _) = clock(i).await?;
+                c.observe(&seen);
+                keep_clock(i, &c).await?;
+            }
             batch.extend(merges);
             batch.extend(rest);
         }
@@ -616,11 +649,6 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
         match w {
             Write::Merge { remote, rev } => {
                 let prev = stored(i, &remote.id).await?;
-                if let Some(seen) = remote.body.latest_stamp() {
-                    let (mut c, _) = clock(i).await?;
-                    c.observe(seen);
-                    keep_clock(i, &c).await?;
-                }
                 let a = apply_remote(prev.as_ref().map(|p| &p.local), &remote, &rev);
                 let changed = prev.as_ref().map(|p| &p.local.doc) != Some(&a.local.doc);
                 // Still dirty if the local copy had edits the server has not seen.

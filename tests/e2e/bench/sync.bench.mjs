@@ -1,0 +1,192 @@
+// Sync benchmark (issue 14): the built app (DIST) in headless Chromium, two browser contexts as two
+// devices, against pouchdb-server in memory on loopback (couch.mjs). Run by `make bench`
+// (scripts/bench.sh), or: cd tests/e2e && DIST=../../dist node bench/sync.bench.mjs
+//
+// Prints one line per figure:
+//   bench sync_first_10k_msgs_push_ms <v> ms   device A holds 10,000 messages (imported through the
+//                                              Import control) and turns sync on: until the server holds
+//                                              every message and A says "synced"
+//   bench sync_first_10k_msgs_pull_ms <v> ms   an empty device B turns sync on: until B's store holds
+//                                              every message and B says "synced"
+//   bench sync_first_10k_longest_task_ms <v> ms the longest main-thread task on either page during both
+//   bench sync_one_message_ms <v> ms           both online, the same conversation open: a message sent
+//                                              on A until it is shown on B (median of 5)
+// Details go to stderr.
+
+import { startHarness, newAppPage, openApp, endpointBase, sendMessage, tid, withDiagnostics } from '../helpers.mjs';
+import { startCouch } from '../couch.mjs';
+
+const CONVERSATIONS = 50;
+const PER_CONVERSATION = 200;
+const TOTAL = CONVERSATIONS * PER_CONVERSATION;
+const ONE_MESSAGE_RUNS = 5;
+const START = Date.UTC(2024, 0, 1);
+
+const log = (...a) => console.error('[sync.bench]', ...a);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** A backup (engine/backup, version 1) of CONVERSATIONS conversations of PER_CONVERSATION messages. */
+function backup() {
+  const overrides = {
+    recent_messages: null, summary_every_pairs: null, context_tokens: null, reply_reserve_tokens: null,
+    max_message_chars: null, history_format: null,
+  };
+  const conversations = [];
+  for (let c = 0; c < CONVERSATIONS; c += 1) {
+    const id = `sync-${String(c).padStart(3, '0')}`;
+    const messages = [];
+    for (let k = 0; k < PER_CONVERSATION; k += 1) {
+      messages.push({
+        id: `${id}-m${k + 1}`, conversation_id: id, seq: k + 1, role: k % 2 ? 'assistant' : 'user',
+        content: `Message ${k + 1} of conversation ${c}: ${'a few words about the weather and the sea. '.repeat(1 + (k % 4))}`,
+        status: 'complete', created_at: START + c * 1_000_000 + k * 1000, tool_calls: [], usage: null, error: null, path: null, model: null,
+      });
+    }
+    conversations.push({
+      conversation: {
+        id, title: `Synced ${c}`, title_is_custom: true, created_at: START + c * 1_000_000, updated_at: START + c * 1_000_000 + PER_CONVERSATION * 1000,
+        message_count: PER_CONVERSATION, endpoint_profile_id: null, remote_handle: null, last_path: null, memory_overrides: overrides,
+      },
+      messages, summaries: [], entities: [],
+    });
+  }
+  return JSON.stringify({ format: 'memoire-backup', version: 1, exported_at: START, shared_entities: [], conversations });
+}
+
+/** Installed before the app's scripts: every long task's duration. */
+function instruments() {
+  window.__longtasks = [];
+  new PerformanceObserver((list) => window.__longtasks.push(...list.getEntries().map((e) => e.duration)))
+    .observe({ type: 'longtask' });
+}
+
+async function device(harness) {
+  const opened = await newAppPage(harness.browser);
+  await opened.context.addInitScript(instruments);
+  await openApp(opened.page, harness.site.url);
+  const { page } = opened;
+  await page.locator(tid('settings-open')).click();
+  await page.locator(tid('settings-protocol')).selectOption('openai-chat');
+  await page.locator(tid('settings-endpoint-url')).fill(endpointBase(harness.agent, 'openai-chat'));
+  await page.locator(tid('settings-model')).fill('test-model');
+  await page.locator(tid('settings-save')).click();
+  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+  return opened;
+}
+
+/** Turns sync on against `couch`; returns the time just before the click that saves it. */
+async function syncOn(page, couch) {
+  await page.locator(tid('settings-open')).click();
+  await page.locator(tid('settings-sync-url')).fill(couch.url);
+  await page.locator(tid('settings-sync-database')).fill('memoire');
+  await page.locator(tid('settings-sync-enabled')).check();
+  const t0 = Date.now();
+  await page.locator(tid('sync-save')).click();
+  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
+  await page.locator(tid('settings-save')).click();
+  return t0;
+}
+
+const synced = (page, timeout) => page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout });
+
+/** Messages in this device's store (counted in the page's IndexedDB). */
+function storedMessages(page) {
+  return page.evaluate(() => new Promise((resolve, reject) => {
+    const open = indexedDB.open('memoire');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const db = open.result;
+      const req = db.transaction('messages').objectStore('messages').count();
+      req.onsuccess = () => { db.close(); resolve(req.result); };
+      req.onerror = () => reject(req.error);
+    };
+  }));
+}
+
+/** Documents on the server (conversations and messages; `_local` checkpoints are not counted). */
+async function serverDocs(couch) {
+  const res = await fetch(`${couch.url}/memoire`);
+  return res.ok ? (await res.json()).doc_count : 0;
+}
+
+async function until(what, test, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await test()) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const longest = async (page) => Math.max(0, ...(await page.evaluate(() => window.__longtasks ?? [])));
+
+async function main() {
+  const harness = await startHarness();
+  const couch = await startCouch();
+  const results = {};
+  const A = await device(harness);
+  const B = await device(harness);
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-bench', async () => {
+      await A.page.locator(tid('export-button')).click();
+      await A.page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(backup()) });
+      await A.page.locator(tid('notice')).waitFor({ state: 'visible', timeout: 300_000 });
+      await until('A imported', async () => (await storedMessages(A.page)) >= TOTAL, 300_000);
+      await A.page.evaluate(() => { window.__longtasks = []; });
+
+      const tPush = await syncOn(A.page, couch);
+      await until('the server holds every message', async () => (await serverDocs(couch)) >= TOTAL + CONVERSATIONS, 600_000);
+      await synced(A.page, 600_000);
+      results.sync_first_10k_msgs_push_ms = Date.now() - tPush;
+      log(`push: ${results.sync_first_10k_msgs_push_ms} ms`);
+
+      await B.page.evaluate(() => { window.__longtasks = []; });
+      const tPull = await syncOn(B.page, couch);
+      await until('B holds every message', async () => (await storedMessages(B.page)) >= TOTAL, 600_000);
+      await synced(B.page, 600_000);
+      results.sync_first_10k_msgs_pull_ms = Date.now() - tPull;
+      log(`pull: ${results.sync_first_10k_msgs_pull_ms} ms`);
+      results.sync_first_10k_longest_task_ms = Math.round(Math.max(await longest(A.page), await longest(B.page)));
+
+      // One message, both online, the same conversation open on both.
+      const item = (page) => page.locator(tid('conversation-item', '[data-conversation-id="sync-049"]')).locator(tid('conversation-open'));
+      for (const page of [A.page, B.page]) {
+        await item(page).click();
+        await page.locator(tid('message')).first().waitFor();
+      }
+      const runs = [];
+      for (let i = 0; i < ONE_MESSAGE_RUNS; i += 1) {
+        await synced(A.page, 60_000);
+        await synced(B.page, 60_000);
+        const text = `ping ${i} ${Date.now()}`;
+        harness.agent.script({ text: `pong ${i}` });
+        const shown = B.page.waitForFunction(
+          (t) => [...document.querySelectorAll('[data-testid="message"]')].some((m) => m.innerText.includes(t)),
+          text,
+          { timeout: 60_000, polling: 'raf' },
+        );
+        const t0 = Date.now();
+        await sendMessage(A.page, text);
+        await shown;
+        runs.push(Date.now() - t0);
+        log(`one message run ${i}: ${runs.at(-1)} ms`);
+        await A.page.locator(tid('message', '[data-role="assistant"]')).filter({ hasText: `pong ${i}` }).waitFor();
+      }
+      results.sync_one_message_ms = median(runs);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
+    await couch.stop();
+    await harness.close();
+  }
+  console.log(`bench sync_first_10k_msgs_push_ms ${results.sync_first_10k_msgs_push_ms} ms`);
+  console.log(`bench sync_first_10k_msgs_pull_ms ${results.sync_first_10k_msgs_pull_ms} ms`);
+  console.log(`bench sync_first_10k_longest_task_ms ${results.sync_first_10k_longest_task_ms} ms`);
+  console.log(`bench sync_one_message_ms ${results.sync_one_message_ms} ms`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
