@@ -127,7 +127,8 @@ fn use_after_render(
         // The end of a turn shows the actions on the last messages: the height changes again.
         let _ = st.current_streaming();
         request_animation_frame(move || {
-            let Some(el) = list_ref.get_untracked() else {
+            // The list (and what it owns) may be gone by the next frame: nothing to do then.
+            let Some(Some(el)) = list_ref.try_get_untracked() else {
                 return;
             };
             if let Some(target) = focus.and_then(|fid| {

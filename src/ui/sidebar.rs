@@ -131,8 +131,11 @@ fn ConversationList() -> impl IntoView {
     // The height of one row (with its margin), measured from the mounted rows.
     let row_px = RwSignal::new(52.0f64);
     let spacer = move || st.list_window.get().above as f64 * row_px.get();
+    // Also runs from an animation frame: the list may be gone by then (search results replace it),
+    // and a disposed NodeRef or signal must not be read.
     let check = move || {
-        let Some(el) = list.get_untracked() else {
+        let (Some(Some(el)), Some(_)) = (list.try_get_untracked(), row_px.try_get_untracked())
+        else {
             return;
         };
         if let Some(h) = row_height(&el, st.conversations.with_untracked(Vec::len)) {
