@@ -610,38 +610,42 @@ fn in_order(batch: &mut Vec<Write>) {
     });
 }
 
+/// The replicator's next writes: its consecutive merges up to the next checkpoint (or other write),
+/// in order ([`in_order`]), then that write. The clock sees the merges' latest stamp once
+/// (observing the greatest is observing all).
+async fn next_batch(i: &Inner) -> Result<VecDeque<Write>, ReplicateError> {
+    let mut merges = Vec::new();
+    let mut rest = None;
+    while let Some(w) = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write) {
+        if matches!(w, Write::Merge { .. }) {
+            merges.push(w);
+        } else {
+            rest = Some(w);
+            break;
+        }
+    }
+    in_order(&mut merges);
+    let seen = merges
+        .iter()
+        .filter_map(|w| match w {
+            Write::Merge { remote, .. } => remote.body.latest_stamp(),
+            _ => None,
+        })
+        .max()
+        .cloned();
+    if let Some(seen) = seen {
+        let (mut c, _) = clock(i).await?;
+        c.observe(&seen);
+        keep_clock(i, &c).await?;
+    }
+    Ok(merges.into_iter().chain(rest).collect())
+}
+
 async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
     let mut batch: VecDeque<Write> = VecDeque::new();
     loop {
         if batch.is_empty() {
-            // Consecutive merges, up to the next checkpoint (or other write), sorted.
-            let mut merges = Vec::new();
-            let mut rest = None;
-            while let Some(w) = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write) {
-                if matches!(w, Write::Merge { .. }) {
-                    merges.push(w);
-                } else {
-                    rest = Some(w);
-                    break;
-                }
-            }
-            in_order(&mut merges);
-            // The clock sees the batch's latest stamp once (observing the greatest is observing all).
-            let seen = merges
-                .iter()
-                .filter_map(|w| match w {
-                    Write::Merge { remote, .. } => remote.body.latest_stamp(),
-                    _ => None,
-                })
-                .max()
-                .cloned();
-            if let Some(seen) = seen {
-                let (mut c, _) = clock(i).await?;
-                c.observe(&seen);
-                keep_clock(i, &c).await?;
-            }
-            batch.extend(merges);
-            batch.extend(rest);
+            batch = next_batch(i).await?;
         }
         let Some(w) = batch.pop_front() else {
             return Ok(());
