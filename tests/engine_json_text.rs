@@ -23,13 +23,21 @@ fn depth_counts_containers_outside_strings() {
 fn check_split(text: &str, expected: &[&str], closed: bool) {
     let (elems, was_closed) = split_array(text);
     let trimmed: Vec<&str> = elems.iter().map(|e| e.trim()).collect();
-    assert_eq!((trimmed.as_slice(), was_closed), (expected, closed), "{text}");
+    assert_eq!(
+        (trimmed.as_slice(), was_closed),
+        (expected, closed),
+        "{text}"
+    );
 }
 
 #[test]
 fn arrays_split_at_top_level_commas_only() {
     check_split("[1, 2]", &["1", "2"], true);
-    check_split(r#"[{"a":1,"b":[2,3]}, "x,y"]"#, &[r#"{"a":1,"b":[2,3]}"#, r#""x,y""#], true);
+    check_split(
+        r#"[{"a":1,"b":[2,3]}, "x,y"]"#,
+        &[r#"{"a":1,"b":[2,3]}"#, r#""x,y""#],
+        true,
+    );
     check_split(r#"[{"a":1}, {"b":"#, &[r#"{"a":1}"#, r#"{"b":"#], false);
     check_split("[]", &[""], true);
     check_split("[", &[""], false);
@@ -61,7 +69,7 @@ fn json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i32>().prop_map(|n| Value::from(n)),
+        any::<i32>().prop_map(Value::from),
         any::<String>().prop_map(Value::String),
         "[\"\\\\\\[\\]{},: \n\t]{0,12}".prop_map(Value::String),
     ];

@@ -779,7 +779,7 @@ pub fn close_truncated(s: &str) -> Option<String> {
         // an id) a cut value would be wrong data, so those go back to the last complete element.
         Some((str_start, false)) if stack.len() == 1 => {
             let mut body = &s[str_start..];
-            if ends_in_escape(body[1..].as_bytes()) {
+            if ends_in_escape(&body.as_bytes()[1..]) {
                 body = &body[..body.len() - 1];
             }
             // A `\u` escape cut short.
