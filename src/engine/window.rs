@@ -54,6 +54,46 @@ pub fn place(last_seq: Option<u64>, at_latest: bool, seq: u64, shown: bool) -> P
     }
 }
 
+/// Which end of a view's mounted window a page of messages joins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// Above the first mounted message.
+    Older,
+    /// Below the last mounted message.
+    Newer,
+}
+
+/// Joins `page` (ascending by `seq`) to the `edge` end of a view's `mounted` window, skipping what
+/// is not beyond that end, and keeps at most `cap` items by dropping from the other end. Returns
+/// whether anything was dropped (the window then has more to load at the other end).
+pub fn join_page<T>(
+    mounted: &mut Vec<T>,
+    page: Vec<T>,
+    edge: Edge,
+    cap: usize,
+    seq: impl Fn(&T) -> u64,
+) -> bool {
+    let excess = match edge {
+        Edge::Older => {
+            let first = mounted.first().map(&seq).unwrap_or(u64::MAX);
+            let mut joined: Vec<T> = page.into_iter().filter(|m| seq(m) < first).collect();
+            joined.append(mounted);
+            *mounted = joined;
+            let excess = mounted.len().saturating_sub(cap);
+            mounted.truncate(cap);
+            excess
+        }
+        Edge::Newer => {
+            let last = mounted.last().map(&seq);
+            mounted.extend(page.into_iter().filter(|m| Some(seq(m)) > last));
+            let excess = mounted.len().saturating_sub(cap);
+            mounted.drain(..excess);
+            excess
+        }
+    };
+    excess > 0
+}
+
 /// The conversation and its most recent messages, ascending by seq.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryWindow {

@@ -5,6 +5,7 @@
 use crate::engine::format::{conversation_to_reopen, export_file_name};
 use crate::engine::model::{EntityNode, MemoryOverrides, MessageStatus};
 use crate::engine::settings::Settings;
+use crate::engine::window::{join_page, Edge};
 use crate::session::{ErrorKind, ImportStep, Session, SessionError};
 use crate::ui::behaviour::save_file;
 use crate::ui::state::{
@@ -218,71 +219,60 @@ impl Controller {
 
     /// Mounts the page of messages above the window.
     pub fn load_older(&self) {
-        let st = self.state;
-        let Some(id) = st.current.get_untracked() else {
-            return;
-        };
-        if st.loading_messages.get_untracked() || !st.has_older.get_untracked() {
-            return;
-        }
-        let Some(first) = st.messages.with_untracked(|l| l.first().map(|m| m.seq)) else {
-            return;
-        };
-        st.loading_messages.set(true);
-        self.run(move |s, st| async move {
-            let page = s.load_page(&id, Some(first), PAGE, None).await;
-            st.loading_messages.set(false);
-            let page = page?;
-            if !st.is_current(&id) {
-                return Ok(());
-            }
-            st.has_older.set(page.has_older);
-            st.messages.update(|l| {
-                let mut older = MessageItem::from_page(&page);
-                older.append(l);
-                *l = older;
-                if l.len() > MOUNT_CAP {
-                    l.truncate(MOUNT_CAP);
-                    st.has_newer.set(true);
-                }
-            });
-            Ok(())
-        });
+        self.load_more(Edge::Older);
     }
 
     /// Mounts the page of messages below the window (when it stops short of the latest one).
     pub fn load_newer(&self) {
+        self.load_more(Edge::Newer);
+    }
+
+    /// Mounts the page beyond one end of the window, if there is one and nothing is loading; the
+    /// engine joins it (`window::join_page`) and the other end gives way beyond [`MOUNT_CAP`].
+    fn load_more(&self, edge: Edge) {
         let st = self.state;
         let Some(id) = st.current.get_untracked() else {
             return;
         };
-        if st.loading_messages.get_untracked() || !st.has_newer.get_untracked() {
+        let (more, other) = match edge {
+            Edge::Older => (st.has_older, st.has_newer),
+            Edge::Newer => (st.has_newer, st.has_older),
+        };
+        if st.loading_messages.get_untracked() || !more.get_untracked() {
             return;
         }
-        let Some(last) = st.messages.with_untracked(|l| l.last().map(|m| m.seq)) else {
+        let Some(at) = st.messages.with_untracked(|l| {
+            match edge {
+                Edge::Older => l.first(),
+                Edge::Newer => l.last(),
+            }
+            .map(|m| m.seq)
+        }) else {
             return;
         };
         st.loading_messages.set(true);
         self.run(move |s, st| async move {
-            let page = s.load_page_after(&id, last, PAGE).await;
+            let page = match edge {
+                Edge::Older => s.load_page(&id, Some(at), PAGE, None).await,
+                Edge::Newer => s.load_page_after(&id, at, PAGE).await,
+            };
             st.loading_messages.set(false);
             let page = page?;
             if !st.is_current(&id) {
                 return Ok(());
             }
-            st.has_newer.set(page.has_newer);
-            st.messages.update(|l| {
-                l.extend(
-                    MessageItem::from_page(&page)
-                        .into_iter()
-                        .filter(|m| m.seq > last),
-                );
-                let excess = l.len().saturating_sub(MOUNT_CAP);
-                if excess > 0 {
-                    l.drain(..excess);
-                    st.has_older.set(true);
-                }
+            more.set(match edge {
+                Edge::Older => page.has_older,
+                Edge::Newer => page.has_newer,
             });
+            let items = MessageItem::from_page(&page);
+            if st
+                .messages
+                .try_update(|l| join_page(l, items, edge, MOUNT_CAP, |m| m.seq))
+                .unwrap_or(false)
+            {
+                other.set(true);
+            }
             Ok(())
         });
     }
