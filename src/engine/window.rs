@@ -54,44 +54,44 @@ pub fn place(last_seq: Option<u64>, at_latest: bool, seq: u64, shown: bool) -> P
     }
 }
 
-/// Which end of a view's mounted window a page of messages joins.
+/// Which end of a view's mounted window (messages, or the sidebar's conversations) a page joins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Edge {
-    /// Above the first mounted message.
-    Older,
-    /// Below the last mounted message.
-    Newer,
+    /// Before the first mounted item (older messages; conversations above the list).
+    Start,
+    /// After the last mounted item (newer messages; conversations further down the list).
+    End,
 }
 
-/// Joins `page` (ascending by `seq`) to the `edge` end of a view's `mounted` window, skipping what
-/// is not beyond that end, and keeps at most `cap` items by dropping from the other end. Returns
-/// whether anything was dropped (the window then has more to load at the other end).
+/// Joins `page` (in the window's order) to the `edge` end of a view's `mounted` window, skipping
+/// what is mounted already (`same`), and keeps at most `cap` items by dropping from the other end.
+/// Returns how many were dropped (the window then has more to load at the other end).
 pub fn join_page<T>(
     mounted: &mut Vec<T>,
     page: Vec<T>,
     edge: Edge,
     cap: usize,
-    seq: impl Fn(&T) -> u64,
-) -> bool {
-    let excess = match edge {
-        Edge::Older => {
-            let first = mounted.first().map(&seq).unwrap_or(u64::MAX);
-            let mut joined: Vec<T> = page.into_iter().filter(|m| seq(m) < first).collect();
-            joined.append(mounted);
-            *mounted = joined;
+    same: impl Fn(&T, &T) -> bool,
+) -> usize {
+    let new: Vec<T> = page
+        .into_iter()
+        .filter(|p| !mounted.iter().any(|m| same(m, p)))
+        .collect();
+    match edge {
+        Edge::Start => {
+            let old = std::mem::replace(mounted, new);
+            mounted.extend(old);
             let excess = mounted.len().saturating_sub(cap);
             mounted.truncate(cap);
             excess
         }
-        Edge::Newer => {
-            let last = mounted.last().map(&seq);
-            mounted.extend(page.into_iter().filter(|m| Some(seq(m)) > last));
+        Edge::End => {
+            mounted.extend(new);
             let excess = mounted.len().saturating_sub(cap);
             mounted.drain(..excess);
             excess
         }
-    };
-    excess > 0
+    }
 }
 
 /// The conversation and its most recent messages, ascending by seq.

@@ -3,7 +3,7 @@
 //! Must not import `store` or `transport`: components never touch IndexedDB or fetch.
 
 use crate::engine::format::{conversation_to_reopen, export_file_name};
-use crate::engine::model::{EntityNode, MemoryOverrides, MessageStatus};
+use crate::engine::model::{Conversation, EntityNode, MemoryOverrides, MessageStatus};
 use crate::engine::settings::Settings;
 use crate::engine::window::{join_page, Edge};
 use crate::session::{ErrorKind, ImportStep, Session, SessionError};
@@ -219,12 +219,12 @@ impl Controller {
 
     /// Mounts the page of messages above the window.
     pub fn load_older(&self) {
-        self.load_more(Edge::Older);
+        self.load_more(Edge::Start);
     }
 
     /// Mounts the page of messages below the window (when it stops short of the latest one).
     pub fn load_newer(&self) {
-        self.load_more(Edge::Newer);
+        self.load_more(Edge::End);
     }
 
     /// Mounts the page beyond one end of the window, if there is one and nothing is loading; the
@@ -235,16 +235,16 @@ impl Controller {
             return;
         };
         let (more, other) = match edge {
-            Edge::Older => (st.has_older, st.has_newer),
-            Edge::Newer => (st.has_newer, st.has_older),
+            Edge::Start => (st.has_older, st.has_newer),
+            Edge::End => (st.has_newer, st.has_older),
         };
         if st.loading_messages.get_untracked() || !more.get_untracked() {
             return;
         }
         let Some(at) = st.messages.with_untracked(|l| {
             match edge {
-                Edge::Older => l.first(),
-                Edge::Newer => l.last(),
+                Edge::Start => l.first(),
+                Edge::End => l.last(),
             }
             .map(|m| m.seq)
         }) else {
@@ -253,8 +253,8 @@ impl Controller {
         st.loading_messages.set(true);
         self.run(move |s, st| async move {
             let page = match edge {
-                Edge::Older => s.load_page(&id, Some(at), PAGE, None).await,
-                Edge::Newer => s.load_page_after(&id, at, PAGE).await,
+                Edge::Start => s.load_page(&id, Some(at), PAGE, None).await,
+                Edge::End => s.load_page_after(&id, at, PAGE).await,
             };
             st.loading_messages.set(false);
             let page = page?;
@@ -262,15 +262,14 @@ impl Controller {
                 return Ok(());
             }
             more.set(match edge {
-                Edge::Older => page.has_older,
-                Edge::Newer => page.has_newer,
+                Edge::Start => page.has_older,
+                Edge::End => page.has_newer,
             });
             let items = MessageItem::from_page(&page);
-            if st
-                .messages
-                .try_update(|l| join_page(l, items, edge, MOUNT_CAP, |m| m.seq))
-                .unwrap_or(false)
-            {
+            let join = |l: &mut Vec<MessageItem>| {
+                join_page(l, items, edge, MOUNT_CAP, |a, b| a.id == b.id)
+            };
+            if st.messages.try_update(join).unwrap_or(0) > 0 {
                 other.set(true);
             }
             Ok(())
@@ -572,20 +571,14 @@ impl Controller {
             let page = s.list_page(after, LIST_PAGE).await;
             st.list_window.update(|w| w.loading = false);
             let page = page?;
-            let mut dropped = 0;
-            st.conversations.update(|l| {
-                l.extend(
-                    page.iter()
-                        .filter(|c| !l.iter().any(|x| x.id == c.id))
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                );
-                dropped = l.len().saturating_sub(LIST_CAP);
-                l.drain(..dropped);
-            });
+            let n = page.len();
+            let join = |l: &mut Vec<Conversation>| {
+                join_page(l, page, Edge::End, LIST_CAP, |a, b| a.id == b.id)
+            };
+            let dropped = st.conversations.try_update(join).unwrap_or(0);
             st.list_window.update(|w| {
                 w.above += dropped;
-                w.more_below = page.len() == LIST_PAGE;
+                w.more_below = n == LIST_PAGE;
             });
             Ok(())
         });
@@ -607,23 +600,16 @@ impl Controller {
             let page = s.list_page_before((u, &id), LIST_PAGE).await;
             st.list_window.update(|w| w.loading = false);
             let page = page?;
-            let mut dropped = 0;
-            st.conversations.update(|l| {
-                let mut next: Vec<_> = page
-                    .iter()
-                    .filter(|c| !l.iter().any(|x| x.id == c.id))
-                    .cloned()
-                    .collect();
-                next.append(l);
-                dropped = next.len().saturating_sub(LIST_CAP);
-                next.truncate(LIST_CAP);
-                *l = next;
-            });
+            let n = page.len();
+            let join = |l: &mut Vec<Conversation>| {
+                join_page(l, page, Edge::Start, LIST_CAP, |a, b| a.id == b.id)
+            };
+            let dropped = st.conversations.try_update(join).unwrap_or(0);
             st.list_window.update(|w| {
-                w.above = if page.len() < LIST_PAGE {
+                w.above = if n < LIST_PAGE {
                     0
                 } else {
-                    w.above.saturating_sub(page.len())
+                    w.above.saturating_sub(n)
                 };
                 w.more_below |= dropped > 0;
             });
