@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Where the app's wasm bytes go: by crate (memoire by module), the largest functions, the data section.
+# Where the app's wasm bytes go: by crate (memoire by module), the largest functions, the data section,
+# by area (what the first screen needs against import, sync, memory and backup), and, when twiggy is
+# installed, the generic functions with the most monomorphised copies.
 # Usage: scripts/size.sh [--no-build]
 #   Builds dist/ (trunk build --release) unless --no-build, then re-runs wasm-bindgen and wasm-opt on
 #   the same cargo output with names kept (-g), so the figures are those of the shipped wasm with names.
@@ -21,4 +23,6 @@ for f in dist/*.wasm; do echo "shipped $f: $(wc -c <"$f") bytes, brotli $(brotli
 total=0
 for f in dist/*.wasm dist/*.js dist/*.css dist/index.html; do total=$((total + $(brotli -c -q 11 "$f" | wc -c))); done
 echo "bundle_total_brotli $total bytes (goal: no more than 430,000)"
-python3 scripts/wasm_size.py "$out/named.wasm" --depth2
+python3 scripts/wasm_size.py "$out/named.wasm" --depth2 --areas
+# twiggy (cargo install twiggy), when installed: the generic functions with the most copies.
+if command -v twiggy >/dev/null; then twiggy monos -g -m 20 "$out/named.wasm" | cut -c1-200; fi
