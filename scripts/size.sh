@@ -16,7 +16,7 @@ out=target/size
 mkdir -p "$out"
 wasm-bindgen --target web --out-dir "$out" "$raw"
 # Same flags as index.html's data-wasm-opt(-params), plus -g to keep the name section.
-wasm-opt -Os -g --flatten --rereloop -Os --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+wasm-opt -Os -g --flatten --rereloop -Os --strip-producers --strip-target-features --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   "$out/memoire_bg.wasm" -o "$out/named.wasm"
 for f in dist/*.wasm; do echo "shipped $f: $(wc -c <"$f") bytes, brotli $(brotli -c -q 11 "$f" | wc -c)"; done
 # The figure of #16 (scripts/bench.sh prints it too): wasm + js + css + html, brotli -q 11.
