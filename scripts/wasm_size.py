@@ -7,8 +7,53 @@ body's size under its demangled name, and prints: sections, totals per crate (or
 A dependency-free stand-in for twiggy: only the standard library, so it runs wherever Python 3 does.
 """
 import re
+import subprocess
 import sys
 from collections import Counter
+
+# --areas: what each part of the app costs, by function name (the first pattern that matches wins).
+# The first screen needs the ui, the session's open/list/turn paths and the store; the rest is only
+# run after a user's action (import, sync, a memory update, a backup) and could load later.
+AREAS = [
+    ("import (readers, zip, checks, plan, write)",
+     r"engine::import|import_file|write_import|existing_ids_for|session::import|ui::backup|miniz_oxide"
+     r"|engine::backup::(check|plan)|CheckedImport"),
+    ("backup export", r"engine::backup|session::backup|export_json|export_markdown"),
+    ("sync (replication, documents, tabs channel)", r"replicate|engine::sync|session::sync|ui::sync|sync_docs"),
+    ("memory (update, parse, merge, graph)", r"session::memory|engine::memory|ui::memory|engine::summary"),
+    ("markdown", r"engine::markdown|ui::messages"),
+    ("ui (other)", r"memoire::ui|memoire::main"),
+    ("session (other)", r"memoire::session"),
+    ("store (other)", r"memoire::store"),
+    ("engine (other)", r"memoire::engine"),
+    ("transport", r"memoire::transport"),
+    ("leptos (tachys, reactive_graph, leptos)", r"tachys|leptos|reactive_graph|any_spawner|oco_ref"),
+    ("serde, serde_json", r"serde"),
+    ("std (core, alloc, hashbrown, fmt, sort)", r"^<*&?(mut )?(core|alloc|std|hashbrown|indexmap|dlmalloc|compiler_builtins)"),
+    ("wasm-bindgen, js-sys, web-sys", r"wasm_bindgen|js_sys|web_sys"),
+]
+
+
+def brotli_size(blob):
+    """brotli -q 11 of a byte string (the `brotli` command; -1 when it is missing)."""
+    try:
+        return len(subprocess.run(["brotli", "-c", "-q", "11"], input=blob, capture_output=True, check=True).stdout)
+    except (OSError, subprocess.CalledProcessError):
+        return -1
+
+
+def print_areas(funcs, data):
+    """Raw bytes and brotli of each area's function bodies compressed on their own (an estimate of
+    what the area adds to the shipped file), then the data section."""
+    groups = {}
+    for body, name in funcs:
+        area = next((a for a, pat in AREAS if re.search(pat, name)), "other")
+        groups.setdefault(area, []).append(body)
+    print("\nby area (raw function bodies; brotli of the area's bodies on their own):")
+    rows = sorted(((sum(map(len, b)), brotli_size(b"".join(b)), a) for a, b in groups.items()), reverse=True)
+    for raw, br, area in rows:
+        print("  %8d  brotli %7d  %s" % (raw, br, area))
+    print("  %8d  brotli %7d  data section" % (len(data), brotli_size(data)))
 
 
 def leb(b, i):
@@ -153,7 +198,7 @@ def main():
             count, i = leb(p, 0)
             for _ in range(count):
                 size, j = leb(p, i)
-                bodies.append(j + size - i)
+                bodies.append(p[i : j + size])
                 i = j + size
         elif sid == 11:
             count, i = leb(p, 0)
@@ -173,9 +218,9 @@ def main():
                 i += size
         print("  section %-28s %9d" % (label, len(p)))
     funcs = []
-    for k, size in enumerate(bodies):
+    for k, body in enumerate(bodies):
         raw = names.get(imported + k, "func%d" % (imported + k))
-        funcs.append((size, demangle_legacy(raw)))
+        funcs.append((len(body), demangle_legacy(raw)))
     code = sum(s for s, _ in funcs)
     by_owner = Counter()
     for s, n in funcs:
@@ -193,6 +238,8 @@ def main():
         print("  %6d  %s" % (len(r), r[:110].decode("ascii", "replace").replace("\n", "\\n")))
     zeros = data.count(0)
     print("  (zero bytes: %d)" % zeros)
+    if "--areas" in sys.argv:
+        print_areas([(body, n) for body, (_, n) in zip(bodies, funcs)], data)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
 // Each run's phases go to stderr: html, js and wasm downloaded, the wasm started (`TrunkApplicationStarted`:
 // compiled, instantiated, main() run and the first view mounted), first contentful paint, usable.
 // BENCH_TRACE=file.json also records a CDP trace of one more throttled first visit and prints where the
-// main thread's time went (by trace event) and the wasm compile events.
+// main thread's time went (by trace event), the wasm compile events, and each phase's split (wall time, main
+// thread busy, lazy wasm compile on first call, largest events).
 
 import { readdirSync, writeFileSync } from 'node:fs';
 import { launchBrowser, distDir, DEFAULT_TIMEOUT_MS } from '../helpers.mjs';
@@ -154,14 +155,14 @@ async function traced(browser, url, file) {
     await done;
     writeFileSync(file, JSON.stringify({ traceEvents: events }));
     log(`trace (${events.length} events) in ${file}: ${describe(ph)}`);
-    summarise(events, new URL(url).origin);
+    summarise(events, new URL(url).origin, ph);
   } finally {
     await p.context.close();
   }
 }
 
-/** Top-level main-thread work by event name, and the wasm compile events, from a trace. */
-function summarise(events, origin) {
+/** Top-level main-thread work by event name, the wasm compile events, and the phases' split, from a trace. */
+function summarise(events, origin, ph) {
   // The page's main thread: the renderer main thread of the process that asked for the app's wasm
   // (the browser's own pages, such as its omnibox, have renderers too).
   const mine = (e) => typeof e.args?.data?.url === 'string' && e.args.data.url.startsWith(origin);
@@ -205,9 +206,51 @@ function summarise(events, origin) {
   for (const r of [...reqs.values()].filter((r) => r.url).sort((a, b) => a.ResourceSendRequest - b.ResourceSendRequest)) {
     log(`  ${fmt(r.ResourceSendRequest).padStart(6)} ${fmt(r.ResourceReceiveResponse).padStart(6)} ${fmt(r.ResourceFinish).padStart(6)} ${String(r.bytes ?? '-').padStart(8)}  ${new URL(r.url).pathname}`);
   }
+  phaseSplit(events, main, origin, ph);
   log('trace: wasm events (all threads):');
   for (const [k, v] of [...perName.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 15)) {
     log(`  ${v.ms.toFixed(1).padStart(8)} ms  ${String(v.n).padStart(5)}x  ${k}`);
+  }
+}
+
+/**
+ * Each phase of the traced visit (navigation to html, to js, to the wasm downloaded, to the wasm
+ * started, to first paint, to ready, to usable): its wall time, how much of it the main thread was busy,
+ * how much of that was V8 compiling wasm functions on their first call (`wasm.CompileLazy`), and the
+ * phase's largest main-thread events.
+ */
+function phaseSplit(events, main, origin, ph) {
+  const nav = events.filter((e) => e.name === 'navigationStart' && e.pid === main.pid && String(e.args?.data?.documentLoaderURL ?? '').startsWith(origin));
+  if (!nav.length) return log('trace: no navigationStart for the app');
+  const t0 = nav[nav.length - 1].ts;
+  const on = events.filter((e) => e.pid === main.pid && e.tid === main.tid && e.ph === 'X' && e.dur !== undefined);
+  const overlap = (e, a, b) => {
+    const start = (e.ts - t0) / 1000;
+    return Math.max(0, Math.min(start + e.dur / 1000, b) - Math.max(start, a));
+  };
+  const marks = [['html', ph.html], ['js', ph.js], ['wasm downloaded', ph.wasm], ['started', ph.started], ['first paint', ph.fcp], ['ready', ph.ready], ['usable', ph.usable]];
+  log('trace: phases (wall ms; main thread busy; of which lazy wasm compile; largest events):');
+  let from = 0;
+  for (const [name, to] of marks) {
+    if (to === undefined) continue;
+    // Nested events of one name (a task run inside another) count once: the union of their intervals.
+    const sum = (pred) => {
+      let total = 0;
+      let end = -Infinity;
+      for (const e of on.filter(pred).sort((a, b) => a.ts - b.ts)) {
+        const a = Math.max((e.ts - t0) / 1000, end);
+        const b = (e.ts + e.dur - t0) / 1000;
+        if (b > a) total += overlap({ ts: a * 1000 + t0, dur: (b - a) * 1000 }, from, to);
+        end = Math.max(end, b);
+      }
+      return total;
+    };
+    const byName = new Map();
+    for (const e of on) if (e.name !== 'RunTask') byName.set(e.name, (byName.get(e.name) ?? 0) + overlap(e, from, to));
+    const top = [...byName.entries()].filter(([, v]) => v >= 1).sort((a, b) => b[1] - a[1]).slice(0, 4);
+    log(`  -> ${name.padEnd(16)} ${fmt(to - from).padStart(5)} wall, ${fmt(sum((e) => e.name === 'RunTask')).padStart(4)} busy, ` +
+      `${fmt(sum((e) => e.name === 'wasm.CompileLazy')).padStart(4)} lazy compile; ${top.map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
+    from = to;
   }
 }
 
