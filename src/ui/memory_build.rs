@@ -53,7 +53,7 @@ fn BuildLine(status: BuildStatus) -> impl IntoView {
     };
     let running = state == "running";
     view! {
-        <div class="notice memory-build status-area" role="status" data-testid="memory-build-progress" data-state=state>
+        <div class="notice memory-build" role="status" data-testid="memory-build-progress" data-state=state>
             <span>{text}</span>
             {running.then(|| view! {
                 <button data-testid="memory-build-cancel" on:click=move |_| ctl.cancel_memory_build()>"Cancel"</button>
