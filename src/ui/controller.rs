@@ -779,6 +779,8 @@ impl Controller {
     /// Builds the memory of `ids` from their history, in the background (see `session::catchup`).
     /// An import's offer stays until its build is done (a cancelled one can be taken up again).
     pub fn build_memory(&self, ids: Vec<String>) {
+        // How the last build ended is not this one's.
+        self.state.memory_build.set(None);
         self.run(move |s, _| async move {
             s.build_memory(ids).await;
             Ok(())

@@ -3,7 +3,8 @@
 // one part (M exchanges) at a time, with a progress line (memory-build-progress) and Cancel
 // (memory-build-cancel). Without an endpoint it says memory is off and sends nothing. A cancel while
 // the second conversation's update is in flight leaves it unbuilt (the first keeps its summary and
-// entities); building again finishes it without one request for the first.
+// entities); a reply that cannot be used stops the run with the failure shown; building again
+// finishes it without one request for the first.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,6 +36,11 @@ async function importChatGpt(page) {
 
 /** Clicks "Build memory for the imported conversations" and waits for the run to end; its text. */
 async function buildAll(page, state = 'done') {
+  const last = page.locator(tid('memory-build-progress'));
+  if (await last.count()) {
+    await last.getByRole('button', { name: 'Dismiss' }).click();
+    await last.waitFor({ state: 'detached' });
+  }
   await page.locator(tid('memory-build-all')).click();
   return ended(page, state);
 }
@@ -105,11 +111,18 @@ test('build memory for imported conversations: off without an endpoint, progress
       await page.locator(tid('memory-build')).waitFor({ state: 'visible' });
       assert.deepEqual(await memoryShown(page), { summary: null, entities: [] }, 'the cancelled update wrote nothing');
 
+      // A reply that cannot be used stops the run: stored as the memory's failure, shown with the reply.
+      agent.scriptMemory({ text: 'Sorry, no memory today. {{{ not json' });
+      assert.match(await buildAll(page, 'stopped'), /could not be used/);
+      await page.locator(tid('memory-failure')).waitFor({ state: 'visible' });
+      assert.deepEqual(await memoryShown(page), { summary: null, entities: [] }, 'a failed update writes no memory');
+
       // Building again finishes the second conversation and sends nothing for the first.
       agent.scriptMemory(reply('The user greeted the assistant in French.', [entity('fr', 'concept', 'French')]));
       assert.match(await buildAll(page), /2 conversations up to date, 1 update written/);
-      assert.equal(agent.memoryRequests().length, 4);
-      assert.ok(agent.memoryRequests()[3].rawBody.includes('Bonjour') && !agent.memoryRequests()[3].rawBody.includes('Rust'));
+      assert.equal(agent.memoryRequests().length, 5);
+      assert.ok(agent.memoryRequests()[4].rawBody.includes('Bonjour') && !agent.memoryRequests()[4].rawBody.includes('Rust'));
+      await page.locator(tid('memory-failure')).waitFor({ state: 'detached' });
       await page.locator(tid('summary-text')).filter({ hasText: 'greeted the assistant in French' }).waitFor({ state: 'visible' });
       assert.deepEqual((await memoryShown(page)).entities, ['French']);
       assert.equal(await page.locator(tid('memory-build')).count(), 0);
