@@ -108,6 +108,8 @@ test('build memory for imported conversations: off without an endpoint, progress
       assert.equal(await page.locator(tid('memory-build')).count(), 0, 'a covered history offers no build');
 
       await open(page, BONJOUR);
+      await page.locator(tid('message')).nth(1).waitFor({ state: 'visible' });
+      assert.equal(await page.locator(tid('message')).count(), 2, 'an import numbers from 0: its first message is shown too');
       await page.locator(tid('memory-build')).waitFor({ state: 'visible' });
       assert.deepEqual(await memoryShown(page), { summary: null, entities: [] }, 'the cancelled update wrote nothing');
 
