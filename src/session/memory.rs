@@ -272,7 +272,7 @@ impl Session {
                 }
             }
             let refused = matches!(result, Err(Completion::Refused { .. }));
-            if !refused && remembered != Some(form) {
+            if !refused && !stopper.is_stopped() && remembered != Some(form) {
                 self.store.remember_memory_form(&key, form).await.ok();
             }
             let outcome = result.map_err(|c| match c {
