@@ -7,6 +7,7 @@
 mod backup;
 mod branch;
 mod cache;
+mod catchup;
 mod import;
 mod memory;
 mod replicate;
@@ -15,6 +16,7 @@ mod sync;
 mod turn;
 
 pub use crate::store::SyncSettings;
+pub use catchup::BuildStatus;
 pub use import::{ImportStep, PreparedImport};
 pub use replicate::SyncView;
 use turn::Begin;
@@ -65,6 +67,8 @@ pub enum SessionEvent {
         running: bool,
     },
     MemoryChanged(String),
+    /// Where building memory from a history stands (this tab's run, see `catchup.rs`).
+    MemoryBuild(BuildStatus),
     Error {
         conversation_id: Option<String>,
         message: String,
@@ -222,6 +226,8 @@ pub struct Session {
     inflight: RefCell<HashMap<String, Stopper>>,
     /// Conversations whose memory update is running in this tab.
     memory_running: RefCell<HashSet<String>>,
+    /// Conversations whose memory is being built from their history (see `catchup.rs`).
+    building: catchup::BuildQueue,
     persisted: RefCell<bool>,
     /// Carries shared events to the other tabs of this database (None without BroadcastChannel).
     channel: Option<sync::Channel>,
@@ -298,6 +304,7 @@ impl Session {
             calibration: RefCell::new(calibration),
             inflight: RefCell::default(),
             memory_running: RefCell::default(),
+            building: Default::default(),
             persisted: RefCell::new(persisted),
             channel,
             _presence: presence,

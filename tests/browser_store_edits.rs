@@ -325,3 +325,30 @@ async fn import_round_trip_then_skip_then_all_or_nothing() {
     assert!(target.load_all_messages("c").await.unwrap().is_empty());
     finish(target).await;
 }
+
+#[wasm_bindgen_test]
+async fn an_import_numbered_from_zero_is_read_whole() {
+    use memoire::engine::import::{detect, to_checked, Detected};
+    let store = fresh("import-from-zero").await;
+    let limits = ImportLimits::default();
+    let bytes = include_bytes!("fixtures/import/chatgpt.json");
+    let Detected::Foreign(imported) = detect(bytes, &limits).unwrap() else {
+        panic!("the ChatGPT fixture reads as another app's export");
+    };
+    let checked = to_checked(&imported, 1000, &limits).unwrap();
+    let existing = store.existing_ids_for(&checked).await.unwrap();
+    let plan = checked.plan(&existing).unwrap();
+    let written = store.write_import(&plan).await.unwrap();
+    assert_eq!(written.len(), 2);
+    for c in &written {
+        let all = store.load_all_messages(&c.id).await.unwrap();
+        assert_eq!(all[0].seq, 0, "{}: an import numbers from 0", c.id);
+        // The last messages and the page above the last one reach seq 0.
+        assert_eq!(store.load_last(&c.id, 10).await.unwrap(), all, "{}", c.id);
+        let top = all.last().unwrap().seq;
+        let above = store.load_before(&c.id, top, 10).await.unwrap();
+        assert_eq!(above, all[..all.len() - 1], "{}", c.id);
+        assert!(store.load_before(&c.id, 0, 10).await.unwrap().is_empty());
+    }
+    finish(store).await;
+}

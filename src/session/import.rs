@@ -81,8 +81,11 @@ impl Session {
     }
 
     /// Writes a confirmed import in one transaction (all of it or nothing), planned against what is
-    /// stored now. Returns the report for the user.
-    pub async fn confirm_import(&self, p: PreparedImport) -> Result<String, SessionError> {
+    /// stored now. Returns the report for the user and the ids of the conversations written.
+    pub async fn confirm_import(
+        &self,
+        p: PreparedImport,
+    ) -> Result<(String, Vec<String>), SessionError> {
         let existing = self.store.existing_ids_for(&p.checked).await?;
         let plan = p
             .checked
@@ -90,16 +93,18 @@ impl Session {
             .map_err(|e| SessionError::Invalid(format!("{}: {e}", p.file_name)))?;
         let written = self.store.write_import(&plan).await?;
         self.cache.borrow_mut().forget_all();
+        let ids = written.iter().map(|c| c.id.clone()).collect();
         for c in written {
             self.emit(SessionEvent::ConversationChanged(c));
         }
         let skipped = plan.skipped.messages;
-        Ok(format!(
+        let report = format!(
             "Imported {} and {} from {}; {} already here. Settings and API keys were not imported.",
             plural(plan.added.conversations, "conversation", "conversations"),
             plural(plan.added.messages, "message", "messages"),
             p.source.name(),
             plural(skipped, "message was", "messages were")
-        ))
+        );
+        Ok((report, ids))
     }
 }

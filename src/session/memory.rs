@@ -157,25 +157,52 @@ impl Session {
             &UpdateLimits::from_config(config),
         )
         .map_err(memory_error)?;
-        let endpoint = self.settings.borrow().memory_endpoint_for(overrides);
-        let (form, outcome) = self.ask_for_update(&endpoint, &req).await;
+        let update = Update {
+            previous,
+            req,
+            existing,
+            message_count: *message_count,
+            seen_seq: messages.iter().map(|m| m.seq).max().unwrap_or(0),
+            config,
+            overrides,
+            catch_up: false,
+        };
+        self.run_request(id, update, &Stopper::new())
+            .await
+            .map(|_| ())
+    }
+
+    /// Sends one update, and stores its result in one transaction: the new summary and graph, or
+    /// (the previous memory untouched) the failure. Returns false, having written nothing, when
+    /// `stopper` stopped the request.
+    pub(crate) async fn run_request(
+        &self,
+        id: &str,
+        u: Update<'_>,
+        stopper: &Stopper,
+    ) -> Result<bool, SessionError> {
+        let scope = EntityScope::Conversation(id.to_string());
+        let endpoint = self.settings.borrow().memory_endpoint_for(u.overrides);
+        let (form, outcome) = self.ask_for_update(&endpoint, &u.req, stopper).await;
+        if stopper.is_stopped() {
+            return Ok(false);
+        }
         let parsed = outcome.and_then(|reply| {
             parse_reply(&reply).map_err(|e| {
                 let reason = format!("The memory reply could not be used: {e}.");
                 (reason, reply)
             })
         });
-        let parsed = match parsed {
+        let mut parsed = match parsed {
             Ok(mut p) => {
-                req.ground(&mut p);
+                u.req.ground(&mut p);
                 p
             }
             Err((reason, raw)) => {
                 let before = self.store.memory_failure(id).await.ok().flatten();
-                let seq = messages.iter().map(|m| m.seq).max().unwrap_or(0);
                 let failure = MemoryFailure::new(now(), reason.clone(), &raw, form).following(
                     before.as_ref(),
-                    seq,
+                    u.seen_seq,
                     &endpoint.key(),
                 );
                 let repeated = failure.repeats(before.as_ref());
@@ -189,17 +216,20 @@ impl Session {
                 });
             }
         };
-        let mut graph = Graph::new(existing);
+        if u.catch_up {
+            crate::engine::memory::catchup::settle(&mut parsed);
+        }
+        let mut graph = Graph::new(u.existing);
         let applied = apply_update(
             &parsed,
-            previous.as_ref(),
+            u.previous.as_ref(),
             id,
-            &req.span,
-            *message_count,
+            &u.req.span,
+            u.message_count,
             &mut graph,
             scope.clone(),
             now(),
-            summary_max_chars(config),
+            summary_max_chars(u.config),
             || new_id("e"),
         );
         self.store
@@ -207,7 +237,7 @@ impl Session {
             .await?;
         self.store.set_memory_failure(id, None).await?;
         self.emit(SessionEvent::MemoryChanged(id.to_string()));
-        Ok(())
+        Ok(true)
     }
 
     /// Sends the update in the form remembered for the endpoint (or its best form); when the server
@@ -217,6 +247,7 @@ impl Session {
         &self,
         endpoint: &EndpointProfile,
         req: &UpdateRequest,
+        stopper: &Stopper,
     ) -> (MemoryForm, Result<String, (String, String)>) {
         let key = endpoint.key();
         let remembered = self.store.memory_form(&key).await.ok().flatten();
@@ -228,17 +259,20 @@ impl Session {
                 &req.prompt_for(form),
                 &req.request_options(form),
                 form,
+                stopper,
             )
             .await;
             if let Err(Completion::Refused { .. }) = &result {
-                if let Some(next) = next_form(endpoint.protocol, form).filter(|_| !retried) {
+                if let Some(next) =
+                    next_form(endpoint.protocol, form).filter(|_| !retried && !stopper.is_stopped())
+                {
                     form = next;
                     retried = true;
                     continue;
                 }
             }
             let refused = matches!(result, Err(Completion::Refused { .. }));
-            if !refused && remembered != Some(form) {
+            if !refused && !stopper.is_stopped() && remembered != Some(form) {
                 self.store.remember_memory_form(&key, form).await.ok();
             }
             let outcome = result.map_err(|c| match c {
@@ -318,7 +352,23 @@ impl Session {
     }
 }
 
-fn memory_error(e: MemoryError) -> SessionError {
+/// One memory update to run: its request, and what applying its reply needs.
+pub(crate) struct Update<'a> {
+    pub previous: Option<crate::engine::model::ConversationSummary>,
+    pub req: UpdateRequest,
+    /// The conversation's entities the request listed.
+    pub existing: Vec<EntityNode>,
+    /// The message count the new summary records.
+    pub message_count: u64,
+    /// The highest seq the update looked at (a failure's back-off counts turns after it).
+    pub seen_seq: u64,
+    pub config: &'a crate::engine::model::MemoryConfig,
+    pub overrides: &'a MemoryOverrides,
+    /// A chunk of a catch-up: a reply without a summary still moves the coverage on.
+    pub catch_up: bool,
+}
+
+pub(crate) fn memory_error(e: MemoryError) -> SessionError {
     SessionError::Invalid(e.to_string())
 }
 
@@ -383,9 +433,10 @@ pub(crate) async fn complete(
     prompt: &Prompt,
     options: &RequestOptions,
     form: MemoryForm,
+    stopper: &Stopper,
 ) -> Result<String, Completion> {
     let req = request::build(endpoint, prompt, options);
-    let mut pump = Pump::open(&req, &Stopper::new(), endpoint.protocol)
+    let mut pump = Pump::open(&req, stopper, endpoint.protocol)
         .await
         .map_err(|e| open_failure(endpoint, form, e))?;
     let mut reply = MemoryReply {

@@ -255,7 +255,8 @@ impl Store {
     }
 
     /// Up to `k` messages of `conv` with seq < `before` (or the last ones), oldest first.
-    /// Seqs are gap-free, so the wanted messages are exactly `[top - k + 1, top]`: one bounded
+    /// Seqs are gap-free (from 1, or from 0 in an import), so the wanted messages are exactly
+    /// `[top - k + 1, top]`: one bounded
     /// `getAll` (one round trip to the storage backend). If the range comes back short (an import
     /// skipped known ids, leaving a gap), the index is walked backwards with a cursor instead.
     async fn read_back(
@@ -270,21 +271,21 @@ impl Store {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES], false)?;
         let index = tx.store(MESSAGES)?.index(BY_CONV_SEQ).map_err(js_error)?;
         let top = match before {
-            Some(b) => Some(b.saturating_sub(1)),
+            Some(0) => return Ok(Vec::new()),
+            Some(b) => Some(b - 1),
             None => get_record(&tx.store(CONVERSATIONS)?, conv)
                 .await?
                 .map(|c| c.last_seq),
         };
         if let Some(top) = top {
-            if top == 0 {
-                return Ok(Vec::new());
-            }
-            let lo = top.saturating_sub(k as u64 - 1).max(1);
+            // Seqs start at 1 (appends) or at 0 (imports): a range reaching 0 is whole either way.
+            let lo = top.saturating_sub(k as u64 - 1);
             let range = seq_range(conv, lo as f64, false, Some(top as f64), false)?;
             let got: Array = request(&index.get_all_with_key(&range).map_err(js_error)?)
                 .await?
                 .into();
-            if u64::from(got.length()) == top - lo + 1 {
+            let n = u64::from(got.length());
+            if n == top - lo + 1 || (lo == 0 && n == top) {
                 return decode_all(got.iter());
             }
         }

@@ -7,6 +7,7 @@ use crate::session::ErrorKind;
 use crate::ui::backup::BackupMenu;
 use crate::ui::composer::Composer;
 use crate::ui::controller::Controller;
+use crate::ui::memory_build::MemoryBuildBar;
 use crate::ui::messages::MessageList;
 use crate::ui::model_picker::ModelPicker;
 use leptos::prelude::*;
@@ -18,6 +19,7 @@ pub fn ChatPane() -> impl IntoView {
         <main class="chat-pane" aria-label="Chat">
             <ChatHeader/>
             <StatusArea/>
+            <MemoryBuildBar/>
             <MessageList/>
             <Composer/>
         </main>

@@ -745,9 +745,36 @@ impl Controller {
             st.import.set(ImportState::Running);
             let done = s.confirm_import(p).await;
             st.import.set(ImportState::Idle);
-            st.notice.set(Some(done?));
+            let (report, ids) = done?;
+            st.notice.set(Some(report));
+            st.build_offer.set(ids);
             Ok(())
         });
+    }
+
+    /// Builds the memory of `ids` from their history, in the background (see `session::catchup`).
+    /// An import's offer stays until its build is done (a cancelled one can be taken up again).
+    pub fn build_memory(&self, ids: Vec<String>) {
+        // How the last build ended is not this one's.
+        self.state.memory_build.set(None);
+        self.run(move |s, _| async move {
+            s.build_memory(ids).await;
+            Ok(())
+        });
+    }
+
+    /// Builds the open conversation's memory from its history.
+    pub fn build_memory_current(&self) {
+        if let Some(id) = self.state.current.get_untracked() {
+            self.build_memory(vec![id]);
+        }
+    }
+
+    /// Cancels the memory build; what was built stays.
+    pub fn cancel_memory_build(&self) {
+        if let Some(s) = self.session() {
+            s.cancel_memory_build();
+        }
     }
 
     /// Puts the open conversation's stored draft (`id`; [`NEW_CHAT_DRAFT`] for the new chat) into the

@@ -8,6 +8,7 @@ use crate::engine::graph_layout::layout;
 use crate::engine::model::{EntityNode, EntityType, Role};
 use crate::ui::controller::Controller;
 use crate::ui::inspector::ContextInspector;
+use crate::ui::memory_build::BuildThis;
 use leptos::prelude::*;
 
 /// The memory pane.
@@ -38,6 +39,7 @@ pub fn MemoryPane() -> impl IntoView {
                 >
                     "Update memory now"
                 </button>
+                <BuildThis/>
                 <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory pane" on:click=move |_| st.memory_open.set(false)>"✕"</button>
             </div>
             <Show

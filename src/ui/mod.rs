@@ -10,6 +10,7 @@ pub mod composer;
 pub mod controller;
 pub mod inspector;
 pub mod memory;
+pub mod memory_build;
 pub mod messages;
 pub mod model_picker;
 pub mod settings;

@@ -8,7 +8,9 @@ use crate::engine::model::{
 };
 use crate::engine::settings::Settings;
 use crate::engine::window::{place, Placement};
-use crate::session::{ErrorKind, PreparedImport, Preview, SearchHit, SessionEvent, StorageInfo};
+use crate::session::{
+    BuildStatus, ErrorKind, PreparedImport, Preview, SearchHit, SessionEvent, StorageInfo,
+};
 use leptos::prelude::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -163,6 +165,10 @@ pub struct AppState {
     /// The conversation list is shown as a drawer (phones).
     pub sidebar_open: RwSignal<bool>,
     pub import: RwSignal<ImportState>,
+    /// Conversations an import just wrote, offered to have their memory built.
+    pub build_offer: RwSignal<Vec<String>>,
+    /// Where building memory from a history stands (`None`: no build since the page opened).
+    pub memory_build: RwSignal<Option<BuildStatus>>,
     /// Sync's state in this tab (`None` until the session reports it).
     pub sync: RwSignal<Option<crate::session::SyncView>>,
     /// The endpoint's models (the header's picker); listed again after settings change.
@@ -203,6 +209,8 @@ impl AppState {
             editing: RwSignal::new(None),
             sidebar_open: RwSignal::new(false),
             import: RwSignal::new(ImportState::Idle),
+            build_offer: RwSignal::new(Vec::new()),
+            memory_build: RwSignal::new(None),
             sync: RwSignal::new(None),
             models: RwSignal::new(ModelList::Unknown),
             new_chat_model: RwSignal::new(None),
@@ -522,6 +530,12 @@ impl EventApplier {
                 if relevant {
                     s.fail(message, kind);
                 }
+            }
+            SessionEvent::MemoryBuild(b) => {
+                if matches!(b, BuildStatus::Done(_)) {
+                    s.build_offer.set(Vec::new());
+                }
+                s.memory_build.set(Some(b));
             }
             SessionEvent::Notice(text) => s.notice.set(Some(text)),
             SessionEvent::SyncStatus(v) => s.sync.set(Some(v)),

@@ -43,6 +43,18 @@ pub enum Source {
 }
 
 impl Source {
+    /// Every source (an import's ids start with one of their keys).
+    pub const ALL: [Source; 8] = [
+        Source::ChatGpt,
+        Source::Claude,
+        Source::OpenWebUi,
+        Source::NextChat,
+        Source::LobeChat,
+        Source::LlamaCpp,
+        Source::SillyTavern,
+        Source::BigAgi,
+    ];
+
     /// The name shown to the user.
     pub fn name(self) -> &'static str {
         match self {

@@ -10,6 +10,7 @@
 //! object or the two-section text) -> `UpdateRequest::ground(..)` -> on `Ok`, `apply_update(..)`; on `Err`, change nothing and show the
 //! error with the raw reply.
 
+pub mod catchup;
 pub mod due;
 pub mod form;
 pub mod graph;

@@ -245,16 +245,16 @@ fn push_message(out: &mut String, m: &Message, max_chars: usize) {
     out.push_str("\n\n");
 }
 
-/// Builds the update request. Includes the counting messages (not errored, not streaming, not empty;
-/// system messages left out) with `seq > covers_up_to_seq`, oldest first, within `limits`.
-/// Errors with [`MemoryError::NothingToSummarize`] when there is no such message.
-pub fn build_update_request(
-    previous: Option<&ConversationSummary>,
-    messages: &[Message],
-    entities: &[EntityNode],
+/// The messages an update after `after` takes (the counting ones, system messages left out, oldest
+/// first, never past a reply still being written, until the transcript reaches
+/// `limits.max_transcript_chars`; at least one), the span they make and their transcript. `None` when
+/// there is no such message. The one selection both a live update ([`build_update_request`]) and a
+/// catch-up plan (`super::catchup`) use, so a planned chunk is the update that runs.
+pub(crate) fn select_span<'a>(
+    messages: &'a [Message],
+    after: Option<u64>,
     limits: &UpdateLimits,
-) -> Result<UpdateRequest, MemoryError> {
-    let after = previous.map(|s| s.covers_up_to_seq);
+) -> Option<(Vec<&'a Message>, UpdateSpan, String)> {
     // Never past a reply still being written (another tab's): it would never be summarised.
     let until = first_unsettled(messages, after).unwrap_or(u64::MAX);
     let mut new: Vec<&Message> = messages
@@ -267,14 +267,11 @@ pub fn build_update_request(
         })
         .collect();
     sort_by_key(&mut new, |m| m.seq);
-    if new.is_empty() {
-        return Err(MemoryError::NothingToSummarize);
-    }
-
+    let first = new.first()?;
     let mut transcript = String::new();
     let mut span = UpdateSpan {
-        from_seq: new[0].seq,
-        to_seq: new[0].seq,
+        from_seq: first.seq,
+        to_seq: first.seq,
         message_ids: Vec::new(),
     };
     for m in &new {
@@ -287,6 +284,21 @@ pub fn build_update_request(
         span.to_seq = m.seq;
         span.message_ids.push(m.id.clone());
     }
+    Some((new, span, transcript))
+}
+
+/// Builds the update request. Includes the counting messages (not errored, not streaming, not empty;
+/// system messages left out) with `seq > covers_up_to_seq`, oldest first, within `limits`.
+/// Errors with [`MemoryError::NothingToSummarize`] when there is no such message.
+pub fn build_update_request(
+    previous: Option<&ConversationSummary>,
+    messages: &[Message],
+    entities: &[EntityNode],
+    limits: &UpdateLimits,
+) -> Result<UpdateRequest, MemoryError> {
+    let after = previous.map(|s| s.covers_up_to_seq);
+    let (new, span, transcript) =
+        select_span(messages, after, limits).ok_or(MemoryError::NothingToSummarize)?;
     let user_said: Vec<String> = new
         .iter()
         .take(span.message_ids.len())

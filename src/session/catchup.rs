@@ -1,0 +1,245 @@
+//! Building memory from a history (an import, or a conversation whose updates fell behind): a queue
+//! run in the background, one conversation at a time and one chunk at a time. The chunks are the
+//! engine's (`engine::memory::catchup`); each is an ordinary memory update (the memory endpoint and
+//! settings, the remembered form and one retry in the next, a failure stored and shown, the
+//! result written in one transaction), so the stored summary is where a later run resumes. Progress
+//! goes out as [`SessionEvent::MemoryBuild`]; Cancel aborts the request in flight and writes
+//! nothing of it. Started by the user, a run never waits out the back-off of automatic updates (like
+//! "Retry"), and it stops at the first failure. Must not import `ui`.
+
+use super::memory::{memory_error, Update};
+use super::{Session, SessionError, SessionEvent};
+use crate::engine::format::plural;
+use crate::engine::memory::catchup::{covered_count, next_request, plan};
+use crate::engine::memory::{MemoryError, UpdateLimits};
+use crate::engine::model::{Conversation, EntityScope};
+use crate::transport::Stopper;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Where a memory build stands, for the progress line.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum BuildStatus {
+    /// Conversation `conversation` of `conversations` (1-based), chunk `chunk` of `chunks`.
+    Running {
+        conversation_id: String,
+        title: String,
+        conversation: usize,
+        conversations: usize,
+        chunk: usize,
+        chunks: usize,
+    },
+    /// Every queued conversation's memory covers its history.
+    Done(String),
+    /// Cancelled, failed, or memory is off: what happened and what to do.
+    Stopped(String),
+}
+
+/// The queue of conversations whose memory is being built in this tab.
+#[derive(Default)]
+pub(crate) struct BuildQueue {
+    /// Conversations waiting, in order (the one being built included, first).
+    waiting: RefCell<Vec<String>>,
+    /// How many the run has taken so far (built or being built).
+    taken: RefCell<usize>,
+    /// Stops the request in flight; `Some` while a run goes on.
+    stopper: RefCell<Option<Stopper>>,
+}
+
+/// How one conversation's build ended.
+enum Built {
+    /// Its memory covers its history; this many updates were written.
+    Covered(usize),
+    /// Cancelled: nothing of the request in flight was written.
+    Cancelled,
+}
+
+impl Session {
+    /// Builds the memory of `ids`, one conversation at a time, in the background: a run already
+    /// going takes them on after its own. Reports progress and the end as events.
+    pub async fn build_memory(self: &Rc<Self>, ids: Vec<String>) {
+        let endpoint = self
+            .settings
+            .borrow()
+            .memory_endpoint_for(&Default::default());
+        if endpoint.base_url.trim().is_empty() {
+            self.report(BuildStatus::Stopped(
+                "Memory is off: no endpoint is set for memory updates. Open Settings, set the \
+                 agent (or a memory model) and build again."
+                    .into(),
+            ));
+            return;
+        }
+        let q = &self.building;
+        q.waiting.borrow_mut().extend(ids);
+        if q.stopper.borrow().is_some() {
+            return; // the run going on takes them
+        }
+        let stopper = Stopper::new();
+        *q.stopper.borrow_mut() = Some(stopper.clone());
+        *q.taken.borrow_mut() = 0;
+        let end = self.run_queue(&stopper).await;
+        q.waiting.borrow_mut().clear();
+        *q.stopper.borrow_mut() = None;
+        self.report(end);
+    }
+
+    /// Cancels the memory build: the request in flight is aborted and nothing of it is written;
+    /// what was built stays, and a later build goes on from there.
+    pub fn cancel_memory_build(&self) {
+        self.building.waiting.borrow_mut().clear();
+        if let Some(s) = self.building.stopper.borrow().as_ref() {
+            s.stop();
+        }
+    }
+
+    fn report(&self, status: BuildStatus) {
+        self.emit(SessionEvent::MemoryBuild(status));
+    }
+
+    /// Runs the queue until it is empty, cancelled, or an update fails; returns how it ended.
+    async fn run_queue(self: &Rc<Self>, stopper: &Stopper) -> BuildStatus {
+        let (mut built, mut updates) = (0, 0);
+        const CANCELLED: &str = "Memory building cancelled; what was built is kept. Build again \
+                                 to go on from there.";
+        loop {
+            if stopper.is_stopped() {
+                return BuildStatus::Stopped(CANCELLED.into());
+            }
+            let next = self.building.waiting.borrow().first().cloned();
+            let Some(id) = next else {
+                return BuildStatus::Done(format!(
+                    "Memory built: {} up to date, {} written.",
+                    plural(built, "conversation", "conversations"),
+                    plural(updates, "update", "updates")
+                ));
+            };
+            *self.building.taken.borrow_mut() += 1;
+            let result = self.build_conversation(&id, stopper).await;
+            match result {
+                Ok(Built::Covered(n)) => (built, updates) = (built + 1, updates + n),
+                Err(SessionError::NoConversation) => {} // deleted meanwhile: nothing to build
+                Ok(Built::Cancelled) => return BuildStatus::Stopped(CANCELLED.into()),
+                Err(e) => {
+                    return BuildStatus::Stopped(format!(
+                        "Memory building stopped: {e} What was built is kept; build again to go \
+                         on from there."
+                    ))
+                }
+            }
+            let mut waiting = self.building.waiting.borrow_mut();
+            if waiting.first() == Some(&id) {
+                waiting.remove(0);
+            }
+        }
+    }
+
+    /// Builds one conversation's memory, chunk after chunk, holding its memory lock (so live
+    /// updates, here or in another tab, wait or refuse meanwhile).
+    async fn build_conversation(
+        self: &Rc<Self>,
+        id: &str,
+        stopper: &Stopper,
+    ) -> Result<Built, SessionError> {
+        let _lock = super::sync::lock(&format!("memoire-memory:{}:{id}", self.store.name())).await;
+        let conv = self
+            .store
+            .get_conversation(id)
+            .await?
+            .ok_or(SessionError::NoConversation)?;
+        if stopper.is_stopped() {
+            return Ok(Built::Cancelled);
+        }
+        self.memory_running.borrow_mut().insert(id.to_string());
+        self.emit(SessionEvent::MemoryUpdating {
+            conversation_id: id.to_string(),
+            running: true,
+        });
+        let result = self.build_chunks(&conv, stopper).await;
+        self.memory_running.borrow_mut().remove(id);
+        self.emit(SessionEvent::MemoryUpdating {
+            conversation_id: id.to_string(),
+            running: false,
+        });
+        result
+    }
+
+    /// The chunks of one conversation, each an update written whole, until memory covers the
+    /// history the build read (messages added meanwhile are the next live update's).
+    async fn build_chunks(
+        &self,
+        conv: &Conversation,
+        stopper: &Stopper,
+    ) -> Result<Built, SessionError> {
+        let id = conv.id.as_str();
+        let config = self.config_for(conv);
+        let limits = UpdateLimits::from_config(&config);
+        let every = config.summary_every_pairs;
+        let messages = self.store.load_all_messages(id).await?;
+        // Memory is made of the branch on screen, never of the alternatives off it.
+        let messages = self.on_branch(id, messages).await?;
+        let mut previous = self.store.latest_summary(id).await?;
+        let chunks = plan(
+            &messages,
+            previous.as_ref().map(|s| s.covers_up_to_seq),
+            &limits,
+            every,
+        )
+        .chunks
+        .len();
+        let scope = EntityScope::Conversation(id.to_string());
+        let mut written = 0;
+        for chunk in 1..=chunks {
+            let existing = self.store.load_entities(&scope).await?;
+            let req = match next_request(previous.as_ref(), &messages, &existing, &limits, every) {
+                Err(MemoryError::NothingToSummarize) => break,
+                other => other.map_err(memory_error)?,
+            };
+            self.report(self.running(conv, chunk, chunks));
+            let update = Update {
+                message_count: covered_count(
+                    &messages,
+                    req.span.to_seq,
+                    &limits,
+                    conv.message_count,
+                ),
+                seen_seq: req.span.to_seq,
+                previous,
+                req,
+                existing,
+                config: &config,
+                overrides: &conv.memory_overrides,
+                catch_up: true,
+            };
+            let done = self
+                .run_request(id, update, stopper)
+                .await
+                .map_err(|e| match e {
+                    SessionError::Quiet(reason) | SessionError::Request(reason) => {
+                        SessionError::Memory(reason)
+                    }
+                    e => e,
+                })?;
+            if !done {
+                return Ok(Built::Cancelled);
+            }
+            written += 1;
+            previous = self.store.latest_summary(id).await?;
+        }
+        Ok(Built::Covered(written))
+    }
+
+    /// The progress of chunk `chunk` of `chunks` of `conv`.
+    fn running(&self, conv: &Conversation, chunk: usize, chunks: usize) -> BuildStatus {
+        let q = &self.building;
+        let taken = *q.taken.borrow();
+        BuildStatus::Running {
+            conversation_id: conv.id.clone(),
+            title: conv.title.clone(),
+            conversation: taken,
+            conversations: taken + q.waiting.borrow().len().saturating_sub(1),
+            chunk,
+            chunks,
+        }
+    }
+}

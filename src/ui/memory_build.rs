@@ -1,0 +1,99 @@
+//! Building memory from a history, on screen: after an import, the offer to build the imported
+//! conversations' memory; in the memory pane, "Build memory from this conversation" when its history
+//! is not covered (the engine decides: `memory::catchup::needs_catch_up`); and one progress line
+//! (conversation i of n, part j of m) with Cancel, then how the build ended.
+//! Must not import `store` or `transport`.
+
+use crate::engine::format::{clip, plural};
+use crate::engine::memory::catchup::{is_imported, needs_catch_up, Backlog};
+use crate::session::BuildStatus;
+use crate::ui::controller::Controller;
+use leptos::prelude::*;
+
+/// The import's offer and the progress line, in the chat pane under the status area.
+#[component]
+pub fn MemoryBuildBar() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let running = move || {
+        st.memory_build
+            .with(|b| matches!(b, Some(BuildStatus::Running { .. })))
+    };
+    let offer = move || st.build_offer.with(|o| o.len());
+    let offered = move || offer() != 0 && !running();
+    view! {
+        <Show when=offered>
+            <div class="notice memory-build" role="status">
+                <span>{move || format!("Memory can be built from the {} just imported.", plural(offer(), "conversation", "conversations"))}</span>
+                <button data-testid="memory-build-all" on:click=move |_| ctl.build_memory(st.build_offer.get_untracked())>
+                    "Build memory for the imported conversations"
+                </button>
+                <button class="icon" aria-label="Dismiss" on:click=move |_| st.build_offer.set(Vec::new())>"✕"</button>
+            </div>
+        </Show>
+        {move || st.memory_build.get().map(|b| view! { <BuildLine status=b/> })}
+    }
+}
+
+/// Where the build stands: running (with Cancel), or how it ended (with Dismiss).
+#[component]
+fn BuildLine(status: BuildStatus) -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let (state, text) = match &status {
+        BuildStatus::Running { title, conversation, conversations, chunk, chunks, .. } => (
+            "running",
+            format!(
+                "Building memory: conversation {conversation} of {conversations} (“{}”), part {chunk} of {chunks}…",
+                clip(title, 60)
+            ),
+        ),
+        BuildStatus::Done(t) => ("done", t.clone()),
+        BuildStatus::Stopped(t) => ("stopped", t.clone()),
+    };
+    let running = state == "running";
+    view! {
+        <div class="notice memory-build" role="status" data-testid="memory-build-progress" data-state=state>
+            <span>{text}</span>
+            {running.then(|| view! {
+                <button data-testid="memory-build-cancel" on:click=move |_| ctl.cancel_memory_build()>"Cancel"</button>
+            })}
+            {(!running).then(|| view! {
+                <button class="icon" aria-label="Dismiss" on:click=move |_| st.memory_build.set(None)>"✕"</button>
+            })}
+        </div>
+    }
+}
+
+/// The memory pane's "Build memory from this conversation", while its history is not covered and
+/// no build runs.
+#[component]
+pub fn BuildThis() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    let offered = move || {
+        let Some(conv) = st.current_conversation() else {
+            return false;
+        };
+        let running = st
+            .memory_build
+            .with(|b| matches!(b, Some(BuildStatus::Running { .. })));
+        let summarised = st
+            .memory
+            .with(|m| m.summary.as_ref().map_or(0, |s| s.message_count));
+        !running
+            && needs_catch_up(Backlog {
+                message_count: conv.message_count,
+                summarised,
+                imported: is_imported(&conv.id),
+                recent_messages: st.memory_config().recent_messages,
+            })
+    };
+    view! {
+        <Show when=offered>
+            <button data-testid="memory-build" on:click=move |_| ctl.build_memory_current()>
+                "Build memory from this conversation"
+            </button>
+        </Show>
+    }
+}
