@@ -419,8 +419,11 @@ fn every_layer_has_a_rule() {
 
 /// Writes `code` at `rel` in a scratch tree and returns the rules it breaks.
 fn check(rel: &str, code: &str, expected: &[&str]) {
+    // One scratch tree per call: the tests run in parallel and may plant the same path.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let root = std::env::temp_dir().join(format!(
-        "memoire-arch-{}-{}",
+        "memoire-arch-{}-{call}-{}",
         std::process::id(),
         rel.replace(['/', '.'], "_")
     ));
