@@ -9,10 +9,10 @@
 
 use js_sys::Array;
 use serde::{Deserialize, Serialize};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use super::error::StoreError;
-use super::idb::{collect_cursor, from_js, js_error, request, to_js};
+use super::idb::{from_js, js_error, request, to_js};
 use super::schema::{BY_DIRTY, SYNC_DOCS, SYNC_STATE};
 use super::Store;
 use crate::engine::sync::{Body, Doc, Hlc, LocalDoc};
@@ -37,13 +37,13 @@ struct SyncDocRecord {
 }
 
 impl SyncDocRecord {
-    fn from_doc(d: &SyncedDoc) -> Result<SyncDocRecord, StoreError> {
+    fn from_doc(d: &LocalDoc, dirty: bool) -> Result<SyncDocRecord, StoreError> {
         Ok(SyncDocRecord {
-            id: d.local.doc.id.clone(),
-            body: serde_json::to_value(&d.local.doc.body)
+            id: d.doc.id.clone(),
+            body: serde_json::to_value(&d.doc.body)
                 .map_err(|e| StoreError::Encode(e.to_string()))?,
-            rev: d.local.rev.clone(),
-            dirty: d.dirty.then_some(1),
+            rev: d.rev.clone(),
+            dirty: dirty.then_some(1),
         })
     }
 
@@ -116,6 +116,35 @@ struct PasswordRecord {
     password: String,
 }
 
+/// Records handled between two yields to the page (each a few milliseconds of work): long
+/// writes and reads are sliced so no single task holds the main thread for a whole batch.
+const SLICE: usize = 256;
+
+/// A stored record as a synced document.
+pub(super) fn synced_of(v: JsValue) -> Result<SyncedDoc, StoreError> {
+    from_js::<SyncDocRecord>(v, "sync document")?.into_doc()
+}
+
+/// A synced document as the record to store.
+pub(super) fn record_of(d: &LocalDoc, dirty: bool) -> Result<JsValue, StoreError> {
+    to_js(&SyncDocRecord::from_doc(d, dirty)?)
+}
+
+/// Every document a cursor walks to, decoded as it walks (each step is its own task), never all
+/// at once.
+async fn walk(req: &web_sys::IdbRequest) -> Result<Vec<SyncedDoc>, StoreError> {
+    let mut out = Vec::new();
+    loop {
+        let c = request(req).await?;
+        if c.is_null() || c.is_undefined() {
+            return Ok(out);
+        }
+        let cursor: web_sys::IdbCursorWithValue = c.unchecked_into();
+        out.push(synced_of(cursor.value().map_err(js_error)?)?);
+        cursor.continue_().map_err(js_error)?;
+    }
+}
+
 const STATE_KEY: &str = "state";
 const SETTINGS_KEY: &str = "settings";
 const PASSWORD_KEY: &str = "password";
@@ -126,10 +155,19 @@ impl Store {
         let tx = self.tx(&[SYNC_DOCS], false)?;
         let s = tx.store(SYNC_DOCS)?;
         let mut out = Vec::new();
-        for id in ids {
-            let v = request(&s.get(&JsValue::from_str(id)).map_err(js_error)?).await?;
-            if !v.is_undefined() {
-                out.push(from_js::<SyncDocRecord>(v, "sync document")?.into_doc()?);
+        // A slice of requests queued at once, then awaited: one round trip per slice, and each
+        // slice's decoding is its own short task.
+        for slice in ids.chunks(SLICE) {
+            let reqs = slice
+                .iter()
+                .map(|id| s.get(&JsValue::from_str(id)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(js_error)?;
+            for r in reqs {
+                let v = request(&r).await?;
+                if !v.is_undefined() {
+                    out.push(synced_of(v)?);
+                }
             }
         }
         Ok(out)
@@ -147,11 +185,7 @@ impl Store {
             .store(SYNC_DOCS)?
             .open_cursor_with_range(&range)
             .map_err(js_error)?;
-        collect_cursor(&req, usize::MAX)
-            .await?
-            .into_iter()
-            .map(|v| from_js::<SyncDocRecord>(v, "sync document")?.into_doc())
-            .collect()
+        walk(&req).await
     }
 
     /// Documents waiting to be pushed.
@@ -163,15 +197,7 @@ impl Store {
             .map_err(js_error)?
             .open_cursor()
             .map_err(js_error)?;
-        collect_cursor(&req, usize::MAX)
-            .await?
-            .into_iter()
-            .map(|v| {
-                Ok(from_js::<SyncDocRecord>(v, "sync document")?
-                    .into_doc()?
-                    .local)
-            })
-            .collect()
+        Ok(walk(&req).await?.into_iter().map(|d| d.local).collect())
     }
 
     /// Writes documents (each replaces its stored copy) in one transaction.
@@ -181,9 +207,15 @@ impl Store {
         }
         let tx = self.tx(&[SYNC_DOCS], true)?;
         let s = tx.store(SYNC_DOCS)?;
-        for d in docs {
-            s.put(&to_js(&SyncDocRecord::from_doc(d)?)?)
-                .map_err(js_error)?;
+        for slice in docs.chunks(SLICE) {
+            let mut last = None;
+            for d in slice {
+                last = Some(s.put(&record_of(&d.local, d.dirty)?).map_err(js_error)?);
+            }
+            // The slice's last write answering is a yield that keeps the transaction alive.
+            if let Some(r) = last {
+                request(&r).await?;
+            }
         }
         tx.done().await
     }
@@ -195,12 +227,16 @@ impl Store {
         let s = tx.store(SYNC_DOCS)?;
         let all = Array::from(&request(&s.get_all().map_err(js_error)?).await?);
         let mut out = Vec::with_capacity(all.length() as usize);
-        for v in all.iter() {
+        for (k, v) in all.iter().enumerate() {
             let mut rec = from_js::<SyncDocRecord>(v, "sync document")?;
             rec.rev = None;
             rec.dirty = Some(1);
-            s.put(&to_js(&rec)?).map_err(js_error)?;
+            let put = s.put(&to_js(&rec)?).map_err(js_error)?;
             out.push(rec.into_doc()?.local);
+            // Every slice, wait for its last write: a yield that keeps the transaction alive.
+            if (k + 1) % SLICE == 0 {
+                request(&put).await?;
+            }
         }
         tx.done().await?;
         Ok(out)
