@@ -727,7 +727,12 @@ async fn drive(
     key: &str,
 ) -> Result<(), ReplicateError> {
     while i.generation.get() == gen {
-        apply_writes(i, key).await?;
+        // Bulk work (a catching-up pull, a push) goes out while the last answer's writes are
+        // applied (`Replicator::bulk_next`); anything else waits for them.
+        let overlap = i.rep.borrow().as_ref().is_some_and(|r| r.bulk_next(now()));
+        if !overlap {
+            apply_writes(i, key).await?;
+        }
         let (req, status, timeout): (Option<Request>, Status, Option<i64>) = {
             let mut b = i.rep.borrow_mut();
             let Some(rep) = b.as_mut() else {
@@ -737,6 +742,9 @@ async fn drive(
         };
         set_view(i, SyncView::of(&status));
         let Some(req) = req else {
+            if overlap {
+                apply_writes(i, key).await?;
+            }
             // Idle, or backing off: sleep until the retry time, a wake-up, or the next look for
             // other tabs' changes.
             let ms = timeout.map_or(IDLE_MS, |at| ((at - now()) as i32).clamp(0, IDLE_MS));
@@ -749,15 +757,22 @@ async fn drive(
         };
         let abort = web_sys::AbortController::new().ok();
         *i.abort.borrow_mut() = abort.clone();
-        let out = crate::transport::fetch_text(
-            &req.url(base),
+        let url = req.url(base);
+        let fetch = crate::transport::fetch_text(
+            &url,
             req.method.as_str(),
             req.body.as_deref(),
             auth,
             abort.as_ref(),
             true,
-        )
-        .await;
+        );
+        let out = if overlap {
+            let (applied, out) = futures_util::future::join(apply_writes(i, key), fetch).await;
+            applied?;
+            out
+        } else {
+            fetch.await
+        };
         let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
         i.abort.borrow_mut().take();
         let mut b = i.rep.borrow_mut();

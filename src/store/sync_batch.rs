@@ -18,7 +18,7 @@ use super::idb::{from_js, js_error, request, to_js, Tx};
 use super::messages::add_all;
 use super::records::ConversationRecord;
 use super::schema::{CONVERSATIONS, MESSAGES, SYNC_DOCS};
-use super::sync_docs::{record_of, synced_of};
+use super::sync_docs::{record_of, synced_of, SLICE};
 use super::Store;
 use crate::engine::model::Conversation;
 use crate::engine::sync::batch::{plan, wanted_docs, wanted_records, Held, Plan};
@@ -67,10 +67,18 @@ async fn held(tx: &Tx, batch: &[(Doc, String)]) -> Result<Held, StoreError> {
     Ok(held)
 }
 
-fn write(tx: &Tx, p: &Plan) -> Result<(), StoreError> {
+/// Writes the plan; every [`SLICE`] documents it waits for the last write, a yield to the page
+/// that keeps the transaction alive.
+async fn write(tx: &Tx, p: &Plan) -> Result<(), StoreError> {
     let docs = tx.store(SYNC_DOCS)?;
-    for (d, dirty) in &p.docs {
-        docs.put(&record_of(d, *dirty)?).map_err(js_error)?;
+    for slice in p.docs.chunks(SLICE) {
+        let mut last = None;
+        for (d, dirty) in slice {
+            last = Some(docs.put(&record_of(d, *dirty)?).map_err(js_error)?);
+        }
+        if let Some(r) = last {
+            request(&r).await?;
+        }
     }
     let convs = tx.store(CONVERSATIONS)?;
     for c in &p.changes {
@@ -99,7 +107,7 @@ impl Store {
             Err(e) => return tx.fail(e).await,
         };
         let p = plan(batch, &held);
-        if let Err(e) = write(&tx, &p) {
+        if let Err(e) = write(&tx, &p).await {
             return tx.fail(e).await;
         }
         tx.done().await?;

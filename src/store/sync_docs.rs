@@ -118,7 +118,7 @@ struct PasswordRecord {
 
 /// Records handled between two yields to the page (each a few milliseconds of work): long
 /// writes and reads are sliced so no single task holds the main thread for a whole batch.
-const SLICE: usize = 256;
+pub(super) const SLICE: usize = 256;
 
 /// A stored record as a synced document.
 pub(super) fn synced_of(v: JsValue) -> Result<SyncedDoc, StoreError> {
@@ -128,6 +128,17 @@ pub(super) fn synced_of(v: JsValue) -> Result<SyncedDoc, StoreError> {
 /// A synced document as the record to store.
 pub(super) fn record_of(d: &LocalDoc, dirty: bool) -> Result<JsValue, StoreError> {
     to_js(&SyncDocRecord::from_doc(d, dirty)?)
+}
+
+/// Lets the page run (a zero timeout) between slices of work that holds no transaction.
+pub(super) async fn yield_to_page() {
+    let Some(w) = web_sys::window() else {
+        return;
+    };
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
 }
 
 /// Every document a cursor walks to, decoded as it walks (each step is its own task), never all
@@ -189,15 +200,26 @@ impl Store {
     }
 
     /// Documents waiting to be pushed.
+    ///
+    /// One `getAll` (a cursor would cost a round trip to the storage backend per document: seconds
+    /// for a first sync of 10,000), then decoded a slice at a time with a yield to the page between.
     pub async fn dirty_sync_docs(&self) -> Result<Vec<LocalDoc>, StoreError> {
         let tx = self.tx(&[SYNC_DOCS], false)?;
         let req = tx
             .store(SYNC_DOCS)?
             .index(BY_DIRTY)
             .map_err(js_error)?
-            .open_cursor()
+            .get_all()
             .map_err(js_error)?;
-        Ok(walk(&req).await?.into_iter().map(|d| d.local).collect())
+        let all = Array::from(&request(&req).await?);
+        let mut out = Vec::with_capacity(all.length() as usize);
+        for (k, v) in all.iter().enumerate() {
+            out.push(synced_of(v)?.local);
+            if (k + 1) % SLICE == 0 {
+                yield_to_page().await;
+            }
+        }
+        Ok(out)
     }
 
     /// Writes documents (each replaces its stored copy) in one transaction.
@@ -227,15 +249,24 @@ impl Store {
         let s = tx.store(SYNC_DOCS)?;
         let all = Array::from(&request(&s.get_all().map_err(js_error)?).await?);
         let mut out = Vec::with_capacity(all.length() as usize);
-        for (k, v) in all.iter().enumerate() {
+        let mut last = None;
+        for v in all.iter() {
             let mut rec = from_js::<SyncDocRecord>(v, "sync document")?;
-            rec.rev = None;
-            rec.dirty = Some(1);
-            let put = s.put(&to_js(&rec)?).map_err(js_error)?;
+            // Never pushed and already waiting: nothing to write (a first sync's every document).
+            if rec.rev.is_some() || rec.dirty.is_none() {
+                rec.rev = None;
+                rec.dirty = Some(1);
+                last = Some(s.put(&to_js(&rec)?).map_err(js_error)?);
+            }
             out.push(rec.into_doc()?.local);
-            // Every slice, wait for its last write: a yield that keeps the transaction alive.
-            if (k + 1) % SLICE == 0 {
-                request(&put).await?;
+            // Every slice, wait for its last write (or, with none, a count): a yield to the page
+            // that keeps the transaction alive.
+            if out.len() % SLICE == 0 {
+                let r = match last.take() {
+                    Some(put) => put,
+                    None => s.count().map_err(js_error)?,
+                };
+                request(&r).await?;
             }
         }
         tx.done().await?;
