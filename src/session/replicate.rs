@@ -16,7 +16,7 @@
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
 
 use js_sys::{Array, Function, Promise};
@@ -385,7 +385,20 @@ async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, ReplicateError
 /// Marks `docs` (local edits) dirty, merged into their stored copies, and hands them to the
 /// running replicator.
 async fn record(i: &Inner, docs: Vec<Doc>) -> Result<(), ReplicateError> {
-    let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
+    record_among(i, docs, None).await
+}
+
+/// [`record`], reading only the stored copies of ids in `stored` (when given: every stored id).
+async fn record_among(
+    i: &Inner,
+    docs: Vec<Doc>,
+    stored: Option<&HashSet<String>>,
+) -> Result<(), ReplicateError> {
+    let ids: Vec<String> = docs
+        .iter()
+        .map(|d| d.id.clone())
+        .filter(|id| stored.is_none_or(|s| s.contains(id)))
+        .collect();
     let mut known = by_id(i.store.sync_docs(&ids).await?);
     let mut out = Vec::with_capacity(docs.len());
     for d in docs {
@@ -470,6 +483,9 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
 async fn seed(i: &Inner) -> Result<(), ReplicateError> {
     let (mut clock, _) = clock(i).await?;
     let mut docs = Vec::new();
+    // Every stored id at once: a message is read back only when its document exists and it was
+    // deleted since (a stored message is never written again, so nothing else needs its copy).
+    let held = i.store.sync_doc_ids().await?;
     for c in i.store.list_conversations(100_000).await? {
         let prev = stored(i, &conversation_id(&c.id)).await?;
         if let Some(d) =
@@ -479,8 +495,17 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
         }
         let messages = i.store.load_all_messages(&c.id).await?;
         let ids: Vec<String> = messages.iter().map(|m| message_id(&m.id)).collect();
-        let known = by_id(i.store.sync_docs(&ids).await?);
+        let deleted: Vec<String> = messages
+            .iter()
+            .zip(&ids)
+            .filter(|(m, id)| m.meta.deleted && held.contains(*id))
+            .map(|(_, id)| id.clone())
+            .collect();
+        let known = by_id(i.store.sync_docs(&deleted).await?);
         for (m, id) in messages.iter().zip(&ids) {
+            if held.contains(id) && !m.meta.deleted {
+                continue;
+            }
             let prev = known.get(id).map(|p| &p.local.doc);
             docs.extend(track::track_message(prev, m, &mut clock, now()));
         }
@@ -488,7 +513,7 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
     }
     docs.extend(memory::track_memory(i, None, true, &mut clock, now()).await?);
     keep_clock(i, &clock).await?;
-    record(i, docs).await
+    record_among(i, docs, Some(&held)).await
 }
 
 /// Applies a batch of merges (a pulled `_changes` page, or a pushed page the server confirmed) in

@@ -184,6 +184,14 @@ impl Store {
         Ok(out)
     }
 
+    /// The `_id` of every stored document (one `getAllKeys`: no document is read).
+    pub async fn sync_doc_ids(&self) -> Result<std::collections::HashSet<String>, StoreError> {
+        let tx = self.tx(&[SYNC_DOCS], false)?;
+        let keys =
+            Array::from(&request(&tx.store(SYNC_DOCS)?.get_all_keys().map_err(js_error)?).await?);
+        Ok(keys.iter().filter_map(|k| k.as_string()).collect())
+    }
+
     /// Every stored document whose `_id` starts with `prefix` (e.g. one entity's relationships).
     pub async fn sync_docs_with_prefix(&self, prefix: &str) -> Result<Vec<SyncedDoc>, StoreError> {
         let tx = self.tx(&[SYNC_DOCS], false)?;
