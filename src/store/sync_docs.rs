@@ -130,15 +130,18 @@ pub(super) fn record_of(d: &LocalDoc, dirty: bool) -> Result<JsValue, StoreError
     to_js(&SyncDocRecord::from_doc(d, dirty)?)
 }
 
-/// Lets the page run (a zero timeout) between slices of work that holds no transaction.
-pub(super) async fn yield_to_page() {
-    let Some(w) = web_sys::window() else {
-        return;
-    };
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+/// Key ranges covering the sorted primary `keys` [`SLICE`] at a time: each page is one `getAll`
+/// (records stored between a page's keys come with it; callers filter them).
+fn pages(keys: &Array) -> Result<Vec<web_sys::IdbKeyRange>, StoreError> {
+    let n = keys.length();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < n {
+        let end = (k + SLICE as u32).min(n) - 1;
+        out.push(web_sys::IdbKeyRange::bound(&keys.get(k), &keys.get(end)).map_err(js_error)?);
+        k = end + 1;
+    }
+    Ok(out)
 }
 
 /// Every document a cursor walks to, decoded as it walks (each step is its own task), never all
@@ -209,22 +212,22 @@ impl Store {
 
     /// Documents waiting to be pushed.
     ///
-    /// One `getAll` (a cursor would cost a round trip to the storage backend per document: seconds
-    /// for a first sync of 10,000), then decoded a slice at a time with a yield to the page between.
+    /// Their keys first (one `getAllKeys` on the sparse index), then their records a page at a
+    /// time ([`pages`]): a cursor would cost a round trip to the storage backend per document
+    /// (seconds for a first sync of 10,000), one `getAll` one long task to build and decode them all.
     pub async fn dirty_sync_docs(&self) -> Result<Vec<LocalDoc>, StoreError> {
         let tx = self.tx(&[SYNC_DOCS], false)?;
-        let req = tx
-            .store(SYNC_DOCS)?
-            .index(BY_DIRTY)
-            .map_err(js_error)?
-            .get_all()
-            .map_err(js_error)?;
-        let all = Array::from(&request(&req).await?);
-        let mut out = Vec::with_capacity(all.length() as usize);
-        for (k, v) in all.iter().enumerate() {
-            out.push(synced_of(v)?.local);
-            if (k + 1) % SLICE == 0 {
-                yield_to_page().await;
+        let s = tx.store(SYNC_DOCS)?;
+        let index = s.index(BY_DIRTY).map_err(js_error)?;
+        let keys = Array::from(&request(&index.get_all_keys().map_err(js_error)?).await?);
+        let mut out = Vec::with_capacity(keys.length() as usize);
+        for range in pages(&keys)? {
+            let page = Array::from(&request(&s.get_all_with_key(&range).map_err(js_error)?).await?);
+            for v in page.iter() {
+                let d = synced_of(v)?;
+                if d.dirty {
+                    out.push(d.local);
+                }
             }
         }
         Ok(out)
@@ -255,26 +258,20 @@ impl Store {
     pub async fn mark_all_sync_docs_dirty(&self) -> Result<Vec<LocalDoc>, StoreError> {
         let tx = self.tx(&[SYNC_DOCS], true)?;
         let s = tx.store(SYNC_DOCS)?;
-        let all = Array::from(&request(&s.get_all().map_err(js_error)?).await?);
-        let mut out = Vec::with_capacity(all.length() as usize);
-        let mut last = None;
-        for v in all.iter() {
-            let mut rec = from_js::<SyncDocRecord>(v, "sync document")?;
-            // Never pushed and already waiting: nothing to write (a first sync's every document).
-            if rec.rev.is_some() || rec.dirty.is_none() {
-                rec.rev = None;
-                rec.dirty = Some(1);
-                last = Some(s.put(&to_js(&rec)?).map_err(js_error)?);
-            }
-            out.push(rec.into_doc()?.local);
-            // Every slice, wait for its last write (or, with none, a count): a yield to the page
-            // that keeps the transaction alive.
-            if out.len() % SLICE == 0 {
-                let r = match last.take() {
-                    Some(put) => put,
-                    None => s.count().map_err(js_error)?,
-                };
-                request(&r).await?;
+        let keys = Array::from(&request(&s.get_all_keys().map_err(js_error)?).await?);
+        let mut out = Vec::with_capacity(keys.length() as usize);
+        // A page at a time, each read, decoded and written back in its own task.
+        for range in pages(&keys)? {
+            let page = Array::from(&request(&s.get_all_with_key(&range).map_err(js_error)?).await?);
+            for v in page.iter() {
+                let mut rec = from_js::<SyncDocRecord>(v, "sync document")?;
+                // Never pushed and already waiting: nothing to write (a first sync's every one).
+                if rec.rev.is_some() || rec.dirty.is_none() {
+                    rec.rev = None;
+                    rec.dirty = Some(1);
+                    s.put(&to_js(&rec)?).map_err(js_error)?;
+                }
+                out.push(rec.into_doc()?.local);
             }
         }
         tx.done().await?;
