@@ -457,7 +457,7 @@ fn requests_are_encoded_for_couchdb() {
     let r = rep.poll_request(0).unwrap();
     assert_eq!(
         r.url("http://h:5984"),
-        "http://h:5984/user%2Fdb/_changes?include_docs=true&style=all_docs&conflicts=true&limit=500&since=5-g1A"
+        "http://h:5984/user%2Fdb/_changes?include_docs=true&style=all_docs&conflicts=true&limit=250&since=5-g1A"
     );
 }
 

@@ -48,10 +48,11 @@ impl Config {
             db: db.to_string(),
             device: device.to_string(),
             create_db: true,
-            // 500: a 10,000-message first sync in 20 round trips each way (and 20 local
-            // transactions); a page's local work is sliced, so no task holds the page for it.
-            pull_batch: 500,
-            push_batch: 500,
+            // 250: a 10,000-message first sync in 40 round trips each way (each page's local
+            // work overlaps the next page's request), and a page's parsing, encoding and planning
+            // stay small tasks (500 measured longer tasks on the loaded test machine).
+            pull_batch: 250,
+            push_batch: 250,
             live: true,
             heartbeat_ms: 10_000,
         }
