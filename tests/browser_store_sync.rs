@@ -1,11 +1,11 @@
 #![cfg(target_arch = "wasm32")]
 //! Browser tests of sync's storage (src/store/sync_docs.rs): synced documents round-trip with their
 //! revision and dirty flag, the dirty ones are found by index, a lost server marks everything dirty
-//! again, sync state/settings/password are kept apart, and a version-2 database upgrades to the
+//! again, a merged batch is written in one transaction (`sync_batch.rs`) and only once, sync state/settings/password are kept apart, and a version-2 database upgrades to the
 //! current one with its data intact. A fresh database per test.
 
 use memoire::engine::model::*;
-use memoire::engine::sync::convert::conversation_doc;
+use memoire::engine::sync::convert::{conversation_doc, message_doc};
 use memoire::engine::sync::{Body, Doc, Hlc, LocalDoc};
 use memoire::store::{schema, Store, SyncSettings, SyncState, SyncedDoc};
 use wasm_bindgen::prelude::*;
@@ -88,6 +88,60 @@ async fn documents_round_trip_with_revision_and_dirty_flag() {
 
     s.clear_sync_docs().await.unwrap();
     assert!(s.sync_docs(&ids).await.unwrap().is_empty());
+    finish(s).await;
+}
+
+fn message_doc_of(conversation: &str, k: u64) -> Doc {
+    let m = Message {
+        id: format!("{conversation}-m{k}"),
+        conversation_id: conversation.into(),
+        seq: k,
+        role: Role::User,
+        content: format!("message {k}"),
+        status: MessageStatus::Complete,
+        created_at: 10 + k as i64,
+        meta: MessageMeta::default(),
+    };
+    Doc::new(Body::Message(
+        message_doc(&m, &Hlc::new(6, k as u32, "dev")).unwrap(),
+    ))
+}
+
+#[wasm_bindgen_test]
+async fn a_merged_batch_is_written_in_one_transaction_and_only_once() {
+    let s = fresh("sync-batch").await;
+    // Messages first (their conversation's document comes last), more than one write slice.
+    let mut batch: Vec<(Doc, String)> = (1..=300)
+        .map(|k| (message_doc_of("c1", k), format!("1-m{k}")))
+        .collect();
+    batch.push((doc("c1", "Pulled"), "1-c".into()));
+    let plan = s.apply_sync_batch(batch.clone()).await.unwrap();
+    assert_eq!(plan.changes.len(), 1);
+    assert_eq!(plan.changes[0].added.len(), 300);
+    let c = s.get_conversation("c1").await.unwrap().unwrap();
+    assert_eq!((c.title.as_str(), c.message_count), ("Pulled", 300));
+    let last = s.load_last("c1", 2).await.unwrap();
+    assert_eq!(
+        last.iter()
+            .map(|m| (m.id.as_str(), m.seq))
+            .collect::<Vec<_>>(),
+        [("c1-m299", 299), ("c1-m300", 300)]
+    );
+    assert_eq!(s.sync_doc_ids().await.unwrap().len(), 301);
+    let stored = s.sync_docs(&["m:c1-m7".to_string()]).await.unwrap();
+    assert_eq!(stored[0].local.rev.as_deref(), Some("1-m7"));
+    assert!(!stored[0].dirty);
+    // The same page again (this device's own push coming back): nothing changes.
+    let again = s.apply_sync_batch(batch).await.unwrap();
+    assert!(again.changes.is_empty() && again.docs.is_empty());
+    assert_eq!(
+        s.get_conversation("c1")
+            .await
+            .unwrap()
+            .unwrap()
+            .message_count,
+        300
+    );
     finish(s).await;
 }
 

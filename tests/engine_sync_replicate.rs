@@ -457,7 +457,7 @@ fn requests_are_encoded_for_couchdb() {
     let r = rep.poll_request(0).unwrap();
     assert_eq!(
         r.url("http://h:5984"),
-        "http://h:5984/user%2Fdb/_changes?include_docs=true&style=all_docs&conflicts=true&limit=200&since=5-g1A"
+        "http://h:5984/user%2Fdb/_changes?include_docs=true&style=all_docs&conflicts=true&limit=250&since=5-g1A"
     );
 }
 
@@ -722,4 +722,62 @@ fn a_user_who_may_not_create_the_database_is_told_it_is_missing() {
         }
     );
     assert!(error.to_string().contains("does not exist"), "{error}");
+}
+
+// ---------------------------------------------------------------- what may overlap the writes
+
+/// Each request of a first connection (pages of 2) with whether `bulk_next` said, just before it
+/// was polled, that it may go out while the last answer's writes are applied.
+#[test]
+fn only_bulk_pages_may_go_out_while_writes_are_applied() {
+    let mut s = Couch::default();
+    let mut b = Device::new("b");
+    for k in 0..3 {
+        create(&mut b, &format!("b{k}"), "theirs", 1);
+    }
+    assert!(b.sync(&mut s, &mut ok));
+    let mut cfg = Config::new("memoire", "a");
+    cfg.pull_batch = 2;
+    cfg.push_batch = 2;
+    let mut rep = Replicator::new(cfg, None);
+    let mut a = Device::new("a");
+    for k in 0..3 {
+        create(&mut a, &format!("a{k}"), "mine", 2);
+    }
+    rep.handle_local_changes(a.docs.values().map(|(l, _)| l.clone()));
+    let mut seen = Vec::new();
+    for _ in 0..30 {
+        let bulk = rep.bulk_next(0);
+        let Some(req) = rep.poll_request(0) else {
+            break;
+        };
+        let live = req.query.iter().any(|(k, _)| k == "feed");
+        let what = match req.path.rsplit('/').next().unwrap_or("") {
+            "_changes" if live => "longpoll",
+            "_changes" => "changes",
+            "_bulk_docs" => "push",
+            p if p.starts_with("memoire-") => "checkpoint",
+            _ => "db",
+        };
+        seen.push(format!("{what}{}", if bulk { " (overlap)" } else { "" }));
+        if live {
+            break;
+        }
+        let (st, body) = s.handle(&req);
+        rep.handle_response(0, st, &body);
+        while rep.poll_write().is_some() {}
+    }
+    assert_eq!(
+        seen,
+        [
+            "db",
+            "checkpoint",
+            "changes (overlap)",
+            "changes (overlap)",
+            "push (overlap)",
+            "push (overlap)",
+            "checkpoint",
+            "longpoll",
+        ]
+    );
 }

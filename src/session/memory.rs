@@ -347,6 +347,7 @@ impl Session {
                 self.store.save_entities(&scope, &nodes).await?;
             }
         }
+        self.replication.entity_deleted(id, entity_id);
         self.emit(SessionEvent::MemoryChanged(id.to_string()));
         Ok(())
     }

@@ -2,19 +2,21 @@
 //! the browser. It sends the replicator's requests with `fetch` (Basic auth, an `AbortController`
 //! for the longpoll it cancels), holds the Web Lock `memoire-sync` so one tab syncs at a time,
 //! sleeps until `poll_timeout` or a wake-up (a local change, the browser coming online, new
-//! settings), applies `poll_write`s through the engine's `apply_remote` and `track::effect` to the
-//! store and reports them as [`SessionEvent`]s (so every tab's UI updates), then keeps the
-//! checkpoint. The session's own writes reach it through [`Replication::observe`], called from
-//! `Session::emit`: the engine's `track_*` decide which document each produces.
+//! settings), applies `poll_write`s a batch at a time (the store writes the engine's
+//! `sync::batch` plan in one transaction) and reports one change per conversation as
+//! [`SessionEvent`]s (so every tab's UI updates), then keeps the checkpoint. The session's own
+//! writes reach it through [`Replication::observe`], called from `Session::emit` (and an entity
+//! deleted in the memory pane through [`Replication::entity_deleted`]): the engine's `track_*`
+//! decide which document each produces.
 //!
-//! What syncs: conversations (title, overrides, deletion), final messages, and the memory (summary
-//! versions and the entity graph, through [`memory`]).
+//! What syncs: conversations (title, overrides, deletion, clearing), final messages (and their
+//! deletion), and the memory (summary versions and the entity graph, through [`memory`]).
 //!
 //! Every decision is the engine's; this module reads the clock, makes the device id, and moves
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
 
 use js_sys::{Array, Function, Promise};
@@ -26,14 +28,11 @@ mod memory;
 
 use super::{new_id, now, sync, SessionEvent};
 use crate::engine::model::MessageStatus;
-use crate::engine::sync::convert::{apply_conversation, new_conversation};
-use crate::engine::sync::doc::{conversation_id, message_id};
+use crate::engine::sync::doc::{conversation_id, id_part, message_id};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
-use crate::engine::sync::{
-    apply_remote, Clock, Config, Doc, Kind, LocalDoc, Replicator, Request, Status, Write,
-};
-use crate::store::{ConversationPatch, Store, StoreError, SyncSettings, SyncState, SyncedDoc};
+use crate::engine::sync::{Clock, Config, Doc, Kind, LocalDoc, Replicator, Request, Status, Write};
+use crate::store::{Store, StoreError, SyncSettings, SyncState, SyncedDoc};
 
 /// The Web Lock that lets one tab of this origin sync at a time.
 const LOCK: &str = "memoire-sync";
@@ -93,14 +92,23 @@ struct Inner {
     rep: RefCell<Option<Replicator>>,
     abort: RefCell<Option<web_sys::AbortController>>,
     wake: RefCell<Option<Function>>,
-    /// Own events waiting to be tracked, in order, by one task.
-    queue: RefCell<VecDeque<SessionEvent>>,
+    /// Own changes waiting to be tracked, in order, by one task.
+    queue: RefCell<VecDeque<Tracked>>,
     tracking: Cell<bool>,
     /// Set while the driver reports a change it applied: the document is already recorded, so
     /// [`Replication::observe`] does not track it again.
     applying: Cell<bool>,
     view: RefCell<SyncView>,
     _online: RefCell<Option<Closure<dyn FnMut()>>>,
+}
+
+/// A local change to track: a session event, or an entity the user deleted in the memory pane.
+enum Tracked {
+    Event(SessionEvent),
+    EntityDeleted {
+        conversation: String,
+        entity: String,
+    },
 }
 
 /// The session's handle on sync. Cheap to clone.
@@ -209,22 +217,39 @@ impl Replication {
     /// The session reported `e` (its own change): track the document it produces.
     pub(crate) fn observe(&self, e: &SessionEvent) {
         let i = &self.inner;
-        if !i.settings.borrow().enabled || i.applying.get() {
+        if i.applying.get() {
             return;
         }
         let relevant = match e {
             SessionEvent::ConversationChanged(_)
             | SessionEvent::ConversationRemoved(_)
+            | SessionEvent::MessagesCleared(_)
             | SessionEvent::MemoryChanged(_) => true,
             SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
                 m.status != MessageStatus::Streaming || m.meta.deleted
             }
             _ => false,
         };
-        if !relevant {
+        if relevant {
+            self.track(Tracked::Event(e.clone()));
+        }
+    }
+
+    /// The user deleted entity `entity` (of conversation `conversation`'s scope, or shared): its
+    /// document and relationships become tombstones, so it is deleted on every device.
+    pub(crate) fn entity_deleted(&self, conversation: &str, entity: &str) {
+        self.track(Tracked::EntityDeleted {
+            conversation: conversation.to_string(),
+            entity: entity.to_string(),
+        });
+    }
+
+    fn track(&self, t: Tracked) {
+        let i = &self.inner;
+        if !i.settings.borrow().enabled {
             return;
         }
-        i.queue.borrow_mut().push_back(e.clone());
+        i.queue.borrow_mut().push_back(t);
         if i.tracking.replace(true) {
             return;
         }
@@ -232,8 +257,15 @@ impl Replication {
         spawn_local(async move {
             loop {
                 let next = inner.queue.borrow_mut().pop_front();
-                let Some(e) = next else { break };
-                if let Err(err) = track_event(&inner, &e).await {
+                let Some(t) = next else { break };
+                let done = match &t {
+                    Tracked::Event(e) => track_event(&inner, e).await,
+                    Tracked::EntityDeleted {
+                        conversation,
+                        entity,
+                    } => memory::track_entity_deleted(&inner, conversation, entity).await,
+                };
+                if let Err(err) = done {
                     web_sys::console::warn_1(&JsValue::from_str(&format!(
                         "memoire sync: a change was not recorded for sync: {err}"
                     )));
@@ -353,7 +385,20 @@ async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, ReplicateError
 /// Marks `docs` (local edits) dirty, merged into their stored copies, and hands them to the
 /// running replicator.
 async fn record(i: &Inner, docs: Vec<Doc>) -> Result<(), ReplicateError> {
-    let ids: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
+    record_among(i, docs, None).await
+}
+
+/// [`record`], reading only the stored copies of ids in `stored` (when given: every stored id).
+async fn record_among(
+    i: &Inner,
+    docs: Vec<Doc>,
+    stored: Option<&HashSet<String>>,
+) -> Result<(), ReplicateError> {
+    let ids: Vec<String> = docs
+        .iter()
+        .map(|d| d.id.clone())
+        .filter(|id| stored.is_none_or(|s| s.contains(id)))
+        .collect();
     let mut known = by_id(i.store.sync_docs(&ids).await?);
     let mut out = Vec::with_capacity(docs.len());
     for d in docs {
@@ -412,6 +457,18 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
         SessionEvent::MemoryChanged(id) => {
             memory::track_memory(i, Some(id), true, &mut clock, t).await?
         }
+        SessionEvent::MessagesCleared(id) => {
+            let mut docs: Vec<Doc> = Vec::new();
+            for prefix in [
+                "m:".to_string(),
+                format!("e:{}:", id_part(id)),
+                format!("r:{}:", id_part(id)),
+            ] {
+                let found = i.store.sync_docs_with_prefix(&prefix).await?;
+                docs.extend(found.into_iter().map(|d| d.local.doc));
+            }
+            track::track_clear(&docs, id, &mut clock, t)
+        }
         _ => vec![],
     };
     if docs.is_empty() {
@@ -426,6 +483,9 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
 async fn seed(i: &Inner) -> Result<(), ReplicateError> {
     let (mut clock, _) = clock(i).await?;
     let mut docs = Vec::new();
+    // Every stored id at once: a message is read back only when its document exists and it was
+    // deleted since (a stored message is never written again, so nothing else needs its copy).
+    let held = i.store.sync_doc_ids().await?;
     for c in i.store.list_conversations(100_000).await? {
         let prev = stored(i, &conversation_id(&c.id)).await?;
         if let Some(d) =
@@ -435,8 +495,17 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
         }
         let messages = i.store.load_all_messages(&c.id).await?;
         let ids: Vec<String> = messages.iter().map(|m| message_id(&m.id)).collect();
-        let known = by_id(i.store.sync_docs(&ids).await?);
+        let deleted: Vec<String> = messages
+            .iter()
+            .zip(&ids)
+            .filter(|(m, id)| m.meta.deleted && held.contains(*id))
+            .map(|(_, id)| id.clone())
+            .collect();
+        let known = by_id(i.store.sync_docs(&deleted).await?);
         for (m, id) in messages.iter().zip(&ids) {
+            if held.contains(id) && !m.meta.deleted {
+                continue;
+            }
             let prev = known.get(id).map(|p| &p.local.doc);
             docs.extend(track::track_message(prev, m, &mut clock, now()));
         }
@@ -444,97 +513,46 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
     }
     docs.extend(memory::track_memory(i, None, true, &mut clock, now()).await?);
     keep_clock(i, &clock).await?;
-    record(i, docs).await
+    record_among(i, docs, Some(&held)).await
 }
 
-/// Applies what a merged document asks of the local store, and reports it.
-/// A merged conversation document: the stored conversation patched, or created.
-async fn apply_conversation_doc(
-    i: &Inner,
-    d: &crate::engine::sync::doc::ConversationDoc,
-) -> Result<(), ReplicateError> {
-    match i.store.get_conversation(&d.id).await? {
-        Some(mut c) => {
-            apply_conversation(d, &mut c);
-            let patch = ConversationPatch {
-                title: Some((c.title.clone(), c.title_is_custom)),
-                memory_overrides: Some(c.memory_overrides.clone()),
-                ..Default::default()
-            };
-            let c = i.store.update_conversation(&d.id, &patch).await?;
-            report(i, SessionEvent::ConversationChanged(c));
-        }
-        None => {
-            let c = new_conversation(d);
-            i.store.create_conversation(&c).await?;
-            report(i, SessionEvent::ConversationChanged(c));
-        }
-    };
-    Ok(())
-}
-
-/// A merged message document: appended once, unless its conversation was deleted.
-async fn apply_message_doc(
-    i: &Inner,
-    m: &crate::engine::model::Message,
-) -> Result<(), ReplicateError> {
-    if i.store.get_message(&m.id).await?.is_some() {
+/// Applies a batch of merges (a pulled `_changes` page, or a pushed page the server confirmed) in
+/// one store transaction, as the engine plans it (`engine::sync::batch`), then reports one change
+/// per conversation: the conversation, and its one new message or (more, or alternatives) a
+/// `BranchChanged` that has open views read it again. Deletions and the memory follow.
+async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), ReplicateError> {
+    if merges.is_empty() {
         return Ok(());
     }
-    let cid = conversation_id(&m.conversation_id);
-    let parent = stored(i, &cid).await?;
-    if parent
-        .as_ref()
-        .is_some_and(|p| p.local.doc.body.is_tombstone())
-    {
-        return Ok(());
-    }
-    if i.store
-        .get_conversation(&m.conversation_id)
-        .await?
-        .is_none()
-    {
-        // Its conversation's document has not arrived yet: hold the message in a
-        // conversation of that id, which the document then fills in.
-        let c = crate::engine::model::Conversation {
-            id: m.conversation_id.clone(),
-            title: String::new(),
-            title_is_custom: false,
-            created_at: m.created_at,
-            updated_at: m.created_at,
-            message_count: 0,
-            endpoint_profile_id: None,
-            remote_handle: None,
-            last_path: None,
-            memory_overrides: Default::default(),
-        };
-        i.store.create_conversation(&c).await?;
-        report(i, SessionEvent::ConversationChanged(c));
-    }
-    let out = i.store.append_message(m).await?;
-    if out.inserted {
-        let branched = m.meta.replaces.is_some();
-        if branched {
-            super::branch::mark_branched(&i.store, &m.conversation_id).await?;
-        }
-        report(i, SessionEvent::MessageAdded(out.message));
-        if branched {
-            report(i, SessionEvent::BranchChanged(m.conversation_id.clone()));
-        }
-        if let Some(c) = i.store.get_conversation(&m.conversation_id).await? {
-            report(i, SessionEvent::ConversationChanged(c));
+    let plan = i.store.apply_sync_batch(merges).await?;
+    if !plan.requeue.is_empty() {
+        if let Some(rep) = i.rep.borrow_mut().as_mut() {
+            rep.handle_local_changes(plan.requeue);
         }
     }
-    Ok(())
+    for c in plan.changes {
+        let id = c.conversation.id.clone();
+        if c.branched {
+            super::branch::mark_branched(&i.store, &id).await?;
+        }
+        report(i, SessionEvent::ConversationChanged(c.conversation));
+        match c.added.as_slice() {
+            [] => {}
+            [m] if !c.branched => report(i, SessionEvent::MessageAdded(m.clone())),
+            _ => report(i, SessionEvent::BranchChanged(id)),
+        }
+    }
+    apply_later(i, plan.later).await
 }
 
 /// A message deleted on another device: its text goes here too, its record stays (a tombstone).
-async fn apply_message_tombstone(i: &Inner, id: &str) -> Result<(), ReplicateError> {
+/// Returns its conversation when it changed (the caller reports `BranchChanged` once each).
+async fn apply_message_tombstone(i: &Inner, id: &str) -> Result<Option<String>, ReplicateError> {
     let Some(mut m) = i.store.get_message(id).await? else {
-        return Ok(());
+        return Ok(None);
     };
     if m.meta.deleted {
-        return Ok(());
+        return Ok(None);
     }
     m.content.clear();
     m.meta = crate::engine::model::MessageMeta {
@@ -548,8 +566,7 @@ async fn apply_message_tombstone(i: &Inner, id: &str) -> Result<(), ReplicateErr
         .await?;
     let conversation = m.conversation_id.clone();
     report(i, SessionEvent::MessageProgress(m));
-    report(i, SessionEvent::BranchChanged(conversation));
-    Ok(())
+    Ok(Some(conversation))
 }
 
 /// Reports a change the way the session's own writes are reported.
@@ -561,37 +578,46 @@ fn report(i: &Inner, e: SessionEvent) {
     }
 }
 
-async fn apply_effect(i: &Inner, doc: &Doc) -> Result<(), ReplicateError> {
-    match track::effect(doc) {
-        Some(Effect::Conversation(d)) => apply_conversation_doc(i, &d).await?,
-        Some(Effect::Message(m)) => apply_message_doc(i, &m).await?,
-        Some(Effect::Delete {
-            kind: Kind::Conversation,
-            parts,
-            ..
-        }) => {
-            if let Some(id) = parts.first() {
-                if i.store.delete_conversation(id).await? {
-                    report(i, SessionEvent::ConversationRemoved(id.clone()));
+/// The effects a batch leaves for after its transaction: deletions one by one, the memory grouped
+/// by scope (each scope's graph changed once, then unified once).
+async fn apply_later(i: &Inner, effects: Vec<Effect>) -> Result<(), ReplicateError> {
+    let mut memory_effects = Vec::new();
+    let mut branches: Vec<String> = Vec::new();
+    for e in effects {
+        match e {
+            Effect::Delete {
+                kind: Kind::Conversation,
+                parts,
+                ..
+            } => {
+                if let Some(id) = parts.first() {
+                    if i.store.delete_conversation(id).await? {
+                        report(i, SessionEvent::ConversationRemoved(id.clone()));
+                    }
                 }
             }
-        }
-        // A message deleted elsewhere: its text goes here too, its record stays (a tombstone).
-        Some(Effect::Delete {
-            kind: Kind::Message,
-            parts,
-            ..
-        }) => {
-            if let Some(id) = parts.first() {
-                apply_message_tombstone(i, id).await?;
+            // A message deleted elsewhere: its text goes here too, its record stays (a tombstone).
+            Effect::Delete {
+                kind: Kind::Message,
+                parts,
+                ..
+            } => {
+                if let Some(id) = parts.first() {
+                    if let Some(c) = apply_message_tombstone(i, id).await? {
+                        if !branches.contains(&c) {
+                            branches.push(c);
+                        }
+                    }
+                }
             }
+            other => memory_effects.push(other),
         }
-        None => {}
-        Some(effect) => {
-            if let Some(scope) = memory::apply_memory(i, effect).await? {
-                memory::unify_scope(i, &scope).await?;
-            }
-        }
+    }
+    for c in branches {
+        report(i, SessionEvent::BranchChanged(c));
+    }
+    for scope in memory::apply_memory(i, memory_effects).await? {
+        memory::unify_scope(i, &scope).await?;
     }
     Ok(())
 }
@@ -613,7 +639,7 @@ fn in_order(batch: &mut Vec<Write>) {
 /// The replicator's next writes: its consecutive merges up to the next checkpoint (or other write),
 /// in order ([`in_order`]), then that write. The clock sees the merges' latest stamp once
 /// (observing the greatest is observing all).
-async fn next_batch(i: &Inner) -> Result<VecDeque<Write>, ReplicateError> {
+async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), ReplicateError> {
     let mut merges = Vec::new();
     let mut rest = None;
     while let Some(w) = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write) {
@@ -638,47 +664,31 @@ async fn next_batch(i: &Inner) -> Result<VecDeque<Write>, ReplicateError> {
         c.observe(&seen);
         keep_clock(i, &c).await?;
     }
-    Ok(merges.into_iter().chain(rest).collect())
+    let merges = merges
+        .into_iter()
+        .filter_map(|w| match w {
+            Write::Merge { remote, rev } => Some((remote, rev)),
+            _ => None,
+        })
+        .collect();
+    Ok((merges, rest))
 }
 
 async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
-    let mut batch: VecDeque<Write> = VecDeque::new();
     loop {
-        if batch.is_empty() {
-            batch = next_batch(i).await?;
-        }
-        let Some(w) = batch.pop_front() else {
+        let (merges, rest) = next_batch(i).await?;
+        if merges.is_empty() && rest.is_none() {
             return Ok(());
-        };
-        match w {
-            Write::Merge { remote, rev } => {
-                let prev = stored(i, &remote.id).await?;
-                let a = apply_remote(prev.as_ref().map(|p| &p.local), &remote, &rev);
-                let changed = prev.as_ref().map(|p| &p.local.doc) != Some(&a.local.doc);
-                // Still dirty if the local copy had edits the server has not seen.
-                let dirty = a.dirty;
-                i.store
-                    .put_sync_docs(&[SyncedDoc {
-                        local: a.local.clone(),
-                        dirty,
-                    }])
-                    .await?;
-                if changed {
-                    apply_effect(i, &a.local.doc).await?;
-                }
-                if dirty {
-                    if let Some(rep) = i.rep.borrow_mut().as_mut() {
-                        rep.handle_local_changes([a.local]);
-                    }
-                }
-            }
-            Write::Checkpoint { since } => {
+        }
+        apply_merges(i, merges).await?;
+        match rest {
+            Some(Write::Checkpoint { since }) => {
                 let mut s = i.store.sync_state().await?;
                 s.since = Some(since);
                 s.since_for = Some(key.to_string());
                 i.store.set_sync_state(&s).await?;
             }
-            Write::Repush { id } => {
+            Some(Write::Repush { id }) => {
                 if let Some(mut p) = stored(i, &id).await? {
                     p.local.rev = None;
                     p.dirty = true;
@@ -688,12 +698,13 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
                     }
                 }
             }
-            Write::PushAll => {
+            Some(Write::PushAll) => {
                 let all = i.store.mark_all_sync_docs_dirty().await?;
                 if let Some(rep) = i.rep.borrow_mut().as_mut() {
                     rep.handle_local_changes(all);
                 }
             }
+            Some(Write::Merge { .. }) | None => {}
         }
     }
 }
@@ -741,7 +752,12 @@ async fn drive(
     key: &str,
 ) -> Result<(), ReplicateError> {
     while i.generation.get() == gen {
-        apply_writes(i, key).await?;
+        // Bulk work (a catching-up pull, a push) goes out while the last answer's writes are
+        // applied (`Replicator::bulk_next`); anything else waits for them.
+        let overlap = i.rep.borrow().as_ref().is_some_and(|r| r.bulk_next(now()));
+        if !overlap {
+            apply_writes(i, key).await?;
+        }
         let (req, status, timeout): (Option<Request>, Status, Option<i64>) = {
             let mut b = i.rep.borrow_mut();
             let Some(rep) = b.as_mut() else {
@@ -751,6 +767,9 @@ async fn drive(
         };
         set_view(i, SyncView::of(&status));
         let Some(req) = req else {
+            if overlap {
+                apply_writes(i, key).await?;
+            }
             // Idle, or backing off: sleep until the retry time, a wake-up, or the next look for
             // other tabs' changes.
             let ms = timeout.map_or(IDLE_MS, |at| ((at - now()) as i32).clamp(0, IDLE_MS));
@@ -763,15 +782,22 @@ async fn drive(
         };
         let abort = web_sys::AbortController::new().ok();
         *i.abort.borrow_mut() = abort.clone();
-        let out = crate::transport::fetch_text(
-            &req.url(base),
+        let url = req.url(base);
+        let fetch = crate::transport::fetch_text(
+            &url,
             req.method.as_str(),
             req.body.as_deref(),
             auth,
             abort.as_ref(),
             true,
-        )
-        .await;
+        );
+        let out = if overlap {
+            let (applied, out) = futures_util::future::join(apply_writes(i, key), fetch).await;
+            applied?;
+            out
+        } else {
+            fetch.await
+        };
         let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
         i.abort.borrow_mut().take();
         let mut b = i.rep.borrow_mut();

@@ -34,6 +34,7 @@ pub mod records;
 pub mod schema;
 mod search;
 mod settings;
+mod sync_batch;
 mod sync_docs;
 mod turns;
 

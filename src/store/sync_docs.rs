@@ -9,10 +9,10 @@
 
 use js_sys::Array;
 use serde::{Deserialize, Serialize};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use super::error::StoreError;
-use super::idb::{collect_cursor, from_js, js_error, request, to_js};
+use super::idb::{from_js, js_error, request, to_js};
 use super::schema::{BY_DIRTY, SYNC_DOCS, SYNC_STATE};
 use super::Store;
 use crate::engine::sync::{Body, Doc, Hlc, LocalDoc};
@@ -37,13 +37,13 @@ struct SyncDocRecord {
 }
 
 impl SyncDocRecord {
-    fn from_doc(d: &SyncedDoc) -> Result<SyncDocRecord, StoreError> {
+    fn from_doc(d: &LocalDoc, dirty: bool) -> Result<SyncDocRecord, StoreError> {
         Ok(SyncDocRecord {
-            id: d.local.doc.id.clone(),
-            body: serde_json::to_value(&d.local.doc.body)
+            id: d.doc.id.clone(),
+            body: serde_json::to_value(&d.doc.body)
                 .map_err(|e| StoreError::Encode(e.to_string()))?,
-            rev: d.local.rev.clone(),
-            dirty: d.dirty.then_some(1),
+            rev: d.rev.clone(),
+            dirty: dirty.then_some(1),
         })
     }
 
@@ -116,6 +116,49 @@ struct PasswordRecord {
     password: String,
 }
 
+/// Records handled between two yields to the page (each a few milliseconds of work): long
+/// writes and reads are sliced so no single task holds the main thread for a whole batch.
+pub(super) const SLICE: usize = 256;
+
+/// A stored record as a synced document.
+pub(super) fn synced_of(v: JsValue) -> Result<SyncedDoc, StoreError> {
+    from_js::<SyncDocRecord>(v, "sync document")?.into_doc()
+}
+
+/// A synced document as the record to store.
+pub(super) fn record_of(d: &LocalDoc, dirty: bool) -> Result<JsValue, StoreError> {
+    to_js(&SyncDocRecord::from_doc(d, dirty)?)
+}
+
+/// Key ranges covering the sorted primary `keys` [`SLICE`] at a time: each page is one `getAll`
+/// (records stored between a page's keys come with it; callers filter them).
+fn pages(keys: &Array) -> Result<Vec<web_sys::IdbKeyRange>, StoreError> {
+    let n = keys.length();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < n {
+        let end = (k + SLICE as u32).min(n) - 1;
+        out.push(web_sys::IdbKeyRange::bound(&keys.get(k), &keys.get(end)).map_err(js_error)?);
+        k = end + 1;
+    }
+    Ok(out)
+}
+
+/// Every document a cursor walks to, decoded as it walks (each step is its own task), never all
+/// at once.
+async fn walk(req: &web_sys::IdbRequest) -> Result<Vec<SyncedDoc>, StoreError> {
+    let mut out = Vec::new();
+    loop {
+        let c = request(req).await?;
+        if c.is_null() || c.is_undefined() {
+            return Ok(out);
+        }
+        let cursor: web_sys::IdbCursorWithValue = c.unchecked_into();
+        out.push(synced_of(cursor.value().map_err(js_error)?)?);
+        cursor.continue_().map_err(js_error)?;
+    }
+}
+
 const STATE_KEY: &str = "state";
 const SETTINGS_KEY: &str = "settings";
 const PASSWORD_KEY: &str = "password";
@@ -126,13 +169,30 @@ impl Store {
         let tx = self.tx(&[SYNC_DOCS], false)?;
         let s = tx.store(SYNC_DOCS)?;
         let mut out = Vec::new();
-        for id in ids {
-            let v = request(&s.get(&JsValue::from_str(id)).map_err(js_error)?).await?;
-            if !v.is_undefined() {
-                out.push(from_js::<SyncDocRecord>(v, "sync document")?.into_doc()?);
+        // A slice of requests queued at once, then awaited: one round trip per slice, and each
+        // slice's decoding is its own short task.
+        for slice in ids.chunks(SLICE) {
+            let reqs = slice
+                .iter()
+                .map(|id| s.get(&JsValue::from_str(id)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(js_error)?;
+            for r in reqs {
+                let v = request(&r).await?;
+                if !v.is_undefined() {
+                    out.push(synced_of(v)?);
+                }
             }
         }
         Ok(out)
+    }
+
+    /// The `_id` of every stored document (one `getAllKeys`: no document is read).
+    pub async fn sync_doc_ids(&self) -> Result<std::collections::HashSet<String>, StoreError> {
+        let tx = self.tx(&[SYNC_DOCS], false)?;
+        let keys =
+            Array::from(&request(&tx.store(SYNC_DOCS)?.get_all_keys().map_err(js_error)?).await?);
+        Ok(keys.iter().filter_map(|k| k.as_string()).collect())
     }
 
     /// Every stored document whose `_id` starts with `prefix` (e.g. one entity's relationships).
@@ -147,31 +207,30 @@ impl Store {
             .store(SYNC_DOCS)?
             .open_cursor_with_range(&range)
             .map_err(js_error)?;
-        collect_cursor(&req, usize::MAX)
-            .await?
-            .into_iter()
-            .map(|v| from_js::<SyncDocRecord>(v, "sync document")?.into_doc())
-            .collect()
+        walk(&req).await
     }
 
     /// Documents waiting to be pushed.
+    ///
+    /// Their keys first (one `getAllKeys` on the sparse index), then their records a page at a
+    /// time ([`pages`]): a cursor would cost a round trip to the storage backend per document
+    /// (seconds for a first sync of 10,000), one `getAll` one long task to build and decode them all.
     pub async fn dirty_sync_docs(&self) -> Result<Vec<LocalDoc>, StoreError> {
         let tx = self.tx(&[SYNC_DOCS], false)?;
-        let req = tx
-            .store(SYNC_DOCS)?
-            .index(BY_DIRTY)
-            .map_err(js_error)?
-            .open_cursor()
-            .map_err(js_error)?;
-        collect_cursor(&req, usize::MAX)
-            .await?
-            .into_iter()
-            .map(|v| {
-                Ok(from_js::<SyncDocRecord>(v, "sync document")?
-                    .into_doc()?
-                    .local)
-            })
-            .collect()
+        let s = tx.store(SYNC_DOCS)?;
+        let index = s.index(BY_DIRTY).map_err(js_error)?;
+        let keys = Array::from(&request(&index.get_all_keys().map_err(js_error)?).await?);
+        let mut out = Vec::with_capacity(keys.length() as usize);
+        for range in pages(&keys)? {
+            let page = Array::from(&request(&s.get_all_with_key(&range).map_err(js_error)?).await?);
+            for v in page.iter() {
+                let d = synced_of(v)?;
+                if d.dirty {
+                    out.push(d.local);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Writes documents (each replaces its stored copy) in one transaction.
@@ -181,9 +240,15 @@ impl Store {
         }
         let tx = self.tx(&[SYNC_DOCS], true)?;
         let s = tx.store(SYNC_DOCS)?;
-        for d in docs {
-            s.put(&to_js(&SyncDocRecord::from_doc(d)?)?)
-                .map_err(js_error)?;
+        for slice in docs.chunks(SLICE) {
+            let mut last = None;
+            for d in slice {
+                last = Some(s.put(&record_of(&d.local, d.dirty)?).map_err(js_error)?);
+            }
+            // The slice's last write answering is a yield that keeps the transaction alive.
+            if let Some(r) = last {
+                request(&r).await?;
+            }
         }
         tx.done().await
     }
@@ -193,14 +258,21 @@ impl Store {
     pub async fn mark_all_sync_docs_dirty(&self) -> Result<Vec<LocalDoc>, StoreError> {
         let tx = self.tx(&[SYNC_DOCS], true)?;
         let s = tx.store(SYNC_DOCS)?;
-        let all = Array::from(&request(&s.get_all().map_err(js_error)?).await?);
-        let mut out = Vec::with_capacity(all.length() as usize);
-        for v in all.iter() {
-            let mut rec = from_js::<SyncDocRecord>(v, "sync document")?;
-            rec.rev = None;
-            rec.dirty = Some(1);
-            s.put(&to_js(&rec)?).map_err(js_error)?;
-            out.push(rec.into_doc()?.local);
+        let keys = Array::from(&request(&s.get_all_keys().map_err(js_error)?).await?);
+        let mut out = Vec::with_capacity(keys.length() as usize);
+        // A page at a time, each read, decoded and written back in its own task.
+        for range in pages(&keys)? {
+            let page = Array::from(&request(&s.get_all_with_key(&range).map_err(js_error)?).await?);
+            for v in page.iter() {
+                let mut rec = from_js::<SyncDocRecord>(v, "sync document")?;
+                // Never pushed and already waiting: nothing to write (a first sync's every one).
+                if rec.rev.is_some() || rec.dirty.is_none() {
+                    rec.rev = None;
+                    rec.dirty = Some(1);
+                    s.put(&to_js(&rec)?).map_err(js_error)?;
+                }
+                out.push(rec.into_doc()?.local);
+            }
         }
         tx.done().await?;
         Ok(out)

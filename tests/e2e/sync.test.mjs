@@ -8,7 +8,9 @@
 // - the server stops mid-sync and comes back (same port, emptied: it lost everything): the devices
 //   push everything again, nothing lost or doubled;
 // - memory travels with its conversation (summary and entities), and one entity learned on both
-//   devices (B with sync off) becomes one on both once B syncs again;
+//   devices (B with sync off) becomes one on both once B syncs again; an entity deleted in the
+//   memory pane, and a conversation cleared with /clear (messages and entities), are deleted on the
+//   other device too;
 // - a regenerated reply reaches the other device as an alternative (‹ 2/2 ›), and a message deleted
 //   on one device is deleted (a tombstone) on the other.
 
@@ -270,7 +272,7 @@ test('sync: both devices lose the server, rename the same conversation and add m
   }
 });
 
-test('sync: memory travels with its conversation; one entity learned on both devices becomes one', async () => {
+test('sync: memory travels with its conversation; one entity learned on both devices becomes one; deletes and /clear sync', async () => {
   const couch = await startCouch();
   const A = await device(harness, couch, 'memoire', { summaryFrequency: 1 });
   const B = await device(harness, couch, 'memoire', { summaryFrequency: 1 });
@@ -300,6 +302,26 @@ test('sync: memory travels with its conversation; one entity learned on both dev
         );
         assert.deepEqual(await entityNames(page), ['Ingrid', 'Zorblax']);
       }
+
+      // An entity deleted in A's memory pane is deleted on B (a tombstone).
+      await A.page.locator(tid('memory-entities')).locator(tid('entity-node')).filter({ hasText: 'Zorblax' }).locator(tid('entity-delete')).click();
+      await synced(A.page);
+      await B.page.waitForFunction(
+        () => [...document.querySelectorAll('[data-testid="memory-entities"] [data-testid="entity-name"]')].map((e) => e.textContent.trim()).join() === 'Ingrid',
+        null,
+        { timeout: 30_000 },
+      );
+      // A clears the conversation: its messages and its entities are deleted on B too, and stay so.
+      await A.page.locator(tid('composer-input')).fill('/clear');
+      await A.page.locator(tid('composer-input')).press('Enter');
+      await A.page.locator(tid('confirm-clear')).click();
+      await synced(A.page);
+      const cleared = () => document.querySelectorAll('[data-testid="message"]').length === 0 && !document.querySelector('[data-testid="entity-node"]');
+      await B.page.waitForFunction(cleared, null, { timeout: 30_000 });
+      await B.page.reload();
+      await conversationItem(B.page, id).locator(tid('conversation-open')).click();
+      await B.page.locator(tid('empty-state')).waitFor();
+      assert.ok(await B.page.evaluate(cleared));
       assertNoPageProblems(A.issues, allow);
       assertNoPageProblems(B.issues, allow);
     });

@@ -4,12 +4,14 @@
 //! `_bulk_docs` with `new_edits` true (a `_rev` must name a leaf, else 409; no `_rev` on a live
 //! document is a 409; on a deleted one it extends the deleted branch) and false (revision paths
 //! inserted as given, used here to plant conflicts as another replicator would), `_all_docs` with
-//! `keys`, `open_revs`, and `_local/` documents. Also the two devices' local stores.
+//! `keys`, `open_revs`, and `_local/` documents. Also the two devices' local stores, which apply
+//! merged pages the way the driver does (`sync::batch::plan`).
 
 #![allow(dead_code)] // each test crate uses a part of it
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use memoire::engine::sync::batch::{plan, wanted_docs, Held};
 use memoire::engine::sync::*;
 use serde_json::{json, Map, Value};
 
@@ -462,19 +464,41 @@ impl Device {
             .collect()
     }
 
+    /// Applies consecutive merges as the driver does: one batch, planned by `sync::batch::plan`
+    /// from the stored copies it needs, the plan's documents kept, its dirty ones handed back.
+    fn apply_batch(&mut self, rep: &mut Replicator, batch: Vec<(Doc, String)>) {
+        if batch.is_empty() {
+            return;
+        }
+        for (remote, _) in &batch {
+            if let Some(seen) = remote.body.latest_stamp() {
+                self.clock.observe(seen);
+            }
+        }
+        let held = Held {
+            docs: wanted_docs(&batch)
+                .into_iter()
+                .filter_map(|id| self.docs.get(&id).map(|d| (id, d.clone())))
+                .collect(),
+            ..Held::default()
+        };
+        let p = plan(batch, &held);
+        rep.handle_local_changes(p.requeue);
+        for (l, dirty) in p.docs {
+            self.docs.insert(l.doc.id.clone(), (l, dirty));
+        }
+    }
+
     fn apply(&mut self, rep: &mut Replicator) {
+        let mut batch = Vec::new();
         while let Some(w) = rep.poll_write() {
+            if let Write::Merge { remote, rev } = w {
+                batch.push((remote, rev));
+                continue;
+            }
+            self.apply_batch(rep, std::mem::take(&mut batch));
             match w {
-                Write::Merge { remote, rev } => {
-                    if let Some(seen) = remote.body.latest_stamp() {
-                        self.clock.observe(seen);
-                    }
-                    let a = apply_remote(self.docs.get(&remote.id).map(|(l, _)| l), &remote, &rev);
-                    if a.dirty {
-                        rep.handle_local_changes([a.local.clone()]);
-                    }
-                    self.docs.insert(remote.id.clone(), (a.local, a.dirty));
-                }
+                Write::Merge { .. } => {}
                 Write::Checkpoint { since } => self.since = Some(since),
                 Write::Repush { id } => {
                     if let Some((l, d)) = self.docs.get_mut(&id) {
@@ -492,6 +516,7 @@ impl Device {
                 }
             }
         }
+        self.apply_batch(rep, batch);
     }
 
     /// One connection: runs requests until the replicator is idle (not live) or `faults` says the

@@ -2,10 +2,13 @@
 //! (`doc`), the hybrid logical clock (`hlc`), the one merge (`merge`), conversions from and to the
 //! engine's model (`convert`), and the sans-IO replicator that turns documents and a checkpoint into
 //! HTTP request descriptions and local writes (`replicate`), which document a local change produces
-//! and what a merged document asks of the local store (`track`), and unifying one entity learned
-//! separately on two devices (`unify`), the memory's summaries and graph (`memory`), and what "Test connection" found wrong (`probe`). The session moves the bytes.
+//! and what a merged document asks of the local store (`track`), a merged batch turned into one
+//! write plan (`batch`), unifying one entity learned separately on two devices (`unify`), the
+//! memory's summaries and graph (`memory`), and what "Test connection" found wrong (`probe`). The
+//! session moves the bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
+pub mod batch;
 pub mod convert;
 pub mod doc;
 pub mod hlc;

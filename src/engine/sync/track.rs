@@ -8,7 +8,7 @@ use super::convert::{
     conversation_doc, edge_docs, edit_conversation, edit_entity, entity_docs, message_doc,
     summary_doc, to_entity, to_message, to_summary,
 };
-use super::doc::{message_id, Body, ConversationDoc, Doc, EdgeDoc, Kind};
+use super::doc::{edge_id, message_id, Body, ConversationDoc, Doc, EdgeDoc, Kind};
 use super::hlc::Clock;
 use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message, Millis};
 
@@ -140,6 +140,44 @@ pub fn track_summary(
         return None;
     }
     Some(Doc::new(Body::Summary(summary_doc(s, &clock.tick(now)))))
+}
+
+/// The tombstones that delete entity `entity` everywhere after the user deleted it: its document
+/// (unless already a tombstone or never synced) and every live relationship document from or to it
+/// in its scope (`edges`: the scope's live edge documents).
+pub fn track_entity_delete(
+    stored: Option<&Doc>,
+    edges: &[EdgeDoc],
+    entity: &str,
+    clock: &mut Clock,
+    now: Millis,
+) -> Vec<Doc> {
+    let mut out = Vec::new();
+    if let Some(d) = stored.filter(|d| !d.body.is_tombstone()) {
+        out.extend(track_delete(&d.id, clock, now));
+    }
+    for e in edges
+        .iter()
+        .filter(|e| e.source == entity || e.target == entity)
+    {
+        out.extend(track_delete(&edge_id(e), clock, now));
+    }
+    out
+}
+
+/// The tombstones of a cleared conversation: every live synced message of `conversation`, and
+/// every live entity and relationship of its own scope (`docs`: the candidates, any kind).
+pub fn track_clear(docs: &[Doc], conversation: &str, clock: &mut Clock, now: Millis) -> Vec<Doc> {
+    let scope = Some(conversation.to_string());
+    docs.iter()
+        .filter(|d| match &d.body {
+            Body::Message(m) => m.conversation_id == conversation,
+            Body::Entity(e) => e.scope == scope,
+            Body::Edge(e) => e.scope == scope,
+            _ => false,
+        })
+        .filter_map(|d| track_delete(&d.id, clock, now))
+        .collect()
 }
 
 /// The tombstone that deletes a record everywhere.

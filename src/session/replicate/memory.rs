@@ -5,7 +5,7 @@
 //! Must not import `ui`.
 
 use super::{clock, keep_clock, record, report, stored, Inner, ReplicateError};
-use crate::engine::model::{EntityNode, EntityScope, Millis};
+use crate::engine::model::{EntityScope, Millis};
 use crate::engine::sync::doc::{entity_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc};
 use crate::engine::sync::memory::{
     pulled_summary, put_edge, put_entity, remove_edge, remove_entity, untracked_summaries,
@@ -93,75 +93,101 @@ pub(super) async fn track_memory(
     Ok(docs)
 }
 
-/// Writes what a merged memory document asks to the store; the scope whose entities changed, for
-/// [`unify_scope`].
+/// The scope a graph effect changes (`None`: not a graph effect).
+fn graph_scope(e: &Effect) -> Option<EntityScope> {
+    match e {
+        Effect::Entity(n) => Some(n.scope.clone()),
+        Effect::Edge(e) => Some(scope_of(e.scope.as_ref())),
+        Effect::Delete {
+            kind: Kind::Entity | Kind::Edge,
+            scope,
+            ..
+        } => Some(scope_of(scope.as_ref())),
+        _ => None,
+    }
+}
+
+/// Writes what merged memory documents ask to the store: summary versions one by one, and each
+/// scope's graph loaded, changed by all its effects in order, and saved once. Returns the scopes
+/// whose entities changed, for [`unify_scope`].
 pub(super) async fn apply_memory(
     i: &Inner,
-    effect: Effect,
-) -> Result<Option<EntityScope>, ReplicateError> {
-    match effect {
-        Effect::Summary(s) => {
+    effects: Vec<Effect>,
+) -> Result<Vec<EntityScope>, ReplicateError> {
+    let mut graphs: Vec<(EntityScope, Vec<Effect>)> = Vec::new();
+    for e in effects {
+        if let Effect::Summary(s) = e {
             let local = i.store.load_summaries(&s.conversation_id).await?;
             if let Some(v) = pulled_summary(&local, &s) {
                 i.store.save_summary(&v).await?;
                 report(i, SessionEvent::MemoryChanged(v.conversation_id));
             }
-            Ok(None)
+            continue;
         }
-        Effect::Entity(n) => {
-            let scope = n.scope.clone();
-            let prefix = format!("r:{}:{}:", scope_part(scope_id(&scope)), id_part(&n.id));
-            let edges = live(i, &prefix, edge).await?;
-            change_graph(i, &scope, |nodes| {
-                put_entity(nodes, n);
-                for e in &edges {
-                    put_edge(nodes, e);
-                }
-                true
-            })
-            .await
+        let Some(scope) = graph_scope(&e) else {
+            continue;
+        };
+        match graphs.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, list)) => list.push(e),
+            None => graphs.push((scope, vec![e])),
         }
-        Effect::Edge(e) => {
-            change_graph(i, &scope_of(e.scope.as_ref()), |nodes| put_edge(nodes, &e)).await
-        }
-        Effect::Delete {
-            kind: Kind::Entity,
-            scope,
-            parts,
-        } => {
-            change_graph(i, &scope_of(scope.as_ref()), |nodes| {
-                parts.first().is_some_and(|id| remove_entity(nodes, id))
-            })
-            .await
-        }
-        Effect::Delete {
-            kind: Kind::Edge,
-            scope,
-            parts,
-        } => {
-            change_graph(i, &scope_of(scope.as_ref()), |nodes| {
-                remove_edge(nodes, &parts)
-            })
-            .await
-        }
-        _ => Ok(None),
     }
+    let mut changed = Vec::new();
+    for (scope, list) in graphs {
+        if change_graph(i, &scope, list).await? {
+            changed.push(scope);
+        }
+    }
+    Ok(changed)
 }
 
-/// Loads a scope's graph, lets `change` edit it, and saves and reports it if it says it changed.
+/// Loads a scope's graph once, applies `effects` to it in order, and saves and reports it if any
+/// changed it. A pulled entity takes the relationships its edge documents already hold.
 async fn change_graph(
     i: &Inner,
     scope: &EntityScope,
-    change: impl FnOnce(&mut Vec<EntityNode>) -> bool,
-) -> Result<Option<EntityScope>, ReplicateError> {
+    effects: Vec<Effect>,
+) -> Result<bool, ReplicateError> {
     let mut nodes = i.store.load_entities(scope).await?;
-    if !change(&mut nodes) {
-        return Ok(None);
+    let edges = if effects.iter().any(|e| matches!(e, Effect::Entity(_))) {
+        live(i, &format!("r:{}:", scope_part(scope_id(scope))), edge).await?
+    } else {
+        Vec::new()
+    };
+    let mut changed = false;
+    for e in effects {
+        changed |= match e {
+            Effect::Entity(n) => {
+                let id = n.id.clone();
+                put_entity(&mut nodes, n);
+                for e in edges.iter().filter(|e| e.source == id) {
+                    put_edge(&mut nodes, e);
+                }
+                true
+            }
+            Effect::Edge(e) => put_edge(&mut nodes, &e),
+            Effect::Delete {
+                kind: Kind::Entity,
+                parts,
+                ..
+            } => parts
+                .first()
+                .is_some_and(|id| remove_entity(&mut nodes, id)),
+            Effect::Delete {
+                kind: Kind::Edge,
+                parts,
+                ..
+            } => remove_edge(&mut nodes, &parts),
+            _ => false,
+        };
+    }
+    if !changed {
+        return Ok(false);
     }
     i.store.save_entities(scope, &nodes).await?;
     let conversation = scope_id(scope).unwrap_or_default().to_string();
     report(i, SessionEvent::MemoryChanged(conversation));
-    Ok(Some(scope.clone()))
+    Ok(true)
 }
 
 /// One entity learned on two devices becomes one (`engine::sync::unify`): the documents are
@@ -181,10 +207,34 @@ pub(super) async fn unify_scope(i: &Inner, scope: &EntityScope) -> Result<(), Re
     }
     keep_clock(i, &c).await?;
     record(i, docs.clone()).await?;
-    for d in &docs {
-        if let Some(effect) = track::effect(d) {
-            apply_memory(i, effect).await?;
-        }
-    }
+    apply_memory(i, docs.iter().filter_map(track::effect).collect()).await?;
     Ok(())
+}
+
+/// The user deleted entity `entity` from conversation `conversation`'s memory pane (its own scope
+/// or the shared one): the tombstones of its document and relationships are recorded for the
+/// server (`track::track_entity_delete`).
+pub(super) async fn track_entity_deleted(
+    i: &Inner,
+    conversation: &str,
+    entity: &str,
+) -> Result<(), ReplicateError> {
+    let (mut c, _) = clock(i).await?;
+    let mut docs = Vec::new();
+    for scope in [Some(conversation), None] {
+        let prev = stored(i, &entity_id(scope, entity)).await?;
+        let edges = live(i, &format!("r:{}:", scope_part(scope)), edge).await?;
+        docs.extend(track::track_entity_delete(
+            prev.as_ref().map(|p| &p.local.doc),
+            &edges,
+            entity,
+            &mut c,
+            now(),
+        ));
+    }
+    if docs.is_empty() {
+        return Ok(());
+    }
+    keep_clock(i, &c).await?;
+    record(i, docs).await
 }

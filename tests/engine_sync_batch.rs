@@ -1,0 +1,365 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Sync: a merged batch turned into one write plan (`engine::sync::batch`), the decisions the
+//! driver used to make one document at a time: messages appended once at the next seq, held in a
+//! placeholder until their conversation arrives, never added to a deleted conversation; copies the
+//! server confirmed change nothing; a merged copy the server lacks is pushed again; deletions and
+//! the memory are left for after the transaction.
+
+use std::collections::BTreeMap;
+
+use memoire::engine::model::*;
+use memoire::engine::sync::batch::{plan, wanted_docs, wanted_records, Held, Plan};
+use memoire::engine::sync::convert::*;
+use memoire::engine::sync::doc::*;
+use memoire::engine::sync::track::Effect;
+use memoire::engine::sync::*;
+
+fn at(n: i64) -> Hlc {
+    Hlc::new(n, 0, "a")
+}
+
+fn conv(id: &str, title: &str) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: title.into(),
+        title_is_custom: true,
+        created_at: 5,
+        updated_at: 5,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: Default::default(),
+    }
+}
+
+fn cdoc(id: &str, title: &str) -> Doc {
+    Doc::new(Body::Conversation(conversation_doc(
+        &conv(id, title),
+        &at(1),
+    )))
+}
+
+fn mdoc(c: &str, id: &str, replaces: Option<&str>) -> Doc {
+    let m = Message {
+        id: id.into(),
+        conversation_id: c.into(),
+        seq: 1,
+        role: Role::User,
+        content: format!("text of {id}"),
+        status: MessageStatus::Complete,
+        created_at: 10,
+        meta: MessageMeta {
+            replaces: replaces.map(str::to_string),
+            ..Default::default()
+        },
+    };
+    Doc::new(Body::Message(message_doc(&m, &at(2)).expect("final")))
+}
+
+fn tomb(id: &str) -> Doc {
+    Doc::tombstone(id, &at(9)).expect("a tombstone")
+}
+
+fn revs(docs: &[Doc]) -> Vec<(Doc, String)> {
+    docs.iter()
+        .enumerate()
+        .map(|(k, d)| (d.clone(), format!("1-{k}")))
+        .collect()
+}
+
+fn held(docs: &[Doc], conversations: &[(Conversation, u64)], messages: &[&str]) -> Held {
+    Held {
+        docs: docs
+            .iter()
+            .map(|d| {
+                (
+                    d.id.clone(),
+                    (
+                        LocalDoc {
+                            doc: d.clone(),
+                            rev: Some("1-0".into()),
+                        },
+                        false,
+                    ),
+                )
+            })
+            .collect(),
+        conversations: conversations
+            .iter()
+            .map(|(c, s)| (c.id.clone(), (c.clone(), *s)))
+            .collect(),
+        messages: messages.iter().map(|m| m.to_string()).collect(),
+    }
+}
+
+/// Each change as `title last_seq [message@seq ...] branched?`.
+fn changes(p: &Plan) -> Vec<String> {
+    p.changes
+        .iter()
+        .map(|c| {
+            let added: Vec<String> = c
+                .added
+                .iter()
+                .map(|m| format!("{}@{}", m.id, m.seq))
+                .collect();
+            format!(
+                "{}:{} {} n{} [{}]{}",
+                c.conversation.id,
+                c.conversation.title,
+                c.last_seq,
+                c.conversation.message_count,
+                added.join(" "),
+                if c.branched { " branched" } else { "" }
+            )
+        })
+        .collect()
+}
+
+fn check(batch: &[Doc], h: &Held, want: &[&str], later: usize, requeue: usize) {
+    let p = plan(revs(batch), h);
+    assert_eq!(changes(&p), want, "{p:#?}");
+    assert_eq!(p.later.len(), later, "later: {:?}", p.later);
+    assert_eq!(p.requeue.len(), requeue, "requeue: {:?}", p.requeue);
+    let ids: std::collections::BTreeSet<&String> = batch.iter().map(|d| &d.id).collect();
+    let kept: std::collections::BTreeSet<&String> = p.docs.iter().map(|(d, _)| &d.doc.id).collect();
+    assert_eq!(kept.len(), p.docs.len(), "one stored document per _id");
+    assert!(kept.is_subset(&ids));
+}
+
+#[test]
+fn messages_before_their_conversation_wait_in_a_placeholder_it_fills_in() {
+    let batch = [
+        mdoc("c1", "m1", None),
+        mdoc("c1", "m2", None),
+        cdoc("c1", "Trip"),
+    ];
+    check(
+        &batch,
+        &Held::default(),
+        &["c1:Trip 2 n2 [m1@1 m2@2]"],
+        0,
+        0,
+    );
+    check(&batch[..1], &Held::default(), &["c1: 1 n1 [m1@1]"], 0, 0);
+    let batch = [cdoc("c1", "Trip"), mdoc("c1", "m1", None)];
+    check(&batch, &Held::default(), &["c1:Trip 1 n1 [m1@1]"], 0, 0);
+}
+
+#[test]
+fn messages_take_the_next_seq_and_stored_ones_are_not_added_again() {
+    let mut c = conv("c1", "Trip");
+    c.message_count = 3;
+    let h = held(&[], &[(c, 7)], &["m1"]);
+    let batch = [
+        mdoc("c1", "m1", None),
+        mdoc("c1", "m9", None),
+        mdoc("c1", "m9", None),
+    ];
+    check(&batch, &h, &["c1:Trip 8 n4 [m9@8]"], 0, 0);
+}
+
+#[test]
+fn a_deleted_conversation_gets_no_messages_and_is_deleted_after() {
+    let gone = tomb(&conversation_id("c1"));
+    check(
+        &[mdoc("c1", "m1", None)],
+        &held(&[gone.clone()], &[], &[]),
+        &[],
+        0,
+        0,
+    );
+    check(&[gone, mdoc("c1", "m1", None)], &Held::default(), &[], 1, 0);
+}
+
+#[test]
+fn a_copy_the_server_confirmed_changes_nothing_and_a_richer_local_copy_is_pushed_again() {
+    let c = cdoc("c1", "Trip");
+    check(&[c.clone()], &held(&[c.clone()], &[], &[]), &[], 0, 0);
+    // Its own page coming back through `_changes` at the revision stored: nothing is written.
+    assert!(plan(revs(&[c.clone()]), &held(&[c.clone()], &[], &[]))
+        .docs
+        .is_empty());
+    // Renamed later on one side: the merge keeps the later title.
+    let mut renamed = conv("c1", "Trip");
+    renamed.title = "Trip to Oslo".into();
+    let later = Doc::new(Body::Conversation(conversation_doc(&renamed, &at(5))));
+    let h = held(&[later.clone()], &[(renamed.clone(), 0)], &[]);
+    check(&[c.clone()], &h, &[], 0, 1);
+    let h = held(&[c], &[(conv("c1", "Trip"), 0)], &[]);
+    check(&[later], &h, &["c1:Trip to Oslo 0 n0 []"], 0, 0);
+}
+
+#[test]
+fn an_alternative_marks_its_conversation_branched() {
+    let h = held(&[], &[(conv("c1", "Trip"), 1)], &["m1"]);
+    check(
+        &[mdoc("c1", "m2", Some("m1"))],
+        &h,
+        &["c1:Trip 2 n1 [m2@2] branched"],
+        0,
+        0,
+    );
+}
+
+#[test]
+fn deletions_and_the_memory_are_left_for_after_the_transaction() {
+    let node = EntityNode {
+        id: "e1".into(),
+        scope: EntityScope::Shared,
+        entity_type: EntityType::Person,
+        name: "Ingrid".into(),
+        aliases: vec![],
+        description: String::new(),
+        properties: BTreeMap::new(),
+        relationships: vec![],
+        source_message_ids: vec![],
+        updated_at: 0,
+    };
+    let entity = Doc::new(Body::Entity(entity_docs(&node, &at(3)).0));
+    let batch = [
+        entity,
+        tomb(&message_id("m1")),
+        tomb(&entity_id(None, "e2")),
+    ];
+    let p = plan(revs(&batch), &Held::default());
+    assert!(p.changes.is_empty());
+    assert!(
+        matches!(
+            p.later.as_slice(),
+            [
+                Effect::Entity(_),
+                Effect::Delete {
+                    kind: Kind::Message,
+                    ..
+                },
+                Effect::Delete {
+                    kind: Kind::Entity,
+                    ..
+                }
+            ]
+        ),
+        "{:?}",
+        p.later
+    );
+}
+
+#[test]
+fn the_store_reads_the_batch_and_only_the_records_of_documents_that_change() {
+    let batch = revs(&[
+        mdoc("c1", "m1", None),
+        cdoc("c1", "T"),
+        mdoc("c2", "m2", None),
+    ]);
+    assert_eq!(wanted_docs(&batch), ["m:m1", "c:c1", "m:m2", "c:c2"]);
+    let none = Held::default();
+    let (conversations, messages) = wanted_records(&batch, &none.docs);
+    assert_eq!(
+        (conversations, messages),
+        (
+            vec!["c1".to_string(), "c2".into()],
+            vec!["m1".to_string(), "m2".into()]
+        )
+    );
+    // A pushed page the server confirmed: every stored copy already says the same.
+    let confirmed = held(
+        &[
+            mdoc("c1", "m1", None),
+            cdoc("c1", "T"),
+            mdoc("c2", "m2", None),
+        ],
+        &[],
+        &[],
+    );
+    let (conversations, messages) = wanted_records(&batch, &confirmed.docs);
+    assert!(conversations.is_empty() && messages.is_empty());
+}
+
+// ---------------------------------------------------------------- what the user deletes syncs
+
+fn node(id: &str, rels: &[&str]) -> EntityNode {
+    EntityNode {
+        id: id.into(),
+        scope: EntityScope::Conversation("c1".into()),
+        entity_type: EntityType::Person,
+        name: format!("name of {id}"),
+        aliases: vec![],
+        description: String::new(),
+        properties: BTreeMap::new(),
+        relationships: rels
+            .iter()
+            .map(|t| Relationship {
+                target_id: t.to_string(),
+                relationship: "knows".into(),
+                strength: 0.5,
+                valid_from: 1,
+                valid_to: None,
+            })
+            .collect(),
+        source_message_ids: vec![],
+        updated_at: 0,
+    }
+}
+
+/// The `_id`s of the tombstones `docs` (all must be tombstones).
+fn tombstoned(docs: &[Doc]) -> Vec<String> {
+    docs.iter()
+        .map(|d| {
+            assert!(d.body.is_tombstone(), "{d:?}");
+            d.id.clone()
+        })
+        .collect()
+}
+
+fn check_entity_delete(stored: Option<&Doc>, entity: &str, want: &[&str]) {
+    let edges: Vec<EdgeDoc> = [node("e1", &["e2"]), node("e2", &["e3"]), node("e3", &[])]
+        .iter()
+        .flat_map(edge_docs)
+        .collect();
+    let mut clock = Clock::new("a", None);
+    let got = track::track_entity_delete(stored, &edges, entity, &mut clock, 50);
+    assert_eq!(tombstoned(&got), want);
+}
+
+#[test]
+fn a_deleted_entity_becomes_a_tombstone_with_every_relationship_from_or_to_it() {
+    let e2 = Doc::new(Body::Entity(entity_docs(&node("e2", &[]), &at(1)).0));
+    check_entity_delete(
+        Some(&e2),
+        "e2",
+        &["e:c1:e2", "r:c1:e1:knows:e2:1", "r:c1:e2:knows:e3:1"],
+    );
+    check_entity_delete(Some(&tomb("e:c1:e3")), "e3", &["r:c1:e2:knows:e3:1"]);
+    check_entity_delete(None, "e9", &[]);
+}
+
+#[test]
+fn a_cleared_conversation_tombstones_its_messages_and_its_own_memory_only() {
+    let own = Doc::new(Body::Entity(entity_docs(&node("e1", &[]), &at(1)).0));
+    let mut shared_node = node("e5", &[]);
+    shared_node.scope = EntityScope::Shared;
+    let shared = Doc::new(Body::Entity(entity_docs(&shared_node, &at(1)).0));
+    let edge = Doc::new(Body::Edge(edge_docs(&node("e1", &["e2"])).remove(0)));
+    let docs = [
+        mdoc("c1", "m1", None),
+        mdoc("c2", "m2", None),
+        mdoc("c1", "m3", None),
+        own,
+        shared,
+        edge,
+        cdoc("c1", "Trip"),
+    ];
+    let mut clock = Clock::new("a", None);
+    let got = track::track_clear(&docs, "c1", &mut clock, 50);
+    assert_eq!(
+        tombstoned(&got),
+        ["m:m1", "m:m3", "e:c1:e1", "r:c1:e1:knows:e2:1"]
+    );
+    // Pulled on another device, each is a deletion (messages keep their record, blanked).
+    for d in &got {
+        assert!(
+            matches!(track::effect(d), Some(Effect::Delete { .. })),
+            "{d:?}"
+        );
+    }
+}
