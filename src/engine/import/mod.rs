@@ -17,6 +17,7 @@
 
 mod formats;
 mod json;
+pub mod slice;
 mod tree;
 pub mod zip;
 
