@@ -15,7 +15,7 @@ mod sync;
 mod turn;
 
 pub use crate::store::SyncSettings;
-pub use import::{ImportStep, PreparedImport};
+pub use import::{ImportCancel, ImportStep, PreparedImport};
 pub use replicate::SyncView;
 use turn::Begin;
 
@@ -75,6 +75,8 @@ pub enum SessionEvent {
     SettingsChanged(Box<Settings>),
     /// Sync's state in this tab changed (see `replicate.rs`).
     SyncStatus(SyncView),
+    /// How far the import running in this tab is (see `import.rs`).
+    ImportProgress(crate::engine::import::slice::Progress),
 }
 
 /// What an error is about, so the one place errors are shown offers the action that fits it.

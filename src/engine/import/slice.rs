@@ -101,6 +101,17 @@ impl Pace {
     }
 }
 
+/// Messages a write slice starts with, and its bounds (the store queues them; the session
+/// sizes the slices with [`Pace::write`]).
+const WRITE_PACE: (usize, usize) = (100, 20_000);
+
+impl Pace {
+    /// The pace of an import's write, in messages.
+    pub fn write() -> Pace {
+        Pace::new(WRITE_PACE.0, WRITE_PACE.1)
+    }
+}
+
 /// Bytes a scan slice starts with, and its bounds (the scan runs at ~100 MB/s natively).
 const SCAN_PACE: (usize, usize) = (64 * 1024, 16 * 1024 * 1024);
 /// Bytes of items a parse-and-read slice starts with, and its bounds.
