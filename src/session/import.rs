@@ -170,9 +170,7 @@ impl Session {
             self.note_alternatives(&plan.messages).await?;
         }
         self.cache.borrow_mut().forget_all();
-        for c in written {
-            self.emit(SessionEvent::ConversationChanged(c));
-        }
+        self.announce(written).await;
         let Some(source) = p.source else {
             return Ok(plan.report());
         };
@@ -183,6 +181,21 @@ impl Session {
             source.name(),
             plural(plan.skipped.messages, "message was", "messages were")
         ))
+    }
+
+    /// One event per conversation written, in slices with a yield between them (thousands of
+    /// conversations each update the sidebar and go to the other tabs).
+    async fn announce(&self, written: Vec<crate::engine::model::Conversation>) {
+        let mut pace = Pace::announce();
+        let mut written = written.into_iter().peekable();
+        while written.peek().is_some() {
+            let (t0, n) = (perf_now(), pace.size());
+            for c in written.by_ref().take(n) {
+                self.emit(SessionEvent::ConversationChanged(c));
+            }
+            pace.observe(n, perf_now() - t0);
+            yield_now().await;
+        }
     }
 
     fn import_progress(&self, phase: Phase, done: u64, total: u64) {

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use js_sys::Array;
 use wasm_bindgen::JsValue;
+use web_sys::IdbRequest;
 
 use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
@@ -154,7 +155,8 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()
             .map_err(js_error)?;
         let summaries = tx.store(SUMMARIES)?;
-        let mut conv_ids: Vec<&str> = named.conversation_ids().collect();
+        // Summary versions are looked up only for the conversations whose file holds some.
+        let mut conv_ids: Vec<&str> = named.conversation_ids_with_summaries().collect();
         // Equal `&str`s are indistinguishable, so the shared stable sort gives the same order.
         crate::engine::sort::sort_by(&mut conv_ids, |a, b| a.cmp(b));
         conv_ids.dedup();
@@ -210,7 +212,8 @@ impl Store {
         self.write_import_paced(plan, &mut AllAtOnce).await
     }
 
-    /// [`Store::write_import`], its messages issued in slices `pace` sizes, still in ONE transaction.
+    /// [`Store::write_import`], its records (conversations, then messages) queued in slices `pace`
+    /// sizes, still in ONE transaction.
     /// A slice is queued once the first `add` of the one before has succeeded (the others are still
     /// pending, so the storage backend never runs dry and the transaction, which commits when a
     /// task ends with nothing pending, stays open); between the two the page runs its other tasks.
@@ -231,22 +234,16 @@ impl Store {
             Ok(r) => r,
             Err(e) => return tx.fail(e).await,
         };
-        let written = match queue_conversations(&tx, records) {
-            Ok(w) => w,
-            Err(e) => return tx.fail(e).await,
-        };
-        let messages = tx.store(MESSAGES)?;
-        let total = plan.messages.len();
+        // The conversations, then the messages, in slices: record i is conversation i, then message
+        // i - records.len().
+        let total = records.len() + plan.messages.len();
         let mut done = 0;
         while done < total {
             let Some(n) = pace.next(done, total) else {
                 return tx.fail(StoreError::Cancelled).await;
             };
             let end = done.saturating_add(n.max(1)).min(total);
-            let slice = plan.messages[done..end]
-                .iter()
-                .map(|m| (m, m.conversation_id.as_str(), m.seq));
-            let first = match add_all(&messages, slice) {
+            let first = match queue_slice(&tx, &records, plan, done..end) {
                 Ok(first) => first,
                 Err(e) => return tx.fail(e).await,
             };
@@ -265,18 +262,18 @@ impl Store {
             return tx.fail(e).await;
         }
         tx.done().await?;
-        Ok(written)
+        records.into_iter().map(Conversation::try_from).collect()
     }
 }
 
-/// Decides, between the slices of an import's write, how many messages the next slice queues, or
+/// Decides, between the slices of an import's write, how many records the next slice queues, or
 /// that the write stops (then nothing is written). The decision is the caller's (the session asks
 /// the engine's pace and reads the clock); the store only moves records.
 pub trait WritePace {
-    /// Before each slice (and once more at the end): `done` of `total` messages queued. `None`
-    /// aborts the write.
+    /// Before each slice (and once more at the end): `done` of `total` records queued (the
+    /// conversations, then the messages). `None` aborts the write.
     fn next(&mut self, done: usize, total: usize) -> Option<usize>;
-    /// The slice of `n` messages was queued (the main thread's part of it is over).
+    /// The slice of `n` records was queued (the main thread's part of it is over).
     fn issued(&mut self, n: usize);
 }
 
@@ -342,16 +339,33 @@ async fn conversation_records(
     Ok(records)
 }
 
-/// Queues the conversations' puts; returns them as stored.
-fn queue_conversations(
+/// Queues records `range` of an import (conversation records first, then the plan's messages);
+/// returns the first request queued.
+fn queue_slice(
     tx: &Tx,
-    records: Vec<ConversationRecord>,
-) -> Result<Vec<Conversation>, StoreError> {
-    let convs = tx.store(CONVERSATIONS)?;
-    for rec in &records {
-        convs.put(&to_js(rec)?).map_err(js_error)?;
+    records: &[ConversationRecord],
+    plan: &ImportPlan,
+    range: std::ops::Range<usize>,
+) -> Result<Option<IdbRequest>, StoreError> {
+    let mut first = None;
+    let convs_end = range.end.min(records.len());
+    if range.start < convs_end {
+        let convs = tx.store(CONVERSATIONS)?;
+        for rec in &records[range.start..convs_end] {
+            let req = convs.put(&to_js(rec)?).map_err(js_error)?;
+            first.get_or_insert(req);
+        }
     }
-    records.into_iter().map(Conversation::try_from).collect()
+    let from = range.start.max(records.len()) - records.len();
+    let to = range.end.max(records.len()) - records.len();
+    if from < to {
+        let slice = plan.messages[from..to]
+            .iter()
+            .map(|m| (m, m.conversation_id.as_str(), m.seq));
+        let req = add_all(&tx.store(MESSAGES)?, slice)?;
+        first = first.or(req);
+    }
+    Ok(first)
 }
 
 /// Queues the plan's summaries and entities.

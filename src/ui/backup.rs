@@ -88,9 +88,12 @@ fn BackupItems(
 fn ImportProgress() -> impl IntoView {
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
-    let progress = move || match st.import.get() {
-        ImportState::Running(p, _) => Some(p),
-        _ => None,
+    // `with`, not `get`: a preview holds every record of the file, and is never cloned here.
+    let progress = move || {
+        st.import.with(|i| match i {
+            ImportState::Running(p, _) => Some(*p),
+            _ => None,
+        })
     };
     let running = move || st.import.with(|i| matches!(i, ImportState::Running(..)));
     view! {
@@ -116,16 +119,18 @@ fn ImportProgress() -> impl IntoView {
 fn ImportPreview() -> impl IntoView {
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
-    let preview = move || match st.import.get() {
-        ImportState::Preview(p) => Some(p),
-        _ => None,
+    let preview = move || {
+        st.import.with(|i| match i {
+            ImportState::Preview(p) => Some((p.file_name.clone(), p.preview.clone())),
+            _ => None,
+        })
     };
     move || {
-        preview().map(|p| {
+        preview().map(|(file_name, text)| {
             view! {
                 <div class="import-preview" role="dialog" aria-label="Import preview" data-testid="import-preview">
-                    <p class="file">{p.file_name.clone()}</p>
-                    <p>{p.preview.clone()}</p>
+                    <p class="file">{file_name}</p>
+                    <p>{text}</p>
                     <div class="actions">
                         <button class="primary" data-testid="import-confirm" on:click=move |_| ctl.confirm_import()>"Import"</button>
                         <button data-testid="import-cancel" on:click=move |_| ctl.cancel_import()>"Cancel"</button>

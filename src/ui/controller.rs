@@ -764,8 +764,12 @@ impl Controller {
 
     /// Writes the import waiting for confirmation, showing its progress.
     pub fn confirm_import(&self) {
-        let ImportState::Preview(p) = self.state.import.get_untracked() else {
-            return;
+        // Taken, not cloned: a preview holds every record of the file.
+        let taken = self.state.import.try_update_untracked(std::mem::take);
+        let p = match taken {
+            Some(ImportState::Preview(p)) => p,
+            Some(other) => return self.state.import.set(other),
+            None => return,
         };
         let cancel = self.start_import();
         self.run(move |s, st| async move {

@@ -76,6 +76,15 @@ impl CheckedImport {
             .map(|b| b.conversation.id.as_str())
     }
 
+    /// The conversations in the file that hold summary versions (only theirs are looked up).
+    pub fn conversation_ids_with_summaries(&self) -> impl Iterator<Item = &str> {
+        self.file
+            .conversations
+            .iter()
+            .filter(|b| !b.summaries.is_empty())
+            .map(|b| b.conversation.id.as_str())
+    }
+
     /// Every message id in the file.
     pub fn message_ids(&self) -> impl Iterator<Item = &str> {
         self.file

@@ -101,14 +101,22 @@ impl Pace {
     }
 }
 
-/// Messages a write slice starts with, and its bounds (the store queues them; the session
+/// Records a write slice starts with, and its bounds (the store queues them; the session
 /// sizes the slices with [`Pace::write`]).
 const WRITE_PACE: (usize, usize) = (100, 20_000);
 
+/// Conversations an announcing slice starts with, and its bounds.
+const ANNOUNCE_PACE: (usize, usize) = (20, 10_000);
+
 impl Pace {
-    /// The pace of an import's write, in messages.
+    /// The pace of an import's write, in records (conversations, then messages).
     pub fn write() -> Pace {
         Pace::new(WRITE_PACE.0, WRITE_PACE.1)
+    }
+    /// The pace of announcing what an import wrote (one event per conversation: the sidebar and
+    /// the other tabs follow each).
+    pub fn announce() -> Pace {
+        Pace::new(ANNOUNCE_PACE.0, ANNOUNCE_PACE.1)
     }
 }
 
