@@ -383,8 +383,8 @@ async fn a_sliced_import_is_one_transaction_a_failure_or_a_stop_midway_writes_no
         .write_import_paced(&plan_of("ok", 50), &mut pace)
         .await
         .unwrap();
-    // The conversation, then its 50 messages.
-    assert_eq!((pace.slices, pace.issued), (8, 51));
+    // The conversation, then its 50 messages: 8 slices, and the go-ahead before the commit.
+    assert_eq!((pace.slices, pace.issued), (9, 51));
     assert_eq!(written[0].message_count, 50);
     assert_eq!(store.load_all_messages("ok").await.unwrap().len(), 50);
 
