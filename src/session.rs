@@ -22,7 +22,7 @@ use turn::Begin;
 use crate::engine::history::last_user_at;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
-    Message, MessageStatus, Millis, Role, TurnPath,
+    Message, Millis, TurnPath,
 };
 use crate::engine::settings::{self, Settings};
 use crate::engine::tokens::Calibration;
@@ -598,19 +598,11 @@ impl Session {
         let t = now();
         // On the branch on screen, which need not end at the newest message.
         let after = self.branch_tip(id).await?;
-        let user = Message {
-            id: new_id("m"),
-            conversation_id: id.to_string(),
-            seq: 0,
-            role: Role::User,
-            content: text,
-            status: MessageStatus::Complete,
-            created_at: t,
-            meta: crate::engine::model::MessageMeta {
-                after: after.clone(),
-                ..Default::default()
-            },
+        let meta = crate::engine::model::MessageMeta {
+            after: after.clone(),
+            ..Default::default()
         };
+        let user = Message::from_user(new_id("m"), id, text, t, meta);
         // With the recent history in memory, the request goes out while the message is written;
         // not on a branch, whose last message need not be the newest (the seqs predicted for the
         // write would be taken, and the request sent twice).

@@ -3,7 +3,7 @@
 //! an input shows it missed a change, never guessing.
 
 use memoire::engine::model::*;
-use memoire::engine::window::{Applied, HistoryWindow};
+use memoire::engine::window::{join_page, Applied, Edge, HistoryWindow};
 
 fn conv(id: &str, count: u64) -> Conversation {
     Conversation {
@@ -200,4 +200,26 @@ fn placing_a_stored_message_in_a_views_window() {
     check(Some(4), true, 7, false, Behind); // a gap: the window missed 5 and 6
     check(Some(4), false, 5, false, Beyond); // far up: the latest is not mounted
     check(Some(4), false, 3, true, Show);
+}
+
+fn check_join(mounted: &[u64], page: &[u64], edge: Edge, cap: usize, want: &[u64], dropped: usize) {
+    let mut m = mounted.to_vec();
+    let d = join_page(&mut m, page.to_vec(), edge, cap, |a, b| a == b);
+    assert_eq!(
+        (m.as_slice(), d),
+        (want, dropped),
+        "{mounted:?} + {page:?} at {edge:?}"
+    );
+}
+
+#[test]
+fn a_page_joins_its_end_and_the_other_end_gives_way() {
+    check_join(&[5, 6], &[3, 4], Edge::Start, 10, &[3, 4, 5, 6], 0);
+    check_join(&[5, 6], &[3, 4], Edge::Start, 3, &[3, 4, 5], 1);
+    check_join(&[5, 6], &[4, 5, 6], Edge::Start, 10, &[4, 5, 6], 0);
+    check_join(&[5, 6], &[7, 8], Edge::End, 10, &[5, 6, 7, 8], 0);
+    check_join(&[5, 6], &[6, 7, 8], Edge::End, 3, &[6, 7, 8], 1);
+    check_join(&[5, 6], &[7, 8, 9], Edge::End, 2, &[8, 9], 3);
+    check_join(&[], &[1, 2], Edge::End, 10, &[1, 2], 0);
+    check_join(&[], &[1, 2], Edge::Start, 1, &[1], 1);
 }

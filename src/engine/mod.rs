@@ -18,6 +18,7 @@ pub mod format;
 pub mod graph_layout;
 pub mod history;
 pub mod import;
+pub mod json_text;
 pub mod markdown;
 pub mod memory;
 pub mod model;

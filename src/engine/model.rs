@@ -124,6 +124,29 @@ pub struct Message {
     pub meta: MessageMeta,
 }
 
+impl Message {
+    /// A new message the user wrote, complete, not yet stored (the store assigns `seq`); `meta`
+    /// places it on a branch (`after`) or makes it an alternative (`replaces`).
+    pub fn from_user(
+        id: String,
+        conversation_id: &str,
+        content: String,
+        now: Millis,
+        meta: MessageMeta,
+    ) -> Self {
+        Message {
+            id,
+            conversation_id: conversation_id.to_string(),
+            seq: 0,
+            role: Role::User,
+            content,
+            status: MessageStatus::Complete,
+            created_at: now,
+            meta,
+        }
+    }
+}
+
 /// How a turn reached the agent. Recorded on every assistant message and on the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

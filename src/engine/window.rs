@@ -54,6 +54,46 @@ pub fn place(last_seq: Option<u64>, at_latest: bool, seq: u64, shown: bool) -> P
     }
 }
 
+/// Which end of a view's mounted window (messages, or the sidebar's conversations) a page joins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// Before the first mounted item (older messages; conversations above the list).
+    Start,
+    /// After the last mounted item (newer messages; conversations further down the list).
+    End,
+}
+
+/// Joins `page` (in the window's order) to the `edge` end of a view's `mounted` window, skipping
+/// what is mounted already (`same`), and keeps at most `cap` items by dropping from the other end.
+/// Returns how many were dropped (the window then has more to load at the other end).
+pub fn join_page<T>(
+    mounted: &mut Vec<T>,
+    page: Vec<T>,
+    edge: Edge,
+    cap: usize,
+    same: impl Fn(&T, &T) -> bool,
+) -> usize {
+    let new: Vec<T> = page
+        .into_iter()
+        .filter(|p| !mounted.iter().any(|m| same(m, p)))
+        .collect();
+    match edge {
+        Edge::Start => {
+            let old = std::mem::replace(mounted, new);
+            mounted.extend(old);
+            let excess = mounted.len().saturating_sub(cap);
+            mounted.truncate(cap);
+            excess
+        }
+        Edge::End => {
+            mounted.extend(new);
+            let excess = mounted.len().saturating_sub(cap);
+            mounted.drain(..excess);
+            excess
+        }
+    }
+}
+
 /// The conversation and its most recent messages, ascending by seq.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryWindow {

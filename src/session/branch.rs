@@ -14,7 +14,7 @@ use std::rc::Rc;
 use super::turn::Begin;
 use super::{new_id, now, Session, SessionError, SessionEvent};
 use crate::engine::branch::{has_alternatives, shown_branch, shown_messages, Alternatives};
-use crate::engine::model::{Message, MessageMeta, MessageStatus, Role};
+use crate::engine::model::{Message, MessageMeta, Role};
 use crate::store::{ConversationPatch, Store, StoreError};
 
 const BRANCH_PREFIX: &str = "branch:";
@@ -221,19 +221,11 @@ impl Session {
         if !self.settings.borrow().has_endpoint() {
             return Err(SessionError::NoEndpoint);
         }
-        let edited = Message {
-            id: new_id("m"),
-            conversation_id: id.to_string(),
-            seq: 0,
-            role: Role::User,
-            content: text,
-            status: MessageStatus::Complete,
-            created_at: now(),
-            meta: MessageMeta {
-                replaces: Some(message_id.to_string()),
-                ..Default::default()
-            },
+        let meta = MessageMeta {
+            replaces: Some(message_id.to_string()),
+            ..Default::default()
         };
+        let edited = Message::from_user(new_id("m"), id, text, now(), meta);
         let stored = self.store.append_message(&edited).await?.message;
         self.alternative_added(id, &stored).await?;
         self.after_user_message(id, &stored).await?;

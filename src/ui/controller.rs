@@ -4,8 +4,9 @@
 
 use crate::engine::format::{conversation_to_reopen, export_file_name};
 use crate::engine::import::slice::{Phase, Progress};
-use crate::engine::model::{EntityNode, MemoryOverrides, MessageStatus};
+use crate::engine::model::{Conversation, EntityNode, MemoryOverrides, MessageStatus};
 use crate::engine::settings::Settings;
+use crate::engine::window::{join_page, Edge};
 use crate::session::{ErrorKind, ImportCancel, ImportStep, Session, SessionError};
 use crate::ui::behaviour::save_file;
 use crate::ui::state::{
@@ -220,71 +221,59 @@ impl Controller {
 
     /// Mounts the page of messages above the window.
     pub fn load_older(&self) {
-        let st = self.state;
-        let Some(id) = st.current.get_untracked() else {
-            return;
-        };
-        if st.loading_messages.get_untracked() || !st.has_older.get_untracked() {
-            return;
-        }
-        let Some(first) = st.messages.with_untracked(|l| l.first().map(|m| m.seq)) else {
-            return;
-        };
-        st.loading_messages.set(true);
-        self.run(move |s, st| async move {
-            let page = s.load_page(&id, Some(first), PAGE, None).await;
-            st.loading_messages.set(false);
-            let page = page?;
-            if !st.is_current(&id) {
-                return Ok(());
-            }
-            st.has_older.set(page.has_older);
-            st.messages.update(|l| {
-                let mut older = MessageItem::from_page(&page);
-                older.append(l);
-                *l = older;
-                if l.len() > MOUNT_CAP {
-                    l.truncate(MOUNT_CAP);
-                    st.has_newer.set(true);
-                }
-            });
-            Ok(())
-        });
+        self.load_more(Edge::Start);
     }
 
     /// Mounts the page of messages below the window (when it stops short of the latest one).
     pub fn load_newer(&self) {
+        self.load_more(Edge::End);
+    }
+
+    /// Mounts the page beyond one end of the window, if there is one and nothing is loading; the
+    /// engine joins it (`window::join_page`) and the other end gives way beyond [`MOUNT_CAP`].
+    fn load_more(&self, edge: Edge) {
         let st = self.state;
         let Some(id) = st.current.get_untracked() else {
             return;
         };
-        if st.loading_messages.get_untracked() || !st.has_newer.get_untracked() {
+        let (more, other) = match edge {
+            Edge::Start => (st.has_older, st.has_newer),
+            Edge::End => (st.has_newer, st.has_older),
+        };
+        if st.loading_messages.get_untracked() || !more.get_untracked() {
             return;
         }
-        let Some(last) = st.messages.with_untracked(|l| l.last().map(|m| m.seq)) else {
+        let Some(at) = st.messages.with_untracked(|l| {
+            match edge {
+                Edge::Start => l.first(),
+                Edge::End => l.last(),
+            }
+            .map(|m| m.seq)
+        }) else {
             return;
         };
         st.loading_messages.set(true);
         self.run(move |s, st| async move {
-            let page = s.load_page_after(&id, last, PAGE).await;
+            let page = match edge {
+                Edge::Start => s.load_page(&id, Some(at), PAGE, None).await,
+                Edge::End => s.load_page_after(&id, at, PAGE).await,
+            };
             st.loading_messages.set(false);
             let page = page?;
             if !st.is_current(&id) {
                 return Ok(());
             }
-            st.has_newer.set(page.has_newer);
-            st.messages.update(|l| {
-                l.extend(
-                    MessageItem::from_page(&page)
-                        .into_iter()
-                        .filter(|m| m.seq > last),
-                );
-                let excess = l.len().saturating_sub(MOUNT_CAP);
-                if excess > 0 {
-                    l.drain(..excess);
-                    st.has_older.set(true);
-                }
+            more.set(match edge {
+                Edge::Start => page.has_older,
+                Edge::End => page.has_newer,
             });
+            let items = MessageItem::from_page(&page);
+            let join = |l: &mut Vec<MessageItem>| {
+                join_page(l, items, edge, MOUNT_CAP, |a, b| a.id == b.id)
+            };
+            if st.messages.try_update(join).unwrap_or(0) > 0 {
+                other.set(true);
+            }
             Ok(())
         });
     }
@@ -584,20 +573,14 @@ impl Controller {
             let page = s.list_page(after, LIST_PAGE).await;
             st.list_window.update(|w| w.loading = false);
             let page = page?;
-            let mut dropped = 0;
-            st.conversations.update(|l| {
-                l.extend(
-                    page.iter()
-                        .filter(|c| !l.iter().any(|x| x.id == c.id))
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                );
-                dropped = l.len().saturating_sub(LIST_CAP);
-                l.drain(..dropped);
-            });
+            let n = page.len();
+            let join = |l: &mut Vec<Conversation>| {
+                join_page(l, page, Edge::End, LIST_CAP, |a, b| a.id == b.id)
+            };
+            let dropped = st.conversations.try_update(join).unwrap_or(0);
             st.list_window.update(|w| {
                 w.above += dropped;
-                w.more_below = page.len() == LIST_PAGE;
+                w.more_below = n == LIST_PAGE;
             });
             Ok(())
         });
@@ -619,23 +602,16 @@ impl Controller {
             let page = s.list_page_before((u, &id), LIST_PAGE).await;
             st.list_window.update(|w| w.loading = false);
             let page = page?;
-            let mut dropped = 0;
-            st.conversations.update(|l| {
-                let mut next: Vec<_> = page
-                    .iter()
-                    .filter(|c| !l.iter().any(|x| x.id == c.id))
-                    .cloned()
-                    .collect();
-                next.append(l);
-                dropped = next.len().saturating_sub(LIST_CAP);
-                next.truncate(LIST_CAP);
-                *l = next;
-            });
+            let n = page.len();
+            let join = |l: &mut Vec<Conversation>| {
+                join_page(l, page, Edge::Start, LIST_CAP, |a, b| a.id == b.id)
+            };
+            let dropped = st.conversations.try_update(join).unwrap_or(0);
             st.list_window.update(|w| {
-                w.above = if page.len() < LIST_PAGE {
+                w.above = if n < LIST_PAGE {
                     0
                 } else {
-                    w.above.saturating_sub(page.len())
+                    w.above.saturating_sub(n)
                 };
                 w.more_below |= dropped > 0;
             });

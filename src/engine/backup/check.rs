@@ -6,6 +6,7 @@
 use super::wire::{BConversation, BConversationBundle, BEntity, BMessage, BSummary, BackupFile};
 use super::{ConversationBundle, ImportError, ImportLimits, FORMAT, VERSION};
 use crate::engine::format::clip;
+use crate::engine::json_text;
 use crate::engine::model::{EntityScope, Millis};
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -140,55 +141,12 @@ impl CheckedImport {
     }
 }
 
-/// Reject nesting deeper than `max` by scanning bytes, before any parser recurses. Inside a string
-/// only `"` and `\\` matter, and most of a backup's bytes are string contents (message text), so
-/// those are skipped 8 bytes at a time (about 3x faster than byte by byte on a 4 MB file).
+/// Reject nesting deeper than `max` by scanning bytes, before any parser recurses.
 pub(crate) fn check_depth(bytes: &[u8], max: usize) -> Result<(), ImportError> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        i += 1;
-        match b {
-            b'"' => i = string_end(bytes, i),
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > max {
-                    return Err(ImportError::TooDeep { limit: max });
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
+    if json_text::max_depth(bytes) > max {
+        return Err(ImportError::TooDeep { limit: max });
     }
     Ok(())
-}
-
-/// The index just past the `"` that closes the string whose contents start at `i` (or the end of
-/// `bytes` if it is never closed). Escapes are honoured: `\\"` does not close it.
-pub(crate) fn string_end(bytes: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    // True if any byte of `w` equals `b` (exact: the classic zero-byte test on `w ^ b...b`).
-    let has = |w: u64, b: u8| {
-        let v = w ^ (ONES * u64::from(b));
-        v.wrapping_sub(ONES) & !v & HIGHS != 0
-    };
-    loop {
-        while let Some(chunk) = bytes.get(i..i + 8) {
-            let w = u64::from_ne_bytes(chunk.try_into().unwrap_or([b'"'; 8]));
-            if has(w, b'"') || has(w, b'\\') {
-                break;
-            }
-            i += 8;
-        }
-        match bytes.get(i) {
-            None => return i,
-            Some(b'"') => return i + 1,
-            Some(b'\\') => i += 2,
-            Some(_) => i += 1,
-        }
-    }
 }
 
 /// Reads only `format` and `version` of a JSON object, so a wrong file gets the right message (not a

@@ -24,7 +24,7 @@ mod export_markdown;
 mod plan;
 mod wire;
 
-pub(crate) use check::{check_depth, string_end};
+pub(crate) use check::check_depth;
 pub use check::{check_import, CheckBuilder, CheckedImport};
 pub use export_json::export_json;
 pub use export_markdown::export_markdown;

@@ -6,6 +6,7 @@
 use super::json::str_at;
 use super::tree::{shown_branch, Walk};
 use super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -320,4 +321,46 @@ fn shown<'a>(
             at: at(),
         },
     })
+}
+
+/// What a source's role string makes of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Said {
+    /// A chat message: `user` (Claude's `human`) or `assistant`.
+    Chat(Role),
+    /// A system message (some readers take the first as the system prompt).
+    System,
+    /// A tool call or result (`tool`, `function`).
+    Tool,
+    /// Anything else: not shown as chat.
+    Other,
+}
+
+/// Reads a message's role string.
+pub(super) fn said(role: Option<&str>) -> Said {
+    match role {
+        Some("user" | "human") => Said::Chat(Role::User),
+        Some("assistant") => Said::Chat(Role::Assistant),
+        Some("system") => Said::System,
+        Some("tool" | "function") => Said::Tool,
+        _ => Said::Other,
+    }
+}
+
+impl Said {
+    /// The role of a message the reader keeps; anything else is counted in `skipped` (tool
+    /// messages as tool, the rest as hidden) and gives `None`.
+    pub(super) fn keep(self, skipped: &mut Skipped) -> Option<Role> {
+        match self {
+            Said::Chat(role) => Some(role),
+            Said::Tool => {
+                skipped.tool += 1;
+                None
+            }
+            Said::System | Said::Other => {
+                skipped.hidden += 1;
+                None
+            }
+        }
+    }
 }

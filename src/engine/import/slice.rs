@@ -260,7 +260,7 @@ impl ItemScan {
             }
         }
         match b {
-            b'"' => self.pos = crate::engine::backup::string_end(bytes, self.pos + 1),
+            b'"' => self.pos = crate::engine::json_text::string_end(bytes, self.pos + 1),
             b'{' | b'[' => {
                 self.pos += 1;
                 self.depth += 1;

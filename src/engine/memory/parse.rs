@@ -8,7 +8,7 @@
 //! non-string property values stringified, nameless entities dropped). Never panics on any input.
 //! Must not import anything outside `crate::engine` (and serde_json, a crate dependency).
 //!
-//! The array is split into elements by a small bracket scanner, each element parsed on its own, so one
+//! The array is split into elements by the shared JSON text scanner (`engine::json_text`), each element parsed on its own, so one
 //! broken entity (or a reply cut off mid-array) does not lose the others.
 
 use std::collections::BTreeMap;
@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::normalize::{collapse_ws, name_key, truncate_chars};
 use super::MemoryError;
+use crate::engine::json_text::{ends_in_escape, split_array, tokens, Token};
 use crate::engine::model::EntityType;
 
 /// Replies larger than this are refused outright.
@@ -143,38 +144,37 @@ fn strip_fences(s: &str) -> String {
 fn remove_trailing_commas(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = String::with_capacity(s.len());
-    let mut in_str = false;
-    let mut escaped = false;
     let mut last = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_str = false;
-            } else if b < 0x20 {
-                out.push_str(&s[last..i]);
-                out.push_str(match b {
-                    b'\n' => "\\n",
-                    b'\r' => "\\r",
-                    b'\t' => "\\t",
-                    _ => " ",
-                });
-                last = i + 1;
+    let mut comma = None;
+    for t in tokens(bytes) {
+        match t {
+            Token::Byte(i, b',') => {
+                comma = Some(i);
+                continue;
             }
-            continue;
-        }
-        if b == b'"' {
-            in_str = true;
-        } else if b == b',' {
-            let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
-            if matches!(next, Some(b']') | Some(b'}')) {
-                out.push_str(&s[last..i]);
-                last = i + 1;
+            Token::Byte(_, b']' | b'}') => {
+                if let Some(c) = comma {
+                    out.push_str(&s[last..c]);
+                    last = c + 1;
+                }
             }
+            Token::Str { start, end, .. } => {
+                for (i, &b) in bytes[start..end].iter().enumerate() {
+                    if b < 0x20 {
+                        out.push_str(&s[last..start + i]);
+                        out.push_str(match b {
+                            b'\n' => "\\n",
+                            b'\r' => "\\r",
+                            b'\t' => "\\t",
+                            _ => " ",
+                        });
+                        last = start + i + 1;
+                    }
+                }
+            }
+            Token::Byte(..) => {}
         }
+        comma = None;
     }
     out.push_str(&s[last..]);
     out
@@ -187,47 +187,6 @@ fn parse_value(s: &str) -> Result<Value, serde_json::Error> {
         Some(v) => v,
         None => serde_json::from_str::<Value>(""),
     }
-}
-
-/// Splits a top-level JSON array starting at `s[0] == '['` into element slices.
-/// Returns the elements and whether the array was closed.
-fn split_array(s: &str) -> (Vec<&str>, bool) {
-    let bytes = s.as_bytes();
-    let mut elems = Vec::new();
-    let mut depth = 0usize;
-    let mut in_str = false;
-    let mut escaped = false;
-    let mut start = 1;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_str = true,
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    elems.push(&s[start.min(i)..i]);
-                    return (elems, true);
-                }
-            }
-            b',' if depth == 1 => {
-                elems.push(&s[start.min(i)..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    elems.push(&s[start.min(s.len())..]);
-    (elems, false)
 }
 
 struct Notes(Vec<String>);
@@ -774,77 +733,67 @@ pub fn close_truncated(s: &str) -> Option<String> {
     let mut stack: Vec<(u8, bool)> = Vec::new();
     // Last place the prefix can be cut and closed: (byte offset, the stack there).
     let mut safe: Option<(usize, Vec<(u8, bool)>)> = None;
-    let mut in_str = false;
-    let mut str_is_key = false;
-    let mut escaped = false;
-    let mut str_start = 0;
-    let bytes = s.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_str = false;
-                if !str_is_key {
-                    safe = Some((i + 1, stack.clone()));
-                }
-            }
-            continue;
-        }
-        match b {
-            b'"' => {
-                in_str = true;
-                str_start = i;
-                str_is_key = matches!(stack.last(), Some((b'{', true)));
+    // The string the text ends in, if it is cut off: (its start, whether it is a key).
+    let mut cut_string = None;
+    for t in tokens(s.as_bytes()) {
+        match t {
+            Token::Str { start, end, closed } => {
+                let is_key = matches!(stack.last(), Some((b'{', true)));
                 if let Some((b'{', expect_key)) = stack.last_mut() {
                     *expect_key = false;
                 }
+                if !closed {
+                    cut_string = Some((start, is_key));
+                } else if !is_key {
+                    safe = Some((end, stack.clone()));
+                }
             }
-            b'{' | b'[' => {
+            Token::Byte(i, b @ (b'{' | b'[')) => {
                 if stack.len() == MAX_REPAIR_DEPTH {
                     return None;
                 }
                 stack.push((b, b == b'{'));
                 safe = Some((i + 1, stack.clone()));
             }
-            b'}' | b']' => {
+            Token::Byte(i, b'}' | b']') => {
                 stack.pop();
                 if stack.is_empty() {
                     return None; // complete: nothing to close
                 }
                 safe = Some((i + 1, stack.clone()));
             }
-            b',' => {
+            Token::Byte(i, b',') => {
                 safe = Some((i, stack.clone()));
                 if let Some((b'{', expect_key)) = stack.last_mut() {
                     *expect_key = true;
                 }
             }
-            _ => {}
+            Token::Byte(..) => {}
         }
     }
-    if stack.is_empty() && !in_str {
+    if stack.is_empty() && cut_string.is_none() {
         return None;
     }
-    let (mut out, open) = if in_str && !str_is_key && stack.len() == 1 {
+    let (mut out, open) = match cut_string {
         // A top-level string value (the summary) cut mid-way: end it where it stops. Deeper (a name,
         // an id) a cut value would be wrong data, so those go back to the last complete element.
-        let mut body = &s[str_start..];
-        if escaped {
-            body = &body[..body.len() - 1];
-        }
-        // A `\u` escape cut short.
-        if let Some(p) = body.rfind("\\u") {
-            if body.len() - p < 6 {
-                body = &body[..p];
+        Some((str_start, false)) if stack.len() == 1 => {
+            let mut body = &s[str_start..];
+            if ends_in_escape(&body.as_bytes()[1..]) {
+                body = &body[..body.len() - 1];
             }
+            // A `\u` escape cut short.
+            if let Some(p) = body.rfind("\\u") {
+                if body.len() - p < 6 {
+                    body = &body[..p];
+                }
+            }
+            (format!("{}{}\"", &s[..str_start], body), stack)
         }
-        (format!("{}{}\"", &s[..str_start], body), stack)
-    } else {
-        let (at, open) = safe?;
-        (s[..at].to_string(), open)
+        _ => {
+            let (at, open) = safe?;
+            (s[..at].to_string(), open)
+        }
     };
     let trimmed = out.trim_end().trim_end_matches(',').len();
     out.truncate(trimmed);

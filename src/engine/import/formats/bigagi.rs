@@ -9,7 +9,7 @@ use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{conv_name, list};
 use super::{finish, keep};
-use crate::engine::model::Role;
+use super::{said, Said};
 use serde_json::Value;
 
 const SOURCE: Source = Source::BigAgi;
@@ -52,17 +52,13 @@ fn conversation(
     let mut messages = Vec::new();
     for m in list(SOURCE, &at, c, "messages")? {
         let text = message_text(m, &at, skipped)?;
-        let role = match str_at(m, "role") {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("system") if system_prompt.is_none() && !text.trim().is_empty() => {
-                system_prompt = Some(text);
-                continue;
-            }
-            _ => {
-                skipped.hidden += 1;
-                continue;
-            }
+        let said = said(str_at(m, "role"));
+        if said == Said::System && system_prompt.is_none() && !text.trim().is_empty() {
+            system_prompt = Some(text);
+            continue;
+        }
+        let Some(role) = said.keep(skipped) else {
+            continue;
         };
         keep(
             &mut messages,

@@ -8,6 +8,7 @@ use super::super::json::{id_at, secs, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{conv_name, shape};
 use super::{read_items, shown};
+use super::{said, Said};
 use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -112,11 +113,10 @@ impl Why {
 /// The role and text of a message ChatGPT shows, or why it does not.
 fn visible(m: &Value) -> Result<(Role, String), Why> {
     let role = m.get("author").and_then(|a| str_at(a, "role"));
-    let role = match role {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        Some("tool") => return Err(Why::Tool),
-        _ => return Err(Why::Hidden),
+    let role = match said(role) {
+        Said::Chat(role) => role,
+        Said::Tool => return Err(Why::Tool),
+        Said::System | Said::Other => return Err(Why::Hidden),
     };
     let meta = m.get("metadata");
     if meta

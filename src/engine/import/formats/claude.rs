@@ -8,9 +8,9 @@
 
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::said;
 use super::{attachment_notes, conv_name, list, with_notes};
 use super::{keep, read_items, shown};
-use crate::engine::model::Role;
 use serde_json::Value;
 
 const SOURCE: Source = Source::Claude;
@@ -28,13 +28,8 @@ pub(super) fn conversation(
     let mut messages = Vec::new();
     let all = list(SOURCE, &at, item, "chat_messages")?;
     for m in branch(all, item, &at, skipped)? {
-        let role = match str_at(m, "sender") {
-            Some("human") => Role::User,
-            Some("assistant") => Role::Assistant,
-            _ => {
-                skipped.hidden += 1;
-                continue;
-            }
+        let Some(role) = said(str_at(m, "sender")).keep(skipped) else {
+            continue;
         };
         let blocks = list(SOURCE, &at, m, "content")?;
         let mut text: Vec<&str> = Vec::new();

@@ -9,7 +9,7 @@ use super::super::json::{id_at, millis, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::{attachment_notes, conv_name, list, shape, with_notes};
 use super::{finish, keep, read_items, shown};
-use crate::engine::model::Role;
+use super::{said, Said};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -124,21 +124,13 @@ fn conversation(
         }
         let notes = attachment_notes(list(SOURCE, at, m, "extra")?, &["name"]);
         let text = with_notes(str_at(m, "content").unwrap_or("").to_string(), &notes);
-        let role = match str_at(m, "role") {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("system") if !text.trim().is_empty() && system_prompt.is_none() => {
-                system_prompt = Some(text);
-                continue;
-            }
-            Some("tool") => {
-                skipped.tool += 1;
-                continue;
-            }
-            _ => {
-                skipped.hidden += 1;
-                continue;
-            }
+        let said = said(str_at(m, "role"));
+        if said == Said::System && system_prompt.is_none() && !text.trim().is_empty() {
+            system_prompt = Some(text);
+            continue;
+        }
+        let Some(role) = said.keep(skipped) else {
+            continue;
         };
         keep(
             &mut messages,

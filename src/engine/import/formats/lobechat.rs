@@ -8,8 +8,9 @@
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::finish;
+use super::said;
 use super::{content_text, list, shape};
-use crate::engine::model::{Millis, Role};
+use crate::engine::model::Millis;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -66,17 +67,8 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
                 skipped.errors += 1;
                 continue;
             }
-            let role = match str_at(m, "role") {
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                Some("tool" | "function") => {
-                    skipped.tool += 1;
-                    continue;
-                }
-                _ => {
-                    skipped.hidden += 1;
-                    continue;
-                }
+            let Some(role) = said(str_at(m, "role")).keep(&mut skipped) else {
+                continue;
             };
             if m.get("reasoning").is_some_and(|r| !r.is_null()) {
                 skipped.reasoning += 1;

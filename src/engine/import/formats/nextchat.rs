@@ -7,9 +7,9 @@
 
 use super::super::json::{any_time, bool_at, id_at, millis, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::said;
 use super::{content_text, conv_name, list, shape};
 use super::{finish, keep};
-use crate::engine::model::Role;
 use serde_json::Value;
 
 const SOURCE: Source = Source::NextChat;
@@ -50,13 +50,8 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
                 skipped.errors += 1;
                 continue;
             }
-            let role = match str_at(m, "role") {
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                _ => {
-                    skipped.hidden += 1;
-                    continue;
-                }
+            let Some(role) = said(str_at(m, "role")).keep(&mut skipped) else {
+                continue;
             };
             let text = content_text(m.get("content"));
             keep(

@@ -8,9 +8,9 @@
 
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::said;
 use super::{content_text, conv_name, list, shape};
 use super::{keep, read_items, shown};
-use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -36,17 +36,8 @@ pub(super) fn conversation(
     };
     let mut messages = Vec::new();
     for m in raw {
-        let role = match str_at(m, "role") {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            Some("tool") => {
-                skipped.tool += 1;
-                continue;
-            }
-            _ => {
-                skipped.hidden += 1;
-                continue;
-            }
+        let Some(role) = said(str_at(m, "role")).keep(skipped) else {
+            continue;
         };
         let text = strip_details(&content_text(m.get("content")), skipped);
         keep(
