@@ -96,22 +96,11 @@ impl Session {
         })?;
         let bytes = js_sys::Uint8Array::new(&buf).to_vec();
         self.import_progress(Phase::Reading, size as u64, size as u64);
-        let mut prepare = Prepare::new(bytes, now(), &limits);
-        let mut last = None;
-        let prepared = loop {
-            if cancel.load(Ordering::Relaxed) {
-                return Ok(ImportStep::Cancelled(CANCELLED.into()));
-            }
-            let t0 = perf_now();
-            let step = prepare.step(last).map_err(|e| named(e.to_string()))?;
-            last = Some(perf_now() - t0);
-            if let Some(done) = step {
-                break done;
-            }
-            self.emit(SessionEvent::ImportProgress(prepare.progress()));
-            yield_now().await;
+        let prepared = match self.prepare_sliced(bytes, &limits, cancel).await {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(ImportStep::Cancelled(CANCELLED.into())),
+            Err(e) => return Err(named(e.to_string())),
         };
-        drop(prepare);
         let (checked, source, mut preview) = match prepared {
             Prepared::Backup(c) => {
                 let text = describe_backup(&c);
@@ -181,6 +170,31 @@ impl Session {
             source.name(),
             plural(plan.skipped.messages, "message was", "messages were")
         ))
+    }
+
+    /// Reads and checks a file's bytes a slice at a time, timing each slice for the engine's pace,
+    /// reporting progress and yielding between slices; `None` once cancelled.
+    async fn prepare_sliced(
+        &self,
+        bytes: Vec<u8>,
+        limits: &ImportLimits,
+        cancel: &ImportCancel,
+    ) -> Result<Option<Prepared>, ImportError> {
+        let mut prepare = Prepare::new(bytes, now(), limits);
+        let mut last = None;
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let t0 = perf_now();
+            let step = prepare.step(last)?;
+            last = Some(perf_now() - t0);
+            if let Some(done) = step {
+                return Ok(Some(done));
+            }
+            self.emit(SessionEvent::ImportProgress(prepare.progress()));
+            yield_now().await;
+        }
     }
 
     /// One event per conversation written, in slices with a yield between them (thousands of
