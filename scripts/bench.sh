@@ -7,7 +7,8 @@
 #             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli
 #   e2e     : the built app driven in Chromium (tests/e2e/bench/*.mjs): the app's actions, and its cold and
-#             warm start (cold-start.bench.mjs: brotli from the test layer's static server, CDP throttling)
+#             warm start (cold-start.bench.mjs: brotli from the test layer's static server, CDP throttling),
+#             a 10,000-message ChatGPT export through the Import control (import.bench.mjs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"

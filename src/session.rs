@@ -17,7 +17,7 @@ mod turn;
 
 pub use crate::store::SyncSettings;
 pub use catchup::BuildStatus;
-pub use import::{ImportStep, PreparedImport};
+pub use import::{ImportCancel, ImportStep, PreparedImport};
 pub use replicate::SyncView;
 use turn::Begin;
 
@@ -79,6 +79,8 @@ pub enum SessionEvent {
     SettingsChanged(Box<Settings>),
     /// Sync's state in this tab changed (see `replicate.rs`).
     SyncStatus(SyncView),
+    /// How far the import running in this tab is (see `import.rs`).
+    ImportProgress(crate::engine::import::slice::Progress),
 }
 
 /// What an error is about, so the one place errors are shown offers the action that fits it.

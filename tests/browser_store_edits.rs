@@ -1,11 +1,14 @@
 #![cfg(target_arch = "wasm32")]
 //! Browser tests of the store's one-transaction edits (src/store/edits.rs): finishing a message with
 //! its metadata, clearing a conversation, edit-and-resend's tail replacement, saving a memory update,
-//! and writing a validated backup import (all or nothing). A fresh database per test.
+//! and writing a validated backup import (all or nothing, also when written in slices and stopped or
+//! failing midway). A fresh database per test.
 
-use memoire::engine::backup::{check_import, export_json, ConversationBundle, ImportLimits};
+use memoire::engine::backup::{
+    check_import, export_json, ConversationBundle, ImportLimits, ImportPlan,
+};
 use memoire::engine::model::*;
-use memoire::store::{Store, StoreError};
+use memoire::store::{Store, StoreError, WritePace};
 use wasm_bindgen_test::*;
 
 mod support;
@@ -350,5 +353,121 @@ async fn an_import_numbered_from_zero_is_read_whole() {
         assert_eq!(above, all[..all.len() - 1], "{}", c.id);
         assert!(store.load_before(&c.id, 0, 10).await.unwrap().is_empty());
     }
+    finish(store).await;
+}
+
+/// A write pace for tests: slices of `size` messages; stops before slice number `stop_at`.
+struct Slices {
+    size: usize,
+    stop_at: Option<usize>,
+    slices: usize,
+    issued: usize,
+}
+
+impl WritePace for Slices {
+    fn next(&mut self, _done: usize, _total: usize) -> Option<usize> {
+        if self.stop_at == Some(self.slices) {
+            return None;
+        }
+        self.slices += 1;
+        Some(self.size)
+    }
+    fn issued(&mut self, n: usize) {
+        self.issued += n;
+    }
+}
+
+/// A plan of one new conversation `c` with `n` messages at seqs 0..n.
+fn plan_of(c: &str, n: usize) -> ImportPlan {
+    let mut plan = ImportPlan {
+        conversations: vec![conv(c)],
+        ..ImportPlan::default()
+    };
+    for i in 0..n {
+        let mut m = msg(c, &format!("{c}-m{i}"), Role::User, &format!("text {i}"));
+        m.seq = i as u64;
+        plan.messages.push(m);
+    }
+    plan
+}
+
+async fn nothing_of(store: &Store, c: &str) {
+    assert!(store.get_conversation(c).await.unwrap().is_none());
+    assert!(store.load_all_messages(c).await.unwrap().is_empty());
+}
+
+#[wasm_bindgen_test]
+async fn a_sliced_import_is_one_transaction_a_failure_or_a_stop_midway_writes_nothing() {
+    let store = fresh("import-sliced").await;
+    // In slices of 7: every message stored, the counters right.
+    let mut pace = Slices {
+        size: 7,
+        stop_at: None,
+        slices: 0,
+        issued: 0,
+    };
+    let written = store
+        .write_import_paced(&plan_of("ok", 50), &mut pace)
+        .await
+        .unwrap();
+    // The conversation, then its 50 messages: 8 slices, and the go-ahead before the commit.
+    assert_eq!((pace.slices, pace.issued), (9, 51));
+    assert_eq!(written[0].message_count, 50);
+    assert_eq!(store.load_all_messages("ok").await.unwrap().len(), 50);
+
+    // A real failure in the fifth slice (a message at a seq another one took: the unique index
+    // refuses it, and the browser aborts the transaction): nothing of the earlier slices is kept.
+    let mut bad = plan_of("bad", 50);
+    bad.messages[30].seq = 2;
+    let mut pace = Slices {
+        size: 7,
+        stop_at: None,
+        slices: 0,
+        issued: 0,
+    };
+    let err = store.write_import_paced(&bad, &mut pace).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::Idb { ref name, .. } if name == "ConstraintError"),
+        "{err:?}"
+    );
+    assert!(
+        pace.slices >= 5,
+        "the failure came after {} slices",
+        pace.slices
+    );
+    nothing_of(&store, "bad").await;
+
+    // A stop between two slices (an import's Cancel) aborts the transaction.
+    let mut pace = Slices {
+        size: 7,
+        stop_at: Some(3),
+        slices: 0,
+        issued: 0,
+    };
+    assert_eq!(
+        store
+            .write_import_paced(&plan_of("stopped", 50), &mut pace)
+            .await
+            .map(|_| ()),
+        Err(StoreError::Cancelled)
+    );
+    assert_eq!(pace.issued, 21);
+    nothing_of(&store, "stopped").await;
+    // A stop after the last slice, before the commit, too.
+    let mut pace = Slices {
+        size: 100,
+        stop_at: Some(1),
+        slices: 0,
+        issued: 0,
+    };
+    assert_eq!(
+        store
+            .write_import_paced(&plan_of("late", 50), &mut pace)
+            .await
+            .map(|_| ()),
+        Err(StoreError::Cancelled)
+    );
+    nothing_of(&store, "late").await;
+    assert_eq!(store.load_all_messages("ok").await.unwrap().len(), 50);
     finish(store).await;
 }

@@ -72,7 +72,7 @@ async fn documents_round_trip_with_revision_and_dirty_flag() {
         },
         dirty: false,
     };
-    s.put_sync_docs(&[b2.clone()]).await.unwrap();
+    s.put_sync_docs(std::slice::from_ref(&b2)).await.unwrap();
     assert!(s.dirty_sync_docs().await.unwrap().is_empty());
     assert_eq!(
         s.sync_docs_with_prefix("c:").await.unwrap(),

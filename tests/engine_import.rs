@@ -6,6 +6,9 @@
 //! readers never panic and always return messages in order.
 
 use memoire::engine::backup::{ExistingIds, ExistingMessage, ImportLimits, ImportPlan};
+use memoire::engine::import::slice::{
+    prepare_all, prepare_whole, ItemScan, Pace, Phase, Prepare, Prepared, ScanState,
+};
 use memoire::engine::import::{
     conversation_id, describe, detect, to_bundles, to_checked, zip, Detected, ImportError,
     Imported, Source,
@@ -858,7 +861,26 @@ proptest! {
     }
 
     #[test]
+    fn sliced_reading_gives_what_the_whole_file_gives_on_arbitrary_json(v in arb_json(), w in arb_json()) {
+        for text in [v.to_string(), json!([v.clone()]).to_string(), json!([v.clone(), w.clone(), null]).to_string(),
+            format!(" \u{FEFF}[{v} , {w}]"), format!("\u{FEFF}[{v},{w}]"), format!("[{v},{w},]"), format!("[{v}] {w}")] {
+            same_as_whole(text.as_bytes());
+        }
+    }
+
+    #[test]
+    fn sliced_reading_gives_what_the_whole_file_gives_on_trees(tree in arb_tree(), cut in 0usize..400) {
+        for (file, _) in tree_files(&tree) {
+            let text = file.to_string();
+            same_as_whole(text.as_bytes());
+            // Cut anywhere: a broken file gets the whole file's error.
+            same_as_whole(&text.as_bytes()[..cut.min(text.len())]);
+        }
+    }
+
+    #[test]
     fn readers_never_panic_on_arbitrary_bytes(b in prop::collection::vec(any::<u8>(), 0..300)) {
+        same_as_whole(&b);
         let _ = detect(&b, &ImportLimits::default());
         let mut z = b"PK\x03\x04".to_vec();
         z.extend(&b);
@@ -896,4 +918,174 @@ proptest! {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slices: a large file is read and checked a slice at a time, with exactly the whole file's result.
+
+/// The sliced path (smallest slices) gives exactly what the whole file does, result or error.
+fn same_as_whole(bytes: &[u8]) {
+    let limits = ImportLimits::default();
+    let whole = prepare_whole(bytes, NOW, &limits);
+    let sliced = prepare_all(bytes.to_vec(), NOW, &limits);
+    assert_eq!(
+        sliced,
+        whole,
+        "{:?}",
+        String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+    );
+}
+
+#[test]
+fn every_fixture_reads_the_same_in_slices() {
+    for f in [
+        "chatgpt.json",
+        "claude.json",
+        "openwebui.json",
+        "nextchat.json",
+        "lobechat.json",
+        "llamacpp.json",
+        "llamacpp.jsonl",
+        "sillytavern.jsonl",
+        "bigagi.agi.json",
+    ] {
+        same_as_whole(&fixture(f));
+    }
+    same_as_whole(&chatgpt_with(|v| v[1]["current_node"] = json!("nowhere")));
+    same_as_whole(&chatgpt_with(|v| v[0]["mapping"] = json!(3)));
+    same_as_whole(&chatgpt_with(|v| *v = json!([null, v[0].clone(), null])));
+    same_as_whole(b"[null, null]");
+    same_as_whole(b"[]");
+}
+
+/// The items a scan of `text` finds (with slices of `budget` bytes), or `None` when it is not a
+/// list the sliced path reads.
+fn scan(text: &str, budget: usize) -> Option<Vec<&str>> {
+    let mut s = ItemScan::new(4);
+    loop {
+        match s.advance(text.as_bytes(), budget) {
+            ScanState::Scanning => {}
+            ScanState::NotAList => return None,
+            ScanState::Done => return Some(s.items().iter().map(|r| &text[r.clone()]).collect()),
+        }
+    }
+}
+
+fn check_scan(text: &str, expect: Option<&[&str]>) {
+    for budget in [1, 3, 1 << 20] {
+        assert_eq!(
+            scan(text, budget).as_deref(),
+            expect,
+            "{text:?}, slices of {budget}"
+        );
+    }
+}
+
+#[test]
+fn the_scan_splits_a_list_into_its_items() {
+    check_scan("[]", Some(&[]));
+    check_scan(" [ 1, 2 ,3 ] \n", Some(&["1", "2", "3"]));
+    check_scan(
+        r#"[{"a":"],}"},"x\\\"]",[1,[2]]]"#,
+        Some(&[r#"{"a":"],}"}"#, r#""x\\\"]""#, "[1,[2]]"]),
+    );
+    check_scan("[null,{}]", Some(&["null", "{}"]));
+    check_scan("[1 2]", Some(&["1 2"]));
+    check_scan("[1,]", None);
+    check_scan("[,1]", None);
+    check_scan("[1] 2", None);
+    check_scan("[1", None);
+    check_scan("{}", None);
+    check_scan("", None);
+    // Nesting deeper than the limit (4 here), as the whole file's depth check refuses it.
+    check_scan("[[[[[1]]]]]", None);
+    check_scan("[[[[1]]]]", Some(&["[[[1]]]"]));
+    check_scan("[1}", None);
+}
+
+fn check_pace(steps: &[(usize, f64)], expect: usize) {
+    let mut p = Pace::new(100, 10_000);
+    for &(units, ms) in steps {
+        p.observe(units, ms);
+    }
+    assert_eq!(p.size(), expect, "{steps:?}");
+}
+
+#[test]
+fn the_pace_aims_each_slice_at_the_target_time() {
+    check_pace(&[], 100);
+    // 100 units in 2 ms: 400 would take 8 ms, but a step grows at most 2x.
+    check_pace(&[(100, 2.0)], 200);
+    check_pace(&[(100, 2.0), (200, 4.0)], 400);
+    // Slower than the target: shrinks at once, never below the minimum.
+    check_pace(&[(100, 2.0), (200, 4.0), (400, 32.0)], 100);
+    check_pace(
+        &[
+            (1000, 0.0),
+            (1000, 0.0),
+            (1000, 0.0),
+            (1000, 0.0),
+            (1000, 0.0),
+            (1000, 0.0),
+            (1000, 0.0),
+        ],
+        10_000,
+    );
+    check_pace(&[(0, 5.0), (100, f64::NAN)], 100);
+}
+
+/// A ChatGPT export of `convs` conversations of `per` messages each (a hidden system root first).
+fn chatgpt_export(convs: usize, per: usize) -> Vec<u8> {
+    let items: Vec<Value> = (0..convs)
+        .map(|c| {
+            let mut mapping = serde_json::Map::new();
+            mapping.insert(format!("c{c}-root"), json!({"id": format!("c{c}-root"), "message": null, "parent": null}));
+            let mut parent = format!("c{c}-root");
+            for m in 0..per {
+                let id = format!("c{c}-m{m}");
+                let role = if m % 2 == 0 { "user" } else { "assistant" };
+                mapping.insert(id.clone(), json!({"id": id, "parent": parent, "children": [], "message": {
+                    "id": id, "author": {"role": role}, "create_time": 1_700_000_000 + m,
+                    "content": {"content_type": "text", "parts": [format!("Message {m} of conversation {c}: some words.")]},
+                    "metadata": {}, "recipient": "all"}}));
+                parent = id;
+            }
+            json!({"id": format!("conv-{c}"), "title": format!("Conversation {c}"), "mapping": mapping, "current_node": parent})
+        })
+        .collect();
+    serde_json::to_vec(&items).unwrap()
+}
+
+#[test]
+fn a_large_export_is_read_in_many_slices_with_progress_that_only_grows() {
+    let bytes = chatgpt_export(60, 50);
+    let mut p = Prepare::new(bytes.clone(), NOW, &ImportLimits::default());
+    let (mut steps, mut last) = (0, 0);
+    let done = loop {
+        let progress = p.progress();
+        assert_eq!(progress.phase, Phase::Checking);
+        assert!(
+            progress.done >= last && progress.done <= progress.total,
+            "{progress:?}"
+        );
+        last = progress.done;
+        steps += 1;
+        // Every slice "takes" 40 ms: the pace keeps them at their smallest.
+        if let Some(done) = p.step(Some(40.0)).unwrap() {
+            break done;
+        }
+    };
+    assert!(steps > 20, "{steps} steps");
+    assert_eq!(p.progress().done, p.progress().total);
+    match &done {
+        Prepared::Foreign { imported, checked } => {
+            assert_eq!(imported.source, Source::ChatGpt);
+            assert_eq!(checked.counts(), (60, 3000));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        Ok(done),
+        prepare_whole(&bytes, NOW, &ImportLimits::default())
+    );
 }

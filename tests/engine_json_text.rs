@@ -1,6 +1,8 @@
 //! The shared JSON text scanner: depth, array splitting, string spans (closed, cut off, escaped),
 //! and, for any JSON value, string spans that parse back to exactly the value's strings.
 
+#![cfg(not(target_arch = "wasm32"))]
+
 use memoire::engine::json_text::{max_depth, split_array, tokens, Token};
 use proptest::prelude::*;
 use serde_json::Value;

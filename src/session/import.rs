@@ -1,20 +1,36 @@
-//! Importing any file the Import control accepts: our backup (written at once, as before) or another
-//! chat app's export, ZIP or not (read and checked by `engine::import`, shown as a preview, written
-//! in one transaction only once the user confirms). Detection, reading and every check are the
-//! engine's; this file reads the file's bytes, looks up what is stored and writes the plan.
+//! Importing any file the Import control accepts, our backup or another chat app's export (ZIP or
+//! not): read, checked and shown as a preview (what the file holds, what is new here and what is
+//! already here), then written in one transaction once the user confirms. Both halves run in
+//! slices with a yield to the browser between them, reporting [`SessionEvent::ImportProgress`]
+//! (reading -> checking -> writing), and stop at the next slice when cancelled (a cancelled write
+//! is aborted: nothing is written). Detection, reading, every check, the plan and the slice sizes
+//! are the engine's (`engine::import::slice`); this file reads the file's bytes and the clock,
+//! looks up what is stored, yields and writes the plan.
 //! Must not import `ui`.
 
 use super::{now, Session, SessionError, SessionEvent};
 use crate::engine::backup::{CheckedImport, ImportLimits};
 use crate::engine::format::plural;
-use crate::engine::import::{describe, detect, to_checked, Detected, Source};
+use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
+use crate::engine::import::{describe, describe_backup, ImportError, Source};
+use crate::store::{StoreError, WritePace};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
-/// Another app's export, read and checked, waiting for the user to confirm.
+/// Set to stop a running import at its next slice; nothing is written.
+pub type ImportCancel = Arc<AtomicBool>;
+
+/// What the notice says after a cancel.
+const CANCELLED: &str = "Import cancelled: nothing was written.";
+
+/// A file read and checked, waiting for the user to confirm.
 #[derive(Debug, Clone)]
 pub struct PreparedImport {
     checked: CheckedImport,
-    source: Source,
+    /// `None`: our own backup.
+    source: Option<Source>,
     /// What the preview shows: what was found, what was left out and why, what is new here.
     pub preview: String,
     pub file_name: String,
@@ -22,28 +38,56 @@ pub struct PreparedImport {
 
 /// What reading a file led to.
 pub enum ImportStep {
-    /// A Memoire backup, already written; the report for the user.
-    Written(String),
-    /// Another app's export, waiting for confirmation.
+    /// Read and checked, waiting for confirmation.
     Preview(PreparedImport),
+    /// Cancelled while it was read; the notice for the user.
+    Cancelled(String),
+}
+
+/// The browser's monotonic clock, in ms (slices are timed with it).
+fn perf_now() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or_else(js_sys::Date::now, |p| p.now())
+}
+
+/// Lets the browser run its other tasks (input, rendering) before the import goes on: a message
+/// posted to ourselves, which (unlike a 0 ms timer, clamped to 4 ms when nested) comes back at once.
+async fn yield_now() {
+    let Ok(channel) = web_sys::MessageChannel::new() else {
+        return;
+    };
+    let back = js_sys::Promise::new(&mut |resolve, _| {
+        channel.port1().set_onmessage(Some(&resolve));
+    });
+    if channel.port2().post_message(&JsValue::NULL).is_ok() {
+        let _ = JsFuture::from(back).await;
+    }
+    channel.port1().set_onmessage(None);
 }
 
 impl Session {
-    /// Reads a chosen file and either imports it (a Memoire backup) or prepares its preview
-    /// (another app's export). Errors name the file.
-    pub async fn open_import(&self, file: web_sys::File) -> Result<ImportStep, SessionError> {
+    /// Reads a chosen file, checks it a slice at a time and prepares its preview (our backup as
+    /// much as another app's export). Errors name the file.
+    pub async fn open_import(
+        &self,
+        file: web_sys::File,
+        cancel: &ImportCancel,
+    ) -> Result<ImportStep, SessionError> {
         let name = file.name();
         let named = |e: String| SessionError::Invalid(format!("{name}: {e}"));
         let limits = ImportLimits::default();
-        if file.size() > limits.max_bytes as f64 {
+        let size = file.size();
+        if size > limits.max_bytes as f64 {
             return Err(named(
-                crate::engine::import::ImportError::TooLarge {
-                    size: file.size() as usize,
+                ImportError::TooLarge {
+                    size: size as usize,
                     limit: limits.max_bytes,
                 }
                 .to_string(),
             ));
         }
+        self.import_progress(Phase::Reading, 0, size as u64);
         let buf = JsFuture::from(file.array_buffer()).await.map_err(|e| {
             named(format!(
                 "Could not read the file: {}",
@@ -51,60 +95,156 @@ impl Session {
             ))
         })?;
         let bytes = js_sys::Uint8Array::new(&buf).to_vec();
-        match detect(&bytes, &limits).map_err(|e| named(e.to_string()))? {
-            Detected::Backup(checked) => Ok(ImportStep::Written(
-                self.import_checked(checked)
-                    .await
-                    .map_err(|e| named(e.to_string()))?,
-            )),
-            Detected::Foreign(imported) => {
-                let checked =
-                    to_checked(&imported, now(), &limits).map_err(|e| named(e.to_string()))?;
-                // What is already here, for the preview (planned again on confirm).
-                let existing = self.store.existing_ids_for(&checked).await?;
-                let plan = checked.clone().plan(&existing)?;
-                let mut preview = describe(&imported);
-                preview.push_str(&format!(
-                    " New here: {} and {}; already here: {}.",
-                    plural(plan.added.conversations, "conversation", "conversations"),
-                    plural(plan.added.messages, "message", "messages"),
-                    plural(plan.skipped.messages, "message", "messages")
-                ));
-                Ok(ImportStep::Preview(PreparedImport {
-                    checked,
-                    source: imported.source,
-                    preview,
-                    file_name: name,
-                }))
+        self.import_progress(Phase::Reading, size as u64, size as u64);
+        let prepared = match self.prepare_sliced(bytes, &limits, cancel).await {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(ImportStep::Cancelled(CANCELLED.into())),
+            Err(e) => return Err(named(e.to_string())),
+        };
+        let (checked, source, mut preview) = match prepared {
+            Prepared::Backup(c) => {
+                let text = describe_backup(&c);
+                (c, None, text)
             }
+            Prepared::Foreign { imported, checked } => {
+                (checked, Some(imported.source), describe(&imported))
+            }
+        };
+        // What is already here, for the preview (planned again on confirm).
+        let existing = self.store.existing_ids_for(&checked).await?;
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(ImportStep::Cancelled(CANCELLED.into()));
         }
+        let plan = checked
+            .clone()
+            .plan(&existing)
+            .map_err(|e| named(e.to_string()))?;
+        preview.push_str(&format!(
+            " New here: {} and {}; already here: {}.",
+            plural(plan.added.conversations, "conversation", "conversations"),
+            plural(plan.added.messages, "message", "messages"),
+            plural(plan.skipped.messages, "message", "messages")
+        ));
+        Ok(ImportStep::Preview(PreparedImport {
+            checked,
+            source,
+            preview,
+            file_name: name,
+        }))
     }
 
     /// Writes a confirmed import in one transaction (all of it or nothing), planned against what is
-    /// stored now. Returns the report for the user and the ids of the conversations written.
+    /// stored now, its messages in slices; a cancel aborts it. Returns the report for the user and
+    /// the ids of the conversations written.
     pub async fn confirm_import(
         &self,
         p: PreparedImport,
+        cancel: &ImportCancel,
     ) -> Result<(String, Vec<String>), SessionError> {
         let existing = self.store.existing_ids_for(&p.checked).await?;
         let plan = p
             .checked
             .plan(&existing)
             .map_err(|e| SessionError::Invalid(format!("{}: {e}", p.file_name)))?;
-        let written = self.store.write_import(&plan).await?;
+        let mut pace = Paced {
+            session: self,
+            pace: Pace::write(),
+            cancel,
+            started: 0.0,
+        };
+        let written = match self.store.write_import_paced(&plan, &mut pace).await {
+            Err(StoreError::Cancelled) => return Ok((CANCELLED.into(), Vec::new())),
+            other => other?,
+        };
+        if p.source.is_none() {
+            self.note_alternatives(&plan.messages).await?;
+        }
         self.cache.borrow_mut().forget_all();
         let ids = written.iter().map(|c| c.id.clone()).collect();
-        for c in written {
-            self.emit(SessionEvent::ConversationChanged(c));
-        }
-        let skipped = plan.skipped.messages;
+        self.announce(written).await;
+        let Some(source) = p.source else {
+            return Ok((plan.report(), ids));
+        };
         let report = format!(
             "Imported {} and {} from {}; {} already here. Settings and API keys were not imported.",
             plural(plan.added.conversations, "conversation", "conversations"),
             plural(plan.added.messages, "message", "messages"),
-            p.source.name(),
-            plural(skipped, "message was", "messages were")
+            source.name(),
+            plural(plan.skipped.messages, "message was", "messages were")
         );
         Ok((report, ids))
+    }
+
+    /// Reads and checks a file's bytes a slice at a time, timing each slice for the engine's pace,
+    /// reporting progress and yielding between slices; `None` once cancelled.
+    async fn prepare_sliced(
+        &self,
+        bytes: Vec<u8>,
+        limits: &ImportLimits,
+        cancel: &ImportCancel,
+    ) -> Result<Option<Prepared>, ImportError> {
+        let mut prepare = Prepare::new(bytes, now(), limits);
+        let mut last = None;
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let t0 = perf_now();
+            let step = prepare.step(last)?;
+            last = Some(perf_now() - t0);
+            if let Some(done) = step {
+                return Ok(Some(done));
+            }
+            self.emit(SessionEvent::ImportProgress(prepare.progress()));
+            yield_now().await;
+        }
+    }
+
+    /// One event per conversation written, in slices with a yield between them (thousands of
+    /// conversations each update the sidebar and go to the other tabs).
+    async fn announce(&self, written: Vec<crate::engine::model::Conversation>) {
+        let mut pace = Pace::announce();
+        let mut written = written.into_iter().peekable();
+        while written.peek().is_some() {
+            let (t0, n) = (perf_now(), pace.size());
+            for c in written.by_ref().take(n) {
+                self.emit(SessionEvent::ConversationChanged(c));
+            }
+            pace.observe(n, perf_now() - t0);
+            yield_now().await;
+        }
+    }
+
+    fn import_progress(&self, phase: Phase, done: u64, total: u64) {
+        self.emit(SessionEvent::ImportProgress(Progress {
+            phase,
+            done,
+            total,
+        }));
+    }
+}
+
+/// The write's slices: sized by the engine's pace from the time each took, stopped by a cancel,
+/// each reported as progress.
+struct Paced<'a> {
+    session: &'a Session,
+    pace: Pace,
+    cancel: &'a ImportCancel,
+    started: f64,
+}
+
+impl WritePace for Paced<'_> {
+    fn next(&mut self, done: usize, total: usize) -> Option<usize> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.session
+            .import_progress(Phase::Writing, done as u64, total as u64);
+        self.started = perf_now();
+        Some(self.pace.size())
+    }
+
+    fn issued(&mut self, n: usize) {
+        self.pace.observe(n, perf_now() - self.started);
     }
 }

@@ -1,17 +1,19 @@
 //! Writes that change several records at once, each in ONE transaction so nothing is half-written:
 //! finishing a message with its metadata (a deleted message's tombstone too), clearing a conversation
 //! (messages and memory, keeping the conversation), saving a memory update (summary version +
-//! entity graph), and writing a validated backup import. Also the id lookups an import validates
+//! entity graph), and writing a validated backup import (its messages in slices a [`WritePace`]
+//! sizes, still one transaction; a stop aborts it). Also the id lookups an import validates
 //! against. Imports no engine decision code; the plans come from `engine::backup`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use js_sys::Array;
 use wasm_bindgen::JsValue;
+use web_sys::IdbRequest;
 
 use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
-use super::idb::{from_js, js_error, prefix_range, request, to_js};
+use super::idb::{from_js, js_error, prefix_range, request, to_js, Tx};
 use super::messages::add_all;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
@@ -153,7 +155,8 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()
             .map_err(js_error)?;
         let summaries = tx.store(SUMMARIES)?;
-        let mut conv_ids: Vec<&str> = named.conversation_ids().collect();
+        // Summary versions are looked up only for the conversations whose file holds some.
+        let mut conv_ids: Vec<&str> = named.conversation_ids_with_summaries().collect();
         // Equal `&str`s are indistinguishable, so the shared stable sort gives the same order.
         crate::engine::sort::sort_by(&mut conv_ids, |a, b| a.cmp(b));
         conv_ids.dedup();
@@ -204,87 +207,180 @@ impl Store {
     /// Writes a validated import plan in ONE transaction: all of it, or (on any failure, e.g. a full
     /// disk) none of it. Messages keep their seqs; conversation counters are brought up to date.
     /// Returns the conversations as stored by it (new ones, and existing ones with raised counters).
+    /// Issues every record at once; [`Store::write_import_paced`] slices the messages.
+    pub async fn write_import(&self, plan: &ImportPlan) -> Result<Vec<Conversation>, StoreError> {
+        self.write_import_paced(plan, &mut AllAtOnce).await
+    }
+
+    /// [`Store::write_import`], its records (conversations, then messages) queued in slices `pace`
+    /// sizes, still in ONE transaction.
+    /// A slice is queued once the first `add` of the one before has succeeded (the others are still
+    /// pending, so the storage backend never runs dry and the transaction, which commits when a
+    /// task ends with nothing pending, stays open); between the two the page runs its other tasks.
+    /// When `pace` says stop, the transaction is aborted and nothing is written
+    /// ([`StoreError::Cancelled`]).
     ///
     /// Order of the queue: the conversations' reads, awaited before anything else is queued (so no
     /// read waits behind the messages' adds), then the conversations, the messages, summaries and
     /// entities. Queuing the adds before the reads had returned looked faster (the first add ~20 ms
     /// sooner) but made the whole write slower: ~1.2-1.4x the plain-JS floor instead of ~1.0x.
-    pub async fn write_import(&self, plan: &ImportPlan) -> Result<Vec<Conversation>, StoreError> {
+    pub async fn write_import_paced(
+        &self,
+        plan: &ImportPlan,
+        pace: &mut dyn WritePace,
+    ) -> Result<Vec<Conversation>, StoreError> {
         let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
-        let convs = tx.store(CONVERSATIONS)?;
-        // Per conversation: (messages added, highest seq, latest created_at).
-        let mut totals: BTreeMap<&str, (u64, u64, Millis)> = plan
-            .conversations
-            .iter()
-            .map(|c| (c.id.as_str(), (0, 0, Millis::MIN)))
-            .collect();
-        for m in &plan.messages {
-            let t = totals
-                .entry(m.conversation_id.as_str())
-                .or_insert((0, 0, Millis::MIN));
-            *t = (t.0 + 1, t.1.max(m.seq), t.2.max(m.created_at));
-        }
-        let reqs = totals
-            .keys()
-            .map(|id| convs.get(&JsValue::from_str(id)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(js_error)?;
-        let mut records = Vec::with_capacity(reqs.len());
-        for ((id, &(added, max_seq, last_at)), req) in totals.iter().zip(reqs) {
-            let new = plan.conversations.iter().find(|c| c.id == *id);
-            let v = match request(&req).await {
-                Ok(v) => v,
+        let records = match conversation_records(&tx, plan).await {
+            Ok(r) => r,
+            Err(e) => return tx.fail(e).await,
+        };
+        // The conversations, then the messages, in slices: record i is conversation i, then message
+        // i - records.len().
+        let total = records.len() + plan.messages.len();
+        let mut done = 0;
+        while done < total {
+            let Some(n) = pace.next(done, total) else {
+                return tx.fail(StoreError::Cancelled).await;
+            };
+            let end = done.saturating_add(n.max(1)).min(total);
+            let first = match queue_slice(&tx, &records, plan, done..end) {
+                Ok(first) => first,
                 Err(e) => return tx.fail(e).await,
             };
-            let mut rec = if !v.is_undefined() {
-                match from_js::<ConversationRecord>(v, "conversation") {
-                    Ok(r) => r,
-                    Err(e) => return tx.fail(e).await,
+            pace.issued(end - done);
+            done = end;
+            if let Some(first) = first {
+                if let Err(e) = request(&first).await {
+                    return tx.abort_with(e).await;
                 }
-            } else if let Some(c) = new {
-                ConversationRecord::from(c)
-            } else {
-                return tx.fail(not_found(id)).await;
-            };
-            rec.message_count = if new.is_some() {
-                added
-            } else {
-                rec.message_count + added
-            };
-            rec.last_seq = rec.last_seq.max(max_seq);
-            rec.updated_at = rec.updated_at.max(last_at);
-            records.push(rec);
+            }
         }
-        let result = (|| -> Result<Vec<Conversation>, StoreError> {
-            for rec in &records {
-                convs.put(&to_js(rec)?).map_err(js_error)?;
-            }
-            add_all(
-                &tx.store(MESSAGES)?,
-                plan.messages
-                    .iter()
-                    .map(|m| (m, m.conversation_id.as_str(), m.seq)),
-            )?;
-            let summaries = tx.store(SUMMARIES)?;
-            for s in &plan.summaries {
-                summaries
-                    .put(&to_js(&SummaryRecord::from(s))?)
-                    .map_err(js_error)?;
-            }
-            let entities = tx.store(ENTITIES)?;
-            for e in &plan.entities {
-                entities
-                    .put(&to_js(&EntityRecord::from(e))?)
-                    .map_err(js_error)?;
-            }
-            records.into_iter().map(Conversation::try_from).collect()
-        })();
-        match result {
-            Ok(written) => {
-                tx.done().await?;
-                Ok(written)
-            }
-            Err(e) => tx.fail(e).await,
+        if pace.next(total, total).is_none() {
+            return tx.fail(StoreError::Cancelled).await;
+        }
+        if let Err(e) = queue_memory(&tx, plan) {
+            return tx.fail(e).await;
+        }
+        tx.done().await?;
+        records.into_iter().map(Conversation::try_from).collect()
+    }
+}
+
+/// Decides, between the slices of an import's write, how many records the next slice queues, or
+/// that the write stops (then nothing is written). The decision is the caller's (the session asks
+/// the engine's pace and reads the clock); the store only moves records.
+pub trait WritePace {
+    /// Before each slice (and once more at the end): `done` of `total` records queued (the
+    /// conversations, then the messages). `None` aborts the write.
+    fn next(&mut self, done: usize, total: usize) -> Option<usize>;
+    /// The slice of `n` records was queued (the main thread's part of it is over).
+    fn issued(&mut self, n: usize);
+}
+
+/// Everything in one slice, never stopping.
+struct AllAtOnce;
+
+impl WritePace for AllAtOnce {
+    fn next(&mut self, _: usize, _: usize) -> Option<usize> {
+        Some(usize::MAX)
+    }
+    fn issued(&mut self, _: usize) {}
+}
+
+/// The conversation records an import writes: read, or new, with their counters raised by what the
+/// plan adds.
+async fn conversation_records(
+    tx: &Tx,
+    plan: &ImportPlan,
+) -> Result<Vec<ConversationRecord>, StoreError> {
+    let convs = tx.store(CONVERSATIONS)?;
+    // Per conversation: (messages added, highest seq, latest created_at).
+    let mut totals: BTreeMap<&str, (u64, u64, Millis)> = plan
+        .conversations
+        .iter()
+        .map(|c| (c.id.as_str(), (0, 0, Millis::MIN)))
+        .collect();
+    for m in &plan.messages {
+        let t = totals
+            .entry(m.conversation_id.as_str())
+            .or_insert((0, 0, Millis::MIN));
+        *t = (t.0 + 1, t.1.max(m.seq), t.2.max(m.created_at));
+    }
+    let new: HashMap<&str, &Conversation> = plan
+        .conversations
+        .iter()
+        .map(|c| (c.id.as_str(), c))
+        .collect();
+    let reqs = totals
+        .keys()
+        .map(|id| convs.get(&JsValue::from_str(id)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(js_error)?;
+    let mut records = Vec::with_capacity(reqs.len());
+    for ((id, &(added, max_seq, last_at)), req) in totals.iter().zip(reqs) {
+        let new = new.get(id);
+        let v = request(&req).await?;
+        let mut rec = if !v.is_undefined() {
+            from_js::<ConversationRecord>(v, "conversation")?
+        } else if let Some(c) = new {
+            ConversationRecord::from(*c)
+        } else {
+            return Err(not_found(id));
+        };
+        rec.message_count = if new.is_some() {
+            added
+        } else {
+            rec.message_count + added
+        };
+        rec.last_seq = rec.last_seq.max(max_seq);
+        rec.updated_at = rec.updated_at.max(last_at);
+        records.push(rec);
+    }
+    Ok(records)
+}
+
+/// Queues records `range` of an import (conversation records first, then the plan's messages);
+/// returns the first request queued.
+fn queue_slice(
+    tx: &Tx,
+    records: &[ConversationRecord],
+    plan: &ImportPlan,
+    range: std::ops::Range<usize>,
+) -> Result<Option<IdbRequest>, StoreError> {
+    let mut first = None;
+    let convs_end = range.end.min(records.len());
+    if range.start < convs_end {
+        let convs = tx.store(CONVERSATIONS)?;
+        for rec in &records[range.start..convs_end] {
+            let req = convs.put(&to_js(rec)?).map_err(js_error)?;
+            first.get_or_insert(req);
         }
     }
+    let from = range.start.max(records.len()) - records.len();
+    let to = range.end.max(records.len()) - records.len();
+    if from < to {
+        let slice = plan.messages[from..to]
+            .iter()
+            .map(|m| (m, m.conversation_id.as_str(), m.seq));
+        let req = add_all(&tx.store(MESSAGES)?, slice)?;
+        first = first.or(req);
+    }
+    Ok(first)
+}
+
+/// Queues the plan's summaries and entities.
+fn queue_memory(tx: &Tx, plan: &ImportPlan) -> Result<(), StoreError> {
+    let summaries = tx.store(SUMMARIES)?;
+    for s in &plan.summaries {
+        summaries
+            .put(&to_js(&SummaryRecord::from(s))?)
+            .map_err(js_error)?;
+    }
+    let entities = tx.store(ENTITIES)?;
+    for e in &plan.entities {
+        entities
+            .put(&to_js(&EntityRecord::from(e))?)
+            .map_err(js_error)?;
+    }
+    Ok(())
 }

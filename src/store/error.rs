@@ -36,6 +36,10 @@ pub enum StoreError {
     /// A value could not be turned into a storable record.
     #[error("could not prepare data for storage: {0}")]
     Encode(String),
+    /// The caller stopped a write between two of its slices (an import's Cancel); the transaction
+    /// was aborted and nothing of it was saved.
+    #[error("cancelled: nothing was saved")]
+    Cancelled,
     /// Any other IndexedDB failure.
     #[error("browser storage failed ({name}): {message}. Reload the page; if it persists, export your data")]
     Idb { name: String, message: String },

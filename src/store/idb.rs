@@ -102,6 +102,19 @@ impl Tx {
         }
     }
 
+    /// Aborts (ignoring "already finished") and returns the transaction's own error when it has one
+    /// (a request failed and the browser aborted it: that request's `ConstraintError`, or a
+    /// `QuotaExceededError`), else `err`, which is then only a pending request's `AbortError`.
+    pub async fn abort_with<T>(self, err: StoreError) -> Result<T, StoreError> {
+        let _ = self.tx.abort();
+        let cause = self.tx.error();
+        let _ = self.done.await;
+        match cause {
+            Some(c) => Err(dom_error(Some(c), "a storage transaction was aborted")),
+            None => Err(err),
+        }
+    }
+
     /// Aborts (ignoring "already finished") and returns `err`, so nothing of the transaction is kept.
     pub async fn fail<T>(self, err: StoreError) -> Result<T, StoreError> {
         let _ = self.tx.abort();

@@ -112,7 +112,8 @@ impl<'a> BulkMessage<'a> {
 }
 
 /// Queues one `add` per message, in order, on `store` (bulk writes). `records` yields each message
-/// with the conversation and seq it is stored under.
+/// with the conversation and seq it is stored under. Returns the first `add`'s request (none for no
+/// records): a sliced write awaits it before queuing the next slice.
 ///
 /// The records cross into JS as one JSON text per batch of [`BULK_BATCH`], turned into objects by
 /// the engine's `JSON.parse`: building each object field by field from Rust (serde-wasm-bindgen, or
@@ -124,9 +125,10 @@ impl<'a> BulkMessage<'a> {
 pub(crate) fn add_all<'a>(
     store: &IdbObjectStore,
     records: impl IntoIterator<Item = (&'a Message, &'a str, u64)>,
-) -> Result<(), StoreError> {
+) -> Result<Option<IdbRequest>, StoreError> {
     let mut records = records.into_iter().peekable();
     let mut batch = Vec::with_capacity(BULK_BATCH);
+    let mut first = None;
     while records.peek().is_some() {
         batch.clear();
         batch.extend(
@@ -138,10 +140,11 @@ pub(crate) fn add_all<'a>(
         let text = serde_json::to_string(&batch).map_err(|e| StoreError::Encode(e.to_string()))?;
         let objects: Array = js_sys::JSON::parse(&text).map_err(js_error)?.into();
         for v in objects.iter() {
-            store.add(&v).map_err(js_error)?;
+            let req = store.add(&v).map_err(js_error)?;
+            first.get_or_insert(req);
         }
     }
-    Ok(())
+    Ok(first)
 }
 
 /// Messages per JSON text on the bulk path (see [`add_all`]).

@@ -47,6 +47,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Event, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbVersionChangeEvent};
 
 pub use conversations::ConversationPatch;
+pub use edits::WritePace;
 pub use error::StoreError;
 pub use messages::AppendOutcome;
 pub use migrate::MigrationRecord;

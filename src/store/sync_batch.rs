@@ -93,7 +93,8 @@ async fn write(tx: &Tx, p: &Plan) -> Result<(), StoreError> {
                 .iter()
                 .map(move |m| (m, c.conversation.id.as_str(), m.seq))
         }),
-    )
+    )?;
+    Ok(())
 }
 
 impl Store {

@@ -1,5 +1,6 @@
 //! The backup menu in the chat header: export this conversation (JSON, Markdown) or everything,
-//! import a backup or another app's export (with a preview to confirm). The menu closes on a
+//! import a backup or another app's export (a progress bar with Cancel while it is read and while
+//! it is written, and a preview to confirm in between). The menu closes on a
 //! choice, Esc or a click outside. Must not import `store` or `transport`.
 
 use crate::ui::behaviour::use_dismiss;
@@ -11,7 +12,6 @@ use leptos::prelude::*;
 /// The backup button, its menu, the import progress and the import preview.
 #[component]
 pub fn BackupMenu() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
     let open = RwSignal::new(false);
     let root = NodeRef::<html::Div>::new();
     use_dismiss(root, open);
@@ -28,9 +28,7 @@ pub fn BackupMenu() -> impl IntoView {
             <Show when=move || open.get()>
                 <BackupItems open=open/>
             </Show>
-            <Show when=move || st.import.with(|i| matches!(i, ImportState::Running))>
-                <progress class="import-progress" data-testid="import-progress" aria-label="Importing"></progress>
-            </Show>
+            <ImportProgress/>
             <ImportPreview/>
         </div>
     }
@@ -84,24 +82,58 @@ fn BackupItems(
     }
 }
 
-/// Another app's export, read and waiting for the user to confirm.
+/// A running import: its phase (reading, checking, writing), how far it is, and Cancel (nothing
+/// is written).
+#[component]
+fn ImportProgress() -> impl IntoView {
+    let ctl = expect_context::<Controller>();
+    let st = ctl.state;
+    // `with`, not `get`: a preview holds every record of the file, and is never cloned here.
+    let progress = move || {
+        st.import.with(|i| match i {
+            ImportState::Running(p, _) => Some(*p),
+            _ => None,
+        })
+    };
+    let running = move || st.import.with(|i| matches!(i, ImportState::Running(..)));
+    view! {
+        <Show when=running>
+            <div class="import-running" role="status">
+                <span class="phase">{move || progress().map(|p| format!("{}…", p.phase.label()))}</span>
+                <progress
+                    class="import-progress"
+                    data-testid="import-progress"
+                    aria-label="Import progress"
+                    data-phase=move || progress().map(|p| p.phase.key())
+                    value=move || progress().map(|p| p.done as f64).unwrap_or(0.0)
+                    max=move || progress().map(|p| p.total.max(1) as f64).unwrap_or(1.0)
+                ></progress>
+                <button data-testid="import-cancel" on:click=move |_| ctl.cancel_import()>"Cancel"</button>
+            </div>
+        </Show>
+    }
+}
+
+/// A file read and checked (our backup or another app's export), waiting for the user to confirm.
 #[component]
 fn ImportPreview() -> impl IntoView {
     let ctl = expect_context::<Controller>();
     let st = ctl.state;
-    let preview = move || match st.import.get() {
-        ImportState::Preview(p) => Some(p),
-        _ => None,
+    let preview = move || {
+        st.import.with(|i| match i {
+            ImportState::Preview(p) => Some((p.file_name.clone(), p.preview.clone())),
+            _ => None,
+        })
     };
     move || {
-        preview().map(|p| {
+        preview().map(|(file_name, text)| {
             view! {
                 <div class="import-preview" role="dialog" aria-label="Import preview" data-testid="import-preview">
-                    <p class="file">{p.file_name.clone()}</p>
-                    <p>{p.preview.clone()}</p>
+                    <p class="file">{file_name}</p>
+                    <p>{text}</p>
                     <div class="actions">
                         <button class="primary" data-testid="import-confirm" on:click=move |_| ctl.confirm_import()>"Import"</button>
-                        <button data-testid="import-cancel" on:click=move |_| st.import.set(ImportState::Idle)>"Cancel"</button>
+                        <button data-testid="import-cancel" on:click=move |_| ctl.cancel_import()>"Cancel"</button>
                     </div>
                 </div>
             }

@@ -3,10 +3,11 @@
 //! Must not import `store` or `transport`: components never touch IndexedDB or fetch.
 
 use crate::engine::format::{conversation_to_reopen, export_file_name};
+use crate::engine::import::slice::{Phase, Progress};
 use crate::engine::model::{Conversation, EntityNode, MemoryOverrides, MessageStatus};
 use crate::engine::settings::Settings;
 use crate::engine::window::{join_page, Edge};
-use crate::session::{ErrorKind, ImportStep, Session, SessionError};
+use crate::session::{ErrorKind, ImportCancel, ImportStep, Session, SessionError};
 use crate::ui::behaviour::save_file;
 use crate::ui::state::{
     AppState, ImportState, ListWindow, MemoryView, MessageItem, ModelList, LIST_CAP,
@@ -16,6 +17,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use std::future::Future;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
 /// How many messages are mounted when a conversation opens, and per "load older" step.
 pub const PAGE: usize = 60;
@@ -721,29 +723,33 @@ impl Controller {
         });
     }
 
-    /// Reads a backup or another app's export: ours is written at once, another app's waits in
-    /// `state.import` for the user to confirm. New conversations arrive as session events.
+    /// Reads a backup or another app's export and puts it in `state.import` for the user to
+    /// confirm, showing its progress meanwhile. New conversations arrive as session events.
     pub fn import_file(&self, file: web_sys::File) {
+        let cancel = self.start_import();
         self.run(move |s, st| async move {
-            st.import.set(ImportState::Running);
-            let step = s.open_import(file).await;
+            let step = s.open_import(file, &cancel).await;
             st.import.set(ImportState::Idle);
             match step? {
-                ImportStep::Written(report) => st.notice.set(Some(report)),
                 ImportStep::Preview(p) => st.import.set(ImportState::Preview(p)),
+                ImportStep::Cancelled(notice) => st.notice.set(Some(notice)),
             }
             Ok(())
         });
     }
 
-    /// Writes the import waiting for confirmation.
+    /// Writes the import waiting for confirmation, showing its progress.
     pub fn confirm_import(&self) {
-        let ImportState::Preview(p) = self.state.import.get_untracked() else {
-            return;
+        // Taken, not cloned: a preview holds every record of the file.
+        let taken = self.state.import.try_update_untracked(std::mem::take);
+        let p = match taken {
+            Some(ImportState::Preview(p)) => p,
+            Some(other) => return self.state.import.set(other),
+            None => return,
         };
+        let cancel = self.start_import();
         self.run(move |s, st| async move {
-            st.import.set(ImportState::Running);
-            let done = s.confirm_import(p).await;
+            let done = s.confirm_import(p, &cancel).await;
             st.import.set(ImportState::Idle);
             let (report, ids) = done?;
             st.notice.set(Some(report));
@@ -774,6 +780,30 @@ impl Controller {
     pub fn cancel_memory_build(&self) {
         if let Some(s) = self.session() {
             s.cancel_memory_build();
+        }
+    }
+
+    /// The import shows as running (reading, before any progress arrives); its Cancel's switch.
+    fn start_import(&self) -> ImportCancel {
+        let cancel = ImportCancel::default();
+        let reading = Progress {
+            phase: Phase::Reading,
+            done: 0,
+            total: 0,
+        };
+        self.state
+            .import
+            .set(ImportState::Running(reading, cancel.clone()));
+        cancel
+    }
+
+    /// Cancel on the preview (nothing was written) or on a running import (it stops at its next
+    /// slice and writes nothing).
+    pub fn cancel_import(&self) {
+        match self.state.import.get_untracked() {
+            ImportState::Running(_, cancel) => cancel.store(true, Ordering::Relaxed),
+            ImportState::Preview(_) => self.state.import.set(ImportState::Idle),
+            ImportState::Idle => {}
         }
     }
 

@@ -3,13 +3,15 @@
 //! Must not import `store` or `transport`; reaches the session only through `controller`.
 
 use crate::engine::branch::Alternatives;
+use crate::engine::import::slice::Progress;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, Message, MessageMeta, MessageStatus, Role,
 };
 use crate::engine::settings::Settings;
 use crate::engine::window::{place, Placement};
 use crate::session::{
-    BuildStatus, ErrorKind, PreparedImport, Preview, SearchHit, SessionEvent, StorageInfo,
+    BuildStatus, ErrorKind, ImportCancel, PreparedImport, Preview, SearchHit, SessionEvent,
+    StorageInfo,
 };
 use leptos::prelude::*;
 use std::cell::RefCell;
@@ -92,9 +94,9 @@ pub enum ModelList {
 pub enum ImportState {
     #[default]
     Idle,
-    /// A file is being read or written.
-    Running,
-    /// Another app's export, read and waiting for the user to confirm.
+    /// A file is being read or written: how far it is, and the switch its Cancel sets.
+    Running(Progress, ImportCancel),
+    /// A file read and checked, waiting for the user to confirm.
     Preview(PreparedImport),
 }
 
@@ -539,6 +541,11 @@ impl EventApplier {
             }
             SessionEvent::Notice(text) => s.notice.set(Some(text)),
             SessionEvent::SyncStatus(v) => s.sync.set(Some(v)),
+            SessionEvent::ImportProgress(p) => s.import.update(|i| {
+                if let ImportState::Running(progress, _) = i {
+                    *progress = p;
+                }
+            }),
             SessionEvent::SettingsChanged(settings) => {
                 s.settings.set(*settings);
                 s.models.set(ModelList::Unknown);

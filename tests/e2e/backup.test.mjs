@@ -22,6 +22,7 @@ import {
   waitForAssistant,
   assertNoPageProblems,
   withDiagnostics,
+  confirmImport,
   tid,
 } from './helpers.mjs';
 import { memoryReplyText } from './agent-server.mjs';
@@ -132,6 +133,8 @@ test('backup: export, delete, import gives identical data; a second import skips
         await waitForCount(page, n - 1);
       }
       await importFile(page, asFile(exported));
+      // Our own backup goes through the same preview as other apps' exports.
+      assert.match(await confirmImport(page), /Memoire backup: 2 conversations, 6 messages\. New here: 2 conversations and 6 messages; already here: 0 messages\./);
       const n = (k, one, many) => `${k} ${k === 1 ? one : many}`;
       const all = `${n(counts.messages, 'message', 'messages')}, ${n(counts.summaries, 'summary', 'summaries')} and ${n(counts.entities, 'entity', 'entities')}`;
       await page.locator(tid('notice')).filter({ hasText: `Imported 2 conversations, ${all}.` }).waitFor();
@@ -145,8 +148,9 @@ test('backup: export, delete, import gives identical data; a second import skips
       await page.locator(tid('summary-text')).filter({ hasText: 'bring a blanket' }).waitFor();
       assert.equal(await page.locator(tid('entity-node')).count(), 2);
 
-      // The same file again: everything is skipped.
+      // The same file again: the preview says so, and everything is skipped.
       await importFile(page, asFile(exported));
+      assert.match(await confirmImport(page), /New here: 0 conversations and 0 messages; already here: 6 messages\./);
       await page.locator(tid('notice')).filter({ hasText: `Imported 0 conversations, 0 messages, 0 summaries and 0 entities; skipped 2 conversations, ${all} that were already here.` }).waitFor();
       assert.deepEqual(comparable(await download(page, 'export-all-json')), original);
 

@@ -20,6 +20,7 @@ import {
   reloadAndReopen,
   tid,
   uiJourney,
+  confirmImport,
 } from './helpers.mjs';
 
 let harness;
@@ -186,6 +187,7 @@ test('a backup keeps every alternative and brings them back; the Markdown transc
     await page.locator(tid('conversation-item')).waitFor({ state: 'detached' });
     await page.locator(tid('export-button')).click();
     await page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(json) });
+    await confirmImport(page);
     await page.locator(tid('notice')).waitFor({ state: 'visible' });
     await page.locator(tid('conversation-item')).first().click();
     await waitForShown(page, ['Say hello.', 'Hello, second try.']);

@@ -463,14 +463,28 @@ export async function saveSettings(page) {
 }
 
 /**
- * Imports a backup file through the backup menu (export-button, then import-input) and waits for the
- * notice that reports it.
+ * Confirms the import preview (import-preview, shown once a chosen file is read and checked) and
+ * returns its text; the write then runs.
+ * @param {import('playwright-core').Page} page
+ */
+export async function confirmImport(page, { timeout = 30_000 } = {}) {
+  const preview = page.locator(tid('import-preview'));
+  await preview.waitFor({ state: 'visible', timeout });
+  const text = await preview.innerText();
+  await page.locator(tid('import-confirm')).click();
+  return text;
+}
+
+/**
+ * Imports a backup file through the backup menu (export-button, then import-input, then the
+ * preview's import-confirm) and waits for the notice that reports it.
  * @param {import('playwright-core').Page} page
  * @param {object} backup the backup JSON (ARCHITECTURE.md / engine::backup format)
  */
 export async function importBackup(page, backup) {
   await page.locator(tid('export-button')).click();
   await page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(backup)) });
+  await confirmImport(page);
   await page.locator(tid('notice')).waitFor({ state: 'visible' });
 }
 

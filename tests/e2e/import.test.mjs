@@ -205,3 +205,114 @@ test('import: every source through the import control, exactly the shown branch;
     await context.close();
   }
 });
+
+/** A ChatGPT export of `n` conversations of `per` messages (a hidden system node first in each). */
+function bigChatgpt(n, per) {
+  const out = [];
+  for (let c = 0; c < n; c++) {
+    const id = `big-${c}`;
+    const mapping = { [`${id}-root`]: { id: `${id}-root`, parent: null, children: [], message: null } };
+    let parent = `${id}-root`;
+    for (let m = 0; m < per; m++) {
+      const nid = `${id}-m${m}`;
+      mapping[nid] = { id: nid, parent, children: [], message: { id: nid, author: { role: m % 2 ? 'assistant' : 'user' }, create_time: 1_700_000_000 + m,
+        content: { content_type: 'text', parts: [`Conversation ${c}, message ${m}: some words to make the file a little larger than it would be.`] }, metadata: {}, recipient: 'all' } };
+      parent = nid;
+    }
+    out.push({ id, title: `Big ${c}`, mapping, current_node: parent });
+  }
+  return Buffer.from(JSON.stringify(out));
+}
+
+/**
+ * Chooses `file` and watches import-progress in the page: every (phase, value, max) it shows is
+ * recorded, and when `cancelAt` is given ({ phase, after: fraction }), the page itself clicks
+ * import-cancel as soon as the bar is that far in that phase (a click from here would come too late).
+ */
+async function watchImport(page, file, cancelAt) {
+  await page.evaluate((cancelAt) => {
+    const seen = (window.__progress = []);
+    const obs = new MutationObserver(() => {
+      const bar = document.querySelector('[data-testid="import-progress"]');
+      if (!bar) return;
+      const s = { phase: bar.dataset.phase, value: Number(bar.getAttribute('value')), max: Number(bar.getAttribute('max')) };
+      const last = seen[seen.length - 1];
+      if (!last || last.phase !== s.phase || last.value !== s.value || last.max !== s.max) seen.push(s);
+      if (cancelAt && s.phase === cancelAt.phase && s.value > 0 && s.value >= s.max * cancelAt.after) {
+        cancelAt = null;
+        seen.push({ cancelled: true, ...s });
+        document.querySelector('[data-testid="import-cancel"]').click();
+      }
+    });
+    obs.observe(document, { childList: true, subtree: true, attributes: true });
+    window.__stopWatching = () => obs.disconnect();
+  }, cancelAt ?? null);
+  await openMenu(page);
+  await page.locator(tid('import-input')).setInputFiles(file);
+}
+
+const progressSeen = (page) => page.evaluate(() => {
+  window.__stopWatching();
+  return window.__progress;
+});
+
+async function cancelledNotice(page) {
+  const notice = page.locator(tid('notice')).filter({ hasText: 'Import cancelled: nothing was written.' });
+  await notice.waitFor({ state: 'visible' });
+  await page.locator(tid('notice')).getByRole('button', { name: 'Dismiss' }).click();
+}
+
+test('import: a large export shows its progress (reading, checking, writing); a cancel while checking or writing writes nothing', async () => {
+  const { context, page, issues } = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(page, issues, 'import-progress', async () => {
+      await openApp(page, harness.site.url);
+      const N = 300;
+      const PER = 20;
+      const file = { name: 'conversations.json', mimeType: 'application/json', buffer: bigChatgpt(N, PER) };
+
+      // Cancelled halfway through checking: no preview, nothing written.
+      await watchImport(page, file, { phase: 'checking', after: 0.5 });
+      await cancelledNotice(page);
+      let seen = await progressSeen(page);
+      assert.ok(seen.some((s) => s.cancelled && s.phase === 'checking'), JSON.stringify(seen));
+      assert.equal(await page.locator(tid('import-preview')).count(), 0);
+      assert.equal(await items(page).count(), 0);
+
+      // Cancelled while writing (after the preview's confirm): the transaction is aborted.
+      await watchImport(page, file, { phase: 'writing', after: 0.3 });
+      const text = await page.locator(tid('import-preview')).innerText();
+      assert.match(text, new RegExp(`ChatGPT export: ${N} conversations, ${N * PER} messages`));
+      assert.match(text, new RegExp(`New here: ${N} conversations and ${N * PER} messages`));
+      await page.locator(tid('import-confirm')).click();
+      await cancelledNotice(page);
+      seen = await progressSeen(page);
+      const cut = seen.find((s) => s.cancelled);
+      assert.ok(cut && cut.phase === 'writing' && cut.value < cut.max, `cancelled mid-write: ${JSON.stringify(cut)}`);
+      assert.equal(await items(page).count(), 0);
+      assert.deepEqual(await stored(page), {}, 'nothing of the cancelled write was stored');
+
+      // To the end: the bar goes reading -> checking -> writing, each phase only forward.
+      await watchImport(page, file);
+      await page.locator(tid('import-confirm')).click();
+      const notice = page.locator(tid('notice')).filter({ hasText: 'Imported' });
+      await notice.waitFor({ state: 'visible' });
+      assert.match(await notice.innerText(), new RegExp(`Imported ${N} conversations and ${N * PER} messages from ChatGPT`));
+      seen = await progressSeen(page);
+      const phases = [...new Set(seen.map((s) => s.phase))];
+      assert.deepEqual(phases, ['reading', 'checking', 'writing'], JSON.stringify(seen));
+      for (const phase of ['checking', 'writing']) {
+        const values = seen.filter((s) => s.phase === phase).map((s) => s.value);
+        assert.ok(new Set(values).size >= 3, `${phase}: the bar moved (${values})`);
+        assert.deepEqual(values, [...values].sort((a, b) => a - b), `${phase}: only forward`);
+      }
+      await page.waitForFunction((n) => document.querySelectorAll('[data-testid="conversation-item"]').length > 0, N);
+      const all = await stored(page);
+      assert.equal(Object.keys(all).length, N);
+      assert.deepEqual(all['Big 7'].slice(0, 2), ['u: Conversation 7, message 0: some words to make the file a little larger than it would be.', 'a: Conversation 7, message 1: some words to make the file a little larger than it would be.']);
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});

@@ -47,10 +47,12 @@ export function libraryBackup(n) {
   return JSON.stringify({ format: 'memoire-backup', version: 1, exported_at: START + n * 60_000, shared_entities: [], conversations });
 }
 
-/** Imports the library through the backup menu and waits for the notice that reports it. */
+/** Imports the library through the backup menu (confirming its preview) and waits for the notice that reports it. */
 export async function importLibrary(page, n, { timeout = 20_000 } = {}) {
   await page.locator('[data-testid="export-button"]').click();
   await page.locator('[data-testid="import-input"]').setInputFiles({ name: 'library.json', mimeType: 'application/json', buffer: Buffer.from(libraryBackup(n)) });
+  await page.locator('[data-testid="import-preview"]').waitFor({ state: 'visible', timeout });
+  await page.locator('[data-testid="import-confirm"]').click();
   await page.locator('[data-testid="notice"]').waitFor({ state: 'visible', timeout });
 }
 

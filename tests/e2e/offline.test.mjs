@@ -19,6 +19,7 @@ import {
   waitForAssistant,
   assertNoPageProblems,
   withDiagnostics,
+  confirmImport,
   tid,
 } from './helpers.mjs';
 
@@ -96,6 +97,7 @@ const item = (page, id) => page.locator(tid('conversation-item', `[data-conversa
 async function importBackup(page, text) {
   await page.locator(tid('export-button')).click();
   await page.locator(tid('import-input')).setInputFiles({ name: 'seed.json', mimeType: 'application/json', buffer: Buffer.from(text) });
+  await confirmImport(page);
 }
 
 /** Opens a conversation and waits until its last message is shown. */

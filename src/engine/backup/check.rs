@@ -77,6 +77,15 @@ impl CheckedImport {
             .map(|b| b.conversation.id.as_str())
     }
 
+    /// The conversations in the file that hold summary versions (only theirs are looked up).
+    pub fn conversation_ids_with_summaries(&self) -> impl Iterator<Item = &str> {
+        self.file
+            .conversations
+            .iter()
+            .filter(|b| !b.summaries.is_empty())
+            .map(|b| b.conversation.id.as_str())
+    }
+
     /// Every message id in the file.
     pub fn message_ids(&self) -> impl Iterator<Item = &str> {
         self.file
@@ -113,23 +122,11 @@ impl CheckedImport {
         exported_at: Millis,
         limits: &ImportLimits,
     ) -> Result<CheckedImport, ImportError> {
-        let file = BackupFile {
-            format: FORMAT.to_string(),
-            version: VERSION,
-            exported_at,
-            conversations: bundles
-                .iter()
-                .map(|b| BConversationBundle {
-                    conversation: (&b.conversation).into(),
-                    messages: b.messages.iter().map(Into::into).collect(),
-                    summaries: b.summaries.iter().map(Into::into).collect(),
-                    entities: b.entities.iter().map(Into::into).collect(),
-                })
-                .collect(),
-            shared_entities: Vec::new(),
-        };
-        check_file(&file, limits)?;
-        Ok(CheckedImport { file, append: true })
+        let mut builder = CheckBuilder::new(exported_at, limits);
+        for b in bundles {
+            builder.push(b)?;
+        }
+        Ok(builder.finish())
     }
 
     /// How many conversations and messages the checked file holds.
@@ -381,81 +378,142 @@ fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
     Ok(())
 }
 
+/// Ids seen so far in a file, for its duplicate checks.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct SeenIds {
+    conversations: HashSet<String>,
+    messages: HashSet<String>,
+    entities: HashSet<String>,
+}
+
 /// Every record on its own, and duplicates and references inside the file.
 fn check_file(file: &BackupFile, limits: &ImportLimits) -> Result<(), ImportError> {
-    let mut conv_ids = HashSet::new();
-    let mut msg_ids = HashSet::new();
-    let mut entity_ids = HashSet::new();
+    let mut seen = SeenIds::default();
     for b in &file.conversations {
-        let c = &b.conversation;
-        check_conversation(c, limits)?;
-        if !conv_ids.insert(c.id.as_str()) {
-            return Err(ImportError::DuplicateId {
-                kind: "conversation",
-                id: c.id.clone(),
-            });
-        }
-        let mut seqs = HashSet::new();
-        for m in &b.messages {
-            check_message(m, limits)?;
-            if m.conversation_id != c.id {
-                return Err(ImportError::ConversationMismatch {
-                    message_id: m.id.clone(),
-                    listed_under: c.id.clone(),
-                    claims: m.conversation_id.clone(),
-                });
-            }
-            if !msg_ids.insert(m.id.as_str()) {
-                return Err(ImportError::DuplicateId {
-                    kind: "message",
-                    id: m.id.clone(),
-                });
-            }
-            if !seqs.insert(m.seq) {
-                return Err(ImportError::DuplicateSeq {
-                    conversation_id: c.id.clone(),
-                    seq: m.seq,
-                });
-            }
-        }
-        let mut versions = HashSet::new();
-        for s in &b.summaries {
-            check_summary(s, limits)?;
-            if s.conversation_id != c.id {
-                return Err(ImportError::InvalidValue {
-                    record: format!("summary version {}", s.version),
-                    detail: format!(
-                        "it is listed under conversation {} but says it belongs to {}",
-                        c.id, s.conversation_id
-                    ),
-                });
-            }
-            if !versions.insert(s.version) {
-                return Err(ImportError::DuplicateId {
-                    kind: "summary version",
-                    id: format!("{} of {}", s.version, c.id),
-                });
-            }
-        }
-        for e in &b.entities {
-            check_entity(e, limits)?;
-            if !entity_ids.insert(e.id.as_str()) {
-                return Err(ImportError::DuplicateId {
-                    kind: "entity",
-                    id: e.id.clone(),
-                });
-            }
-        }
+        check_bundle(b, limits, &mut seen)?;
     }
     for e in &file.shared_entities {
         check_entity(e, limits)?;
-        if !entity_ids.insert(e.id.as_str()) {
+        if !seen.entities.insert(e.id.clone()) {
             return Err(ImportError::DuplicateId {
                 kind: "entity",
                 id: e.id.clone(),
             });
         }
     }
-
     Ok(())
+}
+
+/// One conversation's records, and their ids against those `seen` before (then added to them).
+fn check_bundle(
+    b: &BConversationBundle,
+    limits: &ImportLimits,
+    seen: &mut SeenIds,
+) -> Result<(), ImportError> {
+    let c = &b.conversation;
+    check_conversation(c, limits)?;
+    if !seen.conversations.insert(c.id.clone()) {
+        return Err(ImportError::DuplicateId {
+            kind: "conversation",
+            id: c.id.clone(),
+        });
+    }
+    let mut seqs = HashSet::new();
+    for m in &b.messages {
+        check_message(m, limits)?;
+        if m.conversation_id != c.id {
+            return Err(ImportError::ConversationMismatch {
+                message_id: m.id.clone(),
+                listed_under: c.id.clone(),
+                claims: m.conversation_id.clone(),
+            });
+        }
+        if !seen.messages.insert(m.id.clone()) {
+            return Err(ImportError::DuplicateId {
+                kind: "message",
+                id: m.id.clone(),
+            });
+        }
+        if !seqs.insert(m.seq) {
+            return Err(ImportError::DuplicateSeq {
+                conversation_id: c.id.clone(),
+                seq: m.seq,
+            });
+        }
+    }
+    let mut versions = HashSet::new();
+    for s in &b.summaries {
+        check_summary(s, limits)?;
+        if s.conversation_id != c.id {
+            return Err(ImportError::InvalidValue {
+                record: format!("summary version {}", s.version),
+                detail: format!(
+                    "it is listed under conversation {} but says it belongs to {}",
+                    c.id, s.conversation_id
+                ),
+            });
+        }
+        if !versions.insert(s.version) {
+            return Err(ImportError::DuplicateId {
+                kind: "summary version",
+                id: format!("{} of {}", s.version, c.id),
+            });
+        }
+    }
+    for e in &b.entities {
+        check_entity(e, limits)?;
+        if !seen.entities.insert(e.id.clone()) {
+            return Err(ImportError::DuplicateId {
+                kind: "entity",
+                id: e.id.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// [`CheckedImport::from_bundles`] one conversation at a time, so a large import is checked in
+/// slices (`engine::import::slice`): the same checks, in the same order, the same result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckBuilder {
+    file: BackupFile,
+    seen: SeenIds,
+    limits: ImportLimits,
+}
+
+impl CheckBuilder {
+    pub fn new(exported_at: Millis, limits: &ImportLimits) -> CheckBuilder {
+        CheckBuilder {
+            file: BackupFile {
+                format: FORMAT.to_string(),
+                version: VERSION,
+                exported_at,
+                conversations: Vec::new(),
+                shared_entities: Vec::new(),
+            },
+            seen: SeenIds::default(),
+            limits: limits.clone(),
+        }
+    }
+
+    /// Converts and checks one more conversation.
+    pub fn push(&mut self, b: &ConversationBundle) -> Result<(), ImportError> {
+        let b = BConversationBundle {
+            conversation: (&b.conversation).into(),
+            messages: b.messages.iter().map(Into::into).collect(),
+            summaries: b.summaries.iter().map(Into::into).collect(),
+            entities: b.entities.iter().map(Into::into).collect(),
+        };
+        check_bundle(&b, &self.limits, &mut self.seen)?;
+        self.file.conversations.push(b);
+        Ok(())
+    }
+
+    /// Everything pushed, checked.
+    pub fn finish(self) -> CheckedImport {
+        CheckedImport {
+            file: self.file,
+            append: true,
+        }
+    }
 }

@@ -105,6 +105,20 @@ fn list_source(item: &Value) -> Option<Source> {
     }
 }
 
+/// Reads one item of a list export into its conversation: `(position, item, skipped)`.
+pub type ItemReader = fn(usize, &Value, &mut Skipped) -> Result<ImportedConversation, ImportError>;
+
+/// The per-item reader of a list whose first item is `first`, for the sources read one item at a
+/// time (`slice.rs`); `None` for anything else (read whole by [`read`]).
+pub fn item_reader(first: &Value) -> Option<(Source, ItemReader)> {
+    match list_source(first)? {
+        Source::ChatGpt => Some((Source::ChatGpt, chatgpt::conversation as ItemReader)),
+        Source::Claude => Some((Source::Claude, claude::conversation as ItemReader)),
+        Source::OpenWebUi => Some((Source::OpenWebUi, openwebui::conversation as ItemReader)),
+        _ => None,
+    }
+}
+
 fn read_list(source: Source, items: &[Value]) -> Result<Imported, ImportError> {
     match source {
         Source::ChatGpt => chatgpt::read(items),
@@ -255,7 +269,7 @@ fn read_items(
 }
 
 /// What a reader found, or the error for a file without a single conversation.
-fn finish(
+pub(super) fn finish(
     source: Source,
     conversations: Vec<ImportedConversation>,
     skipped: Skipped,

@@ -17,6 +17,7 @@
 
 mod formats;
 mod json;
+pub mod slice;
 mod tree;
 pub mod zip;
 
@@ -487,6 +488,16 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
         summaries,
         entities: Vec::new(),
     }
+}
+
+/// The preview's text for our own backup: what the file holds, before anything is written.
+pub fn describe_backup(checked: &CheckedImport) -> String {
+    let (conversations, messages) = checked.counts();
+    format!(
+        "Memoire backup: {}, {}.",
+        plural(conversations, "conversation", "conversations"),
+        plural(messages, "message", "messages")
+    )
 }
 
 /// The preview's text: what was found in the file and what was left out, before anything is written.

@@ -13,7 +13,7 @@
 //                                              on A until it is shown on B (median of 5)
 // Details go to stderr.
 
-import { startHarness, newAppPage, openApp, endpointBase, sendMessage, tid, withDiagnostics } from '../helpers.mjs';
+import { startHarness, newAppPage, openApp, endpointBase, sendMessage, tid, withDiagnostics, confirmImport } from '../helpers.mjs';
 import { startCouch } from '../couch.mjs';
 
 const CONVERSATIONS = 50;
@@ -130,6 +130,7 @@ async function main() {
     await withDiagnostics(A.page, A.issues, 'sync-bench', async () => {
       await A.page.locator(tid('export-button')).click();
       await A.page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(backup()) });
+      await confirmImport(A.page, { timeout: 300_000 });
       await A.page.locator(tid('notice')).waitFor({ state: 'visible', timeout: 300_000 });
       await until('A imported', async () => (await storedMessages(A.page)) >= TOTAL, 300_000);
       await A.page.evaluate(() => { window.__longtasks = []; });

@@ -19,7 +19,7 @@ pub fn read(items: &[Value]) -> Result<Imported, ImportError> {
     read_items(SOURCE, items, conversation)
 }
 
-fn conversation(
+pub(super) fn conversation(
     i: usize,
     item: &Value,
     skipped: &mut Skipped,
