@@ -8,6 +8,7 @@ pub mod behaviour;
 pub mod chat;
 pub mod composer;
 pub mod controller;
+pub mod highlight;
 pub mod inspector;
 pub mod memory;
 pub mod messages;
