@@ -4,7 +4,7 @@
 //! `store` or `transport`.
 
 use crate::engine::format::{continuity, highlight, plural, relative_time, snippet_words};
-use crate::engine::model::Conversation;
+use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
 use crate::ui::controller::Controller;
 use crate::ui::time::now_ms;
@@ -389,8 +389,8 @@ fn SearchResults() -> impl IntoView {
     }
 }
 
-/// One message that matches: its conversation's title and the words around the match, the term
-/// highlighted.
+/// One message that matches: its conversation's title, who wrote it and the words around the match,
+/// the term highlighted.
 #[component]
 fn SearchHitRow(
     /// The matching message.
@@ -403,6 +403,11 @@ fn SearchHitRow(
     let snippet = snippet_words(&hit.snippet, &query);
     let runs = highlight(&snippet, &query);
     let (conv, msg) = (hit.conversation_id.clone(), hit.message_id.clone());
+    let who = hit.role.and_then(|r| match r {
+        Role::User => Some("You"),
+        Role::Assistant => Some("Agent"),
+        Role::System | Role::Tool => None,
+    });
     view! {
         <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
             <button class="open" aria-label=format!("Open the message: {snippet}") on:click=move |_| {
@@ -410,12 +415,15 @@ fn SearchHitRow(
                 ctl.open(conv.clone(), Some(msg.clone()));
             }>
                 <span class="title">{title}</span>
-                <span class="snippet" data-testid="search-snippet">
-                    {runs.into_iter().map(|(text, hit)| if hit {
-                        view! { <mark>{text}</mark> }.into_any()
-                    } else {
-                        view! { <span>{text}</span> }.into_any()
-                    }).collect_view()}
+                <span class="snippet-line">
+                    {who.map(|w| view! { <span class="who" data-testid="search-hit-role">{w}</span> })}
+                    <span class="snippet" data-testid="search-snippet">
+                        {runs.into_iter().map(|(text, hit)| if hit {
+                            view! { <mark>{text}</mark> }.into_any()
+                        } else {
+                            view! { <span>{text}</span> }.into_any()
+                        }).collect_view()}
+                    </span>
                 </span>
             </button>
         </li>

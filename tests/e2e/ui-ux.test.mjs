@@ -215,7 +215,7 @@ test('code blocks: a finished reply is highlighted as text (never while it strea
     await page.screenshot({ path: shot('code-highlight') });
   }, { permissions: ['clipboard-read', 'clipboard-write'] }));
 
-test('search: a question and its reply with the same words are one row, the term is highlighted, snippets end at words', () =>
+test('search: a question and its reply with the same words are one row, the term is highlighted, snippets end at words, each row says who wrote it', () =>
   journey('search-rows', async (page) => {
     const { agent } = harness;
     await chatTurn(page, agent, 'Tell me about Zanzibar', 'Tell me about Zanzibar');
@@ -233,6 +233,15 @@ test('search: a question and its reply with the same words are one row, the term
     const words = cut.replace(/^…\s*/, '').replace(/\s*…$/, '').split(/\s+/);
     assert.ok(long.includes(` ${words[0]} `), `it starts at a whole word: ${words[0]}`);
     assert.ok(long.includes(` ${words.at(-1)} `), `it ends at a whole word: ${words.at(-1)}`);
+
+    // Each row says who wrote the text: the question is "You", the reply "Agent".
+    await page.locator(tid('conversation-search')).fill('spices');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="search-hit"]').length === 2);
+    const rows2 = await hits.evaluateAll((els) => els.map((e) => [
+      e.querySelector('[data-testid="search-hit-role"]')?.textContent.trim(),
+      e.querySelector('[data-testid="search-snippet"]').textContent.trim(),
+    ]));
+    assert.deepEqual(rows2.map(([role, text]) => `${role}: ${text === 'And the spices?' ? 'question' : 'reply'}`).sort(), ['Agent: reply', 'You: question'], JSON.stringify(rows2));
 
     // Asking "Delete for good?" puts the question on a line of its own: the title keeps its width.
     await page.locator(tid('conversation-search')).fill('');
