@@ -1,7 +1,7 @@
 //! Syntax highlighting benchmark (native, median of several runs, deterministic input):
 //! - `highlight_20kb_us`: the spans of a 20 KB code block, in the slowest of the languages (each
 //!   language's own sample repeated to 20 KB; the slowest one is named on stderr);
-//! - `highlight_max_block_us`: the same for a block of `MAX_BYTES` (64 KB), the largest the chat
+//! - `highlight_max_block_us`: the same for a block of `MAX_BYTES` (32 KB), the largest the chat
 //!   pane highlights.
 use std::time::Instant;
 

@@ -15,7 +15,7 @@
 //! scripts and styles inside), CSS, YAML, TOML and diff (`text.rs`). What it costs, measured on the
 //! built app (brotli -q 11, with the view's part, `ui/highlight.rs`): the wasm 593,265 -> 600,970 B
 //! (+7.7 KB), the js glue +0.3 KB, the css +0.3 KB. Speed: `benches/highlight.rs` (native, the
-//! slowest language): a 20 KB block in 0.33 ms, a 64 KB one in 1.1 ms, on the loaded 2-core box.
+//! slowest language): a 20 KB block in 0.33 ms, on the loaded 2-core box.
 //!
 //! Every lexer is one forward pass (linear in the input; lookaheads stop at a line or a delimiter
 //! and are not repeated over the same bytes more than twice). Unterminated strings and comments end
@@ -129,9 +129,10 @@ impl Lang {
     }
 }
 
-/// Code longer than this (bytes) is left plain: building its spans in the page would take longer
-/// than a frame's idle time on a slow phone.
-pub const MAX_BYTES: usize = 64 * 1024;
+/// Code longer than this (bytes) is left plain: building its spans in the page could hold the main
+/// thread too long (a 63 KB block, about 6,800 spans, took up to 209 ms on the loaded test machine;
+/// 32 KB blocks stayed under 50 ms).
+pub const MAX_BYTES: usize = 32 * 1024;
 
 /// The spans of `code` in `lang`, covering it exactly (empty for empty code).
 pub fn highlight(lang: Lang, code: &str) -> Vec<Span> {
