@@ -379,7 +379,9 @@ fn SearchResults() -> impl IntoView {
             <For each=title_hits key=|c| c.id.clone() let:conv>
                 <ConversationItem conv=conv/>
             </For>
-            <For each=move || st.search_hits.with(|h| distinct_hits(h)) key=|h| h.message_id.clone() let:hit>
+            // Keyed by the snippet too: a message that matches the next query as well gets the new
+            // query's snippet and highlight, not the row drawn for the last one.
+            <For each=move || st.search_hits.with(|h| distinct_hits(h)) key=|h| (h.message_id.clone(), h.snippet.clone()) let:hit>
                 <SearchHitRow hit=hit/>
             </For>
             <Show when=move || title_hits().is_empty() && st.search_hits.with(|h| h.is_empty())>

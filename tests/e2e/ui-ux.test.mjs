@@ -235,8 +235,12 @@ test('search: a question and its reply with the same words are one row, the term
     assert.ok(long.includes(` ${words.at(-1)} `), `it ends at a whole word: ${words.at(-1)}`);
 
     // Each row says who wrote the text: the question is "You", the reply "Agent".
+    // The long reply matched "zanzibar" too: its row shows the new query's words, highlighted.
     await page.locator(tid('conversation-search')).fill('spices');
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid="search-hit"]').length === 2);
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid="search-hit"]')];
+      return rows.length === 2 && rows.every((r) => r.querySelector('mark')?.textContent.toLowerCase() === 'spices');
+    });
     const rows2 = await hits.evaluateAll((els) => els.map((e) => [
       e.querySelector('[data-testid="search-hit-role"]')?.textContent.trim(),
       e.querySelector('[data-testid="search-snippet"]').textContent.trim(),
