@@ -167,6 +167,8 @@ pub struct SearchHit {
     /// Its conversation's title.
     pub title: String,
     pub message_id: String,
+    /// Who wrote the message, for the row's "You" or "Agent".
+    pub role: Option<Role>,
     pub snippet: String,
 }
 
@@ -551,6 +553,7 @@ impl Session {
                 conversation_id: h.conversation_id,
                 title: h.title,
                 message_id: h.message_id,
+                role: h.role,
                 snippet: h.snippet,
             })
             .collect();

@@ -16,6 +16,7 @@ pub mod failure;
 pub mod follow;
 pub mod format;
 pub mod graph_layout;
+pub mod highlight;
 pub mod history;
 pub mod import;
 pub mod json_text;

@@ -21,7 +21,7 @@ use super::messages::snippet_for;
 use super::records::{ConversationRecord, MessageRecord};
 use super::schema::{BY_TERM, BY_TITLE_TERM, CONVERSATIONS, MESSAGES};
 use super::Store;
-use crate::engine::model::Conversation;
+use crate::engine::model::{Conversation, Role};
 use crate::engine::search::{key_word, matches, prefix_range, query_words};
 
 /// Characters of context either side of a match in a snippet.
@@ -35,6 +35,8 @@ pub struct SearchHit {
     pub title: String,
     pub message_id: String,
     pub seq: u64,
+    /// Who wrote the message (`None` for a role this build does not know).
+    pub role: Option<Role>,
     /// Up to ~40 characters either side of the first match, with `…` where cut.
     pub snippet: String,
 }
@@ -126,6 +128,7 @@ impl Store {
                 title: String::new(),
                 message_id: rec.id,
                 seq: rec.seq,
+                role: Role::parse(&rec.role),
                 snippet,
             });
             if hits.len() >= limit {

@@ -70,6 +70,10 @@ fn remember_open(id: Option<&str>) {
     };
 }
 
+/// What a send says while the browser is offline; coming back online clears it.
+pub const OFFLINE_SEND: &str =
+    "You are offline. Your message is kept in the composer; send it when you are back online.";
+
 /// Provided as context; `Copy`.
 #[derive(Clone, Copy)]
 pub struct Controller {
@@ -352,10 +356,7 @@ impl Controller {
         let st = self.state;
         st.error.set(None);
         if !st.online.get_untracked() {
-            st.fail(
-                "You are offline. Your message is kept in the composer; send it when you are back online.",
-                ErrorKind::Other,
-            );
+            st.fail(OFFLINE_SEND, ErrorKind::Other);
             return;
         }
         if !st.settings.with_untracked(|s| s.has_endpoint()) {

@@ -356,7 +356,7 @@ fn EntityDetails(
 }
 
 /// Room around the circle of nodes for their labels, so none is cut at the edges.
-const GRAPH_MARGIN: f32 = 64.0;
+const GRAPH_MARGIN: f32 = 80.0;
 
 #[component]
 fn Graph() -> impl IntoView {
@@ -394,7 +394,7 @@ fn Graph() -> impl IntoView {
                                     role="button" tabindex="0" aria-label=format!("Show {}", n.name)
                                     on:click=move |_| selected.set(Some(id.clone()))>
                                     <circle cx=n.x cy=n.y r="7"><title>{format!("{} ({})", n.name, n.entity_type.as_str())}</title></circle>
-                                    <text x=n.x y=n.y + 18.0 text-anchor="middle">{preview_text(&n.name, 22)}</text>
+                                    <text x=n.x y=n.y + 18.0 text-anchor="middle">{preview_text(&n.name, 18)}</text>
                                 </g>
                             }
                         }).collect_view()}

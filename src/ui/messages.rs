@@ -1,13 +1,15 @@
 //! The message list: a window of the open conversation's messages (older and newer pages load on
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
-//! markdown, each message's status and actions (copy, edit, regenerate, delete, the pager between
-//! alternatives). Must not import `store` or `transport`.
+//! markdown (a finished reply's code highlighted when the browser is idle: `ui/highlight.rs`), each
+//! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives).
+//! Must not import `store` or `transport`.
 
 use crate::engine::format::{date_time, message_note, model_label, plural};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
 use crate::ui::behaviour::{use_clipboard, use_follow_bottom, UseFollowBottomReturn};
 use crate::ui::controller::Controller;
+use crate::ui::highlight::highlight_later;
 use crate::ui::state::{AppState, MessageItem};
 use leptos::html;
 use leptos::prelude::*;
@@ -306,7 +308,17 @@ fn MessageBody(
             }
         })
     };
-    view! { <div class="message-content markdown" data-testid="message-content" inner_html=html></div> }.into_any()
+    // A finished reply's code blocks are highlighted once the browser is idle (never while it
+    // streams): the text is on screen first.
+    let body = NodeRef::<html::Div>::new();
+    Effect::new(move |_| {
+        content.track();
+        let done = status.get() != MessageStatus::Streaming;
+        if let Some(el) = body.get().filter(|_| done) {
+            highlight_later(el.into());
+        }
+    });
+    view! { <div class="message-content markdown" data-testid="message-content" node_ref=body inner_html=html></div> }.into_any()
 }
 
 /// Tools used, and why a reply failed unless the error banner says it already.

@@ -8,6 +8,7 @@ pub mod behaviour;
 pub mod chat;
 pub mod composer;
 pub mod controller;
+pub mod highlight;
 pub mod inspector;
 pub mod memory;
 pub mod memory_build;
@@ -96,6 +97,14 @@ fn use_page_lifecycle(ctl: Controller) {
         });
     let on_online = window_event_listener(leptos::ev::online, move |_| {
         st.online.set(true);
+        // The error that said "offline" is over: it gives way to the notice (other errors stay,
+        // with their actions).
+        if st.error.with_untracked(|e| {
+            e.as_ref()
+                .is_some_and(|p| p.text == controller::OFFLINE_SEND)
+        }) {
+            st.error.set(None);
+        }
         st.notice.set(Some("You are back online.".into()));
     });
     let on_offline = window_event_listener(leptos::ev::offline, move |_| {

@@ -4,7 +4,7 @@
 //! `store` or `transport`.
 
 use crate::engine::format::{continuity, highlight, plural, relative_time, snippet_words};
-use crate::engine::model::Conversation;
+use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
 use crate::ui::controller::Controller;
 use crate::ui::time::now_ms;
@@ -379,7 +379,9 @@ fn SearchResults() -> impl IntoView {
             <For each=title_hits key=|c| c.id.clone() let:conv>
                 <ConversationItem conv=conv/>
             </For>
-            <For each=move || st.search_hits.with(|h| distinct_hits(h)) key=|h| h.message_id.clone() let:hit>
+            // Keyed by the snippet too: a message that matches the next query as well gets the new
+            // query's snippet and highlight, not the row drawn for the last one.
+            <For each=move || st.search_hits.with(|h| distinct_hits(h)) key=|h| (h.message_id.clone(), h.snippet.clone()) let:hit>
                 <SearchHitRow hit=hit/>
             </For>
             <Show when=move || title_hits().is_empty() && st.search_hits.with(|h| h.is_empty())>
@@ -389,8 +391,8 @@ fn SearchResults() -> impl IntoView {
     }
 }
 
-/// One message that matches: its conversation's title and the words around the match, the term
-/// highlighted.
+/// One message that matches: its conversation's title, who wrote it and the words around the match,
+/// the term highlighted.
 #[component]
 fn SearchHitRow(
     /// The matching message.
@@ -403,6 +405,11 @@ fn SearchHitRow(
     let snippet = snippet_words(&hit.snippet, &query);
     let runs = highlight(&snippet, &query);
     let (conv, msg) = (hit.conversation_id.clone(), hit.message_id.clone());
+    let who = hit.role.and_then(|r| match r {
+        Role::User => Some("You"),
+        Role::Assistant => Some("Agent"),
+        Role::System | Role::Tool => None,
+    });
     view! {
         <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
             <button class="open" aria-label=format!("Open the message: {snippet}") on:click=move |_| {
@@ -410,12 +417,15 @@ fn SearchHitRow(
                 ctl.open(conv.clone(), Some(msg.clone()));
             }>
                 <span class="title">{title}</span>
-                <span class="snippet" data-testid="search-snippet">
-                    {runs.into_iter().map(|(text, hit)| if hit {
-                        view! { <mark>{text}</mark> }.into_any()
-                    } else {
-                        view! { <span>{text}</span> }.into_any()
-                    }).collect_view()}
+                <span class="snippet-line">
+                    {who.map(|w| view! { <span class="who" data-testid="search-hit-role">{w}</span> })}
+                    <span class="snippet" data-testid="search-snippet">
+                        {runs.into_iter().map(|(text, hit)| if hit {
+                            view! { <mark>{text}</mark> }.into_any()
+                        } else {
+                            view! { <span>{text}</span> }.into_any()
+                        }).collect_view()}
+                    </span>
                 </span>
             </button>
         </li>

@@ -2,7 +2,8 @@
 // network off (the browser offline AND the static host refusing every connection) the app reloads;
 // every stored conversation opens, scrolls back to its first message and is searchable; the memory
 // pane shows the stored summary and entities; sending says "offline" and keeps the draft; drafts are
-// kept per conversation across switches and reloads; coming back online is noticed and sending works.
+// kept per conversation across switches and reloads; coming back online is noticed (even while the
+// offline error is shown) and sending works.
 // The data is seeded through the import input (a backup file built here), which also exercises import.
 
 import { test, before, after } from 'node:test';
@@ -195,11 +196,15 @@ test('offline: after one visit the app reloads, browses, scrolls, searches and k
       await openConversation(page, 'c-short', 'Fine, thanks.');
       await page.waitForFunction(() => document.querySelector('[data-testid="composer-input"]').value === 'Written on the plane');
 
-      // Back online: noticed, and the kept draft can be sent.
+      // Back online with the offline error still shown (not dismissed): the notice takes its place,
+      // and the kept draft can be sent.
+      await page.locator(tid('send-button')).click();
+      await page.locator(tid('error-banner')).filter({ hasText: /offline/i }).waitFor();
       site.setOffline(false);
       await context.setOffline(false);
       await page.locator(tid('network-status')).filter({ hasText: 'online' }).waitFor();
       await page.locator(tid('notice')).filter({ hasText: /back online/i }).waitFor();
+      assert.equal(await page.locator(tid('error-banner')).count(), 0, 'the offline error is gone');
       agent.script({ text: 'Welcome back.' });
       await page.locator(tid('send-button')).click();
       assert.equal(await waitForAssistant(page, { index: 2 }), 'Welcome back.');

@@ -373,7 +373,7 @@ test('layout and keyboard: narrow memory toggle, #/c/<id> routing with back, Ctr
       'rename-conversation', 'delete-conversation', 'message', 'message-content', 'edit-message', 'entity-node', 'entity-group', 'entity-name',
       'entity-description', 'entity-relationship', 'entity-edit', 'entity-delete', 'graph-node', 'graph-edge', 'inspector-section',
       'inspector-dropped-item', 'copy-code', 'search-hit', 'restore-summary', 'recent-message', 'copy-message', 'message-model', 'message-tokens',
-      'graph-edge-label', 'search-snippet', 'delete-message', 'confirm-delete-message', 'cancel-delete-message', 'regenerate-button',
+      'graph-edge-label', 'search-snippet', 'search-hit-role', 'delete-message', 'confirm-delete-message', 'cancel-delete-message', 'regenerate-button',
       'alternative-prev', 'alternative-next', 'alternative-position']);
     const duplicates = async () => page.evaluate((repeated) => {
       const seen = {};

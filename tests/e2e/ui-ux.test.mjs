@@ -1,6 +1,7 @@
 // End-to-end journeys of the UX pass (issue 17): the phone layout (the list as a drawer, at
 // 390×844, with screenshots), message actions (copy, stop is not an error, the model on each reply,
-// edit as state), search rows (one per text, the term highlighted, whole words), the backup menu
+// edit as state), code blocks (highlighted once finished, as text; Copy copies the raw code), search
+// rows (one per text, the term highlighted, whole words), the backup menu
 // (closes on Esc, outside and after a choice; file names; an import error without Settings), the memory
 // pane (graph legend, edge labels, a node click opens its entity, "Recent" per conversation, "Next
 // request" after a memory update), and the chrome (skip link, settings close button, explanations and
@@ -151,7 +152,70 @@ test('message actions: copy a reply, the model on each reply, a stop is not an e
     await page.screenshot({ path: shot('message-actions') });
   }, { permissions: ['clipboard-read', 'clipboard-write'] }));
 
-test('search: a question and its reply with the same words are one row, the term is highlighted, snippets end at words', () =>
+test('code blocks: a finished reply is highlighted as text (never while it streams), an unknown language stays plain, Copy copies the raw code, a <script> stays text', () =>
+  journey('code-highlight', async (page) => {
+    const { agent } = harness;
+    const rust = 'fn main() {\n    let x: u32 = 42; // the answer\n    println!("{x} <b>");\n}';
+    const other = 'some words <i>here</i> 42 "quoted"';
+    const html = '<script>window.xssHighlight=1</script>';
+    const text = `Rust:\n\n\`\`\`rust\n${rust}\n\`\`\`\n\nOther:\n\n\`\`\`brainfuck\n${other}\n\`\`\`\n\nHTML:\n\n\`\`\`html\n${html}\n\`\`\`\n`;
+    agent.script({ text, chunkSize: 6, delayMs: 40 });
+    await sendMessage(page, 'Show me some code');
+    // Seen in one frame while the reply streams, its code block shown: nothing highlighted yet.
+    const during = await page.waitForFunction(() => {
+      const el = [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')].at(-1);
+      if (!el || el.getAttribute('data-status') !== 'streaming' || !el.querySelector('code.language-rust')) return null;
+      return { spans: el.querySelectorAll('[class^="hl-"]').length, marked: el.querySelectorAll('code[data-hl]').length };
+    }, null, { polling: 'raf' });
+    assert.deepEqual(await during.jsonValue(), { spans: 0, marked: 0 }, 'nothing is highlighted while the reply streams');
+    await waitForAssistantCount(page, 1);
+    const reply = messages(page, 'assistant').last();
+    const block = (lang) => reply.locator(`pre > code.language-${lang}`);
+    await reply.locator('code[data-hl]').nth(2).waitFor({ state: 'attached' });
+
+    // Rust: the spans are text in span.hl-* elements, and the text is the code, exactly.
+    const rustBlock = block('rust');
+    assert.equal(await rustBlock.getAttribute('data-hl'), 'done');
+    const spans = await rustBlock.evaluate((c) => [...c.querySelectorAll('*')].map((e) => [e.tagName, e.className, e.textContent]));
+    assert.ok(spans.every(([tag, cls]) => tag === 'SPAN' && /^hl-[a-z]+$/.test(cls)), `only spans: ${JSON.stringify(spans)}`);
+    for (const want of [['hl-kw', 'fn'], ['hl-fn', 'main'], ['hl-kw', 'let'], ['hl-ty', 'u32'], ['hl-num', '42'], ['hl-com', '// the answer'], ['hl-fn', 'println!'], ['hl-str', '"{x} <b>"']]) {
+      assert.ok(spans.some(([, cls, t]) => cls === want[0] && t === want[1]), `${want} in ${JSON.stringify(spans)}`);
+    }
+    // The block's text is the fence's content (CommonMark keeps its last newline).
+    assert.equal(await rustBlock.evaluate((c) => c.textContent), `${rust}\n`);
+    assert.equal((await reply.locator('.code-lang').first().innerText()).trim(), 'rust', 'the language label stays');
+    const colours = await rustBlock.evaluate((c) => {
+      const kw = c.querySelector('.hl-kw');
+      const read = () => [getComputedStyle(kw).color, getComputedStyle(c).color];
+      const light = read();
+      document.documentElement.dataset.theme = 'dark';
+      const dark = read();
+      delete document.documentElement.dataset.theme;
+      return { light, dark };
+    });
+    assert.notEqual(colours.light[0], colours.light[1], 'a keyword has its colour (light)');
+    assert.notEqual(colours.dark[0], colours.dark[1], 'a keyword has its colour (dark)');
+    assert.notEqual(colours.light[0], colours.dark[0], 'each theme has its own colours');
+
+    // An unknown language: looked at, left as it was.
+    assert.equal(await block('brainfuck').getAttribute('data-hl'), 'none');
+    assert.equal(await block('brainfuck').evaluate((c) => [c.childElementCount, c.textContent].join('|')), `0|${other}\n`);
+
+    // HTML: the <script> is highlighted text, never an element, and never runs.
+    const htmlBlock = block('html');
+    assert.equal(await htmlBlock.evaluate((c) => c.textContent), `${html}\n`);
+    assert.ok(await htmlBlock.locator('span.hl-tag').count() > 0);
+    assert.equal(await reply.locator('script').count(), 0);
+    assert.equal(await page.evaluate(() => window.xssHighlight), undefined);
+
+    // Copy copies the raw code.
+    await reply.locator(tid('copy-code')).first().click();
+    await reply.locator(tid('copy-code')).first().filter({ hasText: 'Copied' }).waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), `${rust}\n`);
+    await page.screenshot({ path: shot('code-highlight') });
+  }, { permissions: ['clipboard-read', 'clipboard-write'] }));
+
+test('search: a question and its reply with the same words are one row, the term is highlighted, snippets end at words, each row says who wrote it', () =>
   journey('search-rows', async (page) => {
     const { agent } = harness;
     await chatTurn(page, agent, 'Tell me about Zanzibar', 'Tell me about Zanzibar');
@@ -169,6 +233,19 @@ test('search: a question and its reply with the same words are one row, the term
     const words = cut.replace(/^…\s*/, '').replace(/\s*…$/, '').split(/\s+/);
     assert.ok(long.includes(` ${words[0]} `), `it starts at a whole word: ${words[0]}`);
     assert.ok(long.includes(` ${words.at(-1)} `), `it ends at a whole word: ${words.at(-1)}`);
+
+    // Each row says who wrote the text: the question is "You", the reply "Agent".
+    // The long reply matched "zanzibar" too: its row shows the new query's words, highlighted.
+    await page.locator(tid('conversation-search')).fill('spices');
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid="search-hit"]')];
+      return rows.length === 2 && rows.every((r) => r.querySelector('mark')?.textContent.toLowerCase() === 'spices');
+    });
+    const rows2 = await hits.evaluateAll((els) => els.map((e) => [
+      e.querySelector('[data-testid="search-hit-role"]')?.textContent.trim(),
+      e.querySelector('[data-testid="search-snippet"]').textContent.trim(),
+    ]));
+    assert.deepEqual(rows2.map(([role, text]) => `${role}: ${text === 'And the spices?' ? 'question' : 'reply'}`).sort(), ['Agent: reply', 'You: question'], JSON.stringify(rows2));
 
     // Asking "Delete for good?" puts the question on a line of its own: the title keeps its width.
     await page.locator(tid('conversation-search')).fill('');

@@ -78,7 +78,9 @@ before(async () => {
 after(() => harness?.close());
 
 /** Globals any payload set, dangerous nodes and links inside message content and the memory pane. */
-function inspect(page) {
+async function inspect(page) {
+  // Code blocks are highlighted when the page is idle: the checks read them highlighted.
+  await page.waitForFunction(() => !document.querySelector('[data-testid="message-content"] pre > code[class^="language-"]:not([data-hl])'));
   return page.evaluate((count) => {
     const set = [];
     for (let i = 1; i <= count + 100; i += 1) if (window[`xss${i}`] !== undefined) set.push(i);
@@ -137,6 +139,7 @@ test(`XSS: ${CORPUS.length} hostile payloads as model output render as text and 
       // Give anything that was going to fire (onerror, onload, autofocus) a moment: two frames.
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       check(await inspect(page), 'after streaming');
+      assert.ok(await page.locator('[data-testid="message-content"] code.language-html span.hl-tag').count() > 0, 'the html blocks were highlighted, as text');
 
       const id = await currentConversationId(page);
       await page.reload();

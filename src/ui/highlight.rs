@@ -1,0 +1,132 @@
+//! Syntax highlighting in the chat pane: the code blocks of a finished reply get the spans
+//! `engine::highlight` finds, built with the DOM API as text nodes and `<span class="hl-…">`
+//! elements (never markup: model output is untrusted), in the browser's idle time after the text is
+//! shown (`requestIdleCallback`, a timer where there is none), one block at a time while the idle
+//! period lasts, so a page of code never holds the main thread. The text is unchanged, so Copy
+//! still copies the raw code. Must not import `store` or `transport`.
+
+use crate::engine::highlight::{highlight, Kind, Lang};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// The code blocks still to highlight: those that name a language and were not looked at yet.
+const PENDING: &str = "pre > code[class^=\"language-\"]:not([data-hl])";
+/// An idle period with less left than this (ms) is left to the page.
+const MIN_IDLE_MS: f64 = 4.0;
+/// Without `requestIdleCallback`: how long one timer's turn may work (ms).
+const TIMER_BUDGET_MS: f64 = 8.0;
+
+thread_local! {
+    /// Elements (a message's content) whose code blocks wait for idle time.
+    static QUEUE: RefCell<VecDeque<web_sys::Element>> = const { RefCell::new(VecDeque::new()) };
+    static SCHEDULED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Highlights the code blocks under `root` once the browser is idle. Which blocks is read then, so
+/// a call made before `root`'s markup is replaced still finds the new blocks.
+pub fn highlight_later(root: web_sys::Element) {
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        if !q.contains(&root) {
+            q.push_back(root);
+        }
+    });
+    schedule();
+}
+
+fn schedule() {
+    if SCHEDULED.with(|s| s.replace(true)) {
+        return;
+    }
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let run = Closure::once_into_js(|deadline: JsValue| {
+        SCHEDULED.with(|s| s.set(false));
+        drain(deadline.dyn_into::<web_sys::IdleDeadline>().ok());
+    });
+    let idle = js_sys::Reflect::has(&window, &"requestIdleCallback".into()).unwrap_or(false);
+    let scheduled = if idle {
+        let options = web_sys::IdleRequestOptions::new();
+        // Highlighted within a second even on a page that is never idle.
+        options.set_timeout(1000);
+        window
+            .request_idle_callback_with_options(run.unchecked_ref(), &options)
+            .is_ok()
+    } else {
+        window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(run.unchecked_ref(), 50)
+            .is_ok()
+    };
+    if !scheduled {
+        SCHEDULED.with(|s| s.set(false));
+    }
+}
+
+/// Highlights queued blocks while the idle period lasts (at least one), then asks for another.
+fn drain(deadline: Option<web_sys::IdleDeadline>) {
+    let clock = web_sys::window().and_then(|w| w.performance());
+    let started = clock.as_ref().map_or(0.0, |c| c.now());
+    let time_left = || match (&deadline, &clock) {
+        (Some(d), _) => d.time_remaining(),
+        (None, Some(c)) => TIMER_BUDGET_MS - (c.now() - started),
+        (None, None) => 0.0,
+    };
+    loop {
+        let Some(root) = QUEUE.with(|q| q.borrow().front().cloned()) else {
+            return;
+        };
+        let next = root
+            .is_connected()
+            .then(|| root.query_selector(PENDING).ok().flatten())
+            .flatten();
+        match next {
+            Some(code) => paint(&code),
+            None => {
+                QUEUE.with(|q| q.borrow_mut().pop_front());
+            }
+        }
+        if time_left() < MIN_IDLE_MS {
+            break;
+        }
+    }
+    if QUEUE.with(|q| !q.borrow().is_empty()) {
+        schedule();
+    }
+}
+
+/// Replaces a code block's text with its highlighted spans (the same text), and marks it looked at.
+fn paint(code: &web_sys::Element) {
+    let name = code.class_name();
+    let lang = name.strip_prefix("language-").and_then(Lang::from_name);
+    let _ = code.set_attribute("data-hl", if lang.is_some() { "done" } else { "none" });
+    let (Some(lang), Some(doc)) = (lang, code.owner_document()) else {
+        return;
+    };
+    let text = code.text_content().unwrap_or_default();
+    let spans = highlight(lang, &text);
+    if spans.iter().all(|s| s.kind == Kind::Plain) {
+        return;
+    }
+    let fragment = doc.create_document_fragment();
+    for s in spans {
+        let Some(part) = text.get(s.start..s.end) else {
+            return;
+        };
+        let added = if s.kind == Kind::Plain {
+            fragment.append_with_str_1(part)
+        } else {
+            doc.create_element("span").and_then(|span| {
+                span.set_class_name(s.kind.class());
+                span.set_text_content(Some(part));
+                fragment.append_with_node_1(&span)
+            })
+        };
+        if added.is_err() {
+            return;
+        }
+    }
+    code.replace_children_with_node_1(&fragment);
+}
