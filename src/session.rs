@@ -24,7 +24,7 @@ use turn::Begin;
 use crate::engine::history::last_user_at;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
-    Message, Millis, TurnPath,
+    Message, Millis, Role, TurnPath,
 };
 use crate::engine::settings::{self, Settings};
 use crate::engine::tokens::Calibration;

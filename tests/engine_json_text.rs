@@ -43,6 +43,8 @@ fn arrays_split_at_top_level_commas_only() {
     check_split(r#"[{"a":1}, {"b":"#, &[r#"{"a":1}"#, r#"{"b":"#], false);
     check_split("[]", &[""], true);
     check_split("[", &[""], false);
+    check_split("é[1]", &[], false);
+    check_split("", &[], false);
 }
 
 fn check_strings(text: &str, expected: &[(&str, bool)]) {

@@ -110,8 +110,12 @@ pub fn max_depth(text: &[u8]) -> usize {
 }
 
 /// Splits the top-level JSON array that starts at `text[0] == '['` into its elements' slices
-/// (untrimmed). Returns the elements and whether the array was closed.
+/// (untrimmed). Returns the elements and whether the array was closed; no elements when `text`
+/// does not start with `[`.
 pub fn split_array(text: &str) -> (Vec<&str>, bool) {
+    if !text.starts_with('[') {
+        return (Vec::new(), false);
+    }
     let mut elems = Vec::new();
     let mut depth = 0usize;
     let mut start = 1;
