@@ -267,7 +267,15 @@ impl Session {
         )
         .await;
         let (store, interrupted, presence) = opened?;
-        let (defaults, settings, calibration) = load_settings(&store, &sink, defaults).await?;
+        // The settings and the sync state are read together: one round of IndexedDB reads, not four
+        // one after the other, before the first screen.
+        let (loaded, replication) = join(
+            load_settings(&store, &sink, defaults),
+            replicate::Replication::open(store.clone()),
+        )
+        .await;
+        let (defaults, settings, calibration) = loaded?;
+        let replication = replication?;
         if interrupted > 0 {
             sink(SessionEvent::Notice(format!(
                 "{interrupted} reply was cut off when the page closed; the partial text is kept and marked interrupted."
@@ -299,7 +307,6 @@ impl Session {
             })
         };
         let channel = sync::Channel::open(db_name, remote_sink);
-        let replication = replicate::Replication::open(store.clone()).await?;
         let session = Rc::new(Session {
             store,
             sink,
@@ -871,14 +878,14 @@ async fn load_settings(
     };
     // Read back through JSON text, not `from_value`: settings also arrive as text from other
     // tabs (session/sync.rs), so their deserializer is compiled once for both.
-    let saved: Option<Settings> = store
-        .get_setting(SETTINGS_KEY)
-        .await?
-        .and_then(|v| from_json_value(&v));
+    let (saved, calibration) = join(
+        store.get_setting(SETTINGS_KEY),
+        store.get_setting(CALIBRATION_KEY),
+    )
+    .await;
+    let saved: Option<Settings> = saved?.and_then(|v| from_json_value(&v));
     let settings = settings::effective(&defaults, saved.as_ref());
-    let calibration: Calibration = store
-        .get_setting(CALIBRATION_KEY)
-        .await?
+    let calibration: Calibration = calibration?
         .and_then(|v| from_json_value(&v))
         .unwrap_or_default();
     Ok((defaults, settings, calibration))

@@ -8,7 +8,7 @@ use crate::engine::model::{Conversation, EntityNode, MemoryOverrides, MessageSta
 use crate::engine::settings::Settings;
 use crate::engine::window::{join_page, Edge};
 use crate::session::{ErrorKind, ImportCancel, ImportStep, Session, SessionError};
-use crate::ui::behaviour::save_file;
+use crate::ui::behaviour::{after_paint, save_file};
 use crate::ui::state::{
     AppState, ImportState, ListWindow, MemoryView, MessageItem, ModelList, LIST_CAP,
 };
@@ -135,13 +135,15 @@ impl Controller {
                 Some(id) => ctl.open(id, None),
                 None => {
                     ctl.load_draft(NEW_CHAT_DRAFT.to_string());
-                    ctl.refresh_preview();
+                    // The inspector is not on the first screen: its preview waits for it.
+                    after_paint(move || ctl.refresh_preview());
                 }
             }
             announce_first_screen();
             Ok(())
         });
-        self.refresh_storage();
+        // The storage figure (Settings) waits for the first screen too.
+        after_paint(move || ctl.refresh_storage());
     }
 
     fn session(&self) -> Option<Rc<Session>> {

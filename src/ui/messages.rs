@@ -128,6 +128,10 @@ fn use_after_render(
         let focus = st.focus_message.get();
         // The end of a turn shows the actions on the last messages: the height changes again.
         let _ = st.current_streaming();
+        // No message, nothing to focus or anchor: nothing to scroll, so no layout to read.
+        if ends == (None, None) && focus.is_none() && anchor.with_value(Option::is_none) {
+            return;
+        }
         request_animation_frame(move || {
             // The list (and what it owns) may be gone by the next frame: nothing to do then.
             let Some(Some(el)) = list_ref.try_get_untracked() else {

@@ -134,10 +134,19 @@ fn ConversationList() -> impl IntoView {
     // Also runs from an animation frame: the list may be gone by then (search results replace it),
     // and a disposed NodeRef or signal must not be read.
     let check = move || {
-        let (Some(Some(el)), Some(_)) = (list.try_get_untracked(), row_px.try_get_untracked())
+        let (Some(Some(el)), Some(w)) =
+            (list.try_get_untracked(), st.list_window.try_get_untracked())
         else {
             return;
         };
+        // Nothing above the window and nothing below it: no page to read and no spacer to size, so
+        // no layout is read (each read forces one; a library that fits on one page never needs it).
+        if w.above == 0 && !w.more_below {
+            return;
+        }
+        if row_px.try_get_untracked().is_none() {
+            return;
+        }
         if let Some(h) = row_height(&el, st.conversations.with_untracked(Vec::len)) {
             if (h - row_px.get_untracked()).abs() > 0.5 {
                 row_px.set(h);
