@@ -515,9 +515,7 @@ impl EventApplier {
             SessionEvent::MemoryUpdating {
                 conversation_id,
                 running,
-            } => {
-                AppState::set_flag(s.memory_updating, &conversation_id, running);
-            }
+            } => AppState::set_flag(s.memory_updating, &conversation_id, running),
             SessionEvent::MemoryChanged(id) => {
                 if s.is_current(&id) {
                     (self.on_memory_changed)(id);
@@ -546,13 +544,18 @@ impl EventApplier {
                     *progress = p;
                 }
             }),
-            SessionEvent::SettingsChanged(settings) => {
-                s.settings.set(*settings);
-                s.models.set(ModelList::Unknown);
-                if let Some(id) = s.current.get_untracked() {
-                    (self.on_context_changed)(id);
-                }
-            }
+            SessionEvent::SettingsChanged(settings) => self.settings_changed(*settings),
+        }
+    }
+
+    /// Saved settings (here or in another tab): the model list is asked again when needed, and the
+    /// open conversation's next request is previewed with them.
+    fn settings_changed(&self, settings: Settings) {
+        let s = self.state;
+        s.settings.set(settings);
+        s.models.set(ModelList::Unknown);
+        if let Some(id) = s.current.get_untracked() {
+            (self.on_context_changed)(id);
         }
     }
 
