@@ -562,61 +562,61 @@ impl Controller {
     /// Scrolled near the end of the sidebar's window: reads the next page of the list, and unmounts
     /// the top of the window past [`LIST_CAP`].
     pub fn list_more(&self) {
-        let w = self.state.list_window.get_untracked();
-        let last = self
-            .state
-            .conversations
-            .with_untracked(|l| l.last().map(|c| (c.updated_at, c.id.clone())));
-        if w.loading || !w.more_below {
-            return;
-        }
-        self.state.list_window.update(|w| w.loading = true);
-        self.run(move |s, st| async move {
-            let after = last.as_ref().map(|(u, id)| (*u, id.as_str()));
-            let page = s.list_page(after, LIST_PAGE).await;
-            st.list_window.update(|w| w.loading = false);
-            let page = page?;
-            let n = page.len();
-            let join = |l: &mut Vec<Conversation>| {
-                join_page(l, page, Edge::End, LIST_CAP, |a, b| a.id == b.id)
-            };
-            let dropped = st.conversations.try_update(join).unwrap_or(0);
-            st.list_window.update(|w| {
-                w.above += dropped;
-                w.more_below = n == LIST_PAGE;
-            });
-            Ok(())
-        });
+        self.list_scroll(Edge::End);
     }
 
     /// Scrolled near the top of the sidebar's window while conversations are above it: reads the
     /// page above, and unmounts the bottom of the window past [`LIST_CAP`].
     pub fn list_less(&self) {
-        let w = self.state.list_window.get_untracked();
-        let first = self
-            .state
-            .conversations
-            .with_untracked(|l| l.first().map(|c| (c.updated_at, c.id.clone())));
-        let (Some((u, id)), false, true) = (first, w.loading, w.above > 0) else {
-            return;
+        self.list_scroll(Edge::Start);
+    }
+
+    /// Reads the list's page beyond `edge` of the sidebar's window, if there is one and nothing is
+    /// loading; the engine joins it (`window::join_page`).
+    fn list_scroll(&self, edge: Edge) {
+        let st = self.state;
+        let w = st.list_window.get_untracked();
+        let at = st.conversations.with_untracked(|l| {
+            match edge {
+                Edge::Start => l.first(),
+                Edge::End => l.last(),
+            }
+            .map(|c| (c.updated_at, c.id.clone()))
+        });
+        let more = match edge {
+            Edge::Start => w.above > 0 && at.is_some(),
+            Edge::End => w.more_below,
         };
-        self.state.list_window.update(|w| w.loading = true);
+        if w.loading || !more {
+            return;
+        }
+        st.list_window.update(|w| w.loading = true);
         self.run(move |s, st| async move {
-            let page = s.list_page_before((u, &id), LIST_PAGE).await;
+            let key = at.as_ref().map(|(u, id)| (*u, id.as_str()));
+            let page = match (edge, key) {
+                (Edge::Start, Some(before)) => s.list_page_before(before, LIST_PAGE).await,
+                (Edge::Start, None) => Ok(Vec::new()),
+                (Edge::End, after) => s.list_page(after, LIST_PAGE).await,
+            };
             st.list_window.update(|w| w.loading = false);
             let page = page?;
             let n = page.len();
-            let join = |l: &mut Vec<Conversation>| {
-                join_page(l, page, Edge::Start, LIST_CAP, |a, b| a.id == b.id)
-            };
+            let join =
+                |l: &mut Vec<Conversation>| join_page(l, page, edge, LIST_CAP, |a, b| a.id == b.id);
             let dropped = st.conversations.try_update(join).unwrap_or(0);
-            st.list_window.update(|w| {
-                w.above = if n < LIST_PAGE {
-                    0
-                } else {
-                    w.above.saturating_sub(n)
-                };
-                w.more_below |= dropped > 0;
+            st.list_window.update(|w| match edge {
+                Edge::Start => {
+                    w.above = if n < LIST_PAGE {
+                        0
+                    } else {
+                        w.above.saturating_sub(n)
+                    };
+                    w.more_below |= dropped > 0;
+                }
+                Edge::End => {
+                    w.above += dropped;
+                    w.more_below = n == LIST_PAGE;
+                }
             });
             Ok(())
         });
