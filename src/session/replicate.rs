@@ -19,7 +19,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Promise};
+use js_sys::{Function, Promise};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
@@ -334,12 +334,10 @@ async fn sleep(i: &Inner, ms: i32) {
     let mut wake_fn = None;
     let woken = Promise::new(&mut |resolve, _| wake_fn = Some(resolve));
     *i.wake.borrow_mut() = wake_fn;
-    let timer = Promise::new(&mut |resolve, _| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms.max(0));
-        }
-    });
-    let _ = JsFuture::from(Promise::race(&Array::of2(&woken, &timer))).await;
+    // Whichever ends first; the timer is cleared when it is dropped (woken first).
+    let woken = std::pin::pin!(JsFuture::from(woken));
+    let timer = std::pin::pin!(gloo_timers::future::TimeoutFuture::new(ms.max(0) as u32));
+    futures_util::future::select(woken, timer).await;
 }
 
 /// `Basic` credentials for `user:password` (UTF-8), or none without a user.
