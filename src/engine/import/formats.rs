@@ -363,4 +363,19 @@ impl Said {
             }
         }
     }
+
+    /// As [`Said::keep`], except that the first system message with text becomes the
+    /// conversation's `system_prompt` (and is not a chat message).
+    pub(super) fn keep_or_system(
+        self,
+        text: String,
+        system_prompt: &mut Option<String>,
+        skipped: &mut Skipped,
+    ) -> Option<(Role, String)> {
+        if self == Said::System && system_prompt.is_none() && !text.trim().is_empty() {
+            *system_prompt = Some(text);
+            return None;
+        }
+        Some((self.keep(skipped)?, text))
+    }
 }

@@ -7,9 +7,9 @@
 
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::said;
 use super::{conv_name, list};
 use super::{finish, keep};
-use super::{said, Said};
 use serde_json::Value;
 
 const SOURCE: Source = Source::BigAgi;
@@ -52,12 +52,9 @@ fn conversation(
     let mut messages = Vec::new();
     for m in list(SOURCE, &at, c, "messages")? {
         let text = message_text(m, &at, skipped)?;
-        let said = said(str_at(m, "role"));
-        if said == Said::System && system_prompt.is_none() && !text.trim().is_empty() {
-            system_prompt = Some(text);
-            continue;
-        }
-        let Some(role) = said.keep(skipped) else {
+        let Some((role, text)) =
+            said(str_at(m, "role")).keep_or_system(text, &mut system_prompt, skipped)
+        else {
             continue;
         };
         keep(

@@ -7,9 +7,9 @@
 
 use super::super::json::{id_at, millis, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::said;
 use super::{attachment_notes, conv_name, list, shape, with_notes};
 use super::{finish, keep, read_items, shown};
-use super::{said, Said};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -124,12 +124,9 @@ fn conversation(
         }
         let notes = attachment_notes(list(SOURCE, at, m, "extra")?, &["name"]);
         let text = with_notes(str_at(m, "content").unwrap_or("").to_string(), &notes);
-        let said = said(str_at(m, "role"));
-        if said == Said::System && system_prompt.is_none() && !text.trim().is_empty() {
-            system_prompt = Some(text);
-            continue;
-        }
-        let Some(role) = said.keep(skipped) else {
+        let Some((role, text)) =
+            said(str_at(m, "role")).keep_or_system(text, &mut system_prompt, skipped)
+        else {
             continue;
         };
         keep(
