@@ -164,7 +164,7 @@ fn a_deleted_conversation_gets_no_messages_and_is_deleted_after() {
     let gone = tomb(&conversation_id("c1"));
     check(
         &[mdoc("c1", "m1", None)],
-        &held(&[gone.clone()], &[], &[]),
+        &held(std::slice::from_ref(&gone), &[], &[]),
         &[],
         0,
         0,
@@ -175,17 +175,26 @@ fn a_deleted_conversation_gets_no_messages_and_is_deleted_after() {
 #[test]
 fn a_copy_the_server_confirmed_changes_nothing_and_a_richer_local_copy_is_pushed_again() {
     let c = cdoc("c1", "Trip");
-    check(&[c.clone()], &held(&[c.clone()], &[], &[]), &[], 0, 0);
+    check(
+        std::slice::from_ref(&c),
+        &held(std::slice::from_ref(&c), &[], &[]),
+        &[],
+        0,
+        0,
+    );
     // Its own page coming back through `_changes` at the revision stored: nothing is written.
-    assert!(plan(revs(&[c.clone()]), &held(&[c.clone()], &[], &[]))
-        .docs
-        .is_empty());
+    assert!(plan(
+        revs(std::slice::from_ref(&c)),
+        &held(std::slice::from_ref(&c), &[], &[])
+    )
+    .docs
+    .is_empty());
     // Renamed later on one side: the merge keeps the later title.
     let mut renamed = conv("c1", "Trip");
     renamed.title = "Trip to Oslo".into();
     let later = Doc::new(Body::Conversation(conversation_doc(&renamed, &at(5))));
-    let h = held(&[later.clone()], &[(renamed.clone(), 0)], &[]);
-    check(&[c.clone()], &h, &[], 0, 1);
+    let h = held(std::slice::from_ref(&later), &[(renamed.clone(), 0)], &[]);
+    check(std::slice::from_ref(&c), &h, &[], 0, 1);
     let h = held(&[c], &[(conv("c1", "Trip"), 0)], &[]);
     check(&[later], &h, &["c1:Trip to Oslo 0 n0 []"], 0, 0);
 }
