@@ -292,6 +292,16 @@ impl AppState {
         });
     }
 
+    /// A conversation deleted (here or in another tab) leaves the list and the search results; if
+    /// it was open, it is closed rather than shown as a ghost.
+    fn remove_conversation(&self, id: &str) {
+        self.conversations.update(|l| l.retain(|c| c.id != id));
+        self.search_titles.update(|l| l.retain(|c| c.id != id));
+        if self.is_current(id) {
+            self.show_conversation(None);
+        }
+    }
+
     /// A changed (or new) conversation: in the window where its activity puts it, unless that is
     /// above or below the window (then the page that holds it is read when scrolled to).
     fn upsert_conversation(&self, c: Conversation) {
@@ -475,14 +485,7 @@ impl EventApplier {
                     (self.on_context_changed)(id);
                 }
             }
-            SessionEvent::ConversationRemoved(id) => {
-                s.conversations.update(|l| l.retain(|c| c.id != id));
-                s.search_titles.update(|l| l.retain(|c| c.id != id));
-                // Deleted here or in another tab while open: close it rather than show a ghost.
-                if s.is_current(&id) {
-                    s.show_conversation(None);
-                }
-            }
+            SessionEvent::ConversationRemoved(id) => s.remove_conversation(&id),
             SessionEvent::MessageAdded(m) => {
                 self.flush();
                 // Stored messages this view never heard of (another tab whose events did not
@@ -526,8 +529,7 @@ impl EventApplier {
                 message,
                 kind,
             } => {
-                let relevant = conversation_id.as_deref().is_none_or(|c| s.is_current(c));
-                if relevant {
+                if conversation_id.as_deref().is_none_or(|c| s.is_current(c)) {
                     s.fail(message, kind);
                 }
             }
