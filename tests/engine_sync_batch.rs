@@ -2,8 +2,9 @@
 //! Sync: a merged batch turned into one write plan (`engine::sync::batch`), the decisions the
 //! driver used to make one document at a time: messages appended once at the next seq, held in a
 //! placeholder until their conversation arrives, never added to a deleted conversation; copies the
-//! server confirmed change nothing; a merged copy the server lacks is pushed again; deletions and
-//! the memory are left for after the transaction.
+//! server confirmed change nothing; a merged copy the server lacks is pushed again; messages and
+//! conversations deleted elsewhere are blanked and removed in the same plan (one transaction per
+//! page); the memory is left for after the transaction.
 
 use std::collections::BTreeMap;
 
@@ -89,7 +90,33 @@ fn held(docs: &[Doc], conversations: &[(Conversation, u64)], messages: &[&str]) 
             .iter()
             .map(|(c, s)| (c.id.clone(), (c.clone(), *s)))
             .collect(),
-        messages: messages.iter().map(|m| m.to_string()).collect(),
+        messages: messages
+            .iter()
+            .map(|m| (m.to_string(), stored_message(m)))
+            .collect(),
+    }
+}
+
+/// A stored message `c1`'s (its id as given, "c2:m4" for conversation `c2`'s).
+fn stored_message(id: &str) -> Message {
+    let (c, id) = id.split_once(':').unwrap_or(("c1", id));
+    Message {
+        id: id.into(),
+        conversation_id: c.into(),
+        seq: 1,
+        role: Role::Assistant,
+        content: format!("text of {id}"),
+        status: MessageStatus::Complete,
+        created_at: 10,
+        meta: MessageMeta {
+            tool_calls: vec![ToolCall {
+                id: "t".into(),
+                name: "lookup".into(),
+                arguments: "{}".into(),
+                result: None,
+            }],
+            ..Default::default()
+        },
     }
 }
 
@@ -169,7 +196,60 @@ fn a_deleted_conversation_gets_no_messages_and_is_deleted_after() {
         0,
         0,
     );
-    check(&[gone, mdoc("c1", "m1", None)], &Held::default(), &[], 1, 0);
+    check(&[gone, mdoc("c1", "m1", None)], &Held::default(), &[], 0, 0);
+}
+
+/// What a batch deletes: the conversations removed, the messages blanked (as `id:content`).
+fn check_deletes(batch: &[Doc], h: &Held, removed: &[&str], blanked: &[&str]) {
+    let p = plan(revs(batch), h);
+    assert_eq!(p.removed, removed, "{p:#?}");
+    let got: Vec<String> = p
+        .blanked
+        .iter()
+        .map(|m| {
+            assert!(m.meta.deleted && m.meta.tool_calls.is_empty() && m.meta.error.is_none());
+            format!("{}:{}", m.id, m.content)
+        })
+        .collect();
+    assert_eq!(got, blanked, "{p:#?}");
+    assert!(p.later.is_empty(), "{:?}", p.later);
+}
+
+#[test]
+fn deletions_are_part_of_the_plan_one_transaction_per_page() {
+    let c1 = (conv("c1", "Trip"), 3);
+    let c2 = (conv("c2", "Work"), 1);
+    let both = || held(&[], &[c1.clone(), c2.clone()], &["m1", "m2", "c2:m4"]);
+    // Stored messages are blanked once; one not stored is nothing to delete.
+    check_deletes(
+        &[tomb("m:m1"), tomb("m:m2"), tomb("m:m9")],
+        &both(),
+        &[],
+        &["m1:", "m2:"],
+    );
+    // A stored conversation is removed; one never stored is nothing to delete.
+    check_deletes(&[tomb("c:c2"), tomb("c:c7")], &both(), &["c2"], &[]);
+    // Deleted together: the conversation's own blanked messages go with it.
+    check_deletes(
+        &[tomb("m:m1"), tomb("m:m4"), tomb("c:c2")],
+        &both(),
+        &["c2"],
+        &["m1:"],
+    );
+    // A message already deleted here (its tombstone pulled again, or deleted here first).
+    let mut h = both();
+    h.messages.get_mut("m1").expect("held").meta.deleted = true;
+    check_deletes(&[tomb("m:m1")], &h, &[], &[]);
+    // A tombstone already stored as such changes nothing.
+    let h = held(&[tomb("m:m2")], &[c1.clone()], &["m2"]);
+    check_deletes(&[tomb("m:m2")], &h, &[], &[]);
+    // The records a page of tombstones needs: the messages and conversations they delete.
+    let batch = revs(&[tomb("m:m1"), tomb("c:c2"), tomb("e:~:e1")]);
+    let (conversations, messages) = wanted_records(&batch, &Held::default().docs);
+    assert_eq!(
+        (conversations, messages),
+        (vec!["c2".to_string()], vec!["m1".to_string()])
+    );
 }
 
 #[test]
@@ -212,7 +292,7 @@ fn an_alternative_marks_its_conversation_branched() {
 }
 
 #[test]
-fn deletions_and_the_memory_are_left_for_after_the_transaction() {
+fn the_memory_is_left_for_after_the_transaction() {
     let node = EntityNode {
         id: "e1".into(),
         scope: EntityScope::Shared,
@@ -231,17 +311,17 @@ fn deletions_and_the_memory_are_left_for_after_the_transaction() {
         tomb(&message_id("m1")),
         tomb(&entity_id(None, "e2")),
     ];
-    let p = plan(revs(&batch), &Held::default());
+    let p = plan(
+        revs(&batch),
+        &held(&[], &[(conv("c1", "Trip"), 1)], &["m1"]),
+    );
     assert!(p.changes.is_empty());
+    assert_eq!(p.blanked.len(), 1);
     assert!(
         matches!(
             p.later.as_slice(),
             [
                 Effect::Entity(_),
-                Effect::Delete {
-                    kind: Kind::Message,
-                    ..
-                },
                 Effect::Delete {
                     kind: Kind::Entity,
                     ..
@@ -359,7 +439,14 @@ fn a_cleared_conversation_tombstones_its_messages_and_its_own_memory_only() {
         cdoc("c1", "Trip"),
     ];
     let mut clock = Clock::new("a", None);
-    let got = track::track_clear(&docs, "c1", &mut clock, 50);
+    let mut got = track::track_clear(&docs, "c1", &mut clock, 50);
+    // Last, its own document with `cleared` stamped after every tombstone.
+    let own = got.pop().expect("the conversation's document");
+    let Body::Conversation(c) = &own.body else {
+        panic!("{own:?}")
+    };
+    let last = got.iter().filter_map(|d| d.body.latest_stamp()).max();
+    assert!(c.cleared.as_ref() > last, "{c:?}");
     assert_eq!(
         tombstoned(&got),
         ["m:m1", "m:m3", "e:c1:e1", "r:c1:e1:knows:e2:1"]
@@ -371,4 +458,90 @@ fn a_cleared_conversation_tombstones_its_messages_and_its_own_memory_only() {
             "{d:?}"
         );
     }
+}
+
+// ---------------------------------------------------------------- a clear deletes summary versions
+
+fn sdoc(c: &str, made: i64, text: &str) -> Doc {
+    let s = ConversationSummary {
+        conversation_id: c.into(),
+        version: 1,
+        text: text.into(),
+        covers_up_to_seq: 2,
+        message_count: 2,
+        updated_at: made,
+    };
+    Doc::new(Body::Summary(summary_doc(&s, &at(made))))
+}
+
+fn cleared_doc(c: &str, at_: Option<i64>) -> Doc {
+    let Body::Conversation(d) = cdoc(c, "Trip").body else {
+        unreachable!()
+    };
+    Doc::new(Body::Conversation(ConversationDoc {
+        cleared: at_.map(at),
+        ..d
+    }))
+}
+
+/// What a batch does to summary versions: `S:text` added, `X@t` versions until `t` cleared.
+fn check_summaries(batch: &[Doc], stored: &[Doc], want: &[&str]) {
+    let h = held(stored, &[(conv("c1", "Trip"), 2)], &[]);
+    let p = plan(revs(batch), &h);
+    let got: Vec<String> = p
+        .later
+        .iter()
+        .map(|e| match e {
+            Effect::Summary(s) => format!("S:{}", s.text),
+            Effect::SummariesCleared { conversation, at } => format!("X{conversation}@{}", at.wall),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, want, "{p:#?}");
+}
+
+#[test]
+fn a_clear_deletes_the_summary_versions_made_before_it_whenever_they_arrive() {
+    let old = sdoc("c1", 3, "Ingrid lives in Trondheim.");
+    let new = sdoc("c1", 8, "Ingrid moved.");
+    // No clear: a pulled version is added.
+    check_summaries(
+        std::slice::from_ref(&old),
+        &[],
+        &["S:Ingrid lives in Trondheim."],
+    );
+    // The clear arrives: versions until then go, once (the same clear pulled again does nothing).
+    check_summaries(
+        &[cleared_doc("c1", Some(5))],
+        &[cleared_doc("c1", None)],
+        &["Xc1@5"],
+    );
+    check_summaries(
+        &[cleared_doc("c1", Some(5))],
+        &[cleared_doc("c1", Some(5))],
+        &[],
+    );
+    check_summaries(
+        &[cleared_doc("c1", Some(5))],
+        &[cleared_doc("c1", Some(7))],
+        &[],
+    );
+    // An old version arriving after the clear (stored, or in the same page) is never added; a
+    // version made after the clear is.
+    let cleared = [cleared_doc("c1", Some(5))];
+    check_summaries(std::slice::from_ref(&old), &cleared, &[]);
+    check_summaries(std::slice::from_ref(&new), &cleared, &["S:Ingrid moved."]);
+    check_summaries(&[cleared_doc("c1", Some(5)), old.clone()], &[], &["Xc1@5"]);
+    // Listed before the clear in one page: added, then deleted with the others, in that order.
+    check_summaries(
+        &[old, cleared_doc("c1", Some(5))],
+        &[],
+        &["S:Ingrid lives in Trondheim.", "Xc1@5"],
+    );
+    // The summaries' conversation documents are read with the page.
+    let batch = revs(&[sdoc("c2", 3, "x")]);
+    assert_eq!(
+        wanted_docs(&batch),
+        [sdoc("c2", 3, "x").id, "c:c2".to_string()]
+    );
 }

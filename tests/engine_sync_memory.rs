@@ -145,3 +145,27 @@ fn tombstones_remove_one_entity_or_one_edge() {
     assert!(!remove_entity(&mut nodes, "e2"));
     assert_eq!(nodes.len(), 1);
 }
+
+/// The local versions (by number) a clear at `at` deletes, given the synced documents made at
+/// the stamps `made` (one per local version, `None`: not synced yet).
+fn check_cleared(made: &[Option<i64>], at: i64, want: &[u32]) {
+    let local: Vec<ConversationSummary> = (1..=made.len() as u32)
+        .map(|v| summary(v, u64::from(v), &format!("version {v}")))
+        .collect();
+    let synced: Vec<_> = local
+        .iter()
+        .zip(made)
+        .filter_map(|(s, m)| m.map(|m| summary_doc(s, &stamp(m))))
+        .collect();
+    assert_eq!(cleared_versions(&local, &synced, &stamp(at)), want);
+}
+
+#[test]
+fn a_clear_deletes_the_versions_synced_before_it() {
+    check_cleared(&[Some(1), Some(2)], 5, &[1, 2]);
+    check_cleared(&[Some(1), Some(5), Some(6)], 5, &[1, 2]);
+    check_cleared(&[Some(7)], 5, &[]);
+    // A version not synced yet was made here since: it stays (and is pushed, stamped later).
+    check_cleared(&[Some(1), None], 5, &[1]);
+    check_cleared(&[], 5, &[]);
+}

@@ -43,13 +43,15 @@ fn conversation() -> impl Strategy<Value = Body> {
         0i64..3,
         reg((text(), any::<bool>()).prop_map(|(text, custom)| Title { text, custom })),
         registers(prop::option::of(text())),
+        prop::option::of(stamp()),
     )
-        .prop_map(|(created_at, title, fields)| {
+        .prop_map(|(created_at, title, fields, cleared)| {
             Body::Conversation(ConversationDoc {
                 id: "c1".into(),
                 created_at,
                 title,
                 fields,
+                cleared,
             })
         })
 }

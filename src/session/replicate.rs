@@ -31,7 +31,7 @@ use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
-use crate::engine::sync::{Clock, Config, Doc, Kind, LocalDoc, Replicator, Request, Status, Write};
+use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Status, Write};
 use crate::store::{Store, StoreError, SyncSettings, SyncState, SyncedDoc};
 
 /// The Web Lock that lets one tab of this origin sync at a time.
@@ -340,6 +340,34 @@ async fn sleep(i: &Inner, ms: i32) {
     futures_util::future::select(woken, timer).await;
 }
 
+/// A phase of the driver as a user-timing measure, `memoire-sync:<name>`, from [`Span::new`] to its
+/// drop: the sync bench says which phase a long task ran in. The mark and measure are cleared at
+/// once (performance observers still see them), so a long-running page keeps none.
+struct Span(&'static str);
+
+impl Span {
+    fn new(name: &'static str) -> Span {
+        if let Some(p) = performance() {
+            let _ = p.mark(name);
+        }
+        Span(name)
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        let Some(p) = performance() else { return };
+        let measure = format!("memoire-sync:{}", self.0);
+        let _ = p.measure_with_str(&measure, self.0);
+        p.clear_marks_with_mark_name(self.0);
+        p.clear_measures_with_measure_name(&measure);
+    }
+}
+
+fn performance() -> Option<web_sys::Performance> {
+    web_sys::window()?.performance()
+}
+
 /// `Basic` credentials for `user:password` (UTF-8), or none without a user.
 fn basic_auth(user: &str, password: &str) -> Option<String> {
     if user.is_empty() {
@@ -397,6 +425,7 @@ async fn record_among(
         .map(|d| d.id.clone())
         .filter(|id| stored.is_none_or(|s| s.contains(id)))
         .collect();
+    let _span = Span::new("record");
     let mut known = by_id(i.store.sync_docs(&ids).await?);
     let mut out = Vec::with_capacity(docs.len());
     for d in docs {
@@ -465,6 +494,7 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
                 let found = i.store.sync_docs_with_prefix(&prefix).await?;
                 docs.extend(found.into_iter().map(|d| d.local.doc));
             }
+            docs.extend(stored(i, &conversation_id(id)).await?.map(|d| d.local.doc));
             track::track_clear(&docs, id, &mut clock, t)
         }
         _ => vec![],
@@ -479,6 +509,7 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
 /// Puts every local conversation and final message into the synced documents (first sync with
 /// this server): the engine's `track_*` skip what is already recorded.
 async fn seed(i: &Inner) -> Result<(), ReplicateError> {
+    let _span = Span::new("seed");
     let (mut clock, _) = clock(i).await?;
     let mut docs = Vec::new();
     // Every stored id at once: a message is read back only when its document exists and it was
@@ -517,17 +548,23 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
 /// Applies a batch of merges (a pulled `_changes` page, or a pushed page the server confirmed) in
 /// one store transaction, as the engine plans it (`engine::sync::batch`), then reports one change
 /// per conversation: the conversation, and its one new message or (more, or alternatives) a
-/// `BranchChanged` that has open views read it again. Deletions and the memory follow.
+/// `BranchChanged` that has open views read it again; a conversation deleted elsewhere as
+/// `ConversationRemoved`, messages deleted elsewhere as one `BranchChanged` per conversation. The
+/// memory follows.
 async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), ReplicateError> {
     if merges.is_empty() {
         return Ok(());
     }
-    let plan = i.store.apply_sync_batch(merges).await?;
+    let plan = {
+        let _span = Span::new("apply");
+        i.store.apply_sync_batch(merges).await?
+    };
     if !plan.requeue.is_empty() {
         if let Some(rep) = i.rep.borrow_mut().as_mut() {
             rep.handle_local_changes(plan.requeue);
         }
     }
+    let span = Span::new("report");
     for c in plan.changes {
         let id = c.conversation.id.clone();
         if c.branched {
@@ -540,31 +577,21 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), Repli
             _ => report(i, SessionEvent::BranchChanged(id)),
         }
     }
-    apply_later(i, plan.later).await
-}
-
-/// A message deleted on another device: its text goes here too, its record stays (a tombstone).
-/// Returns its conversation when it changed (the caller reports `BranchChanged` once each).
-async fn apply_message_tombstone(i: &Inner, id: &str) -> Result<Option<String>, ReplicateError> {
-    let Some(mut m) = i.store.get_message(id).await? else {
-        return Ok(None);
-    };
-    if m.meta.deleted {
-        return Ok(None);
+    for id in &plan.removed {
+        report(i, SessionEvent::ConversationRemoved(id.clone()));
     }
-    m.content.clear();
-    m.meta = crate::engine::model::MessageMeta {
-        deleted: true,
-        tool_calls: Vec::new(),
-        error: None,
-        ..m.meta
-    };
-    i.store
-        .update_message(&m.id, &m.content, m.status, &m.meta)
-        .await?;
-    let conversation = m.conversation_id.clone();
-    report(i, SessionEvent::MessageProgress(m));
-    Ok(Some(conversation))
+    let mut branches: Vec<&String> = Vec::new();
+    for m in &plan.blanked {
+        if !branches.contains(&&m.conversation_id) {
+            branches.push(&m.conversation_id);
+        }
+    }
+    for c in branches {
+        report(i, SessionEvent::BranchChanged(c.clone()));
+    }
+    drop(span);
+    let _span = Span::new("later");
+    apply_later(i, plan.later).await
 }
 
 /// Reports a change the way the session's own writes are reported.
@@ -576,45 +603,10 @@ fn report(i: &Inner, e: SessionEvent) {
     }
 }
 
-/// The effects a batch leaves for after its transaction: deletions one by one, the memory grouped
-/// by scope (each scope's graph changed once, then unified once).
+/// The memory's effects a batch leaves for after its transaction, grouped by scope (each scope's
+/// graph changed once, then unified once).
 async fn apply_later(i: &Inner, effects: Vec<Effect>) -> Result<(), ReplicateError> {
-    let mut memory_effects = Vec::new();
-    let mut branches: Vec<String> = Vec::new();
-    for e in effects {
-        match e {
-            Effect::Delete {
-                kind: Kind::Conversation,
-                parts,
-                ..
-            } => {
-                if let Some(id) = parts.first() {
-                    if i.store.delete_conversation(id).await? {
-                        report(i, SessionEvent::ConversationRemoved(id.clone()));
-                    }
-                }
-            }
-            // A message deleted elsewhere: its text goes here too, its record stays (a tombstone).
-            Effect::Delete {
-                kind: Kind::Message,
-                parts,
-                ..
-            } => {
-                if let Some(id) = parts.first() {
-                    if let Some(c) = apply_message_tombstone(i, id).await? {
-                        if !branches.contains(&c) {
-                            branches.push(c);
-                        }
-                    }
-                }
-            }
-            other => memory_effects.push(other),
-        }
-    }
-    for c in branches {
-        report(i, SessionEvent::BranchChanged(c));
-    }
-    for scope in memory::apply_memory(i, memory_effects).await? {
+    for scope in memory::apply_memory(i, effects).await? {
         memory::unify_scope(i, &scope).await?;
     }
     Ok(())
@@ -735,7 +727,11 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), ReplicateError> {
     seed(i).await?;
     let auth = basic_auth(&s.user, &i.password.borrow());
     let mut rep = Replicator::new(Config::new(s.database.trim(), &state.device), since);
-    rep.handle_local_changes(i.store.dirty_sync_docs().await?);
+    let dirty = {
+        let _span = Span::new("dirty");
+        i.store.dirty_sync_docs().await?
+    };
+    rep.handle_local_changes(dirty);
     *i.rep.borrow_mut() = Some(rep);
     let result = drive(i, gen, &base, auth.as_deref(), &key).await;
     *i.rep.borrow_mut() = None;
@@ -761,6 +757,7 @@ async fn drive(
             let Some(rep) = b.as_mut() else {
                 return Ok(());
             };
+            let _span = Span::new("request");
             (rep.poll_request(now()), rep.status(), rep.poll_timeout())
         };
         set_view(i, SyncView::of(&status));
@@ -772,6 +769,7 @@ async fn drive(
             // other tabs' changes.
             let ms = timeout.map_or(IDLE_MS, |at| ((at - now()) as i32).clamp(0, IDLE_MS));
             sleep(i, ms).await;
+            let _span = Span::new("dirty");
             let dirty = i.store.dirty_sync_docs().await?;
             if let Some(rep) = i.rep.borrow_mut().as_mut() {
                 rep.handle_local_changes(dirty);
@@ -802,6 +800,7 @@ async fn drive(
         let Some(rep) = b.as_mut() else {
             return Ok(());
         };
+        let _span = Span::new("response");
         match out {
             _ if aborted => rep.handle_cancelled(),
             Ok((status, body)) => rep.handle_response(now(), status, &body),

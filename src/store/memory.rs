@@ -22,6 +22,24 @@ impl Store {
         tx.done().await
     }
 
+    /// Deletes summary versions `versions` of a conversation, in one transaction.
+    pub async fn delete_summaries(
+        &self,
+        conversation_id: &str,
+        versions: &[u32],
+    ) -> Result<(), StoreError> {
+        if versions.is_empty() {
+            return Ok(());
+        }
+        let tx = self.tx(&[SUMMARIES], true)?;
+        let s = tx.store(SUMMARIES)?;
+        for v in versions {
+            let key = Array::of2(&conversation_id.into(), &(*v).into());
+            s.delete(&key).map_err(js_error)?;
+        }
+        tx.done().await
+    }
+
     /// Every summary version of a conversation, oldest first.
     pub async fn load_summaries(
         &self,

@@ -3,24 +3,25 @@
 //! engine's `sync::batch::plan` needs (the stored documents, then the records only the documents
 //! that change touch; every read of a kind queued at once), hands it the batch, and writes
 //! the plan it returns: the synced documents, the conversations created or changed (with their
-//! counters), and the messages added (through the bulk message path, with their search terms).
+//! counters), the messages added (through the bulk message path, with their search terms), the
+//! messages deleted elsewhere (blanked records), and the conversations deleted elsewhere (with
+//! their messages, summaries and entities).
 //! Either all of it is stored or none of it.
 //!
 //! The store decides nothing here: the plan is the engine's. Must not import `ui`, `session`,
 //! `transport`.
 
-use std::collections::HashSet;
-
 use wasm_bindgen::JsValue;
 
+use super::conversations::delete_contents;
 use super::error::StoreError;
 use super::idb::{from_js, js_error, request, to_js, Tx};
 use super::messages::add_all;
-use super::records::ConversationRecord;
-use super::schema::{CONVERSATIONS, MESSAGES, SYNC_DOCS};
+use super::records::{ConversationRecord, MessageRecord};
+use super::schema::{CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES, SYNC_DOCS};
 use super::sync_docs::{record_of, synced_of, SLICE};
 use super::Store;
-use crate::engine::model::Conversation;
+use crate::engine::model::{Conversation, Message};
 use crate::engine::sync::batch::{plan, wanted_docs, wanted_records, Held, Plan};
 use crate::engine::sync::Doc;
 
@@ -59,11 +60,10 @@ async fn held(tx: &Tx, batch: &[(Doc, String)]) -> Result<Held, StoreError> {
         held.conversations
             .insert(id, (Conversation::try_from(rec)?, last_seq));
     }
-    held.messages = get_all(tx, MESSAGES, &message_ids)
-        .await?
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect::<HashSet<_>>();
+    for (id, v) in get_all(tx, MESSAGES, &message_ids).await? {
+        let rec: MessageRecord = from_js(v, "message")?;
+        held.messages.insert(id, Message::try_from(rec)?);
+    }
     Ok(held)
 }
 
@@ -86,14 +86,24 @@ async fn write(tx: &Tx, p: &Plan) -> Result<(), StoreError> {
         rec.last_seq = c.last_seq;
         convs.put(&to_js(&rec)?).map_err(js_error)?;
     }
+    let messages = tx.store(MESSAGES)?;
     add_all(
-        &tx.store(MESSAGES)?,
+        &messages,
         p.changes.iter().flat_map(|c| {
             c.added
                 .iter()
                 .map(move |m| (m, c.conversation.id.as_str(), m.seq))
         }),
     )?;
+    for m in &p.blanked {
+        messages
+            .put(&to_js(&MessageRecord::from(m))?)
+            .map_err(js_error)?;
+    }
+    for id in &p.removed {
+        delete_contents(tx, id).await?;
+        convs.delete(&JsValue::from_str(id)).map_err(js_error)?;
+    }
     Ok(())
 }
 
@@ -102,7 +112,10 @@ impl Store {
     /// to apply) in one transaction, as the engine's `sync::batch::plan` decides; returns the plan,
     /// for the caller to report and to hand on what must be pushed again.
     pub async fn apply_sync_batch(&self, batch: Vec<(Doc, String)>) -> Result<Plan, StoreError> {
-        let tx = self.tx(&[SYNC_DOCS, CONVERSATIONS, MESSAGES], true)?;
+        let tx = self.tx(
+            &[SYNC_DOCS, CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES],
+            true,
+        )?;
         let held = match held(&tx, &batch).await {
             Ok(h) => h,
             Err(e) => return tx.fail(e).await,

@@ -9,8 +9,9 @@
 //   push everything again, nothing lost or doubled;
 // - memory travels with its conversation (summary and entities), and one entity learned on both
 //   devices (B with sync off) becomes one on both once B syncs again; an entity deleted in the
-//   memory pane, and a conversation cleared with /clear (messages and entities), are deleted on the
-//   other device too;
+//   memory pane, and a conversation cleared with /clear (messages, entities and summary), are deleted
+//   on the other device too, and the old summary versions never come back (a third device pulls them
+//   after the clear and shows none);
 // - a regenerated reply reaches the other device as an alternative (‹ 2/2 ›), and a message deleted
 //   on one device is deleted (a tombstone) on the other.
 
@@ -91,6 +92,20 @@ async function transcript(page) {
   const out = [];
   for (const m of await messages(page).all()) out.push([await m.getAttribute('data-role'), await messageText(m)]);
   return out;
+}
+
+/** The summary versions of conversation `id` in this device's store (its IndexedDB, read directly). */
+function storedSummaries(page, id) {
+  return page.evaluate((id) => new Promise((resolve, reject) => {
+    const open = indexedDB.open('memoire');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const db = open.result;
+      const req = db.transaction('summaries').objectStore('summaries').count(IDBKeyRange.bound([id], [id, []]));
+      req.onsuccess = () => { db.close(); resolve(req.result); };
+      req.onerror = () => reject(req.error);
+    };
+  }), id);
 }
 
 /** Opens conversation `id` on `page` once it is listed, and waits for `n` messages. */
@@ -311,17 +326,34 @@ test('sync: memory travels with its conversation; one entity learned on both dev
         null,
         { timeout: 30_000 },
       );
-      // A clears the conversation: its messages and its entities are deleted on B too, and stay so.
+      // A clears the conversation: its messages, its entities and its summary are deleted on B
+      // too, and stay so.
       await A.page.locator(tid('composer-input')).fill('/clear');
       await A.page.locator(tid('composer-input')).press('Enter');
       await A.page.locator(tid('confirm-clear')).click();
       await synced(A.page);
-      const cleared = () => document.querySelectorAll('[data-testid="message"]').length === 0 && !document.querySelector('[data-testid="entity-node"]');
+      const cleared = () => document.querySelectorAll('[data-testid="message"]').length === 0
+        && !document.querySelector('[data-testid="entity-node"]') && !document.querySelector('[data-testid="summary-text"]');
       await B.page.waitForFunction(cleared, null, { timeout: 30_000 });
       await B.page.reload();
       await conversationItem(B.page, id).locator(tid('conversation-open')).click();
       await B.page.locator(tid('empty-state')).waitFor();
       assert.ok(await B.page.evaluate(cleared));
+      // The old summary versions are still documents on the server: a device that pulls them
+      // later (C, new) never shows them, nor does A once they come back to it.
+      const C = await device(harness, couch);
+      try {
+        await synced(C.page);
+        await conversationItem(C.page, id).locator(tid('conversation-open')).click();
+        await C.page.locator(tid('empty-state')).waitFor();
+        assert.equal(await storedSummaries(C.page, id), 0, 'a device that pulls the old summary versions after the clear keeps none');
+        assert.ok(await C.page.evaluate(cleared));
+        assertNoPageProblems(C.issues, allow);
+      } finally {
+        await C.context.close();
+      }
+      assert.equal(await storedSummaries(B.page, id), 0);
+      assert.ok(await A.page.evaluate(cleared));
       assertNoPageProblems(A.issues, allow);
       assertNoPageProblems(B.issues, allow);
     });

@@ -1,8 +1,10 @@
 //! A batch of merged documents (a `_changes` page pulled, or a `_bulk_docs` page pushed and
 //! confirmed) applied in one go: what the store holds goes in ([`Held`]: the stored copies, the
 //! conversations, which messages are already there), one write plan comes out ([`Plan`]: the synced
-//! documents to keep, the conversations and messages to write, what must be pushed again, one
-//! [`Change`] per conversation touched, and the rarer effects the session applies one by one).
+//! documents to keep, the conversations and messages to write, the messages deleted elsewhere
+//! (blanked: their record stays as a tombstone) and the conversations deleted elsewhere (removed
+//! with their contents), what must be pushed again, one [`Change`] per conversation touched, and
+//! the memory's effects, which the session applies per scope).
 //! The store writes the plan in the transaction it read [`Held`] in, so a 200-document batch costs
 //! one transaction instead of about seven per document.
 //!
@@ -11,16 +13,19 @@
 //! ([`effect`]); a message already stored is never written again; a message whose conversation was
 //! deleted (its document is a tombstone) is not added; a message that arrives before its
 //! conversation's document waits in a conversation of that id, which the document then fills in;
-//! messages take this device's next seq, in the order given (see the driver's `in_order`).
+//! messages take this device's next seq, in the order given (see the driver's `in_order`); a
+//! message tombstone blanks the stored message (text, tool calls and error gone, `deleted` set)
+//! once; a conversation tombstone removes a stored conversation (and whatever the batch planned
+//! for it).
 //! Must not import anything outside `crate::engine`.
 
 use std::collections::{HashMap, HashSet};
 
 use super::convert::{apply_conversation, new_conversation};
-use super::doc::{conversation_id, Body, Doc};
+use super::doc::{conversation_id, Body, Doc, Kind};
 use super::replicate::{apply_remote, LocalDoc};
 use super::track::{effect, Effect};
-use crate::engine::model::{Conversation, Message};
+use crate::engine::model::{Conversation, Message, MessageMeta};
 
 /// What the store holds that a batch's decisions depend on.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,12 +35,12 @@ pub struct Held {
     pub docs: HashMap<String, (LocalDoc, bool)>,
     /// Stored conversations by id, with the last seq each gave out.
     pub conversations: HashMap<String, (Conversation, u64)>,
-    /// Ids of the batch's messages that are already stored.
-    pub messages: HashSet<String>,
+    /// The batch's messages (added, or deleted by a tombstone) that are already stored.
+    pub messages: HashMap<String, Message>,
 }
 
 /// The `_id`s of the stored documents [`plan`] needs for `batch`: its own, and the conversation
-/// documents of its messages.
+/// documents of its messages and summary versions.
 pub fn wanted_docs(batch: &[(Doc, String)]) -> Vec<String> {
     let mut out = Vec::with_capacity(batch.len());
     let mut seen = HashSet::new();
@@ -43,8 +48,12 @@ pub fn wanted_docs(batch: &[(Doc, String)]) -> Vec<String> {
         if seen.insert(d.id.clone()) {
             out.push(d.id.clone());
         }
-        if let Body::Message(m) = &d.body {
-            let cid = conversation_id(&m.conversation_id);
+        let parent = match &d.body {
+            Body::Message(m) => Some(&m.conversation_id),
+            Body::Summary(s) => Some(&s.conversation_id),
+            _ => None,
+        };
+        if let Some(cid) = parent.map(|c| conversation_id(c)) {
             if seen.insert(cid.clone()) {
                 out.push(cid);
             }
@@ -55,7 +64,7 @@ pub fn wanted_docs(batch: &[(Doc, String)]) -> Vec<String> {
 
 /// The conversation ids and message ids whose records [`plan`] needs for `batch`, given the stored
 /// documents: only documents that change their stored copy touch records, so a page the server
-/// just confirmed (a push) needs none.
+/// just confirmed (a push) needs none. A tombstone needs the record it deletes.
 pub fn wanted_records(
     batch: &[(Doc, String)],
     docs: &HashMap<String, (LocalDoc, bool)>,
@@ -74,6 +83,28 @@ pub fn wanted_records(
                 &m.conversation_id
             }
             Body::Conversation(c) => &c.id,
+            Body::Tombstone(_) => match effect(d) {
+                Some(Effect::Delete {
+                    kind: Kind::Message,
+                    parts,
+                    ..
+                }) => {
+                    messages.extend(parts.into_iter().next());
+                    continue;
+                }
+                Some(Effect::Delete {
+                    kind: Kind::Conversation,
+                    parts,
+                    ..
+                }) => match parts.into_iter().next() {
+                    Some(id) if seen.insert(id.clone()) => {
+                        conversations.push(id);
+                        continue;
+                    }
+                    _ => continue,
+                },
+                _ => continue,
+            },
             _ => continue,
         };
         if seen.insert(conversation.clone()) {
@@ -105,7 +136,11 @@ pub struct Plan {
     pub requeue: Vec<LocalDoc>,
     /// The conversations to write (created, changed or grown), in the order first touched.
     pub changes: Vec<Change>,
-    /// Effects applied after the plan is written, in order: deletions and the memory.
+    /// Stored messages deleted on another device: their records blanked as tombstones.
+    pub blanked: Vec<Message>,
+    /// Stored conversations deleted on another device: removed with their messages and memory.
+    pub removed: Vec<String>,
+    /// Effects applied after the plan is written, in order: the memory's.
     pub later: Vec<Effect>,
 }
 
@@ -117,6 +152,7 @@ struct Planner<'a> {
     /// Conversation id -> index in `plan.changes`.
     change_at: HashMap<String, usize>,
     added: HashSet<String>,
+    blanked: HashSet<String>,
 }
 
 impl Planner<'_> {
@@ -124,6 +160,14 @@ impl Planner<'_> {
         match self.doc_at.get(id) {
             Some(&k) => Some(&self.plan.docs[k].0),
             None => self.held.docs.get(id).map(|(l, _)| l),
+        }
+    }
+
+    /// When conversation `id` was last cleared, as the batch has left its document so far.
+    fn cleared(&self, id: &str) -> Option<&crate::engine::sync::Hlc> {
+        match &self.doc(&conversation_id(id))?.doc.body {
+            Body::Conversation(c) => c.cleared.as_ref(),
+            _ => None,
         }
     }
 
@@ -173,7 +217,7 @@ impl Planner<'_> {
     }
 
     fn message(&mut self, mut m: Message) {
-        if self.held.messages.contains(&m.id) || self.added.contains(&m.id) {
+        if self.held.messages.contains_key(&m.id) || self.added.contains(&m.id) {
             return;
         }
         let parent = conversation_id(&m.conversation_id);
@@ -203,9 +247,64 @@ impl Planner<'_> {
                 }
             },
             Effect::Message(m) => self.message(m),
+            Effect::Delete {
+                kind: Kind::Message,
+                parts,
+                ..
+            } => {
+                if let Some(m) = parts.first().and_then(|id| self.held.messages.get(id)) {
+                    if !m.meta.deleted && !self.blanked.contains(&m.id) {
+                        self.blanked.insert(m.id.clone());
+                        self.plan.blanked.push(blank(m.clone()));
+                    }
+                }
+            }
+            Effect::Delete {
+                kind: Kind::Conversation,
+                parts,
+                ..
+            } => {
+                if let Some(id) = parts.into_iter().next() {
+                    if self.held.conversations.contains_key(&id) && !self.plan.removed.contains(&id)
+                    {
+                        self.plan.removed.push(id);
+                    }
+                }
+            }
             other => self.plan.later.push(other),
         }
     }
+}
+
+/// A message deleted on another device: its text goes, its record stays (a tombstone).
+fn blank(m: Message) -> Message {
+    Message {
+        content: String::new(),
+        meta: MessageMeta {
+            deleted: true,
+            tool_calls: Vec::new(),
+            error: None,
+            ..m.meta
+        },
+        ..m
+    }
+}
+
+/// The summary versions a merged conversation document deletes: its `cleared` moved past the
+/// stored copy's.
+fn newly_cleared(prev: Option<&LocalDoc>, merged: &LocalDoc) -> Option<Effect> {
+    let Body::Conversation(c) = &merged.doc.body else {
+        return None;
+    };
+    let before = match prev.map(|p| &p.doc.body) {
+        Some(Body::Conversation(p)) => p.cleared.as_ref(),
+        _ => None,
+    };
+    let at = c.cleared.as_ref().filter(|at| before < Some(*at))?;
+    Some(Effect::SummariesCleared {
+        conversation: c.id.clone(),
+        at: at.clone(),
+    })
 }
 
 /// A conversation that holds a message whose conversation's document has not arrived yet.
@@ -233,6 +332,7 @@ pub fn plan(batch: Vec<(Doc, String)>, held: &Held) -> Plan {
         doc_at: HashMap::new(),
         change_at: HashMap::new(),
         added: HashSet::new(),
+        blanked: HashSet::new(),
     };
     for (remote, rev) in batch {
         let prev = p.doc(&remote.id).cloned();
@@ -242,10 +342,24 @@ pub fn plan(batch: Vec<(Doc, String)>, held: &Held) -> Plan {
             p.plan.requeue.push(a.local.clone());
         }
         let e = changed.then(|| effect(&a.local.doc)).flatten();
+        let cleared = changed
+            .then(|| newly_cleared(prev.as_ref(), &a.local))
+            .flatten();
+        let dead = match &a.local.doc.body {
+            Body::Summary(s) => s.cleared_by(p.cleared(&s.conversation_id)),
+            _ => false,
+        };
         p.keep(a.local, a.dirty);
-        if let Some(e) = e {
+        if let Some(e) = e.filter(|_| !dead) {
             p.apply(e);
         }
+        p.plan.later.extend(cleared);
     }
-    p.plan
+    let mut plan = p.plan;
+    // Whatever the batch planned for a conversation it also deleted goes with it.
+    plan.changes
+        .retain(|c| !plan.removed.contains(&c.conversation.id));
+    plan.blanked
+        .retain(|m| !plan.removed.contains(&m.conversation_id));
+    plan
 }

@@ -73,6 +73,7 @@ pub fn conversation_doc(c: &Conversation, at: &Hlc) -> ConversationDoc {
             .into_iter()
             .map(|(k, v)| (k, Lww::new(v, at)))
             .collect(),
+        cleared: None,
     }
 }
 

@@ -3,11 +3,11 @@
 //!
 //! | record | `_id` | body |
 //! | --- | --- | --- |
-//! | conversation metadata | `c:{conversation}` | the title, and every other field (the per-conversation overrides; later `pinned`) as a named last-writer-wins register |
+//! | conversation metadata | `c:{conversation}` | the title, and every other field (the per-conversation overrides; later `pinned`) as a named last-writer-wins register; `cleared`, the stamp of its last `/clear` |
 //! | message | `m:{message}` | immutable: role, content, status, origin seq, what it replaces and follows; a deleted message is a tombstone |
 //! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) as a map of registers |
 //! | edge | `r:{scope}:{source}:{label}:{target}:{valid_from}` | strength (strongest kept), `valid_to` (closed wins) |
-//! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers |
+//! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers; dead once its conversation's `cleared` is at or after its stamp |
 //!
 //! Deleting turns a document into a [`Body::Tombstone`] (a live CouchDB document saying "deleted at
 //! stamp"); CouchDB's own `_deleted` is only used for losing conflict leaves. Settings and API keys
@@ -131,6 +131,11 @@ pub struct ConversationDoc {
     /// The other fields by name (`recent_messages`, `history_format`, `memory_model`, …) as the text
     /// of their value, `None` for "use the global setting"; names from newer versions are kept.
     pub fields: BTreeMap<String, Lww<Option<String>>>,
+    /// When the conversation was last cleared (`/clear`), a max register: every summary version
+    /// made at or before it is dead on every device ([`SummaryDoc::cleared_by`]), since summary
+    /// versions are immutable documents without tombstones of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleared: Option<Hlc>,
 }
 
 /// A tool call as synced.
@@ -213,6 +218,14 @@ pub struct SummaryDoc {
     pub message_count: u64,
     pub updated_at: Millis,
     pub text: String,
+}
+
+impl SummaryDoc {
+    /// Whether a clear of its conversation at `cleared` deleted this version (it was made at or
+    /// before the clear, so it summarises what the clear deleted).
+    pub fn cleared_by(&self, cleared: Option<&Hlc>) -> bool {
+        cleared.is_some_and(|c| self.made <= *c)
+    }
 }
 
 /// A deleted record: the only way anything is deleted.
@@ -305,6 +318,7 @@ impl Body {
         match self {
             Body::Conversation(c) => std::iter::once(&c.title.at)
                 .chain(c.fields.values().map(|r| &r.at))
+                .chain(&c.cleared)
                 .max(),
             Body::Message(m) => Some(&m.at),
             Body::Entity(e) => [&e.entity_type.at, &e.name.at, &e.description.at]

@@ -8,12 +8,14 @@
 //! - A pulled entity's content replaces the local node of the same id (the document is already the
 //!   merge of both sides); its relationships come as edge documents, attached to their source node
 //!   whichever arrives first.
-//! - A tombstone removes the entity, or the one edge; nothing else removes memory.
+//! - A tombstone removes the entity, or the one edge; a conversation cleared on any device removes
+//!   its summary versions made until then ([`cleared_versions`]); nothing else removes memory.
 //!
 //! Must not import anything outside `crate::engine`.
 
 use super::convert::to_summary;
 use super::doc::{EdgeDoc, SummaryDoc};
+use super::hlc::Hlc;
 use crate::engine::model::{ConversationSummary, EntityNode, Relationship};
 
 /// The local summary versions no synced document holds yet, oldest first.
@@ -59,6 +61,27 @@ pub fn pulled_summary(
         message_count: pulled.message_count,
         updated_at: pulled.updated_at,
     })
+}
+
+/// The local summary versions a clear at `at` deletes: those whose synced document (the same
+/// version, [`same_summary`]) was made at or before the clear. A version no document holds yet was
+/// made here after the last sync and is left alone (it is tracked with a later stamp).
+pub fn cleared_versions(
+    local: &[ConversationSummary],
+    synced: &[SummaryDoc],
+    at: &Hlc,
+) -> Vec<u32> {
+    local
+        .iter()
+        .filter(|s| {
+            synced.iter().any(|d| {
+                d.conversation_id == s.conversation_id
+                    && d.cleared_by(Some(at))
+                    && same_summary(&to_summary(d), s)
+            })
+        })
+        .map(|s| s.version)
+        .collect()
 }
 
 /// Puts a pulled node into `nodes`: its content replaces the node of the same id, whose

@@ -6,7 +6,8 @@
 //! - a tombstone wins over any live version (delete wins over concurrent edits); two tombstones keep
 //!   the later stamp;
 //! - registers keep the later stamp (equal stamps: the greater value); sets are unions; maps of
-//!   registers keep every key; `created_at` keeps the earliest, `updated_at` the latest;
+//!   registers keep every key; `created_at` keeps the earliest, `updated_at` and a conversation's
+//!   `cleared` the latest;
 //! - messages and summaries are immutable: two versions of one can only differ if a device rewrote
 //!   it (say, a reply finished); the final status wins, then the later stamp, then the greater content;
 //! - edges keep the strongest strength and the earliest closing time (a closed edge stays closed).
@@ -102,6 +103,7 @@ fn conversation(a: &ConversationDoc, b: &ConversationDoc) -> ConversationDoc {
         created_at: a.created_at.min(b.created_at),
         title: lww(&a.title, &b.title),
         fields: registers(&a.fields, &b.fields),
+        cleared: a.cleared.clone().max(b.cleared.clone()),
     }
 }
 

@@ -9,7 +9,7 @@ use super::convert::{
     summary_doc, to_entity, to_message, to_summary,
 };
 use super::doc::{edge_id, message_id, Body, ConversationDoc, Doc, EdgeDoc, Kind};
-use super::hlc::Clock;
+use super::hlc::{Clock, Hlc};
 use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message, Millis};
 
 fn unescape(s: &str) -> Option<String> {
@@ -165,11 +165,15 @@ pub fn track_entity_delete(
     out
 }
 
-/// The tombstones of a cleared conversation: every live synced message of `conversation`, and
-/// every live entity and relationship of its own scope (`docs`: the candidates, any kind).
+/// What clearing a conversation pushes: the tombstones of every live synced message of
+/// `conversation` and of every live entity and relationship of its own scope, and its document
+/// with `cleared` stamped after all of them, which deletes its summary versions made until then
+/// on every device, whenever they arrive (`docs`: the candidates, any kind, its document among
+/// them once synced).
 pub fn track_clear(docs: &[Doc], conversation: &str, clock: &mut Clock, now: Millis) -> Vec<Doc> {
     let scope = Some(conversation.to_string());
-    docs.iter()
+    let mut out: Vec<Doc> = docs
+        .iter()
         .filter(|d| match &d.body {
             Body::Message(m) => m.conversation_id == conversation,
             Body::Entity(e) => e.scope == scope,
@@ -177,7 +181,18 @@ pub fn track_clear(docs: &[Doc], conversation: &str, clock: &mut Clock, now: Mil
             _ => false,
         })
         .filter_map(|d| track_delete(&d.id, clock, now))
-        .collect()
+        .collect();
+    let own = docs.iter().find_map(|d| match &d.body {
+        Body::Conversation(c) if c.id == conversation => Some(c),
+        _ => None,
+    });
+    if let Some(c) = own {
+        out.push(Doc::new(Body::Conversation(ConversationDoc {
+            cleared: Some(clock.tick(now)),
+            ..c.clone()
+        })));
+    }
+    out
 }
 
 /// The tombstone that deletes a record everywhere.
@@ -199,6 +214,9 @@ pub enum Effect {
     Edge(EdgeDoc),
     /// Add the summary version if it is not there.
     Summary(ConversationSummary),
+    /// The conversation was cleared at `at` (on any device): delete its summary versions made at
+    /// or before then (`memory::cleared_versions`).
+    SummariesCleared { conversation: String, at: Hlc },
     /// Delete the record (a conversation with its messages, summaries and entities). `parts` are
     /// the `_id`'s parts after the scope (see [`parse_id`]): the record id first.
     Delete {

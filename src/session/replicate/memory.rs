@@ -8,11 +8,12 @@ use super::{clock, keep_clock, record, report, stored, Inner, ReplicateError};
 use crate::engine::model::{EntityScope, Millis};
 use crate::engine::sync::doc::{entity_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc};
 use crate::engine::sync::memory::{
-    pulled_summary, put_edge, put_entity, remove_edge, remove_entity, untracked_summaries,
+    cleared_versions, pulled_summary, put_edge, put_entity, remove_edge, remove_entity,
+    untracked_summaries,
 };
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::unify::unify;
-use crate::engine::sync::{Body, Clock, Doc, Kind};
+use crate::engine::sync::{Body, Clock, Doc, Hlc, Kind};
 use crate::session::{now, SessionEvent};
 
 fn scope_id(scope: &EntityScope) -> Option<&str> {
@@ -124,6 +125,10 @@ pub(super) async fn apply_memory(
             }
             continue;
         }
+        if let Effect::SummariesCleared { conversation, at } = e {
+            clear_summaries(i, &conversation, &at).await?;
+            continue;
+        }
         let Some(scope) = graph_scope(&e) else {
             continue;
         };
@@ -139,6 +144,26 @@ pub(super) async fn apply_memory(
         }
     }
     Ok(changed)
+}
+
+/// A clear of `conversation` at `at` (on any device): its summary versions made until then go.
+async fn clear_summaries(i: &Inner, conversation: &str, at: &Hlc) -> Result<(), ReplicateError> {
+    let local = i.store.load_summaries(conversation).await?;
+    if local.is_empty() {
+        return Ok(());
+    }
+    let synced: Vec<SummaryDoc> = live(i, &format!("s:{}:", id_part(conversation)), |b| match b {
+        Body::Summary(s) => Some(s),
+        _ => None,
+    })
+    .await?;
+    let versions = cleared_versions(&local, &synced, at);
+    if versions.is_empty() {
+        return Ok(());
+    }
+    i.store.delete_summaries(conversation, &versions).await?;
+    report(i, SessionEvent::MemoryChanged(conversation.to_string()));
+    Ok(())
 }
 
 /// Loads a scope's graph once, applies `effects` to it in order, and saves and reports it if any

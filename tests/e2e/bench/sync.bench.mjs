@@ -53,12 +53,63 @@ function backup() {
   return JSON.stringify({ format: 'memoire-backup', version: 1, exported_at: START, shared_entities: [], conversations });
 }
 
-/** Installed before the app's scripts: every long task's duration. */
+/** Installed before the app's scripts: long tasks (start, duration), the gaps of a posted-message
+ *  probe (each at least the task or frame that ran in between, so the largest bounds the longest
+ *  task from above, also below 50 ms where longtask entries say nothing), and the sync driver's
+ *  `memoire-sync:*` user-timing measures, to say which phase a long task ran in. */
 function instruments() {
-  window.__longtasks = [];
-  new PerformanceObserver((list) => window.__longtasks.push(...list.getEntries().map((e) => e.duration)))
+  const b = (window.__sync = { longtasks: [], gaps: [], measures: [], probing: false });
+  new PerformanceObserver((list) => b.longtasks.push(...list.getEntries().map((e) => ({ start: e.startTime, ms: e.duration }))))
     .observe({ type: 'longtask' });
+  new PerformanceObserver((list) => b.measures.push(...list.getEntries()
+    .filter((e) => e.name.startsWith('memoire-sync:'))
+    .map((e) => ({ name: e.name.slice(13), start: e.startTime, ms: e.duration }))))
+    .observe({ type: 'measure' });
+  b.reset = () => { b.longtasks = []; b.gaps = []; b.measures = []; };
+  b.startProbe = () => {
+    if (b.probing) return;
+    b.probing = true;
+    const ch = new MessageChannel();
+    let last = performance.now();
+    ch.port1.onmessage = () => {
+      const now = performance.now();
+      if (now - last > 16) b.gaps.push({ start: last, ms: now - last });
+      last = now;
+      if (b.probing) ch.port2.postMessage(0);
+    };
+    ch.port2.postMessage(0);
+  };
+  b.stopProbe = () => { b.probing = false; };
 }
+
+/** The page's long tasks and probe gaps over `over` ms, each with the driver's phases it overlaps
+ *  (a phase's name, and how much of the task it covers). */
+async function attribution(page, over) {
+  const r = await page.evaluate(() => window.__sync);
+  const slow = [...r.longtasks.map((t) => ({ ...t, how: 'longtask' })), ...r.gaps.map((t) => ({ ...t, how: 'gap' }))]
+    .filter((t) => t.ms > over)
+    .sort((a, b) => b.ms - a.ms);
+  return slow.map((t) => {
+    const end = t.start + t.ms;
+    const phases = {};
+    for (const m of r.measures) {
+      const cover = Math.min(end, m.start + m.ms) - Math.max(t.start, m.start);
+      if (cover > 0) phases[m.name] = Math.round(Math.max(phases[m.name] ?? 0, cover));
+    }
+    return { how: t.how, ms: Math.round(t.ms), at: Math.round(t.start), phases };
+  });
+}
+
+/** The longest long task and the largest probe gap on `page` since its instruments were reset. */
+async function longest(page) {
+  const r = await page.evaluate(() => window.__sync);
+  return {
+    longtask: Math.round(Math.max(0, ...r.longtasks.map((t) => t.ms))),
+    gap: Math.round(Math.max(0, ...r.gaps.map((t) => t.ms))),
+  };
+}
+
+const PROBE = process.env.BENCH_PROBE !== '0';
 
 async function device(harness) {
   const opened = await newAppPage(harness.browser);
@@ -118,8 +169,6 @@ async function until(what, test, timeoutMs) {
   }
 }
 
-const longest = async (page) => Math.max(0, ...(await page.evaluate(() => window.__longtasks ?? [])));
-
 async function main() {
   const harness = await startHarness();
   const couch = await startCouch();
@@ -133,7 +182,7 @@ async function main() {
       await confirmImport(A.page, { timeout: 300_000 });
       await A.page.locator(tid('notice')).waitFor({ state: 'visible', timeout: 300_000 });
       await until('A imported', async () => (await storedMessages(A.page)) >= TOTAL, 300_000);
-      await A.page.evaluate(() => { window.__longtasks = []; });
+      await A.page.evaluate((probe) => { window.__sync.reset(); if (probe) window.__sync.startProbe(); }, PROBE);
 
       const tPush = await syncOn(A.page, couch);
       await until('the server holds every message', async () => (await serverDocs(couch)) >= TOTAL + CONVERSATIONS, 600_000);
@@ -141,13 +190,21 @@ async function main() {
       results.sync_first_10k_msgs_push_ms = Date.now() - tPush;
       log(`push: ${results.sync_first_10k_msgs_push_ms} ms`);
 
-      await B.page.evaluate(() => { window.__longtasks = []; });
+      await A.page.evaluate(() => window.__sync.stopProbe());
+      await B.page.evaluate((probe) => { window.__sync.reset(); if (probe) window.__sync.startProbe(); }, PROBE);
       const tPull = await syncOn(B.page, couch);
       await until('B holds every message', async () => (await storedMessages(B.page)) >= TOTAL, 600_000);
       await synced(B.page, 600_000);
       results.sync_first_10k_msgs_pull_ms = Date.now() - tPull;
       log(`pull: ${results.sync_first_10k_msgs_pull_ms} ms`);
-      results.sync_first_10k_longest_task_ms = Math.round(Math.max(await longest(A.page), await longest(B.page)));
+      await B.page.evaluate(() => window.__sync.stopProbe());
+      const la = await longest(A.page);
+      const lb = await longest(B.page);
+      results.sync_first_10k_longest_task_ms = Math.max(la.longtask, lb.longtask, la.gap, lb.gap);
+      log(`longest task: push page ${la.longtask} ms (longtask), ${la.gap} ms (probe gap); pull page ${lb.longtask} ms, ${lb.gap} ms`);
+      for (const [name, page] of [['push', A.page], ['pull', B.page]]) {
+        for (const t of (await attribution(page, 30)).slice(0, 12)) log(`${name} page: ${t.how} ${t.ms} ms at ${t.at}: ${JSON.stringify(t.phases)}`);
+      }
 
       // One message, both online, the same conversation open on both.
       const item = (page) => page.locator(tid('conversation-item', '[data-conversation-id="sync-049"]')).locator(tid('conversation-open'));
