@@ -45,7 +45,7 @@ pub enum ImportStep {
 }
 
 /// The browser's monotonic clock, in ms (slices are timed with it).
-fn perf_now() -> f64 {
+pub(super) fn perf_now() -> f64 {
     web_sys::window()
         .and_then(|w| w.performance())
         .map_or_else(js_sys::Date::now, |p| p.now())
@@ -53,7 +53,7 @@ fn perf_now() -> f64 {
 
 /// Lets the browser run its other tasks (input, rendering) before the import goes on: a message
 /// posted to ourselves, which (unlike a 0 ms timer, clamped to 4 ms when nested) comes back at once.
-async fn yield_now() {
+pub(super) async fn yield_now() {
     let Ok(channel) = web_sys::MessageChannel::new() else {
         return;
     };

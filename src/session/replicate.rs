@@ -16,7 +16,7 @@
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 use js_sys::{Function, Promise};
@@ -26,13 +26,15 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 
 mod memory;
 
+use super::import::{perf_now, yield_now};
 use super::{new_id, now, sync, SessionEvent};
+use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Status, Write};
-use crate::store::{Store, StoreError, SyncSettings, SyncState, SyncedDoc};
+use crate::store::{Span, Store, StoreError, SyncSettings, SyncState, SyncedDoc, WritePace};
 
 /// The Web Lock that lets one tab of this origin sync at a time.
 const LOCK: &str = "memoire-sync";
@@ -99,6 +101,8 @@ struct Inner {
     /// [`Replication::observe`] does not track it again.
     applying: Cell<bool>,
     view: RefCell<SyncView>,
+    /// Sizes the slices of the store's long sync writes from the time the last ones took.
+    pace: RefCell<Pace>,
     _online: RefCell<Option<Closure<dyn FnMut()>>>,
 }
 
@@ -136,6 +140,7 @@ impl Replication {
                 tracking: Cell::new(false),
                 applying: Cell::new(false),
                 view: RefCell::new(SyncView::off()),
+                pace: RefCell::new(Pace::sync()),
                 _online: RefCell::default(),
             }),
         };
@@ -340,34 +345,6 @@ async fn sleep(i: &Inner, ms: i32) {
     futures_util::future::select(woken, timer).await;
 }
 
-/// A phase of the driver as a user-timing measure, `memoire-sync:<name>`, from [`Span::new`] to its
-/// drop: the sync bench says which phase a long task ran in. The mark and measure are cleared at
-/// once (performance observers still see them), so a long-running page keeps none.
-struct Span(&'static str);
-
-impl Span {
-    fn new(name: &'static str) -> Span {
-        if let Some(p) = performance() {
-            let _ = p.mark(name);
-        }
-        Span(name)
-    }
-}
-
-impl Drop for Span {
-    fn drop(&mut self) {
-        let Some(p) = performance() else { return };
-        let measure = format!("memoire-sync:{}", self.0);
-        let _ = p.measure_with_str(&measure, self.0);
-        p.clear_marks_with_mark_name(self.0);
-        p.clear_measures_with_measure_name(&measure);
-    }
-}
-
-fn performance() -> Option<web_sys::Performance> {
-    web_sys::window()?.performance()
-}
-
 /// `Basic` credentials for `user:password` (UTF-8), or none without a user.
 fn basic_auth(user: &str, password: &str) -> Option<String> {
     if user.is_empty() {
@@ -427,33 +404,79 @@ async fn record_among(
         .collect();
     let _span = Span::new("record");
     let mut known = by_id(i.store.sync_docs(&ids).await?);
-    let mut out = Vec::with_capacity(docs.len());
-    for d in docs {
-        let (doc, rev) = match known.get(&d.id) {
-            Some(p) => (
-                crate::engine::sync::merge(&p.local.doc, &d),
-                p.local.rev.clone(),
-            ),
-            None => (d, None),
-        };
-        let synced = SyncedDoc {
-            local: LocalDoc { doc, rev },
-            dirty: true,
-        };
-        // The same document twice in one call: the second merges into the first.
-        known.insert(synced.local.doc.id.clone(), synced.clone());
-        out.push(synced);
+    let mut out: Vec<SyncedDoc> = Vec::with_capacity(docs.len());
+    // `_id` -> index in `out`: the same document twice in one call merges into the first.
+    let mut at: HashMap<String, usize> = HashMap::with_capacity(docs.len());
+    let mut pace = Pace::sync();
+    let mut docs = docs.into_iter().peekable();
+    while docs.peek().is_some() {
+        let (t0, n) = (perf_now(), pace.size());
+        for d in docs.by_ref().take(n) {
+            if let Some(&k) = at.get(&d.id) {
+                out[k].local.doc = crate::engine::sync::merge(&out[k].local.doc, &d);
+                continue;
+            }
+            let (doc, rev) = match known.remove(&d.id) {
+                Some(p) => (crate::engine::sync::merge(&p.local.doc, &d), p.local.rev),
+                None => (d, None),
+            };
+            at.insert(doc.id.clone(), out.len());
+            out.push(SyncedDoc {
+                local: LocalDoc { doc, rev },
+                dirty: true,
+            });
+        }
+        pace.observe(n, perf_now() - t0);
+        if docs.peek().is_some() {
+            yield_now().await;
+        }
     }
-    i.store.put_sync_docs(&out).await?;
-    if let Some(rep) = i.rep.borrow_mut().as_mut() {
-        rep.handle_local_changes(out.into_iter().map(|d| d.local));
-        if rep.poll_cancel() {
+    i.store.put_sync_docs(&out, &mut paced(i)).await?;
+    let mut out = out.into_iter().map(|d| d.local).peekable();
+    while out.peek().is_some() {
+        let (t0, n) = (perf_now(), pace.size());
+        let cancel = match i.rep.borrow_mut().as_mut() {
+            Some(rep) => {
+                rep.handle_local_changes(out.by_ref().take(n));
+                rep.poll_cancel()
+            }
+            None => return Ok(()),
+        };
+        if cancel {
             if let Some(a) = i.abort.borrow_mut().take() {
                 a.abort();
             }
         }
+        pace.observe(n, perf_now() - t0);
+        if out.peek().is_some() {
+            yield_now().await;
+        }
     }
     Ok(())
+}
+
+/// The store's sync writes, sliced at the driver's pace (`Inner::pace`): each slice timed.
+struct Paced<'a> {
+    pace: &'a RefCell<Pace>,
+    started: f64,
+}
+
+fn paced(i: &Inner) -> Paced<'_> {
+    Paced {
+        pace: &i.pace,
+        started: 0.0,
+    }
+}
+
+impl WritePace for Paced<'_> {
+    fn next(&mut self, _done: usize, _total: usize) -> Option<usize> {
+        self.started = perf_now();
+        Some(self.pace.borrow().size())
+    }
+
+    fn issued(&mut self, n: usize) {
+        self.pace.borrow_mut().observe(n, perf_now() - self.started);
+    }
 }
 
 async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> {
@@ -557,7 +580,7 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), Repli
     }
     let plan = {
         let _span = Span::new("apply");
-        i.store.apply_sync_batch(merges).await?
+        i.store.apply_sync_batch(merges, &mut paced(i)).await?
     };
     if !plan.requeue.is_empty() {
         if let Some(rep) = i.rep.borrow_mut().as_mut() {
@@ -682,7 +705,7 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
                 if let Some(mut p) = stored(i, &id).await? {
                     p.local.rev = None;
                     p.dirty = true;
-                    i.store.put_sync_docs(&[p.clone()]).await?;
+                    i.store.put_sync_docs(&[p.clone()], &mut paced(i)).await?;
                     if let Some(rep) = i.rep.borrow_mut().as_mut() {
                         rep.handle_local_changes([p.local]);
                     }

@@ -209,3 +209,31 @@ pub(crate) fn from_js<T: serde::de::DeserializeOwned>(
         .ok_or_else(|| bad("not a stored record".into()))?;
     serde_json::from_str(&text).map_err(|e| bad(e.to_string()))
 }
+
+/// A phase of sync's work as a user-timing measure, `memoire-sync:<name>`, from [`Span::new`] to its
+/// drop: the sync bench says which phase a long task ran in (the driver's and the store's). The mark and measure are cleared at
+/// once (performance observers still see them), so a long-running page keeps none.
+pub struct Span(&'static str);
+
+impl Span {
+    pub fn new(name: &'static str) -> Span {
+        if let Some(p) = performance() {
+            let _ = p.mark(name);
+        }
+        Span(name)
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        let Some(p) = performance() else { return };
+        let measure = format!("memoire-sync:{}", self.0);
+        let _ = p.measure_with_str(&measure, self.0);
+        p.clear_marks_with_mark_name(self.0);
+        p.clear_measures_with_measure_name(&measure);
+    }
+}
+
+fn performance() -> Option<web_sys::Performance> {
+    web_sys::window()?.performance()
+}

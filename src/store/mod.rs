@@ -49,6 +49,7 @@ use web_sys::{Event, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbVersionChange
 pub use conversations::ConversationPatch;
 pub use edits::WritePace;
 pub use error::StoreError;
+pub use idb::Span;
 pub use messages::AppendOutcome;
 pub use migrate::MigrationRecord;
 pub use quota::StorageUsage;

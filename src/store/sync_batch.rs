@@ -19,82 +19,142 @@ use super::idb::{from_js, js_error, request, to_js, Tx};
 use super::messages::add_all;
 use super::records::{ConversationRecord, MessageRecord};
 use super::schema::{CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES, SYNC_DOCS};
-use super::sync_docs::{record_of, synced_of, SLICE};
-use super::Store;
+use super::sync_docs::{record_of, synced_of};
+use super::{Span, Store, WritePace};
 use crate::engine::model::{Conversation, Message};
 use crate::engine::sync::batch::{plan, wanted_docs, wanted_records, Held, Plan};
 use crate::engine::sync::Doc;
 
-/// Queues a `get` per key on `store`, then awaits them all (one round of requests).
-async fn get_all(
+/// Reads `keys` from `store`, handing each record found to `each`, in slices `pace` sizes: a
+/// slice's `get`s are queued at once and only its last one is awaited (a transaction's requests
+/// complete in order), and each task reads the slice that came back and queues the next one, so
+/// decoding a page of records is never one task.
+async fn read_each(
     tx: &Tx,
     store: &str,
     keys: &[String],
-) -> Result<Vec<(String, JsValue)>, StoreError> {
+    pace: &mut dyn WritePace,
+    mut each: impl FnMut(&str, JsValue) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     let s = tx.store(store)?;
-    let reqs = keys
-        .iter()
-        .map(|k| s.get(&JsValue::from_str(k)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(js_error)?;
-    let mut out = Vec::with_capacity(keys.len());
-    for (k, r) in keys.iter().zip(reqs) {
-        let v = request(&r).await?;
-        if !v.is_undefined() {
-            out.push((k.clone(), v));
+    let mut pending: Option<(usize, Vec<web_sys::IdbRequest>)> = None;
+    let mut done = 0;
+    loop {
+        if let Some(last) = pending.as_ref().and_then(|(_, reqs)| reqs.last()) {
+            request(last).await?;
         }
+        if done >= keys.len() && pending.is_none() {
+            return Ok(());
+        }
+        let n = pace
+            .next(done, keys.len())
+            .ok_or(StoreError::Cancelled)?
+            .max(1);
+        let mut units = 0;
+        if let Some((from, reqs)) = pending.take() {
+            units += reqs.len();
+            for (k, r) in keys[from..].iter().zip(&reqs) {
+                let v = r.result().map_err(js_error)?;
+                if !v.is_undefined() {
+                    each(k, v)?;
+                }
+            }
+        }
+        if done < keys.len() {
+            let end = (done + n).min(keys.len());
+            let reqs = keys[done..end]
+                .iter()
+                .map(|k| s.get(&JsValue::from_str(k)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(js_error)?;
+            pending = Some((done, reqs));
+            done = end;
+        }
+        pace.issued(units.max(1));
     }
-    Ok(out)
 }
 
-async fn held(tx: &Tx, batch: &[(Doc, String)]) -> Result<Held, StoreError> {
+async fn held(
+    tx: &Tx,
+    batch: &[(Doc, String)],
+    pace: &mut dyn WritePace,
+) -> Result<Held, StoreError> {
     let mut held = Held::default();
-    for (id, v) in get_all(tx, SYNC_DOCS, &wanted_docs(batch)).await? {
+    read_each(tx, SYNC_DOCS, &wanted_docs(batch), pace, |id, v| {
         let d = synced_of(v)?;
-        held.docs.insert(id, (d.local, d.dirty));
-    }
+        held.docs.insert(id.to_string(), (d.local, d.dirty));
+        Ok(())
+    })
+    .await?;
     let (conversation_ids, message_ids) = wanted_records(batch, &held.docs);
-    for (id, v) in get_all(tx, CONVERSATIONS, &conversation_ids).await? {
+    read_each(tx, CONVERSATIONS, &conversation_ids, pace, |id, v| {
         let rec: ConversationRecord = from_js(v, "conversation")?;
         let last_seq = rec.last_seq;
         held.conversations
-            .insert(id, (Conversation::try_from(rec)?, last_seq));
-    }
-    for (id, v) in get_all(tx, MESSAGES, &message_ids).await? {
+            .insert(id.to_string(), (Conversation::try_from(rec)?, last_seq));
+        Ok(())
+    })
+    .await?;
+    read_each(tx, MESSAGES, &message_ids, pace, |id, v| {
         let rec: MessageRecord = from_js(v, "message")?;
-        held.messages.insert(id, Message::try_from(rec)?);
-    }
+        held.messages
+            .insert(id.to_string(), Message::try_from(rec)?);
+        Ok(())
+    })
+    .await?;
     Ok(held)
 }
 
-/// Writes the plan; every [`SLICE`] documents it waits for the last write, a yield to the page
-/// that keeps the transaction alive.
-async fn write(tx: &Tx, p: &Plan) -> Result<(), StoreError> {
+/// Writes the plan in slices `pace` sizes (the synced documents, then the messages added), each
+/// queued once the storage has taken the first write of the one before: that wait is a yield to
+/// the page that keeps the transaction alive.
+async fn write(tx: &Tx, p: &Plan, pace: &mut dyn WritePace) -> Result<(), StoreError> {
     let docs = tx.store(SYNC_DOCS)?;
-    for slice in p.docs.chunks(SLICE) {
-        let mut last = None;
-        for (d, dirty) in slice {
-            last = Some(docs.put(&record_of(d, *dirty)?).map_err(js_error)?);
+    let messages = tx.store(MESSAGES)?;
+    let added: Vec<(&Message, &str, u64)> = p
+        .changes
+        .iter()
+        .flat_map(|c| {
+            c.added
+                .iter()
+                .map(move |m| (m, c.conversation.id.as_str(), m.seq))
+        })
+        .collect();
+    let total = p.docs.len() + added.len();
+    let mut done = 0;
+    while done < total {
+        let n = pace.next(done, total).ok_or(StoreError::Cancelled)?.max(1);
+        let end = (done + n).min(total);
+        let span = Span::new("apply.slice");
+        let mut first = None;
+        for (d, dirty) in p
+            .docs
+            .get(done.min(p.docs.len())..end.min(p.docs.len()))
+            .unwrap_or(&[])
+        {
+            let r = docs.put(&record_of(d, *dirty)?).map_err(js_error)?;
+            first.get_or_insert(r);
         }
-        if let Some(r) = last {
+        let from = done.max(p.docs.len()) - p.docs.len();
+        let to = end.max(p.docs.len()) - p.docs.len();
+        if from < to {
+            let r = add_all(&messages, added[from..to].iter().copied())?;
+            first = first.or(r);
+        }
+        pace.issued(end - done);
+        done = end;
+        drop(span);
+        if let Some(r) = first {
             request(&r).await?;
         }
     }
+    let _span = Span::new("apply.rest");
     let convs = tx.store(CONVERSATIONS)?;
     for c in &p.changes {
         let mut rec = ConversationRecord::from(&c.conversation);
         rec.last_seq = c.last_seq;
         convs.put(&to_js(&rec)?).map_err(js_error)?;
     }
-    let messages = tx.store(MESSAGES)?;
-    add_all(
-        &messages,
-        p.changes.iter().flat_map(|c| {
-            c.added
-                .iter()
-                .map(move |m| (m, c.conversation.id.as_str(), m.seq))
-        }),
-    )?;
     for m in &p.blanked {
         messages
             .put(&to_js(&MessageRecord::from(m))?)
@@ -109,19 +169,28 @@ async fn write(tx: &Tx, p: &Plan) -> Result<(), StoreError> {
 
 impl Store {
     /// Applies a batch of merged documents (the server's copies with their revisions, in the order
-    /// to apply) in one transaction, as the engine's `sync::batch::plan` decides; returns the plan,
-    /// for the caller to report and to hand on what must be pushed again.
-    pub async fn apply_sync_batch(&self, batch: Vec<(Doc, String)>) -> Result<Plan, StoreError> {
+    /// to apply) in one transaction, as the engine's `sync::batch::plan` decides, its writes in
+    /// slices `pace` sizes; returns the plan, for the caller to report and to hand on what must be
+    /// pushed again.
+    pub async fn apply_sync_batch(
+        &self,
+        batch: Vec<(Doc, String)>,
+        pace: &mut dyn WritePace,
+    ) -> Result<Plan, StoreError> {
         let tx = self.tx(
             &[SYNC_DOCS, CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES],
             true,
         )?;
-        let held = match held(&tx, &batch).await {
+        let span = Span::new("apply.held");
+        let held = match held(&tx, &batch, pace).await {
             Ok(h) => h,
             Err(e) => return tx.fail(e).await,
         };
+        drop(span);
+        let span = Span::new("apply.plan");
         let p = plan(batch, &held);
-        if let Err(e) = write(&tx, &p).await {
+        drop(span);
+        if let Err(e) = write(&tx, &p, pace).await {
             return tx.fail(e).await;
         }
         tx.done().await?;

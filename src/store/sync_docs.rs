@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::error::StoreError;
-use super::idb::{from_js, js_error, request, to_js};
+use super::idb::{from_js, js_error, request, to_js, Span};
 use super::schema::{BY_DIRTY, SYNC_DOCS, SYNC_STATE};
-use super::Store;
+use super::{Store, WritePace};
 use crate::engine::sync::{Body, Doc, Hlc, LocalDoc};
 
 /// A synced document as the store keeps it: the content, its server revision, and whether it must
@@ -118,7 +118,7 @@ struct PasswordRecord {
 
 /// Records handled between two yields to the page (each a few milliseconds of work): long
 /// writes and reads are sliced so no single task holds the main thread for a whole batch.
-pub(super) const SLICE: usize = 256;
+const SLICE: usize = 256;
 
 /// A stored record as a synced document.
 pub(super) fn synced_of(v: JsValue) -> Result<SyncedDoc, StoreError> {
@@ -223,6 +223,7 @@ impl Store {
         let mut out = Vec::with_capacity(keys.length() as usize);
         for range in pages(&keys)? {
             let page = Array::from(&request(&s.get_all_with_key(&range).map_err(js_error)?).await?);
+            let _span = Span::new("dirty.page");
             for v in page.iter() {
                 let d = synced_of(v)?;
                 if d.dirty {
@@ -233,20 +234,35 @@ impl Store {
         Ok(out)
     }
 
-    /// Writes documents (each replaces its stored copy) in one transaction.
-    pub async fn put_sync_docs(&self, docs: &[SyncedDoc]) -> Result<(), StoreError> {
+    /// Writes documents (each replaces its stored copy) in one transaction, in slices `pace`
+    /// sizes: each queued once the storage has taken the first write of the one before, a yield to
+    /// the page that keeps the transaction alive.
+    pub async fn put_sync_docs(
+        &self,
+        docs: &[SyncedDoc],
+        pace: &mut dyn WritePace,
+    ) -> Result<(), StoreError> {
         if docs.is_empty() {
             return Ok(());
         }
         let tx = self.tx(&[SYNC_DOCS], true)?;
         let s = tx.store(SYNC_DOCS)?;
-        for slice in docs.chunks(SLICE) {
-            let mut last = None;
-            for d in slice {
-                last = Some(s.put(&record_of(&d.local, d.dirty)?).map_err(js_error)?);
+        let mut done = 0;
+        while done < docs.len() {
+            let Some(n) = pace.next(done, docs.len()) else {
+                return tx.fail(StoreError::Cancelled).await;
+            };
+            let end = (done + n.max(1)).min(docs.len());
+            let span = Span::new("put.slice");
+            let mut first = None;
+            for d in &docs[done..end] {
+                let r = s.put(&record_of(&d.local, d.dirty)?).map_err(js_error)?;
+                first.get_or_insert(r);
             }
-            // The slice's last write answering is a yield that keeps the transaction alive.
-            if let Some(r) = last {
+            pace.issued(end - done);
+            done = end;
+            drop(span);
+            if let Some(r) = first {
                 request(&r).await?;
             }
         }

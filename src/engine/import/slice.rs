@@ -108,10 +108,19 @@ const WRITE_PACE: (usize, usize) = (100, 20_000);
 /// Conversations an announcing slice starts with, and its bounds.
 const ANNOUNCE_PACE: (usize, usize) = (20, 10_000);
 
+/// Synced documents (or messages) a sync slice starts with, and its bounds: a document costs
+/// more than an import's record (its JSON, a merge), and a first sync runs them by the thousand.
+const SYNC_PACE: (usize, usize) = (16, 4_096);
+
 impl Pace {
     /// The pace of an import's write, in records (conversations, then messages).
     pub fn write() -> Pace {
         Pace::new(WRITE_PACE.0, WRITE_PACE.1)
+    }
+    /// The pace of sync's long loops: a page of merged documents written, local documents
+    /// recorded for the push (the driver keeps one pace, so it starts each page at the last rate).
+    pub fn sync() -> Pace {
+        Pace::new(SYNC_PACE.0, SYNC_PACE.1)
     }
     /// The pace of announcing what an import wrote (one event per conversation: the sidebar and
     /// the other tabs follow each).

@@ -786,9 +786,17 @@ impl Replicator {
             return Err(Bad::Status);
         }
         let results: Vec<BulkResult> = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        // By id (the first answer for each): a page's answers are looked up once each.
+        let mut by_id: std::collections::HashMap<&str, &BulkResult> =
+            std::collections::HashMap::with_capacity(results.len());
+        for r in &results {
+            if let Some(id) = r.id.as_deref() {
+                by_id.entry(id).or_insert(r);
+            }
+        }
         for sent in batch {
             let id = sent.doc.id.clone();
-            let Some(r) = results.iter().find(|r| r.id.as_deref() == Some(&id)) else {
+            let Some(r) = by_id.get(id.as_str()) else {
                 continue; // no word on it: it stays queued
             };
             match (&r.rev, r.error.as_deref()) {

@@ -111,6 +111,31 @@ async function longest(page) {
 
 const PROBE = process.env.BENCH_PROBE !== '0';
 
+/** BENCH_CPUPROFILE=file: a CPU profile of the push page during the push (for DevTools), and the
+ *  functions that took the most time in it, to stderr. */
+async function startProfile(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+  await cdp.send('Profiler.start');
+  return cdp;
+}
+
+async function stopProfile(cdp, file) {
+  const { profile } = await cdp.send('Profiler.stop');
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(file, JSON.stringify(profile));
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  const dt = profile.timeDeltas;
+  profile.samples.forEach((id, k) => {
+    const f = byId.get(id).callFrame;
+    const name = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+    self.set(name, (self.get(name) ?? 0) + (dt[k] ?? 0) / 1000);
+  });
+  for (const [name, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) log(`profile: ${Math.round(ms)} ms ${name}`);
+}
+
 async function device(harness) {
   const opened = await newAppPage(harness.browser);
   await opened.context.addInitScript(instruments);
@@ -184,11 +209,13 @@ async function main() {
       await until('A imported', async () => (await storedMessages(A.page)) >= TOTAL, 300_000);
       await A.page.evaluate((probe) => { window.__sync.reset(); if (probe) window.__sync.startProbe(); }, PROBE);
 
+      const profile = process.env.BENCH_CPUPROFILE ? await startProfile(A.page) : null;
       const tPush = await syncOn(A.page, couch);
       await until('the server holds every message', async () => (await serverDocs(couch)) >= TOTAL + CONVERSATIONS, 600_000);
       await synced(A.page, 600_000);
       results.sync_first_10k_msgs_push_ms = Date.now() - tPush;
       log(`push: ${results.sync_first_10k_msgs_push_ms} ms`);
+      if (profile) await stopProfile(profile, process.env.BENCH_CPUPROFILE);
 
       await A.page.evaluate(() => window.__sync.stopProbe());
       await B.page.evaluate((probe) => { window.__sync.reset(); if (probe) window.__sync.startProbe(); }, PROBE);
