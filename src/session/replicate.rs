@@ -101,8 +101,9 @@ struct Inner {
     /// [`Replication::observe`] does not track it again.
     applying: Cell<bool>,
     view: RefCell<SyncView>,
-    /// Sizes the slices of the store's long sync writes from the time the last ones took.
-    pace: RefCell<Pace>,
+    /// Size the slices of the store's long sync reads and writes from the time the last ones took.
+    reads: RefCell<Pace>,
+    writes: RefCell<Pace>,
     _online: RefCell<Option<Closure<dyn FnMut()>>>,
 }
 
@@ -140,7 +141,8 @@ impl Replication {
                 tracking: Cell::new(false),
                 applying: Cell::new(false),
                 view: RefCell::new(SyncView::off()),
-                pace: RefCell::new(Pace::sync()),
+                reads: RefCell::new(Pace::sync()),
+                writes: RefCell::new(Pace::sync()),
                 _online: RefCell::default(),
             }),
         };
@@ -431,7 +433,7 @@ async fn record_among(
             yield_now().await;
         }
     }
-    i.store.put_sync_docs(&out, &mut paced(i)).await?;
+    i.store.put_sync_docs(&out, &mut paced(&i.writes)).await?;
     let mut out = out.into_iter().map(|d| d.local).peekable();
     while out.peek().is_some() {
         let (t0, n) = (perf_now(), pace.size());
@@ -455,17 +457,15 @@ async fn record_among(
     Ok(())
 }
 
-/// The store's sync writes, sliced at the driver's pace (`Inner::pace`): each slice timed.
+/// The store's sync reads or writes, sliced at one of the driver's paces (`Inner::reads`,
+/// `Inner::writes`): each slice timed.
 struct Paced<'a> {
     pace: &'a RefCell<Pace>,
     started: f64,
 }
 
-fn paced(i: &Inner) -> Paced<'_> {
-    Paced {
-        pace: &i.pace,
-        started: 0.0,
-    }
+fn paced(pace: &RefCell<Pace>) -> Paced<'_> {
+    Paced { pace, started: 0.0 }
 }
 
 impl WritePace for Paced<'_> {
@@ -580,7 +580,9 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), Repli
     }
     let plan = {
         let _span = Span::new("apply");
-        i.store.apply_sync_batch(merges, &mut paced(i)).await?
+        i.store
+            .apply_sync_batch(merges, &mut paced(&i.reads), &mut paced(&i.writes))
+            .await?
     };
     if !plan.requeue.is_empty() {
         if let Some(rep) = i.rep.borrow_mut().as_mut() {
@@ -653,6 +655,7 @@ fn in_order(batch: &mut Vec<Write>) {
 /// in order ([`in_order`]), then that write. The clock sees the merges' latest stamp once
 /// (observing the greatest is observing all).
 async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), ReplicateError> {
+    let span = Span::new("batch");
     let mut merges = Vec::new();
     let mut rest = None;
     while let Some(w) = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write) {
@@ -672,6 +675,7 @@ async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), Re
         })
         .max()
         .cloned();
+    drop(span);
     if let Some(seen) = seen {
         let (mut c, _) = clock(i).await?;
         c.observe(&seen);
@@ -705,7 +709,9 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
                 if let Some(mut p) = stored(i, &id).await? {
                     p.local.rev = None;
                     p.dirty = true;
-                    i.store.put_sync_docs(&[p.clone()], &mut paced(i)).await?;
+                    i.store
+                        .put_sync_docs(&[p.clone()], &mut paced(&i.writes))
+                        .await?;
                     if let Some(rep) = i.rep.borrow_mut().as_mut() {
                         rep.handle_local_changes([p.local]);
                     }
@@ -754,7 +760,9 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), ReplicateError> {
         let _span = Span::new("dirty");
         i.store.dirty_sync_docs().await?
     };
+    let span = Span::new("outbox");
     rep.handle_local_changes(dirty);
+    drop(span);
     *i.rep.borrow_mut() = Some(rep);
     let result = drive(i, gen, &base, auth.as_deref(), &key).await;
     *i.rep.borrow_mut() = None;

@@ -169,20 +169,21 @@ async fn write(tx: &Tx, p: &Plan, pace: &mut dyn WritePace) -> Result<(), StoreE
 
 impl Store {
     /// Applies a batch of merged documents (the server's copies with their revisions, in the order
-    /// to apply) in one transaction, as the engine's `sync::batch::plan` decides, its writes in
-    /// slices `pace` sizes; returns the plan, for the caller to report and to hand on what must be
+    /// to apply) in one transaction, as the engine's `sync::batch::plan` decides, its reads and
+    /// writes in slices `reads` and `writes` size; returns the plan, for the caller to report and to hand on what must be
     /// pushed again.
     pub async fn apply_sync_batch(
         &self,
         batch: Vec<(Doc, String)>,
-        pace: &mut dyn WritePace,
+        reads: &mut dyn WritePace,
+        writes: &mut dyn WritePace,
     ) -> Result<Plan, StoreError> {
         let tx = self.tx(
             &[SYNC_DOCS, CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES],
             true,
         )?;
         let span = Span::new("apply.held");
-        let held = match held(&tx, &batch, pace).await {
+        let held = match held(&tx, &batch, reads).await {
             Ok(h) => h,
             Err(e) => return tx.fail(e).await,
         };
@@ -190,7 +191,7 @@ impl Store {
         let span = Span::new("apply.plan");
         let p = plan(batch, &held);
         drop(span);
-        if let Err(e) = write(&tx, &p, pace).await {
+        if let Err(e) = write(&tx, &p, writes).await {
             return tx.fail(e).await;
         }
         tx.done().await?;
