@@ -111,8 +111,8 @@ const ANNOUNCE_PACE: (usize, usize) = (20, 10_000);
 /// Synced documents (or messages) a sync slice starts with, and its bounds: a document costs
 /// more than an import's record (its JSON, a merge), and a first sync runs them by the thousand.
 /// The cap keeps a slice short when the machine gets busier than the last slice measured (at a
-/// load average of 10, 256 records took 20-40 ms).
-const SYNC_PACE: (usize, usize) = (16, 128);
+/// load average of 7-10, slices of 128-256 records took 30-47 ms).
+const SYNC_PACE: (usize, usize) = (16, 64);
 
 impl Pace {
     /// The pace of an import's write, in records (conversations, then messages).

@@ -110,6 +110,11 @@ fn conversation(a: &ConversationDoc, b: &ConversationDoc) -> ConversationDoc {
 /// The version of a message that wins: final over streaming, then the later stamp, then the greater
 /// canonical JSON (so even two different rewrites at one stamp resolve the same way everywhere).
 fn message<'a>(a: &'a MessageDoc, b: &'a MessageDoc) -> &'a MessageDoc {
+    // The usual case (a page the server confirmed, a copy pulled again): nothing to rank, and no
+    // JSON to write for the tie-break.
+    if a == b {
+        return a;
+    }
     let rank = |m: &MessageDoc| (m.status != "streaming", m.at.clone());
     let json = |m: &MessageDoc| serde_json::to_string(m).unwrap_or_default();
     match rank(a).cmp(&rank(b)).then_with(|| json(a).cmp(&json(b))) {
