@@ -7,7 +7,7 @@
 use memoire::engine::model::*;
 use memoire::engine::sync::convert::{conversation_doc, message_doc};
 use memoire::engine::sync::{Body, Doc, Hlc, LocalDoc};
-use memoire::store::{schema, Store, SyncSettings, SyncState, SyncedDoc};
+use memoire::store::{schema, Store, SyncSettings, SyncState, SyncedDoc, WritePace};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -17,6 +17,31 @@ mod support;
 use support::{finish, fresh, fresh_name};
 
 wasm_bindgen_test_configure!(run_in_browser);
+
+/// Slices of `n` records, counted: the store's sliced reads and writes must cover every record.
+struct Slices {
+    n: usize,
+    slices: usize,
+    records: usize,
+}
+
+fn slices(n: usize) -> Slices {
+    Slices {
+        n,
+        slices: 0,
+        records: 0,
+    }
+}
+
+impl WritePace for Slices {
+    fn next(&mut self, _done: usize, _total: usize) -> Option<usize> {
+        self.slices += 1;
+        Some(self.n)
+    }
+    fn issued(&mut self, n: usize) {
+        self.records += n;
+    }
+}
 
 fn conv(id: &str, title: &str) -> Conversation {
     Conversation {
@@ -55,7 +80,9 @@ async fn documents_round_trip_with_revision_and_dirty_flag() {
     let s = fresh("sync-docs").await;
     let a = synced("a", Some("1-x"), false);
     let b = synced("b", None, true);
-    s.put_sync_docs(&[a.clone(), b.clone()]).await.unwrap();
+    s.put_sync_docs(&[a.clone(), b.clone()], &mut slices(1))
+        .await
+        .unwrap();
     let ids = vec![
         a.local.doc.id.clone(),
         "c:nope".into(),
@@ -72,7 +99,9 @@ async fn documents_round_trip_with_revision_and_dirty_flag() {
         },
         dirty: false,
     };
-    s.put_sync_docs(std::slice::from_ref(&b2)).await.unwrap();
+    s.put_sync_docs(std::slice::from_ref(&b2), &mut slices(8))
+        .await
+        .unwrap();
     assert!(s.dirty_sync_docs().await.unwrap().is_empty());
     assert_eq!(
         s.sync_docs_with_prefix("c:").await.unwrap(),
@@ -115,9 +144,16 @@ async fn a_merged_batch_is_written_in_one_transaction_and_only_once() {
         .map(|k| (message_doc_of("c1", k), format!("1-m{k}")))
         .collect();
     batch.push((doc("c1", "Pulled"), "1-c".into()));
-    let plan = s.apply_sync_batch(batch.clone()).await.unwrap();
+    let (mut reads, mut writes) = (slices(7), slices(64));
+    let plan = s
+        .apply_sync_batch(batch.clone(), &mut reads, &mut writes)
+        .await
+        .unwrap();
     assert_eq!(plan.changes.len(), 1);
     assert_eq!(plan.changes[0].added.len(), 300);
+    // 301 documents and 300 messages written, ten slices of 64; reads in slices of 7.
+    assert_eq!((writes.records, writes.slices), (601, 10));
+    assert!(reads.slices > 301 / 7, "{}", reads.slices);
     let c = s.get_conversation("c1").await.unwrap().unwrap();
     assert_eq!((c.title.as_str(), c.message_count), ("Pulled", 300));
     let last = s.load_last("c1", 2).await.unwrap();
@@ -132,7 +168,10 @@ async fn a_merged_batch_is_written_in_one_transaction_and_only_once() {
     assert_eq!(stored[0].local.rev.as_deref(), Some("1-m7"));
     assert!(!stored[0].dirty);
     // The same page again (this device's own push coming back): nothing changes.
-    let again = s.apply_sync_batch(batch).await.unwrap();
+    let again = s
+        .apply_sync_batch(batch, &mut slices(50), &mut slices(50))
+        .await
+        .unwrap();
     assert!(again.changes.is_empty() && again.docs.is_empty());
     assert_eq!(
         s.get_conversation("c1")
@@ -142,6 +181,70 @@ async fn a_merged_batch_is_written_in_one_transaction_and_only_once() {
             .message_count,
         300
     );
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn tombstones_in_a_page_blank_messages_and_remove_conversations_in_its_transaction() {
+    let s = fresh("sync-batch-deletes").await;
+    let mut batch: Vec<(Doc, String)> = Vec::new();
+    for c in ["c1", "c2"] {
+        batch.push((doc(c, c), format!("1-{c}")));
+        batch.extend((1..=3).map(|k| (message_doc_of(c, k), format!("1-{c}m{k}"))));
+    }
+    s.apply_sync_batch(batch, &mut slices(4), &mut slices(4))
+        .await
+        .unwrap();
+    let summary = ConversationSummary {
+        conversation_id: "c2".into(),
+        version: 1,
+        text: "c2's summary".into(),
+        covers_up_to_seq: 3,
+        message_count: 3,
+        updated_at: 1,
+    };
+    s.save_summary(&summary).await.unwrap();
+    let at = Hlc::new(9, 0, "dev");
+    let tomb = |id: &str| (Doc::tombstone(id, &at).unwrap(), format!("2-{id}"));
+    let plan = s
+        .apply_sync_batch(
+            vec![tomb("m:c1-m2"), tomb("c:c2"), tomb("m:c2-m1")],
+            &mut slices(4),
+            &mut slices(4),
+        )
+        .await
+        .unwrap();
+    assert_eq!(plan.removed, ["c2"]);
+    assert!(plan.later.is_empty());
+    // c1's message keeps its place as a blank tombstone; c2 is gone with its messages and memory.
+    let m = s.get_message("c1-m2").await.unwrap().unwrap();
+    assert!(m.meta.deleted && m.content.is_empty() && m.seq == 2);
+    assert!(s.get_conversation("c2").await.unwrap().is_none());
+    assert!(s.get_message("c2-m1").await.unwrap().is_none());
+    assert!(s.load_summaries("c2").await.unwrap().is_empty());
+    // Summary versions of a cleared conversation go by number.
+    s.save_summary(&ConversationSummary {
+        conversation_id: "c1".into(),
+        ..summary.clone()
+    })
+    .await
+    .unwrap();
+    s.save_summary(&ConversationSummary {
+        conversation_id: "c1".into(),
+        version: 2,
+        ..summary
+    })
+    .await
+    .unwrap();
+    s.delete_summaries("c1", &[1]).await.unwrap();
+    let left: Vec<u32> = s
+        .load_summaries("c1")
+        .await
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(left, [2]);
     finish(s).await;
 }
 
@@ -321,7 +424,9 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
         Some(serde_json::json!("dark"))
     );
     // The new stores work.
-    s.put_sync_docs(&[synced("c1", None, true)]).await.unwrap();
+    s.put_sync_docs(&[synced("c1", None, true)], &mut slices(8))
+        .await
+        .unwrap();
     assert_eq!(s.dirty_sync_docs().await.unwrap().len(), 1);
     s.set_sync_password("p").await.unwrap();
     assert_eq!(s.sync_password().await.unwrap(), "p");
