@@ -3,7 +3,9 @@
 //! for the longpoll it cancels), holds the Web Lock `memoire-sync` so one tab syncs at a time,
 //! sleeps until `poll_timeout` or a wake-up (a local change, the browser coming online, new
 //! settings), applies `poll_write`s a batch at a time (the store writes the engine's
-//! `sync::batch` plan in one transaction) and reports one change per conversation as
+//! `sync::batch` plan in one transaction, its reads and writes in slices the engine's `Pace`
+//! sizes from the time the last ones took, so no page is one long task) and reports one change
+//! per conversation as
 //! [`SessionEvent`]s (so every tab's UI updates), then keeps the checkpoint. The session's own
 //! writes reach it through [`Replication::observe`], called from `Session::emit` (and an entity
 //! deleted in the memory pane through [`Replication::entity_deleted`]): the engine's `track_*`
