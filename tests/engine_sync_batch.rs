@@ -241,7 +241,7 @@ fn deletions_are_part_of_the_plan_one_transaction_per_page() {
     h.messages.get_mut("m1").expect("held").meta.deleted = true;
     check_deletes(&[tomb("m:m1")], &h, &[], &[]);
     // A tombstone already stored as such changes nothing.
-    let h = held(&[tomb("m:m2")], &[c1.clone()], &["m2"]);
+    let h = held(&[tomb("m:m2")], std::slice::from_ref(&c1), &["m2"]);
     check_deletes(&[tomb("m:m2")], &h, &[], &[]);
     // The records a page of tombstones needs: the messages and conversations they delete.
     let batch = revs(&[tomb("m:m1"), tomb("c:c2"), tomb("e:~:e1")]);
