@@ -275,3 +275,69 @@ test('import: a large export shows its progress (reading, checking, writing); a 
     await context.close();
   }
 });
+
+/** A NextChat backup of `n` sessions of `per` messages (and an access key, never imported). */
+function bigNextChat(n, per) {
+  const sessions = [];
+  for (let s = 0; s < n; s++) {
+    const messages = [];
+    for (let m = 0; m < per; m++) {
+      messages.push({ id: `nc-${s}-${m}`, date: '2024/5/3 10:00:00', role: m % 2 ? 'assistant' : 'user', content: `Session ${s}, message ${m}: words enough to make the backup large.` });
+    }
+    sessions.push({ id: `nc-${s}`, topic: `NextChat ${s}`, memoryPrompt: '', messages, mask: { context: [] }, lastUpdate: 1_715_000_000_000 + s });
+  }
+  return Buffer.from(JSON.stringify({ 'chat-next-web-store': { sessions }, 'access-control': { openaiApiKey: 'sk-never-imported' } }, null, 2));
+}
+
+/** Imports `file` to its preview while watching the bar; the checking values seen, and the preview text. */
+async function checkedInSlices(page, file) {
+  await watchImport(page, file);
+  const p = page.locator(tid('import-preview'));
+  await p.waitFor({ state: 'visible' });
+  const text = await p.innerText();
+  const checking = (await progressSeen(page)).filter((s) => s.phase === 'checking').map((s) => s.value);
+  assert.ok(new Set(checking).size >= 3, `checked in slices, the bar moving: ${checking}`);
+  // The bar's first 80% is unzipping and parsing (its last 20% checking): read whole, it would
+  // jump from 0 past it in one task.
+  assert.ok(new Set(checking.filter((v) => v > 0 && v < 800)).size >= 2, `parsed in slices: ${checking}`);
+  assert.deepEqual(checking, [...checking].sort((a, b) => a - b), 'only forward');
+  return text;
+}
+
+test('import: a large NextChat backup in a ZIP, and our own large backup, are read in slices with the whole file\'s result', async () => {
+  const { context, page, issues } = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(page, issues, 'import-sliced-formats', async () => {
+      await openApp(page, harness.site.url);
+      const N = 200;
+      const PER = 20;
+      const archive = zip([['NextChat-backup.json', bigNextChat(N, PER)]]);
+      const text = await checkedInSlices(page, { name: 'backup.zip', mimeType: 'application/zip', buffer: archive });
+      assert.match(text, new RegExp(`NextChat export: ${N} conversations, ${N * PER} messages`));
+      await confirm(page);
+      const all = await stored(page);
+      assert.equal(Object.keys(all).length, N);
+      assert.deepEqual(all['NextChat 17'].slice(0, 2), ['u: Session 17, message 0: words enough to make the backup large.', 'a: Session 17, message 1: words enough to make the backup large.']);
+      assert.ok(!JSON.stringify(all).includes('sk-never-imported'), 'the access key is not imported');
+
+      // Our own backup of the same, into a fresh page: read in slices, the same conversations.
+      await openMenu(page);
+      const [download] = await Promise.all([page.waitForEvent('download'), page.locator(tid('export-all-json')).click()]);
+      const backup = await readFile(await download.path());
+      const fresh = await newAppPage(harness.browser);
+      try {
+        await openApp(fresh.page, harness.site.url);
+        const again = await checkedInSlices(fresh.page, { name: 'memoire-backup.json', mimeType: 'application/json', buffer: backup });
+        assert.match(again, new RegExp(`Memoire backup: ${N} conversations, ${N * PER} messages`));
+        await confirm(fresh.page);
+        assert.deepEqual(await stored(fresh.page), all);
+        assertNoPageProblems(fresh.issues);
+      } finally {
+        await fresh.context.close();
+      }
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
