@@ -115,6 +115,9 @@ fn wanted(entries: Vec<Entry>) -> Result<Vec<Entry>, ImportError> {
     Ok(wanted)
 }
 
+/// One file of an archive: its name and contents.
+pub type Unzipped = (String, Vec<u8>);
+
 /// [`read_candidates`] a slice at a time: each [`Unzip::step`] inflates about as many bytes as it
 /// is given (the CRC-32 of each entry follows as it grows). It only has to be right for an archive
 /// [`read_candidates`] reads: at any problem it stops with an error, and the caller reads the file
@@ -126,7 +129,7 @@ pub struct Unzip {
     budget: usize,
     max_total: usize,
     current: Option<Inflating>,
-    out: Vec<(String, Vec<u8>)>,
+    out: Vec<Unzipped>,
     compressed_total: usize,
     compressed_done: usize,
 }
@@ -178,7 +181,7 @@ impl Unzip {
         &mut self,
         bytes: &[u8],
         units: usize,
-    ) -> Result<Option<Vec<(String, Vec<u8>)>>, ImportError> {
+    ) -> Result<Option<Vec<Unzipped>>, ImportError> {
         let mut left = units.max(1);
         while left > 0 {
             let Some(cur) = self.current.as_mut() else {

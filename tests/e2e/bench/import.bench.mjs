@@ -274,7 +274,7 @@ async function nextchatRun(page, run) {
   const where = (t) => (t.start + t.ms / 2 < shown ? 'reading+checking' : 'writing+ui');
   const tasks = [...r.gaps, ...r.longtasks].filter(during);
   const longest = Math.max(...tasks.map((t) => t.ms), 0);
-  log(`nextchat run ${run}: ${fmt(archive.length / 1e6)} MB zip of ${fmt(json.length / 1e6)} MB; read+check to preview ${fmt(shown - r.start)} ms,`,
+  log(`nextchat run ${run}: a ${fmt(archive.length / 1e3)} kB zip of ${fmt(json.length / 1e6)} MB of JSON; read+check to preview ${fmt(shown - r.start)} ms,`,
     `confirm -> stored ${fmt(end - r.confirm)} ms; longest task ${fmt(longest)} ms; over 30 ms: ${JSON.stringify(tasks.filter((t) => t.ms > 30).map((t) => `${Math.round(t.ms)} ${where(t)}`))}`);
   return longest;
 }
