@@ -1159,6 +1159,13 @@ fn the_sliced_parse_gives_serde_jsons_value_or_refuses() {
         parse_sliced(br#"{"a":{"b":1,"b":2}}"#, 1, true),
         Parsed::Refused
     );
+    // The key serde_json reads as a raw value (its string parsed in the object's place): refused,
+    // so the file is read whole, and the result is serde_json's.
+    let raw = r#"{"a": {"$serde_json::private::RawValue": "[1]"}}"#;
+    assert_eq!(parse_sliced(raw.as_bytes(), 1, false), Parsed::Refused);
+    same_as_whole(
+        br#"{"chat-next-web-store": {"sessions": [{"id": "s", "messages": {"$serde_json::private::RawValue": "[{"role":"user","content":"hi"}]"}}]}}"#,
+    );
     // Deeper than the limit: refused, as the whole file's depth check refuses it.
     let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
     assert_eq!(

@@ -48,6 +48,9 @@ enum Frame {
     Object(Map<String, Value>, Option<String>),
 }
 
+/// The key `serde_json` reserves for its raw values.
+const RAW_VALUE_KEY: &str = "$serde_json::private::RawValue";
+
 const fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
@@ -159,6 +162,12 @@ impl ValueParse {
     }
 
     fn key(&mut self, key: String) {
+        // `serde_json` (with its `raw_value` feature) reads an object with this key as the value
+        // its string holds: such a text is left to it.
+        if key == RAW_VALUE_KEY {
+            self.refused = true;
+            return;
+        }
         match self.stack.last_mut() {
             Some(Frame::Object(map, slot)) if !(self.strict && map.contains_key(&key)) => {
                 *slot = Some(key);
