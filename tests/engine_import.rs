@@ -1089,3 +1089,264 @@ fn a_large_export_is_read_in_many_slices_with_progress_that_only_grows() {
         prepare_whole(&bytes, NOW, &ImportLimits::default())
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Every format in slices: the resumable JSON parse, JSON Lines, the ZIP's inflation, and large
+// files of each format read a slice at a time with exactly the whole file's result.
+
+use memoire::engine::import::value::{LinesParse, Parsed, ValueParse};
+
+/// Parses `text` with slices of `budget` bytes.
+fn parse_sliced(text: &[u8], budget: usize, strict: bool) -> Parsed<Value> {
+    let mut p = ValueParse::new(0, 64, strict);
+    loop {
+        match p.advance(text, budget) {
+            Parsed::More => {}
+            done => return done,
+        }
+    }
+}
+
+/// At every slice size the parse gives `serde_json`'s value, or refuses what it refuses; strict,
+/// it may also refuse (a repeated key) but never gives anything else.
+fn check_parse(text: &[u8]) {
+    let whole = serde_json::from_slice::<Value>(text).ok();
+    for budget in [1, 2, 7, 64, 1 << 20] {
+        let loose = parse_sliced(text, budget, false);
+        match &whole {
+            Some(v) => assert_eq!(
+                loose,
+                Parsed::Done(v.clone()),
+                "{text:?} in slices of {budget}"
+            ),
+            None => assert_eq!(loose, Parsed::Refused, "{text:?} in slices of {budget}"),
+        }
+        match (parse_sliced(text, budget, true), &whole) {
+            (Parsed::Done(v), Some(w)) => assert_eq!(&v, w, "{text:?} strict, slices of {budget}"),
+            (Parsed::Refused, _) => {}
+            (other, _) => panic!("{text:?} strict, slices of {budget}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_sliced_parse_gives_serde_jsons_value_or_refuses() {
+    for text in [
+        r#"{"a": [1, 2.5, -3e2, true, false, null], "b": {"c": "d\"\\\u00e9\n"}, "e": []}"#,
+        " [ ] ",
+        "{}",
+        r#""just a string""#,
+        "12",
+        r#"{"a":1,"a":2}"#,
+        "[1,]",
+        "[1 2]",
+        "{\"a\" 1}",
+        "[\"unclosed]",
+        "[\"ctl\u{1}\"]",
+        "[1] x",
+        "[01]",
+        "[-]",
+        "[tru]",
+        "nul",
+        "",
+        "[\"\\ud800\"]",
+        "{\"é\": \"ü 日本\"}",
+    ] {
+        check_parse(text.as_bytes());
+    }
+    // A repeated key: a `Value` keeps the last, a typed read refuses it: strict refuses.
+    assert_eq!(
+        parse_sliced(br#"{"a":{"b":1,"b":2}}"#, 1, true),
+        Parsed::Refused
+    );
+    // The key serde_json reads as a raw value (its string parsed in the object's place): refused,
+    // so the file is read whole, and the result is serde_json's.
+    let raw = r#"{"a": {"$serde_json::private::RawValue": "[1]"}}"#;
+    assert_eq!(parse_sliced(raw.as_bytes(), 1, false), Parsed::Refused);
+    same_as_whole(
+        br#"{"chat-next-web-store": {"sessions": [{"id": "s", "messages": {"$serde_json::private::RawValue": "[{"role":"user","content":"hi"}]"}}]}}"#,
+    );
+    // Deeper than the limit: refused, as the whole file's depth check refuses it.
+    let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+    assert_eq!(
+        parse_sliced(deep.as_bytes(), 1 << 20, false),
+        Parsed::Refused
+    );
+    assert_eq!(parse_sliced(deep.as_bytes(), 3, false), Parsed::Refused);
+    let ok = format!("{}{}", "[".repeat(64), "]".repeat(64));
+    check_parse(ok.as_bytes());
+}
+
+fn lines_sliced(text: &str, budget: usize) -> Parsed<Vec<Value>> {
+    let mut p = LinesParse::new(0, 64);
+    loop {
+        match p.advance(text.as_bytes(), budget) {
+            Parsed::More => {}
+            done => return done,
+        }
+    }
+}
+
+#[test]
+fn json_lines_are_parsed_a_slice_of_lines_at_a_time() {
+    for budget in [1, 5, 1 << 20] {
+        assert_eq!(
+            lines_sliced("{\"a\":1}\r\n\n  [2]\n\"x\"", budget),
+            Parsed::Done(vec![json!({"a": 1}), json!([2]), json!("x")])
+        );
+        assert_eq!(lines_sliced("{\"a\":1}\n", budget), Parsed::Refused);
+        assert_eq!(lines_sliced("{\"a\":1}\n{\"a\":", budget), Parsed::Refused);
+    }
+}
+
+/// A NextChat backup of `n` sessions of `per` messages.
+fn nextchat_export(n: usize, per: usize) -> Vec<u8> {
+    let sessions: Vec<Value> = (0..n)
+        .map(|s| {
+            let messages: Vec<Value> = (0..per)
+                .map(|m| json!({"id": format!("s{s}m{m}"), "date": "2024/5/3 10:00:00",
+                    "role": if m % 2 == 0 { "user" } else { "assistant" },
+                    "content": format!("Session {s}, message {m}: \"quoted\" words and more words.")}))
+                .collect();
+            json!({"id": format!("s{s}"), "topic": format!("Topic {s}"), "memoryPrompt": "",
+                "messages": messages, "mask": {"context": []}, "lastUpdate": 1_715_000_000_000i64})
+        })
+        .collect();
+    serde_json::to_vec_pretty(&json!({"chat-next-web-store": {"sessions": sessions},
+        "access-control": {"openaiApiKey": "sk-secret"}}))
+    .unwrap()
+}
+
+/// Reads `bytes` in slices that "take" 40 ms each (the smallest), checks the result is the whole
+/// file's and that it was read in slices (not through the whole-file path), and returns how many
+/// slices it took.
+fn sliced_steps(bytes: &[u8]) -> usize {
+    let limits = ImportLimits::default();
+    let mut p = Prepare::new(bytes.to_vec(), NOW, &limits);
+    let mut steps = 0;
+    let done = loop {
+        steps += 1;
+        if let Some(done) = p.step(Some(40.0)).unwrap() {
+            break done;
+        }
+    };
+    assert_eq!(Ok(done), prepare_whole(bytes, NOW, &limits));
+    assert!(p.sliced(), "read whole");
+    steps
+}
+
+fn check_sliced(name: &str, bytes: &[u8], min_steps: usize) {
+    let steps = sliced_steps(bytes);
+    assert!(steps >= min_steps, "{name}: {steps} slices");
+}
+
+#[test]
+fn large_files_of_every_format_are_read_in_slices_with_the_whole_files_result() {
+    let nextchat = nextchat_export(200, 20);
+    check_sliced("nextchat", &nextchat, 10);
+    let chatgpt = foreign(&chatgpt_export(100, 20));
+    let backup = memoire::engine::backup::export_json(&to_bundles(&chatgpt, NOW), &[], NOW);
+    check_sliced("backup", backup.as_bytes(), 10);
+    let lobe = {
+        let messages: Vec<Value> = (0..3000)
+            .map(|i| json!({"id": format!("m{i}"), "role": if i % 2 == 0 { "user" } else { "assistant" },
+                "content": format!("Message {i} with some words in it."), "sessionId": "ses-1",
+                "topicId": format!("t{}", i / 30), "createdAt": 1_715_000_000_000i64 + i, "parentId": null}))
+            .collect();
+        let topics: Vec<Value> = (0..100)
+            .map(|t| {
+                json!({"id": format!("t{t}"), "title": format!("Topic {t}"), "sessionId": "ses-1",
+                "createdAt": 1_715_000_000_000i64 + t, "updatedAt": 1_715_000_000_000i64 + t})
+            })
+            .collect();
+        serde_json::to_vec(
+            &json!({"exportType": "all", "version": 7, "state": {"sessions": [],
+            "topics": topics, "messages": messages}}),
+        )
+        .unwrap()
+    };
+    check_sliced("lobechat", &lobe, 10);
+    let bigagi = {
+        let conversations: Vec<Value> = (0..150)
+            .map(|c| {
+                let messages: Vec<Value> = (0..20)
+                    .map(|m| json!({"id": format!("c{c}m{m}"), "role": if m % 2 == 0 { "user" } else { "assistant" },
+                        "fragments": [{"ft": "content", "part": {"pt": "text", "text": format!("Text {c}/{m} of a big-AGI chat.")}}],
+                        "created": 1_717_000_000_000i64 + m}))
+                    .collect();
+                json!({"id": format!("agi-{c}"), "messages": messages, "created": 1_717_000_000_000i64})
+            })
+            .collect();
+        serde_json::to_vec(&json!({"conversations": conversations})).unwrap()
+    };
+    check_sliced("big-AGI", &bigagi, 10);
+    let tavern = {
+        let mut out = String::from("{\"user_name\":\"Ana\",\"character_name\":\"Seraphina\"}\n");
+        for i in 0..4000 {
+            out.push_str(&format!(
+                "{}\n",
+                json!({"name": if i % 2 == 0 { "Ana" } else { "Seraphina" }, "is_user": i % 2 == 0,
+                    "mes": format!("Line {i}: hello {{{{user}}}}, I am {{{{char}}}}."), "swipes": ["a", "b"]})
+            ));
+        }
+        out.into_bytes()
+    };
+    check_sliced("SillyTavern", &tavern, 10);
+    let one = String::from_utf8(fixture("llamacpp.jsonl")).unwrap();
+    let llama: Vec<u8> = (0..600)
+        .map(|k| {
+            one.replace("conv-jsonl-1", &format!("conv-{k}"))
+                .replace("\"j", &format!("\"j{k}-"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into_bytes();
+    check_sliced("llama.cpp JSONL", &llama, 3);
+    let zipped = zip_of(&[("backup.json", &nextchat, true)], None);
+    check_sliced("nextchat in a ZIP", &zipped, 10);
+    let other = one.replace("conv-jsonl-1", "conv-2").replace("\"j", "\"k");
+    let two = zip_of(
+        &[
+            ("a.jsonl", one.as_bytes(), true),
+            ("b.jsonl", other.as_bytes(), false),
+        ],
+        None,
+    );
+    check_sliced("two llama.cpp files in a ZIP", &two, 2);
+}
+
+proptest! {
+    #[test]
+    fn the_sliced_parse_equals_serde_json_on_arbitrary_and_damaged_text(
+        v in arb_json(), cut in any::<prop::sample::Index>(), byte in any::<u8>(), budget in 1usize..40
+    ) {
+        for text in [v.to_string(), serde_json::to_string_pretty(&v).unwrap()] {
+            let text = text.into_bytes();
+            check_parse(&text);
+            // One byte changed or dropped: the same value as serde_json's, or refused when it refuses.
+            let i = cut.index(text.len().max(1)).min(text.len().saturating_sub(1));
+            for damaged in [
+                { let mut t = text.clone(); if !t.is_empty() { t[i] = byte; } t },
+                { let mut t = text.clone(); if !t.is_empty() { t.remove(i); } t },
+            ] {
+                let whole = serde_json::from_slice::<Value>(&damaged).ok();
+                let sliced = parse_sliced(&damaged, budget, false);
+                match whole {
+                    Some(w) => prop_assert_eq!(sliced, Parsed::Done(w)),
+                    None => prop_assert_eq!(sliced, Parsed::Refused),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_zip_inflated_in_slices_gives_what_the_whole_zip_gives(
+        v in arb_json(), deflate in any::<bool>(), keep in 0usize..400
+    ) {
+        let text = json!({"chat-next-web-store": {"sessions": [{"id": "x", "messages": [{"role": "user", "content": v.to_string()}]}]}}).to_string();
+        let zipped = zip_of(&[("a.json", text.as_bytes(), deflate)], None);
+        same_as_whole(&zipped);
+        // Cut short: the same error as the whole file.
+        same_as_whole(&zipped[..keep.min(zipped.len())]);
+    }
+}

@@ -343,3 +343,66 @@ proptest! {
         prop_assert_eq!(sent, spans(&p));
     }
 }
+
+/// Runs a build's outcomes (`Ok(updates)` built, `Err(reason)` failed) through a tally and checks
+/// whether it gives up, its retry list and its report.
+fn check_tally(
+    outcomes: &[Result<usize, &str>],
+    not_reached: &[&str],
+    gives_up: bool,
+    report: &str,
+) {
+    let mut t = BuildTally::default();
+    for (i, o) in outcomes.iter().enumerate() {
+        match o {
+            Ok(n) => t.built(*n),
+            Err(reason) => t.failed(BuildFailure {
+                conversation_id: format!("c{i}"),
+                title: format!("Chat {i}"),
+                reason: reason.to_string(),
+            }),
+        }
+    }
+    assert_eq!(t.gives_up(), gives_up, "{outcomes:?}");
+    let waiting: Vec<String> = not_reached.iter().map(|s| s.to_string()).collect();
+    let failed: Vec<String> = outcomes
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.is_err())
+        .map(|(i, _)| format!("c{i}"))
+        .chain(waiting.iter().cloned())
+        .collect();
+    assert_eq!(t.retry(&waiting), failed);
+    assert_eq!(t.report(not_reached.len()), report);
+}
+
+#[test]
+fn a_build_goes_on_past_a_failure_and_says_which_failed_and_why() {
+    check_tally(
+        &[Ok(2), Ok(1)],
+        &[],
+        false,
+        "Memory built: 2 conversations up to date, 3 updates written.",
+    );
+    check_tally(
+        &[Ok(2), Err("The reply could not be used."), Ok(1)],
+        &[],
+        false,
+        "Memory built: 2 conversations up to date, 3 updates written. Not built (The reply could not be used): “Chat 1”. What was built is kept; Retry builds only the rest.",
+    );
+    check_tally(
+        &[Err("A"), Err("B"), Err("A"), Ok(0), Err("A"), Err("A")],
+        &[],
+        false,
+        "Memory built: 1 conversation up to date, 0 updates written. Not built (A): “Chat 0”, “Chat 2”, “Chat 4” and 1 more. Not built (B): “Chat 1”. What was built is kept; Retry builds only the rest.",
+    );
+    // The same failure three times in a row: the rest would fail too.
+    check_tally(
+        &[Ok(1), Err("Endpoint unreachable."), Err("Endpoint unreachable."), Err("Endpoint unreachable.")],
+        &["c9", "c10"],
+        true,
+        "Memory building stopped: the same failure came 3 times in a row. Memory built: 1 conversation up to date, 1 update written. Not built (Endpoint unreachable): “Chat 1”, “Chat 2”, “Chat 3”. Not reached: 2 conversations. What was built is kept; Retry builds only the rest.",
+    );
+    check_tally(&[Err("A"), Ok(1), Err("A"), Err("A")], &[], false,
+        "Memory built: 1 conversation up to date, 1 update written. Not built (A): “Chat 0”, “Chat 2”, “Chat 3”. What was built is kept; Retry builds only the rest.");
+}

@@ -5,12 +5,14 @@
 //! result written in one transaction), so the stored summary is where a later run resumes. Progress
 //! goes out as [`SessionEvent::MemoryBuild`]; Cancel aborts the request in flight and writes
 //! nothing of it. Started by the user, a run never waits out the back-off of automatic updates (like
-//! "Retry"), and it stops at the first failure. Must not import `ui`.
+//! "Retry"). A conversation that fails (its failure stored and shown in its memory pane) does not
+//! stop the run: it goes on to the next, and at the end says which failed and why, with a retry of
+//! only those; it gives up when the same failure comes three times in a row (the engine's
+//! `BuildTally` decides and words it). Must not import `ui`.
 
 use super::memory::{memory_error, Update};
 use super::{Session, SessionError, SessionEvent};
-use crate::engine::format::plural;
-use crate::engine::memory::catchup::{covered_count, next_request, plan};
+use crate::engine::memory::catchup::{covered_count, next_request, plan, BuildFailure, BuildTally};
 use crate::engine::memory::{MemoryError, UpdateLimits};
 use crate::engine::model::{Conversation, EntityScope};
 use crate::transport::Stopper;
@@ -31,7 +33,10 @@ pub enum BuildStatus {
     },
     /// Every queued conversation's memory covers its history.
     Done(String),
-    /// Cancelled, failed, or memory is off: what happened and what to do.
+    /// The run ended with conversations not built: which and why, and the ids a retry builds
+    /// (those, and any the run did not reach when it gave up).
+    Failed { text: String, retry: Vec<String> },
+    /// Cancelled, or memory is off: what happened and what to do.
     Stopped(String),
 }
 
@@ -97,9 +102,10 @@ impl Session {
         self.emit(SessionEvent::MemoryBuild(status));
     }
 
-    /// Runs the queue until it is empty, cancelled, or an update fails; returns how it ended.
+    /// Runs the queue until it is empty or cancelled, going on past a conversation that fails
+    /// (until the same failure comes three times in a row); returns how it ended.
     async fn run_queue(self: &Rc<Self>, stopper: &Stopper) -> BuildStatus {
-        let (mut built, mut updates) = (0, 0);
+        let mut tally = BuildTally::default();
         const CANCELLED: &str = "Memory building cancelled; what was built is kept. Build again \
                                  to go on from there.";
         loop {
@@ -108,29 +114,51 @@ impl Session {
             }
             let next = self.building.waiting.borrow().first().cloned();
             let Some(id) = next else {
-                return BuildStatus::Done(format!(
-                    "Memory built: {} up to date, {} written.",
-                    plural(built, "conversation", "conversations"),
-                    plural(updates, "update", "updates")
-                ));
+                return Self::ended(&tally, &[]);
             };
             *self.building.taken.borrow_mut() += 1;
-            let result = self.build_conversation(&id, stopper).await;
-            match result {
-                Ok(Built::Covered(n)) => (built, updates) = (built + 1, updates + n),
+            match self.build_conversation(&id, stopper).await {
+                Ok(Built::Covered(n)) => tally.built(n),
                 Err(SessionError::NoConversation) => {} // deleted meanwhile: nothing to build
                 Ok(Built::Cancelled) => return BuildStatus::Stopped(CANCELLED.into()),
-                Err(e) => {
-                    return BuildStatus::Stopped(format!(
-                        "Memory building stopped: {e} What was built is kept; build again to go \
-                         on from there."
-                    ))
-                }
+                Err(e) => tally.failed(BuildFailure {
+                    title: self.title_of(&id).await,
+                    conversation_id: id.clone(),
+                    reason: match e {
+                        SessionError::Memory(reason) => reason,
+                        e => e.to_string(),
+                    },
+                }),
             }
             let mut waiting = self.building.waiting.borrow_mut();
             if waiting.first() == Some(&id) {
                 waiting.remove(0);
             }
+            if tally.gives_up() {
+                let rest = std::mem::take(&mut *waiting);
+                return Self::ended(&tally, &rest);
+            }
+        }
+    }
+
+    /// How a run that was not cancelled ended.
+    fn ended(tally: &BuildTally, not_reached: &[String]) -> BuildStatus {
+        let text = tally.report(not_reached.len());
+        if tally.failures().is_empty() && not_reached.is_empty() {
+            BuildStatus::Done(text)
+        } else {
+            BuildStatus::Failed {
+                text,
+                retry: tally.retry(not_reached),
+            }
+        }
+    }
+
+    /// A conversation's title for the end of a run (its id if it cannot be read).
+    async fn title_of(&self, id: &str) -> String {
+        match self.store.get_conversation(id).await {
+            Ok(Some(c)) => c.title,
+            _ => id.to_string(),
         }
     }
 

@@ -9,7 +9,7 @@
 //! Must not import `ui`.
 
 use super::{now, Session, SessionError, SessionEvent};
-use crate::engine::backup::{CheckedImport, ImportLimits};
+use crate::engine::backup::{ImportLimits, ImportPlan};
 use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
@@ -25,10 +25,15 @@ pub type ImportCancel = Arc<AtomicBool>;
 /// What the notice says after a cancel.
 const CANCELLED: &str = "Import cancelled: nothing was written.";
 
-/// A file read and checked, waiting for the user to confirm.
+/// A file read, checked and planned, waiting for the user to confirm.
 #[derive(Debug, Clone)]
 pub struct PreparedImport {
-    checked: CheckedImport,
+    /// The plan the preview was made from, written as it is on confirm: planning again would
+    /// repeat the lookups (and, at 10k messages, tens of ms) for the same answer. Anything stored
+    /// since that it would collide with (another tab importing the same file) fails the write's
+    /// `add`s, which aborts the transaction: nothing is written and the user is told to choose
+    /// the file again.
+    plan: ImportPlan,
     /// `None`: our own backup.
     source: Option<Source>,
     /// What the preview shows: what was found, what was left out and why, what is new here.
@@ -110,15 +115,12 @@ impl Session {
                 (checked, Some(imported.source), describe(&imported))
             }
         };
-        // What is already here, for the preview (planned again on confirm).
+        // What is already here, for the preview (and the plan the confirm writes).
         let existing = self.store.existing_ids_for(&checked).await?;
         if cancel.load(Ordering::Relaxed) {
             return Ok(ImportStep::Cancelled(CANCELLED.into()));
         }
-        let plan = checked
-            .clone()
-            .plan(&existing)
-            .map_err(|e| named(e.to_string()))?;
+        let plan = checked.plan(&existing).map_err(|e| named(e.to_string()))?;
         preview.push_str(&format!(
             " New here: {} and {}; already here: {}.",
             plural(plan.added.conversations, "conversation", "conversations"),
@@ -126,26 +128,22 @@ impl Session {
             plural(plan.skipped.messages, "message", "messages")
         ));
         Ok(ImportStep::Preview(PreparedImport {
-            checked,
+            plan,
             source,
             preview,
             file_name: name,
         }))
     }
 
-    /// Writes a confirmed import in one transaction (all of it or nothing), planned against what is
-    /// stored now, its messages in slices; a cancel aborts it. Returns the report for the user and
+    /// Writes a confirmed import in one transaction (all of it or nothing), the plan its preview
+    /// showed, its messages in slices; a cancel aborts it. Returns the report for the user and
     /// the ids of the conversations written.
     pub async fn confirm_import(
         &self,
         p: PreparedImport,
         cancel: &ImportCancel,
     ) -> Result<(String, Vec<String>), SessionError> {
-        let existing = self.store.existing_ids_for(&p.checked).await?;
-        let plan = p
-            .checked
-            .plan(&existing)
-            .map_err(|e| SessionError::Invalid(format!("{}: {e}", p.file_name)))?;
+        let plan = p.plan;
         let mut pace = Paced {
             session: self,
             pace: Pace::write(),
@@ -154,6 +152,13 @@ impl Session {
         };
         let written = match self.store.write_import_paced(&plan, &mut pace).await {
             Err(StoreError::Cancelled) => return Ok((CANCELLED.into(), Vec::new())),
+            Err(e) if e.is_conflict() => {
+                return Err(SessionError::Invalid(format!(
+                    "{}: some of it was stored since the preview (in another tab?), so nothing \
+                     was written. Choose the file again to import what is new.",
+                    p.file_name
+                )))
+            }
             other => other?,
         };
         if p.source.is_none() {

@@ -46,6 +46,12 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A write refused because a record with its key (or a unique index entry) is already stored:
+    /// what was planned against collides with what another tab stored meanwhile.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::Idb { name, .. } if name == "ConstraintError")
+    }
+
     /// Maps a `DOMException` (from a failed request or an aborted transaction) to an error.
     pub fn from_dom(name: &str, message: &str) -> StoreError {
         match name {

@@ -1,7 +1,8 @@
 //! Building memory from a history, on screen: after an import, the offer to build the imported
 //! conversations' memory; in the memory pane, "Build memory from this conversation" when its history
 //! is not covered (the engine decides: `memory::catchup::needs_catch_up`); and one progress line
-//! (conversation i of n, part j of m) with Cancel, then how the build ended.
+//! (conversation i of n, part j of m) with Cancel, then how the build ended (with Retry of only
+//! the conversations that failed, when some did).
 //! Must not import `store` or `transport`.
 
 use crate::engine::format::{clip, plural};
@@ -49,7 +50,12 @@ fn BuildLine(status: BuildStatus) -> impl IntoView {
             ),
         ),
         BuildStatus::Done(t) => ("done", t.clone()),
+        BuildStatus::Failed { text, .. } => ("failed", text.clone()),
         BuildStatus::Stopped(t) => ("stopped", t.clone()),
+    };
+    let retry = match status {
+        BuildStatus::Failed { retry, .. } => Some(retry),
+        _ => None,
     };
     let running = state == "running";
     view! {
@@ -57,6 +63,9 @@ fn BuildLine(status: BuildStatus) -> impl IntoView {
             <span>{text}</span>
             {running.then(|| view! {
                 <button data-testid="memory-build-cancel" on:click=move |_| ctl.cancel_memory_build()>"Cancel"</button>
+            })}
+            {retry.map(|ids| view! {
+                <button data-testid="memory-build-retry" on:click=move |_| ctl.build_memory(ids.clone())>"Retry"</button>
             })}
             {(!running).then(|| view! {
                 <button class="icon" aria-label="Dismiss" on:click=move |_| st.memory_build.set(None)>"✕"</button>

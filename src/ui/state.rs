@@ -534,7 +534,8 @@ impl EventApplier {
                 }
             }
             SessionEvent::MemoryBuild(b) => {
-                if matches!(b, BuildStatus::Done(_)) {
+                // Done, or ended with its own Retry of what failed: the import's offer is spent.
+                if matches!(b, BuildStatus::Done(_) | BuildStatus::Failed { .. }) {
                     s.build_offer.set(Vec::new());
                 }
                 s.memory_build.set(Some(b));

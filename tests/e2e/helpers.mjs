@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deflateRawSync, crc32 } from 'node:zlib';
 import { startAgentServer } from './agent-server.mjs';
 import { startStaticServer } from './static-server.mjs';
 
@@ -523,4 +524,44 @@ export async function uiJourney(harness, name, fn, options) {
   } finally {
     await ctx.context.close();
   }
+}
+
+/** A ZIP (deflate) of `[name, Buffer]` entries, as ChatGPT mails its export. */
+export function zip(entries) {
+  const locals = [];
+  const centrals = [];
+  let offset = 0;
+  for (const [name, data] of entries) {
+    const body = deflateRawSync(data);
+    const n = Buffer.from(name);
+    const head = (central) => {
+      const h = Buffer.alloc(central ? 46 : 30);
+      let i = 0;
+      h.writeUInt32LE(central ? 0x02014b50 : 0x04034b50, i); i += 4;
+      if (central) { h.writeUInt16LE(20, i); i += 2; }
+      h.writeUInt16LE(20, i); i += 2;
+      h.writeUInt16LE(0, i); i += 2;
+      h.writeUInt16LE(8, i); i += 2;
+      i += 4; // time, date
+      h.writeUInt32LE(crc32(data), i); i += 4;
+      h.writeUInt32LE(body.length, i); i += 4;
+      h.writeUInt32LE(data.length, i); i += 4;
+      h.writeUInt16LE(n.length, i); i += 2;
+      h.writeUInt16LE(0, i); i += 2;
+      if (central) { i += 10; h.writeUInt32LE(offset, i); }
+      return Buffer.concat([h, n]);
+    };
+    const local = Buffer.concat([head(false), body]);
+    centrals.push(head(true));
+    locals.push(local);
+    offset += local.length;
+  }
+  const cd = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(cd.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, cd, end]);
 }

@@ -10,10 +10,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { deflateRawSync, crc32 } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import { startHarness, newAppPage, openApp, assertNoPageProblems, withDiagnostics, tid } from './helpers.mjs';
+import { startHarness, newAppPage, openApp, assertNoPageProblems, withDiagnostics, tid, zip } from './helpers.mjs';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'import');
 
@@ -62,46 +61,6 @@ async function confirm(page) {
 }
 
 const fixture = async (name) => ({ name, mimeType: 'application/octet-stream', buffer: await readFile(join(FIXTURES, name)) });
-
-/** A ZIP (deflate) of `[name, Buffer]` entries, as ChatGPT mails its export. */
-function zip(entries) {
-  const locals = [];
-  const centrals = [];
-  let offset = 0;
-  for (const [name, data] of entries) {
-    const body = deflateRawSync(data);
-    const n = Buffer.from(name);
-    const head = (central) => {
-      const h = Buffer.alloc(central ? 46 : 30);
-      let i = 0;
-      h.writeUInt32LE(central ? 0x02014b50 : 0x04034b50, i); i += 4;
-      if (central) { h.writeUInt16LE(20, i); i += 2; }
-      h.writeUInt16LE(20, i); i += 2;
-      h.writeUInt16LE(0, i); i += 2;
-      h.writeUInt16LE(8, i); i += 2;
-      i += 4; // time, date
-      h.writeUInt32LE(crc32(data), i); i += 4;
-      h.writeUInt32LE(body.length, i); i += 4;
-      h.writeUInt32LE(data.length, i); i += 4;
-      h.writeUInt16LE(n.length, i); i += 2;
-      h.writeUInt16LE(0, i); i += 2;
-      if (central) { i += 10; h.writeUInt32LE(offset, i); }
-      return Buffer.concat([h, n]);
-    };
-    const local = Buffer.concat([head(false), body]);
-    centrals.push(head(true));
-    locals.push(local);
-    offset += local.length;
-  }
-  const cd = Buffer.concat(centrals);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(entries.length, 8);
-  end.writeUInt16LE(entries.length, 10);
-  end.writeUInt32LE(cd.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, cd, end]);
-}
 
 // Per source: the file, what the preview counts, and the conversations stored (title -> messages).
 const SOURCES = [
@@ -310,6 +269,72 @@ test('import: a large export shows its progress (reading, checking, writing); a 
       const all = await stored(page);
       assert.equal(Object.keys(all).length, N);
       assert.deepEqual(all['Big 7'].slice(0, 2), ['u: Conversation 7, message 0: some words to make the file a little larger than it would be.', 'a: Conversation 7, message 1: some words to make the file a little larger than it would be.']);
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+/** A NextChat backup of `n` sessions of `per` messages (and an access key, never imported). */
+function bigNextChat(n, per) {
+  const sessions = [];
+  for (let s = 0; s < n; s++) {
+    const messages = [];
+    for (let m = 0; m < per; m++) {
+      messages.push({ id: `nc-${s}-${m}`, date: '2024/5/3 10:00:00', role: m % 2 ? 'assistant' : 'user', content: `Session ${s}, message ${m}: words enough to make the backup large.` });
+    }
+    sessions.push({ id: `nc-${s}`, topic: `NextChat ${s}`, memoryPrompt: '', messages, mask: { context: [] }, lastUpdate: 1_715_000_000_000 + s });
+  }
+  return Buffer.from(JSON.stringify({ 'chat-next-web-store': { sessions }, 'access-control': { openaiApiKey: 'sk-never-imported' } }, null, 2));
+}
+
+/** Imports `file` to its preview while watching the bar; the checking values seen, and the preview text. */
+async function checkedInSlices(page, file) {
+  await watchImport(page, file);
+  const p = page.locator(tid('import-preview'));
+  await p.waitFor({ state: 'visible' });
+  const text = await p.innerText();
+  const checking = (await progressSeen(page)).filter((s) => s.phase === 'checking').map((s) => s.value);
+  assert.ok(new Set(checking).size >= 3, `checked in slices, the bar moving: ${checking}`);
+  // The bar's first 80% is unzipping and parsing (its last 20% checking): read whole, it would
+  // jump from 0 past it in one task.
+  assert.ok(new Set(checking.filter((v) => v > 0 && v < 800)).size >= 2, `parsed in slices: ${checking}`);
+  assert.deepEqual(checking, [...checking].sort((a, b) => a - b), 'only forward');
+  return text;
+}
+
+test('import: a large NextChat backup in a ZIP, and our own large backup, are read in slices with the whole file\'s result', async () => {
+  const { context, page, issues } = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(page, issues, 'import-sliced-formats', async () => {
+      await openApp(page, harness.site.url);
+      const N = 200;
+      const PER = 20;
+      const archive = zip([['NextChat-backup.json', bigNextChat(N, PER)]]);
+      const text = await checkedInSlices(page, { name: 'backup.zip', mimeType: 'application/zip', buffer: archive });
+      assert.match(text, new RegExp(`NextChat export: ${N} conversations, ${N * PER} messages`));
+      await confirm(page);
+      const all = await stored(page);
+      assert.equal(Object.keys(all).length, N);
+      assert.deepEqual(all['NextChat 17'].slice(0, 2), ['u: Session 17, message 0: words enough to make the backup large.', 'a: Session 17, message 1: words enough to make the backup large.']);
+      assert.ok(!JSON.stringify(all).includes('sk-never-imported'), 'the access key is not imported');
+
+      // Our own backup of the same, into a fresh page: read in slices, the same conversations.
+      await openMenu(page);
+      const [download] = await Promise.all([page.waitForEvent('download'), page.locator(tid('export-all-json')).click()]);
+      const backup = await readFile(await download.path());
+      const fresh = await newAppPage(harness.browser);
+      try {
+        await openApp(fresh.page, harness.site.url);
+        const again = await checkedInSlices(fresh.page, { name: 'memoire-backup.json', mimeType: 'application/json', buffer: backup });
+        assert.match(again, new RegExp(`Memoire backup: ${N} conversations, ${N * PER} messages`));
+        await confirm(fresh.page);
+        assert.deepEqual(await stored(fresh.page), all);
+        assertNoPageProblems(fresh.issues);
+      } finally {
+        await fresh.context.close();
+      }
       assertNoPageProblems(issues);
     });
   } finally {

@@ -1,10 +1,11 @@
 // Memory from the past (issue 13): after importing a ChatGPT export of 2 conversations, "Build memory
 // for the imported conversations" (memory-build-all) builds each one's memory, one conversation and
 // one part (M exchanges) at a time, with a progress line (memory-build-progress) and Cancel
-// (memory-build-cancel). Without an endpoint it says memory is off and sends nothing. A cancel while
-// the second conversation's update is in flight leaves it unbuilt (the first keeps its summary and
-// entities); a reply that cannot be used stops the run with the failure shown; building again
-// finishes it without one request for the first.
+// (memory-build-cancel). Without an endpoint it says memory is off and sends nothing. A reply that
+// cannot be used fails its conversation (the failure shown in its memory pane) and the run goes on
+// to the next, ending with which failed and why (data-state "failed") and a Retry
+// (memory-build-retry) of only those; a cancel while a part is in flight writes nothing of it, and
+// building again finishes the conversation without redoing the parts already built.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -66,7 +67,7 @@ async function memoryShown(page) {
   return { summary: text, entities };
 }
 
-test('build memory for imported conversations: off without an endpoint, progress, cancel, resume without redoing', async () => {
+test('build memory for imported conversations: off without an endpoint, a failure does not stop the run, retry only what failed, cancel, resume without redoing', async () => {
   const { agent, site, browser } = harness;
   agent.reset();
   const { context, page, issues } = await newAppPage(browser);
@@ -79,56 +80,58 @@ test('build memory for imported conversations: off without an endpoint, progress
       assert.match(await buildAll(page, 'stopped'), /Memory is off/);
       assert.equal(agent.memoryRequests().length, 0);
 
-      // One exchange per update: "Rust and Leptos" is two parts, "Bonjour" one.
+      // One exchange per update: "Rust and Leptos" is two parts, "Bonjour" one. The first part's
+      // reply cannot be used: that conversation fails (shown in its memory pane), the run goes on
+      // to the next and says at the end which one failed and why.
       await configureSettings(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'test-model', summaryFrequency: 1 });
       agent.scriptMemory(
-        reply('Rust is a systems programming language.', [entity('rust', 'concept', 'Rust')]),
-        reply('Leptos is a Rust web framework.', [entity('leptos', 'concept', 'Leptos')]),
-        // The second conversation's update hangs until it is cancelled.
-        reply('Bonjour.', [], { delayMs: 20_000 }),
+        { text: 'Sorry, no memory today. {{{ not json' },
+        reply('The user greeted the assistant in French.', [entity('fr', 'concept', 'French')]),
       );
-      await page.locator(tid('memory-build-all')).click();
-      await agent.waitForRequests(3, { filter: (r) => r.kind === 'memory', timeoutMs: 30_000 });
-      const line = page.locator(tid('memory-build-progress'));
-      await line.filter({ hasText: 'conversation 2 of 2' }).waitFor({ state: 'visible' });
-      assert.match(await line.innerText(), /part 1 of 1/);
-      await page.locator(tid('memory-build-cancel')).click();
-      assert.match(await ended(page, 'stopped'), /cancelled/);
-
-      const [first, second, third] = agent.memoryRequests().map((r) => r.rawBody);
-      assert.ok(first.includes('What is Rust?') && !first.includes('And Leptos?'), 'one exchange per part, oldest first');
-      assert.ok(second.includes('And Leptos?') && !second.includes('What is Rust?'), 'the second part goes on after the first');
-      assert.ok(third.includes('Bonjour'), 'then the next conversation');
-
+      const failed = await buildAll(page, 'failed');
+      assert.match(failed, /1 conversation up to date, 1 update written/);
+      assert.match(failed, /Not built \(.*could not be used.*\): “Rust and Leptos”/);
+      assert.match(failed, /Retry builds only the rest/);
+      assert.equal(agent.memoryRequests().length, 2, 'the run went on to the next conversation');
+      assert.ok(agent.memoryRequests()[1].rawBody.includes('Bonjour'));
+      assert.equal(await page.locator(tid('memory-build-all')).count(), 0, 'the import offer gives way to the retry');
       await open(page, RUST);
-      await page.locator(tid('summary-text')).waitFor({ state: 'visible' });
-      const rust = await memoryShown(page);
-      assert.ok(rust.summary.includes('Rust is a systems programming language.') && rust.summary.includes('Leptos is a Rust web framework.'), rust.summary);
-      assert.deepEqual(rust.entities, ['Leptos', 'Rust']);
-      assert.equal(await page.locator(tid('memory-build')).count(), 0, 'a covered history offers no build');
-
-      await open(page, BONJOUR);
-      await page.locator(tid('message')).nth(1).waitFor({ state: 'visible' });
-      assert.equal(await page.locator(tid('message')).count(), 2, 'an import numbers from 0: its first message is shown too');
-      await page.locator(tid('memory-build')).waitFor({ state: 'visible' });
-      assert.deepEqual(await memoryShown(page), { summary: null, entities: [] }, 'the cancelled update wrote nothing');
-
-      // A reply that cannot be used stops the run: stored as the memory's failure, shown with the reply.
-      agent.scriptMemory({ text: 'Sorry, no memory today. {{{ not json' });
-      assert.match(await buildAll(page, 'stopped'), /could not be used/);
       await page.locator(tid('memory-failure')).waitFor({ state: 'visible' });
       assert.deepEqual(await memoryShown(page), { summary: null, entities: [] }, 'a failed update writes no memory');
-
-      // Building again finishes the second conversation and sends nothing for the first.
-      agent.scriptMemory(reply('The user greeted the assistant in French.', [entity('fr', 'concept', 'French')]));
-      assert.match(await buildAll(page), /2 conversations up to date, 1 update written/);
-      assert.equal(agent.memoryRequests().length, 5);
-      assert.ok(agent.memoryRequests()[4].rawBody.includes('Bonjour') && !agent.memoryRequests()[4].rawBody.includes('Rust'));
-      await page.locator(tid('memory-failure')).waitFor({ state: 'detached' });
+      await open(page, BONJOUR);
       await page.locator(tid('summary-text')).filter({ hasText: 'greeted the assistant in French' }).waitFor({ state: 'visible' });
-      assert.deepEqual((await memoryShown(page)).entities, ['French']);
-      assert.equal(await page.locator(tid('memory-build')).count(), 0);
-      assert.equal(await page.locator(tid('memory-build-all')).count(), 0, 'the offer is gone once done');
+
+      // Retry builds only the one that failed; its second part hangs until it is cancelled.
+      agent.scriptMemory(
+        reply('Rust is a systems programming language.', [entity('rust', 'concept', 'Rust')]),
+        reply('Leptos is a Rust web framework.', [entity('leptos', 'concept', 'Leptos')], { delayMs: 20_000 }),
+      );
+      await page.locator(tid('memory-build-retry')).click();
+      await agent.waitForRequests(4, { filter: (r) => r.kind === 'memory', timeoutMs: 30_000 });
+      const line = page.locator(tid('memory-build-progress'));
+      await line.filter({ hasText: 'conversation 1 of 1' }).waitFor({ state: 'visible' });
+      assert.match(await line.innerText(), /part 2 of 2/);
+      await page.locator(tid('memory-build-cancel')).click();
+      assert.match(await ended(page, 'stopped'), /cancelled/);
+      const [third, fourth] = agent.memoryRequests().slice(2).map((r) => r.rawBody);
+      assert.ok(third.includes('What is Rust?') && !third.includes('And Leptos?'), 'one exchange per part, oldest first');
+      assert.ok(fourth.includes('And Leptos?') && !fourth.includes('What is Rust?'), 'the second part goes on after the first');
+      assert.ok(!third.includes('Bonjour') && !fourth.includes('Bonjour'), 'the retry builds only what failed');
+
+      await open(page, RUST);
+      await page.locator(tid('summary-text')).filter({ hasText: 'Rust is a systems programming language.' }).waitFor({ state: 'visible' });
+      assert.deepEqual((await memoryShown(page)).entities, ['Rust'], 'the cancelled part wrote nothing');
+
+      // Building again from the memory pane finishes the last part, without redoing the first.
+      agent.scriptMemory(reply('Leptos is a Rust web framework.', [entity('leptos', 'concept', 'Leptos')]));
+      await page.locator(tid('memory-build')).click();
+      assert.match(await ended(page, 'done'), /1 conversation up to date, 1 update written/);
+      assert.equal(agent.memoryRequests().length, 5);
+      assert.ok(agent.memoryRequests()[4].rawBody.includes('And Leptos?') && !agent.memoryRequests()[4].rawBody.includes('What is Rust?'));
+      await page.locator(tid('memory-failure')).waitFor({ state: 'detached' });
+      await page.locator(tid('summary-text')).filter({ hasText: 'Leptos is a Rust web framework.' }).waitFor({ state: 'visible' });
+      assert.deepEqual((await memoryShown(page)).entities, ['Leptos', 'Rust']);
+      assert.equal(await page.locator(tid('memory-build')).count(), 0, 'a covered history offers no build');
       assertNoPageProblems(issues);
     });
   } finally {

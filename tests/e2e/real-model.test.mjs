@@ -7,7 +7,10 @@
 // - every memory update parses (no failure is shown; one summary version per answered update);
 // - the entity named in the first message ("Zorblax") is in the graph after the first update;
 // - after a reload and enough turns that the history cannot fit the budget, the last chat request
-//   carries the early facts through memory, while the messages that stated them are left out.
+//   carries the early facts through memory, while the messages that stated them are left out;
+// - memory from the past (issue 13): an imported ChatGPT conversation's memory is built on the real
+//   model through "Build memory for the imported conversations": the build ends done, and the
+//   stored summary and entities hold the import's own facts (names only the import states).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -137,6 +140,62 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
       assert.match(memoryText, /Zorblax/i, 'the cat is remembered');
       assert.match(memoryText, /Trondheim/i, 'the city is remembered');
       // The one refused request (json_schema, HTTP 500) is the browser's only console complaint.
+      assertNoPageProblems(issues, { allowConsole: [/status of 500/] });
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+/** A ChatGPT export of one conversation: two exchanges stating facts nothing else in the test says. */
+function importedChat() {
+  const turns = [
+    ['user', 'My name is Ingrid and I keep alpacas on a farm near Tromsø.'],
+    ['assistant', 'Alpacas near Tromsø, that sounds lovely. How many do you have?'],
+    ['user', 'Eleven alpacas. The oldest one is called Biscuit.'],
+    ['assistant', 'Biscuit must be well known on the farm, then.'],
+  ];
+  const mapping = { root: { id: 'root', parent: null, children: ['m0'], message: null } };
+  turns.forEach(([role, text], i) => {
+    mapping[`m${i}`] = {
+      id: `m${i}`, parent: i ? `m${i - 1}` : 'root', children: i + 1 < turns.length ? [`m${i + 1}`] : [],
+      message: { id: `m${i}`, author: { role }, create_time: 1_700_000_000 + i, content: { content_type: 'text', parts: [text] }, metadata: {}, recipient: 'all' },
+    };
+  });
+  return { turns, file: JSON.stringify([{ id: 'farm', title: 'The farm', create_time: 1_700_000_000, mapping, current_node: `m${turns.length - 1}` }]) };
+}
+
+test('memory from the past on SmolLM2-135M: an imported conversation becomes a summary and entities of its own facts', { timeout: 1_200_000 }, async () => {
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 5, recentCount: 2 });
+  try {
+    await withDiagnostics(page, issues, 'real-model-memory-build', async () => {
+      await setMemoryEndpoint(page);
+      const before = memoryRecords().length;
+      const { turns, file } = importedChat();
+      await page.locator(tid('export-button')).click();
+      await page.locator(tid('import-input')).setInputFiles({ name: 'conversations.json', mimeType: 'application/json', buffer: Buffer.from(file) });
+      await page.locator(tid('import-confirm')).click();
+      await page.locator(tid('notice')).filter({ hasText: 'Imported 1 conversation' }).waitFor({ state: 'visible' });
+      await page.locator(tid('memory-build-all')).click();
+      const line = page.locator(`${tid('memory-build-progress')}[data-state="done"]`);
+      await line.waitFor({ state: 'visible', timeout: UPDATE_TIMEOUT });
+      assert.match(await line.innerText(), /1 conversation up to date, 1 update written/);
+      // Two exchanges are one part: one update (a refused json_schema form first, then json_object).
+      const sent = memoryRecords().slice(before);
+      assert.ok(sent.length >= 1 && sent.length <= 2, `${sent.length} memory request(s)`);
+      assert.equal(sent.at(-1).status, 200);
+      assert.ok(JSON.stringify(sent.at(-1).body).includes('Biscuit'), 'the update read the imported messages');
+
+      await page.locator(tid('conversation-item')).filter({ hasText: 'The farm' }).click();
+      await page.locator(tid('summary-text')).waitFor({ state: 'visible' });
+      const summary = await page.locator(tid('summary-text')).innerText();
+      assert.match(summary, /Ingrid|alpaca|Troms|Biscuit/i, `the summary holds the import's facts: ${summary}`);
+      await page.locator(tid('memory-entities')).locator(tid('entity-node')).first().waitFor({ state: 'visible' });
+      const names = await page.locator(tid('memory-entities')).locator(tid('entity-name')).allInnerTexts();
+      const said = turns.map(([, text]) => text).join(' ').toLowerCase();
+      const grounded = names.filter((n) => n.trim() && said.includes(n.trim().toLowerCase()));
+      assert.ok(grounded.length > 0, `an entity named in the import: ${JSON.stringify(names)}`);
+      assert.equal(await page.locator(tid('memory-failure')).count(), 0, 'the update did not fail');
       assertNoPageProblems(issues, { allowConsole: [/status of 500/] });
     });
   } finally {

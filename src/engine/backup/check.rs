@@ -517,3 +517,70 @@ impl CheckBuilder {
         }
     }
 }
+
+/// [`check_import`] for a file already parsed into a `Value` (a slice at a time, by
+/// `engine::import::value`), its conversations converted and checked one at a time: the same
+/// typed reading and the same checks, so a good file gives the same [`CheckedImport`]. Any error
+/// here is the caller's sign to read the file whole with [`check_import`] for the exact message
+/// (the order of the checks differs).
+#[derive(Debug, Clone)]
+pub struct BackupBuilder {
+    file: BackupFile,
+    seen: SeenIds,
+    limits: ImportLimits,
+}
+
+impl BackupBuilder {
+    /// The file's header and shared entities from `v`, and its conversations still to push.
+    pub fn from_value(
+        mut v: serde_json::Value,
+        limits: &ImportLimits,
+    ) -> Result<(BackupBuilder, Vec<serde_json::Value>), ImportError> {
+        let not_backup = || ImportError::NotABackup {
+            found: "not a backup".into(),
+        };
+        let obj = v.as_object_mut().ok_or_else(not_backup)?;
+        let items = match obj.get_mut("conversations") {
+            Some(serde_json::Value::Array(items)) => std::mem::take(items),
+            _ => return Err(not_backup()),
+        };
+        let file: BackupFile = serde_json::from_value(v).map_err(|_| not_backup())?;
+        if file.format != FORMAT || file.version != VERSION {
+            return Err(not_backup());
+        }
+        let builder = BackupBuilder {
+            file,
+            seen: SeenIds::default(),
+            limits: limits.clone(),
+        };
+        Ok((builder, items))
+    }
+
+    /// Reads and checks one more conversation of the file.
+    pub fn push(&mut self, item: serde_json::Value) -> Result<(), ImportError> {
+        let b: BConversationBundle =
+            serde_json::from_value(item).map_err(|e| ImportError::NotABackup {
+                found: clip(&e.to_string(), 60),
+            })?;
+        check_bundle(&b, &self.limits, &mut self.seen)?;
+        self.file.conversations.push(b);
+        Ok(())
+    }
+
+    /// The file, once its shared entities are checked too.
+    pub fn finish(mut self) -> Result<CheckedImport, ImportError> {
+        for e in &self.file.shared_entities {
+            check_entity(e, &self.limits)?;
+            if !self.seen.entities.insert(e.id.clone()) {
+                return Err(ImportError::DuplicateId {
+                    kind: "entity",
+                    id: e.id.clone(),
+                });
+            }
+        }
+        Ok(CheckedImport {
+            file: self.file,
+            append: false,
+        })
+    }
+}

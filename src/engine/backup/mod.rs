@@ -25,7 +25,7 @@ mod plan;
 mod wire;
 
 pub(crate) use check::check_depth;
-pub use check::{check_import, CheckBuilder, CheckedImport};
+pub use check::{check_import, BackupBuilder, CheckBuilder, CheckedImport};
 pub use export_json::export_json;
 pub use export_markdown::export_markdown;
 pub use plan::{ExistingIds, ExistingMessage, ImportCounts, ImportPlan};

@@ -19,6 +19,7 @@ mod formats;
 mod json;
 pub mod slice;
 mod tree;
+pub mod value;
 pub mod zip;
 
 use super::backup::{self, CheckedImport, ConversationBundle, ImportLimits};
@@ -294,7 +295,7 @@ fn detect_text(bytes: &[u8], limits: &ImportLimits) -> Result<Detected, ImportEr
     }
 }
 
-fn looks_like_backup(text: &str) -> bool {
+pub(super) fn looks_like_backup(text: &str) -> bool {
     let head = match text.char_indices().nth(400) {
         Some((i, _)) => &text[..i],
         None => text,

@@ -12,10 +12,12 @@
 //! passes each step's time in). Must not import anything outside `crate::engine`.
 
 use super::formats::{self, ItemReader};
+use super::value::{LinesParse, Parsed, ValueParse};
+use super::zip::Unzip;
 use super::{
     bundle, detect, Detected, ImportError, Imported, ImportedConversation, Skipped, Source,
 };
-use crate::engine::backup::{CheckBuilder, CheckedImport, ImportLimits};
+use crate::engine::backup::{self, BackupBuilder, CheckBuilder, CheckedImport, ImportLimits};
 use crate::engine::model::Millis;
 use serde_json::Value;
 use std::ops::Range;
@@ -105,6 +107,14 @@ impl Pace {
 /// sizes the slices with [`Pace::write`]).
 const WRITE_PACE: (usize, usize) = (100, 20_000);
 
+/// The main-thread time one write slice aims at, in ms. Each slice waits for the storage to take
+/// its first record, but by then the storage still has the slice before it to write, so the slices'
+/// size hardly bears on the write's speed (the storage is the bottleneck): at 8 ms, 10k messages
+/// wrote in ~1.08x the plain-JS floor with a longest task of 28 ms (load ~1). 16 ms was tried in
+/// session 8 and could not be told apart from 8 ms at a load of 7-9; 8 ms keeps the known margin
+/// under the 50 ms line.
+pub const WRITE_TARGET_MS: f64 = 8.0;
+
 /// Conversations an announcing slice starts with, and its bounds.
 const ANNOUNCE_PACE: (usize, usize) = (20, 10_000);
 
@@ -117,7 +127,10 @@ const SYNC_PACE: (usize, usize) = (16, 64);
 impl Pace {
     /// The pace of an import's write, in records (conversations, then messages).
     pub fn write() -> Pace {
-        Pace::new(WRITE_PACE.0, WRITE_PACE.1)
+        Pace {
+            target_ms: WRITE_TARGET_MS,
+            ..Pace::new(WRITE_PACE.0, WRITE_PACE.1)
+        }
     }
     /// The pace of sync's long loops: a page of merged documents written, local documents
     /// recorded for the push (the driver keeps one pace, so it starts each page at the last rate).
@@ -137,6 +150,10 @@ const SCAN_PACE: (usize, usize) = (64 * 1024, 16 * 1024 * 1024);
 const PARSE_PACE: (usize, usize) = (16 * 1024, 4 * 1024 * 1024);
 /// Messages a check slice starts with, and its bounds.
 const CHECK_PACE: (usize, usize) = (200, 100_000);
+/// Messages of our backup a read-and-check slice starts with, and its bounds.
+const BACKUP_PACE: (usize, usize) = (100, 100_000);
+/// Bytes an unzip slice starts inflating, and its bounds.
+const UNZIP_PACE: (usize, usize) = (64 * 1024, 16 * 1024 * 1024);
 
 /// Where a top-level JSON list's items are: a resumable byte scan (strings and escapes honoured)
 /// that also refuses nesting deeper than the limit, as [`detect`]'s depth check does. It only
@@ -323,15 +340,30 @@ pub enum Prepared {
     },
 }
 
-/// Progress units of the checking phase: the scan is the first tenth, reading items the next
-/// seven, checking the conversations the last two.
+/// Progress units of the checking phase: unzipping or scanning is the first tenth, parsing and
+/// reading the next seven, checking the conversations the last two (never going back: a ZIP's
+/// files each run the stages after the unzip).
 const CHECK_UNITS: u64 = 1000;
 
 /// Reads and checks one file in slices: call [`Prepare::step`] until it returns the result.
-#[derive(Debug, Clone)]
+///
+/// Every route is sliced: a ZIP is inflated a slice at a time ([`zip::Unzip`]); then each text
+/// (the file, or each file the ZIP holds) is a list export (scanned into items, each read on its
+/// own), our backup (parsed, then each conversation read and checked on its own), another JSON
+/// export (parsed a slice at a time, then read by its format's reader) or JSON Lines (a slice of
+/// lines at a time). Whatever the sliced route refuses goes through [`detect`] whole, so the
+/// answer, an error included, is always [`prepare_whole`]'s.
+#[derive(Debug)]
 pub struct Prepare {
     bytes: Vec<u8>,
-    /// Where the text starts (after a byte-order mark).
+    /// The files a ZIP held (name, contents), once inflated; empty for a file that is its text.
+    files: Vec<(String, Vec<u8>)>,
+    zipped: bool,
+    /// Which of `files` is being read.
+    current: usize,
+    /// What the ZIP's files read so far gave (merged as [`detect`] merges them).
+    merged: Option<Imported>,
+    /// Where the current text starts (after a byte-order mark).
     base: usize,
     limits: ImportLimits,
     now: Millis,
@@ -339,13 +371,22 @@ pub struct Prepare {
     pace: Pace,
     /// Units the last step did (for [`Pace::observe`]).
     last_units: usize,
+    /// The progress shown last (it never goes back).
+    shown: u64,
+    /// The file went through [`detect`] whole (one long task on a large file).
+    read_whole: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Stage {
     Start,
+    Unzip(Box<Unzip>),
     Scan(ItemScan),
     Read(Box<Reading>),
+    /// A JSON text parsed into a value; `true`: our backup (parsed strictly).
+    Parse(Box<ValueParse>, bool),
+    Lines(Box<LinesParse>),
+    Backup(Box<BackupReading>),
     Check(Box<Checking>),
     /// The whole file at once, through [`detect`].
     Whole,
@@ -364,6 +405,14 @@ struct Reading {
 }
 
 #[derive(Debug, Clone)]
+struct BackupReading {
+    builder: BackupBuilder,
+    items: std::vec::IntoIter<Value>,
+    total: usize,
+    done: usize,
+}
+
+#[derive(Debug, Clone)]
 struct Checking {
     imported: Imported,
     next: usize,
@@ -372,38 +421,90 @@ struct Checking {
     messages_done: usize,
 }
 
+/// How a text is read (see [`Prepare::begin_text`]).
+enum Route {
+    Whole,
+    Backup,
+    List,
+    Value,
+}
+
+/// What a slice of reading one text led to.
+enum TextStep {
+    /// More to do (the stage is set).
+    More,
+    /// The text was read.
+    Read(Detected),
+    /// The sliced route cannot say: read the whole file.
+    Whole,
+}
+
 impl Prepare {
     /// `now` stands in for missing times, as in [`super::to_checked`].
     pub fn new(bytes: Vec<u8>, now: Millis, limits: &ImportLimits) -> Prepare {
         Prepare {
             bytes,
+            files: Vec::new(),
+            zipped: false,
+            current: 0,
+            merged: None,
             base: 0,
             limits: limits.clone(),
             now,
             stage: Stage::Start,
             pace: Pace::new(SCAN_PACE.0, SCAN_PACE.1),
             last_units: 0,
+            shown: 0,
+            read_whole: false,
+        }
+    }
+
+    /// Whether the file was read in slices up to its check (else through [`detect`] whole: a
+    /// file the sliced route refused, an error included).
+    pub fn sliced(&self) -> bool {
+        !self.read_whole
+    }
+
+    /// The text being read: the file, or the ZIP's current file.
+    fn text(&self) -> &[u8] {
+        match self.files.get(self.current) {
+            Some((_, t)) if self.zipped => t,
+            _ => &self.bytes,
         }
     }
 
     /// How far the checking phase is.
-    pub fn progress(&self) -> Progress {
+    pub fn progress(&mut self) -> Progress {
         let part = |from: u64, width: u64, done: usize, total: usize| {
             from + (width as f64 * done as f64 / total.max(1) as f64) as u64
         };
-        let len = self.bytes.len() - self.base;
+        let len = self.text().len().saturating_sub(self.base);
         let done = match &self.stage {
             Stage::Start | Stage::Whole => 0,
+            Stage::Unzip(u) => {
+                let (done, total) = u.progress();
+                part(0, 100, done, total)
+            }
             Stage::Scan(s) => part(0, 100, s.pos(), len),
             Stage::Read(r) => part(100, 700, r.bytes_done, r.bytes_total),
+            Stage::Parse(p, _) => part(100, 700, p.pos() - self.base, len),
+            Stage::Lines(p) => part(100, 700, p.pos() - self.base, len),
+            Stage::Backup(b) => part(800, 200, b.done, b.total),
             Stage::Check(c) => part(800, 200, c.messages_done, c.messages_total),
             Stage::Finished => CHECK_UNITS,
         };
+        self.shown = self.shown.max(done.min(CHECK_UNITS));
         Progress {
             phase: Phase::Checking,
-            done: done.min(CHECK_UNITS),
+            done: self.shown,
             total: CHECK_UNITS,
         }
+    }
+
+    /// A new stage starts its own pace; the last step's rate was another stage's.
+    fn stage_pace(&mut self, (min, max): (usize, usize)) {
+        self.pace = Pace::new(min, max);
+        self.last_units = 0;
     }
 
     /// Does one slice of the work; `last_ms` is how long the previous call took (`None` for the
@@ -414,56 +515,123 @@ impl Prepare {
         }
         self.last_units = 0;
         let budget = self.pace.size();
-        match std::mem::replace(&mut self.stage, Stage::Finished) {
-            Stage::Start => self.start(),
-            Stage::Scan(mut scan) => {
-                let from = scan.pos();
-                let state = scan.advance(&self.bytes[self.base..], budget);
-                self.last_units = scan.pos() - from;
-                match state {
-                    ScanState::Scanning => self.stage = Stage::Scan(scan),
-                    ScanState::NotAList => self.stage = Stage::Whole,
-                    ScanState::Done => self.read_stage(scan.into_items()),
-                }
+        let step = match std::mem::replace(&mut self.stage, Stage::Finished) {
+            Stage::Start => {
+                self.start();
+                TextStep::More
             }
-            Stage::Read(r) => return self.read(r, budget),
+            Stage::Unzip(u) => self.unzip(u, budget),
+            Stage::Scan(scan) => self.scan(scan, budget),
+            Stage::Read(r) => self.read(r, budget),
+            Stage::Parse(p, backup) => self.parse(p, backup, budget),
+            Stage::Lines(p) => self.lines(p, budget),
+            Stage::Backup(b) => self.backup(b, budget),
             Stage::Check(c) => return self.check(c, budget),
             Stage::Whole => return self.whole(),
-            Stage::Finished => {}
+            Stage::Finished => TextStep::More,
+        };
+        match step {
+            TextStep::More => Ok(None),
+            TextStep::Read(d) => self.text_read(d),
+            TextStep::Whole => self.whole(),
         }
-        Ok(None)
     }
 
     fn start(&mut self) {
-        let bytes = &self.bytes;
-        let sliced = bytes.len() <= self.limits.max_bytes
-            && !super::zip::is_zip(bytes)
-            && std::str::from_utf8(bytes).is_ok();
-        if !sliced {
+        if self.bytes.len() > self.limits.max_bytes {
+            self.stage = Stage::Whole;
+        } else if super::zip::is_zip(&self.bytes) {
+            self.stage = match Unzip::new(&self.bytes, self.limits.max_bytes) {
+                Ok(u) => Stage::Unzip(Box::new(u)),
+                Err(_) => Stage::Whole,
+            };
+            self.stage_pace(UNZIP_PACE);
+        } else {
+            self.begin_text();
+        }
+    }
+
+    fn unzip(&mut self, mut u: Box<Unzip>, budget: usize) -> TextStep {
+        let (before, _) = u.progress();
+        match u.step(&self.bytes, budget) {
+            Ok(None) => {
+                self.last_units = budget;
+                self.stage = Stage::Unzip(u);
+                TextStep::More
+            }
+            Ok(Some(files)) => {
+                self.last_units = u.progress().0 - before;
+                self.files = files;
+                self.zipped = true;
+                self.current = 0;
+                self.begin_text();
+                TextStep::More
+            }
+            Err(_) => TextStep::Whole,
+        }
+    }
+
+    /// Chooses the route of the current text, as [`detect`] would: our backup, a list, or any
+    /// other JSON text (then JSON Lines if it is not one).
+    fn begin_text(&mut self) {
+        let Ok(text) = std::str::from_utf8(self.text()) else {
             self.stage = Stage::Whole;
             return;
+        };
+        let base = if text.starts_with('\u{FEFF}') { 3 } else { 0 };
+        let trimmed = text[base..].trim_start();
+        let route = if trimmed.trim_end().is_empty() {
+            Route::Whole
+        } else if trimmed.starts_with('{') && super::looks_like_backup(trimmed) {
+            Route::Backup
+        } else if trimmed.starts_with('[') {
+            Route::List
+        } else {
+            Route::Value
+        };
+        self.base = base;
+        let depth = self.limits.max_depth;
+        self.stage = match route {
+            Route::Whole => Stage::Whole,
+            Route::Backup => {
+                self.stage_pace(PARSE_PACE);
+                Stage::Parse(Box::new(ValueParse::new(base, depth, true)), true)
+            }
+            Route::List => {
+                self.stage_pace(SCAN_PACE);
+                Stage::Scan(ItemScan::new(depth))
+            }
+            Route::Value => self.parse_stage(),
+        };
+    }
+
+    /// The current text parsed as one JSON value.
+    fn parse_stage(&mut self) -> Stage {
+        self.stage_pace(PARSE_PACE);
+        Stage::Parse(
+            Box::new(ValueParse::new(self.base, self.limits.max_depth, false)),
+            false,
+        )
+    }
+
+    fn scan(&mut self, mut scan: ItemScan, budget: usize) -> TextStep {
+        let from = scan.pos();
+        let state = scan.advance(&self.text()[self.base..], budget);
+        self.last_units = scan.pos() - from;
+        match state {
+            ScanState::Scanning => self.stage = Stage::Scan(scan),
+            ScanState::NotAList => self.stage = self.parse_stage(),
+            ScanState::Done => self.read_stage(scan.into_items()),
         }
-        self.base = if bytes.starts_with("\u{FEFF}".as_bytes()) {
-            3
-        } else {
-            0
-        };
-        let first = bytes[self.base..].iter().find(|b| !is_ws(**b));
-        self.stage = if first == Some(&b'[') {
-            Stage::Scan(ItemScan::new(self.limits.max_depth))
-        } else {
-            Stage::Whole
-        };
+        TextStep::More
     }
 
     fn read_stage(&mut self, items: Vec<Range<usize>>) {
         if items.is_empty() {
-            self.stage = Stage::Whole;
+            self.stage = self.parse_stage();
             return;
         }
-        // A new stage starts its own pace; the last step's rate was another stage's.
-        self.pace = Pace::new(PARSE_PACE.0, PARSE_PACE.1);
-        self.last_units = 0;
+        self.stage_pace(PARSE_PACE);
         self.stage = Stage::Read(Box::new(Reading {
             bytes_total: items.iter().map(|r| r.len()).sum(),
             items,
@@ -475,23 +643,19 @@ impl Prepare {
         }));
     }
 
-    /// Parses and reads items worth about `budget` bytes. Anything unexpected (an item that is not
-    /// JSON, a source read whole, an item its reader refuses) sends the file through [`detect`],
-    /// so the error is exactly the one the whole file gets.
-    fn read(
-        &mut self,
-        mut r: Box<Reading>,
-        budget: usize,
-    ) -> Result<Option<Prepared>, ImportError> {
+    /// Parses and reads items worth about `budget` bytes. A list whose items are not read one at a
+    /// time is parsed as one value; an item that is not JSON or that its reader refuses sends the
+    /// file through [`detect`], so the error is exactly the one the whole file gets.
+    fn read(&mut self, mut r: Box<Reading>, budget: usize) -> TextStep {
         let mut did = 0;
         while r.next < r.items.len() && did < budget {
             let range = r.items[r.next].clone();
             let i = r.next;
             r.next += 1;
             did += range.len();
-            let text = &self.bytes[self.base + range.start..self.base + range.end];
+            let text = &self.text()[self.base + range.start..self.base + range.end];
             let Ok(item) = serde_json::from_slice::<Value>(text) else {
-                return self.whole();
+                return TextStep::Whole;
             };
             if item.is_null() {
                 continue;
@@ -500,32 +664,156 @@ impl Prepare {
                 r.reader = formats::item_reader(&item);
             }
             let Some((_, read)) = r.reader else {
-                return self.whole();
+                // Read whole by its format (llama.cpp's list): parsed a slice at a time.
+                self.stage = self.parse_stage();
+                return TextStep::More;
             };
             match read(i, &item, &mut r.skipped) {
                 Ok(c) => r.conversations.push(c),
-                Err(_) => return self.whole(),
+                Err(_) => return TextStep::Whole,
             }
         }
         r.bytes_done += did;
         self.last_units = did;
         if r.next < r.items.len() {
             self.stage = Stage::Read(r);
-            return Ok(None);
+            return TextStep::More;
         }
         let Some((source, _)) = r.reader else {
-            return self.whole();
+            return TextStep::Whole;
         };
         match formats::finish(source, r.conversations, r.skipped, false) {
-            Ok(imported) => self.check_stage(imported),
-            Err(_) => return self.whole(),
+            Ok(imported) => TextStep::Read(Detected::Foreign(imported)),
+            Err(_) => TextStep::Whole,
         }
-        Ok(None)
+    }
+
+    /// Parses about `budget` bytes of a JSON text; once it is parsed, our backup is read a
+    /// conversation at a time, any other export by its format's reader; a text that is not one
+    /// JSON value may be JSON Lines.
+    fn parse(&mut self, mut p: Box<ValueParse>, backup: bool, budget: usize) -> TextStep {
+        let from = p.pos();
+        let parsed = p.advance(self.text(), budget);
+        self.last_units = p.pos() - from;
+        match parsed {
+            Parsed::More => {
+                self.stage = Stage::Parse(p, backup);
+                TextStep::More
+            }
+            Parsed::Refused if backup => TextStep::Whole,
+            Parsed::Refused => {
+                self.stage_pace(PARSE_PACE);
+                self.stage =
+                    Stage::Lines(Box::new(LinesParse::new(self.base, self.limits.max_depth)));
+                TextStep::More
+            }
+            Parsed::Done(v) if backup => match BackupBuilder::from_value(v, &self.limits) {
+                Ok((builder, items)) => {
+                    self.stage_pace(BACKUP_PACE);
+                    self.stage = Stage::Backup(Box::new(BackupReading {
+                        builder,
+                        total: items.len(),
+                        items: items.into_iter(),
+                        done: 0,
+                    }));
+                    TextStep::More
+                }
+                Err(_) => TextStep::Whole,
+            },
+            // A backup whose header is not where [`detect`] looks first: read whole.
+            Parsed::Done(v) if v.get("format").and_then(Value::as_str) == Some(backup::FORMAT) => {
+                TextStep::Whole
+            }
+            Parsed::Done(v) => match formats::read(v) {
+                Ok(imported) => TextStep::Read(Detected::Foreign(imported)),
+                Err(_) => TextStep::Whole,
+            },
+        }
+    }
+
+    fn lines(&mut self, mut p: Box<LinesParse>, budget: usize) -> TextStep {
+        let from = p.pos();
+        let parsed = p.advance(self.text(), budget);
+        self.last_units = p.pos() - from;
+        match parsed {
+            Parsed::More => {
+                self.stage = Stage::Lines(p);
+                TextStep::More
+            }
+            Parsed::Done(lines) => match formats::jsonl(lines) {
+                Ok(imported) => TextStep::Read(Detected::Foreign(imported)),
+                Err(_) => TextStep::Whole,
+            },
+            Parsed::Refused => TextStep::Whole,
+        }
+    }
+
+    /// Reads and checks about `budget` messages of our backup's conversations.
+    fn backup(&mut self, mut b: Box<BackupReading>, budget: usize) -> TextStep {
+        let mut did = 0;
+        while did < budget {
+            let Some(item) = b.items.next() else {
+                return match b.builder.finish() {
+                    Ok(checked) => TextStep::Read(Detected::Backup(checked)),
+                    Err(_) => TextStep::Whole,
+                };
+            };
+            did += 1 + item
+                .get("messages")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            if b.builder.push(item).is_err() {
+                return TextStep::Whole;
+            }
+            b.done += 1;
+        }
+        self.last_units = did;
+        self.stage = Stage::Backup(b);
+        TextStep::More
+    }
+
+    /// A text was read: the answer for a file, or (a ZIP) merged as [`detect`] merges its files.
+    fn text_read(&mut self, d: Detected) -> Result<Option<Prepared>, ImportError> {
+        if !self.zipped {
+            return Ok(self.detected(d));
+        }
+        let single = self.files.len() == 1;
+        match d {
+            Detected::Backup(b) if single => return Ok(Some(Prepared::Backup(b))),
+            Detected::Backup(_) => {}
+            Detected::Foreign(i) => match &mut self.merged {
+                None => self.merged = Some(i),
+                Some(m) if m.source == i.source => {
+                    m.conversations.extend(i.conversations);
+                    m.skipped.add(&i.skipped);
+                    m.settings_ignored |= i.settings_ignored;
+                }
+                Some(_) => {}
+            },
+        }
+        self.current += 1;
+        if self.current < self.files.len() {
+            self.begin_text();
+            return Ok(None);
+        }
+        match self.merged.take() {
+            Some(i) => Ok(self.detected(Detected::Foreign(i))),
+            None => self.whole(),
+        }
+    }
+
+    fn detected(&mut self, d: Detected) -> Option<Prepared> {
+        match d {
+            Detected::Backup(checked) => Some(Prepared::Backup(checked)),
+            Detected::Foreign(imported) => {
+                self.check_stage(imported);
+                None
+            }
+        }
     }
 
     fn check_stage(&mut self, imported: Imported) {
-        self.pace = Pace::new(CHECK_PACE.0, CHECK_PACE.1);
-        self.last_units = 0;
+        self.stage_pace(CHECK_PACE);
         self.stage = Stage::Check(Box::new(Checking {
             messages_total: imported
                 .conversations
@@ -569,6 +857,10 @@ impl Prepare {
 
     /// The whole file at once: [`detect`], then the conversations checked in slices.
     fn whole(&mut self) -> Result<Option<Prepared>, ImportError> {
+        self.read_whole = true;
+        self.zipped = false;
+        self.files = Vec::new();
+        self.base = 0;
         match detect(&self.bytes, &self.limits)? {
             Detected::Backup(checked) => Ok(Some(Prepared::Backup(checked))),
             Detected::Foreign(imported) => {

@@ -76,15 +76,28 @@ pub fn read_candidates(
     bytes: &[u8],
     max_total: usize,
 ) -> Result<Vec<(String, Vec<u8>)>, ImportError> {
-    let entries = directory(bytes)?;
+    let wanted = wanted(directory(bytes)?)?;
+    let mut budget = max_total;
+    let mut out = Vec::with_capacity(wanted.len());
+    for e in &wanted {
+        let data = extract(bytes, e, budget, max_total)?;
+        budget -= data.len();
+        out.push((e.name.clone(), data));
+    }
+    Ok(out)
+}
+
+/// The entries to read: `conversations.json` if there is one, else every `.json`/`.jsonl` file
+/// that is not known to hold something else.
+fn wanted(entries: Vec<Entry>) -> Result<Vec<Entry>, ImportError> {
     let base = |n: &str| n.rsplit('/').next().unwrap_or(n).to_ascii_lowercase();
-    let wanted: Vec<&Entry> = match entries
+    let wanted: Vec<Entry> = match entries
         .iter()
         .find(|e| base(&e.name) == "conversations.json")
     {
-        Some(e) => vec![e],
+        Some(e) => vec![e.clone()],
         None => entries
-            .iter()
+            .into_iter()
             .filter(|e| {
                 let b = base(&e.name);
                 !e.name.ends_with('/')
@@ -99,14 +112,170 @@ pub fn read_candidates(
     if wanted.is_empty() {
         return Err(ImportError::ZipHasNoExport);
     }
-    let mut budget = max_total;
-    let mut out = Vec::with_capacity(wanted.len());
-    for e in wanted {
-        let data = extract(bytes, e, budget, max_total)?;
-        budget -= data.len();
-        out.push((e.name.clone(), data));
+    Ok(wanted)
+}
+
+/// One file of an archive: its name and contents.
+pub type Unzipped = (String, Vec<u8>);
+
+/// [`read_candidates`] a slice at a time: each [`Unzip::step`] inflates about as many bytes as it
+/// is given (the CRC-32 of each entry follows as it grows). It only has to be right for an archive
+/// [`read_candidates`] reads: at any problem it stops with an error, and the caller reads the file
+/// whole for the exact one.
+#[derive(Debug)]
+pub struct Unzip {
+    wanted: Vec<Entry>,
+    next: usize,
+    budget: usize,
+    max_total: usize,
+    current: Option<Inflating>,
+    out: Vec<Unzipped>,
+    compressed_total: usize,
+    compressed_done: usize,
+}
+
+/// The entry being inflated.
+struct Inflating {
+    data: std::ops::Range<usize>,
+    consumed: usize,
+    out: Vec<u8>,
+    crc: u32,
+    /// `None`: a stored entry, copied.
+    state: Option<Box<miniz_oxide::inflate::stream::InflateState>>,
+}
+
+impl std::fmt::Debug for Inflating {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inflating")
+            .field("data", &self.data)
+            .field("consumed", &self.consumed)
+            .field("out", &self.out.len())
+            .finish()
     }
-    Ok(out)
+}
+
+impl Unzip {
+    /// Reads the directory and chooses the entries; nothing is inflated yet.
+    pub fn new(bytes: &[u8], max_total: usize) -> Result<Unzip, ImportError> {
+        let wanted = wanted(directory(bytes)?)?;
+        Ok(Unzip {
+            compressed_total: wanted.iter().map(|e| e.compressed).sum(),
+            wanted,
+            next: 0,
+            budget: max_total,
+            max_total,
+            current: None,
+            out: Vec::new(),
+            compressed_done: 0,
+        })
+    }
+
+    /// Compressed bytes read so far, of the total.
+    pub fn progress(&self) -> (usize, usize) {
+        let current = self.current.as_ref().map_or(0, |c| c.consumed);
+        (self.compressed_done + current, self.compressed_total)
+    }
+
+    /// Inflates about `units` more bytes; the entries (name, contents) once all are read.
+    pub fn step(
+        &mut self,
+        bytes: &[u8],
+        units: usize,
+    ) -> Result<Option<Vec<Unzipped>>, ImportError> {
+        let mut left = units.max(1);
+        while left > 0 {
+            let Some(cur) = self.current.as_mut() else {
+                let Some(e) = self.wanted.get(self.next) else {
+                    return Ok(Some(std::mem::take(&mut self.out)));
+                };
+                self.current = Some(self.open(bytes, e)?);
+                continue;
+            };
+            let (did, ended) = inflate_some(bytes, cur, left, self.budget, self.max_total)?;
+            left = left.saturating_sub(did.max(1));
+            if ended {
+                self.end_entry()?;
+            }
+        }
+        Ok(None)
+    }
+
+    fn open(&self, bytes: &[u8], e: &Entry) -> Result<Inflating, ImportError> {
+        let data = entry_data(bytes, e, self.budget, self.max_total)?;
+        let state = match e.method {
+            0 => None,
+            _ => Some(miniz_oxide::inflate::stream::InflateState::new_boxed(
+                miniz_oxide::DataFormat::Raw,
+            )),
+        };
+        Ok(Inflating {
+            data,
+            consumed: 0,
+            out: Vec::new(),
+            crc: !0,
+            state,
+        })
+    }
+
+    fn end_entry(&mut self) -> Result<(), ImportError> {
+        let Some(cur) = self.current.take() else {
+            return Ok(());
+        };
+        let e = &self.wanted[self.next];
+        if !cur.crc != e.crc {
+            return Err(err("an entry fails its checksum"));
+        }
+        self.budget -= cur.out.len();
+        self.compressed_done += cur.data.len();
+        self.out.push((e.name.clone(), cur.out));
+        self.next += 1;
+        Ok(())
+    }
+}
+
+/// Inflates (or copies) up to about `units` bytes of the entry; (bytes out, whether it ended).
+fn inflate_some(
+    bytes: &[u8],
+    cur: &mut Inflating,
+    units: usize,
+    budget: usize,
+    max_total: usize,
+) -> Result<(usize, bool), ImportError> {
+    let data = &bytes[cur.data.clone()];
+    let from = cur.out.len();
+    let Some(state) = cur.state.as_mut() else {
+        let n = units.min(data.len() - cur.consumed);
+        cur.out
+            .extend_from_slice(&data[cur.consumed..cur.consumed + n]);
+        cur.consumed += n;
+        if cur.out.len() > budget {
+            return Err(ImportError::ZipTooLarge { limit: max_total });
+        }
+        cur.crc = crc_update(cur.crc, &cur.out[from..]);
+        return Ok((n, cur.consumed == data.len()));
+    };
+    // One byte more than the budget allows, so a bomb is seen as one.
+    let room = units
+        .min(budget.saturating_add(1).saturating_sub(from))
+        .max(1);
+    cur.out.resize(from + room, 0);
+    let r = miniz_oxide::inflate::stream::inflate(
+        state,
+        &data[cur.consumed..],
+        &mut cur.out[from..],
+        miniz_oxide::MZFlush::None,
+    );
+    cur.consumed += r.bytes_consumed;
+    cur.out.truncate(from + r.bytes_written);
+    if cur.out.len() > budget {
+        return Err(ImportError::ZipTooLarge { limit: max_total });
+    }
+    cur.crc = crc_update(cur.crc, &cur.out[from..]);
+    match r.status {
+        Ok(miniz_oxide::MZStatus::StreamEnd) => Ok((r.bytes_written, true)),
+        Ok(_) if r.bytes_written > 0 || r.bytes_consumed > 0 => Ok((r.bytes_written, false)),
+        _ => Err(err("an entry cannot be decompressed")),
+    }
 }
 
 /// Every entry of the central directory.
@@ -165,8 +334,13 @@ fn directory(b: &[u8]) -> Result<Vec<Entry>, ImportError> {
     Ok(entries)
 }
 
-/// The contents of one entry, inflated within `budget` bytes.
-fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u8>, ImportError> {
+/// Where one entry's stored bytes are, after the checks that come before inflating it.
+fn entry_data(
+    b: &[u8],
+    e: &Entry,
+    budget: usize,
+    max_total: usize,
+) -> Result<std::ops::Range<usize>, ImportError> {
     let name = crate::engine::format::clip(&e.name, 80);
     if e.flags & 1 != 0 {
         return Err(err(format!("{name} is encrypted")));
@@ -181,13 +355,26 @@ fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u
     let name_len = usize::from(u16_at(b, at.saturating_add(26)).unwrap_or(0));
     let extra_len = usize::from(u16_at(b, at.saturating_add(28)).unwrap_or(0));
     let start = at.saturating_add(30 + name_len + extra_len);
-    let data = start
+    let range = start
         .checked_add(e.compressed)
-        .and_then(|end| b.get(start..end))
+        .filter(|&end| end <= b.len())
+        .map(|end| start..end)
         .ok_or_else(|| err(format!("the entry {name} is cut off")))?;
+    match e.method {
+        0 | 8 => Ok(range),
+        m => Err(err(format!(
+            "the entry {name} uses compression method {m}; only stored and deflate are read"
+        ))),
+    }
+}
+
+/// The contents of one entry, inflated within `budget` bytes.
+fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u8>, ImportError> {
+    let name = crate::engine::format::clip(&e.name, 80);
+    let data = &b[entry_data(b, e, budget, max_total)?];
     let out = match e.method {
         0 => data.to_vec(),
-        8 => miniz_oxide::inflate::decompress_to_vec_with_limit(data, budget).map_err(|f| {
+        _ => miniz_oxide::inflate::decompress_to_vec_with_limit(data, budget).map_err(|f| {
             if matches!(f.status, miniz_oxide::inflate::TINFLStatus::HasMoreOutput) {
                 ImportError::ZipTooLarge { limit: max_total }
             } else {
@@ -196,11 +383,6 @@ fn extract(b: &[u8], e: &Entry, budget: usize, max_total: usize) -> Result<Vec<u
                 ))
             }
         })?,
-        m => {
-            return Err(err(format!(
-                "the entry {name} uses compression method {m}; only stored and deflate are read"
-            )))
-        }
     };
     if out.len() > budget {
         return Err(ImportError::ZipTooLarge { limit: max_total });
@@ -235,9 +417,13 @@ const CRC_TABLE: [u32; 256] = {
 
 /// CRC-32 (IEEE), as ZIP stores it.
 pub fn crc32(data: &[u8]) -> u32 {
-    let mut c = !0u32;
+    !crc_update(!0, data)
+}
+
+/// A running CRC-32 (start at `!0`, finish with `!`) over one more piece of the data.
+fn crc_update(mut c: u32, data: &[u8]) -> u32 {
     for &b in data {
         c = CRC_TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
     }
-    !c
+    c
 }

@@ -162,3 +162,114 @@ pub fn needs_catch_up(b: Backlog) -> bool {
     let uncovered = b.message_count.saturating_sub(b.summarised);
     uncovered > 0 && (b.imported || uncovered > b.recent_messages as u64)
 }
+
+/// A build gives up after this many conversations in a row failed for the same reason (an
+/// endpoint that is down or refuses the key would fail every one, each after its own time-out).
+pub const GIVE_UP_AFTER: usize = 3;
+
+/// One conversation whose memory a build could not finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildFailure {
+    pub conversation_id: String,
+    pub title: String,
+    /// What went wrong, in the user's words (the memory error's message).
+    pub reason: String,
+}
+
+/// How a memory build over several conversations goes: it goes on past a conversation that fails,
+/// gives up when the same failure comes [`GIVE_UP_AFTER`] times in a row, and says at the end, in
+/// plain words, what was built, which failed and why, and what a retry would build.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildTally {
+    built: usize,
+    updates: usize,
+    failed: Vec<BuildFailure>,
+    same_in_a_row: usize,
+}
+
+impl BuildTally {
+    /// A conversation's memory now covers its history; `updates` were written for it.
+    pub fn built(&mut self, updates: usize) {
+        self.built += 1;
+        self.updates += updates;
+        self.same_in_a_row = 0;
+    }
+
+    /// A conversation failed (what it had built before the failure stays).
+    pub fn failed(&mut self, f: BuildFailure) {
+        let same = self.failed.last().is_some_and(|l| l.reason == f.reason);
+        self.same_in_a_row = if same { self.same_in_a_row + 1 } else { 1 };
+        self.failed.push(f);
+    }
+
+    /// The same failure came [`GIVE_UP_AFTER`] times in a row: the rest would fail too.
+    pub fn gives_up(&self) -> bool {
+        self.same_in_a_row >= GIVE_UP_AFTER
+    }
+
+    pub fn failures(&self) -> &[BuildFailure] {
+        &self.failed
+    }
+
+    /// What a retry builds: the conversations that failed, then those never reached.
+    pub fn retry(&self, not_reached: &[String]) -> Vec<String> {
+        self.failed
+            .iter()
+            .map(|f| f.conversation_id.clone())
+            .chain(not_reached.iter().cloned())
+            .collect()
+    }
+
+    /// The end of the run, for the progress line: `not_reached` are the conversations left
+    /// waiting when it gave up.
+    pub fn report(&self, not_reached: usize) -> String {
+        use crate::engine::format::{clip, plural};
+        let done = format!(
+            "{} up to date, {} written",
+            plural(self.built, "conversation", "conversations"),
+            plural(self.updates, "update", "updates")
+        );
+        if self.failed.is_empty() && not_reached == 0 {
+            return format!("Memory built: {done}.");
+        }
+        // The failures grouped by reason, in the order they came; a few titles each.
+        let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+        for f in &self.failed {
+            match groups.iter_mut().find(|(r, _)| *r == f.reason) {
+                Some((_, titles)) => titles.push(&f.title),
+                None => groups.push((&f.reason, vec![&f.title])),
+            }
+        }
+        let mut out = String::new();
+        if self.gives_up() {
+            out.push_str(&format!(
+                "Memory building stopped: the same failure came {GIVE_UP_AFTER} times in a row. "
+            ));
+        }
+        out.push_str(&format!("Memory built: {done}. "));
+        for (reason, titles) in &groups {
+            let shown: Vec<String> = titles
+                .iter()
+                .take(3)
+                .map(|t| format!("“{}”", clip(t, 40)))
+                .collect();
+            let more = match titles.len().saturating_sub(3) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            out.push_str(&format!(
+                "Not built ({}): {}{more}. ",
+                clip(reason.trim_end_matches('.'), 200),
+                shown.join(", ")
+            ));
+        }
+        if not_reached > 0 {
+            out.push_str(&format!(
+                "Not reached: {}. ",
+                plural(not_reached, "conversation", "conversations")
+            ));
+        }
+        out.push_str("What was built is kept; Retry builds only the rest.");
+        out
+    }
+}
