@@ -127,6 +127,16 @@ pub enum SessionError {
     /// stored, and the send is repeated on the ordinary path.
     #[error("This conversation changed in another tab while sending. Send your message again.")]
     Conflict,
+    /// A part of the app fetched on first use (a wasm chunk: import, sync, memory, export) could
+    /// not be loaded; the next try fetches it again.
+    #[error("This part of the app could not be loaded (are you offline, or was the app updated?). Check the connection and try again, or reload the page.")]
+    Unavailable,
+}
+
+impl From<wasm_split_helpers::SplitLoaderError> for SessionError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        SessionError::Unavailable
+    }
 }
 
 impl SessionError {

@@ -14,8 +14,11 @@ use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
 use crate::store::{StoreError, WritePace};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use wasm_split_helpers::wasm_split;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
@@ -70,6 +73,14 @@ impl Session {
     /// Reads a chosen file, checks it a slice at a time and prepares its preview (our backup as
     /// much as another app's export). Errors name the file.
     pub async fn open_import(
+        &self,
+        file: web_sys::File,
+        cancel: &ImportCancel,
+    ) -> Result<ImportStep, SessionError> {
+        open_import_split(self, file, cancel).await
+    }
+
+    async fn open_import_now(
         &self,
         file: web_sys::File,
         cancel: &ImportCancel,
@@ -137,6 +148,14 @@ impl Session {
     /// stored now, its messages in slices; a cancel aborts it. Returns the report for the user and
     /// the ids of the conversations written.
     pub async fn confirm_import(
+        &self,
+        p: PreparedImport,
+        cancel: &ImportCancel,
+    ) -> Result<(String, Vec<String>), SessionError> {
+        confirm_import_split(self, p, cancel).await
+    }
+
+    async fn confirm_import_now(
         &self,
         p: PreparedImport,
         cancel: &ImportCancel,
@@ -222,6 +241,31 @@ impl Session {
             total,
         }));
     }
+}
+
+/// What the import chunk's entry points return: the session's future, boxed so it crosses the split.
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionError>> + 'a>>;
+
+/// Split point `import` (scripts/build-wasm.sh): reading, checking and previewing a file, and
+/// everything only it reaches (the readers, ZIP, checks, plan), is in the import chunk, fetched on
+/// first use; a failed fetch is a [`SessionError::Unavailable`], and the next try fetches again.
+#[wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<ImportStep, SessionError>))]
+fn open_import_split<'a>(
+    session: &'a Session,
+    file: web_sys::File,
+    cancel: &'a ImportCancel,
+) -> Boxed<'a, ImportStep> {
+    Box::pin(session.open_import_now(file, cancel))
+}
+
+/// Split point `import`: the confirmed write (plan, the paced transaction, the announcements).
+#[wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<(String, Vec<String>), SessionError>))]
+fn confirm_import_split<'a>(
+    session: &'a Session,
+    p: PreparedImport,
+    cancel: &'a ImportCancel,
+) -> Boxed<'a, (String, Vec<String>)> {
+    Box::pin(session.confirm_import_now(p, cancel))
 }
 
 /// The write's slices: sized by the engine's pace from the time each took, stopped by a cancel,
