@@ -133,6 +133,13 @@ pub enum SessionError {
     Unavailable,
 }
 
+/// A future boxed so it can cross a split point (`#[wasm_split(name)]`: the code behind it is a wasm
+/// chunk fetched on first use, scripts/build-wasm.sh). Split points: `import` (session/import.rs),
+/// `sync` (session/replicate.rs), `memory` (session/memory.rs, session/catchup.rs), `export`
+/// (session/backup.rs).
+pub(crate) type Boxed<'a, T, E = SessionError> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 'a>>;
+
 impl From<wasm_split_helpers::SplitLoaderError> for SessionError {
     fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
         SessionError::Unavailable

@@ -8,19 +8,17 @@
 //! looks up what is stored, yields and writes the plan.
 //! Must not import `ui`.
 
-use super::{now, Session, SessionError, SessionEvent};
+use super::{now, Boxed, Session, SessionError, SessionEvent};
 use crate::engine::backup::{CheckedImport, ImportLimits};
 use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
 use crate::store::{StoreError, WritePace};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use wasm_split_helpers::wasm_split;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
+use wasm_split_helpers::wasm_split;
 
 /// Set to stop a running import at its next slice; nothing is written.
 pub type ImportCancel = Arc<AtomicBool>;
@@ -242,9 +240,6 @@ impl Session {
         }));
     }
 }
-
-/// What the import chunk's entry points return: the session's future, boxed so it crosses the split.
-type Boxed<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionError>> + 'a>>;
 
 /// Split point `import` (scripts/build-wasm.sh): reading, checking and previewing a file, and
 /// everything only it reaches (the readers, ZIP, checks, plan), is in the import chunk, fetched on
