@@ -8,10 +8,10 @@
 #      them on first use;
 #   3. wasm-bindgen runs on the main part (keeping the exports the chunks link against), and wasm-opt
 #      on every part with index.html's former flags (WASM_OPT_FLAGS below);
-#   4. every file is named with one id, the hash of all of them (the glue and the loader import each
-#      other, so a hash per file would be circular), and index.html gets the start-up script and the
-#      preloads of what the first screen needs (glue, loader, main wasm) with their integrity hashes;
-#      the chunks are only listed in sw.js, which precaches them for offline use.
+#   4. scripts/place-wasm.mjs folds the loader into the js glue (one request less on the first visit),
+#      names every file with one id, the hash of all of them, and gives index.html the start-up
+#      script and the preloads of what the first screen needs (the js, the main wasm) with their
+#      integrity hashes; the chunks are only listed in sw.js, which precaches them for offline use.
 # Then minify-js.mjs, csp.mjs and stamp-sw.sh run as before (Trunk.toml).
 # Usage outside Trunk: TRUNK_STAGING_DIR=dist scripts/build-wasm.sh (after a trunk build of the rest).
 set -euo pipefail
