@@ -229,7 +229,7 @@ test('offline: after one visit the app reloads, browses, scrolls, searches and k
   }
 });
 
-test('a wasm chunk that cannot be fetched: the import says so in the banner, and works once the network is back', async () => {
+test('the first screen fetches no wasm chunk; one that cannot be fetched: the import says so in the banner, and works once the network is back', async () => {
   const { site } = harness;
   site.setOffline(false);
   // No service worker: nothing is precached, so the chunk can only come from the network.
@@ -237,7 +237,13 @@ test('a wasm chunk that cannot be fetched: the import says so in the banner, and
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   try {
+    const asked = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
     await openApp(page, site.url);
+    // The first screen loads the main wasm only: no chunk is asked for before an action needs it.
+    await page.locator(tid('conversation-list')).waitFor();
+    assert.deepEqual(asked.filter((u) => /\/(split|chunk)_\w+-[0-9a-f]{16}\.wasm$/.test(u)), [], 'no chunk on the first screen');
+    assert.equal(asked.filter((u) => /_bg\.wasm$/.test(u)).length, 1, 'the main wasm once');
     const chunk = /\/split_import-[0-9a-f]{16}\.wasm$/;
     let refused = 0;
     await page.route(chunk, (route) => ((refused += 1), route.abort('internetdisconnected')));
