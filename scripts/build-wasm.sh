@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Trunk post-build hook, the first of its steps: builds the app's wasm split in parts and writes them,
 # the js glue and the start-up script into the built directory (README "Build").
-#   1. cargo builds the wasm with its relocations kept (`-Clink-arg=--emit-relocs`, the bin only);
+#   1. cargo builds the wasm with its split points (feature `split`) and its relocations kept
+#      (`-Clink-arg=--emit-relocs`, the bin only);
 #   2. wasm-split-cli (wasm_split_cli_support, pinned in scripts/setup.sh) cuts out every
 #      `#[wasm_split(name)]` split point and what only it reaches: `split_<name>.wasm` per split point,
 #      `chunk_*.wasm` for code several of them share, and `__wasm_split.js`, the loader that fetches
@@ -25,7 +26,7 @@ WASM_OPT_FLAGS=(-Os --flatten --rereloop -Os --strip-producers --strip-target-fe
 
 work=target/split
 raw=target/wasm32-unknown-unknown/wasm-release/memoire.wasm
-cargo rustc --profile wasm-release --target wasm32-unknown-unknown --bin memoire --quiet -- -Clink-arg=--emit-relocs
+cargo rustc --profile wasm-release --target wasm32-unknown-unknown --bin memoire --features split --quiet -- -Clink-arg=--emit-relocs
 rm -rf "$work" && mkdir -p "$work/split" "$work/bindgen" "$work/out"
 wasm-split-cli "$raw" "$work/split" --target web --out-name memoire
 wasm-bindgen --target web --keep-lld-exports --no-demangle --out-dir "$work/bindgen" --out-name memoire "$work/split/memoire.wasm"

@@ -7,16 +7,15 @@
 use super::{now, Boxed, Session, SessionError};
 use crate::engine::backup::{export_json, export_markdown, ConversationBundle};
 use crate::engine::model::EntityScope;
-use wasm_split_helpers::wasm_split;
 
 /// Split point `export`: the JSON backup (the file's types and their serialisation).
-#[wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>)))]
 fn export_json_split<'a>(session: &'a Session, id: Option<&'a str>) -> Boxed<'a, String> {
     Box::pin(session.export_json_now(id))
 }
 
 /// Split point `export`: the Markdown transcript.
-#[wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>)))]
 fn export_markdown_split<'a>(session: &'a Session, id: &'a str) -> Boxed<'a, String> {
     Box::pin(session.export_markdown_now(id))
 }

@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
-use wasm_split_helpers::wasm_split;
 
 /// Set to stop a running import at its next slice; nothing is written.
 pub type ImportCancel = Arc<AtomicBool>;
@@ -244,7 +243,7 @@ impl Session {
 /// Split point `import` (scripts/build-wasm.sh): reading, checking and previewing a file, and
 /// everything only it reaches (the readers, ZIP, checks, plan), is in the import chunk, fetched on
 /// first use; a failed fetch is a [`SessionError::Unavailable`], and the next try fetches again.
-#[wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<ImportStep, SessionError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<ImportStep, SessionError>)))]
 fn open_import_split<'a>(
     session: &'a Session,
     file: web_sys::File,
@@ -254,7 +253,7 @@ fn open_import_split<'a>(
 }
 
 /// Split point `import`: the confirmed write (plan, the paced transaction, the announcements).
-#[wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<(String, Vec<String>), SessionError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<(String, Vec<String>), SessionError>)))]
 fn confirm_import_split<'a>(
     session: &'a Session,
     p: PreparedImport,

@@ -21,12 +21,11 @@ use crate::engine::model::{
 use crate::engine::request::{self, RequestOptions};
 use crate::transport::{Stopper, TransportError};
 use std::rc::Rc;
-use wasm_split_helpers::wasm_split;
 
 /// Split point `memory` (scripts/build-wasm.sh): sending an update and what only it reaches (the
 /// forms, the reply collector, parsing, grounding, merging into the graph) are in the memory chunk,
 /// fetched when the first update runs; a failed fetch is [`SessionError::Unavailable`].
-#[wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, SessionError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, SessionError>)))]
 fn run_request_split<'a>(
     session: &'a Session,
     id: &'a str,

@@ -33,7 +33,6 @@ use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, Kind, LocalDoc, Replicator, Request, Status, Write};
 use crate::store::{Store, StoreError, SyncSettings, SyncState, SyncedDoc};
-use wasm_split_helpers::wasm_split;
 
 /// The Web Lock that lets one tab of this origin sync at a time.
 const LOCK: &str = "memoire-sync";
@@ -728,19 +727,19 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
 /// Split point `sync` (scripts/build-wasm.sh): the sync loop and everything only it reaches (the
 /// replicator, merges, batches, the memory's documents) are in the sync chunk, fetched when sync
 /// first runs (never, with sync off); a failed fetch is [`ReplicateError::Unavailable`].
-#[wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
 fn run_split(i: &Rc<Inner>, gen: u32) -> Boxed<'_, (), ReplicateError> {
     Box::pin(run(i, gen))
 }
 
 /// Split point `sync`: the document a local change produces.
-#[wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
 fn track_event_split<'a>(i: &'a Inner, e: &'a SessionEvent) -> Boxed<'a, (), ReplicateError> {
     Box::pin(track_event(i, e))
 }
 
 /// Split point `sync`: an entity deleted in the memory pane becomes tombstones.
-#[wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
 fn track_entity_deleted_split<'a>(
     i: &'a Inner,
     conversation: &'a str,
@@ -750,7 +749,7 @@ fn track_entity_deleted_split<'a>(
 }
 
 /// Split point `sync`: "Test connection" and its verdicts.
-#[wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
 fn test_split<'a>(
     r: &'a Replication,
     s: &'a SyncSettings,

@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_split_helpers::{wasm_split, SplitLoaderError};
+use wasm_split_helpers::SplitLoaderError;
 
 /// The code blocks still to highlight: those that name a language and were not looked at yet.
 const PENDING: &str = "pre > code[class^=\"language-\"]:not([data-hl])";
@@ -82,10 +82,12 @@ fn schedule() {
 }
 
 /// Split point `highlight`: [`drain`] and what only it reaches (the engine's lexers).
-#[wasm_split(highlight, fallible)]
-fn drain_split(deadline: Option<web_sys::IdleDeadline>) -> Result<(), SplitLoaderError> {
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(highlight, fallible, return_wrapper(let done = _; { done.await } -> Result<(), SplitLoaderError>)))]
+fn drain_split(
+    deadline: Option<web_sys::IdleDeadline>,
+) -> std::future::Ready<Result<(), SplitLoaderError>> {
     drain(deadline);
-    Ok(())
+    std::future::ready(Ok(()))
 }
 
 /// Highlights queued blocks while the idle period lasts (at least one); the caller asks for another
