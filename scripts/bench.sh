@@ -5,7 +5,8 @@
 #             server started here)
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
 #             (profile browser-bench: release settings without LTO)
-#   bundle  : dist/ compressed with brotli
+#   bundle  : dist/ compressed with brotli: every file (wasm chunks included), and what a first visit
+#             downloads before the app is usable
 #   e2e     : the built app driven in Chromium (tests/e2e/bench/*.mjs): the app's actions, and its cold and
 #             warm start (cold-start.bench.mjs: brotli from the test layer's static server, CDP throttling),
 #             a 10,000-message ChatGPT export through the Import control (import.bench.mjs)
@@ -61,6 +62,11 @@ rest=$(size dist/*.css dist/index.html)
 echo "bench bundle_wasm_brotli $wasm bytes"
 echo "bench bundle_js_brotli $js bytes"
 echo "bench bundle_total_brotli $((wasm + js + rest)) bytes"
+# What a first visit downloads before the app is usable: index.html and every js, wasm and css file it
+# names (the glue, the split loader, the main wasm, the css). Not the wasm chunks (fetched on first
+# use, or precached by the service worker after the first screen), not sw.js (registered after it).
+first=$(grep -oE '\./[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(js|wasm|css)' dist/index.html | sed 's#^\./#dist/#' | sort -u)
+echo "bench bundle_first_load_brotli $(size dist/index.html $first) bytes"
 
 if [ -d tests/e2e/bench ] && [ -d tests/e2e/node_modules ]; then
   for f in tests/e2e/bench/*.mjs; do

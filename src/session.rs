@@ -127,6 +127,23 @@ pub enum SessionError {
     /// stored, and the send is repeated on the ordinary path.
     #[error("This conversation changed in another tab while sending. Send your message again.")]
     Conflict,
+    /// A part of the app fetched on first use (a wasm chunk: import, sync, memory, export) could
+    /// not be loaded; the next try fetches it again.
+    #[error("This part of the app could not be loaded (are you offline, or was the app updated?). Check the connection and try again, or reload the page.")]
+    Unavailable,
+}
+
+/// A future boxed so it can cross a split point (`#[wasm_split(name)]`: the code behind it is a wasm
+/// chunk fetched on first use, scripts/build-wasm.sh). Split points: `import` (session/import.rs),
+/// `sync` (session/replicate.rs), `memory` (session/memory.rs, session/catchup.rs), `export`
+/// (session/backup.rs).
+pub(crate) type Boxed<'a, T, E = SessionError> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 'a>>;
+
+impl From<wasm_split_helpers::SplitLoaderError> for SessionError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        SessionError::Unavailable
+    }
 }
 
 impl SessionError {

@@ -1,8 +1,8 @@
 // Memoire's service worker: caches the app shell so the app opens with the network off.
 // - The cache name carries the build id (written into this file by the Trunk post-build hook), so a
 //   new build gets a new cache and the old ones are deleted on activate.
-// - Install precaches index.html and every asset it references (hashed js/wasm/css), the manifest,
-//   the icon and config.json when the deployment has one. Only relative URLs are followed, so the
+// - Install precaches index.html and every asset it references (hashed js/wasm/css), the wasm chunks
+//   fetched on first use (LAZY), the manifest, the icon and config.json when the deployment has one. Only relative URLs are followed, so the
 //   same dist/ works under any sub-path (the scope is the directory sw.js is served from).
 // - Navigations are network-first (a new build is picked up at once; navigation preload sends the
 //   request while the worker starts) with the cached shell as the fallback; hashed assets are
@@ -11,6 +11,9 @@
 const BUILD = "__MEMOIRE_BUILD__";
 const CACHE = `memoire-shell-${BUILD}`;
 const SHELL = ["./", "index.html", "manifest.webmanifest", "icons/icon.svg"];
+// The wasm chunks fetched on first use (import, sync, memory, export; scripts/place-wasm.mjs writes
+// their names here): index.html does not name them, and offline they must be here all the same.
+const LAZY = ["__MEMOIRE_LAZY__"];
 
 self.addEventListener("install", (event) => {
   event.waitUntil(
@@ -22,6 +25,7 @@ self.addEventListener("install", (event) => {
       await cache.put("./", index);
       const assets = new Set(SHELL.slice(2));
       for (const url of referencedAssets(html)) assets.add(url);
+      for (const url of LAZY) assets.add(url);
       await cache.addAll([...assets]);
       try {
         const config = await fetch("config.json", { cache: "no-store" });

@@ -1,11 +1,24 @@
 //! Backup: export one conversation or all of them (versioned JSON without API keys, or a Markdown
 //! transcript). The format is the engine's (`engine::backup`); this file gathers the records. A
 //! backup is imported like any other file, through `import.rs` (preview, then one transaction).
-//! Must not import `ui`.
+//! Both exports are behind split point `export` (a wasm chunk fetched on first use, see
+//! scripts/build-wasm.sh). Must not import `ui`.
 
-use super::{now, Session, SessionError};
+use super::{now, Boxed, Session, SessionError};
 use crate::engine::backup::{export_json, export_markdown, ConversationBundle};
 use crate::engine::model::EntityScope;
+
+/// Split point `export`: the JSON backup (the file's types and their serialisation).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>)))]
+fn export_json_split<'a>(session: &'a Session, id: Option<&'a str>) -> Boxed<'a, String> {
+    Box::pin(session.export_json_now(id))
+}
+
+/// Split point `export`: the Markdown transcript.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>)))]
+fn export_markdown_split<'a>(session: &'a Session, id: &'a str) -> Boxed<'a, String> {
+    Box::pin(session.export_markdown_now(id))
+}
 
 impl Session {
     async fn bundle(&self, id: &str) -> Result<ConversationBundle, SessionError> {
@@ -27,6 +40,10 @@ impl Session {
 
     /// Versioned JSON of one conversation (`Some(id)`) or of everything. Never contains API keys.
     pub async fn export_json(&self, id: Option<&str>) -> Result<String, SessionError> {
+        export_json_split(self, id).await
+    }
+
+    async fn export_json_now(&self, id: Option<&str>) -> Result<String, SessionError> {
         let ids: Vec<String> = match id {
             Some(id) => vec![id.to_string()],
             None => self
@@ -47,6 +64,10 @@ impl Session {
 
     /// A readable Markdown transcript of one conversation.
     pub async fn export_markdown(&self, id: &str) -> Result<String, SessionError> {
+        export_markdown_split(self, id).await
+    }
+
+    async fn export_markdown_now(&self, id: &str) -> Result<String, SessionError> {
         let b = self.bundle(id).await?;
         // The transcript is the branch on screen; the JSON backup keeps every alternative.
         let shown = self.on_branch(id, b.messages).await?;

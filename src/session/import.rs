@@ -8,7 +8,7 @@
 //! looks up what is stored, yields and writes the plan.
 //! Must not import `ui`.
 
-use super::{now, Session, SessionError, SessionEvent};
+use super::{now, Boxed, Session, SessionError, SessionEvent};
 use crate::engine::backup::{ImportLimits, ImportPlan};
 use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
@@ -79,6 +79,14 @@ impl Session {
         file: web_sys::File,
         cancel: &ImportCancel,
     ) -> Result<ImportStep, SessionError> {
+        open_import_split(self, file, cancel).await
+    }
+
+    async fn open_import_now(
+        &self,
+        file: web_sys::File,
+        cancel: &ImportCancel,
+    ) -> Result<ImportStep, SessionError> {
         let name = file.name();
         let named = |e: String| SessionError::Invalid(format!("{name}: {e}"));
         let limits = ImportLimits::default();
@@ -139,6 +147,14 @@ impl Session {
     /// showed, its messages in slices; a cancel aborts it. Returns the report for the user and
     /// the ids of the conversations written.
     pub async fn confirm_import(
+        &self,
+        p: PreparedImport,
+        cancel: &ImportCancel,
+    ) -> Result<(String, Vec<String>), SessionError> {
+        confirm_import_split(self, p, cancel).await
+    }
+
+    async fn confirm_import_now(
         &self,
         p: PreparedImport,
         cancel: &ImportCancel,
@@ -227,6 +243,28 @@ impl Session {
             total,
         }));
     }
+}
+
+/// Split point `import` (scripts/build-wasm.sh): reading, checking and previewing a file, and
+/// everything only it reaches (the readers, ZIP, checks, plan), is in the import chunk, fetched on
+/// first use; a failed fetch is a [`SessionError::Unavailable`], and the next try fetches again.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<ImportStep, SessionError>)))]
+fn open_import_split<'a>(
+    session: &'a Session,
+    file: web_sys::File,
+    cancel: &'a ImportCancel,
+) -> Boxed<'a, ImportStep> {
+    Box::pin(session.open_import_now(file, cancel))
+}
+
+/// Split point `import`: the confirmed write (plan, the paced transaction, the announcements).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<(String, Vec<String>), SessionError>)))]
+fn confirm_import_split<'a>(
+    session: &'a Session,
+    p: PreparedImport,
+    cancel: &'a ImportCancel,
+) -> Boxed<'a, (String, Vec<String>)> {
+    Box::pin(session.confirm_import_now(p, cancel))
 }
 
 /// The write's slices: sized by the engine's pace from the time each took, stopped by a cancel,

@@ -5,7 +5,8 @@
 
 use super::stream::{Consumer, Pump};
 use super::{
-    new_id, now, transport_failure, ErrorKind, MemorySnapshot, Session, SessionError, SessionEvent,
+    new_id, now, transport_failure, Boxed, ErrorKind, MemorySnapshot, Session, SessionError,
+    SessionEvent,
 };
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
@@ -20,6 +21,19 @@ use crate::engine::model::{
 use crate::engine::request::{self, RequestOptions};
 use crate::transport::{Stopper, TransportError};
 use std::rc::Rc;
+
+/// Split point `memory` (scripts/build-wasm.sh): sending an update and what only it reaches (the
+/// forms, the reply collector, parsing, grounding, merging into the graph) are in the memory chunk,
+/// fetched when the first update runs; a failed fetch is [`SessionError::Unavailable`].
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, SessionError>)))]
+fn run_request_split<'a>(
+    session: &'a Session,
+    id: &'a str,
+    u: Update<'a>,
+    stopper: &'a Stopper,
+) -> Boxed<'a, bool> {
+    Box::pin(session.run_request_now(id, u, stopper))
+}
 
 /// Most messages looked at when deciding whether an update is due.
 const DUE_WINDOW: usize = 400;
@@ -176,6 +190,15 @@ impl Session {
     /// (the previous memory untouched) the failure. Returns false, having written nothing, when
     /// `stopper` stopped the request.
     pub(crate) async fn run_request(
+        &self,
+        id: &str,
+        u: Update<'_>,
+        stopper: &Stopper,
+    ) -> Result<bool, SessionError> {
+        run_request_split(self, id, u, stopper).await
+    }
+
+    async fn run_request_now(
         &self,
         id: &str,
         u: Update<'_>,

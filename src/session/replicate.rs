@@ -29,7 +29,7 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 mod memory;
 
 use super::import::{perf_now, yield_now};
-use super::{new_id, now, sync, SessionEvent};
+use super::{new_id, now, sync, Boxed, SessionEvent};
 use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
@@ -50,6 +50,15 @@ pub enum ReplicateError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Problem(#[from] Problem),
+    /// The sync chunk (split point `sync`) could not be fetched; the next try fetches it again.
+    #[error("Sync could not start: its part of the app could not be loaded (are you offline?). It starts again when the connection is back, or reload the page.")]
+    Unavailable,
+}
+
+impl From<wasm_split_helpers::SplitLoaderError> for ReplicateError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        ReplicateError::Unavailable
+    }
 }
 
 /// What the sidebar shows: `state` is `off`, `synced`, `syncing`, `offline` or `error`.
@@ -211,7 +220,7 @@ impl Replication {
         let inner = i.clone();
         let gen = i.generation.get();
         spawn_local(async move {
-            if let Err(e) = run(&inner, gen).await {
+            if let Err(e) = run_split(&inner, gen).await {
                 set_view(
                     &inner,
                     SyncView {
@@ -268,11 +277,11 @@ impl Replication {
                 let next = inner.queue.borrow_mut().pop_front();
                 let Some(t) = next else { break };
                 let done = match &t {
-                    Tracked::Event(e) => track_event(&inner, e).await,
+                    Tracked::Event(e) => track_event_split(&inner, e).await,
                     Tracked::EntityDeleted {
                         conversation,
                         entity,
-                    } => memory::track_entity_deleted(&inner, conversation, entity).await,
+                    } => track_entity_deleted_split(&inner, conversation, entity).await,
                 };
                 if let Err(err) = done {
                     web_sys::console::warn_1(&JsValue::from_str(&format!(
@@ -287,6 +296,14 @@ impl Replication {
 
     /// "Test connection": what is wrong with these settings, if anything.
     pub(crate) async fn test(
+        &self,
+        s: &SyncSettings,
+        password: Option<&str>,
+    ) -> Result<(), ReplicateError> {
+        test_split(self, s, password).await
+    }
+
+    async fn test_now(
         &self,
         s: &SyncSettings,
         password: Option<&str>,
@@ -730,6 +747,40 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
     }
 }
 
+/// Split point `sync` (scripts/build-wasm.sh): the sync loop and everything only it reaches (the
+/// replicator, merges, batches, the memory's documents) are in the sync chunk, fetched when sync
+/// first runs (never, with sync off); a failed fetch is [`ReplicateError::Unavailable`].
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
+fn run_split(i: &Rc<Inner>, gen: u32) -> Boxed<'_, (), ReplicateError> {
+    Box::pin(run(i, gen))
+}
+
+/// Split point `sync`: the document a local change produces.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
+fn track_event_split<'a>(i: &'a Inner, e: &'a SessionEvent) -> Boxed<'a, (), ReplicateError> {
+    Box::pin(track_event(i, e))
+}
+
+/// Split point `sync`: an entity deleted in the memory pane becomes tombstones.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
+fn track_entity_deleted_split<'a>(
+    i: &'a Inner,
+    conversation: &'a str,
+    entity: &'a str,
+) -> Boxed<'a, (), ReplicateError> {
+    Box::pin(memory::track_entity_deleted(i, conversation, entity))
+}
+
+/// Split point `sync`: "Test connection" and its verdicts.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
+fn test_split<'a>(
+    r: &'a Replication,
+    s: &'a SyncSettings,
+    password: Option<&'a str>,
+) -> Boxed<'a, (), ReplicateError> {
+    Box::pin(r.test_now(s, password))
+}
+
 /// The sync loop of one settings generation: waits for the lock, then runs until the settings
 /// change.
 async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), ReplicateError> {
@@ -857,6 +908,7 @@ fn session_error(e: ReplicateError) -> super::SessionError {
     match e {
         ReplicateError::Store(e) => super::SessionError::Store(e),
         ReplicateError::Problem(p) => super::SessionError::Invalid(p.to_string()),
+        ReplicateError::Unavailable => super::SessionError::Unavailable,
     }
 }
 

@@ -3,13 +3,17 @@
 //! elements (never markup: model output is untrusted), in the browser's idle time after the text is
 //! shown (`requestIdleCallback`, a timer where there is none), one block at a time while the idle
 //! period lasts, so a page of code never holds the main thread. The text is unchanged, so Copy
-//! still copies the raw code. Must not import `store` or `transport`.
+//! still copies the raw code. The highlighting itself (`drain`, `paint` and the engine's lexers) is
+//! behind split point `highlight`, a wasm chunk fetched when the first code block waits for it
+//! (scripts/build-wasm.sh); when it cannot be fetched the code stays plain, and the next block tries
+//! again. Must not import `store` or `transport`.
 
 use crate::engine::highlight::{highlight, Kind, Lang};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use wasm_split_helpers::SplitLoaderError;
 
 /// The code blocks still to highlight: those that name a language and were not looked at yet.
 const PENDING: &str = "pre > code[class^=\"language-\"]:not([data-hl])";
@@ -44,8 +48,20 @@ fn schedule() {
         return;
     };
     let run = Closure::once_into_js(|deadline: JsValue| {
-        SCHEDULED.with(|s| s.set(false));
-        drain(deadline.dyn_into::<web_sys::IdleDeadline>().ok());
+        let deadline = deadline.dyn_into::<web_sys::IdleDeadline>().ok();
+        wasm_bindgen_futures::spawn_local(async move {
+            // Cosmetic: code the chunk could not highlight stays plain (the next block asks again).
+            let done = drain_split(deadline).await;
+            SCHEDULED.with(|s| s.set(false));
+            match done {
+                Ok(()) if QUEUE.with(|q| !q.borrow().is_empty()) => schedule(),
+                Ok(()) => {}
+                Err(e) => {
+                    QUEUE.with(|q| q.borrow_mut().clear());
+                    web_sys::console::warn_1(&format!("memoire: code stays plain: {e}").into());
+                }
+            }
+        });
     });
     let idle = js_sys::Reflect::has(&window, &"requestIdleCallback".into()).unwrap_or(false);
     let scheduled = if idle {
@@ -65,7 +81,17 @@ fn schedule() {
     }
 }
 
-/// Highlights queued blocks while the idle period lasts (at least one), then asks for another.
+/// Split point `highlight`: [`drain`] and what only it reaches (the engine's lexers).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(highlight, fallible, return_wrapper(let done = _; { done.await } -> Result<(), SplitLoaderError>)))]
+fn drain_split(
+    deadline: Option<web_sys::IdleDeadline>,
+) -> std::future::Ready<Result<(), SplitLoaderError>> {
+    drain(deadline);
+    std::future::ready(Ok(()))
+}
+
+/// Highlights queued blocks while the idle period lasts (at least one); the caller asks for another
+/// idle period while some are left.
 fn drain(deadline: Option<web_sys::IdleDeadline>) {
     let clock = web_sys::window().and_then(|w| w.performance());
     let started = clock.as_ref().map_or(0.0, |c| c.now());
@@ -91,9 +117,6 @@ fn drain(deadline: Option<web_sys::IdleDeadline>) {
         if time_left() < MIN_IDLE_MS {
             break;
         }
-    }
-    if QUEUE.with(|q| !q.borrow().is_empty()) {
-        schedule();
     }
 }
 

@@ -4,7 +4,10 @@
 // pane shows the stored summary and entities; sending says "offline" and keeps the draft; drafts are
 // kept per conversation across switches and reloads; coming back online is noticed (even while the
 // offline error is shown) and sending works.
-// The data is seeded through the import input (a backup file built here), which also exercises import.
+// The data is seeded through the import input (a backup file built here), which also exercises import;
+// offline, a second import proves the import's wasm chunk (fetched on first use) was precached.
+// A chunk that cannot be fetched at all (no service worker, the host refusing it) makes the action
+// say so in the error banner, and the same action works once the chunk can be fetched again.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -175,6 +178,13 @@ test('offline: after one visit the app reloads, browses, scrolls, searches and k
         return a.bottom > b.top && a.top < b.bottom;
       });
 
+      // Import is a wasm chunk fetched on first use (not yet used since this reload): offline it comes
+      // from the service worker's cache, and a file is imported as ever.
+      await importBackup(page, backupFile([{ id: 'c-plane', title: 'Written offline', texts: ['On the plane', 'Safe travels.'] }]));
+      await page.locator(tid('notice')).filter({ hasText: 'Imported 1 conversation' }).waitFor();
+      await item(page, 'c-plane').waitFor();
+      assert.equal(site.requests.filter((r) => !r.offline).length, servedBefore, 'the import chunk came from the cache');
+
       // Sending offline says so and keeps the draft; nothing reaches the agent.
       await openConversation(page, 'c-short', 'Fine, thanks.');
       await page.locator(tid('composer-input')).fill('Written on the plane');
@@ -215,6 +225,45 @@ test('offline: after one visit the app reloads, browses, scrolls, searches and k
     });
   } finally {
     site.setOffline(false);
+    await context.close();
+  }
+});
+
+test('the first screen fetches no wasm chunk; one that cannot be fetched: the import says so in the banner, and works once the network is back', async () => {
+  const { site } = harness;
+  site.setOffline(false);
+  // No service worker: nothing is precached, so the chunk can only come from the network.
+  const context = await harness.browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  try {
+    const asked = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    await openApp(page, site.url);
+    // The first screen loads the main wasm only: no chunk is asked for before an action needs it.
+    await page.locator(tid('conversation-list')).waitFor();
+    assert.deepEqual(asked.filter((u) => /\/(split|chunk)_\w+-[0-9a-f]{16}\.wasm$/.test(u)), [], 'no chunk on the first screen');
+    assert.equal(asked.filter((u) => /_bg\.wasm$/.test(u)).length, 1, 'the main wasm once');
+    const chunk = /\/split_import-[0-9a-f]{16}\.wasm$/;
+    let refused = 0;
+    await page.route(chunk, (route) => ((refused += 1), route.abort('internetdisconnected')));
+    await page.locator(tid('export-button')).click();
+    const file = { name: 'seed.json', mimeType: 'application/json', buffer: Buffer.from(SEED) };
+    await page.locator(tid('import-input')).setInputFiles(file);
+    await page.locator(tid('error-banner')).filter({ hasText: /could not be loaded/ }).waitFor();
+    assert.ok(refused >= 1, 'the import chunk was asked for');
+    assert.equal(await page.locator(tid('import-preview')).count(), 0, 'no preview without the import code');
+
+    // The network is back: the same control works, nothing was cached as failed.
+    await page.unroute(chunk);
+    await page.locator(tid('export-button')).click();
+    await page.locator(tid('import-input')).setInputFiles(file);
+    const preview = await confirmImport(page);
+    assert.match(preview, /2 conversations/);
+    // (The notice waits behind the error banner, which stays until dismissed.)
+    await item(page, 'c-long').waitFor();
+    await item(page, 'c-short').waitFor();
+  } finally {
     await context.close();
   }
 });

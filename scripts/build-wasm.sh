@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Trunk post-build hook, the first of its steps: builds the app's wasm split in parts and writes them,
+# the js glue and the start-up script into the built directory (README "Build").
+#   1. cargo builds the wasm with its split points (feature `split`) and its relocations kept
+#      (`-Clink-arg=--emit-relocs`, the bin only);
+#   2. wasm-split-cli (wasm_split_cli_support, pinned in scripts/setup.sh) cuts out every
+#      `#[wasm_split(name)]` split point and what only it reaches: `split_<name>.wasm` per split point,
+#      `chunk_*.wasm` for code several of them share, and `__wasm_split.js`, the loader that fetches
+#      them on first use;
+#   3. wasm-bindgen runs on the main part (keeping the exports the chunks link against), and wasm-opt
+#      on every part with index.html's former flags (WASM_OPT_FLAGS below);
+#   4. scripts/place-wasm.mjs folds the loader into the js glue (one request less on the first visit),
+#      names every file with one id, the hash of all of them, and gives index.html the start-up
+#      script and the preloads of what the first screen needs (the js, the main wasm) with their
+#      integrity hashes; the chunks are only listed in sw.js, which precaches them for offline use.
+# Then minify-js.mjs, csp.mjs and stamp-sw.sh run as before (Trunk.toml).
+# Usage outside Trunk: TRUNK_STAGING_DIR=dist scripts/build-wasm.sh (after a trunk build of the rest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir="${TRUNK_STAGING_DIR:?run by trunk (or set TRUNK_STAGING_DIR to the built directory)}"
+export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+# The same settings index.html's data-wasm-opt(-params) had: -Os, then flatten + rereloop and -Os
+# again; the producers and target-features sections (no browser reads them) dropped.
+WASM_OPT_FLAGS=(-Os --flatten --rereloop -Os --strip-producers --strip-target-features
+  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext)
+
+work=target/split
+raw=target/wasm32-unknown-unknown/wasm-release/memoire.wasm
+cargo rustc --profile wasm-release --target wasm32-unknown-unknown --bin memoire --features split --quiet -- -Clink-arg=--emit-relocs
+rm -rf "$work" && mkdir -p "$work/split" "$work/bindgen" "$work/out"
+wasm-split-cli "$raw" "$work/split" --target web --out-name memoire
+wasm-bindgen --target web --keep-lld-exports --no-demangle --out-dir "$work/bindgen" --out-name memoire "$work/split/memoire.wasm"
+
+# Every part optimised on its own, in parallel (2 cores).
+pids=()
+wasm-opt "${WASM_OPT_FLAGS[@]}" "$work/bindgen/memoire_bg.wasm" -o "$work/out/memoire_bg.wasm" & pids+=($!)
+for f in "$work/split"/*.wasm; do
+  name=$(basename "$f")
+  [ "$name" = memoire.wasm ] && continue
+  wasm-opt "${WASM_OPT_FLAGS[@]}" "$f" -o "$work/out/$name" & pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+cp "$work/bindgen/memoire.js" "$work/split/__wasm_split.js" "$work/out/"
+
+node scripts/place-wasm.mjs "$work/out" "$dir"

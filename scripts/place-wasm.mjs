@@ -1,0 +1,80 @@
+// The last step of scripts/build-wasm.sh: puts the split wasm into the built directory.
+// - Every part gets one id in its name, the hash of all of them: `memoire-<id>.js` (the glue, with the
+//   split loader folded in), `memoire-<id>_bg.wasm`, `split_<name>-<id>.wasm`, `chunk_<n>-<id>.wasm`;
+//   the names the js uses for the wasm files are rewritten to match.
+// - index.html gets the start-up script (as Trunk's own `rel="rust"` wrote it) and the preloads of
+//   what the first screen needs, with sha384 integrity: the js and the main wasm. The chunks are
+//   fetched on first use, never preloaded.
+// - sw.js gets the chunks' names in place of its `__MEMOIRE_LAZY__` placeholder, so the service
+//   worker precaches them (offline, an import or a sync still finds its code).
+// Usage: node scripts/place-wasm.mjs <parts dir> <built dir>
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [from, to] = process.argv.slice(2);
+if (!from || !to) {
+  console.error('place-wasm: usage: node scripts/place-wasm.mjs <parts dir> <built dir>');
+  process.exit(1);
+}
+const parts = readdirSync(from).sort();
+for (const want of ['memoire.js', 'memoire_bg.wasm', '__wasm_split.js']) {
+  if (!parts.includes(want)) throw new Error(`place-wasm: ${want} missing in ${from}`);
+}
+const id = (() => {
+  // This script's own text too: what it writes from the same parts changes with it.
+  const h = createHash('sha256').update(readFileSync(new URL(import.meta.url)));
+  for (const p of parts) h.update(p).update('\0').update(readFileSync(join(from, p)));
+  return h.digest('hex').slice(0, 16);
+})();
+const renamed = (p) => (p === 'memoire_bg.wasm' ? `memoire-${id}_bg.wasm` : p.replace(/\.(js|wasm)$/, `-${id}.$1`));
+const chunks = parts.filter((p) => p.endsWith('.wasm') && p !== 'memoire_bg.wasm');
+const text = (p) => readFileSync(join(from, p), 'utf8');
+const replaceOnce = (s, what, by) => {
+  if (!s.includes(what)) throw new Error(`place-wasm: no ${what} to rewrite`);
+  return s.replaceAll(what, by);
+};
+
+// The loader goes into the glue: one module, so the first visit asks for one js file, not two (on
+// HTTP/1.1, with the html, css, config.json, wasm, manifest and icon, a seventh request waited for a
+// free connection and delayed the wasm). The glue imported the loader as a namespace (the wasm's
+// imports from "./__wasm_split.js", a key that stays as it is) and the loader imported `initSync`
+// from the glue: both become names of the one module, the namespace an object of the loader's exports.
+let glue = text('memoire.js');
+// (wasm-bindgen writes one namespace import per imported function, all of the same module.)
+const stars = [...glue.matchAll(/^import \* as (\w+) from "\.\/__wasm_split\.js";?$/gm)];
+if (stars.length === 0) throw new Error('place-wasm: the glue does not import ./__wasm_split.js');
+for (const star of stars) glue = glue.replace(star[0], '');
+let loader = replaceOnce(text('__wasm_split.js'), 'import { initSync } from "./memoire.js";', '');
+const exported = [...loader.matchAll(/^export const (\w+) = /gm)].map((m) => m[1]);
+if (exported.length === 0) throw new Error('place-wasm: the loader exports no load function');
+loader = loader.replace(/^export const /gm, 'const ');
+for (const c of chunks) loader = replaceOnce(loader, `URL("./${c}"`, `URL("./${renamed(c)}"`);
+glue = replaceOnce(glue, "URL('memoire_bg.wasm'", `URL('${renamed('memoire_bg.wasm')}'`);
+glue += `\n// The split loader (wasm-split-cli's __wasm_split.js): fetches each wasm chunk on first use.\n${loader}\nconst __wasm_split = { ${exported.join(', ')} };\n${stars.map((m) => `const ${m[1]} = __wasm_split;`).join('\n')}\n`;
+
+const written = new Map([['memoire.js', Buffer.from(glue)]]);
+for (const p of [...chunks, 'memoire_bg.wasm']) written.set(p, readFileSync(join(from, p)));
+for (const [p, bytes] of written) writeFileSync(join(to, renamed(p)), bytes);
+
+const sri = (p) => `sha384-${createHash('sha384').update(written.get(p)).digest('base64')}`;
+const [js, wasm] = ['memoire.js', 'memoire_bg.wasm'].map(renamed);
+const head =
+  `<script type="module">import init, * as bindings from './${js}';\n` +
+  `const wasm = await init({ module_or_path: './${wasm}' });\n` +
+  `window.wasmBindings = bindings;\n` +
+  `dispatchEvent(new CustomEvent("TrunkApplicationStarted", {detail: {wasm}}));</script>` +
+  `<link rel="modulepreload" href="./${js}" crossorigin integrity="${sri('memoire.js')}">` +
+  `<link rel="preload" href="./${wasm}" as="fetch" type="application/wasm" crossorigin integrity="${sri('memoire_bg.wasm')}">`;
+const index = join(to, 'index.html');
+const html = readFileSync(index, 'utf8');
+if (!html.includes('</head>')) throw new Error('place-wasm: no </head> in index.html');
+writeFileSync(index, html.replace('</head>', `${head}</head>`));
+
+const sw = join(to, 'sw.js');
+const swText = readFileSync(sw, 'utf8');
+if (!swText.includes('"__MEMOIRE_LAZY__"')) throw new Error('place-wasm: no "__MEMOIRE_LAZY__" placeholder in sw.js');
+writeFileSync(sw, swText.replace('"__MEMOIRE_LAZY__"', chunks.map((c) => JSON.stringify(renamed(c))).join(', ')));
+
+const kb = (p) => `${(written.get(p).length / 1024).toFixed(0)} KB`;
+console.log(`place-wasm: build ${id}: main ${kb('memoire_bg.wasm')}; chunks ${chunks.map((c) => `${c} ${kb(c)}`).join(', ') || 'none'}`);
