@@ -12,7 +12,7 @@ use memoire::engine::model::*;
 use memoire::engine::sync::batch::{plan, wanted_docs, wanted_records, Held, Plan};
 use memoire::engine::sync::convert::*;
 use memoire::engine::sync::doc::*;
-use memoire::engine::sync::track::Effect;
+use memoire::engine::sync::track::{self, Effect};
 use memoire::engine::sync::*;
 
 fn at(n: i64) -> Hlc {
@@ -544,4 +544,26 @@ fn a_clear_deletes_the_summary_versions_made_before_it_whenever_they_arrive() {
         wanted_docs(&batch),
         [sdoc("c2", 3, "x").id, "c:c2".to_string()]
     );
+}
+
+/// Whether a local change is recorded for sync (`track::records`).
+fn check_records(enabled: bool, set_up: bool, change: track::Change, want: bool) {
+    assert_eq!(
+        track::records(enabled, set_up, change),
+        want,
+        "enabled {enabled}, set up {set_up}, {change:?}"
+    );
+}
+
+#[test]
+fn deletions_are_recorded_while_sync_is_off_once_a_server_is_set_up() {
+    use track::Change::{Delete, Write};
+    check_records(true, true, Write, true);
+    check_records(true, true, Delete, true);
+    // Off: the next start's seed finds writes in the store; a deletion leaves nothing to find.
+    check_records(false, true, Write, false);
+    check_records(false, true, Delete, true);
+    // Never set up: nothing is recorded.
+    check_records(false, false, Delete, false);
+    check_records(false, false, Write, false);
 }

@@ -264,7 +264,17 @@ impl Replication {
 
     fn track(&self, t: Tracked) {
         let i = &self.inner;
-        if !i.settings.borrow().enabled {
+        let change = match &t {
+            Tracked::EntityDeleted { .. }
+            | Tracked::Event(SessionEvent::ConversationRemoved(_))
+            | Tracked::Event(SessionEvent::MessagesCleared(_)) => track::Change::Delete,
+            Tracked::Event(_) => track::Change::Write,
+        };
+        let records = {
+            let s = i.settings.borrow();
+            track::records(s.enabled, !s.url.trim().is_empty(), change)
+        };
+        if !records {
             return;
         }
         i.queue.borrow_mut().push_back(t);

@@ -204,6 +204,39 @@ test('sync: two devices exchange messages without duplicates; a deletion stays d
   }
 });
 
+test('sync: a conversation deleted while sync is off is deleted on the other device once sync is back on', async () => {
+  const couch = await startCouch();
+  const A = await device(harness, couch);
+  const B = await device(harness, couch);
+  try {
+    await withDiagnostics(A.page, A.issues, 'sync-off-delete', async () => {
+      await chatTurn(A.page, harness.agent, 'hello from A', 'reply to A');
+      const id = await currentConversationId(A.page);
+      await synced(A.page);
+      await conversationItem(B.page, id).waitFor();
+      // Off on A: the deletion leaves nothing in A's store for the next start to find.
+      await setSync(A.page, false);
+      await A.page.locator(tid('delete-conversation')).first().click();
+      await A.page.locator(tid('confirm-delete')).click();
+      await conversationItem(A.page, id).waitFor({ state: 'detached' });
+      await setSync(A.page, true);
+      await synced(A.page);
+      await conversationItem(B.page, id).waitFor({ state: 'detached' });
+      // And the server does not give it back to A.
+      await A.page.reload();
+      await A.page.locator(tid('settings-open')).waitFor();
+      await synced(A.page);
+      assert.equal(await conversationItem(A.page, id).count(), 0);
+      assertNoPageProblems(A.issues, allow);
+      assertNoPageProblems(B.issues, allow);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
+    await couch.stop();
+  }
+});
+
 test('sync: the server stops and comes back emptied; everything is pushed again, nothing doubled', async () => {
   let couch = await startCouch();
   const port = couch.port;

@@ -1,7 +1,8 @@
 //! The two decisions between the local store and the synced documents, so the session only moves
 //! data: which document a local record change produces (`track_*`: `None` when the stored document
 //! already says the same, so nothing is pushed twice; a record whose document is a tombstone stays
-//! deleted), and what a merged document asks of the local store ([`effect`]). Ids of tombstones are
+//! deleted), whether a change is recorded at all ([`records`]), and what a merged document asks of the
+//! local store ([`effect`]). Ids of tombstones are
 //! read back from their `_id` ([`parse_id`]). Must not import anything outside `crate::engine`.
 
 use super::convert::{
@@ -27,6 +28,23 @@ fn unescape(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+/// What kind of local change is offered for recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A record written or edited: the next sync start's seed finds it in the store anyway.
+    Write,
+    /// A conversation removed, a conversation cleared or an entity deleted: once gone from the
+    /// store, nothing but its tombstone can tell another device.
+    Delete,
+}
+
+/// Whether a local change is recorded as synced documents: always while sync is on; while it is
+/// off, a deletion still is once a server has been set up (`set_up`), so that turning sync back on
+/// pushes its tombstone and the other devices do not keep, or give back, what was deleted here.
+pub fn records(enabled: bool, set_up: bool, change: Change) -> bool {
+    enabled || (set_up && change == Change::Delete)
 }
 
 /// The kind of an `_id` and its parts, unescaped (an entity's or edge's scope `~` reads as `None`).
