@@ -13,7 +13,7 @@ use web_sys::IdbRequest;
 
 use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
-use super::idb::{from_js, js_error, prefix_range, request, to_js, Tx};
+use super::idb::{from_js, get_each, js_error, prefix_range, request, to_js, Tx};
 use super::messages::add_all;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
@@ -311,15 +311,11 @@ async fn conversation_records(
         .iter()
         .map(|c| (c.id.as_str(), c))
         .collect();
-    let reqs = totals
-        .keys()
-        .map(|id| convs.get(&JsValue::from_str(id)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(js_error)?;
-    let mut records = Vec::with_capacity(reqs.len());
-    for ((id, &(added, max_seq, last_at)), req) in totals.iter().zip(reqs) {
+    let ids: Vec<&str> = totals.keys().copied().collect();
+    let stored = get_each(&convs, &ids).await?;
+    let mut records = Vec::with_capacity(stored.len());
+    for ((id, &(added, max_seq, last_at)), v) in totals.iter().zip(stored) {
         let new = new.get(id);
-        let v = request(&req).await?;
         let mut rec = if !v.is_undefined() {
             from_js::<ConversationRecord>(v, "conversation")?
         } else if let Some(c) = new {

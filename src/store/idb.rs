@@ -45,6 +45,24 @@ pub(crate) fn js_error(v: JsValue) -> StoreError {
     }
 }
 
+/// Reads `keys` from `store` in one round trip: every `get` is queued before the first is awaited.
+/// One value per key, in order; `undefined` where a key is absent.
+pub(crate) async fn get_each<K: AsRef<str>>(
+    store: &web_sys::IdbObjectStore,
+    keys: &[K],
+) -> Result<Vec<JsValue>, StoreError> {
+    let reqs = keys
+        .iter()
+        .map(|k| store.get(&JsValue::from_str(k.as_ref())))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(js_error)?;
+    let mut out = Vec::with_capacity(reqs.len());
+    for r in &reqs {
+        out.push(request(r).await?);
+    }
+    Ok(out)
+}
+
 /// Awaits one request and returns its result. The request's handlers are replaced.
 pub(crate) async fn request(req: &IdbRequest) -> Result<JsValue, StoreError> {
     let promise = Promise::new(&mut |resolve, reject| {

@@ -14,7 +14,9 @@ use web_sys::{IdbCursorDirection, IdbKeyRange, IdbObjectStore, IdbRequest};
 
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
-use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, seq_range, to_js};
+use super::idb::{
+    collect_cursor, from_js, get_each, js_error, prefix_range, request, seq_range, to_js,
+};
 use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecord};
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
@@ -400,13 +402,7 @@ impl Store {
         } else {
             wanted
         };
-        let reqs = candidates
-            .iter()
-            .map(|id| store.get(&JsValue::from_str(id)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(js_error)?;
-        for r in reqs {
-            let v = request(&r).await?;
+        for v in get_each(&store, &candidates).await? {
             if !v.is_undefined() {
                 let rec: MessageRecord = from_js(v, "message")?;
                 out.insert(

@@ -16,7 +16,7 @@ use wasm_bindgen::JsValue;
 use web_sys::{IdbIndex, IdbKeyRange};
 
 use super::error::StoreError;
-use super::idb::{from_js, js_error, request};
+use super::idb::{from_js, get_each, js_error, request};
 use super::messages::snippet_for;
 use super::records::{ConversationRecord, MessageRecord};
 use super::schema::{BY_TERM, BY_TITLE_TERM, CONVERSATIONS, MESSAGES};
@@ -155,14 +155,8 @@ async fn titles_of(
             .filter(|id| seen.insert(*id))
             .collect()
     };
-    let reqs = ids
-        .iter()
-        .map(|id| store.get(&JsValue::from_str(id)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(js_error)?;
     let mut out = HashMap::new();
-    for (id, r) in ids.iter().zip(reqs) {
-        let v = request(&r).await?;
+    for (id, v) in ids.iter().zip(get_each(store, &ids).await?) {
         if !v.is_undefined() {
             let rec: ConversationRecord = from_js(v, "conversation")?;
             out.insert(id.to_string(), rec.title);

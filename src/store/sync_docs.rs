@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::error::StoreError;
-use super::idb::{from_js, js_error, request, to_js, Span};
+use super::idb::{from_js, get_each, js_error, request, to_js, Span};
 use super::schema::{BY_DIRTY, SYNC_DOCS, SYNC_STATE};
 use super::{Store, WritePace};
 use crate::engine::sync::{Body, Doc, Hlc, LocalDoc};
@@ -169,16 +169,9 @@ impl Store {
         let tx = self.tx(&[SYNC_DOCS], false)?;
         let s = tx.store(SYNC_DOCS)?;
         let mut out = Vec::new();
-        // A slice of requests queued at once, then awaited: one round trip per slice, and each
-        // slice's decoding is its own short task.
+        // One round trip per slice, and each slice's decoding is its own short task.
         for slice in ids.chunks(SLICE) {
-            let reqs = slice
-                .iter()
-                .map(|id| s.get(&JsValue::from_str(id)))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(js_error)?;
-            for r in reqs {
-                let v = request(&r).await?;
+            for v in get_each(&s, slice).await? {
                 if !v.is_undefined() {
                     out.push(synced_of(v)?);
                 }
