@@ -115,6 +115,21 @@ async function openConversation(page, id, n) {
   await page.waitForFunction((n) => document.querySelectorAll('[data-testid="message"]').length === n, n);
 }
 
+/** Deletes conversation `id` (the first delete control: the open one) and waits until it is gone. */
+async function deleteConversation(page, id) {
+  await page.locator(tid('delete-conversation')).first().click();
+  await page.locator(tid('confirm-delete')).click();
+  await conversationItem(page, id).waitFor({ state: 'detached' });
+}
+
+/** Reloads `page`, waits for a sync, and checks the server did not give conversation `id` back. */
+async function staysDeletedAfterReload(page, id) {
+  await page.reload();
+  await page.locator(tid('settings-open')).waitFor();
+  await synced(page);
+  assert.equal(await conversationItem(page, id).count(), 0);
+}
+
 const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /blocked by CORS policy/] };
 
 test('sync: Test connection says what is wrong', async () => {
@@ -183,17 +198,12 @@ test('sync: two devices exchange messages without duplicates; a deletion stays d
       await input.press('Enter');
       await conversationItem(B.page, id).locator(tid('conversation-title')).filter({ hasText: 'renamed on B offline' }).waitFor();
       await B.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor();
-      await A.page.locator(tid('delete-conversation')).first().click();
-      await A.page.locator(tid('confirm-delete')).click();
-      await conversationItem(A.page, id).waitFor({ state: 'detached' });
+      await deleteConversation(A.page, id);
       await synced(A.page);
       await B.context.setOffline(false);
       await conversationItem(B.page, id).waitFor({ state: 'detached' });
       await synced(B.page);
-      await A.page.reload();
-      await A.page.locator(tid('settings-open')).waitFor();
-      await synced(A.page);
-      assert.equal(await conversationItem(A.page, id).count(), 0);
+      await staysDeletedAfterReload(A.page, id);
       assertNoPageProblems(A.issues, allow);
       assertNoPageProblems(B.issues, allow);
     });
@@ -216,17 +226,12 @@ test('sync: a conversation deleted while sync is off is deleted on the other dev
       await conversationItem(B.page, id).waitFor();
       // Off on A: the deletion leaves nothing in A's store for the next start to find.
       await setSync(A.page, false);
-      await A.page.locator(tid('delete-conversation')).first().click();
-      await A.page.locator(tid('confirm-delete')).click();
-      await conversationItem(A.page, id).waitFor({ state: 'detached' });
+      await deleteConversation(A.page, id);
       await setSync(A.page, true);
       await synced(A.page);
       await conversationItem(B.page, id).waitFor({ state: 'detached' });
       // And the server does not give it back to A.
-      await A.page.reload();
-      await A.page.locator(tid('settings-open')).waitFor();
-      await synced(A.page);
-      assert.equal(await conversationItem(A.page, id).count(), 0);
+      await staysDeletedAfterReload(A.page, id);
       assertNoPageProblems(A.issues, allow);
       assertNoPageProblems(B.issues, allow);
     });
