@@ -10,7 +10,8 @@
 //   bench warm_start_fast_cpu_ms <v> ms   the same without the CPU slowdown
 // Each run's phases go to stderr: html, js and wasm downloaded, the wasm started (`TrunkApplicationStarted`:
 // compiled, instantiated, main() run and the first view mounted), first contentful paint, usable.
-// BENCH_TRACE=file.json also records a CDP trace of one more throttled first visit and prints where the
+// BENCH_TRACE=file.json also records a CDP trace of one more throttled first visit (BENCH_TRACE_WARM=file.json:
+// of a returning visit at 4x CPU) and prints where the
 // main thread's time went (by trace event), the wasm compile events, and each phase's split (wall time, main
 // thread busy, lazy wasm compile on first call, largest events).
 
@@ -20,6 +21,7 @@ import { startStaticServer } from '../static-server.mjs';
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 5);
 const TRACE = process.env.BENCH_TRACE ?? '';
+const TRACE_WARM = process.env.BENCH_TRACE_WARM ?? '';
 // The link of the issue (#16): "Fast 4G"-like, in CDP's terms (bytes per second; latency is the added
 // round trip before each response's headers).
 const LINK_4G = { offline: false, latency: 150, downloadThroughput: (9_000_000 / 8), uploadThroughput: (1_500_000 / 8) };
@@ -118,21 +120,26 @@ async function throttledPage(browser, link, cpu) {
   return { context, page, cdp, throttle, errors };
 }
 
+/**
+ * After a first visit: waits until the service worker is active (it precaches the shell), then one load,
+ * not measured, lets it take control (and the engine its code cache). Leaves the page unthrottled.
+ */
+async function returning(p, url) {
+  await p.throttle(NO_THROTTLE, 1);
+  await p.page.evaluate(async () => {
+    const reg = await navigator.serviceWorker.ready;
+    if (reg.active?.state !== 'activated') await new Promise((ok) => reg.active.addEventListener('statechange', ok));
+  });
+  await load(p.page, url);
+}
+
 /** One first visit, then (unless `warm` is false) the returning visits with the service worker's cache. */
 async function visit(browser, url, { warm = true } = {}) {
   const p = await throttledPage(browser, LINK_4G, CPU_SLOWDOWN);
   try {
     const cold = await load(p.page, url);
     if (!warm) return { cold };
-    // Returning: the worker has installed (it precaches the shell) and controls the next load.
-    await p.throttle(NO_THROTTLE, 1);
-    await p.page.evaluate(() => navigator.serviceWorker.ready);
-    await p.page.evaluate(async () => {
-      const reg = await navigator.serviceWorker.ready;
-      if (reg.active?.state !== 'activated') await new Promise((ok) => reg.active.addEventListener('statechange', ok));
-    });
-    // One load to let the worker take control (and the engine its code cache), not measured.
-    await load(p.page, url);
+    await returning(p, url);
     await p.throttle(NO_THROTTLE, CPU_SLOWDOWN);
     const warmSlow = await load(p.page, url);
     await p.throttle(NO_THROTTLE, 1);
@@ -144,10 +151,18 @@ async function visit(browser, url, { warm = true } = {}) {
   }
 }
 
-/** One more throttled first visit under a CDP trace: where the main thread's time went until usable. */
-async function traced(browser, url, file) {
+/**
+ * One more throttled first visit (or, `warm`, a returning visit at 4x CPU) under a CDP trace: where the
+ * main thread's time went until usable.
+ */
+async function traced(browser, url, file, { warm = false } = {}) {
   const p = await throttledPage(browser, LINK_4G, CPU_SLOWDOWN);
   try {
+    if (warm) {
+      await load(p.page, url);
+      await returning(p, url);
+      await p.throttle(NO_THROTTLE, CPU_SLOWDOWN);
+    }
     const events = [];
     p.cdp.on('Tracing.dataCollected', (d) => events.push(...d.value));
     const done = new Promise((ok) => p.cdp.once('Tracing.tracingComplete', ok));
@@ -287,6 +302,7 @@ async function main() {
     log('warm_start_ms runs', warmSlow.map(fmt).join(' '));
     log('warm_start_fast_cpu_ms runs', warmFast.map(fmt).join(' '));
     if (TRACE) await traced(browser, site.url, TRACE);
+    if (TRACE_WARM) await traced(browser, site.url, TRACE_WARM, { warm: true });
     console.log(`bench cold_start_4g_ms ${Math.round(median(cold))} ms`);
     console.log(`bench warm_start_ms ${Math.round(median(warmSlow))} ms`);
     console.log(`bench warm_start_fast_cpu_ms ${Math.round(median(warmFast))} ms`);
