@@ -41,8 +41,8 @@ before(async () => {
 });
 after(() => harness?.close());
 
-/** A device: its own context, the endpoint set, sync on against `couch`. */
-async function device({ agent, site, browser }, couch, db = 'memoire', { summaryFrequency } = {}) {
+/** A device: its own context, the endpoint set, sync on against `server` (its `url`). */
+async function device({ agent, site, browser }, server, db = 'memoire', { summaryFrequency } = {}) {
   const opened = await newAppPage(browser);
   const { page } = opened;
   await openApp(page, site.url);
@@ -51,7 +51,7 @@ async function device({ agent, site, browser }, couch, db = 'memoire', { summary
   await page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
   await page.locator(tid('settings-model')).fill('test-model');
   if (summaryFrequency !== undefined) await page.locator(tid('settings-summary-frequency')).fill(String(summaryFrequency));
-  await page.locator(tid('settings-sync-url')).fill(couch.url);
+  await page.locator(tid('settings-sync-url')).fill(server.url);
   await page.locator(tid('settings-sync-database')).fill(db);
   await page.locator(tid('settings-sync-enabled')).check();
   await page.locator(tid('sync-save')).click();
@@ -132,6 +132,32 @@ async function staysDeletedAfterReload(page, id) {
 
 const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /blocked by CORS policy/] };
 
+/**
+ * Runs `body(server, ...devices)` with `n` devices syncing through one pouchdb-server, under the
+ * diagnostics of the first device named `name`; then no device's page may have reported a problem.
+ * Every device and the server are closed whatever happens. `server.restart()` brings the server
+ * back on the same port, emptied (it lost everything); `server.url` follows it.
+ */
+async function withDevices(name, n, body, options = {}) {
+  let couch = await startCouch();
+  const server = {
+    get url() { return couch.url; },
+    stop: () => couch.stop(),
+    restart: async () => { couch = await startCouch({ port: couch.port }); },
+  };
+  const devices = [];
+  try {
+    for (let i = 0; i < n; i++) devices.push(await device(harness, server, 'memoire', options));
+    await withDiagnostics(devices[0].page, devices[0].issues, name, async () => {
+      await body(server, ...devices);
+      for (const d of devices) assertNoPageProblems(d.issues, allow);
+    });
+  } finally {
+    for (const d of devices) await d.context.close();
+    await couch.stop();
+  }
+}
+
 test('sync: Test connection says what is wrong', async () => {
   const { site, browser } = harness;
   const couch = await startCouch();
@@ -167,240 +193,181 @@ test('sync: Test connection says what is wrong', async () => {
   }
 });
 
-test('sync: two devices exchange messages without duplicates; a deletion stays deleted', async () => {
-  const couch = await startCouch();
-  const A = await device(harness, couch);
-  const B = await device(harness, couch);
-  try {
-    await withDiagnostics(A.page, A.issues, 'sync-a', async () => {
-      const { agent } = harness;
-      await chatTurn(A.page, agent, 'hello from A', 'reply to A');
-      const id = await currentConversationId(A.page);
-      await synced(A.page);
-      await openConversation(B.page, id, 2);
-      assert.deepEqual(await transcript(B.page), [['user', 'hello from A'], ['assistant', 'reply to A']]);
+test('sync: two devices exchange messages without duplicates; a deletion stays deleted', () =>
+  withDevices('sync-a', 2, async (server, A, B) => {
+    const { agent } = harness;
+    await chatTurn(A.page, agent, 'hello from A', 'reply to A');
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    await openConversation(B.page, id, 2);
+    assert.deepEqual(await transcript(B.page), [['user', 'hello from A'], ['assistant', 'reply to A']]);
 
-      // B writes in the same conversation: A sees it, nothing twice on either side.
-      await chatTurn(B.page, agent, 'hello from B', 'reply to B');
-      await A.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 4);
-      const want = [['user', 'hello from A'], ['assistant', 'reply to A'], ['user', 'hello from B'], ['assistant', 'reply to B']];
-      assert.deepEqual(await transcript(A.page), want);
-      await synced(B.page);
-      await synced(A.page);
-      assert.deepEqual(await transcript(B.page), want);
+    // B writes in the same conversation: A sees it, nothing twice on either side.
+    await chatTurn(B.page, agent, 'hello from B', 'reply to B');
+    await A.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 4);
+    const want = [['user', 'hello from A'], ['assistant', 'reply to A'], ['user', 'hello from B'], ['assistant', 'reply to B']];
+    assert.deepEqual(await transcript(A.page), want);
+    await synced(B.page);
+    await synced(A.page);
+    assert.deepEqual(await transcript(B.page), want);
 
-      // B goes offline and renames; A deletes. Back online, B's stale copy does not bring it back.
-      await B.context.setOffline(true);
-      // The rename cuts B's open longpoll so it pushes; offline, that fails.
-      await conversationItem(B.page, id).locator(tid('rename-conversation')).click();
-      const input = conversationItem(B.page, id).locator(tid('rename-input'));
-      await input.fill('renamed on B offline');
+    // B goes offline and renames; A deletes. Back online, B's stale copy does not bring it back.
+    await B.context.setOffline(true);
+    // The rename cuts B's open longpoll so it pushes; offline, that fails.
+    await conversationItem(B.page, id).locator(tid('rename-conversation')).click();
+    const input = conversationItem(B.page, id).locator(tid('rename-input'));
+    await input.fill('renamed on B offline');
+    await input.press('Enter');
+    await conversationItem(B.page, id).locator(tid('conversation-title')).filter({ hasText: 'renamed on B offline' }).waitFor();
+    await B.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor();
+    await deleteConversation(A.page, id);
+    await synced(A.page);
+    await B.context.setOffline(false);
+    await conversationItem(B.page, id).waitFor({ state: 'detached' });
+    await synced(B.page);
+    await staysDeletedAfterReload(A.page, id);
+  }));
+
+test('sync: a conversation deleted while sync is off is deleted on the other device once sync is back on', () =>
+  withDevices('sync-off-delete', 2, async (server, A, B) => {
+    await chatTurn(A.page, harness.agent, 'hello from A', 'reply to A');
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    await conversationItem(B.page, id).waitFor();
+    // Off on A: the deletion leaves nothing in A's store for the next start to find.
+    await setSync(A.page, false);
+    await deleteConversation(A.page, id);
+    await setSync(A.page, true);
+    await synced(A.page);
+    await conversationItem(B.page, id).waitFor({ state: 'detached' });
+    // And the server does not give it back to A.
+    await staysDeletedAfterReload(A.page, id);
+  }));
+
+test('sync: the server stops and comes back emptied; everything is pushed again, nothing doubled', () =>
+  withDevices('sync-restart', 1, async (server, A) => {
+    const { agent } = harness;
+    await chatTurn(A.page, agent, 'first', 'one');
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    await server.stop();
+    await A.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
+    await chatTurn(A.page, agent, 'second', 'two');
+    await server.restart();
+    // The retry waits out its backoff (at most a minute).
+    await A.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
+    // A new device gets everything, once.
+    const B = await device(harness, server);
+    try {
+      await openConversation(B.page, id, 4);
+      assert.deepEqual(await transcript(B.page), [['user', 'first'], ['assistant', 'one'], ['user', 'second'], ['assistant', 'two']]);
+    } finally {
+      await B.context.close();
+    }
+  }));
+
+test('sync: both devices lose the server, rename the same conversation and add messages; back online they converge', () =>
+  withDevices('sync-both-offline', 2, async (server, A, B) => {
+    const { agent } = harness;
+    await chatTurn(A.page, agent, 'before', 'shared');
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    await openConversation(B.page, id, 2);
+    await synced(B.page);
+    // The server goes away (the model endpoint stays): both devices work without it.
+    await server.stop();
+    const rename = async (page, title) => {
+      await conversationItem(page, id).locator(tid('rename-conversation')).click();
+      const input = conversationItem(page, id).locator(tid('rename-input'));
+      await input.fill(title);
       await input.press('Enter');
-      await conversationItem(B.page, id).locator(tid('conversation-title')).filter({ hasText: 'renamed on B offline' }).waitFor();
-      await B.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor();
-      await deleteConversation(A.page, id);
-      await synced(A.page);
-      await B.context.setOffline(false);
-      await conversationItem(B.page, id).waitFor({ state: 'detached' });
-      await synced(B.page);
-      await staysDeletedAfterReload(A.page, id);
-      assertNoPageProblems(A.issues, allow);
-      assertNoPageProblems(B.issues, allow);
-    });
-  } finally {
-    await A.context.close();
-    await B.context.close();
-    await couch.stop();
-  }
-});
-
-test('sync: a conversation deleted while sync is off is deleted on the other device once sync is back on', async () => {
-  const couch = await startCouch();
-  const A = await device(harness, couch);
-  const B = await device(harness, couch);
-  try {
-    await withDiagnostics(A.page, A.issues, 'sync-off-delete', async () => {
-      await chatTurn(A.page, harness.agent, 'hello from A', 'reply to A');
-      const id = await currentConversationId(A.page);
-      await synced(A.page);
-      await conversationItem(B.page, id).waitFor();
-      // Off on A: the deletion leaves nothing in A's store for the next start to find.
-      await setSync(A.page, false);
-      await deleteConversation(A.page, id);
-      await setSync(A.page, true);
-      await synced(A.page);
-      await conversationItem(B.page, id).waitFor({ state: 'detached' });
-      // And the server does not give it back to A.
-      await staysDeletedAfterReload(A.page, id);
-      assertNoPageProblems(A.issues, allow);
-      assertNoPageProblems(B.issues, allow);
-    });
-  } finally {
-    await A.context.close();
-    await B.context.close();
-    await couch.stop();
-  }
-});
-
-test('sync: the server stops and comes back emptied; everything is pushed again, nothing doubled', async () => {
-  let couch = await startCouch();
-  const port = couch.port;
-  const A = await device(harness, couch);
-  try {
-    await withDiagnostics(A.page, A.issues, 'sync-restart', async () => {
-      const { agent } = harness;
-      await chatTurn(A.page, agent, 'first', 'one');
-      const id = await currentConversationId(A.page);
-      await synced(A.page);
-      await couch.stop();
-      await A.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
-      await chatTurn(A.page, agent, 'second', 'two');
-      couch = await startCouch({ port });
-      // The retry waits out its backoff (at most a minute).
-      await A.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
-      // A new device gets everything, once.
-      const B = await device(harness, couch);
-      try {
-        await openConversation(B.page, id, 4);
-        assert.deepEqual(await transcript(B.page), [['user', 'first'], ['assistant', 'one'], ['user', 'second'], ['assistant', 'two']]);
-      } finally {
-        await B.context.close();
+      await conversationItem(page, id).locator(tid('conversation-title')).filter({ hasText: title }).waitFor();
+    };
+    await rename(A.page, 'title from A');
+    await chatTurn(A.page, agent, 'A offline', 'to A');
+    await rename(B.page, 'title from B');
+    await chatTurn(B.page, agent, 'B offline', 'to B');
+    for (const d of [A, B]) await d.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
+    await server.restart();
+    for (const d of [A, B]) {
+      await d.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6, null, { timeout: 90_000 });
+      await d.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
+    }
+    // The later rename wins on both; every message is there once.
+    for (const d of [A, B]) {
+      await conversationItem(d.page, id).locator(tid('conversation-title')).filter({ hasText: 'title from B' }).waitFor();
+      const t = await transcript(d.page);
+      assert.equal(t.length, 6);
+      for (const m of [['user', 'before'], ['assistant', 'shared'], ['user', 'A offline'], ['assistant', 'to A'], ['user', 'B offline'], ['assistant', 'to B']]) {
+        assert.equal(t.filter(([r, x]) => r === m[0] && x === m[1]).length, 1, `${m[1]} once`);
       }
-      assertNoPageProblems(A.issues, allow);
-    });
-  } finally {
-    await A.context.close();
-    await couch.stop();
-  }
-});
+    }
+  }));
 
-test('sync: both devices lose the server, rename the same conversation and add messages; back online they converge', async () => {
-  let couch = await startCouch();
-  const port = couch.port;
-  const A = await device(harness, couch);
-  const B = await device(harness, couch);
-  try {
-    await withDiagnostics(A.page, A.issues, 'sync-both-offline', async () => {
-      const { agent } = harness;
-      await chatTurn(A.page, agent, 'before', 'shared');
-      const id = await currentConversationId(A.page);
-      await synced(A.page);
-      await openConversation(B.page, id, 2);
-      await synced(B.page);
-      // The server goes away (the model endpoint stays): both devices work without it.
-      await couch.stop();
-      const rename = async (page, title) => {
-        await conversationItem(page, id).locator(tid('rename-conversation')).click();
-        const input = conversationItem(page, id).locator(tid('rename-input'));
-        await input.fill(title);
-        await input.press('Enter');
-        await conversationItem(page, id).locator(tid('conversation-title')).filter({ hasText: title }).waitFor();
-      };
-      await rename(A.page, 'title from A');
-      await chatTurn(A.page, agent, 'A offline', 'to A');
-      await rename(B.page, 'title from B');
-      await chatTurn(B.page, agent, 'B offline', 'to B');
-      for (const d of [A, B]) await d.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
-      couch = await startCouch({ port });
-      for (const d of [A, B]) {
-        await d.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6, null, { timeout: 90_000 });
-        await d.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
-      }
-      // The later rename wins on both; every message is there once.
-      for (const d of [A, B]) {
-        await conversationItem(d.page, id).locator(tid('conversation-title')).filter({ hasText: 'title from B' }).waitFor();
-        const t = await transcript(d.page);
-        assert.equal(t.length, 6);
-        for (const m of [['user', 'before'], ['assistant', 'shared'], ['user', 'A offline'], ['assistant', 'to A'], ['user', 'B offline'], ['assistant', 'to B']]) {
-          assert.equal(t.filter(([r, x]) => r === m[0] && x === m[1]).length, 1, `${m[1]} once`);
-        }
-      }
-      assertNoPageProblems(A.issues, allow);
-      assertNoPageProblems(B.issues, allow);
-    });
-  } finally {
-    await A.context.close();
-    await B.context.close();
-    await couch.stop();
-  }
-});
+test('sync: memory travels with its conversation; one entity learned on both devices becomes one; deletes and /clear sync', () =>
+  withDevices('sync-memory', 2, async (server, A, B) => {
+    const { agent } = harness;
+    await learn(A.page, agent, 'I am Ingrid and I live in Trondheim.', 'Ingrid lives in Trondheim.', { type: 'person', name: 'Ingrid', description: 'Lives in Trondheim.' });
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    await openConversation(B.page, id, 2);
+    await B.page.locator(tid('summary-text')).filter({ hasText: 'Ingrid lives in Trondheim.' }).waitFor();
+    assert.deepEqual(await entityNames(B.page), ['Ingrid']);
 
-test('sync: memory travels with its conversation; one entity learned on both devices becomes one; deletes and /clear sync', async () => {
-  const couch = await startCouch();
-  const A = await device(harness, couch, 'memoire', { summaryFrequency: 1 });
-  const B = await device(harness, couch, 'memoire', { summaryFrequency: 1 });
-  try {
-    await withDiagnostics(A.page, A.issues, 'sync-memory', async () => {
-      const { agent } = harness;
-      await learn(A.page, agent, 'I am Ingrid and I live in Trondheim.', 'Ingrid lives in Trondheim.', { type: 'person', name: 'Ingrid', description: 'Lives in Trondheim.' });
-      const id = await currentConversationId(A.page);
-      await synced(A.page);
-      await openConversation(B.page, id, 2);
-      await B.page.locator(tid('summary-text')).filter({ hasText: 'Ingrid lives in Trondheim.' }).waitFor();
-      assert.deepEqual(await entityNames(B.page), ['Ingrid']);
-
-      // B stops syncing; both devices learn the same cat, each under its own id.
-      await synced(B.page);
-      await setSync(B.page, false);
-      await learn(A.page, agent, 'My cat is called Zorblax.', 'Ingrid has a cat called Zorblax.', { type: 'other', name: 'Zorblax', description: 'Ingrid’s cat.' });
-      await learn(B.page, agent, 'Zorblax, my cat, is grey.', 'Zorblax is a grey cat.', { type: 'other', name: 'Zorblax', description: 'A grey cat.' });
-      await synced(A.page);
-      // B syncs again: the two become one on both devices, and every message is on both, once.
-      await setSync(B.page, true);
-      await synced(B.page);
-      for (const page of [A.page, B.page]) {
-        await page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6);
-        await page.waitForFunction(
-          () => [...document.querySelectorAll('[data-testid="memory-entities"] [data-testid="entity-name"]')].filter((e) => e.textContent.trim() === 'Zorblax').length === 1,
-        );
-        assert.deepEqual(await entityNames(page), ['Ingrid', 'Zorblax']);
-      }
-
-      // An entity deleted in A's memory pane is deleted on B (a tombstone).
-      await A.page.locator(tid('memory-entities')).locator(tid('entity-node')).filter({ hasText: 'Zorblax' }).locator(tid('entity-delete')).click();
-      await synced(A.page);
-      await B.page.waitForFunction(
-        () => [...document.querySelectorAll('[data-testid="memory-entities"] [data-testid="entity-name"]')].map((e) => e.textContent.trim()).join() === 'Ingrid',
-        null,
-        { timeout: 30_000 },
+    // B stops syncing; both devices learn the same cat, each under its own id.
+    await synced(B.page);
+    await setSync(B.page, false);
+    await learn(A.page, agent, 'My cat is called Zorblax.', 'Ingrid has a cat called Zorblax.', { type: 'other', name: 'Zorblax', description: 'Ingrid’s cat.' });
+    await learn(B.page, agent, 'Zorblax, my cat, is grey.', 'Zorblax is a grey cat.', { type: 'other', name: 'Zorblax', description: 'A grey cat.' });
+    await synced(A.page);
+    // B syncs again: the two become one on both devices, and every message is on both, once.
+    await setSync(B.page, true);
+    await synced(B.page);
+    for (const page of [A.page, B.page]) {
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6);
+      await page.waitForFunction(
+        () => [...document.querySelectorAll('[data-testid="memory-entities"] [data-testid="entity-name"]')].filter((e) => e.textContent.trim() === 'Zorblax').length === 1,
       );
-      // A clears the conversation: its messages, its entities and its summary are deleted on B
-      // too, and stay so.
-      await A.page.locator(tid('composer-input')).fill('/clear');
-      await A.page.locator(tid('composer-input')).press('Enter');
-      await A.page.locator(tid('confirm-clear')).click();
-      await synced(A.page);
-      const cleared = () => document.querySelectorAll('[data-testid="message"]').length === 0
-        && !document.querySelector('[data-testid="entity-node"]') && !document.querySelector('[data-testid="summary-text"]');
-      await B.page.waitForFunction(cleared, null, { timeout: 30_000 });
-      await B.page.reload();
-      await conversationItem(B.page, id).locator(tid('conversation-open')).click();
-      await B.page.locator(tid('empty-state')).waitFor();
-      assert.ok(await B.page.evaluate(cleared));
-      // The old summary versions are still documents on the server: a device that pulls them
-      // later (C, new) never shows them, nor does A once they come back to it.
-      const C = await device(harness, couch);
-      try {
-        await synced(C.page);
-        await conversationItem(C.page, id).locator(tid('conversation-open')).click();
-        await C.page.locator(tid('empty-state')).waitFor();
-        assert.equal(await storedSummaries(C.page, id), 0, 'a device that pulls the old summary versions after the clear keeps none');
-        assert.ok(await C.page.evaluate(cleared));
-        assertNoPageProblems(C.issues, allow);
-      } finally {
-        await C.context.close();
-      }
-      assert.equal(await storedSummaries(B.page, id), 0);
-      assert.ok(await A.page.evaluate(cleared));
-      assertNoPageProblems(A.issues, allow);
-      assertNoPageProblems(B.issues, allow);
-    });
-  } finally {
-    await A.context.close();
-    await B.context.close();
-    await couch.stop();
-  }
-});
+      assert.deepEqual(await entityNames(page), ['Ingrid', 'Zorblax']);
+    }
+
+    // An entity deleted in A's memory pane is deleted on B (a tombstone).
+    await A.page.locator(tid('memory-entities')).locator(tid('entity-node')).filter({ hasText: 'Zorblax' }).locator(tid('entity-delete')).click();
+    await synced(A.page);
+    await B.page.waitForFunction(
+      () => [...document.querySelectorAll('[data-testid="memory-entities"] [data-testid="entity-name"]')].map((e) => e.textContent.trim()).join() === 'Ingrid',
+      null,
+      { timeout: 30_000 },
+    );
+    // A clears the conversation: its messages, its entities and its summary are deleted on B
+    // too, and stay so.
+    await A.page.locator(tid('composer-input')).fill('/clear');
+    await A.page.locator(tid('composer-input')).press('Enter');
+    await A.page.locator(tid('confirm-clear')).click();
+    await synced(A.page);
+    const cleared = () => document.querySelectorAll('[data-testid="message"]').length === 0
+      && !document.querySelector('[data-testid="entity-node"]') && !document.querySelector('[data-testid="summary-text"]');
+    await B.page.waitForFunction(cleared, null, { timeout: 30_000 });
+    await B.page.reload();
+    await conversationItem(B.page, id).locator(tid('conversation-open')).click();
+    await B.page.locator(tid('empty-state')).waitFor();
+    assert.ok(await B.page.evaluate(cleared));
+    // The old summary versions are still documents on the server: a device that pulls them
+    // later (C, new) never shows them, nor does A once they come back to it.
+    const C = await device(harness, server);
+    try {
+      await synced(C.page);
+      await conversationItem(C.page, id).locator(tid('conversation-open')).click();
+      await C.page.locator(tid('empty-state')).waitFor();
+      assert.equal(await storedSummaries(C.page, id), 0, 'a device that pulls the old summary versions after the clear keeps none');
+      assert.ok(await C.page.evaluate(cleared));
+      assertNoPageProblems(C.issues, allow);
+    } finally {
+      await C.context.close();
+    }
+    assert.equal(await storedSummaries(B.page, id), 0);
+    assert.ok(await A.page.evaluate(cleared));
+  }, { summaryFrequency: 1 }));
 
 /** Waits until `page` shows exactly the texts `want`, top to bottom. */
 async function waitForTexts(page, want) {
@@ -411,41 +378,29 @@ async function waitForTexts(page, want) {
   );
 }
 
-test('sync: a regenerated reply arrives as an alternative; a deleted message is deleted on the other device', async () => {
-  const couch = await startCouch();
-  const A = await device(harness, couch);
-  const B = await device(harness, couch);
-  try {
-    await withDiagnostics(A.page, A.issues, 'sync-branches', async () => {
-      const { agent } = harness;
-      await chatTurn(A.page, agent, 'ping', 'pong one');
-      const id = await currentConversationId(A.page);
-      await synced(A.page);
-      await openConversation(B.page, id, 2);
+test('sync: a regenerated reply arrives as an alternative; a deleted message is deleted on the other device', () =>
+  withDevices('sync-branches', 2, async (server, A, B) => {
+    const { agent } = harness;
+    await chatTurn(A.page, agent, 'ping', 'pong one');
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    await openConversation(B.page, id, 2);
 
-      agent.script('pong two');
-      await messages(A.page, 'assistant').last().locator(tid('regenerate-button')).click();
-      await waitForTexts(A.page, ['ping', 'pong two']);
-      await A.page.locator(tid('message', '[data-role="assistant"][data-status="complete"]')).waitFor();
-      await synced(A.page);
-      await waitForTexts(B.page, ['ping', 'pong two']);
-      assert.equal((await messages(B.page, 'assistant').last().locator(tid('alternative-position')).innerText()).trim(), '2/2');
+    agent.script('pong two');
+    await messages(A.page, 'assistant').last().locator(tid('regenerate-button')).click();
+    await waitForTexts(A.page, ['ping', 'pong two']);
+    await A.page.locator(tid('message', '[data-role="assistant"][data-status="complete"]')).waitFor();
+    await synced(A.page);
+    await waitForTexts(B.page, ['ping', 'pong two']);
+    assert.equal((await messages(B.page, 'assistant').last().locator(tid('alternative-position')).innerText()).trim(), '2/2');
 
-      const reply = messages(A.page, 'assistant').last();
-      await reply.locator(tid('delete-message')).click();
-      await reply.locator(tid('confirm-delete-message')).click();
-      await waitForTexts(A.page, ['ping', 'pong one']);
-      await synced(A.page);
-      await waitForTexts(B.page, ['ping', 'pong one']);
-      await B.page.reload();
-      await openConversation(B.page, id, 2);
-      await waitForTexts(B.page, ['ping', 'pong one']);
-      assertNoPageProblems(A.issues, allow);
-      assertNoPageProblems(B.issues, allow);
-    });
-  } finally {
-    await A.context.close();
-    await B.context.close();
-    await couch.stop();
-  }
-});
+    const reply = messages(A.page, 'assistant').last();
+    await reply.locator(tid('delete-message')).click();
+    await reply.locator(tid('confirm-delete-message')).click();
+    await waitForTexts(A.page, ['ping', 'pong one']);
+    await synced(A.page);
+    await waitForTexts(B.page, ['ping', 'pong one']);
+    await B.page.reload();
+    await openConversation(B.page, id, 2);
+    await waitForTexts(B.page, ['ping', 'pong one']);
+  }));
