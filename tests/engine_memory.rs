@@ -10,77 +10,10 @@ use memoire::engine::memory::*;
 use memoire::engine::model::*;
 use proptest::prelude::*;
 
-// ---------- fixtures ----------
+mod memory_spec;
+use memory_spec::msgs;
 
-/// Messages from a compact spec, seq = position + 1:
-/// u/a = user/assistant complete, U/A = errored, e = empty assistant, s = streaming assistant,
-/// i = interrupted assistant, t = tool, y = system.
-fn msgs(spec: &str) -> Vec<Message> {
-    spec.chars()
-        .enumerate()
-        .map(|(i, c)| {
-            let seq = i as u64 + 1;
-            let (role, status, content) = match c {
-                'u' => (
-                    Role::User,
-                    MessageStatus::Complete,
-                    format!("user says {seq}"),
-                ),
-                'a' => (
-                    Role::Assistant,
-                    MessageStatus::Complete,
-                    format!("assistant says {seq}"),
-                ),
-                'U' => (
-                    Role::User,
-                    MessageStatus::Error,
-                    format!("user failed {seq}"),
-                ),
-                'A' => (
-                    Role::Assistant,
-                    MessageStatus::Error,
-                    format!("assistant failed {seq}"),
-                ),
-                'e' => (
-                    Role::Assistant,
-                    MessageStatus::Complete,
-                    "  \n ".to_string(),
-                ),
-                's' => (
-                    Role::Assistant,
-                    MessageStatus::Streaming,
-                    format!("partial {seq}"),
-                ),
-                'i' => (
-                    Role::Assistant,
-                    MessageStatus::Interrupted,
-                    format!("cut off {seq}"),
-                ),
-                't' => (
-                    Role::Tool,
-                    MessageStatus::Complete,
-                    format!("tool result {seq}"),
-                ),
-                'y' => (
-                    Role::System,
-                    MessageStatus::Complete,
-                    format!("system note {seq}"),
-                ),
-                other => panic!("bad spec char {other}"),
-            };
-            Message {
-                id: format!("m{seq}"),
-                conversation_id: "c1".into(),
-                seq,
-                role,
-                content,
-                status,
-                created_at: seq as i64 * 1000,
-                meta: MessageMeta::default(),
-            }
-        })
-        .collect()
-}
+// ---------- fixtures ----------
 
 fn summary(version: u32, text: &str, covers: u64) -> ConversationSummary {
     ConversationSummary {

@@ -8,66 +8,10 @@ use memoire::engine::memory::*;
 use memoire::engine::model::*;
 use proptest::prelude::*;
 
+mod memory_spec;
+use memory_spec::{msgs, msgs_from};
+
 // ---------- fixtures ----------
-
-/// Messages from a compact spec, seq = position + `first`: u/a = user/assistant, U = errored user,
-/// e = empty assistant, s = streaming assistant, y = system, L = a long user message (900 chars).
-fn msgs_from(spec: &str, first: u64) -> Vec<Message> {
-    spec.chars()
-        .enumerate()
-        .map(|(i, c)| {
-            let seq = i as u64 + first;
-            let (role, status, content) = match c {
-                'u' => (
-                    Role::User,
-                    MessageStatus::Complete,
-                    format!("user says {seq}"),
-                ),
-                'a' => (
-                    Role::Assistant,
-                    MessageStatus::Complete,
-                    format!("assistant says {seq}"),
-                ),
-                'U' => (
-                    Role::User,
-                    MessageStatus::Error,
-                    format!("user failed {seq}"),
-                ),
-                'e' => (Role::Assistant, MessageStatus::Complete, " ".to_string()),
-                's' => (
-                    Role::Assistant,
-                    MessageStatus::Streaming,
-                    format!("partial {seq}"),
-                ),
-                'y' => (
-                    Role::System,
-                    MessageStatus::Complete,
-                    format!("system {seq}"),
-                ),
-                'L' => (
-                    Role::User,
-                    MessageStatus::Complete,
-                    format!("{seq} {}", "x".repeat(900)),
-                ),
-                other => panic!("bad spec char {other}"),
-            };
-            Message {
-                id: format!("m{seq}"),
-                conversation_id: "c1".into(),
-                seq,
-                role,
-                content,
-                status,
-                created_at: seq as i64,
-                meta: MessageMeta::default(),
-            }
-        })
-        .collect()
-}
-
-fn msgs(spec: &str) -> Vec<Message> {
-    msgs_from(spec, 1)
-}
 
 fn covering(covers: u64) -> ConversationSummary {
     ConversationSummary {
