@@ -251,26 +251,7 @@ async fn append_to_a_missing_conversation_writes_nothing() {
 async fn message_round_trips_every_field() {
     let s = fresh("roundtrip").await;
     s.create_conversation(&conv("c", 1)).await.unwrap();
-    let mut m = msg("c", "full", Role::Assistant, "ünïcødé ✓", 9);
-    m.status = MessageStatus::Error;
-    m.meta = MessageMeta {
-        tool_calls: vec![ToolCall {
-            id: "t".into(),
-            name: "search".into(),
-            arguments: "{\"q\":1}".into(),
-            result: Some("ok".into()),
-        }],
-        usage: Some(Usage {
-            prompt_tokens: 12,
-            completion_tokens: 34,
-        }),
-        error: Some("boom".into()),
-        path: Some(TurnPath::Resumed),
-        model: Some("m".into()),
-        after: Some("earlier".into()),
-        replaces: Some("older".into()),
-        deleted: true,
-    };
+    let mut m = full_msg("c", "full", 9);
     let stored = s.append_message(&m).await.unwrap().message;
     assert_eq!(s.get_message("full").await.unwrap(), Some(stored.clone()));
     m.seq = 1;
