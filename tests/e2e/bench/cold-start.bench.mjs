@@ -15,7 +15,9 @@
 // main thread's time went (by trace event), the wasm compile events, and each phase's split (wall time, main
 // thread busy, lazy wasm compile on first call, largest events).
 
-import { readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { launchBrowser, distDir, DEFAULT_TIMEOUT_MS } from '../helpers.mjs';
 import { startStaticServer } from '../static-server.mjs';
 
@@ -276,36 +278,84 @@ function phaseSplit(events, main, origin, ph) {
   }
 }
 
-async function main() {
-  const dist = distDir();
-  const site = await startStaticServer(dist, { brotli: true });
-  // Compress every file once before measuring (a host serves them precompressed).
-  for (const f of readdirSync(dist)) {
+/** Serves `dir` with brotli, every file compressed once before measuring (a host serves them precompressed). */
+async function brotliSite(dir) {
+  const site = await startStaticServer(dir, { brotli: true });
+  for (const f of readdirSync(dir)) {
     if (/\.(html|js|wasm|css|json|webmanifest)$/.test(f)) await fetch(`${site.url}${f}`, { headers: { 'accept-encoding': 'br' } }).then((r) => r.arrayBuffer());
   }
+  return site;
+}
+
+/** RUNS visits to `url`: the usable times of the first visits and of the returning ones. */
+async function runs(browser, url, label) {
+  const out = { cold: [], warmSlow: [], warmFast: [] };
+  for (let i = 0; i < RUNS; i++) {
+    const r = await visit(browser, url);
+    log(`${label} run ${i} cold: ${describe(r.cold)}`);
+    log(`${label} run ${i} warm (4x CPU): ${describe(r.warmSlow)}`);
+    log(`${label} run ${i} warm: ${describe(r.warmFast)}`);
+    if (!r.warmSlow.controlled) throw new Error('the returning visit was not served by the service worker');
+    for (const k of Object.keys(out)) out[k].push(r[k].usable);
+  }
+  for (const [k, name] of [['cold', 'cold_start_4g_ms'], ['warmSlow', 'warm_start_ms'], ['warmFast', 'warm_start_fast_cpu_ms']]) {
+    log(`${label} ${name} runs`, out[k].map(fmt).join(' '));
+  }
+  return out;
+}
+
+/**
+ * A site that only fetches and compiles the app's main wasm (the same file, preloaded, streamed), then
+ * shows a composer and an empty list, with a service worker that caches both: the floor under the
+ * app's figures on the same link and CPU, what is left being the app's own work (the js glue,
+ * instantiating, main(), the first view, the database, painting). Written to a temporary directory.
+ */
+function floorSite(dist) {
+  const html = readFileSync(join(dist, 'index.html'), 'utf8');
+  const wasm = html.match(/href="?\.\/([^"\s>]+_bg\.wasm)/)?.[1];
+  if (!wasm) throw new Error('dist/index.html names no main wasm to preload');
+  const dir = mkdtempSync(join(tmpdir(), 'memoire-floor-'));
+  copyFileSync(join(dist, wasm), join(dir, wasm));
+  writeFileSync(join(dir, 'index.html'), `<!doctype html><html lang=en><meta charset=utf-8><title>floor</title>
+<link rel="preload" href="./${wasm}" as="fetch" type="application/wasm" crossorigin>
+<body><script type="module">
+await WebAssembly.compileStreaming(fetch('./${wasm}', { credentials: 'same-origin' }));
+dispatchEvent(new Event('TrunkApplicationStarted'));
+document.body.insertAdjacentHTML('beforeend', '<ul data-testid="conversation-list"><li class="empty">No conversations yet</li></ul><textarea data-testid="composer-input"></textarea>');
+navigator.serviceWorker.register('sw.js');
+</script></body></html>
+`);
+  writeFileSync(join(dir, 'sw.js'), `const FILES = ['./', 'index.html', '${wasm}'];
+self.addEventListener('install', (e) => e.waitUntil(caches.open('floor').then((c) => c.addAll(FILES)).then(() => self.skipWaiting())));
+self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));
+self.addEventListener('fetch', (e) => e.respondWith(caches.match(e.request, { ignoreSearch: true }).then((r) => r || fetch(e.request))));
+`);
+  return dir;
+}
+
+async function main() {
+  const dist = distDir();
+  const site = await brotliSite(dist);
   const browser = await launchBrowser();
   try {
-    const cold = [];
-    const warmSlow = [];
-    const warmFast = [];
-    for (let i = 0; i < RUNS; i++) {
-      const r = await visit(browser, site.url);
-      log(`run ${i} cold: ${describe(r.cold)}`);
-      log(`run ${i} warm (4x CPU): ${describe(r.warmSlow)}`);
-      log(`run ${i} warm: ${describe(r.warmFast)}`);
-      if (!r.warmSlow.controlled) throw new Error('the returning visit was not served by the service worker');
-      cold.push(r.cold.usable);
-      warmSlow.push(r.warmSlow.usable);
-      warmFast.push(r.warmFast.usable);
+    const app = await runs(browser, site.url, 'app');
+    // The floor: the same wasm fetched and compiled the same way, by a page that runs nothing.
+    const floorDir = floorSite(dist);
+    const floor = await brotliSite(floorDir);
+    let bare;
+    try {
+      bare = await runs(browser, floor.url, 'floor');
+    } finally {
+      await floor.close();
+      rmSync(floorDir, { recursive: true, force: true });
     }
-    log('cold_start_4g_ms runs', cold.map(fmt).join(' '));
-    log('warm_start_ms runs', warmSlow.map(fmt).join(' '));
-    log('warm_start_fast_cpu_ms runs', warmFast.map(fmt).join(' '));
     if (TRACE) await traced(browser, site.url, TRACE);
     if (TRACE_WARM) await traced(browser, site.url, TRACE_WARM, { warm: true });
-    console.log(`bench cold_start_4g_ms ${Math.round(median(cold))} ms`);
-    console.log(`bench warm_start_ms ${Math.round(median(warmSlow))} ms`);
-    console.log(`bench warm_start_fast_cpu_ms ${Math.round(median(warmFast))} ms`);
+    console.log(`bench cold_start_4g_ms ${Math.round(median(app.cold))} ms`);
+    console.log(`bench cold_start_floor_4g_ms ${Math.round(median(bare.cold))} ms`);
+    console.log(`bench warm_start_ms ${Math.round(median(app.warmSlow))} ms`);
+    console.log(`bench warm_start_floor_ms ${Math.round(median(bare.warmSlow))} ms`);
+    console.log(`bench warm_start_fast_cpu_ms ${Math.round(median(app.warmFast))} ms`);
   } finally {
     await browser.close();
     await site.close();
