@@ -37,6 +37,34 @@ pub fn use_debounce_fn(f: impl Fn() + Clone + 'static, ms: u64) -> impl Fn() + C
     }
 }
 
+/// Calls `f` with the idle period's deadline once the page is idle (`requestIdleCallback`), and within
+/// `timeout_ms` even on a page that is never idle; where the browser has no idle callbacks (Safari),
+/// after `fallback_ms` with no deadline. False when neither could be scheduled.
+pub fn when_idle(
+    f: impl FnOnce(Option<web_sys::IdleDeadline>) + 'static,
+    timeout_ms: u32,
+    fallback_ms: i32,
+) -> bool {
+    let Some(window) = web_sys::window() else {
+        return false;
+    };
+    let run =
+        wasm_bindgen::closure::Closure::once_into_js(move |deadline: wasm_bindgen::JsValue| {
+            f(deadline.dyn_into::<web_sys::IdleDeadline>().ok())
+        });
+    if js_sys::Reflect::has(&window, &"requestIdleCallback".into()).unwrap_or(false) {
+        let options = web_sys::IdleRequestOptions::new();
+        options.set_timeout(timeout_ms);
+        window
+            .request_idle_callback_with_options(run.unchecked_ref(), &options)
+            .is_ok()
+    } else {
+        window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(run.unchecked_ref(), fallback_ms)
+            .is_ok()
+    }
+}
+
 /// Calls `f` once the next frame has been painted (a timeout queued from that frame's animation
 /// callback runs after its paint): work the first screen does not show waits for it.
 pub fn after_paint(f: impl FnOnce() + 'static) {

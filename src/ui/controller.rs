@@ -8,7 +8,7 @@ use crate::engine::model::{Conversation, EntityNode, MemoryOverrides, MessageSta
 use crate::engine::settings::Settings;
 use crate::engine::window::{join_page, Edge};
 use crate::session::{ErrorKind, ImportCancel, ImportStep, Session, SessionError};
-use crate::ui::behaviour::{after_paint, save_file};
+use crate::ui::behaviour::{after_paint, save_file, when_idle};
 use crate::ui::state::{
     AppState, ImportState, ListWindow, MemoryView, MessageItem, ModelList, LIST_CAP,
 };
@@ -115,35 +115,45 @@ impl Controller {
         st.ready.set(true);
         let ctl = *self;
         self.run(move |s, st| async move {
-            // Only the first page of the list is read: a library of 10,000 opens like an empty one.
-            let list = s.list_page(None, LIST_PAGE).await?;
-            let last = match last_open() {
-                Some(id) if !list.iter().any(|c| c.id == id) => {
-                    s.conversation(&id).await?.map(|c| c.id)
-                }
-                other => other,
-            };
-            let reopen = conversation_to_reopen(route().as_deref(), last.as_deref(), |id| {
-                list.iter().any(|c| c.id == id) || last.as_deref() == Some(id)
-            });
-            st.list_window.set(ListWindow {
-                more_below: list.len() == LIST_PAGE,
-                ..ListWindow::default()
-            });
-            st.conversations.set(list);
-            match reopen {
-                Some(id) => ctl.open(id, None),
-                None => {
-                    ctl.load_draft(NEW_CHAT_DRAFT.to_string());
-                    // The inspector is not on the first screen: its preview waits for it.
-                    after_paint(move || ctl.refresh_preview());
-                }
-            }
+            let shown = ctl.first_screen(&s).await;
             announce_first_screen();
-            Ok(())
+            // What the first screen does not need waits until the page is idle after it (shown or not:
+            // the memory pane must not stay empty after a failed read).
+            when_idle(move |_| st.settled.set(true), 500, 0);
+            shown
         });
         // The storage figure (Settings) waits for the first screen too.
         after_paint(move || ctl.refresh_storage());
+    }
+
+    /// The first page of the conversation list, then the conversation to reopen (or the new chat's
+    /// draft). Only one page is read: a library of 10,000 opens like an empty one.
+    async fn first_screen(&self, s: &Session) -> Result<(), SessionError> {
+        let (ctl, st) = (*self, self.state);
+        let list = s.list_page(None, LIST_PAGE).await?;
+        let last = match last_open() {
+            Some(id) if !list.iter().any(|c| c.id == id) => {
+                s.conversation(&id).await?.map(|c| c.id)
+            }
+            other => other,
+        };
+        let reopen = conversation_to_reopen(route().as_deref(), last.as_deref(), |id| {
+            list.iter().any(|c| c.id == id) || last.as_deref() == Some(id)
+        });
+        st.list_window.set(ListWindow {
+            more_below: list.len() == LIST_PAGE,
+            ..ListWindow::default()
+        });
+        st.conversations.set(list);
+        match reopen {
+            Some(id) => ctl.open(id, None),
+            None => {
+                ctl.load_draft(NEW_CHAT_DRAFT.to_string());
+                // The inspector is not on the first screen: its preview waits for it.
+                after_paint(move || ctl.refresh_preview());
+            }
+        }
+        Ok(())
     }
 
     fn session(&self) -> Option<Rc<Session>> {

@@ -11,8 +11,6 @@
 use crate::engine::highlight::{highlight, Kind, Lang};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use wasm_split_helpers::SplitLoaderError;
 
 /// The code blocks still to highlight: those that name a language and were not looked at yet.
@@ -44,38 +42,26 @@ fn schedule() {
     if SCHEDULED.with(|s| s.replace(true)) {
         return;
     }
-    let Some(window) = web_sys::window() else {
-        return;
-    };
-    let run = Closure::once_into_js(|deadline: JsValue| {
-        let deadline = deadline.dyn_into::<web_sys::IdleDeadline>().ok();
-        wasm_bindgen_futures::spawn_local(async move {
-            // Cosmetic: code the chunk could not highlight stays plain (the next block asks again).
-            let done = drain_split(deadline).await;
-            SCHEDULED.with(|s| s.set(false));
-            match done {
-                Ok(()) if QUEUE.with(|q| !q.borrow().is_empty()) => schedule(),
-                Ok(()) => {}
-                Err(e) => {
-                    QUEUE.with(|q| q.borrow_mut().clear());
-                    web_sys::console::warn_1(&format!("memoire: code stays plain: {e}").into());
+    // Highlighted within a second even on a page that is never idle.
+    let scheduled = crate::ui::behaviour::when_idle(
+        |deadline| {
+            wasm_bindgen_futures::spawn_local(async move {
+                // Cosmetic: code the chunk could not highlight stays plain (the next block asks again).
+                let done = drain_split(deadline).await;
+                SCHEDULED.with(|s| s.set(false));
+                match done {
+                    Ok(()) if QUEUE.with(|q| !q.borrow().is_empty()) => schedule(),
+                    Ok(()) => {}
+                    Err(e) => {
+                        QUEUE.with(|q| q.borrow_mut().clear());
+                        web_sys::console::warn_1(&format!("memoire: code stays plain: {e}").into());
+                    }
                 }
-            }
-        });
-    });
-    let idle = js_sys::Reflect::has(&window, &"requestIdleCallback".into()).unwrap_or(false);
-    let scheduled = if idle {
-        let options = web_sys::IdleRequestOptions::new();
-        // Highlighted within a second even on a page that is never idle.
-        options.set_timeout(1000);
-        window
-            .request_idle_callback_with_options(run.unchecked_ref(), &options)
-            .is_ok()
-    } else {
-        window
-            .set_timeout_with_callback_and_timeout_and_arguments_0(run.unchecked_ref(), 50)
-            .is_ok()
-    };
+            })
+        },
+        1000,
+        50,
+    );
     if !scheduled {
         SCHEDULED.with(|s| s.set(false));
     }

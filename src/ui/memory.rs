@@ -42,6 +42,8 @@ pub fn MemoryPane() -> impl IntoView {
                 <BuildThis/>
                 <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory pane" on:click=move |_| st.memory_open.set(false)>"✕"</button>
             </div>
+            // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
+            <Show when=move || st.settled.get()>
             <Show
                 when=move || st.current.with(|c| c.is_some())
                 fallback=|| view! {
@@ -55,6 +57,7 @@ pub fn MemoryPane() -> impl IntoView {
                 <Summary/>
                 <Entities/>
                 <Graph/>
+            </Show>
             </Show>
         </aside>
     }

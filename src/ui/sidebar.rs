@@ -102,7 +102,7 @@ fn use_theme() -> RwSignal<String> {
         .and_then(|s| s.get_item(THEME_KEY).ok().flatten())
         .unwrap_or_else(|| "auto".into());
     let theme = RwSignal::new(stored);
-    Effect::new(move |_| {
+    Effect::new(move |was: Option<String>| {
         let t = theme.get();
         if let Some(root) = web_sys::window()
             .and_then(|w| w.document())
@@ -110,9 +110,13 @@ fn use_theme() -> RwSignal<String> {
         {
             let _ = root.set_attribute("data-theme", &t);
         }
-        if let Some(s) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
-            let _ = s.set_item(THEME_KEY, &t);
+        // Written when the user picks one, not at every start (a synchronous storage write).
+        if was.is_some_and(|w| w != t) {
+            if let Some(s) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+                let _ = s.set_item(THEME_KEY, &t);
+            }
         }
+        t
     });
     theme
 }

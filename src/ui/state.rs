@@ -155,6 +155,9 @@ pub struct AppState {
     pub storage: RwSignal<Option<StorageInfo>>,
     /// Memory pane shown on narrow screens.
     pub memory_open: RwSignal<bool>,
+    /// The first screen (composer and conversation list) is shown and the page has been idle since:
+    /// what it does not need (the memory pane's sections) mounts then.
+    pub settled: RwSignal<bool>,
     /// Draft text per conversation (kept across switches and reloads).
     pub draft: RwSignal<String>,
     /// The conversation whose stored draft `draft` was loaded for; `None` while that read is under
@@ -205,6 +208,7 @@ impl AppState {
             online: RwSignal::new(true),
             storage: RwSignal::new(None),
             memory_open: RwSignal::new(false),
+            settled: RwSignal::new(false),
             draft: RwSignal::new(String::new()),
             draft_of: RwSignal::new(None),
             focus_message: RwSignal::new(None),
