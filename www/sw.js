@@ -6,7 +6,7 @@
 //   same dist/ works under any sub-path (the scope is the directory sw.js is served from).
 // - Navigations are network-first (a new build is picked up at once; navigation preload sends the
 //   request while the worker starts) with the cached shell as the fallback; hashed assets are
-//   cache-first; config.json is network-first.
+//   cache-first; config.json is served from the cache and refreshed for the next start.
 // - Requests to other origins (the agent endpoint) are never touched.
 const BUILD = "__MEMOIRE_BUILD__";
 const CACHE = `memoire-shell-${BUILD}`;
@@ -77,7 +77,7 @@ self.addEventListener("fetch", (event) => {
   if (req.mode === "navigate") {
     event.respondWith(networkFirst(event, "index.html", event.preloadResponse));
   } else if (rel === "config.json") {
-    event.respondWith(networkFirst(event, "config.json"));
+    event.respondWith(cachedThenRefreshed(event, "config.json"));
   } else {
     event.respondWith(cacheFirst(req));
   }
@@ -95,8 +95,30 @@ async function networkFirst(event, fallbackKey, preloaded) {
   } catch (err) {
     const hit = (await cache.match(fallbackKey)) || (await cache.match(req));
     if (hit) return hit;
-    if (fallbackKey === "config.json") return new Response("{}", { headers: { "content-type": "application/json" } });
     throw err;
+  }
+}
+
+// config.json: the cached copy at once, so a returning start never waits on the network for it (a
+// slow link would hold the first screen for a round trip, a stalled one for the app's 5 s timeout);
+// the network's copy replaces it meanwhile, for the next start (a deployment's change shows one start
+// later). With nothing cached yet, the network's answer, or no config when there is no network.
+async function cachedThenRefreshed(event, key) {
+  const cache = await caches.open(CACHE);
+  const hit = await cache.match(key);
+  const refresh = fetch(event.request).then(async (res) => {
+    if (res.ok) await cache.put(key, res.clone());
+    else if (res.status === 404) await cache.delete(key);
+    return res;
+  });
+  if (hit) {
+    event.waitUntil(refresh.catch(() => {}));
+    return hit;
+  }
+  try {
+    return await refresh;
+  } catch (_) {
+    return new Response("{}", { headers: { "content-type": "application/json" } });
   }
 }
 

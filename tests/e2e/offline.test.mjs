@@ -267,3 +267,49 @@ test('the first screen fetches no wasm chunk; one that cannot be fetched: the im
     await context.close();
   }
 });
+
+test("a returning start takes config.json from the worker's cache and refreshes it for the next start", async () => {
+  const { site } = harness;
+  const model = async (page) => {
+    await page.locator(tid('settings-open')).click();
+    const value = await page.locator(tid('settings-model')).inputValue();
+    await page.keyboard.press('Escape');
+    await page.locator(tid('settings-model')).waitFor({ state: 'hidden' });
+    return value;
+  };
+  const configRequests = () => site.requests.filter((r) => r.url.endsWith('/config.json')).length;
+  site.setOverride('config.json', JSON.stringify({ model: 'model-one' }));
+  const { context, page, issues } = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(page, issues, 'config-cache', async () => {
+      await openApp(page, site.url);
+      await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+      assert.equal(await model(page), 'model-one');
+      // The deployment changes its config: the next start uses the cached copy at once, and the
+      // worker fetches the new one meanwhile.
+      site.setOverride('config.json', JSON.stringify({ model: 'model-two' }));
+      const before = configRequests();
+      await page.reload();
+      await waitForAppReady(page);
+      assert.equal(await model(page), 'model-one');
+      await waitUntil(() => configRequests() > before, 'the worker refreshes config.json');
+      // The start after that has it.
+      await page.reload();
+      await waitForAppReady(page);
+      assert.equal(await model(page), 'model-two');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    site.setOverride('config.json');
+    await context.close();
+  }
+});
+
+/** Resolves once `check()` is true (polled every 50 ms, for at most 10 s). */
+async function waitUntil(check, what) {
+  for (let i = 0; i < 200; i++) {
+    if (check()) return;
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+  throw new Error(`timed out: ${what}`);
+}
