@@ -184,6 +184,39 @@ fn openai_responses_request_fresh_and_resumed() {
     );
 }
 
+/// Every temperature a user can type with two decimals (0.00 to 2.00) goes out as that decimal in
+/// every protocol, not as the f32's nearest neighbour (0.699999988...).
+#[test]
+fn temperatures_go_out_as_typed() {
+    for hundredths in 0..=200u32 {
+        let typed = format!("{}.{:02}", hundredths / 100, hundredths % 100);
+        let t: f32 = typed.parse().unwrap();
+        let opts = RequestOptions {
+            temperature: Some(t),
+            ..streaming()
+        };
+        for protocol in [OpenAiChat, OpenAiResponses, Anthropic, Ollama] {
+            let req = build(
+                &endpoint(protocol, "http://127.0.0.1:1", None),
+                &prompt(),
+                &opts,
+            );
+            let body: Value = serde_json::from_str(&req.body).unwrap();
+            let sent = if protocol == Ollama {
+                &body["options"]["temperature"]
+            } else {
+                &body["temperature"]
+            };
+            // Anthropic's range is 0 to 1: above it, 1.
+            let want = match protocol {
+                Anthropic => typed.parse::<f64>().unwrap().min(1.0),
+                _ => typed.parse::<f64>().unwrap(),
+            };
+            assert_eq!(sent.as_f64(), Some(want), "{typed} over {protocol:?}");
+        }
+    }
+}
+
 #[test]
 fn ollama_request() {
     let cases: &[(RequestOptions, Value)] = &[

@@ -305,7 +305,9 @@ fn is_session_gone_text(body: &str) -> bool {
 /// `now`. A date in the past means "now" (0).
 pub fn parse_retry_after(value: &str, now: Millis) -> Option<u32> {
     let value = value.trim();
-    if let Ok(secs) = value.parse::<f64>() {
+    // serde_json's number reader, not `str::parse::<f64>`: that one brings core's 10 KB (brotli) table
+    // of powers of five into the first download for these three call sites (README "Bundle size").
+    if let Ok(secs) = serde_json::from_str::<f64>(value) {
         return (secs.is_finite() && secs >= 0.0).then(|| secs.ceil().min(u32::MAX as f64) as u32);
     }
     let at = parse_http_date(value)?;

@@ -304,7 +304,7 @@ pub fn anthropic_base(base: &str) -> String {
 /// An f32 as the decimal the user typed (0.7, not 0.699999988079071).
 fn decimal(t: f32) -> Option<f64> {
     t.is_finite()
-        .then(|| t.to_string().parse::<f64>().ok())
+        .then(|| serde_json::from_str::<f64>(&t.to_string()).ok())
         .flatten()
 }
 

@@ -233,7 +233,7 @@ fn parse_strength(v: Option<&Value>) -> Option<f32> {
     let raw = match v {
         None => return Some(DEFAULT_STRENGTH),
         Some(Value::Number(n)) => n.as_f64()?,
-        Some(Value::String(s)) => s.trim().parse::<f64>().ok()?,
+        Some(Value::String(s)) => serde_json::from_str::<f64>(s.trim()).ok()?,
         Some(_) => return None,
     };
     if !raw.is_finite() {
