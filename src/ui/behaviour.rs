@@ -65,12 +65,6 @@ pub fn when_idle(
     }
 }
 
-/// Calls `f` once the next frame has been painted (a timeout queued from that frame's animation
-/// callback runs after its paint): work the first screen does not show waits for it.
-pub fn after_paint(f: impl FnOnce() + 'static) {
-    request_animation_frame(move || set_timeout(f, Duration::ZERO));
-}
-
 /// Options of [`use_clipboard_with_options`].
 #[derive(Clone, Copy)]
 pub struct UseClipboardOptions {

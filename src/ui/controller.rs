@@ -8,7 +8,7 @@ use crate::engine::model::{Conversation, EntityNode, MemoryOverrides, MessageSta
 use crate::engine::settings::Settings;
 use crate::engine::window::{join_page, Edge};
 use crate::session::{ErrorKind, ImportCancel, ImportStep, Session, SessionError};
-use crate::ui::behaviour::{after_paint, save_file, when_idle};
+use crate::ui::behaviour::{save_file, when_idle};
 use crate::ui::state::{
     AppState, ImportState, ListWindow, MemoryView, MessageItem, ModelList, LIST_CAP,
 };
@@ -122,8 +122,8 @@ impl Controller {
             when_idle(move |_| st.settled.set(true), 500, 0);
             shown
         });
-        // The storage figure (Settings) waits for the first screen too.
-        after_paint(move || ctl.refresh_storage());
+        // The storage figure (Settings) waits until the page is idle too.
+        when_idle(move |_| ctl.refresh_storage(), 500, 0);
     }
 
     /// The first page of the conversation list, then the conversation to reopen (or the new chat's
@@ -149,8 +149,8 @@ impl Controller {
             Some(id) => ctl.open(id, None),
             None => {
                 ctl.load_draft(NEW_CHAT_DRAFT.to_string());
-                // The inspector is not on the first screen: its preview waits for it.
-                after_paint(move || ctl.refresh_preview());
+                // The inspector is not on the first screen: its preview waits until the page is idle.
+                when_idle(move |_| ctl.refresh_preview(), 500, 0);
             }
         }
         Ok(())
