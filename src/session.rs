@@ -10,6 +10,7 @@ mod cache;
 mod catchup;
 mod import;
 mod memory;
+mod pace;
 mod replicate;
 mod stream;
 mod sync;

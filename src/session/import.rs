@@ -8,6 +8,7 @@
 //! looks up what is stored, yields and writes the plan.
 //! Must not import `ui`.
 
+use super::pace::{in_slices, perf_now, yield_now};
 use super::{now, Boxed, Session, SessionError, SessionEvent};
 use crate::engine::backup::{ImportLimits, ImportPlan};
 use crate::engine::format::plural;
@@ -16,7 +17,6 @@ use crate::engine::import::{describe, describe_backup, ImportError, Source};
 use crate::store::{StoreError, WritePace};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
 /// Set to stop a running import at its next slice; nothing is written.
@@ -47,28 +47,6 @@ pub enum ImportStep {
     Preview(PreparedImport),
     /// Cancelled while it was read; the notice for the user.
     Cancelled(String),
-}
-
-/// The browser's monotonic clock, in ms (slices are timed with it).
-pub(super) fn perf_now() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map_or_else(js_sys::Date::now, |p| p.now())
-}
-
-/// Lets the browser run its other tasks (input, rendering) before the import goes on: a message
-/// posted to ourselves, which (unlike a 0 ms timer, clamped to 4 ms when nested) comes back at once.
-pub(super) async fn yield_now() {
-    let Ok(channel) = web_sys::MessageChannel::new() else {
-        return;
-    };
-    let back = js_sys::Promise::new(&mut |resolve, _| {
-        channel.port1().set_onmessage(Some(&resolve));
-    });
-    if channel.port2().post_message(&JsValue::NULL).is_ok() {
-        let _ = JsFuture::from(back).await;
-    }
-    channel.port1().set_onmessage(None);
 }
 
 impl Session {
@@ -224,16 +202,13 @@ impl Session {
     /// One event per conversation written, in slices with a yield between them (thousands of
     /// conversations each update the sidebar and go to the other tabs).
     async fn announce(&self, written: Vec<crate::engine::model::Conversation>) {
-        let mut pace = Pace::announce();
-        let mut written = written.into_iter().peekable();
-        while written.peek().is_some() {
-            let (t0, n) = (perf_now(), pace.size());
-            for c in written.by_ref().take(n) {
+        in_slices(&mut Pace::announce(), written.into_iter(), |slice| {
+            for c in slice {
                 self.emit(SessionEvent::ConversationChanged(c));
             }
-            pace.observe(n, perf_now() - t0);
-            yield_now().await;
-        }
+            true
+        })
+        .await;
     }
 
     fn import_progress(&self, phase: Phase, done: u64, total: u64) {

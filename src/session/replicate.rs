@@ -28,7 +28,7 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 
 mod memory;
 
-use super::import::{perf_now, yield_now};
+use super::pace::{in_slices, perf_now};
 use super::{new_id, now, sync, Boxed, SessionEvent};
 use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
@@ -439,10 +439,8 @@ async fn record_among(
     // `_id` -> index in `out`: the same document twice in one call merges into the first.
     let mut at: HashMap<String, usize> = HashMap::with_capacity(docs.len());
     let mut pace = Pace::sync();
-    let mut docs = docs.into_iter().peekable();
-    while docs.peek().is_some() {
-        let (t0, n) = (perf_now(), pace.size());
-        for d in docs.by_ref().take(n) {
+    in_slices(&mut pace, docs.into_iter(), |slice| {
+        for d in slice {
             if let Some(&k) = at.get(&d.id) {
                 out[k].local.doc = crate::engine::sync::merge(&out[k].local.doc, &d);
                 continue;
@@ -457,32 +455,27 @@ async fn record_among(
                 dirty: true,
             });
         }
-        pace.observe(n, perf_now() - t0);
-        if docs.peek().is_some() {
-            yield_now().await;
-        }
-    }
+        true
+    })
+    .await;
     i.store.put_sync_docs(&out, &mut paced(&i.writes)).await?;
-    let mut out = out.into_iter().map(|d| d.local).peekable();
-    while out.peek().is_some() {
-        let (t0, n) = (perf_now(), pace.size());
+    // Handed to the running replicator (none: sync stopped meanwhile, nothing more to do).
+    in_slices(&mut pace, out.into_iter().map(|d| d.local), |slice| {
         let cancel = match i.rep.borrow_mut().as_mut() {
             Some(rep) => {
-                rep.handle_local_changes(out.by_ref().take(n));
+                rep.handle_local_changes(slice);
                 rep.poll_cancel()
             }
-            None => return Ok(()),
+            None => return false,
         };
         if cancel {
             if let Some(a) = i.abort.borrow_mut().take() {
                 a.abort();
             }
         }
-        pace.observe(n, perf_now() - t0);
-        if out.peek().is_some() {
-            yield_now().await;
-        }
-    }
+        true
+    })
+    .await;
     Ok(())
 }
 
