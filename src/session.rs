@@ -51,6 +51,9 @@ const SEARCH_LIMIT: usize = 50;
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum SessionEvent {
     ConversationChanged(Conversation),
+    /// Many conversations changed at once (an import's, in slices): each as `ConversationChanged`
+    /// says, applied as one change (one update of the list, one message to the other tabs).
+    ConversationsChanged(Vec<Conversation>),
     ConversationRemoved(String),
     MessageAdded(Message),
     /// A message's content, status or metadata changed (a streaming reply growing or finishing).

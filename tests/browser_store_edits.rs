@@ -471,3 +471,24 @@ async fn a_sliced_import_is_one_transaction_a_failure_or_a_stop_midway_writes_no
     assert_eq!(store.load_all_messages("ok").await.unwrap().len(), 50);
     finish(store).await;
 }
+
+#[wasm_bindgen_test]
+async fn a_conversation_stored_since_the_preview_fails_the_write_and_nothing_is_written() {
+    let store = fresh("import-stored-since").await;
+    // The preview found "late" new; another tab stores a conversation of that id before the
+    // confirm. The plan's record is added (not read and put back), so the write fails as a
+    // conflict and keeps nothing, the other tab's conversation included as it was.
+    let plan = plan_of("late", 20);
+    let mut other = conv("late");
+    other.title = "stored by another tab".into();
+    store.create_conversation(&other).await.unwrap();
+    let err = store.write_import(&plan).await.unwrap_err();
+    assert!(err.is_conflict(), "{err:?}");
+    let kept = store.get_conversation("late").await.unwrap().unwrap();
+    assert_eq!(
+        (kept.title.as_str(), kept.message_count),
+        ("stored by another tab", 0)
+    );
+    assert!(store.load_all_messages("late").await.unwrap().is_empty());
+    finish(store).await;
+}

@@ -73,6 +73,12 @@ impl Cache {
 
     /// An event this tab emitted, after the store write it reports.
     pub fn observe_own(&mut self, e: &SessionEvent) {
+        if let SessionEvent::ConversationsChanged(cs) = e {
+            for c in cs {
+                self.observe_own(&SessionEvent::ConversationChanged(c.clone()));
+            }
+            return;
+        }
         let (id, applied) = match e {
             SessionEvent::MessageAdded(m) => (
                 &m.conversation_id,
@@ -111,6 +117,7 @@ impl Cache {
                 self.forget(&m.conversation_id)
             }
             SessionEvent::ConversationChanged(c) => self.forget(&c.id),
+            SessionEvent::ConversationsChanged(cs) => cs.iter().for_each(|c| self.forget(&c.id)),
             SessionEvent::ConversationRemoved(id)
             | SessionEvent::MessagesCleared(id)
             | SessionEvent::BranchChanged(id) => self.forget(id),

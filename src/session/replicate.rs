@@ -238,6 +238,12 @@ impl Replication {
         if i.applying.get() {
             return;
         }
+        if let SessionEvent::ConversationsChanged(cs) = e {
+            for c in cs {
+                self.observe(&SessionEvent::ConversationChanged(c.clone()));
+            }
+            return;
+        }
         let relevant = match e {
             SessionEvent::ConversationChanged(_)
             | SessionEvent::ConversationRemoved(_)

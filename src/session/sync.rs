@@ -33,6 +33,7 @@ pub(crate) fn is_shared(e: &SessionEvent) -> bool {
     matches!(
         e,
         SessionEvent::ConversationChanged(_)
+            | SessionEvent::ConversationsChanged(_)
             | SessionEvent::ConversationRemoved(_)
             | SessionEvent::MessageAdded(_)
             | SessionEvent::MessageProgress(_)

@@ -63,6 +63,38 @@ pub(crate) async fn get_each<K: AsRef<str>>(
     Ok(out)
 }
 
+/// Which of `wanted` (sorted, without repeats) may be stored in `store`, keyed by them: one
+/// `getAllKeys` over `[first, last]`. An import's ids usually share a prefix, so that range holds
+/// few or no stored keys, and only the ids found need a `get`. If the range is crowded (more than
+/// `4 * wanted + 1000` stored keys), all of `wanted`.
+pub(crate) async fn maybe_stored<'a>(
+    store: &web_sys::IdbObjectStore,
+    wanted: Vec<&'a str>,
+) -> Result<Vec<&'a str>, StoreError> {
+    let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
+        return Ok(wanted);
+    };
+    let cap = (wanted.len() as u32).saturating_mul(4).saturating_add(1000);
+    let range =
+        IdbKeyRange::bound(&JsValue::from_str(lo), &JsValue::from_str(hi)).map_err(js_error)?;
+    let keys: Array = request(
+        &store
+            .get_all_keys_with_key_and_limit(&range, cap)
+            .map_err(js_error)?,
+    )
+    .await?
+    .into();
+    if keys.length() >= cap {
+        return Ok(wanted);
+    }
+    let stored: std::collections::HashSet<String> =
+        keys.iter().filter_map(|k| k.as_string()).collect();
+    Ok(wanted
+        .into_iter()
+        .filter(|id| stored.contains(*id))
+        .collect())
+}
+
 /// Awaits one request and returns its result. The request's handlers are replaced.
 pub(crate) async fn request(req: &IdbRequest) -> Result<JsValue, StoreError> {
     let promise = Promise::new(&mut |resolve, reject| {

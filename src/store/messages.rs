@@ -4,18 +4,19 @@
 //! through, crash recovery of `streaming` messages, and the snippet around a search match (`search.rs`
 //! finds the matches).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
-use web_sys::{IdbCursorDirection, IdbKeyRange, IdbObjectStore, IdbRequest};
+use web_sys::{IdbCursorDirection, IdbObjectStore, IdbRequest};
 
 use super::conversations::{get_record, not_found};
 use super::error::StoreError;
 use super::idb::{
-    collect_cursor, from_js, get_each, js_error, prefix_range, request, seq_range, to_js,
+    collect_cursor, from_js, get_each, js_error, maybe_stored, prefix_range, request, seq_range,
+    to_js,
 };
 use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecord};
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
@@ -363,11 +364,8 @@ impl Store {
 
     /// Which of `ids` are already stored, and where (for an import's skip/collision checks).
     ///
-    /// Bulk path: one `getAllKeys` over `[min id, max id]` first. An import's ids usually share a
-    /// prefix, so that range holds few or no stored keys, and only the ids actually found are read
-    /// (one `get` each). If the range is crowded (more than `4 * ids + 1000` stored keys), it falls
-    /// back to one `get` per id. Either way one read transaction, every request queued before the
-    /// first is awaited.
+    /// Bulk path: [`maybe_stored`] (one `getAllKeys` over `[min id, max id]`), then one `get` per
+    /// id it found, every `get` queued before the first is awaited; one read transaction.
     pub(crate) async fn existing_message_ids<'a>(
         &self,
         ids: impl IntoIterator<Item = &'a str>,
@@ -377,31 +375,12 @@ impl Store {
         crate::engine::sort::sort_by(&mut wanted, |a, b| a.cmp(b));
         wanted.dedup();
         let mut out = HashMap::new();
-        let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
+        if wanted.is_empty() {
             return Ok(out);
-        };
+        }
         let tx = self.tx(&[MESSAGES], false)?;
         let store = tx.store(MESSAGES)?;
-        let cap = (wanted.len() as u32).saturating_mul(4).saturating_add(1000);
-        let range =
-            IdbKeyRange::bound(&JsValue::from_str(lo), &JsValue::from_str(hi)).map_err(js_error)?;
-        let keys: Array = request(
-            &store
-                .get_all_keys_with_key_and_limit(&range, cap)
-                .map_err(js_error)?,
-        )
-        .await?
-        .into();
-        let candidates: Vec<&str> = if keys.length() < cap {
-            let stored: HashSet<String> = keys.iter().filter_map(|k| k.as_string()).collect();
-            wanted
-                .iter()
-                .copied()
-                .filter(|id| stored.contains(*id))
-                .collect()
-        } else {
-            wanted
-        };
+        let candidates = maybe_stored(&store, wanted).await?;
         for v in get_each(&store, &candidates).await? {
             if !v.is_undefined() {
                 let rec: MessageRecord = from_js(v, "message")?;

@@ -308,26 +308,32 @@ impl AppState {
 
     /// A changed (or new) conversation: in the window where its activity puts it, unless that is
     /// above or below the window (then the page that holds it is read when scrolled to).
-    fn upsert_conversation(&self, c: Conversation) {
-        if self
+    fn upsert_conversations(&self, cs: Vec<Conversation>) {
+        let opened = self
             .opened
-            .with_untracked(|o| o.as_ref().is_some_and(|o| o.id == c.id))
-        {
+            .with_untracked(|o| o.as_ref().map(|o| o.id.clone()));
+        if let Some(c) = cs.iter().rev().find(|c| Some(&c.id) == opened.as_ref()) {
             self.opened.set(Some(c.clone()));
         }
         let w = self.list_window.get_untracked();
+        let mut more_below = w.more_below;
+        // One update (one render of the list) for the whole batch, each conversation placed as if
+        // it came alone (a full window has more below it).
         self.conversations.update(|list| {
-            list.retain(|x| x.id != c.id);
-            let at = list
-                .iter()
-                .position(|x| (x.updated_at, &x.id) <= (c.updated_at, &c.id))
-                .unwrap_or(list.len());
-            let outside = (at == 0 && w.above > 0) || (at == list.len() && w.more_below);
-            if !outside {
-                list.insert(at, c);
+            for c in cs {
+                list.retain(|x| x.id != c.id);
+                let at = list
+                    .iter()
+                    .position(|x| (x.updated_at, &x.id) <= (c.updated_at, &c.id))
+                    .unwrap_or(list.len());
+                let outside = (at == 0 && w.above > 0) || (at == list.len() && more_below);
+                if !outside {
+                    list.insert(at, c);
+                }
+                // An import reports thousands of conversations: the window keeps its cap.
+                list.truncate(LIST_CAP);
+                more_below |= list.len() == LIST_CAP;
             }
-            // An import reports thousands of conversations: the window keeps its cap.
-            list.truncate(LIST_CAP);
         });
         if self.conversations.with_untracked(Vec::len) == LIST_CAP {
             self.list_window.update(|w| w.more_below = true);
@@ -482,13 +488,8 @@ impl EventApplier {
     pub fn apply(&self, event: SessionEvent) {
         let s = self.state;
         match event {
-            SessionEvent::ConversationChanged(c) => {
-                let id = c.id.clone();
-                s.upsert_conversation(c);
-                if s.is_current(&id) {
-                    (self.on_context_changed)(id);
-                }
-            }
+            SessionEvent::ConversationChanged(c) => self.conversations_changed(vec![c]),
+            SessionEvent::ConversationsChanged(cs) => self.conversations_changed(cs),
             SessionEvent::ConversationRemoved(id) => s.remove_conversation(&id),
             SessionEvent::MessageAdded(m) => {
                 self.flush();
@@ -552,6 +553,20 @@ impl EventApplier {
                 }
             }),
             SessionEvent::SettingsChanged(settings) => self.settings_changed(*settings),
+        }
+    }
+
+    /// Conversations stored or changed (here or in another tab): the list takes them in one update,
+    /// and the open one's next request is previewed again.
+    fn conversations_changed(&self, cs: Vec<Conversation>) {
+        let s = self.state;
+        let current = cs
+            .iter()
+            .find(|c| s.is_current(&c.id))
+            .map(|c| c.id.clone());
+        s.upsert_conversations(cs);
+        if let Some(id) = current {
+            (self.on_context_changed)(id);
         }
     }
 
