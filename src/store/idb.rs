@@ -1,5 +1,6 @@
 //! Thin raw `web-sys` IndexedDB helpers: a request as a future, a transaction whose completion (or
-//! abort, with its `DOMException`) is a future, and the key ranges the store uses; and [`Span`], a
+//! abort, with its `DOMException`) is a future, the key ranges the store uses, which of many ids a
+//! store may hold (one key range's keys: [`maybe_stored`]); and [`Span`], a
 //! phase of sync's work as a user-timing measure (for the sync bench; the store's and the driver's).
 //!
 //! Why not rexie (the IndexedDB wrapper ARCHITECTURE.md names): rexie 0.6 keeps its `IdbDatabase` and
