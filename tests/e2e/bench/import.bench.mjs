@@ -16,9 +16,11 @@
 //                                                  entries, and the largest gap of a posted-message probe,
 //                                                  which also sees tasks under 50 ms; goal < 50), in runs of
 //                                                  their own: the probe keeps the page busy between tasks
-//                                                  (one of the machine's 2 cores), which made the timed
-//                                                  import ~10% slower while its floor ran without it, so the
-//                                                  timed runs (import and floor alike) run without the probe
+//                                                  (one of the machine's 2 cores) during the import but not
+//                                                  during its floor (interleaved runs at a load of 5-8:
+//                                                  imports of 2,987-3,258 ms with it, 2,677-2,776 without,
+//                                                  one outlier of 3,626), so the timed runs (import and
+//                                                  floor alike) run without it
 //   bench import_nextchat_zip_5k_longest_task_ms <v> ms  the same, importing a NextChat backup of 5,000 messages
 //                                                  (250 sessions) inside a ZIP: a format read as one JSON
 //                                                  value, so its inflation, parse and reading are sliced
