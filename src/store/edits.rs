@@ -147,10 +147,7 @@ impl Store {
         let convs = tx.store(CONVERSATIONS)?;
         // Only the conversations the key range holds are read (an import of 500 new ones: one
         // `getAllKeys` instead of 500 `get`s, ~30 ms of the page's time at 10k messages).
-        let mut wanted: Vec<&str> = named.conversation_ids().collect();
-        crate::engine::sort::sort_by(&mut wanted, |a, b| a.cmp(b));
-        wanted.dedup();
-        let conv_reqs = maybe_stored(&convs, wanted)
+        let conv_reqs = maybe_stored(&convs, named.conversation_ids())
             .await?
             .into_iter()
             .map(|id| {

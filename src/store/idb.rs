@@ -64,14 +64,18 @@ pub(crate) async fn get_each<K: AsRef<str>>(
     Ok(out)
 }
 
-/// Which of `wanted` (sorted, without repeats) may be stored in `store`, keyed by them: one
-/// `getAllKeys` over `[first, last]`. An import's ids usually share a prefix, so that range holds
-/// few or no stored keys, and only the ids found need a `get`. If the range is crowded (more than
-/// `4 * wanted + 1000` stored keys), all of `wanted`.
+/// Which of `ids` may be stored in `store`, keyed by them (sorted, each once): one `getAllKeys` over
+/// `[least, greatest]`. An import's ids usually share a prefix, so that range holds few or no stored
+/// keys, and only the ids found need a `get`. If the range is crowded (more than `4 * ids + 1000`
+/// stored keys), all of them.
 pub(crate) async fn maybe_stored<'a>(
     store: &web_sys::IdbObjectStore,
-    wanted: Vec<&'a str>,
+    ids: impl IntoIterator<Item = &'a str>,
 ) -> Result<Vec<&'a str>, StoreError> {
+    let mut wanted: Vec<&str> = ids.into_iter().collect();
+    // Equal `&str`s are indistinguishable, so the shared stable sort gives the same order.
+    crate::engine::sort::sort_by(&mut wanted, |a, b| a.cmp(b));
+    wanted.dedup();
     let (Some(lo), Some(hi)) = (wanted.first(), wanted.last()) else {
         return Ok(wanted);
     };

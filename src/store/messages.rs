@@ -370,17 +370,14 @@ impl Store {
         &self,
         ids: impl IntoIterator<Item = &'a str>,
     ) -> Result<HashMap<String, ExistingMessage>, StoreError> {
-        let mut wanted: Vec<&str> = ids.into_iter().collect();
-        // Equal `&str`s are indistinguishable, so the shared stable sort gives the same order.
-        crate::engine::sort::sort_by(&mut wanted, |a, b| a.cmp(b));
-        wanted.dedup();
+        let ids: Vec<&str> = ids.into_iter().collect();
         let mut out = HashMap::new();
-        if wanted.is_empty() {
+        if ids.is_empty() {
             return Ok(out);
         }
         let tx = self.tx(&[MESSAGES], false)?;
         let store = tx.store(MESSAGES)?;
-        let candidates = maybe_stored(&store, wanted).await?;
+        let candidates = maybe_stored(&store, ids).await?;
         for v in get_each(&store, &candidates).await? {
             if !v.is_undefined() {
                 let rec: MessageRecord = from_js(v, "message")?;
