@@ -3,7 +3,7 @@
 //! an input shows it missed a change, never guessing.
 
 use memoire::engine::model::*;
-use memoire::engine::window::{join_page, Applied, Edge, HistoryWindow};
+use memoire::engine::window::{join_page, upsert_listed, Applied, Edge, HistoryWindow};
 
 fn conv(id: &str, count: u64) -> Conversation {
     Conversation {
@@ -222,4 +222,66 @@ fn a_page_joins_its_end_and_the_other_end_gives_way() {
     check_join(&[5, 6], &[7, 8, 9], Edge::End, 2, &[8, 9], 3);
     check_join(&[], &[1, 2], Edge::End, 10, &[1, 2], 0);
     check_join(&[], &[1, 2], Edge::Start, 1, &[1], 1);
+}
+
+/// `list` and `changed` as `(id, updated_at)`; `want` the ids of the window after, top first.
+fn check_upsert(
+    list: &[(&str, i64)],
+    changed: &[(&str, i64)],
+    (above, more_below, cap): (usize, bool, usize),
+    want: &[&str],
+    want_more_below: bool,
+) {
+    let at = |&(id, t): &(&str, i64)| Conversation {
+        updated_at: t,
+        ..conv(id, 1)
+    };
+    let mut l: Vec<Conversation> = list.iter().map(at).collect();
+    let more = upsert_listed(&mut l, changed.iter().map(at), above, more_below, cap);
+    let ids: Vec<&str> = l.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        (ids.as_slice(), more),
+        (want, want_more_below),
+        "{list:?} + {changed:?}, above {above}, more below {more_below}, cap {cap}"
+    );
+}
+
+#[test]
+fn a_changed_conversation_goes_where_its_activity_puts_it_in_the_mounted_list() {
+    let list = [("c", 30), ("b", 20), ("a", 10)];
+    let open = (0, false, 90);
+    // New and newest: on top; the oldest: at the bottom when nothing lies below.
+    check_upsert(&list, &[("d", 40)], open, &["d", "c", "b", "a"], false);
+    check_upsert(&list, &[("z", 5)], open, &["c", "b", "a", "z"], false);
+    // A conversation with new activity moves up; equal times are ordered by id, descending.
+    check_upsert(&list, &[("a", 35)], open, &["a", "c", "b"], false);
+    check_upsert(&list, &[("bb", 20)], open, &["c", "bb", "b", "a"], false);
+    // Above the window (rows not mounted there) or below it: left to the page read on scrolling.
+    check_upsert(&list, &[("d", 40)], (5, false, 90), &["c", "b", "a"], false);
+    check_upsert(&list, &[("z", 5)], (0, true, 90), &["c", "b", "a"], true);
+    check_upsert(&list, &[("a", 35)], (5, false, 90), &["c", "b"], false);
+    // A batch past the cap: each placed as if alone, the window full, more below it.
+    check_upsert(
+        &list,
+        &[("d", 40), ("e", 50)],
+        (0, false, 4),
+        &["e", "d", "c", "b"],
+        true,
+    );
+    // Once full, an older one falls below the window; a newer one pushes the last row off.
+    check_upsert(
+        &list,
+        &[("x", 2), ("y", 1)],
+        (0, false, 4),
+        &["c", "b", "a", "x"],
+        true,
+    );
+    check_upsert(
+        &list,
+        &[("x", 1), ("y", 2)],
+        (0, false, 4),
+        &["c", "b", "a", "y"],
+        true,
+    );
+    check_upsert(&[], &[("a", 1), ("a", 2)], open, &["a"], false);
 }

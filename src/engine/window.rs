@@ -9,7 +9,8 @@
 //! tab, an import, an edit). The window then answers [`Applied::Stale`] and the driver reloads it
 //! from storage. A window never guesses.
 //!
-//! [`place`] is the same rule for a view's mounted window: where a newly stored message goes.
+//! [`place`] is the same rule for a view's mounted window: where a newly stored message goes;
+//! [`upsert_listed`] where a changed conversation goes in the conversation list's.
 //!
 //! Pure: imports only `crate::engine`.
 
@@ -92,6 +93,36 @@ pub fn join_page<T>(
             excess
         }
     }
+}
+
+/// Changed or new conversations placed in a view's mounted window of the conversation list (latest
+/// activity first: `updated_at`, then id, descending), each as if it came alone: taken out where it
+/// was, put back where its activity puts it, unless that is above the window (`above` rows are not
+/// mounted there) or below it (more rows lie below): then the page that holds it is read when
+/// scrolled to. The window keeps at most `cap` rows. Returns whether more rows lie below it now (a
+/// window that was full has).
+pub fn upsert_listed(
+    list: &mut Vec<Conversation>,
+    changed: impl IntoIterator<Item = Conversation>,
+    above: usize,
+    more_below: bool,
+    cap: usize,
+) -> bool {
+    let mut more_below = more_below;
+    for c in changed {
+        list.retain(|x| x.id != c.id);
+        let at = list
+            .iter()
+            .position(|x| (x.updated_at, &x.id) <= (c.updated_at, &c.id))
+            .unwrap_or(list.len());
+        let outside = (at == 0 && above > 0) || (at == list.len() && more_below);
+        if !outside {
+            list.insert(at, c);
+        }
+        list.truncate(cap);
+        more_below |= list.len() == cap;
+    }
+    more_below
 }
 
 /// The conversation and its most recent messages, ascending by seq.

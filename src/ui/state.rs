@@ -8,7 +8,7 @@ use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, Message, MessageMeta, MessageStatus, Role,
 };
 use crate::engine::settings::Settings;
-use crate::engine::window::{place, Placement};
+use crate::engine::window::{place, upsert_listed, Placement};
 use crate::session::{
     BuildStatus, ErrorKind, ImportCancel, PreparedImport, Preview, SearchHit, SessionEvent,
     StorageInfo,
@@ -316,26 +316,11 @@ impl AppState {
             self.opened.set(Some(c.clone()));
         }
         let w = self.list_window.get_untracked();
+        // One update (one render of the list) for the whole batch; an import reports thousands.
         let mut more_below = w.more_below;
-        // One update (one render of the list) for the whole batch, each conversation placed as if
-        // it came alone (a full window has more below it).
-        self.conversations.update(|list| {
-            for c in cs {
-                list.retain(|x| x.id != c.id);
-                let at = list
-                    .iter()
-                    .position(|x| (x.updated_at, &x.id) <= (c.updated_at, &c.id))
-                    .unwrap_or(list.len());
-                let outside = (at == 0 && w.above > 0) || (at == list.len() && more_below);
-                if !outside {
-                    list.insert(at, c);
-                }
-                // An import reports thousands of conversations: the window keeps its cap.
-                list.truncate(LIST_CAP);
-                more_below |= list.len() == LIST_CAP;
-            }
-        });
-        if self.conversations.with_untracked(Vec::len) == LIST_CAP {
+        self.conversations
+            .update(|list| more_below = upsert_listed(list, cs, w.above, w.more_below, LIST_CAP));
+        if more_below && !w.more_below {
             self.list_window.update(|w| w.more_below = true);
         }
     }
