@@ -26,6 +26,7 @@ import {
   assertNoPageProblems,
   withDiagnostics,
 } from '../helpers.mjs';
+import { gapProbe } from './probe.mjs';
 
 const N_MESSAGES = 10_000;
 const IMPORT_RUNS = Number(process.env.BENCH_IMPORT_RUNS ?? 5); // each imports a new 10k conversation; they are then the ones opened
@@ -370,23 +371,10 @@ async function streamLongestTask(page, agent, run) {
   await page.evaluate(() => {
     const b = window.__bench;
     b.longtasks = [];
-    b.maxGap = 0;
-    b.probing = true;
     b.obs?.disconnect();
     b.obs = new PerformanceObserver((list) => b.longtasks.push(...list.getEntries().map((e) => e.duration)));
     b.obs.observe({ type: 'longtask' });
-    // A probe of posted messages: each gap between two of them is at least the task (or frame) that ran
-    // in between, so the largest gap bounds the longest task from above, also below 50 ms where the
-    // longtask API reports nothing.
-    const ch = new MessageChannel();
-    let last = performance.now();
-    ch.port1.onmessage = () => {
-      const now = performance.now();
-      b.maxGap = Math.max(b.maxGap, now - last);
-      last = now;
-      if (b.probing) ch.port2.postMessage(0);
-    };
-    ch.port2.postMessage(0);
+    window.__gapProbe.start();
   });
   const t0 = Date.now();
   await page.locator(tid('composer-input')).fill(`bench stream ${run}`);
@@ -395,9 +383,9 @@ async function streamLongestTask(page, agent, run) {
   const secs = (Date.now() - t0) / 1000;
   const { longtasks, maxGap } = await page.evaluate(() => {
     const b = window.__bench;
-    b.probing = false;
+    window.__gapProbe.stop();
     b.obs.disconnect();
-    return { longtasks: b.longtasks, maxGap: b.maxGap };
+    return { longtasks: b.longtasks, maxGap: window.__gapProbe.max };
   });
   const longest = Math.max(maxGap, ...longtasks, 0);
   log(`stream run ${run}: ${STREAM_TOKENS} tokens in ${secs.toFixed(2)} s (${Math.round(STREAM_TOKENS / secs)} tok/s incl. request), longtasks ${JSON.stringify(longtasks.map(Math.round))}, max probe gap ${fmt(maxGap)} ms`);
@@ -421,6 +409,7 @@ async function main() {
   const results = {};
   try {
     await withDiagnostics(page, issues, 'app-bench', async () => {
+      await context.addInitScript(gapProbe);
       await context.addInitScript(instruments, DETAIL);
       agent.setDefault({ text: 'ok' });
       agent.setMemoryDefault({ text: 'not a memory reply' });

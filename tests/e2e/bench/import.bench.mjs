@@ -28,6 +28,7 @@
 // Details (every run: phases, long tasks, the floor) go to stderr.
 
 import { startHarness, newAppPage, openApp, tid, assertNoPageProblems, withDiagnostics, zip } from '../helpers.mjs';
+import { gapProbe } from './probe.mjs';
 
 const CONVERSATIONS = 500;
 const PER_CONVERSATION = 20;
@@ -72,7 +73,7 @@ function chatgptExport(run) {
 
 /** In-page instruments: change and click stamps, every transaction's start and end, long tasks and a probe. */
 function instruments() {
-  const b = (window.__imp = { changes: [], clicks: [], txs: [], longtasks: [], maxGap: 0, probing: false });
+  const b = (window.__imp = { changes: [], clicks: [], txs: [], longtasks: [], probing: false });
   addEventListener('change', () => b.changes.push(performance.now()), true);
   addEventListener('click', (e) => b.clicks.push({ t: performance.now(), testid: e.target?.closest?.('[data-testid]')?.dataset.testid }), true);
   const realTransaction = IDBDatabase.prototype.transaction;
@@ -88,22 +89,16 @@ function instruments() {
   new PerformanceObserver((list) => {
     if (b.probing) b.longtasks.push(...list.getEntries().map((e) => ({ start: e.startTime, ms: e.duration })));
   }).observe({ type: 'longtask' });
-  // Gaps of a posted-message probe: each is at least the task (or frame) that ran in between, so
-  // the largest bounds the longest task from above, also below 50 ms where longtask says nothing.
+  // The probe's gaps (bench/probe.mjs) only when `spin`: it keeps a core busy.
   b.startProbe = (spin) => {
     b.longtasks = [];
-    b.gaps = [];
     b.probing = true;
-    if (!spin) return;
-    const ch = new MessageChannel();
-    let last = performance.now();
-    ch.port1.onmessage = () => {
-      const now = performance.now();
-      if (now - last > 16) b.gaps.push({ start: last, ms: now - last });
-      last = now;
-      if (b.probing) ch.port2.postMessage(0);
-    };
-    ch.port2.postMessage(0);
+    window.__gapProbe.reset();
+    if (spin) window.__gapProbe.start();
+  };
+  b.stopProbe = () => {
+    b.probing = false;
+    window.__gapProbe.stop();
   };
   b.afterPaint = () => new Promise((done) => requestAnimationFrame(() => {
     const ch = new MessageChannel();
@@ -188,6 +183,28 @@ async function dropFloor(name) {
   });
 }
 
+/**
+ * Chooses `file` in the Import control, checks the preview says `want`, confirms, and waits for the
+ * notice; the probe stopped. Returns when the preview was shown and the import stored (page times),
+ * and what the page recorded: the change and the confirm click, transactions, long tasks, probe gaps.
+ */
+async function throughControl(page, input, file, want) {
+  const previewed = page.evaluate((sel) => window.__imp.until(sel), tid('import-preview'));
+  await input.setInputFiles(file);
+  const shown = await previewed;
+  const preview = await page.locator(tid('import-preview')).innerText();
+  if (!preview.includes(want)) throw new Error(`unexpected preview: ${preview}`);
+  const stored = page.evaluate((sel) => window.__imp.until(sel, 'Imported'), tid('notice'));
+  await page.locator(tid('import-confirm')).click();
+  const end = await stored;
+  const r = await page.evaluate(() => {
+    const b = window.__imp;
+    b.stopProbe();
+    return { start: b.changes[0], confirm: b.clicks.find((c) => c.testid === 'import-confirm')?.t, txs: b.txs, longtasks: b.longtasks, gaps: window.__gapProbe.gaps };
+  });
+  return { shown, end, r };
+}
+
 /** One import through the control; `probe`: with the posted-message probe (the longest task), else timed. */
 async function importRun(page, run, probe) {
   const file = chatgptExport(run);
@@ -200,20 +217,9 @@ async function importRun(page, run, probe) {
     b.txs.length = 0;
     b.startProbe(spin);
   }, probe);
-  const previewed = page.evaluate((sel) => window.__imp.until(sel), tid('import-preview'));
-  await input.setInputFiles({ name: 'conversations.json', mimeType: 'application/json', buffer: Buffer.from(file) });
-  const shown = await previewed;
-  const preview = await page.locator(tid('import-preview')).innerText();
   const messages = CONVERSATIONS * PER_CONVERSATION;
-  if (!preview.includes(`${CONVERSATIONS} conversations, ${messages} messages`)) throw new Error(`unexpected preview: ${preview}`);
-  const stored = page.evaluate((sel) => window.__imp.until(sel, 'Imported'), tid('notice'));
-  await page.locator(tid('import-confirm')).click();
-  const end = await stored;
-  const r = await page.evaluate(() => {
-    const b = window.__imp;
-    b.probing = false;
-    return { start: b.changes[0], confirm: b.clicks.find((c) => c.testid === 'import-confirm')?.t, txs: b.txs, longtasks: b.longtasks, gaps: b.gaps };
-  });
+  const { shown, end, r } = await throughControl(page, input, { name: 'conversations.json', mimeType: 'application/json', buffer: Buffer.from(file) },
+    `${CONVERSATIONS} conversations, ${messages} messages`);
   if (typeof r.start !== 'number' || typeof r.confirm !== 'number') throw new Error('the change or the confirm click was not seen in the page');
   const notice = await page.locator(tid('notice')).innerText();
   if (!notice.includes(`Imported ${CONVERSATIONS} conversations and ${messages} messages`)) throw new Error(`unexpected notice: ${notice}`);
@@ -264,19 +270,8 @@ async function nextchatRun(page, run) {
     b.clicks.length = 0;
     b.startProbe(true);
   });
-  const previewed = page.evaluate((sel) => window.__imp.until(sel), tid('import-preview'));
-  await input.setInputFiles({ name: 'NextChat-backup.zip', mimeType: 'application/zip', buffer: archive });
-  const shown = await previewed;
-  const preview = await page.locator(tid('import-preview')).innerText();
-  if (!preview.includes('250 conversations, 5000 messages')) throw new Error(`unexpected preview: ${preview}`);
-  const stored = page.evaluate((sel) => window.__imp.until(sel, 'Imported'), tid('notice'));
-  await page.locator(tid('import-confirm')).click();
-  const end = await stored;
-  const r = await page.evaluate(() => {
-    const b = window.__imp;
-    b.probing = false;
-    return { start: b.changes[0], confirm: b.clicks.find((c) => c.testid === 'import-confirm')?.t, longtasks: b.longtasks, gaps: b.gaps };
-  });
+  const { shown, end, r } = await throughControl(page, input, { name: 'NextChat-backup.zip', mimeType: 'application/zip', buffer: archive },
+    '250 conversations, 5000 messages');
   await page.locator(tid('notice')).getByRole('button', { name: 'Dismiss' }).click();
   const during = (t) => t.start >= r.start - 1;
   const where = (t) => (t.start + t.ms / 2 < shown ? 'reading+checking' : 'writing+ui');
@@ -293,6 +288,7 @@ async function main() {
   const results = {};
   try {
     await withDiagnostics(page, issues, 'import-bench', async () => {
+      await context.addInitScript(gapProbe);
       await context.addInitScript(instruments);
       await openApp(page, harness.site.url);
       const totals = [];

@@ -14,6 +14,7 @@
 
 import { startHarness, newAppPage, openApp, waitForAppReady, assertNoPageProblems, withDiagnostics } from '../helpers.mjs';
 import { importLibrary, mountedItems, timeSearch } from '../library.mjs';
+import { gapProbe } from './probe.mjs';
 
 const N = Number(process.env.BENCH_LIBRARY_SIZE ?? 10_000);
 const OPEN_RUNS = 5;
@@ -26,23 +27,18 @@ const fmt = (v) => (Math.round(v * 10) / 10).toFixed(1);
 /** Installed before the app's scripts on every navigation: when the composer is usable with the
  * sidebar drawn (checked every frame), and the longest task until then. */
 function instruments() {
-  const b = (window.__lib = { readyAt: 0, longtasks: [], maxGap: 0 });
+  const b = (window.__lib = { readyAt: 0, longtasks: [] });
   new PerformanceObserver((list) => b.longtasks.push(...list.getEntries().map((e) => e.duration)))
     .observe({ type: 'longtask' });
-  const ch = new MessageChannel();
-  let last = performance.now();
-  ch.port1.onmessage = () => {
-    const now = performance.now();
-    b.maxGap = Math.max(b.maxGap, now - last);
-    last = now;
-    if (!b.readyAt) ch.port2.postMessage(0);
-  };
-  ch.port2.postMessage(0);
+  // Until ready (bench/probe.mjs, installed before this script).
+  window.__gapProbe.start();
   const check = () => {
     const composer = document.querySelector('[data-testid="composer-input"]');
     const item = document.querySelector('[data-testid="conversation-list"] [data-testid="conversation-item"]');
-    if (composer && !composer.disabled && item) b.readyAt = performance.now();
-    else requestAnimationFrame(check);
+    if (composer && !composer.disabled && item) {
+      b.readyAt = performance.now();
+      window.__gapProbe.stop();
+    } else requestAnimationFrame(check);
   };
   requestAnimationFrame(check);
 }
@@ -50,7 +46,7 @@ function instruments() {
 async function openRun(page, url, run) {
   await page.goto(url);
   await page.waitForFunction(() => window.__lib?.readyAt > 0, null, { timeout: 60_000 });
-  const { readyAt, longtasks, maxGap } = await page.evaluate(() => window.__lib);
+  const { readyAt, longtasks, maxGap } = await page.evaluate(() => ({ ...window.__lib, maxGap: window.__gapProbe.max }));
   const mounted = await mountedItems(page);
   const longest = Math.max(maxGap, ...longtasks, 0);
   log(`open run ${run}: usable at ${fmt(readyAt)} ms, ${mounted} rows mounted, longtasks ${JSON.stringify(longtasks.map(Math.round))}, max probe gap ${fmt(maxGap)} ms`);
@@ -68,6 +64,7 @@ async function main() {
       const t0 = Date.now();
       await importLibrary(page, N, { timeout: 600_000 });
       log(`imported ${N} conversations in ${Date.now() - t0} ms (through the Import control)`);
+      await context.addInitScript(gapProbe);
       await context.addInitScript(instruments);
       const runs = [];
       for (let i = 0; i < OPEN_RUNS; i++) runs.push(await openRun(page, site.url, i));

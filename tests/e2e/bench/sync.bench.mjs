@@ -25,6 +25,7 @@
 
 import { startHarness, newAppPage, openApp, endpointBase, sendMessage, tid, withDiagnostics, confirmImport } from '../helpers.mjs';
 import { startCouch } from '../couch.mjs';
+import { gapProbe } from './probe.mjs';
 
 const CONVERSATIONS = 50;
 const PER_CONVERSATION = 200;
@@ -68,34 +69,22 @@ function backup() {
  *  task from above, also below 50 ms where longtask entries say nothing), and the sync driver's
  *  `memoire-sync:*` user-timing measures, to say which phase a long task ran in. */
 function instruments() {
-  const b = (window.__sync = { longtasks: [], gaps: [], measures: [], probing: false });
+  const b = (window.__sync = { longtasks: [], measures: [] });
   new PerformanceObserver((list) => b.longtasks.push(...list.getEntries().map((e) => ({ start: e.startTime, ms: e.duration }))))
     .observe({ type: 'longtask' });
   new PerformanceObserver((list) => b.measures.push(...list.getEntries()
     .filter((e) => e.name.startsWith('memoire-sync:'))
     .map((e) => ({ name: e.name.slice(13), start: e.startTime, ms: e.duration }))))
     .observe({ type: 'measure' });
-  b.reset = () => { b.longtasks = []; b.gaps = []; b.measures = []; };
-  b.startProbe = () => {
-    if (b.probing) return;
-    b.probing = true;
-    const ch = new MessageChannel();
-    let last = performance.now();
-    ch.port1.onmessage = () => {
-      const now = performance.now();
-      if (now - last > 16) b.gaps.push({ start: last, ms: now - last });
-      last = now;
-      if (b.probing) ch.port2.postMessage(0);
-    };
-    ch.port2.postMessage(0);
-  };
-  b.stopProbe = () => { b.probing = false; };
+  b.reset = () => { b.longtasks = []; b.measures = []; window.__gapProbe.reset(); };
+  b.startProbe = () => window.__gapProbe.start();
+  b.stopProbe = () => window.__gapProbe.stop();
 }
 
 /** The page's long tasks and probe gaps over `over` ms, each with the driver's phases it overlaps
  *  (a phase's name, and how much of the task it covers). */
 async function attribution(page, over) {
-  const r = await page.evaluate(() => window.__sync);
+  const r = await page.evaluate(() => ({ ...window.__sync, gaps: window.__gapProbe.gaps }));
   const slow = [...r.longtasks.map((t) => ({ ...t, how: 'longtask' })), ...r.gaps.map((t) => ({ ...t, how: 'gap' }))]
     .filter((t) => t.ms > over)
     .sort((a, b) => b.ms - a.ms);
@@ -112,7 +101,7 @@ async function attribution(page, over) {
 
 /** The longest long task and the largest probe gap on `page` since its instruments were reset. */
 async function longest(page) {
-  const r = await page.evaluate(() => window.__sync);
+  const r = await page.evaluate(() => ({ ...window.__sync, gaps: window.__gapProbe.gaps }));
   return {
     longtask: Math.round(Math.max(0, ...r.longtasks.map((t) => t.ms))),
     gap: Math.round(Math.max(0, ...r.gaps.map((t) => t.ms))),
@@ -203,6 +192,7 @@ async function stopProfile(cdp, file) {
 
 async function device(harness) {
   const opened = await newAppPage(harness.browser);
+  await opened.context.addInitScript(gapProbe);
   await opened.context.addInitScript(instruments);
   await openApp(opened.page, harness.site.url);
   const { page } = opened;
