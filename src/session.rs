@@ -115,6 +115,9 @@ pub enum SessionError {
     Busy,
     #[error("The memory is already being updated. Wait for it to finish.")]
     MemoryBusy,
+    /// A memory update gave way to a chat turn on the same server; it runs again after the turn.
+    #[error("A reply is being written on the same server and goes first; update the memory again once it is done.")]
+    MemoryDeferred,
     #[error("This conversation no longer exists (it may have been deleted in another tab).")]
     NoConversation,
     #[error("{0}")]
@@ -251,6 +254,11 @@ pub struct Session {
     inflight: RefCell<HashMap<String, Stopper>>,
     /// Conversations whose memory update is running in this tab.
     memory_running: RefCell<HashSet<String>>,
+    /// Which live memory updates may talk to their server, against this tab's chat turns
+    /// (`engine::memory::schedule`).
+    schedule: RefCell<crate::engine::memory::Scheduler>,
+    /// The stoppers of the live memory updates running, by conversation.
+    memory_stops: RefCell<HashMap<String, Stopper>>,
     /// Conversations whose memory is being built from their history (see `catchup.rs`).
     building: catchup::BuildQueue,
     persisted: RefCell<bool>,
@@ -336,6 +344,8 @@ impl Session {
             calibration: RefCell::new(calibration),
             inflight: RefCell::default(),
             memory_running: RefCell::default(),
+            schedule: RefCell::default(),
+            memory_stops: RefCell::default(),
             building: Default::default(),
             persisted: RefCell::new(persisted),
             channel,

@@ -240,7 +240,7 @@ impl Session {
                 catch_up: true,
             };
             let done = self
-                .run_request(id, update, stopper)
+                .run_request(id, update, stopper, &|| false)
                 .await
                 .map_err(|e| match e {
                     SessionError::Quiet(reason) | SessionError::Request(reason) => {

@@ -10,10 +10,12 @@ use super::{
 };
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
+use crate::engine::memory::schedule::Action;
 use crate::engine::memory::{
-    apply_update, build_update_request, due, next_form, parse_reply, refused_http, refused_stream,
-    restore_summary, retry_allowed, start_form, summary_max_chars, DueInput, Graph, MemoryError,
-    MemoryFailure, MemoryForm, ReplyCollector, UpdateLimits, UpdateRequest,
+    apply_update, build_update_request, due, judge, next_form, parse_reply, refused_http,
+    refused_stream, restore_summary, retry_allowed, server_of, start_form, summary_max_chars,
+    Admit, DueInput, Graph, MemoryError, MemoryFailure, MemoryForm, ReplyCollector, UpdateEnd,
+    UpdateLimits, UpdateRequest, Verdict,
 };
 use crate::engine::model::{
     EndpointProfile, EntityNode, EntityScope, MemoryOverrides, Millis, Prompt,
@@ -31,8 +33,9 @@ fn run_request_split<'a>(
     id: &'a str,
     u: Update<'a>,
     stopper: &'a Stopper,
+    contended: &'a dyn Fn() -> bool,
 ) -> Boxed<'a, bool> {
-    Box::pin(session.run_request_now(id, u, stopper))
+    Box::pin(session.run_request_now(id, u, stopper, contended))
 }
 
 /// Most messages looked at when deciding whether an update is due.
@@ -48,7 +51,10 @@ impl Session {
         force: bool,
     ) {
         match self.update_memory(id, overflow, force).await {
-            Ok(_) | Err(SessionError::Quiet(_) | SessionError::MemoryBusy) => {}
+            Ok(_)
+            | Err(
+                SessionError::Quiet(_) | SessionError::MemoryBusy | SessionError::MemoryDeferred,
+            ) => {}
             Err(SessionError::Request(reason)) => self.emit(SessionEvent::Error {
                 conversation_id: Some(id.to_string()),
                 message: SessionError::Memory(reason).to_string(),
@@ -79,12 +85,17 @@ impl Session {
     /// Lock): a tab that waited re-reads everything, so it does not repeat the update another tab
     /// just made (a forced update is skipped when a new summary arrived while it waited).
     async fn update_memory(
-        &self,
+        self: &Rc<Self>,
         id: &str,
         overflow: bool,
         force: bool,
     ) -> Result<bool, SessionError> {
+        let server = self.memory_server();
         if self.memory_running.borrow().contains(id) {
+            // A live update running here: this one is remembered and runs after it, if still due.
+            if self.schedule.borrow().is_running(id) {
+                self.schedule.borrow_mut().handle_update_wanted(id, &server);
+            }
             return Err(SessionError::MemoryBusy);
         }
         let seen = self.store.latest_summary(id).await?.map(|s| s.version);
@@ -130,12 +141,21 @@ impl Session {
         if !self.settings.borrow().has_endpoint() {
             return Err(SessionError::NoEndpoint);
         }
+        // A chat turn goes first: while one is in flight on the memory's server, the update waits
+        // and runs when the turn is over (`engine::memory::schedule`).
+        if self.schedule.borrow_mut().handle_update_wanted(id, &server) == Admit::Wait {
+            return Err(SessionError::MemoryDeferred);
+        }
+        let stopper = Stopper::new();
+        self.memory_stops
+            .borrow_mut()
+            .insert(id.to_string(), stopper.clone());
         self.memory_running.borrow_mut().insert(id.to_string());
         self.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
             running: true,
         });
-        let result = self
+        let result: Result<bool, SessionError> = self
             .run_update(
                 id,
                 &conv.message_count,
@@ -143,14 +163,74 @@ impl Session {
                 &messages,
                 &config,
                 &conv.memory_overrides,
+                &stopper,
             )
             .await;
+        self.memory_stops.borrow_mut().remove(id);
         self.memory_running.borrow_mut().remove(id);
+        let end = match &result {
+            Ok(true) => UpdateEnd::Landed,
+            Ok(false) => UpdateEnd::Stopped,
+            Err(SessionError::MemoryDeferred) => UpdateEnd::Unusable,
+            Err(_) => UpdateEnd::Broken,
+        };
+        self.schedule.borrow_mut().handle_update_ended(id, &end);
         self.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
         });
-        result.map(|_| true)
+        self.follow_schedule();
+        result
+    }
+
+    /// The server memory updates talk to (`engine::memory::server_of`).
+    pub(crate) fn memory_server(&self) -> String {
+        let endpoint = self
+            .settings
+            .borrow()
+            .memory_endpoint_for(&MemoryOverrides::default());
+        server_of(&endpoint.base_url)
+    }
+
+    /// The server chat turns talk to.
+    pub(crate) fn chat_server(&self) -> String {
+        server_of(&self.settings.borrow().endpoint.base_url)
+    }
+
+    /// A chat turn is about to send: the updates running on its server stop (they run again after
+    /// the turn, see `engine::memory::schedule`).
+    pub(crate) fn chat_started(self: &Rc<Self>, server: &str) {
+        self.schedule.borrow_mut().handle_chat_started(server);
+        self.follow_schedule();
+    }
+
+    /// A chat turn is over: the updates that waited for its server run now (if still due).
+    pub(crate) fn chat_ended(self: &Rc<Self>, server: &str) {
+        self.schedule.borrow_mut().handle_chat_ended(server);
+        self.follow_schedule();
+    }
+
+    /// Does what the scheduler asks: stops updates, starts the ones that waited.
+    fn follow_schedule(self: &Rc<Self>) {
+        loop {
+            let action = self.schedule.borrow_mut().poll_action();
+            match action {
+                None => return,
+                Some(Action::Stop { conversation_id }) => {
+                    if let Some(s) = self.memory_stops.borrow().get(&conversation_id) {
+                        s.stop();
+                    }
+                }
+                Some(Action::Start { conversation_id }) => {
+                    let this = self.clone();
+                    wasm_bindgen_futures::spawn_local(async move {
+                        this.update_memory_if_due(&conversation_id, false, false)
+                            .await;
+                        this.warm(&conversation_id).await;
+                    });
+                }
+            }
+        }
     }
 
     async fn run_update(
@@ -161,7 +241,8 @@ impl Session {
         messages: &[crate::engine::model::Message],
         config: &crate::engine::model::MemoryConfig,
         overrides: &MemoryOverrides,
-    ) -> Result<(), SessionError> {
+        stopper: &Stopper,
+    ) -> Result<bool, SessionError> {
         let scope = EntityScope::Conversation(id.to_string());
         let existing = self.store.load_entities(&scope).await?;
         let req = build_update_request(
@@ -181,21 +262,23 @@ impl Session {
             overrides,
             catch_up: false,
         };
-        self.run_request(id, update, &Stopper::new())
-            .await
-            .map(|_| ())
+        let contended = || self.schedule.borrow().is_contended(id);
+        self.run_request(id, update, stopper, &contended).await
     }
 
     /// Sends one update, and stores its result in one transaction: the new summary and graph, or
     /// (the previous memory untouched) the failure. Returns false, having written nothing, when
-    /// `stopper` stopped the request.
+    /// `stopper` stopped the request. `contended` says whether a chat turn to the same server came
+    /// while it ran: an update that did not land is then judged by `engine::memory::schedule::judge`,
+    /// and a deferred one records nothing and is [`SessionError::MemoryDeferred`].
     pub(crate) async fn run_request(
         &self,
         id: &str,
         u: Update<'_>,
         stopper: &Stopper,
+        contended: &dyn Fn() -> bool,
     ) -> Result<bool, SessionError> {
-        run_request_split(self, id, u, stopper).await
+        run_request_split(self, id, u, stopper, contended).await
     }
 
     async fn run_request_now(
@@ -203,6 +286,7 @@ impl Session {
         id: &str,
         u: Update<'_>,
         stopper: &Stopper,
+        contended: &dyn Fn() -> bool,
     ) -> Result<bool, SessionError> {
         let scope = EntityScope::Conversation(id.to_string());
         let endpoint = self.settings.borrow().memory_endpoint_for(u.overrides);
@@ -210,10 +294,18 @@ impl Session {
         if stopper.is_stopped() {
             return Ok(false);
         }
+        // A reply cut short while a chat turn came is not the model's whole answer: not parsed.
+        let outcome = match outcome {
+            Ok((_, true)) if contended() => {
+                Err((String::new(), String::new(), UpdateEnd::Unusable))
+            }
+            Ok((reply, _)) => Ok(reply),
+            Err(e) => Err(e),
+        };
         let parsed = outcome.and_then(|reply| {
             parse_reply(&reply).map_err(|e| {
                 let reason = format!("The memory reply could not be used: {e}.");
-                (reason, reply)
+                (reason, reply, UpdateEnd::Unusable)
             })
         });
         let mut parsed = match parsed {
@@ -221,7 +313,10 @@ impl Session {
                 u.req.ground(&mut p);
                 p
             }
-            Err((reason, raw)) => {
+            Err((reason, raw, end)) => {
+                if judge(&end, contended()) == Verdict::Deferred {
+                    return Err(SessionError::MemoryDeferred);
+                }
                 let before = self.store.memory_failure(id).await.ok().flatten();
                 let failure = MemoryFailure::new(now(), reason.clone(), &raw, form).following(
                     before.as_ref(),
@@ -265,13 +360,17 @@ impl Session {
 
     /// Sends the update in the form remembered for the endpoint (or its best form); when the server
     /// refuses that form, once more in the next. Remembers the form the server took. Returns the form
-    /// of the last request, and the reply text or (reason, what came back).
+    /// of the last request, and the reply text with whether it was cut short
+    /// (`ReplyCollector::was_cut`), or (reason, what came back, how it ended).
     async fn ask_for_update(
         &self,
         endpoint: &EndpointProfile,
         req: &UpdateRequest,
         stopper: &Stopper,
-    ) -> (MemoryForm, Result<String, (String, String)>) {
+    ) -> (
+        MemoryForm,
+        Result<(String, bool), (String, String, UpdateEnd)>,
+    ) {
         let key = endpoint.key();
         let remembered = self.store.memory_form(&key).await.ok().flatten();
         let mut form = start_form(endpoint.protocol, remembered);
@@ -300,7 +399,7 @@ impl Session {
             }
             let outcome = result.map_err(|c| match c {
                 Completion::Refused { failure, body } | Completion::Failed { failure, body } => {
-                    (failure.message, body)
+                    (failure.message, body, UpdateEnd::Failed(failure.kind))
                 }
             });
             return (form, outcome);
@@ -424,14 +523,14 @@ struct MemoryReply<'a> {
     collector: ReplyCollector,
     form: MemoryForm,
     base_url: &'a str,
-    outcome: Option<Result<String, Completion>>,
+    outcome: Option<Result<(String, bool), Completion>>,
 }
 
 impl Consumer for MemoryReply<'_> {
     fn handle_event(&mut self, event: StreamEvent, _now: Millis) {
         self.outcome = match self.collector.handle_event(event) {
             None => return,
-            Some(Ok(text)) => Some(Ok(text)),
+            Some(Ok(text)) => Some(Ok((text, self.collector.was_cut()))),
             Some(Err(e)) if refused_stream(self.form, &e) => Some(Err(Completion::Refused {
                 failure: failure::from_stream_error(&e, false),
                 body: e.message,
@@ -451,14 +550,15 @@ impl Consumer for MemoryReply<'_> {
     }
 }
 
-/// Sends one memory request and collects the whole reply (text, or the forced tool's input).
+/// Sends one memory request and collects the whole reply (text, or the forced tool's input), with
+/// whether the stream ended without a finish reason.
 pub(crate) async fn complete(
     endpoint: &EndpointProfile,
     prompt: &Prompt,
     options: &RequestOptions,
     form: MemoryForm,
     stopper: &Stopper,
-) -> Result<String, Completion> {
+) -> Result<(String, bool), Completion> {
     let req = request::build(endpoint, prompt, options);
     let mut pump = Pump::open(&req, stopper, endpoint.protocol)
         .await

@@ -285,7 +285,11 @@ impl Session {
             conversation_id: id.to_string(),
             running: true,
         });
+        // The chat goes first: memory updates on the same server stop, and wait until it is over.
+        let server = self.chat_server();
+        self.chat_started(&server);
         let result = self.drive_turn(id, begin, &stopper).await;
+        self.chat_ended(&server);
         self.inflight.borrow_mut().remove(id);
         self.emit(SessionEvent::TurnRunning {
             conversation_id: id.to_string(),

@@ -21,6 +21,7 @@ pub mod parse;
 pub mod prompt;
 pub mod reply;
 pub mod retrieve;
+pub mod schedule;
 pub mod summary;
 
 pub use due::{
@@ -39,6 +40,7 @@ pub use prompt::{
 };
 pub use reply::ReplyCollector;
 pub use retrieve::{describe, rank_for_prompt, retrieve, Retrieved, Why};
+pub use schedule::{judge, server_of, Admit, Scheduler, UpdateEnd, Verdict};
 pub use summary::{carry_forward, latest, next_summary, restore_summary, summary_max_chars};
 
 use crate::engine::model::{ConversationSummary, EntityScope, Millis};

@@ -17,6 +17,9 @@ pub struct ReplyCollector {
     form: MemoryForm,
     text: String,
     tool_arguments: String,
+    /// The stream ended with `Done` but no finish reason: cut short by the server (llama-cpp-python
+    /// ends a running stream with `[DONE]` alone when another request waits).
+    cut: bool,
 }
 
 impl ReplyCollector {
@@ -26,6 +29,7 @@ impl ReplyCollector {
             form,
             text: String::new(),
             tool_arguments: String::new(),
+            cut: false,
         }
     }
 
@@ -36,11 +40,21 @@ impl ReplyCollector {
             StreamEvent::ToolCallDelta { arguments, .. } => {
                 push_capped(&mut self.tool_arguments, &arguments)
             }
-            StreamEvent::Done { .. } => return Some(Ok(self.reply())),
+            StreamEvent::Done { finish_reason } => {
+                self.cut = finish_reason.is_none();
+                return Some(Ok(self.reply()));
+            }
             StreamEvent::Error(e) => return Some(Err(e)),
             _ => {}
         }
         None
+    }
+
+    /// Whether the stream ended without saying why it finished (see the field). Only a sign: some
+    /// servers give no reason on a whole reply, so the session reads it only when a chat turn came
+    /// while the update ran (`schedule::judge`).
+    pub fn was_cut(&self) -> bool {
+        self.cut
     }
 
     /// The text received so far (for the memory pane when the stream failed).
