@@ -3,7 +3,19 @@
 //! - `memory_update_parse_rate_real`: the fraction of memory updates that gave a summary or an entity;
 //! - `memory_fact_recall_real`: the fraction of 10 facts, planted in the first half of a 22-turn
 //!   conversation whose history cannot fit the budget, present in the last assembled prompt;
-//! - `naive_last_n_fact_recall`: the same for a plain last-N window of the same token size.
+//! - `naive_last_n_fact_recall`: the same for a plain last-N window of the same token size;
+//! - `memory_fact_recall_real_typing`: the same conversation at a user's pace, chat and memory on the
+//!   one server: every reply is the model's own, the next message goes 1.5 s after each reply, and
+//!   memory updates give way to chat turns as the app's do (`engine::memory::schedule`: a chat stops
+//!   the update running on its server, which runs again after the turn);
+//! - `memory_updates_lost_to_typing`: in that run, updates that failed, plus one if the memory does
+//!   not cover the whole conversation once the server is idle after the last turn;
+//! - `memory_changed_fact_current_real` / `memory_stale_fact_as_current_real`: a conversation that
+//!   changes 4 facts (city, job, pet, car), every update waited for: the fraction of new values carried
+//!   as current in the last prompt, and of old values carried as current by its memory (the summary
+//!   and entity sections: a sentence naming the old value that does not mark it as past);
+//! - `memory_instruction_echo_real`: summary sentences, in the last summary of every run, that repeat
+//!   the update prompt's own instructions (most of their words are the instructions').
 //!
 //! The whole memory path is the app's own engine code: `due`, `build_update_request`, the form the
 //! endpoint takes (`start_form`, `next_form` on a refusal), `request::build`, the protocol's stream
@@ -12,14 +24,18 @@
 //! frames the stream by closing the connection. `MEMOIRE_RECALL_VERBOSE=1` prints every reply.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use memoire::engine::assemble::{assemble, AssemblyInput};
-use memoire::engine::decode::decoder_for;
+use memoire::engine::assemble::{assemble, Assembly, AssemblyInput};
+use memoire::engine::decode::{decoder_for, StreamEvent};
+use memoire::engine::failure;
+use memoire::engine::memory::schedule::Action;
 use memoire::engine::memory::*;
 use memoire::engine::model::*;
-use memoire::engine::request::{self, HttpRequest};
+use memoire::engine::request::{self, HttpRequest, RequestOptions};
 use memoire::engine::tokens::{HeuristicEstimator, TokenEstimator};
 
 /// (user message, the word that shows the fact survived).
@@ -87,12 +103,19 @@ fn endpoint(url: &str) -> EndpointProfile {
     }
 }
 
-/// What one HTTP exchange gave: the status and the body.
-fn send(req: &HttpRequest) -> Result<(u16, Vec<u8>), String> {
+/// Where a running memory request's socket is kept, so that a chat turn can stop it.
+type Abort = Arc<Mutex<Option<TcpStream>>>;
+
+/// What one HTTP exchange gave: the status and the body. With `abort`, the socket is kept there while
+/// the request runs (shutting it down ends the exchange early).
+fn send(req: &HttpRequest, abort: Option<&Abort>) -> Result<(u16, Vec<u8>), String> {
     let rest = req.url.strip_prefix("http://").ok_or("only http:// URLs")?;
     let (host, path) = rest.split_once('/').ok_or("no path")?;
     let mut stream = TcpStream::connect(host).map_err(|e| format!("connect {host}: {e}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(600))).ok();
+    if let Some(slot) = abort {
+        *slot.lock().unwrap() = stream.try_clone().ok();
+    }
     let mut head = format!(
         "{} /{path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n",
         req.method,
@@ -109,7 +132,11 @@ fn send(req: &HttpRequest) -> Result<(u16, Vec<u8>), String> {
         .write_all(req.body.as_bytes())
         .map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).map_err(|e| e.to_string())?;
+    let read = stream.read_to_end(&mut raw);
+    if let Some(slot) = abort {
+        slot.lock().unwrap().take();
+    }
+    read.map_err(|e| e.to_string())?;
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -123,12 +150,14 @@ fn send(req: &HttpRequest) -> Result<(u16, Vec<u8>), String> {
     Ok((status, raw[split + 4..].to_vec()))
 }
 
-/// One memory update through the engine: the reply text, or why there is none.
+/// One memory update through the engine: the reply text and whether the stream ended without a
+/// finish reason, or why there is none (with how it ended, for `schedule::judge`).
 fn ask(
     endpoint: &EndpointProfile,
     req: &UpdateRequest,
     form: &mut MemoryForm,
-) -> Result<String, String> {
+    abort: Option<&Abort>,
+) -> Result<(String, bool), (String, UpdateEnd)> {
     let mut retried = false;
     loop {
         let http = request::build(
@@ -136,7 +165,8 @@ fn ask(
             &req.prompt_for(*form),
             &req.request_options(*form),
         );
-        let (status, body) = send(&http)?;
+        let (status, body) = send(&http, abort)
+            .map_err(|e| (e, UpdateEnd::Failed(failure::FailureKind::Network)))?;
         if status >= 400 {
             let text = String::from_utf8_lossy(&body).to_string();
             if !retried && refused_http(*form, status, &text) {
@@ -151,7 +181,8 @@ fn ask(
                     continue;
                 }
             }
-            return Err(format!("HTTP {status}: {text}"));
+            let kind = failure::classify_http(status, None, &text, false, 0).kind;
+            return Err((format!("HTTP {status}: {text}"), UpdateEnd::Failed(kind)));
         }
         if std::env::var("MEMOIRE_RECALL_DUMP").is_ok() {
             std::fs::write("/tmp/recall-request.json", &http.body).ok();
@@ -163,11 +194,46 @@ fn ask(
         decoder.handle_eof();
         while let Some(ev) = decoder.poll_event() {
             if let Some(done) = collector.handle_event(ev) {
-                return done.map_err(|e| e.message);
+                return match done {
+                    Ok(text) => Ok((text, collector.was_cut())),
+                    Err(e) => Err((
+                        e.message.clone(),
+                        UpdateEnd::Failed(failure::from_stream_error(&e, false).kind),
+                    )),
+                };
             }
         }
         unreachable!("engine::decode ends every body with Done or Error");
     }
+}
+
+/// A chat turn through the engine: the reply text (empty when the request failed).
+fn chat(endpoint: &EndpointProfile, prompt: &Prompt) -> String {
+    let options = RequestOptions {
+        temperature: None,
+        max_tokens: None,
+        previous_response_id: None,
+        stream: true,
+        output: None,
+    };
+    let http = request::build(endpoint, prompt, &options);
+    let Ok((status, body)) = send(&http, None) else {
+        return String::new();
+    };
+    if status >= 400 {
+        eprintln!("[recall] chat: HTTP {status}");
+        return String::new();
+    }
+    let mut decoder = decoder_for(endpoint.protocol);
+    decoder.handle_bytes(&body);
+    decoder.handle_eof();
+    let mut text = String::new();
+    while let Some(ev) = decoder.poll_event() {
+        if let StreamEvent::TextDelta(t) = ev {
+            text.push_str(&t);
+        }
+    }
+    text
 }
 
 fn facts_in(text: &str) -> usize {
@@ -178,133 +244,195 @@ fn facts_in(text: &str) -> usize {
         .count()
 }
 
-fn main() {
-    let Ok(url) = std::env::var("MEMOIRE_LLAMA_URL") else {
-        eprintln!("memory_recall: set MEMOIRE_LLAMA_URL (scripts/bench.sh starts the real server)");
-        std::process::exit(2);
-    };
-    let verbose = std::env::var("MEMOIRE_RECALL_VERBOSE").is_ok();
-    let endpoint = endpoint(&url);
-    let config = MemoryConfig {
+/// A conversation's memory as the app keeps it: messages, summary versions, the graph.
+struct Memory {
+    config: MemoryConfig,
+    messages: Vec<Message>,
+    summaries: Vec<ConversationSummary>,
+    graph: Graph,
+    ids: u64,
+    /// Summaries that landed (for the echo figure).
+    landed: Vec<String>,
+}
+
+impl Memory {
+    fn new(config: MemoryConfig) -> Memory {
+        Memory {
+            config,
+            messages: Vec::new(),
+            summaries: Vec::new(),
+            graph: Graph::new(Vec::new()),
+            ids: 0,
+            landed: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, role: Role, content: &str) {
+        let seq = self.messages.len() as u64 + 1;
+        self.messages.push(message(seq, role, content));
+    }
+
+    fn covers(&self) -> Option<u64> {
+        latest(&self.summaries).map(|s| s.covers_up_to_seq)
+    }
+
+    fn due(&self) -> bool {
+        due(DueInput {
+            messages: &self.messages,
+            covers_up_to_seq: self.covers(),
+            every_pairs: self.config.summary_every_pairs,
+            over_budget: false,
+        })
+        .is_due()
+    }
+
+    /// The update request the app would send now (the update's own budget is the model's context).
+    fn request(&self) -> Option<UpdateRequest> {
+        build_update_request(
+            latest(&self.summaries),
+            &self.messages,
+            self.graph.nodes(),
+            &UpdateLimits::from_config(&MemoryConfig {
+                context_tokens: 8192,
+                ..self.config.clone()
+            }),
+        )
+        .ok()
+    }
+
+    /// Parses, grounds and applies a reply to `req` (sent when the summary was `previous`). Returns
+    /// whether it landed.
+    fn apply(&mut self, req: &UpdateRequest, reply: &str) -> bool {
+        let Ok(mut parsed) = parse_reply(reply) else {
+            return false;
+        };
+        req.ground(&mut parsed);
+        let previous = latest(&self.summaries).cloned();
+        // A reply to an older request (the summary moved on meanwhile) is not applied.
+        if previous.as_ref().map(|s| s.covers_up_to_seq).unwrap_or(0) >= req.span.to_seq {
+            return false;
+        }
+        let ids = &mut self.ids;
+        let now = self.messages.len() as i64 * 60_000;
+        let applied = apply_update(
+            &parsed,
+            previous.as_ref(),
+            "c",
+            &req.span,
+            self.messages.len() as u64,
+            &mut self.graph,
+            EntityScope::Conversation("c".into()),
+            now,
+            summary_max_chars(&self.config),
+            || {
+                *ids += 1;
+                format!("e{ids}")
+            },
+        );
+        if let Some(s) = &applied.summary {
+            self.landed.push(s.text.clone());
+        }
+        self.summaries.extend(applied.summary);
+        true
+    }
+
+    /// The prompt the app would assemble for `text` as the next message.
+    fn prompt_for(&self, endpoint: &EndpointProfile, text: &str) -> (Assembly, Message) {
+        let new = message(self.messages.len() as u64 + 1, Role::User, text);
+        let recent: Vec<&str> = self
+            .messages
+            .iter()
+            .rev()
+            .take(self.config.recent_messages)
+            .map(|m| m.content.as_str())
+            .chain(std::iter::once(text))
+            .collect();
+        let ranked: Vec<EntityNode> = rank_for_prompt(&self.graph, &recent, new.created_at)
+            .into_iter()
+            .cloned()
+            .collect();
+        let assembly = assemble(
+            &AssemblyInput {
+                system_prompt: &endpoint.system_prompt,
+                summary: latest(&self.summaries),
+                entities: &ranked,
+                history: &self.messages,
+                new_message: &new,
+                config: &self.config,
+                protocol: endpoint.protocol,
+            },
+            &HeuristicEstimator,
+        );
+        (assembly, new)
+    }
+}
+
+fn prompt_text(assembly: &Assembly) -> String {
+    std::iter::once(assembly.prompt.system.clone())
+        .chain(assembly.prompt.messages.iter().map(|m| m.content.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The memory config of the runs: an update every pair, a history that cannot fit 1,400 tokens.
+fn config() -> MemoryConfig {
+    MemoryConfig {
         recent_messages: 4,
         summary_every_pairs: 1,
         context_tokens: 1400,
         reply_reserve_tokens: 400,
         ..MemoryConfig::default()
-    };
-    let mut messages: Vec<Message> = Vec::new();
-    let mut summaries: Vec<ConversationSummary> = Vec::new();
-    let mut graph = Graph::new(Vec::new());
-    let mut form = start_form(endpoint.protocol, None);
-    let (mut updates, mut parsed_ok) = (0u32, 0u32);
-    let mut ids = 0u64;
-    let turns: Vec<&str> = FACTS
+    }
+}
+
+fn turns() -> Vec<&'static str> {
+    FACTS
         .iter()
         .map(|(m, _)| *m)
         .chain(std::iter::once(
             "What is a good name for a small wooden boat?",
         ))
         .chain(FILLER.iter().copied())
-        .collect();
+        .collect()
+}
+
+/// The first run: canned replies, every update waited for. Prints the parse rate and both recalls.
+fn run_waiting(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
+    let mut mem = Memory::new(config());
+    let mut form = start_form(endpoint.protocol, None);
+    let (mut updates, mut parsed_ok) = (0u32, 0u32);
+    let turns = turns();
     let started = Instant::now();
     for user in &turns {
-        let seq = messages.len() as u64 + 1;
-        messages.push(message(seq, Role::User, user));
-        messages.push(message(seq + 1, Role::Assistant, REPLY));
-        let previous = latest(&summaries).cloned();
-        let decision = due(DueInput {
-            messages: &messages,
-            covers_up_to_seq: previous.as_ref().map(|s| s.covers_up_to_seq),
-            every_pairs: config.summary_every_pairs,
-            over_budget: false,
-        });
-        if !decision.is_due() {
+        mem.push(Role::User, user);
+        mem.push(Role::Assistant, REPLY);
+        if !mem.due() {
             continue;
         }
-        let req = build_update_request(
-            previous.as_ref(),
-            &messages,
-            graph.nodes(),
-            &UpdateLimits::from_config(&MemoryConfig {
-                context_tokens: 8192,
-                ..config.clone()
-            }),
-        )
-        .expect("messages to summarise");
+        let req = mem.request().expect("messages to summarise");
         updates += 1;
         let t = Instant::now();
-        let reply = ask(&endpoint, &req, &mut form);
-        let parsed = reply
-            .as_deref()
-            .map_err(Clone::clone)
-            .and_then(|r| parse_reply(r).map_err(|e| e.to_string()))
-            .map(|mut p| {
-                req.ground(&mut p);
-                p
-            });
+        let reply = ask(endpoint, &req, &mut form, None);
+        let landed = match &reply {
+            Ok((text, _)) => mem.apply(&req, text),
+            Err(_) => false,
+        };
         if verbose {
             eprintln!(
-                "[recall] update {updates} ({} ms, {}): {reply:?}\n  -> {parsed:?}",
+                "[recall] update {updates} ({} ms, {}): {reply:?} -> landed {landed}",
                 t.elapsed().as_millis(),
                 form.as_str()
             );
         }
-        if let Ok(p) = parsed {
-            parsed_ok += 1;
-            let applied = apply_update(
-                &p,
-                previous.as_ref(),
-                "c",
-                &req.span,
-                messages.len() as u64,
-                &mut graph,
-                EntityScope::Conversation("c".into()),
-                seq as i64 * 60_000,
-                summary_max_chars(&config),
-                || {
-                    ids += 1;
-                    format!("e{ids}")
-                },
-            );
-            summaries.extend(applied.summary);
-        }
+        parsed_ok += landed as u32;
     }
-
-    // The last prompt, assembled as the app does.
-    let new = message(messages.len() as u64 + 1, Role::User, FINAL);
-    let recent: Vec<&str> = messages
-        .iter()
-        .rev()
-        .take(config.recent_messages)
-        .map(|m| m.content.as_str())
-        .chain(std::iter::once(FINAL))
-        .collect();
-    let now = new.created_at;
-    let ranked: Vec<EntityNode> = rank_for_prompt(&graph, &recent, now)
-        .into_iter()
-        .cloned()
-        .collect();
-    let assembly = assemble(
-        &AssemblyInput {
-            system_prompt: &endpoint.system_prompt,
-            summary: latest(&summaries),
-            entities: &ranked,
-            history: &messages,
-            new_message: &new,
-            config: &config,
-            protocol: endpoint.protocol,
-        },
-        &HeuristicEstimator,
-    );
-    let prompt_text: String = std::iter::once(assembly.prompt.system.clone())
-        .chain(assembly.prompt.messages.iter().map(|m| m.content.clone()))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let (assembly, _) = mem.prompt_for(endpoint, FINAL);
+    let text = prompt_text(&assembly);
     // A plain last-N window of the same token size.
     let est = HeuristicEstimator;
     let mut naive_tokens = est.estimate(&endpoint.system_prompt) + est.estimate(FINAL);
     let mut naive = vec![endpoint.system_prompt.clone(), FINAL.to_string()];
-    for m in messages.iter().rev() {
+    for m in mem.messages.iter().rev() {
         let t = est.estimate(&m.content);
         if naive_tokens + t > assembly.total_tokens {
             break;
@@ -314,13 +442,13 @@ fn main() {
     }
     if verbose {
         eprintln!(
-            "[recall] final prompt ({} tokens):\n{prompt_text}",
+            "[recall] final prompt ({} tokens):\n{text}",
             assembly.total_tokens
         );
     }
     let n = FACTS.len() as f64;
     eprintln!(
-        "[recall] {} turns, {updates} updates in {} s, form {}, history dropped {}",
+        "[recall] waiting run: {} turns, {updates} updates in {} s, form {}, history dropped {}",
         turns.len(),
         started.elapsed().as_secs(),
         form.as_str(),
@@ -332,10 +460,408 @@ fn main() {
     );
     println!(
         "bench memory_fact_recall_real {:.2} ratio",
-        facts_in(&prompt_text) as f64 / n
+        facts_in(&text) as f64 / n
     );
     println!(
         "bench naive_last_n_fact_recall {:.2} ratio",
         facts_in(&naive.join("\n")) as f64 / n
     );
+    mem.landed.last().cloned().into_iter().collect()
+}
+
+/// A running memory update of the typing run.
+struct Running {
+    req: UpdateRequest,
+    abort: Abort,
+    stopped: bool,
+    done: mpsc::Receiver<(Result<(String, bool), (String, UpdateEnd)>, MemoryForm)>,
+}
+
+/// Pace of the typing run: the next message this long after each reply.
+const TYPING_PAUSE: Duration = Duration::from_millis(1500);
+
+/// The second run: the same conversation at a user's pace, one server for chat and memory, memory
+/// scheduled by the app's own `Scheduler`. Prints the recall and the updates lost.
+fn run_typing(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
+    let server = server_of(&endpoint.base_url);
+    let mut mem = Memory::new(config());
+    let mut sched = Scheduler::default();
+    let mut form = start_form(endpoint.protocol, None);
+    let mut running: Option<Running> = None;
+    let (mut started_updates, mut deferred, mut failed, mut landed) = (0u32, 0u32, 0u32, 0u32);
+    let t0 = Instant::now();
+
+    // What the session does with the scheduler's actions and an update's end.
+    fn start(
+        endpoint: &EndpointProfile,
+        mem: &Memory,
+        sched: &mut Scheduler,
+        server: &str,
+        form: MemoryForm,
+        running: &mut Option<Running>,
+        started: &mut u32,
+    ) {
+        if running.is_some() || !mem.due() {
+            return;
+        }
+        if sched.handle_update_wanted("c", server) == Admit::Wait {
+            return;
+        }
+        let Some(req) = mem.request() else {
+            sched.handle_update_ended("c", &UpdateEnd::Broken);
+            return;
+        };
+        let abort: Abort = Arc::new(Mutex::new(None));
+        let (tx, rx) = mpsc::channel();
+        let (endpoint, r, a) = (endpoint.clone(), req.clone(), abort.clone());
+        std::thread::spawn(move || {
+            let mut form = form;
+            let out = ask(&endpoint, &r, &mut form, Some(&a));
+            tx.send((out, form)).ok();
+        });
+        *started += 1;
+        *running = Some(Running {
+            req,
+            abort,
+            stopped: false,
+            done: rx,
+        });
+    }
+    let follow = |sched: &mut Scheduler, running: &mut Option<Running>| -> bool {
+        let mut start_now = false;
+        while let Some(a) = sched.poll_action() {
+            match a {
+                Action::Stop { .. } => {
+                    if let Some(r) = running.as_mut() {
+                        r.stopped = true;
+                        if let Some(s) = r.abort.lock().unwrap().as_ref() {
+                            s.shutdown(Shutdown::Both).ok();
+                        }
+                    }
+                }
+                Action::Start { .. } => start_now = true,
+            }
+        }
+        start_now
+    };
+    // Waits up to `wait` for the running update to end, and handles its end as the session does.
+    let settle = |mem: &mut Memory,
+                  sched: &mut Scheduler,
+                  running: &mut Option<Running>,
+                  form: &mut MemoryForm,
+                  wait: Duration|
+     -> Option<Verdict> {
+        let r = running.as_ref()?;
+        let (out, f) = r.done.recv_timeout(wait).ok()?;
+        let r = running.take().unwrap();
+        *form = f;
+        let end = match &out {
+            _ if r.stopped && !matches!(out, Ok((_, false))) => UpdateEnd::Stopped,
+            Ok((_, true)) if sched.is_contended("c") => UpdateEnd::Unusable,
+            Ok((text, _)) => {
+                if mem.apply(&r.req, text) {
+                    UpdateEnd::Landed
+                } else {
+                    UpdateEnd::Unusable
+                }
+            }
+            Err((_, end)) => end.clone(),
+        };
+        let verdict = sched.handle_update_ended("c", &end);
+        if verbose {
+            eprintln!(
+                "[typing] {:>5.1} s update ended {end:?} -> {verdict:?}: {out:?}",
+                t0.elapsed().as_secs_f64()
+            );
+        }
+        Some(verdict)
+    };
+    let mut count = |v: Option<Verdict>| match v {
+        Some(Verdict::Landed) => landed += 1,
+        Some(Verdict::Deferred) => deferred += 1,
+        Some(Verdict::Failed) => failed += 1,
+        _ => {}
+    };
+
+    let turns = turns();
+    let mut final_text = String::new();
+    for (i, user) in turns.iter().chain(std::iter::once(&FINAL)).enumerate() {
+        // Before the turn: an update that ended meanwhile is handled.
+        count(settle(
+            &mut mem,
+            &mut sched,
+            &mut running,
+            &mut form,
+            Duration::ZERO,
+        ));
+        let (assembly, _) = mem.prompt_for(endpoint, user);
+        if i == turns.len() {
+            final_text = prompt_text(&assembly);
+        }
+        mem.push(Role::User, user);
+        sched.handle_chat_started(&server);
+        follow(&mut sched, &mut running);
+        let t = Instant::now();
+        let reply = chat(endpoint, &assembly.prompt);
+        // The stopped update ends while the chat runs (the server cut it, or the socket was shut).
+        count(settle(
+            &mut mem,
+            &mut sched,
+            &mut running,
+            &mut form,
+            Duration::from_secs(5),
+        ));
+        sched.handle_chat_ended(&server);
+        if verbose {
+            eprintln!(
+                "[typing] {:>5.1} s turn {} ({} ms, {} chars)",
+                t0.elapsed().as_secs_f64(),
+                i + 1,
+                t.elapsed().as_millis(),
+                reply.len()
+            );
+        }
+        mem.push(
+            Role::Assistant,
+            if reply.trim().is_empty() {
+                "…"
+            } else {
+                &reply
+            },
+        );
+        follow(&mut sched, &mut running);
+        start(
+            endpoint,
+            &mem,
+            &mut sched,
+            &server,
+            form,
+            &mut running,
+            &mut started_updates,
+        );
+        if i == turns.len() {
+            break;
+        }
+        // The user reads and types the next message.
+        let until = Instant::now() + TYPING_PAUSE;
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            let v = settle(&mut mem, &mut sched, &mut running, &mut form, left);
+            if v.is_none() {
+                break;
+            }
+            count(v);
+            if follow(&mut sched, &mut running) {
+                start(
+                    endpoint,
+                    &mem,
+                    &mut sched,
+                    &server,
+                    form,
+                    &mut running,
+                    &mut started_updates,
+                );
+            }
+        }
+    }
+    // After the last turn the server is idle: the app's own update after it, waited for.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while Instant::now() < deadline {
+        if running.is_none() {
+            if follow(&mut sched, &mut running) || mem.due() {
+                start(
+                    endpoint,
+                    &mem,
+                    &mut sched,
+                    &server,
+                    form,
+                    &mut running,
+                    &mut started_updates,
+                );
+            }
+            if running.is_none() {
+                break;
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = settle(&mut mem, &mut sched, &mut running, &mut form, left);
+        if matches!(v, Some(Verdict::Failed)) {
+            count(v);
+            break;
+        }
+        count(v);
+    }
+    let uncovered = count_pairs(&mem.messages, mem.covers());
+    let lost = failed + (uncovered > 0) as u32;
+    if verbose {
+        eprintln!("[typing] final prompt:\n{final_text}");
+    }
+    eprintln!(
+        "[recall] typing run: {} turns in {} s; {started_updates} updates started: {landed} landed, \
+         {deferred} deferred, {failed} failed; {uncovered} pairs uncovered at the end",
+        turns.len() + 1,
+        t0.elapsed().as_secs(),
+    );
+    println!(
+        "bench memory_fact_recall_real_typing {:.2} ratio",
+        facts_in(&final_text) as f64 / FACTS.len() as f64
+    );
+    println!("bench memory_updates_lost_to_typing {lost} count");
+    mem.landed.last().cloned().into_iter().collect()
+}
+
+/// (what the user says first, its value; what they say later, the new value).
+const CHANGES: [(&str, &str, &str, &str); 4] = [
+    (
+        "I live in Lisbon, near the river.",
+        "Lisbon",
+        "I moved to Oslo last month, so I live in Oslo now.",
+        "Oslo",
+    ),
+    (
+        "I work as a nurse at the children's hospital.",
+        "nurse",
+        "I changed careers: I am a pilot now.",
+        "pilot",
+    ),
+    (
+        "I have a dog called Biscuit.",
+        "Biscuit",
+        "Sadly Biscuit died in the spring. I have a cat called Pimento now.",
+        "Pimento",
+    ),
+    (
+        "I drive an old red Fiat.",
+        "Fiat",
+        "I sold the Fiat and now I drive a blue Toyota.",
+        "Toyota",
+    ),
+];
+
+/// Words that mark a statement as no longer true.
+const PAST_MARKERS: [&str; 8] = [
+    "until ",
+    "no longer",
+    "used to",
+    "formerly",
+    "previously",
+    "before moving",
+    "(past",
+    "past:",
+];
+
+/// Whether `prompt_memory` carries `value` as current: a sentence (or line) names it without marking
+/// it as past.
+fn carried_as_current(prompt_memory: &str, value: &str) -> bool {
+    let value = value.to_lowercase();
+    prompt_memory
+        .split(['\n', '.', ';'])
+        .map(str::to_lowercase)
+        .filter(|s| s.contains(&value))
+        .any(|s| !PAST_MARKERS.iter().any(|m| s.contains(m)))
+}
+
+/// The third run: facts that change, every update waited for (canned replies).
+fn run_changed(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
+    let mut mem = Memory::new(config());
+    let mut form = start_form(endpoint.protocol, None);
+    let mut script: Vec<&str> = vec!["Hi! My name is Marta."];
+    script.extend(CHANGES.iter().map(|c| c.0));
+    script.extend(FILLER[..3].iter().copied());
+    script.extend(CHANGES.iter().map(|c| c.2));
+    script.extend(FILLER[3..5].iter().copied());
+    for user in &script {
+        mem.push(Role::User, user);
+        mem.push(Role::Assistant, REPLY);
+        if !mem.due() {
+            continue;
+        }
+        let req = mem.request().expect("messages to summarise");
+        if let Ok((text, _)) = ask(endpoint, &req, &mut form, None) {
+            let landed = mem.apply(&req, &text);
+            if verbose {
+                eprintln!("[changed] update landed {landed}: {text}");
+            }
+        }
+    }
+    let (assembly, _) = mem.prompt_for(
+        endpoint,
+        "Remind me: where do I live, what is my job, which pet and which car do I have?",
+    );
+    let all = prompt_text(&assembly);
+    // The memory part of the prompt: the system message (summary and entities are carried there) for
+    // a messages-format prompt.
+    let memory = assembly.prompt.system.clone();
+    if verbose {
+        eprintln!("[changed] final prompt:\n{all}");
+    }
+    let n = CHANGES.len() as f64;
+    let current = CHANGES
+        .iter()
+        .filter(|c| all.to_lowercase().contains(&c.3.to_lowercase()))
+        .count();
+    let stale = CHANGES
+        .iter()
+        .filter(|c| carried_as_current(&memory, c.1))
+        .count();
+    println!(
+        "bench memory_changed_fact_current_real {:.2} ratio",
+        current as f64 / n
+    );
+    println!(
+        "bench memory_stale_fact_as_current_real {:.2} ratio",
+        stale as f64 / n
+    );
+    mem.landed.last().cloned().into_iter().collect()
+}
+
+/// Summary sentences that repeat the update prompt's own instructions: most of their words (at least
+/// 4 of them, two thirds) are words of the instructions and of nothing the user said.
+fn instruction_echoes(summary: &str, said: &str) -> usize {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 2)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let instructions: std::collections::HashSet<String> = [
+        memoire::engine::memory::prompt::system_instruction(),
+        memoire::engine::memory::prompt::structured_instruction(),
+        MEMORY_REQUEST_OPENING.to_string(),
+    ]
+    .iter()
+    .flat_map(|t| words(t))
+    .collect();
+    let said: std::collections::HashSet<String> = words(said).into_iter().collect();
+    summary
+        .split(['.', '\n', '!', '?'])
+        .filter(|s| {
+            let w = words(s);
+            let echoed = w
+                .iter()
+                .filter(|w| instructions.contains(*w) && !said.contains(*w))
+                .count();
+            w.len() >= 4 && echoed * 3 >= w.len() * 2
+        })
+        .count()
+}
+
+fn main() {
+    let Ok(url) = std::env::var("MEMOIRE_LLAMA_URL") else {
+        eprintln!("memory_recall: set MEMOIRE_LLAMA_URL (scripts/bench.sh starts the real server)");
+        std::process::exit(2);
+    };
+    let verbose = std::env::var("MEMOIRE_RECALL_VERBOSE").is_ok();
+    let endpoint = endpoint(&url);
+    let mut summaries = run_waiting(&endpoint, verbose);
+    summaries.extend(run_typing(&endpoint, verbose));
+    summaries.extend(run_changed(&endpoint, verbose));
+    let said: String = turns()
+        .iter()
+        .copied()
+        .chain(CHANGES.iter().flat_map(|c| [c.0, c.2]))
+        .chain([REPLY, FINAL])
+        .collect::<Vec<_>>()
+        .join(" ");
+    let echoes: usize = summaries.iter().map(|s| instruction_echoes(s, &said)).sum();
+    println!("bench memory_instruction_echo_real {echoes} count");
 }
