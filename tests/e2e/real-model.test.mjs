@@ -10,13 +10,19 @@
 //   carries the early facts through memory, while the messages that stated them are left out;
 // - memory from the past (issue 13): an imported ChatGPT conversation's memory is built on the real
 //   model through "Build memory for the imported conversations": the build ends done, and the
-//   stored summary and entities hold the import's own facts (names only the import states).
+//   stored summary and entities hold the import's own facts (names only the import states);
+// - memory at a user's pace (issue 25): one server for chat and memory, its default settings, the next
+//   message 1.5 s after each reply: updates give way to the chat turns (no memory failure is shown and
+//   none is recorded) and land once the server is idle, a summary and entities in the end.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startModelServer, startRecordingProxy } from './real-model.mjs';
 import {
   startHarness,
+  newAppPage,
+  openApp,
+  configureSettings,
   openConfiguredApp,
   reloadAndReopen,
   sendMessage,
@@ -25,6 +31,7 @@ import {
   withDiagnostics,
   eventually,
   tid,
+  BROWSER_NETWORK_NOISE,
 } from './helpers.mjs';
 
 const LONG_REPLY = Array.from({ length: 12 }, (_, i) =>
@@ -197,6 +204,63 @@ test('memory from the past on SmolLM2-135M: an imported conversation becomes a s
       assert.ok(grounded.length > 0, `an entity named in the import: ${JSON.stringify(names)}`);
       assert.equal(await page.locator(tid('memory-failure')).count(), 0, 'the update did not fail');
       assertNoPageProblems(issues, { allowConsole: [/status of 500/] });
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+/** A user who tells the agent about herself, and later that two things changed. */
+const PACE = [
+  'Hi, I am Marta. I live in Lisbon and I work as a nurse.',
+  'My daughter Sofia is seven and she loves drawing horses.',
+  'I am allergic to penicillin, so I always tell my doctors.',
+  'Give me one tip for sleeping better.',
+  'I moved to Oslo last month, so I live in Oslo now.',
+  'I am a pilot now; I changed careers this year.',
+];
+
+test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, the next message 1.5 s after each reply', { timeout: 2_400_000 }, async () => {
+  const opened = await newAppPage(harness.browser);
+  const { context, page, issues } = opened;
+  try {
+    await withDiagnostics(page, issues, 'real-model-pace', async () => {
+      await openApp(page, harness.site.url);
+      await configureSettings(page, { url: `${proxy.url}/v1`, protocol: 'openai-chat', model: model.model, summaryFrequency: 1, recentCount: 2 });
+      await page.locator(tid('settings-open')).click();
+      await page.locator(tid('settings-context-tokens')).fill('1400');
+      await page.locator(tid('settings-reply-reserve')).fill('400');
+      await page.locator(tid('settings-save')).click();
+      await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+      const before = proxy.records.length;
+      let n = 0;
+      for (const text of PACE) {
+        n += 1;
+        await sendMessage(page, text);
+        await waitForAssistantCount(page, n, { timeout: UPDATE_TIMEOUT });
+        // The user reads the reply and sends the next message 1.5 s later.
+        await new Promise((r) => setTimeout(r, 1500));
+      }
+      const sent = proxy.records.slice(before).filter((r) => r.method === 'POST');
+      const chats = sent.filter((r) => !r.body?.response_format);
+      assert.equal(chats.length, PACE.length, 'every message went to the one server');
+      // Once the server is idle after the last reply, the update that gave way runs and lands.
+      await eventually(
+        async () => (await page.locator(tid('memory-updating')).count()) === 0
+          && proxy.records.every((r) => r.status !== null)
+          && (await page.locator(tid('summary-text')).count()) > 0,
+        { timeout: UPDATE_TIMEOUT, interval: 250, what: 'a summary once the server is idle' },
+      );
+      await noFailure(page, 'at a user\'s pace');
+      assert.equal(await page.locator(tid('error-banner')).count(), 0, 'no error was shown');
+      const summary = await page.locator(tid('summary-text')).innerText();
+      assert.match(summary, /Marta|Sofia|penicillin|Oslo|pilot/i, `the summary holds what she said: ${summary}`);
+      await page.locator(tid('memory-entities')).locator(tid('entity-node')).first().waitFor({ state: 'visible' });
+      const updates = sent.filter((r) => r.body?.response_format);
+      assert.ok(updates.length >= 1, 'memory updates went to the same server');
+      // The server cuts a running update when a chat request waits (interrupt_requests=True): the app
+      // stops it first, and what came back of those was never counted as a failure (checked above).
+      assertNoPageProblems(issues, { allowConsole: [/status of 500/, ...BROWSER_NETWORK_NOISE] });
     });
   } finally {
     await context.close();
