@@ -127,6 +127,8 @@ function newState(options) {
     isMemory: defaultIsMemory,
     refusedForms: new Set(),
     issuedResponseIds: new Set(),
+    interruptRequests: false,
+    streaming: new Set(),
   };
 }
 
@@ -145,6 +147,10 @@ function makeHandle(state, server, port) {
     setMemoryDetector: (fn) => void (state.isMemory = fn ?? defaultIsMemory),
     /** Answer memory requests in these forms as llama-cpp-python answers `json_schema` (HTTP 500). */
     refuseMemoryForms: (...forms) => void (state.refusedForms = new Set(forms)),
+    /** One slot, as llama-cpp-python's server with its default `interrupt_requests=True`: a request
+     * that arrives while a reply streams ends that stream at once (openai-chat: `data: [DONE]` with no
+     * finish reason, then the body is cut without its last chunk, as recorded). */
+    interruptRequests: (on = true) => void (state.interruptRequests = on),
     pending: () => state.queue.length,
     issuedResponseIds: () => [...state.issuedResponseIds],
     expireResponseIds: (ids) => expireIds(state, ids),
@@ -167,7 +173,7 @@ function resetState(state) {
   state.queue.length = 0;
   state.memoryQueue.length = 0;
   state.issuedResponseIds.clear();
-  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set() });
+  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false });
 }
 
 function expireIds(state, ids) {
@@ -195,6 +201,12 @@ function normalizeReply(reply) {
 
 async function handle(state, req, res) {
   const record = await recordRequest(state, req);
+  if (state.interruptRequests && record.protocol) {
+    for (const running of state.streaming) {
+      running.record.interrupted = true;
+      running.res.emit('interrupt');
+    }
+  }
   if (state.cors) setCorsHeaders(req, res);
   if (req.method === 'OPTIONS') return answerPreflight(state, req, res);
   const protocol = ROUTES[`${req.method} ${record.path}`];
@@ -352,7 +364,13 @@ async function answerAgent(state, record, protocol, res) {
   const ctx = streamContext(state, record, encoder, reply);
   if (protocol === 'openai-responses' && !reply.forget && record.body.store !== false) state.issuedResponseIds.add(ctx.id);
   if (!encoder.wantsStream(record.body)) return finish(record, res, 200, encoder.completeBody(ctx), 'complete');
-  return streamReply(record, res, encoder, reply, ctx);
+  const running = { record, res };
+  state.streaming.add(running);
+  try {
+    return await streamReply(record, res, encoder, reply, ctx);
+  } finally {
+    state.streaming.delete(running);
+  }
 }
 
 function previousIdKnown(state, record) {
@@ -425,12 +443,20 @@ async function streamReply(record, res, encoder, reply, ctx) {
   for (const frame of head) await writeFrame(res, frame, reply);
   for (let i = 0; i <= deltas.length; i++) {
     if (await beforeDelta(record, res, encoder, reply, ctx, i)) return;
+    if (record.interrupted) return interrupt(record, res);
     if (res.destroyed) return void (record.outcome = 'client-closed');
     if (i < deltas.length) await writeFrame(res, deltas[i], reply);
   }
   for (const frame of tail) await writeFrame(res, frame, reply);
   record.outcome = res.destroyed ? 'client-closed' : 'complete';
   res.end();
+}
+
+/** Ends a stream another request interrupted (see `interruptRequests`). */
+async function interrupt(record, res) {
+  record.outcome = res.destroyed ? 'client-closed' : 'interrupted';
+  if (!res.destroyed && record.protocol === 'openai-chat') await writeFrame(res, 'data: [DONE]\n\n', {});
+  res.socket?.destroy();
 }
 
 /** Applies the scripted events that happen before delta `i` (i === deltas.length: before the tail). */
@@ -469,9 +495,11 @@ function sleep(ms, res) {
     function done() {
       clearTimeout(timer);
       res?.off('close', done);
+      res?.off('interrupt', done);
       resolve();
     }
     res?.once('close', done);
+    res?.once('interrupt', done);
   });
 }
 
@@ -514,6 +542,7 @@ function sleep(ms, res) {
  * @property {(reply: Reply|string) => void} setMemoryDefault
  * @property {(on: boolean) => void} setCors   false: no CORS headers, preflight refused
  * @property {(fn?: (record: object) => boolean) => void} setMemoryDetector  replace the memory-request rule (default: the marker)
+ * @property {(on?: boolean) => void} interruptRequests  one slot: a new request ends the reply streaming (llama-cpp-python's default)
  * @property {() => number} pending            replies still queued
  * @property {() => string[]} issuedResponseIds
  * @property {(ids?: string|string[]) => string[]} expireResponseIds  forget these (default: all) response ids

@@ -150,3 +150,39 @@ test('memory update after M=1 pair: request, summary and entities shown and kept
     await context.close();
   }
 });
+
+test('a memory update gives way to the next message on a one-slot server and lands after the turn, with no failure shown', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 1 });
+  try {
+    await withDiagnostics(page, issues, 'memory-gives-way', async () => {
+      // llama-cpp-python's default: a request that arrives ends the reply streaming.
+      agent.interruptRequests();
+      // The first update is slow (a small model on a busy machine): it is still running when the user
+      // sends the next message 1.5 s after the reply.
+      agent.scriptMemory(
+        { text: memoryReplyText({ summary: SUMMARY, entities: ENTITIES }), stall: { after: 3, ms: 30_000 } },
+        { text: memoryReplyText({ summary: SUMMARY, entities: ENTITIES }), delayMs: 5 },
+      );
+      await chat(page, Q1, A1);
+      await agent.waitForRequests(1, { filter: (r) => r.kind === 'memory' });
+      await page.waitForTimeout(1500);
+      await chat(page, Q2, A2);
+      // The first update stopped when the message went out; after the turn the update runs again,
+      // covering both pairs, and lands.
+      const [first, second] = await agent.waitForRequests(2, { filter: (r) => r.kind === 'memory', timeoutMs: 20_000 });
+      assert.ok(['client-closed', 'interrupted'].includes(first.outcome), `the first update ended early: ${first.outcome}`);
+      assert.ok(first.index < agent.chatRequests()[1].index && second.index > agent.chatRequests()[1].index, 'the second update came after the chat turn');
+      const text = second.body.messages.map((m) => m.content).join('\n');
+      assert.ok(text.includes(Q1) && text.includes(Q2), 'the update that ran again covers what the first one should have');
+      await waitForSummary(page, SUMMARY);
+      await page.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
+      assert.equal(await page.locator(tid('memory-failure')).count(), 0, 'giving way is not a failure');
+      assert.equal(await page.locator(tid('error-banner')).count(), 0, 'and nothing is shown as an error');
+      assert.equal(agent.memoryRequests().length, 2, 'no update beyond the one that ran again');
+      assertNoPageProblems(issues, { allowConsole: [/ERR_INCOMPLETE_CHUNKED_ENCODING/, /Failed to load resource/] });
+    });
+  } finally {
+    await context.close();
+  }
+});
