@@ -65,6 +65,7 @@ fn as_parsed(n: &EntityNode) -> ParsedEntity {
                 ended: false,
             })
             .collect(),
+        sources: Vec::new(),
     }
 }
 
@@ -92,6 +93,7 @@ fn update(nodes: &[EntityNode]) -> Vec<ParsedEntity> {
                     ended: false,
                 },
             ],
+            sources: Vec::new(),
         });
     }
     for k in 0..50 {
@@ -117,6 +119,7 @@ fn update(nodes: &[EntityNode]) -> Vec<ParsedEntity> {
             description: String::new(),
             properties: props,
             relationships: vec![],
+            sources: Vec::new(),
         });
     }
     for k in 0..50 {

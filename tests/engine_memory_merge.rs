@@ -366,6 +366,7 @@ fn arb_entity() -> impl Strategy<Value = ParsedEntity> {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             relationships,
+            sources: Vec::new(),
         },
     )
 }

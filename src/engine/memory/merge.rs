@@ -1,10 +1,12 @@
 //! Merging a parsed update into the entity graph.
 //!
 //! Rules, in order:
-//! 1. **Resolution.** An entity goes to the node with the same id; else to one already matched by the
-//!    same model id earlier in this update; else to the node whose normalised name or alias equals its
-//!    name, then any of its aliases; else a new node whose id comes from the caller's generator (the
-//!    model's id is remembered for this update only, so its relationships resolve). Entries of one
+//! 1. **Resolution.** The engine owns ids: an entity goes to the node with the same id (a known
+//!    one); else to the node whose normalised name or alias equals its name, then any of its aliases;
+//!    else a new node whose id comes from the caller's generator. A model id that names no node is
+//!    remembered for this update only (for the first entity that gives it), so its relationships
+//!    resolve; two entities that share one (a small model gives all of them `1234567890`) never
+//!    become one node. Entries of one
 //!    update that land on the same node are combined first (later fields win), then applied once.
 //! 2. **Content.** Only an id match renames a node (the old name becomes an alias); any other differing
 //!    name becomes an alias. A non-empty description replaces the old one; properties are upserted
@@ -20,7 +22,9 @@
 //!      live edges to the same target with another label of the group.
 //!    - A closed edge that is asserted again gets a new live edge (history is kept). Edges are never
 //!      deleted, and an entity that leaves an edge out does not end it.
-//! 4. Every changed node gets the update's source message ids (deduplicated) and `updated_at = now`.
+//! 4. Every changed node gets its entries' source message ids (the messages that name it, see
+//!    `super::ground`; the update's whole span when grounding gave none), deduplicated, and
+//!    `updated_at = now`.
 //!
 //! Merging the same update twice equals merging it once (tested with proptest).
 //! Must not import anything outside `crate::engine`.
@@ -165,9 +169,9 @@ pub fn merge(
             .map(|n| name_key(n))
             .collect();
         let by_id = e.id.as_deref().and_then(|id| graph.by_id.get(id).copied());
-        let found = by_id
-            .or_else(|| e.id.as_deref().and_then(|id| model_ids.get(id).copied()))
-            .or_else(|| entry_keys.iter().find_map(|k| graph.index_of_key(k)));
+        // A model's own id (not a known one) never joins two entries: a small model gives every
+        // entity the same made-up id. It only lets this update's relationships find the first.
+        let found = by_id.or_else(|| entry_keys.iter().find_map(|k| graph.index_of_key(k)));
         let (idx, is_new) = match found {
             Some(i) => (i, false),
             None => {
@@ -232,7 +236,13 @@ pub fn merge(
     for (gi, group) in groups.iter().enumerate() {
         let node = &mut graph.nodes[group.node];
         if group.is_new || changed[gi] {
-            for s in ctx.source_message_ids {
+            let own: Vec<&String> = group.entries.iter().flat_map(|e| &e.sources).collect();
+            let sources: Vec<&String> = if own.is_empty() {
+                ctx.source_message_ids.iter().collect()
+            } else {
+                own
+            };
+            for s in sources {
                 if !node.source_message_ids.contains(s) {
                     node.source_message_ids.push(s.clone());
                 }

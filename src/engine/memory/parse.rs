@@ -66,6 +66,9 @@ pub struct ParsedEntity {
     pub description: String,
     pub properties: BTreeMap<String, String>,
     pub relationships: Vec<ParsedRelationship>,
+    /// The ids of the messages that name this entity or state its facts, filled by grounding
+    /// (`super::ground`); empty means "the whole span" (an update that was not grounded).
+    pub sources: Vec<String>,
 }
 
 /// A validated reply.
@@ -480,6 +483,7 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
         description,
         properties,
         relationships,
+        sources: Vec::new(),
     })
 }
 

@@ -139,7 +139,7 @@ const COMMON: &[&str] = &[
 ];
 
 /// The sentences of `text` (ending at `.`, `!`, `?` or a line break), trimmed, empty ones left out.
-fn sentences(text: &str) -> Vec<&str> {
+pub(crate) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();
@@ -245,7 +245,9 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
     let mut carried: Vec<String> = Vec::new();
     for s in sentences(previous.unwrap_or("")).into_iter().map(bounded) {
         let key = s.to_lowercase();
-        if !covered(&s, &lower) && !seen.contains(&key) {
+        // A request stored as the user's statement by an older version is not carried.
+        let request = s.starts_with(USER_SAYS) && is_request(&s);
+        if !request && !covered(&s, &lower) && !seen.contains(&key) {
             seen.push(key);
             carried.push(s);
         }
@@ -274,8 +276,8 @@ pub const MAX_USER_STATEMENT_CHARS: usize = 1000;
 pub const USER_SAYS: &str = "User: ";
 
 /// The summary of an update: the model's `summary`, then each statement of `user_said` (a sentence
-/// of the user's own messages that tells something: not a question, with a name or number or two
-/// words of substance) that the summary does not cover, marked [`USER_SAYS`], up to
+/// of the user's own messages that tells something: not a question nor a request ([`is_request`]),
+/// with a name or number or two words of substance) that the summary does not cover, marked [`USER_SAYS`], up to
 /// [`MAX_USER_STATEMENT_CHARS`] (a pasted document is material, not facts). `None` when both are empty.
 /// A small model's summary often leaves out a fact the user gave, or is empty; once the update is
 /// stored, those messages leave the prompt, and the fact with them.
@@ -287,7 +289,7 @@ pub fn with_user_statements(summary: Option<&str>, user_said: &[String]) -> Opti
         for s in sentences(message).into_iter().map(bounded) {
             let (names, words) = key_terms(&s);
             let tells = !names.is_empty() || words.len() >= 2;
-            if is_question(&s) || !tells || covered(&s, &lower) {
+            if is_question(&s) || is_request(&s) || !tells || covered(&s, &lower) {
                 continue;
             }
             added += s.len();
@@ -331,6 +333,50 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
 /// about them. (SmolLM2-135M's summaries of a question turn are often the question itself.)
 fn is_question(sentence: &str) -> bool {
     sentence.trim_end().ends_with('?')
+}
+
+/// Words that open a request ("Give me one tip…", "Tell me about…").
+const IMPERATIVES: &[&str] = &[
+    "give", "tell", "show", "help", "explain", "write", "list", "describe", "recommend", "suggest",
+    "find", "make", "let", "lets", "remind", "send", "translate", "summarize", "summarise",
+    "compare", "create", "generate", "draft", "teach", "check", "calculate", "define", "continue",
+    "repeat", "fix", "say", "answer", "imagine", "pretend",
+];
+/// Words that open a question even without its question mark.
+const ASKING: &[&str] = &[
+    "what", "whats", "how", "why", "where", "when", "who", "whom", "which", "whose", "can", "could",
+    "would", "will", "do", "does", "did", "are", "is", "am", "was", "were", "may", "might", "shall",
+    "should", "must", "have", "has", "any",
+];
+/// Words before the first that do not change what a sentence is ("Ok, so give me…").
+const OPENERS: &[&str] = &[
+    "ok", "okay", "so", "and", "then", "hi", "hey", "hello", "well", "oh", "but", "also", "now",
+    "thanks", "thank", "user", "please",
+];
+
+/// Whether the user's `sentence` asks for something rather than telling about them: it opens (after
+/// "ok", "so", "hi", "User:" …) with an imperative ("Give me one tip…", "Tell me about…"), a question
+/// word or an auxiliary ("Can you…", "What is…", even without "?"), or says "I want / need / would
+/// like you to…". Requests restated as facts ("User: Give me one tip for sleeping better.") told
+/// nothing about the user.
+pub fn is_request(sentence: &str) -> bool {
+    if is_question(sentence) {
+        return true;
+    }
+    let w = super::normalize::words(sentence);
+    let w: Vec<&str> = w
+        .iter()
+        .map(String::as_str)
+        .skip_while(|w| OPENERS.contains(w))
+        .collect();
+    let Some(first) = w.first() else {
+        return false;
+    };
+    if IMPERATIVES.contains(first) || ASKING.contains(first) {
+        return true;
+    }
+    // "I want you to…", "I'd like you to…", "I would like you to…", "I need you to…".
+    w.first() == Some(&"i") && w.iter().take(5).any(|x| *x == "you")
 }
 
 /// Which of `all` (the carried sentences, then from `first_new` the model's new ones) stay within
