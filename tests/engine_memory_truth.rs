@@ -311,3 +311,104 @@ fn a_stored_request_is_not_carried_forward() {
     assert_eq!(text, "Marta lives in Lisbon. Sofia is 7.");
     assert_eq!(carried, 1);
 }
+
+// ---------- changed facts kept as past ----------
+
+/// The summary after two updates: the first over the user's `earlier` messages (each answered), the
+/// second over `later`; the model's own summary of each is `model` (often empty for a small model).
+fn two_updates(earlier: &[&str], later: &[&str], model: (&str, &str)) -> String {
+    let mut messages = Vec::new();
+    let mut seq = 0;
+    let mut add = |said: &[&str], messages: &mut Vec<Message>| {
+        for s in said {
+            seq += 1;
+            messages.push(message(seq, Role::User, s));
+            seq += 1;
+            messages.push(message(seq, Role::Assistant, "Noted."));
+        }
+    };
+    add(earlier, &mut messages);
+    let mut previous: Option<ConversationSummary> = None;
+    let mut graph = Graph::new(vec![]);
+    for (i, summary) in [model.0, model.1].into_iter().enumerate() {
+        if i == 1 {
+            add(later, &mut messages);
+        }
+        let req = build_update_request(previous.as_ref(), &messages, graph.nodes(), &UpdateLimits::default()).unwrap();
+        let mut parsed = ParsedUpdate { summary: Some(summary.to_string()), ..Default::default() };
+        req.ground(&mut parsed);
+        let applied = apply_update(&parsed, previous.as_ref(), "c1", &req.span, messages.len() as u64, &mut graph, EntityScope::Conversation("c1".into()), 0, 6000, || "x".into());
+        previous = applied.summary.or(previous);
+    }
+    previous.map(|p| p.text).unwrap_or_default()
+}
+
+/// After `earlier` then `later`, `past` is in the summary only as past (with its until date) and
+/// `current` only as current.
+fn check_change(earlier: &[&str], later: &[&str], model: (&str, &str), past: &str, current: &str) {
+    use memoire::engine::memory::summary::sentences_of;
+    use memoire::engine::memory::supersede::is_past;
+    let text = two_updates(earlier, later, model);
+    let with = |needle: &str| -> Vec<bool> {
+        sentences_of(&text).iter().filter(|s| s.contains(needle)).map(|s| is_past(s)).collect()
+    };
+    assert!(!with(past).is_empty() && with(past).iter().all(|p| *p), "{past:?} past in {text:?}");
+    assert!(!with(current).is_empty() && with(current).iter().all(|p| !*p), "{current:?} current in {text:?}");
+}
+
+#[rustfmt::skip]
+#[test]
+fn a_newer_statement_supersedes_an_older_one() {
+    let none = ("", "");
+    check_change(&["I live in Lisbon."], &["I moved to Oslo last month, so I live in Oslo now."], none, "Lisbon", "Oslo");
+    check_change(&["I work as a nurse."], &["I am a pilot now."], none, "nurse", "pilot");
+    check_change(&["My name is Marta."], &["Actually, my name is Martina."], none, "is Marta (", "Martina");
+    check_change(&["I have a dog named Rex."], &["I no longer have a dog."], none, "Rex", "no longer");
+    check_change(&["I like coffee a lot."], &["I don't like coffee anymore."], none, "a lot", "anymore");
+    check_change(&["I love jazz music."], &["These days I hate jazz."], none, "love", "hate");
+    // The model's own sentences: the same subject, whoever wrote it.
+    check_change(&["I live in Lisbon."], &["I moved to Oslo."], ("The user lives in Lisbon.", "The user lives in Oslo now."), "Lisbon", "Oslo");
+    check_change(&["Hi, my name is Marta and I live in Lisbon."], &["I live in Oslo now."], ("Marta lives in Lisbon.", ""), "Lisbon", "Oslo");
+    // A model that copies the old fact back as current does not bring it back.
+    check_change(&["I live in Lisbon."], &["I moved to Oslo."], ("", "The user lives in Lisbon. The user lives in Oslo."), "Lisbon", "Oslo");
+}
+
+#[rustfmt::skip]
+#[test]
+fn unrelated_statements_stay_current() {
+    let text = two_updates(&["I live in Lisbon.", "I have a cat named Miso."], &["I have a dog named Rex.", "My sister lives in Porto."], ("", ""));
+    assert!(!text.contains("until"), "{text}");
+    for fact in ["Lisbon", "Miso", "Rex", "Porto"] {
+        assert!(text.contains(fact), "{fact} in {text}");
+    }
+}
+
+#[test]
+fn facts_carry_the_day_they_were_said() {
+    let text = two_updates(&["I live in Lisbon."], &["I live in Oslo now."], ("", ""));
+    // Message seq n is created on day n: Lisbon on day 1, Oslo on day 3.
+    assert!(text.contains("User: I live in Lisbon (said 1970-01-02; until 1970-01-04)."), "{text}");
+    assert!(text.contains("User: I live in Oslo now (said 1970-01-04)."), "{text}");
+}
+
+/// The summary's sentences the model's `no_longer_true` makes past, given what the user said.
+fn check_no_longer_true(previous: &str, said: &str, statements: &[&str], want_past: &[&str]) {
+    use memoire::engine::memory::summary::sentences_of;
+    use memoire::engine::memory::supersede::{is_past, supersede};
+    let read = vec![memoire::engine::memory::ground::ReadMessage { id: "m1".into(), role: Role::User, content: said.into(), created_at: 0 }];
+    let statements: Vec<String> = statements.iter().map(|s| s.to_string()).collect();
+    let new = supersede(Some(previous), "", &read, &statements);
+    let (text, _) = carry_forward(Some(previous), &new, 6000);
+    let past: Vec<String> = sentences_of(&text).into_iter().filter(|s| is_past(s)).map(|s| s.to_string()).collect();
+    let want: Vec<String> = want_past.iter().map(|s| s.to_string()).collect();
+    assert_eq!(past, want, "{text}");
+}
+
+#[rustfmt::skip]
+#[test]
+fn the_models_no_longer_true_makes_older_sentences_past() {
+    check_no_longer_true("Ana plays in a band. Ana has a garden.", "I quit the band last year.", &["Ana plays in a band"], &["Ana plays in a band (until 1970-01-01)."]);
+    // Without a change in what the user said, the field is not trusted.
+    check_no_longer_true("Ana plays in a band. Ana has a garden.", "The weather is nice.", &["Ana plays in a band"], &[]);
+    check_no_longer_true("Ana plays in a band.", "I quit.", &["something else entirely"], &[]);
+}

@@ -22,6 +22,7 @@ pub mod prompt;
 pub mod reply;
 pub mod retrieve;
 pub mod summary;
+pub mod supersede;
 
 pub use due::{
     count_pairs, counts_for_memory, due, retry_allowed, retry_wait, Due, DueInput, DueReason,

@@ -77,6 +77,9 @@ pub struct ParsedUpdate {
     /// The new summary text; `None` when the section was missing or empty.
     pub summary: Option<String>,
     pub entities: Vec<ParsedEntity>,
+    /// Earlier facts the model says no longer hold (the schema's optional `no_longer_true`); the
+    /// summary's sentences they name become past (`super::supersede`).
+    pub no_longer_true: Vec<String>,
     /// What was repaired or dropped, for the log / memory pane.
     pub notes: Vec<String>,
 }
@@ -656,6 +659,7 @@ pub fn parse_reply(reply: &str) -> Result<ParsedUpdate, MemoryError> {
     Ok(ParsedUpdate {
         summary,
         entities,
+        no_longer_true: Vec::new(),
         notes: notes.0,
     })
 }
@@ -718,9 +722,21 @@ fn parse_structured(
     if summary.is_none() && entities.is_empty() {
         return Err(MemoryError::NoMemory);
     }
+    let no_longer_true = match field(obj, &["no_longer_true", "noLongerTrue"]) {
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .take(super::form::SCHEMA_MAX_LIST as usize)
+            .map(|s| super::normalize::truncate_chars(s, 400).to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(ParsedUpdate {
         summary,
         entities,
+        no_longer_true,
         notes: notes.0,
     })
 }

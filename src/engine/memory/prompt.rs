@@ -126,6 +126,9 @@ pub struct UpdateRequest {
     pub read: Vec<ReadMessage>,
     /// The known entities the request listed, with their names.
     pub known: Vec<KnownNames>,
+    /// The previous summary's text, if any: the sentences a newer fact makes past
+    /// ([`super::supersede`]).
+    pub previous_text: Option<String>,
 }
 
 impl UpdateRequest {
@@ -133,7 +136,8 @@ impl UpdateRequest {
     /// that repeat the engine's own instructions are dropped, then the user's own statements the
     /// summary left out are added to it ([`super::summary::with_user_statements`]: a small model's
     /// summary often omits a fact, or is empty, and the messages it covers then leave the prompt for
-    /// good); aliases and entity names in none of the previous summary, the known entities and the
+    /// good), each with the day it was said; changed facts become past ([`super::supersede`]);
+    /// aliases and entity names in none of the previous summary, the known entities and the
     /// new messages are dropped, and so is every description sentence, property and relationship no
     /// message says of its entity; each entity cites the messages that name it.
     pub fn ground(&self, parsed: &mut super::parse::ParsedUpdate) {
@@ -147,8 +151,23 @@ impl UpdateRequest {
             }
             parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
         }
+        let said: Vec<(&str, Option<crate::engine::model::Millis>)> = self
+            .read
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| (m.content.as_str(), Some(m.created_at)))
+            .collect();
         parsed.summary =
-            super::summary::with_user_statements(parsed.summary.as_deref(), &self.user_said);
+            super::summary::with_dated_user_statements(parsed.summary.as_deref(), &said);
+        if let Some(text) = parsed.summary.take() {
+            let text = super::supersede::supersede(
+                self.previous_text.as_deref(),
+                &text,
+                &self.read,
+                &parsed.no_longer_true,
+            );
+            parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
+        }
         let read = self
             .prompt
             .messages
@@ -209,7 +228,9 @@ family, food, dates, numbers, preferences, plans and decisions.\n\
 - \"entities\": the people, places, animals and things the new messages name, each with \"id\" (a known \
 id, or a new short one), \"type\" (person, place, concept, event, task or other), \"name\", \"aliases\", \
 \"description\", \"properties\" (key/value facts) and \"relationships\" (targetId, relationship such as \
-lives_in, strength from 0 to 1; 0 means it no longer holds)."
+lives_in, strength from 0 to 1; 0 means it no longer holds).\n\
+- \"no_longer_true\": earlier facts that these new messages say no longer hold, such as an old city \
+after a move or an old job; [] when none."
     )
 }
 
@@ -416,6 +437,7 @@ pub fn build_update_request(
     Ok(UpdateRequest {
         read,
         known,
+        previous_text: previous.map(|p| p.text.clone()),
         prompt: Prompt {
             system: system_instruction(),
             messages: vec![WireMessage {

@@ -3,6 +3,7 @@
 //! Must not import anything outside `crate::engine`.
 
 use super::prompt::UpdateSpan;
+use super::supersede::{claims, is_past, note_of, said_on, superseded_by};
 use super::MemoryError;
 use crate::engine::model::{ConversationSummary, Millis};
 
@@ -138,6 +139,11 @@ const COMMON: &[&str] = &[
     "talked",
 ];
 
+/// The sentences of `text`, as the summary rules split them (for tests and the memory pane).
+pub fn sentences_of(text: &str) -> Vec<&str> {
+    sentences(text)
+}
+
 /// The sentences of `text` (ending at `.`, `!`, `?` or a line break), trimmed, empty ones left out.
 pub(crate) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
@@ -240,14 +246,25 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
             fresh.push(s);
         }
     }
-    let new_text = fresh.join(" ");
-    let lower = new_text.to_lowercase();
+    let lower = fresh
+        .iter()
+        .map(|s| note_of(s).0)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    // The claims the new text makes as current: a previous sentence they supersede is not carried.
+    let newer: Vec<_> = fresh
+        .iter()
+        .filter(|s| !is_past(s))
+        .map(|s| claims(s))
+        .collect();
     let mut carried: Vec<String> = Vec::new();
     for s in sentences(previous.unwrap_or("")).into_iter().map(bounded) {
         let key = s.to_lowercase();
         // A request stored as the user's statement by an older version is not carried.
         let request = s.starts_with(USER_SAYS) && is_request(&s);
-        if !request && !covered(&s, &lower) && !seen.contains(&key) {
+        let stale = !is_past(&s) && superseded_by(&s, &newer);
+        if !request && !stale && !covered(note_of(&s).0, &lower) && !seen.contains(&key) {
             seen.push(key);
             carried.push(s);
         }
@@ -282,13 +299,34 @@ pub const USER_SAYS: &str = "User: ";
 /// A small model's summary often leaves out a fact the user gave, or is empty; once the update is
 /// stored, those messages leave the prompt, and the fact with them.
 pub fn with_user_statements(summary: Option<&str>, user_said: &[String]) -> Option<String> {
+    let said: Vec<(&str, Option<Millis>)> = user_said.iter().map(|m| (m.as_str(), None)).collect();
+    with_dated_user_statements(summary, &said)
+}
+
+/// [`with_user_statements`] for messages with the time each was written: each statement added
+/// carries the day it was said (`User: I live in Oslo (said 2026-11-20).`, see [`super::supersede`]).
+/// A statement that makes a claim (lives in, works as, …) always tells something; the summary's past
+/// sentences never count as covering one.
+pub fn with_dated_user_statements(
+    summary: Option<&str>,
+    user_said: &[(&str, Option<Millis>)],
+) -> Option<String> {
     let mut out = summary.map(str::trim).unwrap_or_default().to_string();
-    let mut lower = out.to_lowercase();
+    let current = |text: &str| -> String {
+        sentences(text)
+            .into_iter()
+            .filter(|s| !is_past(s))
+            .map(|s| note_of(s).0)
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let mut lower = current(&out);
     let mut added = 0;
-    'messages: for message in user_said {
+    'messages: for (message, at) in user_said {
         for s in sentences(message).into_iter().map(bounded) {
             let (names, words) = key_terms(&s);
-            let tells = !names.is_empty() || words.len() >= 2;
+            let tells = !names.is_empty() || words.len() >= 2 || !claims(&s).is_empty();
             if is_question(&s) || is_request(&s) || !tells || covered(&s, &lower) {
                 continue;
             }
@@ -303,9 +341,13 @@ pub fn with_user_statements(summary: Option<&str>, user_said: &[String]) -> Opti
                 Some('.' | '!' | '…') => s,
                 _ => format!("{s}."),
             };
+            let s = match at {
+                Some(at) => said_on(&s, *at),
+                None => s,
+            };
             out.push_str(USER_SAYS);
             out.push_str(&s);
-            lower = out.to_lowercase();
+            lower = current(&out);
         }
     }
     (!out.is_empty()).then_some(out)
