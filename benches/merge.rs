@@ -31,6 +31,8 @@ fn graph_nodes() -> Vec<EntityNode> {
                 aliases: vec![format!("E-{i}")],
                 description: format!("Entity number {i}, known since message {}", i * 3),
                 properties,
+                property_since: Default::default(),
+                past_properties: Default::default(),
                 relationships: (1..=3)
                     .map(|k| Relationship {
                         target_id: format!("n{}", (i * 7 + k * 13) % NODES),
@@ -66,6 +68,7 @@ fn as_parsed(n: &EntityNode) -> ParsedEntity {
             })
             .collect(),
         sources: Vec::new(),
+        said_at: None,
     }
 }
 
@@ -94,6 +97,7 @@ fn update(nodes: &[EntityNode]) -> Vec<ParsedEntity> {
                 },
             ],
             sources: Vec::new(),
+            said_at: None,
         });
     }
     for k in 0..50 {
@@ -120,6 +124,7 @@ fn update(nodes: &[EntityNode]) -> Vec<ParsedEntity> {
             properties: props,
             relationships: vec![],
             sources: Vec::new(),
+            said_at: None,
         });
     }
     for k in 0..50 {

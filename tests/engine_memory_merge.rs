@@ -18,6 +18,8 @@ fn node(id: &str, name: &str, t: EntityType) -> EntityNode {
         aliases: vec![],
         description: String::new(),
         properties: Default::default(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec!["m0".into()],
         updated_at: 1000,
@@ -367,6 +369,7 @@ fn arb_entity() -> impl Strategy<Value = ParsedEntity> {
                 .collect(),
             relationships,
             sources: Vec::new(),
+            said_at: None,
         },
     )
 }

@@ -120,6 +120,8 @@ fn check_ids(known: &[(&str, &str)], entities: &[(Option<&str>, &str)], want: &[
             aliases: vec![],
             description: String::new(),
             properties: BTreeMap::new(),
+            property_since: Default::default(),
+            past_properties: Default::default(),
             relationships: vec![],
             source_message_ids: vec![],
             updated_at: 0,
@@ -136,6 +138,7 @@ fn check_ids(known: &[(&str, &str)], entities: &[(Option<&str>, &str)], want: &[
             properties: BTreeMap::new(),
             relationships: vec![],
             sources: vec![],
+            said_at: None,
         })
         .collect();
     let mut graph = Graph::new(known);
@@ -411,4 +414,28 @@ fn the_models_no_longer_true_makes_older_sentences_past() {
     // Without a change in what the user said, the field is not trusted.
     check_no_longer_true("Ana plays in a band. Ana has a garden.", "The weather is nice.", &["Ana plays in a band"], &[]);
     check_no_longer_true("Ana plays in a band.", "I quit.", &["something else entirely"], &[]);
+}
+
+#[test]
+fn a_changed_property_is_kept_as_past_with_its_dates() {
+    let said = |value: &str, at: i64| ParsedEntity {
+        id: None,
+        entity_type: EntityType::Person,
+        name: "Marta".into(),
+        aliases: vec![],
+        description: String::new(),
+        properties: BTreeMap::from([("job".to_string(), value.to_string())]),
+        relationships: vec![],
+        sources: vec![],
+        said_at: Some(at),
+    };
+    let mut graph = Graph::new(vec![]);
+    let ctx = MergeContext { now: 99, source_message_ids: &[], scope: EntityScope::Shared };
+    merge(&mut graph, &[said("nurse", 10)], &ctx, || "e1".into());
+    merge(&mut graph, &[said("pilot", 40)], &ctx, || "e2".into());
+    merge(&mut graph, &[said("pilot", 50)], &ctx, || "e3".into());
+    let n = &graph.nodes()[0];
+    assert_eq!(n.properties["job"], "pilot");
+    assert_eq!(n.property_since["job"], 40);
+    assert_eq!(n.past_properties, [PastProperty { key: "job".into(), value: "nurse".into(), valid_from: 10, valid_to: 40 }]);
 }

@@ -319,6 +319,7 @@ pub fn ground_facts(parsed: &mut ParsedUpdate, read: &[ReadMessage], known: &[Kn
         e.relationships = relationships;
         cited.sort_unstable();
         cited.dedup();
+        e.said_at = cited.iter().map(|&i| read[i].created_at).max();
         e.sources = cited.into_iter().map(|i| read[i].id.clone()).collect();
     }
     parsed.notes.extend(notes);

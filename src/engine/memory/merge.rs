@@ -10,7 +10,11 @@
 //!    update that land on the same node are combined first (later fields win), then applied once.
 //! 2. **Content.** Only an id match renames a node (the old name becomes an alias); any other differing
 //!    name becomes an alias. A non-empty description replaces the old one; properties are upserted
-//!    (never removed); a type of `other` never overwrites a known type. Identical content is no change.
+//!    (never removed): a new value keeps the old one as a past property (`valid_from` its
+//!    `property_since`, `valid_to` the day the new one was said) and becomes current from that day; a
+//!    type of `other` never overwrites a known type. Identical content is no change.
+//!    "The day it was said" is the entries' `said_at` (their latest source message, see
+//!    `super::ground`), else `now`; relationships use it too for `valid_from` and `valid_to`.
 //! 3. **Relationships** (target = an id, a model id of this update, or a name/alias; unknown targets and
 //!    self-loops are dropped with a note). Per (target, label) the last statement of the update counts.
 //!    - Same live (target, label): the stronger strength is kept (weakening is done by ending).
@@ -34,7 +38,7 @@ use std::collections::BTreeMap;
 use super::graph::Graph;
 use super::normalize::{label_key, name_key, FastMap};
 use super::parse::{ParsedEntity, ParsedRelationship};
-use crate::engine::model::{EntityNode, EntityScope, EntityType, Millis, Relationship};
+use crate::engine::model::{EntityNode, EntityScope, EntityType, Millis, PastProperty, Relationship};
 
 /// Labels an entity has with at most one target at a time.
 pub const FUNCTIONAL_LABELS: &[&str] = &[
@@ -186,6 +190,8 @@ pub fn merge(
                     aliases: Vec::new(),
                     description: String::new(),
                     properties: BTreeMap::new(),
+                    property_since: Default::default(),
+                    past_properties: Default::default(),
                     relationships: Vec::new(),
                     source_message_ids: Vec::new(),
                     updated_at: ctx.now,
@@ -221,13 +227,14 @@ pub fn merge(
     // Pass 2: content.
     let mut changed = vec![false; groups.len()];
     for (gi, group) in groups.iter().enumerate() {
-        changed[gi] = apply_content(graph, group, &mut report);
+        changed[gi] = apply_content(graph, group, ctx.now, &mut report);
     }
 
     // Pass 3: relationships (all nodes exist now, so forward references resolve).
     for (gi, group) in groups.iter().enumerate() {
         let statements = resolve_statements(graph, group, &model_ids, &mut report);
-        if apply_relationships(graph, group.node, &statements, ctx.now, &mut report) {
+        let said = group.said_at(ctx.now);
+        if apply_relationships(graph, group.node, &statements, said, &mut report) {
             changed[gi] = true;
         }
     }
@@ -261,8 +268,15 @@ pub fn merge(
     report
 }
 
+impl Group<'_> {
+    /// When the group's facts were said (its entries' latest `said_at`), else `now`.
+    fn said_at(&self, now: Millis) -> Millis {
+        self.entries.iter().filter_map(|e| e.said_at).max().unwrap_or(now)
+    }
+}
+
 /// Applies the combined content of a group. Returns whether the node changed.
-fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport) -> bool {
+fn apply_content(graph: &mut Graph, group: &Group<'_>, now: Millis, report: &mut MergeReport) -> bool {
     let idx = group.node;
     // Combine the entries: later fields win.
     let node_id = graph.nodes[idx].id.as_str();
@@ -335,14 +349,24 @@ fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport)
     for e in &group.entries {
         props.extend(e.properties.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     }
+    let said = group.said_at(now);
     for (k, v) in props {
         if let Some(old) = node.properties.get_mut(k) {
             if old != v {
-                v.clone_into(old);
+                // The old value is kept as past, from when it was said until now.
+                let since = node.property_since.get(k).copied().unwrap_or(0);
+                node.past_properties.push(PastProperty {
+                    key: k.to_string(),
+                    value: std::mem::replace(old, v.to_string()),
+                    valid_from: since,
+                    valid_to: said.max(since),
+                });
+                node.property_since.insert(k.to_string(), said);
                 changed = true;
             }
         } else if node.properties.len() < MAX_NODE_PROPERTIES {
             node.properties.insert(k.to_string(), v.to_string());
+            node.property_since.insert(k.to_string(), said);
             changed = true;
         } else {
             report

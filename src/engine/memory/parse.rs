@@ -69,6 +69,9 @@ pub struct ParsedEntity {
     /// The ids of the messages that name this entity or state its facts, filled by grounding
     /// (`super::ground`); empty means "the whole span" (an update that was not grounded).
     pub sources: Vec<String>,
+    /// When the latest of those messages was written (filled by grounding): the day its facts
+    /// became true, and the day the values they replace stopped being.
+    pub said_at: Option<crate::engine::model::Millis>,
 }
 
 /// A validated reply.
@@ -487,6 +490,7 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
         properties,
         relationships,
         sources: Vec::new(),
+        said_at: None,
     })
 }
 
