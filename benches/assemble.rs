@@ -72,6 +72,8 @@ fn main() {
             aliases: vec![format!("E{i}")],
             description: text(i as u64 + 99_999, 120),
             properties: BTreeMap::from([("since".to_string(), "2024".to_string())]),
+            property_since: Default::default(),
+            past_properties: Default::default(),
             relationships: vec![Relationship {
                 target_id: format!("ent-{}", (i + 1) % 200),
                 relationship: "related to".into(),

@@ -31,6 +31,8 @@ fn graph_nodes() -> Vec<EntityNode> {
                 aliases: vec![format!("E-{i}")],
                 description: format!("Entity number {i}, known since message {}", i * 3),
                 properties,
+                property_since: Default::default(),
+                past_properties: Default::default(),
                 relationships: (1..=3)
                     .map(|k| Relationship {
                         target_id: format!("n{}", (i * 7 + k * 13) % NODES),
@@ -65,6 +67,8 @@ fn as_parsed(n: &EntityNode) -> ParsedEntity {
                 ended: false,
             })
             .collect(),
+        sources: Vec::new(),
+        said_at: None,
     }
 }
 
@@ -92,6 +96,8 @@ fn update(nodes: &[EntityNode]) -> Vec<ParsedEntity> {
                     ended: false,
                 },
             ],
+            sources: Vec::new(),
+            said_at: None,
         });
     }
     for k in 0..50 {
@@ -117,6 +123,8 @@ fn update(nodes: &[EntityNode]) -> Vec<ParsedEntity> {
             description: String::new(),
             properties: props,
             relationships: vec![],
+            sources: Vec::new(),
+            said_at: None,
         });
     }
     for k in 0..50 {

@@ -671,6 +671,8 @@ fn entity(scope: EntityScope, id: &str, name: &str) -> EntityNode {
         aliases: vec![format!("{name}y")],
         description: "d".into(),
         properties: BTreeMap::from([("k".to_string(), "v".to_string())]),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![Relationship {
             target_id: "x".into(),
             relationship: "knows".into(),

@@ -59,6 +59,8 @@ fn entity(scope: EntityScope, id: &str, name: &str) -> EntityNode {
         aliases: vec![],
         description: "d".into(),
         properties: Default::default(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec!["m1".into()],
         updated_at: 5,

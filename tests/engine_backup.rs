@@ -9,6 +9,7 @@ use memoire::engine::backup::{
 };
 use memoire::engine::format::{date_time, days_from_civil};
 use memoire::engine::model::{
+    PastProperty,
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
     MemoryOverrides, Message, MessageMeta, MessageStatus, Relationship, RemoteHandle, Role,
     ToolCall, TurnPath, Usage,
@@ -90,6 +91,14 @@ fn entity(id: &str, scope: EntityScope) -> EntityNode {
         aliases: vec!["Al".into()],
         description: "A traveller".into(),
         properties: BTreeMap::from([("home".to_string(), "Lyon".to_string())]),
+        // Validity travels: Lyon since T0 + 3, Nice before it.
+        property_since: BTreeMap::from([("home".to_string(), T0 + 3)]),
+        past_properties: vec![PastProperty {
+            key: "home".into(),
+            value: "Nice".into(),
+            valid_from: T0,
+            valid_to: T0 + 3,
+        }],
         relationships: vec![Relationship {
             target_id: "paris".into(),
             relationship: "visits".into(),
@@ -206,6 +215,30 @@ fn round_trip_reproduces_the_data() {
 }
 
 #[test]
+fn a_backup_without_property_validity_reads_every_property_as_current() {
+    let mut file: Value = serde_json::from_str(&sample_json()).unwrap();
+    let mut stripped = 0;
+    fn strip(v: &mut Value, n: &mut usize) {
+        match v {
+            Value::Object(o) => {
+                *n += usize::from(o.remove("property_since").is_some());
+                o.remove("past_properties");
+                o.values_mut().for_each(|v| strip(v, n));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|v| strip(v, n)),
+            _ => {}
+        }
+    }
+    strip(&mut file, &mut stripped);
+    assert!(stripped > 0, "the sample carries validity");
+    let plan = import(file.to_string().as_bytes(), &ExistingIds::default()).unwrap();
+    for e in &plan.entities {
+        assert_eq!(e.properties.get("home").map(String::as_str), Some("Lyon"));
+        assert!(e.property_since.is_empty() && e.past_properties.is_empty());
+    }
+}
+
+#[test]
 fn export_sorts_messages_and_summaries_and_hoists_shared_entities() {
     let mut b = bundle("c1");
     b.messages.reverse();
@@ -283,6 +316,8 @@ fn format_v1_is_stable() {
             aliases: vec![],
             description: "d".into(),
             properties: BTreeMap::new(),
+            property_since: Default::default(),
+            past_properties: Default::default(),
             relationships: vec![Relationship {
                 target_id: "f".into(),
                 relationship: "near".into(),

@@ -82,6 +82,8 @@ fn entity(id: &str, name: &str) -> EntityNode {
         aliases: vec![],
         description: format!("{name} is someone the user mentioned."),
         properties: BTreeMap::new(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec![],
         updated_at: 0,

@@ -13,6 +13,8 @@ fn node(id: &str, t: EntityType, updated_at: i64, rels: &[(&str, f32, bool)]) ->
         aliases: vec![],
         description: String::new(),
         properties: Default::default(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: rels
             .iter()
             .map(|(to, s, closed)| Relationship {

@@ -35,6 +35,8 @@ fn node(id: &str, name: &str, t: EntityType) -> EntityNode {
         aliases: vec![],
         description: String::new(),
         properties: Default::default(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec![],
         updated_at: 0,

@@ -946,7 +946,7 @@ fn the_request_grounds_the_summary_in_what_the_user_said() {
     req.ground(&mut p);
     assert_eq!(
         p.summary.as_deref(),
-        Some("User: My cat is called Zorblax.")
+        Some("User: My cat is called Zorblax (said 1970-01-01).")
     );
     let mut p =
         parse_reply(r#"{"summary": "The user's cat is called Zorblax.", "entities": []}"#).unwrap();

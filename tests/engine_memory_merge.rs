@@ -18,6 +18,8 @@ fn node(id: &str, name: &str, t: EntityType) -> EntityNode {
         aliases: vec![],
         description: String::new(),
         properties: Default::default(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec!["m0".into()],
         updated_at: 1000,
@@ -366,6 +368,8 @@ fn arb_entity() -> impl Strategy<Value = ParsedEntity> {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             relationships,
+            sources: Vec::new(),
+            said_at: None,
         },
     )
 }

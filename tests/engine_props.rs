@@ -65,6 +65,8 @@ fn arb_entity(i: usize) -> impl Strategy<Value = EntityNode> {
         aliases: vec![],
         description,
         properties: BTreeMap::new(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![Relationship {
             target_id: "e0".into(),
             relationship: "about".into(),

@@ -301,6 +301,8 @@ fn the_memory_is_left_for_after_the_transaction() {
         aliases: vec![],
         description: String::new(),
         properties: BTreeMap::new(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec![],
         updated_at: 0,
@@ -375,6 +377,8 @@ fn node(id: &str, rels: &[&str]) -> EntityNode {
         aliases: vec![],
         description: String::new(),
         properties: BTreeMap::new(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: rels
             .iter()
             .map(|t| Relationship {

@@ -28,6 +28,8 @@ fn node(id: &str, name: &str, rels: &[(&str, &str, i64)]) -> EntityNode {
         aliases: vec![],
         description: String::new(),
         properties: BTreeMap::new(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: rels
             .iter()
             .map(|(t, l, from)| Relationship {
@@ -168,4 +170,26 @@ fn a_clear_deletes_the_versions_synced_before_it() {
     // A version not synced yet was made here since: it stays (and is pushed, stamped later).
     check_cleared(&[Some(1), None], 5, &[1]);
     check_cleared(&[], 5, &[]);
+}
+
+#[test]
+fn property_validity_travels_in_entity_docs_and_old_docs_read_as_current() {
+    use memoire::engine::sync::convert::{entity_docs, to_entity};
+    let mut n = node("e1", "Marta", &[]);
+    n.properties.insert("job".into(), "pilot".into());
+    n.property_since.insert("job".into(), 40);
+    n.past_properties.push(PastProperty { key: "job".into(), value: "nurse".into(), valid_from: 10, valid_to: 40 });
+    let at = Hlc { wall: 50, counter: 0, device: "d1".into() };
+    let (doc, edges) = entity_docs(&n, &at);
+    let json = serde_json::to_value(&doc).unwrap();
+    let back: memoire::engine::sync::doc::EntityDoc = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(to_entity(&back, &edges), n);
+    // A document written before validity: the same properties, all current.
+    let mut old = json;
+    old.as_object_mut().unwrap().remove("property_since");
+    old.as_object_mut().unwrap().remove("past_properties");
+    let old: memoire::engine::sync::doc::EntityDoc = serde_json::from_value(old).unwrap();
+    let read = to_entity(&old, &edges);
+    assert_eq!(read.properties, n.properties);
+    assert!(read.property_since.is_empty() && read.past_properties.is_empty());
 }

@@ -102,6 +102,19 @@ fn entity() -> impl Strategy<Value = Body> {
                     name,
                     description,
                     aliases,
+                    property_since: properties
+                        .iter()
+                        .map(|(k, r)| (k.clone(), Lww { v: updated_at, at: r.at.clone() }))
+                        .collect(),
+                    past_properties: properties
+                        .iter()
+                        .map(|(k, r)| PastPropertyDoc {
+                            key: k.clone(),
+                            value: r.v.clone(),
+                            valid_from: 0,
+                            valid_to: updated_at,
+                        })
+                        .collect(),
                     properties,
                     sources,
                     updated_at,
@@ -365,6 +378,8 @@ fn node(id: &str, name: &str, aliases: &[&str], props: &[(&str, &str)]) -> Entit
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec![],
         updated_at: 1,

@@ -523,6 +523,8 @@ fn learn(d: &mut Device, id: &str, name: &str, fact: (&str, &str), knows: Option
         aliases: vec![],
         description: String::new(),
         properties: [(fact.0.to_string(), fact.1.to_string())].into(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
         relationships: vec![],
         source_message_ids: vec![format!("src-{}", d.name)],
         updated_at: t,

@@ -357,6 +357,15 @@ pub struct Relationship {
     pub valid_to: Option<Millis>,
 }
 
+/// A property value that no longer holds, with when it did (`valid_from` 0: unknown).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PastProperty {
+    pub key: String,
+    pub value: String,
+    pub valid_from: Millis,
+    pub valid_to: Millis,
+}
+
 /// Where an entity lives: in one conversation, or shared by all.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EntityScope {
@@ -373,7 +382,16 @@ pub struct EntityNode {
     pub name: String,
     pub aliases: Vec<String>,
     pub description: String,
+    /// The current properties (facts).
     pub properties: BTreeMap<String, String>,
+    /// When each current property became true (the day of the message that said it); a key without
+    /// one was stored before properties had validity: current, since unknown.
+    #[serde(default)]
+    pub property_since: BTreeMap<String, Millis>,
+    /// Property values a newer one superseded, kept with when they held (oldest first); never
+    /// carried into a prompt as current.
+    #[serde(default)]
+    pub past_properties: Vec<PastProperty>,
     pub relationships: Vec<Relationship>,
     /// Ids of the messages that contributed to this node.
     pub source_message_ids: Vec<String>,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::error::StoreError;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, Relationship, RemoteHandle, Role,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship, RemoteHandle, Role,
     ToolCall, TurnPath, Usage,
 };
 use crate::engine::search::index_terms;
@@ -437,6 +437,14 @@ pub struct RelationshipRecord {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PastPropertyRecord {
+    pub key: String,
+    pub value: String,
+    pub valid_from: Millis,
+    pub valid_to: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EntityRecord {
     /// Conversation id, or [`SHARED_SCOPE`]. Key is `[scope, id]`.
     pub scope: String,
@@ -446,6 +454,13 @@ pub struct EntityRecord {
     pub aliases: Vec<String>,
     pub description: String,
     pub properties: BTreeMap<String, String>,
+    /// When each current property became true; absent in records stored before validity (then
+    /// every property reads as current, since unknown).
+    #[serde(default)]
+    pub property_since: BTreeMap<String, Millis>,
+    /// Superseded property values; absent in older records.
+    #[serde(default)]
+    pub past_properties: Vec<PastPropertyRecord>,
     pub relationships: Vec<RelationshipRecord>,
     pub source_message_ids: Vec<String>,
     pub updated_at: Millis,
@@ -469,6 +484,8 @@ impl From<&EntityNode> for EntityRecord {
             aliases,
             description,
             properties,
+            property_since,
+            past_properties,
             relationships,
             source_message_ids,
             updated_at,
@@ -481,6 +498,24 @@ impl From<&EntityNode> for EntityRecord {
             aliases: aliases.clone(),
             description: description.clone(),
             properties: properties.clone(),
+            property_since: property_since.clone(),
+            past_properties: past_properties
+                .iter()
+                .map(|p| {
+                    let PastProperty {
+                        key,
+                        value,
+                        valid_from,
+                        valid_to,
+                    } = p;
+                    PastPropertyRecord {
+                        key: key.clone(),
+                        value: value.clone(),
+                        valid_from: *valid_from,
+                        valid_to: *valid_to,
+                    }
+                })
+                .collect(),
             relationships: relationships
                 .iter()
                 .map(|r| {
@@ -532,6 +567,17 @@ impl TryFrom<EntityRecord> for EntityNode {
             aliases: r.aliases,
             description: r.description,
             properties: r.properties,
+            property_since: r.property_since,
+            past_properties: r
+                .past_properties
+                .into_iter()
+                .map(|p| PastProperty {
+                    key: p.key,
+                    value: p.value,
+                    valid_from: p.valid_from,
+                    valid_to: p.valid_to,
+                })
+                .collect(),
             relationships: r
                 .relationships
                 .into_iter()

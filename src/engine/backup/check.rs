@@ -359,6 +359,10 @@ fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
         k.short("properties key", key)?;
         k.text("properties value", value)?;
     }
+    for p in &e.past_properties {
+        k.short("past_properties key", &p.key)?;
+        k.text("past_properties value", &p.value)?;
+    }
     for r in &e.relationships {
         k.id("relationships.target_id", &r.target_id)?;
         k.short("relationships.relationship", &r.relationship)?;

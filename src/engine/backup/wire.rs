@@ -8,7 +8,7 @@ use super::ImportError;
 use crate::engine::format::clip;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, Relationship, RemoteHandle, Role,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship, RemoteHandle, Role,
     ToolCall, TurnPath, Usage,
 };
 use serde::{Deserialize, Serialize};
@@ -205,9 +205,24 @@ pub(super) struct BEntity {
     pub(super) aliases: Vec<String>,
     pub(super) description: String,
     pub(super) properties: BTreeMap<String, String>,
+    /// When each current property became true; absent in files written before validity (then
+    /// every property reads as current, since unknown).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) property_since: BTreeMap<String, Millis>,
+    /// Superseded property values; absent in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) past_properties: Vec<BPastProperty>,
     pub(super) relationships: Vec<BRelationship>,
     pub(super) source_message_ids: Vec<String>,
     pub(super) updated_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BPastProperty {
+    pub(super) key: String,
+    pub(super) value: String,
+    pub(super) valid_from: Millis,
+    pub(super) valid_to: Millis,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -553,6 +568,8 @@ impl From<&EntityNode> for BEntity {
             aliases,
             description,
             properties,
+            property_since,
+            past_properties,
             relationships,
             source_message_ids,
             updated_at,
@@ -564,6 +581,24 @@ impl From<&EntityNode> for BEntity {
             aliases: aliases.clone(),
             description: description.clone(),
             properties: properties.clone(),
+            property_since: property_since.clone(),
+            past_properties: past_properties
+                .iter()
+                .map(|p| {
+                    let PastProperty {
+                        key,
+                        value,
+                        valid_from,
+                        valid_to,
+                    } = p;
+                    BPastProperty {
+                        key: key.clone(),
+                        value: value.clone(),
+                        valid_from: *valid_from,
+                        valid_to: *valid_to,
+                    }
+                })
+                .collect(),
             relationships: relationships
                 .iter()
                 .map(|r| {
@@ -604,6 +639,8 @@ impl BEntity {
             aliases,
             description,
             properties,
+            property_since,
+            past_properties,
             relationships,
             source_message_ids,
             updated_at,
@@ -616,6 +653,24 @@ impl BEntity {
             aliases,
             description,
             properties,
+            property_since,
+            past_properties: past_properties
+                .into_iter()
+                .map(|p| {
+                    let BPastProperty {
+                        key,
+                        value,
+                        valid_from,
+                        valid_to,
+                    } = p;
+                    PastProperty {
+                        key,
+                        value,
+                        valid_from,
+                        valid_to,
+                    }
+                })
+                .collect(),
             relationships: relationships
                 .into_iter()
                 .map(|r| {

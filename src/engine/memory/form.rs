@@ -206,6 +206,6 @@ fn schema_text() -> String {
         r#"{{"type":"object","properties":{{"id":{name},"type":{{"type":"string","enum":["person","place","concept","event","task","other"]}},"name":{name},"aliases":{strings},"description":{description},"properties":{{"type":"array","items":{property},"maxItems":{SCHEMA_MAX_LIST}}},"relationships":{{"type":"array","items":{relationship},"maxItems":{SCHEMA_MAX_LIST}}}}},"required":["id","type","name","aliases","description","properties","relationships"],"additionalProperties":false}}"#
     );
     format!(
-        r#"{{"type":"object","properties":{{"summary":{summary},"entities":{{"type":"array","items":{entity},"maxItems":{SCHEMA_MAX_ENTITIES}}}}},"required":["summary","entities"],"additionalProperties":false}}"#
+        r#"{{"type":"object","properties":{{"summary":{summary},"entities":{{"type":"array","items":{entity},"maxItems":{SCHEMA_MAX_ENTITIES}}},"no_longer_true":{strings}}},"required":["summary","entities","no_longer_true"],"additionalProperties":false}}"#
     )
 }

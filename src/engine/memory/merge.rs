@@ -1,14 +1,20 @@
 //! Merging a parsed update into the entity graph.
 //!
 //! Rules, in order:
-//! 1. **Resolution.** An entity goes to the node with the same id; else to one already matched by the
-//!    same model id earlier in this update; else to the node whose normalised name or alias equals its
-//!    name, then any of its aliases; else a new node whose id comes from the caller's generator (the
-//!    model's id is remembered for this update only, so its relationships resolve). Entries of one
+//! 1. **Resolution.** The engine owns ids: an entity goes to the node with the same id (a known
+//!    one); else to the node whose normalised name or alias equals its name, then any of its aliases;
+//!    else a new node whose id comes from the caller's generator. A model id that names no node is
+//!    remembered for this update only (for the first entity that gives it), so its relationships
+//!    resolve; two entities that share one (a small model gives all of them `1234567890`) never
+//!    become one node. Entries of one
 //!    update that land on the same node are combined first (later fields win), then applied once.
 //! 2. **Content.** Only an id match renames a node (the old name becomes an alias); any other differing
 //!    name becomes an alias. A non-empty description replaces the old one; properties are upserted
-//!    (never removed); a type of `other` never overwrites a known type. Identical content is no change.
+//!    (never removed): a new value keeps the old one as a past property (`valid_from` its
+//!    `property_since`, `valid_to` the day the new one was said) and becomes current from that day; a
+//!    type of `other` never overwrites a known type. Identical content is no change.
+//!    "The day it was said" is the entries' `said_at` (their latest source message, see
+//!    `super::ground`), else `now`; relationships use it too for `valid_from` and `valid_to`.
 //! 3. **Relationships** (target = an id, a model id of this update, or a name/alias; unknown targets and
 //!    self-loops are dropped with a note). Per (target, label) the last statement of the update counts.
 //!    - Same live (target, label): the stronger strength is kept (weakening is done by ending).
@@ -20,7 +26,9 @@
 //!      live edges to the same target with another label of the group.
 //!    - A closed edge that is asserted again gets a new live edge (history is kept). Edges are never
 //!      deleted, and an entity that leaves an edge out does not end it.
-//! 4. Every changed node gets the update's source message ids (deduplicated) and `updated_at = now`.
+//! 4. Every changed node gets its entries' source message ids (the messages that name it, see
+//!    `super::ground`; the update's whole span when grounding gave none), deduplicated, and
+//!    `updated_at = now`.
 //!
 //! Merging the same update twice equals merging it once (tested with proptest).
 //! Must not import anything outside `crate::engine`.
@@ -30,7 +38,7 @@ use std::collections::BTreeMap;
 use super::graph::Graph;
 use super::normalize::{label_key, name_key, FastMap};
 use super::parse::{ParsedEntity, ParsedRelationship};
-use crate::engine::model::{EntityNode, EntityScope, EntityType, Millis, Relationship};
+use crate::engine::model::{EntityNode, EntityScope, EntityType, Millis, PastProperty, Relationship};
 
 /// Labels an entity has with at most one target at a time.
 pub const FUNCTIONAL_LABELS: &[&str] = &[
@@ -165,9 +173,9 @@ pub fn merge(
             .map(|n| name_key(n))
             .collect();
         let by_id = e.id.as_deref().and_then(|id| graph.by_id.get(id).copied());
-        let found = by_id
-            .or_else(|| e.id.as_deref().and_then(|id| model_ids.get(id).copied()))
-            .or_else(|| entry_keys.iter().find_map(|k| graph.index_of_key(k)));
+        // A model's own id (not a known one) never joins two entries: a small model gives every
+        // entity the same made-up id. It only lets this update's relationships find the first.
+        let found = by_id.or_else(|| entry_keys.iter().find_map(|k| graph.index_of_key(k)));
         let (idx, is_new) = match found {
             Some(i) => (i, false),
             None => {
@@ -182,6 +190,8 @@ pub fn merge(
                     aliases: Vec::new(),
                     description: String::new(),
                     properties: BTreeMap::new(),
+                    property_since: Default::default(),
+                    past_properties: Default::default(),
                     relationships: Vec::new(),
                     source_message_ids: Vec::new(),
                     updated_at: ctx.now,
@@ -217,13 +227,14 @@ pub fn merge(
     // Pass 2: content.
     let mut changed = vec![false; groups.len()];
     for (gi, group) in groups.iter().enumerate() {
-        changed[gi] = apply_content(graph, group, &mut report);
+        changed[gi] = apply_content(graph, group, ctx.now, &mut report);
     }
 
     // Pass 3: relationships (all nodes exist now, so forward references resolve).
     for (gi, group) in groups.iter().enumerate() {
         let statements = resolve_statements(graph, group, &model_ids, &mut report);
-        if apply_relationships(graph, group.node, &statements, ctx.now, &mut report) {
+        let said = group.said_at(ctx.now);
+        if apply_relationships(graph, group.node, &statements, said, &mut report) {
             changed[gi] = true;
         }
     }
@@ -232,7 +243,13 @@ pub fn merge(
     for (gi, group) in groups.iter().enumerate() {
         let node = &mut graph.nodes[group.node];
         if group.is_new || changed[gi] {
-            for s in ctx.source_message_ids {
+            let own: Vec<&String> = group.entries.iter().flat_map(|e| &e.sources).collect();
+            let sources: Vec<&String> = if own.is_empty() {
+                ctx.source_message_ids.iter().collect()
+            } else {
+                own
+            };
+            for s in sources {
                 if !node.source_message_ids.contains(s) {
                     node.source_message_ids.push(s.clone());
                 }
@@ -251,8 +268,15 @@ pub fn merge(
     report
 }
 
+impl Group<'_> {
+    /// When the group's facts were said (its entries' latest `said_at`), else `now`.
+    fn said_at(&self, now: Millis) -> Millis {
+        self.entries.iter().filter_map(|e| e.said_at).max().unwrap_or(now)
+    }
+}
+
 /// Applies the combined content of a group. Returns whether the node changed.
-fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport) -> bool {
+fn apply_content(graph: &mut Graph, group: &Group<'_>, now: Millis, report: &mut MergeReport) -> bool {
     let idx = group.node;
     // Combine the entries: later fields win.
     let node_id = graph.nodes[idx].id.as_str();
@@ -325,14 +349,24 @@ fn apply_content(graph: &mut Graph, group: &Group<'_>, report: &mut MergeReport)
     for e in &group.entries {
         props.extend(e.properties.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     }
+    let said = group.said_at(now);
     for (k, v) in props {
         if let Some(old) = node.properties.get_mut(k) {
             if old != v {
-                v.clone_into(old);
+                // The old value is kept as past, from when it was said until now.
+                let since = node.property_since.get(k).copied().unwrap_or(0);
+                node.past_properties.push(PastProperty {
+                    key: k.to_string(),
+                    value: std::mem::replace(old, v.to_string()),
+                    valid_from: since,
+                    valid_to: said.max(since),
+                });
+                node.property_since.insert(k.to_string(), said);
                 changed = true;
             }
         } else if node.properties.len() < MAX_NODE_PROPERTIES {
             node.properties.insert(k.to_string(), v.to_string());
+            node.property_since.insert(k.to_string(), said);
             changed = true;
         } else {
             report

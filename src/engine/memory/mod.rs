@@ -23,6 +23,7 @@ pub mod reply;
 pub mod retrieve;
 pub mod schedule;
 pub mod summary;
+pub mod supersede;
 
 pub use due::{
     count_pairs, counts_for_memory, due, retry_allowed, retry_wait, Due, DueInput, DueReason,

@@ -66,6 +66,12 @@ pub struct ParsedEntity {
     pub description: String,
     pub properties: BTreeMap<String, String>,
     pub relationships: Vec<ParsedRelationship>,
+    /// The ids of the messages that name this entity or state its facts, filled by grounding
+    /// (`super::ground`); empty means "the whole span" (an update that was not grounded).
+    pub sources: Vec<String>,
+    /// When the latest of those messages was written (filled by grounding): the day its facts
+    /// became true, and the day the values they replace stopped being.
+    pub said_at: Option<crate::engine::model::Millis>,
 }
 
 /// A validated reply.
@@ -74,6 +80,9 @@ pub struct ParsedUpdate {
     /// The new summary text; `None` when the section was missing or empty.
     pub summary: Option<String>,
     pub entities: Vec<ParsedEntity>,
+    /// Earlier facts the model says no longer hold (the schema's optional `no_longer_true`); the
+    /// summary's sentences they name become past (`super::supersede`).
+    pub no_longer_true: Vec<String>,
     /// What was repaired or dropped, for the log / memory pane.
     pub notes: Vec<String>,
 }
@@ -480,6 +489,8 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
         description,
         properties,
         relationships,
+        sources: Vec::new(),
+        said_at: None,
     })
 }
 
@@ -652,6 +663,7 @@ pub fn parse_reply(reply: &str) -> Result<ParsedUpdate, MemoryError> {
     Ok(ParsedUpdate {
         summary,
         entities,
+        no_longer_true: Vec::new(),
         notes: notes.0,
     })
 }
@@ -714,9 +726,21 @@ fn parse_structured(
     if summary.is_none() && entities.is_empty() {
         return Err(MemoryError::NoMemory);
     }
+    let no_longer_true = match field(obj, &["no_longer_true", "noLongerTrue"]) {
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .take(super::form::SCHEMA_MAX_LIST as usize)
+            .map(|s| super::normalize::truncate_chars(s, 400).to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(ParsedUpdate {
         summary,
         entities,
+        no_longer_true,
         notes: notes.0,
     })
 }

@@ -8,6 +8,7 @@
 
 use super::due::{counts_for_memory, first_unsettled};
 use super::form::MemoryForm;
+use super::ground::{KnownNames, ReadMessage};
 use super::normalize::truncate_chars;
 use super::MemoryError;
 use crate::engine::format::one_line;
@@ -120,17 +121,53 @@ pub struct UpdateRequest {
     pub structured_user: String,
     /// What the user wrote in the span, oldest first (see [`UpdateRequest::ground`]).
     pub user_said: Vec<String>,
+    /// The messages of the span as the request showed them, oldest first: what grounding holds the
+    /// reply to ([`super::ground`]).
+    pub read: Vec<ReadMessage>,
+    /// The known entities the request listed, with their names.
+    pub known: Vec<KnownNames>,
+    /// The previous summary's text, if any: the sentences a newer fact makes past
+    /// ([`super::supersede`]).
+    pub previous_text: Option<String>,
 }
 
 impl UpdateRequest {
-    /// Holds `parsed` to what this request showed the model: aliases whose words are in none of the
-    /// previous summary, the known entities and the new messages are dropped
-    /// ([`super::ground::ground_aliases`]), and the user's own statements the summary left out are
-    /// added to it ([`super::summary::with_user_statements`]): a small model's summary often omits
-    /// a fact, or is empty, and the messages it covers then leave the prompt for good.
+    /// Holds `parsed` to what this request showed the model ([`super::ground`]): summary sentences
+    /// that repeat the engine's own instructions are dropped, then the user's own statements the
+    /// summary left out are added to it ([`super::summary::with_user_statements`]: a small model's
+    /// summary often omits a fact, or is empty, and the messages it covers then leave the prompt for
+    /// good), each with the day it was said; changed facts become past ([`super::supersede`]);
+    /// aliases and entity names in none of the previous summary, the known entities and the
+    /// new messages are dropped, and so is every description sentence, property and relationship no
+    /// message says of its entity; each entity cites the messages that name it.
     pub fn ground(&self, parsed: &mut super::parse::ParsedUpdate) {
+        if let Some(text) = parsed.summary.take() {
+            let (text, echoed) =
+                super::ground::drop_instruction_echo(&text, &instruction_sentences());
+            if echoed > 0 {
+                parsed.notes.push(format!(
+                    "{echoed} summary sentence(s) repeated the update's instructions, dropped"
+                ));
+            }
+            parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
+        }
+        let said: Vec<(&str, Option<crate::engine::model::Millis>)> = self
+            .read
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| (m.content.as_str(), Some(m.created_at)))
+            .collect();
         parsed.summary =
-            super::summary::with_user_statements(parsed.summary.as_deref(), &self.user_said);
+            super::summary::with_dated_user_statements(parsed.summary.as_deref(), &said);
+        if let Some(text) = parsed.summary.take() {
+            let text = super::supersede::supersede(
+                self.previous_text.as_deref(),
+                &text,
+                &self.read,
+                &parsed.no_longer_true,
+            );
+            parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
+        }
         let read = self
             .prompt
             .messages
@@ -139,6 +176,8 @@ impl UpdateRequest {
             .collect::<Vec<_>>()
             .join("\n");
         super::ground::ground_aliases(parsed, &read);
+        super::ground::ground_names(parsed, &read);
+        super::ground::ground_facts(parsed, &self.read, &self.known);
     }
 
     /// The prompt for `form`: for the two-section text the previous summary, the known entities and
@@ -189,8 +228,34 @@ family, food, dates, numbers, preferences, plans and decisions.\n\
 - \"entities\": the people, places, animals and things the new messages name, each with \"id\" (a known \
 id, or a new short one), \"type\" (person, place, concept, event, task or other), \"name\", \"aliases\", \
 \"description\", \"properties\" (key/value facts) and \"relationships\" (targetId, relationship such as \
-lives_in, strength from 0 to 1; 0 means it no longer holds)."
+lives_in, strength from 0 to 1; 0 means it no longer holds).\n\
+- \"no_longer_true\": earlier facts that these new messages say no longer hold, such as an old city \
+after a move or an old job; [] when none."
     )
+}
+
+/// Every sentence (and list line) of the instructions the engine sends in a memory update: both
+/// system texts and the fixed lines of the user message. A summary sentence that repeats one is
+/// dropped ([`super::ground::drop_instruction_echo`]).
+pub fn instruction_sentences() -> Vec<String> {
+    let fixed = [
+        "PREVIOUS SUMMARY:",
+        NO_PREVIOUS,
+        "KNOWN ENTITIES (id | type | name | aliases) — reuse these ids:",
+        "(none yet)",
+        "NEW MESSAGES:",
+        "Write the updated memory now.",
+        "Write the memory of the new messages now.",
+    ];
+    let texts = [structured_instruction(), system_instruction()];
+    let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
+    for text in &texts {
+        for line in text.lines() {
+            out.push(line.to_string());
+            out.extend(super::summary::sentences(line).iter().map(|s| s.to_string()));
+        }
+    }
+    out
 }
 
 /// The system instruction: what to do and the exact reply format.
@@ -299,11 +364,21 @@ pub fn build_update_request(
     let after = previous.map(|s| s.covers_up_to_seq);
     let (new, span, transcript) =
         select_span(messages, after, limits).ok_or(MemoryError::NothingToSummarize)?;
-    let user_said: Vec<String> = new
+    let max_chars = limits.max_message_chars.max(1);
+    let read: Vec<ReadMessage> = new
         .iter()
         .take(span.message_ids.len())
+        .map(|m| ReadMessage {
+            id: m.id.clone(),
+            role: m.role,
+            content: truncate_chars(m.content.trim(), max_chars).to_string(),
+            created_at: m.created_at,
+        })
+        .collect();
+    let user_said: Vec<String> = read
+        .iter()
         .filter(|m| m.role == Role::User)
-        .map(|m| truncate_chars(m.content.trim(), limits.max_message_chars.max(1)).to_string())
+        .map(|m| m.content.clone())
         .collect();
 
     let mut known: Vec<&EntityNode> = entities.iter().collect();
@@ -352,7 +427,17 @@ pub fn build_update_request(
     let structured_user =
         format!("{entity_list}\n{new_messages}\n\nWrite the memory of the new messages now.");
 
+    let known = known
+        .iter()
+        .map(|e| KnownNames {
+            id: e.id.clone(),
+            names: std::iter::once(&e.name).chain(&e.aliases).cloned().collect(),
+        })
+        .collect();
     Ok(UpdateRequest {
+        read,
+        known,
+        previous_text: previous.map(|p| p.text.clone()),
         prompt: Prompt {
             system: system_instruction(),
             messages: vec![WireMessage {

@@ -3,6 +3,7 @@
 //! Must not import anything outside `crate::engine`.
 
 use super::prompt::UpdateSpan;
+use super::supersede::{claims, is_past, note_of, said_on, superseded_by};
 use super::MemoryError;
 use crate::engine::model::{ConversationSummary, Millis};
 
@@ -138,8 +139,13 @@ const COMMON: &[&str] = &[
     "talked",
 ];
 
+/// The sentences of `text`, as the summary rules split them (for tests and the memory pane).
+pub fn sentences_of(text: &str) -> Vec<&str> {
+    sentences(text)
+}
+
 /// The sentences of `text` (ending at `.`, `!`, `?` or a line break), trimmed, empty ones left out.
-fn sentences(text: &str) -> Vec<&str> {
+pub(crate) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();
@@ -240,12 +246,25 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
             fresh.push(s);
         }
     }
-    let new_text = fresh.join(" ");
-    let lower = new_text.to_lowercase();
+    let lower = fresh
+        .iter()
+        .map(|s| note_of(s).0)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    // The claims the new text makes as current: a previous sentence they supersede is not carried.
+    let newer: Vec<_> = fresh
+        .iter()
+        .filter(|s| !is_past(s))
+        .map(|s| claims(s))
+        .collect();
     let mut carried: Vec<String> = Vec::new();
     for s in sentences(previous.unwrap_or("")).into_iter().map(bounded) {
         let key = s.to_lowercase();
-        if !covered(&s, &lower) && !seen.contains(&key) {
+        // A request stored as the user's statement by an older version is not carried.
+        let request = s.starts_with(USER_SAYS) && is_request(&s);
+        let stale = !is_past(&s) && superseded_by(&s, &newer);
+        if !request && !stale && !covered(note_of(&s).0, &lower) && !seen.contains(&key) {
             seen.push(key);
             carried.push(s);
         }
@@ -274,20 +293,41 @@ pub const MAX_USER_STATEMENT_CHARS: usize = 1000;
 pub const USER_SAYS: &str = "User: ";
 
 /// The summary of an update: the model's `summary`, then each statement of `user_said` (a sentence
-/// of the user's own messages that tells something: not a question, with a name or number or two
-/// words of substance) that the summary does not cover, marked [`USER_SAYS`], up to
+/// of the user's own messages that tells something: not a question nor a request ([`is_request`]),
+/// with a name or number or two words of substance) that the summary does not cover, marked [`USER_SAYS`], up to
 /// [`MAX_USER_STATEMENT_CHARS`] (a pasted document is material, not facts). `None` when both are empty.
 /// A small model's summary often leaves out a fact the user gave, or is empty; once the update is
 /// stored, those messages leave the prompt, and the fact with them.
 pub fn with_user_statements(summary: Option<&str>, user_said: &[String]) -> Option<String> {
+    let said: Vec<(&str, Option<Millis>)> = user_said.iter().map(|m| (m.as_str(), None)).collect();
+    with_dated_user_statements(summary, &said)
+}
+
+/// [`with_user_statements`] for messages with the time each was written: each statement added
+/// carries the day it was said (`User: I live in Oslo (said 2026-11-20).`, see [`super::supersede`]).
+/// A statement that makes a claim (lives in, works as, …) always tells something; the summary's past
+/// sentences never count as covering one.
+pub fn with_dated_user_statements(
+    summary: Option<&str>,
+    user_said: &[(&str, Option<Millis>)],
+) -> Option<String> {
     let mut out = summary.map(str::trim).unwrap_or_default().to_string();
-    let mut lower = out.to_lowercase();
+    let current = |text: &str| -> String {
+        sentences(text)
+            .into_iter()
+            .filter(|s| !is_past(s))
+            .map(|s| note_of(s).0)
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let mut lower = current(&out);
     let mut added = 0;
-    'messages: for message in user_said {
+    'messages: for (message, at) in user_said {
         for s in sentences(message).into_iter().map(bounded) {
             let (names, words) = key_terms(&s);
-            let tells = !names.is_empty() || words.len() >= 2;
-            if is_question(&s) || !tells || covered(&s, &lower) {
+            let tells = !names.is_empty() || words.len() >= 2 || !claims(&s).is_empty();
+            if is_question(&s) || is_request(&s) || !tells || covered(&s, &lower) {
                 continue;
             }
             added += s.len();
@@ -301,9 +341,13 @@ pub fn with_user_statements(summary: Option<&str>, user_said: &[String]) -> Opti
                 Some('.' | '!' | '…') => s,
                 _ => format!("{s}."),
             };
+            let s = match at {
+                Some(at) => said_on(&s, *at),
+                None => s,
+            };
             out.push_str(USER_SAYS);
             out.push_str(&s);
-            lower = out.to_lowercase();
+            lower = current(&out);
         }
     }
     (!out.is_empty()).then_some(out)
@@ -331,6 +375,50 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
 /// about them. (SmolLM2-135M's summaries of a question turn are often the question itself.)
 fn is_question(sentence: &str) -> bool {
     sentence.trim_end().ends_with('?')
+}
+
+/// Words that open a request ("Give me one tip…", "Tell me about…").
+const IMPERATIVES: &[&str] = &[
+    "give", "tell", "show", "help", "explain", "write", "list", "describe", "recommend", "suggest",
+    "find", "make", "let", "lets", "remind", "send", "translate", "summarize", "summarise",
+    "compare", "create", "generate", "draft", "teach", "check", "calculate", "define", "continue",
+    "repeat", "fix", "say", "answer", "imagine", "pretend",
+];
+/// Words that open a question even without its question mark.
+const ASKING: &[&str] = &[
+    "what", "whats", "how", "why", "where", "when", "who", "whom", "which", "whose", "can", "could",
+    "would", "will", "do", "does", "did", "are", "is", "am", "was", "were", "may", "might", "shall",
+    "should", "must", "have", "has", "any",
+];
+/// Words before the first that do not change what a sentence is ("Ok, so give me…").
+const OPENERS: &[&str] = &[
+    "ok", "okay", "so", "and", "then", "hi", "hey", "hello", "well", "oh", "but", "also", "now",
+    "thanks", "thank", "user", "please",
+];
+
+/// Whether the user's `sentence` asks for something rather than telling about them: it opens (after
+/// "ok", "so", "hi", "User:" …) with an imperative ("Give me one tip…", "Tell me about…"), a question
+/// word or an auxiliary ("Can you…", "What is…", even without "?"), or says "I want / need / would
+/// like you to…". Requests restated as facts ("User: Give me one tip for sleeping better.") told
+/// nothing about the user.
+pub fn is_request(sentence: &str) -> bool {
+    if is_question(sentence) {
+        return true;
+    }
+    let w = super::normalize::words(sentence);
+    let w: Vec<&str> = w
+        .iter()
+        .map(String::as_str)
+        .skip_while(|w| OPENERS.contains(w))
+        .collect();
+    let Some(first) = w.first() else {
+        return false;
+    };
+    if IMPERATIVES.contains(first) || ASKING.contains(first) {
+        return true;
+    }
+    // "I want you to…", "I'd like you to…", "I would like you to…", "I need you to…".
+    w.first() == Some(&"i") && w.iter().take(5).any(|x| *x == "you")
 }
 
 /// Which of `all` (the carried sentences, then from `first_new` the model's new ones) stay within

@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 
 use super::doc::{
-    ConversationDoc, EdgeDoc, EntityDoc, Lww, MessageDoc, SummaryDoc, Title, ToolCallDoc,
+    ConversationDoc, EdgeDoc, EntityDoc, Lww, PastPropertyDoc, MessageDoc, SummaryDoc, Title, ToolCallDoc,
 };
 use super::hlc::Hlc;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, HistoryFormat, Message,
-    MessageMeta, MessageStatus, Relationship, ToolCall, TurnPath, Usage,
+    MessageMeta, MessageStatus, PastProperty, Relationship, ToolCall, TurnPath, Usage,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -246,6 +246,12 @@ pub fn entity_docs(n: &EntityNode, at: &Hlc) -> (EntityDoc, Vec<EdgeDoc>) {
             .iter()
             .map(|(k, v)| (k.clone(), Lww::new(v.clone(), at)))
             .collect(),
+        property_since: n
+            .property_since
+            .iter()
+            .map(|(k, v)| (k.clone(), Lww::new(*v, at)))
+            .collect(),
+        past_properties: n.past_properties.iter().map(past_doc).collect(),
         sources: n.source_message_ids.iter().cloned().collect(),
         updated_at: n.updated_at,
     };
@@ -288,8 +294,30 @@ pub fn edit_entity(prev: &EntityDoc, n: &EntityNode, at: &Hlc) -> EntityDoc {
             next.properties.insert(k.clone(), Lww::new(v.clone(), at));
         }
     }
+    for (k, v) in &n.property_since {
+        if prev.property_since.get(k).map(|r| r.v) != Some(*v) {
+            next.property_since.insert(k.clone(), Lww::new(*v, at));
+        }
+    }
+    next.past_properties
+        .extend(n.past_properties.iter().map(past_doc));
     next.updated_at = next.updated_at.max(n.updated_at);
     next
+}
+
+fn past_doc(p: &PastProperty) -> PastPropertyDoc {
+    let PastProperty {
+        key,
+        value,
+        valid_from,
+        valid_to,
+    } = p;
+    PastPropertyDoc {
+        key: key.clone(),
+        value: value.clone(),
+        valid_from: *valid_from,
+        valid_to: *valid_to,
+    }
 }
 
 /// The node a document and its edges describe (edges of other sources are ignored).
@@ -308,6 +336,24 @@ pub fn to_entity(d: &EntityDoc, edges: &[EdgeDoc]) -> EntityNode {
             .properties
             .iter()
             .map(|(k, r)| (k.clone(), r.v.clone()))
+            .collect(),
+        // A key whose current value is also listed as past was superseded on another device and
+        // set again here (or the other way round): the current register decides.
+        property_since: d
+            .property_since
+            .iter()
+            .filter(|(k, _)| d.properties.contains_key(*k))
+            .map(|(k, r)| (k.clone(), r.v))
+            .collect(),
+        past_properties: d
+            .past_properties
+            .iter()
+            .map(|p| PastProperty {
+                key: p.key.clone(),
+                value: p.value.clone(),
+                valid_from: p.valid_from,
+                valid_to: p.valid_to,
+            })
             .collect(),
         relationships: edges
             .iter()

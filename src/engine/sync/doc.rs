@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | conversation metadata | `c:{conversation}` | the title, and every other field (the per-conversation overrides; later `pinned`) as a named last-writer-wins register; `cleared`, the stamp of its last `/clear` |
 //! | message | `m:{message}` | immutable: role, content, status, origin seq, what it replaces and follows; a deleted message is a tombstone |
-//! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) as a map of registers |
+//! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) and the day each became true as maps of registers; past property values as a set |
 //! | edge | `r:{scope}:{source}:{label}:{target}:{valid_from}` | strength (strongest kept), `valid_to` (closed wins) |
 //! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers; dead once its conversation's `cleared` is at or after its stamp |
 //!
@@ -190,8 +190,24 @@ pub struct EntityDoc {
     pub aliases: BTreeSet<String>,
     /// Properties (facts): every key ever set is kept; each value is a register.
     pub properties: BTreeMap<String, Lww<String>>,
+    /// When each current property became true, a register per key; absent in documents written
+    /// before validity (then every property reads as current, since unknown).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub property_since: BTreeMap<String, Lww<Millis>>,
+    /// Superseded property values: a set that only grows, so a past value is never lost by merging.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub past_properties: BTreeSet<PastPropertyDoc>,
     pub sources: BTreeSet<String>,
     pub updated_at: Millis,
+}
+
+/// A superseded property value of an entity document.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PastPropertyDoc {
+    pub key: String,
+    pub value: String,
+    pub valid_from: Millis,
+    pub valid_to: Millis,
 }
 
 /// One relationship of the entity graph, its own document (`valid_from` is part of its identity: a
@@ -324,6 +340,7 @@ impl Body {
             Body::Entity(e) => [&e.entity_type.at, &e.name.at, &e.description.at]
                 .into_iter()
                 .chain(e.properties.values().map(|r| &r.at))
+                .chain(e.property_since.values().map(|r| &r.at))
                 .max(),
             Body::Edge(_) => None,
             Body::Summary(s) => Some(&s.made),

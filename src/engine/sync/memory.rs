@@ -94,6 +94,8 @@ pub fn put_entity(nodes: &mut Vec<EntityNode>, pulled: EntityNode) {
                 put_relationship(&mut relationships, r.clone());
             }
             *n = EntityNode {
+                property_since: Default::default(),
+                past_properties: Default::default(),
                 relationships,
                 ..pulled
             };

@@ -1,0 +1,476 @@
+//! Changed facts in the summary: which sentence a newer one supersedes, and how a sentence carries the
+//! day it was said and, once superseded, the day it stopped holding.
+//!
+//! A summary sentence may end with a note the engine writes and reads back ([`note_of`]):
+//! `User: I live in Oslo now (said 2026-11-20).` for a current statement of the user, and
+//! `User: I live in Lisbon (said 2026-03-01; until 2026-11-20).` (or `… (until 2026-11-20).`) for a
+//! past one. A past sentence is kept (the memory pane shows it struck through) and carried into a
+//! prompt only with its note, never as current.
+//!
+//! Claims ([`claims`]): the engine's own rule for the common cases, per clause:
+//! - lives in X, moved to X -> (subject, `lives_in`, X), one value at a time;
+//! - works as X, I am / is a <job> -> (subject, `job`, X), one value at a time;
+//! - my name is X, is called X -> (subject, `name`, X), one value at a time;
+//! - has a N -> (subject, `has` N): superseded only by its negation ("no longer has a N");
+//! - likes / loves / enjoys O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
+//!   "dislikes O", "hates O") and the other way round.
+//!
+//! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it),
+//! else the last word before the verb. A newer claim about the same subject and attribute with
+//! another value (or the opposite sense) makes the older sentence past ([`supersede`]). Also past: an
+//! older sentence the model lists in the update's `no_longer_true`. A new sentence that restates a
+//! past fact no message of the update says again is dropped, so nothing superseded comes back.
+//! Must not import anything outside `crate::engine`.
+
+use super::ground::ReadMessage;
+use super::normalize::words;
+use super::summary::sentences;
+use crate::engine::format::date;
+use crate::engine::model::{Millis, Role};
+
+/// What a sentence's note says: the day it was said and the day it stopped holding, as written
+/// (`YYYY-MM-DD`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Note {
+    pub said: Option<String>,
+    pub until: Option<String>,
+}
+
+fn is_day(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+}
+
+/// The sentence without its note, and the note (see the module header). A sentence without one is
+/// itself with an empty note.
+pub fn note_of(sentence: &str) -> (&str, Note) {
+    let t = sentence.trim_end();
+    let inner = t.trim_end_matches(['.', '!', '…']).trim_end();
+    let Some(open) = inner.rfind('(').filter(|_| inner.ends_with(')')) else {
+        return (t, Note::default());
+    };
+    let mut note = Note::default();
+    for part in inner[open + 1..inner.len() - 1].split(';') {
+        let part = part.trim();
+        if let Some(d) = part.strip_prefix("said ").filter(|d| is_day(d)) {
+            note.said = Some(d.to_string());
+        } else if let Some(d) = part.strip_prefix("until ").filter(|d| is_day(d)) {
+            note.until = Some(d.to_string());
+        } else {
+            return (t, Note::default());
+        }
+    }
+    (inner[..open].trim_end(), note)
+}
+
+/// Whether the sentence is a past one (its note has `until`).
+pub fn is_past(sentence: &str) -> bool {
+    note_of(sentence).1.until.is_some()
+}
+
+/// `body` with `note`, closed with a full stop (or its own `!`).
+pub fn with_note(body: &str, note: &Note) -> String {
+    let body = body.trim_end();
+    let end = if body.ends_with('!') { "!" } else { "." };
+    let body = body.trim_end_matches(['.', '!', '…']);
+    let parts: Vec<String> = note
+        .said
+        .iter()
+        .map(|d| format!("said {d}"))
+        .chain(note.until.iter().map(|d| format!("until {d}")))
+        .collect();
+    if parts.is_empty() {
+        format!("{body}{end}")
+    } else {
+        format!("{body} ({}){end}", parts.join("; "))
+    }
+}
+
+/// `sentence` as said on the day of `at`.
+pub fn said_on(sentence: &str, at: Millis) -> String {
+    let (body, mut note) = note_of(sentence);
+    note.said = Some(date(at));
+    with_note(body, &note)
+}
+
+/// `sentence` as past since the day of `at` (its said day kept).
+pub fn past_since(sentence: &str, at: Millis) -> String {
+    let (body, mut note) = note_of(sentence);
+    note.until = Some(date(at));
+    with_note(body, &note)
+}
+
+/// What one clause claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub subject: String,
+    /// `lives_in`, `job`, `name`, `has <noun>`, `likes <object>`.
+    pub attribute: String,
+    pub value: String,
+    /// "no longer", "doesn't", "dislikes": the claim says the fact does not hold.
+    pub negated: bool,
+}
+
+impl Claim {
+    fn functional(&self) -> bool {
+        matches!(self.attribute.as_str(), "lives_in" | "job" | "name")
+    }
+
+    /// Whether `self`, said later, makes `older` no longer true.
+    pub fn supersedes(&self, older: &Claim) -> bool {
+        if self.subject != older.subject || self.attribute != older.attribute || older.negated {
+            return false;
+        }
+        if self.functional() {
+            self.negated == (self.value == older.value)
+        } else {
+            self.negated
+        }
+    }
+}
+
+/// Common jobs, for "I am a <job>" (any value counts after "works as").
+const JOBS: &[&str] = &[
+    "nurse", "pilot", "teacher", "doctor", "engineer", "developer", "programmer", "student",
+    "lawyer", "chef", "cook", "driver", "designer", "manager", "writer", "artist", "farmer",
+    "accountant", "architect", "scientist", "researcher", "dentist", "pharmacist", "mechanic",
+    "electrician", "plumber", "baker", "waiter", "waitress", "cashier", "firefighter", "soldier",
+    "journalist", "musician", "photographer", "consultant", "translator", "librarian", "carpenter",
+    "vet", "veterinarian", "surgeon", "professor", "secretary", "receptionist", "banker",
+    "glassblower", "barista", "janitor", "paramedic", "midwife", "therapist", "police", "officer",
+    "retired", "unemployed", "freelancer", "entrepreneur", "analyst", "economist", "historian",
+];
+/// Words that end a value ("Oslo now", "a nurse in Lisbon").
+const VALUE_ENDS: &[&str] = &[
+    "now", "anymore", "any", "today", "currently", "these", "since", "for", "last", "with", "in",
+    "at", "because", "who", "which", "that", "named", "called", "too", "again", "still",
+];
+const NEGATIONS: &[&str] = &["not", "no", "never", "don", "doesn", "didn", "t", "longer"];
+/// Words before the verb that are not the subject.
+const NOT_SUBJECT: &[&str] = &[
+    "not", "no", "never", "don", "doesn", "didn", "t", "longer", "do", "does", "now", "also",
+    "still", "currently", "really", "then", "so", "and", "but", "the", "a", "an", "just", "user",
+];
+
+fn value_of(rest: &[String]) -> String {
+    let rest = match rest.first().map(String::as_str) {
+        Some("a" | "an" | "the") => &rest[1..],
+        _ => rest,
+    };
+    rest.iter()
+        .take_while(|w| !VALUE_ENDS.contains(&w.as_str()))
+        .take(3)
+        .map(|w| super::ground::stem(w).to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The subject of a clause from the words before its verb.
+fn subject_of(before: &[String], fallback: &str) -> String {
+    if let Some(k) = before.iter().rposition(|w| w == "my") {
+        let rest: Vec<&str> = before[k + 1..].iter().map(String::as_str).collect();
+        return format!("user's {}", rest.join(" ")).trim_end().to_string();
+    }
+    if before.iter().any(|w| matches!(w.as_str(), "i" | "user" | "m")) {
+        return "user".into();
+    }
+    before
+        .iter()
+        .rev()
+        .find(|w| !NOT_SUBJECT.contains(&w.as_str()) && w.as_str() != "s")
+        .cloned()
+        .unwrap_or_else(|| fallback.to_string())
+}
+
+/// The claims of `sentence` (notes and the `User: ` mark left out), per the module rules.
+pub fn claims(sentence: &str) -> Vec<Claim> {
+    let (body, _) = note_of(sentence);
+    let user_says = body.starts_with(super::summary::USER_SAYS);
+    let mut out = Vec::new();
+    let mut subject = if user_says { "user" } else { "" }.to_string();
+    for clause in body.split([',', ';', ':']) {
+        let w = words(clause);
+        // Conjunctions start a new clause.
+        for part in w.split(|x| matches!(x.as_str(), "and" | "so" | "but" | "because" | "while")) {
+            if let Some(c) = claim_of(part, &subject) {
+                subject = c.subject.clone();
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
+    let fallback = if fallback.is_empty() { "user" } else { fallback };
+    let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
+    for p in 0..w.len() {
+        let before = &w[..p];
+        if before.iter().any(|x| x == "used") {
+            return None; // "used to live in": past already.
+        }
+        let negated = before.iter().rev().take(3).any(|x| NEGATIONS.contains(&x.as_str()));
+        let claim = |attribute: String, value: String, negated: bool| {
+            (!value.is_empty()).then(|| Claim {
+                subject: subject_of(before, fallback),
+                attribute,
+                value,
+                negated,
+            })
+        };
+        match (at(p), at(p + 1)) {
+            ("live" | "lives" | "living", "in") | ("moved", "to") | ("based", "in") => {
+                return claim("lives_in".into(), value_of(&w[p + 2..]), negated);
+            }
+            ("work" | "works" | "working", "as") => {
+                return claim("job".into(), value_of(&w[p + 2..]), negated);
+            }
+            ("am" | "m" | "is" | "became", "a" | "an") => {
+                let v = value_of(&w[p + 1..]);
+                if v.split(' ').any(|x| JOBS.contains(&x)) {
+                    return claim("job".into(), v, negated);
+                }
+            }
+            ("name", "is") | ("called", _) if p > 0 || at(p) == "name" => {
+                let from = if at(p) == "name" { p + 2 } else { p + 1 };
+                if at(p) == "called" && !matches!(at(p.wrapping_sub(1)), "is" | "am" | "m" | "are") {
+                    continue;
+                }
+                return claim("name".into(), value_of(&w[from..]), negated);
+            }
+            ("have" | "has", "a" | "an") => {
+                let rest = &w[p + 2..];
+                let end = rest
+                    .iter()
+                    .position(|x| VALUE_ENDS.contains(&x.as_str()))
+                    .unwrap_or(rest.len());
+                let noun = rest[..end].last()?;
+                return claim(format!("has {}", super::ground::stem(noun)), "yes".into(), negated);
+            }
+            ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
+            | ("dislike" | "dislikes" | "hate" | "hates", _)
+                if !matches!(at(p.wrapping_sub(1)), "would" | "d" | "is" | "are" | "look" | "looks") =>
+            {
+                let object = value_of(&w[p + 1..]);
+                let against = at(p).starts_with("dis") || at(p).starts_with("hate");
+                let object = object.split(' ').next().unwrap_or("").to_string();
+                if object.is_empty() {
+                    return None;
+                }
+                return claim(format!("likes {object}"), "yes".into(), negated != against);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The names the user gives themself in `sentences` ("my name is Marta").
+fn user_names(all: &[Vec<Claim>]) -> Vec<String> {
+    all.iter()
+        .flatten()
+        .filter(|c| c.subject == "user" && c.attribute == "name" && !c.negated)
+        .map(|c| c.value.clone())
+        .collect()
+}
+
+/// The index in `read` of the latest message that says `sentence`'s facts: its own message for a
+/// user statement, else the latest whose words hold each claim's value; `None` when none does (the
+/// model restating what it knew before).
+fn said_in(sentence: &str, claims: &[Claim], read: &[ReadMessage]) -> Option<usize> {
+    let (body, _) = note_of(sentence);
+    if let Some(own) = body.strip_prefix(super::summary::USER_SAYS) {
+        let own = words(own).join(" ");
+        if let Some(i) = read
+            .iter()
+            .rposition(|m| m.role == Role::User && words(&m.content).join(" ").contains(&own))
+        {
+            return Some(i);
+        }
+    }
+    let stems = |t: &str| -> Vec<String> {
+        words(t)
+            .iter()
+            .map(|w| super::ground::stem(w).to_string())
+            .collect()
+    };
+    read.iter()
+        .rposition(|m| {
+            let have = stems(&m.content);
+            !claims.is_empty()
+                && claims.iter().all(|c| {
+                    let v = if c.value == "yes" { c.attribute.as_str() } else { c.value.as_str() };
+                    v.split(' ').all(|x| x == "has" || x == "likes" || have.iter().any(|h| h == x))
+                })
+        })
+}
+
+/// Words of a user's message that speak of a change.
+const CHANGE_WORDS: &[&str] = &[
+    "no", "not", "longer", "anymore", "moved", "quit", "left", "now", "sold", "stopped", "changed",
+    "used", "former", "ex", "divorced", "retired", "lost", "gave", "switched", "became", "new",
+];
+
+/// After every sentence of a previous summary.
+const LATER: usize = 1 << 20;
+
+/// One sentence on the update's time line.
+struct Item {
+    text: String,
+    claims: Vec<Claim>,
+    /// `(0, i)` for the previous summary's sentences, `(1 + message, i)` for the new ones that a
+    /// message says, `(0, LATER + i)` for those none does (older than this update's messages).
+    when: (usize, usize),
+    /// The day it was said (for the new ones: its message's).
+    at: Option<Millis>,
+    from_previous: bool,
+    dropped: bool,
+}
+
+/// Whether `statement` (one of the model's `no_longer_true`) is about the sentence `body`: most of
+/// its words of three letters or more are in it.
+fn names_sentence(statement: &str, body: &str) -> bool {
+    let have: Vec<String> = words(body)
+        .iter()
+        .map(|w| super::ground::stem(w).to_string())
+        .collect();
+    let want: Vec<String> = words(statement)
+        .iter()
+        .filter(|w| w.chars().count() >= 3 && !matches!(w.as_str(), "the" | "user" | "and"))
+        .map(|w| super::ground::stem(w).to_string())
+        .collect();
+    let found = want.iter().filter(|w| have.contains(w)).count();
+    !want.is_empty() && found * 10 >= want.len() * 7
+}
+
+/// The new summary text of an update, with changed facts kept as past (module rules): the previous
+/// summary's sentences that a newer claim of `new` (or the model's `no_longer_true`) supersedes, in
+/// their past form, then `new`'s sentences, those superseded by a later one in the update made past,
+/// and those that restate a past fact no message of `read` says again left out. The previous
+/// summary's other sentences are not repeated here: `super::carry_forward` keeps them.
+pub fn supersede(
+    previous: Option<&str>,
+    new: &str,
+    read: &[ReadMessage],
+    no_longer_true: &[String],
+) -> String {
+    let mut items: Vec<Item> = Vec::new();
+    for (i, s) in sentences(previous.unwrap_or("")).into_iter().enumerate() {
+        items.push(Item {
+            text: s.to_string(),
+            claims: claims(s),
+            when: (0, i),
+            at: None,
+            from_previous: true,
+            dropped: false,
+        });
+    }
+    for (i, s) in sentences(new).into_iter().enumerate() {
+        let c = claims(s);
+        let m = said_in(s, &c, read);
+        items.push(Item {
+            text: s.to_string(),
+            claims: c,
+            when: m.map_or((0, LATER + i), |m| (1 + m, i)),
+            at: m.map(|m| read[m].created_at),
+            from_previous: false,
+            dropped: false,
+        });
+    }
+    // The user's own name is the user.
+    let names = user_names(&items.iter().map(|i| i.claims.clone()).collect::<Vec<_>>());
+    for item in &mut items {
+        for c in &mut item.claims {
+            if names.contains(&c.subject) && !(c.attribute == "name") {
+                c.subject = "user".into();
+            }
+        }
+    }
+    // A new sentence restating a past fact is dropped unless a message of this update says it.
+    let said_now = |c: &Claim| {
+        read.iter().filter(|m| m.role == Role::User).any(|m| {
+            claims(&m.content)
+                .iter()
+                .any(|x| x.attribute == c.attribute && x.value == c.value && x.negated == c.negated)
+        })
+    };
+    let past: Vec<Claim> = items
+        .iter()
+        .filter(|i| i.from_previous && is_past(&i.text))
+        .flat_map(|i| i.claims.clone())
+        .collect();
+    for item in items.iter_mut().filter(|i| !i.from_previous && !is_past(&i.text)) {
+        let restated = !item.claims.is_empty()
+            && item.claims.iter().all(|c| {
+                past.iter().any(|p| p.subject == c.subject && p.attribute == c.attribute && p.value == c.value && p.negated == c.negated)
+                    && !said_now(c)
+            });
+        item.dropped = restated;
+    }
+    // Later claims supersede earlier ones.
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| items[i].when);
+    let last_day = read.last().map(|m| m.created_at);
+    let mut made_past: Vec<Option<Millis>> = vec![None; items.len()];
+    for (k, &later) in order.iter().enumerate() {
+        if items[later].dropped || is_past(&items[later].text) || items[later].from_previous {
+            continue;
+        }
+        for &earlier in &order[..k] {
+            let e = &items[earlier];
+            if e.dropped || is_past(&e.text) || made_past[earlier].is_some() {
+                continue;
+            }
+            let superseded = items[later]
+                .claims
+                .iter()
+                .any(|c| e.claims.iter().any(|o| c.supersedes(o)));
+            if superseded {
+                made_past[earlier] = items[later].at.or(last_day).or(Some(0));
+            }
+        }
+    }
+    // What the model says no longer holds: only sentences of the previous summary, and only when the
+    // user's messages speak of a change (a small model fills the field with current facts too).
+    let change = read.iter().filter(|m| m.role == Role::User).any(|m| {
+        let w = words(&m.content);
+        w.iter().any(|x| CHANGE_WORDS.contains(&x.as_str()))
+    });
+    for (i, item) in items.iter().enumerate() {
+        if change
+            && item.from_previous
+            && made_past[i].is_none()
+            && !is_past(&item.text)
+            && no_longer_true
+                .iter()
+                .any(|s| names_sentence(s, note_of(&item.text).0))
+        {
+            made_past[i] = last_day.or(Some(0));
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if item.dropped {
+            continue;
+        }
+        match (item.from_previous, made_past[i]) {
+            (true, Some(at)) | (false, Some(at)) => out.push(past_since(&item.text, at)),
+            (false, None) => out.push(item.text.clone()),
+            (true, None) => {}
+        }
+    }
+    out.join(" ")
+}
+
+/// Whether a newer sentence of `newer` makes `sentence` no longer true (the claim rule only; used
+/// where no dates are known, to leave a sentence out rather than carry it as current).
+pub fn superseded_by(sentence: &str, newer: &[Vec<Claim>]) -> bool {
+    let mine = claims(sentence);
+    newer
+        .iter()
+        .flatten()
+        .any(|c| mine.iter().any(|o| c.supersedes(o)))
+}
