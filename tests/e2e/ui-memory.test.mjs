@@ -43,6 +43,11 @@ const ENTITIES = [
   { id: 'flour', type: 'task', name: 'Order flour', description: 'Before Friday.', properties: {}, relationships: [] },
 ];
 const SUMMARY_1 = 'Alice runs a sourdough bakery in Paris and is preparing its grand opening.';
+/** The agent's reply, so that every scripted entity, description, property and relationship is
+ * grounded in a message (the engine drops what no message says, `engine::memory::ground`). */
+const TOLD = 'How exciting! So Alice runs the sourdough bakery, Alice’s shop. Alice lives in Paris, Alice is a baker who lives in Paris. '
+  + 'Paris is the capital of France. The grand opening of the sourdough bakery is next Saturday: '
+  + 'order flour before Friday.';
 const SUMMARY_2 = 'Alice ordered the flour; the opening is on Saturday.';
 
 /** Clicks "Update memory now" and waits until the summary ends with `text` (the earlier summary's
@@ -63,7 +68,7 @@ async function reopen(page, id) {
 test('memory pane: summary, entities grouped by type, relationships, graph; edit and delete persist; versions restore', () =>
   journey('memory', async (page) => {
     const { agent } = harness;
-    await chatTurn(page, agent, 'Alice opens a sourdough bakery in Paris.', 'How exciting!');
+    await chatTurn(page, agent, 'Alice opens a sourdough bakery in Paris.', TOLD);
     const id = await currentConversationId(page);
     await updateMemory(page, agent, { summary: SUMMARY_1, entities: ENTITIES });
     assert.equal(agent.memoryRequests().length, 1);
@@ -297,12 +302,12 @@ test('first run without an endpoint: the app explains how to connect, and browsi
 test('/clear asks first; cancel keeps everything; confirm clears this conversation only', () =>
   journey('clear', async (page) => {
     const { agent } = harness;
-    await chatTurn(page, agent, 'About the other one', 'Noted.');
+    await chatTurn(page, agent, 'About the other one', 'Noted: Paris is the capital of France.');
     const other = await currentConversationId(page);
     await updateMemory(page, agent, { summary: 'Other summary.', entities: [ENTITIES[1]] });
     await page.locator(tid('new-conversation')).click();
     await page.waitForFunction(() => location.hash === '');
-    await chatTurn(page, agent, 'About this one', 'Sure.');
+    await chatTurn(page, agent, 'About this one', TOLD);
     const id = await currentConversationId(page);
     assert.notEqual(id, other);
     await updateMemory(page, agent, { summary: 'This summary.', entities: [ENTITIES[0]] });
