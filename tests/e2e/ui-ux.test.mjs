@@ -300,7 +300,7 @@ const ENTITIES = [
 test('memory pane: graph legend and edge labels, nothing cut at the edges, a node click opens its entity; "Recent" honours the conversation\'s N; "Next request" follows a memory update', () =>
   journey('memory-graph', async (page) => {
     const { agent } = harness;
-    await chatTurn(page, agent, 'Alice runs a bakery in Paris.', 'Nice.');
+    await chatTurn(page, agent, 'Alice runs a bakery in Paris.', 'Nice: Alice runs the Sourdough bakery with a very long name indeed, and Alice lives in Paris.');
     await page.waitForFunction(() => document.querySelector('[data-testid="inspector-section"][data-section="history"]'));
     assert.equal(await page.locator(tid('inspector-section', '[data-section="summary"]')).count(), 0, 'no summary yet');
 

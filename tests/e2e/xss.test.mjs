@@ -122,7 +122,15 @@ test(`XSS: ${CORPUS.length} hostile payloads as model output render as text and 
         const text = CORPUS.slice(b * size, (b + 1) * size).map(([p]) => p).join('\n\n');
         await chatTurn(page, agent, `Batch ${b + 1}, please`, { text, chunkSize: 13, delayMs: 2 });
       }
-      // Hostile memory too: a summary and entity names, descriptions, properties and relationships.
+      // Hostile memory too: a summary and entity names, descriptions, properties and relationships,
+      // said in the conversation first (the engine keeps only what a message says).
+      await chatTurn(page, agent, 'And the memory ones?', {
+        text: '<img src=x onerror=window.xss103=1> <svg onload=window.xss104=1> <b onmouseover=window.xss105=1> '
+          + '<script>window.xss106=1</script> <iframe src=javascript:parent.xss107=1> "><script>window.xss108=1</script> '
+          + 'javascript:window.xss109=1',
+        chunkSize: 13,
+        delayMs: 2,
+      });
       agent.scriptMemory({
         text: memoryReplyText({
           summary: '<script>window.xss101=1</script><img src=x onerror=window.xss102=1>',
@@ -145,7 +153,7 @@ test(`XSS: ${CORPUS.length} hostile payloads as model output render as text and 
       await page.reload();
       await waitForAppReady(page);
       if ((await currentConversationId(page)) !== id) await conversationItem(page, id).locator(tid('conversation-open')).click();
-      await waitForAssistantCount(page, BATCHES);
+      await waitForAssistantCount(page, BATCHES + 1);
       await page.waitForFunction(() => document.querySelectorAll('[data-testid="entity-node"]').length === 2);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       check(await inspect(page), 'after a reload');
