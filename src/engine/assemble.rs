@@ -6,11 +6,16 @@
 //! 1. the system prompt and the new message: never dropped (if they alone exceed the budget the
 //!    assembly says so with `over_budget`; it is a result, not an error);
 //! 2. the most recent messages the summary does not cover yet (up to the last N);
-//! 3. the summary;
+//! 3. the summary (its sentences that an uncovered user message supersedes carried as past,
+//!    `memory::pending`), and room held for what the user said in the uncovered messages that may
+//!    not fit ([`PENDING_SHARE_PERCENT`]);
 //! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
 //! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]);
 //! 6. older messages the summary does not cover, newest first;
-//! 7. the entities that did not fit their share, in what history left unused (a memory is worth more
+//! 7. the user's statements from the uncovered messages history left out (`memory::pending`: a
+//!    fact the user gave stays in the prompt until a memory update covers it), in the room held for
+//!    them and whatever is left;
+//! 8. the entities that did not fit their share, in what history left unused (a memory is worth more
 //!    than empty room).
 //!
 //! Older messages the summary covers are dropped first (`CoveredBySummary`); errored and empty
@@ -24,6 +29,7 @@
 
 use crate::engine::format::one_line;
 use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
+use crate::engine::memory::memory_pending;
 use crate::engine::memory::summary::shorten;
 use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Prompt,
@@ -50,6 +56,12 @@ pub const MESSAGE_OVERHEAD_BYTES: usize = 48;
 pub const REQUEST_OVERHEAD_BYTES: usize = 1024;
 /// Heading of the summary section inside the system text.
 pub const SUMMARY_HEADING: &str = "## Summary of the conversation so far";
+/// Share of the budget held for the user's statements from uncovered messages that history may
+/// leave out, in percent.
+pub const PENDING_SHARE_PERCENT: u32 = 20;
+/// Heading of the section of the user's statements memory does not hold yet.
+pub const PENDING_HEADING: &str =
+    "## What the user said earlier in this conversation (not yet in the summary)";
 /// Heading of the entity section inside the system text.
 pub const ENTITIES_HEADING: &str = "## What you remember (entity memory)";
 
@@ -72,6 +84,8 @@ pub struct AssemblyInput<'a> {
 pub enum SectionKind {
     System,
     Summary,
+    /// The user's statements from messages memory does not cover and history left out.
+    Pending,
     Entities,
     History,
     NewMessage,
@@ -244,6 +258,55 @@ fn summary_section<E: TokenEstimator + ?Sized>(
         chars = chars * 4 / 5;
     }
     Err(reason)
+}
+
+/// The section of the user's statements memory does not hold yet (`statements`, oldest first): all of
+/// them if they fit `meter`, else the most telling ones ([`shorten`]) in what is left; `None` when
+/// there are none or not even a few fit.
+fn pending_section<E: TokenEstimator + ?Sized>(
+    statements: &[&str],
+    est: &E,
+    meter: &Meter,
+) -> Option<Section> {
+    if statements.is_empty() {
+        return None;
+    }
+    let section = |body: String| {
+        let text = format!("{PENDING_HEADING}\n{body}");
+        Section {
+            kind: SectionKind::Pending,
+            tokens: est.estimate(&text).saturating_add(2),
+            bytes: json_len(&text) + 2,
+            text,
+            message_ids: Vec::new(),
+            entity_ids: Vec::new(),
+        }
+    };
+    let body = statements.join(" ");
+    let whole = section(body.clone());
+    if meter.check(whole.tokens, whole.bytes).is_ok() {
+        return Some(whole);
+    }
+    let room = meter
+        .budget
+        .saturating_sub(meter.tokens)
+        .min(u32::MAX as u64) as u32;
+    if room < MIN_SUMMARY_TOKENS {
+        return None;
+    }
+    let mut chars = (body.len() as u64 * room as u64 / whole.tokens.max(1) as u64) as usize;
+    for _ in 0..8 {
+        let cut = shorten(&body, chars);
+        if cut.is_empty() {
+            break;
+        }
+        let part = section(cut);
+        if meter.check(part.tokens, part.bytes).is_ok() {
+            return Some(part);
+        }
+        chars = chars * 4 / 5;
+    }
+    None
 }
 
 /// One compact line for an entity: name, type, aliases, description, properties and its live
@@ -572,11 +635,47 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     // 2. Recent messages the summary does not cover.
     walk.walk(&mut meter, &mut recent_left, is_covered, |_| false, false);
 
-    // 3. The summary: whole, or its most telling sentences in what is left beside the entities' share.
+    // 3. The summary: whole, or its most telling sentences in what is left beside the entities' share;
+    // what the uncovered user messages (and the new one) supersede in it is carried as past.
+    let uncovered: Vec<usize> = input
+        .history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| {
+            m.role == crate::engine::model::Role::User
+                && m.id != new.id
+                && m.seq < new.seq
+                && !is_covered(m)
+                && matches!(
+                    m.status,
+                    MessageStatus::Complete | MessageStatus::Interrupted
+                )
+                && !is_empty_message(m)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let said: Vec<(&str, crate::engine::model::Millis, bool)> = uncovered
+        .iter()
+        .map(|&i| {
+            let m = &input.history[i];
+            let carried = walk.included.iter().any(|c| c.index == i);
+            (m.content.as_str(), m.created_at, !carried)
+        })
+        .chain(std::iter::once((
+            new.content.as_str(),
+            new.created_at,
+            false,
+        )))
+        .collect();
+    let pending = memory_pending(summary.map(|s| s.text.as_str()), &said);
+    let summary_text = pending
+        .summary
+        .clone()
+        .or_else(|| summary.map(|s| s.text.clone()));
     let share = (budget as u64 * ENTITY_SHARE_PERCENT as u64 / 100) as u32;
     let reserve = if input.entities.is_empty() { 0 } else { share };
-    let (summary_section, summary_dropped, summary_shortened) = match summary {
-        Some(s) => match summary_section(s.text.trim(), est, &meter, reserve) {
+    let (summary_section, summary_dropped, summary_shortened) = match &summary_text {
+        Some(text) => match summary_section(text.trim(), est, &meter, reserve) {
             Ok((section, shortened)) => {
                 meter.add(section.tokens, section.bytes);
                 (Some(section), None, shortened)
@@ -586,6 +685,26 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         None => (None, None, false),
     };
     let summary_in = summary_section.is_some();
+    // Room held for the user's statements, in case history cannot carry their messages.
+    let pending_share = (budget as u64 * PENDING_SHARE_PERCENT as u64 / 100) as u32;
+    let held = if pending.statements.is_empty() {
+        0
+    } else {
+        let all: u32 = pending
+            .statements
+            .iter()
+            .map(|(_, s)| est.estimate(s).saturating_add(1))
+            .sum();
+        all.saturating_add(est.estimate(PENDING_HEADING) + 2)
+            .min(pending_share)
+            .min(
+                meter
+                    .budget
+                    .saturating_sub(meter.tokens)
+                    .min(u32::MAX as u64) as u32,
+            )
+    };
+    meter.tokens += held as u64;
 
     // 4. The rest of the last N, covered or not.
     walk.walk(&mut meter, &mut recent_left, |_| false, |_| false, false);
@@ -608,7 +727,23 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         .iter()
         .any(|d| matches!(d.reason, DropReason::OverBudget | DropReason::ByteCap));
 
-    // 7. What history left unused goes to the entities that did not fit their share.
+    // 7. The user's statements from the uncovered messages history left out.
+    meter.tokens -= held as u64;
+    let carried: Vec<&str> = pending
+        .statements
+        .iter()
+        .filter(|(i, _)| {
+            let index = uncovered.get(*i).copied();
+            !walk.included.iter().any(|c| Some(c.index) == index)
+        })
+        .map(|(_, s)| s.as_str())
+        .collect();
+    let pending_section = pending_section(&carried, est, &meter);
+    if let Some(p) = &pending_section {
+        meter.add(p.tokens, p.bytes);
+    }
+
+    // 8. What history left unused goes to the entities that did not fit their share.
     let left = std::mem::take(&mut entities.left);
     entities.fill(est, &mut meter, budget, left);
     let (entity_lines, entity_ids, entity_tokens, entity_bytes, entities_omitted) =
@@ -633,6 +768,13 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         }
         system_text.push_str(&s.text);
         sections.push(s);
+    }
+    if let Some(p) = pending_section {
+        if !system_text.is_empty() {
+            system_text.push_str("\n\n");
+        }
+        system_text.push_str(&p.text);
+        sections.push(p);
     }
     if !entity_lines.is_empty() {
         let text = format!("{ENTITIES_HEADING}\n{}", entity_lines.join("\n"));

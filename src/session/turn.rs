@@ -690,6 +690,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
             let (key, label) = match s.kind {
                 SectionKind::System => ("system", "System prompt"),
                 SectionKind::Summary => ("summary", "Summary"),
+                SectionKind::Pending => ("pending", "Said, not yet in memory"),
                 SectionKind::Entities => ("entities", "Entities"),
                 SectionKind::History => ("history", "History"),
                 SectionKind::NewMessage => ("new-message", "New message"),

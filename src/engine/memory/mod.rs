@@ -18,6 +18,7 @@ pub mod ground;
 pub mod merge;
 pub mod normalize;
 pub mod parse;
+pub mod pending;
 pub mod prompt;
 pub mod reply;
 pub mod retrieve;
@@ -35,6 +36,7 @@ pub use form::{
 pub use graph::Graph;
 pub use merge::{merge, ClosedRelationship, MergeContext, MergeReport};
 pub use parse::{parse_reply, ParsedEntity, ParsedRelationship, ParsedUpdate};
+pub use pending::{pending as memory_pending, Pending};
 pub use prompt::{
     build_update_request, reply_tokens, MemoryRequestOptions, UpdateLimits, UpdateRequest,
     UpdateSpan, MEMORY_MAX_TOKENS, MEMORY_MIN_TOKENS, MEMORY_REQUEST_OPENING, MEMORY_TEMPERATURE,

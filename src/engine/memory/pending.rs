@@ -1,0 +1,81 @@
+//! What the user said that memory has not taken in yet. Between a user's message and the memory update
+//! that covers it there may be many turns: a small local server cannot run the update while the user
+//! keeps typing (`super::schedule`), and an update may fail. Meanwhile the messages stay in the prompt
+//! while they fit; when they no longer fit, the facts the user gave in them would leave the prompt
+//! with them. So the prompt carries the user's statements from those messages, as the summary would
+//! add them ([`super::summary::with_dated_user_statements`]: no questions nor requests, nothing the
+//! summary already says, each with the day it was said), until an update covers them.
+//!
+//! Changed facts stay truthful here too: a statement a later one supersedes (lives in, works as, is
+//! called, has a, likes: `super::supersede`) is left out, and a summary sentence a pending statement
+//! supersedes is carried as past (`… (until 2026-11-20).`), never as current.
+//! Must not import anything outside `crate::engine`.
+
+use super::summary::{sentences_of, with_dated_user_statements};
+use super::supersede::{claims, is_past, past_since, superseded_by};
+use crate::engine::model::Millis;
+
+/// What [`pending`] gives the prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pending {
+    /// The user's statements memory does not hold yet, oldest first, each one sentence (marked
+    /// `User: `, with the day it was said), with the index in `said` of the message it comes from.
+    pub statements: Vec<(usize, String)>,
+    /// The summary with the sentences a user message supersedes made past; `None` when the summary
+    /// is unchanged (or there is none).
+    pub summary: Option<String>,
+}
+
+/// The pending statements of `said` (each message's text, when it was written, and whether its
+/// statements may be carried; oldest first) against the summary the prompt carries. Every message's
+/// claims count for what is superseded, carried or not (the new message, one history carries whole).
+pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending {
+    let base = summary.map(str::trim).unwrap_or_default();
+    // Each message's statements, as the summary would add them.
+    let mut added: Vec<(usize, String)> = Vec::new();
+    for (i, (text, at, _)) in said.iter().enumerate() {
+        let Some(all) = with_dated_user_statements(Some(base), &[(*text, Some(*at))]) else {
+            continue;
+        };
+        let new = all.get(base.len()..).unwrap_or_default();
+        added.extend(
+            sentences_of(new)
+                .into_iter()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| (i, s.to_string())),
+        );
+    }
+    let claimed: Vec<_> = added.iter().map(|(_, s)| claims(s)).collect();
+    // A statement a later one supersedes is no longer true: left out.
+    let statements: Vec<(usize, String)> = added
+        .iter()
+        .enumerate()
+        .filter(|(k, (i, s))| said[*i].2 && !superseded_by(s, &claimed[k + 1..]))
+        .map(|(_, (i, s))| (*i, s.clone()))
+        .collect();
+    // The summary's sentences that a user message supersedes are past since it was said.
+    let mut changed = false;
+    let rewritten: Vec<String> = sentences_of(base)
+        .into_iter()
+        .map(|s| {
+            let by = added
+                .iter()
+                .zip(&claimed)
+                .filter(|(_, c)| superseded_by(s, std::slice::from_ref(c)))
+                .map(|((i, _), _)| said[*i].1)
+                .min();
+            match by {
+                Some(at) if !is_past(s) => {
+                    changed = true;
+                    past_since(s, at)
+                }
+                _ => s.trim().to_string(),
+            }
+        })
+        .collect();
+    Pending {
+        statements,
+        summary: changed.then(|| rewritten.join(" ")),
+    }
+}
