@@ -22,6 +22,7 @@ pub mod prompt;
 pub mod reply;
 pub mod retrieve;
 pub mod schedule;
+pub mod shown;
 pub mod summary;
 pub mod supersede;
 
