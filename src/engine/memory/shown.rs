@@ -123,7 +123,7 @@ fn held(from: Millis, to: Millis) -> String {
 /// keys only past values remain of come after the others, in key order.
 pub fn entity_properties(e: &EntityNode) -> Vec<ShownProperty> {
     let mut out = Vec::new();
-    let mut past_of = |key: &str, out: &mut Vec<ShownProperty>| {
+    let past_of = |key: &str, out: &mut Vec<ShownProperty>| {
         let mut past: Vec<_> = e.past_properties.iter().filter(|p| p.key == key).collect();
         past.sort_by(|a, b| {
             b.valid_to
