@@ -385,11 +385,13 @@ fn Fact(
 ) -> impl IntoView {
     let past = status == Status::Past;
     let body = if past {
-        view! { <s>{text}</s><span class="visually-hidden">{format!(" ({PAST_LABEL})")}</span> }.into_any()
+        view! { <s>{text}</s><span class="visually-hidden">{format!(" ({PAST_LABEL})")}</span> }
+            .into_any()
     } else {
         text.into_any()
     };
-    let dates = (!dates.is_empty()).then(|| view! { " " <span class="fact-dates">{format!("({dates})")}</span> });
+    let dates = (!dates.is_empty())
+        .then(|| view! { " " <span class="fact-dates">{format!("({dates})")}</span> });
     if testid.is_empty() {
         view! { <span class="fact" class:past=past>{body}{dates}</span> }.into_any()
     } else {
