@@ -354,7 +354,7 @@ fn run(case: &Case) -> (String, String, bool) {
 
 fn has_word(text: &str, word: &str) -> bool {
     let w = word.to_lowercase();
-    words(text).iter().any(|x| *x == w)
+    words(text).contains(&w)
 }
 
 /// The property's check, on one case's prompt.
