@@ -1,7 +1,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Display formats: relative times, dates, byte sizes, one-line and clipped text.
 
-use memoire::engine::format::{bytes, clip, date, date_time, one_line, relative_time};
+use memoire::engine::format::{bytes, clip, date, date_time, day, day_of, one_line, relative_time};
 
 const NOW: i64 = 1_795_300_167_000; // 2026-11-22T...
 
@@ -32,6 +32,22 @@ fn dates() {
     assert_eq!(date(951_782_400_000), "2000-02-29");
     assert_eq!(date(-86_400_000), "1969-12-31");
     assert_eq!(date_time(1_700_000_000_000), "2023-11-14 22:13");
+}
+
+fn check_day(ymd: &str, want: &str) {
+    assert_eq!(day_of(ymd), want, "{ymd}");
+}
+
+#[test]
+fn days_as_people_read_them() {
+    assert_eq!(day(0), "1 Jan 1970");
+    assert_eq!(day(951_782_400_000), "29 Feb 2000");
+    assert_eq!(day(1_795_132_800_000), "20 Nov 2026");
+    check_day("2026-03-01", "1 Mar 2026");
+    check_day("2026-12-31", "31 Dec 2026");
+    check_day("2026-13-01", "2026-13-01");
+    check_day("later", "later");
+    check_day("", "");
 }
 
 #[test]

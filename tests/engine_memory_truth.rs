@@ -439,3 +439,89 @@ fn a_changed_property_is_kept_as_past_with_its_dates() {
     assert_eq!(n.property_since["job"], 40);
     assert_eq!(n.past_properties, [PastProperty { key: "job".into(), value: "nurse".into(), valid_from: 10, valid_to: 40 }]);
 }
+
+// ---------- what the memory pane shows ----------
+
+/// The summary `text` as the pane shows it: per sentence its status, text and days (`/` before a
+/// sentence that starts a new line).
+fn check_shown(text: &str, want: &[(&str, &str, &str)]) {
+    use memoire::engine::memory::shown::summary_sentences;
+    let got: Vec<(String, String, String)> = summary_sentences(text)
+        .into_iter()
+        .map(|s| (s.status.as_str().to_string(), format!("{}{}", if s.new_line { "/" } else { "" }, s.text), s.dates))
+        .collect();
+    let want: Vec<(String, String, String)> = want.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect();
+    assert_eq!(got, want, "{text:?}");
+}
+
+#[rustfmt::skip]
+#[test]
+fn the_pane_shows_each_summary_sentence_with_its_status_and_days() {
+    check_shown("", &[]);
+    check_shown("Alice runs a bakery. She ordered flour!", &[("current", "Alice runs a bakery.", ""), ("current", "She ordered flour!", "")]);
+    check_shown("User: I live in Lisbon (said 2026-03-01; until 2026-11-20). User: I live in Oslo now (said 2026-11-20).",
+        &[("past", "User: I live in Lisbon.", "said 1 Mar 2026, until 20 Nov 2026"), ("current", "User: I live in Oslo now.", "said 20 Nov 2026")]);
+    check_shown("Ana plays in a band (until 1970-01-01).", &[("past", "Ana plays in a band.", "until 1 Jan 1970")]);
+    check_shown("Wow (said 2026-02-03)!", &[("current", "Wow!", "said 3 Feb 2026")]);
+    // A parenthesis that is not the engine's note is the sentence's own text.
+    check_shown("Bob (a friend) came.", &[("current", "Bob (a friend) came.", "")]);
+    check_shown("Bob came (until later).", &[("current", "Bob came (until later).", "")]);
+    check_shown("First line.\nSecond line. Third.", &[("current", "First line.", ""), ("current", "/Second line.", ""), ("current", "Third.", "")]);
+}
+
+/// Marta with `props` (key, value, since; 0: unknown), `past` properties (key, value, from, to) and
+/// `lives_in` relationships `rels` (target, from, to).
+fn marta_with(props: &[(&str, &str, i64)], past: &[(&str, &str, i64, i64)], rels: &[(&str, i64, Option<i64>)]) -> EntityNode {
+    EntityNode {
+        id: "e1".into(),
+        scope: EntityScope::Shared,
+        entity_type: EntityType::Person,
+        name: "Marta".into(),
+        aliases: vec![],
+        description: String::new(),
+        properties: props.iter().map(|(k, v, _)| (k.to_string(), v.to_string())).collect(),
+        property_since: props.iter().filter(|(_, _, t)| *t > 0).map(|(k, _, t)| (k.to_string(), *t)).collect(),
+        past_properties: past.iter().map(|(k, v, from, to)| PastProperty { key: k.to_string(), value: v.to_string(), valid_from: *from, valid_to: *to }).collect(),
+        relationships: rels.iter().map(|(t, from, to)| Relationship { target_id: t.to_string(), relationship: "lives_in".into(), strength: 0.5, valid_from: *from, valid_to: *to }).collect(),
+        source_message_ids: vec![],
+        updated_at: 0,
+    }
+}
+
+const MAR_1: i64 = 1_772_323_200_000; // 2026-03-01
+const NOV_20: i64 = 1_795_132_800_000; // 2026-11-20
+
+/// The entity's properties as the pane shows them: `status key=value (dates)`.
+fn check_props(e: EntityNode, want: &[&str]) {
+    use memoire::engine::memory::shown::entity_properties;
+    let got: Vec<String> = entity_properties(&e).into_iter().map(|p| format!("{} {}={} ({})", p.status.as_str(), p.key, p.value, p.dates)).collect();
+    assert_eq!(got, want);
+}
+
+#[rustfmt::skip]
+#[test]
+fn the_pane_shows_past_properties_after_the_current_value() {
+    check_props(marta_with(&[], &[], &[]), &[]);
+    check_props(marta_with(&[("job", "pilot", NOV_20)], &[], &[]), &["current job=pilot (since 20 Nov 2026)"]);
+    check_props(marta_with(&[("job", "pilot", 0)], &[], &[]), &["current job=pilot ()"]);
+    check_props(marta_with(&[("age", "7", 0), ("job", "pilot", NOV_20)], &[("job", "nurse", MAR_1, NOV_20), ("job", "cook", 0, MAR_1)], &[]),
+        &["current age=7 ()", "current job=pilot (since 20 Nov 2026)", "past job=nurse (from 1 Mar 2026 until 20 Nov 2026)", "past job=cook (until 1 Mar 2026)"]);
+    // A key only past values remain of.
+    check_props(marta_with(&[("age", "7", 0)], &[("pet", "dog", MAR_1, NOV_20)], &[]), &["current age=7 ()", "past pet=dog (from 1 Mar 2026 until 20 Nov 2026)"]);
+}
+
+/// The entity's relationships as the pane shows them: `status target (dates)`.
+fn check_rels(e: EntityNode, want: &[&str]) {
+    use memoire::engine::memory::shown::entity_relationships;
+    let got: Vec<String> = entity_relationships(&e).into_iter().map(|r| format!("{} {} ({})", r.status.as_str(), r.target_id, r.dates)).collect();
+    assert_eq!(got, want);
+}
+
+#[rustfmt::skip]
+#[test]
+fn the_pane_shows_closed_relationships_as_past() {
+    check_rels(marta_with(&[], &[], &[("oslo", NOV_20, None)]), &["current oslo (since 20 Nov 2026)"]);
+    check_rels(marta_with(&[], &[], &[("lisbon", MAR_1, Some(NOV_20)), ("oslo", NOV_20, None)]),
+        &["current oslo (since 20 Nov 2026)", "past lisbon (from 1 Mar 2026 until 20 Nov 2026)"]);
+    check_rels(marta_with(&[], &[], &[("a", 0, Some(MAR_1)), ("b", 0, Some(NOV_20)), ("c", 0, None)]), &["current c ()", "past b (until 20 Nov 2026)", "past a (until 1 Mar 2026)"]);
+}

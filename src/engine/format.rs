@@ -1,5 +1,6 @@
-//! Small display formats: relative times, UTC dates (and the calendar arithmetic behind them), byte
-//! sizes, token counts, one-line and clipped text for names shown in messages.
+//! Small display formats: relative times, UTC dates and days ("1 Mar 2026"; and the calendar
+//! arithmetic behind them), byte sizes, token counts, one-line and clipped text for names shown in
+//! messages.
 //! Pure: `now` is passed in. Must not import anything outside `crate::engine`.
 
 use crate::engine::model::Millis;
@@ -28,6 +29,30 @@ pub fn date(ms: Millis) -> String {
 pub fn date_time(ms: Millis) -> String {
     let mins = ms.div_euclid(60_000).rem_euclid(24 * 60);
     format!("{} {:02}:{:02}", date(ms), mins / 60, mins % 60)
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// "1 Mar 2026" (UTC) for a timestamp: a day as people read it.
+pub fn day(ms: Millis) -> String {
+    let (y, m, d) = civil_from_days(ms.div_euclid(86_400_000));
+    format!("{d} {} {y}", MONTHS[m as usize - 1])
+}
+
+/// "1 Mar 2026" for a `YYYY-MM-DD` day as [`date`] writes it; the text itself when it is not one.
+pub fn day_of(ymd: &str) -> String {
+    let parts: Vec<&str> = ymd.split('-').collect();
+    match parts[..] {
+        [y, m, d] if y.len() == 4 && m.len() == 2 && d.len() == 2 => {
+            match (y.parse::<i64>(), m.parse::<usize>(), d.parse::<u32>()) {
+                (Ok(y), Ok(m @ 1..=12), Ok(d @ 1..=31)) => format!("{d} {} {y}", MONTHS[m - 1]),
+                _ => ymd.to_string(),
+            }
+        }
+        _ => ymd.to_string(),
+    }
 }
 
 /// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).

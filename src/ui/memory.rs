@@ -1,10 +1,15 @@
 //! The memory pane: the context inspector, the recent N messages as the engine sees them, the
-//! summary (when, how much it covers, versions with restore), entities grouped by type (edit,
-//! delete), and the entity graph as SVG. Shows progress while memory updates.
+//! summary (when, how much it covers, versions with restore) sentence by sentence, entities grouped
+//! by type (edit, delete) with their properties and relationships, and the entity graph as SVG. A
+//! fact that no longer holds (the engine says which: `engine::memory::shown`) is struck through, with
+//! its days and "no longer true" for screen readers. Shows progress while memory updates.
 //! Must not import `store` or `transport`.
 
 use crate::engine::format::{date_time, plural};
 use crate::engine::graph_layout::layout;
+use crate::engine::memory::shown::{
+    entity_properties, entity_relationships, summary_sentences, Status, PAST_LABEL,
+};
 use crate::engine::model::{EntityNode, EntityType, Role};
 use crate::ui::controller::Controller;
 use crate::ui::inspector::ContextInspector;
@@ -136,7 +141,12 @@ fn Summary() -> impl IntoView {
                 None => view! { <p class="empty">"No summary yet. It is written after every few exchanges, or now with “Update memory now”."</p> }.into_any(),
                 Some(s) => view! {
                     <div class="summary">
-                        <p class="summary-text" data-testid="summary-text">{s.text.clone()}</p>
+                        <p class="summary-text" data-testid="summary-text">
+                            {summary_sentences(&s.text).into_iter().enumerate().map(|(i, f)| {
+                                let gap = match (i, f.new_line) { (0, _) => "", (_, true) => "\n", _ => " " };
+                                view! { {gap}<Fact text=f.text status=f.status dates=f.dates testid="summary-sentence"/> }
+                            }).collect_view()}
+                        </p>
                         <p class="meta" data-testid="summary-meta">
                             "Version " {s.version} " · updated " {date_time(s.updated_at)}
                             " · covers " {plural(s.message_count as usize, "message", "messages")} " (up to #" {s.covers_up_to_seq} ")"
@@ -310,35 +320,35 @@ fn EntityDetails(
                 .unwrap_or_else(|| id.to_string())
         })
     };
-    let rels: Vec<_> = entity
-        .relationships
-        .iter()
-        .map(|r| {
-            (
-                r.relationship.clone(),
-                name_of(&r.target_id),
-                r.strength,
-                r.valid_to.is_some(),
-            )
-        })
+    let rels: Vec<_> = entity_relationships(&entity)
+        .into_iter()
+        .map(|r| (name_of(&r.target_id), r))
         .collect();
-    let props: Vec<(String, String)> = entity.properties.clone().into_iter().collect();
+    let props = entity_properties(&entity);
     let conv = st.current.get_untracked().unwrap_or_default();
     let sources: Vec<String> = entity.source_message_ids.iter().take(8).cloned().collect();
     view! {
         {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}
         {(!props.is_empty()).then(|| view! {
             <dl class="props">
-                {props.into_iter().map(|(k, v)| view! { <dt>{k}</dt><dd>{v}</dd> }).collect_view()}
+                {props.into_iter().map(|p| {
+                    let past = p.status == Status::Past;
+                    view! {
+                        <div class="prop" class:past=past data-testid="entity-property" data-status=p.status.as_str()>
+                            <dt>{p.key}</dt>
+                            <dd><Fact text=p.value status=p.status dates=p.dates/></dd>
+                        </div>
+                    }
+                }).collect_view()}
             </dl>
         })}
         {(!rels.is_empty()).then(|| view! {
             <ul class="rels">
-                {rels.into_iter().map(|(rel, target, strength, closed)| view! {
-                    <li class:closed=closed data-testid="entity-relationship">
-                        {rel} " → " {target}
-                        <span class="strength" title="strength">{format!(" {:.0}%", strength * 100.0)}</span>
-                        {closed.then_some(" (no longer true)")}
+                {rels.into_iter().map(|(target, r)| view! {
+                    <li class:past=r.status == Status::Past data-testid="entity-relationship" data-status=r.status.as_str()>
+                        <Fact text=format!("{} → {}", r.relationship, target) status=r.status/>
+                        <span class="strength" title="strength">{format!(" {:.0}%", r.strength * 100.0)}</span>
+                        {(!r.dates.is_empty()).then(|| view! { " " <span class="fact-dates">{format!("({})", r.dates)}</span> })}
                     </li>
                 }).collect_view()}
             </ul>
@@ -355,6 +365,37 @@ fn EntityDetails(
                 }).collect_view()}
             </p>
         })}
+    }
+}
+
+/// One fact as the engine judged it: a current one as it is; a past one struck through, with
+/// "no longer true" for screen readers; then its days, when known.
+#[component]
+fn Fact(
+    /// The fact's text.
+    text: String,
+    /// Current or past (`data-status` when `testid` is set).
+    status: Status,
+    /// When it held, readable; empty (or left out): not shown.
+    #[prop(optional)]
+    dates: String,
+    /// The element's `data-testid`; left out: the caller's element carries the status.
+    #[prop(optional)]
+    testid: &'static str,
+) -> impl IntoView {
+    let past = status == Status::Past;
+    let body = if past {
+        view! { <s>{text}</s><span class="visually-hidden">{format!(" ({PAST_LABEL})")}</span> }
+            .into_any()
+    } else {
+        text.into_any()
+    };
+    let dates = (!dates.is_empty())
+        .then(|| view! { " " <span class="fact-dates">{format!("({dates})")}</span> });
+    if testid.is_empty() {
+        view! { <span class="fact" class:past=past>{body}{dates}</span> }.into_any()
+    } else {
+        view! { <span class="fact" class:past=past data-testid=testid data-status=status.as_str()>{body}{dates}</span> }.into_any()
     }
 }
 

@@ -160,6 +160,47 @@ async function inspectorNumbers(page, historyCount) {
 
 const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
 
+test('a changed fact is kept as past: struck through with its days in the memory pane, and never current in the next request', () =>
+  journey('changed-fact', async (page) => {
+    const { agent } = harness;
+    await chatTurn(page, agent, 'I live in Lisbon.', 'Lisbon is lovely.');
+    await updateMemory(page, agent, { summary: 'The user lives in Lisbon.', entities: [] });
+    await chatTurn(page, agent, 'I moved to Oslo last month, so I live in Oslo now.', 'Oslo it is.');
+    agent.scriptMemory({ text: memoryReplyText({ summary: 'The user lives in Oslo now.', entities: [] }) });
+    await page.locator(tid('update-memory')).click();
+    const summary = page.locator(tid('memory-summary'));
+    const past = summary.locator(tid('summary-sentence', '[data-status="past"]'));
+    await past.filter({ hasText: 'Lisbon' }).first().waitFor();
+
+    // Every sentence with Lisbon is past: struck through, "no longer true" for screen readers, its days.
+    const sentences = await summary.locator(tid('summary-sentence')).evaluateAll((els) => els.map((e) => ({
+      status: e.getAttribute('data-status'),
+      text: e.textContent,
+      struck: [...e.querySelectorAll('s')].map((s) => getComputedStyle(s).textDecorationLine),
+      hidden: e.querySelector('.visually-hidden')?.textContent ?? '',
+      dates: e.querySelector('.fact-dates')?.textContent ?? '',
+    })));
+    const lisbon = sentences.filter((s) => s.text.includes('Lisbon'));
+    assert.ok(lisbon.length > 0, JSON.stringify(sentences));
+    for (const s of lisbon) {
+      assert.equal(s.status, 'past', JSON.stringify(s));
+      assert.deepEqual(s.struck, ['line-through'], JSON.stringify(s));
+      assert.match(s.hidden, /no longer true/);
+      assert.match(s.dates, /until \d{1,2} [A-Z][a-z]{2} \d{4}/);
+    }
+    const oslo = sentences.filter((s) => s.text.includes('Oslo'));
+    assert.ok(oslo.length > 0 && oslo.every((s) => s.status === 'current' && s.struck.length === 0), JSON.stringify(sentences));
+
+    // The next request carries Lisbon only with its "until" note.
+    await chatTurn(page, agent, 'Where do I live?', 'In Oslo.');
+    const request = agent.chatRequests().at(-1);
+    const system = request.body.messages.find((m) => m.role === 'system')?.content ?? '';
+    assert.match(system, /Oslo/);
+    const withLisbon = system.split(/(?<=[.!?])\s+|\n/).filter((s) => s.includes('Lisbon'));
+    assert.ok(withLisbon.length > 0, system);
+    for (const s of withLisbon) assert.match(s, /until \d{4}-\d{2}-\d{2}/, `Lisbon as current in the system text: ${s}`);
+  }));
+
 test('context inspector: section tokens add up, history counts messages, dropped messages with reasons, the plan', () =>
   journey('inspector', async (page) => {
     const { agent } = harness;

@@ -23,6 +23,7 @@ pub mod prompt;
 pub mod reply;
 pub mod retrieve;
 pub mod schedule;
+pub mod shown;
 pub mod summary;
 pub mod supersede;
 
@@ -138,7 +139,8 @@ pub struct Applied {
 
 /// Applies a successfully parsed reply: the next summary version (if the reply had one, with the
 /// previous summary's facts it left out carried forward, see [`carry_forward`]) and the merge into
-/// `graph`. Cannot fail; parse errors are handled before this by not calling it.
+/// `graph`, whose facts the new summary's current claims supersede are then made past
+/// ([`supersede::supersede_entities`]). Cannot fail; parse errors are handled before this by not calling it.
 #[allow(clippy::too_many_arguments)]
 pub fn apply_update(
     parsed: &ParsedUpdate,
@@ -162,5 +164,9 @@ pub fn apply_update(
         scope,
     };
     let report = merge(graph, &parsed.entities, &ctx, new_id);
+    // What the user said now also makes the entities' older facts past.
+    if let Some(s) = &summary {
+        supersede::supersede_entities(&mut graph.nodes, &s.text, now);
+    }
     Applied { summary, report }
 }

@@ -305,8 +305,9 @@ pub fn with_user_statements(summary: Option<&str>, user_said: &[String]) -> Opti
 
 /// [`with_user_statements`] for messages with the time each was written: each statement added
 /// carries the day it was said (`User: I live in Oslo (said 2026-11-20).`, see [`super::supersede`]).
-/// A statement that makes a claim (lives in, works as, …) always tells something; the summary's past
-/// sentences never count as covering one.
+/// A statement that makes a claim (lives in, works as, …) always tells something, and only the same
+/// claims in the summary's current sentences cover it; the summary's past sentences never count as
+/// covering one.
 pub fn with_dated_user_statements(
     summary: Option<&str>,
     user_said: &[(&str, Option<Millis>)],
@@ -322,12 +323,32 @@ pub fn with_dated_user_statements(
             .to_lowercase()
     };
     let mut lower = current(&out);
+    // The claims the summary makes as current: a statement that makes claims is covered only when
+    // they are there too, of any subject (words in common are not enough: "The user works as a nurse" does not cover
+    // "I don't work as a nurse anymore, I work as a pilot now").
+    let claimed = |text: &str| -> Vec<super::supersede::Claim> {
+        sentences(text)
+            .into_iter()
+            .filter(|s| !is_past(s))
+            .flat_map(claims)
+            .collect()
+    };
+    let mut made = claimed(&out);
     let mut added = 0;
     'messages: for (message, at) in user_said {
         for s in sentences(message).into_iter().map(bounded) {
             let (names, words) = key_terms(&s);
-            let tells = !names.is_empty() || words.len() >= 2 || !claims(&s).is_empty();
-            if is_question(&s) || is_request(&s) || !tells || covered(&s, &lower) {
+            let own = claims(&s);
+            let tells = !names.is_empty() || words.len() >= 2 || !own.is_empty();
+            // Whoever the summary says a claim of ("Ingrid lives in Trondheim" covers "I live in
+            // Trondheim"): the same attribute, value and sense.
+            let said_already = covered(&s, &lower)
+                && own.iter().all(|c| {
+                    made.iter().any(|m| {
+                        m.attribute == c.attribute && m.value == c.value && m.negated == c.negated
+                    })
+                });
+            if is_question(&s) || is_request(&s) || !tells || said_already {
                 continue;
             }
             added += s.len();
@@ -348,6 +369,7 @@ pub fn with_dated_user_statements(
             out.push_str(USER_SAYS);
             out.push_str(&s);
             lower = current(&out);
+            made = claimed(&out);
         }
     }
     (!out.is_empty()).then_some(out)

@@ -172,7 +172,11 @@ fn value_of(rest: &[String]) -> String {
 fn subject_of(before: &[String], fallback: &str) -> String {
     if let Some(k) = before.iter().rposition(|w| w == "my") {
         let rest: Vec<&str> = before[k + 1..].iter().map(String::as_str).collect();
-        return format!("user's {}", rest.join(" ")).trim_end().to_string();
+        // "My name is X": the verb is "name is", and the subject the user.
+        if rest.is_empty() {
+            return "user".into();
+        }
+        return format!("user's {}", rest.join(" "));
     }
     if before.iter().any(|w| matches!(w.as_str(), "i" | "user" | "m")) {
         return "user".into();
@@ -266,6 +270,17 @@ fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
         }
     }
     None
+}
+
+/// Whether `subject` (a subject or an entity's name, in words) is one of the user's `names` (claim
+/// values, stemmed: "Tomas" is `toma`).
+fn is_user_name(names: &[String], subject: &str) -> bool {
+    let stemmed = subject
+        .split(' ')
+        .map(super::ground::stem)
+        .collect::<Vec<_>>()
+        .join(" ");
+    names.iter().any(|n| *n == subject || *n == stemmed)
 }
 
 /// The names the user gives themself in `sentences` ("my name is Marta").
@@ -384,7 +399,7 @@ pub fn supersede(
     let names = user_names(&items.iter().map(|i| i.claims.clone()).collect::<Vec<_>>());
     for item in &mut items {
         for c in &mut item.claims {
-            if names.contains(&c.subject) && !(c.attribute == "name") {
+            if is_user_name(&names, &c.subject) && c.attribute != "name" {
                 c.subject = "user".into();
             }
         }
@@ -473,4 +488,153 @@ pub fn superseded_by(sentence: &str, newer: &[Vec<Claim>]) -> bool {
         .iter()
         .flatten()
         .any(|c| mine.iter().any(|o| c.supersedes(o)))
+}
+
+/// The attribute of the claim rule an entity property's key speaks of, if any.
+fn attribute_of_key(key: &str) -> Option<&'static str> {
+    let k = key.to_lowercase();
+    let has = |parts: &[&str]| parts.iter().any(|p| k.contains(p));
+    if has(&["city", "live", "location", "home", "residence", "address", "based"]) {
+        Some("lives_in")
+    } else if has(&["job", "occupation", "profession", "work", "career"]) {
+        Some("job")
+    } else {
+        None
+    }
+}
+
+/// A day written `YYYY-MM-DD`, as the start of that day.
+fn millis_of(day: &str) -> Option<Millis> {
+    let mut p = day.split('-').map(|x| x.parse::<i64>().ok());
+    match (p.next()?, p.next()?, p.next()?) {
+        (Some(y), Some(m), Some(d)) => {
+            Some(crate::engine::format::days_from_civil(y, m, d) * 86_400_000)
+        }
+        _ => None,
+    }
+}
+
+/// Applies the current claims of `summary` (an update's new summary, see [`supersede`]) to the
+/// entities: a description sentence a newer claim supersedes is dropped (the summary keeps it as
+/// past), a property whose key speaks of a superseded attribute (lives in, job) and whose value is
+/// not the new one moves to `past_properties`, and a live `lives in` relationship to another place
+/// is closed; each on the day the claim was said (its note's `said`, else `now`). The user is the
+/// entity named as the user names themself ("my name is Marta"), or "User". Returns how many facts
+/// were made past.
+pub fn supersede_entities(
+    nodes: &mut [crate::engine::model::EntityNode],
+    summary: &str,
+    now: Millis,
+) -> usize {
+    let all: Vec<(Vec<Claim>, Option<Millis>, bool)> = sentences(summary)
+        .into_iter()
+        .map(|s| {
+            let note = note_of(s).1;
+            let day = note.said.as_deref().and_then(millis_of);
+            (claims(s), day, note.until.is_some())
+        })
+        .collect();
+    let names = user_names(&all.iter().map(|a| a.0.clone()).collect::<Vec<_>>());
+    let newer: Vec<(Claim, Millis)> = all
+        .iter()
+        .filter(|(_, _, past)| !past)
+        .flat_map(|(c, day, _)| c.iter().map(move |c| (c.clone(), day.unwrap_or(now))))
+        .map(|(mut c, day)| {
+            if is_user_name(&names, &c.subject) && c.attribute != "name" {
+                c.subject = "user".into();
+            }
+            (c, day)
+        })
+        .filter(|(c, _)| c.functional() && !c.negated)
+        .collect();
+    if newer.is_empty() {
+        return 0;
+    }
+    let names_of: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.id.clone(), words(&n.name).join(" ")))
+        .collect();
+    let mut made = 0;
+    for node in nodes.iter_mut() {
+        let key = words(&node.name).join(" ");
+        let subject = if is_user_name(&names, &key) || key == "user" {
+            "user".to_string()
+        } else {
+            key.clone()
+        };
+        let mine: Vec<&(Claim, Millis)> = newer.iter().filter(|(c, _)| c.subject == subject).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        // Description sentences.
+        let kept: Vec<&str> = sentences(&node.description)
+            .into_iter()
+            .filter(|s| {
+                let old: Vec<Claim> = claims(s)
+                    .into_iter()
+                    .map(|mut c| {
+                        if c.subject == key || is_user_name(&names, &c.subject) {
+                            c.subject = subject.clone();
+                        }
+                        c
+                    })
+                    .collect();
+                !mine.iter().any(|(c, _)| old.iter().any(|o| c.supersedes(o)))
+            })
+            .collect();
+        let description = kept.join(" ");
+        if description != node.description.trim() && !node.description.trim().is_empty() {
+            node.description = description;
+            made += 1;
+        }
+        // Properties.
+        let stale: Vec<(String, Millis)> = node
+            .properties
+            .iter()
+            .filter_map(|(k, v)| {
+                let attr = attribute_of_key(k)?;
+                let value = value_of(&words(v));
+                mine.iter()
+                    .filter(|(c, _)| c.attribute == attr && c.value != value)
+                    .map(|(_, day)| *day)
+                    .max()
+                    .filter(|day| node.property_since.get(k).is_none_or(|since| since <= day))
+                    .map(|day| (k.clone(), day))
+            })
+            .collect();
+        for (k, day) in stale {
+            if let Some(value) = node.properties.remove(&k) {
+                let since = node.property_since.remove(&k).unwrap_or(0);
+                node.past_properties.push(crate::engine::model::PastProperty {
+                    key: k,
+                    value,
+                    valid_from: since,
+                    valid_to: day,
+                });
+                made += 1;
+            }
+        }
+        // Where the user lives: a live relationship to another place.
+        for r in node.relationships.iter_mut().filter(|r| r.valid_to.is_none()) {
+            if !words(&r.relationship).iter().any(|w| w.starts_with("live") || w == "based") {
+                continue;
+            }
+            let target = names_of
+                .iter()
+                .find(|(id, _)| *id == r.target_id)
+                .map_or_else(|| words(&r.target_id).join(" "), |(_, n)| n.clone());
+            let target = value_of(&words(&target));
+            if let Some(day) = mine
+                .iter()
+                .filter(|(c, _)| c.attribute == "lives_in" && c.value != target)
+                .map(|(_, day)| *day)
+                .max()
+                .filter(|day| r.valid_from <= *day)
+            {
+                r.valid_to = Some(day);
+                made += 1;
+            }
+        }
+    }
+    made
 }
