@@ -9,10 +9,9 @@ use memoire::engine::backup::{
 };
 use memoire::engine::format::{date_time, days_from_civil};
 use memoire::engine::model::{
-    PastProperty,
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Relationship, RemoteHandle, Role,
-    ToolCall, TurnPath, Usage,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, PastProperty, Relationship, RemoteHandle,
+    Role, ToolCall, TurnPath, Usage,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};

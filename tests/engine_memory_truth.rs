@@ -41,7 +41,11 @@ fn conversation(lines: &[&str]) -> Vec<Message> {
 
 /// The update `reply` makes of `lines` once grounded in its request and merged into `known`:
 /// the summary and the graph's nodes.
-fn update(lines: &[&str], known: &[EntityNode], reply: &serde_json::Value) -> (Option<String>, Vec<EntityNode>) {
+fn update(
+    lines: &[&str],
+    known: &[EntityNode],
+    reply: &serde_json::Value,
+) -> (Option<String>, Vec<EntityNode>) {
     let messages = conversation(lines);
     let req = build_update_request(None, &messages, known, &UpdateLimits::default()).unwrap();
     let mut parsed = parse_reply(&reply.to_string()).unwrap();
@@ -143,15 +147,25 @@ fn check_ids(known: &[(&str, &str)], entities: &[(Option<&str>, &str)], want: &[
         .collect();
     let mut graph = Graph::new(known);
     let mut n = 0;
-    let ctx = MergeContext { now: 5, source_message_ids: &[], scope: EntityScope::Conversation("c1".into()) };
+    let ctx = MergeContext {
+        now: 5,
+        source_message_ids: &[],
+        scope: EntityScope::Conversation("c1".into()),
+    };
     merge(&mut graph, &parsed, &ctx, || {
         n += 1;
         format!("g{n}")
     });
-    let mut got: Vec<(String, String)> =
-        graph.nodes().iter().map(|n| (n.id.clone(), n.name.clone())).collect();
+    let mut got: Vec<(String, String)> = graph
+        .nodes()
+        .iter()
+        .map(|n| (n.id.clone(), n.name.clone()))
+        .collect();
     got.sort();
-    let want: Vec<(String, String)> = want.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
     assert_eq!(got, want, "{entities:?}");
 }
 
@@ -185,14 +199,25 @@ fn smollm2s_marta_update_is_held_to_what_was_said() {
     let marta = entity(&nodes, "Marta");
     let sofia = entity(&nodes, "Sofia");
     let lisbon = entity(&nodes, "Lisbon");
-    assert_eq!(marta.description, "Hi, I am Marta, I live in Lisbon and I work as a nurse.");
+    assert_eq!(
+        marta.description,
+        "Hi, I am Marta, I live in Lisbon and I work as a nurse."
+    );
     assert_eq!(sofia.description, "", "Sofia does not get Marta's sentence");
     assert_eq!(
-        marta.properties.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+        marta
+            .properties
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>(),
         ["allergy=penicillin", "job=nurse"]
     );
     assert_eq!(
-        sofia.properties.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+        sofia
+            .properties
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>(),
         ["age=7"]
     );
     let rels = |n: &EntityNode| -> Vec<String> {
@@ -214,13 +239,20 @@ fn smollm2s_marta_update_is_held_to_what_was_said() {
 fn check_facts(lines: &[&str], json: serde_json::Value, want: Option<(&str, &[&str], &[&str])>) {
     let messages = conversation(lines);
     let req = build_update_request(None, &messages, &[], &UpdateLimits::default()).unwrap();
-    let mut parsed = parse_reply(&serde_json::json!({"summary": "", "entities": [json]}).to_string()).unwrap();
+    let mut parsed =
+        parse_reply(&serde_json::json!({"summary": "", "entities": [json]}).to_string()).unwrap();
     req.ground(&mut parsed);
     let got = parsed.entities.first().map(|e| {
         (
             e.description.clone(),
-            e.properties.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
-            e.relationships.iter().map(|r| r.target.clone()).collect::<Vec<_>>(),
+            e.properties
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+            e.relationships
+                .iter()
+                .map(|r| r.target.clone())
+                .collect::<Vec<_>>(),
         )
     });
     let want = want.map(|(d, p, r)| {
@@ -233,7 +265,12 @@ fn check_facts(lines: &[&str], json: serde_json::Value, want: Option<(&str, &[&s
     assert_eq!(got, want, "{lines:?}");
 }
 
-fn ent(name: &str, description: &str, props: &[(&str, &str)], targets: &[&str]) -> serde_json::Value {
+fn ent(
+    name: &str,
+    description: &str,
+    props: &[(&str, &str)],
+    targets: &[&str],
+) -> serde_json::Value {
     serde_json::json!({
         "name": name, "type": "person", "aliases": [], "description": description,
         "properties": props.iter().map(|(k, v)| serde_json::json!({"key": k, "value": v})).collect::<Vec<_>>(),
@@ -263,7 +300,11 @@ fn facts_no_message_says_of_the_entity_are_dropped() {
 // ---------- the summary ----------
 
 fn check_echo(summary: &str, want: &str) {
-    assert_eq!(drop_instruction_echo(summary, &instruction_sentences()).0, want, "{summary}");
+    assert_eq!(
+        drop_instruction_echo(summary, &instruction_sentences()).0,
+        want,
+        "{summary}"
+    );
 }
 
 #[rustfmt::skip]
@@ -337,10 +378,30 @@ fn two_updates(earlier: &[&str], later: &[&str], model: (&str, &str)) -> String 
         if i == 1 {
             add(later, &mut messages);
         }
-        let req = build_update_request(previous.as_ref(), &messages, graph.nodes(), &UpdateLimits::default()).unwrap();
-        let mut parsed = ParsedUpdate { summary: Some(summary.to_string()), ..Default::default() };
+        let req = build_update_request(
+            previous.as_ref(),
+            &messages,
+            graph.nodes(),
+            &UpdateLimits::default(),
+        )
+        .unwrap();
+        let mut parsed = ParsedUpdate {
+            summary: Some(summary.to_string()),
+            ..Default::default()
+        };
         req.ground(&mut parsed);
-        let applied = apply_update(&parsed, previous.as_ref(), "c1", &req.span, messages.len() as u64, &mut graph, EntityScope::Conversation("c1".into()), 0, 6000, || "x".into());
+        let applied = apply_update(
+            &parsed,
+            previous.as_ref(),
+            "c1",
+            &req.span,
+            messages.len() as u64,
+            &mut graph,
+            EntityScope::Conversation("c1".into()),
+            0,
+            6000,
+            || "x".into(),
+        );
         previous = applied.summary.or(previous);
     }
     previous.map(|p| p.text).unwrap_or_default()
@@ -353,10 +414,20 @@ fn check_change(earlier: &[&str], later: &[&str], model: (&str, &str), past: &st
     use memoire::engine::memory::supersede::is_past;
     let text = two_updates(earlier, later, model);
     let with = |needle: &str| -> Vec<bool> {
-        sentences_of(&text).iter().filter(|s| s.contains(needle)).map(|s| is_past(s)).collect()
+        sentences_of(&text)
+            .iter()
+            .filter(|s| s.contains(needle))
+            .map(|s| is_past(s))
+            .collect()
     };
-    assert!(!with(past).is_empty() && with(past).iter().all(|p| *p), "{past:?} past in {text:?}");
-    assert!(!with(current).is_empty() && with(current).iter().all(|p| !*p), "{current:?} current in {text:?}");
+    assert!(
+        !with(past).is_empty() && with(past).iter().all(|p| *p),
+        "{past:?} past in {text:?}"
+    );
+    assert!(
+        !with(current).is_empty() && with(current).iter().all(|p| !*p),
+        "{current:?} current in {text:?}"
+    );
 }
 
 #[rustfmt::skip]
@@ -390,19 +461,34 @@ fn unrelated_statements_stay_current() {
 fn facts_carry_the_day_they_were_said() {
     let text = two_updates(&["I live in Lisbon."], &["I live in Oslo now."], ("", ""));
     // Message seq n is created on day n: Lisbon on day 1, Oslo on day 3.
-    assert!(text.contains("User: I live in Lisbon (said 1970-01-02; until 1970-01-04)."), "{text}");
-    assert!(text.contains("User: I live in Oslo now (said 1970-01-04)."), "{text}");
+    assert!(
+        text.contains("User: I live in Lisbon (said 1970-01-02; until 1970-01-04)."),
+        "{text}"
+    );
+    assert!(
+        text.contains("User: I live in Oslo now (said 1970-01-04)."),
+        "{text}"
+    );
 }
 
 /// The summary's sentences the model's `no_longer_true` makes past, given what the user said.
 fn check_no_longer_true(previous: &str, said: &str, statements: &[&str], want_past: &[&str]) {
     use memoire::engine::memory::summary::sentences_of;
     use memoire::engine::memory::supersede::{is_past, supersede};
-    let read = vec![memoire::engine::memory::ground::ReadMessage { id: "m1".into(), role: Role::User, content: said.into(), created_at: 0 }];
+    let read = vec![memoire::engine::memory::ground::ReadMessage {
+        id: "m1".into(),
+        role: Role::User,
+        content: said.into(),
+        created_at: 0,
+    }];
     let statements: Vec<String> = statements.iter().map(|s| s.to_string()).collect();
     let new = supersede(Some(previous), "", &read, &statements);
     let (text, _) = carry_forward(Some(previous), &new, 6000);
-    let past: Vec<String> = sentences_of(&text).into_iter().filter(|s| is_past(s)).map(|s| s.to_string()).collect();
+    let past: Vec<String> = sentences_of(&text)
+        .into_iter()
+        .filter(|s| is_past(s))
+        .map(|s| s.to_string())
+        .collect();
     let want: Vec<String> = want_past.iter().map(|s| s.to_string()).collect();
     assert_eq!(past, want, "{text}");
 }
@@ -430,14 +516,26 @@ fn a_changed_property_is_kept_as_past_with_its_dates() {
         said_at: Some(at),
     };
     let mut graph = Graph::new(vec![]);
-    let ctx = MergeContext { now: 99, source_message_ids: &[], scope: EntityScope::Shared };
+    let ctx = MergeContext {
+        now: 99,
+        source_message_ids: &[],
+        scope: EntityScope::Shared,
+    };
     merge(&mut graph, &[said("nurse", 10)], &ctx, || "e1".into());
     merge(&mut graph, &[said("pilot", 40)], &ctx, || "e2".into());
     merge(&mut graph, &[said("pilot", 50)], &ctx, || "e3".into());
     let n = &graph.nodes()[0];
     assert_eq!(n.properties["job"], "pilot");
     assert_eq!(n.property_since["job"], 40);
-    assert_eq!(n.past_properties, [PastProperty { key: "job".into(), value: "nurse".into(), valid_from: 10, valid_to: 40 }]);
+    assert_eq!(
+        n.past_properties,
+        [PastProperty {
+            key: "job".into(),
+            value: "nurse".into(),
+            valid_from: 10,
+            valid_to: 40
+        }]
+    );
 }
 
 // ---------- what the memory pane shows ----------
@@ -448,9 +546,18 @@ fn check_shown(text: &str, want: &[(&str, &str, &str)]) {
     use memoire::engine::memory::shown::summary_sentences;
     let got: Vec<(String, String, String)> = summary_sentences(text)
         .into_iter()
-        .map(|s| (s.status.as_str().to_string(), format!("{}{}", if s.new_line { "/" } else { "" }, s.text), s.dates))
+        .map(|s| {
+            (
+                s.status.as_str().to_string(),
+                format!("{}{}", if s.new_line { "/" } else { "" }, s.text),
+                s.dates,
+            )
+        })
         .collect();
-    let want: Vec<(String, String, String)> = want.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect();
+    let want: Vec<(String, String, String)> = want
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
     assert_eq!(got, want, "{text:?}");
 }
 
@@ -471,7 +578,11 @@ fn the_pane_shows_each_summary_sentence_with_its_status_and_days() {
 
 /// Marta with `props` (key, value, since; 0: unknown), `past` properties (key, value, from, to) and
 /// `lives_in` relationships `rels` (target, from, to).
-fn marta_with(props: &[(&str, &str, i64)], past: &[(&str, &str, i64, i64)], rels: &[(&str, i64, Option<i64>)]) -> EntityNode {
+fn marta_with(
+    props: &[(&str, &str, i64)],
+    past: &[(&str, &str, i64, i64)],
+    rels: &[(&str, i64, Option<i64>)],
+) -> EntityNode {
     EntityNode {
         id: "e1".into(),
         scope: EntityScope::Shared,
@@ -479,10 +590,34 @@ fn marta_with(props: &[(&str, &str, i64)], past: &[(&str, &str, i64, i64)], rels
         name: "Marta".into(),
         aliases: vec![],
         description: String::new(),
-        properties: props.iter().map(|(k, v, _)| (k.to_string(), v.to_string())).collect(),
-        property_since: props.iter().filter(|(_, _, t)| *t > 0).map(|(k, _, t)| (k.to_string(), *t)).collect(),
-        past_properties: past.iter().map(|(k, v, from, to)| PastProperty { key: k.to_string(), value: v.to_string(), valid_from: *from, valid_to: *to }).collect(),
-        relationships: rels.iter().map(|(t, from, to)| Relationship { target_id: t.to_string(), relationship: "lives_in".into(), strength: 0.5, valid_from: *from, valid_to: *to }).collect(),
+        properties: props
+            .iter()
+            .map(|(k, v, _)| (k.to_string(), v.to_string()))
+            .collect(),
+        property_since: props
+            .iter()
+            .filter(|(_, _, t)| *t > 0)
+            .map(|(k, _, t)| (k.to_string(), *t))
+            .collect(),
+        past_properties: past
+            .iter()
+            .map(|(k, v, from, to)| PastProperty {
+                key: k.to_string(),
+                value: v.to_string(),
+                valid_from: *from,
+                valid_to: *to,
+            })
+            .collect(),
+        relationships: rels
+            .iter()
+            .map(|(t, from, to)| Relationship {
+                target_id: t.to_string(),
+                relationship: "lives_in".into(),
+                strength: 0.5,
+                valid_from: *from,
+                valid_to: *to,
+            })
+            .collect(),
         source_message_ids: vec![],
         updated_at: 0,
     }
@@ -494,7 +629,10 @@ const NOV_20: i64 = 1_795_132_800_000; // 2026-11-20
 /// The entity's properties as the pane shows them: `status key=value (dates)`.
 fn check_props(e: EntityNode, want: &[&str]) {
     use memoire::engine::memory::shown::entity_properties;
-    let got: Vec<String> = entity_properties(&e).into_iter().map(|p| format!("{} {}={} ({})", p.status.as_str(), p.key, p.value, p.dates)).collect();
+    let got: Vec<String> = entity_properties(&e)
+        .into_iter()
+        .map(|p| format!("{} {}={} ({})", p.status.as_str(), p.key, p.value, p.dates))
+        .collect();
     assert_eq!(got, want);
 }
 
@@ -513,7 +651,10 @@ fn the_pane_shows_past_properties_after_the_current_value() {
 /// The entity's relationships as the pane shows them: `status target (dates)`.
 fn check_rels(e: EntityNode, want: &[&str]) {
     use memoire::engine::memory::shown::entity_relationships;
-    let got: Vec<String> = entity_relationships(&e).into_iter().map(|r| format!("{} {} ({})", r.status.as_str(), r.target_id, r.dates)).collect();
+    let got: Vec<String> = entity_relationships(&e)
+        .into_iter()
+        .map(|r| format!("{} {} ({})", r.status.as_str(), r.target_id, r.dates))
+        .collect();
     assert_eq!(got, want);
 }
 

@@ -178,8 +178,17 @@ fn property_validity_travels_in_entity_docs_and_old_docs_read_as_current() {
     let mut n = node("e1", "Marta", &[]);
     n.properties.insert("job".into(), "pilot".into());
     n.property_since.insert("job".into(), 40);
-    n.past_properties.push(PastProperty { key: "job".into(), value: "nurse".into(), valid_from: 10, valid_to: 40 });
-    let at = Hlc { wall: 50, counter: 0, device: "d1".into() };
+    n.past_properties.push(PastProperty {
+        key: "job".into(),
+        value: "nurse".into(),
+        valid_from: 10,
+        valid_to: 40,
+    });
+    let at = Hlc {
+        wall: 50,
+        counter: 0,
+        device: "d1".into(),
+    };
     let (doc, edges) = entity_docs(&n, &at);
     let json = serde_json::to_value(&doc).unwrap();
     let back: memoire::engine::sync::doc::EntityDoc = serde_json::from_value(json.clone()).unwrap();

@@ -104,7 +104,15 @@ fn entity() -> impl Strategy<Value = Body> {
                     aliases,
                     property_since: properties
                         .iter()
-                        .map(|(k, r)| (k.clone(), Lww { v: updated_at, at: r.at.clone() }))
+                        .map(|(k, r)| {
+                            (
+                                k.clone(),
+                                Lww {
+                                    v: updated_at,
+                                    at: r.at.clone(),
+                                },
+                            )
+                        })
                         .collect(),
                     past_properties: properties
                         .iter()

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::error::StoreError;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship, RemoteHandle, Role,
-    ToolCall, TurnPath, Usage,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship,
+    RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use crate::engine::search::index_terms;
 

@@ -8,8 +8,8 @@ use super::ImportError;
 use crate::engine::format::clip;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship, RemoteHandle, Role,
-    ToolCall, TurnPath, Usage,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship,
+    RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

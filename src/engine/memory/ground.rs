@@ -117,12 +117,81 @@ pub fn ground_names(parsed: &mut ParsedUpdate, source: &str) {
 
 /// Words that say nothing on their own: never a fact's evidence.
 const STOP: &[&str] = &[
-    "the", "and", "for", "with", "from", "that", "this", "who", "whom", "has", "have", "had", "was",
-    "were", "are", "his", "her", "hers", "she", "him", "they", "their", "them", "its", "not", "but",
-    "also", "very", "you", "your", "our", "hi", "hey", "hello", "am", "is", "be", "been", "an", "a",
-    "of", "to", "in", "on", "at", "as", "by", "it", "i", "me", "my", "mine", "we", "us", "he", "or",
-    "so", "do", "does", "did", "there", "here", "what", "which", "when", "where", "now", "then",
-    "just", "really", "named", "called", "name", "user", "assistant",
+    "the",
+    "and",
+    "for",
+    "with",
+    "from",
+    "that",
+    "this",
+    "who",
+    "whom",
+    "has",
+    "have",
+    "had",
+    "was",
+    "were",
+    "are",
+    "his",
+    "her",
+    "hers",
+    "she",
+    "him",
+    "they",
+    "their",
+    "them",
+    "its",
+    "not",
+    "but",
+    "also",
+    "very",
+    "you",
+    "your",
+    "our",
+    "hi",
+    "hey",
+    "hello",
+    "am",
+    "is",
+    "be",
+    "been",
+    "an",
+    "a",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "as",
+    "by",
+    "it",
+    "i",
+    "me",
+    "my",
+    "mine",
+    "we",
+    "us",
+    "he",
+    "or",
+    "so",
+    "do",
+    "does",
+    "did",
+    "there",
+    "here",
+    "what",
+    "which",
+    "when",
+    "where",
+    "now",
+    "then",
+    "just",
+    "really",
+    "named",
+    "called",
+    "name",
+    "user",
+    "assistant",
 ];
 
 /// A crude stem, so "lives" meets "live" and "nurses" meets "nurse".
@@ -152,10 +221,12 @@ fn is_the_user(names: &[String], read: &[ReadMessage]) -> bool {
         .iter()
         .filter_map(|n| words(n).into_iter().next())
         .collect();
-    if names
-        .iter()
-        .any(|n| matches!(words(n).join(" ").as_str(), "user" | "the user" | "me" | "i"))
-    {
+    if names.iter().any(|n| {
+        matches!(
+            words(n).join(" ").as_str(),
+            "user" | "the user" | "me" | "i"
+        )
+    }) {
         return true;
     }
     read.iter().filter(|m| m.role == Role::User).any(|m| {
@@ -268,21 +339,20 @@ pub fn ground_facts(parsed: &mut ParsedUpdate, read: &[ReadMessage], known: &[Kn
             .filter(|(_, m)| words(&m.content).iter().any(|w| keys.contains(w)))
             .map(|(i, _)| i)
             .collect();
-        let mut keep = |claim: &str, what: &str, notes: &mut Vec<String>| match support(
-            claim, &own, &near,
-        ) {
-            Some(by) => {
-                cited.extend(by);
-                true
-            }
-            None => {
-                notes.push(format!(
-                    "{}: {what} '{claim}' is not said of it in the messages, dropped",
-                    e.name
-                ));
-                false
-            }
-        };
+        let mut keep =
+            |claim: &str, what: &str, notes: &mut Vec<String>| match support(claim, &own, &near) {
+                Some(by) => {
+                    cited.extend(by);
+                    true
+                }
+                None => {
+                    notes.push(format!(
+                        "{}: {what} '{claim}' is not said of it in the messages, dropped",
+                        e.name
+                    ));
+                    false
+                }
+            };
         let description: Vec<&str> = sentences(&e.description)
             .into_iter()
             .filter(|s| keep(s, "description", &mut notes))

@@ -38,7 +38,9 @@ use std::collections::BTreeMap;
 use super::graph::Graph;
 use super::normalize::{label_key, name_key, FastMap};
 use super::parse::{ParsedEntity, ParsedRelationship};
-use crate::engine::model::{EntityNode, EntityScope, EntityType, Millis, PastProperty, Relationship};
+use crate::engine::model::{
+    EntityNode, EntityScope, EntityType, Millis, PastProperty, Relationship,
+};
 
 /// Labels an entity has with at most one target at a time.
 pub const FUNCTIONAL_LABELS: &[&str] = &[
@@ -271,12 +273,21 @@ pub fn merge(
 impl Group<'_> {
     /// When the group's facts were said (its entries' latest `said_at`), else `now`.
     fn said_at(&self, now: Millis) -> Millis {
-        self.entries.iter().filter_map(|e| e.said_at).max().unwrap_or(now)
+        self.entries
+            .iter()
+            .filter_map(|e| e.said_at)
+            .max()
+            .unwrap_or(now)
     }
 }
 
 /// Applies the combined content of a group. Returns whether the node changed.
-fn apply_content(graph: &mut Graph, group: &Group<'_>, now: Millis, report: &mut MergeReport) -> bool {
+fn apply_content(
+    graph: &mut Graph,
+    group: &Group<'_>,
+    now: Millis,
+    report: &mut MergeReport,
+) -> bool {
     let idx = group.node;
     // Combine the entries: later fields win.
     let node_id = graph.nodes[idx].id.as_str();

@@ -252,7 +252,11 @@ pub fn instruction_sentences() -> Vec<String> {
     for text in &texts {
         for line in text.lines() {
             out.push(line.to_string());
-            out.extend(super::summary::sentences(line).iter().map(|s| s.to_string()));
+            out.extend(
+                super::summary::sentences(line)
+                    .iter()
+                    .map(|s| s.to_string()),
+            );
         }
     }
     out
@@ -431,7 +435,10 @@ pub fn build_update_request(
         .iter()
         .map(|e| KnownNames {
             id: e.id.clone(),
-            names: std::iter::once(&e.name).chain(&e.aliases).cloned().collect(),
+            names: std::iter::once(&e.name)
+                .chain(&e.aliases)
+                .cloned()
+                .collect(),
         })
         .collect();
     Ok(UpdateRequest {

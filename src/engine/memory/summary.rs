@@ -401,16 +401,46 @@ fn is_question(sentence: &str) -> bool {
 
 /// Words that open a request ("Give me one tip…", "Tell me about…").
 const IMPERATIVES: &[&str] = &[
-    "give", "tell", "show", "help", "explain", "write", "list", "describe", "recommend", "suggest",
-    "find", "make", "let", "lets", "remind", "send", "translate", "summarize", "summarise",
-    "compare", "create", "generate", "draft", "teach", "check", "calculate", "define", "continue",
-    "repeat", "fix", "say", "answer", "imagine", "pretend",
+    "give",
+    "tell",
+    "show",
+    "help",
+    "explain",
+    "write",
+    "list",
+    "describe",
+    "recommend",
+    "suggest",
+    "find",
+    "make",
+    "let",
+    "lets",
+    "remind",
+    "send",
+    "translate",
+    "summarize",
+    "summarise",
+    "compare",
+    "create",
+    "generate",
+    "draft",
+    "teach",
+    "check",
+    "calculate",
+    "define",
+    "continue",
+    "repeat",
+    "fix",
+    "say",
+    "answer",
+    "imagine",
+    "pretend",
 ];
 /// Words that open a question even without its question mark.
 const ASKING: &[&str] = &[
-    "what", "whats", "how", "why", "where", "when", "who", "whom", "which", "whose", "can", "could",
-    "would", "will", "do", "does", "did", "are", "is", "am", "was", "were", "may", "might", "shall",
-    "should", "must", "have", "has", "any",
+    "what", "whats", "how", "why", "where", "when", "who", "whom", "which", "whose", "can",
+    "could", "would", "will", "do", "does", "did", "are", "is", "am", "was", "were", "may",
+    "might", "shall", "should", "must", "have", "has", "any",
 ];
 /// Words before the first that do not change what a sentence is ("Ok, so give me…").
 const OPENERS: &[&str] = &[

@@ -39,9 +39,13 @@ pub struct Note {
 fn is_day(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 10
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
 }
 
 /// The sentence without its note, and the note (see the module header). A sentence without one is
@@ -134,25 +138,119 @@ impl Claim {
 
 /// Common jobs, for "I am a <job>" (any value counts after "works as").
 const JOBS: &[&str] = &[
-    "nurse", "pilot", "teacher", "doctor", "engineer", "developer", "programmer", "student",
-    "lawyer", "chef", "cook", "driver", "designer", "manager", "writer", "artist", "farmer",
-    "accountant", "architect", "scientist", "researcher", "dentist", "pharmacist", "mechanic",
-    "electrician", "plumber", "baker", "waiter", "waitress", "cashier", "firefighter", "soldier",
-    "journalist", "musician", "photographer", "consultant", "translator", "librarian", "carpenter",
-    "vet", "veterinarian", "surgeon", "professor", "secretary", "receptionist", "banker",
-    "glassblower", "barista", "janitor", "paramedic", "midwife", "therapist", "police", "officer",
-    "retired", "unemployed", "freelancer", "entrepreneur", "analyst", "economist", "historian",
+    "nurse",
+    "pilot",
+    "teacher",
+    "doctor",
+    "engineer",
+    "developer",
+    "programmer",
+    "student",
+    "lawyer",
+    "chef",
+    "cook",
+    "driver",
+    "designer",
+    "manager",
+    "writer",
+    "artist",
+    "farmer",
+    "accountant",
+    "architect",
+    "scientist",
+    "researcher",
+    "dentist",
+    "pharmacist",
+    "mechanic",
+    "electrician",
+    "plumber",
+    "baker",
+    "waiter",
+    "waitress",
+    "cashier",
+    "firefighter",
+    "soldier",
+    "journalist",
+    "musician",
+    "photographer",
+    "consultant",
+    "translator",
+    "librarian",
+    "carpenter",
+    "vet",
+    "veterinarian",
+    "surgeon",
+    "professor",
+    "secretary",
+    "receptionist",
+    "banker",
+    "glassblower",
+    "barista",
+    "janitor",
+    "paramedic",
+    "midwife",
+    "therapist",
+    "police",
+    "officer",
+    "retired",
+    "unemployed",
+    "freelancer",
+    "entrepreneur",
+    "analyst",
+    "economist",
+    "historian",
 ];
 /// Words that end a value ("Oslo now", "a nurse in Lisbon").
 const VALUE_ENDS: &[&str] = &[
-    "now", "anymore", "any", "today", "currently", "these", "since", "for", "last", "with", "in",
-    "at", "because", "who", "which", "that", "named", "called", "too", "again", "still",
+    "now",
+    "anymore",
+    "any",
+    "today",
+    "currently",
+    "these",
+    "since",
+    "for",
+    "last",
+    "with",
+    "in",
+    "at",
+    "because",
+    "who",
+    "which",
+    "that",
+    "named",
+    "called",
+    "too",
+    "again",
+    "still",
 ];
 const NEGATIONS: &[&str] = &["not", "no", "never", "don", "doesn", "didn", "t", "longer"];
 /// Words before the verb that are not the subject.
 const NOT_SUBJECT: &[&str] = &[
-    "not", "no", "never", "don", "doesn", "didn", "t", "longer", "do", "does", "now", "also",
-    "still", "currently", "really", "then", "so", "and", "but", "the", "a", "an", "just", "user",
+    "not",
+    "no",
+    "never",
+    "don",
+    "doesn",
+    "didn",
+    "t",
+    "longer",
+    "do",
+    "does",
+    "now",
+    "also",
+    "still",
+    "currently",
+    "really",
+    "then",
+    "so",
+    "and",
+    "but",
+    "the",
+    "a",
+    "an",
+    "just",
+    "user",
 ];
 
 fn value_of(rest: &[String]) -> String {
@@ -178,7 +276,10 @@ fn subject_of(before: &[String], fallback: &str) -> String {
         }
         return format!("user's {}", rest.join(" "));
     }
-    if before.iter().any(|w| matches!(w.as_str(), "i" | "user" | "m")) {
+    if before
+        .iter()
+        .any(|w| matches!(w.as_str(), "i" | "user" | "m"))
+    {
         return "user".into();
     }
     before
@@ -209,14 +310,22 @@ pub fn claims(sentence: &str) -> Vec<Claim> {
 }
 
 fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
-    let fallback = if fallback.is_empty() { "user" } else { fallback };
+    let fallback = if fallback.is_empty() {
+        "user"
+    } else {
+        fallback
+    };
     let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
     for p in 0..w.len() {
         let before = &w[..p];
         if before.iter().any(|x| x == "used") {
             return None; // "used to live in": past already.
         }
-        let negated = before.iter().rev().take(3).any(|x| NEGATIONS.contains(&x.as_str()));
+        let negated = before
+            .iter()
+            .rev()
+            .take(3)
+            .any(|x| NEGATIONS.contains(&x.as_str()));
         let claim = |attribute: String, value: String, negated: bool| {
             (!value.is_empty()).then(|| Claim {
                 subject: subject_of(before, fallback),
@@ -240,7 +349,8 @@ fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
             }
             ("name", "is") | ("called", _) if p > 0 || at(p) == "name" => {
                 let from = if at(p) == "name" { p + 2 } else { p + 1 };
-                if at(p) == "called" && !matches!(at(p.wrapping_sub(1)), "is" | "am" | "m" | "are") {
+                if at(p) == "called" && !matches!(at(p.wrapping_sub(1)), "is" | "am" | "m" | "are")
+                {
                     continue;
                 }
                 return claim("name".into(), value_of(&w[from..]), negated);
@@ -252,11 +362,18 @@ fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
                     .position(|x| VALUE_ENDS.contains(&x.as_str()))
                     .unwrap_or(rest.len());
                 let noun = rest[..end].last()?;
-                return claim(format!("has {}", super::ground::stem(noun)), "yes".into(), negated);
+                return claim(
+                    format!("has {}", super::ground::stem(noun)),
+                    "yes".into(),
+                    negated,
+                );
             }
             ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
             | ("dislike" | "dislikes" | "hate" | "hates", _)
-                if !matches!(at(p.wrapping_sub(1)), "would" | "d" | "is" | "are" | "look" | "looks") =>
+                if !matches!(
+                    at(p.wrapping_sub(1)),
+                    "would" | "d" | "is" | "are" | "look" | "looks"
+                ) =>
             {
                 let object = value_of(&w[p + 1..]);
                 let against = at(p).starts_with("dis") || at(p).starts_with("hate");
@@ -312,15 +429,19 @@ fn said_in(sentence: &str, claims: &[Claim], read: &[ReadMessage]) -> Option<usi
             .map(|w| super::ground::stem(w).to_string())
             .collect()
     };
-    read.iter()
-        .rposition(|m| {
-            let have = stems(&m.content);
-            !claims.is_empty()
-                && claims.iter().all(|c| {
-                    let v = if c.value == "yes" { c.attribute.as_str() } else { c.value.as_str() };
-                    v.split(' ').all(|x| x == "has" || x == "likes" || have.iter().any(|h| h == x))
-                })
-        })
+    read.iter().rposition(|m| {
+        let have = stems(&m.content);
+        !claims.is_empty()
+            && claims.iter().all(|c| {
+                let v = if c.value == "yes" {
+                    c.attribute.as_str()
+                } else {
+                    c.value.as_str()
+                };
+                v.split(' ')
+                    .all(|x| x == "has" || x == "likes" || have.iter().any(|h| h == x))
+            })
+    })
 }
 
 /// Words of a user's message that speak of a change.
@@ -417,11 +538,18 @@ pub fn supersede(
         .filter(|i| i.from_previous && is_past(&i.text))
         .flat_map(|i| i.claims.clone())
         .collect();
-    for item in items.iter_mut().filter(|i| !i.from_previous && !is_past(&i.text)) {
+    for item in items
+        .iter_mut()
+        .filter(|i| !i.from_previous && !is_past(&i.text))
+    {
         let restated = !item.claims.is_empty()
             && item.claims.iter().all(|c| {
-                past.iter().any(|p| p.subject == c.subject && p.attribute == c.attribute && p.value == c.value && p.negated == c.negated)
-                    && !said_now(c)
+                past.iter().any(|p| {
+                    p.subject == c.subject
+                        && p.attribute == c.attribute
+                        && p.value == c.value
+                        && p.negated == c.negated
+                }) && !said_now(c)
             });
         item.dropped = restated;
     }
@@ -494,7 +622,15 @@ pub fn superseded_by(sentence: &str, newer: &[Vec<Claim>]) -> bool {
 fn attribute_of_key(key: &str) -> Option<&'static str> {
     let k = key.to_lowercase();
     let has = |parts: &[&str]| parts.iter().any(|p| k.contains(p));
-    if has(&["city", "live", "location", "home", "residence", "address", "based"]) {
+    if has(&[
+        "city",
+        "live",
+        "location",
+        "home",
+        "residence",
+        "address",
+        "based",
+    ]) {
         Some("lives_in")
     } else if has(&["job", "occupation", "profession", "work", "career"]) {
         Some("job")
@@ -562,7 +698,8 @@ pub fn supersede_entities(
         } else {
             key.clone()
         };
-        let mine: Vec<&(Claim, Millis)> = newer.iter().filter(|(c, _)| c.subject == subject).collect();
+        let mine: Vec<&(Claim, Millis)> =
+            newer.iter().filter(|(c, _)| c.subject == subject).collect();
         if mine.is_empty() {
             continue;
         }
@@ -579,7 +716,9 @@ pub fn supersede_entities(
                         c
                     })
                     .collect();
-                !mine.iter().any(|(c, _)| old.iter().any(|o| c.supersedes(o)))
+                !mine
+                    .iter()
+                    .any(|(c, _)| old.iter().any(|o| c.supersedes(o)))
             })
             .collect();
         let description = kept.join(" ");
@@ -605,18 +744,26 @@ pub fn supersede_entities(
         for (k, day) in stale {
             if let Some(value) = node.properties.remove(&k) {
                 let since = node.property_since.remove(&k).unwrap_or(0);
-                node.past_properties.push(crate::engine::model::PastProperty {
-                    key: k,
-                    value,
-                    valid_from: since,
-                    valid_to: day,
-                });
+                node.past_properties
+                    .push(crate::engine::model::PastProperty {
+                        key: k,
+                        value,
+                        valid_from: since,
+                        valid_to: day,
+                    });
                 made += 1;
             }
         }
         // Where the user lives: a live relationship to another place.
-        for r in node.relationships.iter_mut().filter(|r| r.valid_to.is_none()) {
-            if !words(&r.relationship).iter().any(|w| w.starts_with("live") || w == "based") {
+        for r in node
+            .relationships
+            .iter_mut()
+            .filter(|r| r.valid_to.is_none())
+        {
+            if !words(&r.relationship)
+                .iter()
+                .any(|w| w.starts_with("live") || w == "based")
+            {
                 continue;
             }
             let target = names_of

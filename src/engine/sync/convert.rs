@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::doc::{
-    ConversationDoc, EdgeDoc, EntityDoc, Lww, PastPropertyDoc, MessageDoc, SummaryDoc, Title, ToolCallDoc,
+    ConversationDoc, EdgeDoc, EntityDoc, Lww, MessageDoc, PastPropertyDoc, SummaryDoc, Title,
+    ToolCallDoc,
 };
 use super::hlc::Hlc;
 use crate::engine::model::{

@@ -133,7 +133,11 @@ fn entity(a: &EntityDoc, b: &EntityDoc) -> EntityDoc {
         aliases: union(&a.aliases, &b.aliases),
         properties: registers(&a.properties, &b.properties),
         property_since: registers(&a.property_since, &b.property_since),
-        past_properties: a.past_properties.union(&b.past_properties).cloned().collect(),
+        past_properties: a
+            .past_properties
+            .union(&b.past_properties)
+            .cloned()
+            .collect(),
         sources: union(&a.sources, &b.sources),
         updated_at: a.updated_at.max(b.updated_at),
     }
