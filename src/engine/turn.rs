@@ -97,7 +97,10 @@ pub fn path_for(
     let has_prior_context = assembly.sections.iter().any(|sec| {
         matches!(
             sec.kind,
-            SectionKind::Summary | SectionKind::Entities | SectionKind::History
+            SectionKind::Summary
+                | SectionKind::Pending
+                | SectionKind::Entities
+                | SectionKind::History
         )
     });
     decide_path(
