@@ -258,6 +258,21 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       await page.locator(tid('memory-entities')).locator(tid('entity-node')).first().waitFor({ state: 'visible' });
       const updates = sent.filter((r) => r.body?.response_format);
       assert.ok(updates.length >= 1, 'memory updates went to the same server');
+      // She moved: Lisbon is shown as past (struck through), Oslo as current.
+      const sentences = page.locator(tid('memory-summary')).locator(tid('summary-sentence'));
+      const lisbon = await sentences.filter({ hasText: 'Lisbon' }).evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
+      assert.ok(lisbon.every((s) => s === 'past'), `every Lisbon sentence is past: ${lisbon}`);
+      const oslo = await sentences.filter({ hasText: 'Oslo' }).evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
+      assert.ok(oslo.includes('current'), `Oslo is current: ${oslo}`);
+      // The next request carries what she said, and Lisbon only as past.
+      const before2 = proxy.records.length;
+      await sendMessage(page, 'Where do I live now, and what should my doctor know?');
+      await waitForAssistantCount(page, PACE.length + 1, { timeout: UPDATE_TIMEOUT });
+      const next = proxy.records.slice(before2).find((r) => r.method === 'POST' && !r.body?.response_format);
+      const text = next.body.messages.map((m) => m.content).join('\n');
+      for (const fact of ['Marta', 'Sofia', 'penicillin', 'Oslo']) assert.ok(text.includes(fact), `the request carries ${fact}: ${text}`);
+      const stale = text.split(/(?<=[.!?])\s+|\n/).filter((x) => x.includes('Lisbon') && !x.includes('until'));
+      assert.deepEqual(stale, [], 'Lisbon is never carried as current');
       // The server cuts a running update when a chat request waits (interrupt_requests=True): the app
       // stops it first, and what came back of those was never counted as a failure (checked above).
       assertNoPageProblems(issues, { allowConsole: [/status of 500/, ...BROWSER_NETWORK_NOISE] });
