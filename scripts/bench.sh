@@ -56,7 +56,7 @@ log_of() {
 }
 
 # The real model (llama-cpp-python + SmolLM2-135M, installed by setup.sh) for benches/memory_recall.rs,
-# on a free loopback port with a fixed seed; stopped when this script ends.
+# on a free loopback port with a fixed seed; stopped once it is done (or when this script ends).
 model_pid=
 start_model() {
   local venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv} gguf port
@@ -74,13 +74,15 @@ start_model() {
   done
   echo "the model server did not start (see $logs/model-server.log)" >&2; return 1
 }
-trap '[ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null' EXIT
+stop_model() { [ -z "$model_pid" ] || kill "$model_pid" 2>/dev/null; model_pid=; }
+trap stop_model EXIT
 
 for b in $(native_benches); do
   name=$(basename "$b" .rs)
   if [ "$name" = memory_recall ] && ! start_model; then echo "memory_recall failed: no model server (see above)"; status=1; continue; fi
   cargo bench --quiet --bench "$name" 2>"$logs/$name.err" | keep || { echo "$name failed (see $logs/$name.err)"; status=1; }
 done
+stop_model # idle after memory_recall, but it holds about 900 MB through the browser and e2e benches
 
 # The store bench imports 100,000 messages six times (3 runs, the store's and plain JS's): minutes on a
 # loaded 2-core machine. Its own limit, never the test layer's (the Makefile exports 180 s for that).
