@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs Memoire's test layers and prints the count of each. Usage: scripts/test.sh [all|native|browser|e2e]
-#   native  : `cargo test` on the host (the engine: pure logic, property tests, architecture rules)
+#   native  : `cargo test` on the host (the engine: pure logic, property tests, architecture rules, the
+#             bench runner's dry run), and the native benches compiled (counted as one test)
 #   browser : wasm-bindgen-test in headless Chromium (IndexedDB through the real store, transport, and
 #             the session against the local agent endpoint, tests/support/agent-endpoint.mjs)
 #   e2e     : build dist/ once with trunk, then drive it in Chromium against the local agent endpoint
@@ -35,9 +36,18 @@ run_layer() { # name, log, command...
 }
 
 if [[ $layers == all || $layers == native ]]; then
-  run_layer native "$logs/native.log" cargo test --quiet
+  # --no-fail-fast: every test target runs and is counted, not only those before the first failing one.
+  run_layer native "$logs/native.log" cargo test --quiet --no-fail-fast
   read -r p f < <(cargo_counts "$logs/native.log"); passed[native]=$p; failed[native]=$f
   [ "$status" = 0 ] || [ "$f" != 0 ] || failed[native]=$((f + 1))
+  # The native benches compile (`cargo test` builds none; debug, about 10 s): one broken by a change in
+  # the engine fails here rather than in `make bench`. tests/bench_runner.rs checks the rest of the run.
+  printf '\n== native benches compile (cargo build --benches) ==\n'
+  if cargo build --quiet --benches 2>&1 | tee "$logs/benches.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+    echo "the native benches compile"; passed[native]=$((passed[native] + 1))
+  else
+    echo "the native benches do not compile (see $logs/benches.log)"; failed[native]=$((failed[native] + 1)); status=1
+  fi
 fi
 
 # The session's browser tests (tests/browser_session*.rs) talk to the local agent endpoint; its URLs

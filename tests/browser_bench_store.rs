@@ -3,9 +3,10 @@
 //! same schema in the same page, writing the same records (the store's bulk shape) with the same call
 //! (`add`, one transaction, default durability). The import figure times what the app's import
 //! (`session/import.rs`) asks of the store for a checked file: `existing_ids_for`, then the plan,
-//! then `write_import`. Run: `make bench` (or `cargo test --profile
+//! then `write_import`. Run: `make bench` (or `WASM_BINDGEN_TEST_TIMEOUT=1800 cargo test --profile
 //! browser-bench --target wasm32-unknown-unknown --features bench --test browser_bench_store --
-//! --nocapture`). Each figure is the median of several
+//! --nocapture`: the six imports of 100,000 messages take minutes, far over the runner's default
+//! limit and the test layer's 180 s). Each figure is the median of several
 //! runs and printed as `bench <name> <value> <unit>`.
 
 use memoire::engine::backup::{CheckedImport, ConversationBundle, ImportLimits};
