@@ -303,10 +303,9 @@ impl Memory {
     /// Parses, grounds and applies a reply to `req` (sent when the summary was `previous`). Returns
     /// whether it landed.
     fn apply(&mut self, req: &UpdateRequest, reply: &str) -> bool {
-        let Ok(mut parsed) = parse_reply(reply) else {
+        let Ok(parsed) = req.read_reply(reply) else {
             return false;
         };
-        req.ground(&mut parsed);
         let previous = latest(&self.summaries).cloned();
         // A reply to an older request (the summary moved on meanwhile) is not applied.
         if previous.as_ref().map(|s| s.covers_up_to_seq).unwrap_or(0) >= req.span.to_seq {

@@ -261,3 +261,53 @@ fn a_changed_fact_is_carried_as_past_or_not_at_all() {
         "{system}"
     );
 }
+
+// ---------- an empty answer in the update's shape ----------
+
+fn update_request(user: &str) -> UpdateRequest {
+    let messages = vec![msg(1, Role::User, user), msg(2, Role::Assistant, "Lovely.")];
+    build_update_request(
+        None,
+        &messages,
+        &[],
+        &UpdateLimits::from_config(&MemoryConfig::default()),
+    )
+    .expect("messages to summarise")
+}
+
+fn check_read(user: &str, reply: &str, want: Result<&str, MemoryError>) {
+    let got = update_request(user)
+        .read_reply(reply)
+        .map(|p| p.summary.unwrap_or_default());
+    match want {
+        Ok(fact) => assert!(
+            got.as_deref().is_ok_and(|s| s.contains(fact)),
+            "{reply:?}: {got:?}"
+        ),
+        Err(e) => assert_eq!(got, Err(e), "{reply:?}"),
+    }
+}
+
+#[test]
+fn an_empty_answer_in_the_updates_shape_still_keeps_what_the_user_said() {
+    let told = "My name is Ingrid and I keep alpacas on a farm near Tromsø.";
+    check_read(
+        told,
+        r#"{"summary": "", "entities": [], "no_longer_true": []}"#,
+        Ok("alpacas"),
+    );
+    check_read(told, r#"{"summary": ""}"#, Ok("Ingrid"));
+    // Nothing the user said tells anything: still nothing to keep.
+    check_read(
+        "What is a good name for a boat?",
+        r#"{"summary": "", "entities": []}"#,
+        Err(MemoryError::NoMemory),
+    );
+    // A reply that is not the update's shape stays a failure, whatever the user said.
+    check_read(
+        told,
+        "I'm sorry, I can't help with that.",
+        Err(MemoryError::NoMemory),
+    );
+    check_read(told, "", Err(MemoryError::EmptyReply));
+}

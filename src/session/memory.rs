@@ -12,10 +12,10 @@ use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
 use crate::engine::memory::schedule::Action;
 use crate::engine::memory::{
-    apply_update, build_update_request, due, judge, next_form, parse_reply, refused_http,
-    refused_stream, restore_summary, retry_allowed, server_of, start_form, summary_max_chars,
-    Admit, DueInput, Graph, MemoryError, MemoryFailure, MemoryForm, ReplyCollector, UpdateEnd,
-    UpdateLimits, UpdateRequest, Verdict,
+    apply_update, build_update_request, due, judge, next_form, refused_http, refused_stream,
+    restore_summary, retry_allowed, server_of, start_form, summary_max_chars, Admit, DueInput,
+    Graph, MemoryError, MemoryFailure, MemoryForm, ReplyCollector, UpdateEnd, UpdateLimits,
+    UpdateRequest, Verdict,
 };
 use crate::engine::model::{
     EndpointProfile, EntityNode, EntityScope, MemoryOverrides, Millis, Prompt,
@@ -303,16 +303,13 @@ impl Session {
             Err(e) => Err(e),
         };
         let parsed = outcome.and_then(|reply| {
-            parse_reply(&reply).map_err(|e| {
+            u.req.read_reply(&reply).map_err(|e| {
                 let reason = format!("The memory reply could not be used: {e}.");
                 (reason, reply, UpdateEnd::Unusable)
             })
         });
         let mut parsed = match parsed {
-            Ok(mut p) => {
-                u.req.ground(&mut p);
-                p
-            }
+            Ok(p) => p,
             Err((reason, raw, end)) => {
                 if judge(&end, contended()) == Verdict::Deferred {
                     return Err(SessionError::MemoryDeferred);
@@ -376,12 +373,14 @@ impl Session {
         let mut form = start_form(endpoint.protocol, remembered);
         let mut retried = false;
         loop {
+            let opened = std::cell::Cell::new(false);
             let result = complete(
                 endpoint,
                 &req.prompt_for(form),
                 &req.request_options(form),
                 form,
                 stopper,
+                &opened,
             )
             .await;
             if let Err(Completion::Refused { .. }) = &result {
@@ -394,7 +393,10 @@ impl Session {
                 }
             }
             let refused = matches!(result, Err(Completion::Refused { .. }));
-            if !refused && !stopper.is_stopped() && remembered != Some(form) {
+            // The server took the form once it answered in it (a stream opened), even when the
+            // update was then stopped for a chat turn: the next one starts there, not with a refusal.
+            let taken = !refused && (!stopper.is_stopped() || opened.get());
+            if taken && remembered != Some(form) {
                 self.store.remember_memory_form(&key, form).await.ok();
             }
             let outcome = result.map_err(|c| match c {
@@ -551,18 +553,20 @@ impl Consumer for MemoryReply<'_> {
 }
 
 /// Sends one memory request and collects the whole reply (text, or the forced tool's input), with
-/// whether the stream ended without a finish reason.
+/// whether the stream ended without a finish reason; `opened` is set once the server answered 2xx.
 pub(crate) async fn complete(
     endpoint: &EndpointProfile,
     prompt: &Prompt,
     options: &RequestOptions,
     form: MemoryForm,
     stopper: &Stopper,
+    opened: &std::cell::Cell<bool>,
 ) -> Result<(String, bool), Completion> {
     let req = request::build(endpoint, prompt, options);
     let mut pump = Pump::open(&req, stopper, endpoint.protocol)
         .await
         .map_err(|e| open_failure(endpoint, form, e))?;
+    opened.set(true);
     let mut reply = MemoryReply {
         collector: ReplyCollector::new(form),
         form,

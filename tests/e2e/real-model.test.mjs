@@ -245,11 +245,13 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       const chats = sent.filter((r) => !r.body?.response_format);
       assert.equal(chats.length, PACE.length, 'every message went to the one server');
       // Once the server is idle after the last reply, the update that gave way runs and lands.
+      const covering = `covers ${2 * PACE.length} messages`;
       await eventually(
         async () => (await page.locator(tid('memory-updating')).count()) === 0
           && proxy.records.every((r) => r.status !== null)
-          && (await page.locator(tid('summary-text')).count()) > 0,
-        { timeout: UPDATE_TIMEOUT, interval: 250, what: 'a summary once the server is idle' },
+          && (await page.locator(tid('summary-meta')).count()) > 0
+          && (await page.locator(tid('summary-meta')).innerText()).includes(covering),
+        { timeout: UPDATE_TIMEOUT, interval: 250, what: `a summary that ${covering} once the server is idle` },
       );
       await noFailure(page, 'at a user\'s pace');
       assert.equal(await page.locator(tid('error-banner')).count(), 0, 'no error was shown');

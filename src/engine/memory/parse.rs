@@ -616,6 +616,13 @@ fn clean_summary(section: &str, notes: &mut Notes) -> Option<String> {
     Some(cut.trim_end().to_string())
 }
 
+/// Whether `reply` is the constrained form's JSON object (a `summary` or `entities` field), whatever
+/// its fields hold: a model that answered in the update's shape with nothing in it said there is
+/// nothing new, which is not a garbled reply.
+pub fn is_structured_reply(reply: &str) -> bool {
+    reply.len() <= MAX_REPLY_BYTES && structured_object(reply, &mut Notes(Vec::new())).is_some()
+}
+
 /// Parses and validates a memory-update reply. On error nothing may be changed by the caller.
 pub fn parse_reply(reply: &str) -> Result<ParsedUpdate, MemoryError> {
     if reply.len() > MAX_REPLY_BYTES {

@@ -140,6 +140,35 @@ impl UpdateRequest {
     /// aliases and entity names in none of the previous summary, the known entities and the
     /// new messages are dropped, and so is every description sentence, property and relationship no
     /// message says of its entity; each entity cites the messages that name it.
+    /// The update a reply to this request makes: parsed ([`super::parse::parse_reply`]) and held to
+    /// what the request showed ([`UpdateRequest::ground`]). A reply in the update's JSON shape with
+    /// nothing in it still gives the user's own statements of these messages (the engine's rule, not
+    /// the model's): a small model often answers `{"summary": "", "entities": []}`. Anything else that
+    /// does not parse is an error, and nothing may change.
+    pub fn read_reply(
+        &self,
+        reply: &str,
+    ) -> Result<super::parse::ParsedUpdate, super::MemoryError> {
+        match super::parse::parse_reply(reply) {
+            Ok(mut parsed) => {
+                self.ground(&mut parsed);
+                Ok(parsed)
+            }
+            Err(super::MemoryError::NoMemory) if super::parse::is_structured_reply(reply) => {
+                let mut parsed = super::parse::ParsedUpdate::default();
+                self.ground(&mut parsed);
+                if parsed.summary.is_none() {
+                    return Err(super::MemoryError::NoMemory);
+                }
+                parsed
+                    .notes
+                    .push("the reply held nothing; the user's own statements are kept".into());
+                Ok(parsed)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     pub fn ground(&self, parsed: &mut super::parse::ParsedUpdate) {
         if let Some(text) = parsed.summary.take() {
             let (text, echoed) =
