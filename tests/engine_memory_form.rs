@@ -85,7 +85,9 @@ fn assert_strict(schema: &Value, path: &str) {
                 "additionalProperties",
                 "items",
                 "enum",
-                "maxItems"
+                "maxItems",
+                // An annotation strict mode takes (it guides the model, constrains nothing).
+                "description"
             ]
             .contains(&key.as_str()),
             "{path}: keyword {key} is not allowed in strict mode"

@@ -154,6 +154,17 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
   }
 });
 
+/** The text of a streamed openai-chat reply (its `data:` chunks' content). */
+function replyText(sse) {
+  return sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => {
+    try {
+      return JSON.parse(l.slice(6)).choices?.[0]?.delta?.content ?? '';
+    } catch {
+      return '';
+    }
+  }).join('');
+}
+
 /** A ChatGPT export of one conversation: two exchanges stating facts nothing else in the test says. */
 function importedChat() {
   const turns = [
@@ -197,7 +208,8 @@ test('memory from the past on SmolLM2-135M: an imported conversation becomes a s
       await page.locator(tid('summary-text')).waitFor({ state: 'visible' });
       const summary = await page.locator(tid('summary-text')).innerText();
       assert.match(summary, /Ingrid|alpaca|Troms|Biscuit/i, `the summary holds the import's facts: ${summary}`);
-      await page.locator(tid('memory-entities')).locator(tid('entity-node')).first().waitFor({ state: 'visible' });
+      await page.locator(tid('memory-entities')).locator(tid('entity-node')).first().waitFor({ state: 'visible' })
+        .catch(() => assert.fail(`no entity; the model replied: ${replyText(sent.at(-1).response)}`));
       const names = await page.locator(tid('memory-entities')).locator(tid('entity-name')).allInnerTexts();
       const said = turns.map(([, text]) => text).join(' ').toLowerCase();
       const grounded = names.filter((n) => n.trim() && said.includes(n.trim().toLowerCase()));

@@ -257,9 +257,7 @@ family, food, dates, numbers, preferences, plans and decisions.\n\
 - \"entities\": the people, places, animals and things the new messages name, each with \"id\" (a known \
 id, or a new short one), \"type\" (person, place, concept, event, task or other), \"name\", \"aliases\", \
 \"description\", \"properties\" (key/value facts) and \"relationships\" (targetId, relationship such as \
-lives_in, strength from 0 to 1; 0 means it no longer holds).\n\
-- \"no_longer_true\": earlier facts that these new messages say no longer hold, such as an old city \
-after a move or an old job; [] when none."
+lives_in, strength from 0 to 1; 0 means it no longer holds)."
     )
 }
 
