@@ -38,6 +38,9 @@ fn run_request_split<'a>(
     Box::pin(session.run_request_now(id, u, stopper, contended))
 }
 
+/// Most updates of one conversation run one after the other (each lands before the next starts).
+const MAX_UPDATES_IN_A_ROW: usize = 8;
+
 /// Most messages looked at when deciding whether an update is due.
 const DUE_WINDOW: usize = 400;
 
@@ -50,7 +53,18 @@ impl Session {
         overflow: bool,
         force: bool,
     ) {
-        match self.update_memory(id, overflow, force).await {
+        // An update covers what fits its request; once one lands on an idle server, the next runs at
+        // once while memory is still behind (a history that outgrew the update's budget, or updates
+        // that gave way to the user's turns), each re-checking that one is due.
+        let mut result = self.update_memory(id, overflow, force).await;
+        for _ in 1..MAX_UPDATES_IN_A_ROW {
+            if !matches!(result, Ok(true)) || !self.schedule.borrow().is_idle(&self.memory_server())
+            {
+                break;
+            }
+            result = self.update_memory(id, false, false).await;
+        }
+        match result {
             Ok(_)
             | Err(
                 SessionError::Quiet(_) | SessionError::MemoryBusy | SessionError::MemoryDeferred,
@@ -347,6 +361,12 @@ impl Session {
             summary_max_chars(u.config),
             || new_id("e"),
         );
+        // Another update of this conversation landed while this one ran (it was built on an older
+        // summary): this one is not stored; the conversation's next update covers what is left.
+        let latest = self.store.latest_summary(id).await?.map(|s| s.version);
+        if latest != u.previous.as_ref().map(|s| s.version) {
+            return Ok(false);
+        }
         self.store
             .save_memory(applied.summary.as_ref(), &scope, graph.nodes())
             .await?;

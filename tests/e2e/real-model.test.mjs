@@ -257,13 +257,13 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       const chats = sent.filter((r) => !r.body?.response_format);
       assert.equal(chats.length, PACE.length, 'every message went to the one server');
       // Once the server is idle after the last reply, the update that gave way runs and lands.
-      const covering = `covers ${2 * PACE.length} messages`;
+      const covering = `(up to #${2 * PACE.length})`;
       await eventually(
         async () => (await page.locator(tid('memory-updating')).count()) === 0
           && proxy.records.every((r) => r.status !== null)
           && (await page.locator(tid('summary-meta')).count()) > 0
           && (await page.locator(tid('summary-meta')).innerText()).includes(covering),
-        { timeout: UPDATE_TIMEOUT, interval: 250, what: `a summary that ${covering} once the server is idle` },
+        { timeout: UPDATE_TIMEOUT, interval: 250, what: `a summary that covers every message ${covering} once the server is idle` },
       );
       await noFailure(page, 'at a user\'s pace');
       assert.equal(await page.locator(tid('error-banner')).count(), 0, 'no error was shown');
@@ -275,7 +275,14 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       // She moved: Lisbon is shown as past (struck through), Oslo as current.
       const sentences = page.locator(tid('memory-summary')).locator(tid('summary-sentence'));
       const lisbon = await sentences.filter({ hasText: 'Lisbon' }).evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
-      assert.ok(lisbon.every((s) => s === 'past'), `every Lisbon sentence is past: ${lisbon}`);
+      const replies = () => proxy.records.slice(before).filter((r) => r.body?.response_format?.type === 'json_object')
+        .map((r) => `${r.status} ${replyText(r.response)}`).join('\n');
+      const shown = async () => {
+        await page.locator(tid('summary-versions-toggle')).click().catch(() => {});
+        const versions = await page.locator(tid('summary-versions')).innerText().catch(() => '');
+        return `${await page.locator(tid('summary-text')).innerText()}\n${await page.locator(tid('summary-meta')).innerText()}\nversions:\n${versions}`;
+      };
+      assert.ok(lisbon.every((s) => s === 'past'), `every Lisbon sentence is past: ${lisbon}\n${await shown()}\nthe updates:\n${replies()}`);
       const oslo = await sentences.filter({ hasText: 'Oslo' }).evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
       assert.ok(oslo.includes('current'), `Oslo is current: ${oslo}`);
       // The next request carries what she said, and Lisbon only as past.
