@@ -58,7 +58,7 @@ pub const REQUEST_OVERHEAD_BYTES: usize = 1024;
 pub const SUMMARY_HEADING: &str = "## Summary of the conversation so far";
 /// Share of the budget held for the user's statements from uncovered messages that history may
 /// leave out, in percent.
-pub const PENDING_SHARE_PERCENT: u32 = 20;
+pub const PENDING_SHARE_PERCENT: u32 = 35;
 /// Heading of the section of the user's statements memory does not hold yet.
 pub const PENDING_HEADING: &str =
     "## What the user said earlier in this conversation (not yet in the summary)";
