@@ -213,6 +213,18 @@ fn facts_history_cannot_carry_stay_in_the_prompt_until_memory_covers_them() {
     assert!(!kinds.contains(&SectionKind::Pending), "{kinds:?}");
 }
 
+/// The prompt names Lisbon, and only in sentences carrying an "until" note.
+fn check_lisbon_only_as_past(prompt: &str) {
+    let lisbon: Vec<&str> = prompt
+        .split_inclusive('.')
+        .filter(|s| s.contains("Lisbon"))
+        .collect();
+    assert!(
+        !lisbon.is_empty() && lisbon.iter().all(|s| s.contains("until ")),
+        "{prompt}"
+    );
+}
+
 #[test]
 fn a_changed_fact_is_carried_as_past_or_not_at_all() {
     let mut user = vec!["I live in Lisbon, near the river.", "I work as a nurse."];
@@ -235,14 +247,7 @@ fn a_changed_fact_is_carried_as_past_or_not_at_all() {
             2,
         )),
     );
-    let lisbon: Vec<&str> = system
-        .split_inclusive('.')
-        .filter(|s| s.contains("Lisbon"))
-        .collect();
-    assert!(
-        !lisbon.is_empty() && lisbon.iter().all(|s| s.contains("until ")),
-        "{system}"
-    );
+    check_lisbon_only_as_past(&system);
     // ... also when the change is the new message itself.
     let (system, _) = prompt(
         &user[..4],
@@ -252,14 +257,7 @@ fn a_changed_fact_is_carried_as_past_or_not_at_all() {
             2,
         )),
     );
-    let lisbon: Vec<&str> = system
-        .split_inclusive('.')
-        .filter(|s| s.contains("Lisbon"))
-        .collect();
-    assert!(
-        !lisbon.is_empty() && lisbon.iter().all(|s| s.contains("until ")),
-        "{system}"
-    );
+    check_lisbon_only_as_past(&system);
 }
 
 // ---------- an empty answer in the update's shape ----------

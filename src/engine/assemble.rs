@@ -576,6 +576,81 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
     }
 }
 
+/// The user messages before `new` that the summary does not cover and that say something, as indexes
+/// into `history`: the ones whose statements may wait in the prompt (`memory::pending`).
+fn uncovered_user_messages(
+    history: &[Message],
+    new: &Message,
+    is_covered: impl Fn(&Message) -> bool,
+) -> Vec<usize> {
+    history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| {
+            m.role == crate::engine::model::Role::User
+                && m.id != new.id
+                && m.seq < new.seq
+                && !is_covered(m)
+                && matches!(
+                    m.status,
+                    MessageStatus::Complete | MessageStatus::Interrupted
+                )
+                && !is_empty_message(m)
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// What `memory::pending` reads: each uncovered message (text, time, and whether history has not
+/// already placed it whole), then the new message, whose claims count but whose statements are not
+/// carried.
+fn said_of<'a>(
+    history: &'a [Message],
+    uncovered: &[usize],
+    included: &[Candidate],
+    new: &'a Message,
+) -> Vec<(&'a str, crate::engine::model::Millis, bool)> {
+    uncovered
+        .iter()
+        .map(|&i| {
+            let m = &history[i];
+            let carried = included.iter().any(|c| c.index == i);
+            (m.content.as_str(), m.created_at, !carried)
+        })
+        .chain(std::iter::once((
+            new.content.as_str(),
+            new.created_at,
+            false,
+        )))
+        .collect()
+}
+
+/// The tokens held for the pending statements before history takes the rest: what they all cost,
+/// at most [`PENDING_SHARE_PERCENT`] of the budget and what is left.
+fn pending_hold<E: TokenEstimator + ?Sized>(
+    pending: &crate::engine::memory::Pending,
+    est: &E,
+    meter: &Meter,
+    budget: u32,
+) -> u32 {
+    if pending.statements.is_empty() {
+        return 0;
+    }
+    let share = (budget as u64 * PENDING_SHARE_PERCENT as u64 / 100) as u32;
+    let all: u32 = pending
+        .statements
+        .iter()
+        .map(|(_, s)| est.estimate(s).saturating_add(1))
+        .sum();
+    let left = meter
+        .budget
+        .saturating_sub(meter.tokens)
+        .min(u32::MAX as u64) as u32;
+    all.saturating_add(est.estimate(PENDING_HEADING) + 2)
+        .min(share)
+        .min(left)
+}
+
 /// Assemble the context for a turn. See the module doc for the rules.
 pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) -> Assembly {
     let cfg = input.config;
@@ -637,36 +712,8 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
 
     // 3. The summary: whole, or its most telling sentences in what is left beside the entities' share;
     // what the uncovered user messages (and the new one) supersede in it is carried as past.
-    let uncovered: Vec<usize> = input
-        .history
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| {
-            m.role == crate::engine::model::Role::User
-                && m.id != new.id
-                && m.seq < new.seq
-                && !is_covered(m)
-                && matches!(
-                    m.status,
-                    MessageStatus::Complete | MessageStatus::Interrupted
-                )
-                && !is_empty_message(m)
-        })
-        .map(|(i, _)| i)
-        .collect();
-    let said: Vec<(&str, crate::engine::model::Millis, bool)> = uncovered
-        .iter()
-        .map(|&i| {
-            let m = &input.history[i];
-            let carried = walk.included.iter().any(|c| c.index == i);
-            (m.content.as_str(), m.created_at, !carried)
-        })
-        .chain(std::iter::once((
-            new.content.as_str(),
-            new.created_at,
-            false,
-        )))
-        .collect();
+    let uncovered = uncovered_user_messages(input.history, new, is_covered);
+    let said = said_of(input.history, &uncovered, &walk.included, new);
     let pending = memory_pending(summary.map(|s| s.text.as_str()), &said);
     let summary_text = pending
         .summary
@@ -686,24 +733,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     };
     let summary_in = summary_section.is_some();
     // Room held for the user's statements, in case history cannot carry their messages.
-    let pending_share = (budget as u64 * PENDING_SHARE_PERCENT as u64 / 100) as u32;
-    let held = if pending.statements.is_empty() {
-        0
-    } else {
-        let all: u32 = pending
-            .statements
-            .iter()
-            .map(|(_, s)| est.estimate(s).saturating_add(1))
-            .sum();
-        all.saturating_add(est.estimate(PENDING_HEADING) + 2)
-            .min(pending_share)
-            .min(
-                meter
-                    .budget
-                    .saturating_sub(meter.tokens)
-                    .min(u32::MAX as u64) as u32,
-            )
-    };
+    let held = pending_hold(&pending, est, &meter, budget);
     meter.tokens += held as u64;
 
     // 4. The rest of the last N, covered or not.
