@@ -749,11 +749,13 @@ const PAST_MARKERS: [&str; 8] = [
 ];
 
 /// Whether `prompt_memory` carries `value` as current: a sentence (or line) names it without marking
-/// it as past.
+/// it as past. Sentences end at a full stop followed by a space or the line's end, so a note such as
+/// `(said 2026-11-20; until 2026-11-24)` stays with its sentence.
 fn carried_as_current(prompt_memory: &str, value: &str) -> bool {
     let value = value.to_lowercase();
     prompt_memory
-        .split(['\n', '.', ';'])
+        .split('\n')
+        .flat_map(|line| line.split(". "))
         .map(str::to_lowercase)
         .filter(|s| s.contains(&value))
         .any(|s| !PAST_MARKERS.iter().any(|m| s.contains(m)))

@@ -104,6 +104,13 @@ fn a_changed_fact_is_never_pending_as_current() {
         &[],
         &["User: I work as a nurse at the children's hospital (said 2026-11-01; until 2026-11-22).", "Marta has a daughter."],
     );
+    // A sentence that only names the old place goes past with it; one about the new place stays.
+    check_pending(
+        Some("User: I live in Lisbon (said 2026-11-01). Lisbon is a beautiful city. Oslo is cold."),
+        &[("I moved to Oslo, so I live in Oslo now.", 2, false)],
+        &[],
+        &["User: I live in Lisbon (said 2026-11-01; until 2026-11-22).", "Lisbon is a beautiful city (until 2026-11-22).", "Oslo is cold."],
+    );
 }
 
 // ---------- in the prompt ----------

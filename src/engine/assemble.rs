@@ -5,10 +5,11 @@
 //! Priorities when space is short, highest first:
 //! 1. the system prompt and the new message: never dropped (if they alone exceed the budget the
 //!    assembly says so with `over_budget`; it is a result, not an error);
-//! 2. the most recent messages the summary does not cover yet (up to the last N);
+//! 2. room held for what the user said in the messages the summary does not cover yet, in case
+//!    history cannot carry them ([`PENDING_SHARE_PERCENT`]), then the most recent of those messages
+//!    (up to the last N);
 //! 3. the summary (its sentences that an uncovered user message supersedes carried as past,
-//!    `memory::pending`), and room held for what the user said in the uncovered messages that may
-//!    not fit ([`PENDING_SHARE_PERCENT`]);
+//!    `memory::pending`);
 //! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
 //! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]);
 //! 6. older messages the summary does not cover, newest first;
@@ -707,12 +708,22 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     };
     let mut recent_left = cfg.recent_messages;
 
+    // Room held for the user's statements from the uncovered messages, before history takes its
+    // share: long replies of a small model would otherwise push the statements of a user who keeps
+    // typing out of the prompt before any update covers them.
+    let uncovered = uncovered_user_messages(input.history, new, is_covered);
+    let all_pending = memory_pending(
+        summary.map(|s| s.text.as_str()),
+        &said_of(input.history, &uncovered, &[], new),
+    );
+    let held = pending_hold(&all_pending, est, &meter, budget);
+    meter.tokens += held as u64;
+
     // 2. Recent messages the summary does not cover.
     walk.walk(&mut meter, &mut recent_left, is_covered, |_| false, false);
 
     // 3. The summary: whole, or its most telling sentences in what is left beside the entities' share;
     // what the uncovered user messages (and the new one) supersede in it is carried as past.
-    let uncovered = uncovered_user_messages(input.history, new, is_covered);
     let said = said_of(input.history, &uncovered, &walk.included, new);
     let pending = memory_pending(summary.map(|s| s.text.as_str()), &said);
     let summary_text = pending
@@ -732,9 +743,6 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         None => (None, None, false),
     };
     let summary_in = summary_section.is_some();
-    // Room held for the user's statements, in case history cannot carry their messages.
-    let held = pending_hold(&pending, est, &meter, budget);
-    meter.tokens += held as u64;
 
     // 4. The rest of the last N, covered or not.
     walk.walk(&mut meter, &mut recent_left, |_| false, |_| false, false);

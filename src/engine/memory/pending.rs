@@ -8,11 +8,14 @@
 //!
 //! Changed facts stay truthful here too: a statement a later one supersedes (lives in, works as, is
 //! called, has a, likes: `super::supersede`) is left out, and a summary sentence a pending statement
-//! supersedes is carried as past (`… (until 2026-11-20).`), never as current.
+//! supersedes is carried as past (`… (until 2026-11-20).`), never as current, and so is one that
+//! only names the place or job that no longer holds (`super::supersede::mentions_gone`).
 //! Must not import anything outside `crate::engine`.
 
 use super::summary::{sentences_of, with_dated_user_statements};
-use super::supersede::{claims, is_past, past_since, superseded_by};
+use super::supersede::{
+    claims, gone_values, is_past, mentions_gone, past_since, superseded_by, Claim,
+};
 use crate::engine::model::Millis;
 
 /// What [`pending`] gives the prompt.
@@ -56,6 +59,7 @@ pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending 
         .collect();
     // The summary's sentences that a user message supersedes are past since it was said.
     let mut changed = false;
+    let mut first: Option<Millis> = None;
     let rewritten: Vec<String> = sentences_of(base)
         .into_iter()
         .map(|s| {
@@ -68,10 +72,34 @@ pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending 
             match by {
                 Some(at) if !is_past(s) => {
                     changed = true;
+                    first = Some(first.map_or(at, |f: Millis| f.min(at)));
                     past_since(s, at)
                 }
                 _ => s.trim().to_string(),
             }
+        })
+        .collect();
+    // A sentence that only names a place or job that no longer holds is past with it.
+    let now_past: Vec<Vec<Claim>> = rewritten
+        .iter()
+        .filter(|s| is_past(s))
+        .map(|s| claims(s))
+        .collect();
+    let still: Vec<Vec<Claim>> = rewritten
+        .iter()
+        .filter(|s| !is_past(s))
+        .map(|s| claims(s))
+        .chain(claimed.iter().cloned())
+        .collect();
+    let gone = gone_values(now_past.iter().flatten(), still.iter().flatten());
+    let rewritten: Vec<String> = rewritten
+        .into_iter()
+        .map(|s| match first {
+            Some(at) if mentions_gone(&s, &gone) => {
+                changed = true;
+                past_since(&s, at)
+            }
+            _ => s,
         })
         .collect();
     Pending {

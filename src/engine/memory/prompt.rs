@@ -170,12 +170,25 @@ impl UpdateRequest {
     }
 
     pub fn ground(&self, parsed: &mut super::parse::ParsedUpdate) {
+        let read = self
+            .prompt
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         if let Some(text) = parsed.summary.take() {
             let (text, echoed) =
                 super::ground::drop_instruction_echo(&text, &instruction_sentences());
             if echoed > 0 {
                 parsed.notes.push(format!(
                     "{echoed} summary sentence(s) repeated the update's instructions, dropped"
+                ));
+            }
+            let (text, unsupported) = super::ground::drop_unsupported(&text, &read);
+            if unsupported > 0 {
+                parsed.notes.push(format!(
+                    "{unsupported} summary sentence(s) said what no message said, dropped"
                 ));
             }
             parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
@@ -197,13 +210,6 @@ impl UpdateRequest {
             );
             parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
         }
-        let read = self
-            .prompt
-            .messages
-            .iter()
-            .map(|m| m.content.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
         super::ground::ground_aliases(parsed, &read);
         super::ground::ground_names(parsed, &read);
         super::ground::ground_facts(parsed, &self.read, &self.known);

@@ -19,7 +19,9 @@
 //! else the last word before the verb. A newer claim about the same subject and attribute with
 //! another value (or the opposite sense) makes the older sentence past ([`supersede`]). Also past: an
 //! older sentence the model lists in the update's `no_longer_true`. A new sentence that restates a
-//! past fact no message of the update says again is dropped, so nothing superseded comes back.
+//! past fact no message of the update says again is dropped, so nothing superseded comes back. A
+//! sentence that makes no claim but names a place or job that no longer holds ("Lisbon is a
+//! beautiful city" once the user lives in Oslo) is past with it ([`mentions_gone`]).
 //! Must not import anything outside `crate::engine`.
 
 use super::ground::ReadMessage;
@@ -594,6 +596,26 @@ pub fn supersede(
             made_past[i] = last_day.or(Some(0));
         }
     }
+    // A sentence that makes no claim but names a place or job that no longer holds ("Lisbon is a
+    // beautiful city" after "I moved to Oslo") was about the old fact: past with it.
+    let is_gone: Vec<bool> = (0..items.len())
+        .map(|i| is_past(&items[i].text) || made_past[i].is_some())
+        .collect();
+    let live = |i: usize| !items[i].dropped && !is_gone[i];
+    let gone = gone_values(
+        (0..items.len())
+            .filter(|&i| is_gone[i])
+            .flat_map(|i| items[i].claims.iter()),
+        (0..items.len())
+            .filter(|&i| live(i))
+            .flat_map(|i| items[i].claims.iter()),
+    );
+    let since = made_past.iter().flatten().min().copied().or(last_day);
+    for (i, past) in made_past.iter_mut().enumerate() {
+        if live(i) && mentions_gone(&items[i].text, &gone) {
+            *past = since.or(Some(0));
+        }
+    }
     let mut out: Vec<String> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         if item.dropped {
@@ -606,6 +628,39 @@ pub fn supersede(
         }
     }
     out.join(" ")
+}
+
+/// The values of the place and job claims of `past` that no claim of `current` still holds (stemmed
+/// words, as claims hold them).
+pub fn gone_values<'a>(
+    past: impl Iterator<Item = &'a Claim>,
+    current: impl Iterator<Item = &'a Claim>,
+) -> Vec<String> {
+    let current: Vec<&Claim> = current.collect();
+    let mut out: Vec<String> = Vec::new();
+    for c in past.filter(|c| matches!(c.attribute.as_str(), "lives_in" | "job") && !c.negated) {
+        let held = current
+            .iter()
+            .any(|n| n.attribute == c.attribute && n.value == c.value && !n.negated);
+        if !held && !out.contains(&c.value) {
+            out.push(c.value.clone());
+        }
+    }
+    out
+}
+
+/// Whether `sentence` makes no claim of its own and names one of `gone` (every word of it): it was
+/// said of a place or job that no longer holds.
+pub fn mentions_gone(sentence: &str, gone: &[String]) -> bool {
+    if gone.is_empty() || is_past(sentence) || !claims(sentence).is_empty() {
+        return false;
+    }
+    let have: Vec<String> = words(note_of(sentence).0)
+        .iter()
+        .map(|w| super::ground::stem(w).to_string())
+        .collect();
+    gone.iter()
+        .any(|v| v.split(' ').all(|x| have.iter().any(|h| h == x)))
 }
 
 /// Whether a newer sentence of `newer` makes `sentence` no longer true (the claim rule only; used
