@@ -109,7 +109,11 @@ fn a_changed_fact_is_never_pending_as_current() {
         Some("User: I live in Lisbon (said 2026-11-01). Lisbon is a beautiful city. Oslo is cold."),
         &[("I moved to Oslo, so I live in Oslo now.", 2, false)],
         &[],
-        &["User: I live in Lisbon (said 2026-11-01; until 2026-11-22).", "Lisbon is a beautiful city (until 2026-11-22).", "Oslo is cold."],
+        &[
+            "User: I live in Lisbon (said 2026-11-01; until 2026-11-22).",
+            "Lisbon is a beautiful city (until 2026-11-22).",
+            "Oslo is cold.",
+        ],
     );
 }
 

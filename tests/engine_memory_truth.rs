@@ -330,8 +330,11 @@ fn check_supported(read: &str, summary: &str, want: &str) {
 fn a_summary_sentence_no_message_supports_is_dropped() {
     let read = "User: Hi, I am Marta. I live in Lisbon and I work as a nurse.\nUser: My daughter Sofia is seven and she loves drawing horses.\nAssistant: Chamomile tea before bed helps many people sleep.";
     // What SmolLM2-135M wrote in the real-model e2e test.
-    check_supported(read, "Hi, I am Marta. Lisbon is a beautiful city with amazing people and cultures to explore.", "Hi, I am Marta.");
-    check_supported(read, "Não estou menores de todos os cacharronhões que estás usando emos deste ferras, porque açúcar terá mais menor.", "");
+    check_supported(read, "Hi, I am Marta. Não estou menores de todos os cacharronhões que estás usando emos deste ferras, porque açúcar terá mais menor.", "Hi, I am Marta.");
+    check_supported(read, "Quantum chromodynamics explains gluon confinement.", "");
+    // One word of what was said is enough: a larger model's summary is abstractive.
+    check_supported(read, "Lisbon is a beautiful city with amazing people and cultures to explore.", "Lisbon is a beautiful city with amazing people and cultures to explore.");
+    check_supported(read, "The user greeted the assistant in French.", "The user greeted the assistant in French.");
     // Paraphrases keep enough of what was said.
     check_supported(read, "The user is Marta, a nurse living in Lisbon.", "The user is Marta, a nurse living in Lisbon.");
     check_supported(read, "Marta mentioned her daughter enjoys art.", "Marta mentioned her daughter enjoys art.");
@@ -472,6 +475,16 @@ fn a_newer_statement_supersedes_an_older_one() {
 
 #[rustfmt::skip]
 #[test]
+fn the_models_small_talk_supersedes_nothing() {
+    // SmolLM2-135M, after she changed careers: its clause is not hers, and no message says it.
+    for model in ["I'm glad you're living in a beautiful place.", "The user lives in a beautiful place."] {
+        let text = two_updates(&["I moved to Oslo, so I live in Oslo now."], &["I am a pilot now."], ("", model));
+        assert!(text.contains("Oslo now (said ") && !text.contains("until"), "{model}: {text}");
+    }
+}
+
+#[rustfmt::skip]
+#[test]
 fn unrelated_statements_stay_current() {
     let text = two_updates(&["I live in Lisbon.", "I have a cat named Miso."], &["I have a dog named Rex.", "My sister lives in Porto."], ("", ""));
     assert!(!text.contains("until"), "{text}");
@@ -523,6 +536,9 @@ fn the_models_no_longer_true_makes_older_sentences_past() {
     // Without a change in what the user said, the field is not trusted.
     check_no_longer_true("Ana plays in a band. Ana has a garden.", "The weather is nice.", &["Ana plays in a band"], &[]);
     check_no_longer_true("Ana plays in a band.", "I quit.", &["something else entirely"], &[]);
+    // A change of something else: SmolLM2-135M listed her current city when she changed careers.
+    check_no_longer_true("User: I live in Oslo now (said 2026-11-25).", "I am a pilot now; I changed careers this year.", &["I live in Oslo now"], &[]);
+    check_no_longer_true("User: I drive an old red Fiat (said 2026-11-20).", "I sold the Fiat and now I drive a blue Toyota.", &["I drive an old red Fiat"], &["User: I drive an old red Fiat (said 2026-11-20; until 1970-01-01)."]);
 }
 
 #[test]

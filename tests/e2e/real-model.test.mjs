@@ -285,7 +285,7 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       };
       assert.ok(lisbon.every((s) => s === 'past'), `every Lisbon sentence is past: ${lisbon}\n${await shown()}\nthe updates:\n${replies()}`);
       const oslo = await sentences.filter({ hasText: 'Oslo' }).evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
-      assert.ok(oslo.includes('current'), `Oslo is current: ${oslo}`);
+      assert.ok(oslo.includes('current'), `Oslo is current: ${oslo}\n${await shown()}\nthe updates:\n${replies()}`);
       // The next request carries what she said, and Lisbon only as past.
       const before2 = proxy.records.length;
       await sendMessage(page, 'Where do I live now, and what should my doctor know?');

@@ -15,13 +15,16 @@
 //! - likes / loves / enjoys O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
 //!   "dislikes O", "hates O") and the other way round.
 //!
-//! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it),
-//! else the last word before the verb. A newer claim about the same subject and attribute with
-//! another value (or the opposite sense) makes the older sentence past ([`supersede`]). Also past: an
-//! older sentence the model lists in the update's `no_longer_true`. A new sentence that restates a
-//! past fact no message of the update says again is dropped, so nothing superseded comes back. A
-//! sentence that makes no claim but names a place or job that no longer holds ("Lisbon is a
-//! beautiful city" once the user lives in Oslo) is past with it ([`mentions_gone`]).
+//! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it)
+//! when that is the pronoun nearest the verb (not "I'm glad you're living in…"), else the last word
+//! before the verb. A newer claim, from a sentence a message of the update says, about the same subject
+//! and attribute with another value (or the opposite sense) makes the older sentence past
+//! ([`supersede`]). Also past: an older sentence the model lists in the update's `no_longer_true`, when
+//! a user message of the update speaks of a change and of what the sentence is about (a word they share
+//! beyond the change words). A new sentence that restates a past fact no message of the update says
+//! again is dropped, so nothing superseded comes back. A sentence that makes no claim but names a place
+//! or job that no longer holds ("Lisbon is a beautiful city" once the user lives in Oslo) is past with
+//! it ([`mentions_gone`]).
 //! Must not import anything outside `crate::engine`.
 
 use super::ground::ReadMessage;
@@ -278,11 +281,16 @@ fn subject_of(before: &[String], fallback: &str) -> String {
         }
         return format!("user's {}", rest.join(" "));
     }
-    if before
-        .iter()
-        .any(|w| matches!(w.as_str(), "i" | "user" | "m"))
-    {
-        return "user".into();
+    // The pronoun nearest the verb says whose clause it is: "I'm glad you're living in…" is not
+    // the user's.
+    for w in before.iter().rev() {
+        match w.as_str() {
+            "i" | "user" | "m" | "me" => return "user".into(),
+            "you" | "he" | "she" | "they" | "we" | "it" | "people" | "everyone" => {
+                return w.clone()
+            }
+            _ => {}
+        }
     }
     before
         .iter()
@@ -452,6 +460,14 @@ const CHANGE_WORDS: &[&str] = &[
     "used", "former", "ex", "divorced", "retired", "lost", "gave", "switched", "became", "new",
 ];
 
+/// The words of `text` that say what it is about: [`super::ground::support_terms`] but the
+/// [`CHANGE_WORDS`].
+fn topic_terms(text: &str) -> std::collections::HashSet<String> {
+    let mut t = super::ground::support_terms(text);
+    t.retain(|w| !CHANGE_WORDS.contains(&w.as_str()));
+    t
+}
+
 /// After every sentence of a previous summary.
 const LATER: usize = 1 << 20;
 
@@ -561,7 +577,13 @@ pub fn supersede(
     let last_day = read.last().map(|m| m.created_at);
     let mut made_past: Vec<Option<Millis>> = vec![None; items.len()];
     for (k, &later) in order.iter().enumerate() {
-        if items[later].dropped || is_past(&items[later].text) || items[later].from_previous {
+        // A new sentence no message says is the model restating or inventing: no evidence that
+        // it is newer than anything ("I'm glad you're living in a beautiful place").
+        if items[later].dropped
+            || is_past(&items[later].text)
+            || items[later].from_previous
+            || items[later].at.is_none()
+        {
             continue;
         }
         for &earlier in &order[..k] {
@@ -580,12 +602,25 @@ pub fn supersede(
     }
     // What the model says no longer holds: only sentences of the previous summary, and only when the
     // user's messages speak of a change (a small model fills the field with current facts too).
-    let change = read.iter().filter(|m| m.role == Role::User).any(|m| {
-        let w = words(&m.content);
-        w.iter().any(|x| CHANGE_WORDS.contains(&x.as_str()))
-    });
+    // And only a sentence such a message speaks of: they share a word beyond the change words
+    // (SmolLM2-135M listed "I live in Oslo now" when the user said "I am a pilot now; I changed
+    // careers").
+    let changes: Vec<std::collections::HashSet<String>> = read
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .filter(|m| {
+            words(&m.content)
+                .iter()
+                .any(|x| CHANGE_WORDS.contains(&x.as_str()))
+        })
+        .map(|m| topic_terms(&m.content))
+        .collect();
+    let spoken_of = |body: &str| {
+        let mine = topic_terms(body);
+        changes.iter().any(|c| mine.iter().any(|t| c.contains(t)))
+    };
     for (i, item) in items.iter().enumerate() {
-        if change
+        if spoken_of(note_of(&item.text).0)
             && item.from_previous
             && made_past[i].is_none()
             && !is_past(&item.text)
