@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use memoire::engine::memory::ground::{drop_instruction_echo, drop_unsupported};
+use memoire::engine::memory::ground::{drop_id_sentences, drop_instruction_echo, drop_unsupported};
 use memoire::engine::memory::prompt::instruction_sentences;
 use memoire::engine::memory::summary::{is_request, with_user_statements};
 use memoire::engine::memory::*;
@@ -342,6 +342,31 @@ fn a_summary_sentence_no_message_supports_is_dropped() {
     // A dated note is not a word of the sentence; a sentence of no terms stays.
     check_supported(read, "User: I live in Lisbon (said 2026-11-25; until 2026-11-26).", "User: I live in Lisbon (said 2026-11-25; until 2026-11-26).");
     check_supported(read, "Hi!", "Hi!");
+}
+
+fn check_id_sentences(summary: &str, want: &str) {
+    assert_eq!(drop_id_sentences(summary, &["e1a21524ca220cb3d63f18279607", "1"]).0, want, "{summary}");
+}
+
+#[rustfmt::skip]
+#[test]
+fn a_summary_sentence_that_lists_ids_is_dropped() {
+    // What SmolLM2-135M wrote in the real-model e2e test.
+    check_id_sentences("Marta is a nurse. Reuse these ids: e1a21524ca220cb3d63f18279607 | person | Marta | e1a21524ca22eaf7a8b6d52da.", "Marta is a nurse.");
+    check_id_sentences("Sofia has the id 1a2151a86ddc7dc7d4.", "");
+    // Short ids, numbers and words are not ids.
+    check_id_sentences("Sofia is 1 of 2 children. She was born in 2019. Her flight is LX1234.", "Sofia is 1 of 2 children. She was born in 2019. Her flight is LX1234.");
+}
+
+#[test]
+fn the_users_statement_is_never_left_out_for_the_models_rewording() {
+    let previous = "User: My daughter Sofia is seven and she loves drawing horses (said 2026-11-25).";
+    // The model's garbled rewording covers its words; the statement stays.
+    let (text, _) = carry_forward(Some(previous), "Vamos tomar your daughter Sofia. She loves drawing horses, she is seven.", 6000);
+    assert!(text.contains("User: My daughter Sofia"), "{text}");
+    // The same statement of the user again is kept once.
+    let (text, _) = carry_forward(Some(previous), previous, 6000);
+    assert_eq!(text.matches("Sofia").count(), 1, "{text}");
 }
 
 fn check_request(sentence: &str, want: bool) {

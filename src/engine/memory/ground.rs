@@ -20,6 +20,10 @@
 //!   one of them. SmolLM2-135M wrote a Portuguese sentence after English messages: memory of what
 //!   nobody said. The rule stays loose on purpose: a larger model's summary is abstractive ("The
 //!   user greeted the assistant in French" after "Bonjour !").
+//! - **Ids** ([`drop_id_sentences`]): a summary sentence that holds an entity id (a known one, or a
+//!   token that looks like one: 16 letters and digits or more, four of each) is the entity list
+//!   repeated, not memory (SmolLM2-135M wrote "Reuse these ids: e1a21524ca22… | person | Marta | …",
+//!   600 characters that pushed the user's facts out of the summary).
 //! - **Instruction echo** ([`drop_instruction_echo`]): a summary sentence that is mostly the words of
 //!   one of the engine's own instruction sentences (`super::prompt::instruction_sentences`) is the
 //!   prompt repeated, not memory.
@@ -476,6 +480,33 @@ pub fn drop_unsupported(summary: &str, source: &str) -> (String, usize) {
             let unsupported = found == 0 && terms.len() >= 3;
             dropped += usize::from(unsupported);
             !unsupported
+        })
+        .collect();
+    (kept.join(" "), dropped)
+}
+
+/// Whether `word` looks like an id: 16 letters and digits or more, at least four of each.
+fn looks_like_id(word: &str) -> bool {
+    let digits = word.chars().filter(char::is_ascii_digit).count();
+    let letters = word.chars().filter(char::is_ascii_alphabetic).count();
+    word.chars().all(|c| c.is_ascii_alphanumeric())
+        && word.len() >= 16
+        && digits >= 4
+        && letters >= 4
+}
+
+/// `summary` without the sentences that hold one of `known_ids` (six characters or more) or a token
+/// that [`looks_like_id`] (the module rules). Returns the text and how many sentences were dropped.
+pub fn drop_id_sentences(summary: &str, known_ids: &[&str]) -> (String, usize) {
+    let mut dropped = 0;
+    let kept: Vec<&str> = sentences(summary)
+        .into_iter()
+        .filter(|s| {
+            let id = s
+                .split(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_')
+                .any(|w| looks_like_id(w) || (w.len() >= 6 && known_ids.contains(&w)));
+            dropped += usize::from(id);
+            !id
         })
         .collect();
     (kept.join(" "), dropped)

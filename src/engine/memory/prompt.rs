@@ -185,6 +185,13 @@ impl UpdateRequest {
                     "{echoed} summary sentence(s) repeated the update's instructions, dropped"
                 ));
             }
+            let ids: Vec<&str> = self.known.iter().map(|k| k.id.as_str()).collect();
+            let (text, with_ids) = super::ground::drop_id_sentences(&text, &ids);
+            if with_ids > 0 {
+                parsed.notes.push(format!(
+                    "{with_ids} summary sentence(s) listed entity ids, dropped"
+                ));
+            }
             let (text, unsupported) = super::ground::drop_unsupported(&text, &read);
             if unsupported > 0 {
                 parsed.notes.push(format!(

@@ -232,7 +232,8 @@ fn bounded(s: &str) -> String {
 /// The summary a memory update stores: the model's new summary, preceded by the sentences of the
 /// previous summary whose facts it left out (a small model often rewrites only what it just read, and
 /// a summary that silently drops an early fact loses it for good). Sentences repeated by the model are
-/// kept once. Past `max_chars` (see [`summary_max_chars`]) the new sentences keep up to half of it and the rest
+/// kept once; a statement of the user's (`User: …`) is left out only when a new statement of theirs
+/// covers it, never for the model's rewording. Past `max_chars` (see [`summary_max_chars`]) the new sentences keep up to half of it and the rest
 /// is chosen by what each sentence adds for its length ([`select_within`]); a run-on sentence is
 /// cut first ([`MAX_SENTENCE_CHARS`]). Returns the text and how
 /// many sentences were carried.
@@ -246,12 +247,18 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
             fresh.push(s);
         }
     }
-    let lower = fresh
-        .iter()
-        .map(|s| note_of(s).0)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
+    let text_of = |user_only: bool| {
+        fresh
+            .iter()
+            .filter(|s| !user_only || s.starts_with(USER_SAYS))
+            .map(|s| note_of(s).0)
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    // The user's own statement is covered only by a statement of theirs: the model's rewording of
+    // it may be garbled, or dropped by a later update.
+    let (lower, lower_user) = (text_of(false), text_of(true));
     // The claims the new text makes as current: a previous sentence they supersede is not carried.
     let newer: Vec<_> = fresh
         .iter()
@@ -264,7 +271,12 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
         // A request stored as the user's statement by an older version is not carried.
         let request = s.starts_with(USER_SAYS) && is_request(&s);
         let stale = !is_past(&s) && superseded_by(&s, &newer);
-        if !request && !stale && !covered(note_of(&s).0, &lower) && !seen.contains(&key) {
+        let by = if s.starts_with(USER_SAYS) {
+            &lower_user
+        } else {
+            &lower
+        };
+        if !request && !stale && !covered(note_of(&s).0, by) && !seen.contains(&key) {
             seen.push(key);
             carried.push(s);
         }
