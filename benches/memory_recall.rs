@@ -21,7 +21,8 @@
 //! endpoint takes (`start_form`, `next_form` on a refusal), `request::build`, the protocol's stream
 //! decoder, `ReplyCollector`, `parse_reply`, `UpdateRequest::ground`, `apply_update`, then `rank_for_prompt` and `assemble` for the
 //! final prompt. Only the HTTP client is the bench's: HTTP/1.0 over a loopback socket, so the server
-//! frames the stream by closing the connection. `MEMOIRE_RECALL_VERBOSE=1` prints every reply.
+//! frames the stream by closing the connection. `MEMOIRE_RECALL_VERBOSE=1` prints every reply;
+//! `MEMOIRE_RECALL_ONLY=waiting|typing|changed` runs that run alone.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -736,8 +737,9 @@ const CHANGES: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
-/// Words that mark a statement as no longer true.
-const PAST_MARKERS: [&str; 8] = [
+/// Words that mark a statement as no longer true, or as the end of what it names ("Sadly Biscuit
+/// died in the spring" does not carry Biscuit as the user's current pet).
+const PAST_MARKERS: [&str; 11] = [
     "until ",
     "no longer",
     "used to",
@@ -746,18 +748,22 @@ const PAST_MARKERS: [&str; 8] = [
     "before moving",
     "(past",
     "past:",
+    " died",
+    "passed away",
+    " sold ",
 ];
 
 /// Whether `prompt_memory` carries `value` as current: a sentence (or line) names it without marking
-/// it as past. Sentences end at a full stop followed by a space or the line's end, so a note such as
-/// `(said 2026-11-20; until 2026-11-24)` stays with its sentence.
-fn carried_as_current(prompt_memory: &str, value: &str) -> bool {
-    let value = value.to_lowercase();
+/// it as past, and without naming the `new` value (a sentence that names both tells the change: "I
+/// sold the Fiat and now I drive a blue Toyota"). Sentences end at a full stop followed by a space
+/// or the line's end, so a note such as `(said 2026-11-20; until 2026-11-24)` stays with its sentence.
+fn carried_as_current(prompt_memory: &str, value: &str, new: &str) -> bool {
+    let (value, new) = (value.to_lowercase(), new.to_lowercase());
     prompt_memory
         .split('\n')
         .flat_map(|line| line.split(". "))
         .map(str::to_lowercase)
-        .filter(|s| s.contains(&value))
+        .filter(|s| s.contains(&value) && !s.contains(&new))
         .any(|s| !PAST_MARKERS.iter().any(|m| s.contains(m)))
 }
 
@@ -802,7 +808,7 @@ fn run_changed(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
         .count();
     let stale = CHANGES
         .iter()
-        .filter(|c| carried_as_current(&memory, c.1))
+        .filter(|c| carried_as_current(&memory, c.1, c.3))
         .count();
     println!(
         "bench memory_changed_fact_current_real {:.2} ratio",
@@ -852,10 +858,20 @@ fn main() {
         std::process::exit(2);
     };
     let verbose = std::env::var("MEMOIRE_RECALL_VERBOSE").is_ok();
+    // MEMOIRE_RECALL_ONLY=waiting|typing|changed: that run alone (to look into one figure).
+    let only = std::env::var("MEMOIRE_RECALL_ONLY").ok();
+    let runs = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let endpoint = endpoint(&url);
-    let mut summaries = run_waiting(&endpoint, verbose);
-    summaries.extend(run_typing(&endpoint, verbose));
-    summaries.extend(run_changed(&endpoint, verbose));
+    let mut summaries = Vec::new();
+    if runs("waiting") {
+        summaries.extend(run_waiting(&endpoint, verbose));
+    }
+    if runs("typing") {
+        summaries.extend(run_typing(&endpoint, verbose));
+    }
+    if runs("changed") {
+        summaries.extend(run_changed(&endpoint, verbose));
+    }
     let said: String = turns()
         .iter()
         .copied()

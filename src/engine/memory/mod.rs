@@ -167,6 +167,7 @@ pub fn apply_update(
     // What the user said now also makes the entities' older facts past.
     if let Some(s) = &summary {
         supersede::supersede_entities(&mut graph.nodes, &s.text, now);
+        supersede::forget_gone(&mut graph.nodes, &s.text, now);
     }
     Applied { summary, report }
 }

@@ -14,7 +14,8 @@
 
 use super::summary::{sentences_of, with_dated_user_statements};
 use super::supersede::{
-    claims, gone_values, is_past, mentions_gone, past_since, superseded_by, Claim,
+    claims, ended_values, gone_values, is_past, mentions_ended, mentions_gone, past_since,
+    superseded_by, Claim,
 };
 use crate::engine::model::Millis;
 
@@ -92,10 +93,21 @@ pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending 
         .chain(claimed.iter().cloned())
         .collect();
     let gone = gone_values(now_past.iter().flatten(), still.iter().flatten());
+    let ended = ended_values(claimed.iter().flatten());
+    let ended_on = added
+        .iter()
+        .zip(&claimed)
+        .filter(|(_, c)| c.iter().any(|c| c.attribute == "ended"))
+        .map(|((i, _), _)| said[*i].1)
+        .min();
     let rewritten: Vec<String> = rewritten
         .into_iter()
-        .map(|s| match first {
-            Some(at) if mentions_gone(&s, &gone) => {
+        .map(|s| match (first, ended_on) {
+            (Some(at), _) if mentions_gone(&s, &gone) => {
+                changed = true;
+                past_since(&s, at)
+            }
+            (_, Some(at)) if mentions_ended(&s, &ended) => {
                 changed = true;
                 past_since(&s, at)
             }

@@ -13,7 +13,10 @@
 //! - my name is X, is called X -> (subject, `name`, X), one value at a time;
 //! - has a N -> (subject, `has` N): superseded only by its negation ("no longer has a N");
 //! - likes / loves / enjoys O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
-//!   "dislikes O", "hates O") and the other way round.
+//!   "dislikes O", "hates O") and the other way round;
+//! - N died / passed away, sold / lost / crashed N -> (subject, `ended`, N): every other sentence
+//!   that names N holds no longer ([`mentions_ended`]: "I have a dog called Biscuit" once "Biscuit
+//!   died"), and so does an entity's alias or property of that value ([`forget_gone`]).
 //!
 //! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it)
 //! when that is the pronoun nearest the verb (not "I'm glad you're living in…"), else the last word
@@ -229,6 +232,11 @@ const VALUE_ENDS: &[&str] = &[
     "again",
     "still",
 ];
+/// Words before "died" that name no thing of the user's ("he died", "nobody died").
+const ENDED_NOT_THINGS: &[&str] = &[
+    "he", "she", "it", "they", "who", "that", "which", "nobody", "everyone", "someone", "i", "you",
+    "we", "almost", "nearly", "had", "has", "have",
+];
 const NEGATIONS: &[&str] = &["not", "no", "never", "don", "doesn", "didn", "t", "longer"];
 /// Words before the verb that are not the subject.
 const NOT_SUBJECT: &[&str] = &[
@@ -377,6 +385,27 @@ fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
                     "yes".into(),
                     negated,
                 );
+            }
+            // "Biscuit died", "my dog passed away": the thing before the verb is gone.
+            ("died", _) | ("passed", "away") if p > 0 => {
+                let thing = at(p - 1);
+                if ENDED_NOT_THINGS.contains(&thing) || NOT_SUBJECT.contains(&thing) {
+                    return None;
+                }
+                return claim(
+                    "ended".into(),
+                    super::ground::stem(thing).to_string(),
+                    negated,
+                );
+            }
+            // "I sold the Fiat", "we lost our house": the thing after the verb is gone.
+            ("sold" | "lost" | "crashed" | "totaled" | "wrecked", _) => {
+                let rest = &w[p + 1..];
+                let rest = match rest.first().map(String::as_str) {
+                    Some("my" | "our" | "his" | "her" | "their") => &rest[1..],
+                    _ => rest,
+                };
+                return claim("ended".into(), value_of(rest), negated);
             }
             ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
             | ("dislike" | "dislikes" | "hate" | "hates", _)
@@ -646,9 +675,23 @@ pub fn supersede(
             .flat_map(|i| items[i].claims.iter()),
     );
     let since = made_past.iter().flatten().min().copied().or(last_day);
+    // A thing a message of the update says is gone ("Biscuit died") holds no longer in any
+    // sentence that names it.
+    let ended = ended_values(
+        (0..items.len())
+            .filter(|&i| live(i) && items[i].at.is_some())
+            .flat_map(|i| items[i].claims.iter()),
+    );
+    let ended_on = (0..items.len())
+        .filter(|&i| items[i].claims.iter().any(|c| c.attribute == "ended"))
+        .filter_map(|i| items[i].at)
+        .min()
+        .or(last_day);
     for (i, past) in made_past.iter_mut().enumerate() {
         if live(i) && mentions_gone(&items[i].text, &gone) {
             *past = since.or(Some(0));
+        } else if live(i) && mentions_ended(&items[i].text, &ended) {
+            *past = ended_on.or(Some(0));
         }
     }
     let mut out: Vec<String> = Vec::new();
@@ -684,18 +727,101 @@ pub fn gone_values<'a>(
     out
 }
 
+/// The things `current` says are gone ("Biscuit died", "I sold the Fiat"): the values of its
+/// `ended` claims.
+pub fn ended_values<'a>(current: impl Iterator<Item = &'a Claim>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in current.filter(|c| c.attribute == "ended" && !c.negated) {
+        if !out.contains(&c.value) {
+            out.push(c.value.clone());
+        }
+    }
+    out
+}
+
+/// Whether `text` names `value` (every word of it, crude stems).
+fn names_value(text: &str, value: &str) -> bool {
+    let have: Vec<String> = words(text)
+        .iter()
+        .map(|w| super::ground::stem(w).to_string())
+        .collect();
+    !value.is_empty() && value.split(' ').all(|x| have.iter().any(|h| h == x))
+}
+
 /// Whether `sentence` makes no claim of its own and names one of `gone` (every word of it): it was
 /// said of a place or job that no longer holds.
 pub fn mentions_gone(sentence: &str, gone: &[String]) -> bool {
     if gone.is_empty() || is_past(sentence) || !claims(sentence).is_empty() {
         return false;
     }
-    let have: Vec<String> = words(note_of(sentence).0)
-        .iter()
-        .map(|w| super::ground::stem(w).to_string())
+    gone.iter().any(|v| names_value(note_of(sentence).0, v))
+}
+
+/// Whether `sentence` names one of `ended` (things that are gone: "I have a dog called Biscuit"
+/// once "Biscuit died") and is not itself a sentence saying so: it holds no longer.
+pub fn mentions_ended(sentence: &str, ended: &[String]) -> bool {
+    if ended.is_empty()
+        || is_past(sentence)
+        || claims(sentence).iter().any(|c| c.attribute == "ended")
+    {
+        return false;
+    }
+    ended.iter().any(|v| names_value(note_of(sentence).0, v))
+}
+
+/// Makes the entities' facts about what no longer holds past, by `summary`'s sentences: an alias that
+/// is a place or job the user no longer has, or a thing that is gone ("Marta, aka Lisbon" once she
+/// lives in Oslo), is dropped, and a property with such a value moves to `past_properties` (from
+/// the day its sentence was made past, else `now`). Returns how many facts changed.
+pub fn forget_gone(
+    nodes: &mut [crate::engine::model::EntityNode],
+    summary: &str,
+    now: Millis,
+) -> usize {
+    let all: Vec<(Vec<Claim>, bool)> = sentences(summary)
+        .into_iter()
+        .map(|s| (claims(s), is_past(s)))
         .collect();
-    gone.iter()
-        .any(|v| v.split(' ').all(|x| have.iter().any(|h| h == x)))
+    let mut gone = gone_values(
+        all.iter().filter(|a| a.1).flat_map(|a| a.0.iter()),
+        all.iter().filter(|a| !a.1).flat_map(|a| a.0.iter()),
+    );
+    gone.extend(ended_values(
+        all.iter().filter(|a| !a.1).flat_map(|a| a.0.iter()),
+    ));
+    if gone.is_empty() {
+        return 0;
+    }
+    let is_gone = |text: &str| {
+        let v = value_of(&words(text));
+        !v.is_empty() && gone.contains(&v)
+    };
+    let mut made = 0;
+    for node in nodes.iter_mut() {
+        let before = node.aliases.len();
+        node.aliases.retain(|a| !is_gone(a));
+        made += before - node.aliases.len();
+        let stale: Vec<String> = node
+            .properties
+            .iter()
+            .filter(|(_, v)| is_gone(v))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in stale {
+            if let Some(value) = node.properties.remove(&k) {
+                let since = node.property_since.remove(&k).unwrap_or(0);
+                node.past_properties
+                    .push(crate::engine::model::PastProperty {
+                        key: k,
+                        value,
+                        valid_from: since,
+                        valid_to: now.max(since),
+                    });
+                made += 1;
+            }
+        }
+    }
+    made
 }
 
 /// Whether a newer sentence of `newer` makes `sentence` no longer true (the claim rule only; used
