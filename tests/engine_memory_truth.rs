@@ -748,17 +748,43 @@ fn the_pane_shows_closed_relationships_as_past() {
 fn an_alias_or_property_of_what_no_longer_holds_goes_past() {
     use memoire::engine::memory::supersede::forget_gone;
     let check = |summary: &str, aliases: &[&str], props: &[&str], past: &[&str]| {
-        let mut node = marta_with(&[("name", "Lisbon", 0), ("pet", "Biscuit", 0), ("city", "Oslo", 0)], &[], &[]);
+        let mut node = marta_with(
+            &[
+                ("name", "Lisbon", 0),
+                ("pet", "Biscuit", 0),
+                ("city", "Oslo", 0),
+            ],
+            &[],
+            &[],
+        );
         node.aliases = vec!["Lisbon".into(), "Martinha".into()];
         forget_gone(std::slice::from_mut(&mut node), summary, 7);
         assert_eq!(node.aliases, aliases, "{summary}");
-        assert_eq!(node.properties.values().collect::<Vec<_>>(), props, "{summary}");
-        let gone: Vec<&str> = node.past_properties.iter().map(|p| p.value.as_str()).collect();
+        assert_eq!(
+            node.properties.values().collect::<Vec<_>>(),
+            props,
+            "{summary}"
+        );
+        let gone: Vec<&str> = node
+            .past_properties
+            .iter()
+            .map(|p| p.value.as_str())
+            .collect();
         assert_eq!(gone, past, "{summary}");
     };
     // SmolLM2-135M's "Marta (aka Lisbon) | name=Lisbon" in the recall bench, once she lives in Oslo.
     check("User: I live in Lisbon (said 2026-11-01; until 2026-11-20). User: I moved to Oslo, so I live in Oslo now (said 2026-11-20).", &["Martinha"], &["Oslo", "Biscuit"], &["Lisbon"]);
-    check("User: Sadly Biscuit died in the spring (said 2026-11-20).", &["Lisbon", "Martinha"], &["Oslo", "Lisbon"], &["Biscuit"]);
+    check(
+        "User: Sadly Biscuit died in the spring (said 2026-11-20).",
+        &["Lisbon", "Martinha"],
+        &["Oslo", "Lisbon"],
+        &["Biscuit"],
+    );
     // Nothing changed: nothing goes.
-    check("User: I live in Lisbon (said 2026-11-01).", &["Lisbon", "Martinha"], &["Oslo", "Lisbon", "Biscuit"], &[]);
+    check(
+        "User: I live in Lisbon (said 2026-11-01).",
+        &["Lisbon", "Martinha"],
+        &["Oslo", "Lisbon", "Biscuit"],
+        &[],
+    );
 }

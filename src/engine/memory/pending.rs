@@ -12,7 +12,7 @@
 //! only names the place or job that no longer holds (`super::supersede::mentions_gone`).
 //! Must not import anything outside `crate::engine`.
 
-use super::summary::{sentences_of, with_dated_user_statements};
+use super::summary::{sentences_of, Said, MAX_USER_STATEMENT_CHARS};
 use super::supersede::{
     claims, ended_values, gone_values, is_past, mentions_ended, mentions_gone, past_since,
     superseded_by, Claim,
@@ -35,20 +35,18 @@ pub struct Pending {
 /// claims count for what is superseded, carried or not (the new message, one history carries whole).
 pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending {
     let base = summary.map(str::trim).unwrap_or_default();
-    // Each message's statements, as the summary would add them.
+    // Each message's statements, as the summary would add them (the summary read once).
+    let base_said = Said::of(base);
     let mut added: Vec<(usize, String)> = Vec::new();
     for (i, (text, at, _)) in said.iter().enumerate() {
-        let Some(all) = with_dated_user_statements(Some(base), &[(*text, Some(*at))]) else {
-            continue;
-        };
-        let new = all.get(base.len()..).unwrap_or_default();
-        added.extend(
-            sentences_of(new)
-                .into_iter()
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(|s| (i, s.to_string())),
-        );
+        let mut chars = 0;
+        for (len, s) in base_said.statements(text, Some(*at)) {
+            chars += len;
+            if chars > MAX_USER_STATEMENT_CHARS {
+                break;
+            }
+            added.push((i, s));
+        }
     }
     let claimed: Vec<_> = added.iter().map(|(_, s)| claims(s)).collect();
     // A statement a later one supersedes is no longer true: left out.

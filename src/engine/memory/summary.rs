@@ -325,66 +325,100 @@ pub fn with_dated_user_statements(
     user_said: &[(&str, Option<Millis>)],
 ) -> Option<String> {
     let mut out = summary.map(str::trim).unwrap_or_default().to_string();
-    let current = |text: &str| -> String {
-        sentences(text)
-            .into_iter()
-            .filter(|s| !is_past(s))
-            .map(|s| note_of(s).0)
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
-    let mut lower = current(&out);
-    // The claims the summary makes as current: a statement that makes claims is covered only when
-    // they are there too, of any subject (words in common are not enough: "The user works as a nurse" does not cover
-    // "I don't work as a nurse anymore, I work as a pilot now").
-    let claimed = |text: &str| -> Vec<super::supersede::Claim> {
-        sentences(text)
-            .into_iter()
-            .filter(|s| !is_past(s))
-            .flat_map(claims)
-            .collect()
-    };
-    let mut made = claimed(&out);
+    let mut said = Said::of(&out);
     let mut added = 0;
     'messages: for (message, at) in user_said {
-        for s in sentences(message).into_iter().map(bounded) {
-            let (names, words) = key_terms(&s);
-            let own = claims(&s);
-            let tells = !names.is_empty() || words.len() >= 2 || !own.is_empty();
-            // Whoever the summary says a claim of ("Ingrid lives in Trondheim" covers "I live in
-            // Trondheim"): the same attribute, value and sense.
-            let said_already = covered(&s, &lower)
-                && own.iter().all(|c| {
-                    made.iter().any(|m| {
-                        m.attribute == c.attribute && m.value == c.value && m.negated == c.negated
-                    })
-                });
-            if is_question(&s) || is_request(&s) || !tells || said_already {
-                continue;
-            }
-            added += s.len();
+        for (len, s) in said.statements(message, *at) {
+            added += len;
             if added > MAX_USER_STATEMENT_CHARS {
                 break 'messages;
             }
             if !out.is_empty() {
                 out.push(' ');
             }
+            out.push_str(&s);
+            said.add(&s);
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// What a summary says as current, as [`with_dated_user_statements`] reads it to tell whether a
+/// statement of the user's is said already: its current sentences, lower case, and the claims they
+/// make. Built once and grown statement by statement, so a long summary is read once, not once per
+/// message.
+#[derive(Debug, Clone)]
+pub struct Said {
+    lower: String,
+    made: Vec<super::supersede::Claim>,
+}
+
+impl Said {
+    /// What `text` says as current.
+    pub fn of(text: &str) -> Said {
+        let current: Vec<&str> = sentences(text)
+            .into_iter()
+            .filter(|s| !is_past(s))
+            .collect();
+        Said {
+            lower: current
+                .iter()
+                .map(|s| note_of(s).0)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase(),
+            made: current.into_iter().flat_map(claims).collect(),
+        }
+    }
+
+    /// Adds `statement` (one sentence, current) to what is said.
+    pub fn add(&mut self, statement: &str) {
+        if !self.lower.is_empty() {
+            self.lower.push(' ');
+        }
+        self.lower.push_str(&note_of(statement).0.to_lowercase());
+        self.made.extend(claims(statement));
+    }
+
+    /// The statements of `message` this does not say yet, each marked [`USER_SAYS`] and with the day
+    /// of `at`: not questions nor requests, with a name or number or two words of substance; a
+    /// statement that makes a claim (lives in, works as, …) always tells something, and only the
+    /// same claims, of any subject, cover it ("Ingrid lives in Trondheim" covers "I live in
+    /// Trondheim"; words in common are not enough: "The user works as a nurse" does not cover "I
+    /// don't work as a nurse anymore, I work as a pilot now"). Earlier statements of the message
+    /// count as said for the later ones. Each comes with the length of the sentence as the message
+    /// said it (what [`MAX_USER_STATEMENT_CHARS`] counts).
+    pub fn statements(&self, message: &str, at: Option<Millis>) -> Vec<(usize, String)> {
+        let mut said = std::borrow::Cow::Borrowed(self);
+        let mut out = Vec::new();
+        for s in sentences(message).into_iter().map(bounded) {
+            let (names, words) = key_terms(&s);
+            let own = claims(&s);
+            let tells = !names.is_empty() || words.len() >= 2 || !own.is_empty();
+            let said_already = covered(&s, &said.lower)
+                && own.iter().all(|c| {
+                    said.made.iter().any(|m| {
+                        m.attribute == c.attribute && m.value == c.value && m.negated == c.negated
+                    })
+                });
+            if is_question(&s) || is_request(&s) || !tells || said_already {
+                continue;
+            }
+            let len = s.len();
             let s = match s.chars().last() {
                 Some('.' | '!' | '…') => s,
                 _ => format!("{s}."),
             };
             let s = match at {
-                Some(at) => said_on(&s, *at),
+                Some(at) => said_on(&s, at),
                 None => s,
             };
-            out.push_str(USER_SAYS);
-            out.push_str(&s);
-            lower = current(&out);
-            made = claimed(&out);
+            let s = format!("{USER_SAYS}{s}");
+            said.to_mut().add(&s);
+            out.push((len, s));
         }
+        out
     }
-    (!out.is_empty()).then_some(out)
 }
 
 /// `text` cut to at most `max_chars` by leaving whole sentences out, the ones that add the least
