@@ -10,6 +10,7 @@ use super::{
 };
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
+use crate::engine::memory::graph::{put_entity, remove_entity};
 use crate::engine::memory::schedule::Action;
 use crate::engine::memory::{
     apply_update, build_update_request, due, judge, next_form, refused_http, refused_stream,
@@ -463,10 +464,7 @@ impl Session {
         node.updated_at = now();
         let scope = node.scope.clone();
         let mut nodes = self.store.load_entities(&scope).await?;
-        match nodes.iter_mut().find(|n| n.id == node.id) {
-            Some(n) => *n = node,
-            None => nodes.push(node),
-        }
+        put_entity(&mut nodes, node);
         self.store.save_entities(&scope, &nodes).await?;
         self.emit(SessionEvent::MemoryChanged(id.to_string()));
         Ok(())
@@ -479,15 +477,7 @@ impl Session {
             EntityScope::Shared,
         ] {
             let mut nodes = self.store.load_entities(&scope).await?;
-            let before = nodes.len();
-            nodes.retain(|n| n.id != entity_id);
-            let mut touched = nodes.len() != before;
-            for n in nodes.iter_mut() {
-                let had = n.relationships.len();
-                n.relationships.retain(|r| r.target_id != entity_id);
-                touched |= n.relationships.len() != had;
-            }
-            if touched {
+            if remove_entity(&mut nodes, entity_id) {
                 self.store.save_entities(&scope, &nodes).await?;
             }
         }
