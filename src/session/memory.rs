@@ -118,6 +118,28 @@ impl Session {
         if force && self.store.latest_summary(id).await?.map(|s| s.version) != seen {
             return Ok(false);
         }
+        let Some(due) = self.due_update(id, overflow, force).await? else {
+            return Ok(false);
+        };
+        if !self.settings.borrow().has_endpoint() {
+            return Err(SessionError::NoEndpoint);
+        }
+        // A chat turn goes first: while one is in flight on the memory's server, the update waits
+        // and runs when the turn is over (`engine::memory::schedule`).
+        if self.schedule.borrow_mut().handle_update_wanted(id, &server) == Admit::Wait {
+            return Err(SessionError::MemoryDeferred);
+        }
+        self.run_scheduled(id, due).await
+    }
+
+    /// What an update of the conversation would cover, when one is due (or always, with `force`)
+    /// and automatic updates are not backing off after a failure; `None` otherwise.
+    async fn due_update(
+        &self,
+        id: &str,
+        overflow: bool,
+        force: bool,
+    ) -> Result<Option<DueUpdate>, SessionError> {
         let conv = self
             .store
             .get_conversation(id)
@@ -139,7 +161,7 @@ impl Session {
             over_budget: overflow,
         });
         if !force && !decision.is_due() {
-            return Ok(false);
+            return Ok(None);
         }
         // After a failure, automatic updates back off (the engine says when to try again).
         if !force {
@@ -150,17 +172,30 @@ impl Session {
                 .key();
             let failure = self.store.memory_failure(id).await?;
             if !retry_allowed(failure.as_ref(), &messages, &key, now()) {
-                return Ok(false);
+                return Ok(None);
             }
         }
-        if !self.settings.borrow().has_endpoint() {
-            return Err(SessionError::NoEndpoint);
-        }
-        // A chat turn goes first: while one is in flight on the memory's server, the update waits
-        // and runs when the turn is over (`engine::memory::schedule`).
-        if self.schedule.borrow_mut().handle_update_wanted(id, &server) == Admit::Wait {
-            return Err(SessionError::MemoryDeferred);
-        }
+        Ok(Some(DueUpdate {
+            conv,
+            config,
+            previous,
+            messages,
+        }))
+    }
+
+    /// Runs an admitted update, known to the scheduler and the UI as running (stoppable by a chat
+    /// turn) until it ends, then tells the scheduler how it ended and does what it asks.
+    async fn run_scheduled(
+        self: &Rc<Self>,
+        id: &str,
+        due: DueUpdate,
+    ) -> Result<bool, SessionError> {
+        let DueUpdate {
+            conv,
+            config,
+            previous,
+            messages,
+        } = due;
         let stopper = Stopper::new();
         self.memory_stops
             .borrow_mut()
@@ -501,6 +536,15 @@ pub(crate) struct Update<'a> {
     pub overrides: &'a MemoryOverrides,
     /// A chunk of a catch-up: a reply without a summary still moves the coverage on.
     pub catch_up: bool,
+}
+
+/// An update found due: the conversation, its memory config, the summary it builds on and the
+/// messages since (on the branch on screen).
+struct DueUpdate {
+    conv: crate::engine::model::Conversation,
+    config: crate::engine::model::MemoryConfig,
+    previous: Option<crate::engine::model::ConversationSummary>,
+    messages: Vec<crate::engine::model::Message>,
 }
 
 pub(crate) fn memory_error(e: MemoryError) -> SessionError {
