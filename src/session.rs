@@ -27,6 +27,8 @@ use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, MemoryConfig, MemoryOverrides,
     Message, Millis, Role, TurnPath,
 };
+pub use crate::engine::page::Page;
+use crate::engine::page::{self, page_of_branch, PageAsk};
 use crate::engine::settings::{self, Settings};
 use crate::engine::tokens::Calibration;
 use crate::engine::{failure, request, title};
@@ -162,17 +164,6 @@ impl SessionError {
             _ => ErrorKind::Other,
         }
     }
-}
-
-/// One page of messages, oldest first.
-#[derive(Debug, Clone)]
-pub struct Page {
-    pub messages: Vec<Message>,
-    pub has_older: bool,
-    /// Messages after the page exist (a page above the latest, or around a search hit).
-    pub has_newer: bool,
-    /// Where each message of the page that has alternatives stands among them (by id).
-    pub alternatives: std::collections::BTreeMap<String, crate::engine::branch::Alternatives>,
 }
 
 /// The memory of a conversation: every summary version (oldest first) and its entities.
@@ -517,40 +508,28 @@ impl Session {
         focus: Option<&str>,
     ) -> Result<Page, SessionError> {
         if let Some(shown) = self.shown(id).await? {
-            return Ok(page_of_branch(shown, before, None, k, focus));
+            let ask = PageAsk {
+                before,
+                after: None,
+                k,
+                focus,
+            };
+            return Ok(page_of_branch(&shown.messages, &shown.alternatives, ask));
         }
-        // One message more than asked tells whether there are more, without another read.
-        let mut messages = match before {
+        let read = match before {
             None => self.store.load_last(id, k + 1).await?,
             Some(seq) => self.store.load_before(id, seq, k + 1).await?,
         };
-        let has_older = keep_newest(&mut messages, k);
-        messages.retain(|m| !m.meta.deleted);
-        let page = Page {
-            messages,
-            has_older,
-            has_newer: before.is_some(),
-            alternatives: Default::default(),
-        };
-        let Some(target) = focus.filter(|f| !page.messages.iter().any(|m| m.id == *f)) else {
+        let page = page::page_before(read, before, k);
+        let Some(target) = page::focus_outside(&page, focus) else {
             return Ok(page);
         };
         match self.store.get_message(target).await? {
             Some(m) if m.conversation_id == id => {
-                let half = (k / 2).max(1);
-                let mut older = self.store.load_before(id, m.seq + 1, half + 1).await?;
-                let has_older = keep_newest(&mut older, half);
-                let mut newer = self.store.load_after(id, m.seq, half + 1).await?;
-                let has_newer = newer.len() > half;
-                newer.truncate(half);
-                older.append(&mut newer);
-                older.retain(|m| !m.meta.deleted);
-                Ok(Page {
-                    messages: older,
-                    has_older,
-                    has_newer,
-                    alternatives: Default::default(),
-                })
+                let half = page::half_around(k);
+                let older = self.store.load_before(id, m.seq + 1, half + 1).await?;
+                let newer = self.store.load_after(id, m.seq, half + 1).await?;
+                Ok(page::page_around(older, newer, half))
             }
             _ => Ok(page),
         }
@@ -564,18 +543,15 @@ impl Session {
         k: usize,
     ) -> Result<Page, SessionError> {
         if let Some(shown) = self.shown(id).await? {
-            return Ok(page_of_branch(shown, None, Some(after), k, None));
+            let ask = PageAsk {
+                after: Some(after),
+                k,
+                ..Default::default()
+            };
+            return Ok(page_of_branch(&shown.messages, &shown.alternatives, ask));
         }
-        let mut messages = self.store.load_after(id, after, k + 1).await?;
-        let has_newer = messages.len() > k;
-        messages.truncate(k);
-        messages.retain(|m| !m.meta.deleted);
-        Ok(Page {
-            messages,
-            has_older: true,
-            has_newer,
-            alternatives: Default::default(),
-        })
+        let read = self.store.load_after(id, after, k + 1).await?;
+        Ok(page::page_after(read, k))
     }
 
     /// Conversations whose title matches and messages whose text matches, from the store's term
@@ -782,47 +758,6 @@ impl Session {
             .await?;
         own.extend(self.store.load_entities(&EntityScope::Shared).await?);
         Ok(own)
-    }
-}
-
-/// Keeps the newest `k` of `messages` (ascending by seq); true if any were dropped.
-fn keep_newest(messages: &mut Vec<Message>, k: usize) -> bool {
-    let excess = messages.len().saturating_sub(k);
-    messages.drain(..excess);
-    excess > 0
-}
-
-/// A page of a branch (root first): the `k` messages before seq `before`, after seq `after`, or
-/// around `focus`, else the last `k`.
-fn page_of_branch(
-    shown: branch::Shown,
-    before: Option<u64>,
-    after: Option<u64>,
-    k: usize,
-    focus: Option<&str>,
-) -> Page {
-    let all = shown.messages;
-    let at = |id: &str| all.iter().position(|m| m.id == id);
-    let end = match (before, after, focus.and_then(at)) {
-        (Some(seq), _, _) => all.iter().position(|m| m.seq >= seq).unwrap_or(all.len()),
-        (None, Some(seq), _) => {
-            let start = all.iter().position(|m| m.seq > seq).unwrap_or(all.len());
-            (start + k).min(all.len())
-        }
-        (None, None, Some(i)) if i + k < all.len() => (i + k / 2 + 1).min(all.len()),
-        _ => all.len(),
-    };
-    let start = end.saturating_sub(k);
-    let messages: Vec<Message> = all[start..end].to_vec();
-    let alternatives = messages
-        .iter()
-        .filter_map(|m| Some((m.id.clone(), shown.alternatives.get(&m.id)?.clone())))
-        .collect();
-    Page {
-        messages,
-        has_older: start > 0,
-        has_newer: end < all.len(),
-        alternatives,
     }
 }
 

@@ -2,7 +2,8 @@
 //! Owns the data model, token estimation, context assembly, history formats, the turn state machine,
 //! the memory protocol, stream decoders, request builders, markdown sanitising, backup validation,
 //! reading other chat apps' exports,
-//! the in-memory history window, the branch on screen and the chat view's follow rule.
+//! the in-memory history window, the branch on screen, the chat's pages and the chat view's follow
+//! rule.
 //! Must not import anything outside `crate::engine`: no leptos, web_sys, js_sys, rexie, gloo,
 //! wasm_bindgen, no clock and no randomness (`now`, ids and limits are arguments).
 //! `tests/architecture.rs` enforces this.
@@ -23,6 +24,7 @@ pub mod json_text;
 pub mod markdown;
 pub mod memory;
 pub mod model;
+pub mod page;
 pub mod request;
 pub mod search;
 pub mod settings;

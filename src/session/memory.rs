@@ -10,6 +10,7 @@ use super::{
 };
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
+use crate::engine::memory::graph::{put_entity, remove_entity};
 use crate::engine::memory::schedule::Action;
 use crate::engine::memory::{
     apply_update, build_update_request, due, judge, next_form, refused_http, refused_stream,
@@ -117,6 +118,28 @@ impl Session {
         if force && self.store.latest_summary(id).await?.map(|s| s.version) != seen {
             return Ok(false);
         }
+        let Some(due) = self.due_update(id, overflow, force).await? else {
+            return Ok(false);
+        };
+        if !self.settings.borrow().has_endpoint() {
+            return Err(SessionError::NoEndpoint);
+        }
+        // A chat turn goes first: while one is in flight on the memory's server, the update waits
+        // and runs when the turn is over (`engine::memory::schedule`).
+        if self.schedule.borrow_mut().handle_update_wanted(id, &server) == Admit::Wait {
+            return Err(SessionError::MemoryDeferred);
+        }
+        self.run_scheduled(id, due).await
+    }
+
+    /// What an update of the conversation would cover, when one is due (or always, with `force`)
+    /// and automatic updates are not backing off after a failure; `None` otherwise.
+    async fn due_update(
+        &self,
+        id: &str,
+        overflow: bool,
+        force: bool,
+    ) -> Result<Option<DueUpdate>, SessionError> {
         let conv = self
             .store
             .get_conversation(id)
@@ -138,7 +161,7 @@ impl Session {
             over_budget: overflow,
         });
         if !force && !decision.is_due() {
-            return Ok(false);
+            return Ok(None);
         }
         // After a failure, automatic updates back off (the engine says when to try again).
         if !force {
@@ -149,17 +172,30 @@ impl Session {
                 .key();
             let failure = self.store.memory_failure(id).await?;
             if !retry_allowed(failure.as_ref(), &messages, &key, now()) {
-                return Ok(false);
+                return Ok(None);
             }
         }
-        if !self.settings.borrow().has_endpoint() {
-            return Err(SessionError::NoEndpoint);
-        }
-        // A chat turn goes first: while one is in flight on the memory's server, the update waits
-        // and runs when the turn is over (`engine::memory::schedule`).
-        if self.schedule.borrow_mut().handle_update_wanted(id, &server) == Admit::Wait {
-            return Err(SessionError::MemoryDeferred);
-        }
+        Ok(Some(DueUpdate {
+            conv,
+            config,
+            previous,
+            messages,
+        }))
+    }
+
+    /// Runs an admitted update, known to the scheduler and the UI as running (stoppable by a chat
+    /// turn) until it ends, then tells the scheduler how it ended and does what it asks.
+    async fn run_scheduled(
+        self: &Rc<Self>,
+        id: &str,
+        due: DueUpdate,
+    ) -> Result<bool, SessionError> {
+        let DueUpdate {
+            conv,
+            config,
+            previous,
+            messages,
+        } = due;
         let stopper = Stopper::new();
         self.memory_stops
             .borrow_mut()
@@ -463,10 +499,7 @@ impl Session {
         node.updated_at = now();
         let scope = node.scope.clone();
         let mut nodes = self.store.load_entities(&scope).await?;
-        match nodes.iter_mut().find(|n| n.id == node.id) {
-            Some(n) => *n = node,
-            None => nodes.push(node),
-        }
+        put_entity(&mut nodes, node);
         self.store.save_entities(&scope, &nodes).await?;
         self.emit(SessionEvent::MemoryChanged(id.to_string()));
         Ok(())
@@ -479,15 +512,7 @@ impl Session {
             EntityScope::Shared,
         ] {
             let mut nodes = self.store.load_entities(&scope).await?;
-            let before = nodes.len();
-            nodes.retain(|n| n.id != entity_id);
-            let mut touched = nodes.len() != before;
-            for n in nodes.iter_mut() {
-                let had = n.relationships.len();
-                n.relationships.retain(|r| r.target_id != entity_id);
-                touched |= n.relationships.len() != had;
-            }
-            if touched {
+            if remove_entity(&mut nodes, entity_id) {
                 self.store.save_entities(&scope, &nodes).await?;
             }
         }
@@ -511,6 +536,15 @@ pub(crate) struct Update<'a> {
     pub overrides: &'a MemoryOverrides,
     /// A chunk of a catch-up: a reply without a summary still moves the coverage on.
     pub catch_up: bool,
+}
+
+/// An update found due: the conversation, its memory config, the summary it builds on and the
+/// messages since (on the branch on screen).
+struct DueUpdate {
+    conv: crate::engine::model::Conversation,
+    config: crate::engine::model::MemoryConfig,
+    previous: Option<crate::engine::model::ConversationSummary>,
+    messages: Vec<crate::engine::model::Message>,
 }
 
 pub(crate) fn memory_error(e: MemoryError) -> SessionError {

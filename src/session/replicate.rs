@@ -33,6 +33,7 @@ use super::{new_id, now, sync, Boxed, SessionEvent};
 use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
+use crate::engine::sync::order::{in_order, latest_stamp};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Status, Write};
@@ -665,23 +666,10 @@ async fn apply_later(i: &Inner, effects: Vec<Effect>) -> Result<(), ReplicateErr
     Ok(())
 }
 
-/// Hands out the replicator's writes, in order.
-/// Messages are appended at this device's next seq, so the merges handed out together are applied
-/// with every other document first, then messages in their writer's order (seq, then time): a
-/// batch pulled in `_changes` order (or pushed back in `_id` order) keeps the conversation's order.
-fn in_order(batch: &mut Vec<Write>) {
-    crate::engine::sort::sort_by_key(batch, |w| match w {
-        Write::Merge { remote, .. } => match &remote.body {
-            crate::engine::sync::Body::Message(m) => (1, m.seq, m.created_at),
-            _ => (0, 0, 0),
-        },
-        _ => (0, 0, 0),
-    });
-}
-
 /// The replicator's next writes: its consecutive merges up to the next checkpoint (or other write),
-/// in order ([`in_order`]), then that write. The clock sees the merges' latest stamp once
-/// (observing the greatest is observing all).
+/// in order (`engine::sync::order`: other documents first, then messages in their writer's order),
+/// then that write. The clock sees the merges' latest stamp once (observing the greatest is
+/// observing all).
 async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), ReplicateError> {
     let span = Span::new("batch");
     let mut merges = Vec::new();
@@ -695,14 +683,7 @@ async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), Re
         }
     }
     in_order(&mut merges);
-    let seen = merges
-        .iter()
-        .filter_map(|w| match w {
-            Write::Merge { remote, .. } => remote.body.latest_stamp(),
-            _ => None,
-        })
-        .max()
-        .cloned();
+    let seen = latest_stamp(&merges);
     drop(span);
     if let Some(seen) = seen {
         let (mut c, _) = clock(i).await?;

@@ -151,36 +151,17 @@ fn parse_legacy(key: JsValue, v: &Value, pos: usize) -> Option<Legacy> {
     })
 }
 
+/// Migration 1: the legacy list's readable records become one conversation per source, in one
+/// transaction with the migration's `meta` record (nothing, when that record is there).
 async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), StoreError> {
     let tx = store.tx(&[META, LEGACY_MESSAGES, MESSAGES, CONVERSATIONS], true)?;
     let meta = tx.store(META)?;
     let key = meta_key(number);
-    let done = request(
-        &meta
-            .get(&JsValue::from_str(&key))
-            .map_err(super::idb::js_error)?,
-    )
-    .await?;
-    if !done.is_undefined() {
+    if applied(&meta, &key).await? {
         return tx.done().await;
     }
     let legacy = tx.store(LEGACY_MESSAGES)?;
-    let keys_req = legacy.get_all_keys().map_err(super::idb::js_error)?;
-    let vals_req = legacy.get_all().map_err(super::idb::js_error)?;
-    let keys: js_sys::Array = request(&keys_req).await?.into();
-    let vals: js_sys::Array = request(&vals_req).await?.into();
-
-    let mut groups: BTreeMap<String, Vec<Legacy>> = BTreeMap::new();
-    let mut unreadable = 0usize;
-    for (pos, (k, v)) in keys.iter().zip(vals.iter()).enumerate() {
-        let parsed = super::idb::from_js::<Value>(v, "legacy message")
-            .ok()
-            .and_then(|v| parse_legacy(k, &v, pos));
-        match parsed {
-            Some(l) => groups.entry(l.agent.clone()).or_default().push(l),
-            None => unreadable += 1,
-        }
-    }
+    let (groups, unreadable) = read_legacy(&legacy).await?;
     let messages = tx.store(MESSAGES)?;
     let conversations = tx.store(CONVERSATIONS)?;
     let mut imported = 0usize;
@@ -189,43 +170,12 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
         crate::engine::sort::sort_by(&mut msgs, |a, b| a.at.cmp(&b.at).then(a.pos.cmp(&b.pos)));
         let conv_id = format!("legacy-{agent}");
         for (i, m) in msgs.iter().enumerate() {
-            let rec = MessageRecord {
-                id: m.id.clone(),
-                conversation_id: conv_id.clone(),
-                seq: i as u64 + 1,
-                role: m.role.as_str().to_string(),
-                content: m.content.clone(),
-                status: "complete".into(),
-                created_at: m.at,
-                tool_calls: Vec::new(),
-                usage: None,
-                error: None,
-                path: None,
-                model: None,
-                streaming: None,
-                terms: crate::engine::search::index_terms(&m.content),
-                after: None,
-                replaces: None,
-                deleted: false,
-            };
+            let rec = legacy_message_record(&conv_id, i, m);
             messages.put(&to_js(&rec)?).map_err(super::idb::js_error)?;
             legacy.delete(&m.key).map_err(super::idb::js_error)?;
         }
         imported += msgs.len();
-        let conv = ConversationRecord {
-            id: conv_id,
-            title: LEGACY_TITLE.to_string(),
-            title_is_custom: false,
-            created_at: msgs.iter().map(|m| m.at).min().unwrap_or(0),
-            updated_at: msgs.iter().map(|m| m.at).max().unwrap_or(0),
-            message_count: msgs.len() as u64,
-            last_seq: msgs.len() as u64,
-            endpoint_profile_id: None,
-            remote_handle: None,
-            last_path: None,
-            overrides: OverridesRecord::default(),
-            title_terms: crate::engine::search::index_terms(LEGACY_TITLE),
-        };
+        let conv = legacy_conversation_record(conv_id, &msgs);
         conversations
             .put(&to_js(&conv)?)
             .map_err(super::idb::js_error)?;
@@ -241,6 +191,70 @@ async fn import_legacy(store: &Store, number: u32, name: &str) -> Result<(), Sto
     };
     meta.put(&to_js(&record)?).map_err(super::idb::js_error)?;
     tx.done().await
+}
+
+/// The legacy list's readable records grouped by source (`agent_id`), each in store order, and how
+/// many records could not be read.
+async fn read_legacy(
+    legacy: &web_sys::IdbObjectStore,
+) -> Result<(BTreeMap<String, Vec<Legacy>>, usize), StoreError> {
+    let keys_req = legacy.get_all_keys().map_err(super::idb::js_error)?;
+    let vals_req = legacy.get_all().map_err(super::idb::js_error)?;
+    let keys: js_sys::Array = request(&keys_req).await?.into();
+    let vals: js_sys::Array = request(&vals_req).await?.into();
+    let mut groups: BTreeMap<String, Vec<Legacy>> = BTreeMap::new();
+    let mut unreadable = 0usize;
+    for (pos, (k, v)) in keys.iter().zip(vals.iter()).enumerate() {
+        let parsed = super::idb::from_js::<Value>(v, "legacy message")
+            .ok()
+            .and_then(|v| parse_legacy(k, &v, pos));
+        match parsed {
+            Some(l) => groups.entry(l.agent.clone()).or_default().push(l),
+            None => unreadable += 1,
+        }
+    }
+    Ok((groups, unreadable))
+}
+
+/// The message record of the `i`-th (0-based, in time order) legacy message of a conversation.
+fn legacy_message_record(conv_id: &str, i: usize, m: &Legacy) -> MessageRecord {
+    MessageRecord {
+        id: m.id.clone(),
+        conversation_id: conv_id.to_string(),
+        seq: i as u64 + 1,
+        role: m.role.as_str().to_string(),
+        content: m.content.clone(),
+        status: "complete".into(),
+        created_at: m.at,
+        tool_calls: Vec::new(),
+        usage: None,
+        error: None,
+        path: None,
+        model: None,
+        streaming: None,
+        terms: crate::engine::search::index_terms(&m.content),
+        after: None,
+        replaces: None,
+        deleted: false,
+    }
+}
+
+/// The "Previous conversation" record holding one source's legacy messages (`msgs`, in time order).
+fn legacy_conversation_record(conv_id: String, msgs: &[Legacy]) -> ConversationRecord {
+    ConversationRecord {
+        id: conv_id,
+        title: LEGACY_TITLE.to_string(),
+        title_is_custom: false,
+        created_at: msgs.iter().map(|m| m.at).min().unwrap_or(0),
+        updated_at: msgs.iter().map(|m| m.at).max().unwrap_or(0),
+        message_count: msgs.len() as u64,
+        last_seq: msgs.len() as u64,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        overrides: OverridesRecord::default(),
+        title_terms: crate::engine::search::index_terms(LEGACY_TITLE),
+    }
 }
 
 /// True when migration `key` is recorded in `meta` (read inside the migration's own transaction).

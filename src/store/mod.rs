@@ -111,6 +111,69 @@ fn factory() -> Result<IdbFactory, StoreError> {
         .map_err(|_| StoreError::Unavailable("indexedDB is not an IDBFactory".into()))
 }
 
+/// Runs the structural upgrade (`schema::upgrade`) when the open request needs one; a failed
+/// upgrade aborts its transaction, so the open fails.
+fn upgrade_when_needed(req: &IdbOpenDbRequest) {
+    let upgrade_req = req.clone();
+    let on_upgrade = Closure::once_into_js(move |ev: IdbVersionChangeEvent| {
+        let old = ev.old_version() as u32;
+        let db = upgrade_req
+            .result()
+            .ok()
+            .and_then(|v| v.dyn_into::<IdbDatabase>().ok());
+        let tx = upgrade_req.transaction();
+        if let (Some(db), Some(tx)) = (db, tx) {
+            if let Err(e) = schema::upgrade(&db, &tx, old) {
+                web_sys::console::error_1(&JsValue::from_str(&format!(
+                    "memoire store upgrade failed: {e}"
+                )));
+                let _ = tx.abort();
+            }
+        }
+    });
+    req.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
+}
+
+/// The connection the open request gives, without waiting for other tabs: a blocked open is
+/// [`StoreError::Blocked`] (and whatever it opens later is closed at once).
+async fn opened(req: &IdbOpenDbRequest) -> Result<IdbDatabase, StoreError> {
+    let opened = JsFuture::from(js_sys::Promise::new(&mut |resolve, reject| {
+        req.set_onsuccess(Some(&resolve));
+        req.set_onerror(Some(&reject));
+        req.set_onblocked(Some(&reject));
+    }))
+    .await;
+    req.set_onerror(None);
+    req.set_onblocked(None);
+    if let Err(ev) = opened {
+        let blocked = ev
+            .dyn_ref::<Event>()
+            .map(|e| e.type_() == "blocked")
+            .unwrap_or(false);
+        if blocked {
+            // The request stays queued; whenever it succeeds, close what it opens.
+            let late = req.clone();
+            let close_late = Closure::once_into_js(move |_: JsValue| {
+                if let Ok(db) = late.result().and_then(|v| v.dyn_into::<IdbDatabase>()) {
+                    db.close();
+                }
+            });
+            req.set_onsuccess(Some(close_late.unchecked_ref()));
+            return Err(StoreError::Blocked);
+        }
+        req.set_onsuccess(None);
+        return Err(dom_error(
+            req.error().ok().flatten(),
+            "could not open the database",
+        ));
+    }
+    req.set_onsuccess(None);
+    req.result()
+        .map_err(js_error)?
+        .dyn_into()
+        .map_err(|_| StoreError::Unavailable("open returned no database".into()))
+}
+
 impl Store {
     /// Opens (creating or upgrading) the database `name`, then runs pending data migrations.
     pub async fn open(name: &str) -> Result<Store, StoreError> {
@@ -123,63 +186,19 @@ impl Store {
         let req: IdbOpenDbRequest = factory
             .open_with_u32(name, schema::DB_VERSION)
             .map_err(|e| StoreError::Unavailable(format!("{:?}", js_error(e))))?;
-
-        let upgrade_req = req.clone();
-        let on_upgrade = Closure::once_into_js(move |ev: IdbVersionChangeEvent| {
-            let old = ev.old_version() as u32;
-            let db = upgrade_req
-                .result()
-                .ok()
-                .and_then(|v| v.dyn_into::<IdbDatabase>().ok());
-            let tx = upgrade_req.transaction();
-            if let (Some(db), Some(tx)) = (db, tx) {
-                if let Err(e) = schema::upgrade(&db, &tx, old) {
-                    web_sys::console::error_1(&JsValue::from_str(&format!(
-                        "memoire store upgrade failed: {e}"
-                    )));
-                    let _ = tx.abort();
-                }
-            }
-        });
-        req.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
-
-        let opened = JsFuture::from(js_sys::Promise::new(&mut |resolve, reject| {
-            req.set_onsuccess(Some(&resolve));
-            req.set_onerror(Some(&reject));
-            req.set_onblocked(Some(&reject));
-        }))
-        .await;
-        req.set_onerror(None);
-        req.set_onblocked(None);
-        if let Err(ev) = opened {
-            let blocked = ev
-                .dyn_ref::<Event>()
-                .map(|e| e.type_() == "blocked")
-                .unwrap_or(false);
-            if blocked {
-                // The request stays queued; whenever it succeeds, close what it opens.
-                let late = req.clone();
-                let close_late = Closure::once_into_js(move |_: JsValue| {
-                    if let Ok(db) = late.result().and_then(|v| v.dyn_into::<IdbDatabase>()) {
-                        db.close();
-                    }
-                });
-                req.set_onsuccess(Some(close_late.unchecked_ref()));
-                return Err(StoreError::Blocked);
-            }
-            req.set_onsuccess(None);
-            return Err(dom_error(
-                req.error().ok().flatten(),
-                "could not open the database",
-            ));
+        upgrade_when_needed(&req);
+        let db = opened(&req).await?;
+        let store = Store::connected(name, db);
+        if let Err(e) = migrate::run(&store).await {
+            store.close();
+            return Err(e);
         }
-        req.set_onsuccess(None);
-        let db: IdbDatabase = req
-            .result()
-            .map_err(js_error)?
-            .dyn_into()
-            .map_err(|_| StoreError::Unavailable("open returned no database".into()))?;
+        Ok(store)
+    }
 
+    /// The store over an open connection, which closes itself when another tab upgrades the
+    /// database.
+    fn connected(name: &str, db: IdbDatabase) -> Store {
         let shared = Rc::new(Shared {
             db: RefCell::new(Some(db.clone())),
             closed_by_other: Cell::new(false),
@@ -192,19 +211,13 @@ impl Store {
             }
         });
         db.set_onversionchange(Some(on_version_change.as_ref().unchecked_ref()));
-
-        let store = Store {
+        Store {
             inner: Rc::new(Inner {
                 name: name.to_string(),
                 shared,
                 _on_version_change: on_version_change,
             }),
-        };
-        if let Err(e) = migrate::run(&store).await {
-            store.close();
-            return Err(e);
         }
-        Ok(store)
     }
 
     /// The database name.

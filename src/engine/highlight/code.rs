@@ -155,82 +155,102 @@ const SQL_TY: &[&str] = &[
     "timestamptz", "uuid", "varchar",
 ];
 
+/// The table of Rust.
+const RUST: Syntax = Syntax {
+    keywords: &[RUST_KW],
+    types: &[RUST_TY],
+    literals: &["true", "false"],
+    multiline: true,
+    rust: true,
+    ..NONE
+};
+
+/// The table of Python.
+const PYTHON: Syntax = Syntax {
+    keywords: &[PY_KW],
+    types: &[PY_TY],
+    literals: &["True", "False", "None"],
+    line_comment: "#",
+    block_comment: false,
+    python: true,
+    decorators: true,
+    ..NONE
+};
+
+/// The table of JavaScript.
+const JS: Syntax = Syntax {
+    keywords: &[JS_KW],
+    literals: JS_LIT,
+    quotes: b"\"'`",
+    decorators: true,
+    ..NONE
+};
+
+/// The table of TypeScript: JavaScript with its own keywords and types.
+const TS: Syntax = Syntax {
+    keywords: &[JS_KW, TS_KW],
+    types: &[TS_TY],
+    ..JS
+};
+
+/// The table of JSON: literals, strings and keys only.
+const JSON: Syntax = Syntax {
+    literals: &["true", "false", "null"],
+    quotes: b"\"",
+    capitals: false,
+    keys: true,
+    ..NONE
+};
+
+/// The table of C.
+const C: Syntax = Syntax {
+    keywords: &[C_KW],
+    types: &[C_TY],
+    literals: &["NULL", "true", "false"],
+    preprocessor: true,
+    ..NONE
+};
+
+/// The table of C++: C with its own keywords, types and literals.
+const CPP: Syntax = Syntax {
+    keywords: &[C_KW, CPP_KW],
+    types: &[C_TY, CPP_TY],
+    literals: &["NULL", "nullptr", "true", "false"],
+    ..C
+};
+
+/// The table of Go.
+const GO: Syntax = Syntax {
+    keywords: &[GO_KW],
+    types: &[GO_TY],
+    literals: &["true", "false", "nil", "iota"],
+    quotes: b"\"'`",
+    ..NONE
+};
+
+/// The table of Java.
+const JAVA: Syntax = Syntax {
+    keywords: &[JAVA_KW],
+    types: &[JAVA_TY],
+    literals: &["true", "false", "null"],
+    decorators: true,
+    ..NONE
+};
+
+/// The table of SQL, its words in any case.
+const SQL: Syntax = Syntax {
+    keywords: &[SQL_KW],
+    types: &[SQL_TY],
+    literals: &["null", "true", "false"],
+    line_comment: "--",
+    quotes: b"'\"`",
+    any_case: true,
+    capitals: false,
+    ..NONE
+};
+
 /// The table of a C-family language (the other languages have lexers of their own).
 pub(super) fn syntax(lang: Lang) -> &'static Syntax {
-    const RUST: Syntax = Syntax {
-        keywords: &[RUST_KW],
-        types: &[RUST_TY],
-        literals: &["true", "false"],
-        multiline: true,
-        rust: true,
-        ..NONE
-    };
-    const PYTHON: Syntax = Syntax {
-        keywords: &[PY_KW],
-        types: &[PY_TY],
-        literals: &["True", "False", "None"],
-        line_comment: "#",
-        block_comment: false,
-        python: true,
-        decorators: true,
-        ..NONE
-    };
-    const JS: Syntax = Syntax {
-        keywords: &[JS_KW],
-        literals: JS_LIT,
-        quotes: b"\"'`",
-        decorators: true,
-        ..NONE
-    };
-    const TS: Syntax = Syntax {
-        keywords: &[JS_KW, TS_KW],
-        types: &[TS_TY],
-        ..JS
-    };
-    const JSON: Syntax = Syntax {
-        literals: &["true", "false", "null"],
-        quotes: b"\"",
-        capitals: false,
-        keys: true,
-        ..NONE
-    };
-    const C: Syntax = Syntax {
-        keywords: &[C_KW],
-        types: &[C_TY],
-        literals: &["NULL", "true", "false"],
-        preprocessor: true,
-        ..NONE
-    };
-    const CPP: Syntax = Syntax {
-        keywords: &[C_KW, CPP_KW],
-        types: &[C_TY, CPP_TY],
-        literals: &["NULL", "nullptr", "true", "false"],
-        ..C
-    };
-    const GO: Syntax = Syntax {
-        keywords: &[GO_KW],
-        types: &[GO_TY],
-        literals: &["true", "false", "nil", "iota"],
-        quotes: b"\"'`",
-        ..NONE
-    };
-    const JAVA: Syntax = Syntax {
-        keywords: &[JAVA_KW],
-        types: &[JAVA_TY],
-        literals: &["true", "false", "null"],
-        decorators: true,
-        ..NONE
-    };
-    const SQL: Syntax = Syntax {
-        keywords: &[SQL_KW],
-        types: &[SQL_TY],
-        literals: &["null", "true", "false"],
-        line_comment: "--",
-        quotes: b"'\"`",
-        any_case: true,
-        capitals: false,
-        ..NONE
-    };
     match lang {
         Lang::Rust => &RUST,
         Lang::Python => &PYTHON,

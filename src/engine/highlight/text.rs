@@ -184,11 +184,10 @@ enum Css {
 pub(super) fn css(s: &[u8], mut i: usize, end: usize, out: &mut Out) {
     let mut depth = 0usize;
     let mut state = Css::Start;
-    let word = |k: usize| run_end(s, k, end, |c| is_ident(c) || c == b'-');
+    let word = |k: usize| css_word_end(s, k, end);
     while i < end {
         let b = s[i];
         let next = at(s, i + 1, end);
-        let starts_word = |c: Option<u8>| c.is_some_and(|c| is_ident_start(c) || c == b'-');
         if matches!(b, b'{' | b'}' | b';') {
             depth = match b {
                 b'{' => depth + 1,
@@ -213,7 +212,7 @@ pub(super) fn css(s: &[u8], mut i: usize, end: usize, out: &mut Out) {
             (Kind::Comment, past(s, i + 2, end, b"*/"))
         } else if b == b'"' || b == b'\'' {
             (Kind::String, string_end(s, i + 1, end, b, false, true))
-        } else if b == b'@' && starts_word(next) {
+        } else if b == b'@' && css_word_start(next) {
             state = Css::AtRule;
             (Kind::Keyword, word(i + 1))
         } else if b.is_ascii_digit()
@@ -224,42 +223,60 @@ pub(super) fn css(s: &[u8], mut i: usize, end: usize, out: &mut Out) {
             let j = number_end(s, i + usize::from(!b.is_ascii_digit()), end);
             (Kind::Number, run_end(s, j, end, |c| c == b'%'))
         } else {
-            match state {
-                Css::Property if b == b':' => {
-                    state = Css::Value;
-                    (Kind::Plain, i + 1)
-                }
-                Css::Property if starts_word(Some(b)) => (Kind::Key, word(i)),
-                Css::Value if b == b'#' => (Kind::Number, word(i + 1)),
-                Css::Value if b == b'!' && starts_word(next) => (Kind::Keyword, word(i + 1)),
-                Css::Value if starts_word(Some(b)) => {
-                    let j = word(i);
-                    (
-                        if at(s, j, end) == Some(b'(') {
-                            Kind::Function
-                        } else {
-                            Kind::Plain
-                        },
-                        j,
-                    )
-                }
-                Css::Selector if matches!(b, b'.' | b'#') && starts_word(next) => {
-                    (Kind::Attribute, word(i + 1))
-                }
-                Css::Selector if b == b':' => {
-                    (Kind::Keyword, word(run_end(s, i, end, |c| c == b':')))
-                }
-                Css::Selector if b == b'[' => (
-                    Kind::Attribute,
-                    past(s, i + 1, end, b"]").min(line_end(s, i, end)),
-                ),
-                Css::Selector if starts_word(Some(b)) => (Kind::Tag, word(i)),
-                Css::AtRule if starts_word(Some(b)) => (Kind::Plain, word(i)),
-                _ => (Kind::Plain, i + 1),
-            }
+            css_in_state(s, i, end, &mut state)
         };
         out.push(kind, i, j.max(i + 1));
         i = j.max(i + 1);
+    }
+}
+
+/// Where a CSS word (an identifier, hyphens included) that starts at `k` ends.
+fn css_word_end(s: &[u8], k: usize, end: usize) -> usize {
+    run_end(s, k, end, |c| is_ident(c) || c == b'-')
+}
+
+/// Whether `c` can start a CSS word.
+fn css_word_start(c: Option<u8>) -> bool {
+    c.is_some_and(|c| is_ident_start(c) || c == b'-')
+}
+
+/// The CSS token at `s[i]` that only the part of a rule it is in tells (a property's `:` moves
+/// `state` on to its value): property names, `#colours`, `!important`, functions, selectors.
+fn css_in_state(s: &[u8], i: usize, end: usize, state: &mut Css) -> (Kind, usize) {
+    let b = s[i];
+    let next = at(s, i + 1, end);
+    let word = |k: usize| css_word_end(s, k, end);
+    let starts_word = css_word_start;
+    match *state {
+        Css::Property if b == b':' => {
+            *state = Css::Value;
+            (Kind::Plain, i + 1)
+        }
+        Css::Property if starts_word(Some(b)) => (Kind::Key, word(i)),
+        Css::Value if b == b'#' => (Kind::Number, word(i + 1)),
+        Css::Value if b == b'!' && starts_word(next) => (Kind::Keyword, word(i + 1)),
+        Css::Value if starts_word(Some(b)) => {
+            let j = word(i);
+            (
+                if at(s, j, end) == Some(b'(') {
+                    Kind::Function
+                } else {
+                    Kind::Plain
+                },
+                j,
+            )
+        }
+        Css::Selector if matches!(b, b'.' | b'#') && starts_word(next) => {
+            (Kind::Attribute, word(i + 1))
+        }
+        Css::Selector if b == b':' => (Kind::Keyword, word(run_end(s, i, end, |c| c == b':'))),
+        Css::Selector if b == b'[' => (
+            Kind::Attribute,
+            past(s, i + 1, end, b"]").min(line_end(s, i, end)),
+        ),
+        Css::Selector if starts_word(Some(b)) => (Kind::Tag, word(i)),
+        Css::AtRule if starts_word(Some(b)) => (Kind::Plain, word(i)),
+        _ => (Kind::Plain, i + 1),
     }
 }
 

@@ -189,6 +189,29 @@ enum Start {
     Leaf,
 }
 
+/// What the block starts of one line look at: the deepest matched container, whether it is a
+/// paragraph, and whether the tip is paragraph-like (see `Parser::tip_para`).
+struct StartAt {
+    container: usize,
+    in_para: bool,
+    tip_para: bool,
+}
+
+/// One of CommonMark's block starts: `Some` when it started a block on the line.
+type StartFn<'a> = fn(&mut Parser<'a>, &StartAt) -> Option<Start>;
+
+/// Whether a line whose next non-space character is `c` may start a block other than a paragraph
+/// or indented code (the other lines skip the block starts).
+fn may_start_block(c: Option<u8>) -> bool {
+    matches!(
+        c,
+        Some(
+            b'>' | b'#' | b'`' | b'~' | b'<' | b'=' | b'-' | b'*' | b'_' | b'+' | b'|' | b':' | b'0'
+                ..=b'9'
+        )
+    )
+}
+
 fn is_space_or_tab(b: Option<u8>) -> bool {
     matches!(b, Some(b' ' | b'\t'))
 }
@@ -264,7 +287,22 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// CommonMark's line step: the open blocks the line continues, the blocks it starts, then
+    /// where its text goes.
     fn incorporate(&mut self, line: &'a str) {
+        self.begin_line(line);
+        self.old_tip = self.tip;
+        let Some(container) = self.continue_open_blocks() else {
+            return;
+        };
+        self.all_closed = container == self.old_tip;
+        self.last_matched = container;
+        let container = self.open_new_blocks(container);
+        self.finish_line(container);
+    }
+
+    /// Starts reading `line`: at its first character, nothing of it consumed yet.
+    fn begin_line(&mut self, line: &'a str) {
         self.line = line;
         self.line_no += 1;
         self.offset = 0;
@@ -273,8 +311,12 @@ impl<'a> Parser<'a> {
         self.partial_tab = false;
         self.consumed = false;
         self.nn_from = usize::MAX;
+    }
+
+    /// Walks down the open blocks while the line continues them (their markers consumed): the
+    /// deepest one it continues, or `None` when a block took the whole line (a closing fence).
+    fn continue_open_blocks(&mut self) -> Option<usize> {
         let mut container = 0;
-        self.old_tip = self.tip;
         while let Some(&last) = self.blocks[container].children.last() {
             if !self.blocks[last].open {
                 break;
@@ -287,11 +329,15 @@ impl<'a> Parser<'a> {
                     container = self.blocks[container].parent;
                     break;
                 }
-                Cont::Done => return,
+                Cont::Done => return None,
             }
         }
-        self.all_closed = container == self.old_tip;
-        self.last_matched = container;
+        Some(container)
+    }
+
+    /// Opens the blocks the line starts inside `container` (containers, then at most one leaf);
+    /// returns the block its text belongs to.
+    fn open_new_blocks(&mut self, mut container: usize) -> usize {
         let mut matched_leaf = matches!(
             self.blocks[container].kind,
             Kind::Fenced { .. } | Kind::Indented | Kind::Html(_)
@@ -300,25 +346,7 @@ impl<'a> Parser<'a> {
             self.find_next_nonspace();
             let c = self.peek(self.next_nonspace);
             self.line_start = self.offset;
-            if !self.indented
-                && !matches!(
-                    c,
-                    Some(
-                        b'>' | b'#'
-                            | b'`'
-                            | b'~'
-                            | b'<'
-                            | b'='
-                            | b'-'
-                            | b'*'
-                            | b'_'
-                            | b'+'
-                            | b'|'
-                            | b':'
-                            | b'0'..=b'9'
-                    )
-                )
-            {
+            if !self.indented && !may_start_block(c) {
                 self.advance_next_nonspace();
                 break;
             }
@@ -334,7 +362,12 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        container
+    }
 
+    /// Where the rest of the line goes: nowhere (it was all markup), a paragraph it lazily
+    /// continues, or `container` (a new paragraph when that cannot hold text).
+    fn finish_line(&mut self, container: usize) {
         // The line was all markup (a fence opener, a heading, a rule, a delimiter row).
         if self.consumed {
             self.close_unmatched();
@@ -371,63 +404,17 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether the line continues open block `b`, consuming its marker (CommonMark's per-kind
+    /// continuation rules, one arm per kind).
     fn continue_block(&mut self, b: usize) -> Cont {
         match &self.blocks[b].kind {
-            Kind::Quote => {
-                if !self.indented && self.peek(self.next_nonspace) == Some(b'>') {
-                    self.advance_next_nonspace();
-                    self.advance_offset(1, false);
-                    if is_space_or_tab(self.peek(self.offset)) {
-                        self.advance_offset(1, true);
-                    }
-                    // The line is the quote's, even when blank inside it (`>` alone): it does
-                    // not separate the quote from what follows (a list stays tight).
-                    self.blocks[b].end_line = self.line_no;
-                    Cont::Matched
-                } else {
-                    Cont::Unmatched
-                }
-            }
-            &Kind::Item { indent } => {
-                if self.blank {
-                    if self.blocks[b].children.is_empty() {
-                        return Cont::Unmatched;
-                    }
-                    // Whitespace beyond the item's indentation stays (a blank line in its code).
-                    self.advance_offset(indent.min(self.indent), true);
-                    Cont::Matched
-                } else if self.indent >= indent {
-                    self.advance_offset(indent, true);
-                    Cont::Matched
-                } else {
-                    Cont::Unmatched
-                }
-            }
+            Kind::Quote => self.continue_quote(b),
+            &Kind::Item { indent } => self.continue_item(b, indent),
             Kind::List { .. } | Kind::Document => Cont::Matched,
             Kind::Heading(_) | Kind::Rule | Kind::Removed => Cont::Unmatched,
             &Kind::Fenced {
                 ch, len, indent, ..
-            } => {
-                let rest = &self.line.as_bytes()[self.next_nonspace..];
-                let run = rest.iter().take_while(|&&c| c == ch).count();
-                if !self.indented
-                    && run >= len
-                    && rest[run..].iter().all(|&c| c == b' ' || c == b'\t')
-                {
-                    if let Kind::Fenced { closed, .. } = &mut self.blocks[b].kind {
-                        *closed = true;
-                    }
-                    self.blocks[b].end_line = self.line_no;
-                    self.finalize(b);
-                    return Cont::Done;
-                }
-                let mut i = indent;
-                while i > 0 && is_space_or_tab(self.peek(self.offset)) {
-                    self.advance_offset(1, true);
-                    i -= 1;
-                }
-                Cont::Matched
-            }
+            } => self.continue_fenced(b, (ch, len), indent),
             Kind::Indented => {
                 if self.indent >= 4 {
                     self.advance_offset(4, true);
@@ -455,128 +442,249 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A block quote goes on with its `>` (and one space after it).
+    fn continue_quote(&mut self, b: usize) -> Cont {
+        if self.indented || self.peek(self.next_nonspace) != Some(b'>') {
+            return Cont::Unmatched;
+        }
+        self.advance_next_nonspace();
+        self.advance_offset(1, false);
+        if is_space_or_tab(self.peek(self.offset)) {
+            self.advance_offset(1, true);
+        }
+        // The line is the quote's, even when blank inside it (`>` alone): it does not separate the
+        // quote from what follows (a list stays tight).
+        self.blocks[b].end_line = self.line_no;
+        Cont::Matched
+    }
+
+    /// A list item goes on with a line indented to its content (or a blank line, once it has any).
+    fn continue_item(&mut self, b: usize, indent: usize) -> Cont {
+        if self.blank {
+            if self.blocks[b].children.is_empty() {
+                return Cont::Unmatched;
+            }
+            // Whitespace beyond the item's indentation stays (a blank line in its code).
+            self.advance_offset(indent.min(self.indent), true);
+            Cont::Matched
+        } else if self.indent >= indent {
+            self.advance_offset(indent, true);
+            Cont::Matched
+        } else {
+            Cont::Unmatched
+        }
+    }
+
+    /// Fenced code goes on until a closing fence (the same char, at least as long, nothing after
+    /// it), which takes the line; its lines lose up to the opening fence's indentation.
+    fn continue_fenced(&mut self, b: usize, (ch, len): (u8, usize), indent: usize) -> Cont {
+        let rest = &self.line.as_bytes()[self.next_nonspace..];
+        let run = rest.iter().take_while(|&&c| c == ch).count();
+        if !self.indented && run >= len && rest[run..].iter().all(|&c| c == b' ' || c == b'\t') {
+            if let Kind::Fenced { closed, .. } = &mut self.blocks[b].kind {
+                *closed = true;
+            }
+            self.blocks[b].end_line = self.line_no;
+            self.finalize(b);
+            return Cont::Done;
+        }
+        let mut i = indent;
+        while i > 0 && is_space_or_tab(self.peek(self.offset)) {
+            self.advance_offset(1, true);
+            i -= 1;
+        }
+        Cont::Matched
+    }
+
+    /// CommonMark's block starts, tried in the spec's order on a line that is not a lazy
+    /// continuation: block quote, ATX heading, fenced code, HTML block, setext underline, a GFM
+    /// table's delimiter row, thematic break, list item; an indented line can only start indented
+    /// code. The first that starts a block wins.
     fn try_starts(&mut self, container: usize) -> Start {
-        let rest = &self.line[self.next_nonspace..];
-        let bytes = rest.as_bytes();
-        let first = bytes.first().copied();
-        let in_para = matches!(self.blocks[container].kind, Kind::Para);
-        // Paragraph-like tips: a paragraph, or a table (whose rows are interrupted like one).
-        let mut tip_para = matches!(self.blocks[self.tip].kind, Kind::Para | Kind::Table { .. });
-        // pulldown-cmark's reading: an indented line that would start another block ends a table
-        // (and is then indented code).
-        if self.indented
-            && matches!(self.blocks[self.tip].kind, Kind::Table { .. })
-            && ends_table(rest.trim_start_matches([' ', '\t']))
-        {
+        let at = StartAt {
+            container,
+            in_para: matches!(self.blocks[container].kind, Kind::Para),
+            tip_para: self.tip_para(),
+        };
+        if self.indented {
+            return self.start_indented_code(&at);
+        }
+        let starts: [StartFn<'a>; 8] = [
+            Parser::start_quote,
+            Parser::start_atx_heading,
+            Parser::start_fenced_code,
+            Parser::start_html_block,
+            Parser::start_setext_heading,
+            Parser::start_delimiter_row,
+            Parser::start_thematic_break,
+            |p, at| p.try_list_item(at.container),
+        ];
+        starts
+            .into_iter()
+            .find_map(|start| start(self, &at))
+            .unwrap_or(Start::None)
+    }
+
+    /// The line from its next non-space character.
+    fn rest(&self) -> &'a str {
+        let line = self.line;
+        &line[self.next_nonspace..]
+    }
+
+    /// Whether the tip is paragraph-like: a paragraph, or a table (whose rows are interrupted like
+    /// one). pulldown-cmark's reading: an indented line that would start another block ends a
+    /// table first (and is then indented code).
+    fn tip_para(&mut self) -> bool {
+        let table = matches!(self.blocks[self.tip].kind, Kind::Table { .. });
+        if self.indented && table && ends_table(self.rest().trim_start_matches([' ', '\t'])) {
             self.finalize(self.tip);
-            tip_para = false;
+            return false;
         }
-        if !self.indented {
-            // Block quote.
-            if first == Some(b'>') {
-                self.advance_next_nonspace();
-                self.advance_offset(1, false);
-                if is_space_or_tab(self.peek(self.offset)) {
-                    self.advance_offset(1, true);
-                }
-                self.close_unmatched();
-                self.add_child(Kind::Quote);
-                return Start::Container;
-            }
-            // ATX heading.
-            if first == Some(b'#') {
-                let level = bytes.iter().take_while(|&&c| c == b'#').count();
-                if level <= 6 && (level == bytes.len() || matches!(bytes[level], b' ' | b'\t')) {
-                    self.close_unmatched();
-                    self.add_child(Kind::Heading(level as u8));
-                    let content = atx_content(&rest[level..], self.eol);
-                    let b = self.tip;
-                    self.blocks[b].text.push_str(content);
-                    self.consume_line();
-                    return Start::Leaf;
-                }
-            }
-            // Fenced code.
-            if let Some(ch @ (b'`' | b'~')) = first {
-                let len = bytes.iter().take_while(|&&c| c == ch).count();
-                let info = rest[len..].trim_matches([' ', '\t']);
-                if len >= 3 && !(ch == b'`' && info.contains('`')) {
-                    let info = unescape(info).into_owned();
-                    let indent = self.indent;
-                    self.close_unmatched();
-                    self.add_child(Kind::Fenced {
-                        ch,
-                        len,
-                        indent,
-                        info,
-                        closed: false,
-                    });
-                    self.consume_line();
-                    return Start::Leaf;
-                }
-            }
-            // HTML block (shown as text, but its extent is CommonMark's).
-            if first == Some(b'<') {
-                if let Some(t) = html_block_start(rest) {
-                    let in_table = matches!(self.blocks[container].kind, Kind::Table { .. });
-                    if t < 7 || !(in_para || in_table || tip_para && !self.all_closed) {
-                        self.close_unmatched();
-                        self.add_child(Kind::Html(t));
-                        return Start::Leaf;
-                    }
-                }
-            }
-            // Setext heading underline.
-            if in_para && matches!(first, Some(b'=' | b'-')) {
-                let ch = bytes[0];
-                let run = bytes.iter().take_while(|&&c| c == ch).count();
-                if bytes[run..].iter().all(|&c| c == b' ' || c == b'\t') {
-                    self.close_unmatched();
-                    self.extract_refs(container);
-                    let text = &mut self.blocks[container].text;
-                    text.truncate(text.trim_end_matches([' ', '\t', '\n']).len());
-                    if !text.is_empty() {
-                        self.blocks[container].kind = Kind::Heading(if ch == b'=' { 1 } else { 2 });
-                        self.blocks[container].end_line = self.line_no;
-                        self.consume_line();
-                        return Start::Leaf;
-                    }
-                    // Only definitions so far: the line is something else (CommonMark).
-                }
-            }
-            // Table delimiter row under a header line.
-            if in_para && matches!(first, Some(b'|' | b'-' | b':')) {
-                if let Some(aligns) = table_delimiter(rest) {
-                    if self.start_table(container, aligns) {
-                        self.consume_line();
-                        return Start::Leaf;
-                    }
-                }
-            }
-            // Thematic break.
-            if matches!(first, Some(b'*' | b'_' | b'-')) && is_rule(bytes) {
-                self.close_unmatched();
-                self.add_child(Kind::Rule);
-                let b = self.tip;
-                self.blocks[b].end_line = self.line_no;
-                self.consume_line();
-                return Start::Leaf;
-            }
+        table || matches!(self.blocks[self.tip].kind, Kind::Para)
+    }
+
+    /// `>`: a block quote.
+    fn start_quote(&mut self, _: &StartAt) -> Option<Start> {
+        if self.peek(self.next_nonspace) != Some(b'>') {
+            return None;
         }
-        // List item.
-        if !self.indented {
-            if let Some(started) = self.try_list_item(container) {
-                return started;
-            }
+        self.advance_next_nonspace();
+        self.advance_offset(1, false);
+        if is_space_or_tab(self.peek(self.offset)) {
+            self.advance_offset(1, true);
         }
-        // Indented code (it cannot interrupt a paragraph or a table's rows).
-        if self.indented && !tip_para && !self.blank {
-            self.advance_offset(4, true);
-            self.close_unmatched();
-            self.add_child(Kind::Indented);
-            return Start::Leaf;
+        self.close_unmatched();
+        self.add_child(Kind::Quote);
+        Some(Start::Container)
+    }
+
+    /// One to six `#` and a space or the line's end: an ATX heading.
+    fn start_atx_heading(&mut self, _: &StartAt) -> Option<Start> {
+        let rest = self.rest();
+        let bytes = rest.as_bytes();
+        if bytes.first() != Some(&b'#') {
+            return None;
         }
-        Start::None
+        let level = bytes.iter().take_while(|&&c| c == b'#').count();
+        if level > 6 || !(level == bytes.len() || matches!(bytes[level], b' ' | b'\t')) {
+            return None;
+        }
+        self.close_unmatched();
+        self.add_child(Kind::Heading(level as u8));
+        let content = atx_content(&rest[level..], self.eol);
+        let b = self.tip;
+        self.blocks[b].text.push_str(content);
+        self.consume_line();
+        Some(Start::Leaf)
+    }
+
+    /// Three or more backticks (an info string without one) or tildes: fenced code.
+    fn start_fenced_code(&mut self, _: &StartAt) -> Option<Start> {
+        let rest = self.rest();
+        let bytes = rest.as_bytes();
+        let Some(ch @ (b'`' | b'~')) = bytes.first().copied() else {
+            return None;
+        };
+        let len = bytes.iter().take_while(|&&c| c == ch).count();
+        let info = rest[len..].trim_matches([' ', '\t']);
+        if len < 3 || (ch == b'`' && info.contains('`')) {
+            return None;
+        }
+        let info = unescape(info).into_owned();
+        let indent = self.indent;
+        self.close_unmatched();
+        self.add_child(Kind::Fenced {
+            ch,
+            len,
+            indent,
+            info,
+            closed: false,
+        });
+        self.consume_line();
+        Some(Start::Leaf)
+    }
+
+    /// An HTML block (shown as text, but its extent is CommonMark's); type 7 cannot interrupt a
+    /// paragraph or a table.
+    fn start_html_block(&mut self, at: &StartAt) -> Option<Start> {
+        let rest = self.rest();
+        if !rest.starts_with('<') {
+            return None;
+        }
+        let t = html_block_start(rest)?;
+        let in_table = matches!(self.blocks[at.container].kind, Kind::Table { .. });
+        if t >= 7 && (at.in_para || in_table || at.tip_para && !self.all_closed) {
+            return None;
+        }
+        self.close_unmatched();
+        self.add_child(Kind::Html(t));
+        Some(Start::Leaf)
+    }
+
+    /// A run of `=` or `-` under a paragraph: a setext heading (unless the paragraph held only
+    /// reference definitions).
+    fn start_setext_heading(&mut self, at: &StartAt) -> Option<Start> {
+        let bytes = self.rest().as_bytes();
+        if !at.in_para || !matches!(bytes.first(), Some(b'=' | b'-')) {
+            return None;
+        }
+        let ch = bytes[0];
+        let run = bytes.iter().take_while(|&&c| c == ch).count();
+        if !bytes[run..].iter().all(|&c| c == b' ' || c == b'\t') {
+            return None;
+        }
+        let container = at.container;
+        self.close_unmatched();
+        self.extract_refs(container);
+        let text = &mut self.blocks[container].text;
+        text.truncate(text.trim_end_matches([' ', '\t', '\n']).len());
+        if text.is_empty() {
+            // Only definitions so far: the line is something else (CommonMark).
+            return None;
+        }
+        self.blocks[container].kind = Kind::Heading(if ch == b'=' { 1 } else { 2 });
+        self.blocks[container].end_line = self.line_no;
+        self.consume_line();
+        Some(Start::Leaf)
+    }
+
+    /// A GFM table's delimiter row under a header line (the paragraph's last line).
+    fn start_delimiter_row(&mut self, at: &StartAt) -> Option<Start> {
+        let rest = self.rest();
+        if !at.in_para || !matches!(rest.as_bytes().first(), Some(b'|' | b'-' | b':')) {
+            return None;
+        }
+        let aligns = table_delimiter(rest)?;
+        if !self.start_table(at.container, aligns) {
+            return None;
+        }
+        self.consume_line();
+        Some(Start::Leaf)
+    }
+
+    /// Three or more `*`, `_` or `-` (spaces between): a thematic break.
+    fn start_thematic_break(&mut self, _: &StartAt) -> Option<Start> {
+        let bytes = self.rest().as_bytes();
+        if !(matches!(bytes.first(), Some(b'*' | b'_' | b'-')) && is_rule(bytes)) {
+            return None;
+        }
+        self.close_unmatched();
+        self.add_child(Kind::Rule);
+        let b = self.tip;
+        self.blocks[b].end_line = self.line_no;
+        self.consume_line();
+        Some(Start::Leaf)
+    }
+
+    /// An indented line: indented code (it cannot interrupt a paragraph or a table's rows).
+    fn start_indented_code(&mut self, at: &StartAt) -> Start {
+        if at.tip_para || self.blank {
+            return Start::None;
+        }
+        self.advance_offset(4, true);
+        self.close_unmatched();
+        self.add_child(Kind::Indented);
+        Start::Leaf
     }
 
     fn try_list_item(&mut self, container: usize) -> Option<Start> {

@@ -91,6 +91,14 @@ pub(super) struct Bracket {
     text_start: usize,
 }
 
+/// What the inline pass found at a special byte.
+enum Step {
+    /// No markup there: the text goes on, and the pass resumes at this position.
+    Skip(usize),
+    /// Markup up to this position (the text before it written, its nodes pushed).
+    Took(usize),
+}
+
 struct Inline<'a, 'r> {
     src: &'a str,
     refs: &'r Refs,
@@ -197,6 +205,8 @@ impl<'a> Inline<'a, '_> {
         }
     }
 
+    /// CommonMark's inline pass: text up to each byte that can start markup, that markup
+    /// ([`Inline::special`]), then the emphasis of the whole block.
     fn run(&mut self) {
         let src = self.src;
         let b = src.as_bytes();
@@ -208,118 +218,139 @@ impl<'a> Inline<'a, '_> {
                 i += 1;
                 continue;
             }
-            match c {
-                b'\\' => match b.get(i + 1) {
-                    Some(n) if n.is_ascii_punctuation() => {
-                        self.text(start, i);
-                        self.text(i + 1, i + 2);
-                        i += 2;
-                        start = i;
-                    }
-                    Some(b'\n') => {
-                        self.text(start, i);
-                        self.nodes.push(Node::HardBreak);
-                        i = skip_spaces(b, i + 2);
-                        start = i;
-                    }
-                    _ => i += 1,
-                },
-                b'`' => {
-                    let n = run_len(b, i, b'`');
-                    match self.code_span(i, n) {
-                        Some((content, end)) => {
-                            self.text(start, i);
-                            self.nodes.push(Node::Code(content));
-                            i = end;
-                            start = i;
-                        }
-                        None => i += n,
-                    }
+            match self.special(c, i, start) {
+                Step::Skip(j) => i = j,
+                Step::Took(j) => {
+                    i = j;
+                    start = j;
                 }
-                b'*' | b'_' | b'~' => {
-                    let n = run_len(b, i, c);
-                    let prev = src[..i].chars().next_back();
-                    let next = src[i + n..].chars().next();
-                    let open = can_open(c, n, prev, next);
-                    let close = can_close(c, n, prev, next);
-                    if (open || close) && (c != b'~' || n <= 2) {
-                        self.text(start, i);
-                        self.delims.push(self.nodes.len());
-                        let n32 = u32::try_from(n).unwrap_or(u32::MAX);
-                        self.nodes.push(Node::Delim {
-                            ch: c,
-                            run: n32,
-                            left: n32,
-                            open,
-                            close,
-                            closes: Tags::default(),
-                            opens: Tags::default(),
-                        });
-                        start = i + n;
-                    }
-                    i += n;
-                }
-                b'[' | b'!' => {
-                    let image = c == b'!';
-                    if image && b.get(i + 1) != Some(&b'[') {
-                        i += 1;
-                        continue;
-                    }
-                    self.text(start, i);
-                    let len = if image { 2 } else { 1 };
-                    self.inactive_below = self.inactive_below.min(self.brackets.len());
-                    self.brackets.push(Bracket {
-                        node: self.nodes.len(),
-                        image,
-                        delims: self.delims.len(),
-                        text_start: i + len,
-                    });
-                    self.nodes.push(Node::Bracket { image });
-                    i += len;
-                    start = i;
-                }
-                b']' => {
-                    self.text(start, i);
-                    i = self.close_bracket(i);
-                    start = i;
-                }
-                b'<' => {
-                    if let Some((node, len)) = self.angle(i) {
-                        self.text(start, i);
-                        self.nodes.push(node);
-                        i += len;
-                        start = i;
-                    } else {
-                        i += 1;
-                    }
-                }
-                b'&' => {
-                    if let Some((decoded, len)) = entity(&src[i..]) {
-                        self.text(start, i);
-                        self.nodes.push(Node::Text(decoded));
-                        i += len;
-                        start = i;
-                    } else {
-                        i += 1;
-                    }
-                }
-                b'\n' => {
-                    let line = &src[start..i];
-                    let trimmed = line.trim_end_matches([' ', '\t']);
-                    self.text(start, start + trimmed.len());
-                    self.nodes.push(if line.len() - trimmed.len() >= 2 {
-                        Node::HardBreak
-                    } else {
-                        Node::SoftBreak
-                    });
-                    i = skip_spaces(b, i + 1);
-                    start = i;
-                }
-                _ => i += 1,
             }
         }
         self.text(start, b.len());
         self.process_emphasis(0);
+    }
+
+    /// What the special byte `c` at `i` starts, one arm per construct (the text since `start` is
+    /// written before any markup taken).
+    fn special(&mut self, c: u8, i: usize, start: usize) -> Step {
+        let src = self.src;
+        match c {
+            b'\\' => self.backslash(i, start),
+            b'`' => {
+                let n = run_len(src.as_bytes(), i, b'`');
+                match self.code_span(i, n) {
+                    Some((content, end)) => {
+                        self.text(start, i);
+                        self.nodes.push(Node::Code(content));
+                        Step::Took(end)
+                    }
+                    None => Step::Skip(i + n),
+                }
+            }
+            b'*' | b'_' | b'~' => self.delimiter_run(c, i, start),
+            b'[' | b'!' => self.open_bracket(c == b'!', i, start),
+            b']' => {
+                self.text(start, i);
+                Step::Took(self.close_bracket(i))
+            }
+            b'<' => match self.angle(i) {
+                Some((node, len)) => {
+                    self.text(start, i);
+                    self.nodes.push(node);
+                    Step::Took(i + len)
+                }
+                None => Step::Skip(i + 1),
+            },
+            b'&' => match entity(&src[i..]) {
+                Some((decoded, len)) => {
+                    self.text(start, i);
+                    self.nodes.push(Node::Text(decoded));
+                    Step::Took(i + len)
+                }
+                None => Step::Skip(i + 1),
+            },
+            b'\n' => self.line_break(i, start),
+            _ => Step::Skip(i + 1),
+        }
+    }
+
+    /// A backslash at `i`: an escaped punctuation character, or before a line end a hard break.
+    fn backslash(&mut self, i: usize, start: usize) -> Step {
+        let src = self.src;
+        let b = src.as_bytes();
+        match b.get(i + 1) {
+            Some(n) if n.is_ascii_punctuation() => {
+                self.text(start, i);
+                self.text(i + 1, i + 2);
+                Step::Took(i + 2)
+            }
+            Some(b'\n') => {
+                self.text(start, i);
+                self.nodes.push(Node::HardBreak);
+                Step::Took(skip_spaces(b, i + 2))
+            }
+            _ => Step::Skip(i + 1),
+        }
+    }
+
+    /// A run of `c` (`*`, `_`, `~`) at `i`: a delimiter for [`Inline::process_emphasis`] when it
+    /// can open or close (a tilde run of at most two), else text.
+    fn delimiter_run(&mut self, c: u8, i: usize, start: usize) -> Step {
+        let src = self.src;
+        let n = run_len(src.as_bytes(), i, c);
+        let prev = src[..i].chars().next_back();
+        let next = src[i + n..].chars().next();
+        let open = can_open(c, n, prev, next);
+        let close = can_close(c, n, prev, next);
+        if !((open || close) && (c != b'~' || n <= 2)) {
+            return Step::Skip(i + n);
+        }
+        self.text(start, i);
+        self.delims.push(self.nodes.len());
+        let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+        self.nodes.push(Node::Delim {
+            ch: c,
+            run: n32,
+            left: n32,
+            open,
+            close,
+            closes: Tags::default(),
+            opens: Tags::default(),
+        });
+        Step::Took(i + n)
+    }
+
+    /// `[` (or `![`, an image) at `i`: pushed on the bracket stack; a `!` alone is text.
+    fn open_bracket(&mut self, image: bool, i: usize, start: usize) -> Step {
+        if image && self.src.as_bytes().get(i + 1) != Some(&b'[') {
+            return Step::Skip(i + 1);
+        }
+        self.text(start, i);
+        let len = if image { 2 } else { 1 };
+        self.inactive_below = self.inactive_below.min(self.brackets.len());
+        self.brackets.push(Bracket {
+            node: self.nodes.len(),
+            image,
+            delims: self.delims.len(),
+            text_start: i + len,
+        });
+        self.nodes.push(Node::Bracket { image });
+        Step::Took(i + len)
+    }
+
+    /// A line end at `i`: the line's trailing spaces dropped, and a hard break after two or more
+    /// of them, else a soft one.
+    fn line_break(&mut self, i: usize, start: usize) -> Step {
+        let src = self.src;
+        let line = &src[start..i];
+        let trimmed = line.trim_end_matches([' ', '\t']);
+        self.text(start, start + trimmed.len());
+        self.nodes.push(if line.len() - trimmed.len() >= 2 {
+            Node::HardBreak
+        } else {
+            Node::SoftBreak
+        });
+        Step::Took(skip_spaces(src.as_bytes(), i + 1))
     }
 
     /// A code span opening with `n` backticks at `i`: its content and where it ends. The closing
@@ -523,10 +554,7 @@ impl<'a> Inline<'a, '_> {
         self.pending.extend(self.delims.drain(from..));
         let mut openers = std::mem::take(&mut self.openers);
         openers.clear();
-        // Per (char, closer run % 3, closer can open): openers below this height never match.
-        // Tildes share one bound whatever the run (pulldown-cmark's reading: a tilde run that
-        // found no opener hides every earlier one).
-        let mut bounds = [[[0usize; 2]; 3]; 3];
+        let mut bounds: Bounds = [[[0usize; 2]; 3]; 3];
         for p in 0..self.pending.len() {
             let node = self.pending[p];
             let Node::Delim {
@@ -539,77 +567,115 @@ impl<'a> Inline<'a, '_> {
             else {
                 continue;
             };
-            let mut left = run;
-            if close {
-                let (a, b, c) = match ch {
-                    b'*' => (0, (run % 3) as usize, usize::from(open)),
-                    b'_' => (1, (run % 3) as usize, usize::from(open)),
-                    _ => (2, 0, 0),
-                };
-                while left > 0 && !self.tags(node, false).full() {
-                    let lowest = bounds[a][b][c].min(openers.len());
-                    let found = (lowest..openers.len()).rev().find(|&k| {
-                        let Node::Delim {
-                            ch: o_ch,
-                            run: o_run,
-                            close: o_close,
-                            opens,
-                            ..
-                        } = self.nodes[openers[k]]
-                        else {
-                            return false;
-                        };
-                        if opens.full() {
-                            return false;
-                        }
-                        let both = open || o_close;
-                        let rule_of_3 = !both || (run + o_run) % 3 != 0 || run % 3 == 0;
-                        o_ch == ch && if ch == b'~' { o_run == run } else { rule_of_3 }
-                    });
-                    let Some(k) = found else {
-                        bounds[a][b][c] = openers.len();
-                        break;
-                    };
-                    let opener = openers[k];
-                    let o_left = match self.nodes[opener] {
-                        Node::Delim { left, .. } => left,
-                        _ => 0,
-                    };
-                    let (used, tag) = if ch == b'~' {
-                        (left, Emph::Del)
-                    } else if o_left >= 2 && left >= 2 {
-                        (2, Emph::Strong)
-                    } else {
-                        (1, Emph::Em)
-                    };
-                    if let Node::Delim { left, opens, .. } = &mut self.nodes[opener] {
-                        *left -= used;
-                        opens.push(tag);
-                    }
-                    if let Node::Delim { closes, .. } = &mut self.nodes[node] {
-                        closes.push(tag);
-                    }
-                    left -= used;
-                    // Openers between the pair can no longer match anything.
-                    openers.truncate(k + 1);
-                    if o_left == used {
-                        openers.pop();
-                    }
-                    for bound in bounds.iter_mut().flatten().flatten() {
-                        *bound = (*bound).min(openers.len());
-                    }
-                }
-                if let Node::Delim { left: l, .. } = &mut self.nodes[node] {
-                    *l = left;
-                }
-            }
+            let left = if close {
+                self.close_run(node, (ch, run, open), &mut openers, &mut bounds)
+            } else {
+                run
+            };
             if open && left > 0 {
                 openers.push(node);
             }
         }
         self.openers = openers;
     }
+
+    /// Closer `node` (its char, run length, and whether it can open too) matched against the
+    /// openers, nearest first, until its run is used up or none is left (CommonMark's "look for an
+    /// opener" loop). Returns what is left of its run.
+    fn close_run(
+        &mut self,
+        node: usize,
+        (ch, run, open): (u8, u32, bool),
+        openers: &mut Vec<usize>,
+        bounds: &mut Bounds,
+    ) -> u32 {
+        let (a, b, c) = match ch {
+            b'*' => (0, (run % 3) as usize, usize::from(open)),
+            b'_' => (1, (run % 3) as usize, usize::from(open)),
+            _ => (2, 0, 0),
+        };
+        let mut left = run;
+        while left > 0 && !self.tags(node, false).full() {
+            let lowest = bounds[a][b][c].min(openers.len());
+            let Some(k) = self.find_opener(openers, lowest, (ch, run, open)) else {
+                bounds[a][b][c] = openers.len();
+                break;
+            };
+            let (used, o_left) = self.pair(openers[k], node, ch, left);
+            left -= used;
+            // Openers between the pair can no longer match anything.
+            openers.truncate(k + 1);
+            if o_left == used {
+                openers.pop();
+            }
+            for bound in bounds.iter_mut().flatten().flatten() {
+                *bound = (*bound).min(openers.len());
+            }
+        }
+        if let Node::Delim { left: l, .. } = &mut self.nodes[node] {
+            *l = left;
+        }
+        left
+    }
+
+    /// The nearest opener at or above `lowest` that a closer (char, run, can open) matches: the
+    /// same char, then for tildes the same run, else the rule of 3.
+    fn find_opener(
+        &self,
+        openers: &[usize],
+        lowest: usize,
+        (ch, run, open): (u8, u32, bool),
+    ) -> Option<usize> {
+        (lowest..openers.len()).rev().find(|&k| {
+            let Node::Delim {
+                ch: o_ch,
+                run: o_run,
+                close: o_close,
+                opens,
+                ..
+            } = self.nodes[openers[k]]
+            else {
+                return false;
+            };
+            if opens.full() {
+                return false;
+            }
+            let both = open || o_close;
+            let rule_of_3 = !both || (run + o_run) % 3 != 0 || run % 3 == 0;
+            o_ch == ch && if ch == b'~' { o_run == run } else { rule_of_3 }
+        })
+    }
+
+    /// Pairs `opener` with closer `node` (`left` chars of its run unused): a tilde pair is a
+    /// strikethrough of the closer's whole rest, else strong when both have two chars left, else
+    /// emphasis. Returns the chars used, and what the opener had left before.
+    fn pair(&mut self, opener: usize, node: usize, ch: u8, left: u32) -> (u32, u32) {
+        let o_left = match self.nodes[opener] {
+            Node::Delim { left, .. } => left,
+            _ => 0,
+        };
+        let (used, tag) = if ch == b'~' {
+            (left, Emph::Del)
+        } else if o_left >= 2 && left >= 2 {
+            (2, Emph::Strong)
+        } else {
+            (1, Emph::Em)
+        };
+        if let Node::Delim { left, opens, .. } = &mut self.nodes[opener] {
+            *left -= used;
+            opens.push(tag);
+        }
+        if let Node::Delim { closes, .. } = &mut self.nodes[node] {
+            closes.push(tag);
+        }
+        (used, o_left)
+    }
 }
+
+/// Per (char, closer run % 3, closer can open): openers below this height never match. Tildes share
+/// one bound whatever the run (pulldown-cmark's reading: a tilde run that found no opener hides every
+/// earlier one).
+type Bounds = [[[usize; 2]; 3]; 3];
 
 impl Inline<'_, '_> {
     /// A delimiter node's open (or close) tags.

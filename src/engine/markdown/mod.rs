@@ -258,101 +258,29 @@ fn sanitize_language(info: &str) -> String {
         .collect()
 }
 
+/// A step of the walk over the block tree: a block entered (with whether its parent list is tight),
+/// or left.
+enum Visit {
+    Enter(usize, bool),
+    Exit(usize),
+}
+
 /// Write the block tree, depth first without recursion (nesting depth is attacker-controlled).
 fn write_doc<'a>(doc: &'a Doc, out: &mut String) {
     let mut buf: Buffers<'a> = Buffers::default();
-    enum Step {
-        Enter(usize, bool),
-        Exit(usize),
-    }
-    let mut stack = vec![Step::Enter(0, false)];
+    let mut stack = vec![Visit::Enter(0, false)];
     while let Some(step) = stack.pop() {
         match step {
-            Step::Enter(b, tight) => {
-                let block = &doc.blocks[b];
-                let children_tight = match &block.kind {
-                    Kind::Document => false,
-                    Kind::Quote => {
-                        out.push_str("<blockquote>\n");
-                        false
-                    }
-                    &Kind::List {
-                        ordered,
-                        start,
-                        tight,
-                        ..
-                    } => {
-                        match (ordered, start) {
-                            (false, _) => out.push_str("<ul>\n"),
-                            (true, 1) => out.push_str("<ol>\n"),
-                            (true, n) => {
-                                out.push_str("<ol start=\"");
-                                out.push_str(&n.to_string());
-                                out.push_str("\">\n");
-                            }
-                        }
-                        tight
-                    }
-                    Kind::Item { .. } => {
-                        out.push_str("<li>");
-                        tight
-                    }
-                    Kind::Para => {
-                        if !tight {
-                            out.push_str("<p>");
-                        }
-                        write_inline(
-                            block.text.trim_end_matches([' ', '\t', '\n']),
-                            doc,
-                            &mut buf,
-                            out,
-                        );
-                        if !tight {
-                            out.push_str("</p>\n");
-                        }
-                        continue;
-                    }
-                    Kind::Heading(level) => {
-                        let n = char::from(b'0' + level);
-                        out.push_str("<h");
-                        out.push(n);
-                        out.push('>');
-                        write_inline(&block.text, doc, &mut buf, out);
-                        out.push_str("</h");
-                        out.push(n);
-                        out.push_str(">\n");
-                        continue;
-                    }
-                    Kind::Rule => {
-                        out.push_str("<hr>\n");
-                        continue;
-                    }
-                    Kind::Fenced { info, .. } => {
-                        write_code(Some(info), &block.text, out);
-                        continue;
-                    }
-                    Kind::Indented => {
-                        write_code(None, &block.text, out);
-                        continue;
-                    }
-                    Kind::Html(_) => {
-                        out.push_str("<p>");
-                        escape_html(out, &block.text);
-                        out.push_str("</p>\n");
-                        continue;
-                    }
-                    Kind::Table { aligns, rows } => {
-                        write_table(aligns, rows, doc, out);
-                        continue;
-                    }
-                    Kind::Removed => continue,
+            Visit::Enter(b, tight) => {
+                let Some(children_tight) = open_block(doc, b, tight, &mut buf, out) else {
+                    continue;
                 };
-                stack.push(Step::Exit(b));
-                for &child in block.children.iter().rev() {
-                    stack.push(Step::Enter(child, children_tight));
+                stack.push(Visit::Exit(b));
+                for &child in doc.blocks[b].children.iter().rev() {
+                    stack.push(Visit::Enter(child, children_tight));
                 }
             }
-            Step::Exit(b) => match doc.blocks[b].kind {
+            Visit::Exit(b) => match doc.blocks[b].kind {
                 Kind::Quote => out.push_str("</blockquote>\n"),
                 Kind::List { ordered: true, .. } => out.push_str("</ol>\n"),
                 Kind::List { ordered: false, .. } => out.push_str("</ul>\n"),
@@ -360,6 +288,90 @@ fn write_doc<'a>(doc: &'a Doc, out: &mut String) {
                 _ => {}
             },
         }
+    }
+}
+
+/// Enters block `b`: a container's opening tag, and `Some(whether its children are tight)`; a leaf
+/// is written whole ([`write_leaf`]), and `None`.
+fn open_block<'a>(
+    doc: &'a Doc,
+    b: usize,
+    tight: bool,
+    buf: &mut Buffers<'a>,
+    out: &mut String,
+) -> Option<bool> {
+    match &doc.blocks[b].kind {
+        Kind::Document => Some(false),
+        Kind::Quote => {
+            out.push_str("<blockquote>\n");
+            Some(false)
+        }
+        &Kind::List {
+            ordered,
+            start,
+            tight,
+            ..
+        } => {
+            match (ordered, start) {
+                (false, _) => out.push_str("<ul>\n"),
+                (true, 1) => out.push_str("<ol>\n"),
+                (true, n) => {
+                    out.push_str("<ol start=\"");
+                    out.push_str(&n.to_string());
+                    out.push_str("\">\n");
+                }
+            }
+            Some(tight)
+        }
+        Kind::Item { .. } => {
+            out.push_str("<li>");
+            Some(tight)
+        }
+        _ => {
+            write_leaf(doc, b, tight, buf, out);
+            None
+        }
+    }
+}
+
+/// Writes leaf block `b` (a paragraph in a tight list without `<p>`).
+fn write_leaf<'a>(doc: &'a Doc, b: usize, tight: bool, buf: &mut Buffers<'a>, out: &mut String) {
+    let block = &doc.blocks[b];
+    match &block.kind {
+        Kind::Para => {
+            if !tight {
+                out.push_str("<p>");
+            }
+            write_inline(
+                block.text.trim_end_matches([' ', '\t', '\n']),
+                doc,
+                buf,
+                out,
+            );
+            if !tight {
+                out.push_str("</p>\n");
+            }
+        }
+        Kind::Heading(level) => {
+            let n = char::from(b'0' + level);
+            out.push_str("<h");
+            out.push(n);
+            out.push('>');
+            write_inline(&block.text, doc, buf, out);
+            out.push_str("</h");
+            out.push(n);
+            out.push_str(">\n");
+        }
+        Kind::Rule => out.push_str("<hr>\n"),
+        Kind::Fenced { info, .. } => write_code(Some(info), &block.text, out),
+        Kind::Indented => write_code(None, &block.text, out),
+        Kind::Html(_) => {
+            out.push_str("<p>");
+            escape_html(out, &block.text);
+            out.push_str("</p>\n");
+        }
+        Kind::Table { aligns, rows } => write_table(aligns, rows, doc, out),
+        Kind::Removed | Kind::Document | Kind::Quote | Kind::List { .. } | Kind::Item { .. } => {}
     }
 }
 
@@ -461,32 +473,10 @@ fn write_inline<'a>(text: &'a str, doc: &Doc, buf: &mut Buffers<'a>, out: &mut S
                 closes,
                 opens,
                 ..
-            } => {
-                for k in 0..closes.len() {
-                    out.push_str(emph_tag(closes.get(k), true));
-                }
-                for _ in 0..*left {
-                    out.push(char::from(*ch));
-                }
-                for k in (0..opens.len()).rev() {
-                    out.push_str(emph_tag(opens.get(k), false));
-                }
-            }
+            } => write_delim(out, *ch, *left, *closes, *opens),
             Node::Bracket { image } => out.push_str(if *image { "![" } else { "[" }),
             Node::Autolink { dest, label } => {
-                let live = if links.iter().any(|l| *l) {
-                    None
-                } else {
-                    safe_href(dest)
-                };
-                match live {
-                    Some(href) => {
-                        open_link(out, None, &href, "");
-                        escape_html(out, label);
-                        out.push_str("</a>");
-                    }
-                    None => escape_html(out, label),
-                }
+                write_autolink(out, dest, label, links.iter().any(|l| *l));
             }
             Node::LinkStart {
                 image: false,
@@ -513,22 +503,62 @@ fn write_inline<'a>(text: &'a str, doc: &Doc, buf: &mut Buffers<'a>, out: &mut S
                 dest,
                 title,
             } => {
-                let (alt, end) = image_alt(nodes, i + 1);
-                let alt = alt.trim();
-                let label = format!("[image: {}]", if alt.is_empty() { "image" } else { alt });
-                match safe_href(dest).filter(|_| !links.iter().any(|l| *l)) {
-                    Some(href) => {
-                        open_link(out, Some("md-image"), &href, title);
-                        escape_html(out, &label);
-                        out.push_str("</a>");
-                    }
-                    None => escape_html(out, &label),
-                }
-                i = end;
+                let in_link = links.iter().any(|l| *l);
+                i = write_image(out, nodes, i, (dest.as_str(), title.as_str()), in_link);
             }
         }
         i += 1;
     }
+}
+
+/// A delimiter run: the tags it closes, its literal chars, then the tags it opens.
+fn write_delim(out: &mut String, ch: u8, left: u32, closes: inline::Tags, opens: inline::Tags) {
+    for k in 0..closes.len() {
+        out.push_str(emph_tag(closes.get(k), true));
+    }
+    for _ in 0..left {
+        out.push(char::from(ch));
+    }
+    for k in (0..opens.len()).rev() {
+        out.push_str(emph_tag(opens.get(k), false));
+    }
+}
+
+/// `<…>` autolink: a link to a live URL outside any other link, else its text.
+fn write_autolink(out: &mut String, dest: &str, label: &str, in_link: bool) {
+    let live = if in_link { None } else { safe_href(dest) };
+    match live {
+        Some(href) => {
+            open_link(out, None, &href, "");
+            escape_html(out, label);
+            out.push_str("</a>");
+        }
+        None => escape_html(out, label),
+    }
+}
+
+/// The image whose `LinkStart` is `nodes[i]` (its destination and title) as an `[image: alt]`
+/// link, or that text when the URL is not live or it is inside a link. Returns the index of its
+/// `LinkEnd`.
+fn write_image(
+    out: &mut String,
+    nodes: &[Node<'_>],
+    i: usize,
+    (dest, title): (&str, &str),
+    in_link: bool,
+) -> usize {
+    let (alt, end) = image_alt(nodes, i + 1);
+    let alt = alt.trim();
+    let label = format!("[image: {}]", if alt.is_empty() { "image" } else { alt });
+    match safe_href(dest).filter(|_| !in_link) {
+        Some(href) => {
+            open_link(out, Some("md-image"), &href, title);
+            escape_html(out, &label);
+            out.push_str("</a>");
+        }
+        None => escape_html(out, &label),
+    }
+    end
 }
 
 /// An image's alt text: the plain text of its content. Returns it and the index of its `LinkEnd`.

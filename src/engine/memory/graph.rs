@@ -1,5 +1,7 @@
 //! The entity graph with its indexes: id -> node and normalised name/alias -> node, so merging and
-//! lookups are not quadratic. Plain `EntityNode`s in, plain `EntityNode`s out.
+//! lookups are not quadratic. Plain `EntityNode`s in, plain `EntityNode`s out. Also the memory
+//! pane's edits of a scope's nodes: an entity saved ([`put_entity`]) or deleted with the
+//! relationships that point at it ([`remove_entity`]).
 //! Must not import anything outside `crate::engine`.
 
 use super::normalize::{name_key, FastMap};
@@ -91,4 +93,26 @@ impl Graph {
             self.by_key.insert(key.to_string(), idx);
         }
     }
+}
+
+/// A user's edit of an entity: replaces the node with its id, or adds it when there is none.
+pub fn put_entity(nodes: &mut Vec<EntityNode>, node: EntityNode) {
+    match nodes.iter_mut().find(|n| n.id == node.id) {
+        Some(n) => *n = node,
+        None => nodes.push(node),
+    }
+}
+
+/// Deletes entity `id` from a scope's nodes, with every relationship that points at it (from any
+/// node). True when anything changed (the scope must then be saved).
+pub fn remove_entity(nodes: &mut Vec<EntityNode>, id: &str) -> bool {
+    let before = nodes.len();
+    nodes.retain(|n| n.id != id);
+    let mut touched = nodes.len() != before;
+    for n in nodes.iter_mut() {
+        let had = n.relationships.len();
+        n.relationships.retain(|r| r.target_id != id);
+        touched |= n.relationships.len() != had;
+    }
+    touched
 }

@@ -3,9 +3,9 @@
 //! engine's model (`convert`), and the sans-IO replicator that turns documents and a checkpoint into
 //! HTTP request descriptions and local writes (`replicate`), which document a local change produces
 //! and what a merged document asks of the local store (`track`), a merged batch turned into one
-//! write plan (`batch`), unifying one entity learned separately on two devices (`unify`), the
-//! memory's summaries and graph (`memory`), and what "Test connection" found wrong (`probe`). The
-//! session moves the bytes.
+//! write plan (`batch`), the order a batch's merges are applied in (`order`), unifying one entity
+//! learned separately on two devices (`unify`), the memory's summaries and graph (`memory`), and
+//! what "Test connection" found wrong (`probe`). The session moves the bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
 pub mod batch;
@@ -14,6 +14,7 @@ pub mod doc;
 pub mod hlc;
 pub mod memory;
 pub mod merge;
+pub mod order;
 pub mod probe;
 pub mod replicate;
 pub mod track;
