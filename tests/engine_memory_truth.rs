@@ -345,7 +345,11 @@ fn a_summary_sentence_no_message_supports_is_dropped() {
 }
 
 fn check_id_sentences(summary: &str, want: &str) {
-    assert_eq!(drop_id_sentences(summary, &["e1a21524ca220cb3d63f18279607", "1"]).0, want, "{summary}");
+    assert_eq!(
+        drop_id_sentences(summary, &["e1a21524ca220cb3d63f18279607", "1"]).0,
+        want,
+        "{summary}"
+    );
 }
 
 #[rustfmt::skip]
@@ -360,9 +364,14 @@ fn a_summary_sentence_that_lists_ids_is_dropped() {
 
 #[test]
 fn the_users_statement_is_never_left_out_for_the_models_rewording() {
-    let previous = "User: My daughter Sofia is seven and she loves drawing horses (said 2026-11-25).";
+    let previous =
+        "User: My daughter Sofia is seven and she loves drawing horses (said 2026-11-25).";
     // The model's garbled rewording covers its words; the statement stays.
-    let (text, _) = carry_forward(Some(previous), "Vamos tomar your daughter Sofia. She loves drawing horses, she is seven.", 6000);
+    let (text, _) = carry_forward(
+        Some(previous),
+        "Vamos tomar your daughter Sofia. She loves drawing horses, she is seven.",
+        6000,
+    );
     assert!(text.contains("User: My daughter Sofia"), "{text}");
     // The same statement of the user again is kept once.
     let (text, _) = carry_forward(Some(previous), previous, 6000);
