@@ -408,49 +408,18 @@ pub fn build_update_request(
     let after = previous.map(|s| s.covers_up_to_seq);
     let (new, span, transcript) =
         select_span(messages, after, limits).ok_or(MemoryError::NothingToSummarize)?;
-    let max_chars = limits.max_message_chars.max(1);
-    let read: Vec<ReadMessage> = new
-        .iter()
-        .take(span.message_ids.len())
-        .map(|m| ReadMessage {
-            id: m.id.clone(),
-            role: m.role,
-            content: truncate_chars(m.content.trim(), max_chars).to_string(),
-            created_at: m.created_at,
-        })
-        .collect();
+    let read = read_messages(
+        &new,
+        span.message_ids.len(),
+        limits.max_message_chars.max(1),
+    );
     let user_said: Vec<String> = read
         .iter()
         .filter(|m| m.role == Role::User)
         .map(|m| m.content.clone())
         .collect();
-
-    let mut known: Vec<&EntityNode> = entities.iter().collect();
-    sort_by(&mut known, |a, b| {
-        b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id))
-    });
-    known.truncate(limits.max_entities);
-    sort_by(&mut known, |a, b| a.id.cmp(&b.id));
-
-    let mut entity_list = String::new();
-    entity_list.push_str("KNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n");
-    if known.is_empty() {
-        entity_list.push_str("(none yet)\n");
-    }
-    for e in &known {
-        entity_list.push_str(&format!(
-            "- {} | {} | {}",
-            one_line(&e.id),
-            e.entity_type.as_str(),
-            one_line(&e.name)
-        ));
-        if !e.aliases.is_empty() {
-            let aliases: Vec<String> = e.aliases.iter().map(|a| one_line(a)).collect();
-            entity_list.push_str(" | ");
-            entity_list.push_str(&aliases.join(", "));
-        }
-        entity_list.push('\n');
-    }
+    let known = known_entities(entities, limits.max_entities);
+    let entity_list = entity_list(&known);
     let new_messages = format!(
         "NEW MESSAGES (seq {} to {}):\n\n{}",
         span.from_seq,
@@ -470,20 +439,9 @@ pub fn build_update_request(
     // previous summary, it copied it and left the new facts out; without it, it wrote them.
     let structured_user =
         format!("{entity_list}\n{new_messages}\n\nWrite the memory of the new messages now.");
-
-    let known = known
-        .iter()
-        .map(|e| KnownNames {
-            id: e.id.clone(),
-            names: std::iter::once(&e.name)
-                .chain(&e.aliases)
-                .cloned()
-                .collect(),
-        })
-        .collect();
     Ok(UpdateRequest {
         read,
-        known,
+        known: known_names(&known),
         previous_text: previous.map(|p| p.text.clone()),
         prompt: Prompt {
             system: system_instruction(),
@@ -500,4 +458,66 @@ pub fn build_update_request(
         },
         span,
     })
+}
+
+/// The first `count` of `new` as the request shows them: trimmed and cut at `max_chars`.
+fn read_messages(new: &[&Message], count: usize, max_chars: usize) -> Vec<ReadMessage> {
+    new.iter()
+        .take(count)
+        .map(|m| ReadMessage {
+            id: m.id.clone(),
+            role: m.role,
+            content: truncate_chars(m.content.trim(), max_chars).to_string(),
+            created_at: m.created_at,
+        })
+        .collect()
+}
+
+/// The known entities the request lists: the `max` most recently updated, by id.
+fn known_entities(entities: &[EntityNode], max: usize) -> Vec<&EntityNode> {
+    let mut known: Vec<&EntityNode> = entities.iter().collect();
+    sort_by(&mut known, |a, b| {
+        b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id))
+    });
+    known.truncate(max);
+    sort_by(&mut known, |a, b| a.id.cmp(&b.id));
+    known
+}
+
+/// The request's list of the `known` entities: id, type, name and aliases, one a line.
+fn entity_list(known: &[&EntityNode]) -> String {
+    let mut entity_list = String::new();
+    entity_list.push_str("KNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n");
+    if known.is_empty() {
+        entity_list.push_str("(none yet)\n");
+    }
+    for e in known {
+        entity_list.push_str(&format!(
+            "- {} | {} | {}",
+            one_line(&e.id),
+            e.entity_type.as_str(),
+            one_line(&e.name)
+        ));
+        if !e.aliases.is_empty() {
+            let aliases: Vec<String> = e.aliases.iter().map(|a| one_line(a)).collect();
+            entity_list.push_str(" | ");
+            entity_list.push_str(&aliases.join(", "));
+        }
+        entity_list.push('\n');
+    }
+    entity_list
+}
+
+/// The ids and names (name first, then aliases) of the `known` entities.
+fn known_names(known: &[&EntityNode]) -> Vec<KnownNames> {
+    known
+        .iter()
+        .map(|e| KnownNames {
+            id: e.id.clone(),
+            names: std::iter::once(&e.name)
+                .chain(&e.aliases)
+                .cloned()
+                .collect(),
+        })
+        .collect()
 }

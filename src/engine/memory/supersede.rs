@@ -511,6 +511,28 @@ pub fn supersede(
     read: &[ReadMessage],
     no_longer_true: &[String],
 ) -> String {
+    let mut items = items_of(previous, new, read);
+    drop_restated(&mut items, read);
+    let mut made_past = superseded_by_later(&items, read);
+    mark_no_longer_true(&items, read, no_longer_true, &mut made_past);
+    mark_mentions_gone(&items, read, &mut made_past);
+    let mut out: Vec<String> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if item.dropped {
+            continue;
+        }
+        match (item.from_previous, made_past[i]) {
+            (true, Some(at)) | (false, Some(at)) => out.push(past_since(&item.text, at)),
+            (false, None) => out.push(item.text.clone()),
+            (true, None) => {}
+        }
+    }
+    out.join(" ")
+}
+
+/// The sentences of `previous` and of `new` as items with their claims and when they were said
+/// (by the message of `read` that says them); the user's own name in a claim is the user.
+fn items_of(previous: Option<&str>, new: &str, read: &[ReadMessage]) -> Vec<Item> {
     let mut items: Vec<Item> = Vec::new();
     for (i, s) in sentences(previous.unwrap_or("")).into_iter().enumerate() {
         items.push(Item {
@@ -543,7 +565,12 @@ pub fn supersede(
             }
         }
     }
-    // A new sentence restating a past fact is dropped unless a message of this update says it.
+    items
+}
+
+/// Marks dropped each new sentence that restates a past fact of the previous summary, unless a user
+/// message of `read` says it again.
+fn drop_restated(items: &mut [Item], read: &[ReadMessage]) {
     let said_now = |c: &Claim| {
         read.iter().filter(|m| m.role == Role::User).any(|m| {
             claims(&m.content)
@@ -571,7 +598,11 @@ pub fn supersede(
             });
         item.dropped = restated;
     }
-    // Later claims supersede earlier ones.
+}
+
+/// For each item, the day a later claim (of a new sentence a message of `read` says) made it past,
+/// if one did.
+fn superseded_by_later(items: &[Item], read: &[ReadMessage]) -> Vec<Option<Millis>> {
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.sort_by_key(|&i| items[i].when);
     let last_day = read.last().map(|m| m.created_at);
@@ -600,11 +631,23 @@ pub fn supersede(
             }
         }
     }
+    made_past
+}
+
+/// Makes past the previous summary's sentences the model lists in `no_longer_true`, when a user
+/// message of `read` speaks of a change and of what the sentence is about.
+fn mark_no_longer_true(
+    items: &[Item],
+    read: &[ReadMessage],
+    no_longer_true: &[String],
+    made_past: &mut [Option<Millis>],
+) {
     // What the model says no longer holds: only sentences of the previous summary, and only when the
     // user's messages speak of a change (a small model fills the field with current facts too).
     // And only a sentence such a message speaks of: they share a word beyond the change words
     // (SmolLM2-135M listed "I live in Oslo now" when the user said "I am a pilot now; I changed
     // careers").
+    let last_day = read.last().map(|m| m.created_at);
     let changes: Vec<std::collections::HashSet<String>> = read
         .iter()
         .filter(|m| m.role == Role::User)
@@ -631,8 +674,13 @@ pub fn supersede(
             made_past[i] = last_day.or(Some(0));
         }
     }
+}
+
+/// Makes past each live sentence that makes no claim but names a place or job that no longer holds.
+fn mark_mentions_gone(items: &[Item], read: &[ReadMessage], made_past: &mut [Option<Millis>]) {
     // A sentence that makes no claim but names a place or job that no longer holds ("Lisbon is a
     // beautiful city" after "I moved to Oslo") was about the old fact: past with it.
+    let last_day = read.last().map(|m| m.created_at);
     let is_gone: Vec<bool> = (0..items.len())
         .map(|i| is_past(&items[i].text) || made_past[i].is_some())
         .collect();
@@ -651,18 +699,6 @@ pub fn supersede(
             *past = since.or(Some(0));
         }
     }
-    let mut out: Vec<String> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if item.dropped {
-            continue;
-        }
-        match (item.from_previous, made_past[i]) {
-            (true, Some(at)) | (false, Some(at)) => out.push(past_since(&item.text, at)),
-            (false, None) => out.push(item.text.clone()),
-            (true, None) => {}
-        }
-    }
-    out.join(" ")
 }
 
 /// The values of the place and job claims of `past` that no claim of `current` still holds (stemmed
@@ -752,6 +788,37 @@ pub fn supersede_entities(
     summary: &str,
     now: Millis,
 ) -> usize {
+    let (names, newer) = current_claims(summary, now);
+    if newer.is_empty() {
+        return 0;
+    }
+    let names_of: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.id.clone(), words(&n.name).join(" ")))
+        .collect();
+    let mut made = 0;
+    for node in nodes.iter_mut() {
+        let key = words(&node.name).join(" ");
+        let subject = if is_user_name(&names, &key) || key == "user" {
+            "user".to_string()
+        } else {
+            key.clone()
+        };
+        let mine: Vec<&(Claim, Millis)> =
+            newer.iter().filter(|(c, _)| c.subject == subject).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        made += supersede_description(node, &names, &key, &subject, &mine);
+        made += supersede_properties(node, &mine);
+        made += supersede_lives_in(node, &names_of, &mine);
+    }
+    made
+}
+
+/// The names the user gives themself in `summary`, and its current functional claims (not past, not
+/// negated), each with the day it was said (else `now`), the user's own name made the user.
+fn current_claims(summary: &str, now: Millis) -> (Vec<String>, Vec<(Claim, Millis)>) {
     let all: Vec<(Vec<Claim>, Option<Millis>, bool)> = sentences(summary)
         .into_iter()
         .map(|s| {
@@ -773,104 +840,113 @@ pub fn supersede_entities(
         })
         .filter(|(c, _)| c.functional() && !c.negated)
         .collect();
-    if newer.is_empty() {
-        return 0;
-    }
-    let names_of: Vec<(String, String)> = nodes
-        .iter()
-        .map(|n| (n.id.clone(), words(&n.name).join(" ")))
+    (names, newer)
+}
+
+/// Drops the description sentences of `node` (named `key`, the claims' `subject`) that a claim of
+/// `mine` supersedes; 1 when the description changed, else 0.
+fn supersede_description(
+    node: &mut crate::engine::model::EntityNode,
+    names: &[String],
+    key: &str,
+    subject: &str,
+    mine: &[&(Claim, Millis)],
+) -> usize {
+    let kept: Vec<&str> = sentences(&node.description)
+        .into_iter()
+        .filter(|s| {
+            let old: Vec<Claim> = claims(s)
+                .into_iter()
+                .map(|mut c| {
+                    if c.subject == key || is_user_name(names, &c.subject) {
+                        c.subject = subject.to_string();
+                    }
+                    c
+                })
+                .collect();
+            !mine
+                .iter()
+                .any(|(c, _)| old.iter().any(|o| c.supersedes(o)))
+        })
         .collect();
-    let mut made = 0;
-    for node in nodes.iter_mut() {
-        let key = words(&node.name).join(" ");
-        let subject = if is_user_name(&names, &key) || key == "user" {
-            "user".to_string()
-        } else {
-            key.clone()
-        };
-        let mine: Vec<&(Claim, Millis)> =
-            newer.iter().filter(|(c, _)| c.subject == subject).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        // Description sentences.
-        let kept: Vec<&str> = sentences(&node.description)
-            .into_iter()
-            .filter(|s| {
-                let old: Vec<Claim> = claims(s)
-                    .into_iter()
-                    .map(|mut c| {
-                        if c.subject == key || is_user_name(&names, &c.subject) {
-                            c.subject = subject.clone();
-                        }
-                        c
-                    })
-                    .collect();
-                !mine
-                    .iter()
-                    .any(|(c, _)| old.iter().any(|o| c.supersedes(o)))
-            })
-            .collect();
-        let description = kept.join(" ");
-        if description != node.description.trim() && !node.description.trim().is_empty() {
-            node.description = description;
-            made += 1;
-        }
-        // Properties.
-        let stale: Vec<(String, Millis)> = node
-            .properties
-            .iter()
-            .filter_map(|(k, v)| {
-                let attr = attribute_of_key(k)?;
-                let value = value_of(&words(v));
-                mine.iter()
-                    .filter(|(c, _)| c.attribute == attr && c.value != value)
-                    .map(|(_, day)| *day)
-                    .max()
-                    .filter(|day| node.property_since.get(k).is_none_or(|since| since <= day))
-                    .map(|day| (k.clone(), day))
-            })
-            .collect();
-        for (k, day) in stale {
-            if let Some(value) = node.properties.remove(&k) {
-                let since = node.property_since.remove(&k).unwrap_or(0);
-                node.past_properties
-                    .push(crate::engine::model::PastProperty {
-                        key: k,
-                        value,
-                        valid_from: since,
-                        valid_to: day,
-                    });
-                made += 1;
-            }
-        }
-        // Where the user lives: a live relationship to another place.
-        for r in node
-            .relationships
-            .iter_mut()
-            .filter(|r| r.valid_to.is_none())
-        {
-            if !words(&r.relationship)
-                .iter()
-                .any(|w| w.starts_with("live") || w == "based")
-            {
-                continue;
-            }
-            let target = names_of
-                .iter()
-                .find(|(id, _)| *id == r.target_id)
-                .map_or_else(|| words(&r.target_id).join(" "), |(_, n)| n.clone());
-            let target = value_of(&words(&target));
-            if let Some(day) = mine
-                .iter()
-                .filter(|(c, _)| c.attribute == "lives_in" && c.value != target)
+    let description = kept.join(" ");
+    if description != node.description.trim() && !node.description.trim().is_empty() {
+        node.description = description;
+        return 1;
+    }
+    0
+}
+
+/// Moves to `past_properties` the properties of `node` whose key speaks of an attribute a claim of
+/// `mine` gives another value (said no earlier than the property); how many moved.
+fn supersede_properties(
+    node: &mut crate::engine::model::EntityNode,
+    mine: &[&(Claim, Millis)],
+) -> usize {
+    let stale: Vec<(String, Millis)> = node
+        .properties
+        .iter()
+        .filter_map(|(k, v)| {
+            let attr = attribute_of_key(k)?;
+            let value = value_of(&words(v));
+            mine.iter()
+                .filter(|(c, _)| c.attribute == attr && c.value != value)
                 .map(|(_, day)| *day)
                 .max()
-                .filter(|day| r.valid_from <= *day)
-            {
-                r.valid_to = Some(day);
-                made += 1;
-            }
+                .filter(|day| node.property_since.get(k).is_none_or(|since| since <= day))
+                .map(|day| (k.clone(), day))
+        })
+        .collect();
+    let mut made = 0;
+    for (k, day) in stale {
+        if let Some(value) = node.properties.remove(&k) {
+            let since = node.property_since.remove(&k).unwrap_or(0);
+            node.past_properties
+                .push(crate::engine::model::PastProperty {
+                    key: k,
+                    value,
+                    valid_from: since,
+                    valid_to: day,
+                });
+            made += 1;
+        }
+    }
+    made
+}
+
+/// Closes the live `lives in` relationships of `node` to another place than a `lives_in` claim of
+/// `mine` names (`names_of`: each node's id and name words); how many were closed.
+fn supersede_lives_in(
+    node: &mut crate::engine::model::EntityNode,
+    names_of: &[(String, String)],
+    mine: &[&(Claim, Millis)],
+) -> usize {
+    let mut made = 0;
+    for r in node
+        .relationships
+        .iter_mut()
+        .filter(|r| r.valid_to.is_none())
+    {
+        if !words(&r.relationship)
+            .iter()
+            .any(|w| w.starts_with("live") || w == "based")
+        {
+            continue;
+        }
+        let target = names_of
+            .iter()
+            .find(|(id, _)| *id == r.target_id)
+            .map_or_else(|| words(&r.target_id).join(" "), |(_, n)| n.clone());
+        let target = value_of(&words(&target));
+        if let Some(day) = mine
+            .iter()
+            .filter(|(c, _)| c.attribute == "lives_in" && c.value != target)
+            .map(|(_, day)| *day)
+            .max()
+            .filter(|day| r.valid_from <= *day)
+        {
+            r.valid_to = Some(day);
+            made += 1;
         }
     }
     made
