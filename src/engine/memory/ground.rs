@@ -28,31 +28,19 @@
 //!   one of the engine's own instruction sentences (`super::prompt::instruction_sentences`) is the
 //!   prompt repeated, not memory.
 //!
+//! Below superseding, summaries and reading a reply (`super::supersede`, `super::summary`,
+//! `super::read`, which use it): it imports none of them; what the request showed
+//! ([`ReadMessage`], [`KnownNames`]) comes from `super::prompt` and is re-exported here.
 //! Must not import anything outside `crate::engine`.
 
 use std::collections::HashSet;
 
 use super::normalize::{for_each_word, words};
 use super::parse::{ParsedEntity, ParsedUpdate};
-use super::summary::sentences;
-use crate::engine::model::{Millis, Role};
+use super::sentence::{note_of, sentences};
+use crate::engine::model::Role;
 
-/// A message an update read, as grounding needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadMessage {
-    pub id: String,
-    pub role: Role,
-    /// As the request showed it (cut at the request's message limit).
-    pub content: String,
-    pub created_at: Millis,
-}
-
-/// A known entity as the request listed it: its id and its names (name first, then aliases).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KnownNames {
-    pub id: String,
-    pub names: Vec<String>,
-}
+pub use super::prompt::{KnownNames, ReadMessage};
 
 /// How far (in words, within one sentence) a fact may be from the entity's name and still be said
 /// about it.
@@ -501,7 +489,7 @@ pub fn drop_unsupported(summary: &str, source: &str) -> (String, usize) {
     let kept: Vec<&str> = sentences(summary)
         .into_iter()
         .filter(|s| {
-            let terms = support_terms(super::supersede::note_of(s).0);
+            let terms = support_terms(note_of(s).0);
             let found = terms.iter().filter(|t| known.contains(*t)).count();
             let unsupported = found == 0 && terms.len() >= 3;
             dropped += usize::from(unsupported);

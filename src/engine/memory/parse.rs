@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::error::MemoryError;
 use super::normalize::{collapse_ws, name_key, truncate_chars};
-use super::MemoryError;
 use crate::engine::json_text::{ends_in_escape, split_array, tokens, Token};
 use crate::engine::model::EntityType;
 

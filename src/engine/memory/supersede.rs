@@ -25,92 +25,16 @@
 //! again is dropped, so nothing superseded comes back. A sentence that makes no claim but names a place
 //! or job that no longer holds ("Lisbon is a beautiful city" once the user lives in Oslo) is past with
 //! it ([`mentions_gone`]).
+//! The sentence note itself is `super::sentence`'s (re-exported here). Uses grounding's stems and
+//! terms (`super::ground`); must not import `super::summary` or `super::read`, which use it.
 //! Must not import anything outside `crate::engine`.
 
-use super::ground::ReadMessage;
 use super::normalize::words;
-use super::summary::sentences;
-use crate::engine::format::date;
+use super::prompt::ReadMessage;
+use super::sentence::{sentences, USER_SAYS};
 use crate::engine::model::{Millis, Role};
 
-/// What a sentence's note says: the day it was said and the day it stopped holding, as written
-/// (`YYYY-MM-DD`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Note {
-    pub said: Option<String>,
-    pub until: Option<String>,
-}
-
-fn is_day(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 10
-        && b.iter().enumerate().all(|(i, c)| {
-            if i == 4 || i == 7 {
-                *c == b'-'
-            } else {
-                c.is_ascii_digit()
-            }
-        })
-}
-
-/// The sentence without its note, and the note (see the module header). A sentence without one is
-/// itself with an empty note.
-pub fn note_of(sentence: &str) -> (&str, Note) {
-    let t = sentence.trim_end();
-    let inner = t.trim_end_matches(['.', '!', '…']).trim_end();
-    let Some(open) = inner.rfind('(').filter(|_| inner.ends_with(')')) else {
-        return (t, Note::default());
-    };
-    let mut note = Note::default();
-    for part in inner[open + 1..inner.len() - 1].split(';') {
-        let part = part.trim();
-        if let Some(d) = part.strip_prefix("said ").filter(|d| is_day(d)) {
-            note.said = Some(d.to_string());
-        } else if let Some(d) = part.strip_prefix("until ").filter(|d| is_day(d)) {
-            note.until = Some(d.to_string());
-        } else {
-            return (t, Note::default());
-        }
-    }
-    (inner[..open].trim_end(), note)
-}
-
-/// Whether the sentence is a past one (its note has `until`).
-pub fn is_past(sentence: &str) -> bool {
-    note_of(sentence).1.until.is_some()
-}
-
-/// `body` with `note`, closed with a full stop (or its own `!`).
-pub fn with_note(body: &str, note: &Note) -> String {
-    let body = body.trim_end();
-    let end = if body.ends_with('!') { "!" } else { "." };
-    let body = body.trim_end_matches(['.', '!', '…']);
-    let parts: Vec<String> = note
-        .said
-        .iter()
-        .map(|d| format!("said {d}"))
-        .chain(note.until.iter().map(|d| format!("until {d}")))
-        .collect();
-    if parts.is_empty() {
-        format!("{body}{end}")
-    } else {
-        format!("{body} ({}){end}", parts.join("; "))
-    }
-}
-
-/// `sentence` as said on the day of `at`.
-pub fn said_on(sentence: &str, at: Millis) -> String {
-    let (body, mut note) = note_of(sentence);
-    note.said = Some(date(at));
-    with_note(body, &note)
-}
-
-/// `sentence` as past since the day of `at` (its said day kept).
-pub fn past_since(sentence: &str, at: Millis) -> String {
-    let (body, mut note) = note_of(sentence);
-    note.until = Some(date(at));
-    with_note(body, &note)
-}
+pub use super::sentence::{is_past, note_of, past_since, said_on, with_note, Note};
 
 /// What one clause claims.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -303,7 +227,7 @@ fn subject_of(before: &[String], fallback: &str) -> String {
 /// The claims of `sentence` (notes and the `User: ` mark left out), per the module rules.
 pub fn claims(sentence: &str) -> Vec<Claim> {
     let (body, _) = note_of(sentence);
-    let user_says = body.starts_with(super::summary::USER_SAYS);
+    let user_says = body.starts_with(USER_SAYS);
     let mut out = Vec::new();
     let mut subject = if user_says { "user" } else { "" }.to_string();
     for clause in body.split([',', ';', ':']) {
@@ -424,7 +348,7 @@ fn user_names(all: &[Vec<Claim>]) -> Vec<String> {
 /// model restating what it knew before).
 fn said_in(sentence: &str, claims: &[Claim], read: &[ReadMessage]) -> Option<usize> {
     let (body, _) = note_of(sentence);
-    if let Some(own) = body.strip_prefix(super::summary::USER_SAYS) {
+    if let Some(own) = body.strip_prefix(USER_SAYS) {
         let own = words(own).join(" ");
         if let Some(i) = read
             .iter()
