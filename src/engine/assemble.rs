@@ -30,8 +30,8 @@
 
 use crate::engine::format::one_line;
 use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
-use crate::engine::memory::memory_pending;
 use crate::engine::memory::summary::shorten;
+use crate::engine::memory::{memory_pending, Pending};
 use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Prompt,
     Protocol, WireMessage,
@@ -652,45 +652,24 @@ fn pending_hold<E: TokenEstimator + ?Sized>(
         .min(left)
 }
 
-/// Assemble the context for a turn. See the module doc for the rules.
-pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) -> Assembly {
-    let cfg = input.config;
-    let budget = cfg.context_tokens.saturating_sub(cfg.reply_reserve_tokens);
-    let max_bytes = cfg.max_request_bytes;
-    let new = input.new_message;
-    let transcript = cfg.history_format == HistoryFormat::Transcript;
+/// Whether the summary, covering up to `covers`, covers a message.
+fn covered(covers: Option<u64>) -> impl Fn(&Message) -> bool + Copy {
+    move |m: &Message| covers.is_some_and(|c| m.seq <= c)
+}
 
-    // 1. The mandatory parts.
-    let system_tokens = est.estimate(input.system_prompt);
-    let system_bytes = json_len(input.system_prompt);
-    let new_tokens = est
-        .estimate(&new.content)
-        .saturating_add(MESSAGE_OVERHEAD_TOKENS);
-    let new_bytes = json_len(&new.content) + MESSAGE_OVERHEAD_BYTES;
-    let mut meter = Meter {
-        tokens: system_tokens as u64 + new_tokens as u64,
-        bytes: REQUEST_OVERHEAD_BYTES + system_bytes + new_bytes,
-        budget: budget as u64,
-        max_bytes,
-    };
-
-    let history_through_seq = input
-        .history
-        .iter()
-        .rev()
-        .find(|m| m.id != new.id)
-        .map(|m| m.seq);
-
-    let summary = input.summary.filter(|s| !s.text.trim().is_empty());
-    let covers = summary.map(|s| s.covers_up_to_seq);
-    let is_covered = |m: &Message| covers.is_some_and(|c| m.seq <= c);
-
-    let mut walk = HistoryWalk {
+/// The history walk, set up to start at the newest message (the transcript format pays its
+/// preamble with the first message it includes).
+fn history_walk<'a, E: TokenEstimator + ?Sized>(
+    input: &AssemblyInput<'a>,
+    est: &'a E,
+) -> HistoryWalk<'a, E> {
+    let transcript = input.config.history_format == HistoryFormat::Transcript;
+    HistoryWalk {
         history: input.history,
-        new_id: &new.id,
-        new_seq: new.seq,
+        new_id: &input.new_message.id,
+        new_seq: input.new_message.seq,
         est,
-        max_chars: cfg.max_message_chars,
+        max_chars: input.config.max_message_chars,
         next: input.history.len().checked_sub(1),
         included: Vec::new(),
         dropped: Vec::new(),
@@ -705,115 +684,321 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         } else {
             0
         },
-    };
-    let mut recent_left = cfg.recent_messages;
+    }
+}
 
-    // Room held for the user's statements from the uncovered messages, before history takes its
-    // share: long replies of a small model would otherwise push the statements of a user who keeps
-    // typing out of the prompt before any update covers them.
-    let uncovered = uncovered_user_messages(input.history, new, is_covered);
-    let all_pending = memory_pending(
-        summary.map(|s| s.text.as_str()),
-        &said_of(input.history, &uncovered, &[], new),
-    );
-    let held = pending_hold(&all_pending, est, &meter, budget);
-    meter.tokens += held as u64;
+/// The state assembly carries from step to step (module doc): the limits, the meter, the history
+/// walk and what the earlier steps decided.
+struct Assembler<'a, E: TokenEstimator + ?Sized> {
+    input: AssemblyInput<'a>,
+    est: &'a E,
+    /// `context_tokens - reply_reserve_tokens`.
+    budget: u32,
+    meter: Meter,
+    walk: HistoryWalk<'a, E>,
+    /// How many of the last N messages are still to be taken.
+    recent_left: usize,
+    /// The summary, when it has text.
+    summary: Option<&'a ConversationSummary>,
+    /// The summary's `covers_up_to_seq`.
+    covers: Option<u64>,
+    /// The user messages the summary does not cover (indexes into history).
+    uncovered: Vec<usize>,
+    /// Tokens held for their statements until step 7.
+    held: u32,
+    /// Tokens and bytes of the system prompt and of the new message.
+    system: (u32, usize),
+    new_cost: (u32, usize),
+}
 
-    // 2. Recent messages the summary does not cover.
-    walk.walk(&mut meter, &mut recent_left, is_covered, |_| false, false);
+/// What steps 3 to 8 placed besides history.
+struct Placed {
+    summary: Option<Section>,
+    summary_dropped: Option<DropReason>,
+    summary_shortened: bool,
+    pending: Option<Section>,
+    /// The entity lines and ids in rank order, their tokens and bytes.
+    entities: (Vec<String>, Vec<String>, u32, usize),
+    entities_omitted: usize,
+    history_overflow: bool,
+}
 
-    // 3. The summary: whole, or its most telling sentences in what is left beside the entities' share;
-    // what the uncovered user messages (and the new one) supersede in it is carried as past.
-    let said = said_of(input.history, &uncovered, &walk.included, new);
-    let pending = memory_pending(summary.map(|s| s.text.as_str()), &said);
-    let summary_text = pending
-        .summary
-        .clone()
-        .or_else(|| summary.map(|s| s.text.clone()));
-    let share = (budget as u64 * ENTITY_SHARE_PERCENT as u64 / 100) as u32;
-    let reserve = if input.entities.is_empty() { 0 } else { share };
-    let (summary_section, summary_dropped, summary_shortened) = match &summary_text {
-        Some(text) => match summary_section(text.trim(), est, &meter, reserve) {
-            Ok((section, shortened)) => {
-                meter.add(section.tokens, section.bytes);
-                (Some(section), None, shortened)
-            }
-            Err(reason) => (None, Some(reason), false),
-        },
-        None => (None, None, false),
-    };
-    let summary_in = summary_section.is_some();
+/// The placed history messages, oldest first.
+struct PlacedHistory {
+    wire: Vec<WireMessage>,
+    ids: Vec<String>,
+    truncated_ids: Vec<String>,
+    tokens: u32,
+    bytes: usize,
+}
 
-    // 4. The rest of the last N, covered or not.
-    walk.walk(&mut meter, &mut recent_left, |_| false, |_| false, false);
-
-    // 5. Entities, within their share.
-    let mut entities = EntitySection::new(input.entities, est, share, cfg.max_message_chars);
-    entities.fill(est, &mut meter, share, (0..input.entities.len()).collect());
-
-    // 6. Older history: covered messages go (the summary holds them), the rest while it fits.
-    let mut unlimited = usize::MAX;
-    walk.walk(
-        &mut meter,
-        &mut unlimited,
-        |_| false,
-        |m| summary_in && is_covered(m),
-        true,
-    );
-    let history_overflow = walk
-        .dropped
-        .iter()
-        .any(|d| matches!(d.reason, DropReason::OverBudget | DropReason::ByteCap));
-
-    // 7. The user's statements from the uncovered messages history left out.
-    meter.tokens -= held as u64;
-    let carried: Vec<&str> = pending
-        .statements
-        .iter()
-        .filter(|(i, _)| {
-            let index = uncovered.get(*i).copied();
-            !walk.included.iter().any(|c| Some(c.index) == index)
-        })
-        .map(|(_, s)| s.as_str())
-        .collect();
-    let pending_section = pending_section(&carried, est, &meter);
-    if let Some(p) = &pending_section {
-        meter.add(p.tokens, p.bytes);
+impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
+    /// Step 1: the mandatory parts (system prompt and new message) on the meter, the history walk
+    /// set up, and the room held for the pending statements.
+    fn start(input: AssemblyInput<'a>, est: &'a E) -> Self {
+        let cfg = input.config;
+        let budget = cfg.context_tokens.saturating_sub(cfg.reply_reserve_tokens);
+        let new = input.new_message;
+        let system = (
+            est.estimate(input.system_prompt),
+            json_len(input.system_prompt),
+        );
+        let new_cost = (
+            est.estimate(&new.content)
+                .saturating_add(MESSAGE_OVERHEAD_TOKENS),
+            json_len(&new.content) + MESSAGE_OVERHEAD_BYTES,
+        );
+        let meter = Meter {
+            tokens: system.0 as u64 + new_cost.0 as u64,
+            bytes: REQUEST_OVERHEAD_BYTES + system.1 + new_cost.1,
+            budget: budget as u64,
+            max_bytes: cfg.max_request_bytes,
+        };
+        let summary = input.summary.filter(|s| !s.text.trim().is_empty());
+        let mut assembler = Assembler {
+            input,
+            est,
+            budget,
+            meter,
+            walk: history_walk(&input, est),
+            recent_left: cfg.recent_messages,
+            summary,
+            covers: summary.map(|s| s.covers_up_to_seq),
+            uncovered: Vec::new(),
+            held: 0,
+            system,
+            new_cost,
+        };
+        assembler.hold_pending();
+        assembler
     }
 
-    // 8. What history left unused goes to the entities that did not fit their share.
-    let left = std::mem::take(&mut entities.left);
-    entities.fill(est, &mut meter, budget, left);
-    let (entity_lines, entity_ids, entity_tokens, entity_bytes, entities_omitted) =
-        entities.finish();
+    /// Holds room for the user's statements from the uncovered messages, before history takes its
+    /// share: long replies of a small model would otherwise push the statements of a user who keeps
+    /// typing out of the prompt before any update covers them.
+    fn hold_pending(&mut self) {
+        let (history, new) = (self.input.history, self.input.new_message);
+        self.uncovered = uncovered_user_messages(history, new, covered(self.covers));
+        let all_pending = memory_pending(
+            self.summary.map(|s| s.text.as_str()),
+            &said_of(history, &self.uncovered, &[], new),
+        );
+        self.held = pending_hold(&all_pending, self.est, &self.meter, self.budget);
+        self.meter.tokens += self.held as u64;
+    }
 
-    // Put it together, oldest first.
-    walk.included.reverse();
-    walk.dropped.reverse();
+    /// The entities' share of the budget, in tokens.
+    fn entity_share(&self) -> u32 {
+        (self.budget as u64 * ENTITY_SHARE_PERCENT as u64 / 100) as u32
+    }
+
+    /// Step 2: the recent messages the summary does not cover.
+    fn recent_uncovered(&mut self) {
+        let covers = covered(self.covers);
+        self.walk.walk(
+            &mut self.meter,
+            &mut self.recent_left,
+            covers,
+            |_| false,
+            false,
+        );
+    }
+
+    /// Step 3: the summary, whole or its most telling sentences in what is left beside the entities'
+    /// share, with what the uncovered user messages (and the new one) supersede in it carried as
+    /// past. Also gives what `memory::pending` made of those messages, for step 7.
+    fn place_summary(&mut self) -> (Pending, (Option<Section>, Option<DropReason>, bool)) {
+        let (history, new) = (self.input.history, self.input.new_message);
+        let said = said_of(history, &self.uncovered, &self.walk.included, new);
+        let pending = memory_pending(self.summary.map(|s| s.text.as_str()), &said);
+        let summary_text = pending
+            .summary
+            .clone()
+            .or_else(|| self.summary.map(|s| s.text.clone()));
+        let reserve = if self.input.entities.is_empty() {
+            0
+        } else {
+            self.entity_share()
+        };
+        let placed = match &summary_text {
+            Some(text) => match summary_section(text.trim(), self.est, &self.meter, reserve) {
+                Ok((section, shortened)) => {
+                    self.meter.add(section.tokens, section.bytes);
+                    (Some(section), None, shortened)
+                }
+                Err(reason) => (None, Some(reason), false),
+            },
+            None => (None, None, false),
+        };
+        (pending, placed)
+    }
+
+    /// Step 4: the rest of the last N, covered or not.
+    fn recent_rest(&mut self) {
+        self.walk.walk(
+            &mut self.meter,
+            &mut self.recent_left,
+            |_| false,
+            |_| false,
+            false,
+        );
+    }
+
+    /// Step 5: the entities, within their share.
+    fn entities_in_share(&mut self) -> EntitySection<'a> {
+        let share = self.entity_share();
+        let max_chars = self.input.config.max_message_chars;
+        let mut entities = EntitySection::new(self.input.entities, self.est, share, max_chars);
+        let ranks = (0..self.input.entities.len()).collect();
+        entities.fill(self.est, &mut self.meter, share, ranks);
+        entities
+    }
+
+    /// Step 6: older history: covered messages go when the summary is in (it holds them), the rest
+    /// while it fits. Whether messages the summary does not cover were dropped for space.
+    fn older_history(&mut self, summary_in: bool) -> bool {
+        let covers = covered(self.covers);
+        let mut unlimited = usize::MAX;
+        self.walk.walk(
+            &mut self.meter,
+            &mut unlimited,
+            |_| false,
+            |m| summary_in && covers(m),
+            true,
+        );
+        self.walk
+            .dropped
+            .iter()
+            .any(|d| matches!(d.reason, DropReason::OverBudget | DropReason::ByteCap))
+    }
+
+    /// Step 7: the held room given back, the user's statements (of `pending`) from the uncovered
+    /// messages history left out.
+    fn pending_statements(&mut self, pending: &Pending) -> Option<Section> {
+        self.meter.tokens -= self.held as u64;
+        let carried: Vec<&str> = pending
+            .statements
+            .iter()
+            .filter(|(i, _)| {
+                let index = self.uncovered.get(*i).copied();
+                !self.walk.included.iter().any(|c| Some(c.index) == index)
+            })
+            .map(|(_, s)| s.as_str())
+            .collect();
+        let section = pending_section(&carried, self.est, &self.meter);
+        if let Some(p) = &section {
+            self.meter.add(p.tokens, p.bytes);
+        }
+        section
+    }
+
+    /// Step 8: what history left unused goes to the `entities` that did not fit their share; the
+    /// lines, ids, tokens, bytes and how many were left out.
+    fn entities_in_rest(
+        &mut self,
+        mut entities: EntitySection<'a>,
+    ) -> (Vec<String>, Vec<String>, u32, usize, usize) {
+        let left = std::mem::take(&mut entities.left);
+        entities.fill(self.est, &mut self.meter, self.budget, left);
+        entities.finish()
+    }
+
+    /// Puts it together, oldest first: the sections in prompt order, the prompt and the report.
+    fn finish(mut self, placed: Placed) -> Assembly {
+        let (input, new) = (self.input, self.input.new_message);
+        self.walk.included.reverse();
+        self.walk.dropped.reverse();
+        let (mut sections, system_text) = system_sections(
+            input.system_prompt,
+            self.system,
+            placed.summary,
+            placed.pending,
+            placed.entities,
+        );
+        let history = placed_history(input.history, std::mem::take(&mut self.walk.included));
+        if !history.wire.is_empty() {
+            sections.push(Section {
+                kind: SectionKind::History,
+                tokens: history.tokens,
+                bytes: history.bytes,
+                text: String::new(),
+                message_ids: history.ids.clone(),
+                entity_ids: Vec::new(),
+            });
+        }
+        let mut included_message_ids = history.ids;
+        included_message_ids.push(new.id.clone());
+        sections.push(Section {
+            kind: SectionKind::NewMessage,
+            tokens: self.new_cost.0,
+            bytes: self.new_cost.1,
+            text: new.content.clone(),
+            message_ids: vec![new.id.clone()],
+            entity_ids: Vec::new(),
+        });
+        let cfg = input.config;
+        let prompt = build_prompt(
+            cfg.history_format,
+            input.protocol,
+            system_text,
+            &history.wire,
+            &new.content,
+        );
+        let meter = &self.meter;
+        Assembly {
+            prompt,
+            sections,
+            included_message_ids,
+            dropped: self.walk.dropped,
+            truncated_message_ids: history.truncated_ids,
+            summary_dropped: placed.summary_dropped,
+            summary_shortened: placed.summary_shortened,
+            entities_omitted: placed.entities_omitted,
+            total_tokens: u32::try_from(meter.tokens).unwrap_or(u32::MAX),
+            total_bytes: meter.bytes,
+            budget_tokens: self.budget,
+            max_bytes: cfg.max_request_bytes,
+            over_budget: meter.tokens > self.budget as u64,
+            over_byte_cap: meter.bytes > cfg.max_request_bytes,
+            history_overflow: placed.history_overflow,
+            new_message_id: new.id.clone(),
+            history_through_seq: history_through_seq(input.history, new),
+        }
+    }
+}
+
+/// The highest seq of `history` apart from the new message; `None` when there is none.
+fn history_through_seq(history: &[Message], new: &Message) -> Option<u64> {
+    history.iter().rev().find(|m| m.id != new.id).map(|m| m.seq)
+}
+
+/// The system text and its sections in prompt order: the system prompt (`system`: its tokens and
+/// bytes), then the summary, the pending statements and the entity lines that were placed.
+fn system_sections(
+    system_prompt: &str,
+    system: (u32, usize),
+    summary: Option<Section>,
+    pending: Option<Section>,
+    entities: (Vec<String>, Vec<String>, u32, usize),
+) -> (Vec<Section>, String) {
     let mut sections = Vec::with_capacity(5);
     sections.push(Section {
         kind: SectionKind::System,
-        tokens: system_tokens,
-        bytes: system_bytes,
-        text: input.system_prompt.to_string(),
+        tokens: system.0,
+        bytes: system.1,
+        text: system_prompt.to_string(),
         message_ids: Vec::new(),
         entity_ids: Vec::new(),
     });
-    let mut system_text = input.system_prompt.trim_end().to_string();
-    if let Some(s) = summary_section {
+    let mut system_text = system_prompt.trim_end().to_string();
+    for s in [summary, pending].into_iter().flatten() {
         if !system_text.is_empty() {
             system_text.push_str("\n\n");
         }
         system_text.push_str(&s.text);
         sections.push(s);
     }
-    if let Some(p) = pending_section {
-        if !system_text.is_empty() {
-            system_text.push_str("\n\n");
-        }
-        system_text.push_str(&p.text);
-        sections.push(p);
-    }
+    let (entity_lines, entity_ids, entity_tokens, entity_bytes) = entities;
     if !entity_lines.is_empty() {
         let text = format!("{ENTITIES_HEADING}\n{}", entity_lines.join("\n"));
         if !system_text.is_empty() {
@@ -829,65 +1014,50 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
             entity_ids,
         });
     }
-    let mut included_message_ids = Vec::with_capacity(walk.included.len() + 1);
-    let mut truncated_message_ids = Vec::new();
-    let mut wire = Vec::with_capacity(walk.included.len());
-    let (mut history_tokens, mut history_bytes) = (0u32, 0usize);
-    for c in walk.included {
-        let m = &input.history[c.index];
-        included_message_ids.push(m.id.clone());
-        if c.truncated {
-            truncated_message_ids.push(m.id.clone());
-        }
-        history_tokens = history_tokens.saturating_add(c.tokens);
-        history_bytes += c.bytes;
-        wire.push(c.wire);
-    }
-    if !wire.is_empty() {
-        sections.push(Section {
-            kind: SectionKind::History,
-            tokens: history_tokens,
-            bytes: history_bytes,
-            text: String::new(),
-            message_ids: included_message_ids.clone(),
-            entity_ids: Vec::new(),
-        });
-    }
-    included_message_ids.push(new.id.clone());
-    sections.push(Section {
-        kind: SectionKind::NewMessage,
-        tokens: new_tokens,
-        bytes: new_bytes,
-        text: new.content.clone(),
-        message_ids: vec![new.id.clone()],
-        entity_ids: Vec::new(),
-    });
+    (sections, system_text)
+}
 
-    let prompt = build_prompt(
-        cfg.history_format,
-        input.protocol,
-        system_text,
-        &wire,
-        &new.content,
-    );
-    let total_tokens = u32::try_from(meter.tokens).unwrap_or(u32::MAX);
-    Assembly {
-        prompt,
-        sections,
-        included_message_ids,
-        dropped: walk.dropped,
-        truncated_message_ids,
+/// The `included` history messages (oldest first) as wire messages, with their ids, the ids of
+/// those cut at `max_message_chars`, and their tokens and bytes.
+fn placed_history(history: &[Message], included: Vec<Candidate>) -> PlacedHistory {
+    let mut placed = PlacedHistory {
+        wire: Vec::with_capacity(included.len()),
+        ids: Vec::with_capacity(included.len() + 1),
+        truncated_ids: Vec::new(),
+        tokens: 0,
+        bytes: 0,
+    };
+    for c in included {
+        let m = &history[c.index];
+        placed.ids.push(m.id.clone());
+        if c.truncated {
+            placed.truncated_ids.push(m.id.clone());
+        }
+        placed.tokens = placed.tokens.saturating_add(c.tokens);
+        placed.bytes += c.bytes;
+        placed.wire.push(c.wire);
+    }
+    placed
+}
+
+/// Assemble the context for a turn, step by step as the module doc numbers them. See the module
+/// doc for the rules.
+pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) -> Assembly {
+    let mut a = Assembler::start(*input, est);
+    a.recent_uncovered();
+    let (pending, (summary, summary_dropped, summary_shortened)) = a.place_summary();
+    a.recent_rest();
+    let entities = a.entities_in_share();
+    let history_overflow = a.older_history(summary.is_some());
+    let pending = a.pending_statements(&pending);
+    let (lines, ids, tokens, bytes, entities_omitted) = a.entities_in_rest(entities);
+    a.finish(Placed {
+        summary,
         summary_dropped,
         summary_shortened,
+        pending,
+        entities: (lines, ids, tokens, bytes),
         entities_omitted,
-        total_tokens,
-        total_bytes: meter.bytes,
-        budget_tokens: budget,
-        max_bytes,
-        over_budget: meter.tokens > budget as u64,
-        over_byte_cap: meter.bytes > max_bytes,
         history_overflow,
-        new_message_id: new.id.clone(),
-        history_through_seq,
-    }
+    })
 }

@@ -70,6 +70,81 @@ fn prompt_tokens(usage: &Value) -> Option<u32> {
         .then(|| tokens(Some(counts.iter().fold(0u64, |a, b| a.saturating_add(*b)))))
 }
 
+impl Anthropic {
+    /// `message_start`: the prompt tokens (and any output tokens) of `message.usage`.
+    fn message_start(&mut self, message: Option<&Value>) {
+        let usage = message.and_then(|m| m.get("usage"));
+        if let Some(prompt) = usage.and_then(prompt_tokens) {
+            let completion = tokens(usage.and_then(|u| count(u, "output_tokens")));
+            self.usage = Some(Usage {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+            });
+        }
+    }
+
+    /// `message_delta`: the stop reason of `delta`, and the cumulative `usage`.
+    fn message_delta(&mut self, delta: Option<Delta<'_>>, usage: Option<&Value>) {
+        if let Some(reason) = delta.and_then(|d| d.stop_reason) {
+            self.stop_reason = Some(reason.into_owned());
+        }
+        if let Some(usage) = usage.filter(|u| u.is_object()) {
+            let mut total = self.usage.unwrap_or_default();
+            if let Some(prompt) = prompt_tokens(usage) {
+                total.prompt_tokens = prompt;
+            }
+            if let Some(output) = count(usage, "output_tokens") {
+                total.completion_tokens = tokens(Some(output));
+            }
+            self.usage = Some(total);
+        }
+    }
+}
+
+/// `content_block_start` of block `index`: a text block's text, or a tool call's id, name and any
+/// input already given.
+fn block_start(block: &Value, index: u32, out: &mut Emitter) {
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            if let Some(text) = block.get("text").and_then(Value::as_str) {
+                out.text(text.to_string());
+            }
+        }
+        Some("tool_use") | Some("server_tool_use") => {
+            let arguments = match block.get("input") {
+                Some(Value::Object(map)) if !map.is_empty() => {
+                    Value::Object(map.clone()).to_string()
+                }
+                _ => String::new(),
+            };
+            out.emit(StreamEvent::ToolCallDelta {
+                index,
+                id: block.get("id").and_then(Value::as_str).map(str::to_string),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                arguments,
+            });
+        }
+        _ => {}
+    }
+}
+
+/// `content_block_delta` of block `index`: text, or a piece of a tool call's arguments.
+fn block_delta(delta: Delta<'_>, index: u32, out: &mut Emitter) {
+    match delta.kind.as_deref() {
+        Some("text_delta") => out.text(delta.text.unwrap_or_default().into_owned()),
+        Some("input_json_delta") => out.emit(StreamEvent::ToolCallDelta {
+            index,
+            id: None,
+            name: None,
+            arguments: delta.partial_json.unwrap_or_default().into_owned(),
+        }),
+        _ => {}
+    }
+}
+
 impl SseHandler for Anthropic {
     fn on_event(&mut self, name: &str, data: &str, out: &mut Emitter) {
         let event: Event = match serde_json::from_str(data) {
@@ -82,76 +157,19 @@ impl SseHandler for Anthropic {
             .and_then(Value::as_u64)
             .map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX));
         match event.kind.as_deref().unwrap_or(name) {
-            "message_start" => {
-                let usage = event.message.as_ref().and_then(|m| m.get("usage"));
-                if let Some(prompt) = usage.and_then(prompt_tokens) {
-                    let completion = tokens(usage.and_then(|u| count(u, "output_tokens")));
-                    self.usage = Some(Usage {
-                        prompt_tokens: prompt,
-                        completion_tokens: completion,
-                    });
-                }
-            }
+            "message_start" => self.message_start(event.message.as_ref()),
             "content_block_start" => {
-                let Some(block) = &event.content_block else {
-                    return;
-                };
-                match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        if let Some(text) = block.get("text").and_then(Value::as_str) {
-                            out.text(text.to_string());
-                        }
-                    }
-                    Some("tool_use") | Some("server_tool_use") => {
-                        let arguments = match block.get("input") {
-                            Some(Value::Object(map)) if !map.is_empty() => {
-                                Value::Object(map.clone()).to_string()
-                            }
-                            _ => String::new(),
-                        };
-                        out.emit(StreamEvent::ToolCallDelta {
-                            index,
-                            id: block.get("id").and_then(Value::as_str).map(str::to_string),
-                            name: block
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .map(str::to_string),
-                            arguments,
-                        });
-                    }
-                    _ => {}
+                if let Some(block) = &event.content_block {
+                    block_start(block, index, out);
                 }
             }
             "content_block_delta" => {
                 let Some(delta) = event.delta else {
                     return out.malformed("an event", data);
                 };
-                match delta.kind.as_deref() {
-                    Some("text_delta") => out.text(delta.text.unwrap_or_default().into_owned()),
-                    Some("input_json_delta") => out.emit(StreamEvent::ToolCallDelta {
-                        index,
-                        id: None,
-                        name: None,
-                        arguments: delta.partial_json.unwrap_or_default().into_owned(),
-                    }),
-                    _ => {}
-                }
+                block_delta(delta, index, out);
             }
-            "message_delta" => {
-                if let Some(reason) = event.delta.and_then(|d| d.stop_reason) {
-                    self.stop_reason = Some(reason.into_owned());
-                }
-                if let Some(usage) = event.usage.as_ref().filter(|u| u.is_object()) {
-                    let mut total = self.usage.unwrap_or_default();
-                    if let Some(prompt) = prompt_tokens(usage) {
-                        total.prompt_tokens = prompt;
-                    }
-                    if let Some(output) = count(usage, "output_tokens") {
-                        total.completion_tokens = tokens(Some(output));
-                    }
-                    self.usage = Some(total);
-                }
-            }
+            "message_delta" => self.message_delta(event.delta, event.usage.as_ref()),
             "message_stop" => {
                 if let Some(usage) = self.usage.take() {
                     out.emit(StreamEvent::Usage(usage));

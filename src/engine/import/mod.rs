@@ -402,17 +402,44 @@ pub fn to_bundles(imported: &Imported, now: Millis) -> Vec<ConversationBundle> {
         .collect()
 }
 
+/// The conversation `c` as stored: its messages (the system prompt first, as seq 0), summary and
+/// title, under the id the import gives it.
 fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> ConversationBundle {
     let id = conversation_id(source, c);
     let created = c
         .created_at
         .or_else(|| c.messages.iter().find_map(|m| m.created_at))
         .unwrap_or(now);
+    let (messages, last_at) = bundle_messages(&id, c, created);
+    let updated = c.updated_at.unwrap_or(last_at).max(last_at);
+    let summaries = bundle_summaries(&id, c, messages.len(), updated);
+    ConversationBundle {
+        conversation: Conversation {
+            id,
+            title: bundle_title(c),
+            title_is_custom: true,
+            created_at: created,
+            updated_at: updated,
+            message_count: messages.len() as u64,
+            endpoint_profile_id: None,
+            remote_handle: None,
+            last_path: None,
+            memory_overrides: MemoryOverrides::default(),
+        },
+        messages,
+        summaries,
+        entities: Vec::new(),
+    }
+}
+
+/// The messages of `c` (conversation `id`, created at `created`) as stored, the system prompt
+/// first, times only moving forward; and the time of the last one.
+fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<Message>, Millis) {
     let mut messages = Vec::with_capacity(c.messages.len() + 1);
     if let Some(system) = c.system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
         messages.push(Message {
             id: format!("{id}/system"),
-            conversation_id: id.clone(),
+            conversation_id: id.to_string(),
             seq: 0,
             role: Role::System,
             content: system.to_string(),
@@ -432,7 +459,7 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
         };
         messages.push(Message {
             id: format!("{id}/{part}"),
-            conversation_id: id.clone(),
+            conversation_id: id.to_string(),
             seq: messages.len() as u64,
             role: m.role,
             content: m.content.clone(),
@@ -444,14 +471,23 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
             },
         });
     }
-    let updated = c.updated_at.unwrap_or(last_at).max(last_at);
-    let summaries = match &c.summary {
+    (messages, last_at)
+}
+
+/// The summary `c` came with, as the first version of conversation `id` (whose stored messages
+/// number `stored`), covering the messages it covered; none when it has none.
+fn bundle_summaries(
+    id: &str,
+    c: &ImportedConversation,
+    stored: usize,
+    updated: Millis,
+) -> Vec<ConversationSummary> {
+    match &c.summary {
         Some((text, covers)) if !text.trim().is_empty() => {
-            let offset =
-                usize::from(c.system_prompt.is_some() && messages.len() > c.messages.len());
+            let offset = usize::from(c.system_prompt.is_some() && stored > c.messages.len());
             let covered = (*covers).min(c.messages.len());
             vec![ConversationSummary {
-                conversation_id: id.clone(),
+                conversation_id: id.to_string(),
                 version: 1,
                 text: text.clone(),
                 covers_up_to_seq: (covered + offset).saturating_sub(1) as u64,
@@ -460,8 +496,12 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
             }]
         }
         _ => Vec::new(),
-    };
-    let title = if c.title.trim().is_empty() {
+    }
+}
+
+/// The title of `c`: its own, else one made from its first user message.
+fn bundle_title(c: &ImportedConversation) -> String {
+    if c.title.trim().is_empty() {
         let first = c
             .messages
             .iter()
@@ -471,23 +511,6 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
         auto_title(first)
     } else {
         crate::engine::format::one_line(&c.title)
-    };
-    ConversationBundle {
-        conversation: Conversation {
-            id,
-            title,
-            title_is_custom: true,
-            created_at: created,
-            updated_at: updated,
-            message_count: messages.len() as u64,
-            endpoint_profile_id: None,
-            remote_handle: None,
-            last_path: None,
-            memory_overrides: MemoryOverrides::default(),
-        },
-        messages,
-        summaries,
-        entities: Vec::new(),
     }
 }
 

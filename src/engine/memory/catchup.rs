@@ -8,9 +8,9 @@
 //! shows progress by ([`plan`]). Must not import anything outside `crate::engine`.
 
 use super::due::counts_for_memory;
+use super::error::MemoryError;
 use super::parse::ParsedUpdate;
 use super::prompt::{build_update_request, select_span, UpdateLimits, UpdateRequest};
-use super::MemoryError;
 use crate::engine::import::Source;
 use crate::engine::model::{ConversationSummary, EntityNode, Message, Role};
 use std::borrow::Cow;

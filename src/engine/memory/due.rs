@@ -5,7 +5,7 @@
 //! ([`retry_allowed`]): exponentially in turns or time passed. Must not import anything outside
 //! `crate::engine`.
 
-use super::MemoryFailure;
+use super::error::MemoryFailure;
 use crate::engine::model::{Message, MessageStatus, Millis, Role};
 use crate::engine::sort::sort_by_key;
 

@@ -28,31 +28,19 @@
 //!   one of the engine's own instruction sentences (`super::prompt::instruction_sentences`) is the
 //!   prompt repeated, not memory.
 //!
+//! Below superseding, summaries and reading a reply (`super::supersede`, `super::summary`,
+//! `super::read`, which use it): it imports none of them; what the request showed
+//! ([`ReadMessage`], [`KnownNames`]) comes from `super::prompt` and is re-exported here.
 //! Must not import anything outside `crate::engine`.
 
 use std::collections::HashSet;
 
 use super::normalize::{for_each_word, words};
-use super::parse::ParsedUpdate;
-use super::summary::sentences;
-use crate::engine::model::{Millis, Role};
+use super::parse::{ParsedEntity, ParsedUpdate};
+use super::sentence::{note_of, sentences};
+use crate::engine::model::Role;
 
-/// A message an update read, as grounding needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadMessage {
-    pub id: String,
-    pub role: Role,
-    /// As the request showed it (cut at the request's message limit).
-    pub content: String,
-    pub created_at: Millis,
-}
-
-/// A known entity as the request listed it: its id and its names (name first, then aliases).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KnownNames {
-    pub id: String,
-    pub names: Vec<String>,
-}
+pub use super::prompt::{KnownNames, ReadMessage};
 
 /// How far (in words, within one sentence) a fact may be from the entity's name and still be said
 /// about it.
@@ -314,12 +302,25 @@ fn support(claim: &str, own: &HashSet<String>, near: &[Near]) -> Option<Vec<usiz
 /// sources to the messages that name it or state a kept fact. Relationship targets are looked up in
 /// this update's entities and in `known`.
 pub fn ground_facts(parsed: &mut ParsedUpdate, read: &[ReadMessage], known: &[KnownNames]) {
-    // Every name (name and aliases) of each target the relationships can use.
+    let targets = relationship_targets(&parsed.entities, known);
+    let mut notes = Vec::new();
+    for e in &mut parsed.entities {
+        ground_entity(e, read, &targets, &mut notes);
+    }
+    parsed.notes.extend(notes);
+}
+
+/// Every name (name and aliases) of each target the relationships can use: the `known` entities by
+/// id, this update's `entities` by id and by name.
+fn relationship_targets(
+    entities: &[ParsedEntity],
+    known: &[KnownNames],
+) -> Vec<(String, Vec<String>)> {
     let mut targets: Vec<(String, Vec<String>)> = known
         .iter()
         .map(|k| (k.id.clone(), k.names.clone()))
         .collect();
-    for e in &parsed.entities {
+    for e in entities {
         let names: Vec<String> = std::iter::once(&e.name)
             .chain(&e.aliases)
             .cloned()
@@ -329,80 +330,93 @@ pub fn ground_facts(parsed: &mut ParsedUpdate, read: &[ReadMessage], known: &[Kn
         }
         targets.push((e.name.clone(), names));
     }
-    let mut notes = Vec::new();
-    for e in &mut parsed.entities {
-        let names: Vec<String> = std::iter::once(&e.name)
-            .chain(&e.aliases)
-            .cloned()
-            .collect();
-        let keys: HashSet<String> = names
-            .iter()
-            .flat_map(|n| words(n))
-            .filter(|w| !STOP.contains(&w.as_str()))
-            .collect();
-        let own: HashSet<String> = keys.iter().map(|k| stem(k).to_string()).collect();
-        let user = is_the_user(&names, read);
-        let near = near(&keys, user, read);
-        let mut cited: Vec<usize> = read
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| words(&m.content).iter().any(|w| keys.contains(w)))
-            .map(|(i, _)| i)
-            .collect();
-        let mut keep =
-            |claim: &str, what: &str, notes: &mut Vec<String>| match support(claim, &own, &near) {
-                Some(by) => {
-                    cited.extend(by);
-                    true
-                }
-                None => {
-                    notes.push(format!(
-                        "{}: {what} '{claim}' is not said of it in the messages, dropped",
-                        e.name
-                    ));
-                    false
-                }
-            };
-        let description: Vec<&str> = sentences(&e.description)
-            .into_iter()
-            .filter(|s| keep(s, "description", &mut notes))
-            .collect();
-        let description = description.join(" ");
-        let mut properties = std::mem::take(&mut e.properties);
-        properties.retain(|k, v| {
-            let claim = if evidence(v).iter().any(|s| !own.contains(s)) {
-                v.clone()
-            } else {
-                k.clone()
-            };
-            keep(&claim, "property", &mut notes)
-        });
-        let mut extra = Vec::new();
-        let mut relationships = std::mem::take(&mut e.relationships);
-        relationships.retain(|r| {
-            let target_names: Vec<String> = targets
-                .iter()
-                .find(|(id, _)| *id == r.target)
-                .map_or_else(|| vec![r.target.clone()], |(_, n)| n.clone());
-            // "My daughter Sofia": a user's sentence that names the entity speaks of the user.
-            let of_user = near.iter().find(|n| read[n.message].role == Role::User);
-            if let Some(n) = of_user.filter(|_| is_the_user(&target_names, read)) {
-                extra.push(n.message);
-                return true;
+    targets
+}
+
+/// The names of `e` (name, then aliases) and their words that are not stop words.
+fn names_and_keys(e: &ParsedEntity) -> (Vec<String>, HashSet<String>) {
+    let names: Vec<String> = std::iter::once(&e.name)
+        .chain(&e.aliases)
+        .cloned()
+        .collect();
+    let keys: HashSet<String> = names
+        .iter()
+        .flat_map(|n| words(n))
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .collect();
+    (names, keys)
+}
+
+/// [`ground_facts`] for one entity `e`: its unsupported facts dropped (each with a note in
+/// `notes`), its sources and `said_at` set.
+fn ground_entity(
+    e: &mut ParsedEntity,
+    read: &[ReadMessage],
+    targets: &[(String, Vec<String>)],
+    notes: &mut Vec<String>,
+) {
+    let (names, keys) = names_and_keys(e);
+    let own: HashSet<String> = keys.iter().map(|k| stem(k).to_string()).collect();
+    let user = is_the_user(&names, read);
+    let near = near(&keys, user, read);
+    let mut cited: Vec<usize> = read
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| words(&m.content).iter().any(|w| keys.contains(w)))
+        .map(|(i, _)| i)
+        .collect();
+    let mut keep =
+        |claim: &str, what: &str, notes: &mut Vec<String>| match support(claim, &own, &near) {
+            Some(by) => {
+                cited.extend(by);
+                true
             }
-            // The label is the model's wording ("lives_in"); the target's names are the evidence.
-            keep(&target_names.join(" "), "relationship", &mut notes)
-        });
-        cited.extend(extra);
-        e.description = description;
-        e.properties = properties;
-        e.relationships = relationships;
-        cited.sort_unstable();
-        cited.dedup();
-        e.said_at = cited.iter().map(|&i| read[i].created_at).max();
-        e.sources = cited.into_iter().map(|i| read[i].id.clone()).collect();
-    }
-    parsed.notes.extend(notes);
+            None => {
+                notes.push(format!(
+                    "{}: {what} '{claim}' is not said of it in the messages, dropped",
+                    e.name
+                ));
+                false
+            }
+        };
+    let description: Vec<&str> = sentences(&e.description)
+        .into_iter()
+        .filter(|s| keep(s, "description", notes))
+        .collect();
+    let description = description.join(" ");
+    let mut properties = std::mem::take(&mut e.properties);
+    properties.retain(|k, v| {
+        let claim = if evidence(v).iter().any(|s| !own.contains(s)) {
+            v.clone()
+        } else {
+            k.clone()
+        };
+        keep(&claim, "property", notes)
+    });
+    let mut extra = Vec::new();
+    let mut relationships = std::mem::take(&mut e.relationships);
+    relationships.retain(|r| {
+        let target_names: Vec<String> = targets
+            .iter()
+            .find(|(id, _)| *id == r.target)
+            .map_or_else(|| vec![r.target.clone()], |(_, n)| n.clone());
+        // "My daughter Sofia": a user's sentence that names the entity speaks of the user.
+        let of_user = near.iter().find(|n| read[n.message].role == Role::User);
+        if let Some(n) = of_user.filter(|_| is_the_user(&target_names, read)) {
+            extra.push(n.message);
+            return true;
+        }
+        // The label is the model's wording ("lives_in"); the target's names are the evidence.
+        keep(&target_names.join(" "), "relationship", notes)
+    });
+    cited.extend(extra);
+    e.description = description;
+    e.properties = properties;
+    e.relationships = relationships;
+    cited.sort_unstable();
+    cited.dedup();
+    e.said_at = cited.iter().map(|&i| read[i].created_at).max();
+    e.sources = cited.into_iter().map(|i| read[i].id.clone()).collect();
 }
 
 /// The words of a sentence that decide whether it echoes an instruction: [`evidence`] stems of
@@ -475,7 +489,7 @@ pub fn drop_unsupported(summary: &str, source: &str) -> (String, usize) {
     let kept: Vec<&str> = sentences(summary)
         .into_iter()
         .filter(|s| {
-            let terms = support_terms(super::supersede::note_of(s).0);
+            let terms = support_terms(note_of(s).0);
             let found = terms.iter().filter(|t| known.contains(*t)).count();
             let unsupported = found == 0 && terms.len() >= 3;
             dropped += usize::from(unsupported);

@@ -163,68 +163,8 @@ pub fn merge(
     mut new_id: impl FnMut() -> String,
 ) -> MergeReport {
     let mut report = MergeReport::default();
-    let mut model_ids: FastMap<&str, usize> = FastMap::default();
-    let mut groups: Vec<Group> = Vec::new();
-    let mut group_of: FastMap<usize, usize> = FastMap::default();
-
     // Pass 1: resolve every entry to a node, creating skeletons for new ones.
-    for e in entities {
-        // Keys of the entry's name, then of its aliases.
-        let entry_keys: Vec<String> = std::iter::once(&e.name)
-            .chain(e.aliases.iter())
-            .map(|n| name_key(n))
-            .collect();
-        let by_id = e.id.as_deref().and_then(|id| graph.by_id.get(id).copied());
-        // A model's own id (not a known one) never joins two entries: a small model gives every
-        // entity the same made-up id. It only lets this update's relationships find the first.
-        let found = by_id.or_else(|| entry_keys.iter().find_map(|k| graph.index_of_key(k)));
-        let (idx, is_new) = match found {
-            Some(i) => (i, false),
-            None => {
-                let id = fresh_id(graph, &mut new_id);
-                let idx = graph.nodes.len();
-                graph.by_id.insert(id.clone(), idx);
-                graph.nodes.push(EntityNode {
-                    id,
-                    scope: ctx.scope.clone(),
-                    entity_type: e.entity_type,
-                    name: e.name.clone(),
-                    aliases: Vec::new(),
-                    description: String::new(),
-                    properties: BTreeMap::new(),
-                    property_since: Default::default(),
-                    past_properties: Default::default(),
-                    relationships: Vec::new(),
-                    source_message_ids: Vec::new(),
-                    updated_at: ctx.now,
-                });
-                (idx, true)
-            }
-        };
-        if by_id.is_none() {
-            if let Some(mid) = e.id.as_deref() {
-                model_ids.entry(mid).or_insert(idx);
-            }
-        }
-        for k in &entry_keys {
-            graph.claim_key_ref(k, idx);
-        }
-        match group_of.get(&idx) {
-            Some(&g) => {
-                groups[g].entries.push(e);
-                groups[g].keys.push(entry_keys);
-            }
-            None => {
-                group_of.insert(idx, groups.len());
-                groups.push(Group {
-                    node: idx,
-                    is_new,
-                    entries: vec![e],
-                    keys: vec![entry_keys],
-                });
-            }
-        }
-    }
+    let (groups, model_ids) = resolve_entries(graph, entities, ctx, &mut new_id);
 
     // Pass 2: content.
     let mut changed = vec![false; groups.len()];
@@ -270,6 +210,85 @@ pub fn merge(
     report
 }
 
+/// Pass 1 of [`merge`]: every entry resolved to a node (a skeleton for a new one) and grouped by
+/// node, and the model's own ids of this update with the node each names.
+fn resolve_entries<'e>(
+    graph: &mut Graph,
+    entities: &'e [ParsedEntity],
+    ctx: &MergeContext<'_>,
+    new_id: &mut impl FnMut() -> String,
+) -> (Vec<Group<'e>>, FastMap<&'e str, usize>) {
+    let mut model_ids: FastMap<&str, usize> = FastMap::default();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut group_of: FastMap<usize, usize> = FastMap::default();
+    for e in entities {
+        // Keys of the entry's name, then of its aliases.
+        let entry_keys: Vec<String> = std::iter::once(&e.name)
+            .chain(e.aliases.iter())
+            .map(|n| name_key(n))
+            .collect();
+        let by_id = e.id.as_deref().and_then(|id| graph.by_id.get(id).copied());
+        // A model's own id (not a known one) never joins two entries: a small model gives every
+        // entity the same made-up id. It only lets this update's relationships find the first.
+        let found = by_id.or_else(|| entry_keys.iter().find_map(|k| graph.index_of_key(k)));
+        let (idx, is_new) = match found {
+            Some(i) => (i, false),
+            None => (new_node(graph, e, ctx, new_id), true),
+        };
+        if by_id.is_none() {
+            if let Some(mid) = e.id.as_deref() {
+                model_ids.entry(mid).or_insert(idx);
+            }
+        }
+        for k in &entry_keys {
+            graph.claim_key_ref(k, idx);
+        }
+        match group_of.get(&idx) {
+            Some(&g) => {
+                groups[g].entries.push(e);
+                groups[g].keys.push(entry_keys);
+            }
+            None => {
+                group_of.insert(idx, groups.len());
+                groups.push(Group {
+                    node: idx,
+                    is_new,
+                    entries: vec![e],
+                    keys: vec![entry_keys],
+                });
+            }
+        }
+    }
+    (groups, model_ids)
+}
+
+/// A new node for entry `e` (its type and name, a fresh id), added to `graph`; its index.
+fn new_node(
+    graph: &mut Graph,
+    e: &ParsedEntity,
+    ctx: &MergeContext<'_>,
+    new_id: &mut impl FnMut() -> String,
+) -> usize {
+    let id = fresh_id(graph, new_id);
+    let idx = graph.nodes.len();
+    graph.by_id.insert(id.clone(), idx);
+    graph.nodes.push(EntityNode {
+        id,
+        scope: ctx.scope.clone(),
+        entity_type: e.entity_type,
+        name: e.name.clone(),
+        aliases: Vec::new(),
+        description: String::new(),
+        properties: BTreeMap::new(),
+        property_since: Default::default(),
+        past_properties: Default::default(),
+        relationships: Vec::new(),
+        source_message_ids: Vec::new(),
+        updated_at: ctx.now,
+    });
+    idx
+}
+
 impl Group<'_> {
     /// When the group's facts were said (its entries' latest `said_at`), else `now`.
     fn said_at(&self, now: Millis) -> Millis {
@@ -311,6 +330,39 @@ fn apply_content(
         .find(|d| !d.is_empty());
 
     let node = &mut graph.nodes[idx];
+    let (mut changed, keys) = apply_names(node, group, rename, report);
+    if let Some(t) = entity_type {
+        if node.entity_type != t {
+            node.entity_type = t;
+            changed = true;
+        }
+    }
+    if let Some(d) = description {
+        if node.description != d {
+            node.description = d.to_string();
+            changed = true;
+        }
+    }
+    if apply_properties(node, group, now, report) {
+        changed = true;
+    }
+    if changed {
+        // The (possibly new) name and aliases claim their keys; `keys` holds exactly these.
+        for k in keys {
+            graph.claim_key(k, idx);
+        }
+    }
+    changed
+}
+
+/// Renames `node` to `rename` (the old name becomes an alias) and adds the group's other names as
+/// aliases; whether it changed, and the keys of its name and aliases.
+fn apply_names(
+    node: &mut EntityNode,
+    group: &Group<'_>,
+    rename: Option<&str>,
+    report: &mut MergeReport,
+) -> (bool, Vec<String>) {
     let mut changed = false;
     if let Some(new_name) = rename {
         if name_key(new_name) != name_key(&node.name) {
@@ -343,18 +395,18 @@ fn apply_content(
         node.aliases.push(n.clone());
         changed = true;
     }
-    if let Some(t) = entity_type {
-        if node.entity_type != t {
-            node.entity_type = t;
-            changed = true;
-        }
-    }
-    if let Some(d) = description {
-        if node.description != d {
-            node.description = d.to_string();
-            changed = true;
-        }
-    }
+    (changed, keys)
+}
+
+/// Upserts the group's combined properties into `node` (a changed value keeps the old one as past,
+/// both dated by when the group's facts were said); whether it changed.
+fn apply_properties(
+    node: &mut EntityNode,
+    group: &Group<'_>,
+    now: Millis,
+    report: &mut MergeReport,
+) -> bool {
+    let mut changed = false;
     // Later entries win; combine first so that a value set and then reset is no change.
     let mut props: BTreeMap<&str, &str> = BTreeMap::new();
     for e in &group.entries {
@@ -383,12 +435,6 @@ fn apply_content(
             report
                 .dropped
                 .push(format!("{}: property '{k}' (too many properties)", node.id));
-        }
-    }
-    if changed {
-        // The (possibly new) name and aliases claim their keys; `keys` holds exactly these.
-        for k in keys {
-            graph.claim_key(k, idx);
         }
     }
     changed
@@ -530,27 +576,45 @@ fn apply_relationships(
                 changed = true;
             }
         }
-        let functional = is_functional(&s.label);
-        let group = exclusive_group(&s.label);
-        if functional || group.is_some() {
-            let contradicted: Vec<usize> = node
-                .relationships
-                .iter()
-                .zip(&keys)
-                .enumerate()
-                .filter(|(_, (r, rk))| {
-                    r.valid_to.is_none()
-                        && ((functional && **rk == s.label && &r.target_id != target_id)
-                            || (&r.target_id == target_id
-                                && **rk != s.label
-                                && group.is_some_and(|g| g.contains(&rk.as_str()))))
-                })
-                .map(|(i, _)| i)
-                .collect();
-            for i in contradicted {
-                close(node, i, now, report);
-                changed = true;
-            }
+        if close_contradicted(node, &keys, s, target_id, now, report) {
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Closes the live edges of `node` (labels `keys`) that statement `s` to `target_id` contradicts:
+/// of a functional label, to other targets; of its exclusive group, to the same target with another
+/// label. Whether any was closed.
+fn close_contradicted(
+    node: &mut EntityNode,
+    keys: &[String],
+    s: &Statement<'_>,
+    target_id: &str,
+    now: Millis,
+    report: &mut MergeReport,
+) -> bool {
+    let mut changed = false;
+    let functional = is_functional(&s.label);
+    let group = exclusive_group(&s.label);
+    if functional || group.is_some() {
+        let contradicted: Vec<usize> = node
+            .relationships
+            .iter()
+            .zip(keys)
+            .enumerate()
+            .filter(|(_, (r, rk))| {
+                r.valid_to.is_none()
+                    && ((functional && **rk == s.label && r.target_id != target_id)
+                        || (r.target_id == target_id
+                            && **rk != s.label
+                            && group.is_some_and(|g| g.contains(&rk.as_str()))))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for i in contradicted {
+            close(node, i, now, report);
+            changed = true;
         }
     }
     changed

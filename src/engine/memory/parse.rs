@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::error::MemoryError;
 use super::normalize::{collapse_ws, name_key, truncate_chars};
-use super::MemoryError;
 use crate::engine::json_text::{ends_in_escape, split_array, tokens, Token};
 use crate::engine::model::EntityType;
 
@@ -338,11 +338,48 @@ fn plausible_alias(text: &str) -> Option<String> {
     }
 }
 
+/// Entity number `index` of the reply, or `None` (with a note) when it is not an object with a name.
 fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEntity> {
     let Some(obj) = v.as_object() else {
         notes.add(format!("entity #{index}: not an object, dropped"));
         return None;
     };
+    let name = entity_name(obj, index, notes)?;
+    let id = Some(text_field(
+        obj,
+        &["id", "entityId", "entity_id"],
+        MAX_ID_CHARS,
+    ))
+    .filter(|s| !s.is_empty());
+    let entity_type = EntityType::parse_lenient(&text_field(
+        obj,
+        &["type", "entityType", "entity_type", "kind"],
+        32,
+    ));
+    let description = text_field(
+        obj,
+        &["description", "desc", "summary"],
+        MAX_DESCRIPTION_CHARS,
+    );
+    let aliases = entity_aliases(obj, &name, notes);
+    let properties = entity_properties(obj, &name, notes);
+    let relationships = entity_relationships(obj, &name, notes);
+    Some(ParsedEntity {
+        id,
+        entity_type,
+        name,
+        aliases,
+        description,
+        properties,
+        relationships,
+        sources: Vec::new(),
+        said_at: None,
+    })
+}
+
+/// The name of entity `obj` (number `index`): its name field's first sentence, when that is a
+/// plausible name; `None` (with a note) when it is empty or a sentence.
+fn entity_name(obj: &Map<String, Value>, index: usize, notes: &mut Notes) -> Option<String> {
     let raw_name = collapse_ws(&text_field(
         obj,
         &["name", "entityName", "entity_name", "title"],
@@ -364,24 +401,13 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
         ));
         return None;
     };
-    let id = Some(text_field(
-        obj,
-        &["id", "entityId", "entity_id"],
-        MAX_ID_CHARS,
-    ))
-    .filter(|s| !s.is_empty());
-    let entity_type = EntityType::parse_lenient(&text_field(
-        obj,
-        &["type", "entityType", "entity_type", "kind"],
-        32,
-    ));
-    let description = text_field(
-        obj,
-        &["description", "desc", "summary"],
-        MAX_DESCRIPTION_CHARS,
-    );
+    Some(name)
+}
 
-    let own_key = name_key(&name);
+/// The aliases of entity `obj` called `name`: plausible names other than it and each other, at most
+/// [`MAX_ALIASES`].
+fn entity_aliases(obj: &Map<String, Value>, name: &str, notes: &mut Notes) -> Vec<String> {
+    let own_key = name_key(name);
     let mut aliases: Vec<String> = Vec::new();
     let mut seen = vec![own_key];
     // An array of names, or one name.
@@ -412,11 +438,43 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
         seen.push(k);
         aliases.push(a);
     }
+    aliases
+}
 
+/// The properties of entity `obj` called `name`: non-empty keys and values, cut to size, at most
+/// [`MAX_PROPERTIES`].
+fn entity_properties(
+    obj: &Map<String, Value>,
+    name: &str,
+    notes: &mut Notes,
+) -> BTreeMap<String, String> {
     let mut properties = BTreeMap::new();
+    for (k, val) in property_pairs(obj, name, notes) {
+        let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
+        let val = truncate_chars(val.trim(), MAX_PROPERTY_VALUE_CHARS).to_string();
+        if key.is_empty() || val.is_empty() {
+            continue;
+        }
+        if properties.len() == MAX_PROPERTIES && !properties.contains_key(&key) {
+            notes.add(format!(
+                "{name}: more than {MAX_PROPERTIES} properties, rest dropped"
+            ));
+            break;
+        }
+        properties.insert(key, val);
+    }
+    properties
+}
+
+/// The key/value pairs of entity `obj`'s properties, as given.
+fn property_pairs(
+    obj: &Map<String, Value>,
+    name: &str,
+    notes: &mut Notes,
+) -> Vec<(String, String)> {
     // A map (the two-section reply) or a list of key/value pairs (the constrained form: a map cannot
     // be strict).
-    let pairs: Vec<(String, String)> = match field(obj, &["properties", "props", "attributes"]) {
+    match field(obj, &["properties", "props", "attributes"]) {
         Some(Value::Object(map)) => map
             .iter()
             .filter_map(|(k, v)| value_to_string(v).map(|v| (k.clone(), v)))
@@ -446,22 +504,15 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
             notes.add(format!("{name}: properties is not an object, ignored"));
             Vec::new()
         }
-    };
-    for (k, val) in pairs {
-        let key = collapse_ws(truncate_chars(k.trim(), MAX_PROPERTY_KEY_CHARS));
-        let val = truncate_chars(val.trim(), MAX_PROPERTY_VALUE_CHARS).to_string();
-        if key.is_empty() || val.is_empty() {
-            continue;
-        }
-        if properties.len() == MAX_PROPERTIES && !properties.contains_key(&key) {
-            notes.add(format!(
-                "{name}: more than {MAX_PROPERTIES} properties, rest dropped"
-            ));
-            break;
-        }
-        properties.insert(key, val);
     }
+}
 
+/// The relationships of entity `obj` called `name`, at most [`MAX_RELATIONSHIPS`].
+fn entity_relationships(
+    obj: &Map<String, Value>,
+    name: &str,
+    notes: &mut Notes,
+) -> Vec<ParsedRelationship> {
     let mut relationships = Vec::new();
     match field(obj, &["relationships", "relations", "edges"]) {
         Some(Value::Array(list)) => {
@@ -472,7 +523,7 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
                     ));
                     break;
                 }
-                if let Some(rel) = parse_relationship(r, &name, notes) {
+                if let Some(rel) = parse_relationship(r, name, notes) {
                     relationships.push(rel);
                 }
             }
@@ -480,18 +531,7 @@ fn parse_entity(v: &Value, index: usize, notes: &mut Notes) -> Option<ParsedEnti
         None => {}
         Some(_) => notes.add(format!("{name}: relationships is not an array, ignored")),
     }
-
-    Some(ParsedEntity {
-        id,
-        entity_type,
-        name,
-        aliases,
-        description,
-        properties,
-        relationships,
-        sources: Vec::new(),
-        said_at: None,
-    })
+    relationships
 }
 
 /// Parses the entity section. `Ok(None)` when it holds no JSON at all.

@@ -4,16 +4,19 @@
 //! `covers_up_to_seq`. Also returns the seq range and message ids the update covers.
 //! The system text depends on the [`MemoryForm`]: a constrained form asks for the JSON object of
 //! [`super::form::update_schema`], the unconstrained one for the two-section text.
+//! It also records what the request showed the model ([`ReadMessage`], [`KnownNames`]): grounding
+//! holds the reply to it. Reading a reply (parse, ground, supersede) is `read.rs`'s: this module
+//! is below it and below grounding, summaries and superseding, and imports none of them.
 //! Must not import anything outside `crate::engine`.
 
 use super::due::{counts_for_memory, first_unsettled};
+use super::error::MemoryError;
 use super::form::MemoryForm;
-use super::ground::{KnownNames, ReadMessage};
 use super::normalize::truncate_chars;
-use super::MemoryError;
+use super::sentence::sentences;
 use crate::engine::format::one_line;
 use crate::engine::model::{
-    ConversationSummary, EntityNode, MemoryConfig, Message, Prompt, Role, WireMessage,
+    ConversationSummary, EntityNode, MemoryConfig, Message, Millis, Prompt, Role, WireMessage,
 };
 use crate::engine::request::RequestOptions;
 use crate::engine::sort::{sort_by, sort_by_key};
@@ -99,6 +102,23 @@ impl UpdateLimits {
     }
 }
 
+/// A message an update read, as the request showed it and grounding needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadMessage {
+    pub id: String,
+    pub role: Role,
+    /// As the request showed it (cut at the request's message limit).
+    pub content: String,
+    pub created_at: Millis,
+}
+
+/// A known entity as the request listed it: its id and its names (name first, then aliases).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownNames {
+    pub id: String,
+    pub names: Vec<String>,
+}
+
 /// The messages an update covers.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UpdateSpan {
@@ -122,106 +142,16 @@ pub struct UpdateRequest {
     /// What the user wrote in the span, oldest first (see [`UpdateRequest::ground`]).
     pub user_said: Vec<String>,
     /// The messages of the span as the request showed them, oldest first: what grounding holds the
-    /// reply to ([`super::ground`]).
+    /// reply to (`ground`).
     pub read: Vec<ReadMessage>,
     /// The known entities the request listed, with their names.
     pub known: Vec<KnownNames>,
     /// The previous summary's text, if any: the sentences a newer fact makes past
-    /// ([`super::supersede`]).
+    /// (`supersede`).
     pub previous_text: Option<String>,
 }
 
 impl UpdateRequest {
-    /// Holds `parsed` to what this request showed the model ([`super::ground`]): summary sentences
-    /// that repeat the engine's own instructions are dropped, then the user's own statements the
-    /// summary left out are added to it ([`super::summary::with_user_statements`]: a small model's
-    /// summary often omits a fact, or is empty, and the messages it covers then leave the prompt for
-    /// good), each with the day it was said; changed facts become past ([`super::supersede`]);
-    /// aliases and entity names in none of the previous summary, the known entities and the
-    /// new messages are dropped, and so is every description sentence, property and relationship no
-    /// message says of its entity; each entity cites the messages that name it.
-    /// The update a reply to this request makes: parsed ([`super::parse::parse_reply`]) and held to
-    /// what the request showed ([`UpdateRequest::ground`]). A reply in the update's JSON shape with
-    /// nothing in it still gives the user's own statements of these messages (the engine's rule, not
-    /// the model's): a small model often answers `{"summary": "", "entities": []}`. Anything else that
-    /// does not parse is an error, and nothing may change.
-    pub fn read_reply(
-        &self,
-        reply: &str,
-    ) -> Result<super::parse::ParsedUpdate, super::MemoryError> {
-        match super::parse::parse_reply(reply) {
-            Ok(mut parsed) => {
-                self.ground(&mut parsed);
-                Ok(parsed)
-            }
-            Err(super::MemoryError::NoMemory) if super::parse::is_structured_reply(reply) => {
-                let mut parsed = super::parse::ParsedUpdate::default();
-                self.ground(&mut parsed);
-                if parsed.summary.is_none() {
-                    return Err(super::MemoryError::NoMemory);
-                }
-                parsed
-                    .notes
-                    .push("the reply held nothing; the user's own statements are kept".into());
-                Ok(parsed)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    pub fn ground(&self, parsed: &mut super::parse::ParsedUpdate) {
-        let read = self
-            .prompt
-            .messages
-            .iter()
-            .map(|m| m.content.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        if let Some(text) = parsed.summary.take() {
-            let (text, echoed) =
-                super::ground::drop_instruction_echo(&text, &instruction_sentences());
-            if echoed > 0 {
-                parsed.notes.push(format!(
-                    "{echoed} summary sentence(s) repeated the update's instructions, dropped"
-                ));
-            }
-            let ids: Vec<&str> = self.known.iter().map(|k| k.id.as_str()).collect();
-            let (text, with_ids) = super::ground::drop_id_sentences(&text, &ids);
-            if with_ids > 0 {
-                parsed.notes.push(format!(
-                    "{with_ids} summary sentence(s) listed entity ids, dropped"
-                ));
-            }
-            let (text, unsupported) = super::ground::drop_unsupported(&text, &read);
-            if unsupported > 0 {
-                parsed.notes.push(format!(
-                    "{unsupported} summary sentence(s) said what no message said, dropped"
-                ));
-            }
-            parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
-        }
-        let said: Vec<(&str, Option<crate::engine::model::Millis>)> = self
-            .read
-            .iter()
-            .filter(|m| m.role == Role::User)
-            .map(|m| (m.content.as_str(), Some(m.created_at)))
-            .collect();
-        parsed.summary =
-            super::summary::with_dated_user_statements(parsed.summary.as_deref(), &said);
-        if let Some(text) = parsed.summary.take() {
-            let text = super::supersede::supersede(
-                self.previous_text.as_deref(),
-                &text,
-                &self.read,
-                &parsed.no_longer_true,
-            );
-            parsed.summary = Some(text).filter(|t| !t.trim().is_empty());
-        }
-        super::ground::ground_aliases(parsed, &read);
-        super::ground::ground_names(parsed, &read);
-        super::ground::ground_facts(parsed, &self.read, &self.known);
-    }
-
     /// The prompt for `form`: for the two-section text the previous summary, the known entities and
     /// the new messages; for a constrained form the known entities and the new messages.
     pub fn prompt_for(&self, form: MemoryForm) -> Prompt {
@@ -260,7 +190,7 @@ pub fn system_instruction_for(form: MemoryForm) -> String {
 /// The system instruction of the constrained forms: what each field holds. Short and concrete,
 /// because small local models follow little else (measured with SmolLM2-135M in `make bench`): the
 /// summary asks for what the new messages add, and the engine keeps the previous summary's facts
-/// ([`super::summary::carry_forward`]), so no fact is lost to a rewrite.
+/// (`summary::carry_forward`), so no fact is lost to a rewrite.
 pub fn structured_instruction() -> String {
     format!(
         "{MEMORY_REQUEST_OPENING}\n\
@@ -276,7 +206,7 @@ lives_in, strength from 0 to 1; 0 means it no longer holds)."
 
 /// Every sentence (and list line) of the instructions the engine sends in a memory update: both
 /// system texts and the fixed lines of the user message. A summary sentence that repeats one is
-/// dropped ([`super::ground::drop_instruction_echo`]).
+/// dropped (`ground::drop_instruction_echo`).
 pub fn instruction_sentences() -> Vec<String> {
     let fixed = [
         "PREVIOUS SUMMARY:",
@@ -292,11 +222,7 @@ pub fn instruction_sentences() -> Vec<String> {
     for text in &texts {
         for line in text.lines() {
             out.push(line.to_string());
-            out.extend(
-                super::summary::sentences(line)
-                    .iter()
-                    .map(|s| s.to_string()),
-            );
+            out.extend(sentences(line).iter().map(|s| s.to_string()));
         }
     }
     out
@@ -358,7 +284,7 @@ fn push_message(out: &mut String, m: &Message, max_chars: usize) {
 /// first, never past a reply still being written, until the transcript reaches
 /// `limits.max_transcript_chars`; at least one), the span they make and their transcript. `None` when
 /// there is no such message. The one selection both a live update ([`build_update_request`]) and a
-/// catch-up plan (`super::catchup`) use, so a planned chunk is the update that runs.
+/// catch-up plan (`catchup`) use, so a planned chunk is the update that runs.
 pub(crate) fn select_span<'a>(
     messages: &'a [Message],
     after: Option<u64>,
@@ -408,49 +334,18 @@ pub fn build_update_request(
     let after = previous.map(|s| s.covers_up_to_seq);
     let (new, span, transcript) =
         select_span(messages, after, limits).ok_or(MemoryError::NothingToSummarize)?;
-    let max_chars = limits.max_message_chars.max(1);
-    let read: Vec<ReadMessage> = new
-        .iter()
-        .take(span.message_ids.len())
-        .map(|m| ReadMessage {
-            id: m.id.clone(),
-            role: m.role,
-            content: truncate_chars(m.content.trim(), max_chars).to_string(),
-            created_at: m.created_at,
-        })
-        .collect();
+    let read = read_messages(
+        &new,
+        span.message_ids.len(),
+        limits.max_message_chars.max(1),
+    );
     let user_said: Vec<String> = read
         .iter()
         .filter(|m| m.role == Role::User)
         .map(|m| m.content.clone())
         .collect();
-
-    let mut known: Vec<&EntityNode> = entities.iter().collect();
-    sort_by(&mut known, |a, b| {
-        b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id))
-    });
-    known.truncate(limits.max_entities);
-    sort_by(&mut known, |a, b| a.id.cmp(&b.id));
-
-    let mut entity_list = String::new();
-    entity_list.push_str("KNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n");
-    if known.is_empty() {
-        entity_list.push_str("(none yet)\n");
-    }
-    for e in &known {
-        entity_list.push_str(&format!(
-            "- {} | {} | {}",
-            one_line(&e.id),
-            e.entity_type.as_str(),
-            one_line(&e.name)
-        ));
-        if !e.aliases.is_empty() {
-            let aliases: Vec<String> = e.aliases.iter().map(|a| one_line(a)).collect();
-            entity_list.push_str(" | ");
-            entity_list.push_str(&aliases.join(", "));
-        }
-        entity_list.push('\n');
-    }
+    let known = known_entities(entities, limits.max_entities);
+    let entity_list = entity_list(&known);
     let new_messages = format!(
         "NEW MESSAGES (seq {} to {}):\n\n{}",
         span.from_seq,
@@ -470,20 +365,9 @@ pub fn build_update_request(
     // previous summary, it copied it and left the new facts out; without it, it wrote them.
     let structured_user =
         format!("{entity_list}\n{new_messages}\n\nWrite the memory of the new messages now.");
-
-    let known = known
-        .iter()
-        .map(|e| KnownNames {
-            id: e.id.clone(),
-            names: std::iter::once(&e.name)
-                .chain(&e.aliases)
-                .cloned()
-                .collect(),
-        })
-        .collect();
     Ok(UpdateRequest {
         read,
-        known,
+        known: known_names(&known),
         previous_text: previous.map(|p| p.text.clone()),
         prompt: Prompt {
             system: system_instruction(),
@@ -500,4 +384,66 @@ pub fn build_update_request(
         },
         span,
     })
+}
+
+/// The first `count` of `new` as the request shows them: trimmed and cut at `max_chars`.
+fn read_messages(new: &[&Message], count: usize, max_chars: usize) -> Vec<ReadMessage> {
+    new.iter()
+        .take(count)
+        .map(|m| ReadMessage {
+            id: m.id.clone(),
+            role: m.role,
+            content: truncate_chars(m.content.trim(), max_chars).to_string(),
+            created_at: m.created_at,
+        })
+        .collect()
+}
+
+/// The known entities the request lists: the `max` most recently updated, by id.
+fn known_entities(entities: &[EntityNode], max: usize) -> Vec<&EntityNode> {
+    let mut known: Vec<&EntityNode> = entities.iter().collect();
+    sort_by(&mut known, |a, b| {
+        b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id))
+    });
+    known.truncate(max);
+    sort_by(&mut known, |a, b| a.id.cmp(&b.id));
+    known
+}
+
+/// The request's list of the `known` entities: id, type, name and aliases, one a line.
+fn entity_list(known: &[&EntityNode]) -> String {
+    let mut entity_list = String::new();
+    entity_list.push_str("KNOWN ENTITIES (id | type | name | aliases) — reuse these ids:\n");
+    if known.is_empty() {
+        entity_list.push_str("(none yet)\n");
+    }
+    for e in known {
+        entity_list.push_str(&format!(
+            "- {} | {} | {}",
+            one_line(&e.id),
+            e.entity_type.as_str(),
+            one_line(&e.name)
+        ));
+        if !e.aliases.is_empty() {
+            let aliases: Vec<String> = e.aliases.iter().map(|a| one_line(a)).collect();
+            entity_list.push_str(" | ");
+            entity_list.push_str(&aliases.join(", "));
+        }
+        entity_list.push('\n');
+    }
+    entity_list
+}
+
+/// The ids and names (name first, then aliases) of the `known` entities.
+fn known_names(known: &[&EntityNode]) -> Vec<KnownNames> {
+    known
+        .iter()
+        .map(|e| KnownNames {
+            id: e.id.clone(),
+            names: std::iter::once(&e.name)
+                .chain(&e.aliases)
+                .cloned()
+                .collect(),
+        })
+        .collect()
 }

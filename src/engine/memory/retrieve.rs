@@ -55,6 +55,43 @@ pub fn retrieve<'g, S: AsRef<str>>(
     now: Millis,
 ) -> Vec<Retrieved<'g>> {
     let nodes = graph.nodes();
+    let mentions = count_mentions(nodes, texts);
+    let mut out: Vec<Retrieved<'g>> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if mentions[i] > 0 {
+            let base = 1.0 + 0.1 * mentions[i].min(5) as f32 + 0.2 * max_live_strength(n);
+            out.push(Retrieved {
+                node: n,
+                score: base * recency(n.updated_at, now),
+                why: Why::Mentioned {
+                    mentions: mentions[i],
+                },
+            });
+        }
+    }
+    for (j, (strength, via)) in strongest_links(graph, &mentions) {
+        let n = &nodes[j];
+        out.push(Retrieved {
+            node: n,
+            score: 0.6 * strength * recency(n.updated_at, now),
+            why: Why::Neighbour {
+                via: nodes[via].id.clone(),
+                strength,
+            },
+        });
+    }
+
+    sort_by(&mut out, |a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.node.updated_at.cmp(&a.node.updated_at))
+            .then(a.node.id.cmp(&b.node.id))
+    });
+    out
+}
+
+/// How many times each of `nodes` (by index) is named, by name or alias as whole words, in `texts`.
+fn count_mentions<S: AsRef<str>>(nodes: &[EntityNode], texts: &[S]) -> Vec<u32> {
     // Name patterns, words lowercased into one arena: pattern = (word spans, node index).
     let mut pat_buf = String::new();
     let mut pat_words: Vec<(usize, usize)> = Vec::new();
@@ -105,22 +142,13 @@ pub fn retrieve<'g, S: AsRef<str>>(
             }
         }
     }
+    mentions
+}
 
-    let mut out: Vec<Retrieved<'g>> = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        if mentions[i] > 0 {
-            let base = 1.0 + 0.1 * mentions[i].min(5) as f32 + 0.2 * max_live_strength(n);
-            out.push(Retrieved {
-                node: n,
-                score: base * recency(n.updated_at, now),
-                why: Why::Mentioned {
-                    mentions: mentions[i],
-                },
-            });
-        }
-    }
-
-    // Neighbours over live edges, either direction; keep the strongest link.
+/// The neighbours of the mentioned nodes over live edges, either direction, each with the strength
+/// of its strongest link and the mentioned node it links to (ties: the lower id).
+fn strongest_links(graph: &Graph, mentions: &[u32]) -> FastMap<usize, (f32, usize)> {
+    let nodes = graph.nodes();
     let mut best: FastMap<usize, (f32, usize)> = FastMap::default();
     let mut offer = |node: usize, via: usize, strength: f32| {
         let e = best.entry(node).or_insert((strength, via));
@@ -146,25 +174,7 @@ pub fn retrieve<'g, S: AsRef<str>>(
             }
         }
     }
-    for (j, (strength, via)) in best {
-        let n = &nodes[j];
-        out.push(Retrieved {
-            node: n,
-            score: 0.6 * strength * recency(n.updated_at, now),
-            why: Why::Neighbour {
-                via: nodes[via].id.clone(),
-                strength,
-            },
-        });
-    }
-
-    sort_by(&mut out, |a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.node.updated_at.cmp(&a.node.updated_at))
-            .then(a.node.id.cmp(&b.node.id))
-    });
-    out
+    best
 }
 
 /// One line describing a node for the prompt: name, type, aliases, description, properties and live

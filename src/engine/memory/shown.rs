@@ -6,8 +6,7 @@
 //! readers.
 //! Must not import anything outside `crate::engine`.
 
-use super::summary::sentences;
-use super::supersede::note_of;
+use super::sentence::{note_of, sentences};
 use crate::engine::format::{day, day_of};
 use crate::engine::model::{EntityNode, Millis, Relationship};
 

@@ -1,10 +1,15 @@
 //! Summary versioning: the next [`ConversationSummary`] version from a parsed reply, and restoring an
 //! older version's text as a new version. Versions only ever grow; every version is kept by the store.
+//! Above `super::supersede` (its claims) and `super::prompt` (the span); must not import
+//! `super::read`, which uses it. Sentences and their notes are `super::sentence`'s.
 //! Must not import anything outside `crate::engine`.
 
+use super::error::MemoryError;
 use super::prompt::UpdateSpan;
-use super::supersede::{claims, is_past, note_of, said_on, superseded_by};
-use super::MemoryError;
+use super::sentence::{is_past, note_of, said_on, sentences};
+use super::supersede::{claims, superseded_by};
+
+pub use super::sentence::USER_SAYS;
 use crate::engine::model::{ConversationSummary, Millis};
 
 /// The latest version among `versions` (highest `version`), if any.
@@ -144,30 +149,6 @@ pub fn sentences_of(text: &str) -> Vec<&str> {
     sentences(text)
 }
 
-/// The sentences of `text` (ending at `.`, `!`, `?` or a line break), trimmed, empty ones left out.
-pub(crate) fn sentences(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let end_here = b == b'\n'
-            || (matches!(b, b'.' | b'!' | b'?')
-                && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()));
-        if end_here {
-            let s = text[start..=i].trim();
-            if !s.is_empty() {
-                out.push(s);
-            }
-            start = i + 1;
-        }
-    }
-    let s = text[start..].trim();
-    if !s.is_empty() {
-        out.push(s);
-    }
-    out
-}
-
 /// The words of a sentence that carry its facts: names and numbers (any word with a capital letter
 /// after the first word, or a digit) and other words of four letters or more that are not common.
 /// Returns (names and numbers, other words), lowercased.
@@ -299,10 +280,6 @@ pub fn carry_forward(previous: Option<&str>, new: &str, max_chars: usize) -> (St
 
 /// At most this much of the user's own statements is added to one update's summary.
 pub const MAX_USER_STATEMENT_CHARS: usize = 1000;
-
-/// How a user statement is marked in a summary: the summary speaks of the user, and a bare "I" in
-/// it would read as the agent.
-pub const USER_SAYS: &str = "User: ";
 
 /// The summary of an update: the model's `summary`, then each statement of `user_said` (a sentence
 /// of the user's own messages that tells something: not a question nor a request ([`is_request`]),

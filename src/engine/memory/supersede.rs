@@ -28,92 +28,16 @@
 //! again is dropped, so nothing superseded comes back. A sentence that makes no claim but names a place
 //! or job that no longer holds ("Lisbon is a beautiful city" once the user lives in Oslo) is past with
 //! it ([`mentions_gone`]).
+//! The sentence note itself is `super::sentence`'s (re-exported here). Uses grounding's stems and
+//! terms (`super::ground`); must not import `super::summary` or `super::read`, which use it.
 //! Must not import anything outside `crate::engine`.
 
-use super::ground::ReadMessage;
 use super::normalize::words;
-use super::summary::sentences;
-use crate::engine::format::date;
+use super::prompt::ReadMessage;
+use super::sentence::{sentences, USER_SAYS};
 use crate::engine::model::{Millis, Role};
 
-/// What a sentence's note says: the day it was said and the day it stopped holding, as written
-/// (`YYYY-MM-DD`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Note {
-    pub said: Option<String>,
-    pub until: Option<String>,
-}
-
-fn is_day(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 10
-        && b.iter().enumerate().all(|(i, c)| {
-            if i == 4 || i == 7 {
-                *c == b'-'
-            } else {
-                c.is_ascii_digit()
-            }
-        })
-}
-
-/// The sentence without its note, and the note (see the module header). A sentence without one is
-/// itself with an empty note.
-pub fn note_of(sentence: &str) -> (&str, Note) {
-    let t = sentence.trim_end();
-    let inner = t.trim_end_matches(['.', '!', '…']).trim_end();
-    let Some(open) = inner.rfind('(').filter(|_| inner.ends_with(')')) else {
-        return (t, Note::default());
-    };
-    let mut note = Note::default();
-    for part in inner[open + 1..inner.len() - 1].split(';') {
-        let part = part.trim();
-        if let Some(d) = part.strip_prefix("said ").filter(|d| is_day(d)) {
-            note.said = Some(d.to_string());
-        } else if let Some(d) = part.strip_prefix("until ").filter(|d| is_day(d)) {
-            note.until = Some(d.to_string());
-        } else {
-            return (t, Note::default());
-        }
-    }
-    (inner[..open].trim_end(), note)
-}
-
-/// Whether the sentence is a past one (its note has `until`).
-pub fn is_past(sentence: &str) -> bool {
-    note_of(sentence).1.until.is_some()
-}
-
-/// `body` with `note`, closed with a full stop (or its own `!`).
-pub fn with_note(body: &str, note: &Note) -> String {
-    let body = body.trim_end();
-    let end = if body.ends_with('!') { "!" } else { "." };
-    let body = body.trim_end_matches(['.', '!', '…']);
-    let parts: Vec<String> = note
-        .said
-        .iter()
-        .map(|d| format!("said {d}"))
-        .chain(note.until.iter().map(|d| format!("until {d}")))
-        .collect();
-    if parts.is_empty() {
-        format!("{body}{end}")
-    } else {
-        format!("{body} ({}){end}", parts.join("; "))
-    }
-}
-
-/// `sentence` as said on the day of `at`.
-pub fn said_on(sentence: &str, at: Millis) -> String {
-    let (body, mut note) = note_of(sentence);
-    note.said = Some(date(at));
-    with_note(body, &note)
-}
-
-/// `sentence` as past since the day of `at` (its said day kept).
-pub fn past_since(sentence: &str, at: Millis) -> String {
-    let (body, mut note) = note_of(sentence);
-    note.until = Some(date(at));
-    with_note(body, &note)
-}
+pub use super::sentence::{is_past, note_of, past_since, said_on, with_note, Note};
 
 /// What one clause claims.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -311,7 +235,7 @@ fn subject_of(before: &[String], fallback: &str) -> String {
 /// The claims of `sentence` (notes and the `User: ` mark left out), per the module rules.
 pub fn claims(sentence: &str) -> Vec<Claim> {
     let (body, _) = note_of(sentence);
-    let user_says = body.starts_with(super::summary::USER_SAYS);
+    let user_says = body.starts_with(USER_SAYS);
     let mut out = Vec::new();
     let mut subject = if user_says { "user" } else { "" }.to_string();
     for clause in body.split([',', ';', ':']) {
@@ -453,7 +377,7 @@ fn user_names(all: &[Vec<Claim>]) -> Vec<String> {
 /// model restating what it knew before).
 fn said_in(sentence: &str, claims: &[Claim], read: &[ReadMessage]) -> Option<usize> {
     let (body, _) = note_of(sentence);
-    if let Some(own) = body.strip_prefix(super::summary::USER_SAYS) {
+    if let Some(own) = body.strip_prefix(USER_SAYS) {
         let own = words(own).join(" ");
         if let Some(i) = read
             .iter()
@@ -540,6 +464,28 @@ pub fn supersede(
     read: &[ReadMessage],
     no_longer_true: &[String],
 ) -> String {
+    let mut items = items_of(previous, new, read);
+    drop_restated(&mut items, read);
+    let mut made_past = superseded_by_later(&items, read);
+    mark_no_longer_true(&items, read, no_longer_true, &mut made_past);
+    mark_mentions_gone(&items, read, &mut made_past);
+    let mut out: Vec<String> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if item.dropped {
+            continue;
+        }
+        match (item.from_previous, made_past[i]) {
+            (true, Some(at)) | (false, Some(at)) => out.push(past_since(&item.text, at)),
+            (false, None) => out.push(item.text.clone()),
+            (true, None) => {}
+        }
+    }
+    out.join(" ")
+}
+
+/// The sentences of `previous` and of `new` as items with their claims and when they were said
+/// (by the message of `read` that says them); the user's own name in a claim is the user.
+fn items_of(previous: Option<&str>, new: &str, read: &[ReadMessage]) -> Vec<Item> {
     let mut items: Vec<Item> = Vec::new();
     for (i, s) in sentences(previous.unwrap_or("")).into_iter().enumerate() {
         items.push(Item {
@@ -572,7 +518,12 @@ pub fn supersede(
             }
         }
     }
-    // A new sentence restating a past fact is dropped unless a message of this update says it.
+    items
+}
+
+/// Marks dropped each new sentence that restates a past fact of the previous summary, unless a user
+/// message of `read` says it again.
+fn drop_restated(items: &mut [Item], read: &[ReadMessage]) {
     let said_now = |c: &Claim| {
         read.iter().filter(|m| m.role == Role::User).any(|m| {
             claims(&m.content)
@@ -600,7 +551,11 @@ pub fn supersede(
             });
         item.dropped = restated;
     }
-    // Later claims supersede earlier ones.
+}
+
+/// For each item, the day a later claim (of a new sentence a message of `read` says) made it past,
+/// if one did.
+fn superseded_by_later(items: &[Item], read: &[ReadMessage]) -> Vec<Option<Millis>> {
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.sort_by_key(|&i| items[i].when);
     let last_day = read.last().map(|m| m.created_at);
@@ -629,11 +584,23 @@ pub fn supersede(
             }
         }
     }
+    made_past
+}
+
+/// Makes past the previous summary's sentences the model lists in `no_longer_true`, when a user
+/// message of `read` speaks of a change and of what the sentence is about.
+fn mark_no_longer_true(
+    items: &[Item],
+    read: &[ReadMessage],
+    no_longer_true: &[String],
+    made_past: &mut [Option<Millis>],
+) {
     // What the model says no longer holds: only sentences of the previous summary, and only when the
     // user's messages speak of a change (a small model fills the field with current facts too).
     // And only a sentence such a message speaks of: they share a word beyond the change words
     // (SmolLM2-135M listed "I live in Oslo now" when the user said "I am a pilot now; I changed
     // careers").
+    let last_day = read.last().map(|m| m.created_at);
     let changes: Vec<std::collections::HashSet<String>> = read
         .iter()
         .filter(|m| m.role == Role::User)
@@ -660,8 +627,13 @@ pub fn supersede(
             made_past[i] = last_day.or(Some(0));
         }
     }
+}
+
+/// Makes past each live sentence that makes no claim but names a place or job that no longer holds.
+fn mark_mentions_gone(items: &[Item], read: &[ReadMessage], made_past: &mut [Option<Millis>]) {
     // A sentence that makes no claim but names a place or job that no longer holds ("Lisbon is a
     // beautiful city" after "I moved to Oslo") was about the old fact: past with it.
+    let last_day = read.last().map(|m| m.created_at);
     let is_gone: Vec<bool> = (0..items.len())
         .map(|i| is_past(&items[i].text) || made_past[i].is_some())
         .collect();
@@ -694,18 +666,6 @@ pub fn supersede(
             *past = ended_on.or(Some(0));
         }
     }
-    let mut out: Vec<String> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if item.dropped {
-            continue;
-        }
-        match (item.from_previous, made_past[i]) {
-            (true, Some(at)) | (false, Some(at)) => out.push(past_since(&item.text, at)),
-            (false, None) => out.push(item.text.clone()),
-            (true, None) => {}
-        }
-    }
-    out.join(" ")
 }
 
 /// The values of the place and job claims of `past` that no claim of `current` still holds (stemmed
@@ -878,6 +838,37 @@ pub fn supersede_entities(
     summary: &str,
     now: Millis,
 ) -> usize {
+    let (names, newer) = current_claims(summary, now);
+    if newer.is_empty() {
+        return 0;
+    }
+    let names_of: Vec<(String, String)> = nodes
+        .iter()
+        .map(|n| (n.id.clone(), words(&n.name).join(" ")))
+        .collect();
+    let mut made = 0;
+    for node in nodes.iter_mut() {
+        let key = words(&node.name).join(" ");
+        let subject = if is_user_name(&names, &key) || key == "user" {
+            "user".to_string()
+        } else {
+            key.clone()
+        };
+        let mine: Vec<&(Claim, Millis)> =
+            newer.iter().filter(|(c, _)| c.subject == subject).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        made += supersede_description(node, &names, &key, &subject, &mine);
+        made += supersede_properties(node, &mine);
+        made += supersede_lives_in(node, &names_of, &mine);
+    }
+    made
+}
+
+/// The names the user gives themself in `summary`, and its current functional claims (not past, not
+/// negated), each with the day it was said (else `now`), the user's own name made the user.
+fn current_claims(summary: &str, now: Millis) -> (Vec<String>, Vec<(Claim, Millis)>) {
     let all: Vec<(Vec<Claim>, Option<Millis>, bool)> = sentences(summary)
         .into_iter()
         .map(|s| {
@@ -899,104 +890,113 @@ pub fn supersede_entities(
         })
         .filter(|(c, _)| c.functional() && !c.negated)
         .collect();
-    if newer.is_empty() {
-        return 0;
-    }
-    let names_of: Vec<(String, String)> = nodes
-        .iter()
-        .map(|n| (n.id.clone(), words(&n.name).join(" ")))
+    (names, newer)
+}
+
+/// Drops the description sentences of `node` (named `key`, the claims' `subject`) that a claim of
+/// `mine` supersedes; 1 when the description changed, else 0.
+fn supersede_description(
+    node: &mut crate::engine::model::EntityNode,
+    names: &[String],
+    key: &str,
+    subject: &str,
+    mine: &[&(Claim, Millis)],
+) -> usize {
+    let kept: Vec<&str> = sentences(&node.description)
+        .into_iter()
+        .filter(|s| {
+            let old: Vec<Claim> = claims(s)
+                .into_iter()
+                .map(|mut c| {
+                    if c.subject == key || is_user_name(names, &c.subject) {
+                        c.subject = subject.to_string();
+                    }
+                    c
+                })
+                .collect();
+            !mine
+                .iter()
+                .any(|(c, _)| old.iter().any(|o| c.supersedes(o)))
+        })
         .collect();
-    let mut made = 0;
-    for node in nodes.iter_mut() {
-        let key = words(&node.name).join(" ");
-        let subject = if is_user_name(&names, &key) || key == "user" {
-            "user".to_string()
-        } else {
-            key.clone()
-        };
-        let mine: Vec<&(Claim, Millis)> =
-            newer.iter().filter(|(c, _)| c.subject == subject).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        // Description sentences.
-        let kept: Vec<&str> = sentences(&node.description)
-            .into_iter()
-            .filter(|s| {
-                let old: Vec<Claim> = claims(s)
-                    .into_iter()
-                    .map(|mut c| {
-                        if c.subject == key || is_user_name(&names, &c.subject) {
-                            c.subject = subject.clone();
-                        }
-                        c
-                    })
-                    .collect();
-                !mine
-                    .iter()
-                    .any(|(c, _)| old.iter().any(|o| c.supersedes(o)))
-            })
-            .collect();
-        let description = kept.join(" ");
-        if description != node.description.trim() && !node.description.trim().is_empty() {
-            node.description = description;
-            made += 1;
-        }
-        // Properties.
-        let stale: Vec<(String, Millis)> = node
-            .properties
-            .iter()
-            .filter_map(|(k, v)| {
-                let attr = attribute_of_key(k)?;
-                let value = value_of(&words(v));
-                mine.iter()
-                    .filter(|(c, _)| c.attribute == attr && c.value != value)
-                    .map(|(_, day)| *day)
-                    .max()
-                    .filter(|day| node.property_since.get(k).is_none_or(|since| since <= day))
-                    .map(|day| (k.clone(), day))
-            })
-            .collect();
-        for (k, day) in stale {
-            if let Some(value) = node.properties.remove(&k) {
-                let since = node.property_since.remove(&k).unwrap_or(0);
-                node.past_properties
-                    .push(crate::engine::model::PastProperty {
-                        key: k,
-                        value,
-                        valid_from: since,
-                        valid_to: day,
-                    });
-                made += 1;
-            }
-        }
-        // Where the user lives: a live relationship to another place.
-        for r in node
-            .relationships
-            .iter_mut()
-            .filter(|r| r.valid_to.is_none())
-        {
-            if !words(&r.relationship)
-                .iter()
-                .any(|w| w.starts_with("live") || w == "based")
-            {
-                continue;
-            }
-            let target = names_of
-                .iter()
-                .find(|(id, _)| *id == r.target_id)
-                .map_or_else(|| words(&r.target_id).join(" "), |(_, n)| n.clone());
-            let target = value_of(&words(&target));
-            if let Some(day) = mine
-                .iter()
-                .filter(|(c, _)| c.attribute == "lives_in" && c.value != target)
+    let description = kept.join(" ");
+    if description != node.description.trim() && !node.description.trim().is_empty() {
+        node.description = description;
+        return 1;
+    }
+    0
+}
+
+/// Moves to `past_properties` the properties of `node` whose key speaks of an attribute a claim of
+/// `mine` gives another value (said no earlier than the property); how many moved.
+fn supersede_properties(
+    node: &mut crate::engine::model::EntityNode,
+    mine: &[&(Claim, Millis)],
+) -> usize {
+    let stale: Vec<(String, Millis)> = node
+        .properties
+        .iter()
+        .filter_map(|(k, v)| {
+            let attr = attribute_of_key(k)?;
+            let value = value_of(&words(v));
+            mine.iter()
+                .filter(|(c, _)| c.attribute == attr && c.value != value)
                 .map(|(_, day)| *day)
                 .max()
-                .filter(|day| r.valid_from <= *day)
-            {
-                r.valid_to = Some(day);
-                made += 1;
-            }
+                .filter(|day| node.property_since.get(k).is_none_or(|since| since <= day))
+                .map(|day| (k.clone(), day))
+        })
+        .collect();
+    let mut made = 0;
+    for (k, day) in stale {
+        if let Some(value) = node.properties.remove(&k) {
+            let since = node.property_since.remove(&k).unwrap_or(0);
+            node.past_properties
+                .push(crate::engine::model::PastProperty {
+                    key: k,
+                    value,
+                    valid_from: since,
+                    valid_to: day,
+                });
+            made += 1;
+        }
+    }
+    made
+}
+
+/// Closes the live `lives in` relationships of `node` to another place than a `lives_in` claim of
+/// `mine` names (`names_of`: each node's id and name words); how many were closed.
+fn supersede_lives_in(
+    node: &mut crate::engine::model::EntityNode,
+    names_of: &[(String, String)],
+    mine: &[&(Claim, Millis)],
+) -> usize {
+    let mut made = 0;
+    for r in node
+        .relationships
+        .iter_mut()
+        .filter(|r| r.valid_to.is_none())
+    {
+        if !words(&r.relationship)
+            .iter()
+            .any(|w| w.starts_with("live") || w == "based")
+        {
+            continue;
+        }
+        let target = names_of
+            .iter()
+            .find(|(id, _)| *id == r.target_id)
+            .map_or_else(|| words(&r.target_id).join(" "), |(_, n)| n.clone());
+        let target = value_of(&words(&target));
+        if let Some(day) = mine
+            .iter()
+            .filter(|(c, _)| c.attribute == "lives_in" && c.value != target)
+            .map(|(_, day)| *day)
+            .max()
+            .filter(|day| r.valid_from <= *day)
+        {
+            r.valid_to = Some(day);
+            made += 1;
         }
     }
     made

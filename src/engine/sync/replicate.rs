@@ -211,6 +211,16 @@ pub fn backoff_ms(errors: u32) -> Millis {
 /// Re-reads of one document after 409s before the connection starts over.
 const MAX_CONFLICT_RETRIES: u32 = 5;
 
+/// A `GET` of `path`.
+fn get(path: String) -> Request {
+    Request {
+        method: Method::Get,
+        path,
+        query: vec![],
+        body: None,
+    }
+}
+
 impl Replicator {
     /// A replicator resuming from the local checkpoint `since` (`None`: from the start).
     pub fn new(cfg: Config, since: Option<String>) -> Replicator {
@@ -379,13 +389,16 @@ impl Replicator {
         } else if self.error.as_ref().is_some_and(|e| !e.is_retryable()) {
             return None;
         }
-        let get = |path: String| Request {
-            method: Method::Get,
-            path,
-            query: vec![],
-            body: None,
-        };
-        let (inflight, req) = if !self.db_ok {
+        let (inflight, req) = self.next_request()?;
+        self.inflight = Some(inflight);
+        Some(req)
+    }
+
+    /// What to ask next and what its answer will be, in order of need: the database, the
+    /// checkpoint, conflicts to open and resolve, catching up, rereads, pushes, the checkpoint
+    /// write, the longpoll; `None` when idle without `live`.
+    fn next_request(&mut self) -> Option<(Inflight, Request)> {
+        Some(if !self.db_ok {
             if self.create {
                 let put = Request {
                     method: Method::Put,
@@ -412,51 +425,63 @@ impl Replicator {
                 self.changes_request(false),
             )
         } else if !self.reread.is_empty() {
-            let keys: Vec<&String> = self.reread.iter().collect();
-            let req = Request {
-                method: Method::Post,
-                path: self.path("/_all_docs"),
-                query: vec![
-                    ("include_docs".into(), "true".into()),
-                    ("conflicts".into(), "true".into()),
-                ],
-                body: Some(json!({ "keys": keys }).to_string()),
-            };
-            (Inflight::Reread, req)
+            (Inflight::Reread, self.reread_request())
         } else if !self.outbox.is_empty() {
-            let batch: Vec<LocalDoc> = self
-                .outbox
-                .values()
-                .take(self.cfg.push_batch)
-                .cloned()
-                .collect();
-            let docs = batch
-                .iter()
-                .map(|l| l.doc.to_json(l.rev.as_deref()))
-                .collect();
-            (Inflight::Push(batch), self.bulk(docs))
+            self.push_request()
         } else if self.since.is_some()
             && self.server_cp.as_ref().map(|(_, s)| s) != Some(&self.since)
         {
-            let since = self.since.clone().unwrap_or_default();
-            let mut body = json!({ "since": since, "device": self.cfg.device });
-            if let Some((rev, _)) = &self.server_cp {
-                body["_rev"] = Value::String(rev.clone());
-            }
-            let req = Request {
-                method: Method::Put,
-                path: self.checkpoint_path(),
-                query: vec![],
-                body: Some(body.to_string()),
-            };
-            (Inflight::WriteCheckpoint(since), req)
+            self.checkpoint_write()
         } else if self.cfg.live {
             (Inflight::Changes { live: true }, self.changes_request(true))
         } else {
             return None;
+        })
+    }
+
+    /// The `_all_docs` request that reads the documents to reread again, with their conflicts.
+    fn reread_request(&self) -> Request {
+        let keys: Vec<&String> = self.reread.iter().collect();
+        Request {
+            method: Method::Post,
+            path: self.path("/_all_docs"),
+            query: vec![
+                ("include_docs".into(), "true".into()),
+                ("conflicts".into(), "true".into()),
+            ],
+            body: Some(json!({ "keys": keys }).to_string()),
+        }
+    }
+
+    /// The `_bulk_docs` push of the next batch of the outbox.
+    fn push_request(&self) -> (Inflight, Request) {
+        let batch: Vec<LocalDoc> = self
+            .outbox
+            .values()
+            .take(self.cfg.push_batch)
+            .cloned()
+            .collect();
+        let docs = batch
+            .iter()
+            .map(|l| l.doc.to_json(l.rev.as_deref()))
+            .collect();
+        (Inflight::Push(batch), self.bulk(docs))
+    }
+
+    /// The write of the checkpoint: how far this device has read (`since`).
+    fn checkpoint_write(&self) -> (Inflight, Request) {
+        let since = self.since.clone().unwrap_or_default();
+        let mut body = json!({ "since": since, "device": self.cfg.device });
+        if let Some((rev, _)) = &self.server_cp {
+            body["_rev"] = Value::String(rev.clone());
+        }
+        let req = Request {
+            method: Method::Put,
+            path: self.checkpoint_path(),
+            query: vec![],
+            body: Some(body.to_string()),
         };
-        self.inflight = Some(inflight);
-        Some(req)
+        (Inflight::WriteCheckpoint(since), req)
     }
 
     /// No answer arrived (network error, CORS refusal, connection cut, body cut mid-read): nothing

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 const SOURCE: Source = Source::NextChat;
 
+/// Reads NextChat's backup file (module rules).
 pub fn read(root: &Value) -> Result<Imported, ImportError> {
     let store = root
         .get("chat-next-web-store")
@@ -43,33 +44,7 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
             .get("lastSummarizeIndex")
             .and_then(Value::as_u64)
             .unwrap_or(0) as usize;
-        let mut messages = Vec::new();
-        let mut covered = 0;
-        for (j, m) in raw.iter().enumerate() {
-            if bool_at(m, "isError") {
-                skipped.errors += 1;
-                continue;
-            }
-            let Some(role) = said(str_at(m, "role")).keep(&mut skipped) else {
-                continue;
-            };
-            let text = content_text(m.get("content"));
-            keep(
-                &mut messages,
-                &mut skipped.empty,
-                ImportedMessage {
-                    source_id: id_at(m, "id"),
-                    role,
-                    content: text,
-                    // `date` is usually the browser's locale string; only ISO text is read.
-                    created_at: any_time(m.get("date")),
-                    model: str_at(m, "model").map(str::to_string),
-                },
-            );
-            if j < summarized {
-                covered = messages.len();
-            }
-        }
+        let (messages, covered) = messages_of(raw, summarized, &mut skipped);
         let context = s
             .get("mask")
             .map(|mask| list(SOURCE, &at, mask, "context"))
@@ -98,4 +73,41 @@ pub fn read(root: &Value) -> Result<Imported, ImportError> {
         });
     }
     finish(SOURCE, conversations, skipped, true)
+}
+
+/// The messages of one session to import (errors and empty ones counted in `skipped`), and how
+/// many of them come from its first `summarized` (0 when none do).
+fn messages_of(
+    raw: &[Value],
+    summarized: usize,
+    skipped: &mut Skipped,
+) -> (Vec<ImportedMessage>, usize) {
+    let mut messages = Vec::new();
+    let mut covered = 0;
+    for (j, m) in raw.iter().enumerate() {
+        if bool_at(m, "isError") {
+            skipped.errors += 1;
+            continue;
+        }
+        let Some(role) = said(str_at(m, "role")).keep(skipped) else {
+            continue;
+        };
+        let text = content_text(m.get("content"));
+        keep(
+            &mut messages,
+            &mut skipped.empty,
+            ImportedMessage {
+                source_id: id_at(m, "id"),
+                role,
+                content: text,
+                // `date` is usually the browser's locale string; only ISO text is read.
+                created_at: any_time(m.get("date")),
+                model: str_at(m, "model").map(str::to_string),
+            },
+        );
+        if j < summarized {
+            covered = messages.len();
+        }
+    }
+    (messages, covered)
 }
