@@ -602,22 +602,17 @@ fn uncovered_user_messages(
         .collect()
 }
 
-/// What `memory::pending` reads: each uncovered message (text, time, and whether history has not
-/// already placed it whole), then the new message, whose claims count but whose statements are not
-/// carried.
+/// What `memory::pending` reads: each uncovered message (text, time, and that its statements may
+/// be carried; step 7 leaves out those of the messages history carries whole), then the new
+/// message, whose claims count but whose statements are not carried.
 fn said_of<'a>(
     history: &'a [Message],
     uncovered: &[usize],
-    included: &[Candidate],
     new: &'a Message,
 ) -> Vec<(&'a str, crate::engine::model::Millis, bool)> {
     uncovered
         .iter()
-        .map(|&i| {
-            let m = &history[i];
-            let carried = included.iter().any(|c| c.index == i);
-            (m.content.as_str(), m.created_at, !carried)
-        })
+        .map(|&i| (history[i].content.as_str(), history[i].created_at, true))
         .chain(std::iter::once((
             new.content.as_str(),
             new.created_at,
@@ -704,6 +699,9 @@ struct Assembler<'a, E: TokenEstimator + ?Sized> {
     covers: Option<u64>,
     /// The user messages the summary does not cover (indexes into history).
     uncovered: Vec<usize>,
+    /// What `memory::pending` makes of them (every uncovered message's statements; step 7 leaves
+    /// out those of the messages history carries whole).
+    pending: Pending,
     /// Tokens held for their statements until step 7.
     held: u32,
     /// Tokens and bytes of the system prompt and of the new message.
@@ -765,6 +763,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             summary,
             covers: summary.map(|s| s.covers_up_to_seq),
             uncovered: Vec::new(),
+            pending: Pending::default(),
             held: 0,
             system,
             new_cost,
@@ -779,11 +778,13 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
     fn hold_pending(&mut self) {
         let (history, new) = (self.input.history, self.input.new_message);
         self.uncovered = uncovered_user_messages(history, new, covered(self.covers));
-        let all_pending = memory_pending(
+        // Read once: whether history carries a message whole is known only after step 2, and
+        // step 7 leaves those out.
+        self.pending = memory_pending(
             self.summary.map(|s| s.text.as_str()),
-            &said_of(history, &self.uncovered, &[], new),
+            &said_of(history, &self.uncovered, new),
         );
-        self.held = pending_hold(&all_pending, self.est, &self.meter, self.budget);
+        self.held = pending_hold(&self.pending, self.est, &self.meter, self.budget);
         self.meter.tokens += self.held as u64;
     }
 
@@ -808,9 +809,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
     /// share, with what the uncovered user messages (and the new one) supersede in it carried as
     /// past. Also gives what `memory::pending` made of those messages, for step 7.
     fn place_summary(&mut self) -> (Pending, (Option<Section>, Option<DropReason>, bool)) {
-        let (history, new) = (self.input.history, self.input.new_message);
-        let said = said_of(history, &self.uncovered, &self.walk.included, new);
-        let pending = memory_pending(self.summary.map(|s| s.text.as_str()), &said);
+        let pending = std::mem::take(&mut self.pending);
         let summary_text = pending
             .summary
             .clone()

@@ -56,17 +56,31 @@ pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending 
         .filter(|(k, (i, s))| said[*i].2 && !superseded_by(s, &claimed[k + 1..]))
         .map(|(_, (i, s))| (*i, s.clone()))
         .collect();
-    // The summary's sentences that a user message supersedes are past since it was said.
+    // Each statement with the time its message was written, and its claims.
+    let dated: Vec<(Millis, &Vec<Claim>)> = added
+        .iter()
+        .zip(&claimed)
+        .map(|((i, _), c)| (said[*i].1, c))
+        .collect();
+    Pending {
+        statements,
+        summary: made_past(base, &dated),
+    }
+}
+
+/// The summary `base` with the sentences that the user's `statements` (each with the time it was
+/// said and its claims) make past: those a statement supersedes, since it was said, then those that
+/// only name a place or job that no longer holds, or a thing said to be gone; `None` when none is.
+fn made_past(base: &str, statements: &[(Millis, &Vec<Claim>)]) -> Option<String> {
     let mut changed = false;
     let mut first: Option<Millis> = None;
     let rewritten: Vec<String> = sentences_of(base)
         .into_iter()
         .map(|s| {
-            let by = added
+            let by = statements
                 .iter()
-                .zip(&claimed)
-                .filter(|(_, c)| superseded_by(s, std::slice::from_ref(c)))
-                .map(|((i, _), _)| said[*i].1)
+                .filter(|(_, c)| superseded_by(s, std::slice::from_ref(*c)))
+                .map(|(at, _)| *at)
                 .min();
             match by {
                 Some(at) if !is_past(s) => {
@@ -88,15 +102,14 @@ pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending 
         .iter()
         .filter(|s| !is_past(s))
         .map(|s| claims(s))
-        .chain(claimed.iter().cloned())
+        .chain(statements.iter().map(|(_, c)| (*c).clone()))
         .collect();
     let gone = gone_values(now_past.iter().flatten(), still.iter().flatten());
-    let ended = ended_values(claimed.iter().flatten());
-    let ended_on = added
+    let ended = ended_values(statements.iter().flat_map(|(_, c)| c.iter()));
+    let ended_on = statements
         .iter()
-        .zip(&claimed)
         .filter(|(_, c)| c.iter().any(|c| c.attribute == "ended"))
-        .map(|((i, _), _)| said[*i].1)
+        .map(|(at, _)| *at)
         .min();
     let rewritten: Vec<String> = rewritten
         .into_iter()
@@ -112,8 +125,5 @@ pub fn pending(summary: Option<&str>, said: &[(&str, Millis, bool)]) -> Pending 
             _ => s,
         })
         .collect();
-    Pending {
-        statements,
-        summary: changed.then(|| rewritten.join(" ")),
-    }
+    changed.then(|| rewritten.join(" "))
 }

@@ -257,99 +257,101 @@ fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
     } else {
         fallback
     };
-    let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
     for p in 0..w.len() {
         let before = &w[..p];
         if before.iter().any(|x| x == "used") {
             return None; // "used to live in": past already.
         }
+        let Some(found) = verb_at(w, p) else {
+            continue;
+        };
+        let (attribute, value, against) = found?;
         let negated = before
             .iter()
             .rev()
             .take(3)
             .any(|x| NEGATIONS.contains(&x.as_str()));
-        let claim = |attribute: String, value: String, negated: bool| {
-            (!value.is_empty()).then(|| Claim {
-                subject: subject_of(before, fallback),
-                attribute,
-                value,
-                negated,
-            })
-        };
-        match (at(p), at(p + 1)) {
-            ("live" | "lives" | "living", "in") | ("moved", "to") | ("based", "in") => {
-                return claim("lives_in".into(), value_of(&w[p + 2..]), negated);
-            }
-            ("work" | "works" | "working", "as") => {
-                return claim("job".into(), value_of(&w[p + 2..]), negated);
-            }
-            ("am" | "m" | "is" | "became", "a" | "an") => {
-                let v = value_of(&w[p + 1..]);
-                if v.split(' ').any(|x| JOBS.contains(&x)) {
-                    return claim("job".into(), v, negated);
-                }
-            }
-            ("name", "is") | ("called", _) if p > 0 || at(p) == "name" => {
-                let from = if at(p) == "name" { p + 2 } else { p + 1 };
-                if at(p) == "called" && !matches!(at(p.wrapping_sub(1)), "is" | "am" | "m" | "are")
-                {
-                    continue;
-                }
-                return claim("name".into(), value_of(&w[from..]), negated);
-            }
-            ("have" | "has", "a" | "an") => {
-                let rest = &w[p + 2..];
-                let end = rest
-                    .iter()
-                    .position(|x| VALUE_ENDS.contains(&x.as_str()))
-                    .unwrap_or(rest.len());
-                let noun = rest[..end].last()?;
-                return claim(
-                    format!("has {}", super::ground::stem(noun)),
-                    "yes".into(),
-                    negated,
-                );
-            }
-            // "Biscuit died", "my dog passed away": the thing before the verb is gone.
-            ("died", _) | ("passed", "away") if p > 0 => {
-                let thing = at(p - 1);
-                if ENDED_NOT_THINGS.contains(&thing) || NOT_SUBJECT.contains(&thing) {
-                    return None;
-                }
-                return claim(
-                    "ended".into(),
-                    super::ground::stem(thing).to_string(),
-                    negated,
-                );
-            }
-            // "I sold the Fiat", "we lost our house": the thing after the verb is gone.
-            ("sold" | "lost" | "crashed" | "totaled" | "wrecked", _) => {
-                let rest = &w[p + 1..];
-                let rest = match rest.first().map(String::as_str) {
-                    Some("my" | "our" | "his" | "her" | "their") => &rest[1..],
-                    _ => rest,
-                };
-                return claim("ended".into(), value_of(rest), negated);
-            }
-            ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
-            | ("dislike" | "dislikes" | "hate" | "hates", _)
-                if !matches!(
-                    at(p.wrapping_sub(1)),
-                    "would" | "d" | "is" | "are" | "look" | "looks"
-                ) =>
-            {
-                let object = value_of(&w[p + 1..]);
-                let against = at(p).starts_with("dis") || at(p).starts_with("hate");
-                let object = object.split(' ').next().unwrap_or("").to_string();
-                if object.is_empty() {
-                    return None;
-                }
-                return claim(format!("likes {object}"), "yes".into(), negated != against);
-            }
-            _ => {}
-        }
+        return (!value.is_empty()).then(|| Claim {
+            subject: subject_of(before, fallback),
+            attribute,
+            value,
+            negated: negated != against,
+        });
     }
     None
+}
+
+/// What the verb at word `p` of a clause claims, per the module rules: `(attribute, value, whether
+/// it says the opposite)`; `Some(None)` when the clause claims nothing after all, `None` when there
+/// is no verb of the rules at `p`.
+fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
+    let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
+    let found = |attribute: &str, value: String| Some(Some((attribute.to_string(), value, false)));
+    match (at(p), at(p + 1)) {
+        ("live" | "lives" | "living", "in") | ("moved", "to") | ("based", "in") => {
+            found("lives_in", value_of(&w[p + 2..]))
+        }
+        ("work" | "works" | "working", "as") => found("job", value_of(&w[p + 2..])),
+        ("am" | "m" | "is" | "became", "a" | "an") => {
+            let v = value_of(&w[p + 1..]);
+            if v.split(' ').any(|x| JOBS.contains(&x)) {
+                found("job", v)
+            } else {
+                None
+            }
+        }
+        ("name", "is") | ("called", _) if p > 0 || at(p) == "name" => {
+            let from = if at(p) == "name" { p + 2 } else { p + 1 };
+            if at(p) == "called" && !matches!(at(p.wrapping_sub(1)), "is" | "am" | "m" | "are") {
+                return None;
+            }
+            found("name", value_of(&w[from..]))
+        }
+        ("have" | "has", "a" | "an") => {
+            let rest = &w[p + 2..];
+            let end = rest
+                .iter()
+                .position(|x| VALUE_ENDS.contains(&x.as_str()))
+                .unwrap_or(rest.len());
+            let Some(noun) = rest[..end].last() else {
+                return Some(None);
+            };
+            found(&format!("has {}", super::ground::stem(noun)), "yes".into())
+        }
+        // "Biscuit died", "my dog passed away": the thing before the verb is gone.
+        ("died", _) | ("passed", "away") if p > 0 => {
+            let thing = at(p - 1);
+            if ENDED_NOT_THINGS.contains(&thing) || NOT_SUBJECT.contains(&thing) {
+                return Some(None);
+            }
+            found("ended", super::ground::stem(thing).to_string())
+        }
+        // "I sold the Fiat", "we lost our house": the thing after the verb is gone.
+        ("sold" | "lost" | "crashed" | "totaled" | "wrecked", _) => {
+            let rest = &w[p + 1..];
+            let rest = match rest.first().map(String::as_str) {
+                Some("my" | "our" | "his" | "her" | "their") => &rest[1..],
+                _ => rest,
+            };
+            found("ended", value_of(rest))
+        }
+        ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
+        | ("dislike" | "dislikes" | "hate" | "hates", _)
+            if !matches!(
+                at(p.wrapping_sub(1)),
+                "would" | "d" | "is" | "are" | "look" | "looks"
+            ) =>
+        {
+            let object = value_of(&w[p + 1..]);
+            let against = at(p).starts_with("dis") || at(p).starts_with("hate");
+            let object = object.split(' ').next().unwrap_or("").to_string();
+            if object.is_empty() {
+                return Some(None);
+            }
+            Some(Some((format!("likes {object}"), "yes".into(), against)))
+        }
+        _ => None,
+    }
 }
 
 /// Whether `subject` (a subject or an entity's name, in words) is one of the user's `names` (claim
