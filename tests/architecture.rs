@@ -9,6 +9,7 @@
 //! 4. Only the store speaks IndexedDB; only the transport fetches.
 //! 5. Every module opens with a `//!` header that says what it owns.
 //! 6. The README's code map names every module (a row per file, `{a,b}.rs` or `*.rs`).
+//! 7. No function is over 80 lines (`MAX_FUNCTION_LINES`).
 //!
 //! Paths are read the way the compiler reads them: `use` trees are expanded (grouped and nested
 //! braces, `self`, renames), `super::`/`self::` are resolved against the file's module, and paths
@@ -654,4 +655,67 @@ fn the_code_map_check_can_fail() {
         unmapped(&files(&["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]), readme),
         ["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]
     );
+}
+
+/// Longest a function may be, in lines from its `fn` to its closing brace.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// The functions of `text` (a Rust file as rustfmt writes it) longer than [`MAX_FUNCTION_LINES`]:
+/// name and length. A function ends at the first line that is its indent and `}`.
+fn long_functions(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let mut rest = body;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some(sig) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = sig.chars().take_while(|c| is_ident(*c)).collect();
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i..].iter().position(|l| *l == close) {
+            if end + 1 > MAX_FUNCTION_LINES {
+                out.push((name, end + 1));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_80_lines() {
+    let long: Vec<String> = rust_files(&src())
+        .iter()
+        .flat_map(|f| {
+            let text = fs::read_to_string(f).unwrap();
+            long_functions(&text)
+                .into_iter()
+                .map(move |(name, n)| format!("{}: {name} ({n} lines)", f.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines:\n{}",
+        long.join("\n")
+    );
+    // Planted: one of 81 lines fires, one of 80 does not.
+    let planted = |n: usize| {
+        format!(
+            "    pub fn f() {{\n{}    }}\n",
+            "        x();\n".repeat(n - 2)
+        )
+    };
+    assert_eq!(long_functions(&planted(81)), vec![("f".to_string(), 81)]);
+    assert!(long_functions(&planted(80)).is_empty());
 }
