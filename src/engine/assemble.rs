@@ -60,6 +60,10 @@ pub const SUMMARY_HEADING: &str = "## Summary of the conversation so far";
 /// Share of the budget held for the user's statements from uncovered messages that history may
 /// leave out, in percent.
 pub const PENDING_SHARE_PERCENT: u32 = 35;
+/// The most uncovered user messages whose statements the prompt reads (the newest): a memory that
+/// fell further behind (an import never built, memory off) is the catch-up's to cover, and each send
+/// reads no more than this whatever the history's length.
+pub const MAX_PENDING_MESSAGES: usize = 400;
 /// Heading of the section of the user's statements memory does not hold yet.
 pub const PENDING_HEADING: &str =
     "## What the user said earlier in this conversation (not yet in the summary)";
@@ -578,13 +582,14 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
 }
 
 /// The user messages before `new` that the summary does not cover and that say something, as indexes
-/// into `history`: the ones whose statements may wait in the prompt (`memory::pending`).
+/// into `history`: the ones whose statements may wait in the prompt (`memory::pending`), the newest
+/// [`MAX_PENDING_MESSAGES`] of them.
 fn uncovered_user_messages(
     history: &[Message],
     new: &Message,
     is_covered: impl Fn(&Message) -> bool,
 ) -> Vec<usize> {
-    history
+    let all: Vec<usize> = history
         .iter()
         .enumerate()
         .filter(|(_, m)| {
@@ -599,7 +604,8 @@ fn uncovered_user_messages(
                 && !is_empty_message(m)
         })
         .map(|(i, _)| i)
-        .collect()
+        .collect();
+    all[all.len().saturating_sub(MAX_PENDING_MESSAGES)..].to_vec()
 }
 
 /// What `memory::pending` reads: each uncovered message (text, time, and that its statements may
