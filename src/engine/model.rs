@@ -398,6 +398,24 @@ pub struct EntityNode {
     pub updated_at: Millis,
 }
 
+impl EntityNode {
+    /// Moves the current property `key` to `past_properties`, held from its `property_since` (or
+    /// unknown: 0) until `until` (never before it began). Whether there was one.
+    pub fn retire_property(&mut self, key: &str, until: Millis) -> bool {
+        let Some(value) = self.properties.remove(key) else {
+            return false;
+        };
+        let since = self.property_since.remove(key).unwrap_or(0);
+        self.past_properties.push(PastProperty {
+            key: key.to_string(),
+            value,
+            valid_from: since,
+            valid_to: until.max(since),
+        });
+        true
+    }
+}
+
 /// The wire protocol an endpoint speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum Protocol {

@@ -770,17 +770,7 @@ pub fn forget_gone(
             .map(|(k, _)| k.clone())
             .collect();
         for k in stale {
-            if let Some(value) = node.properties.remove(&k) {
-                let since = node.property_since.remove(&k).unwrap_or(0);
-                node.past_properties
-                    .push(crate::engine::model::PastProperty {
-                        key: k,
-                        value,
-                        valid_from: since,
-                        valid_to: now.max(since),
-                    });
-                made += 1;
-            }
+            made += usize::from(node.retire_property(&k, now));
         }
     }
     made
@@ -951,17 +941,7 @@ fn supersede_properties(
         .collect();
     let mut made = 0;
     for (k, day) in stale {
-        if let Some(value) = node.properties.remove(&k) {
-            let since = node.property_since.remove(&k).unwrap_or(0);
-            node.past_properties
-                .push(crate::engine::model::PastProperty {
-                    key: k,
-                    value,
-                    valid_from: since,
-                    valid_to: day,
-                });
-            made += 1;
-        }
+        made += usize::from(node.retire_property(&k, day));
     }
     made
 }
