@@ -91,12 +91,12 @@ impl Harness {
         let log = events.clone();
         let sink: EventSink = Rc::new(move |e| log.borrow_mut().push((js_sys::Date::now(), e)));
         let session = Session::open(&fresh_name("session"), sink).await.unwrap();
-        let mut s = session.settings();
+        let mut s = session.preferences().current();
         s.endpoint.base_url = format!("{}/v1", url(AGENT));
         s.endpoint.protocol = Protocol::OpenAiChat;
         s.endpoint.model = model.clone();
         s.memory.summary_every_pairs = every_pairs;
-        session.save_settings(s).await.unwrap();
+        session.preferences().save_settings(s).await.unwrap();
         Harness {
             session,
             events,
@@ -142,10 +142,11 @@ impl Harness {
     async fn chat(&self, text: &str) -> String {
         let c = self
             .session
+            .library()
             .create_conversation(Default::default())
             .await
             .unwrap();
-        self.session.send(&c.id, text.into()).await.unwrap();
+        self.session.chat().send(&c.id, text.into()).await.unwrap();
         c.id
     }
 }
@@ -156,7 +157,12 @@ async fn a_turn_stores_the_streamed_reply() {
     h.script(json!([{ "text": "Hello from the scripted agent." }]), false)
         .await;
     let id = h.chat("hi").await;
-    let page = h.session.load_page(&id, None, 10, None).await.unwrap();
+    let page = h
+        .session
+        .library()
+        .load_page(&id, None, 10, None)
+        .await
+        .unwrap();
     let m = &page.messages;
     assert_eq!(m.len(), 2, "{m:?}");
     assert_eq!((m[0].role, m[0].content.as_str()), (Role::User, "hi"));
@@ -212,7 +218,12 @@ async fn reading_a_reply_leaves_no_timer_behind() {
     // The tab channel's coalescing timer (40 ms) fires by then.
     sleep(200).await;
     let left = live_timers() - before;
-    let page = h.session.load_page(&id, None, 10, None).await.unwrap();
+    let page = h
+        .session
+        .library()
+        .load_page(&id, None, 10, None)
+        .await
+        .unwrap();
     assert_eq!(page.messages[1].content, text, "every chunk was read");
     assert_eq!(left, 0, "timers left behind after a 60-chunk reply");
 }
@@ -227,13 +238,14 @@ async fn stop_keeps_the_partial_reply() {
     .await;
     let c = h
         .session
+        .library()
         .create_conversation(Default::default())
         .await
         .unwrap();
     let done: Rc<RefCell<Option<bool>>> = Rc::default();
     let (session, id, slot) = (h.session.clone(), c.id.clone(), done.clone());
     wasm_bindgen_futures::spawn_local(async move {
-        let r = session.send(&id, "go".into()).await;
+        let r = session.chat().send(&id, "go".into()).await;
         *slot.borrow_mut() = Some(r.is_ok());
     });
     for _ in 0..100 {
@@ -242,7 +254,7 @@ async fn stop_keeps_the_partial_reply() {
         }
         sleep(50).await;
     }
-    h.session.stop(&c.id);
+    h.session.chat().stop(&c.id);
     for _ in 0..100 {
         if done.borrow().is_some() {
             break;
@@ -254,7 +266,12 @@ async fn stop_keeps_the_partial_reply() {
         Some(true),
         "send ends, without an error, once stopped"
     );
-    let page = h.session.load_page(&c.id, None, 10, None).await.unwrap();
+    let page = h
+        .session
+        .library()
+        .load_page(&c.id, None, 10, None)
+        .await
+        .unwrap();
     let reply = &page.messages[1];
     assert_eq!(
         (reply.content.as_str(), reply.status),
@@ -272,7 +289,7 @@ async fn a_memory_update_runs_through_the_same_pump() {
     let id = h.chat("I am Ada, a mathematician.").await;
     let mut versions = vec![];
     for _ in 0..200 {
-        versions = h.session.memory(&id).await.unwrap().versions;
+        versions = h.session.memory().snapshot(&id).await.unwrap().versions;
         if !versions.is_empty() {
             break;
         }

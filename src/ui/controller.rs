@@ -110,7 +110,7 @@ impl Controller {
     /// conversation to show (`engine::format::conversation_to_reopen`).
     pub fn start(&self, session: Rc<Session>) {
         let st = self.state;
-        st.settings.set(session.settings());
+        st.settings.set(session.preferences().current());
         self.set_session(session);
         st.ready.set(true);
         let ctl = *self;
@@ -130,10 +130,10 @@ impl Controller {
     /// draft). Only one page is read: a library of 10,000 opens like an empty one.
     async fn first_screen(&self, s: &Session) -> Result<(), SessionError> {
         let (ctl, st) = (*self, self.state);
-        let list = s.list_page(None, LIST_PAGE).await?;
+        let list = s.library().list_page(None, LIST_PAGE).await?;
         let last = match last_open() {
             Some(id) if !list.iter().any(|c| c.id == id) => {
-                s.conversation(&id).await?.map(|c| c.id)
+                s.library().conversation(&id).await?.map(|c| c.id)
             }
             other => other,
         };
@@ -198,10 +198,13 @@ impl Controller {
         );
         self.run(move |s, st| async move {
             if st.opened.with_untracked(|o| o.is_none()) {
-                st.opened.set(s.conversation(&id).await?);
+                st.opened.set(s.library().conversation(&id).await?);
             }
             st.loading_messages.set(true);
-            let page = s.load_page(&id, None, PAGE, focus.as_deref()).await;
+            let page = s
+                .library()
+                .load_page(&id, None, PAGE, focus.as_deref())
+                .await;
             st.loading_messages.set(false);
             let page = page?;
             if !st.is_current(&id) {
@@ -224,7 +227,7 @@ impl Controller {
     /// branch showed goes (a reply still streaming on the new one comes back with its next save).
     pub fn show_branch(&self, id: String) {
         self.run(move |s, st| async move {
-            let page = s.load_page(&id, None, PAGE, None).await?;
+            let page = s.library().load_page(&id, None, PAGE, None).await?;
             if !st.is_current(&id) {
                 return Ok(());
             }
@@ -271,8 +274,8 @@ impl Controller {
         st.loading_messages.set(true);
         self.run(move |s, st| async move {
             let page = match edge {
-                Edge::Start => s.load_page(&id, Some(at), PAGE, None).await,
-                Edge::End => s.load_page_after(&id, at, PAGE).await,
+                Edge::Start => s.library().load_page(&id, Some(at), PAGE, None).await,
+                Edge::End => s.library().load_page_after(&id, at, PAGE).await,
             };
             st.loading_messages.set(false);
             let page = page?;
@@ -314,7 +317,9 @@ impl Controller {
     /// Settings.
     pub fn pick_model(&self, model: Option<String>) {
         match self.state.current.get_untracked() {
-            Some(id) => self.run(move |s, _| async move { s.set_model(&id, model).await }),
+            Some(id) => {
+                self.run(move |s, _| async move { Ok(s.library().set_model(&id, model).await?) })
+            }
             None => {
                 self.state.new_chat_model.set(model);
                 self.refresh_preview();
@@ -335,16 +340,17 @@ impl Controller {
         st.models.set(ModelList::Loading);
         let settings = st.settings.get_untracked();
         self.run(move |s, st| async move {
-            st.models.set(match s.test_connection(&settings).await {
-                Ok(found) => ModelList::Loaded(found),
-                Err(e) => ModelList::Failed(e.to_string()),
-            });
+            st.models
+                .set(match s.preferences().test_connection(&settings).await {
+                    Ok(found) => ModelList::Loaded(found),
+                    Err(e) => ModelList::Failed(e.to_string()),
+                });
             Ok(())
         });
     }
 
     pub fn rename(&self, id: String, title: String) {
-        self.run(move |s, _| async move { s.rename(&id, &title).await });
+        self.run(move |s, _| async move { Ok(s.library().rename(&id, &title).await?) });
     }
 
     /// Closes the open conversation (its draft is saved first): the chat shows a new one.
@@ -359,7 +365,7 @@ impl Controller {
     /// Deletes a conversation; the session's `ConversationRemoved` takes it out of the list and
     /// closes it if it is open.
     pub fn delete(&self, id: String) {
-        self.run(move |s, _| async move { s.delete(&id).await });
+        self.run(move |s, _| async move { Ok(s.library().delete(&id).await?) });
     }
 
     /// Sends the composer text. `/clear` is handled by the composer (it asks first).
@@ -390,7 +396,7 @@ impl Controller {
                     ctl.open(id.clone(), None);
                 }
                 // The session clears the stored draft once the message itself is stored.
-                self.run(move |s, _| async move { s.send(&id, text).await });
+                self.run(move |s, _| async move { Ok(s.chat().send(&id, text).await?) });
             }
             None => {
                 // The first message of a new chat creates its conversation.
@@ -400,14 +406,14 @@ impl Controller {
                     ..Default::default()
                 };
                 self.run(move |s, _| async move {
-                    let c = s.create_conversation(overrides).await?;
-                    s.set_draft(NEW_CHAT_DRAFT, "").await.ok();
+                    let c = s.library().create_conversation(overrides).await?;
+                    s.chat().set_draft(NEW_CHAT_DRAFT, "").await.ok();
                     let id = c.id.clone();
                     // The new chat's place in the history becomes the conversation's: Back goes to
                     // the conversation before it, not to an empty chat.
                     replace_route(&id);
                     ctl.open(c.id, None);
-                    s.send(&id, text).await
+                    Ok(s.chat().send(&id, text).await?)
                 });
             }
         }
@@ -415,7 +421,7 @@ impl Controller {
 
     pub fn stop(&self) {
         if let (Some(id), Some(s)) = (self.state.current.get_untracked(), self.session()) {
-            s.stop(&id);
+            s.chat().stop(&id);
         }
     }
 
@@ -425,7 +431,7 @@ impl Controller {
             return;
         };
         self.state.error.set(None);
-        self.run(move |s, _| async move { s.retry(&id).await });
+        self.run(move |s, _| async move { Ok(s.chat().retry(&id).await?) });
     }
 
     /// Puts a user message's text in the composer to be edited and sent again.
@@ -443,7 +449,7 @@ impl Controller {
         self.state.editing.set(None);
         self.state.draft.set(String::new());
         self.state.error.set(None);
-        self.run(move |s, _| async move { s.edit(&id, &message_id, text).await });
+        self.run(move |s, _| async move { Ok(s.chat().edit(&id, &message_id, text).await?) });
     }
 
     /// Asks the agent again for a reply; the earlier reply stays as an alternative.
@@ -452,7 +458,7 @@ impl Controller {
             return;
         };
         self.state.error.set(None);
-        self.run(move |s, _| async move { s.regenerate(&id, &reply_id).await });
+        self.run(move |s, _| async move { Ok(s.chat().regenerate(&id, &reply_id).await?) });
     }
 
     /// Shows another alternative of a message (the pager's ‹ and ›).
@@ -460,7 +466,7 @@ impl Controller {
         let Some(id) = self.state.current.get_untracked() else {
             return;
         };
-        self.run(move |s, _| async move { s.show_alternative(&id, &message_id).await });
+        self.run(move |s, _| async move { Ok(s.chat().show_alternative(&id, &message_id).await?) });
     }
 
     /// Deletes one message (the view asked first).
@@ -471,7 +477,7 @@ impl Controller {
         if self.state.editing.get_untracked().as_deref() == Some(message_id.as_str()) {
             self.state.editing.set(None);
         }
-        self.run(move |s, _| async move { s.delete_message(&id, &message_id).await });
+        self.run(move |s, _| async move { Ok(s.chat().delete_message(&id, &message_id).await?) });
     }
 
     /// Clears the open conversation's messages and memory (the composer asked first).
@@ -481,7 +487,7 @@ impl Controller {
         };
         let ctl = *self;
         self.run(move |s, _| async move {
-            s.clear(&id).await?;
+            s.library().clear(&id).await?;
             ctl.open(id, None);
             Ok(())
         });
@@ -492,7 +498,7 @@ impl Controller {
             return;
         };
         self.run(move |s, st| async move {
-            let m = s.memory(&id).await?;
+            let m = s.memory().snapshot(&id).await?;
             if st.is_current(&id) {
                 st.memory.set(MemoryView {
                     summary: m.versions.last().cloned(),
@@ -516,7 +522,7 @@ impl Controller {
         };
         let draft = st.draft.get_untracked();
         self.run(move |s, st| async move {
-            let p = s.preview(&id, &draft, overrides).await?;
+            let p = s.chat().preview(&id, &draft, overrides).await?;
             if st.current.get_untracked().unwrap_or_default() == id {
                 st.preview.set(Some(p));
             }
@@ -528,28 +534,28 @@ impl Controller {
         let Some(id) = self.state.current.get_untracked() else {
             return;
         };
-        self.run(move |s, _| async move { s.update_memory_now(&id).await });
+        self.run(move |s, _| async move { Ok(s.memory().update_memory_now(&id).await?) });
     }
 
     pub fn restore_summary(&self, version: u32) {
         let Some(id) = self.state.current.get_untracked() else {
             return;
         };
-        self.run(move |s, _| async move { s.restore_summary(&id, version).await });
+        self.run(move |s, _| async move { Ok(s.memory().restore_summary(&id, version).await?) });
     }
 
     pub fn save_entity(&self, node: EntityNode) {
         let Some(id) = self.state.current.get_untracked() else {
             return;
         };
-        self.run(move |s, _| async move { s.save_entity(&id, node).await });
+        self.run(move |s, _| async move { Ok(s.memory().save_entity(&id, node).await?) });
     }
 
     pub fn delete_entity(&self, entity_id: String) {
         let Some(id) = self.state.current.get_untracked() else {
             return;
         };
-        self.run(move |s, _| async move { s.delete_entity(&id, &entity_id).await });
+        self.run(move |s, _| async move { Ok(s.memory().delete_entity(&id, &entity_id).await?) });
     }
 
     pub fn search(&self, query: String) {
@@ -560,7 +566,7 @@ impl Controller {
             return;
         }
         self.run(move |s, st| async move {
-            let found = s.search(&query).await?;
+            let found = s.library().search(&query).await?;
             if st.search_query.get_untracked() == query {
                 st.search_titles.set(found.titles);
                 st.search_hits.set(found.hits);
@@ -604,9 +610,11 @@ impl Controller {
         self.run(move |s, st| async move {
             let key = at.as_ref().map(|(u, id)| (*u, id.as_str()));
             let page = match (edge, key) {
-                (Edge::Start, Some(before)) => s.list_page_before(before, LIST_PAGE).await,
+                (Edge::Start, Some(before)) => {
+                    s.library().list_page_before(before, LIST_PAGE).await
+                }
                 (Edge::Start, None) => Ok(Vec::new()),
-                (Edge::End, after) => s.list_page(after, LIST_PAGE).await,
+                (Edge::End, after) => s.library().list_page(after, LIST_PAGE).await,
             };
             st.list_window.update(|w| w.loading = false);
             let page = page?;
@@ -634,7 +642,7 @@ impl Controller {
 
     /// The saved sync settings (`None` while the database opens).
     pub fn sync_settings(&self) -> Option<crate::session::SyncSettings> {
-        self.session().map(|s| s.sync_settings())
+        self.session().map(|s| s.sync().settings())
     }
 
     /// Saves sync settings (`password`: `None` keeps the saved one) and restarts sync.
@@ -646,7 +654,8 @@ impl Controller {
     ) {
         self.run(move |s, _| async move {
             on_done(
-                s.save_sync(settings, password)
+                s.sync()
+                    .save(settings, password)
                     .await
                     .map_err(|e| e.to_string()),
             );
@@ -663,7 +672,8 @@ impl Controller {
     ) {
         self.run(move |s, _| async move {
             on_done(
-                s.test_sync(&settings, password)
+                s.sync()
+                    .test(&settings, password.as_deref())
                     .await
                     .map_err(|e| e.to_string()),
             );
@@ -681,9 +691,17 @@ impl Controller {
     ) {
         let id = self.state.current.get_untracked();
         self.run(move |s, _| async move {
-            let mut r = s.save_settings(settings).await;
+            let mut r = s
+                .preferences()
+                .save_settings(settings)
+                .await
+                .map_err(SessionError::from);
             if let (Ok(()), Some(o), Some(id)) = (&r, overrides, id) {
-                r = s.set_overrides(&id, o).await;
+                r = s
+                    .library()
+                    .set_overrides(&id, o)
+                    .await
+                    .map_err(SessionError::from);
             }
             on_done(r.map_err(|e| e.to_string()));
             Ok(())
@@ -698,7 +716,8 @@ impl Controller {
     ) {
         self.run(move |s, _| async move {
             on_done(
-                s.test_connection(&settings)
+                s.preferences()
+                    .test_connection(&settings)
                     .await
                     .map_err(|e| e.to_string()),
             );
@@ -718,17 +737,17 @@ impl Controller {
                 (Export::ConversationMarkdown, Some(id)) => (
                     export_file_name(title.as_deref(), now, "md"),
                     "text/markdown",
-                    s.export_markdown(&id).await?,
+                    s.transfer().export_markdown(&id).await?,
                 ),
                 (Export::ConversationJson, Some(id)) => (
                     export_file_name(title.as_deref(), now, "json"),
                     "application/json",
-                    s.export_json(Some(&id)).await?,
+                    s.transfer().export_json(Some(&id)).await?,
                 ),
                 _ => (
                     export_file_name(None, now, "json"),
                     "application/json",
-                    s.export_json(None).await?,
+                    s.transfer().export_json(None).await?,
                 ),
             };
             save_file(&name, mime, &text);
@@ -741,7 +760,7 @@ impl Controller {
     pub fn import_file(&self, file: web_sys::File) {
         let cancel = self.start_import();
         self.run(move |s, st| async move {
-            let step = s.open_import(file, &cancel).await;
+            let step = s.transfer().open_import(file, &cancel).await;
             st.import.set(ImportState::Idle);
             match step? {
                 ImportStep::Preview(p) => st.import.set(ImportState::Preview(p)),
@@ -762,7 +781,7 @@ impl Controller {
         };
         let cancel = self.start_import();
         self.run(move |s, st| async move {
-            let done = s.confirm_import(p, &cancel).await;
+            let done = s.transfer().confirm_import(p, &cancel).await;
             st.import.set(ImportState::Idle);
             let (report, ids) = done?;
             st.notice.set(Some(report));
@@ -777,7 +796,7 @@ impl Controller {
         // How the last build ended is not this one's.
         self.state.memory_build.set(None);
         self.run(move |s, _| async move {
-            s.build_memory(ids).await;
+            s.memory().build_memory(ids).await;
             Ok(())
         });
     }
@@ -792,7 +811,7 @@ impl Controller {
     /// Cancels the memory build; what was built stays.
     pub fn cancel_memory_build(&self) {
         if let Some(s) = self.session() {
-            s.cancel_memory_build();
+            s.memory().cancel_memory_build();
         }
     }
 
@@ -825,7 +844,7 @@ impl Controller {
     /// what gets saved from then on).
     fn load_draft(&self, id: String) {
         self.run(move |s, st| async move {
-            let stored = s.draft(&id).await;
+            let stored = s.chat().draft(&id).await;
             if st.current.get_untracked().unwrap_or_default() != id {
                 return Ok(());
             }
@@ -853,13 +872,13 @@ impl Controller {
         }
         let text = st.draft.get_untracked();
         spawn_local(async move {
-            s.set_draft(&id, &text).await.ok();
+            s.chat().set_draft(&id, &text).await.ok();
         });
     }
 
     pub fn refresh_storage(&self) {
         self.run(|s, st| async move {
-            st.storage.set(Some(s.storage().await?));
+            st.storage.set(Some(s.preferences().storage().await?));
             Ok(())
         });
     }

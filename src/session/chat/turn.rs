@@ -2,29 +2,26 @@
 //! actions one by one (`execute`: send, cancel, save the reply, store the handle, finish), feed it
 //! the response through the session's one stream pump (`stream`), and report progress. A new
 //! message whose conversation is cached is written while its request goes out ([`Begin::Ahead`]).
-//! Also the context preview (the same assembly, without sending), and the cache loads behind both.
+//! The context preview (the same assembly, without sending) is `preview.rs`.
 //! Must not import `ui`.
 
-use super::cache::MemoryParts;
-use super::stream::{Consumer, Pump};
-use super::{
-    new_id, now, transport_failure, Preview, PreviewDropped, PreviewSection, Session, SessionError,
-    SessionEvent,
-};
-use crate::engine::assemble::{assemble, Assembly, AssemblyInput, DropReason, SectionKind};
+use super::service::{Chat, ChatError};
+use crate::engine::assemble::{assemble, Assembly, AssemblyInput};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
-use crate::engine::format::{path_explanation, plural, system_prompt_detail};
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::{
-    Conversation, EndpointProfile, EntityScope, HistoryFormat, MemoryConfig, MemoryOverrides,
-    Message, MessageMeta, MessageStatus, Millis, Prompt, Role, TurnPath,
+    Conversation, EndpointProfile, MemoryConfig, Message, MessageMeta, MessageStatus, Millis,
+    Prompt, Role, TurnPath,
 };
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
-use crate::engine::turn::{path_for, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
-use crate::engine::window::HistoryWindow;
+use crate::engine::turn::{Action, Turn, TurnOutcome, TurnStart, TurnStatus};
+use crate::session::shared::cache::MemoryParts;
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::stream::{Consumer, Pump};
+use crate::session::shared::{new_id, now, transport_failure};
 use crate::store::{ConversationPatch, StoreError};
 use crate::transport::{Stopper, TransportError};
 use std::cell::RefCell;
@@ -122,60 +119,7 @@ impl Consumer for Feed<'_> {
     }
 }
 
-impl Session {
-    /// The conversation, its recent history on the branch on screen (as much as its config asks
-    /// for, deleted messages left out) and that config: from the cached window, else from the store
-    /// (and then cached).
-    pub(crate) async fn recent(
-        &self,
-        id: &str,
-    ) -> Result<(Conversation, Vec<Message>, MemoryConfig), SessionError> {
-        if let Some(w) = self.cache.borrow().window(id) {
-            let config = self.config_for(w.conversation());
-            let limit = history_load_limit(&config);
-            if w.serves(limit) {
-                let shown = w.last(limit).iter().filter(|m| !m.meta.deleted);
-                return Ok((w.conversation().clone(), shown.cloned().collect(), config));
-            }
-        }
-        let since = self.cache.borrow().generation();
-        let conversation = self
-            .store
-            .get_conversation(id)
-            .await?
-            .ok_or(SessionError::NoConversation)?;
-        let config = self.config_for(&conversation);
-        let limit = history_load_limit(&config);
-        let messages = self.branch_tail(id, limit).await?;
-        let window = HistoryWindow::new(conversation.clone(), messages, limit);
-        let messages = window.messages().to_vec();
-        self.cache.borrow_mut().keep_window(since, window);
-        Ok((conversation, messages, config))
-    }
-
-    /// The latest summary and the entities in scope: cached, else from the store (and then cached).
-    pub(crate) async fn memory_parts(&self, id: &str) -> Result<Rc<MemoryParts>, SessionError> {
-        if let Some(m) = self.cache.borrow().memory(id) {
-            return Ok(m);
-        }
-        let since = self.cache.borrow().generation();
-        let parts = Rc::new(MemoryParts {
-            summary: self.store.latest_summary(id).await?,
-            entities: self.entities_for(id).await?,
-        });
-        self.cache
-            .borrow_mut()
-            .keep_memory(since, id, parts.clone());
-        Ok(parts)
-    }
-
-    /// Loads what the next prompt needs into the cache ahead of time (errors surface on use).
-    pub(crate) async fn warm(&self, id: &str) {
-        if self.recent(id).await.is_ok() {
-            self.memory_parts(id).await.ok();
-        }
-    }
-
+impl Chat {
     /// The conversation, its recent history, summary and relevant entities, and the prompt assembled
     /// for `new_message`: a stored message already in the history, the draft (a preview), or, with
     /// `unsaved`, a new message not stored yet, which joins the history with the next seq.
@@ -184,7 +128,7 @@ impl Session {
         id: &str,
         new_message: &Message,
         unsaved: bool,
-    ) -> Result<Context, SessionError> {
+    ) -> Result<Context, ChatError> {
         self.context_from(id, new_message, unsaved, None).await
     }
 
@@ -196,8 +140,8 @@ impl Session {
         new_message: &Message,
         unsaved: bool,
         history: Option<Vec<Message>>,
-    ) -> Result<Context, SessionError> {
-        let (conversation, mut messages, config) = self.recent(id).await?;
+    ) -> Result<Context, ChatError> {
+        let (conversation, mut messages, config) = self.core.recent(id).await?;
         if let Some(mut h) = history {
             let excess = h.len().saturating_sub(history_load_limit(&config));
             h.drain(..excess);
@@ -208,20 +152,20 @@ impl Session {
             let mut m = new_message.clone();
             // The next seq is unknown after a clear (seqs go on), so such a send takes the ordinary
             // path.
-            m.seq = messages.last().ok_or(SessionError::Conflict)?.seq + 1;
+            m.seq = messages.last().ok_or(ChatError::Conflict)?.seq + 1;
             messages.push(m.clone());
             placed = m;
             &placed
         } else {
             new_message
         };
-        let memory = self.memory_parts(id).await?;
+        let memory = self.core.memory_parts(id).await?;
         Ok(self.assemble_context(conversation, messages, config, new_message, &memory))
     }
 
     /// The prompt for `new_message` after `messages`, with `memory`, as the conversation's settings
     /// (its model, system prompt and memory config) say.
-    fn assemble_context(
+    pub(super) fn assemble_context(
         &self,
         conversation: Conversation,
         messages: Vec<Message>,
@@ -230,6 +174,7 @@ impl Session {
         memory: &MemoryParts,
     ) -> Context {
         let endpoint = self
+            .core
             .settings
             .borrow()
             .chat_endpoint_for(&conversation.memory_overrides);
@@ -245,7 +190,7 @@ impl Session {
             .into_iter()
             .cloned()
             .collect();
-        let estimator = self.calibration.borrow().estimator(
+        let estimator = self.core.calibration.borrow().estimator(
             HeuristicEstimator,
             &endpoint.key(),
             &endpoint.model,
@@ -272,26 +217,22 @@ impl Session {
     }
 
     /// Runs one turn, then the memory update if due.
-    pub(crate) async fn run_turn(
-        self: &Rc<Self>,
-        id: &str,
-        begin: Begin,
-    ) -> Result<(), SessionError> {
+    pub(crate) async fn run_turn(self: &Rc<Self>, id: &str, begin: Begin) -> Result<(), ChatError> {
         let stopper = Stopper::new();
         self.inflight
             .borrow_mut()
             .insert(id.to_string(), stopper.clone());
-        self.emit(SessionEvent::TurnRunning {
+        self.core.emit(SessionEvent::TurnRunning {
             conversation_id: id.to_string(),
             running: true,
         });
         // The chat goes first: memory updates on the same server stop, and wait until it is over.
-        let server = self.chat_server();
-        self.chat_started(&server);
+        let server = self.memory.chat_server();
+        self.memory.chat_started(&server);
         let result = self.drive_turn(id, begin, &stopper).await;
-        self.chat_ended(&server);
+        self.memory.chat_ended(&server);
         self.inflight.borrow_mut().remove(id);
-        self.emit(SessionEvent::TurnRunning {
+        self.core.emit(SessionEvent::TurnRunning {
             conversation_id: id.to_string(),
             running: false,
         });
@@ -299,9 +240,9 @@ impl Session {
         let this = self.clone();
         let id = id.to_string();
         wasm_bindgen_futures::spawn_local(async move {
-            this.update_memory_if_due(&id, overflow, false).await;
+            this.memory.update_memory_if_due(&id, overflow, false).await;
             // A memory update forgets the cached memory: have it ready again for the next prompt.
-            this.warm(&id).await;
+            this.core.warm(&id).await;
         });
         Ok(())
     }
@@ -313,7 +254,7 @@ impl Session {
         id: &str,
         begin: Begin,
         stopper: &Stopper,
-    ) -> Result<bool, SessionError> {
+    ) -> Result<bool, ChatError> {
         let mut run = self.begin_turn(id, begin, stopper).await?;
         let mut turn = self.start_turn(&mut run).await?;
         loop {
@@ -344,24 +285,25 @@ impl Session {
         id: &'a str,
         begin: Begin,
         stopper: &'a Stopper,
-    ) -> Result<Run<'a>, SessionError> {
+    ) -> Result<Run<'a>, ChatError> {
         let (user, ctx, reply, ahead) = match begin {
             Begin::Stored(new_message_id) => {
                 let cached = self
+                    .core
                     .cache
                     .borrow()
                     .window(id)
                     .and_then(|w| w.message(&new_message_id).cloned());
                 let user = match cached {
                     Some(m) => Some(m),
-                    None => self.store.get_message(&new_message_id).await?,
+                    None => self.core.store.get_message(&new_message_id).await?,
                 }
                 .filter(|m| m.conversation_id == id && m.role == Role::User)
-                .ok_or_else(|| SessionError::Invalid("The message to send is gone.".into()))?;
+                .ok_or_else(|| ChatError::Invalid("The message to send is gone.".into()))?;
                 let ctx = self.context_for(id, &user, false).await?;
                 let reply = reply_placeholder(id, &ctx);
-                let reply = self.store.append_message(&reply).await?.message;
-                self.emit(SessionEvent::MessageAdded(reply.clone()));
+                let reply = self.core.store.append_message(&reply).await?.message;
+                self.core.emit(SessionEvent::MessageAdded(reply.clone()));
                 (user, ctx, reply, None)
             }
             Begin::Regenerate { replaces } => {
@@ -370,7 +312,7 @@ impl Session {
                 let mut reply = reply_placeholder(id, &ctx);
                 reply.meta.after = None;
                 reply.meta.replaces = Some(replaces);
-                let reply = self.store.append_message(&reply).await?.message;
+                let reply = self.core.store.append_message(&reply).await?.message;
                 self.alternative_added(id, &reply).await?;
                 (user, ctx, reply, None)
             }
@@ -396,7 +338,7 @@ impl Session {
     }
 
     /// The turn machine for `run`; when it refuses to start, the reply says why.
-    async fn start_turn(self: &Rc<Self>, run: &mut Run<'_>) -> Result<Turn, SessionError> {
+    async fn start_turn(self: &Rc<Self>, run: &mut Run<'_>) -> Result<Turn, ChatError> {
         let started = Turn::start(TurnStart {
             conversation: &run.ctx.conversation,
             history: &run.ctx.messages,
@@ -418,7 +360,7 @@ impl Session {
         };
         self.finish_message(&run.reply, "", MessageStatus::Error, meta)
             .await?;
-        Err(SessionError::Invalid(msg))
+        Err(ChatError::Invalid(msg))
     }
 
     /// Carries out one action of the turn machine: send, cancel, save the reply, store the handle,
@@ -428,7 +370,7 @@ impl Session {
         run: &mut Run<'_>,
         turn: &mut Turn,
         action: Action,
-    ) -> Result<Option<bool>, SessionError> {
+    ) -> Result<Option<bool>, ChatError> {
         match action {
             Action::SendRequest {
                 prompt,
@@ -445,10 +387,11 @@ impl Session {
             Action::SaveReply(save) => {
                 save.apply_to(&mut run.reply);
                 let r = &run.reply;
-                self.store
+                self.core
+                    .store
                     .update_message(&r.id, &r.content, r.status, &r.meta)
                     .await?;
-                self.emit(SessionEvent::MessageProgress(r.clone()));
+                self.core.emit(SessionEvent::MessageProgress(r.clone()));
             }
             Action::StoreHandle {
                 conversation_id,
@@ -459,7 +402,7 @@ impl Session {
                         remote_handle: Some(handle),
                         ..Default::default()
                     };
-                    self.patch_conversation(run.id, &patch).await?;
+                    self.core.patch_conversation(run.id, &patch).await?;
                 }
             }
             Action::Finished(outcome) => return self.finish_turn(run, outcome).await.map(Some),
@@ -474,7 +417,7 @@ impl Session {
         turn: &mut Turn,
         prompt: &Prompt,
         previous_response_id: Option<String>,
-    ) -> Result<(), SessionError> {
+    ) -> Result<(), ChatError> {
         run.pump = None;
         let options = RequestOptions {
             temperature: None,
@@ -499,31 +442,31 @@ impl Session {
 
     /// Records how the turn ended (path, calibration) and reports it: a failed turn is an error, a
     /// reply cut off (rather than stopped) a banner; the partial reply is kept either way.
-    async fn finish_turn(&self, run: &Run<'_>, outcome: TurnOutcome) -> Result<bool, SessionError> {
+    async fn finish_turn(&self, run: &Run<'_>, outcome: TurnOutcome) -> Result<bool, ChatError> {
         let patch = ConversationPatch {
             last_path: Some(Some(outcome.path)),
             updated_at: Some(now()),
             ..Default::default()
         };
-        self.patch_conversation(run.id, &patch).await?;
+        self.core.patch_conversation(run.id, &patch).await?;
         if let Some(sample) = outcome.calibration {
             let endpoint = &run.ctx.endpoint;
-            self.calibration.borrow_mut().observe(
+            self.core.calibration.borrow_mut().observe(
                 &endpoint.key(),
                 &endpoint.model,
                 sample.estimated,
                 sample.reported,
             );
-            self.save_calibration().await;
+            self.core.save_calibration().await;
         }
         match (outcome.status, outcome.failure) {
-            (TurnStatus::Error, Some(f)) => return Err(SessionError::Request(f.message)),
+            (TurnStatus::Error, Some(f)) => return Err(ChatError::Request(f.message)),
             // The turn still counts, so the memory update may follow.
             (TurnStatus::Interrupted, Some(f)) if f.kind != failure::FailureKind::Aborted => {
-                self.emit(SessionEvent::Error {
+                self.core.emit(SessionEvent::Error {
                     conversation_id: Some(run.id.to_string()),
                     message: f.message,
-                    kind: super::ErrorKind::Request,
+                    kind: crate::session::shared::error::ErrorKind::Request,
                 });
             }
             _ => {}
@@ -532,7 +475,7 @@ impl Session {
     }
 
     /// Waits for the write started ahead of the request, if one was.
-    async fn settle(self: &Rc<Self>, run: &mut Run<'_>) -> Result<(), SessionError> {
+    async fn settle(self: &Rc<Self>, run: &mut Run<'_>) -> Result<(), ChatError> {
         match run.ahead.take() {
             Some(write) => {
                 self.settle_ahead(run.id, write, &run.user, &run.reply)
@@ -560,6 +503,7 @@ impl Session {
         );
         let done = wasm_bindgen_futures::future_to_promise(async move {
             let r = this
+                .core
                 .store
                 .append_turn(&user, &reply, user.seq.saturating_sub(1))
                 .await;
@@ -573,7 +517,7 @@ impl Session {
     }
 
     /// Waits for a write started by [`Session::write_ahead`] and reports the two messages. When the
-    /// conversation moved on, nothing was written: [`SessionError::Conflict`] (the caller sends again
+    /// conversation moved on, nothing was written: [`ChatError::Conflict`] (the caller sends again
     /// on the ordinary path).
     async fn settle_ahead(
         self: &Rc<Self>,
@@ -581,22 +525,22 @@ impl Session {
         write: WriteAhead,
         user: &Message,
         reply: &Message,
-    ) -> Result<(), SessionError> {
+    ) -> Result<(), ChatError> {
         wasm_bindgen_futures::JsFuture::from(write.done).await.ok();
         let outcome = write.slot.borrow_mut().take();
         match outcome {
             Some(Ok(true)) => {
                 // In seq order: every view (and the cached window) places them one after the other.
-                self.emit(SessionEvent::MessageAdded(user.clone()));
-                self.emit(SessionEvent::MessageAdded(reply.clone()));
+                self.core.emit(SessionEvent::MessageAdded(user.clone()));
+                self.core.emit(SessionEvent::MessageAdded(reply.clone()));
                 self.after_user_message(id, user).await
             }
             Some(Ok(false)) => {
-                self.cache.borrow_mut().forget(id);
-                Err(SessionError::Conflict)
+                self.core.cache.borrow_mut().forget(id);
+                Err(ChatError::Conflict)
             }
             Some(Err(e)) => Err(e.into()),
-            None => Err(SessionError::Conflict),
+            None => Err(ChatError::Conflict),
         }
     }
 
@@ -607,138 +551,16 @@ impl Session {
         content: &str,
         status: MessageStatus,
         meta: MessageMeta,
-    ) -> Result<(), SessionError> {
-        self.store
+    ) -> Result<(), ChatError> {
+        self.core
+            .store
             .update_message(&m.id, content, status, &meta)
             .await?;
         let mut m = m.clone();
         m.content = content.to_string();
         m.status = status;
         m.meta = meta;
-        self.emit(SessionEvent::MessageProgress(m));
+        self.core.emit(SessionEvent::MessageProgress(m));
         Ok(())
-    }
-
-    /// What the next request would contain if `draft` were sent now.
-    /// What the first message of a new chat (no conversation stored yet, `overrides`: what was
-    /// picked for it) would send: the system prompt, the shared memory and the message.
-    async fn preview_new_chat(
-        &self,
-        draft: Message,
-        overrides: MemoryOverrides,
-    ) -> Result<Preview, SessionError> {
-        let t = now();
-        let conversation = Conversation {
-            id: String::new(),
-            title: String::new(),
-            title_is_custom: false,
-            created_at: t,
-            updated_at: t,
-            message_count: 0,
-            endpoint_profile_id: None,
-            remote_handle: None,
-            last_path: None,
-            memory_overrides: overrides,
-        };
-        let config = self.config_for(&conversation);
-        let memory = MemoryParts {
-            summary: None,
-            entities: self.store.load_entities(&EntityScope::Shared).await?,
-        };
-        let ctx = self.assemble_context(conversation, Vec::new(), config, &draft, &memory);
-        Ok(preview_of(&ctx, TurnPath::Fresh))
-    }
-
-    /// What the next request of conversation `id` (empty: the new chat, with `overrides`) will
-    /// contain, with `draft` as its message.
-    pub async fn preview(
-        &self,
-        id: &str,
-        draft: &str,
-        overrides: MemoryOverrides,
-    ) -> Result<Preview, SessionError> {
-        let draft_msg = Message {
-            id: "draft".into(),
-            conversation_id: id.to_string(),
-            seq: u64::MAX,
-            role: Role::User,
-            content: draft.to_string(),
-            status: MessageStatus::Complete,
-            created_at: now(),
-            meta: Default::default(),
-        };
-        if id.is_empty() {
-            return self.preview_new_chat(draft_msg, overrides).await;
-        }
-        let ctx = self.context_for(id, &draft_msg, false).await?;
-        let path = path_for(
-            ctx.conversation.remote_handle.as_ref(),
-            &ctx.endpoint,
-            &ctx.assembly,
-        );
-        Ok(preview_of(&ctx, path))
-    }
-}
-
-fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
-    let a = &ctx.assembly;
-    let path_explanation = path_explanation(path).to_string();
-    let sections = a
-        .sections
-        .iter()
-        .map(|s| {
-            let (key, label) = match s.kind {
-                SectionKind::System => ("system", "System prompt"),
-                SectionKind::Summary => ("summary", "Summary"),
-                SectionKind::Pending => ("pending", "Said, not yet in memory"),
-                SectionKind::Entities => ("entities", "Entities"),
-                SectionKind::History => ("history", "History"),
-                SectionKind::NewMessage => ("new-message", "New message"),
-            };
-            let detail = match s.kind {
-                SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
-                SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
-                SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
-                SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
-                _ => String::new(),
-            };
-            PreviewSection {
-                key: key.into(),
-                label: label.into(),
-                detail,
-                tokens: s.tokens,
-            }
-        })
-        .collect();
-    let dropped = a
-        .dropped
-        .iter()
-        .map(|d| PreviewDropped {
-            seq: d.seq,
-            reason: match d.reason {
-                DropReason::CoveredBySummary => "covered by the summary",
-                DropReason::OverBudget => "no room in the token budget",
-                DropReason::ByteCap => "no room under the request size cap",
-                DropReason::Errored => "a failed reply",
-                DropReason::Empty => "empty",
-                DropReason::AfterNewMessage => "a reply to an earlier attempt at this message",
-            }
-            .to_string(),
-        })
-        .collect();
-    Preview {
-        path,
-        path_explanation,
-        format: match ctx.config.history_format {
-            HistoryFormat::Transcript => "transcript".into(),
-            HistoryFormat::Messages => "messages".into(),
-        },
-        protocol: ctx.endpoint.protocol.as_str().into(),
-        sections,
-        dropped,
-        total_tokens: a.total_tokens,
-        budget: a.budget_tokens,
-        over_budget: a.over_budget,
-        request_bytes: a.total_bytes,
     }
 }

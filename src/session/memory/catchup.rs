@@ -10,35 +10,15 @@
 //! only those; it gives up when the same failure comes three times in a row (the engine's
 //! `BuildTally` decides and words it). Must not import `ui`.
 
-use super::memory::{memory_error, Update};
-use super::{Session, SessionError, SessionEvent};
+use super::service::{Memory, MemoryError};
+use super::update::{memory_error, Update};
 use crate::engine::memory::catchup::{covered_count, next_request, plan, BuildFailure, BuildTally};
-use crate::engine::memory::{MemoryError, UpdateLimits};
+use crate::engine::memory::{MemoryError as ReplyError, UpdateLimits};
 use crate::engine::model::{Conversation, EntityScope};
+use crate::session::shared::events::{BuildStatus, SessionEvent};
 use crate::transport::Stopper;
 use std::cell::RefCell;
 use std::rc::Rc;
-
-/// Where a memory build stands, for the progress line.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum BuildStatus {
-    /// Conversation `conversation` of `conversations` (1-based), chunk `chunk` of `chunks`.
-    Running {
-        conversation_id: String,
-        title: String,
-        conversation: usize,
-        conversations: usize,
-        chunk: usize,
-        chunks: usize,
-    },
-    /// Every queued conversation's memory covers its history.
-    Done(String),
-    /// The run ended with conversations not built: which and why, and the ids a retry builds
-    /// (those, and any the run did not reach when it gave up).
-    Failed { text: String, retry: Vec<String> },
-    /// Cancelled, or memory is off: what happened and what to do.
-    Stopped(String),
-}
 
 /// The queue of conversations whose memory is being built in this tab.
 #[derive(Default)]
@@ -59,11 +39,12 @@ enum Built {
     Cancelled,
 }
 
-impl Session {
+impl Memory {
     /// Builds the memory of `ids`, one conversation at a time, in the background: a run already
     /// going takes them on after its own. Reports progress and the end as events.
     pub async fn build_memory(self: &Rc<Self>, ids: Vec<String>) {
         let endpoint = self
+            .core
             .settings
             .borrow()
             .memory_endpoint_for(&Default::default());
@@ -99,7 +80,7 @@ impl Session {
     }
 
     fn report(&self, status: BuildStatus) {
-        self.emit(SessionEvent::MemoryBuild(status));
+        self.core.emit(SessionEvent::MemoryBuild(status));
     }
 
     /// Runs the queue until it is empty or cancelled, going on past a conversation that fails
@@ -119,13 +100,13 @@ impl Session {
             *self.building.taken.borrow_mut() += 1;
             match self.build_conversation(&id, stopper).await {
                 Ok(Built::Covered(n)) => tally.built(n),
-                Err(SessionError::NoConversation) => {} // deleted meanwhile: nothing to build
+                Err(MemoryError::NoConversation) => {} // deleted meanwhile: nothing to build
                 Ok(Built::Cancelled) => return BuildStatus::Stopped(CANCELLED.into()),
                 Err(e) => tally.failed(BuildFailure {
                     title: self.title_of(&id).await,
                     conversation_id: id.clone(),
                     reason: match e {
-                        SessionError::Memory(reason) => reason,
+                        MemoryError::Failed(reason) => reason,
                         e => e.to_string(),
                     },
                 }),
@@ -156,7 +137,7 @@ impl Session {
 
     /// A conversation's title for the end of a run (its id if it cannot be read).
     async fn title_of(&self, id: &str) -> String {
-        match self.store.get_conversation(id).await {
+        match self.core.store.get_conversation(id).await {
             Ok(Some(c)) => c.title,
             _ => id.to_string(),
         }
@@ -168,24 +149,29 @@ impl Session {
         self: &Rc<Self>,
         id: &str,
         stopper: &Stopper,
-    ) -> Result<Built, SessionError> {
-        let _lock = super::sync::lock(&format!("memoire-memory:{}:{id}", self.store.name())).await;
+    ) -> Result<Built, MemoryError> {
+        let _lock = crate::session::shared::tabs::lock(&format!(
+            "memoire-memory:{}:{id}",
+            self.core.store.name()
+        ))
+        .await;
         let conv = self
+            .core
             .store
             .get_conversation(id)
             .await?
-            .ok_or(SessionError::NoConversation)?;
+            .ok_or(MemoryError::NoConversation)?;
         if stopper.is_stopped() {
             return Ok(Built::Cancelled);
         }
         self.memory_running.borrow_mut().insert(id.to_string());
-        self.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
             running: true,
         });
         let result = self.build_chunks(&conv, stopper).await;
         self.memory_running.borrow_mut().remove(id);
-        self.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
         });
@@ -198,15 +184,15 @@ impl Session {
         &self,
         conv: &Conversation,
         stopper: &Stopper,
-    ) -> Result<Built, SessionError> {
+    ) -> Result<Built, MemoryError> {
         let id = conv.id.as_str();
-        let config = self.config_for(conv);
+        let config = self.core.config_for(conv);
         let limits = UpdateLimits::from_config(&config);
         let every = config.summary_every_pairs;
-        let messages = self.store.load_all_messages(id).await?;
+        let messages = self.core.store.load_all_messages(id).await?;
         // Memory is made of the branch on screen, never of the alternatives off it.
-        let messages = self.on_branch(id, messages).await?;
-        let mut previous = self.store.latest_summary(id).await?;
+        let messages = self.core.on_branch(id, messages).await?;
+        let mut previous = self.core.store.latest_summary(id).await?;
         let chunks = plan(
             &messages,
             previous.as_ref().map(|s| s.covers_up_to_seq),
@@ -218,9 +204,9 @@ impl Session {
         let scope = EntityScope::Conversation(id.to_string());
         let mut written = 0;
         for chunk in 1..=chunks {
-            let existing = self.store.load_entities(&scope).await?;
+            let existing = self.core.store.load_entities(&scope).await?;
             let req = match next_request(previous.as_ref(), &messages, &existing, &limits, every) {
-                Err(MemoryError::NothingToSummarize) => break,
+                Err(ReplyError::NothingToSummarize) => break,
                 other => other.map_err(memory_error)?,
             };
             self.report(self.running(conv, chunk, chunks));
@@ -243,8 +229,8 @@ impl Session {
                 .run_request(id, update, stopper, &|| false)
                 .await
                 .map_err(|e| match e {
-                    SessionError::Quiet(reason) | SessionError::Request(reason) => {
-                        SessionError::Memory(reason)
+                    MemoryError::Quiet(reason) | MemoryError::Request(reason) => {
+                        MemoryError::Failed(reason)
                     }
                     e => e,
                 })?;
@@ -252,7 +238,7 @@ impl Session {
                 return Ok(Built::Cancelled);
             }
             written += 1;
-            previous = self.store.latest_summary(id).await?;
+            previous = self.core.store.latest_summary(id).await?;
         }
         Ok(Built::Covered(written))
     }

@@ -4,33 +4,43 @@
 //! Both exports are behind split point `export` (a wasm chunk fetched on first use, see
 //! scripts/build-wasm.sh). Must not import `ui`.
 
-use super::{now, Boxed, Session, SessionError};
+use super::service::{Transfer, TransferError};
 use crate::engine::backup::{export_json, export_markdown, ConversationBundle};
 use crate::engine::model::EntityScope;
+use crate::session::shared::error::Boxed;
+use crate::session::shared::now;
 
 /// Split point `export`: the JSON backup (the file's types and their serialisation).
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>)))]
-fn export_json_split<'a>(session: &'a Session, id: Option<&'a str>) -> Boxed<'a, String> {
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, TransferError>)))]
+fn export_json_split<'a>(
+    session: &'a Transfer,
+    id: Option<&'a str>,
+) -> Boxed<'a, String, TransferError> {
     Box::pin(session.export_json_now(id))
 }
 
 /// Split point `export`: the Markdown transcript.
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, SessionError>)))]
-fn export_markdown_split<'a>(session: &'a Session, id: &'a str) -> Boxed<'a, String> {
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, TransferError>)))]
+fn export_markdown_split<'a>(
+    session: &'a Transfer,
+    id: &'a str,
+) -> Boxed<'a, String, TransferError> {
     Box::pin(session.export_markdown_now(id))
 }
 
-impl Session {
-    async fn bundle(&self, id: &str) -> Result<ConversationBundle, SessionError> {
+impl Transfer {
+    async fn bundle(&self, id: &str) -> Result<ConversationBundle, TransferError> {
         let conversation = self
+            .core
             .store
             .get_conversation(id)
             .await?
-            .ok_or(SessionError::NoConversation)?;
+            .ok_or(TransferError::NoConversation)?;
         Ok(ConversationBundle {
-            messages: self.store.load_all_messages(id).await?,
-            summaries: self.store.load_summaries(id).await?,
+            messages: self.core.store.load_all_messages(id).await?,
+            summaries: self.core.store.load_summaries(id).await?,
             entities: self
+                .core
                 .store
                 .load_entities(&EntityScope::Conversation(id.to_string()))
                 .await?,
@@ -39,14 +49,15 @@ impl Session {
     }
 
     /// Versioned JSON of one conversation (`Some(id)`) or of everything. Never contains API keys.
-    pub async fn export_json(&self, id: Option<&str>) -> Result<String, SessionError> {
+    pub async fn export_json(&self, id: Option<&str>) -> Result<String, TransferError> {
         export_json_split(self, id).await
     }
 
-    async fn export_json_now(&self, id: Option<&str>) -> Result<String, SessionError> {
+    async fn export_json_now(&self, id: Option<&str>) -> Result<String, TransferError> {
         let ids: Vec<String> = match id {
             Some(id) => vec![id.to_string()],
             None => self
+                .core
                 .store
                 .list_conversations(usize::MAX)
                 .await?
@@ -58,19 +69,19 @@ impl Session {
         for id in &ids {
             bundles.push(self.bundle(id).await?);
         }
-        let shared = self.store.load_entities(&EntityScope::Shared).await?;
+        let shared = self.core.store.load_entities(&EntityScope::Shared).await?;
         Ok(export_json(&bundles, &shared, now()))
     }
 
     /// A readable Markdown transcript of one conversation.
-    pub async fn export_markdown(&self, id: &str) -> Result<String, SessionError> {
+    pub async fn export_markdown(&self, id: &str) -> Result<String, TransferError> {
         export_markdown_split(self, id).await
     }
 
-    async fn export_markdown_now(&self, id: &str) -> Result<String, SessionError> {
+    async fn export_markdown_now(&self, id: &str) -> Result<String, TransferError> {
         let b = self.bundle(id).await?;
         // The transcript is the branch on screen; the JSON backup keeps every alternative.
-        let shown = self.on_branch(id, b.messages).await?;
+        let shown = self.core.on_branch(id, b.messages).await?;
         Ok(export_markdown(&b.conversation, &shown))
     }
 }

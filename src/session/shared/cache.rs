@@ -7,7 +7,7 @@
 //! from other tabs make it forget the conversation they touch: the next use reloads it. A load that
 //! raced with an event is used once and not kept (the generation check). Must not import `ui`.
 
-use super::SessionEvent;
+use super::events::SessionEvent;
 use crate::engine::model::{ConversationSummary, EntityNode};
 use crate::engine::window::{Applied, HistoryWindow};
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 //! into one. The engine decides (`engine::sync::memory`, `track`, `unify`); this moves data.
 //! Must not import `ui`.
 
-use super::{clock, keep_clock, record, report, stored, Inner, ReplicateError};
+use super::replication::{clock, keep_clock, record, report, stored, Inner, SyncError};
 use crate::engine::model::{EntityScope, Millis};
 use crate::engine::sync::doc::{entity_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc};
 use crate::engine::sync::memory::{
@@ -14,7 +14,8 @@ use crate::engine::sync::memory::{
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::unify::unify;
 use crate::engine::sync::{Body, Clock, Doc, Hlc, Kind};
-use crate::session::{now, SessionEvent};
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::now;
 
 fn scope_id(scope: &EntityScope) -> Option<&str> {
     match scope {
@@ -33,7 +34,7 @@ async fn live<T>(
     i: &Inner,
     prefix: &str,
     pick: impl Fn(Body) -> Option<T>,
-) -> Result<Vec<T>, ReplicateError> {
+) -> Result<Vec<T>, SyncError> {
     Ok(i.store
         .sync_docs_with_prefix(prefix)
         .await?
@@ -57,7 +58,7 @@ pub(super) async fn track_memory(
     shared: bool,
     clock: &mut Clock,
     at: Millis,
-) -> Result<Vec<Doc>, ReplicateError> {
+) -> Result<Vec<Doc>, SyncError> {
     let mut docs = Vec::new();
     let mut scopes = Vec::new();
     if let Some(conversation) = conversation.filter(|c| !c.is_empty()) {
@@ -114,7 +115,7 @@ fn graph_scope(e: &Effect) -> Option<EntityScope> {
 pub(super) async fn apply_memory(
     i: &Inner,
     effects: Vec<Effect>,
-) -> Result<Vec<EntityScope>, ReplicateError> {
+) -> Result<Vec<EntityScope>, SyncError> {
     let mut graphs: Vec<(EntityScope, Vec<Effect>)> = Vec::new();
     for e in effects {
         if let Effect::Summary(s) = e {
@@ -147,7 +148,7 @@ pub(super) async fn apply_memory(
 }
 
 /// A clear of `conversation` at `at` (on any device): its summary versions made until then go.
-async fn clear_summaries(i: &Inner, conversation: &str, at: &Hlc) -> Result<(), ReplicateError> {
+async fn clear_summaries(i: &Inner, conversation: &str, at: &Hlc) -> Result<(), SyncError> {
     let local = i.store.load_summaries(conversation).await?;
     if local.is_empty() {
         return Ok(());
@@ -172,7 +173,7 @@ async fn change_graph(
     i: &Inner,
     scope: &EntityScope,
     effects: Vec<Effect>,
-) -> Result<bool, ReplicateError> {
+) -> Result<bool, SyncError> {
     let mut nodes = i.store.load_entities(scope).await?;
     let edges = if effects.iter().any(|e| matches!(e, Effect::Entity(_))) {
         live(i, &format!("r:{}:", scope_part(scope_id(scope))), edge).await?
@@ -217,7 +218,7 @@ async fn change_graph(
 
 /// One entity learned on two devices becomes one (`engine::sync::unify`): the documents are
 /// recorded for the server and applied here.
-pub(super) async fn unify_scope(i: &Inner, scope: &EntityScope) -> Result<(), ReplicateError> {
+pub(super) async fn unify_scope(i: &Inner, scope: &EntityScope) -> Result<(), SyncError> {
     let part = scope_part(scope_id(scope));
     let entities: Vec<EntityDoc> = live(i, &format!("e:{part}:"), |b| match b {
         Body::Entity(e) => Some(e),
@@ -243,7 +244,7 @@ pub(super) async fn track_entity_deleted(
     i: &Inner,
     conversation: &str,
     entity: &str,
-) -> Result<(), ReplicateError> {
+) -> Result<(), SyncError> {
     let (mut c, _) = clock(i).await?;
     let mut docs = Vec::new();
     for scope in [Some(conversation), None] {

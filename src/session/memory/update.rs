@@ -3,39 +3,38 @@
 //! file loads, sends, and stores the result in one transaction. A failed update never touches the
 //! stored memory. Must not import `ui`.
 
-use super::stream::{Consumer, Pump};
-use super::{
-    new_id, now, transport_failure, Boxed, ErrorKind, MemorySnapshot, Session, SessionError,
-    SessionEvent,
-};
+use super::service::{Memory, MemoryError};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure::{self, Failure};
-use crate::engine::memory::graph::{put_entity, remove_entity};
 use crate::engine::memory::schedule::Action;
 use crate::engine::memory::{
     apply_update, build_update_request, due, judge, next_form, refused_http, refused_stream,
-    restore_summary, retry_allowed, server_of, start_form, summary_max_chars, Admit, DueInput,
-    Graph, MemoryError, MemoryFailure, MemoryForm, ReplyCollector, UpdateEnd, UpdateLimits,
+    retry_allowed, server_of, start_form, summary_max_chars, Admit, DueInput, Graph,
+    MemoryError as ReplyError, MemoryFailure, MemoryForm, ReplyCollector, UpdateEnd, UpdateLimits,
     UpdateRequest, Verdict,
 };
 use crate::engine::model::{
     EndpointProfile, EntityNode, EntityScope, MemoryOverrides, Millis, Prompt,
 };
 use crate::engine::request::{self, RequestOptions};
+use crate::session::shared::error::{Boxed, ErrorKind};
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::stream::{Consumer, Pump};
+use crate::session::shared::{new_id, now, transport_failure};
 use crate::transport::{Stopper, TransportError};
 use std::rc::Rc;
 
 /// Split point `memory` (scripts/build-wasm.sh): sending an update and what only it reaches (the
 /// forms, the reply collector, parsing, grounding, merging into the graph) are in the memory chunk,
-/// fetched when the first update runs; a failed fetch is [`SessionError::Unavailable`].
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, SessionError>)))]
+/// fetched when the first update runs; a failed fetch is [`MemoryError::Unavailable`].
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, MemoryError>)))]
 fn run_request_split<'a>(
-    session: &'a Session,
+    session: &'a Memory,
     id: &'a str,
     u: Update<'a>,
     stopper: &'a Stopper,
     contended: &'a dyn Fn() -> bool,
-) -> Boxed<'a, bool> {
+) -> Boxed<'a, bool, MemoryError> {
     Box::pin(session.run_request_now(id, u, stopper, contended))
 }
 
@@ -45,7 +44,7 @@ const MAX_UPDATES_IN_A_ROW: usize = 8;
 /// Most messages looked at when deciding whether an update is due.
 const DUE_WINDOW: usize = 400;
 
-impl Session {
+impl Memory {
     /// Runs the memory update when the engine says it is due (or always, with `force`). Serial per
     /// conversation; reports failures as notices and never changes memory on failure.
     pub(crate) async fn update_memory_if_due(
@@ -66,37 +65,34 @@ impl Session {
             result = self.update_memory(id, false, false).await;
         }
         match result {
-            Ok(_)
-            | Err(
-                SessionError::Quiet(_) | SessionError::MemoryBusy | SessionError::MemoryDeferred,
-            ) => {}
-            Err(SessionError::Request(reason)) => self.emit(SessionEvent::Error {
+            Ok(_) | Err(MemoryError::Quiet(_) | MemoryError::Busy | MemoryError::Deferred) => {}
+            Err(MemoryError::Request(reason)) => self.core.emit(SessionEvent::Error {
                 conversation_id: Some(id.to_string()),
-                message: SessionError::Memory(reason).to_string(),
+                message: MemoryError::Failed(reason).to_string(),
                 kind: ErrorKind::Memory,
             }),
-            Err(e) => self.emit(SessionEvent::Error {
+            Err(e) => self.core.emit(SessionEvent::Error {
                 conversation_id: Some(id.to_string()),
-                message: SessionError::Memory(e.to_string()).to_string(),
+                message: MemoryError::Failed(e.to_string()).to_string(),
                 kind: e.kind(),
             }),
         }
     }
 
     /// The "Update memory now" button.
-    pub async fn update_memory_now(self: &Rc<Self>, id: &str) -> Result<(), SessionError> {
+    pub async fn update_memory_now(self: &Rc<Self>, id: &str) -> Result<(), MemoryError> {
         match self.update_memory(id, false, true).await {
             Ok(_) => Ok(()),
             // Asked for by the user: always said, even when it is the same failure as before.
-            Err(SessionError::Quiet(reason) | SessionError::Request(reason)) => {
-                Err(SessionError::Memory(reason))
+            Err(MemoryError::Quiet(reason) | MemoryError::Request(reason)) => {
+                Err(MemoryError::Failed(reason))
             }
             Err(e) => Err(e),
         }
     }
 
     /// Returns whether an update ran. Never twice at once: one running in this tab refuses at once
-    /// ([`SessionError::MemoryBusy`]), and one tab at a time updates a conversation's memory (a Web
+    /// ([`MemoryError::Busy`]), and one tab at a time updates a conversation's memory (a Web
     /// Lock): a tab that waited re-reads everything, so it does not repeat the update another tab
     /// just made (a forced update is skipped when a new summary arrived while it waited).
     async fn update_memory(
@@ -104,30 +100,34 @@ impl Session {
         id: &str,
         overflow: bool,
         force: bool,
-    ) -> Result<bool, SessionError> {
+    ) -> Result<bool, MemoryError> {
         let server = self.memory_server();
         if self.memory_running.borrow().contains(id) {
             // A live update running here: this one is remembered and runs after it, if still due.
             if self.schedule.borrow().is_running(id) {
                 self.schedule.borrow_mut().handle_update_wanted(id, &server);
             }
-            return Err(SessionError::MemoryBusy);
+            return Err(MemoryError::Busy);
         }
-        let seen = self.store.latest_summary(id).await?.map(|s| s.version);
-        let _lock = super::sync::lock(&format!("memoire-memory:{}:{id}", self.store.name())).await;
-        if force && self.store.latest_summary(id).await?.map(|s| s.version) != seen {
+        let seen = self.core.store.latest_summary(id).await?.map(|s| s.version);
+        let _lock = crate::session::shared::tabs::lock(&format!(
+            "memoire-memory:{}:{id}",
+            self.core.store.name()
+        ))
+        .await;
+        if force && self.core.store.latest_summary(id).await?.map(|s| s.version) != seen {
             return Ok(false);
         }
         let Some(due) = self.due_update(id, overflow, force).await? else {
             return Ok(false);
         };
-        if !self.settings.borrow().has_endpoint() {
-            return Err(SessionError::NoEndpoint);
+        if !self.core.settings.borrow().has_endpoint() {
+            return Err(MemoryError::NoEndpoint);
         }
         // A chat turn goes first: while one is in flight on the memory's server, the update waits
         // and runs when the turn is over (`engine::memory::schedule`).
         if self.schedule.borrow_mut().handle_update_wanted(id, &server) == Admit::Wait {
-            return Err(SessionError::MemoryDeferred);
+            return Err(MemoryError::Deferred);
         }
         self.run_scheduled(id, due).await
     }
@@ -139,21 +139,22 @@ impl Session {
         id: &str,
         overflow: bool,
         force: bool,
-    ) -> Result<Option<DueUpdate>, SessionError> {
+    ) -> Result<Option<DueUpdate>, MemoryError> {
         let conv = self
+            .core
             .store
             .get_conversation(id)
             .await?
-            .ok_or(SessionError::NoConversation)?;
-        let config = self.config_for(&conv);
-        let previous = self.store.latest_summary(id).await?;
+            .ok_or(MemoryError::NoConversation)?;
+        let config = self.core.config_for(&conv);
+        let previous = self.core.store.latest_summary(id).await?;
         let covers = previous.as_ref().map(|s| s.covers_up_to_seq);
         let messages = match covers {
-            Some(seq) => self.store.load_since(id, seq).await?,
-            None => self.store.load_last(id, DUE_WINDOW).await?,
+            Some(seq) => self.core.store.load_since(id, seq).await?,
+            None => self.core.store.load_last(id, DUE_WINDOW).await?,
         };
         // Memory is made of the branch on screen, never of the alternatives off it.
-        let messages = self.on_branch(id, messages).await?;
+        let messages = self.core.on_branch(id, messages).await?;
         let decision = due(DueInput {
             messages: &messages,
             covers_up_to_seq: covers,
@@ -166,11 +167,12 @@ impl Session {
         // After a failure, automatic updates back off (the engine says when to try again).
         if !force {
             let key = self
+                .core
                 .settings
                 .borrow()
                 .memory_endpoint_for(&conv.memory_overrides)
                 .key();
-            let failure = self.store.memory_failure(id).await?;
+            let failure = self.core.store.memory_failure(id).await?;
             if !retry_allowed(failure.as_ref(), &messages, &key, now()) {
                 return Ok(None);
             }
@@ -185,11 +187,7 @@ impl Session {
 
     /// Runs an admitted update, known to the scheduler and the UI as running (stoppable by a chat
     /// turn) until it ends, then tells the scheduler how it ended and does what it asks.
-    async fn run_scheduled(
-        self: &Rc<Self>,
-        id: &str,
-        due: DueUpdate,
-    ) -> Result<bool, SessionError> {
+    async fn run_scheduled(self: &Rc<Self>, id: &str, due: DueUpdate) -> Result<bool, MemoryError> {
         let DueUpdate {
             conv,
             config,
@@ -201,11 +199,11 @@ impl Session {
             .borrow_mut()
             .insert(id.to_string(), stopper.clone());
         self.memory_running.borrow_mut().insert(id.to_string());
-        self.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
             running: true,
         });
-        let result: Result<bool, SessionError> = self
+        let result: Result<bool, MemoryError> = self
             .run_update(
                 id,
                 &conv.message_count,
@@ -221,11 +219,11 @@ impl Session {
         let end = match &result {
             Ok(true) => UpdateEnd::Landed,
             Ok(false) => UpdateEnd::Stopped,
-            Err(SessionError::MemoryDeferred) => UpdateEnd::Unusable,
+            Err(MemoryError::Deferred) => UpdateEnd::Unusable,
             Err(_) => UpdateEnd::Broken,
         };
         self.schedule.borrow_mut().handle_update_ended(id, &end);
-        self.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
         });
@@ -236,6 +234,7 @@ impl Session {
     /// The server memory updates talk to (`engine::memory::server_of`).
     pub(crate) fn memory_server(&self) -> String {
         let endpoint = self
+            .core
             .settings
             .borrow()
             .memory_endpoint_for(&MemoryOverrides::default());
@@ -244,7 +243,7 @@ impl Session {
 
     /// The server chat turns talk to.
     pub(crate) fn chat_server(&self) -> String {
-        server_of(&self.settings.borrow().endpoint.base_url)
+        server_of(&self.core.settings.borrow().endpoint.base_url)
     }
 
     /// A chat turn is about to send: the updates running on its server stop (they run again after
@@ -276,7 +275,7 @@ impl Session {
                     wasm_bindgen_futures::spawn_local(async move {
                         this.update_memory_if_due(&conversation_id, false, false)
                             .await;
-                        this.warm(&conversation_id).await;
+                        this.core.warm(&conversation_id).await;
                     });
                 }
             }
@@ -292,9 +291,9 @@ impl Session {
         config: &crate::engine::model::MemoryConfig,
         overrides: &MemoryOverrides,
         stopper: &Stopper,
-    ) -> Result<bool, SessionError> {
+    ) -> Result<bool, MemoryError> {
         let scope = EntityScope::Conversation(id.to_string());
-        let existing = self.store.load_entities(&scope).await?;
+        let existing = self.core.store.load_entities(&scope).await?;
         let req = build_update_request(
             previous.as_ref(),
             messages,
@@ -320,14 +319,14 @@ impl Session {
     /// (the previous memory untouched) the failure. Returns false, having written nothing, when
     /// `stopper` stopped the request. `contended` says whether a chat turn to the same server came
     /// while it ran: an update that did not land is then judged by `engine::memory::schedule::judge`,
-    /// and a deferred one records nothing and is [`SessionError::MemoryDeferred`].
+    /// and a deferred one records nothing and is [`MemoryError::Deferred`].
     pub(crate) async fn run_request(
         &self,
         id: &str,
         u: Update<'_>,
         stopper: &Stopper,
         contended: &dyn Fn() -> bool,
-    ) -> Result<bool, SessionError> {
+    ) -> Result<bool, MemoryError> {
         run_request_split(self, id, u, stopper, contended).await
     }
 
@@ -337,9 +336,9 @@ impl Session {
         u: Update<'_>,
         stopper: &Stopper,
         contended: &dyn Fn() -> bool,
-    ) -> Result<bool, SessionError> {
+    ) -> Result<bool, MemoryError> {
         let scope = EntityScope::Conversation(id.to_string());
-        let endpoint = self.settings.borrow().memory_endpoint_for(u.overrides);
+        let endpoint = self.core.settings.borrow().memory_endpoint_for(u.overrides);
         let (form, outcome) = self.ask_for_update(&endpoint, &u.req, stopper).await;
         if stopper.is_stopped() {
             return Ok(false);
@@ -362,23 +361,10 @@ impl Session {
             Ok(p) => p,
             Err((reason, raw, end)) => {
                 if judge(&end, contended()) == Verdict::Deferred {
-                    return Err(SessionError::MemoryDeferred);
+                    return Err(MemoryError::Deferred);
                 }
-                let before = self.store.memory_failure(id).await.ok().flatten();
-                let failure = MemoryFailure::new(now(), reason.clone(), &raw, form).following(
-                    before.as_ref(),
-                    u.seen_seq,
-                    &endpoint.key(),
-                );
-                let repeated = failure.repeats(before.as_ref());
-                self.store.set_memory_failure(id, Some(&failure)).await?;
-                self.emit(SessionEvent::MemoryChanged(id.to_string()));
-                // The same failure again is shown in the memory pane, not as another banner.
-                return Err(if repeated {
-                    SessionError::Quiet(reason)
-                } else {
-                    SessionError::Request(reason)
-                });
+                let seen = (u.seen_seq, endpoint.key());
+                return Err(self.record_failure(id, reason, &raw, form, seen).await?);
             }
         };
         if u.catch_up {
@@ -399,16 +385,47 @@ impl Session {
         );
         // Another update of this conversation landed while this one ran (it was built on an older
         // summary): this one is not stored; the conversation's next update covers what is left.
-        let latest = self.store.latest_summary(id).await?.map(|s| s.version);
+        let latest = self.core.store.latest_summary(id).await?.map(|s| s.version);
         if latest != u.previous.as_ref().map(|s| s.version) {
             return Ok(false);
         }
-        self.store
+        self.core
+            .store
             .save_memory(applied.summary.as_ref(), &scope, graph.nodes())
             .await?;
-        self.store.set_memory_failure(id, None).await?;
-        self.emit(SessionEvent::MemoryChanged(id.to_string()));
+        self.core.store.set_memory_failure(id, None).await?;
+        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
         Ok(true)
+    }
+
+    /// Stores a failed update's failure (the raw reply with it) and reports it; returns the error
+    /// to give: a repeat of the same failure is shown in the memory pane only, not as another
+    /// banner. `seen`: the highest seq the update looked at, and the endpoint's key.
+    async fn record_failure(
+        &self,
+        id: &str,
+        reason: String,
+        raw: &str,
+        form: MemoryForm,
+        seen: (u64, String),
+    ) -> Result<MemoryError, MemoryError> {
+        let before = self.core.store.memory_failure(id).await.ok().flatten();
+        let failure = MemoryFailure::new(now(), reason.clone(), raw, form).following(
+            before.as_ref(),
+            seen.0,
+            &seen.1,
+        );
+        let repeated = failure.repeats(before.as_ref());
+        self.core
+            .store
+            .set_memory_failure(id, Some(&failure))
+            .await?;
+        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        Ok(if repeated {
+            MemoryError::Quiet(reason)
+        } else {
+            MemoryError::Request(reason)
+        })
     }
 
     /// Sends the update in the form remembered for the endpoint (or its best form); when the server
@@ -425,7 +442,7 @@ impl Session {
         Result<(String, bool), (String, String, UpdateEnd)>,
     ) {
         let key = endpoint.key();
-        let remembered = self.store.memory_form(&key).await.ok().flatten();
+        let remembered = self.core.store.memory_form(&key).await.ok().flatten();
         let mut form = start_form(endpoint.protocol, remembered);
         let mut retried = false;
         loop {
@@ -453,7 +470,7 @@ impl Session {
             // update was then stopped for a chat turn: the next one starts there, not with a refusal.
             let taken = !refused && (!stopper.is_stopped() || opened.get());
             if taken && remembered != Some(form) {
-                self.store.remember_memory_form(&key, form).await.ok();
+                self.core.store.remember_memory_form(&key, form).await.ok();
             }
             let outcome = result.map_err(|c| match c {
                 Completion::Refused { failure, body } | Completion::Failed { failure, body } => {
@@ -462,63 +479,6 @@ impl Session {
             });
             return (form, outcome);
         }
-    }
-
-    /// Every summary version (oldest first) and the entities of a conversation.
-    pub async fn memory(&self, id: &str) -> Result<MemorySnapshot, SessionError> {
-        let mut versions = self.store.load_summaries(id).await?;
-        crate::engine::sort::sort_by_key(&mut versions, |s| s.version);
-        Ok(MemorySnapshot {
-            versions,
-            entities: self.entities_for(id).await?,
-            failure: self.store.memory_failure(id).await?,
-        })
-    }
-
-    /// Makes an older summary version current again (as a new version; history is kept).
-    pub async fn restore_summary(&self, id: &str, version: u32) -> Result<(), SessionError> {
-        let versions = self.store.load_summaries(id).await?;
-        let older = versions
-            .iter()
-            .find(|s| s.version == version)
-            .ok_or_else(|| {
-                SessionError::Invalid(format!("Summary version {version} does not exist."))
-            })?;
-        let latest = versions
-            .iter()
-            .max_by_key(|s| s.version)
-            .ok_or_else(|| SessionError::Invalid("There is no summary to restore.".into()))?;
-        let restored = restore_summary(latest, older, now()).map_err(memory_error)?;
-        self.store.save_summary(&restored).await?;
-        self.emit(SessionEvent::MemoryChanged(id.to_string()));
-        Ok(())
-    }
-
-    /// Saves a user's edit of an entity.
-    pub async fn save_entity(&self, id: &str, mut node: EntityNode) -> Result<(), SessionError> {
-        node.updated_at = now();
-        let scope = node.scope.clone();
-        let mut nodes = self.store.load_entities(&scope).await?;
-        put_entity(&mut nodes, node);
-        self.store.save_entities(&scope, &nodes).await?;
-        self.emit(SessionEvent::MemoryChanged(id.to_string()));
-        Ok(())
-    }
-
-    /// Deletes an entity and the relationships that point at it.
-    pub async fn delete_entity(&self, id: &str, entity_id: &str) -> Result<(), SessionError> {
-        for scope in [
-            EntityScope::Conversation(id.to_string()),
-            EntityScope::Shared,
-        ] {
-            let mut nodes = self.store.load_entities(&scope).await?;
-            if remove_entity(&mut nodes, entity_id) {
-                self.store.save_entities(&scope, &nodes).await?;
-            }
-        }
-        self.replication.entity_deleted(id, entity_id);
-        self.emit(SessionEvent::MemoryChanged(id.to_string()));
-        Ok(())
     }
 }
 
@@ -547,8 +507,8 @@ struct DueUpdate {
     messages: Vec<crate::engine::model::Message>,
 }
 
-pub(crate) fn memory_error(e: MemoryError) -> SessionError {
-    SessionError::Invalid(e.to_string())
+pub(crate) fn memory_error(e: ReplyError) -> MemoryError {
+    MemoryError::Invalid(e.to_string())
 }
 
 /// How a memory request ended when it gave no reply text.

@@ -8,7 +8,7 @@
 //! short included; `tests/engine_decode.rs` checks it per protocol), and a transport failure reaches
 //! the consumer as it came. Must not import `ui`.
 
-use super::now;
+use super::core::now;
 use crate::engine::decode::{decoder_for, Decoder, StreamEvent};
 use crate::engine::model::{Millis, Protocol};
 use crate::engine::request::HttpRequest;

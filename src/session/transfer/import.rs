@@ -8,12 +8,15 @@
 //! looks up what is stored, yields and writes the plan.
 //! Must not import `ui`.
 
-use super::pace::{in_slices, perf_now, yield_now};
-use super::{now, Boxed, Session, SessionError, SessionEvent};
+use super::service::{Transfer, TransferError};
 use crate::engine::backup::{ImportLimits, ImportPlan};
 use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
+use crate::session::shared::error::Boxed;
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::now;
+use crate::session::shared::pace::{in_slices, perf_now, yield_now};
 use crate::store::{StoreError, WritePace};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -49,14 +52,14 @@ pub enum ImportStep {
     Cancelled(String),
 }
 
-impl Session {
+impl Transfer {
     /// Reads a chosen file, checks it a slice at a time and prepares its preview (our backup as
     /// much as another app's export). Errors name the file.
     pub async fn open_import(
         &self,
         file: web_sys::File,
         cancel: &ImportCancel,
-    ) -> Result<ImportStep, SessionError> {
+    ) -> Result<ImportStep, TransferError> {
         open_import_split(self, file, cancel).await
     }
 
@@ -64,9 +67,9 @@ impl Session {
         &self,
         file: web_sys::File,
         cancel: &ImportCancel,
-    ) -> Result<ImportStep, SessionError> {
+    ) -> Result<ImportStep, TransferError> {
         let name = file.name();
-        let named = |e: String| SessionError::Invalid(format!("{name}: {e}"));
+        let named = |e: String| TransferError::Invalid(format!("{name}: {e}"));
         let limits = ImportLimits::default();
         let size = file.size();
         if size > limits.max_bytes as f64 {
@@ -102,7 +105,7 @@ impl Session {
             }
         };
         // What is already here, for the preview (and the plan the confirm writes).
-        let existing = self.store.existing_ids_for(&checked).await?;
+        let existing = self.core.store.existing_ids_for(&checked).await?;
         if cancel.load(Ordering::Relaxed) {
             return Ok(ImportStep::Cancelled(CANCELLED.into()));
         }
@@ -128,7 +131,7 @@ impl Session {
         &self,
         p: PreparedImport,
         cancel: &ImportCancel,
-    ) -> Result<(String, Vec<String>), SessionError> {
+    ) -> Result<(String, Vec<String>), TransferError> {
         confirm_import_split(self, p, cancel).await
     }
 
@@ -136,7 +139,7 @@ impl Session {
         &self,
         p: PreparedImport,
         cancel: &ImportCancel,
-    ) -> Result<(String, Vec<String>), SessionError> {
+    ) -> Result<(String, Vec<String>), TransferError> {
         let plan = p.plan;
         let mut pace = Paced {
             session: self,
@@ -144,10 +147,10 @@ impl Session {
             cancel,
             started: 0.0,
         };
-        let written = match self.store.write_import_paced(&plan, &mut pace).await {
+        let written = match self.core.store.write_import_paced(&plan, &mut pace).await {
             Err(StoreError::Cancelled) => return Ok((CANCELLED.into(), Vec::new())),
             Err(e) if e.is_conflict() => {
-                return Err(SessionError::Invalid(format!(
+                return Err(TransferError::Invalid(format!(
                     "{}: some of it was stored since the preview (in another tab?), so nothing \
                      was written. Choose the file again to import what is new.",
                     p.file_name
@@ -156,9 +159,9 @@ impl Session {
             other => other?,
         };
         if p.source.is_none() {
-            self.note_alternatives(&plan.messages).await?;
+            self.core.note_alternatives(&plan.messages).await?;
         }
-        self.cache.borrow_mut().forget_all();
+        self.core.cache.borrow_mut().forget_all();
         let ids = written.iter().map(|c| c.id.clone()).collect();
         self.announce(written).await;
         let Some(source) = p.source else {
@@ -194,7 +197,8 @@ impl Session {
             if let Some(done) = step {
                 return Ok(Some(done));
             }
-            self.emit(SessionEvent::ImportProgress(prepare.progress()));
+            self.core
+                .emit(SessionEvent::ImportProgress(prepare.progress()));
             yield_now().await;
         }
     }
@@ -204,14 +208,15 @@ impl Session {
     /// one event each cost the UI after a 500-conversation import ~40-150 ms.
     async fn announce(&self, written: Vec<crate::engine::model::Conversation>) {
         in_slices(&mut Pace::announce(), written.into_iter(), |slice| {
-            self.emit(SessionEvent::ConversationsChanged(slice.collect()));
+            self.core
+                .emit(SessionEvent::ConversationsChanged(slice.collect()));
             true
         })
         .await;
     }
 
     fn import_progress(&self, phase: Phase, done: u64, total: u64) {
-        self.emit(SessionEvent::ImportProgress(Progress {
+        self.core.emit(SessionEvent::ImportProgress(Progress {
             phase,
             done,
             total,
@@ -221,30 +226,30 @@ impl Session {
 
 /// Split point `import` (scripts/build-wasm.sh): reading, checking and previewing a file, and
 /// everything only it reaches (the readers, ZIP, checks, plan), is in the import chunk, fetched on
-/// first use; a failed fetch is a [`SessionError::Unavailable`], and the next try fetches again.
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<ImportStep, SessionError>)))]
+/// first use; a failed fetch is a [`TransferError::Unavailable`], and the next try fetches again.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<ImportStep, TransferError>)))]
 fn open_import_split<'a>(
-    session: &'a Session,
+    session: &'a Transfer,
     file: web_sys::File,
     cancel: &'a ImportCancel,
-) -> Boxed<'a, ImportStep> {
+) -> Boxed<'a, ImportStep, TransferError> {
     Box::pin(session.open_import_now(file, cancel))
 }
 
 /// Split point `import`: the confirmed write (plan, the paced transaction, the announcements).
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<(String, Vec<String>), SessionError>)))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import, fallible, return_wrapper(let future = _; { future.await } -> Result<(String, Vec<String>), TransferError>)))]
 fn confirm_import_split<'a>(
-    session: &'a Session,
+    session: &'a Transfer,
     p: PreparedImport,
     cancel: &'a ImportCancel,
-) -> Boxed<'a, (String, Vec<String>)> {
+) -> Boxed<'a, (String, Vec<String>), TransferError> {
     Box::pin(session.confirm_import_now(p, cancel))
 }
 
 /// The write's slices: sized by the engine's pace from the time each took, stopped by a cancel,
 /// each reported as progress.
 struct Paced<'a> {
-    session: &'a Session,
+    session: &'a Transfer,
     pace: Pace,
     cancel: &'a ImportCancel,
     started: f64,

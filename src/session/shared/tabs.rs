@@ -12,7 +12,7 @@
 //! which web-sys keeps behind `--cfg=web_sys_unstable_apis` (set in `.cargo/config.toml`). The
 //! channel's coalescing timer is a `gloo-timers` one, cleared when the channel goes. Must not import `ui`.
 
-use super::{EventSink, SessionEvent};
+use super::events::{EventSink, SessionEvent};
 use crate::engine::model::{Message, MessageStatus};
 use gloo_timers::callback::Timeout;
 use js_sys::{Array, Function, Promise};

@@ -26,10 +26,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 
-mod memory;
-
-use super::pace::{in_slices, perf_now};
-use super::{new_id, now, sync, Boxed, SessionEvent};
+use super::memory;
 use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
@@ -37,6 +34,11 @@ use crate::engine::sync::order::{in_order, latest_stamp};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Status, Write};
+use crate::session::shared::error::Boxed;
+use crate::session::shared::events::{SessionEvent, SyncView};
+use crate::session::shared::pace::{in_slices, perf_now};
+use crate::session::shared::tabs as sync;
+use crate::session::shared::{new_id, now, Capture};
 use crate::store::{Span, Store, StoreError, SyncSettings, SyncState, SyncedDoc, WritePace};
 
 /// The Web Lock that lets one tab of this origin sync at a time.
@@ -46,7 +48,7 @@ const IDLE_MS: i32 = 5_000;
 
 /// What can go wrong in the sync driver, in words a user can act on.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum ReplicateError {
+pub enum SyncError {
     #[error("{0}")]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -56,71 +58,39 @@ pub enum ReplicateError {
     Unavailable,
 }
 
-impl From<wasm_split_helpers::SplitLoaderError> for ReplicateError {
+impl From<wasm_split_helpers::SplitLoaderError> for SyncError {
     fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
-        ReplicateError::Unavailable
-    }
-}
-
-/// What the sidebar shows: `state` is `off`, `synced`, `syncing`, `offline` or `error`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SyncView {
-    pub state: String,
-    pub detail: String,
-}
-
-impl SyncView {
-    fn off() -> SyncView {
-        SyncView {
-            state: "off".into(),
-            detail: "Sync is off".into(),
-        }
-    }
-
-    fn of(s: &Status) -> SyncView {
-        let (state, detail) = match s {
-            Status::Synced => ("synced", "Synced".to_string()),
-            Status::Syncing { pending } => ("syncing", format!("Syncing ({pending} to send)")),
-            Status::Offline { .. } => ("offline", "Sync server unreachable; retrying".to_string()),
-            Status::Error { error, .. } => ("error", error.to_string()),
-        };
-        SyncView {
-            state: state.into(),
-            detail,
-        }
+        SyncError::Unavailable
     }
 }
 
 /// How the driver reports what it changed (`Session::emit`).
 type Emit = Rc<dyn Fn(SessionEvent)>;
 
-struct Inner {
-    store: Store,
+pub(super) struct Inner {
+    pub(super) store: Store,
     /// `Session::emit` (reports and broadcasts), set once the session exists.
-    emit: RefCell<Option<Emit>>,
-    settings: RefCell<SyncSettings>,
-    password: RefCell<String>,
+    pub(super) emit: RefCell<Option<Emit>>,
+    pub(super) settings: RefCell<SyncSettings>,
+    pub(super) password: RefCell<String>,
     /// Bumped on every settings change: a running loop with an older generation stops.
-    generation: Cell<u32>,
+    pub(super) generation: Cell<u32>,
     /// The replicator of the running loop (this tab holds the lock).
-    rep: RefCell<Option<Replicator>>,
-    abort: RefCell<Option<web_sys::AbortController>>,
-    wake: RefCell<Option<Function>>,
+    pub(super) rep: RefCell<Option<Replicator>>,
+    pub(super) abort: RefCell<Option<web_sys::AbortController>>,
+    pub(super) wake: RefCell<Option<Function>>,
     /// Own changes waiting to be tracked, in order, by one task.
-    queue: RefCell<VecDeque<Tracked>>,
-    tracking: Cell<bool>,
-    /// Set while the driver reports a change it applied: the document is already recorded, so
-    /// [`Replication::observe`] does not track it again.
-    applying: Cell<bool>,
-    view: RefCell<SyncView>,
+    pub(super) queue: RefCell<VecDeque<Tracked>>,
+    pub(super) tracking: Cell<bool>,
+    pub(super) view: RefCell<SyncView>,
     /// Size the slices of the store's long sync reads and writes from the time the last ones took.
-    reads: RefCell<Pace>,
-    writes: RefCell<Pace>,
-    _online: RefCell<Option<Closure<dyn FnMut()>>>,
+    pub(super) reads: RefCell<Pace>,
+    pub(super) writes: RefCell<Pace>,
+    pub(super) _online: RefCell<Option<Closure<dyn FnMut()>>>,
 }
 
 /// A local change to track: a session event, or an entity the user deleted in the memory pane.
-enum Tracked {
+pub(super) enum Tracked {
     Event(SessionEvent),
     EntityDeleted {
         conversation: String,
@@ -130,7 +100,7 @@ enum Tracked {
 
 /// The session's handle on sync. Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Replication {
+pub struct Replication {
     inner: Rc<Inner>,
 }
 
@@ -151,7 +121,6 @@ impl Replication {
                 wake: RefCell::default(),
                 queue: RefCell::default(),
                 tracking: Cell::new(false),
-                applying: Cell::new(false),
                 view: RefCell::new(SyncView::off()),
                 reads: RefCell::new(Pace::sync()),
                 writes: RefCell::new(Pace::sync()),
@@ -180,20 +149,16 @@ impl Replication {
         self.restart();
     }
 
-    pub(crate) fn settings(&self) -> SyncSettings {
+    pub fn settings(&self) -> SyncSettings {
         self.inner.settings.borrow().clone()
     }
 
-    pub(crate) fn view(&self) -> SyncView {
+    pub fn view(&self) -> SyncView {
         self.inner.view.borrow().clone()
     }
 
     /// Saves new settings (`password`: `None` keeps the saved one) and restarts sync with them.
-    pub(crate) async fn save(
-        &self,
-        s: SyncSettings,
-        password: Option<String>,
-    ) -> Result<(), ReplicateError> {
+    pub async fn save(&self, s: SyncSettings, password: Option<String>) -> Result<(), SyncError> {
         if s.enabled {
             check_form(&s.url, &s.database)?;
         }
@@ -235,10 +200,6 @@ impl Replication {
 
     /// The session reported `e` (its own change): track the document it produces.
     pub(crate) fn observe(&self, e: &SessionEvent) {
-        let i = &self.inner;
-        if i.applying.get() {
-            return;
-        }
         if let SessionEvent::ConversationsChanged(cs) = e {
             for c in cs {
                 self.observe(&SessionEvent::ConversationChanged(c.clone()));
@@ -312,19 +273,11 @@ impl Replication {
     }
 
     /// "Test connection": what is wrong with these settings, if anything.
-    pub(crate) async fn test(
-        &self,
-        s: &SyncSettings,
-        password: Option<&str>,
-    ) -> Result<(), ReplicateError> {
+    pub async fn test(&self, s: &SyncSettings, password: Option<&str>) -> Result<(), SyncError> {
         test_split(self, s, password).await
     }
 
-    async fn test_now(
-        &self,
-        s: &SyncSettings,
-        password: Option<&str>,
-    ) -> Result<(), ReplicateError> {
+    async fn test_now(&self, s: &SyncSettings, password: Option<&str>) -> Result<(), SyncError> {
         let url = check_form(&s.url, &s.database)?;
         let saved = self.inner.password.borrow().clone();
         let auth = basic_auth(&s.user, password.unwrap_or(&saved));
@@ -396,7 +349,7 @@ fn basic_auth(user: &str, password: &str) -> Option<String> {
 }
 
 /// The device's clock, read from the store and written back after each tick.
-async fn clock(i: &Inner) -> Result<(Clock, SyncState), ReplicateError> {
+pub(super) async fn clock(i: &Inner) -> Result<(Clock, SyncState), SyncError> {
     let mut state = i.store.sync_state().await?;
     if state.device.is_empty() {
         state.device = new_id("d");
@@ -405,7 +358,7 @@ async fn clock(i: &Inner) -> Result<(Clock, SyncState), ReplicateError> {
     Ok((Clock::new(&state.device, state.last_stamp.as_ref()), state))
 }
 
-async fn keep_clock(i: &Inner, c: &Clock) -> Result<(), ReplicateError> {
+pub(super) async fn keep_clock(i: &Inner, c: &Clock) -> Result<(), SyncError> {
     let mut state = i.store.sync_state().await?;
     state.last_stamp = Some(c.last());
     i.store.set_sync_state(&state).await?;
@@ -419,13 +372,13 @@ fn by_id(docs: Vec<SyncedDoc>) -> std::collections::HashMap<String, SyncedDoc> {
         .collect()
 }
 
-async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, ReplicateError> {
+pub(super) async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, SyncError> {
     Ok(i.store.sync_docs(&[id.to_string()]).await?.pop())
 }
 
 /// Marks `docs` (local edits) dirty, merged into their stored copies, and hands them to the
 /// running replicator.
-async fn record(i: &Inner, docs: Vec<Doc>) -> Result<(), ReplicateError> {
+pub(super) async fn record(i: &Inner, docs: Vec<Doc>) -> Result<(), SyncError> {
     record_among(i, docs, None).await
 }
 
@@ -434,7 +387,7 @@ async fn record_among(
     i: &Inner,
     docs: Vec<Doc>,
     stored: Option<&HashSet<String>>,
-) -> Result<(), ReplicateError> {
+) -> Result<(), SyncError> {
     let ids: Vec<String> = docs
         .iter()
         .map(|d| d.id.clone())
@@ -508,7 +461,7 @@ impl WritePace for Paced<'_> {
     }
 }
 
-async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> {
+async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), SyncError> {
     let (mut clock, _) = clock(i).await?;
     let t = now();
     let docs: Vec<Doc> = match e {
@@ -560,7 +513,7 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), ReplicateError> 
 
 /// Puts every local conversation and final message into the synced documents (first sync with
 /// this server): the engine's `track_*` skip what is already recorded.
-async fn seed(i: &Inner) -> Result<(), ReplicateError> {
+async fn seed(i: &Inner) -> Result<(), SyncError> {
     let _span = Span::new("seed");
     let (mut clock, _) = clock(i).await?;
     let mut docs = Vec::new();
@@ -603,7 +556,7 @@ async fn seed(i: &Inner) -> Result<(), ReplicateError> {
 /// `BranchChanged` that has open views read it again; a conversation deleted elsewhere as
 /// `ConversationRemoved`, messages deleted elsewhere as one `BranchChanged` per conversation. The
 /// memory follows.
-async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), ReplicateError> {
+async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), SyncError> {
     if merges.is_empty() {
         return Ok(());
     }
@@ -622,7 +575,7 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), Repli
     for c in plan.changes {
         let id = c.conversation.id.clone();
         if c.branched {
-            super::branch::mark_branched(&i.store, &id).await?;
+            crate::session::shared::branch::mark_branched(&i.store, &id).await?;
         }
         report(i, SessionEvent::ConversationChanged(c.conversation));
         match c.added.as_slice() {
@@ -648,18 +601,16 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), Repli
     apply_later(i, plan.later).await
 }
 
-/// Reports a change the way the session's own writes are reported.
-fn report(i: &Inner, e: SessionEvent) {
+/// Reports a change the driver applied (`Core::applied`: not captured again).
+pub(super) fn report(i: &Inner, e: SessionEvent) {
     if let Some(emit) = i.emit.borrow().clone() {
-        i.applying.set(true);
         emit(e);
-        i.applying.set(false);
     }
 }
 
 /// The memory's effects a batch leaves for after its transaction, grouped by scope (each scope's
 /// graph changed once, then unified once).
-async fn apply_later(i: &Inner, effects: Vec<Effect>) -> Result<(), ReplicateError> {
+async fn apply_later(i: &Inner, effects: Vec<Effect>) -> Result<(), SyncError> {
     for scope in memory::apply_memory(i, effects).await? {
         memory::unify_scope(i, &scope).await?;
     }
@@ -670,7 +621,7 @@ async fn apply_later(i: &Inner, effects: Vec<Effect>) -> Result<(), ReplicateErr
 /// in order (`engine::sync::order`: other documents first, then messages in their writer's order),
 /// then that write. The clock sees the merges' latest stamp once (observing the greatest is
 /// observing all).
-async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), ReplicateError> {
+async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), SyncError> {
     let span = Span::new("batch");
     let mut merges = Vec::new();
     let mut rest = None;
@@ -700,7 +651,7 @@ async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), Re
     Ok((merges, rest))
 }
 
-async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
+async fn apply_writes(i: &Inner, key: &str) -> Result<(), SyncError> {
     loop {
         let (merges, rest) = next_batch(i).await?;
         if merges.is_empty() && rest.is_none() {
@@ -739,41 +690,41 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), ReplicateError> {
 
 /// Split point `sync` (scripts/build-wasm.sh): the sync loop and everything only it reaches (the
 /// replicator, merges, batches, the memory's documents) are in the sync chunk, fetched when sync
-/// first runs (never, with sync off); a failed fetch is [`ReplicateError::Unavailable`].
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
-fn run_split(i: &Rc<Inner>, gen: u32) -> Boxed<'_, (), ReplicateError> {
+/// first runs (never, with sync off); a failed fetch is [`SyncError::Unavailable`].
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
+fn run_split(i: &Rc<Inner>, gen: u32) -> Boxed<'_, (), SyncError> {
     Box::pin(run(i, gen))
 }
 
 /// Split point `sync`: the document a local change produces.
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
-fn track_event_split<'a>(i: &'a Inner, e: &'a SessionEvent) -> Boxed<'a, (), ReplicateError> {
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
+fn track_event_split<'a>(i: &'a Inner, e: &'a SessionEvent) -> Boxed<'a, (), SyncError> {
     Box::pin(track_event(i, e))
 }
 
 /// Split point `sync`: an entity deleted in the memory pane becomes tombstones.
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
 fn track_entity_deleted_split<'a>(
     i: &'a Inner,
     conversation: &'a str,
     entity: &'a str,
-) -> Boxed<'a, (), ReplicateError> {
+) -> Boxed<'a, (), SyncError> {
     Box::pin(memory::track_entity_deleted(i, conversation, entity))
 }
 
 /// Split point `sync`: "Test connection" and its verdicts.
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ReplicateError>)))]
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
 fn test_split<'a>(
     r: &'a Replication,
     s: &'a SyncSettings,
     password: Option<&'a str>,
-) -> Boxed<'a, (), ReplicateError> {
+) -> Boxed<'a, (), SyncError> {
     Box::pin(r.test_now(s, password))
 }
 
 /// The sync loop of one settings generation: waits for the lock, then runs until the settings
 /// change.
-async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), ReplicateError> {
+async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
     set_view(
         i,
         SyncView {
@@ -818,7 +769,7 @@ async fn drive(
     base: &str,
     auth: Option<&str>,
     key: &str,
-) -> Result<(), ReplicateError> {
+) -> Result<(), SyncError> {
     while i.generation.get() == gen {
         // Bulk work (a catching-up pull, a push) goes out while the last answer's writes are
         // applied (`Replicator::bulk_next`); anything else waits for them.
@@ -884,57 +835,12 @@ async fn drive(
     Ok(())
 }
 
-/// `Session::emit`, for the driver, without keeping the session alive.
-pub(super) fn emitter(session: &Rc<super::Session>) -> Rc<dyn Fn(SessionEvent)> {
-    let weak = Rc::downgrade(session);
-    Rc::new(move |e| {
-        if let Some(s) = weak.upgrade() {
-            s.emit(e)
-        }
-    })
-}
-
-fn session_error(e: ReplicateError) -> super::SessionError {
-    match e {
-        ReplicateError::Store(e) => super::SessionError::Store(e),
-        ReplicateError::Problem(p) => super::SessionError::Invalid(p.to_string()),
-        ReplicateError::Unavailable => super::SessionError::Unavailable,
-    }
-}
-
-impl super::Session {
-    /// The saved sync settings (the password is never handed out).
-    pub fn sync_settings(&self) -> SyncSettings {
-        self.replication.settings()
+impl Capture for Replication {
+    fn changed(&self, e: &SessionEvent) {
+        self.observe(e)
     }
 
-    /// Sync's state in this tab.
-    pub fn sync_view(&self) -> SyncView {
-        self.replication.view()
-    }
-
-    /// Saves sync settings (`password`: `None` keeps the saved one) and (re)starts sync.
-    pub async fn save_sync(
-        &self,
-        s: SyncSettings,
-        password: Option<String>,
-    ) -> Result<(), super::SessionError> {
-        self.replication
-            .save(s, password)
-            .await
-            .map_err(session_error)
-    }
-
-    /// "Test connection": `Ok` when the server, the credentials and the database are right;
-    /// otherwise what to fix.
-    pub async fn test_sync(
-        &self,
-        s: &SyncSettings,
-        password: Option<String>,
-    ) -> Result<(), super::SessionError> {
-        self.replication
-            .test(s, password.as_deref())
-            .await
-            .map_err(session_error)
+    fn entity_deleted(&self, conversation: &str, entity: &str) {
+        Replication::entity_deleted(self, conversation, entity)
     }
 }

@@ -8,7 +8,7 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
 /// The browser's monotonic clock, in ms (slices are timed with it).
-pub(super) fn perf_now() -> f64 {
+pub(crate) fn perf_now() -> f64 {
     web_sys::window()
         .and_then(|w| w.performance())
         .map_or_else(js_sys::Date::now, |p| p.now())
@@ -16,7 +16,7 @@ pub(super) fn perf_now() -> f64 {
 
 /// Lets the browser run its other tasks (input, rendering) before the loop goes on: a message
 /// posted to ourselves, which (unlike a 0 ms timer, clamped to 4 ms when nested) comes back at once.
-pub(super) async fn yield_now() {
+pub(crate) async fn yield_now() {
     let Ok(channel) = web_sys::MessageChannel::new() else {
         return;
     };
@@ -32,7 +32,7 @@ pub(super) async fn yield_now() {
 /// Hands `items` to `slice` a slice at a time, each as many as `pace` says, timed, with a yield to
 /// the browser between slices. `slice` returns false to stop (the items left are dropped); the
 /// result is false when it stopped.
-pub(super) async fn in_slices<I: Iterator>(
+pub(crate) async fn in_slices<I: Iterator>(
     pace: &mut Pace,
     items: I,
     mut slice: impl FnMut(&mut dyn Iterator<Item = I::Item>) -> bool,

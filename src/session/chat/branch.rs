@@ -1,0 +1,146 @@
+//! Changing the branch on screen: regenerate a reply, edit any user message, page between
+//! alternatives, delete a message. Each keeps every stored message (`engine::branch`; reading the
+//! branch is `shared/branch.rs`) and reports `SessionEvent::BranchChanged`, after which views and
+//! prompts read the branch on screen. Must not import `ui`.
+
+use super::service::{Chat, ChatError};
+use super::turn::Begin;
+use crate::engine::branch::shown_messages;
+use crate::engine::model::{Message, MessageMeta, Role};
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::{new_id, now};
+use crate::store::ConversationPatch;
+use std::rc::Rc;
+
+impl Chat {
+    /// A message of conversation `id` that no running turn is writing.
+    async fn message_to_change(&self, id: &str, message_id: &str) -> Result<Message, ChatError> {
+        if self.inflight.borrow().contains_key(id) {
+            return Err(ChatError::Busy);
+        }
+        self.core
+            .store
+            .get_message(message_id)
+            .await?
+            .filter(|m| m.conversation_id == id && !m.meta.deleted)
+            .ok_or_else(|| ChatError::Invalid("That message is gone.".into()))
+    }
+
+    /// After a change of branch: the agent's server-side session saw the old branch (it is dropped,
+    /// so the next turn re-sends the branch on screen), the cached window goes, views reload.
+    async fn branch_changed(&self, id: &str) -> Result<(), ChatError> {
+        self.core.cache.borrow_mut().forget(id);
+        let patch = ConversationPatch {
+            remote_handle: Some(None),
+            ..Default::default()
+        };
+        self.core.patch_conversation(id, &patch).await?;
+        self.core.emit(SessionEvent::BranchChanged(id.to_string()));
+        Ok(())
+    }
+
+    /// Asks the agent again for reply `reply_id`: the new reply is an alternative of it (the earlier
+    /// one stays, a page away), answering the last user message before it on its branch.
+    pub async fn regenerate(self: &Rc<Self>, id: &str, reply_id: &str) -> Result<(), ChatError> {
+        let reply = self.message_to_change(id, reply_id).await?;
+        if reply.role != Role::Assistant {
+            return Err(ChatError::Invalid(
+                "Only a reply can be regenerated.".into(),
+            ));
+        }
+        if !self.core.settings.borrow().has_endpoint() {
+            return Err(ChatError::NoEndpoint);
+        }
+        self.run_turn(
+            id,
+            Begin::Regenerate {
+                replaces: reply_id.to_string(),
+            },
+        )
+        .await
+    }
+
+    /// The branch through message `to`, ending with it, and the last user message on it before `to`.
+    pub(crate) async fn branch_to(
+        &self,
+        id: &str,
+        to: &str,
+    ) -> Result<(Message, Vec<Message>), ChatError> {
+        let all = self.core.store.load_all_messages(id).await?;
+        let mut branch = shown_messages(&all, Some(to));
+        let at = branch.iter().position(|m| m.id == to);
+        branch.truncate(at.map_or(0, |at| at + 1));
+        let user = branch
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .cloned()
+            .ok_or_else(|| {
+                ChatError::Invalid("The message this reply answers was deleted.".into())
+            })?;
+        Ok((user, branch))
+    }
+
+    /// A new alternative (`m`, stored) is the one shown from now on.
+    pub(crate) async fn alternative_added(&self, id: &str, m: &Message) -> Result<(), ChatError> {
+        self.core.set_anchor(id, Some(&m.id)).await?;
+        // Dropped before the event: the cached window would take the new message as the next one.
+        self.core.cache.borrow_mut().forget(id);
+        self.core.emit(SessionEvent::MessageAdded(m.clone()));
+        self.branch_changed(id).await
+    }
+
+    /// Sends `text` in place of user message `message_id`: a new message that is an alternative of
+    /// it (the old one and what followed it stay, a page away), then its reply.
+    pub async fn edit(
+        self: &Rc<Self>,
+        id: &str,
+        message_id: &str,
+        text: String,
+    ) -> Result<(), ChatError> {
+        let old = self.message_to_change(id, message_id).await?;
+        if old.role != Role::User {
+            return Err(ChatError::Invalid(
+                "Only your own messages can be edited.".into(),
+            ));
+        }
+        if !self.core.settings.borrow().has_endpoint() {
+            return Err(ChatError::NoEndpoint);
+        }
+        let meta = MessageMeta {
+            replaces: Some(message_id.to_string()),
+            ..Default::default()
+        };
+        let edited = Message::from_user(new_id("m"), id, text, now(), meta);
+        let stored = self.core.store.append_message(&edited).await?.message;
+        self.alternative_added(id, &stored).await?;
+        self.after_user_message(id, &stored).await?;
+        self.run_turn(id, Begin::Stored(stored.id)).await
+    }
+
+    /// Shows alternative `message_id` (and below it, the newest of what followed it).
+    pub async fn show_alternative(&self, id: &str, message_id: &str) -> Result<(), ChatError> {
+        self.message_to_change(id, message_id).await?;
+        self.core.set_anchor(id, Some(message_id)).await?;
+        self.branch_changed(id).await
+    }
+
+    /// Deletes one message: its text goes, its record stays as a tombstone so nothing else moves
+    /// (the messages after it stay where they are, on their branch).
+    pub async fn delete_message(&self, id: &str, message_id: &str) -> Result<(), ChatError> {
+        let mut m = self.message_to_change(id, message_id).await?;
+        m.content.clear();
+        m.meta = MessageMeta {
+            deleted: true,
+            tool_calls: Vec::new(),
+            error: None,
+            ..m.meta
+        };
+        self.core
+            .store
+            .update_message(&m.id, &m.content, m.status, &m.meta)
+            .await?;
+        self.core.emit(SessionEvent::MessageProgress(m));
+        self.branch_changed(id).await
+    }
+}

@@ -1,0 +1,170 @@
+//! The context preview: what the next request will contain (the same assembly a send makes,
+//! without sending), for the context inspector. Must not import `ui`.
+
+use super::service::{Chat, ChatError};
+use super::turn::Context;
+use crate::engine::assemble::{DropReason, SectionKind};
+use crate::engine::format::{path_explanation, plural, system_prompt_detail};
+use crate::engine::model::{
+    Conversation, EntityScope, HistoryFormat, MemoryOverrides, Message, MessageStatus, Role,
+    TurnPath,
+};
+use crate::engine::turn::path_for;
+use crate::session::shared::cache::MemoryParts;
+use crate::session::shared::now;
+
+/// One row of the context inspector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviewSection {
+    pub key: String,
+    pub label: String,
+    pub detail: String,
+    pub tokens: u32,
+}
+
+/// A message the next request leaves out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviewDropped {
+    pub seq: u64,
+    pub reason: String,
+}
+
+/// What the next request will contain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preview {
+    pub path: TurnPath,
+    pub path_explanation: String,
+    pub format: String,
+    pub protocol: String,
+    pub sections: Vec<PreviewSection>,
+    pub dropped: Vec<PreviewDropped>,
+    pub total_tokens: u32,
+    pub budget: u32,
+    pub over_budget: bool,
+    pub request_bytes: usize,
+}
+
+impl Chat {
+    /// What the next request would contain if `draft` were sent now.
+    /// What the first message of a new chat (no conversation stored yet, `overrides`: what was
+    /// picked for it) would send: the system prompt, the shared memory and the message.
+    async fn preview_new_chat(
+        &self,
+        draft: Message,
+        overrides: MemoryOverrides,
+    ) -> Result<Preview, ChatError> {
+        let t = now();
+        let conversation = Conversation {
+            id: String::new(),
+            title: String::new(),
+            title_is_custom: false,
+            created_at: t,
+            updated_at: t,
+            message_count: 0,
+            endpoint_profile_id: None,
+            remote_handle: None,
+            last_path: None,
+            memory_overrides: overrides,
+        };
+        let config = self.core.config_for(&conversation);
+        let memory = MemoryParts {
+            summary: None,
+            entities: self.core.store.load_entities(&EntityScope::Shared).await?,
+        };
+        let ctx = self.assemble_context(conversation, Vec::new(), config, &draft, &memory);
+        Ok(preview_of(&ctx, TurnPath::Fresh))
+    }
+
+    /// What the next request of conversation `id` (empty: the new chat, with `overrides`) will
+    /// contain, with `draft` as its message.
+    pub async fn preview(
+        &self,
+        id: &str,
+        draft: &str,
+        overrides: MemoryOverrides,
+    ) -> Result<Preview, ChatError> {
+        let draft_msg = Message {
+            id: "draft".into(),
+            conversation_id: id.to_string(),
+            seq: u64::MAX,
+            role: Role::User,
+            content: draft.to_string(),
+            status: MessageStatus::Complete,
+            created_at: now(),
+            meta: Default::default(),
+        };
+        if id.is_empty() {
+            return self.preview_new_chat(draft_msg, overrides).await;
+        }
+        let ctx = self.context_for(id, &draft_msg, false).await?;
+        let path = path_for(
+            ctx.conversation.remote_handle.as_ref(),
+            &ctx.endpoint,
+            &ctx.assembly,
+        );
+        Ok(preview_of(&ctx, path))
+    }
+}
+
+fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
+    let a = &ctx.assembly;
+    let path_explanation = path_explanation(path).to_string();
+    let sections = a
+        .sections
+        .iter()
+        .map(|s| {
+            let (key, label) = match s.kind {
+                SectionKind::System => ("system", "System prompt"),
+                SectionKind::Summary => ("summary", "Summary"),
+                SectionKind::Pending => ("pending", "Said, not yet in memory"),
+                SectionKind::Entities => ("entities", "Entities"),
+                SectionKind::History => ("history", "History"),
+                SectionKind::NewMessage => ("new-message", "New message"),
+            };
+            let detail = match s.kind {
+                SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
+                SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
+                SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
+                SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
+                _ => String::new(),
+            };
+            PreviewSection {
+                key: key.into(),
+                label: label.into(),
+                detail,
+                tokens: s.tokens,
+            }
+        })
+        .collect();
+    let dropped = a
+        .dropped
+        .iter()
+        .map(|d| PreviewDropped {
+            seq: d.seq,
+            reason: match d.reason {
+                DropReason::CoveredBySummary => "covered by the summary",
+                DropReason::OverBudget => "no room in the token budget",
+                DropReason::ByteCap => "no room under the request size cap",
+                DropReason::Errored => "a failed reply",
+                DropReason::Empty => "empty",
+                DropReason::AfterNewMessage => "a reply to an earlier attempt at this message",
+            }
+            .to_string(),
+        })
+        .collect();
+    Preview {
+        path,
+        path_explanation,
+        format: match ctx.config.history_format {
+            HistoryFormat::Transcript => "transcript".into(),
+            HistoryFormat::Messages => "messages".into(),
+        },
+        protocol: ctx.endpoint.protocol.as_str().into(),
+        sections,
+        dropped,
+        total_tokens: a.total_tokens,
+        budget: a.budget_tokens,
+        over_budget: a.over_budget,
+        request_bytes: a.total_bytes,
+    }
+}

@@ -1,0 +1,214 @@
+//! The chat service type, its error enum and the calls that need no file of their own.
+//! Must not import `ui`.
+
+use super::turn::Begin;
+use crate::engine::history::last_user_at;
+use crate::engine::model::Message;
+use crate::engine::title;
+use crate::session::memory::Memory;
+use crate::session::shared::error::{ErrorKind, ReadError};
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::{new_id, now, Core};
+use crate::store::{ConversationPatch, StoreError};
+use crate::transport::Stopper;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+const DRAFT_PREFIX: &str = "draft:";
+
+/// What can go wrong in a chat call. Every message says what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ChatError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// A request failed; the text is the engine's actionable message.
+    #[error("{0}")]
+    Request(String),
+    #[error("No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.")]
+    NoEndpoint,
+    #[error("A reply is still being written in this conversation. Wait for it, or press Stop.")]
+    Busy,
+    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    NoConversation,
+    #[error("{0}")]
+    Invalid(String),
+    /// The conversation changed (in another tab) while a message was being sent ahead; nothing was
+    /// stored, and the send is repeated on the ordinary path.
+    #[error("This conversation changed in another tab while sending. Send your message again.")]
+    Conflict,
+}
+
+impl ChatError {
+    /// What the error is about (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ChatError::Request(_) | ChatError::NoEndpoint => ErrorKind::Request,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+impl From<ReadError> for ChatError {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Store(e) => ChatError::Store(e),
+            ReadError::NoConversation => ChatError::NoConversation,
+        }
+    }
+}
+
+/// The chat service. One per page.
+pub struct Chat {
+    pub(super) core: Rc<Core>,
+    pub(super) memory: Rc<Memory>,
+    /// Turns in flight, by conversation.
+    pub(super) inflight: RefCell<HashMap<String, Stopper>>,
+}
+
+impl Chat {
+    pub(crate) fn new(core: Rc<Core>, memory: Rc<Memory>) -> Self {
+        Chat {
+            core,
+            memory,
+            inflight: RefCell::default(),
+        }
+    }
+
+    pub async fn draft(&self, id: &str) -> Result<String, ChatError> {
+        Ok(self
+            .core
+            .store
+            .get_setting(&format!("{DRAFT_PREFIX}{id}"))
+            .await?
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default())
+    }
+
+    pub async fn set_draft(&self, id: &str, text: &str) -> Result<(), ChatError> {
+        let key = format!("{DRAFT_PREFIX}{id}");
+        if text.is_empty() {
+            self.core.store.delete_setting(&key).await?;
+        } else {
+            self.core
+                .store
+                .set_setting(&key, &serde_json::Value::from(text))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Stops the reply being written in a conversation (the partial text is kept).
+    pub fn stop(&self, id: &str) {
+        if let Some(s) = self.inflight.borrow().get(id) {
+            s.stop();
+        }
+    }
+
+    /// Stores the user message, then runs the turn.
+    pub async fn send(self: &Rc<Self>, id: &str, text: String) -> Result<(), ChatError> {
+        if self.inflight.borrow().contains_key(id) {
+            return Err(ChatError::Busy);
+        }
+        if !self.core.settings.borrow().has_endpoint() {
+            return Err(ChatError::NoEndpoint);
+        }
+        let t = now();
+        // On the branch on screen, which need not end at the newest message.
+        let after = self.core.branch_tip(id).await?;
+        let meta = crate::engine::model::MessageMeta {
+            after: after.clone(),
+            ..Default::default()
+        };
+        let user = Message::from_user(new_id("m"), id, text, t, meta);
+        // With the recent history in memory, the request goes out while the message is written;
+        // not on a branch, whose last message need not be the newest (the seqs predicted for the
+        // write would be taken, and the request sent twice).
+        let ahead = after.is_none()
+            && self
+                .core
+                .cache
+                .borrow()
+                .window(id)
+                .is_some_and(|w| !w.messages().is_empty());
+        if ahead {
+            match self.run_turn(id, Begin::Ahead(user.clone())).await {
+                Err(ChatError::Conflict) => {}
+                other => return other,
+            }
+        }
+        let stored = self.core.store.append_message(&user).await?.message;
+        self.user_message_stored(id, &stored).await?;
+        self.run_turn(id, Begin::Stored(stored.id)).await
+    }
+
+    /// Reports a stored user message, then [`Session::after_user_message`].
+    pub(crate) async fn user_message_stored(
+        self: &Rc<Self>,
+        id: &str,
+        m: &Message,
+    ) -> Result<(), ChatError> {
+        self.core.emit(SessionEvent::MessageAdded(m.clone()));
+        self.after_user_message(id, m).await
+    }
+
+    /// Drops a stored user message's draft (in the background: the request must not wait) and names
+    /// the conversation after its first message.
+    pub(crate) async fn after_user_message(
+        self: &Rc<Self>,
+        id: &str,
+        m: &Message,
+    ) -> Result<(), ChatError> {
+        let this = self.clone();
+        let draft_of = id.to_string();
+        wasm_bindgen_futures::spawn_local(async move {
+            this.set_draft(&draft_of, "").await.ok();
+        });
+        self.auto_title(id, &m.content).await
+    }
+
+    /// Re-sends the last user turn (after an error, a stop, or a cut-off reply).
+    pub async fn retry(self: &Rc<Self>, id: &str) -> Result<(), ChatError> {
+        let last_user = self.last_user_message(id, "retry").await?;
+        self.run_turn(id, Begin::Stored(last_user.id)).await
+    }
+
+    /// The last user message among the recent ones, when no turn is running (`what`: the action
+    /// that needs it, for the error).
+    async fn last_user_message(&self, id: &str, what: &str) -> Result<Message, ChatError> {
+        if self.inflight.borrow().contains_key(id) {
+            return Err(ChatError::Busy);
+        }
+        let mut recent = self.core.branch_tail(id, 50).await?;
+        let at = last_user_at(&recent, |m| m.role)
+            .ok_or_else(|| ChatError::Invalid(format!("There is no message to {what}.")))?;
+        Ok(recent.swap_remove(at))
+    }
+
+    async fn auto_title(&self, id: &str, first_text: &str) -> Result<(), ChatError> {
+        let cached = self
+            .core
+            .cache
+            .borrow()
+            .window(id)
+            .map(|w| w.conversation().clone());
+        let c = match cached {
+            Some(c) => c,
+            None => self
+                .core
+                .store
+                .get_conversation(id)
+                .await?
+                .ok_or(ChatError::NoConversation)?,
+        };
+        if !c.title.is_empty() || c.title_is_custom {
+            self.core.emit(SessionEvent::ConversationChanged(c));
+            return Ok(());
+        }
+        let patch = ConversationPatch {
+            title: Some((title::auto_title(first_text), false)),
+            ..Default::default()
+        };
+        Ok(self.core.patch_conversation(id, &patch).await?)
+    }
+}

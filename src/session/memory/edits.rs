@@ -1,0 +1,70 @@
+//! The memory pane's reads and edits: a conversation's summary versions and entities, restoring an
+//! older summary, editing or deleting an entity (the graph surgery is `engine::memory::graph`).
+//! Must not import `ui`.
+
+use super::service::{Memory, MemoryError, MemorySnapshot};
+use super::update::memory_error;
+use crate::engine::memory::graph::{put_entity, remove_entity};
+use crate::engine::memory::restore_summary;
+use crate::engine::model::{EntityNode, EntityScope};
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::now;
+
+impl Memory {
+    /// Every summary version (oldest first) and the entities of a conversation.
+    pub async fn snapshot(&self, id: &str) -> Result<MemorySnapshot, MemoryError> {
+        let mut versions = self.core.store.load_summaries(id).await?;
+        crate::engine::sort::sort_by_key(&mut versions, |s| s.version);
+        Ok(MemorySnapshot {
+            versions,
+            entities: self.core.entities_for(id).await?,
+            failure: self.core.store.memory_failure(id).await?,
+        })
+    }
+
+    /// Makes an older summary version current again (as a new version; history is kept).
+    pub async fn restore_summary(&self, id: &str, version: u32) -> Result<(), MemoryError> {
+        let versions = self.core.store.load_summaries(id).await?;
+        let older = versions
+            .iter()
+            .find(|s| s.version == version)
+            .ok_or_else(|| {
+                MemoryError::Invalid(format!("Summary version {version} does not exist."))
+            })?;
+        let latest = versions
+            .iter()
+            .max_by_key(|s| s.version)
+            .ok_or_else(|| MemoryError::Invalid("There is no summary to restore.".into()))?;
+        let restored = restore_summary(latest, older, now()).map_err(memory_error)?;
+        self.core.store.save_summary(&restored).await?;
+        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        Ok(())
+    }
+
+    /// Saves a user's edit of an entity.
+    pub async fn save_entity(&self, id: &str, mut node: EntityNode) -> Result<(), MemoryError> {
+        node.updated_at = now();
+        let scope = node.scope.clone();
+        let mut nodes = self.core.store.load_entities(&scope).await?;
+        put_entity(&mut nodes, node);
+        self.core.store.save_entities(&scope, &nodes).await?;
+        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        Ok(())
+    }
+
+    /// Deletes an entity and the relationships that point at it.
+    pub async fn delete_entity(&self, id: &str, entity_id: &str) -> Result<(), MemoryError> {
+        for scope in [
+            EntityScope::Conversation(id.to_string()),
+            EntityScope::Shared,
+        ] {
+            let mut nodes = self.core.store.load_entities(&scope).await?;
+            if remove_entity(&mut nodes, entity_id) {
+                self.core.store.save_entities(&scope, &nodes).await?;
+            }
+        }
+        self.core.entity_deleted(id, entity_id);
+        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        Ok(())
+    }
+}

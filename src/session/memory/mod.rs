@@ -1,0 +1,11 @@
+//! Memory ([`Memory`]): live memory updates after turns and the scheduler that lets a chat turn go
+//! first (`update.rs`), building memory from a history (`catchup.rs`), and the memory pane's reads
+//! and edits (`edits.rs`). What is due, what is sent, how a reply is read and merged are the
+//! engine's (`engine::memory`). Must not import `ui`; imports no other service.
+
+mod catchup;
+mod edits;
+mod service;
+mod update;
+
+pub use service::{Memory, MemoryError, MemorySnapshot};

@@ -1,0 +1,103 @@
+//! The memory service type, its error enum and the calls that need no file of their own.
+//! Must not import `ui`.
+
+use crate::engine::memory::Scheduler;
+use crate::engine::model::{ConversationSummary, EntityNode};
+use crate::session::shared::error::{ErrorKind, ReadError};
+use crate::session::shared::Core;
+use crate::store::StoreError;
+use crate::transport::Stopper;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+/// What can go wrong in a memory call. Every message says what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MemoryError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// A request failed; the text is the engine's actionable message.
+    #[error("{0}")]
+    Request(String),
+    #[error("No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.")]
+    NoEndpoint,
+    #[error("The memory is already being updated. Wait for it to finish.")]
+    Busy,
+    /// A memory update gave way to a chat turn on the same server; it runs again after the turn.
+    #[error("A reply is being written on the same server and goes first; update the memory again once it is done.")]
+    Deferred,
+    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    NoConversation,
+    #[error("{0}")]
+    Invalid(String),
+    /// A failure already shown where it belongs (the memory pane), not repeated as a banner.
+    #[error("{0}")]
+    Quiet(String),
+    /// A memory update the user asked for failed; the text says why.
+    #[error("The memory update failed; the previous memory is kept. {0}")]
+    Failed(String),
+    /// The memory chunk of the app could not be fetched; the next try fetches it again.
+    #[error("This part of the app could not be loaded (are you offline, or was the app updated?). Check the connection and try again, or reload the page.")]
+    Unavailable,
+}
+
+impl MemoryError {
+    /// What the error is about (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            MemoryError::Request(_) | MemoryError::NoEndpoint => ErrorKind::Request,
+            MemoryError::Failed(_) => ErrorKind::Memory,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+impl From<wasm_split_helpers::SplitLoaderError> for MemoryError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        MemoryError::Unavailable
+    }
+}
+
+impl From<ReadError> for MemoryError {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Store(e) => MemoryError::Store(e),
+            ReadError::NoConversation => MemoryError::NoConversation,
+        }
+    }
+}
+
+/// The memory of a conversation: every summary version (oldest first) and its entities.
+#[derive(Debug, Clone, Default)]
+pub struct MemorySnapshot {
+    pub versions: Vec<ConversationSummary>,
+    pub entities: Vec<EntityNode>,
+    /// The latest memory update failed: when, why, and what came back.
+    pub failure: Option<crate::engine::memory::MemoryFailure>,
+}
+
+/// The memory service. One per page.
+pub struct Memory {
+    pub(super) core: Rc<Core>,
+    /// Conversations whose memory update is running in this tab.
+    pub(super) memory_running: RefCell<HashSet<String>>,
+    /// Which live memory updates may talk to their server, against this tab's chat turns
+    /// (`engine::memory::schedule`).
+    pub(super) schedule: RefCell<Scheduler>,
+    /// The stoppers of the live memory updates running, by conversation.
+    pub(super) memory_stops: RefCell<HashMap<String, Stopper>>,
+    /// Conversations whose memory is being built from their history (see `catchup.rs`).
+    pub(super) building: super::catchup::BuildQueue,
+}
+
+impl Memory {
+    pub(crate) fn new(core: Rc<Core>) -> Self {
+        Memory {
+            core,
+            memory_running: RefCell::default(),
+            schedule: RefCell::default(),
+            memory_stops: RefCell::default(),
+            building: Default::default(),
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Settings ([`Preferences`]): the settings in force and the deployment's defaults, saving them,
+//! testing the connection to an endpoint, and the storage figure. What is valid and what a preset
+//! holds are the engine's (`engine::settings`). Must not import `ui`.
+
+use crate::engine::request;
+use crate::engine::settings::Settings;
+use crate::session::shared::error::ErrorKind;
+use crate::session::shared::events::SessionEvent;
+use crate::session::shared::{transport_failure, Core, SETTINGS_KEY};
+use crate::store::{Store, StoreError};
+use crate::transport::{self, Stopper, Timeouts};
+use std::rc::Rc;
+
+/// What can go wrong in a settings call. Every message says what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// A request failed; the text is the engine's actionable message.
+    #[error("{0}")]
+    Request(String),
+    #[error("No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.")]
+    NoEndpoint,
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl SettingsError {
+    /// What the error is about (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SettingsError::Request(_) | SettingsError::NoEndpoint => ErrorKind::Request,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// Storage usage of this origin.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StorageInfo {
+    pub usage: u64,
+    pub quota: u64,
+    pub persisted: bool,
+}
+
+/// The settings service. One per page.
+pub struct Preferences {
+    core: Rc<Core>,
+}
+
+impl Preferences {
+    pub(crate) fn new(core: Rc<Core>) -> Self {
+        Preferences { core }
+    }
+
+    /// The settings in force.
+    pub fn current(&self) -> Settings {
+        self.core.settings()
+    }
+
+    /// The deployment's defaults (what "reset" goes back to).
+    pub fn defaults(&self) -> Settings {
+        self.core.defaults.clone()
+    }
+
+    /// Validates and saves settings.
+    pub async fn save_settings(&self, s: Settings) -> Result<(), SettingsError> {
+        s.validate().map_err(SettingsError::Invalid)?;
+        let v = serde_json::to_value(&s).map_err(|e| SettingsError::Invalid(e.to_string()))?;
+        self.core.store.set_setting(SETTINGS_KEY, &v).await?;
+        *self.core.settings.borrow_mut() = s.clone();
+        self.core.emit(SessionEvent::SettingsChanged(Box::new(s)));
+        Ok(())
+    }
+
+    pub async fn storage(&self) -> Result<StorageInfo, SettingsError> {
+        let u = Store::storage_usage().await?;
+        Ok(StorageInfo {
+            usage: u.usage_bytes as u64,
+            quota: u.quota_bytes as u64,
+            persisted: self.core.persisted.get(),
+        })
+    }
+
+    /// Lists the endpoint's models, proving the connection works.
+    pub async fn test_connection(&self, s: &Settings) -> Result<Vec<String>, SettingsError> {
+        s.validate().map_err(SettingsError::Invalid)?;
+        if !s.has_endpoint() {
+            return Err(SettingsError::NoEndpoint);
+        }
+        let req = request::models_request(&s.endpoint);
+        let stopper = Stopper::new();
+        let timeouts = Timeouts {
+            first_byte_ms: 15_000,
+            idle_ms: 15_000,
+        };
+        let mut body = transport::open(&req, &stopper, timeouts)
+            .await
+            .map_err(|e| {
+                SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).message)
+            })?;
+        let text = body.read_text(4 * 1024 * 1024).await.map_err(|e| {
+            SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).message)
+        })?;
+        request::parse_models(s.endpoint.protocol, &text).map_err(|e| {
+            SettingsError::Request(format!(
+                "The endpoint answered, but not with a model list: {e}"
+            ))
+        })
+    }
+}

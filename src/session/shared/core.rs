@@ -1,0 +1,152 @@
+//! [`Core`]: the state every service shares, and the clock and ids. Must not import `ui`.
+
+use super::cache::Cache;
+use super::events::{EventSink, SessionEvent};
+use super::tabs;
+use crate::engine::failure;
+use crate::engine::model::{Conversation, EntityNode, EntityScope, MemoryConfig};
+use crate::engine::settings::Settings;
+use crate::engine::tokens::Calibration;
+use crate::store::{ConversationPatch, Store, StoreError};
+use crate::transport::TransportError;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// Settings keys.
+pub(crate) const SETTINGS_KEY: &str = "settings";
+pub(crate) const CALIBRATION_KEY: &str = "calibration";
+
+/// What sees the local changes of this tab (sync, which captures them to replicate): never the
+/// changes sync itself applied ([`Core::applied`]), so nothing echoes back.
+pub(crate) trait Capture {
+    /// This tab changed shared data, as the event reports.
+    fn changed(&self, e: &SessionEvent);
+    /// The user deleted entity `entity` of conversation `conversation`'s scope (or shared).
+    fn entity_deleted(&self, conversation: &str, entity: &str);
+}
+
+/// The shared core. One per page, behind an `Rc` every service holds.
+pub(crate) struct Core {
+    pub store: Store,
+    pub(super) sink: EventSink,
+    /// Shared with the channel's receiver, which applies settings saved in another tab.
+    pub settings: Rc<RefCell<Settings>>,
+    /// The deployment's defaults (what "reset" goes back to).
+    pub defaults: Settings,
+    pub calibration: RefCell<Calibration>,
+    /// Whether the browser granted persistent storage.
+    pub persisted: Cell<bool>,
+    /// Carries shared events to the other tabs of this database (None without BroadcastChannel).
+    pub(super) channel: Option<tabs::Channel>,
+    /// Sync's capture of local changes (set when sync starts).
+    pub(super) capture: RefCell<Option<Rc<dyn Capture>>>,
+    /// Held (shared) while this tab lives, so other tabs know it may be streaming.
+    pub(super) _presence: tabs::LockGuard,
+    /// Recent history and memory per conversation, so prompts are built without reading storage.
+    pub cache: Rc<RefCell<Cache>>,
+}
+
+/// The browser's clock.
+pub(crate) fn now() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+/// A new unique id: time, then random bits (ids only need to be unique, not secret).
+pub(crate) fn new_id(prefix: &str) -> String {
+    let r1 = (js_sys::Math::random() * 4_294_967_296.0) as u64;
+    let r2 = (js_sys::Math::random() * 4_294_967_296.0) as u64;
+    format!("{prefix}{:x}{:08x}{:08x}", now(), r1, r2)
+}
+
+impl Core {
+    /// Sync's capture of local changes, from now on.
+    pub(crate) fn set_capture(&self, capture: Rc<dyn Capture>) {
+        *self.capture.borrow_mut() = Some(capture);
+    }
+
+    /// Reports a change this tab made: to the cache, to sync's capture, to the other tabs (when it
+    /// describes shared data) and to this tab's UI.
+    pub(crate) fn emit(&self, e: SessionEvent) {
+        let capture = self.capture.borrow().clone();
+        if let Some(capture) = capture {
+            capture.changed(&e);
+        }
+        self.applied(e)
+    }
+
+    /// Reports a change sync applied from another device: as [`Core::emit`], but not captured
+    /// again.
+    pub(crate) fn applied(&self, e: SessionEvent) {
+        self.cache.borrow_mut().observe_own(&e);
+        if let Some(c) = &self.channel {
+            c.post(&e);
+        }
+        (self.sink)(e)
+    }
+
+    /// The user deleted an entity: sync captures its tombstone.
+    pub(crate) fn entity_deleted(&self, conversation: &str, entity: &str) {
+        let capture = self.capture.borrow().clone();
+        if let Some(capture) = capture {
+            capture.entity_deleted(conversation, entity);
+        }
+    }
+
+    /// The settings in force.
+    pub(crate) fn settings(&self) -> Settings {
+        self.settings.borrow().clone()
+    }
+
+    /// Writes a change of a conversation record and reports the record as stored.
+    pub(crate) async fn patch_conversation(
+        &self,
+        id: &str,
+        patch: &ConversationPatch,
+    ) -> Result<(), StoreError> {
+        let c = self.store.update_conversation(id, patch).await?;
+        self.emit(SessionEvent::ConversationChanged(c));
+        Ok(())
+    }
+
+    /// The effective memory config of a conversation.
+    pub(crate) fn config_for(&self, conv: &Conversation) -> MemoryConfig {
+        conv.memory_overrides.apply(&self.settings.borrow().memory)
+    }
+
+    /// Saves what the calibration learned.
+    pub(crate) async fn save_calibration(&self) {
+        let v = serde_json::to_value(&*self.calibration.borrow()).ok();
+        if let Some(v) = v {
+            self.store.set_setting(CALIBRATION_KEY, &v).await.ok();
+        }
+    }
+
+    /// Entities in scope for a conversation: its own, then the shared ones.
+    pub(crate) async fn entities_for(&self, id: &str) -> Result<Vec<EntityNode>, StoreError> {
+        let mut own = self
+            .store
+            .load_entities(&EntityScope::Conversation(id.to_string()))
+            .await?;
+        own.extend(self.store.load_entities(&EntityScope::Shared).await?);
+        Ok(own)
+    }
+}
+
+/// Turns a transport failure into the engine's classified failure.
+pub(crate) fn transport_failure(
+    e: TransportError,
+    base_url: &str,
+    resuming: bool,
+) -> failure::Failure {
+    match e {
+        TransportError::Network(_) => failure::network_failure(base_url),
+        TransportError::Http {
+            status,
+            retry_after,
+            body,
+        } => failure::classify_http(status, retry_after.as_deref(), &body, resuming, now()),
+        TransportError::Timeout { first_byte } => failure::timeout(first_byte),
+        TransportError::Aborted => failure::aborted(),
+        TransportError::Body(detail) => failure::connection_dropped(&detail),
+    }
+}

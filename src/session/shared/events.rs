@@ -1,0 +1,102 @@
+//! What the session reports to this tab's UI ([`SessionEvent`]) and the payloads of its status
+//! events. Must not import `ui`.
+
+use super::error::ErrorKind;
+use crate::engine::model::{Conversation, Message};
+use crate::engine::settings::Settings;
+use crate::engine::sync::Status;
+use std::rc::Rc;
+
+/// What the session reports. The UI applies these to its signals; other tabs' changes arrive the
+/// same way (serialised over a `BroadcastChannel`, see `tabs.rs`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub enum SessionEvent {
+    ConversationChanged(Conversation),
+    /// Many conversations changed at once (an import's, in slices): each as `ConversationChanged`
+    /// says, applied as one change (one update of the list, one message to the other tabs).
+    ConversationsChanged(Vec<Conversation>),
+    ConversationRemoved(String),
+    MessageAdded(Message),
+    /// A message's content, status or metadata changed (a streaming reply growing or finishing).
+    MessageProgress(Message),
+    MessagesCleared(String),
+    /// The branch on screen changed (a regeneration, an edit, a page to another alternative, a
+    /// deleted message): views read the conversation's messages again.
+    BranchChanged(String),
+    TurnRunning {
+        conversation_id: String,
+        running: bool,
+    },
+    MemoryUpdating {
+        conversation_id: String,
+        running: bool,
+    },
+    MemoryChanged(String),
+    /// Where building memory from a history stands (this tab's run, see `memory/catchup.rs`).
+    MemoryBuild(BuildStatus),
+    Error {
+        conversation_id: Option<String>,
+        message: String,
+        kind: ErrorKind,
+    },
+    Notice(String),
+    /// Settings were saved (in this tab or another); they are in force from now on.
+    SettingsChanged(Box<Settings>),
+    /// Sync's state in this tab changed (see `sync/`).
+    SyncStatus(SyncView),
+    /// How far the import running in this tab is (see `transfer/import.rs`).
+    ImportProgress(crate::engine::import::slice::Progress),
+}
+
+/// A sink for events.
+pub type EventSink = Rc<dyn Fn(SessionEvent)>;
+
+/// Where a memory build stands, for the progress line.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum BuildStatus {
+    /// Conversation `conversation` of `conversations` (1-based), chunk `chunk` of `chunks`.
+    Running {
+        conversation_id: String,
+        title: String,
+        conversation: usize,
+        conversations: usize,
+        chunk: usize,
+        chunks: usize,
+    },
+    /// Every queued conversation's memory covers its history.
+    Done(String),
+    /// The run ended with conversations not built: which and why, and the ids a retry builds
+    /// (those, and any the run did not reach when it gave up).
+    Failed { text: String, retry: Vec<String> },
+    /// Cancelled, or memory is off: what happened and what to do.
+    Stopped(String),
+}
+
+/// What the sidebar shows: `state` is `off`, `synced`, `syncing`, `offline` or `error`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SyncView {
+    pub state: String,
+    pub detail: String,
+}
+
+impl SyncView {
+    pub(crate) fn off() -> SyncView {
+        SyncView {
+            state: "off".into(),
+            detail: "Sync is off".into(),
+        }
+    }
+
+    pub(crate) fn of(s: &Status) -> SyncView {
+        let (state, detail) = match s {
+            Status::Synced => ("synced", "Synced".to_string()),
+            Status::Syncing { pending } => ("syncing", format!("Syncing ({pending} to send)")),
+            Status::Offline { .. } => ("offline", "Sync server unreachable; retrying".to_string()),
+            Status::Error { error, .. } => ("error", error.to_string()),
+        };
+        SyncView {
+            state: state.into(),
+            detail,
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Opening the core: the database (one tab at a time, so one tab migrates), the deployment's
+//! `config.json`, the saved settings and token calibration, the channel to the other tabs.
+//! Must not import `ui`.
+
+use super::cache::Cache;
+use super::core::{Core, CALIBRATION_KEY, SETTINGS_KEY};
+use super::error::ErrorKind;
+use super::events::{EventSink, SessionEvent};
+use super::tabs::{self, LockGuard};
+use crate::engine::request;
+use crate::engine::settings::{self, Settings};
+use crate::engine::tokens::Calibration;
+use crate::store::{Store, StoreError};
+use crate::transport::{self, Stopper, Timeouts, TransportError};
+use futures_util::future::join;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// The first half of opening: the store open, `config.json` read, persistence asked for.
+pub(crate) struct Opening {
+    pub store: Store,
+    interrupted: usize,
+    presence: LockGuard,
+    deployment: Result<Settings, String>,
+    persisted: bool,
+}
+
+impl Core {
+    /// Opens the store while `config.json` and the storage request go out (on a slow link that
+    /// round trip would otherwise come after it, before the first screen).
+    pub(crate) async fn begin(db_name: &str) -> Result<Opening, StoreError> {
+        let ((opened, deployment), persisted) = join(
+            join(open_store(db_name), load_deployment_config()),
+            Store::request_persistence(),
+        )
+        .await;
+        let (store, interrupted, presence) = opened?;
+        Ok(Opening {
+            store,
+            interrupted,
+            presence,
+            deployment,
+            persisted: persisted.unwrap_or(false),
+        })
+    }
+
+    /// The second half: settings and calibration read, the notices of the opening given, the
+    /// channel to the other tabs opened.
+    pub(crate) async fn finish(
+        o: Opening,
+        db_name: &str,
+        sink: EventSink,
+    ) -> Result<Rc<Core>, StoreError> {
+        let (defaults, settings, calibration) =
+            load_settings(&o.store, &sink, o.deployment).await?;
+        if o.interrupted > 0 {
+            sink(SessionEvent::Notice(format!(
+                "{} reply was cut off when the page closed; the partial text is kept and marked interrupted.",
+                o.interrupted
+            )));
+        }
+        let closed_sink = sink.clone();
+        o.store.on_closed_by_other_tab(move || {
+            closed_sink(SessionEvent::Error {
+                conversation_id: None,
+                message: StoreError::ClosedByOtherTab.to_string(),
+                kind: ErrorKind::Other,
+            })
+        });
+        let cache = Rc::new(RefCell::new(Cache::default()));
+        let settings = Rc::new(RefCell::new(settings));
+        let channel = tabs::Channel::open(db_name, remote_sink(&cache, &settings, &sink));
+        Ok(Rc::new(Core {
+            store: o.store,
+            sink,
+            settings,
+            defaults,
+            calibration: RefCell::new(calibration),
+            persisted: Cell::new(o.persisted),
+            channel,
+            capture: RefCell::default(),
+            _presence: o.presence,
+            cache,
+        }))
+    }
+}
+
+/// Where other tabs' events go: the cache forgets what they touched, their saved settings are in
+/// force here too, and the UI hears them.
+fn remote_sink(
+    cache: &Rc<RefCell<Cache>>,
+    settings: &Rc<RefCell<Settings>>,
+    sink: &EventSink,
+) -> EventSink {
+    let (cache, settings, sink) = (cache.clone(), settings.clone(), sink.clone());
+    Rc::new(move |e| {
+        cache.borrow_mut().observe_remote(&e);
+        if let SessionEvent::SettingsChanged(s) = &e {
+            // Checked again: another tab may run another build.
+            if s.validate().is_err() {
+                return;
+            }
+            *settings.borrow_mut() = (**s).clone();
+        }
+        sink(e)
+    })
+}
+
+/// Opens the store, one tab at a time (so one tab migrates), and marks replies left streaming as
+/// interrupted, but only when no other tab is alive (another tab may be writing them right now).
+/// Returns the store, how many replies were marked, and this tab's presence lock.
+async fn open_store(db_name: &str) -> Result<(Store, usize, LockGuard), StoreError> {
+    let opening = tabs::lock(&format!("memoire-open:{db_name}")).await;
+    let tabs_lock = format!("memoire-tabs:{db_name}");
+    let others_alive = tabs::held_elsewhere(&tabs_lock).await == Some(true);
+    let presence = tabs::lock_shared(&tabs_lock).await;
+    let store = Store::open(db_name).await?;
+    let interrupted = if others_alive {
+        0
+    } else {
+        store.mark_interrupted_streams().await?
+    };
+    drop(opening);
+    Ok((store, interrupted, presence))
+}
+
+/// Fetches the deployment's optional `config.json` (next to index.html). Missing is fine; garbage
+/// is reported.
+async fn load_deployment_config() -> Result<Settings, String> {
+    let req = request::HttpRequest {
+        method: "GET".into(),
+        url: "config.json".into(),
+        headers: vec![],
+        body: String::new(),
+    };
+    let timeouts = Timeouts {
+        first_byte_ms: 5_000,
+        idle_ms: 5_000,
+    };
+    let text = match transport::open(&req, &Stopper::new(), timeouts).await {
+        Ok(mut body) => body
+            .read_text(256 * 1024)
+            .await
+            .map_err(|e| e.to_string())?,
+        Err(TransportError::Http { status: 404, .. }) => return Ok(Settings::builtin()),
+        Err(_) => return Ok(Settings::builtin()),
+    };
+    let config = settings::parse_deployment_config(&text)?;
+    Ok(settings::deployment_defaults(&config))
+}
+
+/// A stored setting as `T`, read through its JSON text (see [`load_settings`]).
+fn from_json_value<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
+    serde_json::from_str(&serde_json::to_string(v).ok()?).ok()
+}
+
+/// The deployment's defaults (a notice when `config.json` is unusable), the settings in force, and
+/// the saved token calibration.
+async fn load_settings(
+    store: &Store,
+    sink: &EventSink,
+    deployment: Result<Settings, String>,
+) -> Result<(Settings, Settings, Calibration), StoreError> {
+    let defaults = match deployment {
+        Ok(d) => d,
+        Err(e) => {
+            sink(SessionEvent::Notice(e));
+            Settings::builtin()
+        }
+    };
+    // Read back through JSON text, not `from_value`: settings also arrive as text from other
+    // tabs (tabs.rs), so their deserializer is compiled once for both.
+    let (saved, calibration) = join(
+        store.get_setting(SETTINGS_KEY),
+        store.get_setting(CALIBRATION_KEY),
+    )
+    .await;
+    let saved: Option<Settings> = saved?.and_then(|v| from_json_value(&v));
+    let settings = settings::effective(&defaults, saved.as_ref());
+    let calibration: Calibration = calibration?
+        .and_then(|v| from_json_value(&v))
+        .unwrap_or_default();
+    Ok((defaults, settings, calibration))
+}
