@@ -1097,14 +1097,20 @@ fn code_map_patterns(readme: &str) -> Vec<String> {
     out
 }
 
-/// Whether `file` (`src/engine/x.rs`) is named by `pattern` (a path, or one with a `*` file name).
+/// Whether `file` (`src/engine/x.rs`) is named by `pattern`: a path whose segments may hold a `*`
+/// (`src/engine/decode/*.rs`, `src/ui/*/`), or a folder (`src/engine/memory/`), which names the
+/// files directly in it and its own `memory.rs` beside it (not its subfolders: each has its row).
 fn named_by(file: &str, pattern: &str) -> bool {
-    match pattern.split_once('*') {
-        Some((dir, ext)) => {
-            file.starts_with(dir) && file.ends_with(ext) && !file[dir.len()..].contains('/')
-        }
-        None => file == pattern,
+    if let Some(folder) = pattern.strip_suffix('/') {
+        let own = !folder.ends_with('*') && named_by(file, &format!("{folder}.rs"));
+        return own || named_by(file, &format!("{folder}/*.rs"));
     }
+    let (f, p): (Vec<&str>, Vec<&str>) = (file.split('/').collect(), pattern.split('/').collect());
+    f.len() == p.len()
+        && f.iter().zip(&p).all(|(f, p)| match p.split_once('*') {
+            Some((head, tail)) => f.starts_with(head) && f.ends_with(tail),
+            None => f == p,
+        })
 }
 
 fn unmapped(files: &[String], readme: &str) -> Vec<String> {
@@ -1130,17 +1136,29 @@ fn the_code_map_names_every_module() {
 
 #[test]
 fn the_code_map_check_can_fail() {
-    let readme = "| `src/a.rs` | x | — |\n| `src/b/{c,d}.rs` | x | — |\n| `src/e/*.rs` | x | — |\n";
+    let readme = "| `src/a.rs` | x | — |\n| `src/b/{c,d}.rs` | x | — |\n| `src/e/*.rs` | x | — |\n\
+                  | `src/f/` | x |\n| `src/g/*/` | x |\n";
     let files = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert!(unmapped(
-        &files(&["src/a.rs", "src/b/c.rs", "src/b/d.rs", "src/e/f.rs"]),
-        readme
-    )
-    .is_empty());
+    let named = [
+        "src/a.rs",
+        "src/b/c.rs",
+        "src/e/f.rs",
+        "src/f.rs",
+        "src/f/x.rs",
+        "src/g/h/i.rs",
+    ];
+    assert!(unmapped(&files(&named), readme).is_empty());
     assert_eq!(
         unmapped(&files(&["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]), readme),
         ["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]
     );
+    let unnamed = [
+        "src/f/x/y.rs",
+        "src/g/j.rs",
+        "src/g/h/i/j.rs",
+        "src/f/x.txt",
+    ];
+    assert_eq!(unmapped(&files(&unnamed), readme), unnamed);
 }
 
 /// Longest a function may be, in lines from its `fn` to its closing brace.
