@@ -1223,3 +1223,107 @@ fn no_function_is_over_80_lines() {
     assert_eq!(long_functions(&planted(81)), vec![("f".to_string(), 81)]);
     assert!(long_functions(&planted(80)).is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// ARCHITECTURE.md's invariants each have a name and the tests that check them (or say "Untested").
+
+/// What is wrong with the bullets of `doc`'s "## Invariants" section: one without a `**name**`, one
+/// that neither says "Checked by" nor "Untested", and a test it names that `read` (a file's text by
+/// its path) does not hold: a `` `tests/x.rs` `` is followed by its tests, `` `fn_name` `` or a
+/// quoted title ("tabs: a send…", a prefix of an e2e test's).
+fn invariant_faults(doc: &str, read: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let doc = format!("\n{doc}");
+    let section = doc.split("\n## Invariants\n").nth(1).unwrap_or("");
+    let section = section.split("\n## ").next().unwrap_or("");
+    let mut out = Vec::new();
+    if !section.contains("\n- ") {
+        out.push("no invariants".to_string());
+    }
+    for bullet in section.split("\n- ").skip(1) {
+        let paragraph = bullet.split("\n\n").next().unwrap_or("");
+        let bullet = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+        let Some(name) = bullet.strip_prefix("**").and_then(|b| b.split("**").next()) else {
+            out.push(format!("unnamed: {bullet}"));
+            continue;
+        };
+        match bullet.split_once("Checked by ") {
+            Some((_, refs)) => out.extend(missing_tests(name, refs, &read)),
+            None if !bullet.contains("Untested") => out.push(format!("{name}: no test")),
+            None => {}
+        }
+    }
+    out
+}
+
+/// The tests `refs` names that do not exist (see [`invariant_faults`]).
+fn missing_tests(name: &str, refs: &str, read: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let (mut out, mut file, mut text, mut named) = (Vec::new(), "", None, 0);
+    let mut rest = refs;
+    while let Some(i) = rest.find(['`', '"']) {
+        let quote = &rest[i..i + 1];
+        let Some(len) = rest[i + 1..].find(quote) else {
+            break;
+        };
+        let token = &rest[i + 1..i + 1 + len];
+        rest = &rest[i + 2 + len..];
+        if token.starts_with("tests/") {
+            (file, text) = (token, read(token));
+        } else if quote == "`" && !token.chars().all(is_ident) {
+            continue;
+        } else {
+            let found = if quote == "`" {
+                format!("fn {token}(")
+            } else {
+                token.to_string()
+            };
+            named += 1;
+            if !text.as_ref().is_some_and(|t| t.contains(&found)) {
+                out.push(format!("{name}: no test {quote}{token}{quote} in {file}"));
+            }
+        }
+    }
+    if named == 0 {
+        out.push(format!("{name}: \"Checked by\" names no test"));
+    }
+    out
+}
+
+#[test]
+fn every_invariant_names_its_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let faults = invariant_faults(&doc, |rel| fs::read_to_string(root.join(rel)).ok());
+    assert!(
+        faults.is_empty(),
+        "ARCHITECTURE.md invariants:\n{}",
+        faults.join("\n")
+    );
+}
+
+#[test]
+fn the_invariant_check_can_fail() {
+    let doc = "## Invariants\n\nSome text.\n\n- **a**: x. Checked by `tests/t.rs`: `f`.\n\
+               - **b**: y. Untested.\n- **c**: z (`src/x.rs`). Checked by `tests/t.rs`: `g`;\n  \
+               `tests/e.mjs`: \"a\n  title\", \"gone\".\n- **d**: nothing.\n- **e**: Checked by `tests/t.rs`.\n\
+               - no name. Untested.\n- **f**: Checked by `tests/none.rs`: `f`.\n\n## Next\n\n- **z**: after.\n";
+    let read = |rel: &str| match rel {
+        "tests/t.rs" => Some("fn f() {}".to_string()),
+        "tests/e.mjs" => Some("test('a title, more', ..)".to_string()),
+        _ => None,
+    };
+    assert_eq!(
+        invariant_faults("## Invariants\n\nnone yet\n", read),
+        ["no invariants"]
+    );
+    assert_eq!(
+        invariant_faults(doc, read),
+        [
+            "c: no test `g` in tests/t.rs",
+            "c: no test \"gone\" in tests/e.mjs",
+            "d: no test",
+            "e: \"Checked by\" names no test",
+            "unnamed: no name. Untested.",
+            "f: no test `f` in tests/none.rs",
+        ]
+    );
+}
