@@ -8,7 +8,9 @@
 //!    state and ask the controller.
 //! 4. Only the store speaks IndexedDB; only the transport fetches.
 //! 5. Every module opens with a `//!` header that says what it owns.
-//! 6. The README's code map names every module (a row per file, `{a,b}.rs` or `*.rs`).
+//! 6. The README's code map names every module: a row per folder (`src/engine/memory/` names the
+//!    files in it and `memory.rs` beside it; `src/ui/*/` every domain folder) or per file
+//!    (`src/session.rs`, `{a,b}.rs`, `*.rs`).
 //! 7. No function is over 80 lines (`MAX_FUNCTION_LINES`).
 //! 8. No child imports its parent (`NO_UPWARD_IMPORTS`: the session and the ui): a path is "up"
 //!    when the longest prefix of it that names a module (a file or folder) is one of the importing
@@ -19,6 +21,8 @@
 //!    (`super::read`, `crate::engine`); "`x` internals" forbids only modules under `x`; "anything
 //!    outside `x`" forbids every `crate::` path elsewhere. A child's header adds to its ancestors'
 //!    and cannot lift them. A name that is no module is itself a violation.
+//! 10. Each of `ARCHITECTURE.md`'s invariants has a name and names tests that exist, or says
+//!     "Untested".
 //!
 //! Paths are read the way the compiler reads them: `use` trees are expanded (grouped and nested
 //! braces, `self`, renames), `super::`/`self::` are resolved against the file's module (or the
