@@ -888,6 +888,11 @@ fn the_up_rule_fires_on_planted_imports_of_a_parent() {
     );
     up(
         TURN,
+        "//! h\nuse super::{cache::{self, Cache}, Session as S};",
+        &["crate::session::chat::Session"],
+    );
+    up(
+        TURN,
         "//! h\nuse super::super::Core;",
         &["crate::session::Core"],
     );
