@@ -8,13 +8,27 @@
 //!    state and ask the controller.
 //! 4. Only the store speaks IndexedDB; only the transport fetches.
 //! 5. Every module opens with a `//!` header that says what it owns.
-//! 6. The README's code map names every module (a row per file, `{a,b}.rs` or `*.rs`).
+//! 6. The README's code map names every module: a row per folder (`src/engine/memory/` names the
+//!    files in it and `memory.rs` beside it; `src/ui/*/` every domain folder) or per file
+//!    (`src/session.rs`, `{a,b}.rs`, `*.rs`).
 //! 7. No function is over 80 lines (`MAX_FUNCTION_LINES`).
+//! 8. No child imports its parent (`NO_UPWARD_IMPORTS`: the session and the ui): a path is "up"
+//!    when the longest prefix of it that names a module (a file or folder) is one of the importing
+//!    module's ancestors (`crate::session::now` from `session/chat/turn.rs`; not
+//!    `crate::session::shared::Core`, a sibling subtree, nor a parent's `pub use child::X`).
+//! 9. Each header's "Must not import" sentence holds, for its module and every module under it: a
+//!    backticked name is a top-level module (`ui`) or a path read from the header's module
+//!    (`super::read`, `crate::engine`); "`x` internals" forbids only modules under `x`; "anything
+//!    outside `x`" forbids every `crate::` path elsewhere. A child's header adds to its ancestors'
+//!    and cannot lift them. A name that is no module is itself a violation.
+//! 10. Each of `ARCHITECTURE.md`'s invariants has a name and names tests that exist, or says
+//!     "Untested".
 //!
 //! Paths are read the way the compiler reads them: `use` trees are expanded (grouped and nested
-//! braces, `self`, renames), `super::`/`self::` are resolved against the file's module, and paths
-//! written inline in code count too. Comments are ignored. `the_rules_fire_on_planted_violations`
-//! plants one violation per rule in a scratch tree and shows each rule firing on it, and only it.
+//! braces, `self`, renames), `super::`/`self::` are resolved against the file's module (or the
+//! inline `mod` they sit in), and paths written inline in code count too. Comments are ignored.
+//! Every rule is shown firing on planted violations in a scratch tree (one-line cases), and quiet
+//! on allowed code.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -283,7 +297,9 @@ fn inline_paths(code: &str) -> Vec<String> {
                 break;
             }
         }
-        if segments > 1 {
+        // `a::b::{..}` is a use tree's head, read with the tree.
+        let head = chars.get(j..j + 3) == Some(&[':', ':', '{']);
+        if segments > 1 && !head {
             out.push(chars[i..j].iter().collect());
         }
         i = j.max(i + 1);
@@ -323,16 +339,50 @@ struct Source {
     idents: BTreeSet<String>,
 }
 
+/// Where the next inline `mod name {` of `code` is: its name and the index of its `{`.
+fn next_inline_mod(code: &str) -> Option<(String, usize)> {
+    let mut from = 0;
+    while let Some(i) = code[from..].find("mod ") {
+        let at = from + i;
+        from = at + 4;
+        let name: String = code[from..].chars().take_while(|c| is_ident(*c)).collect();
+        let after = code[from + name.len()..].trim_start();
+        if !code[..at].ends_with(is_ident) && !name.is_empty() && after.starts_with('{') {
+            return Some((name, code.len() - after.len()));
+        }
+    }
+    None
+}
+
+/// The code of `module` and of each inline `mod x { .. }` in it, as (module, code), so that
+/// `super::` in a file's `mod tests` resolves to the file's own module.
+fn inline_modules(code: &str, module: &str) -> Vec<(String, String)> {
+    let (mut out, mut outer, mut rest) = (Vec::new(), String::new(), code);
+    while let Some((name, open)) = next_inline_mod(rest) {
+        let close = closing(rest, open);
+        outer.push_str(&rest[..open]);
+        let inner = rest.get(open + 1..close).unwrap_or("");
+        out.extend(inline_modules(inner, &format!("{module}::{name}")));
+        rest = rest.get(close + 1..).unwrap_or("");
+    }
+    outer.push_str(rest);
+    out.push((module.to_string(), outer));
+    out
+}
+
 fn read_source(root: &Path, file: &Path) -> Source {
     let text = fs::read_to_string(file).unwrap();
     let code = code_of(&text);
     let module = module_of(root, file);
-    let mut raw = Vec::new();
-    for tree in use_trees(&code) {
-        expand_use(tree, "", &mut raw);
+    let mut paths = BTreeSet::new();
+    for (inner, code) in inline_modules(&code, &module) {
+        let mut raw = Vec::new();
+        for tree in use_trees(&code) {
+            expand_use(tree, "", &mut raw);
+        }
+        raw.extend(inline_paths(&code));
+        paths.extend(raw.iter().map(|p| resolve(p, &inner)));
     }
-    raw.extend(inline_paths(&code));
-    let paths = raw.iter().map(|p| resolve(p, &module)).collect();
     let idents = code
         .split(|c: char| !is_ident(c))
         .filter(|w| !w.is_empty())
@@ -385,6 +435,158 @@ fn violations(root: &Path) -> Vec<(&'static str, String, String)> {
     out
 }
 
+// ---------------------------------------------------------------------------------------------
+// No child imports its parent.
+
+/// Every module of the tree at `root`: each file's, and each folder's on the way to it.
+fn modules(root: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for file in rust_files(root) {
+        let module = module_of(root, &file);
+        let segments: Vec<&str> = module.split("::").collect();
+        for n in 1..=segments.len() {
+            out.insert(segments[..n].join("::"));
+        }
+    }
+    out
+}
+
+/// The longest prefix of `path` that names a module (`crate::session::now` -> `crate::session`).
+fn module_named(path: &str, modules: &BTreeSet<String>) -> Option<String> {
+    let segments: Vec<&str> = path.split("::").collect();
+    (1..=segments.len())
+        .rev()
+        .map(|n| segments[..n].join("::"))
+        .find(|p| modules.contains(p))
+}
+
+/// Whether `ancestor` is on `module`'s path (`session` and `session::chat` for
+/// `session::chat::turn`; the crate root is no one's parent here).
+fn is_ancestor(ancestor: &str, module: &str) -> bool {
+    ancestor != "crate" && module.starts_with(&format!("{ancestor}::"))
+}
+
+/// Every path that names one of its module's ancestors, as (file, path): `use super::Session`,
+/// `crate::session::now()`; `super::cache::Cache` names a sibling and is fine.
+fn upward_imports(root: &Path) -> Vec<(String, String)> {
+    let modules = modules(root);
+    let mut out = Vec::new();
+    for file in rust_files(root) {
+        let s = read_source(root, &file);
+        for path in &s.paths {
+            if module_named(path, &modules).is_some_and(|m| is_ancestor(&m, &s.module)) {
+                out.push((s.file.clone(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The headers' "Must not import" lines.
+
+/// What a header's "Must not import" sentence says of one module (a path from the crate root).
+#[derive(Debug)]
+enum Clause {
+    /// "Must not import `store` or `transport`": nothing in or under it.
+    Not(String),
+    /// "… or `session` internals": nothing in a module under it (its own items are fine).
+    Internals(String),
+    /// "Must not import anything outside `crate::engine`": no `crate::` path elsewhere.
+    Only(String),
+}
+
+/// A file's `//!` header, its lines joined.
+fn header_of(text: &str) -> String {
+    text.lines()
+        .skip_while(|l| l.trim().is_empty() || l.starts_with("#!"))
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| l[3..].trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The names of a header's "must not import" sentences, as written, each with its clause: a
+/// sentence ends at `.`, `;`, `:` or `(` outside backticks, and its names are its backticked
+/// words (so "leptos" unquoted, or "(`now` is an argument)", name nothing).
+fn must_not_import(header: &str) -> Vec<(fn(String) -> Clause, String)> {
+    let mut out = Vec::new();
+    let lower = header.to_ascii_lowercase();
+    for (at, phrase) in lower.match_indices("must not import") {
+        let rest = header[at + phrase.len()..].trim_start_matches([' ', ':']);
+        let mut ticked = false;
+        let end = rest.find(|c: char| {
+            ticked ^= c == '`';
+            !ticked && ".;:(".contains(c)
+        });
+        let sentence = &rest[..end.unwrap_or(rest.len())];
+        let parts: Vec<&str> = sentence.split('`').collect();
+        for i in (1..parts.len()).step_by(2) {
+            let after = parts.get(i + 1).map_or("", |a| a.trim_start());
+            let clause: fn(String) -> Clause = if sentence.starts_with("anything outside") {
+                Clause::Only
+            } else if after.starts_with("internals") {
+                Clause::Internals
+            } else {
+                Clause::Not
+            };
+            out.push((clause, parts[i].to_string()));
+        }
+    }
+    out
+}
+
+/// A header's name as a module: a path (`crate::engine`, `super::summary`, `super`) read from the
+/// header's `module`, a bare name (`ui`) as a top-level module; `None` when no such module exists.
+fn header_module(name: &str, module: &str, modules: &BTreeSet<String>) -> Option<String> {
+    let path = match name.split("::").next() {
+        Some("crate" | "super" | "self") => resolve(name, module),
+        _ if !name.contains("::") => format!("crate::{name}"),
+        _ => return None,
+    };
+    modules.contains(&path).then_some(path)
+}
+
+fn breaks(clause: &Clause, path: &str, modules: &BTreeSet<String>) -> bool {
+    match clause {
+        Clause::Not(m) => within(path, m),
+        Clause::Internals(m) => {
+            module_named(path, modules).is_some_and(|n| n.starts_with(&format!("{m}::")))
+        }
+        Clause::Only(m) => path.starts_with("crate::") && !within(path, m),
+    }
+}
+
+/// Every "must not import" broken, as (file, what): a path the header's module names, or any
+/// module under it (a folder's header binds its subtree; a child's header adds its own lines and
+/// cannot lift its ancestors'), and every header name that is no module (`` `x` names no module``).
+fn header_breaks(root: &Path) -> Vec<(String, String)> {
+    let modules = modules(root);
+    let sources: Vec<Source> = rust_files(root)
+        .iter()
+        .map(|f| read_source(root, f))
+        .collect();
+    let (mut clauses, mut out) = (Vec::new(), Vec::new());
+    for s in &sources {
+        for (clause, name) in must_not_import(&header_of(&s.text)) {
+            match header_module(&name, &s.module, &modules) {
+                Some(m) => clauses.push((s.module.clone(), clause(m))),
+                None => out.push((s.file.clone(), format!("`{name}` names no module"))),
+            }
+        }
+    }
+    for s in &sources {
+        for (_, clause) in clauses.iter().filter(|(owner, _)| within(&s.module, owner)) {
+            for path in s.paths.iter().filter(|p| breaks(clause, p, &modules)) {
+                if !out.contains(&(s.file.clone(), path.clone())) {
+                    out.push((s.file.clone(), path.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
@@ -418,20 +620,25 @@ fn every_layer_has_a_rule() {
 // ---------------------------------------------------------------------------------------------
 // The rules can fail: each planted violation fires its rule, and only it.
 
-/// Writes `code` at `rel` in a scratch tree and returns the rules it breaks.
-fn check(rel: &str, code: &str, expected: &[&str]) {
+/// A scratch tree holding `files` (path under `src/`, text), written in order (a later one
+/// replaces an earlier one at the same path).
+fn plant<'a>(files: impl IntoIterator<Item = &'a (&'a str, &'a str)>) -> PathBuf {
     // One scratch tree per call: the tests run in parallel and may plant the same path.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let root = std::env::temp_dir().join(format!(
-        "memoire-arch-{}-{call}-{}",
-        std::process::id(),
-        rel.replace(['/', '.'], "_")
-    ));
+    let root = std::env::temp_dir().join(format!("memoire-arch-{}-{call}", std::process::id()));
     let _ = fs::remove_dir_all(&root);
-    let file = root.join(rel);
-    fs::create_dir_all(file.parent().unwrap()).unwrap();
-    fs::write(&file, code).unwrap();
+    for (rel, code) in files {
+        let file = root.join(rel);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, code).unwrap();
+    }
+    root
+}
+
+/// Writes `code` at `rel` in a scratch tree and returns the rules it breaks.
+fn check(rel: &str, code: &str, expected: &[&str]) {
+    let root = plant(&[(rel, code)]);
     let mut fired: Vec<&str> = violations(&root).into_iter().map(|v| v.0).collect();
     fired.dedup();
     fs::remove_dir_all(&root).unwrap();
@@ -588,6 +795,294 @@ fn use_trees_expand_like_the_compiler_reads_them() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// No child imports its parent; the headers' "Must not import" lines hold.
+
+/// Where no module may import one of its ancestors (issue 27). Not yet the engine (its `decode`,
+/// `highlight`, `import`, `backup` and `sync` children read what their `mod.rs` declares), the store
+/// (`Store` is `store/mod.rs`'s) or the transport (`text.rs` uses `js_text`).
+const NO_UPWARD_IMPORTS: &[&str] = &["crate::session", "crate::ui"];
+
+/// Hits a line per file: `src/session/turn.rs: crate::session::Session, crate::session::now`.
+fn listed(hits: Vec<(String, String)>) -> String {
+    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
+    for (file, hit) in hits {
+        let file = file
+            .trim_start_matches(env!("CARGO_MANIFEST_DIR"))
+            .trim_start_matches('/');
+        match lines.last_mut() {
+            Some((last, hits)) if last == file => hits.push(hit),
+            _ => lines.push((file.to_string(), vec![hit])),
+        }
+    }
+    let lines: Vec<String> = lines
+        .iter()
+        .map(|(f, h)| format!("{f}: {}", h.join(", ")))
+        .collect();
+    lines.join("\n")
+}
+
+#[test]
+fn no_child_imports_its_parent() {
+    let root = src();
+    let hits: Vec<(String, String)> = upward_imports(&root)
+        .into_iter()
+        .filter(|(file, _)| {
+            let module = module_of(&root, Path::new(file));
+            NO_UPWARD_IMPORTS.iter().any(|scope| within(&module, scope))
+        })
+        .collect();
+    assert!(hits.is_empty(), "imports of a parent:\n{}", listed(hits));
+}
+
+#[test]
+fn the_headers_must_not_import_lines_hold() {
+    let hits = header_breaks(&src());
+    assert!(
+        hits.is_empty(),
+        "\"Must not import\" broken:\n{}",
+        listed(hits)
+    );
+}
+
+/// The crate's shape in a scratch tree: the layers, a session with the subtrees `chat` and
+/// `shared`, a ui with a `chat` folder; each file a bare header.
+const SCAFFOLD: &[(&str, &str)] = &[
+    ("lib.rs", "//! h"),
+    ("engine/mod.rs", "//! h"),
+    ("store/mod.rs", "//! h"),
+    ("transport/mod.rs", "//! h"),
+    ("session.rs", "//! h"),
+    ("session/shared.rs", "//! h"),
+    ("session/chat.rs", "//! h"),
+    ("session/chat/turn.rs", "//! h"),
+    ("session/chat/cache.rs", "//! h"),
+    ("ui/mod.rs", "//! h"),
+    ("ui/chat/mod.rs", "//! h"),
+    ("ui/chat/store.rs", "//! h"),
+    ("ui/chat/view.rs", "//! h"),
+];
+
+/// Plants `files` over [`SCAFFOLD`] and checks that `family` names exactly `expected` (the second
+/// half of each hit, in order).
+fn fires(family: fn(&Path) -> Vec<(String, String)>, files: &[(&str, &str)], expected: &[&str]) {
+    let root = plant(SCAFFOLD.iter().chain(files));
+    let hits: Vec<String> = family(&root).into_iter().map(|h| h.1).collect();
+    fs::remove_dir_all(&root).unwrap();
+    assert_eq!(hits, expected, "{files:?}");
+}
+
+const TURN: &str = "session/chat/turn.rs";
+
+#[test]
+fn the_up_rule_fires_on_planted_imports_of_a_parent() {
+    let up = |file, code, expected: &[&str]| fires(upward_imports, &[(file, code)], expected);
+    up(
+        TURN,
+        "//! h\nuse crate::session::SessionError;",
+        &["crate::session::SessionError"],
+    );
+    up(
+        TURN,
+        "//! h\nuse super::{now, Session};",
+        &["crate::session::chat::Session", "crate::session::chat::now"],
+    );
+    up(
+        TURN,
+        "//! h\nuse super::{cache::{self, Cache}, Session as S};",
+        &["crate::session::chat::Session"],
+    );
+    up(
+        TURN,
+        "//! h\nuse super::super::Core;",
+        &["crate::session::Core"],
+    );
+    up(
+        TURN,
+        "//! h\npub use crate::{engine::X, session::{self, chat::{Y}}};",
+        &["crate::session", "crate::session::chat::Y"],
+    );
+    up(
+        TURN,
+        "//! h\nfn f() { super::Session::open(); }",
+        &["crate::session::chat::Session::open"],
+    );
+    up(
+        TURN,
+        "//! h\nfn f(s: &crate::session::Session) {}",
+        &["crate::session::Session"],
+    );
+    up(
+        TURN,
+        "//! h\nfn f() { let _ = crate::session::now(); }",
+        &["crate::session::now"],
+    );
+    up(
+        "ui/chat/view.rs",
+        "//! h\nuse crate::ui::AppState;",
+        &["crate::ui::AppState"],
+    );
+    up(
+        "ui/chat/store.rs",
+        "//! h\nmod tests { use super::super::Chat; }",
+        &["crate::ui::chat::Chat"],
+    );
+}
+
+#[test]
+fn the_up_rule_spares_siblings_children_and_re_exports() {
+    let up = |file, code, expected: &[&str]| fires(upward_imports, &[(file, code)], expected);
+    up(TURN, "//! h\nuse crate::session::shared::Core;", &[]);
+    up(
+        TURN,
+        "//! h\nuse super::cache::Cache;\nuse super::super::shared::{self, Core};",
+        &[],
+    );
+    up(
+        TURN,
+        "//! h\nuse crate::session::{shared::Core};\nuse super::super::{shared};",
+        &[],
+    );
+    up(
+        TURN,
+        "//! h\nuse self::inner::X;\nuse crate::engine::turn::Turn;",
+        &[],
+    );
+    up(TURN, "//! h\n// use super::Session;\nfn f() {}", &[]);
+    up(
+        TURN,
+        "//! h\nfn f() {}\n#[cfg(test)]\nmod tests { use super::*; }",
+        &[],
+    );
+    up(
+        "session.rs",
+        "//! h\npub use chat::turn::Begin;\nuse self::shared::Core;",
+        &[],
+    );
+    up(
+        "session/chat.rs",
+        "//! h\npub use self::turn::{Begin, End};",
+        &[],
+    );
+    up(
+        "ui/chat/view.rs",
+        "//! h\nuse super::store::ChatStore;\nuse crate::session::Session;",
+        &[],
+    );
+}
+
+#[test]
+fn the_header_rule_fires_on_planted_imports_it_forbids() {
+    let hdr = |files: &[(&str, &str)], expected: &[&str]| fires(header_breaks, files, expected);
+    hdr(
+        &[(
+            "session.rs",
+            "//! Must not import `ui`.\nuse crate::ui::App;",
+        )],
+        &["crate::ui::App"],
+    );
+    hdr(
+        &[(
+            "session.rs",
+            "//! Owns it. Must not\n//! import `ui`.\nuse crate::{ui, engine};",
+        )],
+        &["crate::ui"],
+    );
+    hdr(
+        &[
+            ("session.rs", "//! Must not import `ui`."),
+            (TURN, "//! h\nfn f() { crate::ui::show(); }"),
+        ],
+        &["crate::ui::show"],
+    );
+    hdr(
+        &[
+            ("session.rs", "//! Must not import `ui`."),
+            (TURN, "//! Must not import `store`.\nuse crate::ui::A;"),
+        ],
+        &["crate::ui::A"],
+    );
+    hdr(
+        &[(
+            "ui/chat/view.rs",
+            "//! Must not import `store` or `transport`: x.\nuse crate::transport::{self};",
+        )],
+        &["crate::transport"],
+    );
+    hdr(
+        &[(
+            "store/mod.rs",
+            "//! Must not import: `ui`, `session`, `transport`, leptos.\nuse super::session::S;",
+        )],
+        &["crate::session::S"],
+    );
+    hdr(&[("ui/chat/view.rs", "//! Must not import `session` internals.\nuse crate::session::{Session, chat::turn::B};")], &["crate::session::chat::turn::B"]);
+    hdr(&[("engine/mod.rs", "//! Must not import anything outside `crate::engine` (`now` is an argument).\nuse crate::store::Store;")], &["crate::store::Store"]);
+    hdr(
+        &[(
+            "session/chat/cache.rs",
+            "//! Must not import anything outside `super`.\nuse super::super::shared::Core;",
+        )],
+        &["crate::session::shared::Core"],
+    );
+    hdr(
+        &[(
+            "session/chat/cache.rs",
+            "//! must not import `super::turn`, which uses it.\nuse super::turn::Begin;",
+        )],
+        &["crate::session::chat::turn::Begin"],
+    );
+}
+
+#[test]
+fn a_header_naming_no_module_is_an_error() {
+    let hdr = |files: &[(&str, &str)], expected: &[&str]| fires(header_breaks, files, expected);
+    hdr(
+        &[("ui/mod.rs", "//! Must not import `leptos`.")],
+        &["`leptos` names no module"],
+    );
+    hdr(
+        &[("ui/mod.rs", "//! Must not import `store` or `controller`.")],
+        &["`controller` names no module"],
+    );
+    hdr(
+        &[("ui/chat/view.rs", "//! Must not import `super::nothing`.")],
+        &["`super::nothing` names no module"],
+    );
+    hdr(
+        &[("ui/mod.rs", "//! Must not import `session::chat`.")],
+        &["`session::chat` names no module"],
+    );
+}
+
+#[test]
+fn the_header_rule_spares_what_it_does_not_name() {
+    let hdr = |files: &[(&str, &str)], expected: &[&str]| fires(header_breaks, files, expected);
+    hdr(
+        &[(
+            "session.rs",
+            "//! Must not import `ui`.\n// crate::ui::App\nfn f() {}",
+        )],
+        &[],
+    );
+    hdr(
+        &[
+            ("session/chat.rs", "//! Must not import `ui`."),
+            ("session/shared.rs", "//! h\nuse crate::ui::App;"),
+        ],
+        &[],
+    );
+    hdr(&[("ui/mod.rs", "//! Must not import `store`; reaches the session through `controller`.\nuse crate::session::S;")], &[]);
+    hdr(
+        &[(
+            "ui/chat/view.rs",
+            "//! Must not import `session` internals.\nuse crate::session::Session;",
+        )],
+        &[],
+    );
+    hdr(&[("engine/mod.rs", "//! Must not import anything outside `crate::engine`: no leptos.\nuse crate::engine::x;\nuse serde::Serialize;")], &[]);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The README's code map names every module.
 
 /// The paths the code map's rows name (`src/a/{b,c}.rs` and `src/a/*.rs` expanded to patterns).
@@ -611,14 +1106,20 @@ fn code_map_patterns(readme: &str) -> Vec<String> {
     out
 }
 
-/// Whether `file` (`src/engine/x.rs`) is named by `pattern` (a path, or one with a `*` file name).
+/// Whether `file` (`src/engine/x.rs`) is named by `pattern`: a path whose segments may hold a `*`
+/// (`src/engine/decode/*.rs`, `src/ui/*/`), or a folder (`src/engine/memory/`), which names the
+/// files directly in it and its own `memory.rs` beside it (not its subfolders: each has its row).
 fn named_by(file: &str, pattern: &str) -> bool {
-    match pattern.split_once('*') {
-        Some((dir, ext)) => {
-            file.starts_with(dir) && file.ends_with(ext) && !file[dir.len()..].contains('/')
-        }
-        None => file == pattern,
+    if let Some(folder) = pattern.strip_suffix('/') {
+        let own = !folder.ends_with('*') && named_by(file, &format!("{folder}.rs"));
+        return own || named_by(file, &format!("{folder}/*.rs"));
     }
+    let (f, p): (Vec<&str>, Vec<&str>) = (file.split('/').collect(), pattern.split('/').collect());
+    f.len() == p.len()
+        && f.iter().zip(&p).all(|(f, p)| match p.split_once('*') {
+            Some((head, tail)) => f.starts_with(head) && f.ends_with(tail),
+            None => f == p,
+        })
 }
 
 fn unmapped(files: &[String], readme: &str) -> Vec<String> {
@@ -644,17 +1145,29 @@ fn the_code_map_names_every_module() {
 
 #[test]
 fn the_code_map_check_can_fail() {
-    let readme = "| `src/a.rs` | x | — |\n| `src/b/{c,d}.rs` | x | — |\n| `src/e/*.rs` | x | — |\n";
+    let readme = "| `src/a.rs` | x | — |\n| `src/b/{c,d}.rs` | x | — |\n| `src/e/*.rs` | x | — |\n\
+                  | `src/f/` | x |\n| `src/g/*/` | x |\n";
     let files = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert!(unmapped(
-        &files(&["src/a.rs", "src/b/c.rs", "src/b/d.rs", "src/e/f.rs"]),
-        readme
-    )
-    .is_empty());
+    let named = [
+        "src/a.rs",
+        "src/b/c.rs",
+        "src/e/f.rs",
+        "src/f.rs",
+        "src/f/x.rs",
+        "src/g/h/i.rs",
+    ];
+    assert!(unmapped(&files(&named), readme).is_empty());
     assert_eq!(
         unmapped(&files(&["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]), readme),
         ["src/b/x.rs", "src/e/g/h.rs", "src/z.rs"]
     );
+    let unnamed = [
+        "src/f/x/y.rs",
+        "src/g/j.rs",
+        "src/g/h/i/j.rs",
+        "src/f/x.txt",
+    ];
+    assert_eq!(unmapped(&files(&unnamed), readme), unnamed);
 }
 
 /// Longest a function may be, in lines from its `fn` to its closing brace.
@@ -718,4 +1231,108 @@ fn no_function_is_over_80_lines() {
     };
     assert_eq!(long_functions(&planted(81)), vec![("f".to_string(), 81)]);
     assert!(long_functions(&planted(80)).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// ARCHITECTURE.md's invariants each have a name and the tests that check them (or say "Untested").
+
+/// What is wrong with the bullets of `doc`'s "## Invariants" section: one without a `**name**`, one
+/// that neither says "Checked by" nor "Untested", and a test it names that `read` (a file's text by
+/// its path) does not hold: a `` `tests/x.rs` `` is followed by its tests, `` `fn_name` `` or a
+/// quoted title ("tabs: a send…", a prefix of an e2e test's).
+fn invariant_faults(doc: &str, read: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let doc = format!("\n{doc}");
+    let section = doc.split("\n## Invariants\n").nth(1).unwrap_or("");
+    let section = section.split("\n## ").next().unwrap_or("");
+    let mut out = Vec::new();
+    if !section.contains("\n- ") {
+        out.push("no invariants".to_string());
+    }
+    for bullet in section.split("\n- ").skip(1) {
+        let paragraph = bullet.split("\n\n").next().unwrap_or("");
+        let bullet = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+        let Some(name) = bullet.strip_prefix("**").and_then(|b| b.split("**").next()) else {
+            out.push(format!("unnamed: {bullet}"));
+            continue;
+        };
+        match bullet.split_once("Checked by ") {
+            Some((_, refs)) => out.extend(missing_tests(name, refs, &read)),
+            None if !bullet.contains("Untested") => out.push(format!("{name}: no test")),
+            None => {}
+        }
+    }
+    out
+}
+
+/// The tests `refs` names that do not exist (see [`invariant_faults`]).
+fn missing_tests(name: &str, refs: &str, read: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let (mut out, mut file, mut text, mut named) = (Vec::new(), "", None, 0);
+    let mut rest = refs;
+    while let Some(i) = rest.find(['`', '"']) {
+        let quote = &rest[i..i + 1];
+        let Some(len) = rest[i + 1..].find(quote) else {
+            break;
+        };
+        let token = &rest[i + 1..i + 1 + len];
+        rest = &rest[i + 2 + len..];
+        if token.starts_with("tests/") {
+            (file, text) = (token, read(token));
+        } else if quote == "`" && !token.chars().all(is_ident) {
+            continue;
+        } else {
+            let found = if quote == "`" {
+                format!("fn {token}(")
+            } else {
+                token.to_string()
+            };
+            named += 1;
+            if !text.as_ref().is_some_and(|t| t.contains(&found)) {
+                out.push(format!("{name}: no test {quote}{token}{quote} in {file}"));
+            }
+        }
+    }
+    if named == 0 {
+        out.push(format!("{name}: \"Checked by\" names no test"));
+    }
+    out
+}
+
+#[test]
+fn every_invariant_names_its_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let faults = invariant_faults(&doc, |rel| fs::read_to_string(root.join(rel)).ok());
+    assert!(
+        faults.is_empty(),
+        "ARCHITECTURE.md invariants:\n{}",
+        faults.join("\n")
+    );
+}
+
+#[test]
+fn the_invariant_check_can_fail() {
+    let doc = "## Invariants\n\nSome text.\n\n- **a**: x. Checked by `tests/t.rs`: `f`.\n\
+               - **b**: y. Untested.\n- **c**: z (`src/x.rs`). Checked by `tests/t.rs`: `g`;\n  \
+               `tests/e.mjs`: \"a\n  title\", \"gone\".\n- **d**: nothing.\n- **e**: Checked by `tests/t.rs`.\n\
+               - no name. Untested.\n- **f**: Checked by `tests/none.rs`: `f`.\n\n## Next\n\n- **z**: after.\n";
+    let read = |rel: &str| match rel {
+        "tests/t.rs" => Some("fn f() {}".to_string()),
+        "tests/e.mjs" => Some("test('a title, more', ..)".to_string()),
+        _ => None,
+    };
+    assert_eq!(
+        invariant_faults("## Invariants\n\nnone yet\n", read),
+        ["no invariants"]
+    );
+    assert_eq!(
+        invariant_faults(doc, read),
+        [
+            "c: no test `g` in tests/t.rs",
+            "c: no test \"gone\" in tests/e.mjs",
+            "d: no test",
+            "e: \"Checked by\" names no test",
+            "unnamed: no name. Untested.",
+            "f: no test `f` in tests/none.rs",
+        ]
+    );
 }
