@@ -30,6 +30,7 @@ pub mod search;
 pub mod settings;
 pub mod sort;
 pub mod sync;
+pub mod tabs;
 pub mod title;
 pub mod tokens;
 pub mod turn;

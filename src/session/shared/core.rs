@@ -6,6 +6,7 @@ use super::tabs;
 use crate::engine::failure;
 use crate::engine::model::{Conversation, EntityNode, EntityScope, MemoryConfig};
 use crate::engine::settings::Settings;
+use crate::engine::tabs::Change;
 use crate::engine::tokens::Calibration;
 use crate::store::{ConversationPatch, Store, StoreError};
 use crate::transport::TransportError;
@@ -19,8 +20,8 @@ pub(crate) const CALIBRATION_KEY: &str = "calibration";
 /// What sees the local changes of this tab (sync, which captures them to replicate): never the
 /// changes sync itself applied ([`Core::applied`]), so nothing echoes back.
 pub(crate) trait Capture {
-    /// This tab changed shared data, as the event reports.
-    fn changed(&self, e: &SessionEvent);
+    /// This tab changed shared data.
+    fn changed(&self, c: &Change);
     /// The user deleted entity `entity` of conversation `conversation`'s scope (or shared).
     fn entity_deleted(&self, conversation: &str, entity: &str);
 }
@@ -67,19 +68,27 @@ impl Core {
     /// Reports a change this tab made: to the cache, to sync's capture, to the other tabs (when it
     /// describes shared data) and to this tab's UI.
     pub(crate) fn emit(&self, e: SessionEvent) {
+        let change = e.change();
         let capture = self.capture.borrow().clone();
-        if let Some(capture) = capture {
-            capture.changed(&e);
+        if let (Some(capture), Some(c)) = (capture, &change) {
+            capture.changed(c);
         }
-        self.applied(e)
+        self.deliver(e, change)
     }
 
     /// Reports a change sync applied from another device: as [`Core::emit`], but not captured
     /// again.
     pub(crate) fn applied(&self, e: SessionEvent) {
+        let change = e.change();
+        self.deliver(e, change)
+    }
+
+    /// An event of this tab to its audiences: the cache, the other tabs (its change of shared
+    /// data, if any), this tab's UI.
+    fn deliver(&self, e: SessionEvent, change: Option<Change>) {
         self.cache.borrow_mut().observe_own(&e);
-        if let Some(c) = &self.channel {
-            c.post(&e);
+        if let (Some(channel), Some(c)) = (&self.channel, change) {
+            channel.post(&c);
         }
         (self.sink)(e)
     }

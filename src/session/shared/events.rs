@@ -5,11 +5,12 @@ use super::error::ErrorKind;
 use crate::engine::model::{Conversation, Message};
 use crate::engine::settings::Settings;
 use crate::engine::sync::Status;
+use crate::engine::tabs::Change;
 use std::rc::Rc;
 
 /// What the session reports. The UI applies these to its signals; other tabs' changes arrive the
 /// same way (serialised over a `BroadcastChannel`, see `tabs.rs`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone)]
 pub enum SessionEvent {
     ConversationChanged(Conversation),
     /// Many conversations changed at once (an import's, in slices): each as `ConversationChanged`
@@ -46,6 +47,57 @@ pub enum SessionEvent {
     SyncStatus(SyncView),
     /// How far the import running in this tab is (see `transfer/import.rs`).
     ImportProgress(crate::engine::import::slice::Progress),
+}
+
+impl SessionEvent {
+    /// The change of shared data this event reports, for the other tabs and sync; `None` for what
+    /// belongs to this tab (turn state, errors, notices, progress: a "Stop" button in another tab
+    /// could not stop the turn).
+    pub(crate) fn change(&self) -> Option<Change> {
+        Some(match self {
+            SessionEvent::ConversationChanged(c) => Change::Conversation(c.clone()),
+            SessionEvent::ConversationsChanged(cs) => Change::Conversations(cs.clone()),
+            SessionEvent::ConversationRemoved(id) => Change::ConversationRemoved(id.clone()),
+            SessionEvent::MessageAdded(m) => Change::MessageAdded(m.clone()),
+            SessionEvent::MessageProgress(m) => Change::MessageProgress(m.clone()),
+            SessionEvent::MessagesCleared(id) => Change::MessagesCleared(id.clone()),
+            SessionEvent::BranchChanged(id) => Change::BranchChanged(id.clone()),
+            SessionEvent::MemoryUpdating {
+                conversation_id,
+                running,
+            } => Change::MemoryUpdating {
+                conversation_id: conversation_id.clone(),
+                running: *running,
+            },
+            SessionEvent::MemoryChanged(id) => Change::MemoryChanged(id.clone()),
+            SessionEvent::SettingsChanged(s) => Change::Settings(s.clone()),
+            _ => return None,
+        })
+    }
+}
+
+impl From<Change> for SessionEvent {
+    /// Another tab's change, as this tab's UI hears it.
+    fn from(c: Change) -> Self {
+        match c {
+            Change::Conversation(c) => SessionEvent::ConversationChanged(c),
+            Change::Conversations(cs) => SessionEvent::ConversationsChanged(cs),
+            Change::ConversationRemoved(id) => SessionEvent::ConversationRemoved(id),
+            Change::MessageAdded(m) => SessionEvent::MessageAdded(m),
+            Change::MessageProgress(m) => SessionEvent::MessageProgress(m),
+            Change::MessagesCleared(id) => SessionEvent::MessagesCleared(id),
+            Change::BranchChanged(id) => SessionEvent::BranchChanged(id),
+            Change::MemoryUpdating {
+                conversation_id,
+                running,
+            } => SessionEvent::MemoryUpdating {
+                conversation_id,
+                running,
+            },
+            Change::MemoryChanged(id) => SessionEvent::MemoryChanged(id),
+            Change::Settings(s) => SessionEvent::SettingsChanged(s),
+        }
+    }
 }
 
 /// A sink for events.

@@ -9,6 +9,7 @@ use super::events::{EventSink, SessionEvent};
 use super::tabs::{self, LockGuard};
 use crate::engine::request;
 use crate::engine::settings::{self, Settings};
+use crate::engine::tabs::Heard;
 use crate::engine::tokens::Calibration;
 use crate::store::{Store, StoreError};
 use crate::transport::{self, Stopper, Timeouts, TransportError};
@@ -69,7 +70,8 @@ impl Core {
         });
         let cache = Rc::new(RefCell::new(Cache::default()));
         let settings = Rc::new(RefCell::new(settings));
-        let channel = tabs::Channel::open(db_name, remote_sink(&cache, &settings, &sink));
+        let heard = remote_sink(&o.store, &cache, &settings, &sink);
+        let channel = tabs::Channel::open(db_name, heard);
         Ok(Rc::new(Core {
             store: o.store,
             sink,
@@ -85,15 +87,21 @@ impl Core {
     }
 }
 
-/// Where other tabs' events go: the cache forgets what they touched, their saved settings are in
-/// force here too, and the UI hears them.
+/// What other tabs say. Their change: the cache forgets what it touched, their saved settings are
+/// in force here too, and the UI hears it. A change this build cannot read (a newer build's,
+/// `engine::tabs`): the conversation it names is read again from the store, as after a change of
+/// its branch, and its record is read again for the list; one that names none changes nothing
+/// here until the page reloads.
 fn remote_sink(
+    store: &Store,
     cache: &Rc<RefCell<Cache>>,
     settings: &Rc<RefCell<Settings>>,
     sink: &EventSink,
-) -> EventSink {
-    let (cache, settings, sink) = (cache.clone(), settings.clone(), sink.clone());
-    Rc::new(move |e| {
+) -> Rc<dyn Fn(Heard)> {
+    let (store, cache, settings, sink) =
+        (store.clone(), cache.clone(), settings.clone(), sink.clone());
+    let ui = sink.clone();
+    let hear = move |e: SessionEvent| {
         cache.borrow_mut().observe_remote(&e);
         if let SessionEvent::SettingsChanged(s) = &e {
             // Checked again: another tab may run another build.
@@ -102,7 +110,24 @@ fn remote_sink(
             }
             *settings.borrow_mut() = (**s).clone();
         }
-        sink(e)
+        ui(e)
+    };
+    Rc::new(move |heard| match heard {
+        Heard::Change(c) => hear(c.into()),
+        Heard::Unreadable {
+            conversation: Some(id),
+        } => {
+            hear(SessionEvent::BranchChanged(id.clone()));
+            let (store, sink) = (store.clone(), sink.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                match store.get_conversation(&id).await {
+                    Ok(Some(c)) => sink(SessionEvent::ConversationChanged(c)),
+                    Ok(None) => sink(SessionEvent::ConversationRemoved(id)),
+                    Err(_) => {}
+                }
+            });
+        }
+        Heard::Unreadable { conversation: None } | Heard::Garbage => {}
     })
 }
 

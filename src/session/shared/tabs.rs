@@ -1,6 +1,7 @@
-//! Several tabs at once: a `BroadcastChannel` that carries this tab's [`SessionEvent`]s to every
-//! other tab of the same database (and hands theirs to this tab's sink; saved settings travel too,
-//! API key included, which never leaves this origin), and Web Locks
+//! Several tabs at once: a `BroadcastChannel` that carries this tab's changes of shared data to
+//! every other tab of the same database, on the versioned wire of `engine::tabs` (and hands theirs
+//! to the core; saved settings travel too, API key included, which never leaves this origin), and
+//! Web Locks
 //! (`navigator.locks`) that serialise work only one tab may do at a time (a memory update of one
 //! conversation, opening/migrating the database).
 //!
@@ -12,8 +13,8 @@
 //! which web-sys keeps behind `--cfg=web_sys_unstable_apis` (set in `.cargo/config.toml`). The
 //! channel's coalescing timer is a `gloo-timers` one, cleared when the channel goes. Must not import `ui`.
 
-use super::events::{EventSink, SessionEvent};
 use crate::engine::model::{Message, MessageStatus};
+use crate::engine::tabs::{decode, encode, Change, Heard};
 use gloo_timers::callback::Timeout;
 use js_sys::{Array, Function, Promise};
 use std::cell::{Cell, RefCell};
@@ -26,24 +27,6 @@ use web_sys::{LockManager, LockManagerSnapshot, LockMode, LockOptions};
 
 /// Streaming progress is sent at most this often per message (the final state is always sent).
 const PROGRESS_EVERY_MS: u32 = 40;
-
-/// Whether an event describes shared data (and so goes to the other tabs). Turn state, errors and
-/// notices belong to the tab that has them: a "Stop" button in another tab could not stop the turn.
-pub(crate) fn is_shared(e: &SessionEvent) -> bool {
-    matches!(
-        e,
-        SessionEvent::ConversationChanged(_)
-            | SessionEvent::ConversationsChanged(_)
-            | SessionEvent::ConversationRemoved(_)
-            | SessionEvent::MessageAdded(_)
-            | SessionEvent::MessageProgress(_)
-            | SessionEvent::MessagesCleared(_)
-            | SessionEvent::BranchChanged(_)
-            | SessionEvent::MemoryUpdating { .. }
-            | SessionEvent::MemoryChanged(_)
-            | SessionEvent::SettingsChanged(_)
-    )
-}
 
 /// This tab's end of the channel the tabs of one database share.
 pub(crate) struct Channel {
@@ -61,20 +44,16 @@ struct Inner {
 }
 
 impl Channel {
-    /// Opens the channel `memoire:<db_name>`; events from other tabs go to `sink`. `None` when the
+    /// Opens the channel `memoire:<db_name>`; what other tabs say goes to `heard`. `None` when the
     /// browser has no `BroadcastChannel`.
-    pub(crate) fn open(db_name: &str, sink: EventSink) -> Option<Channel> {
+    pub(crate) fn open(db_name: &str, heard: Rc<dyn Fn(Heard)>) -> Option<Channel> {
         let channel = web_sys::BroadcastChannel::new(&format!("memoire:{db_name}")).ok()?;
         let on_message =
             Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
-                // Another tab of this origin is trusted as much as this one, but a message that does
-                // not parse (another build's format) is dropped, never a panic.
-                if let Some(e) = ev
-                    .data()
-                    .as_string()
-                    .and_then(|s| serde_json::from_str::<SessionEvent>(&s).ok())
-                {
-                    sink(e);
+                // Another tab of this origin is trusted as much as this one; what another build
+                // wrote is read as far as it can be (`engine::tabs`), never a panic.
+                if let Some(text) = ev.data().as_string() {
+                    heard(decode(&text));
                 }
             });
         channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
@@ -88,15 +67,12 @@ impl Channel {
         Some(Channel { inner })
     }
 
-    /// Sends a shared event to the other tabs. Streaming progress is coalesced (the latest state
-    /// of each message, every few tens of ms); every other event first flushes what is pending, so
-    /// the other tabs see events in this tab's order.
-    pub(crate) fn post(&self, e: &SessionEvent) {
-        if !is_shared(e) {
-            return;
-        }
+    /// Sends a change to the other tabs. Streaming progress is coalesced (the latest state of each
+    /// message, every few tens of ms); every other change first flushes what is pending, so the
+    /// other tabs see changes in this tab's order.
+    pub(crate) fn post(&self, e: &Change) {
         let i = &self.inner;
-        if let SessionEvent::MessageProgress(m) = e {
+        if let Change::MessageProgress(m) = e {
             if m.status == MessageStatus::Streaming {
                 i.pending.borrow_mut().insert(m.id.clone(), m.clone());
                 schedule(i);
@@ -110,17 +86,15 @@ impl Channel {
 }
 
 impl Inner {
-    fn send(&self, e: &SessionEvent) {
-        if let Ok(text) = serde_json::to_string(e) {
-            // Fails only when the channel is closed (the page is going away).
-            let _ = self.channel.post_message(&JsValue::from_str(&text));
-        }
+    fn send(&self, e: &Change) {
+        // Fails only when the channel is closed (the page is going away).
+        let _ = self.channel.post_message(&JsValue::from_str(&encode(e)));
     }
 
     fn flush(&self) {
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
         for (_, m) in pending {
-            self.send(&SessionEvent::MessageProgress(m));
+            self.send(&Change::MessageProgress(m));
         }
     }
 }

@@ -5,14 +5,13 @@
 //! settings), applies `poll_write`s a batch at a time (the store writes the engine's
 //! `sync::batch` plan in one transaction, its reads and writes in slices the engine's `Pace`
 //! sizes from the time the last ones took, so no page is one long task) and reports one change
-//! per conversation as
-//! [`SessionEvent`]s (so every tab's UI updates), then keeps the checkpoint. The session's own
-//! writes reach it through [`Replication::observe`], called from `Session::emit` (and an entity
-//! deleted in the memory pane through [`Replication::entity_deleted`]): the engine's `track_*`
-//! decide which document each produces.
+//! per conversation through `Core::applied` (every tab's UI updates; sync does not capture it
+//! again), then keeps the checkpoint. The session's own changes reach it as the core's `Capture`
+//! ([`Replication::observe`] for a change of shared data, [`Replication::entity_deleted`] for an
+//! entity deleted in the memory pane): the engine's `track_*` decide which document each produces.
 //!
 //! What syncs: conversations (title, overrides, deletion, clearing), final messages (and their
-//! deletion), and the memory (summary versions and the entity graph, through [`memory`]).
+//! deletion), and the memory (summary versions and the entity graph, through `memory.rs`).
 //!
 //! Every decision is the engine's; this module reads the clock, makes the device id, and moves
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
@@ -34,6 +33,7 @@ use crate::engine::sync::order::{in_order, latest_stamp};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Status, Write};
+use crate::engine::tabs;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::{SessionEvent, SyncView};
 use crate::session::shared::pace::{in_slices, perf_now};
@@ -91,7 +91,7 @@ pub(super) struct Inner {
 
 /// A local change to track: a session event, or an entity the user deleted in the memory pane.
 pub(super) enum Tracked {
-    Event(SessionEvent),
+    Change(tabs::Change),
     EntityDeleted {
         conversation: String,
         entity: String,
@@ -198,26 +198,26 @@ impl Replication {
         });
     }
 
-    /// The session reported `e` (its own change): track the document it produces.
-    pub(crate) fn observe(&self, e: &SessionEvent) {
-        if let SessionEvent::ConversationsChanged(cs) = e {
+    /// This tab changed shared data (`Capture`): track the document it produces.
+    pub(crate) fn observe(&self, e: &tabs::Change) {
+        if let tabs::Change::Conversations(cs) = e {
             for c in cs {
-                self.observe(&SessionEvent::ConversationChanged(c.clone()));
+                self.observe(&tabs::Change::Conversation(c.clone()));
             }
             return;
         }
         let relevant = match e {
-            SessionEvent::ConversationChanged(_)
-            | SessionEvent::ConversationRemoved(_)
-            | SessionEvent::MessagesCleared(_)
-            | SessionEvent::MemoryChanged(_) => true,
-            SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
+            tabs::Change::Conversation(_)
+            | tabs::Change::ConversationRemoved(_)
+            | tabs::Change::MessagesCleared(_)
+            | tabs::Change::MemoryChanged(_) => true,
+            tabs::Change::MessageAdded(m) | tabs::Change::MessageProgress(m) => {
                 m.status != MessageStatus::Streaming || m.meta.deleted
             }
             _ => false,
         };
         if relevant {
-            self.track(Tracked::Event(e.clone()));
+            self.track(Tracked::Change(e.clone()));
         }
     }
 
@@ -234,9 +234,9 @@ impl Replication {
         let i = &self.inner;
         let change = match &t {
             Tracked::EntityDeleted { .. }
-            | Tracked::Event(SessionEvent::ConversationRemoved(_))
-            | Tracked::Event(SessionEvent::MessagesCleared(_)) => track::Change::Delete,
-            Tracked::Event(_) => track::Change::Write,
+            | Tracked::Change(tabs::Change::ConversationRemoved(_))
+            | Tracked::Change(tabs::Change::MessagesCleared(_)) => track::Change::Delete,
+            Tracked::Change(_) => track::Change::Write,
         };
         let records = {
             let s = i.settings.borrow();
@@ -255,7 +255,7 @@ impl Replication {
                 let next = inner.queue.borrow_mut().pop_front();
                 let Some(t) = next else { break };
                 let done = match &t {
-                    Tracked::Event(e) => track_event_split(&inner, e).await,
+                    Tracked::Change(e) => track_event_split(&inner, e).await,
                     Tracked::EntityDeleted {
                         conversation,
                         entity,
@@ -461,17 +461,17 @@ impl WritePace for Paced<'_> {
     }
 }
 
-async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), SyncError> {
+async fn track_event(i: &Inner, e: &tabs::Change) -> Result<(), SyncError> {
     let (mut clock, _) = clock(i).await?;
     let t = now();
     let docs: Vec<Doc> = match e {
-        SessionEvent::ConversationChanged(c) => {
+        tabs::Change::Conversation(c) => {
             let prev = stored(i, &conversation_id(&c.id)).await?;
             track::track_conversation(prev.as_ref().map(|p| &p.local.doc), c, &mut clock, t)
                 .into_iter()
                 .collect()
         }
-        SessionEvent::ConversationRemoved(id) => {
+        tabs::Change::ConversationRemoved(id) => {
             let cid = conversation_id(id);
             match stored(i, &cid).await? {
                 Some(p) if p.local.doc.body.is_tombstone() => vec![],
@@ -480,16 +480,16 @@ async fn track_event(i: &Inner, e: &SessionEvent) -> Result<(), SyncError> {
                     .collect(),
             }
         }
-        SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
+        tabs::Change::MessageAdded(m) | tabs::Change::MessageProgress(m) => {
             let prev = stored(i, &message_id(&m.id)).await?;
             track::track_message(prev.as_ref().map(|p| &p.local.doc), m, &mut clock, t)
                 .into_iter()
                 .collect()
         }
-        SessionEvent::MemoryChanged(id) => {
+        tabs::Change::MemoryChanged(id) => {
             memory::track_memory(i, Some(id), true, &mut clock, t).await?
         }
-        SessionEvent::MessagesCleared(id) => {
+        tabs::Change::MessagesCleared(id) => {
             let mut docs: Vec<Doc> = Vec::new();
             for prefix in [
                 "m:".to_string(),
@@ -698,7 +698,7 @@ fn run_split(i: &Rc<Inner>, gen: u32) -> Boxed<'_, (), SyncError> {
 
 /// Split point `sync`: the document a local change produces.
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
-fn track_event_split<'a>(i: &'a Inner, e: &'a SessionEvent) -> Boxed<'a, (), SyncError> {
+fn track_event_split<'a>(i: &'a Inner, e: &'a tabs::Change) -> Boxed<'a, (), SyncError> {
     Box::pin(track_event(i, e))
 }
 
@@ -836,7 +836,7 @@ async fn drive(
 }
 
 impl Capture for Replication {
-    fn changed(&self, e: &SessionEvent) {
+    fn changed(&self, e: &tabs::Change) {
         self.observe(e)
     }
 

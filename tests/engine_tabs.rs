@@ -1,0 +1,158 @@
+//! The cross-tab wire (`engine::tabs`): every change survives the trip; a newer build's message
+//! (a kind this build does not know, a later version, extra fields) is read as far as it can be, and
+//! never misread; garbage is garbage.
+
+use memoire::engine::model::{Conversation, Message, MessageMeta, MessageStatus, Role};
+use memoire::engine::settings::Settings;
+use memoire::engine::tabs::{decode, encode, Change, Heard, WIRE_VERSION};
+
+const T0: i64 = 1_763_700_000_000;
+
+fn conversation(id: &str) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: "Trip to Porto".into(),
+        title_is_custom: false,
+        created_at: T0,
+        updated_at: T0 + 1,
+        message_count: 2,
+        endpoint_profile_id: Some("p".into()),
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: Default::default(),
+    }
+}
+
+fn message(conv: &str, status: MessageStatus) -> Message {
+    let mut m = Message::from_user(
+        "m1".into(),
+        conv,
+        "héllo <b>x</b>".into(),
+        T0,
+        MessageMeta::default(),
+    );
+    m.role = Role::Assistant;
+    m.status = status;
+    m.seq = 7;
+    m
+}
+
+/// Encodes `change` and checks that it decodes to itself.
+fn check_round_trip(change: Change) {
+    let text = encode(&change);
+    assert_eq!(decode(&text), Heard::Change(change), "{text}");
+}
+
+/// Checks what a wire text (as another build may write it) is heard as.
+fn check_heard(text: &str, heard: Heard) {
+    assert_eq!(decode(text), heard, "{text}");
+}
+
+fn unreadable(conversation: Option<&str>) -> Heard {
+    Heard::Unreadable {
+        conversation: conversation.map(str::to_string),
+    }
+}
+
+#[test]
+fn every_change_survives_the_trip() {
+    check_round_trip(Change::Conversation(conversation("c1")));
+    check_round_trip(Change::Conversations(vec![
+        conversation("c1"),
+        conversation("c2"),
+    ]));
+    check_round_trip(Change::ConversationRemoved("c1".into()));
+    check_round_trip(Change::MessageAdded(message("c1", MessageStatus::Complete)));
+    check_round_trip(Change::MessageProgress(message(
+        "c1",
+        MessageStatus::Streaming,
+    )));
+    check_round_trip(Change::MessagesCleared("c1".into()));
+    check_round_trip(Change::BranchChanged("c1".into()));
+    check_round_trip(Change::MemoryUpdating {
+        conversation_id: "c1".into(),
+        running: true,
+    });
+    check_round_trip(Change::MemoryChanged("c1".into()));
+    check_round_trip(Change::Settings(Box::new(Settings::builtin())));
+}
+
+#[test]
+fn the_envelope_names_the_conversation_outside_the_change() {
+    let text = encode(&Change::MessageAdded(message(
+        "c9",
+        MessageStatus::Complete,
+    )));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["v"], WIRE_VERSION);
+    assert_eq!(v["conversation"], "c9");
+    assert_eq!(v["change"]["kind"], "message_added");
+    let settings = encode(&Change::Settings(Box::new(Settings::builtin())));
+    assert!(!settings.contains("\"conversation\""), "{settings}");
+}
+
+/// What version 1 writes, frozen: a later build must still read it, and this one does.
+#[test]
+fn a_version_1_message_reads() {
+    check_heard(
+        r#"{"v":1,"conversation":"c1","change":{"kind":"branch_changed","data":"c1"}}"#,
+        Heard::Change(Change::BranchChanged("c1".into())),
+    );
+    check_heard(
+        r#"{"v":1,"conversation":"c1","change":{"kind":"memory_updating","data":{"conversation_id":"c1","running":false}}}"#,
+        Heard::Change(Change::MemoryUpdating {
+            conversation_id: "c1".into(),
+            running: false,
+        }),
+    );
+}
+
+#[test]
+fn a_newer_builds_message_is_read_as_far_as_it_can_be() {
+    // A field added later, in the envelope and in the change: ignored.
+    check_heard(
+        r#"{"v":1,"sent_at":5,"conversation":"c1","change":{"kind":"messages_cleared","data":"c1","why":"user"}}"#,
+        Heard::Change(Change::MessagesCleared("c1".into())),
+    );
+    let mut added = serde_json::to_value(message("c1", MessageStatus::Complete)).unwrap();
+    added["reactions"] = serde_json::json!(["👍"]);
+    let text = serde_json::json!({"v": 1, "conversation": "c1", "change": {"kind": "message_added", "data": added}});
+    check_heard(
+        &text.to_string(),
+        Heard::Change(Change::MessageAdded(message("c1", MessageStatus::Complete))),
+    );
+    // A kind added later: what it is about is read again from the store.
+    check_heard(
+        r#"{"v":1,"conversation":"c1","change":{"kind":"attachment_added","data":{"id":"a1"}}}"#,
+        unreadable(Some("c1")),
+    );
+    check_heard(
+        r#"{"v":1,"change":{"kind":"user_memory_changed","data":null}}"#,
+        unreadable(None),
+    );
+    // A shape changed in a later version: never misread, even when it would parse.
+    check_heard(
+        r#"{"v":2,"conversation":"c1","change":{"kind":"branch_changed","data":"c1"}}"#,
+        unreadable(Some("c1")),
+    );
+    // A known kind whose data this build cannot read.
+    check_heard(
+        r#"{"v":1,"conversation":"c1","change":{"kind":"message_added","data":{"id":3}}}"#,
+        unreadable(Some("c1")),
+    );
+}
+
+#[test]
+fn garbage_is_garbage() {
+    for text in [
+        "",
+        "null",
+        "[]",
+        "{}",
+        "not json",
+        r#"{"v":"one","change":{}}"#,
+        r#"{"change":{}}"#,
+    ] {
+        check_heard(text, Heard::Garbage);
+    }
+}
