@@ -1,8 +1,10 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Decisions the session (the wasm-only driver) used to make itself, now the engine's and tested
 //! natively: which messages a page of the chat holds (`engine::page`), the order a sync batch's
-//! merges are applied in and the stamp the clock observes for them (`engine::sync::order`), and the
-//! memory pane's edits of an entity graph (`engine::memory::graph`).
+//! merges are applied in and the stamp the clock observes for them (`engine::sync::order`), the
+//! memory pane's edits of an entity graph (`engine::memory::graph`), restoring a summary version
+//! (`engine::memory::restore_version`) and how an update's run ends for the scheduler
+//! (`UpdateEnd::of_run`).
 //!
 //! Messages are written one word each, `<id><seq>` (`c4`: message `c` at seq 4), with `!` for a
 //! deleted one and `*` for one that has alternatives; entity graphs one word per node, `a>b,c`
@@ -383,4 +385,52 @@ fn a_saved_entity_replaces_the_one_with_its_id_or_joins_the_graph() {
     check_save("a b>a", "d>a", "a b>a d>a");
     check_save("", "a", "a");
     check_save("a>b b a>c", "a", "a b a>c");
+}
+
+// ---------------------------------------------------------------- memory: restore, an update's end
+
+use memoire::engine::memory::{restore_version, MemoryError, UpdateEnd};
+
+fn summary(version: u32, text: &str) -> ConversationSummary {
+    ConversationSummary {
+        conversation_id: "c".into(),
+        version,
+        text: text.into(),
+        covers_up_to_seq: version as u64 * 10,
+        message_count: version as u64 * 10,
+        updated_at: version as i64,
+    }
+}
+
+/// Restores `version` among versions 1..=3 (or none) and checks the text and version it makes, or the error.
+fn check_restore(stored: u32, version: u32, expect: Result<(&str, u32), MemoryError>) {
+    let versions: Vec<_> = (1..=stored).map(|v| summary(v, &format!("v{v}"))).collect();
+    let got =
+        restore_version(&versions, version, 99).map(|s| (s.text, s.version, s.covers_up_to_seq));
+    let expect = expect.map(|(t, v)| (t.to_string(), v, version as u64 * 10));
+    assert_eq!(got, expect, "restore {version} of {stored}");
+}
+
+#[test]
+fn restoring_a_summary_makes_a_new_version_of_the_older_text() {
+    check_restore(3, 1, Ok(("v1", 4)));
+    check_restore(3, 2, Ok(("v2", 4)));
+    check_restore(
+        3,
+        3,
+        Err(MemoryError::RestoreNotOlder {
+            older: 3,
+            latest: 3,
+        }),
+    );
+    check_restore(3, 7, Err(MemoryError::RestoreMissing { version: 7 }));
+    check_restore(0, 1, Err(MemoryError::RestoreMissing { version: 1 }));
+}
+
+#[test]
+fn an_update_that_gave_way_runs_again_and_a_broken_one_backs_off() {
+    assert_eq!(UpdateEnd::of_run(Ok(true)), UpdateEnd::Landed);
+    assert_eq!(UpdateEnd::of_run(Ok(false)), UpdateEnd::Stopped);
+    assert_eq!(UpdateEnd::of_run(Err(true)), UpdateEnd::Unusable);
+    assert_eq!(UpdateEnd::of_run(Err(false)), UpdateEnd::Broken);
 }

@@ -23,6 +23,8 @@ pub enum MemoryError {
     BadEntityJson { detail: String },
     #[error("that summary belongs to another conversation")]
     RestoreOtherConversation,
+    #[error("Summary version {version} does not exist.")]
+    RestoreMissing { version: u32 },
     #[error("only an older summary can be restored (version {older} is not older than {latest})")]
     RestoreNotOlder { older: u32, latest: u32 },
 }

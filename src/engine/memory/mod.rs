@@ -56,7 +56,9 @@ pub use prompt::{
 pub use reply::ReplyCollector;
 pub use retrieve::{describe, rank_for_prompt, retrieve, Retrieved, Why};
 pub use schedule::{judge, server_of, Admit, Scheduler, UpdateEnd, Verdict};
-pub use summary::{carry_forward, latest, next_summary, restore_summary, summary_max_chars};
+pub use summary::{
+    carry_forward, latest, next_summary, restore_summary, restore_version, summary_max_chars,
+};
 
 use crate::engine::model::{ConversationSummary, EntityScope, Millis};
 

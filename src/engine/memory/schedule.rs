@@ -64,6 +64,20 @@ pub enum UpdateEnd {
     Broken,
 }
 
+impl UpdateEnd {
+    /// How an update the session ran ended, as the scheduler counts it: `Ok(stored)` (false: it
+    /// stopped before it stored anything), or `Err(deferred)`: true when it gave way to a chat turn
+    /// on its server (as an unusable reply: it runs again), false for a failure of any other kind.
+    pub fn of_run(result: Result<bool, bool>) -> UpdateEnd {
+        match result {
+            Ok(true) => UpdateEnd::Landed,
+            Ok(false) => UpdateEnd::Stopped,
+            Err(true) => UpdateEnd::Unusable,
+            Err(false) => UpdateEnd::Broken,
+        }
+    }
+}
+
 /// What an ended update means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {

@@ -37,6 +37,21 @@ pub fn next_summary(
         updated_at: now,
     }
 }
+/// The summary that makes version `version` of `versions` (a conversation's stored summaries)
+/// current again: [`restore_summary`] of it over the latest.
+pub fn restore_version(
+    versions: &[ConversationSummary],
+    version: u32,
+    now: Millis,
+) -> Result<ConversationSummary, MemoryError> {
+    let older = versions
+        .iter()
+        .find(|s| s.version == version)
+        .ok_or(MemoryError::RestoreMissing { version })?;
+    // `older` is among them, so there is a latest.
+    let latest = versions.iter().max_by_key(|s| s.version).unwrap_or(older);
+    restore_summary(latest, older, now)
+}
 
 /// Restores `older`'s text as a new version on top of `latest`. The new version covers only what
 /// `older` covered (its `covers_up_to_seq` and `message_count`), so the messages summarised after it are

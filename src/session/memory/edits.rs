@@ -5,7 +5,7 @@
 use super::service::{Memory, MemoryError, MemorySnapshot};
 use super::update::memory_error;
 use crate::engine::memory::graph::{put_entity, remove_entity};
-use crate::engine::memory::restore_summary;
+use crate::engine::memory::restore_version;
 use crate::engine::model::{EntityNode, EntityScope};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::now;
@@ -25,17 +25,7 @@ impl Memory {
     /// Makes an older summary version current again (as a new version; history is kept).
     pub async fn restore_summary(&self, id: &str, version: u32) -> Result<(), MemoryError> {
         let versions = self.core.store.load_summaries(id).await?;
-        let older = versions
-            .iter()
-            .find(|s| s.version == version)
-            .ok_or_else(|| {
-                MemoryError::Invalid(format!("Summary version {version} does not exist."))
-            })?;
-        let latest = versions
-            .iter()
-            .max_by_key(|s| s.version)
-            .ok_or_else(|| MemoryError::Invalid("There is no summary to restore.".into()))?;
-        let restored = restore_summary(latest, older, now()).map_err(memory_error)?;
+        let restored = restore_version(&versions, version, now()).map_err(memory_error)?;
         self.core.store.save_summary(&restored).await?;
         self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
         Ok(())

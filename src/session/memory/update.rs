@@ -216,12 +216,10 @@ impl Memory {
             .await;
         self.memory_stops.borrow_mut().remove(id);
         self.memory_running.borrow_mut().remove(id);
-        let end = match &result {
-            Ok(true) => UpdateEnd::Landed,
-            Ok(false) => UpdateEnd::Stopped,
-            Err(MemoryError::Deferred) => UpdateEnd::Unusable,
-            Err(_) => UpdateEnd::Broken,
-        };
+        let end = UpdateEnd::of_run(match &result {
+            Ok(stored) => Ok(*stored),
+            Err(e) => Err(matches!(e, MemoryError::Deferred)),
+        });
         self.schedule.borrow_mut().handle_update_ended(id, &end);
         self.core.emit(SessionEvent::MemoryUpdating {
             conversation_id: id.to_string(),
