@@ -6,7 +6,7 @@ use crate::engine::history::last_user_at;
 use crate::engine::model::Message;
 use crate::engine::title;
 use crate::session::memory::Memory;
-use crate::session::shared::error::{ErrorKind, ReadError};
+use crate::session::shared::error::{from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -25,11 +25,11 @@ pub enum ChatError {
     /// A request failed; the text is the engine's actionable message.
     #[error("{0}")]
     Request(String),
-    #[error("No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.")]
+    #[error("{}", NO_ENDPOINT)]
     NoEndpoint,
     #[error("A reply is still being written in this conversation. Wait for it, or press Stop.")]
     Busy,
-    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    #[error("{}", NO_CONVERSATION)]
     NoConversation,
     #[error("{0}")]
     Invalid(String),
@@ -39,21 +39,14 @@ pub enum ChatError {
     Conflict,
 }
 
+from_read_error!(ChatError);
+
 impl ChatError {
     /// What the error is about (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {
         match self {
             ChatError::Request(_) | ChatError::NoEndpoint => ErrorKind::Request,
             _ => ErrorKind::Other,
-        }
-    }
-}
-
-impl From<ReadError> for ChatError {
-    fn from(e: ReadError) -> Self {
-        match e {
-            ReadError::Store(e) => ChatError::Store(e),
-            ReadError::NoConversation => ChatError::NoConversation,
         }
     }
 }
@@ -194,12 +187,7 @@ impl Chat {
             .map(|w| w.conversation().clone());
         let c = match cached {
             Some(c) => c,
-            None => self
-                .core
-                .store
-                .get_conversation(id)
-                .await?
-                .ok_or(ChatError::NoConversation)?,
+            None => self.core.conversation(id).await?,
         };
         if !c.title.is_empty() || c.title_is_custom {
             self.core.emit(SessionEvent::ConversationChanged(c));

@@ -5,6 +5,7 @@
 use crate::engine::model::{Conversation, MemoryOverrides, Millis, Role};
 use crate::engine::page::{self, page_of_branch, Page, PageAsk};
 use crate::session::chat::Chat;
+use crate::session::shared::error::{from_read_error, NO_CONVERSATION};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -18,9 +19,11 @@ const SEARCH_LIMIT: usize = 50;
 pub enum LibraryError {
     #[error("{0}")]
     Store(#[from] StoreError),
-    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    #[error("{}", NO_CONVERSATION)]
     NoConversation,
 }
+
+from_read_error!(LibraryError);
 
 /// A search result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,12 +132,7 @@ impl Library {
     /// The model a conversation's next turns use (`None`: the one in Settings), kept with its
     /// overrides; read from the store so a change made elsewhere in them is kept.
     pub async fn set_model(&self, id: &str, model: Option<String>) -> Result<(), LibraryError> {
-        let c = self
-            .core
-            .store
-            .get_conversation(id)
-            .await?
-            .ok_or(LibraryError::NoConversation)?;
+        let c = self.core.conversation(id).await?;
         let o = MemoryOverrides {
             model,
             ..c.memory_overrides

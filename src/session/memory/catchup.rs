@@ -155,12 +155,7 @@ impl Memory {
             self.core.store.name()
         ))
         .await;
-        let conv = self
-            .core
-            .store
-            .get_conversation(id)
-            .await?
-            .ok_or(MemoryError::NoConversation)?;
+        let conv = self.core.conversation(id).await?;
         if stopper.is_stopped() {
             return Ok(Built::Cancelled);
         }

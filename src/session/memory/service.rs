@@ -3,7 +3,9 @@
 
 use crate::engine::memory::Scheduler;
 use crate::engine::model::{ConversationSummary, EntityNode};
-use crate::session::shared::error::{ErrorKind, ReadError};
+use crate::session::shared::error::{
+    from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT, UNAVAILABLE,
+};
 use crate::session::shared::Core;
 use crate::store::StoreError;
 use crate::transport::Stopper;
@@ -19,14 +21,14 @@ pub enum MemoryError {
     /// A request failed; the text is the engine's actionable message.
     #[error("{0}")]
     Request(String),
-    #[error("No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.")]
+    #[error("{}", NO_ENDPOINT)]
     NoEndpoint,
     #[error("The memory is already being updated. Wait for it to finish.")]
     Busy,
     /// A memory update gave way to a chat turn on the same server; it runs again after the turn.
     #[error("A reply is being written on the same server and goes first; update the memory again once it is done.")]
     Deferred,
-    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    #[error("{}", NO_CONVERSATION)]
     NoConversation,
     #[error("{0}")]
     Invalid(String),
@@ -37,9 +39,11 @@ pub enum MemoryError {
     #[error("The memory update failed; the previous memory is kept. {0}")]
     Failed(String),
     /// The memory chunk of the app could not be fetched; the next try fetches it again.
-    #[error("This part of the app could not be loaded (are you offline, or was the app updated?). Check the connection and try again, or reload the page.")]
+    #[error("{}", UNAVAILABLE)]
     Unavailable,
 }
+
+from_read_error!(MemoryError);
 
 impl MemoryError {
     /// What the error is about (see [`ErrorKind`]).
@@ -55,15 +59,6 @@ impl MemoryError {
 impl From<wasm_split_helpers::SplitLoaderError> for MemoryError {
     fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
         MemoryError::Unavailable
-    }
-}
-
-impl From<ReadError> for MemoryError {
-    fn from(e: ReadError) -> Self {
-        match e {
-            ReadError::Store(e) => MemoryError::Store(e),
-            ReadError::NoConversation => MemoryError::NoConversation,
-        }
     }
 }
 

@@ -140,12 +140,7 @@ impl Memory {
         overflow: bool,
         force: bool,
     ) -> Result<Option<DueUpdate>, MemoryError> {
-        let conv = self
-            .core
-            .store
-            .get_conversation(id)
-            .await?
-            .ok_or(MemoryError::NoConversation)?;
+        let conv = self.core.conversation(id).await?;
         let config = self.core.config_for(&conv);
         let previous = self.core.store.latest_summary(id).await?;
         let covers = previous.as_ref().map(|s| s.covers_up_to_seq);

@@ -4,7 +4,7 @@
 
 use crate::engine::request;
 use crate::engine::settings::Settings;
-use crate::session::shared::error::ErrorKind;
+use crate::session::shared::error::{ErrorKind, NO_ENDPOINT};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{transport_failure, Core, SETTINGS_KEY};
 use crate::store::{Store, StoreError};
@@ -19,7 +19,7 @@ pub enum SettingsError {
     /// A request failed; the text is the engine's actionable message.
     #[error("{0}")]
     Request(String),
-    #[error("No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.")]
+    #[error("{}", NO_ENDPOINT)]
     NoEndpoint,
     #[error("{0}")]
     Invalid(String),

@@ -1,6 +1,7 @@
 //! [`Core`]: the state every service shares, and the clock and ids. Must not import `ui`.
 
 use super::cache::Cache;
+use super::error::ReadError;
 use super::events::{EventSink, SessionEvent};
 use super::tabs;
 use crate::engine::failure;
@@ -99,6 +100,14 @@ impl Core {
         if let Some(capture) = capture {
             capture.entity_deleted(conversation, entity);
         }
+    }
+
+    /// A stored conversation's record; [`ReadError::NoConversation`] when it is gone.
+    pub(crate) async fn conversation(&self, id: &str) -> Result<Conversation, ReadError> {
+        self.store
+            .get_conversation(id)
+            .await?
+            .ok_or(ReadError::NoConversation)
     }
 
     /// The settings in force.

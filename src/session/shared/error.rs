@@ -21,11 +21,34 @@ pub enum ErrorKind {
 pub(crate) type Boxed<'a, T, E> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 'a>>;
 
+/// What a conversation that is gone says (every service's `NoConversation`).
+pub(crate) const NO_CONVERSATION: &str =
+    "This conversation no longer exists (it may have been deleted in another tab).";
+/// What a call that needs an agent endpoint says when none is set.
+pub(crate) const NO_ENDPOINT: &str = "No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.";
+/// What a call says when the wasm chunk it needs could not be fetched (the next try fetches again).
+pub(crate) const UNAVAILABLE: &str = "This part of the app could not be loaded (are you offline, or was the app updated?). Check the connection and try again, or reload the page.";
+
+/// `From<ReadError>` for a service's error enum, which has `Store` and `NoConversation` variants.
+macro_rules! from_read_error {
+    ($e:ident) => {
+        impl From<$crate::session::shared::error::ReadError> for $e {
+            fn from(e: $crate::session::shared::error::ReadError) -> Self {
+                match e {
+                    $crate::session::shared::error::ReadError::Store(e) => $e::Store(e),
+                    $crate::session::shared::error::ReadError::NoConversation => $e::NoConversation,
+                }
+            }
+        }
+    };
+}
+pub(crate) use from_read_error;
+
 /// A reading of the shared state failed: the conversation is gone, or the database failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ReadError {
     #[error("{0}")]
     Store(#[from] StoreError),
-    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    #[error("{}", NO_CONVERSATION)]
     NoConversation,
 }

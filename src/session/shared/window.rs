@@ -27,11 +27,7 @@ impl Core {
             }
         }
         let since = self.cache.borrow().generation();
-        let conversation = self
-            .store
-            .get_conversation(id)
-            .await?
-            .ok_or(ReadError::NoConversation)?;
+        let conversation = self.conversation(id).await?;
         let config = self.config_for(&conversation);
         let limit = history_load_limit(&config);
         let messages = self.branch_tail(id, limit).await?;

@@ -30,12 +30,7 @@ fn export_markdown_split<'a>(
 
 impl Transfer {
     async fn bundle(&self, id: &str) -> Result<ConversationBundle, TransferError> {
-        let conversation = self
-            .core
-            .store
-            .get_conversation(id)
-            .await?
-            .ok_or(TransferError::NoConversation)?;
+        let conversation = self.core.conversation(id).await?;
         Ok(ConversationBundle {
             messages: self.core.store.load_all_messages(id).await?,
             summaries: self.core.store.load_summaries(id).await?,

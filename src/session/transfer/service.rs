@@ -2,6 +2,7 @@
 //! Must not import `ui`.
 
 use crate::engine::backup::ImportError;
+use crate::session::shared::error::{from_read_error, NO_CONVERSATION, UNAVAILABLE};
 use crate::session::shared::Core;
 use crate::store::StoreError;
 use std::rc::Rc;
@@ -11,16 +12,18 @@ use std::rc::Rc;
 pub enum TransferError {
     #[error("{0}")]
     Store(#[from] StoreError),
-    #[error("This conversation no longer exists (it may have been deleted in another tab).")]
+    #[error("{}", NO_CONVERSATION)]
     NoConversation,
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
     Import(#[from] ImportError),
     /// The import or export chunk of the app could not be fetched; the next try fetches it again.
-    #[error("This part of the app could not be loaded (are you offline, or was the app updated?). Check the connection and try again, or reload the page.")]
+    #[error("{}", UNAVAILABLE)]
     Unavailable,
 }
+
+from_read_error!(TransferError);
 
 impl From<wasm_split_helpers::SplitLoaderError> for TransferError {
     fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
