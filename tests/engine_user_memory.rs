@@ -773,6 +773,13 @@ fn a_fact_the_conversation_just_changed_is_not_current_in_the_prompt() {
         s.fact_ids
     );
     assert!(s.fact_ids.contains(&"name".to_string()));
+    // A question claims nothing.
+    let a = assembled(&profile(), &[], None, "Do I still live in Bergen?", 4096);
+    assert!(a
+        .section(SectionKind::UserFacts)
+        .unwrap()
+        .fact_ids
+        .contains(&"oslo".to_string()));
     // The new message counts too.
     let a = assembled(
         &profile(),

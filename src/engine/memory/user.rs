@@ -465,6 +465,26 @@ fn without_code(text: &str) -> String {
 
 /// The fact `sentence` tells about the user, if it tells one (module rules).
 fn fact_of(sentence: &str, known: &[UserFact]) -> Option<Candidate> {
+    let (s, w, own) = statement(sentence)?;
+    let kind = if first_person(&w) {
+        kind_of(&s, &w, &own)?
+    } else {
+        ended_kind(&own, known)?
+    };
+    if own.is_empty() && kind != FactKind::Health && kind != FactKind::Name && chatter(&w) {
+        return None;
+    }
+    let text = closed(&s);
+    Some(Candidate {
+        claim_key: claim_key(&text),
+        text,
+        kind,
+    })
+}
+
+/// `sentence` as a statement (lead-ins left out), with its words and claims, unless it is a
+/// question, a request, a hypothetical, too long to be one fact, or said to the assistant.
+fn statement(sentence: &str) -> Option<(String, Vec<String>, Vec<Claim>)> {
     let s = strip_leads(sentence.trim(), LEADS);
     if s.len() > MAX_FACT_CHARS || s.len() < 4 || is_request(&s) {
         return None;
@@ -483,20 +503,20 @@ fn fact_of(sentence: &str, known: &[UserFact]) -> Option<Candidate> {
     if to_you && !own.iter().any(|c| c.subject == "user") {
         return None;
     }
-    let kind = if first_person(&w) {
-        kind_of(&s, &w, &own)?
-    } else {
-        ended_kind(&own, known)?
-    };
-    if own.is_empty() && kind != FactKind::Health && kind != FactKind::Name && chatter(&w) {
-        return None;
-    }
-    let text = closed(&s);
-    Some(Candidate {
-        claim_key: claim_key(&text),
-        text,
-        kind,
-    })
+    Some((s, w, own))
+}
+
+/// The claims of the user's statements in `text` (a message), as [`facts_said`] reads them: of
+/// first-person statements, and of those that say a thing is gone ("Biscuit died"); never of a
+/// question, a request or a hypothetical ("Do I still live in Oslo?" claims nothing).
+pub fn claims_said(text: &str) -> Vec<Claim> {
+    let prose = without_code(text);
+    sentences(&prose)
+        .into_iter()
+        .filter_map(statement)
+        .filter(|(_, w, own)| first_person(w) || own.iter().any(|c| c.attribute == "ended"))
+        .flat_map(|(_, _, own)| own)
+        .collect()
 }
 
 /// Whether `w` holds the pair `a b` for one of `pairs`.
@@ -609,7 +629,10 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
         FactKind::Project
     } else if any(HOME) || has_pair(w, &[("m", "from"), ("am", "from"), ("come", "from")]) {
         FactKind::Home
-    } else if any(WORK) || w.iter().any(|x| is_job(x)) {
+    } else if any(WORK)
+        || w.windows(2)
+            .any(|p| matches!(p[0].as_str(), "a" | "an") && is_job(&p[1]))
+    {
         FactKind::Work
     } else if any(PREFERENCE) {
         FactKind::Preference
@@ -1037,7 +1060,7 @@ pub fn pick_for_prompt<'a, E: TokenEstimator + ?Sized>(
 ) -> Picked<'a> {
     let said: Vec<(Vec<Claim>, Millis)> = said
         .iter()
-        .map(|(t, at)| (fact_claims(t), *at))
+        .map(|(t, at)| (claims_said(t), *at))
         .filter(|(c, _)| !c.is_empty())
         .collect();
     let live: Vec<&UserFact> = facts
