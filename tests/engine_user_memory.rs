@@ -82,6 +82,11 @@ fn statements_about_the_user_are_facts() {
         &[("I moved to Oslo last month.", Home)],
     );
     check_said("I grew up in Bergen.", &[("I grew up in Bergen.", Home)]);
+    check_said("No, I live in Oslo.", &[("I live in Oslo.", Home)]);
+    check_said(
+        "No pets are allowed in my flat.",
+        &[("No pets are allowed in my flat.", Home)],
+    );
     check_said(
         "I work as a nurse at the children's hospital.",
         &[("I work as a nurse at the children's hospital.", Work)],

@@ -86,6 +86,22 @@ const LEADS: &[&str] = &[
     "thanks",
     "thank you",
 ];
+/// Lead-ins left out only before a comma or the like (followed by a space they may be the sentence's
+/// own words).
+const PUNCTUATED: &[&str] = &[
+    "no",
+    "yes",
+    "yeah",
+    "ok",
+    "okay",
+    "hi",
+    "hey",
+    "hello",
+    "thanks",
+    "thank you",
+    "oh",
+    "well",
+];
 /// Lead-ins of a fact the user adds by hand ("Remember that I …").
 const ADD_LEADS: &[&str] = &[
     "please remember that",
@@ -534,7 +550,9 @@ fn strip_leads(s: &str, leads: &[&str]) -> String {
         for lead in leads {
             let head = s.get(..lead.len()).filter(|h| h.eq_ignore_ascii_case(lead));
             let rest = &s[head.map_or(0, str::len)..];
-            if head.is_some() && (rest.is_empty() || rest.starts_with(SEPARATORS)) {
+            // "No, I don't" loses its "No,"; "No pets are allowed in my flat" keeps it.
+            let spaced = rest.starts_with(' ') && PUNCTUATED.contains(lead);
+            if head.is_some() && (rest.is_empty() || rest.starts_with(SEPARATORS)) && !spaced {
                 s = rest.trim_start_matches(SEPARATORS);
                 continue 'again;
             }
