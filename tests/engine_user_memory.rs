@@ -135,6 +135,36 @@ fn statements_about_the_user_are_facts() {
         "I drive an old green Volvo.",
         &[("I drive an old green Volvo.", Other)],
     );
+    check_said("I'm 34 years old.", &[("I'm 34 years old.", Other)]);
+    check_said("I don't eat meat.", &[("I don't eat meat.", Preference)]);
+    // A sentence of several facts is cut where a new one starts, so each changes on its own.
+    check_said(
+        "Hi there! I'm Marta, I live in Lisbon and I work as a nurse.",
+        &[
+            ("I'm Marta.", Name),
+            ("I live in Lisbon.", Home),
+            ("I work as a nurse.", Work),
+        ],
+    );
+    check_said(
+        "I love cats but my sister hates them.",
+        &[
+            ("I love cats.", Preference),
+            ("My sister hates them.", People),
+        ],
+    );
+    check_said(
+        "My wife and I live in Oslo.",
+        &[("My wife and I live in Oslo.", Home)],
+    );
+    check_said(
+        "Since I moved, I live in Oslo.",
+        &[("Since I moved, I live in Oslo.", Home)],
+    );
+    check_said(
+        "I have two cats, Mochi and Pixel.",
+        &[("I have two cats, Mochi and Pixel.", Pets)],
+    );
     // Several in one message, each once.
     check_said(
         "Hi! My name is Marta. I live in Lisbon. I live in Lisbon.",
@@ -215,6 +245,20 @@ fn a_newer_fact_makes_the_older_one_past() {
         &[("My name is Marta.", 0), ("Call me Maria.", 4)],
         &["Call me Maria."],
         &["My name is Marta."],
+    );
+    check_supersede(
+        &[("My name is Marta.", 0), ("My name is now Maria.", 4)],
+        &["My name is now Maria."],
+        &["My name is Marta."],
+    );
+    // A move leaves the name and the job said in the same sentence current.
+    check_supersede(
+        &[
+            ("I'm Marta, I live in Lisbon and I work as a nurse.", 0),
+            ("I moved to Oslo.", 3),
+        ],
+        &["I'm Marta.", "I work as a nurse.", "I moved to Oslo."],
+        &["I live in Lisbon."],
     );
     check_supersede(
         &[("I'm Tomas.", 0), ("My name is Tom.", 4)],

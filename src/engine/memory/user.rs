@@ -383,8 +383,12 @@ const PREFERENCE: &[&str] = &[
     "fan",
     "hobby",
     "hobbies",
-    "allergic",
+    "eat",
+    "drink",
+    "smoke",
 ];
+/// Other lasting facts about the user ("My birthday is on 3 March", "I'm 34 years old").
+const OTHER_WORDS: &[&str] = &["birthday", "native", "religion", "nationality", "citizen"];
 /// Verbs of a lasting fact about the user that no other rule names ("I drive a Volvo").
 const OTHER_VERBS: &[&str] = &[
     "own", "drive", "speak", "play", "collect", "ride", "run", "cycle", "swim", "cook", "bake",
@@ -443,7 +447,7 @@ const NOT_NAMES: &[&str] = &[
 pub fn facts_said(text: &str, known: &[UserFact]) -> Vec<Candidate> {
     let prose = without_code(text);
     let mut out: Vec<Candidate> = Vec::new();
-    for s in sentences(&prose) {
+    for s in sentences(&prose).into_iter().flat_map(clauses) {
         if out.len() >= MAX_FACTS_PER_MESSAGE {
             break;
         }
@@ -457,6 +461,64 @@ pub fn facts_said(text: &str, known: &[UserFact]) -> Vec<Candidate> {
             out.push(c);
         }
     }
+    out
+}
+
+/// Words that open a clause leaning on the next one ("Since I moved, I live in Oslo"): the
+/// sentence is not cut after it.
+const SUBORDINATE: &[&str] = &[
+    "since", "because", "when", "after", "before", "although", "though", "while", "as", "if",
+    "once", "until", "whenever",
+];
+
+/// The clauses of `sentence` that each tell a fact of their own: cut at a comma, a semicolon, "and"
+/// or "but" before a new first-person subject ("I'm Marta, I live in Lisbon and I work as a nurse"
+/// is three), never after a subordinate clause nor after fewer than three words ("My wife and I
+/// live in Oslo" is one). A fact that changes then leaves the others current.
+fn clauses(sentence: &str) -> Vec<&str> {
+    let starts_mine = |rest: &str| {
+        let w = words(rest.get(..rest.len().min(12)).unwrap_or(rest));
+        matches!(
+            w.first().map(String::as_str),
+            Some("i" | "my" | "we" | "our")
+        )
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in sentence.char_indices() {
+        if !matches!(c, ',' | ';') {
+            continue;
+        }
+        let after = sentence[i + 1..].trim_start();
+        let after = ["and ", "but ", "And ", "But "]
+            .iter()
+            .find_map(|j| after.strip_prefix(j))
+            .unwrap_or(after);
+        let head = &sentence[start..i];
+        let leaning = words(head)
+            .first()
+            .is_some_and(|w| SUBORDINATE.contains(&w.as_str()));
+        if starts_mine(after) && !leaning && words(head).len() >= 3 {
+            out.push(head);
+            start = sentence.len() - after.len();
+        }
+    }
+    let rest = &sentence[start..];
+    // "… and I work as a nurse": the last cut, at "and" or "but" without a comma.
+    for joint in [" and ", " but "] {
+        if let Some(k) = rest.find(joint) {
+            let (head, tail) = (&rest[..k], &rest[k + joint.len()..]);
+            let leaning = words(head)
+                .first()
+                .is_some_and(|w| SUBORDINATE.contains(&w.as_str()));
+            if starts_mine(tail) && !leaning && words(head).len() >= 3 {
+                out.push(head);
+                out.push(tail);
+                return out;
+            }
+        }
+    }
+    out.push(rest);
     out
 }
 
@@ -529,6 +591,7 @@ pub fn claims_said(text: &str) -> Vec<Claim> {
     let prose = without_code(text);
     sentences(&prose)
         .into_iter()
+        .flat_map(clauses)
         .filter_map(statement)
         .filter(|(_, w, own)| first_person(w) || own.iter().any(|c| c.attribute == "ended"))
         .flat_map(|(_, _, own)| own)
@@ -654,7 +717,10 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
         FactKind::Work
     } else if any(PREFERENCE) {
         FactKind::Preference
-    } else if first_verb(w).is_some_and(|v| OTHER_VERBS.contains(&v)) {
+    } else if first_verb(w).is_some_and(|v| OTHER_VERBS.contains(&v))
+        || any(OTHER_WORDS)
+        || has_pair(w, &[("years", "old")])
+    {
         FactKind::Other
     } else {
         return None;
@@ -730,12 +796,21 @@ fn name_said(s: &str, w: &[String]) -> Option<String> {
 /// The claims of a fact: the memory's claims ([`claims`]; "we" is the user too), and the name it
 /// gives the user by [`name_said`].
 pub fn fact_claims(text: &str) -> Vec<Claim> {
-    let mut out: Vec<Claim> = claims(text)
+    // "My name is now Maria" claims as "My name is Maria".
+    let plain = text.replace(" now ", " ");
+    let mut out: Vec<Claim> = claims(&plain)
         .into_iter()
         .map(|mut c| {
-            if c.subject == "we" {
-                c.subject = "user".into();
-            }
+            // "My daughter is called Sofia", "My sister's name is Ana": the daughter, the sister.
+            let subject: Vec<&str> = c
+                .subject
+                .split(' ')
+                .filter(|w| !matches!(*w, "s" | "is" | "am" | "are" | "was"))
+                .collect();
+            c.subject = match subject.join(" ").as_str() {
+                "we" | "user's" => "user".to_string(),
+                s => s.to_string(),
+            };
             c
         })
         .collect();
@@ -758,10 +833,15 @@ pub fn fact_claims(text: &str) -> Vec<Claim> {
 pub fn claim_key(text: &str) -> String {
     let mut keys: Vec<String> = Vec::new();
     for c in fact_claims(text) {
-        let k = if c.subject == "user" {
-            c.attribute
+        let attribute = if c.attribute == "ended" {
+            format!("ended {}", c.value)
         } else {
-            format!("{}/{}", c.subject, c.attribute)
+            c.attribute
+        };
+        let k = if c.subject == "user" {
+            attribute
+        } else {
+            format!("{}/{attribute}", c.subject)
         };
         if !keys.contains(&k) {
             keys.push(k);
