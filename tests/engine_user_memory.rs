@@ -339,6 +339,35 @@ fn a_fact_keeps_its_source_and_claim() {
     assert_eq!(claim_key("I'm allergic to peanuts."), "");
 }
 
+#[test]
+fn a_memory_updates_messages_are_taken_in_the_users_only() {
+    let mut deleted = msg(3, Role::User, "I work as a nurse.", 0);
+    deleted.meta.deleted = true;
+    let mut failed = msg(4, Role::User, "I have a cat.", 0);
+    failed.status = MessageStatus::Error;
+    let span = [
+        msg(1, Role::User, "I live in Lisbon.", 0),
+        msg(
+            2,
+            Role::Assistant,
+            "My name is Assistant and I live in the cloud.",
+            0,
+        ),
+        deleted,
+        failed,
+        msg(5, Role::User, "I moved to Oslo.", 2),
+    ];
+    let mut facts = Vec::new();
+    assert!(handle_messages(&mut facts, &span, ids()));
+    assert_eq!(current(&facts), ["I moved to Oslo."]);
+    assert_eq!(past(&facts), ["I live in Lisbon."]);
+    assert_eq!(facts[1].source.as_ref().unwrap().message_id, "m5");
+    assert!(
+        !handle_messages(&mut facts, &span, ids()),
+        "a second time changes nothing"
+    );
+}
+
 // ---------- duplicates ----------
 
 fn check_duplicates(said: &[(&str, i64)], kept: &[&str]) {
@@ -763,6 +792,7 @@ fn the_prompt_has_an_about_you_section_after_the_system_prompt() {
         (SectionKind::UserFacts.key(), SectionKind::UserFacts.label()),
         ("user-facts", "About you")
     );
+    assert_eq!(a.user_facts_detail(), "7 facts");
     // Without facts, no section.
     let a = assembled(&[], &[], None, "Hello", 4096);
     assert!(a.section(SectionKind::UserFacts).is_none());
@@ -790,6 +820,14 @@ fn the_facts_stay_within_their_share() {
     );
     assert_eq!(a.user_facts_omitted, 200 - s.fact_ids.len());
     assert!(a.user_facts_omitted > 0);
+    assert_eq!(
+        a.user_facts_detail(),
+        format!(
+            "{} facts, {} left out for space",
+            s.fact_ids.len(),
+            a.user_facts_omitted
+        )
+    );
 }
 
 #[test]
@@ -804,6 +842,10 @@ fn when_space_is_short_the_facts_give_way_before_the_summary() {
     assert!(a.section(SectionKind::UserFacts).is_none());
     assert_eq!(a.user_facts_dropped, Some(DropReason::OverBudget));
     assert_eq!(a.user_facts_omitted, 7);
+    assert_eq!(
+        a.user_facts_detail(),
+        "7 facts left out: no room in the token budget"
+    );
     assert!(!a.over_budget);
 }
 

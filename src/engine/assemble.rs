@@ -31,7 +31,7 @@
 //! Byte sizes are an upper estimate of the JSON request body (escapes counted, per-message and
 //! per-request overheads added). Must not import anything outside `crate::engine`.
 
-use crate::engine::format::one_line;
+use crate::engine::format::{one_line, plural};
 use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
 use crate::engine::memory::summary::shorten;
 use crate::engine::memory::user::{fact_line, pick_for_prompt, USER_FACTS_HEADING};
@@ -227,6 +227,26 @@ pub struct Assembly {
 impl Assembly {
     pub fn section(&self, kind: SectionKind) -> Option<&Section> {
         self.sections.iter().find(|s| s.kind == kind)
+    }
+
+    /// What the inspector says of the facts about the user: how many went in and how many were
+    /// left out for space ("3 facts, 2 left out for space"), or why none did; empty when there
+    /// were none to carry.
+    pub fn user_facts_detail(&self) -> String {
+        let carried = self
+            .section(SectionKind::UserFacts)
+            .map_or(0, |s| s.fact_ids.len());
+        let why = match self.user_facts_dropped {
+            Some(DropReason::ByteCap) => "no room under the request size cap",
+            Some(_) => "no room in the token budget",
+            None => "",
+        };
+        match (carried, self.user_facts_omitted) {
+            (0, 0) => String::new(),
+            (0, n) => format!("{} left out: {why}", plural(n, "fact", "facts")),
+            (c, 0) => plural(c, "fact", "facts"),
+            (c, n) => format!("{}, {n} left out for space", plural(c, "fact", "facts")),
+        }
     }
 }
 

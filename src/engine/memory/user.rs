@@ -32,7 +32,7 @@ use super::sentence::sentences;
 use super::summary::is_request;
 use super::supersede::{claims, ended_values, gone_values, mentions_ended, mentions_gone, Claim};
 use crate::engine::format::{date, one_line};
-use crate::engine::model::{FactKind, FactSource, Millis, UserFact};
+use crate::engine::model::{FactKind, FactSource, Message, MessageStatus, Millis, Role, UserFact};
 use crate::engine::sort::{sort_by, sort_by_key};
 use crate::engine::tokens::TokenEstimator;
 
@@ -1022,6 +1022,35 @@ pub fn handle_said(
             said_at,
         };
         changed |= place(facts, c, Some(source), said_at, &mut new_id);
+    }
+    changed
+}
+
+/// [`handle_said`] for each message of `messages` the user wrote (in the order given, oldest first:
+/// a memory update's span, a catch-up's chunk), but deleted ones, errors and those still
+/// streaming. Whether `facts` changed.
+pub fn handle_messages(
+    facts: &mut Vec<UserFact>,
+    messages: &[Message],
+    mut new_id: impl FnMut() -> String,
+) -> bool {
+    let mut changed = false;
+    for m in messages.iter().filter(|m| {
+        m.role == Role::User
+            && !m.meta.deleted
+            && matches!(
+                m.status,
+                MessageStatus::Complete | MessageStatus::Interrupted
+            )
+    }) {
+        changed |= handle_said(
+            facts,
+            &m.conversation_id,
+            &m.id,
+            &m.content,
+            m.created_at,
+            &mut new_id,
+        );
     }
     changed
 }
