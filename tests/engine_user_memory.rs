@@ -973,3 +973,84 @@ proptest! {
         prop_assert!(!a.over_budget || a.section(SectionKind::UserFacts).is_none());
     }
 }
+
+const PLACES: &[&str] = &["Oslo", "Lisbon", "Bergen"];
+const JOBS: &[&str] = &["nurse", "pilot", "teacher"];
+const NAMES: &[&str] = &["Marta", "Maria", "Ingrid"];
+
+/// A message of one functional claim: where the user lives, their job, their name.
+fn claim_text(kind: usize, value: usize) -> String {
+    match kind {
+        0 => format!("I live in {}.", PLACES[value]),
+        1 => format!("I moved to {} last year.", PLACES[value]),
+        2 => format!("I work as a {}.", JOBS[value]),
+        3 => format!("I'm a {} now.", JOBS[value]),
+        4 => format!("My name is {}.", NAMES[value]),
+        _ => format!("Call me {}.", NAMES[value]),
+    }
+}
+
+/// The facts after `said` (claim kind, value, day, added by hand?), message `m<k>` for the k-th.
+fn take_in(said: &[(usize, usize, i64, bool)]) -> Vec<UserFact> {
+    let mut facts: Vec<UserFact> = Vec::new();
+    let mut id = ids();
+    for (k, (kind, value, day, by_hand)) in said.iter().enumerate() {
+        let text = claim_text(*kind, *value);
+        if *by_hand {
+            add(&mut facts, &text, NOV_20 + day * DAY, id());
+        } else {
+            handle_said(
+                &mut facts,
+                "c",
+                &format!("m{k}"),
+                &text,
+                NOV_20 + day * DAY,
+                &mut id,
+            );
+        }
+    }
+    facts
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Whatever the order messages are taken in (a late catch-up, another device) and whatever the
+    /// user adds by hand, the user has one current home, job and name at a time.
+    #[test]
+    fn one_current_value_per_claim(
+        said in prop::collection::vec((0..6usize, 0..3usize, 0..30i64, any::<bool>()), 1..16),
+    ) {
+        let facts = take_in(&said);
+        for key in ["lives_in", "job", "name"] {
+            let mut values: Vec<String> = facts
+                .iter()
+                .filter(|f| f.is_current())
+                .flat_map(|f| fact_claims(&f.text))
+                .filter(|c| c.subject == "user" && c.attribute == key && !c.negated)
+                .map(|c| c.value)
+                .collect();
+            values.sort();
+            values.dedup();
+            prop_assert!(values.len() <= 1, "{key}: {values:?} in {facts:#?}");
+        }
+    }
+
+    /// Messages taken in again in their order (an update run again, a catch-up) change nothing.
+    #[test]
+    fn taking_the_same_messages_in_again_changes_nothing(
+        said in prop::collection::vec((0..6usize, 0..3usize, 0..30i64, any::<bool>()), 1..16),
+    ) {
+        let mut said = said;
+        said.sort_by_key(|s| s.2);
+        let mut facts = take_in(&said);
+        let before = facts.clone();
+        for (k, (kind, value, day, by_hand)) in said.iter().enumerate() {
+            if !by_hand {
+                let text = claim_text(*kind, *value);
+                handle_said(&mut facts, "c", &format!("m{k}"), &text, NOV_20 + day * DAY, ids());
+            }
+        }
+        prop_assert_eq!(facts, before);
+    }
+}

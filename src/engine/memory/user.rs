@@ -951,8 +951,8 @@ fn make_past(
 }
 
 /// Places `c` among `facts` (scope: about the user), said at `at` from `source`: skipped when the
-/// same sentence from the same source is there in any state (a tombstone above all) or a current
-/// fact says it already; else the facts it supersedes are made past and it is added (as past
+/// same sentence from the same source is there in any state (a tombstone above all) or a fact
+/// says it already (a current one, or a past one that held at `at`); else the facts it supersedes are made past and it is added (as past
 /// already when a current fact said later supersedes it). Whether anything changed.
 fn place(
     facts: &mut Vec<UserFact>,
@@ -971,10 +971,14 @@ fn place(
         _ => false,
     };
     let own = fact_claims(&c.text);
-    if facts.iter().any(same_source)
-        || facts
-            .iter()
-            .any(|f| f.is_current() && f.scope.is_none() && restates(f, &c.text, &own))
+    // Said already: by a current fact, or by a past one that held when `c` was said (taking the
+    // same messages in again then changes nothing).
+    let held = |f: &UserFact| {
+        f.forgotten.is_none()
+            && f.scope.is_none()
+            && f.valid_to.is_none_or(|to| f.valid_from <= at && to >= at)
+    };
+    if facts.iter().any(same_source) || facts.iter().any(|f| held(f) && restates(f, &c.text, &own))
     {
         return false;
     }
