@@ -116,6 +116,7 @@ fn main() {
         new_message: &new,
         config: &config,
         protocol: Protocol::OpenAiChat,
+        user_facts: &[],
     };
     let mut times = Vec::new();
     let mut last = None;

@@ -360,6 +360,7 @@ impl Memory {
                 new_message: &new,
                 config: &self.config,
                 protocol: endpoint.protocol,
+                user_facts: &[],
             },
             &HeuristicEstimator,
         );

@@ -387,6 +387,7 @@ fn run(
             new_message: new,
             config: cfg,
             protocol: Protocol::OpenAiChat,
+            user_facts: &[],
         },
         &HeuristicEstimator,
     )
@@ -803,6 +804,7 @@ impl Harness {
                 new_message: &m,
                 config: &self.cfg,
                 protocol: self.endpoint.protocol,
+                user_facts: &[],
             },
             &HeuristicEstimator,
         );
@@ -1004,6 +1006,7 @@ fn another_conversations_handle_is_never_used() {
                 new_message: &m,
                 config: &b.cfg,
                 protocol: b.endpoint.protocol,
+                user_facts: &[],
             },
             &HeuristicEstimator,
         );
@@ -1520,6 +1523,7 @@ fn seed_004_stale_context_is_refused() {
             new_message: &new,
             config: &h.cfg,
             protocol: Protocol::OpenAiChat,
+            user_facts: &[],
         },
         &HeuristicEstimator,
     );
@@ -1551,6 +1555,7 @@ fn seed_004_stale_context_is_refused() {
             new_message: &other,
             config: &h.cfg,
             protocol: Protocol::OpenAiChat,
+            user_facts: &[],
         },
         &HeuristicEstimator,
     );

@@ -170,6 +170,7 @@ fn prompt(user: &[&str], next: &str, summary: Option<(&str, u64)>) -> (String, V
             new_message: &new,
             config: &config,
             protocol: Protocol::OpenAiChat,
+            user_facts: &[],
         },
         &HeuristicEstimator,
     );

@@ -334,6 +334,7 @@ fn run(case: &Case) -> (String, String, bool) {
             new_message: &new,
             config: &config,
             protocol: Protocol::OpenAiChat,
+            user_facts: &[],
         },
         &HeuristicEstimator,
     );

@@ -167,6 +167,7 @@ fn run(case: &Case) -> Assembly {
             new_message: &new,
             config: &case.config,
             protocol: case.protocol,
+            user_facts: &[],
         },
         &HeuristicEstimator,
     )

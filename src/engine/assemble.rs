@@ -1,6 +1,7 @@
 //! Context assembly: builds the prompt for a turn under a token budget and a byte cap, in
-//! ARCHITECTURE.md's order (system, summary, relevant entities, history, new message), and reports what
-//! it included, what it dropped and why, so the context inspector can show it.
+//! ARCHITECTURE.md's order (system, the facts about the user, summary, relevant entities, history,
+//! new message), and reports what it included, what it dropped and why, so the context inspector
+//! can show it.
 //!
 //! Priorities when space is short, highest first:
 //! 1. the system prompt and the new message: never dropped (if they alone exceed the budget the
@@ -9,7 +10,9 @@
 //!    history cannot carry them ([`PENDING_SHARE_PERCENT`]), then the most recent of those messages
 //!    (up to the last N);
 //! 3. the summary (its sentences that an uncovered user message supersedes carried as past,
-//!    `memory::pending`);
+//!    `memory::pending`), then the facts about the user (`memory::user`: the core, then those the
+//!    recent messages speak of) within their share ([`USER_FACTS_SHARE_PERCENT`]), none that an
+//!    uncovered user message supersedes; when space is short they give way before the summary;
 //! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
 //! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]);
 //! 6. older messages the summary does not cover, newest first;
@@ -28,13 +31,14 @@
 //! Byte sizes are an upper estimate of the JSON request body (escapes counted, per-message and
 //! per-request overheads added). Must not import anything outside `crate::engine`.
 
-use crate::engine::format::one_line;
+use crate::engine::format::{one_line, plural};
 use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
 use crate::engine::memory::summary::shorten;
+use crate::engine::memory::user::{fact_line, pick_for_prompt, USER_FACTS_HEADING};
 use crate::engine::memory::{memory_pending, Pending};
 use crate::engine::model::{
-    ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Prompt,
-    Protocol, WireMessage,
+    ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Millis,
+    Prompt, Protocol, UserFact, WireMessage,
 };
 use crate::engine::sort::sort_by_key;
 use crate::engine::tokens::TokenEstimator;
@@ -67,6 +71,12 @@ pub const MAX_PENDING_MESSAGES: usize = 400;
 /// Heading of the section of the user's statements memory does not hold yet.
 pub const PENDING_HEADING: &str =
     "## What the user said earlier in this conversation (not yet in the summary)";
+/// Share of the budget the facts about the user may use, in percent. 10%: a fact is one short
+/// sentence with its day (about 12-15 tokens), so a 4k context (about 3,500 tokens of budget) carries
+/// some 25 facts, the core and those the conversation speaks of, and a 2k one about 10; with the
+/// entities' 15% the memory about things stays within the quarter of the budget issue 26 allows
+/// (`memory_eval_memory_tokens_median`), and the conversation keeps the rest.
+pub const USER_FACTS_SHARE_PERCENT: u32 = 10;
 /// Heading of the entity section inside the system text.
 pub const ENTITIES_HEADING: &str = "## What you remember (entity memory)";
 
@@ -82,18 +92,52 @@ pub struct AssemblyInput<'a> {
     pub new_message: &'a Message,
     pub config: &'a MemoryConfig,
     pub protocol: Protocol,
+    /// The facts about the user (`memory::user`), all of them as stored: the assembly keeps the
+    /// current, unforgotten ones about the user (scope `None`; a project's wait for the
+    /// conversation's project to be an input) and chooses within [`USER_FACTS_SHARE_PERCENT`].
+    /// `&[]` when memory about the user is off.
+    pub user_facts: &'a [UserFact],
 }
 
 /// The parts of a prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SectionKind {
     System,
+    /// The facts about the user, across conversations ("About you").
+    UserFacts,
     Summary,
     /// The user's statements from messages memory does not cover and history left out.
     Pending,
     Entities,
     History,
     NewMessage,
+}
+
+impl SectionKind {
+    /// A key for the inspector (`user-facts`).
+    pub fn key(self) -> &'static str {
+        match self {
+            SectionKind::System => "system",
+            SectionKind::UserFacts => "user-facts",
+            SectionKind::Summary => "summary",
+            SectionKind::Pending => "pending",
+            SectionKind::Entities => "entities",
+            SectionKind::History => "history",
+            SectionKind::NewMessage => "new-message",
+        }
+    }
+    /// The inspector's label ("About you").
+    pub fn label(self) -> &'static str {
+        match self {
+            SectionKind::System => "System prompt",
+            SectionKind::UserFacts => "About you",
+            SectionKind::Summary => "Summary",
+            SectionKind::Pending => "Said, not yet in memory",
+            SectionKind::Entities => "Entities",
+            SectionKind::History => "History",
+            SectionKind::NewMessage => "New message",
+        }
+    }
 }
 
 /// One included section with its cost.
@@ -108,6 +152,9 @@ pub struct Section {
     pub message_ids: Vec<String>,
     /// Entity ids for the entity section, in rank order.
     pub entity_ids: Vec<String>,
+    /// Fact ids for the facts about the user, in prompt order (each fact names its source).
+    #[serde(default)]
+    pub fact_ids: Vec<String>,
 }
 
 /// Why a message was left out.
@@ -156,6 +203,12 @@ pub struct Assembly {
     pub summary_shortened: bool,
     /// Ranked entities that did not fit their share.
     pub entities_omitted: usize,
+    /// Why the facts about the user were left out, when there were some and none fit.
+    #[serde(default)]
+    pub user_facts_dropped: Option<DropReason>,
+    /// Facts about the user that could have gone in and did not fit their share.
+    #[serde(default)]
+    pub user_facts_omitted: usize,
     pub total_tokens: u32,
     pub total_bytes: usize,
     /// context_tokens - reply_reserve_tokens.
@@ -174,6 +227,26 @@ pub struct Assembly {
 impl Assembly {
     pub fn section(&self, kind: SectionKind) -> Option<&Section> {
         self.sections.iter().find(|s| s.kind == kind)
+    }
+
+    /// What the inspector says of the facts about the user: how many went in and how many were
+    /// left out for space ("3 facts, 2 left out for space"), or why none did; empty when there
+    /// were none to carry.
+    pub fn user_facts_detail(&self) -> String {
+        let carried = self
+            .section(SectionKind::UserFacts)
+            .map_or(0, |s| s.fact_ids.len());
+        let why = match self.user_facts_dropped {
+            Some(DropReason::ByteCap) => "no room under the request size cap",
+            Some(_) => "no room in the token budget",
+            None => "",
+        };
+        match (carried, self.user_facts_omitted) {
+            (0, 0) => String::new(),
+            (0, n) => format!("{} left out: {why}", plural(n, "fact", "facts")),
+            (c, 0) => plural(c, "fact", "facts"),
+            (c, n) => format!("{}, {n} left out for space", plural(c, "fact", "facts")),
+        }
     }
 }
 
@@ -236,6 +309,7 @@ fn summary_section<E: TokenEstimator + ?Sized>(
             text,
             message_ids: Vec::new(),
             entity_ids: Vec::new(),
+            fact_ids: Vec::new(),
         }
     };
     let whole = section(text.to_string());
@@ -285,6 +359,7 @@ fn pending_section<E: TokenEstimator + ?Sized>(
             text,
             message_ids: Vec::new(),
             entity_ids: Vec::new(),
+            fact_ids: Vec::new(),
         }
     };
     let body = statements.join(" ");
@@ -715,11 +790,16 @@ struct Assembler<'a, E: TokenEstimator + ?Sized> {
     new_cost: (u32, usize),
 }
 
+/// What step 3 placed of the facts about the user: the section, why none went in, how many were
+/// left out.
+type PlacedFacts = (Option<Section>, Option<DropReason>, usize);
+
 /// What steps 3 to 8 placed besides history.
 struct Placed {
     summary: Option<Section>,
     summary_dropped: Option<DropReason>,
     summary_shortened: bool,
+    user_facts: PlacedFacts,
     pending: Option<Section>,
     /// The entity lines and ids in rank order, their tokens and bytes.
     entities: (Vec<String>, Vec<String>, u32, usize),
@@ -838,6 +918,45 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         (pending, placed)
     }
 
+    /// Step 3, after the summary: the facts about the user within their share and what is left
+    /// (the core, then those the recent messages speak of; none an uncovered user message or the
+    /// new one supersedes), cut from the end to the byte cap.
+    fn place_user_facts(&mut self) -> PlacedFacts {
+        let input = self.input;
+        if input.user_facts.is_empty() {
+            return (None, None, 0);
+        }
+        let share = (self.budget as u64 * USER_FACTS_SHARE_PERCENT as u64 / 100) as u32;
+        let left = self.meter.budget.saturating_sub(self.meter.tokens);
+        let room = (share as u64).min(left) as u32;
+        let recent: Vec<&str> = recent_texts(input.history, input.config.recent_messages)
+            .chain(std::iter::once(input.new_message.content.as_str()))
+            .collect();
+        let said: Vec<(&str, Millis)> = self
+            .uncovered
+            .iter()
+            .map(|&i| &input.history[i])
+            .chain(std::iter::once(input.new_message))
+            .map(|m| (m.content.as_str(), m.created_at))
+            .collect();
+        let picked = pick_for_prompt(input.user_facts, None, &recent, &said, room, self.est);
+        let mut chosen = picked.chosen;
+        let mut reason = DropReason::OverBudget;
+        while !chosen.is_empty() {
+            let section = user_facts_section(&chosen, self.est);
+            match self.meter.check(section.tokens, section.bytes) {
+                Ok(()) => {
+                    self.meter.add(section.tokens, section.bytes);
+                    return (Some(section), None, picked.eligible - chosen.len());
+                }
+                Err(r) => reason = r,
+            }
+            chosen.pop();
+        }
+        let dropped = (picked.eligible > 0).then_some(reason);
+        (None, dropped, picked.eligible)
+    }
+
     /// Step 4: the rest of the last N, covered or not.
     fn recent_rest(&mut self) {
         self.walk.walk(
@@ -916,8 +1035,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         let (mut sections, system_text) = system_sections(
             input.system_prompt,
             self.system,
-            placed.summary,
-            placed.pending,
+            [placed.user_facts.0, placed.summary, placed.pending],
             placed.entities,
         );
         let history = placed_history(input.history, std::mem::take(&mut self.walk.included));
@@ -929,6 +1047,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
                 text: String::new(),
                 message_ids: history.ids.clone(),
                 entity_ids: Vec::new(),
+                fact_ids: Vec::new(),
             });
         }
         let mut included_message_ids = history.ids;
@@ -940,6 +1059,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             text: new.content.clone(),
             message_ids: vec![new.id.clone()],
             entity_ids: Vec::new(),
+            fact_ids: Vec::new(),
         });
         let cfg = input.config;
         let prompt = build_prompt(
@@ -959,6 +1079,8 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             summary_dropped: placed.summary_dropped,
             summary_shortened: placed.summary_shortened,
             entities_omitted: placed.entities_omitted,
+            user_facts_dropped: placed.user_facts.1,
+            user_facts_omitted: placed.user_facts.2,
             total_tokens: u32::try_from(meter.tokens).unwrap_or(u32::MAX),
             total_bytes: meter.bytes,
             budget_tokens: self.budget,
@@ -972,21 +1094,52 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
     }
 }
 
+/// The contents of the last `n` messages of `history` (the recent messages the facts about the
+/// user are chosen by).
+fn recent_texts(history: &[Message], n: usize) -> impl Iterator<Item = &str> {
+    history[history.len().saturating_sub(n)..]
+        .iter()
+        .map(|m| m.content.as_str())
+}
+
+/// The section of the facts about the user `chosen` (in prompt order): the heading, then a line per
+/// fact with the day it was said (`memory::user::fact_line`).
+fn user_facts_section<E: TokenEstimator + ?Sized>(chosen: &[&UserFact], est: &E) -> Section {
+    let lines: Vec<String> = chosen.iter().map(|f| fact_line(f)).collect();
+    let text = format!("{USER_FACTS_HEADING}\n{}", lines.join("\n"));
+    Section {
+        kind: SectionKind::UserFacts,
+        // As `memory::user` counted them: the heading, then each line and its break.
+        tokens: lines
+            .iter()
+            .map(|l| est.estimate(l).saturating_add(1))
+            .fold(
+                est.estimate(USER_FACTS_HEADING).saturating_add(2),
+                u32::saturating_add,
+            ),
+        bytes: json_len(&text) + 2,
+        text,
+        message_ids: Vec::new(),
+        entity_ids: Vec::new(),
+        fact_ids: chosen.iter().map(|f| f.id.clone()).collect(),
+    }
+}
+
 /// The highest seq of `history` apart from the new message; `None` when there is none.
 fn history_through_seq(history: &[Message], new: &Message) -> Option<u64> {
     history.iter().rev().find(|m| m.id != new.id).map(|m| m.seq)
 }
 
 /// The system text and its sections in prompt order: the system prompt (`system`: its tokens and
-/// bytes), then the summary, the pending statements and the entity lines that were placed.
+/// bytes), then the `placed` sections (the facts about the user, the summary, the pending
+/// statements) and the entity lines that were placed.
 fn system_sections(
     system_prompt: &str,
     system: (u32, usize),
-    summary: Option<Section>,
-    pending: Option<Section>,
+    placed: [Option<Section>; 3],
     entities: (Vec<String>, Vec<String>, u32, usize),
 ) -> (Vec<Section>, String) {
-    let mut sections = Vec::with_capacity(5);
+    let mut sections = Vec::with_capacity(6);
     sections.push(Section {
         kind: SectionKind::System,
         tokens: system.0,
@@ -994,9 +1147,10 @@ fn system_sections(
         text: system_prompt.to_string(),
         message_ids: Vec::new(),
         entity_ids: Vec::new(),
+        fact_ids: Vec::new(),
     });
     let mut system_text = system_prompt.trim_end().to_string();
-    for s in [summary, pending].into_iter().flatten() {
+    for s in placed.into_iter().flatten() {
         if !system_text.is_empty() {
             system_text.push_str("\n\n");
         }
@@ -1017,6 +1171,7 @@ fn system_sections(
             text,
             message_ids: Vec::new(),
             entity_ids,
+            fact_ids: Vec::new(),
         });
     }
     (sections, system_text)
@@ -1051,6 +1206,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     let mut a = Assembler::start(*input, est);
     a.recent_uncovered();
     let (pending, (summary, summary_dropped, summary_shortened)) = a.place_summary();
+    let user_facts = a.place_user_facts();
     a.recent_rest();
     let entities = a.entities_in_share();
     let history_overflow = a.older_history(summary.is_some());
@@ -1060,6 +1216,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         summary,
         summary_dropped,
         summary_shortened,
+        user_facts,
         pending,
         entities: (lines, ids, tokens, bytes),
         entities_omitted,

@@ -416,6 +416,106 @@ impl EntityNode {
     }
 }
 
+/// What a fact about the user is about. Unknown kinds parse as `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum FactKind {
+    Name,
+    Home,
+    Work,
+    People,
+    Pets,
+    Preference,
+    Health,
+    Project,
+    Other,
+}
+
+impl FactKind {
+    pub const ALL: [FactKind; 9] = [
+        FactKind::Name,
+        FactKind::Home,
+        FactKind::Work,
+        FactKind::People,
+        FactKind::Pets,
+        FactKind::Preference,
+        FactKind::Health,
+        FactKind::Project,
+        FactKind::Other,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactKind::Name => "name",
+            FactKind::Home => "home",
+            FactKind::Work => "work",
+            FactKind::People => "people",
+            FactKind::Pets => "pets",
+            FactKind::Preference => "preference",
+            FactKind::Health => "health",
+            FactKind::Project => "project",
+            FactKind::Other => "other",
+        }
+    }
+    /// Lenient: case-insensitive, anything unknown is `Other`.
+    pub fn parse_lenient(s: &str) -> FactKind {
+        let s = s.trim().to_ascii_lowercase();
+        FactKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .unwrap_or(FactKind::Other)
+    }
+    /// The always-on core a prompt carries first (who the user is, where they live and work, their
+    /// people).
+    pub fn is_core(self) -> bool {
+        matches!(
+            self,
+            FactKind::Name | FactKind::Home | FactKind::Work | FactKind::People
+        )
+    }
+}
+
+/// Where a fact about the user was said: the conversation, the user's message, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FactSource {
+    pub conversation_id: String,
+    pub message_id: String,
+    pub said_at: Millis,
+}
+
+/// A durable fact about the user, shared by every conversation (`engine::memory::user`): one
+/// sentence in the user's words, with where it was said. Superseded facts are kept as past
+/// (`valid_to`), forgotten ones as tombstones (`forgotten`); neither is ever carried as current.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserFact {
+    pub id: String,
+    /// One sentence in the user's words ("I live in Oslo now."), or the user's edit of it.
+    pub text: String,
+    pub kind: FactKind,
+    /// What the sentence claims, for supersession and grouping (`lives_in`, `job`, `name`,
+    /// `has dog`, `likes coffee`, `ended biscuit`; several joined by `+`; empty when it makes no
+    /// claim the rules know). Derived from `text` (`memory::user::claim_key`), again on an edit.
+    pub claim_key: String,
+    /// `None` for a fact the user added by hand.
+    pub source: Option<FactSource>,
+    /// When it began to hold: when it was said (or added).
+    pub valid_from: Millis,
+    /// When a newer fact superseded it: kept as past, never carried as current.
+    pub valid_to: Option<Millis>,
+    /// When the user forgot it: a tombstone that leaves every prompt, syncs, and keeps the same
+    /// sentence from the same source from being added again.
+    pub forgotten: Option<Millis>,
+    /// A project id; `None`: about the user, in every conversation.
+    pub scope: Option<String>,
+    pub updated_at: Millis,
+}
+
+impl UserFact {
+    /// Neither superseded nor forgotten.
+    pub fn is_current(&self) -> bool {
+        self.valid_to.is_none() && self.forgotten.is_none()
+    }
+}
+
 /// The wire protocol an endpoint speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum Protocol {

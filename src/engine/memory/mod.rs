@@ -1,8 +1,9 @@
 //! The memory protocol: when the summary + entity update runs ([`due`]), the update request
 //! ([`prompt`]), parsing and validating the reply ([`parse`]), holding it to what the request showed
 //! ([`read`], [`ground`]), summary versions ([`summary`]), changed facts kept as past ([`supersede`]),
-//! merging entities into the indexed graph ([`graph`], [`merge`]) and retrieving entities for the
-//! prompt ([`retrieve`]). All pure: `now`, ids and limits are arguments.
+//! merging entities into the indexed graph ([`graph`], [`merge`]), retrieving entities for the
+//! prompt ([`retrieve`]) and the facts about the user every conversation shares ([`user`]). All
+//! pure: `now`, ids and limits are arguments.
 //! Must not import anything outside `crate::engine` (serde_json and thiserror are crate dependencies).
 //!
 //! Flow for the session: `due(..)` -> `build_update_request(..)` -> `start_form(..)` (the form
@@ -14,7 +15,7 @@
 //! The submodules import each other only downwards (no loop): [`sentence`], [`normalize`], [`form`]
 //! and [`schedule`] are leaves; then [`error`]; [`due`]; [`prompt`] (the request and what it showed);
 //! [`parse`] and [`reply`]; [`ground`]; [`supersede`]; [`summary`]; [`read`] (a reply parsed and
-//! grounded), [`pending`], [`shown`] and [`catchup`] on top; [`graph`], then [`merge`] and
+//! grounded), [`pending`], [`shown`], [`catchup`] and [`user`] on top; [`graph`], then [`merge`] and
 //! [`retrieve`] beside them. This file only re-exports them and applies an update; none imports it.
 
 pub mod catchup;
@@ -36,6 +37,7 @@ pub mod sentence;
 pub mod shown;
 pub mod summary;
 pub mod supersede;
+pub mod user;
 
 pub use due::{
     count_pairs, counts_for_memory, due, retry_allowed, retry_wait, Due, DueInput, DueReason,

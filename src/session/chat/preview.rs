@@ -115,6 +115,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
         .map(|s| {
             let (key, label) = match s.kind {
                 SectionKind::System => ("system", "System prompt"),
+                SectionKind::UserFacts => ("user-facts", "About you"),
                 SectionKind::Summary => ("summary", "Summary"),
                 SectionKind::Pending => ("pending", "Said, not yet in memory"),
                 SectionKind::Entities => ("entities", "Entities"),

@@ -204,6 +204,7 @@ impl Chat {
                 new_message,
                 config: &config,
                 protocol: endpoint.protocol,
+                user_facts: &[],
             },
             &estimator,
         );
