@@ -412,7 +412,7 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     let s = Store::open(&name)
         .await
         .expect("upgrade to the current version");
-    assert_eq!(schema::DB_VERSION, 4);
+    assert_eq!(schema::DB_VERSION, 5);
     let c = s
         .get_conversation("c1")
         .await

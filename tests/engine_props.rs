@@ -130,6 +130,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                         HistoryFormat::Messages
                     },
                     summary_every_pairs: 5,
+                    user_memory: true,
                 },
                 protocol,
             },

@@ -75,6 +75,7 @@ fn every_change_survives_the_trip() {
     });
     check_round_trip(Change::MemoryChanged("c1".into()));
     check_round_trip(Change::Settings(Box::new(Settings::builtin())));
+    check_round_trip(Change::UserFacts);
 }
 
 #[test]

@@ -217,6 +217,15 @@ pub struct MemoryConfig {
     pub history_format: HistoryFormat,
     /// Hard cap on the request body size, in bytes.
     pub max_request_bytes: usize,
+    /// "Remember me across conversations": facts about the user are taken in from what they say
+    /// and carried in every conversation's prompt. On unless the user turns it off (settings saved
+    /// before it existed read as on).
+    #[serde(default = "on")]
+    pub user_memory: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 impl Default for MemoryConfig {
@@ -229,6 +238,7 @@ impl Default for MemoryConfig {
             max_message_chars: 2000,
             history_format: HistoryFormat::Messages,
             max_request_bytes: 1_000_000,
+            user_memory: true,
         }
     }
 }
@@ -267,6 +277,7 @@ impl MemoryOverrides {
             max_message_chars: self.max_message_chars.unwrap_or(base.max_message_chars),
             history_format: self.history_format.unwrap_or(base.history_format),
             max_request_bytes: base.max_request_bytes,
+            user_memory: base.user_memory,
         }
     }
 }

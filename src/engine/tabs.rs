@@ -42,6 +42,8 @@ pub enum Change {
     MemoryChanged(String),
     /// Settings were saved (the API key travels too: it never leaves this origin).
     Settings(Box<Settings>),
+    /// The facts about the user changed (read them again from the store).
+    UserFacts,
 }
 
 impl Change {
@@ -57,7 +59,7 @@ impl Change {
             Change::MemoryUpdating {
                 conversation_id, ..
             } => Some(conversation_id),
-            Change::Conversations(_) | Change::Settings(_) => None,
+            Change::Conversations(_) | Change::Settings(_) | Change::UserFacts => None,
         }
     }
 }

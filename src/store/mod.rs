@@ -37,6 +37,7 @@ mod settings;
 mod sync_batch;
 mod sync_docs;
 mod turns;
+mod user_facts;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

@@ -9,7 +9,8 @@
 //! only creates them. 4 = the search index: multiEntry indexes `by_term` on `messages.terms` and
 //! `by_title_term` on `conversations.title_terms` (an inverted index the browser keeps up to date on
 //! every write); 3 -> 4 only creates them, and migration 2 (`migrate.rs`) fills the terms of the
-//! records stored before.
+//! records stored before. 5 = adds `user_facts` (facts about the user, key path `id`); 4 -> 5 only
+//! creates it.
 
 use js_sys::Array;
 use wasm_bindgen::JsValue;
@@ -19,7 +20,7 @@ use super::error::StoreError;
 use super::idb::js_error;
 
 /// The IndexedDB version this code writes.
-pub const DB_VERSION: u32 = 4;
+pub const DB_VERSION: u32 = 5;
 
 pub const CONVERSATIONS: &str = "conversations";
 pub const MESSAGES: &str = "messages";
@@ -32,6 +33,8 @@ pub const LEGACY_MESSAGES: &str = "legacy_messages";
 pub const SYNC_DOCS: &str = "sync_docs";
 /// Sync's own records by `key`: device and clock, checkpoint, config, password.
 pub const SYNC_STATE: &str = "sync_state";
+/// Facts about the user by `id` (see `user_facts.rs`).
+pub const USER_FACTS: &str = "user_facts";
 /// Sparse `sync_docs` index on `dirty` (present only while a document waits to be pushed).
 pub const BY_DIRTY: &str = "by_dirty";
 
@@ -127,6 +130,10 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Resul
     }
     if !has_store(db, SYNC_STATE) {
         db.create_object_store_with_optional_parameters(SYNC_STATE, &key_path_str("key"))
+            .map_err(js_error)?;
+    }
+    if !has_store(db, USER_FACTS) {
+        db.create_object_store_with_optional_parameters(USER_FACTS, &key_path_str("id"))
             .map_err(js_error)?;
     }
     multi_entry_index(tx, MESSAGES, BY_TERM, "terms")?;

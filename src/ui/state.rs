@@ -538,6 +538,7 @@ impl EventApplier {
                 }
             }),
             SessionEvent::SettingsChanged(settings) => self.settings_changed(*settings),
+            SessionEvent::UserFactsChanged => {}
         }
     }
 

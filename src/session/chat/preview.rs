@@ -71,7 +71,9 @@ impl Chat {
             summary: None,
             entities: self.core.store.load_entities(&EntityScope::Shared).await?,
         };
-        let ctx = self.assemble_context(conversation, Vec::new(), config, &draft, &memory);
+        let facts = self.user_facts_for(&config).await?;
+        let ctx =
+            self.assemble_context(conversation, Vec::new(), config, &draft, (&memory, &facts));
         Ok(preview_of(&ctx, TurnPath::Fresh))
     }
 
@@ -127,6 +129,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
                 SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
                 SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
                 SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
+                SectionKind::UserFacts => a.user_facts_detail(),
                 _ => String::new(),
             };
             PreviewSection {

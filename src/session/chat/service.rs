@@ -145,17 +145,20 @@ impl Chat {
         self.after_user_message(id, m).await
     }
 
-    /// Drops a stored user message's draft (in the background: the request must not wait) and names
-    /// the conversation after its first message.
+    /// Drops a stored user message's draft and takes in what it says about the user (in the
+    /// background: the request must not wait), and names the conversation after its first message.
     pub(crate) async fn after_user_message(
         self: &Rc<Self>,
         id: &str,
         m: &Message,
     ) -> Result<(), ChatError> {
-        let this = self.clone();
+        let (this, said) = (self.clone(), m.clone());
         let draft_of = id.to_string();
         wasm_bindgen_futures::spawn_local(async move {
             this.set_draft(&draft_of, "").await.ok();
+            // What it says about the user is theirs in every conversation (a failure here loses
+            // nothing: the message is stored, and the next memory update reads it again).
+            this.memory.user_said(&said).await.ok();
         });
         self.auto_title(id, &m.content).await
     }

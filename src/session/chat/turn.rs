@@ -10,6 +10,7 @@ use crate::engine::assemble::{assemble, Assembly, AssemblyInput};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
 use crate::engine::memory::{rank_for_prompt, Graph};
+use crate::engine::model::UserFact;
 use crate::engine::model::{
     Conversation, EndpointProfile, MemoryConfig, Message, MessageMeta, MessageStatus, Millis,
     Prompt, Role, TurnPath,
@@ -160,18 +161,37 @@ impl Chat {
             new_message
         };
         let memory = self.core.memory_parts(id).await?;
-        Ok(self.assemble_context(conversation, messages, config, new_message, &memory))
+        let facts = self.user_facts_for(&config).await?;
+        Ok(self.assemble_context(
+            conversation,
+            messages,
+            config,
+            new_message,
+            (&memory, &facts),
+        ))
     }
 
-    /// The prompt for `new_message` after `messages`, with `memory`, as the conversation's settings
-    /// (its model, system prompt and memory config) say.
+    /// The facts about the user a prompt may carry: none when memory about the user is off.
+    pub(super) async fn user_facts_for(
+        &self,
+        config: &MemoryConfig,
+    ) -> Result<Rc<Vec<UserFact>>, ChatError> {
+        if !config.user_memory {
+            return Ok(Rc::default());
+        }
+        Ok(self.core.user_facts().await?)
+    }
+
+    /// The prompt for `new_message` after `messages`, with `memory` (the conversation's memory and
+    /// the facts about the user), as the conversation's settings (its model, system prompt and
+    /// memory config) say.
     pub(super) fn assemble_context(
         &self,
         conversation: Conversation,
         messages: Vec<Message>,
         config: MemoryConfig,
         new_message: &Message,
-        memory: &MemoryParts,
+        (memory, facts): (&MemoryParts, &[UserFact]),
     ) -> Context {
         let endpoint = self
             .core
@@ -204,7 +224,7 @@ impl Chat {
                 new_message,
                 config: &config,
                 protocol: endpoint.protocol,
-                user_facts: &[],
+                user_facts: facts,
             },
             &estimator,
         );

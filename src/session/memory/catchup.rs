@@ -235,6 +235,8 @@ impl Memory {
             written += 1;
             previous = self.core.store.latest_summary(id).await?;
         }
+        // What the user said about themselves in the history (an import), taken in once.
+        self.user_span(&messages).await.ok();
         Ok(Built::Covered(written))
     }
 

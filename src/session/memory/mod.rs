@@ -7,5 +7,6 @@ mod catchup;
 mod edits;
 mod service;
 mod update;
+mod user;
 
 pub use service::{Memory, MemoryError, MemorySnapshot};

@@ -305,7 +305,13 @@ impl Memory {
             catch_up: false,
         };
         let contended = || self.schedule.borrow().is_contended(id);
-        self.run_request(id, update, stopper, &contended).await
+        let landed = self.run_request(id, update, stopper, &contended).await?;
+        if landed {
+            // What the user said in the span, about themselves (a message another tab stored, or
+            // one whose own take-in failed); already known sentences change nothing.
+            self.user_span(messages).await.ok();
+        }
+        Ok(landed)
     }
 
     /// Sends one update, and stores its result in one transaction: the new summary and graph, or

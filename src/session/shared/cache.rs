@@ -1,6 +1,6 @@
 //! What the session keeps in memory so that a send, or a context preview, reads no storage: per
 //! conversation, the engine's [`HistoryWindow`] (the conversation record and its recent messages)
-//! and the memory in scope (the latest summary and the entities).
+//! and the memory in scope (the latest summary and the entities); and the facts about the user.
 //!
 //! It follows this tab's own writes through the events the session emits (the same events the UI
 //! follows), and the window itself reports any input it cannot place (see `engine::window`). Events
@@ -8,7 +8,7 @@
 //! raced with an event is used once and not kept (the generation check). Must not import `ui`.
 
 use super::events::SessionEvent;
-use crate::engine::model::{ConversationSummary, EntityNode};
+use crate::engine::model::{ConversationSummary, EntityNode, UserFact};
 use crate::engine::window::{Applied, HistoryWindow};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -25,6 +25,8 @@ pub(crate) struct MemoryParts {
 pub(crate) struct Cache {
     windows: HashMap<String, HistoryWindow>,
     memory: HashMap<String, Rc<MemoryParts>>,
+    /// Every fact about the user (current, past, forgotten), shared by every conversation.
+    user_facts: Option<Rc<Vec<UserFact>>>,
     /// Bumped by every event that changes stored data; a load keeps its result only if no such event
     /// came while it was reading.
     generation: u64,
@@ -41,6 +43,17 @@ impl Cache {
 
     pub fn memory(&self, id: &str) -> Option<Rc<MemoryParts>> {
         self.memory.get(id).cloned()
+    }
+
+    pub fn user_facts(&self) -> Option<Rc<Vec<UserFact>>> {
+        self.user_facts.clone()
+    }
+
+    /// Keeps the facts about the user loaded (or written) while the generation was `since`.
+    pub fn keep_user_facts(&mut self, since: u64, facts: Rc<Vec<UserFact>>) {
+        if since == self.generation {
+            self.user_facts = Some(facts);
+        }
     }
 
     /// Keeps a window loaded while the generation was `since`.
@@ -102,6 +115,7 @@ impl Cache {
             | SessionEvent::MessagesCleared(id)
             | SessionEvent::BranchChanged(id) => return self.forget(id),
             SessionEvent::MemoryChanged(_) => return self.memory_changed(),
+            SessionEvent::UserFactsChanged => return self.user_facts_changed(),
             _ => return,
         };
         self.generation += 1;
@@ -122,11 +136,18 @@ impl Cache {
             | SessionEvent::MessagesCleared(id)
             | SessionEvent::BranchChanged(id) => self.forget(id),
             SessionEvent::MemoryChanged(_) => self.memory_changed(),
+            SessionEvent::UserFactsChanged => self.user_facts_changed(),
             _ => {}
         }
     }
 
     /// Shared entities belong to every conversation, so any memory change forgets all memory.
+    /// The facts are read again on next use.
+    fn user_facts_changed(&mut self) {
+        self.generation += 1;
+        self.user_facts = None;
+    }
+
     fn memory_changed(&mut self) {
         self.generation += 1;
         self.memory.clear();

@@ -41,6 +41,8 @@ pub enum SessionEvent {
         kind: ErrorKind,
     },
     Notice(String),
+    /// The facts about the user changed (here or in another tab).
+    UserFactsChanged,
     /// Settings were saved (in this tab or another); they are in force from now on.
     SettingsChanged(Box<Settings>),
     /// Sync's state in this tab changed (see `sync/`).
@@ -71,6 +73,7 @@ impl SessionEvent {
             },
             SessionEvent::MemoryChanged(id) => Change::MemoryChanged(id.clone()),
             SessionEvent::SettingsChanged(s) => Change::Settings(s.clone()),
+            SessionEvent::UserFactsChanged => Change::UserFacts,
             _ => return None,
         })
     }
@@ -96,6 +99,7 @@ impl From<Change> for SessionEvent {
             },
             Change::MemoryChanged(id) => SessionEvent::MemoryChanged(id),
             Change::Settings(s) => SessionEvent::SettingsChanged(s),
+            Change::UserFacts => SessionEvent::UserFactsChanged,
         }
     }
 }

@@ -1,11 +1,12 @@
 //! Loading what a prompt needs into the cache ([`super::cache`]): a conversation's recent history on
-//! the branch on screen, its latest summary and the entities in scope. Chat turns, previews and
+//! the branch on screen, its latest summary and the entities in scope, the facts about the user.
+//! Chat turns, previews and
 //! memory updates read through here. Must not import `ui`.
 
 use super::cache::MemoryParts;
 use super::core::Core;
 use super::error::ReadError;
-use crate::engine::model::{Conversation, MemoryConfig, Message};
+use crate::engine::model::{Conversation, MemoryConfig, Message, UserFact};
 use crate::engine::settings::history_load_limit;
 use crate::engine::window::HistoryWindow;
 use std::rc::Rc;
@@ -58,5 +59,18 @@ impl Core {
         if self.recent(id).await.is_ok() {
             self.memory_parts(id).await.ok();
         }
+    }
+
+    /// Every fact about the user: cached, else from the store (and then cached).
+    pub(crate) async fn user_facts(&self) -> Result<Rc<Vec<UserFact>>, ReadError> {
+        if let Some(f) = self.cache.borrow().user_facts() {
+            return Ok(f);
+        }
+        let since = self.cache.borrow().generation();
+        let facts = Rc::new(self.store.load_user_facts().await?);
+        self.cache
+            .borrow_mut()
+            .keep_user_facts(since, facts.clone());
+        Ok(facts)
     }
 }
