@@ -2,7 +2,7 @@
 //! Browser tests of the store's one-transaction edits (src/store/edits.rs): finishing a message with
 //! its metadata, clearing a conversation, edit-and-resend's tail replacement, saving a memory update,
 //! and writing a validated backup import (all or nothing, also when written in slices and stopped or
-//! failing midway). A fresh database per test.
+//! failing midway), and the facts about the user kept whole. A fresh database per test.
 
 use memoire::engine::backup::{
     check_import, export_json, ConversationBundle, ImportLimits, ImportPlan,
@@ -493,4 +493,40 @@ async fn a_conversation_stored_since_the_preview_fails_the_write_and_nothing_is_
     );
     assert!(store.load_all_messages("late").await.unwrap().is_empty());
     finish(store).await;
+}
+
+fn fact(id: &str, text: &str, forgotten: Option<Millis>) -> UserFact {
+    UserFact {
+        id: id.into(),
+        text: text.into(),
+        kind: FactKind::Home,
+        claim_key: "lives_in".into(),
+        source: Some(FactSource {
+            conversation_id: "c".into(),
+            message_id: "m1".into(),
+            said_at: 5,
+        }),
+        valid_from: 5,
+        valid_to: None,
+        forgotten,
+        scope: None,
+        updated_at: 6,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn user_facts_are_kept_whole_with_their_tombstones() {
+    let store = fresh("user-facts").await;
+    assert_eq!(store.load_user_facts().await.unwrap(), vec![]);
+    let (a, b) = (
+        fact("f1", "I live in Oslo.", None),
+        fact("f2", "I am Marta.", Some(9)),
+    );
+    store.save_user_facts(&[&a, &b]).await.unwrap();
+    let mut changed = a.clone();
+    changed.valid_to = Some(20);
+    store.save_user_facts(&[&changed]).await.unwrap();
+    let mut got = store.load_user_facts().await.unwrap();
+    got.sort_by(|x, y| x.id.cmp(&y.id));
+    assert_eq!(got, vec![changed, b]);
 }

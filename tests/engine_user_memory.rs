@@ -1054,3 +1054,25 @@ proptest! {
         prop_assert_eq!(facts, before);
     }
 }
+
+#[test]
+fn the_memory_page_says_when_a_fact_held() {
+    use memoire::engine::memory::user::fact_days;
+    const DAY: i64 = 86_400_000;
+    let mut facts = Vec::new();
+    assert!(memoire::engine::memory::user::add(
+        &mut facts,
+        "Remember that I like tea",
+        20_000 * DAY,
+        "f1".into()
+    ));
+    assert_eq!(fact_days(&facts[0]), "added 4 Oct 2024");
+    facts[0].source = Some(FactSource {
+        conversation_id: "c".into(),
+        message_id: "m".into(),
+        said_at: 20_000 * DAY,
+    });
+    assert_eq!(fact_days(&facts[0]), "said 4 Oct 2024");
+    facts[0].valid_to = Some(20_001 * DAY);
+    assert_eq!(fact_days(&facts[0]), "said 4 Oct 2024; until 5 Oct 2024");
+}

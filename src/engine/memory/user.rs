@@ -1270,3 +1270,14 @@ fn choose<'a, E: TokenEstimator + ?Sized>(
     }
     chosen.into_iter().map(|i| live[i]).collect()
 }
+
+/// When a fact held, as the Memory page says it: "said 1 Mar 2026", "said 1 Mar 2026; until
+/// 9 Apr 2026" for a past one, "added 1 Mar 2026" for one the user wrote.
+pub fn fact_days(f: &UserFact) -> String {
+    let from = crate::engine::format::day(f.valid_from);
+    match (f.valid_to, &f.source) {
+        (Some(to), _) => format!("said {from}; until {}", crate::engine::format::day(to)),
+        (None, Some(_)) => format!("said {from}"),
+        (None, None) => format!("added {from}"),
+    }
+}
