@@ -235,6 +235,7 @@ fn EmptyState() -> impl IntoView {
     }
 }
 
+/// One message: head, body, footnotes and actions.
 #[component]
 fn MessageView(
     /// The message to show.

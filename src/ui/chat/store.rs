@@ -9,7 +9,9 @@
 
 pub mod window;
 
-use crate::engine::model::{Conversation, MemoryConfig, MemoryOverrides, Message, MessageStatus};
+use crate::engine::model::{
+    Conversation, MemoryConfig, MemoryOverrides, Message, MessageStatus, Role,
+};
 use crate::engine::window::Edge;
 use crate::session::{ErrorKind, Preview};
 use crate::ui::backend::Backend;
@@ -177,7 +179,7 @@ impl ChatStore {
                     matches!(
                         m.status().get(),
                         MessageStatus::Error | MessageStatus::Interrupted
-                    ) || m.role == crate::engine::model::Role::User
+                    ) || m.role == Role::User
                 })
             })
     }

@@ -218,6 +218,7 @@ fn row_height(list: &web_sys::HtmlUListElement, n: usize) -> Option<f64> {
     (n >= 2).then(|| (last - first) / (n - 1) as f64)
 }
 
+/// One row of the list: the conversation's button (or its rename field) and its actions.
 #[component]
 fn ConversationItem(
     /// The conversation to show.

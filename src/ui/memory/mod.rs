@@ -227,6 +227,7 @@ fn Entities() -> impl IntoView {
     }
 }
 
+/// One entity: its name and description (or their editor), details, Edit and Delete.
 #[component]
 fn EntityCard(
     /// The entity to show and edit.

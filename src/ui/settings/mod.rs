@@ -135,6 +135,7 @@ fn key_of(v: String) -> Option<String> {
     (!v.trim().is_empty()).then(|| v.trim().to_string())
 }
 
+/// The endpoint: preset, URL, protocol, model, API key, system prompt, Test connection.
 #[component]
 fn EndpointSection(
     /// The form being edited.
@@ -299,6 +300,7 @@ fn TestConnection(
     }
 }
 
+/// The memory settings, global or for the open conversation only.
 #[component]
 fn MemorySection(
     /// The form being edited.
@@ -344,6 +346,7 @@ fn num(ev: &leptos::ev::Event) -> Option<u64> {
     event_target_value(ev).trim().parse::<u64>().ok()
 }
 
+/// The global memory numbers: recent messages, update frequency, context, reply reserve.
 #[component]
 fn GlobalMemoryFields(
     /// The settings being edited.
@@ -378,6 +381,7 @@ fn GlobalMemoryFields(
     }
 }
 
+/// The model (and endpoint) memory updates use, when not the chat's.
 #[component]
 fn MemoryModelFields(
     /// The settings being edited.
@@ -451,6 +455,7 @@ fn HistoryFormatSelect(
     }
 }
 
+/// The open conversation's overrides of the global settings.
 #[component]
 fn OverrideFields(
     /// The open conversation's overrides being edited.

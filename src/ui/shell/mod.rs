@@ -24,6 +24,7 @@ pub fn StatusArea() -> impl IntoView {
     }
 }
 
+/// The error, with the action that fits its kind, and Dismiss.
 #[component]
 fn ErrorBanner() -> impl IntoView {
     let shell = expect_context::<ShellStore>();
@@ -54,6 +55,7 @@ fn ErrorBanner() -> impl IntoView {
     }
 }
 
+/// The notice, with Dismiss.
 #[component]
 fn Notice() -> impl IntoView {
     let shell = expect_context::<ShellStore>();
