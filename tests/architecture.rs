@@ -4,8 +4,8 @@
 //! 1. Imports only point down: ui -> session -> {store, transport} -> engine; `main.rs` only mounts
 //!    the ui.
 //! 2. The engine uses nothing of the shells, no web crate, clock or randomness.
-//! 3. In the ui, only the controller (and the mount in `ui/mod.rs`) holds the session; views render
-//!    state and ask the controller.
+//! 3. In the ui, only the backend (and the mount in `ui/mod.rs`) holds the session; views read the
+//!    stores' signals and call their actions.
 //! 4. Only the store speaks IndexedDB; only the transport fetches.
 //! 5. Every module opens with a `//!` header that says what it owns.
 //! 6. The README's code map names every module: a row per folder (`src/engine/memory/` names the
@@ -114,7 +114,7 @@ const RULES: &[Rule] = &[
     Rule {
         name: "views do not hold the session",
         applies_to: "crate::ui",
-        except: &["crate::ui::controller", "crate::ui"],
+        except: &["crate::ui::backend", "crate::ui"],
         forbid: &[P("crate::session::Session")],
     },
     Rule {
@@ -739,7 +739,7 @@ fn allowed_code_stays_quiet() {
         &[],
     );
     check(
-        "ui/controller.rs",
+        "ui/backend.rs",
         "//! h\nuse crate::session::{Session, SessionError};\n",
         &[],
     );

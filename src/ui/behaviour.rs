@@ -2,7 +2,9 @@
 //! called in a component, keeps what it needs in that component's owner, and removes its timers and
 //! listeners when the owner goes (`on_cleanup`). Built on Leptos's own helpers
 //! (`set_timeout_with_handle`, `window_event_listener`). Holds no app state and makes no decision:
-//! the follow rule is `engine::follow`. Must not import `store`, `transport` or `session`.
+//! the follow rule is `engine::follow`. Also `focus_testid`, the one way views move focus to an
+//! element named by its `data-testid`. Must not import `crate::store`, `crate::transport` or
+//! `session`, nor any store.
 
 use crate::engine::follow::Follow;
 use crate::ui::time::now_ms;
@@ -366,4 +368,16 @@ pub fn save_file(name: &str, mime: &str, text: &str) {
         a.click();
     }
     let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+/// Focuses the element with this `data-testid`.
+pub fn focus_testid(testid: &str) {
+    let el = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+        d.query_selector(&format!("[data-testid=\"{testid}\"]"))
+            .ok()
+            .flatten()
+    });
+    if let Some(el) = el.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+        let _ = el.focus();
+    }
 }

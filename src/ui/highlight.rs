@@ -5,8 +5,8 @@
 //! period lasts, so a page of code never holds the main thread. The text is unchanged, so Copy
 //! still copies the raw code. The highlighting itself (`drain`, `paint` and the engine's lexers) is
 //! behind split point `highlight`, a wasm chunk fetched when the first code block waits for it
-//! (scripts/build-wasm.sh); when it cannot be fetched the code stays plain, and the next block tries
-//! again. Must not import `store` or `transport`.
+//! (scripts/build-wasm.sh); when it cannot be fetched the code stays plain, and the next block
+//! tries again. Must not import `crate::store` or `crate::transport`.
 
 use crate::engine::highlight::{highlight, Kind, Lang};
 use std::cell::{Cell, RefCell};

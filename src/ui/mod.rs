@@ -1,66 +1,125 @@
-//! The Leptos interface: sidebar, chat pane (about 60%), memory pane (about 40%), settings dialog,
-//! context inspector. Views read signals (`state`) and call the `controller`; they never touch
-//! IndexedDB or fetch, and only the controller calls the session. Reusable browser behaviours are
-//! in `behaviour`. Must not import `store` or `transport`.
+//! The Leptos interface: sidebar (`library`), chat pane (`chat`, about 60%), memory pane (`memory`,
+//! about 40%), settings dialog (`settings`, with `sync`), backup menu (`transfer`), and the banner
+//! (`shell`). Each domain folder holds its views and its store (`store.rs`): a `Copy` struct whose
+//! signals are private, read by views through read-only signals and changed only by its own actions
+//! and event handlers (`events` dispatches the session's events to them). Only the stores call the
+//! session, through `backend`, its one holder. This module builds the stores, provides each as its
+//! own context, opens the session and lays the app out. Reusable browser behaviours are in
+//! `behaviour`, the address in `route`. Must not import `crate::store` or `crate::transport`.
 
-pub mod backup;
+pub mod about;
+pub mod backend;
 pub mod behaviour;
 pub mod chat;
-pub mod composer;
-pub mod controller;
+pub mod events;
 pub mod highlight;
-pub mod inspector;
+pub mod library;
 pub mod memory;
-pub mod memory_build;
-pub mod messages;
-pub mod model_picker;
+pub mod route;
 pub mod settings;
-pub mod sidebar;
-pub mod state;
+pub mod shell;
 pub mod sync;
 pub mod time;
+pub mod transfer;
 
-use crate::session::{Session, DB_NAME};
-use controller::Controller;
+use crate::session::{Session, SessionEvent, DB_NAME};
+use about::store::AboutStore;
+use backend::Backend;
+use behaviour::{focus_testid, when_idle};
+use chat::store::ChatStore;
+use events::{Events, Stores};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use state::{AppState, EventApplier};
+use library::store::{FirstScreen, LibraryStore};
+use memory::store::MemoryStore;
+use settings::store::SettingsStore;
+use shell::store::ShellStore;
 use std::rc::Rc;
-use wasm_bindgen::JsCast;
+use sync::store::SyncStore;
+use transfer::store::TransferStore;
+
+/// Builds every store and provides each as a context of its own.
+fn provide_stores() -> (Stores, Backend) {
+    let shell = ShellStore::new();
+    let backend = Backend::new(shell);
+    let settings = SettingsStore::new(backend);
+    let library = LibraryStore::new(backend);
+    let memory = MemoryStore::new(backend);
+    let chat = ChatStore::new(backend, shell, settings, library, memory);
+    let sync = SyncStore::new(backend);
+    let transfer = TransferStore::new(backend, shell, memory, chat);
+    let about = AboutStore::new(backend);
+    provide_context(shell);
+    provide_context(settings);
+    provide_context(library);
+    provide_context(memory);
+    provide_context(chat);
+    provide_context(sync);
+    provide_context(transfer);
+    provide_context(about);
+    let stores = Stores {
+        shell,
+        library,
+        chat,
+        memory,
+        settings,
+        sync,
+        transfer,
+        about,
+    };
+    (stores, backend)
+}
+
+/// The database is open: the settings in force, then the conversation list, then the
+/// conversation to show (`engine::format::conversation_to_reopen`).
+fn start(stores: Stores, backend: Backend, session: Rc<Session>) {
+    let Stores {
+        shell,
+        library,
+        chat,
+        settings,
+        transfer,
+        ..
+    } = stores;
+    backend.set_session(session);
+    settings.load();
+    shell.set_ready();
+    library.first_screen(move |shown| {
+        match shown {
+            FirstScreen::Reopen(id) => chat.open(id, None),
+            FirstScreen::NewChat => chat.show_new_chat(),
+            FirstScreen::Failed => {}
+        }
+        route::announce_first_screen();
+        // What the first screen does not need waits until the page is idle after it (shown or not:
+        // the memory pane must not stay empty after a failed read).
+        when_idle(move |_| shell.settle(), 500, 0);
+    });
+    // The storage figure (Settings) waits until the page is idle too.
+    when_idle(move |_| transfer.refresh_storage(), 500, 0);
+}
 
 /// The whole app.
 #[component]
 pub fn App() -> impl IntoView {
-    let state = AppState::new();
-    let ctl = Controller::new(state);
-    provide_context(state);
-    provide_context(ctl);
-
-    let applier = EventApplier::new(
-        state,
-        Rc::new(move |_| {
-            ctl.reload_memory();
-            ctl.refresh_preview();
-        }),
-        Rc::new(move |_| ctl.refresh_preview()),
-        Rc::new(move |id| ctl.open(id, None)),
-        Rc::new(move |id| ctl.show_branch(id)),
-    );
+    let (stores, backend) = provide_stores();
+    let (shell, chat) = (stores.shell, stores.chat);
+    let events = Events::new(stores);
     spawn_local(async move {
-        let sink: Rc<dyn Fn(crate::session::SessionEvent)> = Rc::new(move |e| applier.apply(e));
+        let sink: Rc<dyn Fn(SessionEvent)> = Rc::new(move |e| events.apply(e));
         match Session::open(DB_NAME, sink).await {
-            Ok(session) => ctl.start(session),
-            Err(e) => state.fail(e.to_string(), e.kind()),
+            Ok(session) => start(stores, backend, session),
+            Err(e) => shell.fail(e.to_string(), e.kind()),
         }
     });
-    use_app_keys(ctl);
-    use_page_lifecycle(ctl);
+    use_app_keys(stores);
+    use_page_lifecycle(shell, chat);
     // A conversation closed (deleted here or in another tab, or the address cleared): the address
     // must stop naming it, or a reload would try to open what is gone.
     Effect::new(move |was_open: Option<bool>| {
-        let open = state.current.with(Option::is_some);
+        let open = chat.current().with(Option::is_some);
         if was_open == Some(true) && !open {
-            controller::set_route(None);
+            route::set_route(None);
         }
         open
     });
@@ -70,50 +129,33 @@ pub fn App() -> impl IntoView {
             on:click=move |ev| { ev.prevent_default(); focus_testid("composer-input"); }>
             "Skip to the message box"
         </a>
-        <div class="app" class:memory-open=move || state.memory_open.get()
-            class:sidebar-open=move || state.sidebar_open.get()>
-            <sidebar::Sidebar/>
+        <div class="app" class:memory-open=move || shell.memory_open().get()
+            class:sidebar-open=move || shell.drawer_open().get()>
+            <library::Sidebar/>
             <div class="drawer-backdrop" data-testid="drawer-backdrop" aria-hidden="true"
-                on:click=move |_| state.sidebar_open.set(false)></div>
+                on:click=move |_| shell.close_drawer()></div>
             <chat::ChatPane/>
             <memory::MemoryPane/>
             <settings::SettingsDialog/>
+            <about::MemoryPage/>
         </div>
     }
 }
 
 /// Back/forward (`hashchange`), online/offline, and saving the draft when the page is hidden;
 /// removed when the app goes.
-fn use_page_lifecycle(ctl: Controller) {
-    let st = ctl.state;
+fn use_page_lifecycle(shell: ShellStore, chat: ChatStore) {
     if let Some(w) = web_sys::window() {
-        st.online.set(w.navigator().on_line());
+        shell.set_online(w.navigator().on_line());
     }
-    let on_hash =
-        window_event_listener(leptos::ev::hashchange, move |_| match controller::route() {
-            Some(id) if !st.is_current(&id) => ctl.open(id, None),
-            Some(_) => {}
-            None => ctl.close(),
-        });
-    let on_online = window_event_listener(leptos::ev::online, move |_| {
-        st.online.set(true);
-        // The error that said "offline" is over: it gives way to the notice (other errors stay,
-        // with their actions).
-        if st.error.with_untracked(|e| {
-            e.as_ref()
-                .is_some_and(|p| p.text == controller::OFFLINE_SEND)
-        }) {
-            st.error.set(None);
-        }
-        st.notice.set(Some("You are back online.".into()));
+    let on_hash = window_event_listener(leptos::ev::hashchange, move |_| match route::route() {
+        Some(id) if !chat.is_current(&id) => chat.open(id, None),
+        Some(_) => {}
+        None => chat.close(),
     });
-    let on_offline = window_event_listener(leptos::ev::offline, move |_| {
-        st.online.set(false);
-        st.notice.set(Some(
-            "You are offline. Everything stored can still be read and searched.".into(),
-        ));
-    });
-    let on_hide = window_event_listener(leptos::ev::pagehide, move |_| ctl.save_draft());
+    let on_online = window_event_listener(leptos::ev::online, move |_| shell.went_online());
+    let on_offline = window_event_listener(leptos::ev::offline, move |_| shell.went_offline());
+    let on_hide = window_event_listener(leptos::ev::pagehide, move |_| chat.save_draft());
     on_cleanup(move || {
         on_hash.remove();
         on_online.remove();
@@ -123,38 +165,31 @@ fn use_page_lifecycle(ctl: Controller) {
 }
 
 /// Ctrl/Cmd+K searches; Esc closes the settings dialog or the drawer, else stops the reply.
-fn use_app_keys(ctl: Controller) {
-    let st = ctl.state;
+fn use_app_keys(stores: Stores) {
+    let Stores {
+        shell,
+        chat,
+        settings,
+        ..
+    } = stores;
     let on_key = window_event_listener(leptos::ev::keydown, move |e| {
         if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("k") {
             e.prevent_default();
-            st.sidebar_open.set(true);
+            shell.open_drawer();
             focus_testid("conversation-search");
         } else if e.key() != "Escape" {
-        } else if st.settings_open.get_untracked() {
+        } else if settings.dialog_open().get_untracked() {
             // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
-            st.settings_open.set(false);
-        } else if st.sidebar_open.get_untracked() {
-            st.sidebar_open.set(false);
-            if st.current_streaming_untracked() {
-                ctl.stop();
+            settings.close_dialog();
+        } else if shell.drawer_open().get_untracked() {
+            shell.close_drawer();
+            if chat.streaming_untracked() {
+                chat.stop();
             }
-        } else if !e.default_prevented() && st.current_streaming_untracked() {
+        } else if !e.default_prevented() && chat.streaming_untracked() {
             // Esc stops the reply from anywhere on the page (the composer handles its own).
-            ctl.stop();
+            chat.stop();
         }
     });
     on_cleanup(move || on_key.remove());
-}
-
-/// Focuses the element with this `data-testid`.
-pub fn focus_testid(testid: &str) {
-    let el = web_sys::window().and_then(|w| w.document()).and_then(|d| {
-        d.query_selector(&format!("[data-testid=\"{testid}\"]"))
-            .ok()
-            .flatten()
-    });
-    if let Some(el) = el.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
-        let _ = el.focus();
-    }
 }

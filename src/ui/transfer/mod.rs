@@ -1,13 +1,16 @@
 //! The backup menu in the chat header: export this conversation (JSON, Markdown) or everything,
 //! import a backup or another app's export (a progress bar with Cancel while it is read and while
-//! it is written, and a preview to confirm in between). The menu closes on a
-//! choice, Esc or a click outside. Must not import `store` or `transport`.
+//! it is written, and a preview to confirm in between). The menu closes on a choice, Esc or a click
+//! outside. Its store (`store`) owns exports, the import's state and the storage figure. Must not
+//! import `crate::store` or `crate::transport`.
+
+pub mod store;
 
 use crate::ui::behaviour::use_dismiss;
-use crate::ui::controller::{Controller, Export};
-use crate::ui::state::ImportState;
+use crate::ui::chat::store::ChatStore;
 use leptos::html;
 use leptos::prelude::*;
+use store::{Export, ImportState, TransferStore};
 
 /// The backup button, its menu, the import progress and the import preview.
 #[component]
@@ -34,16 +37,17 @@ pub fn BackupMenu() -> impl IntoView {
     }
 }
 
+/// The menu's items: exports, and the file input of an import.
 #[component]
 fn BackupItems(
     /// Whether the menu is open; a choice closes it.
     open: RwSignal<bool>,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let transfer = expect_context::<TransferStore>();
+    let current = expect_context::<ChatStore>().current();
     let export = move |what: Export| {
         open.set(false);
-        ctl.export(what);
+        transfer.export(what);
     };
     let on_import = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
@@ -52,11 +56,11 @@ fn BackupItems(
         };
         input.set_value("");
         open.set(false);
-        ctl.import_file(file);
+        transfer.import_file(file);
     };
     view! {
         <div class="menu" role="menu">
-            <Show when=move || st.current.with(|c| c.is_some())>
+            <Show when=move || current.with(|c| c.is_some())>
                 <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(Export::ConversationJson)>
                     "Export this conversation (JSON)"
                 </button>
@@ -86,16 +90,16 @@ fn BackupItems(
 /// is written).
 #[component]
 fn ImportProgress() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let transfer = expect_context::<TransferStore>();
+    let import = transfer.import();
     // `with`, not `get`: a preview holds every record of the file, and is never cloned here.
     let progress = move || {
-        st.import.with(|i| match i {
+        import.with(|i| match i {
             ImportState::Running(p, _) => Some(*p),
             _ => None,
         })
     };
-    let running = move || st.import.with(|i| matches!(i, ImportState::Running(..)));
+    let running = move || import.with(|i| matches!(i, ImportState::Running(..)));
     view! {
         <Show when=running>
             <div class="import-running" role="status">
@@ -108,7 +112,7 @@ fn ImportProgress() -> impl IntoView {
                     value=move || progress().map(|p| p.done as f64).unwrap_or(0.0)
                     max=move || progress().map(|p| p.total.max(1) as f64).unwrap_or(1.0)
                 ></progress>
-                <button data-testid="import-cancel" on:click=move |_| ctl.cancel_import()>"Cancel"</button>
+                <button data-testid="import-cancel" on:click=move |_| transfer.cancel_import()>"Cancel"</button>
             </div>
         </Show>
     }
@@ -117,10 +121,10 @@ fn ImportProgress() -> impl IntoView {
 /// A file read and checked (our backup or another app's export), waiting for the user to confirm.
 #[component]
 fn ImportPreview() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let transfer = expect_context::<TransferStore>();
+    let import = transfer.import();
     let preview = move || {
-        st.import.with(|i| match i {
+        import.with(|i| match i {
             ImportState::Preview(p) => Some((p.file_name.clone(), p.preview.clone())),
             _ => None,
         })
@@ -132,8 +136,8 @@ fn ImportPreview() -> impl IntoView {
                     <p class="file">{file_name}</p>
                     <p>{text}</p>
                     <div class="actions">
-                        <button class="primary" data-testid="import-confirm" on:click=move |_| ctl.confirm_import()>"Import"</button>
-                        <button data-testid="import-cancel" on:click=move |_| ctl.cancel_import()>"Cancel"</button>
+                        <button class="primary" data-testid="import-confirm" on:click=move |_| transfer.confirm_import()>"Import"</button>
+                        <button data-testid="import-cancel" on:click=move |_| transfer.cancel_import()>"Cancel"</button>
                     </div>
                 </div>
             }

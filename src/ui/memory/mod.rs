@@ -1,9 +1,14 @@
 //! The memory pane: the context inspector, the recent N messages as the engine sees them, the
 //! summary (when, how much it covers, versions with restore) sentence by sentence, entities grouped
 //! by type (edit, delete) with their properties and relationships, and the entity graph as SVG. A
-//! fact that no longer holds (the engine says which: `engine::memory::shown`) is struck through, with
-//! its days and "no longer true" for screen readers. Shows progress while memory updates.
-//! Must not import `store` or `transport`.
+//! fact that no longer holds (the engine says which: `engine::memory::shown`) is struck through,
+//! with its days and "no longer true" for screen readers. Shows progress while memory updates. Its
+//! store (`store`) owns the memory shown, the updates running and memory builds. Must not import
+//! `crate::store` or `crate::transport`.
+
+pub mod build;
+pub mod inspector;
+pub mod store;
 
 use crate::engine::format::{date_time, plural};
 use crate::engine::graph_layout::layout;
@@ -11,21 +16,20 @@ use crate::engine::memory::shown::{
     entity_properties, entity_relationships, summary_sentences, Status, PAST_LABEL,
 };
 use crate::engine::model::{EntityNode, EntityType, Role};
-use crate::ui::controller::Controller;
-use crate::ui::inspector::ContextInspector;
-use crate::ui::memory_build::BuildThis;
+use crate::ui::chat::store::ChatStore;
+use crate::ui::shell::store::ShellStore;
+use build::BuildThis;
+use inspector::ContextInspector;
 use leptos::prelude::*;
+use store::MemoryStore;
 
 /// The memory pane.
 #[component]
 pub fn MemoryPane() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
-    let updating = move || {
-        let cur = st.current.get();
-        st.memory_updating
-            .with(|l| cur.is_some_and(|c| l.contains(&c)))
-    };
+    let memory = expect_context::<MemoryStore>();
+    let shell = expect_context::<ShellStore>();
+    let current = expect_context::<ChatStore>().current();
+    let updating = move || memory.updating();
     provide_context(SelectedEntity(RwSignal::new(None)));
     view! {
         <aside class="memory-pane" data-testid="memory-pane" aria-label="Memory">
@@ -39,18 +43,18 @@ pub fn MemoryPane() -> impl IntoView {
                 <button
                     data-testid="update-memory"
                     aria-label="Update memory now"
-                    disabled=move || updating() || st.current.with(|c| c.is_none())
-                    on:click=move |_| ctl.update_memory_now()
+                    disabled=move || updating() || current.with(|c| c.is_none())
+                    on:click=move |_| memory.update_now()
                 >
                     "Update memory now"
                 </button>
                 <BuildThis/>
-                <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory pane" on:click=move |_| st.memory_open.set(false)>"✕"</button>
+                <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory pane" on:click=move |_| shell.close_memory_pane()>"✕"</button>
             </div>
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
-            <Show when=move || st.settled.get()>
+            <Show when=move || shell.settled().get()>
             <Show
-                when=move || st.current.with(|c| c.is_some())
+                when=move || current.with(|c| c.is_some())
                 fallback=|| view! {
                     <p class="empty">"A new chat: its memory starts with its first message."</p>
                     <ContextInspector/>
@@ -71,10 +75,10 @@ pub fn MemoryPane() -> impl IntoView {
 /// The latest memory update failed: when, why, the raw reply, and a retry.
 #[component]
 fn Failure() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let memory = expect_context::<MemoryStore>();
+    let mem = memory.view();
     move || {
-        st.memory.with(|m| m.failure.clone()).map(|f| {
+        mem.with(|m| m.failure.clone()).map(|f| {
             let raw = f.raw_reply.clone();
             let has_raw = !raw.trim().is_empty();
             view! {
@@ -91,7 +95,7 @@ fn Failure() -> impl IntoView {
                             <pre>{raw}</pre>
                         </details>
                     })}
-                    <button data-testid="memory-retry" on:click=move |_| ctl.update_memory_now()>
+                    <button data-testid="memory-retry" on:click=move |_| memory.update_now()>
                         "Retry memory update"
                     </button>
                 </section>
@@ -103,14 +107,14 @@ fn Failure() -> impl IntoView {
 /// The last N messages as the engine sends them, N as set for this conversation.
 #[component]
 fn Recent() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let chat = expect_context::<ChatStore>();
     let recent = move || {
-        let n = st.memory_config().recent_messages;
-        st.messages.with(|l| {
+        let n = chat.memory_config().recent_messages;
+        chat.messages().with(|l| {
             let start = l.len().saturating_sub(n);
             l[start..]
                 .iter()
-                .map(|m| (m.id.clone(), m.role, m.content.get()))
+                .map(|m| (m.id.clone(), m.role, m.content().get()))
                 .collect::<Vec<_>>()
         })
     };
@@ -129,15 +133,16 @@ fn Recent() -> impl IntoView {
     }
 }
 
+/// The summary in force, sentence by sentence, and its earlier versions to restore.
 #[component]
 fn Summary() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let memory = expect_context::<MemoryStore>();
+    let mem = memory.view();
     let show_versions = RwSignal::new(false);
     view! {
         <details class="memory-section" data-testid="memory-summary" open>
             <summary>"Summary"</summary>
-            {move || match st.memory.with(|m| m.summary.clone()) {
+            {move || match mem.with(|m| m.summary.clone()) {
                 None => view! { <p class="empty">"No summary yet. It is written after every few exchanges, or now with “Update memory now”."</p> }.into_any(),
                 Some(s) => view! {
                     <div class="summary">
@@ -154,7 +159,7 @@ fn Summary() -> impl IntoView {
                     </div>
                 }.into_any(),
             }}
-            <Show when=move || st.memory.with(|m| m.versions.len() > 1)>
+            <Show when=move || mem.with(|m| m.versions.len() > 1)>
                 <button class="link" data-testid="summary-versions-toggle"
                     aria-expanded=move || show_versions.get().to_string()
                     on:click=move |_| show_versions.update(|v| *v = !*v)>
@@ -163,14 +168,14 @@ fn Summary() -> impl IntoView {
                 <Show when=move || show_versions.get()>
                     <ol class="versions" data-testid="summary-versions">
                         <For
-                            each=move || st.memory.with(|m| m.versions.iter().rev().skip(1).cloned().collect::<Vec<_>>())
+                            each=move || mem.with(|m| m.versions.iter().rev().skip(1).cloned().collect::<Vec<_>>())
                             key=|v| v.version
                             let:v
                         >
                             <li>
                                 <span class="meta">"v" {v.version} " · " {date_time(v.updated_at)}</span>
                                 <p>{preview_text(&v.text, 240)}</p>
-                                <button data-testid="restore-summary" on:click=move |_| ctl.restore_summary(v.version)>
+                                <button data-testid="restore-summary" on:click=move |_| memory.restore_summary(v.version)>
                                     "Restore this version"
                                 </button>
                             </li>
@@ -182,11 +187,12 @@ fn Summary() -> impl IntoView {
     }
 }
 
+/// The entities, grouped by type.
 #[component]
 fn Entities() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let mem = expect_context::<MemoryStore>().view();
     let groups = move || {
-        st.memory.with(|m| {
+        mem.with(|m| {
             EntityType::ALL
                 .iter()
                 .map(|t| {
@@ -205,8 +211,8 @@ fn Entities() -> impl IntoView {
     };
     view! {
         <details class="memory-section" data-testid="memory-entities" open>
-            <summary>"Entities " <span class="count">{move || st.memory.with(|m| m.entities.len())}</span></summary>
-            <Show when=move || st.memory.with(|m| m.entities.is_empty())>
+            <summary>"Entities " <span class="count">{move || mem.with(|m| m.entities.len())}</span></summary>
+            <Show when=move || mem.with(|m| m.entities.is_empty())>
                 <p class="empty">"No entities yet: people, places, concepts, events and tasks appear here as the conversation goes on."</p>
             </Show>
             <For each=groups key=|(t, l)| (*t, l.iter().map(|e| (e.id.clone(), e.updated_at, e.name.clone(), e.description.clone())).collect::<Vec<_>>()) let:group>
@@ -221,12 +227,13 @@ fn Entities() -> impl IntoView {
     }
 }
 
+/// One entity: its name and description (or their editor), details, Edit and Delete.
 #[component]
 fn EntityCard(
     /// The entity to show and edit.
     entity: EntityNode,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
+    let memory = expect_context::<MemoryStore>();
     let selected = expect_context::<SelectedEntity>().0;
     let editing = RwSignal::new(false);
     let card = NodeRef::<leptos::html::Div>::new();
@@ -265,7 +272,7 @@ fn EntityCard(
             <EntityDetails entity=entity.clone()/>
             <div class="entity-actions">
                 <button class="link" data-testid="entity-edit" aria-label=format!("Edit {name}") on:click=move |_| editing.set(true)>"Edit"</button>
-                <button class="link danger" data-testid="entity-delete" aria-label=format!("Delete {name}") on:click=move |_| ctl.delete_entity(id_del.clone())>"Delete"</button>
+                <button class="link danger" data-testid="entity-delete" aria-label=format!("Delete {name}") on:click=move |_| memory.delete_entity(id_del.clone())>"Delete"</button>
             </div>
         </div>
     }
@@ -283,7 +290,7 @@ fn EntityEditor(
     /// True while the editor is shown; Save and Cancel turn it off.
     editing: RwSignal<bool>,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
+    let memory = expect_context::<MemoryStore>();
     let name = RwSignal::new(entity.name.clone());
     let description = RwSignal::new(entity.description.clone());
     let save = move |_| {
@@ -292,7 +299,7 @@ fn EntityEditor(
         e.description = description.get_untracked().trim().to_string();
         editing.set(false);
         if !e.name.is_empty() {
-            ctl.save_entity(e);
+            memory.save_entity(e);
         }
     };
     view! {
@@ -309,10 +316,10 @@ fn EntityDetails(
     /// The entity described.
     entity: EntityNode,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let chat = expect_context::<ChatStore>();
+    let mem = expect_context::<MemoryStore>().view();
     let name_of = move |id: &str| {
-        st.memory.with_untracked(|m| {
+        mem.with_untracked(|m| {
             m.entities
                 .iter()
                 .find(|e| e.id == id)
@@ -325,7 +332,7 @@ fn EntityDetails(
         .map(|r| (name_of(&r.target_id), r))
         .collect();
     let props = entity_properties(&entity);
-    let conv = st.current.get_untracked().unwrap_or_default();
+    let conv = chat.current().get_untracked().unwrap_or_default();
     let sources: Vec<String> = entity.source_message_ids.iter().take(8).cloned().collect();
     view! {
         {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}
@@ -358,7 +365,7 @@ fn EntityDetails(
                 {sources.into_iter().enumerate().map(|(i, target)| {
                     let conv = conv.clone();
                     view! {
-                        <button class="link" title="Show the source message" on:click=move |_| ctl.open(conv.clone(), Some(target.clone()))>
+                        <button class="link" title="Show the source message" on:click=move |_| chat.open(conv.clone(), Some(target.clone()))>
                             {format!("message {}", i + 1)}
                         </button>
                     }
@@ -402,11 +409,12 @@ fn Fact(
 /// Room around the circle of nodes for their labels, so none is cut at the edges.
 const GRAPH_MARGIN: f32 = 80.0;
 
+/// The entity graph as SVG; a node chosen selects its card.
 #[component]
 fn Graph() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let mem = expect_context::<MemoryStore>().view();
     let selected = expect_context::<SelectedEntity>().0;
-    let drawing = move || st.memory.with(|m| layout(&m.entities, 320.0, 40));
+    let drawing = move || mem.with(|m| layout(&m.entities, 320.0, 40));
     view! {
         <details class="memory-section" data-testid="memory-graph" open>
             <summary>"Graph"</summary>
@@ -453,9 +461,9 @@ fn Graph() -> impl IntoView {
 /// What the node colours mean, for the types the graph shows.
 #[component]
 fn GraphLegend() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let mem = expect_context::<MemoryStore>().view();
     let types = move || {
-        st.memory.with(|m| {
+        mem.with(|m| {
             EntityType::ALL
                 .iter()
                 .copied()

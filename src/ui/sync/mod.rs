@@ -1,17 +1,20 @@
 //! Sync across devices in the interface: the Settings "Sync" section (server URL, database, user,
-//! password, enabled; Save; Test connection, whose verdict says what to fix) and the sidebar's
-//! sync indicator (`data-state` = off | synced | syncing | offline | error). Views read signals and
-//! call the controller. Must not import `store`, `transport` or `session` internals.
+//! password, enabled; Save; Test connection, whose verdict says what to fix) and the sidebar's sync
+//! indicator (`data-state` = off | synced | syncing | offline | error). Views read the sync store
+//! (`store`) and call its actions. Must not import `crate::store`, `crate::transport` or `session`
+//! internals.
+
+pub mod store;
 
 use crate::session::SyncSettings;
-use crate::ui::controller::Controller;
 use leptos::prelude::*;
+use store::SyncStore;
 
 /// The Settings section.
 #[component]
 pub fn SyncSection() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let saved = ctl.sync_settings().unwrap_or_default();
+    let sync = expect_context::<SyncStore>();
+    let saved = sync.saved().unwrap_or_default();
     let url = RwSignal::new(saved.url.clone());
     let database = RwSignal::new(if saved.database.is_empty() {
         "memoire".to_string()
@@ -41,13 +44,13 @@ pub fn SyncSection() -> impl IntoView {
     };
     let test = move |_| {
         result.set(Some((true, "Testing…".into())));
-        ctl.test_sync(
+        sync.test(
             form(),
             typed(),
             outcome("Connection works: the server, the credentials and the database are right."),
         );
     };
-    let save = move |_| ctl.save_sync(form(), typed(), outcome("Sync settings saved."));
+    let save = move |_| sync.save(form(), typed(), outcome("Sync settings saved."));
     let text =
         |sig: RwSignal<String>| move |ev: leptos::ev::Event| sig.set(event_target_value(&ev));
     view! {
@@ -91,15 +94,9 @@ pub fn SyncSection() -> impl IntoView {
 /// The sidebar's sync indicator.
 #[component]
 pub fn SyncIndicator() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
-    let state = move || {
-        st.sync
-            .with(|v| v.as_ref().map_or("off".to_string(), |v| v.state.clone()))
-    };
-    let detail = move || {
-        st.sync
-            .with(|v| v.as_ref().map(|v| v.detail.clone()).unwrap_or_default())
-    };
+    let view = expect_context::<SyncStore>().view();
+    let state = move || view.with(|v| v.as_ref().map_or("off".to_string(), |v| v.state.clone()));
+    let detail = move || view.with(|v| v.as_ref().map(|v| v.detail.clone()).unwrap_or_default());
     view! {
         <span class="sync" data-testid="sync-status" data-state=state title=detail
             hidden=move || state() == "off">

@@ -1,18 +1,19 @@
-//! The context inspector: exactly what the next request will contain — each section with its
-//! token count, the messages dropped and why, the history format, the budget, and whether the turn
-//! will resume the agent's session or re-inject the context. Must not import `store` or `transport`.
+//! The context inspector: exactly what the next request will contain — each section with its token
+//! count, the messages dropped and why, the history format, the budget, and whether the turn will
+//! resume the agent's session or re-inject the context (the chat store's preview). Must not import
+//! `crate::store` or `crate::transport`.
 
-use crate::ui::controller::Controller;
+use crate::ui::chat::store::ChatStore;
 use leptos::prelude::*;
 
 /// The context inspector.
 #[component]
 pub fn ContextInspector() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let preview = expect_context::<ChatStore>().preview();
     view! {
         <details class="memory-section" data-testid="context-inspector" open>
             <summary>"Next request"</summary>
-            {move || match st.preview.get() {
+            {move || match preview.get() {
                 None => view! { <p class="empty"><span class="spinner small" aria-hidden="true"></span>" Working out the next request…"</p> }.into_any(),
                 Some(p) => {
                     let over = p.over_budget;

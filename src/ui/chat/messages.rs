@@ -2,15 +2,17 @@
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
 //! markdown (a finished reply's code highlighted when the browser is idle: `ui/highlight.rs`), each
 //! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives).
-//! Must not import `store` or `transport`.
+//! Must not import `crate::store` or `crate::transport`.
 
+use super::store::window::MessageItem;
+use super::store::ChatStore;
 use crate::engine::format::{date_time, message_note, model_label, plural};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
-use crate::ui::behaviour::{use_clipboard, use_follow_bottom, UseFollowBottomReturn};
-use crate::ui::controller::Controller;
+use crate::ui::behaviour::{focus_testid, use_clipboard, use_follow_bottom, UseFollowBottomReturn};
 use crate::ui::highlight::highlight_later;
-use crate::ui::state::{AppState, MessageItem};
+use crate::ui::settings::store::SettingsStore;
+use crate::ui::shell::store::ShellStore;
 use leptos::html;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -41,44 +43,46 @@ fn offset_in(list: &web_sys::HtmlElement, id: &str) -> f64 {
 /// message has not moved.
 type Anchor = (String, f64, Ends);
 
+/// The message list of the open conversation.
 #[component]
 pub fn MessageList() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let chat = expect_context::<ChatStore>();
+    let (messages, loading) = (chat.messages(), chat.loading());
+    let (has_older, has_newer) = (chat.has_older(), chat.has_newer());
     let list_ref = NodeRef::<html::Div>::new();
-    let follow = use_follow_bottom(list_ref, move || st.current.track());
+    let follow = use_follow_bottom(list_ref, move || chat.current().track());
     let anchor = StoredValue::new(None::<Anchor>);
     let on_scroll = move |_| {
         let Some(el) = list_ref.get_untracked() else {
             return;
         };
         follow.scrolled(&el);
-        if !st.loading_messages.get_untracked() {
-            load_at_edges(ctl, &el, anchor);
+        if !loading.get_untracked() {
+            load_at_edges(chat, &el, anchor);
         }
     };
-    let after_render = use_after_render(st, list_ref, follow, anchor);
+    let after_render = use_after_render(chat, list_ref, follow, anchor);
     Effect::new(move |_| after_render());
     let on_click = use_code_copy();
     view! {
         <div class="message-list" data-testid="message-list" node_ref=list_ref id="messages"
             on:scroll=on_scroll on:click=on_click
             role="log" aria-live="polite" aria-label="Messages" tabindex="0">
-            <Show when=move || st.has_older.get()>
-                <button class="load-older" data-testid="load-older" on:click=move |_| ctl.load_older()>
-                    {move || if st.loading_messages.get() { "Loading…" } else { "Load older messages" }}
+            <Show when=move || has_older.get()>
+                <button class="load-older" data-testid="load-older" on:click=move |_| chat.load_older()>
+                    {move || if loading.get() { "Loading…" } else { "Load older messages" }}
                 </button>
             </Show>
-            <Show when=move || st.loading_messages.get() && st.messages.with(|l| l.is_empty())>
+            <Show when=move || loading.get() && messages.with(|l| l.is_empty())>
                 <div class="empty" role="status"><span class="spinner" aria-hidden="true"></span>" Loading messages…"</div>
             </Show>
             <EmptyState/>
-            <For each=move || st.messages.get() key=|m| m.id.clone() let:item>
+            <For each=move || messages.get() key=|m| m.id.clone() let:item>
                 <MessageView item=item/>
             </For>
-            <Show when=move || st.has_newer.get()>
-                <button class="load-older" data-testid="load-newer" on:click=move |_| ctl.load_newer()>
-                    {move || if st.loading_messages.get() { "Loading…" } else { "Load newer messages" }}
+            <Show when=move || has_newer.get()>
+                <button class="load-older" data-testid="load-newer" on:click=move |_| chat.load_newer()>
+                    {move || if loading.get() { "Loading…" } else { "Load newer messages" }}
                 </button>
             </Show>
         </div>
@@ -87,20 +91,19 @@ pub fn MessageList() -> impl IntoView {
 
 /// Near the top (or bottom) of the list, the page above (or below) is mounted; the view's anchor is
 /// kept first.
-fn load_at_edges(ctl: Controller, el: &web_sys::HtmlElement, anchor: StoredValue<Option<Anchor>>) {
-    let st = ctl.state;
+fn load_at_edges(chat: ChatStore, el: &web_sys::HtmlElement, anchor: StoredValue<Option<Anchor>>) {
     let top = el.scroll_top() as i32;
     let gap = el.scroll_height() - top - el.client_height();
-    let ends = st.messages.with_untracked(|l| ends_of(l));
+    let ends = chat.messages().with_untracked(|l| ends_of(l));
     let (Some(first), Some(last)) = ends.clone() else {
         return;
     };
-    if top < 200 && st.has_older.get_untracked() {
+    if top < 200 && chat.has_older().get_untracked() {
         anchor.set_value(Some((first.clone(), offset_in(el, &first), ends)));
-        ctl.load_older();
-    } else if gap < 200 && st.has_newer.get_untracked() {
+        chat.load_older();
+    } else if gap < 200 && chat.has_newer().get_untracked() {
         anchor.set_value(Some((last.clone(), offset_in(el, &last), ends)));
-        ctl.load_newer();
+        chat.load_newer();
     }
 }
 
@@ -109,7 +112,7 @@ fn load_at_edges(ctl: Controller, el: &web_sys::HtmlElement, anchor: StoredValue
 /// subscribes to what changes the layout and acts on the next animation frame, once the DOM has the
 /// new nodes.
 fn use_after_render(
-    st: AppState,
+    chat: ChatStore,
     list_ref: NodeRef<html::Div>,
     follow: UseFollowBottomReturn,
     anchor: StoredValue<Option<Anchor>>,
@@ -117,17 +120,17 @@ fn use_after_render(
     // The message last marked `data-focused` (from a search hit or a source link).
     let focused = StoredValue::new_local(None::<web_sys::Element>);
     move || {
-        let ends = st.messages.with(|l| {
+        let ends = chat.messages().with(|l| {
             // The last message's growth and its final render (status) can both change the height.
             let _ = l
                 .last()
-                .map(|m| (m.content.with(|c| c.len()), m.status.get()));
+                .map(|m| (m.content().with(|c| c.len()), m.status().get()));
             ends_of(l)
         });
-        let newer = st.has_newer.get();
-        let focus = st.focus_message.get();
+        let newer = chat.has_newer().get();
+        let focus = chat.focus().get();
         // The end of a turn shows the actions on the last messages: the height changes again.
-        let _ = st.current_streaming();
+        let _ = chat.streaming();
         // No message, nothing to focus or anchor: nothing to scroll, so no layout to read.
         if ends == (None, None) && focus.is_none() && anchor.with_value(Option::is_none) {
             return;
@@ -147,7 +150,7 @@ fn use_after_render(
                 focused.set_value(Some(target.clone()));
                 target.scroll_into_view();
                 let _ = target.set_attribute("data-focused", "true");
-                st.focus_message.set(None);
+                chat.focused();
                 follow.focused(&el);
                 return;
             }
@@ -205,11 +208,13 @@ fn use_code_copy() -> impl Fn(leptos::ev::MouseEvent) + 'static {
     }
 }
 
+/// What an empty conversation says: how to connect an agent when none is set, else an invitation.
 #[component]
 fn EmptyState() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
-    let no_endpoint = move || !st.settings.with(|s| s.has_endpoint());
-    let empty = move || st.messages.with(|l| l.is_empty()) && !st.loading_messages.get();
+    let chat = expect_context::<ChatStore>();
+    let settings = expect_context::<SettingsStore>();
+    let no_endpoint = move || !settings.settings().with(|s| s.has_endpoint());
+    let empty = move || chat.messages().with(|l| l.is_empty()) && !chat.loading().get();
     view! {
         <Show when=empty>
             <div class="empty-state" data-testid="empty-state">
@@ -222,7 +227,7 @@ fn EmptyState() -> impl IntoView {
                     <h2>"Connect an agent"</h2>
                     <p>"Memoire talks to an agent endpoint you choose: Ollama, llama.cpp's server, LM Studio, vLLM, OpenAI or Anthropic. Open the settings, pick a preset and check the model name."</p>
                     <p>"Local servers must allow this page's origin (CORS), e.g. start Ollama with OLLAMA_ORIGINS set to this page's origin."</p>
-                    <button class="primary" data-testid="empty-state-settings" on:click=move |_| st.settings_open.set(true)>"Open settings"</button>
+                    <button class="primary" data-testid="empty-state-settings" on:click=move |_| settings.open_dialog()>"Open settings"</button>
                     <p class="hint">"You can read and search stored conversations without an endpoint."</p>
                 </Show>
             </div>
@@ -230,13 +235,14 @@ fn EmptyState() -> impl IntoView {
     }
 }
 
+/// One message: head, body, footnotes and actions.
 #[component]
 fn MessageView(
     /// The message to show.
     item: MessageItem,
 ) -> impl IntoView {
     let role = item.role;
-    let status = item.status;
+    let status = item.status();
     let id = item.id.clone();
     view! {
         <article
@@ -261,7 +267,7 @@ fn MessageHead(
     /// The message whose head this is.
     item: MessageItem,
 ) -> impl IntoView {
-    let (status, meta) = (item.status, item.meta);
+    let (status, meta) = (item.status(), item.meta());
     let note = move || {
         let s = status.get();
         meta.with(|m| message_note(s, m.error.as_deref()))
@@ -298,7 +304,7 @@ fn MessageBody(
     /// The message whose text this is.
     item: MessageItem,
 ) -> impl IntoView {
-    let (content, status) = (item.content, item.status);
+    let (content, status) = (item.content(), item.status());
     if item.role == Role::User {
         return view! { <div class="message-content plain" data-testid="message-content">{move || content.get()}</div> }.into_any();
     }
@@ -331,12 +337,12 @@ fn MessageFoot(
     /// The message whose footnotes these are.
     item: MessageItem,
 ) -> impl IntoView {
-    let st = expect_context::<Controller>().state;
-    let (status, meta) = (item.status, item.meta);
+    let banner = expect_context::<ShellStore>().error();
+    let (status, meta) = (item.status(), item.meta());
     let error = move || {
         let failed = status.get() == MessageStatus::Error;
         let e = meta.with(|m| m.error.clone()).filter(|_| failed)?;
-        let in_banner = st.error.with(|b| b.as_ref().is_some_and(|p| p.text == e));
+        let in_banner = banner.with(|b| b.as_ref().is_some_and(|p| p.text == e));
         (!in_banner).then_some(e)
     };
     view! {
@@ -355,22 +361,21 @@ fn MessageActions(
     /// The message these actions act on.
     item: MessageItem,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let chat = expect_context::<ChatStore>();
     let clipboard = use_clipboard();
-    let (content, status) = (item.content, item.status);
-    let idle = move || !st.current_streaming() && status.get() != MessageStatus::Streaming;
+    let (content, status) = (item.content(), item.status());
+    let idle = move || !chat.streaming() && status.get() != MessageStatus::Streaming;
     let is_user = item.role == Role::User;
     let edit = {
         let id = item.id.clone();
         move |_| {
-            ctl.start_edit(id.clone(), content.get_untracked());
-            crate::ui::focus_testid("composer-input");
+            chat.start_edit(id.clone(), content.get_untracked());
+            focus_testid("composer-input");
         }
     };
     let regenerate = {
         let id = item.id.clone();
-        move |_| ctl.regenerate(id.clone())
+        move |_| chat.regenerate(id.clone())
     };
     view! {
         <div class="message-actions">
@@ -400,16 +405,16 @@ fn AlternativePager(
     /// The message whose alternatives these are.
     item: MessageItem,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let alts = item.alternatives;
-    let busy = move || ctl.state.current_streaming();
+    let chat = expect_context::<ChatStore>();
+    let alts = item.alternatives();
+    let busy = move || chat.streaming();
     let go = move |next: bool| {
         let to = alts.with_untracked(|a| {
             a.as_ref()
                 .and_then(|a| if next { a.next.clone() } else { a.prev.clone() })
         });
         if let Some(to) = to {
-            ctl.show_alternative(to);
+            chat.show_alternative(to);
         }
     };
     view! {
@@ -431,7 +436,7 @@ fn DeleteMessage(
     /// The message to delete.
     id: String,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
+    let chat = expect_context::<ChatStore>();
     let asking = RwSignal::new(false);
     view! {
         <Show
@@ -447,7 +452,7 @@ fn DeleteMessage(
                     let id = id.clone();
                     move |_| {
                         asking.set(false);
-                        ctl.delete_message(id.clone());
+                        chat.delete_message(id.clone());
                     }
                 }>"Delete"</button>
                 <button class="link" data-testid="cancel-delete-message" on:click=move |_| asking.set(false)>"Cancel"</button>

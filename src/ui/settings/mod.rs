@@ -2,25 +2,33 @@
 //! endpoint has it), API key (stored locally, with a plain warning, never exported), system prompt,
 //! memory settings (N, M, context tokens, reply reserve, history format) globally or for the open
 //! conversation, "Test connection", and storage usage. Every setting says in a line what it does.
-//! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view.
-//! Must not import `store` or `transport`.
+//! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view. Its store
+//! (`store`) owns the settings in force, the dialog's state and the endpoint's model list. Must not
+//! import `crate::store` or `crate::transport`.
+
+pub mod store;
 
 use crate::engine::format::{bytes, model_label, plural};
 use crate::engine::model::{HistoryFormat, MemoryOverrides, Protocol};
 use crate::engine::settings::{apply_preset, Settings, PRESETS};
 use crate::ui::behaviour::use_focus_trap;
-use crate::ui::controller::Controller;
+use crate::ui::chat::store::ChatStore;
+use crate::ui::shell::store::ShellStore;
+use crate::ui::sync::SyncSection;
+use crate::ui::transfer::store::TransferStore;
 use leptos::html;
 use leptos::prelude::*;
+use store::SettingsStore;
 
 /// The settings dialog (rendered only while open).
 #[component]
 pub fn SettingsDialog() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let settings = expect_context::<SettingsStore>();
+    let ready = expect_context::<ShellStore>().ready();
     // The form starts from the settings in force, so it waits until the saved ones are loaded: opened
     // earlier, it would show (and could save) the defaults over them.
     view! {
-        <Show when=move || st.settings_open.get() && st.ready.get()>
+        <Show when=move || settings.dialog_open().get() && ready.get()>
             <SettingsForm/>
         </Show>
     }
@@ -39,15 +47,16 @@ struct Form {
     models: RwSignal<Vec<String>>,
 }
 
+/// The form: endpoint, memory, storage and sync sections, Cancel and Save.
 #[component]
 fn SettingsForm() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let settings = expect_context::<SettingsStore>();
+    let chat = expect_context::<ChatStore>();
     let form = Form {
-        draft: RwSignal::new(st.settings.get_untracked()),
+        draft: RwSignal::new(settings.settings().get_untracked()),
         scope_conversation: RwSignal::new(false),
         overrides: RwSignal::new(
-            st.current_conversation_untracked()
+            chat.conversation_untracked()
                 .map(|c| c.memory_overrides)
                 .unwrap_or_default(),
         ),
@@ -56,10 +65,10 @@ fn SettingsForm() -> impl IntoView {
         testing: RwSignal::new(false),
         models: RwSignal::new(Vec::new()),
     };
-    ctl.refresh_storage();
+    expect_context::<TransferStore>().refresh_storage();
     let dialog_ref = NodeRef::<html::Div>::new();
     use_focus_trap(dialog_ref);
-    let close = move || st.settings_open.set(false);
+    let close = move || settings.close_dialog();
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
         if ev.key() == "Escape" {
             ev.prevent_default();
@@ -74,11 +83,12 @@ fn SettingsForm() -> impl IntoView {
             return;
         }
         form.error.set(None);
-        let overrides = form
-            .scope_conversation
+        let overrides = chat
+            .current()
             .get_untracked()
-            .then(|| form.overrides.get_untracked());
-        ctl.save_settings(s, overrides, move |r| match r {
+            .filter(|_| form.scope_conversation.get_untracked())
+            .map(|id| (id, form.overrides.get_untracked()));
+        settings.save(s, overrides, move |r| match r {
             Ok(()) => close(),
             Err(e) => form.error.set(Some(e)),
         });
@@ -93,7 +103,7 @@ fn SettingsForm() -> impl IntoView {
             <EndpointSection form=form/>
             <MemorySection form=form/>
             <StorageSection/>
-            <crate::ui::sync::SyncSection/>
+            <SyncSection/>
             <div class="dialog-actions">
                 <p class="error" role="alert">{move || form.error.get().unwrap_or_default()}</p>
                 <button data-testid="settings-cancel" on:click=move |_| close()>"Cancel"</button>
@@ -125,6 +135,7 @@ fn key_of(v: String) -> Option<String> {
     (!v.trim().is_empty()).then(|| v.trim().to_string())
 }
 
+/// The endpoint: preset, URL, protocol, model, API key, system prompt, Test connection.
 #[component]
 fn EndpointSection(
     /// The form being edited.
@@ -251,17 +262,18 @@ fn ModelField(
     }
 }
 
+/// "Test connection": lists the endpoint's models, or says what went wrong.
 #[component]
 fn TestConnection(
     /// The form whose endpoint is tested.
     form: Form,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
+    let settings = expect_context::<SettingsStore>();
     let test = move |_| {
         form.testing.set(true);
         form.status.set(None);
         form.error.set(None);
-        ctl.test_connection(form.draft.get_untracked(), move |r| {
+        settings.test_connection(form.draft.get_untracked(), move |r| {
             form.testing.set(false);
             match r {
                 Ok(found) => {
@@ -288,16 +300,17 @@ fn TestConnection(
     }
 }
 
+/// The memory settings, global or for the open conversation only.
 #[component]
 fn MemorySection(
     /// The form being edited.
     form: Form,
 ) -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let current = expect_context::<ChatStore>().current();
     view! {
         <section>
             <h3>"Memory"</h3>
-            <Show when=move || st.current.with(|c| c.is_some())>
+            <Show when=move || current.with(|c| c.is_some())>
                 <label class="inline">
                     <input type="checkbox" data-testid="settings-scope-conversation"
                         prop:checked=move || form.scope_conversation.get()
@@ -323,6 +336,8 @@ fn MemorySection(
 }
 
 /// What each memory number means, in a line.
+/// What "Remember me across conversations" does.
+const ACROSS_HINT: &str = "What you say about yourself (your name, where you live, your work, people, likes) is kept as facts and carried in every conversation. See and forget them under About you.";
 const RECENT_HINT: &str = "How many of the latest messages are sent word for word; older ones reach the agent through the summary and memory.";
 const EVERY_HINT: &str = "After this many question-and-answer pairs, Memoire asks the model to update the summary and the people, places and facts it remembers.";
 const CONTEXT_HINT: &str =
@@ -333,6 +348,7 @@ fn num(ev: &leptos::ev::Event) -> Option<u64> {
     event_target_value(ev).trim().parse::<u64>().ok()
 }
 
+/// The global memory numbers: recent messages, update frequency, context, reply reserve.
 #[component]
 fn GlobalMemoryFields(
     /// The settings being edited.
@@ -340,6 +356,16 @@ fn GlobalMemoryFields(
 ) -> impl IntoView {
     let show = move |f: fn(&Settings) -> u64| move || draft.with(|d| f(d).to_string());
     view! {
+        <label class="check">
+            <input type="checkbox" data-testid="settings-memory-across"
+                prop:checked=move || draft.with(|d| d.memory.user_memory)
+                on:change=move |ev| {
+                    let on = event_target_checked(&ev);
+                    draft.update(|d| d.memory.user_memory = on)
+                }/>
+            " Remember me across conversations"
+        </label>
+        <span class="hint">{ACROSS_HINT}</span>
         <label>"Recent messages"
             <input data-testid="settings-recent-count" type="number" min="1" max="1000"
                 prop:value=show(|d| d.memory.recent_messages as u64)
@@ -367,6 +393,7 @@ fn GlobalMemoryFields(
     }
 }
 
+/// The model (and endpoint) memory updates use, when not the chat's.
 #[component]
 fn MemoryModelFields(
     /// The settings being edited.
@@ -440,6 +467,7 @@ fn HistoryFormatSelect(
     }
 }
 
+/// The open conversation's overrides of the global settings.
 #[component]
 fn OverrideFields(
     /// The open conversation's overrides being edited.
@@ -499,13 +527,14 @@ fn OverrideFields(
     }
 }
 
+/// How much the browser stores, and whether it may evict it.
 #[component]
 fn StorageSection() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let storage = expect_context::<TransferStore>().storage();
     view! {
         <section>
             <h3>"Storage"</h3>
-            <p data-testid="storage-usage">{move || match st.storage.get() {
+            <p data-testid="storage-usage">{move || match storage.get() {
                 Some(s) => format!(
                     "{} used of {} available{}",
                     bytes(s.usage),

@@ -1,25 +1,33 @@
 //! The conversation sidebar (a drawer on phones): list by last activity (title, relative time,
 //! message count, memory status), new conversation, inline rename, delete with an in-page
-//! confirmation, search across titles and message text, settings and the theme. Must not import
-//! `store` or `transport`.
+//! confirmation, search across titles and message text, settings and the theme; its store (`store`)
+//! owns the list's window and the search. Must not import `crate::store` or `crate::transport`.
+
+pub mod store;
 
 use crate::engine::format::{continuity, highlight, plural, relative_time, snippet_words};
 use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
-use crate::ui::controller::Controller;
+use crate::ui::chat::store::ChatStore;
+use crate::ui::settings::store::SettingsStore;
+use crate::ui::shell::store::ShellStore;
+use crate::ui::sync::SyncIndicator;
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
+use store::LibraryStore;
 
 /// The sidebar.
 #[component]
 pub fn Sidebar() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
-    let searching = move || !st.search_query.get().trim().is_empty();
+    let library = expect_context::<LibraryStore>();
+    let chat = expect_context::<ChatStore>();
+    let shell = expect_context::<ShellStore>();
+    let query = library.query();
+    let searching = move || !query.get().trim().is_empty();
     // Opening a conversation (or a new one) closes the drawer.
     Effect::new(move |_| {
-        st.current.track();
-        st.sidebar_open.set(false);
+        chat.current().track();
+        shell.close_drawer();
     });
     view! {
         <nav class="sidebar" data-testid="sidebar" aria-label="Conversations">
@@ -29,7 +37,7 @@ pub fn Sidebar() -> impl IntoView {
                     class="primary"
                     data-testid="new-conversation"
                     aria-label="New conversation"
-                    on:click=move |_| ctl.new_conversation()
+                    on:click=move |_| chat.new_conversation()
                 >
                     "+ New"
                 </button>
@@ -40,11 +48,11 @@ pub fn Sidebar() -> impl IntoView {
                 data-testid="conversation-search"
                 aria-label="Search conversations and messages (Ctrl+K)"
                 placeholder="Search (Ctrl+K)"
-                prop:value=move || st.search_query.get()
-                on:input=move |ev| ctl.search(event_target_value(&ev))
+                prop:value=move || query.get()
+                on:input=move |ev| library.search(event_target_value(&ev))
                 on:keydown=move |ev| if ev.key() == "Escape" && searching() {
                     ev.stop_propagation();
-                    ctl.search(String::new());
+                    library.search(String::new());
                 }
             />
             <Show when=searching fallback=move || view! { <ConversationList/> }>
@@ -58,11 +66,12 @@ pub fn Sidebar() -> impl IntoView {
 /// Settings, the theme and the network status.
 #[component]
 fn SidebarFoot() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let settings = expect_context::<SettingsStore>();
+    let online = expect_context::<ShellStore>().online();
     let theme = use_theme();
     view! {
         <div class="sidebar-foot">
-            <button data-testid="settings-open" aria-label="Open settings" on:click=move |_| st.settings_open.set(true)>
+            <button data-testid="settings-open" aria-label="Open settings" on:click=move |_| settings.open_dialog()>
                 "⚙ Settings"
             </button>
             <button
@@ -74,9 +83,9 @@ fn SidebarFoot() -> impl IntoView {
             >
                 {move || match theme.get().as_str() { "light" => "☀ Light", "dark" => "☾ Dark", _ => "◐ Auto" }}
             </button>
-            <crate::ui::sync::SyncIndicator/>
-            <span class="net" data-testid="network-status" class:offline=move || !st.online.get()>
-                {move || if st.online.get() { "online" } else { "offline" }}
+            <SyncIndicator/>
+            <span class="net" data-testid="network-status" class:offline=move || !online.get()>
+                {move || if online.get() { "online" } else { "offline" }}
             </span>
         </div>
     }
@@ -125,21 +134,21 @@ fn use_theme() -> RwSignal<String> {
 const LIST_MARGIN_PX: f64 = 400.0;
 
 /// The list, windowed: only the conversations of `list_window` are mounted, a spacer stands for
-/// those above it, and scrolling near either end reads the next page (the controller unmounts the
+/// those above it, and scrolling near either end reads the next page (the library store unmounts the
 /// other end past its cap).
 #[component]
 fn ConversationList() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let library = expect_context::<LibraryStore>();
+    let ready = expect_context::<ShellStore>().ready();
+    let (conversations, window) = (library.conversations(), library.window());
     let list = NodeRef::<leptos::html::Ul>::new();
     // The height of one row (with its margin), measured from the mounted rows.
     let row_px = RwSignal::new(52.0f64);
-    let spacer = move || st.list_window.get().above as f64 * row_px.get();
+    let spacer = move || window.get().above as f64 * row_px.get();
     // Also runs from an animation frame: the list may be gone by then (search results replace it),
     // and a disposed NodeRef or signal must not be read.
     let check = move || {
-        let (Some(Some(el)), Some(w)) =
-            (list.try_get_untracked(), st.list_window.try_get_untracked())
+        let (Some(Some(el)), Some(w)) = (list.try_get_untracked(), window.try_get_untracked())
         else {
             return;
         };
@@ -151,7 +160,7 @@ fn ConversationList() -> impl IntoView {
         if row_px.try_get_untracked().is_none() {
             return;
         }
-        if let Some(h) = row_height(&el, st.conversations.with_untracked(Vec::len)) {
+        if let Some(h) = row_height(&el, conversations.with_untracked(Vec::len)) {
             if (h - row_px.get_untracked()).abs() > 0.5 {
                 row_px.set(h);
             }
@@ -159,30 +168,30 @@ fn ConversationList() -> impl IntoView {
         let top = el.scroll_top();
         let bottom = top + el.client_height() as f64;
         if bottom > el.scroll_height() as f64 - LIST_MARGIN_PX {
-            ctl.list_more();
+            library.list_more();
         } else if top < untrack(spacer) + LIST_MARGIN_PX {
-            ctl.list_less();
+            library.list_less();
         }
     };
     // After each page is drawn, look again: the rows may still not reach past the screen (a tall
     // screen, or the view still on the spacer after a jump up).
     Effect::new(move |_| {
-        st.conversations.track();
-        st.list_window.track();
+        conversations.track();
+        window.track();
         request_animation_frame(check);
     });
     let on_scroll = move |_| check();
     view! {
         <ul class="conversation-list" data-testid="conversation-list" role="list" node_ref=list on:scroll=on_scroll>
-            <Show when=move || st.ready.get() && st.conversations.with(|l| l.is_empty())>
+            <Show when=move || ready.get() && conversations.with(|l| l.is_empty())>
                 <li class="empty">"No conversations yet. Start one with “+ New” or just type a message."</li>
             </Show>
-            <Show when=move || !st.ready.get()>
+            <Show when=move || !ready.get()>
                 <li class="empty"><span class="spinner" aria-hidden="true"></span>" Opening your conversations…"</li>
             </Show>
             <li class="list-spacer" aria-hidden="true" style:height=move || format!("{}px", spacer())></li>
             <For
-                each=move || st.conversations.get()
+                each=move || conversations.get()
                 key=|c| (c.id.clone(), c.updated_at, c.title.clone(), c.message_count, c.last_path, c.remote_handle.as_ref().map(|h| (h.id.clone(), h.dead)))
                 let:conv
             >
@@ -208,17 +217,18 @@ fn row_height(list: &web_sys::HtmlUListElement, n: usize) -> Option<f64> {
     (n >= 2).then(|| (last - first) / (n - 1) as f64)
 }
 
+/// One row of the list: the conversation's button (or its rename field) and its actions.
 #[component]
 fn ConversationItem(
     /// The conversation to show.
     conv: Conversation,
 ) -> impl IntoView {
-    let st = expect_context::<Controller>().state;
+    let current = expect_context::<ChatStore>().current();
     let renaming = RwSignal::new(false);
     let confirming = RwSignal::new(false);
     let is_current = {
         let id = conv.id.clone();
-        move || st.current.get().as_deref() == Some(id.as_str())
+        move || current.get().as_deref() == Some(id.as_str())
     };
     let conv_open = conv.clone();
     let conv_rename = conv.clone();
@@ -248,7 +258,7 @@ fn ConversationOpen(
     /// The conversation the row opens.
     conv: Conversation,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
+    let chat = expect_context::<ChatStore>();
     let (badge_key, badge_label, badge_title) = continuity(&conv);
     let title = if conv.title.is_empty() {
         "New conversation".to_string()
@@ -263,7 +273,7 @@ fn ConversationOpen(
             class="open"
             data-testid="conversation-open"
             aria-label=format!("Open conversation {title}, {}, {when}", plural(count as usize, "message", "messages"))
-            on:click=move |_| ctl.open(id.clone(), None)
+            on:click=move |_| chat.open(id.clone(), None)
         >
             <span class="title" data-testid="conversation-title">{title.clone()}</span>
             <span class="meta">
@@ -286,7 +296,7 @@ fn RenameField(
     /// True while the field is shown; committing or cancelling turns it off.
     renaming: RwSignal<bool>,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
+    let library = expect_context::<LibraryStore>();
     let title = RwSignal::new(conv.title.clone());
     let original = StoredValue::new(conv.title.clone());
     let id = StoredValue::new(conv.id.clone());
@@ -298,7 +308,7 @@ fn RenameField(
         renaming.set(false);
         let t = title.get_untracked().trim().to_string();
         if !t.is_empty() && t != original.get_value() {
-            ctl.rename(id.get_value(), t);
+            library.rename(id.get_value(), t);
         }
     };
     let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
@@ -347,7 +357,7 @@ fn ItemActions(
     /// True while "Delete for good?" is asked.
     confirming: RwSignal<bool>,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
+    let library = expect_context::<LibraryStore>();
     let id = StoredValue::new(id);
     view! {
         <div class="item-actions">
@@ -364,7 +374,7 @@ fn ItemActions(
                     "Delete for good? "
                     <button class="danger" data-testid="confirm-delete" on:click=move |_| {
                         confirming.set(false);
-                        ctl.delete(id.get_value());
+                        library.delete(id.get_value());
                     }>"Delete"</button>
                     <button data-testid="cancel-delete" on:click=move |_| confirming.set(false)>"Keep"</button>
                 </span>
@@ -383,10 +393,12 @@ fn distinct_hits(hits: &[SearchHit]) -> Vec<SearchHit> {
         .collect()
 }
 
+/// The search's results: conversations whose title matches, then messages.
 #[component]
 fn SearchResults() -> impl IntoView {
-    let st = expect_context::<Controller>().state;
-    let title_hits = move || st.search_titles.get();
+    let library = expect_context::<LibraryStore>();
+    let (titles, hits) = (library.titles(), library.hits());
+    let title_hits = move || titles.get();
     view! {
         <ul class="conversation-list search-results" data-testid="search-results" role="list" aria-label="Search results">
             <For each=title_hits key=|c| c.id.clone() let:conv>
@@ -394,10 +406,10 @@ fn SearchResults() -> impl IntoView {
             </For>
             // Keyed by the snippet too: a message that matches the next query as well gets the new
             // query's snippet and highlight, not the row drawn for the last one.
-            <For each=move || st.search_hits.with(|h| distinct_hits(h)) key=|h| (h.message_id.clone(), h.snippet.clone()) let:hit>
+            <For each=move || hits.with(|h| distinct_hits(h)) key=|h| (h.message_id.clone(), h.snippet.clone()) let:hit>
                 <SearchHitRow hit=hit/>
             </For>
-            <Show when=move || title_hits().is_empty() && st.search_hits.with(|h| h.is_empty())>
+            <Show when=move || title_hits().is_empty() && hits.with(|h| h.is_empty())>
                 <li class="empty">"Nothing matches. Try fewer words."</li>
             </Show>
         </ul>
@@ -411,9 +423,9 @@ fn SearchHitRow(
     /// The matching message.
     hit: SearchHit,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
-    let query = st.search_query.get_untracked();
+    let library = expect_context::<LibraryStore>();
+    let chat = expect_context::<ChatStore>();
+    let query = library.query().get_untracked();
     let title = hit.title.clone();
     let snippet = snippet_words(&hit.snippet, &query);
     let runs = highlight(&snippet, &query);
@@ -426,8 +438,8 @@ fn SearchHitRow(
     view! {
         <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
             <button class="open" aria-label=format!("Open the message: {snippet}") on:click=move |_| {
-                ctl.search(String::new());
-                ctl.open(conv.clone(), Some(msg.clone()));
+                library.search(String::new());
+                chat.open(conv.clone(), Some(msg.clone()));
             }>
                 <span class="title">{title}</span>
                 <span class="snippet-line">

@@ -1,35 +1,37 @@
 //! The chat header's model picker: the model the open conversation (or the new chat) uses from its
 //! next turn, chosen from the endpoint's model list (listed when the menu first opens, by the path
 //! Settings' "Test connection" takes), shown by readable names. The choice is kept with the
-//! conversation's overrides. Must not import `store` or `transport`.
+//! conversation's overrides; the list is the settings store's, the choice the chat store's. Must
+//! not import `crate::store` or `crate::transport`.
 
+use super::store::ChatStore;
 use crate::engine::format::model_label;
 use crate::ui::behaviour::use_dismiss;
-use crate::ui::controller::Controller;
-use crate::ui::state::ModelList;
+use crate::ui::settings::store::{ModelList, SettingsStore};
 use leptos::html;
 use leptos::prelude::*;
 
 /// The picker: a button naming the model in use, and its menu.
 #[component]
 pub fn ModelPicker() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let chat = expect_context::<ChatStore>();
+    let settings = expect_context::<SettingsStore>();
     let open = RwSignal::new(false);
     let root = NodeRef::<html::Div>::new();
     use_dismiss(root, open);
     // The conversation's own model (or the new chat's), if it picked one.
-    let own = move || match st.current_conversation() {
+    let own = move || match chat.conversation() {
         Some(c) => c.memory_overrides.model,
-        None if st.current.with(Option::is_some) => None,
-        None => st.new_chat_model.get(),
+        None if chat.current().with(Option::is_some) => None,
+        None => chat.new_chat_model().get(),
     };
-    let in_use = move || own().unwrap_or_else(|| st.settings.with(|s| s.endpoint.model.clone()));
+    let in_use =
+        move || own().unwrap_or_else(|| settings.settings().with(|s| s.endpoint.model.clone()));
     let toggle = move |_| {
         let opening = !open.get_untracked();
         open.set(opening);
         if opening {
-            ctl.load_models();
+            settings.load_models();
         }
     };
     view! {
@@ -63,14 +65,15 @@ fn ModelMenu(
     /// The model the conversation picked, if any.
     own: Signal<Option<String>>,
 ) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let chat = expect_context::<ChatStore>();
+    let settings = expect_context::<SettingsStore>();
+    let models = settings.models();
     let pick = move |m: Option<String>| {
         open.set(false);
-        ctl.pick_model(m);
+        chat.pick_model(m);
     };
-    let global = move || st.settings.with(|s| model_label(&s.endpoint.model));
-    let listed = move || match st.models.get() {
+    let global = move || settings.settings().with(|s| model_label(&s.endpoint.model));
+    let listed = move || match models.get() {
         ModelList::Loaded(list) => list,
         _ => Vec::new(),
     };
@@ -94,7 +97,7 @@ fn ModelMenu(
                     }
                 }
             </For>
-            {move || match st.models.get() {
+            {move || match models.get() {
                 ModelList::Loading | ModelList::Unknown => Some(view! {
                     <p class="hint" role="status">"Listing the endpoint's models…"</p>
                 }.into_any()),

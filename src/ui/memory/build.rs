@@ -1,46 +1,46 @@
 //! Building memory from a history, on screen: after an import, the offer to build the imported
-//! conversations' memory; in the memory pane, "Build memory from this conversation" when its history
-//! is not covered (the engine decides: `memory::catchup::needs_catch_up`); and one progress line
-//! (conversation i of n, part j of m) with Cancel, then how the build ended (with Retry of only
-//! the conversations that failed, when some did).
-//! Must not import `store` or `transport`.
+//! conversations' memory; in the memory pane, "Build memory from this conversation" when its
+//! history is not covered (the engine decides: `memory::catchup::needs_catch_up`); and one progress
+//! line (conversation i of n, part j of m) with Cancel, then how the build ended (with Retry of
+//! only the conversations that failed, when some did). The build's state is the memory store's.
+//! Must not import `crate::store` or `crate::transport`.
 
+use super::store::MemoryStore;
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::catchup::{is_imported, needs_catch_up, Backlog};
 use crate::session::BuildStatus;
-use crate::ui::controller::Controller;
+use crate::ui::chat::store::ChatStore;
 use leptos::prelude::*;
 
 /// The import's offer and the progress line, in the chat pane under the status area.
 #[component]
 pub fn MemoryBuildBar() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
-    let running = move || {
-        st.memory_build
-            .with(|b| matches!(b, Some(BuildStatus::Running { .. })))
-    };
-    let offer = move || st.build_offer.with(|o| o.len());
+    let memory = expect_context::<MemoryStore>();
+    let (build, offer_ids) = (memory.build(), memory.offer());
+    let running = move || memory.building();
+    let offer = move || offer_ids.with(|o| o.len());
     let offered = move || offer() != 0 && !running();
     view! {
         <Show when=offered>
             <div class="notice memory-build" role="status">
                 <span>{move || format!("Memory can be built from the {} just imported.", plural(offer(), "conversation", "conversations"))}</span>
-                <button data-testid="memory-build-all" on:click=move |_| ctl.build_memory(st.build_offer.get_untracked())>
+                <button data-testid="memory-build-all" on:click=move |_| memory.build_memory(offer_ids.get_untracked())>
                     "Build memory for the imported conversations"
                 </button>
-                <button class="icon" aria-label="Dismiss" on:click=move |_| st.build_offer.set(Vec::new())>"✕"</button>
+                <button class="icon" aria-label="Dismiss" on:click=move |_| memory.dismiss_offer()>"✕"</button>
             </div>
         </Show>
-        {move || st.memory_build.get().map(|b| view! { <BuildLine status=b/> })}
+        {move || build.get().map(|b| view! { <BuildLine status=b/> })}
     }
 }
 
 /// Where the build stands: running (with Cancel), or how it ended (with Dismiss).
 #[component]
-fn BuildLine(status: BuildStatus) -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+fn BuildLine(
+    /// Where the build stands.
+    status: BuildStatus,
+) -> impl IntoView {
+    let memory = expect_context::<MemoryStore>();
     let (state, text) = match &status {
         BuildStatus::Running { title, conversation, conversations, chunk, chunks, .. } => (
             "running",
@@ -62,13 +62,13 @@ fn BuildLine(status: BuildStatus) -> impl IntoView {
         <div class="notice memory-build" role="status" data-testid="memory-build-progress" data-state=state>
             <span>{text}</span>
             {running.then(|| view! {
-                <button data-testid="memory-build-cancel" on:click=move |_| ctl.cancel_memory_build()>"Cancel"</button>
+                <button data-testid="memory-build-cancel" on:click=move |_| memory.cancel_build()>"Cancel"</button>
             })}
             {retry.map(|ids| view! {
-                <button data-testid="memory-build-retry" on:click=move |_| ctl.build_memory(ids.clone())>"Retry"</button>
+                <button data-testid="memory-build-retry" on:click=move |_| memory.build_memory(ids.clone())>"Retry"</button>
             })}
             {(!running).then(|| view! {
-                <button class="icon" aria-label="Dismiss" on:click=move |_| st.memory_build.set(None)>"✕"</button>
+                <button class="icon" aria-label="Dismiss" on:click=move |_| memory.dismiss_build()>"✕"</button>
             })}
         </div>
     }
@@ -78,29 +78,27 @@ fn BuildLine(status: BuildStatus) -> impl IntoView {
 /// no build runs.
 #[component]
 pub fn BuildThis() -> impl IntoView {
-    let ctl = expect_context::<Controller>();
-    let st = ctl.state;
+    let memory = expect_context::<MemoryStore>();
+    let chat = expect_context::<ChatStore>();
     let offered = move || {
-        let Some(conv) = st.current_conversation() else {
+        let Some(conv) = chat.conversation() else {
             return false;
         };
-        let running = st
-            .memory_build
-            .with(|b| matches!(b, Some(BuildStatus::Running { .. })));
-        let summarised = st
-            .memory
+        let running = memory.building();
+        let summarised = memory
+            .view()
             .with(|m| m.summary.as_ref().map_or(0, |s| s.message_count));
         !running
             && needs_catch_up(Backlog {
                 message_count: conv.message_count,
                 summarised,
                 imported: is_imported(&conv.id),
-                recent_messages: st.memory_config().recent_messages,
+                recent_messages: chat.memory_config().recent_messages,
             })
     };
     view! {
         <Show when=offered>
-            <button data-testid="memory-build" on:click=move |_| ctl.build_memory_current()>
+            <button data-testid="memory-build" on:click=move |_| memory.build_shown()>
                 "Build memory from this conversation"
             </button>
         </Show>

@@ -1,0 +1,108 @@
+//! The about-you store: the facts about the user the Memory page lists (current and past; the
+//! forgotten ones are tombstones it does not show), whether the page is open, and its search. Its
+//! signals are private: views read them and call its actions, each making its session calls
+//! through the backend. Which facts are current is the engine's (`UserFact::is_current`). Must not
+//! import `crate::store` or `crate::transport`.
+
+use crate::engine::model::UserFact;
+use crate::ui::backend::Backend;
+use leptos::prelude::*;
+
+/// The Memory page's facts, search and visibility. `Copy`, provided as context.
+#[derive(Clone, Copy)]
+pub struct AboutStore {
+    backend: Backend,
+    open: RwSignal<bool>,
+    facts: RwSignal<Vec<UserFact>>,
+    query: RwSignal<String>,
+}
+
+impl AboutStore {
+    /// The page closed, no facts read yet.
+    pub fn new(backend: Backend) -> Self {
+        AboutStore {
+            backend,
+            open: RwSignal::new(false),
+            facts: RwSignal::new(Vec::new()),
+            query: RwSignal::new(String::new()),
+        }
+    }
+
+    /// True while the Memory page is open.
+    pub fn is_open(&self) -> ReadSignal<bool> {
+        self.open.read_only()
+    }
+
+    /// The search typed on the page.
+    pub fn query(&self) -> ReadSignal<String> {
+        self.query.read_only()
+    }
+
+    /// The facts the page lists: not forgotten, matching the search (every word of it, in any
+    /// case), current ones first, newest first within each.
+    pub fn shown(&self) -> Signal<Vec<UserFact>> {
+        let (facts, query) = (self.facts, self.query);
+        Signal::derive(move || {
+            let words: Vec<String> =
+                query.with(|q| q.split_whitespace().map(str::to_lowercase).collect());
+            let mut shown: Vec<UserFact> = facts.with(|fs| {
+                fs.iter()
+                    .filter(|f| f.forgotten.is_none())
+                    .filter(|f| {
+                        let text = f.text.to_lowercase();
+                        words.iter().all(|w| text.contains(w.as_str()))
+                    })
+                    .cloned()
+                    .collect()
+            });
+            shown.sort_by_key(|f| (!f.is_current(), std::cmp::Reverse(f.valid_from)));
+            shown
+        })
+    }
+
+    /// Opens the Memory page and reads the facts.
+    pub fn open_page(&self) {
+        self.open.set(true);
+        self.reload();
+    }
+
+    /// Closes the Memory page.
+    pub fn close_page(&self) {
+        self.open.set(false);
+    }
+
+    /// Sets the page's search.
+    pub fn search(&self, q: String) {
+        self.query.set(q);
+    }
+
+    /// Reads the facts again (while the page is open: closed, nothing shows them).
+    pub fn reload(&self) {
+        if !self.open.get_untracked() {
+            return;
+        }
+        let facts = self.facts;
+        self.backend.run(move |s| async move {
+            facts.set(s.memory().user_facts().await?);
+            Ok(())
+        });
+    }
+
+    /// Forgets a fact everywhere.
+    pub fn forget(&self, id: String) {
+        self.backend
+            .run(move |s| async move { Ok(s.memory().forget_fact(&id).await?) });
+    }
+
+    /// Saves the user's words for a fact.
+    pub fn edit(&self, id: String, text: String) {
+        self.backend
+            .run(move |s| async move { Ok(s.memory().edit_fact(&id, &text).await?) });
+    }
+
+    /// Adds a fact the user wrote.
+    pub fn add(&self, text: String) {
+        self.backend
+            .run(move |s| async move { Ok(s.memory().add_fact(&text).await?) });
+    }
+}

@@ -1,0 +1,84 @@
+//! The chat pane: header (drawer button, title, memory status, model picker, backup menu, memory
+//! toggle), the shell's status area (an error with the action that fits it, else a notice), the
+//! message list (`messages`) and the composer (`composer`); its store (`store`) owns the open
+//! conversation. Must not import `crate::store` or `crate::transport`.
+
+pub mod composer;
+pub mod messages;
+pub mod model_picker;
+pub mod store;
+
+use crate::engine::format::continuity;
+use crate::ui::about::MemoryPageOpen;
+use crate::ui::memory::build::MemoryBuildBar;
+use crate::ui::shell::store::ShellStore;
+use crate::ui::shell::StatusArea;
+use crate::ui::transfer::BackupMenu;
+use composer::Composer;
+use leptos::prelude::*;
+use messages::MessageList;
+use model_picker::ModelPicker;
+use store::ChatStore;
+
+/// The chat pane.
+#[component]
+pub fn ChatPane() -> impl IntoView {
+    view! {
+        <main class="chat-pane" aria-label="Chat">
+            <ChatHeader/>
+            <StatusArea/>
+            <MemoryBuildBar/>
+            <MessageList/>
+            <Composer/>
+        </main>
+    }
+}
+
+/// Drawer button, title, continuity badge, model picker, backup menu, memory toggle.
+#[component]
+fn ChatHeader() -> impl IntoView {
+    let shell = expect_context::<ShellStore>();
+    let chat = expect_context::<ChatStore>();
+    let title = move || chat.conversation();
+    view! {
+        <header class="chat-head">
+            <button
+                class="sidebar-toggle"
+                data-testid="sidebar-toggle"
+                aria-label="Show the conversations"
+                aria-expanded=move || shell.drawer_open().get().to_string()
+                on:click=move |_| shell.toggle_drawer()
+            >
+                <span aria-hidden="true">"☰"</span>
+            </button>
+            <h1 class="chat-title">
+                {move || match title() {
+                    Some(c) if !c.title.is_empty() => c.title,
+                    Some(_) => "New conversation".to_string(),
+                    None => "Memoire".to_string(),
+                }}
+            </h1>
+            {move || title().map(|c| {
+                let (key, label, why) = continuity(&c);
+                view! {
+                    <span class=format!("badge badge-{key}") data-testid="continuity-badge" data-continuity=key title=why>
+                        {label}
+                    </span>
+                }
+            })}
+            <span class="spacer"></span>
+            <ModelPicker/>
+            <BackupMenu/>
+            <MemoryPageOpen/>
+            <button
+                class="memory-toggle"
+                data-testid="memory-toggle"
+                aria-label="Show or hide the memory pane"
+                aria-expanded=move || shell.memory_open().get().to_string()
+                on:click=move |_| shell.toggle_memory_pane()
+            >
+                "Memory"
+            </button>
+        </header>
+    }
+}

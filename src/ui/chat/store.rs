@@ -1,0 +1,568 @@
+//! The chat store: the open conversation (which one, its window of messages in `store/window.rs`,
+//! which conversations have a turn running, the message to scroll to, the user message being
+//! edited, the composer's draft, the next request's preview, the model picked in the new chat) and
+//! every action on it: open, close, page, send, stop, retry, edit, regenerate, the pager between
+//! alternatives, delete, clear. Its signals are private: views read them and call its actions, each
+//! making its session calls through the backend. What opening a conversation changes in other
+//! domains (the memory shown, the record held, the banner) it asks of their stores. Must not import
+//! `crate::store` or `crate::transport`.
+
+pub mod window;
+
+use crate::engine::model::{
+    Conversation, MemoryConfig, MemoryOverrides, Message, MessageStatus, Role,
+};
+use crate::engine::window::Edge;
+use crate::session::{ErrorKind, Preview};
+use crate::ui::backend::Backend;
+use crate::ui::behaviour::when_idle;
+use crate::ui::library::store::LibraryStore;
+use crate::ui::memory::store::MemoryStore;
+use crate::ui::route::{remember_open, replace_route, set_route};
+use crate::ui::settings::store::SettingsStore;
+use crate::ui::shell::store::{ShellStore, OFFLINE_SEND};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use window::{MessageItem, MessageWindow, PAGE};
+
+/// The draft key of the new chat (no conversation yet): its draft is kept like a conversation's.
+pub const NEW_CHAT_DRAFT: &str = "";
+
+/// The open conversation and what is done in it. `Copy`, provided as context.
+#[derive(Clone, Copy)]
+pub struct ChatStore {
+    backend: Backend,
+    shell: ShellStore,
+    settings: SettingsStore,
+    library: LibraryStore,
+    memory: MemoryStore,
+    current: RwSignal<Option<String>>,
+    window: MessageWindow,
+    /// Conversations with a turn in flight.
+    streaming: RwSignal<Vec<String>>,
+    preview: RwSignal<Option<Preview>>,
+    /// The composer's text (kept per conversation across switches and reloads).
+    draft: RwSignal<String>,
+    /// The conversation whose stored draft `draft` was loaded for; `None` while that read is under
+    /// way after a switch (nothing is saved then, so a late save cannot clobber another draft).
+    draft_of: RwSignal<Option<String>>,
+    /// Message to scroll to after opening a conversation from a search hit.
+    focus: RwSignal<Option<String>>,
+    /// The user message whose text is in the composer to be edited and sent again.
+    editing: RwSignal<Option<String>>,
+    /// The model picked in the new chat before its first message creates the conversation.
+    new_chat_model: RwSignal<Option<String>>,
+}
+
+impl ChatStore {
+    /// The new chat, nothing mounted.
+    pub fn new(
+        backend: Backend,
+        shell: ShellStore,
+        settings: SettingsStore,
+        library: LibraryStore,
+        memory: MemoryStore,
+    ) -> Self {
+        ChatStore {
+            backend,
+            shell,
+            settings,
+            library,
+            memory,
+            current: RwSignal::new(None),
+            window: MessageWindow::new(),
+            streaming: RwSignal::new(Vec::new()),
+            preview: RwSignal::new(None),
+            draft: RwSignal::new(String::new()),
+            draft_of: RwSignal::new(None),
+            focus: RwSignal::new(None),
+            editing: RwSignal::new(None),
+            new_chat_model: RwSignal::new(None),
+        }
+    }
+
+    /// The open conversation's id (`None`: the new chat).
+    pub fn current(&self) -> ReadSignal<Option<String>> {
+        self.current.read_only()
+    }
+
+    /// The mounted messages, oldest first.
+    pub fn messages(&self) -> ReadSignal<Vec<MessageItem>> {
+        self.window.messages()
+    }
+
+    /// True while older messages exist above the mounted ones.
+    pub fn has_older(&self) -> ReadSignal<bool> {
+        self.window.has_older()
+    }
+
+    /// True while newer messages exist below the mounted ones.
+    pub fn has_newer(&self) -> ReadSignal<bool> {
+        self.window.has_newer()
+    }
+
+    /// True while a page of messages is being read.
+    pub fn loading(&self) -> ReadSignal<bool> {
+        self.window.loading()
+    }
+
+    /// What the next request would contain (the context inspector).
+    pub fn preview(&self) -> ReadSignal<Option<Preview>> {
+        self.preview.read_only()
+    }
+
+    /// The composer's text.
+    pub fn draft(&self) -> ReadSignal<String> {
+        self.draft.read_only()
+    }
+
+    /// The user message being edited, if any.
+    pub fn editing(&self) -> ReadSignal<Option<String>> {
+        self.editing.read_only()
+    }
+
+    /// The message to scroll to, if any.
+    pub fn focus(&self) -> ReadSignal<Option<String>> {
+        self.focus.read_only()
+    }
+
+    /// The model picked in the new chat, if any.
+    pub fn new_chat_model(&self) -> ReadSignal<Option<String>> {
+        self.new_chat_model.read_only()
+    }
+
+    /// The open conversation, as the library has it.
+    pub fn conversation(&self) -> Option<Conversation> {
+        let cur = self.current.get()?;
+        self.library.record(&cur)
+    }
+
+    /// [`Self::conversation`] without subscribing (for event handlers).
+    pub fn conversation_untracked(&self) -> Option<Conversation> {
+        untrack(|| self.conversation())
+    }
+
+    /// True when conversation `id` is the open one.
+    pub fn is_current(&self, conversation_id: &str) -> bool {
+        self.current
+            .with_untracked(|c| c.as_deref() == Some(conversation_id))
+    }
+
+    /// True while the open conversation has a turn in flight.
+    pub fn streaming(&self) -> bool {
+        let cur = self.current.get();
+        self.streaming.with(|s| cur.is_some_and(|c| s.contains(&c)))
+    }
+
+    /// [`Self::streaming`] without subscribing (for event handlers).
+    pub fn streaming_untracked(&self) -> bool {
+        untrack(|| self.streaming())
+    }
+
+    /// The memory settings in force for the open conversation (its overrides on the global ones).
+    pub fn memory_config(&self) -> MemoryConfig {
+        let overrides = self
+            .conversation()
+            .map(|c| c.memory_overrides)
+            .unwrap_or_default();
+        self.settings
+            .settings()
+            .with(|s| overrides.apply(&s.memory))
+    }
+
+    /// True when the last message of the open conversation is a user's, or a reply that failed or
+    /// was cut off, and no turn runs.
+    pub fn can_retry(&self) -> bool {
+        !self.streaming()
+            && self.window.messages().with(|l| {
+                l.last().is_some_and(|m| {
+                    matches!(
+                        m.status().get(),
+                        MessageStatus::Error | MessageStatus::Interrupted
+                    ) || m.role == Role::User
+                })
+            })
+    }
+
+    /// Shows conversation `id` (or none) with nothing of the one before: the one reset of everything
+    /// that belongs to the open conversation, used to open, close and lose one.
+    fn show(&self, id: Option<String>) {
+        self.current.set(id.clone());
+        self.window.clear();
+        self.memory.show(id);
+        self.preview.set(None);
+        self.shell.dismiss_error();
+        self.focus.set(None);
+        self.editing.set(None);
+        // The composer belongs to the new conversation at once; its stored draft follows.
+        self.draft_of.set(None);
+        self.draft.set(String::new());
+    }
+
+    /// Opens a conversation: mounts its last page of messages, its memory and the next-request
+    /// preview. `focus` scrolls to a message (from a search hit), loading back to it if needed.
+    pub fn open(&self, id: String, focus: Option<String>) {
+        set_route(Some(&id));
+        remember_open(Some(&id));
+        if !self.is_current(&id) {
+            self.save_draft();
+            self.show(Some(id.clone()));
+            self.load_draft(id.clone());
+        }
+        self.focus.set(focus.clone());
+        self.library.hold_open(&id);
+        let this = *self;
+        self.backend.run(move |s| async move {
+            this.window.set_loading(true);
+            let page = s
+                .library()
+                .load_page(&id, None, PAGE, focus.as_deref())
+                .await;
+            this.window.set_loading(false);
+            let page = page?;
+            if !this.is_current(&id) {
+                return Ok(());
+            }
+            this.window.replace(&page, false);
+            // The memory pane and the inspector follow once the messages are drawn: their reads must
+            // not hold up the first paint of the conversation.
+            request_animation_frame(move || {
+                this.memory.reload();
+                this.refresh_preview();
+            });
+            Ok(())
+        });
+    }
+
+    /// The first screen shows the new chat: its stored draft, and its preview once the page is idle
+    /// (the inspector is not on the first screen).
+    pub fn show_new_chat(&self) {
+        self.load_draft(NEW_CHAT_DRAFT.to_string());
+        let this = *self;
+        when_idle(move |_| this.refresh_preview(), 500, 0);
+    }
+
+    /// Mounts the last page of the open conversation again after its branch changed: what the old
+    /// branch showed goes (a reply still streaming on the new one comes back with its next save).
+    pub fn show_branch(&self, id: String) {
+        let this = *self;
+        self.backend.run(move |s| async move {
+            let page = s.library().load_page(&id, None, PAGE, None).await?;
+            if this.is_current(&id) {
+                this.window.replace(&page, true);
+            }
+            Ok(())
+        });
+    }
+
+    /// Mounts the page of messages above the window.
+    pub fn load_older(&self) {
+        self.load_more(Edge::Start);
+    }
+
+    /// Mounts the page of messages below the window (when it stops short of the latest one).
+    pub fn load_newer(&self) {
+        self.load_more(Edge::End);
+    }
+
+    /// Mounts the page beyond one end of the window, if there is one and nothing is loading.
+    fn load_more(&self, edge: Edge) {
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        let Some(at) = self.window.edge_to_load(edge) else {
+            return;
+        };
+        self.window.set_loading(true);
+        let this = *self;
+        self.backend.run(move |s| async move {
+            let page = match edge {
+                Edge::Start => s.library().load_page(&id, Some(at), PAGE, None).await,
+                Edge::End => s.library().load_page_after(&id, at, PAGE).await,
+            };
+            this.window.set_loading(false);
+            let page = page?;
+            if this.is_current(&id) {
+                this.window.join(edge, &page);
+            }
+            Ok(())
+        });
+    }
+
+    /// New: an empty chat, with nothing stored until its first message (which creates the
+    /// conversation, see [`Self::send`]). The conversation open before stays the one the app
+    /// reopens, and a draft typed in the new chat is kept for the next New.
+    pub fn new_conversation(&self) {
+        self.shell.close_drawer();
+        if self.current.with_untracked(Option::is_none) {
+            return;
+        }
+        self.save_draft();
+        self.show(None);
+        self.new_chat_model.set(None);
+        self.load_draft(NEW_CHAT_DRAFT.to_string());
+        self.refresh_preview();
+    }
+
+    /// Closes the open conversation (its draft is saved first): the chat shows a new one.
+    pub fn close(&self) {
+        self.save_draft();
+        remember_open(None);
+        self.show(None);
+        self.load_draft(NEW_CHAT_DRAFT.to_string());
+        self.refresh_preview();
+    }
+
+    /// The model the open conversation (or the new chat) uses from its next turn; `None`: the one in
+    /// Settings.
+    pub fn pick_model(&self, model: Option<String>) {
+        match self.current.get_untracked() {
+            Some(id) => self
+                .backend
+                .run(move |s| async move { Ok(s.library().set_model(&id, model).await?) }),
+            None => {
+                self.new_chat_model.set(model);
+                self.refresh_preview();
+            }
+        }
+    }
+
+    /// Sends the composer text. `/clear` is handled by the composer (it asks first).
+    pub fn send(&self, text: String) {
+        self.shell.dismiss_error();
+        if !self.shell.online().get_untracked() {
+            self.shell.fail(OFFLINE_SEND, ErrorKind::Other);
+            return;
+        }
+        if !self
+            .settings
+            .settings()
+            .with_untracked(|s| s.has_endpoint())
+        {
+            self.shell.fail(
+                "No agent endpoint is set. Open Settings, pick a preset or enter your agent's URL, and save. Your message is kept.",
+                ErrorKind::Request,
+            );
+            self.settings.open_dialog();
+            return;
+        }
+        self.draft.set(String::new());
+        match self.current.get_untracked() {
+            Some(id) => {
+                if self.window.leave_far_up() {
+                    // The window was far up: back to the latest messages, where the new one goes.
+                    self.open(id.clone(), None);
+                }
+                // The session clears the stored draft once the message itself is stored.
+                self.backend
+                    .run(move |s| async move { Ok(s.chat().send(&id, text).await?) });
+            }
+            None => self.send_first(text),
+        }
+    }
+
+    /// The first message of a new chat creates its conversation.
+    fn send_first(&self, text: String) {
+        let overrides = MemoryOverrides {
+            model: self.new_chat_model.get_untracked(),
+            ..Default::default()
+        };
+        let this = *self;
+        self.backend.run(move |s| async move {
+            let c = s.library().create_conversation(overrides).await?;
+            s.chat().set_draft(NEW_CHAT_DRAFT, "").await.ok();
+            let id = c.id.clone();
+            // The new chat's place in the history becomes the conversation's: Back goes to the
+            // conversation before it, not to an empty chat.
+            replace_route(&id);
+            this.open(c.id, None);
+            Ok(s.chat().send(&id, text).await?)
+        });
+    }
+
+    /// Stops the open conversation's reply.
+    pub fn stop(&self) {
+        if let (Some(id), Some(s)) = (self.current.get_untracked(), self.backend.session()) {
+            s.chat().stop(&id);
+        }
+    }
+
+    /// Re-sends the last user turn.
+    pub fn retry(&self) {
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        self.shell.dismiss_error();
+        self.backend
+            .run(move |s| async move { Ok(s.chat().retry(&id).await?) });
+    }
+
+    /// Puts a user message's text in the composer to be edited and sent again.
+    pub fn start_edit(&self, message_id: String, text: String) {
+        self.draft.set(text);
+        self.editing.set(Some(message_id));
+    }
+
+    /// Drops the edit: the composer empties.
+    pub fn cancel_edit(&self) {
+        self.editing.set(None);
+        self.draft.set(String::new());
+    }
+
+    /// Sends `text` in place of user message `message_id`: a new branch (the old one stays a page
+    /// away, see `Session::edit`).
+    pub fn edit(&self, message_id: String, text: String) {
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        self.editing.set(None);
+        self.draft.set(String::new());
+        self.shell.dismiss_error();
+        self.backend
+            .run(move |s| async move { Ok(s.chat().edit(&id, &message_id, text).await?) });
+    }
+
+    /// Asks the agent again for a reply; the earlier reply stays as an alternative.
+    pub fn regenerate(&self, reply_id: String) {
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        self.shell.dismiss_error();
+        self.backend
+            .run(move |s| async move { Ok(s.chat().regenerate(&id, &reply_id).await?) });
+    }
+
+    /// Shows another alternative of a message (the pager's ‹ and ›).
+    pub fn show_alternative(&self, message_id: String) {
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        self.backend
+            .run(move |s| async move { Ok(s.chat().show_alternative(&id, &message_id).await?) });
+    }
+
+    /// Deletes one message (the view asked first).
+    pub fn delete_message(&self, message_id: String) {
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        if self.editing.get_untracked().as_deref() == Some(message_id.as_str()) {
+            self.editing.set(None);
+        }
+        self.backend
+            .run(move |s| async move { Ok(s.chat().delete_message(&id, &message_id).await?) });
+    }
+
+    /// Clears the open conversation's messages and memory (the composer asked first); the composer
+    /// empties.
+    pub fn clear(&self) {
+        self.draft.set(String::new());
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        let this = *self;
+        self.backend.run(move |s| async move {
+            s.library().clear(&id).await?;
+            this.open(id, None);
+            Ok(())
+        });
+    }
+
+    /// Recomputes what the next request would contain, for the context inspector.
+    pub fn refresh_preview(&self) {
+        // The new chat (no conversation yet) previews its first message.
+        let id = self.current.get_untracked().unwrap_or_default();
+        let overrides = MemoryOverrides {
+            model: self.new_chat_model.get_untracked(),
+            ..Default::default()
+        };
+        let draft = self.draft.get_untracked();
+        let (current, preview) = (self.current, self.preview);
+        self.backend.run(move |s| async move {
+            let p = s.chat().preview(&id, &draft, overrides).await?;
+            if current.get_untracked().unwrap_or_default() == id {
+                preview.set(Some(p));
+            }
+            Ok(())
+        });
+    }
+
+    /// The composer's text changed.
+    pub fn set_draft(&self, text: String) {
+        self.draft.set(text);
+    }
+
+    /// The message list scrolled to the focused message.
+    pub fn focused(&self) {
+        self.focus.set(None);
+    }
+
+    /// Puts the open conversation's stored draft (`id`; [`NEW_CHAT_DRAFT`] for the new chat) into the
+    /// composer, unless something was typed there while it was read (what the user typed wins, and is
+    /// what gets saved from then on).
+    fn load_draft(&self, id: String) {
+        let (current, draft, draft_of) = (self.current, self.draft, self.draft_of);
+        self.backend.run(move |s| async move {
+            let stored = s.chat().draft(&id).await;
+            if current.get_untracked().unwrap_or_default() != id {
+                return Ok(());
+            }
+            if draft.with_untracked(String::is_empty) {
+                draft.set(stored.unwrap_or_default());
+            }
+            draft_of.set(Some(id));
+            Ok(())
+        });
+    }
+
+    /// Saves the composer draft of the open conversation, or of the new chat (once its stored draft
+    /// has been loaded).
+    pub fn save_draft(&self) {
+        let Some(s) = self.backend.session() else {
+            return;
+        };
+        let id = self.current.get_untracked().unwrap_or_default();
+        if self
+            .draft_of
+            .with_untracked(|d| d.as_deref() != Some(id.as_str()))
+        {
+            return;
+        }
+        let text = self.draft.get_untracked();
+        spawn_local(async move {
+            s.chat().set_draft(&id, &text).await.ok();
+        });
+    }
+
+    /// A message stored or changed (`MessageAdded`, `MessageProgress`): shown if it belongs in the
+    /// open conversation's window; true when the window missed messages before it and must be
+    /// reloaded.
+    pub fn take_message(&self, m: &Message) -> bool {
+        self.is_current(&m.conversation_id) && self.window.take(m)
+    }
+
+    /// A conversation's messages were cleared (`MessagesCleared`).
+    pub fn cleared(&self, id: &str) {
+        if self.is_current(id) {
+            self.window.clear();
+        }
+    }
+
+    /// A turn started or ended (`TurnRunning`).
+    pub fn set_running(&self, id: &str, running: bool) {
+        self.streaming.update(|l| {
+            l.retain(|x| x != id);
+            if running {
+                l.push(id.to_string());
+            }
+        });
+    }
+
+    /// A conversation was deleted (here or in another tab): if it was open, it is closed rather
+    /// than shown as a ghost.
+    pub fn removed(&self, id: &str) {
+        if self.is_current(id) {
+            self.show(None);
+        }
+    }
+}

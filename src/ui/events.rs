@@ -1,0 +1,195 @@
+//! Session events into the UI stores: each `SessionEvent` goes to the store(s) that own what it
+//! changes, through their event handlers; what one change means for another domain (the open
+//! conversation's memory changed: reload it and the preview) is a call between store actions.
+//! Streaming progress is batched to animation frames: many chunks within one frame cost one render.
+//! Must not import `crate::store` or `crate::transport`.
+
+use crate::engine::model::{Conversation, Message, MessageStatus};
+use crate::engine::settings::Settings;
+use crate::session::SessionEvent;
+use crate::ui::about::store::AboutStore;
+use crate::ui::chat::store::ChatStore;
+use crate::ui::library::store::LibraryStore;
+use crate::ui::memory::store::MemoryStore;
+use crate::ui::settings::store::SettingsStore;
+use crate::ui::shell::store::ShellStore;
+use crate::ui::sync::store::SyncStore;
+use crate::ui::transfer::store::TransferStore;
+use leptos::prelude::*;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Every store an event may change.
+#[derive(Clone, Copy)]
+pub struct Stores {
+    /// The app-wide state (banner, network).
+    pub shell: ShellStore,
+    /// The conversation list and the search.
+    pub library: LibraryStore,
+    /// The open conversation.
+    pub chat: ChatStore,
+    /// The memory shown, updates and builds.
+    pub memory: MemoryStore,
+    /// The settings in force.
+    pub settings: SettingsStore,
+    /// Sync's state.
+    pub sync: SyncStore,
+    /// Import and export.
+    pub transfer: TransferStore,
+    /// The facts about the user (the Memory page).
+    pub about: AboutStore,
+}
+
+/// Dispatches session events to the stores.
+#[derive(Clone)]
+pub struct Events {
+    stores: Stores,
+    /// Streaming progress waiting for the next animation frame, by message id.
+    pending: Rc<RefCell<HashMap<String, Message>>>,
+    scheduled: Rc<RefCell<bool>>,
+}
+
+impl Events {
+    /// A dispatcher over these stores.
+    pub fn new(stores: Stores) -> Self {
+        Events {
+            stores,
+            pending: Rc::default(),
+            scheduled: Rc::default(),
+        }
+    }
+
+    /// Applies one event: every variant is named, so a new one does not compile until it goes
+    /// somewhere.
+    pub fn apply(&self, event: SessionEvent) {
+        let Stores {
+            shell,
+            chat,
+            memory,
+            sync,
+            transfer,
+            ..
+        } = self.stores;
+        match event {
+            SessionEvent::ConversationChanged(c) => self.conversations_changed(vec![c]),
+            SessionEvent::ConversationsChanged(cs) => self.conversations_changed(cs),
+            SessionEvent::ConversationRemoved(id) => {
+                self.stores.library.removed(&id);
+                chat.removed(&id);
+            }
+            SessionEvent::MessageAdded(m) => self.message_added(m),
+            SessionEvent::MessageProgress(m) => self.progress(m),
+            SessionEvent::MessagesCleared(id) => chat.cleared(&id),
+            SessionEvent::BranchChanged(id) if chat.is_current(&id) => {
+                chat.show_branch(id);
+                chat.refresh_preview();
+            }
+            SessionEvent::BranchChanged(_) => {}
+            SessionEvent::TurnRunning {
+                conversation_id: id,
+                running,
+            } => {
+                chat.set_running(&id, running);
+                if !running && chat.is_current(&id) {
+                    chat.refresh_preview();
+                }
+            }
+            SessionEvent::MemoryUpdating {
+                conversation_id: id,
+                running,
+            } => memory.set_updating(&id, running),
+            SessionEvent::MemoryChanged(id) if chat.is_current(&id) => {
+                memory.reload();
+                chat.refresh_preview();
+            }
+            SessionEvent::MemoryChanged(_) => {}
+            SessionEvent::Error {
+                conversation_id,
+                message,
+                kind,
+            } => {
+                if conversation_id
+                    .as_deref()
+                    .is_none_or(|c| chat.is_current(c))
+                {
+                    shell.fail(message, kind);
+                }
+            }
+            SessionEvent::MemoryBuild(b) => memory.build_reported(b),
+            SessionEvent::Notice(text) => shell.notify(text),
+            SessionEvent::SyncStatus(v) => sync.reported(v),
+            SessionEvent::ImportProgress(p) => transfer.progress(p),
+            SessionEvent::SettingsChanged(s) => self.settings_changed(*s),
+            SessionEvent::UserFactsChanged => self.user_facts_changed(),
+        }
+    }
+
+    /// A stored message: shown where it belongs. Stored messages this view never heard of (another
+    /// tab whose events did not arrive): the window is reloaded.
+    fn message_added(&self, m: Message) {
+        self.flush();
+        let chat = self.stores.chat;
+        if chat.take_message(&m) {
+            chat.open(m.conversation_id, None);
+        }
+    }
+
+    /// The facts about the user changed (here or in another tab): the Memory page reads them again,
+    /// and the next request is previewed with them.
+    fn user_facts_changed(&self) {
+        self.stores.about.reload();
+        self.stores.chat.refresh_preview();
+    }
+
+    /// Saved settings (here or in another tab): the settings store takes them, and the open
+    /// conversation's next request is previewed with them.
+    fn settings_changed(&self, settings: Settings) {
+        let chat = self.stores.chat;
+        self.stores.settings.changed(settings);
+        if chat.current().with_untracked(Option::is_some) {
+            chat.refresh_preview();
+        }
+    }
+
+    /// Conversations stored or changed (here or in another tab): the list takes them in one update,
+    /// and the open one's next request is previewed again.
+    fn conversations_changed(&self, cs: Vec<Conversation>) {
+        let chat = self.stores.chat;
+        let current = cs.iter().any(|c| chat.is_current(&c.id));
+        self.stores.library.changed(cs);
+        if current {
+            chat.refresh_preview();
+        }
+    }
+
+    /// A streaming reply's growth waits for the next frame (coalesced); a settled one applies now.
+    fn progress(&self, m: Message) {
+        if m.status == MessageStatus::Streaming {
+            self.pending.borrow_mut().insert(m.id.clone(), m);
+            self.schedule();
+        } else {
+            self.pending.borrow_mut().remove(&m.id);
+            self.stores.chat.take_message(&m);
+        }
+    }
+
+    fn schedule(&self) {
+        if *self.scheduled.borrow() {
+            return;
+        }
+        *self.scheduled.borrow_mut() = true;
+        let this = self.clone();
+        request_animation_frame(move || {
+            *this.scheduled.borrow_mut() = false;
+            this.flush();
+        });
+    }
+
+    fn flush(&self) {
+        let pending: Vec<Message> = self.pending.borrow_mut().drain().map(|(_, m)| m).collect();
+        for m in pending {
+            self.stores.chat.take_message(&m);
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The shell's store: what belongs to the app as a whole rather than a domain: whether the database
+//! is open, the one banner (an error with what it is about, else a notice), the network status, the
+//! drawer and the memory pane on narrow screens, and whether the first screen has settled. Its
+//! signals are private: views read them and call its actions. Must not import `crate::store` or
+//! `crate::transport`, nor the session handle, another store.
+
+use crate::session::ErrorKind;
+use leptos::prelude::*;
+
+/// Something went wrong: what to tell the user, and what it is about (which decides the action the
+/// banner offers: Settings and Retry for a request, "Retry memory update" for a memory update).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    /// What the banner says.
+    pub text: String,
+    /// What it is about.
+    pub kind: ErrorKind,
+}
+
+/// What a send says while the browser is offline; coming back online clears it.
+pub const OFFLINE_SEND: &str =
+    "You are offline. Your message is kept in the composer; send it when you are back online.";
+
+/// The app-wide state. `Copy`, provided as context.
+#[derive(Clone, Copy)]
+pub struct ShellStore {
+    /// False until the database is open.
+    ready: RwSignal<bool>,
+    /// A message the user can act on, shown in the error banner.
+    error: RwSignal<Option<Problem>>,
+    /// A transient, non-error notice.
+    notice: RwSignal<Option<String>>,
+    online: RwSignal<bool>,
+    /// The conversation list is shown as a drawer (phones).
+    drawer_open: RwSignal<bool>,
+    /// Memory pane shown on narrow screens.
+    memory_open: RwSignal<bool>,
+    /// The first screen (composer and conversation list) is shown and the page has been idle since:
+    /// what it does not need (the memory pane's sections) mounts then.
+    settled: RwSignal<bool>,
+}
+
+impl ShellStore {
+    /// Not ready, online, nothing to say, drawer and memory pane closed.
+    pub fn new() -> Self {
+        ShellStore {
+            ready: RwSignal::new(false),
+            error: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            online: RwSignal::new(true),
+            drawer_open: RwSignal::new(false),
+            memory_open: RwSignal::new(false),
+            settled: RwSignal::new(false),
+        }
+    }
+
+    /// True once the database is open.
+    pub fn ready(&self) -> ReadSignal<bool> {
+        self.ready.read_only()
+    }
+
+    /// The error in the banner, if any.
+    pub fn error(&self) -> ReadSignal<Option<Problem>> {
+        self.error.read_only()
+    }
+
+    /// The notice in the banner (shown when there is no error).
+    pub fn notice(&self) -> ReadSignal<Option<String>> {
+        self.notice.read_only()
+    }
+
+    /// Whether the browser is online.
+    pub fn online(&self) -> ReadSignal<bool> {
+        self.online.read_only()
+    }
+
+    /// Whether the conversation list is open as a drawer.
+    pub fn drawer_open(&self) -> ReadSignal<bool> {
+        self.drawer_open.read_only()
+    }
+
+    /// Whether the memory pane is open on a narrow screen.
+    pub fn memory_open(&self) -> ReadSignal<bool> {
+        self.memory_open.read_only()
+    }
+
+    /// Whether the first screen is shown and the page was idle since.
+    pub fn settled(&self) -> ReadSignal<bool> {
+        self.settled.read_only()
+    }
+
+    /// The database is open.
+    pub fn set_ready(&self) {
+        self.ready.set(true);
+    }
+
+    /// The page has been idle since the first screen: the rest mounts.
+    pub fn settle(&self) {
+        self.settled.set(true);
+    }
+
+    /// Shows an error in the banner (the one place errors are shown; it replaces any notice).
+    pub fn fail(&self, text: impl Into<String>, kind: ErrorKind) {
+        self.notice.set(None);
+        self.error.set(Some(Problem {
+            text: text.into(),
+            kind,
+        }));
+    }
+
+    /// Takes the error out of the banner.
+    pub fn dismiss_error(&self) {
+        self.error.set(None);
+    }
+
+    /// Shows a notice.
+    pub fn notify(&self, text: String) {
+        self.notice.set(Some(text));
+    }
+
+    /// Takes the notice out of the banner.
+    pub fn dismiss_notice(&self) {
+        self.notice.set(None);
+    }
+
+    /// The network status as the page opens.
+    pub fn set_online(&self, online: bool) {
+        self.online.set(online);
+    }
+
+    /// The browser is back online: the error that said "offline" is over and gives way to the
+    /// notice (other errors stay, with their actions).
+    pub fn went_online(&self) {
+        self.online.set(true);
+        if self
+            .error
+            .with_untracked(|e| e.as_ref().is_some_and(|p| p.text == OFFLINE_SEND))
+        {
+            self.error.set(None);
+        }
+        self.notice.set(Some("You are back online.".into()));
+    }
+
+    /// The browser went offline: what still works is said.
+    pub fn went_offline(&self) {
+        self.online.set(false);
+        self.notice.set(Some(
+            "You are offline. Everything stored can still be read and searched.".into(),
+        ));
+    }
+
+    /// Opens the drawer (Ctrl+K).
+    pub fn open_drawer(&self) {
+        self.drawer_open.set(true);
+    }
+
+    /// Closes the drawer.
+    pub fn close_drawer(&self) {
+        self.drawer_open.set(false);
+    }
+
+    /// The drawer button.
+    pub fn toggle_drawer(&self) {
+        self.drawer_open.update(|o| *o = !*o);
+    }
+
+    /// The memory button of the chat header.
+    pub fn toggle_memory_pane(&self) {
+        self.memory_open.update(|o| *o = !*o);
+    }
+
+    /// The memory pane's close button.
+    pub fn close_memory_pane(&self) {
+        self.memory_open.set(false);
+    }
+}
+
+impl Default for ShellStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,82 @@
+// Memory about you, across conversations (issue 26): what the user says about themselves in one
+// conversation is in the first request of a new one; forgetting it on the Memory page takes it out
+// of the next request; with "Remember me across conversations" off, no request carries it.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startHarness,
+  openConfiguredApp,
+  chatTurn,
+  openSettings,
+  saveSettings,
+  assertNoPageProblems,
+  withDiagnostics,
+  eventually,
+  tid,
+} from './helpers.mjs';
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+const NAME = 'My name is Marta and I live in Lisbon.';
+
+/** Everything the chat request `r` sends, as one text. */
+const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
+
+async function newConversation(page) {
+  await page.locator(tid('new-conversation')).click();
+  await page.locator(tid('message')).first().waitFor({ state: 'detached' });
+}
+
+test('user memory: a fact said in one conversation reaches the next; forgotten, it leaves every prompt', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'user-memory', async () => {
+      await chatTurn(page, agent, NAME, 'Nice to meet you, Marta.');
+      // The fact lands in the background, after the request went out.
+      await page.locator(tid('memory-page-open')).click();
+      const facts = page.locator(tid('memory-page')).locator(tid('user-fact'));
+      // The page reads the facts again when they change, so one that lands after it opened shows.
+      await facts.first().waitFor({ state: 'visible' });
+      await eventually(async () => (await facts.allInnerTexts()).join(' ').includes('Lisbon'), { what: 'both facts on the Memory page' });
+      const texts = await facts.allInnerTexts();
+      assert.ok(texts.some((t) => t.includes('Marta')), `the name is a fact: ${texts}`);
+      assert.ok(texts.some((t) => t.includes('Lisbon')), `the city is a fact: ${texts}`);
+      await page.keyboard.press('Escape');
+
+      await newConversation(page);
+      await chatTurn(page, agent, 'What is my name and where do I live?', 'You are Marta, in Lisbon.');
+      const first = agent.chatRequests().at(-1);
+      assert.ok(sent(first).includes('Marta') && sent(first).includes('Lisbon'), `the new conversation's first request carries the facts: ${sent(first)}`);
+      assert.ok(!first.body.messages.some((m) => m.content === NAME), 'not as history: the other conversation is not replayed');
+
+      // Forget the name: the next request of any conversation leaves it out.
+      await page.locator(tid('memory-page-open')).click();
+      const marta = page.locator(tid('user-fact')).filter({ hasText: 'Marta' }).first();
+      await marta.locator(tid('user-fact-forget')).click();
+      await marta.locator(tid('confirm-forget')).click();
+      await page.locator(tid('user-fact')).filter({ hasText: 'Marta' }).waitFor({ state: 'detached' });
+      await page.keyboard.press('Escape');
+      await chatTurn(page, agent, 'And now?', 'I do not know your name.');
+      const after = sent(agent.chatRequests().at(-1));
+      assert.ok(!after.includes('Marta'), `a forgotten fact is in no prompt: ${after}`);
+
+      // Off in Settings: no request carries a fact about the user.
+      await openSettings(page);
+      await page.locator(tid('settings-memory-across')).uncheck();
+      await saveSettings(page);
+      await newConversation(page);
+      await chatTurn(page, agent, 'Where do I live?', 'I cannot say.');
+      const off = sent(agent.chatRequests().at(-1));
+      assert.ok(!off.includes('Lisbon'), `with memory about you off, the prompt carries none: ${off}`);
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
