@@ -1336,3 +1336,46 @@ fn the_invariant_check_can_fail() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Stores own their signals: no ui item hands out a write signal (a `pub` field of type `RwSignal`,
+// or a `pub fn` returning one), so only a store's own actions and event handlers write its state.
+
+/// `(file, line)` of each ui item that hands out a write signal.
+fn open_signals(root: &Path) -> Vec<(String, String)> {
+    let ui = root.join("ui");
+    let mut hits = Vec::new();
+    for file in rust_files(&ui) {
+        let code = code_of(&fs::read_to_string(&file).unwrap());
+        for line in code.lines().map(str::trim) {
+            let field = line.starts_with("pub ") && !line.starts_with("pub fn") && {
+                let ty = line.split_once(':').map_or("", |(_, t)| t.trim_start());
+                ty.starts_with("RwSignal") || ty.starts_with("leptos::prelude::RwSignal")
+            };
+            let getter = line.starts_with("pub fn") && line.contains("-> RwSignal");
+            if field || getter {
+                let rel = file.strip_prefix(root).unwrap().display().to_string();
+                hits.push((rel, line.to_string()));
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn stores_keep_their_write_signals_private() {
+    assert_eq!(listed(open_signals(&src())), "");
+}
+
+#[test]
+fn the_signal_rule_fires_on_planted_open_signals() {
+    let store = "//! h\npub struct S {\n    pub items: RwSignal<Vec<u8>>,\n    open: RwSignal<bool>,\n}\nimpl S {\n    pub fn open(&self) -> RwSignal<bool> { self.open }\n    pub fn shown(&self) -> ReadSignal<bool> { self.open.read_only() }\n}\n";
+    fires(
+        open_signals,
+        &[("ui/chat/store.rs", store)],
+        &[
+            "pub items: RwSignal<Vec<u8>>,",
+            "pub fn open(&self) -> RwSignal<bool> { self.open }",
+        ],
+    );
+}
