@@ -170,6 +170,7 @@ fn use_app_keys(stores: Stores) {
         shell,
         chat,
         settings,
+        about,
         ..
     } = stores;
     let on_key = window_event_listener(leptos::ev::keydown, move |e| {
@@ -181,6 +182,8 @@ fn use_app_keys(stores: Stores) {
         } else if settings.dialog_open().get_untracked() {
             // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
             settings.close_dialog();
+        } else if about.is_open().get_untracked() {
+            about.close_page();
         } else if shell.drawer_open().get_untracked() {
             shell.close_drawer();
             if chat.streaming_untracked() {

@@ -27,6 +27,19 @@ const NAME = 'My name is Marta and I live in Lisbon.';
 /** Everything the chat request `r` sends, as one text. */
 const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
 
+/** The facts the request carries: the lines of its "About the user" section. */
+function factsSent(r) {
+  const lines = sent(r).split('\n');
+  const at = lines.findIndex((l) => l.startsWith('## About the user'));
+  if (at < 0) return [];
+  const facts = [];
+  for (const l of lines.slice(at + 1)) {
+    if (!l.startsWith('- ')) break;
+    facts.push(l);
+  }
+  return facts;
+}
+
 async function newConversation(page) {
   await page.locator(tid('new-conversation')).click();
   await page.locator(tid('message')).first().waitFor({ state: 'detached' });
@@ -52,7 +65,8 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       await newConversation(page);
       await chatTurn(page, agent, 'What is my name and where do I live?', 'You are Marta, in Lisbon.');
       const first = agent.chatRequests().at(-1);
-      assert.ok(sent(first).includes('Marta') && sent(first).includes('Lisbon'), `the new conversation's first request carries the facts: ${sent(first)}`);
+      const carried = factsSent(first).join('\n');
+      assert.ok(carried.includes('Marta') && carried.includes('Lisbon'), `the new conversation's first request carries the facts: ${sent(first)}`);
       assert.ok(!first.body.messages.some((m) => m.content === NAME), 'not as history: the other conversation is not replayed');
 
       // Forget the name: the next request of any conversation leaves it out.
@@ -63,8 +77,8 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       await page.locator(tid('user-fact')).filter({ hasText: 'Marta' }).waitFor({ state: 'detached' });
       await page.keyboard.press('Escape');
       await chatTurn(page, agent, 'And now?', 'I do not know your name.');
-      const after = sent(agent.chatRequests().at(-1));
-      assert.ok(!after.includes('Marta'), `a forgotten fact is in no prompt: ${after}`);
+      const after = factsSent(agent.chatRequests().at(-1));
+      assert.ok(after.length > 0 && !after.join('\n').includes('Marta'), `a forgotten fact is in no prompt, the others stay: ${after}`);
 
       // Off in Settings: no request carries a fact about the user.
       await openSettings(page);
@@ -72,8 +86,9 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       await saveSettings(page);
       await newConversation(page);
       await chatTurn(page, agent, 'Where do I live?', 'I cannot say.');
-      const off = sent(agent.chatRequests().at(-1));
-      assert.ok(!off.includes('Lisbon'), `with memory about you off, the prompt carries none: ${off}`);
+      const off = agent.chatRequests().at(-1);
+      assert.deepEqual(factsSent(off), [], `with memory about you off, the prompt carries none: ${sent(off)}`);
+      assert.ok(!sent(off).includes('Lisbon'), 'not a word of them');
       assertNoPageProblems(issues);
     });
   } finally {

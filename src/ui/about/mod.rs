@@ -30,8 +30,7 @@ pub fn MemoryPage() -> impl IntoView {
         <Show when=move || open.get()>
             <div class="dialog-backdrop" on:click=move |_| about.close_page()></div>
             <section class="dialog memory-page" data-testid="memory-page" role="dialog"
-                aria-label="Memory about you"
-                on:keydown=move |ev| if ev.key() == "Escape" { about.close_page() }>
+                aria-label="Memory about you">
                 <header class="dialog-head">
                     <h2>"Memory about you"</h2>
                     <button class="icon" aria-label="Close" on:click=move |_| about.close_page()>"✕"</button>
