@@ -1076,3 +1076,34 @@ fn the_memory_page_says_when_a_fact_held() {
     facts[0].valid_to = Some(20_001 * DAY);
     assert_eq!(fact_days(&facts[0]), "said 4 Oct 2024; until 5 Oct 2024");
 }
+
+#[test]
+fn a_fact_said_in_this_conversations_history_is_not_repeated_as_about_you() {
+    // "name" was said in message m-name of this conversation, still in its history; "tea" elsewhere.
+    let facts = vec![
+        fact("name", "My name is Marta.", FactKind::Name, 0),
+        fact("tea", "I like green tea.", FactKind::Preference, 1),
+    ];
+    let mut said = msg(1, Role::User, "My name is Marta.", 0);
+    said.id = "m-name".into();
+    let a = assembled(&facts, &[said], None, "Any tea for me?", 4096);
+    let about = a
+        .sections
+        .iter()
+        .find(|s| s.kind == SectionKind::UserFacts)
+        .expect("the fact said elsewhere is carried");
+    assert!(about.text.contains("green tea"), "{}", about.text);
+    assert!(!about.text.contains("Marta"), "{}", about.text);
+    // Said in no message the prompt could carry: both go in.
+    let a = assembled(&facts, &[], None, "Any tea for me?", 4096);
+    let about = a
+        .sections
+        .iter()
+        .find(|s| s.kind == SectionKind::UserFacts)
+        .unwrap();
+    assert!(
+        about.text.contains("Marta") && about.text.contains("green tea"),
+        "{}",
+        about.text
+    );
+}

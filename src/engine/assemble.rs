@@ -920,10 +920,23 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
 
     /// Step 3, after the summary: the facts about the user within their share and what is left
     /// (the core, then those the recent messages speak of; none an uncovered user message or the
-    /// new one supersedes), cut from the end to the byte cap.
+    /// new one supersedes; none said in this conversation's history, which the history, the
+    /// summary or the pending statements carry already), cut from the end to the byte cap.
     fn place_user_facts(&mut self) -> PlacedFacts {
         let input = self.input;
-        if input.user_facts.is_empty() {
+        let here: std::collections::HashSet<&str> =
+            input.history.iter().map(|m| m.id.as_str()).collect();
+        let elsewhere: Vec<UserFact> = input
+            .user_facts
+            .iter()
+            .filter(|f| {
+                f.source
+                    .as_ref()
+                    .is_none_or(|s| !here.contains(s.message_id.as_str()))
+            })
+            .cloned()
+            .collect();
+        if elsewhere.is_empty() {
             return (None, None, 0);
         }
         let share = (self.budget as u64 * USER_FACTS_SHARE_PERCENT as u64 / 100) as u32;
@@ -939,7 +952,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             .chain(std::iter::once(input.new_message))
             .map(|m| (m.content.as_str(), m.created_at))
             .collect();
-        let picked = pick_for_prompt(input.user_facts, None, &recent, &said, room, self.est);
+        let picked = pick_for_prompt(&elsewhere, None, &recent, &said, room, self.est);
         let mut chosen = picked.chosen;
         let mut reason = DropReason::OverBudget;
         while !chosen.is_empty() {

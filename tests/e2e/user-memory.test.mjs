@@ -52,7 +52,7 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
     await withDiagnostics(page, issues, 'user-memory', async () => {
       await chatTurn(page, agent, NAME, 'Nice to meet you, Marta.');
       // The fact lands in the background, after the request went out.
-      await page.locator(tid('memory-page-open')).click();
+      await page.locator(tid('memory-page-open')).first().click();
       const facts = page.locator(tid('memory-page')).locator(tid('user-fact'));
       // The page reads the facts again when they change, so one that lands after it opened shows.
       await facts.first().waitFor({ state: 'visible' });
@@ -70,7 +70,7 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       assert.ok(!first.body.messages.some((m) => m.content === NAME), 'not as history: the other conversation is not replayed');
 
       // Forget the name: the next request of any conversation leaves it out.
-      await page.locator(tid('memory-page-open')).click();
+      await page.locator(tid('memory-page-open')).first().click();
       const marta = page.locator(tid('user-fact')).filter({ hasText: 'Marta' }).first();
       await marta.locator(tid('user-fact-forget')).click();
       await marta.locator(tid('confirm-forget')).click();
