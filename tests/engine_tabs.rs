@@ -87,7 +87,7 @@ fn the_envelope_names_the_conversation_outside_the_change() {
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["v"], WIRE_VERSION);
     assert_eq!(v["conversation"], "c9");
-    assert_eq!(v["change"]["kind"], "message_added");
+    assert!(v["change"]["message_added"].is_object(), "{text}");
     let settings = encode(&Change::Settings(Box::new(Settings::builtin())));
     assert!(!settings.contains("\"conversation\""), "{settings}");
 }
@@ -96,11 +96,11 @@ fn the_envelope_names_the_conversation_outside_the_change() {
 #[test]
 fn a_version_1_message_reads() {
     check_heard(
-        r#"{"v":1,"conversation":"c1","change":{"kind":"branch_changed","data":"c1"}}"#,
+        r#"{"v":1,"conversation":"c1","change":{"branch_changed":"c1"}}"#,
         Heard::Change(Change::BranchChanged("c1".into())),
     );
     check_heard(
-        r#"{"v":1,"conversation":"c1","change":{"kind":"memory_updating","data":{"conversation_id":"c1","running":false}}}"#,
+        r#"{"v":1,"conversation":"c1","change":{"memory_updating":{"conversation_id":"c1","running":false}}}"#,
         Heard::Change(Change::MemoryUpdating {
             conversation_id: "c1".into(),
             running: false,
@@ -112,33 +112,33 @@ fn a_version_1_message_reads() {
 fn a_newer_builds_message_is_read_as_far_as_it_can_be() {
     // A field added later, in the envelope and in the change: ignored.
     check_heard(
-        r#"{"v":1,"sent_at":5,"conversation":"c1","change":{"kind":"messages_cleared","data":"c1","why":"user"}}"#,
+        r#"{"v":1,"sent_at":5,"conversation":"c1","change":{"messages_cleared":"c1"}}"#,
         Heard::Change(Change::MessagesCleared("c1".into())),
     );
     let mut added = serde_json::to_value(message("c1", MessageStatus::Complete)).unwrap();
     added["reactions"] = serde_json::json!(["👍"]);
-    let text = serde_json::json!({"v": 1, "conversation": "c1", "change": {"kind": "message_added", "data": added}});
+    let text = serde_json::json!({"v": 1, "conversation": "c1", "change": {"message_added": added}});
     check_heard(
         &text.to_string(),
         Heard::Change(Change::MessageAdded(message("c1", MessageStatus::Complete))),
     );
     // A kind added later: what it is about is read again from the store.
     check_heard(
-        r#"{"v":1,"conversation":"c1","change":{"kind":"attachment_added","data":{"id":"a1"}}}"#,
+        r#"{"v":1,"conversation":"c1","change":{"attachment_added":{"id":"a1"}}}"#,
         unreadable(Some("c1")),
     );
     check_heard(
-        r#"{"v":1,"change":{"kind":"user_memory_changed","data":null}}"#,
+        r#"{"v":1,"change":"projects_changed"}"#,
         unreadable(None),
     );
     // A shape changed in a later version: never misread, even when it would parse.
     check_heard(
-        r#"{"v":2,"conversation":"c1","change":{"kind":"branch_changed","data":"c1"}}"#,
+        r#"{"v":2,"conversation":"c1","change":{"branch_changed":"c1"}}"#,
         unreadable(Some("c1")),
     );
     // A known kind whose data this build cannot read.
     check_heard(
-        r#"{"v":1,"conversation":"c1","change":{"kind":"message_added","data":{"id":3}}}"#,
+        r#"{"v":1,"conversation":"c1","change":{"message_added":{"id":3}}}"#,
         unreadable(Some("c1")),
     );
 }

@@ -2,7 +2,7 @@
 //! wire that carries it between tabs ([`encode`], [`decode`]).
 //!
 //! Tabs of one origin may run different builds for a while (a tab left open across a deploy). The
-//! wire is an envelope `{"v": 1, "conversation": …, "change": {"kind": …, "data": …}}`: the version
+//! wire is an envelope `{"v": 1, "conversation": …, "change": {"<kind>": …}}`: the version
 //! it was written in, the conversation the change is about (outside the change, so a tab that cannot
 //! read the change still knows what to read again), and the change. A tab one version older reads a
 //! newer tab's message: fields it does not know are ignored, and a change it cannot read at all
@@ -22,7 +22,9 @@ pub const WIRE_VERSION: u32 = 1;
 
 /// A change of data every tab shares (and sync replicates).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
+/// Externally tagged (`{"message_added": {…}}`, `"user_facts"`): an adjacently tagged enum is read
+/// through serde's buffered content, a second copy of every model type's deserializer in the wasm.
+#[serde(rename_all = "snake_case")]
 pub enum Change {
     /// A conversation record was stored or changed.
     Conversation(Conversation),
@@ -96,19 +98,22 @@ pub fn encode(change: &Change) -> String {
     serde_json::to_string(&envelope).unwrap_or_default()
 }
 
-/// Reads a wire text (see the module header for what a newer build's message reads as).
+/// Reads a wire text (see the module header for what a newer build's message reads as). The text
+/// is read as text twice (the envelope's head, then the change) rather than through a
+/// `serde_json::Value`: a `Value` deserializer of every model type would be a second copy in the
+/// wasm of the one the app already has for text (settings and backups are read from text too).
 pub fn decode(text: &str) -> Heard {
-    let Ok(envelope) = serde_json::from_str::<Envelope<serde_json::Value>>(text) else {
+    let Ok(head) = serde_json::from_str::<Envelope<serde::de::IgnoredAny>>(text) else {
         return Heard::Garbage;
     };
     let unreadable = Heard::Unreadable {
-        conversation: envelope.conversation,
+        conversation: head.conversation,
     };
-    if envelope.v > WIRE_VERSION {
+    if head.v > WIRE_VERSION {
         return unreadable;
     }
-    match serde_json::from_value::<Change>(envelope.change) {
-        Ok(change) => Heard::Change(change),
+    match serde_json::from_str::<Envelope<Change>>(text) {
+        Ok(envelope) => Heard::Change(envelope.change),
         Err(_) => unreadable,
     }
 }
