@@ -117,7 +117,8 @@ fn a_newer_builds_message_is_read_as_far_as_it_can_be() {
     );
     let mut added = serde_json::to_value(message("c1", MessageStatus::Complete)).unwrap();
     added["reactions"] = serde_json::json!(["👍"]);
-    let text = serde_json::json!({"v": 1, "conversation": "c1", "change": {"message_added": added}});
+    let text =
+        serde_json::json!({"v": 1, "conversation": "c1", "change": {"message_added": added}});
     check_heard(
         &text.to_string(),
         Heard::Change(Change::MessageAdded(message("c1", MessageStatus::Complete))),
@@ -127,10 +128,7 @@ fn a_newer_builds_message_is_read_as_far_as_it_can_be() {
         r#"{"v":1,"conversation":"c1","change":{"attachment_added":{"id":"a1"}}}"#,
         unreadable(Some("c1")),
     );
-    check_heard(
-        r#"{"v":1,"change":"projects_changed"}"#,
-        unreadable(None),
-    );
+    check_heard(r#"{"v":1,"change":"projects_changed"}"#, unreadable(None));
     // A shape changed in a later version: never misread, even when it would parse.
     check_heard(
         r#"{"v":2,"conversation":"c1","change":{"branch_changed":"c1"}}"#,
