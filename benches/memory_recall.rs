@@ -101,6 +101,7 @@ fn endpoint(url: &str) -> EndpointProfile {
         model: "smollm2-135m".into(),
         api_key: None,
         system_prompt: "You are a helpful assistant.".into(),
+        no_user_memory: false,
     }
 }
 

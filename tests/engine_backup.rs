@@ -41,6 +41,7 @@ fn conversation(id: &str) -> Conversation {
             history_format: Some(HistoryFormat::Transcript),
             model: Some("/models/SmolLM2-135M.gguf".into()),
             system_prompt: Some("You answer as a ship's cook would.".into()),
+            user_memory: Some(false),
             ..MemoryOverrides::default()
         },
     }

@@ -59,6 +59,7 @@ fn endpoint(protocol: Protocol) -> EndpointProfile {
         model: "m".into(),
         api_key: None,
         system_prompt: "You are helpful.".into(),
+        no_user_memory: false,
     }
 }
 

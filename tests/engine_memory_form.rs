@@ -28,6 +28,7 @@ fn endpoint(protocol: Protocol) -> EndpointProfile {
         model: "m".into(),
         api_key: None,
         system_prompt: String::new(),
+        no_user_memory: false,
     }
 }
 

@@ -23,6 +23,7 @@ fn endpoint(protocol: Protocol, base_url: &str, api_key: Option<&str>) -> Endpoi
         model: "m-1".into(),
         api_key: api_key.map(str::to_string),
         system_prompt: "ignored by the builders".into(),
+        no_user_memory: false,
     }
 }
 

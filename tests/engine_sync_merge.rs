@@ -712,3 +712,22 @@ fn branch_links_travel_in_the_message_document() {
     let d = message_doc(&m, &hlc(1, 0, "a")).unwrap();
     assert_eq!(to_message(&d), m);
 }
+
+#[test]
+fn use_memory_about_me_syncs_and_a_conversation_that_never_set_it_keeps_its_document() {
+    let plain = conv("Chat", false, 1);
+    assert!(!conversation_doc(&plain, &hlc(1, 0, "a"))
+        .fields
+        .contains_key("user_memory"));
+    let off = |c: &mut Conversation| c.memory_overrides.user_memory = Some(false);
+    check_concurrent_edits((5, "a"), rename("A"), (6, "b"), off, |c| {
+        assert_eq!(
+            (c.title.as_str(), c.memory_overrides.user_memory),
+            ("A", Some(false))
+        )
+    });
+    let on = |c: &mut Conversation| c.memory_overrides.user_memory = Some(true);
+    check_concurrent_edits((5, "a"), off, (6, "b"), on, |c| {
+        assert_eq!(c.memory_overrides.user_memory, Some(true))
+    });
+}

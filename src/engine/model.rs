@@ -259,6 +259,10 @@ pub struct MemoryOverrides {
     /// model in Settings (see `Settings::chat_endpoint_for`).
     #[serde(default)]
     pub model: Option<String>,
+    /// "Use memory about me" in this conversation (`None`: as Settings say): off, its prompts carry
+    /// no fact about the user and what is said in it is not taken in.
+    #[serde(default)]
+    pub user_memory: Option<bool>,
     /// This conversation's system prompt, used instead of the one in Settings.
     #[serde(default)]
     pub system_prompt: Option<String>,
@@ -277,7 +281,7 @@ impl MemoryOverrides {
             max_message_chars: self.max_message_chars.unwrap_or(base.max_message_chars),
             history_format: self.history_format.unwrap_or(base.history_format),
             max_request_bytes: base.max_request_bytes,
-            user_memory: base.user_memory,
+            user_memory: self.user_memory.unwrap_or(base.user_memory),
         }
     }
 }
@@ -575,6 +579,10 @@ pub struct EndpointProfile {
     /// Stored locally only; never exported.
     pub api_key: Option<String>,
     pub system_prompt: String,
+    /// "Don't send memory about me to this endpoint": no request to it carries a fact about the
+    /// user (for a cloud endpoint the user does not want to profile them).
+    #[serde(default)]
+    pub no_user_memory: bool,
 }
 
 impl EndpointProfile {

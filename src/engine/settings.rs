@@ -96,6 +96,7 @@ impl Settings {
                 model: String::new(),
                 api_key: None,
                 system_prompt: DEFAULT_SYSTEM_PROMPT.into(),
+                no_user_memory: false,
             },
             memory: MemoryConfig::default(),
             memory_endpoint: MemoryEndpoint::default(),

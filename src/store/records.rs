@@ -48,6 +48,8 @@ pub struct OverridesRecord {
     pub model: Option<String>,
     #[serde(default)]
     pub system_prompt: Option<String>,
+    #[serde(default)]
+    pub user_memory: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +105,7 @@ impl From<&Conversation> for ConversationRecord {
             memory_model,
             model,
             system_prompt,
+            user_memory,
         } = memory_overrides;
         ConversationRecord {
             id: id.clone(),
@@ -140,6 +143,7 @@ impl From<&Conversation> for ConversationRecord {
                 memory_model: memory_model.clone(),
                 model: model.clone(),
                 system_prompt: system_prompt.clone(),
+                user_memory: *user_memory,
             },
             title_terms: index_terms(title),
         }
@@ -183,6 +187,7 @@ impl TryFrom<ConversationRecord> for Conversation {
                 memory_model: r.overrides.memory_model,
                 model: r.overrides.model,
                 system_prompt: r.overrides.system_prompt,
+                user_memory: r.overrides.user_memory,
             },
             id: r.id,
             title: r.title,

@@ -52,7 +52,7 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
     await withDiagnostics(page, issues, 'user-memory', async () => {
       await chatTurn(page, agent, NAME, 'Nice to meet you, Marta.');
       // The fact lands in the background, after the request went out.
-      await page.locator(tid('memory-page-open')).first().click();
+      await page.locator(tid('memory-page-open')).click();
       const facts = page.locator(tid('memory-page')).locator(tid('user-fact'));
       // The page reads the facts again when they change, so one that lands after it opened shows.
       await facts.first().waitFor({ state: 'visible' });
@@ -70,7 +70,7 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       assert.ok(!first.body.messages.some((m) => m.content === NAME), 'not as history: the other conversation is not replayed');
 
       // Forget the name: the next request of any conversation leaves it out.
-      await page.locator(tid('memory-page-open')).first().click();
+      await page.locator(tid('memory-page-open')).click();
       const marta = page.locator(tid('user-fact')).filter({ hasText: 'Marta' }).first();
       await marta.locator(tid('user-fact-forget')).click();
       await marta.locator(tid('confirm-forget')).click();
@@ -89,6 +89,44 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       const off = agent.chatRequests().at(-1);
       assert.deepEqual(factsSent(off), [], `with memory about you off, the prompt carries none: ${sent(off)}`);
       assert.ok(!sent(off).includes('Lisbon'), 'not a word of them');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+test('user memory: off for one conversation, or for the endpoint, no request carries a fact', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'user-memory-switches', async () => {
+      await chatTurn(page, agent, 'I work as a nurse in Porto.', 'A demanding job.');
+      await page.locator(tid('memory-page-open')).click();
+      await page.locator(tid('user-fact')).filter({ hasText: 'nurse' }).first().waitFor({ state: 'visible' });
+      await page.keyboard.press('Escape');
+
+      // A new conversation carries it, until its own switch is off.
+      await newConversation(page);
+      await chatTurn(page, agent, 'Hello again.', 'Hello.');
+      assert.ok(factsSent(agent.chatRequests().at(-1)).join('\n').includes('nurse'), 'carried by default');
+      const own = page.locator(tid('conversation-use-user-memory'));
+      await own.waitFor({ state: 'visible' });
+      assert.ok(await own.isChecked(), 'on, as Settings say');
+      await own.uncheck();
+      await eventually(async () => !(await own.isChecked()), { what: 'the switch saved' });
+      await chatTurn(page, agent, 'What do I do for a living?', 'I cannot say.');
+      assert.deepEqual(factsSent(agent.chatRequests().at(-1)), [], 'off for this conversation: none');
+
+      // Another conversation still has them; with the endpoint's switch on, none goes to it.
+      await openSettings(page);
+      await page.locator(tid('settings-endpoint-no-user-memory')).check();
+      await saveSettings(page);
+      await newConversation(page);
+      await chatTurn(page, agent, 'Where do I work?', 'I do not know.');
+      const sentTo = agent.chatRequests().at(-1);
+      assert.deepEqual(factsSent(sentTo), [], 'not sent to this endpoint');
+      assert.ok(!sent(sentTo).includes('nurse'), 'not a word of them');
       assertNoPageProblems(issues);
     });
   } finally {

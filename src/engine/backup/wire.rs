@@ -112,6 +112,8 @@ pub(super) struct BOverrides {
     pub(super) model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) user_memory: Option<bool>,
 }
 
 wire_enum!(BHistoryFormat <-> HistoryFormat {
@@ -261,6 +263,7 @@ impl From<&Conversation> for BConversation {
             memory_model,
             model,
             system_prompt,
+            user_memory,
         } = memory_overrides;
         BConversation {
             id: id.clone(),
@@ -297,6 +300,7 @@ impl From<&Conversation> for BConversation {
                 memory_model: memory_model.clone(),
                 model: model.clone(),
                 system_prompt: system_prompt.clone(),
+                user_memory: *user_memory,
             },
         }
     }
@@ -327,6 +331,7 @@ impl BConversation {
             memory_model,
             model,
             system_prompt,
+            user_memory,
         } = memory_overrides;
         let size = |field: &'static str, v: Option<u64>| -> Result<Option<usize>, ImportError> {
             v.map(|v| {
@@ -348,6 +353,7 @@ impl BConversation {
                 memory_model,
                 model,
                 system_prompt,
+                user_memory,
             },
             id,
             title,

@@ -53,6 +53,11 @@ fn fields_of(c: &Conversation) -> BTreeMap<String, Option<String>> {
         ("system_prompt", o.system_prompt.clone()),
     ]
     .into_iter()
+    // Only once set: a conversation that never touched it keeps the document it had.
+    .chain(
+        o.user_memory
+            .map(|on| ("user_memory", Some(on_off(on).to_string()))),
+    )
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
@@ -129,6 +134,21 @@ pub fn apply_conversation(doc: &ConversationDoc, c: &mut Conversation) {
     }
     if let Some(v) = get("system_prompt") {
         o.system_prompt = v;
+    }
+    if let Some(v) = get("user_memory") {
+        o.user_memory = match v.as_deref() {
+            Some("on") => Some(true),
+            Some("off") => Some(false),
+            _ => None,
+        };
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
     }
 }
 

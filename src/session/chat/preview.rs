@@ -71,7 +71,7 @@ impl Chat {
             summary: None,
             entities: self.core.store.load_entities(&EntityScope::Shared).await?,
         };
-        let facts = self.user_facts_for(&config).await?;
+        let facts = self.user_facts_for(&conversation, &config).await?;
         let ctx =
             self.assemble_context(conversation, Vec::new(), config, &draft, (&memory, &facts));
         Ok(preview_of(&ctx, TurnPath::Fresh))

@@ -161,7 +161,7 @@ impl Chat {
             new_message
         };
         let memory = self.core.memory_parts(id).await?;
-        let facts = self.user_facts_for(&config).await?;
+        let facts = self.user_facts_for(&conversation, &config).await?;
         Ok(self.assemble_context(
             conversation,
             messages,
@@ -171,12 +171,20 @@ impl Chat {
         ))
     }
 
-    /// The facts about the user a prompt may carry: none when memory about the user is off.
+    /// The facts about the user a prompt of `conversation` may carry: none when memory about the
+    /// user is off (in Settings or for the conversation), or its endpoint must not have them.
     pub(super) async fn user_facts_for(
         &self,
+        conversation: &Conversation,
         config: &MemoryConfig,
     ) -> Result<Rc<Vec<UserFact>>, ChatError> {
-        if !config.user_memory {
+        let private = self
+            .core
+            .settings
+            .borrow()
+            .chat_endpoint_for(&conversation.memory_overrides)
+            .no_user_memory;
+        if !config.user_memory || private {
             return Ok(Rc::default());
         }
         Ok(self.core.user_facts().await?)

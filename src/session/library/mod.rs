@@ -140,6 +140,17 @@ impl Library {
         self.set_overrides(id, o).await
     }
 
+    /// "Use memory about me" in this conversation, kept with its overrides (read from the store so
+    /// a change made elsewhere in them is kept).
+    pub async fn set_user_memory(&self, id: &str, on: bool) -> Result<(), LibraryError> {
+        let c = self.core.conversation(id).await?;
+        let o = MemoryOverrides {
+            user_memory: Some(on),
+            ..c.memory_overrides
+        };
+        self.set_overrides(id, o).await
+    }
+
     /// Deletes a conversation with its messages, summaries and entities (one transaction).
     pub async fn delete(&self, id: &str) -> Result<(), LibraryError> {
         self.chat.stop(id);

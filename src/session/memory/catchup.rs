@@ -236,7 +236,7 @@ impl Memory {
             previous = self.core.store.latest_summary(id).await?;
         }
         // What the user said about themselves in the history (an import), taken in once.
-        self.user_span(&messages).await.ok();
+        self.user_span(&messages, &config).await.ok();
         Ok(Built::Covered(written))
     }
 

@@ -309,7 +309,7 @@ impl Memory {
         if landed {
             // What the user said in the span, about themselves (a message another tab stored, or
             // one whose own take-in failed); already known sentences change nothing.
-            self.user_span(messages).await.ok();
+            self.user_span(messages, config).await.ok();
         }
         Ok(landed)
     }

@@ -3,42 +3,42 @@
 //! (forget, edit, add). Which sentences are facts, what a new one makes past and what forgetting
 //! means are the engine's (`engine::memory::user`). Every change runs under one Web Lock for every
 //! tab, reading the facts from the store inside it, so two messages (or two tabs) never write over
-//! each other's facts. Must not import `ui`.
+//! each other's facts. A change runs behind split point `memory` (the extraction rules are in the
+//! memory chunk, not in what the first screen loads; the prompt's choice of facts stays in the
+//! main wasm). Must not import `ui`.
 
 use super::service::{Memory, MemoryError};
 use crate::engine::memory::user;
-use crate::engine::model::{Message, UserFact};
+use crate::engine::model::{MemoryConfig, Message, UserFact};
+use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, tabs};
 use std::collections::HashMap;
 
 impl Memory {
     /// Takes in what the user said in `m` (a stored user message), when memory about the user is
-    /// on.
+    /// on for its conversation.
     pub(crate) async fn user_said(&self, m: &Message) -> Result<(), MemoryError> {
-        if !self.core.settings.borrow().memory.user_memory {
+        let conversation = self.core.conversation(&m.conversation_id).await?;
+        if !self.core.config_for(&conversation).user_memory {
             return Ok(());
         }
-        self.change_facts(|facts| {
-            user::handle_said(
-                facts,
-                &m.conversation_id,
-                &m.id,
-                &m.content,
-                m.created_at,
-                || new_id("f"),
-            )
-        })
-        .await
-        .map(|_| ())
+        self.change_facts(FactChange::Said(m.clone()))
+            .await
+            .map(|_| ())
     }
 
-    /// Takes in what the user said in a memory update's span, when memory about the user is on.
-    pub(crate) async fn user_span(&self, messages: &[Message]) -> Result<(), MemoryError> {
-        if !self.core.settings.borrow().memory.user_memory {
+    /// Takes in what the user said in a memory update's span, when memory about the user is on
+    /// for its conversation (`config`).
+    pub(crate) async fn user_span(
+        &self,
+        messages: &[Message],
+        config: &MemoryConfig,
+    ) -> Result<(), MemoryError> {
+        if !config.user_memory {
             return Ok(());
         }
-        self.change_facts(|facts| user::handle_messages(facts, messages, || new_id("f")))
+        self.change_facts(FactChange::Span(messages.to_vec()))
             .await
             .map(|_| ())
     }
@@ -51,27 +51,22 @@ impl Memory {
     /// Forgets a fact: it leaves every prompt and every synced device, and the same sentence from
     /// the same message is not taken in again.
     pub async fn forget_fact(&self, id: &str) -> Result<(), MemoryError> {
-        let at = now();
-        self.change_facts(|facts| user::forget(facts, id, at))
+        self.change_facts(FactChange::Forget(id.to_string()))
             .await?;
         Ok(())
     }
 
     /// Replaces a fact's text with the user's words.
     pub async fn edit_fact(&self, id: &str, text: &str) -> Result<(), MemoryError> {
-        let at = now();
-        self.change_facts(|facts| user::edit(facts, id, text, at))
-            .await?;
+        let change = FactChange::Edit(id.to_string(), text.to_string());
+        self.change_facts(change).await?;
         Ok(())
     }
 
     /// Adds a fact the user wrote ("Remember that I …"); an empty one, or one already current, is
     /// said so.
     pub async fn add_fact(&self, text: &str) -> Result<(), MemoryError> {
-        let at = now();
-        let added = self
-            .change_facts(|facts| user::add(facts, text, at, new_id("f")))
-            .await?;
+        let added = self.change_facts(FactChange::Add(text.to_string())).await?;
         if !added {
             return Err(MemoryError::Invalid(
                 "Nothing to add: write a sentence about you that is not there yet.".into(),
@@ -82,16 +77,17 @@ impl Memory {
 
     /// Applies `change` to the facts as stored (under the lock), writes the ones it changed and
     /// reports it; returns whether anything changed.
-    async fn change_facts(
-        &self,
-        change: impl FnOnce(&mut Vec<UserFact>) -> bool,
-    ) -> Result<bool, MemoryError> {
+    async fn change_facts(&self, change: FactChange) -> Result<bool, MemoryError> {
+        change_facts_split(self, change).await
+    }
+
+    async fn change_facts_now(&self, change: FactChange) -> Result<bool, MemoryError> {
         let store = &self.core.store;
         let _lock = tabs::lock(&format!("memoire-user-facts:{}", store.name())).await;
         let mut facts = store.load_user_facts().await?;
         let before: HashMap<String, UserFact> =
             facts.iter().map(|f| (f.id.clone(), f.clone())).collect();
-        if !change(&mut facts) {
+        if !change.apply(&mut facts) {
             return Ok(false);
         }
         let changed: Vec<&UserFact> = facts
@@ -102,4 +98,43 @@ impl Memory {
         self.core.emit(SessionEvent::UserFactsChanged);
         Ok(true)
     }
+}
+
+/// A change of the facts about the user.
+enum FactChange {
+    /// The user said this (a stored user message).
+    Said(Message),
+    /// A memory update's span.
+    Span(Vec<Message>),
+    Forget(String),
+    /// A fact's id and the user's words for it.
+    Edit(String, String),
+    Add(String),
+}
+
+impl FactChange {
+    /// Applies the change (the engine's rules); true when anything changed.
+    fn apply(self, facts: &mut Vec<UserFact>) -> bool {
+        let at = now();
+        match self {
+            FactChange::Said(m) => user::handle_said(
+                facts,
+                &m.conversation_id,
+                &m.id,
+                &m.content,
+                m.created_at,
+                || new_id("f"),
+            ),
+            FactChange::Span(messages) => user::handle_messages(facts, &messages, || new_id("f")),
+            FactChange::Forget(id) => user::forget(facts, &id, at),
+            FactChange::Edit(id, text) => user::edit(facts, &id, &text, at),
+            FactChange::Add(text) => user::add(facts, &text, at, new_id("f")),
+        }
+    }
+}
+
+/// Split point `memory`: a change of the facts (the extraction and supersession rules it runs).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, MemoryError>)))]
+fn change_facts_split(memory: &Memory, change: FactChange) -> Boxed<'_, bool, MemoryError> {
+    Box::pin(memory.change_facts_now(change))
 }

@@ -7,17 +7,45 @@ pub mod store;
 use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
 use crate::ui::chat::store::ChatStore;
+use crate::ui::settings::store::SettingsStore;
 use leptos::prelude::*;
 use store::AboutStore;
 
-/// Opens the Memory page (in the chat header and the memory pane).
+/// Opens the Memory page: in the memory pane (`memory-page-open`, reachable on every width) and
+/// in the chat header (`header-memory-page-open`, hidden on phones); testids stay unique on a page.
 #[component]
-pub fn MemoryPageOpen() -> impl IntoView {
+pub fn MemoryPageOpen(
+    /// The button's `data-testid`.
+    testid: &'static str,
+) -> impl IntoView {
     let about = expect_context::<AboutStore>();
     view! {
-        <button class="memory-page-open" data-testid="memory-page-open"
+        <button class="memory-page-open" data-testid=testid
             title="What Memoire remembers about you, in every conversation"
             on:click=move |_| about.open_page()>"About you"</button>
+    }
+}
+
+/// "Use memory about me" for the open conversation (the memory pane): its overrides, else the
+/// setting in force.
+#[component]
+pub fn UseUserMemory() -> impl IntoView {
+    let chat = expect_context::<ChatStore>();
+    let settings = expect_context::<SettingsStore>().settings();
+    let on = move || {
+        let global = settings.with(|s| s.memory.user_memory);
+        chat.conversation()
+            .and_then(|c| c.memory_overrides.user_memory)
+            .unwrap_or(global)
+    };
+    view! {
+        <Show when=move || chat.current().with(Option::is_some)>
+            <label class="check use-user-memory">
+                <input type="checkbox" data-testid="conversation-use-user-memory" prop:checked=on
+                    on:change=move |ev| chat.use_user_memory(event_target_checked(&ev))/>
+                " Use memory about me in this conversation"
+            </label>
+        </Show>
     }
 }
 

@@ -69,7 +69,7 @@ fn ChatHeader() -> impl IntoView {
             <span class="spacer"></span>
             <ModelPicker/>
             <BackupMenu/>
-            <MemoryPageOpen/>
+            <MemoryPageOpen testid="header-memory-page-open"/>
             <button
                 class="memory-toggle"
                 data-testid="memory-toggle"

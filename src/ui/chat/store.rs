@@ -327,6 +327,14 @@ impl ChatStore {
         }
     }
 
+    /// "Use memory about me" in the open conversation.
+    pub fn use_user_memory(&self, on: bool) {
+        if let Some(id) = self.current.get_untracked() {
+            self.backend
+                .run(move |s| async move { Ok(s.library().set_user_memory(&id, on).await?) });
+        }
+    }
+
     /// Sends the composer text. `/clear` is handled by the composer (it asks first).
     pub fn send(&self, text: String) {
         self.shell.dismiss_error();

@@ -16,7 +16,7 @@ use crate::engine::memory::shown::{
     entity_properties, entity_relationships, summary_sentences, Status, PAST_LABEL,
 };
 use crate::engine::model::{EntityNode, EntityType, Role};
-use crate::ui::about::MemoryPageOpen;
+use crate::ui::about::{MemoryPageOpen, UseUserMemory};
 use crate::ui::chat::store::ChatStore;
 use crate::ui::shell::store::ShellStore;
 use build::BuildThis;
@@ -50,9 +50,10 @@ pub fn MemoryPane() -> impl IntoView {
                     "Update memory now"
                 </button>
                 <BuildThis/>
-                <MemoryPageOpen/>
+                <MemoryPageOpen testid="memory-page-open"/>
                 <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory pane" on:click=move |_| shell.close_memory_pane()>"✕"</button>
             </div>
+            <UseUserMemory/>
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
             <Show when=move || shell.settled().get()>
             <Show

@@ -186,6 +186,15 @@ fn EndpointSection(
                 <textarea data-testid="settings-system-prompt" rows="3" prop:value=system on:input=set_system></textarea>
                 <span class="hint">"Sent first in every request: who the agent is and how it should answer."</span>
             </label>
+            <label class="check">
+                <input type="checkbox" data-testid="settings-endpoint-no-user-memory"
+                    prop:checked=move || draft.with(|d| d.endpoint.no_user_memory)
+                    on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        draft.update(|d| d.endpoint.no_user_memory = on)
+                    }/>
+                " Don't send memory about me to this endpoint"
+            </label>
             <TestConnection form=form/>
         </section>
     }
