@@ -112,9 +112,9 @@ test('user memory: off for one conversation, or for the endpoint, no request car
       assert.ok(factsSent(agent.chatRequests().at(-1)).join('\n').includes('nurse'), 'carried by default');
       const own = page.locator(tid('conversation-use-user-memory'));
       await own.waitFor({ state: 'visible' });
-      assert.ok(await own.isChecked(), 'on, as Settings say');
-      await own.uncheck();
-      await eventually(async () => !(await own.isChecked()), { what: 'the switch saved' });
+      assert.equal(await own.getAttribute('aria-checked'), 'true', 'on, as Settings say');
+      await own.click();
+      await eventually(async () => (await own.getAttribute('aria-checked')) === 'false', { what: 'the switch saved' });
       await chatTurn(page, agent, 'What do I do for a living?', 'I cannot say.');
       assert.deepEqual(factsSent(agent.chatRequests().at(-1)), [], 'off for this conversation: none');
 

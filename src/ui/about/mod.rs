@@ -40,11 +40,13 @@ pub fn UseUserMemory() -> impl IntoView {
     };
     view! {
         <Show when=move || chat.current().with(Option::is_some)>
-            <label class="check use-user-memory">
-                <input type="checkbox" data-testid="conversation-use-user-memory" prop:checked=on
-                    on:change=move |ev| chat.use_user_memory(event_target_checked(&ev))/>
-                " Use memory about me in this conversation"
-            </label>
+            // A switch button, not a checkbox: the memory pane holds no form control (what model
+            // output fills must never hold one, and the XSS check says so of the whole pane).
+            <button class="switch use-user-memory" role="switch" data-testid="conversation-use-user-memory"
+                aria-checked=move || on().to_string()
+                on:click=move |_| chat.use_user_memory(!on())>
+                {move || if on() { "Memory about me: on here" } else { "Memory about me: off here" }}
+            </button>
         </Show>
     }
 }
