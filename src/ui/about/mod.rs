@@ -98,15 +98,19 @@ fn AddFact() -> impl IntoView {
     }
 }
 
-/// Every fact shown, current first; past ones struck through with their days.
+/// Every fact shown, current first; past ones struck through with their days. Which row is being
+/// edited, or asked to confirm a forget, is the list's (one signal each, not three per row: a page
+/// of a thousand facts opens in one go).
 #[component]
 fn FactList() -> impl IntoView {
     let about = expect_context::<AboutStore>();
     let shown = about.shown();
+    let editing = RwSignal::new(None::<String>);
+    let confirming = RwSignal::new(None::<String>);
     view! {
         <ul class="user-facts">
             <For each=move || shown.get() key=|f| (f.id.clone(), f.updated_at) let:fact>
-                <FactRow fact=fact/>
+                <FactRow fact=fact editing=editing confirming=confirming/>
             </For>
         </ul>
         <Show when=move || shown.with(Vec::is_empty)>
@@ -120,15 +124,15 @@ fn FactList() -> impl IntoView {
 fn FactRow(
     /// The fact shown.
     fact: UserFact,
+    /// The id of the fact being edited, if any (the list's).
+    editing: RwSignal<Option<String>>,
+    /// The id of the fact whose forget waits for confirmation, if any (the list's).
+    confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let about = expect_context::<AboutStore>();
     let chat = expect_context::<ChatStore>();
-    let editing = RwSignal::new(false);
-    let confirming = RwSignal::new(false);
-    let text = RwSignal::new(fact.text.clone());
     let current = fact.is_current();
     let id = fact.id.clone();
-    let when = fact_days(&fact);
+    let is = move |s: RwSignal<Option<String>>, id: &str| s.with(|e| e.as_deref() == Some(id));
     let source = fact.source.clone().map(|s| {
         view! {
             <button class="link" data-testid="user-fact-source"
@@ -136,38 +140,72 @@ fn FactRow(
                 "where"</button>
         }
     });
-    let (save_id, forget_id) = (id.clone(), id);
+    let text = fact.text.clone();
+    let (edit_id, toggle_id, ask_id, forget_id) = (id.clone(), id.clone(), id.clone(), id);
     view! {
         <li class="user-fact" class:past=!current data-testid="user-fact"
             data-status=if current { "current" } else { "past" }>
-            <Show when=move || editing.get() fallback=move || view! {
-                <span class="text">{move || text.get()}</span>
-            }>
-                <form on:submit={
-                    let save_id = save_id.clone();
-                    move |ev| {
-                        ev.prevent_default();
-                        about.edit(save_id.clone(), text.get_untracked());
-                        editing.set(false);
-                    }
-                }>
-                    <input data-testid="user-fact-edit-input" prop:value=move || text.get()
-                        on:input=move |ev| text.set(event_target_value(&ev))/>
-                    <button type="submit">"Save"</button>
-                </form>
-            </Show>
-            <span class="when">{when}</span>
+            {move || if is(editing, &edit_id) {
+                view! { <FactEditor id=edit_id.clone() text=text.clone() editing=editing/> }.into_any()
+            } else {
+                view! { <span class="text">{text.clone()}</span> }.into_any()
+            }}
+            <span class="when">{fact_days(&fact)}</span>
             {source}
-            <button data-testid="user-fact-edit" on:click=move |_| editing.update(|e| *e = !*e)>"Edit"</button>
-            <Show when=move || confirming.get() fallback=move || view! {
-                <button data-testid="user-fact-forget" on:click=move |_| confirming.set(true)>"Forget"</button>
-            }>
-                <button data-testid="confirm-forget" class="danger" on:click={
-                    let forget_id = forget_id.clone();
-                    move |_| about.forget(forget_id.clone())
-                }>"Forget for good"</button>
-                <button on:click=move |_| confirming.set(false)>"Keep"</button>
-            </Show>
+            <button data-testid="user-fact-edit" on:click=move |_| {
+                let open = is(editing, &toggle_id);
+                editing.set((!open).then(|| toggle_id.clone()));
+            }>"Edit"</button>
+            {move || if is(confirming, &ask_id) {
+                view! { <ConfirmForget id=ask_id.clone() confirming=confirming/> }.into_any()
+            } else {
+                let forget_id = forget_id.clone();
+                view! {
+                    <button data-testid="user-fact-forget"
+                        on:click=move |_| confirming.set(Some(forget_id.clone()))>"Forget"</button>
+                }.into_any()
+            }}
         </li>
+    }
+}
+
+/// A fact's text in an editor; Save keeps the user's words.
+#[component]
+fn FactEditor(
+    /// The fact edited.
+    id: String,
+    /// Its text when the editor opened.
+    text: String,
+    /// The list's "being edited" (cleared on save).
+    editing: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let about = expect_context::<AboutStore>();
+    let text = RwSignal::new(text);
+    view! {
+        <form on:submit=move |ev| {
+            ev.prevent_default();
+            about.edit(id.clone(), text.get_untracked());
+            editing.set(None);
+        }>
+            <input data-testid="user-fact-edit-input" prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev))/>
+            <button type="submit">"Save"</button>
+        </form>
+    }
+}
+
+/// "Forget for good" or "Keep", once Forget was pressed.
+#[component]
+fn ConfirmForget(
+    /// The fact to forget.
+    id: String,
+    /// The list's "waiting for confirmation" (cleared on Keep).
+    confirming: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let about = expect_context::<AboutStore>();
+    view! {
+        <button data-testid="confirm-forget" class="danger" on:click=move |_| about.forget(id.clone())>
+            "Forget for good"</button>
+        <button on:click=move |_| confirming.set(None)>"Keep"</button>
     }
 }
