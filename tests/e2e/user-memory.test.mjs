@@ -133,3 +133,43 @@ test('user memory: off for one conversation, or for the endpoint, no request car
     await context.close();
   }
 });
+
+test('user memory: the Memory page mounts its facts a page at a time, counts them all, and searches all', async () => {
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'user-memory-pages', async () => {
+      await page.locator(tid('memory-page-open')).waitFor({ state: 'visible' });
+      await page.evaluate(async () => {
+        const db = await new Promise((res, rej) => { const r = indexedDB.open('memoire'); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+        await new Promise((res, rej) => {
+          const tx = db.transaction('user_facts', 'readwrite');
+          const s = tx.objectStore('user_facts');
+          for (let i = 0; i < 250; i += 1) {
+            s.put({ id: `f${i}`, text: `I like thing number ${i}.`, kind: 'preference', claim_key: `likes thing${i}`, source: null, valid_from: i, valid_to: null, forgotten: null, scope: null, updated_at: i });
+          }
+          tx.oncomplete = res;
+          tx.onerror = () => rej(tx.error);
+        });
+        db.close();
+      });
+      await page.reload();
+      await page.locator(tid('memory-page-open')).click();
+      const facts = page.locator(tid('user-fact'));
+      await page.locator(tid('memory-page-count')).filter({ hasText: '250 facts' }).waitFor();
+      await eventually(async () => (await facts.count()) === 200, { what: 'the first page of facts' });
+      await page.locator(tid('memory-page-more')).click();
+      await eventually(async () => (await facts.count()) === 250, { what: 'every fact after Show more' });
+      assert.equal(await page.locator(tid('memory-page-more')).count(), 0, 'nothing more to show');
+      // Every word of the search, in any case, over every fact: "49." is in 49, 149 and 249 (the
+      // page opened newest first with 249 down to 50; 49 came only with Show more).
+      await page.reload();
+      await page.locator(tid('memory-page-open')).click();
+      await page.locator(tid('memory-page-search')).fill('Number 49.');
+      await eventually(async () => (await facts.count()) === 3, { what: 'the search over every fact' });
+      assert.ok((await facts.allInnerTexts()).some((t) => t.includes('thing number 49.')), 'a fact past the first page is found');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});

@@ -4,6 +4,7 @@
 
 pub mod store;
 
+use crate::engine::format::plural;
 use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
 use crate::ui::chat::store::ChatStore;
@@ -107,13 +108,23 @@ fn FactList() -> impl IntoView {
     let shown = about.shown();
     let editing = RwSignal::new(None::<String>);
     let confirming = RwSignal::new(None::<String>);
+    let more = move || shown.with(|(facts, all)| all.saturating_sub(facts.len()));
+    let has_more = move || more() > 0;
     view! {
+        <p class="meta" data-testid="memory-page-count">
+            {move || shown.with(|(_, all)| plural(*all, "fact", "facts"))}
+        </p>
         <ul class="user-facts">
-            <For each=move || shown.get() key=|f| (f.id.clone(), f.updated_at) let:fact>
+            <For each=move || shown.get().0 key=|f| (f.id.clone(), f.updated_at) let:fact>
                 <FactRow fact=fact editing=editing confirming=confirming/>
             </For>
         </ul>
-        <Show when=move || shown.with(Vec::is_empty)>
+        <Show when=has_more>
+            <button data-testid="memory-page-more" on:click=move |_| about.show_more()>
+                {move || format!("Show more ({} not shown)", more())}
+            </button>
+        </Show>
+        <Show when=move || shown.with(|(_, all)| *all == 0)>
             <p class="empty">"Nothing yet. Tell the agent about yourself, or add a fact above."</p>
         </Show>
     }

@@ -15,7 +15,13 @@ pub struct AboutStore {
     open: RwSignal<bool>,
     facts: RwSignal<Vec<UserFact>>,
     query: RwSignal<String>,
+    /// How many of the matching facts the page mounts (a page at a time: a thousand rows at once
+    /// would take a tenth of a second to open).
+    limit: RwSignal<usize>,
 }
+
+/// Facts the page mounts at first, and per "Show more".
+pub const FACTS_PAGE: usize = 200;
 
 impl AboutStore {
     /// The page closed, no facts read yet.
@@ -25,6 +31,7 @@ impl AboutStore {
             open: RwSignal::new(false),
             facts: RwSignal::new(Vec::new()),
             query: RwSignal::new(String::new()),
+            limit: RwSignal::new(FACTS_PAGE),
         }
     }
 
@@ -38,10 +45,11 @@ impl AboutStore {
         self.query.read_only()
     }
 
-    /// The facts the page lists: not forgotten, matching the search (every word of it, in any
-    /// case), current ones first, newest first within each.
-    pub fn shown(&self) -> Signal<Vec<UserFact>> {
-        let (facts, query) = (self.facts, self.query);
+    /// The facts the page lists (up to its limit) and how many match in all: not forgotten,
+    /// matching the search (every word of it, in any case), current ones first, newest first
+    /// within each.
+    pub fn shown(&self) -> Signal<(Vec<UserFact>, usize)> {
+        let (facts, query, limit) = (self.facts, self.query, self.limit);
         Signal::derive(move || {
             let words: Vec<String> =
                 query.with(|q| q.split_whitespace().map(str::to_lowercase).collect());
@@ -56,12 +64,20 @@ impl AboutStore {
                     .collect()
             });
             shown.sort_by_key(|f| (!f.is_current(), std::cmp::Reverse(f.valid_from)));
-            shown
+            let matching = shown.len();
+            shown.truncate(limit.get());
+            (shown, matching)
         })
     }
 
-    /// Opens the Memory page and reads the facts.
+    /// Mounts the next page of facts.
+    pub fn show_more(&self) {
+        self.limit.update(|l| *l += FACTS_PAGE);
+    }
+
+    /// Opens the Memory page (its first page of facts) and reads the facts.
     pub fn open_page(&self) {
+        self.limit.set(FACTS_PAGE);
         self.open.set(true);
         self.reload();
     }
