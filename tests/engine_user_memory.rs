@@ -1107,3 +1107,24 @@ fn a_fact_said_in_this_conversations_history_is_not_repeated_as_about_you() {
         about.text
     );
 }
+
+/// The ids the Memory page lists for `query` with `limit`, and how many match.
+fn check_page(query: &str, limit: usize, ids: &[&str], matching: usize) {
+    let facts = profile();
+    let (page, all) = facts_for_page(&facts, query, limit);
+    let got: Vec<&str> = page.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!((got.as_slice(), all), (ids, matching), "{query:?} {limit}");
+}
+
+#[test]
+fn the_memory_page_lists_current_facts_first_and_searches_every_word() {
+    // profile(): forgotten "secret" never listed; past "lisbon" after every current one.
+    let all = [
+        "climb", "oslo", "dog", "proj", "tea", "sofia", "name", "work", "lisbon",
+    ];
+    check_page("", 10, &all, 9);
+    check_page("", 2, &all[..2], 9);
+    check_page("I LIVE", 10, &["lisbon"], 1);
+    check_page("dog rex", 10, &["dog"], 1);
+    check_page("diabetes", 10, &[], 0);
+}

@@ -926,7 +926,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         let input = self.input;
         let here: std::collections::HashSet<&str> =
             input.history.iter().map(|m| m.id.as_str()).collect();
-        let elsewhere: Vec<UserFact> = input
+        let elsewhere: Vec<&UserFact> = input
             .user_facts
             .iter()
             .filter(|f| {
@@ -934,7 +934,6 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
                     .as_ref()
                     .is_none_or(|s| !here.contains(s.message_id.as_str()))
             })
-            .cloned()
             .collect();
         if elsewhere.is_empty() {
             return (None, None, 0);
@@ -952,7 +951,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             .chain(std::iter::once(input.new_message))
             .map(|m| (m.content.as_str(), m.created_at))
             .collect();
-        let picked = pick_for_prompt(&elsewhere, None, &recent, &said, room, self.est);
+        let picked = pick_for_prompt(elsewhere, None, &recent, &said, room, self.est);
         let mut chosen = picked.chosen;
         let mut reason = DropReason::OverBudget;
         while !chosen.is_empty() {

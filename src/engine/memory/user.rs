@@ -1182,7 +1182,7 @@ pub struct Picked<'a> {
 /// has not taken in yet, with when each was written) supersedes: a fact is never carried as
 /// current beside the message that changed it.
 pub fn pick_for_prompt<'a, E: TokenEstimator + ?Sized>(
-    facts: &'a [UserFact],
+    facts: impl IntoIterator<Item = &'a UserFact>,
     scope: Option<&str>,
     recent_texts: &[&str],
     said: &[(&str, Millis)],
@@ -1195,7 +1195,7 @@ pub fn pick_for_prompt<'a, E: TokenEstimator + ?Sized>(
         .filter(|(c, _)| !c.is_empty())
         .collect();
     let live: Vec<&UserFact> = facts
-        .iter()
+        .into_iter()
         .filter(|f| in_scope(f, scope))
         .filter(|f| {
             let later: Vec<&Vec<Claim>> = said
@@ -1280,4 +1280,27 @@ pub fn fact_days(f: &UserFact) -> String {
         (None, Some(_)) => format!("said {from}"),
         (None, None) => format!("added {from}"),
     }
+}
+
+/// The facts the Memory page lists for the search `query`: not forgotten, holding every word of
+/// it (in any case), current ones first, newest first within each; the first `limit` of them, and
+/// how many match in all.
+pub fn facts_for_page<'a>(
+    facts: &'a [UserFact],
+    query: &str,
+    limit: usize,
+) -> (Vec<&'a UserFact>, usize) {
+    let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+    let mut shown: Vec<&UserFact> = facts
+        .iter()
+        .filter(|f| f.forgotten.is_none())
+        .filter(|f| {
+            let text = f.text.to_lowercase();
+            words.iter().all(|w| text.contains(w.as_str()))
+        })
+        .collect();
+    shown.sort_by_key(|f| (!f.is_current(), std::cmp::Reverse(f.valid_from)));
+    let matching = shown.len();
+    shown.truncate(limit);
+    (shown, matching)
 }

@@ -129,25 +129,26 @@ impl Library {
         Ok(self.core.patch_conversation(id, &patch).await?)
     }
 
-    /// The model a conversation's next turns use (`None`: the one in Settings), kept with its
-    /// overrides; read from the store so a change made elsewhere in them is kept.
+    /// The model a conversation's next turns use (`None`: the one in Settings).
     pub async fn set_model(&self, id: &str, model: Option<String>) -> Result<(), LibraryError> {
-        let c = self.core.conversation(id).await?;
-        let o = MemoryOverrides {
-            model,
-            ..c.memory_overrides
-        };
-        self.set_overrides(id, o).await
+        self.change_overrides(id, |o| o.model = model).await
     }
 
-    /// "Use memory about me" in this conversation, kept with its overrides (read from the store so
-    /// a change made elsewhere in them is kept).
+    /// "Use memory about me" in this conversation.
     pub async fn set_user_memory(&self, id: &str, on: bool) -> Result<(), LibraryError> {
-        let c = self.core.conversation(id).await?;
-        let o = MemoryOverrides {
-            user_memory: Some(on),
-            ..c.memory_overrides
-        };
+        self.change_overrides(id, |o| o.user_memory = Some(on))
+            .await
+    }
+
+    /// Changes one thing in a conversation's overrides, read from the store so a change made
+    /// elsewhere in them is kept.
+    async fn change_overrides(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut MemoryOverrides),
+    ) -> Result<(), LibraryError> {
+        let mut o = self.core.conversation(id).await?.memory_overrides;
+        change(&mut o);
         self.set_overrides(id, o).await
     }
 

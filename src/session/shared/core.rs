@@ -69,8 +69,11 @@ impl Core {
     /// Reports a change this tab made: to the cache, to sync's capture, to the other tabs (when it
     /// describes shared data) and to this tab's UI.
     pub(crate) fn emit(&self, e: SessionEvent) {
-        let change = e.change();
         let capture = self.capture.borrow().clone();
+        // The change (a copy of what it carries) is made only for an audience that hears it.
+        let change = (capture.is_some() || self.channel.is_some())
+            .then(|| e.change())
+            .flatten();
         if let (Some(capture), Some(c)) = (capture, &change) {
             capture.changed(c);
         }
@@ -80,7 +83,7 @@ impl Core {
     /// Reports a change sync applied from another device: as [`Core::emit`], but not captured
     /// again.
     pub(crate) fn applied(&self, e: SessionEvent) {
-        let change = e.change();
+        let change = self.channel.as_ref().and_then(|_| e.change());
         self.deliver(e, change)
     }
 
@@ -89,7 +92,7 @@ impl Core {
     fn deliver(&self, e: SessionEvent, change: Option<Change>) {
         self.cache.borrow_mut().observe_own(&e);
         if let (Some(channel), Some(c)) = (&self.channel, change) {
-            channel.post(&c);
+            channel.post(c);
         }
         (self.sink)(e)
     }

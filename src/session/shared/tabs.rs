@@ -70,18 +70,22 @@ impl Channel {
     /// Sends a change to the other tabs. Streaming progress is coalesced (the latest state of each
     /// message, every few tens of ms); every other change first flushes what is pending, so the
     /// other tabs see changes in this tab's order.
-    pub(crate) fn post(&self, e: &Change) {
+    pub(crate) fn post(&self, e: Change) {
         let i = &self.inner;
-        if let Change::MessageProgress(m) = e {
-            if m.status == MessageStatus::Streaming {
-                i.pending.borrow_mut().insert(m.id.clone(), m.clone());
+        let e = match e {
+            Change::MessageProgress(m) if m.status == MessageStatus::Streaming => {
+                i.pending.borrow_mut().insert(m.id.clone(), m);
                 schedule(i);
                 return;
             }
-            i.pending.borrow_mut().remove(&m.id);
-        }
+            Change::MessageProgress(m) => {
+                i.pending.borrow_mut().remove(&m.id);
+                Change::MessageProgress(m)
+            }
+            other => other,
+        };
         i.flush();
-        i.send(e);
+        i.send(&e);
     }
 }
 

@@ -8,7 +8,6 @@ use crate::engine::format::plural;
 use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
 use crate::ui::chat::store::ChatStore;
-use crate::ui::settings::store::SettingsStore;
 use leptos::prelude::*;
 use store::AboutStore;
 
@@ -27,18 +26,12 @@ pub fn MemoryPageOpen(
     }
 }
 
-/// "Use memory about me" for the open conversation (the memory pane): its overrides, else the
-/// setting in force.
+/// "Use memory about me" for the open conversation (the memory pane), as its memory config in
+/// force says (its override, else the setting).
 #[component]
 pub fn UseUserMemory() -> impl IntoView {
     let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>().settings();
-    let on = move || {
-        let global = settings.with(|s| s.memory.user_memory);
-        chat.conversation()
-            .and_then(|c| c.memory_overrides.user_memory)
-            .unwrap_or(global)
-    };
+    let on = move || chat.memory_config().user_memory;
     view! {
         <Show when=move || chat.current().with(Option::is_some)>
             // A switch button, not a checkbox: the memory pane holds no form control (what model

@@ -1,9 +1,10 @@
 //! The about-you store: the facts about the user the Memory page lists (current and past; the
 //! forgotten ones are tombstones it does not show), whether the page is open, and its search. Its
 //! signals are private: views read them and call its actions, each making its session calls
-//! through the backend. Which facts are current is the engine's (`UserFact::is_current`). Must not
+//! through the backend. Which facts the page lists, and in what order, is the engine's. Must not
 //! import `crate::store` or `crate::transport`.
 
+use crate::engine::memory::user::facts_for_page;
 use crate::engine::model::UserFact;
 use crate::ui::backend::Backend;
 use leptos::prelude::*;
@@ -45,28 +46,18 @@ impl AboutStore {
         self.query.read_only()
     }
 
-    /// The facts the page lists (up to its limit) and how many match in all: not forgotten,
-    /// matching the search (every word of it, in any case), current ones first, newest first
-    /// within each.
+    /// The facts the page lists (up to its limit) and how many match in all
+    /// (`engine::memory::user::facts_for_page` decides).
     pub fn shown(&self) -> Signal<(Vec<UserFact>, usize)> {
         let (facts, query, limit) = (self.facts, self.query, self.limit);
         Signal::derive(move || {
-            let words: Vec<String> =
-                query.with(|q| q.split_whitespace().map(str::to_lowercase).collect());
-            let mut shown: Vec<UserFact> = facts.with(|fs| {
-                fs.iter()
-                    .filter(|f| f.forgotten.is_none())
-                    .filter(|f| {
-                        let text = f.text.to_lowercase();
-                        words.iter().all(|w| text.contains(w.as_str()))
-                    })
-                    .cloned()
-                    .collect()
-            });
-            shown.sort_by_key(|f| (!f.is_current(), std::cmp::Reverse(f.valid_from)));
-            let matching = shown.len();
-            shown.truncate(limit.get());
-            (shown, matching)
+            let limit = limit.get();
+            query.with(|q| {
+                facts.with(|fs| {
+                    let (page, matching) = facts_for_page(fs, q, limit);
+                    (page.into_iter().cloned().collect(), matching)
+                })
+            })
         })
     }
 
