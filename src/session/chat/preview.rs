@@ -45,7 +45,6 @@ pub struct Preview {
 }
 
 impl Chat {
-    /// What the next request would contain if `draft` were sent now.
     /// What the first message of a new chat (no conversation stored yet, `overrides`: what was
     /// picked for it) would send: the system prompt, the shared memory and the message.
     async fn preview_new_chat(
@@ -98,7 +97,11 @@ impl Chat {
         if id.is_empty() {
             return self.preview_new_chat(draft_msg, overrides).await;
         }
-        let ctx = self.context_for(id, &draft_msg, false).await?;
+        let ctx = if self.is_temporary(id) {
+            self.temporary_context(id, &draft_msg).await?
+        } else {
+            self.context_for(id, &draft_msg, false).await?
+        };
         let path = path_for(
             ctx.conversation.remote_handle.as_ref(),
             &ctx.endpoint,

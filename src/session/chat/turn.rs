@@ -39,6 +39,9 @@ pub(crate) enum Begin {
     /// A new user message, not stored yet: it is written together with the reply placeholder, at
     /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
     Ahead(Message),
+    /// A message (this id) of the temporary chat, kept in memory: its reply is too, and nothing of
+    /// the turn is stored (see `temporary.rs`).
+    Temporary(String),
 }
 
 /// A write started alongside the request; its outcome lands in `slot` before `done` resolves.
@@ -89,6 +92,8 @@ struct Run<'a> {
     ahead: Option<WriteAhead>,
     /// The response being read, if a request is in flight.
     pump: Option<Pump>,
+    /// A temporary chat's turn: nothing of it is stored, even once the chat has ended.
+    temporary: bool,
 }
 
 /// The turn machine as the pump feeds it.
@@ -258,6 +263,7 @@ impl Chat {
         // The chat goes first: memory updates on the same server stop, and wait until it is over.
         let server = self.memory.chat_server();
         self.memory.chat_started(&server);
+        let temporary = matches!(begin, Begin::Temporary(_));
         let result = self.drive_turn(id, begin, &stopper).await;
         self.memory.chat_ended(&server);
         self.inflight.borrow_mut().remove(id);
@@ -266,6 +272,10 @@ impl Chat {
             running: false,
         });
         let overflow = result?;
+        if temporary {
+            // Nothing of it is stored, so no memory update could cover it.
+            return Ok(());
+        }
         let this = self.clone();
         let id = id.to_string();
         wasm_bindgen_futures::spawn_local(async move {
@@ -315,6 +325,7 @@ impl Chat {
         begin: Begin,
         stopper: &'a Stopper,
     ) -> Result<Run<'a>, ChatError> {
+        let temporary = matches!(begin, Begin::Temporary(_));
         let (user, ctx, reply, ahead) = match begin {
             Begin::Stored(new_message_id) => {
                 let cached = self
@@ -354,8 +365,18 @@ impl Chat {
                 let write = self.write_ahead(&user, &reply, stopper);
                 (user, ctx, reply, Some(write))
             }
+            Begin::Temporary(user_id) => {
+                let user = self.temporary_message(id, &user_id)?;
+                let ctx = self.temporary_context(id, &user).await?;
+                let mut reply = reply_placeholder(id, &ctx);
+                let (seq, _) = crate::engine::temporary::next_meta(&ctx.messages);
+                reply.seq = seq;
+                self.keep_temporary(&reply, true);
+                (user, ctx, reply, None)
+            }
         };
         Ok(Run {
+            temporary,
             id,
             ctx,
             user,
@@ -387,7 +408,7 @@ impl Chat {
             error: Some(msg.clone()),
             ..run.reply.meta.clone()
         };
-        self.finish_message(&run.reply, "", MessageStatus::Error, meta)
+        self.finish_message(&run.reply, "", MessageStatus::Error, meta, run.temporary)
             .await?;
         Err(ChatError::Invalid(msg))
     }
@@ -416,6 +437,10 @@ impl Chat {
             Action::SaveReply(save) => {
                 save.apply_to(&mut run.reply);
                 let r = &run.reply;
+                if run.temporary {
+                    self.keep_temporary(r, false);
+                    return Ok(None);
+                }
                 self.core
                     .store
                     .update_message(&r.id, &r.content, r.status, &r.meta)
@@ -426,7 +451,10 @@ impl Chat {
                 conversation_id,
                 handle,
             } => {
-                if conversation_id == run.id {
+                if run.temporary {
+                    // A temporary chat left meanwhile is gone, and so is its handle.
+                    self.change_temporary(run.id, |c| c.remote_handle = handle).ok();
+                } else if conversation_id == run.id {
                     let patch = ConversationPatch {
                         remote_handle: Some(handle),
                         ..Default::default()
@@ -472,12 +500,16 @@ impl Chat {
     /// Records how the turn ended (path, calibration) and reports it: a failed turn is an error, a
     /// reply cut off (rather than stopped) a banner; the partial reply is kept either way.
     async fn finish_turn(&self, run: &Run<'_>, outcome: TurnOutcome) -> Result<bool, ChatError> {
-        let patch = ConversationPatch {
-            last_path: Some(Some(outcome.path)),
-            updated_at: Some(now()),
-            ..Default::default()
-        };
-        self.core.patch_conversation(run.id, &patch).await?;
+        if run.temporary {
+            self.change_temporary(run.id, |c| c.last_path = Some(outcome.path)).ok();
+        } else {
+            let patch = ConversationPatch {
+                last_path: Some(Some(outcome.path)),
+                updated_at: Some(now()),
+                ..Default::default()
+            };
+            self.core.patch_conversation(run.id, &patch).await?;
+        }
         if let Some(sample) = outcome.calibration {
             let endpoint = &run.ctx.endpoint;
             self.core.calibration.borrow_mut().observe(
@@ -573,22 +605,27 @@ impl Chat {
         }
     }
 
-    /// Writes a final state of a message and reports it.
+    /// Writes a final state of a message (of a `temporary` chat: keeps it) and reports it.
     pub(crate) async fn finish_message(
         &self,
         m: &Message,
         content: &str,
         status: MessageStatus,
         meta: MessageMeta,
+        temporary: bool,
     ) -> Result<(), ChatError> {
-        self.core
-            .store
-            .update_message(&m.id, content, status, &meta)
-            .await?;
         let mut m = m.clone();
         m.content = content.to_string();
         m.status = status;
         m.meta = meta;
+        if temporary {
+            self.keep_temporary(&m, false);
+            return Ok(());
+        }
+        self.core
+            .store
+            .update_message(&m.id, &m.content, status, &m.meta)
+            .await?;
         self.core.emit(SessionEvent::MessageProgress(m));
         Ok(())
     }
