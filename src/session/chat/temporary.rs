@@ -115,10 +115,7 @@ impl Chat {
                 conversation,
                 messages,
             } = &mut *t;
-            let Some(c) = conversation
-                .as_mut()
-                .filter(|c| c.id == m.conversation_id)
-            else {
+            let Some(c) = conversation.as_mut().filter(|c| c.id == m.conversation_id) else {
                 return;
             };
             temporary::keep(c, messages, m);
@@ -168,7 +165,8 @@ impl Chat {
         // The facts about the user follow the same switch (`user_facts_for` reads `config`).
         let memory = MemoryParts {
             summary: None,
-            entities: if temporary::uses_memory(&conversation, &self.core.settings.borrow().memory) {
+            entities: if temporary::uses_memory(&conversation, &self.core.settings.borrow().memory)
+            {
                 self.core.store.load_entities(&EntityScope::Shared).await?
             } else {
                 Vec::new()

@@ -453,7 +453,8 @@ impl Chat {
             } => {
                 if run.temporary {
                     // A temporary chat left meanwhile is gone, and so is its handle.
-                    self.change_temporary(run.id, |c| c.remote_handle = handle).ok();
+                    self.change_temporary(run.id, |c| c.remote_handle = handle)
+                        .ok();
                 } else if conversation_id == run.id {
                     let patch = ConversationPatch {
                         remote_handle: Some(handle),
@@ -501,7 +502,8 @@ impl Chat {
     /// reply cut off (rather than stopped) a banner; the partial reply is kept either way.
     async fn finish_turn(&self, run: &Run<'_>, outcome: TurnOutcome) -> Result<bool, ChatError> {
         if run.temporary {
-            self.change_temporary(run.id, |c| c.last_path = Some(outcome.path)).ok();
+            self.change_temporary(run.id, |c| c.last_path = Some(outcome.path))
+                .ok();
         } else {
             let patch = ConversationPatch {
                 last_path: Some(Some(outcome.path)),

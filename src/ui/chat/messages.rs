@@ -364,7 +364,10 @@ fn MessageActions(
     let chat = expect_context::<ChatStore>();
     let clipboard = use_clipboard();
     let (content, status) = (item.content(), item.status());
-    let idle = move || !chat.streaming() && status.get() != MessageStatus::Streaming;
+    // A temporary chat's messages are not stored: no branch to edit, regenerate or delete from.
+    let idle = move || {
+        !chat.streaming() && status.get() != MessageStatus::Streaming && !chat.is_temporary()
+    };
     let is_user = item.role == Role::User;
     let edit = {
         let id = item.id.clone();

@@ -29,7 +29,10 @@ use store::MemoryStore;
 pub fn MemoryPane() -> impl IntoView {
     let memory = expect_context::<MemoryStore>();
     let shell = expect_context::<ShellStore>();
-    let current = expect_context::<ChatStore>().current();
+    let chat = expect_context::<ChatStore>();
+    let current = chat.current();
+    // A temporary chat has no memory to show or update: only what its next request carries.
+    let stored = move || current.with(|c| c.is_some()) && !chat.is_temporary();
     let updating = move || memory.updating();
     provide_context(SelectedEntity(RwSignal::new(None)));
     view! {
@@ -44,7 +47,7 @@ pub fn MemoryPane() -> impl IntoView {
                 <button
                     data-testid="update-memory"
                     aria-label="Update memory now"
-                    disabled=move || updating() || current.with(|c| c.is_none())
+                    disabled=move || updating() || !stored()
                     on:click=move |_| memory.update_now()
                 >
                     "Update memory now"
@@ -57,9 +60,13 @@ pub fn MemoryPane() -> impl IntoView {
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
             <Show when=move || shell.settled().get()>
             <Show
-                when=move || current.with(|c| c.is_some())
-                fallback=|| view! {
-                    <p class="empty">"A new chat: its memory starts with its first message."</p>
+                when=stored
+                fallback=move || view! {
+                    <p class="empty">{move || if chat.is_temporary() {
+                        "A temporary chat: nothing of it is saved, and it updates no memory."
+                    } else {
+                        "A new chat: its memory starts with its first message."
+                    }}</p>
                     <ContextInspector/>
                 }
             >

@@ -44,7 +44,10 @@ fn BackupItems(
     open: RwSignal<bool>,
 ) -> impl IntoView {
     let transfer = expect_context::<TransferStore>();
-    let current = expect_context::<ChatStore>().current();
+    let chat = expect_context::<ChatStore>();
+    let current = chat.current();
+    // A temporary chat is not stored: there is nothing of it to export.
+    let stored = move || current.with(|c| c.is_some()) && !chat.is_temporary();
     let export = move |what: Export| {
         open.set(false);
         transfer.export(what);
@@ -60,7 +63,7 @@ fn BackupItems(
     };
     view! {
         <div class="menu" role="menu">
-            <Show when=move || current.with(|c| c.is_some())>
+            <Show when=stored>
                 <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(Export::ConversationJson)>
                     "Export this conversation (JSON)"
                 </button>
