@@ -191,11 +191,16 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
         plan_entity(&mut plan, existing, e, EntityScope::Shared)?;
     }
     let incoming: Vec<UserFact> = file.user_facts.into_iter().map(Into::into).collect();
-    let joined = join_user_facts(&existing.user_facts, &incoming);
+    plan_facts(&mut plan, &existing.user_facts, &incoming);
+    Ok(plan)
+}
+
+/// The facts to write and their counts ([`join_user_facts`]).
+fn plan_facts(plan: &mut ImportPlan, stored: &[UserFact], incoming: &[UserFact]) {
+    let joined = join_user_facts(stored, incoming);
     plan.added.facts = joined.new;
     plan.skipped.facts = joined.here;
     plan.user_facts = joined.write;
-    Ok(plan)
 }
 
 /// What importing facts about the user does to the stored ones.
