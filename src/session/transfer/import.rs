@@ -5,7 +5,9 @@
 //! (reading -> checking -> writing), and stop at the next slice when cancelled (a cancelled write
 //! is aborted: nothing is written). Detection, reading, every check, the plan and the slice sizes
 //! are the engine's (`engine::import::slice`); this file reads the file's bytes and the clock,
-//! looks up what is stored, yields and writes the plan.
+//! looks up what is stored, yields and writes the plan. A backup's facts about the user are
+//! written in the same transaction, joined once more with those stored at the confirm under the
+//! facts' Web Lock (`engine::backup::join_user_facts`), so nothing forgotten since comes back.
 //! Must not import `ui`.
 
 use super::service::{Transfer, TransferError};
