@@ -173,3 +173,39 @@ test('user memory: the Memory page mounts its facts a page at a time, counts the
     await context.close();
   }
 });
+
+test('recall: a message that refers back gets the passage from the other conversation, cited; off with the switch', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'recall', async () => {
+      await chatTurn(page, agent, 'Garden plan: the tomatoes go along the south fence, basil between them.', 'A sunny spot, good.');
+      await newConversation(page);
+      await chatTurn(page, agent, 'Do you remember where the tomatoes go in the garden?', 'Along the south fence.');
+      const asked = sent(agent.chatRequests().at(-1));
+      const at = asked.indexOf("## From the user's other conversations");
+      assert.ok(at >= 0, `the passage is carried: ${asked}`);
+      const section = asked.slice(at).split('\n\n')[0];
+      assert.ok(section.includes('south fence'), `the words said then: ${section}`);
+      assert.ok(section.includes('“Garden plan'), `cited by its conversation's title: ${section}`);
+      assert.match(section, /on \d{4}-\d{2}-\d{2}:/, 'and its day');
+      // The inspector shows it as its own section, with where and when it was said.
+      await page.locator(tid('composer-input')).fill('Do you remember the basil and the tomatoes?');
+      const row = page.locator(tid('inspector-section', '[data-section="recall"]'));
+      await row.waitFor({ state: 'attached' });
+      await eventually(async () => (await row.textContent()).includes('Garden plan'), { what: 'the recall row names the conversation' });
+      // A message that does not refer back carries none.
+      await chatTurn(page, agent, 'What grows well next to tomatoes?', 'Basil.');
+      assert.ok(!sent(agent.chatRequests().at(-1)).includes("other conversations"), 'no cue, no recall');
+      // Off for this conversation: none.
+      const own = page.locator(tid('conversation-use-user-memory'));
+      await own.click();
+      await eventually(async () => (await own.getAttribute('aria-checked')) === 'false', { what: 'the switch saved' });
+      await chatTurn(page, agent, 'Remember where the tomatoes go in the garden?', 'I cannot say.');
+      assert.ok(!sent(agent.chatRequests().at(-1)).includes('south fence'), 'off: nothing recalled');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});

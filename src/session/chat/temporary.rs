@@ -162,7 +162,7 @@ impl Chat {
             (c, history)
         };
         let config = self.core.config_for(&conversation);
-        // The facts about the user follow the same switch (`user_facts_for` reads `config`).
+        // The facts about the user and recall follow the same switch (`about_user` reads `config`).
         let memory = MemoryParts {
             summary: None,
             entities: if temporary::uses_memory(&conversation, &self.core.settings.borrow().memory)
@@ -172,13 +172,13 @@ impl Chat {
                 Vec::new()
             },
         };
-        let facts = self.user_facts_for(&conversation, &config).await?;
+        let about = self.about_user(&conversation, &config, new_message).await?;
         Ok(self.assemble_context(
             conversation,
             messages,
             config,
             new_message,
-            (&memory, &facts),
+            (&memory, &about),
         ))
     }
 }

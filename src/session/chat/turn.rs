@@ -9,6 +9,7 @@ use super::service::{Chat, ChatError};
 use crate::engine::assemble::{assemble, Assembly, AssemblyInput};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
+use crate::engine::memory::recall::Passage;
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::UserFact;
 use crate::engine::model::{
@@ -67,6 +68,15 @@ fn reply_placeholder(id: &str, ctx: &Context) -> Message {
             ..Default::default()
         },
     }
+}
+
+/// What a prompt carries of the user's memory across conversations.
+#[derive(Default)]
+pub(crate) struct AboutUser {
+    /// Every fact about the user, as stored (the assembly chooses).
+    pub facts: Rc<Vec<UserFact>>,
+    /// The passages of other conversations the new message refers back to, best first.
+    pub recall: Vec<Passage>,
 }
 
 /// Everything a prompt is built from, loaded for one conversation.
@@ -166,23 +176,25 @@ impl Chat {
             new_message
         };
         let memory = self.core.memory_parts(id).await?;
-        let facts = self.user_facts_for(&conversation, &config).await?;
+        let about = self.about_user(&conversation, &config, new_message).await?;
         Ok(self.assemble_context(
             conversation,
             messages,
             config,
             new_message,
-            (&memory, &facts),
+            (&memory, &about),
         ))
     }
 
-    /// The facts about the user a prompt of `conversation` may carry: none when memory about the
-    /// user is off (in Settings or for the conversation), or its endpoint must not have them.
-    pub(super) async fn user_facts_for(
+    /// What a prompt of `conversation` for `new_message` may carry of the user's memory across
+    /// conversations: nothing when memory about the user is off (in Settings or for the
+    /// conversation), or its endpoint must not have it.
+    pub(super) async fn about_user(
         &self,
         conversation: &Conversation,
         config: &MemoryConfig,
-    ) -> Result<Rc<Vec<UserFact>>, ChatError> {
+        new_message: &Message,
+    ) -> Result<AboutUser, ChatError> {
         let private = self
             .core
             .settings
@@ -190,13 +202,19 @@ impl Chat {
             .chat_endpoint_for(&conversation.memory_overrides)
             .no_user_memory;
         if !config.user_memory || private {
-            return Ok(Rc::default());
+            return Ok(AboutUser::default());
         }
-        Ok(self.core.user_facts().await?)
+        Ok(AboutUser {
+            facts: self.core.user_facts().await?,
+            recall: self
+                .memory
+                .recall_for(&conversation.id, &new_message.content)
+                .await?,
+        })
     }
 
-    /// The prompt for `new_message` after `messages`, with `memory` (the conversation's memory and
-    /// the facts about the user), as the conversation's settings (its model, system prompt and
+    /// The prompt for `new_message` after `messages`, with `memory` (the conversation's memory, and
+    /// what it carries of the user's memory across conversations), as the conversation's settings (its model, system prompt and
     /// memory config) say.
     pub(super) fn assemble_context(
         &self,
@@ -204,7 +222,7 @@ impl Chat {
         messages: Vec<Message>,
         config: MemoryConfig,
         new_message: &Message,
-        (memory, facts): (&MemoryParts, &[UserFact]),
+        (memory, about): (&MemoryParts, &AboutUser),
     ) -> Context {
         let endpoint = self
             .core
@@ -237,7 +255,8 @@ impl Chat {
                 new_message,
                 config: &config,
                 protocol: endpoint.protocol,
-                user_facts: facts,
+                user_facts: &about.facts,
+                recall: &about.recall,
             },
             &estimator,
         );
