@@ -5,13 +5,14 @@
 //!
 //! [`Session`] opens the shared core (`shared/`: store, events out, settings in force, caches,
 //! clock) and the domain services over it, and hands them out: [`Chat`] (`chat/`), [`Library`]
-//! (`library/`), [`Memory`] (`memory/`), [`Transfer`] (`transfer/`), [`Replication`] (`sync/`) and
-//! [`Preferences`] (`settings/`). Each has its own error enum; [`SessionError`] is any of them.
+//! (`library/`), [`Memory`] (`memory/`), [`Projects`] (`projects/`), [`Transfer`] (`transfer/`),
+//! [`Replication`] (`sync/`) and [`Preferences`] (`settings/`). Each has its own error enum; [`SessionError`] is any of them.
 //! Must not import `ui`.
 
 mod chat;
 mod library;
 mod memory;
+mod projects;
 mod settings;
 mod shared;
 mod sync;
@@ -22,6 +23,7 @@ pub use crate::store::SyncSettings;
 pub use chat::{Chat, ChatError, Preview, PreviewDropped, PreviewSection};
 pub use library::{Library, LibraryError, SearchHit, SearchResults};
 pub use memory::{Memory, MemoryError, MemorySnapshot};
+pub use projects::{Projects, ProjectsError};
 pub use settings::{Preferences, SettingsError, StorageInfo};
 pub use shared::error::ErrorKind;
 pub use shared::events::{BuildStatus, EventSink, SessionEvent, SyncView};
@@ -45,6 +47,8 @@ pub enum SessionError {
     Library(#[from] LibraryError),
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Projects(#[from] ProjectsError),
     #[error(transparent)]
     Transfer(#[from] TransferError),
     #[error(transparent)]
@@ -73,6 +77,7 @@ pub struct Session {
     chat: Rc<Chat>,
     library: Library,
     memory: Rc<Memory>,
+    projects: Projects,
     transfer: Transfer,
     sync: Replication,
     preferences: Preferences,
@@ -103,6 +108,7 @@ impl Session {
         let chat = Rc::new(Chat::new(core.clone(), memory.clone()));
         Ok(Rc::new(Session {
             library: Library::new(core.clone(), chat.clone()),
+            projects: Projects::new(core.clone()),
             transfer: Transfer::new(core.clone()),
             preferences: Preferences::new(core),
             chat,
@@ -124,6 +130,11 @@ impl Session {
     /// Memory updates, builds and the memory pane's edits.
     pub fn memory(&self) -> &Rc<Memory> {
         &self.memory
+    }
+
+    /// Projects: create, rename, instructions, delete, moving conversations.
+    pub fn projects(&self) -> &Projects {
+        &self.projects
     }
 
     /// Export and import.

@@ -217,6 +217,7 @@ fn assembled(recall: &[Passage], context_tokens: u32) -> Assembly {
             config: &config,
             protocol: Protocol::OpenAiChat,
             user_facts: &[],
+            project: None,
             recall,
         },
         &HeuristicEstimator,

@@ -178,6 +178,7 @@ fn fact() -> impl Strategy<Value = Body> {
                         text: words.v,
                         kind: "home".into(),
                         claim_key: String::new(),
+                        scope: None,
                     },
                     at: words.at,
                 },

@@ -76,6 +76,29 @@ fn every_change_survives_the_trip() {
     check_round_trip(Change::MemoryChanged("c1".into()));
     check_round_trip(Change::Settings(Box::new(Settings::builtin())));
     check_round_trip(Change::UserFacts);
+    check_round_trip(Change::Projects);
+    let mut in_project = conversation("c3");
+    in_project.memory_overrides.project = Some("p1".into());
+    check_round_trip(Change::Conversation(in_project));
+}
+
+/// Projects on the wire: their own kind, about no conversation (an older build hears it as
+/// unreadable and reads nothing wrong), and a conversation's project an optional field (a
+/// version-1 conversation without it reads as in no project; one with it is read by an older
+/// build that ignores the field).
+#[test]
+fn projects_travel_as_a_kind_of_their_own_and_an_optional_field() {
+    assert_eq!(encode(&Change::Projects), r#"{"v":1,"change":"projects"}"#);
+    let mut c = conversation("c1");
+    let text = encode(&Change::Conversation(c.clone()));
+    assert!(!text.contains("\"project\""), "{text}");
+    c.memory_overrides.project = Some("p1".into());
+    let text = encode(&Change::Conversation(c.clone()));
+    assert!(text.contains(r#""project":"p1""#), "{text}");
+    check_heard(
+        &text.replace(r#","project":"p1""#, ""),
+        Heard::Change(Change::Conversation(conversation("c1"))),
+    );
 }
 
 #[test]

@@ -187,12 +187,12 @@ fn the_inspector_explains_the_request_without_protocol_terms() {
         memory_overrides: Default::default(),
     };
     assert_eq!(
-        system_prompt_detail(&c, "You are a helpful\nassistant."),
+        system_prompt_detail(&c, None, "You are a helpful\nassistant."),
         "From Settings: You are a helpful assistant."
     );
     c.memory_overrides.system_prompt = Some("Speak French.".into());
     assert_eq!(
-        system_prompt_detail(&c, "Speak French."),
+        system_prompt_detail(&c, None, "Speak French."),
         "This conversation's: Speak French."
     );
 }

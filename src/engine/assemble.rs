@@ -98,10 +98,12 @@ pub struct AssemblyInput<'a> {
     pub config: &'a MemoryConfig,
     pub protocol: Protocol,
     /// The facts about the user (`memory::user`), all of them as stored: the assembly keeps the
-    /// current, unforgotten ones about the user (scope `None`; a project's wait for the
-    /// conversation's project to be an input) and chooses within [`USER_FACTS_SHARE_PERCENT`].
-    /// `&[]` when memory about the user is off.
+    /// current, unforgotten ones about the user and those of [`AssemblyInput::project`], never
+    /// another project's (`memory::user::in_scope`), and chooses within
+    /// [`USER_FACTS_SHARE_PERCENT`]. `&[]` when memory about the user is off.
     pub user_facts: &'a [UserFact],
+    /// The conversation's project (`engine::project::prompt_scope`); `None`: none.
+    pub project: Option<&'a str>,
     /// Passages of other conversations the new message refers back to (`memory::recall`), best
     /// first: the assembly carries those that fit [`RECALL_SHARE_PERCENT`]. `&[]` when off.
     pub recall: &'a [Passage],
@@ -971,7 +973,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             .chain(std::iter::once(input.new_message))
             .map(|m| (m.content.as_str(), m.created_at))
             .collect();
-        let picked = pick_for_prompt(elsewhere, None, &recent, &said, room, self.est);
+        let picked = pick_for_prompt(elsewhere, input.project, &recent, &said, room, self.est);
         let mut chosen = picked.chosen;
         let mut reason = DropReason::OverBudget;
         while !chosen.is_empty() {

@@ -315,9 +315,11 @@ pub fn path_explanation(path: crate::engine::model::TurnPath) -> &'static str {
 }
 
 /// The context inspector's line for the system prompt: whose it is (this conversation's or the one
-/// in Settings) and how it begins.
+/// in Settings, then the instructions of the conversation's project when it has some: both apply,
+/// the project's come last; see `engine::project`) and how it begins.
 pub fn system_prompt_detail(
     conversation: &crate::engine::model::Conversation,
+    project: Option<&crate::engine::model::Project>,
     text: &str,
 ) -> String {
     let own = conversation
@@ -329,6 +331,10 @@ pub fn system_prompt_detail(
         "This conversation's"
     } else {
         "From Settings"
+    };
+    let whose = match project.filter(|p| !p.instructions.trim().is_empty()) {
+        Some(p) => format!("{whose}, then the instructions of project \"{}\"", p.name),
+        None => whose.to_string(),
     };
     format!("{whose}: {}", clip(&one_line(text), 80))
 }

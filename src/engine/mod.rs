@@ -25,6 +25,7 @@ pub mod markdown;
 pub mod memory;
 pub mod model;
 pub mod page;
+pub mod project;
 pub mod request;
 pub mod search;
 pub mod settings;

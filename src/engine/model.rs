@@ -266,6 +266,11 @@ pub struct MemoryOverrides {
     /// This conversation's system prompt, used instead of the one in Settings.
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// The project the conversation belongs to (a [`Project`] id; `None`: none). Kept here, with the
+    /// other settings that shape the conversation's prompts, so that the store records, backups,
+    /// sync and the tab wire carry it as they carry the rest (see `engine::project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 impl MemoryOverrides {
@@ -301,6 +306,21 @@ pub struct Conversation {
     /// The path the last turn took, shown as the continuity badge.
     pub last_path: Option<TurnPath>,
     pub memory_overrides: MemoryOverrides,
+}
+
+/// A project: conversations grouped under a name, with their own instructions (joined to the
+/// system prompt) and their own scope of facts about the user (`engine::project`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Project {
+    pub id: String,
+    pub name: String,
+    /// Added after the system prompt of each of its conversations; empty: none.
+    pub instructions: String,
+    pub created_at: Millis,
+    /// When its name or instructions last changed (the newer copy's win when two meet).
+    pub updated_at: Millis,
+    /// When it was deleted: a tombstone that syncs and wins over any live copy.
+    pub deleted: Option<Millis>,
 }
 
 /// A version of the rolling summary. Every version is kept so a bad summary can be rolled back.

@@ -46,6 +46,10 @@ pub enum Change {
     Settings(Box<Settings>),
     /// The facts about the user changed (read them again from the store).
     UserFacts,
+    /// The projects changed (read them again from the store). A tab of an older build cannot
+    /// read this kind: it hears an unreadable change about no conversation, and reads its
+    /// projects again at its next reload.
+    Projects,
 }
 
 impl Change {
@@ -61,7 +65,10 @@ impl Change {
             Change::MemoryUpdating {
                 conversation_id, ..
             } => Some(conversation_id),
-            Change::Conversations(_) | Change::Settings(_) | Change::UserFacts => None,
+            Change::Conversations(_)
+            | Change::Settings(_)
+            | Change::UserFacts
+            | Change::Projects => None,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The store: Memoire's IndexedDB persistence. Owns the schema and its versions (`schema.rs`), the
 //! guarded data migrations (`migrate.rs`), the on-disk record types and their conversions to engine
 //! types (`records.rs`), and the async API used by the session layer: conversations, messages, memory
-//! (summaries + entity graph), settings, sync documents and state, and storage persistence/quota.
+//! (summaries + entity graph), facts about the user, projects, settings, sync documents and state,
+//! and storage persistence/quota.
 //!
 //! Must not import: `ui`, `session`, `transport`, leptos. Imports `crate::engine::model` types only
 //! (and, in `sync_docs.rs`, the synced document types of `crate::engine::sync`).
@@ -29,6 +30,7 @@ mod memory;
 mod memory_state;
 mod messages;
 mod migrate;
+mod projects;
 mod quota;
 pub mod records;
 pub mod schema;

@@ -50,6 +50,9 @@ pub struct OverridesRecord {
     pub system_prompt: Option<String>,
     #[serde(default)]
     pub user_memory: Option<bool>,
+    /// The project the conversation is in (`engine::project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +109,7 @@ impl From<&Conversation> for ConversationRecord {
             model,
             system_prompt,
             user_memory,
+            project,
         } = memory_overrides;
         ConversationRecord {
             id: id.clone(),
@@ -144,6 +148,7 @@ impl From<&Conversation> for ConversationRecord {
                 model: model.clone(),
                 system_prompt: system_prompt.clone(),
                 user_memory: *user_memory,
+                project: project.clone(),
             },
             title_terms: index_terms(title),
         }
@@ -188,6 +193,7 @@ impl TryFrom<ConversationRecord> for Conversation {
                 model: r.overrides.model,
                 system_prompt: r.overrides.system_prompt,
                 user_memory: r.overrides.user_memory,
+                project: r.overrides.project,
             },
             id: r.id,
             title: r.title,

@@ -10,7 +10,9 @@
 //! `by_title_term` on `conversations.title_terms` (an inverted index the browser keeps up to date on
 //! every write); 3 -> 4 only creates them, and migration 2 (`migrate.rs`) fills the terms of the
 //! records stored before. 5 = adds `user_facts` (facts about the user, key path `id`); 4 -> 5 only
-//! creates it.
+//! creates it. 6 = adds `projects` (conversations grouped with their own instructions, key path
+//! `id`); 5 -> 6 only creates it: no record changes shape (a conversation's project is an optional
+//! field of its overrides, absent in the records stored before, which reads as none).
 
 use js_sys::Array;
 use wasm_bindgen::JsValue;
@@ -20,7 +22,7 @@ use super::error::StoreError;
 use super::idb::js_error;
 
 /// The IndexedDB version this code writes.
-pub const DB_VERSION: u32 = 5;
+pub const DB_VERSION: u32 = 6;
 
 pub const CONVERSATIONS: &str = "conversations";
 pub const MESSAGES: &str = "messages";
@@ -35,6 +37,8 @@ pub const SYNC_DOCS: &str = "sync_docs";
 pub const SYNC_STATE: &str = "sync_state";
 /// Facts about the user by `id` (see `user_facts.rs`).
 pub const USER_FACTS: &str = "user_facts";
+/// Projects by `id`, deleted ones as tombstones (see `projects.rs`).
+pub const PROJECTS: &str = "projects";
 /// Sparse `sync_docs` index on `dirty` (present only while a document waits to be pushed).
 pub const BY_DIRTY: &str = "by_dirty";
 
@@ -134,6 +138,10 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Resul
     }
     if !has_store(db, USER_FACTS) {
         db.create_object_store_with_optional_parameters(USER_FACTS, &key_path_str("id"))
+            .map_err(js_error)?;
+    }
+    if !has_store(db, PROJECTS) {
+        db.create_object_store_with_optional_parameters(PROJECTS, &key_path_str("id"))
             .map_err(js_error)?;
     }
     multi_entry_index(tx, MESSAGES, BY_TERM, "terms")?;

@@ -11,6 +11,7 @@ use crate::ui::about::store::AboutStore;
 use crate::ui::chat::store::ChatStore;
 use crate::ui::library::store::LibraryStore;
 use crate::ui::memory::store::MemoryStore;
+use crate::ui::projects::store::ProjectsStore;
 use crate::ui::settings::store::SettingsStore;
 use crate::ui::shell::store::ShellStore;
 use crate::ui::sync::store::SyncStore;
@@ -39,6 +40,8 @@ pub struct Stores {
     pub transfer: TransferStore,
     /// The facts about the user (the Memory page).
     pub about: AboutStore,
+    /// The projects (the sidebar).
+    pub projects: ProjectsStore,
 }
 
 /// Dispatches session events to the stores.
@@ -122,6 +125,10 @@ impl Events {
             SessionEvent::ImportProgress(p) => transfer.progress(p),
             SessionEvent::SettingsChanged(s) => self.settings_changed(*s),
             SessionEvent::UserFactsChanged => self.user_facts_changed(),
+            SessionEvent::ProjectsChanged => {
+                self.stores.projects.reload();
+                chat.refresh_preview();
+            }
         }
     }
 

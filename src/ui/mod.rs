@@ -15,6 +15,7 @@ pub mod events;
 pub mod highlight;
 pub mod library;
 pub mod memory;
+pub mod projects;
 pub mod route;
 pub mod settings;
 pub mod shell;
@@ -32,6 +33,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use library::store::{FirstScreen, LibraryStore};
 use memory::store::MemoryStore;
+use projects::store::ProjectsStore;
 use settings::store::SettingsStore;
 use shell::store::ShellStore;
 use std::rc::Rc;
@@ -49,6 +51,7 @@ fn provide_stores() -> (Stores, Backend) {
     let sync = SyncStore::new(backend);
     let transfer = TransferStore::new(backend, shell, memory, chat);
     let about = AboutStore::new(backend);
+    let projects = ProjectsStore::new(backend);
     provide_context(shell);
     provide_context(settings);
     provide_context(library);
@@ -57,6 +60,7 @@ fn provide_stores() -> (Stores, Backend) {
     provide_context(sync);
     provide_context(transfer);
     provide_context(about);
+    provide_context(projects);
     let stores = Stores {
         shell,
         library,
@@ -66,6 +70,7 @@ fn provide_stores() -> (Stores, Backend) {
         sync,
         transfer,
         about,
+        projects,
     };
     (stores, backend)
 }
@@ -79,10 +84,12 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>) {
         chat,
         settings,
         transfer,
+        projects,
         ..
     } = stores;
     backend.set_session(session);
     settings.load();
+    projects.reload();
     shell.set_ready();
     library.first_screen(move |shown| {
         match shown {

@@ -118,6 +118,9 @@ pub(super) struct BOverrides {
     pub(super) system_prompt: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) user_memory: Option<bool>,
+    /// The project the conversation is in (optional: older backups have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) project: Option<String>,
 }
 
 wire_enum!(BHistoryFormat <-> HistoryFormat {
@@ -293,6 +296,7 @@ impl From<&Conversation> for BConversation {
             model,
             system_prompt,
             user_memory,
+            project,
         } = memory_overrides;
         BConversation {
             id: id.clone(),
@@ -330,6 +334,7 @@ impl From<&Conversation> for BConversation {
                 model: model.clone(),
                 system_prompt: system_prompt.clone(),
                 user_memory: *user_memory,
+                project: project.clone(),
             },
         }
     }
@@ -361,6 +366,7 @@ impl BConversation {
             model,
             system_prompt,
             user_memory,
+            project,
         } = memory_overrides;
         let size = |field: &'static str, v: Option<u64>| -> Result<Option<usize>, ImportError> {
             v.map(|v| {
@@ -383,6 +389,7 @@ impl BConversation {
                 model,
                 system_prompt,
                 user_memory,
+                project,
             },
             id,
             title,

@@ -953,7 +953,8 @@ fn make_past(
     true
 }
 
-/// Places `c` among `facts` (scope: about the user), said at `at` from `source`: skipped when the
+/// Places `c` among `facts` in `scope` (a project id; `None`: about the user), said at `at` from
+/// `source`: skipped when the
 /// same sentence from the same source is there in any state (a tombstone above all) or a fact
 /// says it already (a current one, or a past one that held at `at`); else the facts it supersedes are made past and it is added (as past
 /// already when a current fact said later supersedes it). Whether anything changed.
@@ -962,6 +963,7 @@ fn place(
     c: Candidate,
     source: Option<FactSource>,
     at: Millis,
+    scope: Option<&str>,
     new_id: &mut dyn FnMut() -> String,
 ) -> bool {
     let key = sentence_key(&c.text);
@@ -975,10 +977,10 @@ fn place(
     };
     let own = fact_claims(&c.text);
     // Said already: by a current fact, or by a past one that held when `c` was said (taking the
-    // same messages in again then changes nothing).
+    // same messages in again then changes nothing), about the user or of this scope.
     let held = |f: &UserFact| {
         f.forgotten.is_none()
-            && f.scope.is_none()
+            && (f.scope.is_none() || f.scope.as_deref() == scope)
             && f.valid_to.is_none_or(|to| f.valid_from <= at && to >= at)
     };
     if facts.iter().any(same_source) || facts.iter().any(|f| held(f) && restates(f, &c.text, &own))
@@ -987,12 +989,12 @@ fn place(
     }
     let later = facts
         .iter()
-        .filter(|f| f.is_current() && f.scope.is_none() && f.valid_from > at)
+        .filter(|f| f.is_current() && f.scope.as_deref() == scope && f.valid_from > at)
         .filter(|f| supersedes(&fact_claims(&f.text), &c.text, &own))
         .map(|f| f.valid_from)
         .min();
     if later.is_none() {
-        make_past(facts, &c.text, &own, at, None, None);
+        make_past(facts, &c.text, &own, at, scope, None);
     }
     facts.push(UserFact {
         id: new_id(),
@@ -1003,7 +1005,7 @@ fn place(
         valid_from: at,
         valid_to: later,
         forgotten: None,
-        scope: None,
+        scope: scope.map(str::to_string),
         updated_at: at,
     });
     true
@@ -1019,6 +1021,29 @@ pub fn handle_said(
     message_id: &str,
     text: &str,
     said_at: Millis,
+    new_id: impl FnMut() -> String,
+) -> bool {
+    handle_said_in(
+        facts,
+        None,
+        conversation_id,
+        message_id,
+        text,
+        said_at,
+        new_id,
+    )
+}
+
+/// [`handle_said`] in a conversation of project `scope` (`None`: of none): the facts taken in are
+/// of that project (`engine::project`), and they supersede only the project's own facts; one a
+/// fact about the user says already is not taken in again.
+pub fn handle_said_in(
+    facts: &mut Vec<UserFact>,
+    scope: Option<&str>,
+    conversation_id: &str,
+    message_id: &str,
+    text: &str,
+    said_at: Millis,
     mut new_id: impl FnMut() -> String,
 ) -> bool {
     let mut changed = false;
@@ -1028,7 +1053,7 @@ pub fn handle_said(
             message_id: message_id.to_string(),
             said_at,
         };
-        changed |= place(facts, c, Some(source), said_at, &mut new_id);
+        changed |= place(facts, c, Some(source), said_at, scope, &mut new_id);
     }
     changed
 }
@@ -1038,6 +1063,16 @@ pub fn handle_said(
 /// streaming. Whether `facts` changed.
 pub fn handle_messages(
     facts: &mut Vec<UserFact>,
+    messages: &[Message],
+    new_id: impl FnMut() -> String,
+) -> bool {
+    handle_messages_in(facts, None, messages, new_id)
+}
+
+/// [`handle_messages`] for messages of a conversation of project `scope` ([`handle_said_in`]).
+pub fn handle_messages_in(
+    facts: &mut Vec<UserFact>,
+    scope: Option<&str>,
     messages: &[Message],
     mut new_id: impl FnMut() -> String,
 ) -> bool {
@@ -1050,8 +1085,9 @@ pub fn handle_messages(
                 MessageStatus::Complete | MessageStatus::Interrupted
             )
     }) {
-        changed |= handle_said(
+        changed |= handle_said_in(
             facts,
+            scope,
             &m.conversation_id,
             &m.id,
             &m.content,
@@ -1127,7 +1163,9 @@ pub fn add(facts: &mut Vec<UserFact>, text: &str, now: Millis, id: String) -> bo
         kind,
     };
     let mut id = Some(id);
-    place(facts, c, None, now, &mut || id.take().unwrap_or_default())
+    place(facts, c, None, now, None, &mut || {
+        id.take().unwrap_or_default()
+    })
 }
 
 // ---------- two copies of one fact (a backup, another device) ----------
@@ -1142,14 +1180,23 @@ fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
 }
 
 /// Two copies of one fact (the same id: a backup's and the stored one, or two devices') joined
-/// into one. The words (text, kind, claim key) are those of the copy changed last (`updated_at`;
+/// into one. The words (text, kind, claim key) and the scope (a move to about you) are those of
+/// the copy changed last (`updated_at`;
 /// equal: the greater text, so the result never depends on the order of the arguments); a
 /// tombstone wins over a live copy whatever their order (forgetting is never undone, the
 /// earliest `forgotten` kept), and so does a past copy over a current one (the earliest
 /// `valid_to`); `valid_from` keeps the earliest, `updated_at` the latest. It is a join:
 /// commutative, associative and idempotent.
 pub fn join_fact(a: &UserFact, b: &UserFact) -> UserFact {
-    let words = |f: &UserFact| (f.updated_at, f.text.clone(), f.kind, f.claim_key.clone());
+    let words = |f: &UserFact| {
+        (
+            f.updated_at,
+            f.text.clone(),
+            f.kind,
+            f.claim_key.clone(),
+            f.scope.clone(),
+        )
+    };
     let newer = if words(a) >= words(b) { a } else { b };
     UserFact {
         id: a.id.clone().max(b.id.clone()),
@@ -1160,7 +1207,7 @@ pub fn join_fact(a: &UserFact, b: &UserFact) -> UserFact {
         valid_from: a.valid_from.min(b.valid_from),
         valid_to: earliest(a.valid_to, b.valid_to),
         forgotten: earliest(a.forgotten, b.forgotten),
-        scope: a.scope.clone().max(b.scope.clone()),
+        scope: newer.scope.clone(),
         updated_at: a.updated_at.max(b.updated_at),
     }
 }

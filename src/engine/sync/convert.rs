@@ -53,6 +53,7 @@ fn fields_of(c: &Conversation) -> BTreeMap<String, Option<String>> {
         ("memory_model", o.memory_model.clone()),
         ("model", o.model.clone()),
         ("system_prompt", o.system_prompt.clone()),
+        ("project", o.project.clone()),
     ]
     .into_iter()
     // Only once set: a conversation that never touched it keeps the document it had.
@@ -92,7 +93,11 @@ pub fn edit_conversation(prev: &ConversationDoc, c: &Conversation, at: &Hlc) -> 
         next.title = Lww::new(title_of(c), at);
     }
     for (k, v) in fields_of(c) {
-        if prev.fields.get(&k).map(|r| &r.v) != Some(&v) {
+        // A register the document does not have reads as unset: a field added in a later
+        // version (the project) gets a stamp only once it is set, so it never overrides
+        // another device's value with an unset one.
+        let before = prev.fields.get(&k).map(|r| &r.v).unwrap_or(&None);
+        if before != &v {
             next.fields.insert(k, Lww::new(v, at));
         }
     }
@@ -136,6 +141,9 @@ pub fn apply_conversation(doc: &ConversationDoc, c: &mut Conversation) {
     }
     if let Some(v) = get("system_prompt") {
         o.system_prompt = v;
+    }
+    if let Some(v) = get("project") {
+        o.project = v;
     }
     if let Some(v) = get("user_memory") {
         o.user_memory = match v.as_deref() {
@@ -434,6 +442,7 @@ fn words_of(f: &UserFact) -> FactWords {
         text: f.text.clone(),
         kind: f.kind.as_str().to_string(),
         claim_key: f.claim_key.clone(),
+        scope: f.scope.clone(),
     }
 }
 
@@ -476,6 +485,7 @@ pub fn edit_fact(prev: &FactDoc, f: &UserFact, at: &Hlc) -> FactDoc {
     } else {
         prev.words.clone()
     };
+    next.scope = next.words.v.scope.clone();
     next
 }
 
@@ -494,7 +504,7 @@ pub fn to_fact(d: &FactDoc) -> UserFact {
         valid_from: d.valid_from,
         valid_to: d.valid_to,
         forgotten: d.forgotten,
-        scope: d.scope.clone(),
+        scope: d.words.v.scope.clone(),
         updated_at: d.updated_at,
     }
 }

@@ -253,13 +253,18 @@ impl SummaryDoc {
     }
 }
 
-/// A fact's words: they change together (an edit), so they are one register.
+/// A fact's words and where it belongs: they change by the user's hand (an edit, a move to about
+/// you), so they are one register, the newer change winning.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct FactWords {
     pub text: String,
     /// `name`, `home`, … (`FactKind`; an unknown one reads as `other`).
     pub kind: String,
     pub claim_key: String,
+    /// The project it belongs to (`None`: about the user). The document's own `scope` repeats it
+    /// for builds that read it there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// Where a fact was said (never changes).
@@ -283,7 +288,7 @@ pub struct FactDoc {
     pub valid_to: Option<Millis>,
     /// When the user forgot it (the earliest is kept): a tombstone that wins over any live version.
     pub forgotten: Option<Millis>,
-    /// A project id; `None`: about the user.
+    /// A project id; `None`: about the user. The same as `words.scope`, which decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     pub updated_at: Millis,

@@ -121,7 +121,9 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
             let detail = match s.kind {
                 SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
                 SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
-                SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
+                SectionKind::System => {
+                    system_prompt_detail(&ctx.conversation, ctx.project.as_ref(), &s.text)
+                }
                 SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
                 SectionKind::UserFacts => a.user_facts_detail(),
                 SectionKind::Recall => a.recall_detail.clone(),

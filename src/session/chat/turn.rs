@@ -11,11 +11,12 @@ use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
 use crate::engine::memory::recall::Passage;
 use crate::engine::memory::{rank_for_prompt, Graph};
-use crate::engine::model::UserFact;
 use crate::engine::model::{
     Conversation, EndpointProfile, MemoryConfig, Message, MessageMeta, MessageStatus, Millis,
     Prompt, Role, TurnPath,
 };
+use crate::engine::model::{Project, UserFact};
+use crate::engine::project;
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
@@ -70,9 +71,12 @@ fn reply_placeholder(id: &str, ctx: &Context) -> Message {
     }
 }
 
-/// What a prompt carries of the user's memory across conversations.
+/// What a prompt carries of the user's memory across conversations, and the conversation's
+/// project (its instructions, and the scope of the facts it may carry).
 #[derive(Default)]
 pub(crate) struct AboutUser {
+    /// The conversation's project, while it exists (`engine::project::project_of`).
+    pub project: Option<Project>,
     /// Every fact about the user, as stored (the assembly chooses).
     pub facts: Rc<Vec<UserFact>>,
     /// The passages of other conversations the new message refers back to, best first.
@@ -88,6 +92,8 @@ pub(crate) struct Context {
     pub assembly: Assembly,
     pub endpoint: EndpointProfile,
     pub config: MemoryConfig,
+    /// The conversation's project, if any (the inspector names it).
+    pub project: Option<Project>,
 }
 
 /// A turn in flight: what carrying out its actions needs.
@@ -201,16 +207,30 @@ impl Chat {
             .borrow()
             .chat_endpoint_for(&conversation.memory_overrides)
             .no_user_memory;
+        let project = self.project_of(conversation).await?;
         if !config.user_memory || private {
-            return Ok(AboutUser::default());
+            return Ok(AboutUser {
+                project,
+                ..Default::default()
+            });
         }
         Ok(AboutUser {
+            project,
             facts: self.core.user_facts().await?,
             recall: self
                 .memory
                 .recall_for(&conversation.id, &new_message.content)
                 .await?,
         })
+    }
+
+    /// The project `conversation` is in, read from the store only when it names one.
+    async fn project_of(&self, conversation: &Conversation) -> Result<Option<Project>, ChatError> {
+        if conversation.memory_overrides.project.is_none() {
+            return Ok(None);
+        }
+        let all = self.core.store.load_projects().await?;
+        Ok(project::project_of(conversation, &all).cloned())
     }
 
     /// The prompt for `new_message` after `messages`, with `memory` (the conversation's memory, and
@@ -224,11 +244,13 @@ impl Chat {
         new_message: &Message,
         (memory, about): (&MemoryParts, &AboutUser),
     ) -> Context {
-        let endpoint = self
+        let mut endpoint = self
             .core
             .settings
             .borrow()
             .chat_endpoint_for(&conversation.memory_overrides);
+        endpoint.system_prompt =
+            project::system_prompt(&endpoint.system_prompt, about.project.as_ref());
         let graph = Graph::new(memory.entities.clone());
         let recent: Vec<&str> = messages
             .iter()
@@ -256,6 +278,7 @@ impl Chat {
                 config: &config,
                 protocol: endpoint.protocol,
                 user_facts: &about.facts,
+                project: about.project.as_ref().map(|p| p.id.as_str()),
                 recall: &about.recall,
             },
             &estimator,
@@ -266,6 +289,7 @@ impl Chat {
             assembly,
             endpoint,
             config,
+            project: about.project.clone(),
         }
     }
 

@@ -9,7 +9,8 @@
 
 use super::service::{Memory, MemoryError};
 use crate::engine::memory::user;
-use crate::engine::model::{MemoryConfig, Message, UserFact};
+use crate::engine::model::{Conversation, MemoryConfig, Message, UserFact};
+use crate::engine::project;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, tabs};
@@ -23,9 +24,27 @@ impl Memory {
         if !self.core.config_for(&conversation).user_memory {
             return Ok(());
         }
-        self.change_facts(FactChange::Said(m.clone()))
+        let scope = self.scope_of(&conversation).await?;
+        self.change_facts(FactChange::Said(m.clone(), scope))
             .await
             .map(|_| ())
+    }
+
+    /// The scope of the facts said in `conversation`: its project (a fact learned in a project
+    /// stays in it, `engine::project::fact_scope`), or `None`.
+    async fn scope_of(&self, conversation: &Conversation) -> Result<Option<String>, MemoryError> {
+        if conversation.memory_overrides.project.is_none() {
+            return Ok(None);
+        }
+        let projects = self.core.store.load_projects().await?;
+        Ok(project::fact_scope(conversation, &projects))
+    }
+
+    /// Makes a project's fact one about the user: every conversation's prompts may carry it.
+    pub async fn move_fact_to_about_you(&self, id: &str) -> Result<(), MemoryError> {
+        self.change_facts(FactChange::ToAboutYou(id.to_string()))
+            .await?;
+        Ok(())
     }
 
     /// Takes in what the user said in a memory update's span, when memory about the user is on
@@ -38,7 +57,14 @@ impl Memory {
         if !config.user_memory {
             return Ok(());
         }
-        self.change_facts(FactChange::Span(messages.to_vec()))
+        let scope = match messages.first() {
+            Some(m) => {
+                let conversation = self.core.conversation(&m.conversation_id).await?;
+                self.scope_of(&conversation).await?
+            }
+            None => None,
+        };
+        self.change_facts(FactChange::Span(messages.to_vec(), scope))
             .await
             .map(|_| ())
     }
@@ -102,10 +128,13 @@ impl Memory {
 
 /// A change of the facts about the user.
 enum FactChange {
-    /// The user said this (a stored user message).
-    Said(Message),
-    /// A memory update's span.
-    Span(Vec<Message>),
+    /// The user said this (a stored user message), in a conversation of this project (`None`:
+    /// of none).
+    Said(Message, Option<String>),
+    /// A memory update's span, of a conversation of this project.
+    Span(Vec<Message>, Option<String>),
+    /// A project's fact becomes one about the user.
+    ToAboutYou(String),
     Forget(String),
     /// A fact's id and the user's words for it.
     Edit(String, String),
@@ -117,15 +146,19 @@ impl FactChange {
     fn apply(self, facts: &mut Vec<UserFact>) -> bool {
         let at = now();
         match self {
-            FactChange::Said(m) => user::handle_said(
+            FactChange::Said(m, scope) => user::handle_said_in(
                 facts,
+                scope.as_deref(),
                 &m.conversation_id,
                 &m.id,
                 &m.content,
                 m.created_at,
                 || new_id("f"),
             ),
-            FactChange::Span(messages) => user::handle_messages(facts, &messages, || new_id("f")),
+            FactChange::Span(messages, scope) => {
+                user::handle_messages_in(facts, scope.as_deref(), &messages, || new_id("f"))
+            }
+            FactChange::ToAboutYou(id) => project::move_to_about_you(facts, &id, at),
             FactChange::Forget(id) => user::forget(facts, &id, at),
             FactChange::Edit(id, text) => user::edit(facts, &id, &text, at),
             FactChange::Add(text) => user::add(facts, &text, at, new_id("f")),

@@ -43,6 +43,8 @@ pub enum SessionEvent {
     Notice(String),
     /// The facts about the user changed (here or in another tab).
     UserFactsChanged,
+    /// The projects changed (here or in another tab): read them again.
+    ProjectsChanged,
     /// Settings were saved (in this tab or another); they are in force from now on.
     SettingsChanged(Box<Settings>),
     /// Sync's state in this tab changed (see `sync/`).
@@ -74,6 +76,7 @@ impl SessionEvent {
             SessionEvent::MemoryChanged(id) => Change::MemoryChanged(id.clone()),
             SessionEvent::SettingsChanged(s) => Change::Settings(s.clone()),
             SessionEvent::UserFactsChanged => Change::UserFacts,
+            SessionEvent::ProjectsChanged => Change::Projects,
             _ => return None,
         })
     }
@@ -100,6 +103,7 @@ impl From<Change> for SessionEvent {
             Change::MemoryChanged(id) => SessionEvent::MemoryChanged(id),
             Change::Settings(s) => SessionEvent::SettingsChanged(s),
             Change::UserFacts => SessionEvent::UserFactsChanged,
+            Change::Projects => SessionEvent::ProjectsChanged,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Memory about the user, across conversations: the Memory page (every fact with where it was said,
-//! searchable, with edit, forget and "add a fact") and the button that opens it; its store
+//! searchable, with edit, forget, "add a fact", and each fact's scope (about you or a project, with "Move
+//! to about you") and the button that opens it; its store
 //! (`store`) owns the facts the page lists. Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
@@ -7,7 +8,9 @@ pub mod store;
 use crate::engine::format::plural;
 use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
+use crate::engine::project::scope_label;
 use crate::ui::chat::store::ChatStore;
+use crate::ui::projects::store::ProjectsStore;
 use leptos::prelude::*;
 use store::AboutStore;
 
@@ -134,6 +137,7 @@ fn FactRow(
     confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let chat = expect_context::<ChatStore>();
+    let about = expect_context::<AboutStore>();
     let current = fact.is_current();
     let id = fact.id.clone();
     let is = move |s: RwSignal<Option<String>>, id: &str| s.with(|e| e.as_deref() == Some(id));
@@ -145,6 +149,13 @@ fn FactRow(
         }
     });
     let text = fact.text.clone();
+    let projects = expect_context::<ProjectsStore>().all();
+    let scoped = fact.scope.is_some();
+    let label = {
+        let fact = fact.clone();
+        move || projects.with(|ps| scope_label(&fact, ps))
+    };
+    let move_id = id.clone();
     let (edit_id, toggle_id, ask_id, forget_id) = (id.clone(), id.clone(), id.clone(), id);
     view! {
         <li class="user-fact" class:past=!current data-testid="user-fact"
@@ -155,7 +166,16 @@ fn FactRow(
                 view! { <span class="text">{text.clone()}</span> }.into_any()
             }}
             <span class="when">{fact_days(&fact)}</span>
+            <span class="scope" data-testid="user-fact-scope" data-scope=if scoped { "project" } else { "about-you" }>{label}</span>
             {source}
+            <Show when=move || scoped && current>
+                <button data-testid="user-fact-move-about-you"
+                    title="Every conversation may use it, not only this project's"
+                    on:click={
+                        let id = move_id.clone();
+                        move |_| about.move_to_about_you(id.clone())
+                    }>"Move to about you"</button>
+            </Show>
             <button data-testid="user-fact-edit" on:click=move |_| {
                 let open = is(editing, &toggle_id);
                 editing.set((!open).then(|| toggle_id.clone()));

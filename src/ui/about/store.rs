@@ -107,6 +107,12 @@ impl AboutStore {
             .run(move |s| async move { Ok(s.memory().edit_fact(&id, &text).await?) });
     }
 
+    /// Makes a project's fact one about the user (every conversation may carry it).
+    pub fn move_to_about_you(&self, id: String) {
+        self.backend
+            .run(move |s| async move { Ok(s.memory().move_fact_to_about_you(&id).await?) });
+    }
+
     /// Adds a fact the user wrote.
     pub fn add(&self, text: String) {
         self.backend

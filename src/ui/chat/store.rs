@@ -52,6 +52,8 @@ pub struct ChatStore {
     editing: RwSignal<Option<String>>,
     /// The model picked in the new chat before its first message creates the conversation.
     new_chat_model: RwSignal<Option<String>>,
+    /// The project the new chat starts in ("New" inside a project), until its first message.
+    new_chat_project: RwSignal<Option<String>>,
     /// The open conversation's record when it is a temporary chat (held by the session in memory
     /// only; the library never lists it).
     temporary: RwSignal<Option<Conversation>>,
@@ -81,6 +83,7 @@ impl ChatStore {
             focus: RwSignal::new(None),
             editing: RwSignal::new(None),
             new_chat_model: RwSignal::new(None),
+            new_chat_project: RwSignal::new(None),
             temporary: RwSignal::new(None),
         }
     }
@@ -312,8 +315,24 @@ impl ChatStore {
     /// conversation, see [`Self::send`]). The conversation open before stays the one the app
     /// reopens, and a draft typed in the new chat is kept for the next New.
     pub fn new_conversation(&self) {
+        self.new_conversation_in(None);
+    }
+
+    /// The project the new chat starts in (`None`: none).
+    pub fn new_chat_project(&self) -> ReadSignal<Option<String>> {
+        self.new_chat_project.read_only()
+    }
+
+    /// New inside project `project` (`None`: outside any): the new chat's first message creates
+    /// the conversation in it.
+    pub fn new_conversation_in(&self, project: Option<String>) {
         self.shell.close_drawer();
+        let moved = self.new_chat_project.get_untracked() != project;
+        self.new_chat_project.set(project);
         if self.current.with_untracked(Option::is_none) {
+            if moved {
+                self.refresh_preview();
+            }
             return;
         }
         self.save_draft();
@@ -431,6 +450,7 @@ impl ChatStore {
     fn send_first(&self, text: String) {
         let overrides = MemoryOverrides {
             model: self.new_chat_model.get_untracked(),
+            project: self.new_chat_project.get_untracked(),
             ..Default::default()
         };
         let this = *self;
@@ -544,6 +564,7 @@ impl ChatStore {
         let id = self.current.get_untracked().unwrap_or_default();
         let overrides = MemoryOverrides {
             model: self.new_chat_model.get_untracked(),
+            project: self.new_chat_project.get_untracked(),
             ..Default::default()
         };
         let draft = self.draft.get_untracked();

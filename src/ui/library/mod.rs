@@ -9,6 +9,8 @@ use crate::engine::format::{continuity, highlight, plural, relative_time, snippe
 use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
 use crate::ui::chat::store::ChatStore;
+use crate::ui::projects::store::ProjectsStore;
+use crate::ui::projects::{ProjectPicker, ProjectsSection};
 use crate::ui::settings::store::SettingsStore;
 use crate::ui::shell::store::ShellStore;
 use crate::ui::sync::SyncIndicator;
@@ -63,6 +65,9 @@ pub fn Sidebar() -> impl IntoView {
                     library.search(String::new());
                 }
             />
+            <Show when=move || !searching()>
+                <ProjectsSection/>
+            </Show>
             <Show when=searching fallback=move || view! { <ConversationList/> }>
                 <SearchResults/>
             </Show>
@@ -149,6 +154,8 @@ fn ConversationList() -> impl IntoView {
     let library = expect_context::<LibraryStore>();
     let ready = expect_context::<ShellStore>().ready();
     let (conversations, window) = (library.conversations(), library.window());
+    // An open project shows only its conversations (of those the list has read).
+    let open_project = expect_context::<ProjectsStore>().open_id();
     let list = NodeRef::<leptos::html::Ul>::new();
     // The height of one row (with its margin), measured from the mounted rows.
     let row_px = RwSignal::new(52.0f64);
@@ -199,8 +206,13 @@ fn ConversationList() -> impl IntoView {
             </Show>
             <li class="list-spacer" aria-hidden="true" style:height=move || format!("{}px", spacer())></li>
             <For
-                each=move || conversations.get()
-                key=|c| (c.id.clone(), c.updated_at, c.title.clone(), c.message_count, c.last_path, c.remote_handle.as_ref().map(|h| (h.id.clone(), h.dead)))
+                each=move || {
+                    let open = open_project.get();
+                    conversations.get().into_iter()
+                        .filter(|c| open.is_none() || c.memory_overrides.project == open)
+                        .collect::<Vec<_>>()
+                }
+                key=|c| (c.id.clone(), c.updated_at, c.title.clone(), c.message_count, c.last_path, c.remote_handle.as_ref().map(|h| (h.id.clone(), h.dead)), c.memory_overrides.project.clone())
                 let:conv
             >
                 <ConversationItem conv=conv/>
@@ -255,7 +267,7 @@ fn ConversationItem(
             >
                 <RenameField conv=conv_rename.clone() renaming=renaming/>
             </Show>
-            <ItemActions id=conv.id.clone() renaming=renaming confirming=confirming/>
+            <ItemActions id=conv.id.clone() project=conv.memory_overrides.project.clone() renaming=renaming confirming=confirming/>
         </li>
     }
 }
@@ -360,15 +372,19 @@ fn RenameField(
 fn ItemActions(
     /// The conversation acted on.
     id: String,
+    /// Its project, if any (the picker moves it).
+    project: Option<String>,
     /// Turned on by Rename.
     renaming: RwSignal<bool>,
     /// True while "Delete for good?" is asked.
     confirming: RwSignal<bool>,
 ) -> impl IntoView {
     let library = expect_context::<LibraryStore>();
+    let picker_id = id.clone();
     let id = StoredValue::new(id);
     view! {
         <div class="item-actions">
+            <ProjectPicker id=picker_id current=project/>
             <Show
                 when=move || confirming.get()
                 fallback=move || view! {

@@ -1,0 +1,199 @@
+//! Projects in the sidebar: the list (`project-item`, each opening its panel and filtering the
+//! conversation list to its conversations), New project (`new-project`, then a name), the open
+//! project's panel (its name, its instructions `project-instructions`, New inside it, Delete), and
+//! the picker that moves a conversation in or out of a project. Its store (`store`) owns the
+//! projects and the open one. Must not import `crate::store` or `crate::transport`.
+
+pub mod store;
+
+use crate::engine::model::Project;
+use crate::ui::chat::store::ChatStore;
+use leptos::prelude::*;
+use store::ProjectsStore;
+
+/// The sidebar's projects: heading, New project, the list and the open project's panel.
+#[component]
+pub fn ProjectsSection() -> impl IntoView {
+    let projects = expect_context::<ProjectsStore>();
+    let naming = RwSignal::new(false);
+    let listed = projects.listed();
+    view! {
+        <section class="projects" aria-label="Projects">
+            <div class="projects-head">
+                <span class="projects-title">"Projects"</span>
+                <button data-testid="new-project" aria-label="New project"
+                    title="Group conversations with their own instructions and memory"
+                    on:click=move |_| naming.set(true)>"+ Project"</button>
+            </div>
+            <Show when=move || naming.get()>
+                <NewProjectName naming=naming/>
+            </Show>
+            <ul class="project-list" role="list">
+                <For each=move || listed.get() key=|p| (p.id.clone(), p.name.clone()) let:p>
+                    <ProjectItem project=p/>
+                </For>
+            </ul>
+            <ProjectPanel/>
+        </section>
+    }
+}
+
+/// The name field of a new project: Enter creates it, Esc (or an empty name) cancels.
+#[component]
+fn NewProjectName(
+    /// Turned off once created or cancelled.
+    naming: RwSignal<bool>,
+) -> impl IntoView {
+    let projects = expect_context::<ProjectsStore>();
+    let name = RwSignal::new(String::new());
+    let input = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(el) = input.get() {
+            let _ = el.focus();
+        }
+    });
+    let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Enter" => {
+            ev.prevent_default();
+            let n = name.get_untracked();
+            naming.set(false);
+            if !n.trim().is_empty() {
+                projects.create(n);
+            }
+        }
+        "Escape" => {
+            ev.prevent_default();
+            ev.stop_propagation();
+            naming.set(false);
+        }
+        _ => {}
+    };
+    view! {
+        <input class="rename-input" data-testid="new-project-name" node_ref=input
+            aria-label="Name of the new project (Enter creates, Esc cancels)" placeholder="Project name"
+            prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))
+            on:keydown=on_key/>
+    }
+}
+
+/// One project of the list: opens (or closes) its panel, and filters the list to it.
+#[component]
+fn ProjectItem(
+    /// The project shown.
+    project: Project,
+) -> impl IntoView {
+    let projects = expect_context::<ProjectsStore>();
+    let open_id = projects.open_id();
+    let id = StoredValue::new(project.id.clone());
+    let is_open = move || open_id.with(|o| o.as_deref() == Some(id.get_value().as_str()));
+    view! {
+        <li class="project-item" class:current=is_open data-testid="project-item"
+            data-project-id=project.id.clone()>
+            <button class="open" aria-expanded=move || is_open().to_string()
+                aria-label=format!("Project {}: show its conversations and instructions", project.name)
+                on:click=move |_| projects.open((!is_open()).then(|| id.get_value()))>
+                <span class="title">"📁 "{project.name.clone()}</span>
+            </button>
+        </li>
+    }
+}
+
+/// The open project's panel: name, instructions, New inside it, Delete, Close.
+#[component]
+fn ProjectPanel() -> impl IntoView {
+    let projects = expect_context::<ProjectsStore>();
+    let opened = projects.opened();
+    view! {
+        {move || opened.get().map(|p| view! { <ProjectDetails project=p/> })}
+    }
+}
+
+/// The editable parts of the open project (re-mounted when another project opens or it changes).
+#[component]
+fn ProjectDetails(
+    /// The open project.
+    project: Project,
+) -> impl IntoView {
+    let projects = expect_context::<ProjectsStore>();
+    let chat = expect_context::<ChatStore>();
+    let id = StoredValue::new(project.id.clone());
+    let name = RwSignal::new(project.name.clone());
+    let text = RwSignal::new(project.instructions.clone());
+    let saved = StoredValue::new(project.instructions.clone());
+    let confirming = RwSignal::new(false);
+    let save = move || {
+        let t = text.get_untracked();
+        if t.trim() != saved.get_value().trim() {
+            saved.set_value(t.clone());
+            projects.set_instructions(id.get_value(), t);
+        }
+    };
+    let old_name = project.name.clone();
+    let rename = move || {
+        let n = name.get_untracked();
+        if !n.trim().is_empty() && n.trim() != old_name {
+            projects.rename(id.get_value(), n);
+        }
+    };
+    view! {
+        <div class="project-panel" data-testid="project-panel" data-project-id=project.id.clone()>
+            <input class="project-name" data-testid="project-name" aria-label="Project name"
+                prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))
+                on:change=move |_| rename()/>
+            <label class="field">
+                "Instructions (added after the system prompt in this project's conversations)"
+                <textarea data-testid="project-instructions" rows="4"
+                    prop:value=move || text.get()
+                    on:input=move |ev| text.set(event_target_value(&ev))
+                    on:blur=move |_| save()></textarea>
+            </label>
+            <div class="project-actions">
+                <button data-testid="project-instructions-save" on:click=move |_| save()>"Save"</button>
+                <button class="primary" data-testid="project-new-conversation"
+                    on:click=move |_| chat.new_conversation_in(Some(id.get_value()))>"+ New in project"</button>
+                <Show when=move || confirming.get() fallback=move || view! {
+                    <button data-testid="project-delete" on:click=move |_| confirming.set(true)>"Delete project"</button>
+                }>
+                    <span class="confirm" role="alertdialog" aria-label="Confirm delete">
+                        "Its conversations stay, outside any project. "
+                        <button class="danger" data-testid="project-delete-confirm"
+                            on:click=move |_| projects.delete(id.get_value())>"Delete"</button>
+                        <button on:click=move |_| confirming.set(false)>"Keep"</button>
+                    </span>
+                </Show>
+                <button data-testid="project-close" on:click=move |_| projects.open(None)>"Close"</button>
+            </div>
+        </div>
+    }
+}
+
+/// The picker that moves conversation `id` (now in `current`) into a project or out of any;
+/// nothing while there is no project.
+#[component]
+pub fn ProjectPicker(
+    /// The conversation moved.
+    id: String,
+    /// Its project now.
+    current: Option<String>,
+) -> impl IntoView {
+    let projects = expect_context::<ProjectsStore>();
+    let listed = projects.listed();
+    let id = StoredValue::new(id);
+    let current = StoredValue::new(current);
+    view! {
+        <Show when=move || listed.with(|l| !l.is_empty())>
+            <select class="move-project" data-testid="conversation-project"
+                aria-label="Project of this conversation" title="Move to a project"
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    projects.move_conversation(id.get_value(), (!v.is_empty()).then_some(v));
+                }>
+                <option value="" selected=current.get_value().is_none()>"No project"</option>
+                <For each=move || listed.get() key=|p| (p.id.clone(), p.name.clone()) let:p>
+                    <option value=p.id.clone()
+                        selected=current.get_value().as_deref() == Some(p.id.as_str())>{p.name.clone()}</option>
+                </For>
+            </select>
+        </Show>
+    }
+}
