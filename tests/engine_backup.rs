@@ -42,6 +42,7 @@ fn conversation(id: &str) -> Conversation {
             model: Some("/models/SmolLM2-135M.gguf".into()),
             system_prompt: Some("You answer as a ship's cook would.".into()),
             user_memory: Some(false),
+            project: Some("p-galley".into()),
             ..MemoryOverrides::default()
         },
     }

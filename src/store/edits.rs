@@ -15,8 +15,11 @@ use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, get_each, js_error, maybe_stored, prefix_range, request, to_js, Tx};
 use super::messages::add_all;
+use super::projects::ProjectRecord;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
-use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES, USER_FACTS};
+use super::schema::{
+    BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, PROJECTS, SUMMARIES, USER_FACTS,
+};
 use super::user_facts::UserFactRecord;
 use super::Store;
 use crate::engine::backup::{CheckedImport, ExistingIds, ImportPlan};
@@ -208,6 +211,9 @@ impl Store {
         if named.has_user_facts() {
             out.user_facts = self.load_user_facts().await?;
         }
+        if named.has_projects() {
+            out.projects = self.load_projects().await?;
+        }
         Ok(out)
     }
 
@@ -237,7 +243,14 @@ impl Store {
         pace: &mut dyn WritePace,
     ) -> Result<Vec<Conversation>, StoreError> {
         let tx = self.tx(
-            &[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES, USER_FACTS],
+            &[
+                CONVERSATIONS,
+                MESSAGES,
+                SUMMARIES,
+                ENTITIES,
+                USER_FACTS,
+                PROJECTS,
+            ],
             true,
         )?;
         let records = match conversation_records(&tx, plan).await {
@@ -402,8 +415,14 @@ fn queue_slice(
     Ok(first)
 }
 
-/// Queues the plan's summaries, entities and facts about the user.
+/// Queues the plan's summaries, entities, facts about the user and projects.
 fn queue_memory(tx: &Tx, plan: &ImportPlan) -> Result<(), StoreError> {
+    let projects = tx.store(PROJECTS)?;
+    for p in &plan.projects {
+        projects
+            .put(&to_js(&ProjectRecord::from(p))?)
+            .map_err(js_error)?;
+    }
     let facts = tx.store(USER_FACTS)?;
     for f in &plan.user_facts {
         facts

@@ -4,7 +4,8 @@
 //! `plan.rs`). Never panics, whatever the bytes. Must not import anything outside `crate::engine`.
 
 use super::wire::{
-    BConversation, BConversationBundle, BEntity, BMessage, BSummary, BUserFact, BackupFile,
+    BConversation, BConversationBundle, BEntity, BMessage, BProject, BSummary, BUserFact,
+    BackupFile,
 };
 use super::{ConversationBundle, ImportError, ImportLimits, FORMAT, VERSION};
 use crate::engine::format::clip;
@@ -134,6 +135,11 @@ impl CheckedImport {
     /// Whether the file carries facts about the user (then what is stored of them is read).
     pub fn has_user_facts(&self) -> bool {
         !self.file.user_facts.is_empty()
+    }
+
+    /// Whether the file carries projects (then the stored ones are read).
+    pub fn has_projects(&self) -> bool {
+        !self.file.projects.is_empty()
     }
 
     /// How many conversations and messages the checked file holds.
@@ -475,7 +481,38 @@ fn check_file(file: &BackupFile, limits: &ImportLimits) -> Result<(), ImportErro
             });
         }
     }
-    check_facts(&file.user_facts, limits)
+    check_facts(&file.user_facts, limits)?;
+    check_projects(&file.projects, limits)
+}
+
+/// The projects: each on its own, and no id twice.
+fn check_projects(projects: &[BProject], limits: &ImportLimits) -> Result<(), ImportError> {
+    let mut seen = HashSet::new();
+    for p in projects {
+        let k = Checker {
+            limits,
+            name: &|| format!("project {}", clip(&p.id, 60)),
+        };
+        // Destructured without `..`: a new field of the file's project must say how it is checked.
+        let BProject {
+            id,
+            name,
+            instructions,
+            created_at: _,
+            updated_at: _,
+            deleted: _,
+        } = p;
+        k.id("id", id)?;
+        k.short("name", name)?;
+        k.text("instructions", instructions)?;
+        if !seen.insert(id.clone()) {
+            return Err(ImportError::DuplicateId {
+                kind: "project",
+                id: id.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// One conversation's records, and their ids against those `seen` before (then added to them).
@@ -565,6 +602,7 @@ impl CheckBuilder {
                 conversations: Vec::new(),
                 shared_entities: Vec::new(),
                 user_facts: Vec::new(),
+                projects: Vec::new(),
             },
             seen: SeenIds::default(),
             limits: limits.clone(),
@@ -654,6 +692,7 @@ impl BackupBuilder {
             }
         }
         check_facts(&self.file.user_facts, &self.limits)?;
+        check_projects(&self.file.projects, &self.limits)?;
         Ok(CheckedImport {
             file: self.file,
             append: false,

@@ -6,7 +6,7 @@
 use super::wire::{BConversationBundle, BEntity, BackupFile};
 use super::{ConversationBundle, FORMAT, VERSION};
 use crate::engine::model::{
-    ConversationSummary, EntityNode, EntityScope, Message, Millis, UserFact,
+    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis, Project, UserFact,
 };
 use crate::engine::sort;
 use std::collections::HashSet;
@@ -45,6 +45,31 @@ pub fn export_backup(
     bundles: &[ConversationBundle],
     shared_entities: &[EntityNode],
     facts: &[&UserFact],
+    exported_at: Millis,
+) -> String {
+    export_with_projects(bundles, shared_entities, facts, &[], exported_at)
+}
+
+/// The projects a backup carries: every one (deleted ones too) in a backup of everything
+/// (`conversation` `None`); in a backup of one conversation, its own project only.
+pub fn projects_for_export<'a>(
+    projects: &'a [Project],
+    conversation: Option<&Conversation>,
+) -> Vec<&'a Project> {
+    projects
+        .iter()
+        .filter(|p| {
+            conversation.is_none_or(|c| c.memory_overrides.project.as_deref() == Some(&p.id))
+        })
+        .collect()
+}
+
+/// [`export_backup`] with the projects (`projects`, from [`projects_for_export`]), by id.
+pub fn export_with_projects(
+    bundles: &[ConversationBundle],
+    shared_entities: &[EntityNode],
+    facts: &[&UserFact],
+    projects: &[&Project],
     exported_at: Millis,
 ) -> String {
     let mut shared: Vec<BEntity> = Vec::new();
@@ -89,6 +114,11 @@ pub fn export_backup(
                 (a.valid_from, &a.id).cmp(&(b.valid_from, &b.id))
             });
             facts.into_iter().map(Into::into).collect()
+        },
+        projects: {
+            let mut projects = projects.to_vec();
+            sort::sort_by(&mut projects, |a, b| a.id.cmp(&b.id));
+            projects.into_iter().map(Into::into).collect()
         },
     };
     // Plain data with string keys and finite numbers: serialisation cannot fail.

@@ -28,7 +28,9 @@ mod wire;
 
 pub(crate) use check::check_depth;
 pub use check::{check_import, BackupBuilder, CheckBuilder, CheckedImport, MAX_FACT_TEXT_CHARS};
-pub use export_json::{export_backup, export_json, facts_for_export};
+pub use export_json::{
+    export_backup, export_json, export_with_projects, facts_for_export, projects_for_export,
+};
 pub use export_markdown::export_markdown;
 pub use plan::{
     join_user_facts, ExistingIds, ExistingMessage, ImportCounts, ImportPlan, JoinedFacts,

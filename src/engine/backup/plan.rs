@@ -10,7 +10,7 @@ use super::wire::{BEntity, BackupFile};
 use super::ImportError;
 use crate::engine::memory::user::join_fact;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis, UserFact,
+    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis, Project, UserFact,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -29,6 +29,8 @@ pub struct ExistingIds {
     pub last_seqs: HashMap<String, u64>,
     /// Every stored fact about the user (read only when the file carries some).
     pub user_facts: Vec<UserFact>,
+    /// Every stored project (read only when the file carries some).
+    pub projects: Vec<Project>,
 }
 
 /// Where an existing message lives.
@@ -81,6 +83,10 @@ pub struct ImportPlan {
     /// with it). Written again at the confirm joined with the facts stored then
     /// ([`join_user_facts`]), so a fact forgotten since the preview stays forgotten.
     pub user_facts: Vec<UserFact>,
+    /// Projects to write: new ones, and stored ones the file's copy changes, joined
+    /// (`engine::project::join_all`; a deletion wins). Joined again with those stored at the
+    /// confirm, like the facts.
+    pub projects: Vec<Project>,
     pub added: ImportCounts,
     pub skipped: ImportCounts,
 }
@@ -192,6 +198,8 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
     }
     let incoming: Vec<UserFact> = file.user_facts.into_iter().map(Into::into).collect();
     plan_facts(&mut plan, &existing.user_facts, &incoming);
+    let projects: Vec<Project> = file.projects.into_iter().map(Into::into).collect();
+    plan.projects = crate::engine::project::join_all(&existing.projects, &projects);
     Ok(plan)
 }
 

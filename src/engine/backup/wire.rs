@@ -9,7 +9,7 @@ use crate::engine::format::clip;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, FactKind, FactSource,
     HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty,
-    Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
+    Project, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -67,6 +67,65 @@ pub(super) struct BackupFile {
     /// before facts were carried (then there are none to import).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) user_facts: Vec<BUserFact>,
+    /// The projects, deleted ones (tombstones) included; absent in files written before projects
+    /// were carried. A conversation's membership is its overrides' `project`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) projects: Vec<BProject>,
+}
+
+/// A project (`engine::project`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BProject {
+    pub(super) id: String,
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) instructions: String,
+    pub(super) created_at: Millis,
+    pub(super) updated_at: Millis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) deleted: Option<Millis>,
+}
+
+impl From<&Project> for BProject {
+    fn from(p: &Project) -> Self {
+        let Project {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        } = p.clone();
+        BProject {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        }
+    }
+}
+
+impl From<BProject> for Project {
+    fn from(p: BProject) -> Self {
+        let BProject {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        } = p;
+        Project {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

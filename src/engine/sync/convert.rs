@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 
 use super::doc::{
     ConversationDoc, EdgeDoc, EntityDoc, FactDoc, FactSourceDoc, FactWords, Lww, MessageDoc,
-    PastPropertyDoc, SummaryDoc, Title, ToolCallDoc,
+    PastPropertyDoc, ProjectDoc, ProjectWords, SummaryDoc, Title, ToolCallDoc,
 };
 use super::hlc::Hlc;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, FactKind, FactSource,
-    HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Relationship, ToolCall,
-    TurnPath, Usage, UserFact,
+    HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Project, Relationship,
+    ToolCall, TurnPath, Usage, UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -433,6 +433,58 @@ pub fn active_summary(versions: &[SummaryDoc]) -> Option<&SummaryDoc> {
     versions
         .iter()
         .max_by(|a, b| (a.covers_up_to_seq, &a.made).cmp(&(b.covers_up_to_seq, &b.made)))
+}
+
+// ---------------------------------------------------------------- projects
+
+fn project_words(p: &Project) -> ProjectWords {
+    ProjectWords {
+        name: p.name.clone(),
+        instructions: p.instructions.clone(),
+    }
+}
+
+/// The document of a project first written at `at`.
+pub fn project_doc(p: &Project, at: &Hlc) -> ProjectDoc {
+    let Project {
+        id,
+        name: _,
+        instructions: _,
+        created_at,
+        updated_at: _,
+        deleted,
+    } = p;
+    ProjectDoc {
+        id: id.clone(),
+        words: Lww::new(project_words(p), at),
+        created_at: *created_at,
+        deleted: *deleted,
+    }
+}
+
+/// `prev` after the local change that left the project as `p`: new words get `at`; a deletion
+/// is joined in (never taken back).
+pub fn edit_project(prev: &ProjectDoc, p: &Project, at: &Hlc) -> ProjectDoc {
+    let mut next = super::merge::merge_project(prev, &project_doc(p, &prev.words.at));
+    next.words = if prev.words.v != project_words(p) {
+        Lww::new(project_words(p), at)
+    } else {
+        prev.words.clone()
+    };
+    next
+}
+
+/// The project a document holds (`updated_at`: the wall time of its words' stamp, so the copy
+/// changed last wins when it is joined with the stored one).
+pub fn to_project(d: &ProjectDoc) -> Project {
+    Project {
+        id: d.id.clone(),
+        name: d.words.v.name.clone(),
+        instructions: d.words.v.instructions.clone(),
+        created_at: d.created_at,
+        updated_at: d.words.at.wall.max(d.deleted.unwrap_or(0)),
+        deleted: d.deleted,
+    }
 }
 
 // ---------------------------------------------------------------- facts about the user

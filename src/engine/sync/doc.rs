@@ -8,6 +8,7 @@
 //! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) and the day each became true as maps of registers; past property values as a set |
 //! | edge | `r:{scope}:{source}:{label}:{target}:{valid_from}` | strength (strongest kept), `valid_to` (closed wins) |
 //! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers; dead once its conversation's `cleared` is at or after its stamp |
+//! | project | `p:{project}` | its name and instructions as one register; when it was made; `deleted` (the project's tombstone: wins over any live version, earliest kept) |
 //! | fact about the user | `f:{fact}` | its words (text, kind, claim key) as one register; where it was said; when it began; `valid_to` (past wins) and `forgotten` (the fact's tombstone: wins over any live version, and keeps its words so the same sentence is never taken in again) |
 //!
 //! Deleting turns a document into a [`Body::Tombstone`] (a live CouchDB document saying "deleted at
@@ -49,6 +50,8 @@ pub enum Kind {
     Summary,
     /// A fact about the user (older builds skip these documents: an unknown `type`).
     Fact,
+    /// A project (older builds skip these documents: an unknown `type`).
+    Project,
 }
 
 impl Kind {
@@ -60,6 +63,7 @@ impl Kind {
             Kind::Edge => "r",
             Kind::Summary => "s",
             Kind::Fact => "f",
+            Kind::Project => "p",
         }
     }
     /// The kind named by an `_id`'s prefix.
@@ -72,6 +76,7 @@ impl Kind {
             Kind::Edge,
             Kind::Summary,
             Kind::Fact,
+            Kind::Project,
         ]
         .into_iter()
         .find(|k| k.prefix() == p)
@@ -121,6 +126,27 @@ pub fn summary_id(conversation: &str, made: &Hlc) -> String {
 }
 pub fn fact_id(fact: &str) -> String {
     format!("f:{}", id_part(fact))
+}
+pub fn project_id(project: &str) -> String {
+    format!("p:{}", id_part(project))
+}
+
+/// A project's name and instructions: they change by the user's hand, so they are one register.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProjectWords {
+    pub name: String,
+    pub instructions: String,
+}
+
+/// A project (`engine::project`). Deleting it sets `deleted`, which wins over any live version
+/// (the earliest kept): it is never taken back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectDoc {
+    pub id: String,
+    pub words: Lww<ProjectWords>,
+    pub created_at: Millis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<Millis>,
 }
 
 /// The user's title and whether the user set it (auto-titles never overwrite a user's title).
@@ -313,6 +339,7 @@ pub enum Body {
     Edge(EdgeDoc),
     Summary(SummaryDoc),
     Fact(FactDoc),
+    Project(ProjectDoc),
     Tombstone(Tombstone),
 }
 
@@ -335,6 +362,7 @@ impl Body {
             "edge" => Body::Edge(serde_json::from_value(rest)?),
             "summary" => Body::Summary(serde_json::from_value(rest)?),
             "fact" => Body::Fact(serde_json::from_value(rest)?),
+            "project" => Body::Project(serde_json::from_value(rest)?),
             "tombstone" => Body::Tombstone(serde_json::from_value(rest)?),
             other => {
                 return Err(Error::unknown_variant(
@@ -346,6 +374,7 @@ impl Body {
                         "edge",
                         "summary",
                         "fact",
+                        "project",
                         "tombstone",
                     ],
                 ))
@@ -361,6 +390,7 @@ impl Body {
             Body::Edge(_) => Kind::Edge,
             Body::Summary(_) => Kind::Summary,
             Body::Fact(_) => Kind::Fact,
+            Body::Project(_) => Kind::Project,
             Body::Tombstone(t) => t.kind,
         }
     }
@@ -374,6 +404,7 @@ impl Body {
             Body::Edge(e) => edge_id(e),
             Body::Summary(s) => summary_id(&s.conversation_id, &s.made),
             Body::Fact(f) => fact_id(&f.id),
+            Body::Project(p) => project_id(&p.id),
             Body::Tombstone(_) => return None,
         })
     }
@@ -400,6 +431,7 @@ impl Body {
             Body::Edge(_) => None,
             Body::Summary(s) => Some(&s.made),
             Body::Fact(f) => Some(&f.words.at),
+            Body::Project(p) => Some(&p.words.at),
             Body::Tombstone(t) => Some(&t.at),
         }
     }

@@ -13,7 +13,9 @@
 //! - edges keep the strongest strength and the earliest closing time (a closed edge stays closed);
 //! - a fact about the user keeps its words by register, and the earliest `forgotten` and
 //!   `valid_to`: forgotten on any device is forgotten on every device, past on one is past on all
-//!   (a fact is never deleted; `forgotten` is its tombstone, which keeps its words).
+//!   (a fact is never deleted; `forgotten` is its tombstone, which keeps its words);
+//! - a project keeps its name and instructions by register, the earliest creation and the earliest
+//!   `deleted` (a project deleted on any device is deleted on every device).
 //!
 //! Must not import anything outside `crate::engine`.
 
@@ -21,7 +23,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::doc::{
-    Body, ConversationDoc, Doc, EdgeDoc, EntityDoc, FactDoc, Lww, MessageDoc, Tombstone,
+    Body, ConversationDoc, Doc, EdgeDoc, EntityDoc, FactDoc, Lww, MessageDoc, ProjectDoc, Tombstone,
 };
 use crate::engine::model::Millis;
 
@@ -63,6 +65,7 @@ fn merge_body(a: &Body, b: &Body) -> Body {
         (Body::Edge(x), Body::Edge(y)) => Body::Edge(edge(x, y)),
         (Body::Summary(x), Body::Summary(y)) => Body::Summary(x.max(y).clone()),
         (Body::Fact(x), Body::Fact(y)) => Body::Fact(merge_fact(x, y)),
+        (Body::Project(x), Body::Project(y)) => Body::Project(merge_project(x, y)),
         // Different kinds under one `_id` cannot come from Memoire; keep the greater kind whole.
         _ => {
             if a.kind() >= b.kind() {
@@ -192,5 +195,16 @@ pub fn merge_fact(a: &FactDoc, b: &FactDoc) -> FactDoc {
         valid_to: earliest(a.valid_to, b.valid_to),
         forgotten: earliest(a.forgotten, b.forgotten),
         updated_at: a.updated_at.max(b.updated_at),
+    }
+}
+
+/// Two versions of one project: the later words, the earliest creation, and the earliest
+/// deletion (a deleted project stays deleted on every device, whatever order the versions meet in).
+pub fn merge_project(a: &ProjectDoc, b: &ProjectDoc) -> ProjectDoc {
+    ProjectDoc {
+        id: greater_text(&a.id, &b.id),
+        words: lww(&a.words, &b.words),
+        created_at: a.created_at.min(b.created_at),
+        deleted: earliest(a.deleted, b.deleted),
     }
 }

@@ -6,13 +6,14 @@
 //! read back from their `_id` ([`parse_id`]). Must not import anything outside `crate::engine`.
 
 use super::convert::{
-    conversation_doc, edge_docs, edit_conversation, edit_entity, edit_fact, entity_docs, fact_doc,
-    message_doc, summary_doc, to_entity, to_fact, to_message, to_summary,
+    conversation_doc, edge_docs, edit_conversation, edit_entity, edit_fact, edit_project,
+    entity_docs, fact_doc, message_doc, project_doc, summary_doc, to_entity, to_fact, to_message,
+    to_project, to_summary,
 };
 use super::doc::{edge_id, message_id, Body, ConversationDoc, Doc, EdgeDoc, Kind};
 use super::hlc::{Clock, Hlc};
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, Message, Millis, UserFact,
+    Conversation, ConversationSummary, EntityNode, Message, Millis, Project, UserFact,
 };
 
 fn unescape(s: &str) -> Option<String> {
@@ -71,7 +72,7 @@ pub fn parse_id(id: &str) -> Option<(Kind, Option<String>, Vec<String>)> {
         Kind::Entity => 1,
         Kind::Edge => 4,
         Kind::Summary => 2,
-        Kind::Fact => 1,
+        Kind::Fact | Kind::Project => 1,
     };
     (rest.len() == want).then_some((kind, scope, rest))
 }
@@ -185,6 +186,27 @@ pub fn track_fact(
     Some(Doc::new(Body::Fact(next)))
 }
 
+/// The document to push after project `p` was made, renamed, given instructions or deleted here
+/// (or imported): `None` when its stored document already says as much.
+pub fn track_project(
+    stored: Option<&Doc>,
+    p: &Project,
+    clock: &mut Clock,
+    now: Millis,
+) -> Option<Doc> {
+    let next = match stored.map(|d| &d.body) {
+        Some(Body::Tombstone(_)) => return None,
+        Some(Body::Project(prev)) => {
+            if edit_project(prev, p, &clock.last()) == *prev {
+                return None;
+            }
+            edit_project(prev, p, &clock.tick(now))
+        }
+        _ => project_doc(p, &clock.tick(now)),
+    };
+    Some(Doc::new(Body::Project(next)))
+}
+
 /// The tombstones that delete entity `entity` everywhere after the user deleted it: its document
 /// (unless already a tombstone or never synced) and every live relationship document from or to it
 /// in its scope (`edges`: the scope's live edge documents).
@@ -259,6 +281,8 @@ pub enum Effect {
     Summary(ConversationSummary),
     /// Put the fact about the user (`memory::pulled_fact` says what it leaves of the stored one).
     Fact(UserFact),
+    /// Put the project, joined with the stored one (`engine::project::join_project`).
+    Project(Project),
     /// The conversation was cleared at `at` (on any device): delete its summary versions made at
     /// or before then (`memory::cleared_versions`).
     SummariesCleared { conversation: String, at: Hlc },
@@ -280,6 +304,7 @@ pub fn effect(doc: &Doc) -> Option<Effect> {
         Body::Edge(e) => Effect::Edge(e.clone()),
         Body::Summary(s) => Effect::Summary(to_summary(s)),
         Body::Fact(f) => Effect::Fact(to_fact(f)),
+        Body::Project(p) => Effect::Project(to_project(p)),
         Body::Tombstone(t) => {
             let (kind, scope, parts) = parse_id(&doc.id)?;
             if kind != t.kind {

@@ -1,5 +1,5 @@
 //! The projects service and its error enum. Every change reads the projects from the store under
-//! one Web Lock for every tab (`memoire-projects:{db}`), so two tabs never write over each other's
+//! one Web Lock for every tab (`tabs::lock_projects`), so two tabs never write over each other's
 //! change, writes what changed and reports `ProjectsChanged` (this tab's UI, the other tabs, sync).
 //! Must not import `ui`.
 
@@ -64,7 +64,7 @@ impl Projects {
     /// facts stay, scoped to the deleted project (`engine::project`).
     pub async fn delete(&self, id: &str) -> Result<(), ProjectsError> {
         {
-            let _lock = tabs::lock(&self.lock_name()).await;
+            let _lock = tabs::lock_projects(self.core.store.name()).await;
             let mut all = self.core.store.load_projects().await?;
             if !project::delete(&mut all, id, now()) {
                 return Ok(());
@@ -102,10 +102,6 @@ impl Projects {
         Ok(self.core.patch_conversation(id, &patch).await?)
     }
 
-    fn lock_name(&self) -> String {
-        format!("memoire-projects:{}", self.core.store.name())
-    }
-
     /// Applies `change` to project `id` as stored (under the lock), writes it if it changed and
     /// reports it.
     async fn change(
@@ -114,7 +110,7 @@ impl Projects {
         change: impl FnOnce(&mut Project) -> Result<bool, ProjectError>,
     ) -> Result<(), ProjectsError> {
         let changed = {
-            let _lock = tabs::lock(&self.lock_name()).await;
+            let _lock = tabs::lock_projects(self.core.store.name()).await;
             let mut all = self.core.store.load_projects().await?;
             let p = all
                 .iter_mut()

@@ -157,6 +157,12 @@ pub(crate) async fn lock_user_facts(db: &str) -> LockGuard {
     lock(&format!("memoire-user-facts:{db}")).await
 }
 
+/// The lock every change of the projects of database `db` runs under, in every tab (the
+/// projects service's, an import's), each reading the projects inside it.
+pub(crate) async fn lock_projects(db: &str) -> LockGuard {
+    lock(&format!("memoire-projects:{db}")).await
+}
+
 /// Like [`lock`], in `"shared"` mode: any number of tabs hold it together, and it keeps an
 /// exclusive request for the same name waiting.
 pub(crate) async fn lock_shared(name: &str) -> LockGuard {

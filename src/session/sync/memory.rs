@@ -181,9 +181,14 @@ pub(super) async fn apply_memory(
 ) -> Result<Vec<EntityScope>, SyncError> {
     let mut graphs: Vec<(EntityScope, Vec<Effect>)> = Vec::new();
     let mut facts = Vec::new();
+    let mut projects = Vec::new();
     for e in effects {
         if let Effect::Fact(f) = e {
             facts.push(f);
+            continue;
+        }
+        if let Effect::Project(p) = e {
+            projects.push(p);
             continue;
         }
         if let Effect::Summary(s) = e {
@@ -207,6 +212,7 @@ pub(super) async fn apply_memory(
         }
     }
     apply_facts(i, facts).await?;
+    super::projects::apply_projects(i, projects).await?;
     let mut changed = Vec::new();
     for (scope, list) in graphs {
         if change_graph(i, &scope, list).await? {

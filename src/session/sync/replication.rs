@@ -212,7 +212,8 @@ impl Replication {
             | tabs::Change::ConversationRemoved(_)
             | tabs::Change::MessagesCleared(_)
             | tabs::Change::MemoryChanged(_)
-            | tabs::Change::UserFacts => true,
+            | tabs::Change::UserFacts
+            | tabs::Change::Projects => true,
             tabs::Change::MessageAdded(m) | tabs::Change::MessageProgress(m) => {
                 m.status != MessageStatus::Streaming || m.meta.deleted
             }
@@ -492,6 +493,7 @@ async fn track_event(i: &Inner, e: &tabs::Change) -> Result<(), SyncError> {
             memory::track_memory(i, Some(id), true, &mut clock, t).await?
         }
         tabs::Change::UserFacts => memory::track_facts(i, &mut clock, t).await?,
+        tabs::Change::Projects => super::projects::track_projects(i, &mut clock, t).await?,
         tabs::Change::MessagesCleared(id) => {
             let mut docs: Vec<Doc> = Vec::new();
             for prefix in [
@@ -550,6 +552,7 @@ async fn seed(i: &Inner) -> Result<(), SyncError> {
     }
     docs.extend(memory::track_memory(i, None, true, &mut clock, now()).await?);
     docs.extend(memory::track_facts(i, &mut clock, now()).await?);
+    docs.extend(super::projects::track_projects(i, &mut clock, now()).await?);
     keep_clock(i, &clock).await?;
     record_among(i, docs, Some(&held)).await
 }

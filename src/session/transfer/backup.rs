@@ -5,7 +5,10 @@
 //! scripts/build-wasm.sh). Must not import `ui`.
 
 use super::service::{Transfer, TransferError};
-use crate::engine::backup::{export_backup, export_markdown, facts_for_export, ConversationBundle};
+use crate::engine::backup::{
+    export_markdown, export_with_projects, facts_for_export, projects_for_export,
+    ConversationBundle,
+};
 use crate::engine::model::EntityScope;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::now;
@@ -68,7 +71,16 @@ impl Transfer {
         let shared = self.core.store.load_entities(&EntityScope::Shared).await?;
         let facts = self.core.store.load_user_facts().await?;
         let facts = facts_for_export(&facts, id);
-        Ok(export_backup(&bundles, &shared, &facts, now()))
+        let projects = self.core.store.load_projects().await?;
+        let one = id.and_then(|_| bundles.first().map(|b| &b.conversation));
+        let projects = projects_for_export(&projects, one);
+        Ok(export_with_projects(
+            &bundles,
+            &shared,
+            &facts,
+            &projects,
+            now(),
+        ))
     }
 
     /// A readable Markdown transcript of one conversation.

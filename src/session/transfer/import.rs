@@ -15,6 +15,7 @@ use crate::engine::backup::{join_user_facts, ImportLimits, ImportPlan};
 use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
+use crate::engine::project::join_all;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::pace::{in_slices, perf_now, yield_now};
@@ -150,6 +151,7 @@ impl Transfer {
         // Facts about the user change in other tabs too: the write runs under their lock, the
         // plan's joined again with those stored now (a fact forgotten since the preview stays so).
         let _facts_lock = self.join_facts_now(&mut plan).await?;
+        let _projects_lock = self.join_projects_now(&mut plan).await?;
         let mut pace = Paced {
             session: self,
             pace: Pace::write(),
@@ -173,6 +175,9 @@ impl Transfer {
         self.core.cache.borrow_mut().forget_all();
         if !plan.user_facts.is_empty() {
             self.core.emit(SessionEvent::UserFactsChanged);
+        }
+        if !plan.projects.is_empty() {
+            self.core.emit(SessionEvent::ProjectsChanged);
         }
         let ids = written.iter().map(|c| c.id.clone()).collect();
         self.announce(written).await;
@@ -201,6 +206,22 @@ impl Transfer {
         let store = &self.core.store;
         let lock = tabs::lock_user_facts(store.name()).await;
         plan.user_facts = join_user_facts(&store.load_user_facts().await?, &plan.user_facts).write;
+        Ok(Some(lock))
+    }
+
+    /// Joins the plan's projects with those stored now, under the projects' lock, which the caller
+    /// holds until the write is done (none when the plan has no projects): a project deleted since
+    /// the preview stays deleted.
+    async fn join_projects_now(
+        &self,
+        plan: &mut ImportPlan,
+    ) -> Result<Option<tabs::LockGuard>, TransferError> {
+        if plan.projects.is_empty() {
+            return Ok(None);
+        }
+        let store = &self.core.store;
+        let lock = tabs::lock_projects(store.name()).await;
+        plan.projects = join_all(&store.load_projects().await?, &plan.projects);
         Ok(Some(lock))
     }
 
