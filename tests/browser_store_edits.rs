@@ -567,3 +567,64 @@ async fn an_imports_facts_are_written_in_its_transaction_or_not_at_all() {
     assert_eq!(got, vec![live, gone]);
     finish(store).await;
 }
+
+fn project(id: &str, name: &str, deleted: Option<i64>) -> Project {
+    Project {
+        id: id.into(),
+        name: name.into(),
+        instructions: format!("Instructions of {name}."),
+        created_at: 5,
+        updated_at: 6,
+        deleted,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn projects_are_kept_whole_with_their_tombstones() {
+    let store = fresh("projects").await;
+    assert_eq!(store.load_projects().await.unwrap(), vec![]);
+    let (a, b) = (
+        project("p1", "Garden", None),
+        project("p2", "Work", Some(9)),
+    );
+    store.save_projects(&[&a, &b]).await.unwrap();
+    let mut renamed = a.clone();
+    (renamed.name, renamed.updated_at) = ("Roses".into(), 20);
+    store.save_projects(&[&renamed]).await.unwrap();
+    let mut got = store.load_projects().await.unwrap();
+    got.sort_by(|x, y| x.id.cmp(&y.id));
+    assert_eq!(got, vec![renamed, b]);
+    finish(store).await;
+}
+
+#[wasm_bindgen_test]
+async fn an_imports_projects_and_membership_are_written_in_its_transaction_or_not_at_all() {
+    use memoire::engine::backup::export_with_projects;
+    let garden = project("p1", "Garden", None);
+    let json = export_with_projects(&[], &[], &[], &[&garden], 1000);
+    let store = small("import-projects").await;
+    let checked = check_import(json.as_bytes(), &ImportLimits::default()).unwrap();
+    let existing = store.existing_ids_for(&checked).await.unwrap();
+    let plan = checked.plan(&existing).unwrap();
+    assert_eq!(plan.projects, vec![garden.clone()]);
+
+    // A write the quota cannot hold: the project is not written either.
+    let mut too_large = plan_of("c", 1);
+    too_large.messages[0].content = too_big();
+    too_large.projects = plan.projects.clone();
+    assert_eq!(
+        store.write_import(&too_large).await.map(|_| ()),
+        Err(StoreError::Full)
+    );
+    assert_eq!(store.load_projects().await.unwrap(), vec![]);
+
+    // With a conversation of it: both written, the membership read back.
+    let mut with_member = plan_of("c", 1);
+    with_member.conversations[0].memory_overrides.project = Some("p1".into());
+    with_member.projects = plan.projects.clone();
+    store.write_import(&with_member).await.unwrap();
+    assert_eq!(store.load_projects().await.unwrap(), vec![garden]);
+    let c = store.get_conversation("c").await.unwrap().unwrap();
+    assert_eq!(c.memory_overrides.project.as_deref(), Some("p1"));
+    finish(store).await;
+}

@@ -412,7 +412,7 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     let s = Store::open(&name)
         .await
         .expect("upgrade to the current version");
-    assert_eq!(schema::DB_VERSION, 5);
+    assert_eq!(schema::DB_VERSION, 6);
     let c = s
         .get_conversation("c1")
         .await
@@ -430,6 +430,9 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     assert_eq!(s.dirty_sync_docs().await.unwrap().len(), 1);
     s.set_sync_password("p").await.unwrap();
     assert_eq!(s.sync_password().await.unwrap(), "p");
+    // Schema 6's projects store; the v2 conversation reads as in no project.
+    assert_eq!(s.load_projects().await.unwrap(), vec![]);
+    assert_eq!(c.memory_overrides.project, None);
     // Schema 4's search indexes cover what was stored before them (migration 2).
     let titles = s.search_titles("kep", 10).await.unwrap();
     assert_eq!(

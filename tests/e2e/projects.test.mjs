@@ -1,15 +1,18 @@
 // Projects (issue 26, item 4): a fact learned in a conversation of project P is in the next
 // request of another conversation of P and in no request outside P until the user moves it to
-// "about you"; the project's instructions reach the system text of its conversations' requests.
+// "about you"; the project's instructions reach the system text of its conversations' requests; a
+// backup carries a project and its conversations' membership to a fresh profile.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import {
   startHarness,
   openConfiguredApp,
   chatTurn,
   assertNoPageProblems,
   withDiagnostics,
+  confirmImport,
   eventually,
   tid,
 } from './helpers.mjs';
@@ -130,5 +133,56 @@ test('projects: a conversation moves into a project and out; deleting the projec
     });
   } finally {
     await context.close();
+  }
+});
+
+async function openMenu(page) {
+  if (!(await page.locator(tid('export-all-json')).isVisible())) await page.locator(tid('export-button')).click();
+}
+
+test('projects: a backup carries a project, its conversation\'s membership and its facts to a fresh profile', async () => {
+  const { agent } = harness;
+  const one = await openConfiguredApp(harness, 'openai-chat');
+  let two;
+  try {
+    await withDiagnostics(one.page, one.issues, 'projects-backup', async () => {
+      const { page } = one;
+      const id = await newProject(page, 'Garden');
+      await page.locator(tid('project-instructions')).fill('Answer as a gardener.');
+      await page.locator(tid('project-instructions-save')).click();
+      await newConversation(page, true);
+      await chatTurn(page, agent, 'I work as a florist.', 'Noted.');
+      await factOnPage(page, 'florist', 'Project: Garden');
+      await page.keyboard.press('Escape');
+      await openMenu(page);
+      const [download] = await Promise.all([page.waitForEvent('download'), page.locator(tid('export-all-json')).click()]);
+      const text = await readFile(await download.path(), 'utf8');
+      const file = JSON.parse(text);
+      assert.deepEqual(file.projects.map((p) => [p.id, p.name, p.instructions]), [[id, 'Garden', 'Answer as a gardener.']]);
+      assert.equal(file.conversations[0].conversation.memory_overrides.project, id, 'the membership travels');
+
+      two = await openConfiguredApp(harness, 'openai-chat');
+      await openMenu(two.page);
+      await two.page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(text) });
+      await confirmImport(two.page);
+      await two.page.locator(tid('notice')).filter({ hasText: 'Imported' }).waitFor();
+      const item = two.page.locator(tid('project-item'));
+      await item.waitFor({ state: 'visible' });
+      assert.equal(await item.getAttribute('data-project-id'), id);
+      await item.locator('button').click();
+      const items = two.page.locator(tid('conversation-list')).locator(tid('conversation-item'));
+      await eventually(async () => (await items.count()) === 1, { what: 'the conversation in its project' });
+      await items.first().locator(tid('conversation-open')).click();
+      await eventually(async () => (await two.page.locator(tid('message')).count()) === 2, { what: 'the imported messages shown' });
+      await chatTurn(two.page, agent, 'What do I do?', 'You are a florist.');
+      const r = agent.chatRequests().at(-1);
+      assert.ok(system(r).includes('Answer as a gardener.'), `the instructions reach it: ${system(r)}`);
+      await factOnPage(two.page, 'florist', 'Project: Garden');
+      assertNoPageProblems(one.issues);
+      assertNoPageProblems(two.issues);
+    });
+  } finally {
+    await one.context.close();
+    await two?.context.close();
   }
 });
