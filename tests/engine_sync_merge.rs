@@ -178,6 +178,7 @@ fn fact() -> impl Strategy<Value = Body> {
                         text: words.v,
                         kind: "home".into(),
                         claim_key: String::new(),
+                        scope: None,
                     },
                     at: words.at,
                 },
@@ -185,7 +186,6 @@ fn fact() -> impl Strategy<Value = Body> {
                 valid_from: 0,
                 valid_to,
                 forgotten,
-                scope: None,
                 updated_at,
             })
         })

@@ -1142,14 +1142,24 @@ fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
 }
 
 /// Two copies of one fact (the same id: a backup's and the stored one, or two devices') joined
-/// into one. The words (text, kind, claim key) are those of the copy changed last (`updated_at`;
+/// into one. The words (text, kind, claim key) and the scope are those of the copy changed last (`updated_at`;
 /// equal: the greater text, so the result never depends on the order of the arguments); a
 /// tombstone wins over a live copy whatever their order (forgetting is never undone, the
 /// earliest `forgotten` kept), and so does a past copy over a current one (the earliest
 /// `valid_to`); `valid_from` keeps the earliest, `updated_at` the latest. It is a join:
 /// commutative, associative and idempotent.
 pub fn join_fact(a: &UserFact, b: &UserFact) -> UserFact {
-    let words = |f: &UserFact| (f.updated_at, f.text.clone(), f.kind, f.claim_key.clone());
+    // The scope is the user's to change (a project's fact moved to "about you"): it goes with the
+    // words, the copy changed last.
+    let words = |f: &UserFact| {
+        (
+            f.updated_at,
+            f.text.clone(),
+            f.kind,
+            f.claim_key.clone(),
+            f.scope.clone(),
+        )
+    };
     let newer = if words(a) >= words(b) { a } else { b };
     UserFact {
         id: a.id.clone().max(b.id.clone()),
@@ -1160,7 +1170,7 @@ pub fn join_fact(a: &UserFact, b: &UserFact) -> UserFact {
         valid_from: a.valid_from.min(b.valid_from),
         valid_to: earliest(a.valid_to, b.valid_to),
         forgotten: earliest(a.forgotten, b.forgotten),
-        scope: a.scope.clone().max(b.scope.clone()),
+        scope: newer.scope.clone(),
         updated_at: a.updated_at.max(b.updated_at),
     }
 }

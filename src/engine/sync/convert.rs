@@ -434,6 +434,7 @@ fn words_of(f: &UserFact) -> FactWords {
         text: f.text.clone(),
         kind: f.kind.as_str().to_string(),
         claim_key: f.claim_key.clone(),
+        scope: f.scope.clone(),
     }
 }
 
@@ -448,7 +449,7 @@ pub fn fact_doc(f: &UserFact, at: &Hlc) -> FactDoc {
         valid_from,
         valid_to,
         forgotten,
-        scope,
+        scope: _,
         updated_at,
     } = f;
     FactDoc {
@@ -462,7 +463,6 @@ pub fn fact_doc(f: &UserFact, at: &Hlc) -> FactDoc {
         valid_from: *valid_from,
         valid_to: *valid_to,
         forgotten: *forgotten,
-        scope: scope.clone(),
         updated_at: *updated_at,
     }
 }
@@ -494,7 +494,7 @@ pub fn to_fact(d: &FactDoc) -> UserFact {
         valid_from: d.valid_from,
         valid_to: d.valid_to,
         forgotten: d.forgotten,
-        scope: d.scope.clone(),
+        scope: d.words.v.scope.clone(),
         updated_at: d.updated_at,
     }
 }

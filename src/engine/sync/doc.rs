@@ -260,6 +260,10 @@ pub struct FactWords {
     /// `name`, `home`, … (`FactKind`; an unknown one reads as `other`).
     pub kind: String,
     pub claim_key: String,
+    /// A project id; `None`: about the user. The user may move a project's fact to "about you",
+    /// so it is part of the register: the copy changed last says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// Where a fact was said (never changes).
@@ -283,9 +287,6 @@ pub struct FactDoc {
     pub valid_to: Option<Millis>,
     /// When the user forgot it (the earliest is kept): a tombstone that wins over any live version.
     pub forgotten: Option<Millis>,
-    /// A project id; `None`: about the user.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
     pub updated_at: Millis,
 }
 

@@ -189,7 +189,6 @@ pub fn merge_fact(a: &FactDoc, b: &FactDoc) -> FactDoc {
         valid_from: a.valid_from.min(b.valid_from),
         valid_to: earliest(a.valid_to, b.valid_to),
         forgotten: earliest(a.forgotten, b.forgotten),
-        scope: a.scope.clone().max(b.scope.clone()),
         updated_at: a.updated_at.max(b.updated_at),
     }
 }
