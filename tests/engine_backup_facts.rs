@@ -281,6 +281,19 @@ fn importing_merges_facts_by_id() {
     check_merge(&[oslo.clone()], &[ended.clone()], &[ended.clone()], (0, 1));
     // Facts of other ids are left alone.
     check_merge(&[other.clone()], &[oslo.clone()], &[oslo.clone()], (1, 0));
+    // The scope goes with the copy changed last: a project's fact moved to "about you" stays so.
+    let mut in_project = oslo.clone();
+    in_project.scope = Some("p1".into());
+    let mut moved = in_project.clone();
+    moved.scope = None;
+    moved.updated_at = T0 + 20;
+    check_merge(&[moved.clone()], &[in_project.clone()], &[], (0, 1));
+    check_merge(
+        &[in_project.clone()],
+        &[moved.clone()],
+        &[moved.clone()],
+        (0, 1),
+    );
 }
 
 #[test]

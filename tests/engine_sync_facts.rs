@@ -126,6 +126,24 @@ fn merge_rules() {
 }
 
 #[test]
+fn the_scope_goes_with_the_copy_changed_last() {
+    let mut in_project = fact("I work as a nurse.", T0);
+    in_project.scope = Some("p1".into());
+    let mut moved = in_project.clone();
+    moved.scope = None;
+    for (x, y) in [
+        (doc(&in_project, 1, "a"), doc(&moved, 2, "b")),
+        (doc(&moved, 2, "b"), doc(&in_project, 1, "a")),
+    ] {
+        assert_eq!(
+            held(&merge(&x, &y)).scope,
+            None,
+            "moved to about you, on every device"
+        );
+    }
+}
+
+#[test]
 fn a_fact_document_has_its_own_id_kind_and_effect() {
     let d = doc(&fact("I live in Oslo.", T0), 1, "a");
     assert_eq!(d.id, fact_id("f1"));

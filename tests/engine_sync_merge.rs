@@ -186,7 +186,6 @@ fn fact() -> impl Strategy<Value = Body> {
                 valid_from: 0,
                 valid_to,
                 forgotten,
-                scope: None,
                 updated_at,
             })
         })

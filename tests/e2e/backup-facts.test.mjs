@@ -16,6 +16,7 @@ import {
   confirmImport,
   eventually,
   tid,
+  factsSent,
 } from './helpers.mjs';
 
 let harness;
@@ -24,21 +25,6 @@ before(async () => {
 });
 after(() => harness?.close());
 
-/** Everything the chat request `r` sends, as one text. */
-const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
-
-/** The facts the request carries: the lines of its "About the user" section. */
-function factsSent(r) {
-  const lines = sent(r).split('\n');
-  const at = lines.findIndex((l) => l.startsWith('## About the user'));
-  if (at < 0) return [];
-  const facts = [];
-  for (const l of lines.slice(at + 1)) {
-    if (!l.startsWith('- ')) break;
-    facts.push(l);
-  }
-  return facts;
-}
 
 async function openMenu(page) {
   if (!(await page.locator(tid('export-all-json')).isVisible())) await page.locator(tid('export-button')).click();

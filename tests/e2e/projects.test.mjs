@@ -15,6 +15,7 @@ import {
   confirmImport,
   eventually,
   tid,
+  requestText as sent,
 } from './helpers.mjs';
 
 let harness;
@@ -25,8 +26,6 @@ after(() => harness?.close());
 
 const INSTRUCTIONS = 'Answer as the ward sister of a busy clinic would.';
 
-/** Everything the chat request `r` sends, as one text. */
-const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
 /** The system text of request `r`. */
 const system = (r) => r.body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
 

@@ -16,6 +16,7 @@ import {
   eventually,
   tid,
   BROWSER_NETWORK_NOISE,
+  factsSent,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 
@@ -27,21 +28,6 @@ after(() => harness?.close());
 
 const NAME = 'My name is Marta and I live in Lisbon.';
 
-/** Everything the chat request `r` sends, as one text. */
-const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
-
-/** The facts the request carries: the lines of its "About the user" section. */
-function factsSent(r) {
-  const lines = sent(r).split('\n');
-  const at = lines.findIndex((l) => l.startsWith('## About the user'));
-  if (at < 0) return [];
-  const facts = [];
-  for (const l of lines.slice(at + 1)) {
-    if (!l.startsWith('- ')) break;
-    facts.push(l);
-  }
-  return facts;
-}
 
 /** A device: its own context, the endpoint set, sync on against `couch`. */
 async function device({ agent, site, browser }, couch) {

@@ -15,6 +15,7 @@ import {
   withDiagnostics,
   eventually,
   tid,
+  requestText as sent,
   BROWSER_NETWORK_NOISE,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
@@ -27,8 +28,6 @@ after(() => harness?.close());
 
 const INSTRUCTIONS = 'Answer as the ward sister of a busy clinic would.';
 
-/** Everything the chat request `r` sends, as one text. */
-const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
 
 /** A device: its own context, the endpoint set, sync on against `couch`. */
 async function device({ agent, site, browser }, couch) {

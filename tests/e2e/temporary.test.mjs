@@ -14,6 +14,7 @@ import {
   eventually,
   messages,
   tid,
+  requestText,
 } from './helpers.mjs';
 
 let harness;
@@ -22,8 +23,6 @@ before(async () => {
 });
 after(() => harness?.close());
 
-/** Everything the chat request `r` sends, as one text. */
-const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
 
 /** Every record of every IndexedDB database of the page's origin, and its localStorage, as text. */
 function everythingStored(page) {
@@ -67,8 +66,8 @@ test('temporary chat: sends no memory about the user unless asked, and leaves no
       await messages(page).first().waitFor({ state: 'detached' });
       await chatTurn(page, agent, SAID, 'Noted: peanuts, and Rexitor.');
       const first = agent.chatRequests().at(-1);
-      assert.ok(sent(first).includes('Rexitor'), 'the message itself is sent');
-      assert.ok(!sent(first).includes('Marta') && !sent(first).includes('Lisbon'), `no memory about the user: ${sent(first)}`);
+      assert.ok(requestText(first).includes('Rexitor'), 'the message itself is sent');
+      assert.ok(!requestText(first).includes('Marta') && !requestText(first).includes('Lisbon'), `no memory about the user: ${requestText(first)}`);
       assert.equal(await page.evaluate(() => location.hash), '', 'no address of its own');
 
       // Asked for, memory about the user comes in; its own history is there too.
@@ -78,8 +77,8 @@ test('temporary chat: sends no memory about the user unless asked, and leaves no
       await eventually(async () => (await own.getAttribute('aria-checked')) === 'true', { what: 'memory about me on' });
       await chatTurn(page, agent, 'What is my name, and what is my dog called?', 'Marta; Rexitor.');
       const second = agent.chatRequests().at(-1);
-      assert.ok(sent(second).includes('Lisbon'), `asked for, the facts come: ${sent(second)}`);
-      assert.ok(sent(second).includes(SAID), 'the temporary chat is its own history');
+      assert.ok(requestText(second).includes('Lisbon'), `asked for, the facts come: ${requestText(second)}`);
+      assert.ok(requestText(second).includes(SAID), 'the temporary chat is its own history');
       assert.deepEqual(await conversationIds(page), stored, 'the sidebar never lists it');
       await page.locator(tid('composer-input')).fill('A draft, never kept: Zorblat.');
       // Time for a memory update, a fact taken in or a draft saved, had any been started.
@@ -124,7 +123,7 @@ test('temporary chat: leaving it ends it; a new one starts empty', async () => {
       await page.locator(tid('temporary-chat-notice')).waitFor({ state: 'visible' });
       assert.equal(await messages(page).count(), 0, 'a new temporary chat starts empty');
       await chatTurn(page, agent, 'What was the word?', 'I do not know.');
-      assert.ok(!sent(agent.chatRequests().at(-1)).includes('Quillon'), 'the temporary chat before is gone');
+      assert.ok(!requestText(agent.chatRequests().at(-1)).includes('Quillon'), 'the temporary chat before is gone');
       assert.deepEqual(await conversationIds(page), [], 'none listed');
       assertNoPageProblems(issues);
     });

@@ -1180,14 +1180,15 @@ fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
 }
 
 /// Two copies of one fact (the same id: a backup's and the stored one, or two devices') joined
-/// into one. The words (text, kind, claim key) and the scope (a move to about you) are those of
-/// the copy changed last (`updated_at`;
+/// into one. The words (text, kind, claim key) and the scope are those of the copy changed last (`updated_at`;
 /// equal: the greater text, so the result never depends on the order of the arguments); a
 /// tombstone wins over a live copy whatever their order (forgetting is never undone, the
 /// earliest `forgotten` kept), and so does a past copy over a current one (the earliest
 /// `valid_to`); `valid_from` keeps the earliest, `updated_at` the latest. It is a join:
 /// commutative, associative and idempotent.
 pub fn join_fact(a: &UserFact, b: &UserFact) -> UserFact {
+    // The scope is the user's to change (a project's fact moved to "about you"): it goes with the
+    // words, the copy changed last.
     let words = |f: &UserFact| {
         (
             f.updated_at,

@@ -509,7 +509,7 @@ pub fn fact_doc(f: &UserFact, at: &Hlc) -> FactDoc {
         valid_from,
         valid_to,
         forgotten,
-        scope,
+        scope: _,
         updated_at,
     } = f;
     FactDoc {
@@ -523,7 +523,6 @@ pub fn fact_doc(f: &UserFact, at: &Hlc) -> FactDoc {
         valid_from: *valid_from,
         valid_to: *valid_to,
         forgotten: *forgotten,
-        scope: scope.clone(),
         updated_at: *updated_at,
     }
 }
@@ -537,7 +536,6 @@ pub fn edit_fact(prev: &FactDoc, f: &UserFact, at: &Hlc) -> FactDoc {
     } else {
         prev.words.clone()
     };
-    next.scope = next.words.v.scope.clone();
     next
 }
 

@@ -287,8 +287,8 @@ pub struct FactWords {
     /// `name`, `home`, … (`FactKind`; an unknown one reads as `other`).
     pub kind: String,
     pub claim_key: String,
-    /// The project it belongs to (`None`: about the user). The document's own `scope` repeats it
-    /// for builds that read it there.
+    /// A project id; `None`: about the user. The user may move a project's fact to "about you",
+    /// so it is part of the register: the copy changed last says it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
 }
@@ -314,9 +314,6 @@ pub struct FactDoc {
     pub valid_to: Option<Millis>,
     /// When the user forgot it (the earliest is kept): a tombstone that wins over any live version.
     pub forgotten: Option<Millis>,
-    /// A project id; `None`: about the user. The same as `words.scope`, which decides.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
     pub updated_at: Millis,
 }
 

@@ -185,11 +185,9 @@ fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
 
 /// Two versions of one fact (see the module rules).
 pub fn merge_fact(a: &FactDoc, b: &FactDoc) -> FactDoc {
-    let words = lww(&a.words, &b.words);
     FactDoc {
         id: greater_text(&a.id, &b.id),
-        scope: words.v.scope.clone(),
-        words,
+        words: lww(&a.words, &b.words),
         source: a.source.clone().max(b.source.clone()),
         valid_from: a.valid_from.min(b.valid_from),
         valid_to: earliest(a.valid_to, b.valid_to),
