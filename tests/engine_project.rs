@@ -430,6 +430,25 @@ fn imported(projects: &[Project], stored: &[Project]) -> Vec<Project> {
 }
 
 #[test]
+fn the_import_preview_counts_the_projects_it_writes() {
+    let json = export_with_projects(&[], &[], &[], &[&project("p1", "Garden", "")], T0);
+    let plan = check_import(json.as_bytes(), &ImportLimits::default())
+        .and_then(|c| c.plan(&ExistingIds::default()))
+        .unwrap();
+    assert_eq!(
+        plan.projects_preview().as_deref(),
+        Some("Projects: 1 new or changed.")
+    );
+    let none = check_import(
+        export_with_projects(&[], &[], &[], &[], T0).as_bytes(),
+        &ImportLimits::default(),
+    )
+    .and_then(|c| c.plan(&ExistingIds::default()))
+    .unwrap();
+    assert_eq!(none.projects_preview(), None);
+}
+
+#[test]
 fn a_backup_carries_projects_and_never_brings_a_deleted_one_back() {
     let live = project("p1", "Garden", "Answer as a gardener.");
     assert_eq!(imported(&[live.clone()], &[]), vec![live.clone()]);

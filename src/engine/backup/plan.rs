@@ -92,6 +92,13 @@ pub struct ImportPlan {
 }
 
 impl ImportPlan {
+    /// The preview's line on the projects the import writes, when it writes any: "Projects: 1 new
+    /// or changed."
+    pub fn projects_preview(&self) -> Option<String> {
+        let n = self.projects.len();
+        (n > 0).then(|| format!("Projects: {} new or changed.", n))
+    }
+
     /// The preview's line on the facts about the user, when the file carries any: "Facts about
     /// you: 2 new, 1 already here."
     pub fn facts_preview(&self) -> Option<String> {

@@ -123,6 +123,10 @@ impl Transfer {
             preview.push(' ');
             preview.push_str(&facts);
         }
+        if let Some(projects) = plan.projects_preview() {
+            preview.push(' ');
+            preview.push_str(&projects);
+        }
         Ok(ImportStep::Preview(PreparedImport {
             plan,
             source,
