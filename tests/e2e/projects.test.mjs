@@ -48,7 +48,9 @@ async function newConversation(page, inside) {
 
 /** Waits until the Memory page lists a fact holding `words`, with `scope` as its label. */
 async function factOnPage(page, words, scope) {
-  await page.locator(tid('memory-page-open')).click();
+  // On a phone the Memory page opens from the memory panel.
+  if (!(await page.locator(tid('memory-page-open')).first().isVisible())) await page.locator(tid('memory-toggle')).click();
+  await page.locator(tid('memory-page-open')).first().click();
   const fact = page.locator(tid('memory-page')).locator(tid('user-fact')).filter({ hasText: words });
   await eventually(async () => (await fact.count()) === 1 && (await fact.locator(tid('user-fact-scope')).innerText()) === scope, { what: `the fact "${words}" labelled ${scope}` });
   return fact;
@@ -183,5 +185,38 @@ test('projects: a backup carries a project, its conversation\'s membership and i
   } finally {
     await one.context.close();
     await two?.context.close();
+  }
+});
+
+test('projects on a phone (390×844): made, given instructions and used from the drawer; the Memory page moves its fact', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'projects-phone', async () => {
+      await page.setViewportSize({ width: 390, height: 844 });
+      const sidebar = page.locator(tid('sidebar'));
+      await page.locator(tid('sidebar-toggle')).click();
+      await sidebar.waitFor({ state: 'visible' });
+      await newProject(page, 'Clinic');
+      const instructions = page.locator(tid('project-instructions'));
+      const shown = await instructions.boundingBox();
+      assert.ok(shown.x >= 0 && shown.x + shown.width <= 390, `the instructions fit the drawer: ${JSON.stringify(shown)}`);
+      await instructions.fill(INSTRUCTIONS);
+      await page.locator(tid('project-instructions-save')).click();
+      // New in the project closes the drawer and starts the conversation in it.
+      await page.locator(tid('project-new-conversation')).click();
+      await sidebar.waitFor({ state: 'hidden' });
+      await chatTurn(page, agent, 'I work as a nurse.', 'Noted.');
+      assert.ok(system(agent.chatRequests().at(-1)).includes(INSTRUCTIONS));
+      const fact = await factOnPage(page, 'nurse', 'Project: Clinic');
+      const move = fact.locator(tid('user-fact-move-about-you'));
+      const b = await move.boundingBox();
+      assert.ok(b.x >= 0 && b.x + b.width <= 390, `Move to about you is on screen: ${JSON.stringify(b)}`);
+      await move.click();
+      await eventually(async () => (await fact.locator(tid('user-fact-scope')).innerText()) === 'About you', { what: 'the fact about you' });
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
   }
 });
