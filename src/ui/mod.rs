@@ -89,7 +89,6 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>) {
     } = stores;
     backend.set_session(session);
     settings.load();
-    projects.reload();
     shell.set_ready();
     library.first_screen(move |shown| {
         match shown {
@@ -98,6 +97,8 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>) {
             FirstScreen::Failed => {}
         }
         route::announce_first_screen();
+        // The projects (a few records) are read once the list is shown, not before it.
+        projects.reload();
         // What the first screen does not need waits until the page is idle after it (shown or not:
         // the memory pane must not stay empty after a failed read).
         when_idle(move |_| shell.settle(), 500, 0);
