@@ -147,7 +147,7 @@ impl Events {
     fn settings_changed(&self, settings: Settings) {
         let chat = self.stores.chat;
         self.stores.settings.changed(settings);
-        if chat.current().with_untracked(Option::is_some) {
+        if chat.current_untracked().is_some() {
             chat.refresh_preview();
         }
     }

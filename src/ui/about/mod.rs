@@ -33,7 +33,7 @@ pub fn UseUserMemory() -> impl IntoView {
     let chat = expect_context::<ChatStore>();
     let on = move || chat.memory_config().user_memory;
     view! {
-        <Show when=move || chat.current().with(Option::is_some)>
+        <Show when=move || chat.has_current()>
             // A switch button, not a checkbox: the memory pane holds no form control (what model
             // output fills must never hold one, and the XSS check says so of the whole pane).
             <button class="switch use-user-memory" role="switch" data-testid="conversation-use-user-memory"
@@ -49,9 +49,8 @@ pub fn UseUserMemory() -> impl IntoView {
 #[component]
 pub fn MemoryPage() -> impl IntoView {
     let about = expect_context::<AboutStore>();
-    let open = about.is_open();
     view! {
-        <Show when=move || open.get()>
+        <Show when=move || about.is_open()>
             <div class="dialog-backdrop" on:click=move |_| about.close_page()></div>
             <section class="dialog memory-page" data-testid="memory-page" role="dialog"
                 aria-label="Memory about you">
@@ -63,7 +62,7 @@ pub fn MemoryPage() -> impl IntoView {
                     conversation. Forget a fact and it leaves every prompt and every synced device."</p>
                 <AddFact/>
                 <input type="search" data-testid="memory-page-search" placeholder="Search facts"
-                    prop:value=move || about.query().get()
+                    prop:value=move || about.query()
                     on:input=move |ev| about.search(event_target_value(&ev))/>
                 <FactList/>
             </section>
@@ -98,17 +97,16 @@ fn AddFact() -> impl IntoView {
 #[component]
 fn FactList() -> impl IntoView {
     let about = expect_context::<AboutStore>();
-    let shown = about.shown();
     let editing = RwSignal::new(None::<String>);
     let confirming = RwSignal::new(None::<String>);
-    let more = move || shown.with(|(facts, all)| all.saturating_sub(facts.len()));
+    let more = move || about.with_shown(|facts, all| all.saturating_sub(facts.len()));
     let has_more = move || more() > 0;
     view! {
         <p class="meta" data-testid="memory-page-count">
-            {move || shown.with(|(_, all)| plural(*all, "fact", "facts"))}
+            {move || about.with_shown(|_, all| plural(all, "fact", "facts"))}
         </p>
         <ul class="user-facts">
-            <For each=move || shown.get().0 key=|f| (f.id.clone(), f.updated_at) let:fact>
+            <For each=move || about.with_shown(|facts, _| facts.iter().map(|f| (*f).clone()).collect::<Vec<_>>()) key=|f| (f.id.clone(), f.updated_at) let:fact>
                 <FactRow fact=fact editing=editing confirming=confirming/>
             </For>
         </ul>
@@ -117,7 +115,7 @@ fn FactList() -> impl IntoView {
                 {move || format!("Show more ({} not shown)", more())}
             </button>
         </Show>
-        <Show when=move || shown.with(|(_, all)| *all == 0)>
+        <Show when=move || about.with_shown(|_, all| all == 0)>
             <p class="empty">"Nothing yet. Tell the agent about yourself, or add a fact above."</p>
         </Show>
     }

@@ -46,7 +46,7 @@ fn ChatHeader() -> impl IntoView {
                 class="sidebar-toggle"
                 data-testid="sidebar-toggle"
                 aria-label="Show the conversations"
-                aria-expanded=move || shell.drawer_open().get().to_string()
+                aria-expanded=move || shell.drawer_open().to_string()
                 on:click=move |_| shell.toggle_drawer()
             >
                 <span aria-hidden="true">"☰"</span>
@@ -74,7 +74,7 @@ fn ChatHeader() -> impl IntoView {
                 class="memory-toggle"
                 data-testid="memory-toggle"
                 aria-label="Show or hide the memory pane"
-                aria-expanded=move || shell.memory_open().get().to_string()
+                aria-expanded=move || shell.memory_open().to_string()
                 on:click=move |_| shell.toggle_memory_pane()
             >
                 "Memory"

@@ -16,21 +16,20 @@ use leptos::prelude::*;
 #[component]
 pub fn MemoryBuildBar() -> impl IntoView {
     let memory = expect_context::<MemoryStore>();
-    let (build, offer_ids) = (memory.build(), memory.offer());
     let running = move || memory.building();
-    let offer = move || offer_ids.with(|o| o.len());
+    let offer = move || memory.offered();
     let offered = move || offer() != 0 && !running();
     view! {
         <Show when=offered>
             <div class="notice memory-build" role="status">
                 <span>{move || format!("Memory can be built from the {} just imported.", plural(offer(), "conversation", "conversations"))}</span>
-                <button data-testid="memory-build-all" on:click=move |_| memory.build_memory(offer_ids.get_untracked())>
+                <button data-testid="memory-build-all" on:click=move |_| memory.build_memory(memory.offer_untracked())>
                     "Build memory for the imported conversations"
                 </button>
                 <button class="icon" aria-label="Dismiss" on:click=move |_| memory.dismiss_offer()>"✕"</button>
             </div>
         </Show>
-        {move || build.get().map(|b| view! { <BuildLine status=b/> })}
+        {move || memory.build().map(|b| view! { <BuildLine status=b/> })}
     }
 }
 
@@ -85,9 +84,7 @@ pub fn BuildThis() -> impl IntoView {
             return false;
         };
         let running = memory.building();
-        let summarised = memory
-            .view()
-            .with(|m| m.summary.as_ref().map_or(0, |s| s.message_count));
+        let summarised = memory.with_view(|m| m.summary.as_ref().map_or(0, |s| s.message_count));
         !running
             && needs_catch_up(Backlog {
                 message_count: conv.message_count,

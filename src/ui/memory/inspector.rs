@@ -9,11 +9,11 @@ use leptos::prelude::*;
 /// The context inspector.
 #[component]
 pub fn ContextInspector() -> impl IntoView {
-    let preview = expect_context::<ChatStore>().preview();
+    let chat = expect_context::<ChatStore>();
     view! {
         <details class="memory-section" data-testid="context-inspector" open>
             <summary>"Next request"</summary>
-            {move || match preview.get() {
+            {move || match chat.with_preview(Clone::clone) {
                 None => view! { <p class="empty"><span class="spinner small" aria-hidden="true"></span>" Working out the next request…"</p> }.into_any(),
                 Some(p) => {
                     let over = p.over_budget;

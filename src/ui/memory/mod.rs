@@ -29,7 +29,7 @@ use store::MemoryStore;
 pub fn MemoryPane() -> impl IntoView {
     let memory = expect_context::<MemoryStore>();
     let shell = expect_context::<ShellStore>();
-    let current = expect_context::<ChatStore>().current();
+    let chat = expect_context::<ChatStore>();
     let updating = move || memory.updating();
     provide_context(SelectedEntity(RwSignal::new(None)));
     view! {
@@ -44,7 +44,7 @@ pub fn MemoryPane() -> impl IntoView {
                 <button
                     data-testid="update-memory"
                     aria-label="Update memory now"
-                    disabled=move || updating() || current.with(|c| c.is_none())
+                    disabled=move || updating() || !chat.has_current()
                     on:click=move |_| memory.update_now()
                 >
                     "Update memory now"
@@ -55,9 +55,9 @@ pub fn MemoryPane() -> impl IntoView {
             </div>
             <UseUserMemory/>
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
-            <Show when=move || shell.settled().get()>
+            <Show when=move || shell.settled()>
             <Show
-                when=move || current.with(|c| c.is_some())
+                when=move || chat.has_current()
                 fallback=|| view! {
                     <p class="empty">"A new chat: its memory starts with its first message."</p>
                     <ContextInspector/>
@@ -79,9 +79,8 @@ pub fn MemoryPane() -> impl IntoView {
 #[component]
 fn Failure() -> impl IntoView {
     let memory = expect_context::<MemoryStore>();
-    let mem = memory.view();
     move || {
-        mem.with(|m| m.failure.clone()).map(|f| {
+        memory.with_view(|m| m.failure.clone()).map(|f| {
             let raw = f.raw_reply.clone();
             let has_raw = !raw.trim().is_empty();
             view! {
@@ -113,11 +112,11 @@ fn Recent() -> impl IntoView {
     let chat = expect_context::<ChatStore>();
     let recent = move || {
         let n = chat.memory_config().recent_messages;
-        chat.messages().with(|l| {
+        chat.with_messages(|l| {
             let start = l.len().saturating_sub(n);
             l[start..]
                 .iter()
-                .map(|m| (m.id.clone(), m.role, m.content().get()))
+                .map(|m| (m.id.clone(), m.role, m.state().content()))
                 .collect::<Vec<_>>()
         })
     };
@@ -140,12 +139,11 @@ fn Recent() -> impl IntoView {
 #[component]
 fn Summary() -> impl IntoView {
     let memory = expect_context::<MemoryStore>();
-    let mem = memory.view();
     let show_versions = RwSignal::new(false);
     view! {
         <details class="memory-section" data-testid="memory-summary" open>
             <summary>"Summary"</summary>
-            {move || match mem.with(|m| m.summary.clone()) {
+            {move || match memory.with_view(|m| m.summary.clone()) {
                 None => view! { <p class="empty">"No summary yet. It is written after every few exchanges, or now with “Update memory now”."</p> }.into_any(),
                 Some(s) => view! {
                     <div class="summary">
@@ -162,7 +160,7 @@ fn Summary() -> impl IntoView {
                     </div>
                 }.into_any(),
             }}
-            <Show when=move || mem.with(|m| m.versions.len() > 1)>
+            <Show when=move || memory.with_view(|m| m.versions.len() > 1)>
                 <button class="link" data-testid="summary-versions-toggle"
                     aria-expanded=move || show_versions.get().to_string()
                     on:click=move |_| show_versions.update(|v| *v = !*v)>
@@ -171,7 +169,7 @@ fn Summary() -> impl IntoView {
                 <Show when=move || show_versions.get()>
                     <ol class="versions" data-testid="summary-versions">
                         <For
-                            each=move || mem.with(|m| m.versions.iter().rev().skip(1).cloned().collect::<Vec<_>>())
+                            each=move || memory.with_view(|m| m.versions.iter().rev().skip(1).cloned().collect::<Vec<_>>())
                             key=|v| v.version
                             let:v
                         >
@@ -193,9 +191,9 @@ fn Summary() -> impl IntoView {
 /// The entities, grouped by type.
 #[component]
 fn Entities() -> impl IntoView {
-    let mem = expect_context::<MemoryStore>().view();
+    let memory = expect_context::<MemoryStore>();
     let groups = move || {
-        mem.with(|m| {
+        memory.with_view(|m| {
             EntityType::ALL
                 .iter()
                 .map(|t| {
@@ -214,8 +212,8 @@ fn Entities() -> impl IntoView {
     };
     view! {
         <details class="memory-section" data-testid="memory-entities" open>
-            <summary>"Entities " <span class="count">{move || mem.with(|m| m.entities.len())}</span></summary>
-            <Show when=move || mem.with(|m| m.entities.is_empty())>
+            <summary>"Entities " <span class="count">{move || memory.with_view(|m| m.entities.len())}</span></summary>
+            <Show when=move || memory.with_view(|m| m.entities.is_empty())>
                 <p class="empty">"No entities yet: people, places, concepts, events and tasks appear here as the conversation goes on."</p>
             </Show>
             <For each=groups key=|(t, l)| (*t, l.iter().map(|e| (e.id.clone(), e.updated_at, e.name.clone(), e.description.clone())).collect::<Vec<_>>()) let:group>
@@ -320,9 +318,9 @@ fn EntityDetails(
     entity: EntityNode,
 ) -> impl IntoView {
     let chat = expect_context::<ChatStore>();
-    let mem = expect_context::<MemoryStore>().view();
+    let memory = expect_context::<MemoryStore>();
     let name_of = move |id: &str| {
-        mem.with_untracked(|m| {
+        memory.with_view_untracked(|m| {
             m.entities
                 .iter()
                 .find(|e| e.id == id)
@@ -335,7 +333,7 @@ fn EntityDetails(
         .map(|r| (name_of(&r.target_id), r))
         .collect();
     let props = entity_properties(&entity);
-    let conv = chat.current().get_untracked().unwrap_or_default();
+    let conv = chat.current_untracked().unwrap_or_default();
     let sources: Vec<String> = entity.source_message_ids.iter().take(8).cloned().collect();
     view! {
         {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}
@@ -415,9 +413,9 @@ const GRAPH_MARGIN: f32 = 80.0;
 /// The entity graph as SVG; a node chosen selects its card.
 #[component]
 fn Graph() -> impl IntoView {
-    let mem = expect_context::<MemoryStore>().view();
+    let memory = expect_context::<MemoryStore>();
     let selected = expect_context::<SelectedEntity>().0;
-    let drawing = move || mem.with(|m| layout(&m.entities, 320.0, 40));
+    let drawing = move || memory.with_view(|m| layout(&m.entities, 320.0, 40));
     view! {
         <details class="memory-section" data-testid="memory-graph" open>
             <summary>"Graph"</summary>
@@ -464,9 +462,9 @@ fn Graph() -> impl IntoView {
 /// What the node colours mean, for the types the graph shows.
 #[component]
 fn GraphLegend() -> impl IntoView {
-    let mem = expect_context::<MemoryStore>().view();
+    let memory = expect_context::<MemoryStore>();
     let types = move || {
-        mem.with(|m| {
+        memory.with_view(|m| {
             EntityType::ALL
                 .iter()
                 .copied()

@@ -24,11 +24,11 @@ use store::SettingsStore;
 #[component]
 pub fn SettingsDialog() -> impl IntoView {
     let settings = expect_context::<SettingsStore>();
-    let ready = expect_context::<ShellStore>().ready();
+    let shell = expect_context::<ShellStore>();
     // The form starts from the settings in force, so it waits until the saved ones are loaded: opened
     // earlier, it would show (and could save) the defaults over them.
     view! {
-        <Show when=move || settings.dialog_open().get() && ready.get()>
+        <Show when=move || settings.dialog_open() && shell.ready()>
             <SettingsForm/>
         </Show>
     }
@@ -53,7 +53,7 @@ fn SettingsForm() -> impl IntoView {
     let settings = expect_context::<SettingsStore>();
     let chat = expect_context::<ChatStore>();
     let form = Form {
-        draft: RwSignal::new(settings.settings().get_untracked()),
+        draft: RwSignal::new(settings.with_settings_untracked(Settings::clone)),
         scope_conversation: RwSignal::new(false),
         overrides: RwSignal::new(
             chat.conversation_untracked()
@@ -84,8 +84,7 @@ fn SettingsForm() -> impl IntoView {
         }
         form.error.set(None);
         let overrides = chat
-            .current()
-            .get_untracked()
+            .current_untracked()
             .filter(|_| form.scope_conversation.get_untracked())
             .map(|id| (id, form.overrides.get_untracked()));
         settings.save(s, overrides, move |r| match r {
@@ -315,11 +314,11 @@ fn MemorySection(
     /// The form being edited.
     form: Form,
 ) -> impl IntoView {
-    let current = expect_context::<ChatStore>().current();
+    let chat = expect_context::<ChatStore>();
     view! {
         <section>
             <h3>"Memory"</h3>
-            <Show when=move || current.with(|c| c.is_some())>
+            <Show when=move || chat.has_current()>
                 <label class="inline">
                     <input type="checkbox" data-testid="settings-scope-conversation"
                         prop:checked=move || form.scope_conversation.get()
@@ -539,11 +538,11 @@ fn OverrideFields(
 /// How much the browser stores, and whether it may evict it.
 #[component]
 fn StorageSection() -> impl IntoView {
-    let storage = expect_context::<TransferStore>().storage();
+    let transfer = expect_context::<TransferStore>();
     view! {
         <section>
             <h3>"Storage"</h3>
-            <p data-testid="storage-usage">{move || match storage.get() {
+            <p data-testid="storage-usage">{move || match transfer.storage() {
                 Some(s) => format!(
                     "{} used of {} available{}",
                     bytes(s.usage),

@@ -18,7 +18,7 @@ use store::ShellStore;
 pub fn StatusArea() -> impl IntoView {
     let shell = expect_context::<ShellStore>();
     view! {
-        <Show when=move || shell.error().with(|e| e.is_some()) fallback=Notice>
+        <Show when=move || shell.with_error(|e| e.is_some()) fallback=Notice>
             <ErrorBanner/>
         </Show>
     }
@@ -31,13 +31,12 @@ fn ErrorBanner() -> impl IntoView {
     let chat = expect_context::<ChatStore>();
     let settings = expect_context::<SettingsStore>();
     let memory = expect_context::<MemoryStore>();
-    let error = shell.error();
-    let kind = move || error.with(|e| e.as_ref().map(|p| p.kind));
+    let kind = move || shell.with_error(|e| e.as_ref().map(|p| p.kind));
     let is = move |k: ErrorKind| kind() == Some(k);
     view! {
         <div class="error-banner status-area" role="alert" data-testid="error-banner"
             data-kind=move || format!("{:?}", kind().unwrap_or(ErrorKind::Other)).to_lowercase()>
-            <span class="text">{move || error.with(|e| e.as_ref().map(|p| p.text.clone()).unwrap_or_default())}</span>
+            <span class="text">{move || shell.with_error(|e| e.as_ref().map(|p| p.text.clone()).unwrap_or_default())}</span>
             <Show when=move || is(ErrorKind::Request) && chat.can_retry()>
                 <button on:click=move |_| chat.retry()>"Retry"</button>
             </Show>
@@ -59,11 +58,10 @@ fn ErrorBanner() -> impl IntoView {
 #[component]
 fn Notice() -> impl IntoView {
     let shell = expect_context::<ShellStore>();
-    let notice = shell.notice();
     view! {
-        <Show when=move || notice.with(|n| n.is_some())>
+        <Show when=move || shell.with_notice(|n| n.is_some())>
             <div class="notice status-area" role="status" data-testid="notice">
-                <span>{move || notice.get().unwrap_or_default()}</span>
+                <span>{move || shell.with_notice(|n| n.clone().unwrap_or_default())}</span>
                 <button class="icon" aria-label="Dismiss" on:click=move |_| shell.dismiss_notice()>"✕"</button>
             </div>
         </Show>

@@ -94,9 +94,11 @@ pub fn SyncSection() -> impl IntoView {
 /// The sidebar's sync indicator.
 #[component]
 pub fn SyncIndicator() -> impl IntoView {
-    let view = expect_context::<SyncStore>().view();
-    let state = move || view.with(|v| v.as_ref().map_or("off".to_string(), |v| v.state.clone()));
-    let detail = move || view.with(|v| v.as_ref().map(|v| v.detail.clone()).unwrap_or_default());
+    let sync = expect_context::<SyncStore>();
+    let state =
+        move || sync.with_view(|v| v.as_ref().map_or("off".to_string(), |v| v.state.clone()));
+    let detail =
+        move || sync.with_view(|v| v.as_ref().map(|v| v.detail.clone()).unwrap_or_default());
     view! {
         <span class="sync" data-testid="sync-status" data-state=state title=detail
             hidden=move || state() == "off">

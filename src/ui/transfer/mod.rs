@@ -44,7 +44,7 @@ fn BackupItems(
     open: RwSignal<bool>,
 ) -> impl IntoView {
     let transfer = expect_context::<TransferStore>();
-    let current = expect_context::<ChatStore>().current();
+    let chat = expect_context::<ChatStore>();
     let export = move |what: Export| {
         open.set(false);
         transfer.export(what);
@@ -60,7 +60,7 @@ fn BackupItems(
     };
     view! {
         <div class="menu" role="menu">
-            <Show when=move || current.with(|c| c.is_some())>
+            <Show when=move || chat.has_current()>
                 <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(Export::ConversationJson)>
                     "Export this conversation (JSON)"
                 </button>
@@ -91,15 +91,13 @@ fn BackupItems(
 #[component]
 fn ImportProgress() -> impl IntoView {
     let transfer = expect_context::<TransferStore>();
-    let import = transfer.import();
-    // `with`, not `get`: a preview holds every record of the file, and is never cloned here.
     let progress = move || {
-        import.with(|i| match i {
+        transfer.with_import(|i| match i {
             ImportState::Running(p, _) => Some(*p),
             _ => None,
         })
     };
-    let running = move || import.with(|i| matches!(i, ImportState::Running(..)));
+    let running = move || transfer.with_import(|i| matches!(i, ImportState::Running(..)));
     view! {
         <Show when=running>
             <div class="import-running" role="status">
@@ -122,9 +120,8 @@ fn ImportProgress() -> impl IntoView {
 #[component]
 fn ImportPreview() -> impl IntoView {
     let transfer = expect_context::<TransferStore>();
-    let import = transfer.import();
     let preview = move || {
-        import.with(|i| match i {
+        transfer.with_import(|i| match i {
             ImportState::Preview(p) => Some((p.file_name.clone(), p.preview.clone())),
             _ => None,
         })
