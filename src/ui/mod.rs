@@ -4,7 +4,7 @@
 //! signals are private, read by views through its reader methods (tracked inside a reactive
 //! closure; no signal handle is handed out) and changed only by its own actions and event handlers (`events` dispatches the session's events to them). Only the stores call the
 //! session, through `backend`, its one holder. This module builds the stores, provides each as its
-//! own context, opens the session and lays the app out. Reusable browser behaviours are in
+//! one context (`stores`), opens the session and lays the app out. Reusable browser behaviours are in
 //! `behaviour`, the address in `route`. Must not import `crate::store` or `crate::transport`.
 
 pub mod about;
@@ -18,6 +18,7 @@ pub mod memory;
 pub mod route;
 pub mod settings;
 pub mod shell;
+pub mod stores;
 pub mod sync;
 pub mod time;
 pub mod transfer;
@@ -27,7 +28,7 @@ use about::store::AboutStore;
 use backend::Backend;
 use behaviour::{focus_testid, when_idle};
 use chat::store::ChatStore;
-use events::{Events, Stores};
+use events::Events;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use library::store::{FirstScreen, LibraryStore};
@@ -35,10 +36,12 @@ use memory::store::MemoryStore;
 use settings::store::SettingsStore;
 use shell::store::ShellStore;
 use std::rc::Rc;
+use stores::Stores;
 use sync::store::SyncStore;
 use transfer::store::TransferStore;
 
-/// Builds every store and provides each as a context of its own.
+/// Builds every store and provides them as the one context views take theirs from
+/// (`stores::use_chat()`, …).
 fn provide_stores() -> (Stores, Backend) {
     let shell = ShellStore::new();
     let backend = Backend::new(shell);
@@ -49,14 +52,6 @@ fn provide_stores() -> (Stores, Backend) {
     let sync = SyncStore::new(backend);
     let transfer = TransferStore::new(backend, shell, memory, chat);
     let about = AboutStore::new(backend);
-    provide_context(shell);
-    provide_context(settings);
-    provide_context(library);
-    provide_context(memory);
-    provide_context(chat);
-    provide_context(sync);
-    provide_context(transfer);
-    provide_context(about);
     let stores = Stores {
         shell,
         library,
@@ -67,6 +62,7 @@ fn provide_stores() -> (Stores, Backend) {
         transfer,
         about,
     };
+    provide_context(stores);
     (stores, backend)
 }
 

@@ -7,9 +7,8 @@ pub mod store;
 use crate::engine::format::plural;
 use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::{use_about, use_chat};
 use leptos::prelude::*;
-use store::AboutStore;
 
 /// Opens the Memory page: in the memory pane (`memory-page-open`, reachable on every width) and
 /// in the chat header (`header-memory-page-open`, hidden on phones); testids stay unique on a page.
@@ -18,7 +17,7 @@ pub fn MemoryPageOpen(
     /// The button's `data-testid`.
     testid: &'static str,
 ) -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     view! {
         <button class="memory-page-open" data-testid=testid
             title="What Memoire remembers about you, in every conversation"
@@ -30,7 +29,7 @@ pub fn MemoryPageOpen(
 /// force says (its override, else the setting).
 #[component]
 pub fn UseUserMemory() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let on = move || chat.memory_config().user_memory;
     view! {
         <Show when=move || chat.has_current()>
@@ -48,7 +47,7 @@ pub fn UseUserMemory() -> impl IntoView {
 /// The Memory page: a dialog over the app (full screen on phones).
 #[component]
 pub fn MemoryPage() -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     view! {
         <Show when=move || about.is_open()>
             <div class="dialog-backdrop" on:click=move |_| about.close_page()></div>
@@ -73,7 +72,7 @@ pub fn MemoryPage() -> impl IntoView {
 /// "Remember that I …": a fact the user writes.
 #[component]
 fn AddFact() -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     let text = RwSignal::new(String::new());
     let add = move || {
         let t = text.get_untracked();
@@ -96,7 +95,7 @@ fn AddFact() -> impl IntoView {
 /// of a thousand facts opens in one go).
 #[component]
 fn FactList() -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     let editing = RwSignal::new(None::<String>);
     let confirming = RwSignal::new(None::<String>);
     let more = move || about.with_shown(|facts, all| all.saturating_sub(facts.len()));
@@ -131,7 +130,7 @@ fn FactRow(
     /// The id of the fact whose forget waits for confirmation, if any (the list's).
     confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let current = fact.is_current();
     let id = fact.id.clone();
     let is = move |s: RwSignal<Option<String>>, id: &str| s.with(|e| e.as_deref() == Some(id));
@@ -181,7 +180,7 @@ fn FactEditor(
     /// The list's "being edited" (cleared on save).
     editing: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     let text = RwSignal::new(text);
     view! {
         <form on:submit=move |ev| {
@@ -204,7 +203,7 @@ fn ConfirmForget(
     /// The list's "waiting for confirmation" (cleared on Keep).
     confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     view! {
         <button data-testid="confirm-forget" class="danger" on:click=move |_| about.forget(id.clone())>
             "Forget for good"</button>

@@ -3,16 +3,15 @@
 //! saved and the inspector refreshed a moment after typing stops. Must not import `crate::store` or
 //! `crate::transport`.
 
-use super::store::ChatStore;
 use crate::ui::behaviour::use_debounce_fn;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_shell};
 use leptos::prelude::*;
 
 /// The composer.
 #[component]
 pub fn Composer() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let shell = expect_context::<ShellStore>();
+    let chat = use_chat();
+    let shell = use_shell();
     let confirm_clear = RwSignal::new(false);
     let submit = move || {
         let text = chat.draft_untracked();
@@ -81,7 +80,7 @@ fn ClearConfirm(
     /// Whether the question is shown; either answer closes it.
     open: RwSignal<bool>,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     view! {
         <div class="confirm-bar" role="alertdialog" aria-label="Confirm clear">
             <span>"Clear every message and all memory of this conversation? This cannot be undone."</span>
@@ -100,7 +99,7 @@ fn ComposerActions(
     /// Sends (or edits, or asks to clear) what the composer holds.
     submit: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     view! {
         <div class="composer-actions">
             <Show when=move || chat.can_retry()>

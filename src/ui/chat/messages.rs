@@ -11,8 +11,7 @@ use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
 use crate::ui::behaviour::{focus_testid, use_clipboard, use_follow_bottom, UseFollowBottomReturn};
 use crate::ui::highlight::highlight_later;
-use crate::ui::settings::store::SettingsStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_settings, use_shell};
 use leptos::html;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -46,7 +45,7 @@ type Anchor = (String, f64, Ends);
 /// The message list of the open conversation.
 #[component]
 pub fn MessageList() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let list_ref = NodeRef::<html::Div>::new();
     let follow = use_follow_bottom(list_ref, move || chat.track_current());
     let anchor = StoredValue::new(None::<Anchor>);
@@ -209,8 +208,8 @@ fn use_code_copy() -> impl Fn(leptos::ev::MouseEvent) + 'static {
 /// What an empty conversation says: how to connect an agent when none is set, else an invitation.
 #[component]
 fn EmptyState() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>();
+    let chat = use_chat();
+    let settings = use_settings();
     let no_endpoint = move || !settings.with_settings(|s| s.has_endpoint());
     let empty = move || chat.with_messages(|l| l.is_empty()) && !chat.loading();
     view! {
@@ -335,7 +334,7 @@ fn MessageFoot(
     /// The message whose footnotes these are.
     item: MessageItem,
 ) -> impl IntoView {
-    let shell = expect_context::<ShellStore>();
+    let shell = use_shell();
     let st = item.state();
     let error = move || {
         let failed = st.status() == MessageStatus::Error;
@@ -359,7 +358,7 @@ fn MessageActions(
     /// The message these actions act on.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let clipboard = use_clipboard();
     let st = item.state();
     let idle = move || !chat.streaming() && st.status() != MessageStatus::Streaming;
@@ -403,7 +402,7 @@ fn AlternativePager(
     /// The message whose alternatives these are.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let st = item.state();
     let busy = move || chat.streaming();
     let go = move |next: bool| {
@@ -434,7 +433,7 @@ fn DeleteMessage(
     /// The message to delete.
     id: String,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let asking = RwSignal::new(false);
     view! {
         <Show

@@ -11,14 +11,13 @@ pub mod store;
 use crate::engine::format::continuity;
 use crate::ui::about::MemoryPageOpen;
 use crate::ui::memory::build::MemoryBuildBar;
-use crate::ui::shell::store::ShellStore;
 use crate::ui::shell::StatusArea;
+use crate::ui::stores::{use_chat, use_shell};
 use crate::ui::transfer::BackupMenu;
 use composer::Composer;
 use leptos::prelude::*;
 use messages::MessageList;
 use model_picker::ModelPicker;
-use store::ChatStore;
 
 /// The chat pane.
 #[component]
@@ -37,8 +36,8 @@ pub fn ChatPane() -> impl IntoView {
 /// Drawer button, title, continuity badge, model picker, backup menu, memory toggle.
 #[component]
 fn ChatHeader() -> impl IntoView {
-    let shell = expect_context::<ShellStore>();
-    let chat = expect_context::<ChatStore>();
+    let shell = use_shell();
+    let chat = use_chat();
     let title = move || chat.conversation();
     view! {
         <header class="chat-head">

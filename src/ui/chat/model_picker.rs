@@ -4,18 +4,18 @@
 //! conversation's overrides; the list is the settings store's, the choice the chat store's. Must
 //! not import `crate::store` or `crate::transport`.
 
-use super::store::ChatStore;
 use crate::engine::format::model_label;
 use crate::ui::behaviour::use_dismiss;
-use crate::ui::settings::store::{ModelList, SettingsStore};
+use crate::ui::settings::store::ModelList;
+use crate::ui::stores::{use_chat, use_settings};
 use leptos::html;
 use leptos::prelude::*;
 
 /// The picker: a button naming the model in use, and its menu.
 #[component]
 pub fn ModelPicker() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>();
+    let chat = use_chat();
+    let settings = use_settings();
     let open = RwSignal::new(false);
     let root = NodeRef::<html::Div>::new();
     use_dismiss(root, open);
@@ -65,8 +65,8 @@ fn ModelMenu(
     /// The model the conversation picked, if any.
     own: Signal<Option<String>>,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>();
+    let chat = use_chat();
+    let settings = use_settings();
     let pick = move |m: Option<String>| {
         open.set(false);
         chat.pick_model(m);

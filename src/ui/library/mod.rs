@@ -8,20 +8,17 @@ pub mod store;
 use crate::engine::format::{continuity, highlight, plural, relative_time, snippet_words};
 use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::settings::store::SettingsStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_library, use_settings, use_shell};
 use crate::ui::sync::SyncIndicator;
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
-use store::LibraryStore;
 
 /// The sidebar.
 #[component]
 pub fn Sidebar() -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
-    let chat = expect_context::<ChatStore>();
-    let shell = expect_context::<ShellStore>();
+    let library = use_library();
+    let chat = use_chat();
+    let shell = use_shell();
     let searching = move || !library.query().trim().is_empty();
     // Opening a conversation (or a new one) closes the drawer.
     Effect::new(move |_| {
@@ -65,8 +62,8 @@ pub fn Sidebar() -> impl IntoView {
 /// Settings, the theme and the network status.
 #[component]
 fn SidebarFoot() -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
-    let shell = expect_context::<ShellStore>();
+    let settings = use_settings();
+    let shell = use_shell();
     let theme = use_theme();
     view! {
         <div class="sidebar-foot">
@@ -137,8 +134,8 @@ const LIST_MARGIN_PX: f64 = 400.0;
 /// other end past its cap).
 #[component]
 fn ConversationList() -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
-    let shell = expect_context::<ShellStore>();
+    let library = use_library();
+    let shell = use_shell();
     let list = NodeRef::<leptos::html::Ul>::new();
     // The height of one row (with its margin), measured from the mounted rows.
     let row_px = RwSignal::new(52.0f64);
@@ -222,7 +219,7 @@ fn ConversationItem(
     /// The conversation to show.
     conv: Conversation,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let renaming = RwSignal::new(false);
     let confirming = RwSignal::new(false);
     let is_current = {
@@ -257,7 +254,7 @@ fn ConversationOpen(
     /// The conversation the row opens.
     conv: Conversation,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let (badge_key, badge_label, badge_title) = continuity(&conv);
     let title = if conv.title.is_empty() {
         "New conversation".to_string()
@@ -295,7 +292,7 @@ fn RenameField(
     /// True while the field is shown; committing or cancelling turns it off.
     renaming: RwSignal<bool>,
 ) -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
+    let library = use_library();
     let title = RwSignal::new(conv.title.clone());
     let original = StoredValue::new(conv.title.clone());
     let id = StoredValue::new(conv.id.clone());
@@ -356,7 +353,7 @@ fn ItemActions(
     /// True while "Delete for good?" is asked.
     confirming: RwSignal<bool>,
 ) -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
+    let library = use_library();
     let id = StoredValue::new(id);
     view! {
         <div class="item-actions">
@@ -395,7 +392,7 @@ fn distinct_hits(hits: &[SearchHit]) -> Vec<SearchHit> {
 /// The search's results: conversations whose title matches, then messages.
 #[component]
 fn SearchResults() -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
+    let library = use_library();
     let title_hits = move || library.titles();
     view! {
         <ul class="conversation-list search-results" data-testid="search-results" role="list" aria-label="Search results">
@@ -421,8 +418,8 @@ fn SearchHitRow(
     /// The matching message.
     hit: SearchHit,
 ) -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
-    let chat = expect_context::<ChatStore>();
+    let library = use_library();
+    let chat = use_chat();
     let query = library.query_untracked();
     let title = hit.title.clone();
     let snippet = snippet_words(&hit.snippet, &query);

@@ -5,17 +5,16 @@
 //! only the conversations that failed, when some did). The build's state is the memory store's.
 //! Must not import `crate::store` or `crate::transport`.
 
-use super::store::MemoryStore;
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::catchup::{is_imported, needs_catch_up, Backlog};
 use crate::session::BuildStatus;
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::{use_chat, use_memory};
 use leptos::prelude::*;
 
 /// The import's offer and the progress line, in the chat pane under the status area.
 #[component]
 pub fn MemoryBuildBar() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let running = move || memory.building();
     let offer = move || memory.offered();
     let offered = move || offer() != 0 && !running();
@@ -39,7 +38,7 @@ fn BuildLine(
     /// Where the build stands.
     status: BuildStatus,
 ) -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let (state, text) = match &status {
         BuildStatus::Running { title, conversation, conversations, chunk, chunks, .. } => (
             "running",
@@ -77,8 +76,8 @@ fn BuildLine(
 /// no build runs.
 #[component]
 pub fn BuildThis() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
-    let chat = expect_context::<ChatStore>();
+    let memory = use_memory();
+    let chat = use_chat();
     let offered = move || {
         let Some(conv) = chat.conversation() else {
             return false;

@@ -3,13 +3,13 @@
 //! resume the agent's session or re-inject the context (the chat store's preview). Must not import
 //! `crate::store` or `crate::transport`.
 
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::use_chat;
 use leptos::prelude::*;
 
 /// The context inspector.
 #[component]
 pub fn ContextInspector() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     view! {
         <details class="memory-section" data-testid="context-inspector" open>
             <summary>"Next request"</summary>

@@ -17,19 +17,17 @@ use crate::engine::memory::shown::{
 };
 use crate::engine::model::{EntityNode, EntityType, Role};
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
-use crate::ui::chat::store::ChatStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_memory, use_shell};
 use build::BuildThis;
 use inspector::ContextInspector;
 use leptos::prelude::*;
-use store::MemoryStore;
 
 /// The memory pane.
 #[component]
 pub fn MemoryPane() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
-    let shell = expect_context::<ShellStore>();
-    let chat = expect_context::<ChatStore>();
+    let memory = use_memory();
+    let shell = use_shell();
+    let chat = use_chat();
     let updating = move || memory.updating();
     provide_context(SelectedEntity(RwSignal::new(None)));
     view! {
@@ -78,7 +76,7 @@ pub fn MemoryPane() -> impl IntoView {
 /// The latest memory update failed: when, why, the raw reply, and a retry.
 #[component]
 fn Failure() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     move || {
         memory.with_view(|m| m.failure.clone()).map(|f| {
             let raw = f.raw_reply.clone();
@@ -109,7 +107,7 @@ fn Failure() -> impl IntoView {
 /// The last N messages as the engine sends them, N as set for this conversation.
 #[component]
 fn Recent() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let recent = move || {
         let n = chat.memory_config().recent_messages;
         chat.with_messages(|l| {
@@ -138,7 +136,7 @@ fn Recent() -> impl IntoView {
 /// The summary in force, sentence by sentence, and its earlier versions to restore.
 #[component]
 fn Summary() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let show_versions = RwSignal::new(false);
     view! {
         <details class="memory-section" data-testid="memory-summary" open>
@@ -191,7 +189,7 @@ fn Summary() -> impl IntoView {
 /// The entities, grouped by type.
 #[component]
 fn Entities() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let groups = move || {
         memory.with_view(|m| {
             EntityType::ALL
@@ -234,7 +232,7 @@ fn EntityCard(
     /// The entity to show and edit.
     entity: EntityNode,
 ) -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let selected = expect_context::<SelectedEntity>().0;
     let editing = RwSignal::new(false);
     let card = NodeRef::<leptos::html::Div>::new();
@@ -291,7 +289,7 @@ fn EntityEditor(
     /// True while the editor is shown; Save and Cancel turn it off.
     editing: RwSignal<bool>,
 ) -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let name = RwSignal::new(entity.name.clone());
     let description = RwSignal::new(entity.description.clone());
     let save = move |_| {
@@ -317,8 +315,8 @@ fn EntityDetails(
     /// The entity described.
     entity: EntityNode,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let memory = expect_context::<MemoryStore>();
+    let chat = use_chat();
+    let memory = use_memory();
     let name_of = move |id: &str| {
         memory.with_view_untracked(|m| {
             m.entities
@@ -413,7 +411,7 @@ const GRAPH_MARGIN: f32 = 80.0;
 /// The entity graph as SVG; a node chosen selects its card.
 #[component]
 fn Graph() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let selected = expect_context::<SelectedEntity>().0;
     let drawing = move || memory.with_view(|m| layout(&m.entities, 320.0, 40));
     view! {
@@ -462,7 +460,7 @@ fn Graph() -> impl IntoView {
 /// What the node colours mean, for the types the graph shows.
 #[component]
 fn GraphLegend() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let types = move || {
         memory.with_view(|m| {
             EntityType::ALL

@@ -12,19 +12,16 @@ use crate::engine::format::{bytes, model_label, plural};
 use crate::engine::model::{HistoryFormat, MemoryOverrides, Protocol};
 use crate::engine::settings::{apply_preset, Settings, PRESETS};
 use crate::ui::behaviour::use_focus_trap;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_settings, use_shell, use_transfer};
 use crate::ui::sync::SyncSection;
-use crate::ui::transfer::store::TransferStore;
 use leptos::html;
 use leptos::prelude::*;
-use store::SettingsStore;
 
 /// The settings dialog (rendered only while open).
 #[component]
 pub fn SettingsDialog() -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
-    let shell = expect_context::<ShellStore>();
+    let settings = use_settings();
+    let shell = use_shell();
     // The form starts from the settings in force, so it waits until the saved ones are loaded: opened
     // earlier, it would show (and could save) the defaults over them.
     view! {
@@ -50,8 +47,8 @@ struct Form {
 /// The form: endpoint, memory, storage and sync sections, Cancel and Save.
 #[component]
 fn SettingsForm() -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
-    let chat = expect_context::<ChatStore>();
+    let settings = use_settings();
+    let chat = use_chat();
     let form = Form {
         draft: RwSignal::new(settings.with_settings_untracked(Settings::clone)),
         scope_conversation: RwSignal::new(false),
@@ -65,7 +62,7 @@ fn SettingsForm() -> impl IntoView {
         testing: RwSignal::new(false),
         models: RwSignal::new(Vec::new()),
     };
-    expect_context::<TransferStore>().refresh_storage();
+    use_transfer().refresh_storage();
     let dialog_ref = NodeRef::<html::Div>::new();
     use_focus_trap(dialog_ref);
     let close = move || settings.close_dialog();
@@ -276,7 +273,7 @@ fn TestConnection(
     /// The form whose endpoint is tested.
     form: Form,
 ) -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
+    let settings = use_settings();
     let test = move |_| {
         form.testing.set(true);
         form.status.set(None);
@@ -314,7 +311,7 @@ fn MemorySection(
     /// The form being edited.
     form: Form,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     view! {
         <section>
             <h3>"Memory"</h3>
@@ -538,7 +535,7 @@ fn OverrideFields(
 /// How much the browser stores, and whether it may evict it.
 #[component]
 fn StorageSection() -> impl IntoView {
-    let transfer = expect_context::<TransferStore>();
+    let transfer = use_transfer();
     view! {
         <section>
             <h3>"Storage"</h3>

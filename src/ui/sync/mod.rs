@@ -7,13 +7,13 @@
 pub mod store;
 
 use crate::session::SyncSettings;
+use crate::ui::stores::use_sync;
 use leptos::prelude::*;
-use store::SyncStore;
 
 /// The Settings section.
 #[component]
 pub fn SyncSection() -> impl IntoView {
-    let sync = expect_context::<SyncStore>();
+    let sync = use_sync();
     let saved = sync.saved().unwrap_or_default();
     let url = RwSignal::new(saved.url.clone());
     let database = RwSignal::new(if saved.database.is_empty() {
@@ -94,7 +94,7 @@ pub fn SyncSection() -> impl IntoView {
 /// The sidebar's sync indicator.
 #[component]
 pub fn SyncIndicator() -> impl IntoView {
-    let sync = expect_context::<SyncStore>();
+    let sync = use_sync();
     let state =
         move || sync.with_view(|v| v.as_ref().map_or("off".to_string(), |v| v.state.clone()));
     let detail =

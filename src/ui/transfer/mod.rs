@@ -7,10 +7,10 @@
 pub mod store;
 
 use crate::ui::behaviour::use_dismiss;
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::{use_chat, use_transfer};
 use leptos::html;
 use leptos::prelude::*;
-use store::{Export, ImportState, TransferStore};
+use store::{Export, ImportState};
 
 /// The backup button, its menu, the import progress and the import preview.
 #[component]
@@ -43,8 +43,8 @@ fn BackupItems(
     /// Whether the menu is open; a choice closes it.
     open: RwSignal<bool>,
 ) -> impl IntoView {
-    let transfer = expect_context::<TransferStore>();
-    let chat = expect_context::<ChatStore>();
+    let transfer = use_transfer();
+    let chat = use_chat();
     let export = move |what: Export| {
         open.set(false);
         transfer.export(what);
@@ -90,7 +90,7 @@ fn BackupItems(
 /// is written).
 #[component]
 fn ImportProgress() -> impl IntoView {
-    let transfer = expect_context::<TransferStore>();
+    let transfer = use_transfer();
     let progress = move || {
         transfer.with_import(|i| match i {
             ImportState::Running(p, _) => Some(*p),
@@ -119,7 +119,7 @@ fn ImportProgress() -> impl IntoView {
 /// A file read and checked (our backup or another app's export), waiting for the user to confirm.
 #[component]
 fn ImportPreview() -> impl IntoView {
-    let transfer = expect_context::<TransferStore>();
+    let transfer = use_transfer();
     let preview = move || {
         transfer.with_import(|i| match i {
             ImportState::Preview(p) => Some((p.file_name.clone(), p.preview.clone())),
