@@ -1,14 +1,18 @@
 //! Memory about the user, across conversations: the Memory page (every fact with where it was said,
 //! searchable, with edit, forget and "add a fact") and the button that opens it; its store
-//! (`store`) owns the facts the page lists. Must not import `crate::store` or `crate::transport`.
+//! (`store`) owns the facts the page lists. The page's view is behind split point `about` (a wasm
+//! chunk fetched when the page is first opened; README "Build"). Must not import `crate::store` or
+//! `crate::transport`.
 
 pub mod store;
 
 use crate::engine::format::plural;
 use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
-use crate::ui::stores::{use_about, use_chat};
+use crate::session::MemoryError;
+use crate::ui::stores::{use_about, use_chat, use_shell};
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 
 /// Opens the Memory page: in the memory pane (`memory-page-open`, reachable on every width) and
 /// in the chat header (`header-memory-page-open`, hidden on phones); testids stay unique on a page.
@@ -44,12 +48,47 @@ pub fn UseUserMemory() -> impl IntoView {
     }
 }
 
-/// The Memory page: a dialog over the app (full screen on phones).
+/// The Memory page: a dialog over the app (full screen on phones), shown while the about store
+/// says it is open. Its view is behind split point `about`: the first opening fetches that chunk;
+/// one that cannot be fetched closes the page and the banner says so (`MemoryError::Unavailable`),
+/// and the next opening tries again.
 #[component]
 pub fn MemoryPage() -> impl IntoView {
+    let (about, shell) = (use_about(), use_shell());
+    // The page's view, once its chunk is here (a plain function: `Copy`, built in the chunk).
+    let page = RwSignal::new(None::<fn() -> AnyView>);
+    Effect::new(move |_| {
+        if about.is_open() && page.with_untracked(Option::is_none) {
+            spawn_local(async move {
+                match page_split().await {
+                    Ok(view) => page.set(Some(view)),
+                    Err(e) => {
+                        about.close_page();
+                        shell.fail(e.to_string(), e.kind());
+                    }
+                }
+            });
+        }
+    });
+    move || about.is_open().then(|| page.get().map(|view| view()))
+}
+
+/// Split point `about`: the Memory page's view and what only it reaches (the list, its rows, the
+/// editors, the page's search and paging).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(about, fallible, return_wrapper(let page = _; { page.await } -> Result<fn() -> AnyView, MemoryError>)))]
+fn page_split() -> std::future::Ready<Result<fn() -> AnyView, MemoryError>> {
+    std::future::ready(Ok(page_view))
+}
+
+fn page_view() -> AnyView {
+    view! { <PageDialog/> }.into_any()
+}
+
+/// The page itself.
+#[component]
+fn PageDialog() -> impl IntoView {
     let about = use_about();
     view! {
-        <Show when=move || about.is_open()>
             <div class="dialog-backdrop" on:click=move |_| about.close_page()></div>
             <section class="dialog memory-page" data-testid="memory-page" role="dialog"
                 aria-label="Memory about you">
@@ -65,7 +104,6 @@ pub fn MemoryPage() -> impl IntoView {
                     on:input=move |ev| about.search(event_target_value(&ev))/>
                 <FactList/>
             </section>
-        </Show>
     }
 }
 
