@@ -117,6 +117,7 @@ fn main() {
         config: &config,
         protocol: Protocol::OpenAiChat,
         user_facts: &[],
+        recall: &[],
     };
     let mut times = Vec::new();
     let mut last = None;

@@ -362,6 +362,7 @@ impl Memory {
                 config: &self.config,
                 protocol: endpoint.protocol,
                 user_facts: &[],
+                recall: &[],
             },
             &HeuristicEstimator,
         );

@@ -530,3 +530,40 @@ async fn user_facts_are_kept_whole_with_their_tombstones() {
     got.sort_by(|x, y| x.id.cmp(&y.id));
     assert_eq!(got, vec![changed, b]);
 }
+
+#[wasm_bindgen_test]
+async fn an_imports_facts_are_written_in_its_transaction_or_not_at_all() {
+    use memoire::engine::backup::export_backup;
+    let (live, gone) = (
+        fact("f1", "I live in Oslo.", None),
+        fact("f2", "I am Marta.", Some(9)),
+    );
+    let json = export_backup(&[], &[], &[&live, &gone], 1000);
+    let limits = ImportLimits::default();
+    let store = small("import-facts").await;
+    // A stored copy of f1, older than the file's: the file's words win; f2 is new here.
+    let mut older = live.clone();
+    (older.text, older.updated_at) = ("I live in Oslo?".into(), 1);
+    store.save_user_facts(&[&older]).await.unwrap();
+    let checked = check_import(json.as_bytes(), &limits).unwrap();
+    let existing = store.existing_ids_for(&checked).await.unwrap();
+    assert_eq!(existing.user_facts, vec![older.clone()]);
+    let plan = checked.plan(&existing).unwrap();
+    assert_eq!((plan.added.facts, plan.skipped.facts), (1, 1));
+
+    // A write the quota cannot hold: not one fact of it is written.
+    let mut too_large = plan_of("c", 1);
+    too_large.messages[0].content = too_big();
+    too_large.user_facts = plan.user_facts.clone();
+    assert_eq!(
+        store.write_import(&too_large).await.map(|_| ()),
+        Err(StoreError::Full)
+    );
+    assert_eq!(store.load_user_facts().await.unwrap(), vec![older]);
+
+    store.write_import(&plan).await.unwrap();
+    let mut got = store.load_user_facts().await.unwrap();
+    got.sort_by(|x, y| x.id.cmp(&y.id));
+    assert_eq!(got, vec![live, gone]);
+    finish(store).await;
+}

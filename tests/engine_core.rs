@@ -389,6 +389,7 @@ fn run(
             config: cfg,
             protocol: Protocol::OpenAiChat,
             user_facts: &[],
+            recall: &[],
         },
         &HeuristicEstimator,
     )
@@ -806,6 +807,7 @@ impl Harness {
                 config: &self.cfg,
                 protocol: self.endpoint.protocol,
                 user_facts: &[],
+                recall: &[],
             },
             &HeuristicEstimator,
         );
@@ -1008,6 +1010,7 @@ fn another_conversations_handle_is_never_used() {
                 config: &b.cfg,
                 protocol: b.endpoint.protocol,
                 user_facts: &[],
+                recall: &[],
             },
             &HeuristicEstimator,
         );
@@ -1525,6 +1528,7 @@ fn seed_004_stale_context_is_refused() {
             config: &h.cfg,
             protocol: Protocol::OpenAiChat,
             user_facts: &[],
+            recall: &[],
         },
         &HeuristicEstimator,
     );
@@ -1557,6 +1561,7 @@ fn seed_004_stale_context_is_refused() {
             config: &h.cfg,
             protocol: Protocol::OpenAiChat,
             user_facts: &[],
+            recall: &[],
         },
         &HeuristicEstimator,
     );

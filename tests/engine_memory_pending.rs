@@ -171,6 +171,7 @@ fn prompt(user: &[&str], next: &str, summary: Option<(&str, u64)>) -> (String, V
             config: &config,
             protocol: Protocol::OpenAiChat,
             user_facts: &[],
+            recall: &[],
         },
         &HeuristicEstimator,
     );

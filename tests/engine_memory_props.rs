@@ -335,6 +335,7 @@ fn run(case: &Case) -> (String, String, bool) {
             config: &config,
             protocol: Protocol::OpenAiChat,
             user_facts: &[],
+            recall: &[],
         },
         &HeuristicEstimator,
     );

@@ -169,6 +169,7 @@ fn run(case: &Case) -> Assembly {
             config: &case.config,
             protocol: case.protocol,
             user_facts: &[],
+            recall: &[],
         },
         &HeuristicEstimator,
     )

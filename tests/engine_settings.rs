@@ -290,6 +290,7 @@ fn the_assembled_prompt_uses_the_conversations_system_prompt_over_the_global_one
                 config: &MemoryConfig::default(),
                 protocol: e.protocol,
                 user_facts: &[],
+                recall: &[],
             },
             &HeuristicEstimator,
         );

@@ -163,6 +163,34 @@ fn summary() -> impl Strategy<Value = Body> {
     })
 }
 
+fn fact() -> impl Strategy<Value = Body> {
+    (
+        reg(text()),
+        prop::option::of(0i64..3),
+        prop::option::of(0i64..3),
+        0i64..3,
+    )
+        .prop_map(|(words, valid_to, forgotten, updated_at)| {
+            Body::Fact(FactDoc {
+                id: "f1".into(),
+                words: Lww {
+                    v: FactWords {
+                        text: words.v,
+                        kind: "home".into(),
+                        claim_key: String::new(),
+                        scope: None,
+                    },
+                    at: words.at,
+                },
+                source: None,
+                valid_from: 0,
+                valid_to,
+                forgotten,
+                updated_at,
+            })
+        })
+}
+
 /// Three versions of one document of one kind, some of them tombstones.
 fn versions() -> impl Strategy<Value = [Doc; 3]> {
     let kinds: Vec<(&str, BoxedStrategy<Body>)> = vec![
@@ -171,6 +199,7 @@ fn versions() -> impl Strategy<Value = [Doc; 3]> {
         ("e:c1:p1", entity().boxed()),
         ("r:c1:p1:likes:p2:1", edge().boxed()),
         ("s:c1:x", summary().boxed()),
+        ("f:f1", fact().boxed()),
     ];
     prop::sample::select((0..kinds.len()).collect::<Vec<_>>()).prop_flat_map(move |i| {
         let (id, body) = kinds[i].clone();

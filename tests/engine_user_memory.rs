@@ -743,6 +743,7 @@ fn assembled(
             config: &config,
             protocol: Protocol::OpenAiChat,
             user_facts: facts,
+            recall: &[],
         },
         &HeuristicEstimator,
     )

@@ -1,6 +1,6 @@
 //! Context assembly: builds the prompt for a turn under a token budget and a byte cap, in
-//! ARCHITECTURE.md's order (system, the facts about the user, summary, relevant entities, history,
-//! new message), and reports what it included, what it dropped and why, so the context inspector
+//! ARCHITECTURE.md's order (system, the facts about the user, passages of other conversations,
+//! summary, relevant entities, history, new message), and reports what it included, what it dropped and why, so the context inspector
 //! can show it.
 //!
 //! Priorities when space is short, highest first:
@@ -13,6 +13,8 @@
 //!    `memory::pending`), then the facts about the user (`memory::user`: the core, then those the
 //!    recent messages speak of) within their share ([`USER_FACTS_SHARE_PERCENT`]), none that an
 //!    uncovered user message supersedes; when space is short they give way before the summary;
+//!    then the passages of other conversations the new message refers back to (`memory::recall`),
+//!    as many as fit their share ([`RECALL_SHARE_PERCENT`]);
 //! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
 //! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]);
 //! 6. older messages the summary does not cover, newest first;
@@ -33,6 +35,9 @@
 
 use crate::engine::format::{one_line, plural};
 use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
+use crate::engine::memory::recall::{
+    passage_line, passages_detail, Passage, RECALL_HEADING, RECALL_SHARE_PERCENT,
+};
 use crate::engine::memory::summary::shorten;
 use crate::engine::memory::user::{fact_line, pick_for_prompt, USER_FACTS_HEADING};
 use crate::engine::memory::{memory_pending, Pending};
@@ -97,6 +102,9 @@ pub struct AssemblyInput<'a> {
     /// conversation's project to be an input) and chooses within [`USER_FACTS_SHARE_PERCENT`].
     /// `&[]` when memory about the user is off.
     pub user_facts: &'a [UserFact],
+    /// Passages of other conversations the new message refers back to (`memory::recall`), best
+    /// first: the assembly carries those that fit [`RECALL_SHARE_PERCENT`]. `&[]` when off.
+    pub recall: &'a [Passage],
 }
 
 /// The parts of a prompt.
@@ -105,6 +113,8 @@ pub enum SectionKind {
     System,
     /// The facts about the user, across conversations ("About you").
     UserFacts,
+    /// Passages of other conversations the new message refers back to.
+    Recall,
     Summary,
     /// The user's statements from messages memory does not cover and history left out.
     Pending,
@@ -119,6 +129,7 @@ impl SectionKind {
         match self {
             SectionKind::System => "system",
             SectionKind::UserFacts => "user-facts",
+            SectionKind::Recall => "recall",
             SectionKind::Summary => "summary",
             SectionKind::Pending => "pending",
             SectionKind::Entities => "entities",
@@ -131,6 +142,7 @@ impl SectionKind {
         match self {
             SectionKind::System => "System prompt",
             SectionKind::UserFacts => "About you",
+            SectionKind::Recall => "From other conversations",
             SectionKind::Summary => "Summary",
             SectionKind::Pending => "Said, not yet in memory",
             SectionKind::Entities => "Entities",
@@ -209,6 +221,10 @@ pub struct Assembly {
     /// Facts about the user that could have gone in and did not fit their share.
     #[serde(default)]
     pub user_facts_omitted: usize,
+    /// The passages of other conversations carried: each one's conversation and day
+    /// (`memory::recall::passages_detail`); empty when none.
+    #[serde(default)]
+    pub recall_detail: String,
     pub total_tokens: u32,
     pub total_bytes: usize,
     /// context_tokens - reply_reserve_tokens.
@@ -794,12 +810,16 @@ struct Assembler<'a, E: TokenEstimator + ?Sized> {
 /// left out.
 type PlacedFacts = (Option<Section>, Option<DropReason>, usize);
 
+/// What step 3 placed of the passages of other conversations: the section and its detail.
+type PlacedRecall = (Option<Section>, String);
+
 /// What steps 3 to 8 placed besides history.
 struct Placed {
     summary: Option<Section>,
     summary_dropped: Option<DropReason>,
     summary_shortened: bool,
     user_facts: PlacedFacts,
+    recall: PlacedRecall,
     pending: Option<Section>,
     /// The entity lines and ids in rank order, their tokens and bytes.
     entities: (Vec<String>, Vec<String>, u32, usize),
@@ -969,6 +989,23 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         (None, dropped, picked.eligible)
     }
 
+    /// Step 3, after the facts about the user: the passages of other conversations, best first, as
+    /// many as fit their share and what is left.
+    fn place_recall(&mut self) -> PlacedRecall {
+        let passages = self.input.recall;
+        let share = (self.budget as u64 * RECALL_SHARE_PERCENT as u64 / 100) as u32;
+        let mut n = passages.len();
+        while n > 0 {
+            let section = recall_section(&passages[..n], self.est);
+            if section.tokens <= share && self.meter.check(section.tokens, section.bytes).is_ok() {
+                self.meter.add(section.tokens, section.bytes);
+                return (Some(section), passages_detail(&passages[..n]));
+            }
+            n -= 1;
+        }
+        (None, String::new())
+    }
+
     /// Step 4: the rest of the last N, covered or not.
     fn recent_rest(&mut self) {
         self.walk.walk(
@@ -1047,7 +1084,12 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         let (mut sections, system_text) = system_sections(
             input.system_prompt,
             self.system,
-            [placed.user_facts.0, placed.summary, placed.pending],
+            [
+                placed.user_facts.0,
+                placed.recall.0,
+                placed.summary,
+                placed.pending,
+            ],
             placed.entities,
         );
         let history = placed_history(input.history, std::mem::take(&mut self.walk.included));
@@ -1093,6 +1135,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             entities_omitted: placed.entities_omitted,
             user_facts_dropped: placed.user_facts.1,
             user_facts_omitted: placed.user_facts.2,
+            recall_detail: placed.recall.1,
             total_tokens: u32::try_from(meter.tokens).unwrap_or(u32::MAX),
             total_bytes: meter.bytes,
             budget_tokens: self.budget,
@@ -1137,18 +1180,34 @@ fn user_facts_section<E: TokenEstimator + ?Sized>(chosen: &[&UserFact], est: &E)
     }
 }
 
+/// The section of the passages of other conversations: the heading, then a line per passage
+/// (`memory::recall::passage_line`).
+fn recall_section<E: TokenEstimator + ?Sized>(passages: &[Passage], est: &E) -> Section {
+    let lines: Vec<String> = passages.iter().map(passage_line).collect();
+    let text = format!("{RECALL_HEADING}\n{}", lines.join("\n"));
+    Section {
+        kind: SectionKind::Recall,
+        tokens: est.estimate(&text).saturating_add(2),
+        bytes: json_len(&text) + 2,
+        text,
+        message_ids: passages.iter().map(|p| p.message_id.clone()).collect(),
+        entity_ids: Vec::new(),
+        fact_ids: Vec::new(),
+    }
+}
+
 /// The highest seq of `history` apart from the new message; `None` when there is none.
 fn history_through_seq(history: &[Message], new: &Message) -> Option<u64> {
     history.iter().rev().find(|m| m.id != new.id).map(|m| m.seq)
 }
 
 /// The system text and its sections in prompt order: the system prompt (`system`: its tokens and
-/// bytes), then the `placed` sections (the facts about the user, the summary, the pending
-/// statements) and the entity lines that were placed.
+/// bytes), then the `placed` sections (the facts about the user, the passages of other
+/// conversations, the summary, the pending statements) and the entity lines that were placed.
 fn system_sections(
     system_prompt: &str,
     system: (u32, usize),
-    placed: [Option<Section>; 3],
+    placed: [Option<Section>; 4],
     entities: (Vec<String>, Vec<String>, u32, usize),
 ) -> (Vec<Section>, String) {
     let mut sections = Vec::with_capacity(6);
@@ -1219,6 +1278,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     a.recent_uncovered();
     let (pending, (summary, summary_dropped, summary_shortened)) = a.place_summary();
     let user_facts = a.place_user_facts();
+    let recall = a.place_recall();
     a.recent_rest();
     let entities = a.entities_in_share();
     let history_overflow = a.older_history(summary.is_some());
@@ -1229,6 +1289,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         summary_dropped,
         summary_shortened,
         user_facts,
+        recall,
         pending,
         entities: (lines, ids, tokens, bytes),
         entities_omitted,

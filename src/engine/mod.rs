@@ -31,6 +31,7 @@ pub mod settings;
 pub mod sort;
 pub mod sync;
 pub mod tabs;
+pub mod temporary;
 pub mod title;
 pub mod tokens;
 pub mod turn;

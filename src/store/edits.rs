@@ -2,7 +2,7 @@
 //! finishing a message with its metadata (a deleted message's tombstone too), clearing a conversation
 //! (messages and memory, keeping the conversation), saving a memory update (summary version +
 //! entity graph), and writing a validated backup import (its messages in slices a [`WritePace`]
-//! sizes, still one transaction; a stop aborts it). Also the id lookups an import validates
+//! sizes, still one transaction with its memory and facts about the user; a stop aborts it). Also the id lookups an import validates
 //! against. Imports no engine decision code; the plans come from `engine::backup`.
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,7 +16,8 @@ use super::error::StoreError;
 use super::idb::{from_js, get_each, js_error, maybe_stored, prefix_range, request, to_js, Tx};
 use super::messages::add_all;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
-use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
+use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES, USER_FACTS};
+use super::user_facts::UserFactRecord;
 use super::Store;
 use crate::engine::backup::{CheckedImport, ExistingIds, ImportPlan};
 use crate::engine::model::{
@@ -204,6 +205,9 @@ impl Store {
                 out.entities.insert(id, scope);
             }
         }
+        if named.has_user_facts() {
+            out.user_facts = self.load_user_facts().await?;
+        }
         Ok(out)
     }
 
@@ -232,7 +236,10 @@ impl Store {
         plan: &ImportPlan,
         pace: &mut dyn WritePace,
     ) -> Result<Vec<Conversation>, StoreError> {
-        let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
+        let tx = self.tx(
+            &[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES, USER_FACTS],
+            true,
+        )?;
         let records = match conversation_records(&tx, plan).await {
             Ok(r) => r,
             Err(e) => return tx.fail(e).await,
@@ -395,8 +402,14 @@ fn queue_slice(
     Ok(first)
 }
 
-/// Queues the plan's summaries and entities.
+/// Queues the plan's summaries, entities and facts about the user.
 fn queue_memory(tx: &Tx, plan: &ImportPlan) -> Result<(), StoreError> {
+    let facts = tx.store(USER_FACTS)?;
+    for f in &plan.user_facts {
+        facts
+            .put(&to_js(&UserFactRecord::from(f))?)
+            .map_err(js_error)?;
+    }
     let summaries = tx.store(SUMMARIES)?;
     for s in &plan.summaries {
         summaries

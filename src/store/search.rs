@@ -21,7 +21,7 @@ use super::messages::snippet_for;
 use super::records::{ConversationRecord, MessageRecord};
 use super::schema::{BY_TERM, BY_TITLE_TERM, CONVERSATIONS, MESSAGES};
 use super::Store;
-use crate::engine::model::{Conversation, Role};
+use crate::engine::model::{Conversation, Message, Role};
 use crate::engine::search::{key_word, matches, prefix_range, query_words};
 
 /// Characters of context either side of a match in a snippet.
@@ -140,6 +140,66 @@ impl Store {
             h.title = titles.get(&h.conversation_id).cloned().unwrap_or_default();
         }
         Ok(hits)
+    }
+}
+
+impl Store {
+    /// What recall reads (`engine::memory::recall`): the messages indexed under a term starting
+    /// with one of `words` (one range each, at most `limit` records per word; a message may come
+    /// more than once), with their conversations (read in one batch; a message whose conversation
+    /// is gone is left out). The engine decides which of them a prompt carries.
+    pub async fn messages_under(
+        &self,
+        words: &[String],
+        limit: usize,
+    ) -> Result<Vec<(Message, Conversation)>, StoreError> {
+        if words.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let tx = self.tx(&[MESSAGES, CONVERSATIONS], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_TERM).map_err(js_error)?;
+        let mut found = Vec::new();
+        for w in words {
+            let (lo, hi) = prefix_range(w);
+            let range = IdbKeyRange::bound(&JsValue::from_str(&lo), &JsValue::from_str(&hi))
+                .map_err(js_error)?;
+            let all: Array = request(
+                &index
+                    .get_all_with_key_and_limit(&range, u32::try_from(limit).unwrap_or(u32::MAX))
+                    .map_err(js_error)?,
+            )
+            .await?
+            .into();
+            for v in all.iter() {
+                let rec: MessageRecord = from_js(v, "message")?;
+                found.push(Message::try_from(rec)?);
+            }
+        }
+        let ids: Vec<&str> = {
+            let mut seen = HashSet::new();
+            found
+                .iter()
+                .map(|m| m.conversation_id.as_str())
+                .filter(|id| seen.insert(*id))
+                .collect()
+        };
+        let mut conversations = HashMap::new();
+        for (id, v) in ids
+            .iter()
+            .zip(get_each(&tx.store(CONVERSATIONS)?, &ids).await?)
+        {
+            if !v.is_undefined() {
+                let rec: ConversationRecord = from_js(v, "conversation")?;
+                conversations.insert(id.to_string(), Conversation::try_from(rec)?);
+            }
+        }
+        Ok(found
+            .into_iter()
+            .filter_map(|m| {
+                let c = conversations.get(&m.conversation_id)?.clone();
+                Some((m, c))
+            })
+            .collect())
     }
 }
 

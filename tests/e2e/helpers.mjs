@@ -565,3 +565,19 @@ export function zip(entries) {
   end.writeUInt32LE(offset, 16);
   return Buffer.concat([...locals, cd, end]);
 }
+
+/** Everything the chat request `r` sends (its messages' contents), as one text. */
+export const requestText = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
+
+/** The facts about the user the chat request `r` carries: the lines of its "About the user" section. */
+export function factsSent(r) {
+  const lines = requestText(r).split('\n');
+  const at = lines.findIndex((l) => l.startsWith('## About the user'));
+  if (at < 0) return [];
+  const facts = [];
+  for (const l of lines.slice(at + 1)) {
+    if (!l.startsWith('- ')) break;
+    facts.push(l);
+  }
+  return facts;
+}

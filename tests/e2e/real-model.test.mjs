@@ -13,7 +13,10 @@
 //   stored summary and entities hold the import's own facts (names only the import states);
 // - memory at a user's pace (issue 25): one server for chat and memory, its default settings, the next
 //   message 1.5 s after each reply: updates give way to the chat turns (no memory failure is shown and
-//   none is recorded) and land once the server is idle, a summary and entities in the end.
+//   none is recorded) and land once the server is idle, a summary and entities in the end;
+// - memory about you (issue 26): what she said about herself in one conversation, at her pace, is in
+//   the first request of a new one, in its "About the user" section (the facts are taken by rules from
+//   her messages, not by the model, so a 135M model loses none).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -299,6 +302,63 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       assert.deepEqual(stale, [], 'Lisbon is never carried as current');
       // The server cuts a running update when a chat request waits (interrupt_requests=True): the app
       // stops it first, and what came back of those was never counted as a failure (checked above).
+      assertNoPageProblems(issues, { allowConsole: [/status of 500/, ...BROWSER_NETWORK_NOISE] });
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+/** What a user tells the agent about herself in one conversation, at her pace. */
+const ABOUT_HER = [
+  'Hi, I am Marta. I live in Lisbon and I work as a nurse.',
+  'My daughter Sofia is seven and she loves drawing horses.',
+  'I am allergic to penicillin, so I always tell my doctors.',
+  'Give me one tip for sleeping better.',
+];
+
+test('memory about you on SmolLM2-135M: what she said in one conversation is in the first request of the next', { timeout: 2_400_000 }, async () => {
+  const opened = await newAppPage(harness.browser);
+  const { context, page, issues } = opened;
+  try {
+    await withDiagnostics(page, issues, 'real-model-cross', async () => {
+      await openApp(page, harness.site.url);
+      // One server for chat and memory, its default settings; the app's default memory settings.
+      await configureSettings(page, { url: `${proxy.url}/v1`, protocol: 'openai-chat', model: model.model });
+      // Replies of at most 400 tokens, as in the pace test: a 135M model may ramble to its limit.
+      await page.locator(tid('settings-open')).click();
+      await page.locator(tid('settings-context-tokens')).fill('1400');
+      await page.locator(tid('settings-reply-reserve')).fill('400');
+      await page.locator(tid('settings-save')).click();
+      await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+      let n = 0;
+      for (const text of ABOUT_HER) {
+        n += 1;
+        await sendMessage(page, text);
+        await waitForAssistantCount(page, n, { timeout: UPDATE_TIMEOUT });
+        await new Promise((r) => setTimeout(r, 1500));
+      }
+      // New, and the question the seed documents were written about.
+      await page.locator(tid('new-conversation')).click();
+      await page.locator(tid('message')).first().waitFor({ state: 'detached' });
+      const before = proxy.records.length;
+      await sendMessage(page, 'What is my name and where do I live? What do you remember about me?');
+      await waitForAssistantCount(page, 1, { timeout: UPDATE_TIMEOUT });
+      const first = proxy.records.slice(before).find((r) => r.method === 'POST' && !r.body?.response_format);
+      assert.ok(first, 'the new conversation sent its first request');
+      const system = first.body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
+      const at = system.indexOf('## About the user');
+      assert.ok(at >= 0, `the first request carries the facts about her: ${system}`);
+      const facts = system.slice(at);
+      for (const fact of ['Marta', 'Lisbon', 'nurse', 'Sofia', 'penicillin']) {
+        assert.ok(facts.includes(fact), `the first request of the new conversation carries ${fact}: ${facts}`);
+      }
+      assert.ok(!facts.includes('sleeping'), `a request is not a fact about her: ${facts}`);
+      assert.equal(first.body.messages.filter((m) => m.role === 'user').length, 1, 'the other conversation is not replayed as history');
+      // The inspector says so: "About you", with the facts counted.
+      const row = page.locator(tid('inspector-section', '[data-section="user-facts"]'));
+      await row.waitFor({ state: 'attached' });
+      assert.match(await row.textContent(), /About you.*\d+ facts?/);
       assertNoPageProblems(issues, { allowConsole: [/status of 500/, ...BROWSER_NETWORK_NOISE] });
     });
   } finally {

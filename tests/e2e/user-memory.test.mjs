@@ -14,6 +14,8 @@ import {
   withDiagnostics,
   eventually,
   tid,
+  requestText,
+  factsSent,
 } from './helpers.mjs';
 
 let harness;
@@ -24,21 +26,6 @@ after(() => harness?.close());
 
 const NAME = 'My name is Marta and I live in Lisbon.';
 
-/** Everything the chat request `r` sends, as one text. */
-const sent = (r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
-
-/** The facts the request carries: the lines of its "About the user" section. */
-function factsSent(r) {
-  const lines = sent(r).split('\n');
-  const at = lines.findIndex((l) => l.startsWith('## About the user'));
-  if (at < 0) return [];
-  const facts = [];
-  for (const l of lines.slice(at + 1)) {
-    if (!l.startsWith('- ')) break;
-    facts.push(l);
-  }
-  return facts;
-}
 
 async function newConversation(page) {
   await page.locator(tid('new-conversation')).click();
@@ -66,7 +53,7 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       await chatTurn(page, agent, 'What is my name and where do I live?', 'You are Marta, in Lisbon.');
       const first = agent.chatRequests().at(-1);
       const carried = factsSent(first).join('\n');
-      assert.ok(carried.includes('Marta') && carried.includes('Lisbon'), `the new conversation's first request carries the facts: ${sent(first)}`);
+      assert.ok(carried.includes('Marta') && carried.includes('Lisbon'), `the new conversation's first request carries the facts: ${requestText(first)}`);
       assert.ok(!first.body.messages.some((m) => m.content === NAME), 'not as history: the other conversation is not replayed');
 
       // Forget the name: the next request of any conversation leaves it out.
@@ -87,8 +74,8 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       await newConversation(page);
       await chatTurn(page, agent, 'Where do I live?', 'I cannot say.');
       const off = agent.chatRequests().at(-1);
-      assert.deepEqual(factsSent(off), [], `with memory about you off, the prompt carries none: ${sent(off)}`);
-      assert.ok(!sent(off).includes('Lisbon'), 'not a word of them');
+      assert.deepEqual(factsSent(off), [], `with memory about you off, the prompt carries none: ${requestText(off)}`);
+      assert.ok(!requestText(off).includes('Lisbon'), 'not a word of them');
       assertNoPageProblems(issues);
     });
   } finally {
@@ -126,7 +113,7 @@ test('user memory: off for one conversation, or for the endpoint, no request car
       await chatTurn(page, agent, 'Where do I work?', 'I do not know.');
       const sentTo = agent.chatRequests().at(-1);
       assert.deepEqual(factsSent(sentTo), [], 'not sent to this endpoint');
-      assert.ok(!sent(sentTo).includes('nurse'), 'not a word of them');
+      assert.ok(!requestText(sentTo).includes('nurse'), 'not a word of them');
       assertNoPageProblems(issues);
     });
   } finally {
@@ -167,6 +154,43 @@ test('user memory: the Memory page mounts its facts a page at a time, counts the
       await page.locator(tid('memory-page-search')).fill('Number 49.');
       await eventually(async () => (await facts.count()) === 3, { what: 'the search over every fact' });
       assert.ok((await facts.allInnerTexts()).some((t) => t.includes('thing number 49.')), 'a fact past the first page is found');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+test('recall: a message that refers back gets the passage from the other conversation, cited; off with the switch', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'recall', async () => {
+      await chatTurn(page, agent, 'Garden plan: the tomatoes go along the south fence, basil between them.', 'A sunny spot, good.');
+      await newConversation(page);
+      await chatTurn(page, agent, 'Do you remember where the tomatoes go in the garden?', 'Yes, I remember.');
+      const asked = requestText(agent.chatRequests().at(-1));
+      const at = asked.indexOf("## From the user's other conversations");
+      assert.ok(at >= 0, `the passage is carried: ${asked}`);
+      const section = asked.slice(at).split('\n\n')[0];
+      assert.ok(section.includes('south fence'), `the words said then: ${section}`);
+      assert.ok(section.includes('“Garden plan'), `cited by its conversation's title: ${section}`);
+      assert.match(section, /on \d{4}-\d{2}-\d{2}:/, 'and its day');
+      // The inspector shows it as its own section, with where and when it was said.
+      await page.locator(tid('composer-input')).fill('Do you remember the basil and the tomatoes?');
+      const row = page.locator(tid('inspector-section', '[data-section="recall"]'));
+      await row.waitFor({ state: 'attached' });
+      await eventually(async () => (await row.textContent()).includes('Garden plan'), { what: 'the recall row names the conversation' });
+      // A message that does not refer back carries none.
+      await chatTurn(page, agent, 'What grows well next to tomatoes?', 'Basil.');
+      assert.ok(!requestText(agent.chatRequests().at(-1)).includes("other conversations"), 'no cue, no recall');
+      // Off for this conversation: none.
+      const own = page.locator(tid('conversation-use-user-memory'));
+      await own.click();
+      await eventually(async () => (await own.getAttribute('aria-checked')) === 'false', { what: 'the switch saved' });
+      await chatTurn(page, agent, 'Remember where the tomatoes go in the garden?', 'I cannot say.');
+      const off = requestText(agent.chatRequests().at(-1));
+      assert.ok(!off.includes('other conversations') && !off.includes('south fence'), `off: nothing recalled: ${off}`);
       assertNoPageProblems(issues);
     });
   } finally {

@@ -3,7 +3,9 @@
 //! inside the file; one parse of a good file. What the store holds is not looked at here (that is
 //! `plan.rs`). Never panics, whatever the bytes. Must not import anything outside `crate::engine`.
 
-use super::wire::{BConversation, BConversationBundle, BEntity, BMessage, BSummary, BackupFile};
+use super::wire::{
+    BConversation, BConversationBundle, BEntity, BMessage, BSummary, BUserFact, BackupFile,
+};
 use super::{ConversationBundle, ImportError, ImportLimits, FORMAT, VERSION};
 use crate::engine::format::clip;
 use crate::engine::json_text;
@@ -127,6 +129,11 @@ impl CheckedImport {
             builder.push(b)?;
         }
         Ok(builder.finish())
+    }
+
+    /// Whether the file carries facts about the user (then what is stored of them is read).
+    pub fn has_user_facts(&self) -> bool {
+        !self.file.user_facts.is_empty()
     }
 
     /// How many conversations and messages the checked file holds.
@@ -382,6 +389,69 @@ fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
     Ok(())
 }
 
+/// The longest fact text: an extracted fact is one sentence (at most
+/// `memory::user::MAX_FACT_CHARS`), an edited or hand-added one a few; past this it is not a fact.
+pub const MAX_FACT_TEXT_CHARS: usize = 2_000;
+
+fn check_fact(f: &BUserFact, limits: &ImportLimits) -> Result<(), ImportError> {
+    let k = Checker {
+        limits,
+        name: &|| format!("fact about you {}", clip(&f.id, 60)),
+    };
+    // Destructured without `..`: a new field of the file's fact must say how it is checked.
+    let BUserFact {
+        id,
+        text,
+        kind,
+        claim_key,
+        source,
+        valid_from,
+        valid_to,
+        forgotten,
+        scope,
+        updated_at: _,
+    } = f;
+    k.id("id", id)?;
+    k.len("text", text, MAX_FACT_TEXT_CHARS.min(limits.max_text_chars))?;
+    if forgotten.is_none() && text.trim().is_empty() {
+        return Err(ImportError::InvalidValue {
+            record: (k.name)(),
+            detail: "its text is empty".into(),
+        });
+    }
+    k.len("kind", kind, 40)?;
+    k.short("claim_key", claim_key)?;
+    if let Some(s) = source {
+        k.id("source.conversation_id", &s.conversation_id)?;
+        k.id("source.message_id", &s.message_id)?;
+    }
+    if let Some(scope) = scope {
+        k.id("scope", scope)?;
+    }
+    if valid_to.is_some_and(|to| to < *valid_from) {
+        return Err(ImportError::InvalidValue {
+            record: (k.name)(),
+            detail: "it stopped holding (valid_to) before it began (valid_from)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The facts about the user: each on its own, and no id twice.
+fn check_facts(facts: &[BUserFact], limits: &ImportLimits) -> Result<(), ImportError> {
+    let mut seen = HashSet::new();
+    for f in facts {
+        check_fact(f, limits)?;
+        if !seen.insert(f.id.as_str()) {
+            return Err(ImportError::DuplicateId {
+                kind: "fact about you",
+                id: f.id.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Ids seen so far in a file, for its duplicate checks.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct SeenIds {
@@ -405,7 +475,7 @@ fn check_file(file: &BackupFile, limits: &ImportLimits) -> Result<(), ImportErro
             });
         }
     }
-    Ok(())
+    check_facts(&file.user_facts, limits)
 }
 
 /// One conversation's records, and their ids against those `seen` before (then added to them).
@@ -494,6 +564,7 @@ impl CheckBuilder {
                 exported_at,
                 conversations: Vec::new(),
                 shared_entities: Vec::new(),
+                user_facts: Vec::new(),
             },
             seen: SeenIds::default(),
             limits: limits.clone(),
@@ -582,6 +653,7 @@ impl BackupBuilder {
                 });
             }
         }
+        check_facts(&self.file.user_facts, &self.limits)?;
         Ok(CheckedImport {
             file: self.file,
             append: false,

@@ -1,10 +1,13 @@
 //! Export as the backup file: every conversation given, with its messages, summaries and entities,
-//! and the shared entities once. Never writes API keys or endpoint profiles (only a conversation's
+//! the shared entities once, and the facts about the user (forgotten ones included: a tombstone
+//! keeps an import from bringing the fact back, [`facts_for_export`] says which go). Never writes API keys or endpoint profiles (only a conversation's
 //! profile *id* travels). Must not import anything outside `crate::engine`.
 
 use super::wire::{BConversationBundle, BEntity, BackupFile};
 use super::{ConversationBundle, FORMAT, VERSION};
-use crate::engine::model::{ConversationSummary, EntityNode, EntityScope, Message, Millis};
+use crate::engine::model::{
+    ConversationSummary, EntityNode, EntityScope, Message, Millis, UserFact,
+};
 use crate::engine::sort;
 use std::collections::HashSet;
 
@@ -16,6 +19,32 @@ use std::collections::HashSet;
 pub fn export_json(
     bundles: &[ConversationBundle],
     shared_entities: &[EntityNode],
+    exported_at: Millis,
+) -> String {
+    export_backup(bundles, shared_entities, &[], exported_at)
+}
+
+/// The facts about the user a backup carries: every one (forgotten ones too) in a backup of
+/// everything (`conversation` `None`); in a backup of one conversation, those said in it (a
+/// conversation shared with someone does not take along what the user said elsewhere).
+pub fn facts_for_export<'a>(
+    facts: &'a [UserFact],
+    conversation: Option<&str>,
+) -> Vec<&'a UserFact> {
+    facts
+        .iter()
+        .filter(|f| {
+            conversation.is_none_or(|c| f.source.as_ref().is_some_and(|s| s.conversation_id == c))
+        })
+        .collect()
+}
+
+/// [`export_json`] with the facts about the user (`facts`, from [`facts_for_export`]), oldest
+/// first.
+pub fn export_backup(
+    bundles: &[ConversationBundle],
+    shared_entities: &[EntityNode],
+    facts: &[&UserFact],
     exported_at: Millis,
 ) -> String {
     let mut shared: Vec<BEntity> = Vec::new();
@@ -54,6 +83,13 @@ pub fn export_json(
         exported_at,
         conversations,
         shared_entities: shared,
+        user_facts: {
+            let mut facts = facts.to_vec();
+            sort::sort_by(&mut facts, |a, b| {
+                (a.valid_from, &a.id).cmp(&(b.valid_from, &b.id))
+            });
+            facts.into_iter().map(Into::into).collect()
+        },
     };
     // Plain data with string keys and finite numbers: serialisation cannot fail.
     serde_json::to_string_pretty(&file).unwrap_or_default()

@@ -13,6 +13,8 @@
 //! - `plan.rs`: [`CheckedImport::plan`] against [`ExistingIds`] gives the [`ImportPlan`]
 //!
 //! Never exported: API keys and endpoint profiles (only a conversation's profile *id* travels).
+//! The facts about the user travel (`user_facts`, added to version 1 as an optional field: a file
+//! without it imports as before), forgotten ones as tombstones, and are merged by id on import.
 //!
 //! Import is check-then-plan-then-write: [`check_import`] checks the file (one parse), the store
 //! looks up only the records the file names, [`CheckedImport::plan`] returns exactly what to
@@ -25,10 +27,12 @@ mod plan;
 mod wire;
 
 pub(crate) use check::check_depth;
-pub use check::{check_import, BackupBuilder, CheckBuilder, CheckedImport};
-pub use export_json::export_json;
+pub use check::{check_import, BackupBuilder, CheckBuilder, CheckedImport, MAX_FACT_TEXT_CHARS};
+pub use export_json::{export_backup, export_json, facts_for_export};
 pub use export_markdown::export_markdown;
-pub use plan::{ExistingIds, ExistingMessage, ImportCounts, ImportPlan};
+pub use plan::{
+    join_user_facts, ExistingIds, ExistingMessage, ImportCounts, ImportPlan, JoinedFacts,
+};
 
 use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message};
 

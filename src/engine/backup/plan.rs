@@ -1,13 +1,16 @@
 //! Planning an import against what is stored: records that exist by id are skipped and counted;
 //! an id that exists under a *different* conversation, or a different message at a seq already
-//! taken, is an error, never an overwrite. The result is exactly what the store writes, in one
+//! taken, is an error, never an overwrite. Facts about the user are the one kind merged: a fact
+//! stored already is joined with the file's copy (`memory::user::join_fact`: the newer words win,
+//! a forgotten copy wins over a live one, so an older backup never brings a forgotten fact back). The result is exactly what the store writes, in one
 //! transaction. Must not import anything outside `crate::engine`.
 
 use super::check::CheckedImport;
 use super::wire::{BEntity, BackupFile};
 use super::ImportError;
+use crate::engine::memory::user::join_fact;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis,
+    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis, UserFact,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -24,6 +27,8 @@ pub struct ExistingIds {
     /// Stored conversation id -> its highest message seq (read for other apps' exports, which
     /// append what is new; a backup's plan does not use it).
     pub last_seqs: HashMap<String, u64>,
+    /// Every stored fact about the user (read only when the file carries some).
+    pub user_facts: Vec<UserFact>,
 }
 
 /// Where an existing message lives.
@@ -40,19 +45,27 @@ pub struct ImportCounts {
     pub messages: usize,
     pub summaries: usize,
     pub entities: usize,
+    /// Facts about the user (forgotten ones included).
+    pub facts: usize,
 }
 
 impl ImportCounts {
-    /// In plain words: "2 conversations, 1 message, 0 summaries and 1 entity".
+    /// In plain words: "2 conversations, 1 message, 0 summaries and 1 entity" (and ", 1 entity
+    /// and 2 facts about you" when there are facts).
     pub fn describe(&self) -> String {
         use crate::engine::format::plural;
-        format!(
-            "{}, {}, {} and {}",
+        let head = format!(
+            "{}, {}, {}",
             plural(self.conversations, "conversation", "conversations"),
             plural(self.messages, "message", "messages"),
             plural(self.summaries, "summary", "summaries"),
-            plural(self.entities, "entity", "entities"),
-        )
+        );
+        let entities = plural(self.entities, "entity", "entities");
+        if self.facts == 0 {
+            return format!("{head} and {entities}");
+        }
+        let facts = plural(self.facts, "fact about you", "facts about you");
+        format!("{head}, {entities} and {facts}")
     }
 }
 
@@ -64,11 +77,22 @@ pub struct ImportPlan {
     pub messages: Vec<Message>,
     pub summaries: Vec<ConversationSummary>,
     pub entities: Vec<EntityNode>,
+    /// Facts about the user to write: new ones, and stored ones the file's copy changes (joined
+    /// with it). Written again at the confirm joined with the facts stored then
+    /// ([`join_user_facts`]), so a fact forgotten since the preview stays forgotten.
+    pub user_facts: Vec<UserFact>,
     pub added: ImportCounts,
     pub skipped: ImportCounts,
 }
 
 impl ImportPlan {
+    /// The preview's line on the facts about the user, when the file carries any: "Facts about
+    /// you: 2 new, 1 already here."
+    pub fn facts_preview(&self) -> Option<String> {
+        let (new, here) = (self.added.facts, self.skipped.facts);
+        (new + here > 0).then(|| format!("Facts about you: {new} new, {here} already here."))
+    }
+
     /// What the import did, for the notice: what was added, and what was already here.
     pub fn report(&self) -> String {
         let skipped = self.skipped;
@@ -166,7 +190,63 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
     for e in file.shared_entities {
         plan_entity(&mut plan, existing, e, EntityScope::Shared)?;
     }
+    let incoming: Vec<UserFact> = file.user_facts.into_iter().map(Into::into).collect();
+    plan_facts(&mut plan, &existing.user_facts, &incoming);
     Ok(plan)
+}
+
+/// The facts to write and their counts ([`join_user_facts`]).
+fn plan_facts(plan: &mut ImportPlan, stored: &[UserFact], incoming: &[UserFact]) {
+    let joined = join_user_facts(stored, incoming);
+    plan.added.facts = joined.new;
+    plan.skipped.facts = joined.here;
+    plan.user_facts = joined.write;
+}
+
+/// What importing facts about the user does to the stored ones.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JoinedFacts {
+    /// The facts to write: each new one, and each stored one the incoming copy changes, joined.
+    pub write: Vec<UserFact>,
+    /// How many incoming facts are new here, and how many were here already.
+    pub new: usize,
+    pub here: usize,
+}
+
+/// Joins `incoming` facts into the `stored` ones by id (`memory::user::join_fact`): a new one is
+/// written as it is, a stored one only when the join changes it (newer words, or a tombstone or
+/// an end the stored copy lacks); a stored tombstone stays a tombstone whatever the incoming copy
+/// says. Two incoming copies of one id join first.
+pub fn join_user_facts(stored: &[UserFact], incoming: &[UserFact]) -> JoinedFacts {
+    let here: HashMap<&str, &UserFact> = stored.iter().map(|f| (f.id.as_str(), f)).collect();
+    let mut out = JoinedFacts::default();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut all: Vec<UserFact> = Vec::new();
+    for f in incoming {
+        match at.get(&f.id) {
+            Some(&k) => all[k] = join_fact(&all[k], f),
+            None => {
+                at.insert(f.id.clone(), all.len());
+                all.push(f.clone());
+            }
+        }
+    }
+    for f in all {
+        match here.get(f.id.as_str()) {
+            Some(stored) => {
+                out.here += 1;
+                let joined = join_fact(stored, &f);
+                if joined != **stored {
+                    out.write.push(joined);
+                }
+            }
+            None => {
+                out.new += 1;
+                out.write.push(f);
+            }
+        }
+    }
+    out
 }
 
 fn plan_entity(

@@ -7,9 +7,9 @@
 use super::ImportError;
 use crate::engine::format::clip;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship,
-    RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, FactKind, FactSource,
+    HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty,
+    Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -63,6 +63,10 @@ pub(super) struct BackupFile {
     /// Entities shared by all conversations.
     #[serde(default)]
     pub(super) shared_entities: Vec<BEntity>,
+    /// The facts about the user, forgotten ones (tombstones) included; absent in files written
+    /// before facts were carried (then there are none to import).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) user_facts: Vec<BUserFact>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -234,6 +238,31 @@ pub(super) struct BRelationship {
     pub(super) strength: f32,
     pub(super) valid_from: Millis,
     pub(super) valid_to: Option<Millis>,
+}
+
+/// A fact about the user. `kind` is text, read leniently (a kind this version does not know is
+/// `other`), so a newer file's kinds still import.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BUserFact {
+    pub(super) id: String,
+    pub(super) text: String,
+    pub(super) kind: String,
+    pub(super) claim_key: String,
+    pub(super) source: Option<BFactSource>,
+    pub(super) valid_from: Millis,
+    pub(super) valid_to: Option<Millis>,
+    /// When the user forgot it: the fact is a tombstone, kept so it is never taken in again.
+    pub(super) forgotten: Option<Millis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) scope: Option<String>,
+    pub(super) updated_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BFactSource {
+    pub(super) conversation_id: String,
+    pub(super) message_id: String,
+    pub(super) said_at: Millis,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -697,6 +726,86 @@ impl BEntity {
                 })
                 .collect(),
             source_message_ids,
+            updated_at,
+        }
+    }
+}
+
+impl From<&UserFact> for BUserFact {
+    fn from(f: &UserFact) -> Self {
+        let UserFact {
+            id,
+            text,
+            kind,
+            claim_key,
+            source,
+            valid_from,
+            valid_to,
+            forgotten,
+            scope,
+            updated_at,
+        } = f;
+        BUserFact {
+            id: id.clone(),
+            text: text.clone(),
+            kind: kind.as_str().to_string(),
+            claim_key: claim_key.clone(),
+            source: source.as_ref().map(|s| {
+                let FactSource {
+                    conversation_id,
+                    message_id,
+                    said_at,
+                } = s;
+                BFactSource {
+                    conversation_id: conversation_id.clone(),
+                    message_id: message_id.clone(),
+                    said_at: *said_at,
+                }
+            }),
+            valid_from: *valid_from,
+            valid_to: *valid_to,
+            forgotten: *forgotten,
+            scope: scope.clone(),
+            updated_at: *updated_at,
+        }
+    }
+}
+
+impl From<BUserFact> for UserFact {
+    fn from(f: BUserFact) -> Self {
+        let BUserFact {
+            id,
+            text,
+            kind,
+            claim_key,
+            source,
+            valid_from,
+            valid_to,
+            forgotten,
+            scope,
+            updated_at,
+        } = f;
+        UserFact {
+            id,
+            text,
+            kind: FactKind::parse_lenient(&kind),
+            claim_key,
+            source: source.map(|s| {
+                let BFactSource {
+                    conversation_id,
+                    message_id,
+                    said_at,
+                } = s;
+                FactSource {
+                    conversation_id,
+                    message_id,
+                    said_at,
+                }
+            }),
+            valid_from,
+            valid_to,
+            forgotten,
+            scope,
             updated_at,
         }
     }

@@ -2,7 +2,8 @@
 //! ([`prompt`]), parsing and validating the reply ([`parse`]), holding it to what the request showed
 //! ([`read`], [`ground`]), summary versions ([`summary`]), changed facts kept as past ([`supersede`]),
 //! merging entities into the indexed graph ([`graph`], [`merge`]), retrieving entities for the
-//! prompt ([`retrieve`]) and the facts about the user every conversation shares ([`user`]). All
+//! prompt ([`retrieve`]), the facts about the user every conversation shares ([`user`]) and the
+//! passages of other conversations a message refers back to ([`recall`]). All
 //! pure: `now`, ids and limits are arguments.
 //! Must not import anything outside `crate::engine` (serde_json and thiserror are crate dependencies).
 //!
@@ -15,7 +16,8 @@
 //! The submodules import each other only downwards (no loop): [`sentence`], [`normalize`], [`form`]
 //! and [`schedule`] are leaves; then [`error`]; [`due`]; [`prompt`] (the request and what it showed);
 //! [`parse`] and [`reply`]; [`ground`]; [`supersede`]; [`summary`]; [`read`] (a reply parsed and
-//! grounded), [`pending`], [`shown`], [`catchup`] and [`user`] on top; [`graph`], then [`merge`] and
+//! grounded), [`pending`], [`shown`], [`catchup`] and [`user`] on top; [`recall`] beside them (it reads only
+//! `normalize`); [`graph`], then [`merge`] and
 //! [`retrieve`] beside them. This file only re-exports them and applies an update; none imports it.
 
 pub mod catchup;
@@ -30,6 +32,7 @@ pub mod parse;
 pub mod pending;
 pub mod prompt;
 pub mod read;
+pub mod recall;
 pub mod reply;
 pub mod retrieve;
 pub mod schedule;

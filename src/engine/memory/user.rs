@@ -18,6 +18,9 @@
 //!   added as past already, never as current.
 //! - Forgetting ([`forget`]) is a tombstone: the fact leaves every prompt, and the same sentence from
 //!   the same message is never added again (said again in a new message, it is a new fact).
+//! - Two copies of one fact (a backup's, another device's) join ([`join_fact`]): the words changed
+//!   last win, a tombstone wins over a live copy and a past one over a current one, whatever
+//!   their order.
 //! - The prompt ([`facts_for_prompt`]): current, unforgotten facts in scope only; a small core
 //!   (name, home, work, people: [`CORE_MAX_FACTS`] within two thirds of the budget) first, then
 //!   those sharing terms with the recent messages, then the rest of the core, then the rest, newest
@@ -1125,6 +1128,61 @@ pub fn add(facts: &mut Vec<UserFact>, text: &str, now: Millis, id: String) -> bo
     };
     let mut id = Some(id);
     place(facts, c, None, now, &mut || id.take().unwrap_or_default())
+}
+
+// ---------- two copies of one fact (a backup, another device) ----------
+
+/// The earlier of two optional times; a time wins over none (a fact once past, or forgotten,
+/// stays so whichever copy said it).
+fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// Two copies of one fact (the same id: a backup's and the stored one, or two devices') joined
+/// into one. The words (text, kind, claim key) and the scope are those of the copy changed last (`updated_at`;
+/// equal: the greater text, so the result never depends on the order of the arguments); a
+/// tombstone wins over a live copy whatever their order (forgetting is never undone, the
+/// earliest `forgotten` kept), and so does a past copy over a current one (the earliest
+/// `valid_to`); `valid_from` keeps the earliest, `updated_at` the latest. It is a join:
+/// commutative, associative and idempotent.
+pub fn join_fact(a: &UserFact, b: &UserFact) -> UserFact {
+    // The scope is the user's to change (a project's fact moved to "about you"): it goes with the
+    // words, the copy changed last.
+    let words = |f: &UserFact| {
+        (
+            f.updated_at,
+            f.text.clone(),
+            f.kind,
+            f.claim_key.clone(),
+            f.scope.clone(),
+        )
+    };
+    let newer = if words(a) >= words(b) { a } else { b };
+    UserFact {
+        id: a.id.clone().max(b.id.clone()),
+        text: newer.text.clone(),
+        kind: newer.kind,
+        claim_key: newer.claim_key.clone(),
+        source: source_of(a, b),
+        valid_from: a.valid_from.min(b.valid_from),
+        valid_to: earliest(a.valid_to, b.valid_to),
+        forgotten: earliest(a.forgotten, b.forgotten),
+        scope: newer.scope.clone(),
+        updated_at: a.updated_at.max(b.updated_at),
+    }
+}
+
+/// Where the fact was said: it never changes, so both copies say the same; a copy without one (a
+/// hand-added fact) loses to one with it, and two different ones keep the greater.
+fn source_of(a: &UserFact, b: &UserFact) -> Option<FactSource> {
+    let key = |s: &FactSource| (s.said_at, s.conversation_id.clone(), s.message_id.clone());
+    match (&a.source, &b.source) {
+        (Some(x), Some(y)) => Some(if key(x) >= key(y) { x } else { y }.clone()),
+        (x, y) => x.clone().or_else(|| y.clone()),
+    }
 }
 
 // ---------- the prompt ----------

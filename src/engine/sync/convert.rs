@@ -1,19 +1,21 @@
 //! Explicit conversions between the engine's model and the synced documents: a new document from a
 //! record (every register stamped with one edit), an edited document (only the changed registers get
 //! the new stamp, so an untouched field never overrides another device's edit), and back. Which
-//! summary version is active is decided here too.
+//! summary version is active is decided here too, and what a pulled fact about the user leaves
+//! of the stored one.
 //! Must not import anything outside `crate::engine`.
 
 use std::collections::BTreeMap;
 
 use super::doc::{
-    ConversationDoc, EdgeDoc, EntityDoc, Lww, MessageDoc, PastPropertyDoc, SummaryDoc, Title,
-    ToolCallDoc,
+    ConversationDoc, EdgeDoc, EntityDoc, FactDoc, FactSourceDoc, FactWords, Lww, MessageDoc,
+    PastPropertyDoc, SummaryDoc, Title, ToolCallDoc,
 };
 use super::hlc::Hlc;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, HistoryFormat, Message,
-    MessageMeta, MessageStatus, PastProperty, Relationship, ToolCall, TurnPath, Usage,
+    Conversation, ConversationSummary, EntityNode, EntityScope, FactKind, FactSource,
+    HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Relationship, ToolCall,
+    TurnPath, Usage, UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -423,4 +425,76 @@ pub fn active_summary(versions: &[SummaryDoc]) -> Option<&SummaryDoc> {
     versions
         .iter()
         .max_by(|a, b| (a.covers_up_to_seq, &a.made).cmp(&(b.covers_up_to_seq, &b.made)))
+}
+
+// ---------------------------------------------------------------- facts about the user
+
+fn words_of(f: &UserFact) -> FactWords {
+    FactWords {
+        text: f.text.clone(),
+        kind: f.kind.as_str().to_string(),
+        claim_key: f.claim_key.clone(),
+        scope: f.scope.clone(),
+    }
+}
+
+/// The document of a fact first written at `at`.
+pub fn fact_doc(f: &UserFact, at: &Hlc) -> FactDoc {
+    let UserFact {
+        id,
+        text: _,
+        kind: _,
+        claim_key: _,
+        source,
+        valid_from,
+        valid_to,
+        forgotten,
+        scope: _,
+        updated_at,
+    } = f;
+    FactDoc {
+        id: id.clone(),
+        words: Lww::new(words_of(f), at),
+        source: source.as_ref().map(|s| FactSourceDoc {
+            conversation_id: s.conversation_id.clone(),
+            message_id: s.message_id.clone(),
+            said_at: s.said_at,
+        }),
+        valid_from: *valid_from,
+        valid_to: *valid_to,
+        forgotten: *forgotten,
+        updated_at: *updated_at,
+    }
+}
+
+/// `prev` after the local change that left the fact as `f`: new words get `at`; an end or a
+/// tombstone is joined in (never taken back: a fact past or forgotten elsewhere stays so).
+pub fn edit_fact(prev: &FactDoc, f: &UserFact, at: &Hlc) -> FactDoc {
+    let mut next = super::merge::merge_fact(prev, &fact_doc(f, &prev.words.at));
+    next.words = if prev.words.v != words_of(f) {
+        Lww::new(words_of(f), at)
+    } else {
+        prev.words.clone()
+    };
+    next
+}
+
+/// The fact a document holds (an unknown kind reads as `other`).
+pub fn to_fact(d: &FactDoc) -> UserFact {
+    UserFact {
+        id: d.id.clone(),
+        text: d.words.v.text.clone(),
+        kind: FactKind::parse_lenient(&d.words.v.kind),
+        claim_key: d.words.v.claim_key.clone(),
+        source: d.source.as_ref().map(|s| FactSource {
+            conversation_id: s.conversation_id.clone(),
+            message_id: s.message_id.clone(),
+            said_at: s.said_at,
+        }),
+        valid_from: d.valid_from,
+        valid_to: d.valid_to,
+        forgotten: d.forgotten,
+        scope: d.words.v.scope.clone(),
+        updated_at: d.updated_at,
+    }
 }

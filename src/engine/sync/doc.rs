@@ -8,10 +8,12 @@
 //! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) and the day each became true as maps of registers; past property values as a set |
 //! | edge | `r:{scope}:{source}:{label}:{target}:{valid_from}` | strength (strongest kept), `valid_to` (closed wins) |
 //! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers; dead once its conversation's `cleared` is at or after its stamp |
+//! | fact about the user | `f:{fact}` | its words (text, kind, claim key) as one register; where it was said; when it began; `valid_to` (past wins) and `forgotten` (the fact's tombstone: wins over any live version, and keeps its words so the same sentence is never taken in again) |
 //!
 //! Deleting turns a document into a [`Body::Tombstone`] (a live CouchDB document saying "deleted at
 //! stamp"); CouchDB's own `_deleted` is only used for losing conflict leaves. Settings and API keys
-//! have no document kind: they cannot be synced.
+//! have no document kind: they cannot be synced. A fact about the user is never deleted: forgetting
+//! it sets its `forgotten`, which every device keeps.
 //! Must not import anything outside `crate::engine`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +47,8 @@ pub enum Kind {
     Entity,
     Edge,
     Summary,
+    /// A fact about the user (older builds skip these documents: an unknown `type`).
+    Fact,
 }
 
 impl Kind {
@@ -55,6 +59,7 @@ impl Kind {
             Kind::Entity => "e",
             Kind::Edge => "r",
             Kind::Summary => "s",
+            Kind::Fact => "f",
         }
     }
     /// The kind named by an `_id`'s prefix.
@@ -66,6 +71,7 @@ impl Kind {
             Kind::Entity,
             Kind::Edge,
             Kind::Summary,
+            Kind::Fact,
         ]
         .into_iter()
         .find(|k| k.prefix() == p)
@@ -112,6 +118,9 @@ pub fn edge_id(e: &EdgeDoc) -> String {
 }
 pub fn summary_id(conversation: &str, made: &Hlc) -> String {
     format!("s:{}:{}", id_part(conversation), id_part(&made.key()))
+}
+pub fn fact_id(fact: &str) -> String {
+    format!("f:{}", id_part(fact))
 }
 
 /// The user's title and whether the user set it (auto-titles never overwrite a user's title).
@@ -244,6 +253,43 @@ impl SummaryDoc {
     }
 }
 
+/// A fact's words: they change together (an edit), so they are one register.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FactWords {
+    pub text: String,
+    /// `name`, `home`, … (`FactKind`; an unknown one reads as `other`).
+    pub kind: String,
+    pub claim_key: String,
+    /// A project id; `None`: about the user. The user may move a project's fact to "about you",
+    /// so it is part of the register: the copy changed last says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// Where a fact was said (never changes).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FactSourceDoc {
+    pub conversation_id: String,
+    pub message_id: String,
+    pub said_at: Millis,
+}
+
+/// A fact about the user (`engine::memory::user`). Its words are a register; the rest only moves
+/// one way: once past (`valid_to`) or forgotten it stays so on every device, whatever order the
+/// versions meet in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactDoc {
+    pub id: String,
+    pub words: Lww<FactWords>,
+    pub source: Option<FactSourceDoc>,
+    pub valid_from: Millis,
+    /// When a newer fact superseded it (the earliest such end is kept).
+    pub valid_to: Option<Millis>,
+    /// When the user forgot it (the earliest is kept): a tombstone that wins over any live version.
+    pub forgotten: Option<Millis>,
+    pub updated_at: Millis,
+}
+
 /// A deleted record: the only way anything is deleted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tombstone {
@@ -262,6 +308,7 @@ pub enum Body {
     Entity(EntityDoc),
     Edge(EdgeDoc),
     Summary(SummaryDoc),
+    Fact(FactDoc),
     Tombstone(Tombstone),
 }
 
@@ -283,6 +330,7 @@ impl Body {
             "entity" => Body::Entity(serde_json::from_value(rest)?),
             "edge" => Body::Edge(serde_json::from_value(rest)?),
             "summary" => Body::Summary(serde_json::from_value(rest)?),
+            "fact" => Body::Fact(serde_json::from_value(rest)?),
             "tombstone" => Body::Tombstone(serde_json::from_value(rest)?),
             other => {
                 return Err(Error::unknown_variant(
@@ -293,6 +341,7 @@ impl Body {
                         "entity",
                         "edge",
                         "summary",
+                        "fact",
                         "tombstone",
                     ],
                 ))
@@ -307,6 +356,7 @@ impl Body {
             Body::Entity(_) => Kind::Entity,
             Body::Edge(_) => Kind::Edge,
             Body::Summary(_) => Kind::Summary,
+            Body::Fact(_) => Kind::Fact,
             Body::Tombstone(t) => t.kind,
         }
     }
@@ -319,6 +369,7 @@ impl Body {
             Body::Entity(e) => entity_id(e.scope.as_deref(), &e.id),
             Body::Edge(e) => edge_id(e),
             Body::Summary(s) => summary_id(&s.conversation_id, &s.made),
+            Body::Fact(f) => fact_id(&f.id),
             Body::Tombstone(_) => return None,
         })
     }
@@ -344,6 +395,7 @@ impl Body {
                 .max(),
             Body::Edge(_) => None,
             Body::Summary(s) => Some(&s.made),
+            Body::Fact(f) => Some(&f.words.at),
             Body::Tombstone(t) => Some(&t.at),
         }
     }

@@ -10,13 +10,16 @@
 //!   whichever arrives first.
 //! - A tombstone removes the entity, or the one edge; a conversation cleared on any device removes
 //!   its summary versions made until then ([`cleared_versions`]); nothing else removes memory.
+//! - A pulled fact about the user ([`pulled_fact`]) takes the document's words, and keeps the
+//!   stored record's end or tombstone if the document lacks it (a fact forgotten here since the
+//!   document was last written stays forgotten; the next tracking pushes it).
 //!
 //! Must not import anything outside `crate::engine`.
 
 use super::convert::to_summary;
 use super::doc::{EdgeDoc, SummaryDoc};
 use super::hlc::Hlc;
-use crate::engine::model::{ConversationSummary, EntityNode, Relationship};
+use crate::engine::model::{ConversationSummary, EntityNode, Millis, Relationship, UserFact};
 
 /// The local summary versions no synced document holds yet, oldest first.
 pub fn untracked_summaries<'a>(
@@ -159,4 +162,24 @@ pub fn remove_edge(nodes: &mut [EntityNode], parts: &[String]) -> bool {
     n.relationships
         .retain(|r| !(&r.target_id == target && &r.relationship == label && r.valid_from == from));
     n.relationships.len() != before
+}
+
+/// What to store for a pulled fact, given the stored record of its id (if any): the pulled one,
+/// with the stored end and tombstone joined in (the earliest of each); `None` when that is
+/// what is stored already.
+pub fn pulled_fact(stored: Option<&UserFact>, pulled: UserFact) -> Option<UserFact> {
+    let Some(here) = stored else {
+        return Some(pulled);
+    };
+    let earliest = |a: Option<Millis>, b: Option<Millis>| match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    let next = UserFact {
+        valid_to: earliest(pulled.valid_to, here.valid_to),
+        forgotten: earliest(pulled.forgotten, here.forgotten),
+        updated_at: pulled.updated_at.max(here.updated_at),
+        ..pulled
+    };
+    (next != *here).then_some(next)
 }

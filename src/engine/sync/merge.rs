@@ -10,14 +10,20 @@
 //!   `cleared` the latest;
 //! - messages and summaries are immutable: two versions of one can only differ if a device rewrote
 //!   it (say, a reply finished); the final status wins, then the later stamp, then the greater content;
-//! - edges keep the strongest strength and the earliest closing time (a closed edge stays closed).
+//! - edges keep the strongest strength and the earliest closing time (a closed edge stays closed);
+//! - a fact about the user keeps its words by register, and the earliest `forgotten` and
+//!   `valid_to`: forgotten on any device is forgotten on every device, past on one is past on all
+//!   (a fact is never deleted; `forgotten` is its tombstone, which keeps its words).
 //!
 //! Must not import anything outside `crate::engine`.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::doc::{Body, ConversationDoc, Doc, EdgeDoc, EntityDoc, Lww, MessageDoc, Tombstone};
+use super::doc::{
+    Body, ConversationDoc, Doc, EdgeDoc, EntityDoc, FactDoc, Lww, MessageDoc, Tombstone,
+};
+use crate::engine::model::Millis;
 
 /// Merges two versions of one document. Versions of different `_id`s never meet; if they do, the
 /// greater `_id` is kept so the result is still deterministic.
@@ -56,6 +62,7 @@ fn merge_body(a: &Body, b: &Body) -> Body {
         (Body::Entity(x), Body::Entity(y)) => Body::Entity(entity(x, y)),
         (Body::Edge(x), Body::Edge(y)) => Body::Edge(edge(x, y)),
         (Body::Summary(x), Body::Summary(y)) => Body::Summary(x.max(y).clone()),
+        (Body::Fact(x), Body::Fact(y)) => Body::Fact(merge_fact(x, y)),
         // Different kinds under one `_id` cannot come from Memoire; keep the greater kind whole.
         _ => {
             if a.kind() >= b.kind() {
@@ -162,5 +169,26 @@ fn edge(a: &EdgeDoc, b: &EdgeDoc) -> EdgeDoc {
         valid_from: a.valid_from.max(b.valid_from),
         strength,
         valid_to,
+    }
+}
+
+/// The earlier of two ends; an end wins over none.
+fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// Two versions of one fact (see the module rules).
+pub fn merge_fact(a: &FactDoc, b: &FactDoc) -> FactDoc {
+    FactDoc {
+        id: greater_text(&a.id, &b.id),
+        words: lww(&a.words, &b.words),
+        source: a.source.clone().max(b.source.clone()),
+        valid_from: a.valid_from.min(b.valid_from),
+        valid_to: earliest(a.valid_to, b.valid_to),
+        forgotten: earliest(a.forgotten, b.forgotten),
+        updated_at: a.updated_at.max(b.updated_at),
     }
 }

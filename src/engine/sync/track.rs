@@ -6,12 +6,14 @@
 //! read back from their `_id` ([`parse_id`]). Must not import anything outside `crate::engine`.
 
 use super::convert::{
-    conversation_doc, edge_docs, edit_conversation, edit_entity, entity_docs, message_doc,
-    summary_doc, to_entity, to_message, to_summary,
+    conversation_doc, edge_docs, edit_conversation, edit_entity, edit_fact, entity_docs, fact_doc,
+    message_doc, summary_doc, to_entity, to_fact, to_message, to_summary,
 };
 use super::doc::{edge_id, message_id, Body, ConversationDoc, Doc, EdgeDoc, Kind};
 use super::hlc::{Clock, Hlc};
-use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message, Millis};
+use crate::engine::model::{
+    Conversation, ConversationSummary, EntityNode, Message, Millis, UserFact,
+};
 
 fn unescape(s: &str) -> Option<String> {
     let b = s.as_bytes();
@@ -69,6 +71,7 @@ pub fn parse_id(id: &str) -> Option<(Kind, Option<String>, Vec<String>)> {
         Kind::Entity => 1,
         Kind::Edge => 4,
         Kind::Summary => 2,
+        Kind::Fact => 1,
     };
     (rest.len() == want).then_some((kind, scope, rest))
 }
@@ -160,6 +163,28 @@ pub fn track_summary(
     Some(Doc::new(Body::Summary(summary_doc(s, &clock.tick(now)))))
 }
 
+/// The document to push after fact `f` was said, edited, made past or forgotten here (or
+/// imported): `None` when its stored document already says as much (a fact past or forgotten in
+/// the document stays so whatever the record says).
+pub fn track_fact(
+    stored: Option<&Doc>,
+    f: &UserFact,
+    clock: &mut Clock,
+    now: Millis,
+) -> Option<Doc> {
+    let next = match stored.map(|d| &d.body) {
+        Some(Body::Tombstone(_)) => return None,
+        Some(Body::Fact(prev)) => {
+            if edit_fact(prev, f, &clock.last()) == *prev {
+                return None;
+            }
+            edit_fact(prev, f, &clock.tick(now))
+        }
+        _ => fact_doc(f, &clock.tick(now)),
+    };
+    Some(Doc::new(Body::Fact(next)))
+}
+
 /// The tombstones that delete entity `entity` everywhere after the user deleted it: its document
 /// (unless already a tombstone or never synced) and every live relationship document from or to it
 /// in its scope (`edges`: the scope's live edge documents).
@@ -232,6 +257,8 @@ pub enum Effect {
     Edge(EdgeDoc),
     /// Add the summary version if it is not there.
     Summary(ConversationSummary),
+    /// Put the fact about the user (`memory::pulled_fact` says what it leaves of the stored one).
+    Fact(UserFact),
     /// The conversation was cleared at `at` (on any device): delete its summary versions made at
     /// or before then (`memory::cleared_versions`).
     SummariesCleared { conversation: String, at: Hlc },
@@ -252,6 +279,7 @@ pub fn effect(doc: &Doc) -> Option<Effect> {
         Body::Entity(e) => Effect::Entity(to_entity(e, &[])),
         Body::Edge(e) => Effect::Edge(e.clone()),
         Body::Summary(s) => Effect::Summary(to_summary(s)),
+        Body::Fact(f) => Effect::Fact(to_fact(f)),
         Body::Tombstone(t) => {
             let (kind, scope, parts) = parse_id(&doc.id)?;
             if kind != t.kind {

@@ -1,5 +1,6 @@
 //! Chat and turns ([`Chat`]): send a message, stop, retry, edit, regenerate, page between
-//! alternatives, delete a message, preview the next request, keep drafts. The turn driver is
+//! alternatives, delete a message, preview the next request, keep drafts, temporary chats
+//! (`temporary.rs`: held in memory only). The turn driver is
 //! `turn.rs`, the branch changes `branch.rs`. A turn goes first on its server: it tells the memory
 //! service when it starts and ends, and asks it for the update that may be due after it.
 //! Must not import `ui`.
@@ -7,6 +8,7 @@
 mod branch;
 mod preview;
 mod service;
+mod temporary;
 mod turn;
 
 pub use preview::{Preview, PreviewDropped, PreviewSection};

@@ -45,7 +45,6 @@ pub struct Preview {
 }
 
 impl Chat {
-    /// What the next request would contain if `draft` were sent now.
     /// What the first message of a new chat (no conversation stored yet, `overrides`: what was
     /// picked for it) would send: the system prompt, the shared memory and the message.
     async fn preview_new_chat(
@@ -71,9 +70,9 @@ impl Chat {
             summary: None,
             entities: self.core.store.load_entities(&EntityScope::Shared).await?,
         };
-        let facts = self.user_facts_for(&conversation, &config).await?;
+        let about = self.about_user(&conversation, &config, &draft).await?;
         let ctx =
-            self.assemble_context(conversation, Vec::new(), config, &draft, (&memory, &facts));
+            self.assemble_context(conversation, Vec::new(), config, &draft, (&memory, &about));
         Ok(preview_of(&ctx, TurnPath::Fresh))
     }
 
@@ -98,7 +97,11 @@ impl Chat {
         if id.is_empty() {
             return self.preview_new_chat(draft_msg, overrides).await;
         }
-        let ctx = self.context_for(id, &draft_msg, false).await?;
+        let ctx = if self.is_temporary(id) {
+            self.temporary_context(id, &draft_msg).await?
+        } else {
+            self.context_for(id, &draft_msg, false).await?
+        };
         let path = path_for(
             ctx.conversation.remote_handle.as_ref(),
             &ctx.endpoint,
@@ -115,26 +118,18 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
         .sections
         .iter()
         .map(|s| {
-            let (key, label) = match s.kind {
-                SectionKind::System => ("system", "System prompt"),
-                SectionKind::UserFacts => ("user-facts", "About you"),
-                SectionKind::Summary => ("summary", "Summary"),
-                SectionKind::Pending => ("pending", "Said, not yet in memory"),
-                SectionKind::Entities => ("entities", "Entities"),
-                SectionKind::History => ("history", "History"),
-                SectionKind::NewMessage => ("new-message", "New message"),
-            };
             let detail = match s.kind {
                 SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
                 SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
                 SectionKind::System => system_prompt_detail(&ctx.conversation, &s.text),
                 SectionKind::Summary if a.summary_shortened => "shortened to fit".into(),
                 SectionKind::UserFacts => a.user_facts_detail(),
+                SectionKind::Recall => a.recall_detail.clone(),
                 _ => String::new(),
             };
             PreviewSection {
-                key: key.into(),
-                label: label.into(),
+                key: s.kind.key().into(),
+                label: s.kind.label().into(),
                 detail,
                 tokens: s.tokens,
             }

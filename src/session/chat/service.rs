@@ -1,6 +1,7 @@
 //! The chat service type, its error enum and the calls that need no file of their own.
 //! Must not import `ui`.
 
+use super::temporary::Temporary;
 use super::turn::Begin;
 use crate::engine::history::last_user_at;
 use crate::engine::model::Message;
@@ -57,6 +58,8 @@ pub struct Chat {
     pub(super) memory: Rc<Memory>,
     /// Turns in flight, by conversation.
     pub(super) inflight: RefCell<HashMap<String, Stopper>>,
+    /// The temporary chat, if one is open (never stored).
+    pub(super) temporary: RefCell<Temporary>,
 }
 
 impl Chat {
@@ -65,10 +68,15 @@ impl Chat {
             core,
             memory,
             inflight: RefCell::default(),
+            temporary: RefCell::default(),
         }
     }
 
+    /// The stored draft of conversation `id` (empty: the new chat's; a temporary chat has none).
     pub async fn draft(&self, id: &str) -> Result<String, ChatError> {
+        if self.is_temporary(id) {
+            return Ok(String::new());
+        }
         Ok(self
             .core
             .store
@@ -78,7 +86,12 @@ impl Chat {
             .unwrap_or_default())
     }
 
+    /// Keeps the composer's draft of conversation `id` (not a temporary chat's: nothing of it is
+    /// stored).
     pub async fn set_draft(&self, id: &str, text: &str) -> Result<(), ChatError> {
+        if self.is_temporary(id) {
+            return Ok(());
+        }
         let key = format!("{DRAFT_PREFIX}{id}");
         if text.is_empty() {
             self.core.store.delete_setting(&key).await?;
@@ -105,6 +118,9 @@ impl Chat {
         }
         if !self.core.settings.borrow().has_endpoint() {
             return Err(ChatError::NoEndpoint);
+        }
+        if self.is_temporary(id) {
+            return self.send_temporary(id, text).await;
         }
         let t = now();
         // On the branch on screen, which need not end at the newest message.
@@ -165,6 +181,13 @@ impl Chat {
 
     /// Re-sends the last user turn (after an error, a stop, or a cut-off reply).
     pub async fn retry(self: &Rc<Self>, id: &str) -> Result<(), ChatError> {
+        if self.is_temporary(id) {
+            if self.inflight.borrow().contains_key(id) {
+                return Err(ChatError::Busy);
+            }
+            let user = self.last_temporary_user(id)?;
+            return self.run_turn(id, Begin::Temporary(user)).await;
+        }
         let last_user = self.last_user_message(id, "retry").await?;
         self.run_turn(id, Begin::Stored(last_user.id)).await
     }

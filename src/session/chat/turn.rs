@@ -9,6 +9,7 @@ use super::service::{Chat, ChatError};
 use crate::engine::assemble::{assemble, Assembly, AssemblyInput};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
+use crate::engine::memory::recall::Passage;
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::UserFact;
 use crate::engine::model::{
@@ -39,6 +40,9 @@ pub(crate) enum Begin {
     /// A new user message, not stored yet: it is written together with the reply placeholder, at
     /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
     Ahead(Message),
+    /// A message (this id) of the temporary chat, kept in memory: its reply is too, and nothing of
+    /// the turn is stored (see `temporary.rs`).
+    Temporary(String),
 }
 
 /// A write started alongside the request; its outcome lands in `slot` before `done` resolves.
@@ -66,6 +70,15 @@ fn reply_placeholder(id: &str, ctx: &Context) -> Message {
     }
 }
 
+/// What a prompt carries of the user's memory across conversations.
+#[derive(Default)]
+pub(crate) struct AboutUser {
+    /// Every fact about the user, as stored (the assembly chooses).
+    pub facts: Rc<Vec<UserFact>>,
+    /// The passages of other conversations the new message refers back to, best first.
+    pub recall: Vec<Passage>,
+}
+
 /// Everything a prompt is built from, loaded for one conversation.
 pub(crate) struct Context {
     pub conversation: Conversation,
@@ -89,6 +102,8 @@ struct Run<'a> {
     ahead: Option<WriteAhead>,
     /// The response being read, if a request is in flight.
     pump: Option<Pump>,
+    /// A temporary chat's turn: nothing of it is stored, even once the chat has ended.
+    temporary: bool,
 }
 
 /// The turn machine as the pump feeds it.
@@ -161,23 +176,25 @@ impl Chat {
             new_message
         };
         let memory = self.core.memory_parts(id).await?;
-        let facts = self.user_facts_for(&conversation, &config).await?;
+        let about = self.about_user(&conversation, &config, new_message).await?;
         Ok(self.assemble_context(
             conversation,
             messages,
             config,
             new_message,
-            (&memory, &facts),
+            (&memory, &about),
         ))
     }
 
-    /// The facts about the user a prompt of `conversation` may carry: none when memory about the
-    /// user is off (in Settings or for the conversation), or its endpoint must not have them.
-    pub(super) async fn user_facts_for(
+    /// What a prompt of `conversation` for `new_message` may carry of the user's memory across
+    /// conversations: nothing when memory about the user is off (in Settings or for the
+    /// conversation), or its endpoint must not have it.
+    pub(super) async fn about_user(
         &self,
         conversation: &Conversation,
         config: &MemoryConfig,
-    ) -> Result<Rc<Vec<UserFact>>, ChatError> {
+        new_message: &Message,
+    ) -> Result<AboutUser, ChatError> {
         let private = self
             .core
             .settings
@@ -185,13 +202,19 @@ impl Chat {
             .chat_endpoint_for(&conversation.memory_overrides)
             .no_user_memory;
         if !config.user_memory || private {
-            return Ok(Rc::default());
+            return Ok(AboutUser::default());
         }
-        Ok(self.core.user_facts().await?)
+        Ok(AboutUser {
+            facts: self.core.user_facts().await?,
+            recall: self
+                .memory
+                .recall_for(&conversation.id, &new_message.content)
+                .await?,
+        })
     }
 
-    /// The prompt for `new_message` after `messages`, with `memory` (the conversation's memory and
-    /// the facts about the user), as the conversation's settings (its model, system prompt and
+    /// The prompt for `new_message` after `messages`, with `memory` (the conversation's memory, and
+    /// what it carries of the user's memory across conversations), as the conversation's settings (its model, system prompt and
     /// memory config) say.
     pub(super) fn assemble_context(
         &self,
@@ -199,7 +222,7 @@ impl Chat {
         messages: Vec<Message>,
         config: MemoryConfig,
         new_message: &Message,
-        (memory, facts): (&MemoryParts, &[UserFact]),
+        (memory, about): (&MemoryParts, &AboutUser),
     ) -> Context {
         let endpoint = self
             .core
@@ -232,7 +255,8 @@ impl Chat {
                 new_message,
                 config: &config,
                 protocol: endpoint.protocol,
-                user_facts: facts,
+                user_facts: &about.facts,
+                recall: &about.recall,
             },
             &estimator,
         );
@@ -258,6 +282,7 @@ impl Chat {
         // The chat goes first: memory updates on the same server stop, and wait until it is over.
         let server = self.memory.chat_server();
         self.memory.chat_started(&server);
+        let temporary = matches!(begin, Begin::Temporary(_));
         let result = self.drive_turn(id, begin, &stopper).await;
         self.memory.chat_ended(&server);
         self.inflight.borrow_mut().remove(id);
@@ -266,6 +291,10 @@ impl Chat {
             running: false,
         });
         let overflow = result?;
+        if temporary {
+            // Nothing of it is stored, so no memory update could cover it.
+            return Ok(());
+        }
         let this = self.clone();
         let id = id.to_string();
         wasm_bindgen_futures::spawn_local(async move {
@@ -315,6 +344,7 @@ impl Chat {
         begin: Begin,
         stopper: &'a Stopper,
     ) -> Result<Run<'a>, ChatError> {
+        let temporary = matches!(begin, Begin::Temporary(_));
         let (user, ctx, reply, ahead) = match begin {
             Begin::Stored(new_message_id) => {
                 let cached = self
@@ -354,8 +384,18 @@ impl Chat {
                 let write = self.write_ahead(&user, &reply, stopper);
                 (user, ctx, reply, Some(write))
             }
+            Begin::Temporary(user_id) => {
+                let user = self.temporary_message(id, &user_id)?;
+                let ctx = self.temporary_context(id, &user).await?;
+                let mut reply = reply_placeholder(id, &ctx);
+                let (seq, _) = crate::engine::temporary::next_meta(&ctx.messages);
+                reply.seq = seq;
+                self.keep_temporary(&reply, true);
+                (user, ctx, reply, None)
+            }
         };
         Ok(Run {
+            temporary,
             id,
             ctx,
             user,
@@ -387,7 +427,7 @@ impl Chat {
             error: Some(msg.clone()),
             ..run.reply.meta.clone()
         };
-        self.finish_message(&run.reply, "", MessageStatus::Error, meta)
+        self.finish_message(&run.reply, "", MessageStatus::Error, meta, run.temporary)
             .await?;
         Err(ChatError::Invalid(msg))
     }
@@ -416,6 +456,10 @@ impl Chat {
             Action::SaveReply(save) => {
                 save.apply_to(&mut run.reply);
                 let r = &run.reply;
+                if run.temporary {
+                    self.keep_temporary(r, false);
+                    return Ok(None);
+                }
                 self.core
                     .store
                     .update_message(&r.id, &r.content, r.status, &r.meta)
@@ -426,7 +470,11 @@ impl Chat {
                 conversation_id,
                 handle,
             } => {
-                if conversation_id == run.id {
+                if run.temporary {
+                    // A temporary chat left meanwhile is gone, and so is its handle.
+                    self.change_temporary(run.id, |c| c.remote_handle = handle)
+                        .ok();
+                } else if conversation_id == run.id {
                     let patch = ConversationPatch {
                         remote_handle: Some(handle),
                         ..Default::default()
@@ -472,12 +520,17 @@ impl Chat {
     /// Records how the turn ended (path, calibration) and reports it: a failed turn is an error, a
     /// reply cut off (rather than stopped) a banner; the partial reply is kept either way.
     async fn finish_turn(&self, run: &Run<'_>, outcome: TurnOutcome) -> Result<bool, ChatError> {
-        let patch = ConversationPatch {
-            last_path: Some(Some(outcome.path)),
-            updated_at: Some(now()),
-            ..Default::default()
-        };
-        self.core.patch_conversation(run.id, &patch).await?;
+        if run.temporary {
+            self.change_temporary(run.id, |c| c.last_path = Some(outcome.path))
+                .ok();
+        } else {
+            let patch = ConversationPatch {
+                last_path: Some(Some(outcome.path)),
+                updated_at: Some(now()),
+                ..Default::default()
+            };
+            self.core.patch_conversation(run.id, &patch).await?;
+        }
         if let Some(sample) = outcome.calibration {
             let endpoint = &run.ctx.endpoint;
             self.core.calibration.borrow_mut().observe(
@@ -573,22 +626,27 @@ impl Chat {
         }
     }
 
-    /// Writes a final state of a message and reports it.
+    /// Writes a final state of a message (of a `temporary` chat: keeps it) and reports it.
     pub(crate) async fn finish_message(
         &self,
         m: &Message,
         content: &str,
         status: MessageStatus,
         meta: MessageMeta,
+        temporary: bool,
     ) -> Result<(), ChatError> {
-        self.core
-            .store
-            .update_message(&m.id, content, status, &meta)
-            .await?;
         let mut m = m.clone();
         m.content = content.to_string();
         m.status = status;
         m.meta = meta;
+        if temporary {
+            self.keep_temporary(&m, false);
+            return Ok(());
+        }
+        self.core
+            .store
+            .update_message(&m.id, &m.content, status, &m.meta)
+            .await?;
         self.core.emit(SessionEvent::MessageProgress(m));
         Ok(())
     }

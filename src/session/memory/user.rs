@@ -83,7 +83,7 @@ impl Memory {
 
     async fn change_facts_now(&self, change: FactChange) -> Result<bool, MemoryError> {
         let store = &self.core.store;
-        let _lock = tabs::lock(&format!("memoire-user-facts:{}", store.name())).await;
+        let _lock = tabs::lock_user_facts(store.name()).await;
         let mut facts = store.load_user_facts().await?;
         let before: HashMap<String, UserFact> =
             facts.iter().map(|f| (f.id.clone(), f.clone())).collect();

@@ -80,6 +80,12 @@ impl Core {
         self.deliver(e, change)
     }
 
+    /// Reports to this tab's UI only what belongs to no stored data (a temporary chat's messages):
+    /// no cache, other tab or sync hears it.
+    pub(crate) fn show(&self, e: SessionEvent) {
+        (self.sink)(e)
+    }
+
     /// Reports a change sync applied from another device: as [`Core::emit`], but not captured
     /// again.
     pub(crate) fn applied(&self, e: SessionEvent) {

@@ -150,6 +150,13 @@ pub(crate) async fn lock(name: &str) -> LockGuard {
     request_lock(name, LockMode::Exclusive).await
 }
 
+/// The lock every change of the facts about the user of database `db` runs under, in every tab:
+/// a message's facts, the Memory page's edits, an import's, the facts sync pulls. Each reads the
+/// facts from the store inside it, so none writes over another's.
+pub(crate) async fn lock_user_facts(db: &str) -> LockGuard {
+    lock(&format!("memoire-user-facts:{db}")).await
+}
+
 /// Like [`lock`], in `"shared"` mode: any number of tabs hold it together, and it keeps an
 /// exclusive request for the same name waiting.
 pub(crate) async fn lock_shared(name: &str) -> LockGuard {

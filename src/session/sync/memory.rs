@@ -1,21 +1,27 @@
 //! Sync's driver for the memory: the summary versions and entity graphs a memory update (or an
-//! edit in the memory pane) leaves become documents, and pulled entity, edge, summary and
-//! tombstone documents are written to the store, then one entity learned on two devices is unified
-//! into one. The engine decides (`engine::sync::memory`, `track`, `unify`); this moves data.
+//! edit in the memory pane) leaves become documents, and so do the facts about the user; pulled
+//! entity, edge, summary, fact and tombstone documents are written to the store, then one entity
+//! learned on two devices is unified into one. Pulled facts are written under the facts' Web Lock
+//! (every change of them is), and reported so the Memory page and the prompts read them again.
+//! The engine decides (`engine::sync::memory`, `track`, `unify`); this moves data.
 //! Must not import `ui`.
 
 use super::replication::{clock, keep_clock, record, report, stored, Inner, SyncError};
+use crate::engine::model::UserFact;
 use crate::engine::model::{EntityScope, Millis};
-use crate::engine::sync::doc::{entity_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc};
+use crate::engine::sync::doc::{
+    entity_id, fact_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc,
+};
 use crate::engine::sync::memory::{
-    cleared_versions, pulled_summary, put_edge, put_entity, remove_edge, remove_entity,
-    untracked_summaries,
+    cleared_versions, pulled_fact, pulled_summary, put_edge, put_entity, remove_edge,
+    remove_entity, untracked_summaries,
 };
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::unify::unify;
 use crate::engine::sync::{Body, Clock, Doc, Hlc, Kind};
 use crate::session::shared::events::SessionEvent;
-use crate::session::shared::now;
+use crate::session::shared::{now, tabs};
+use std::collections::HashMap;
 
 fn scope_id(scope: &EntityScope) -> Option<&str> {
     match scope {
@@ -95,6 +101,63 @@ pub(super) async fn track_memory(
     Ok(docs)
 }
 
+/// The documents the facts about the user produce: each fact new or changed since its stored
+/// document (`track::track_fact`).
+pub(super) async fn track_facts(
+    i: &Inner,
+    clock: &mut Clock,
+    at: Millis,
+) -> Result<Vec<Doc>, SyncError> {
+    let stored: HashMap<String, Doc> = i
+        .store
+        .sync_docs_with_prefix("f:")
+        .await?
+        .into_iter()
+        .map(|d| (d.local.doc.id.clone(), d.local.doc))
+        .collect();
+    Ok(i.store
+        .load_user_facts()
+        .await?
+        .iter()
+        .filter_map(|f| track::track_fact(stored.get(&fact_id(&f.id)), f, clock, at))
+        .collect())
+}
+
+/// Writes pulled facts about the user (under the facts' lock, read inside it), each joined with
+/// the stored record of its id (`engine::sync::memory::pulled_fact`), and reports them.
+async fn apply_facts(i: &Inner, pulled: Vec<UserFact>) -> Result<(), SyncError> {
+    if pulled.is_empty() {
+        return Ok(());
+    }
+    let _lock = tabs::lock_user_facts(i.store.name()).await;
+    let stored: HashMap<String, UserFact> = i
+        .store
+        .load_user_facts()
+        .await?
+        .into_iter()
+        .map(|f| (f.id.clone(), f))
+        .collect();
+    let mut out: Vec<UserFact> = Vec::new();
+    for f in pulled {
+        let here = out.iter().position(|o| o.id == f.id);
+        let before = here.map(|k| &out[k]).or_else(|| stored.get(&f.id));
+        if let Some(next) = pulled_fact(before, f) {
+            match here {
+                Some(k) => out[k] = next,
+                None => out.push(next),
+            }
+        }
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    i.store
+        .save_user_facts(&out.iter().collect::<Vec<_>>())
+        .await?;
+    report(i, SessionEvent::UserFactsChanged);
+    Ok(())
+}
+
 /// The scope a graph effect changes (`None`: not a graph effect).
 fn graph_scope(e: &Effect) -> Option<EntityScope> {
     match e {
@@ -117,7 +180,12 @@ pub(super) async fn apply_memory(
     effects: Vec<Effect>,
 ) -> Result<Vec<EntityScope>, SyncError> {
     let mut graphs: Vec<(EntityScope, Vec<Effect>)> = Vec::new();
+    let mut facts = Vec::new();
     for e in effects {
+        if let Effect::Fact(f) = e {
+            facts.push(f);
+            continue;
+        }
         if let Effect::Summary(s) = e {
             let local = i.store.load_summaries(&s.conversation_id).await?;
             if let Some(v) = pulled_summary(&local, &s) {
@@ -138,6 +206,7 @@ pub(super) async fn apply_memory(
             None => graphs.push((scope, vec![e])),
         }
     }
+    apply_facts(i, facts).await?;
     let mut changed = Vec::new();
     for (scope, list) in graphs {
         if change_graph(i, &scope, list).await? {

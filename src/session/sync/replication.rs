@@ -11,7 +11,8 @@
 //! entity deleted in the memory pane): the engine's `track_*` decide which document each produces.
 //!
 //! What syncs: conversations (title, overrides, deletion, clearing), final messages (and their
-//! deletion), and the memory (summary versions and the entity graph, through `memory.rs`).
+//! deletion), the memory (summary versions and the entity graph, through `memory.rs`) and the
+//! facts about the user (said, edited, past, forgotten: `memory.rs` too).
 //!
 //! Every decision is the engine's; this module reads the clock, makes the device id, and moves
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
@@ -210,7 +211,8 @@ impl Replication {
             tabs::Change::Conversation(_)
             | tabs::Change::ConversationRemoved(_)
             | tabs::Change::MessagesCleared(_)
-            | tabs::Change::MemoryChanged(_) => true,
+            | tabs::Change::MemoryChanged(_)
+            | tabs::Change::UserFacts => true,
             tabs::Change::MessageAdded(m) | tabs::Change::MessageProgress(m) => {
                 m.status != MessageStatus::Streaming || m.meta.deleted
             }
@@ -489,6 +491,7 @@ async fn track_event(i: &Inner, e: &tabs::Change) -> Result<(), SyncError> {
         tabs::Change::MemoryChanged(id) => {
             memory::track_memory(i, Some(id), true, &mut clock, t).await?
         }
+        tabs::Change::UserFacts => memory::track_facts(i, &mut clock, t).await?,
         tabs::Change::MessagesCleared(id) => {
             let mut docs: Vec<Doc> = Vec::new();
             for prefix in [
@@ -546,6 +549,7 @@ async fn seed(i: &Inner) -> Result<(), SyncError> {
         docs.extend(memory::track_memory(i, Some(&c.id), false, &mut clock, now()).await?);
     }
     docs.extend(memory::track_memory(i, None, true, &mut clock, now()).await?);
+    docs.extend(memory::track_facts(i, &mut clock, now()).await?);
     keep_clock(i, &clock).await?;
     record_among(i, docs, Some(&held)).await
 }

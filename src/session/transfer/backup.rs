@@ -5,7 +5,7 @@
 //! scripts/build-wasm.sh). Must not import `ui`.
 
 use super::service::{Transfer, TransferError};
-use crate::engine::backup::{export_json, export_markdown, ConversationBundle};
+use crate::engine::backup::{export_backup, export_markdown, facts_for_export, ConversationBundle};
 use crate::engine::model::EntityScope;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::now;
@@ -43,7 +43,8 @@ impl Transfer {
         })
     }
 
-    /// Versioned JSON of one conversation (`Some(id)`) or of everything. Never contains API keys.
+    /// Versioned JSON of one conversation (`Some(id)`) or of everything, with the facts about the
+    /// user the engine says go with it (`facts_for_export`). Never contains API keys.
     pub async fn export_json(&self, id: Option<&str>) -> Result<String, TransferError> {
         export_json_split(self, id).await
     }
@@ -65,7 +66,9 @@ impl Transfer {
             bundles.push(self.bundle(id).await?);
         }
         let shared = self.core.store.load_entities(&EntityScope::Shared).await?;
-        Ok(export_json(&bundles, &shared, now()))
+        let facts = self.core.store.load_user_facts().await?;
+        let facts = facts_for_export(&facts, id);
+        Ok(export_backup(&bundles, &shared, &facts, now()))
     }
 
     /// A readable Markdown transcript of one conversation.

@@ -5,18 +5,20 @@
 //! (reading -> checking -> writing), and stop at the next slice when cancelled (a cancelled write
 //! is aborted: nothing is written). Detection, reading, every check, the plan and the slice sizes
 //! are the engine's (`engine::import::slice`); this file reads the file's bytes and the clock,
-//! looks up what is stored, yields and writes the plan.
+//! looks up what is stored, yields and writes the plan. A backup's facts about the user are
+//! written in the same transaction, joined once more with those stored at the confirm under the
+//! facts' Web Lock (`engine::backup::join_user_facts`), so nothing forgotten since comes back.
 //! Must not import `ui`.
 
 use super::service::{Transfer, TransferError};
-use crate::engine::backup::{ImportLimits, ImportPlan};
+use crate::engine::backup::{join_user_facts, ImportLimits, ImportPlan};
 use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
-use crate::session::shared::now;
 use crate::session::shared::pace::{in_slices, perf_now, yield_now};
+use crate::session::shared::{now, tabs};
 use crate::store::{StoreError, WritePace};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -116,6 +118,10 @@ impl Transfer {
             plural(plan.added.messages, "message", "messages"),
             plural(plan.skipped.messages, "message", "messages")
         ));
+        if let Some(facts) = plan.facts_preview() {
+            preview.push(' ');
+            preview.push_str(&facts);
+        }
         Ok(ImportStep::Preview(PreparedImport {
             plan,
             source,
@@ -140,7 +146,10 @@ impl Transfer {
         p: PreparedImport,
         cancel: &ImportCancel,
     ) -> Result<(String, Vec<String>), TransferError> {
-        let plan = p.plan;
+        let mut plan = p.plan;
+        // Facts about the user change in other tabs too: the write runs under their lock, the
+        // plan's joined again with those stored now (a fact forgotten since the preview stays so).
+        let _facts_lock = self.join_facts_now(&mut plan).await?;
         let mut pace = Paced {
             session: self,
             pace: Pace::write(),
@@ -162,6 +171,9 @@ impl Transfer {
             self.core.note_alternatives(&plan.messages).await?;
         }
         self.core.cache.borrow_mut().forget_all();
+        if !plan.user_facts.is_empty() {
+            self.core.emit(SessionEvent::UserFactsChanged);
+        }
         let ids = written.iter().map(|c| c.id.clone()).collect();
         self.announce(written).await;
         let Some(source) = p.source else {
@@ -175,6 +187,21 @@ impl Transfer {
             plural(plan.skipped.messages, "message was", "messages were")
         );
         Ok((report, ids))
+    }
+
+    /// Joins the plan's facts about the user with those stored now, under the facts' lock, which
+    /// the caller holds until the write is done (none when the plan has no facts).
+    async fn join_facts_now(
+        &self,
+        plan: &mut ImportPlan,
+    ) -> Result<Option<tabs::LockGuard>, TransferError> {
+        if plan.user_facts.is_empty() {
+            return Ok(None);
+        }
+        let store = &self.core.store;
+        let lock = tabs::lock_user_facts(store.name()).await;
+        plan.user_facts = join_user_facts(&store.load_user_facts().await?, &plan.user_facts).write;
+        Ok(Some(lock))
     }
 
     /// Reads and checks a file's bytes a slice at a time, timing each slice for the engine's pace,

@@ -361,7 +361,10 @@ fn MessageActions(
     let chat = use_chat();
     let clipboard = use_clipboard();
     let st = item.state();
-    let idle = move || !chat.streaming() && st.status() != MessageStatus::Streaming;
+    // A temporary chat's messages are not stored: no branch to edit, regenerate or delete from.
+    let idle = move || {
+        !chat.streaming() && st.status() != MessageStatus::Streaming && !chat.is_temporary()
+    };
     let is_user = item.role == Role::User;
     let edit = {
         let id = item.id.clone();

@@ -26,10 +26,26 @@ pub fn ChatPane() -> impl IntoView {
         <main class="chat-pane" aria-label="Chat">
             <ChatHeader/>
             <StatusArea/>
+            <TemporaryNotice/>
             <MemoryBuildBar/>
             <MessageList/>
             <Composer/>
         </main>
+    }
+}
+
+/// What a temporary chat is, while one is open.
+#[component]
+fn TemporaryNotice() -> impl IntoView {
+    let chat = use_chat();
+    view! {
+        <Show when=move || chat.is_temporary()>
+            <p class="temporary-notice" data-testid="temporary-chat-notice" role="note">
+                "Temporary chat: it is not saved, it updates no memory, and it uses no memory about \
+                you unless you turn that on in the memory pane. It is gone when you leave it or \
+                reload the page."
+            </p>
+        </Show>
     }
 }
 
@@ -52,6 +68,7 @@ fn ChatHeader() -> impl IntoView {
             </button>
             <h1 class="chat-title">
                 {move || match title() {
+                    Some(_) if chat.is_temporary() => "Temporary chat".to_string(),
                     Some(c) if !c.title.is_empty() => c.title,
                     Some(_) => "New conversation".to_string(),
                     None => "Memoire".to_string(),

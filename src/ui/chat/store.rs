@@ -52,6 +52,9 @@ pub struct ChatStore {
     editing: RwSignal<Option<String>>,
     /// The model picked in the new chat before its first message creates the conversation.
     new_chat_model: RwSignal<Option<String>>,
+    /// The open conversation's record when it is a temporary chat (held by the session in memory
+    /// only; the library never lists it).
+    temporary: RwSignal<Option<Conversation>>,
 }
 
 impl ChatStore {
@@ -78,6 +81,7 @@ impl ChatStore {
             focus: RwSignal::new(None),
             editing: RwSignal::new(None),
             new_chat_model: RwSignal::new(None),
+            temporary: RwSignal::new(None),
         }
     }
 
@@ -194,10 +198,18 @@ impl ChatStore {
         self.new_chat_model.get()
     }
 
-    /// The open conversation, as the library has it.
+    /// The open conversation, as the library has it (a temporary chat: as the session holds it).
     pub fn conversation(&self) -> Option<Conversation> {
+        if let Some(c) = self.temporary.get() {
+            return Some(c);
+        }
         let cur = self.current.get()?;
         self.library.record(&cur)
+    }
+
+    /// True while the open conversation is a temporary chat.
+    pub fn is_temporary(&self) -> bool {
+        self.temporary.with(Option::is_some)
     }
 
     /// [`Self::conversation`] without subscribing (for event handlers).
@@ -248,6 +260,13 @@ impl ChatStore {
     /// Shows conversation `id` (or none) with nothing of the one before: the one reset of everything
     /// that belongs to the open conversation, used to open, close and lose one.
     fn show(&self, id: Option<String>) {
+        // Leaving a temporary chat ends it: nothing of it is kept anywhere.
+        if self.temporary.get_untracked().is_some() {
+            self.temporary.set(None);
+            if let Some(s) = self.backend.session() {
+                s.chat().end_temporary();
+            }
+        }
         self.current.set(id.clone());
         self.window.clear();
         self.memory.show(id);
@@ -365,6 +384,27 @@ impl ChatStore {
         self.refresh_preview();
     }
 
+    /// Starts a temporary chat (with the model picked in the new chat, if any): never stored, no
+    /// memory update, no memory about the user unless asked for; the app reopens the new chat
+    /// after a reload.
+    pub fn start_temporary(&self) {
+        self.shell.close_drawer();
+        let this = *self;
+        self.backend.run(move |s| async move {
+            this.save_draft();
+            set_route(None);
+            remember_open(None);
+            let model = this.new_chat_model.get_untracked();
+            // Ends the temporary chat open before, if any, with what belonged to the open one.
+            this.show(None);
+            let c = s.chat().start_temporary(model);
+            this.current.set(Some(c.id.clone()));
+            this.temporary.set(Some(c));
+            this.refresh_preview();
+            Ok(())
+        });
+    }
+
     /// Closes the open conversation (its draft is saved first): the chat shows a new one.
     pub fn close(&self) {
         self.save_draft();
@@ -377,6 +417,15 @@ impl ChatStore {
     /// The model the open conversation (or the new chat) uses from its next turn; `None`: the one in
     /// Settings.
     pub fn pick_model(&self, model: Option<String>) {
+        if let Some(c) = self.temporary.get_untracked() {
+            let this = *self;
+            return self.backend.run(move |s| async move {
+                this.temporary
+                    .set(Some(s.chat().set_temporary_model(&c.id, model)?));
+                this.refresh_preview();
+                Ok(())
+            });
+        }
         match self.current.get_untracked() {
             Some(id) => self
                 .backend
@@ -390,6 +439,15 @@ impl ChatStore {
 
     /// "Use memory about me" in the open conversation.
     pub fn use_user_memory(&self, on: bool) {
+        if let Some(c) = self.temporary.get_untracked() {
+            let this = *self;
+            return self.backend.run(move |s| async move {
+                this.temporary
+                    .set(Some(s.chat().use_memory_in_temporary(&c.id, on)?));
+                this.refresh_preview();
+                Ok(())
+            });
+        }
         if let Some(id) = self.current.get_untracked() {
             self.backend
                 .run(move |s| async move { Ok(s.library().set_user_memory(&id, on).await?) });
@@ -414,7 +472,7 @@ impl ChatStore {
         self.draft.set(String::new());
         match self.current.get_untracked() {
             Some(id) => {
-                if self.window.leave_far_up() {
+                if self.temporary.with_untracked(Option::is_none) && self.window.leave_far_up() {
                     // The window was far up: back to the latest messages, where the new one goes.
                     self.open(id.clone(), None);
                 }
@@ -521,6 +579,10 @@ impl ChatStore {
     /// Clears the open conversation's messages and memory (the composer asked first); the composer
     /// empties.
     pub fn clear(&self) {
+        if self.temporary.with_untracked(Option::is_some) {
+            // Nothing of it is stored: a new temporary chat is the cleared one.
+            return self.start_temporary();
+        }
         self.draft.set(String::new());
         let Some(id) = self.current.get_untracked() else {
             return;

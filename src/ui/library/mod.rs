@@ -37,6 +37,14 @@ pub fn Sidebar() -> impl IntoView {
                 >
                     "+ New"
                 </button>
+                <button
+                    data-testid="temporary-chat"
+                    title="A chat that is never saved and updates no memory"
+                    aria-pressed=move || chat.is_temporary().to_string()
+                    on:click=move |_| chat.start_temporary()
+                >
+                    "Temporary"
+                </button>
             </div>
             <input
                 type="search"

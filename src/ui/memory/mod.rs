@@ -28,6 +28,8 @@ pub fn MemoryPane() -> impl IntoView {
     let memory = use_memory();
     let shell = use_shell();
     let chat = use_chat();
+    // A temporary chat has no memory to show or update: only what its next request carries.
+    let stored = move || chat.has_current() && !chat.is_temporary();
     let updating = move || memory.updating();
     provide_context(SelectedEntity(RwSignal::new(None)));
     view! {
@@ -42,7 +44,7 @@ pub fn MemoryPane() -> impl IntoView {
                 <button
                     data-testid="update-memory"
                     aria-label="Update memory now"
-                    disabled=move || updating() || !chat.has_current()
+                    disabled=move || updating() || !stored()
                     on:click=move |_| memory.update_now()
                 >
                     "Update memory now"
@@ -55,9 +57,13 @@ pub fn MemoryPane() -> impl IntoView {
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
             <Show when=move || shell.settled()>
             <Show
-                when=move || chat.has_current()
-                fallback=|| view! {
-                    <p class="empty">"A new chat: its memory starts with its first message."</p>
+                when=stored
+                fallback=move || view! {
+                    <p class="empty">{move || if chat.is_temporary() {
+                        "A temporary chat: nothing of it is saved, and it updates no memory."
+                    } else {
+                        "A new chat: its memory starts with its first message."
+                    }}</p>
                     <ContextInspector/>
                 }
             >

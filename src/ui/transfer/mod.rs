@@ -45,6 +45,8 @@ fn BackupItems(
 ) -> impl IntoView {
     let transfer = use_transfer();
     let chat = use_chat();
+    // A temporary chat is not stored: there is nothing of it to export.
+    let stored = move || chat.has_current() && !chat.is_temporary();
     let export = move |what: Export| {
         open.set(false);
         transfer.export(what);
@@ -60,7 +62,7 @@ fn BackupItems(
     };
     view! {
         <div class="menu" role="menu">
-            <Show when=move || chat.has_current()>
+            <Show when=stored>
                 <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(Export::ConversationJson)>
                     "Export this conversation (JSON)"
                 </button>
