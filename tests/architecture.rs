@@ -1362,6 +1362,46 @@ fn open_signals(root: &Path) -> Vec<(String, String)> {
     hits
 }
 
+/// Store readers that hand out a signal handle: a `pub fn` returning a `ReadSignal`/`Signal`, or a
+/// `.read_only()` anywhere in the ui. A store gives out reader methods over its private signals
+/// instead: every `ReadSignal<T>` handed out is a copy of leptos's read and track code per `T` in
+/// the first download (README "Build").
+fn handed_out_signals(root: &Path) -> Vec<(String, String)> {
+    let ui = root.join("ui");
+    let mut hits = Vec::new();
+    for file in rust_files(&ui) {
+        let code = code_of(&fs::read_to_string(&file).unwrap());
+        for line in code.lines().map(str::trim) {
+            let getter = line.starts_with("pub fn")
+                && (line.contains("-> ReadSignal") || line.contains("-> Signal<"));
+            if getter || line.contains(".read_only()") {
+                let rel = file.strip_prefix(root).unwrap().display().to_string();
+                hits.push((rel, line.to_string()));
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn stores_hand_out_readers_not_signals() {
+    assert_eq!(listed(handed_out_signals(&src())), "");
+}
+
+#[test]
+fn the_reader_rule_fires_on_planted_signal_handles() {
+    let store = "//! h\npub struct S {\n    open: RwSignal<bool>,\n}\nimpl S {\n    pub fn open(&self) -> bool { self.open.get() }\n    pub fn shown(&self) -> ReadSignal<bool> { self.open.read_only() }\n    pub fn both(&self) -> Signal<bool> {\n        let o = self.open.read_only();\n        Signal::derive(move || o.get())\n    }\n}\n";
+    fires(
+        handed_out_signals,
+        &[("ui/chat/store.rs", store)],
+        &[
+            "pub fn shown(&self) -> ReadSignal<bool> { self.open.read_only() }",
+            "pub fn both(&self) -> Signal<bool> {",
+            "let o = self.open.read_only();",
+        ],
+    );
+}
+
 #[test]
 fn stores_keep_their_write_signals_private() {
     assert_eq!(listed(open_signals(&src())), "");

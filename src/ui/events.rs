@@ -7,42 +7,11 @@
 use crate::engine::model::{Conversation, Message, MessageStatus};
 use crate::engine::settings::Settings;
 use crate::session::SessionEvent;
-use crate::ui::about::store::AboutStore;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::library::store::LibraryStore;
-use crate::ui::memory::store::MemoryStore;
-use crate::ui::projects::store::ProjectsStore;
-use crate::ui::settings::store::SettingsStore;
-use crate::ui::shell::store::ShellStore;
-use crate::ui::sync::store::SyncStore;
-use crate::ui::transfer::store::TransferStore;
+use crate::ui::stores::Stores;
 use leptos::prelude::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-
-/// Every store an event may change.
-#[derive(Clone, Copy)]
-pub struct Stores {
-    /// The app-wide state (banner, network).
-    pub shell: ShellStore,
-    /// The conversation list and the search.
-    pub library: LibraryStore,
-    /// The open conversation.
-    pub chat: ChatStore,
-    /// The memory shown, updates and builds.
-    pub memory: MemoryStore,
-    /// The settings in force.
-    pub settings: SettingsStore,
-    /// Sync's state.
-    pub sync: SyncStore,
-    /// Import and export.
-    pub transfer: TransferStore,
-    /// The facts about the user (the Memory page).
-    pub about: AboutStore,
-    /// The projects (the sidebar).
-    pub projects: ProjectsStore,
-}
 
 /// Dispatches session events to the stores.
 #[derive(Clone)]
@@ -154,7 +123,7 @@ impl Events {
     fn settings_changed(&self, settings: Settings) {
         let chat = self.stores.chat;
         self.stores.settings.changed(settings);
-        if chat.current().with_untracked(Option::is_some) {
+        if chat.current_untracked().is_some() {
             chat.refresh_preview();
         }
     }

@@ -1,10 +1,10 @@
 //! The Leptos interface: sidebar (`library`), chat pane (`chat`, about 60%), memory pane (`memory`,
 //! about 40%), settings dialog (`settings`, with `sync`), backup menu (`transfer`), and the banner
 //! (`shell`). Each domain folder holds its views and its store (`store.rs`): a `Copy` struct whose
-//! signals are private, read by views through read-only signals and changed only by its own actions
-//! and event handlers (`events` dispatches the session's events to them). Only the stores call the
+//! signals are private, read by views through its reader methods (tracked inside a reactive
+//! closure; no signal handle is handed out) and changed only by its own actions and event handlers (`events` dispatches the session's events to them). Only the stores call the
 //! session, through `backend`, its one holder. This module builds the stores, provides each as its
-//! own context, opens the session and lays the app out. Reusable browser behaviours are in
+//! one context (`stores`), opens the session and lays the app out. Reusable browser behaviours are in
 //! `behaviour`, the address in `route`. Must not import `crate::store` or `crate::transport`.
 
 pub mod about;
@@ -19,6 +19,7 @@ pub mod projects;
 pub mod route;
 pub mod settings;
 pub mod shell;
+pub mod stores;
 pub mod sync;
 pub mod time;
 pub mod transfer;
@@ -28,7 +29,7 @@ use about::store::AboutStore;
 use backend::Backend;
 use behaviour::{focus_testid, when_idle};
 use chat::store::ChatStore;
-use events::{Events, Stores};
+use events::Events;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use library::store::{FirstScreen, LibraryStore};
@@ -37,10 +38,12 @@ use projects::store::ProjectsStore;
 use settings::store::SettingsStore;
 use shell::store::ShellStore;
 use std::rc::Rc;
+use stores::Stores;
 use sync::store::SyncStore;
 use transfer::store::TransferStore;
 
-/// Builds every store and provides each as a context of its own.
+/// Builds every store and provides them as the one context views take theirs from
+/// (`stores::use_chat()`, …).
 fn provide_stores() -> (Stores, Backend) {
     let shell = ShellStore::new();
     let backend = Backend::new(shell);
@@ -52,15 +55,6 @@ fn provide_stores() -> (Stores, Backend) {
     let transfer = TransferStore::new(backend, shell, memory, chat);
     let about = AboutStore::new(backend);
     let projects = ProjectsStore::new(backend);
-    provide_context(shell);
-    provide_context(settings);
-    provide_context(library);
-    provide_context(memory);
-    provide_context(chat);
-    provide_context(sync);
-    provide_context(transfer);
-    provide_context(about);
-    provide_context(projects);
     let stores = Stores {
         shell,
         library,
@@ -72,6 +66,7 @@ fn provide_stores() -> (Stores, Backend) {
         about,
         projects,
     };
+    provide_context(stores);
     (stores, backend)
 }
 
@@ -125,7 +120,7 @@ pub fn App() -> impl IntoView {
     // A conversation closed (deleted here or in another tab, or the address cleared): the address
     // must stop naming it, or a reload would try to open what is gone.
     Effect::new(move |was_open: Option<bool>| {
-        let open = chat.current().with(Option::is_some);
+        let open = chat.has_current();
         if was_open == Some(true) && !open {
             route::set_route(None);
         }
@@ -137,8 +132,8 @@ pub fn App() -> impl IntoView {
             on:click=move |ev| { ev.prevent_default(); focus_testid("composer-input"); }>
             "Skip to the message box"
         </a>
-        <div class="app" class:memory-open=move || shell.memory_open().get()
-            class:sidebar-open=move || shell.drawer_open().get()>
+        <div class="app" class:memory-open=move || shell.memory_open()
+            class:sidebar-open=move || shell.drawer_open()>
             <library::Sidebar/>
             <div class="drawer-backdrop" data-testid="drawer-backdrop" aria-hidden="true"
                 on:click=move |_| shell.close_drawer()></div>
@@ -187,12 +182,12 @@ fn use_app_keys(stores: Stores) {
             shell.open_drawer();
             focus_testid("conversation-search");
         } else if e.key() != "Escape" {
-        } else if settings.dialog_open().get_untracked() {
+        } else if settings.dialog_open_untracked() {
             // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
             settings.close_dialog();
-        } else if about.is_open().get_untracked() {
+        } else if about.is_open_untracked() {
             about.close_page();
-        } else if shell.drawer_open().get_untracked() {
+        } else if shell.drawer_open_untracked() {
             shell.close_drawer();
             if chat.streaming_untracked() {
                 chat.stop();

@@ -229,7 +229,7 @@ test('offline: after one visit the app reloads, browses, scrolls, searches and k
   }
 });
 
-test('the first screen fetches no wasm chunk; one that cannot be fetched: the import says so in the banner, and works once the network is back', async () => {
+test('the first screen fetches no wasm chunk; one that cannot be fetched: the import and the Memory page say so in the banner, and work once the network is back', async () => {
   const { site } = harness;
   site.setOffline(false);
   // No service worker: nothing is precached, so the chunk can only come from the network.
@@ -263,6 +263,20 @@ test('the first screen fetches no wasm chunk; one that cannot be fetched: the im
     // (The notice waits behind the error banner, which stays until dismissed.)
     await item(page, 'c-long').waitFor();
     await item(page, 'c-short').waitFor();
+
+    // The Memory page's chunk refused: the page closes, the banner says so, and the same button
+    // opens the page once the network is back.
+    await page.locator(tid('error-banner')).getByRole('button', { name: 'Dismiss' }).click();
+    const about = /\/split_about-[0-9a-f]{16}\.wasm$/;
+    let refusedAbout = 0;
+    await page.route(about, (route) => ((refusedAbout += 1), route.abort('internetdisconnected')));
+    await page.locator(tid('memory-page-open')).click();
+    await page.locator(tid('error-banner')).filter({ hasText: /could not be loaded/ }).waitFor();
+    assert.ok(refusedAbout >= 1, 'the Memory page chunk was asked for');
+    assert.equal(await page.locator(tid('memory-page')).count(), 0, 'no page without its code');
+    await page.unroute(about);
+    await page.locator(tid('memory-page-open')).click();
+    await page.locator(tid('memory-page')).waitFor();
   } finally {
     await context.close();
   }

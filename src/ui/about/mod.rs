@@ -1,7 +1,8 @@
 //! Memory about the user, across conversations: the Memory page (every fact with where it was said,
 //! searchable, with edit, forget, "add a fact", and each fact's scope (about you or a project, with "Move
-//! to about you") and the button that opens it; its store
-//! (`store`) owns the facts the page lists. Must not import `crate::store` or `crate::transport`.
+//! to about you") and the button that opens it; its store (`store`) owns the facts the page lists.
+//! The page's view is behind split point `about` (a wasm chunk fetched when the page is first
+//! opened; README "Build"). Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
 
@@ -9,10 +10,10 @@ use crate::engine::format::plural;
 use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
 use crate::engine::project::scope_label;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::projects::store::ProjectsStore;
+use crate::session::MemoryError;
+use crate::ui::stores::{use_about, use_chat, use_projects, use_shell};
 use leptos::prelude::*;
-use store::AboutStore;
+use leptos::task::spawn_local;
 
 /// Opens the Memory page: in the memory pane (`memory-page-open`, reachable on every width) and
 /// in the chat header (`header-memory-page-open`, hidden on phones); testids stay unique on a page.
@@ -21,7 +22,7 @@ pub fn MemoryPageOpen(
     /// The button's `data-testid`.
     testid: &'static str,
 ) -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     view! {
         <button class="memory-page-open" data-testid=testid
             title="What Memoire remembers about you, in every conversation"
@@ -33,10 +34,10 @@ pub fn MemoryPageOpen(
 /// force says (its override, else the setting).
 #[component]
 pub fn UseUserMemory() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let on = move || chat.memory_config().user_memory;
     view! {
-        <Show when=move || chat.current().with(Option::is_some)>
+        <Show when=move || chat.has_current()>
             // A switch button, not a checkbox: the memory pane holds no form control (what model
             // output fills must never hold one, and the XSS check says so of the whole pane).
             <button class="switch use-user-memory" role="switch" data-testid="conversation-use-user-memory"
@@ -48,13 +49,47 @@ pub fn UseUserMemory() -> impl IntoView {
     }
 }
 
-/// The Memory page: a dialog over the app (full screen on phones).
+/// The Memory page: a dialog over the app (full screen on phones), shown while the about store
+/// says it is open. Its view is behind split point `about`: the first opening fetches that chunk;
+/// one that cannot be fetched closes the page and the banner says so (`MemoryError::Unavailable`),
+/// and the next opening tries again.
 #[component]
 pub fn MemoryPage() -> impl IntoView {
-    let about = expect_context::<AboutStore>();
-    let open = about.is_open();
+    let (about, shell) = (use_about(), use_shell());
+    // The page's view, once its chunk is here (a plain function: `Copy`, built in the chunk).
+    let page = RwSignal::new(None::<fn() -> AnyView>);
+    Effect::new(move |_| {
+        if about.is_open() && page.with_untracked(Option::is_none) {
+            spawn_local(async move {
+                match page_split().await {
+                    Ok(view) => page.set(Some(view)),
+                    Err(e) => {
+                        about.close_page();
+                        shell.fail(e.to_string(), e.kind());
+                    }
+                }
+            });
+        }
+    });
+    move || about.is_open().then(|| page.get().map(|view| view()))
+}
+
+/// Split point `about`: the Memory page's view and what only it reaches (the list, its rows, the
+/// editors, the page's search and paging).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(about, fallible, return_wrapper(let page = _; { page.await } -> Result<fn() -> AnyView, MemoryError>)))]
+fn page_split() -> std::future::Ready<Result<fn() -> AnyView, MemoryError>> {
+    std::future::ready(Ok(page_view))
+}
+
+fn page_view() -> AnyView {
+    view! { <PageDialog/> }.into_any()
+}
+
+/// The page itself.
+#[component]
+fn PageDialog() -> impl IntoView {
+    let about = use_about();
     view! {
-        <Show when=move || open.get()>
             <div class="dialog-backdrop" on:click=move |_| about.close_page()></div>
             <section class="dialog memory-page" data-testid="memory-page" role="dialog"
                 aria-label="Memory about you">
@@ -66,18 +101,17 @@ pub fn MemoryPage() -> impl IntoView {
                     conversation. Forget a fact and it leaves every prompt and every synced device."</p>
                 <AddFact/>
                 <input type="search" data-testid="memory-page-search" placeholder="Search facts"
-                    prop:value=move || about.query().get()
+                    prop:value=move || about.query()
                     on:input=move |ev| about.search(event_target_value(&ev))/>
                 <FactList/>
             </section>
-        </Show>
     }
 }
 
 /// "Remember that I …": a fact the user writes.
 #[component]
 fn AddFact() -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     let text = RwSignal::new(String::new());
     let add = move || {
         let t = text.get_untracked();
@@ -100,18 +134,17 @@ fn AddFact() -> impl IntoView {
 /// of a thousand facts opens in one go).
 #[component]
 fn FactList() -> impl IntoView {
-    let about = expect_context::<AboutStore>();
-    let shown = about.shown();
+    let about = use_about();
     let editing = RwSignal::new(None::<String>);
     let confirming = RwSignal::new(None::<String>);
-    let more = move || shown.with(|(facts, all)| all.saturating_sub(facts.len()));
+    let more = move || about.with_shown(|facts, all| all.saturating_sub(facts.len()));
     let has_more = move || more() > 0;
     view! {
         <p class="meta" data-testid="memory-page-count">
-            {move || shown.with(|(_, all)| plural(*all, "fact", "facts"))}
+            {move || about.with_shown(|_, all| plural(all, "fact", "facts"))}
         </p>
         <ul class="user-facts">
-            <For each=move || shown.get().0 key=|f| (f.id.clone(), f.updated_at) let:fact>
+            <For each=move || about.with_shown(|facts, _| facts.iter().map(|f| (*f).clone()).collect::<Vec<_>>()) key=|f| (f.id.clone(), f.updated_at) let:fact>
                 <FactRow fact=fact editing=editing confirming=confirming/>
             </For>
         </ul>
@@ -120,7 +153,7 @@ fn FactList() -> impl IntoView {
                 {move || format!("Show more ({} not shown)", more())}
             </button>
         </Show>
-        <Show when=move || shown.with(|(_, all)| *all == 0)>
+        <Show when=move || about.with_shown(|_, all| all == 0)>
             <p class="empty">"Nothing yet. Tell the agent about yourself, or add a fact above."</p>
         </Show>
     }
@@ -136,8 +169,8 @@ fn FactRow(
     /// The id of the fact whose forget waits for confirmation, if any (the list's).
     confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let about = expect_context::<AboutStore>();
+    let chat = use_chat();
+    let about = use_about();
     let current = fact.is_current();
     let id = fact.id.clone();
     let is = move |s: RwSignal<Option<String>>, id: &str| s.with(|e| e.as_deref() == Some(id));
@@ -149,11 +182,11 @@ fn FactRow(
         }
     });
     let text = fact.text.clone();
-    let projects = expect_context::<ProjectsStore>().all();
+    let projects = use_projects();
     let scoped = fact.scope.is_some();
     let label = {
         let fact = fact.clone();
-        move || projects.with(|ps| scope_label(&fact, ps))
+        move || projects.with_all(|ps| scope_label(&fact, ps))
     };
     let move_id = id.clone();
     let (edit_id, toggle_id, ask_id, forget_id) = (id.clone(), id.clone(), id.clone(), id);
@@ -203,7 +236,7 @@ fn FactEditor(
     /// The list's "being edited" (cleared on save).
     editing: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     let text = RwSignal::new(text);
     view! {
         <form on:submit=move |ev| {
@@ -226,7 +259,7 @@ fn ConfirmForget(
     /// The list's "waiting for confirmation" (cleared on Keep).
     confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let about = expect_context::<AboutStore>();
+    let about = use_about();
     view! {
         <button data-testid="confirm-forget" class="danger" on:click=move |_| about.forget(id.clone())>
             "Forget for good"</button>

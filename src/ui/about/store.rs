@@ -36,27 +36,29 @@ impl AboutStore {
         }
     }
 
-    /// True while the Memory page is open.
-    pub fn is_open(&self) -> ReadSignal<bool> {
-        self.open.read_only()
+    /// True while the Memory page is open (tracked: read it inside a reactive closure).
+    pub fn is_open(&self) -> bool {
+        self.open.get()
+    }
+
+    /// [`Self::is_open`] without subscribing (for event handlers).
+    pub fn is_open_untracked(&self) -> bool {
+        self.open.get_untracked()
     }
 
     /// The search typed on the page.
-    pub fn query(&self) -> ReadSignal<String> {
-        self.query.read_only()
+    pub fn query(&self) -> String {
+        self.query.get()
     }
 
-    /// The facts the page lists (up to its limit) and how many match in all
+    /// Reads the facts the page lists (up to its limit) and how many match in all
     /// (`engine::memory::user::facts_for_page` decides).
-    pub fn shown(&self) -> Signal<(Vec<UserFact>, usize)> {
-        let (facts, query, limit) = (self.facts, self.query, self.limit);
-        Signal::derive(move || {
-            let limit = limit.get();
-            query.with(|q| {
-                facts.with(|fs| {
-                    let (page, matching) = facts_for_page(fs, q, limit);
-                    (page.into_iter().cloned().collect(), matching)
-                })
+    pub fn with_shown<R>(&self, f: impl FnOnce(&[&UserFact], usize) -> R) -> R {
+        let limit = self.limit.get();
+        self.query.with(|q| {
+            self.facts.with(|fs| {
+                let (page, matching) = facts_for_page(fs, q, limit);
+                f(&page, matching)
             })
         })
     }

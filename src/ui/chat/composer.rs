@@ -3,26 +3,24 @@
 //! saved and the inspector refreshed a moment after typing stops. Must not import `crate::store` or
 //! `crate::transport`.
 
-use super::store::ChatStore;
 use crate::ui::behaviour::use_debounce_fn;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_shell};
 use leptos::prelude::*;
 
 /// The composer.
 #[component]
 pub fn Composer() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let online = expect_context::<ShellStore>().online();
-    let (draft, editing) = (chat.draft(), chat.editing());
+    let chat = use_chat();
+    let shell = use_shell();
     let confirm_clear = RwSignal::new(false);
     let submit = move || {
-        let text = draft.get_untracked();
+        let text = chat.draft_untracked();
         if text.trim().is_empty() || chat.streaming_untracked() {
             return;
         }
         if text.trim() == "/clear" {
             confirm_clear.set(true);
-        } else if let Some(message_id) = editing.get_untracked() {
+        } else if let Some(message_id) = chat.editing_untracked() {
             chat.edit(message_id, text);
         } else {
             chat.send(text);
@@ -47,7 +45,7 @@ pub fn Composer() -> impl IntoView {
         400,
     );
     Effect::new(move |_| {
-        draft.track();
+        chat.track_draft();
         settle();
     });
     view! {
@@ -55,7 +53,7 @@ pub fn Composer() -> impl IntoView {
             <Show when=move || confirm_clear.get()>
                 <ClearConfirm open=confirm_clear/>
             </Show>
-            <Show when=move || editing.with(|e| e.is_some())>
+            <Show when=move || chat.is_editing()>
                 <div class="editing-bar" data-testid="editing-bar">
                     <span>"Editing your message: sending starts a new branch here; the earlier one stays, a page away (‹ ›)."</span>
                     <button class="link" data-testid="cancel-edit" on:click=move |_| chat.cancel_edit()>"Cancel"</button>
@@ -64,10 +62,10 @@ pub fn Composer() -> impl IntoView {
             <textarea
                 data-testid="composer-input"
                 aria-label="Message (Enter sends, Shift+Enter adds a line, Esc stops)"
-                placeholder=move || if online.get() { "Message Memoire…  (/clear clears this conversation)" } else { "Offline: your draft is kept until you are back online" }
+                placeholder=move || if shell.online() { "Message Memoire…  (/clear clears this conversation)" } else { "Offline: your draft is kept until you are back online" }
                 rows="3"
-                data-editing=move || editing.with(|e| e.is_some().then_some("true"))
-                prop:value=move || draft.get()
+                data-editing=move || chat.is_editing().then_some("true")
+                prop:value=move || chat.draft()
                 on:input=move |ev| chat.set_draft(event_target_value(&ev))
                 on:keydown=on_key
             ></textarea>
@@ -82,7 +80,7 @@ fn ClearConfirm(
     /// Whether the question is shown; either answer closes it.
     open: RwSignal<bool>,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     view! {
         <div class="confirm-bar" role="alertdialog" aria-label="Confirm clear">
             <span>"Clear every message and all memory of this conversation? This cannot be undone."</span>
@@ -101,8 +99,7 @@ fn ComposerActions(
     /// Sends (or edits, or asks to clear) what the composer holds.
     submit: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let draft = chat.draft();
+    let chat = use_chat();
     view! {
         <div class="composer-actions">
             <Show when=move || chat.can_retry()>
@@ -115,7 +112,7 @@ fn ComposerActions(
                         class="primary"
                         data-testid="send-button"
                         aria-label="Send"
-                        disabled=move || draft.with(|d| d.trim().is_empty())
+                        disabled=move || chat.draft_is_blank()
                         on:click=move |_| submit()
                     >
                         "Send"

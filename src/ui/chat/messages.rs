@@ -11,8 +11,7 @@ use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
 use crate::ui::behaviour::{focus_testid, use_clipboard, use_follow_bottom, UseFollowBottomReturn};
 use crate::ui::highlight::highlight_later;
-use crate::ui::settings::store::SettingsStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_settings, use_shell};
 use leptos::html;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -46,18 +45,16 @@ type Anchor = (String, f64, Ends);
 /// The message list of the open conversation.
 #[component]
 pub fn MessageList() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let (messages, loading) = (chat.messages(), chat.loading());
-    let (has_older, has_newer) = (chat.has_older(), chat.has_newer());
+    let chat = use_chat();
     let list_ref = NodeRef::<html::Div>::new();
-    let follow = use_follow_bottom(list_ref, move || chat.current().track());
+    let follow = use_follow_bottom(list_ref, move || chat.track_current());
     let anchor = StoredValue::new(None::<Anchor>);
     let on_scroll = move |_| {
         let Some(el) = list_ref.get_untracked() else {
             return;
         };
         follow.scrolled(&el);
-        if !loading.get_untracked() {
+        if !chat.loading_untracked() {
             load_at_edges(chat, &el, anchor);
         }
     };
@@ -68,21 +65,21 @@ pub fn MessageList() -> impl IntoView {
         <div class="message-list" data-testid="message-list" node_ref=list_ref id="messages"
             on:scroll=on_scroll on:click=on_click
             role="log" aria-live="polite" aria-label="Messages" tabindex="0">
-            <Show when=move || has_older.get()>
+            <Show when=move || chat.has_older()>
                 <button class="load-older" data-testid="load-older" on:click=move |_| chat.load_older()>
-                    {move || if loading.get() { "Loading…" } else { "Load older messages" }}
+                    {move || if chat.loading() { "Loading…" } else { "Load older messages" }}
                 </button>
             </Show>
-            <Show when=move || loading.get() && messages.with(|l| l.is_empty())>
+            <Show when=move || chat.loading() && chat.with_messages(|l| l.is_empty())>
                 <div class="empty" role="status"><span class="spinner" aria-hidden="true"></span>" Loading messages…"</div>
             </Show>
             <EmptyState/>
-            <For each=move || messages.get() key=|m| m.id.clone() let:item>
+            <For each=move || chat.with_messages(<[MessageItem]>::to_vec) key=|m| m.id.clone() let:item>
                 <MessageView item=item/>
             </For>
-            <Show when=move || has_newer.get()>
+            <Show when=move || chat.has_newer()>
                 <button class="load-older" data-testid="load-newer" on:click=move |_| chat.load_newer()>
-                    {move || if loading.get() { "Loading…" } else { "Load newer messages" }}
+                    {move || if chat.loading() { "Loading…" } else { "Load newer messages" }}
                 </button>
             </Show>
         </div>
@@ -94,14 +91,14 @@ pub fn MessageList() -> impl IntoView {
 fn load_at_edges(chat: ChatStore, el: &web_sys::HtmlElement, anchor: StoredValue<Option<Anchor>>) {
     let top = el.scroll_top() as i32;
     let gap = el.scroll_height() - top - el.client_height();
-    let ends = chat.messages().with_untracked(|l| ends_of(l));
+    let ends = chat.with_messages_untracked(ends_of);
     let (Some(first), Some(last)) = ends.clone() else {
         return;
     };
-    if top < 200 && chat.has_older().get_untracked() {
+    if top < 200 && chat.has_older_untracked() {
         anchor.set_value(Some((first.clone(), offset_in(el, &first), ends)));
         chat.load_older();
-    } else if gap < 200 && chat.has_newer().get_untracked() {
+    } else if gap < 200 && chat.has_newer_untracked() {
         anchor.set_value(Some((last.clone(), offset_in(el, &last), ends)));
         chat.load_newer();
     }
@@ -120,15 +117,15 @@ fn use_after_render(
     // The message last marked `data-focused` (from a search hit or a source link).
     let focused = StoredValue::new_local(None::<web_sys::Element>);
     move || {
-        let ends = chat.messages().with(|l| {
+        let ends = chat.with_messages(|l| {
             // The last message's growth and its final render (status) can both change the height.
             let _ = l
                 .last()
-                .map(|m| (m.content().with(|c| c.len()), m.status().get()));
+                .map(|m| (m.state().with_content(str::len), m.state().status()));
             ends_of(l)
         });
-        let newer = chat.has_newer().get();
-        let focus = chat.focus().get();
+        let newer = chat.has_newer();
+        let focus = chat.focus();
         // The end of a turn shows the actions on the last messages: the height changes again.
         let _ = chat.streaming();
         // No message, nothing to focus or anchor: nothing to scroll, so no layout to read.
@@ -211,10 +208,10 @@ fn use_code_copy() -> impl Fn(leptos::ev::MouseEvent) + 'static {
 /// What an empty conversation says: how to connect an agent when none is set, else an invitation.
 #[component]
 fn EmptyState() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>();
-    let no_endpoint = move || !settings.settings().with(|s| s.has_endpoint());
-    let empty = move || chat.messages().with(|l| l.is_empty()) && !chat.loading().get();
+    let chat = use_chat();
+    let settings = use_settings();
+    let no_endpoint = move || !settings.with_settings(|s| s.has_endpoint());
+    let empty = move || chat.with_messages(|l| l.is_empty()) && !chat.loading();
     view! {
         <Show when=empty>
             <div class="empty-state" data-testid="empty-state">
@@ -242,16 +239,16 @@ fn MessageView(
     item: MessageItem,
 ) -> impl IntoView {
     let role = item.role;
-    let status = item.status();
+    let st = item.state();
     let id = item.id.clone();
     view! {
         <article
             class=format!("message role-{}", role.as_str())
             data-testid="message"
             data-role=role.as_str()
-            data-status=move || status.get().as_str()
+            data-status=move || st.status().as_str()
             data-message-id=id
-            aria-busy=move || (status.get() == MessageStatus::Streaming).to_string()
+            aria-busy=move || (st.status() == MessageStatus::Streaming).to_string()
         >
             <MessageHead item=item.clone()/>
             <MessageBody item=item.clone()/>
@@ -267,10 +264,10 @@ fn MessageHead(
     /// The message whose head this is.
     item: MessageItem,
 ) -> impl IntoView {
-    let (status, meta) = (item.status(), item.meta());
+    let st = item.state();
     let note = move || {
-        let s = status.get();
-        meta.with(|m| message_note(s, m.error.as_deref()))
+        let s = st.status();
+        st.with_meta(|m| message_note(s, m.error.as_deref()))
     };
     let who = match item.role {
         Role::User => "You",
@@ -281,17 +278,17 @@ fn MessageHead(
     view! {
         <div class="message-head">
             <span class="who">{who}</span>
-            {move || meta.with(|m| m.model.as_deref().map(|name| view! {
+            {move || st.with_meta(|m| m.model.as_deref().map(|name| view! {
                 <span class="model" data-testid="message-model" title=name.to_string()>{model_label(name)}</span>
             }))}
-            {move || meta.with(|m| m.usage.filter(|u| u.completion_tokens > 0).map(|u| view! {
+            {move || st.with_meta(|m| m.usage.filter(|u| u.completion_tokens > 0).map(|u| view! {
                 <span class="tokens" data-testid="message-tokens" title=format!("As the endpoint reported it; the request was {} tokens", u.prompt_tokens)>
                     {plural(u.completion_tokens as usize, "token", "tokens")}
                 </span>
             }))}
             <time title=date_time(item.created_at)>{date_time(item.created_at)}</time>
             {move || note().map(|(key, label)| view! { <span class=format!("status status-{key}")>{label}</span> })}
-            <Show when=move || status.get() == MessageStatus::Streaming>
+            <Show when=move || st.status() == MessageStatus::Streaming>
                 <span class="spinner small" aria-hidden="true"></span>
             </Show>
         </div>
@@ -304,13 +301,13 @@ fn MessageBody(
     /// The message whose text this is.
     item: MessageItem,
 ) -> impl IntoView {
-    let (content, status) = (item.content(), item.status());
+    let st = item.state();
     if item.role == Role::User {
-        return view! { <div class="message-content plain" data-testid="message-content">{move || content.get()}</div> }.into_any();
+        return view! { <div class="message-content plain" data-testid="message-content">{move || st.content()}</div> }.into_any();
     }
     let html = move || {
-        let streaming = status.get() == MessageStatus::Streaming;
-        content.with(|c| {
+        let streaming = st.status() == MessageStatus::Streaming;
+        st.with_content(|c| {
             if streaming {
                 markdown::render_streaming(c)
             } else {
@@ -322,8 +319,8 @@ fn MessageBody(
     // streams): the text is on screen first.
     let body = NodeRef::<html::Div>::new();
     Effect::new(move |_| {
-        content.track();
-        let done = status.get() != MessageStatus::Streaming;
+        st.track_content();
+        let done = st.status() != MessageStatus::Streaming;
         if let Some(el) = body.get().filter(|_| done) {
             highlight_later(el.into());
         }
@@ -337,16 +334,16 @@ fn MessageFoot(
     /// The message whose footnotes these are.
     item: MessageItem,
 ) -> impl IntoView {
-    let banner = expect_context::<ShellStore>().error();
-    let (status, meta) = (item.status(), item.meta());
+    let shell = use_shell();
+    let st = item.state();
     let error = move || {
-        let failed = status.get() == MessageStatus::Error;
-        let e = meta.with(|m| m.error.clone()).filter(|_| failed)?;
-        let in_banner = banner.with(|b| b.as_ref().is_some_and(|p| p.text == e));
+        let failed = st.status() == MessageStatus::Error;
+        let e = st.with_meta(|m| m.error.clone()).filter(|_| failed)?;
+        let in_banner = shell.with_error(|b| b.as_ref().is_some_and(|p| p.text == e));
         (!in_banner).then_some(e)
     };
     view! {
-        {move || meta.with(|m| (!m.tool_calls.is_empty()).then(|| {
+        {move || st.with_meta(|m| (!m.tool_calls.is_empty()).then(|| {
             let names = m.tool_calls.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ");
             view! { <div class="tools">"Tools used: " {names}</div> }
         }))}
@@ -361,18 +358,18 @@ fn MessageActions(
     /// The message these actions act on.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let clipboard = use_clipboard();
-    let (content, status) = (item.content(), item.status());
+    let st = item.state();
     // A temporary chat's messages are not stored: no branch to edit, regenerate or delete from.
     let idle = move || {
-        !chat.streaming() && status.get() != MessageStatus::Streaming && !chat.is_temporary()
+        !chat.streaming() && st.status() != MessageStatus::Streaming && !chat.is_temporary()
     };
     let is_user = item.role == Role::User;
     let edit = {
         let id = item.id.clone();
         move |_| {
-            chat.start_edit(id.clone(), content.get_untracked());
+            chat.start_edit(id.clone(), st.content_untracked());
             focus_testid("composer-input");
         }
     };
@@ -383,9 +380,9 @@ fn MessageActions(
     view! {
         <div class="message-actions">
             <AlternativePager item=item.clone()/>
-            <Show when=move || status.get() != MessageStatus::Streaming>
+            <Show when=move || st.status() != MessageStatus::Streaming>
                 <button class="link" data-testid="copy-message" aria-label="Copy this message"
-                    on:click=move |_| clipboard.copy(&content.get_untracked())>
+                    on:click=move |_| clipboard.copy(&st.content_untracked())>
                     {move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy" }}
                 </button>
             </Show>
@@ -408,11 +405,11 @@ fn AlternativePager(
     /// The message whose alternatives these are.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let alts = item.alternatives();
+    let chat = use_chat();
+    let st = item.state();
     let busy = move || chat.streaming();
     let go = move |next: bool| {
-        let to = alts.with_untracked(|a| {
+        let to = st.with_alternatives_untracked(|a| {
             a.as_ref()
                 .and_then(|a| if next { a.next.clone() } else { a.prev.clone() })
         });
@@ -421,7 +418,7 @@ fn AlternativePager(
         }
     };
     view! {
-        {move || alts.get().map(|a| view! {
+        {move || st.alternatives().map(|a| view! {
             <span class="alternatives" role="group" aria-label="Alternatives">
                 <button class="link" data-testid="alternative-prev" aria-label="Previous alternative"
                     disabled=a.prev.is_none() || busy() on:click=move |_| go(false)>"‹"</button>
@@ -439,7 +436,7 @@ fn DeleteMessage(
     /// The message to delete.
     id: String,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let asking = RwSignal::new(false);
     view! {
         <Show

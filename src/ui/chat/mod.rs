@@ -11,14 +11,13 @@ pub mod store;
 use crate::engine::format::continuity;
 use crate::ui::about::MemoryPageOpen;
 use crate::ui::memory::build::MemoryBuildBar;
-use crate::ui::shell::store::ShellStore;
 use crate::ui::shell::StatusArea;
+use crate::ui::stores::{use_chat, use_shell};
 use crate::ui::transfer::BackupMenu;
 use composer::Composer;
 use leptos::prelude::*;
 use messages::MessageList;
 use model_picker::ModelPicker;
-use store::ChatStore;
 
 /// The chat pane.
 #[component]
@@ -38,7 +37,7 @@ pub fn ChatPane() -> impl IntoView {
 /// What a temporary chat is, while one is open.
 #[component]
 fn TemporaryNotice() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     view! {
         <Show when=move || chat.is_temporary()>
             <p class="temporary-notice" data-testid="temporary-chat-notice" role="note">
@@ -53,8 +52,8 @@ fn TemporaryNotice() -> impl IntoView {
 /// Drawer button, title, continuity badge, model picker, backup menu, memory toggle.
 #[component]
 fn ChatHeader() -> impl IntoView {
-    let shell = expect_context::<ShellStore>();
-    let chat = expect_context::<ChatStore>();
+    let shell = use_shell();
+    let chat = use_chat();
     let title = move || chat.conversation();
     view! {
         <header class="chat-head">
@@ -62,7 +61,7 @@ fn ChatHeader() -> impl IntoView {
                 class="sidebar-toggle"
                 data-testid="sidebar-toggle"
                 aria-label="Show the conversations"
-                aria-expanded=move || shell.drawer_open().get().to_string()
+                aria-expanded=move || shell.drawer_open().to_string()
                 on:click=move |_| shell.toggle_drawer()
             >
                 <span aria-hidden="true">"☰"</span>
@@ -91,7 +90,7 @@ fn ChatHeader() -> impl IntoView {
                 class="memory-toggle"
                 data-testid="memory-toggle"
                 aria-label="Show or hide the memory pane"
-                aria-expanded=move || shell.memory_open().get().to_string()
+                aria-expanded=move || shell.memory_open().to_string()
                 on:click=move |_| shell.toggle_memory_pane()
             >
                 "Memory"

@@ -4,29 +4,29 @@
 //! conversation's overrides; the list is the settings store's, the choice the chat store's. Must
 //! not import `crate::store` or `crate::transport`.
 
-use super::store::ChatStore;
 use crate::engine::format::model_label;
 use crate::ui::behaviour::use_dismiss;
-use crate::ui::settings::store::{ModelList, SettingsStore};
+use crate::ui::settings::store::ModelList;
+use crate::ui::stores::{use_chat, use_settings};
 use leptos::html;
 use leptos::prelude::*;
 
 /// The picker: a button naming the model in use, and its menu.
 #[component]
 pub fn ModelPicker() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>();
+    let chat = use_chat();
+    let settings = use_settings();
     let open = RwSignal::new(false);
     let root = NodeRef::<html::Div>::new();
     use_dismiss(root, open);
     // The conversation's own model (or the new chat's), if it picked one.
     let own = move || match chat.conversation() {
         Some(c) => c.memory_overrides.model,
-        None if chat.current().with(Option::is_some) => None,
-        None => chat.new_chat_model().get(),
+        None if chat.has_current() => None,
+        None => chat.new_chat_model(),
     };
     let in_use =
-        move || own().unwrap_or_else(|| settings.settings().with(|s| s.endpoint.model.clone()));
+        move || own().unwrap_or_else(|| settings.with_settings(|s| s.endpoint.model.clone()));
     let toggle = move |_| {
         let opening = !open.get_untracked();
         open.set(opening);
@@ -65,15 +65,14 @@ fn ModelMenu(
     /// The model the conversation picked, if any.
     own: Signal<Option<String>>,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>();
-    let models = settings.models();
+    let chat = use_chat();
+    let settings = use_settings();
     let pick = move |m: Option<String>| {
         open.set(false);
         chat.pick_model(m);
     };
-    let global = move || settings.settings().with(|s| model_label(&s.endpoint.model));
-    let listed = move || match models.get() {
+    let global = move || settings.with_settings(|s| model_label(&s.endpoint.model));
+    let listed = move || match settings.models() {
         ModelList::Loaded(list) => list,
         _ => Vec::new(),
     };
@@ -97,7 +96,7 @@ fn ModelMenu(
                     }
                 }
             </For>
-            {move || match models.get() {
+            {move || match settings.models() {
                 ModelList::Loading | ModelList::Unknown => Some(view! {
                     <p class="hint" role="status">"Listing the endpoint's models…"</p>
                 }.into_any()),

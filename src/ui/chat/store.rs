@@ -88,54 +88,117 @@ impl ChatStore {
         }
     }
 
+    // Readers: each reads one private signal, tracked (inside a reactive closure it re-runs on a
+    // change) unless it says untracked.
+
     /// The open conversation's id (`None`: the new chat).
-    pub fn current(&self) -> ReadSignal<Option<String>> {
-        self.current.read_only()
+    pub fn current(&self) -> Option<String> {
+        self.current.get()
     }
 
-    /// The mounted messages, oldest first.
-    pub fn messages(&self) -> ReadSignal<Vec<MessageItem>> {
-        self.window.messages()
+    /// [`Self::current`] without subscribing (for event handlers).
+    pub fn current_untracked(&self) -> Option<String> {
+        self.current.get_untracked()
+    }
+
+    /// True when a conversation is open (not the new chat).
+    pub fn has_current(&self) -> bool {
+        self.current.with(Option::is_some)
+    }
+
+    /// True when conversation `id` is the open one (tracked).
+    pub fn shows(&self, conversation_id: &str) -> bool {
+        self.current.with(|c| c.as_deref() == Some(conversation_id))
+    }
+
+    /// Subscribes to which conversation is open.
+    pub fn track_current(&self) {
+        self.current.track();
+    }
+
+    /// Reads the mounted messages, oldest first.
+    pub fn with_messages<R>(&self, f: impl FnOnce(&[MessageItem]) -> R) -> R {
+        self.window.with_messages(f)
+    }
+
+    /// [`Self::with_messages`] without subscribing (for event handlers).
+    pub fn with_messages_untracked<R>(&self, f: impl FnOnce(&[MessageItem]) -> R) -> R {
+        self.window.with_messages_untracked(f)
     }
 
     /// True while older messages exist above the mounted ones.
-    pub fn has_older(&self) -> ReadSignal<bool> {
+    pub fn has_older(&self) -> bool {
         self.window.has_older()
     }
 
     /// True while newer messages exist below the mounted ones.
-    pub fn has_newer(&self) -> ReadSignal<bool> {
+    pub fn has_newer(&self) -> bool {
         self.window.has_newer()
     }
 
+    /// [`Self::has_older`] without subscribing (for event handlers).
+    pub fn has_older_untracked(&self) -> bool {
+        self.window.has_older_untracked()
+    }
+
+    /// [`Self::has_newer`] without subscribing (for event handlers).
+    pub fn has_newer_untracked(&self) -> bool {
+        self.window.has_newer_untracked()
+    }
+
     /// True while a page of messages is being read.
-    pub fn loading(&self) -> ReadSignal<bool> {
+    pub fn loading(&self) -> bool {
         self.window.loading()
     }
 
-    /// What the next request would contain (the context inspector).
-    pub fn preview(&self) -> ReadSignal<Option<Preview>> {
-        self.preview.read_only()
+    /// [`Self::loading`] without subscribing (for event handlers).
+    pub fn loading_untracked(&self) -> bool {
+        self.window.loading_untracked()
+    }
+
+    /// Reads what the next request would contain (the context inspector).
+    pub fn with_preview<R>(&self, f: impl FnOnce(&Option<Preview>) -> R) -> R {
+        self.preview.with(f)
     }
 
     /// The composer's text.
-    pub fn draft(&self) -> ReadSignal<String> {
-        self.draft.read_only()
+    pub fn draft(&self) -> String {
+        self.draft.get()
     }
 
-    /// The user message being edited, if any.
-    pub fn editing(&self) -> ReadSignal<Option<String>> {
-        self.editing.read_only()
+    /// [`Self::draft`] without subscribing (for event handlers).
+    pub fn draft_untracked(&self) -> String {
+        self.draft.get_untracked()
+    }
+
+    /// True while the composer holds nothing but blanks.
+    pub fn draft_is_blank(&self) -> bool {
+        self.draft.with(|d| d.trim().is_empty())
+    }
+
+    /// Subscribes to the composer's text.
+    pub fn track_draft(&self) {
+        self.draft.track();
+    }
+
+    /// True while a user message is being edited.
+    pub fn is_editing(&self) -> bool {
+        self.editing.with(Option::is_some)
+    }
+
+    /// The user message being edited, if any, without subscribing (for event handlers).
+    pub fn editing_untracked(&self) -> Option<String> {
+        self.editing.get_untracked()
     }
 
     /// The message to scroll to, if any.
-    pub fn focus(&self) -> ReadSignal<Option<String>> {
-        self.focus.read_only()
+    pub fn focus(&self) -> Option<String> {
+        self.focus.get()
     }
 
     /// The model picked in the new chat, if any.
-    pub fn new_chat_model(&self) -> ReadSignal<Option<String>> {
-        self.new_chat_model.read_only()
+    pub fn new_chat_model(&self) -> Option<String> {
+        self.new_chat_model.get()
     }
 
     /// The open conversation, as the library has it (a temporary chat: as the session holds it).
@@ -180,19 +243,17 @@ impl ChatStore {
             .conversation()
             .map(|c| c.memory_overrides)
             .unwrap_or_default();
-        self.settings
-            .settings()
-            .with(|s| overrides.apply(&s.memory))
+        self.settings.with_settings(|s| overrides.apply(&s.memory))
     }
 
     /// True when the last message of the open conversation is a user's, or a reply that failed or
     /// was cut off, and no turn runs.
     pub fn can_retry(&self) -> bool {
         !self.streaming()
-            && self.window.messages().with(|l| {
+            && self.window.with_messages(|l| {
                 l.last().is_some_and(|m| {
                     matches!(
-                        m.status().get(),
+                        m.state().status(),
                         MessageStatus::Error | MessageStatus::Interrupted
                     ) || m.role == Role::User
                 })
@@ -319,8 +380,8 @@ impl ChatStore {
     }
 
     /// The project the new chat starts in (`None`: none).
-    pub fn new_chat_project(&self) -> ReadSignal<Option<String>> {
-        self.new_chat_project.read_only()
+    pub fn new_chat_project(&self) -> Option<String> {
+        self.new_chat_project.get()
     }
 
     /// New inside project `project` (`None`: outside any): the new chat's first message creates
@@ -415,15 +476,11 @@ impl ChatStore {
     /// Sends the composer text. `/clear` is handled by the composer (it asks first).
     pub fn send(&self, text: String) {
         self.shell.dismiss_error();
-        if !self.shell.online().get_untracked() {
+        if !self.shell.online_untracked() {
             self.shell.fail(OFFLINE_SEND, ErrorKind::Other);
             return;
         }
-        if !self
-            .settings
-            .settings()
-            .with_untracked(|s| s.has_endpoint())
-        {
+        if !self.settings.with_settings_untracked(|s| s.has_endpoint()) {
             self.shell.fail(
                 "No agent endpoint is set. Open Settings, pick a preset or enter your agent's URL, and save. Your message is kept.",
                 ErrorKind::Request,

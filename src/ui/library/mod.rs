@@ -8,27 +8,22 @@ pub mod store;
 use crate::engine::format::{continuity, highlight, plural, relative_time, snippet_words};
 use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::projects::store::ProjectsStore;
 use crate::ui::projects::{ProjectPicker, ProjectsSection};
-use crate::ui::settings::store::SettingsStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_library, use_projects, use_settings, use_shell};
 use crate::ui::sync::SyncIndicator;
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
-use store::LibraryStore;
 
 /// The sidebar.
 #[component]
 pub fn Sidebar() -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
-    let chat = expect_context::<ChatStore>();
-    let shell = expect_context::<ShellStore>();
-    let query = library.query();
-    let searching = move || !query.get().trim().is_empty();
+    let library = use_library();
+    let chat = use_chat();
+    let shell = use_shell();
+    let searching = move || !library.query().trim().is_empty();
     // Opening a conversation (or a new one) closes the drawer.
     Effect::new(move |_| {
-        chat.current().track();
+        chat.track_current();
         shell.close_drawer();
     });
     view! {
@@ -58,7 +53,7 @@ pub fn Sidebar() -> impl IntoView {
                 data-testid="conversation-search"
                 aria-label="Search conversations and messages (Ctrl+K)"
                 placeholder="Search (Ctrl+K)"
-                prop:value=move || query.get()
+                prop:value=move || library.query()
                 on:input=move |ev| library.search(event_target_value(&ev))
                 on:keydown=move |ev| if ev.key() == "Escape" && searching() {
                     ev.stop_propagation();
@@ -79,8 +74,8 @@ pub fn Sidebar() -> impl IntoView {
 /// Settings, the theme and the network status.
 #[component]
 fn SidebarFoot() -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
-    let online = expect_context::<ShellStore>().online();
+    let settings = use_settings();
+    let shell = use_shell();
     let theme = use_theme();
     view! {
         <div class="sidebar-foot">
@@ -97,8 +92,8 @@ fn SidebarFoot() -> impl IntoView {
                 {move || match theme.get().as_str() { "light" => "☀ Light", "dark" => "☾ Dark", _ => "◐ Auto" }}
             </button>
             <SyncIndicator/>
-            <span class="net" data-testid="network-status" class:offline=move || !online.get()>
-                {move || if online.get() { "online" } else { "offline" }}
+            <span class="net" data-testid="network-status" class:offline=move || !shell.online()>
+                {move || if shell.online() { "online" } else { "offline" }}
             </span>
         </div>
     }
@@ -151,20 +146,21 @@ const LIST_MARGIN_PX: f64 = 400.0;
 /// other end past its cap).
 #[component]
 fn ConversationList() -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
-    let ready = expect_context::<ShellStore>().ready();
-    let (conversations, window) = (library.conversations(), library.window());
+    let library = use_library();
+    let shell = use_shell();
     // An open project shows only its conversations (of those the list has read).
-    let open_project = expect_context::<ProjectsStore>().open_id();
+    let projects = use_projects();
     let list = NodeRef::<leptos::html::Ul>::new();
     // The height of one row (with its margin), measured from the mounted rows.
     let row_px = RwSignal::new(52.0f64);
-    let spacer = move || window.get().above as f64 * row_px.get();
+    let spacer = move || library.list_window().above as f64 * row_px.get();
     // Also runs from an animation frame: the list may be gone by then (search results replace it),
     // and a disposed NodeRef or signal must not be read.
     let check = move || {
-        let (Some(Some(el)), Some(w)) = (list.try_get_untracked(), window.try_get_untracked())
-        else {
+        let (Some(Some(el)), Some(w)) = (
+            list.try_get_untracked(),
+            library.try_list_window_untracked(),
+        ) else {
             return;
         };
         // Nothing above the window and nothing below it: no page to read and no spacer to size, so
@@ -175,7 +171,7 @@ fn ConversationList() -> impl IntoView {
         if row_px.try_get_untracked().is_none() {
             return;
         }
-        if let Some(h) = row_height(&el, conversations.with_untracked(Vec::len)) {
+        if let Some(h) = row_height(&el, library.mounted_untracked()) {
             if (h - row_px.get_untracked()).abs() > 0.5 {
                 row_px.set(h);
             }
@@ -191,24 +187,23 @@ fn ConversationList() -> impl IntoView {
     // After each page is drawn, look again: the rows may still not reach past the screen (a tall
     // screen, or the view still on the spacer after a jump up).
     Effect::new(move |_| {
-        conversations.track();
-        window.track();
+        library.track_list();
         request_animation_frame(check);
     });
     let on_scroll = move |_| check();
     view! {
         <ul class="conversation-list" data-testid="conversation-list" role="list" node_ref=list on:scroll=on_scroll>
-            <Show when=move || ready.get() && conversations.with(|l| l.is_empty())>
+            <Show when=move || shell.ready() && library.is_empty()>
                 <li class="empty">"No conversations yet. Start one with “+ New” or just type a message."</li>
             </Show>
-            <Show when=move || !ready.get()>
+            <Show when=move || !shell.ready()>
                 <li class="empty"><span class="spinner" aria-hidden="true"></span>" Opening your conversations…"</li>
             </Show>
             <li class="list-spacer" aria-hidden="true" style:height=move || format!("{}px", spacer())></li>
             <For
                 each=move || {
-                    let open = open_project.get();
-                    conversations.get().into_iter()
+                    let open = projects.open_id();
+                    library.conversations().into_iter()
                         .filter(|c| open.is_none() || c.memory_overrides.project == open)
                         .collect::<Vec<_>>()
                 }
@@ -243,12 +238,12 @@ fn ConversationItem(
     /// The conversation to show.
     conv: Conversation,
 ) -> impl IntoView {
-    let current = expect_context::<ChatStore>().current();
+    let chat = use_chat();
     let renaming = RwSignal::new(false);
     let confirming = RwSignal::new(false);
     let is_current = {
         let id = conv.id.clone();
-        move || current.get().as_deref() == Some(id.as_str())
+        move || chat.shows(&id)
     };
     let conv_open = conv.clone();
     let conv_rename = conv.clone();
@@ -278,7 +273,7 @@ fn ConversationOpen(
     /// The conversation the row opens.
     conv: Conversation,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let (badge_key, badge_label, badge_title) = continuity(&conv);
     let title = if conv.title.is_empty() {
         "New conversation".to_string()
@@ -316,7 +311,7 @@ fn RenameField(
     /// True while the field is shown; committing or cancelling turns it off.
     renaming: RwSignal<bool>,
 ) -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
+    let library = use_library();
     let title = RwSignal::new(conv.title.clone());
     let original = StoredValue::new(conv.title.clone());
     let id = StoredValue::new(conv.id.clone());
@@ -379,7 +374,7 @@ fn ItemActions(
     /// True while "Delete for good?" is asked.
     confirming: RwSignal<bool>,
 ) -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
+    let library = use_library();
     let picker_id = id.clone();
     let id = StoredValue::new(id);
     view! {
@@ -420,9 +415,8 @@ fn distinct_hits(hits: &[SearchHit]) -> Vec<SearchHit> {
 /// The search's results: conversations whose title matches, then messages.
 #[component]
 fn SearchResults() -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
-    let (titles, hits) = (library.titles(), library.hits());
-    let title_hits = move || titles.get();
+    let library = use_library();
+    let title_hits = move || library.titles();
     view! {
         <ul class="conversation-list search-results" data-testid="search-results" role="list" aria-label="Search results">
             <For each=title_hits key=|c| c.id.clone() let:conv>
@@ -430,10 +424,10 @@ fn SearchResults() -> impl IntoView {
             </For>
             // Keyed by the snippet too: a message that matches the next query as well gets the new
             // query's snippet and highlight, not the row drawn for the last one.
-            <For each=move || hits.with(|h| distinct_hits(h)) key=|h| (h.message_id.clone(), h.snippet.clone()) let:hit>
+            <For each=move || library.with_hits(distinct_hits) key=|h| (h.message_id.clone(), h.snippet.clone()) let:hit>
                 <SearchHitRow hit=hit/>
             </For>
-            <Show when=move || title_hits().is_empty() && hits.with(|h| h.is_empty())>
+            <Show when=move || title_hits().is_empty() && library.with_hits(|h| h.is_empty())>
                 <li class="empty">"Nothing matches. Try fewer words."</li>
             </Show>
         </ul>
@@ -447,9 +441,9 @@ fn SearchHitRow(
     /// The matching message.
     hit: SearchHit,
 ) -> impl IntoView {
-    let library = expect_context::<LibraryStore>();
-    let chat = expect_context::<ChatStore>();
-    let query = library.query().get_untracked();
+    let library = use_library();
+    let chat = use_chat();
+    let query = library.query_untracked();
     let title = hit.title.clone();
     let snippet = snippet_words(&hit.snippet, &query);
     let runs = highlight(&snippet, &query);

@@ -72,29 +72,57 @@ impl LibraryStore {
         }
     }
 
-    /// The mounted window of the list, most recent first.
-    pub fn conversations(&self) -> ReadSignal<Vec<Conversation>> {
-        self.conversations.read_only()
+    /// The mounted window of the list, most recent first (tracked: read it inside a reactive
+    /// closure).
+    pub fn conversations(&self) -> Vec<Conversation> {
+        self.conversations.get()
+    }
+
+    /// True when the mounted window of the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.conversations.with(Vec::is_empty)
+    }
+
+    /// How many conversations are mounted, without subscribing.
+    pub fn mounted_untracked(&self) -> usize {
+        self.conversations.with_untracked(Vec::len)
     }
 
     /// Where the window sits in the whole list.
-    pub fn window(&self) -> ReadSignal<ListWindow> {
-        self.window.read_only()
+    pub fn list_window(&self) -> ListWindow {
+        self.window.get()
+    }
+
+    /// [`Self::list_window`] without subscribing; `None` once the store is gone (read from an
+    /// animation frame).
+    pub fn try_list_window_untracked(&self) -> Option<ListWindow> {
+        self.window.try_get_untracked()
+    }
+
+    /// Subscribes to the mounted window and its place (an effect that looks again after each page).
+    pub fn track_list(&self) {
+        self.conversations.track();
+        self.window.track();
     }
 
     /// The search's query.
-    pub fn query(&self) -> ReadSignal<String> {
-        self.query.read_only()
+    pub fn query(&self) -> String {
+        self.query.get()
     }
 
-    /// The messages that match the search.
-    pub fn hits(&self) -> ReadSignal<Vec<SearchHit>> {
-        self.hits.read_only()
+    /// [`Self::query`] without subscribing.
+    pub fn query_untracked(&self) -> String {
+        self.query.get_untracked()
+    }
+
+    /// Reads the messages that match the search.
+    pub fn with_hits<R>(&self, f: impl FnOnce(&[SearchHit]) -> R) -> R {
+        self.hits.with(|h| f(h))
     }
 
     /// The conversations whose title matches the search.
-    pub fn titles(&self) -> ReadSignal<Vec<Conversation>> {
-        self.titles.read_only()
+    pub fn titles(&self) -> Vec<Conversation> {
+        self.titles.get()
     }
 
     /// Conversation `id` as the list (or, outside its window, the opened record) has it.

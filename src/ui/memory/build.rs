@@ -5,32 +5,30 @@
 //! only the conversations that failed, when some did). The build's state is the memory store's.
 //! Must not import `crate::store` or `crate::transport`.
 
-use super::store::MemoryStore;
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::catchup::{is_imported, needs_catch_up, Backlog};
 use crate::session::BuildStatus;
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::{use_chat, use_memory};
 use leptos::prelude::*;
 
 /// The import's offer and the progress line, in the chat pane under the status area.
 #[component]
 pub fn MemoryBuildBar() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
-    let (build, offer_ids) = (memory.build(), memory.offer());
+    let memory = use_memory();
     let running = move || memory.building();
-    let offer = move || offer_ids.with(|o| o.len());
+    let offer = move || memory.offered();
     let offered = move || offer() != 0 && !running();
     view! {
         <Show when=offered>
             <div class="notice memory-build" role="status">
                 <span>{move || format!("Memory can be built from the {} just imported.", plural(offer(), "conversation", "conversations"))}</span>
-                <button data-testid="memory-build-all" on:click=move |_| memory.build_memory(offer_ids.get_untracked())>
+                <button data-testid="memory-build-all" on:click=move |_| memory.build_memory(memory.offer_untracked())>
                     "Build memory for the imported conversations"
                 </button>
                 <button class="icon" aria-label="Dismiss" on:click=move |_| memory.dismiss_offer()>"✕"</button>
             </div>
         </Show>
-        {move || build.get().map(|b| view! { <BuildLine status=b/> })}
+        {move || memory.build().map(|b| view! { <BuildLine status=b/> })}
     }
 }
 
@@ -40,7 +38,7 @@ fn BuildLine(
     /// Where the build stands.
     status: BuildStatus,
 ) -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let (state, text) = match &status {
         BuildStatus::Running { title, conversation, conversations, chunk, chunks, .. } => (
             "running",
@@ -78,16 +76,14 @@ fn BuildLine(
 /// no build runs.
 #[component]
 pub fn BuildThis() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
-    let chat = expect_context::<ChatStore>();
+    let memory = use_memory();
+    let chat = use_chat();
     let offered = move || {
         let Some(conv) = chat.conversation() else {
             return false;
         };
         let running = memory.building();
-        let summarised = memory
-            .view()
-            .with(|m| m.summary.as_ref().map_or(0, |s| s.message_count));
+        let summarised = memory.with_view(|m| m.summary.as_ref().map_or(0, |s| s.message_count));
         !running
             && needs_catch_up(Backlog {
                 message_count: conv.message_count,

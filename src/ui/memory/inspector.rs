@@ -3,17 +3,17 @@
 //! resume the agent's session or re-inject the context (the chat store's preview). Must not import
 //! `crate::store` or `crate::transport`.
 
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::use_chat;
 use leptos::prelude::*;
 
 /// The context inspector.
 #[component]
 pub fn ContextInspector() -> impl IntoView {
-    let preview = expect_context::<ChatStore>().preview();
+    let chat = use_chat();
     view! {
         <details class="memory-section" data-testid="context-inspector" open>
             <summary>"Next request"</summary>
-            {move || match preview.get() {
+            {move || match chat.with_preview(Clone::clone) {
                 None => view! { <p class="empty"><span class="spinner small" aria-hidden="true"></span>" Working out the next request…"</p> }.into_any(),
                 Some(p) => {
                     let over = p.over_budget;

@@ -17,22 +17,19 @@ use crate::engine::memory::shown::{
 };
 use crate::engine::model::{EntityNode, EntityType, Role};
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
-use crate::ui::chat::store::ChatStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_memory, use_shell};
 use build::BuildThis;
 use inspector::ContextInspector;
 use leptos::prelude::*;
-use store::MemoryStore;
 
 /// The memory pane.
 #[component]
 pub fn MemoryPane() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
-    let shell = expect_context::<ShellStore>();
-    let chat = expect_context::<ChatStore>();
-    let current = chat.current();
+    let memory = use_memory();
+    let shell = use_shell();
+    let chat = use_chat();
     // A temporary chat has no memory to show or update: only what its next request carries.
-    let stored = move || current.with(|c| c.is_some()) && !chat.is_temporary();
+    let stored = move || chat.has_current() && !chat.is_temporary();
     let updating = move || memory.updating();
     provide_context(SelectedEntity(RwSignal::new(None)));
     view! {
@@ -58,7 +55,7 @@ pub fn MemoryPane() -> impl IntoView {
             </div>
             <UseUserMemory/>
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
-            <Show when=move || shell.settled().get()>
+            <Show when=move || shell.settled()>
             <Show
                 when=stored
                 fallback=move || view! {
@@ -85,10 +82,9 @@ pub fn MemoryPane() -> impl IntoView {
 /// The latest memory update failed: when, why, the raw reply, and a retry.
 #[component]
 fn Failure() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
-    let mem = memory.view();
+    let memory = use_memory();
     move || {
-        mem.with(|m| m.failure.clone()).map(|f| {
+        memory.with_view(|m| m.failure.clone()).map(|f| {
             let raw = f.raw_reply.clone();
             let has_raw = !raw.trim().is_empty();
             view! {
@@ -117,14 +113,14 @@ fn Failure() -> impl IntoView {
 /// The last N messages as the engine sends them, N as set for this conversation.
 #[component]
 fn Recent() -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
+    let chat = use_chat();
     let recent = move || {
         let n = chat.memory_config().recent_messages;
-        chat.messages().with(|l| {
+        chat.with_messages(|l| {
             let start = l.len().saturating_sub(n);
             l[start..]
                 .iter()
-                .map(|m| (m.id.clone(), m.role, m.content().get()))
+                .map(|m| (m.id.clone(), m.role, m.state().content()))
                 .collect::<Vec<_>>()
         })
     };
@@ -146,13 +142,12 @@ fn Recent() -> impl IntoView {
 /// The summary in force, sentence by sentence, and its earlier versions to restore.
 #[component]
 fn Summary() -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
-    let mem = memory.view();
+    let memory = use_memory();
     let show_versions = RwSignal::new(false);
     view! {
         <details class="memory-section" data-testid="memory-summary" open>
             <summary>"Summary"</summary>
-            {move || match mem.with(|m| m.summary.clone()) {
+            {move || match memory.with_view(|m| m.summary.clone()) {
                 None => view! { <p class="empty">"No summary yet. It is written after every few exchanges, or now with “Update memory now”."</p> }.into_any(),
                 Some(s) => view! {
                     <div class="summary">
@@ -169,7 +164,7 @@ fn Summary() -> impl IntoView {
                     </div>
                 }.into_any(),
             }}
-            <Show when=move || mem.with(|m| m.versions.len() > 1)>
+            <Show when=move || memory.with_view(|m| m.versions.len() > 1)>
                 <button class="link" data-testid="summary-versions-toggle"
                     aria-expanded=move || show_versions.get().to_string()
                     on:click=move |_| show_versions.update(|v| *v = !*v)>
@@ -178,7 +173,7 @@ fn Summary() -> impl IntoView {
                 <Show when=move || show_versions.get()>
                     <ol class="versions" data-testid="summary-versions">
                         <For
-                            each=move || mem.with(|m| m.versions.iter().rev().skip(1).cloned().collect::<Vec<_>>())
+                            each=move || memory.with_view(|m| m.versions.iter().rev().skip(1).cloned().collect::<Vec<_>>())
                             key=|v| v.version
                             let:v
                         >
@@ -200,9 +195,9 @@ fn Summary() -> impl IntoView {
 /// The entities, grouped by type.
 #[component]
 fn Entities() -> impl IntoView {
-    let mem = expect_context::<MemoryStore>().view();
+    let memory = use_memory();
     let groups = move || {
-        mem.with(|m| {
+        memory.with_view(|m| {
             EntityType::ALL
                 .iter()
                 .map(|t| {
@@ -221,8 +216,8 @@ fn Entities() -> impl IntoView {
     };
     view! {
         <details class="memory-section" data-testid="memory-entities" open>
-            <summary>"Entities " <span class="count">{move || mem.with(|m| m.entities.len())}</span></summary>
-            <Show when=move || mem.with(|m| m.entities.is_empty())>
+            <summary>"Entities " <span class="count">{move || memory.with_view(|m| m.entities.len())}</span></summary>
+            <Show when=move || memory.with_view(|m| m.entities.is_empty())>
                 <p class="empty">"No entities yet: people, places, concepts, events and tasks appear here as the conversation goes on."</p>
             </Show>
             <For each=groups key=|(t, l)| (*t, l.iter().map(|e| (e.id.clone(), e.updated_at, e.name.clone(), e.description.clone())).collect::<Vec<_>>()) let:group>
@@ -243,7 +238,7 @@ fn EntityCard(
     /// The entity to show and edit.
     entity: EntityNode,
 ) -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let selected = expect_context::<SelectedEntity>().0;
     let editing = RwSignal::new(false);
     let card = NodeRef::<leptos::html::Div>::new();
@@ -300,7 +295,7 @@ fn EntityEditor(
     /// True while the editor is shown; Save and Cancel turn it off.
     editing: RwSignal<bool>,
 ) -> impl IntoView {
-    let memory = expect_context::<MemoryStore>();
+    let memory = use_memory();
     let name = RwSignal::new(entity.name.clone());
     let description = RwSignal::new(entity.description.clone());
     let save = move |_| {
@@ -326,10 +321,10 @@ fn EntityDetails(
     /// The entity described.
     entity: EntityNode,
 ) -> impl IntoView {
-    let chat = expect_context::<ChatStore>();
-    let mem = expect_context::<MemoryStore>().view();
+    let chat = use_chat();
+    let memory = use_memory();
     let name_of = move |id: &str| {
-        mem.with_untracked(|m| {
+        memory.with_view_untracked(|m| {
             m.entities
                 .iter()
                 .find(|e| e.id == id)
@@ -342,7 +337,7 @@ fn EntityDetails(
         .map(|r| (name_of(&r.target_id), r))
         .collect();
     let props = entity_properties(&entity);
-    let conv = chat.current().get_untracked().unwrap_or_default();
+    let conv = chat.current_untracked().unwrap_or_default();
     let sources: Vec<String> = entity.source_message_ids.iter().take(8).cloned().collect();
     view! {
         {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}
@@ -422,9 +417,9 @@ const GRAPH_MARGIN: f32 = 80.0;
 /// The entity graph as SVG; a node chosen selects its card.
 #[component]
 fn Graph() -> impl IntoView {
-    let mem = expect_context::<MemoryStore>().view();
+    let memory = use_memory();
     let selected = expect_context::<SelectedEntity>().0;
-    let drawing = move || mem.with(|m| layout(&m.entities, 320.0, 40));
+    let drawing = move || memory.with_view(|m| layout(&m.entities, 320.0, 40));
     view! {
         <details class="memory-section" data-testid="memory-graph" open>
             <summary>"Graph"</summary>
@@ -471,9 +466,9 @@ fn Graph() -> impl IntoView {
 /// What the node colours mean, for the types the graph shows.
 #[component]
 fn GraphLegend() -> impl IntoView {
-    let mem = expect_context::<MemoryStore>().view();
+    let memory = use_memory();
     let types = move || {
-        mem.with(|m| {
+        memory.with_view(|m| {
             EntityType::ALL
                 .iter()
                 .copied()

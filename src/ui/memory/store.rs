@@ -51,19 +51,29 @@ impl MemoryStore {
         }
     }
 
-    /// The memory shown.
-    pub fn view(&self) -> ReadSignal<MemoryView> {
-        self.view.read_only()
+    /// Reads the memory shown (tracked: inside a reactive closure it re-runs on a change).
+    pub fn with_view<R>(&self, f: impl FnOnce(&MemoryView) -> R) -> R {
+        self.view.with(f)
     }
 
-    /// The conversations an import offered to build the memory of.
-    pub fn offer(&self) -> ReadSignal<Vec<String>> {
-        self.offer.read_only()
+    /// [`Self::with_view`] without subscribing (for event handlers).
+    pub fn with_view_untracked<R>(&self, f: impl FnOnce(&MemoryView) -> R) -> R {
+        self.view.with_untracked(f)
+    }
+
+    /// How many conversations an import offered to build the memory of.
+    pub fn offered(&self) -> usize {
+        self.offer.with(Vec::len)
+    }
+
+    /// The conversations an import offered to build the memory of, without subscribing.
+    pub fn offer_untracked(&self) -> Vec<String> {
+        self.offer.get_untracked()
     }
 
     /// Where the last memory build stands.
-    pub fn build(&self) -> ReadSignal<Option<BuildStatus>> {
-        self.build.read_only()
+    pub fn build(&self) -> Option<BuildStatus> {
+        self.build.get()
     }
 
     /// True while a memory build runs.

@@ -7,16 +7,14 @@
 pub mod store;
 
 use crate::engine::model::Project;
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::{use_chat, use_projects};
 use leptos::prelude::*;
-use store::ProjectsStore;
 
 /// The sidebar's projects: heading, New project, the list and the open project's panel.
 #[component]
 pub fn ProjectsSection() -> impl IntoView {
-    let projects = expect_context::<ProjectsStore>();
+    let projects = use_projects();
     let naming = RwSignal::new(false);
-    let listed = projects.listed();
     view! {
         <section class="projects" aria-label="Projects">
             <div class="projects-head">
@@ -29,7 +27,7 @@ pub fn ProjectsSection() -> impl IntoView {
                 <NewProjectName naming=naming/>
             </Show>
             <ul class="project-list" role="list">
-                <For each=move || listed.get() key=|p| (p.id.clone(), p.name.clone()) let:p>
+                <For each=move || projects.listed() key=|p| (p.id.clone(), p.name.clone()) let:p>
                     <ProjectItem project=p/>
                 </For>
             </ul>
@@ -44,7 +42,7 @@ fn NewProjectName(
     /// Turned off once created or cancelled.
     naming: RwSignal<bool>,
 ) -> impl IntoView {
-    let projects = expect_context::<ProjectsStore>();
+    let projects = use_projects();
     let name = RwSignal::new(String::new());
     let input = NodeRef::<leptos::html::Input>::new();
     Effect::new(move |_| {
@@ -82,10 +80,9 @@ fn ProjectItem(
     /// The project shown.
     project: Project,
 ) -> impl IntoView {
-    let projects = expect_context::<ProjectsStore>();
-    let open_id = projects.open_id();
+    let projects = use_projects();
     let id = StoredValue::new(project.id.clone());
-    let is_open = move || open_id.with(|o| o.as_deref() == Some(id.get_value().as_str()));
+    let is_open = move || projects.open_id().as_deref() == Some(id.get_value().as_str());
     view! {
         <li class="project-item" class:current=is_open data-testid="project-item"
             data-project-id=project.id.clone()>
@@ -101,10 +98,9 @@ fn ProjectItem(
 /// The open project's panel: name, instructions, New inside it, Delete, Close.
 #[component]
 fn ProjectPanel() -> impl IntoView {
-    let projects = expect_context::<ProjectsStore>();
-    let opened = projects.opened();
+    let projects = use_projects();
     view! {
-        {move || opened.get().map(|p| view! { <ProjectDetails project=p/> })}
+        {move || projects.opened().map(|p| view! { <ProjectDetails project=p/> })}
     }
 }
 
@@ -114,8 +110,8 @@ fn ProjectDetails(
     /// The open project.
     project: Project,
 ) -> impl IntoView {
-    let projects = expect_context::<ProjectsStore>();
-    let chat = expect_context::<ChatStore>();
+    let projects = use_projects();
+    let chat = use_chat();
     let id = StoredValue::new(project.id.clone());
     let name = RwSignal::new(project.name.clone());
     let text = RwSignal::new(project.instructions.clone());
@@ -176,12 +172,11 @@ pub fn ProjectPicker(
     /// Its project now.
     current: Option<String>,
 ) -> impl IntoView {
-    let projects = expect_context::<ProjectsStore>();
-    let listed = projects.listed();
+    let projects = use_projects();
     let id = StoredValue::new(id);
     let current = StoredValue::new(current);
     view! {
-        <Show when=move || listed.with(|l| !l.is_empty())>
+        <Show when=move || projects.any_listed()>
             <select class="move-project" data-testid="conversation-project"
                 aria-label="Project of this conversation" title="Move to a project"
                 on:change=move |ev| {
@@ -189,7 +184,7 @@ pub fn ProjectPicker(
                     projects.move_conversation(id.get_value(), (!v.is_empty()).then_some(v));
                 }>
                 <option value="" selected=current.get_value().is_none()>"No project"</option>
-                <For each=move || listed.get() key=|p| (p.id.clone(), p.name.clone()) let:p>
+                <For each=move || projects.listed() key=|p| (p.id.clone(), p.name.clone()) let:p>
                     <option value=p.id.clone()
                         selected=current.get_value().as_deref() == Some(p.id.as_str())>{p.name.clone()}</option>
                 </For>

@@ -9,7 +9,7 @@ use crate::engine::project::listed;
 use crate::ui::backend::Backend;
 use leptos::prelude::*;
 
-/// Projects and the open one. `Copy`, provided as context.
+/// Projects and the open one. `Copy`, one of the app's stores (`ui/stores.rs`).
 #[derive(Clone, Copy)]
 pub struct ProjectsStore {
     backend: Backend,
@@ -27,32 +27,33 @@ impl ProjectsStore {
         }
     }
 
-    /// Every project, deleted ones included (for the Memory page's labels).
-    pub fn all(&self) -> ReadSignal<Vec<Project>> {
-        self.all.read_only()
+    /// Runs `f` on every project, deleted ones included (for the Memory page's labels).
+    pub fn with_all<R>(&self, f: impl FnOnce(&[Project]) -> R) -> R {
+        self.all.with(|a| f(a))
     }
 
     /// The projects the sidebar lists (`engine::project::listed`).
-    pub fn listed(&self) -> Signal<Vec<Project>> {
-        let all = self.all;
-        Signal::derive(move || all.with(|a| listed(a).into_iter().cloned().collect()))
+    pub fn listed(&self) -> Vec<Project> {
+        self.all.with(|a| listed(a).into_iter().cloned().collect())
+    }
+
+    /// True when there is a project to list.
+    pub fn any_listed(&self) -> bool {
+        self.all.with(|a| !listed(a).is_empty())
     }
 
     /// The id of the project open in the sidebar.
-    pub fn open_id(&self) -> ReadSignal<Option<String>> {
-        self.open.read_only()
+    pub fn open_id(&self) -> Option<String> {
+        self.open.get()
     }
 
     /// The project open in the sidebar, while it exists.
-    pub fn opened(&self) -> Signal<Option<Project>> {
-        let (all, open) = (self.all, self.open);
-        Signal::derive(move || {
-            let id = open.get()?;
-            all.with(|a| {
-                a.iter()
-                    .find(|p| p.id == id && p.deleted.is_none())
-                    .cloned()
-            })
+    pub fn opened(&self) -> Option<Project> {
+        let id = self.open.get()?;
+        self.all.with(|a| {
+            a.iter()
+                .find(|p| p.id == id && p.deleted.is_none())
+                .cloned()
         })
     }
 

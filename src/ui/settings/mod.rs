@@ -12,23 +12,20 @@ use crate::engine::format::{bytes, model_label, plural};
 use crate::engine::model::{HistoryFormat, MemoryOverrides, Protocol};
 use crate::engine::settings::{apply_preset, Settings, PRESETS};
 use crate::ui::behaviour::use_focus_trap;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::stores::{use_chat, use_settings, use_shell, use_transfer};
 use crate::ui::sync::SyncSection;
-use crate::ui::transfer::store::TransferStore;
 use leptos::html;
 use leptos::prelude::*;
-use store::SettingsStore;
 
 /// The settings dialog (rendered only while open).
 #[component]
 pub fn SettingsDialog() -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
-    let ready = expect_context::<ShellStore>().ready();
+    let settings = use_settings();
+    let shell = use_shell();
     // The form starts from the settings in force, so it waits until the saved ones are loaded: opened
     // earlier, it would show (and could save) the defaults over them.
     view! {
-        <Show when=move || settings.dialog_open().get() && ready.get()>
+        <Show when=move || settings.dialog_open() && shell.ready()>
             <SettingsForm/>
         </Show>
     }
@@ -50,10 +47,10 @@ struct Form {
 /// The form: endpoint, memory, storage and sync sections, Cancel and Save.
 #[component]
 fn SettingsForm() -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
-    let chat = expect_context::<ChatStore>();
+    let settings = use_settings();
+    let chat = use_chat();
     let form = Form {
-        draft: RwSignal::new(settings.settings().get_untracked()),
+        draft: RwSignal::new(settings.with_settings_untracked(Settings::clone)),
         scope_conversation: RwSignal::new(false),
         overrides: RwSignal::new(
             chat.conversation_untracked()
@@ -65,7 +62,7 @@ fn SettingsForm() -> impl IntoView {
         testing: RwSignal::new(false),
         models: RwSignal::new(Vec::new()),
     };
-    expect_context::<TransferStore>().refresh_storage();
+    use_transfer().refresh_storage();
     let dialog_ref = NodeRef::<html::Div>::new();
     use_focus_trap(dialog_ref);
     let close = move || settings.close_dialog();
@@ -84,8 +81,7 @@ fn SettingsForm() -> impl IntoView {
         }
         form.error.set(None);
         let overrides = chat
-            .current()
-            .get_untracked()
+            .current_untracked()
             .filter(|_| form.scope_conversation.get_untracked())
             .map(|id| (id, form.overrides.get_untracked()));
         settings.save(s, overrides, move |r| match r {
@@ -277,7 +273,7 @@ fn TestConnection(
     /// The form whose endpoint is tested.
     form: Form,
 ) -> impl IntoView {
-    let settings = expect_context::<SettingsStore>();
+    let settings = use_settings();
     let test = move |_| {
         form.testing.set(true);
         form.status.set(None);
@@ -315,11 +311,11 @@ fn MemorySection(
     /// The form being edited.
     form: Form,
 ) -> impl IntoView {
-    let current = expect_context::<ChatStore>().current();
+    let chat = use_chat();
     view! {
         <section>
             <h3>"Memory"</h3>
-            <Show when=move || current.with(|c| c.is_some())>
+            <Show when=move || chat.has_current()>
                 <label class="inline">
                     <input type="checkbox" data-testid="settings-scope-conversation"
                         prop:checked=move || form.scope_conversation.get()
@@ -539,11 +535,11 @@ fn OverrideFields(
 /// How much the browser stores, and whether it may evict it.
 #[component]
 fn StorageSection() -> impl IntoView {
-    let storage = expect_context::<TransferStore>().storage();
+    let transfer = use_transfer();
     view! {
         <section>
             <h3>"Storage"</h3>
-            <p data-testid="storage-usage">{move || match storage.get() {
+            <p data-testid="storage-usage">{move || match transfer.storage() {
                 Some(s) => format!(
                     "{} used of {} available{}",
                     bytes(s.usage),

@@ -44,19 +44,29 @@ impl SettingsStore {
         }
     }
 
-    /// The settings in force.
-    pub fn settings(&self) -> ReadSignal<Settings> {
-        self.settings.read_only()
+    /// Reads the settings in force (tracked: inside a reactive closure it re-runs on a change).
+    pub fn with_settings<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
+        self.settings.with(f)
+    }
+
+    /// [`Self::with_settings`] without subscribing (for event handlers).
+    pub fn with_settings_untracked<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
+        self.settings.with_untracked(f)
     }
 
     /// Whether the settings dialog is open.
-    pub fn dialog_open(&self) -> ReadSignal<bool> {
-        self.dialog_open.read_only()
+    pub fn dialog_open(&self) -> bool {
+        self.dialog_open.get()
+    }
+
+    /// [`Self::dialog_open`] without subscribing (for event handlers).
+    pub fn dialog_open_untracked(&self) -> bool {
+        self.dialog_open.get_untracked()
     }
 
     /// The endpoint's models, as far as they are listed.
-    pub fn models(&self) -> ReadSignal<ModelList> {
-        self.models.read_only()
+    pub fn models(&self) -> ModelList {
+        self.models.get()
     }
 
     /// The database is open: the saved settings are the ones in force.

@@ -5,20 +5,17 @@
 pub mod store;
 
 use crate::session::ErrorKind;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::memory::store::MemoryStore;
-use crate::ui::settings::store::SettingsStore;
+use crate::ui::stores::{use_chat, use_memory, use_settings, use_shell};
 use leptos::prelude::*;
-use store::ShellStore;
 
 /// The one place an error or a notice is shown, one at a time (an error wins), so messages never
 /// sit under a stack of banners. An error offers the action that fits it: Retry and Settings for a
 /// request to the agent, "Retry memory update" for a memory update, nothing but Dismiss otherwise.
 #[component]
 pub fn StatusArea() -> impl IntoView {
-    let shell = expect_context::<ShellStore>();
+    let shell = use_shell();
     view! {
-        <Show when=move || shell.error().with(|e| e.is_some()) fallback=Notice>
+        <Show when=move || shell.with_error(|e| e.is_some()) fallback=Notice>
             <ErrorBanner/>
         </Show>
     }
@@ -27,17 +24,16 @@ pub fn StatusArea() -> impl IntoView {
 /// The error, with the action that fits its kind, and Dismiss.
 #[component]
 fn ErrorBanner() -> impl IntoView {
-    let shell = expect_context::<ShellStore>();
-    let chat = expect_context::<ChatStore>();
-    let settings = expect_context::<SettingsStore>();
-    let memory = expect_context::<MemoryStore>();
-    let error = shell.error();
-    let kind = move || error.with(|e| e.as_ref().map(|p| p.kind));
+    let shell = use_shell();
+    let chat = use_chat();
+    let settings = use_settings();
+    let memory = use_memory();
+    let kind = move || shell.with_error(|e| e.as_ref().map(|p| p.kind));
     let is = move |k: ErrorKind| kind() == Some(k);
     view! {
         <div class="error-banner status-area" role="alert" data-testid="error-banner"
             data-kind=move || format!("{:?}", kind().unwrap_or(ErrorKind::Other)).to_lowercase()>
-            <span class="text">{move || error.with(|e| e.as_ref().map(|p| p.text.clone()).unwrap_or_default())}</span>
+            <span class="text">{move || shell.with_error(|e| e.as_ref().map(|p| p.text.clone()).unwrap_or_default())}</span>
             <Show when=move || is(ErrorKind::Request) && chat.can_retry()>
                 <button on:click=move |_| chat.retry()>"Retry"</button>
             </Show>
@@ -58,12 +54,11 @@ fn ErrorBanner() -> impl IntoView {
 /// The notice, with Dismiss.
 #[component]
 fn Notice() -> impl IntoView {
-    let shell = expect_context::<ShellStore>();
-    let notice = shell.notice();
+    let shell = use_shell();
     view! {
-        <Show when=move || notice.with(|n| n.is_some())>
+        <Show when=move || shell.with_notice(|n| n.is_some())>
             <div class="notice status-area" role="status" data-testid="notice">
-                <span>{move || notice.get().unwrap_or_default()}</span>
+                <span>{move || shell.with_notice(|n| n.clone().unwrap_or_default())}</span>
                 <button class="icon" aria-label="Dismiss" on:click=move |_| shell.dismiss_notice()>"✕"</button>
             </div>
         </Show>

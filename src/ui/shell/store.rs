@@ -54,39 +54,49 @@ impl ShellStore {
         }
     }
 
-    /// True once the database is open.
-    pub fn ready(&self) -> ReadSignal<bool> {
-        self.ready.read_only()
+    /// True once the database is open (tracked: read it inside a reactive closure).
+    pub fn ready(&self) -> bool {
+        self.ready.get()
     }
 
-    /// The error in the banner, if any.
-    pub fn error(&self) -> ReadSignal<Option<Problem>> {
-        self.error.read_only()
+    /// Reads the error in the banner, if any.
+    pub fn with_error<R>(&self, f: impl FnOnce(&Option<Problem>) -> R) -> R {
+        self.error.with(f)
     }
 
-    /// The notice in the banner (shown when there is no error).
-    pub fn notice(&self) -> ReadSignal<Option<String>> {
-        self.notice.read_only()
+    /// Reads the notice in the banner (shown when there is no error).
+    pub fn with_notice<R>(&self, f: impl FnOnce(&Option<String>) -> R) -> R {
+        self.notice.with(f)
     }
 
     /// Whether the browser is online.
-    pub fn online(&self) -> ReadSignal<bool> {
-        self.online.read_only()
+    pub fn online(&self) -> bool {
+        self.online.get()
+    }
+
+    /// [`Self::online`] without subscribing (for event handlers).
+    pub fn online_untracked(&self) -> bool {
+        self.online.get_untracked()
     }
 
     /// Whether the conversation list is open as a drawer.
-    pub fn drawer_open(&self) -> ReadSignal<bool> {
-        self.drawer_open.read_only()
+    pub fn drawer_open(&self) -> bool {
+        self.drawer_open.get()
+    }
+
+    /// [`Self::drawer_open`] without subscribing (for event handlers).
+    pub fn drawer_open_untracked(&self) -> bool {
+        self.drawer_open.get_untracked()
     }
 
     /// Whether the memory pane is open on a narrow screen.
-    pub fn memory_open(&self) -> ReadSignal<bool> {
-        self.memory_open.read_only()
+    pub fn memory_open(&self) -> bool {
+        self.memory_open.get()
     }
 
     /// Whether the first screen is shown and the page was idle since.
-    pub fn settled(&self) -> ReadSignal<bool> {
-        self.settled.read_only()
+    pub fn settled(&self) -> bool {
+        self.settled.get()
     }
 
     /// The database is open.

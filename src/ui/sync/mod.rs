@@ -7,13 +7,13 @@
 pub mod store;
 
 use crate::session::SyncSettings;
+use crate::ui::stores::use_sync;
 use leptos::prelude::*;
-use store::SyncStore;
 
 /// The Settings section.
 #[component]
 pub fn SyncSection() -> impl IntoView {
-    let sync = expect_context::<SyncStore>();
+    let sync = use_sync();
     let saved = sync.saved().unwrap_or_default();
     let url = RwSignal::new(saved.url.clone());
     let database = RwSignal::new(if saved.database.is_empty() {
@@ -94,9 +94,11 @@ pub fn SyncSection() -> impl IntoView {
 /// The sidebar's sync indicator.
 #[component]
 pub fn SyncIndicator() -> impl IntoView {
-    let view = expect_context::<SyncStore>().view();
-    let state = move || view.with(|v| v.as_ref().map_or("off".to_string(), |v| v.state.clone()));
-    let detail = move || view.with(|v| v.as_ref().map(|v| v.detail.clone()).unwrap_or_default());
+    let sync = use_sync();
+    let state =
+        move || sync.with_view(|v| v.as_ref().map_or("off".to_string(), |v| v.state.clone()));
+    let detail =
+        move || sync.with_view(|v| v.as_ref().map(|v| v.detail.clone()).unwrap_or_default());
     view! {
         <span class="sync" data-testid="sync-status" data-state=state title=detail
             hidden=move || state() == "off">

@@ -24,9 +24,9 @@ impl SyncStore {
         }
     }
 
-    /// Sync's state in this tab, as last reported.
-    pub fn view(&self) -> ReadSignal<Option<SyncView>> {
-        self.view.read_only()
+    /// Reads sync's state in this tab, as last reported (tracked).
+    pub fn with_view<R>(&self, f: impl FnOnce(&Option<SyncView>) -> R) -> R {
+        self.view.with(f)
     }
 
     /// The session reported sync's state (`SyncStatus`).

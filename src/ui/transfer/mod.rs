@@ -7,10 +7,10 @@
 pub mod store;
 
 use crate::ui::behaviour::use_dismiss;
-use crate::ui::chat::store::ChatStore;
+use crate::ui::stores::{use_chat, use_transfer};
 use leptos::html;
 use leptos::prelude::*;
-use store::{Export, ImportState, TransferStore};
+use store::{Export, ImportState};
 
 /// The backup button, its menu, the import progress and the import preview.
 #[component]
@@ -43,11 +43,10 @@ fn BackupItems(
     /// Whether the menu is open; a choice closes it.
     open: RwSignal<bool>,
 ) -> impl IntoView {
-    let transfer = expect_context::<TransferStore>();
-    let chat = expect_context::<ChatStore>();
-    let current = chat.current();
+    let transfer = use_transfer();
+    let chat = use_chat();
     // A temporary chat is not stored: there is nothing of it to export.
-    let stored = move || current.with(|c| c.is_some()) && !chat.is_temporary();
+    let stored = move || chat.has_current() && !chat.is_temporary();
     let export = move |what: Export| {
         open.set(false);
         transfer.export(what);
@@ -93,16 +92,14 @@ fn BackupItems(
 /// is written).
 #[component]
 fn ImportProgress() -> impl IntoView {
-    let transfer = expect_context::<TransferStore>();
-    let import = transfer.import();
-    // `with`, not `get`: a preview holds every record of the file, and is never cloned here.
+    let transfer = use_transfer();
     let progress = move || {
-        import.with(|i| match i {
+        transfer.with_import(|i| match i {
             ImportState::Running(p, _) => Some(*p),
             _ => None,
         })
     };
-    let running = move || import.with(|i| matches!(i, ImportState::Running(..)));
+    let running = move || transfer.with_import(|i| matches!(i, ImportState::Running(..)));
     view! {
         <Show when=running>
             <div class="import-running" role="status">
@@ -124,10 +121,9 @@ fn ImportProgress() -> impl IntoView {
 /// A file read and checked (our backup or another app's export), waiting for the user to confirm.
 #[component]
 fn ImportPreview() -> impl IntoView {
-    let transfer = expect_context::<TransferStore>();
-    let import = transfer.import();
+    let transfer = use_transfer();
     let preview = move || {
-        import.with(|i| match i {
+        transfer.with_import(|i| match i {
             ImportState::Preview(p) => Some((p.file_name.clone(), p.preview.clone())),
             _ => None,
         })

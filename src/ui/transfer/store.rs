@@ -64,20 +64,20 @@ impl TransferStore {
         }
     }
 
-    /// Where the import stands (read it with `with`: a preview holds every record of the file).
-    pub fn import(&self) -> ReadSignal<ImportState> {
-        self.import.read_only()
+    /// Reads where the import stands (never cloned: a preview holds every record of the file).
+    pub fn with_import<R>(&self, f: impl FnOnce(&ImportState) -> R) -> R {
+        self.import.with(f)
     }
 
     /// The storage figure, once measured.
-    pub fn storage(&self) -> ReadSignal<Option<StorageInfo>> {
-        self.storage.read_only()
+    pub fn storage(&self) -> Option<StorageInfo> {
+        self.storage.get()
     }
 
     /// Exports the open conversation or everything as a file download, named after the
     /// conversation and the day.
     pub fn export(&self, what: Export) {
-        let id = self.chat.current().get_untracked();
+        let id = self.chat.current_untracked();
         let title = self.chat.conversation_untracked().map(|c| c.title);
         self.backend.run(move |s| async move {
             let now = now_ms();

@@ -20,8 +20,8 @@ pub const MOUNT_CAP: usize = 4 * PAGE;
 /// How many messages are mounted when a conversation opens, and per "load older" step.
 pub const PAGE: usize = 60;
 
-/// One message as the chat pane shows it. Content and status are signals of their own so a
-/// streaming token re-renders one message, never the list.
+/// One message as the chat pane shows it. Content and status are signals of their own (its
+/// [`MessageState`]) so a streaming token re-renders one message, never the list.
 #[derive(Clone)]
 pub struct MessageItem {
     /// The message's id.
@@ -32,6 +32,13 @@ pub struct MessageItem {
     pub role: Role,
     /// When it was written.
     pub created_at: i64,
+    state: MessageState,
+}
+
+/// What of a message changes while it is shown: its text, status, meta and place among its
+/// alternatives. `Copy`, so a view's closures each hold it; its signals are private.
+#[derive(Clone, Copy)]
+pub struct MessageState {
     content: RwSignal<String>,
     status: RwSignal<MessageStatus>,
     meta: RwSignal<MessageMeta>,
@@ -46,10 +53,12 @@ impl MessageItem {
             seq: m.seq,
             role: m.role,
             created_at: m.created_at,
-            content: RwSignal::new(m.content.clone()),
-            status: RwSignal::new(m.status),
-            meta: RwSignal::new(m.meta.clone()),
-            alternatives: RwSignal::new(None),
+            state: MessageState {
+                content: RwSignal::new(m.content.clone()),
+                status: RwSignal::new(m.status),
+                meta: RwSignal::new(m.meta.clone()),
+                alternatives: RwSignal::new(None),
+            },
         }
     }
 
@@ -59,30 +68,70 @@ impl MessageItem {
             .iter()
             .map(|m| {
                 let item = MessageItem::from_message(m);
-                item.alternatives.set(page.alternatives.get(&m.id).cloned());
+                item.state
+                    .alternatives
+                    .set(page.alternatives.get(&m.id).cloned());
                 item
             })
             .collect()
     }
 
+    /// What of it changes while it is shown.
+    pub fn state(&self) -> MessageState {
+        self.state
+    }
+
+    fn apply(&self, content: &str, status: MessageStatus, meta: Option<&MessageMeta>) {
+        self.state.apply(content, status, meta);
+    }
+}
+
+impl MessageState {
+    // Readers: tracked (inside a reactive closure it re-runs on a change) unless untracked.
+
     /// Its text (growing while it streams).
-    pub fn content(&self) -> ReadSignal<String> {
-        self.content.read_only()
+    pub fn content(&self) -> String {
+        self.content.get()
+    }
+
+    /// Reads its text without a copy.
+    pub fn with_content<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        self.content.with(|c| f(c))
+    }
+
+    /// Subscribes to its text.
+    pub fn track_content(&self) {
+        self.content.track();
+    }
+
+    /// [`Self::content`] without subscribing (for event handlers).
+    pub fn content_untracked(&self) -> String {
+        self.content.get_untracked()
     }
 
     /// Its status.
-    pub fn status(&self) -> ReadSignal<MessageStatus> {
-        self.status.read_only()
+    pub fn status(&self) -> MessageStatus {
+        self.status.get()
     }
 
-    /// Its meta: tools, usage, error, model.
-    pub fn meta(&self) -> ReadSignal<MessageMeta> {
-        self.meta.read_only()
+    /// [`Self::status`] without subscribing (for event handlers).
+    pub fn status_untracked(&self) -> MessageStatus {
+        self.status.get_untracked()
+    }
+
+    /// Reads its meta: tools, usage, error, model.
+    pub fn with_meta<R>(&self, f: impl FnOnce(&MessageMeta) -> R) -> R {
+        self.meta.with(f)
     }
 
     /// Where it stands among its alternatives, if it has any.
-    pub fn alternatives(&self) -> ReadSignal<Option<Alternatives>> {
-        self.alternatives.read_only()
+    pub fn alternatives(&self) -> Option<Alternatives> {
+        self.alternatives.get()
+    }
+
+    /// Reads where it stands among its alternatives, without subscribing (for event handlers).
+    pub fn with_alternatives_untracked<R>(&self, f: impl FnOnce(&Option<Alternatives>) -> R) -> R {
+        self.alternatives.with_untracked(f)
     }
 
     /// Applies a newer state of the message; only what changed is set.
@@ -124,24 +173,44 @@ impl MessageWindow {
         }
     }
 
-    /// The mounted messages, oldest first.
-    pub fn messages(&self) -> ReadSignal<Vec<MessageItem>> {
-        self.messages.read_only()
+    /// Reads the mounted messages, oldest first (tracked).
+    pub fn with_messages<R>(&self, f: impl FnOnce(&[MessageItem]) -> R) -> R {
+        self.messages.with(|l| f(l))
     }
 
-    /// True while older messages exist above the window.
-    pub fn has_older(&self) -> ReadSignal<bool> {
-        self.has_older.read_only()
+    /// [`Self::with_messages`] without subscribing.
+    pub fn with_messages_untracked<R>(&self, f: impl FnOnce(&[MessageItem]) -> R) -> R {
+        self.messages.with_untracked(|l| f(l))
     }
 
-    /// True while newer messages exist below the window.
-    pub fn has_newer(&self) -> ReadSignal<bool> {
-        self.has_newer.read_only()
+    /// True while older messages exist above the window (tracked).
+    pub fn has_older(&self) -> bool {
+        self.has_older.get()
     }
 
-    /// True while a page is being read.
-    pub fn loading(&self) -> ReadSignal<bool> {
-        self.loading.read_only()
+    /// [`Self::has_older`] without subscribing.
+    pub fn has_older_untracked(&self) -> bool {
+        self.has_older.get_untracked()
+    }
+
+    /// True while newer messages exist below the window (tracked).
+    pub fn has_newer(&self) -> bool {
+        self.has_newer.get()
+    }
+
+    /// [`Self::has_newer`] without subscribing.
+    pub fn has_newer_untracked(&self) -> bool {
+        self.has_newer.get_untracked()
+    }
+
+    /// True while a page is being read (tracked).
+    pub fn loading(&self) -> bool {
+        self.loading.get()
+    }
+
+    /// [`Self::loading`] without subscribing.
+    pub fn loading_untracked(&self) -> bool {
+        self.loading.get_untracked()
     }
 
     /// A page is (or is no longer) being read.
@@ -191,8 +260,12 @@ impl MessageWindow {
                     None => MessageItem::from_message(m),
                 };
                 let alt = alternatives.get(&m.id);
-                if item.alternatives.with_untracked(|a| a.as_ref() != alt) {
-                    item.alternatives.set(alt.cloned());
+                if item
+                    .state
+                    .alternatives
+                    .with_untracked(|a| a.as_ref() != alt)
+                {
+                    item.state.alternatives.set(alt.cloned());
                 }
                 item
             })
