@@ -8,7 +8,8 @@
 //! - `memory_eval_cross_conversation`: a fact said in another conversation is in a new one's prompt;
 //! - `memory_eval_update`: the new value of a changed fact is in the prompt, and the prompt's memory
 //!   (about you, summary, pending statements, entities) does not carry the old one as current (a
-//!   sentence naming it, not marked past, as memory_recall's "changed" run checks);
+//!   sentence naming it, not marked past, as memory_recall's "changed" run checks; a name that holds
+//!   it and says nothing of it, "Bergen City Marathon", is not read as naming it);
 //! - `memory_eval_temporal`: a sentence of the prompt's memory carries the fact with the day it was
 //!   said;
 //! - `memory_eval_preference`: a taste said in another conversation is in a new one's prompt;
@@ -47,7 +48,7 @@ use memoire::engine::memory::user;
 use memoire::engine::memory::*;
 use memoire::engine::model::*;
 use memoire::engine::request::{self, RequestOptions};
-use set::{Category, Question, Where, CONVERSATIONS, QUESTIONS};
+use set::{Category, Question, Where, CONVERSATIONS, NAMES_WITH_OLD_VALUES, QUESTIONS};
 
 /// The first conversation's day (a Monday); conversation `n` is `n - 1` days later.
 const FIRST_DAY: (i64, i64, i64) = (2026, 3, 2);
@@ -127,6 +128,17 @@ fn day_forms(n: i64) -> [String; 2] {
     [date(day_ms(n)), day(day_ms(n))]
 }
 
+/// `memory` without the names of [`NAMES_WITH_OLD_VALUES`] (any case).
+fn without_names(memory: &str) -> String {
+    let mut out = memory.to_string();
+    for name in NAMES_WITH_OLD_VALUES {
+        while let Some(i) = out.to_lowercase().find(&name.to_lowercase()) {
+            out.replace_range(i..i + name.len(), "(a name)");
+        }
+    }
+    out
+}
+
 /// Whether the prompt (its `memory` and `history`) passes question `q`, and why not.
 fn score_prompt(q: &Question, memory: &str, history: &str) -> Result<(), String> {
     let both = format!("{memory}\n{history}");
@@ -155,7 +167,7 @@ fn score_prompt(q: &Question, memory: &str, history: &str) -> Result<(), String>
             }
         }
         _ if !missing.is_empty() => Err(format!("missing {missing:?}")),
-        Category::Update if carried_as_current(memory, q.old, q.expect[0]) => {
+        Category::Update if carried_as_current(&without_names(memory), q.old, q.expect[0]) => {
             Err(format!("{:?} carried as current", q.old))
         }
         _ => Ok(()),

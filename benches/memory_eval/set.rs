@@ -105,6 +105,11 @@ pub const CONVERSATIONS: [Conversation; 8] = [
     },
 ];
 
+/// Names in the set that hold an old value and say nothing of it: the race is still the Bergen City
+/// Marathon after the user moved away from Bergen. A knowledge update's check of the old value reads
+/// the memory without them (any other sentence naming Bergen, not marked past, still counts).
+pub const NAMES_WITH_OLD_VALUES: [&str; 1] = ["Bergen City Marathon"];
+
 /// The field's categories (LongMemEval's, with preference apart).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Category {
