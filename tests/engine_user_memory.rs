@@ -994,6 +994,23 @@ fn a_summary_sentence_a_fact_said_elsewhere_since_supersedes_is_past() {
     );
 }
 
+#[test]
+fn what_was_said_elsewhere_since_is_the_newest_facts_that_claim() {
+    use FactKind::*;
+    let mut facts: Vec<UserFact> = (0..150)
+        .map(|i| fact(&format!("f{i}"), &format!("I moved to Town{i}."), Home, i))
+        .collect();
+    facts.push(fact("novel", "I'm writing a novel.", Project, 200));
+    let here = std::collections::HashSet::from(["m-f149"]);
+    let got: Vec<&str> = said_after(&facts, NOV_20 + 10 * DAY, &here)
+        .into_iter()
+        .map(|(text, _)| text)
+        .collect();
+    assert_eq!(got.len(), MAX_FACTS_SAID_AFTER);
+    assert_eq!(got.first(), Some(&"I moved to Town49."));
+    assert_eq!(got.last(), Some(&"I moved to Town148."));
+}
+
 /// The entity `Sunniva` (alias `alias`, property `home`: `Lisbon`) in the prompt of
 /// [`after_summary`] (a summary "User: I live in Lisbon. We have a cat called Mosel." made on day
 /// `made`) with `facts`: its line is `want`.

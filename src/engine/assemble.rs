@@ -10,9 +10,10 @@
 //!    history cannot carry them ([`PENDING_SHARE_PERCENT`]), then the most recent of those messages
 //!    (up to the last N);
 //! 3. the summary (its sentences that an uncovered user message, or a fact about the user said
-//!    elsewhere since the summary was made, supersedes carried as past, `memory::pending`), then the facts about the user (`memory::user`: the core, then those the
-//!    recent messages speak of) within their share ([`USER_FACTS_SHARE_PERCENT`]), none that an
-//!    uncovered user message supersedes; when space is short they give way before the summary;
+//!    elsewhere since the summary was made, supersedes carried as past, `memory::pending`), then
+//!    the facts about the user (`memory::user`: the core, then those the recent messages speak of)
+//!    within their share ([`USER_FACTS_SHARE_PERCENT`]), none that an uncovered user message
+//!    supersedes; when space is short they give way before the summary;
 //! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
 //! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]), without an alias
 //!    or property naming what a fact said elsewhere since the summary was made ends;
@@ -807,6 +808,9 @@ struct Assembler<'a, E: TokenEstimator + ?Sized> {
     pending: Pending,
     /// Tokens held for their statements until step 7.
     held: u32,
+    /// The facts about the user said elsewhere since the summary was made (text, when), oldest
+    /// first: what they supersede in this conversation's memory is past in the prompt.
+    elsewhere: Vec<(&'a str, Millis)>,
     /// Tokens and bytes of the system prompt and of the new message.
     system: (u32, usize),
     new_cost: (u32, usize),
@@ -873,6 +877,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             uncovered: Vec::new(),
             pending: Pending::default(),
             held: 0,
+            elsewhere: said_since_summary(&input),
             system,
             new_cost,
         };
@@ -890,15 +895,30 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         // step 7 leaves those out.
         self.pending = memory_pending(
             self.summary.map(|s| s.text.as_str()),
-            &said_of(
-                history,
-                &self.uncovered,
-                &said_since_summary(&self.input),
-                new,
-            ),
+            &said_of(history, &self.uncovered, &self.elsewhere, new),
         );
         self.held = pending_hold(&self.pending, self.est, &self.meter, self.budget);
         self.meter.tokens += self.held as u64;
+    }
+
+    /// The entities without what the facts about the user said elsewhere since the summary was
+    /// made end (`memory::supersede::forget_gone` over the summary as step 3 carries it and those
+    /// facts: an alias or property naming a thing gone, or a place or job of a sentence made past),
+    /// as the conversation's next update would; `None` when that changes nothing. Before step 3.
+    fn entities_since_summary(&self) -> Option<Vec<EntityNode>> {
+        let since = self.elsewhere.first()?.1;
+        if self.input.entities.is_empty() {
+            return None;
+        }
+        let summary = (self.pending.summary.as_deref())
+            .or(self.summary.map(|s| s.text.as_str()))
+            .unwrap_or_default();
+        let text = std::iter::once(summary)
+            .chain(self.elsewhere.iter().map(|(t, _)| *t))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut entities = self.input.entities.to_vec();
+        (forget_gone(&mut entities, &text, since) > 0).then_some(entities)
     }
 
     /// The entities' share of the budget, in tokens.
@@ -1239,36 +1259,15 @@ fn placed_history(history: &[Message], included: Vec<Candidate>) -> PlacedHistor
     placed
 }
 
-/// The entities with what the facts about the user said elsewhere since the summary was made end
-/// (`memory::supersede::forget_gone`: an alias or property naming a thing gone, or a place or job
-/// the summary's sentences these facts make past name), as the next update of this conversation
-/// would; `None` when that changes nothing.
-fn entities_since_summary(input: &AssemblyInput<'_>) -> Option<Vec<EntityNode>> {
-    if input.entities.is_empty() {
-        return None;
-    }
-    let elsewhere = said_since_summary(input);
-    let since = elsewhere.first()?.1;
-    let summary = input.summary.map(|s| s.text.as_str());
-    let said: Vec<(&str, Millis, bool)> = elsewhere.iter().map(|&(t, at)| (t, at, false)).collect();
-    let made_past = memory_pending(summary, &said).summary;
-    let text = std::iter::once(made_past.as_deref().or(summary).unwrap_or_default())
-        .chain(elsewhere.iter().map(|(t, _)| *t))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut entities = input.entities.to_vec();
-    (forget_gone(&mut entities, &text, since) > 0).then_some(entities)
-}
-
 /// Assemble the context for a turn, step by step as the module doc numbers them. See the module
 /// doc for the rules.
 pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) -> Assembly {
-    let corrected = entities_since_summary(input);
-    let input = AssemblyInput {
-        entities: corrected.as_deref().unwrap_or(input.entities),
-        ..*input
-    };
-    let mut a = Assembler::start(input, est);
+    let corrected;
+    let mut a = Assembler::start(*input, est);
+    corrected = a.entities_since_summary();
+    if let Some(entities) = corrected.as_deref() {
+        a.input.entities = entities;
+    }
     a.recent_uncovered();
     let (pending, (summary, summary_dropped, summary_shortened)) = a.place_summary();
     let user_facts = a.place_user_facts();

@@ -941,7 +941,7 @@ fn make_past(
         .collect();
     let gone = gone_values(ended_now.iter(), current.iter());
     for (i, f) in facts.iter_mut().enumerate() {
-        // Said of the old home or job ("My flat in Lisbon has a balcony"); a fact of another kind
+        // Said of the old home or job ("My flat in Lisbon is near the river"); a fact of another kind
         // that names the place tells something else ("I'm training for the Lisbon Marathon").
         if open(f, i)
             && matches!(f.kind, FactKind::Home | FactKind::Work)
@@ -1140,9 +1140,13 @@ pub fn in_scope(f: &UserFact, scope: Option<&str>) -> bool {
     f.is_current() && (f.scope.is_none() || f.scope.as_deref() == scope)
 }
 
-/// What the user said elsewhere after `since`, which a conversation's memory made by then does not
+/// The most facts [`said_after`] gives (the newest): each is read against a summary on every send.
+pub const MAX_FACTS_SAID_AFTER: usize = 100;
+
+/// What the user said elsewhere after `since` that a conversation's memory made by then does not
 /// know: the text and day of each current, unforgotten fact about the user (scope none) said after
-/// `since`, but those from the messages `here` (the conversation's own), oldest first.
+/// `since` that claims something (a claim key: only a claim makes anything past), but those from
+/// the messages `here` (the conversation's own); the newest [`MAX_FACTS_SAID_AFTER`], oldest first.
 pub fn said_after<'a>(
     facts: &'a [UserFact],
     since: Millis,
@@ -1150,7 +1154,7 @@ pub fn said_after<'a>(
 ) -> Vec<(&'a str, Millis)> {
     let mut out: Vec<(&str, Millis)> = facts
         .iter()
-        .filter(|f| in_scope(f, None) && f.scope.is_none())
+        .filter(|f| in_scope(f, None) && !f.claim_key.is_empty())
         .filter(|f| {
             f.source
                 .as_ref()
@@ -1165,6 +1169,7 @@ pub fn said_after<'a>(
         .filter(|(_, at)| *at > since)
         .collect();
     sort_by_key(&mut out, |(_, at)| *at);
+    out.drain(..out.len().saturating_sub(MAX_FACTS_SAID_AFTER));
     out
 }
 
