@@ -117,6 +117,7 @@ fn main() {
         config: &config,
         protocol: Protocol::OpenAiChat,
         user_facts: &[],
+        project: None,
         recall: &[],
     };
     let mut times = Vec::new();

@@ -21,22 +21,23 @@
 //! endpoint takes (`start_form`, `next_form` on a refusal), `request::build`, the protocol's stream
 //! decoder, `ReplyCollector`, `parse_reply`, `UpdateRequest::ground`, `apply_update`, then `rank_for_prompt` and `assemble` for the
 //! final prompt. Only the HTTP client is the bench's: HTTP/1.0 over a loopback socket, so the server
-//! frames the stream by closing the connection. `MEMOIRE_RECALL_VERBOSE=1` prints every reply;
+//! frames the stream by closing the connection. The client, the update, the conversation's memory and
+//! the driver with every update waited for are `benches/common/mod.rs`, shared with `memory_eval`. `MEMOIRE_RECALL_VERBOSE=1` prints every reply;
 //! `MEMOIRE_RECALL_ONLY=waiting|typing|changed` runs that run alone.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
+mod common;
+
+use std::net::Shutdown;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use memoire::engine::assemble::{assemble, Assembly, AssemblyInput};
-use memoire::engine::decode::{decoder_for, StreamEvent};
-use memoire::engine::failure;
+use common::{
+    ask, carried_as_current, chat, converse, endpoint, prompt_text, Abort, Memory, Step, REPLY,
+};
 use memoire::engine::memory::schedule::Action;
 use memoire::engine::memory::*;
 use memoire::engine::model::*;
-use memoire::engine::request::{self, HttpRequest, RequestOptions};
 use memoire::engine::tokens::{HeuristicEstimator, TokenEstimator};
 
 /// (user message, the word that shows the fact survived).
@@ -75,306 +76,12 @@ const FILLER: [&str; 12] = [
 const FINAL: &str =
     "Before we stop: tell me everything you remember about me, my family and my life.";
 
-const REPLY: &str = "That is a good question. In short, it depends on a few things, and the most \
-important ones are the conditions around you, how much time you have, and what you want in the end. \
-Start small, check the result, and adjust step by step; most people find that a steady routine works \
-better than one big effort. If you want, I can go into more detail on any part of it.";
-
-fn message(seq: u64, role: Role, content: &str) -> Message {
-    Message {
-        id: format!("m{seq}"),
-        conversation_id: "c".into(),
-        seq,
-        role,
-        content: content.into(),
-        status: MessageStatus::Complete,
-        created_at: seq as i64 * 60_000,
-        meta: MessageMeta::default(),
-    }
-}
-
-fn endpoint(url: &str) -> EndpointProfile {
-    EndpointProfile {
-        id: "bench".into(),
-        base_url: url.into(),
-        protocol: Protocol::OpenAiChat,
-        model: "smollm2-135m".into(),
-        api_key: None,
-        system_prompt: "You are a helpful assistant.".into(),
-        no_user_memory: false,
-    }
-}
-
-/// Where a running memory request's socket is kept, so that a chat turn can stop it.
-type Abort = Arc<Mutex<Option<TcpStream>>>;
-
-/// What one HTTP exchange gave: the status and the body. With `abort`, the socket is kept there while
-/// the request runs (shutting it down ends the exchange early).
-fn send(req: &HttpRequest, abort: Option<&Abort>) -> Result<(u16, Vec<u8>), String> {
-    let rest = req.url.strip_prefix("http://").ok_or("only http:// URLs")?;
-    let (host, path) = rest.split_once('/').ok_or("no path")?;
-    let mut stream = TcpStream::connect(host).map_err(|e| format!("connect {host}: {e}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(600))).ok();
-    if let Some(slot) = abort {
-        *slot.lock().unwrap() = stream.try_clone().ok();
-    }
-    let mut head = format!(
-        "{} /{path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n",
-        req.method,
-        req.body.len()
-    );
-    for (k, v) in &req.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream
-        .write_all(head.as_bytes())
-        .map_err(|e| e.to_string())?;
-    stream
-        .write_all(req.body.as_bytes())
-        .map_err(|e| e.to_string())?;
-    let mut raw = Vec::new();
-    let read = stream.read_to_end(&mut raw);
-    if let Some(slot) = abort {
-        slot.lock().unwrap().take();
-    }
-    read.map_err(|e| e.to_string())?;
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no header end")?;
-    let status_line = String::from_utf8_lossy(&raw[..split]).to_string();
-    let status = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or("no status")?;
-    Ok((status, raw[split + 4..].to_vec()))
-}
-
-/// One memory update through the engine: the reply text and whether the stream ended without a
-/// finish reason, or why there is none (with how it ended, for `schedule::judge`).
-fn ask(
-    endpoint: &EndpointProfile,
-    req: &UpdateRequest,
-    form: &mut MemoryForm,
-    abort: Option<&Abort>,
-) -> Result<(String, bool), (String, UpdateEnd)> {
-    let mut retried = false;
-    loop {
-        let http = request::build(
-            endpoint,
-            &req.prompt_for(*form),
-            &req.request_options(*form),
-        );
-        let (status, body) = send(&http, abort)
-            .map_err(|e| (e, UpdateEnd::Failed(failure::FailureKind::Network)))?;
-        if status >= 400 {
-            let text = String::from_utf8_lossy(&body).to_string();
-            if !retried && refused_http(*form, status, &text) {
-                if let Some(next) = next_form(endpoint.protocol, *form) {
-                    eprintln!(
-                        "[recall] {} refused ({status}); trying {}",
-                        form.as_str(),
-                        next.as_str()
-                    );
-                    *form = next;
-                    retried = true;
-                    continue;
-                }
-            }
-            let kind = failure::classify_http(status, None, &text, false, 0).kind;
-            return Err((format!("HTTP {status}: {text}"), UpdateEnd::Failed(kind)));
-        }
-        if std::env::var("MEMOIRE_RECALL_DUMP").is_ok() {
-            std::fs::write("/tmp/recall-request.json", &http.body).ok();
-            std::fs::write("/tmp/recall-response.txt", &body).ok();
-        }
-        let mut decoder = decoder_for(endpoint.protocol);
-        let mut collector = ReplyCollector::new(*form);
-        decoder.handle_bytes(&body);
-        decoder.handle_eof();
-        while let Some(ev) = decoder.poll_event() {
-            if let Some(done) = collector.handle_event(ev) {
-                return match done {
-                    Ok(text) => Ok((text, collector.was_cut())),
-                    Err(e) => Err((
-                        e.message.clone(),
-                        UpdateEnd::Failed(failure::from_stream_error(&e, false).kind),
-                    )),
-                };
-            }
-        }
-        unreachable!("engine::decode ends every body with Done or Error");
-    }
-}
-
-/// A chat turn through the engine: the reply text (empty when the request failed).
-fn chat(endpoint: &EndpointProfile, prompt: &Prompt) -> String {
-    let options = RequestOptions {
-        temperature: None,
-        max_tokens: None,
-        previous_response_id: None,
-        stream: true,
-        output: None,
-    };
-    let http = request::build(endpoint, prompt, &options);
-    let Ok((status, body)) = send(&http, None) else {
-        return String::new();
-    };
-    if status >= 400 {
-        eprintln!("[recall] chat: HTTP {status}");
-        return String::new();
-    }
-    let mut decoder = decoder_for(endpoint.protocol);
-    decoder.handle_bytes(&body);
-    decoder.handle_eof();
-    let mut text = String::new();
-    while let Some(ev) = decoder.poll_event() {
-        if let StreamEvent::TextDelta(t) = ev {
-            text.push_str(&t);
-        }
-    }
-    text
-}
-
 fn facts_in(text: &str) -> usize {
     let lower = text.to_lowercase();
     FACTS
         .iter()
         .filter(|(_, w)| lower.contains(&w.to_lowercase()))
         .count()
-}
-
-/// A conversation's memory as the app keeps it: messages, summary versions, the graph.
-struct Memory {
-    config: MemoryConfig,
-    messages: Vec<Message>,
-    summaries: Vec<ConversationSummary>,
-    graph: Graph,
-    ids: u64,
-    /// Summaries that landed (for the echo figure).
-    landed: Vec<String>,
-}
-
-impl Memory {
-    fn new(config: MemoryConfig) -> Memory {
-        Memory {
-            config,
-            messages: Vec::new(),
-            summaries: Vec::new(),
-            graph: Graph::new(Vec::new()),
-            ids: 0,
-            landed: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, role: Role, content: &str) {
-        let seq = self.messages.len() as u64 + 1;
-        self.messages.push(message(seq, role, content));
-    }
-
-    fn covers(&self) -> Option<u64> {
-        latest(&self.summaries).map(|s| s.covers_up_to_seq)
-    }
-
-    fn due(&self) -> bool {
-        due(DueInput {
-            messages: &self.messages,
-            covers_up_to_seq: self.covers(),
-            every_pairs: self.config.summary_every_pairs,
-            over_budget: false,
-        })
-        .is_due()
-    }
-
-    /// The update request the app would send now (the update's own budget is the model's context).
-    fn request(&self) -> Option<UpdateRequest> {
-        build_update_request(
-            latest(&self.summaries),
-            &self.messages,
-            self.graph.nodes(),
-            &UpdateLimits::from_config(&MemoryConfig {
-                context_tokens: 8192,
-                ..self.config.clone()
-            }),
-        )
-        .ok()
-    }
-
-    /// Parses, grounds and applies a reply to `req` (sent when the summary was `previous`). Returns
-    /// whether it landed.
-    fn apply(&mut self, req: &UpdateRequest, reply: &str) -> bool {
-        let Ok(parsed) = req.read_reply(reply) else {
-            return false;
-        };
-        let previous = latest(&self.summaries).cloned();
-        // A reply to an older request (the summary moved on meanwhile) is not applied.
-        if previous.as_ref().map(|s| s.covers_up_to_seq).unwrap_or(0) >= req.span.to_seq {
-            return false;
-        }
-        let ids = &mut self.ids;
-        let now = self.messages.len() as i64 * 60_000;
-        let applied = apply_update(
-            &parsed,
-            previous.as_ref(),
-            "c",
-            &req.span,
-            self.messages.len() as u64,
-            &mut self.graph,
-            EntityScope::Conversation("c".into()),
-            now,
-            summary_max_chars(&self.config),
-            || {
-                *ids += 1;
-                format!("e{ids}")
-            },
-        );
-        if let Some(s) = &applied.summary {
-            self.landed.push(s.text.clone());
-        }
-        self.summaries.extend(applied.summary);
-        true
-    }
-
-    /// The prompt the app would assemble for `text` as the next message.
-    fn prompt_for(&self, endpoint: &EndpointProfile, text: &str) -> (Assembly, Message) {
-        let new = message(self.messages.len() as u64 + 1, Role::User, text);
-        let recent: Vec<&str> = self
-            .messages
-            .iter()
-            .rev()
-            .take(self.config.recent_messages)
-            .map(|m| m.content.as_str())
-            .chain(std::iter::once(text))
-            .collect();
-        let ranked: Vec<EntityNode> = rank_for_prompt(&self.graph, &recent, new.created_at)
-            .into_iter()
-            .cloned()
-            .collect();
-        let assembly = assemble(
-            &AssemblyInput {
-                system_prompt: &endpoint.system_prompt,
-                summary: latest(&self.summaries),
-                entities: &ranked,
-                history: &self.messages,
-                new_message: &new,
-                config: &self.config,
-                protocol: endpoint.protocol,
-                user_facts: &[],
-                recall: &[],
-            },
-            &HeuristicEstimator,
-        );
-        (assembly, new)
-    }
-}
-
-fn prompt_text(assembly: &Assembly) -> String {
-    std::iter::once(assembly.prompt.system.clone())
-        .chain(assembly.prompt.messages.iter().map(|m| m.content.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The memory config of the runs: an update every pair, a history that cannot fit 1,400 tokens.
@@ -406,29 +113,27 @@ fn run_waiting(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
     let (mut updates, mut parsed_ok) = (0u32, 0u32);
     let turns = turns();
     let started = Instant::now();
-    for user in &turns {
-        mem.push(Role::User, user);
-        mem.push(Role::Assistant, REPLY);
-        if !mem.due() {
-            continue;
-        }
-        let req = mem.request().expect("messages to summarise");
-        updates += 1;
-        let t = Instant::now();
-        let reply = ask(endpoint, &req, &mut form, None);
-        let landed = match &reply {
-            Ok((text, _)) => mem.apply(&req, text),
-            Err(_) => false,
+    converse(&mut mem, endpoint, &mut form, &turns, REPLY, |step| {
+        let Step::Update {
+            reply,
+            landed,
+            took,
+            form,
+            ..
+        } = step
+        else {
+            return;
         };
+        updates += 1;
         if verbose {
             eprintln!(
                 "[recall] update {updates} ({} ms, {}): {reply:?} -> landed {landed}",
-                t.elapsed().as_millis(),
+                took.as_millis(),
                 form.as_str()
             );
         }
         parsed_ok += landed as u32;
-    }
+    });
     let (assembly, _) = mem.prompt_for(endpoint, FINAL);
     let text = prompt_text(&assembly);
     // A plain last-N window of the same token size.
@@ -740,36 +445,6 @@ const CHANGES: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
-/// Words that mark a statement as no longer true, or as the end of what it names ("Sadly Biscuit
-/// died in the spring" does not carry Biscuit as the user's current pet).
-const PAST_MARKERS: [&str; 11] = [
-    "until ",
-    "no longer",
-    "used to",
-    "formerly",
-    "previously",
-    "before moving",
-    "(past",
-    "past:",
-    " died",
-    "passed away",
-    " sold ",
-];
-
-/// Whether `prompt_memory` carries `value` as current: a sentence (or line) names it without marking
-/// it as past, and without naming the `new` value (a sentence that names both tells the change: "I
-/// sold the Fiat and now I drive a blue Toyota"). Sentences end at a full stop followed by a space
-/// or the line's end, so a note such as `(said 2026-11-20; until 2026-11-24)` stays with its sentence.
-fn carried_as_current(prompt_memory: &str, value: &str, new: &str) -> bool {
-    let (value, new) = (value.to_lowercase(), new.to_lowercase());
-    prompt_memory
-        .split('\n')
-        .flat_map(|line| line.split(". "))
-        .map(str::to_lowercase)
-        .filter(|s| s.contains(&value) && !s.contains(&new))
-        .any(|s| !PAST_MARKERS.iter().any(|m| s.contains(m)))
-}
-
 /// The third run: facts that change, every update waited for (canned replies).
 fn run_changed(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
     let mut mem = Memory::new(config());
@@ -779,20 +454,14 @@ fn run_changed(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
     script.extend(FILLER[..3].iter().copied());
     script.extend(CHANGES.iter().map(|c| c.2));
     script.extend(FILLER[3..5].iter().copied());
-    for user in &script {
-        mem.push(Role::User, user);
-        mem.push(Role::Assistant, REPLY);
-        if !mem.due() {
-            continue;
-        }
-        let req = mem.request().expect("messages to summarise");
-        if let Ok((text, _)) = ask(endpoint, &req, &mut form, None) {
-            let landed = mem.apply(&req, &text);
+    converse(&mut mem, endpoint, &mut form, &script, REPLY, |step| {
+        if let Step::Update { reply, landed, .. } = step {
             if verbose {
+                let text = reply.as_ref().map(|r| r.0.as_str()).unwrap_or_default();
                 eprintln!("[changed] update landed {landed}: {text}");
             }
         }
-    }
+    });
     let (assembly, _) = mem.prompt_for(
         endpoint,
         "Remind me: where do I live, what is my job, which pet and which car do I have?",

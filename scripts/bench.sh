@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
 #   native  : cargo bench (engine: assembly, merge, decoding, markdown speed and spec pass rate, import),
-#             release profile; and memory_recall, the memory path against the real model (a llama-cpp-python
-#             server started here)
+#             release profile; and memory_recall and memory_eval, the memory path against the real model
+#             (a llama-cpp-python server started here)
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
 #             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli: every file (wasm chunks included), and what a first visit
@@ -55,8 +55,9 @@ log_of() {
   esac
 }
 
-# The real model (llama-cpp-python + SmolLM2-135M, installed by setup.sh) for benches/memory_recall.rs,
-# on a free loopback port with a fixed seed; stopped once it is done (or when this script ends).
+# The real model (llama-cpp-python + SmolLM2-135M, installed by setup.sh) for benches/memory_recall.rs
+# and benches/memory_eval.rs, on a free loopback port with a fixed seed; stopped once the bench is done
+# (or when this script ends).
 model_pid=
 start_model() {
   local venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv} gguf port
@@ -79,10 +80,14 @@ trap stop_model EXIT
 
 for b in $(native_benches); do
   name=$(basename "$b" .rs)
-  if [ "$name" = memory_recall ] && ! start_model; then echo "memory_recall failed: no model server (see above)"; status=1; continue; fi
+  # The benches on the real model: each gets a server of its own, freshly started (its sampling
+  # starts from the seed), stopped once it is done (idle, it holds about 900 MB).
+  model_bench=
+  case $name in memory_recall | memory_eval) model_bench=1 ;; esac
+  if [ -n "$model_bench" ] && ! start_model; then echo "$name failed: no model server (see above)"; status=1; continue; fi
   cargo bench --quiet --bench "$name" 2>"$logs/$name.err" | keep || { echo "$name failed (see $logs/$name.err)"; status=1; }
+  [ -z "$model_bench" ] || stop_model
 done
-stop_model # idle after memory_recall, but it holds about 900 MB through the browser and e2e benches
 
 # The store bench imports 100,000 messages six times (3 runs, the store's and plain JS's): minutes on a
 # loaded 2-core machine. Its own limit, never the test layer's (the Makefile exports 180 s for that).

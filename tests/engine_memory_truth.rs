@@ -506,6 +506,8 @@ fn a_newer_statement_supersedes_an_older_one() {
     // A thing that is gone: every sentence that names it holds no longer.
     check_change(&["I have a dog called Biscuit."], &["Sadly Biscuit died in the spring. I have a cat called Pimento now."], none, "dog called Biscuit", "Pimento");
     check_change(&["I drive an old red Fiat."], &["I sold the Fiat and now I drive a blue Toyota."], none, "red Fiat", "Toyota");
+    check_change(&["At the moment I run about 40 kilometres a week."], &["These days I run about 60 kilometres a week."], none, "40", "60");
+    check_change(&["I drink my coffee black."], &["I switched from coffee to green tea in the mornings."], none, "black", "green tea");
     check_change(&["I have a dog called Biscuit."], &["Biscuit passed away."], ("The user has a dog named Biscuit.", ""), "dog named Biscuit", "passed away");
     // A model that copies the old fact back as current does not bring it back.
     check_change(&["I live in Lisbon."], &["I moved to Oslo."], ("", "The user lives in Lisbon. The user lives in Oslo."), "Lisbon", "Oslo");

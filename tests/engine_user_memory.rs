@@ -289,6 +289,45 @@ fn a_newer_fact_makes_the_older_one_past() {
         &["I live in Oslo.", "My sister moved to Rome."],
         &["My sister lives in Bergen."],
     );
+    // A new amount of the same thing.
+    check_supersede(
+        &[
+            ("At the moment I run about 40 kilometres a week.", 0),
+            ("I sleep 7 hours a night.", 0),
+            ("These days I run about 60 kilometres a week.", 3),
+        ],
+        &[
+            "I sleep 7 hours a night.",
+            "These days I run about 60 kilometres a week.",
+        ],
+        &["At the moment I run about 40 kilometres a week."],
+    );
+    // A habit given up.
+    check_supersede(
+        &[
+            ("I drink my coffee black.", 0),
+            ("I switched from coffee to green tea in the mornings.", 2),
+        ],
+        &["I switched from coffee to green tea in the mornings."],
+        &["I drink my coffee black."],
+    );
+    // A fact of another kind that names the old place tells something else: it stays.
+    check_supersede(
+        &[
+            ("I live in Bergen.", 0),
+            ("My flat in Bergen is near the fish market.", 0),
+            ("I'm training for the Bergen City Marathon.", 1),
+            ("I moved to Stavanger.", 3),
+        ],
+        &[
+            "I'm training for the Bergen City Marathon.",
+            "I moved to Stavanger.",
+        ],
+        &[
+            "I live in Bergen.",
+            "My flat in Bergen is near the fish market.",
+        ],
+    );
     // Unrelated facts stay.
     check_supersede(
         &[
@@ -887,6 +926,132 @@ fn a_fact_the_conversation_just_changed_is_not_current_in_the_prompt() {
         "{:?}",
         s.fact_ids
     );
+}
+
+/// The prompt of conversation `c` (history `m1`: "Hello") whose summary `text` was made on day
+/// `made`, with `entities` and `facts`.
+fn after_summary(facts: &[UserFact], text: &str, made: i64, entities: &[EntityNode]) -> Assembly {
+    let config = MemoryConfig::default();
+    let history = [msg(1, Role::User, "Hello", 0)];
+    let summary = ConversationSummary {
+        conversation_id: "c".into(),
+        version: 1,
+        text: text.into(),
+        covers_up_to_seq: 1,
+        message_count: 1,
+        updated_at: NOV_20 + made * DAY,
+    };
+    let new = msg(2, Role::User, "Where do I live?", 10);
+    assemble(
+        &AssemblyInput {
+            system_prompt: "You are helpful.",
+            summary: Some(&summary),
+            entities,
+            history: &history,
+            new_message: &new,
+            config: &config,
+            protocol: Protocol::OpenAiChat,
+            user_facts: facts,
+            project: None,
+            recall: &[],
+        },
+        &HeuristicEstimator,
+    )
+}
+
+/// The summary section of [`after_summary`] is `want`.
+fn check_summary_after(facts: &[UserFact], text: &str, made: i64, want: &str) {
+    let a = after_summary(facts, text, made, &[]);
+    let got = a.section(SectionKind::Summary).map(|s| s.text.clone());
+    let want = format!("## Summary of the conversation so far\n{want}");
+    assert_eq!(
+        got.as_deref(),
+        Some(want.as_str()),
+        "{text:?} made on day {made}"
+    );
+}
+
+#[test]
+fn a_summary_sentence_a_fact_said_elsewhere_since_supersedes_is_past() {
+    use FactKind::*;
+    let lisbon = "User: I live in Lisbon (said 2026-11-20). Lisbon is sunny.";
+    let moved = [fact("oslo", "I moved to Oslo.", Home, 3)];
+    let past = "User: I live in Lisbon (said 2026-11-20; until 2026-11-23). Lisbon is sunny (until 2026-11-23).";
+    check_summary_after(&moved, lisbon, 1, past);
+    // Made after the fact was said: the summary may know better.
+    check_summary_after(&moved, lisbon, 5, lisbon);
+    // Memory about the user off: no facts.
+    check_summary_after(&[], lisbon, 1, lisbon);
+    // Said in this very conversation: its messages are the summary's to take in.
+    let mut here = fact("oslo", "I moved to Oslo.", Home, 3);
+    here.source.as_mut().unwrap().message_id = "m1".into();
+    check_summary_after(&[here], lisbon, 1, lisbon);
+    // A past or forgotten fact supersedes nothing.
+    let mut gone = fact("oslo", "I moved to Oslo.", Home, 3);
+    gone.forgotten = Some(NOV_20 + 4 * DAY);
+    check_summary_after(&[gone], lisbon, 1, lisbon);
+    check_summary_after(
+        &[fact("pilot", "I work as a pilot now.", Work, 2)],
+        "User: I work as a nurse. The user has a cat.",
+        1,
+        "User: I work as a nurse (until 2026-11-22). The user has a cat.",
+    );
+}
+
+#[test]
+fn what_was_said_elsewhere_since_is_the_newest_facts_that_claim() {
+    use FactKind::*;
+    let mut facts: Vec<UserFact> = (0..150)
+        .map(|i| fact(&format!("f{i}"), &format!("I moved to Town{i}."), Home, i))
+        .collect();
+    facts.push(fact("novel", "I'm writing a novel.", Project, 200));
+    let here = std::collections::HashSet::from(["m-f149"]);
+    let got: Vec<&str> = said_after(&facts, NOV_20 + 10 * DAY, &here)
+        .into_iter()
+        .map(|(text, _)| text)
+        .collect();
+    assert_eq!(got.len(), MAX_FACTS_SAID_AFTER);
+    assert_eq!(got.first(), Some(&"I moved to Town49."));
+    assert_eq!(got.last(), Some(&"I moved to Town148."));
+}
+
+/// The entity `Sunniva` (alias `alias`, property `home`: `Lisbon`) in the prompt of
+/// [`after_summary`] (a summary "User: I live in Lisbon. We have a cat called Mosel." made on day
+/// `made`) with `facts`: its line is `want`.
+fn check_entity_after(facts: &[UserFact], made: i64, alias: &str, want: &str) {
+    let sunniva = EntityNode {
+        id: "e1".into(),
+        scope: EntityScope::Conversation("c".into()),
+        entity_type: EntityType::Person,
+        name: "Sunniva".into(),
+        aliases: vec![alias.into()],
+        description: "My daughter Sunniva is seven.".into(),
+        properties: [("home".to_string(), "Lisbon".to_string())].into(),
+        property_since: Default::default(),
+        past_properties: Vec::new(),
+        relationships: Vec::new(),
+        source_message_ids: vec!["m1".into()],
+        updated_at: NOV_20,
+    };
+    let summary = "User: I live in Lisbon. We have a cat called Mosel.";
+    let a = after_summary(facts, summary, made, &[sunniva]);
+    let got = a.section(SectionKind::Entities).map(|s| s.text.clone());
+    let want = format!("## What you remember (entity memory)\n{want}");
+    assert_eq!(got.as_deref(), Some(want.as_str()), "made on day {made}");
+}
+
+#[rustfmt::skip]
+#[test]
+fn an_entity_drops_what_a_fact_said_elsewhere_since_ends() {
+    use FactKind::*;
+    let died = [fact("mosel", "Sadly Mosel died last week.", Pets, 3)];
+    check_entity_after(&died, 1, "Mosel", "- Sunniva (person): My daughter Sunniva is seven. | home=Lisbon");
+    // Made after the fact was said, or without facts: as stored.
+    check_entity_after(&died, 5, "Mosel", "- Sunniva (person; aka Mosel): My daughter Sunniva is seven. | home=Lisbon");
+    check_entity_after(&[], 1, "Mosel", "- Sunniva (person; aka Mosel): My daughter Sunniva is seven. | home=Lisbon");
+    // A place the summary's sentence, made past by the fact, names: its property is past.
+    let moved = [fact("oslo", "I moved to Oslo.", Home, 3)];
+    check_entity_after(&moved, 1, "Sunny", "- Sunniva (person; aka Sunny): My daughter Sunniva is seven.");
 }
 
 // ---------- properties ----------

@@ -9,14 +9,16 @@
 //! 2. room held for what the user said in the messages the summary does not cover yet, in case
 //!    history cannot carry them ([`PENDING_SHARE_PERCENT`]), then the most recent of those messages
 //!    (up to the last N);
-//! 3. the summary (its sentences that an uncovered user message supersedes carried as past,
-//!    `memory::pending`), then the facts about the user (`memory::user`: the core, then those the
-//!    recent messages speak of) within their share ([`USER_FACTS_SHARE_PERCENT`]), none that an
-//!    uncovered user message supersedes; when space is short they give way before the summary;
+//! 3. the summary (its sentences that an uncovered user message, or a fact about the user said
+//!    elsewhere since the summary was made, supersedes carried as past, `memory::pending`), then
+//!    the facts about the user (`memory::user`: the core, then those the recent messages speak of)
+//!    within their share ([`USER_FACTS_SHARE_PERCENT`]), none that an uncovered user message
+//!    supersedes; when space is short they give way before the summary;
 //!    then the passages of other conversations the new message refers back to (`memory::recall`),
 //!    as many as fit their share ([`RECALL_SHARE_PERCENT`]);
 //! 4. the rest of the last N (covered by the summary, kept verbatim for recency);
-//! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]);
+//! 5. the entities, within their share of the budget ([`ENTITY_SHARE_PERCENT`]), without an alias
+//!    or property naming what a fact said elsewhere since the summary was made ends;
 //! 6. older messages the summary does not cover, newest first;
 //! 7. the user's statements from the uncovered messages history left out (`memory::pending`: a
 //!    fact the user gave stays in the prompt until a memory update covers it), in the room held for
@@ -39,7 +41,8 @@ use crate::engine::memory::recall::{
     passage_line, passages_detail, Passage, RECALL_HEADING, RECALL_SHARE_PERCENT,
 };
 use crate::engine::memory::summary::shorten;
-use crate::engine::memory::user::{fact_line, pick_for_prompt, USER_FACTS_HEADING};
+use crate::engine::memory::supersede::forget_gone;
+use crate::engine::memory::user::{fact_line, pick_for_prompt, said_after, USER_FACTS_HEADING};
 use crate::engine::memory::{memory_pending, Pending};
 use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Millis,
@@ -702,22 +705,42 @@ fn uncovered_user_messages(
 }
 
 /// What `memory::pending` reads: each uncovered message (text, time, and that its statements may
-/// be carried; step 7 leaves out those of the messages history carries whole), then the new
-/// message, whose claims count but whose statements are not carried.
+/// be carried; step 7 leaves out those of the messages history carries whole; at the index of
+/// `uncovered`), then each fact about the user said elsewhere after the summary was made
+/// (`elsewhere`, oldest first: its claims count, its statements are the facts section's), then the
+/// new message, whose claims count but whose statements are not carried. A fact said elsewhere
+/// follows the messages even when said before some: it is current, so none of them supersedes it
+/// (taking that message in would have made it past).
 fn said_of<'a>(
     history: &'a [Message],
     uncovered: &[usize],
+    elsewhere: &[(&'a str, Millis)],
     new: &'a Message,
-) -> Vec<(&'a str, crate::engine::model::Millis, bool)> {
+) -> Vec<(&'a str, Millis, bool)> {
     uncovered
         .iter()
         .map(|&i| (history[i].content.as_str(), history[i].created_at, true))
+        .chain(elsewhere.iter().map(|&(text, at)| (text, at, false)))
         .chain(std::iter::once((
             new.content.as_str(),
             new.created_at,
             false,
         )))
         .collect()
+}
+
+/// The facts about the user of `input` said elsewhere after its summary was made
+/// (`memory::user::said_after`): none without a summary or facts.
+fn said_since_summary<'a>(input: &AssemblyInput<'a>) -> Vec<(&'a str, Millis)> {
+    let Some(summary) = input.summary else {
+        return Vec::new();
+    };
+    if input.user_facts.is_empty() {
+        return Vec::new();
+    }
+    let here: std::collections::HashSet<&str> =
+        input.history.iter().map(|m| m.id.as_str()).collect();
+    said_after(input.user_facts, summary.updated_at, &here)
 }
 
 /// The tokens held for the pending statements before history takes the rest: what they all cost,
@@ -803,6 +826,9 @@ struct Assembler<'a, E: TokenEstimator + ?Sized> {
     pending: Pending,
     /// Tokens held for their statements until step 7.
     held: u32,
+    /// The facts about the user said elsewhere since the summary was made (text, when), oldest
+    /// first: what they supersede in this conversation's memory is past in the prompt.
+    elsewhere: Vec<(&'a str, Millis)>,
     /// Tokens and bytes of the system prompt and of the new message.
     system: (u32, usize),
     new_cost: (u32, usize),
@@ -873,6 +899,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             uncovered: Vec::new(),
             pending: Pending::default(),
             held: 0,
+            elsewhere: said_since_summary(&input),
             system,
             new_cost,
         };
@@ -890,10 +917,30 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         // step 7 leaves those out.
         self.pending = memory_pending(
             self.summary.map(|s| s.text.as_str()),
-            &said_of(history, &self.uncovered, new),
+            &said_of(history, &self.uncovered, &self.elsewhere, new),
         );
         self.held = pending_hold(&self.pending, self.est, &self.meter, self.budget);
         self.meter.tokens += self.held as u64;
+    }
+
+    /// The entities without what the facts about the user said elsewhere since the summary was
+    /// made end (`memory::supersede::forget_gone` over the summary as step 3 carries it and those
+    /// facts: an alias or property naming a thing gone, or a place or job of a sentence made past),
+    /// as the conversation's next update would; `None` when that changes nothing. Before step 3.
+    fn entities_since_summary(&self) -> Option<Vec<EntityNode>> {
+        let since = self.elsewhere.first()?.1;
+        if self.input.entities.is_empty() {
+            return None;
+        }
+        let summary = (self.pending.summary.as_deref())
+            .or(self.summary.map(|s| s.text.as_str()))
+            .unwrap_or_default();
+        let text = std::iter::once(summary)
+            .chain(self.elsewhere.iter().map(|(t, _)| *t))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut entities = self.input.entities.to_vec();
+        (forget_gone(&mut entities, &text, since) > 0).then_some(entities)
     }
 
     /// The entities' share of the budget, in tokens.
@@ -1276,7 +1323,12 @@ fn placed_history(history: &[Message], included: Vec<Candidate>) -> PlacedHistor
 /// Assemble the context for a turn, step by step as the module doc numbers them. See the module
 /// doc for the rules.
 pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) -> Assembly {
+    let corrected;
     let mut a = Assembler::start(*input, est);
+    corrected = a.entities_since_summary();
+    if let Some(entities) = corrected.as_deref() {
+        a.input.entities = entities;
+    }
     a.recent_uncovered();
     let (pending, (summary, summary_dropped, summary_shortened)) = a.place_summary();
     let user_facts = a.place_user_facts();

@@ -77,9 +77,11 @@ fn made_past(base: &str, statements: &[(Millis, &Vec<Claim>)]) -> Option<String>
     let rewritten: Vec<String> = sentences_of(base)
         .into_iter()
         .map(|s| {
+            // The sentence's claims read once, however many statements there are.
+            let mine = claims(s);
             let by = statements
                 .iter()
-                .filter(|(_, c)| superseded_by(s, std::slice::from_ref(*c)))
+                .filter(|(_, c)| c.iter().any(|n| mine.iter().any(|o| n.supersedes(o))))
                 .map(|(at, _)| *at)
                 .min();
             match by {

@@ -14,9 +14,12 @@
 //! - has a N -> (subject, `has` N): superseded only by its negation ("no longer has a N");
 //! - likes / loves / enjoys O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
 //!   "dislikes O", "hates O") and the other way round;
-//! - N died / passed away, sold / lost / crashed N -> (subject, `ended`, N): every other sentence
-//!   that names N holds no longer ([`mentions_ended`]: "I have a dog called Biscuit" once "Biscuit
-//!   died"), and so does an entity's alias or property of that value ([`forget_gone`]).
+//! - does N <unit> a <period> ("I run about 40 kilometres a week") -> (subject, `amount run
+//!   kilometr per week`, N), one value at a time;
+//! - N died / passed away, sold / lost / crashed N, switched from N to … -> (subject, `ended`, N):
+//!   every other sentence that names N holds no longer ([`mentions_ended`]: "I have a dog called
+//!   Biscuit" once "Biscuit died"), and so does an entity's alias or property of that value
+//!   ([`forget_gone`]).
 //!
 //! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it)
 //! when that is the pronoun nearest the verb (not "I'm glad you're living in…"), else the last word
@@ -53,6 +56,7 @@ pub struct Claim {
 impl Claim {
     fn functional(&self) -> bool {
         matches!(self.attribute.as_str(), "lives_in" | "job" | "name")
+            || self.attribute.starts_with("amount ")
     }
 
     /// Whether `self`, said later, makes `older` no longer true.
@@ -281,12 +285,44 @@ fn claim_of(w: &[String], fallback: &str) -> Option<Claim> {
     None
 }
 
+/// Words before an amount that leave it as it is ("about 40 kilometres a week").
+const ROUGHLY: &[&str] = &[
+    "about", "around", "roughly", "nearly", "almost", "over", "some",
+];
+/// What a regular amount is counted per ("a week", "per day", "every month").
+const PERIODS: &[&str] = &["day", "night", "week", "weekend", "month", "year"];
+
+/// The amount a verb at word `p` says the subject does regularly ("run about 40 kilometres a
+/// week"): `amount <verb> <unit> per <period>` and the number.
+fn amount_at(w: &[String], p: usize) -> Option<(String, String)> {
+    let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
+    let verb = at(p);
+    if verb.is_empty() || ROUGHLY.contains(&verb) || verb.chars().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let n = p + 1 + ROUGHLY.contains(&at(p + 1)) as usize;
+    let (number, unit, per, period) = (at(n), at(n + 1), at(n + 2), at(n + 3));
+    let counted = !number.is_empty() && number.chars().all(|c| c.is_ascii_digit());
+    (counted
+        && !unit.is_empty()
+        && matches!(per, "a" | "an" | "per" | "each" | "every")
+        && PERIODS.contains(&period))
+    .then(|| {
+        let stem = super::ground::stem;
+        let attribute = format!("amount {} {} per {period}", stem(verb), stem(unit));
+        (attribute, number.to_string())
+    })
+}
+
 /// What the verb at word `p` of a clause claims, per the module rules: `(attribute, value, whether
 /// it says the opposite)`; `Some(None)` when the clause claims nothing after all, `None` when there
 /// is no verb of the rules at `p`.
 fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
     let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
     let found = |attribute: &str, value: String| Some(Some((attribute.to_string(), value, false)));
+    if let Some((attribute, value)) = amount_at(w, p) {
+        return found(&attribute, value);
+    }
     match (at(p), at(p + 1)) {
         ("live" | "lives" | "living", "in") | ("moved", "to") | ("based", "in") => {
             found("lives_in", value_of(&w[p + 2..]))
@@ -334,6 +370,12 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
                 _ => rest,
             };
             found("ended", value_of(rest))
+        }
+        // "I switched from coffee to green tea": what the user had before is over.
+        ("switched" | "changed", "from") => {
+            let rest = &w[p + 2..];
+            let end = rest.iter().position(|x| x == "to").unwrap_or(rest.len());
+            found("ended", value_of(&rest[..end]))
         }
         ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
         | ("dislike" | "dislikes" | "hate" | "hates", _)

@@ -21,6 +21,8 @@
 //! - Two copies of one fact (a backup's, another device's) join ([`join_fact`]): the words changed
 //!   last win, a tombstone wins over a live copy and a past one over a current one, whatever
 //!   their order.
+//! - What the user said elsewhere after a conversation's memory was made ([`said_after`]): the
+//!   assembly makes the summary sentences these facts supersede past (`super::pending`).
 //! - The prompt ([`facts_for_prompt`]): current, unforgotten facts in scope only; a small core
 //!   (name, home, work, people: [`CORE_MAX_FACTS`] within two thirds of the budget) first, then
 //!   those sharing terms with the recent messages, then the rest of the core, then the rest, newest
@@ -906,8 +908,8 @@ fn restates(f: &UserFact, text: &str, own: &[Claim]) -> bool {
 }
 
 /// Makes past, from `at`, the current facts of `scope` said no later than `at` (but `except`) that
-/// `text` (with `own` claims) supersedes, then those that only name a place or job that no longer
-/// holds. Whether any changed.
+/// `text` (with `own` claims) supersedes, then the home and work facts that only name a place or job
+/// that no longer holds. Whether any changed.
 fn make_past(
     facts: &mut [UserFact],
     text: &str,
@@ -942,7 +944,10 @@ fn make_past(
         .collect();
     let gone = gone_values(ended_now.iter(), current.iter());
     for (i, f) in facts.iter_mut().enumerate() {
+        // Said of the old home or job ("My flat in Lisbon is near the river"); a fact of another kind
+        // that names the place tells something else ("I'm training for the Lisbon Marathon").
         if open(f, i)
+            && matches!(f.kind, FactKind::Home | FactKind::Work)
             && sentence_key(&f.text) != sentence_key(text)
             && mentions_gone(&f.text, &gone)
         {
@@ -1229,6 +1234,39 @@ fn source_of(a: &UserFact, b: &UserFact) -> Option<FactSource> {
 /// current, not forgotten, about the user or of that project.
 pub fn in_scope(f: &UserFact, scope: Option<&str>) -> bool {
     f.is_current() && (f.scope.is_none() || f.scope.as_deref() == scope)
+}
+
+/// The most facts [`said_after`] gives (the newest): each is read against a summary on every send.
+pub const MAX_FACTS_SAID_AFTER: usize = 100;
+
+/// What the user said elsewhere after `since` that a conversation's memory made by then does not
+/// know: the text and day of each current, unforgotten fact about the user (scope none) said after
+/// `since` that claims something (a claim key: only a claim makes anything past), but those from
+/// the messages `here` (the conversation's own); the newest [`MAX_FACTS_SAID_AFTER`], oldest first.
+pub fn said_after<'a>(
+    facts: &'a [UserFact],
+    since: Millis,
+    here: &std::collections::HashSet<&str>,
+) -> Vec<(&'a str, Millis)> {
+    let mut out: Vec<(&str, Millis)> = facts
+        .iter()
+        .filter(|f| in_scope(f, None) && !f.claim_key.is_empty())
+        .filter(|f| {
+            f.source
+                .as_ref()
+                .is_none_or(|s| !here.contains(s.message_id.as_str()))
+        })
+        .map(|f| {
+            (
+                f.text.as_str(),
+                f.source.as_ref().map_or(f.valid_from, |s| s.said_at),
+            )
+        })
+        .filter(|(_, at)| *at > since)
+        .collect();
+    sort_by_key(&mut out, |(_, at)| *at);
+    out.drain(..out.len().saturating_sub(MAX_FACTS_SAID_AFTER));
+    out
 }
 
 /// A fact's line in a prompt: its text on one line (at most [`MAX_FACT_LINE_CHARS`]) and the day it
