@@ -16,6 +16,7 @@ import {
   tid,
   requestText,
   factsSent,
+  currentConversationId,
 } from './helpers.mjs';
 
 let harness;
@@ -55,6 +56,10 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       const carried = factsSent(first).join('\n');
       assert.ok(carried.includes('Marta') && carried.includes('Lisbon'), `the new conversation's first request carries the facts: ${requestText(first)}`);
       assert.ok(!first.body.messages.some((m) => m.content === NAME), 'not as history: the other conversation is not replayed');
+      // The inspector says where each fact came from: the day and the conversation.
+      const source = page.locator(tid('inspector-source', '[data-section="user-facts"]')).filter({ hasText: 'Marta' }).first();
+      await source.waitFor({ state: 'attached' });
+      assert.match(await source.textContent(), /\d{4}-\d{2}-\d{2} · in “My name is Marta/, 'said on a day, in the first conversation');
 
       // Forget the name: the next request of any conversation leaves it out.
       await page.locator(tid('memory-page-open')).click();
@@ -167,6 +172,7 @@ test('recall: a message that refers back gets the passage from the other convers
   try {
     await withDiagnostics(page, issues, 'recall', async () => {
       await chatTurn(page, agent, 'Garden plan: the tomatoes go along the south fence, basil between them.', 'A sunny spot, good.');
+      const garden = await currentConversationId(page);
       await newConversation(page);
       await chatTurn(page, agent, 'Do you remember where the tomatoes go in the garden?', 'Yes, I remember.');
       const asked = requestText(agent.chatRequests().at(-1));
@@ -191,6 +197,14 @@ test('recall: a message that refers back gets the passage from the other convers
       await chatTurn(page, agent, 'Remember where the tomatoes go in the garden?', 'I cannot say.');
       const off = requestText(agent.chatRequests().at(-1));
       assert.ok(!off.includes('other conversations') && !off.includes('south fence'), `off: nothing recalled: ${off}`);
+      // Back on, the inspector's passage opens the conversation it was said in.
+      await own.click();
+      await eventually(async () => (await own.getAttribute('aria-checked')) === 'true', { what: 'the switch saved' });
+      await page.locator(tid('composer-input')).fill('Do you remember the south fence?');
+      const passage = page.locator(tid('inspector-source', '[data-section="recall"]')).first();
+      await passage.waitFor({ state: 'attached' });
+      await passage.locator(tid('inspector-source-open')).click();
+      await eventually(async () => (await currentConversationId(page)) === garden, { what: 'the garden conversation opened' });
       assertNoPageProblems(issues);
     });
   } finally {

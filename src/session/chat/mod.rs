@@ -11,5 +11,5 @@ mod service;
 mod temporary;
 mod turn;
 
-pub use preview::{Preview, PreviewDropped, PreviewSection};
+pub use preview::{Preview, PreviewDropped, PreviewSection, PreviewSource};
 pub use service::{Chat, ChatError};

@@ -4,7 +4,7 @@
 use super::service::{Chat, ChatError};
 use super::turn::Context;
 use crate::engine::assemble::{DropReason, SectionKind};
-use crate::engine::format::{path_explanation, plural, system_prompt_detail};
+use crate::engine::format::{date, path_explanation, plural, system_prompt_detail};
 use crate::engine::model::{
     Conversation, EntityScope, HistoryFormat, MemoryOverrides, Message, MessageStatus, Role,
     TurnPath,
@@ -22,6 +22,24 @@ pub struct PreviewSection {
     pub tokens: u32,
 }
 
+/// Where something the next request carries from the user's memory across conversations came
+/// from: a fact about the user (section `user-facts`) or a passage of another conversation
+/// (`recall`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviewSource {
+    /// The section's key.
+    pub section: String,
+    /// The fact, or the passage, as carried.
+    pub text: String,
+    /// The day it was said (`YYYY-MM-DD`).
+    pub said: String,
+    /// Where it was said (`None`: a fact the user added by hand).
+    pub conversation_id: Option<String>,
+    pub message_id: Option<String>,
+    /// The conversation's title, when the prompt names it (a passage's).
+    pub title: Option<String>,
+}
+
 /// A message the next request leaves out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreviewDropped {
@@ -37,6 +55,8 @@ pub struct Preview {
     pub format: String,
     pub protocol: String,
     pub sections: Vec<PreviewSection>,
+    /// Where each fact about the user and each passage of another conversation came from.
+    pub sources: Vec<PreviewSource>,
     pub dropped: Vec<PreviewDropped>,
     pub total_tokens: u32,
     pub budget: u32,
@@ -154,6 +174,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
         })
         .collect();
     Preview {
+        sources: sources_of(ctx),
         path,
         path_explanation,
         format: match ctx.config.history_format {
@@ -168,4 +189,32 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
         over_budget: a.over_budget,
         request_bytes: a.total_bytes,
     }
+}
+
+/// Where the facts about the user and the passages the prompt carries came from, in prompt order.
+fn sources_of(ctx: &Context) -> Vec<PreviewSource> {
+    let a = &ctx.assembly;
+    let facts = a.carried_facts(&ctx.about.facts).into_iter().map(|f| {
+        let source = f.source.as_ref();
+        PreviewSource {
+            section: SectionKind::UserFacts.key().into(),
+            text: f.text.clone(),
+            said: date(source.map_or(f.valid_from, |s| s.said_at)),
+            conversation_id: source.map(|s| s.conversation_id.clone()),
+            message_id: source.map(|s| s.message_id.clone()),
+            title: None,
+        }
+    });
+    let passages = a
+        .carried_passages(&ctx.about.recall)
+        .into_iter()
+        .map(|p| PreviewSource {
+            section: SectionKind::Recall.key().into(),
+            text: p.text.clone(),
+            said: date(p.said_at),
+            conversation_id: Some(p.conversation_id.clone()),
+            message_id: Some(p.message_id.clone()),
+            title: Some(p.title.clone()),
+        });
+    facts.chain(passages).collect()
 }

@@ -73,7 +73,7 @@ fn reply_placeholder(id: &str, ctx: &Context) -> Message {
 
 /// What a prompt carries of the user's memory across conversations, and the conversation's
 /// project (its instructions, and the scope of the facts it may carry).
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct AboutUser {
     /// The conversation's project, while it exists (`engine::project::project_of`).
     pub project: Option<Project>,
@@ -94,6 +94,9 @@ pub(crate) struct Context {
     pub config: MemoryConfig,
     /// The conversation's project, if any (the inspector names it).
     pub project: Option<Project>,
+    /// What the assembly was given of the user's memory across conversations (the inspector shows
+    /// where what it carries came from).
+    pub about: AboutUser,
 }
 
 /// A turn in flight: what carrying out its actions needs.
@@ -290,6 +293,7 @@ impl Chat {
             endpoint,
             config,
             project: about.project.clone(),
+            about: about.clone(),
         }
     }
 

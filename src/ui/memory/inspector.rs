@@ -1,9 +1,11 @@
 //! The context inspector: exactly what the next request will contain — each section with its token
-//! count, the messages dropped and why, the history format, the budget, and whether the turn will
+//! count (the facts about the user and the passages of other conversations each with the day and
+//! the conversation they were said in, a link to the message), the messages dropped and why, the history format, the budget, and whether the turn will
 //! resume the agent's session or re-inject the context (the chat store's preview). Must not import
 //! `crate::store` or `crate::transport`.
 
-use crate::ui::stores::use_chat;
+use crate::session::PreviewSource;
+use crate::ui::stores::{use_chat, use_library};
 use leptos::prelude::*;
 
 /// The context inspector.
@@ -25,11 +27,15 @@ pub fn ContextInspector() -> impl IntoView {
                             <table class="sections">
                                 <thead><tr><th>"Section"</th><th class="num">"Tokens"</th></tr></thead>
                                 <tbody>
-                                    {p.sections.iter().map(|s| view! {
-                                        <tr data-testid="inspector-section" data-section=s.key.clone() data-tokens=s.tokens>
-                                            <td>{s.label.clone()} {(!s.detail.is_empty()).then(|| view! { <span class="detail">" · " {s.detail.clone()}</span> })}</td>
-                                            <td class="num">{s.tokens}</td>
-                                        </tr>
+                                    {p.sections.iter().map(|s| {
+                                        let sources: Vec<PreviewSource> = p.sources.iter().filter(|x| x.section == s.key).cloned().collect();
+                                        view! {
+                                            <tr data-testid="inspector-section" data-section=s.key.clone() data-tokens=s.tokens>
+                                                <td>{s.label.clone()} {(!s.detail.is_empty()).then(|| view! { <span class="detail">" · " {s.detail.clone()}</span> })}</td>
+                                                <td class="num">{s.tokens}</td>
+                                            </tr>
+                                            {(!sources.is_empty()).then(|| view! { <SourceRows sources=sources/> })}
+                                        }
                                     }).collect_view()}
                                 </tbody>
                                 <tfoot>
@@ -63,5 +69,44 @@ pub fn ContextInspector() -> impl IntoView {
                 }
             }}
         </details>
+    }
+}
+
+/// Where each fact about the user and each passage of another conversation in the next request
+/// came from: its text, the day, the conversation (a link that opens the message).
+#[component]
+fn SourceRows(
+    /// The section's sources, in prompt order.
+    sources: Vec<PreviewSource>,
+) -> impl IntoView {
+    let (chat, library) = (use_chat(), use_library());
+    view! {
+        <tr class="sources"><td colspan="2"><ul>
+            {sources.into_iter().map(|x| {
+                let title = x.title.clone().or_else(|| {
+                    x.conversation_id.as_deref().and_then(|c| library.record(c)).map(|c| c.title)
+                });
+                let place = match (&x.conversation_id, title) {
+                    (None, _) => "added by you".to_string(),
+                    (Some(_), Some(t)) if !t.trim().is_empty() => format!("in “{t}”"),
+                    (Some(_), _) => "in another conversation".to_string(),
+                };
+                let open = x.conversation_id.clone().zip(x.message_id.clone());
+                view! {
+                    <li data-testid="inspector-source" data-section=x.section.clone()>
+                        <span class="text">{x.text.clone()}</span>
+                        <span class="detail">" · " {x.said.clone()} " · "</span>
+                        {match open {
+                            Some((c, m)) => view! {
+                                <button class="link" data-testid="inspector-source-open"
+                                    title="Open the message it was said in"
+                                    on:click=move |_| chat.open(c.clone(), Some(m.clone()))>{place}</button>
+                            }.into_any(),
+                            None => view! { <span class="detail">{place}</span> }.into_any(),
+                        }}
+                    </li>
+                }
+            }).collect_view()}
+        </ul></td></tr>
     }
 }
