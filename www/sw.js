@@ -15,7 +15,7 @@
 // - Navigations to the app's own page (the scope root or index.html) are network-first (a new build's
 //   page is picked up at once; navigation preload sends the request while the worker starts) with
 //   the cached shell as the fallback; only a 200 `text/html` answer replaces the cached shell. Other
-//   navigations (config.json or an icon opened in a tab) are not touched.
+//   navigations (config.json or an icon opened in a tab) get the network's answer, never kept.
 // - config.json is served from the cache and refreshed for the next start.
 // - Requests to other origins (the agent endpoint) are never touched.
 const BUILD = "__MEMOIRE_BUILD__";
@@ -109,6 +109,9 @@ self.addEventListener("fetch", (event) => {
   if (!checked) event.waitUntil(dropOldBuilds().catch(() => {}));
   if (req.mode === "navigate") {
     if (rel === "" || rel === "index.html") event.respondWith(shell(event));
+    // Any other page (config.json, an icon, an API opened in a tab): the network's answer as it is
+    // (the navigation preload's, so it is not asked for twice), never kept.
+    else if (self.registration.navigationPreload) event.respondWith(passThrough(event));
     return;
   }
   if (url.search) return;
@@ -130,6 +133,10 @@ async function shell(event) {
     if (hit) return hit;
     throw err;
   }
+}
+
+async function passThrough(event) {
+  return (await event.preloadResponse) || fetch(event.request);
 }
 
 // One of this build's files: from its cache, else (a cache the browser evicted) the network's,

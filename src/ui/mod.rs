@@ -146,7 +146,6 @@ pub fn App() -> impl IntoView {
             <memory::MemoryPane/>
             <settings::SettingsDialog/>
             <about::MemoryPage/>
-            <shell::update::UpdateReady/>
         </div>
     }
 }

@@ -1,5 +1,6 @@
 //! The chat pane: header (drawer button, title, memory status, model picker, backup menu, memory
-//! toggle), the shell's status area (an error with the action that fits it, else a notice), the
+//! toggle), the prompt to reload into a new version, the shell's status area (an error with the action
+//! that fits it, else a notice), the
 //! message list (`messages`) and the composer (`composer`); its store (`store`) owns the open
 //! conversation. Must not import `crate::store` or `crate::transport`.
 
@@ -12,6 +13,7 @@ use crate::engine::format::continuity;
 use crate::ui::about::MemoryPageOpen;
 use crate::ui::memory::build::MemoryBuildBar;
 use crate::ui::shell::store::ShellStore;
+use crate::ui::shell::update::UpdateReady;
 use crate::ui::shell::StatusArea;
 use crate::ui::transfer::BackupMenu;
 use composer::Composer;
@@ -26,6 +28,7 @@ pub fn ChatPane() -> impl IntoView {
     view! {
         <main class="chat-pane" aria-label="Chat">
             <ChatHeader/>
+            <UpdateReady/>
             <StatusArea/>
             <TemporaryNotice/>
             <MemoryBuildBar/>
