@@ -1,8 +1,8 @@
 //! The chat pane: header (drawer button, title, memory status, model picker, backup menu, memory
-//! toggle), the prompt to reload into a new version, the shell's status area (an error with the action
-//! that fits it, else a notice), the
-//! message list (`messages`) and the composer (`composer`); its store (`store`) owns the open
-//! conversation. Must not import `crate::store` or `crate::transport`.
+//! toggle), the prompt to reload into a new version of the app, the shell's status area (an error
+//! with the action that fits it, else a notice), the message list (`messages`) and the composer
+//! (`composer`); its store (`store`) owns the open conversation. Must not import `crate::store` or
+//! `crate::transport`.
 
 pub mod composer;
 pub mod messages;
