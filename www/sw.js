@@ -67,13 +67,15 @@ self.addEventListener("message", (event) => {
 self.addEventListener("activate", (event) => {
   event.waitUntil(
     (async () => {
-      // Every open tab started under an older build (this one was not active yet): their ids are
-      // kept, and the older caches with them until none of those tabs is left.
+      // The caches there are now are older builds' (or of builds that never took over), and every
+      // open tab started under one of them (this build was not active yet): both are noted, and
+      // those caches go once none of those tabs is left. (Only the newest worker deletes, and only
+      // what it noted: an older worker still running never touches the cache of the one waiting.)
       const older = (await caches.keys()).filter((n) => n.startsWith(PREFIX) && n !== CACHE);
       if (older.length > 0) {
         const tabs = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
         const kept = await caches.open(OLD_TABS);
-        await kept.put("tabs", new Response(JSON.stringify(tabs.map((c) => c.id))));
+        await kept.put("old", new Response(JSON.stringify({ build: CACHE, tabs: tabs.map((c) => c.id), caches: older })));
       }
       await dropOldBuilds();
       // Navigations are network-first: with navigation preload their request goes out while the
@@ -84,17 +86,17 @@ self.addEventListener("activate", (event) => {
   );
 });
 
-// Deletes the older builds' caches once no tab that started under them is open.
+// Deletes the older builds' caches noted on activate once no tab that started under them is open.
 let checked = false;
 async function dropOldBuilds() {
-  const kept = await caches.open(OLD_TABS);
-  const hit = await kept.match("tabs");
-  const ids = hit ? await hit.json() : [];
-  for (const id of ids) if (await self.clients.get(id)) return;
-  for (const name of await caches.keys()) {
-    if (name.startsWith(PREFIX) && name !== CACHE) await caches.delete(name);
+  // (caches.match, not caches.open: nothing noted, no cache made.)
+  const hit = await caches.match("old", { cacheName: OLD_TABS });
+  const old = hit ? await hit.json() : null;
+  if (old && old.build === CACHE) {
+    for (const id of old.tabs) if (await self.clients.get(id)) return;
+    for (const name of old.caches) if (name !== CACHE) await caches.delete(name);
+    await caches.delete(OLD_TABS);
   }
-  await caches.delete(OLD_TABS);
   checked = true;
 }
 
