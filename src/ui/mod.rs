@@ -151,8 +151,7 @@ pub fn App() -> impl IntoView {
 }
 
 /// Back/forward (`hashchange`), online/offline, saving the draft when the page is hidden, and a new
-/// version of the app waiting;
-/// removed when the app goes.
+/// version of the app waiting; removed when the app goes.
 fn use_page_lifecycle(shell: ShellStore, chat: ChatStore) {
     if let Some(w) = web_sys::window() {
         shell.set_online(w.navigator().on_line());

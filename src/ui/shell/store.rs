@@ -1,9 +1,9 @@
 //! The shell's store: what belongs to the app as a whole rather than a domain: whether the database
 //! is open, the one banner (an error with what it is about, else a notice), the network status, the
 //! drawer and the memory pane on narrow screens, whether the first screen has settled, and whether
-//! a new version of the app waits to take over. Its
-//! signals are private: views read them and call its actions. Must not import `crate::store` or
-//! `crate::transport`, nor the session handle, another store.
+//! a new version of the app waits to take over. Its signals are private: views read them and call
+//! its actions. Must not import `crate::store` or `crate::transport`, nor the session handle,
+//! another store.
 
 use crate::session::ErrorKind;
 use leptos::prelude::*;
