@@ -13,7 +13,7 @@
 #      names every file with one id, the hash of all of them, and gives index.html the start-up
 #      script and the preloads of what the first screen needs (the js, the main wasm) with their
 #      integrity hashes; the chunks are only listed in sw.js, which precaches them for offline use.
-# Then minify-js.mjs, csp.mjs and stamp-sw.sh run as before (Trunk.toml).
+# Then minify-js.mjs, csp.mjs and stamp-sw.mjs (the service worker's file list and build id) run (Trunk.toml).
 # Usage outside Trunk: TRUNK_STAGING_DIR=dist scripts/build-wasm.sh (after a trunk build of the rest).
 set -euo pipefail
 cd "$(dirname "$0")/.."

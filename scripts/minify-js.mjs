@@ -2,7 +2,7 @@
 // and the service worker) with terser (tools/), then recomputes every `integrity` attribute in index.html
 // that names a file it changed, so the browser still accepts them. The glue is an ES module: its
 // exports keep their names (index.html imports `init` and the bindings by name); locals are mangled.
-// Runs before csp.mjs and stamp-sw.sh (the CSP hashes index.html's inline scripts, which this does not
+// Runs before csp.mjs and stamp-sw.mjs (the CSP hashes index.html's inline scripts, which this does not
 // touch; the build id hashes the final files). Usage outside Trunk: TRUNK_STAGING_DIR=dist node scripts/minify-js.mjs
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -5,8 +5,8 @@
 // - index.html gets the start-up script (as Trunk's own `rel="rust"` wrote it) and the preloads of
 //   what the first screen needs, with sha384 integrity: the js and the main wasm. The chunks are
 //   fetched on first use, never preloaded.
-// - sw.js gets the chunks' names in place of its `__MEMOIRE_LAZY__` placeholder, so the service
-//   worker precaches them (offline, an import or a sync still finds its code).
+// - sw.js gets every built file's name (the chunks' included) from scripts/stamp-sw.mjs, the last
+//   step, so the service worker precaches them (offline, an import or a sync still finds its code).
 // Usage: node scripts/place-wasm.mjs <parts dir> <built dir>
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -70,11 +70,6 @@ const index = join(to, 'index.html');
 const html = readFileSync(index, 'utf8');
 if (!html.includes('</head>')) throw new Error('place-wasm: no </head> in index.html');
 writeFileSync(index, html.replace('</head>', `${head}</head>`));
-
-const sw = join(to, 'sw.js');
-const swText = readFileSync(sw, 'utf8');
-if (!swText.includes('"__MEMOIRE_LAZY__"')) throw new Error('place-wasm: no "__MEMOIRE_LAZY__" placeholder in sw.js');
-writeFileSync(sw, swText.replace('"__MEMOIRE_LAZY__"', chunks.map((c) => JSON.stringify(renamed(c))).join(', ')));
 
 const kb = (p) => `${(written.get(p).length / 1024).toFixed(0)} KB`;
 console.log(`place-wasm: build ${id}: main ${kb('memoire_bg.wasm')}; chunks ${chunks.map((c) => `${c} ${kb(c)}`).join(', ') || 'none'}`);

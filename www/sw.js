@@ -1,63 +1,83 @@
-// Memoire's service worker: caches the app shell so the app opens with the network off.
-// - The cache name carries the build id (written into this file by the Trunk post-build hook), so a
-//   new build gets a new cache and the old ones are deleted on activate.
-// - Install precaches index.html and every asset it references (hashed js/wasm/css), the wasm chunks
-//   fetched on first use (LAZY), the manifest, the icon and config.json when the deployment has one. Only relative URLs are followed, so the
-//   same dist/ works under any sub-path (the scope is the directory sw.js is served from).
-// - Navigations are network-first (a new build is picked up at once; navigation preload sends the
-//   request while the worker starts) with the cached shell as the fallback; hashed assets are
-//   cache-first; config.json is served from the cache and refreshed for the next start.
+// Memoire's service worker: keeps the app's own files so the app opens with the network off, and
+// touches nothing else.
+// - FILES is the build's list of its files, by exact path relative to this file (scripts/stamp-sw.mjs
+//   writes it, with the build id, after every other build step): index.html, the hashed js, wasm
+//   (the chunks fetched on first use included) and css, the manifest and the icons. Only these are
+//   cached, and only by exact URL (no query string): an API, a reverse-proxied CouchDB, `/models` or
+//   any other path under the scope goes to the network untouched (the worker does not answer it).
+// - Install fetches every file of FILES into a cache named after the build; a file that does not
+//   come back 200 (index.html: 200 `text/html`) fails the install, so the old worker and its cache
+//   stay. config.json (a deployment's, optional) is cached when there is one.
+// - A new build waits while tabs of the old one are open (no skipWaiting on install): the page shows
+//   "A new version is ready — Reload", and Reload posts "skipWaiting". Old builds' caches are kept
+//   while a tab that started under them is open (their lazy chunks are served from them by exact
+//   URL), and deleted once none is left.
+// - Navigations to the app's own page (the scope root or index.html) are network-first (a new build's
+//   page is picked up at once; navigation preload sends the request while the worker starts) with
+//   the cached shell as the fallback; only a 200 `text/html` answer replaces the cached shell. Other
+//   navigations (config.json or an icon opened in a tab) get the network's answer, never kept.
+// - config.json is served from the cache and refreshed for the next start.
 // - Requests to other origins (the agent endpoint) are never touched.
 const BUILD = "__MEMOIRE_BUILD__";
 const CACHE = `memoire-shell-${BUILD}`;
-const SHELL = ["./", "index.html", "manifest.webmanifest", "icons/icon.svg"];
-// The wasm chunks fetched on first use (import, sync, memory, export; scripts/place-wasm.mjs writes
-// their names here): index.html does not name them, and offline they must be here all the same.
-const LAZY = ["__MEMOIRE_LAZY__"];
+const PREFIX = "memoire-shell-";
+const FILES = ["__MEMOIRE_FILES__"];
+// A file name that carries a build id (`memoire-<id>.js`, `split_sync-<id>.wasm`, `style-<id>.css`):
+// one of an older build's files, which a tab of that build may still ask for.
+const HASHED = /^[\w.-]+-[0-9a-f]{16}(?:_bg)?\.(?:js|wasm|css)$/;
+// Where the ids of the tabs that started under an older build are kept until they are gone.
+const OLD_TABS = "memoire-old-tabs";
 
 self.addEventListener("install", (event) => {
-  event.waitUntil(
-    (async () => {
-      const cache = await caches.open(CACHE);
-      const index = await fetch("index.html", { cache: "no-store" });
-      const html = await index.clone().text();
-      await cache.put("index.html", index.clone());
-      await cache.put("./", index);
-      const assets = new Set(SHELL.slice(2));
-      for (const url of referencedAssets(html)) assets.add(url);
-      for (const url of LAZY) assets.add(url);
-      await cache.addAll([...assets]);
-      try {
-        const config = await fetch("config.json", { cache: "no-store" });
-        if (config.ok) await cache.put("config.json", config);
-      } catch (_) {
-        // No config.json: the app uses its built-in defaults.
-      }
-      await self.skipWaiting();
-    })()
-  );
+  event.waitUntil(precache());
 });
 
-// Every same-origin file index.html refers to: href/src attributes (quoted or not: the release build
-// minifies the html) and the module script's quoted paths (the js glue and the wasm it loads).
-function referencedAssets(html) {
-  const found = [];
-  const attr = /\b(?:href|src)=(?:"([^"]*)"|'([^']*)'|([^\s>"']+))/gi;
-  for (const m of html.matchAll(attr)) found.push(m[1] ?? m[2] ?? m[3]);
-  for (const m of html.matchAll(/["'`]((?:\.\/)?[\w@./-]+\.(?:js|mjs|wasm|css))["'`]/g)) found.push(m[1]);
-  return found
-    .map((url) => url.split(/[?#]/)[0])
-    // config.json is optional (a deployment may have none): cached apart, below, never by addAll.
-    .filter((url) => url && url !== "sw.js" && url !== "config.json" && !/^[a-z][a-z0-9+.-]*:/i.test(url) && !url.startsWith("//") && !url.startsWith("/"))
-    .map((url) => url.replace(/^\.\//, ""));
+async function precache() {
+  const cache = await caches.open(CACHE);
+  try {
+    await Promise.all(
+      FILES.map(async (url) => {
+        const res = await fetch(url, { cache: "no-store" });
+        if (res.status !== 200) throw new Error(`sw: ${url} answered ${res.status}`);
+        if (url === "index.html" && !isHtml(res)) throw new Error("sw: index.html is not text/html");
+        await cache.put(url, res);
+      })
+    );
+  } catch (err) {
+    // The install fails: the old worker (and its cache) stays; nothing half-made is left.
+    await caches.delete(CACHE);
+    throw err;
+  }
+  try {
+    const config = await fetch("config.json", { cache: "no-store" });
+    if (config.ok) await cache.put("config.json", config);
+  } catch (_) {
+    // No config.json: the app uses its built-in defaults.
+  }
 }
+
+function isHtml(res) {
+  return res.status === 200 && (res.headers.get("content-type") || "").toLowerCase().startsWith("text/html");
+}
+
+self.addEventListener("message", (event) => {
+  if (event.data === "skipWaiting") self.skipWaiting();
+});
 
 self.addEventListener("activate", (event) => {
   event.waitUntil(
     (async () => {
-      for (const name of await caches.keys()) {
-        if (name.startsWith("memoire-shell-") && name !== CACHE) await caches.delete(name);
+      // The caches there are now are older builds' (or of builds that never took over), and every
+      // open tab started under one of them (this build was not active yet): both are noted, and
+      // those caches go once none of those tabs is left. (Only the newest worker deletes, and only
+      // what it noted: an older worker still running never touches the cache of the one waiting.)
+      const older = (await caches.keys()).filter((n) => n.startsWith(PREFIX) && n !== CACHE);
+      if (older.length > 0) {
+        const tabs = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+        const kept = await caches.open(OLD_TABS);
+        await kept.put("old", new Response(JSON.stringify({ build: CACHE, tabs: tabs.map((c) => c.id), caches: older })));
       }
+      await dropOldBuilds();
       // Navigations are network-first: with navigation preload their request goes out while the
       // worker starts, not after.
       if (self.registration.navigationPreload) await self.registration.navigationPreload.enable();
@@ -65,6 +85,20 @@ self.addEventListener("activate", (event) => {
     })()
   );
 });
+
+// Deletes the older builds' caches noted on activate once no tab that started under them is open.
+let checked = false;
+async function dropOldBuilds() {
+  // (caches.match, not caches.open: nothing noted, no cache made.)
+  const hit = await caches.match("old", { cacheName: OLD_TABS });
+  const old = hit ? await hit.json() : null;
+  if (old && old.build === CACHE) {
+    for (const id of old.tabs) if (await self.clients.get(id)) return;
+    for (const name of old.caches) if (name !== CACHE) await caches.delete(name);
+    await caches.delete(OLD_TABS);
+  }
+  checked = true;
+}
 
 self.addEventListener("fetch", (event) => {
   const req = event.request;
@@ -74,29 +108,59 @@ self.addEventListener("fetch", (event) => {
   const scope = new URL(self.registration.scope);
   if (!url.pathname.startsWith(scope.pathname)) return;
   const rel = url.pathname.slice(scope.pathname.length);
+  if (!checked) event.waitUntil(dropOldBuilds().catch(() => {}));
   if (req.mode === "navigate") {
-    event.respondWith(networkFirst(event, "index.html", event.preloadResponse));
-  } else if (rel === "config.json") {
-    event.respondWith(cachedThenRefreshed(event, "config.json"));
-  } else {
-    event.respondWith(cacheFirst(req));
+    if (rel === "" || rel === "index.html") event.respondWith(shell(event));
+    // Any other page (config.json, an icon, an API opened in a tab): the network's answer as it is
+    // (the navigation preload's, so it is not asked for twice), never kept.
+    else if (self.registration.navigationPreload) event.respondWith(passThrough(event));
+    return;
   }
+  if (url.search) return;
+  if (rel === "config.json") event.respondWith(cachedThenRefreshed(event, "config.json"));
+  else if (FILES.includes(rel)) event.respondWith(precached(req));
+  else if (HASHED.test(rel)) event.respondWith(olderBuilds(req));
 });
 
-// The network's answer (the navigation preload's when there is one) goes to the page at once; the
-// copy kept for offline is written meanwhile.
-async function networkFirst(event, fallbackKey, preloaded) {
-  const req = event.request;
+// The network's answer (the navigation preload's when there is one) goes to the page at once; a
+// 200 `text/html` answer is kept as the shell for offline starts meanwhile.
+async function shell(event) {
   const cache = await caches.open(CACHE);
   try {
-    const res = (await preloaded) || (await fetch(req));
-    if (res.ok) event.waitUntil(cache.put(fallbackKey, res.clone()));
+    const res = (await event.preloadResponse) || (await fetch(event.request));
+    if (isHtml(res)) event.waitUntil(cache.put("index.html", res.clone()));
     return res;
   } catch (err) {
-    const hit = (await cache.match(fallbackKey)) || (await cache.match(req));
+    const hit = await cache.match("index.html");
     if (hit) return hit;
     throw err;
   }
+}
+
+async function passThrough(event) {
+  return (await event.preloadResponse) || fetch(event.request);
+}
+
+// One of this build's files: from its cache, else (a cache the browser evicted) the network's,
+// kept again.
+async function precached(req) {
+  const cache = await caches.open(CACHE);
+  const hit = await cache.match(req);
+  if (hit) return hit;
+  const res = await fetch(req);
+  if (res.status === 200 && res.type === "basic") await cache.put(req, res.clone());
+  return res;
+}
+
+// A file of an older build, asked for by a tab that still runs it: from that build's cache (the
+// host may serve the new build only), else the network's answer, never cached.
+async function olderBuilds(req) {
+  for (const name of await caches.keys()) {
+    if (!name.startsWith(PREFIX)) continue;
+    const hit = await (await caches.open(name)).match(req);
+    if (hit) return hit;
+  }
+  return fetch(req);
 }
 
 // config.json: the cached copy at once, so a returning start never waits on the network for it (a
@@ -120,13 +184,4 @@ async function cachedThenRefreshed(event, key) {
   } catch (_) {
     return new Response("{}", { headers: { "content-type": "application/json" } });
   }
-}
-
-async function cacheFirst(req) {
-  const cache = await caches.open(CACHE);
-  const hit = await cache.match(req, { ignoreSearch: true });
-  if (hit) return hit;
-  const res = await fetch(req);
-  if (res.ok && res.type === "basic") await cache.put(req, res.clone());
-  return res;
 }

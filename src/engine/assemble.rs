@@ -253,23 +253,25 @@ impl Assembly {
     /// The facts about the user the prompt carries, in prompt order, out of `facts` (those the
     /// assembly was given).
     pub fn carried_facts<'f>(&self, facts: &'f [UserFact]) -> Vec<&'f UserFact> {
-        self.section(SectionKind::UserFacts).map_or_else(Vec::new, |s| {
-            s.fact_ids
-                .iter()
-                .filter_map(|id| facts.iter().find(|f| &f.id == id))
-                .collect()
-        })
+        self.section(SectionKind::UserFacts)
+            .map_or_else(Vec::new, |s| {
+                s.fact_ids
+                    .iter()
+                    .filter_map(|id| facts.iter().find(|f| &f.id == id))
+                    .collect()
+            })
     }
 
     /// The passages of other conversations the prompt carries, in prompt order, out of `recall`
     /// (those the assembly was given).
     pub fn carried_passages<'p>(&self, recall: &'p [Passage]) -> Vec<&'p Passage> {
-        self.section(SectionKind::Recall).map_or_else(Vec::new, |s| {
-            s.message_ids
-                .iter()
-                .filter_map(|id| recall.iter().find(|p| &p.message_id == id))
-                .collect()
-        })
+        self.section(SectionKind::Recall)
+            .map_or_else(Vec::new, |s| {
+                s.message_ids
+                    .iter()
+                    .filter_map(|id| recall.iter().find(|p| &p.message_id == id))
+                    .collect()
+            })
     }
 
     /// What the inspector says of the facts about the user: how many went in and how many were

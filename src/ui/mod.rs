@@ -145,8 +145,8 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// Back/forward (`hashchange`), online/offline, and saving the draft when the page is hidden;
-/// removed when the app goes.
+/// Back/forward (`hashchange`), online/offline, saving the draft when the page is hidden, and a new
+/// version of the app waiting; removed when the app goes.
 fn use_page_lifecycle(shell: ShellStore, chat: ChatStore) {
     if let Some(w) = web_sys::window() {
         shell.set_online(w.navigator().on_line());
@@ -159,6 +159,7 @@ fn use_page_lifecycle(shell: ShellStore, chat: ChatStore) {
     let on_online = window_event_listener(leptos::ev::online, move |_| shell.went_online());
     let on_offline = window_event_listener(leptos::ev::offline, move |_| shell.went_offline());
     let on_hide = window_event_listener(leptos::ev::pagehide, move |_| chat.save_draft());
+    shell::update::use_update_ready(shell);
     on_cleanup(move || {
         on_hash.remove();
         on_online.remove();

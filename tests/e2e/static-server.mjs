@@ -2,7 +2,9 @@
 // sub-path, correct MIME types (application/wasm for streaming compilation), `Cache-Control: no-store`
 // so no test sees a stale file, and an offline switch that refuses every request. With `brotli: true`
 // it answers `Accept-Encoding: br` as a host does: a precompressed `<file>.br` next to the file when
-// there is one, else the file compressed once (quality 11) and kept in memory.
+// there is one, else the file compressed once (quality 11) and kept in memory. A test can serve
+// another directory from the same address (`setRoot`: a deploy of a new build) and answer a path
+// itself (`setRoute`: a same-origin API under the app's path, an error in place of a file).
 
 import http from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
@@ -44,6 +46,7 @@ export async function startStaticServer(root, options = {}) {
     root: resolve(root),
     basePath: normalizeBase(options.basePath ?? '/'),
     overrides: { ...options.overrides },
+    routes: {},
     brotli: options.brotli === true,
     offline: false,
     requests: [],
@@ -63,6 +66,8 @@ export async function startStaticServer(root, options = {}) {
     requests: state.requests,
     setOffline: (on) => void (state.offline = on),
     setOverride: (path, body) => void (body === undefined ? delete state.overrides[path] : (state.overrides[path] = body)),
+    setRoot: (dir) => void (state.root = resolve(dir)),
+    setRoute: (path, handler) => void (handler === undefined ? delete state.routes[path] : (state.routes[path] = handler)),
     close: () =>
       new Promise((done) => {
         server.close(() => done());
@@ -84,6 +89,10 @@ async function serve(state, req, res) {
   if (`${path}/` === state.basePath) return redirect(res, state.basePath);
   if (!path.startsWith(state.basePath)) return sendText(res, 404, 'Not Found');
   const relative = path.slice(state.basePath.length) || 'index.html';
+  if (relative in state.routes) {
+    res.setHeader('Cache-Control', 'no-store');
+    return state.routes[relative](req, res);
+  }
   const body = await loadFile(state, relative.endsWith('/') ? `${relative}index.html` : relative);
   if (body === null) return sendText(res, 404, 'Not Found');
   const headers = { 'Content-Type': mimeType(body.name), 'Cache-Control': 'no-store' };
@@ -155,5 +164,9 @@ function sendText(res, status, text) {
  * @property {{method: string, url: string, offline: boolean}[]} requests
  * @property {(on: boolean) => void} setOffline   true: every connection is refused (destroyed unanswered)
  * @property {(path: string, body?: string|Buffer) => void} setOverride   serve (or stop serving) a file from memory
+ * @property {(dir: string) => void} setRoot   serve another directory from now on (a deploy)
+ * @property {(path: string, handler?: (req: http.IncomingMessage, res: http.ServerResponse) => void) => void} setRoute
+ *   answer a path (relative to the base, query ignored; `index.html` also answers the base itself) with
+ *   `handler`, or stop
  * @property {() => Promise<void>} close
  */

@@ -91,6 +91,26 @@ test('offline refuses every request until switched back', () =>
     assert.deepEqual(s.requests.map((r) => r.offline), [true, false]);
   }));
 
+test('setRoute answers a path itself (query ignored, the base as index.html); setRoot serves another directory', () =>
+  withServer({}, async (s) => {
+    const other = mkdtempSync(join(tmpdir(), 'memoire-static-b-'));
+    try {
+      writeFileSync(join(other, 'index.html'), 'build B');
+      s.setRoute('api/count', (req, res) => res.end(req.url));
+      await checkFile(s, '/api/count?since=3', 200, undefined, '/api/count?since=3');
+      s.setRoute('index.html', (_req, res) => ((res.statusCode = 500), res.end('down')));
+      await checkFile(s, '/', 500, undefined, 'down');
+      s.setRoute('index.html');
+      s.setRoute('api/count');
+      await checkFile(s, '/api/count', 404);
+      s.setRoot(other);
+      await checkFile(s, '/', 200, undefined, 'build B');
+      await checkFile(s, '/app-1a2b.js', 404);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  }));
+
 /** GET `path` with `encoding` as Accept-Encoding: the Content-Encoding answered and the decoded body. */
 async function checkEncoding(server, path, encoding, wantEncoding, wantBody) {
   const res = await rawRequest(server.origin, { method: 'GET', path, headers: { 'accept-encoding': encoding } });

@@ -1,7 +1,8 @@
 //! The chat pane: header (drawer button, title, memory status, model picker, backup menu, memory
-//! toggle), the shell's status area (an error with the action that fits it, else a notice), the
-//! message list (`messages`) and the composer (`composer`); its store (`store`) owns the open
-//! conversation. Must not import `crate::store` or `crate::transport`.
+//! toggle), the prompt to reload into a new version of the app, the shell's status area (an error
+//! with the action that fits it, else a notice), the message list (`messages`) and the composer
+//! (`composer`); its store (`store`) owns the open conversation. Must not import `crate::store` or
+//! `crate::transport`.
 
 pub mod composer;
 pub mod messages;
@@ -11,6 +12,7 @@ pub mod store;
 use crate::engine::format::continuity;
 use crate::ui::about::MemoryPageOpen;
 use crate::ui::memory::build::MemoryBuildBar;
+use crate::ui::shell::update::UpdateReady;
 use crate::ui::shell::StatusArea;
 use crate::ui::stores::{use_chat, use_shell};
 use crate::ui::transfer::BackupMenu;
@@ -25,6 +27,7 @@ pub fn ChatPane() -> impl IntoView {
     view! {
         <main class="chat-pane" aria-label="Chat">
             <ChatHeader/>
+            <UpdateReady/>
             <StatusArea/>
             <TemporaryNotice/>
             <MemoryBuildBar/>

@@ -666,20 +666,23 @@ impl ChatStore {
     /// Saves the composer draft of the open conversation, or of the new chat (once its stored draft
     /// has been loaded).
     pub fn save_draft(&self) {
-        let Some(s) = self.backend.session() else {
-            return;
-        };
+        spawn_local(self.draft_saved());
+    }
+
+    /// Saves the composer's draft (as `save_draft`) and resolves once it is stored: what must keep
+    /// it (a reload into a new version of the app) waits for this.
+    pub fn draft_saved(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let session = self.backend.session();
         let id = self.current.get_untracked().unwrap_or_default();
-        if self
+        let loaded = self
             .draft_of
-            .with_untracked(|d| d.as_deref() != Some(id.as_str()))
-        {
-            return;
-        }
+            .with_untracked(|d| d.as_deref() == Some(id.as_str()));
         let text = self.draft.get_untracked();
-        spawn_local(async move {
-            s.chat().set_draft(&id, &text).await.ok();
-        });
+        async move {
+            if let (Some(s), true) = (session, loaded) {
+                s.chat().set_draft(&id, &text).await.ok();
+            }
+        }
     }
 
     /// A message stored or changed (`MessageAdded`, `MessageProgress`): shown if it belongs in the

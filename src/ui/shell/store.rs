@@ -1,8 +1,9 @@
 //! The shell's store: what belongs to the app as a whole rather than a domain: whether the database
 //! is open, the one banner (an error with what it is about, else a notice), the network status, the
-//! drawer and the memory pane on narrow screens, and whether the first screen has settled. Its
-//! signals are private: views read them and call its actions. Must not import `crate::store` or
-//! `crate::transport`, nor the session handle, another store.
+//! drawer and the memory pane on narrow screens, whether the first screen has settled, and whether
+//! a new version of the app waits to take over. Its signals are private: views read them and call
+//! its actions. Must not import `crate::store` or `crate::transport`, nor the session handle,
+//! another store.
 
 use crate::session::ErrorKind;
 use leptos::prelude::*;
@@ -38,6 +39,8 @@ pub struct ShellStore {
     /// The first screen (composer and conversation list) is shown and the page has been idle since:
     /// what it does not need (the memory pane's sections) mounts then.
     settled: RwSignal<bool>,
+    /// A new version of the app is installed and waits for this page to let it take over.
+    update_ready: RwSignal<bool>,
 }
 
 impl ShellStore {
@@ -51,6 +54,7 @@ impl ShellStore {
             drawer_open: RwSignal::new(false),
             memory_open: RwSignal::new(false),
             settled: RwSignal::new(false),
+            update_ready: RwSignal::new(false),
         }
     }
 
@@ -97,6 +101,16 @@ impl ShellStore {
     /// Whether the first screen is shown and the page was idle since.
     pub fn settled(&self) -> bool {
         self.settled.get()
+    }
+
+    /// Whether a new version of the app is ready ("A new version is ready — Reload").
+    pub fn update_ready(&self) -> bool {
+        self.update_ready.get()
+    }
+
+    /// A new version of the app is installed and waiting.
+    pub fn set_update_ready(&self) {
+        self.update_ready.set(true);
     }
 
     /// The database is open.
