@@ -35,6 +35,19 @@ fn scope_of(id: Option<&String>) -> EntityScope {
         .map_or(EntityScope::Shared, EntityScope::Conversation)
 }
 
+/// The stored documents under an `_id` prefix, by id (what tracking compares each record with).
+pub(super) async fn stored_by_id(
+    i: &Inner,
+    prefix: &str,
+) -> Result<HashMap<String, Doc>, SyncError> {
+    Ok(i.store
+        .sync_docs_with_prefix(prefix)
+        .await?
+        .into_iter()
+        .map(|d| (d.local.doc.id.clone(), d.local.doc))
+        .collect())
+}
+
 /// The live synced documents under an `_id` prefix, as `pick` reads them.
 async fn live<T>(
     i: &Inner,
@@ -108,13 +121,7 @@ pub(super) async fn track_facts(
     clock: &mut Clock,
     at: Millis,
 ) -> Result<Vec<Doc>, SyncError> {
-    let stored: HashMap<String, Doc> = i
-        .store
-        .sync_docs_with_prefix("f:")
-        .await?
-        .into_iter()
-        .map(|d| (d.local.doc.id.clone(), d.local.doc))
-        .collect();
+    let stored = stored_by_id(i, "f:").await?;
     Ok(i.store
         .load_user_facts()
         .await?

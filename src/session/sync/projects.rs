@@ -4,6 +4,7 @@
 //! anywhere wins), and reported so the sidebar and the prompts read them again. Must not import
 //! `ui`.
 
+use super::memory::stored_by_id;
 use super::replication::{report, Inner, SyncError};
 use crate::engine::model::{Millis, Project};
 use crate::engine::project::join_all;
@@ -12,7 +13,6 @@ use crate::engine::sync::track;
 use crate::engine::sync::{Clock, Doc};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::tabs;
-use std::collections::HashMap;
 
 /// The documents the projects produce: each project new or changed since its stored document.
 pub(super) async fn track_projects(
@@ -20,13 +20,7 @@ pub(super) async fn track_projects(
     clock: &mut Clock,
     at: Millis,
 ) -> Result<Vec<Doc>, SyncError> {
-    let stored: HashMap<String, Doc> = i
-        .store
-        .sync_docs_with_prefix("p:")
-        .await?
-        .into_iter()
-        .map(|d| (d.local.doc.id.clone(), d.local.doc))
-        .collect();
+    let stored = stored_by_id(i, "p:").await?;
     Ok(i.store
         .load_projects()
         .await?
