@@ -581,3 +581,26 @@ export function factsSent(r) {
   }
   return facts;
 }
+
+/**
+ * A device for the sync tests: its own browser context, the endpoint set, sync on against `server`
+ * (its `url`) in database `db`; `summaryFrequency` sets the memory update's frequency too.
+ */
+export async function syncedDevice({ agent, site, browser }, server, db = 'memoire', { summaryFrequency } = {}) {
+  const opened = await newAppPage(browser);
+  const { page } = opened;
+  await openApp(page, site.url);
+  await page.locator(tid('settings-open')).click();
+  await page.locator(tid('settings-protocol')).selectOption('openai-chat');
+  await page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
+  await page.locator(tid('settings-model')).fill('test-model');
+  if (summaryFrequency !== undefined) await page.locator(tid('settings-summary-frequency')).fill(String(summaryFrequency));
+  await page.locator(tid('settings-sync-url')).fill(server.url);
+  await page.locator(tid('settings-sync-database')).fill(db);
+  await page.locator(tid('settings-sync-enabled')).check();
+  await page.locator(tid('sync-save')).click();
+  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
+  await page.locator(tid('settings-save')).click();
+  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+  return opened;
+}

@@ -17,6 +17,7 @@ import {
   tid,
   BROWSER_NETWORK_NOISE,
   factsSent,
+  syncedDevice,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 
@@ -29,24 +30,6 @@ after(() => harness?.close());
 const NAME = 'My name is Marta and I live in Lisbon.';
 
 
-/** A device: its own context, the endpoint set, sync on against `couch`. */
-async function device({ agent, site, browser }, couch) {
-  const opened = await newAppPage(browser);
-  const { page } = opened;
-  await openApp(page, site.url);
-  await page.locator(tid('settings-open')).click();
-  await page.locator(tid('settings-protocol')).selectOption('openai-chat');
-  await page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
-  await page.locator(tid('settings-model')).fill('test-model');
-  await page.locator(tid('settings-sync-url')).fill(couch.url);
-  await page.locator(tid('settings-sync-database')).fill('memoire');
-  await page.locator(tid('settings-sync-enabled')).check();
-  await page.locator(tid('sync-save')).click();
-  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
-  await page.locator(tid('settings-save')).click();
-  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
-  return opened;
-}
 
 /** The Memory page's facts (opened if need be), as texts. */
 async function pageFacts(page) {
@@ -75,9 +58,9 @@ test('sync: a fact said on A reaches B; forgotten on B, it leaves the prompts of
   const couch = await startCouch();
   const devices = [];
   try {
-    const A = await device(harness, couch);
+    const A = await syncedDevice(harness, couch);
     devices.push(A);
-    const B = await device(harness, couch);
+    const B = await syncedDevice(harness, couch);
     devices.push(B);
     await withDiagnostics(A.page, A.issues, 'sync-facts', async () => {
       await chatTurn(A.page, agent, NAME, 'Nice to meet you, Marta.');

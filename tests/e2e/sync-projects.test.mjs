@@ -17,6 +17,7 @@ import {
   tid,
   requestText as sent,
   BROWSER_NETWORK_NOISE,
+  syncedDevice,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 
@@ -29,24 +30,6 @@ after(() => harness?.close());
 const INSTRUCTIONS = 'Answer as the ward sister of a busy clinic would.';
 
 
-/** A device: its own context, the endpoint set, sync on against `couch`. */
-async function device({ agent, site, browser }, couch) {
-  const opened = await newAppPage(browser);
-  const { page } = opened;
-  await openApp(page, site.url);
-  await page.locator(tid('settings-open')).click();
-  await page.locator(tid('settings-protocol')).selectOption('openai-chat');
-  await page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
-  await page.locator(tid('settings-model')).fill('test-model');
-  await page.locator(tid('settings-sync-url')).fill(couch.url);
-  await page.locator(tid('settings-sync-database')).fill('memoire');
-  await page.locator(tid('settings-sync-enabled')).check();
-  await page.locator(tid('sync-save')).click();
-  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
-  await page.locator(tid('settings-save')).click();
-  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
-  return opened;
-}
 
 const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /blocked by CORS policy/] };
 
@@ -64,9 +47,9 @@ test('sync: a project, its instructions and its facts reach B; deleted on A, it 
   const couch = await startCouch();
   const devices = [];
   try {
-    const A = await device(harness, couch);
+    const A = await syncedDevice(harness, couch);
     devices.push(A);
-    const B = await device(harness, couch);
+    const B = await syncedDevice(harness, couch);
     devices.push(B);
     await withDiagnostics(A.page, A.issues, 'sync-projects', async () => {
       await A.page.locator(tid('new-project')).click();

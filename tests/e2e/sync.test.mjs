@@ -31,6 +31,7 @@ import {
   currentConversationId,
   tid,
   BROWSER_NETWORK_NOISE,
+  syncedDevice,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 import { memoryReplyText } from './agent-server.mjs';
@@ -41,25 +42,6 @@ before(async () => {
 });
 after(() => harness?.close());
 
-/** A device: its own context, the endpoint set, sync on against `server` (its `url`). */
-async function device({ agent, site, browser }, server, db = 'memoire', { summaryFrequency } = {}) {
-  const opened = await newAppPage(browser);
-  const { page } = opened;
-  await openApp(page, site.url);
-  await page.locator(tid('settings-open')).click();
-  await page.locator(tid('settings-protocol')).selectOption('openai-chat');
-  await page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
-  await page.locator(tid('settings-model')).fill('test-model');
-  if (summaryFrequency !== undefined) await page.locator(tid('settings-summary-frequency')).fill(String(summaryFrequency));
-  await page.locator(tid('settings-sync-url')).fill(server.url);
-  await page.locator(tid('settings-sync-database')).fill(db);
-  await page.locator(tid('settings-sync-enabled')).check();
-  await page.locator(tid('sync-save')).click();
-  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
-  await page.locator(tid('settings-save')).click();
-  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
-  return opened;
-}
 
 /** Turns sync on or off in Settings → Sync. */
 async function setSync(page, on) {
@@ -147,7 +129,7 @@ async function withDevices(name, n, body, options = {}) {
   };
   const devices = [];
   try {
-    for (let i = 0; i < n; i++) devices.push(await device(harness, server, 'memoire', options));
+    for (let i = 0; i < n; i++) devices.push(await syncedDevice(harness, server, 'memoire', options));
     await withDiagnostics(devices[0].page, devices[0].issues, name, async () => {
       await body(server, ...devices);
       for (const d of devices) assertNoPageProblems(d.issues, allow);
@@ -257,7 +239,7 @@ test('sync: the server stops and comes back emptied; everything is pushed again,
     // The retry waits out its backoff (at most a minute).
     await A.page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 70_000 });
     // A new device gets everything, once.
-    const B = await device(harness, server);
+    const B = await syncedDevice(harness, server);
     try {
       await openConversation(B.page, id, 4);
       assert.deepEqual(await transcript(B.page), [['user', 'first'], ['assistant', 'one'], ['user', 'second'], ['assistant', 'two']]);
@@ -354,7 +336,7 @@ test('sync: memory travels with its conversation; one entity learned on both dev
     assert.ok(await B.page.evaluate(cleared));
     // The old summary versions are still documents on the server: a device that pulls them
     // later (C, new) never shows them, nor does A once they come back to it.
-    const C = await device(harness, server);
+    const C = await syncedDevice(harness, server);
     try {
       await synced(C.page);
       await conversationItem(C.page, id).locator(tid('conversation-open')).click();
