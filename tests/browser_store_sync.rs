@@ -267,6 +267,7 @@ async fn state_settings_and_password_are_kept_apart() {
         database: "memoire".into(),
         user: "ann".into(),
         enabled: true,
+        encrypt: true,
     };
     s.set_sync_settings(&cfg).await.unwrap();
     s.set_sync_password("s3cret").await.unwrap();

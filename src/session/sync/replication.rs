@@ -31,6 +31,7 @@ use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
 use crate::engine::sync::order::{in_order, latest_stamp};
+use crate::engine::sync::origin::{self, origin_of};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Status, Write};
@@ -54,6 +55,11 @@ pub enum SyncError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Problem(#[from] Problem),
+    #[error("{0}")]
+    Seal(#[from] super::seal::SealError),
+    /// The sync URL's origin changed and no password was typed: the saved one stays with its origin.
+    #[error("The sync server's address changed to {origin}: type its password again (the saved one is only sent to {saved}).")]
+    PasswordForOtherOrigin { origin: String, saved: String },
     /// The sync chunk (split point `sync`) could not be fetched; the next try fetches it again.
     #[error("Sync could not start: its part of the app could not be loaded (are you offline?). It starts again when the connection is back, or reload the page.")]
     Unavailable,
@@ -74,6 +80,8 @@ pub(super) struct Inner {
     pub(super) emit: RefCell<Option<Emit>>,
     pub(super) settings: RefCell<SyncSettings>,
     pub(super) password: RefCell<String>,
+    /// The origin the saved password was given for (issue 28, item 4).
+    pub(super) password_origin: RefCell<String>,
     /// Bumped on every settings change: a running loop with an older generation stops.
     pub(super) generation: Cell<u32>,
     /// The replicator of the running loop (this tab holds the lock).
@@ -109,13 +117,20 @@ impl Replication {
     /// Reads the sync settings; starts syncing if they say so.
     pub(crate) async fn open(store: Store) -> Result<Replication, StoreError> {
         let settings = store.sync_settings().await?;
-        let password = store.sync_password().await?;
+        let saved = store.saved_sync_password().await?;
+        // Saved before origins were kept: it belongs to the saved sync URL.
+        let password_origin = saved
+            .origin
+            .or_else(|| origin_of(&settings.url))
+            .unwrap_or_default();
+        let password = saved.password;
         let r = Replication {
             inner: Rc::new(Inner {
                 store,
                 emit: RefCell::default(),
                 settings: RefCell::new(settings),
                 password: RefCell::new(password),
+                password_origin: RefCell::new(password_origin),
                 generation: Cell::new(0),
                 rep: RefCell::default(),
                 abort: RefCell::default(),
@@ -158,16 +173,57 @@ impl Replication {
         self.inner.view.borrow().clone()
     }
 
-    /// Saves new settings (`password`: `None` keeps the saved one) and restarts sync with them.
-    pub async fn save(&self, s: SyncSettings, password: Option<String>) -> Result<(), SyncError> {
-        if s.enabled {
-            check_form(&s.url, &s.database)?;
+    /// The origin the saved password belongs to (the form asks again after an origin change).
+    pub fn password_origin(&self) -> String {
+        self.inner.password_origin.borrow().clone()
+    }
+
+    /// The password to send to `s`'s server: the typed one, or the saved one while the origin is
+    /// the one it was saved for; an error when a saved password exists but belongs elsewhere.
+    fn password_for(&self, s: &SyncSettings, typed: Option<&str>) -> Result<String, SyncError> {
+        let saved = self.inner.password.borrow().clone();
+        let saved_for = self.inner.password_origin.borrow().clone();
+        match origin::password_for(typed, &saved, &saved_for, &s.url) {
+            Some(p) => Ok(p.to_string()),
+            None if saved.is_empty() || s.user.trim().is_empty() => Ok(String::new()),
+            None => Err(SyncError::PasswordForOtherOrigin {
+                origin: origin_of(&s.url).unwrap_or_else(|| s.url.clone()),
+                saved: saved_for,
+            }),
         }
-        self.inner.store.set_sync_settings(&s).await?;
-        if let Some(p) = &password {
-            self.inner.store.set_sync_password(p).await?;
-            *self.inner.password.borrow_mut() = p.clone();
+    }
+
+    /// Saves new settings (`password`: `None` keeps the saved one, for its own origin only;
+    /// `passphrase`: the encryption passphrase, checked against the server before anything is
+    /// saved) and restarts sync with them.
+    pub async fn save(
+        &self,
+        s: SyncSettings,
+        password: Option<String>,
+        passphrase: Option<String>,
+    ) -> Result<(), SyncError> {
+        let base = if s.enabled || s.encrypt {
+            Some(check_form(&s.url, &s.database)?)
+        } else {
+            None
+        };
+        let pass = self.password_for(&s, password.as_deref())?;
+        let store = &self.inner.store;
+        match &base {
+            Some(base) if s.encrypt => {
+                let auth = basic_auth(&s.user, &pass);
+                let db = s.database.trim();
+                let p = passphrase.as_deref();
+                super::seal::unlock(store, base, db, auth.as_deref(), p).await?;
+            }
+            _ if !s.encrypt => store.delete_sync_keys().await?,
+            _ => {}
         }
+        store.set_sync_settings(&s).await?;
+        let origin = origin_of(&s.url).unwrap_or_default();
+        store.set_sync_password_for(&pass, Some(&origin)).await?;
+        *self.inner.password.borrow_mut() = pass;
+        *self.inner.password_origin.borrow_mut() = origin;
         *self.inner.settings.borrow_mut() = s;
         self.restart();
         Ok(())
@@ -282,8 +338,7 @@ impl Replication {
 
     async fn test_now(&self, s: &SyncSettings, password: Option<&str>) -> Result<(), SyncError> {
         let url = check_form(&s.url, &s.database)?;
-        let saved = self.inner.password.borrow().clone();
-        let auth = basic_auth(&s.user, password.unwrap_or(&saved));
+        let auth = basic_auth(&s.user, &self.password_for(s, password)?);
         let db_url = format!(
             "{url}/{}",
             crate::engine::sync::wire::encode(s.database.trim())
@@ -745,7 +800,21 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
     }
     let s = i.settings.borrow().clone();
     let base = check_form(&s.url, &s.database)?;
-    let key = format!("{base}/{}", s.database.trim());
+    let auth = run_auth(i, &s);
+    let sealer = match s.encrypt {
+        true => {
+            let (db, pass) = (s.database.trim(), None);
+            let keys = super::seal::unlock(&i.store, &base, db, auth.as_deref(), pass).await?;
+            Some(super::seal::Sealer::new(keys, db, i.store.clone()))
+        }
+        false => {
+            super::seal::guard_plain(&base, s.database.trim(), auth.as_deref()).await?;
+            None
+        }
+    };
+    // Encrypted documents are another namespace on the server: a checkpoint of its own.
+    let e2ee = if s.encrypt { "#e2ee" } else { "" };
+    let key = format!("{base}/{}{e2ee}", s.database.trim());
     let (_, state) = clock(i).await?;
     let since = if state.since_for.as_deref() == Some(key.as_str()) {
         state.since.clone()
@@ -755,7 +824,6 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
         None
     };
     seed(i).await?;
-    let auth = basic_auth(&s.user, &i.password.borrow());
     let mut rep = Replicator::new(Config::new(s.database.trim(), &state.device), since);
     let dirty = {
         let _span = Span::new("dirty");
@@ -765,18 +833,69 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
     rep.handle_local_changes(dirty);
     drop(span);
     *i.rep.borrow_mut() = Some(rep);
-    let result = drive(i, gen, &base, auth.as_deref(), &key).await;
+    let link = Link {
+        base: &base,
+        auth: auth.as_deref(),
+        sealer: sealer.as_ref(),
+    };
+    let result = drive(i, gen, &link, &key).await;
     *i.rep.borrow_mut() = None;
     result
 }
 
-async fn drive(
-    i: &Rc<Inner>,
-    gen: u32,
-    base: &str,
-    auth: Option<&str>,
-    key: &str,
-) -> Result<(), SyncError> {
+/// The saved password's `Basic` credentials for `s`'s server, only while its origin is the one
+/// the password was given for (else none: the new host never receives the old host's).
+fn run_auth(i: &Inner, s: &SyncSettings) -> Option<String> {
+    let pass = i.password.borrow().clone();
+    let ok = origin::password_for(None, &pass, &i.password_origin.borrow(), &s.url).is_some();
+    basic_auth(&s.user, if ok { &pass } else { "" })
+}
+
+/// Where the loop's requests go: the server, its credentials, and the seal when encrypting.
+struct Link<'a> {
+    base: &'a str,
+    auth: Option<&'a str>,
+    sealer: Option<&'a super::seal::Sealer>,
+}
+
+impl Link<'_> {
+    /// Sends one replicator request (sealed and opened when encrypting).
+    async fn send(
+        &self,
+        req: Request,
+        abort: Option<&web_sys::AbortController>,
+    ) -> super::seal::Sent {
+        match self.sealer {
+            Some(s) => s.send(req, self.base, self.auth, abort).await,
+            None => {
+                let url = req.url(self.base);
+                let (method, body) = (req.method.as_str(), req.body.as_deref());
+                super::seal::Sent {
+                    out: crate::transport::fetch_text(&url, method, body, self.auth, abort, true)
+                        .await,
+                    plain: Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// Plain copies of our documents the server still held (encryption was turned on): their
+    /// content is kept locally and goes back up sealed, then the plain copies are deleted.
+    async fn keep_plain(&self, i: &Inner, plain: Vec<serde_json::Value>) -> Result<(), SyncError> {
+        let Some(s) = self.sealer.filter(|_| !plain.is_empty()) else {
+            return Ok(());
+        };
+        let docs = plain
+            .iter()
+            .filter_map(|v| Doc::from_json(v).ok().map(|c| c.doc))
+            .collect();
+        record(i, docs).await?;
+        s.purge(&plain, self.base, self.auth).await;
+        Ok(())
+    }
+}
+
+async fn drive(i: &Rc<Inner>, gen: u32, link: &Link<'_>, key: &str) -> Result<(), SyncError> {
     while i.generation.get() == gen {
         // Bulk work (a catching-up pull, a push) goes out while the last answer's writes are
         // applied (`Replicator::bulk_next`); anything else waits for them.
@@ -810,16 +929,8 @@ async fn drive(
         };
         let abort = web_sys::AbortController::new().ok();
         *i.abort.borrow_mut() = abort.clone();
-        let url = req.url(base);
-        let fetch = crate::transport::fetch_text(
-            &url,
-            req.method.as_str(),
-            req.body.as_deref(),
-            auth,
-            abort.as_ref(),
-            true,
-        );
-        let out = if overlap {
+        let fetch = link.send(req, abort.as_ref());
+        let sent = if overlap {
             let (applied, out) = futures_util::future::join(apply_writes(i, key), fetch).await;
             applied?;
             out
@@ -828,16 +939,19 @@ async fn drive(
         };
         let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
         i.abort.borrow_mut().take();
-        let mut b = i.rep.borrow_mut();
-        let Some(rep) = b.as_mut() else {
-            return Ok(());
-        };
-        let _span = Span::new("response");
-        match out {
-            _ if aborted => rep.handle_cancelled(),
-            Ok((status, body)) => rep.handle_response(now(), status, &body),
-            Err(reason) => rep.handle_failure(now(), &reason),
+        {
+            let mut b = i.rep.borrow_mut();
+            let Some(rep) = b.as_mut() else {
+                return Ok(());
+            };
+            let _span = Span::new("response");
+            match sent.out {
+                _ if aborted => rep.handle_cancelled(),
+                Ok((status, body)) => rep.handle_response(now(), status, &body),
+                Err(reason) => rep.handle_failure(now(), &reason),
+            }
         }
+        link.keep_plain(i, sent.plain).await?;
     }
     Ok(())
 }
