@@ -43,7 +43,7 @@ const PASSPHRASE = 'correct horse battery staple';
 const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /blocked by CORS policy/, /does not open with this passphrase/] };
 
 // Words that appear only in the conversation, its reply, its memory and its facts.
-const SAID = 'My name is Ysolde and I live in Quibdo.';
+const SAID = 'My name is Ysolde and I live in Quibdo with my parrot Fernhollow.';
 const REPLY = 'Greetings Ysolde, Quibdo sounds humid.';
 const SUMMARY = 'Ysolde lives in Quibdo with a parrot named Fernhollow.';
 const ENTITY = { type: 'other', name: 'Fernhollow', description: 'Ysolde’s parrot.' };
@@ -60,9 +60,18 @@ async function saveSync(page, server, { encrypt, passphrase = '', enabled = true
     await page.locator(tid('sync-passphrase-warning')).filter({ hasText: 'cannot be recovered' }).waitFor();
     await page.locator(tid('settings-sync-passphrase')).fill(passphrase);
   }
-  await page.locator(tid('sync-save')).click();
   const result = page.locator(tid('sync-result'));
-  await result.filter({ hasNotText: 'Checking' }).filter({ hasText: /./ }).waitFor({ timeout: 30_000 });
+  // This action's words, not the last one's: they come after its "Checking…" or "Saving…".
+  await result.evaluate((e) => {
+    e.seenWorking = false;
+    new MutationObserver(() => { if (/Checking|Saving/.test(e.textContent)) e.seenWorking = true; })
+      .observe(e, { childList: true, characterData: true, subtree: true });
+  });
+  await page.locator(tid('sync-save')).click();
+  await page.waitForFunction(() => {
+    const e = document.querySelector('[data-testid="sync-result"]');
+    return e.seenWorking && e.textContent.trim() !== '' && !/Checking|Saving/.test(e.textContent);
+  }, null, { timeout: 30_000 });
   return { ok: (await result.getAttribute('data-ok')) === 'true', text: await result.innerText() };
 }
 

@@ -54,9 +54,12 @@ pub fn SyncSection() -> impl IntoView {
         );
     };
     let save = move |_| {
-        if encrypt.get_untracked() {
-            result.set(Some((true, "Checking the passphrase…".into())));
-        }
+        let working = if encrypt.get_untracked() {
+            "Checking the passphrase…"
+        } else {
+            "Saving…"
+        };
+        result.set(Some((true, working.into())));
         let done = outcome("Sync settings saved.");
         let phrase = typed_passphrase();
         passphrase.set(String::new());
