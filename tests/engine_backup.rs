@@ -1033,9 +1033,9 @@ fn the_preview_names_shared_memory_system_prompts_models_and_system_messages() {
         &shared,
         &ExistingIds::default(),
         &[
-            "Shared memory used in every conversation: 1 entity: “Name shared-paris”.",
-            &format!("System prompts it sets on its conversations: {prompt}."),
-            &format!("Models it sets on its conversations: {model}."),
+            "Shared memory used in every conversation: 1 entity: “Name shared-paris”",
+            &format!("System prompts it sets on its conversations: {prompt}"),
+            &format!("Models it sets on its conversations: {model}"),
         ],
     );
     // A system message in the file: kept as text, said so.
@@ -1070,5 +1070,5 @@ fn a_long_reach_is_listed_short() {
         "{}",
         lines[0]
     );
-    assert!(lines[0].ends_with(", and 3 more."), "{}", lines[0]);
+    assert!(lines[0].ends_with(", and 3 more"), "{}", lines[0]);
 }

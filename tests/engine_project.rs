@@ -462,7 +462,7 @@ fn the_import_preview_counts_the_projects_it_writes() {
         .unwrap();
     assert_eq!(
         plan.reach().lines(),
-        ["Project instructions, sent with every conversation of the project: “Garden”: “Answer in Latin.”."]
+        ["Project instructions, sent with every conversation of the project: “Garden”: “Answer in Latin.”"]
     );
 }
 

@@ -229,26 +229,26 @@ impl ImportReach {
         };
         if !self.shared_entities.is_empty() {
             lines.push(format!(
-                "Shared memory used in every conversation: {}: {}.",
+                "Shared memory used in every conversation: {}: {}",
                 plural(self.shared_entities.len(), "entity", "entities"),
                 listed(self.shared_entities.iter().map(|n| quoted(n)))
             ));
         }
         if !self.system_prompts.is_empty() {
             lines.push(format!(
-                "System prompts it sets on its conversations: {}.",
+                "System prompts it sets on its conversations: {}",
                 named(&self.system_prompts)
             ));
         }
         if !self.models.is_empty() {
             lines.push(format!(
-                "Models it sets on its conversations: {}.",
+                "Models it sets on its conversations: {}",
                 named(&self.models)
             ));
         }
         if !self.project_instructions.is_empty() {
             lines.push(format!(
-                "Project instructions, sent with every conversation of the project: {}.",
+                "Project instructions, sent with every conversation of the project: {}",
                 named(&self.project_instructions)
             ));
         }
