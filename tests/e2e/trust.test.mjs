@@ -5,7 +5,8 @@
 //   the form says so next to the key field (settings-api-key-note) and the next request has no key;
 // - (b) a key is never sent over plain http to a host other than this machine: a name the browser
 //   resolves to the agent (--host-resolver-rules) but that is not loopback gets a clear error on
-//   Save and on Test connection, and the agent receives nothing;
+//   Save and on Test connection, and the agent receives nothing; such a key saved by an older
+//   version makes the send an error (error-banner) and nothing reaches the server;
 // - (c) switching preset does not carry the key to the other provider;
 // - (d) the import preview names the shared entities and the system prompts and models a backup
 //   sets (import-preview-reach);
@@ -126,6 +127,42 @@ test('(b) a key over plain http to a host that is not this machine is refused be
     assert.equal(reached[0].headers.authorization, undefined);
     assert.equal(harness.agent.requests.filter((r) => r.headers.authorization).length, 0, 'no key left the browser');
     await page.locator(tid('settings-cancel')).click();
+  }, { browser: remoteBrowser });
+});
+
+/** Rewrites the saved settings in the store, as an older version would have left them. */
+function rewriteSavedSettings(page, edit) {
+  return page.evaluate((edit) => new Promise((resolve, reject) => {
+    const open = indexedDB.open('memoire');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const db = open.result;
+      const tx = db.transaction('settings', 'readwrite');
+      const store = tx.objectStore('settings');
+      const get = store.get('settings');
+      get.onsuccess = () => {
+        const record = get.result;
+        record.value.endpoint.base_url = edit.url;
+        delete record.value.endpoint.key_origin;
+        store.put(record);
+      };
+      tx.oncomplete = () => { db.close(); resolve(); };
+      tx.onerror = () => reject(tx.error);
+    };
+  }), edit);
+}
+
+test('(b) a key saved before the rule with a plain-http URL to another machine: the send is an error and nothing leaves', async () => {
+  await journey('trust-plain-http-saved', async (page) => {
+    await rewriteSavedSettings(page, { url: `http://${REMOTE_NAME}:${harness.agent.port}/v1` });
+    await page.reload();
+    await page.locator(tid('settings-open')).waitFor();
+    await page.locator(tid('composer-input')).fill('hello');
+    await page.locator(tid('send-button')).click();
+    const banner = page.locator(tid('error-banner'));
+    await banner.waitFor();
+    assert.match(await banner.innerText(), /unencrypted/);
+    assert.equal(harness.agent.requests.length, 0, 'no request reached the server');
   }, { browser: remoteBrowser });
 });
 
