@@ -214,7 +214,7 @@ impl Replication {
                 let auth = basic_auth(&s.user, &pass);
                 let db = s.database.trim();
                 let p = passphrase.as_deref();
-                super::seal::unlock(store, base, db, auth.as_deref(), p).await?;
+                unlock_split(store, base, db, auth.as_deref(), p).await?;
             }
             _ if !s.encrypt => store.delete_sync_keys().await?,
             _ => {}
@@ -772,6 +772,21 @@ fn track_entity_deleted_split<'a>(
     entity: &'a str,
 ) -> Boxed<'a, (), SyncError> {
     Box::pin(memory::track_entity_deleted(i, conversation, entity))
+}
+
+/// Split point `sync`: encryption unlocked when the settings are saved (WebCrypto, the marker).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
+fn unlock_split<'a>(
+    store: &'a Store,
+    base: &'a str,
+    db: &'a str,
+    auth: Option<&'a str>,
+    passphrase: Option<&'a str>,
+) -> Boxed<'a, (), SyncError> {
+    Box::pin(async move {
+        super::seal::unlock(store, base, db, auth, passphrase).await?;
+        Ok(())
+    })
 }
 
 /// Split point `sync`: "Test connection" and its verdicts.
