@@ -220,6 +220,18 @@ async fn name_all(key: &CryptoKey, ids: &[String]) -> Result<Vec<String>, SealEr
         .collect())
 }
 
+/// Every request of this module, through the one whole-body sync request of the transport (its
+/// limits and timeouts apply here as to the replicator's requests).
+async fn fetch(
+    url: &str,
+    method: &str,
+    body: Option<&str>,
+    auth: Option<&str>,
+    abort: Option<&web_sys::AbortController>,
+) -> Result<(u16, String), String> {
+    crate::transport::fetch_text(url, method, body, auth, abort, true).await
+}
+
 /// The marker's URL.
 fn marker_url(base: &str, db: &str) -> String {
     format!("{base}/{}/{MARKER_ID}", encode(db))
@@ -232,7 +244,7 @@ async fn read_marker(
     auth: Option<&str>,
 ) -> Result<Option<(Marker, String)>, SealError> {
     let url = marker_url(base, db);
-    let (status, body) = crate::transport::fetch_text(&url, "GET", None, auth, None, true)
+    let (status, body) = fetch(&url, "GET", None, auth, None)
         .await
         .map_err(SealError::Unreachable)?;
     match status {
@@ -254,16 +266,7 @@ async fn write_marker(
     salt: &[u8],
     aes: &CryptoKey,
 ) -> Result<(), SealError> {
-    let fetch = crate::transport::fetch_text;
-    let _ = fetch(
-        &format!("{base}/{}", encode(db)),
-        "PUT",
-        None,
-        auth,
-        None,
-        true,
-    )
-    .await;
+    let _ = fetch(&format!("{base}/{}", encode(db)), "PUT", None, auth, None).await;
     let check = encrypt_all(aes, &[(MARKER_ID.as_bytes().to_vec(), CHECK)]).await?;
     let marker = Marker {
         salt: salt.to_vec(),
@@ -271,12 +274,12 @@ async fn write_marker(
         check: check.into_iter().next().unwrap_or_default(),
     };
     let body = marker.to_json(None).to_string();
-    let (status, _) = fetch(&marker_url(base, db), "PUT", Some(&body), auth, None, true)
+    let (status, _) = fetch(&marker_url(base, db), "PUT", Some(&body), auth, None)
         .await
         .map_err(SealError::Unreachable)?;
     match status {
         200..=202 => Ok(()),
-        // Another device made one meanwhile: unlock against it instead.
+        // Another device made one meanwhile (the caller unlocks against it).
         409 => Err(SealError::Rekeyed),
         s => Err(SealError::Server(s)),
     }
@@ -291,6 +294,24 @@ async fn opens(aes: &CryptoKey, m: &Marker) -> Result<bool, SealError> {
 fn b64(salt: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(salt)
+}
+
+/// The keys `passphrase` derives with marker `m`'s salt and rounds, if they open its key check.
+async fn from_marker(
+    database: String,
+    passphrase: &str,
+    m: &Marker,
+) -> Result<SyncKeys, SealError> {
+    let (aes, mac) = derive(passphrase, &m.salt, m.iterations).await?;
+    if !opens(&aes, m).await? {
+        return Err(SealError::WrongPassphrase);
+    }
+    Ok(SyncKeys {
+        database,
+        salt: b64(&m.salt),
+        aes,
+        mac,
+    })
 }
 
 /// The keys for database `database` (`{base}/{db}`): the kept ones when they still open its marker,
@@ -323,27 +344,23 @@ pub async fn unlock(
         .filter(|p| !p.is_empty())
         .ok_or(SealError::NoPassphrase)?;
     let keys = match marker {
-        Some((m, _)) => {
-            let (aes, mac) = derive(passphrase, &m.salt, m.iterations).await?;
-            if !opens(&aes, &m).await? {
-                return Err(SealError::WrongPassphrase);
-            }
-            SyncKeys {
-                database,
-                salt: b64(&m.salt),
-                aes,
-                mac,
-            }
-        }
+        Some((m, _)) => from_marker(database, passphrase, &m).await?,
         None => {
             let salt = random(SALT_LEN)?;
             let (aes, mac) = derive(passphrase, &salt, ITERATIONS).await?;
-            write_marker(base, db, auth, &salt, &aes).await?;
-            SyncKeys {
-                database,
-                salt: b64(&salt),
-                aes,
-                mac,
+            match write_marker(base, db, auth, &salt, &aes).await {
+                Ok(()) => SyncKeys {
+                    database,
+                    salt: b64(&salt),
+                    aes,
+                    mac,
+                },
+                // Another device made the marker meanwhile: this passphrase must open that one.
+                Err(SealError::Rekeyed) => match read_marker(base, db, auth).await? {
+                    Some((m, _)) => from_marker(database, passphrase, &m).await?,
+                    None => return Err(SealError::Rekeyed),
+                },
+                Err(e) => return Err(e),
             }
         }
     };
@@ -465,9 +482,7 @@ impl Sealer {
         };
         let url = req.url(base);
         let method = req.method.as_str();
-        let out =
-            crate::transport::fetch_text(&url, method, req.body.as_deref(), auth, abort, true)
-                .await;
+        let out = fetch(&url, method, req.body.as_deref(), auth, abort).await;
         match out {
             Ok((status, body)) => self.open(&route, status, body).await.unwrap_or_else(failed),
             Err(e) => Sent {
@@ -483,9 +498,7 @@ impl Sealer {
             return;
         };
         let url = format!("{base}/{}/_bulk_docs", encode(&self.db));
-        if let Err(e) =
-            crate::transport::fetch_text(&url, "POST", Some(&body), auth, None, true).await
-        {
+        if let Err(e) = fetch(&url, "POST", Some(&body), auth, None).await {
             web_sys::console::warn_1(&JsValue::from_str(&format!(
                 "memoire sync: plain copies were not deleted on the server yet ({e}); next time"
             )));
