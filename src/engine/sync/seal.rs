@@ -36,10 +36,11 @@ use super::wire::{encode, Request};
 /// The marker document's id.
 pub const MARKER_ID: &str = "memoire-e2ee";
 /// PBKDF2-SHA-256 iterations for a new marker: OWASP's 2023 floor for PBKDF2-HMAC-SHA256 is
-/// 600,000, which WebCrypto derives in about 150 ms here (`e2ee_unlock_ms`); 2,000,000 takes about
-/// half a second, inside the 300-1,500 ms the issue asks for (strong, and not a freeze: it runs off
-/// the main thread).
-pub const ITERATIONS: u32 = 2_000_000;
+/// 600,000, which WebCrypto derives in about 150 ms here (`e2ee_unlock_ms`), under the 300-1,500 ms
+/// the issue asks for; 2,000,000 took 420-620 ms, and 1,580 ms at a load of 10-13; 1,500,000 sits
+/// inside the window at the loads this machine sees (strong, and not a freeze: it runs off the main
+/// thread).
+pub const ITERATIONS: u32 = 1_500_000;
 /// A marker asking for fewer is refused (a hostile server cannot weaken the key), and one asking
 /// for more than this too (it cannot make a device derive for minutes either).
 pub const MIN_ITERATIONS: u32 = 600_000;
@@ -165,16 +166,6 @@ pub fn envelope(sealed: &str, rev: Option<&str>, blob: &[u8]) -> Value {
         v["_rev"] = Value::String(r.into());
     }
     v
-}
-
-/// The `iv ‖ ciphertext` of a sealed document, and the id it is bound to (`None`: not sealed).
-pub fn blob_of(doc: &Value) -> Option<(String, Vec<u8>)> {
-    if doc.get("e2ee").and_then(Value::as_u64) != Some(1) {
-        return None;
-    }
-    let id = doc.get("_id")?.as_str()?;
-    let blob = STANDARD.decode(doc.get("d")?.as_str()?).ok()?;
-    (is_sealed_id(id) && blob.len() >= IV_LEN + TAG_LEN).then(|| (id.to_string(), blob))
 }
 
 /// The plain document of an opened envelope: the decrypted object with the envelope's `_rev` and
@@ -414,16 +405,7 @@ fn success(status: u16) -> bool {
 /// The sealed documents of an answer to decrypt, in order: each one's bound id (the additional
 /// data) and `iv ‖ ciphertext`.
 pub fn sealed_in(route: &Route, status: u16, body: &str) -> Vec<(String, Vec<u8>)> {
-    if !success(status) {
-        return Vec::new();
-    }
-    let Ok(mut v) = serde_json::from_str::<Value>(body) else {
-        return Vec::new();
-    };
-    slots(route, &mut v)
-        .into_iter()
-        .filter_map(|d| blob_of(d))
-        .collect()
+    Opening::new(route, status, body.to_string()).sealed()
 }
 
 /// An answer opened for the replicator.
@@ -447,44 +429,95 @@ pub fn open_response(
     names: &mut Names,
     plains: Vec<Option<Vec<u8>>>,
 ) -> Opened {
-    let mut out = Opened {
-        body: body.to_string(),
-        plain: Vec::new(),
-        refused: Vec::new(),
-    };
-    if !success(status) || matches!(route, Route::Pass) {
-        return out;
+    Opening::new(route, status, body.to_string()).finish(names, plains)
+}
+
+/// The sealed id of an envelope (`e2ee: 1` under a sealed id): the slots [`Opening::sealed`] lists
+/// and [`Opening::finish`] fills, in the same order.
+fn envelope_id(doc: &Value) -> Option<&str> {
+    if doc.get("e2ee").and_then(Value::as_u64) != Some(1) {
+        return None;
     }
-    let Ok(mut v) = serde_json::from_str::<Value>(body) else {
-        return out;
-    };
-    let mut plains = plains.into_iter();
-    for slot in slots(route, &mut v) {
-        let Some((sealed, _)) = blob_of(slot) else {
-            continue;
-        };
-        match plains.next().flatten().and_then(|p| opened(slot, &p)) {
-            Some(doc) => {
-                names.learn(doc["_id"].as_str().unwrap_or_default(), &sealed);
-                *slot = doc;
-            }
-            None => {
-                out.refused.push(format!(
-                    "{sealed}: does not open with this passphrase's key; skipped"
-                ));
-                *slot = Value::Null;
-            }
+    doc.get("_id")?.as_str().filter(|id| is_sealed_id(id))
+}
+
+/// An answer being opened: read once, its sealed documents listed ([`Opening::sealed`]), then
+/// filled with their plaintexts ([`Opening::finish`]).
+pub struct Opening {
+    route: Route,
+    body: String,
+    /// The parsed answer (`None`: passed through as it is).
+    v: Option<Value>,
+}
+
+impl Opening {
+    pub fn new(route: &Route, status: u16, body: String) -> Opening {
+        let read = success(status) && !matches!(route, Route::Pass);
+        let v = read.then(|| serde_json::from_str(&body).ok()).flatten();
+        Opening {
+            route: route.clone(),
+            body,
+            v,
         }
     }
-    match route {
-        Route::Changes => name_changes(&mut v, names, &mut out),
-        Route::AllDocs => name_rows(&mut v, names),
-        Route::Open { .. } => name_leaves(&mut v, names),
-        Route::Bulk => name_results(&mut v, names),
-        Route::Pass => {}
+
+    /// The envelopes to decrypt, in order: each one's bound id and `iv ‖ ciphertext` (empty when
+    /// unreadable: it then does not open).
+    pub fn sealed(&mut self) -> Vec<(String, Vec<u8>)> {
+        let Some(v) = self.v.as_mut() else {
+            return Vec::new();
+        };
+        let blob = |d: &Value| {
+            let b64 = d.get("d").and_then(Value::as_str)?;
+            let b = STANDARD.decode(b64).ok()?;
+            (b.len() >= IV_LEN + TAG_LEN).then_some(b)
+        };
+        slots(&self.route, v)
+            .into_iter()
+            .filter_map(|d| Some((envelope_id(d)?.to_string(), blob(d).unwrap_or_default())))
+            .collect()
     }
-    out.body = v.to_string();
-    out
+
+    /// The answer for the replicator: `plains` are the decrypted [`Opening::sealed`], in order.
+    pub fn finish(self, names: &mut Names, plains: Vec<Option<Vec<u8>>>) -> Opened {
+        let mut out = Opened {
+            body: String::new(),
+            plain: Vec::new(),
+            refused: Vec::new(),
+        };
+        let Some(mut v) = self.v else {
+            out.body = self.body;
+            return out;
+        };
+        let route = self.route;
+        let mut plains = plains.into_iter();
+        for slot in slots(&route, &mut v) {
+            let Some(sealed) = envelope_id(slot).map(str::to_string) else {
+                continue;
+            };
+            match plains.next().flatten().and_then(|p| opened(slot, &p)) {
+                Some(doc) => {
+                    names.learn(doc["_id"].as_str().unwrap_or_default(), &sealed);
+                    *slot = doc;
+                }
+                None => {
+                    out.refused.push(format!(
+                        "{sealed}: does not open with this passphrase's key; skipped"
+                    ));
+                    *slot = Value::Null;
+                }
+            }
+        }
+        match route {
+            Route::Changes => name_changes(&mut v, names, &mut out),
+            Route::AllDocs => name_rows(&mut v, names),
+            Route::Open { .. } => name_leaves(&mut v, names),
+            Route::Bulk => name_results(&mut v, names),
+            Route::Pass => {}
+        }
+        out.body = v.to_string();
+        out
+    }
 }
 
 /// `_changes` rows: opened ones under their plain id; deletions of known sealed ids named; plain

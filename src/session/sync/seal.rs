@@ -26,8 +26,8 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{CryptoKey, SubtleCrypto};
 
 use crate::engine::sync::seal::{
-    self, aad, open_response, outgoing, seal_request, sealed_in, Marker, MarkerError, Names, Route,
-    CHECK, ITERATIONS, IV_LEN, MARKER_ID, SALT_LEN,
+    self, aad, outgoing, seal_request, Marker, MarkerError, Names, Opening, Route, CHECK,
+    ITERATIONS, IV_LEN, MARKER_ID, SALT_LEN,
 };
 use crate::engine::sync::wire::encode;
 use crate::engine::sync::Request;
@@ -451,9 +451,9 @@ impl Sealer {
             let ids: Vec<String> = self.store.sync_doc_ids().await?.into_iter().collect();
             self.name(ids).await?;
         }
-        let sealed = sealed_in(route, status, &body);
-        let plains = decrypt_all(&self.keys.aes, &sealed).await?;
-        let o = open_response(route, status, &body, &mut self.names.borrow_mut(), plains);
+        let mut opening = Opening::new(route, status, body);
+        let plains = decrypt_all(&self.keys.aes, &opening.sealed()).await?;
+        let o = opening.finish(&mut self.names.borrow_mut(), plains);
         for r in &o.refused {
             web_sys::console::warn_1(&JsValue::from_str(&format!("memoire sync: {r}")));
         }
