@@ -451,8 +451,17 @@ impl Sealer {
             let ids: Vec<String> = self.store.sync_doc_ids().await?.into_iter().collect();
             self.name(ids).await?;
         }
-        let mut opening = Opening::new(route, status, body);
-        let plains = decrypt_all(&self.keys.aes, &opening.sealed()).await?;
+        let (opening, sealed) = {
+            let _span = Span::new("open.read");
+            let mut o = Opening::new(route, status, body);
+            let sealed = o.sealed();
+            (o, sealed)
+        };
+        let plains = {
+            let _span = Span::new("open.decrypt");
+            decrypt_all(&self.keys.aes, &sealed).await?
+        };
+        let _span = Span::new("open.write");
         let o = opening.finish(&mut self.names.borrow_mut(), plains);
         for r in &o.refused {
             web_sys::console::warn_1(&JsValue::from_str(&format!("memoire sync: {r}")));

@@ -306,6 +306,11 @@ async function encryptedPull(harness, couch, A, results) {
       const u = window.__sync.measures.filter((m) => m.name === 'e2ee-unlock');
       return window.__sync.longtasks.filter((t) => u.some((m) => t.start < m.start + m.ms && t.start + t.ms > m.start)).map((t) => Math.round(t.ms));
     });
+    const opening = await C.page.evaluate(() => {
+      const sum = (n) => Math.round(window.__sync.measures.filter((m) => m.name === n).reduce((a, m) => a + m.ms, 0));
+      return { read: sum('open.read'), decrypt: sum('open.decrypt'), write: sum('open.write') };
+    });
+    log(`encrypted pull: opening the pages took ${JSON.stringify(opening)} ms in all (wall time; the decryptions overlap other work)`);
     log(`encrypted pull: ${results.sync_first_10k_msgs_pull_encrypted_ms} ms; unlock ${unlock.map(Math.round).join(', ')} ms; long tasks during it: ${overlapping.join(', ') || 'none'}`);
   } finally {
     await C.context.close();
