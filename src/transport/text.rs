@@ -48,7 +48,12 @@ pub async fn fetch_text(
     let mut stream = match open(&req, &stopper, limits.timeouts).await {
         Ok(s) => s,
         Err(TransportError::Http { status, body, .. }) => return Ok((status, body)),
-        Err(e) => return Err(e),
+        Err(e) => {
+            if matches!(e, TransportError::Timeout { .. }) {
+                stopper.stop(); // the request no one waits for any more
+            }
+            return Err(e);
+        }
     };
     let status = stream.status;
     let mut out: Vec<u8> = Vec::new();
