@@ -346,7 +346,7 @@ fn refused_documents_are_skipped_counted_and_named_and_sync_goes_on() {
 #[test]
 fn a_stalled_request_is_an_error_with_the_next_retry_time() {
     let (mut rep, _) = at_changes(3);
-    rep.handle_stalled(NOW, true);
+    assert!(rep.handle_stalled(NOW, true));
     let Status::Error { error, retry_at } = rep.status() else {
         panic!("{:?}", rep.status())
     };
@@ -361,6 +361,46 @@ fn a_stalled_request_is_an_error_with_the_next_retry_time() {
     );
     assert_eq!(rep.poll_request(NOW + 999), None, "it waits");
     assert!(rep.poll_request(NOW + 1000).is_some(), "then starts over");
+}
+
+#[test]
+fn a_longpoll_that_began_then_fell_quiet_is_asked_again_not_an_error() {
+    let mut cfg = Config::new("memoire", "a");
+    cfg.pull_batch = 3;
+    let (mut rep, _) = {
+        let mut rep = Replicator::new(cfg, None);
+        let mut live = None;
+        for _ in 0..6 {
+            let req = rep.poll_request(NOW).expect("a request");
+            if req
+                .query
+                .iter()
+                .any(|(k, v)| k == "feed" && v == "longpoll")
+            {
+                live = Some(req);
+                break;
+            }
+            let (status, body) = if req.path.contains("_local") && req.method == Method::Get {
+                (404, r#"{"error":"not_found"}"#.to_string())
+            } else if req.path.ends_with("_changes") {
+                (200, r#"{"results":[],"last_seq":"0"}"#.to_string())
+            } else {
+                (200, r#"{"db_name":"memoire","rev":"1-a"}"#.to_string())
+            };
+            rep.handle_response(NOW, status, &body);
+            while rep.poll_write().is_some() {}
+        }
+        (rep, live.expect("a longpoll"))
+    };
+    assert!(!rep.handle_stalled(NOW, false), "a quiet feed");
+    assert_eq!(rep.status(), Status::Synced);
+    let again = rep.poll_request(NOW).expect("asked again at once");
+    assert!(again
+        .query
+        .iter()
+        .any(|(k, v)| k == "feed" && v == "longpoll"));
+    assert!(rep.handle_stalled(NOW, true), "no answer at all is a stall");
+    assert!(matches!(rep.status(), Status::Error { .. }));
 }
 
 #[test]

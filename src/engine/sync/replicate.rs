@@ -14,8 +14,8 @@
 //!
 //! Limits (issue 28): every request is bounded by the shell with [`Config`]'s body cap and
 //! first-byte and idle timeouts; an answer over the cap ([`Replicator::handle_too_large`]) or
-//! none in time ([`Replicator::handle_stalled`]) changes nothing, is reported as an error with
-//! the next retry time, and a `_changes` answer too large halves the pages asked for (they grow
+//! none in time ([`Replicator::handle_stalled`]; a longpoll that began and then fell quiet is
+//! only asked again) changes nothing, is reported as an error with the next retry time, and a `_changes` answer too large halves the pages asked for (they grow
 //! back after each page read). At most the `limit` rows a page asked for are taken (a server that
 //! sends more is read up to that row's `seq`), and every pulled document is held to the limits
 //! imports enforce (`sync::check`): a refused one is skipped with its reason
@@ -567,11 +567,18 @@ impl Replicator {
     }
 
     /// The answer to the request in flight did not begin, or paused, past [`Config`]'s timeouts
-    /// (the shell aborted it): nothing changes locally; an error with the next retry time.
-    pub fn handle_stalled(&mut self, now: Millis, first_byte: bool) {
+    /// (the shell aborted it): nothing changes locally; an error with the next retry time, and
+    /// `true` (the shell ends the connection and lets the sync lock go). A longpoll that began and
+    /// then fell quiet is only a quiet feed (a proxy that buffers the heartbeats shows it so): it is
+    /// asked again, `false`.
+    pub fn handle_stalled(&mut self, now: Millis, first_byte: bool) -> bool {
         let Some(inflight) = &self.inflight else {
-            return;
+            return false;
         };
+        if !first_byte && matches!(inflight, Inflight::Changes { live: true, .. }) {
+            self.inflight = None;
+            return false;
+        }
         let ms = if first_byte {
             self.cfg.first_byte_ms
         } else {
@@ -582,6 +589,7 @@ impl Replicator {
             secs: ms.div_ceil(1000),
         };
         self.fail(now, e);
+        true
     }
 
     /// The answer to the request in flight passed [`Config::max_body_bytes`] (the shell aborted

@@ -895,8 +895,9 @@ fn handle_answer(
 ) -> Option<i64> {
     match out {
         Err(TransportError::Timeout { first_byte }) => {
-            rep.handle_stalled(now(), first_byte);
-            return Some(rep.poll_timeout().unwrap_or_else(now));
+            if rep.handle_stalled(now(), first_byte) {
+                return Some(rep.poll_timeout().unwrap_or_else(now));
+            }
         }
         Err(TransportError::TooLarge { .. }) => rep.handle_too_large(now()),
         _ if aborted => rep.handle_cancelled(),
