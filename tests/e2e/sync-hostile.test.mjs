@@ -8,7 +8,8 @@
 //   clock is not pinned; the page stays responsive (a chat turn completes after it worked);
 // - an oversized answer is an error with the next retry time, and sync recovers;
 // - a request the server never answers is given up, the status says "error" with the retry time,
-//   and the sync lock is released, so a second tab that was waiting for it takes over.
+//   and the sync lock is released, so a second tab that was waiting for it takes over; "Test
+//   connection" gives up too and says the server did not answer.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -236,7 +237,7 @@ test('sync-hostile: an answer larger than the cap is an error with the retry tim
   });
 });
 
-test('sync-hostile: a server that never answers is given up, said with the retry time, and a second tab takes the sync over', async () => {
+test('sync-hostile: a server that never answers is given up, said with the retry time, and a second tab takes the sync over; Test connection gives up too', async () => {
   await onHostile('sync-hostile-stall', async ({ page, hostile, context }) => {
     const b = await context.newPage();
     await b.goto(harness.site.url);
@@ -246,6 +247,11 @@ test('sync-hostile: a server that never answers is given up, said with the retry
     const stalled = await waitForStatus(page, (s) => s.state === 'error', 'the stall reported', 45_000);
     assert.match(stalled.detail, /stopped answering .* retrying at \d\d:\d\d/);
     await waitForStatus(b, (s) => !/Waiting for another tab/.test(s.detail), 'the second tab takes over', 20_000);
+    // "Test connection" gives up too, and says so.
+    await page.locator(tid('settings-open')).click();
+    await page.locator(tid('sync-test')).click();
+    await page.locator(tid('sync-result')).filter({ hasText: 'did not answer within 10 s' }).waitFor({ timeout: 30_000 });
+    await page.locator(tid('settings-close')).click();
     hostile.mode = 'pass';
     await b.close();
     await waitForStatus(page, (s) => s.state === 'synced', 'recovered after the stall', 90_000);
