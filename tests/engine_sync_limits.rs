@@ -175,6 +175,13 @@ fn entities_edges_facts_and_projects_are_held_to_the_same_limits() {
     };
     let edge_json = Doc::new(Body::Edge(edge.clone())).to_json(Some("1-a"));
     check_pulled(edge_json.clone(), None);
+    // An edge's `_id` is five ids long: longer than one id may be.
+    let long = EdgeDoc {
+        scope: Some("c".repeat(200)),
+        label: "l".repeat(200),
+        ..edge.clone()
+    };
+    check_pulled(Doc::new(Body::Edge(long)).to_json(Some("1-a")), None);
     check_pulled(
         with(edge_json.clone(), "/strength", json!(2.0)),
         Some("strength"),

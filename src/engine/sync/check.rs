@@ -114,9 +114,14 @@ pub fn check_doc(doc: &Doc, limits: &PullLimits, now: Millis) -> Result<(), Impo
         now,
         skew: limits.max_skew_ms,
     };
-    // An edge's `_id` holds five parts, each an id at most.
+    // An edge's `_id` holds five parts, each an id at most: the parts are checked as ids below.
     c.k.len("_id", &doc.id, limits.import.max_id_chars * 6)?;
-    c.k.id("_id", &doc.id)?;
+    if doc.id.chars().any(char::is_control) {
+        return Err(ImportError::InvalidValue {
+            record: "the document".into(),
+            detail: "its _id contains control characters".into(),
+        });
+    }
     match &doc.body {
         Body::Conversation(d) => conversation(&c, d),
         Body::Message(d) => message(&c, d),
