@@ -53,8 +53,20 @@ pub fn pulled(v: &Value, limits: &PullLimits, now: Millis) -> Result<Couch, Stri
         ));
     }
     let c = Doc::from_json(v)?;
-    check_doc(&c.doc, limits, now).map_err(|e| format!("{}: {e}", clip(&c.doc.id, 80)))?;
+    check_doc(&c.doc, limits, now)
+        .map_err(|e| format!("{}: {}", clip(&c.doc.id, 80), reason(e)))?;
     Ok(c)
+}
+
+/// Why a document was refused, in words about a synced document (not a backup's).
+fn reason(e: ImportError) -> String {
+    match e {
+        ImportError::InvalidValue { detail, .. } => detail,
+        ImportError::TooLong {
+            field, len, limit, ..
+        } => format!("{field} is {len} characters long; the limit is {limit}"),
+        other => other.to_string(),
+    }
 }
 
 /// How deep `v` nests (objects and arrays), counted up to `stop`.
