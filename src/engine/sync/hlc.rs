@@ -14,8 +14,8 @@
 //! make that device's copy differ from the server's and from every other device's (each would clamp
 //! to its own clock), and the copies would never converge; each device would push its own rewrite
 //! back. A clamped stamp would also still win every register for a day. A refused document changes
-//! nothing here and is named in the sync status; a device whose clock is a day fast is the one to
-//! fix.
+//! nothing here, is counted in the sync status and named in the console; a device whose clock is a
+//! day fast is the one to fix.
 //! Must not import anything outside `crate::engine` (no clock: `now` is an argument).
 
 use serde::{Deserialize, Serialize};
