@@ -408,13 +408,30 @@ fn a_longpoll_that_began_then_fell_quiet_is_asked_again_not_an_error() {
     };
     assert!(!rep.handle_stalled(NOW, false), "a quiet feed");
     assert_eq!(rep.status(), Status::Synced);
-    let again = rep.poll_request(NOW).expect("asked again at once");
-    assert!(again
-        .query
-        .iter()
-        .any(|(k, v)| k == "feed" && v == "longpoll"));
+    let is_live = |r: &Request| r.query.iter().any(|(k, v)| k == "feed" && v == "longpoll");
+    assert!(is_live(
+        &rep.poll_request(NOW).expect("asked again at once")
+    ));
+    assert!(!rep.handle_too_slow(NOW), "a long longpoll");
+    assert_eq!(rep.status(), Status::Synced);
+    assert!(is_live(
+        &rep.poll_request(NOW).expect("asked again at once")
+    ));
     assert!(rep.handle_stalled(NOW, true), "no answer at all is a stall");
     assert!(matches!(rep.status(), Status::Error { .. }));
+}
+
+#[test]
+fn an_answer_that_takes_too_long_is_an_error_with_the_next_retry_time() {
+    let (mut rep, _) = at_changes(3);
+    assert!(rep.handle_too_slow(NOW));
+    let (state, detail) = describe(&rep.status(), 0, 0);
+    assert_eq!(state, "error");
+    assert_eq!(
+        detail,
+        "Sync error: the sync server took more than 120 s to answer the changes feed; retrying at \
+         08:41"
+    );
 }
 
 #[test]

@@ -54,6 +54,10 @@ pub enum TransportError {
     /// The body passed the caller's cap (`TextLimits::max_bytes`); the request was aborted.
     #[error("the answer was larger than {limit} bytes")]
     TooLarge { limit: usize },
+    /// The whole answer took longer than the caller's limit (`TextLimits::total_ms`), however
+    /// steadily it came; the request was aborted.
+    #[error("the answer took longer than {limit_ms} ms")]
+    TooSlow { limit_ms: u32 },
 }
 
 /// Time limits for one request, in milliseconds.

@@ -1,9 +1,9 @@
 //! A whole-body request for small JSON exchanges (the sync driver's CouchDB calls): method, URL,
 //! optional JSON body and `Authorization`, an optional `AbortController`, and limits: the body is
 //! read as a stream through `super::open` with the first-byte and idle timeouts of [`TextLimits`]
-//! and a byte cap, and the request is aborted when either is passed (`TransportError::Timeout`,
-//! `TransportError::TooLarge`), so a server that never answers or answers without end cannot hold
-//! the caller or grow the tab's memory. Returns the status and the body text (an answer that is
+//! a byte cap and a limit on the whole answer's time, and the request is aborted when one is passed
+//! (`TransportError::Timeout`, `TooLarge`, `TooSlow`), so a server that never answers, answers
+//! without end or trickles its answer cannot hold the caller or grow the tab's memory. Returns the status and the body text (an answer that is
 //! not 2xx too, its body capped like every error body). Also a `no-cors` reachability probe,
 //! within a time limit. Streaming replies use `super::open` directly.
 //! Must not import `store`, `session` or `ui`.
@@ -11,7 +11,7 @@
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use super::{first, open, Stopper, Timeouts, TransportError};
+use super::{first, open, Read, Stopper, Timeouts, TransportError};
 use crate::engine::request::HttpRequest;
 
 /// The limits of one whole-body request.
@@ -20,6 +20,8 @@ pub struct TextLimits {
     /// The largest body read; past it the request is aborted.
     pub max_bytes: usize,
     pub timeouts: Timeouts,
+    /// The longest the whole answer may take, from the request on.
+    pub total_ms: u32,
 }
 
 /// One request; `Err` is a network-level failure, a time-out, a body over the cap, or an abort.
@@ -45,6 +47,7 @@ pub async fn fetch_text(
         body: body.unwrap_or_default().to_string(),
     };
     let stopper = abort.map_or_else(Stopper::new, |a| Stopper(a.clone()));
+    let deadline = js_sys::Date::now() + f64::from(limits.total_ms);
     let mut stream = match open(&req, &stopper, limits.timeouts).await {
         Ok(s) => s,
         Err(TransportError::Http { status, body, .. }) => return Ok((status, body)),
@@ -57,7 +60,19 @@ pub async fn fetch_text(
     };
     let status = stream.status;
     let mut out: Vec<u8> = Vec::new();
-    while let Some(chunk) = stream.next_chunk().await? {
+    loop {
+        let left = (deadline - js_sys::Date::now()).max(0.0) as u32;
+        let chunk = match stream.read_within(Some(left)).await? {
+            Read::Chunk(chunk) => chunk,
+            Read::End => break,
+            Read::Woke if js_sys::Date::now() < deadline => continue,
+            Read::Woke => {
+                stopper.stop();
+                return Err(TransportError::TooSlow {
+                    limit_ms: limits.total_ms,
+                });
+            }
+        };
         if out.len() + chunk.len() > limits.max_bytes {
             stopper.stop();
             return Err(TransportError::TooLarge {

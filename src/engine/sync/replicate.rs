@@ -12,8 +12,8 @@
 //! first connection merges what the server has before it writes; the checkpoint only moves after the
 //! writes it covers were handed out.
 //!
-//! Limits (issue 28): every request is bounded by the shell with [`Config`]'s body cap and
-//! first-byte and idle timeouts; an answer over the cap ([`Replicator::handle_too_large`]) or
+//! Limits (issue 28): every request is bounded by the shell with [`Config`]'s body cap,
+//! first-byte and idle timeouts and a limit on the whole answer's time ([`Replicator::handle_too_slow`]); an answer over the cap ([`Replicator::handle_too_large`]) or
 //! none in time ([`Replicator::handle_stalled`]; a longpoll that began and then fell quiet is
 //! only asked again) changes nothing, is reported as an error with the next retry time, and a `_changes` answer too large halves the pages asked for (they grow
 //! back after each page read). At most the `limit` rows a page asked for are taken (a server that
@@ -58,6 +58,8 @@ pub struct Config {
     /// the heartbeat, which keeps a longpoll's connection talking).
     pub first_byte_ms: u32,
     pub idle_ms: u32,
+    /// The longest a whole answer may take (a longpoll's too: it is then simply asked again).
+    pub total_ms: u32,
 }
 
 impl Config {
@@ -79,6 +81,7 @@ impl Config {
             max_body_bytes: 16 * 1024 * 1024,
             first_byte_ms: 20_000,
             idle_ms: 30_000,
+            total_ms: 120_000,
         }
     }
 }
@@ -152,6 +155,8 @@ pub enum SyncError {
     Stalled { what: &'static str, secs: u32 },
     #[error("the sync server's answer to {what} was larger than {mb} MB")]
     TooLarge { what: &'static str, mb: usize },
+    #[error("the sync server took more than {secs} s to answer {what}")]
+    TooSlow { what: &'static str, secs: u32 },
 }
 
 impl SyncError {
@@ -165,6 +170,7 @@ impl SyncError {
                 | SyncError::KeepsConflicting { .. }
                 | SyncError::Stalled { .. }
                 | SyncError::TooLarge { .. }
+                | SyncError::TooSlow { .. }
         )
     }
 }
@@ -587,6 +593,25 @@ impl Replicator {
         let e = SyncError::Stalled {
             what: what(inflight),
             secs: ms.div_ceil(1000),
+        };
+        self.fail(now, e);
+        true
+    }
+
+    /// The whole answer to the request in flight took longer than [`Config::total_ms`] (the shell
+    /// aborted it): as [`Replicator::handle_stalled`], a longpoll is asked again (`false`), any other
+    /// request is an error with the next retry time (`true`: the connection ends).
+    pub fn handle_too_slow(&mut self, now: Millis) -> bool {
+        let Some(inflight) = &self.inflight else {
+            return false;
+        };
+        if matches!(inflight, Inflight::Changes { live: true, .. }) {
+            self.inflight = None;
+            return false;
+        }
+        let e = SyncError::TooSlow {
+            what: what(inflight),
+            secs: self.cfg.total_ms.div_ceil(1000),
         };
         self.fail(now, e);
         true

@@ -56,6 +56,7 @@ const TEST_LIMITS: TextLimits = TextLimits {
         first_byte_ms: 10_000,
         idle_ms: 10_000,
     },
+    total_ms: 20_000,
 };
 
 /// What can go wrong in the sync driver, in words a user can act on.
@@ -304,6 +305,9 @@ impl Replication {
             Ok((status, body)) => DbProbe::Answer { status, body },
             Err(TransportError::Timeout { .. }) => DbProbe::TimedOut {
                 secs: TEST_LIMITS.timeouts.first_byte_ms / 1000,
+            },
+            Err(TransportError::TooSlow { limit_ms }) => DbProbe::TimedOut {
+                secs: limit_ms / 1000,
             },
             Err(TransportError::TooLarge { limit }) => DbProbe::TooLarge {
                 mb: limit.div_ceil(1 << 20),
@@ -887,7 +891,8 @@ async fn drive(
     Ok(None)
 }
 
-/// Hands one request's outcome to the replicator; `Some(retry_at)` when it timed out.
+/// Hands one request's outcome to the replicator; `Some(retry_at)` when it timed out (no answer,
+/// or one too slow) and the connection ends.
 fn handle_answer(
     rep: &mut Replicator,
     out: Result<(u16, String), TransportError>,
@@ -896,6 +901,11 @@ fn handle_answer(
     match out {
         Err(TransportError::Timeout { first_byte }) => {
             if rep.handle_stalled(now(), first_byte) {
+                return Some(rep.poll_timeout().unwrap_or_else(now));
+            }
+        }
+        Err(TransportError::TooSlow { .. }) => {
+            if rep.handle_too_slow(now()) {
                 return Some(rep.poll_timeout().unwrap_or_else(now));
             }
         }
@@ -927,6 +937,7 @@ fn text_limits(rep: &Replicator) -> TextLimits {
             first_byte_ms: c.first_byte_ms,
             idle_ms: c.idle_ms,
         },
+        total_ms: c.total_ms,
     }
 }
 
