@@ -12,14 +12,15 @@
 //! first connection merges what the server has before it writes; the checkpoint only moves after the
 //! writes it covers were handed out.
 //!
-//! Limits (issue 28): every request is bounded by the shell with [`Config`]'s body cap,
-//! first-byte and idle timeouts and a limit on the whole answer's time ([`Replicator::handle_too_slow`]); an answer over the cap ([`Replicator::handle_too_large`]) or
-//! none in time ([`Replicator::handle_stalled`]; a longpoll that began and then fell quiet is
-//! only asked again) changes nothing, is reported as an error with the next retry time, and a `_changes` answer too large halves the pages asked for (they grow
-//! back after each page read). At most the `limit` rows a page asked for are taken (a server that
-//! sends more is read up to that row's `seq`), and every pulled document is held to the limits
-//! imports enforce (`sync::check`): a refused one is skipped with its reason
-//! ([`Replicator::poll_refused`]) and never stops sync.
+//! Limits (issue 28): every request is bounded by the shell with [`Config`]'s body cap, its
+//! first-byte and idle timeouts and its limit on the whole answer's time. An answer over the cap
+//! ([`Replicator::handle_too_large`]), none in time ([`Replicator::handle_stalled`]) or one too
+//! slow ([`Replicator::handle_too_slow`]) changes nothing and is reported as an error with the next
+//! retry time (a longpoll that began and then fell quiet, or ran long, is only asked again); a
+//! `_changes` answer too large halves the pages asked for (they grow back after each page read).
+//! At most the `limit` rows a page asked for are taken (a server that sends more is read up to that
+//! row's `seq`), and every pulled document is held to the limits imports enforce (`sync::check`): a
+//! refused one is skipped with its reason ([`Replicator::poll_refused`]) and never stops sync.
 //! Must not import anything outside `crate::engine` (`now` is an argument).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
