@@ -1,11 +1,12 @@
 //! A whole-body request for small JSON exchanges (the sync driver's CouchDB calls): method, URL,
 //! optional JSON body and `Authorization`, an optional `AbortController`, and limits: the body is
-//! read as a stream through `super::open` with the first-byte and idle timeouts of [`TextLimits`]
+//! read as a stream through `super::open` with the first-byte and idle timeouts of [`TextLimits`],
 //! a byte cap and a limit on the whole answer's time, and the request is aborted when one is passed
 //! (`TransportError::Timeout`, `TooLarge`, `TooSlow`), so a server that never answers, answers
-//! without end or trickles its answer cannot hold the caller or grow the tab's memory. Returns the status and the body text (an answer that is
-//! not 2xx too, its body capped like every error body). Also a `no-cors` reachability probe,
-//! within a time limit. Streaming replies use `super::open` directly.
+//! without end or trickles its answer cannot hold the caller or grow the tab's memory. Returns the
+//! status and the body text (an answer that is not 2xx too, its body capped like every error
+//! body). Also a `no-cors` reachability probe, within a time limit. Streaming replies use
+//! `super::open` directly.
 //! Must not import `store`, `session` or `ui`.
 
 use wasm_bindgen::JsCast;
