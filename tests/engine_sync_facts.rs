@@ -11,7 +11,7 @@ use memoire::engine::sync::convert::{fact_doc, to_fact};
 use memoire::engine::sync::doc::{fact_id, Body, Doc, FactDoc};
 use memoire::engine::sync::memory::pulled_fact;
 use memoire::engine::sync::track::{effect, parse_id, track_fact, Effect};
-use memoire::engine::sync::{merge, Clock, Hlc, Kind};
+use memoire::engine::sync::{merge, Clock, Hlc, Kind, MAX_SKEW_MS};
 use proptest::prelude::*;
 
 const T0: Millis = 1_763_700_000_000;
@@ -295,7 +295,7 @@ impl Device {
     /// A document pulled from another device: merged into the stored one, then applied.
     fn pull(&mut self, remote: &Doc) {
         if let Some(at) = remote.body.latest_stamp() {
-            self.clock.observe(at);
+            self.clock.observe(at, T0 + 1_000_000_000, MAX_SKEW_MS);
         }
         let merged = match &self.doc {
             Some(prev) => merge(prev, remote),

@@ -536,7 +536,7 @@ fn the_clock_orders_after_everything_it_saw() {
     let t1 = c.tick(100);
     let t2 = c.tick(100);
     assert!(t2 > t1);
-    c.observe(&hlc(500, 3, "b"));
+    c.observe(&hlc(500, 3, "b"), 0, MAX_SKEW_MS);
     let t3 = c.tick(200);
     assert!(t3 > hlc(500, 3, "b"), "{t3:?}");
     assert_eq!(Clock::new("a", Some(&t3)).tick(0), hlc(500, 5, "a"));

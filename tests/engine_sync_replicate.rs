@@ -194,7 +194,7 @@ fn a_first_connection_pulls_and_merges_before_it_pushes() {
     assert!(a.sync(&mut s, &mut ok));
     // A new device that already holds its own copy of c1 (say, from a backup) and a message.
     let mut c = Device::new("c");
-    c.clock.observe(&Hlc::new(70, 0, "x"));
+    c.clock.observe(&Hlc::new(70, 0, "x"), 0, MAX_SKEW_MS);
     create(&mut c, "c1", "From C", 5);
     say(&mut c, "c1", "mc", 71);
     s.log.clear();

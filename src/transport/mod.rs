@@ -11,7 +11,7 @@
 //! reader.
 
 mod text;
-pub use text::fetch_text;
+pub use text::{fetch_text, reachable, TextLimits};
 
 use crate::engine::request::HttpRequest;
 use gloo_timers::future::TimeoutFuture;
@@ -51,6 +51,13 @@ pub enum TransportError {
     /// The body stream failed mid-way (connection dropped).
     #[error("the connection dropped: {0}")]
     Body(String),
+    /// The body passed the caller's cap (`TextLimits::max_bytes`); the request was aborted.
+    #[error("the answer was larger than {limit} bytes")]
+    TooLarge { limit: usize },
+    /// The whole answer took longer than the caller's limit (`TextLimits::total_ms`), however
+    /// steadily it came; the request was aborted.
+    #[error("the answer took longer than {limit_ms} ms")]
+    TooSlow { limit_ms: u32 },
 }
 
 /// Time limits for one request, in milliseconds.
@@ -96,6 +103,8 @@ impl Default for Stopper {
 
 /// A response whose body is read chunk by chunk.
 pub struct BodyStream {
+    /// The response's HTTP status.
+    pub status: u16,
     reader: ReadableStreamDefaultReader,
     stopper: Stopper,
     timeouts: Timeouts,
@@ -157,6 +166,7 @@ pub async fn open(
         .dyn_into()
         .map_err(|_| TransportError::Body("cannot read the response body".into()))?;
     let mut stream = BodyStream {
+        status,
         reader,
         stopper: stopper.clone(),
         timeouts,

@@ -1,55 +1,106 @@
 //! A whole-body request for small JSON exchanges (the sync driver's CouchDB calls): method, URL,
-//! optional JSON body and `Authorization`, an optional `AbortController`, and `no-cors` mode for a
-//! reachability probe. Returns the status and the body text. Streaming replies use `super::open`.
+//! optional JSON body and `Authorization`, an optional `AbortController`, and limits: the body is
+//! read as a stream through `super::open` with the first-byte and idle timeouts of [`TextLimits`],
+//! a byte cap and a limit on the whole answer's time, and the request is aborted when one is passed
+//! (`TransportError::Timeout`, `TooLarge`, `TooSlow`), so a server that never answers, answers
+//! without end or trickles its answer cannot hold the caller or grow the tab's memory. Returns the
+//! status and the body text (an answer that is not 2xx too, its body capped like every error
+//! body). Also a `no-cors` reachability probe, within a time limit. Streaming replies use
+//! `super::open` directly.
 //! Must not import `store`, `session` or `ui`.
 
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-/// One request; `Err` is a network-level failure (or an abort), with the browser's words.
+use super::{first, open, Read, Stopper, Timeouts, TransportError};
+use crate::engine::request::HttpRequest;
+
+/// The limits of one whole-body request.
+#[derive(Debug, Clone, Copy)]
+pub struct TextLimits {
+    /// The largest body read; past it the request is aborted.
+    pub max_bytes: usize,
+    pub timeouts: Timeouts,
+    /// The longest the whole answer may take, from the request on.
+    pub total_ms: u32,
+}
+
+/// One request; `Err` is a network-level failure, a time-out, a body over the cap, or an abort.
 pub async fn fetch_text(
     url: &str,
     method: &str,
     body: Option<&str>,
     auth: Option<&str>,
     abort: Option<&web_sys::AbortController>,
-    cors: bool,
-) -> Result<(u16, String), String> {
-    let text = |e: JsValue| super::js_text(e);
+    limits: TextLimits,
+) -> Result<(u16, String), TransportError> {
+    let mut headers = vec![("Accept".to_string(), "application/json".to_string())];
+    if body.is_some() {
+        headers.push(("Content-Type".into(), "application/json".into()));
+    }
+    if let Some(a) = auth {
+        headers.push(("Authorization".into(), a.to_string()));
+    }
+    let req = HttpRequest {
+        method: method.to_string(),
+        url: url.to_string(),
+        headers,
+        body: body.unwrap_or_default().to_string(),
+    };
+    let stopper = abort.map_or_else(Stopper::new, |a| Stopper(a.clone()));
+    let deadline = js_sys::Date::now() + f64::from(limits.total_ms);
+    let mut stream = match open(&req, &stopper, limits.timeouts).await {
+        Ok(s) => s,
+        Err(TransportError::Http { status, body, .. }) => return Ok((status, body)),
+        Err(e) => {
+            if matches!(e, TransportError::Timeout { .. }) {
+                stopper.stop(); // the request no one waits for any more
+            }
+            return Err(e);
+        }
+    };
+    let status = stream.status;
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        let left = (deadline - js_sys::Date::now()).max(0.0) as u32;
+        let chunk = match stream.read_within(Some(left)).await? {
+            Read::Chunk(chunk) => chunk,
+            Read::End => break,
+            Read::Woke if js_sys::Date::now() < deadline => continue,
+            Read::Woke => {
+                stopper.stop();
+                return Err(TransportError::TooSlow {
+                    limit_ms: limits.total_ms,
+                });
+            }
+        };
+        if out.len() + chunk.len() > limits.max_bytes {
+            stopper.stop();
+            return Err(TransportError::TooLarge {
+                limit: limits.max_bytes,
+            });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok((status, String::from_utf8_lossy(&out).into_owned()))
+}
+
+/// Whether anything answers at `url` (a `no-cors` `GET`, whose opaque answer proves the server is
+/// there) within `timeout_ms`.
+pub async fn reachable(url: &str, timeout_ms: u32) -> bool {
+    let Some(window) = web_sys::window() else {
+        return false;
+    };
+    let stopper = Stopper::new();
     let init = web_sys::RequestInit::new();
-    init.set_method(method);
-    if cors {
-        let headers = web_sys::Headers::new().map_err(text)?;
-        headers.set("Accept", "application/json").map_err(text)?;
-        if body.is_some() {
-            headers
-                .set("Content-Type", "application/json")
-                .map_err(text)?;
-        }
-        if let Some(a) = auth {
-            headers.set("Authorization", a).map_err(text)?;
-        }
-        init.set_headers(&headers);
-    } else {
-        init.set_mode(web_sys::RequestMode::NoCors);
-    }
-    if let Some(b) = body {
-        init.set_body(&JsValue::from_str(b));
-    }
-    if let Some(a) = abort {
-        init.set_signal(Some(&a.signal()));
-    }
-    let window = web_sys::window().ok_or("no window")?;
-    let resp: web_sys::Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
-        .await
-        .map_err(text)?
-        .dyn_into()
-        .map_err(|_| "fetch gave no response".to_string())?;
-    let status = resp.status();
-    let body = JsFuture::from(resp.text().map_err(text)?)
-        .await
-        .map_err(text)?
-        .as_string()
-        .unwrap_or_default();
-    Ok((status, body))
+    init.set_method("GET");
+    init.set_mode(web_sys::RequestMode::NoCors);
+    init.set_signal(Some(&stopper.0.signal()));
+    let mut fetch = JsFuture::from(window.fetch_with_str_and_init(url, &init));
+    let answered = match first(&mut fetch, timeout_ms, &stopper).await {
+        Some(Ok(r)) => r.dyn_into::<web_sys::Response>().is_ok(),
+        _ => false,
+    };
+    stopper.stop();
+    answered
 }

@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use memoire::engine::model::Millis;
 use memoire::engine::sync::batch::{plan, wanted_docs, Held};
 use memoire::engine::sync::*;
 use serde_json::{json, Map, Value};
@@ -404,6 +405,9 @@ pub struct Device {
     pub since: Option<String>,
     pub clock: Clock,
     pub log: Vec<String>,
+    /// The device's wall time, passed to its replicator and clock (2033: after every test's
+    /// stamps, so none is refused as from the future).
+    pub now: Millis,
 }
 
 /// What can go wrong with one request.
@@ -427,6 +431,7 @@ impl Device {
             since: None,
             clock: Clock::new(name, None),
             log: Vec::new(),
+            now: 2_000_000_000_000,
         }
     }
 
@@ -472,7 +477,7 @@ impl Device {
         }
         for (remote, _) in &batch {
             if let Some(seen) = remote.body.latest_stamp() {
-                self.clock.observe(seen);
+                self.clock.observe(seen, self.now, MAX_SKEW_MS);
             }
         }
         let held = Held {
@@ -542,9 +547,10 @@ impl Device {
         cfg.push_batch = 4;
         let mut rep = Replicator::new(cfg, self.since.clone());
         rep.handle_local_changes(self.dirty());
+        let now = self.now;
         for _ in 0..10_000 {
             self.apply(&mut rep);
-            let Some(req) = rep.poll_request(0) else {
+            let Some(req) = rep.poll_request(now) else {
                 self.apply(&mut rep);
                 return rep.status() == Status::Synced;
             };
@@ -553,15 +559,15 @@ impl Device {
             match faults(&req) {
                 Fault::None => {
                     let (status, body) = server.handle(&req);
-                    rep.handle_response(0, status, &body);
+                    rep.handle_response(now, status, &body);
                 }
                 Fault::Lost => {
-                    rep.handle_failure(0, "connection cut");
+                    rep.handle_failure(now, "connection cut");
                     return false;
                 }
                 Fault::AnswerLost => {
                     server.handle(&req);
-                    rep.handle_failure(0, "connection cut");
+                    rep.handle_failure(now, "connection cut");
                     return false;
                 }
                 Fault::Cut(eighths) => {
@@ -571,7 +577,7 @@ impl Device {
                         keep -= 1;
                     }
                     let cut = &body[..keep];
-                    rep.handle_response(0, status, cut);
+                    rep.handle_response(now, status, cut);
                     if cut.len() < body.len() {
                         self.apply(&mut rep);
                         return false;

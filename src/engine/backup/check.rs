@@ -228,13 +228,24 @@ fn strip_position(msg: &str) -> String {
 }
 
 /// String-length and id checks for one record. The record's name is only built for an error.
-struct Checker<'a> {
+/// Sync's checks of pulled documents (`engine::sync::check`) use the same ones.
+pub(crate) struct Checker<'a> {
     limits: &'a ImportLimits,
     name: &'a dyn Fn() -> String,
 }
 
-impl Checker<'_> {
-    fn len(&self, field: &'static str, s: &str, limit: usize) -> Result<(), ImportError> {
+impl<'a> Checker<'a> {
+    /// The checks of one record under `limits`; `name` says which record, for an error.
+    pub(crate) fn new(limits: &'a ImportLimits, name: &'a dyn Fn() -> String) -> Checker<'a> {
+        Checker { limits, name }
+    }
+
+    pub(crate) fn len(
+        &self,
+        field: &'static str,
+        s: &str,
+        limit: usize,
+    ) -> Result<(), ImportError> {
         // Bytes bound chars from above: only count when it could matter.
         if s.len() > limit {
             let len = s.chars().count();
@@ -249,13 +260,38 @@ impl Checker<'_> {
         }
         Ok(())
     }
-    fn short(&self, field: &'static str, s: &str) -> Result<(), ImportError> {
+    pub(crate) fn short(&self, field: &'static str, s: &str) -> Result<(), ImportError> {
         self.len(field, s, self.limits.max_short_chars)
     }
-    fn text(&self, field: &'static str, s: &str) -> Result<(), ImportError> {
+    pub(crate) fn text(&self, field: &'static str, s: &str) -> Result<(), ImportError> {
         self.len(field, s, self.limits.max_text_chars)
     }
-    fn id(&self, field: &'static str, s: &str) -> Result<(), ImportError> {
+    /// A relationship's strength: a number between 0 and 1.
+    pub(crate) fn strength(&self, strength: f32) -> Result<(), ImportError> {
+        if !strength.is_finite() || !(0.0..=1.0).contains(&strength) {
+            return Err(ImportError::InvalidValue {
+                record: (self.name)(),
+                detail: format!("relationship strength {strength} is not between 0 and 1"),
+            });
+        }
+        Ok(())
+    }
+    /// A fact's words: its text (at most [`MAX_FACT_TEXT_CHARS`]), kind and claim key.
+    pub(crate) fn fact_words(
+        &self,
+        text: &str,
+        kind: &str,
+        claim: &str,
+    ) -> Result<(), ImportError> {
+        self.len(
+            "text",
+            text,
+            MAX_FACT_TEXT_CHARS.min(self.limits.max_text_chars),
+        )?;
+        self.len("kind", kind, MAX_FACT_KIND_CHARS)?;
+        self.short("claim_key", claim)
+    }
+    pub(crate) fn id(&self, field: &'static str, s: &str) -> Result<(), ImportError> {
         self.len(field, s, self.limits.max_id_chars)?;
         if s.trim().is_empty() || s.chars().any(char::is_control) {
             return Err(ImportError::InvalidValue {
@@ -379,15 +415,7 @@ fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
     for r in &e.relationships {
         k.id("relationships.target_id", &r.target_id)?;
         k.short("relationships.relationship", &r.relationship)?;
-        if !r.strength.is_finite() || !(0.0..=1.0).contains(&r.strength) {
-            return Err(ImportError::InvalidValue {
-                record: (k.name)(),
-                detail: format!(
-                    "relationship strength {} is not between 0 and 1",
-                    r.strength
-                ),
-            });
-        }
+        k.strength(r.strength)?;
     }
     for s in &e.source_message_ids {
         k.id("source_message_ids", s)?;
@@ -398,6 +426,9 @@ fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
 /// The longest fact text: an extracted fact is one sentence (at most
 /// `memory::user::MAX_FACT_CHARS`), an edited or hand-added one a few; past this it is not a fact.
 pub const MAX_FACT_TEXT_CHARS: usize = 2_000;
+
+/// The longest fact kind (`name`, `home`, …; an unknown one reads as `other`).
+const MAX_FACT_KIND_CHARS: usize = 40;
 
 fn check_fact(f: &BUserFact, limits: &ImportLimits) -> Result<(), ImportError> {
     let k = Checker {
@@ -418,15 +449,13 @@ fn check_fact(f: &BUserFact, limits: &ImportLimits) -> Result<(), ImportError> {
         updated_at: _,
     } = f;
     k.id("id", id)?;
-    k.len("text", text, MAX_FACT_TEXT_CHARS.min(limits.max_text_chars))?;
+    k.fact_words(text, kind, claim_key)?;
     if forgotten.is_none() && text.trim().is_empty() {
         return Err(ImportError::InvalidValue {
             record: (k.name)(),
             detail: "its text is empty".into(),
         });
     }
-    k.len("kind", kind, 40)?;
-    k.short("claim_key", claim_key)?;
     if let Some(s) = source {
         k.id("source.conversation_id", &s.conversation_id)?;
         k.id("source.message_id", &s.message_id)?;

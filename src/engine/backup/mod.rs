@@ -26,7 +26,7 @@ mod export_markdown;
 mod plan;
 mod wire;
 
-pub(crate) use check::check_depth;
+pub(crate) use check::{check_depth, Checker};
 pub use check::{check_import, BackupBuilder, CheckBuilder, CheckedImport, MAX_FACT_TEXT_CHARS};
 pub use export_json::{
     export_backup, export_json, export_with_projects, facts_for_export, projects_for_export,

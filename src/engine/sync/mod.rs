@@ -5,12 +5,14 @@
 //! and what a merged document asks of the local store (`track`), a merged batch turned into one
 //! write plan (`batch`), the order a batch's merges are applied in (`order`), unifying one entity
 //! learned separately on two devices (`unify`), the memory's summaries and graph (`memory`), and
-//! what "Test connection" found wrong (`probe`), end-to-end encryption's envelope, sealed ids and
-//! marker (`seal`), and which origin a saved sync password may go to (`origin`). The session moves
-//! the bytes.
+//! what "Test connection" found wrong (`probe`), what a pulled document may hold (`check`), the
+//! words of sync's status (`status`), end-to-end encryption's envelope, sealed ids and marker
+//! (`seal`), and which origin a saved sync password may go to (`origin`). The session moves the
+//! bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
 pub mod batch;
+pub mod check;
 pub mod convert;
 pub mod doc;
 pub mod hlc;
@@ -21,12 +23,13 @@ pub mod origin;
 pub mod probe;
 pub mod replicate;
 pub mod seal;
+pub mod status;
 pub mod track;
 pub mod unify;
 pub mod wire;
 
 pub use doc::{Body, Couch, Doc, Kind};
-pub use hlc::{Clock, Hlc};
+pub use hlc::{Clock, Hlc, MAX_SKEW_MS};
 pub use merge::{merge, merge_all};
 pub use replicate::{
     apply_remote, Applied, Config, LocalDoc, Replicator, Status, SyncError, Write,

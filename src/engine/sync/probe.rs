@@ -5,7 +5,9 @@
 //!
 //! The shell sends `GET {url}/{db}` with the credentials in CORS mode; only when that fails at the
 //! network level does it send a `no-cors` `GET {url}/` (whose opaque answer still proves the server
-//! is reachable, which is how a CORS refusal is told apart from a server that is down).
+//! is reachable, which is how a CORS refusal is told apart from a server that is down). Both are
+//! bounded in time and size: a server that takes the request and never answers is "stalled", one
+//! whose answer has no end is not CouchDB.
 //! Must not import anything outside `crate::engine`.
 
 use serde_json::Value;
@@ -17,6 +19,10 @@ pub enum DbProbe {
     Answer { status: u16, body: String },
     /// No answer (a network error, a refused connection, or a CORS refusal: the browser cannot tell).
     Failed { reason: String },
+    /// The server took the request and said nothing for `secs` (the request was aborted).
+    TimedOut { secs: u32 },
+    /// The answer passed `mb` megabytes (the request was aborted): no database answers so.
+    TooLarge { mb: usize },
 }
 
 /// The verdict, each with the words a user can act on.
@@ -38,6 +44,10 @@ pub enum Problem {
     DatabaseMissing { db: String },
     #[error("the server at {url} answered HTTP {status}, which is not what CouchDB answers: check that the URL points at CouchDB")]
     NotCouch { url: String, status: u16 },
+    #[error("the server at {url} took the request but did not answer within {secs} s: check that the URL points at CouchDB and that the server is not overloaded")]
+    Stalled { url: String, secs: u32 },
+    #[error("the server at {url} answered with more than {mb} MB, which CouchDB does not for a database: check that the URL points at CouchDB")]
+    Oversized { url: String, mb: usize },
 }
 
 /// Checks the form before anything is sent: a http(s) URL without a trailing slash, a database name.
@@ -71,6 +81,14 @@ pub fn diagnose(
     reachable: Option<bool>,
 ) -> Result<(), Problem> {
     match probe {
+        DbProbe::TimedOut { secs } => Err(Problem::Stalled {
+            url: url.into(),
+            secs: *secs,
+        }),
+        DbProbe::TooLarge { mb } => Err(Problem::Oversized {
+            url: url.into(),
+            mb: *mb,
+        }),
         DbProbe::Failed { reason } => {
             if reachable == Some(true) {
                 Err(Problem::Cors {

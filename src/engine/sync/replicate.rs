@@ -10,18 +10,29 @@
 //! again, a document that cannot be read is skipped); a failed, empty or cut-off response changes
 //! nothing and is retried after a backoff; pushing waits until the pull has caught up, so a device's
 //! first connection merges what the server has before it writes; the checkpoint only moves after the
-//! writes it covers were handed out. Must not import anything outside `crate::engine` (`now` is an
-//! argument).
+//! writes it covers were handed out.
+//!
+//! Limits (issue 28): every request is bounded by the shell with [`Config`]'s body cap, its
+//! first-byte and idle timeouts and its limit on the whole answer's time. An answer over the cap
+//! ([`Replicator::handle_too_large`]), none in time ([`Replicator::handle_stalled`]) or one too
+//! slow ([`Replicator::handle_too_slow`]) changes nothing and is reported as an error with the next
+//! retry time (a longpoll that began and then fell quiet, or ran long, is only asked again); a
+//! `_changes` answer too large halves the pages asked for (they grow back after each page read).
+//! At most the `limit` rows a page asked for are taken (a server that sends more is read up to that
+//! row's `seq`), and every pulled document is held to the limits imports enforce (`sync::check`): a
+//! refused one is skipped with its reason ([`Replicator::poll_refused`]) and never stops sync.
+//! Must not import anything outside `crate::engine` (`now` is an argument).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde_json::{json, Value};
 
+use super::check::{self, PullLimits};
 use super::doc::{Doc, Kind};
 use super::merge::{merge, merge_all};
 use super::wire::{
-    encode, seq_text, AllDocs, BulkResult, Changes, LocalCheckpoint, Method, OpenRev, Request,
-    Saved,
+    encode, seq_text, AllDocs, BulkResult, ChangeRow, Changes, LocalCheckpoint, Method, OpenRev,
+    Request, Saved,
 };
 use crate::engine::model::Millis;
 
@@ -40,6 +51,16 @@ pub struct Config {
     /// Keep a `feed=longpoll` open once caught up, with this heartbeat.
     pub live: bool,
     pub heartbeat_ms: u64,
+    /// What a pulled document may hold.
+    pub limits: PullLimits,
+    /// The largest answer the shell reads; past it the request is aborted.
+    pub max_body_bytes: usize,
+    /// How long the shell waits for an answer to begin, then between two parts of it (more than
+    /// the heartbeat, which keeps a longpoll's connection talking).
+    pub first_byte_ms: u32,
+    pub idle_ms: u32,
+    /// The longest a whole answer may take (a longpoll's too: it is then simply asked again).
+    pub total_ms: u32,
 }
 
 impl Config {
@@ -55,6 +76,13 @@ impl Config {
             push_batch: 250,
             live: true,
             heartbeat_ms: 10_000,
+            limits: PullLimits::default(),
+            // 16 MiB: a page of 250 documents is a few hundred KB; one message at the import
+            // limit (a million characters) still fits. Past it, pages are halved.
+            max_body_bytes: 16 * 1024 * 1024,
+            first_byte_ms: 20_000,
+            idle_ms: 30_000,
+            total_ms: 120_000,
         }
     }
 }
@@ -116,14 +144,20 @@ pub enum SyncError {
     Forbidden { db: String },
     #[error("database '{db}' does not exist on the sync server: create it there (or sign in as an admin)")]
     DatabaseMissing { db: String },
-    #[error("the sync server answered HTTP {status} to {what}; retrying")]
+    #[error("the sync server answered HTTP {status} to {what}")]
     Server { status: u16, what: &'static str },
-    #[error("the sync server's answer to {what} was cut off or unreadable; retrying")]
+    #[error("the sync server's answer to {what} was cut off or unreadable")]
     Unreadable { what: &'static str },
-    #[error("the sync server cannot be reached ({reason}); retrying")]
+    #[error("the sync server cannot be reached ({reason})")]
     Network { reason: String },
-    #[error("document '{id}' kept changing on the server while it was being merged; retrying")]
+    #[error("document '{id}' kept changing on the server while it was being merged")]
     KeepsConflicting { id: String },
+    #[error("the sync server stopped answering {what} (nothing for {secs} s)")]
+    Stalled { what: &'static str, secs: u32 },
+    #[error("the sync server's answer to {what} was larger than {mb} MB")]
+    TooLarge { what: &'static str, mb: usize },
+    #[error("the sync server took more than {secs} s to answer {what}")]
+    TooSlow { what: &'static str, secs: u32 },
 }
 
 impl SyncError {
@@ -135,6 +169,9 @@ impl SyncError {
                 | SyncError::Unreadable { .. }
                 | SyncError::Network { .. }
                 | SyncError::KeepsConflicting { .. }
+                | SyncError::Stalled { .. }
+                | SyncError::TooLarge { .. }
+                | SyncError::TooSlow { .. }
         )
     }
 }
@@ -160,7 +197,11 @@ enum Inflight {
     DbInfo,
     CreateDb,
     ReadCheckpoint,
-    Changes { live: bool },
+    /// `limit`: the rows asked for.
+    Changes {
+        live: bool,
+        limit: usize,
+    },
     OpenRevs,
     Resolve(Vec<Doc>),
     Push(Vec<LocalDoc>),
@@ -200,13 +241,20 @@ pub struct Replicator {
     errors: u32,
     retry_at: Option<Millis>,
     error: Option<SyncError>,
-    skipped: Vec<String>,
+    /// Why documents were refused or skipped, not yet handed out; how many in all.
+    skipped: VecDeque<String>,
+    refused: usize,
+    /// Rows asked for per `_changes` page (halved after an answer too large).
+    page: usize,
 }
 
 /// Retries after a failure wait 1 s, 2 s, 4 s, … up to a minute.
 pub fn backoff_ms(errors: u32) -> Millis {
     (1000 * (1i64 << errors.saturating_sub(1).min(6))).min(60_000)
 }
+
+/// Reasons for skipped documents kept until the shell reads them (a flood keeps the newest).
+pub const MAX_REASONS_KEPT: usize = 100;
 
 /// Re-reads of one document after 409s before the connection starts over.
 const MAX_CONFLICT_RETRIES: u32 = 5;
@@ -224,6 +272,7 @@ fn get(path: String) -> Request {
 impl Replicator {
     /// A replicator resuming from the local checkpoint `since` (`None`: from the start).
     pub fn new(cfg: Config, since: Option<String>) -> Replicator {
+        let page = cfg.pull_batch.max(1);
         Replicator {
             cfg,
             since,
@@ -245,7 +294,9 @@ impl Replicator {
             errors: 0,
             retry_at: None,
             error: None,
-            skipped: Vec::new(),
+            skipped: VecDeque::new(),
+            refused: 0,
+            page,
         }
     }
 
@@ -256,7 +307,7 @@ impl Replicator {
             self.outbox.insert(d.doc.id.clone(), d);
             any = true;
         }
-        if any && matches!(self.inflight, Some(Inflight::Changes { live: true })) {
+        if any && matches!(self.inflight, Some(Inflight::Changes { live: true, .. })) {
             self.cancel = true;
         }
     }
@@ -282,9 +333,29 @@ impl Replicator {
         self.retry_at
     }
 
-    /// Documents that were skipped because they could not be read (never deleted, never overwritten).
-    pub fn skipped(&self) -> &[String] {
-        &self.skipped
+    /// Why documents were skipped since the last call (refused by the limits, unreadable, or
+    /// refused by the server; never deleted, never overwritten), at most the last
+    /// [`MAX_REASONS_KEPT`] of them; [`Replicator::refused`] counts them all.
+    pub fn poll_refused(&mut self) -> Vec<String> {
+        self.skipped.drain(..).collect()
+    }
+
+    /// How many documents this connection skipped.
+    pub fn refused(&self) -> usize {
+        self.refused
+    }
+
+    fn skip(&mut self, reason: String) {
+        self.refused += 1;
+        if self.skipped.len() == MAX_REASONS_KEPT {
+            self.skipped.pop_front();
+        }
+        self.skipped.push_back(reason);
+    }
+
+    /// The configuration in force (the shell reads its body cap and timeouts).
+    pub fn config(&self) -> &Config {
+        &self.cfg
     }
 
     /// Local documents still to push.
@@ -333,7 +404,7 @@ impl Replicator {
             ("include_docs", "true".to_string()),
             ("style", "all_docs".to_string()),
             ("conflicts", "true".to_string()),
-            ("limit", self.cfg.pull_batch.to_string()),
+            ("limit", self.page.to_string()),
         ];
         if let Some(s) = &self.since {
             query.push(("since", s.clone()));
@@ -421,7 +492,10 @@ impl Replicator {
             (Inflight::Resolve(meta), self.bulk(docs))
         } else if !self.caught_up {
             (
-                Inflight::Changes { live: false },
+                Inflight::Changes {
+                    live: false,
+                    limit: self.page,
+                },
                 self.changes_request(false),
             )
         } else if !self.reread.is_empty() {
@@ -433,7 +507,11 @@ impl Replicator {
         {
             self.checkpoint_write()
         } else if self.cfg.live {
-            (Inflight::Changes { live: true }, self.changes_request(true))
+            let limit = self.page;
+            (
+                Inflight::Changes { live: true, limit },
+                self.changes_request(true),
+            )
         } else {
             return None;
         })
@@ -495,6 +573,67 @@ impl Replicator {
         );
     }
 
+    /// The answer to the request in flight did not begin, or paused, past [`Config`]'s timeouts
+    /// (the shell aborted it): nothing changes locally; an error with the next retry time, and
+    /// `true` (the shell ends the connection and lets the sync lock go). A longpoll that began and
+    /// then fell quiet is only a quiet feed (a proxy that buffers the heartbeats shows it so): it is
+    /// asked again, `false`.
+    pub fn handle_stalled(&mut self, now: Millis, first_byte: bool) -> bool {
+        let Some(inflight) = &self.inflight else {
+            return false;
+        };
+        if !first_byte && matches!(inflight, Inflight::Changes { live: true, .. }) {
+            self.inflight = None;
+            return false;
+        }
+        let ms = if first_byte {
+            self.cfg.first_byte_ms
+        } else {
+            self.cfg.idle_ms
+        };
+        let e = SyncError::Stalled {
+            what: what(inflight),
+            secs: ms.div_ceil(1000),
+        };
+        self.fail(now, e);
+        true
+    }
+
+    /// The whole answer to the request in flight took longer than [`Config::total_ms`] (the shell
+    /// aborted it): as [`Replicator::handle_stalled`], a longpoll is asked again (`false`), any other
+    /// request is an error with the next retry time (`true`: the connection ends).
+    pub fn handle_too_slow(&mut self, now: Millis) -> bool {
+        let Some(inflight) = &self.inflight else {
+            return false;
+        };
+        if matches!(inflight, Inflight::Changes { live: true, .. }) {
+            self.inflight = None;
+            return false;
+        }
+        let e = SyncError::TooSlow {
+            what: what(inflight),
+            secs: self.cfg.total_ms.div_ceil(1000),
+        };
+        self.fail(now, e);
+        true
+    }
+
+    /// The answer to the request in flight passed [`Config::max_body_bytes`] (the shell aborted
+    /// it): nothing changes locally; a `_changes` page is asked for with half the rows next time.
+    pub fn handle_too_large(&mut self, now: Millis) {
+        let Some(inflight) = &self.inflight else {
+            return;
+        };
+        if matches!(inflight, Inflight::Changes { .. }) {
+            self.page = (self.page / 2).max(1);
+        }
+        let e = SyncError::TooLarge {
+            what: what(inflight),
+            mb: self.cfg.max_body_bytes.div_ceil(1024 * 1024),
+        };
+        self.fail(now, e);
+    }
+
     /// The database is gone or unknown (a 404, or a failure): open it, read the checkpoint and
     /// catch up again before anything else.
     fn database_gone(&mut self) {
@@ -535,15 +674,7 @@ impl Replicator {
         let Some(inflight) = self.inflight.clone() else {
             return;
         };
-        let what = match &inflight {
-            Inflight::DbInfo | Inflight::CreateDb => "the database check",
-            Inflight::ReadCheckpoint | Inflight::WriteCheckpoint(_) => "the checkpoint",
-            Inflight::Changes { .. } => "the changes feed",
-            Inflight::OpenRevs => "reading conflicting revisions",
-            Inflight::Resolve(_) => "writing a resolved conflict",
-            Inflight::Push(_) => "the upload",
-            Inflight::Reread => "re-reading conflicting documents",
-        };
+        let what = what(&inflight);
         if matches!(inflight, Inflight::CreateDb) && (status == 401 || status == 403) {
             // Only admins may create databases: for a user, the database is simply missing.
             self.create = false;
@@ -563,11 +694,11 @@ impl Replicator {
             Inflight::CreateDb => self.on_create(status),
             Inflight::ReadCheckpoint => self.on_read_checkpoint(status, body),
             Inflight::WriteCheckpoint(since) => self.on_write_checkpoint(status, body, since),
-            Inflight::Changes { .. } => self.on_changes(status, body),
-            Inflight::OpenRevs => self.on_open_revs(status, body),
+            Inflight::Changes { limit, .. } => self.on_changes(now, status, body, limit),
+            Inflight::OpenRevs => self.on_open_revs(now, status, body),
             Inflight::Resolve(meta) => self.on_resolve(status, body, meta),
             Inflight::Push(batch) => self.on_push(status, body, batch),
-            Inflight::Reread => self.on_reread(status, body),
+            Inflight::Reread => self.on_reread(now, status, body),
         };
         match result {
             Ok(()) => {
@@ -656,7 +787,13 @@ impl Replicator {
         }
     }
 
-    fn on_changes(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+    fn on_changes(
+        &mut self,
+        now: Millis,
+        status: u16,
+        body: &str,
+        limit: usize,
+    ) -> Result<(), Bad> {
         if status != 200 {
             if status == 404 {
                 self.database_gone();
@@ -664,38 +801,19 @@ impl Replicator {
             }
             return Err(Bad::Status);
         }
-        let changes: Changes = serde_json::from_str(body).map_err(|_| Bad::Body)?;
-        let last_seq = seq_text(&changes.last_seq).ok_or(Bad::Body)?;
-        let full = changes.results.len() >= self.cfg.pull_batch;
-        for row in changes.results {
-            if row.id.starts_with('_') {
-                continue;
-            }
-            if row.deleted {
-                if Kind::of_id(&row.id).is_some() {
-                    self.writes.push_back(Write::Repush { id: row.id });
-                }
-                continue;
-            }
-            let Some(v) = row.doc else {
-                self.skipped
-                    .push(format!("{}: no document in the change", row.id));
-                continue;
-            };
-            match Doc::from_json(&v) {
-                Ok(c) => {
-                    self.pulled(&c.doc, &c.rev);
-                    if !c.conflicts.is_empty() {
-                        self.to_open.push_back(Conflicted {
-                            winner: c.doc,
-                            rev: c.rev,
-                            losers: c.conflicts,
-                        });
-                    }
-                }
-                Err(e) => self.skipped.push(e),
-            }
+        let mut changes: Changes = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        let mut last_seq = seq_text(&changes.last_seq).ok_or(Bad::Body)?;
+        if changes.results.len() > limit {
+            // More rows than asked for: take those asked for, and read on from the last of them.
+            changes.results.truncate(limit);
+            let last = changes.results.last().and_then(|r| r.seq.as_ref());
+            last_seq = last.and_then(seq_text).ok_or(Bad::Body)?;
         }
+        let full = changes.results.len() >= limit;
+        for row in changes.results {
+            self.pulled_row(now, row);
+        }
+        self.page = (self.page * 2).min(self.cfg.pull_batch.max(1));
         self.caught_up = !full;
         if self.to_open.is_empty() {
             self.advance(last_seq);
@@ -703,6 +821,36 @@ impl Replicator {
             self.held_since = Some(last_seq);
         }
         Ok(())
+    }
+
+    /// One row of a `_changes` page: a deletion, a document to merge, or one refused.
+    fn pulled_row(&mut self, now: Millis, row: ChangeRow) {
+        if row.id.starts_with('_') {
+            return;
+        }
+        if row.deleted {
+            if Kind::of_id(&row.id).is_some() {
+                self.writes.push_back(Write::Repush { id: row.id });
+            }
+            return;
+        }
+        let Some(v) = row.doc else {
+            self.skip(format!("{}: no document in the change", row.id));
+            return;
+        };
+        match check::pulled(&v, &self.cfg.limits, now) {
+            Ok(c) => {
+                self.pulled(&c.doc, &c.rev);
+                if !c.conflicts.is_empty() {
+                    self.to_open.push_back(Conflicted {
+                        winner: c.doc,
+                        rev: c.rev,
+                        losers: c.conflicts,
+                    });
+                }
+            }
+            Err(e) => self.skip(e),
+        }
     }
 
     /// The server holds `doc` at `rev`: merge it locally, and into a queued push of the same id.
@@ -728,21 +876,31 @@ impl Replicator {
         self.since = Some(since);
     }
 
-    fn on_open_revs(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+    fn on_open_revs(&mut self, now: Millis, status: u16, body: &str) -> Result<(), Bad> {
         let Some(c) = self.to_open.front().cloned() else {
             return Ok(());
         };
+        let mut refused = Vec::new();
         let leaves: Vec<Doc> = match status {
             200 => serde_json::from_str::<Vec<OpenRev>>(body)
                 .map_err(|_| Bad::Body)?
                 .into_iter()
                 .filter_map(|r| r.ok)
                 .filter(|v| v.get("_deleted") != Some(&Value::Bool(true)))
-                .filter_map(|v| Doc::from_json(&v).ok().map(|c| c.doc))
+                .filter_map(|v| match check::pulled(&v, &self.cfg.limits, now) {
+                    Ok(c) => Some(c.doc),
+                    Err(e) => {
+                        refused.push(e);
+                        None
+                    }
+                })
                 .collect(),
             404 => Vec::new(),
             _ => return Err(Bad::Status),
         };
+        for e in refused {
+            self.skip(e);
+        }
         self.to_open.pop_front();
         // Locally first: every leaf merged in, then the winner, so the local copy is dirty (and will
         // be pushed) if the losers added anything, even if writing the resolution fails.
@@ -837,8 +995,7 @@ impl Replicator {
                     // locally; it is offered again on the next connection.
                     self.outbox.remove(&id);
                     let reason = r.reason.clone().unwrap_or_else(|| err.to_string());
-                    self.skipped
-                        .push(format!("{id}: refused by the server: {reason}"));
+                    self.skip(format!("{id}: refused by the server: {reason}"));
                 }
                 (None, None) => {}
             }
@@ -846,7 +1003,7 @@ impl Replicator {
         Ok(())
     }
 
-    fn on_reread(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+    fn on_reread(&mut self, now: Millis, status: u16, body: &str) -> Result<(), Bad> {
         if status != 200 {
             return Err(Bad::Status);
         }
@@ -866,7 +1023,11 @@ impl Replicator {
             let Some(queued) = self.outbox.get(&row.key).cloned() else {
                 continue;
             };
-            match (&row.value, row.doc.as_ref().map(Doc::from_json)) {
+            let limits = &self.cfg.limits;
+            match (
+                &row.value,
+                row.doc.as_ref().map(|v| check::pulled(v, limits, now)),
+            ) {
                 (Some(v), Some(Ok(c))) if !v.deleted => self.pulled(&c.doc, &c.rev),
                 (Some(v), _) if !v.deleted => {
                     // Not a Memoire document: write ours over it.
@@ -887,6 +1048,19 @@ impl Replicator {
             }
         }
         Ok(())
+    }
+}
+
+/// The request in flight, as an error names it.
+fn what(inflight: &Inflight) -> &'static str {
+    match inflight {
+        Inflight::DbInfo | Inflight::CreateDb => "the database check",
+        Inflight::ReadCheckpoint | Inflight::WriteCheckpoint(_) => "the checkpoint",
+        Inflight::Changes { .. } => "the changes feed",
+        Inflight::OpenRevs => "reading conflicting revisions",
+        Inflight::Resolve(_) => "writing a resolved conflict",
+        Inflight::Push(_) => "the upload",
+        Inflight::Reread => "re-reading conflicting documents",
     }
 }
 

@@ -75,6 +75,9 @@ pub fn seq_text(v: &Value) -> Option<String> {
 #[derive(Debug, Deserialize)]
 pub struct ChangeRow {
     pub id: String,
+    /// Where the feed is after this row (read when a page holds more rows than asked for).
+    #[serde(default)]
+    pub seq: Option<Value>,
     #[serde(default)]
     pub deleted: bool,
     #[serde(default)]

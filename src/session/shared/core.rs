@@ -175,5 +175,9 @@ pub(crate) fn transport_failure(
         TransportError::Timeout { first_byte } => failure::timeout(first_byte),
         TransportError::Aborted => failure::aborted(),
         TransportError::Body(detail) => failure::connection_dropped(&detail),
+        TransportError::TooSlow { .. } => failure::timeout(false),
+        TransportError::TooLarge { limit } => {
+            failure::connection_dropped(&format!("the answer was larger than {limit} bytes"))
+        }
     }
 }

@@ -4,7 +4,6 @@
 use super::error::ErrorKind;
 use crate::engine::model::{Conversation, Message};
 use crate::engine::settings::Settings;
-use crate::engine::sync::Status;
 use crate::engine::tabs::Change;
 use std::rc::Rc;
 
@@ -144,19 +143,6 @@ impl SyncView {
         SyncView {
             state: "off".into(),
             detail: "Sync is off".into(),
-        }
-    }
-
-    pub(crate) fn of(s: &Status) -> SyncView {
-        let (state, detail) = match s {
-            Status::Synced => ("synced", "Synced".to_string()),
-            Status::Syncing { pending } => ("syncing", format!("Syncing ({pending} to send)")),
-            Status::Offline { .. } => ("offline", "Sync server unreachable; retrying".to_string()),
-            Status::Error { error, .. } => ("error", error.to_string()),
-        };
-        SyncView {
-            state: state.into(),
-            detail,
         }
     }
 }

@@ -30,11 +30,13 @@ use super::memory;
 use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
+use crate::engine::sync::hlc::MAX_SKEW_MS;
 use crate::engine::sync::order::{in_order, latest_stamp};
 use crate::engine::sync::origin::{self, origin_of};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
+use crate::engine::sync::status::describe;
 use crate::engine::sync::track::{self, Effect};
-use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Status, Write};
+use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Write};
 use crate::engine::tabs;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::{SessionEvent, SyncView};
@@ -42,11 +44,21 @@ use crate::session::shared::pace::{in_slices, perf_now};
 use crate::session::shared::tabs as sync;
 use crate::session::shared::{new_id, now, Capture};
 use crate::store::{Span, Store, StoreError, SyncSettings, SyncState, SyncedDoc, WritePace};
+use crate::transport::{self, TextLimits, Timeouts, TransportError};
 
 /// The Web Lock that lets one tab of this origin sync at a time.
 const LOCK: &str = "memoire-sync";
 /// While waiting for the lock, or idle, look for other tabs' local changes this often.
 const IDLE_MS: i32 = 5_000;
+/// "Test connection" waits this long for an answer and reads at most this much of it.
+const TEST_LIMITS: TextLimits = TextLimits {
+    max_bytes: 1 << 20,
+    timeouts: Timeouts {
+        first_byte_ms: 10_000,
+        idle_ms: 10_000,
+    },
+    total_ms: 20_000,
+};
 
 /// What can go wrong in the sync driver, in words a user can act on.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -343,20 +355,28 @@ impl Replication {
             "{url}/{}",
             crate::engine::sync::wire::encode(s.database.trim())
         );
-        let probe =
-            match crate::transport::fetch_text(&db_url, "GET", None, auth.as_deref(), None, true)
-                .await
-            {
-                Ok((status, body)) => DbProbe::Answer { status, body },
-                Err(reason) => DbProbe::Failed { reason },
-            };
+        let got = transport::fetch_text(&db_url, "GET", None, auth.as_deref(), None, TEST_LIMITS);
+        let probe = match got.await {
+            Ok((status, body)) => DbProbe::Answer { status, body },
+            Err(TransportError::Timeout { .. }) => DbProbe::TimedOut {
+                secs: TEST_LIMITS.timeouts.first_byte_ms / 1000,
+            },
+            Err(TransportError::TooSlow { limit_ms }) => DbProbe::TimedOut {
+                secs: limit_ms / 1000,
+            },
+            Err(TransportError::TooLarge { limit }) => DbProbe::TooLarge {
+                mb: limit.div_ceil(1 << 20),
+            },
+            Err(TransportError::Network(reason)) => DbProbe::Failed { reason },
+            Err(e) => DbProbe::Failed {
+                reason: e.to_string(),
+            },
+        };
         let reachable = match probe {
             DbProbe::Failed { .. } => Some(
-                crate::transport::fetch_text(&format!("{url}/"), "GET", None, None, None, false)
-                    .await
-                    .is_ok(),
+                transport::reachable(&format!("{url}/"), TEST_LIMITS.timeouts.first_byte_ms).await,
             ),
-            DbProbe::Answer { .. } => None,
+            _ => None,
         };
         let origin = web_sys::window()
             .and_then(|w| w.location().origin().ok())
@@ -413,7 +433,10 @@ pub(super) async fn clock(i: &Inner) -> Result<(Clock, SyncState), SyncError> {
         state.device = new_id("d");
         i.store.set_sync_state(&state).await?;
     }
-    Ok((Clock::new(&state.device, state.last_stamp.as_ref()), state))
+    Ok((
+        Clock::resume(&state.device, state.last_stamp.as_ref(), now(), MAX_SKEW_MS),
+        state,
+    ))
 }
 
 pub(super) async fn keep_clock(i: &Inner, c: &Clock) -> Result<(), SyncError> {
@@ -700,7 +723,7 @@ async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), Sy
     drop(span);
     if let Some(seen) = seen {
         let (mut c, _) = clock(i).await?;
-        c.observe(&seen);
+        c.observe(&seen, now(), MAX_SKEW_MS);
         keep_clock(i, &c).await?;
     }
     let merges = merges
@@ -800,7 +823,8 @@ fn test_split<'a>(
 }
 
 /// The sync loop of one settings generation: waits for the lock, then runs until the settings
-/// change.
+/// change. A request that times out ends the connection and releases the lock, so another tab
+/// waiting for it takes over; this tab asks for the lock again once its retry time came.
 async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
     set_view(
         i,
@@ -809,9 +833,23 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
             detail: "Waiting for another tab that is syncing".into(),
         },
     );
+    let mut first = true;
+    while i.generation.get() == gen {
+        let Some(retry_at) = connect(i, gen, first).await? else {
+            break;
+        };
+        first = false;
+        sleep(i, (retry_at - now()).clamp(0, 60_000) as i32).await;
+    }
+    Ok(())
+}
+
+/// One connection under the lock (seeding the documents first when `first`): `Some(retry_at)`
+/// when it ended on a request that timed out, `None` when the settings changed.
+async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, SyncError> {
     let _lock = sync::lock(LOCK).await;
     if i.generation.get() != gen {
-        return Ok(());
+        return Ok(None);
     }
     let s = i.settings.borrow().clone();
     let base = check_form(&s.url, &s.database)?;
@@ -838,7 +876,9 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
         i.store.mark_all_sync_docs_dirty().await?;
         None
     };
-    seed(i).await?;
+    if first {
+        seed(i).await?;
+    }
     let mut rep = Replicator::new(Config::new(s.database.trim(), &state.device), since);
     let dirty = {
         let _span = Span::new("dirty");
@@ -879,15 +919,15 @@ impl Link<'_> {
         &self,
         req: Request,
         abort: Option<&web_sys::AbortController>,
+        limits: TextLimits,
     ) -> super::seal::Sent {
         match self.sealer {
-            Some(s) => s.send(req, self.base, self.auth, abort).await,
+            Some(s) => s.send(req, self.base, self.auth, abort, limits).await,
             None => {
                 let url = req.url(self.base);
                 let (method, body) = (req.method.as_str(), req.body.as_deref());
                 super::seal::Sent {
-                    out: crate::transport::fetch_text(&url, method, body, self.auth, abort, true)
-                        .await,
+                    out: transport::fetch_text(&url, method, body, self.auth, abort, limits).await,
                     plain: Vec::new(),
                 }
             }
@@ -910,7 +950,12 @@ impl Link<'_> {
     }
 }
 
-async fn drive(i: &Rc<Inner>, gen: u32, link: &Link<'_>, key: &str) -> Result<(), SyncError> {
+async fn drive(
+    i: &Rc<Inner>,
+    gen: u32,
+    link: &Link<'_>,
+    key: &str,
+) -> Result<Option<i64>, SyncError> {
     while i.generation.get() == gen {
         // Bulk work (a catching-up pull, a push) goes out while the last answer's writes are
         // applied (`Replicator::bulk_next`); anything else waits for them.
@@ -918,15 +963,16 @@ async fn drive(i: &Rc<Inner>, gen: u32, link: &Link<'_>, key: &str) -> Result<()
         if !overlap {
             apply_writes(i, key).await?;
         }
-        let (req, status, timeout): (Option<Request>, Status, Option<i64>) = {
+        let (req, view, timeout, limits): (Option<Request>, SyncView, Option<i64>, TextLimits) = {
             let mut b = i.rep.borrow_mut();
             let Some(rep) = b.as_mut() else {
-                return Ok(());
+                return Ok(None);
             };
             let _span = Span::new("request");
-            (rep.poll_request(now()), rep.status(), rep.poll_timeout())
+            let req = rep.poll_request(now());
+            (req, status_view(rep), rep.poll_timeout(), text_limits(rep))
         };
-        set_view(i, SyncView::of(&status));
+        set_view(i, view);
         let Some(req) = req else {
             if overlap {
                 apply_writes(i, key).await?;
@@ -944,7 +990,7 @@ async fn drive(i: &Rc<Inner>, gen: u32, link: &Link<'_>, key: &str) -> Result<()
         };
         let abort = web_sys::AbortController::new().ok();
         *i.abort.borrow_mut() = abort.clone();
-        let fetch = link.send(req, abort.as_ref());
+        let fetch = link.send(req, abort.as_ref(), limits);
         let sent = if overlap {
             let (applied, out) = futures_util::future::join(apply_writes(i, key), fetch).await;
             applied?;
@@ -954,21 +1000,77 @@ async fn drive(i: &Rc<Inner>, gen: u32, link: &Link<'_>, key: &str) -> Result<()
         };
         let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
         i.abort.borrow_mut().take();
-        {
-            let mut b = i.rep.borrow_mut();
-            let Some(rep) = b.as_mut() else {
-                return Ok(());
-            };
-            let _span = Span::new("response");
-            match sent.out {
-                _ if aborted => rep.handle_cancelled(),
-                Ok((status, body)) => rep.handle_response(now(), status, &body),
-                Err(reason) => rep.handle_failure(now(), &reason),
-            }
+        let mut b = i.rep.borrow_mut();
+        let Some(rep) = b.as_mut() else {
+            return Ok(None);
+        };
+        let _span = Span::new("response");
+        let stalled = handle_answer(rep, sent.out, aborted);
+        for reason in rep.poll_refused() {
+            web_sys::console::warn_1(&JsValue::from_str(&format!(
+                "memoire sync: a pulled document was refused: {reason}"
+            )));
+        }
+        let view = status_view(rep);
+        drop(b);
+        set_view(i, view);
+        if stalled.is_some() {
+            // Let another tab take over: the lock goes with this connection.
+            return Ok(stalled);
         }
         link.keep_plain(i, sent.plain).await?;
     }
-    Ok(())
+    Ok(None)
+}
+
+/// Hands one request's outcome to the replicator; `Some(retry_at)` when it timed out (no answer,
+/// or one too slow) and the connection ends.
+fn handle_answer(
+    rep: &mut Replicator,
+    out: Result<(u16, String), TransportError>,
+    aborted: bool,
+) -> Option<i64> {
+    match out {
+        Err(TransportError::Timeout { first_byte }) => {
+            if rep.handle_stalled(now(), first_byte) {
+                return Some(rep.poll_timeout().unwrap_or_else(now));
+            }
+        }
+        Err(TransportError::TooSlow { .. }) => {
+            if rep.handle_too_slow(now()) {
+                return Some(rep.poll_timeout().unwrap_or_else(now));
+            }
+        }
+        Err(TransportError::TooLarge { .. }) => rep.handle_too_large(now()),
+        _ if aborted => rep.handle_cancelled(),
+        Ok((status, body)) => rep.handle_response(now(), status, &body),
+        Err(TransportError::Network(reason)) => rep.handle_failure(now(), &reason),
+        Err(e) => rep.handle_failure(now(), &e.to_string()),
+    }
+    None
+}
+
+/// The status the sidebar shows, in the words of `engine::sync::status`.
+fn status_view(rep: &Replicator) -> SyncView {
+    let offset = -(js_sys::Date::new_0().get_timezone_offset() as i32);
+    let (state, detail) = describe(&rep.status(), rep.refused(), offset);
+    SyncView {
+        state: state.into(),
+        detail,
+    }
+}
+
+/// The limits of the replicator's requests.
+fn text_limits(rep: &Replicator) -> TextLimits {
+    let c = rep.config();
+    TextLimits {
+        max_bytes: c.max_body_bytes,
+        timeouts: Timeouts {
+            first_byte_ms: c.first_byte_ms,
+            idle_ms: c.idle_ms,
+        },
+        total_ms: c.total_ms,
+    }
 }
 
 impl Capture for Replication {

@@ -32,6 +32,7 @@ use crate::engine::sync::seal::{
 use crate::engine::sync::wire::encode;
 use crate::engine::sync::Request;
 use crate::store::{Span, Store, StoreError, SyncKeys};
+use crate::transport::{TextLimits, Timeouts, TransportError};
 
 /// What can go wrong with encryption, in words a user can act on.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -220,6 +221,17 @@ async fn name_all(key: &CryptoKey, ids: &[String]) -> Result<Vec<String>, SealEr
         .collect())
 }
 
+/// The limits of the marker's and the purge's requests (as "Test connection"'s: an answer within
+/// 20 s, at most 1 MiB).
+const LIMITS: TextLimits = TextLimits {
+    max_bytes: 1 << 20,
+    timeouts: Timeouts {
+        first_byte_ms: 10_000,
+        idle_ms: 10_000,
+    },
+    total_ms: 20_000,
+};
+
 /// Every request of this module, through the one whole-body sync request of the transport (its
 /// limits and timeouts apply here as to the replicator's requests).
 async fn fetch(
@@ -228,8 +240,9 @@ async fn fetch(
     body: Option<&str>,
     auth: Option<&str>,
     abort: Option<&web_sys::AbortController>,
-) -> Result<(u16, String), String> {
-    crate::transport::fetch_text(url, method, body, auth, abort, true).await
+    limits: TextLimits,
+) -> Result<(u16, String), TransportError> {
+    crate::transport::fetch_text(url, method, body, auth, abort, limits).await
 }
 
 /// The marker's URL.
@@ -244,9 +257,9 @@ async fn read_marker(
     auth: Option<&str>,
 ) -> Result<Option<(Marker, String)>, SealError> {
     let url = marker_url(base, db);
-    let (status, body) = fetch(&url, "GET", None, auth, None)
+    let (status, body) = fetch(&url, "GET", None, auth, None, LIMITS)
         .await
-        .map_err(SealError::Unreachable)?;
+        .map_err(|e| SealError::Unreachable(e.to_string()))?;
     match status {
         200 => {
             let v: Value = serde_json::from_str(&body).map_err(|_| MarkerError::Unreadable)?;
@@ -266,7 +279,15 @@ async fn write_marker(
     salt: &[u8],
     aes: &CryptoKey,
 ) -> Result<(), SealError> {
-    let _ = fetch(&format!("{base}/{}", encode(db)), "PUT", None, auth, None).await;
+    let _ = fetch(
+        &format!("{base}/{}", encode(db)),
+        "PUT",
+        None,
+        auth,
+        None,
+        LIMITS,
+    )
+    .await;
     let check = encrypt_all(aes, &[(MARKER_ID.as_bytes().to_vec(), CHECK)]).await?;
     let marker = Marker {
         salt: salt.to_vec(),
@@ -274,9 +295,16 @@ async fn write_marker(
         check: check.into_iter().next().unwrap_or_default(),
     };
     let body = marker.to_json(None).to_string();
-    let (status, _) = fetch(&marker_url(base, db), "PUT", Some(&body), auth, None)
-        .await
-        .map_err(SealError::Unreachable)?;
+    let (status, _) = fetch(
+        &marker_url(base, db),
+        "PUT",
+        Some(&body),
+        auth,
+        None,
+        LIMITS,
+    )
+    .await
+    .map_err(|e| SealError::Unreachable(e.to_string()))?;
     match status {
         200..=202 => Ok(()),
         // Another device made one meanwhile (the caller unlocks against it).
@@ -380,7 +408,7 @@ pub async fn guard_plain(base: &str, db: &str, auth: Option<&str>) -> Result<(),
 /// A request sent through the seal: the answer (as the replicator reads it) and the plain copies
 /// of our documents the server still held.
 pub struct Sent {
-    pub out: Result<(u16, String), String>,
+    pub out: Result<(u16, String), TransportError>,
     pub plain: Vec<Value>,
 }
 
@@ -480,9 +508,11 @@ impl Sealer {
         base: &str,
         auth: Option<&str>,
         abort: Option<&web_sys::AbortController>,
+        limits: TextLimits,
     ) -> Sent {
+        // A failure to encrypt or decrypt is reported as the request's failure: retried later.
         let failed = |e: SealError| Sent {
-            out: Err(e.to_string()),
+            out: Err(TransportError::Network(e.to_string())),
             plain: Vec::new(),
         };
         let (route, req) = match self.seal(&req).await {
@@ -491,7 +521,7 @@ impl Sealer {
         };
         let url = req.url(base);
         let method = req.method.as_str();
-        let out = fetch(&url, method, req.body.as_deref(), auth, abort).await;
+        let out = fetch(&url, method, req.body.as_deref(), auth, abort, limits).await;
         match out {
             Ok((status, body)) => self.open(&route, status, body).await.unwrap_or_else(failed),
             Err(e) => Sent {
@@ -507,7 +537,7 @@ impl Sealer {
             return;
         };
         let url = format!("{base}/{}/_bulk_docs", encode(&self.db));
-        if let Err(e) = fetch(&url, "POST", Some(&body), auth, None).await {
+        if let Err(e) = fetch(&url, "POST", Some(&body), auth, None, LIMITS).await {
             web_sys::console::warn_1(&JsValue::from_str(&format!(
                 "memoire sync: plain copies were not deleted on the server yet ({e}); next time"
             )));
