@@ -1000,19 +1000,20 @@ async fn drive(
         };
         let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
         i.abort.borrow_mut().take();
-        let mut b = i.rep.borrow_mut();
-        let Some(rep) = b.as_mut() else {
-            return Ok(None);
+        let (stalled, view) = {
+            let mut b = i.rep.borrow_mut();
+            let Some(rep) = b.as_mut() else {
+                return Ok(None);
+            };
+            let _span = Span::new("response");
+            let stalled = handle_answer(rep, sent.out, aborted);
+            for reason in rep.poll_refused() {
+                web_sys::console::warn_1(&JsValue::from_str(&format!(
+                    "memoire sync: a pulled document was refused: {reason}"
+                )));
+            }
+            (stalled, status_view(rep))
         };
-        let _span = Span::new("response");
-        let stalled = handle_answer(rep, sent.out, aborted);
-        for reason in rep.poll_refused() {
-            web_sys::console::warn_1(&JsValue::from_str(&format!(
-                "memoire sync: a pulled document was refused: {reason}"
-            )));
-        }
-        let view = status_view(rep);
-        drop(b);
         set_view(i, view);
         if stalled.is_some() {
             // Let another tab take over: the lock goes with this connection.
