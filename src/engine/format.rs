@@ -164,7 +164,6 @@ pub fn model_label(name: &str) -> String {
 }
 
 /// The text the turn machine gives a reply the user stopped (`engine::turn`).
-const STOPPED_PREFIX: &str = "Stopped.";
 
 /// What a message row says about its status: (css key, short label, the error text to show under
 /// it). A reply the user stopped is not an error: it says "stopped" and nothing more. A failed
@@ -177,7 +176,7 @@ pub fn message_note(
     match status {
         S::Complete => None,
         S::Streaming => Some(("streaming", "writing…")),
-        S::Interrupted if error.is_some_and(|e| e.starts_with(STOPPED_PREFIX)) => {
+        S::Interrupted if crate::engine::failure::was_stopped(error) => {
             Some(("stopped", "stopped"))
         }
         S::Interrupted => Some(("interrupted", "cut off — the partial reply is kept")),
