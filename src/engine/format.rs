@@ -267,9 +267,9 @@ fn match_at(chars: &[(usize, char)], i: usize, term: &[char]) -> Option<usize> {
     (k == term.len() && j > i).then_some(j)
 }
 
-/// A snippet moved so its first match shows at its start: at most `lead_chars` characters (whole
-/// words when one fits) stay before the first word of `query` found in it, an ellipsis marking
-/// what went. A narrow list cuts a snippet at its end, so a match 40 characters in would be cut off.
+/// A snippet moved so its first match shows at its start: when more than twice `lead_chars`
+/// characters come before the first word of `query` found in it, only the last `lead_chars` of them
+/// stay (from a word's start when one is there), an ellipsis marking what went. A narrow list cuts a snippet at its end, so a match 40 characters in would be cut off.
 pub fn centre_snippet(snippet: &str, query: &str, lead_chars: usize) -> String {
     let runs = highlight(snippet, query);
     let Some(at) = runs.iter().position(|r| r.1) else {
@@ -278,7 +278,8 @@ pub fn centre_snippet(snippet: &str, query: &str, lead_chars: usize) -> String {
     let before: String = runs[..at].iter().map(|r| r.0.as_str()).collect();
     let lead = before.trim_start_matches(['…', ' ']);
     let count = lead.chars().count();
-    if count <= lead_chars {
+    // Twice the lead still shows the match: a short snippet stays whole.
+    if count <= lead_chars * 2 {
         return snippet.to_string();
     }
     // The last `lead_chars` characters, from the first word that starts within them.
