@@ -163,8 +163,6 @@ pub fn model_label(name: &str) -> String {
     }
 }
 
-/// The text the turn machine gives a reply the user stopped (`engine::turn`).
-
 /// What a message row says about its status: (css key, short label, the error text to show under
 /// it). A reply the user stopped is not an error: it says "stopped" and nothing more. A failed
 /// reply's reason is shown once, in the error banner, so the row only says "failed".
