@@ -17,7 +17,7 @@ use crate::engine::graph_layout::layout;
 use crate::engine::memory::shown::{
     entity_properties, entity_relationships, summary_sentences, Status, PAST_LABEL,
 };
-use crate::engine::model::{EntityNode, EntityType, Role};
+use crate::engine::model::{EntityNode, EntityType, MessageStatus, Role};
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
 use crate::ui::stores::{use_chat, use_memory, use_shell};
 use build::BuildThis;
@@ -119,8 +119,17 @@ fn Recent() -> impl IntoView {
     let recent = move || {
         let n = chat.memory_config().recent_messages;
         chat.with_messages(|l| {
-            let start = l.len().saturating_sub(n);
-            l[start..]
+            // A reply that failed before saying anything is never sent: it is not shown here.
+            let sent: Vec<_> = l
+                .iter()
+                .filter(|m| {
+                    let st = m.state();
+                    !(st.status() == MessageStatus::Error
+                        && st.with_content(|c| c.trim().is_empty()))
+                })
+                .collect();
+            let start = sent.len().saturating_sub(n);
+            sent[start..]
                 .iter()
                 .map(|m| (m.id.clone(), m.role, m.state().content()))
                 .collect::<Vec<_>>()
