@@ -241,6 +241,7 @@ fn answer_endpoint() -> Option<EndpointProfile> {
         protocol: Protocol::OpenAiChat,
         model: std::env::var("MEMOIRE_EVAL_MODEL").unwrap_or_else(|_| "default".into()),
         api_key: std::env::var("MEMOIRE_EVAL_KEY").ok(),
+        key_origin: String::new(),
         system_prompt: String::new(),
         no_user_memory: false,
     })
@@ -255,7 +256,7 @@ fn answer(endpoint: &EndpointProfile, prompt: &Prompt) -> Result<String, String>
         stream: true,
         output: None,
     };
-    let http = request::build(endpoint, prompt, &options);
+    let http = request::build(endpoint, prompt, &options).expect("the key may go there");
     let mut cmd = std::process::Command::new("curl");
     cmd.args(["-sS", "--max-time", "600", "-X", &http.method, &http.url]);
     for (k, v) in &http.headers {

@@ -1006,3 +1006,69 @@ proptest! {
         let _ = validate_import(&bytes, &ExistingIds::default(), &ImportLimits::default());
     }
 }
+
+// ---- what an import brings beyond its conversations (issue 28 item 5) ------------------------
+
+/// Plans `bundles` + `shared` against `existing` and compares the preview's reach lines.
+fn check_reach(
+    bundles: &[ConversationBundle],
+    shared: &[EntityNode],
+    existing: &ExistingIds,
+    expected: &[&str],
+) {
+    let json = export_json(bundles, shared, T0 + 99);
+    let plan = import(json.as_bytes(), existing).expect("a valid backup");
+    assert_eq!(plan.reach().lines(), expected);
+}
+
+#[test]
+fn the_preview_names_shared_memory_system_prompts_models_and_system_messages() {
+    let (bundles, shared) = sample();
+    let prompt = "“Trip planning c1”: “You answer as a ship's cook would.”, \
+                  “Trip planning c2”: “You answer as a ship's cook would.”";
+    let model = "“Trip planning c1”: “/models/SmolLM2-135M.gguf”, \
+                 “Trip planning c2”: “/models/SmolLM2-135M.gguf”";
+    check_reach(
+        &bundles,
+        &shared,
+        &ExistingIds::default(),
+        &[
+            "Shared memory used in every conversation: 1 entity: “Name shared-paris”",
+            &format!("System prompts it sets on its conversations: {prompt}"),
+            &format!("Models it sets on its conversations: {model}"),
+        ],
+    );
+    // A system message in the file: kept as text, said so.
+    let mut b = bundle("c3");
+    b.conversation.memory_overrides = MemoryOverrides::default();
+    b.messages[0].role = Role::System;
+    check_reach(
+        &[b.clone()],
+        &[],
+        &ExistingIds::default(),
+        &["1 system message from the file: kept as text of the conversation, never sent as instructions."],
+    );
+    // What is already here is not written, so not listed.
+    let first = import(sample_json().as_bytes(), &ExistingIds::default()).unwrap();
+    check_reach(&bundles, &shared, &existing_from(&first), &[]);
+    // Plain conversations bring nothing of the kind.
+    b.messages[0].role = Role::User;
+    check_reach(&[b], &[], &ExistingIds::default(), &[]);
+}
+
+#[test]
+fn a_long_reach_is_listed_short() {
+    let shared: Vec<EntityNode> = (0..15)
+        .map(|i| entity(&format!("s{i:02}"), EntityScope::Shared))
+        .collect();
+    let json = export_json(&[], &shared, T0);
+    let plan = import(json.as_bytes(), &ExistingIds::default()).unwrap();
+    let lines = plan.reach().lines();
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].starts_with("Shared memory used in every conversation: 15 entities: “Name s00”"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with(", and 3 more"), "{}", lines[0]);
+}

@@ -46,17 +46,24 @@ fn line(role: Role, content: &str) -> String {
     format!("{r}: {content}")
 }
 
-/// The stored form of conversation `n`: title and every message in seq order (system prompt first).
+/// The stored form of conversation `n`: title, then its own system prompt as `s: text` (kept as
+/// the conversation's prompt, never as a stored message) and every message in seq order.
 fn stored(i: &Imported, n: usize) -> (String, Vec<String>) {
     let b = &to_bundles(i, NOW)[n];
     let mut seqs: Vec<u64> = b.messages.iter().map(|m| m.seq).collect();
     seqs.dedup();
     assert_eq!(seqs, (0..b.messages.len() as u64).collect::<Vec<_>>());
+    assert!(
+        b.messages.iter().all(|m| m.role != Role::System),
+        "an imported system prompt is the conversation's own, not a stored message"
+    );
+    let prompt = b.conversation.memory_overrides.system_prompt.as_deref();
     (
         b.conversation.title.clone(),
-        b.messages
-            .iter()
-            .map(|m| line(m.role, &m.content))
+        prompt
+            .map(|p| line(Role::System, p))
+            .into_iter()
+            .chain(b.messages.iter().map(|m| line(m.role, &m.content)))
             .collect(),
     )
 }
@@ -240,7 +247,7 @@ fn open_webui_follows_current_id_and_strips_reasoning_details() {
     let s = i.skipped;
     assert_eq!((s.other_branches, s.reasoning, s.tool), (1, 1, 1));
     assert_eq!(
-        to_bundles(&i, NOW)[0].messages[1].created_at,
+        to_bundles(&i, NOW)[0].messages[0].created_at,
         1_720_000_000_000
     );
 }
@@ -266,13 +273,14 @@ fn nextchat_imports_the_summary_and_mask_system_prompt_never_the_keys() {
     let b = &to_bundles(&i, NOW)[0];
     assert_eq!(b.summaries.len(), 1);
     assert!(b.summaries[0].text.contains("balcony in Lyon"));
-    // lastSummarizeIndex 2: the first two messages, after the system prompt.
+    // lastSummarizeIndex 2: the first two messages (seqs 0 and 1; the system prompt is the
+    // conversation's own, not a message).
     assert_eq!(
         (
             b.summaries[0].covers_up_to_seq,
             b.summaries[0].message_count
         ),
-        (2, 3)
+        (1, 2)
     );
     assert!(describe(&i).contains("never imported"));
 }

@@ -27,6 +27,7 @@ fn endpoint(protocol: Protocol) -> EndpointProfile {
         protocol,
         model: "m".into(),
         api_key: None,
+        key_origin: String::new(),
         system_prompt: String::new(),
         no_user_memory: false,
     }
@@ -67,7 +68,8 @@ fn the_schema_lists_the_summary_first_and_each_entitys_name_early() {
         &endpoint(OpenAiChat),
         &req.prompt_for(form),
         &req.request_options(form),
-    );
+    )
+    .expect("the key may go there");
     assert!(http.body.contains(&text));
 }
 
@@ -151,7 +153,8 @@ fn check_form(protocol: Protocol, form: MemoryForm, pointer: &str, extra: &[(&st
         &endpoint(protocol),
         &req.prompt_for(form),
         &req.request_options(form),
-    );
+    )
+    .expect("the key may go there");
     let body: Value = serde_json::from_str(&http.body).expect("JSON body");
     let what = format!("{} {}", protocol.as_str(), form.as_str());
     assert_eq!(
@@ -220,7 +223,8 @@ fn the_sections_form_sends_no_constraint_and_asks_for_sections() {
             &endpoint(protocol),
             &req.prompt_for(MemoryForm::Sections),
             &req.request_options(MemoryForm::Sections),
-        );
+        )
+        .expect("the key may go there");
         for field in ["response_format", "\"format\"", "tool_choice", "\"text\":"] {
             assert!(!http.body.contains(field), "{}: {field}", protocol.as_str());
         }
@@ -249,7 +253,8 @@ fn a_form_of_another_protocol_is_not_sent() {
         &endpoint(OpenAiChat),
         &req.prompt_for(form),
         &req.request_options(form),
-    );
+    )
+    .expect("the key may go there");
     assert!(!http.body.contains("tool") && !http.body.contains("response_format"));
 }
 

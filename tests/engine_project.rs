@@ -446,6 +446,24 @@ fn the_import_preview_counts_the_projects_it_writes() {
     .and_then(|c| c.plan(&ExistingIds::default()))
     .unwrap();
     assert_eq!(none.projects_preview(), None);
+    assert!(
+        plan.reach().is_empty(),
+        "a project without instructions acts on nothing"
+    );
+    let json = export_with_projects(
+        &[],
+        &[],
+        &[],
+        &[&project("p2", "Garden", "Answer in Latin.")],
+        T0,
+    );
+    let plan = check_import(json.as_bytes(), &ImportLimits::default())
+        .and_then(|c| c.plan(&ExistingIds::default()))
+        .unwrap();
+    assert_eq!(
+        plan.reach().lines(),
+        ["Project instructions, sent with every conversation of the project: “Garden”: “Answer in Latin.”"]
+    );
 }
 
 #[test]

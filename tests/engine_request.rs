@@ -22,6 +22,7 @@ fn endpoint(protocol: Protocol, base_url: &str, api_key: Option<&str>) -> Endpoi
         protocol,
         model: "m-1".into(),
         api_key: api_key.map(str::to_string),
+        key_origin: String::new(),
         system_prompt: "ignored by the builders".into(),
         no_user_memory: false,
     }
@@ -65,7 +66,7 @@ fn check(
     headers: &[(&str, &str)],
     body: Value,
 ) {
-    let req = build(endpoint, prompt, opts);
+    let req = build(endpoint, prompt, opts).expect("the key may go there");
     let what = format!("{} {}", endpoint.protocol.as_str(), endpoint.base_url);
     assert_eq!(req.method, "POST", "{what}");
     assert_eq!(req.url, url, "{what}");
@@ -201,7 +202,8 @@ fn temperatures_go_out_as_typed() {
                 &endpoint(protocol, "http://127.0.0.1:1", None),
                 &prompt(),
                 &opts,
-            );
+            )
+            .expect("the key may go there");
             let body: Value = serde_json::from_str(&req.body).unwrap();
             let sent = if protocol == Ollama {
                 &body["options"]["temperature"]
@@ -434,7 +436,8 @@ fn base_urls_are_read_as_users_type_them() {
         ),
     ];
     for (protocol, base, url) in cases {
-        let req = build(&endpoint(*protocol, base, None), &prompt(), &streaming());
+        let req = build(&endpoint(*protocol, base, None), &prompt(), &streaming())
+            .expect("the key may go there");
         assert_eq!(&req.url, url, "{} {base:?}", protocol.as_str());
     }
 }
@@ -449,7 +452,8 @@ fn temperatures_are_sent_as_typed() {
                 temperature: Some(t),
                 ..RequestOptions::default()
             },
-        );
+        )
+        .expect("the key may go there");
         assert!(
             req.body.contains(&format!("\"temperature\":{t:?}")),
             "{t}: {}",
@@ -463,7 +467,8 @@ fn temperatures_are_sent_as_typed() {
             temperature: Some(f32::NAN),
             ..RequestOptions::default()
         },
-    );
+    )
+    .expect("the key may go there");
     assert!(!nan.body.contains("temperature"), "{}", nan.body);
 }
 
@@ -502,7 +507,7 @@ fn models_requests() {
         ),
     ];
     for (protocol, base, key, url, headers) in cases {
-        let req = models_request(&endpoint(*protocol, base, *key));
+        let req = models_request(&endpoint(*protocol, base, *key)).expect("the key may go there");
         assert_eq!(req.method, "GET");
         assert_eq!(&req.url, url);
         assert!(req.body.is_empty());
@@ -906,4 +911,52 @@ fn dropped_connection_keeps_the_partial_reply_and_escapes_details() {
     let hostile = connection_dropped("<img src=x onerror=alert(1)>");
     assert!(!hostile.message.contains('<'), "{}", hostile.message);
     assert!(!connection_dropped("").message.contains("()"));
+}
+
+// ---- keys (issue 28 item 4) ------------------------------------------------------------------
+
+/// The auth header a request carries for `key` given for `key_origin`, at `url`; `Err` when
+/// building is refused.
+fn check_key_header(url: &str, key_origin: &str, expected: Result<Option<&str>, &str>) {
+    let mut e = endpoint(OpenAiChat, url, Some("sk-1"));
+    e.key_origin = key_origin.into();
+    let got = build(&e, &prompt(), &streaming()).map(|r| {
+        r.headers
+            .iter()
+            .find(|(k, _)| k == "Authorization")
+            .map(|(_, v)| v.clone())
+    });
+    let models = models_request(&e).map(|r| r.headers.iter().any(|(k, _)| k == "Authorization"));
+    match expected {
+        Ok(header) => {
+            assert_eq!(got.as_ref().unwrap().as_deref(), header, "{url}");
+            assert_eq!(models, Ok(header.is_some()), "{url}");
+        }
+        Err(needle) => {
+            let err = got.expect_err("refused").to_string();
+            assert!(err.contains(needle), "{err}");
+            assert!(models.is_err(), "{url}");
+        }
+    }
+}
+
+#[test]
+fn the_key_goes_only_where_it_was_given() {
+    check_key_header(
+        "https://api.openai.com/v1",
+        "https://api.openai.com",
+        Ok(Some("Bearer sk-1")),
+    );
+    check_key_header(
+        "https://evil.example/v1",
+        "https://api.openai.com",
+        Ok(None),
+    );
+    check_key_header("http://127.0.0.1:9/v1", "", Ok(Some("Bearer sk-1")));
+    check_key_header("http://llm.example.com/v1", "", Err("unencrypted"));
+    check_key_header(
+        "http://llm.example.com/v1",
+        "http://llm.example.com",
+        Err("llm.example.com"),
+    );
 }

@@ -127,6 +127,7 @@ fn check_memory_endpoint(
         protocol: memory.1,
         model: memory.2.into(),
         api_key: Some("memory-key".into()),
+        key_origin: String::new(),
     };
     let o = MemoryOverrides {
         memory_model: conversation_model.map(str::to_string),
@@ -303,4 +304,240 @@ fn the_assembled_prompt_uses_the_conversations_system_prompt_over_the_global_one
         ..Default::default()
     };
     assert_eq!(prompt_with(&own), "You answer in French.");
+}
+
+// ---- credentials bound to where they were given (issue 28 item 4) ----------------------------
+
+fn check_origin(url: &str, expected: Option<&str>) {
+    assert_eq!(origin_of(url).as_deref(), expected, "{url:?}");
+}
+
+#[test]
+fn an_origin_is_scheme_host_and_port() {
+    check_origin("https://api.openai.com/v1", Some("https://api.openai.com"));
+    check_origin(
+        "HTTPS://API.OpenAI.com:443/v1/",
+        Some("https://api.openai.com"),
+    );
+    check_origin("http://127.0.0.1:11434", Some("http://127.0.0.1:11434"));
+    check_origin("http://localhost:80/v1", Some("http://localhost"));
+    check_origin(
+        "http://user:pw@host.example:8080/x",
+        Some("http://host.example:8080"),
+    );
+    check_origin("http://[::1]:8080/v1", Some("http://[::1]:8080"));
+    check_origin(" https://a.example?x=1 ", Some("https://a.example"));
+    check_origin("ftp://a.example", None);
+    check_origin("api.openai.com/v1", None);
+    check_origin("", None);
+    check_origin("https:///v1", None);
+}
+
+/// (key, the origin it was given for, the URL) -> what a request does with it.
+fn check_key_use(key: Option<&str>, key_origin: &str, url: &str, expected: KeyUse) {
+    let mut s = Settings::builtin();
+    s.endpoint.base_url = url.into();
+    s.endpoint.api_key = key.map(str::to_string);
+    s.endpoint.key_origin = key_origin.into();
+    assert_eq!(
+        key_use(&s.endpoint),
+        expected,
+        "{key:?} for {key_origin:?} at {url:?}"
+    );
+}
+
+#[test]
+fn a_key_goes_only_to_its_origin_and_never_over_plain_http_to_another_machine() {
+    let send = |k: &str| KeyUse::Send(k.into());
+    let openai = "https://api.openai.com";
+    check_key_use(None, "", "https://api.openai.com/v1", KeyUse::NoKey);
+    check_key_use(
+        Some("  "),
+        openai,
+        "https://api.openai.com/v1",
+        KeyUse::NoKey,
+    );
+    check_key_use(Some("sk"), openai, "https://api.openai.com/v1", send("sk"));
+    check_key_use(
+        Some("sk"),
+        openai,
+        "https://API.openai.com:443/other",
+        send("sk"),
+    );
+    check_key_use(Some("sk"), "", "https://api.openai.com/v1", send("sk"));
+    check_key_use(
+        Some("sk"),
+        openai,
+        "https://evil.example/v1",
+        KeyUse::OtherOrigin {
+            key_origin: openai.into(),
+            url_origin: "https://evil.example".into(),
+        },
+    );
+    check_key_use(
+        Some("sk"),
+        openai,
+        "http://api.openai.com/v1",
+        KeyUse::OtherOrigin {
+            key_origin: openai.into(),
+            url_origin: "http://api.openai.com".into(),
+        },
+    );
+    for local in [
+        "http://127.0.0.1:8080/v1",
+        "http://localhost:11434",
+        "http://llm.localhost",
+        "http://[::1]:1234/v1",
+        "http://127.9.9.9",
+    ] {
+        check_key_use(Some("k"), "", local, send("k"));
+    }
+    for (remote, host) in [
+        ("http://192.168.1.5:11434", "192.168.1.5"),
+        ("http://llm.example.com/v1", "llm.example.com"),
+        ("http://127.0.0.1.evil.example", "127.0.0.1.evil.example"),
+        ("http://localhost.evil.example", "localhost.evil.example"),
+        ("http://0.0.0.0:8080", "0.0.0.0"),
+    ] {
+        check_key_use(
+            Some("k"),
+            "",
+            remote,
+            KeyUse::Insecure { host: host.into() },
+        );
+    }
+}
+
+fn with_key(url: &str, key: &str) -> Settings {
+    let mut s = Settings::builtin();
+    s.endpoint.base_url = url.into();
+    s.set_key(false, key);
+    s
+}
+
+#[test]
+fn a_changed_origin_asks_for_the_key_again_and_saving_drops_the_old_one() {
+    let mut s = with_key("https://api.openai.com/v1", "sk-openai");
+    assert_eq!(s.endpoint.key_origin, "https://api.openai.com");
+    s.endpoint.base_url = "https://other.example/v1".into();
+    let note = key_note(&s.endpoint).expect("the form says so");
+    assert!(
+        note.contains("https://api.openai.com") && note.contains("https://other.example"),
+        "{note}"
+    );
+    let saved = s.clone().settle_keys();
+    assert_eq!(
+        saved.endpoint.api_key, None,
+        "not kept for an origin no longer named"
+    );
+    assert_eq!(key_use(&saved.endpoint), KeyUse::NoKey);
+    // Back to the key's own origin before saving: the key is sent again, nothing was lost.
+    s.endpoint.base_url = "https://api.openai.com/v2".into();
+    assert_eq!(key_note(&s.endpoint), None);
+    assert_eq!(
+        s.settle_keys().endpoint.api_key.as_deref(),
+        Some("sk-openai")
+    );
+    // A key typed for the new URL binds to it.
+    let mut s = with_key("https://api.openai.com/v1", "sk-openai");
+    s.endpoint.base_url = "https://other.example/v1".into();
+    s.set_key(false, "sk-other");
+    assert_eq!(key_use(&s.endpoint), KeyUse::Send("sk-other".into()));
+}
+
+#[test]
+fn a_key_saved_before_keys_were_bound_binds_to_its_endpoint() {
+    let mut old = Settings::builtin();
+    old.endpoint.base_url = "https://api.openai.com/v1".into();
+    old.endpoint.api_key = Some("sk-old".into());
+    let json = serde_json::to_value(&old).unwrap();
+    let mut json = json;
+    json["endpoint"]
+        .as_object_mut()
+        .unwrap()
+        .remove("key_origin");
+    json["memory_endpoint"]
+        .as_object_mut()
+        .unwrap()
+        .remove("key_origin");
+    let saved: Settings = serde_json::from_value(json).expect("older settings still read");
+    let s = effective(&Settings::builtin(), Some(&saved));
+    assert_eq!(s.endpoint.key_origin, "https://api.openai.com");
+    let mut edited = s;
+    edited.endpoint.base_url = "http://127.0.0.1:8080/v1".into();
+    assert!(matches!(
+        key_use(&edited.endpoint),
+        KeyUse::OtherOrigin { .. }
+    ));
+}
+
+#[test]
+fn a_preset_does_not_carry_a_key_to_another_provider() {
+    let preset = |name: &str| PRESETS.iter().find(|p| p.name == name).unwrap();
+    let mut s = Settings::builtin();
+    apply_preset(&mut s, preset("OpenAI"));
+    s.set_key(false, "sk-openai");
+    apply_preset(&mut s, preset("OpenAI Responses"));
+    assert_eq!(
+        key_use(&s.endpoint),
+        KeyUse::Send("sk-openai".into()),
+        "same origin"
+    );
+    apply_preset(&mut s, preset("Ollama"));
+    assert!(matches!(key_use(&s.endpoint), KeyUse::OtherOrigin { .. }));
+    assert!(
+        s.validate().is_ok(),
+        "the key is not sent, so nothing is unsafe"
+    );
+    assert_eq!(s.settle_keys().endpoint.api_key, None);
+    // A legacy (unbound) key is bound to its endpoint before the preset changes it.
+    let mut s = Settings::builtin();
+    s.endpoint.base_url = "https://api.openai.com/v1".into();
+    s.endpoint.api_key = Some("sk-openai".into());
+    apply_preset(&mut s, preset("Anthropic"));
+    assert!(matches!(key_use(&s.endpoint), KeyUse::OtherOrigin { .. }));
+    // A key typed before any URL follows the first URL it gets.
+    let mut s = Settings::builtin();
+    s.set_key(false, "sk-ant");
+    apply_preset(&mut s, preset("Anthropic"));
+    assert_eq!(key_use(&s.endpoint), KeyUse::Send("sk-ant".into()));
+}
+
+#[test]
+fn saving_refuses_a_key_over_plain_http_to_another_machine() {
+    check_invalid(
+        |s| *s = with_key("http://llm.example.com/v1", "sk"),
+        "unencrypted",
+    );
+    assert!(with_key("http://127.0.0.1:8080/v1", "sk")
+        .validate()
+        .is_ok());
+    assert!(with_key("https://llm.example.com/v1", "sk")
+        .validate()
+        .is_ok());
+    check_invalid(
+        |s| {
+            s.endpoint.base_url = "https://api.example.com/v1".into();
+            s.memory_endpoint.base_url = "http://10.0.0.2:11434".into();
+            s.memory_endpoint.model = "small".into();
+            s.set_key(true, "mk");
+        },
+        "memory endpoint's API key",
+    );
+}
+
+#[test]
+fn the_memory_endpoints_key_is_bound_to_its_own_origin() {
+    let mut s = Settings::builtin();
+    s.endpoint.base_url = "https://api.example.com/v1".into();
+    s.memory_endpoint.base_url = "https://memory.example/v1".into();
+    s.memory_endpoint.model = "small".into();
+    s.set_key(true, "mk");
+    let e = s.memory_endpoint_for(&MemoryOverrides::default());
+    assert_eq!(key_use(&e), KeyUse::Send("mk".into()));
+    s.memory_endpoint.base_url = "https://elsewhere.example/v1".into();
+    assert!(key_note(&s.memory_endpoint.as_profile()).is_some());
+    let e = s.memory_endpoint_for(&MemoryOverrides::default());
+    assert!(matches!(key_use(&e), KeyUse::OtherOrigin { .. }));
+    assert_eq!(s.settle_keys().memory_endpoint.api_key, None);
 }

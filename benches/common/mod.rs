@@ -51,6 +51,7 @@ pub fn endpoint(url: &str) -> EndpointProfile {
         protocol: Protocol::OpenAiChat,
         model: "smollm2-135m".into(),
         api_key: None,
+        key_origin: String::new(),
         system_prompt: "You are a helpful assistant.".into(),
         no_user_memory: false,
     }
@@ -120,7 +121,8 @@ pub fn ask(
             endpoint,
             &req.prompt_for(*form),
             &req.request_options(*form),
-        );
+        )
+        .expect("the key may go there");
         let (status, body) = send(&http, abort)
             .map_err(|e| (e, UpdateEnd::Failed(failure::FailureKind::Network)))?;
         if status >= 400 {
@@ -186,7 +188,7 @@ pub fn chat(endpoint: &EndpointProfile, prompt: &Prompt) -> String {
         stream: true,
         output: None,
     };
-    let http = request::build(endpoint, prompt, &options);
+    let http = request::build(endpoint, prompt, &options).expect("the key may go there");
     let Ok((status, body)) = send(&http, None) else {
         return String::new();
     };

@@ -283,6 +283,11 @@ pub fn connection_dropped(detail: &str) -> Failure {
     )
 }
 
+/// A request not sent because its key would go where it must not (`request::KeyRefused`).
+pub fn key_refused(refused: &crate::engine::request::KeyRefused) -> Failure {
+    Failure::new(FailureKind::Auth, refused.to_string(), None)
+}
+
 /// How the error text of a reply the user stopped begins.
 pub const STOPPED_PREFIX: &str = "Stopped.";
 

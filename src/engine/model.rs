@@ -598,6 +598,11 @@ pub struct EndpointProfile {
     pub model: String,
     /// Stored locally only; never exported.
     pub api_key: Option<String>,
+    /// The origin (`scheme://host[:port]`) the key was given for: it is sent there only
+    /// (`engine::settings::key_use`). Empty: not bound yet (a key saved before keys were bound, or
+    /// typed before any URL), which binds it to the URL's origin when the settings are saved or read.
+    #[serde(default)]
+    pub key_origin: String,
     pub system_prompt: String,
     /// "Don't send memory about me to this endpoint": no request to it carries a fact about the
     /// user (for a cloud endpoint the user does not want to profile them).

@@ -13,6 +13,12 @@
 //! - `ollama`: `/v1` or `/api` typed at the end is removed, then `/api/chat` (`/api/tags`) is added.
 //! - `anthropic`: `/v1` typed at the end is removed, then `/v1/messages` (`/v1/models`) is added.
 //!
+//! # Keys
+//! The key goes in the protocol's header (`Authorization: Bearer`, anthropic's `x-api-key`) only
+//! when `engine::settings::key_use` says `Send`: given for this URL's origin, and not over plain
+//! http to another machine. A key of another origin is left out (the settings form asks for it);
+//! one that would travel unencrypted makes [`build`] and [`models_request`] fail before any request.
+//!
 //! # Message rules
 //! The system prompt goes first (openai-chat, ollama), into `instructions` (openai-responses), or
 //! into the top-level `system` (anthropic, together with any system-role messages, because the
@@ -38,6 +44,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::engine::model::{EndpointProfile, Prompt, Protocol, Role, WireMessage};
+use crate::engine::settings::{insecure_message, key_use, KeyUse};
 
 /// `max_tokens` for anthropic when the caller gives none (the API requires one).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -150,8 +157,21 @@ pub enum ModelsError {
     Shape(&'static str),
 }
 
-/// Builds the streaming (or not) chat request for the endpoint's protocol.
-pub fn build(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> HttpRequest {
+/// Why a request was not built: its key would go where it must not (`engine::settings::key_use`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyRefused {
+    #[error("{}", insecure_message("API key", .host))]
+    Insecure { host: String },
+}
+
+/// Builds the streaming (or not) chat request for the endpoint's protocol. The key goes only to
+/// the origin it was given for; one that would go over plain http to another machine is an error.
+pub fn build(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+) -> Result<HttpRequest, KeyRefused> {
+    let auth = auth_headers(endpoint)?;
     let body = match endpoint.protocol {
         Protocol::OpenAiChat => openai_chat_body(endpoint, prompt, opts),
         Protocol::OpenAiResponses => openai_responses_body(endpoint, prompt, opts),
@@ -165,18 +185,18 @@ pub fn build(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions)
         Protocol::Anthropic => format!("{}/v1/messages", anthropic_base(&endpoint.base_url)),
     };
     let mut headers = vec![("Content-Type".to_string(), "application/json".to_string())];
-    headers.extend(auth_headers(endpoint));
-    HttpRequest {
+    headers.extend(auth);
+    Ok(HttpRequest {
         method: "POST".into(),
         url,
         headers,
         body,
-    }
+    })
 }
 
 /// `GET` for the endpoint's model list: `{base}/models` (openai-style), `/api/tags` (ollama),
-/// `/v1/models` (anthropic).
-pub fn models_request(endpoint: &EndpointProfile) -> HttpRequest {
+/// `/v1/models` (anthropic). The key as in [`build`].
+pub fn models_request(endpoint: &EndpointProfile) -> Result<HttpRequest, KeyRefused> {
     let url = match endpoint.protocol {
         Protocol::OpenAiChat | Protocol::OpenAiResponses => {
             format!("{}/models", openai_base(&endpoint.base_url))
@@ -184,12 +204,12 @@ pub fn models_request(endpoint: &EndpointProfile) -> HttpRequest {
         Protocol::Ollama => format!("{}/api/tags", ollama_base(&endpoint.base_url)),
         Protocol::Anthropic => format!("{}/v1/models", anthropic_base(&endpoint.base_url)),
     };
-    HttpRequest {
+    Ok(HttpRequest {
         method: "GET".into(),
         url,
-        headers: auth_headers(endpoint),
+        headers: auth_headers(endpoint)?,
         body: String::new(),
-    }
+    })
 }
 
 /// Model names from a model-list body: `data[].id` (openai-style, anthropic) or `models[].name`
@@ -220,12 +240,14 @@ pub fn parse_models(protocol: Protocol, body: &str) -> Result<Vec<String>, Model
     Ok(names)
 }
 
-fn auth_headers(endpoint: &EndpointProfile) -> Vec<(String, String)> {
-    let key = endpoint
-        .api_key
-        .as_deref()
-        .map(str::trim)
-        .filter(|k| !k.is_empty());
+/// The protocol's headers, with the key only where [`key_use`] says it may go.
+fn auth_headers(endpoint: &EndpointProfile) -> Result<Vec<(String, String)>, KeyRefused> {
+    let key = match key_use(endpoint) {
+        KeyUse::Send(key) => Some(key),
+        KeyUse::NoKey | KeyUse::OtherOrigin { .. } => None,
+        KeyUse::Insecure { host } => return Err(KeyRefused::Insecure { host }),
+    };
+    let key = key.as_deref();
     let mut headers = Vec::new();
     match endpoint.protocol {
         Protocol::Anthropic => {
@@ -244,7 +266,7 @@ fn auth_headers(endpoint: &EndpointProfile) -> Vec<(String, String)> {
             }
         }
     }
-    headers
+    Ok(headers)
 }
 
 // ---- base URLs -------------------------------------------------------------------------------

@@ -1,6 +1,16 @@
 //! User settings: the endpoint profile and the memory config, endpoint presets, and how a
 //! deployment's optional `config.json` defaults combine with what the user saved (user wins).
 //! The endpoint is never taken from the page URL: only `config.json` and the user can set it.
+//!
+//! # Credential rules
+//! An API key belongs to the origin (`scheme://host[:port]`) of the URL it was entered for
+//! ([`key_use`]): it is sent to that origin only. Changing the URL to another origin (by hand or by
+//! a preset) leaves the key with its origin: it is not sent to the new one, the form says so and
+//! asks for the key again, and saving drops it ([`Settings::settle_keys`]: the form has one key
+//! field, so a key kept for an origin the settings no longer name would be a secret the user can
+//! neither see nor use). A key is never sent over plain `http://` to a host other than this machine
+//! (`localhost`, `127.0.0.0/8`, `::1`): saving refuses it and a request built with it is an error,
+//! never a silent drop. The memory endpoint's own key follows the same rules.
 //! Must not import anything outside `crate::engine`.
 
 use crate::engine::model::{
@@ -31,6 +41,8 @@ pub struct MemoryEndpoint {
     pub model: String,
     /// The key for `base_url` (ignored while `base_url` is empty). Stored locally only.
     pub api_key: Option<String>,
+    /// The origin the key was given for (see `EndpointProfile::key_origin`).
+    pub key_origin: String,
 }
 
 /// An override's text when it says something (not `None`, not blank).
@@ -66,6 +78,7 @@ impl Settings {
             e.base_url = m.base_url.trim().to_string();
             e.protocol = m.protocol;
             e.api_key = m.api_key.clone();
+            e.key_origin = m.key_origin.clone();
             e.model = String::new();
         }
         let chosen = [conversation_model, Some(m.model.as_str())]
@@ -95,6 +108,7 @@ impl Settings {
                 protocol: Protocol::OpenAiChat,
                 model: String::new(),
                 api_key: None,
+                key_origin: String::new(),
                 system_prompt: DEFAULT_SYSTEM_PROMPT.into(),
                 no_user_memory: false,
             },
@@ -135,6 +149,12 @@ impl Settings {
         }
         if !memory_url.is_empty() && self.memory_endpoint.model.trim().is_empty() {
             return Err("A separate memory endpoint needs a memory model.".into());
+        }
+        if let KeyUse::Insecure { host } = key_use(&self.endpoint) {
+            return Err(insecure_message("API key", &host));
+        }
+        if let KeyUse::Insecure { host } = key_use(&self.memory_endpoint_for(&Default::default())) {
+            return Err(insecure_message("memory endpoint's API key", &host));
         }
         Ok(())
     }
@@ -186,12 +206,15 @@ pub fn deployment_defaults(config: &DeploymentConfig) -> Settings {
     s
 }
 
-/// The settings in force: what the user saved wins over the deployment's defaults.
+/// The settings in force: what the user saved wins over the deployment's defaults. A key saved
+/// before keys were bound to an origin binds to the origin of the URL it was saved with.
 pub fn effective(defaults: &Settings, saved: Option<&Settings>) -> Settings {
-    match saved {
+    let mut s = match saved {
         Some(s) => s.clone(),
         None => defaults.clone(),
-    }
+    };
+    s.bind_keys();
+    s
 }
 
 /// An endpoint preset offered in the settings dialog.
@@ -257,8 +280,12 @@ pub const PRESETS: &[Preset] = &[
     },
 ];
 
-/// Applies a preset: URL and protocol always, the model only when the user has none yet.
+/// Applies a preset: URL and protocol always, the model only when the user has none yet. The key
+/// stays bound to its origin, so a preset of another origin does not get it ([`key_use`] says
+/// `OtherOrigin`, the form asks for the key, saving drops it); one of the same origin (OpenAI chat
+/// and Responses) keeps it. A key typed before any URL was set binds to the first URL it gets.
 pub fn apply_preset(settings: &mut Settings, preset: &Preset) {
+    settings.bind_keys();
     settings.endpoint.base_url = preset.base_url.to_string();
     settings.endpoint.protocol = preset.protocol;
     if settings.endpoint.model.trim().is_empty() {
@@ -273,4 +300,210 @@ pub fn history_load_limit(config: &MemoryConfig) -> usize {
         .context_tokens
         .saturating_sub(config.reply_reserve_tokens) as usize;
     (budget / 16).clamp(config.recent_messages.saturating_mul(2).max(20), 2000)
+}
+
+// ---- credentials -----------------------------------------------------------------------------
+
+/// What a request to an endpoint does with its API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyUse {
+    /// There is no key: the request goes without one.
+    NoKey,
+    /// The key was given for this URL's origin, and the way there is safe: send it.
+    Send(String),
+    /// The key was given for another origin: it is not sent here, and the user is asked for this
+    /// endpoint's key.
+    OtherOrigin {
+        key_origin: String,
+        url_origin: String,
+    },
+    /// The key would travel over plain `http://` to another machine: refused, with an error before
+    /// any request.
+    Insecure { host: String },
+}
+
+/// The origin of an `http(s)` URL: `scheme://host[:port]`, scheme and host lowercased, the default
+/// port (80, 443) left out, any `user:password@` dropped. `None` for anything else.
+pub fn origin_of(url: &str) -> Option<String> {
+    let url = url.trim();
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => "80",
+        "https" => "443",
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = split_host_port(authority);
+    if host.is_empty() {
+        return None;
+    }
+    let host = host.to_ascii_lowercase();
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    Some(match port.filter(|p| !p.is_empty() && *p != default_port) {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
+    })
+}
+
+/// `host` and `port` of an authority (`[::1]:8080`, `example.com:443`, `example.com`).
+fn split_host_port(authority: &str) -> (&str, Option<&str>) {
+    if let Some(stripped) = authority.strip_prefix('[') {
+        return match stripped.split_once(']') {
+            Some((h, p)) => (h, p.strip_prefix(':')),
+            None => (stripped, None),
+        };
+    }
+    match authority.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (authority, None),
+    }
+}
+
+/// Whether `host` (as in an origin, IPv6 in brackets) is this machine: `localhost` and its
+/// subdomains, `127.0.0.0/8`, `::1`. A LAN address is not: a key to it crosses the network.
+pub fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host == "localhost" || host.ends_with(".localhost") || host == "::1" {
+        return true;
+    }
+    let octets: Vec<u8> = host.split('.').filter_map(|p| p.parse().ok()).collect();
+    octets.len() == 4 && host.split('.').count() == 4 && octets[0] == 127
+}
+
+/// What a request to `endpoint` does with its key (see the module's credential rules). A key not
+/// bound yet (empty `key_origin`) counts as given for the URL's origin.
+pub fn key_use(endpoint: &EndpointProfile) -> KeyUse {
+    let key = endpoint
+        .api_key
+        .as_deref()
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
+    let Some(key) = key else {
+        return KeyUse::NoKey;
+    };
+    let url_origin = origin_of(&endpoint.base_url).unwrap_or_default();
+    let bound = endpoint.key_origin.trim();
+    if !bound.is_empty() && !bound.eq_ignore_ascii_case(&url_origin) {
+        return KeyUse::OtherOrigin {
+            key_origin: bound.to_string(),
+            url_origin,
+        };
+    }
+    if let Some(host) = url_origin.strip_prefix("http://") {
+        let host = split_host_port(host).0;
+        if !is_loopback(host) {
+            return KeyUse::Insecure {
+                host: host.to_string(),
+            };
+        }
+    }
+    KeyUse::Send(key.to_string())
+}
+
+/// The error of a key that would go over plain http to another machine.
+pub fn insecure_message(what: &str, host: &str) -> String {
+    format!(
+        "The {what} would travel unencrypted (plain http://) to {host}, so it is not sent. Use an \
+         https:// address for this endpoint, or clear the key: only a server on this machine \
+         (localhost, 127.0.0.1) may take a key over http://."
+    )
+}
+
+/// What the form says next to a key field whose key was given for another origin; `None` when the
+/// key is sent (or there is none).
+pub fn key_note(endpoint: &EndpointProfile) -> Option<String> {
+    match key_use(endpoint) {
+        KeyUse::OtherOrigin {
+            key_origin,
+            url_origin,
+        } => {
+            let here = if url_origin.is_empty() {
+                "this URL".to_string()
+            } else {
+                url_origin
+            };
+            Some(format!(
+                "The saved key was entered for {key_origin}; it is not sent to {here}. Enter the \
+                 key for this endpoint (saving without one removes the old key)."
+            ))
+        }
+        _ => None,
+    }
+}
+
+impl MemoryEndpoint {
+    /// This endpoint's key as a profile would carry it (for [`key_use`] and [`key_note`]).
+    pub fn as_profile(&self) -> EndpointProfile {
+        EndpointProfile {
+            base_url: self.base_url.clone(),
+            protocol: self.protocol,
+            api_key: self.api_key.clone(),
+            key_origin: self.key_origin.clone(),
+            ..EndpointProfile::default()
+        }
+    }
+}
+
+/// Binds an unbound key to `url`'s origin (a URL that has none leaves it unbound).
+fn bind(key: &Option<String>, origin: &mut String, url: &str) {
+    if key.is_some() && origin.trim().is_empty() {
+        *origin = origin_of(url).unwrap_or_default();
+    }
+}
+
+impl Settings {
+    /// Binds each key not bound yet to its URL's origin.
+    pub fn bind_keys(&mut self) {
+        let e = &mut self.endpoint;
+        bind(&e.api_key, &mut e.key_origin, &e.base_url);
+        let m = &mut self.memory_endpoint;
+        bind(&m.api_key, &mut m.key_origin, &m.base_url);
+        if m.api_key.is_none() {
+            m.key_origin.clear();
+        }
+        if self.endpoint.api_key.is_none() {
+            self.endpoint.key_origin.clear();
+        }
+    }
+
+    /// The settings as they are saved: keys bound to their URL's origin, and a key given for
+    /// another origin than its URL's dropped (the user was asked for the new one).
+    pub fn settle_keys(mut self) -> Settings {
+        self.bind_keys();
+        if matches!(key_use(&self.endpoint), KeyUse::OtherOrigin { .. }) {
+            self.endpoint.api_key = None;
+            self.endpoint.key_origin.clear();
+        }
+        if matches!(
+            key_use(&self.memory_endpoint.as_profile()),
+            KeyUse::OtherOrigin { .. }
+        ) {
+            self.memory_endpoint.api_key = None;
+            self.memory_endpoint.key_origin.clear();
+        }
+        self
+    }
+
+    /// A key typed in the form: bound to the origin of the URL it is typed for.
+    pub fn set_key(&mut self, memory: bool, typed: &str) {
+        let key = (!typed.trim().is_empty()).then(|| typed.trim().to_string());
+        let (slot, origin, url) = if memory {
+            let m = &mut self.memory_endpoint;
+            (&mut m.api_key, &mut m.key_origin, &m.base_url)
+        } else {
+            let e = &mut self.endpoint;
+            (&mut e.api_key, &mut e.key_origin, &e.base_url)
+        };
+        *origin = match &key {
+            Some(_) => origin_of(url).unwrap_or_default(),
+            None => String::new(),
+        };
+        *slot = key;
+    }
 }

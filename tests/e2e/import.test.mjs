@@ -1,7 +1,8 @@
 // Importing other apps' exports (issue 13), through the real import-input:
 // - for each source (tests/fixtures/import/), the preview (import-preview) shows the conversations and
 //   messages found; after import-confirm the stored conversations (read back through export-all-json)
-//   hold exactly the shown branch, with the system prompt first where the source has one, and nothing
+//   hold exactly the shown branch, with the source's system prompt as the conversation's own (listed
+//   as `s:` first; never a stored system message), and nothing
 //   hidden, abandoned, failed or secret;
 // - ChatGPT's ZIP (conversations.json inside, deflated) is read in the browser;
 // - importing the same file again adds nothing; a cancel writes nothing; a broken file (a
@@ -28,7 +29,8 @@ async function openMenu(page) {
   if (!(await page.locator(tid('export-all-json')).isVisible())) await page.locator(tid('export-button')).click();
 }
 
-/** Everything stored, as Memoire's own export: title -> message lines (`u: text`). */
+/** Everything stored, as Memoire's own export: title -> message lines (`u: text`), the conversation's
+ * own system prompt first as `s: text`. */
 async function stored(page) {
   await openMenu(page);
   const [file] = await Promise.all([page.waitForEvent('download'), page.locator(tid('export-all-json')).click()]);
@@ -36,7 +38,12 @@ async function stored(page) {
   const out = {};
   for (const b of backup.conversations) {
     const role = { user: 'u', assistant: 'a', system: 's', tool: 't' };
-    out[b.conversation.title] = b.messages.sort((x, y) => x.seq - y.seq).map((m) => `${role[m.role]}: ${m.content}`);
+    assert.ok(b.messages.every((m) => m.role !== 'system'), 'an imported system prompt is no stored message');
+    const prompt = b.conversation.memory_overrides?.system_prompt;
+    out[b.conversation.title] = [
+      ...(prompt ? [`s: ${prompt}`] : []),
+      ...b.messages.sort((x, y) => x.seq - y.seq).map((m) => `${role[m.role]}: ${m.content}`),
+    ];
   }
   return out;
 }

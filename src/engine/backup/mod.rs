@@ -33,7 +33,8 @@ pub use export_json::{
 };
 pub use export_markdown::export_markdown;
 pub use plan::{
-    join_user_facts, ExistingIds, ExistingMessage, ImportCounts, ImportPlan, JoinedFacts,
+    join_user_facts, ExistingIds, ExistingMessage, ImportCounts, ImportPlan, ImportReach,
+    JoinedFacts,
 };
 
 use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message};

@@ -8,9 +8,11 @@
 use super::check::CheckedImport;
 use super::wire::{BEntity, BackupFile};
 use super::ImportError;
+use crate::engine::format::{clip, plural};
 use crate::engine::memory::user::join_fact;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis, Project, UserFact,
+    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis, Project, Role,
+    UserFact,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -106,6 +108,44 @@ impl ImportPlan {
         (new + here > 0).then(|| format!("Facts about you: {new} new, {here} already here."))
     }
 
+    /// What the import brings that acts beyond its own conversations' messages, for the preview
+    /// to name before the user confirms (see [`ImportReach`]).
+    pub fn reach(&self) -> ImportReach {
+        let shared_entities = self
+            .entities
+            .iter()
+            .filter(|e| e.scope == EntityScope::Shared)
+            .map(|e| e.name.clone())
+            .collect();
+        let mut reach = ImportReach {
+            shared_entities,
+            ..ImportReach::default()
+        };
+        for c in &self.conversations {
+            let o = &c.memory_overrides;
+            if let Some(prompt) = set(&o.system_prompt) {
+                reach
+                    .system_prompts
+                    .push((c.title.clone(), prompt.to_string()));
+            }
+            for model in [set(&o.model), set(&o.memory_model)].into_iter().flatten() {
+                reach.models.push((c.title.clone(), model.to_string()));
+            }
+        }
+        reach.project_instructions = self
+            .projects
+            .iter()
+            .filter(|p| p.deleted.is_none() && !p.instructions.trim().is_empty())
+            .map(|p| (p.name.clone(), p.instructions.trim().to_string()))
+            .collect();
+        reach.system_messages = self
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .count();
+        reach
+    }
+
     /// What the import did, for the notice: what was added, and what was already here.
     pub fn report(&self) -> String {
         let skipped = self.skipped;
@@ -125,6 +165,100 @@ impl CheckedImport {
     /// that collide with different records.
     pub fn plan(self, existing: &ExistingIds) -> Result<ImportPlan, ImportError> {
         plan(self.file, existing, self.append)
+    }
+}
+
+/// An override's text when it says something.
+fn set(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// What an import brings that acts beyond the messages of its own conversations: shared entities
+/// (memory any conversation's prompt may carry), the system prompts and models it sets on the
+/// conversations it adds, the instructions of the projects it writes (sent with every conversation
+/// of the project), and the `system`-role messages it adds (kept as the conversation's text and
+/// sent as quoted user text, never as instructions: `engine::history::render_message`). Only what
+/// the import writes is listed: a conversation already here keeps its own settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImportReach {
+    /// Names of the shared entities added.
+    pub shared_entities: Vec<String>,
+    /// (conversation title, system prompt) of each added conversation that has its own.
+    pub system_prompts: Vec<(String, String)>,
+    /// (conversation title, model) for each chat or memory model an added conversation sets.
+    pub models: Vec<(String, String)>,
+    /// (project name, instructions) of each project written that has instructions.
+    pub project_instructions: Vec<(String, String)>,
+    /// How many `system`-role messages are added.
+    pub system_messages: usize,
+}
+
+/// Most names or texts listed in one preview line, and the longest quoted text, in characters.
+const REACH_LISTED: usize = 12;
+const REACH_TEXT_CHARS: usize = 160;
+
+/// `items` joined with ", ", at most [`REACH_LISTED`] of them, then "and N more".
+fn listed(items: impl ExactSizeIterator<Item = String>) -> String {
+    let n = items.len();
+    let mut out: Vec<String> = items.take(REACH_LISTED).collect();
+    if n > REACH_LISTED {
+        out.push(format!("and {} more", n - REACH_LISTED));
+    }
+    out.join(", ")
+}
+
+/// A title or text quoted for the preview, clipped.
+fn quoted(s: &str) -> String {
+    format!("“{}”", clip(s.trim(), REACH_TEXT_CHARS))
+}
+
+impl ImportReach {
+    /// Whether the import brings nothing of the kind.
+    pub fn is_empty(&self) -> bool {
+        *self == ImportReach::default()
+    }
+
+    /// One line per kind the preview lists, each saying what it acts on.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let named = |v: &[(String, String)]| {
+            listed(
+                v.iter()
+                    .map(|(t, x)| format!("{}: {}", quoted(t), quoted(x))),
+            )
+        };
+        if !self.shared_entities.is_empty() {
+            lines.push(format!(
+                "Shared memory used in every conversation: {}: {}",
+                plural(self.shared_entities.len(), "entity", "entities"),
+                listed(self.shared_entities.iter().map(|n| quoted(n)))
+            ));
+        }
+        if !self.system_prompts.is_empty() {
+            lines.push(format!(
+                "System prompts it sets on its conversations: {}",
+                named(&self.system_prompts)
+            ));
+        }
+        if !self.models.is_empty() {
+            lines.push(format!(
+                "Models it sets on its conversations: {}",
+                named(&self.models)
+            ));
+        }
+        if !self.project_instructions.is_empty() {
+            lines.push(format!(
+                "Project instructions, sent with every conversation of the project: {}",
+                named(&self.project_instructions)
+            ));
+        }
+        if self.system_messages > 0 {
+            lines.push(format!(
+                "{} from the file: kept as text of the conversation, never sent as instructions.",
+                plural(self.system_messages, "system message", "system messages")
+            ));
+        }
+        lines
     }
 }
 

@@ -383,7 +383,7 @@ pub fn conversation_id(source: Source, c: &ImportedConversation) -> String {
 }
 
 /// Converts what was read into backup bundles (one per conversation, messages at seqs 0..n, the
-/// system prompt first) and checks them like a backup's records. `now` stands in for missing times.
+/// system prompt as the conversation's own) and checks them like a backup's records. `now` stands in for missing times.
 pub fn to_checked(
     imported: &Imported,
     now: Millis,
@@ -402,8 +402,10 @@ pub fn to_bundles(imported: &Imported, now: Millis) -> Vec<ConversationBundle> {
         .collect()
 }
 
-/// The conversation `c` as stored: its messages (the system prompt first, as seq 0), summary and
-/// title, under the id the import gives it.
+/// The conversation `c` as stored: its messages, summary and title, under the id the import gives
+/// it. Its system prompt becomes the conversation's own (`MemoryOverrides::system_prompt`), which
+/// the import preview lists before anything is written, never a stored `system` message (those go
+/// out as quoted text: `history::render_message`).
 fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> ConversationBundle {
     let id = conversation_id(source, c);
     let created = c
@@ -412,7 +414,7 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
         .unwrap_or(now);
     let (messages, last_at) = bundle_messages(&id, c, created);
     let updated = c.updated_at.unwrap_or(last_at).max(last_at);
-    let summaries = bundle_summaries(&id, c, messages.len(), updated);
+    let summaries = bundle_summaries(&id, c, updated);
     ConversationBundle {
         conversation: Conversation {
             id,
@@ -424,7 +426,14 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
             endpoint_profile_id: None,
             remote_handle: None,
             last_path: None,
-            memory_overrides: MemoryOverrides::default(),
+            memory_overrides: MemoryOverrides {
+                system_prompt: c
+                    .system_prompt
+                    .as_deref()
+                    .filter(|s| !s.trim().is_empty())
+                    .map(str::to_string),
+                ..MemoryOverrides::default()
+            },
         },
         messages,
         summaries,
@@ -432,22 +441,10 @@ fn bundle(source: Source, c: &ImportedConversation, now: Millis) -> Conversation
     }
 }
 
-/// The messages of `c` (conversation `id`, created at `created`) as stored, the system prompt
-/// first, times only moving forward; and the time of the last one.
+/// The messages of `c` (conversation `id`, created at `created`) as stored, times only moving
+/// forward; and the time of the last one.
 fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<Message>, Millis) {
-    let mut messages = Vec::with_capacity(c.messages.len() + 1);
-    if let Some(system) = c.system_prompt.as_deref().filter(|s| !s.trim().is_empty()) {
-        messages.push(Message {
-            id: format!("{id}/system"),
-            conversation_id: id.to_string(),
-            seq: 0,
-            role: Role::System,
-            content: system.to_string(),
-            status: MessageStatus::Complete,
-            created_at: created,
-            meta: MessageMeta::default(),
-        });
-    }
+    let mut messages = Vec::with_capacity(c.messages.len());
     let mut last_at = created;
     for (i, m) in c.messages.iter().enumerate() {
         // Times only move forward, so the order shown is the order stored.
@@ -474,24 +471,22 @@ fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<
     (messages, last_at)
 }
 
-/// The summary `c` came with, as the first version of conversation `id` (whose stored messages
-/// number `stored`), covering the messages it covered; none when it has none.
+/// The summary `c` came with, as the first version of conversation `id`, covering the messages it
+/// covered; none when it has none.
 fn bundle_summaries(
     id: &str,
     c: &ImportedConversation,
-    stored: usize,
     updated: Millis,
 ) -> Vec<ConversationSummary> {
     match &c.summary {
         Some((text, covers)) if !text.trim().is_empty() => {
-            let offset = usize::from(c.system_prompt.is_some() && stored > c.messages.len());
             let covered = (*covers).min(c.messages.len());
             vec![ConversationSummary {
                 conversation_id: id.to_string(),
                 version: 1,
                 text: text.clone(),
-                covers_up_to_seq: (covered + offset).saturating_sub(1) as u64,
-                message_count: (covered + offset) as u64,
+                covers_up_to_seq: covered.saturating_sub(1) as u64,
+                message_count: covered as u64,
                 updated_at: updated,
             }]
         }

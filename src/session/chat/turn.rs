@@ -574,7 +574,14 @@ impl Chat {
             stream: true,
             output: None,
         };
-        let req = request::build(&run.ctx.endpoint, prompt, &options);
+        let req = match request::build(&run.ctx.endpoint, prompt, &options) {
+            Ok(req) => req,
+            Err(refused) => {
+                self.settle(run).await?;
+                turn.handle_failure(failure::key_refused(&refused), now());
+                return Ok(());
+            }
+        };
         let opened = Pump::open(&req, run.stopper, run.ctx.endpoint.protocol).await;
         self.settle(run).await?;
         match opened {

@@ -575,7 +575,10 @@ pub(crate) async fn complete(
     stopper: &Stopper,
     opened: &std::cell::Cell<bool>,
 ) -> Result<(String, bool), Completion> {
-    let req = request::build(endpoint, prompt, options);
+    let req = request::build(endpoint, prompt, options).map_err(|refused| Completion::Failed {
+        failure: failure::key_refused(&refused),
+        body: String::new(),
+    })?;
     let mut pump = Pump::open(&req, stopper, endpoint.protocol)
         .await
         .map_err(|e| open_failure(endpoint, form, e))?;

@@ -66,6 +66,7 @@ impl Preferences {
     /// Validates and saves settings.
     pub async fn save_settings(&self, s: Settings) -> Result<(), SettingsError> {
         s.validate().map_err(SettingsError::Invalid)?;
+        let s = s.settle_keys();
         let v = serde_json::to_value(&s).map_err(|e| SettingsError::Invalid(e.to_string()))?;
         self.core.store.set_setting(SETTINGS_KEY, &v).await?;
         *self.core.settings.borrow_mut() = s.clone();
@@ -88,7 +89,8 @@ impl Preferences {
         if !s.has_endpoint() {
             return Err(SettingsError::NoEndpoint);
         }
-        let req = request::models_request(&s.endpoint);
+        let req = request::models_request(&s.endpoint)
+            .map_err(|refused| SettingsError::Request(refused.to_string()))?;
         let stopper = Stopper::new();
         let timeouts = Timeouts {
             first_byte_ms: 15_000,

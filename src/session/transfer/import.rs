@@ -44,6 +44,10 @@ pub struct PreparedImport {
     source: Option<Source>,
     /// What the preview shows: what was found, what was left out and why, what is new here.
     pub preview: String,
+    /// What the file brings that acts beyond its own messages, a line per kind (shared
+    /// entities, system prompts and models, project instructions, system messages:
+    /// `engine::backup::ImportReach`), listed before the user confirms.
+    pub reach: Vec<String>,
     pub file_name: String,
 }
 
@@ -128,6 +132,7 @@ impl Transfer {
             preview.push_str(&projects);
         }
         Ok(ImportStep::Preview(PreparedImport {
+            reach: plan.reach().lines(),
             plan,
             source,
             preview,

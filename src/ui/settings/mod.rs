@@ -1,5 +1,7 @@
 //! The settings dialog: endpoint presets, URL, protocol, model (offered from `/models` where the
-//! endpoint has it), API key (stored locally, with a plain warning, never exported), system prompt,
+//! endpoint has it), API key (stored locally, with a plain warning, never exported; a key given
+//! for another origin than the URL's is not shown, and a line says it must be entered again),
+//! system prompt,
 //! memory settings (N, M, context tokens, reply reserve, history format) globally or for the open
 //! conversation, "Test connection", and storage usage. Every setting says in a line what it does.
 //! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view. Its store
@@ -9,8 +11,8 @@
 pub mod store;
 
 use crate::engine::format::{bytes, model_label, plural};
-use crate::engine::model::{HistoryFormat, MemoryOverrides, Protocol};
-use crate::engine::settings::{apply_preset, Settings, PRESETS};
+use crate::engine::model::{EndpointProfile, HistoryFormat, MemoryOverrides, Protocol};
+use crate::engine::settings::{apply_preset, key_note, key_use, KeyUse, Settings, PRESETS};
 use crate::ui::behaviour::use_focus_trap;
 use crate::ui::stores::{use_chat, use_settings, use_shell, use_transfer};
 use crate::ui::sync::SyncSection;
@@ -127,8 +129,39 @@ fn text_field(
     )
 }
 
-fn key_of(v: String) -> Option<String> {
-    (!v.trim().is_empty()).then(|| v.trim().to_string())
+/// What a key field shows: the key, unless it was given for another origin (then the field is
+/// empty, asking for this endpoint's key, and [`KeyNote`] says why).
+fn shown_key(e: &EndpointProfile) -> String {
+    match key_use(e) {
+        KeyUse::OtherOrigin { .. } => String::new(),
+        _ => e.api_key.clone().unwrap_or_default(),
+    }
+}
+
+/// The line next to a key field when its key was given for another origin (engine's `key_note`).
+#[component]
+fn KeyNote(
+    /// The note's `data-testid`.
+    testid: &'static str,
+    /// The settings being edited.
+    draft: RwSignal<Settings>,
+    /// True for the memory endpoint's key.
+    memory: bool,
+) -> impl IntoView {
+    let note = move || {
+        draft.with(|d| {
+            if memory {
+                key_note(&d.memory_endpoint.as_profile())
+            } else {
+                key_note(&d.endpoint)
+            }
+        })
+    };
+    view! {
+        <Show when=move || note().is_some()>
+            <p class="hint warn" role="status" data-testid=testid>{note}</p>
+        </Show>
+    }
 }
 
 /// The endpoint: preset, URL, protocol, model, API key, system prompt, Test connection.
@@ -145,8 +178,8 @@ fn EndpointSection(
     );
     let (key, set_key) = text_field(
         draft,
-        |s| s.endpoint.api_key.clone().unwrap_or_default(),
-        |s, v| s.endpoint.api_key = key_of(v),
+        |s| shown_key(&s.endpoint),
+        |s, v| s.set_key(false, &v),
     );
     let (system, set_system) = text_field(
         draft,
@@ -177,6 +210,7 @@ fn EndpointSection(
             <label>"API key"
                 <input data-testid="settings-api-key" type="password" autocomplete="off" prop:value=key on:input=set_key/>
             </label>
+            <KeyNote testid="settings-api-key-note" draft=draft memory=false/>
             <p class="hint warn">"The key is stored in this browser only, unencrypted, and is never included in exports. Anyone with access to this browser profile can read it."</p>
             <label>"System prompt"
                 <textarea data-testid="settings-system-prompt" rows="3" prop:value=system on:input=set_system></textarea>
@@ -416,8 +450,8 @@ fn MemoryModelFields(
     );
     let (memory_key, set_memory_key) = text_field(
         draft,
-        |s| s.memory_endpoint.api_key.clone().unwrap_or_default(),
-        |s, v| s.memory_endpoint.api_key = key_of(v),
+        |s| shown_key(&s.memory_endpoint.as_profile()),
+        |s, v| s.set_key(true, &v),
     );
     view! {
         <details class="memory-model" data-testid="settings-memory-model-section"
@@ -438,6 +472,7 @@ fn MemoryModelFields(
                     <input data-testid="settings-memory-api-key" type="password" autocomplete="off"
                         prop:value=memory_key on:input=set_memory_key/>
                 </label>
+                <KeyNote testid="settings-memory-api-key-note" draft=draft memory=true/>
             </Show>
         </details>
     }

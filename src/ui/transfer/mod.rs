@@ -1,6 +1,8 @@
 //! The backup menu in the chat header: export this conversation (JSON, Markdown) or everything,
 //! import a backup or another app's export (a progress bar with Cancel while it is read and while
-//! it is written, and a preview to confirm in between). The menu closes on a choice, Esc or a click
+//! it is written, and a preview to confirm in between, which lists what the file brings that
+//! acts beyond its own conversations: shared memory, system prompts, models, project
+//! instructions, system messages). The menu closes on a choice, Esc or a click
 //! outside. Its store (`store`) owns exports, the import's state and the storage figure. Must not
 //! import `crate::store` or `crate::transport`.
 
@@ -124,16 +126,27 @@ fn ImportPreview() -> impl IntoView {
     let transfer = use_transfer();
     let preview = move || {
         transfer.with_import(|i| match i {
-            ImportState::Preview(p) => Some((p.file_name.clone(), p.preview.clone())),
+            ImportState::Preview(p) => {
+                Some((p.file_name.clone(), p.preview.clone(), p.reach.clone()))
+            }
             _ => None,
         })
     };
     move || {
-        preview().map(|(file_name, text)| {
+        preview().map(|(file_name, text, reach)| {
+            let reach = (!reach.is_empty()).then(|| {
+                view! {
+                    <p class="reach-head">"It also brings what acts beyond these conversations:"</p>
+                    <ul class="reach" data-testid="import-preview-reach">
+                        {reach.into_iter().map(|line| view! { <li>{line}</li> }).collect_view()}
+                    </ul>
+                }
+            });
             view! {
                 <div class="import-preview" role="dialog" aria-label="Import preview" data-testid="import-preview">
                     <p class="file">{file_name}</p>
                     <p>{text}</p>
+                    {reach}
                     <div class="actions">
                         <button class="primary" data-testid="import-confirm" on:click=move |_| transfer.confirm_import()>"Import"</button>
                         <button data-testid="import-cancel" on:click=move |_| transfer.cancel_import()>"Cancel"</button>
