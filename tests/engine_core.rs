@@ -1175,6 +1175,7 @@ fn session_gone_marks_handle_dead_and_reinjects() {
             Failure {
                 kind: FailureKind::SessionGone,
                 message: "gone".into(),
+                fix: None,
                 status: Some(404),
             },
             10_050,
@@ -1194,6 +1195,7 @@ fn session_gone_marks_handle_dead_and_reinjects() {
             Failure {
                 kind: FailureKind::BadRequest,
                 message: "Invalid 'previous_response_id': not found".into(),
+                fix: None,
                 status: Some(400),
             },
             10_050,
@@ -1210,6 +1212,7 @@ fn session_gone_when_not_resuming_is_an_error_not_a_loop() {
         Failure {
             kind: FailureKind::SessionGone,
             message: "gone".into(),
+            fix: None,
             status: Some(404),
         },
         5,
@@ -1243,6 +1246,7 @@ fn fail(kind: FailureKind) -> Failure {
     Failure {
         kind,
         message: "x".into(),
+        fix: None,
         status: None,
     }
 }

@@ -572,12 +572,12 @@ fn check_http(
     assert_eq!(f.status, Some(status));
     for needle in needles {
         assert!(
-            f.message.contains(needle),
+            f.text().contains(needle),
             "{:?} lacks {needle:?}",
             f.message
         );
     }
-    assert!(!f.message.contains('<'), "HTML leaked: {}", f.message);
+    assert!(!f.text().contains('<'), "HTML leaked: {}", f.message);
 }
 
 #[test]
@@ -606,14 +606,14 @@ fn http_failures() {
             &["API key", "Incorrect API key provided"],
         ),
         (403, None, "", false, Auth, &["API key", "403"]),
-        (404, None, "", false, NotFound, &["URL", "model"]),
+        (404, None, "", false, NotFound, &["address", "model"]),
         (
             404,
             None,
             ollama_404,
             false,
             NotFound,
-            &["URL", "model \"llama9\" not found"],
+            &["address", "model \"llama9\" not found"],
         ),
         (
             429,
@@ -662,7 +662,7 @@ fn http_failures() {
             false,
             Server,
             &[
-                "server error",
+                "Server error",
                 "500",
                 "\"Invalid request: 'messages' is required\"",
             ],
@@ -681,7 +681,7 @@ fn http_failures() {
             not_found,
             true,
             SessionGone,
-            &["previous response", "resp_1"],
+            &["previous reply", "resp_1"],
         ),
         (
             404,
@@ -689,7 +689,7 @@ fn http_failures() {
             "Previous response with id 'resp_9' does not exist",
             true,
             SessionGone,
-            &["previous response"],
+            &["previous reply"],
         ),
         (
             400,
@@ -697,7 +697,7 @@ fn http_failures() {
             r#"{"error":{"message":"Invalid 'previous_response_id': 'x'.","param":"previous_response_id"}}"#,
             true,
             SessionGone,
-            &["previous response"],
+            &["previous reply"],
         ),
         // Not resuming: the same body is an ordinary bad request; a 5xx is never SessionGone.
         (
@@ -708,7 +708,7 @@ fn http_failures() {
             BadRequest,
             &["rejected", "not found"],
         ),
-        (500, None, not_found, true, Server, &["server error"]),
+        (500, None, not_found, true, Server, &["Server error"]),
         (413, None, "", false, BadRequest, &["too large"]),
         (
             422,
@@ -732,7 +732,7 @@ fn http_failures() {
     // The script and style contents never reach the message.
     let f = classify_http(503, None, html, false, NOW);
     assert!(
-        !f.message.contains("evil") && !f.message.contains("color"),
+        !f.text().contains("evil") && !f.text().contains("color"),
         "{}",
         f.message
     );
@@ -743,7 +743,7 @@ fn server_text_is_capped() {
     let body = format!(r#"{{"error":{{"message":"{}"}}}}"#, "x".repeat(5000));
     let f = classify_http(500, None, &body, false, NOW);
     assert!(f.message.chars().count() < 600, "{}", f.message.len());
-    assert!(f.message.contains('…'));
+    assert!(f.text().contains('…'));
 }
 
 #[test]
@@ -794,10 +794,10 @@ fn network_failures_explain_cors() {
         let f = network_failure(url);
         assert_eq!(f.kind, FailureKind::Network);
         assert_eq!(f.status, None);
-        assert!(f.message.contains("Could not reach"), "{}", f.message);
+        assert!(f.text().contains("Can't reach the server"), "{}", f.message);
         for needle in *needles {
             assert!(
-                f.message.contains(needle),
+                f.text().contains(needle),
                 "{url}: {:?} lacks {needle:?}",
                 f.message
             );
@@ -830,9 +830,9 @@ fn stream_errors() {
             e(Some("previous_response_not_found"), gone),
             true,
             SessionGone,
-            "previous response",
+            "previous reply",
         ),
-        (e(None, gone), true, SessionGone, "previous response"),
+        (e(None, gone), true, SessionGone, "previous reply"),
         (
             e(Some("previous_response_not_found"), gone),
             false,
@@ -872,11 +872,11 @@ fn stream_errors() {
         let f = from_stream_error(error, *resuming);
         assert_eq!(&f.kind, kind, "{error:?}");
         assert!(
-            f.message.contains(needle),
+            f.text().contains(needle),
             "{:?} lacks {needle:?}",
             f.message
         );
-        assert!(!f.message.contains('<'), "{}", f.message);
+        assert!(!f.text().contains('<'), "{}", f.message);
     }
 }
 
@@ -907,7 +907,7 @@ fn dropped_connection_keeps_the_partial_reply_and_escapes_details() {
     use memoire::engine::failure::{connection_dropped, FailureKind};
     let f = connection_dropped("network error");
     assert_eq!(f.kind, FailureKind::Network);
-    assert!(f.message.contains("(network error)") && f.message.contains("partial reply was kept"));
+    assert!(f.text().contains("(network error)") && f.text().contains("partial reply was kept"));
     let hostile = connection_dropped("<img src=x onerror=alert(1)>");
     assert!(!hostile.message.contains('<'), "{}", hostile.message);
     assert!(!connection_dropped("").message.contains("()"));

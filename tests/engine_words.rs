@@ -6,7 +6,7 @@
 
 use memoire::engine::backup::ImportPlan;
 use memoire::engine::format::{
-    conversation_to_reopen, export_file_name, highlight, message_note, model_label,
+    centre_snippet, conversation_to_reopen, export_file_name, highlight, message_note, model_label,
     path_explanation, plural, snippet_words, system_prompt_detail,
 };
 use memoire::engine::model::{Conversation, MessageStatus, TurnPath};
@@ -60,10 +60,10 @@ fn message_notes() {
 
 #[test]
 fn the_turn_machine_says_stopped_the_way_message_note_reads_it() {
-    let src = include_str!("../src/engine/turn.rs");
-    assert!(
-        src.contains("message: \"Stopped. "),
-        "engine::turn's stop message must start with \"Stopped.\" (format::message_note reads it)"
+    let stop = memoire::engine::failure::aborted().message;
+    assert_eq!(
+        message_note(MessageStatus::Interrupted, Some(&stop)),
+        Some(("stopped", "stopped"))
     );
 }
 
@@ -266,4 +266,57 @@ fn session_and_backup_strings_use_plurals_and_plain_words() {
             assert!(!text.contains(term), "{path} says {term}");
         }
     }
+}
+
+#[test]
+fn highlights_each_word_of_the_query() {
+    let marked = |text: &str, query: &str| -> Vec<String> {
+        highlight(text, query)
+            .into_iter()
+            .filter(|r| r.1)
+            .map(|r| r.0)
+            .collect()
+    };
+    assert_eq!(
+        marked("Take penicillin, please", "penicillin"),
+        ["penicillin"]
+    );
+    assert_eq!(marked("Take penicillin, please", "pen"), ["pen"]);
+    assert_eq!(
+        marked("the cello and the bow", "bow cello"),
+        ["cello", "bow"]
+    );
+    assert_eq!(
+        marked("Cellos", "cel cello"),
+        ["Cello"],
+        "the longer word wins"
+    );
+}
+
+fn check_centred(snippet: &str, query: &str, expected: &str) {
+    assert_eq!(
+        centre_snippet(snippet, query, 12),
+        expected,
+        "{snippet:?} for {query:?}"
+    );
+}
+
+#[test]
+fn snippets_are_centred_on_the_match() {
+    check_centred(
+        "Short penicillin note",
+        "penicillin",
+        "Short penicillin note",
+    );
+    check_centred(
+        "… the doctor said that I should avoid penicillin because of …",
+        "penicillin",
+        "… avoid penicillin because of …",
+    );
+    check_centred(
+        "a very long word: supercalifragilisticexpialidocious cello",
+        "cello",
+        "… ialidocious cello",
+    );
+    check_centred("no match here", "cello", "no match here");
 }

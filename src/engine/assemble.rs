@@ -36,7 +36,9 @@
 //! per-request overheads added). Must not import anything outside `crate::engine`.
 
 use crate::engine::format::{one_line, plural};
-use crate::engine::history::{build_prompt, render_message, truncate_chars, TRANSCRIPT_OPEN};
+use crate::engine::history::{
+    build_prompt, ended_marker, render_message, truncate_chars, TRANSCRIPT_OPEN,
+};
 use crate::engine::memory::recall::{
     passage_line, passages_detail, Passage, RECALL_HEADING, RECALL_SHARE_PERCENT,
 };
@@ -46,7 +48,7 @@ use crate::engine::memory::user::{fact_line, pick_for_prompt, said_after, USER_F
 use crate::engine::memory::{memory_pending, Pending};
 use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Millis,
-    Prompt, Protocol, UserFact, WireMessage,
+    Prompt, Protocol, Role, UserFact, WireMessage,
 };
 use crate::engine::sort::sort_by_key;
 use crate::engine::tokens::TokenEstimator;
@@ -190,6 +192,12 @@ pub enum DropReason {
     /// It comes after the new message: an earlier reply to the message being re-sent (a retry after
     /// a failed or cut-off reply). A prompt only carries what came before the message it answers.
     AfterNewMessage,
+    /// A question of the user's whose turn failed (the reply after it is an error record) and that
+    /// another message of theirs follows: sending it would put two of their messages in a row, the
+    /// older one a question the model would answer late. (Two of the user's messages in a row
+    /// without a failed reply between, as an import may hold, are both sent: they are their words.) (`history::ended_marker` says what is sent of a
+    /// reply that did not end).
+    Unanswered,
 }
 
 /// A message left out, with the reason.
@@ -606,12 +614,41 @@ struct HistoryWalk<'a, E: TokenEstimator + ?Sized> {
     dropped: Vec<Dropped>,
     /// Set once a message did not fit: every older one is dropped with this reason.
     blocked: Option<DropReason>,
+    /// Whether the newest message sent after the one the walk is at is the user's (at first, the
+    /// new message): a user message below it is [`DropReason::Unanswered`].
+    newer_is_user: bool,
     /// Transcript format pays its preamble with the first included message.
     preamble_tokens: u32,
     preamble_bytes: usize,
 }
 
 impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
+    /// Why message `i` is left out whatever the room: after the new message, an error record,
+    /// nothing to send, an unanswered question, covered by the summary (`covered_drop`).
+    fn left_out(&self, i: usize, covered_drop: impl Fn(&Message) -> bool) -> Option<DropReason> {
+        let m = &self.history[i];
+        if m.seq > self.new_seq {
+            Some(DropReason::AfterNewMessage)
+        } else if m.status == MessageStatus::Error {
+            Some(DropReason::Errored)
+        } else if is_empty_message(m) && ended_marker(m).is_none() {
+            Some(DropReason::Empty)
+        } else if m.role == Role::User && self.newer_is_user && self.reply_failed(i) {
+            Some(DropReason::Unanswered)
+        } else if covered_drop(m) {
+            Some(DropReason::CoveredBySummary)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the message after `i` is a reply that failed (an error record): `i`'s turn failed.
+    fn reply_failed(&self, i: usize) -> bool {
+        self.history
+            .get(i + 1)
+            .is_some_and(|n| n.role == Role::Assistant && n.status == MessageStatus::Error)
+    }
+
     fn drop_msg(&mut self, i: usize, reason: DropReason) {
         let m = &self.history[i];
         self.dropped.push(Dropped {
@@ -638,23 +675,8 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
                 self.next = i.checked_sub(1);
                 continue;
             }
-            if m.seq > self.new_seq {
-                self.drop_msg(i, DropReason::AfterNewMessage);
-                self.next = i.checked_sub(1);
-                continue;
-            }
-            if m.status == MessageStatus::Error {
-                self.drop_msg(i, DropReason::Errored);
-                self.next = i.checked_sub(1);
-                continue;
-            }
-            if is_empty_message(m) {
-                self.drop_msg(i, DropReason::Empty);
-                self.next = i.checked_sub(1);
-                continue;
-            }
-            if covered_drop(m) {
-                self.drop_msg(i, DropReason::CoveredBySummary);
+            if let Some(reason) = self.left_out(i, &covered_drop) {
+                self.drop_msg(i, reason);
                 self.next = i.checked_sub(1);
                 continue;
             }
@@ -682,6 +704,7 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
             match meter.check(tokens, bytes) {
                 Ok(()) => {
                     meter.add(tokens, bytes);
+                    self.newer_is_user = m.role == Role::User;
                     self.included.push(Candidate {
                         index: i,
                         wire,
@@ -815,6 +838,7 @@ fn history_walk<'a, E: TokenEstimator + ?Sized>(
         included: Vec::new(),
         dropped: Vec::new(),
         blocked: None,
+        newer_is_user: input.new_message.role == Role::User,
         preamble_tokens: if transcript {
             est.estimate(TRANSCRIPT_OPEN) + 12
         } else {

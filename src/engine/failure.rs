@@ -2,6 +2,11 @@
 //! can act on. Input is plain data (status, headers, body text, transport failure kind).
 //! Must not import anything outside `crate::engine`.
 //!
+//! A failure speaks in two parts: [`Failure::message`], one line a person understands ("Can't reach
+//! the server at 127.0.0.1:9. Is it running?"), and [`Failure::fix`], what to change on their server
+//! or in Settings, with the server's own words (the banner's "How to fix"). They travel as one text,
+//! [`Failure::text`]: the line, then the fix after a line break; [`split_text`] takes them apart.
+//!
 //! Entry points: [`classify_http`] (an error response), [`network_failure`] (fetch rejected: offline
 //! or CORS, with the CORS switches of the usual local servers), [`timeout`], [`aborted`] and
 //! [`from_stream_error`] (an `Error` event from a decoder). `SessionGone` is only ever returned for a
@@ -41,8 +46,10 @@ pub enum FailureKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     pub kind: FailureKind,
-    /// One or two sentences that say what happened and what to do.
+    /// One line that says what happened (and, when it is short, what to do).
     pub message: String,
+    /// How to fix it, for "How to fix": the server's settings (CORS), Settings, what the server said.
+    pub fix: Option<String>,
     /// HTTP status, when there was a response.
     pub status: Option<u16>,
 }
@@ -61,14 +68,42 @@ impl Failure {
         Failure {
             kind,
             message,
+            fix: None,
             status,
         }
+    }
+
+    /// The same failure with `fix` (none when it is blank).
+    fn with_fix(mut self, fix: impl Into<String>) -> Failure {
+        let fix = fix.into();
+        let fix = fix.trim();
+        self.fix = (!fix.is_empty()).then(|| fix.to_string());
+        self
+    }
+
+    /// The line, then the fix after a line break: what errors carry to the one status area.
+    pub fn text(&self) -> String {
+        match &self.fix {
+            Some(fix) => format!("{}\n{fix}", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
+/// A problem's text taken apart: its first line (what is shown) and the rest ("How to fix"), none
+/// when there is no rest. Any error text reads this way; only failures have a rest.
+pub fn split_text(text: &str) -> (&str, Option<&str>) {
+    match text.split_once('\n') {
+        Some((line, rest)) if !rest.trim().is_empty() => (line.trim_end(), Some(rest.trim())),
+        Some((line, _)) => (line.trim_end(), None),
+        None => (text, None),
     }
 }
 
 /// Classifies an HTTP error response. `retry_after` is the `Retry-After` header (seconds or an HTTP
 /// date, read against `now`); `resuming` says the request continued a remote session
-/// (`previous_response_id`), so a 4xx about that id means the session is gone.
+/// (`previous_response_id`), so a 4xx about that id means the session is gone. What the server
+/// said goes in the fix, never in the line.
 pub fn classify_http(
     status: u16,
     retry_after: Option<&str>,
@@ -79,7 +114,7 @@ pub fn classify_http(
     let (code, detail) = body_detail(body);
     let said = detail
         .as_deref()
-        .map(|d| format!(" The server said: \"{d}\""))
+        .map(|d| format!("The server said: \"{d}\""))
         .unwrap_or_default();
     let status_text = format!("HTTP {status}");
     if resuming
@@ -89,25 +124,37 @@ pub fn classify_http(
         return Failure::new(
             FailureKind::SessionGone,
             format!(
-                "The endpoint no longer knows this conversation's previous response ({status_text}); \
-                 the history has to be sent again.{said}"
+                "The server no longer knows this conversation's previous reply ({status_text}); \
+                 the history has to be sent again."
             ),
             Some(status),
-        );
+        )
+        .with_fix(said);
     }
-    let (kind, message) = match status {
+    let (kind, message, fix) = http_parts(status, &status_text, retry_after, now);
+    Failure::new(kind, message, Some(status)).with_fix(format!("{fix} {said}"))
+}
+
+/// The kind, the line and the fix (before what the server said) of an error status.
+fn http_parts(
+    status: u16,
+    status_text: &str,
+    retry_after: Option<&str>,
+    now: Millis,
+) -> (FailureKind, String, &'static str) {
+    match status {
         401 | 403 => (
             FailureKind::Auth,
-            format!(
-                "The endpoint refused the request ({status_text}): check the API key in Settings.{said}"
-            ),
+            format!("The server refused the API key ({status_text}). Check the API key in Settings."),
+            "Copy the key again from your provider's page, paste it in Settings and save. A local \
+             server usually needs no key: leave the field empty.",
         ),
         404 => (
             FailureKind::NotFound,
-            format!(
-                "The endpoint answered {status_text} Not Found: check the endpoint URL and the model \
-                 name in Settings.{said}"
-            ),
+            format!("The server answered {status_text} Not Found: check the address and the model in Settings."),
+            "The address usually ends in /v1 (OpenAI-compatible servers) and has no /chat/completions \
+             at the end; the model must be one the server has (Settings lists them after \"Test \
+             connection\").",
         ),
         429 => {
             let secs = retry_after.and_then(|v| parse_retry_after(v, now));
@@ -121,45 +168,52 @@ pub fn classify_http(
                 FailureKind::RateLimited {
                     retry_after_secs: secs,
                 },
-                format!("The endpoint is rate limiting requests ({status_text}). {when}{said}"),
+                format!("The server is rate limiting requests ({status_text}). {when}"),
+                "Your plan with the provider may allow fewer requests or tokens per minute than this \
+                 conversation uses.",
             )
         }
         413 => (
             FailureKind::BadRequest,
-            format!(
-                "The request was too large for the endpoint ({status_text}): lower the context size \
-                 in Settings.{said}"
-            ),
+            format!("The request was too large for the server ({status_text}): lower the context size in Settings."),
+            "",
         ),
         500..=599 => (
             FailureKind::Server,
-            format!(
-                "The endpoint had a server error ({status_text}). Try again in a moment; if it keeps \
-                 failing, check the server.{said}"
-            ),
+            format!("Server error ({status_text}). Try again in a moment."),
+            "If it keeps failing, look at the server's own log: it may still be loading the model, \
+             be out of memory, or the model may not fit its context size.",
         ),
         400..=499 => (
             FailureKind::BadRequest,
-            format!("The endpoint rejected the request ({status_text}).{said}"),
+            format!("The server rejected the request ({status_text})."),
+            "Check the protocol and the model in Settings.",
         ),
         _ => (
             FailureKind::BadRequest,
-            format!("The endpoint answered with an unexpected status ({status_text}).{said}"),
+            format!("The server answered with an unexpected status ({status_text})."),
+            "Check the address and the protocol in Settings.",
         ),
-    };
-    Failure::new(kind, message, Some(status))
+    }
 }
 
 /// `fetch` failed before any response: offline, wrong address, or blocked by CORS (the browser does
-/// not say which). The message explains the CORS settings of the usual local servers.
+/// not say which). The line names the server; the fix explains the CORS settings of the usual local
+/// servers.
 pub fn network_failure(base_url: &str) -> Failure {
-    let url = sanitize_snippet(base_url, 120);
     let (host, port, plain_http) = host_port(base_url);
-    let local = is_local(&host);
-    let mut message = format!(
-        "Could not reach {url}. Check that the server is running and that the endpoint URL is right."
+    let place = match &port {
+        Some(p) => format!("{host}:{p}"),
+        None if host.is_empty() => sanitize_snippet(base_url, 80),
+        None => host.clone(),
+    };
+    let place = sanitize_snippet(&place, 80);
+    let message = format!("Can't reach the server at {place}. Is it running?");
+    let url = sanitize_snippet(base_url, 120);
+    let mut fix = format!(
+        "Check that the server is running and that the address in Settings ({url}) is right."
     );
-    if local {
+    if is_local(&host) {
         let hint = match port.as_deref() {
             Some("11434") => Some(
                 " This looks like Ollama: start it with OLLAMA_ORIGINS set to this page's origin \
@@ -171,36 +225,44 @@ pub fn network_failure(base_url: &str) -> Failure {
             _ => None,
         };
         if let Some(hint) = hint {
-            message.push_str(hint);
+            fix.push_str(hint);
         }
-        message.push_str(
+        fix.push_str(
             " A web page may only call a local server that allows it (CORS): Ollama needs \
              OLLAMA_ORIGINS, LM Studio needs its \"Enable CORS\" switch, vLLM takes --allowed-origins, \
              and llama.cpp's llama-server allows any origin unless a proxy in front of it does not.",
         );
     } else {
-        message.push_str(
-            " If you are online, the endpoint may not accept requests from web pages (CORS): use one \
+        fix.push_str(
+            " If you are online, the server may not accept requests from web pages (CORS): use one \
              that sends Access-Control-Allow-Origin, or a proxy that adds it.",
         );
         if plain_http {
-            message.push_str(
+            fix.push_str(
                 " A page served over https cannot call a plain http:// address other than localhost.",
             );
         }
     }
-    Failure::new(FailureKind::Network, message, None)
+    Failure::new(FailureKind::Network, message, None).with_fix(fix)
 }
 
 /// No first byte (`first_byte`), or an idle gap mid-stream, longer than the limit.
 pub fn timeout(first_byte: bool) -> Failure {
-    let message = if first_byte {
-        "The endpoint did not start answering in time. It may still be loading the model or be busy; \
-         try again."
+    if first_byte {
+        Failure::new(
+            FailureKind::Timeout,
+            "The server did not start answering in time. Try again.".into(),
+            None,
+        )
+        .with_fix("It may still be loading the model, or be busy with another request.")
     } else {
-        "The reply stalled: no data arrived for too long. The partial reply was kept; try again."
-    };
-    Failure::new(FailureKind::Timeout, message.into(), None)
+        Failure::new(
+            FailureKind::Timeout,
+            "The reply stalled: no data arrived for too long. The partial reply was kept; try again."
+                .into(),
+            None,
+        )
+    }
 }
 
 /// The connection dropped while the body was being read (server gone, network lost).
@@ -226,58 +288,74 @@ pub fn key_refused(refused: &crate::engine::request::KeyRefused) -> Failure {
     Failure::new(FailureKind::Auth, refused.to_string(), None)
 }
 
+/// How the error text of a reply the user stopped begins.
+pub const STOPPED_PREFIX: &str = "Stopped.";
+
 /// The user pressed stop.
 pub fn aborted() -> Failure {
     Failure::new(
         FailureKind::Aborted,
-        "Stopped. The partial reply was kept.".into(),
+        format!("{STOPPED_PREFIX} The partial reply was kept."),
         None,
     )
 }
 
-/// An `Error` event from a decoder.
+/// Whether a reply's error text says the user stopped it (rather than it being cut off).
+pub fn was_stopped(error: Option<&str>) -> bool {
+    error.is_some_and(|e| e.starts_with(STOPPED_PREFIX))
+}
+
+/// An `Error` event from a decoder: the line says what it means, the fix quotes the server.
 pub fn from_stream_error(error: &StreamError, resuming: bool) -> Failure {
     let code = error.code.as_deref();
     let detail = sanitize_snippet(&error.message, DETAIL_CHARS);
+    let said = format!("The server said: \"{detail}\"");
     if resuming && is_session_gone(code, Some(&error.message)) {
         return Failure::new(
             FailureKind::SessionGone,
-            format!(
-                "The endpoint no longer knows this conversation's previous response; the history has \
-                 to be sent again. The server said: \"{detail}\""
-            ),
+            "The server no longer knows this conversation's previous reply; the history has to be \
+             sent again."
+                .into(),
             None,
-        );
+        )
+        .with_fix(said);
     }
-    let (kind, message) = match code {
+    let (kind, message, fix) = match code {
         Some(CODE_CUT_OFF) => (
             FailureKind::Malformed,
-            format!("{detail} The partial reply was kept; try again."),
+            "The reply was cut off before its end. The partial reply was kept; try again."
+                .to_string(),
+            detail,
         ),
         Some(CODE_MALFORMED) => (
             FailureKind::Malformed,
-            format!("{detail} Check that the protocol in Settings matches the endpoint."),
+            "The reply was not in the format of the protocol set in Settings.".to_string(),
+            format!("Check that the protocol in Settings matches the server. {detail}"),
         ),
         Some("rate_limit_exceeded" | "rate_limit_error") => (
             FailureKind::RateLimited {
                 retry_after_secs: None,
             },
-            format!("The endpoint is rate limiting requests. Wait a moment and try again. The server said: \"{detail}\""),
+            "The server is rate limiting requests. Wait a moment and try again.".to_string(),
+            said,
         ),
         Some("authentication_error" | "invalid_api_key" | "permission_error") => (
             FailureKind::Auth,
-            format!("The endpoint refused the API key: check it in Settings. The server said: \"{detail}\""),
+            "The server refused the API key. Check the API key in Settings.".to_string(),
+            said,
         ),
         Some("overloaded_error" | "server_error" | "api_error" | "internal_error") => (
             FailureKind::Server,
-            format!("The endpoint had a server error during the reply. Try again in a moment. The server said: \"{detail}\""),
+            "Server error during the reply. Try again in a moment.".to_string(),
+            said,
         ),
         _ => (
             FailureKind::Stream,
-            format!("The endpoint reported an error during the reply: \"{detail}\""),
+            "The server reported an error during the reply.".to_string(),
+            said,
         ),
     };
-    Failure::new(kind, message, None)
+    Failure::new(kind, message, None).with_fix(fix)
 }
 
 /// Whether an error code or message says the remote session (previous response id) is unknown.

@@ -163,9 +163,6 @@ pub fn model_label(name: &str) -> String {
     }
 }
 
-/// The text the turn machine gives a reply the user stopped (`engine::turn`).
-const STOPPED_PREFIX: &str = "Stopped.";
-
 /// What a message row says about its status: (css key, short label, the error text to show under
 /// it). A reply the user stopped is not an error: it says "stopped" and nothing more. A failed
 /// reply's reason is shown once, in the error banner, so the row only says "failed".
@@ -177,7 +174,7 @@ pub fn message_note(
     match status {
         S::Complete => None,
         S::Streaming => Some(("streaming", "writing…")),
-        S::Interrupted if error.is_some_and(|e| e.starts_with(STOPPED_PREFIX)) => {
+        S::Interrupted if crate::engine::failure::was_stopped(error) => {
             Some(("stopped", "stopped"))
         }
         S::Interrupted => Some(("interrupted", "cut off — the partial reply is kept")),
@@ -218,46 +215,87 @@ pub fn snippet_words(snippet: &str, query: &str) -> String {
     )
 }
 
-/// `text` split into runs, `true` for each case-insensitive occurrence of `query` (for highlighting
-/// a search term). Runs join back to `text`.
+/// `text` split into runs, `true` for each case-insensitive occurrence of a word of `query` (for
+/// highlighting a search: the search finds messages holding every word, so each is marked; where
+/// two words start at one place the longer is). Runs join back to `text`.
 pub fn highlight(text: &str, query: &str) -> Vec<(String, bool)> {
-    let q: Vec<char> = query.trim().chars().flat_map(char::to_lowercase).collect();
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let mut out = Vec::new();
-    if q.is_empty() {
+    let terms: Vec<Vec<char>> = query
+        .split_whitespace()
+        .map(|w| w.chars().flat_map(char::to_lowercase).collect())
+        .collect();
+    if terms.is_empty() {
         return vec![(text.to_string(), false)];
     }
-    let lower_at = |i: usize| chars[i].1.to_lowercase().collect::<Vec<_>>();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = Vec::new();
     let (mut i, mut from) = (0, 0);
     while i < chars.len() {
-        let mut j = i;
-        let mut k = 0;
-        while j < chars.len() && k < q.len() {
-            let l = lower_at(j);
-            if q[k..].starts_with(&l) {
-                k += l.len();
-                j += 1;
-            } else {
-                break;
+        match terms.iter().filter_map(|t| match_at(&chars, i, t)).max() {
+            Some(j) => {
+                let start = chars[i].0;
+                let end = chars.get(j).map_or(text.len(), |c| c.0);
+                if start > from {
+                    out.push((text[from..start].to_string(), false));
+                }
+                out.push((text[start..end].to_string(), true));
+                from = end;
+                i = j;
             }
-        }
-        if k == q.len() && j > i {
-            let start = chars[i].0;
-            let end = chars.get(j).map_or(text.len(), |c| c.0);
-            if start > from {
-                out.push((text[from..start].to_string(), false));
-            }
-            out.push((text[start..end].to_string(), true));
-            from = end;
-            i = j;
-        } else {
-            i += 1;
+            None => i += 1,
         }
     }
     if from < text.len() {
         out.push((text[from..].to_string(), false));
     }
     out
+}
+
+/// Where a case-insensitive match of `term` (lowercase) starting at char `i` ends (a char index
+/// past `i`), if one does.
+fn match_at(chars: &[(usize, char)], i: usize, term: &[char]) -> Option<usize> {
+    let (mut j, mut k) = (i, 0);
+    while j < chars.len() && k < term.len() {
+        let l: Vec<char> = chars[j].1.to_lowercase().collect();
+        if !term[k..].starts_with(&l) {
+            return None;
+        }
+        k += l.len();
+        j += 1;
+    }
+    (k == term.len() && j > i).then_some(j)
+}
+
+/// A snippet moved so its first match shows at its start: when more than twice `lead_chars`
+/// characters come before the first word of `query` found in it, only the last `lead_chars` of them
+/// stay (from a word's start when one is there), an ellipsis marking what went. A narrow list cuts a snippet at its end, so a match 40 characters in would be cut off.
+pub fn centre_snippet(snippet: &str, query: &str, lead_chars: usize) -> String {
+    let runs = highlight(snippet, query);
+    let Some(at) = runs.iter().position(|r| r.1) else {
+        return snippet.to_string();
+    };
+    let before: String = runs[..at].iter().map(|r| r.0.as_str()).collect();
+    let lead = before.trim_start_matches(['…', ' ']);
+    let count = lead.chars().count();
+    // Twice the lead still shows the match: a short snippet stays whole.
+    if count <= lead_chars * 2 {
+        return snippet.to_string();
+    }
+    // The last `lead_chars` characters, from the first word that starts within them.
+    let cut = lead
+        .char_indices()
+        .nth(count - lead_chars)
+        .map_or(lead.len(), |(b, _)| b);
+    let tail = &lead[cut..];
+    let kept = match tail.find(char::is_whitespace) {
+        Some(sp)
+            if !lead[..cut].ends_with(char::is_whitespace) && !tail[sp..].trim().is_empty() =>
+        {
+            tail[sp..].trim_start()
+        }
+        _ => tail,
+    };
+    let rest: String = runs[at..].iter().map(|r| r.0.as_str()).collect();
+    format!("… {kept}{rest}")
 }
 
 /// The name of an exported file: `memoire-<title>-<YYYY-MM-DD>.<ext>`, the title in lowercase

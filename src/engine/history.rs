@@ -9,14 +9,39 @@
 //!   together with the new message.
 //!
 //! Also owns how one stored message is rendered for the wire ([`render_message`]: truncation with a
-//! visible marker, tool calls reduced to names, a stored `system` message quoted as user text), and
-//! which message is "the last user message" of a
+//! visible marker, tool calls reduced to names, a reply that did not end marked as such: see
+//! [`ended_marker`], a stored `system` message quoted as user text), and which message is "the last
+//! user message" of a
 //! history ([`last_user_at`]: what retry and edit send again, the one message a view offers to edit). Must not import anything outside `crate::engine`.
 
-use crate::engine::model::{HistoryFormat, Message, Prompt, Protocol, Role, WireMessage};
+use crate::engine::failure::was_stopped;
+use crate::engine::model::{
+    HistoryFormat, Message, MessageStatus, Prompt, Protocol, Role, WireMessage,
+};
 
 /// Appended to a message cut at `max_message_chars`.
 pub const TRUNCATED_MARKER: &str = "[truncated]";
+
+/// Follows a reply the user stopped, in the history sent.
+pub const STOPPED_MARKER: &str = "[reply stopped by the user]";
+
+/// Follows a reply that was cut off (the connection dropped, the stream ended early), in the
+/// history sent.
+pub const CUT_OFF_MARKER: &str = "[reply cut off]";
+
+/// The marker a reply that did not end carries when it goes back to the model: it is kept (the
+/// user saw it, and the next question may be about it), but marked, so the model neither takes it
+/// for a whole answer nor finishes its sentence as if nothing happened. `None` for every other
+/// message (a failed reply is never sent: the assembly drops it).
+pub fn ended_marker(msg: &Message) -> Option<&'static str> {
+    (msg.role == Role::Assistant && msg.status == MessageStatus::Interrupted).then(|| {
+        if was_stopped(msg.meta.error.as_deref()) {
+            STOPPED_MARKER
+        } else {
+            CUT_OFF_MARKER
+        }
+    })
+}
 
 /// Opens the transcript block.
 pub const TRANSCRIPT_OPEN: &str = "<conversation_history>\n\
@@ -62,7 +87,8 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> (String, bool) {
 }
 
 /// One stored message as it goes on the wire: content truncated at `max_chars` (with the marker),
-/// and tool calls reduced to their names (`[called tools: search, fetch]`). The role is kept, but
+/// tool calls reduced to their names (`[called tools: search, fetch]`), and a reply that did not
+/// end followed by its [`ended_marker`]. The role is kept, but
 /// for `system`: the one place history becomes a request's messages, so every path (a chat turn in
 /// either history format, an import, a backup, sync) goes out the same way, a stored system message
 /// goes as a user message opened by [`SYSTEM_NOTE_LABEL`]. The format functions map the other
@@ -93,6 +119,12 @@ fn render_content(msg: &Message, max_chars: usize) -> (WireMessage, bool) {
             content.push_str(if name.is_empty() { "unnamed" } else { name });
         }
         content.push(']');
+    }
+    if let Some(marker) = ended_marker(msg) {
+        if !content.is_empty() {
+            content.push_str(" … ");
+        }
+        content.push_str(marker);
     }
     (
         WireMessage {

@@ -15,7 +15,14 @@
 //! refuses an [`Assembly`] that was not built from it as it stands (`TurnError::StaleContext`), so
 //! the context-loss bug of seed 004 (history kept in one place, the prompt built from another)
 //! cannot happen silently. [`ReplySave::apply_to`] is the one mapping of a save onto the stored
-//! reply message. Must not import anything outside `crate::engine`.
+//! reply message.
+//!
+//! It also owns what a failed turn is and what is done with one ([`failed_reply`], [`retry_plan`],
+//! [`failed_turn`]): Retry sends the same question again and its reply takes the failed bubble's
+//! place, and a new message typed after a failed turn takes the failed question's place, so neither
+//! the branch on screen nor what is sent ever holds two of the user's messages in a row. A reply
+//! that was stopped or cut off is never thrown away: Retry adds a reply after it. Must not import
+//! anything outside `crate::engine`.
 
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::coalesce::SaveThrottle;
@@ -109,6 +116,53 @@ pub fn path_for(
         assembly.history_through_seq,
         has_prior_context,
     )
+}
+
+/// A reply that failed before it said anything: shown as one failed bubble, never sent to the
+/// model, and replaced by the reply Retry gets.
+pub fn failed_reply(m: &Message) -> bool {
+    m.role == Role::Assistant
+        && m.status == MessageStatus::Error
+        && m.content.trim().is_empty()
+        && m.meta.tool_calls.is_empty()
+        && !m.meta.deleted
+}
+
+/// What Retry does on the branch on screen (`branch`, ascending, its tail is enough).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPlan {
+    /// The user message sent again.
+    pub user_id: String,
+    /// The failed reply the new one replaces (it goes: a tombstone), when the branch ends with one.
+    pub replaces: Option<String>,
+}
+
+/// What Retry sends again: the last user message of `branch`; the failed reply that ends the branch,
+/// if one does, is replaced. A reply that was stopped or cut off stays (the new one follows it).
+/// `None`: no user message to send again.
+pub fn retry_plan(branch: &[Message]) -> Option<RetryPlan> {
+    let shown: Vec<&Message> = branch.iter().filter(|m| !m.meta.deleted).collect();
+    let at = shown.iter().rposition(|m| m.role == Role::User)?;
+    let replaces = shown
+        .last()
+        .filter(|m| at + 1 < shown.len() && failed_reply(m))
+        .map(|m| m.id.clone());
+    Some(RetryPlan {
+        user_id: shown[at].id.clone(),
+        replaces,
+    })
+}
+
+/// The user message of a failed turn that ends `branch` (ascending): the last user message, when
+/// nothing or only failed replies follow it. A new message takes its place (an alternative of it,
+/// as an edit is), rather than following it as a second message of the user's in a row.
+pub fn failed_turn(branch: &[Message]) -> Option<&Message> {
+    let shown: Vec<&Message> = branch.iter().filter(|m| !m.meta.deleted).collect();
+    let at = shown.iter().rposition(|m| m.role == Role::User)?;
+    shown[at + 1..]
+        .iter()
+        .all(|m| failed_reply(m))
+        .then_some(shown[at])
 }
 
 /// How a turn ended.
@@ -382,12 +436,7 @@ impl Turn {
             return;
         }
         self.actions.push_back(Action::CancelRequest);
-        let failure = Failure {
-            kind: FailureKind::Aborted,
-            message: "Stopped. The partial reply was kept.".to_string(),
-            status: None,
-        };
-        self.finish(TurnStatus::Interrupted, Some(failure), now);
+        self.finish(TurnStatus::Interrupted, Some(failure::aborted()), now);
     }
 
     /// A decoded stream event of the request in flight.
@@ -540,7 +589,7 @@ fn failure_is_session_gone(f: &Failure) -> bool {
     match f.kind {
         FailureKind::SessionGone => true,
         FailureKind::BadRequest | FailureKind::NotFound => {
-            let m = f.message.to_ascii_lowercase();
+            let m = f.text().to_ascii_lowercase();
             m.contains(SESSION_GONE_CODE) || m.contains("previous_response")
         }
         _ => false,

@@ -5,7 +5,7 @@
 //! closure; no signal handle is handed out) and changed only by its own actions and event handlers (`events` dispatches the session's events to them). Only the stores call the
 //! session, through `backend`, its one holder. This module builds the stores, provides each as its
 //! one context (`stores`), opens the session and lays the app out. Reusable browser behaviours are in
-//! `behaviour`, the address in `route`. Must not import `crate::store` or `crate::transport`.
+//! `behaviour`, the address in `route`, the layout this browser remembers in `prefs`. Must not import `crate::store` or `crate::transport`.
 
 pub mod about;
 pub mod backend;
@@ -15,6 +15,7 @@ pub mod events;
 pub mod highlight;
 pub mod library;
 pub mod memory;
+pub mod prefs;
 pub mod projects;
 pub mod route;
 pub mod settings;
@@ -132,7 +133,8 @@ pub fn App() -> impl IntoView {
             on:click=move |ev| { ev.prevent_default(); focus_testid("composer-input"); }>
             "Skip to the message box"
         </a>
-        <div class="app" class:memory-open=move || shell.memory_open()
+        <div class="app" class:memory-open=move || shell.memory_overlay()
+            class:memory-closed=move || !shell.memory_open()
             class:sidebar-open=move || shell.drawer_open()>
             <library::Sidebar/>
             <div class="drawer-backdrop" data-testid="drawer-backdrop" aria-hidden="true"
@@ -157,12 +159,16 @@ fn use_page_lifecycle(shell: ShellStore, chat: ChatStore) {
         None => chat.close(),
     });
     let on_online = window_event_listener(leptos::ev::online, move |_| shell.went_online());
+    let on_resize = window_event_listener(leptos::ev::resize, move |_| {
+        shell.set_wide(prefs::wide_window())
+    });
     let on_offline = window_event_listener(leptos::ev::offline, move |_| shell.went_offline());
     let on_hide = window_event_listener(leptos::ev::pagehide, move |_| chat.save_draft());
     shell::update::use_update_ready(shell);
     on_cleanup(move || {
         on_hash.remove();
         on_online.remove();
+        on_resize.remove();
         on_offline.remove();
         on_hide.remove();
     });

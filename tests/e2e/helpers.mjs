@@ -604,3 +604,14 @@ export async function syncedDevice({ agent, site, browser }, server, db = 'memoi
   await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
   return opened;
 }
+
+/**
+ * Opens the memory pane's "What the model receives" (the context inspector, closed until the user
+ * opens it; this browser remembers it open from then on).
+ * @param {import('playwright-core').Page} page
+ */
+export async function showInspector(page) {
+  const inspector = page.locator(tid('context-inspector'));
+  await inspector.waitFor();
+  if (!(await inspector.evaluate((d) => d.open))) await inspector.locator('summary').click();
+}

@@ -4,7 +4,7 @@
 // global one, shown in the inspector, in the backup and back from it), New leaving nothing behind
 // until the first message (list, address, reload, drafts, another tab, the backup), and one place for
 // an error, once, with the action that fits it (a memory failure once, backing off, with its own
-// retry; CORS advice once; a stop is no error; an import error offers nothing unrelated).
+// retry; CORS advice once, behind "How to fix"; a stop is no error; an import error offers nothing unrelated).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,6 +28,7 @@ import {
   saveSettings,
   importBackup,
   tid,
+  showInspector,
   BROWSER_NETWORK_NOISE,
   DEFAULT_TIMEOUT_MS,
 } from './helpers.mjs';
@@ -139,6 +140,7 @@ test('system prompt per conversation: sent instead of the global one, shown in t
     await saveSettings(page);
 
     // The inspector says whose prompt goes out.
+    await showInspector(page);
     const system = page.locator(tid('inspector-section', '[data-section="system"]'));
     await system.filter({ hasText: 'This conversation\'s: You answer as a ship' }).waitFor();
     await chatTurn(page, agent, 'What is for dinner?', 'Hardtack.');
@@ -267,15 +269,19 @@ test('one error area: CORS advice once, a stop is no error or notice, an import 
     await page.waitForTimeout(300);
     assert.equal(await page.locator('.status-area').count(), 0, 'no error and no notice after a stop');
 
-    // The endpoint refuses the page (no CORS): the advice is shown once, with Retry and Settings.
+    // The endpoint refuses the page (no CORS): one plain line, the advice behind "How to fix" and
+    // shown once, Settings in the banner and one Retry, on the failed message.
     agent.setCors(false);
     await sendMessage(page, 'Are you there?');
     const banner = page.locator(tid('error-banner'));
     await banner.waitFor();
+    assert.ok(!(await page.locator('.chat-pane').innerText()).includes('A web page may only call'), 'the advice waits behind "How to fix"');
+    await banner.getByText('How to fix').click();
     const text = await page.locator('.chat-pane').innerText();
     assert.equal(text.split('A web page may only call a local server').length - 1, 1, `the CORS advice once: ${text}`);
     assert.equal(await banner.getByRole('button', { name: 'Settings' }).count(), 1);
-    assert.equal(await banner.getByRole('button', { name: 'Retry', exact: true }).count(), 1);
+    assert.equal(await banner.getByRole('button', { name: /^Retry/ }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: /^Retry/ }).count(), 1);
     agent.setCors(true);
 
     // A notice then an error: one area, the error wins; nothing stacks over the messages.
@@ -295,6 +301,7 @@ test('plain words: the inspector explains the next request without protocol term
   journey('plain-words', async (page) => {
     const { agent } = harness;
     await chatTurn(page, agent, 'One question', 'One answer.');
+    await showInspector(page);
     const inspector = page.locator(tid('context-inspector'));
     await page.locator(tid('inspector-section', '[data-section="history"]')).filter({ hasText: '2 messages' }).waitFor();
     const said = await inspector.innerText();

@@ -26,6 +26,7 @@ import {
   openSettings,
   saveSettings,
   tid,
+  showInspector,
   uiJourney,
 } from './helpers.mjs';
 
@@ -301,6 +302,7 @@ test('memory pane: graph legend and edge labels, nothing cut at the edges, a nod
   journey('memory-graph', async (page) => {
     const { agent } = harness;
     await chatTurn(page, agent, 'Alice runs a bakery in Paris.', 'Nice: Alice runs the Sourdough bakery with a very long name indeed, and Alice lives in Paris.');
+    await showInspector(page);
     await page.waitForFunction(() => document.querySelector('[data-testid="inspector-section"][data-section="history"]'));
     assert.equal(await page.locator(tid('inspector-section', '[data-section="summary"]')).count(), 0, 'no summary yet');
 

@@ -14,6 +14,7 @@ import {
   withDiagnostics,
   eventually,
   tid,
+  showInspector,
   requestText,
   factsSent,
   currentConversationId,
@@ -183,6 +184,7 @@ test('recall: a message that refers back gets the passage from the other convers
       assert.ok(section.includes('“Garden plan'), `cited by its conversation's title: ${section}`);
       assert.match(section, /on \d{4}-\d{2}-\d{2}:/, 'and its day');
       // The inspector shows it as its own section, with where and when it was said.
+      await showInspector(page);
       await page.locator(tid('composer-input')).fill('Do you remember the basil and the tomatoes?');
       const row = page.locator(tid('inspector-section', '[data-section="recall"]'));
       await row.waitFor({ state: 'attached' });

@@ -169,6 +169,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
                 DropReason::Errored => "a failed reply",
                 DropReason::Empty => "empty",
                 DropReason::AfterNewMessage => "a reply to an earlier attempt at this message",
+                DropReason::Unanswered => "a question whose reply failed, followed by another",
             }
             .to_string(),
         })

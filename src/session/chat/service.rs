@@ -3,9 +3,9 @@
 
 use super::temporary::Temporary;
 use super::turn::Begin;
-use crate::engine::history::last_user_at;
 use crate::engine::model::Message;
 use crate::engine::title;
+use crate::engine::turn::{failed_turn, retry_plan};
 use crate::session::memory::Memory;
 use crate::session::shared::error::{from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT};
 use crate::session::shared::events::SessionEvent;
@@ -125,6 +125,9 @@ impl Chat {
         let t = now();
         // On the branch on screen, which need not end at the newest message.
         let after = self.core.branch_tip(id).await?;
+        if let Some(failed) = self.failed_question(id, after.is_none()).await? {
+            return self.edit(id, &failed, text).await;
+        }
         let meta = crate::engine::model::MessageMeta {
             after: after.clone(),
             ..Default::default()
@@ -179,7 +182,8 @@ impl Chat {
         self.auto_title(id, &m.content).await
     }
 
-    /// Re-sends the last user turn (after an error, a stop, or a cut-off reply).
+    /// Re-sends the last user turn (after an error, a stop, or a cut-off reply); a failed reply
+    /// that ends the branch is replaced by the new one (`engine::turn::retry_plan`).
     pub async fn retry(self: &Rc<Self>, id: &str) -> Result<(), ChatError> {
         if self.is_temporary(id) {
             if self.inflight.borrow().contains_key(id) {
@@ -188,20 +192,37 @@ impl Chat {
             let user = self.last_temporary_user(id)?;
             return self.run_turn(id, Begin::Temporary(user)).await;
         }
-        let last_user = self.last_user_message(id, "retry").await?;
-        self.run_turn(id, Begin::Stored(last_user.id)).await
-    }
-
-    /// The last user message among the recent ones, when no turn is running (`what`: the action
-    /// that needs it, for the error).
-    async fn last_user_message(&self, id: &str, what: &str) -> Result<Message, ChatError> {
         if self.inflight.borrow().contains_key(id) {
             return Err(ChatError::Busy);
         }
-        let mut recent = self.core.branch_tail(id, 50).await?;
-        let at = last_user_at(&recent, |m| m.role)
-            .ok_or_else(|| ChatError::Invalid(format!("There is no message to {what}.")))?;
-        Ok(recent.swap_remove(at))
+        let branch = self.core.branch_tail(id, 50).await?;
+        let plan = retry_plan(&branch)
+            .ok_or_else(|| ChatError::Invalid("There is no message to retry.".into()))?;
+        let begin = match plan.replaces {
+            Some(replaces) => Begin::Retry {
+                user: plan.user_id,
+                replaces,
+            },
+            None => Begin::Stored(plan.user_id),
+        };
+        self.run_turn(id, begin).await
+    }
+
+    /// The question of a failed turn that ends the branch on screen, if one does
+    /// (`engine::turn::failed_turn`): a new message takes its place. `newest`: the branch ends at
+    /// the newest message, so the cached window (when there is one) says.
+    async fn failed_question(&self, id: &str, newest: bool) -> Result<Option<String>, ChatError> {
+        let cached = newest
+            .then(|| {
+                let cache = self.core.cache.borrow();
+                let w = cache.window(id)?;
+                Some(failed_turn(w.messages()).map(|m| m.id.clone()))
+            })
+            .flatten();
+        Ok(match cached {
+            Some(found) => found,
+            None => failed_turn(&self.core.branch_tail(id, 8).await?).map(|m| m.id.clone()),
+        })
     }
 
     async fn auto_title(&self, id: &str, first_text: &str) -> Result<(), ChatError> {

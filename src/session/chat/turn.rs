@@ -20,7 +20,7 @@ use crate::engine::project;
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
-use crate::engine::turn::{Action, Turn, TurnOutcome, TurnStart, TurnStatus};
+use crate::engine::turn::{failed_reply, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
 use crate::session::shared::cache::MemoryParts;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::stream::{Consumer, Pump};
@@ -35,6 +35,9 @@ use wasm_bindgen::JsValue;
 pub(crate) enum Begin {
     /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
     Stored(String),
+    /// A retry of user message `user` whose reply takes the place of the failed reply `replaces`
+    /// (see `engine::turn::retry_plan`).
+    Retry { user: String, replaces: String },
     /// A regeneration of reply `replaces`: the prompt is the branch up to it (its last user message
     /// is the one answered), and the new reply is an alternative of it.
     Regenerate { replaces: String },
@@ -375,22 +378,15 @@ impl Chat {
         let temporary = matches!(begin, Begin::Temporary(_));
         let (user, ctx, reply, ahead) = match begin {
             Begin::Stored(new_message_id) => {
-                let cached = self
-                    .core
-                    .cache
-                    .borrow()
-                    .window(id)
-                    .and_then(|w| w.message(&new_message_id).cloned());
-                let user = match cached {
-                    Some(m) => Some(m),
-                    None => self.core.store.get_message(&new_message_id).await?,
-                }
-                .filter(|m| m.conversation_id == id && m.role == Role::User)
-                .ok_or_else(|| ChatError::Invalid("The message to send is gone.".into()))?;
+                let user = self.stored_user(id, &new_message_id).await?;
                 let ctx = self.context_for(id, &user, false).await?;
                 let reply = reply_placeholder(id, &ctx);
                 let reply = self.core.store.append_message(&reply).await?.message;
                 self.core.emit(SessionEvent::MessageAdded(reply.clone()));
+                (user, ctx, reply, None)
+            }
+            Begin::Retry { user, replaces } => {
+                let (user, ctx, reply) = self.begin_retry(id, &user, &replaces).await?;
                 (user, ctx, reply, None)
             }
             Begin::Regenerate { replaces } => {
@@ -432,6 +428,53 @@ impl Chat {
             ahead,
             pump: None,
         })
+    }
+
+    /// User message `message_id` of conversation `id`, from the cached window or the store.
+    async fn stored_user(&self, id: &str, message_id: &str) -> Result<Message, ChatError> {
+        let cached = self
+            .core
+            .cache
+            .borrow()
+            .window(id)
+            .and_then(|w| w.message(message_id).cloned());
+        match cached {
+            Some(m) => Some(m),
+            None => self.core.store.get_message(message_id).await?,
+        }
+        .filter(|m| m.conversation_id == id && m.role == Role::User)
+        .ok_or_else(|| ChatError::Invalid("The message to send is gone.".into()))
+    }
+
+    /// A retry whose reply takes the place of failed reply `replaces` (`engine::turn::retry_plan`):
+    /// the prompt is built from the history without it, and the new reply streams into its record.
+    async fn begin_retry(
+        &self,
+        id: &str,
+        user_id: &str,
+        replaces: &str,
+    ) -> Result<(Message, Context, Message), ChatError> {
+        let user = self.stored_user(id, user_id).await?;
+        let (_, mut history, _) = self.core.recent(id).await?;
+        history.retain(|m| m.id != replaces);
+        let ctx = self.context_from(id, &user, false, Some(history)).await?;
+        let mut reply = self
+            .core
+            .store
+            .get_message(replaces)
+            .await?
+            .filter(|m| m.conversation_id == id && failed_reply(m))
+            .ok_or_else(|| ChatError::Invalid("The failed reply to replace is gone.".into()))?;
+        reply.content.clear();
+        reply.status = MessageStatus::Streaming;
+        reply.meta.error = None;
+        reply.meta.model = Some(ctx.endpoint.model.clone());
+        self.core
+            .store
+            .update_message(&reply.id, &reply.content, reply.status, &reply.meta)
+            .await?;
+        self.core.emit(SessionEvent::MessageProgress(reply.clone()));
+        Ok((user, ctx, reply))
     }
 
     /// The turn machine for `run`; when it refuses to start, the reply says why.
@@ -577,12 +620,12 @@ impl Chat {
             self.core.save_calibration().await;
         }
         match (outcome.status, outcome.failure) {
-            (TurnStatus::Error, Some(f)) => return Err(ChatError::Request(f.message)),
+            (TurnStatus::Error, Some(f)) => return Err(ChatError::Request(f.text())),
             // The turn still counts, so the memory update may follow.
             (TurnStatus::Interrupted, Some(f)) if f.kind != failure::FailureKind::Aborted => {
                 self.core.emit(SessionEvent::Error {
                     conversation_id: Some(run.id.to_string()),
-                    message: f.message,
+                    message: f.text(),
                     kind: crate::session::shared::error::ErrorKind::Request,
                 });
             }

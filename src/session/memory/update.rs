@@ -473,7 +473,7 @@ impl Memory {
             }
             let outcome = result.map_err(|c| match c {
                 Completion::Refused { failure, body } | Completion::Failed { failure, body } => {
-                    (failure.message, body, UpdateEnd::Failed(failure.kind))
+                    (failure.text(), body, UpdateEnd::Failed(failure.kind))
                 }
             });
             return (form, outcome);

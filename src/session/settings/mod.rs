@@ -99,10 +99,10 @@ impl Preferences {
         let mut body = transport::open(&req, &stopper, timeouts)
             .await
             .map_err(|e| {
-                SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).message)
+                SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).text())
             })?;
         let text = body.read_text(4 * 1024 * 1024).await.map_err(|e| {
-            SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).message)
+            SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).text())
         })?;
         request::parse_models(s.endpoint.protocol, &text).map_err(|e| {
             SettingsError::Request(format!(

@@ -93,7 +93,7 @@ fn ClearConfirm(
     }
 }
 
-/// Retry (when the last turn can be sent again), and Send or Stop.
+/// Send or Stop (Retry is on the message that failed).
 #[component]
 fn ComposerActions(
     /// Sends (or edits, or asks to clear) what the composer holds.
@@ -102,9 +102,6 @@ fn ComposerActions(
     let chat = use_chat();
     view! {
         <div class="composer-actions">
-            <Show when=move || chat.can_retry()>
-                <button data-testid="retry-button" aria-label="Retry the last message" on:click=move |_| chat.retry()>"Retry"</button>
-            </Show>
             <Show
                 when=move || chat.streaming()
                 fallback=move || view! {

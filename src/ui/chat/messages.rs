@@ -6,6 +6,7 @@
 
 use super::store::window::MessageItem;
 use super::store::ChatStore;
+use crate::engine::failure::split_text;
 use crate::engine::format::{date_time, message_note, model_label, plural};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
@@ -339,7 +340,8 @@ fn MessageFoot(
     let error = move || {
         let failed = st.status() == MessageStatus::Error;
         let e = st.with_meta(|m| m.error.clone()).filter(|_| failed)?;
-        let in_banner = shell.with_error(|b| b.as_ref().is_some_and(|p| p.text == e));
+        let in_banner =
+            shell.with_error(|b| b.as_ref().is_some_and(|p| split_text(&p.text).0 == e));
         (!in_banner).then_some(e)
     };
     view! {
@@ -351,8 +353,10 @@ fn MessageFoot(
     }
 }
 
-/// Copy on every finished message; the pager between alternatives; once no reply is being written,
-/// Edit on every user message, Regenerate on every reply, and Delete (which asks first).
+/// Retry on the last message while the last turn can be sent again (a failed reply, one cut off or
+/// stopped, a question without a reply); Copy on every finished message that says something; the
+/// pager between alternatives; once no reply is being written, Edit on every user message,
+/// Regenerate on every reply that did not fail, and Delete (which asks first).
 #[component]
 fn MessageActions(
     /// The message these actions act on.
@@ -366,6 +370,13 @@ fn MessageActions(
         !chat.streaming() && st.status() != MessageStatus::Streaming && !chat.is_temporary()
     };
     let is_user = item.role == Role::User;
+    // A reply that failed before it said anything: nothing to copy or regenerate; Retry replaces it.
+    let failed =
+        move || st.status() == MessageStatus::Error && st.with_content(|c| c.trim().is_empty());
+    let retry_here = {
+        let id = item.id.clone();
+        move || chat.retry_on().is_some_and(|r| r == id)
+    };
     let edit = {
         let id = item.id.clone();
         move |_| {
@@ -380,7 +391,10 @@ fn MessageActions(
     view! {
         <div class="message-actions">
             <AlternativePager item=item.clone()/>
-            <Show when=move || st.status() != MessageStatus::Streaming>
+            <Show when=move || retry_here()>
+                <button class="retry" data-testid="retry-button" aria-label="Retry: ask again" on:click=move |_| chat.retry()>"Retry"</button>
+            </Show>
+            <Show when=move || st.status() != MessageStatus::Streaming && !failed()>
                 <button class="link" data-testid="copy-message" aria-label="Copy this message"
                     on:click=move |_| clipboard.copy(&st.content_untracked())>
                     {move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy" }}
@@ -389,7 +403,7 @@ fn MessageActions(
             <Show when=move || idle() && is_user>
                 <button class="link" data-testid="edit-message" aria-label="Edit and send again as a new branch" on:click=edit.clone()>"Edit"</button>
             </Show>
-            <Show when=move || idle() && item.role == Role::Assistant>
+            <Show when=move || idle() && item.role == Role::Assistant && !failed()>
                 <button class="link" data-testid="regenerate-button" aria-label="Regenerate this reply (the earlier one is kept)" on:click=regenerate.clone()>"Regenerate"</button>
             </Show>
             <Show when=idle>

@@ -92,8 +92,8 @@ fn ChatHeader() -> impl IntoView {
             <button
                 class="memory-toggle"
                 data-testid="memory-toggle"
-                aria-label="Show or hide the memory pane"
-                aria-expanded=move || shell.memory_open().to_string()
+                aria-label="Show or hide the memory panel"
+                aria-expanded=move || shell.memory_shown().to_string()
                 on:click=move |_| shell.toggle_memory_pane()
             >
                 "Memory"

@@ -260,6 +260,15 @@ impl ChatStore {
             })
     }
 
+    /// The message Retry sits on: the last one, while [`Self::can_retry`].
+    pub fn retry_on(&self) -> Option<String> {
+        if !self.can_retry() {
+            return None;
+        }
+        self.window
+            .with_messages(|l| l.last().map(|m| m.id.clone()))
+    }
+
     /// Shows conversation `id` (or none) with nothing of the one before: the one reset of everything
     /// that belongs to the open conversation, used to open, close and lose one.
     fn show(&self, id: Option<String>) {

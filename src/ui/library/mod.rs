@@ -5,7 +5,9 @@
 
 pub mod store;
 
-use crate::engine::format::{continuity, highlight, plural, relative_time, snippet_words};
+use crate::engine::format::{
+    centre_snippet, continuity, highlight, plural, relative_time, snippet_words,
+};
 use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
 use crate::ui::projects::{ProjectPicker, ProjectsSection};
@@ -423,7 +425,7 @@ fn SearchResults() -> impl IntoView {
                 <ConversationItem conv=conv/>
             </For>
             // Keyed by the snippet too: a message that matches the next query as well gets the new
-            // query's snippet and highlight, not the row drawn for the last one.
+            // query's snippet; its highlight follows the query in the box (the row's own closure).
             <For each=move || library.with_hits(distinct_hits) key=|h| (h.message_id.clone(), h.snippet.clone()) let:hit>
                 <SearchHitRow hit=hit/>
             </For>
@@ -434,6 +436,9 @@ fn SearchResults() -> impl IntoView {
     }
 }
 
+/// Characters a snippet keeps before its first match, so the match shows in the 260 px sidebar.
+const SNIPPET_LEAD_CHARS: usize = 12;
+
 /// One message that matches: its conversation's title, who wrote it and the words around the match,
 /// the term highlighted.
 #[component]
@@ -443,10 +448,17 @@ fn SearchHitRow(
 ) -> impl IntoView {
     let library = use_library();
     let chat = use_chat();
-    let query = library.query_untracked();
     let title = hit.title.clone();
-    let snippet = snippet_words(&hit.snippet, &query);
-    let runs = highlight(&snippet, &query);
+    // Worked out again for the query in the box as it changes (a row stays mounted while the next
+    // query finds its message too): never the highlight of a query typed before.
+    let raw = StoredValue::new(hit.snippet.clone());
+    let shown = move || {
+        let query = library.query();
+        let words = raw.with_value(|r| snippet_words(r, &query));
+        let snippet = centre_snippet(&words, &query, SNIPPET_LEAD_CHARS);
+        let runs = highlight(&snippet, &query);
+        (snippet, runs)
+    };
     let (conv, msg) = (hit.conversation_id.clone(), hit.message_id.clone());
     let who = hit.role.and_then(|r| match r {
         Role::User => Some("You"),
@@ -455,7 +467,7 @@ fn SearchHitRow(
     });
     view! {
         <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
-            <button class="open" aria-label=format!("Open the message: {snippet}") on:click=move |_| {
+            <button class="open" aria-label=move || format!("Open the message: {}", shown().0) on:click=move |_| {
                 library.search(String::new());
                 chat.open(conv.clone(), Some(msg.clone()));
             }>
@@ -463,7 +475,7 @@ fn SearchHitRow(
                 <span class="snippet-line">
                     {who.map(|w| view! { <span class="who" data-testid="search-hit-role">{w}</span> })}
                     <span class="snippet" data-testid="search-snippet">
-                        {runs.into_iter().map(|(text, hit)| if hit {
+                        {move || shown().1.into_iter().map(|(text, hit)| if hit {
                             view! { <mark>{text}</mark> }.into_any()
                         } else {
                             view! { <span>{text}</span> }.into_any()

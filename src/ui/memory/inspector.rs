@@ -1,20 +1,32 @@
-//! The context inspector: exactly what the next request will contain — each section with its token
+//! The context inspector, behind "What the model receives" (closed until opened; remembered): exactly what the next request will contain — each section with its token
 //! count (the facts about the user and the passages of other conversations each with the day and
 //! the conversation they were said in, a link to the message), the messages dropped and why, the history format, the budget, and whether the turn will
 //! resume the agent's session or re-inject the context (the chat store's preview). Must not import
 //! `crate::store` or `crate::transport`.
 
 use crate::session::PreviewSource;
+use crate::ui::prefs;
 use crate::ui::stores::{use_chat, use_library};
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// The context inspector.
 #[component]
 pub fn ContextInspector() -> impl IntoView {
     let chat = use_chat();
+    // Closed until the user opens it (remembered in this browser): the pane leads with memory.
+    let open = prefs::inspector().unwrap_or(false);
+    let toggled = move |ev: leptos::ev::Event| {
+        if let Some(d) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        {
+            prefs::remember_inspector(d.has_attribute("open"));
+        }
+    };
     view! {
-        <details class="memory-section" data-testid="context-inspector" open>
-            <summary>"Next request"</summary>
+        <details class="memory-section" data-testid="context-inspector" open=open on:toggle=toggled>
+            <summary data-testid="inspector-toggle">"What the model receives"</summary>
             {move || match chat.with_preview(Clone::clone) {
                 None => view! { <p class="empty"><span class="spinner small" aria-hidden="true"></span>" Working out the next request…"</p> }.into_any(),
                 Some(p) => {

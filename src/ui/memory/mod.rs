@@ -1,6 +1,8 @@
-//! The memory pane: the context inspector, the recent N messages as the engine sees them, the
+//! The memory pane, a panel the user opens and closes on every width: first what is remembered, the
 //! summary (when, how much it covers, versions with restore) sentence by sentence, entities grouped
-//! by type (edit, delete) with their properties and relationships, and the entity graph as SVG. A
+//! by type (edit, delete) with their properties and relationships, and the entity graph as SVG; then
+//! the recent N messages as the engine sees them, and the context inspector behind "What the model
+//! receives". A
 //! fact that no longer holds (the engine says which: `engine::memory::shown`) is struck through,
 //! with its days and "no longer true" for screen readers. Shows progress while memory updates. Its
 //! store (`store`) owns the memory shown, the updates running and memory builds. Must not import
@@ -15,7 +17,7 @@ use crate::engine::graph_layout::layout;
 use crate::engine::memory::shown::{
     entity_properties, entity_relationships, summary_sentences, Status, PAST_LABEL,
 };
-use crate::engine::model::{EntityNode, EntityType, Role};
+use crate::engine::model::{EntityNode, EntityType, MessageStatus, Role};
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
 use crate::ui::stores::{use_chat, use_memory, use_shell};
 use build::BuildThis;
@@ -51,7 +53,7 @@ pub fn MemoryPane() -> impl IntoView {
                 </button>
                 <BuildThis/>
                 <MemoryPageOpen testid="memory-page-open"/>
-                <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory pane" on:click=move |_| shell.close_memory_pane()>"✕"</button>
+                <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory panel" on:click=move |_| shell.close_memory_pane()>"✕"</button>
             </div>
             <UseUserMemory/>
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
@@ -68,11 +70,11 @@ pub fn MemoryPane() -> impl IntoView {
                 }
             >
                 <Failure/>
-                <ContextInspector/>
-                <Recent/>
                 <Summary/>
                 <Entities/>
                 <Graph/>
+                <Recent/>
+                <ContextInspector/>
             </Show>
             </Show>
         </aside>
@@ -117,8 +119,17 @@ fn Recent() -> impl IntoView {
     let recent = move || {
         let n = chat.memory_config().recent_messages;
         chat.with_messages(|l| {
-            let start = l.len().saturating_sub(n);
-            l[start..]
+            // A reply that failed before saying anything is never sent: it is not shown here.
+            let sent: Vec<_> = l
+                .iter()
+                .filter(|m| {
+                    let st = m.state();
+                    !(st.status() == MessageStatus::Error
+                        && st.with_content(|c| c.trim().is_empty()))
+                })
+                .collect();
+            let start = sent.len().saturating_sub(n);
+            sent[start..]
                 .iter()
                 .map(|m| (m.id.clone(), m.role, m.state().content()))
                 .collect::<Vec<_>>()

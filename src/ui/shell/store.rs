@@ -6,10 +6,11 @@
 //! another store.
 
 use crate::session::ErrorKind;
+use crate::ui::prefs;
 use leptos::prelude::*;
 
 /// Something went wrong: what to tell the user, and what it is about (which decides the action the
-/// banner offers: Settings and Retry for a request, "Retry memory update" for a memory update).
+/// banner offers: Settings for a request, "Retry memory update" for a memory update).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Problem {
     /// What the banner says.
@@ -34,8 +35,14 @@ pub struct ShellStore {
     online: RwSignal<bool>,
     /// The conversation list is shown as a drawer (phones).
     drawer_open: RwSignal<bool>,
-    /// Memory pane shown on narrow screens.
+    /// The memory panel is open beside the chat on a wide window (remembered in this browser,
+    /// `ui::prefs`).
     memory_open: RwSignal<bool>,
+    /// The memory panel is open over the chat on a narrow window (closed at every start: it covers
+    /// the chat).
+    memory_overlay: RwSignal<bool>,
+    /// The window is wide enough for the panel beside the chat.
+    wide: RwSignal<bool>,
     /// The first screen (composer and conversation list) is shown and the page has been idle since:
     /// what it does not need (the memory pane's sections) mounts then.
     settled: RwSignal<bool>,
@@ -44,7 +51,8 @@ pub struct ShellStore {
 }
 
 impl ShellStore {
-    /// Not ready, online, nothing to say, drawer and memory pane closed.
+    /// Not ready, online, nothing to say, drawer closed, the memory panel beside the chat as this
+    /// browser left it (open if never chosen), and closed over it on a narrow window.
     pub fn new() -> Self {
         ShellStore {
             ready: RwSignal::new(false),
@@ -52,7 +60,9 @@ impl ShellStore {
             notice: RwSignal::new(None),
             online: RwSignal::new(true),
             drawer_open: RwSignal::new(false),
-            memory_open: RwSignal::new(false),
+            memory_open: RwSignal::new(prefs::memory_panel().unwrap_or(true)),
+            memory_overlay: RwSignal::new(false),
+            wide: RwSignal::new(prefs::wide_window()),
             settled: RwSignal::new(false),
             update_ready: RwSignal::new(false),
         }
@@ -93,9 +103,30 @@ impl ShellStore {
         self.drawer_open.get_untracked()
     }
 
-    /// Whether the memory pane is open on a narrow screen.
+    /// Whether the memory panel is open beside the chat (what a wide window shows).
     pub fn memory_open(&self) -> bool {
         self.memory_open.get()
+    }
+
+    /// Whether the memory panel is open over the chat (what a narrow window shows).
+    pub fn memory_overlay(&self) -> bool {
+        self.memory_overlay.get()
+    }
+
+    /// Whether the memory panel is on screen at the window's width now.
+    pub fn memory_shown(&self) -> bool {
+        if self.wide.get() {
+            self.memory_open.get()
+        } else {
+            self.memory_overlay.get()
+        }
+    }
+
+    /// The window was resized: whether it is wide enough for the panel beside the chat.
+    pub fn set_wide(&self, wide: bool) {
+        if self.wide.get_untracked() != wide {
+            self.wide.set(wide);
+        }
     }
 
     /// Whether the first screen is shown and the page was idle since.
@@ -188,14 +219,25 @@ impl ShellStore {
         self.drawer_open.update(|o| *o = !*o);
     }
 
-    /// The memory button of the chat header.
+    /// The memory button of the chat header: opens or closes the panel at the window's width (beside
+    /// the chat: remembered).
     pub fn toggle_memory_pane(&self) {
-        self.memory_open.update(|o| *o = !*o);
+        if self.wide.get_untracked() {
+            self.memory_open.update(|o| *o = !*o);
+            prefs::remember_memory_panel(self.memory_open.get_untracked());
+        } else {
+            self.memory_overlay.update(|o| *o = !*o);
+        }
     }
 
     /// The memory pane's close button.
     pub fn close_memory_pane(&self) {
-        self.memory_open.set(false);
+        if self.wide.get_untracked() {
+            self.memory_open.set(false);
+            prefs::remember_memory_panel(false);
+        } else {
+            self.memory_overlay.set(false);
+        }
     }
 }
 
