@@ -1,7 +1,7 @@
 #![cfg(target_arch = "wasm32")]
 //! Browser tests of sync's storage (src/store/sync_docs.rs): synced documents round-trip with their
 //! revision and dirty flag, the dirty ones are found by index, a lost server marks everything dirty
-//! again, a merged batch is written in one transaction (`sync_batch.rs`) and only once, sync state/settings/password are kept apart, and a version-2 database upgrades to the
+//! again, a merged batch is written in one transaction (`sync_batch.rs`) and only once, sync state/settings/password are kept apart (the password with its origin, the encryption keys as non-extractable CryptoKeys), and a version-2 database upgrades to the
 //! current one with its data intact. A fresh database per test.
 
 use memoire::engine::model::*;
@@ -267,6 +267,7 @@ async fn state_settings_and_password_are_kept_apart() {
         database: "memoire".into(),
         user: "ann".into(),
         enabled: true,
+        encrypt: true,
     };
     s.set_sync_settings(&cfg).await.unwrap();
     s.set_sync_password("s3cret").await.unwrap();
@@ -444,6 +445,67 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     assert_eq!(
         (hits[0].message_id.as_str(), hits[0].title.as_str()),
         ("m1", "Kept")
+    );
+    finish(s).await;
+}
+
+/// A non-extractable WebCrypto key for `algorithm` (a JSON object) and `usages`.
+async fn crypto_key(algorithm: &str, usages: &[&str]) -> web_sys::CryptoKey {
+    let subtle = web_sys::window().unwrap().crypto().unwrap().subtle();
+    let alg: js_sys::Object = js_sys::JSON::parse(algorithm).unwrap().unchecked_into();
+    let usages: js_sys::Array = usages.iter().map(|u| JsValue::from_str(u)).collect();
+    let p = subtle
+        .generate_key_with_object(&alg, false, &usages)
+        .unwrap();
+    JsFuture::from(p).await.unwrap().unchecked_into()
+}
+
+#[wasm_bindgen_test]
+async fn encryption_keys_come_back_usable_and_unreadable_and_the_password_keeps_its_origin() {
+    let s = fresh("sync-keys").await;
+    assert!(s.sync_keys().await.unwrap().is_none());
+    let aes = crypto_key(
+        r#"{"name":"AES-GCM","length":256}"#,
+        &["encrypt", "decrypt"],
+    )
+    .await;
+    let mac = crypto_key(r#"{"name":"HMAC","hash":"SHA-256"}"#, &["sign"]).await;
+    let keys = memoire::store::SyncKeys {
+        database: "http://h:5984/memoire".into(),
+        salt: "c2FsdA==".into(),
+        aes,
+        mac,
+    };
+    s.set_sync_keys(&keys).await.unwrap();
+    let back = s.sync_keys().await.unwrap().expect("kept");
+    assert_eq!(
+        (back.database.as_str(), back.salt.as_str()),
+        ("http://h:5984/memoire", "c2FsdA==")
+    );
+    assert!(!back.aes.extractable() && !back.mac.extractable());
+    // Still usable after the round trip through IndexedDB.
+    let subtle = web_sys::window().unwrap().crypto().unwrap().subtle();
+    let alg: js_sys::Object = js_sys::JSON::parse(r#"{"name":"HMAC"}"#)
+        .unwrap()
+        .unchecked_into();
+    let signed = subtle
+        .sign_with_object_and_u8_array(&alg, &back.mac, b"m:1")
+        .unwrap();
+    let mac = js_sys::Uint8Array::new(&JsFuture::from(signed).await.unwrap());
+    assert_eq!(mac.length(), 32);
+    s.delete_sync_keys().await.unwrap();
+    assert!(s.sync_keys().await.unwrap().is_none());
+
+    // A password saved before origins were kept has none (it belongs to the saved URL).
+    s.set_sync_password("old").await.unwrap();
+    assert_eq!(s.saved_sync_password().await.unwrap().origin, None);
+    s.set_sync_password_for("new", Some("https://h.example"))
+        .await
+        .unwrap();
+    let saved = s.saved_sync_password().await.unwrap();
+    assert_eq!(
+        (saved.password.as_str(), saved.origin.as_deref()),
+        ("new", Some("https://h.example"))
     );
     finish(s).await;
 }

@@ -38,6 +38,7 @@ mod search;
 mod settings;
 mod sync_batch;
 mod sync_docs;
+mod sync_keys;
 mod turns;
 mod user_facts;
 
@@ -57,7 +58,8 @@ pub use messages::AppendOutcome;
 pub use migrate::MigrationRecord;
 pub use quota::StorageUsage;
 pub use search::SearchHit;
-pub use sync_docs::{SyncSettings, SyncState, SyncedDoc};
+pub use sync_docs::{SavedPassword, SyncSettings, SyncState, SyncedDoc};
+pub use sync_keys::SyncKeys;
 
 use idb::{dom_error, js_error, request, Tx};
 

@@ -99,6 +99,9 @@ pub struct SyncSettings {
     pub database: String,
     pub user: String,
     pub enabled: bool,
+    /// End-to-end encryption (issue 28): documents leave sealed under a key from a passphrase
+    /// (the keys are kept apart, see `sync_keys.rs`).
+    pub encrypt: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,12 +111,26 @@ struct SettingsRecord {
     database: String,
     user: String,
     enabled: bool,
+    #[serde(default)]
+    encrypt: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct PasswordRecord {
     key: String,
     password: String,
+    /// The origin the password was given for (issue 28, item 4); absent in records saved before:
+    /// then it belongs to the saved sync URL.
+    #[serde(default)]
+    origin: Option<String>,
+}
+
+/// The saved sync password and the origin it was given for (`None`: saved before origins were
+/// kept, so it belongs to the saved sync URL).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SavedPassword {
+    pub password: String,
+    pub origin: Option<String>,
 }
 
 /// Records handled between two yields to the page (each a few milliseconds of work): long
@@ -366,6 +383,7 @@ impl Store {
                 database: r.database,
                 user: r.user,
                 enabled: r.enabled,
+                encrypt: r.encrypt,
             })
             .unwrap_or_default())
     }
@@ -377,6 +395,7 @@ impl Store {
             database: s.database.clone(),
             user: s.user.clone(),
             enabled: s.enabled,
+            encrypt: s.encrypt,
         })
         .await
     }
@@ -391,9 +410,31 @@ impl Store {
     }
 
     pub async fn set_sync_password(&self, password: &str) -> Result<(), StoreError> {
+        self.set_sync_password_for(password, None).await
+    }
+
+    /// The sync password with the origin it was given for.
+    pub async fn saved_sync_password(&self) -> Result<SavedPassword, StoreError> {
+        Ok(self
+            .get_sync_record::<PasswordRecord>(PASSWORD_KEY, "sync password")
+            .await?
+            .map(|r| SavedPassword {
+                password: r.password,
+                origin: r.origin,
+            })
+            .unwrap_or_default())
+    }
+
+    /// Saves the sync password for `origin` (the sync URL's origin it was typed for).
+    pub async fn set_sync_password_for(
+        &self,
+        password: &str,
+        origin: Option<&str>,
+    ) -> Result<(), StoreError> {
         self.put_sync_record(&PasswordRecord {
             key: PASSWORD_KEY.into(),
             password: password.into(),
+            origin: origin.map(str::to_string),
         })
         .await
     }

@@ -5,8 +5,10 @@
 //! and what a merged document asks of the local store (`track`), a merged batch turned into one
 //! write plan (`batch`), the order a batch's merges are applied in (`order`), unifying one entity
 //! learned separately on two devices (`unify`), the memory's summaries and graph (`memory`), and
-//! what "Test connection" found wrong (`probe`), what a pulled document may hold (`check`), and
-//! the words of sync's status (`status`). The session moves the bytes.
+//! what "Test connection" found wrong (`probe`), what a pulled document may hold (`check`), the
+//! words of sync's status (`status`), end-to-end encryption's envelope, sealed ids and marker
+//! (`seal`), and which origin a saved sync password may go to (`origin`). The session moves the
+//! bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
 pub mod batch;
@@ -17,8 +19,10 @@ pub mod hlc;
 pub mod memory;
 pub mod merge;
 pub mod order;
+pub mod origin;
 pub mod probe;
 pub mod replicate;
+pub mod seal;
 pub mod status;
 pub mod track;
 pub mod unify;

@@ -32,6 +32,7 @@ use crate::engine::model::MessageStatus;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
 use crate::engine::sync::hlc::MAX_SKEW_MS;
 use crate::engine::sync::order::{in_order, latest_stamp};
+use crate::engine::sync::origin::{self, origin_of};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::status::describe;
 use crate::engine::sync::track::{self, Effect};
@@ -66,6 +67,11 @@ pub enum SyncError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Problem(#[from] Problem),
+    #[error("{0}")]
+    Seal(#[from] super::seal::SealError),
+    /// The sync URL's origin changed and no password was typed: the saved one stays with its origin.
+    #[error("The sync server's address changed to {origin}: type its password again (the saved one is only sent to {saved}).")]
+    PasswordForOtherOrigin { origin: String, saved: String },
     /// The sync chunk (split point `sync`) could not be fetched; the next try fetches it again.
     #[error("Sync could not start: its part of the app could not be loaded (are you offline?). It starts again when the connection is back, or reload the page.")]
     Unavailable,
@@ -86,6 +92,8 @@ pub(super) struct Inner {
     pub(super) emit: RefCell<Option<Emit>>,
     pub(super) settings: RefCell<SyncSettings>,
     pub(super) password: RefCell<String>,
+    /// The origin the saved password was given for (issue 28, item 4).
+    pub(super) password_origin: RefCell<String>,
     /// Bumped on every settings change: a running loop with an older generation stops.
     pub(super) generation: Cell<u32>,
     /// The replicator of the running loop (this tab holds the lock).
@@ -121,13 +129,20 @@ impl Replication {
     /// Reads the sync settings; starts syncing if they say so.
     pub(crate) async fn open(store: Store) -> Result<Replication, StoreError> {
         let settings = store.sync_settings().await?;
-        let password = store.sync_password().await?;
+        let saved = store.saved_sync_password().await?;
+        // Saved before origins were kept: it belongs to the saved sync URL.
+        let password_origin = saved
+            .origin
+            .or_else(|| origin_of(&settings.url))
+            .unwrap_or_default();
+        let password = saved.password;
         let r = Replication {
             inner: Rc::new(Inner {
                 store,
                 emit: RefCell::default(),
                 settings: RefCell::new(settings),
                 password: RefCell::new(password),
+                password_origin: RefCell::new(password_origin),
                 generation: Cell::new(0),
                 rep: RefCell::default(),
                 abort: RefCell::default(),
@@ -170,16 +185,57 @@ impl Replication {
         self.inner.view.borrow().clone()
     }
 
-    /// Saves new settings (`password`: `None` keeps the saved one) and restarts sync with them.
-    pub async fn save(&self, s: SyncSettings, password: Option<String>) -> Result<(), SyncError> {
-        if s.enabled {
-            check_form(&s.url, &s.database)?;
+    /// The origin the saved password belongs to (the form asks again after an origin change).
+    pub fn password_origin(&self) -> String {
+        self.inner.password_origin.borrow().clone()
+    }
+
+    /// The password to send to `s`'s server: the typed one, or the saved one while the origin is
+    /// the one it was saved for; an error when a saved password exists but belongs elsewhere.
+    fn password_for(&self, s: &SyncSettings, typed: Option<&str>) -> Result<String, SyncError> {
+        let saved = self.inner.password.borrow().clone();
+        let saved_for = self.inner.password_origin.borrow().clone();
+        match origin::password_for(typed, &saved, &saved_for, &s.url) {
+            Some(p) => Ok(p.to_string()),
+            None if saved.is_empty() || s.user.trim().is_empty() => Ok(String::new()),
+            None => Err(SyncError::PasswordForOtherOrigin {
+                origin: origin_of(&s.url).unwrap_or_else(|| s.url.clone()),
+                saved: saved_for,
+            }),
         }
-        self.inner.store.set_sync_settings(&s).await?;
-        if let Some(p) = &password {
-            self.inner.store.set_sync_password(p).await?;
-            *self.inner.password.borrow_mut() = p.clone();
+    }
+
+    /// Saves new settings (`password`: `None` keeps the saved one, for its own origin only;
+    /// `passphrase`: the encryption passphrase, checked against the server before anything is
+    /// saved) and restarts sync with them.
+    pub async fn save(
+        &self,
+        s: SyncSettings,
+        password: Option<String>,
+        passphrase: Option<String>,
+    ) -> Result<(), SyncError> {
+        let base = if s.enabled || s.encrypt {
+            Some(check_form(&s.url, &s.database)?)
+        } else {
+            None
+        };
+        let pass = self.password_for(&s, password.as_deref())?;
+        let store = &self.inner.store;
+        match &base {
+            Some(base) if s.encrypt => {
+                let auth = basic_auth(&s.user, &pass);
+                let db = s.database.trim();
+                let p = passphrase.as_deref();
+                unlock_split(store, base, db, auth.as_deref(), p).await?;
+            }
+            _ if !s.encrypt => store.delete_sync_keys().await?,
+            _ => {}
         }
+        store.set_sync_settings(&s).await?;
+        let origin = origin_of(&s.url).unwrap_or_default();
+        store.set_sync_password_for(&pass, Some(&origin)).await?;
+        *self.inner.password.borrow_mut() = pass;
+        *self.inner.password_origin.borrow_mut() = origin;
         *self.inner.settings.borrow_mut() = s;
         self.restart();
         Ok(())
@@ -294,8 +350,7 @@ impl Replication {
 
     async fn test_now(&self, s: &SyncSettings, password: Option<&str>) -> Result<(), SyncError> {
         let url = check_form(&s.url, &s.database)?;
-        let saved = self.inner.password.borrow().clone();
-        let auth = basic_auth(&s.user, password.unwrap_or(&saved));
+        let auth = basic_auth(&s.user, &self.password_for(s, password)?);
         let db_url = format!(
             "{url}/{}",
             crate::engine::sync::wire::encode(s.database.trim())
@@ -742,6 +797,21 @@ fn track_entity_deleted_split<'a>(
     Box::pin(memory::track_entity_deleted(i, conversation, entity))
 }
 
+/// Split point `sync`: encryption unlocked when the settings are saved (WebCrypto, the marker).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
+fn unlock_split<'a>(
+    store: &'a Store,
+    base: &'a str,
+    db: &'a str,
+    auth: Option<&'a str>,
+    passphrase: Option<&'a str>,
+) -> Boxed<'a, (), SyncError> {
+    Box::pin(async move {
+        super::seal::unlock(store, base, db, auth, passphrase).await?;
+        Ok(())
+    })
+}
+
 /// Split point `sync`: "Test connection" and its verdicts.
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
 fn test_split<'a>(
@@ -783,7 +853,21 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     }
     let s = i.settings.borrow().clone();
     let base = check_form(&s.url, &s.database)?;
-    let key = format!("{base}/{}", s.database.trim());
+    let auth = run_auth(i, &s);
+    let sealer = match s.encrypt {
+        true => {
+            let (db, pass) = (s.database.trim(), None);
+            let keys = super::seal::unlock(&i.store, &base, db, auth.as_deref(), pass).await?;
+            Some(super::seal::Sealer::new(keys, db, i.store.clone()))
+        }
+        false => {
+            super::seal::guard_plain(&base, s.database.trim(), auth.as_deref()).await?;
+            None
+        }
+    };
+    // Encrypted documents are another namespace on the server: a checkpoint of its own.
+    let e2ee = if s.encrypt { "#e2ee" } else { "" };
+    let key = format!("{base}/{}{e2ee}", s.database.trim());
     let (_, state) = clock(i).await?;
     let since = if state.since_for.as_deref() == Some(key.as_str()) {
         state.since.clone()
@@ -795,7 +879,6 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     if first {
         seed(i).await?;
     }
-    let auth = basic_auth(&s.user, &i.password.borrow());
     let mut rep = Replicator::new(Config::new(s.database.trim(), &state.device), since);
     let dirty = {
         let _span = Span::new("dirty");
@@ -805,16 +888,72 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     rep.handle_local_changes(dirty);
     drop(span);
     *i.rep.borrow_mut() = Some(rep);
-    let result = drive(i, gen, &base, auth.as_deref(), &key).await;
+    let link = Link {
+        base: &base,
+        auth: auth.as_deref(),
+        sealer: sealer.as_ref(),
+    };
+    let result = drive(i, gen, &link, &key).await;
     *i.rep.borrow_mut() = None;
     result
+}
+
+/// The saved password's `Basic` credentials for `s`'s server, only while its origin is the one
+/// the password was given for (else none: the new host never receives the old host's).
+fn run_auth(i: &Inner, s: &SyncSettings) -> Option<String> {
+    let pass = i.password.borrow().clone();
+    let ok = origin::password_for(None, &pass, &i.password_origin.borrow(), &s.url).is_some();
+    basic_auth(&s.user, if ok { &pass } else { "" })
+}
+
+/// Where the loop's requests go: the server, its credentials, and the seal when encrypting.
+struct Link<'a> {
+    base: &'a str,
+    auth: Option<&'a str>,
+    sealer: Option<&'a super::seal::Sealer>,
+}
+
+impl Link<'_> {
+    /// Sends one replicator request (sealed and opened when encrypting).
+    async fn send(
+        &self,
+        req: Request,
+        abort: Option<&web_sys::AbortController>,
+        limits: TextLimits,
+    ) -> super::seal::Sent {
+        match self.sealer {
+            Some(s) => s.send(req, self.base, self.auth, abort, limits).await,
+            None => {
+                let url = req.url(self.base);
+                let (method, body) = (req.method.as_str(), req.body.as_deref());
+                super::seal::Sent {
+                    out: transport::fetch_text(&url, method, body, self.auth, abort, limits).await,
+                    plain: Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// Plain copies of our documents the server still held (encryption was turned on): their
+    /// content is kept locally and goes back up sealed, then the plain copies are deleted.
+    async fn keep_plain(&self, i: &Inner, plain: Vec<serde_json::Value>) -> Result<(), SyncError> {
+        let Some(s) = self.sealer.filter(|_| !plain.is_empty()) else {
+            return Ok(());
+        };
+        let docs = plain
+            .iter()
+            .filter_map(|v| Doc::from_json(v).ok().map(|c| c.doc))
+            .collect();
+        record(i, docs).await?;
+        s.purge(&plain, self.base, self.auth).await;
+        Ok(())
+    }
 }
 
 async fn drive(
     i: &Rc<Inner>,
     gen: u32,
-    base: &str,
-    auth: Option<&str>,
+    link: &Link<'_>,
     key: &str,
 ) -> Result<Option<i64>, SyncError> {
     while i.generation.get() == gen {
@@ -851,16 +990,8 @@ async fn drive(
         };
         let abort = web_sys::AbortController::new().ok();
         *i.abort.borrow_mut() = abort.clone();
-        let url = req.url(base);
-        let fetch = transport::fetch_text(
-            &url,
-            req.method.as_str(),
-            req.body.as_deref(),
-            auth,
-            abort.as_ref(),
-            limits,
-        );
-        let out = if overlap {
+        let fetch = link.send(req, abort.as_ref(), limits);
+        let sent = if overlap {
             let (applied, out) = futures_util::future::join(apply_writes(i, key), fetch).await;
             applied?;
             out
@@ -869,24 +1000,26 @@ async fn drive(
         };
         let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
         i.abort.borrow_mut().take();
-        let mut b = i.rep.borrow_mut();
-        let Some(rep) = b.as_mut() else {
-            return Ok(None);
+        let (stalled, view) = {
+            let mut b = i.rep.borrow_mut();
+            let Some(rep) = b.as_mut() else {
+                return Ok(None);
+            };
+            let _span = Span::new("response");
+            let stalled = handle_answer(rep, sent.out, aborted);
+            for reason in rep.poll_refused() {
+                web_sys::console::warn_1(&JsValue::from_str(&format!(
+                    "memoire sync: a pulled document was refused: {reason}"
+                )));
+            }
+            (stalled, status_view(rep))
         };
-        let _span = Span::new("response");
-        let stalled = handle_answer(rep, out, aborted);
-        for reason in rep.poll_refused() {
-            web_sys::console::warn_1(&JsValue::from_str(&format!(
-                "memoire sync: a pulled document was refused: {reason}"
-            )));
-        }
-        let view = status_view(rep);
-        drop(b);
         set_view(i, view);
         if stalled.is_some() {
             // Let another tab take over: the lock goes with this connection.
             return Ok(stalled);
         }
+        link.keep_plain(i, sent.plain).await?;
     }
     Ok(None)
 }

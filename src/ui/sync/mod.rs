@@ -1,11 +1,14 @@
 //! Sync across devices in the interface: the Settings "Sync" section (server URL, database, user,
-//! password, enabled; Save; Test connection, whose verdict says what to fix) and the sidebar's sync
+//! password, enabled, end-to-end encryption and its passphrase; Save; Test connection, whose verdict
+//! says what to fix; after a change of the server's origin, a note that the password must be typed
+//! again, since the saved one only goes to its own origin) and the sidebar's sync
 //! indicator (`data-state` = off | synced | syncing | offline | error). Views read the sync store
 //! (`store`) and call its actions. Must not import `crate::store`, `crate::transport` or `session`
 //! internals.
 
 pub mod store;
 
+use crate::engine::sync::origin::same_origin;
 use crate::session::SyncSettings;
 use crate::ui::stores::use_sync;
 use leptos::prelude::*;
@@ -15,24 +18,24 @@ use leptos::prelude::*;
 pub fn SyncSection() -> impl IntoView {
     let sync = use_sync();
     let saved = sync.saved().unwrap_or_default();
-    let url = RwSignal::new(saved.url.clone());
-    let database = RwSignal::new(if saved.database.is_empty() {
-        "memoire".to_string()
-    } else {
-        saved.database.clone()
-    });
-    let user = RwSignal::new(saved.user.clone());
-    // Empty: keep the saved password (it is never shown).
-    let password = RwSignal::new(String::new());
-    let enabled = RwSignal::new(saved.enabled);
+    let f = Fields::new(&saved);
+    let Fields {
+        url,
+        database,
+        user,
+        password,
+        enabled,
+        encrypt,
+        passphrase,
+    } = f;
     let result = RwSignal::new(None::<(bool, String)>);
-    let form = move || SyncSettings {
-        url: url.get_untracked().trim().to_string(),
-        database: database.get_untracked().trim().to_string(),
-        user: user.get_untracked().trim().to_string(),
-        enabled: enabled.get_untracked(),
-    };
+    let form = move || f.settings();
     let typed = move || Some(password.get_untracked()).filter(|p| !p.is_empty());
+    let typed_passphrase = move || Some(passphrase.get_untracked()).filter(|p| !p.is_empty());
+    // The saved password belongs to its origin: after a change, it must be typed again.
+    let saved_origin = sync.password_origin();
+    let had_password = !saved.user.is_empty();
+    let was_encrypted = saved.encrypt;
     // What an action says when it is done: its own words on success, the reason otherwise.
     let outcome = move |done: &'static str| {
         move |r: Result<(), String>| {
@@ -50,9 +53,18 @@ pub fn SyncSection() -> impl IntoView {
             outcome("Connection works: the server, the credentials and the database are right."),
         );
     };
-    let save = move |_| sync.save(form(), typed(), outcome("Sync settings saved."));
-    let text =
-        |sig: RwSignal<String>| move |ev: leptos::ev::Event| sig.set(event_target_value(&ev));
+    let save = move |_| {
+        let working = if encrypt.get_untracked() {
+            "Checking the passphrase…"
+        } else {
+            "Saving…"
+        };
+        result.set(Some((true, working.into())));
+        let done = outcome("Sync settings saved.");
+        let phrase = typed_passphrase();
+        passphrase.set(String::new());
+        sync.save(form(), typed(), phrase, done)
+    };
     view! {
         <section data-testid="settings-sync">
             <h3>"Sync"</h3>
@@ -67,11 +79,8 @@ pub fn SyncSection() -> impl IntoView {
             <label>"User"
                 <input data-testid="settings-sync-user" autocomplete="username" prop:value=move || user.get() on:input=text(user)/>
             </label>
-            <label>"Password"
-                <input data-testid="settings-sync-password" type="password" autocomplete="current-password"
-                    placeholder=move || if saved.user.is_empty() { "" } else { "(saved; type to change)" }
-                    prop:value=move || password.get() on:input=text(password)/>
-            </label>
+            <PasswordField password url had_password saved_origin/>
+            <EncryptionFields encrypt passphrase was_encrypted/>
             <label class="inline">
                 <input type="checkbox" data-testid="settings-sync-enabled"
                     prop:checked=move || enabled.get()
@@ -82,12 +91,124 @@ pub fn SyncSection() -> impl IntoView {
                 <button data-testid="sync-test" on:click=test>"Test connection"</button>
                 <button data-testid="sync-save" on:click=save>"Save sync settings"</button>
             </div>
+            <ResultLine result/>
+        </section>
+    }
+}
+
+/// The form's fields (password and passphrase start empty: they are never shown).
+#[derive(Clone, Copy)]
+struct Fields {
+    url: RwSignal<String>,
+    database: RwSignal<String>,
+    user: RwSignal<String>,
+    /// Empty: keep the saved password (for its own origin only).
+    password: RwSignal<String>,
+    enabled: RwSignal<bool>,
+    encrypt: RwSignal<bool>,
+    /// Never stored: only the keys derived from it are kept.
+    passphrase: RwSignal<String>,
+}
+
+impl Fields {
+    fn new(saved: &SyncSettings) -> Fields {
+        let database = if saved.database.is_empty() {
+            "memoire"
+        } else {
+            &saved.database
+        };
+        Fields {
+            url: RwSignal::new(saved.url.clone()),
+            database: RwSignal::new(database.to_string()),
+            user: RwSignal::new(saved.user.clone()),
+            password: RwSignal::new(String::new()),
+            enabled: RwSignal::new(saved.enabled),
+            encrypt: RwSignal::new(saved.encrypt),
+            passphrase: RwSignal::new(String::new()),
+        }
+    }
+
+    fn settings(&self) -> SyncSettings {
+        SyncSettings {
+            url: self.url.get_untracked().trim().to_string(),
+            database: self.database.get_untracked().trim().to_string(),
+            user: self.user.get_untracked().trim().to_string(),
+            enabled: self.enabled.get_untracked(),
+            encrypt: self.encrypt.get_untracked(),
+        }
+    }
+}
+
+/// The password, and after a change of the server's origin the note that it must be typed again
+/// (the saved one only goes to the origin it was saved for).
+#[component]
+fn PasswordField(
+    password: RwSignal<String>,
+    url: RwSignal<String>,
+    had_password: bool,
+    saved_origin: String,
+) -> impl IntoView {
+    let password_needed = move || {
+        had_password
+            && password.with(String::is_empty)
+            && !url.with(|u| u.trim().is_empty() || same_origin(&saved_origin, u))
+    };
+    view! {
+            <label>"Password"
+                <input data-testid="settings-sync-password" type="password" autocomplete="current-password"
+                    placeholder=move || if had_password { "(saved; type to change)" } else { "" }
+                    prop:value=move || password.get() on:input=text(password)/>
+            </label>
+            <p class="hint error" data-testid="sync-password-needed" hidden=move || !password_needed()>
+                "The server's address changed: type its password again. The saved password is only sent to the server it was saved for."
+            </p>
+    }
+}
+
+/// An input's handler that keeps `sig` at the input's text.
+fn text(sig: RwSignal<String>) -> impl Fn(leptos::ev::Event) + Copy {
+    move |ev: leptos::ev::Event| sig.set(event_target_value(&ev))
+}
+
+/// End-to-end encryption: the switch, what it means (the passphrase cannot be recovered, said
+/// before it is set), and the passphrase.
+#[component]
+fn EncryptionFields(
+    encrypt: RwSignal<bool>,
+    passphrase: RwSignal<String>,
+    was_encrypted: bool,
+) -> impl IntoView {
+    view! {
+            <label class="inline">
+                <input type="checkbox" data-testid="settings-sync-encrypt"
+                    prop:checked=move || encrypt.get()
+                    on:change=move |ev| encrypt.set(event_target_checked(&ev))/>
+                " Encrypt end to end (the server stores only ciphertext)"
+            </label>
+            <div hidden=move || !encrypt.get()>
+                <p class="hint" data-testid="sync-passphrase-warning">
+                    "Conversations, memory and facts are encrypted on this device before they leave; the server sees only sizes and scrambled data. "
+                    <strong>"The passphrase cannot be recovered: if it is lost, the copy on the server cannot be read by anyone."</strong>
+                    " Each device keeps its own data. Use the same passphrase on every device."
+                </p>
+                <label>"Encryption passphrase"
+                    <input data-testid="settings-sync-passphrase" type="password" autocomplete="new-password"
+                        placeholder=move || if was_encrypted { "(unlocked on this device)" } else { "" }
+                        prop:value=move || passphrase.get() on:input=text(passphrase)/>
+                </label>
+            </div>
+    }
+}
+
+/// What the last action said: its own words on success, the reason otherwise.
+#[component]
+fn ResultLine(result: RwSignal<Option<(bool, String)>>) -> impl IntoView {
+    view! {
             <p data-testid="sync-result" role="status"
                 class:error=move || result.with(|r| r.as_ref().is_some_and(|(ok, _)| !ok))
                 data-ok=move || result.with(|r| r.as_ref().map(|(ok, _)| ok.to_string()).unwrap_or_default())>
                 {move || result.get().map(|(_, t)| t).unwrap_or_default()}
             </p>
-        </section>
     }
 }
 

@@ -39,17 +39,27 @@ impl SyncStore {
         self.backend.session().map(|s| s.sync().settings())
     }
 
-    /// Saves sync settings (`password`: `None` keeps the saved one) and restarts sync.
+    /// The origin the saved sync password belongs to ("" while the database opens).
+    pub fn password_origin(&self) -> String {
+        self.backend
+            .session()
+            .map(|s| s.sync().password_origin())
+            .unwrap_or_default()
+    }
+
+    /// Saves sync settings (`password`: `None` keeps the saved one for its own origin;
+    /// `passphrase`: the encryption passphrase, checked first) and restarts sync.
     pub fn save(
         &self,
         settings: SyncSettings,
         password: Option<String>,
+        passphrase: Option<String>,
         on_done: impl FnOnce(Result<(), String>) + 'static,
     ) {
         self.backend.run(move |s| async move {
             on_done(
                 s.sync()
-                    .save(settings, password)
+                    .save(settings, password, passphrase)
                     .await
                     .map_err(|e| e.to_string()),
             );

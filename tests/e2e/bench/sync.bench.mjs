@@ -14,6 +14,18 @@
 //                                              bound: a gap also holds a frame, and a task's wait for a core)
 //   bench sync_one_message_ms <v> ms           both online, the same conversation open: a message sent
 //                                              on A until it is shown on B (median of 5)
+//   bench sync_first_10k_msgs_pull_encrypted_ms <v> ms  the same pull with end-to-end encryption on
+//                                              (issue 28): A pushes the 10,000 messages sealed to a
+//                                              second database, an empty device C turns encrypted sync
+//                                              on there with the passphrase: from the Save click (the
+//                                              key derivation included) until C holds every message
+//                                              and says "synced"
+//   bench sync_encrypted_pull_ratio <v> x       encrypted pull / plain pull, same run (goal <= 1.3): the
+//                                              plain pull is the mean of B's and of one more empty
+//                                              device D's after C (the encrypted pull between them)
+//   bench e2ee_unlock_ms <v> ms                C's passphrase to key: PBKDF2-SHA-256, 1,500,000 rounds,
+//                                              in WebCrypto (the `memoire-sync:e2ee-unlock` measure;
+//                                              goal 300-1,500, off the main thread)
 //   bench sync_first_10k_longest_task_cpu_ms <v> ms  with BENCH_TASKCPU=1: the most main-thread CPU time
 //                                              one task took on either page (from a trace; on a loaded
 //                                              machine a task's wall time is mostly waiting for a core)
@@ -205,12 +217,17 @@ async function device(harness) {
   return opened;
 }
 
-/** Turns sync on against `couch`; returns the time just before the click that saves it. */
-async function syncOn(page, couch) {
+const PASSPHRASE = 'a bench passphrase, long enough';
+
+/** Turns sync on against `couch` (database `db`; with `encrypt`, sealed under PASSPHRASE); returns
+ *  the time just before the click that saves it. */
+async function syncOn(page, couch, { db = 'memoire', encrypt = false } = {}) {
   await page.locator(tid('settings-open')).click();
   await page.locator(tid('settings-sync-url')).fill(couch.url);
-  await page.locator(tid('settings-sync-database')).fill('memoire');
+  await page.locator(tid('settings-sync-database')).fill(db);
   await page.locator(tid('settings-sync-enabled')).check();
+  await page.locator(tid('settings-sync-encrypt')).setChecked(encrypt);
+  if (encrypt) await page.locator(tid('settings-sync-passphrase')).fill(PASSPHRASE);
   const t0 = Date.now();
   await page.locator(tid('sync-save')).click();
   await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
@@ -235,8 +252,8 @@ function storedMessages(page) {
 }
 
 /** Documents on the server (conversations and messages; `_local` checkpoints are not counted). */
-async function serverDocs(couch) {
-  const res = await fetch(`${couch.url}/memoire`);
+async function serverDocs(couch, db = 'memoire') {
+  const res = await fetch(`${couch.url}/${db}`);
   return res.ok ? (await res.json()).doc_count : 0;
 }
 
@@ -246,6 +263,57 @@ async function until(what, test, timeoutMs) {
     if (await test()) return;
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** An empty device D pulls database `memoire` in plaintext: its time, from the Save click. */
+async function plainPull(harness, couch) {
+  const D = await device(harness);
+  try {
+    const t0 = await syncOn(D.page, couch);
+    await until('D holds every message', async () => (await storedMessages(D.page)) >= TOTAL, 600_000);
+    await synced(D.page, 600_000);
+    return Date.now() - t0;
+  } finally {
+    await D.context.close();
+  }
+}
+
+/** A pushes everything sealed to database `memoire-e2ee`; an empty device C pulls it with the
+ *  passphrase: the encrypted pull, its ratio to the plain one, and C's key derivation. */
+async function encryptedPull(harness, couch, A, results) {
+  const db = 'memoire-e2ee';
+  await syncOn(A.page, couch, { db, encrypt: true });
+  await until('the server holds every sealed message', async () => (await serverDocs(couch, db)) >= TOTAL + CONVERSATIONS, 600_000);
+  await synced(A.page, 600_000);
+  const C = await device(harness);
+  try {
+    await C.page.evaluate(() => window.__sync.reset());
+    const t0 = await syncOn(C.page, couch, { db, encrypt: true });
+    await until('C holds every message', async () => (await storedMessages(C.page)) >= TOTAL, 600_000);
+    await synced(C.page, 600_000);
+    results.sync_first_10k_msgs_pull_encrypted_ms = Date.now() - t0;
+    const unlock = await C.page.evaluate(() => window.__sync.measures.filter((m) => m.name === 'e2ee-unlock').map((m) => m.ms));
+    results.e2ee_unlock_ms = Math.round(Math.max(...unlock));
+    // A plain pull after it too (device D), so the ratio compares it with plain pulls on both
+    // sides: a later pull in a run can be faster (a warmer browser and server).
+    const after = await plainPull(harness, couch);
+    const plain = (results.sync_first_10k_msgs_pull_ms + after) / 2;
+    results.sync_encrypted_pull_ratio = (results.sync_first_10k_msgs_pull_encrypted_ms / plain).toFixed(2);
+    log(`plain pulls before and after the encrypted one: ${results.sync_first_10k_msgs_pull_ms} and ${after} ms`);
+    // The derivation runs in the browser's crypto thread: no long task of the page overlaps it.
+    const overlapping = await C.page.evaluate(() => {
+      const u = window.__sync.measures.filter((m) => m.name === 'e2ee-unlock');
+      return window.__sync.longtasks.filter((t) => u.some((m) => t.start < m.start + m.ms && t.start + t.ms > m.start)).map((t) => Math.round(t.ms));
+    });
+    const opening = await C.page.evaluate(() => {
+      const sum = (n) => Math.round(window.__sync.measures.filter((m) => m.name === n).reduce((a, m) => a + m.ms, 0));
+      return { read: sum('open.read'), decrypt: sum('open.decrypt'), write: sum('open.write') };
+    });
+    log(`encrypted pull: opening the pages took ${JSON.stringify(opening)} ms in all (wall time; the decryptions overlap other work)`);
+    log(`encrypted pull: ${results.sync_first_10k_msgs_pull_encrypted_ms} ms; unlock ${unlock.map(Math.round).join(', ')} ms; long tasks during it: ${overlapping.join(', ') || 'none'}`);
+  } finally {
+    await C.context.close();
   }
 }
 
@@ -315,6 +383,7 @@ async function main() {
         await A.page.locator(tid('message', '[data-role="assistant"]')).filter({ hasText: `pong ${i}` }).waitFor();
       }
       results.sync_one_message_ms = median(runs);
+      await encryptedPull(harness, couch, A, results);
     });
   } finally {
     await A.context.close();
@@ -326,6 +395,9 @@ async function main() {
   console.log(`bench sync_first_10k_msgs_pull_ms ${results.sync_first_10k_msgs_pull_ms} ms`);
   console.log(`bench sync_first_10k_longest_task_ms ${results.sync_first_10k_longest_task_ms} ms`);
   console.log(`bench sync_one_message_ms ${results.sync_one_message_ms} ms`);
+  console.log(`bench sync_first_10k_msgs_pull_encrypted_ms ${results.sync_first_10k_msgs_pull_encrypted_ms} ms`);
+  console.log(`bench sync_encrypted_pull_ratio ${results.sync_encrypted_pull_ratio} x`);
+  console.log(`bench e2ee_unlock_ms ${results.e2ee_unlock_ms} ms`);
   if (results.sync_first_10k_longest_task_cpu_ms !== undefined) console.log(`bench sync_first_10k_longest_task_cpu_ms ${results.sync_first_10k_longest_task_cpu_ms} ms`);
 }
 

@@ -1,0 +1,455 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! End-to-end encrypted sync's pure half (src/engine/sync/seal.rs): what is sealed in each request,
+//! what an answer becomes once opened, the marker's checks; and which origin a saved sync password
+//! may go to (src/engine/sync/origin.rs). The "cipher" here is a stand-in (reversing bytes and
+//! prefixing the bound id): the real one is WebCrypto's, tested in the browser (e2e
+//! sync-e2ee.test.mjs); these tests check where bytes go, not the cryptography.
+
+use std::collections::HashMap;
+
+use memoire::engine::sync::origin::{origin_of, password_for};
+use memoire::engine::sync::seal::{
+    envelope, is_sealed_id, open_response, outgoing, purge_body, route, seal_request, sealed_id,
+    sealed_in, Marker, MarkerError, Names, Route, IV_LEN, MARKER_ID, TAG_LEN,
+};
+use memoire::engine::sync::{Method, Request};
+use serde_json::{json, Value};
+
+const DB: &str = "memoire";
+
+/// The stand-in MAC: the id's bytes padded to 32 (distinct ids give distinct names).
+fn mac(id: &str) -> Vec<u8> {
+    let mut b = id.as_bytes().to_vec();
+    b.resize(32, b'#');
+    b
+}
+
+/// The stand-in cipher: `aad ‖ 0 ‖ reversed plaintext`, padded to look like iv and tag.
+fn seal(aad: &str, plain: &[u8]) -> Vec<u8> {
+    let mut b = vec![0u8; IV_LEN];
+    b.extend(aad.as_bytes());
+    b.push(0);
+    b.extend(plain.iter().rev());
+    b.extend([0u8; TAG_LEN]);
+    b
+}
+
+/// Opens only what was sealed for `aad` (as AES-GCM with additional data would).
+fn open(aad: &str, blob: &[u8]) -> Option<Vec<u8>> {
+    let body = blob.get(IV_LEN..blob.len() - TAG_LEN)?;
+    let rest = body.strip_prefix(aad.as_bytes())?.strip_prefix(&[0])?;
+    Some(rest.iter().rev().copied().collect())
+}
+
+fn req(method: Method, path: &str, query: &[(&str, &str)], body: Option<Value>) -> Request {
+    Request {
+        method,
+        path: path.into(),
+        query: query
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        body: body.map(|b| b.to_string()),
+    }
+}
+
+/// Seals `r` the way the session does; returns it with the names learned.
+fn sealed(r: &Request, names: &mut Names) -> (Route, Request) {
+    let rt = route(r, DB);
+    let out = outgoing(r, &rt);
+    for id in &out.ids {
+        names.learn(id, &sealed_id(&mac(id)));
+    }
+    let blobs: HashMap<usize, Vec<u8>> = out
+        .docs
+        .iter()
+        .map(|(i, id, bytes)| (*i, seal(names.sealed(id).unwrap(), bytes)))
+        .collect();
+    let s = seal_request(r, &rt, names, &blobs);
+    (rt, s)
+}
+
+/// Opens `body` (an answer to a request on route `rt`) the way the session does.
+fn opened(rt: &Route, body: &Value, names: &mut Names) -> (Value, Vec<Value>, usize) {
+    let text = body.to_string();
+    let plains = sealed_in(rt, 200, &text)
+        .into_iter()
+        .map(|(aad, blob)| open(&aad, &blob))
+        .collect();
+    let o = open_response(rt, 200, &text, names, plains);
+    (
+        serde_json::from_str(&o.body).unwrap(),
+        o.plain,
+        o.refused.len(),
+    )
+}
+
+fn bulk(docs: Value) -> Request {
+    req(
+        Method::Post,
+        "/memoire/_bulk_docs",
+        &[],
+        Some(json!({ "docs": docs })),
+    )
+}
+
+fn message(id: &str, text: &str) -> Value {
+    json!({ "_id": id, "type": "message", "content": text, "_rev": "1-a" })
+}
+
+// --- routes ---
+
+fn check_route(path: &str, query: &[(&str, &str)], want: Route) {
+    assert_eq!(
+        route(&req(Method::Get, path, query, None), DB),
+        want,
+        "{path}"
+    );
+}
+
+#[test]
+fn changes_bulk_and_all_docs_are_routed() {
+    check_route("/memoire/_changes", &[], Route::Changes);
+    check_route("/memoire/_bulk_docs", &[], Route::Bulk);
+    check_route("/memoire/_all_docs", &[], Route::AllDocs);
+}
+
+#[test]
+fn open_revs_of_a_synced_document_is_routed_with_its_plain_id() {
+    let want = Route::Open {
+        db_path: "/memoire".into(),
+        id: "c:a:b".into(),
+    };
+    check_route("/memoire/c%3Aa%3Ab", &[("open_revs", "[]")], want);
+}
+
+#[test]
+fn the_database_checkpoints_and_other_databases_pass() {
+    check_route("/memoire", &[], Route::Pass);
+    check_route("/memoire/_local/memoire-d1", &[], Route::Pass);
+    check_route("/other/_changes", &[], Route::Pass);
+    check_route("/memoire/c%3Aa", &[], Route::Pass);
+}
+
+// --- sealing requests ---
+
+#[test]
+fn a_pushed_document_leaves_as_an_envelope_under_a_sealed_id() {
+    let mut names = Names::default();
+    let r = bulk(json!([message("m:1", "the secret plan"), { "_id": "c:9", "title": "Holiday" }]));
+    let (_, s) = sealed(&r, &mut names);
+    let text = s.body.clone().unwrap();
+    for word in ["secret", "Holiday", "m:1", "c:9", "message"] {
+        assert!(!text.contains(word), "{word} in {text}");
+    }
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let first = &body["docs"][0];
+    assert_eq!(first["_rev"], "1-a", "the revision stays readable");
+    assert!(is_sealed_id(first["_id"].as_str().unwrap()));
+    assert_eq!(first["e2ee"], 1);
+}
+
+#[test]
+fn a_losing_leaf_deletion_keeps_its_revision_and_is_not_encrypted() {
+    let mut names = Names::default();
+    let r = bulk(json!([{ "_id": "m:1", "_rev": "2-b", "_deleted": true }]));
+    let (_, s) = sealed(&r, &mut names);
+    let body: Value = serde_json::from_str(s.body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        body["docs"][0],
+        json!({ "_id": sealed_id(&mac("m:1")), "_rev": "2-b", "_deleted": true })
+    );
+}
+
+#[test]
+fn all_docs_keys_and_open_revs_paths_are_sealed() {
+    let mut names = Names::default();
+    let r = req(
+        Method::Post,
+        "/memoire/_all_docs",
+        &[],
+        Some(json!({ "keys": ["m:1", "f:2"] })),
+    );
+    let (_, s) = sealed(&r, &mut names);
+    let body: Value = serde_json::from_str(s.body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        body["keys"],
+        json!([sealed_id(&mac("m:1")), sealed_id(&mac("f:2"))])
+    );
+    let r = req(
+        Method::Get,
+        "/memoire/p%3A7",
+        &[("open_revs", "[\"1-a\"]")],
+        None,
+    );
+    let (_, s) = sealed(&r, &mut names);
+    assert!(s.path.starts_with("/memoire/x%3A"), "{}", s.path);
+    assert!(!s.path.contains("p%3A7"));
+}
+
+#[test]
+fn checkpoints_and_changes_requests_go_out_unchanged() {
+    let mut names = Names::default();
+    for r in [
+        req(
+            Method::Put,
+            "/memoire/_local/memoire-d1",
+            &[],
+            Some(json!({ "since": "5" })),
+        ),
+        req(Method::Get, "/memoire/_changes", &[("since", "5")], None),
+    ] {
+        assert_eq!(sealed(&r, &mut names).1, r);
+    }
+}
+
+// --- opening answers ---
+
+/// A document as the server holds it after `bulk` sealed it.
+fn on_server(id: &str, text: &str, rev: &str) -> Value {
+    let mut names = Names::default();
+    let (_, s) = sealed(&bulk(json!([message(id, text)])), &mut names);
+    let body: Value = serde_json::from_str(s.body.as_deref().unwrap()).unwrap();
+    let mut d = body["docs"][0].clone();
+    d["_rev"] = json!(rev);
+    d
+}
+
+fn check_changes(rows: Value, want_ids: &[&str], want_plain: usize, want_refused: usize) {
+    let mut names = Names::default();
+    names.learn("m:known", &sealed_id(&mac("m:known")));
+    let (v, plain, refused) = opened(
+        &Route::Changes,
+        &json!({ "results": rows, "last_seq": "9" }),
+        &mut names,
+    );
+    let ids: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, want_ids);
+    assert_eq!((plain.len(), refused), (want_plain, want_refused));
+    assert_eq!(v["last_seq"], "9", "the checkpoint is untouched");
+}
+
+#[test]
+fn a_sealed_change_opens_under_its_plain_id_with_its_revision_and_conflicts() {
+    let mut d = on_server("m:1", "hello", "3-c");
+    d["_conflicts"] = json!(["3-d"]);
+    let row = json!({ "id": d["_id"], "doc": d });
+    let mut names = Names::default();
+    let (v, _, _) = opened(
+        &Route::Changes,
+        &json!({ "results": [row], "last_seq": 1 }),
+        &mut names,
+    );
+    let doc = &v["results"][0]["doc"];
+    assert_eq!(v["results"][0]["id"], "m:1");
+    assert_eq!(
+        (doc["_id"].clone(), doc["content"].clone()),
+        (json!("m:1"), json!("hello"))
+    );
+    assert_eq!(
+        (doc["_rev"].clone(), doc["_conflicts"].clone()),
+        (json!("3-c"), json!(["3-d"]))
+    );
+    assert_eq!(names.plain(d["_id"].as_str().unwrap()), Some("m:1"));
+}
+
+#[test]
+fn a_ciphertext_moved_to_another_id_does_not_open_and_is_skipped() {
+    let mut d = on_server("m:1", "hello", "1-a");
+    d["_id"] = json!(sealed_id(&mac("m:2")));
+    check_changes(json!([{ "id": d["_id"], "doc": d }]), &[], 0, 1);
+}
+
+#[test]
+fn plain_copies_of_our_documents_are_taken_out_for_the_session() {
+    let rows = json!([{ "id": "m:1", "doc": message("m:1", "old plain") }]);
+    check_changes(rows, &[], 1, 0);
+}
+
+#[test]
+fn deletions_are_named_when_known_and_dropped_otherwise() {
+    let known = sealed_id(&mac("m:known"));
+    let unknown = sealed_id(&mac("m:other"));
+    let rows = json!([
+        { "id": known, "deleted": true },
+        { "id": unknown, "deleted": true },
+        { "id": "m:1", "deleted": true },
+    ]);
+    check_changes(rows, &["m:known"], 0, 0);
+}
+
+#[test]
+fn the_marker_is_dropped_and_foreign_documents_pass() {
+    let rows = json!([{ "id": MARKER_ID, "doc": {} }, { "id": "_design/x", "doc": {} }]);
+    check_changes(rows, &["_design/x"], 0, 0);
+}
+
+#[test]
+fn a_deletion_of_an_unknown_sealed_id_asks_for_every_name() {
+    let names = Names::default();
+    let body =
+        json!({ "results": [{ "id": sealed_id(&mac("m:1")), "deleted": true }], "last_seq": 1 });
+    assert!(names.misses_deleted(&body.to_string()));
+    let body = json!({ "results": [{ "id": "m:1", "deleted": true }], "last_seq": 1 });
+    assert!(!names.misses_deleted(&body.to_string()));
+}
+
+#[test]
+fn bulk_results_all_docs_rows_and_open_revs_leaves_are_named() {
+    let mut names = Names::default();
+    let (rt, _) = sealed(&bulk(json!([message("m:1", "x")])), &mut names);
+    let s = sealed_id(&mac("m:1"));
+    let (v, _, _) = opened(
+        &rt,
+        &json!([{ "id": s, "rev": "1-a", "ok": true }]),
+        &mut names,
+    );
+    assert_eq!(v[0]["id"], "m:1");
+    let d = on_server("m:1", "x", "2-b");
+    let rows = json!({ "rows": [{ "key": s, "id": s, "value": { "rev": "2-b" }, "doc": d }] });
+    let (v, _, _) = opened(&Route::AllDocs, &rows, &mut names);
+    assert_eq!(
+        (
+            v["rows"][0]["key"].clone(),
+            v["rows"][0]["doc"]["content"].clone()
+        ),
+        (json!("m:1"), json!("x"))
+    );
+    let open = Route::Open {
+        db_path: "/memoire".into(),
+        id: "m:1".into(),
+    };
+    let leaves = json!([{ "ok": d }, { "ok": { "_id": s, "_rev": "2-c", "_deleted": true } }]);
+    let (v, _, _) = opened(&open, &leaves, &mut names);
+    assert_eq!(
+        (v[0]["ok"]["_id"].clone(), v[1]["ok"]["_id"].clone()),
+        (json!("m:1"), json!("m:1"))
+    );
+}
+
+#[test]
+fn error_answers_pass_untouched() {
+    let mut names = Names::default();
+    let o = open_response(&Route::Changes, 500, "{\"error\":1}", &mut names, vec![]);
+    assert_eq!(o.body, "{\"error\":1}");
+}
+
+#[test]
+fn plain_copies_are_purged_at_their_revisions() {
+    let body = purge_body(&[
+        message("m:1", "x"),
+        json!({ "_id": "_design/a", "_rev": "1" }),
+    ])
+    .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({ "docs": [{ "_id": "m:1", "_rev": "1-a", "_deleted": true }] })
+    );
+    assert_eq!(purge_body(&[]), None);
+}
+
+#[test]
+fn an_envelope_without_a_sealed_id_is_not_opened() {
+    let mut names = Names::default();
+    let bad = envelope("m:1", Some("1-a"), &seal("m:1", b"{\"_id\":\"m:1\"}"));
+    let rows = json!({ "results": [{ "id": "m:1", "doc": bad }], "last_seq": 1 });
+    assert!(sealed_in(&Route::Changes, 200, &rows.to_string()).is_empty());
+    let (_, plain, _) = opened(&Route::Changes, &rows, &mut names);
+    assert_eq!(
+        plain.len(),
+        1,
+        "treated as a plain copy: purged, never trusted as sealed"
+    );
+}
+
+// --- the marker ---
+
+fn marker(iterations: u32, salt: usize) -> Value {
+    Marker {
+        salt: vec![7; salt],
+        iterations,
+        check: vec![1; IV_LEN + TAG_LEN + 4],
+    }
+    .to_json(Some("1-a"))
+}
+
+fn check_marker(v: Value, want: Result<u32, MarkerError>) {
+    assert_eq!(Marker::from_json(&v).map(|m| m.iterations), want);
+}
+
+#[test]
+fn a_marker_round_trips() {
+    check_marker(marker(600_000, 16), Ok(600_000));
+}
+
+#[test]
+fn a_marker_that_weakens_or_freezes_the_key_derivation_is_refused() {
+    check_marker(
+        marker(1_000, 16),
+        Err(MarkerError::Rounds { iterations: 1_000 }),
+    );
+    check_marker(
+        marker(u32::MAX, 16),
+        Err(MarkerError::Rounds {
+            iterations: u32::MAX,
+        }),
+    );
+}
+
+#[test]
+fn a_marker_with_a_short_salt_or_another_format_is_refused() {
+    check_marker(marker(600_000, 4), Err(MarkerError::Unreadable));
+    let mut v = marker(600_000, 16);
+    v["kdf"] = json!("MD5");
+    check_marker(v, Err(MarkerError::Unreadable));
+}
+
+// --- the password's origin ---
+
+fn check_password(typed: Option<&str>, saved_for: &str, url: &str, want: Option<&str>) {
+    assert_eq!(
+        password_for(typed, "old", saved_for, url),
+        want,
+        "{saved_for} -> {url}"
+    );
+}
+
+#[test]
+fn the_saved_password_goes_only_to_its_origin() {
+    check_password(None, "http://h:5984", "http://h:5984/", Some("old"));
+    check_password(
+        None,
+        "https://H.example",
+        "https://h.example:443/x",
+        Some("old"),
+    );
+    check_password(None, "http://h:5984", "http://evil:5984", None);
+    check_password(None, "http://h:5984", "https://h:5984", None);
+    check_password(None, "http://h:5984", "http://h:5985", None);
+    check_password(None, "", "http://h:5984", None);
+}
+
+#[test]
+fn a_typed_password_goes_wherever_the_user_sent_it() {
+    check_password(
+        Some("new"),
+        "http://h:5984",
+        "http://evil:5984",
+        Some("new"),
+    );
+}
+
+#[test]
+fn origins_ignore_paths_and_credentials_and_refuse_non_http() {
+    assert_eq!(
+        origin_of("http://u:p@h:5984/db?x"),
+        Some("http://h:5984".into())
+    );
+    assert_eq!(origin_of("ftp://h"), None);
+    assert_eq!(origin_of("h:5984"), None);
+}
