@@ -503,7 +503,7 @@ fn the_status_says_the_state_the_error_and_the_retry_time() {
         0,
         120,
         (
-            "offline",
+            "error",
             "The sync server cannot be reached; retrying at 10:41",
         ),
     );

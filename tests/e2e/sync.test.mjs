@@ -201,7 +201,8 @@ test('sync: two devices exchange messages without duplicates; a deletion stays d
     await input.fill('renamed on B offline');
     await input.press('Enter');
     await conversationItem(B.page, id).locator(tid('conversation-title')).filter({ hasText: 'renamed on B offline' }).waitFor();
-    await B.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor();
+    // The UI contract's four states: out of reach is an error, and its words name the next retry.
+    await B.page.locator(tid('sync-status', '[data-state="error"]')).filter({ hasText: /^sync offline · retry \d\d:\d\d$/ }).waitFor();
     await deleteConversation(A.page, id);
     await synced(A.page);
     await B.context.setOffline(false);
@@ -233,7 +234,7 @@ test('sync: the server stops and comes back emptied; everything is pushed again,
     const id = await currentConversationId(A.page);
     await synced(A.page);
     await server.stop();
-    await A.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
+    await A.page.locator(tid('sync-status', '[data-state="error"]')).waitFor({ timeout: 30_000 });
     await chatTurn(A.page, agent, 'second', 'two');
     await server.restart();
     // The retry waits out its backoff (at most a minute).
@@ -269,7 +270,7 @@ test('sync: both devices lose the server, rename the same conversation and add m
     await chatTurn(A.page, agent, 'A offline', 'to A');
     await rename(B.page, 'title from B');
     await chatTurn(B.page, agent, 'B offline', 'to B');
-    for (const d of [A, B]) await d.page.locator(tid('sync-status', '[data-state="offline"]')).waitFor({ timeout: 30_000 });
+    for (const d of [A, B]) await d.page.locator(tid('sync-status', '[data-state="error"]')).waitFor({ timeout: 30_000 });
     await server.restart();
     for (const d of [A, B]) {
       await d.page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 6, null, { timeout: 90_000 });

@@ -34,4 +34,4 @@ pub use merge::{merge, merge_all};
 pub use replicate::{
     apply_remote, Applied, Config, LocalDoc, Replicator, Status, SyncError, Write,
 };
-pub use wire::{Method, Request};
+pub use wire::{Method, Reply, Request};

@@ -32,7 +32,7 @@ use super::doc::{Doc, Kind};
 use super::merge::{merge, merge_all};
 use super::wire::{
     encode, seq_text, AllDocs, BulkResult, ChangeRow, Changes, LocalCheckpoint, Method, OpenRev,
-    Request, Saved,
+    Reply, Request, Saved,
 };
 use crate::engine::model::Millis;
 
@@ -671,6 +671,19 @@ impl Replicator {
 
     /// An HTTP answer to the request in flight.
     pub fn handle_response(&mut self, now: Millis, status: u16, body: &str) {
+        self.handle_answer(now, status, Answer::Text(body));
+    }
+
+    /// [`Replicator::handle_response`] for a [`Reply`]: an answer the encryption layer opened is
+    /// read as the JSON it already is, not written out and read again.
+    pub fn handle_reply(&mut self, now: Millis, status: u16, body: Reply) {
+        match body {
+            Reply::Text(t) => self.handle_answer(now, status, Answer::Text(&t)),
+            Reply::Json(v) => self.handle_answer(now, status, Answer::Json(v)),
+        }
+    }
+
+    fn handle_answer(&mut self, now: Millis, status: u16, body: Answer<'_>) {
         let Some(inflight) = self.inflight.clone() else {
             return;
         };
@@ -747,10 +760,10 @@ impl Replicator {
         }
     }
 
-    fn on_read_checkpoint(&mut self, status: u16, body: &str) -> Result<(), Bad> {
+    fn on_read_checkpoint(&mut self, status: u16, body: Answer<'_>) -> Result<(), Bad> {
         match status {
             200 => {
-                let cp: LocalCheckpoint = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+                let cp: LocalCheckpoint = body.read()?;
                 self.server_cp = Some((cp.rev, cp.since.as_ref().and_then(seq_text)));
             }
             404 => {
@@ -768,10 +781,15 @@ impl Replicator {
         Ok(())
     }
 
-    fn on_write_checkpoint(&mut self, status: u16, body: &str, since: String) -> Result<(), Bad> {
+    fn on_write_checkpoint(
+        &mut self,
+        status: u16,
+        body: Answer<'_>,
+        since: String,
+    ) -> Result<(), Bad> {
         match status {
             200..=202 => {
-                let saved: Saved = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+                let saved: Saved = body.read()?;
                 self.server_cp = Some((saved.rev, Some(since)));
                 Ok(())
             }
@@ -791,7 +809,7 @@ impl Replicator {
         &mut self,
         now: Millis,
         status: u16,
-        body: &str,
+        body: Answer<'_>,
         limit: usize,
     ) -> Result<(), Bad> {
         if status != 200 {
@@ -801,7 +819,7 @@ impl Replicator {
             }
             return Err(Bad::Status);
         }
-        let mut changes: Changes = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        let mut changes: Changes = body.read()?;
         let mut last_seq = seq_text(&changes.last_seq).ok_or(Bad::Body)?;
         if changes.results.len() > limit {
             // More rows than asked for: take those asked for, and read on from the last of them.
@@ -876,14 +894,14 @@ impl Replicator {
         self.since = Some(since);
     }
 
-    fn on_open_revs(&mut self, now: Millis, status: u16, body: &str) -> Result<(), Bad> {
+    fn on_open_revs(&mut self, now: Millis, status: u16, body: Answer<'_>) -> Result<(), Bad> {
         let Some(c) = self.to_open.front().cloned() else {
             return Ok(());
         };
         let mut refused = Vec::new();
         let leaves: Vec<Doc> = match status {
-            200 => serde_json::from_str::<Vec<OpenRev>>(body)
-                .map_err(|_| Bad::Body)?
+            200 => body
+                .read::<Vec<OpenRev>>()?
                 .into_iter()
                 .filter_map(|r| r.ok)
                 .filter(|v| v.get("_deleted") != Some(&Value::Bool(true)))
@@ -939,11 +957,16 @@ impl Replicator {
         }
     }
 
-    fn on_resolve(&mut self, status: u16, body: &str, merged_docs: Vec<Doc>) -> Result<(), Bad> {
+    fn on_resolve(
+        &mut self,
+        status: u16,
+        body: Answer<'_>,
+        merged_docs: Vec<Doc>,
+    ) -> Result<(), Bad> {
         if status != 201 && status != 200 {
             return Err(Bad::Status);
         }
-        let results: Vec<BulkResult> = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        let results: Vec<BulkResult> = body.read()?;
         for merged in merged_docs {
             // A winner write that lost a race leaves the local copy dirty: it is pushed later.
             let saved = results
@@ -960,7 +983,7 @@ impl Replicator {
         Ok(())
     }
 
-    fn on_push(&mut self, status: u16, body: &str, batch: Vec<LocalDoc>) -> Result<(), Bad> {
+    fn on_push(&mut self, status: u16, body: Answer<'_>, batch: Vec<LocalDoc>) -> Result<(), Bad> {
         if status != 201 && status != 200 {
             if status == 404 {
                 self.database_gone();
@@ -968,7 +991,7 @@ impl Replicator {
             }
             return Err(Bad::Status);
         }
-        let results: Vec<BulkResult> = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        let results: Vec<BulkResult> = body.read()?;
         // By id (the first answer for each): a page's answers are looked up once each.
         let mut by_id: std::collections::HashMap<&str, &BulkResult> =
             std::collections::HashMap::with_capacity(results.len());
@@ -1003,11 +1026,11 @@ impl Replicator {
         Ok(())
     }
 
-    fn on_reread(&mut self, now: Millis, status: u16, body: &str) -> Result<(), Bad> {
+    fn on_reread(&mut self, now: Millis, status: u16, body: Answer<'_>) -> Result<(), Bad> {
         if status != 200 {
             return Err(Bad::Status);
         }
-        let all: AllDocs = serde_json::from_str(body).map_err(|_| Bad::Body)?;
+        let all: AllDocs = body.read()?;
         let ids = std::mem::take(&mut self.reread);
         for row in all.rows {
             if !ids.contains(&row.key) {
@@ -1061,6 +1084,22 @@ fn what(inflight: &Inflight) -> &'static str {
         Inflight::Resolve(_) => "writing a resolved conflict",
         Inflight::Push(_) => "the upload",
         Inflight::Reread => "re-reading conflicting documents",
+    }
+}
+
+/// An answer's body being read: borrowed text, or JSON.
+enum Answer<'a> {
+    Text(&'a str),
+    Json(Value),
+}
+
+impl Answer<'_> {
+    /// The body as `T`; [`Bad::Body`] when it is not one.
+    fn read<T: serde::de::DeserializeOwned>(self) -> Result<T, Bad> {
+        match self {
+            Answer::Text(t) => serde_json::from_str(t).map_err(|_| Bad::Body),
+            Answer::Json(v) => serde_json::from_value(v).map_err(|_| Bad::Body),
+        }
     }
 }
 

@@ -31,7 +31,7 @@ use base64::Engine;
 use serde_json::{json, Map, Value};
 
 use super::doc::Kind;
-use super::wire::{encode, Request};
+use super::wire::{encode, Reply, Request};
 
 /// The marker document's id.
 pub const MARKER_ID: &str = "memoire-e2ee";
@@ -411,8 +411,9 @@ pub fn sealed_in(route: &Route, status: u16, body: &str) -> Vec<(String, Vec<u8>
 /// An answer opened for the replicator.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Opened {
-    /// The answer as the replicator reads it: plain ids and plain documents.
-    pub body: String,
+    /// The answer as the replicator reads it: plain ids and plain documents, as JSON when it was
+    /// read (not written out to be read again), else the text as it came.
+    pub body: Reply,
     /// Plain documents of ours the server still holds (each with its `_rev`): to keep locally and
     /// delete on the server.
     pub plain: Vec<Value>,
@@ -481,12 +482,12 @@ impl Opening {
     /// The answer for the replicator: `plains` are the decrypted [`Opening::sealed`], in order.
     pub fn finish(self, names: &mut Names, plains: Vec<Option<Vec<u8>>>) -> Opened {
         let mut out = Opened {
-            body: String::new(),
+            body: Reply::Text(String::new()),
             plain: Vec::new(),
             refused: Vec::new(),
         };
         let Some(mut v) = self.v else {
-            out.body = self.body;
+            out.body = Reply::Text(self.body);
             return out;
         };
         let route = self.route;
@@ -515,7 +516,7 @@ impl Opening {
             Route::Bulk => name_results(&mut v, names),
             Route::Pass => {}
         }
-        out.body = v.to_string();
+        out.body = Reply::Json(v);
         out
     }
 }

@@ -14,8 +14,10 @@ pub fn describe(status: &Status, refused: usize, utc_offset_min: i32) -> (&'stat
     let (state, mut detail) = match status {
         Status::Synced => ("synced", "Synced".to_string()),
         Status::Syncing { pending } => ("syncing", format!("Syncing ({pending} to send)")),
+        // The UI contract has four states; a server out of reach is an error with its retry time
+        // (the words say which).
         Status::Offline { retry_at } => (
-            "offline",
+            "error",
             format!(
                 "The sync server cannot be reached; retrying at {}",
                 time_of_day(*retry_at, utc_offset_min)
@@ -39,6 +41,21 @@ pub fn describe(status: &Status, refused: usize, utc_offset_min: i32) -> (&'stat
         ));
     }
     (state, detail)
+}
+
+/// What the sidebar's indicator says in a few words: "synced", "syncing…", and for a server out
+/// of reach or failing, "sync offline" or "sync error" with the next retry ("· retry 08:41").
+pub fn label(status: &Status, utc_offset_min: i32) -> String {
+    let retry = |at: Option<Millis>| {
+        at.map(|at| format!(" · retry {}", time_of_day(at, utc_offset_min)))
+            .unwrap_or_default()
+    };
+    match status {
+        Status::Synced => "synced".into(),
+        Status::Syncing { .. } => "syncing…".into(),
+        Status::Offline { retry_at } => format!("sync offline{}", retry(Some(*retry_at))),
+        Status::Error { retry_at, .. } => format!("sync error{}", retry(*retry_at)),
+    }
 }
 
 /// "08:41": the hour and minute of `ms` in the zone `utc_offset_min` minutes ahead of UTC.

@@ -50,6 +50,15 @@ impl Request {
     }
 }
 
+/// An answer's body as the shell hands it to the replicator: the text from the wire, or JSON the
+/// shell already read (an answer the encryption layer opened), which is not written out and read
+/// again.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Text(String),
+    Json(Value),
+}
+
 /// Percent-encodes everything but RFC 3986's unreserved characters.
 pub fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -131,10 +131,14 @@ pub enum BuildStatus {
     Stopped(String),
 }
 
-/// What the sidebar shows: `state` is `off`, `synced`, `syncing`, `offline` or `error`.
+/// What the sidebar shows: `state` is `off`, `synced`, `syncing` or `error` (the UI contract's
+/// `data-state`), `label` its few words with the next retry (empty: the state's own word), `detail`
+/// the whole story (the tooltip).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SyncView {
     pub state: String,
+    #[serde(default)]
+    pub label: String,
     pub detail: String,
 }
 
@@ -142,6 +146,7 @@ impl SyncView {
     pub(crate) fn off() -> SyncView {
         SyncView {
             state: "off".into(),
+            label: String::new(),
             detail: "Sync is off".into(),
         }
     }

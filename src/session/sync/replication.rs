@@ -34,9 +34,9 @@ use crate::engine::sync::hlc::MAX_SKEW_MS;
 use crate::engine::sync::order::{in_order, latest_stamp};
 use crate::engine::sync::origin::{self, origin_of};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
-use crate::engine::sync::status::describe;
+use crate::engine::sync::status::{describe, label};
 use crate::engine::sync::track::{self, Effect};
-use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Request, Write};
+use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Reply, Request, Write};
 use crate::engine::tabs;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::{SessionEvent, SyncView};
@@ -260,6 +260,7 @@ impl Replication {
                     &inner,
                     SyncView {
                         state: "error".into(),
+                        label: String::new(),
                         detail: e.to_string(),
                     },
                 );
@@ -830,6 +831,7 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
         i,
         SyncView {
             state: "syncing".into(),
+            label: String::new(),
             detail: "Waiting for another tab that is syncing".into(),
         },
     );
@@ -927,7 +929,9 @@ impl Link<'_> {
                 let url = req.url(self.base);
                 let (method, body) = (req.method.as_str(), req.body.as_deref());
                 super::seal::Sent {
-                    out: transport::fetch_text(&url, method, body, self.auth, abort, limits).await,
+                    out: transport::fetch_text(&url, method, body, self.auth, abort, limits)
+                        .await
+                        .map(|(status, text)| (status, Reply::Text(text))),
                     plain: Vec::new(),
                 }
             }
@@ -1028,7 +1032,7 @@ async fn drive(
 /// or one too slow) and the connection ends.
 fn handle_answer(
     rep: &mut Replicator,
-    out: Result<(u16, String), TransportError>,
+    out: Result<(u16, Reply), TransportError>,
     aborted: bool,
 ) -> Option<i64> {
     match out {
@@ -1044,7 +1048,7 @@ fn handle_answer(
         }
         Err(TransportError::TooLarge { .. }) => rep.handle_too_large(now()),
         _ if aborted => rep.handle_cancelled(),
-        Ok((status, body)) => rep.handle_response(now(), status, &body),
+        Ok((status, body)) => rep.handle_reply(now(), status, body),
         Err(TransportError::Network(reason)) => rep.handle_failure(now(), &reason),
         Err(e) => rep.handle_failure(now(), &e.to_string()),
     }
@@ -1057,6 +1061,7 @@ fn status_view(rep: &Replicator) -> SyncView {
     let (state, detail) = describe(&rep.status(), rep.refused(), offset);
     SyncView {
         state: state.into(),
+        label: label(&rep.status(), offset),
         detail,
     }
 }

@@ -30,7 +30,7 @@ use crate::engine::sync::seal::{
     ITERATIONS, IV_LEN, MARKER_ID, SALT_LEN,
 };
 use crate::engine::sync::wire::encode;
-use crate::engine::sync::Request;
+use crate::engine::sync::{Reply, Request};
 use crate::store::{Span, Store, StoreError, SyncKeys};
 use crate::transport::{TextLimits, Timeouts, TransportError};
 
@@ -408,7 +408,7 @@ pub async fn guard_plain(base: &str, db: &str, auth: Option<&str>) -> Result<(),
 /// A request sent through the seal: the answer (as the replicator reads it) and the plain copies
 /// of our documents the server still held.
 pub struct Sent {
-    pub out: Result<(u16, String), TransportError>,
+    pub out: Result<(u16, Reply), TransportError>,
     pub plain: Vec<Value>,
 }
 

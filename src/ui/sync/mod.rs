@@ -223,12 +223,15 @@ pub fn SyncIndicator() -> impl IntoView {
     view! {
         <span class="sync" data-testid="sync-status" data-state=state title=detail
             hidden=move || state() == "off">
-            {move || match state().as_str() {
-                "synced" => "synced",
-                "syncing" => "syncing…",
-                "offline" => "sync offline",
-                "error" => "sync error",
-                _ => "",
+            {move || {
+                let label = sync.with_view(|v| v.as_ref().map(|v| v.label.clone()));
+                match (label.unwrap_or_default(), state().as_str()) {
+                    (l, _) if !l.is_empty() => l,
+                    (_, "synced") => "synced".into(),
+                    (_, "syncing") => "syncing…".into(),
+                    (_, "error") => "sync error".into(),
+                    _ => String::new(),
+                }
             }}
         </span>
     }
