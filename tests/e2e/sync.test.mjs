@@ -19,6 +19,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   startHarness,
+  eventually,
   newAppPage,
   openApp,
   endpointBase,
@@ -295,6 +296,8 @@ test('sync: memory travels with its conversation; one entity learned on both dev
     await synced(A.page);
     await openConversation(B.page, id, 2);
     await B.page.locator(tid('summary-text')).filter({ hasText: 'Ingrid lives in Trondheim.' }).waitFor();
+    // The summary and the graph are separate documents: the graph may land a page later.
+    await eventually(async () => (await entityNames(B.page)).join() === 'Ingrid', { what: 'Ingrid on B' });
     assert.deepEqual(await entityNames(B.page), ['Ingrid']);
 
     // B stops syncing; both devices learn the same cat, each under its own id.
