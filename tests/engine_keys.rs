@@ -38,7 +38,11 @@ fn scene(flags: &str) -> KeyScene {
 }
 
 fn check(key: &str, flags: &str, want: &[KeyAction]) {
-    assert_eq!(action_for(&press(key), &scene(flags)), want, "{key} in [{flags}]");
+    assert_eq!(
+        action_for(&press(key), &scene(flags)),
+        want,
+        "{key} in [{flags}]"
+    );
 }
 
 #[test]
@@ -113,7 +117,10 @@ fn escape_on_the_drawer_closes_it_and_stops_the_reply() {
 }
 
 fn sheet(mac: bool) -> Vec<String> {
-    SHORTCUTS.iter().map(|s| format!("{} {}", s.keys(mac), s.label)).collect()
+    SHORTCUTS
+        .iter()
+        .map(|s| format!("{} {}", s.keys(mac), s.label))
+        .collect()
 }
 
 #[test]
@@ -151,7 +158,11 @@ fn every_action_of_the_sheet_is_what_its_own_keys_do() {
 }
 
 fn roving(key: &str, at: usize, count: usize, want: Option<usize>) {
-    assert_eq!(roving_step(key, at, count), want, "{key} from {at} of {count}");
+    assert_eq!(
+        roving_step(key, at, count),
+        want,
+        "{key} from {at} of {count}"
+    );
 }
 
 #[test]

@@ -216,7 +216,10 @@ fn escape(scene: &KeyScene) -> Vec<KeyAction> {
         None
     };
     let stops = scene.streaming && matches!(close, None | Some(KeyAction::CloseDrawer));
-    close.into_iter().chain(stops.then_some(KeyAction::Stop)).collect()
+    close
+        .into_iter()
+        .chain(stops.then_some(KeyAction::Stop))
+        .collect()
 }
 
 /// Where focus goes inside a group of `count` items that is one tab stop, from item `at`:

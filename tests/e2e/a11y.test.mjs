@@ -1,8 +1,8 @@
 // Accessibility (issue 30 item 8): axe-core (npm, injected into the page) finds no violation of
 // serious or critical impact on any screen, in both themes (the system's colour scheme, emulated) and
 // both widths: the main screen with a conversation, the memory panel open (summary, entities, graph),
-// the settings dialog, search results, the import preview, and on a 390×844 phone the drawer. No
-// rule is turned off.
+// the settings dialog, search results, the import preview, the model picker and the shortcuts sheet
+// open, and on a 390×844 phone the drawer. No rule is turned off.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,11 +42,21 @@ async function seriousViolations(page) {
   return found;
 }
 
-/** Checks one screen: axe finds nothing serious or critical. */
+/** What each screen checked so far found (a journey reports every screen, then fails). */
+let findings = [];
+
+/** Checks one screen: axe finds nothing serious or critical there. */
 async function check(page, screen) {
   const found = await seriousViolations(page);
-  assert.deepEqual(found, [], `${screen}: ${found.length} serious or critical violations:\n${found.join('\n')}`);
+  findings.push(...found.map((f) => `${screen}: ${f}`));
 }
+
+/** A journey over several screens, failing at its end with every violation any of them had. */
+const a11yJourney = (name, fn) => uiJourney(harness, name, async (page) => {
+  findings = [];
+  await fn(page);
+  assert.deepEqual(findings, [], `${findings.length} serious or critical violations:\n${findings.join('\n')}`);
+});
 
 const ENTITIES = [
   { id: 'alice', type: 'person', name: 'Alice', description: 'A baker.', properties: {},
@@ -102,7 +112,7 @@ async function checkImportPreview(page, screen) {
 
 for (const scheme of ['light', 'dark']) {
   test(`a11y, ${scheme}, 1280×800: main screen, memory panel, settings, search results, import preview`, () =>
-    uiJourney(harness, `a11y-${scheme}-wide`, async (page) => {
+    a11yJourney(`a11y-${scheme}-wide`, async (page) => {
       await page.emulateMedia({ colorScheme: scheme });
       await conversationWithMemory(page);
       await showMemory(page);
@@ -110,6 +120,16 @@ for (const scheme of ['light', 'dark']) {
       await hideMemory(page);
       await check(page, `${scheme} wide: main screen, memory panel closed`);
       await checkSettings(page, `${scheme} wide`);
+      await page.locator(tid('model-picker')).click();
+      await page.locator(tid('model-option')).nth(1).waitFor();
+      await check(page, `${scheme} wide: model picker open`);
+      await page.keyboard.press('Escape');
+      await page.evaluate(() => document.activeElement?.blur());
+      await page.keyboard.press('Shift+?');
+      await page.locator(tid('shortcuts-sheet')).waitFor();
+      await check(page, `${scheme} wide: shortcuts sheet`);
+      await page.keyboard.press('Escape');
+      await page.locator(tid('shortcuts-sheet')).waitFor({ state: 'detached' });
       await page.locator(tid('conversation-search')).fill('bakery');
       await page.locator(tid('search-hit')).first().waitFor();
       await check(page, `${scheme} wide: search results`);
@@ -118,7 +138,7 @@ for (const scheme of ['light', 'dark']) {
     }));
 
   test(`a11y, ${scheme}, 390×844: main screen, drawer, search in the drawer, memory panel, settings, import preview`, () =>
-    uiJourney(harness, `a11y-${scheme}-phone`, async (page) => {
+    a11yJourney(`a11y-${scheme}-phone`, async (page) => {
       await page.emulateMedia({ colorScheme: scheme });
       await conversationWithMemory(page);
       await page.setViewportSize({ width: 390, height: 844 });
@@ -138,5 +158,5 @@ for (const scheme of ['light', 'dark']) {
       await check(page, `${scheme} phone: memory panel open`);
       await hideMemory(page);
       await checkImportPreview(page, `${scheme} phone`);
-    }, { viewport: { width: 1280, height: 800 } }));
+    }));
 }

@@ -8,7 +8,7 @@
 
 pub mod store;
 
-use crate::ui::behaviour::use_dismiss;
+use crate::ui::behaviour::{focus_opener, roving_focus, use_dismiss, use_roving};
 use crate::ui::stores::{use_chat, use_transfer};
 use leptos::html;
 use leptos::prelude::*;
@@ -23,15 +23,17 @@ pub fn BackupMenu() -> impl IntoView {
     view! {
         <div class="export" node_ref=root>
             <button
+                class="hicon"
                 data-testid="export-button"
+                aria-label="Backup"
                 aria-haspopup="menu"
                 aria-expanded=move || open.get().to_string()
                 on:click=move |_| open.update(|o| *o = !*o)
             >
-                "Backup"
+                <span class="label">"Backup"</span>
             </button>
             <Show when=move || open.get()>
-                <BackupItems open=open/>
+                <BackupItems open=open root=root/>
             </Show>
             <ImportProgress/>
             <ImportPreview/>
@@ -39,11 +41,16 @@ pub fn BackupMenu() -> impl IntoView {
     }
 }
 
+/// What the arrow keys move between in the backup menu: its buttons and the import's file input.
+const MENU_ITEMS: &str = "button[role=menuitem], input[type=file]";
+
 /// The menu's items: exports, and the file input of an import.
 #[component]
 fn BackupItems(
     /// Whether the menu is open; a choice closes it.
     open: RwSignal<bool>,
+    /// The backup menu (its button gets the focus back after a choice).
+    root: NodeRef<html::Div>,
 ) -> impl IntoView {
     let transfer = use_transfer();
     let chat = use_chat();
@@ -52,7 +59,19 @@ fn BackupItems(
     let export = move |what: Export| {
         open.set(false);
         transfer.export(what);
+        focus_opener(root);
     };
+    // A menu: one tab stop, the arrow keys move between its items, the first has the focus when
+    // it opens.
+    let menu = NodeRef::<html::Div>::new();
+    use_roving(menu, MENU_ITEMS, move || {
+        let _ = stored();
+    });
+    Effect::new(move |_| {
+        if let Some(el) = menu.get() {
+            roving_focus(&el, MENU_ITEMS, 0);
+        }
+    });
     let on_import = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         let Some(file) = input.files().and_then(|f| f.get(0)) else {
@@ -60,10 +79,11 @@ fn BackupItems(
         };
         input.set_value("");
         open.set(false);
+        focus_opener(root);
         transfer.import_file(file);
     };
     view! {
-        <div class="menu" role="menu">
+        <div class="menu" role="menu" aria-label="Backup" node_ref=menu>
             <Show when=stored>
                 <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(Export::ConversationJson)>
                     "Export this conversation (JSON)"
