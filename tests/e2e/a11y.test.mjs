@@ -86,8 +86,15 @@ async function showMemory(page) {
 /** Closes the memory panel if it is open. */
 async function hideMemory(page) {
   const toggle = page.locator(tid('memory-toggle'));
-  if ((await toggle.getAttribute('aria-expanded')) === 'true') await toggle.click();
-  await page.locator(tid('memory-pane')).waitFor({ state: 'hidden' });
+  // On a phone the panel covers the header: its own close button closes it.
+  const close = page.locator(tid('memory-close'));
+  const expanded = await toggle.getAttribute('aria-expanded');
+  const closeShown = await close.isVisible();
+  if (expanded === 'true') await (closeShown ? close : toggle).click();
+  await page.locator(tid('memory-pane')).waitFor({ state: 'hidden', timeout: 5000 }).catch(async () => {
+    const cls = await page.evaluate(() => document.querySelector('.app').className);
+    assert.fail(`the memory panel stays (toggle expanded: ${expanded}, close shown: ${closeShown}, app: ${cls})`);
+  });
 }
 
 /** The settings dialog, checked, then closed. */
