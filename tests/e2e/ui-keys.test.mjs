@@ -2,7 +2,7 @@
 // composer Shift+Esc, search Ctrl+K, stop Esc while a reply streams), the sheet on `?` listing them
 // (from the same table the keys follow, engine::keys), a message's actions as one tab stop with the
 // arrow keys inside, the model picker moved by the arrow keys, and the focus back on the opener after
-// Esc or a choice (model picker, Backup menu) or in the composer after Enter on a search hit.
+// Esc or a choice (model picker, Backup menu, import preview) or in the composer after Enter on a search hit.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +16,7 @@ import {
   currentConversationId,
   tid,
   uiJourney,
+  syntheticBackup,
 } from './helpers.mjs';
 
 let harness;
@@ -169,6 +170,16 @@ test('focus after Esc or a choice: the Backup menu gives it back to its button; 
     assert.equal(await focused(page), 'export-conversation-markdown');
     await page.keyboard.press('Escape');
     await page.locator('[role="menu"]').waitFor({ state: 'detached' });
+    await focusIs(page, 'export-button');
+
+    // The import preview's Cancel gives the focus back to the Backup button too.
+    await page.keyboard.press('Enter');
+    const backupFile = syntheticBackup({ id: 'c-keys', title: 'Imported', count: 2 });
+    await page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(backupFile)) });
+    const preview = page.locator(tid('import-preview'));
+    await preview.waitFor();
+    await preview.locator(tid('import-cancel')).click();
+    await preview.waitFor({ state: 'detached' });
     await focusIs(page, 'export-button');
 
     await page.keyboard.press('Control+k');

@@ -2,13 +2,14 @@
 //! import a backup or another app's export (a progress bar with Cancel while it is read and while
 //! it is written, and a preview to confirm in between, which lists what the file brings that
 //! acts beyond its own conversations: shared memory, system prompts, models, project
-//! instructions, system messages). The menu closes on a choice, Esc or a click
-//! outside. Its store (`store`) owns exports, the import's state and the storage figure. Must not
-//! import `crate::store` or `crate::transport`.
+//! instructions, system messages). The menu closes on a choice, Esc or a click outside; after Esc
+//! or a choice (the preview's too) the focus is back on the Backup button, and the arrow keys move
+//! between the menu's items. Its store (`store`) owns exports, the import's state and the storage
+//! figure. Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
 
-use crate::ui::behaviour::{focus_opener, roving_focus, use_dismiss, use_roving};
+use crate::ui::behaviour::{focus_opener, focus_testid, roving_focus, use_dismiss, use_roving};
 use crate::ui::stores::{use_chat, use_transfer};
 use leptos::html;
 use leptos::prelude::*;
@@ -168,8 +169,14 @@ fn ImportPreview() -> impl IntoView {
                     <p>{text}</p>
                     {reach}
                     <div class="actions">
-                        <button class="primary" data-testid="import-confirm" on:click=move |_| transfer.confirm_import()>"Import"</button>
-                        <button data-testid="import-cancel" on:click=move |_| transfer.cancel_import()>"Cancel"</button>
+                        <button class="primary" data-testid="import-confirm" on:click=move |_| {
+                            transfer.confirm_import();
+                            focus_testid("export-button");
+                        }>"Import"</button>
+                        <button data-testid="import-cancel" on:click=move |_| {
+                            transfer.cancel_import();
+                            focus_testid("export-button");
+                        }>"Cancel"</button>
                     </div>
                 </div>
             }
