@@ -59,10 +59,11 @@ if [ ! -x tools/node_modules/.bin/wasm-opt ] || [ ! -d tools/node_modules/terser
   (cd tools && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
-# --- npm packages for the end-to-end tests (playwright-core: no browser download; pouchdb-server) ----
+# --- npm packages for the end-to-end tests (playwright-core: no browser download; pouchdb-server;
+# axe-core, injected by a11y.test.mjs) ------------------------------------------------------------
 if [ "$what" = test ] && [ -f tests/e2e/package-lock.json ]; then
   if [ ! -d tests/e2e/node_modules/playwright-core ] || [ ! -x tests/e2e/node_modules/.bin/pouchdb-server ] \
-     || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules/.package-lock.json ]; then
+     || [ ! -f tests/e2e/node_modules/axe-core/axe.min.js ] || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules/.package-lock.json ]; then
     say "installing end-to-end npm packages from the lockfile"
     # --ignore-scripts: sqlite3's install script (pouchdb-server's optional SQLite backend, unused) would
     # try to download a binary and then compile for minutes; leveldown ships its prebuilt binaries.

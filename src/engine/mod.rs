@@ -21,6 +21,7 @@ pub mod highlight;
 pub mod history;
 pub mod import;
 pub mod json_text;
+pub mod keys;
 pub mod markdown;
 pub mod memory;
 pub mod model;

@@ -2,11 +2,12 @@
 //! called in a component, keeps what it needs in that component's owner, and removes its timers and
 //! listeners when the owner goes (`on_cleanup`). Built on Leptos's own helpers
 //! (`set_timeout_with_handle`, `window_event_listener`). Holds no app state and makes no decision:
-//! the follow rule is `engine::follow`. Also `focus_testid`, the one way views move focus to an
-//! element named by its `data-testid`. Must not import `crate::store`, `crate::transport` or
+//! the follow rule is `engine::follow`, the roving focus `engine::keys`. Also `focus_testid`, the one
+//! way views move focus to an element named by its `data-testid`, and `in_text_field`. Must not import `crate::store`, `crate::transport` or
 //! `session`, nor any store.
 
 use crate::engine::follow::Follow;
+use crate::engine::keys::roving_step;
 use crate::ui::time::now_ms;
 use leptos::html;
 use leptos::prelude::*;
@@ -223,11 +224,14 @@ fn collect_focusable(mut el: Option<web_sys::Element>, out: &mut Vec<web_sys::Ht
 }
 
 /// Closes something (a menu, a drawer) on Esc and on a pointer press outside `target`, while
-/// `open` is true. Listeners go with the owner.
+/// `open` is true; Esc gives the focus back to the button that opens it (`focus_opener`). Listeners
+/// go with the owner.
 pub fn use_dismiss(target: NodeRef<html::Div>, open: RwSignal<bool>) {
     let on_key = window_event_listener(leptos::ev::keydown, move |ev| {
         if ev.key() == "Escape" && open.get_untracked() {
+            ev.prevent_default();
             open.set(false);
+            focus_opener(target);
         }
     });
     let on_press = window_event_listener(leptos::ev::pointerdown, move |ev| {
@@ -380,4 +384,121 @@ pub fn focus_testid(testid: &str) {
     if let Some(el) = el.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
         let _ = el.focus();
     }
+}
+
+/// Focuses the button under `target` that opens its popup (`[aria-haspopup]`): where focus goes
+/// back after Esc or a choice in a menu.
+pub fn focus_opener(target: NodeRef<html::Div>) {
+    let opener = target
+        .get_untracked()
+        .and_then(|el| el.query_selector("[aria-haspopup]").ok().flatten())
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+    if let Some(b) = opener {
+        let _ = b.focus();
+    }
+}
+
+/// Whether focus is in a text field (input, textarea, select or editable content), where plain
+/// keys type.
+pub fn in_text_field() -> bool {
+    active_element().is_some_and(|e| {
+        let tag = e.tag_name().to_ascii_lowercase();
+        matches!(tag.as_str(), "input" | "textarea" | "select") || e.is_content_editable()
+    })
+}
+
+/// The enabled items of a roving group.
+fn roving_items(root: &web_sys::Element, selector: &str) -> Vec<web_sys::HtmlElement> {
+    let Ok(list) = root.query_selector_all(selector) else {
+        return Vec::new();
+    };
+    (0..list.length())
+        .filter_map(|i| list.item(i))
+        .filter_map(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
+        .filter(|e| !e.has_attribute("disabled"))
+        .collect()
+}
+
+/// Makes item `at` the group's one tab stop (`tabindex=0`, the others -1); `None` keeps the
+/// current one if it is still there, else the first.
+fn roving_settle(root: &web_sys::Element, selector: &str, at: Option<usize>) {
+    let items = roving_items(root, selector);
+    let current = at.or_else(|| items.iter().position(|e| e.tab_index() == 0));
+    let current = current.filter(|&i| i < items.len()).unwrap_or(0);
+    for (i, e) in items.iter().enumerate() {
+        let _ = e.set_attribute("tabindex", if i == current { "0" } else { "-1" });
+    }
+}
+
+/// Focuses item `at` of the group (the first or the selected one when a menu opens).
+pub fn roving_focus(root: &web_sys::Element, selector: &str, at: usize) {
+    roving_settle(root, selector, Some(at));
+    if let Some(e) = roving_items(root, selector).get(at) {
+        let _ = e.focus();
+    }
+}
+
+/// A group that is one tab stop (a toolbar, a listbox): the items under `target` matching
+/// `selector` get a roving `tabindex`, the arrow keys, Home and End move the focus among them
+/// (`engine::keys::roving_step`), and the item focused last stays the tab stop. `track` subscribes
+/// to whatever adds or removes items; the tab stop is settled again after each change.
+pub fn use_roving(target: NodeRef<html::Div>, selector: &'static str, track: impl Fn() + 'static) {
+    Effect::new(move |_| {
+        track();
+        request_animation_frame(move || {
+            if let Some(Some(el)) = target.try_get_untracked() {
+                roving_settle(&el, selector, None);
+            }
+        });
+    });
+    let listeners = StoredValue::new_local(Vec::<(
+        &'static str,
+        wasm_bindgen::closure::Closure<dyn Fn(web_sys::Event)>,
+    )>::new());
+    Effect::new(move |_| {
+        let Some(el) = target.get() else { return };
+        let root: web_sys::Element = el.clone().into();
+        let on_key = {
+            let root = root.clone();
+            move |e: web_sys::Event| {
+                let Some(k) = e.dyn_ref::<web_sys::KeyboardEvent>() else {
+                    return;
+                };
+                let items = roving_items(&root, selector);
+                let active = active_element();
+                let at = items.iter().position(|i| Some(i) == active.as_ref());
+                let Some(to) = at.and_then(|at| roving_step(&k.key(), at, items.len())) else {
+                    return;
+                };
+                k.prevent_default();
+                roving_focus(&root, selector, to);
+            }
+        };
+        let on_focus = move |_: web_sys::Event| {
+            let items = roving_items(&root, selector);
+            let active = active_element();
+            if let Some(at) = items.iter().position(|i| Some(i) == active.as_ref()) {
+                roving_settle(&root, selector, Some(at));
+            }
+        };
+        for (name, f) in [
+            ("keydown", Box::new(on_key) as Box<dyn Fn(web_sys::Event)>),
+            ("focusin", Box::new(on_focus)),
+        ] {
+            let c = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::Event)>::new(f);
+            let _ = el.add_event_listener_with_callback(name, c.as_ref().unchecked_ref());
+            listeners.update_value(|l| l.push((name, c)));
+        }
+    });
+    on_cleanup(move || {
+        let el = target.get_untracked();
+        let list = listeners
+            .try_update_value(std::mem::take)
+            .unwrap_or_default();
+        if let Some(el) = el {
+            for (name, c) in &list {
+                let _ = el.remove_event_listener_with_callback(name, c.as_ref().unchecked_ref());
+            }
+        }
+    });
 }

@@ -25,10 +25,11 @@ pub mod sync;
 pub mod time;
 pub mod transfer;
 
+use crate::engine::keys::{action_for, KeyAction, KeyPress, KeyScene};
 use crate::session::{Session, SessionEvent, DB_NAME};
 use about::store::AboutStore;
 use backend::Backend;
-use behaviour::{focus_testid, when_idle};
+use behaviour::{focus_testid, in_text_field, when_idle};
 use chat::store::ChatStore;
 use events::Events;
 use leptos::prelude::*;
@@ -116,7 +117,8 @@ pub fn App() -> impl IntoView {
             Err(e) => shell.fail(e.to_string(), e.kind()),
         }
     });
-    use_app_keys(stores);
+    let sheet = RwSignal::new(false);
+    use_app_keys(stores, sheet);
     use_page_lifecycle(shell, chat);
     // A conversation closed (deleted here or in another tab, or the address cleared): the address
     // must stop naming it, or a reload would try to open what is gone.
@@ -143,6 +145,7 @@ pub fn App() -> impl IntoView {
             <memory::MemoryPane/>
             <settings::SettingsDialog/>
             <about::MemoryPage/>
+            <shell::shortcuts::ShortcutsSheet open=sheet/>
         </div>
     }
 }
@@ -174,8 +177,9 @@ fn use_page_lifecycle(shell: ShellStore, chat: ChatStore) {
     });
 }
 
-/// Ctrl/Cmd+K searches; Esc closes the settings dialog or the drawer, else stops the reply.
-fn use_app_keys(stores: Stores) {
+/// The keyboard shortcuts: what each key does is `engine::keys::action_for` (the table the
+/// shortcuts sheet lists); this only reads the page's state and carries the action out.
+fn use_app_keys(stores: Stores, sheet: RwSignal<bool>) {
     let Stores {
         shell,
         chat,
@@ -184,24 +188,46 @@ fn use_app_keys(stores: Stores) {
         ..
     } = stores;
     let on_key = window_event_listener(leptos::ev::keydown, move |e| {
-        if (e.ctrl_key() || e.meta_key()) && e.key().eq_ignore_ascii_case("k") {
+        let press = KeyPress {
+            key: e.key(),
+            ctrl: e.ctrl_key(),
+            meta: e.meta_key(),
+            shift: e.shift_key(),
+            alt: e.alt_key(),
+        };
+        let scene = KeyScene {
+            in_text_field: in_text_field(),
+            sheet_open: sheet.get_untracked(),
+            dialog_open: settings.dialog_open_untracked(),
+            page_open: about.is_open_untracked(),
+            drawer_open: shell.drawer_open_untracked(),
+            streaming: chat.streaming_untracked(),
+            handled: e.default_prevented(),
+        };
+        for action in action_for(&press, &scene) {
             e.prevent_default();
-            shell.open_drawer();
-            focus_testid("conversation-search");
-        } else if e.key() != "Escape" {
-        } else if settings.dialog_open_untracked() {
-            // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
-            settings.close_dialog();
-        } else if about.is_open_untracked() {
-            about.close_page();
-        } else if shell.drawer_open_untracked() {
-            shell.close_drawer();
-            if chat.streaming_untracked() {
-                chat.stop();
+            match action {
+                KeyAction::NewChat => {
+                    chat.new_conversation();
+                    shell.close_drawer();
+                    focus_testid("composer-input");
+                }
+                KeyAction::FocusComposer => {
+                    shell.close_drawer();
+                    focus_testid("composer-input");
+                }
+                KeyAction::Search => {
+                    shell.open_drawer();
+                    focus_testid("conversation-search");
+                }
+                KeyAction::Stop => chat.stop(),
+                KeyAction::ShowShortcuts => sheet.set(true),
+                KeyAction::CloseShortcuts => sheet.set(false),
+                // Focus may have left the dialog (a click on the backdrop): Esc still closes it.
+                KeyAction::CloseSettings => settings.close_dialog(),
+                KeyAction::ClosePage => about.close_page(),
+                KeyAction::CloseDrawer => shell.close_drawer(),
             }
-        } else if !e.default_prevented() && chat.streaming_untracked() {
-            // Esc stops the reply from anywhere on the page (the composer handles its own).
-            chat.stop();
         }
     });
     on_cleanup(move || on_key.remove());

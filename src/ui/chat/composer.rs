@@ -1,4 +1,4 @@
-//! The composer: Enter sends, Shift+Enter adds a line, Esc stops, `/clear` asks first, and an edit
+//! The composer: Enter sends, Shift+Enter adds a line (Esc stops: `engine::keys`), `/clear` asks first, and an edit
 //! of a user message (the chat store's `editing`) is sent as an edit (a new branch). The draft is
 //! saved and the inspector refreshed a moment after typing stops. Must not import `crate::store` or
 //! `crate::transport`.
@@ -18,6 +18,8 @@ pub fn Composer() -> impl IntoView {
         if text.trim().is_empty() || chat.streaming_untracked() {
             return;
         }
+        // Nothing covers the chat once a message goes (the phone's drawer closes).
+        shell.close_drawer();
         if text.trim() == "/clear" {
             confirm_clear.set(true);
         } else if let Some(message_id) = chat.editing_untracked() {
@@ -30,10 +32,6 @@ pub fn Composer() -> impl IntoView {
         "Enter" if !ev.shift_key() && !ev.is_composing() => {
             ev.prevent_default();
             submit();
-        }
-        "Escape" => {
-            ev.prevent_default();
-            chat.stop();
         }
         _ => {}
     };

@@ -10,7 +10,9 @@ use crate::engine::failure::split_text;
 use crate::engine::format::{date_time, message_note, model_label, plural};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
-use crate::ui::behaviour::{focus_testid, use_clipboard, use_follow_bottom, UseFollowBottomReturn};
+use crate::ui::behaviour::{
+    focus_testid, use_clipboard, use_follow_bottom, use_roving, UseFollowBottomReturn,
+};
 use crate::ui::highlight::highlight_later;
 use crate::ui::stores::{use_chat, use_settings, use_shell};
 use leptos::html;
@@ -388,23 +390,42 @@ fn MessageActions(
         let id = item.id.clone();
         move |_| chat.regenerate(id.clone())
     };
+    // One tab stop per message: the arrow keys move between its actions (`use_roving`).
+    let row = NodeRef::<html::Div>::new();
+    let tracked_retry = retry_here.clone();
+    use_roving(row, "button", move || {
+        let _ = (
+            idle(),
+            tracked_retry(),
+            failed(),
+            st.status(),
+            st.alternatives(),
+        );
+    });
+    // On a phone each action is an icon (its name for screen readers in `aria-label`, which starts
+    // with the word shown on wider screens) on a 44×44 px target.
     view! {
-        <div class="message-actions">
+        <div class="message-actions" role="toolbar" aria-label="Message actions" node_ref=row>
             <AlternativePager item=item.clone()/>
             <Show when=move || retry_here()>
                 <button class="retry" data-testid="retry-button" aria-label="Retry: ask again" on:click=move |_| chat.retry()>"Retry"</button>
             </Show>
             <Show when=move || st.status() != MessageStatus::Streaming && !failed()>
-                <button class="link" data-testid="copy-message" aria-label="Copy this message"
+                <button class="link act act-copy" data-testid="copy-message"
+                    aria-label=move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy this message" }
                     on:click=move |_| clipboard.copy(&st.content_untracked())>
-                    {move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy" }}
+                    <span class="label">{move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy" }}</span>
                 </button>
             </Show>
             <Show when=move || idle() && is_user>
-                <button class="link" data-testid="edit-message" aria-label="Edit and send again as a new branch" on:click=edit.clone()>"Edit"</button>
+                <button class="link act act-edit" data-testid="edit-message" aria-label="Edit and send again as a new branch" on:click=edit.clone()>
+                    <span class="label">"Edit"</span>
+                </button>
             </Show>
             <Show when=move || idle() && item.role == Role::Assistant && !failed()>
-                <button class="link" data-testid="regenerate-button" aria-label="Regenerate this reply (the earlier one is kept)" on:click=regenerate.clone()>"Regenerate"</button>
+                <button class="link act act-regenerate" data-testid="regenerate-button" aria-label="Regenerate this reply (the earlier one is kept)" on:click=regenerate.clone()>
+                    <span class="label">"Regenerate"</span>
+                </button>
             </Show>
             <Show when=idle>
                 <DeleteMessage id=item.id.clone()/>
@@ -456,8 +477,8 @@ fn DeleteMessage(
         <Show
             when=move || asking.get()
             fallback=move || view! {
-                <button class="link" data-testid="delete-message" aria-label="Delete this message"
-                    on:click=move |_| asking.set(true)>"Delete"</button>
+                <button class="link act act-delete" data-testid="delete-message" aria-label="Delete this message"
+                    on:click=move |_| asking.set(true)><span class="label">"Delete"</span></button>
             }
         >
             <span class="confirm-inline" role="alertdialog" aria-label="Confirm delete">

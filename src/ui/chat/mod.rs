@@ -90,13 +90,13 @@ fn ChatHeader() -> impl IntoView {
             <BackupMenu/>
             <MemoryPageOpen testid="header-memory-page-open"/>
             <button
-                class="memory-toggle"
+                class="memory-toggle hicon"
                 data-testid="memory-toggle"
                 aria-label="Show or hide the memory panel"
                 aria-expanded=move || shell.memory_shown().to_string()
                 on:click=move |_| shell.toggle_memory_pane()
             >
-                "Memory"
+                <span class="label">"Memory"</span>
             </button>
         </header>
     }

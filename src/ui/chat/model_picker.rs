@@ -5,11 +5,12 @@
 //! not import `crate::store` or `crate::transport`.
 
 use crate::engine::format::model_label;
-use crate::ui::behaviour::use_dismiss;
+use crate::ui::behaviour::{focus_opener, roving_focus, use_dismiss, use_roving};
 use crate::ui::settings::store::ModelList;
 use crate::ui::stores::{use_chat, use_settings};
 use leptos::html;
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 /// The picker: a button naming the model in use, and its menu.
 #[component]
@@ -27,11 +28,18 @@ pub fn ModelPicker() -> impl IntoView {
     };
     let in_use =
         move || own().unwrap_or_else(|| settings.with_settings(|s| s.endpoint.model.clone()));
-    let toggle = move |_| {
-        let opening = !open.get_untracked();
+    let set_open = move |opening: bool| {
         open.set(opening);
         if opening {
             settings.load_models();
+        }
+    };
+    let toggle = move |_| set_open(!open.get_untracked());
+    // ArrowDown or ArrowUp on the closed button opens the list (focus goes to the chosen model).
+    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        if matches!(ev.key().as_str(), "ArrowDown" | "ArrowUp") && !open.get_untracked() {
+            ev.prevent_default();
+            set_open(true);
         }
     };
     view! {
@@ -43,6 +51,7 @@ pub fn ModelPicker() -> impl IntoView {
                 aria-expanded=move || open.get().to_string()
                 title=move || format!("Model for this conversation: {}", in_use())
                 on:click=toggle
+                on:keydown=on_key
             >
                 {move || match in_use() {
                     m if m.trim().is_empty() => "Model".to_string(),
@@ -51,7 +60,7 @@ pub fn ModelPicker() -> impl IntoView {
                 <span aria-hidden="true">" ▾"</span>
             </button>
             <Show when=move || open.get()>
-                <ModelMenu open=open own=Signal::derive(own)/>
+                <ModelMenu open=open own=Signal::derive(own) root=root/>
             </Show>
         </div>
     }
@@ -64,20 +73,32 @@ fn ModelMenu(
     open: RwSignal<bool>,
     /// The model the conversation picked, if any.
     own: Signal<Option<String>>,
+    /// The picker (its button gets the focus back after a choice).
+    root: NodeRef<html::Div>,
 ) -> impl IntoView {
     let chat = use_chat();
     let settings = use_settings();
     let pick = move |m: Option<String>| {
         open.set(false);
         chat.pick_model(m);
+        focus_opener(root);
     };
+    // A listbox: one tab stop, the arrow keys move between the models; opening it focuses the
+    // model in use (once the list is there).
+    let list = NodeRef::<html::Div>::new();
+    use_roving(list, "[role=option]", move || {
+        let _ = settings.models();
+    });
+    use_focus_chosen(list, move || {
+        let _ = settings.models();
+    });
     let global = move || settings.with_settings(|s| model_label(&s.endpoint.model));
     let listed = move || match settings.models() {
         ModelList::Loaded(list) => list,
         _ => Vec::new(),
     };
     view! {
-        <div class="menu" role="listbox" aria-label="Models">
+        <div class="menu" role="listbox" aria-label="Models" node_ref=list>
             <button role="option" data-testid="model-option" data-model=""
                 aria-selected=move || own.get().is_none().to_string()
                 on:click=move |_| pick(None)>
@@ -110,4 +131,35 @@ fn ModelMenu(
             }}
         </div>
     }
+}
+
+/// Once the list is drawn (again, as `track` says), and unless the focus is already in it, the
+/// chosen option (or the first) gets the focus.
+fn use_focus_chosen(list: NodeRef<html::Div>, track: impl Fn() + 'static) {
+    Effect::new(move |_| {
+        track();
+        request_animation_frame(move || {
+            let Some(Some(el)) = list.try_get_untracked() else {
+                return;
+            };
+            let inside = web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| d.active_element())
+                .is_some_and(|a| el.contains(Some(&a)));
+            if inside {
+                return;
+            }
+            let options = el.query_selector_all("[role=option]").ok();
+            let at = options
+                .map(|o| {
+                    (0..o.length())
+                        .filter_map(|i| o.item(i))
+                        .filter_map(|n| n.dyn_into::<web_sys::Element>().ok())
+                        .position(|e| e.get_attribute("aria-selected").as_deref() == Some("true"))
+                        .unwrap_or(0)
+                })
+                .unwrap_or(0);
+            roving_focus(&el, "[role=option]", at);
+        });
+    });
 }

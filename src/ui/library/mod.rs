@@ -10,11 +10,16 @@ use crate::engine::format::{
 };
 use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
+use crate::ui::behaviour::focus_testid;
 use crate::ui::projects::{ProjectPicker, ProjectsSection};
 use crate::ui::stores::{use_chat, use_library, use_projects, use_settings, use_shell};
 use crate::ui::sync::SyncIndicator;
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
+
+/// What closes the drawer when clicked: a conversation, a search hit, new chat,
+/// temporary chat, settings.
+const DRAWER_CHOICES: &str = ".conversation-item button.open, .search-hit button.open, [data-testid=new-conversation], [data-testid=temporary-chat], [data-testid=settings-open]";
 
 /// The sidebar.
 #[component]
@@ -28,8 +33,21 @@ pub fn Sidebar() -> impl IntoView {
         chat.track_current();
         shell.close_drawer();
     });
+    // Any choice in the drawer closes it, opening the conversation already open included (that
+    // one changes nothing the effect above hears).
+    let on_choice = move |ev: leptos::ev::MouseEvent| {
+        use wasm_bindgen::JsCast;
+        let chose = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|t| t.closest(DRAWER_CHOICES).ok().flatten())
+            .is_some();
+        if chose {
+            shell.close_drawer();
+        }
+    };
     view! {
-        <nav class="sidebar" data-testid="sidebar" aria-label="Conversations">
+        <nav class="sidebar" data-testid="sidebar" aria-label="Conversations" on:click=on_choice>
             <div class="sidebar-head">
                 <span class="brand" aria-hidden="true">"Memoire"</span>
                 <button
@@ -289,7 +307,6 @@ fn ConversationOpen(
         <button
             class="open"
             data-testid="conversation-open"
-            aria-label=format!("Open conversation {title}, {}, {when}", plural(count as usize, "message", "messages"))
             on:click=move |_| chat.open(id.clone(), None)
         >
             <span class="title" data-testid="conversation-title">{title.clone()}</span>
@@ -467,9 +484,12 @@ fn SearchHitRow(
     });
     view! {
         <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
-            <button class="open" aria-label=move || format!("Open the message: {}", shown().0) on:click=move |_| {
+            <button class="open" on:click=move |_| {
                 library.search(String::new());
                 chat.open(conv.clone(), Some(msg.clone()));
+                // The row goes with the search: the focus goes to the opened conversation's composer,
+                // never to the page's body.
+                focus_testid("composer-input");
             }>
                 <span class="title">{title}</span>
                 <span class="snippet-line">

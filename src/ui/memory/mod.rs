@@ -443,7 +443,7 @@ fn Graph() -> impl IntoView {
                 view! {
                     <svg class="entity-graph" data-testid="entity-graph"
                         viewBox=format!("{} {} {} {}", -m, -m / 2.0, l.width + 2.0 * m, l.height + m)
-                        role="img" aria-label="Entity relationship graph">
+                        role="group" aria-label="Entity relationship graph">
                         {l.edges.into_iter().map(|e| view! {
                             <g class="edge-group">
                                 <line x1=e.from.0 y1=e.from.1 x2=e.to.0 y2=e.to.1
@@ -456,11 +456,16 @@ fn Graph() -> impl IntoView {
                         }).collect_view()}
                         {l.nodes.into_iter().map(|n| {
                             let id = n.id.clone();
+                            let key_id = n.id.clone();
                             view! {
                                 <g class=format!("node type-{}", n.entity_type.as_str()) data-testid="graph-node"
                                     data-entity-type=n.entity_type.as_str() data-entity-id=n.id.clone()
                                     role="button" tabindex="0" aria-label=format!("Show {}", n.name)
-                                    on:click=move |_| selected.set(Some(id.clone()))>
+                                    on:click=move |_| selected.set(Some(id.clone()))
+                                    on:keydown=move |ev| if matches!(ev.key().as_str(), "Enter" | " ") {
+                                        ev.prevent_default();
+                                        selected.set(Some(key_id.clone()));
+                                    }>
                                     <circle cx=n.x cy=n.y r="7"><title>{format!("{} ({})", n.name, n.entity_type.as_str())}</title></circle>
                                     <text x=n.x y=n.y + 18.0 text-anchor="middle">{preview_text(&n.name, 18)}</text>
                                 </g>

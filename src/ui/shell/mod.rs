@@ -1,8 +1,10 @@
 //! The shell: what belongs to the app as a whole (its store, `store.rs`), the one status area
 //! the chat pane shows it in: an error with the action that fits it, else a notice, and the prompt
-//! to reload into a new version of the app (`update.rs`). Must not import `crate::store` or
+//! to reload into a new version of the app (`update.rs`), the keyboard shortcuts sheet
+//! (`shortcuts.rs`). Must not import `crate::store` or
 //! `crate::transport`.
 
+pub mod shortcuts;
 pub mod store;
 pub mod update;
 

@@ -2,13 +2,14 @@
 //! import a backup or another app's export (a progress bar with Cancel while it is read and while
 //! it is written, and a preview to confirm in between, which lists what the file brings that
 //! acts beyond its own conversations: shared memory, system prompts, models, project
-//! instructions, system messages). The menu closes on a choice, Esc or a click
-//! outside. Its store (`store`) owns exports, the import's state and the storage figure. Must not
-//! import `crate::store` or `crate::transport`.
+//! instructions, system messages). The menu closes on a choice, Esc or a click outside; after Esc
+//! or a choice (the preview's too) the focus is back on the Backup button, and the arrow keys move
+//! between the menu's items. Its store (`store`) owns exports, the import's state and the storage
+//! figure. Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
 
-use crate::ui::behaviour::use_dismiss;
+use crate::ui::behaviour::{focus_opener, focus_testid, roving_focus, use_dismiss, use_roving};
 use crate::ui::stores::{use_chat, use_transfer};
 use leptos::html;
 use leptos::prelude::*;
@@ -23,15 +24,17 @@ pub fn BackupMenu() -> impl IntoView {
     view! {
         <div class="export" node_ref=root>
             <button
+                class="hicon"
                 data-testid="export-button"
+                aria-label="Backup"
                 aria-haspopup="menu"
                 aria-expanded=move || open.get().to_string()
                 on:click=move |_| open.update(|o| *o = !*o)
             >
-                "Backup"
+                <span class="label">"Backup"</span>
             </button>
             <Show when=move || open.get()>
-                <BackupItems open=open/>
+                <BackupItems open=open root=root/>
             </Show>
             <ImportProgress/>
             <ImportPreview/>
@@ -39,11 +42,16 @@ pub fn BackupMenu() -> impl IntoView {
     }
 }
 
+/// What the arrow keys move between in the backup menu: its buttons and the import's file input.
+const MENU_ITEMS: &str = "button[role=menuitem], input[type=file]";
+
 /// The menu's items: exports, and the file input of an import.
 #[component]
 fn BackupItems(
     /// Whether the menu is open; a choice closes it.
     open: RwSignal<bool>,
+    /// The backup menu (its button gets the focus back after a choice).
+    root: NodeRef<html::Div>,
 ) -> impl IntoView {
     let transfer = use_transfer();
     let chat = use_chat();
@@ -52,7 +60,19 @@ fn BackupItems(
     let export = move |what: Export| {
         open.set(false);
         transfer.export(what);
+        focus_opener(root);
     };
+    // A menu: one tab stop, the arrow keys move between its items, the first has the focus when
+    // it opens.
+    let menu = NodeRef::<html::Div>::new();
+    use_roving(menu, MENU_ITEMS, move || {
+        let _ = stored();
+    });
+    Effect::new(move |_| {
+        if let Some(el) = menu.get() {
+            roving_focus(&el, MENU_ITEMS, 0);
+        }
+    });
     let on_import = move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         let Some(file) = input.files().and_then(|f| f.get(0)) else {
@@ -60,10 +80,11 @@ fn BackupItems(
         };
         input.set_value("");
         open.set(false);
+        focus_opener(root);
         transfer.import_file(file);
     };
     view! {
-        <div class="menu" role="menu">
+        <div class="menu" role="menu" aria-label="Backup" node_ref=menu>
             <Show when=stored>
                 <button role="menuitem" data-testid="export-conversation-json" on:click=move |_| export(Export::ConversationJson)>
                     "Export this conversation (JSON)"
@@ -148,8 +169,14 @@ fn ImportPreview() -> impl IntoView {
                     <p>{text}</p>
                     {reach}
                     <div class="actions">
-                        <button class="primary" data-testid="import-confirm" on:click=move |_| transfer.confirm_import()>"Import"</button>
-                        <button data-testid="import-cancel" on:click=move |_| transfer.cancel_import()>"Cancel"</button>
+                        <button class="primary" data-testid="import-confirm" on:click=move |_| {
+                            transfer.confirm_import();
+                            focus_testid("export-button");
+                        }>"Import"</button>
+                        <button data-testid="import-cancel" on:click=move |_| {
+                            transfer.cancel_import();
+                            focus_testid("export-button");
+                        }>"Cancel"</button>
                     </div>
                 </div>
             }
