@@ -33,6 +33,7 @@ fn scene(flags: &str) -> KeyScene {
         page_open: has("page"),
         drawer_open: has("drawer"),
         streaming: has("streaming"),
+        popup_open: has("popup"),
         handled: has("handled"),
     }
 }
@@ -108,6 +109,14 @@ fn escape_closes_the_nearest_thing_first_and_keeps_the_reply() {
     check("Escape", "sheet dialog streaming", &[CloseShortcuts]);
     check("Escape", "dialog page streaming", &[CloseSettings]);
     check("Escape", "page drawer", &[ClosePage]);
+}
+
+#[test]
+fn escape_in_an_open_menu_is_the_menu_s_and_keeps_the_reply() {
+    check("Escape", "popup streaming", &[]);
+    check("Escape", "popup drawer streaming", &[]);
+    check("Escape", "popup", &[]);
+    check("Escape", "handled streaming", &[]);
 }
 
 #[test]

@@ -35,6 +35,8 @@ pub struct KeyScene {
     pub drawer_open: bool,
     /// A reply is being written.
     pub streaming: bool,
+    /// A menu or list box (Backup, the model picker) is open: Esc is its own, and closes it.
+    pub popup_open: bool,
     /// Something nearer the focus (a menu, the search box, a rename field) already took the key.
     pub handled: bool,
 }
@@ -183,6 +185,11 @@ impl Shortcut {
 pub fn action_for(press: &KeyPress, scene: &KeyScene) -> Vec<KeyAction> {
     let plain_esc = press.key == "Escape" && !press.shift && !press.ctrl && !press.meta;
     if plain_esc {
+        // An open menu takes its Esc (whichever listener hears it first: `handled` when it
+        // already closed, `popup_open` before): nothing else closes, and the reply keeps streaming.
+        if scene.popup_open || scene.handled {
+            return Vec::new();
+        }
         return escape(scene);
     }
     if scene.handled {

@@ -407,6 +407,18 @@ pub fn in_text_field() -> bool {
     })
 }
 
+/// Whether a menu or list box is open: focus is inside one, or on the button that opened it
+/// (`aria-expanded="true"`).
+pub fn in_open_popup() -> bool {
+    active_element().is_some_and(|e| {
+        e.closest("[role=menu],[role=listbox]")
+            .ok()
+            .flatten()
+            .is_some()
+            || e.get_attribute("aria-expanded").as_deref() == Some("true")
+    })
+}
+
 /// The enabled items of a roving group.
 fn roving_items(root: &web_sys::Element, selector: &str) -> Vec<web_sys::HtmlElement> {
     let Ok(list) = root.query_selector_all(selector) else {

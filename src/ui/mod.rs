@@ -29,7 +29,7 @@ use crate::engine::keys::{action_for, KeyAction, KeyPress, KeyScene};
 use crate::session::{Session, SessionEvent, DB_NAME};
 use about::store::AboutStore;
 use backend::Backend;
-use behaviour::{focus_testid, in_text_field, when_idle};
+use behaviour::{focus_testid, in_open_popup, in_text_field, when_idle};
 use chat::store::ChatStore;
 use events::Events;
 use leptos::prelude::*;
@@ -202,6 +202,7 @@ fn use_app_keys(stores: Stores, sheet: RwSignal<bool>) {
             page_open: about.is_open_untracked(),
             drawer_open: shell.drawer_open_untracked(),
             streaming: chat.streaming_untracked(),
+            popup_open: in_open_popup(),
             handled: e.default_prevented(),
         };
         for action in action_for(&press, &scene) {
