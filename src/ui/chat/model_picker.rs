@@ -1,10 +1,12 @@
 //! The chat header's model picker: the model the open conversation (or the new chat) uses from its
 //! next turn, chosen from the endpoint's model list (listed when the menu first opens, by the path
 //! Settings' "Test connection" takes), shown by readable names. The choice is kept with the
-//! conversation's overrides; the list is the settings store's, the choice the chat store's. Must
+//! conversation's overrides; the list is the settings store's, the choice the chat store's. The
+//! button always names a model (`engine::format::model_in_use`: with none set, the server's one model
+//! or its default), never "Model" alone. Must
 //! not import `crate::store` or `crate::transport`.
 
-use crate::engine::format::model_label;
+use crate::engine::format::{model_in_use, model_label};
 use crate::ui::behaviour::use_dismiss;
 use crate::ui::settings::store::ModelList;
 use crate::ui::stores::{use_chat, use_settings};
@@ -27,6 +29,7 @@ pub fn ModelPicker() -> impl IntoView {
     };
     let in_use =
         move || own().unwrap_or_else(|| settings.with_settings(|s| s.endpoint.model.clone()));
+    let name = move || model_in_use(&in_use(), &listed(settings.models()));
     let toggle = move |_| {
         let opening = !open.get_untracked();
         open.set(opening);
@@ -41,13 +44,10 @@ pub fn ModelPicker() -> impl IntoView {
                 data-model=in_use
                 aria-haspopup="listbox"
                 aria-expanded=move || open.get().to_string()
-                title=move || format!("Model for this conversation: {}", in_use())
+                title=move || format!("Model for this conversation: {}", name())
                 on:click=toggle
             >
-                {move || match in_use() {
-                    m if m.trim().is_empty() => "Model".to_string(),
-                    m => model_label(&m),
-                }}
+                <span class="model-name" data-testid="model-picker-name">{name}</span>
                 <span aria-hidden="true">" ▾"</span>
             </button>
             <Show when=move || open.get()>
@@ -71,11 +71,11 @@ fn ModelMenu(
         open.set(false);
         chat.pick_model(m);
     };
-    let global = move || settings.with_settings(|s| model_label(&s.endpoint.model));
-    let listed = move || match settings.models() {
-        ModelList::Loaded(list) => list,
-        _ => Vec::new(),
+    let global = move || {
+        let list = listed(settings.models());
+        settings.with_settings(|s| model_in_use(&s.endpoint.model, &list))
     };
+    let listed = move || listed(settings.models());
     view! {
         <div class="menu" role="listbox" aria-label="Models">
             <button role="option" data-testid="model-option" data-model=""
@@ -109,5 +109,13 @@ fn ModelMenu(
                 ModelList::Loaded(_) => None,
             }}
         </div>
+    }
+}
+
+/// The models listed so far (none while loading or after a failure).
+fn listed(models: ModelList) -> Vec<String> {
+    match models {
+        ModelList::Loaded(list) => list,
+        _ => Vec::new(),
     }
 }
