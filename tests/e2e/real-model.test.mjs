@@ -35,6 +35,7 @@ import {
   eventually,
   tid,
   BROWSER_NETWORK_NOISE,
+  openAdvanced,
 } from './helpers.mjs';
 
 const LONG_REPLY = Array.from({ length: 12 }, (_, i) =>
@@ -79,6 +80,7 @@ async function memorySettled(page, count) {
 
 async function setMemoryEndpoint(page) {
   await page.locator(tid('settings-open')).click();
+  await openAdvanced(page);
   await page.locator(tid('settings-context-tokens')).fill('1400');
   await page.locator(tid('settings-reply-reserve')).fill('400');
   await page.locator(tid('settings-memory-model-section')).locator('summary').click();
@@ -243,6 +245,7 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       await openApp(page, harness.site.url);
       await configureSettings(page, { url: `${proxy.url}/v1`, protocol: 'openai-chat', model: model.model, summaryFrequency: 1, recentCount: 2 });
       await page.locator(tid('settings-open')).click();
+      await openAdvanced(page);
       await page.locator(tid('settings-context-tokens')).fill('1400');
       await page.locator(tid('settings-reply-reserve')).fill('400');
       await page.locator(tid('settings-save')).click();
