@@ -378,7 +378,10 @@ async function answerAgent(state, record, protocol, res) {
   if (reply.status) return answerError(record, res, encoder, reply);
   if (reply.garbage) return answerGarbage(record, res, encoder, reply);
   const ctx = streamContext(state, record, encoder, reply);
-  if (protocol === 'openai-responses' && !reply.forget && record.body.store !== false) state.issuedResponseIds.add(ctx.id);
+  if (protocol === 'openai-responses' && !reply.forget && record.body.store !== false) {
+    state.issuedResponseIds.add(ctx.id);
+    record.responseId = ctx.id;
+  }
   if (!encoder.wantsStream(record.body)) return finish(record, res, 200, encoder.completeBody(ctx), 'complete');
   const running = { record, res };
   state.streaming.add(running);
@@ -551,7 +554,7 @@ function sleep(ms, res) {
  * @typedef {object} AgentServer
  * @property {string} url                      http://127.0.0.1:PORT
  * @property {number} port
- * @property {object[]} requests               every request: method, path, headers, rawBody, body, kind, outcome...
+ * @property {object[]} requests               every request: method, path, headers, rawBody, body, kind (chat, memory, title, other), outcome, responseId (openai-responses)...
  * @property {(...replies: (Reply|string)[]) => void} script   queue replies for chat requests, in order
  * @property {(reply: Reply|string) => void} setDefault        the reply when the queue is empty
  * @property {(...replies: (Reply|string)[]) => void} scriptMemory  queue replies for memory-update requests
