@@ -7,8 +7,66 @@ use memoire::engine::title::{
     auto_title, clean_title, title_request, wants_model_title, TITLE_REQUEST_OPENING,
 };
 
+/// The exchange the titles below are about.
+const ASKED: &str = "I am allergic to penicillin. How do I write a greeting function in Python? \
+    Help with my cello practice, my trip to Lisbon, moving to Berlin, Rust lifetimes.";
+const ANSWERED: &str =
+    "Supercalifragilisticexpialidocious antidisestablishmentarianism pneumonoultramicroscopic.";
+
 fn check(reply: &str, want: Option<&str>) {
-    assert_eq!(clean_title(reply).as_deref(), want, "reply {reply:?}");
+    assert_eq!(
+        clean_title(reply, ASKED, ANSWERED).as_deref(),
+        want,
+        "reply {reply:?}"
+    );
+}
+
+#[test]
+fn made_up_words_are_refused() {
+    // What SmolLM2-135M answered for "Hi, I am Marta. I live in Lisbon and I work as a nurse."
+    assert_eq!(
+        clean_title(
+            "Las tres de nuevae",
+            "Hi, I am Marta. I live in Lisbon and I work as a nurse.",
+            "Hello Marta! Nursing is a wonderful job, and Lisbon is lovely at last light."
+        ),
+        None
+    );
+}
+
+#[test]
+fn function_words_alone_do_not_ground() {
+    assert_eq!(
+        clean_title(
+            "With the things",
+            "What is the best way to go with this?",
+            "The best way."
+        ),
+        None
+    );
+}
+
+#[test]
+fn a_word_of_the_exchange_grounds_in_another_form() {
+    check(
+        "Penicillin allergy advice",
+        Some("Penicillin allergy advice"),
+    );
+    check("Practising the cello", Some("Practising the cello"));
+}
+
+#[test]
+fn text_without_spaces_grounds_by_characters() {
+    assert_eq!(
+        clean_title(
+            "青森旅行の計画",
+            "来月青森に行きます。おすすめは？",
+            "りんごが有名です。"
+        )
+        .as_deref(),
+        Some("青森旅行の計画")
+    );
+    assert_eq!(clean_title("東京", "来月青森に行きます。", "はい。"), None);
 }
 
 #[test]
@@ -90,6 +148,8 @@ fn unfinished_reasoning_is_refused() {
 fn long_words_are_cut_to_the_title_limit() {
     let t = clean_title(
         "Supercalifragilisticexpialidocious antidisestablishmentarianism pneumonoultramicroscopic",
+        ASKED,
+        ANSWERED,
     )
     .unwrap();
     assert!(t.chars().count() <= 50, "{t}");

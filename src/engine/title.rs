@@ -145,9 +145,19 @@ pub fn wants_model_title(
 /// The title in a model's reply, cleaned: reasoning (`<think>…</think>`) dropped, the first line
 /// with text, a leading "Title:" and markdown marks removed, quotes and a final full stop taken off,
 /// whitespace collapsed, cut to [`TITLE_MAX_CHARS`]. `None` (keep the first-message title) when
-/// nothing usable is left: no letter or digit, more than [`TITLE_MAX_WORDS`] words, code, or a reply
-/// that talks instead of naming ("Sure, …", "I …").
-pub fn clean_title(reply: &str) -> Option<String> {
+/// nothing usable is left: no letter or digit, more than [`TITLE_MAX_WORDS`] words, code, a reply
+/// that talks instead of naming ("Sure, …", "I …"), or a title none of whose words the exchange
+/// (`first_message` and `reply_to_it`, what the request quoted) says: a small model's made-up
+/// words are no title (measured: SmolLM2-135M titled "Hi, I am Marta. I live in Lisbon…" "Las tres
+/// de nuevae").
+pub fn clean_title(reply: &str, first_message: &str, reply_to_it: &str) -> Option<String> {
+    let title = clean_line(reply)?;
+    grounded(&title, &format!("{first_message}\n{reply_to_it}")).then_some(title)
+}
+
+/// The title line of a reply, cleaned (see [`clean_title`]), before it is checked against the
+/// exchange.
+fn clean_line(reply: &str) -> Option<String> {
     let reply = match reply.rfind("</think>") {
         Some(at) => &reply[at + "</think>".len()..],
         None => reply,
@@ -170,6 +180,49 @@ pub fn clean_title(reply: &str) -> Option<String> {
         return None;
     }
     Some(auto_title(&words.join(" ")))
+}
+
+/// Whether a title word is said in the exchange: a word of three characters the exchange has, or
+/// one of four or more whose first four begin a word of the exchange; words any text has ("the",
+/// "with") do not count (so "allergy" finds "allergic",
+/// "practise" finds "practice"), any case. Text without spaces (Japanese, Chinese) is one long
+/// "word": a title word of it counts when any two of its characters in a row appear in the exchange.
+fn grounded(title: &str, exchange: &str) -> bool {
+    let exchange = exchange.to_lowercase();
+    let words: Vec<&str> = exchange
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    title
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| {
+            let chars: Vec<char> = w.chars().collect();
+            if chars.iter().any(|&c| is_spaceless_script(c)) {
+                return chars
+                    .windows(2)
+                    .any(|pair| exchange.contains(&pair.iter().collect::<String>()));
+            }
+            if chars.len() < 3 || FUNCTION_WORDS.contains(&w) {
+                return false;
+            }
+            if chars.len() == 3 {
+                return words.contains(&w);
+            }
+            let head: String = chars.iter().take(4).collect();
+            words.iter().any(|e| e.starts_with(&head))
+        })
+}
+
+/// Words any text says: they show nothing about what a title is about.
+const FUNCTION_WORDS: &[&str] = &[
+    "the", "and", "for", "you", "are", "but", "not", "with", "this", "that", "what", "from",
+    "your", "have", "about", "how", "why", "who", "can",
+];
+
+/// Scripts written without spaces between words (CJK, kana, Thai).
+fn is_spaceless_script(c: char) -> bool {
+    matches!(c, '\u{0E00}'..='\u{0E7F}' | '\u{2E80}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}' | '\u{F900}'..='\u{FAFF}')
 }
 
 /// Quotes, emphasis marks and spaces around a title.

@@ -55,7 +55,10 @@ impl Memory {
             &opened,
         )
         .await;
-        let Some(title) = answer.ok().and_then(|(text, _)| clean_title(&text)) else {
+        let Some(title) = answer
+            .ok()
+            .and_then(|(text, _)| clean_title(&text, &first, &reply))
+        else {
             return Ok(false);
         };
         // The user may have renamed it while the model wrote: their title stays.
