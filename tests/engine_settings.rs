@@ -541,3 +541,55 @@ fn the_memory_endpoints_key_is_bound_to_its_own_origin() {
     assert!(matches!(key_use(&e), KeyUse::OtherOrigin { .. }));
     assert_eq!(s.settle_keys().memory_endpoint.api_key, None);
 }
+
+// ---- setup in plain words (issue 30 item 4) --------------------------------------------------
+
+fn check_pick(current: &str, listed: &[&str], want_model: &str, want_picked: Option<&str>) {
+    let mut s = Settings::builtin();
+    s.endpoint.model = current.into();
+    let listed: Vec<String> = listed.iter().map(|m| m.to_string()).collect();
+    let picked = pick_listed_model(&mut s, &listed);
+    assert_eq!(picked.as_deref(), want_picked);
+    assert_eq!(s.endpoint.model, want_model);
+}
+
+#[test]
+fn test_picks_first_model_when_none_set() {
+    check_pick("", &["/m/a.gguf", "b"], "/m/a.gguf", Some("/m/a.gguf"));
+}
+
+#[test]
+fn test_keeps_a_model_already_set() {
+    check_pick("llama3.2", &["a", "b"], "llama3.2", None);
+}
+
+#[test]
+fn test_with_no_models_picks_none() {
+    check_pick("", &[], "", None);
+}
+
+#[test]
+fn test_skips_blank_names() {
+    check_pick(" ", &["", "phi-3"], "phi-3", Some("phi-3"));
+}
+
+#[test]
+fn protocols_are_named_as_users_know_them() {
+    let labels: Vec<&str> = Protocol::ALL.iter().map(|p| p.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "OpenAI-compatible (Ollama, llama.cpp, LM Studio, vLLM)",
+            "OpenAI Responses",
+            "Ollama (native)",
+            "Anthropic",
+        ]
+    );
+}
+
+#[test]
+fn a_path_model_says_how_it_is_shown() {
+    let note = model_name_note("/home/u/SmolLM2-135M-Instruct.Q4_1.gguf").unwrap();
+    assert!(note.contains("SmolLM2-135M-Instruct.Q4_1"), "{note}");
+    assert_eq!(model_name_note("llama3.2"), None);
+}

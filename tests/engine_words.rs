@@ -320,3 +320,83 @@ fn snippets_are_centred_on_the_match() {
     );
     check_centred("no match here", "cello", "no match here");
 }
+
+// ---- day separators and times (issue 30 item 7) ---------------------------------------------
+
+/// 2026-11-26 10:00 UTC, a Thursday.
+const NOW: i64 = 1_795_687_200_000;
+const HOUR: i64 = 3_600_000;
+
+fn check_day(then: i64, offset: i32, want: &str) {
+    use memoire::engine::format::day_separator;
+    assert_eq!(
+        day_separator(then, NOW, offset),
+        want,
+        "then {then} offset {offset}"
+    );
+}
+
+#[test]
+fn day_separator_today() {
+    check_day(NOW - 9 * HOUR, 0, "Today");
+}
+
+#[test]
+fn day_separator_yesterday() {
+    check_day(NOW - 11 * HOUR, 0, "Yesterday");
+}
+
+#[test]
+fn day_separator_this_year_names_weekday() {
+    check_day(NOW - 3 * 24 * HOUR, 0, "Mon 23 Nov");
+}
+
+#[test]
+fn day_separator_other_year_has_year() {
+    check_day(NOW - 366 * 24 * HOUR, 0, "Tue 25 Nov 2025");
+}
+
+#[test]
+fn day_separator_follows_offset() {
+    // 01:00 UTC on the 26th is still the 25th in New York (UTC-5).
+    check_day(NOW - 9 * HOUR, -300, "Yesterday");
+}
+
+#[test]
+fn times_of_day_are_local() {
+    use memoire::engine::format::time_of_day;
+    assert_eq!(time_of_day(NOW + 5 * 60_000, 0), "10:05");
+    assert_eq!(time_of_day(NOW + 5 * 60_000, 60), "11:05");
+    assert_eq!(time_of_day(NOW, -660), "23:00");
+}
+
+#[test]
+fn same_local_day_groups() {
+    use memoire::engine::format::local_day;
+    assert_eq!(local_day(NOW - 9 * HOUR, 0), local_day(NOW, 0));
+    assert_ne!(local_day(NOW - 9 * HOUR, -300), local_day(NOW, -300));
+}
+
+#[test]
+fn full_date_and_iso_for_tooltip() {
+    use memoire::engine::format::{full_date_time, iso_date_time};
+    assert_eq!(full_date_time(NOW, 0), "Thu 26 Nov 2026, 10:00");
+    assert_eq!(iso_date_time(NOW + 9_000), "2026-11-26T10:00:09Z");
+}
+
+#[test]
+fn header_always_names_a_model() {
+    use memoire::engine::format::model_in_use;
+    let gguf = "/models/SmolLM2-135M-Instruct.Q4_1.gguf".to_string();
+    assert_eq!(model_in_use("llama3.2", &[]), "llama3.2");
+    assert_eq!(model_in_use(&gguf, &[]), "SmolLM2-135M-Instruct.Q4_1");
+    assert_eq!(
+        model_in_use("", &[gguf.clone()]),
+        "SmolLM2-135M-Instruct.Q4_1"
+    );
+    assert_eq!(
+        model_in_use(" ", &[gguf, "b".into()]),
+        "Server's default model"
+    );
+    assert_eq!(model_in_use("", &[]), "Server's default model");
+}

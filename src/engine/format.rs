@@ -1,4 +1,5 @@
-//! Small display formats: relative times, UTC dates and days ("1 Mar 2026"; and the calendar
+//! Small display formats: relative times, UTC dates and days, local day separators ("Today",
+//! "Mon 23 Nov") and times of day, ("1 Mar 2026"; and the calendar
 //! arithmetic behind them), byte sizes, token counts, one-line and clipped text for names shown in
 //! messages.
 //! Pure: `now` is passed in. Must not import anything outside `crate::engine`.
@@ -53,6 +54,69 @@ pub fn day_of(ymd: &str) -> String {
         }
         _ => ymd.to_string(),
     }
+}
+
+const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+
+const DAY_MS: Millis = 86_400_000;
+
+/// The local day of a timestamp (days since 1970-01-01 in the time zone `offset_minutes` east of
+/// UTC): two messages with the same local day sit under the same day separator.
+pub fn local_day(ms: Millis, offset_minutes: i32) -> i64 {
+    (ms + Millis::from(offset_minutes) * 60_000).div_euclid(DAY_MS)
+}
+
+/// "14:05": a message's local time of day.
+pub fn time_of_day(ms: Millis, offset_minutes: i32) -> String {
+    let local = ms + Millis::from(offset_minutes) * 60_000;
+    let mins = local.div_euclid(60_000).rem_euclid(24 * 60);
+    format!("{:02}:{:02}", mins / 60, mins % 60)
+}
+
+/// The separator over a day's messages: "Today", "Yesterday", "Mon 23 Nov" this year, "Mon 23 Nov
+/// 2025" before it (local days, `now` and the offset passed in).
+pub fn day_separator(ms: Millis, now: Millis, offset_minutes: i32) -> String {
+    let day = local_day(ms, offset_minutes);
+    let today = local_day(now, offset_minutes);
+    if day == today {
+        return "Today".into();
+    }
+    if day + 1 == today {
+        return "Yesterday".into();
+    }
+    let (y, m, d) = civil_from_days(day);
+    let (this_year, _, _) = civil_from_days(today);
+    let weekday = WEEKDAYS[(day + 4).rem_euclid(7) as usize];
+    let month = MONTHS[m as usize - 1];
+    if y == this_year {
+        format!("{weekday} {d} {month}")
+    } else {
+        format!("{weekday} {d} {month} {y}")
+    }
+}
+
+/// The full local date and time, for a tooltip: "Mon 23 Nov 2026, 14:05".
+pub fn full_date_time(ms: Millis, offset_minutes: i32) -> String {
+    let day = local_day(ms, offset_minutes);
+    let (y, m, d) = civil_from_days(day);
+    let weekday = WEEKDAYS[(day + 4).rem_euclid(7) as usize];
+    format!(
+        "{weekday} {d} {} {y}, {}",
+        MONTHS[m as usize - 1],
+        time_of_day(ms, offset_minutes)
+    )
+}
+
+/// A timestamp as `<time datetime>` takes it: `2026-11-23T14:05:09Z` (UTC).
+pub fn iso_date_time(ms: Millis) -> String {
+    let secs = ms.div_euclid(1000).rem_euclid(86_400);
+    format!(
+        "{}T{:02}:{:02}:{:02}Z",
+        date(ms),
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 /// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
@@ -160,6 +224,19 @@ pub fn model_label(name: &str) -> String {
         name.to_string()
     } else {
         base.to_string()
+    }
+}
+
+/// The name the header gives the model in use: its readable name ([`model_label`]); with none set,
+/// the one model the server lists (what it answers with), else "Server's default model". Never
+/// empty.
+pub fn model_in_use(name: &str, listed: &[String]) -> String {
+    if !name.trim().is_empty() {
+        return model_label(name.trim());
+    }
+    match listed {
+        [only] if !only.trim().is_empty() => model_label(only.trim()),
+        _ => "Server's default model".into(),
     }
 }
 

@@ -583,6 +583,15 @@ impl Protocol {
     pub fn parse(s: &str) -> Option<Protocol> {
         Protocol::ALL.into_iter().find(|p| p.as_str() == s)
     }
+    /// The protocol as people know it: the servers that speak it, never the wire name.
+    pub fn label(self) -> &'static str {
+        match self {
+            Protocol::OpenAiChat => "OpenAI-compatible (Ollama, llama.cpp, LM Studio, vLLM)",
+            Protocol::OpenAiResponses => "OpenAI Responses",
+            Protocol::Ollama => "Ollama (native)",
+            Protocol::Anthropic => "Anthropic",
+        }
+    }
     /// Whether the endpoint can keep a conversation server-side that a later turn may continue.
     pub fn is_stateful(self) -> bool {
         matches!(self, Protocol::OpenAiResponses)

@@ -293,6 +293,26 @@ pub fn apply_preset(settings: &mut Settings, preset: &Preset) {
     }
 }
 
+/// After a successful "Test connection": when no model is set, the first model the server listed
+/// becomes the model (a server with one model needs no choice); a model already set stays. Returns
+/// the model picked, if one was.
+pub fn pick_listed_model(settings: &mut Settings, listed: &[String]) -> Option<String> {
+    if !settings.endpoint.model.trim().is_empty() {
+        return None;
+    }
+    let first = listed.iter().map(|m| m.trim()).find(|m| !m.is_empty())?;
+    settings.endpoint.model = first.to_string();
+    Some(first.to_string())
+}
+
+/// The line under the model field when the name is a path: the readable name the app shows, and
+/// that the full name is what the server receives. `None` when the name reads as it is.
+pub fn model_name_note(model: &str) -> Option<String> {
+    let label = crate::engine::format::model_label(model.trim());
+    (label != model.trim())
+        .then(|| format!("Shown as “{label}”; the server receives the full name above."))
+}
+
 /// How many of the most recent messages the driver loads to assemble a prompt: enough to fill the
 /// budget with short messages (about 16 tokens each), never fewer than twice N, at most 2,000.
 pub fn history_load_limit(config: &MemoryConfig) -> usize {

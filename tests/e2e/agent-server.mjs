@@ -2,7 +2,9 @@
 //
 // It speaks openai-chat, openai-responses, ollama and anthropic the way real servers do (the wire
 // formats live in encoders.mjs), answers CORS for any origin, records every request, and replies from a
-// per-test script: a queue of replies plus a default, and a separate queue for memory-update requests.
+// per-test script: a queue of replies plus a default, and separate queues for memory-update requests and
+// title requests (the model-written title after a first reply; by default answered with nothing, which
+// leaves the first-message title).
 // It only ever listens on 127.0.0.1.
 
 import http from 'node:http';
@@ -13,6 +15,8 @@ export const MEMORY_MARKER = '=== CONVERSATION MEMORY ===';
 const ENTITY_MARKER = '=== ENTITY MEMORY ===';
 /** The opening of every memory-update system text (engine::memory::MEMORY_REQUEST_OPENING). */
 export const MEMORY_OPENING = 'You maintain the long-term memory of a conversation between a user and an assistant.';
+/** The opening of every title request's system text (engine::title::TITLE_REQUEST_OPENING). */
+export const TITLE_OPENING = 'You write the title of a conversation.';
 
 /** What llama-cpp-python 0.3.36 answers (HTTP 500) to `response_format: {"type": "json_schema"}` (recorded). */
 export const LLAMA_CPP_PYTHON_REFUSAL = "{\"error\":{\"message\":\"1 validation error:\\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \\\"Input should be 'text' or 'json_object'\\\", 'input': 'json_schema', 'ctx': {'expected': \\\"'text' or 'json_object'\\\"}}\\n\\n  File \\\"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\\\", line 376, in create_chat_completion\\n    POST /v1/chat/completions\",\"type\":\"internal_server_error\",\"param\":null,\"code\":null}}";
@@ -122,6 +126,8 @@ function newState(options) {
     defaultReply: { text: DEFAULT_TEXT },
     memoryQueue: [],
     memoryDefault: { text: memoryReplyText({ summary: 'The user and the assistant are chatting.' }) },
+    titleQueue: [],
+    titleDefault: { text: '' },
     requests: [],
     waiters: [],
     isMemory: defaultIsMemory,
@@ -143,6 +149,8 @@ function makeHandle(state, server, port) {
     setDefault: (reply) => void (state.defaultReply = normalizeReply(reply)),
     scriptMemory: (...replies) => void state.memoryQueue.push(...replies.map(normalizeReply)),
     setMemoryDefault: (reply) => void (state.memoryDefault = normalizeReply(reply)),
+    scriptTitle: (...replies) => void state.titleQueue.push(...replies.map(normalizeReply)),
+    setTitleDefault: (reply) => void (state.titleDefault = normalizeReply(reply)),
     setCors: (on) => void (state.cors = on),
     setMemoryDetector: (fn) => void (state.isMemory = fn ?? defaultIsMemory),
     /** Answer memory requests in these forms as llama-cpp-python answers `json_schema` (HTTP 500). */
@@ -157,9 +165,15 @@ function makeHandle(state, server, port) {
     waitForRequests: (count, opts) => waitForRequests(state, count, opts),
     chatRequests: () => state.requests.filter((r) => r.kind === 'chat'),
     memoryRequests: () => state.requests.filter((r) => r.kind === 'memory'),
+    titleRequests: () => state.requests.filter((r) => r.kind === 'title'),
     reset: () => resetState(state),
     close: () => closeServer(server),
   };
+}
+
+/** A title request is one whose system text opens like the engine's title instruction. */
+function isTitle(record) {
+  return record.rawBody.includes(TITLE_OPENING);
 }
 
 /** A memory-update request is one whose system text opens like the engine's memory instruction. */
@@ -172,8 +186,9 @@ function resetState(state) {
   state.requests.length = 0;
   state.queue.length = 0;
   state.memoryQueue.length = 0;
+  state.titleQueue.length = 0;
   state.issuedResponseIds.clear();
-  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false });
+  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, titleDefault: fresh.titleDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false });
 }
 
 function expireIds(state, ids) {
@@ -250,7 +265,7 @@ async function recordRequest(state, req) {
     outcome: null,
     clientClosed: false,
   };
-  if (record.protocol) record.kind = state.isMemory(record) ? 'memory' : 'chat';
+  if (record.protocol) record.kind = isTitle(record) ? 'title' : state.isMemory(record) ? 'memory' : 'chat';
   state.requests.push(record);
   notifyWaiters(state);
   return record;
@@ -263,7 +278,7 @@ function notifyWaiters(state) {
 /**
  * Resolves when at least `count` requests match `filter` (default: agent requests of any kind).
  */
-function waitForRequests(state, count, { timeoutMs = 10_000, filter = (r) => r.protocol !== null } = {}) {
+function waitForRequests(state, count, { timeoutMs = 10_000, filter = (r) => r.protocol !== null && r.kind !== 'title' } = {}) {
   return new Promise((resolve, reject) => {
     const waiter = {
       check() {
@@ -332,6 +347,7 @@ function failRequest(res, err) {
 
 function chooseReply(state, record) {
   if (record.kind === 'memory') return state.memoryQueue.shift() ?? state.memoryDefault;
+  if (record.kind === 'title') return state.titleQueue.shift() ?? state.titleDefault;
   const i = state.queue.findIndex((reply) => replyMatches(reply, record));
   return i >= 0 ? state.queue.splice(i, 1)[0] : state.defaultReply;
 }
@@ -362,7 +378,10 @@ async function answerAgent(state, record, protocol, res) {
   if (reply.status) return answerError(record, res, encoder, reply);
   if (reply.garbage) return answerGarbage(record, res, encoder, reply);
   const ctx = streamContext(state, record, encoder, reply);
-  if (protocol === 'openai-responses' && !reply.forget && record.body.store !== false) state.issuedResponseIds.add(ctx.id);
+  if (protocol === 'openai-responses' && !reply.forget && record.body.store !== false) {
+    state.issuedResponseIds.add(ctx.id);
+    record.responseId = ctx.id;
+  }
   if (!encoder.wantsStream(record.body)) return finish(record, res, 200, encoder.completeBody(ctx), 'complete');
   const running = { record, res };
   state.streaming.add(running);
@@ -535,11 +554,13 @@ function sleep(ms, res) {
  * @typedef {object} AgentServer
  * @property {string} url                      http://127.0.0.1:PORT
  * @property {number} port
- * @property {object[]} requests               every request: method, path, headers, rawBody, body, kind, outcome...
+ * @property {object[]} requests               every request: method, path, headers, rawBody, body, kind (chat, memory, title, other), outcome, responseId (openai-responses)...
  * @property {(...replies: (Reply|string)[]) => void} script   queue replies for chat requests, in order
  * @property {(reply: Reply|string) => void} setDefault        the reply when the queue is empty
  * @property {(...replies: (Reply|string)[]) => void} scriptMemory  queue replies for memory-update requests
  * @property {(reply: Reply|string) => void} setMemoryDefault
+ * @property {(...replies: (Reply|string)[]) => void} scriptTitle  queue replies for title requests
+ * @property {(reply: Reply|string) => void} setTitleDefault  the title reply when its queue is empty (default: empty text)
  * @property {(on: boolean) => void} setCors   false: no CORS headers, preflight refused
  * @property {(fn?: (record: object) => boolean) => void} setMemoryDetector  replace the memory-request rule (default: the marker)
  * @property {(on?: boolean) => void} interruptRequests  one slot: a new request ends the reply streaming (llama-cpp-python's default)
@@ -549,6 +570,7 @@ function sleep(ms, res) {
  * @property {(count: number, opts?: {timeoutMs?: number, filter?: (r: object) => boolean}) => Promise<object[]>} waitForRequests
  * @property {() => object[]} chatRequests
  * @property {() => object[]} memoryRequests
+ * @property {() => object[]} titleRequests
  * @property {() => void} reset                clear requests, queues, ids, defaults
  * @property {() => Promise<void>} close
  */

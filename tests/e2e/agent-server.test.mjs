@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startAgentServer, memoryReplyText, MEMORY_MARKER, MEMORY_OPENING } from './agent-server.mjs';
+import { startAgentServer, memoryReplyText, MEMORY_MARKER, MEMORY_OPENING, TITLE_OPENING } from './agent-server.mjs';
 import { splitText, pythonJson } from './encoders.mjs';
 import { rawRequest, parseSse, parseNdjson } from './wire.mjs';
 
@@ -433,6 +433,19 @@ test('memory-update requests get the memory script and leave the chat queue alon
   assert.match(second, /=== CONVERSATION MEMORY ===\nThe user and the assistant are chatting\./);
   assert.equal(agent.pending(), 1);
   assert.deepEqual([agent.memoryRequests().length, agent.chatRequests().length], [2, 0]);
+});
+
+test('title requests get the title script (empty by default), leave the chat queue alone and are not waited for as turns', async () => {
+  agent.script('chat reply');
+  agent.scriptTitle('Penicillin allergy');
+  const titleBody = { model: 'm', stream: false, messages: [{ role: 'system', content: `${TITLE_OPENING} Answer with the title only.` }, { role: 'user', content: 'User: hi' }] };
+  const first = JSON.parse((await post('/v1/chat/completions', titleBody)).bytes).choices[0].message.content;
+  assert.equal(first, 'Penicillin allergy');
+  const second = JSON.parse((await post('/v1/chat/completions', titleBody)).bytes).choices[0].message.content;
+  assert.equal(second, '');
+  assert.equal(agent.pending(), 1);
+  assert.deepEqual([agent.titleRequests().length, agent.chatRequests().length, agent.memoryRequests().length], [2, 0, 0]);
+  await assert.rejects(agent.waitForRequests(1, { timeoutMs: 100 }), /timed out/);
 });
 
 test('the memory-request rule can be replaced', async () => {

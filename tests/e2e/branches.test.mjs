@@ -96,10 +96,12 @@ test('editing a middle message starts a branch; the old one stays a page away', 
     assert.equal(await messages(page, 'user').locator(tid('edit-message')).count(), 3, 'every user message can be edited');
 
     await messages(page, 'user').nth(1).locator(tid('edit-message')).click();
-    assert.equal(await input.inputValue(), 'Two?');
-    await input.fill('Two, edited?');
+    const editor = messages(page, 'user').nth(1).locator(tid('edit-message-input'));
+    assert.equal(await editor.inputValue(), 'Two?');
+    assert.equal(await input.inputValue(), '', 'edited in place, not in the composer');
+    await editor.fill('Two, edited?');
     agent.script('Second, after the edit.');
-    await input.press('Enter');
+    await editor.press('Enter');
     await waitForShown(page, ['One?', 'First.', 'Two, edited?', 'Second, after the edit.']);
     await waitForAssistant(page);
     assert.deepEqual(lastSent(agent), ['One?', 'First.', 'Two, edited?']);

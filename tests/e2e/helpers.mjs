@@ -457,6 +457,12 @@ export async function openSettings(page) {
   await page.locator(tid('settings-dialog')).waitFor({ state: 'visible' });
 }
 
+/** Opens the settings dialog's "Advanced" part (context size, reply room, history format), if closed. */
+export async function openAdvanced(page) {
+  const advanced = page.locator(tid('settings-advanced'));
+  if (!(await advanced.evaluate((d) => d.open))) await advanced.locator('summary').click();
+}
+
 /** Saves the settings dialog and waits until it has closed. */
 export async function saveSettings(page) {
   await page.locator(tid('settings-save')).click();

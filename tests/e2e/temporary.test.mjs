@@ -84,6 +84,8 @@ test('temporary chat: sends no memory about the user unless asked, and leaves no
       // Time for a memory update, a fact taken in or a draft saved, had any been started.
       await page.waitForTimeout(500);
       assert.equal(agent.memoryRequests().length, 1, 'no memory update in a temporary chat');
+      assert.ok(agent.titleRequests().every((r) => !requestText(r).includes('Rexitor')), 'no title request for a temporary chat');
+      assert.equal(agent.titleRequests().length, 1, "only the stored conversation's title was asked for");
 
       const before = await everythingStored(page);
       assert.ok(before.includes('Marta') && before.includes('Lisbon'), 'the dump reads the stored conversation and facts');

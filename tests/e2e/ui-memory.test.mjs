@@ -24,6 +24,7 @@ import {
   tid,
   showInspector,
   uiJourney,
+  openAdvanced,
 } from './helpers.mjs';
 
 let harness;
@@ -225,6 +226,7 @@ test('context inspector: section tokens add up, history counts messages, dropped
 
     // A small budget: older messages are dropped, each with its reason.
     await openSettings(page);
+    await openAdvanced(page);
     await page.locator(tid('settings-context-tokens')).fill('600');
     await page.locator(tid('settings-reply-reserve')).fill('100');
     await saveSettings(page);
@@ -255,6 +257,7 @@ test('settings persist across a reload; per-conversation overrides; the API key 
     await page.locator(tid('settings-api-key')).fill(secret);
     await page.locator(tid('settings-recent-count')).fill('7');
     await page.locator(tid('settings-summary-frequency')).fill('3');
+    await openAdvanced(page);
     await page.locator(tid('settings-context-tokens')).fill('4096');
     await page.locator(tid('settings-reply-reserve')).fill('512');
     await page.locator(tid('settings-history-format')).selectOption('transcript');
@@ -322,9 +325,12 @@ test('first run without an endpoint: the app explains how to connect, and browsi
     const empty = page.locator(tid('empty-state'));
     await empty.waitFor();
     const text = await empty.innerText();
-    assert.match(text, /Connect an agent/);
+    assert.match(text, /Connect a model/);
     assert.match(text, /[Ss]ettings/);
-    assert.match(text, /CORS/);
+    // Plain words first: the CORS fix is behind "Help", opened on demand.
+    assert.doesNotMatch(text, /CORS|OLLAMA_ORIGINS/);
+    await empty.locator(tid('empty-state-help')).locator('summary').click();
+    assert.match(await empty.innerText(), /OLLAMA_ORIGINS/);
     await page.locator(tid('new-conversation')).click();
     assert.equal(await page.locator(tid('conversation-item')).count(), 0, 'New stores nothing');
     await page.locator(tid('conversation-search')).fill('anything');
@@ -422,7 +428,7 @@ test('layout and keyboard: narrow memory toggle, #/c/<id> routing with back, Ctr
       'entity-description', 'entity-relationship', 'entity-edit', 'entity-delete', 'graph-node', 'graph-edge', 'inspector-section',
       'inspector-dropped-item', 'copy-code', 'search-hit', 'restore-summary', 'recent-message', 'copy-message', 'message-model', 'message-tokens',
       'graph-edge-label', 'search-snippet', 'search-hit-role', 'delete-message', 'confirm-delete-message', 'cancel-delete-message', 'regenerate-button',
-      'alternative-prev', 'alternative-next', 'alternative-position']);
+      'alternative-prev', 'alternative-next', 'alternative-position', 'message-time', 'day-separator']);
     const duplicates = async () => page.evaluate((repeated) => {
       const seen = {};
       for (const el of document.querySelectorAll('[data-testid]')) seen[el.getAttribute('data-testid')] = (seen[el.getAttribute('data-testid')] ?? 0) + 1;

@@ -28,6 +28,7 @@ import {
   tid,
   showInspector,
   uiJourney,
+  openAdvanced,
 } from './helpers.mjs';
 
 let harness;
@@ -120,23 +121,25 @@ test('message actions: copy a reply, the model on each reply, a stop is not an e
     assert.equal(await stopped.locator('.message-error').count(), 0, 'no error text on a stopped reply');
     assert.equal(await page.locator(tid('error-banner')).count(), 0, 'no error banner');
 
-    // Edit: the composer holds the text and says so; Cancel leaves it; sending replaces the question.
+    // Edit: the message becomes its own editor where it is; Cancel leaves it; Enter there sends the
+    // new question; the composer is not involved.
     const input = page.locator(tid('composer-input'));
-    await messages(page, 'user').last().locator(tid('edit-message')).click();
-    assert.equal(await input.inputValue(), 'How do I keep it?');
-    assert.equal(await input.getAttribute('data-editing'), 'true');
-    await page.locator(tid('cancel-edit')).click();
-    await page.locator(tid('editing-bar')).waitFor({ state: 'detached' });
-    assert.equal(await input.inputValue(), '');
-    assert.equal(await input.getAttribute('data-editing'), null);
-    await messages(page, 'user').last().locator(tid('edit-message')).click();
-    await input.fill('How do I keep it alive?');
+    const question = messages(page, 'user').last();
+    await question.locator(tid('edit-message')).click();
+    const editor = question.locator(tid('edit-message-input'));
+    assert.equal(await editor.inputValue(), 'How do I keep it?');
+    assert.equal(await input.inputValue(), '', 'the composer is left alone');
+    await question.locator(tid('cancel-edit')).click();
+    await question.locator(tid('message-editor')).waitFor({ state: 'detached' });
+    assert.equal(await messageText(question), 'How do I keep it?');
+    await question.locator(tid('edit-message')).click();
+    await editor.fill('How do I keep it alive?');
     agent.script({ text: 'Feed it daily.' });
-    await input.press('Enter');
+    await editor.press('Enter');
     await waitForAssistantCount(page, 2);
     assert.equal(await waitForAssistant(page), 'Feed it daily.');
     assert.equal(await messageText(messages(page, 'user').last()), 'How do I keep it alive?');
-    assert.equal(await input.getAttribute('data-editing'), null);
+    assert.equal(await page.locator(tid('message-editor')).count(), 0);
 
     // A bare URL in a reply is a safe link; a code block names its language above the code.
     await chatTurn(page, agent, 'Where are the docs?', { text: 'See https://example.org/docs. Then:\n\n```rust\nfn main() {}\n```\n', honourUsage: true, usage: { input: 50, output: 7 } });
@@ -357,6 +360,7 @@ test('chrome: skip link to the composer, settings close button, an explanation u
 
     await openSettings(page);
     const dialog = page.locator(tid('settings-dialog'));
+    await openAdvanced(page);
     for (const field of ['settings-endpoint-url', 'settings-model', 'settings-system-prompt', 'settings-recent-count', 'settings-summary-frequency', 'settings-context-tokens', 'settings-reply-reserve', 'settings-history-format']) {
       const hint = await dialog.locator(`label:has([data-testid="${field}"]) .hint`).innerText();
       assert.ok(hint.trim().length > 10, `${field} is explained`);

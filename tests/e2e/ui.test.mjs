@@ -179,11 +179,12 @@ test('chat: streaming keeps earlier nodes, stop keeps the partial reply, retry, 
 
     // Edit of the last user message: a new branch; the old question and its reply are a page away.
     await messages(page, 'user').last().locator(tid('edit-message')).click();
-    assert.equal(await input.inputValue(), 'Third question');
-    assert.equal(await input.evaluate((el) => el === document.activeElement), true);
+    const editor = messages(page, 'user').last().locator(tid('edit-message-input'));
+    assert.equal(await editor.inputValue(), 'Third question');
+    await page.waitForFunction(() => document.activeElement?.getAttribute('data-testid') === 'edit-message-input');
     agent.script('Answer to the edited question.');
-    await input.fill('Third question, edited');
-    await input.press('Enter');
+    await editor.fill('Third question, edited');
+    await messages(page, 'user').last().locator(tid('save-edit')).click();
     await page.waitForFunction(() => {
       const all = [...document.querySelectorAll('[data-testid="message"]')];
       const last = all.at(-1);

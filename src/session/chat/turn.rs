@@ -300,7 +300,7 @@ impl Chat {
         }
     }
 
-    /// Runs one turn, then the memory update if due.
+    /// Runs one turn, then (in the background) the model-written title and the memory update if due.
     pub(crate) async fn run_turn(self: &Rc<Self>, id: &str, begin: Begin) -> Result<(), ChatError> {
         let stopper = Stopper::new();
         self.inflight
@@ -329,6 +329,8 @@ impl Chat {
         let this = self.clone();
         let id = id.to_string();
         wasm_bindgen_futures::spawn_local(async move {
+            // After the first reply, a title written by the model (when none was set by the user).
+            this.memory.title_if_due(&id).await;
             this.memory.update_memory_if_due(&id, overflow, false).await;
             // A memory update forgets the cached memory: have it ready again for the next prompt.
             this.core.warm(&id).await;

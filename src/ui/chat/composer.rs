@@ -1,5 +1,5 @@
-//! The composer: Enter sends, Shift+Enter adds a line (Esc stops: `engine::keys`), `/clear` asks first, and an edit
-//! of a user message (the chat store's `editing`) is sent as an edit (a new branch). The draft is
+//! The composer: Enter sends, Shift+Enter adds a line (Esc stops: `engine::keys`), `/clear` asks
+//! first (a user message is edited where it is, see `messages.rs`, never here). The draft is
 //! saved and the inspector refreshed a moment after typing stops. Must not import `crate::store` or
 //! `crate::transport`.
 
@@ -22,8 +22,6 @@ pub fn Composer() -> impl IntoView {
         shell.close_drawer();
         if text.trim() == "/clear" {
             confirm_clear.set(true);
-        } else if let Some(message_id) = chat.editing_untracked() {
-            chat.edit(message_id, text);
         } else {
             chat.send(text);
         }
@@ -51,18 +49,11 @@ pub fn Composer() -> impl IntoView {
             <Show when=move || confirm_clear.get()>
                 <ClearConfirm open=confirm_clear/>
             </Show>
-            <Show when=move || chat.is_editing()>
-                <div class="editing-bar" data-testid="editing-bar">
-                    <span>"Editing your message: sending starts a new branch here; the earlier one stays, a page away (‹ ›)."</span>
-                    <button class="link" data-testid="cancel-edit" on:click=move |_| chat.cancel_edit()>"Cancel"</button>
-                </div>
-            </Show>
             <textarea
                 data-testid="composer-input"
                 aria-label="Message (Enter sends, Shift+Enter adds a line, Esc stops)"
                 placeholder=move || if shell.online() { "Message Memoire…  (/clear clears this conversation)" } else { "Offline: your draft is kept until you are back online" }
                 rows="3"
-                data-editing=move || chat.is_editing().then_some("true")
                 prop:value=move || chat.draft()
                 on:input=move |ev| chat.set_draft(event_target_value(&ev))
                 on:keydown=on_key

@@ -2,19 +2,24 @@
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
 //! markdown (a finished reply's code highlighted when the browser is idle: `ui/highlight.rs`), each
 //! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives).
+//! Times are local times of day under a separator per day ("Today", "Yesterday", "Mon 23 Nov":
+//! `engine::format`), the full date in the `<time>`'s tooltip and `datetime`. A user message is
+//! edited where it is: its text becomes an editor with Save and Cancel.
 //! Must not import `crate::store` or `crate::transport`.
 
 use super::store::window::MessageItem;
 use super::store::ChatStore;
 use crate::engine::failure::split_text;
-use crate::engine::format::{date_time, message_note, model_label, plural};
+use crate::engine::format::{
+    day_separator, full_date_time, iso_date_time, local_day, message_note, model_label, plural,
+    time_of_day,
+};
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
-use crate::ui::behaviour::{
-    focus_testid, use_clipboard, use_follow_bottom, use_roving, UseFollowBottomReturn,
-};
+use crate::ui::behaviour::{use_clipboard, use_follow_bottom, use_roving, UseFollowBottomReturn};
 use crate::ui::highlight::highlight_later;
 use crate::ui::stores::{use_chat, use_settings, use_shell};
+use crate::ui::time::{now_ms, offset_at};
 use leptos::html;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -224,11 +229,14 @@ fn EmptyState() -> impl IntoView {
                         <p>"Say something. Everything you write stays in this browser, and Memoire gives the agent back what it forgot."</p>
                     }
                 >
-                    <h2>"Connect an agent"</h2>
-                    <p>"Memoire talks to an agent endpoint you choose: Ollama, llama.cpp's server, LM Studio, vLLM, OpenAI or Anthropic. Open the settings, pick a preset and check the model name."</p>
-                    <p>"Local servers must allow this page's origin (CORS), e.g. start Ollama with OLLAMA_ORIGINS set to this page's origin."</p>
+                    <h2>"Connect a model"</h2>
+                    <p>"Memoire chats with an AI model on a server you choose: one on this computer (Ollama, llama.cpp, LM Studio, vLLM) or an online service (OpenAI, Anthropic). Open Settings, pick your server from the list and press “Test connection”."</p>
                     <button class="primary" data-testid="empty-state-settings" on:click=move |_| settings.open_dialog()>"Open settings"</button>
-                    <p class="hint">"You can read and search stored conversations without an endpoint."</p>
+                    <p class="hint">"You can read and search stored conversations without a server."</p>
+                    <details class="help" data-testid="empty-state-help">
+                        <summary>"Help: the server runs but Memoire can't reach it"</summary>
+                        <p>"A server on this computer must allow this page's address (CORS). For Ollama, start it with OLLAMA_ORIGINS set to this page's origin; for llama.cpp's server, vLLM or LM Studio, enable CORS or pass --allowed-origins with this page's origin."</p>
+                    </details>
                 </Show>
             </div>
         </Show>
@@ -245,6 +253,7 @@ fn MessageView(
     let st = item.state();
     let id = item.id.clone();
     view! {
+        <DaySeparator id=item.id.clone() at=item.created_at/>
         <article
             class=format!("message role-{}", role.as_str())
             data-testid="message"
@@ -289,7 +298,7 @@ fn MessageHead(
                     {plural(u.completion_tokens as usize, "token", "tokens")}
                 </span>
             }))}
-            <time title=date_time(item.created_at)>{date_time(item.created_at)}</time>
+            <MessageTime at=item.created_at/>
             {move || note().map(|(key, label)| view! { <span class=format!("status status-{key}")>{label}</span> })}
             <Show when=move || st.status() == MessageStatus::Streaming>
                 <span class="spinner small" aria-hidden="true"></span>
@@ -298,15 +307,68 @@ fn MessageHead(
     }
 }
 
-/// The text: plain for the user's messages, sanitised markdown for the agent's.
+/// A message's local time of day; the full date in its tooltip and `datetime`.
+#[component]
+fn MessageTime(
+    /// When the message was written.
+    at: i64,
+) -> impl IntoView {
+    let offset = offset_at(at);
+    view! {
+        <time data-testid="message-time" datetime=iso_date_time(at) title=full_date_time(at, offset)>
+            {time_of_day(at, offset)}
+        </time>
+    }
+}
+
+/// "Today", "Yesterday", "Mon 23 Nov" over the first message of each local day in the window.
+#[component]
+fn DaySeparator(
+    /// The message it may stand over.
+    id: String,
+    /// When that message was written.
+    at: i64,
+) -> impl IntoView {
+    let chat = use_chat();
+    let offset = offset_at(at);
+    let first_of_day = move || {
+        chat.with_messages(|l| {
+            let i = l.iter().position(|m| m.id == id)?;
+            let before = i.checked_sub(1).map(|j| l[j].created_at);
+            Some(before.is_none_or(|b| local_day(b, offset_at(b)) != local_day(at, offset)))
+        })
+        .unwrap_or(false)
+    };
+    view! {
+        <Show when=first_of_day>
+            <div class="day-separator" data-testid="day-separator" role="separator" aria-label=day_separator(at, now_ms(), offset)>
+                <span>{day_separator(at, now_ms(), offset)}</span>
+            </div>
+        </Show>
+    }
+}
+
+/// The text: plain for the user's messages (an editor in its place while edited), sanitised
+/// markdown for the agent's.
 #[component]
 fn MessageBody(
     /// The message whose text this is.
     item: MessageItem,
 ) -> impl IntoView {
+    let chat = use_chat();
     let st = item.state();
     if item.role == Role::User {
-        return view! { <div class="message-content plain" data-testid="message-content">{move || st.content()}</div> }.into_any();
+        let id = item.id.clone();
+        let editing = move || chat.is_editing(&id);
+        return view! {
+            <Show
+                when=editing
+                fallback=move || view! { <div class="message-content plain" data-testid="message-content">{move || st.content()}</div> }
+            >
+                <MessageEditor item=item.clone()/>
+            </Show>
+        }
+        .into_any();
     }
     let html = move || {
         let streaming = st.status() == MessageStatus::Streaming;
@@ -329,6 +391,57 @@ fn MessageBody(
         }
     });
     view! { <div class="message-content markdown" data-testid="message-content" node_ref=body inner_html=html></div> }.into_any()
+}
+
+/// A user message's editor, where the message is: Save sends the new text as a new branch (the
+/// earlier one stays a page away, ‹ ›), Cancel (or Esc) leaves it as it was.
+#[component]
+fn MessageEditor(
+    /// The user message being edited.
+    item: MessageItem,
+) -> impl IntoView {
+    let chat = use_chat();
+    let st = item.state();
+    let text = RwSignal::new(st.content_untracked());
+    let input = NodeRef::<html::Textarea>::new();
+    Effect::new(move |_| {
+        if let Some(el) = input.get() {
+            let _ = el.focus();
+        }
+    });
+    let id = item.id.clone();
+    let save = move || {
+        let t = text.get_untracked();
+        if !t.trim().is_empty() && !chat.streaming_untracked() {
+            chat.edit(id.clone(), t);
+        }
+    };
+    let save_click = save.clone();
+    let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Enter" if !ev.shift_key() && !ev.is_composing() => {
+            ev.prevent_default();
+            save();
+        }
+        "Escape" => {
+            ev.prevent_default();
+            ev.stop_propagation();
+            chat.cancel_edit();
+        }
+        _ => {}
+    };
+    view! {
+        <div class="message-editor" data-testid="message-editor">
+            <textarea data-testid="edit-message-input" aria-label="Edit your message (Enter saves, Esc cancels)"
+                rows="3" node_ref=input prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev)) on:keydown=on_key></textarea>
+            <p class="hint">"Saving sends it again for a new reply. The earlier version stays: ‹ › switch between them."</p>
+            <div class="row">
+                <button data-testid="cancel-edit" on:click=move |_| chat.cancel_edit()>"Cancel"</button>
+                <button class="primary" data-testid="save-edit" disabled=move || text.with(|t| t.trim().is_empty())
+                    on:click=move |_| save_click()>"Save"</button>
+            </div>
+        </div>
+    }
 }
 
 /// Tools used, and why a reply failed unless the error banner says it already.
@@ -381,10 +494,7 @@ fn MessageActions(
     };
     let edit = {
         let id = item.id.clone();
-        move |_| {
-            chat.start_edit(id.clone(), st.content_untracked());
-            focus_testid("composer-input");
-        }
+        move |_| chat.start_edit(id.clone())
     };
     let regenerate = {
         let id = item.id.clone();
@@ -417,8 +527,11 @@ fn MessageActions(
                     <span class="label">{move || if clipboard.copied.get() { "Copied" } else if clipboard.failed.get() { "Copy failed" } else { "Copy" }}</span>
                 </button>
             </Show>
-            <Show when=move || idle() && is_user>
-                <button class="link act act-edit" data-testid="edit-message" aria-label="Edit and send again as a new branch" on:click=edit.clone()>
+            <Show when={
+                let id = item.id.clone();
+                move || idle() && is_user && !chat.is_editing(&id)
+            }>
+                <button class="link act act-edit" data-testid="edit-message" aria-label="Edit this message" on:click=edit.clone()>
                     <span class="label">"Edit"</span>
                 </button>
             </Show>

@@ -52,6 +52,33 @@ fn TemporaryNotice() -> impl IntoView {
     }
 }
 
+/// The continuity badge ("new", "memory sent", …), a button that shows what it means in visible
+/// text (a tap works as well as a click; Esc or a press outside closes it).
+#[component]
+fn ContinuityBadge(
+    /// The open conversation.
+    conversation: crate::engine::model::Conversation,
+) -> impl IntoView {
+    let (key, label, why) = continuity(&conversation);
+    let open = RwSignal::new(false);
+    let root = leptos::prelude::NodeRef::<leptos::html::Div>::new();
+    crate::ui::behaviour::use_dismiss(root, open);
+    view! {
+        <div class="badge-wrap" node_ref=root>
+            <button class="badge-button" data-testid="continuity-info"
+                aria-label=format!("{label}: what this means") aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)>
+                <span class=format!("badge badge-{key}") data-testid="continuity-badge" data-continuity=key>
+                    {label}
+                </span>
+            </button>
+            <Show when=move || open.get()>
+                <p class="badge-explained" role="note" data-testid="continuity-explained">{why}</p>
+            </Show>
+        </div>
+    }
+}
+
 /// Drawer button, title, continuity badge, model picker, backup menu, memory toggle.
 #[component]
 fn ChatHeader() -> impl IntoView {
@@ -77,14 +104,7 @@ fn ChatHeader() -> impl IntoView {
                     None => "Memoire".to_string(),
                 }}
             </h1>
-            {move || title().map(|c| {
-                let (key, label, why) = continuity(&c);
-                view! {
-                    <span class=format!("badge badge-{key}") data-testid="continuity-badge" data-continuity=key title=why>
-                        {label}
-                    </span>
-                }
-            })}
+            {move || title().map(|c| view! { <ContinuityBadge conversation=c/> })}
             <span class="spacer"></span>
             <ModelPicker/>
             <BackupMenu/>

@@ -1,10 +1,12 @@
 //! The chat header's model picker: the model the open conversation (or the new chat) uses from its
 //! next turn, chosen from the endpoint's model list (listed when the menu first opens, by the path
 //! Settings' "Test connection" takes), shown by readable names. The choice is kept with the
-//! conversation's overrides; the list is the settings store's, the choice the chat store's. Must
+//! conversation's overrides; the list is the settings store's, the choice the chat store's. The
+//! button always names a model (`engine::format::model_in_use`: with none set, the server's one model
+//! or its default), never "Model" alone. Must
 //! not import `crate::store` or `crate::transport`.
 
-use crate::engine::format::model_label;
+use crate::engine::format::{model_in_use, model_label};
 use crate::ui::behaviour::{focus_opener, roving_focus, use_dismiss, use_roving};
 use crate::ui::settings::store::ModelList;
 use crate::ui::stores::{use_chat, use_settings};
@@ -28,6 +30,7 @@ pub fn ModelPicker() -> impl IntoView {
     };
     let in_use =
         move || own().unwrap_or_else(|| settings.with_settings(|s| s.endpoint.model.clone()));
+    let name = move || model_in_use(&in_use(), &listed(settings.models()));
     let set_open = move |opening: bool| {
         open.set(opening);
         if opening {
@@ -49,14 +52,11 @@ pub fn ModelPicker() -> impl IntoView {
                 data-model=in_use
                 aria-haspopup="listbox"
                 aria-expanded=move || open.get().to_string()
-                title=move || format!("Model for this conversation: {}", in_use())
+                title=move || format!("Model for this conversation: {}", name())
                 on:click=toggle
                 on:keydown=on_key
             >
-                {move || match in_use() {
-                    m if m.trim().is_empty() => "Model".to_string(),
-                    m => model_label(&m),
-                }}
+                <span class="model-name" data-testid="model-picker-name">{name}</span>
                 <span aria-hidden="true">" ▾"</span>
             </button>
             <Show when=move || open.get()>
@@ -92,11 +92,11 @@ fn ModelMenu(
     use_focus_chosen(list, move || {
         let _ = settings.models();
     });
-    let global = move || settings.with_settings(|s| model_label(&s.endpoint.model));
-    let listed = move || match settings.models() {
-        ModelList::Loaded(list) => list,
-        _ => Vec::new(),
+    let global = move || {
+        let list = listed(settings.models());
+        settings.with_settings(|s| model_in_use(&s.endpoint.model, &list))
     };
+    let listed = move || listed(settings.models());
     view! {
         <div class="menu" role="listbox" aria-label="Models" node_ref=list>
             <button role="option" data-testid="model-option" data-model=""
@@ -162,4 +162,12 @@ fn use_focus_chosen(list: NodeRef<html::Div>, track: impl Fn() + 'static) {
             roving_focus(&el, "[role=option]", at);
         });
     });
+}
+
+/// The models listed so far (none while loading or after a failure).
+fn listed(models: ModelList) -> Vec<String> {
+    match models {
+        ModelList::Loaded(list) => list,
+        _ => Vec::new(),
+    }
 }

@@ -181,14 +181,9 @@ impl ChatStore {
         self.draft.track();
     }
 
-    /// True while a user message is being edited.
-    pub fn is_editing(&self) -> bool {
-        self.editing.with(Option::is_some)
-    }
-
-    /// The user message being edited, if any, without subscribing (for event handlers).
-    pub fn editing_untracked(&self) -> Option<String> {
-        self.editing.get_untracked()
+    /// True while the user message `message_id` is being edited (in place).
+    pub fn is_editing(&self, message_id: &str) -> bool {
+        self.editing.with(|e| e.as_deref() == Some(message_id))
     }
 
     /// The message to scroll to, if any.
@@ -549,16 +544,14 @@ impl ChatStore {
             .run(move |s| async move { Ok(s.chat().retry(&id).await?) });
     }
 
-    /// Puts a user message's text in the composer to be edited and sent again.
-    pub fn start_edit(&self, message_id: String, text: String) {
-        self.draft.set(text);
+    /// Opens a user message's editor where the message is (the composer keeps its draft).
+    pub fn start_edit(&self, message_id: String) {
         self.editing.set(Some(message_id));
     }
 
-    /// Drops the edit: the composer empties.
+    /// Closes the editor; the message stays as it was.
     pub fn cancel_edit(&self) {
         self.editing.set(None);
-        self.draft.set(String::new());
     }
 
     /// Sends `text` in place of user message `message_id`: a new branch (the old one stays a page
@@ -568,7 +561,6 @@ impl ChatStore {
             return;
         };
         self.editing.set(None);
-        self.draft.set(String::new());
         self.shell.dismiss_error();
         self.backend
             .run(move |s| async move { Ok(s.chat().edit(&id, &message_id, text).await?) });

@@ -2,8 +2,10 @@
 //! endpoint has it), API key (stored locally, with a plain warning, never exported; a key given
 //! for another origin than the URL's is not shown, and a line says it must be entered again),
 //! system prompt,
-//! memory settings (N, M, context tokens, reply reserve, history format) globally or for the open
-//! conversation, "Test connection", and storage usage. Every setting says in a line what it does.
+//! memory settings (N, M; context tokens, reply reserve and history format behind "Advanced")
+//! globally or for the open conversation, "Test connection" (which picks the first model listed when
+//! none is set), and storage usage. Protocols are named as people know them (`Protocol::label`), a
+//! model given as a file path says the name it is shown by. Every setting says in a line what it does.
 //! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view. Its store
 //! (`store`) owns the settings in force, the dialog's state and the endpoint's model list. Must not
 //! import `crate::store` or `crate::transport`.
@@ -12,7 +14,9 @@ pub mod store;
 
 use crate::engine::format::{bytes, model_label, plural};
 use crate::engine::model::{EndpointProfile, HistoryFormat, MemoryOverrides, Protocol};
-use crate::engine::settings::{apply_preset, key_note, key_use, KeyUse, Settings, PRESETS};
+use crate::engine::settings::{
+    apply_preset, key_note, key_use, model_name_note, pick_listed_model, KeyUse, Settings, PRESETS,
+};
 use crate::ui::behaviour::use_focus_trap;
 use crate::ui::stores::{use_chat, use_settings, use_shell, use_transfer};
 use crate::ui::sync::SyncSection;
@@ -248,8 +252,8 @@ fn ProtocolSelect(
         }
     };
     view! {
-        <label>{if memory { "Memory endpoint protocol" } else { "Protocol" }}
-            <select data-testid=testid aria-label=if memory { "Memory endpoint protocol" } else { "Protocol" }
+        <label>{if memory { "Memory server type" } else { "Server type" }}
+            <select data-testid=testid aria-label=if memory { "Memory server type" } else { "Server type" }
                 prop:value=move || draft.with(|d| get(d).as_str().to_string())
                 on:change=move |ev| {
                     if let Some(p) = Protocol::parse(&event_target_value(&ev)) {
@@ -257,10 +261,10 @@ fn ProtocolSelect(
                     }
                 }>
                 {Protocol::ALL.iter().map(|p| view! {
-                    <option value=p.as_str() selected=move || draft.with(|d| get(d) == *p)>{p.as_str()}</option>
+                    <option value=p.as_str() selected=move || draft.with(|d| get(d) == *p)>{p.label()}</option>
                 }).collect_view()}
             </select>
-            <span class="hint">"How requests are written: the preset knows; change it only for another kind of server."</span>
+            <span class="hint">"The kind of server: the preset knows; change it only for another kind of server."</span>
         </label>
     }
 }
@@ -287,13 +291,22 @@ fn ModelField(
             </datalist>
             <span class="hint">"The model's name as the server knows it. “Test connection” lists the ones it offers."</span>
         </label>
+        {move || draft.with(|d| model_name_note(&d.endpoint.model)).map(|note| view! {
+            <p class="hint" data-testid="settings-model-name">{note}</p>
+        })}
         <Show when=move || !form.models.with(Vec::is_empty)>
             <label>"Models on this server"
                 <select data-testid="settings-model-pick"
                     on:change=move |ev| draft.update(|d| d.endpoint.model = event_target_value(&ev))>
-                    <option value="" disabled=true selected=true>"Pick one…"</option>
+                    <option value="" disabled=true selected=move || draft.with(|d| !form.models.with(|l| l.contains(&d.endpoint.model)))>"Pick one…"</option>
                     <For each=move || form.models.get() key=|m| m.clone() let:m>
-                        <option value=m.clone() title=m.clone()>{model_label(&m)}</option>
+                        {
+                            let chosen = m.clone();
+                            view! {
+                                <option value=m.clone() title=m.clone()
+                                    selected=move || draft.with(|d| d.endpoint.model == chosen)>{model_label(&m)}</option>
+                            }
+                        }
                     </For>
                 </select>
             </label>
@@ -316,14 +329,13 @@ fn TestConnection(
             form.testing.set(false);
             match r {
                 Ok(found) => {
-                    form.status.set(Some(if found.is_empty() {
-                        "Connected.".to_string()
-                    } else {
-                        format!(
-                            "Connected: {}.",
-                            plural(found.len(), "model available", "models available")
-                        )
-                    }));
+                    // With no model set, the first one listed is chosen (saved with the rest).
+                    let picked = form
+                        .draft
+                        .try_update(|d| pick_listed_model(d, &found))
+                        .flatten();
+                    form.status
+                        .set(Some(connected_status(found.len(), picked.as_deref())));
                     form.models.set(found);
                 }
                 Err(e) => form.error.set(Some(e)),
@@ -336,6 +348,22 @@ fn TestConnection(
             <Show when=move || form.testing.get()><span class="spinner small" aria-hidden="true"></span></Show>
             <span class="ok" role="status" data-testid="settings-test-status">{move || form.status.get().unwrap_or_default()}</span>
         </div>
+    }
+}
+
+/// What "Test connection" says once connected: how many models, and the one it chose.
+fn connected_status(count: usize, picked: Option<&str>) -> String {
+    match (count, picked) {
+        (0, _) => "Connected.".to_string(),
+        (n, Some(m)) => format!(
+            "Connected: {}. Model set to {}.",
+            plural(n, "model available", "models available"),
+            model_label(m)
+        ),
+        (n, None) => format!(
+            "Connected: {}.",
+            plural(n, "model available", "models available")
+        ),
     }
 }
 
@@ -363,12 +391,17 @@ fn MemorySection(
             >
                 <GlobalMemoryFields draft=form.draft/>
                 <MemoryModelFields draft=form.draft/>
-                <HistoryFormatSelect
-                    testid="settings-history-format"
-                    value=Signal::derive(move || Some(form.draft.with(|d| d.memory.history_format)))
-                    on_pick=move |f| form.draft.update(|d| d.memory.history_format = f.unwrap_or(HistoryFormat::Messages))
-                    global=false
-                />
+                <details class="advanced" data-testid="settings-advanced">
+                    <summary>"Advanced"</summary>
+                    <p class="hint">"How much the model can read, and how the history is written. The defaults suit most servers."</p>
+                    <ContextFields draft=form.draft/>
+                    <HistoryFormatSelect
+                        testid="settings-history-format"
+                        value=Signal::derive(move || Some(form.draft.with(|d| d.memory.history_format)))
+                        on_pick=move |f| form.draft.update(|d| d.memory.history_format = f.unwrap_or(HistoryFormat::Messages))
+                        global=false
+                    />
+                </details>
             </Show>
         </section>
     }
@@ -387,7 +420,7 @@ fn num(ev: &leptos::ev::Event) -> Option<u64> {
     event_target_value(ev).trim().parse::<u64>().ok()
 }
 
-/// The global memory numbers: recent messages, update frequency, context, reply reserve.
+/// The global memory numbers: recent messages and update frequency.
 #[component]
 fn GlobalMemoryFields(
     /// The settings being edited.
@@ -417,13 +450,24 @@ fn GlobalMemoryFields(
                 on:input=move |ev| if let Some(v) = num(&ev) { draft.update(|d| d.memory.summary_every_pairs = v as usize) }/>
             <span class="hint">{EVERY_HINT}</span>
         </label>
-        <label>"Context tokens"
+    }
+}
+
+/// The advanced numbers: the context window and the room kept for the reply.
+#[component]
+fn ContextFields(
+    /// The settings being edited.
+    draft: RwSignal<Settings>,
+) -> impl IntoView {
+    let show = move |f: fn(&Settings) -> u64| move || draft.with(|d| f(d).to_string());
+    view! {
+        <label>"Context size (tokens)"
             <input data-testid="settings-context-tokens" type="number" min="512"
                 prop:value=show(|d| u64::from(d.memory.context_tokens))
                 on:input=move |ev| if let Some(v) = num(&ev) { draft.update(|d| d.memory.context_tokens = v.min(u32::MAX as u64) as u32) }/>
             <span class="hint">{CONTEXT_HINT}</span>
         </label>
-        <label>"Reply reserve (tokens)"
+        <label>"Room kept for the reply (tokens)"
             <input data-testid="settings-reply-reserve" type="number" min="0"
                 prop:value=show(|d| u64::from(d.memory.reply_reserve_tokens))
                 on:input=move |ev| if let Some(v) = num(&ev) { draft.update(|d| d.memory.reply_reserve_tokens = v.min(u32::MAX as u64) as u32) }/>
@@ -499,8 +543,8 @@ fn HistoryFormatSelect(
                     on_pick((!v.is_empty()).then(|| parse_format(&v)))
                 }>
                 {global.then(|| view! { <option value="" selected=move || value.get().is_none()>"(global)"</option> })}
-                <option value="messages" selected=move || value.get() == Some(HistoryFormat::Messages)>"messages (chat APIs)"</option>
-                <option value="transcript" selected=move || value.get() == Some(HistoryFormat::Transcript)>"transcript (single prompt)"</option>
+                <option value="messages" selected=move || value.get() == Some(HistoryFormat::Messages)>"As chat messages (most servers)"</option>
+                <option value="transcript" selected=move || value.get() == Some(HistoryFormat::Transcript)>"As one transcript (text-completion models)"</option>
             </select>
             <span class="hint">"Chat APIs take the history as messages; a transcript suits models that only complete text."</span>
         </label>
@@ -537,13 +581,13 @@ fn OverrideFields(
                 on:input=move |ev| { let v = num(&ev); overrides.update(|o| o.summary_every_pairs = v.map(|v| v as usize)) }/>
             <span class="hint">{EVERY_HINT}</span>
         </label>
-        <label>"Context tokens"
+        <label>"Context size (tokens)"
             <input data-testid="settings-override-context-tokens" type="number" min="512"
                 prop:value=move || overrides.with(|o| opt(o.context_tokens.map(u64::from)))
                 on:input=move |ev| { let v = num(&ev); overrides.update(|o| o.context_tokens = v.map(|v| v.min(u32::MAX as u64) as u32)) }/>
             <span class="hint">{CONTEXT_HINT}</span>
         </label>
-        <label>"Reply reserve (tokens)"
+        <label>"Room kept for the reply (tokens)"
             <input data-testid="settings-override-reply-reserve" type="number" min="0"
                 prop:value=move || overrides.with(|o| opt(o.reply_reserve_tokens.map(u64::from)))
                 on:input=move |ev| { let v = num(&ev); overrides.update(|o| o.reply_reserve_tokens = v.map(|v| v.min(u32::MAX as u64) as u32)) }/>
