@@ -408,14 +408,15 @@ pub fn in_text_field() -> bool {
 }
 
 /// Whether a menu or list box is open: focus is inside one, or on the button that opened it
-/// (`aria-expanded="true"`).
+/// (`aria-haspopup`, `aria-expanded="true"`; the drawer's button is no popup's).
 pub fn in_open_popup() -> bool {
     active_element().is_some_and(|e| {
         e.closest("[role=menu],[role=listbox]")
             .ok()
             .flatten()
             .is_some()
-            || e.get_attribute("aria-expanded").as_deref() == Some("true")
+            || (e.has_attribute("aria-haspopup")
+                && e.get_attribute("aria-expanded").as_deref() == Some("true"))
     })
 }
 
