@@ -68,7 +68,7 @@ pub fn local_day(ms: Millis, offset_minutes: i32) -> i64 {
 
 /// "14:05": a message's local time of day.
 pub fn time_of_day(ms: Millis, offset_minutes: i32) -> String {
-    let local = ms + Millis::from(offset_minutes) * 60_000;
+    let local = ms.saturating_add(Millis::from(offset_minutes) * 60_000);
     let mins = local.div_euclid(60_000).rem_euclid(24 * 60);
     format!("{:02}:{:02}", mins / 60, mins % 60)
 }

@@ -5,7 +5,7 @@
 //! `crate::engine`.
 
 use super::replicate::Status;
-use crate::engine::format::plural;
+use crate::engine::format::{plural, time_of_day};
 use crate::engine::model::Millis;
 
 /// `data-state` and the detail for `status`, `refused` documents skipped so far; times of day in
@@ -56,11 +56,4 @@ pub fn label(status: &Status, utc_offset_min: i32) -> String {
         Status::Offline { retry_at } => format!("sync offline{}", retry(Some(*retry_at))),
         Status::Error { retry_at, .. } => format!("sync error{}", retry(*retry_at)),
     }
-}
-
-/// "08:41": the hour and minute of `ms` in the zone `utc_offset_min` minutes ahead of UTC.
-pub fn time_of_day(ms: Millis, utc_offset_min: i32) -> String {
-    let local = ms.saturating_add(i64::from(utc_offset_min) * 60_000);
-    let mins = local.div_euclid(60_000).rem_euclid(24 * 60);
-    format!("{:02}:{:02}", mins / 60, mins % 60)
 }
