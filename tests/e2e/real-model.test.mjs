@@ -272,7 +272,7 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       const upTo = async () => Number((/up to #(\d+)/.exec(await page.locator(tid('summary-meta')).innerText().catch(() => '')) ?? [])[1] ?? 0);
       await eventually(
         async () => (await page.locator(tid('memory-updating')).count()) === 0
-          && proxy.records.every((r) => r.status !== null)
+          && proxy.records.slice(before).every((r) => r.status !== null)
           && (await upTo()) >= moved,
         { timeout: UPDATE_TIMEOUT, interval: 250, what: `a summary up to message #${moved} once the server is idle` },
       );
