@@ -113,11 +113,16 @@ export async function startRecordingProxy(target) {
     const raw = Buffer.concat(chunks).toString('utf8');
     const record = { method: req.method, path: req.url, body: safeJson(raw), status: null, response: '' };
     records.push(record);
+    // The page going away (an aborted fetch, a closed page) reaches the server, as it would
+    // without the proxy: the model stops generating what nobody reads.
+    const gone = new AbortController();
+    res.on('close', () => { if (!res.writableEnded) gone.abort(); });
     try {
       const upstream = await fetch(`${target}${req.url}`, {
         method: req.method,
         headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
         body: req.method === 'GET' ? undefined : raw,
+        signal: gone.signal,
       });
       record.status = upstream.status;
       res.writeHead(upstream.status, { 'Content-Type': upstream.headers.get('content-type') ?? 'application/json', 'Cache-Control': 'no-cache' });
@@ -128,6 +133,11 @@ export async function startRecordingProxy(target) {
       }
       res.end();
     } catch (e) {
+      if (gone.signal.aborted) {
+        // The client left: keep the status the server gave (or 499, none yet).
+        record.status ??= 499;
+        return;
+      }
       record.status = 502;
       if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify({ error: { message: String(e) } }));
