@@ -88,6 +88,14 @@ async function hideMemory(page) {
   const toggle = page.locator(tid('memory-toggle'));
   // On a phone the panel covers the header: its own close button closes it.
   const close = page.locator(tid('memory-close'));
+  // Right after a resize the app may not have seen the new width yet: the toggle says what the app
+  // thinks, the panel what the CSS shows. Act only once they agree.
+  await page.waitForFunction(() => {
+    const t = document.querySelector('[data-testid="memory-toggle"]');
+    const pane = document.querySelector('[data-testid="memory-pane"]');
+    const shown = !!pane && pane.getClientRects().length > 0 && getComputedStyle(pane).visibility !== 'hidden';
+    return (t?.getAttribute('aria-expanded') === 'true') === shown;
+  }, null, { timeout: 5000 });
   const expanded = await toggle.getAttribute('aria-expanded');
   const closeShown = await close.isVisible();
   if (expanded === 'true') await (closeShown ? close : toggle).click();

@@ -111,7 +111,7 @@ export async function startRecordingProxy(target) {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const raw = Buffer.concat(chunks).toString('utf8');
-    const record = { method: req.method, path: req.url, body: safeJson(raw), status: null, response: '' };
+    const record = { method: req.method, path: req.url, body: safeJson(raw), status: null, response: '', at: Date.now(), ended: null };
     records.push(record);
     // The page going away (an aborted fetch, a closed page) reaches the server, as it would
     // without the proxy: the model stops generating what nobody reads.
@@ -132,10 +132,13 @@ export async function startRecordingProxy(target) {
         res.write(chunk);
       }
       res.end();
+      record.ended = Date.now();
     } catch (e) {
+      record.ended = Date.now();
       if (gone.signal.aborted) {
         // The client left: keep the status the server gave (or 499, none yet).
         record.status ??= 499;
+        record.left = true;
         return;
       }
       record.status = 502;

@@ -164,6 +164,16 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
 });
 
 /** The text of a streamed openai-chat reply (its `data:` chunks' content). */
+/** One line per request, for a failure's message: when, what kind, how it ended, what came back. */
+function requestLog(records) {
+  const t0 = records[0]?.at ?? 0;
+  return records.filter((r) => r.method === 'POST').map((r) => {
+    const kind = isTitle(r) ? 'title' : r.body?.response_format ? `update(${formOf(r)})` : 'chat';
+    const span = `${((r.at - t0) / 1000).toFixed(1)}s..${r.ended ? ((r.ended - t0) / 1000).toFixed(1) : '?'}s`;
+    return `  ${span} ${kind} ${r.status}${r.left ? ' (client left)' : ''} ${JSON.stringify((replyText(r.response) || r.response).slice(0, 160))}`;
+  }).join('\n');
+}
+
 function replyText(sse) {
   return sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => {
     try {
@@ -275,7 +285,11 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
           && proxy.records.slice(before).every((r) => r.status !== null)
           && (await upTo()) >= moved,
         { timeout: UPDATE_TIMEOUT, interval: 250, what: `a summary up to message #${moved} once the server is idle` },
-      );
+      ).catch(async (e) => {
+        const meta = await page.locator(tid('summary-meta')).innerText().catch(() => '(no summary)');
+        const failure = await page.locator(tid('memory-failure')).innerText().catch(() => '(none)');
+        assert.fail(`${e.message}\nsummary: ${meta}\nmemory failure: ${failure}\nrequests:\n${requestLog(proxy.records.slice(before))}`);
+      });
       await noFailure(page, 'at a user\'s pace');
       assert.equal(await page.locator(tid('error-banner')).count(), 0, 'no error was shown');
       const summary = await page.locator(tid('summary-text')).innerText();
