@@ -39,6 +39,7 @@ use crate::engine::format::{one_line, plural};
 use crate::engine::history::{
     build_prompt, ended_marker, render_message, truncate_chars, TRANSCRIPT_OPEN,
 };
+use crate::engine::memory::ground::support_terms;
 use crate::engine::memory::recall::{
     passage_line, passages_detail, Passage, RECALL_HEADING, RECALL_SHARE_PERCENT,
 };
@@ -816,6 +817,31 @@ fn pending_hold<E: TokenEstimator + ?Sized>(
         .min(left)
 }
 
+/// Whether this prompt carries a fact said in this conversation already: its message is one the
+/// summary does not cover (the history or the pending statements carry it), or the summary placed
+/// holds most of its words (at least half its [`support_terms`]). A fact from a covered message that
+/// the summary lost (a small model's summary drops what it likes) is carried as a fact: what was said
+/// is never lost to a summary. Facts from other conversations, or added by hand, are not carried here.
+fn carried_here(
+    fact: &UserFact,
+    history: &[Message],
+    covers: Option<u64>,
+    summary_terms: &std::collections::HashSet<String>,
+) -> bool {
+    let Some(source) = &fact.source else {
+        return false;
+    };
+    let Some(message) = history.iter().find(|m| m.id == source.message_id) else {
+        return false;
+    };
+    if !covered(covers)(message) {
+        return true;
+    }
+    let terms = support_terms(&fact.text);
+    let held = terms.iter().filter(|t| summary_terms.contains(*t)).count();
+    !terms.is_empty() && held * 2 >= terms.len()
+}
+
 /// Whether the summary, covering up to `covers`, covers a message.
 fn covered(covers: Option<u64>) -> impl Fn(&Message) -> bool + Copy {
     move |m: &Message| covers.is_some_and(|c| m.seq <= c)
@@ -1037,20 +1063,15 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
 
     /// Step 3, after the summary: the facts about the user within their share and what is left
     /// (the core, then those the recent messages speak of; none an uncovered user message or the
-    /// new one supersedes; none said in this conversation's history, which the history, the
-    /// summary or the pending statements carry already), cut from the end to the byte cap.
-    fn place_user_facts(&mut self) -> PlacedFacts {
+    /// new one supersedes; none this prompt carries already: [`carried_here`]), cut from the end
+    /// to the byte cap.
+    fn place_user_facts(&mut self, summary: Option<&str>) -> PlacedFacts {
         let input = self.input;
-        let here: std::collections::HashSet<&str> =
-            input.history.iter().map(|m| m.id.as_str()).collect();
+        let summary_terms = summary.map(support_terms).unwrap_or_default();
         let elsewhere: Vec<&UserFact> = input
             .user_facts
             .iter()
-            .filter(|f| {
-                f.source
-                    .as_ref()
-                    .is_none_or(|s| !here.contains(s.message_id.as_str()))
-            })
+            .filter(|f| !carried_here(f, input.history, self.covers, &summary_terms))
             .collect();
         if elsewhere.is_empty() {
             return (None, None, 0);
@@ -1379,7 +1400,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     }
     a.recent_uncovered();
     let (pending, (summary, summary_dropped, summary_shortened)) = a.place_summary();
-    let user_facts = a.place_user_facts();
+    let user_facts = a.place_user_facts(summary.as_ref().map(|s| s.text.as_str()));
     let recall = a.place_recall();
     a.recent_rest();
     let entities = a.entities_in_share();
