@@ -4,7 +4,8 @@
 
 use memoire::engine::model::{Conversation, MemoryOverrides, Role};
 use memoire::engine::title::{
-    auto_title, clean_title, title_request, wants_model_title, TITLE_REQUEST_OPENING,
+    auto_title, clean_title, title_of_reply, title_request, wants_model_title,
+    TITLE_REQUEST_OPENING,
 };
 
 /// The exchange the titles below are about.
@@ -225,4 +226,18 @@ fn request_is_small_and_recognisable() {
     );
     assert!(options.max_tokens.is_some_and(|n| n <= 32));
     assert!(options.output.is_none());
+}
+
+#[test]
+fn a_reply_cut_short_is_no_title() {
+    // llama-cpp-python ends a running stream when the user's next message arrives: half a title.
+    assert_eq!(
+        title_of_reply("Penicillin allergy and", true, ASKED, ANSWERED),
+        None
+    );
+    assert_eq!(
+        title_of_reply("Penicillin allergy and Python", false, ASKED, ANSWERED).as_deref(),
+        clean_title("Penicillin allergy and Python", ASKED, ANSWERED).as_deref()
+    );
+    assert!(title_of_reply("Penicillin allergy and Python", false, ASKED, ANSWERED).is_some());
 }

@@ -155,6 +155,21 @@ pub fn clean_title(reply: &str, first_message: &str, reply_to_it: &str) -> Optio
     grounded(&title, &format!("{first_message}\n{reply_to_it}")).then_some(title)
 }
 
+/// The title a title request's reply gives: [`clean_title`] of a whole reply; `None` for one cut
+/// short (`cut`: the stream ended without a finish reason, as llama-cpp-python ends a running
+/// stream when the user's next message arrives), whose first line may be half a title.
+pub fn title_of_reply(
+    reply: &str,
+    cut: bool,
+    first_message: &str,
+    reply_to_it: &str,
+) -> Option<String> {
+    if cut {
+        return None;
+    }
+    clean_title(reply, first_message, reply_to_it)
+}
+
 /// The title line of a reply, cleaned (see [`clean_title`]), before it is checked against the
 /// exchange.
 fn clean_line(reply: &str) -> Option<String> {

@@ -10,7 +10,7 @@ use super::service::{Memory, MemoryError};
 use super::update::complete;
 use crate::engine::memory::MemoryForm;
 use crate::engine::model::{Message, MessageStatus, Role};
-use crate::engine::title::{clean_title, title_request, wants_model_title};
+use crate::engine::title::{title_of_reply, title_request, wants_model_title};
 use crate::store::ConversationPatch;
 use crate::transport::Stopper;
 
@@ -57,7 +57,7 @@ impl Memory {
         .await;
         let Some(title) = answer
             .ok()
-            .and_then(|(text, _)| clean_title(&text, &first, &reply))
+            .and_then(|(text, cut)| title_of_reply(&text, cut, &first, &reply))
         else {
             return Ok(false);
         };
