@@ -91,6 +91,11 @@ fn the_four_delimiters_are_math_in_prose() {
     check_math("| a | b |\n|---|---|\n| $x^2$ | 1 |", &[("x^2", false)]);
     check_math("Two: $a$ and $b$.", &[("a", false), ("b", false)]);
     check_math("escaped \\$ inside $\\$5$", &[("\\$5", false)]);
+    check_math("$5 and $10, then $x^2$ here", &[("x^2", false)]);
+    check_math(
+        "It costs $5. Broken: $\\frac{a}{$ here",
+        &[("\\frac{a}{", false)],
+    );
 }
 
 #[test]
@@ -118,6 +123,8 @@ fn money_stays_text() {
         "$$ alone",
         "$$5 bill",
         "$5 – $10 per hour",
+        "It costs $5 and $10, or \\$20.",
+        "$HOME and $PATH",
     ] {
         check_math(text, &[]);
     }

@@ -114,7 +114,7 @@ struct Inline<'a, 'r> {
     /// Link brackets below this height are inactive (a link cannot contain a link).
     inactive_below: usize,
     /// Per terminator, the lowest position from which a search already failed.
-    fail: [usize; 10],
+    fail: [usize; 9],
     /// Every backtick run as (length, position), sorted; built on the first code span.
     code_runs: Vec<(usize, usize)>,
     code_runs_built: bool,
@@ -129,10 +129,9 @@ const FAIL_CDATA: usize = 2;
 const FAIL_GT: usize = 3;
 const FAIL_DQUOTE: usize = 4;
 const FAIL_SQUOTE: usize = 5;
-const FAIL_DOLLAR: usize = 6;
-const FAIL_DOLLARS: usize = 7;
-const FAIL_PAREN: usize = 8;
-const FAIL_BRACKET_MATH: usize = 9;
+const FAIL_DOLLARS: usize = 6;
+const FAIL_PAREN: usize = 7;
+const FAIL_BRACKET_MATH: usize = 8;
 
 /// Buffers reused from one block to the next (allocation dominated the render time).
 #[derive(Default)]
@@ -158,7 +157,7 @@ pub(super) fn parse<'a>(src: &'a str, refs: &Refs, buf: &mut Buffers<'a>) {
         delims: std::mem::take(&mut buf.delims),
         brackets: std::mem::take(&mut buf.brackets),
         inactive_below: 0,
-        fail: [usize::MAX; 10],
+        fail: [usize::MAX; 9],
         code_runs: std::mem::take(&mut buf.code_runs),
         code_runs_built: false,
         pending: std::mem::take(&mut buf.pending),
@@ -328,9 +327,11 @@ impl<'a> Inline<'a, '_> {
 
     /// A `$` at `i`: math, or text (money). `$$…$$` is display math whatever is around it. A single
     /// `$` follows pandoc's `tex_math_dollars` rule (markdown-it-texmath's too): the opening `$` has
-    /// no space after it, the closing `$` no space before it and no digit after it; and, as
-    /// markdown-it-texmath adds, the opening `$` has no digit before it. So "$5 and $10" and
-    /// "costs $3.50" stay text. An escaped `\$` never gets here (it is a backslash escape).
+    /// no space after it, the closing `$` no space before it and no digit after it; as
+    /// markdown-it-texmath adds, the opening `$` has no digit before it; and, stricter than both,
+    /// the closing `$` is the next `$` (a `$` in a formula is written `\$`). So "$5 and $10",
+    /// "costs $3.50" and "$5 and $10, then $\frac{a}{b}$" keep their money as text. An escaped `\$`
+    /// never gets here (it is a backslash escape).
     fn dollar(&mut self, i: usize, start: usize) -> Step {
         let src = self.src;
         let b = src.as_bytes();
@@ -365,34 +366,26 @@ impl<'a> Inline<'a, '_> {
         }
     }
 
-    /// The first `$` at or after `from` that can close inline math: not escaped, not part of `$$`,
-    /// no space before it, no digit after it. Which `$` can close does not depend on where the
-    /// math opened, so a failed search is remembered and the pass stays linear.
+    /// The `$` closing inline math opened before `from`: the first unescaped `$` after it, when it
+    /// can close (not part of `$$`, no space before it, no digit after it); any other `$` first
+    /// means no math ("$5 and $10, then $x$": the `$` of "$10" stops the search from "$5"). A search
+    /// reads up to the next `$` only, so the pass stays linear.
     fn dollar_closer(&mut self, from: usize) -> Option<usize> {
-        if from >= self.fail[FAIL_DOLLAR] {
-            return None;
-        }
         let b = self.src.as_bytes();
         let mut j = from;
         while j < b.len() {
             match b[j] {
                 b'\\' => j += 2,
-                b'$' if b.get(j + 1) == Some(&b'$') => j += 2,
                 b'$' => {
-                    let before = b[j - 1];
-                    let after = b.get(j + 1);
-                    if j > from
-                        && !before.is_ascii_whitespace()
-                        && !after.is_some_and(u8::is_ascii_digit)
-                    {
-                        return Some(j);
-                    }
-                    j += 1;
+                    let closes = j > from
+                        && b.get(j + 1) != Some(&b'$')
+                        && !b[j - 1].is_ascii_whitespace()
+                        && !b.get(j + 1).is_some_and(u8::is_ascii_digit);
+                    return closes.then_some(j);
                 }
                 _ => j += 1,
             }
         }
-        self.fail[FAIL_DOLLAR] = from;
         None
     }
 
@@ -1178,7 +1171,7 @@ pub(super) fn html_tag_len(s: &str) -> Option<usize> {
         delims: Vec::new(),
         brackets: Vec::new(),
         inactive_below: 0,
-        fail: [usize::MAX; 10],
+        fail: [usize::MAX; 9],
         code_runs: Vec::new(),
         code_runs_built: false,
         pending: Vec::new(),
