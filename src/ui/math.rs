@@ -27,11 +27,10 @@ thread_local! {
     static SCHEDULED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Converts the formulas under `root` once the browser is idle (none: nothing is fetched).
+/// Converts the formulas under `root` once the browser is idle. Which formulas is read then, so a
+/// call made before `root`'s markup is replaced still finds the new ones; a reply without any
+/// fetches nothing.
 pub fn typeset_later(root: web_sys::Element) {
-    if root.query_selector(PENDING).ok().flatten().is_none() {
-        return;
-    }
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
         if !q.contains(&root) {
@@ -47,6 +46,16 @@ fn schedule() {
     }
     let scheduled = crate::ui::behaviour::when_idle(
         |deadline| {
+            // Replies without a formula leave the queue here, before the chunk is asked for.
+            QUEUE.with(|q| {
+                q.borrow_mut().retain(|root| {
+                    root.is_connected() && root.query_selector(PENDING).ok().flatten().is_some()
+                })
+            });
+            if QUEUE.with(|q| q.borrow().is_empty()) {
+                SCHEDULED.with(|s| s.set(false));
+                return;
+            }
             wasm_bindgen_futures::spawn_local(async move {
                 let done = drain_split(deadline).await;
                 SCHEDULED.with(|s| s.set(false));
