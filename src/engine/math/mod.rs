@@ -30,8 +30,8 @@
 //! no frame without CSS: the box is lost, the answer shown), and the `split` environment is read
 //! as `aligned` (the same layout inside an equation). Everything else it cannot convert stays code.
 //!
-//! A formula longer than [`MAX_TEX_BYTES`], nested deeper than [`MAX_DEPTH`] or with a run of more
-//! than [`MAX_CHAIN`] commands is not converted:
+//! A formula longer than [`MAX_TEX_BYTES`], nested deeper than [`MAX_DEPTH`], with a run of more
+//! than [`MAX_CHAIN`] commands, or both past [`MAX_COST`] is not converted:
 //! the crate's parser recurses per group and per argument, and a stack overflow in the browser
 //! would abort the app.
 
@@ -47,6 +47,12 @@ pub const MAX_DEPTH: usize = 40;
 /// The longest run of commands (and `^`, `_`) with nothing but spaces between them converted: each
 /// may take the next as its argument (`\sqrt\sqrt x`), which the parser reads by recursing.
 pub const MAX_CHAIN: usize = 60;
+/// Both at once: an open group costs two, a command of the run one, and a formula may cost this
+/// much at its deepest point. Measured in Chromium's wasm (an unoptimised build, whose frames are
+/// larger than the app's: `tests/browser_math.rs`): 40 `\frac{1}{` nested (cost 81), a run of 60
+/// `\sqrt`, 20 groups around 40 of them and 10 around 60 (80) convert; 40 groups around 20 (101)
+/// and 20 around 60 (100) overflowed the stack.
+pub const MAX_COST: usize = 82;
 
 /// How a formula is laid out: in the line (`$…$`, `\(…\)`) or on a line of its own (`$$…$$`, `\[…\]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +131,7 @@ pub fn to_mathml(tex: &str, display: Display) -> Result<String, MathError> {
 }
 
 /// Whether the parser would recurse too deeply: more than [`MAX_DEPTH`] groups, `\left` and
-/// `\begin` open at once, or a run of more than [`MAX_CHAIN`] commands.
+/// `\begin` open at once, a run of more than [`MAX_CHAIN`] commands, or both past [`MAX_COST`].
 fn too_deep(tex: &str) -> bool {
     let b = tex.as_bytes();
     let (mut open, mut chain) = (0usize, 0usize);
@@ -156,7 +162,7 @@ fn too_deep(tex: &str) -> bool {
                 i += 1;
             }
         }
-        if open > MAX_DEPTH || chain > MAX_CHAIN {
+        if open > MAX_DEPTH || chain > MAX_CHAIN || 2 * open + chain > MAX_COST {
             return true;
         }
     }
