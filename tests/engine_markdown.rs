@@ -4,6 +4,7 @@
 //! tolerance, snapshots, the differential test against pulldown-cmark and linear time.
 
 use memoire::engine::markdown::{render, render_streaming, safe_href};
+use memoire::engine::math::{to_mathml, Display};
 use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -127,6 +128,9 @@ fn attr_allowed(tag: &str, attr: &str, value: &str) -> bool {
             value,
             "text-align: left" | "text-align: center" | "text-align: right"
         ),
+        ("code", "class") if value == "math-tex" => true,
+        ("code", "data-math") => matches!(value, "inline" | "block"),
+        ("div", "class") if value == "math-block" => true,
         ("code", "class") => value.strip_prefix("language-").is_some_and(|l| {
             !l.is_empty()
                 && l.chars()
@@ -212,9 +216,9 @@ fn hrefs(html: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn xss_corpus() {
-    let corpus: &[(&str, Option<&str>)] = &[
+/// Hostile payloads as model output, with a fragment the output must hold (or `None`).
+fn xss_payloads() -> Vec<(&'static str, Option<&'static str>)> {
+    vec![
         // Raw HTML: shown as escaped text.
         ("<script>alert(1)</script>", Some("&lt;script&gt;")),
         (
@@ -361,9 +365,14 @@ fn xss_corpus() {
             "| a |\n|---|\n| <script>alert(1)</script> |",
             Some("<td>&lt;script&gt;"),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn xss_corpus() {
+    let corpus = xss_payloads();
     assert!(corpus.len() >= 40);
-    for (input, expect) in corpus {
+    for (input, expect) in &corpus {
         check_xss(input, *expect);
         // No dangerous scheme survives as a live href, whatever the case.
         for href in hrefs(&render(input)) {
@@ -796,4 +805,188 @@ fn adversarial_input_renders_in_linear_time() {
     check_linear("table rows", &table);
     check_linear("pipes", &("|".repeat(n / 2) + "\n" + &"|-".repeat(n / 4)));
     check_linear("backslashes", &"\\".repeat(n));
+    check_linear("unclosed dollars", &"$a ".repeat(n / 3));
+    check_linear("money", &"$5 and ".repeat(n / 7));
+    check_linear("unclosed double dollars", &"$$a ".repeat(n / 4));
+    check_linear("unclosed math parens", &"\\(a ".repeat(n / 4));
+    check_linear("unclosed math brackets", &"\\[a ".repeat(n / 4));
+    check_linear("dollar lines", &"$$\n".repeat(n / 3));
+    check_linear("formulas", &"$x$ ".repeat(n / 4));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Math: the XSS corpus inside each delimiter. The markdown writer's output (the TeX as code) is
+// checked as above; then every formula goes through `engine::math::to_mathml` as the chat pane
+// does, and the MathML must hold only MathML Core's elements and inert attributes.
+
+const MATH_TAGS: &[&str] = &[
+    "math",
+    "mrow",
+    "mi",
+    "mn",
+    "mo",
+    "ms",
+    "mtext",
+    "mspace",
+    "msub",
+    "msup",
+    "msubsup",
+    "mfrac",
+    "msqrt",
+    "mroot",
+    "mstyle",
+    "merror",
+    "mpadded",
+    "mphantom",
+    "munder",
+    "mover",
+    "munderover",
+    "mtable",
+    "mtr",
+    "mtd",
+    "semantics",
+    "annotation",
+    "mmultiscripts",
+    "mprescripts",
+    "none",
+];
+
+const MATH_ATTRS: &[&str] = &[
+    "display",
+    "mathvariant",
+    "stretchy",
+    "fence",
+    "separator",
+    "lspace",
+    "rspace",
+    "accent",
+    "accentunder",
+    "columnalign",
+    "rowalign",
+    "columnspacing",
+    "rowspacing",
+    "displaystyle",
+    "scriptlevel",
+    "width",
+    "height",
+    "depth",
+    "voffset",
+    "linethickness",
+    "form",
+    "largeop",
+    "movablelimits",
+    "symmetric",
+    "minsize",
+    "maxsize",
+    "encoding",
+];
+
+/// The TeX of every math placeholder in the markdown writer's output (unescaped), with whether it
+/// is display math.
+fn math_placeholders(html: &str) -> Vec<(String, bool)> {
+    let mut found = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("<code class=\"math-tex\" data-math=\"") {
+        let after = &rest[at + 34..];
+        let display = after.starts_with("block");
+        let open_end = after.find('>').unwrap() + 1;
+        let close = after[open_end..].find("</code>").unwrap();
+        let tex = after[open_end..open_end + close]
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&");
+        found.push((tex, display));
+        rest = &after[open_end + close..];
+    }
+    found
+}
+
+/// MathML from `to_mathml`: one `<math>`, MathML Core elements and attributes only, no URL.
+fn assert_safe_mathml(tex: &str, mathml: &str) {
+    let tags =
+        scan_tags(mathml).unwrap_or_else(|e| panic!("scan failed for {tex:?}: {e}\n{mathml}"));
+    assert_eq!(
+        tags.first().map(|t| t.name.as_str()),
+        Some("math"),
+        "{mathml}"
+    );
+    for tag in &tags {
+        assert!(
+            MATH_TAGS.contains(&tag.name.as_str()),
+            "<{}> for {tex:?}: {mathml}",
+            tag.name
+        );
+        for (attr, value) in &tag.attrs {
+            assert!(
+                MATH_ATTRS.contains(&attr.as_str()),
+                "{attr} on <{}> for {tex:?}: {mathml}",
+                tag.name
+            );
+            let v = value.to_ascii_lowercase();
+            assert!(
+                !v.contains("script:") && !v.contains("url("),
+                "{attr}={value} for {tex:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn xss_inside_math_renders_nothing_active() {
+    let wraps: [(&str, &str); 6] = [
+        ("$", "$"),
+        ("$$", "$$"),
+        ("\\(", "\\)"),
+        ("\\[", "\\]"),
+        ("$$\n", "\n$$"),
+        ("\\[\n", "\n\\]"),
+    ];
+    // Payloads a formula can carry as TeX, beside the markdown corpus: what a converter might
+    // pass through to its markup (`\href`, `\style`, `\class`, `\html…`, colours, text).
+    let tex_payloads = [
+        "\\href{javascript:alert(1)}{x}",
+        "\\url{javascript:alert(1)}",
+        "\\style{background:url(javascript:alert(1))}{x}",
+        "\\class{x\" onclick=\"alert(1)}{x}",
+        "\\htmlClass{x}{y}",
+        "\\htmlStyle{color:red}{y}",
+        "\\htmlData{onclick=alert(1)}{y}",
+        "\\color{red\" onmouseover=\"alert(1)}{x}",
+        "\\text{<script>alert(1)</script>}",
+        "\\text{<img src=x onerror=alert(1)>}",
+        "\\mathrm{</math><script>alert(1)</script>}",
+        "\\operatorname{<svg onload=alert(1)>}",
+        "\\unicode{60}script\\unicode{62}",
+        "x^{<img src=x onerror=alert(1)>}",
+        "\\textcolor{red}{\\text{\"><script>alert(1)</script>}}",
+    ];
+    let corpus = xss_payloads();
+    let payloads = corpus.iter().map(|(p, _)| *p).chain(tex_payloads);
+    let mut formulas = 0;
+    let mut converted = 0;
+    for payload in payloads {
+        for (open, close) in wraps {
+            let input = format!("Before {open}{payload}{close} after");
+            for html in [render(&input), render_streaming(&input)] {
+                assert_safe(&input, &html);
+                for (tex, display) in math_placeholders(&html) {
+                    formulas += 1;
+                    let mode = if display {
+                        Display::Block
+                    } else {
+                        Display::Inline
+                    };
+                    if let Ok(mathml) = to_mathml(&tex, mode) {
+                        converted += 1;
+                        assert_safe_mathml(&tex, &mathml);
+                    }
+                }
+            }
+        }
+    }
+    // The delimiters were read as math, and the converter took many of the payloads (as text).
+    assert!(formulas > 400, "{formulas} formulas");
+    assert!(converted > 100, "{converted} converted");
 }

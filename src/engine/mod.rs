@@ -23,6 +23,7 @@ pub mod import;
 pub mod json_text;
 pub mod keys;
 pub mod markdown;
+pub mod math;
 pub mod memory;
 pub mod model;
 pub mod page;

@@ -14,6 +14,7 @@ pub mod chat;
 pub mod events;
 pub mod highlight;
 pub mod library;
+pub mod math;
 pub mod memory;
 pub mod prefs;
 pub mod projects;

@@ -2,7 +2,8 @@
 // the app. Nothing may execute: no dialog, no global set by any payload (payload N sets window.xssN),
 // no <script>/<iframe>/<object>/<embed>/on* attribute/unsafe link inside message-content, and the text
 // is still there to read. Checked while streaming (render_streaming), after completion, and after a
-// reload (the stored text rendered again). Hostile memory (summary and entity names) too.
+// reload (the stored text rendered again). Hostile memory (summary and entity names) too; and the
+// corpus inside math delimiters, typeset as MathML.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -157,6 +158,81 @@ test(`XSS: ${CORPUS.length} hostile payloads as model output render as text and 
       await page.waitForFunction(() => document.querySelectorAll('[data-testid="entity-node"]').length === 2);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       check(await inspect(page), 'after a reload');
+      assert.deepEqual(issues.dialogs, [], 'no dialog opened');
+    });
+    assertNoPageProblems(issues, { allowConsole: [/Failed to load resource/, /Content Security Policy|Refused to/] });
+  } finally {
+    await context.close();
+  }
+});
+
+// The same corpus inside each of the four math delimiters, and payloads a TeX converter might pass
+// through (links, styles, classes, raw text), each formula typeset as MathML where it converts:
+// nothing runs, and a `<math>` holds only MathML Core's elements and inert attributes.
+const MATH_TAGS = new Set(['math', 'mrow', 'mi', 'mn', 'mo', 'ms', 'mtext', 'mspace', 'msub', 'msup', 'msubsup', 'mfrac',
+  'msqrt', 'mroot', 'mstyle', 'merror', 'mpadded', 'mphantom', 'munder', 'mover', 'munderover', 'mtable', 'mtr', 'mtd',
+  'semantics', 'annotation', 'mmultiscripts', 'mprescripts', 'none']);
+const MATH_ATTRS = new Set(['display', 'mathvariant', 'stretchy', 'fence', 'separator', 'lspace', 'rspace', 'accent',
+  'accentunder', 'columnalign', 'rowalign', 'columnspacing', 'rowspacing', 'displaystyle', 'scriptlevel', 'width',
+  'height', 'depth', 'voffset', 'linethickness', 'form', 'largeop', 'movablelimits', 'symmetric', 'minsize', 'maxsize',
+  'encoding']);
+const TEX_PAYLOADS = [
+  '\\href{javascript:window.xss{N}=1}{x}',
+  '\\url{javascript:window.xss{N}=1}',
+  '\\style{background:url(javascript:window.xss{N}=1)}{x}',
+  '\\class{x" onclick="window.xss{N}=1}{x}',
+  '\\htmlData{onclick=window.xss{N}=1}{y}',
+  '\\color{red" onmouseover="window.xss{N}=1}{x}',
+  '\\text{<img src=x onerror=window.xss{N}=1>}',
+  '\\mathrm{</math><img src=x onerror=window.xss{N}=1>}',
+  '\\operatorname{<svg onload=window.xss{N}=1>}',
+  'x^{<img src=x onerror=window.xss{N}=1>}',
+].map((p, i) => p.replaceAll('{N}', String(200 + i)));
+const DELIMITERS = [['$', '$'], ['$$', '$$'], ['\\(', '\\)'], ['\\[', '\\]']];
+
+test(`XSS inside math: ${CORPUS.length + TEX_PAYLOADS.length} payloads in each of the four delimiters render nothing active`, async () => {
+  const { agent } = harness;
+  agent.reset();
+  const { context, page, issues } = await openUiApp(harness);
+  try {
+    await withDiagnostics(page, issues, 'xss-math', async () => {
+      const payloads = [...CORPUS.map(([p]) => p), ...TEX_PAYLOADS];
+      for (const [open, close] of DELIMITERS) {
+        const text = payloads.map((p) => `Formula ${open}${p}${close} here.`).join('\n\n');
+        await chatTurn(page, agent, `Math ${open}`, { text, chunkSize: 29, delayMs: 1 });
+      }
+      await page.waitForFunction(() => !document.querySelector('[data-testid="message-content"] code.math-tex:not([data-math-done])'));
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const found = await page.evaluate(([tags, attrs]) => {
+        const mathTags = new Set(tags);
+        const mathAttrs = new Set(attrs);
+        const set = [];
+        for (let i = 1; i <= 300; i += 1) if (window[`xss${i}`] !== undefined) set.push(i);
+        const bad = [];
+        let maths = 0;
+        for (const root of document.querySelectorAll('[data-testid="message-content"]')) {
+          for (const el of root.querySelectorAll('*')) {
+            const tag = el.tagName.toLowerCase();
+            const inMath = el.closest('math');
+            if (inMath) {
+              if (tag === 'math') maths += 1;
+              if (el.namespaceURI !== 'http://www.w3.org/1998/Math/MathML' || !mathTags.has(tag)) bad.push(`<${tag}> in math`);
+              if (tag === 'math' && !el.parentElement.matches('span.math')) bad.push('<math> outside span.math');
+              for (const a of el.attributes) if (!mathAttrs.has(a.name)) bad.push(`${tag} ${a.name} in math`);
+              continue;
+            }
+            if (['script', 'iframe', 'object', 'embed', 'style', 'meta', 'base', 'form', 'input', 'link', 'frame', 'svg', 'img', 'video', 'source'].includes(tag)) bad.push(`<${tag}>`);
+            for (const a of el.attributes) {
+              if (/^on/i.test(a.name) || a.name === 'style' || a.name === 'srcdoc') bad.push(`${tag} ${a.name}`);
+              if (['href', 'src', 'action', 'data'].includes(a.name) && !/^(https?:|mailto:|#)/i.test(a.value.trim())) bad.push(`${tag} ${a.name}=${a.value}`);
+            }
+          }
+        }
+        return { set, bad, maths };
+      }, [[...MATH_TAGS], [...MATH_ATTRS]]);
+      assert.deepEqual(found.set, [], `payloads ran: ${found.set}`);
+      assert.deepEqual(found.bad, [], 'dangerous markup');
+      assert.ok(found.maths >= 40, `formulas were typeset (${found.maths})`);
       assert.deepEqual(issues.dialogs, [], 'no dialog opened');
     });
     assertNoPageProblems(issues, { allowConsole: [/Failed to load resource/, /Content Security Policy|Refused to/] });

@@ -41,6 +41,12 @@ pub(super) enum Kind {
         closed: bool,
     },
     Indented,
+    /// Display math on lines of its own: opened by a line starting with `$$` (or a line `\[`)
+    /// that does not close it, closed by a line ending with `$$` (`\]`); its text is the TeX.
+    Math {
+        dollars: bool,
+        closed: bool,
+    },
     Html(u8),
     /// A GFM table: the header line, then body lines (raw, split into cells when rendered).
     Table {
@@ -206,8 +212,20 @@ fn may_start_block(c: Option<u8>) -> bool {
     matches!(
         c,
         Some(
-            b'>' | b'#' | b'`' | b'~' | b'<' | b'=' | b'-' | b'*' | b'_' | b'+' | b'|' | b':' | b'0'
-                ..=b'9'
+            b'>' | b'#'
+                | b'`'
+                | b'~'
+                | b'<'
+                | b'='
+                | b'-'
+                | b'*'
+                | b'_'
+                | b'+'
+                | b'|'
+                | b':'
+                | b'$'
+                | b'\\'
+                | b'0'..=b'9'
         )
     )
 }
@@ -340,7 +358,7 @@ impl<'a> Parser<'a> {
     fn open_new_blocks(&mut self, mut container: usize) -> usize {
         let mut matched_leaf = matches!(
             self.blocks[container].kind,
-            Kind::Fenced { .. } | Kind::Indented | Kind::Html(_)
+            Kind::Fenced { .. } | Kind::Indented | Kind::Html(_) | Kind::Math { .. }
         );
         while !matched_leaf {
             self.find_next_nonspace();
@@ -381,7 +399,7 @@ impl<'a> Parser<'a> {
         }
         self.close_unmatched();
         match self.blocks[container].kind {
-            Kind::Fenced { .. } | Kind::Indented => self.add_line(),
+            Kind::Fenced { .. } | Kind::Indented | Kind::Math { .. } => self.add_line(),
             Kind::Html(t) => {
                 self.add_line();
                 if (1..=5).contains(&t) && html_block_ends(t, &self.line[self.offset..]) {
@@ -415,6 +433,7 @@ impl<'a> Parser<'a> {
             &Kind::Fenced {
                 ch, len, indent, ..
             } => self.continue_fenced(b, (ch, len), indent),
+            &Kind::Math { dollars, .. } => self.continue_math(b, dollars),
             Kind::Indented => {
                 if self.indent >= 4 {
                     self.advance_offset(4, true);
@@ -496,6 +515,28 @@ impl<'a> Parser<'a> {
         Cont::Matched
     }
 
+    /// Display math goes on until a line ending with its closer (`$$` or `\]`), whose text before
+    /// the closer is the formula's last line. A blank line ends it unclosed (TeX allows none in a
+    /// formula), so a stray `$$` takes at most the rest of its paragraph.
+    fn continue_math(&mut self, b: usize, dollars: bool) -> Cont {
+        if self.blank {
+            return Cont::Unmatched;
+        }
+        let closer = if dollars { "$$" } else { "\\]" };
+        let line = self.line[self.next_nonspace..].trim_end_matches([' ', '\t']);
+        let Some(last) = line.strip_suffix(closer) else {
+            return Cont::Matched;
+        };
+        let block = &mut self.blocks[b];
+        block.text.push_str(last);
+        if let Kind::Math { closed, .. } = &mut block.kind {
+            *closed = true;
+        }
+        block.end_line = self.line_no;
+        self.finalize(b);
+        Cont::Done
+    }
+
     /// CommonMark's block starts, tried in the spec's order on a line that is not a lazy
     /// continuation: block quote, ATX heading, fenced code, HTML block, setext underline, a GFM
     /// table's delimiter row, thematic break, list item; an indented line can only start indented
@@ -509,10 +550,11 @@ impl<'a> Parser<'a> {
         if self.indented {
             return self.start_indented_code(&at);
         }
-        let starts: [StartFn<'a>; 8] = [
+        let starts: [StartFn<'a>; 9] = [
             Parser::start_quote,
             Parser::start_atx_heading,
             Parser::start_fenced_code,
+            Parser::start_math,
             Parser::start_html_block,
             Parser::start_setext_heading,
             Parser::start_delimiter_row,
@@ -600,6 +642,40 @@ impl<'a> Parser<'a> {
             info,
             closed: false,
         });
+        self.consume_line();
+        Some(Start::Leaf)
+    }
+
+    /// Display math: a line that is `$$` alone, or `$$` and the formula's first line
+    /// (`$$\begin{aligned}`: no space or digit after the `$$`, which "$$ x" or "$$5" would be)
+    /// not closed on the same line, or a line that is `\[` alone. It interrupts a
+    /// paragraph (models write "the formula is:" on the line before).
+    fn start_math(&mut self, _: &StartAt) -> Option<Start> {
+        let rest = self.rest().trim_end_matches([' ', '\t']);
+        let (dollars, first) = if let Some(first) = rest.strip_prefix("$$") {
+            let opens = first
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_whitespace() && !c.is_ascii_digit());
+            if !opens || first.contains("$$") {
+                return None;
+            }
+            (true, first)
+        } else if rest == "\\[" {
+            (false, "")
+        } else {
+            return None;
+        };
+        self.close_unmatched();
+        self.add_child(Kind::Math {
+            dollars,
+            closed: false,
+        });
+        if !first.trim().is_empty() {
+            let b = self.tip;
+            self.blocks[b].text.push_str(first);
+            self.blocks[b].text.push('\n');
+        }
         self.consume_line();
         Some(Start::Leaf)
     }

@@ -1,6 +1,7 @@
 //! Inline content: CommonMark's inline algorithm over one leaf block's text (code spans, backslash
 //! escapes, entities, autolinks, raw HTML recognised as text, links and images with the bracket
-//! stack, emphasis with the delimiter-run algorithm incl. the rule of 3) and GFM strikethrough.
+//! stack, emphasis with the delimiter-run algorithm incl. the rule of 3), GFM strikethrough and
+//! math (`$…$`, `$$…$$`, `\(…\)`, `\[…\]`: see [`Inline::dollar`] for when a `$` is money).
 //! Produces a flat list of nodes for the writer. Every scan that can fail is remembered per
 //! terminator, so adversarial input (runs of `<a x="`, backticks, brackets) stays linear.
 //! Must not import anything outside `super` (the markdown module).
@@ -75,6 +76,11 @@ pub(super) enum Node<'a> {
         title: String,
     },
     LinkEnd,
+    /// A formula's TeX, as written between its delimiters; `display` for `$$…$$` and `\[…\]`.
+    Math {
+        tex: &'a str,
+        display: bool,
+    },
     /// `<https://...>` or `<me@example.com>` (then `dest` has `mailto:`): shown as written.
     Autolink {
         dest: String,
@@ -108,7 +114,7 @@ struct Inline<'a, 'r> {
     /// Link brackets below this height are inactive (a link cannot contain a link).
     inactive_below: usize,
     /// Per terminator, the lowest position from which a search already failed.
-    fail: [usize; 6],
+    fail: [usize; 9],
     /// Every backtick run as (length, position), sorted; built on the first code span.
     code_runs: Vec<(usize, usize)>,
     code_runs_built: bool,
@@ -123,6 +129,9 @@ const FAIL_CDATA: usize = 2;
 const FAIL_GT: usize = 3;
 const FAIL_DQUOTE: usize = 4;
 const FAIL_SQUOTE: usize = 5;
+const FAIL_DOLLARS: usize = 6;
+const FAIL_PAREN: usize = 7;
+const FAIL_BRACKET_MATH: usize = 8;
 
 /// Buffers reused from one block to the next (allocation dominated the render time).
 #[derive(Default)]
@@ -148,7 +157,7 @@ pub(super) fn parse<'a>(src: &'a str, refs: &Refs, buf: &mut Buffers<'a>) {
         delims: std::mem::take(&mut buf.delims),
         brackets: std::mem::take(&mut buf.brackets),
         inactive_below: 0,
-        fail: [usize::MAX; 6],
+        fail: [usize::MAX; 9],
         code_runs: std::mem::take(&mut buf.code_runs),
         code_runs_built: false,
         pending: std::mem::take(&mut buf.pending),
@@ -167,7 +176,7 @@ pub(super) fn parse<'a>(src: &'a str, refs: &Refs, buf: &mut Buffers<'a>) {
 const SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     let mut i = 0;
-    let bytes = b"\\`*_~[]!<&\n";
+    let bytes = b"\\`*_~[]!<&\n$";
     while i < bytes.len() {
         t[bytes[i] as usize] = true;
         i += 1;
@@ -270,6 +279,7 @@ impl<'a> Inline<'a, '_> {
                 None => Step::Skip(i + 1),
             },
             b'\n' => self.line_break(i, start),
+            b'$' => self.dollar(i, start),
             _ => Step::Skip(i + 1),
         }
     }
@@ -279,6 +289,28 @@ impl<'a> Inline<'a, '_> {
         let src = self.src;
         let b = src.as_bytes();
         match b.get(i + 1) {
+            Some(&open @ (b'(' | b'[')) => {
+                let (close, kind) = if open == b'(' {
+                    ("\\)", FAIL_PAREN)
+                } else {
+                    ("\\]", FAIL_BRACKET_MATH)
+                };
+                match self.find(kind, i + 2, close) {
+                    Some(end) if is_formula(&src[i + 2..end]) => {
+                        self.text(start, i);
+                        self.nodes.push(Node::Math {
+                            tex: &src[i + 2..end],
+                            display: open == b'[',
+                        });
+                        Step::Took(end + 2)
+                    }
+                    _ => {
+                        self.text(start, i);
+                        self.text(i + 1, i + 2);
+                        Step::Took(i + 2)
+                    }
+                }
+            }
             Some(n) if n.is_ascii_punctuation() => {
                 self.text(start, i);
                 self.text(i + 1, i + 2);
@@ -291,6 +323,70 @@ impl<'a> Inline<'a, '_> {
             }
             _ => Step::Skip(i + 1),
         }
+    }
+
+    /// A `$` at `i`: math, or text (money). `$$…$$` is display math whatever is around it. A single
+    /// `$` follows pandoc's `tex_math_dollars` rule (markdown-it-texmath's too): the opening `$` has
+    /// no space after it, the closing `$` no space before it and no digit after it; as
+    /// markdown-it-texmath adds, the opening `$` has no digit before it; and, stricter than both,
+    /// the closing `$` is the next `$` (a `$` in a formula is written `\$`). So "$5 and $10",
+    /// "costs $3.50" and "$5 and $10, then $\frac{a}{b}$" keep their money as text. An escaped `\$`
+    /// never gets here (it is a backslash escape).
+    fn dollar(&mut self, i: usize, start: usize) -> Step {
+        let src = self.src;
+        let b = src.as_bytes();
+        if b.get(i + 1) == Some(&b'$') {
+            return match self.find(FAIL_DOLLARS, i + 2, "$$") {
+                Some(end) if is_formula(&src[i + 2..end]) => {
+                    self.text(start, i);
+                    self.nodes.push(Node::Math {
+                        tex: &src[i + 2..end],
+                        display: true,
+                    });
+                    Step::Took(end + 2)
+                }
+                _ => Step::Skip(i + 2),
+            };
+        }
+        let opens = b.get(i + 1).is_some_and(|c| !c.is_ascii_whitespace())
+            && !src[..i].ends_with(|c: char| c.is_ascii_digit());
+        if !opens {
+            return Step::Skip(i + 1);
+        }
+        match self.dollar_closer(i + 1) {
+            Some(end) => {
+                self.text(start, i);
+                self.nodes.push(Node::Math {
+                    tex: &src[i + 1..end],
+                    display: false,
+                });
+                Step::Took(end + 1)
+            }
+            None => Step::Skip(i + 1),
+        }
+    }
+
+    /// The `$` closing inline math opened before `from`: the first unescaped `$` after it, when it
+    /// can close (not part of `$$`, no space before it, no digit after it); any other `$` first
+    /// means no math ("$5 and $10, then $x$": the `$` of "$10" stops the search from "$5"). A search
+    /// reads up to the next `$` only, so the pass stays linear.
+    fn dollar_closer(&mut self, from: usize) -> Option<usize> {
+        let b = self.src.as_bytes();
+        let mut j = from;
+        while j < b.len() {
+            match b[j] {
+                b'\\' => j += 2,
+                b'$' => {
+                    let closes = j > from
+                        && b.get(j + 1) != Some(&b'$')
+                        && !b[j - 1].is_ascii_whitespace()
+                        && !b.get(j + 1).is_some_and(u8::is_ascii_digit);
+                    return closes.then_some(j);
+                }
+                _ => j += 1,
+            }
+        }
+        None
     }
 
     /// A run of `c` (`*`, `_`, `~`) at `i`: a delimiter for [`Inline::process_emphasis`] when it
@@ -688,6 +784,12 @@ impl Inline<'_, '_> {
     }
 }
 
+/// Whether the text between math delimiters can be a formula: something besides spaces and
+/// backslashes (`\[\\\]` is CommonMark's escaped `[\]`, not math).
+fn is_formula(tex: &str) -> bool {
+    tex.bytes().any(|c| !c.is_ascii_whitespace() && c != b'\\')
+}
+
 fn run_len(b: &[u8], i: usize, c: u8) -> usize {
     b[i..].iter().take_while(|&&x| x == c).count()
 }
@@ -1069,7 +1171,7 @@ pub(super) fn html_tag_len(s: &str) -> Option<usize> {
         delims: Vec::new(),
         brackets: Vec::new(),
         inactive_below: 0,
-        fail: [usize::MAX; 6],
+        fail: [usize::MAX; 9],
         code_runs: Vec::new(),
         code_runs_built: false,
         pending: Vec::new(),

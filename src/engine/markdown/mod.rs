@@ -12,7 +12,7 @@
 //! crate's output (`tests/fixtures/markdown/`) and by property tests (no panic, allow-listed output,
 //! linear time on adversarial input).
 //!
-//! Deliberately not supported (shown as text): raw HTML (always), footnotes, math, task lists (the
+//! Deliberately not supported (shown as text): raw HTML (always), footnotes, task lists (the
 //! `[ ]` stays text, as before), heading attributes, and named character references outside a small
 //! table of the ~40 that models write (`&amp; &copy; &mdash; &rarr;` …; numeric ones always work);
 //! an unknown `&name;` stays literal text.
@@ -46,7 +46,13 @@
 //! - bare `http(s)://` URLs in text are links too (GFM's extended autolinks), through the same policy;
 //! - code blocks: `div.code-block > button.copy-code + pre > code[class=language-x]`, then
 //!   `span.code-lang` with the language's name when it has one;
-//! - links and images: `a[href rel target title class]`.
+//! - links and images: `a[href rel target title class]`;
+//! - math (`$…$`, `\(…\)` inline; `$$…$$`, `\[…\]` display; a `$$` or `\[` line opens a display
+//!   block, `block::start_math`; a single `$` is money unless pandoc's rule says math,
+//!   `inline::Inline::dollar`): `code[class=math-tex data-math=inline|block]` holding the TeX, a
+//!   display block inside `div.math-block`. The chat pane swaps each for the MathML of
+//!   `engine::math`, written by this module's other writer, [`mathml`] (MathML Core elements
+//!   and inert attributes only).
 //!
 //! Policy:
 //! - raw HTML (block and inline) is written as escaped text, so it is shown, never parsed;
@@ -62,6 +68,7 @@
 
 mod block;
 mod inline;
+pub mod mathml;
 
 use block::{Align, Doc, Kind};
 use inline::{Buffers, Emph, Node};
@@ -365,6 +372,11 @@ fn write_leaf<'a>(doc: &'a Doc, b: usize, tight: bool, buf: &mut Buffers<'a>, ou
         Kind::Rule => out.push_str("<hr>\n"),
         Kind::Fenced { info, .. } => write_code(Some(info), &block.text, out),
         Kind::Indented => write_code(None, &block.text, out),
+        Kind::Math { .. } => {
+            out.push_str("<div class=\"math-block\">");
+            write_math(&block.text, true, out);
+            out.push_str("</div>\n");
+        }
         Kind::Html(_) => {
             out.push_str("<p>");
             escape_html(out, &block.text);
@@ -373,6 +385,16 @@ fn write_leaf<'a>(doc: &'a Doc, b: usize, tight: bool, buf: &mut Buffers<'a>, ou
         Kind::Table { aligns, rows } => write_table(aligns, rows, doc, out),
         Kind::Removed | Kind::Document | Kind::Quote | Kind::List { .. } | Kind::Item { .. } => {}
     }
+}
+
+/// A formula as the code it is written in, for the chat pane to swap for MathML (`ui/math.rs`):
+/// `<code class="math-tex" data-math="inline|block">` holding its TeX, escaped.
+fn write_math(tex: &str, display: bool, out: &mut String) {
+    out.push_str("<code class=\"math-tex\" data-math=\"");
+    out.push_str(if display { "block" } else { "inline" });
+    out.push_str("\">");
+    escape_html(out, tex.trim());
+    out.push_str("</code>");
 }
 
 fn write_code(info: Option<&str>, text: &str, out: &mut String) {
@@ -465,6 +487,7 @@ fn write_inline<'a>(text: &'a str, doc: &Doc, buf: &mut Buffers<'a>, out: &mut S
                 out.push_str("</code>");
             }
             Node::Html(t) => escape_html(out, t),
+            Node::Math { tex, display } => write_math(tex, *display, out),
             Node::SoftBreak => out.push('\n'),
             Node::HardBreak => out.push_str("<br>\n"),
             Node::Delim {
@@ -568,7 +591,7 @@ fn image_alt(nodes: &[Node<'_>], mut i: usize) -> (String, usize) {
     while i < nodes.len() {
         match &nodes[i] {
             Node::Text(t) | Node::Code(t) => alt.push_str(t),
-            Node::Html(t) => alt.push_str(t),
+            Node::Html(t) | Node::Math { tex: t, .. } => alt.push_str(t),
             Node::Autolink { label, .. } => alt.push_str(label),
             Node::SoftBreak | Node::HardBreak => alt.push(' '),
             Node::Delim { ch, left, .. } => {

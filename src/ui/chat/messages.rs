@@ -1,6 +1,7 @@
 //! The message list: a window of the open conversation's messages (older and newer pages load on
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
-//! markdown (a finished reply's code highlighted when the browser is idle: `ui/highlight.rs`), each
+//! markdown (a finished reply's code highlighted and its math made MathML when the browser is idle:
+//! `ui/highlight.rs`, `ui/math.rs`; a selection copies formulas as their TeX), each
 //! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives).
 //! Times are local times of day under a separator per day ("Today", "Yesterday", "Mon 23 Nov":
 //! `engine::format`), the full date in the `<time>`'s tooltip and `datetime`. A user message is
@@ -18,6 +19,7 @@ use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
 use crate::ui::behaviour::{use_clipboard, use_follow_bottom, use_roving, UseFollowBottomReturn};
 use crate::ui::highlight::highlight_later;
+use crate::ui::math::{copy_with_tex, typeset_later};
 use crate::ui::stores::{use_chat, use_settings, use_shell};
 use crate::ui::time::{now_ms, offset_at};
 use leptos::html;
@@ -71,7 +73,7 @@ pub fn MessageList() -> impl IntoView {
     let on_click = use_code_copy();
     view! {
         <div class="message-list" data-testid="message-list" node_ref=list_ref id="messages"
-            on:scroll=on_scroll on:click=on_click
+            on:scroll=on_scroll on:click=on_click on:copy=move |ev| copy_with_tex(&ev)
             role="log" aria-live="polite" aria-label="Messages" tabindex="0">
             <Show when=move || chat.has_older()>
                 <button class="load-older" data-testid="load-older" on:click=move |_| chat.load_older()>
@@ -380,14 +382,16 @@ fn MessageBody(
             }
         })
     };
-    // A finished reply's code blocks are highlighted once the browser is idle (never while it
-    // streams): the text is on screen first.
+    // A finished reply's formulas become MathML and its code blocks are highlighted once the
+    // browser is idle (never while it streams): the text, formulas as TeX, is on screen first.
     let body = NodeRef::<html::Div>::new();
     Effect::new(move |_| {
         st.track_content();
         let done = st.status() != MessageStatus::Streaming;
         if let Some(el) = body.get().filter(|_| done) {
-            highlight_later(el.into());
+            let el: web_sys::Element = el.into();
+            typeset_later(el.clone());
+            highlight_later(el);
         }
     });
     view! { <div class="message-content markdown" data-testid="message-content" node_ref=body inner_html=html></div> }.into_any()
