@@ -467,6 +467,7 @@ impl Turn {
                 call.arguments.push_str(&arguments);
                 self.changed(now);
             }
+            StreamEvent::ReasoningDelta(_) => {}
             StreamEvent::Usage(u) => self.usage = Some(u),
             StreamEvent::ResponseId(id) => self.response_id = Some(id),
             StreamEvent::Done { .. } => self.complete(now),

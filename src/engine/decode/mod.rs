@@ -6,6 +6,10 @@
 //! JSON onto [`StreamEvent`]s through an `Emitter`, which enforces the shared rules: nothing after
 //! `Done` or `Error`, `Done` at most once, and a body that ends before the protocol's terminator
 //! gives an `Error` with code [`CODE_CUT_OFF`] (the caller marks the reply interrupted).
+//! Reasoning is its own event, never text: each protocol's own field for it (`reasoning_content`
+//! or `reasoning`, Ollama's `message.thinking`, Anthropic's `thinking_delta`, Responses'
+//! reasoning summary) becomes [`StreamEvent::ReasoningDelta`], and so does a `<think>` block that
+//! opens the text (`think`, applied by the `Emitter` to every protocol's text).
 //! JSON is parsed with typed serde structs that borrow from the line where they can.
 
 mod anthropic;
@@ -13,12 +17,14 @@ mod ollama;
 mod openai_chat;
 mod openai_responses;
 mod sse;
+mod think;
 
 use std::collections::VecDeque;
 
 use crate::engine::failure::{error_parts, sanitize_snippet};
 use crate::engine::model::{Protocol, Usage};
 use sse::{LineError, SseParser};
+use think::ThinkSplit;
 
 /// `StreamError::code` when the body ended before the protocol's terminator.
 pub const CODE_CUT_OFF: &str = "stream_cut_off";
@@ -30,6 +36,8 @@ pub const CODE_MALFORMED: &str = "stream_malformed";
 pub enum StreamEvent {
     /// A piece of reply text.
     TextDelta(String),
+    /// A piece of the model's reasoning (its thinking), apart from the reply text.
+    ReasoningDelta(String),
     /// A piece of a tool call; `index` groups the pieces of one call.
     ToolCallDelta {
         index: u32,
@@ -92,6 +100,8 @@ pub(crate) struct Emitter {
     finished: bool,
     /// The body has ended: a line that fails to parse now means the stream was cut off.
     eof: bool,
+    /// The `<think>` block that may open the text.
+    think: ThinkSplit,
 }
 
 impl Emitter {
@@ -113,18 +123,48 @@ impl Emitter {
         }
     }
 
+    /// A piece of the reply's text (a `<think>` block opening it becomes reasoning).
     pub(crate) fn text(&mut self, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        if self.think.passing() {
+            return self.emit(StreamEvent::TextDelta(text));
+        }
+        let split = self.think.push(&text);
+        self.split(split);
+    }
+
+    /// A piece of the reply's reasoning, from a protocol's own field for it.
+    pub(crate) fn reasoning(&mut self, text: String) {
+        if !text.is_empty() {
+            self.emit(StreamEvent::ReasoningDelta(text));
+        }
+    }
+
+    fn split(&mut self, (reasoning, text): (String, String)) {
+        self.reasoning(reasoning);
         if !text.is_empty() {
             self.emit(StreamEvent::TextDelta(text));
         }
     }
 
+    /// The reply ends: what the `<think>` split still holds goes out.
+    fn flush(&mut self) {
+        if !self.finished {
+            let split = self.think.finish();
+            self.split(split);
+        }
+    }
+
     pub(crate) fn done(&mut self, finish_reason: Option<String>) {
+        self.flush();
         self.emit(StreamEvent::Done { finish_reason });
         self.finished = true;
     }
 
     pub(crate) fn fail(&mut self, code: Option<String>, message: String) {
+        self.flush();
         self.emit(StreamEvent::Error(StreamError { code, message }));
         self.finished = true;
     }

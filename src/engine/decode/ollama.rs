@@ -1,5 +1,6 @@
 //! `ollama`: `POST /api/chat` with `stream: true` answers NDJSON, one JSON object per line:
-//! `{"model":..,"created_at":..,"message":{"role":"assistant","content":".."},"done":false}` and a
+//! `{"model":..,"created_at":..,"message":{"role":"assistant","content":".."},"done":false}` (with
+//! `think: true`, the reasoning comes first in `message.thinking`) and a
 //! last line with `"done":true`, `done_reason`, `prompt_eval_count` and `eval_count` (usage).
 //! Tool calls arrive whole in `message.tool_calls[]` with `function.arguments` as a JSON object; each
 //! becomes one [`StreamEvent::ToolCallDelta`] with the arguments serialised, numbered in stream order
@@ -49,6 +50,8 @@ struct Line<'a> {
 struct MessageIn<'a> {
     #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
     #[serde(default)]
     tool_calls: Option<Vec<Value>>,
 }
@@ -73,6 +76,9 @@ impl State {
             return out.fail_with_json(&value, "The endpoint reported an error.");
         }
         if let Some(message) = parsed.message {
+            if let Some(thinking) = message.thinking {
+                out.reasoning(thinking.into_owned());
+            }
             if let Some(content) = message.content {
                 out.text(content.into_owned());
             }

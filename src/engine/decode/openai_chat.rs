@@ -1,6 +1,8 @@
 //! `openai-chat`: `POST /chat/completions` with `stream: true` (OpenAI, llama.cpp, vLLM, LM Studio,
 //! Ollama's `/v1`, OpenRouter). SSE `data:` lines holding `chat.completion.chunk` objects, ended by
-//! `data: [DONE]`. Text comes from `choices[0].delta.content`, tool calls from
+//! `data: [DONE]`. Text comes from `choices[0].delta.content`, reasoning from
+//! `choices[0].delta.reasoning_content` (DeepSeek, llama.cpp, vLLM) or, when that is absent,
+//! `choices[0].delta.reasoning` (OpenRouter, newer vLLM, Ollama's `/v1`), tool calls from
 //! `choices[0].delta.tool_calls[]` (`index`, `id`, `function.name`, `function.arguments` pieces),
 //! usage from the final chunk when `stream_options.include_usage` was honoured, and errors from an
 //! `{"error": {...}}` object (or an `event: error`). `Done` is emitted at `[DONE]` with the last
@@ -73,6 +75,10 @@ struct Delta<'a> {
     #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     tool_calls: Option<Vec<ToolCallIn<'a>>>,
 }
 
@@ -124,6 +130,9 @@ impl SseHandler for OpenAiChat {
         }
         if let Some(choice) = chunk.choices.and_then(|c| c.0) {
             if let Some(delta) = choice.delta {
+                if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning) {
+                    out.reasoning(reasoning.into_owned());
+                }
                 if let Some(content) = delta.content {
                     out.text(content.into_owned());
                 }
