@@ -1676,3 +1676,94 @@ fn assembly_one_wordy_entity_cannot_crowd_out_the_others() {
         sec.text
     );
 }
+
+// ---------- reasoning ----------
+
+/// A turn whose reply thinks (`thoughts`, each at its time) and then answers at `answer_at` (or,
+/// with `None`, is stopped at 9000 while thinking): the reasoning saved with its times, and the next
+/// turn's request, in `format`, without a word of it.
+fn check_reasoning(
+    protocol: Protocol,
+    format: HistoryFormat,
+    thoughts: &[(&str, i64)],
+    answer_at: Option<i64>,
+    expected: Option<Reasoning>,
+) {
+    let mut h = Harness::new(protocol);
+    h.cfg.history_format = format;
+    let mut t = h.start("How many r in strawberry?", 1000);
+    h.drain(&mut t, 1000);
+    for (thought, at) in thoughts {
+        t.handle_event(StreamEvent::ReasoningDelta(thought.to_string()), *at);
+    }
+    match answer_at {
+        Some(at) => {
+            t.handle_event(StreamEvent::TextDelta("There are 3.".into()), at);
+            if !thoughts.is_empty() {
+                t.handle_event(StreamEvent::ReasoningDelta(" late".into()), at + 1);
+            }
+            t.handle_event(
+                StreamEvent::Done {
+                    finish_reason: None,
+                },
+                at + 500,
+            );
+        }
+        None => t.handle_stop(9000),
+    }
+    let acts = h.drain(&mut t, 10_000);
+    let what = format!("{protocol:?} {format:?} {thoughts:?}");
+    let last_save = acts.iter().rev().find_map(|a| match a {
+        Action::SaveReply(s) => Some(s.clone()),
+        _ => None,
+    });
+    assert_eq!(last_save.unwrap().reasoning, expected, "{what}");
+    let reply = h.state.messages.last().unwrap();
+    assert_eq!(reply.meta.reasoning, expected, "{what}: stored");
+    let mut next = h.start("And in raspberry?", 20_000);
+    let request = format!("{:?}", h.drain(&mut next, 20_000));
+    for (thought, _) in thoughts {
+        assert!(!request.contains(thought.trim()), "{what}: {request}");
+    }
+}
+
+#[test]
+fn reasoning_is_kept_with_its_times_and_never_sent_back() {
+    let thoughts = [("SECRET-STEP one", 1200), (" SECRET-STEP two", 2100)];
+    let thought = |text: &str, ended: i64| {
+        Some(Reasoning {
+            text: text.into(),
+            started_at: 1200,
+            ended_at: Some(ended),
+        })
+    };
+    for protocol in Protocol::ALL {
+        for format in [HistoryFormat::Messages, HistoryFormat::Transcript] {
+            let both = "SECRET-STEP one SECRET-STEP two";
+            // Late reasoning (after the answer began) is kept; the clock stopped at the answer.
+            let late = format!("{both} late");
+            check_reasoning(
+                protocol,
+                format,
+                &thoughts,
+                Some(4200),
+                thought(&late, 4200),
+            );
+            // Stopped while thinking: what was thought is kept, ended at the stop.
+            check_reasoning(protocol, format, &thoughts, None, thought(both, 9000));
+            check_reasoning(protocol, format, &[], Some(4200), None);
+        }
+    }
+    let r = thought("x", 4200).unwrap();
+    assert_eq!(r.seconds(), Some(3));
+    let quick = Reasoning {
+        ended_at: Some(1300),
+        ..r.clone()
+    };
+    assert_eq!(quick.seconds(), Some(1));
+    let open = Reasoning {
+        ended_at: None,
+        ..r
+    };
+    assert_eq!(open.seconds(), None);
+}

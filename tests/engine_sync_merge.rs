@@ -78,6 +78,7 @@ fn message() -> impl Strategy<Value = Body> {
                 error: None,
                 path: None,
                 model: None,
+                reasoning: None,
                 at,
             })
         })

@@ -108,6 +108,29 @@ pub struct MessageMeta {
     /// it keep their place in the tree.
     #[serde(default)]
     pub deleted: bool,
+    /// The model's reasoning before this reply (its thinking), apart from the content: kept and
+    /// shown, never sent back in a prompt nor read by memory updates or titles.
+    #[serde(default)]
+    pub reasoning: Option<Reasoning>,
+}
+
+/// What a reasoning model thought before it answered, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Reasoning {
+    pub text: String,
+    /// When its first piece arrived.
+    pub started_at: Millis,
+    /// When the answer began (or the reply ended); `None` while the model is still thinking.
+    #[serde(default)]
+    pub ended_at: Option<Millis>,
+}
+
+impl Reasoning {
+    /// Whole seconds the model thought, at least 1; `None` while it is still thinking.
+    pub fn seconds(&self) -> Option<u64> {
+        let ms = self.ended_at?.saturating_sub(self.started_at).max(0);
+        Some(((ms as u64 + 500) / 1000).max(1))
+    }
 }
 
 /// One message of a conversation. `id` is generated once by the caller and never changes;

@@ -31,7 +31,7 @@ use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::build_prompt;
 use crate::engine::model::{
     Conversation, EndpointProfile, HistoryFormat, Message, MessageStatus, Millis, Prompt,
-    RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use std::collections::{BTreeMap, VecDeque};
 
@@ -197,6 +197,8 @@ pub struct ReplySave {
     pub path: TurnPath,
     pub error: Option<String>,
     pub is_final: bool,
+    /// The reasoning so far, with when it started and (once the answer began) ended.
+    pub reasoning: Option<Reasoning>,
 }
 
 impl ReplySave {
@@ -208,6 +210,7 @@ impl ReplySave {
         reply.meta.usage = self.usage;
         reply.meta.error = self.error.clone();
         reply.meta.path = Some(self.path);
+        reply.meta.reasoning = self.reasoning.clone();
     }
 }
 
@@ -310,6 +313,7 @@ pub struct Turn {
     reply_id: String,
     reply_seq: u64,
     text: String,
+    reasoning: Option<Reasoning>,
     tool_calls: BTreeMap<u32, ToolCall>,
     usage: Option<Usage>,
     response_id: Option<String>,
@@ -364,6 +368,7 @@ impl Turn {
             reply_id: s.reply_id.to_string(),
             reply_seq: s.reply_seq,
             text: String::new(),
+            reasoning: None,
             tool_calls: BTreeMap::new(),
             usage: None,
             response_id: None,
@@ -447,16 +452,19 @@ impl Turn {
         match event {
             StreamEvent::TextDelta(t) => {
                 if !t.is_empty() {
+                    self.answer_began(now);
                     self.text.push_str(&t);
                     self.changed(now);
                 }
             }
+            StreamEvent::ReasoningDelta(t) => self.reasoned(&t, now),
             StreamEvent::ToolCallDelta {
                 index,
                 id,
                 name,
                 arguments,
             } => {
+                self.answer_began(now);
                 let call = self.tool_calls.entry(index).or_default();
                 if let Some(id) = id {
                     call.id = id;
@@ -467,7 +475,6 @@ impl Turn {
                 call.arguments.push_str(&arguments);
                 self.changed(now);
             }
-            StreamEvent::ReasoningDelta(_) => {}
             StreamEvent::Usage(u) => self.usage = Some(u),
             StreamEvent::ResponseId(id) => self.response_id = Some(id),
             StreamEvent::Done { .. } => self.complete(now),
@@ -508,11 +515,33 @@ impl Turn {
             });
         }
         self.text.clear();
+        self.reasoning = None;
         self.tool_calls.clear();
         self.usage = None;
         self.response_id = None;
         self.throttle = SaveThrottle::default();
         self.send(TurnPath::Reinjected, self.full_prompt.clone(), None);
+    }
+
+    /// A piece of reasoning: the first starts the clock of "Thought for N s".
+    fn reasoned(&mut self, t: &str, now: Millis) {
+        if t.is_empty() {
+            return;
+        }
+        let r = self.reasoning.get_or_insert_with(|| Reasoning {
+            text: String::new(),
+            started_at: now,
+            ended_at: None,
+        });
+        r.text.push_str(t);
+        self.changed(now);
+    }
+
+    /// The answer began (or the reply ended): the thinking is over.
+    fn answer_began(&mut self, now: Millis) {
+        if let Some(r) = self.reasoning.as_mut().filter(|r| r.ended_at.is_none()) {
+            r.ended_at = Some(now);
+        }
     }
 
     fn changed(&mut self, now: Millis) {
@@ -536,6 +565,7 @@ impl Turn {
             path: self.path,
             error,
             is_final,
+            reasoning: self.reasoning.clone(),
         }));
     }
 
@@ -558,6 +588,7 @@ impl Turn {
     }
 
     fn finish(&mut self, status: TurnStatus, failure: Option<Failure>, now: Millis) {
+        self.answer_began(now);
         self.throttle.finish(now);
         self.save(
             status.message_status(),

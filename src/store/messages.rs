@@ -18,7 +18,9 @@ use super::idb::{
     collect_cursor, from_js, get_each, js_error, maybe_stored, prefix_range, request, seq_range,
     to_js,
 };
-use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecord};
+use super::records::{
+    streaming_marker, MessageRecord, ReasoningRecord, ToolCallRecord, UsageRecord,
+};
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
 use crate::engine::backup::ExistingMessage;
@@ -66,6 +68,8 @@ struct BulkMessage<'a> {
     replaces: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     deleted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<ReasoningRecord>,
 }
 
 impl<'a> BulkMessage<'a> {
@@ -80,6 +84,7 @@ impl<'a> BulkMessage<'a> {
             after,
             replaces,
             deleted,
+            reasoning,
         } = &m.meta;
         BulkMessage {
             id: &m.id,
@@ -110,6 +115,7 @@ impl<'a> BulkMessage<'a> {
             after: after.as_deref(),
             replaces: replaces.as_deref(),
             deleted: *deleted,
+            reasoning: reasoning.as_ref().map(Into::into),
         }
     }
 }

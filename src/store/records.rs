@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::error::StoreError;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship,
-    RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Reasoning,
+    Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use crate::engine::search::index_terms;
 
@@ -230,6 +230,40 @@ pub struct UsageRecord {
     pub completion_tokens: u32,
 }
 
+/// A reply's reasoning (the model's thinking), with when it started and ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningRecord {
+    pub text: String,
+    pub started_at: Millis,
+    #[serde(default)]
+    pub ended_at: Option<Millis>,
+}
+
+impl From<&Reasoning> for ReasoningRecord {
+    fn from(r: &Reasoning) -> Self {
+        let Reasoning {
+            text,
+            started_at,
+            ended_at,
+        } = r;
+        ReasoningRecord {
+            text: text.clone(),
+            started_at: *started_at,
+            ended_at: *ended_at,
+        }
+    }
+}
+
+impl From<ReasoningRecord> for Reasoning {
+    fn from(r: ReasoningRecord) -> Self {
+        Reasoning {
+            text: r.text,
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageRecord {
     pub id: String,
@@ -265,6 +299,9 @@ pub struct MessageRecord {
     pub replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// The reply's reasoning; records written before it was kept have none (no migration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningRecord>,
 }
 
 /// The sparse-index marker for a status.
@@ -294,6 +331,7 @@ impl From<&Message> for MessageRecord {
             after,
             replaces,
             deleted,
+            reasoning,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -338,6 +376,7 @@ impl From<&Message> for MessageRecord {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            reasoning: reasoning.as_ref().map(Into::into),
         }
     }
 }
@@ -385,6 +424,7 @@ impl TryFrom<MessageRecord> for Message {
                 after: r.after,
                 replaces: r.replaces,
                 deleted: r.deleted,
+                reasoning: r.reasoning.map(Into::into),
             },
         })
     }

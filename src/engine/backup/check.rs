@@ -354,6 +354,7 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         after,
         replaces,
         deleted: _,
+        reasoning,
     } = m;
     k.id("id", id)?;
     for link in [after, replaces].into_iter().flatten() {
@@ -371,6 +372,9 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
     }
     if let Some(e) = error {
         k.text("error", e)?;
+    }
+    if let Some(r) = reasoning {
+        k.text("reasoning", &r.text)?;
     }
     if let Some(model) = model {
         k.short("model", model)?;

@@ -9,7 +9,7 @@ use crate::engine::format::clip;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, FactKind, FactSource,
     HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty,
-    Project, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
+    Project, Reasoning, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -229,6 +229,47 @@ pub(super) struct BMessage {
     pub(super) replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) deleted: bool,
+    /// The model's reasoning before the reply; absent in files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) reasoning: Option<BReasoning>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BReasoning {
+    pub(super) text: String,
+    pub(super) started_at: Millis,
+    #[serde(default)]
+    pub(super) ended_at: Option<Millis>,
+}
+
+impl From<&Reasoning> for BReasoning {
+    fn from(r: &Reasoning) -> Self {
+        let Reasoning {
+            text,
+            started_at,
+            ended_at,
+        } = r;
+        BReasoning {
+            text: text.clone(),
+            started_at: *started_at,
+            ended_at: *ended_at,
+        }
+    }
+}
+
+impl From<BReasoning> for Reasoning {
+    fn from(r: BReasoning) -> Self {
+        let BReasoning {
+            text,
+            started_at,
+            ended_at,
+        } = r;
+        Reasoning {
+            text,
+            started_at,
+            ended_at,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -499,6 +540,7 @@ impl From<&Message> for BMessage {
             after,
             replaces,
             deleted,
+            reasoning,
         } = meta;
         BMessage {
             id: id.clone(),
@@ -541,6 +583,7 @@ impl From<&Message> for BMessage {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            reasoning: reasoning.as_ref().map(Into::into),
         }
     }
 }
@@ -564,6 +607,7 @@ impl From<BMessage> for Message {
             after,
             replaces,
             deleted,
+            reasoning,
         } = m;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
@@ -611,6 +655,7 @@ impl From<BMessage> for Message {
                 after,
                 replaces,
                 deleted,
+                reasoning: reasoning.map(Into::into),
             },
         }
     }
