@@ -9,6 +9,7 @@
 
 use super::store::window::MessageItem;
 use super::store::ChatStore;
+use super::thinking::ThinkingBlock;
 use crate::engine::failure::split_text;
 use crate::engine::format::{
     day_separator, full_date_time, iso_date_time, local_day, message_note, model_label, plural,
@@ -263,6 +264,7 @@ fn MessageView(
             aria-busy=move || (st.status() == MessageStatus::Streaming).to_string()
         >
             <MessageHead item=item.clone()/>
+            <ThinkingBlock item=item.clone()/>
             <MessageBody item=item.clone()/>
             <MessageFoot item=item.clone()/>
             <MessageActions item=item/>
