@@ -654,6 +654,45 @@ impl EndpointProfile {
     }
 }
 
+/// How hard a reasoning model should think, where its protocol has a knob for it (see
+/// `engine::request::build_with_reasoning` for what each protocol is sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    pub const ALL: [ReasoningEffort; 3] = [
+        ReasoningEffort::Low,
+        ReasoningEffort::Medium,
+        ReasoningEffort::High,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ReasoningEffort> {
+        ReasoningEffort::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// Anthropic's `thinking.budget_tokens` for this effort (its minimum is 1,024).
+    pub fn anthropic_budget(self) -> u32 {
+        match self {
+            ReasoningEffort::Low => 2048,
+            ReasoningEffort::Medium => 8192,
+            ReasoningEffort::High => 24576,
+        }
+    }
+}
+
 /// One message as sent on the wire (after truncation and formatting).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireMessage {
