@@ -8,6 +8,7 @@ use memoire::engine::backup::{
     ImportError, ImportLimits, ImportPlan,
 };
 use memoire::engine::format::{date_time, days_from_civil};
+use memoire::engine::model::GenerationStats;
 use memoire::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
     MemoryOverrides, Message, MessageMeta, MessageStatus, PastProperty, Reasoning, Relationship,
@@ -84,6 +85,11 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
                 text: format!("Thinking about {seq}: <b>not</b> an answer"),
                 started_at: T0 + seq as i64 * 1000 + 5,
                 ended_at: Some(T0 + seq as i64 * 1000 + 2400),
+            }),
+            stats: (role == Role::Assistant).then_some(GenerationStats {
+                tokens: 30,
+                first_token_ms: Some(412),
+                tokens_per_s: Some(48.5),
             }),
         },
     }

@@ -4,7 +4,7 @@
 
 use memoire::engine::assemble::{assemble, AssemblyInput, DropReason, SectionKind};
 use memoire::engine::coalesce::SaveThrottle;
-use memoire::engine::decode::{StreamError, StreamEvent};
+use memoire::engine::decode::{StreamError, StreamEvent, Timings};
 use memoire::engine::failure::{Failure, FailureKind};
 use memoire::engine::history::{
     build_prompt, last_user_at, render_message, ANTHROPIC_LEAD_IN, SYSTEM_NOTE_LABEL,
@@ -1766,4 +1766,79 @@ fn reasoning_is_kept_with_its_times_and_never_sent_back() {
         ..r
     };
     assert_eq!(open.seconds(), None);
+}
+
+// ---------- generation figures ----------
+
+/// A turn sent at 1000 whose pieces arrive at `pieces`, with the server's `usage` and `timings`:
+/// the figures saved with the reply.
+fn check_stats(
+    pieces: &[i64],
+    usage: Option<u32>,
+    timings: Option<Timings>,
+    expected: Option<GenerationStats>,
+) {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("Hi", 900);
+    h.drain(&mut t, 900);
+    t.handle_sent(1000);
+    for at in pieces {
+        t.handle_event(StreamEvent::TextDelta("word ".into()), *at);
+    }
+    if let Some(n) = usage {
+        t.handle_event(
+            StreamEvent::Usage(Usage {
+                prompt_tokens: 5,
+                completion_tokens: n,
+            }),
+            5000,
+        );
+    }
+    if let Some(timings) = timings {
+        t.handle_event(StreamEvent::Timings(timings), 5000);
+    }
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        5000,
+    );
+    h.drain(&mut t, 5000);
+    let got = h.state.messages.last().unwrap().meta.stats;
+    assert_eq!(got, expected, "{pieces:?} {usage:?} {timings:?}");
+}
+
+#[test]
+fn generation_figures_are_the_servers_or_measured() {
+    let stats = |tokens, first: Option<u32>, speed: Option<f32>| {
+        Some(GenerationStats {
+            tokens,
+            first_token_ms: first,
+            tokens_per_s: speed,
+        })
+    };
+    // Measured: first piece 300 ms after the request, 11 tokens over the next second.
+    check_stats(
+        &[1300, 1800, 2300],
+        Some(11),
+        None,
+        stats(11, Some(300), Some(10.0)),
+    );
+    // What the server reported wins (llama.cpp's timings, Ollama's durations).
+    let server = Timings {
+        tokens: Some(12),
+        first_token_ms: Some(41.6),
+        tokens_per_s: Some(99.5),
+    };
+    check_stats(
+        &[1300, 2300],
+        Some(11),
+        Some(server),
+        stats(12, Some(42), Some(99.5)),
+    );
+    // One piece: no span to measure a speed over.
+    check_stats(&[1300], Some(1), None, stats(1, Some(300), None));
+    // No token count reported: no figures at all.
+    check_stats(&[1300, 2300], None, None, None);
+    check_stats(&[1300, 2300], Some(0), None, None);
 }

@@ -3,7 +3,7 @@
 //! CRLF and CR line endings, and cut off at every byte; hand-written edge cases; property tests.
 
 use memoire::engine::decode::{
-    decode_all, decoder_for, StreamError, StreamEvent, CODE_CUT_OFF, CODE_MALFORMED,
+    decode_all, decoder_for, StreamError, StreamEvent, Timings, CODE_CUT_OFF, CODE_MALFORMED,
 };
 use memoire::engine::model::{Protocol, Usage};
 use proptest::prelude::*;
@@ -64,6 +64,14 @@ fn usage(prompt_tokens: u32, completion_tokens: u32) -> StreamEvent {
     StreamEvent::Usage(Usage {
         prompt_tokens,
         completion_tokens,
+    })
+}
+/// Ollama's figures from its last line: counts and durations in ns.
+fn ollama_timings(eval_count: u32, eval_ns: u64, prompt_ns: u64, load_ns: u64) -> StreamEvent {
+    StreamEvent::Timings(Timings {
+        tokens: Some(eval_count),
+        first_token_ms: Some((prompt_ns + load_ns) as f64 / 1e6),
+        tokens_per_s: Some(f64::from(eval_count) * 1e9 / eval_ns as f64),
     })
 }
 fn done(reason: Option<&str>) -> StreamEvent {
@@ -386,7 +394,11 @@ fn ollama_chat_text_and_usage() {
     let mut expected = texts(&[
         "Ciao", "!", " Ich", " heiße", " Llama", " 🦙", " & ", "<b>", "日本", "</b>",
     ]);
-    expected.extend([usage(26, 282), done(Some("stop"))]);
+    expected.extend([
+        ollama_timings(282, 4_535_599_000, 342_546_000, 1_334_875),
+        usage(26, 282),
+        done(Some("stop")),
+    ]);
     check_fixture("ollama-chat.ndjson", Ollama, expected);
 }
 
@@ -403,6 +415,7 @@ fn ollama_tool_calls() {
                 r#"{"city":"Zürich","unit":"celsius"}"#,
             ),
             tool(1, None, Some("get_time"), r#"{"timezone":"Europe/Zurich"}"#),
+            ollama_timings(33, 552_222_000, 328_493_000, 3_753_500),
             usage(122, 33),
             done(Some("stop")),
         ],
@@ -503,7 +516,13 @@ fn openai_chat_llamacpp_reasoning_content() {
     expected.extend(texts(&[
         "Bonjour", " !", " Ça", " va", " très", " bien", ".",
     ]));
-    expected.extend([usage(14, 18), done(Some("stop"))]);
+    // llama.cpp's `timings` in its final chunk, as it reported them.
+    let timings = StreamEvent::Timings(Timings {
+        tokens: Some(18),
+        first_token_ms: Some(41.235),
+        tokens_per_s: Some(99.8158951267706),
+    });
+    expected.extend([usage(14, 18), timings, done(Some("stop"))]);
     check_fixture("openai-chat-llamacpp-reasoning.sse", OpenAiChat, expected);
 }
 
@@ -558,7 +577,11 @@ fn ollama_thinking() {
         " \"strawberry\"",
         ".",
     ]));
-    expected.extend([usage(18, 30), done(Some("stop"))]);
+    expected.extend([
+        ollama_timings(30, 942_184_709, 61_516_708, 37_204_125),
+        usage(18, 30),
+        done(Some("stop")),
+    ]);
     check_fixture("ollama-thinking.ndjson", Ollama, expected);
 }
 

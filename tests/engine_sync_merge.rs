@@ -79,6 +79,7 @@ fn message() -> impl Strategy<Value = Body> {
                 path: None,
                 model: None,
                 reasoning: None,
+                stats: None,
                 at,
             })
         })

@@ -112,6 +112,22 @@ pub struct MessageMeta {
     /// shown, never sent back in a prompt nor read by memory updates or titles.
     #[serde(default)]
     pub reasoning: Option<Reasoning>,
+    /// How the reply was generated, where the server reported it (tokens, time to first token,
+    /// speed); shown quietly under it.
+    #[serde(default)]
+    pub stats: Option<GenerationStats>,
+}
+
+/// Figures of one reply's generation: the tokens the server reported, and the time to the first
+/// token and the speed it reported (llama.cpp `timings`, Ollama's durations) or, when it reported
+/// none, as measured from the request and the stream's pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct GenerationStats {
+    pub tokens: u32,
+    #[serde(default)]
+    pub first_token_ms: Option<u32>,
+    #[serde(default)]
+    pub tokens_per_s: Option<f32>,
 }
 
 /// What a reasoning model thought before it answered, and when.

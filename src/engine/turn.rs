@@ -26,12 +26,12 @@
 
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::coalesce::SaveThrottle;
-use crate::engine::decode::StreamEvent;
+use crate::engine::decode::{StreamEvent, Timings};
 use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::build_prompt;
 use crate::engine::model::{
-    Conversation, EndpointProfile, HistoryFormat, Message, MessageStatus, Millis, Prompt,
-    Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    Conversation, EndpointProfile, GenerationStats, HistoryFormat, Message, MessageStatus, Millis,
+    Prompt, Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use std::collections::{BTreeMap, VecDeque};
 
@@ -199,6 +199,8 @@ pub struct ReplySave {
     pub is_final: bool,
     /// The reasoning so far, with when it started and (once the answer began) ended.
     pub reasoning: Option<Reasoning>,
+    /// The generation figures, once the server reported its token count.
+    pub stats: Option<GenerationStats>,
 }
 
 impl ReplySave {
@@ -211,6 +213,7 @@ impl ReplySave {
         reply.meta.error = self.error.clone();
         reply.meta.path = Some(self.path);
         reply.meta.reasoning = self.reasoning.clone();
+        reply.meta.stats = self.stats;
     }
 }
 
@@ -314,6 +317,9 @@ pub struct Turn {
     reply_seq: u64,
     text: String,
     reasoning: Option<Reasoning>,
+    /// When the request in flight went out, and when its first and last pieces arrived.
+    clock: PieceClock,
+    timings: Option<Timings>,
     tool_calls: BTreeMap<u32, ToolCall>,
     usage: Option<Usage>,
     response_id: Option<String>,
@@ -369,6 +375,8 @@ impl Turn {
             reply_seq: s.reply_seq,
             text: String::new(),
             reasoning: None,
+            clock: PieceClock::default(),
+            timings: None,
             tool_calls: BTreeMap::new(),
             usage: None,
             response_id: None,
@@ -407,6 +415,15 @@ impl Turn {
             prompt,
             previous_response_id,
         });
+    }
+
+    /// The request asked for by the last `SendRequest` went out at `now` (the time to the first
+    /// token is measured from here when the server reports none).
+    pub fn handle_sent(&mut self, now: Millis) {
+        self.clock = PieceClock {
+            sent: Some(now),
+            ..PieceClock::default()
+        };
     }
 
     /// The path the turn is on now (it changes from Resumed to Reinjected if the session is gone).
@@ -449,6 +466,14 @@ impl Turn {
         if self.phase == Phase::Finished {
             return;
         }
+        if matches!(
+            event,
+            StreamEvent::TextDelta(_)
+                | StreamEvent::ReasoningDelta(_)
+                | StreamEvent::ToolCallDelta { .. }
+        ) {
+            self.clock.piece(now);
+        }
         match event {
             StreamEvent::TextDelta(t) => {
                 if !t.is_empty() {
@@ -476,6 +501,7 @@ impl Turn {
                 self.changed(now);
             }
             StreamEvent::Usage(u) => self.usage = Some(u),
+            StreamEvent::Timings(t) => self.timings = Some(t),
             StreamEvent::ResponseId(id) => self.response_id = Some(id),
             StreamEvent::Done { .. } => self.complete(now),
             StreamEvent::Error(e) => {
@@ -516,6 +542,7 @@ impl Turn {
         }
         self.text.clear();
         self.reasoning = None;
+        self.timings = None;
         self.tool_calls.clear();
         self.usage = None;
         self.response_id = None;
@@ -566,7 +593,35 @@ impl Turn {
             error,
             is_final,
             reasoning: self.reasoning.clone(),
+            stats: self.stats(),
         }));
+    }
+
+    /// The figures of the reply: the server's where it gave them, else measured; none until it
+    /// reported how many tokens it generated.
+    fn stats(&self) -> Option<GenerationStats> {
+        let t = self.timings.unwrap_or_default();
+        let tokens = t
+            .tokens
+            .or(self.usage.map(|u| u.completion_tokens))
+            .filter(|n| *n > 0)?;
+        let c = self.clock;
+        let measured_first = c.first.zip(c.sent).map(|(f, s)| f.saturating_sub(s));
+        let first = t
+            .first_token_ms
+            .map(|ms| ms.round() as i64)
+            .or(measured_first)
+            .and_then(|ms| u32::try_from(ms).ok());
+        let span = c.last.zip(c.first).map(|(l, f)| l.saturating_sub(f));
+        let measured_speed = span
+            .filter(|ms| *ms > 0 && tokens > 1)
+            .map(|ms| f64::from(tokens - 1) * 1000.0 / ms as f64);
+        let speed = t.tokens_per_s.or(measured_speed).map(|v| v as f32);
+        Some(GenerationStats {
+            tokens,
+            first_token_ms: first,
+            tokens_per_s: speed.filter(|v| v.is_finite() && *v > 0.0),
+        })
     }
 
     fn complete(&mut self, now: Millis) {
@@ -613,6 +668,21 @@ impl Turn {
             attempts: self.attempts,
         }));
         self.phase = Phase::Finished;
+    }
+}
+
+/// When a request went out and when the first and last pieces of its reply arrived.
+#[derive(Debug, Clone, Copy, Default)]
+struct PieceClock {
+    sent: Option<Millis>,
+    first: Option<Millis>,
+    last: Option<Millis>,
+}
+
+impl PieceClock {
+    fn piece(&mut self, now: Millis) {
+        self.first.get_or_insert(now);
+        self.last = Some(now);
     }
 }
 

@@ -19,7 +19,7 @@ use super::idb::{
     to_js,
 };
 use super::records::{
-    streaming_marker, MessageRecord, ReasoningRecord, ToolCallRecord, UsageRecord,
+    streaming_marker, MessageRecord, ReasoningRecord, StatsRecord, ToolCallRecord, UsageRecord,
 };
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
@@ -70,6 +70,8 @@ struct BulkMessage<'a> {
     deleted: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<ReasoningRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats: Option<StatsRecord>,
 }
 
 impl<'a> BulkMessage<'a> {
@@ -85,6 +87,7 @@ impl<'a> BulkMessage<'a> {
             replaces,
             deleted,
             reasoning,
+            stats,
         } = &m.meta;
         BulkMessage {
             id: &m.id,
@@ -116,6 +119,7 @@ impl<'a> BulkMessage<'a> {
             replaces: replaces.as_deref(),
             deleted: *deleted,
             reasoning: reasoning.as_ref().map(Into::into),
+            stats: stats.map(Into::into),
         }
     }
 }

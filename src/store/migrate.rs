@@ -237,6 +237,7 @@ fn legacy_message_record(conv_id: &str, i: usize, m: &Legacy) -> MessageRecord {
         replaces: None,
         deleted: false,
         reasoning: None,
+        stats: None,
     }
 }
 

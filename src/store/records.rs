@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::error::StoreError;
+use crate::engine::model::GenerationStats;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
     MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Reasoning,
@@ -230,6 +231,41 @@ pub struct UsageRecord {
     pub completion_tokens: u32,
 }
 
+/// How a reply was generated: tokens, time to first token (ms), tokens per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StatsRecord {
+    pub tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f32>,
+}
+
+impl From<GenerationStats> for StatsRecord {
+    fn from(s: GenerationStats) -> Self {
+        let GenerationStats {
+            tokens,
+            first_token_ms,
+            tokens_per_s,
+        } = s;
+        StatsRecord {
+            tokens,
+            first_token_ms,
+            tokens_per_s,
+        }
+    }
+}
+
+impl From<StatsRecord> for GenerationStats {
+    fn from(s: StatsRecord) -> Self {
+        GenerationStats {
+            tokens: s.tokens,
+            first_token_ms: s.first_token_ms,
+            tokens_per_s: s.tokens_per_s,
+        }
+    }
+}
+
 /// A reply's reasoning (the model's thinking), with when it started and ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReasoningRecord {
@@ -302,6 +338,9 @@ pub struct MessageRecord {
     /// The reply's reasoning; records written before it was kept have none (no migration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningRecord>,
+    /// The reply's generation figures; none in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<StatsRecord>,
 }
 
 /// The sparse-index marker for a status.
@@ -332,6 +371,7 @@ impl From<&Message> for MessageRecord {
             replaces,
             deleted,
             reasoning,
+            stats,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -377,6 +417,7 @@ impl From<&Message> for MessageRecord {
             replaces: replaces.clone(),
             deleted: *deleted,
             reasoning: reasoning.as_ref().map(Into::into),
+            stats: stats.map(Into::into),
         }
     }
 }
@@ -425,6 +466,7 @@ impl TryFrom<MessageRecord> for Message {
                 replaces: r.replaces,
                 deleted: r.deleted,
                 reasoning: r.reasoning.map(Into::into),
+                stats: r.stats.map(Into::into),
             },
         })
     }

@@ -355,6 +355,7 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         replaces,
         deleted: _,
         reasoning,
+        stats: _,
     } = m;
     k.id("id", id)?;
     for link in [after, replaces].into_iter().flatten() {

@@ -47,12 +47,25 @@ pub enum StreamEvent {
     },
     /// Token usage reported by the endpoint.
     Usage(Usage),
+    /// Generation timings the server reported (llama.cpp's `timings`, Ollama's durations).
+    Timings(Timings),
     /// A server-side id the next turn can continue from (Responses API `response.id`).
     ResponseId(String),
     /// The reply finished normally.
     Done { finish_reason: Option<String> },
     /// The stream reported an error, or was malformed. No events follow.
     Error(StreamError),
+}
+
+/// What a server reported of a reply's generation; each figure when it said it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Timings {
+    /// Tokens generated.
+    pub tokens: Option<u32>,
+    /// Time to the first token: reading the prompt (and loading the model), in ms.
+    pub first_token_ms: Option<f64>,
+    /// Tokens generated per second.
+    pub tokens_per_s: Option<f64>,
 }
 
 /// A decoded stream failure.

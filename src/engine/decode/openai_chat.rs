@@ -4,7 +4,8 @@
 //! `choices[0].delta.reasoning_content` (DeepSeek, llama.cpp, vLLM) or, when that is absent,
 //! `choices[0].delta.reasoning` (OpenRouter, newer vLLM, Ollama's `/v1`), tool calls from
 //! `choices[0].delta.tool_calls[]` (`index`, `id`, `function.name`, `function.arguments` pieces),
-//! usage from the final chunk when `stream_options.include_usage` was honoured, and errors from an
+//! usage from the final chunk when `stream_options.include_usage` was honoured, llama.cpp's
+//! `timings` (`predicted_n`, `predicted_per_second`, `prompt_ms`) from its final chunk, and errors from an
 //! `{"error": {...}}` object (or an `event: error`). `Done` is emitted at `[DONE]` with the last
 //! `finish_reason` seen. Must not import anything outside `crate::engine`.
 
@@ -12,7 +13,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use super::{tokens, Emitter, SseHandler, StreamEvent};
+use super::{tokens, Emitter, SseHandler, StreamEvent, Timings};
 use crate::engine::model::Usage;
 
 /// State of one openai-chat stream.
@@ -28,7 +29,20 @@ struct Chunk<'a> {
     #[serde(default)]
     usage: Option<UsageIn>,
     #[serde(default)]
+    timings: Option<TimingsIn>,
+    #[serde(default)]
     error: Option<serde_json::Value>,
+}
+
+/// llama.cpp's `timings` object.
+#[derive(Deserialize)]
+struct TimingsIn {
+    #[serde(default)]
+    predicted_n: Option<u64>,
+    #[serde(default)]
+    predicted_per_second: Option<f64>,
+    #[serde(default)]
+    prompt_ms: Option<f64>,
 }
 
 /// The first choice with index 0 (Memoire asks for one choice); the others are read and dropped,
@@ -157,6 +171,13 @@ impl SseHandler for OpenAiChat {
             out.emit(StreamEvent::Usage(Usage {
                 prompt_tokens: tokens(usage.prompt_tokens),
                 completion_tokens: tokens(usage.completion_tokens),
+            }));
+        }
+        if let Some(t) = chunk.timings {
+            out.emit(StreamEvent::Timings(Timings {
+                tokens: t.predicted_n.map(|n| tokens(Some(n))),
+                first_token_ms: t.prompt_ms.filter(|v| v.is_finite() && *v >= 0.0),
+                tokens_per_s: t.predicted_per_second.filter(|v| v.is_finite() && *v > 0.0),
             }));
         }
     }

@@ -186,6 +186,7 @@ fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
         path,
         model,
         reasoning,
+        stats: _,
         at,
     } = d;
     c.k.id("id", id)?;

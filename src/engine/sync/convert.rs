@@ -14,8 +14,8 @@ use super::doc::{
 use super::hlc::Hlc;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, FactKind, FactSource,
-    HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Project, Reasoning,
-    Relationship, ToolCall, TurnPath, Usage, UserFact,
+    GenerationStats, HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Project,
+    Reasoning, Relationship, ToolCall, TurnPath, Usage, UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -219,6 +219,13 @@ pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
             started_at: r.started_at,
             ended_at: r.ended_at,
         }),
+        stats: m.meta.stats.map(|s| {
+            (
+                s.tokens,
+                s.first_token_ms,
+                s.tokens_per_s.map(|v| (v * 10.0).round() as u32),
+            )
+        }),
         at: at.clone(),
     })
 }
@@ -260,6 +267,13 @@ pub fn to_message(d: &MessageDoc) -> Message {
                 started_at: r.started_at,
                 ended_at: r.ended_at,
             }),
+            stats: d
+                .stats
+                .map(|(tokens, first_token_ms, speed)| GenerationStats {
+                    tokens,
+                    first_token_ms,
+                    tokens_per_s: speed.filter(|v| *v > 0).map(|v| v as f32 / 10.0),
+                }),
         },
     }
 }

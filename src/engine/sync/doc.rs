@@ -214,6 +214,9 @@ pub struct MessageDoc {
     /// documents written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningDoc>,
+    /// How the reply was generated: tokens, time to first token (ms), tenths of a token per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<(u32, Option<u32>, Option<u32>)>,
     /// When it was written, for ordering and for the clock.
     pub at: Hlc,
 }

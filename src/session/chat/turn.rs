@@ -585,6 +585,7 @@ impl Chat {
                 return Ok(());
             }
         };
+        turn.handle_sent(now());
         let opened = Pump::open(&req, run.stopper, run.ctx.endpoint.protocol).await;
         self.settle(run).await?;
         match opened {

@@ -12,8 +12,8 @@ use super::store::ChatStore;
 use super::thinking::ThinkingBlock;
 use crate::engine::failure::split_text;
 use crate::engine::format::{
-    day_separator, full_date_time, iso_date_time, local_day, message_note, model_label, plural,
-    time_of_day,
+    day_separator, full_date_time, generation_stats, iso_date_time, local_day, message_note,
+    model_label, plural, time_of_day,
 };
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
@@ -461,7 +461,12 @@ fn MessageFoot(
             shell.with_error(|b| b.as_ref().is_some_and(|p| split_text(&p.text).0 == e));
         (!in_banner).then_some(e)
     };
+    let stats = move || {
+        let done = st.status() != MessageStatus::Streaming;
+        st.with_meta(|m| m.stats.filter(|_| done).map(|s| generation_stats(&s)))
+    };
     view! {
+        {move || stats().map(|line| view! { <div class="message-stats" data-testid="message-stats">{line}</div> })}
         {move || st.with_meta(|m| (!m.tool_calls.is_empty()).then(|| {
             let names = m.tool_calls.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ");
             view! { <div class="tools">"Tools used: " {names}</div> }
