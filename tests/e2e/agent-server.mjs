@@ -434,7 +434,7 @@ function streamContext(state, record, encoder, reply) {
   const thinkTags = reply.reasoning && reply.reasoningForm === 'think';
   if (thinkTags) text = `<think>\n${reply.reasoning}\n</think>\n\n${text}`;
   const pieces = splitText(text, thinkTags ? {} : reply);
-  const reasoningPieces = reply.reasoning && !thinkTags ? splitText(reply.reasoning) : [];
+  const reasoningPieces = reply.reasoningChunks?.slice() ?? (reply.reasoning && !thinkTags ? splitText(reply.reasoning) : []);
   const body = record.body;
   return {
     ...encoder.newIds(),
@@ -533,6 +533,7 @@ function sleep(ms, res) {
  * @property {string} [text]              reply text (default: a greeting)
  * @property {string[]} [chunks]          the exact pieces to stream (overrides the word split)
  * @property {string} [reasoning]         think this first, streamed in the protocol's own form (word split)
+ * @property {string[]} [reasoningChunks] the exact pieces of the thinking (overrides `reasoning`'s split)
  * @property {'think'|'reasoning'} [reasoningForm]  'think': as `<think>…</think>` opening the content;
  *                                        'reasoning': openai-chat's `delta.reasoning` (default `reasoning_content`)
  * @property {number} [chunkSize]         split the text into pieces of this many code points

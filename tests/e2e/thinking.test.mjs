@@ -4,7 +4,8 @@
 // (message-reasoning) streams open while only thinking has arrived, collapses when the answer starts,
 // says "Thought for N s", survives a reload (collapsed), and is in neither the next request nor the
 // memory update. The reasoning effort set in Settings > Advanced reaches the request in the protocol's
-// own field, and only once set.
+// own field, and only once set. The generation figures (message-stats) show where the server reports
+// them.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -173,3 +174,34 @@ for (const protocol of Object.keys(EFFORT)) {
     }
   });
 }
+
+/** The figures line under the last reply. */
+const statsLine = (page) => page.locator(tid('message-stats')).last().innerText();
+
+test('generation figures: under the reply where the server reports them (ollama durations, openai usage), none where it does not', async () => {
+  const { agent } = harness;
+  for (const [protocol, reply, want] of [
+    ['ollama', { text: ANSWER }, /^\d+ tokens · [\d.]+ s to first token · [\d.]+ tokens\/s$/],
+    ['openai-chat', { text: ANSWER, honourUsage: true, usage: { output: 6 }, delayMs: 40 }, /^6 tokens · [\d.]+ s to first token · [\d.]+ tokens\/s$/],
+    ['openai-chat', { text: ANSWER }, null],
+  ]) {
+    const { context, page, issues } = await openConfiguredApp(harness, protocol);
+    try {
+      await withDiagnostics(page, issues, `stats-${protocol}`, async () => {
+        agent.script(reply);
+        await sendMessage(page, QUESTION);
+        assert.equal(await waitForAssistant(page), ANSWER);
+        if (!want) {
+          assert.equal(await page.locator(tid('message-stats')).count(), 0, 'no figures without a reported token count');
+          return;
+        }
+        assert.match(await statsLine(page), want);
+        await reloadAndReopen(page);
+        assert.match(await statsLine(page), want, 'kept with the message');
+      });
+      assertNoPageProblems(issues);
+    } finally {
+      await context.close();
+    }
+  }
+});

@@ -1,7 +1,8 @@
 //! The message list: a window of the open conversation's messages (older and newer pages load on
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
 //! markdown (a finished reply's code highlighted when the browser is idle: `ui/highlight.rs`), each
-//! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives).
+//! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives),
+//! a reply's thinking (`thinking`) above its text and its generation figures under it.
 //! Times are local times of day under a separator per day ("Today", "Yesterday", "Mon 23 Nov":
 //! `engine::format`), the full date in the `<time>`'s tooltip and `datetime`. A user message is
 //! edited where it is: its text becomes an editor with Save and Cancel.
