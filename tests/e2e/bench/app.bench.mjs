@@ -400,7 +400,7 @@ async function measureStream(page, agent, label, tokens, reply) {
     window.__gapProbe.start();
   });
   const t0 = Date.now();
-  await page.locator(tid('composer-input')).fill(`bench stream ${run}`);
+  await page.locator(tid('composer-input')).fill(`bench ${label}`);
   await page.locator(tid('send-button')).click();
   await waitNewAssistantDone(page, before);
   const secs = (Date.now() - t0) / 1000;
