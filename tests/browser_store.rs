@@ -286,6 +286,16 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
         after: Some("earlier".into()),
         replaces: Some("older".into()),
         deleted: true,
+        reasoning: Some(Reasoning {
+            text: "thought ✓ <b>".into(),
+            started_at: 5,
+            ended_at: Some(9),
+        }),
+        stats: Some(GenerationStats {
+            tokens: 34,
+            first_token_ms: Some(120),
+            tokens_per_s: Some(48.5),
+        }),
     };
     m
 }

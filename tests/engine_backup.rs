@@ -8,10 +8,11 @@ use memoire::engine::backup::{
     ImportError, ImportLimits, ImportPlan,
 };
 use memoire::engine::format::{date_time, days_from_civil};
+use memoire::engine::model::GenerationStats;
 use memoire::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, PastProperty, Relationship, RemoteHandle,
-    Role, ToolCall, TurnPath, Usage,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, PastProperty, Reasoning, Relationship,
+    RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -79,6 +80,17 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
             after: (seq % 3 == 1 && seq > 1).then(|| format!("{conv}-m{}", seq - 1)),
             replaces: (seq % 3 == 2 && seq > 2).then(|| format!("{conv}-m{}", seq - 1)),
             deleted: seq % 3 == 0,
+            // A reasoning model's thinking travels with its reply.
+            reasoning: (role == Role::Assistant && seq % 2 == 0).then(|| Reasoning {
+                text: format!("Thinking about {seq}: <b>not</b> an answer"),
+                started_at: T0 + seq as i64 * 1000 + 5,
+                ended_at: Some(T0 + seq as i64 * 1000 + 2400),
+            }),
+            stats: (role == Role::Assistant).then_some(GenerationStats {
+                tokens: 30,
+                first_token_ms: Some(412),
+                tokens_per_s: Some(48.5),
+            }),
         },
     }
 }
@@ -1071,4 +1083,49 @@ fn a_long_reach_is_listed_short() {
         lines[0]
     );
     assert!(lines[0].ends_with(", and 3 more"), "{}", lines[0]);
+}
+
+#[test]
+fn reasoning_travels_and_an_older_backup_without_it_still_imports() {
+    let json = sample_json();
+    assert!(json.contains("Thinking about 2: <b>not</b>"), "{json:.400}");
+    let mut file: Value = serde_json::from_str(&json).unwrap();
+    fn strip(v: &mut Value, n: &mut usize) {
+        match v {
+            Value::Object(o) => {
+                *n += usize::from(o.remove("reasoning").is_some());
+                o.values_mut().for_each(|v| strip(v, n));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|v| strip(v, n)),
+            _ => {}
+        }
+    }
+    let mut stripped = 0;
+    strip(&mut file, &mut stripped);
+    assert!(stripped > 0);
+    let plan = import(file.to_string().as_bytes(), &ExistingIds::default()).unwrap();
+    assert!(plan.messages.iter().all(|m| m.meta.reasoning.is_none()));
+    let with: Vec<_> = import(json.as_bytes(), &ExistingIds::default())
+        .unwrap()
+        .messages
+        .into_iter()
+        .filter_map(|m| m.meta.reasoning)
+        .collect();
+    assert_eq!(with.len(), stripped);
+    let too_long = mutated(|v| {
+        let m = v["conversations"][0]["messages"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|m| m.get("reasoning").is_some())
+            .unwrap();
+        m["reasoning"]["text"] = json!("x".repeat(2_000_000));
+    });
+    assert!(
+        import(too_long.as_bytes(), &ExistingIds::default())
+            .unwrap_err()
+            .to_string()
+            .contains("reasoning"),
+        "a reasoning over the text limit is refused by name"
+    );
 }

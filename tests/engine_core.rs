@@ -4,7 +4,7 @@
 
 use memoire::engine::assemble::{assemble, AssemblyInput, DropReason, SectionKind};
 use memoire::engine::coalesce::SaveThrottle;
-use memoire::engine::decode::{StreamError, StreamEvent};
+use memoire::engine::decode::{StreamError, StreamEvent, Timings};
 use memoire::engine::failure::{Failure, FailureKind};
 use memoire::engine::history::{
     build_prompt, last_user_at, render_message, ANTHROPIC_LEAD_IN, SYSTEM_NOTE_LABEL,
@@ -1675,4 +1675,170 @@ fn assembly_one_wordy_entity_cannot_crowd_out_the_others() {
         "{}",
         sec.text
     );
+}
+
+// ---------- reasoning ----------
+
+/// A turn whose reply thinks (`thoughts`, each at its time) and then answers at `answer_at` (or,
+/// with `None`, is stopped at 9000 while thinking): the reasoning saved with its times, and the next
+/// turn's request, in `format`, without a word of it.
+fn check_reasoning(
+    protocol: Protocol,
+    format: HistoryFormat,
+    thoughts: &[(&str, i64)],
+    answer_at: Option<i64>,
+    expected: Option<Reasoning>,
+) {
+    let mut h = Harness::new(protocol);
+    h.cfg.history_format = format;
+    let mut t = h.start("How many r in strawberry?", 1000);
+    h.drain(&mut t, 1000);
+    for (thought, at) in thoughts {
+        t.handle_event(StreamEvent::ReasoningDelta(thought.to_string()), *at);
+    }
+    match answer_at {
+        Some(at) => {
+            t.handle_event(StreamEvent::TextDelta("There are 3.".into()), at);
+            if !thoughts.is_empty() {
+                t.handle_event(StreamEvent::ReasoningDelta(" late".into()), at + 1);
+            }
+            t.handle_event(
+                StreamEvent::Done {
+                    finish_reason: None,
+                },
+                at + 500,
+            );
+        }
+        None => t.handle_stop(9000),
+    }
+    let acts = h.drain(&mut t, 10_000);
+    let what = format!("{protocol:?} {format:?} {thoughts:?}");
+    let last_save = acts.iter().rev().find_map(|a| match a {
+        Action::SaveReply(s) => Some(s.clone()),
+        _ => None,
+    });
+    assert_eq!(last_save.unwrap().reasoning, expected, "{what}");
+    let reply = h.state.messages.last().unwrap();
+    assert_eq!(reply.meta.reasoning, expected, "{what}: stored");
+    let mut next = h.start("And in raspberry?", 20_000);
+    let request = format!("{:?}", h.drain(&mut next, 20_000));
+    for (thought, _) in thoughts {
+        assert!(!request.contains(thought.trim()), "{what}: {request}");
+    }
+}
+
+#[test]
+fn reasoning_is_kept_with_its_times_and_never_sent_back() {
+    let thoughts = [("SECRET-STEP one", 1200), (" SECRET-STEP two", 2100)];
+    let thought = |text: &str, ended: i64| {
+        Some(Reasoning {
+            text: text.into(),
+            started_at: 1200,
+            ended_at: Some(ended),
+        })
+    };
+    for protocol in Protocol::ALL {
+        for format in [HistoryFormat::Messages, HistoryFormat::Transcript] {
+            let both = "SECRET-STEP one SECRET-STEP two";
+            // Late reasoning (after the answer began) is kept; the clock stopped at the answer.
+            let late = format!("{both} late");
+            check_reasoning(
+                protocol,
+                format,
+                &thoughts,
+                Some(4200),
+                thought(&late, 4200),
+            );
+            // Stopped while thinking: what was thought is kept, ended at the stop.
+            check_reasoning(protocol, format, &thoughts, None, thought(both, 9000));
+            check_reasoning(protocol, format, &[], Some(4200), None);
+        }
+    }
+    let r = thought("x", 4200).unwrap();
+    assert_eq!(r.seconds(), Some(3));
+    let quick = Reasoning {
+        ended_at: Some(1300),
+        ..r.clone()
+    };
+    assert_eq!(quick.seconds(), Some(1));
+    let open = Reasoning {
+        ended_at: None,
+        ..r
+    };
+    assert_eq!(open.seconds(), None);
+}
+
+// ---------- generation figures ----------
+
+/// A turn sent at 1000 whose pieces arrive at `pieces`, with the server's `usage` and `timings`:
+/// the figures saved with the reply.
+fn check_stats(
+    pieces: &[i64],
+    usage: Option<u32>,
+    timings: Option<Timings>,
+    expected: Option<GenerationStats>,
+) {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("Hi", 900);
+    h.drain(&mut t, 900);
+    t.handle_sent(1000);
+    for at in pieces {
+        t.handle_event(StreamEvent::TextDelta("word ".into()), *at);
+    }
+    if let Some(n) = usage {
+        t.handle_event(
+            StreamEvent::Usage(Usage {
+                prompt_tokens: 5,
+                completion_tokens: n,
+            }),
+            5000,
+        );
+    }
+    if let Some(timings) = timings {
+        t.handle_event(StreamEvent::Timings(timings), 5000);
+    }
+    t.handle_event(
+        StreamEvent::Done {
+            finish_reason: None,
+        },
+        5000,
+    );
+    h.drain(&mut t, 5000);
+    let got = h.state.messages.last().unwrap().meta.stats;
+    assert_eq!(got, expected, "{pieces:?} {usage:?} {timings:?}");
+}
+
+#[test]
+fn generation_figures_are_the_servers_or_measured() {
+    let stats = |tokens, first: Option<u32>, speed: Option<f32>| {
+        Some(GenerationStats {
+            tokens,
+            first_token_ms: first,
+            tokens_per_s: speed,
+        })
+    };
+    // Measured: first piece 300 ms after the request, 11 tokens over the next second.
+    check_stats(
+        &[1300, 1800, 2300],
+        Some(11),
+        None,
+        stats(11, Some(300), Some(10.0)),
+    );
+    // What the server reported wins (llama.cpp's timings, Ollama's durations).
+    let server = Timings {
+        tokens: Some(12),
+        first_token_ms: Some(41.6),
+        tokens_per_s: Some(99.5),
+    };
+    check_stats(
+        &[1300, 2300],
+        Some(11),
+        Some(server),
+        stats(12, Some(42), Some(99.5)),
+    );
+    // One piece: no span to measure a speed over.
+    check_stats(&[1300], Some(1), None, stats(1, Some(300), None));
+    // No token count reported: no figures at all.
+    check_stats(&[1300, 2300], None, None, None);
+    check_stats(&[1300, 2300], Some(0), None, None);
 }

@@ -3,7 +3,7 @@
 //! CRLF and CR line endings, and cut off at every byte; hand-written edge cases; property tests.
 
 use memoire::engine::decode::{
-    decode_all, decoder_for, StreamError, StreamEvent, CODE_CUT_OFF, CODE_MALFORMED,
+    decode_all, decoder_for, StreamError, StreamEvent, Timings, CODE_CUT_OFF, CODE_MALFORMED,
 };
 use memoire::engine::model::{Protocol, Usage};
 use proptest::prelude::*;
@@ -40,6 +40,12 @@ fn decode_chunks<'a>(
 fn text(s: &str) -> StreamEvent {
     StreamEvent::TextDelta(s.to_string())
 }
+fn reason(s: &str) -> StreamEvent {
+    StreamEvent::ReasoningDelta(s.to_string())
+}
+fn reasons(parts: &[&str]) -> Vec<StreamEvent> {
+    parts.iter().map(|p| reason(p)).collect()
+}
 fn texts(parts: &[&str]) -> Vec<StreamEvent> {
     parts.iter().map(|p| text(p)).collect()
 }
@@ -58,6 +64,14 @@ fn usage(prompt_tokens: u32, completion_tokens: u32) -> StreamEvent {
     StreamEvent::Usage(Usage {
         prompt_tokens,
         completion_tokens,
+    })
+}
+/// Ollama's figures from its last line: counts and durations in ns.
+fn ollama_timings(eval_count: u32, eval_ns: u64, prompt_ns: u64, load_ns: u64) -> StreamEvent {
+    StreamEvent::Timings(Timings {
+        tokens: Some(eval_count),
+        first_token_ms: Some((prompt_ns + load_ns) as f64 / 1e6),
+        tokens_per_s: Some(f64::from(eval_count) * 1e9 / eval_ns as f64),
     })
 }
 fn done(reason: Option<&str>) -> StreamEvent {
@@ -146,7 +160,8 @@ fn assert_truncations(protocol: Protocol, bytes: &[u8], full: &[StreamEvent], wh
         }
         let (last, before) = events.split_last().expect("an event");
         assert!(
-            full.starts_with(before) && !before.iter().any(is_terminal),
+            (full.starts_with(before) || text_prefix(before, full))
+                && !before.iter().any(is_terminal),
             "{what}: prefix {i} gave {events:?}"
         );
         let own_error = full.last() == Some(last) && matches!(last, StreamEvent::Error(_));
@@ -155,6 +170,26 @@ fn assert_truncations(protocol: Protocol, bytes: &[u8], full: &[StreamEvent], wh
             "{what}: prefix {i} must end in a cut-off error, got {last:?}"
         );
     }
+}
+
+/// `before` says what `full` says so far, its deltas maybe cut differently (a cut-off stream gives
+/// out the text the `<think>` split was holding, up to a `</think>` cut short).
+fn text_prefix(before: &[StreamEvent], full: &[StreamEvent]) -> bool {
+    let is_delta = |e: &&StreamEvent| {
+        matches!(
+            e,
+            StreamEvent::TextDelta(_) | StreamEvent::ReasoningDelta(_)
+        )
+    };
+    let others = |v: &[StreamEvent]| -> Vec<StreamEvent> {
+        v.iter().filter(|e| !is_delta(e)).cloned().collect()
+    };
+    let (mut r, t) = reasoning_and_text(before);
+    if let Some(n) = (1..8).rev().find(|&n| r.ends_with(&"</think>"[..n])) {
+        r.truncate(r.len() - n);
+    }
+    let (full_r, full_t) = reasoning_and_text(full);
+    full_r.starts_with(&r) && full_t.starts_with(&t) && others(full).starts_with(&others(before))
 }
 
 /// The whole battery for one fixture.
@@ -359,7 +394,11 @@ fn ollama_chat_text_and_usage() {
     let mut expected = texts(&[
         "Ciao", "!", " Ich", " heiße", " Llama", " 🦙", " & ", "<b>", "日本", "</b>",
     ]);
-    expected.extend([usage(26, 282), done(Some("stop"))]);
+    expected.extend([
+        ollama_timings(282, 4_535_599_000, 342_546_000, 1_334_875),
+        usage(26, 282),
+        done(Some("stop")),
+    ]);
     check_fixture("ollama-chat.ndjson", Ollama, expected);
 }
 
@@ -376,6 +415,7 @@ fn ollama_tool_calls() {
                 r#"{"city":"Zürich","unit":"celsius"}"#,
             ),
             tool(1, None, Some("get_time"), r#"{"timezone":"Europe/Zurich"}"#),
+            ollama_timings(33, 552_222_000, 328_493_000, 3_753_500),
             usage(122, 33),
             done(Some("stop")),
         ],
@@ -442,6 +482,210 @@ fn anthropic_error_event() {
             err(Some("overloaded_error"), "Overloaded"),
         ],
     );
+}
+
+// ---- reasoning: every protocol's own form, each fixture split at every byte -------------------
+
+#[test]
+fn openai_chat_deepseek_reasoning_content() {
+    let mut expected = reasons(&[
+        "Okay",
+        ",",
+        " the user",
+        " asks",
+        " for",
+        " 2",
+        "+",
+        "2",
+        ".",
+        " That",
+        "'s",
+        " 4",
+        ".",
+    ]);
+    expected.extend(texts(&["2", " +", " 2", " =", " **4**", "."]));
+    expected.extend([usage(12, 31), done(Some("stop"))]);
+    check_fixture("openai-chat-deepseek-reasoning.sse", OpenAiChat, expected);
+}
+
+#[test]
+fn openai_chat_llamacpp_reasoning_content() {
+    let mut expected = reasons(&[
+        "Okay", ",", " the", " user", " greets", " me", " in", " French", ".",
+    ]);
+    expected.extend(texts(&[
+        "Bonjour", " !", " Ça", " va", " très", " bien", ".",
+    ]));
+    // llama.cpp's `timings` in its final chunk, as it reported them.
+    let timings = StreamEvent::Timings(Timings {
+        tokens: Some(18),
+        first_token_ms: Some(41.235),
+        tokens_per_s: Some(99.8158951267706),
+    });
+    expected.extend([usage(14, 18), timings, done(Some("stop"))]);
+    check_fixture("openai-chat-llamacpp-reasoning.sse", OpenAiChat, expected);
+}
+
+#[test]
+fn openai_chat_openrouter_reasoning_field() {
+    let mut expected = reasons(&["The user wants", " a haiku", " about 🌧️ rain."]);
+    expected.extend(texts(&[
+        "Soft rain on the roof",
+        "\nGrüße from the grey sky",
+        "\nPuddles hold the light",
+    ]));
+    expected.extend([usage(17, 40), done(Some("stop"))]);
+    check_fixture("openai-chat-openrouter-reasoning.sse", OpenAiChat, expected);
+}
+
+#[test]
+fn openai_chat_think_tags_at_the_start_of_the_content() {
+    // A `<` is held until it cannot be the start of `</think>`.
+    let mut expected = reasons(&[
+        "\n", "Okay", ",", " 3", " ", "< 5", " is", " true", ".", " ",
+    ]);
+    expected.extend(texts(&["Yes", ",", " 3", " <", " 5", "."]));
+    expected.extend([usage(15, 18), done(Some("stop"))]);
+    check_fixture("openai-chat-think-tags.sse", OpenAiChat, expected);
+}
+
+#[test]
+fn ollama_thinking() {
+    let mut expected = reasons(&[
+        "Okay",
+        ",",
+        " the",
+        " user",
+        " asks",
+        " how",
+        " many",
+        " r",
+        "'s",
+        " in",
+        " \"strawberry\"",
+        ".",
+        " Three",
+        ".",
+    ]);
+    expected.extend(texts(&[
+        "There",
+        " are",
+        " **3**",
+        " r",
+        "'s",
+        " in",
+        " \"strawberry\"",
+        ".",
+    ]));
+    expected.extend([
+        ollama_timings(30, 942_184_709, 61_516_708, 37_204_125),
+        usage(18, 30),
+        done(Some("stop")),
+    ]);
+    check_fixture("ollama-thinking.ndjson", Ollama, expected);
+}
+
+#[test]
+fn anthropic_thinking_blocks_without_the_signature() {
+    let mut expected = reasons(&[
+        "Let me solve this step by step:\n\n1. First break down 27 * 453",
+        "\n2. 453 = 400 + 50 + 3",
+        "\n3. 27 * 400 = 10,800 ✓",
+    ]);
+    expected.extend(texts(&["27 * 453 = ", "**12,231**"]));
+    expected.extend([usage(46, 112), done(Some("end_turn"))]);
+    check_fixture("anthropic-thinking.sse", Anthropic, expected);
+}
+
+#[test]
+fn openai_responses_reasoning_summary() {
+    let mut expected = vec![response_id(
+        "resp_6820f382ee1c8191bc096bee70894d040ac5ba57aafcbac7",
+    )];
+    expected.extend(reasons(&[
+        "**Answering a simple question**\n\n",
+        "The user asks",
+        " what 2+2 is.",
+        "\n\n",
+        "**Giving the answer**\n\n",
+        "It is 4; I",
+        "'ll say so.",
+    ]));
+    expected.extend(texts(&["2 + 2", " = **4**", "."]));
+    expected.extend([usage(13, 148), done(Some("completed"))]);
+    check_fixture("openai-responses-reasoning.sse", OpenAiResponses, expected);
+}
+
+/// The reasoning and the text of `events`, each concatenated.
+fn reasoning_and_text(events: &[StreamEvent]) -> (String, String) {
+    let (mut reasoning, mut content) = (String::new(), String::new());
+    for e in events {
+        match e {
+            StreamEvent::ReasoningDelta(t) => reasoning.push_str(t),
+            StreamEvent::TextDelta(t) => content.push_str(t),
+            _ => {}
+        }
+    }
+    (reasoning, content)
+}
+
+/// `reply` streamed as text deltas cut at every char boundary (two pieces), one char a delta, and
+/// whole, on every protocol, each body also split at every byte: always `reasoning` and `content`.
+fn check_think(reply: &str, reasoning: &str, content: &str) {
+    let bounds: Vec<usize> = (0..=reply.len())
+        .filter(|&i| reply.is_char_boundary(i))
+        .collect();
+    let mut cuts: Vec<Vec<String>> = bounds
+        .iter()
+        .map(|&i| vec![reply[..i].to_string(), reply[i..].to_string()])
+        .collect();
+    cuts.push(reply.chars().map(String::from).collect());
+    for protocol in Protocol::ALL {
+        for parts in &cuts {
+            let body = stream_of(protocol, parts, "\n");
+            let events = decode_all(protocol, body.as_bytes());
+            assert!(matches!(events.last(), Some(StreamEvent::Done { .. })));
+            let got = reasoning_and_text(&events);
+            assert_eq!(
+                got,
+                (reasoning.into(), content.into()),
+                "{protocol:?} {parts:?}"
+            );
+        }
+        let body = stream_of(protocol, &[reply.to_string()], "\n");
+        for i in 0..=body.len() {
+            let (a, b) = body.as_bytes().split_at(i);
+            let got = reasoning_and_text(&decode_chunks(protocol, [a, b]));
+            assert_eq!(
+                got,
+                (reasoning.into(), content.into()),
+                "{protocol:?} byte {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn think_tags_only_at_the_start_at_any_split() {
+    let plain = "No thinking here: <think>is text</think> in the middle.";
+    check_think(plain, "", plain);
+    check_think("Hello", "", "Hello");
+    check_think("  <thinking>x</thinking>", "", "  <thinking>x</thinking>");
+    check_think("<thin", "", "<thin");
+    check_think("", "", "");
+    check_think("<think>Why? 🤔</think>\n\nBecause.", "Why? 🤔", "Because.");
+    check_think(
+        "\n<think>a < b </thin k></think>ok",
+        "a < b </thin k>",
+        "ok",
+    );
+    check_think(
+        "<think>unclosed, all reasoning </thi",
+        "unclosed, all reasoning </thi",
+        "",
+    );
+    check_think("<think></think>Just the answer", "", "Just the answer");
+    check_think("<think>x</think>a </think> b", "x", "a </think> b");
 }
 
 // ---- edge cases -------------------------------------------------------------------------------

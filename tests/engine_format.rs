@@ -114,3 +114,25 @@ fn one_line_and_clipped_text() {
     assert_eq!(clip("short", 5), "short");
     assert_eq!(clip("élan vital", 4), "élan…");
 }
+
+fn check_stats(tokens: u32, first: Option<u32>, speed: Option<f32>, want: &str) {
+    let s = memoire::engine::model::GenerationStats {
+        tokens,
+        first_token_ms: first,
+        tokens_per_s: speed,
+    };
+    assert_eq!(memoire::engine::format::generation_stats(&s), want);
+}
+
+#[test]
+fn generation_stats_line() {
+    check_stats(
+        312,
+        Some(420),
+        Some(48.25),
+        "312 tokens · 0.42 s to first token · 48.2 tokens/s",
+    );
+    check_stats(1, None, None, "1 token");
+    check_stats(40, Some(12_400), None, "40 tokens · 12 s to first token");
+    check_stats(40, None, Some(f32::NAN), "40 tokens");
+}

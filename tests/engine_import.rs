@@ -193,11 +193,55 @@ fn claude_keeps_text_blocks_and_falls_back_to_text() {
             ),
         ],
     );
-    assert_eq!((i.skipped.reasoning, i.skipped.tool), (1, 2));
+    // The thinking block is kept as the reply's reasoning (not text, not skipped).
+    assert_eq!((i.skipped.reasoning, i.skipped.tool), (0, 2));
     assert_eq!(
         to_bundles(&i, NOW)[0].conversation.created_at,
         1_739_178_900_000
     );
+}
+
+/// A Claude.ai assistant message whose text is `text` imports as `content` with `reasoning`.
+fn check_ant_thinking(text: &str, content: &str, reasoning: Option<&str>) {
+    let file = json!([{"uuid": "c", "name": "Older export", "chat_messages": [
+        {"uuid": "q", "sender": "human", "text": "Make me a chart"},
+        {"uuid": "a", "sender": "assistant", "text": text}]}]);
+    let i = foreign(file.to_string().as_bytes());
+    let b = &to_bundles(&i, NOW)[0];
+    let reply = &b.messages[1];
+    assert_eq!(reply.content, content, "{text:?}");
+    let got = reply.meta.reasoning.as_ref().map(|r| r.text.as_str());
+    assert_eq!(got, reasoning, "{text:?}");
+    if let Some(r) = &reply.meta.reasoning {
+        assert_eq!((r.started_at, r.ended_at), (reply.created_at, None));
+    }
+}
+
+#[test]
+fn claude_ant_thinking_becomes_the_replys_reasoning() {
+    check_ant_thinking("Plain answer.", "Plain answer.", None);
+    check_ant_thinking(
+        "<antThinking>A chart suits an artifact.</antThinking>\n\nHere is your chart.",
+        "Here is your chart.",
+        Some("A chart suits an artifact."),
+    );
+    check_ant_thinking(
+        "Sure.\n\n<antThinking>First thought.</antThinking>\n\nMiddle.\n<antThinking> Second. </antThinking>\n    indented code",
+        "Sure.\n\nMiddle.\n\n    indented code",
+        Some("First thought.\n\nSecond."),
+    );
+    check_ant_thinking(
+        "Answer.<antThinking>never closed",
+        "Answer.",
+        Some("never closed"),
+    );
+    check_ant_thinking("<antThinking></antThinking>Only text", "Only text", None);
+    // The `thinking` blocks of newer exports are the reasoning too; redacted ones are left out.
+    let i = foreign(&fixture("claude.json"));
+    let reply = &to_bundles(&i, NOW)[0].messages[1];
+    let r = reply.meta.reasoning.as_ref().map(|r| r.text.as_str());
+    assert_eq!(r, Some("HIDDEN REASONING about weather"));
+    assert!(!reply.content.contains("HIDDEN"));
 }
 
 #[test]

@@ -654,3 +654,29 @@ fn errors_have_actionable_messages() {
         assert!(e.to_string().contains("previous memory is kept"), "{e}");
     }
 }
+
+// ---------- reasoning ----------
+
+#[test]
+fn a_memory_update_never_reads_a_replys_reasoning() {
+    let mut messages = msgs("uaua");
+    for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
+        m.meta.reasoning = Some(Reasoning {
+            text: format!("SECRET-THOUGHT of {}", m.id),
+            started_at: 0,
+            ended_at: Some(10),
+        });
+    }
+    let req = build_update_request(None, &messages, &[], &UpdateLimits::default()).unwrap();
+    let forms = [
+        MemoryForm::Sections,
+        MemoryForm::Constrained(memoire::engine::request::OutputForm::JsonSchema),
+        MemoryForm::Constrained(memoire::engine::request::OutputForm::ForcedTool),
+    ];
+    for form in forms {
+        let prompt = format!("{:?}", req.prompt_for(form));
+        assert!(!prompt.contains("SECRET-THOUGHT"), "{form:?}: {prompt}");
+    }
+    assert!(!format!("{:?}", req.read).contains("SECRET-THOUGHT"));
+    assert_eq!(req.span.message_ids.len(), 4);
+}

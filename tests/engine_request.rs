@@ -7,8 +7,13 @@ use memoire::engine::failure::{
     aborted, classify_http, from_stream_error, network_failure, parse_retry_after,
     sanitize_snippet, timeout, FailureKind,
 };
-use memoire::engine::model::{EndpointProfile, Prompt, Protocol, Role, WireMessage};
-use memoire::engine::request::{build, models_request, parse_models, ModelsError, RequestOptions};
+use memoire::engine::model::{
+    EndpointProfile, Prompt, Protocol, ReasoningEffort, Role, WireMessage,
+};
+use memoire::engine::request::{
+    build, build_with_reasoning, models_request, parse_models, ModelsError, RequestOptions,
+};
+use memoire::engine::settings::Settings;
 use serde_json::{json, Value};
 
 use Protocol::{Anthropic, Ollama, OpenAiChat, OpenAiResponses};
@@ -344,6 +349,69 @@ fn anthropic_alternation_and_defaults() {
             "temperature": 1.0,
         }),
     );
+}
+
+// ---- reasoning effort -------------------------------------------------------------------------
+
+/// With `effort`, the body is [`build`]'s with `changes` applied (keys set, or removed when null);
+/// without, it is byte for byte [`build`]'s.
+fn check_effort(protocol: Protocol, effort: Option<ReasoningEffort>, changes: Value) {
+    let e = endpoint(protocol, "http://localhost:8080", None);
+    let opts = streaming();
+    let plain = build(&e, &prompt(), &opts).unwrap();
+    let asked = build_with_reasoning(&e, &prompt(), &opts, effort).unwrap();
+    assert_eq!((&asked.url, &asked.headers), (&plain.url, &plain.headers));
+    if effort.is_none() {
+        return assert_eq!(asked.body, plain.body, "{protocol:?}: unchanged");
+    }
+    let mut expected: Value = serde_json::from_str(&plain.body).unwrap();
+    for (k, v) in changes.as_object().unwrap() {
+        match v {
+            Value::Null => expected.as_object_mut().unwrap().remove(k),
+            v => expected
+                .as_object_mut()
+                .unwrap()
+                .insert(k.clone(), v.clone()),
+        };
+    }
+    let got: Value = serde_json::from_str(&asked.body).expect("body is JSON");
+    assert_eq!(got, expected, "{protocol:?} {effort:?}");
+}
+
+#[test]
+fn reasoning_effort_goes_out_in_each_protocols_own_field_and_only_when_set() {
+    use ReasoningEffort::{High, Low, Medium};
+    for protocol in Protocol::ALL {
+        check_effort(protocol, None, json!({}));
+    }
+    check_effort(OpenAiChat, Some(Low), json!({"reasoning_effort": "low"}));
+    check_effort(OpenAiChat, Some(High), json!({"reasoning_effort": "high"}));
+    check_effort(
+        OpenAiResponses,
+        Some(Medium),
+        json!({"reasoning": {"effort": "medium", "summary": "auto"}}),
+    );
+    check_effort(Ollama, Some(Low), json!({"think": true}));
+    check_effort(
+        Anthropic,
+        Some(Low),
+        json!({"thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 6144, "temperature": null}),
+    );
+    check_effort(
+        Anthropic,
+        Some(High),
+        json!({"thinking": {"type": "enabled", "budget_tokens": 24576}, "max_tokens": 28672, "temperature": null}),
+    );
+    // Per model: set for one, none for another; clearing removes it.
+    let mut s = Settings::builtin();
+    s.set_reasoning_effort(" qwen3 ", Some(High));
+    assert_eq!(s.reasoning_effort_for("qwen3"), Some(High));
+    assert_eq!(s.reasoning_effort_for("llama3.2"), None);
+    s.set_reasoning_effort("qwen3", None);
+    assert_eq!(s.reasoning_effort_for("qwen3"), None);
+    assert!(!serde_json::to_string(&s)
+        .unwrap()
+        .contains("reasoning_effort"));
 }
 
 #[test]

@@ -675,3 +675,57 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------- a reply's reasoning
+
+/// A pulled message holding `reasoning` is taken with it whole, or refused naming `refused`.
+fn check_reasoning(reasoning: Option<Reasoning>, refused: Option<&str>) {
+    let m = Message {
+        id: "m1".into(),
+        conversation_id: "c1".into(),
+        seq: 2,
+        role: Role::Assistant,
+        content: "The answer.".into(),
+        status: MessageStatus::Complete,
+        created_at: NOW - 1000,
+        meta: MessageMeta {
+            reasoning: reasoning.clone(),
+            ..Default::default()
+        },
+    };
+    let at = Hlc::new(NOW - 1000, 0, "dev-b");
+    let doc = Doc::new(Body::Message(message_doc(&m, &at).unwrap())).to_json(Some("1-a"));
+    assert_eq!(doc.get("reasoning").is_some(), reasoning.is_some(), "{doc}");
+    match (pulled(&doc, &PullLimits::default(), NOW), refused) {
+        (Ok(couch), None) => match couch.doc.body {
+            Body::Message(d) => assert_eq!(to_message(&d).meta.reasoning, reasoning),
+            other => panic!("{other:?}"),
+        },
+        (Err(reason), Some(part)) => assert!(reason.contains(part), "{reason}"),
+        (got, want) => panic!("wanted {want:?}, got {got:?}"),
+    }
+}
+
+fn thought(text: &str, started_at: Millis, ended_at: Option<Millis>) -> Option<Reasoning> {
+    Some(Reasoning {
+        text: text.into(),
+        started_at,
+        ended_at,
+    })
+}
+
+#[test]
+fn a_replys_reasoning_syncs_within_the_limits() {
+    check_reasoning(None, None);
+    check_reasoning(thought("Hmm, 2+2…", NOW - 5000, Some(NOW - 2000)), None);
+    check_reasoning(thought("still thinking", NOW - 5000, None), None);
+    check_reasoning(
+        thought(&"x".repeat(1_000_001), NOW - 5000, None),
+        Some("reasoning"),
+    );
+    check_reasoning(thought("a", -1, None), Some("reasoning.started_at"));
+    check_reasoning(
+        thought("a", NOW - 5000, Some(NOW + 30 * DAY)),
+        Some("reasoning.ended_at"),
+    );
+}

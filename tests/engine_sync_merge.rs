@@ -78,6 +78,8 @@ fn message() -> impl Strategy<Value = Body> {
                 error: None,
                 path: None,
                 model: None,
+                reasoning: None,
+                stats: None,
                 at,
             })
         })

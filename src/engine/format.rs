@@ -1,10 +1,10 @@
 //! Small display formats: relative times, UTC dates and days, local day separators ("Today",
 //! "Mon 23 Nov") and times of day, ("1 Mar 2026"; and the calendar
 //! arithmetic behind them), byte sizes, token counts, one-line and clipped text for names shown in
-//! messages.
+//! messages, a reply's generation figures.
 //! Pure: `now` is passed in. Must not import anything outside `crate::engine`.
 
-use crate::engine::model::Millis;
+use crate::engine::model::{GenerationStats, Millis};
 
 /// "just now", "5 min ago", "3 h ago", "yesterday", "4 days ago", or a date for older times.
 pub fn relative_time(then: Millis, now: Millis) -> String {
@@ -210,6 +210,24 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// A count with its noun in the right number: "1 summary", "2 summaries", "0 messages".
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A reply's generation figures in one quiet line: "312 tokens · 0.42 s to first token · 48.2
+/// tokens/s", each part only when known.
+pub fn generation_stats(s: &GenerationStats) -> String {
+    let mut parts = vec![plural(s.tokens as usize, "token", "tokens")];
+    if let Some(ms) = s.first_token_ms {
+        let first = if ms < 10_000 {
+            format!("{:.2} s", f64::from(ms) / 1000.0)
+        } else {
+            format!("{:.0} s", f64::from(ms) / 1000.0)
+        };
+        parts.push(format!("{first} to first token"));
+    }
+    if let Some(v) = s.tokens_per_s.filter(|v| v.is_finite() && *v > 0.0) {
+        parts.push(format!("{v:.1} tokens/s"));
+    }
+    parts.join(" · ")
 }
 
 /// A model name as a person reads it: a file path (llama.cpp and llama-cpp-python list the GGUF

@@ -108,6 +108,45 @@ pub struct MessageMeta {
     /// it keep their place in the tree.
     #[serde(default)]
     pub deleted: bool,
+    /// The model's reasoning before this reply (its thinking), apart from the content: kept and
+    /// shown, never sent back in a prompt nor read by memory updates or titles.
+    #[serde(default)]
+    pub reasoning: Option<Reasoning>,
+    /// How the reply was generated, where the server reported it (tokens, time to first token,
+    /// speed); shown quietly under it.
+    #[serde(default)]
+    pub stats: Option<GenerationStats>,
+}
+
+/// Figures of one reply's generation: the tokens the server reported, and the time to the first
+/// token and the speed it reported (llama.cpp `timings`, Ollama's durations) or, when it reported
+/// none, as measured from the request and the stream's pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct GenerationStats {
+    pub tokens: u32,
+    #[serde(default)]
+    pub first_token_ms: Option<u32>,
+    #[serde(default)]
+    pub tokens_per_s: Option<f32>,
+}
+
+/// What a reasoning model thought before it answered, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Reasoning {
+    pub text: String,
+    /// When its first piece arrived.
+    pub started_at: Millis,
+    /// When the answer began (or the reply ended); `None` while the model is still thinking.
+    #[serde(default)]
+    pub ended_at: Option<Millis>,
+}
+
+impl Reasoning {
+    /// Whole seconds the model thought, at least 1; `None` while it is still thinking.
+    pub fn seconds(&self) -> Option<u64> {
+        let ms = self.ended_at?.saturating_sub(self.started_at).max(0);
+        Some(((ms as u64 + 500) / 1000).max(1))
+    }
 }
 
 /// One message of a conversation. `id` is generated once by the caller and never changes;
@@ -628,6 +667,45 @@ impl EndpointProfile {
             self.base_url.trim_end_matches('/'),
             self.model
         )
+    }
+}
+
+/// How hard a reasoning model should think, where its protocol has a knob for it (see
+/// `engine::request::build_with_reasoning` for what each protocol is sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    pub const ALL: [ReasoningEffort; 3] = [
+        ReasoningEffort::Low,
+        ReasoningEffort::Medium,
+        ReasoningEffort::High,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ReasoningEffort> {
+        ReasoningEffort::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// Anthropic's `thinking.budget_tokens` for this effort (its minimum is 1,024).
+    pub fn anthropic_budget(self) -> u32 {
+        match self {
+            ReasoningEffort::Low => 2048,
+            ReasoningEffort::Medium => 8192,
+            ReasoningEffort::High => 24576,
+        }
     }
 }
 

@@ -43,7 +43,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::engine::model::{EndpointProfile, Prompt, Protocol, Role, WireMessage};
+use crate::engine::model::{EndpointProfile, Prompt, Protocol, ReasoningEffort, Role, WireMessage};
 use crate::engine::settings::{insecure_message, key_use, KeyUse};
 
 /// `max_tokens` for anthropic when the caller gives none (the API requires one).
@@ -192,6 +192,45 @@ pub fn build(
         headers,
         body,
     })
+}
+
+/// [`build`], asking a reasoning model for `effort` when one is set (with `None` the request is
+/// exactly [`build`]'s). Each protocol in its own field: openai-chat `reasoning_effort`,
+/// openai-responses `reasoning: {effort, summary: "auto"}` (so its reasoning summary streams),
+/// anthropic `thinking: {type: "enabled", budget_tokens}` (with `max_tokens` raised above the
+/// budget, as the API requires, and no `temperature`, which thinking does not allow), ollama
+/// `think: true`.
+pub fn build_with_reasoning(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+    effort: Option<ReasoningEffort>,
+) -> Result<HttpRequest, KeyRefused> {
+    let Some(effort) = effort else {
+        return build(endpoint, prompt, opts);
+    };
+    let mut opts = opts.clone();
+    let field = match endpoint.protocol {
+        Protocol::OpenAiChat => format!(r#""reasoning_effort":"{}""#, effort.as_str()),
+        Protocol::OpenAiResponses => format!(
+            r#""reasoning":{{"effort":"{}","summary":"auto"}}"#,
+            effort.as_str()
+        ),
+        Protocol::Anthropic => {
+            let budget = effort.anthropic_budget();
+            let max = opts.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
+            opts.max_tokens = Some(max.max(budget + ANTHROPIC_DEFAULT_MAX_TOKENS));
+            opts.temperature = None;
+            format!(r#""thinking":{{"type":"enabled","budget_tokens":{budget}}}"#)
+        }
+        Protocol::Ollama => r#""think":true"#.to_string(),
+    };
+    let mut req = build(endpoint, prompt, &opts)?;
+    // Every body is one JSON object: the field goes in before its closing brace.
+    if let Some(open) = req.body.strip_suffix('}') {
+        req.body = format!("{open},{field}}}");
+    }
+    Ok(req)
 }
 
 /// `GET` for the endpoint's model list: `{base}/models` (openai-style), `/api/tags` (ollama),

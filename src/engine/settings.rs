@@ -14,9 +14,10 @@
 //! Must not import anything outside `crate::engine`.
 
 use crate::engine::model::{
-    EndpointProfile, HistoryFormat, MemoryConfig, MemoryOverrides, Protocol,
+    EndpointProfile, HistoryFormat, MemoryConfig, MemoryOverrides, Protocol, ReasoningEffort,
 };
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Everything the settings dialog edits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -26,6 +27,10 @@ pub struct Settings {
     /// Where memory updates go; empty fields mean "the chat endpoint's".
     #[serde(default)]
     pub memory_endpoint: MemoryEndpoint,
+    /// The reasoning effort asked of each model (by name) that has one set; a model not listed
+    /// gets none, and its requests carry no reasoning field at all.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasoning_effort: BTreeMap<String, ReasoningEffort>,
 }
 
 /// A separate model, and optionally a separate endpoint, for memory updates: a small local model can
@@ -114,6 +119,25 @@ impl Settings {
             },
             memory: MemoryConfig::default(),
             memory_endpoint: MemoryEndpoint::default(),
+            reasoning_effort: BTreeMap::new(),
+        }
+    }
+
+    /// The reasoning effort set for `model`, if any.
+    pub fn reasoning_effort_for(&self, model: &str) -> Option<ReasoningEffort> {
+        self.reasoning_effort.get(model.trim()).copied()
+    }
+
+    /// Sets (or, with `None`, clears) the reasoning effort of `model`.
+    pub fn set_reasoning_effort(&mut self, model: &str, effort: Option<ReasoningEffort>) {
+        let model = model.trim();
+        match effort {
+            Some(e) if !model.is_empty() => {
+                self.reasoning_effort.insert(model.to_string(), e);
+            }
+            _ => {
+                self.reasoning_effort.remove(model);
+            }
         }
     }
 

@@ -26,12 +26,12 @@
 
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::coalesce::SaveThrottle;
-use crate::engine::decode::StreamEvent;
+use crate::engine::decode::{StreamEvent, Timings};
 use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::build_prompt;
 use crate::engine::model::{
-    Conversation, EndpointProfile, HistoryFormat, Message, MessageStatus, Millis, Prompt,
-    RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    Conversation, EndpointProfile, GenerationStats, HistoryFormat, Message, MessageStatus, Millis,
+    Prompt, Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use std::collections::{BTreeMap, VecDeque};
 
@@ -197,6 +197,10 @@ pub struct ReplySave {
     pub path: TurnPath,
     pub error: Option<String>,
     pub is_final: bool,
+    /// The reasoning so far, with when it started and (once the answer began) ended.
+    pub reasoning: Option<Reasoning>,
+    /// The generation figures, once the server reported its token count.
+    pub stats: Option<GenerationStats>,
 }
 
 impl ReplySave {
@@ -208,6 +212,8 @@ impl ReplySave {
         reply.meta.usage = self.usage;
         reply.meta.error = self.error.clone();
         reply.meta.path = Some(self.path);
+        reply.meta.reasoning = self.reasoning.clone();
+        reply.meta.stats = self.stats;
     }
 }
 
@@ -310,6 +316,10 @@ pub struct Turn {
     reply_id: String,
     reply_seq: u64,
     text: String,
+    reasoning: Option<Reasoning>,
+    /// When the request in flight went out, and when its first and last pieces arrived.
+    clock: PieceClock,
+    timings: Option<Timings>,
     tool_calls: BTreeMap<u32, ToolCall>,
     usage: Option<Usage>,
     response_id: Option<String>,
@@ -364,6 +374,9 @@ impl Turn {
             reply_id: s.reply_id.to_string(),
             reply_seq: s.reply_seq,
             text: String::new(),
+            reasoning: None,
+            clock: PieceClock::default(),
+            timings: None,
             tool_calls: BTreeMap::new(),
             usage: None,
             response_id: None,
@@ -402,6 +415,15 @@ impl Turn {
             prompt,
             previous_response_id,
         });
+    }
+
+    /// The request asked for by the last `SendRequest` went out at `now` (the time to the first
+    /// token is measured from here when the server reports none).
+    pub fn handle_sent(&mut self, now: Millis) {
+        self.clock = PieceClock {
+            sent: Some(now),
+            ..PieceClock::default()
+        };
     }
 
     /// The path the turn is on now (it changes from Resumed to Reinjected if the session is gone).
@@ -444,19 +466,30 @@ impl Turn {
         if self.phase == Phase::Finished {
             return;
         }
+        if matches!(
+            event,
+            StreamEvent::TextDelta(_)
+                | StreamEvent::ReasoningDelta(_)
+                | StreamEvent::ToolCallDelta { .. }
+        ) {
+            self.clock.piece(now);
+        }
         match event {
             StreamEvent::TextDelta(t) => {
                 if !t.is_empty() {
+                    self.answer_began(now);
                     self.text.push_str(&t);
                     self.changed(now);
                 }
             }
+            StreamEvent::ReasoningDelta(t) => self.reasoned(&t, now),
             StreamEvent::ToolCallDelta {
                 index,
                 id,
                 name,
                 arguments,
             } => {
+                self.answer_began(now);
                 let call = self.tool_calls.entry(index).or_default();
                 if let Some(id) = id {
                     call.id = id;
@@ -468,6 +501,7 @@ impl Turn {
                 self.changed(now);
             }
             StreamEvent::Usage(u) => self.usage = Some(u),
+            StreamEvent::Timings(t) => self.timings = Some(t),
             StreamEvent::ResponseId(id) => self.response_id = Some(id),
             StreamEvent::Done { .. } => self.complete(now),
             StreamEvent::Error(e) => {
@@ -507,11 +541,34 @@ impl Turn {
             });
         }
         self.text.clear();
+        self.reasoning = None;
+        self.timings = None;
         self.tool_calls.clear();
         self.usage = None;
         self.response_id = None;
         self.throttle = SaveThrottle::default();
         self.send(TurnPath::Reinjected, self.full_prompt.clone(), None);
+    }
+
+    /// A piece of reasoning: the first starts the clock of "Thought for N s".
+    fn reasoned(&mut self, t: &str, now: Millis) {
+        if t.is_empty() {
+            return;
+        }
+        let r = self.reasoning.get_or_insert_with(|| Reasoning {
+            text: String::new(),
+            started_at: now,
+            ended_at: None,
+        });
+        r.text.push_str(t);
+        self.changed(now);
+    }
+
+    /// The answer began (or the reply ended): the thinking is over.
+    fn answer_began(&mut self, now: Millis) {
+        if let Some(r) = self.reasoning.as_mut().filter(|r| r.ended_at.is_none()) {
+            r.ended_at = Some(now);
+        }
     }
 
     fn changed(&mut self, now: Millis) {
@@ -535,7 +592,36 @@ impl Turn {
             path: self.path,
             error,
             is_final,
+            reasoning: self.reasoning.clone(),
+            stats: self.stats(),
         }));
+    }
+
+    /// The figures of the reply: the server's where it gave them, else measured; none until it
+    /// reported how many tokens it generated.
+    fn stats(&self) -> Option<GenerationStats> {
+        let t = self.timings.unwrap_or_default();
+        let tokens = t
+            .tokens
+            .or(self.usage.map(|u| u.completion_tokens))
+            .filter(|n| *n > 0)?;
+        let c = self.clock;
+        let measured_first = c.first.zip(c.sent).map(|(f, s)| f.saturating_sub(s));
+        let first = t
+            .first_token_ms
+            .map(|ms| ms.round() as i64)
+            .or(measured_first)
+            .and_then(|ms| u32::try_from(ms).ok());
+        let span = c.last.zip(c.first).map(|(l, f)| l.saturating_sub(f));
+        let measured_speed = span
+            .filter(|ms| *ms > 0 && tokens > 1)
+            .map(|ms| f64::from(tokens - 1) * 1000.0 / ms as f64);
+        let speed = t.tokens_per_s.or(measured_speed).map(|v| v as f32);
+        Some(GenerationStats {
+            tokens,
+            first_token_ms: first,
+            tokens_per_s: speed.filter(|v| v.is_finite() && *v > 0.0),
+        })
     }
 
     fn complete(&mut self, now: Millis) {
@@ -557,6 +643,7 @@ impl Turn {
     }
 
     fn finish(&mut self, status: TurnStatus, failure: Option<Failure>, now: Millis) {
+        self.answer_began(now);
         self.throttle.finish(now);
         self.save(
             status.message_status(),
@@ -581,6 +668,21 @@ impl Turn {
             attempts: self.attempts,
         }));
         self.phase = Phase::Finished;
+    }
+}
+
+/// When a request went out and when the first and last pieces of its reply arrived.
+#[derive(Debug, Clone, Copy, Default)]
+struct PieceClock {
+    sent: Option<Millis>,
+    first: Option<Millis>,
+    last: Option<Millis>,
+}
+
+impl PieceClock {
+    fn piece(&mut self, now: Millis) {
+        self.first.get_or_insert(now);
+        self.last = Some(now);
     }
 }
 

@@ -18,7 +18,9 @@ use super::idb::{
     collect_cursor, from_js, get_each, js_error, maybe_stored, prefix_range, request, seq_range,
     to_js,
 };
-use super::records::{streaming_marker, MessageRecord, ToolCallRecord, UsageRecord};
+use super::records::{
+    streaming_marker, MessageRecord, ReasoningRecord, StatsRecord, ToolCallRecord, UsageRecord,
+};
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
 use crate::engine::backup::ExistingMessage;
@@ -66,6 +68,10 @@ struct BulkMessage<'a> {
     replaces: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     deleted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<ReasoningRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats: Option<StatsRecord>,
 }
 
 impl<'a> BulkMessage<'a> {
@@ -80,6 +86,8 @@ impl<'a> BulkMessage<'a> {
             after,
             replaces,
             deleted,
+            reasoning,
+            stats,
         } = &m.meta;
         BulkMessage {
             id: &m.id,
@@ -110,6 +118,8 @@ impl<'a> BulkMessage<'a> {
             after: after.as_deref(),
             replaces: replaces.as_deref(),
             deleted: *deleted,
+            reasoning: reasoning.as_ref().map(Into::into),
+            stats: stats.map(Into::into),
         }
     }
 }

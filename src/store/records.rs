@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::error::StoreError;
+use crate::engine::model::GenerationStats;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Relationship,
-    RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Reasoning,
+    Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use crate::engine::search::index_terms;
 
@@ -230,6 +231,75 @@ pub struct UsageRecord {
     pub completion_tokens: u32,
 }
 
+/// How a reply was generated: tokens, time to first token (ms), tokens per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StatsRecord {
+    pub tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f32>,
+}
+
+impl From<GenerationStats> for StatsRecord {
+    fn from(s: GenerationStats) -> Self {
+        let GenerationStats {
+            tokens,
+            first_token_ms,
+            tokens_per_s,
+        } = s;
+        StatsRecord {
+            tokens,
+            first_token_ms,
+            tokens_per_s,
+        }
+    }
+}
+
+impl From<StatsRecord> for GenerationStats {
+    fn from(s: StatsRecord) -> Self {
+        GenerationStats {
+            tokens: s.tokens,
+            first_token_ms: s.first_token_ms,
+            tokens_per_s: s.tokens_per_s,
+        }
+    }
+}
+
+/// A reply's reasoning (the model's thinking), with when it started and ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningRecord {
+    pub text: String,
+    pub started_at: Millis,
+    #[serde(default)]
+    pub ended_at: Option<Millis>,
+}
+
+impl From<&Reasoning> for ReasoningRecord {
+    fn from(r: &Reasoning) -> Self {
+        let Reasoning {
+            text,
+            started_at,
+            ended_at,
+        } = r;
+        ReasoningRecord {
+            text: text.clone(),
+            started_at: *started_at,
+            ended_at: *ended_at,
+        }
+    }
+}
+
+impl From<ReasoningRecord> for Reasoning {
+    fn from(r: ReasoningRecord) -> Self {
+        Reasoning {
+            text: r.text,
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageRecord {
     pub id: String,
@@ -265,6 +335,12 @@ pub struct MessageRecord {
     pub replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// The reply's reasoning; records written before it was kept have none (no migration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningRecord>,
+    /// The reply's generation figures; none in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<StatsRecord>,
 }
 
 /// The sparse-index marker for a status.
@@ -294,6 +370,8 @@ impl From<&Message> for MessageRecord {
             after,
             replaces,
             deleted,
+            reasoning,
+            stats,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -338,6 +416,8 @@ impl From<&Message> for MessageRecord {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            reasoning: reasoning.as_ref().map(Into::into),
+            stats: stats.map(Into::into),
         }
     }
 }
@@ -385,6 +465,8 @@ impl TryFrom<MessageRecord> for Message {
                 after: r.after,
                 replaces: r.replaces,
                 deleted: r.deleted,
+                reasoning: r.reasoning.map(Into::into),
+                stats: r.stats.map(Into::into),
             },
         })
     }

@@ -429,8 +429,12 @@ function answerGarbage(record, res, encoder, reply) {
 }
 
 function streamContext(state, record, encoder, reply) {
-  const text = reply.text ?? (reply.chunks ? reply.chunks.join('') : DEFAULT_TEXT);
-  const pieces = splitText(text, reply);
+  let text = reply.text ?? (reply.chunks ? reply.chunks.join('') : DEFAULT_TEXT);
+  // The `<think>` form: the thinking opens the content itself (servers that do not split it).
+  const thinkTags = reply.reasoning && reply.reasoningForm === 'think';
+  if (thinkTags) text = `<think>\n${reply.reasoning}\n</think>\n\n${text}`;
+  const pieces = splitText(text, thinkTags ? {} : reply);
+  const reasoningPieces = reply.reasoningChunks?.slice() ?? (reply.reasoning && !thinkTags ? splitText(reply.reasoning) : []);
   const body = record.body;
   return {
     ...encoder.newIds(),
@@ -439,7 +443,9 @@ function streamContext(state, record, encoder, reply) {
     model: reply.model ?? body.model ?? state.models[0],
     text,
     pieces,
-    usage: { input: reply.usage?.input ?? Math.max(1, Math.ceil(record.rawBody.length / 4)), output: reply.usage?.output ?? pieces.length },
+    reasoningPieces,
+    reasoningField: reply.reasoningForm === 'reasoning' ? 'reasoning' : undefined,
+    usage: { input: reply.usage?.input ?? Math.max(1, Math.ceil(record.rawBody.length / 4)), output: reply.usage?.output ?? pieces.length + reasoningPieces.length },
     finishReason: reply.finishReason,
     toolUse: reply.toolUse ?? null,
     includeUsage: Boolean(reply.honourUsage && body.stream_options?.include_usage),
@@ -526,6 +532,10 @@ function sleep(ms, res) {
  * @typedef {object} Reply  one scripted answer
  * @property {string} [text]              reply text (default: a greeting)
  * @property {string[]} [chunks]          the exact pieces to stream (overrides the word split)
+ * @property {string} [reasoning]         think this first, streamed in the protocol's own form (word split)
+ * @property {string[]} [reasoningChunks] the exact pieces of the thinking (overrides `reasoning`'s split)
+ * @property {'think'|'reasoning'} [reasoningForm]  'think': as `<think>…</think>` opening the content;
+ *                                        'reasoning': openai-chat's `delta.reasoning` (default `reasoning_content`)
  * @property {number} [chunkSize]         split the text into pieces of this many code points
  * @property {number} [delayMs]           wait before each piece and before the closing frames
  * @property {number} [headersDelayMs]    send nothing at all (not even headers) for this long

@@ -6,6 +6,11 @@
 //   completeBody(ctx)        -> string     (the reply when the request asked for no streaming)
 //   errorBody(status, msg)   -> string     (the JSON body of an HTTP error, as that server family sends it)
 //   wantsStream(body)        -> boolean    (the protocol's default for the `stream` flag)
+// A reply may think first (`ctx.reasoningPieces`): each protocol streams that in its own form before the
+// text: openai-chat `delta.reasoning_content` (llama.cpp, DeepSeek, vLLM; or `delta.reasoning` with
+// `ctx.reasoningField`), openai-responses a reasoning item with its summary deltas, ollama
+// `message.thinking`, anthropic a `thinking` block with `thinking_delta`s and a `signature_delta`. (The
+// `<think>` form is plain content, see agent-server.mjs.)
 // Frames are complete wire units (one SSE event, one NDJSON line) so the server can drop or stall between
 // them. The JSON style of each family is reproduced too: llama-cpp-python (Python json.dumps, ensure_ascii),
 // OpenAI and Anthropic (compact JSON, raw UTF-8), Ollama (Go encoding/json: HTML-safe escapes).
@@ -108,7 +113,11 @@ export const openaiChat = {
   wantsStream: (body) => body?.stream === true,
   streamFrames(ctx) {
     const head = [sseData(chatChunk(ctx, { role: 'assistant' }, null))];
-    const deltas = ctx.pieces.map((p) => sseData(chatChunk(ctx, { content: p }, null)));
+    const field = ctx.reasoningField ?? 'reasoning_content';
+    const deltas = [
+      ...ctx.reasoningPieces.map((p) => sseData(chatChunk(ctx, { [field]: p }, null))),
+      ...ctx.pieces.map((p) => sseData(chatChunk(ctx, { content: p }, null))),
+    ];
     const tail = [sseData(chatChunk(ctx, {}, ctx.finishReason ?? 'stop'))];
     if (ctx.includeUsage) {
       const usageChunk = { id: ctx.id, model: ctx.model, created: ctx.created, object: 'chat.completion.chunk', choices: [], usage: chatUsage(ctx) };
@@ -183,13 +192,34 @@ function responsesUsage(ctx) {
     input_tokens: input,
     input_tokens_details: { cached_tokens: 0 },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: ctx.reasoningPieces.length },
     total_tokens: input + output,
   };
 }
 
 const outputText = (text) => ({ type: 'output_text', annotations: [], logprobs: [], text });
 const messageItem = (ctx, status, content) => ({ id: ctx.itemId, type: 'message', status, content, role: 'assistant' });
+
+/** A reasoning item at output 0 whose one summary part streams `ctx.reasoningPieces`. */
+function reasoningFrames(ctx, ev) {
+  const id = `rs_${ctx.itemId.slice(4)}`;
+  const text = ctx.reasoningPieces.join('');
+  const at = { item_id: id, output_index: 0, summary_index: 0 };
+  const item = { id, type: 'reasoning', summary: [{ type: 'summary_text', text }] };
+  return {
+    item,
+    head: [
+      ev('response.output_item.added', { output_index: 0, item: { id, type: 'reasoning', summary: [] } }),
+      ev('response.reasoning_summary_part.added', { ...at, part: { type: 'summary_text', text: '' } }),
+    ],
+    deltas: ctx.reasoningPieces.map((delta) => ev('response.reasoning_summary_text.delta', { ...at, delta })),
+    tail: [
+      ev('response.reasoning_summary_text.done', { ...at, text }),
+      ev('response.reasoning_summary_part.done', { ...at, part: { type: 'summary_text', text } }),
+      ev('response.output_item.done', { output_index: 0, item }),
+    ],
+  };
+}
 
 /** Numbers events in order, as `sequence_number` requires. */
 function sequencer() {
@@ -205,20 +235,34 @@ export const openaiResponses = {
   wantsStream: (body) => body?.stream === true,
   streamFrames(ctx) {
     const ev = sequencer();
-    const part = { item_id: ctx.itemId, output_index: 0, content_index: 0 };
+    const thinks = ctx.reasoningPieces.length > 0;
+    const at = thinks ? 1 : 0;
+    const part = { item_id: ctx.itemId, output_index: at, content_index: 0 };
     const head = [
       ev('response.created', { response: responseObject(ctx, 'in_progress', [], null) }),
       ev('response.in_progress', { response: responseObject(ctx, 'in_progress', [], null) }),
-      ev('response.output_item.added', { output_index: 0, item: messageItem(ctx, 'in_progress', []) }),
+    ];
+    const opening = () => [
+      ev('response.output_item.added', { output_index: at, item: messageItem(ctx, 'in_progress', []) }),
       ev('response.content_part.added', { ...part, part: outputText('') }),
     ];
-    const deltas = ctx.pieces.map((delta) => ev('response.output_text.delta', { ...part, delta, logprobs: [] }));
+    // Thinking first: the message item opens once its summary is done (as OpenAI sends it).
+    const reasoning = thinks ? reasoningFrames(ctx, ev) : null;
+    const deltas = [];
+    if (reasoning) {
+      head.push(...reasoning.head);
+      deltas.push(...reasoning.deltas, ...reasoning.tail, ...opening());
+    } else {
+      head.push(...opening());
+    }
+    deltas.push(...ctx.pieces.map((delta) => ev('response.output_text.delta', { ...part, delta, logprobs: [] })));
     const done = messageItem(ctx, 'completed', [outputText(ctx.text)]);
+    const output = reasoning ? [reasoning.item, done] : [done];
     const tail = [
       ev('response.output_text.done', { ...part, text: ctx.text, logprobs: [] }),
       ev('response.content_part.done', { ...part, part: outputText(ctx.text) }),
-      ev('response.output_item.done', { output_index: 0, item: done }),
-      ev('response.completed', { response: responseObject(ctx, 'completed', [done], responsesUsage(ctx)) }),
+      ev('response.output_item.done', { output_index: at, item: done }),
+      ev('response.completed', { response: responseObject(ctx, 'completed', output, responsesUsage(ctx)) }),
     ];
     return { head, deltas, tail };
   },
@@ -250,8 +294,9 @@ export function previousResponseNotFound(id) {
 // ---------------------------------------------------------------------------------------------------
 // ollama (/api/chat NDJSON, Go JSON)
 
-function ollamaLine(ctx, content, done, extra = {}) {
-  return `${goJson({ model: ctx.model, created_at: goTime(new Date()), message: { role: 'assistant', content }, done, ...extra })}\n`;
+function ollamaLine(ctx, content, done, extra = {}, thinking = undefined) {
+  const message = thinking === undefined ? { role: 'assistant', content } : { role: 'assistant', content, thinking };
+  return `${goJson({ model: ctx.model, created_at: goTime(new Date()), message, done, ...extra })}\n`;
 }
 
 function ollamaFinal(ctx) {
@@ -276,7 +321,10 @@ export const ollama = {
   streamFrames(ctx) {
     return {
       head: [],
-      deltas: ctx.pieces.map((p) => ollamaLine(ctx, p, false)),
+      deltas: [
+        ...ctx.reasoningPieces.map((p) => ollamaLine(ctx, '', false, {}, p)),
+        ...ctx.pieces.map((p) => ollamaLine(ctx, p, false)),
+      ],
       tail: [ollamaLine(ctx, '', true, ollamaFinal(ctx))],
     };
   },
@@ -335,17 +383,26 @@ export const anthropic = {
     const block = ctx.toolUse
       ? { type: 'tool_use', id: `toolu_01${ctx.id.slice(-22)}`, name: ctx.toolUse, input: {} }
       : { type: 'text', text: '' };
+    // A thinking block (index 0) comes first when the reply thinks; the text block follows it.
+    const thinks = ctx.reasoningPieces.length > 0;
+    const index = thinks ? 1 : 0;
     const head = [
       ev('message_start', { message: anthropicMessage(ctx, [], null, 1) }),
-      ev('content_block_start', { index: 0, content_block: block }),
+      ev('content_block_start', { index: 0, content_block: thinks ? { type: 'thinking', thinking: '', signature: '' } : block }),
       sseEvent('ping', '{"type": "ping"}'),
     ];
-    const deltas = ctx.pieces.map((text) => ev('content_block_delta', {
-      index: 0,
-      delta: ctx.toolUse ? { type: 'input_json_delta', partial_json: text } : { type: 'text_delta', text },
-    }));
-    const tail = [
+    const thinking = !thinks ? [] : [
+      ...ctx.reasoningPieces.map((thinking) => ev('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking } })),
+      ev('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: `EqQBCgIYAhIM${base62(48)}` } }),
       ev('content_block_stop', { index: 0 }),
+      ev('content_block_start', { index, content_block: block }),
+    ];
+    const deltas = [...thinking, ...ctx.pieces.map((text) => ev('content_block_delta', {
+      index,
+      delta: ctx.toolUse ? { type: 'input_json_delta', partial_json: text } : { type: 'text_delta', text },
+    }))];
+    const tail = [
+      ev('content_block_stop', { index }),
       ev('message_delta', { delta: { stop_reason: anthropicStopReason(ctx), stop_sequence: null }, usage: { output_tokens: ctx.usage.output } }),
       ev('message_stop', {}),
     ];
@@ -380,6 +437,8 @@ export const PROTOCOLS = {
  * @property {string} model
  * @property {string} text         full reply text
  * @property {string[]} pieces     text split into deltas (joins to `text`)
+ * @property {string[]} reasoningPieces  the thinking streamed before the text, in the protocol's own form
+ * @property {string} [reasoningField]  openai-chat: the delta field of the thinking (default `reasoning_content`)
  * @property {{input: number, output: number}} usage
  * @property {string} [finishReason]
  * @property {boolean} [includeUsage]

@@ -354,6 +354,8 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         after,
         replaces,
         deleted: _,
+        reasoning,
+        stats: _,
     } = m;
     k.id("id", id)?;
     for link in [after, replaces].into_iter().flatten() {
@@ -371,6 +373,9 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
     }
     if let Some(e) = error {
         k.text("error", e)?;
+    }
+    if let Some(r) = reasoning {
+        k.text("reasoning", &r.text)?;
     }
     if let Some(model) = model {
         k.short("model", model)?;

@@ -8,8 +8,9 @@ use super::ImportError;
 use crate::engine::format::clip;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, FactKind, FactSource,
-    HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty,
-    Project, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
+    GenerationStats, HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis,
+    PastProperty, Project, Reasoning, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    UserFact,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -229,6 +230,90 @@ pub(super) struct BMessage {
     pub(super) replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) deleted: bool,
+    /// The model's reasoning before the reply; absent in files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) reasoning: Option<BReasoning>,
+    /// How the reply was generated (tokens, time to first token, speed); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) stats: Option<BStats>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(super) struct BStats {
+    pub(super) tokens: u32,
+    #[serde(default)]
+    pub(super) first_token_ms: Option<u32>,
+    #[serde(default)]
+    pub(super) tokens_per_s: Option<f32>,
+}
+
+impl From<GenerationStats> for BStats {
+    fn from(s: GenerationStats) -> Self {
+        let GenerationStats {
+            tokens,
+            first_token_ms,
+            tokens_per_s,
+        } = s;
+        BStats {
+            tokens,
+            first_token_ms,
+            tokens_per_s,
+        }
+    }
+}
+
+impl From<BStats> for GenerationStats {
+    fn from(s: BStats) -> Self {
+        let BStats {
+            tokens,
+            first_token_ms,
+            tokens_per_s,
+        } = s;
+        GenerationStats {
+            tokens,
+            first_token_ms,
+            // A file may say anything: a speed that is not a finite positive number is none.
+            tokens_per_s: tokens_per_s.filter(|v| v.is_finite() && *v > 0.0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BReasoning {
+    pub(super) text: String,
+    pub(super) started_at: Millis,
+    #[serde(default)]
+    pub(super) ended_at: Option<Millis>,
+}
+
+impl From<&Reasoning> for BReasoning {
+    fn from(r: &Reasoning) -> Self {
+        let Reasoning {
+            text,
+            started_at,
+            ended_at,
+        } = r;
+        BReasoning {
+            text: text.clone(),
+            started_at: *started_at,
+            ended_at: *ended_at,
+        }
+    }
+}
+
+impl From<BReasoning> for Reasoning {
+    fn from(r: BReasoning) -> Self {
+        let BReasoning {
+            text,
+            started_at,
+            ended_at,
+        } = r;
+        Reasoning {
+            text,
+            started_at,
+            ended_at,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -499,6 +584,8 @@ impl From<&Message> for BMessage {
             after,
             replaces,
             deleted,
+            reasoning,
+            stats,
         } = meta;
         BMessage {
             id: id.clone(),
@@ -541,6 +628,8 @@ impl From<&Message> for BMessage {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            reasoning: reasoning.as_ref().map(Into::into),
+            stats: stats.map(Into::into),
         }
     }
 }
@@ -564,6 +653,8 @@ impl From<BMessage> for Message {
             after,
             replaces,
             deleted,
+            reasoning,
+            stats,
         } = m;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
@@ -611,6 +702,8 @@ impl From<BMessage> for Message {
                 after,
                 replaces,
                 deleted,
+                reasoning: reasoning.map(Into::into),
+                stats: stats.map(Into::into),
             },
         }
     }

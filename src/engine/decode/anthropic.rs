@@ -1,7 +1,8 @@
 //! `anthropic`: `POST /v1/messages` with `stream: true`. SSE events named by `event:` whose `data:`
 //! JSON repeats the name in `type`:
-//! `message_start` (`message.usage.input_tokens`), `content_block_start` (a `text` block, or a
-//! `tool_use` block with `id` and `name`), `content_block_delta` (`text_delta.text` → text,
+//! `message_start` (`message.usage.input_tokens`), `content_block_start` (a `text` block, a
+//! `thinking` block, or a `tool_use` block with `id` and `name`), `content_block_delta`
+//! (`text_delta.text` → text, `thinking_delta.thinking` → reasoning, `signature_delta` skipped,
 //! `input_json_delta.partial_json` → tool-call arguments, grouped by the block `index`),
 //! `content_block_stop`, `message_delta` (`delta.stop_reason`, cumulative `usage.output_tokens`),
 //! `message_stop` (the terminator), `ping`, and `error` (`error.type` becomes the code).
@@ -48,6 +49,8 @@ struct Delta<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     partial_json: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -110,6 +113,11 @@ fn block_start(block: &Value, index: u32, out: &mut Emitter) {
                 out.text(text.to_string());
             }
         }
+        Some("thinking") => {
+            if let Some(thinking) = block.get("thinking").and_then(Value::as_str) {
+                out.reasoning(thinking.to_string());
+            }
+        }
         Some("tool_use") | Some("server_tool_use") => {
             let arguments = match block.get("input") {
                 Some(Value::Object(map)) if !map.is_empty() => {
@@ -135,6 +143,7 @@ fn block_start(block: &Value, index: u32, out: &mut Emitter) {
 fn block_delta(delta: Delta<'_>, index: u32, out: &mut Emitter) {
     match delta.kind.as_deref() {
         Some("text_delta") => out.text(delta.text.unwrap_or_default().into_owned()),
+        Some("thinking_delta") => out.reasoning(delta.thinking.unwrap_or_default().into_owned()),
         Some("input_json_delta") => out.emit(StreamEvent::ToolCallDelta {
             index,
             id: None,

@@ -6,6 +6,10 @@
 //! JSON onto [`StreamEvent`]s through an `Emitter`, which enforces the shared rules: nothing after
 //! `Done` or `Error`, `Done` at most once, and a body that ends before the protocol's terminator
 //! gives an `Error` with code [`CODE_CUT_OFF`] (the caller marks the reply interrupted).
+//! Reasoning is its own event, never text: each protocol's own field for it (`reasoning_content`
+//! or `reasoning`, Ollama's `message.thinking`, Anthropic's `thinking_delta`, Responses'
+//! reasoning summary) becomes [`StreamEvent::ReasoningDelta`], and so does a `<think>` block that
+//! opens the text (`think`, applied by the `Emitter` to every protocol's text).
 //! JSON is parsed with typed serde structs that borrow from the line where they can.
 
 mod anthropic;
@@ -13,12 +17,14 @@ mod ollama;
 mod openai_chat;
 mod openai_responses;
 mod sse;
+mod think;
 
 use std::collections::VecDeque;
 
 use crate::engine::failure::{error_parts, sanitize_snippet};
 use crate::engine::model::{Protocol, Usage};
 use sse::{LineError, SseParser};
+use think::ThinkSplit;
 
 /// `StreamError::code` when the body ended before the protocol's terminator.
 pub const CODE_CUT_OFF: &str = "stream_cut_off";
@@ -30,6 +36,8 @@ pub const CODE_MALFORMED: &str = "stream_malformed";
 pub enum StreamEvent {
     /// A piece of reply text.
     TextDelta(String),
+    /// A piece of the model's reasoning (its thinking), apart from the reply text.
+    ReasoningDelta(String),
     /// A piece of a tool call; `index` groups the pieces of one call.
     ToolCallDelta {
         index: u32,
@@ -39,12 +47,25 @@ pub enum StreamEvent {
     },
     /// Token usage reported by the endpoint.
     Usage(Usage),
+    /// Generation timings the server reported (llama.cpp's `timings`, Ollama's durations).
+    Timings(Timings),
     /// A server-side id the next turn can continue from (Responses API `response.id`).
     ResponseId(String),
     /// The reply finished normally.
     Done { finish_reason: Option<String> },
     /// The stream reported an error, or was malformed. No events follow.
     Error(StreamError),
+}
+
+/// What a server reported of a reply's generation; each figure when it said it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Timings {
+    /// Tokens generated.
+    pub tokens: Option<u32>,
+    /// Time to the first token: reading the prompt (and loading the model), in ms.
+    pub first_token_ms: Option<f64>,
+    /// Tokens generated per second.
+    pub tokens_per_s: Option<f64>,
 }
 
 /// A decoded stream failure.
@@ -92,6 +113,8 @@ pub(crate) struct Emitter {
     finished: bool,
     /// The body has ended: a line that fails to parse now means the stream was cut off.
     eof: bool,
+    /// The `<think>` block that may open the text.
+    think: ThinkSplit,
 }
 
 impl Emitter {
@@ -113,18 +136,48 @@ impl Emitter {
         }
     }
 
+    /// A piece of the reply's text (a `<think>` block opening it becomes reasoning).
     pub(crate) fn text(&mut self, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        if self.think.passing() {
+            return self.emit(StreamEvent::TextDelta(text));
+        }
+        let split = self.think.push(&text);
+        self.split(split);
+    }
+
+    /// A piece of the reply's reasoning, from a protocol's own field for it.
+    pub(crate) fn reasoning(&mut self, text: String) {
+        if !text.is_empty() {
+            self.emit(StreamEvent::ReasoningDelta(text));
+        }
+    }
+
+    fn split(&mut self, (reasoning, text): (String, String)) {
+        self.reasoning(reasoning);
         if !text.is_empty() {
             self.emit(StreamEvent::TextDelta(text));
         }
     }
 
+    /// The reply ends: what the `<think>` split still holds goes out.
+    fn flush(&mut self) {
+        if !self.finished {
+            let split = self.think.finish();
+            self.split(split);
+        }
+    }
+
     pub(crate) fn done(&mut self, finish_reason: Option<String>) {
+        self.flush();
         self.emit(StreamEvent::Done { finish_reason });
         self.finished = true;
     }
 
     pub(crate) fn fail(&mut self, code: Option<String>, message: String) {
+        self.flush();
         self.emit(StreamEvent::Error(StreamError { code, message }));
         self.finished = true;
     }

@@ -1,6 +1,8 @@
 //! `ollama`: `POST /api/chat` with `stream: true` answers NDJSON, one JSON object per line:
-//! `{"model":..,"created_at":..,"message":{"role":"assistant","content":".."},"done":false}` and a
-//! last line with `"done":true`, `done_reason`, `prompt_eval_count` and `eval_count` (usage).
+//! `{"model":..,"created_at":..,"message":{"role":"assistant","content":".."},"done":false}` (with
+//! `think: true`, the reasoning comes first in `message.thinking`) and a
+//! last line with `"done":true`, `done_reason`, `prompt_eval_count` and `eval_count` (usage), and
+//! `eval_duration`, `prompt_eval_duration` and `load_duration` in ns (the timings).
 //! Tool calls arrive whole in `message.tool_calls[]` with `function.arguments` as a JSON object; each
 //! becomes one [`StreamEvent::ToolCallDelta`] with the arguments serialised, numbered in stream order
 //! (or by `function.index` when the server gives it). An `{"error": "..."}` line is an error.
@@ -12,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::sse::LineSplitter;
-use super::{tokens, Decoder, Emitter, StreamEvent};
+use super::{tokens, Decoder, Emitter, StreamEvent, Timings};
 use crate::engine::model::Usage;
 
 /// Decoder for Ollama's NDJSON chat stream.
@@ -42,6 +44,12 @@ struct Line<'a> {
     #[serde(default)]
     eval_count: Option<u64>,
     #[serde(default)]
+    eval_duration: Option<u64>,
+    #[serde(default)]
+    prompt_eval_duration: Option<u64>,
+    #[serde(default)]
+    load_duration: Option<u64>,
+    #[serde(default)]
     error: Option<Value>,
 }
 
@@ -49,6 +57,8 @@ struct Line<'a> {
 struct MessageIn<'a> {
     #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Cow<'a, str>>,
     #[serde(default)]
     tool_calls: Option<Vec<Value>>,
 }
@@ -72,7 +82,11 @@ impl State {
             };
             return out.fail_with_json(&value, "The endpoint reported an error.");
         }
+        let timings = timings(&parsed);
         if let Some(message) = parsed.message {
+            if let Some(thinking) = message.thinking {
+                out.reasoning(thinking.into_owned());
+            }
             if let Some(content) = message.content {
                 out.text(content.into_owned());
             }
@@ -101,6 +115,9 @@ impl State {
             }
         }
         if parsed.done == Some(true) {
+            if let Some(t) = timings {
+                out.emit(StreamEvent::Timings(t));
+            }
             if parsed.prompt_eval_count.is_some() || parsed.eval_count.is_some() {
                 out.emit(StreamEvent::Usage(Usage {
                     prompt_tokens: tokens(parsed.prompt_eval_count),
@@ -110,6 +127,24 @@ impl State {
             out.done(parsed.done_reason.map(Cow::into_owned));
         }
     }
+}
+
+/// The last line's counts and durations (ns) as timings, when it has any.
+fn timings(line: &Line) -> Option<Timings> {
+    let eval = line.eval_duration.filter(|d| *d > 0);
+    let tokens_per_s = match (line.eval_count, eval) {
+        (Some(n), Some(d)) if n > 0 => Some(n as f64 * 1e9 / d as f64),
+        _ => None,
+    };
+    let first = match (line.prompt_eval_duration, line.load_duration) {
+        (None, None) => None,
+        (p, l) => Some((p.unwrap_or(0).saturating_add(l.unwrap_or(0))) as f64 / 1e6),
+    };
+    (eval.is_some() || first.is_some()).then(|| Timings {
+        tokens: line.eval_count.map(|n| tokens(Some(n))),
+        first_token_ms: first,
+        tokens_per_s,
+    })
 }
 
 impl Decoder for OllamaDecoder {

@@ -1,8 +1,11 @@
 //! `openai-chat`: `POST /chat/completions` with `stream: true` (OpenAI, llama.cpp, vLLM, LM Studio,
 //! Ollama's `/v1`, OpenRouter). SSE `data:` lines holding `chat.completion.chunk` objects, ended by
-//! `data: [DONE]`. Text comes from `choices[0].delta.content`, tool calls from
+//! `data: [DONE]`. Text comes from `choices[0].delta.content`, reasoning from
+//! `choices[0].delta.reasoning_content` (DeepSeek, llama.cpp, vLLM) or, when that is absent,
+//! `choices[0].delta.reasoning` (OpenRouter, newer vLLM, Ollama's `/v1`), tool calls from
 //! `choices[0].delta.tool_calls[]` (`index`, `id`, `function.name`, `function.arguments` pieces),
-//! usage from the final chunk when `stream_options.include_usage` was honoured, and errors from an
+//! usage from the final chunk when `stream_options.include_usage` was honoured, llama.cpp's
+//! `timings` (`predicted_n`, `predicted_per_second`, `prompt_ms`) from its final chunk, and errors from an
 //! `{"error": {...}}` object (or an `event: error`). `Done` is emitted at `[DONE]` with the last
 //! `finish_reason` seen. Must not import anything outside `crate::engine`.
 
@@ -10,7 +13,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use super::{tokens, Emitter, SseHandler, StreamEvent};
+use super::{tokens, Emitter, SseHandler, StreamEvent, Timings};
 use crate::engine::model::Usage;
 
 /// State of one openai-chat stream.
@@ -26,7 +29,20 @@ struct Chunk<'a> {
     #[serde(default)]
     usage: Option<UsageIn>,
     #[serde(default)]
+    timings: Option<TimingsIn>,
+    #[serde(default)]
     error: Option<serde_json::Value>,
+}
+
+/// llama.cpp's `timings` object.
+#[derive(Deserialize)]
+struct TimingsIn {
+    #[serde(default)]
+    predicted_n: Option<u64>,
+    #[serde(default)]
+    predicted_per_second: Option<f64>,
+    #[serde(default)]
+    prompt_ms: Option<f64>,
 }
 
 /// The first choice with index 0 (Memoire asks for one choice); the others are read and dropped,
@@ -72,6 +88,10 @@ struct Choice<'a> {
 struct Delta<'a> {
     #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<ToolCallIn<'a>>>,
 }
@@ -124,6 +144,9 @@ impl SseHandler for OpenAiChat {
         }
         if let Some(choice) = chunk.choices.and_then(|c| c.0) {
             if let Some(delta) = choice.delta {
+                if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning) {
+                    out.reasoning(reasoning.into_owned());
+                }
                 if let Some(content) = delta.content {
                     out.text(content.into_owned());
                 }
@@ -148,6 +171,13 @@ impl SseHandler for OpenAiChat {
             out.emit(StreamEvent::Usage(Usage {
                 prompt_tokens: tokens(usage.prompt_tokens),
                 completion_tokens: tokens(usage.completion_tokens),
+            }));
+        }
+        if let Some(t) = chunk.timings {
+            out.emit(StreamEvent::Timings(Timings {
+                tokens: t.predicted_n.map(|n| tokens(Some(n))),
+                first_token_ms: t.prompt_ms.filter(|v| v.is_finite() && *v >= 0.0),
+                tokens_per_s: t.predicted_per_second.filter(|v| v.is_finite() && *v > 0.0),
             }));
         }
     }

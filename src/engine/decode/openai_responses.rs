@@ -3,6 +3,9 @@
 //! - `response.created` / `response.in_progress` carry `response.id` → [`StreamEvent::ResponseId`]
 //!   (the handle a later turn continues with `previous_response_id`), reported once per id;
 //! - `response.output_text.delta` (and `response.refusal.delta`) → text;
+//! - `response.reasoning_summary_text.delta` (and `response.reasoning_text.delta`, the raw
+//!   reasoning of open-weight models) → reasoning; a summary part after the first
+//!   (`response.reasoning_summary_part.added` with `summary_index` > 0) opens a new paragraph;
 //! - `response.output_item.added` with a `function_call` item → the start of a tool call (`call_id`,
 //!   `name`), then `response.function_call_arguments.delta` → its argument pieces; both grouped by
 //!   `output_index`;
@@ -12,7 +15,7 @@
 //! - `response.failed` → `Error` from `response.error`; `error` → `Error` with its `code`
 //!   (e.g. `previous_response_not_found`).
 //!
-//! Other events (`*.done`, `content_part.*`, reasoning summaries...) repeat or add nothing the
+//! Other events (`*.done`, `content_part.*`...) repeat or add nothing the
 //! engine uses and are skipped. Must not import anything outside `crate::engine`.
 
 use std::borrow::Cow;
@@ -39,6 +42,8 @@ struct Event<'a> {
     delta: Option<Value>,
     #[serde(default)]
     output_index: Option<Value>,
+    #[serde(default)]
+    summary_index: Option<Value>,
     #[serde(default)]
     item: Option<Value>,
     #[serde(default)]
@@ -88,6 +93,21 @@ fn output_index(event: &Event) -> u32 {
         .map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX))
 }
 
+/// A summary part after the first opens a new paragraph of the reasoning.
+fn part_added(event: &Event, out: &mut Emitter) {
+    if event.summary_index.as_ref().and_then(Value::as_u64) > Some(0) {
+        out.reasoning("\n\n".into());
+    }
+}
+
+/// A piece of the reasoning (summary or raw).
+fn reasoning(delta: Option<Value>, data: &str, out: &mut Emitter) {
+    match delta {
+        Some(Value::String(text)) => out.reasoning(text),
+        _ => out.malformed("a reasoning delta", data),
+    }
+}
+
 impl SseHandler for OpenAiResponses {
     fn on_event(&mut self, name: &str, data: &str, out: &mut Emitter) {
         let mut event: Event = match serde_json::from_str(data) {
@@ -103,6 +123,10 @@ impl SseHandler for OpenAiResponses {
                 Some(Value::String(text)) => out.text(text),
                 _ => out.malformed("a text delta", data),
             },
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                reasoning(event.delta.take(), data, out)
+            }
+            "response.reasoning_summary_part.added" => part_added(&event, out),
             "response.output_item.added" => {
                 let Some(item) = &event.item else { return };
                 if str_of(item, "type") == Some("function_call") {

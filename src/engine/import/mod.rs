@@ -26,7 +26,7 @@ use super::backup::{self, CheckedImport, ConversationBundle, ImportLimits};
 use super::format::plural;
 use super::model::{
     Conversation, ConversationSummary, MemoryOverrides, Message, MessageMeta, MessageStatus,
-    Millis, Role,
+    Millis, Reasoning, Role,
 };
 use super::title::auto_title;
 use serde_json::Value;
@@ -123,6 +123,8 @@ pub struct ImportedMessage {
     pub content: String,
     pub created_at: Option<Millis>,
     pub model: Option<String>,
+    /// The model's thinking before this reply, when the source kept it apart from the text.
+    pub reasoning: Option<String>,
 }
 
 /// One conversation as the source app shows it.
@@ -464,6 +466,12 @@ fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<
             created_at: at,
             meta: MessageMeta {
                 model: m.model.clone(),
+                // The source kept no times for it: "Thoughts", not "Thought for N s".
+                reasoning: m.reasoning.as_ref().map(|text| Reasoning {
+                    text: text.clone(),
+                    started_at: at,
+                    ended_at: None,
+                }),
                 ..MessageMeta::default()
             },
         });

@@ -185,6 +185,8 @@ fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
         error,
         path,
         model,
+        reasoning,
+        stats: _,
         at,
     } = d;
     c.k.id("id", id)?;
@@ -207,6 +209,13 @@ fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
     }
     for s in [path, model].into_iter().flatten() {
         c.k.short("path/model", s)?;
+    }
+    if let Some(r) = reasoning {
+        c.k.text("reasoning", &r.text)?;
+        c.time("reasoning.started_at", r.started_at)?;
+        if let Some(end) = r.ended_at {
+            c.time("reasoning.ended_at", end)?;
+        }
     }
     c.stamp("at", at)
 }

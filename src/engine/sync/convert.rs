@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 
 use super::doc::{
     ConversationDoc, EdgeDoc, EntityDoc, FactDoc, FactSourceDoc, FactWords, Lww, MessageDoc,
-    PastPropertyDoc, ProjectDoc, ProjectWords, SummaryDoc, Title, ToolCallDoc,
+    PastPropertyDoc, ProjectDoc, ProjectWords, ReasoningDoc, SummaryDoc, Title, ToolCallDoc,
 };
 use super::hlc::Hlc;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, EntityScope, FactKind, FactSource,
-    HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Project, Relationship,
-    ToolCall, TurnPath, Usage, UserFact,
+    GenerationStats, HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Project,
+    Reasoning, Relationship, ToolCall, TurnPath, Usage, UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -214,6 +214,18 @@ pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
         error: m.meta.error.clone(),
         path: m.meta.path.map(|p| p.as_str().to_string()),
         model: m.meta.model.clone(),
+        reasoning: m.meta.reasoning.as_ref().map(|r| ReasoningDoc {
+            text: r.text.clone(),
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+        }),
+        stats: m.meta.stats.map(|s| {
+            (
+                s.tokens,
+                s.first_token_ms,
+                s.tokens_per_s.map(|v| (v * 10.0).round() as u32),
+            )
+        }),
         at: at.clone(),
     })
 }
@@ -250,6 +262,18 @@ pub fn to_message(d: &MessageDoc) -> Message {
             after: d.after.clone(),
             replaces: d.replaces.clone(),
             deleted: false,
+            reasoning: d.reasoning.as_ref().map(|r| Reasoning {
+                text: r.text.clone(),
+                started_at: r.started_at,
+                ended_at: r.ended_at,
+            }),
+            stats: d
+                .stats
+                .map(|(tokens, first_token_ms, speed)| GenerationStats {
+                    tokens,
+                    first_token_ms,
+                    tokens_per_s: speed.filter(|v| *v > 0).map(|v| v as f32 / 10.0),
+                }),
         },
     }
 }

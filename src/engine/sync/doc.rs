@@ -210,8 +210,24 @@ pub struct MessageDoc {
     pub path: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
+    /// The model's reasoning before the reply: its text, when it started and ended (absent in
+    /// documents written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningDoc>,
+    /// How the reply was generated: tokens, time to first token (ms), tenths of a token per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<(u32, Option<u32>, Option<u32>)>,
     /// When it was written, for ordering and for the clock.
     pub at: Hlc,
+}
+
+/// A message's reasoning in a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningDoc {
+    pub text: String,
+    pub started_at: Millis,
+    #[serde(default)]
+    pub ended_at: Option<Millis>,
 }
 
 /// An entity node without its edges. `scope` is the conversation id, `None` when shared.

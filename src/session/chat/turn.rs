@@ -576,7 +576,8 @@ impl Chat {
             stream: true,
             output: None,
         };
-        let req = match request::build(&run.ctx.endpoint, prompt, &options) {
+        let effort = (self.core.settings.borrow()).reasoning_effort_for(&run.ctx.endpoint.model);
+        let req = match request::build_with_reasoning(&run.ctx.endpoint, prompt, &options, effort) {
             Ok(req) => req,
             Err(refused) => {
                 self.settle(run).await?;
@@ -584,6 +585,7 @@ impl Chat {
                 return Ok(());
             }
         };
+        turn.handle_sent(now());
         let opened = Pump::open(&req, run.stopper, run.ctx.endpoint.protocol).await;
         self.settle(run).await?;
         match opened {

@@ -2,7 +2,8 @@
 //! scroll, keeping the view where it was), following the bottom while a reply streams, sanitised
 //! markdown (a finished reply's code highlighted and its math made MathML when the browser is idle:
 //! `ui/highlight.rs`, `ui/math.rs`; a selection copies formulas as their TeX), each
-//! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives).
+//! message's status and actions (copy, edit, regenerate, delete, the pager between alternatives),
+//! a reply's thinking (`thinking`) above its text and its generation figures under it.
 //! Times are local times of day under a separator per day ("Today", "Yesterday", "Mon 23 Nov":
 //! `engine::format`), the full date in the `<time>`'s tooltip and `datetime`. A user message is
 //! edited where it is: its text becomes an editor with Save and Cancel.
@@ -10,10 +11,11 @@
 
 use super::store::window::MessageItem;
 use super::store::ChatStore;
+use super::thinking::ThinkingBlock;
 use crate::engine::failure::split_text;
 use crate::engine::format::{
-    day_separator, full_date_time, iso_date_time, local_day, message_note, model_label, plural,
-    time_of_day,
+    day_separator, full_date_time, generation_stats, iso_date_time, local_day, message_note,
+    model_label, plural, time_of_day,
 };
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
@@ -265,6 +267,7 @@ fn MessageView(
             aria-busy=move || (st.status() == MessageStatus::Streaming).to_string()
         >
             <MessageHead item=item.clone()/>
+            <ThinkingBlock item=item.clone()/>
             <MessageBody item=item.clone()/>
             <MessageFoot item=item.clone()/>
             <MessageActions item=item/>
@@ -463,7 +466,12 @@ fn MessageFoot(
             shell.with_error(|b| b.as_ref().is_some_and(|p| split_text(&p.text).0 == e));
         (!in_banner).then_some(e)
     };
+    let stats = move || {
+        let done = st.status() != MessageStatus::Streaming;
+        st.with_meta(|m| m.stats.filter(|_| done).map(|s| generation_stats(&s)))
+    };
     view! {
+        {move || stats().map(|line| view! { <div class="message-stats" data-testid="message-stats">{line}</div> })}
         {move || st.with_meta(|m| (!m.tool_calls.is_empty()).then(|| {
             let names = m.tool_calls.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ");
             view! { <div class="tools">"Tools used: " {names}</div> }

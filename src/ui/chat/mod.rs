@@ -1,13 +1,15 @@
 //! The chat pane: header (drawer button, title, memory status, model picker, backup menu, memory
 //! toggle), the prompt to reload into a new version of the app, the shell's status area (an error
 //! with the action that fits it, else a notice), the message list (`messages`) and the composer
-//! (`composer`); its store (`store`) owns the open conversation. Must not import `crate::store` or
+//! (`composer`), with each reply's thinking (`thinking`); its store (`store`) owns the open
+//! conversation. Must not import `crate::store` or
 //! `crate::transport`.
 
 pub mod composer;
 pub mod messages;
 pub mod model_picker;
 pub mod store;
+pub mod thinking;
 
 use crate::engine::format::continuity;
 use crate::ui::about::MemoryPageOpen;

@@ -2,7 +2,8 @@
 //! endpoint has it), API key (stored locally, with a plain warning, never exported; a key given
 //! for another origin than the URL's is not shown, and a line says it must be entered again),
 //! system prompt,
-//! memory settings (N, M; context tokens, reply reserve and history format behind "Advanced")
+//! memory settings (N, M; context tokens, reply reserve, history format and the chat model's
+//! reasoning effort behind "Advanced")
 //! globally or for the open conversation, "Test connection" (which picks the first model listed when
 //! none is set), and storage usage. Protocols are named as people know them (`Protocol::label`), a
 //! model given as a file path says the name it is shown by. Every setting says in a line what it does.
@@ -13,7 +14,9 @@
 pub mod store;
 
 use crate::engine::format::{bytes, model_label, plural};
-use crate::engine::model::{EndpointProfile, HistoryFormat, MemoryOverrides, Protocol};
+use crate::engine::model::{
+    EndpointProfile, HistoryFormat, MemoryOverrides, Protocol, ReasoningEffort,
+};
 use crate::engine::settings::{
     apply_preset, key_note, key_use, model_name_note, pick_listed_model, KeyUse, Settings, PRESETS,
 };
@@ -401,6 +404,7 @@ fn MemorySection(
                         on_pick=move |f| form.draft.update(|d| d.memory.history_format = f.unwrap_or(HistoryFormat::Messages))
                         global=false
                     />
+                    <ReasoningEffortSelect draft=form.draft/>
                 </details>
             </Show>
         </section>
@@ -547,6 +551,45 @@ fn HistoryFormatSelect(
                 <option value="transcript" selected=move || value.get() == Some(HistoryFormat::Transcript)>"As one transcript (text-completion models)"</option>
             </select>
             <span class="hint">"Chat APIs take the history as messages; a transcript suits models that only complete text."</span>
+        </label>
+    }
+}
+
+/// What asking for an effort sends, per protocol.
+fn effort_hint(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::OpenAiChat => "Sent as reasoning_effort, to models that think (o-series, gpt-oss, DeepSeek, Qwen3 on vLLM).",
+        Protocol::OpenAiResponses => "Sent as reasoning effort, with a summary of the thinking to show.",
+        Protocol::Anthropic => "Turns on extended thinking, with a budget of 2,048, 8,192 or 24,576 tokens.",
+        Protocol::Ollama => "Turns on thinking (think: true) for models that can think.",
+    }
+}
+
+/// The reasoning effort asked of the chat model (kept per model; "Not sent" leaves requests as
+/// they are).
+#[component]
+fn ReasoningEffortSelect(
+    /// The settings being edited.
+    draft: RwSignal<Settings>,
+) -> impl IntoView {
+    let current = move || draft.with(|d| d.reasoning_effort_for(&d.endpoint.model));
+    let model = move || draft.with(|d| model_label(&d.endpoint.model).to_string());
+    view! {
+        <label>{move || format!("Reasoning effort for {}", model())}
+            <select disabled=move || draft.with(|d| d.endpoint.model.trim().is_empty())
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    draft.update(|d| {
+                        let model = d.endpoint.model.clone();
+                        d.set_reasoning_effort(&model, ReasoningEffort::parse(&v));
+                    })
+                }>
+                <option value="" selected=move || current().is_none()>"Not sent (the model's default)"</option>
+                {ReasoningEffort::ALL.into_iter().map(|e| view! {
+                    <option value=e.as_str() selected=move || current() == Some(e)>{e.as_str()}</option>
+                }).collect_view()}
+            </select>
+            <span class="hint">{move || effort_hint(draft.with(|d| d.endpoint.protocol))}</span>
         </label>
     }
 }

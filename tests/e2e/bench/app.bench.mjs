@@ -11,6 +11,9 @@
 //   bench open_10k_conversation_ms <v> ms                click on a 10k conversation -> its last message painted
 //   bench send_to_request_ms <v> ms                      send click -> fetch() of the chat request (10k conversation)
 //   bench stream_1000_tok_per_s_longest_task_ms <v> ms   2,000 tokens at ~1,000 tok/s: longest main-thread task
+//   bench stream_reasoning_1000_tok_per_s_longest_task_ms <v> ms  2,000 thinking tokens then 1,000 answer
+//                                                        tokens at ~1,000 tok/s (the thinking block open, then
+//                                                        collapsing): longest main-thread task
 //   bench offline_reload_ms <v> ms                       network off, reload -> settings and conversation list shown
 // Details (every run, the import phases and the plain-JS floor of its write, the real streaming rate,
 // long-task counts) go to stderr.
@@ -30,7 +33,8 @@ import { gapProbe } from './probe.mjs';
 
 const N_MESSAGES = 10_000;
 const IMPORT_RUNS = Number(process.env.BENCH_IMPORT_RUNS ?? 5); // each imports a new 10k conversation; they are then the ones opened
-// BENCH_ONLY=import stops after the import figure (for iterating on the import path).
+// BENCH_ONLY=import stops after the import figure (for iterating on the import path); BENCH_ONLY=stream
+// measures only the streaming figures (and the offline reload after them).
 const ONLY = process.env.BENCH_ONLY ?? '';
 // BENCH_DETAIL=1 also stamps the first and last `add` of each transaction (one performance.now() per
 // add, so it costs a little; the printed figures are measured without it unless it is set).
@@ -39,6 +43,8 @@ const OPEN_RUNS = 7;
 const SEND_RUNS = 5;
 const STREAM_RUNS = 3;
 const STREAM_TOKENS = 2_000;
+const THINKING_TOKENS = 2_000;
+const ANSWER_TOKENS = 1_000;
 // 1,000 tokens/s as the agent can pace it: pieces of TOKENS_PER_PIECE tokens, one every
 // TOKENS_PER_PIECE ms (a 1 ms timer per single token only reaches ~300 tokens/s in Node on a busy box).
 const TOKENS_PER_PIECE = 8;
@@ -362,12 +368,29 @@ async function sendToRequest(page, agent, run) {
   return fetch - click;
 }
 
-async function streamLongestTask(page, agent, run) {
-  const tokens = Array.from({ length: STREAM_TOKENS }, (_, i) => (i % 12 === 11 ? 'word.\n\n' : `w${i % 97} `));
+/** `count` tokens of markdown-ish text in pieces of TOKENS_PER_PIECE tokens. */
+function tokenPieces(count) {
+  const tokens = Array.from({ length: count }, (_, i) => (i % 12 === 11 ? 'word.\n\n' : `w${i % 97} `));
   const pieces = [];
   for (let i = 0; i < tokens.length; i += TOKENS_PER_PIECE) pieces.push(tokens.slice(i, i + TOKENS_PER_PIECE).join(''));
+  return pieces;
+}
+
+async function streamLongestTask(page, agent, run) {
+  const reply = { chunks: tokenPieces(STREAM_TOKENS), delayMs: TOKENS_PER_PIECE };
+  return measureStream(page, agent, `stream run ${run}`, STREAM_TOKENS, reply);
+}
+
+/** A reply that thinks first (reasoning_content deltas), then answers, all at ~1,000 tok/s. */
+async function streamReasoningLongestTask(page, agent, run) {
+  const reply = { chunks: tokenPieces(ANSWER_TOKENS), reasoningChunks: tokenPieces(THINKING_TOKENS), delayMs: TOKENS_PER_PIECE };
+  return measureStream(page, agent, `reasoning stream run ${run}`, THINKING_TOKENS + ANSWER_TOKENS, reply);
+}
+
+/** Streams `reply` (`tokens` in all) into the open conversation: the longest main-thread task. */
+async function measureStream(page, agent, label, tokens, reply) {
   const before = await assistantIds(page);
-  agent.script({ chunks: pieces, delayMs: TOKENS_PER_PIECE });
+  agent.script(reply);
   await page.evaluate(() => {
     const b = window.__bench;
     b.longtasks = [];
@@ -377,7 +400,7 @@ async function streamLongestTask(page, agent, run) {
     window.__gapProbe.start();
   });
   const t0 = Date.now();
-  await page.locator(tid('composer-input')).fill(`bench stream ${run}`);
+  await page.locator(tid('composer-input')).fill(`bench ${label}`);
   await page.locator(tid('send-button')).click();
   await waitNewAssistantDone(page, before);
   const secs = (Date.now() - t0) / 1000;
@@ -388,7 +411,7 @@ async function streamLongestTask(page, agent, run) {
     return { longtasks: b.longtasks, maxGap: window.__gapProbe.max };
   });
   const longest = Math.max(maxGap, ...longtasks, 0);
-  log(`stream run ${run}: ${STREAM_TOKENS} tokens in ${secs.toFixed(2)} s (${Math.round(STREAM_TOKENS / secs)} tok/s incl. request), longtasks ${JSON.stringify(longtasks.map(Math.round))}, max probe gap ${fmt(maxGap)} ms`);
+  log(`${label}: ${tokens} tokens in ${secs.toFixed(2)} s (${Math.round(tokens / secs)} tok/s incl. request), longtasks ${JSON.stringify(longtasks.map(Math.round))}, max probe gap ${fmt(maxGap)} ms`);
   await memoryQuiet(agent);
   return longest;
 }
@@ -417,39 +440,41 @@ async function main() {
       await step('configure the endpoint', () =>
         configureEndpoint(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'test-model' }));
 
-      const convIds = Array.from({ length: IMPORT_RUNS }, (_, i) => `bench-10k-${i}`);
-      const imports = [];
-      const floors = [];
-      for (const id of convIds) {
-        const file = backupFile(id, N_MESSAGES);
-        // Before each import, the plain-JS floor of its write, at the same moment on a busy machine.
-        const floor = await step(`plain-JS floor before ${id}`, () => page.evaluate(plainJsWrite, N_MESSAGES));
-        log(`floor before ${id}: ${fmt(floor.ms)} ms (adds issued in ${fmt(floor.issued)} ms)`);
-        floors.push(floor.ms);
-        imports.push(await step(`import ${id}`, () => importBackup(page, id, file)));
+      if (ONLY !== 'stream') {
+        const convIds = Array.from({ length: IMPORT_RUNS }, (_, i) => `bench-10k-${i}`);
+        const imports = [];
+        const floors = [];
+        for (const id of convIds) {
+          const file = backupFile(id, N_MESSAGES);
+          // Before each import, the plain-JS floor of its write, at the same moment on a busy machine.
+          const floor = await step(`plain-JS floor before ${id}`, () => page.evaluate(plainJsWrite, N_MESSAGES));
+          log(`floor before ${id}: ${fmt(floor.ms)} ms (adds issued in ${fmt(floor.issued)} ms)`);
+          floors.push(floor.ms);
+          imports.push(await step(`import ${id}`, () => importBackup(page, id, file)));
+        }
+        log('import_10k_msgs_ms runs', imports.map(fmt).join(' '));
+        log(`floor: plain JS, ${N_MESSAGES} adds of the stored record in one transaction, same page and schema:`, floors.map(fmt).join(' '), 'ms');
+        log('import/floor ratios', imports.map((v, i) => (v / floors[i]).toFixed(2)).join(' '));
+        results.import_10k_msgs_ms = median(imports);
+        results.import_10k_msgs_plain_js_ms = median(floors);
+        results.import_vs_plain_js_ratio = median(imports.map((v, i) => v / floors[i]));
+        if (ONLY === 'import') return;
+
+        const opens = [];
+        for (let i = 0; i < OPEN_RUNS; i++) {
+          const id = convIds[i % convIds.length];
+          opens.push(await step(`open ${id}`, () => openConversation(page, id)));
+        }
+        log('open_10k_conversation_ms runs', opens.map(fmt).join(' '));
+        results.open_10k_conversation_ms = median(opens);
+
+        // The conversation opened last is a 10k one: send there.
+        const sends = [];
+        for (let i = 0; i < SEND_RUNS; i++) sends.push(await step(`send ${i}`, () => sendToRequest(page, agent, i)));
+        log('send_to_request_ms runs', sends.map(fmt).join(' '));
+        results.send_to_request_ms = median(sends);
+
       }
-      log('import_10k_msgs_ms runs', imports.map(fmt).join(' '));
-      log(`floor: plain JS, ${N_MESSAGES} adds of the stored record in one transaction, same page and schema:`, floors.map(fmt).join(' '), 'ms');
-      log('import/floor ratios', imports.map((v, i) => (v / floors[i]).toFixed(2)).join(' '));
-      results.import_10k_msgs_ms = median(imports);
-      results.import_10k_msgs_plain_js_ms = median(floors);
-      results.import_vs_plain_js_ratio = median(imports.map((v, i) => v / floors[i]));
-      if (ONLY === 'import') return;
-
-      const opens = [];
-      for (let i = 0; i < OPEN_RUNS; i++) {
-        const id = convIds[i % convIds.length];
-        opens.push(await step(`open ${id}`, () => openConversation(page, id)));
-      }
-      log('open_10k_conversation_ms runs', opens.map(fmt).join(' '));
-      results.open_10k_conversation_ms = median(opens);
-
-      // The conversation opened last is a 10k one: send there.
-      const sends = [];
-      for (let i = 0; i < SEND_RUNS; i++) sends.push(await step(`send ${i}`, () => sendToRequest(page, agent, i)));
-      log('send_to_request_ms runs', sends.map(fmt).join(' '));
-      results.send_to_request_ms = median(sends);
-
       // Streaming in a fresh conversation (the reply is the only long thing on screen).
       await page.locator(tid('new-conversation')).click();
       await page.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 0, null, {
@@ -459,6 +484,10 @@ async function main() {
       for (let i = 0; i < STREAM_RUNS; i++) streams.push(await step(`stream ${i}`, () => streamLongestTask(page, agent, i)));
       log('stream_1000_tok_per_s_longest_task_ms runs', streams.map(fmt).join(' '));
       results.stream_1000_tok_per_s_longest_task_ms = median(streams);
+      const thinking = [];
+      for (let i = 0; i < STREAM_RUNS; i++) thinking.push(await step(`reasoning stream ${i}`, () => streamReasoningLongestTask(page, agent, i)));
+      log('stream_reasoning_1000_tok_per_s_longest_task_ms runs', thinking.map(fmt).join(' '));
+      results.stream_reasoning_1000_tok_per_s_longest_task_ms = median(thinking);
 
       // Offline: the service worker must control the page (it did since the first visit's reload).
       await step('service worker ready', async () => {

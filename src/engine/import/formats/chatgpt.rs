@@ -76,6 +76,7 @@ pub(super) fn conversation(
                     .get("metadata")
                     .and_then(|md| str_at(md, "model_slug"))
                     .map(str::to_string),
+                reasoning: None,
             }),
             Err(why) => why.count(skipped),
         }

@@ -1,7 +1,9 @@
 //! Claude.ai's data export (`conversations.json`): a list of `{uuid, name, created_at,
 //! chat_messages[]}`; each message has `sender` (`human`/`assistant`) and `content` blocks, of which
-//! only `text` blocks are kept (`thinking`, `tool_use`, `tool_result` are dropped); `text` is read
-//! only when there are no content blocks (older exports). Attachments become a note. When the
+//! `text` blocks are the message and `thinking` blocks its reasoning (`redacted_thinking`,
+//! `tool_use`, `tool_result` are dropped); `text` is read only when there are no content blocks
+//! (older exports). Older exports carry the thinking inline in the text as
+//! `<antThinking>…</antThinking>`: it becomes the message's reasoning too ([`ant_thinking`]). Attachments become a note. When the
 //! conversation names its `current_leaf_message_uuid` and messages carry `parent_message_uuid`
 //! (edited or retried prompts), only the branch from that leaf up to the root is kept.
 //! Must not import anything outside `crate::engine`.
@@ -33,10 +35,14 @@ pub(super) fn conversation(
         };
         let blocks = list(SOURCE, &at, m, "content")?;
         let mut text: Vec<&str> = Vec::new();
+        let mut thinking: Vec<&str> = Vec::new();
         for b in blocks {
             match str_at(b, "type") {
                 Some("text") => text.extend(str_at(b, "text").filter(|t| !t.is_empty())),
-                Some("thinking" | "redacted_thinking") => skipped.reasoning += 1,
+                Some("thinking") => {
+                    thinking.extend(str_at(b, "thinking").filter(|t| !t.is_empty()))
+                }
+                Some("redacted_thinking") => skipped.reasoning += 1,
                 Some(t) if t.starts_with("tool") || t.ends_with("tool_use") => skipped.tool += 1,
                 _ => {}
             }
@@ -45,6 +51,9 @@ pub(super) fn conversation(
         if blocks.is_empty() {
             text = str_at(m, "text").unwrap_or("").to_string();
         }
+        let (inline, text) = ant_thinking(&text);
+        thinking.extend(inline.iter().map(String::as_str));
+        let reasoning = (!thinking.is_empty()).then(|| thinking.join("\n\n"));
         let mut notes = attachment_notes(list(SOURCE, &at, m, "attachments")?, &["file_name"]);
         notes.extend(attachment_notes(
             list(SOURCE, &at, m, "files")?,
@@ -60,6 +69,7 @@ pub(super) fn conversation(
                 content: text,
                 created_at: any_time(m.get("created_at")),
                 model: None,
+                reasoning,
             },
         );
     }
@@ -72,6 +82,47 @@ pub(super) fn conversation(
         summary: None,
         messages,
     })
+}
+
+const ANT_OPEN: &str = "<antThinking>";
+const ANT_CLOSE: &str = "</antThinking>";
+
+/// The `<antThinking>…</antThinking>` passages of an older export's text (each trimmed, empty ones
+/// left out), and the text without them (trimmed; the blank lines around a passage collapse to
+/// one paragraph break). One never closed runs to the end of the text.
+pub(super) fn ant_thinking(text: &str) -> (Vec<String>, String) {
+    if !text.contains(ANT_OPEN) {
+        return (Vec::new(), text.to_string());
+    }
+    let mut thoughts = Vec::new();
+    let mut rest = String::with_capacity(text.len());
+    let mut tail = text;
+    while let Some(at) = tail.find(ANT_OPEN) {
+        push_paragraph(&mut rest, &tail[..at]);
+        let inside = &tail[at + ANT_OPEN.len()..];
+        let (thought, after) = match inside.find(ANT_CLOSE) {
+            Some(end) => (&inside[..end], &inside[end + ANT_CLOSE.len()..]),
+            None => (inside, ""),
+        };
+        if !thought.trim().is_empty() {
+            thoughts.push(thought.trim().to_string());
+        }
+        tail = after;
+    }
+    push_paragraph(&mut rest, tail);
+    (thoughts, rest)
+}
+
+/// Appends a piece of text, one blank line from what is there.
+fn push_paragraph(out: &mut String, piece: &str) {
+    let piece = piece.trim_matches(['\n', '\r']).trim_end();
+    if piece.trim().is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(piece);
 }
 
 /// The messages shown: the parent chain up from `current_leaf_message_uuid` when the file has the

@@ -66,6 +66,7 @@ pub fn read(lines: &[Value]) -> Result<Imported, ImportError> {
                 content: text,
                 created_at: any_time(m.get("send_date")),
                 model: None,
+                reasoning: None,
             },
         );
     }
