@@ -19,6 +19,7 @@ import {
   waitForAssistant,
   waitForAssistantCount,
   configureEndpoint,
+  endpointBase,
   tid,
   openUiApp,
   withDiagnostics,
@@ -225,6 +226,41 @@ test('the memory panel leads with the facts about the user once they exist, in e
     await page.keyboard.press('Escape');
     await section.locator(tid('memory-user-fact')).filter({ hasText: 'nurse' }).waitFor({ state: 'detached' });
     assert.deepEqual((await section.locator(tid('memory-user-fact')).allInnerTexts()).map((t) => t.replace(/\s+said .*$/, '').trim()), ['My name is Marta.']);
+  }));
+
+test('nothing cut or wrapped: "+ New" on one line at 1440 and 1000 wide, the model picker\'s ▾ whole at 390 wide', () =>
+  journey('cosmetics', async (page) => {
+    const { agent } = harness;
+    await chatTurn(page, agent, 'Hello there', 'Hi.');
+    for (const width of [1000, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.waitForTimeout(100);
+      const sidebar = await box(page.locator(tid('sidebar')));
+      for (const id of ['new-conversation', 'temporary-chat']) {
+        const lines = await page.locator(tid(id)).evaluate((b) => {
+          const r = document.createRange();
+          r.selectNodeContents(b);
+          return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size;
+        });
+        assert.equal(lines, 1, `${id} is on one line at ${width}`);
+        const b = await box(page.locator(tid(id)));
+        assert.ok(b.x + b.width <= sidebar.x + sidebar.width, `${id} is inside the sidebar at ${width}: ${JSON.stringify(b)} in ${JSON.stringify(sidebar)}`);
+      }
+      await page.screenshot({ path: shot(`sidebar-head-${width}`) });
+    }
+
+    // A long model name is cut short on a phone, its ▾ never.
+    await configureEndpoint(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'a-very-long-model-name-that-cannot-fit-in-the-header-q4_k_m' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    const picker = page.locator(tid('model-picker'));
+    const caret = picker.locator('.caret');
+    await page.waitForTimeout(100);
+    const [p, c] = [await box(picker), await box(caret)];
+    assert.ok(c.width > 4 && c.x >= p.x && c.x + c.width <= p.x + p.width + 0.5, `the ▾ is whole: ${JSON.stringify(c)} in ${JSON.stringify(p)}`);
+    assert.ok(p.x + p.width <= 390, 'the picker is on screen');
+    const name = picker.locator(tid('model-picker-name'));
+    assert.ok(await name.evaluate((e) => e.scrollWidth > e.clientWidth), 'the name is cut short instead');
+    await page.screenshot({ path: shot('picker-390') });
   }));
 
 test('search typed key by key, at a person\'s speed, highlights the whole query; the match is in view in the sidebar', () =>

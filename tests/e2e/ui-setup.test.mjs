@@ -203,7 +203,7 @@ test('times of day under day separators ("Today", "Mon 1 Jan 2024"), the full da
     await explained.waitFor({ state: 'detached' });
   }));
 
-test('edit in place: the message becomes its editor, Save and Cancel there, the composer keeps its draft', () =>
+test('edit in place: the message becomes its editor, Save and Cancel there (its other actions hidden meanwhile), the composer keeps its draft', () =>
   journey('edit-in-place', async (page) => {
     const { agent } = harness;
     await chatTurn(page, agent, 'Which key is the piece in?', 'D major.');
@@ -217,9 +217,15 @@ test('edit in place: the message becomes its editor, Save and Cancel there, the 
     assert.equal(await question.locator(tid('save-edit')).count(), 1, 'Save is in the message');
     assert.equal(await composer.inputValue(), 'a draft I am writing', 'the composer keeps its draft');
     assert.equal(await page.locator(tid('editing-bar')).count(), 0, 'nothing moves to the composer');
+    // While it is edited, Save and Cancel are its only actions: no Copy or Delete beside them.
+    for (const other of ['copy-message', 'delete-message', 'edit-message']) {
+      assert.equal(await question.locator(tid(other)).isVisible(), false, `${other} is hidden while editing`);
+    }
+    assert.equal(await messages(page, 'assistant').first().locator(tid('copy-message')).isVisible(), true, 'the reply keeps its actions');
     await question.locator(tid('cancel-edit')).click();
     await question.locator(tid('message-editor')).waitFor({ state: 'detached' });
     assert.equal(await messageText(question), 'Which key is the piece in?');
+    await question.locator(tid('copy-message')).waitFor({ state: 'visible' });
 
     await question.locator(tid('edit-message')).click();
     await editor.fill('Which key is the second movement in?');
