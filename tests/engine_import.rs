@@ -175,6 +175,110 @@ fn chatgpt_keeps_the_current_branch_and_drops_hidden_tool_and_reasoning_nodes() 
 }
 
 #[test]
+fn chatgpt_citation_markers_become_their_sources_or_go() {
+    // Written as ChatGPT's export writes a searched reply: private-use markers explained by
+    // `metadata.content_references` (an `alt`, or the pages in `items`; a `hidden` one; a footnote
+    // whose `matched_text` is a plain space, never applied), one no entry explains, an entity
+    // marker; and an older reply's `【11†source】` explained by `metadata.citations`.
+    check(
+        "chatgpt-citations.json",
+        Source::ChatGpt,
+        &[(
+            "Eiffel Tower",
+            &[
+                "u: How tall is the Eiffel Tower?",
+                "a: The Eiffel Tower is 330 m tall. ([Wikipedia](https://en.wikipedia.org/wiki/Eiffel_Tower)) \
+                 It was finished in 1889 ([The Eiffel Tower official](https://www.toureiffel.paris/en)). \
+                 The tower is in Paris. Tickets sell out in summer.",
+                "u: What should I wear?",
+                "a: Bring a jacket ([Visiting the Eiffel Tower](https://example.org/visit)); \
+                 it can be windy on top ([Weather at 300 m](https://example.org/wind)). \
+                 Your notes say the same.",
+            ],
+        )],
+    );
+}
+
+/// A ChatGPT reply `text` with `metadata`, as imported.
+fn chatgpt_reply(text: &str, metadata: Value) -> String {
+    let bytes = chatgpt_with(|v| {
+        let m = &mut v[0]["mapping"]["a2"]["message"];
+        m["content"]["parts"] = json!([text]);
+        m["metadata"] = metadata;
+    });
+    let i = foreign(&bytes);
+    // The reply to the first question; none when nothing of it is left (then the next question
+    // follows the first).
+    let b = &to_bundles(&i, NOW)[0];
+    Some(&b.messages[1])
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+fn check_citations(text: &str, metadata: Value, shown: &str) {
+    assert_eq!(chatgpt_reply(text, metadata), shown, "{text:?}");
+}
+
+#[test]
+fn citation_markers_never_stay_whatever_the_metadata() {
+    let none = json!({});
+    check_citations(
+        "Plain text 【not a marker】 stays.",
+        none.clone(),
+        "Plain text 【not a marker】 stays.",
+    );
+    check_citations(
+        "Dropped \u{e200}cite\u{e202}turn0search0\u{e201}.",
+        none.clone(),
+        "Dropped.",
+    );
+    check_citations(
+        "Cut short \u{e200}cite\u{e202}turn0\nNext line.",
+        none.clone(),
+        "Cut short\nNext line.",
+    );
+    check_citations("Old 【4:2†source】 form.", none.clone(), "Old form.");
+    check_citations(
+        "An entity: \u{e200}entity\u{e202}[\"person\",\"Ada Lovelace\"]\u{e201}!",
+        none.clone(),
+        "An entity: Ada Lovelace!",
+    );
+    check_citations(
+        "Broken entity \u{e200}entity\u{e202}[oops\u{e201} here",
+        none.clone(),
+        "Broken entity here",
+    );
+    check_citations("\u{e200}cite\u{e202}turn0search0\u{e201}", none.clone(), "");
+    // A link only to a web address; a reference without one shows nothing.
+    let refs = |r: Value| json!({ "content_references": [r] });
+    let m = "\u{e200}cite\u{e202}turn0search0\u{e201}";
+    check_citations(
+        &format!("Said {m}."),
+        refs(
+            json!({ "matched_text": m, "items": [{ "title": "T", "url": "javascript:alert(1)" }] }),
+        ),
+        "Said.",
+    );
+    check_citations(
+        &format!("Said {m}."),
+        refs(json!({ "matched_text": m, "items": [{ "url": "https://a.example/(x) y" }] })),
+        "Said ([https://a.example/(x) y](https://a.example/xy)).",
+    );
+    // Metadata that is not what the export writes changes nothing but the markers.
+    check_citations(
+        &format!("Said {m}."),
+        json!({ "content_references": "no", "citations": [{ "start_ix": 9, "end_ix": 2 }] }),
+        "Said.",
+    );
+    check_citations(
+        "A 【1†a】",
+        json!({ "citations": [{ "start_ix": 2, "end_ix": 99 }] }),
+        "A",
+    );
+}
+
+#[test]
 fn claude_keeps_text_blocks_and_falls_back_to_text() {
     let i = check(
         "claude.json",

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 mod bigagi;
 mod chatgpt;
+mod citations;
 mod claude;
 mod llamacpp;
 mod lobechat;
