@@ -305,6 +305,80 @@ fn claude_keeps_text_blocks_and_falls_back_to_text() {
 }
 
 #[test]
+fn claude_artifacts_are_shown_as_fenced_blocks() {
+    // Written as Claude.ai's export writes them: an `artifacts` tool_use that creates, then one
+    // that rewrites (its content holding a fence of its own), between them an `update` and another
+    // tool, which are not shown; an older reply's `<antArtifact>` tags in its text.
+    let i = check(
+        "claude-artifacts.json",
+        Source::Claude,
+        &[
+            (
+                "Reverse a string in Python",
+                &[
+                    "u: Write a Python function to reverse a string.",
+                    "a: Here is the function:\n\n**Reverse a string**\n\n```python\ndef reverse(s):\n    return s[::-1]\n```\n\nCall it with any string.",
+                    "u: Make it handle None.",
+                    "a: **Reverse a string**\n\n````python\ndef reverse(s):\n    \"\"\"Reverse s; None gives \"\".\n\n    ```\n    >>> reverse(\"abc\")\n    'cba'\n    ```\n    \"\"\"\n    return (s or \"\")[::-1]\n````\n\nDone: None now gives an empty string.",
+                ],
+            ),
+            (
+                "A poem about Rust",
+                &[
+                    "u: Write me a poem about Rust and a logo.",
+                    "a: Sure, here is a short poem.\n\n**Ode to Rust**\n\n```markdown\n# Ode to Rust\nNo null, no fear.\n```\n\nAnd a logo:\n\n**Crab**\n\n```svg\n<svg viewBox=\"0 0 10 10\"><circle r=\"4\"/></svg>\n```\n\nEnjoy!",
+                ],
+            ),
+        ],
+    );
+    // Not shown, as tools: the web search, the update, and the four results.
+    assert_eq!(i.skipped.tool, 6);
+}
+
+/// A Claude.ai reply whose text (an older export's `text` field) is `text`, as imported.
+fn claude_reply(text: &str) -> String {
+    let file = json!([{
+        "uuid": "c1", "name": "t", "created_at": "2024-06-01T10:00:00Z",
+        "chat_messages": [
+            { "uuid": "q", "sender": "human", "text": "Q?", "created_at": "2024-06-01T10:00:00Z" },
+            { "uuid": "r", "sender": "assistant", "text": text, "created_at": "2024-06-01T10:00:01Z" },
+        ],
+    }]);
+    let i = foreign(file.to_string().as_bytes());
+    to_bundles(&i, NOW)[0].messages[1].content.clone()
+}
+
+fn check_artifact(text: &str, shown: &str) {
+    assert_eq!(claude_reply(text), shown, "{text:?}");
+}
+
+#[test]
+fn an_artifact_tag_in_any_shape_becomes_a_block() {
+    // Cut short: the block runs to the end.
+    check_artifact(
+        "Start <antArtifact type=\"application/vnd.ant.code\" language=\"rust\">fn main() {}",
+        "Start\n\n```rust\nfn main() {}\n```",
+    );
+    // `title` is not `data-title`; a language is one word; a title's `*` cannot end its bold.
+    check_artifact(
+        "<antArtifact data-title=\"no\" title=\"Yes *this*\" language=\"c++ <b>\">x</antArtifact>",
+        "**Yes this**\n\n```c++b\nx\n```",
+    );
+    check_artifact(
+        "<antArtifact title=\"Empty\"></antArtifact>",
+        "**Empty**\n\n```\n\n```",
+    );
+    // A tag never closed with `>` is text.
+    check_artifact("A <antArtifact title=\"x\"", "A <antArtifact title=\"x\"");
+    check_artifact("No artifact here.", "No artifact here.");
+    // Two in a row, each on lines of its own.
+    check_artifact(
+        "<antArtifact type=\"text/html\">a</antArtifact><antArtifact type=\"application/vnd.ant.mermaid\">b</antArtifact>",
+        "```html\na\n```\n\n```mermaid\nb\n```",
+    );
+}
+
+#[test]
 fn claude_follows_the_current_leaf_when_messages_are_linked() {
     let m = |id: &str, parent: &str, sender: &str, text: &str| {
         json!({"uuid": id, "parent_message_uuid": parent, "sender": sender,

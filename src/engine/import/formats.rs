@@ -10,6 +10,7 @@ use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
 
+mod artifacts;
 mod bigagi;
 mod chatgpt;
 mod citations;

@@ -1,13 +1,16 @@
 //! Claude.ai's data export (`conversations.json`): a list of `{uuid, name, created_at,
 //! chat_messages[]}`; each message has `sender` (`human`/`assistant`) and `content` blocks, of which
-//! only `text` blocks are kept (`thinking`, `tool_use`, `tool_result` are dropped); `text` is read
-//! only when there are no content blocks (older exports). Attachments become a note. When the
+//! `text` blocks are kept, and the artifacts Claude wrote beside them (`artifacts.rs`: an
+//! `artifacts` `tool_use` that creates or rewrites one, an `<antArtifact>` in the text) as fenced
+//! blocks (`thinking`, other `tool_use`, `tool_result` are dropped); `text` is read only when there
+//! are no content blocks (older exports). Attachments become a note. When the
 //! conversation names its `current_leaf_message_uuid` and messages carry `parent_message_uuid`
 //! (edited or retried prompts), only the branch from that leaf up to the root is kept.
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::artifacts;
 use super::said;
 use super::{attachment_notes, conv_name, list, with_notes};
 use super::{keep, read_items, shown};
@@ -32,18 +35,25 @@ pub(super) fn conversation(
             continue;
         };
         let blocks = list(SOURCE, &at, m, "content")?;
-        let mut text: Vec<&str> = Vec::new();
+        let mut text: Vec<String> = Vec::new();
         for b in blocks {
             match str_at(b, "type") {
-                Some("text") => text.extend(str_at(b, "text").filter(|t| !t.is_empty())),
+                Some("text") => text.extend(
+                    str_at(b, "text")
+                        .filter(|t| !t.is_empty())
+                        .map(artifacts::in_text),
+                ),
                 Some("thinking" | "redacted_thinking") => skipped.reasoning += 1,
+                Some("tool_use") if artifacts::from_tool_use(b).is_some() => {
+                    text.extend(artifacts::from_tool_use(b));
+                }
                 Some(t) if t.starts_with("tool") || t.ends_with("tool_use") => skipped.tool += 1,
                 _ => {}
             }
         }
         let mut text = text.join("\n\n");
         if blocks.is_empty() {
-            text = str_at(m, "text").unwrap_or("").to_string();
+            text = artifacts::in_text(str_at(m, "text").unwrap_or(""));
         }
         let mut notes = attachment_notes(list(SOURCE, &at, m, "attachments")?, &["file_name"]);
         notes.extend(attachment_notes(
