@@ -527,6 +527,9 @@ fn llama_cpp_jsonl_reads_the_session_line_then_messages() {
 
 #[test]
 fn sillytavern_keeps_the_chosen_swipe_and_fills_in_the_names() {
+    // Its chat shows every line, a narrator's (`/sys`) and those kept out of the prompt
+    // (`is_system`: a `/hide`, a hidden narrator's note) too: all are kept, the latter hidden from
+    // the model.
     let i = check(
         "sillytavern.jsonl",
         Source::SillyTavern,
@@ -536,11 +539,20 @@ fn sillytavern_keeps_the_chosen_swipe_and_fills_in_the_names() {
                 "a: Welcome, Ana. I am Seraphina, guardian of this forest.",
                 "u: Where am I?",
                 "a: You are in the Glade, Ana. Rest here.",
+                "a: *The fire crackles; Seraphina keeps watch.*",
+                "a: A wolf howls in the distance.",
+                "u: (OOC: let's pause here)",
             ],
         )],
     );
     let s = i.skipped;
-    assert_eq!((s.other_branches, s.hidden, s.reasoning), (2, 1, 1));
+    assert_eq!((s.other_branches, s.hidden, s.reasoning), (2, 0, 1));
+    let hidden: Vec<bool> = to_bundles(&i, NOW)[0]
+        .messages
+        .iter()
+        .map(|m| m.meta.hidden)
+        .collect();
+    assert_eq!(hidden, [false, false, false, true, false, true]);
 }
 
 #[test]

@@ -108,6 +108,11 @@ pub struct MessageMeta {
     /// it keep their place in the tree.
     #[serde(default)]
     pub deleted: bool,
+    /// Hidden from the model: shown in the chat (marked), never sent in a prompt nor read by a
+    /// memory update. An import's: a message its source app kept out of the prompt (SillyTavern's
+    /// `is_system`).
+    #[serde(default)]
+    pub hidden: bool,
 }
 
 /// One message of a conversation. `id` is generated once by the caller and never changes;

@@ -66,6 +66,8 @@ struct BulkMessage<'a> {
     replaces: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     deleted: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    hidden: bool,
 }
 
 impl<'a> BulkMessage<'a> {
@@ -80,6 +82,7 @@ impl<'a> BulkMessage<'a> {
             after,
             replaces,
             deleted,
+            hidden,
         } = &m.meta;
         BulkMessage {
             id: &m.id,
@@ -110,6 +113,7 @@ impl<'a> BulkMessage<'a> {
             after: after.as_deref(),
             replaces: replaces.as_deref(),
             deleted: *deleted,
+            hidden: *hidden,
         }
     }
 }

@@ -265,6 +265,10 @@ pub struct MessageRecord {
     pub replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// Hidden from the model (`MessageMeta::hidden`); absent in records written before it, where
+    /// no message is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 /// The sparse-index marker for a status.
@@ -294,6 +298,7 @@ impl From<&Message> for MessageRecord {
             after,
             replaces,
             deleted,
+            hidden,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -338,6 +343,7 @@ impl From<&Message> for MessageRecord {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            hidden: *hidden,
         }
     }
 }
@@ -385,6 +391,7 @@ impl TryFrom<MessageRecord> for Message {
                 after: r.after,
                 replaces: r.replaces,
                 deleted: r.deleted,
+                hidden: r.hidden,
             },
         })
     }

@@ -354,6 +354,7 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         after,
         replaces,
         deleted: _,
+        hidden: _,
     } = m;
     k.id("id", id)?;
     for link in [after, replaces].into_iter().flatten() {

@@ -229,6 +229,10 @@ pub(super) struct BMessage {
     pub(super) replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) deleted: bool,
+    /// Hidden from the model (an imported message its source kept out of the prompt); absent in
+    /// older files, where no message is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) hidden: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -499,6 +503,7 @@ impl From<&Message> for BMessage {
             after,
             replaces,
             deleted,
+            hidden,
         } = meta;
         BMessage {
             id: id.clone(),
@@ -541,6 +546,7 @@ impl From<&Message> for BMessage {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            hidden: *hidden,
         }
     }
 }
@@ -564,6 +570,7 @@ impl From<BMessage> for Message {
             after,
             replaces,
             deleted,
+            hidden,
         } = m;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
@@ -611,6 +618,7 @@ impl From<BMessage> for Message {
                 after,
                 replaces,
                 deleted,
+                hidden,
             },
         }
     }

@@ -123,6 +123,8 @@ pub struct ImportedMessage {
     pub content: String,
     pub created_at: Option<Millis>,
     pub model: Option<String>,
+    /// Kept out of the prompt by the source app, shown in its chat (`MessageMeta::hidden`).
+    pub hidden: bool,
 }
 
 /// One conversation as the source app shows it.
@@ -464,6 +466,7 @@ fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<
             created_at: at,
             meta: MessageMeta {
                 model: m.model.clone(),
+                hidden: m.hidden,
                 ..MessageMeta::default()
             },
         });

@@ -1087,6 +1087,7 @@ pub fn handle_messages_in(
     for m in messages.iter().filter(|m| {
         m.role == Role::User
             && !m.meta.deleted
+            && !m.meta.hidden
             && matches!(
                 m.status,
                 MessageStatus::Complete | MessageStatus::Interrupted

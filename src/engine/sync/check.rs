@@ -185,6 +185,7 @@ fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
         error,
         path,
         model,
+        hidden: _,
         at,
     } = d;
     c.k.id("id", id)?;

@@ -214,6 +214,7 @@ pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
         error: m.meta.error.clone(),
         path: m.meta.path.map(|p| p.as_str().to_string()),
         model: m.meta.model.clone(),
+        hidden: m.meta.hidden,
         at: at.clone(),
     })
 }
@@ -250,6 +251,7 @@ pub fn to_message(d: &MessageDoc) -> Message {
             after: d.after.clone(),
             replaces: d.replaces.clone(),
             deleted: false,
+            hidden: d.hidden,
         },
     }
 }

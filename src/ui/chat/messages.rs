@@ -299,6 +299,12 @@ fn MessageHead(
                 </span>
             }))}
             <MessageTime at=item.created_at/>
+            {move || st.with_meta(|m| m.hidden).then(|| view! {
+                <span class="status status-hidden" data-testid="message-hidden"
+                    title="The app it was imported from kept it out of the prompt: it is shown here and never sent to the model.">
+                    "hidden from the model"
+                </span>
+            })}
             {move || note().map(|(key, label)| view! { <span class=format!("status status-{key}")>{label}</span> })}
             <Show when=move || st.status() == MessageStatus::Streaming>
                 <span class="spinner small" aria-hidden="true"></span>

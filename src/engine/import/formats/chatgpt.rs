@@ -78,6 +78,7 @@ pub(super) fn conversation(
                     .get("metadata")
                     .and_then(|md| str_at(md, "model_slug"))
                     .map(str::to_string),
+                hidden: false,
             }),
             Err(why) => why.count(skipped),
         }

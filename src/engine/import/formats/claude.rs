@@ -70,6 +70,7 @@ pub(super) fn conversation(
                 content: text,
                 created_at: any_time(m.get("created_at")),
                 model: None,
+                hidden: false,
             },
         );
     }

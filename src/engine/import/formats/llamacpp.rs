@@ -138,6 +138,7 @@ fn conversation(
                 content: text,
                 created_at: millis(m.get("timestamp")),
                 model: str_at(m, "model").map(str::to_string),
+                hidden: false,
             },
         );
     }
