@@ -19,7 +19,7 @@ use crate::engine::settings::{
     apply_preset, key_note, key_use, model_name_note, pick_listed_model, KeyUse, Settings, PRESETS,
 };
 use crate::ui::behaviour::use_focus_trap;
-use crate::ui::stores::{use_chat, use_settings, use_shell, use_transfer};
+use crate::ui::stores::{use_chat, use_settings, use_shell, use_sync, use_transfer};
 use crate::ui::sync::{SyncForm, SyncSection};
 use leptos::html;
 use leptos::prelude::*;
@@ -83,7 +83,7 @@ fn SettingsForm() -> impl IntoView {
             close();
         }
     };
-    let sync = SyncForm::new();
+    let sync = SyncForm::new(use_sync());
     // One Save for the whole dialog: the settings are checked, then sync is saved (which may ask
     // its server), then the settings; any error keeps the dialog open and says what to fix.
     let save = move |_| {

@@ -28,9 +28,8 @@ pub struct SyncForm {
 }
 
 impl SyncForm {
-    /// The form, filled with the saved sync settings.
-    pub fn new() -> SyncForm {
-        let sync = use_sync();
+    /// The form, filled with the sync settings `sync` has saved.
+    pub fn new(sync: SyncStore) -> SyncForm {
         let saved = sync.saved().unwrap_or_default();
         SyncForm {
             sync,
