@@ -286,6 +286,7 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
         after: Some("earlier".into()),
         replaces: Some("older".into()),
         deleted: true,
+        hidden: true,
         reasoning: Some(Reasoning {
             text: "thought ✓ <b>".into(),
             started_at: 5,

@@ -80,6 +80,8 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
             after: (seq % 3 == 1 && seq > 1).then(|| format!("{conv}-m{}", seq - 1)),
             replaces: (seq % 3 == 2 && seq > 2).then(|| format!("{conv}-m{}", seq - 1)),
             deleted: seq % 3 == 0,
+            // Hidden from the model (an import of SillyTavern's `is_system`) travels too.
+            hidden: seq % 4 == 3,
             // A reasoning model's thinking travels with its reply.
             reasoning: (role == Role::Assistant && seq % 2 == 0).then(|| Reasoning {
                 text: format!("Thinking about {seq}: <b>not</b> an answer"),

@@ -594,6 +594,19 @@ fn assembly_drops_errored_empty_and_the_new_message_copy() {
 }
 
 #[test]
+fn a_message_hidden_from_the_model_reaches_no_prompt_and_no_memory() {
+    // An imported message its source kept out of the prompt (SillyTavern's `is_system`).
+    let mut h = history(4, 50);
+    h[1].meta.hidden = true;
+    let new = msg(5, Role::User, "q");
+    let a = run(&h, &new, None, &[], &config(8000, 10));
+    assert_eq!(reasons(&a), vec![(2, DropReason::Hidden)]);
+    assert_eq!(a.included_message_ids, ids(&["m1", "m3", "m4", "m5"]));
+    assert!(!memoire::engine::memory::counts_for_memory(&h[1]));
+    assert!(memoire::engine::memory::counts_for_memory(&h[2]));
+}
+
+#[test]
 fn assembly_for_a_retried_message_leaves_out_the_replies_after_it() {
     // Retry after a cut-off or failed reply: the new message is the stored user message m3, and the
     // replies to the earlier attempt (m4 interrupted, m5 errored) come after it.

@@ -175,6 +175,110 @@ fn chatgpt_keeps_the_current_branch_and_drops_hidden_tool_and_reasoning_nodes() 
 }
 
 #[test]
+fn chatgpt_citation_markers_become_their_sources_or_go() {
+    // Written as ChatGPT's export writes a searched reply: private-use markers explained by
+    // `metadata.content_references` (an `alt`, or the pages in `items`; a `hidden` one; a footnote
+    // whose `matched_text` is a plain space, never applied), one no entry explains, an entity
+    // marker; and an older reply's `【11†source】` explained by `metadata.citations`.
+    check(
+        "chatgpt-citations.json",
+        Source::ChatGpt,
+        &[(
+            "Eiffel Tower",
+            &[
+                "u: How tall is the Eiffel Tower?",
+                "a: The Eiffel Tower is 330 m tall. ([Wikipedia](https://en.wikipedia.org/wiki/Eiffel_Tower)) \
+                 It was finished in 1889 ([The Eiffel Tower official](https://www.toureiffel.paris/en)). \
+                 The tower is in Paris. Tickets sell out in summer.",
+                "u: What should I wear?",
+                "a: Bring a jacket ([Visiting the Eiffel Tower](https://example.org/visit)); \
+                 it can be windy on top ([Weather at 300 m](https://example.org/wind)). \
+                 Your notes say the same.",
+            ],
+        )],
+    );
+}
+
+/// A ChatGPT reply `text` with `metadata`, as imported.
+fn chatgpt_reply(text: &str, metadata: Value) -> String {
+    let bytes = chatgpt_with(|v| {
+        let m = &mut v[0]["mapping"]["a2"]["message"];
+        m["content"]["parts"] = json!([text]);
+        m["metadata"] = metadata;
+    });
+    let i = foreign(&bytes);
+    // The reply to the first question; none when nothing of it is left (then the next question
+    // follows the first).
+    let b = &to_bundles(&i, NOW)[0];
+    Some(&b.messages[1])
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+fn check_citations(text: &str, metadata: Value, shown: &str) {
+    assert_eq!(chatgpt_reply(text, metadata), shown, "{text:?}");
+}
+
+#[test]
+fn citation_markers_never_stay_whatever_the_metadata() {
+    let none = json!({});
+    check_citations(
+        "Plain text 【not a marker】 stays.",
+        none.clone(),
+        "Plain text 【not a marker】 stays.",
+    );
+    check_citations(
+        "Dropped \u{e200}cite\u{e202}turn0search0\u{e201}.",
+        none.clone(),
+        "Dropped.",
+    );
+    check_citations(
+        "Cut short \u{e200}cite\u{e202}turn0\nNext line.",
+        none.clone(),
+        "Cut short\nNext line.",
+    );
+    check_citations("Old 【4:2†source】 form.", none.clone(), "Old form.");
+    check_citations(
+        "An entity: \u{e200}entity\u{e202}[\"person\",\"Ada Lovelace\"]\u{e201}!",
+        none.clone(),
+        "An entity: Ada Lovelace!",
+    );
+    check_citations(
+        "Broken entity \u{e200}entity\u{e202}[oops\u{e201} here",
+        none.clone(),
+        "Broken entity here",
+    );
+    check_citations("\u{e200}cite\u{e202}turn0search0\u{e201}", none.clone(), "");
+    // A link only to a web address; a reference without one shows nothing.
+    let refs = |r: Value| json!({ "content_references": [r] });
+    let m = "\u{e200}cite\u{e202}turn0search0\u{e201}";
+    check_citations(
+        &format!("Said {m}."),
+        refs(
+            json!({ "matched_text": m, "items": [{ "title": "T", "url": "javascript:alert(1)" }] }),
+        ),
+        "Said.",
+    );
+    check_citations(
+        &format!("Said {m}."),
+        refs(json!({ "matched_text": m, "items": [{ "url": "https://a.example/(x) y" }] })),
+        "Said ([https://a.example/(x) y](https://a.example/xy)).",
+    );
+    // Metadata that is not what the export writes changes nothing but the markers.
+    check_citations(
+        &format!("Said {m}."),
+        json!({ "content_references": "no", "citations": [{ "start_ix": 9, "end_ix": 2 }] }),
+        "Said.",
+    );
+    check_citations(
+        "A 【1†a】",
+        json!({ "citations": [{ "start_ix": 2, "end_ix": 99 }] }),
+        "A",
+    );
+}
+
+#[test]
 fn claude_keeps_text_blocks_and_falls_back_to_text() {
     let i = check(
         "claude.json",
@@ -242,6 +346,80 @@ fn claude_ant_thinking_becomes_the_replys_reasoning() {
     let r = reply.meta.reasoning.as_ref().map(|r| r.text.as_str());
     assert_eq!(r, Some("HIDDEN REASONING about weather"));
     assert!(!reply.content.contains("HIDDEN"));
+}
+
+#[test]
+fn claude_artifacts_are_shown_as_fenced_blocks() {
+    // Written as Claude.ai's export writes them: an `artifacts` tool_use that creates, then one
+    // that rewrites (its content holding a fence of its own), between them an `update` and another
+    // tool, which are not shown; an older reply's `<antArtifact>` tags in its text.
+    let i = check(
+        "claude-artifacts.json",
+        Source::Claude,
+        &[
+            (
+                "Reverse a string in Python",
+                &[
+                    "u: Write a Python function to reverse a string.",
+                    "a: Here is the function:\n\n**Reverse a string**\n\n```python\ndef reverse(s):\n    return s[::-1]\n```\n\nCall it with any string.",
+                    "u: Make it handle None.",
+                    "a: **Reverse a string**\n\n````python\ndef reverse(s):\n    \"\"\"Reverse s; None gives \"\".\n\n    ```\n    >>> reverse(\"abc\")\n    'cba'\n    ```\n    \"\"\"\n    return (s or \"\")[::-1]\n````\n\nDone: None now gives an empty string.",
+                ],
+            ),
+            (
+                "A poem about Rust",
+                &[
+                    "u: Write me a poem about Rust and a logo.",
+                    "a: Sure, here is a short poem.\n\n**Ode to Rust**\n\n```markdown\n# Ode to Rust\nNo null, no fear.\n```\n\nAnd a logo:\n\n**Crab**\n\n```svg\n<svg viewBox=\"0 0 10 10\"><circle r=\"4\"/></svg>\n```\n\nEnjoy!",
+                ],
+            ),
+        ],
+    );
+    // Not shown, as tools: the web search, the update, and the four results.
+    assert_eq!(i.skipped.tool, 6);
+}
+
+/// A Claude.ai reply whose text (an older export's `text` field) is `text`, as imported.
+fn claude_reply(text: &str) -> String {
+    let file = json!([{
+        "uuid": "c1", "name": "t", "created_at": "2024-06-01T10:00:00Z",
+        "chat_messages": [
+            { "uuid": "q", "sender": "human", "text": "Q?", "created_at": "2024-06-01T10:00:00Z" },
+            { "uuid": "r", "sender": "assistant", "text": text, "created_at": "2024-06-01T10:00:01Z" },
+        ],
+    }]);
+    let i = foreign(file.to_string().as_bytes());
+    to_bundles(&i, NOW)[0].messages[1].content.clone()
+}
+
+fn check_artifact(text: &str, shown: &str) {
+    assert_eq!(claude_reply(text), shown, "{text:?}");
+}
+
+#[test]
+fn an_artifact_tag_in_any_shape_becomes_a_block() {
+    // Cut short: the block runs to the end.
+    check_artifact(
+        "Start <antArtifact type=\"application/vnd.ant.code\" language=\"rust\">fn main() {}",
+        "Start\n\n```rust\nfn main() {}\n```",
+    );
+    // `title` is not `data-title`; a language is one word; a title's `*` cannot end its bold.
+    check_artifact(
+        "<antArtifact data-title=\"no\" title=\"Yes *this*\" language=\"c++ <b>\">x</antArtifact>",
+        "**Yes this**\n\n```c++b\nx\n```",
+    );
+    check_artifact(
+        "<antArtifact title=\"Empty\"></antArtifact>",
+        "**Empty**\n\n```\n\n```",
+    );
+    // A tag never closed with `>` is text.
+    check_artifact("A <antArtifact title=\"x\"", "A <antArtifact title=\"x\"");
+    check_artifact("No artifact here.", "No artifact here.");
+    // Two in a row, each on lines of its own.
+    check_artifact(
+        "<antArtifact type=\"text/html\">a</antArtifact><antArtifact type=\"application/vnd.ant.mermaid\">b</antArtifact>",
+        "```html\na\n```\n\n```mermaid\nb\n```",
+    );
 }
 
 #[test]
@@ -393,6 +571,9 @@ fn llama_cpp_jsonl_reads_the_session_line_then_messages() {
 
 #[test]
 fn sillytavern_keeps_the_chosen_swipe_and_fills_in_the_names() {
+    // Its chat shows every line, a narrator's (`/sys`) and those kept out of the prompt
+    // (`is_system`: a `/hide`, a hidden narrator's note) too: all are kept, the latter hidden from
+    // the model.
     let i = check(
         "sillytavern.jsonl",
         Source::SillyTavern,
@@ -402,11 +583,20 @@ fn sillytavern_keeps_the_chosen_swipe_and_fills_in_the_names() {
                 "a: Welcome, Ana. I am Seraphina, guardian of this forest.",
                 "u: Where am I?",
                 "a: You are in the Glade, Ana. Rest here.",
+                "a: *The fire crackles; Seraphina keeps watch.*",
+                "a: A wolf howls in the distance.",
+                "u: (OOC: let's pause here)",
             ],
         )],
     );
     let s = i.skipped;
-    assert_eq!((s.other_branches, s.hidden, s.reasoning), (2, 1, 1));
+    assert_eq!((s.other_branches, s.hidden, s.reasoning), (2, 0, 1));
+    let hidden: Vec<bool> = to_bundles(&i, NOW)[0]
+        .messages
+        .iter()
+        .map(|m| m.meta.hidden)
+        .collect();
+    assert_eq!(hidden, [false, false, false, true, false, true]);
 }
 
 #[test]

@@ -78,6 +78,7 @@ fn message() -> impl Strategy<Value = Body> {
                 error: None,
                 path: None,
                 model: None,
+                hidden: false,
                 reasoning: None,
                 stats: None,
                 at,
@@ -371,6 +372,16 @@ fn a_streaming_message_is_not_synced_until_final() {
         to_message(&d.unwrap()),
         msg("m1", "partial", MessageStatus::Interrupted)
     );
+    // A message hidden from the model stays hidden on the other device; an older document
+    // (without the field) reads as shown to it.
+    let mut hidden = msg("m2", "(OOC: pause)", MessageStatus::Complete);
+    hidden.meta.hidden = true;
+    let d = message_doc(&hidden, &hlc(1, 0, "a")).unwrap();
+    assert_eq!(to_message(&d), hidden);
+    let mut older = serde_json::to_value(&d).unwrap();
+    older.as_object_mut().unwrap().remove("hidden");
+    let older: memoire::engine::sync::doc::MessageDoc = serde_json::from_value(older).unwrap();
+    assert!(!to_message(&older).meta.hidden);
 }
 
 #[test]

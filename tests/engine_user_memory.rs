@@ -1340,3 +1340,30 @@ fn a_fact_said_in_this_conversation_is_carried_once_and_never_lost_to_the_summar
         true,
     );
 }
+
+/// The ids the memory pane leads with for `scope` with `limit`, and how many there are in all.
+fn check_pane(scope: Option<&str>, limit: usize, ids: &[&str], all: usize) {
+    let facts = profile();
+    let (pane, count) = facts_for_pane(&facts, scope, limit);
+    let got: Vec<&str> = pane.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!((got.as_slice(), count), (ids, all), "{scope:?} {limit}");
+}
+
+#[test]
+fn the_memory_pane_leads_with_who_the_user_is_then_the_newest() {
+    // profile(): past "lisbon" and forgotten "secret" never; "proj" only in its project.
+    let about = ["name", "oslo", "work", "sofia", "climb", "dog", "tea"];
+    check_pane(None, 10, &about, 7);
+    check_pane(None, 3, &about[..3], 7);
+    check_pane(Some("p2"), 10, &about, 7);
+    check_pane(
+        Some("p1"),
+        10,
+        &[
+            "name", "oslo", "work", "sofia", "climb", "dog", "proj", "tea",
+        ],
+        8,
+    );
+    check_pane(None, 0, &[], 7);
+    assert_eq!(facts_for_pane(&[], None, 10), (vec![], 0));
+}

@@ -199,6 +199,9 @@ pub enum DropReason {
     /// without a failed reply between, as an import may hold, are both sent: they are their words.) (`history::ended_marker` says what is sent of a
     /// reply that did not end).
     Unanswered,
+    /// Kept out of the prompt by the app it was imported from, shown in the chat
+    /// (`MessageMeta::hidden`).
+    Hidden,
 }
 
 /// A message left out, with the reason.
@@ -624,12 +627,15 @@ struct HistoryWalk<'a, E: TokenEstimator + ?Sized> {
 }
 
 impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
-    /// Why message `i` is left out whatever the room: after the new message, an error record,
+    /// Why message `i` is left out whatever the room: after the new message, hidden from the
+    /// model, an error record,
     /// nothing to send, an unanswered question, covered by the summary (`covered_drop`).
     fn left_out(&self, i: usize, covered_drop: impl Fn(&Message) -> bool) -> Option<DropReason> {
         let m = &self.history[i];
         if m.seq > self.new_seq {
             Some(DropReason::AfterNewMessage)
+        } else if m.meta.hidden {
+            Some(DropReason::Hidden)
         } else if m.status == MessageStatus::Error {
             Some(DropReason::Errored)
         } else if is_empty_message(m) && ended_marker(m).is_none() {

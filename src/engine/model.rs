@@ -108,6 +108,11 @@ pub struct MessageMeta {
     /// it keep their place in the tree.
     #[serde(default)]
     pub deleted: bool,
+    /// Hidden from the model: shown in the chat (marked), never sent in a prompt nor read by a
+    /// memory update. An import's: a message its source app kept out of the prompt (SillyTavern's
+    /// `is_system`).
+    #[serde(default)]
+    pub hidden: bool,
     /// The model's reasoning before this reply (its thinking), apart from the content: kept and
     /// shown, never sent back in a prompt nor read by memory updates or titles.
     #[serde(default)]

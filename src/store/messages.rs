@@ -68,6 +68,8 @@ struct BulkMessage<'a> {
     replaces: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     deleted: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    hidden: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<ReasoningRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,6 +88,7 @@ impl<'a> BulkMessage<'a> {
             after,
             replaces,
             deleted,
+            hidden,
             reasoning,
             stats,
         } = &m.meta;
@@ -118,6 +121,7 @@ impl<'a> BulkMessage<'a> {
             after: after.as_deref(),
             replaces: replaces.as_deref(),
             deleted: *deleted,
+            hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
         }

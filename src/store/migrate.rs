@@ -236,6 +236,7 @@ fn legacy_message_record(conv_id: &str, i: usize, m: &Legacy) -> MessageRecord {
         after: None,
         replaces: None,
         deleted: false,
+        hidden: false,
         reasoning: None,
         stats: None,
     }

@@ -335,6 +335,10 @@ pub struct MessageRecord {
     pub replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// Hidden from the model (`MessageMeta::hidden`); absent in records written before it, where
+    /// no message is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
     /// The reply's reasoning; records written before it was kept have none (no migration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningRecord>,
@@ -370,6 +374,7 @@ impl From<&Message> for MessageRecord {
             after,
             replaces,
             deleted,
+            hidden,
             reasoning,
             stats,
         } = meta;
@@ -416,6 +421,7 @@ impl From<&Message> for MessageRecord {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
         }
@@ -465,6 +471,7 @@ impl TryFrom<MessageRecord> for Message {
                 after: r.after,
                 replaces: r.replaces,
                 deleted: r.deleted,
+                hidden: r.hidden,
                 reasoning: r.reasoning.map(Into::into),
                 stats: r.stats.map(Into::into),
             },

@@ -5,10 +5,11 @@
 //! closure; no signal handle is handed out) and changed only by its own actions and event handlers (`events` dispatches the session's events to them). Only the stores call the
 //! session, through `backend`, its one holder. This module builds the stores, provides each as its
 //! one context (`stores`), opens the session and lays the app out. Reusable browser behaviours are in
-//! `behaviour`, the address in `route`, the layout this browser remembers in `prefs`. Must not import `crate::store` or `crate::transport`.
+//! `behaviour`, the badge that explains itself on a tap in `badge`, the address in `route`, the layout this browser remembers in `prefs`. Must not import `crate::store` or `crate::transport`.
 
 pub mod about;
 pub mod backend;
+pub mod badge;
 pub mod behaviour;
 pub mod chat;
 pub mod events;

@@ -65,15 +65,18 @@ const ENTITIES = [
   { id: 'bakery', type: 'concept', name: 'Sourdough bakery', description: 'The shop.', properties: {}, relationships: [] },
 ];
 
-/** A conversation with a question, a reply with markdown and code, and its memory built. */
+/** A conversation with a question, a reply with markdown and code, its memory built, and a fact
+ * about the user. */
 async function conversationWithMemory(page) {
   const { agent } = harness;
   await chatTurn(page, agent, 'Alice runs a bakery in Paris.',
     'Nice: **Alice** runs the Sourdough bakery, and Alice lives in Paris.\n\n```python\ndef greet(name):\n    return f"hi {name}"\n```\n\n[More](https://example.org)');
-  await chatTurn(page, agent, 'What should she bake first?', 'A country loaf.');
+  // A fact about the user, so the memory panel shows its facts too.
+  await chatTurn(page, agent, 'I work as a nurse. What should she bake first?', 'A country loaf.');
   agent.scriptMemory({ text: memoryReplyText({ summary: 'Alice runs a bakery in Paris.', entities: ENTITIES }) });
   await page.locator(tid('update-memory')).click();
   await page.locator(tid('entity-graph')).waitFor();
+  await page.locator(tid('memory-about-you')).locator(tid('memory-user-fact')).first().waitFor();
 }
 
 /** Opens the memory panel if it is closed. */

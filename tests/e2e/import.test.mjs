@@ -96,8 +96,24 @@ const SOURCES = [
   ['llamacpp.jsonl', 'llama.cpp web UI export: 1 conversation, 2 messages', {
     Haiku: ['u: Write a haiku about rain.', 'a: Soft rain on the roof\nthe kettle begins to sing\nnobody is home'],
   }],
-  ['sillytavern.jsonl', 'SillyTavern export: 1 conversation, 3 messages', {
-    'Seraphina and Ana': ['a: Welcome, Ana. I am Seraphina, guardian of this forest.', 'u: Where am I?', 'a: You are in the Glade, Ana. Rest here.'],
+  ['sillytavern.jsonl', 'SillyTavern export: 1 conversation, 6 messages', {
+    'Seraphina and Ana': ['a: Welcome, Ana. I am Seraphina, guardian of this forest.', 'u: Where am I?', 'a: You are in the Glade, Ana. Rest here.',
+      'a: *The fire crackles; Seraphina keeps watch.*', 'a: A wolf howls in the distance.', "u: (OOC: let's pause here)"],
+  }],
+  // Issue 29 item 6: what ChatGPT and Claude.ai showed, not their markup.
+  ['chatgpt-citations.json', 'ChatGPT export: 1 conversation, 4 messages', {
+    'Eiffel Tower': ['u: How tall is the Eiffel Tower?',
+      'a: The Eiffel Tower is 330 m tall. ([Wikipedia](https://en.wikipedia.org/wiki/Eiffel_Tower)) It was finished in 1889 ([The Eiffel Tower official](https://www.toureiffel.paris/en)). The tower is in Paris. Tickets sell out in summer.',
+      'u: What should I wear?',
+      'a: Bring a jacket ([Visiting the Eiffel Tower](https://example.org/visit)); it can be windy on top ([Weather at 300 m](https://example.org/wind)). Your notes say the same.'],
+  }],
+  ['claude-artifacts.json', 'Claude.ai export: 2 conversations, 6 messages', {
+    'Reverse a string in Python': ['u: Write a Python function to reverse a string.',
+      'a: Here is the function:\n\n**Reverse a string**\n\n```python\ndef reverse(s):\n    return s[::-1]\n```\n\nCall it with any string.',
+      'u: Make it handle None.',
+      'a: **Reverse a string**\n\n````python\ndef reverse(s):\n    """Reverse s; None gives "".\n\n    ```\n    >>> reverse("abc")\n    \'cba\'\n    ```\n    """\n    return (s or "")[::-1]\n````\n\nDone: None now gives an empty string.'],
+    'A poem about Rust': ['u: Write me a poem about Rust and a logo.',
+      'a: Sure, here is a short poem.\n\n**Ode to Rust**\n\n```markdown\n# Ode to Rust\nNo null, no fear.\n```\n\nAnd a logo:\n\n**Crab**\n\n```svg\n<svg viewBox="0 0 10 10"><circle r="4"/></svg>\n```\n\nEnjoy!'],
   }],
   ['bigagi.agi.json', 'big-AGI export: 2 conversations, 4 messages', {
     'French Revolution causes': ['s: You are a concise research assistant.', 'u: Summarise the causes of the French Revolution.\n\n[attachment: notes.pdf]', 'a: Debt, inequality and Enlightenment ideas.'],
@@ -127,6 +143,16 @@ test('import: every source through the import control, exactly the shown branch;
       assert.deepEqual(all, want, 'the stored conversations hold exactly the shown branches');
       const text = JSON.stringify(all);
       for (const bad of ['HIDDEN', 'ABANDONED', 'FAILED', 'SWIPE', 'SECRET', 'FEW-SHOT']) assert.ok(!text.includes(bad), `${bad} was imported`);
+      assert.ok(!/[\ue200-\ue202]|【/.test(text), 'no citation marker was imported');
+
+      // What SillyTavern kept out of its prompt is shown, marked as hidden from the model.
+      await items(page).filter({ hasText: 'Seraphina and Ana' }).locator(tid('conversation-open')).click();
+      await page.locator(tid('message')).nth(5).waitFor();
+      const marked = await page.locator(tid('message')).evaluateAll((ms) => ms.map((m) => !!m.querySelector('[data-testid="message-hidden"]')));
+      assert.deepEqual(marked, [false, false, false, true, false, true]);
+      // A code artifact renders as code, not as its markup.
+      await items(page).filter({ hasText: 'Reverse a string in Python' }).locator(tid('conversation-open')).click();
+      await page.locator(tid('message')).nth(1).locator('pre code').first().waitFor();
 
       // The same file again: the preview and the write add nothing.
       const again = await preview(page, await fixture('chatgpt.json'));

@@ -9,8 +9,8 @@
 // - a device with encryption off is refused by an encrypted database, and writes nothing to it;
 // - turning encryption on for a database that holds plaintext uploads everything sealed and leaves
 //   no plaintext document;
-// - after the sync URL's origin changes, neither "Test connection" nor Save sends the old host's
-//   password to the new host; the form says it must be typed again.
+// - after the sync URL's origin changes, neither "Test connection" nor the dialog's Save sends the
+//   old host's password to the new host; the form says it must be typed again.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -49,7 +49,8 @@ const SUMMARY = 'Ysolde lives in Quibdo with a parrot named Fernhollow.';
 const ENTITY = { type: 'other', name: 'Fernhollow', description: 'Ysolde’s parrot.' };
 const SECRETS = ['Ysolde', 'Quibdo', 'humid', 'Fernhollow', 'parrot'];
 
-/** Sync settings on `page`: URL, database, the encryption switch and passphrase; Save; the result. */
+/** Sync settings on `page`: URL, database, the encryption switch and passphrase; the dialog's one
+ *  Save; the result (`ok`: the dialog closed, everything saved; otherwise the sync line's reason). */
 async function saveSync(page, server, { encrypt, passphrase = '', enabled = true }) {
   if (!(await page.locator(tid('settings-sync-url')).isVisible())) await page.locator(tid('settings-open')).click();
   await page.locator(tid('settings-sync-url')).fill(server.url);
@@ -61,23 +62,23 @@ async function saveSync(page, server, { encrypt, passphrase = '', enabled = true
     await page.locator(tid('settings-sync-passphrase')).fill(passphrase);
   }
   const result = page.locator(tid('sync-result'));
-  // This action's words, not the last one's: they come after its "Checking…" or "Saving…".
+  // This Save's words, not the last action's: they come after its "Checking…" or "Saving…".
   await result.evaluate((e) => {
     e.seenWorking = false;
     new MutationObserver(() => { if (/Checking|Saving/.test(e.textContent)) e.seenWorking = true; })
       .observe(e, { childList: true, characterData: true, subtree: true });
   });
-  await page.locator(tid('sync-save')).click();
+  await page.locator(tid('settings-save')).click();
   await page.waitForFunction(() => {
     const e = document.querySelector('[data-testid="sync-result"]');
-    return e.seenWorking && e.textContent.trim() !== '' && !/Checking|Saving/.test(e.textContent);
+    if (!e) return true; // the dialog closed: everything was saved
+    return e.seenWorking && e.getAttribute('data-ok') === 'false';
   }, null, { timeout: 30_000 });
-  return { ok: (await result.getAttribute('data-ok')) === 'true', text: await result.innerText() };
-}
-
-async function closeSettings(page) {
-  await page.locator(tid('settings-save')).click();
-  await page.locator(tid('settings-endpoint-url')).waitFor({ state: 'hidden' });
+  if ((await result.count()) === 0) return { ok: true, text: 'saved' };
+  const text = await result.innerText();
+  const said = await page.locator(tid('settings-dialog')).locator('.dialog-actions [role="alert"]').innerText();
+  assert.match(said, /Sync was not saved/, 'the dialog says why it stays open');
+  return { ok: false, text };
 }
 
 /** A new device with the endpoint set and nothing else. */
@@ -151,7 +152,6 @@ test('sync e2ee: the server holds no word; a wrong passphrase writes nothing; th
     await withDiagnostics(A.page, A.issues, 'sync-e2ee', async () => {
       const saved = await saveSync(A.page, couch, { encrypt: true, passphrase: PASSPHRASE });
       assert.ok(saved.ok, saved.text);
-      await closeSettings(A.page);
       await converse(A.page);
       const id = await currentConversationId(A.page);
       await eventually(async () => (await pageFacts(A.page)).includes('Quibdo'), { what: "the fact on A's Memory page", timeout: 30_000 });
@@ -181,7 +181,6 @@ test('sync e2ee: the server holds no word; a wrong passphrase writes nothing; th
       // B, the right passphrase: the conversation, its memory and the facts arrive.
       const right = await saveSync(B.page, couch, { encrypt: true, passphrase: PASSPHRASE });
       assert.ok(right.ok, right.text);
-      await closeSettings(B.page);
       await synced(B.page);
       await conversationItem(B.page, id).waitFor({ timeout: 30_000 });
       await conversationItem(B.page, id).locator(tid('conversation-open')).click();
@@ -218,7 +217,6 @@ test('sync e2ee: turning encryption on for a plaintext database leaves no plaint
       assert.ok(before.text.includes('Quibdo'), 'plaintext sync holds the words (the test can see them)');
       const on = await saveSync(A.page, couch, { encrypt: true, passphrase: PASSPHRASE });
       assert.ok(on.ok, on.text);
-      await closeSettings(A.page);
       await eventually(async () => {
         const v = await serverView(couch);
         return !v.rows.some((r) => /^[cmersfp]:/.test(r.id)) && v.rows.some((r) => r.id.startsWith('x:'));
@@ -273,8 +271,8 @@ test('sync credentials: after the sync URL changes origin, the old password neve
       await page.locator(tid('settings-sync-database')).fill('memoire');
       await page.locator(tid('settings-sync-user')).fill('ann');
       await page.locator(tid('settings-sync-password')).fill('old-host-secret');
-      await page.locator(tid('sync-save')).click();
-      await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
+      await page.locator(tid('settings-save')).click();
+      await page.locator(tid('settings-dialog')).waitFor({ state: 'detached' });
       await page.reload();
       await page.locator(tid('settings-open')).click();
       const needed = page.locator(tid('sync-password-needed'));
@@ -287,8 +285,11 @@ test('sync credentials: after the sync URL changes origin, the old password neve
       await page.locator(tid('sync-test')).click();
       await result.filter({ hasText: 'type its password again' }).waitFor();
       await page.locator(tid('settings-sync-enabled')).check();
-      await page.locator(tid('sync-save')).click();
-      await result.filter({ hasText: 'type its password again' }).waitFor();
+      // The dialog's Save refuses too, says why in the dialog, and stays open.
+      await page.locator(tid('settings-save')).click();
+      await page.locator(tid('settings-dialog')).locator('.dialog-actions [role="alert"]')
+        .filter({ hasText: /Sync was not saved: .*type its password again/ }).waitFor();
+      assert.equal(await result.getAttribute('data-ok'), 'false');
       await new Promise((r) => setTimeout(r, 1000));
       assert.deepEqual(other.seen.filter((r) => r.auth), [], 'the new host received no credentials');
 

@@ -2,7 +2,8 @@
 // banner and Dismiss on screen at 1440×900 and 390×844, the fix behind "How to fix", one Retry),
 // a failed turn shown as one failed message that Retry replaces (one question in the chat and in
 // the request, also when a new message is typed instead), the memory panel closed and still closed
-// after a reload, and search highlighting the whole query typed key by key.
+// after a reload and leading with what is remembered (the facts about the user once there are any),
+// and search highlighting the whole query typed key by key.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +19,7 @@ import {
   waitForAssistant,
   waitForAssistantCount,
   configureEndpoint,
+  endpointBase,
   tid,
   openUiApp,
   withDiagnostics,
@@ -178,6 +180,87 @@ test('the memory panel closes on a wide window and stays closed after a reload; 
     await page.reload();
     await waitForAppReady(page);
     await pane.waitFor();
+  }));
+
+test('the memory panel leads with the facts about the user once they exist, in every conversation; "off here" and a forget show at once', () =>
+  journey('memory-panel-facts', async (page) => {
+    const { agent } = harness;
+    await page.setViewportSize({ width: 1440, height: 900 });
+    const pane = page.locator(tid('memory-pane'));
+    const section = pane.locator(tid('memory-about-you'));
+    await chatTurn(page, agent, 'Hello there', 'Hi.');
+    await pane.locator(tid('memory-summary')).waitFor();
+    assert.equal(await section.count(), 0, 'no facts yet: no section');
+
+    await chatTurn(page, agent, 'My name is Marta and I work as a nurse.', 'Hello Marta.');
+    const facts = section.locator(tid('memory-user-fact'));
+    await facts.nth(1).waitFor();
+    const texts = (await facts.allInnerTexts()).map((t) => t.replace(/\s+said .*$/, '').trim());
+    assert.deepEqual(texts, ['My name is Marta.', 'I work as a nurse.'], 'who the user is, name first');
+    assert.match(await facts.first().innerText(), /said \d/, 'each with the day it was said');
+    // Among what is remembered, before the token table behind "What the model receives".
+    const order = await pane.evaluate((p) => [...p.querySelectorAll('[data-testid="memory-summary"], [data-testid="memory-about-you"], [data-testid="context-inspector"]')].map((e) => e.getAttribute('data-testid')));
+    assert.deepEqual(order, ['memory-summary', 'memory-about-you', 'context-inspector']);
+    const [top, inspector] = [await box(section), await box(pane.locator(tid('context-inspector')))];
+    assert.ok(top.y < inspector.y, 'above the inspector');
+    assert.ok(top.y < 900, `in view of a 900 px window without scrolling (at ${top.y})`);
+
+    // Off for this conversation: the facts are still shown, and the pane says none of them goes out.
+    const off = section.locator(tid('memory-about-you-off'));
+    assert.equal(await off.isVisible(), false);
+    await pane.locator(tid('conversation-use-user-memory')).click();
+    await off.waitFor();
+
+    // Another conversation shows them too: they are about the user, not this conversation.
+    await page.locator(tid('new-conversation')).click();
+    await page.locator(tid('message')).first().waitFor({ state: 'detached' });
+    await chatTurn(page, agent, 'What should I cook tonight?', 'Soup.');
+    await section.locator(tid('memory-user-fact')).nth(1).waitFor();
+    assert.equal(await section.locator(tid('memory-about-you-off')).isVisible(), false, 'on in this one');
+
+    // Forgotten on the Memory page, a fact leaves the panel at once.
+    await pane.locator(tid('memory-page-open')).click();
+    const nurse = page.locator(tid('memory-page')).locator(tid('user-fact')).filter({ hasText: 'nurse' });
+    await nurse.locator(tid('user-fact-forget')).click();
+    await nurse.locator(tid('confirm-forget')).click();
+    await page.keyboard.press('Escape');
+    await section.locator(tid('memory-user-fact')).filter({ hasText: 'nurse' }).waitFor({ state: 'detached' });
+    assert.deepEqual((await section.locator(tid('memory-user-fact')).allInnerTexts()).map((t) => t.replace(/\s+said .*$/, '').trim()), ['My name is Marta.']);
+  }));
+
+test('nothing cut or wrapped: "+ New" on one line at 1440 and 1000 wide, the model picker\'s ▾ whole at 390 wide', () =>
+  journey('cosmetics', async (page) => {
+    const { agent } = harness;
+    await chatTurn(page, agent, 'Hello there', 'Hi.');
+    for (const width of [1000, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.waitForTimeout(100);
+      const sidebar = await box(page.locator(tid('sidebar')));
+      for (const id of ['new-conversation', 'temporary-chat']) {
+        const lines = await page.locator(tid(id)).evaluate((b) => {
+          const r = document.createRange();
+          r.selectNodeContents(b);
+          return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size;
+        });
+        assert.equal(lines, 1, `${id} is on one line at ${width}`);
+        const b = await box(page.locator(tid(id)));
+        assert.ok(b.x + b.width <= sidebar.x + sidebar.width, `${id} is inside the sidebar at ${width}: ${JSON.stringify(b)} in ${JSON.stringify(sidebar)}`);
+      }
+      await page.screenshot({ path: shot(`sidebar-head-${width}`) });
+    }
+
+    // A long model name is cut short on a phone, its ▾ never.
+    await configureEndpoint(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'a-very-long-model-name-that-cannot-fit-in-the-header-q4_k_m' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    const picker = page.locator(tid('model-picker'));
+    const caret = picker.locator('.caret');
+    await page.waitForTimeout(100);
+    const [p, c] = [await box(picker), await box(caret)];
+    assert.ok(c.width > 4 && c.x >= p.x && c.x + c.width <= p.x + p.width + 0.5, `the ▾ is whole: ${JSON.stringify(c)} in ${JSON.stringify(p)}`);
+    assert.ok(p.x + p.width <= 390, 'the picker is on screen');
+    const name = picker.locator(tid('model-picker-name'));
+    assert.ok(await name.evaluate((e) => e.scrollWidth > e.clientWidth), 'the name is cut short instead');
+    await page.screenshot({ path: shot('picker-390') });
   }));
 
 test('search typed key by key, at a person\'s speed, highlights the whole query; the match is in view in the sidebar', () =>

@@ -423,7 +423,7 @@ test('layout and keyboard: narrow memory toggle, #/c/<id> routing with back, Ctr
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'conversation-search');
 
     // Every testid that names one thing appears once.
-    const repeated = new Set(['conversation-item', 'conversation-open', 'conversation-title', 'conversation-count', 'conversation-time', 'conversation-badge',
+    const repeated = new Set(['conversation-item', 'conversation-open', 'conversation-title', 'conversation-count', 'conversation-time', 'conversation-badge', 'conversation-badge-info',
       'rename-conversation', 'delete-conversation', 'message', 'message-content', 'edit-message', 'entity-node', 'entity-group', 'entity-name',
       'entity-description', 'entity-relationship', 'entity-edit', 'entity-delete', 'graph-node', 'graph-edge', 'inspector-section',
       'inspector-dropped-item', 'copy-code', 'search-hit', 'restore-summary', 'recent-message', 'copy-message', 'message-model', 'message-tokens',

@@ -1,7 +1,8 @@
 // A phone that fits (issue 30 item 5), at 390×844: the chat header is one row (what does not fit is
 // an icon with its name for screen readers), each message action is a 44×44 px target with an
 // accessible name, and the conversation drawer closes on any choice (the conversation already open
-// included) and never covers the chat once a message is sent.
+// included) and never covers the chat once a message is sent; a row's memory badge says what it
+// means on a tap.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -89,4 +90,42 @@ test('phone: the drawer closes on choosing the conversation already open, and on
     await sidebar.waitFor({ state: 'hidden' });
     await waitForAssistantCount(page, 2);
     assert.equal(await messages(page).count(), 4);
+  }));
+
+test('phone: a sidebar row\'s memory badge ("new", "memory sent") says what it means on a tap, in the drawer; the rest of the row still opens the conversation', () =>
+  journey('phone-badge', async (page) => {
+    const { agent } = harness;
+    await chatTurn(page, agent, 'Planning the bakery', 'Let us plan it.');
+    const first = await currentConversationId(page);
+    const sidebar = page.locator(tid('sidebar'));
+    await page.locator(tid('sidebar-toggle')).click();
+    await page.locator(tid('new-conversation')).click();
+    await page.locator(tid('message')).first().waitFor({ state: 'detached' });
+    await chatTurn(page, agent, 'Planning the garden', 'Tomatoes first.');
+    await page.locator(tid('sidebar-toggle')).click();
+    await sidebar.waitFor({ state: 'visible' });
+    const row = page.locator(tid('conversation-item', `[data-conversation-id="${first}"]`));
+    const info = row.locator(tid('conversation-badge-info'));
+    const badge = info.locator(tid('conversation-badge'));
+    assert.ok(['new', 'memory sent'].includes((await badge.innerText()).trim()), await badge.innerText());
+    assert.equal(await badge.getAttribute('title'), null, 'no tooltip-only explanation');
+    assert.equal(await row.locator(tid('conversation-open')).locator(tid('conversation-badge-info')).count(), 0, 'not a button inside the row\'s button');
+
+    // A tap shows the words inside the drawer, and opens nothing.
+    await info.click();
+    const explained = row.locator(tid('conversation-badge-explained'));
+    await explained.waitFor();
+    assert.match(await explained.innerText(), /Memoire sends|Nothing to carry over/);
+    assert.equal(await info.getAttribute('aria-expanded'), 'true');
+    const [s, e] = [await box(sidebar), await box(explained)];
+    assert.ok(e.x >= s.x && e.x + e.width <= s.x + s.width + 0.5, `inside the drawer: ${JSON.stringify(e)} in ${JSON.stringify(s)}`);
+    assert.equal(await sidebar.isVisible(), true, 'the drawer stays open');
+    assert.notEqual(await currentConversationId(page), first, 'the conversation was not opened');
+    // A second tap closes it; a tap on the row's time opens the conversation and closes the drawer.
+    await info.click();
+    await explained.waitFor({ state: 'detached' });
+    const t = await box(row.locator(tid('conversation-time')));
+    await page.mouse.click(t.x + t.width / 2, t.y + t.height / 2);
+    await sidebar.waitFor({ state: 'hidden' });
+    assert.equal(await currentConversationId(page), first);
   }));

@@ -4,7 +4,8 @@
 // the model in use, a GGUF path shown by its file name while the full path is what is sent. Titles and
 // words: a title the model writes after the first reply (the memory model where one is set; the first
 // message when the reply is unusable), times of day under day separators with the full date in the
-// tooltip, the continuity badge explained by a tap, and a user message edited where it is.
+// tooltip, the continuity badge explained by a tap, and a user message edited where it is. One Save
+// for the whole settings dialog, sync included.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -202,7 +203,7 @@ test('times of day under day separators ("Today", "Mon 1 Jan 2024"), the full da
     await explained.waitFor({ state: 'detached' });
   }));
 
-test('edit in place: the message becomes its editor, Save and Cancel there, the composer keeps its draft', () =>
+test('edit in place: the message becomes its editor, Save and Cancel there (its other actions hidden meanwhile), the composer keeps its draft', () =>
   journey('edit-in-place', async (page) => {
     const { agent } = harness;
     await chatTurn(page, agent, 'Which key is the piece in?', 'D major.');
@@ -216,9 +217,15 @@ test('edit in place: the message becomes its editor, Save and Cancel there, the 
     assert.equal(await question.locator(tid('save-edit')).count(), 1, 'Save is in the message');
     assert.equal(await composer.inputValue(), 'a draft I am writing', 'the composer keeps its draft');
     assert.equal(await page.locator(tid('editing-bar')).count(), 0, 'nothing moves to the composer');
+    // While it is edited, Save and Cancel are its only actions: no Copy or Delete beside them.
+    for (const other of ['copy-message', 'delete-message', 'edit-message']) {
+      assert.equal(await question.locator(tid(other)).isVisible(), false, `${other} is hidden while editing`);
+    }
+    assert.equal(await messages(page, 'assistant').first().locator(tid('copy-message')).isVisible(), true, 'the reply keeps its actions');
     await question.locator(tid('cancel-edit')).click();
     await question.locator(tid('message-editor')).waitFor({ state: 'detached' });
     assert.equal(await messageText(question), 'Which key is the piece in?');
+    await question.locator(tid('copy-message')).waitFor({ state: 'visible' });
 
     await question.locator(tid('edit-message')).click();
     await editor.fill('Which key is the second movement in?');
@@ -229,4 +236,43 @@ test('edit in place: the message becomes its editor, Save and Cancel there, the 
     assert.equal(await messageText(messages(page, 'user').first()), 'Which key is the second movement in?');
     assert.equal((await messages(page, 'user').first().locator(tid('alternative-position')).innerText()).trim(), '2/2');
     assert.equal(await composer.inputValue(), 'a draft I am writing');
+  }));
+
+test('one Save for the whole settings dialog: sync is saved with the rest, its errors keep the dialog open and are said in it', () =>
+  journey('one-save', async (page) => {
+    await openSettings(page);
+    const dialog = page.locator(tid('settings-dialog'));
+    assert.equal(await page.locator(tid('sync-save')).count(), 0, 'the sync section has no Save of its own');
+    assert.deepEqual(
+      (await dialog.getByRole('button', { name: /save/i }).allInnerTexts()).map((t) => t.trim()),
+      ['Save'],
+      'one Save in the dialog',
+    );
+    assert.equal(await page.locator(tid('settings-test')).isVisible(), true, 'the endpoint keeps Test connection');
+    assert.equal(await page.locator(tid('sync-test')).isVisible(), true, 'sync keeps Test connection');
+
+    // The sync form's own check, on the dialog's Save: nothing is saved and the dialog says why.
+    await page.locator(tid('settings-recent-count')).fill('7');
+    await page.locator(tid('settings-sync-url')).fill('ftp://couch.example.com');
+    await page.locator(tid('settings-sync-enabled')).check();
+    await page.locator(tid('settings-save')).click();
+    const alert = dialog.locator('.dialog-actions [role="alert"]');
+    await alert.filter({ hasText: 'Sync was not saved: the URL is not valid' }).waitFor();
+    assert.equal(await page.locator(tid('sync-result')).getAttribute('data-ok'), 'false');
+    assert.match(await page.locator(tid('sync-result')).innerText(), /must start with http/);
+    assert.equal(await dialog.isVisible(), true, 'the dialog stays open');
+
+    // Fixed, one Save keeps both the memory number and the sync server, and closes the dialog.
+    await page.locator(tid('settings-sync-url')).fill('http://127.0.0.1:5984');
+    await page.locator(tid('settings-sync-database')).fill('notes');
+    await page.locator(tid('settings-sync-enabled')).uncheck();
+    await saveSettings(page);
+    await page.reload();
+    await openSettings(page);
+    assert.equal(await page.locator(tid('settings-recent-count')).inputValue(), '7');
+    assert.equal(await page.locator(tid('settings-sync-url')).inputValue(), 'http://127.0.0.1:5984');
+    assert.equal(await page.locator(tid('settings-sync-database')).inputValue(), 'notes');
+    // Nothing changed: Save closes at once and sync stays off.
+    await saveSettings(page);
+    assert.equal(await page.locator(tid('sync-status')).getAttribute('data-state'), 'off');
   }));

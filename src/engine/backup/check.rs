@@ -354,6 +354,7 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         after,
         replaces,
         deleted: _,
+        hidden: _,
         reasoning,
         stats: _,
     } = m;

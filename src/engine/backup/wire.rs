@@ -230,6 +230,10 @@ pub(super) struct BMessage {
     pub(super) replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) deleted: bool,
+    /// Hidden from the model (an imported message its source kept out of the prompt); absent in
+    /// older files, where no message is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) hidden: bool,
     /// The model's reasoning before the reply; absent in files written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) reasoning: Option<BReasoning>,
@@ -584,6 +588,7 @@ impl From<&Message> for BMessage {
             after,
             replaces,
             deleted,
+            hidden,
             reasoning,
             stats,
         } = meta;
@@ -628,6 +633,7 @@ impl From<&Message> for BMessage {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
         }
@@ -653,6 +659,7 @@ impl From<BMessage> for Message {
             after,
             replaces,
             deleted,
+            hidden,
             reasoning,
             stats,
         } = m;
@@ -702,6 +709,7 @@ impl From<BMessage> for Message {
                 after,
                 replaces,
                 deleted,
+                hidden,
                 reasoning: reasoning.map(Into::into),
                 stats: stats.map(Into::into),
             },

@@ -10,8 +10,10 @@ use crate::engine::model::Role;
 use serde_json::Value;
 use std::collections::HashMap;
 
+mod artifacts;
 mod bigagi;
 mod chatgpt;
+mod citations;
 mod claude;
 mod llamacpp;
 mod lobechat;

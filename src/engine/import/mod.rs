@@ -123,6 +123,8 @@ pub struct ImportedMessage {
     pub content: String,
     pub created_at: Option<Millis>,
     pub model: Option<String>,
+    /// Kept out of the prompt by the source app, shown in its chat (`MessageMeta::hidden`).
+    pub hidden: bool,
     /// The model's thinking before this reply, when the source kept it apart from the text.
     pub reasoning: Option<String>,
 }
@@ -466,6 +468,7 @@ fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<
             created_at: at,
             meta: MessageMeta {
                 model: m.model.clone(),
+                hidden: m.hidden,
                 // The source kept no times for it: "Thoughts", not "Thought for N s".
                 reasoning: m.reasoning.as_ref().map(|text| Reasoning {
                     text: text.clone(),

@@ -9,11 +9,13 @@ use super::error::MemoryFailure;
 use crate::engine::model::{Message, MessageStatus, Millis, Role};
 use crate::engine::sort::sort_by_key;
 
-/// Whether a message takes part in memory: not errored, not still streaming, and not empty.
-/// Interrupted replies count (their partial text is kept and was seen by the user).
+/// Whether a message takes part in memory: not errored, not still streaming, not empty, and not
+/// hidden from the model (`MessageMeta::hidden`). Interrupted replies count (their partial text is
+/// kept and was seen by the user).
 pub fn counts_for_memory(m: &Message) -> bool {
     !matches!(m.status, MessageStatus::Error | MessageStatus::Streaming)
         && !m.content.trim().is_empty()
+        && !m.meta.hidden
 }
 
 /// Everything `due` looks at.

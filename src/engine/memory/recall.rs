@@ -257,6 +257,7 @@ pub fn rank(found: Vec<Found>, words: &[String], here: &str) -> Vec<Passage> {
             m.conversation_id != here
                 && !f.private
                 && !m.meta.deleted
+                && !m.meta.hidden
                 && m.status != MessageStatus::Error
                 && !m.content.trim().is_empty()
                 && seen.insert(m.id.clone())

@@ -27,6 +27,8 @@
 //!   (name, home, work, people: [`CORE_MAX_FACTS`] within two thirds of the budget) first, then
 //!   those sharing terms with the recent messages, then the rest of the core, then the rest, newest
 //!   first; each line with the day it was said ([`fact_line`]).
+//! - What the memory pane leads with ([`facts_for_pane`]) and the Memory page lists
+//!   ([`facts_for_page`]).
 //!
 //! Uses the memory's sentence, claim and request rules; must not import `super::read` or
 //! `super::catchup`. Must not import anything outside `crate::engine`.
@@ -1085,6 +1087,7 @@ pub fn handle_messages_in(
     for m in messages.iter().filter(|m| {
         m.role == Role::User
             && !m.meta.deleted
+            && !m.meta.hidden
             && matches!(
                 m.status,
                 MessageStatus::Complete | MessageStatus::Interrupted
@@ -1414,6 +1417,34 @@ pub fn fact_days(f: &UserFact) -> String {
         (None, Some(_)) => format!("said {from}"),
         (None, None) => format!("added {from}"),
     }
+}
+
+/// The facts the memory pane leads with for a conversation whose prompts read facts in `scope`
+/// (`project::prompt_scope`): the current ones [`in_scope`], who the user is first (name, home,
+/// work, people, in that order), then the rest; newest first within each kind, then by id. The
+/// first `limit` of them, and how many there are in all (the rest are on the Memory page).
+pub fn facts_for_pane<'a>(
+    facts: &'a [UserFact],
+    scope: Option<&str>,
+    limit: usize,
+) -> (Vec<&'a UserFact>, usize) {
+    let rank = |k: FactKind| {
+        FactKind::ALL
+            .iter()
+            .position(|c| *c == k && k.is_core())
+            .unwrap_or(FactKind::ALL.len())
+    };
+    let mut shown: Vec<&UserFact> = facts.iter().filter(|f| in_scope(f, scope)).collect();
+    sort_by(&mut shown, |a, b| {
+        (rank(a.kind), std::cmp::Reverse(a.valid_from), &a.id).cmp(&(
+            rank(b.kind),
+            std::cmp::Reverse(b.valid_from),
+            &b.id,
+        ))
+    });
+    let all = shown.len();
+    shown.truncate(limit);
+    (shown, all)
 }
 
 /// The facts the Memory page lists for the search `query`: not forgotten, holding every word of

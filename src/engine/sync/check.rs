@@ -185,6 +185,7 @@ fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
         error,
         path,
         model,
+        hidden: _,
         reasoning,
         stats: _,
         at,

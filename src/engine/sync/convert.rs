@@ -214,6 +214,7 @@ pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
         error: m.meta.error.clone(),
         path: m.meta.path.map(|p| p.as_str().to_string()),
         model: m.meta.model.clone(),
+        hidden: m.meta.hidden,
         reasoning: m.meta.reasoning.as_ref().map(|r| ReasoningDoc {
             text: r.text.clone(),
             started_at: r.started_at,
@@ -262,6 +263,7 @@ pub fn to_message(d: &MessageDoc) -> Message {
             after: d.after.clone(),
             replaces: d.replaces.clone(),
             deleted: false,
+            hidden: d.hidden,
             reasoning: d.reasoning.as_ref().map(|r| Reasoning {
                 text: r.text.clone(),
                 started_at: r.started_at,

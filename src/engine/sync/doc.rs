@@ -210,6 +210,9 @@ pub struct MessageDoc {
     pub path: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
+    /// Hidden from the model (`MessageMeta::hidden`); absent in older documents, where no message is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
     /// The model's reasoning before the reply: its text, when it started and ended (absent in
     /// documents written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]

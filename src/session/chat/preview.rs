@@ -170,6 +170,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
                 DropReason::Empty => "empty",
                 DropReason::AfterNewMessage => "a reply to an earlier attempt at this message",
                 DropReason::Unanswered => "a question whose reply failed, followed by another",
+                DropReason::Hidden => "hidden from the model where it was imported from",
             }
             .to_string(),
         })

@@ -1,10 +1,11 @@
 //! The about-you store: the facts about the user the Memory page lists (current and past; the
-//! forgotten ones are tombstones it does not show), whether the page is open, and its search. Its
+//! forgotten ones are tombstones it does not show) and the memory pane leads with, whether the
+//! page is open, and its search. Its
 //! signals are private: views read them and call its actions, each making its session calls
 //! through the backend. Which facts the page lists, and in what order, is the engine's. Must not
 //! import `crate::store` or `crate::transport`.
 
-use crate::engine::memory::user::facts_for_page;
+use crate::engine::memory::user::{facts_for_page, facts_for_pane};
 use crate::engine::model::UserFact;
 use crate::ui::backend::Backend;
 use leptos::prelude::*;
@@ -14,6 +15,9 @@ use leptos::prelude::*;
 pub struct AboutStore {
     backend: Backend,
     open: RwSignal<bool>,
+    /// The memory pane shows facts: they are read, and read again on a change, while the page is
+    /// closed too.
+    followed: RwSignal<bool>,
     facts: RwSignal<Vec<UserFact>>,
     query: RwSignal<String>,
     /// How many of the matching facts the page mounts (a page at a time: a thousand rows at once
@@ -30,6 +34,7 @@ impl AboutStore {
         AboutStore {
             backend,
             open: RwSignal::new(false),
+            followed: RwSignal::new(false),
             facts: RwSignal::new(Vec::new()),
             query: RwSignal::new(String::new()),
             limit: RwSignal::new(FACTS_PAGE),
@@ -63,6 +68,29 @@ impl AboutStore {
         })
     }
 
+    /// The facts the memory pane leads with for a conversation whose prompts read facts in
+    /// `scope`, up to `limit`, and how many there are in all (`engine::memory::user::facts_for_pane`
+    /// decides). Tracked.
+    pub fn with_pane_facts<R>(
+        &self,
+        scope: Option<&str>,
+        limit: usize,
+        f: impl FnOnce(&[&UserFact], usize) -> R,
+    ) -> R {
+        self.facts.with(|fs| {
+            let (shown, all) = facts_for_pane(fs, scope, limit);
+            f(&shown, all)
+        })
+    }
+
+    /// The memory pane shows the facts: read them now and after every change.
+    pub fn follow(&self) {
+        if !self.followed.get_untracked() {
+            self.followed.set(true);
+            self.reload();
+        }
+    }
+
     /// Mounts the next page of facts.
     pub fn show_more(&self) {
         self.limit.update(|l| *l += FACTS_PAGE);
@@ -85,9 +113,10 @@ impl AboutStore {
         self.query.set(q);
     }
 
-    /// Reads the facts again (while the page is open: closed, nothing shows them).
+    /// Reads the facts again (while the page is open or the memory pane shows them: else nothing
+    /// shows them).
     pub fn reload(&self) {
-        if !self.open.get_untracked() {
+        if !self.open.get_untracked() && !self.followed.get_untracked() {
             return;
         }
         let facts = self.facts;

@@ -304,6 +304,12 @@ fn MessageHead(
                 </span>
             }))}
             <MessageTime at=item.created_at/>
+            {move || st.with_meta(|m| m.hidden).then(|| view! {
+                <span class="status status-hidden" data-testid="message-hidden"
+                    title="The app it was imported from kept it out of the prompt: it is shown here and never sent to the model.">
+                    "hidden from the model"
+                </span>
+            })}
             {move || note().map(|(key, label)| view! { <span class=format!("status status-{key}")>{label}</span> })}
             <Show when=move || st.status() == MessageStatus::Streaming>
                 <span class="spinner small" aria-hidden="true"></span>
@@ -483,7 +489,8 @@ fn MessageFoot(
 /// Retry on the last message while the last turn can be sent again (a failed reply, one cut off or
 /// stopped, a question without a reply); Copy on every finished message that says something; the
 /// pager between alternatives; once no reply is being written, Edit on every user message,
-/// Regenerate on every reply that did not fail, and Delete (which asks first).
+/// Regenerate on every reply that did not fail, and Delete (which asks first). None while the
+/// message is edited in place.
 #[component]
 fn MessageActions(
     /// The message these actions act on.
@@ -512,6 +519,8 @@ fn MessageActions(
         let id = item.id.clone();
         move |_| chat.regenerate(id.clone())
     };
+    // While the message is edited in place its editor's Save and Cancel are the only actions.
+    let editing_id = item.id.clone();
     // One tab stop per message: the arrow keys move between its actions (`use_roving`).
     let row = NodeRef::<html::Div>::new();
     let tracked_retry = retry_here.clone();
@@ -527,7 +536,8 @@ fn MessageActions(
     // On a phone each action is an icon (its name for screen readers in `aria-label`, which starts
     // with the word shown on wider screens) on a 44×44 px target.
     view! {
-        <div class="message-actions" role="toolbar" aria-label="Message actions" node_ref=row>
+        <div class="message-actions" role="toolbar" aria-label="Message actions" node_ref=row
+            hidden=move || chat.is_editing(&editing_id)>
             <AlternativePager item=item.clone()/>
             <Show when=move || retry_here()>
                 <button class="retry" data-testid="retry-button" aria-label="Retry: ask again" on:click=move |_| chat.retry()>"Retry"</button>

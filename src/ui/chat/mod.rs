@@ -13,6 +13,7 @@ pub mod thinking;
 
 use crate::engine::format::continuity;
 use crate::ui::about::MemoryPageOpen;
+use crate::ui::badge::{BadgeIds, ExplainedBadge};
 use crate::ui::memory::build::MemoryBuildBar;
 use crate::ui::shell::update::UpdateReady;
 use crate::ui::shell::StatusArea;
@@ -54,31 +55,19 @@ fn TemporaryNotice() -> impl IntoView {
     }
 }
 
-/// The continuity badge ("new", "memory sent", …), a button that shows what it means in visible
-/// text (a tap works as well as a click; Esc or a press outside closes it).
+/// The continuity badge ("new", "memory sent", …), explained on a click or a tap.
 #[component]
 fn ContinuityBadge(
     /// The open conversation.
     conversation: crate::engine::model::Conversation,
 ) -> impl IntoView {
     let (key, label, why) = continuity(&conversation);
-    let open = RwSignal::new(false);
-    let root = leptos::prelude::NodeRef::<leptos::html::Div>::new();
-    crate::ui::behaviour::use_dismiss(root, open);
-    view! {
-        <div class="badge-wrap" node_ref=root>
-            <button class="badge-button" data-testid="continuity-info"
-                aria-label=format!("{label}: what this means") aria-expanded=move || open.get().to_string()
-                on:click=move |_| open.update(|o| *o = !*o)>
-                <span class=format!("badge badge-{key}") data-testid="continuity-badge" data-continuity=key>
-                    {label}
-                </span>
-            </button>
-            <Show when=move || open.get()>
-                <p class="badge-explained" role="note" data-testid="continuity-explained">{why}</p>
-            </Show>
-        </div>
-    }
+    let ids = BadgeIds {
+        info: "continuity-info",
+        badge: "continuity-badge",
+        explained: "continuity-explained",
+    };
+    view! { <ExplainedBadge key label why ids/> }
 }
 
 /// Drawer button, title, continuity badge, model picker, backup menu, memory toggle.

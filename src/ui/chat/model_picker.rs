@@ -57,7 +57,7 @@ pub fn ModelPicker() -> impl IntoView {
                 on:keydown=on_key
             >
                 <span class="model-name" data-testid="model-picker-name">{name}</span>
-                <span aria-hidden="true">" ▾"</span>
+                <span class="caret" aria-hidden="true">"\u{a0}▾"</span>
             </button>
             <Show when=move || open.get()>
                 <ModelMenu open=open own=Signal::derive(own) root=root/>

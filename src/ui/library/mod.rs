@@ -1,5 +1,5 @@
 //! The conversation sidebar (a drawer on phones): list by last activity (title, relative time,
-//! message count, memory status), new conversation, inline rename, delete with an in-page
+//! message count, memory status explained on a tap), new conversation, inline rename, delete with an in-page
 //! confirmation, search across titles and message text, settings and the theme; its store (`store`)
 //! owns the list's window and the search. Must not import `crate::store` or `crate::transport`.
 
@@ -10,6 +10,7 @@ use crate::engine::format::{
 };
 use crate::engine::model::{Conversation, Role};
 use crate::session::SearchHit;
+use crate::ui::badge::{BadgeIds, ExplainedBadge};
 use crate::ui::behaviour::focus_testid;
 use crate::ui::projects::{ProjectPicker, ProjectsSection};
 use crate::ui::stores::{use_chat, use_library, use_projects, use_settings, use_shell};
@@ -287,14 +288,16 @@ fn ConversationItem(
     }
 }
 
-/// The row's button: title, when, how many messages, memory status.
+/// The row's button (the title; the whole row opens the conversation), when, how many messages,
+/// and the memory status as a badge that explains itself on a tap: a button of its own beside the
+/// row's, never inside it.
 #[component]
 fn ConversationOpen(
     /// The conversation the row opens.
     conv: Conversation,
 ) -> impl IntoView {
     let chat = use_chat();
-    let (badge_key, badge_label, badge_title) = continuity(&conv);
+    let (key, label, why) = continuity(&conv);
     let title = if conv.title.is_empty() {
         "New conversation".to_string()
     } else {
@@ -303,22 +306,27 @@ fn ConversationOpen(
     let when = relative_time(conv.updated_at, now_ms());
     let count = conv.message_count;
     let id = conv.id.clone();
+    let ids = BadgeIds {
+        info: "conversation-badge-info",
+        badge: "conversation-badge",
+        explained: "conversation-badge-explained",
+    };
     view! {
-        <button
-            class="open"
-            data-testid="conversation-open"
-            on:click=move |_| chat.open(id.clone(), None)
-        >
-            <span class="title" data-testid="conversation-title">{title.clone()}</span>
+        <div class="open-wrap">
+            <button
+                class="open"
+                data-testid="conversation-open"
+                on:click=move |_| chat.open(id.clone(), None)
+            >
+                <span class="title" data-testid="conversation-title">{title.clone()}</span>
+            </button>
             <span class="meta">
                 <span class="when" data-testid="conversation-time">{when.clone()}</span>
                 " · "
                 <span class="count" data-testid="conversation-count" data-count=count>{plural(count as usize, "msg", "msgs")}</span>
-                <span class=format!("badge badge-{badge_key}") data-testid="conversation-badge" data-continuity=badge_key title=badge_title>
-                    {badge_label}
-                </span>
+                <ExplainedBadge key label why ids/>
             </span>
-        </button>
+        </div>
     }
 }
 

@@ -1,6 +1,7 @@
 //! The memory pane, a panel the user opens and closes on every width: first what is remembered, the
 //! summary (when, how much it covers, versions with restore) sentence by sentence, entities grouped
-//! by type (edit, delete) with their properties and relationships, and the entity graph as SVG; then
+//! by type (edit, delete) with their properties and relationships, the facts about the user once
+//! there are any (`facts`), and the entity graph as SVG; then
 //! the recent N messages as the engine sees them, and the context inspector behind "What the model
 //! receives". A
 //! fact that no longer holds (the engine says which: `engine::memory::shown`) is struck through,
@@ -9,6 +10,7 @@
 //! `crate::store` or `crate::transport`.
 
 pub mod build;
+pub mod facts;
 pub mod inspector;
 pub mod store;
 
@@ -21,6 +23,7 @@ use crate::engine::model::{EntityNode, EntityType, MessageStatus, Role};
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
 use crate::ui::stores::{use_chat, use_memory, use_shell};
 use build::BuildThis;
+use facts::AboutYouFacts;
 use inspector::ContextInspector;
 use leptos::prelude::*;
 
@@ -72,6 +75,7 @@ pub fn MemoryPane() -> impl IntoView {
                 <Failure/>
                 <Summary/>
                 <Entities/>
+                <AboutYouFacts/>
                 <Graph/>
                 <Recent/>
                 <ContextInspector/>

@@ -5,7 +5,8 @@
 //! memory settings (N, M; context tokens, reply reserve, history format and the chat model's
 //! reasoning effort behind "Advanced")
 //! globally or for the open conversation, "Test connection" (which picks the first model listed when
-//! none is set), and storage usage. Protocols are named as people know them (`Protocol::label`), a
+//! none is set), storage usage and the Sync section (`ui/sync`'s form). One Save saves the whole
+//! dialog, sync included (sync first: its errors keep the dialog open and are said in it). Protocols are named as people know them (`Protocol::label`), a
 //! model given as a file path says the name it is shown by. Every setting says in a line what it does.
 //! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view. Its store
 //! (`store`) owns the settings in force, the dialog's state and the endpoint's model list. Must not
@@ -21,8 +22,8 @@ use crate::engine::settings::{
     apply_preset, key_note, key_use, model_name_note, pick_listed_model, KeyUse, Settings, PRESETS,
 };
 use crate::ui::behaviour::use_focus_trap;
-use crate::ui::stores::{use_chat, use_settings, use_shell, use_transfer};
-use crate::ui::sync::SyncSection;
+use crate::ui::stores::{use_chat, use_settings, use_shell, use_sync, use_transfer};
+use crate::ui::sync::{SyncForm, SyncSection};
 use leptos::html;
 use leptos::prelude::*;
 
@@ -50,6 +51,8 @@ struct Form {
     error: RwSignal<Option<String>>,
     status: RwSignal<Option<String>>,
     testing: RwSignal<bool>,
+    /// Save is under way (sync's may ask its server first).
+    saving: RwSignal<bool>,
     models: RwSignal<Vec<String>>,
 }
 
@@ -69,6 +72,7 @@ fn SettingsForm() -> impl IntoView {
         error: RwSignal::new(None),
         status: RwSignal::new(None),
         testing: RwSignal::new(false),
+        saving: RwSignal::new(false),
         models: RwSignal::new(Vec::new()),
     };
     use_transfer().refresh_storage();
@@ -82,6 +86,9 @@ fn SettingsForm() -> impl IntoView {
             close();
         }
     };
+    let sync = SyncForm::new(use_sync());
+    // One Save for the whole dialog: the settings are checked, then sync is saved (which may ask
+    // its server), then the settings; any error keeps the dialog open and says what to fix.
     let save = move |_| {
         let s = form.draft.get_untracked();
         if let Err(e) = s.validate() {
@@ -89,13 +96,24 @@ fn SettingsForm() -> impl IntoView {
             return;
         }
         form.error.set(None);
+        form.saving.set(true);
         let overrides = chat
             .current_untracked()
             .filter(|_| form.scope_conversation.get_untracked())
             .map(|id| (id, form.overrides.get_untracked()));
-        settings.save(s, overrides, move |r| match r {
-            Ok(()) => close(),
-            Err(e) => form.error.set(Some(e)),
+        sync.save(move |r| {
+            if let Err(e) = r {
+                form.saving.set(false);
+                form.error.set(Some(format!("Sync was not saved: {e}")));
+                return;
+            }
+            settings.save(s, overrides, move |r| {
+                form.saving.set(false);
+                match r {
+                    Ok(()) => close(),
+                    Err(e) => form.error.set(Some(e)),
+                }
+            });
         });
     };
     view! {
@@ -108,11 +126,12 @@ fn SettingsForm() -> impl IntoView {
             <EndpointSection form=form/>
             <MemorySection form=form/>
             <StorageSection/>
-            <SyncSection/>
+            <SyncSection form=sync/>
             <div class="dialog-actions">
                 <p class="error" role="alert">{move || form.error.get().unwrap_or_default()}</p>
                 <button data-testid="settings-cancel" on:click=move |_| close()>"Cancel"</button>
-                <button class="primary" data-testid="settings-save" on:click=save>"Save"</button>
+                <button class="primary" data-testid="settings-save" on:click=save
+                    disabled=move || form.saving.get()>"Save"</button>
             </div>
         </div>
     }

@@ -1,5 +1,6 @@
 //! Sync across devices in the interface: the Settings "Sync" section (server URL, database, user,
-//! password, enabled, end-to-end encryption and its passphrase; Save; Test connection, whose verdict
+//! password, enabled, end-to-end encryption and its passphrase, saved by the dialog's one Save
+//! through [`SyncForm`]; Test connection, whose verdict
 //! says what to fix; after a change of the server's origin, a note that the password must be typed
 //! again, since the saved one only goes to its own origin) and the sidebar's sync
 //! indicator (`data-state` = off | synced | syncing | offline | error). Views read the sync store
@@ -11,14 +12,81 @@ pub mod store;
 use crate::engine::sync::origin::same_origin;
 use crate::session::SyncSettings;
 use crate::ui::stores::use_sync;
+use crate::ui::sync::store::SyncStore;
 use leptos::prelude::*;
 
-/// The Settings section.
+/// The Sync section's form. The settings dialog makes it and passes it to [`SyncSection`], so the
+/// dialog's one Save saves sync too ([`SyncForm::save`]).
+#[derive(Clone, Copy)]
+pub struct SyncForm {
+    sync: SyncStore,
+    fields: Fields,
+    /// What the last action said: `(ok, words)`.
+    result: RwSignal<Option<(bool, String)>>,
+    /// The sync settings the form opened with.
+    saved: StoredValue<SyncSettings>,
+}
+
+impl SyncForm {
+    /// The form, filled with the sync settings `sync` has saved.
+    pub fn new(sync: SyncStore) -> SyncForm {
+        let saved = sync.saved().unwrap_or_default();
+        SyncForm {
+            sync,
+            fields: Fields::new(&saved),
+            result: RwSignal::new(None),
+            saved: StoredValue::new(saved),
+        }
+    }
+
+    /// Saves the section when something in it changed or a password or passphrase was typed
+    /// (sync restarts with it); `on_done` hears how it went, at once when there was nothing to
+    /// save. The section's result line says it too.
+    pub fn save(&self, on_done: impl FnOnce(Result<(), String>) + 'static) {
+        let f = self.fields;
+        let settings = f.settings();
+        let password = typed(f.password);
+        let phrase = typed(f.passphrase);
+        let untouched = password.is_none() && phrase.is_none();
+        if untouched && self.saved.with_value(|s| *s == settings) {
+            on_done(Ok(()));
+            return;
+        }
+        let working = if settings.encrypt {
+            "Checking the passphrase…"
+        } else {
+            "Saving…"
+        };
+        let result = self.result;
+        result.set(Some((true, working.into())));
+        f.passphrase.set(String::new());
+        self.sync.save(settings, password, phrase, move |r| {
+            result.set(Some(match &r {
+                Ok(()) => (true, "Sync settings saved.".into()),
+                Err(e) => (false, e.clone()),
+            }));
+            on_done(r)
+        })
+    }
+}
+
+/// What a secret field holds, when something was typed in it.
+fn typed(field: RwSignal<String>) -> Option<String> {
+    Some(field.get_untracked()).filter(|p| !p.is_empty())
+}
+
+/// The Settings section: its fields and Test connection; the dialog's Save saves it.
 #[component]
-pub fn SyncSection() -> impl IntoView {
-    let sync = use_sync();
-    let saved = sync.saved().unwrap_or_default();
-    let f = Fields::new(&saved);
+pub fn SyncSection(
+    /// The form, made by the dialog whose Save saves it.
+    form: SyncForm,
+) -> impl IntoView {
+    let SyncForm {
+        sync,
+        fields,
+        result,
+        ..
+    } = form;
     let Fields {
         url,
         database,
@@ -27,48 +95,29 @@ pub fn SyncSection() -> impl IntoView {
         enabled,
         encrypt,
         passphrase,
-    } = f;
-    let result = RwSignal::new(None::<(bool, String)>);
-    let form = move || f.settings();
-    let typed = move || Some(password.get_untracked()).filter(|p| !p.is_empty());
-    let typed_passphrase = move || Some(passphrase.get_untracked()).filter(|p| !p.is_empty());
+    } = fields;
+    let saved = form.saved.get_value();
     // The saved password belongs to its origin: after a change, it must be typed again.
     let saved_origin = sync.password_origin();
     let had_password = !saved.user.is_empty();
     let was_encrypted = saved.encrypt;
-    // What an action says when it is done: its own words on success, the reason otherwise.
-    let outcome = move |done: &'static str| {
-        move |r: Result<(), String>| {
-            result.set(Some(
-                r.map(|()| done.to_string())
-                    .map_or_else(|e| (false, e), |t| (true, t)),
-            ))
-        }
-    };
     let test = move |_| {
         result.set(Some((true, "Testing…".into())));
-        sync.test(
-            form(),
-            typed(),
-            outcome("Connection works: the server, the credentials and the database are right."),
-        );
-    };
-    let save = move |_| {
-        let working = if encrypt.get_untracked() {
-            "Checking the passphrase…"
-        } else {
-            "Saving…"
-        };
-        result.set(Some((true, working.into())));
-        let done = outcome("Sync settings saved.");
-        let phrase = typed_passphrase();
-        passphrase.set(String::new());
-        sync.save(form(), typed(), phrase, done)
+        sync.test(fields.settings(), typed(password), move |r| {
+            result.set(Some(match r {
+                Ok(()) => (
+                    true,
+                    "Connection works: the server, the credentials and the database are right."
+                        .into(),
+                ),
+                Err(e) => (false, e),
+            }))
+        });
     };
     view! {
         <section data-testid="settings-sync">
             <h3>"Sync"</h3>
-            <p class="hint">"Keep conversations in step across devices through your own CouchDB server."</p>
+            <p class="hint">"Keep conversations in step across devices through your own CouchDB server. Save below saves these too."</p>
             <label>"Server URL"
                 <input data-testid="settings-sync-url" type="url" placeholder="https://couch.example.com:6984"
                     prop:value=move || url.get() on:input=text(url)/>
@@ -89,7 +138,6 @@ pub fn SyncSection() -> impl IntoView {
             </label>
             <div class="row">
                 <button data-testid="sync-test" on:click=test>"Test connection"</button>
-                <button data-testid="sync-save" on:click=save>"Save sync settings"</button>
             </div>
             <ResultLine result/>
         </section>

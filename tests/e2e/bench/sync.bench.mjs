@@ -230,9 +230,9 @@ async function syncOn(page, couch, { db = 'memoire', encrypt = false } = {}) {
   await page.locator(tid('settings-sync-encrypt')).setChecked(encrypt);
   if (encrypt) await page.locator(tid('settings-sync-passphrase')).fill(PASSPHRASE);
   const t0 = Date.now();
-  await page.locator(tid('sync-save')).click();
-  await page.locator(tid('sync-result')).filter({ hasText: 'saved' }).waitFor();
+  // The dialog's one Save saves sync too and closes once it is saved.
   await page.locator(tid('settings-save')).click();
+  await page.locator(tid('settings-dialog')).waitFor({ state: 'detached' });
   return t0;
 }
 

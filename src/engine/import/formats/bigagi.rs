@@ -66,6 +66,7 @@ fn conversation(
                 content: text,
                 created_at: any_time(m.get("created")),
                 model: str_at(m, "originLLM").map(str::to_string),
+                hidden: false,
                 reasoning: None,
             },
         );

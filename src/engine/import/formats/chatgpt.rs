@@ -1,11 +1,13 @@
 //! ChatGPT's data export (`conversations.json`): a list of conversations whose `mapping` is a tree
 //! of nodes `{id, message or null, parent, children}`; the shown branch is the path from
 //! `current_node` up through `parent` to the root. Keeps what ChatGPT shows: user and assistant
-//! text to `all`, not visually hidden, of content type `text` or `multimodal_text`.
+//! text to `all`, not visually hidden, of content type `text` or `multimodal_text`, its citation
+//! markers made what ChatGPT shows (`citations.rs`).
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{id_at, secs, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::citations::readable;
 use super::{conv_name, shape};
 use super::{read_items, shown};
 use super::{said, Said};
@@ -76,6 +78,7 @@ pub(super) fn conversation(
                     .get("metadata")
                     .and_then(|md| str_at(md, "model_slug"))
                     .map(str::to_string),
+                hidden: false,
                 reasoning: None,
             }),
             Err(why) => why.count(skipped),
@@ -167,7 +170,8 @@ fn visible(m: &Value) -> Result<(Role, String), Why> {
             _ => {}
         }
     }
-    let text = text.join("\n\n");
+    // Citation markers as ChatGPT shows them: their source's readable text, or nothing.
+    let text = readable(&text.join("\n\n"), meta);
     if text.trim().is_empty() {
         return Err(Why::Empty);
     }

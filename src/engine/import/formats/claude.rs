@@ -1,15 +1,18 @@
 //! Claude.ai's data export (`conversations.json`): a list of `{uuid, name, created_at,
 //! chat_messages[]}`; each message has `sender` (`human`/`assistant`) and `content` blocks, of which
-//! `text` blocks are the message and `thinking` blocks its reasoning (`redacted_thinking`,
-//! `tool_use`, `tool_result` are dropped); `text` is read only when there are no content blocks
-//! (older exports). Older exports carry the thinking inline in the text as
-//! `<antThinking>…</antThinking>`: it becomes the message's reasoning too ([`ant_thinking`]). Attachments become a note. When the
+//! `text` blocks are the message, and the artifacts Claude wrote beside them (`artifacts.rs`: an
+//! `artifacts` `tool_use` that creates or rewrites one, an `<antArtifact>` in the text) fenced
+//! blocks in it; `thinking` blocks are its reasoning (`redacted_thinking`, other `tool_use`,
+//! `tool_result` are dropped); `text` is read only when there are no content blocks (older
+//! exports). Older exports carry the thinking inline in the text as `<antThinking>…</antThinking>`:
+//! it becomes the message's reasoning too ([`ant_thinking`]). Attachments become a note. When the
 //! conversation names its `current_leaf_message_uuid` and messages carry `parent_message_uuid`
 //! (edited or retried prompts), only the branch from that leaf up to the root is kept.
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::artifacts;
 use super::said;
 use super::{attachment_notes, conv_name, list, with_notes};
 use super::{keep, read_items, shown};
@@ -34,25 +37,34 @@ pub(super) fn conversation(
             continue;
         };
         let blocks = list(SOURCE, &at, m, "content")?;
-        let mut text: Vec<&str> = Vec::new();
-        let mut thinking: Vec<&str> = Vec::new();
+        let mut text: Vec<String> = Vec::new();
+        let mut thinking: Vec<String> = Vec::new();
         for b in blocks {
             match str_at(b, "type") {
-                Some("text") => text.extend(str_at(b, "text").filter(|t| !t.is_empty())),
-                Some("thinking") => {
-                    thinking.extend(str_at(b, "thinking").filter(|t| !t.is_empty()))
-                }
+                Some("text") => text.extend(
+                    str_at(b, "text")
+                        .filter(|t| !t.is_empty())
+                        .map(artifacts::in_text),
+                ),
+                Some("thinking") => thinking.extend(
+                    str_at(b, "thinking")
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string),
+                ),
                 Some("redacted_thinking") => skipped.reasoning += 1,
+                Some("tool_use") if artifacts::from_tool_use(b).is_some() => {
+                    text.extend(artifacts::from_tool_use(b));
+                }
                 Some(t) if t.starts_with("tool") || t.ends_with("tool_use") => skipped.tool += 1,
                 _ => {}
             }
         }
         let mut text = text.join("\n\n");
         if blocks.is_empty() {
-            text = str_at(m, "text").unwrap_or("").to_string();
+            text = artifacts::in_text(str_at(m, "text").unwrap_or(""));
         }
         let (inline, text) = ant_thinking(&text);
-        thinking.extend(inline.iter().map(String::as_str));
+        thinking.extend(inline);
         let reasoning = (!thinking.is_empty()).then(|| thinking.join("\n\n"));
         let mut notes = attachment_notes(list(SOURCE, &at, m, "attachments")?, &["file_name"]);
         notes.extend(attachment_notes(
@@ -70,6 +82,7 @@ pub(super) fn conversation(
                 created_at: any_time(m.get("created_at")),
                 model: None,
                 reasoning,
+                hidden: false,
             },
         );
     }

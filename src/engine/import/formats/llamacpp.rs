@@ -73,6 +73,16 @@ pub fn read_jsonl(lines: &[Value]) -> Result<Imported, ImportError> {
     finish(SOURCE, conversations, skipped, false)
 }
 
+/// The node the conversation shows: its `currNode`, else its newest message.
+fn current_node(conv: &Value, all: &[&Value]) -> Option<String> {
+    let newest = all
+        .iter()
+        .filter(|m| str_at(m, "type") != Some("root"))
+        .max_by_key(|m| millis(m.get("timestamp")).unwrap_or(0))
+        .and_then(|m| id_at(m, "id"));
+    id_at(conv, "currNode").or(newest)
+}
+
 fn conversation(
     conv: &Value,
     all: &[&Value],
@@ -92,13 +102,7 @@ fn conversation(
         .iter()
         .map(|(id, p)| (id.as_str(), p.as_deref()))
         .collect();
-    // The newest message when the conversation does not say which node is current.
-    let newest = all
-        .iter()
-        .filter(|m| str_at(m, "type") != Some("root"))
-        .max_by_key(|m| millis(m.get("timestamp")).unwrap_or(0))
-        .and_then(|m| id_at(m, "id"));
-    let current = id_at(conv, "currNode").or(newest);
+    let current = current_node(conv, all);
     let path = match current.as_deref() {
         Some(c) => shown(SOURCE, &at, &parent_of, c, "currNode", "among its messages")?,
         None => Vec::new(),
@@ -138,6 +142,7 @@ fn conversation(
                 content: text,
                 created_at: millis(m.get("timestamp")),
                 model: str_at(m, "model").map(str::to_string),
+                hidden: false,
                 reasoning: None,
             },
         );

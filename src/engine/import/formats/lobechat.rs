@@ -126,6 +126,7 @@ fn messages_of(msgs: Vec<&Value>, skipped: &mut Skipped) -> Vec<ImportedMessage>
             content: text,
             created_at: any_time(m.get("createdAt")),
             model: str_at(m, "model").map(str::to_string),
+            hidden: false,
             reasoning: None,
         });
     }

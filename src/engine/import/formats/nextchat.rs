@@ -103,6 +103,7 @@ fn messages_of(
                 // `date` is usually the browser's locale string; only ISO text is read.
                 created_at: any_time(m.get("date")),
                 model: str_at(m, "model").map(str::to_string),
+                hidden: false,
                 reasoning: None,
             },
         );

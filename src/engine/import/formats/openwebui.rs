@@ -49,6 +49,7 @@ pub(super) fn conversation(
                 content: text,
                 created_at: any_time(m.get("timestamp")),
                 model: str_at(m, "model").map(str::to_string),
+                hidden: false,
                 reasoning: None,
             },
         );

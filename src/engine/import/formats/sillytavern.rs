@@ -1,7 +1,9 @@
 //! SillyTavern's chat file (`.jsonl`): the first line is the header (`user_name`, `character_name`,
 //! `create_date`), then one message per line: `mes` is the chosen reply (`swipes` are the
-//! alternatives, dropped and counted as other branches), `is_user` gives the role, `is_system`
-//! marks a hidden message; `{{user}}` and `{{char}}` are replaced by the names.
+//! alternatives, dropped and counted as other branches), `is_user` gives the role; a message with
+//! `is_system` (hidden from the prompt, shown in the chat: a `/hide`, a narrator's note) is kept,
+//! hidden from the model (`MessageMeta::hidden`), and a narrator's message (`extra.type`
+//! `narrator`) is kept as SillyTavern keeps it; `{{user}}` and `{{char}}` are replaced by the names.
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{any_time, bool_at, str_at};
@@ -42,10 +44,6 @@ pub fn read(lines: &[Value]) -> Result<Imported, ImportError> {
         if let Some(swipes) = m.get("swipes").and_then(Value::as_array) {
             skipped.other_branches += swipes.len().saturating_sub(1);
         }
-        if bool_at(m, "is_system") {
-            skipped.hidden += 1;
-            continue;
-        }
         if m.get("extra")
             .and_then(|e| str_at(e, "reasoning"))
             .is_some_and(|r| !r.trim().is_empty())
@@ -66,6 +64,8 @@ pub fn read(lines: &[Value]) -> Result<Imported, ImportError> {
                 content: text,
                 created_at: any_time(m.get("send_date")),
                 model: None,
+                // Shown in SillyTavern's chat, kept out of its prompt.
+                hidden: bool_at(m, "is_system"),
                 reasoning: None,
             },
         );
