@@ -286,6 +286,28 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
         after: Some("earlier".into()),
         replaces: Some("older".into()),
         deleted: true,
+        attachments: vec![
+            Attachment {
+                kind: AttachmentKind::Image,
+                name: "shot.png".into(),
+                mime: "image/png".into(),
+                size: 1234,
+                hash: "ab".repeat(32),
+                width: 640,
+                height: 480,
+                text: String::new(),
+            },
+            Attachment {
+                kind: AttachmentKind::File,
+                name: "notes.md".into(),
+                mime: "text/markdown".into(),
+                size: 11,
+                hash: "cd".repeat(32),
+                width: 0,
+                height: 0,
+                text: "# ünïcødé\n".into(),
+            },
+        ],
     };
     m
 }

@@ -79,6 +79,7 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
             after: (seq % 3 == 1 && seq > 1).then(|| format!("{conv}-m{}", seq - 1)),
             replaces: (seq % 3 == 2 && seq > 2).then(|| format!("{conv}-m{}", seq - 1)),
             deleted: seq % 3 == 0,
+            attachments: vec![],
         },
     }
 }

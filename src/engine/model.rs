@@ -108,6 +108,56 @@ pub struct MessageMeta {
     /// it keep their place in the tree.
     #[serde(default)]
     pub deleted: bool,
+    /// Images and files the user attached (`engine::attach`). Messages stored before attachments
+    /// existed have none.
+    #[serde(default)]
+    pub attachments: Vec<Attachment>,
+}
+
+/// What an attachment is: an image (its bytes a Blob in the store, content-addressed by `hash`) or
+/// a text file (its text carried in [`Attachment::text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentKind {
+    #[default]
+    Image,
+    File,
+}
+
+impl AttachmentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttachmentKind::Image => "image",
+            AttachmentKind::File => "file",
+        }
+    }
+    pub fn parse(s: &str) -> Option<AttachmentKind> {
+        match s {
+            "image" => Some(AttachmentKind::Image),
+            "file" => Some(AttachmentKind::File),
+            _ => None,
+        }
+    }
+}
+
+/// One image or file on a user message. `hash` is the SHA-256 (lowercase hex) of the stored bytes
+/// (an image's resized encoding, a file's text), so the same content is stored once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Attachment {
+    pub kind: AttachmentKind,
+    pub name: String,
+    pub mime: String,
+    /// Bytes stored (an image after resizing).
+    pub size: u64,
+    pub hash: String,
+    /// Pixels, for images (0 for files): what the token rules read.
+    #[serde(default)]
+    pub width: u32,
+    #[serde(default)]
+    pub height: u32,
+    /// A text file's text (empty for images).
+    #[serde(default)]
+    pub text: String,
 }
 
 /// One message of a conversation. `id` is generated once by the caller and never changes;

@@ -66,6 +66,10 @@ struct BulkMessage<'a> {
     replaces: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     deleted: bool,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attachments: Vec<super::records::AttachmentRecord>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attachment_hashes: Vec<String>,
 }
 
 impl<'a> BulkMessage<'a> {
@@ -80,6 +84,7 @@ impl<'a> BulkMessage<'a> {
             after,
             replaces,
             deleted,
+            attachments,
         } = &m.meta;
         BulkMessage {
             id: &m.id,
@@ -110,6 +115,11 @@ impl<'a> BulkMessage<'a> {
             after: after.as_deref(),
             replaces: replaces.as_deref(),
             deleted: *deleted,
+            attachments: attachments
+                .iter()
+                .map(super::records::AttachmentRecord::from)
+                .collect(),
+            attachment_hashes: super::records::blob_hashes(attachments),
         }
     }
 }

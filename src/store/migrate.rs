@@ -236,6 +236,8 @@ fn legacy_message_record(conv_id: &str, i: usize, m: &Legacy) -> MessageRecord {
         after: None,
         replaces: None,
         deleted: false,
+        attachments: Vec::new(),
+        attachment_hashes: Vec::new(),
     }
 }
 

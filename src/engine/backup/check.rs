@@ -4,13 +4,14 @@
 //! `plan.rs`). Never panics, whatever the bytes. Must not import anything outside `crate::engine`.
 
 use super::wire::{
-    BConversation, BConversationBundle, BEntity, BMessage, BProject, BSummary, BUserFact,
-    BackupFile,
+    BAttachment, BConversation, BConversationBundle, BEntity, BMessage, BProject, BSummary,
+    BUserFact, BackupFile,
 };
 use super::{ConversationBundle, ImportError, ImportLimits, FORMAT, VERSION};
+use crate::engine::attach;
 use crate::engine::format::clip;
 use crate::engine::json_text;
-use crate::engine::model::{EntityScope, Millis};
+use crate::engine::model::{Attachment, EntityScope, Millis};
 use serde::Deserialize;
 use std::collections::HashSet;
 
@@ -354,8 +355,10 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         after,
         replaces,
         deleted: _,
+        attachments,
     } = m;
     k.id("id", id)?;
+    check_attachments(&k, attachments)?;
     for link in [after, replaces].into_iter().flatten() {
         k.id("after/replaces", link)?;
     }
@@ -374,6 +377,28 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
     }
     if let Some(model) = model {
         k.short("model", model)?;
+    }
+    Ok(())
+}
+
+/// A message's attachments: at most [`attach::MAX_ATTACHMENTS`], each sane (`attach::check`).
+fn check_attachments(k: &Checker, attachments: &[BAttachment]) -> Result<(), ImportError> {
+    if attachments.len() > attach::MAX_ATTACHMENTS {
+        return Err(ImportError::InvalidValue {
+            record: (k.name)(),
+            detail: format!(
+                "{} attachments, more than the {} a message can hold",
+                attachments.len(),
+                attach::MAX_ATTACHMENTS
+            ),
+        });
+    }
+    for a in attachments {
+        let model = Attachment::from(a.clone());
+        attach::check(&model).map_err(|why| ImportError::InvalidValue {
+            record: (k.name)(),
+            detail: format!("attachment {:?}: {why}", clip(&a.name, 40)),
+        })?;
     }
     Ok(())
 }

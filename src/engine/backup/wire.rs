@@ -7,9 +7,10 @@
 use super::ImportError;
 use crate::engine::format::clip;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, FactKind, FactSource,
-    HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty,
-    Project, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
+    Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
+    EntityType, FactKind, FactSource, HistoryFormat, MemoryOverrides, Message, MessageMeta,
+    MessageStatus, Millis, PastProperty, Project, Relationship, RemoteHandle, Role, ToolCall,
+    TurnPath, Usage, UserFact,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -229,6 +230,77 @@ pub(super) struct BMessage {
     pub(super) replaces: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) deleted: bool,
+    /// The user's images and files; absent in files written before attachments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) attachments: Vec<BAttachment>,
+}
+
+/// An attachment (`model::Attachment`); an image's bytes are in the file's `blobs` by `hash`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BAttachment {
+    pub(super) kind: BAttachmentKind,
+    pub(super) name: String,
+    pub(super) mime: String,
+    pub(super) size: u64,
+    pub(super) hash: String,
+    #[serde(default)]
+    pub(super) width: u32,
+    #[serde(default)]
+    pub(super) height: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(super) text: String,
+}
+
+wire_enum!(BAttachmentKind <-> AttachmentKind { Image = "image", File = "file" });
+
+impl From<&Attachment> for BAttachment {
+    fn from(a: &Attachment) -> Self {
+        let Attachment {
+            kind,
+            name,
+            mime,
+            size,
+            hash,
+            width,
+            height,
+            text,
+        } = a;
+        BAttachment {
+            kind: (*kind).into(),
+            name: name.clone(),
+            mime: mime.clone(),
+            size: *size,
+            hash: hash.clone(),
+            width: *width,
+            height: *height,
+            text: text.clone(),
+        }
+    }
+}
+
+impl From<BAttachment> for Attachment {
+    fn from(a: BAttachment) -> Self {
+        let BAttachment {
+            kind,
+            name,
+            mime,
+            size,
+            hash,
+            width,
+            height,
+            text,
+        } = a;
+        Attachment {
+            kind: kind.into(),
+            name,
+            mime,
+            size,
+            hash,
+            width,
+            height,
+            text,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -499,6 +571,7 @@ impl From<&Message> for BMessage {
             after,
             replaces,
             deleted,
+            attachments,
         } = meta;
         BMessage {
             id: id.clone(),
@@ -541,6 +614,7 @@ impl From<&Message> for BMessage {
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
+            attachments: attachments.iter().map(BAttachment::from).collect(),
         }
     }
 }
@@ -564,6 +638,7 @@ impl From<BMessage> for Message {
             after,
             replaces,
             deleted,
+            attachments,
         } = m;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
@@ -611,6 +686,7 @@ impl From<BMessage> for Message {
                 after,
                 replaces,
                 deleted,
+                attachments: attachments.into_iter().map(Into::into).collect(),
             },
         }
     }

@@ -250,6 +250,9 @@ pub fn to_message(d: &MessageDoc) -> Message {
             after: d.after.clone(),
             replaces: d.replaces.clone(),
             deleted: false,
+            // Sync does not carry attachments yet (README, "Images and files"): a synced message
+            // arrives with its text only.
+            attachments: Vec::new(),
         },
     }
 }
