@@ -4,6 +4,7 @@
 //! (`composer`); its store (`store`) owns the open conversation. Must not import `crate::store` or
 //! `crate::transport`.
 
+pub mod attachments;
 pub mod composer;
 pub mod messages;
 pub mod model_picker;
