@@ -220,3 +220,251 @@ fn placeholders_and_hex() {
     assert_eq!(hex(&[0, 15, 255]), "000fff");
     assert!(is_hash(&hex(&[7; 32])));
 }
+
+// ---- images in each protocol's request ---------------------------------------------------------
+
+use memoire::engine::model::{EndpointProfile, Prompt, Role, WireImage, WireMessage};
+use memoire::engine::request::{build, RequestOptions};
+use serde_json::{json, Value};
+
+fn image_prompt(data: &str) -> Prompt {
+    Prompt {
+        system: String::new(),
+        messages: vec![WireMessage {
+            role: Role::User,
+            content: "What is this?".into(),
+            images: vec![WireImage {
+                name: "cat.png".into(),
+                mime: "image/png".into(),
+                hash: "a".repeat(64),
+                width: 2,
+                height: 2,
+                size: 3,
+                data: data.into(),
+            }],
+        }],
+    }
+}
+
+fn last_message(protocol: Protocol, data: &str) -> Value {
+    let endpoint = EndpointProfile {
+        base_url: "http://127.0.0.1:1".into(),
+        protocol,
+        model: "m".into(),
+        ..EndpointProfile::default()
+    };
+    let req = build(&endpoint, &image_prompt(data), &RequestOptions::default()).unwrap();
+    let body: Value = serde_json::from_str(&req.body).unwrap();
+    let list = if protocol == Protocol::OpenAiResponses {
+        "input"
+    } else {
+        "messages"
+    };
+    body[list].as_array().unwrap().last().unwrap().clone()
+}
+
+fn check_shape(protocol: Protocol, data: &str, want: Value) {
+    assert_eq!(last_message(protocol, data), want, "{protocol:?}");
+}
+
+#[test]
+fn an_image_goes_in_each_protocols_own_shape() {
+    check_shape(
+        Protocol::OpenAiChat,
+        "QUJD",
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}
+        ]}),
+    );
+    check_shape(
+        Protocol::OpenAiResponses,
+        "QUJD",
+        json!({"role": "user", "content": [
+            {"type": "input_text", "text": "What is this?"},
+            {"type": "input_image", "image_url": "data:image/png;base64,QUJD"}
+        ]}),
+    );
+    check_shape(
+        Protocol::Anthropic,
+        "QUJD",
+        json!({"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}},
+            {"type": "text", "text": "What is this?"}
+        ]}),
+    );
+    check_shape(
+        Protocol::Ollama,
+        "QUJD",
+        json!({"role": "user", "content": "What is this?", "images": ["QUJD"]}),
+    );
+    // Bytes not on this device: the image is named in the text, in every protocol.
+    for p in [Protocol::OpenAiChat, Protocol::Ollama, Protocol::Anthropic] {
+        check_shape(
+            p,
+            "",
+            json!({"role": "user", "content": "What is this? [image: cat.png]"}),
+        );
+    }
+}
+
+// ---- the prompt: images and files counted, carried, cut; memory gets a placeholder -----------
+
+use memoire::engine::assemble::{assemble, AssemblyInput, SectionKind};
+use memoire::engine::model::{HistoryFormat, MemoryConfig, Message, MessageMeta, MessageStatus};
+use memoire::engine::tokens::HeuristicEstimator;
+
+fn user(seq: u64, text: &str, attachments: Vec<Attachment>) -> Message {
+    Message {
+        id: format!("m{seq}"),
+        conversation_id: "c".into(),
+        seq,
+        role: Role::User,
+        content: text.into(),
+        status: MessageStatus::Complete,
+        created_at: seq as i64,
+        meta: MessageMeta {
+            attachments,
+            ..MessageMeta::default()
+        },
+    }
+}
+
+fn reply(seq: u64, text: &str) -> Message {
+    Message {
+        role: Role::Assistant,
+        ..user(seq, text, vec![])
+    }
+}
+
+fn picture(w: u32, h: u32) -> Attachment {
+    Attachment {
+        kind: AttachmentKind::Image,
+        name: "shot.png".into(),
+        mime: "image/png".into(),
+        size: 1000,
+        hash: "e".repeat(64),
+        width: w,
+        height: h,
+        text: String::new(),
+    }
+}
+
+fn run(
+    protocol: Protocol,
+    format: HistoryFormat,
+    history: &[Message],
+    new: &Message,
+    context: u32,
+) -> memoire::engine::assemble::Assembly {
+    let config = MemoryConfig {
+        context_tokens: context,
+        reply_reserve_tokens: 0,
+        history_format: format,
+        ..MemoryConfig::default()
+    };
+    assemble(
+        &AssemblyInput {
+            system_prompt: "",
+            summary: None,
+            entities: &[],
+            history,
+            new_message: new,
+            config: &config,
+            protocol,
+            user_facts: &[],
+            project: None,
+            recall: &[],
+        },
+        &HeuristicEstimator,
+    )
+}
+
+fn tokens_of(a: &memoire::engine::assemble::Assembly, kind: SectionKind) -> u32 {
+    a.section(kind).map_or(0, |s| s.tokens)
+}
+
+#[test]
+fn images_are_counted_by_the_protocols_rule_and_carried_where_they_were() {
+    let history = [
+        user(1, "look", vec![picture(1092, 1092)]),
+        reply(2, "a cat"),
+    ];
+    let new = user(3, "and this?", vec![picture(1024, 1024)]);
+    let plain = user(3, "and this?", vec![]);
+    for (p, new_cost, old_cost) in [
+        (Protocol::Anthropic, 1399, 1590),
+        (Protocol::OpenAiChat, 765, 765),
+    ] {
+        let with = run(p, HistoryFormat::Messages, &history, &new, 100_000);
+        let without = run(p, HistoryFormat::Messages, &history, &plain, 100_000);
+        let added = tokens_of(&with, SectionKind::NewMessage)
+            - tokens_of(&without, SectionKind::NewMessage);
+        assert_eq!(added, new_cost, "{p:?} new message");
+        let images: Vec<usize> = with
+            .prompt
+            .messages
+            .iter()
+            .map(|m| m.images.len())
+            .collect();
+        assert_eq!(images, [1, 0, 1], "{p:?}: each image on its own message");
+        assert!(
+            tokens_of(&with, SectionKind::History) > old_cost,
+            "{p:?} history counts its image"
+        );
+    }
+    // One transcript block names the older image; the new one still goes.
+    let t = run(
+        Protocol::OpenAiChat,
+        HistoryFormat::Transcript,
+        &history,
+        &new,
+        100_000,
+    );
+    assert_eq!(t.prompt.messages.len(), 1);
+    assert!(t.prompt.messages[0]
+        .content
+        .contains("[USER]: look [image: shot.png]"));
+    assert_eq!(t.prompt.messages[0].images.len(), 1);
+}
+
+#[test]
+fn a_text_file_goes_as_text_cut_to_the_budget_with_a_note() {
+    let small = user(1, "summarise", vec![file("notes.md", "# Plan\nship it")]);
+    let a = run(
+        Protocol::OpenAiChat,
+        HistoryFormat::Messages,
+        &[],
+        &small,
+        8192,
+    );
+    assert_eq!(
+        a.prompt.messages[0].content,
+        "summarise\n\n```md notes.md\n# Plan\nship it\n```"
+    );
+    let long = "word ".repeat(3_000);
+    let big = user(1, "summarise", vec![file("long.txt", &long)]);
+    let a = run(
+        Protocol::OpenAiChat,
+        HistoryFormat::Messages,
+        &[],
+        &big,
+        1000,
+    );
+    let sent = &a.prompt.messages[0].content;
+    assert!(
+        sent.ends_with("[long.txt cut to fit the context: the first 2000 of 15000 characters]"),
+        "{sent}"
+    );
+    assert!(sent.len() < 2_200);
+}
+
+#[test]
+fn a_memory_update_names_an_image_and_never_carries_it() {
+    use memoire::engine::memory::prompt::{build_update_request, UpdateLimits};
+    let messages = [user(1, "my cat", vec![picture(10, 10)]), reply(2, "cute")];
+    let req = build_update_request(None, &messages, &[], &UpdateLimits::default()).unwrap();
+    let text = serde_json::to_string(&req.prompt).unwrap() + &req.structured_user;
+    assert!(text.contains("my cat [image: shot.png]"), "{text}");
+    assert!(!text.contains("images"), "no image travels: {text}");
+}

@@ -32,6 +32,7 @@ fn msg(role: Role, content: &str) -> WireMessage {
     WireMessage {
         role,
         content: content.into(),
+        images: vec![],
     }
 }
 

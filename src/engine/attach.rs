@@ -14,7 +14,9 @@
 //!   and so needs no setting; vision models of that size (LLaVA 1.6, Llama 3.2 Vision, Qwen2-VL)
 //!   spend a few hundred to a few thousand tokens on such an image, as it does.
 
-use crate::engine::model::{Attachment, AttachmentKind, Protocol};
+use std::collections::HashMap;
+
+use crate::engine::model::{Attachment, AttachmentKind, Prompt, Protocol, WireImage};
 
 /// Longest edge an image is resized to before it is stored and sent (Anthropic's useful maximum;
 /// OpenAI scales larger images down itself).
@@ -148,6 +150,64 @@ fn openai_tokens(mut w: f64, mut h: f64) -> u32 {
     h *= short;
     let tiles = (w / 512.0).ceil() * (h / 512.0).ceil();
     85 + 170 * tiles as u32
+}
+
+/// Characters a text file of the new message keeps: about half the prompt budget (at ~4 characters
+/// a token), and never fewer than 2,000; past that it is cut with a visible note.
+pub fn file_chars(budget_tokens: u32) -> usize {
+    (budget_tokens as usize * 2).max(2_000)
+}
+
+/// Tokens and request bytes the images of one message cost with `protocol` (base64 is 4/3 of
+/// the bytes, plus the JSON around each).
+pub fn images_cost(protocol: Protocol, images: &[WireImage]) -> (u32, usize) {
+    images.iter().fold((0u32, 0usize), |(t, b), i| {
+        (
+            t.saturating_add(image_tokens(protocol, i.width, i.height)),
+            b + (i.size as usize).div_ceil(3) * 4 + i.mime.len() + 64,
+        )
+    })
+}
+
+/// The context inspector's note on a section's images: "2 images: 1590 tokens" (empty: none).
+pub fn images_note(protocol: Protocol, images: &[&WireImage]) -> String {
+    if images.is_empty() {
+        return String::new();
+    }
+    let tokens: u32 = images
+        .iter()
+        .map(|i| image_tokens(protocol, i.width, i.height))
+        .fold(0u32, u32::saturating_add);
+    let n = images.len();
+    format!(
+        "{n} image{}: {tokens} tokens",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// The hashes of the images `prompt` carries (each once), whose bytes the driver reads.
+pub fn image_hashes(prompt: &Prompt) -> Vec<String> {
+    let mut out: Vec<String> = prompt
+        .messages
+        .iter()
+        .flat_map(|m| m.images.iter().map(|i| i.hash.clone()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Puts each image's bytes (`bytes`, by hash) into `prompt` as base64; an image whose bytes are
+/// absent stays empty and goes as its `[image: name]` (`engine::request`).
+pub fn fill_images(prompt: &mut Prompt, bytes: &HashMap<String, Vec<u8>>) {
+    use base64::Engine as _;
+    for m in &mut prompt.messages {
+        for i in &mut m.images {
+            if let Some(b) = bytes.get(&i.hash) {
+                i.data = base64::engine::general_purpose::STANDARD.encode(b);
+            }
+        }
+    }
 }
 
 /// What stands for an image where its bytes do not go: `[image: name]`.

@@ -686,6 +686,38 @@ impl EndpointProfile {
 pub struct WireMessage {
     pub role: Role,
     pub content: String,
+    /// The images the message carries (a user message's attachments), in order; the request
+    /// builders put them in each protocol's form (`engine::request`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<WireImage>,
+}
+
+impl WireMessage {
+    /// A message of text alone.
+    pub fn text(role: Role, content: String) -> Self {
+        WireMessage {
+            role,
+            content,
+            images: Vec::new(),
+        }
+    }
+}
+
+/// An image as a request carries it: the assembly names it (by hash, with its pixels for the token
+/// rules); the driver fills `data` (base64 of the stored bytes) just before the request is built.
+/// An image whose `data` stays empty (not stored on this device) goes as its `[image: name]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireImage {
+    pub name: String,
+    pub mime: String,
+    pub hash: String,
+    pub width: u32,
+    pub height: u32,
+    /// Bytes stored (what the request's byte count reads: base64 is 4/3 of it).
+    #[serde(default)]
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data: String,
 }
 
 /// What a request carries, independent of protocol: the system text and the messages in order.

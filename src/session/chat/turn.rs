@@ -576,6 +576,17 @@ impl Chat {
             stream: true,
             output: None,
         };
+        // The images' bytes are read from the store only now, for this request.
+        let hashes = crate::engine::attach::image_hashes(prompt);
+        let filled;
+        let prompt = if hashes.is_empty() {
+            prompt
+        } else {
+            let mut p = prompt.clone();
+            crate::engine::attach::fill_images(&mut p, &self.image_bytes(&hashes).await?);
+            filled = p;
+            &filled
+        };
         let req = match request::build(&run.ctx.endpoint, prompt, &options) {
             Ok(req) => req,
             Err(refused) => {
