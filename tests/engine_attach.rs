@@ -468,3 +468,93 @@ fn a_memory_update_names_an_image_and_never_carries_it() {
     assert!(text.contains("my cat [image: shot.png]"), "{text}");
     assert!(!text.contains("images"), "no image travels: {text}");
 }
+
+// ---- backups carry the images' bytes; hostile ones are refused --------------------------------
+
+use memoire::engine::backup::{
+    check_import, export_with_images, image_hashes, ConversationBundle, ImageBlob, ImportLimits,
+};
+use memoire::engine::model::{Conversation, MemoryOverrides};
+
+fn bundle_with_image(hash: &str) -> ConversationBundle {
+    let mut m = user(
+        1,
+        "see",
+        vec![
+            Attachment {
+                hash: hash.into(),
+                ..picture(4, 3)
+            },
+            file("a.txt", "hi"),
+        ],
+    );
+    m.conversation_id = "c".into();
+    ConversationBundle {
+        conversation: Conversation {
+            id: "c".into(),
+            title: "t".into(),
+            title_is_custom: false,
+            created_at: 1,
+            updated_at: 1,
+            message_count: 1,
+            endpoint_profile_id: None,
+            remote_handle: None,
+            last_path: None,
+            memory_overrides: MemoryOverrides::default(),
+        },
+        messages: vec![m],
+        summaries: vec![],
+        entities: vec![],
+    }
+}
+
+fn exported(blob_hash: &str, mime: &str) -> String {
+    let hash = "1".repeat(64);
+    let b = bundle_with_image(&hash);
+    assert_eq!(image_hashes(std::slice::from_ref(&b)), [hash.clone()]);
+    let images = [ImageBlob {
+        hash: blob_hash.into(),
+        mime: mime.into(),
+        bytes: vec![1, 2, 3],
+    }];
+    export_with_images(&[b], &[], &[], &[], &images, 5)
+}
+
+fn check_backup(text: &str, want: Result<usize, &str>) {
+    match (
+        check_import(text.as_bytes(), &ImportLimits::default()),
+        want,
+    ) {
+        (Ok(c), Ok(n)) => {
+            assert_eq!(c.images().len(), n);
+            assert!(c.images().iter().all(|i| i.bytes == [1, 2, 3]));
+        }
+        (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{e}"),
+        (got, want) => panic!("{got:?} but wanted {want:?}"),
+    }
+}
+
+#[test]
+fn a_backup_carries_the_images_bytes_and_refuses_hostile_ones() {
+    let good = exported(&"1".repeat(64), "image/png");
+    assert!(good.contains("\"data\": \"AQID\""), "{good}");
+    check_backup(&good, Ok(1));
+    check_backup(&exported("../../etc", "image/png"), Err("not a SHA-256"));
+    check_backup(&exported(&"1".repeat(64), "text/html"), Err("not taken"));
+    check_backup(&good.replace("AQID", "A*ID"), Err("not base64"));
+    let twice = good.replace("\"blobs\": [", "\"blobs\": [{\"hash\": \"1111111111111111111111111111111111111111111111111111111111111111\", \"mime\": \"image/png\", \"data\": \"AQID\"},");
+    check_backup(&twice, Err("image"));
+    // An attachment that is not what it says is refused with its message.
+    check_backup(
+        &good.replace("\"width\": 4", "\"width\": 99999"),
+        Err("pixels"),
+    );
+    // A backup written before attachments (no blobs, no attachments) still imports.
+    let old: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let mut old = old;
+    old.as_object_mut().unwrap().remove("blobs");
+    for m in old["conversations"][0]["messages"].as_array_mut().unwrap() {
+        m.as_object_mut().unwrap().remove("attachments");
+    }
+    check_backup(&old.to_string(), Ok(0));
+}

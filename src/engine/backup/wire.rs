@@ -72,6 +72,19 @@ pub(super) struct BackupFile {
     /// were carried. A conversation's membership is its overrides' `project`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) projects: Vec<BProject>,
+    /// The images' bytes (base64), once per content hash; absent in files written before
+    /// attachments, and in those whose messages hold no image.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) blobs: Vec<BBlob>,
+}
+
+/// An image's stored bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BBlob {
+    pub(super) hash: String,
+    pub(super) mime: String,
+    /// Standard base64.
+    pub(super) data: String,
 }
 
 /// A project (`engine::project`).

@@ -5,7 +5,6 @@
 //! (SHA-256, WebCrypto) and its Blob stored at once, content-addressed; a text file's text is read.
 //! Also reads the Blobs back (a thumbnail, a request's images as base64). Must not import `ui`.
 
-use js_sys::{ArrayBuffer, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, File, ImageBitmap, ImageBitmapOptions, ImageEncodeOptions, OffscreenCanvas};
@@ -13,6 +12,7 @@ use web_sys::{Blob, File, ImageBitmap, ImageBitmapOptions, ImageEncodeOptions, O
 use super::service::{Chat, ChatError};
 use crate::engine::attach::{self, Intake};
 use crate::engine::model::{Attachment, AttachmentKind};
+use crate::session::shared::digest;
 
 /// An attachment made from a file, and its Blob (images) to show as a thumbnail.
 #[derive(Debug, Clone)]
@@ -34,23 +34,15 @@ async fn wait<T: JsCast>(p: Result<js_sys::Promise, JsValue>, what: &str) -> Res
 }
 
 async fn bytes_of(blob: &Blob) -> Result<Vec<u8>, ChatError> {
-    let buf: ArrayBuffer = wait(Ok(blob.array_buffer()), "reading the file").await?;
-    Ok(Uint8Array::new(&buf).to_vec())
+    digest::bytes_of(blob)
+        .await
+        .map_err(|e| ChatError::Invalid(format!("reading the file: {e}")))
 }
 
-/// SHA-256 of `bytes`, lowercase hex.
 async fn sha256(bytes: &[u8]) -> Result<String, ChatError> {
-    let subtle = web_sys::window()
-        .ok_or_else(|| ChatError::Invalid("no window".into()))?
-        .crypto()
-        .map_err(js_err("hashing"))?
-        .subtle();
-    let digest: ArrayBuffer = wait(
-        subtle.digest_with_str_and_u8_array("SHA-256", bytes),
-        "hashing",
-    )
-    .await?;
-    Ok(attach::hex(&Uint8Array::new(&digest).to_vec()))
+    digest::sha256_hex(bytes)
+        .await
+        .map_err(|e| ChatError::Invalid(format!("hashing: {e}")))
 }
 
 async fn bitmap(file: &Blob, size: Option<(u32, u32)>) -> Result<ImageBitmap, ChatError> {
