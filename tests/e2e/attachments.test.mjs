@@ -12,7 +12,6 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { deflateSync } from 'node:zlib';
 import { readFile } from 'node:fs/promises';
 import {
   startHarness,
@@ -27,6 +26,7 @@ import {
   tid,
   BROWSER_NETWORK_NOISE,
 } from './helpers.mjs';
+import { png } from './png.mjs';
 
 let harness;
 before(async () => {
@@ -41,45 +41,6 @@ async function journey(name, protocol, fn) {
   } finally {
     await opened.context.close();
   }
-}
-
-/** CRC-32 of a buffer (PNG chunks). */
-function crc32(buf) {
-  let c = ~0;
-  for (const b of buf) {
-    c ^= b;
-    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
-  }
-  return ~c >>> 0;
-}
-
-/** A real RGB PNG of `w` x `h` pixels. */
-export function png(w, h) {
-  const chunk = (type, data) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([len, body, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr[8] = 8; // bit depth
-  ihdr[9] = 2; // RGB
-  const rows = [];
-  for (let y = 0; y < h; y++) {
-    const row = Buffer.alloc(1 + w * 3);
-    for (let x = 0; x < w; x++) row.set([(x * 40) & 255, (y * 60) & 255, 128], 1 + x * 3);
-    rows.push(row);
-  }
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(Buffer.concat(rows))),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
 }
 
 const IMAGE = png(4, 3);
@@ -220,16 +181,25 @@ test('a backup carries the image: export, delete, import, and the image shows ag
     await items(page).first().click();
     const img = messages(page, 'user').last().locator(tid('attachment', '[data-kind="image"]')).locator('img');
     await img.waitFor({ state: 'visible' });
-    const shown = await img.evaluate(async (el) => {
-      const bytes = new Uint8Array(await (await fetch(el.src)).arrayBuffer());
-      return btoa(String.fromCharCode(...bytes));
+    const stored = await page.evaluate(async () => {
+      const db = await new Promise((resolve, reject) => {
+        const r = indexedDB.open('memoire');
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+      });
+      const all = await new Promise((resolve, reject) => {
+        const q = db.transaction('attachments').objectStore('attachments').getAll();
+        q.onsuccess = () => resolve(q.result);
+        q.onerror = () => reject(q.error);
+      });
+      db.close();
+      return Promise.all(all.map(async (r) => [r.hash, btoa(String.fromCharCode(...new Uint8Array(await r.blob.arrayBuffer())))]));
     });
-    assert.equal(shown, B64, 'the imported image holds the same bytes');
+    assert.deepEqual(stored, [[att.hash, B64]], 'the imported image holds the same bytes');
 
     // A backup that lies about an image's bytes is refused whole.
     const lying = JSON.parse(exported);
     lying.blobs[0].data = png(2, 2).toString('base64');
-    lying.conversations[0].conversation.id = 'other';
     await openMenu(page);
     await page.locator(tid('import-input')).setInputFiles({ name: 'lying.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(lying)) });
     await confirmImport(page);
