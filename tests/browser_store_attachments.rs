@@ -193,3 +193,34 @@ async fn the_upgrade_from_6_keeps_every_message_and_adds_the_blob_store() {
     );
     finish(s).await;
 }
+
+#[wasm_bindgen_test]
+async fn a_message_that_lets_go_of_its_image_frees_it_unless_another_shows_it() {
+    let s = fresh("let-go").await;
+    s.create_conversation(&conv("c")).await.unwrap();
+    let put = |h: &str| (h.to_string(), "image/png".to_string(), blob(b"x"));
+    s.put_attachment_blobs(&[put(A), put(B)]).await.unwrap();
+    s.append_message(&with_images(
+        "c",
+        "m1",
+        vec![image("a.png", A), image("b.png", B)],
+    ))
+    .await
+    .unwrap();
+    s.append_message(&with_images("c", "m2", vec![image("a again.png", A)]))
+        .await
+        .unwrap();
+    // m1 deleted: a tombstone without its text or its images.
+    let tomb = MessageMeta {
+        deleted: true,
+        ..MessageMeta::default()
+    };
+    s.update_message("m1", "", MessageStatus::Complete, &tomb)
+        .await
+        .unwrap();
+    s.free_attachment_blobs(&[A.to_string(), B.to_string()])
+        .await
+        .unwrap();
+    assert_eq!(stored(&s, &[A, B]).await, [true, false], "m2 still shows A");
+    finish(s).await;
+}

@@ -114,6 +114,19 @@ impl Store {
         tx.done().await
     }
 
+    /// Deletes the Blobs among `hashes` that no message uses any more (after a message let go of
+    /// its images).
+    pub async fn free_attachment_blobs(&self, hashes: &[String]) -> Result<(), StoreError> {
+        if hashes.is_empty() {
+            return Ok(());
+        }
+        let tx = self.tx(&[MESSAGES, ATTACHMENTS], true)?;
+        if let Err(e) = free_unused(&tx, hashes).await {
+            return tx.fail(e).await;
+        }
+        tx.done().await
+    }
+
     /// The stored Blob of each hash, in order; `None` where none is stored.
     pub async fn attachment_blobs(
         &self,
