@@ -3,7 +3,8 @@
 // markup (src/engine/markdown/), and this policy makes the browser refuse any script the app did not
 // ship even if something slipped through: no inline script but the two in index.html (allowed by
 // their SHA-256, computed here from the final, minified file), no eval, no plugins, no <base>, no
-// form posts, images only from the app itself or data: URLs.
+// form posts, images only from the app itself, data: URLs, or blob: URLs (which only this page can
+// make: the thumbnails of the user's own attached images, read from IndexedDB).
 // - `wasm-unsafe-eval`: compiling the app's own wasm needs it.
 // - `connect-src *`: the agent endpoint is any http(s) origin the user configures.
 // - `style-src-attr 'unsafe-inline'`: the markdown writer aligns table cells with a `style`
@@ -42,7 +43,7 @@ const policy = [
   `script-src 'self' 'wasm-unsafe-eval' ${hashes.join(' ')}`,
   "style-src 'self'",
   "style-src-attr 'unsafe-inline'",
-  "img-src 'self' data:",
+  "img-src 'self' data: blob:",
   'connect-src *',
   "object-src 'none'",
   "base-uri 'none'",

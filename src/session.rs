@@ -20,7 +20,7 @@ mod transfer;
 
 pub use crate::engine::page::Page;
 pub use crate::store::SyncSettings;
-pub use chat::{Chat, ChatError, Preview, PreviewDropped, PreviewSection, PreviewSource};
+pub use chat::{Chat, ChatError, Prepared, Preview, PreviewDropped, PreviewSection, PreviewSource};
 pub use library::{Library, LibraryError, SearchHit, SearchResults};
 pub use memory::{Memory, MemoryError, MemorySnapshot};
 pub use projects::{Projects, ProjectsError};

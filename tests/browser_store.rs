@@ -297,6 +297,28 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
             first_token_ms: Some(120),
             tokens_per_s: Some(48.5),
         }),
+        attachments: vec![
+            Attachment {
+                kind: AttachmentKind::Image,
+                name: "shot.png".into(),
+                mime: "image/png".into(),
+                size: 1234,
+                hash: "ab".repeat(32),
+                width: 640,
+                height: 480,
+                text: String::new(),
+            },
+            Attachment {
+                kind: AttachmentKind::File,
+                name: "notes.md".into(),
+                mime: "text/markdown".into(),
+                size: 11,
+                hash: "cd".repeat(32),
+                width: 0,
+                height: 0,
+                text: "# ünïcødé\n".into(),
+            },
+        ],
     };
     m
 }

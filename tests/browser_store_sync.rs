@@ -413,7 +413,7 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     let s = Store::open(&name)
         .await
         .expect("upgrade to the current version");
-    assert_eq!(schema::DB_VERSION, 6);
+    assert_eq!(schema::DB_VERSION, 7);
     let c = s
         .get_conversation("c1")
         .await
@@ -434,6 +434,10 @@ async fn a_version_2_database_upgrades_with_its_data_intact() {
     // Schema 6's projects store; the v2 conversation reads as in no project.
     assert_eq!(s.load_projects().await.unwrap(), vec![]);
     assert_eq!(c.memory_overrides.project, None);
+    // Schema 7's images: the v2 message has none, and the Blob store is there, empty.
+    let m1 = s.get_message("m1").await.unwrap().unwrap();
+    assert!(m1.meta.attachments.is_empty());
+    assert_eq!(s.attachment_usage().await.unwrap().count, 0);
     // Schema 4's search indexes cover what was stored before them (migration 2).
     let titles = s.search_titles("kep", 10).await.unwrap();
     assert_eq!(

@@ -93,6 +93,7 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
                 first_token_ms: Some(412),
                 tokens_per_s: Some(48.5),
             }),
+            attachments: vec![],
         },
     }
 }

@@ -181,6 +181,7 @@ fn wire(role: Role, content: &str) -> WireMessage {
     WireMessage {
         role,
         content: content.into(),
+        images: vec![],
     }
 }
 

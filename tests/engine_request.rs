@@ -37,6 +37,7 @@ fn msg(role: Role, content: &str) -> WireMessage {
     WireMessage {
         role,
         content: content.into(),
+        images: vec![],
     }
 }
 

@@ -35,9 +35,10 @@
 //! Byte sizes are an upper estimate of the JSON request body (escapes counted, per-message and
 //! per-request overheads added). Must not import anything outside `crate::engine`.
 
+use crate::engine::attach;
 use crate::engine::format::{one_line, plural};
 use crate::engine::history::{
-    build_prompt, ended_marker, render_message, truncate_chars, TRANSCRIPT_OPEN,
+    build_prompt_with, ended_marker, render_message, render_new, truncate_chars, TRANSCRIPT_OPEN,
 };
 use crate::engine::memory::ground::support_terms;
 use crate::engine::memory::recall::{
@@ -592,7 +593,7 @@ impl<'a> EntitySection<'a> {
 }
 
 fn is_empty_message(m: &Message) -> bool {
-    m.content.trim().is_empty() && m.meta.tool_calls.is_empty()
+    m.content.trim().is_empty() && m.meta.tool_calls.is_empty() && m.meta.attachments.is_empty()
 }
 
 /// A history message rendered and costed, waiting to be placed.
@@ -612,6 +613,8 @@ struct HistoryWalk<'a, E: TokenEstimator + ?Sized> {
     new_seq: u64,
     est: &'a E,
     max_chars: usize,
+    /// What images cost is the protocol's rule (`attach::image_tokens`).
+    protocol: Protocol,
     /// Next index to look at, walking down; `None` when the walk has passed the oldest message.
     next: Option<usize>,
     included: Vec<Candidate>,
@@ -699,11 +702,13 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
                 return;
             }
             let (wire, truncated) = render_message(m, self.max_chars);
+            let images = attach::images_cost(self.protocol, &wire.images);
             let mut tokens = self
                 .est
                 .estimate(&wire.content)
-                .saturating_add(MESSAGE_OVERHEAD_TOKENS);
-            let mut bytes = json_len(&wire.content) + MESSAGE_OVERHEAD_BYTES;
+                .saturating_add(MESSAGE_OVERHEAD_TOKENS)
+                .saturating_add(images.0);
+            let mut bytes = json_len(&wire.content) + MESSAGE_OVERHEAD_BYTES + images.1;
             if self.included.is_empty() {
                 tokens = tokens.saturating_add(self.preamble_tokens);
                 bytes += self.preamble_bytes;
@@ -866,6 +871,7 @@ fn history_walk<'a, E: TokenEstimator + ?Sized>(
         new_seq: input.new_message.seq,
         est,
         max_chars: input.config.max_message_chars,
+        protocol: input.protocol,
         next: input.history.len().checked_sub(1),
         included: Vec::new(),
         dropped: Vec::new(),
@@ -912,6 +918,8 @@ struct Assembler<'a, E: TokenEstimator + ?Sized> {
     /// Tokens and bytes of the system prompt and of the new message.
     system: (u32, usize),
     new_cost: (u32, usize),
+    /// The new message as it goes: its text, its files' blocks, its images.
+    new_wire: WireMessage,
 }
 
 /// What step 3 placed of the facts about the user: the section, why none went in, how many were
@@ -955,10 +963,13 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             est.estimate(input.system_prompt),
             json_len(input.system_prompt),
         );
+        let (new_wire, _) = render_new(new, attach::file_chars(budget));
+        let images = attach::images_cost(input.protocol, &new_wire.images);
         let new_cost = (
-            est.estimate(&new.content)
-                .saturating_add(MESSAGE_OVERHEAD_TOKENS),
-            json_len(&new.content) + MESSAGE_OVERHEAD_BYTES,
+            est.estimate(&new_wire.content)
+                .saturating_add(MESSAGE_OVERHEAD_TOKENS)
+                .saturating_add(images.0),
+            json_len(&new_wire.content) + MESSAGE_OVERHEAD_BYTES + images.1,
         );
         let meter = Meter {
             tokens: system.0 as u64 + new_cost.0 as u64,
@@ -982,6 +993,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             elsewhere: said_since_summary(&input),
             system,
             new_cost,
+            new_wire,
         };
         assembler.hold_pending();
         assembler
@@ -1240,12 +1252,12 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             fact_ids: Vec::new(),
         });
         let cfg = input.config;
-        let prompt = build_prompt(
+        let prompt = build_prompt_with(
             cfg.history_format,
             input.protocol,
             system_text,
             &history.wire,
-            &new.content,
+            &self.new_wire,
         );
         let meter = &self.meter;
         Assembly {

@@ -14,9 +14,11 @@
 //! user message" of a
 //! history ([`last_user_at`]: what retry and edit send again, the one message a view offers to edit). Must not import anything outside `crate::engine`.
 
+use crate::engine::attach;
 use crate::engine::failure::was_stopped;
 use crate::engine::model::{
-    HistoryFormat, Message, MessageStatus, Prompt, Protocol, Role, WireMessage,
+    AttachmentKind, HistoryFormat, Message, MessageStatus, Prompt, Protocol, Role, WireImage,
+    WireMessage,
 };
 
 /// Appended to a message cut at `max_message_chars`.
@@ -126,12 +128,66 @@ fn render_content(msg: &Message, max_chars: usize) -> (WireMessage, bool) {
         }
         content.push_str(marker);
     }
+    let (content, images, cut) = with_attachments(msg, content, max_chars);
     (
         WireMessage {
             role: msg.role,
             content,
+            images,
         },
-        truncated,
+        truncated || cut,
+    )
+}
+
+/// A user message's attachments on the wire: each text file's fenced block (`attach::file_block`,
+/// cut at `max_chars` with a visible note) after its text, and its images named for the request.
+/// Only a user's message carries them. Returns the content, the images and whether a file was cut.
+fn with_attachments(
+    msg: &Message,
+    mut content: String,
+    max_chars: usize,
+) -> (String, Vec<WireImage>, bool) {
+    let mut images = Vec::new();
+    let mut cut = false;
+    if msg.role != Role::User {
+        return (content, images, cut);
+    }
+    for a in &msg.meta.attachments {
+        match a.kind {
+            AttachmentKind::File => {
+                let (block, was_cut) = attach::file_block(a, max_chars);
+                cut |= was_cut;
+                if !content.is_empty() {
+                    content.push_str("\n\n");
+                }
+                content.push_str(&block);
+            }
+            AttachmentKind::Image => images.push(WireImage {
+                name: attach::short_name(&a.name),
+                mime: a.mime.clone(),
+                hash: a.hash.clone(),
+                width: a.width,
+                height: a.height,
+                size: a.size,
+                data: String::new(),
+            }),
+        }
+    }
+    (content, images, cut)
+}
+
+/// The new message on the wire: its text whole (never cut), its text files each cut at
+/// `file_chars` (`attach::file_chars`: a share of the budget) with a visible note, its images.
+/// Returns the message and whether a file was cut.
+pub fn render_new(msg: &Message, file_chars: usize) -> (WireMessage, bool) {
+    let (content, images, cut) = with_attachments(msg, msg.content.clone(), file_chars);
+    (
+        WireMessage {
+            role: Role::User,
+            content,
+            images,
+        },
+        cut,
     )
 }
 
@@ -143,9 +199,27 @@ pub fn build_prompt(
     history: &[WireMessage],
     new_message: &str,
 ) -> Prompt {
+    let new = WireMessage::text(Role::User, new_message.to_string());
+    build_prompt_with(format, protocol, system, history, &new)
+}
+
+/// [`build_prompt`] with a new message that may carry images ([`render_new`]).
+pub fn build_prompt_with(
+    format: HistoryFormat,
+    protocol: Protocol,
+    system: String,
+    history: &[WireMessage],
+    new: &WireMessage,
+) -> Prompt {
     match format {
-        HistoryFormat::Messages => messages_prompt(protocol, system, history, new_message),
-        HistoryFormat::Transcript => transcript_prompt(system, history, new_message),
+        HistoryFormat::Messages => messages_prompt_with(protocol, system, history, new),
+        HistoryFormat::Transcript => {
+            let mut prompt = transcript_prompt(system, history, &new.content);
+            if let Some(last) = prompt.messages.last_mut() {
+                last.images = new.images.clone();
+            }
+            prompt
+        }
     }
 }
 
@@ -156,38 +230,60 @@ pub fn messages_prompt(
     history: &[WireMessage],
     new_message: &str,
 ) -> Prompt {
+    let new = WireMessage::text(Role::User, new_message.to_string());
+    messages_prompt_with(protocol, system, history, &new)
+}
+
+/// [`messages_prompt`] with a new message that may carry images. Anthropic's merge of same-role
+/// neighbours keeps every image, in order.
+pub fn messages_prompt_with(
+    protocol: Protocol,
+    system: String,
+    history: &[WireMessage],
+    new: &WireMessage,
+) -> Prompt {
     let anthropic = protocol == Protocol::Anthropic;
     let mut messages: Vec<WireMessage> = Vec::with_capacity(history.len() + 2);
-    let mut push = |role: Role, content: String| {
+    let mut push = |role: Role, content: String, images: &[WireImage]| {
         if anthropic {
             if let Some(last) = messages.last_mut() {
                 if last.role == role {
                     last.content.push_str("\n\n");
                     last.content.push_str(&content);
+                    last.images.extend_from_slice(images);
                     return;
                 }
             }
             if messages.is_empty() && role != Role::User {
-                messages.push(WireMessage {
-                    role: Role::User,
-                    content: ANTHROPIC_LEAD_IN.to_string(),
-                });
+                messages.push(WireMessage::text(Role::User, ANTHROPIC_LEAD_IN.to_string()));
             }
         }
-        messages.push(WireMessage { role, content });
+        messages.push(WireMessage {
+            role,
+            content,
+            images: images.to_vec(),
+        });
     };
     for m in history {
-        if m.content.trim().is_empty() {
+        if m.content.trim().is_empty() && m.images.is_empty() {
             continue; // Anthropic rejects empty text; nobody needs it.
         }
         match m.role {
-            Role::User | Role::Assistant => push(m.role, m.content.clone()),
-            Role::Tool => push(Role::User, format!("{TOOL_RESULT_LABEL}\n{}", m.content)),
+            Role::User | Role::Assistant => push(m.role, m.content.clone(), &m.images),
+            Role::Tool => push(
+                Role::User,
+                format!("{TOOL_RESULT_LABEL}\n{}", m.content),
+                &m.images,
+            ),
             // Never an instruction (see `render_message`, which has already quoted a stored one).
-            Role::System => push(Role::User, format!("{SYSTEM_NOTE_LABEL}\n{}", m.content)),
+            Role::System => push(
+                Role::User,
+                format!("{SYSTEM_NOTE_LABEL}\n{}", m.content),
+                &m.images,
+            ),
         }
     }
-    push(Role::User, new_message.to_string());
+    push(Role::User, new.content.clone(), &new.images);
     Prompt { system, messages }
 }
 
@@ -210,7 +306,7 @@ fn neutralise_tags(text: &str) -> String {
 pub fn transcript_text(history: &[WireMessage]) -> String {
     let visible: Vec<&WireMessage> = history
         .iter()
-        .filter(|m| !m.content.trim().is_empty())
+        .filter(|m| !m.content.trim().is_empty() || !m.images.is_empty())
         .collect();
     if visible.is_empty() {
         return String::new();
@@ -223,6 +319,10 @@ pub fn transcript_text(history: &[WireMessage]) -> String {
         out.push_str(label(m.role));
         out.push_str(": ");
         out.push_str(&neutralise_tags(&m.content));
+        // One text block carries no image: each is named where it was.
+        for i in &m.images {
+            out.push_str(&format!(" [image: {}]", neutralise_tags(&i.name)));
+        }
         out.push('\n');
     }
     out.push_str(TRANSCRIPT_CLOSE);
@@ -239,9 +339,6 @@ pub fn transcript_prompt(system: String, history: &[WireMessage], new_message: &
     };
     Prompt {
         system,
-        messages: vec![WireMessage {
-            role: Role::User,
-            content,
-        }],
+        messages: vec![WireMessage::text(Role::User, content)],
     }
 }

@@ -9,6 +9,7 @@
 //! `tests/architecture.rs` enforces this.
 
 pub mod assemble;
+pub mod attach;
 pub mod backup;
 pub mod branch;
 pub mod coalesce;

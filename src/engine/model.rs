@@ -121,6 +121,56 @@ pub struct MessageMeta {
     /// speed); shown quietly under it.
     #[serde(default)]
     pub stats: Option<GenerationStats>,
+    /// Images and files the user attached (`engine::attach`). Messages stored before attachments
+    /// existed have none.
+    #[serde(default)]
+    pub attachments: Vec<Attachment>,
+}
+
+/// What an attachment is: an image (its bytes a Blob in the store, content-addressed by `hash`) or
+/// a text file (its text carried in [`Attachment::text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentKind {
+    #[default]
+    Image,
+    File,
+}
+
+impl AttachmentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttachmentKind::Image => "image",
+            AttachmentKind::File => "file",
+        }
+    }
+    pub fn parse(s: &str) -> Option<AttachmentKind> {
+        match s {
+            "image" => Some(AttachmentKind::Image),
+            "file" => Some(AttachmentKind::File),
+            _ => None,
+        }
+    }
+}
+
+/// One image or file on a user message. `hash` is the SHA-256 (lowercase hex) of the stored bytes
+/// (an image's resized encoding, a file's text), so the same content is stored once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Attachment {
+    pub kind: AttachmentKind,
+    pub name: String,
+    pub mime: String,
+    /// Bytes stored (an image after resizing).
+    pub size: u64,
+    pub hash: String,
+    /// Pixels, for images (0 for files): what the token rules read.
+    #[serde(default)]
+    pub width: u32,
+    #[serde(default)]
+    pub height: u32,
+    /// A text file's text (empty for images).
+    #[serde(default)]
+    pub text: String,
 }
 
 /// Figures of one reply's generation: the tokens the server reported, and the time to the first
@@ -719,6 +769,38 @@ impl ReasoningEffort {
 pub struct WireMessage {
     pub role: Role,
     pub content: String,
+    /// The images the message carries (a user message's attachments), in order; the request
+    /// builders put them in each protocol's form (`engine::request`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<WireImage>,
+}
+
+impl WireMessage {
+    /// A message of text alone.
+    pub fn text(role: Role, content: String) -> Self {
+        WireMessage {
+            role,
+            content,
+            images: Vec::new(),
+        }
+    }
+}
+
+/// An image as a request carries it: the assembly names it (by hash, with its pixels for the token
+/// rules); the driver fills `data` (base64 of the stored bytes) just before the request is built.
+/// An image whose `data` stays empty (not stored on this device) goes as its `[image: name]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireImage {
+    pub name: String,
+    pub mime: String,
+    pub hash: String,
+    pub width: u32,
+    pub height: u32,
+    /// Bytes stored (what the request's byte count reads: base64 is 4/3 of it).
+    #[serde(default)]
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data: String,
 }
 
 /// What a request carries, independent of protocol: the system text and the messages in order.

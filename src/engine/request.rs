@@ -28,6 +28,15 @@
 //! with the assistant gets a short user opener, because the API wants alternating turns starting
 //! with the user. Temperatures are sent as typed (shortest decimal), clamped to 0..=1 for anthropic.
 //!
+//! # Images
+//! A message's images (`WireMessage::images`, their base64 filled by the driver) go in each
+//! protocol's own form, the text as a part beside them: `openai-chat` content parts
+//! `{type: "text"}` then `{type: "image_url", image_url: {url: "data:<mime>;base64,…"}}`;
+//! `openai-responses` `{type: "input_text"}` then `{type: "input_image", image_url: "data:…"}`;
+//! `anthropic` `{type: "image", source: {type: "base64", media_type, data}}` then `{type: "text"}`;
+//! `ollama` `images: [base64, …]` on the message. A message without images keeps its plain string
+//! content; an image whose bytes are not on this device goes as `[image: name]` in the text.
+//!
 //! # Output constraints
 //! [`RequestOptions::output`] asks the server to generate JSON that matches a schema, in one of the
 //! [`OutputForm`]s each protocol's servers take: `response_format` `json_schema` (OpenAI, llama.cpp's
@@ -43,7 +52,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::engine::model::{EndpointProfile, Prompt, Protocol, ReasoningEffort, Role, WireMessage};
+use crate::engine::model::{
+    EndpointProfile, Prompt, Protocol, ReasoningEffort, Role, WireImage, WireMessage,
+};
 use crate::engine::settings::{insecure_message, key_use, KeyUse};
 
 /// `max_tokens` for anthropic when the caller gives none (the API requires one).
@@ -372,20 +383,137 @@ fn decimal(t: f32) -> Option<f64> {
 #[derive(Serialize)]
 struct Msg<'a> {
     role: &'static str,
-    content: Cow<'a, str>,
+    content: Content<'a>,
+    /// Ollama's images: base64, on the message.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    images: Vec<&'a str>,
 }
 
-/// A wire message with the tool role folded into `user` (protocols without a usable tool role).
+/// A message's content: its text, or (a message with images) the protocol's content parts.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Value>),
+}
+
+impl Content<'_> {
+    fn is_blank(&self) -> bool {
+        match self {
+            Content::Text(t) => t.trim().is_empty(),
+            Content::Parts(p) => p.is_empty(),
+        }
+    }
+}
+
+/// How a protocol takes images in a message (module header, "Images").
+#[derive(Clone, Copy, PartialEq)]
+enum ImageForm {
+    OpenAiChat,
+    Responses,
+    Anthropic,
+}
+
+fn text_part(form: ImageForm, text: &str) -> Value {
+    let kind = if form == ImageForm::Responses {
+        "input_text"
+    } else {
+        "text"
+    };
+    serde_json::json!({ "type": kind, "text": text })
+}
+
+fn image_part(form: ImageForm, i: &WireImage) -> Value {
+    let url = format!("data:{};base64,{}", i.mime, i.data);
+    match form {
+        ImageForm::OpenAiChat => {
+            serde_json::json!({ "type": "image_url", "image_url": { "url": url } })
+        }
+        ImageForm::Responses => serde_json::json!({ "type": "input_image", "image_url": url }),
+        ImageForm::Anthropic => serde_json::json!({
+            "type": "image",
+            "source": { "type": "base64", "media_type": i.mime, "data": i.data }
+        }),
+    }
+}
+
+/// `text` followed by the `[image: name]` of each image whose bytes are not here (not stored on
+/// this device): the model is told an image was there.
+fn with_missing<'a>(text: Cow<'a, str>, images: &[WireImage]) -> Cow<'a, str> {
+    let missing: Vec<&WireImage> = images.iter().filter(|i| i.data.is_empty()).collect();
+    if missing.is_empty() {
+        return text;
+    }
+    let mut t = text.into_owned();
+    for i in missing {
+        if !t.is_empty() {
+            t.push(' ');
+        }
+        t.push_str(&format!("[image: {}]", i.name));
+    }
+    Cow::Owned(t)
+}
+
+/// The content of `m` with its images in `form`: text alone when it has none (or none is here);
+/// else the parts, images first for anthropic (its advice), after the text for OpenAI.
+fn content_with_images<'a>(
+    form: ImageForm,
+    text: Cow<'a, str>,
+    images: &'a [WireImage],
+) -> Content<'a> {
+    let text = with_missing(text, images);
+    let present: Vec<&WireImage> = images.iter().filter(|i| !i.data.is_empty()).collect();
+    if present.is_empty() {
+        return Content::Text(text);
+    }
+    let mut parts: Vec<Value> = present.iter().map(|i| image_part(form, i)).collect();
+    if !text.trim().is_empty() {
+        let t = text_part(form, &text);
+        if form == ImageForm::Anthropic {
+            parts.push(t);
+        } else {
+            parts.insert(0, t);
+        }
+    }
+    Content::Parts(parts)
+}
+
+/// A wire message with the tool role folded into `user` (protocols without a usable tool role),
+/// its images in `form`.
+fn msg_in(form: ImageForm, m: &WireMessage) -> Msg<'_> {
+    let (role, text) = match m.role {
+        Role::Tool => (
+            "user",
+            Cow::Owned(format!("{TOOL_RESULT_PREFIX}{}", m.content)),
+        ),
+        role => (role.as_str(), Cow::Borrowed(m.content.as_str())),
+    };
+    Msg {
+        role,
+        content: content_with_images(form, text, &m.images),
+        images: Vec::new(),
+    }
+}
+
 fn plain_msg(m: &WireMessage) -> Msg<'_> {
-    match m.role {
-        Role::Tool => Msg {
-            role: "user",
-            content: Cow::Owned(format!("{TOOL_RESULT_PREFIX}{}", m.content)),
-        },
-        role => Msg {
-            role: role.as_str(),
-            content: Cow::Borrowed(&m.content),
-        },
+    msg_in(ImageForm::OpenAiChat, m)
+}
+
+fn responses_msg(m: &WireMessage) -> Msg<'_> {
+    msg_in(ImageForm::Responses, m)
+}
+
+/// Ollama: the tool role kept, images as base64 on the message (`images`).
+fn ollama_msg(m: &WireMessage) -> Msg<'_> {
+    Msg {
+        role: m.role.as_str(),
+        content: Content::Text(with_missing(Cow::Borrowed(&m.content), &m.images)),
+        images: m
+            .images
+            .iter()
+            .filter(|i| !i.data.is_empty())
+            .map(|i| i.data.as_str())
+            .collect(),
     }
 }
 
@@ -397,7 +525,8 @@ fn with_system<'a>(
     if !prompt.system.is_empty() {
         messages.push(Msg {
             role: "system",
-            content: Cow::Borrowed(&prompt.system),
+            content: Content::Text(Cow::Borrowed(&prompt.system)),
+            images: Vec::new(),
         });
     }
     messages.extend(prompt.messages.iter().map(convert));
@@ -468,8 +597,13 @@ fn openai_responses_body(
         .filter(|id| !id.is_empty());
     let input: Vec<Msg> = match previous {
         // The server holds the earlier turns: send only the new message.
-        Some(_) => prompt.messages.last().map(plain_msg).into_iter().collect(),
-        None => prompt.messages.iter().map(plain_msg).collect(),
+        Some(_) => prompt
+            .messages
+            .last()
+            .map(responses_msg)
+            .into_iter()
+            .collect(),
+        None => prompt.messages.iter().map(responses_msg).collect(),
     };
     to_json(&ResponsesBody {
         model: &endpoint.model,
@@ -512,10 +646,7 @@ fn ollama_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOption
     let has_options = options.temperature.is_some() || options.num_predict.is_some();
     to_json(&OllamaBody {
         model: &endpoint.model,
-        messages: with_system(prompt, |m| Msg {
-            role: m.role.as_str(),
-            content: Cow::Borrowed(&m.content),
-        }),
+        messages: with_system(prompt, ollama_msg),
         stream: opts.stream,
         format: output_field(opts, OutputForm::OllamaFormat),
         options: has_options.then_some(options),
@@ -545,20 +676,16 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
     }
     let mut messages: Vec<Msg> = Vec::with_capacity(prompt.messages.len() + 1);
     for m in &prompt.messages {
-        if m.content.trim().is_empty() {
+        if m.content.trim().is_empty() && m.images.is_empty() {
             continue;
         }
         if m.role == Role::System {
             system.push(&m.content);
             continue;
         }
-        let msg = plain_msg(m);
+        let msg = msg_in(ImageForm::Anthropic, m);
         match messages.last_mut() {
-            Some(last) if last.role == msg.role => {
-                let content = last.content.to_mut();
-                content.push_str("\n\n");
-                content.push_str(&msg.content);
-            }
+            Some(last) if last.role == msg.role => join(&mut last.content, msg.content),
             _ => messages.push(msg),
         }
     }
@@ -567,7 +694,8 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
             0,
             Msg {
                 role: "user",
-                content: Cow::Borrowed(ANTHROPIC_OPENER),
+                content: Content::Text(Cow::Borrowed(ANTHROPIC_OPENER)),
+                images: Vec::new(),
             },
         );
     }
@@ -590,6 +718,33 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
         }),
         tools,
     })
+}
+
+/// Anthropic's two same-role neighbours as one message: texts joined by a blank line, parts one
+/// after the other.
+fn join<'a>(into: &mut Content<'a>, next: Content<'a>) {
+    let parts = |c: Content<'a>| -> Vec<Value> {
+        match c {
+            Content::Text(t) if t.trim().is_empty() => Vec::new(),
+            Content::Text(t) => vec![text_part(ImageForm::Anthropic, &t)],
+            Content::Parts(p) => p,
+        }
+    };
+    if next.is_blank() {
+        return;
+    }
+    match (&mut *into, next) {
+        (Content::Text(a), Content::Text(b)) => {
+            let a = a.to_mut();
+            a.push_str("\n\n");
+            a.push_str(&b);
+        }
+        (_, next) => {
+            let mut all = parts(std::mem::replace(into, Content::Parts(Vec::new())));
+            all.extend(parts(next));
+            *into = Content::Parts(all);
+        }
+    }
 }
 
 fn to_json<T: Serialize>(body: &T) -> String {

@@ -112,10 +112,7 @@ pub fn title_request(first_message: &str, reply: &str) -> (Prompt, RequestOption
     );
     let prompt = Prompt {
         system: title_instruction(),
-        messages: vec![WireMessage {
-            role: Role::User,
-            content: exchange,
-        }],
+        messages: vec![WireMessage::text(Role::User, exchange)],
     };
     let options = RequestOptions {
         temperature: Some(0.2),

@@ -25,10 +25,11 @@
 //! anything outside `crate::engine`.
 
 use crate::engine::assemble::{Assembly, SectionKind};
+use crate::engine::attach;
 use crate::engine::coalesce::SaveThrottle;
 use crate::engine::decode::{StreamEvent, Timings};
 use crate::engine::failure::{self, Failure, FailureKind};
-use crate::engine::history::build_prompt;
+use crate::engine::history::{build_prompt_with, render_new};
 use crate::engine::model::{
     Conversation, EndpointProfile, GenerationStats, HistoryFormat, Message, MessageStatus, Millis,
     Prompt, Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage,
@@ -391,12 +392,14 @@ impl Turn {
                 .section(SectionKind::System)
                 .map(|sec| sec.text.clone())
                 .unwrap_or_default();
-            let prompt = build_prompt(
+            let budget = s.assembly.budget_tokens;
+            let (new_wire, _) = render_new(new, attach::file_chars(budget));
+            let prompt = build_prompt_with(
                 HistoryFormat::Messages,
                 s.endpoint.protocol,
                 system,
                 &[],
-                &new.content,
+                &new_wire,
             );
             turn.send(path, prompt, Some(h.id.clone()));
             turn.handle = Some(h);
@@ -520,6 +523,7 @@ impl Turn {
             self.reinject();
             return;
         }
+        let failure = self.about_images(failure);
         let has_partial = !self.text.is_empty() || !self.tool_calls.is_empty();
         let status = match failure.kind {
             FailureKind::Aborted => TurnStatus::Interrupted,
@@ -529,6 +533,26 @@ impl Turn {
             _ => TurnStatus::Error,
         };
         self.finish(status, Some(failure), now);
+    }
+
+    /// A refusal of a request that carried images, naming them (`attach::refuses_images`), says
+    /// the model cannot see images (what the server said stays in "How to fix").
+    fn about_images(&self, failure: Failure) -> Failure {
+        let carried = self
+            .full_prompt
+            .messages
+            .iter()
+            .any(|m| !m.images.is_empty());
+        let refused = failure
+            .status
+            .is_some_and(|st| attach::refuses_images(st, &failure.text()));
+        if !carried || !refused {
+            return failure;
+        }
+        Failure {
+            message: attach::REFUSED_IMAGES.to_string(),
+            ..failure
+        }
     }
 
     /// The remote session is gone: mark the handle dead and re-send with the full context.

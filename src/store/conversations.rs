@@ -9,7 +9,9 @@ use web_sys::{IdbCursorDirection, IdbCursorWithValue, IdbKeyRange};
 use super::error::StoreError;
 use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, to_js, Tx};
 use super::records::{scope_key, ConversationRecord};
-use super::schema::{BY_CONV_SEQ, BY_UPDATED, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES};
+use super::schema::{
+    ATTACHMENTS, BY_CONV_SEQ, BY_UPDATED, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES,
+};
 use super::Store;
 use crate::engine::model::{
     Conversation, EntityScope, MemoryOverrides, Millis, RemoteHandle, TurnPath,
@@ -227,7 +229,10 @@ impl Store {
     /// Deletes a conversation with its messages, summaries and conversation-scoped entities, all in
     /// one transaction. Returns false if it did not exist (nothing is deleted then... except orphans).
     pub async fn delete_conversation(&self, id: &str) -> Result<bool, StoreError> {
-        let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
+        let tx = self.tx(
+            &[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES, ATTACHMENTS],
+            true,
+        )?;
         let convs = tx.store(CONVERSATIONS)?;
         let existed = get_record(&convs, id).await?.is_some();
         delete_contents(&tx, id).await?;
@@ -237,21 +242,37 @@ impl Store {
     }
 }
 
+/// The part of a message record a deletion reads.
+#[derive(serde::Deserialize)]
+struct HashesOnly {
+    #[serde(default)]
+    attachment_hashes: Vec<String>,
+}
+
 /// Deletes everything a conversation holds (its messages, summaries and conversation-scoped
-/// entities) inside `tx`, which must cover those stores; the conversation record is the caller's.
+/// entities, and the images' Blobs no other message uses) inside `tx`, which must cover those
+/// stores and `attachments`; the conversation record is the caller's.
 pub(crate) async fn delete_contents(tx: &Tx, id: &str) -> Result<(), StoreError> {
     let messages = tx.store(MESSAGES)?;
     let index = messages.index(BY_CONV_SEQ).map_err(js_error)?;
-    let keys: js_sys::Array = request(
-        &index
-            .get_all_keys_with_key(&prefix_range(id)?)
-            .map_err(js_error)?,
-    )
-    .await?
-    .into();
+    let range = prefix_range(id)?;
+    let keys_req = index.get_all_keys_with_key(&range).map_err(js_error)?;
+    let values_req = index.get_all_with_key(&range).map_err(js_error)?;
+    let keys: js_sys::Array = request(&keys_req).await?.into();
+    let values: js_sys::Array = request(&values_req).await?.into();
+    let mut hashes: Vec<String> = Vec::new();
+    for v in values.iter() {
+        // Only the hashes are read; a damaged record's are skipped (its Blobs stay, never lost).
+        if let Ok(rec) = from_js::<HashesOnly>(v, "message") {
+            hashes.extend(rec.attachment_hashes);
+        }
+    }
     for k in keys.iter() {
         messages.delete(&k).map_err(js_error)?;
     }
+    hashes.sort();
+    hashes.dedup();
+    super::attachments::free_unused(tx, &hashes).await?;
     let scope = scope_key(&EntityScope::Conversation(id.to_string())).to_string();
     tx.store(SUMMARIES)?
         .delete(&prefix_range(id)?)

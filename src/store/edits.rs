@@ -18,7 +18,7 @@ use super::messages::add_all;
 use super::projects::ProjectRecord;
 use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{
-    BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, PROJECTS, SUMMARIES, USER_FACTS,
+    ATTACHMENTS, BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, PROJECTS, SUMMARIES, USER_FACTS,
 };
 use super::user_facts::UserFactRecord;
 use super::Store;
@@ -88,7 +88,10 @@ impl Store {
         id: &str,
         now: Millis,
     ) -> Result<Conversation, StoreError> {
-        let tx = self.tx(&[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES], true)?;
+        let tx = self.tx(
+            &[CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES, ATTACHMENTS],
+            true,
+        )?;
         let convs = tx.store(CONVERSATIONS)?;
         let Some(mut rec) = get_record(&convs, id).await? else {
             return tx.fail(not_found(id)).await;

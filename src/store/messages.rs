@@ -74,6 +74,10 @@ struct BulkMessage<'a> {
     reasoning: Option<ReasoningRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stats: Option<StatsRecord>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attachments: Vec<super::records::AttachmentRecord>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attachment_hashes: Vec<String>,
 }
 
 impl<'a> BulkMessage<'a> {
@@ -91,6 +95,7 @@ impl<'a> BulkMessage<'a> {
             hidden,
             reasoning,
             stats,
+            attachments,
         } = &m.meta;
         BulkMessage {
             id: &m.id,
@@ -124,6 +129,11 @@ impl<'a> BulkMessage<'a> {
             hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
+            attachments: attachments
+                .iter()
+                .map(super::records::AttachmentRecord::from)
+                .collect(),
+            attachment_hashes: super::records::blob_hashes(attachments),
         }
     }
 }

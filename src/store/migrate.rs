@@ -239,6 +239,8 @@ fn legacy_message_record(conv_id: &str, i: usize, m: &Legacy) -> MessageRecord {
         hidden: false,
         reasoning: None,
         stats: None,
+        attachments: Vec::new(),
+        attachment_hashes: Vec::new(),
     }
 }
 

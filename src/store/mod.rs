@@ -22,6 +22,7 @@
 //! - opening never waits for other tabs: if an upgrade is blocked, `open` returns [`StoreError::Blocked`]
 //!   (a connection that opens later anyway is closed immediately).
 
+mod attachments;
 mod conversations;
 mod edits;
 mod error;
@@ -50,6 +51,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Event, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbVersionChangeEvent};
 
+pub use attachments::{BlobUsage, StoredBlob};
 pub use conversations::ConversationPatch;
 pub use edits::WritePace;
 pub use error::StoreError;

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::error::StoreError;
 use crate::engine::model::GenerationStats;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, HistoryFormat,
-    MemoryOverrides, Message, MessageMeta, MessageStatus, Millis, PastProperty, Reasoning,
-    Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
+    EntityType, HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis,
+    PastProperty, Reasoning, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
 use crate::engine::search::index_terms;
 
@@ -345,6 +345,91 @@ pub struct MessageRecord {
     /// The reply's generation figures; none in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<StatsRecord>,
+    /// The user's images and files (records written before attachments have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentRecord>,
+    /// The hashes of the images' Blobs (`schema::ATTACHMENTS`), under the `by_attachment`
+    /// multiEntry index: whether any message still uses a Blob is one index count. Derived from
+    /// `attachments` on every write, never read back into the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachment_hashes: Vec<String>,
+}
+
+/// One attachment as stored on its message (an image's bytes are a Blob in `schema::ATTACHMENTS`
+/// under `hash`; a file's text is here).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttachmentRecord {
+    pub kind: String,
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+    pub hash: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub width: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub height: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl From<&Attachment> for AttachmentRecord {
+    fn from(a: &Attachment) -> Self {
+        // Destructured without `..`: a new model field fails to compile here until it is stored.
+        let Attachment {
+            kind,
+            name,
+            mime,
+            size,
+            hash,
+            width,
+            height,
+            text,
+        } = a;
+        AttachmentRecord {
+            kind: kind.as_str().to_string(),
+            name: name.clone(),
+            mime: mime.clone(),
+            size: *size,
+            hash: hash.clone(),
+            width: *width,
+            height: *height,
+            text: text.clone(),
+        }
+    }
+}
+
+impl TryFrom<AttachmentRecord> for Attachment {
+    type Error = StoreError;
+    fn try_from(r: AttachmentRecord) -> Result<Self, StoreError> {
+        let kind = AttachmentKind::parse(&r.kind)
+            .ok_or_else(|| bad("attachment", format!("unknown kind '{}'", r.kind)))?;
+        Ok(Attachment {
+            kind,
+            name: r.name,
+            mime: r.mime,
+            size: r.size,
+            hash: r.hash,
+            width: r.width,
+            height: r.height,
+            text: r.text,
+        })
+    }
+}
+
+/// The Blob hashes a message's attachments use (images only: a file's text lives on the message).
+pub fn blob_hashes(attachments: &[Attachment]) -> Vec<String> {
+    let mut out: Vec<String> = attachments
+        .iter()
+        .filter(|a| a.kind == AttachmentKind::Image && !a.hash.is_empty())
+        .map(|a| a.hash.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The sparse-index marker for a status.
@@ -377,6 +462,7 @@ impl From<&Message> for MessageRecord {
             hidden,
             reasoning,
             stats,
+            attachments,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -424,6 +510,8 @@ impl From<&Message> for MessageRecord {
             hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
+            attachment_hashes: blob_hashes(attachments),
+            attachments: attachments.iter().map(AttachmentRecord::from).collect(),
         }
     }
 }
@@ -474,6 +562,11 @@ impl TryFrom<MessageRecord> for Message {
                 hidden: r.hidden,
                 reasoning: r.reasoning.map(Into::into),
                 stats: r.stats.map(Into::into),
+                attachments: r
+                    .attachments
+                    .into_iter()
+                    .map(Attachment::try_from)
+                    .collect::<Result<_, _>>()?,
             },
         })
     }

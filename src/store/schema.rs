@@ -12,7 +12,13 @@
 //! records stored before. 5 = adds `user_facts` (facts about the user, key path `id`); 4 -> 5 only
 //! creates it. 6 = adds `projects` (conversations grouped with their own instructions, key path
 //! `id`); 5 -> 6 only creates it: no record changes shape (a conversation's project is an optional
-//! field of its overrides, absent in the records stored before, which reads as none).
+//! field of its overrides, absent in the records stored before, which reads as none). 7 = adds
+//! `attachments` (the images' Blobs, content-addressed: key path `hash`, so one image is stored
+//! once however many messages use it) and the multiEntry index `by_attachment` on
+//! `messages.attachment_hashes` (which messages use a Blob: a deleted conversation frees a Blob
+//! when that index no longer holds its hash); 6 -> 7 only creates them: messages stored before
+//! have no attachments, read as none, and belong in no `by_attachment` entry, so no data
+//! migration rewrites them.
 
 use js_sys::Array;
 use wasm_bindgen::JsValue;
@@ -22,7 +28,7 @@ use super::error::StoreError;
 use super::idb::js_error;
 
 /// The IndexedDB version this code writes.
-pub const DB_VERSION: u32 = 6;
+pub const DB_VERSION: u32 = 7;
 
 pub const CONVERSATIONS: &str = "conversations";
 pub const MESSAGES: &str = "messages";
@@ -39,6 +45,11 @@ pub const SYNC_STATE: &str = "sync_state";
 pub const USER_FACTS: &str = "user_facts";
 /// Projects by `id`, deleted ones as tombstones (see `projects.rs`).
 pub const PROJECTS: &str = "projects";
+/// Image Blobs by `hash` (SHA-256 hex of their bytes): `{hash, mime, size, blob}` (see
+/// `attachments.rs`).
+pub const ATTACHMENTS: &str = "attachments";
+/// multiEntry `messages` index on `attachment_hashes` (each message under every Blob it uses).
+pub const BY_ATTACHMENT: &str = "by_attachment";
 /// Sparse `sync_docs` index on `dirty` (present only while a document waits to be pushed).
 pub const BY_DIRTY: &str = "by_dirty";
 
@@ -113,14 +124,6 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Resul
         db.create_object_store_with_optional_parameters(ENTITIES, &key_path_arr(&["scope", "id"]))
             .map_err(js_error)?;
     }
-    if !has_store(db, SETTINGS) {
-        db.create_object_store_with_optional_parameters(SETTINGS, &key_path_str("key"))
-            .map_err(js_error)?;
-    }
-    if !has_store(db, META) {
-        db.create_object_store_with_optional_parameters(META, &key_path_str("key"))
-            .map_err(js_error)?;
-    }
     if !has_store(db, LEGACY_MESSAGES) {
         // Always present so the legacy-import migration has one shape to read.
         db.create_object_store(LEGACY_MESSAGES).map_err(js_error)?;
@@ -132,18 +135,20 @@ pub fn upgrade(db: &IdbDatabase, tx: &IdbTransaction, old_version: u32) -> Resul
         s.create_index_with_str(BY_DIRTY, "dirty")
             .map_err(js_error)?;
     }
-    if !has_store(db, SYNC_STATE) {
-        db.create_object_store_with_optional_parameters(SYNC_STATE, &key_path_str("key"))
-            .map_err(js_error)?;
+    for (name, key) in [
+        (SETTINGS, "key"),
+        (META, "key"),
+        (SYNC_STATE, "key"),
+        (USER_FACTS, "id"),
+        (PROJECTS, "id"),
+        (ATTACHMENTS, "hash"),
+    ] {
+        if !has_store(db, name) {
+            db.create_object_store_with_optional_parameters(name, &key_path_str(key))
+                .map_err(js_error)?;
+        }
     }
-    if !has_store(db, USER_FACTS) {
-        db.create_object_store_with_optional_parameters(USER_FACTS, &key_path_str("id"))
-            .map_err(js_error)?;
-    }
-    if !has_store(db, PROJECTS) {
-        db.create_object_store_with_optional_parameters(PROJECTS, &key_path_str("id"))
-            .map_err(js_error)?;
-    }
+    multi_entry_index(tx, MESSAGES, BY_ATTACHMENT, "attachment_hashes")?;
     multi_entry_index(tx, MESSAGES, BY_TERM, "terms")?;
     multi_entry_index(tx, CONVERSATIONS, BY_TITLE_TERM, "title_terms")?;
     Ok(())

@@ -18,7 +18,7 @@ use super::error::StoreError;
 use super::idb::{from_js, js_error, request, to_js, Tx};
 use super::messages::add_all;
 use super::records::{ConversationRecord, MessageRecord};
-use super::schema::{CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES, SYNC_DOCS};
+use super::schema::{ATTACHMENTS, CONVERSATIONS, ENTITIES, MESSAGES, SUMMARIES, SYNC_DOCS};
 use super::sync_docs::{record_of, synced_of};
 use super::{Span, Store, WritePace};
 use crate::engine::model::{Conversation, Message};
@@ -179,7 +179,14 @@ impl Store {
         writes: &mut dyn WritePace,
     ) -> Result<Plan, StoreError> {
         let tx = self.tx(
-            &[SYNC_DOCS, CONVERSATIONS, MESSAGES, SUMMARIES, ENTITIES],
+            &[
+                SYNC_DOCS,
+                CONVERSATIONS,
+                MESSAGES,
+                SUMMARIES,
+                ENTITIES,
+                ATTACHMENTS,
+            ],
             true,
         )?;
         let span = Span::new("apply.held");

@@ -4,13 +4,14 @@
 //! `plan.rs`). Never panics, whatever the bytes. Must not import anything outside `crate::engine`.
 
 use super::wire::{
-    BConversation, BConversationBundle, BEntity, BMessage, BProject, BSummary, BUserFact,
-    BackupFile,
+    BAttachment, BBlob, BConversation, BConversationBundle, BEntity, BMessage, BProject, BSummary,
+    BUserFact, BackupFile,
 };
-use super::{ConversationBundle, ImportError, ImportLimits, FORMAT, VERSION};
+use super::{ConversationBundle, ImageBlob, ImportError, ImportLimits, FORMAT, VERSION};
+use crate::engine::attach;
 use crate::engine::format::clip;
 use crate::engine::json_text;
-use crate::engine::model::{EntityScope, Millis};
+use crate::engine::model::{Attachment, EntityScope, Millis};
 use serde::Deserialize;
 use std::collections::HashSet;
 
@@ -357,8 +358,10 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         hidden: _,
         reasoning,
         stats: _,
+        attachments,
     } = m;
     k.id("id", id)?;
+    check_attachments(&k, attachments)?;
     for link in [after, replaces].into_iter().flatten() {
         k.id("after/replaces", link)?;
     }
@@ -380,6 +383,28 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
     }
     if let Some(model) = model {
         k.short("model", model)?;
+    }
+    Ok(())
+}
+
+/// A message's attachments: at most [`attach::MAX_ATTACHMENTS`], each sane (`attach::check`).
+fn check_attachments(k: &Checker, attachments: &[BAttachment]) -> Result<(), ImportError> {
+    if attachments.len() > attach::MAX_ATTACHMENTS {
+        return Err(ImportError::InvalidValue {
+            record: (k.name)(),
+            detail: format!(
+                "{} attachments, more than the {} a message can hold",
+                attachments.len(),
+                attach::MAX_ATTACHMENTS
+            ),
+        });
+    }
+    for a in attachments {
+        let model = Attachment::from(a.clone());
+        attach::check(&model).map_err(|why| ImportError::InvalidValue {
+            record: (k.name)(),
+            detail: format!("attachment {:?}: {why}", clip(&a.name, 40)),
+        })?;
     }
     Ok(())
 }
@@ -517,7 +542,63 @@ fn check_file(file: &BackupFile, limits: &ImportLimits) -> Result<(), ImportErro
         }
     }
     check_facts(&file.user_facts, limits)?;
-    check_projects(&file.projects, limits)
+    check_projects(&file.projects, limits)?;
+    check_blobs(&file.blobs)
+}
+
+/// The images' bytes: each a hash in hex (once), an image type, base64 of at most
+/// `attach::MAX_IMAGE_BYTES`. That the bytes hash to it is checked where hashing is (the
+/// transfer service), before anything is stored.
+fn check_blobs(blobs: &[BBlob]) -> Result<(), ImportError> {
+    let mut seen = HashSet::new();
+    for b in blobs {
+        let bad = |detail: String| ImportError::InvalidValue {
+            record: format!("image {}", clip(&b.hash, 16)),
+            detail,
+        };
+        if !attach::is_hash(&b.hash) {
+            return Err(bad("its hash is not a SHA-256 in hex".into()));
+        }
+        if !seen.insert(b.hash.as_str()) {
+            return Err(ImportError::DuplicateId {
+                kind: "image",
+                id: b.hash.clone(),
+            });
+        }
+        if !attach::IMAGE_TYPES.contains(&b.mime.as_str()) {
+            return Err(bad(format!(
+                "an image of type {:?} is not taken",
+                clip(&b.mime, 40)
+            )));
+        }
+        if b.data.len() as u64 > attach::MAX_IMAGE_BYTES.div_ceil(3) * 4 {
+            return Err(bad("it is over the size limit".into()));
+        }
+        decode_blob(&b.data).ok_or_else(|| bad("its data is not base64".into()))?;
+    }
+    Ok(())
+}
+
+fn decode_blob(data: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(data).ok()
+}
+
+impl CheckedImport {
+    /// The images' bytes the file carries (checked), to store before the import is written.
+    pub fn images(&self) -> Vec<ImageBlob> {
+        self.file
+            .blobs
+            .iter()
+            .filter_map(|b| {
+                Some(ImageBlob {
+                    hash: b.hash.clone(),
+                    mime: b.mime.clone(),
+                    bytes: decode_blob(&b.data)?,
+                })
+            })
+            .collect()
+    }
 }
 
 /// The projects: each on its own, and no id twice.
@@ -638,6 +719,7 @@ impl CheckBuilder {
                 shared_entities: Vec::new(),
                 user_facts: Vec::new(),
                 projects: Vec::new(),
+                blobs: Vec::new(),
             },
             seen: SeenIds::default(),
             limits: limits.clone(),

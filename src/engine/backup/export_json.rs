@@ -3,10 +3,11 @@
 //! keeps an import from bringing the fact back, [`facts_for_export`] says which go). Never writes API keys or endpoint profiles (only a conversation's
 //! profile *id* travels). Must not import anything outside `crate::engine`.
 
-use super::wire::{BConversationBundle, BEntity, BackupFile};
-use super::{ConversationBundle, FORMAT, VERSION};
+use super::wire::{BBlob, BConversationBundle, BEntity, BackupFile};
+use super::{ConversationBundle, ImageBlob, FORMAT, VERSION};
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis, Project, UserFact,
+    AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope, Message, Millis,
+    Project, UserFact,
 };
 use crate::engine::sort;
 use std::collections::HashSet;
@@ -72,6 +73,33 @@ pub fn export_with_projects(
     projects: &[&Project],
     exported_at: Millis,
 ) -> String {
+    export_with_images(bundles, shared_entities, facts, projects, &[], exported_at)
+}
+
+/// The images the messages of `bundles` show (each hash once, in order): whose bytes a backup
+/// carries.
+pub fn image_hashes(bundles: &[ConversationBundle]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    bundles
+        .iter()
+        .flat_map(|b| b.messages.iter())
+        .flat_map(|m| m.meta.attachments.iter())
+        .filter(|a| a.kind == AttachmentKind::Image && seen.insert(a.hash.clone()))
+        .map(|a| a.hash.clone())
+        .collect()
+}
+
+/// [`export_with_projects`] with the images' bytes (`images`, those of [`image_hashes`] that are
+/// stored), as base64 by hash.
+pub fn export_with_images(
+    bundles: &[ConversationBundle],
+    shared_entities: &[EntityNode],
+    facts: &[&UserFact],
+    projects: &[&Project],
+    images: &[ImageBlob],
+    exported_at: Millis,
+) -> String {
+    use base64::Engine as _;
     let mut shared: Vec<BEntity> = Vec::new();
     let mut shared_ids = HashSet::new();
     let mut push_shared = |e: &EntityNode, shared: &mut Vec<BEntity>| {
@@ -120,6 +148,14 @@ pub fn export_with_projects(
             sort::sort_by(&mut projects, |a, b| a.id.cmp(&b.id));
             projects.into_iter().map(Into::into).collect()
         },
+        blobs: images
+            .iter()
+            .map(|i| BBlob {
+                hash: i.hash.clone(),
+                mime: i.mime.clone(),
+                data: base64::engine::general_purpose::STANDARD.encode(&i.bytes),
+            })
+            .collect(),
     };
     // Plain data with string keys and finite numbers: serialisation cannot fail.
     serde_json::to_string_pretty(&file).unwrap_or_default()

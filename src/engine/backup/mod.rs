@@ -29,7 +29,8 @@ mod wire;
 pub(crate) use check::{check_depth, Checker};
 pub use check::{check_import, BackupBuilder, CheckBuilder, CheckedImport, MAX_FACT_TEXT_CHARS};
 pub use export_json::{
-    export_backup, export_json, export_with_projects, facts_for_export, projects_for_export,
+    export_backup, export_json, export_with_images, export_with_projects, facts_for_export,
+    image_hashes, projects_for_export,
 };
 pub use export_markdown::export_markdown;
 pub use plan::{
@@ -38,6 +39,15 @@ pub use plan::{
 };
 
 use crate::engine::model::{Conversation, ConversationSummary, EntityNode, Message};
+
+/// An image's stored bytes, as a backup carries them (base64 in the file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageBlob {
+    /// SHA-256 of `bytes`, lowercase hex.
+    pub hash: String,
+    pub mime: String,
+    pub bytes: Vec<u8>,
+}
 
 /// The `format` field of every backup file.
 pub const FORMAT: &str = "memoire-backup";

@@ -7,10 +7,10 @@
 use super::ImportError;
 use crate::engine::format::clip;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, EntityType, FactKind, FactSource,
-    GenerationStats, HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis,
-    PastProperty, Project, Reasoning, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
-    UserFact,
+    Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
+    EntityType, FactKind, FactSource, GenerationStats, HistoryFormat, MemoryOverrides, Message,
+    MessageMeta, MessageStatus, Millis, PastProperty, Project, Reasoning, Relationship,
+    RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,6 +72,19 @@ pub(super) struct BackupFile {
     /// were carried. A conversation's membership is its overrides' `project`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) projects: Vec<BProject>,
+    /// The images' bytes (base64), once per content hash; absent in files written before
+    /// attachments, and in those whose messages hold no image.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) blobs: Vec<BBlob>,
+}
+
+/// An image's stored bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BBlob {
+    pub(super) hash: String,
+    pub(super) mime: String,
+    /// Standard base64.
+    pub(super) data: String,
 }
 
 /// A project (`engine::project`).
@@ -240,6 +253,52 @@ pub(super) struct BMessage {
     /// How the reply was generated (tokens, time to first token, speed); absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) stats: Option<BStats>,
+    /// The user's images and files; absent in files written before attachments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) attachments: Vec<BAttachment>,
+}
+
+/// An attachment (`model::Attachment`); an image's bytes are in the file's `blobs` by `hash`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct BAttachment {
+    pub(super) kind: BAttachmentKind,
+    pub(super) name: String,
+    pub(super) mime: String,
+    pub(super) size: u64,
+    pub(super) hash: String,
+    #[serde(default)]
+    pub(super) width: u32,
+    #[serde(default)]
+    pub(super) height: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(super) text: String,
+}
+
+wire_enum!(BAttachmentKind <-> AttachmentKind { Image = "image", File = "file" });
+
+impl From<&Attachment> for BAttachment {
+    fn from(a: &Attachment) -> Self {
+        let Attachment {
+            kind,
+            name,
+            mime,
+            size,
+            hash,
+            width,
+            height,
+            text,
+        } = a;
+        BAttachment {
+            kind: (*kind).into(),
+            name: name.clone(),
+            mime: mime.clone(),
+            size: *size,
+            hash: hash.clone(),
+            width: *width,
+            height: *height,
+            text: text.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -301,6 +360,31 @@ impl From<&Reasoning> for BReasoning {
             text: text.clone(),
             started_at: *started_at,
             ended_at: *ended_at,
+        }
+    }
+}
+
+impl From<BAttachment> for Attachment {
+    fn from(a: BAttachment) -> Self {
+        let BAttachment {
+            kind,
+            name,
+            mime,
+            size,
+            hash,
+            width,
+            height,
+            text,
+        } = a;
+        Attachment {
+            kind: kind.into(),
+            name,
+            mime,
+            size,
+            hash,
+            width,
+            height,
+            text,
         }
     }
 }
@@ -591,6 +675,7 @@ impl From<&Message> for BMessage {
             hidden,
             reasoning,
             stats,
+            attachments,
         } = meta;
         BMessage {
             id: id.clone(),
@@ -636,6 +721,7 @@ impl From<&Message> for BMessage {
             hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
+            attachments: attachments.iter().map(BAttachment::from).collect(),
         }
     }
 }
@@ -662,6 +748,7 @@ impl From<BMessage> for Message {
             hidden,
             reasoning,
             stats,
+            attachments,
         } = m;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
@@ -712,6 +799,7 @@ impl From<BMessage> for Message {
                 hidden,
                 reasoning: reasoning.map(Into::into),
                 stats: stats.map(Into::into),
+                attachments: attachments.into_iter().map(Into::into).collect(),
             },
         }
     }

@@ -159,10 +159,7 @@ impl UpdateRequest {
             MemoryForm::Sections => self.prompt.clone(),
             MemoryForm::Constrained(_) => Prompt {
                 system: system_instruction_for(form),
-                messages: vec![WireMessage {
-                    role: Role::User,
-                    content: self.structured_user.clone(),
-                }],
+                messages: vec![WireMessage::text(Role::User, self.structured_user.clone())],
             },
         }
     }
@@ -277,6 +274,11 @@ fn push_message(out: &mut String, m: &Message, max_chars: usize) {
         let names: Vec<&str> = m.meta.tool_calls.iter().map(|t| t.name.as_str()).collect();
         out.push_str(&format!(" (called tools: {})", names.join(", ")));
     }
+    // An image or a file is named, never carried: `[image: name]`.
+    for a in &m.meta.attachments {
+        out.push(' ');
+        out.push_str(&crate::engine::attach::placeholder(a));
+    }
     out.push_str("\n\n");
 }
 
@@ -371,10 +373,7 @@ pub fn build_update_request(
         previous_text: previous.map(|p| p.text.clone()),
         prompt: Prompt {
             system: system_instruction(),
-            messages: vec![WireMessage {
-                role: Role::User,
-                content: user,
-            }],
+            messages: vec![WireMessage::text(Role::User, user)],
         },
         structured_user,
         user_said,

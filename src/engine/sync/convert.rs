@@ -276,6 +276,9 @@ pub fn to_message(d: &MessageDoc) -> Message {
                     first_token_ms,
                     tokens_per_s: speed.filter(|v| *v > 0).map(|v| v as f32 / 10.0),
                 }),
+            // Sync does not carry attachments yet (README, "Images and files"): a synced message
+            // arrives with its text only.
+            attachments: Vec::new(),
         },
     }
 }

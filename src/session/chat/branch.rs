@@ -107,8 +107,10 @@ impl Chat {
         if !self.core.settings.borrow().has_endpoint() {
             return Err(ChatError::NoEndpoint);
         }
+        // The edit changes the words; the images and files stay with the message.
         let meta = MessageMeta {
             replaces: Some(message_id.to_string()),
+            attachments: old.meta.attachments.clone(),
             ..Default::default()
         };
         let edited = Message::from_user(new_id("m"), id, text, now(), meta);
@@ -130,16 +132,20 @@ impl Chat {
     pub async fn delete_message(&self, id: &str, message_id: &str) -> Result<(), ChatError> {
         let mut m = self.message_to_change(id, message_id).await?;
         m.content.clear();
+        let gone: Vec<String> = m.meta.attachments.iter().map(|a| a.hash.clone()).collect();
         m.meta = MessageMeta {
             deleted: true,
             tool_calls: Vec::new(),
             error: None,
+            // Its images and files go with its text (an image no other message shows is freed).
+            attachments: Vec::new(),
             ..m.meta
         };
         self.core
             .store
             .update_message(&m.id, &m.content, m.status, &m.meta)
             .await?;
+        self.core.store.free_attachment_blobs(&gone).await?;
         self.core.emit(SessionEvent::MessageProgress(m));
         self.branch_changed(id).await
     }

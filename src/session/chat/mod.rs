@@ -5,11 +5,13 @@
 //! service when it starts and ends, and asks it for the update that may be due after it.
 //! Must not import `ui`.
 
+mod attach;
 mod branch;
 mod preview;
 mod service;
 mod temporary;
 mod turn;
 
+pub use attach::Prepared;
 pub use preview::{Preview, PreviewDropped, PreviewSection, PreviewSource};
 pub use service::{Chat, ChatError};

@@ -134,12 +134,30 @@ impl Chat {
 fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
     let a = &ctx.assembly;
     let path_explanation = path_explanation(path).to_string();
+    // The images the history carries and those of the new message (the last message).
+    let (older, newest) = a
+        .prompt
+        .messages
+        .split_at(a.prompt.messages.len().saturating_sub(1));
+    let note = |ms: &[crate::engine::model::WireMessage]| {
+        let images: Vec<_> = ms.iter().flat_map(|m| m.images.iter()).collect();
+        crate::engine::attach::images_note(ctx.endpoint.protocol, &images)
+    };
+    let with_note = |detail: String, note: String| match (detail.is_empty(), note.is_empty()) {
+        (_, true) => detail,
+        (true, false) => note,
+        (false, false) => format!("{detail}; {note}"),
+    };
     let sections = a
         .sections
         .iter()
         .map(|s| {
             let detail = match s.kind {
-                SectionKind::History => plural(s.message_ids.len(), "message", "messages"),
+                SectionKind::History => with_note(
+                    plural(s.message_ids.len(), "message", "messages"),
+                    note(older),
+                ),
+                SectionKind::NewMessage => with_note(String::new(), note(newest)),
                 SectionKind::Entities => plural(s.entity_ids.len(), "entity", "entities"),
                 SectionKind::System => {
                     system_prompt_detail(&ctx.conversation, ctx.project.as_ref(), &s.text)

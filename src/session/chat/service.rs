@@ -52,6 +52,9 @@ impl ChatError {
     }
 }
 
+/// Why a temporary chat takes no attachment.
+const TEMPORARY_ATTACHMENTS: &str = "A temporary chat keeps nothing in storage, so it cannot carry images or files. Remove them, or send them in an ordinary conversation.";
+
 /// The chat service. One per page.
 pub struct Chat {
     pub(super) core: Rc<Core>,
@@ -113,6 +116,16 @@ impl Chat {
 
     /// Stores the user message, then runs the turn.
     pub async fn send(self: &Rc<Self>, id: &str, text: String) -> Result<(), ChatError> {
+        self.send_with(id, text, Vec::new()).await
+    }
+
+    /// [`Chat::send`] with images and files (made by [`Chat::attach`], whose Blobs are stored).
+    pub async fn send_with(
+        self: &Rc<Self>,
+        id: &str,
+        text: String,
+        attachments: Vec<crate::engine::model::Attachment>,
+    ) -> Result<(), ChatError> {
         if self.inflight.borrow().contains_key(id) {
             return Err(ChatError::Busy);
         }
@@ -120,16 +133,22 @@ impl Chat {
             return Err(ChatError::NoEndpoint);
         }
         if self.is_temporary(id) {
+            if !attachments.is_empty() {
+                return Err(ChatError::Invalid(TEMPORARY_ATTACHMENTS.into()));
+            }
             return self.send_temporary(id, text).await;
         }
         let t = now();
         // On the branch on screen, which need not end at the newest message.
         let after = self.core.branch_tip(id).await?;
-        if let Some(failed) = self.failed_question(id, after.is_none()).await? {
-            return self.edit(id, &failed, text).await;
+        if attachments.is_empty() {
+            if let Some(failed) = self.failed_question(id, after.is_none()).await? {
+                return self.edit(id, &failed, text).await;
+            }
         }
         let meta = crate::engine::model::MessageMeta {
             after: after.clone(),
+            attachments,
             ..Default::default()
         };
         let user = Message::from_user(new_id("m"), id, text, t, meta);

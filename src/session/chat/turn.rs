@@ -576,6 +576,17 @@ impl Chat {
             stream: true,
             output: None,
         };
+        // The images' bytes are read from the store only now, for this request.
+        let hashes = crate::engine::attach::image_hashes(prompt);
+        let filled;
+        let prompt = if hashes.is_empty() {
+            prompt
+        } else {
+            let mut p = prompt.clone();
+            crate::engine::attach::fill_images(&mut p, &self.image_bytes(&hashes).await?);
+            filled = p;
+            &filled
+        };
         let effort = (self.core.settings.borrow()).reasoning_effort_for(&run.ctx.endpoint.model);
         let req = match request::build_with_reasoning(&run.ctx.endpoint, prompt, &options, effort) {
             Ok(req) => req,

@@ -41,6 +41,9 @@ pub struct StorageInfo {
     pub usage: u64,
     pub quota: u64,
     pub persisted: bool,
+    /// The stored images (each content once) and their bytes, part of `usage`.
+    pub images: u32,
+    pub image_bytes: u64,
 }
 
 /// The settings service. One per page.
@@ -76,10 +79,13 @@ impl Preferences {
 
     pub async fn storage(&self) -> Result<StorageInfo, SettingsError> {
         let u = Store::storage_usage().await?;
+        let images = self.core.store.attachment_usage().await?;
         Ok(StorageInfo {
             usage: u.usage_bytes as u64,
             quota: u.quota_bytes as u64,
             persisted: self.core.persisted.get(),
+            images: images.count,
+            image_bytes: images.bytes as u64,
         })
     }
 

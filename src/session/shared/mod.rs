@@ -7,6 +7,7 @@
 pub(crate) mod branch;
 pub(crate) mod cache;
 mod core;
+pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod open;

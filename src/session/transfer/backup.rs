@@ -1,17 +1,17 @@
 //! Backup: export one conversation or all of them (versioned JSON without API keys, or a Markdown
-//! transcript). The format is the engine's (`engine::backup`); this file gathers the records. A
+//! transcript; the JSON carries the images' bytes, base64). The format is the engine's (`engine::backup`); this file gathers the records. A
 //! backup is imported like any other file, through `import.rs` (preview, then one transaction).
 //! Both exports are behind split point `export` (a wasm chunk fetched on first use, see
 //! scripts/build-wasm.sh). Must not import `ui`.
 
 use super::service::{Transfer, TransferError};
 use crate::engine::backup::{
-    export_markdown, export_with_projects, facts_for_export, projects_for_export,
-    ConversationBundle,
+    export_markdown, export_with_images, facts_for_export, image_hashes, projects_for_export,
+    ConversationBundle, ImageBlob,
 };
 use crate::engine::model::EntityScope;
 use crate::session::shared::error::Boxed;
-use crate::session::shared::now;
+use crate::session::shared::{digest, now};
 
 /// Split point `export`: the JSON backup (the file's types and their serialisation).
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(export, fallible, return_wrapper(let future = _; { future.await } -> Result<String, TransferError>)))]
@@ -74,13 +74,39 @@ impl Transfer {
         let projects = self.core.store.load_projects().await?;
         let one = id.and_then(|_| bundles.first().map(|b| &b.conversation));
         let projects = projects_for_export(&projects, one);
-        Ok(export_with_projects(
+        let images = self.stored_images(&image_hashes(&bundles)).await?;
+        Ok(export_with_images(
             &bundles,
             &shared,
             &facts,
             &projects,
+            &images,
             now(),
         ))
+    }
+
+    /// The bytes of the stored images among `hashes` (one not stored here is left out: its
+    /// message keeps its name).
+    async fn stored_images(&self, hashes: &[String]) -> Result<Vec<ImageBlob>, TransferError> {
+        let mut out = Vec::new();
+        for b in self
+            .core
+            .store
+            .attachment_blobs(hashes)
+            .await?
+            .into_iter()
+            .flatten()
+        {
+            let bytes = digest::bytes_of(&b.blob)
+                .await
+                .map_err(|e| TransferError::Invalid(format!("An image could not be read: {e}")))?;
+            out.push(ImageBlob {
+                hash: b.hash,
+                mime: b.mime,
+                bytes,
+            });
+        }
+        Ok(out)
     }
 
     /// A readable Markdown transcript of one conversation.

@@ -11,7 +11,7 @@
 //! Must not import `ui`.
 
 use super::service::{Transfer, TransferError};
-use crate::engine::backup::{join_user_facts, ImportLimits, ImportPlan};
+use crate::engine::backup::{join_user_facts, ImageBlob, ImportLimits, ImportPlan};
 use crate::engine::format::plural;
 use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
@@ -19,7 +19,7 @@ use crate::engine::project::join_all;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::pace::{in_slices, perf_now, yield_now};
-use crate::session::shared::{now, tabs};
+use crate::session::shared::{digest, now, tabs};
 use crate::store::{StoreError, WritePace};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -49,6 +49,9 @@ pub struct PreparedImport {
     /// `engine::backup::ImportReach`), listed before the user confirms.
     pub reach: Vec<String>,
     pub file_name: String,
+    /// The images' bytes a backup carries, stored (each checked against its hash) before the
+    /// import is written.
+    images: Vec<ImageBlob>,
 }
 
 /// What reading a file led to.
@@ -116,6 +119,7 @@ impl Transfer {
         if cancel.load(Ordering::Relaxed) {
             return Ok(ImportStep::Cancelled(CANCELLED.into()));
         }
+        let images = checked.images();
         let plan = checked.plan(&existing).map_err(|e| named(e.to_string()))?;
         preview.push_str(&format!(
             " New here: {} and {}; already here: {}.",
@@ -132,6 +136,7 @@ impl Transfer {
             preview.push_str(&projects);
         }
         Ok(ImportStep::Preview(PreparedImport {
+            images,
             reach: plan.reach().lines(),
             plan,
             source,
@@ -161,6 +166,9 @@ impl Transfer {
         // plan's joined again with those stored now (a fact forgotten since the preview stays so).
         let _facts_lock = self.join_facts_now(&mut plan).await?;
         let _projects_lock = self.join_projects_now(&mut plan).await?;
+        // The images first: a Blob no message uses yet harms nothing, a message without its
+        // image would show none.
+        self.store_images(&p.images, &p.file_name).await?;
         let mut pace = Paced {
             session: self,
             pace: Pace::write(),
@@ -201,6 +209,30 @@ impl Transfer {
             plural(plan.skipped.messages, "message was", "messages were")
         );
         Ok((report, ids))
+    }
+
+    /// Stores a backup's images, each only if its bytes hash to the key it came under (a file
+    /// that lies about one is refused whole, before anything is written).
+    async fn store_images(&self, images: &[ImageBlob], file: &str) -> Result<(), TransferError> {
+        let mut blobs = Vec::with_capacity(images.len());
+        for i in images {
+            let bad = |e: String| TransferError::Invalid(format!("{file}: {e}"));
+            if digest::sha256_hex(&i.bytes).await.map_err(bad)? != i.hash {
+                return Err(bad(format!(
+                    "the image stored under {} does not hold the bytes its name says, so nothing was imported",
+                    &i.hash[..12]
+                )));
+            }
+            blobs.push((
+                i.hash.clone(),
+                i.mime.clone(),
+                digest::blob_of(&i.bytes, &i.mime).map_err(bad)?,
+            ));
+        }
+        if !blobs.is_empty() {
+            self.core.store.put_attachment_blobs(&blobs).await?;
+        }
+        Ok(())
     }
 
     /// Joins the plan's facts about the user with those stored now, under the facts' lock, which

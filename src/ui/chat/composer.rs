@@ -4,6 +4,7 @@
 //! `crate::transport`.
 
 use crate::ui::behaviour::use_debounce_fn;
+use crate::ui::chat::attachments::{dropped, pasted, ComposerAttachments};
 use crate::ui::stores::{use_chat, use_shell};
 use leptos::prelude::*;
 
@@ -15,7 +16,7 @@ pub fn Composer() -> impl IntoView {
     let confirm_clear = RwSignal::new(false);
     let submit = move || {
         let text = chat.draft_untracked();
-        if text.trim().is_empty() || chat.streaming_untracked() {
+        if chat.draft_is_blank_untracked() || chat.streaming_untracked() {
             return;
         }
         // Nothing covers the chat once a message goes (the phone's drawer closes).
@@ -45,7 +46,15 @@ pub fn Composer() -> impl IntoView {
         settle();
     });
     view! {
-        <div class="composer" id="composer">
+        <div class="composer" id="composer"
+            on:dragover=move |ev: leptos::ev::DragEvent| ev.prevent_default()
+            on:drop=move |ev: leptos::ev::DragEvent| {
+                let files = dropped(&ev);
+                if !files.is_empty() {
+                    ev.prevent_default();
+                    chat.attach_files(files);
+                }
+            }>
             <Show when=move || confirm_clear.get()>
                 <ClearConfirm open=confirm_clear/>
             </Show>
@@ -57,7 +66,15 @@ pub fn Composer() -> impl IntoView {
                 prop:value=move || chat.draft()
                 on:input=move |ev| chat.set_draft(event_target_value(&ev))
                 on:keydown=on_key
+                on:paste=move |ev: leptos::ev::ClipboardEvent| {
+                    let files = pasted(&ev);
+                    if !files.is_empty() {
+                        ev.prevent_default();
+                        chat.attach_files(files);
+                    }
+                }
             ></textarea>
+            <ComposerAttachments/>
             <ComposerActions submit=submit/>
         </div>
     }

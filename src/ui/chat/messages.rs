@@ -269,6 +269,12 @@ fn MessageView(
             <MessageHead item=item.clone()/>
             <ThinkingBlock item=item.clone()/>
             <MessageBody item=item.clone()/>
+            {
+                let files = st.with_meta(|m| m.attachments.clone());
+                (!files.is_empty()).then(|| view! {
+                    <crate::ui::chat::attachments::MessageAttachments attachments=files/>
+                })
+            }
             <MessageFoot item=item.clone()/>
             <MessageActions item=item/>
         </article>

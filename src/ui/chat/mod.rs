@@ -5,6 +5,7 @@
 //! conversation. Must not import `crate::store` or
 //! `crate::transport`.
 
+pub mod attachments;
 pub mod composer;
 pub mod messages;
 pub mod model_picker;

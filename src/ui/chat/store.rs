@@ -7,6 +7,7 @@
 //! domains (the memory shown, the record held, the banner) it asks of their stores. Must not import
 //! `crate::store` or `crate::transport`.
 
+pub mod attachments;
 pub mod window;
 
 use crate::engine::model::{
@@ -57,6 +58,8 @@ pub struct ChatStore {
     /// The open conversation's record when it is a temporary chat (held by the session in memory
     /// only; the library never lists it).
     temporary: RwSignal<Option<Conversation>>,
+    /// The images and files attached in the composer, not sent yet (`store/attachments.rs`).
+    pending: attachments::Pending,
 }
 
 impl ChatStore {
@@ -85,6 +88,7 @@ impl ChatStore {
             new_chat_model: RwSignal::new(None),
             new_chat_project: RwSignal::new(None),
             temporary: RwSignal::new(None),
+            pending: attachments::Pending::new(),
         }
     }
 
@@ -172,8 +176,39 @@ impl ChatStore {
     }
 
     /// True while the composer holds nothing but blanks.
+    /// [`Self::draft_is_blank`] without subscribing (for event handlers).
+    pub fn draft_is_blank_untracked(&self) -> bool {
+        self.draft.with_untracked(|d| d.trim().is_empty()) && self.pending.is_empty_untracked()
+    }
+
     pub fn draft_is_blank(&self) -> bool {
-        self.draft.with(|d| d.trim().is_empty())
+        self.draft.with(|d| d.trim().is_empty()) && self.pending.is_empty()
+    }
+
+    /// The composer's attachments, in order.
+    pub fn with_attachments<R>(&self, f: impl FnOnce(&[attachments::PendingFile]) -> R) -> R {
+        self.pending.with_files(f)
+    }
+
+    /// True while a file is being prepared for attaching.
+    pub fn attaching(&self) -> bool {
+        self.pending.attaching()
+    }
+
+    /// Attaches picked, pasted or dropped files (`store/attachments.rs`).
+    pub fn attach_files(&self, files: Vec<web_sys::File>) {
+        self.shell.dismiss_error();
+        self.pending.attach(self.backend, files);
+    }
+
+    /// Removes the `i`-th attachment from the composer.
+    pub fn remove_attachment(&self, i: usize) {
+        self.pending.remove(i);
+    }
+
+    /// The thumbnail URL of a sent image (tracked; `None` until read, or when not stored here).
+    pub fn thumbnail(&self, a: &crate::engine::model::Attachment) -> Option<String> {
+        self.pending.thumbnail(self.backend, a)
     }
 
     /// Subscribes to the composer's text.
@@ -492,7 +527,13 @@ impl ChatStore {
             self.settings.open_dialog();
             return;
         }
+        if self.pending.busy_untracked() {
+            self.shell
+                .fail(attachments::STILL_ATTACHING, ErrorKind::Other);
+            return;
+        }
         self.draft.set(String::new());
+        let files = self.pending.take();
         match self.current.get_untracked() {
             Some(id) => {
                 if self.temporary.with_untracked(Option::is_none) && self.window.leave_far_up() {
@@ -501,14 +542,14 @@ impl ChatStore {
                 }
                 // The session clears the stored draft once the message itself is stored.
                 self.backend
-                    .run(move |s| async move { Ok(s.chat().send(&id, text).await?) });
+                    .run(move |s| async move { Ok(s.chat().send_with(&id, text, files).await?) });
             }
-            None => self.send_first(text),
+            None => self.send_first(text, files),
         }
     }
 
     /// The first message of a new chat creates its conversation.
-    fn send_first(&self, text: String) {
+    fn send_first(&self, text: String, files: Vec<crate::engine::model::Attachment>) {
         let overrides = MemoryOverrides {
             model: self.new_chat_model.get_untracked(),
             project: self.new_chat_project.get_untracked(),
@@ -523,7 +564,7 @@ impl ChatStore {
             // conversation before it, not to an empty chat.
             replace_route(&id);
             this.open(c.id, None);
-            Ok(s.chat().send(&id, text).await?)
+            Ok(s.chat().send_with(&id, text, files).await?)
         });
     }
 

@@ -682,9 +682,14 @@ fn StorageSection() -> impl IntoView {
             <h3>"Storage"</h3>
             <p data-testid="storage-usage">{move || match transfer.storage() {
                 Some(s) => format!(
-                    "{} used of {} available{}",
+                    "{} used of {} available{}{}",
                     bytes(s.usage),
                     bytes(s.quota),
+                    match s.images {
+                        0 => String::new(),
+                        1 => format!(" · 1 image ({})", bytes(s.image_bytes)),
+                        n => format!(" · {n} images ({})", bytes(s.image_bytes)),
+                    },
                     if s.persisted { " · persistent" } else { " · the browser may evict it under pressure" }
                 ),
                 None => "Measuring…".to_string(),

@@ -1,0 +1,184 @@
+//! Attaching images and text files to a message: a picked, pasted or dropped `File` becomes an
+//! [`Attachment`] (`engine::attach` says whether it may, and the size an image is stored at); an
+//! image is decoded and resized by the browser off the main thread (`createImageBitmap` with
+//! resize options, an `OffscreenCanvas` whose `convertToBlob` encodes in the background), hashed
+//! (SHA-256, WebCrypto) and its Blob stored at once, content-addressed; a text file's text is read.
+//! Also reads the Blobs back (a thumbnail, a request's images as base64). Must not import `ui`.
+
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Blob, File, ImageBitmap, ImageBitmapOptions, ImageEncodeOptions, OffscreenCanvas};
+
+use super::service::{Chat, ChatError};
+use crate::engine::attach::{self, Intake};
+use crate::engine::model::{Attachment, AttachmentKind};
+use crate::session::shared::digest;
+
+/// An attachment made from a file, and its Blob (images) to show as a thumbnail.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub attachment: Attachment,
+    pub blob: Option<Blob>,
+}
+
+fn js_err(what: &str) -> impl Fn(JsValue) -> ChatError + '_ {
+    move |e| ChatError::Invalid(format!("{what}: {}", crate::transport::js_text(e)))
+}
+
+async fn wait<T: JsCast>(p: Result<js_sys::Promise, JsValue>, what: &str) -> Result<T, ChatError> {
+    let v = JsFuture::from(p.map_err(js_err(what))?)
+        .await
+        .map_err(js_err(what))?;
+    v.dyn_into::<T>()
+        .map_err(|_| ChatError::Invalid(format!("{what}: the browser gave no result")))
+}
+
+async fn bytes_of(blob: &Blob) -> Result<Vec<u8>, ChatError> {
+    digest::bytes_of(blob)
+        .await
+        .map_err(|e| ChatError::Invalid(format!("reading the file: {e}")))
+}
+
+async fn sha256(bytes: &[u8]) -> Result<String, ChatError> {
+    digest::sha256_hex(bytes)
+        .await
+        .map_err(|e| ChatError::Invalid(format!("hashing: {e}")))
+}
+
+async fn bitmap(file: &Blob, size: Option<(u32, u32)>) -> Result<ImageBitmap, ChatError> {
+    let w = web_sys::window().ok_or_else(|| ChatError::Invalid("no window".into()))?;
+    let p = match size {
+        None => w.create_image_bitmap_with_blob(file),
+        Some((width, height)) => {
+            let o = ImageBitmapOptions::new();
+            o.set_resize_width(width);
+            o.set_resize_height(height);
+            o.set_resize_quality(web_sys::ResizeQuality::High);
+            w.create_image_bitmap_with_blob_and_image_bitmap_options(file, &o)
+        }
+    };
+    wait(
+        p,
+        "This image could not be read (is it a PNG, JPEG, WebP or GIF?)",
+    )
+    .await
+}
+
+/// The image's Blob as stored: the file itself when it is small enough and of a type every
+/// protocol takes as is (no GIF: an animation would reach a model as its first frame at best),
+/// else the browser's resize, encoded as PNG (lossless; JPEG stays JPEG).
+async fn stored_image(file: &File) -> Result<(Blob, String, u32, u32), ChatError> {
+    let full = bitmap(file, None).await?;
+    let (w0, h0) = (full.width(), full.height());
+    full.close();
+    let (w, h) = attach::resized(w0, h0);
+    let mime = file.type_().to_ascii_lowercase();
+    if (w, h) == (w0, h0) && mime != "image/gif" {
+        return Ok((file.clone().into(), mime, w, h));
+    }
+    let out = if mime == "image/jpeg" {
+        "image/jpeg"
+    } else {
+        "image/png"
+    };
+    let small = bitmap(file, Some((w, h))).await?;
+    let canvas = OffscreenCanvas::new(w, h).map_err(js_err("resizing"))?;
+    let ctx: web_sys::ImageBitmapRenderingContext = canvas
+        .get_context("bitmaprenderer")
+        .map_err(js_err("resizing"))?
+        .ok_or_else(|| ChatError::Invalid("resizing: no canvas".into()))?
+        .unchecked_into();
+    ctx.transfer_from_image_bitmap(&small);
+    let opts = ImageEncodeOptions::new();
+    opts.set_type(out);
+    opts.set_quality(0.9);
+    let blob: Blob = wait(canvas.convert_to_blob_with_options(&opts), "resizing").await?;
+    Ok((blob, out.to_string(), w, h))
+}
+
+impl Chat {
+    /// Makes an attachment of `file`; an image's Blob is stored at once (once per content).
+    /// Refused (with words a user can act on) when `engine::attach::intake` says so.
+    pub async fn attach(&self, file: File) -> Result<Prepared, ChatError> {
+        let name = attach::short_name(&file.name());
+        match attach::intake(&name, &file.type_(), file.size() as u64) {
+            Intake::Refused(why) => Err(ChatError::Invalid(why)),
+            Intake::Text => {
+                let bytes = bytes_of(&file).await?;
+                let text = String::from_utf8(bytes).map_err(|_| {
+                    ChatError::Invalid(format!(
+                        "“{name}” is not UTF-8 text, so it cannot be attached."
+                    ))
+                })?;
+                let attachment = Attachment {
+                    kind: AttachmentKind::File,
+                    mime: file.type_(),
+                    size: text.len() as u64,
+                    hash: sha256(text.as_bytes()).await?,
+                    width: 0,
+                    height: 0,
+                    text,
+                    name,
+                };
+                Ok(Prepared {
+                    attachment,
+                    blob: None,
+                })
+            }
+            Intake::Image => {
+                let (blob, mime, width, height) = stored_image(&file).await?;
+                let hash = sha256(&bytes_of(&blob).await?).await?;
+                self.core
+                    .store
+                    .put_attachment_blobs(&[(hash.clone(), mime.clone(), blob.clone())])
+                    .await?;
+                let attachment = Attachment {
+                    kind: AttachmentKind::Image,
+                    name,
+                    mime,
+                    size: blob.size() as u64,
+                    hash,
+                    width,
+                    height,
+                    text: String::new(),
+                };
+                Ok(Prepared {
+                    attachment,
+                    blob: Some(blob),
+                })
+            }
+        }
+    }
+
+    /// The stored Blob of an image (a sent message's thumbnail); `None` when it is not stored.
+    pub async fn attachment_blob(&self, hash: &str) -> Result<Option<Blob>, ChatError> {
+        let mut found = self
+            .core
+            .store
+            .attachment_blobs(&[hash.to_string()])
+            .await?;
+        Ok(found.pop().flatten().map(|b| b.blob))
+    }
+
+    /// The bytes of each stored image among `hashes` (a request's images), by hash.
+    pub(crate) async fn image_bytes(
+        &self,
+        hashes: &[String],
+    ) -> Result<std::collections::HashMap<String, Vec<u8>>, ChatError> {
+        let mut out = std::collections::HashMap::new();
+        if hashes.is_empty() {
+            return Ok(out);
+        }
+        for b in self
+            .core
+            .store
+            .attachment_blobs(hashes)
+            .await?
+            .into_iter()
+            .flatten()
+        {
+            out.insert(b.hash.clone(), bytes_of(&b.blob).await?);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,148 @@
+//! The composer's attachments (picked, pasted or dropped; shown as thumbnails and chips, removable
+//! until sent) and the thumbnails of sent images (object URLs of their stored Blobs, made once per
+//! image and kept while the page lives). Its signals are private; the chat store's actions use it.
+//! Must not import `crate::store` or `crate::transport`.
+
+use std::collections::HashMap;
+
+use crate::engine::model::{Attachment, AttachmentKind};
+use crate::session::Prepared;
+use crate::ui::backend::Backend;
+use leptos::prelude::*;
+
+/// Said when Send is pressed while an image is still being made ready.
+pub const STILL_ATTACHING: &str = "An attachment is still being prepared; send again in a moment.";
+
+/// One attachment in the composer: what will be sent, and its thumbnail's URL (images).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingFile {
+    pub attachment: Attachment,
+    pub url: Option<String>,
+}
+
+/// The composer's attachments and the sent images' thumbnails.
+#[derive(Clone, Copy)]
+pub struct Pending {
+    files: RwSignal<Vec<PendingFile>>,
+    /// Files being prepared (read, resized, hashed, stored).
+    busy: RwSignal<u32>,
+    /// Object URLs of stored images, by hash.
+    thumbs: RwSignal<HashMap<String, String>>,
+}
+
+fn object_url(blob: &web_sys::Blob) -> Option<String> {
+    web_sys::Url::create_object_url_with_blob(blob).ok()
+}
+
+impl Pending {
+    pub fn new() -> Self {
+        Pending {
+            files: RwSignal::new(Vec::new()),
+            busy: RwSignal::new(0),
+            thumbs: RwSignal::new(HashMap::new()),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.with(Vec::is_empty)
+    }
+
+    pub fn is_empty_untracked(&self) -> bool {
+        self.files.with_untracked(Vec::is_empty)
+    }
+
+    pub fn busy_untracked(&self) -> bool {
+        self.busy.get_untracked() > 0
+    }
+
+    /// Takes what is attached for sending (the thumbnails' URLs stay with the sent images).
+    pub fn take(&self) -> Vec<Attachment> {
+        let files = self.files.try_update(std::mem::take).unwrap_or_default();
+        self.thumbs.update(|t| {
+            for f in &files {
+                if let Some(url) = &f.url {
+                    t.entry(f.attachment.hash.clone())
+                        .or_insert_with(|| url.clone());
+                }
+            }
+        });
+        files.into_iter().map(|f| f.attachment).collect()
+    }
+}
+
+impl Pending {
+    /// The composer's attachments, in order.
+    pub fn with_files<R>(&self, f: impl FnOnce(&[PendingFile]) -> R) -> R {
+        self.files.with(|v| f(v))
+    }
+
+    /// True while a file is being prepared.
+    pub fn attaching(&self) -> bool {
+        self.busy.get() > 0
+    }
+
+    /// Attaches `files` (picked, pasted or dropped): each is prepared by the session (an image
+    /// resized and stored); one that cannot be attached says why in the banner.
+    pub fn attach(&self, backend: Backend, files: Vec<web_sys::File>) {
+        for file in files {
+            let pending = *self;
+            pending.busy.update(|n| *n += 1);
+            backend.run(move |s| async move {
+                let made = s.chat().attach(file).await;
+                pending.busy.update(|n| *n = n.saturating_sub(1));
+                let Prepared { attachment, blob } = made?;
+                let url = blob.as_ref().and_then(object_url);
+                pending.files.update(|v| {
+                    let taken = v.len() >= crate::engine::attach::MAX_ATTACHMENTS;
+                    if !taken {
+                        v.push(PendingFile { attachment, url });
+                    }
+                });
+                Ok(())
+            });
+        }
+    }
+
+    /// Removes the `i`-th attachment from the composer.
+    pub fn remove(&self, i: usize) {
+        self.files.update(|v| {
+            if i < v.len() {
+                let gone = v.remove(i);
+                let shown = self
+                    .thumbs
+                    .with_untracked(|t| t.contains_key(&gone.attachment.hash));
+                if let (Some(url), false) = (gone.url, shown) {
+                    let _ = web_sys::Url::revoke_object_url(&url);
+                }
+            }
+        });
+    }
+
+    /// The thumbnail URL of a sent image (tracked): read from the store the first time it is
+    /// asked for; `None` until then, or when the image is not stored (another device's message).
+    pub fn thumbnail(&self, backend: Backend, a: &Attachment) -> Option<String> {
+        if a.kind != AttachmentKind::Image {
+            return None;
+        }
+        if let Some(url) = self.thumbs.with(|t| t.get(&a.hash).cloned()) {
+            // An empty URL: being read.
+            return Some(url).filter(|u| !u.is_empty());
+        }
+        let (thumbs, hash) = (self.thumbs, a.hash.clone());
+        thumbs.update_untracked(|t| {
+            t.insert(hash.clone(), String::new());
+        });
+        if let Some(s) = backend.session() {
+            leptos::task::spawn_local(async move {
+                if let Ok(Some(blob)) = s.chat().attachment_blob(&hash).await {
+                    if let Some(url) = object_url(&blob) {
+                        thumbs.update(|t| {
+                            t.insert(hash, url);
+                        });
+                    }
+                }
+            });
+        }
+        None
+    }
+}

@@ -1,0 +1,226 @@
+#![cfg(target_arch = "wasm32")]
+//! Browser tests of the images' Blobs (headless Chromium, a fresh database each): the upgrade from
+//! schema 6 keeps what was stored and adds the Blob store, one image is stored once however many
+//! messages use it, and a deleted conversation frees the Blobs no other message uses.
+
+use memoire::engine::model::*;
+use memoire::store::Store;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+mod support;
+use support::{finish, fresh, fresh_name};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn conv(id: &str) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: "t".into(),
+        title_is_custom: false,
+        created_at: 1,
+        updated_at: 1,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: MemoryOverrides::default(),
+    }
+}
+
+fn image(name: &str, hash: &str) -> Attachment {
+    Attachment {
+        kind: AttachmentKind::Image,
+        name: name.into(),
+        mime: "image/png".into(),
+        size: 3,
+        hash: hash.into(),
+        width: 2,
+        height: 1,
+        text: String::new(),
+    }
+}
+
+fn with_images(conv: &str, id: &str, images: Vec<Attachment>) -> Message {
+    let meta = MessageMeta {
+        attachments: images,
+        ..MessageMeta::default()
+    };
+    Message::from_user(id.into(), conv, format!("look {id}"), 5, meta)
+}
+
+fn blob(bytes: &[u8]) -> web_sys::Blob {
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type("image/png");
+    web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts).unwrap()
+}
+
+async fn stored(s: &Store, hashes: &[&str]) -> Vec<bool> {
+    let hashes: Vec<String> = hashes.iter().map(|h| h.to_string()).collect();
+    s.attachment_blobs(&hashes)
+        .await
+        .unwrap()
+        .iter()
+        .map(Option::is_some)
+        .collect()
+}
+
+const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+#[wasm_bindgen_test]
+async fn one_image_is_stored_once_and_freed_with_its_last_conversation() {
+    let s = fresh("blobs").await;
+    for c in ["c1", "c2"] {
+        s.create_conversation(&conv(c)).await.unwrap();
+    }
+    // The same picture pasted twice (two puts), and one only c1 uses.
+    let put = |h: &str, b: &[u8]| (h.to_string(), "image/png".to_string(), blob(b));
+    s.put_attachment_blobs(&[put(A, b"one"), put(B, b"two")])
+        .await
+        .unwrap();
+    s.put_attachment_blobs(&[put(A, b"one")]).await.unwrap();
+    let usage = s.attachment_usage().await.unwrap();
+    assert_eq!((usage.count, usage.bytes), (2, 6.0), "stored once each");
+    s.append_message(&with_images(
+        "c1",
+        "m1",
+        vec![image("x.png", A), image("y.png", B)],
+    ))
+    .await
+    .unwrap();
+    s.append_message(&with_images("c2", "m2", vec![image("x again.png", A)]))
+        .await
+        .unwrap();
+    assert_eq!(s.attachment_users(A).await.unwrap(), 2);
+    let read = s.get_message("m1").await.unwrap().unwrap();
+    assert_eq!(read.meta.attachments[1], image("y.png", B), "read back");
+    let back = s.attachment_blobs(&[A.to_string()]).await.unwrap();
+    let back = back[0].as_ref().unwrap();
+    assert_eq!((back.mime.as_str(), back.size), ("image/png", 3));
+
+    assert!(s.delete_conversation("c1").await.unwrap());
+    assert_eq!(stored(&s, &[A, B]).await, [true, false], "c2 still shows A");
+    s.clear_conversation("c2", 9).await.unwrap();
+    assert_eq!(stored(&s, &[A, B]).await, [false, false], "nothing uses A");
+    finish(s).await;
+}
+
+async fn raw_v6(name: &str) {
+    let factory: web_sys::IdbFactory = js_sys::Reflect::get(&js_sys::global(), &"indexedDB".into())
+        .unwrap()
+        .unchecked_into();
+    let req = factory.open_with_u32(name, 6).unwrap();
+    let r2 = req.clone();
+    // The stores of schema 6 that this test writes to, as version 6 made them.
+    let on_upgrade = Closure::once_into_js(move |_: JsValue| {
+        let db: web_sys::IdbDatabase = r2.result().unwrap().unchecked_into();
+        let p = web_sys::IdbObjectStoreParameters::new();
+        p.set_key_path(&"id".into());
+        let convs = db
+            .create_object_store_with_optional_parameters("conversations", &p)
+            .unwrap();
+        convs
+            .create_index_with_str("by_updated_at", "updated_at")
+            .unwrap();
+        let msgs = db
+            .create_object_store_with_optional_parameters("messages", &p)
+            .unwrap();
+        let seq = js_sys::Array::of2(&"conversation_id".into(), &"seq".into());
+        let unique = web_sys::IdbIndexParameters::new();
+        unique.set_unique(true);
+        msgs.create_index_with_str_sequence_and_optional_parameters(
+            "by_conversation_seq",
+            &seq,
+            &unique,
+        )
+        .unwrap();
+        msgs.create_index_with_str("by_streaming", "streaming")
+            .unwrap();
+        let c = r#"{"id":"old","title":"Before images","title_is_custom":false,"created_at":1,
+            "updated_at":2,"message_count":1,"last_seq":1,"endpoint_profile_id":null,
+            "remote_handle":null,"last_path":null,"overrides":{}}"#;
+        let m = r#"{"id":"m-old","conversation_id":"old","seq":1,"role":"user",
+            "content":"from version 6","status":"complete","created_at":2}"#;
+        let tx = r2.transaction().unwrap();
+        tx.object_store("conversations")
+            .unwrap()
+            .put(&js_sys::JSON::parse(c).unwrap())
+            .unwrap();
+        tx.object_store("messages")
+            .unwrap()
+            .put(&js_sys::JSON::parse(m).unwrap())
+            .unwrap();
+    });
+    req.set_onupgradeneeded(Some(on_upgrade.unchecked_ref()));
+    JsFuture::from(js_sys::Promise::new(&mut |res, rej| {
+        req.set_onsuccess(Some(&res));
+        req.set_onerror(Some(&rej));
+    }))
+    .await
+    .expect("raw open at version 6");
+    let db: web_sys::IdbDatabase = req.result().unwrap().unchecked_into();
+    db.close();
+}
+
+#[wasm_bindgen_test]
+async fn the_upgrade_from_6_keeps_every_message_and_adds_the_blob_store() {
+    let name = fresh_name("v6");
+    raw_v6(&name).await;
+    let s = Store::open(&name).await.unwrap();
+    let old = s.get_message("m-old").await.unwrap().unwrap();
+    assert_eq!(
+        (old.content.as_str(), old.meta.attachments.len()),
+        ("from version 6", 0),
+        "a message of version 6 reads as one without attachments"
+    );
+    // The new store and index work on the upgraded database.
+    let put = (A.to_string(), "image/png".to_string(), blob(b"png"));
+    s.put_attachment_blobs(&[put]).await.unwrap();
+    s.append_message(&with_images("old", "m-new", vec![image("p.png", A)]))
+        .await
+        .unwrap();
+    assert_eq!(s.attachment_users(A).await.unwrap(), 1);
+    assert_eq!(s.load_last("old", 5).await.unwrap().len(), 2);
+    assert!(s.delete_conversation("old").await.unwrap());
+    assert_eq!(
+        stored(&s, &[A]).await,
+        [false],
+        "freed with its conversation"
+    );
+    finish(s).await;
+}
+
+#[wasm_bindgen_test]
+async fn a_message_that_lets_go_of_its_image_frees_it_unless_another_shows_it() {
+    let s = fresh("let-go").await;
+    s.create_conversation(&conv("c")).await.unwrap();
+    let put = |h: &str| (h.to_string(), "image/png".to_string(), blob(b"x"));
+    s.put_attachment_blobs(&[put(A), put(B)]).await.unwrap();
+    s.append_message(&with_images(
+        "c",
+        "m1",
+        vec![image("a.png", A), image("b.png", B)],
+    ))
+    .await
+    .unwrap();
+    s.append_message(&with_images("c", "m2", vec![image("a again.png", A)]))
+        .await
+        .unwrap();
+    // m1 deleted: a tombstone without its text or its images.
+    let tomb = MessageMeta {
+        deleted: true,
+        ..MessageMeta::default()
+    };
+    s.update_message("m1", "", MessageStatus::Complete, &tomb)
+        .await
+        .unwrap();
+    s.free_attachment_blobs(&[A.to_string(), B.to_string()])
+        .await
+        .unwrap();
+    assert_eq!(stored(&s, &[A, B]).await, [true, false], "m2 still shows A");
+    finish(s).await;
+}

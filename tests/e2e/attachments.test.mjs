@@ -1,0 +1,209 @@
+// Images and files in messages (issue 29, items 3-5), against the built app and the local agent:
+// - an image picked in the composer (composer-attach) shows as a thumbnail, is sent in each
+//   protocol's exact shape (the recorded request holds the stored bytes as base64), and shows on
+//   the sent message (attachment, data-kind="image"), also after a reload;
+// - an endpoint that refuses images (HTTP 400 naming them) gives the "cannot see images" error and
+//   the message is kept with its image;
+// - a text file reaches the request as a fenced block with its name, shown as a chip
+//   (data-kind="file");
+// - a backup export carries the image, and importing it after deleting the conversation brings the
+//   image back.
+// Every test opens a fresh browser context (fresh IndexedDB) and resets the agent.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import {
+  startHarness,
+  openConfiguredApp,
+  reloadAndReopen,
+  messages,
+  waitForAssistant,
+  errorBannerText,
+  confirmImport,
+  assertNoPageProblems,
+  withDiagnostics,
+  tid,
+  BROWSER_NETWORK_NOISE,
+} from './helpers.mjs';
+import { png } from './png.mjs';
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+async function journey(name, protocol, fn) {
+  const opened = await openConfiguredApp(harness, protocol, {});
+  try {
+    await withDiagnostics(opened.page, opened.issues, name, () => fn(opened));
+  } finally {
+    await opened.context.close();
+  }
+}
+
+const IMAGE = png(4, 3);
+const B64 = IMAGE.toString('base64');
+const QUESTION = 'What is in this picture?';
+
+/** Attaches files through the composer's picker and waits until each shows in the composer. */
+async function attach(page, files, kind) {
+  await page.locator(tid('composer-attach')).setInputFiles(files);
+  const shown = page.locator('.composer').locator(tid('attachment', `[data-kind="${kind}"]`));
+  await shown.nth(files.length - 1).waitFor({ state: 'visible' });
+  if (kind === 'image') await shown.first().locator('img').waitFor({ state: 'visible' });
+}
+
+async function send(page, text) {
+  await page.locator(tid('composer-input')).fill(text);
+  await page.locator(tid('send-button')).click();
+}
+
+/** The last user message in each protocol's recorded body. */
+const LAST_USER = {
+  'openai-chat': (b) => b.messages.at(-1),
+  'openai-responses': (b) => b.input.at(-1),
+  ollama: (b) => b.messages.at(-1),
+  anthropic: (b) => b.messages.at(-1),
+};
+
+const SHAPES = {
+  'openai-chat': {
+    role: 'user',
+    content: [
+      { type: 'text', text: QUESTION },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${B64}` } },
+    ],
+  },
+  'openai-responses': {
+    role: 'user',
+    content: [
+      { type: 'input_text', text: QUESTION },
+      { type: 'input_image', image_url: `data:image/png;base64,${B64}` },
+    ],
+  },
+  ollama: { role: 'user', content: QUESTION, images: [B64] },
+  anthropic: {
+    role: 'user',
+    content: [
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: B64 } },
+      { type: 'text', text: QUESTION },
+    ],
+  },
+};
+
+for (const protocol of Object.keys(SHAPES)) {
+  test(`an image reaches the ${protocol} request in its exact shape and stays on the message`, () =>
+    journey(`image-${protocol}`, protocol, async ({ page, issues }) => {
+      const { agent } = harness;
+      agent.script({ text: 'A small gradient.' });
+      await attach(page, [{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }], 'image');
+      await send(page, QUESTION);
+      assert.equal(await waitForAssistant(page), 'A small gradient.');
+      const [req] = agent.chatRequests();
+      assert.deepEqual(LAST_USER[protocol](req.body), SHAPES[protocol]);
+      const sent = messages(page, 'user').last().locator(tid('attachment', '[data-kind="image"]'));
+      await sent.locator('img').waitFor({ state: 'visible' });
+      assert.equal(await page.locator('.composer').locator(tid('attachment')).count(), 0, 'the composer is empty again');
+      await reloadAndReopen(page);
+      const again = messages(page, 'user').last().locator(tid('attachment', '[data-kind="image"]'));
+      await again.locator('img').waitFor({ state: 'visible' });
+      assertNoPageProblems(issues);
+    }));
+}
+
+test('an endpoint that refuses images: the model cannot see images, and the message is kept', () =>
+  journey('image-refused', 'openai-chat', async ({ page, issues }) => {
+    const { agent } = harness;
+    agent.script({ status: 400, message: 'Invalid content type. image_url is only supported by certain models.' });
+    await attach(page, [{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }], 'image');
+    await send(page, QUESTION);
+    const banner = await errorBannerText(page);
+    assert.match(banner, /cannot see images/i);
+    assert.match(banner, /message is kept/i);
+    const user = messages(page, 'user').last();
+    assert.match(await user.locator(tid('message-content')).innerText(), /What is in this picture\?/);
+    await user.locator(tid('attachment', '[data-kind="image"]')).waitFor({ state: 'visible' });
+    assertNoPageProblems(issues, { allowConsole: BROWSER_NETWORK_NOISE });
+  }));
+
+test('a text file reaches the request as a fenced block with its name', () =>
+  journey('text-file', 'openai-chat', async ({ page, issues }) => {
+    const { agent } = harness;
+    agent.script({ text: 'Two rows.' });
+    const csv = 'name,count\napples,3\npears,5\n';
+    await attach(page, [{ name: 'fruit.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) }], 'file');
+    // Removing before sending works: attach a second one and take it away again.
+    await page.locator(tid('composer-attach')).setInputFiles([{ name: 'extra.txt', mimeType: 'text/plain', buffer: Buffer.from('drop me') }]);
+    const pending = page.locator('.composer').locator(tid('attachment'));
+    await pending.nth(1).waitFor({ state: 'visible' });
+    await pending.nth(1).locator(tid('attachment-remove')).click();
+    await assert.doesNotReject(() => pending.nth(1).waitFor({ state: 'detached' }));
+    await send(page, 'How many rows?');
+    assert.equal(await waitForAssistant(page), 'Two rows.');
+    const [req] = agent.chatRequests();
+    assert.equal(req.body.messages.at(-1).content, `How many rows?\n\n\`\`\`csv fruit.csv\n${csv}\`\`\``);
+    assert.ok(!JSON.stringify(req.body).includes('drop me'), 'a removed file is not sent');
+    await messages(page, 'user').last().locator(tid('attachment', '[data-kind="file"]')).waitFor({ state: 'visible' });
+    assertNoPageProblems(issues);
+  }));
+
+const items = (page) => page.locator(tid('conversation-list')).locator(tid('conversation-item'));
+
+async function openMenu(page) {
+  if (!(await page.locator(tid('export-all-json')).isVisible())) await page.locator(tid('export-button')).click();
+}
+
+test('a backup carries the image: export, delete, import, and the image shows again', () =>
+  journey('image-backup', 'openai-chat', async ({ page, issues }) => {
+    const { agent } = harness;
+    agent.script({ text: 'A gradient.' });
+    await attach(page, [{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }], 'image');
+    await send(page, QUESTION);
+    assert.equal(await waitForAssistant(page), 'A gradient.');
+    await openMenu(page);
+    const [file] = await Promise.all([page.waitForEvent('download'), page.locator(tid('export-all-json')).click()]);
+    const exported = await readFile(await file.path(), 'utf8');
+    const backup = JSON.parse(exported);
+    const [att] = backup.conversations[0].messages.find((m) => m.role === 'user').attachments;
+    assert.equal(att.kind, 'image');
+    assert.deepEqual(backup.blobs, [{ hash: att.hash, mime: 'image/png', data: B64 }]);
+
+    await items(page).first().hover();
+    await items(page).first().locator(tid('delete-conversation')).click();
+    await items(page).first().locator(tid('confirm-delete')).click();
+    await items(page).first().waitFor({ state: 'detached' });
+
+    await openMenu(page);
+    await page.locator(tid('import-input')).setInputFiles({ name: 'backup.json', mimeType: 'application/json', buffer: Buffer.from(exported) });
+    await confirmImport(page);
+    await items(page).first().click();
+    const img = messages(page, 'user').last().locator(tid('attachment', '[data-kind="image"]')).locator('img');
+    await img.waitFor({ state: 'visible' });
+    const stored = await page.evaluate(async () => {
+      const db = await new Promise((resolve, reject) => {
+        const r = indexedDB.open('memoire');
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+      });
+      const all = await new Promise((resolve, reject) => {
+        const q = db.transaction('attachments').objectStore('attachments').getAll();
+        q.onsuccess = () => resolve(q.result);
+        q.onerror = () => reject(q.error);
+      });
+      db.close();
+      return Promise.all(all.map(async (r) => [r.hash, btoa(String.fromCharCode(...new Uint8Array(await r.blob.arrayBuffer())))]));
+    });
+    assert.deepEqual(stored, [[att.hash, B64]], 'the imported image holds the same bytes');
+
+    // A backup that lies about an image's bytes is refused whole.
+    const lying = JSON.parse(exported);
+    lying.blobs[0].data = png(2, 2).toString('base64');
+    await openMenu(page);
+    await page.locator(tid('import-input')).setInputFiles({ name: 'lying.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(lying)) });
+    await confirmImport(page);
+    await page.getByText(/does not hold the bytes its name says/).first().waitFor();
+    assert.equal(await items(page).count(), 1, 'nothing of the lying file was written');
+    assertNoPageProblems(issues, { allowConsole: BROWSER_NETWORK_NOISE });
+  }));
