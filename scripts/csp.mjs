@@ -1,7 +1,7 @@
 // Trunk post-build hook: puts a Content-Security-Policy <meta> at the top of the built index.html.
 // Defence in depth for untrusted model output: the markdown writer already emits only allow-listed
 // markup (src/engine/markdown/), and this policy makes the browser refuse any script the app did not
-// ship even if something slipped through: no inline script but the two in index.html (allowed by
+// ship even if something slipped through: no inline script but the three in index.html (allowed by
 // their SHA-256, computed here from the final, minified file), no eval, no plugins, no <base>, no
 // form posts, images only from the app itself or data: URLs.
 // - `wasm-unsafe-eval`: compiling the app's own wasm needs it.
