@@ -2,7 +2,9 @@
 //! The keyboard table (`engine::keys`): which key does what in which scene, how the sheet writes
 //! each shortcut, and the roving focus of a group that is one tab stop.
 
-use memoire::engine::keys::{action_for, roving_step, KeyAction, KeyPress, KeyScene, SHORTCUTS};
+use memoire::engine::keys::{
+    action_for, roving_step, send_on_start, KeyAction, KeyPress, KeyScene, SHORTCUTS,
+};
 use KeyAction::*;
 
 /// A press written as "Ctrl+Shift+o", "Meta+k", "Shift+Escape", "?".
@@ -197,4 +199,31 @@ fn other_keys_and_empty_groups_move_nothing() {
 #[test]
 fn a_position_past_the_end_counts_as_the_last() {
     roving("ArrowDown", 7, 3, Some(0));
+}
+
+/// Enter pressed in the static first screen: does the app send `draft` once it is ready?
+fn on_start(draft: &str, has_endpoint: bool, want: bool) {
+    assert_eq!(
+        send_on_start(draft, has_endpoint),
+        want,
+        "{draft:?} endpoint {has_endpoint}"
+    );
+}
+
+#[test]
+fn enter_before_ready_sends_a_message_to_a_configured_endpoint() {
+    on_start("hello there", true, true);
+    on_start("  two\nlines ", true, true);
+}
+
+#[test]
+fn enter_before_ready_without_an_endpoint_leaves_the_text() {
+    on_start("hello there", false, false);
+}
+
+#[test]
+fn enter_before_ready_sends_nothing_blank_and_never_clears() {
+    on_start("", true, false);
+    on_start(" \n ", true, false);
+    on_start(" /clear ", true, false);
 }

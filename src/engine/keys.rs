@@ -245,3 +245,12 @@ pub fn roving_step(key: &str, at: usize, count: usize) -> Option<usize> {
         _ => None,
     }
 }
+
+/// Enter was pressed in index.html's static first screen, before the app was there: whether the
+/// app, once ready, sends what the composer then holds (as the Send button would). Only a message
+/// that can go: not blank, not `/clear` (which asks first, in the composer), and only to a
+/// configured endpoint (otherwise the text just stays in the composer).
+pub fn send_on_start(draft: &str, has_endpoint: bool) -> bool {
+    let text = draft.trim();
+    has_endpoint && !text.is_empty() && text != "/clear"
+}

@@ -5,7 +5,7 @@
 //! closure; no signal handle is handed out) and changed only by its own actions and event handlers (`events` dispatches the session's events to them). Only the stores call the
 //! session, through `backend`, its one holder. This module builds the stores, provides each as its
 //! one context (`stores`), opens the session and lays the app out. Reusable browser behaviours are in
-//! `behaviour`, the badge that explains itself on a tap in `badge`, the address in `route`, the layout this browser remembers in `prefs`. Must not import `crate::store` or `crate::transport`.
+//! `behaviour`, the badge that explains itself on a tap in `badge`, the address in `route`, the layout this browser remembers in `prefs`, the takeover of index.html's static first screen in `first_screen`. Must not import `crate::store` or `crate::transport`.
 
 pub mod about;
 pub mod backend;
@@ -13,6 +13,7 @@ pub mod badge;
 pub mod behaviour;
 pub mod chat;
 pub mod events;
+pub mod first_screen;
 pub mod highlight;
 pub mod library;
 pub mod math;
@@ -76,7 +77,7 @@ fn provide_stores() -> (Stores, Backend) {
 
 /// The database is open: the settings in force, then the conversation list, then the
 /// conversation to show (`engine::format::conversation_to_reopen`).
-fn start(stores: Stores, backend: Backend, session: Rc<Session>) {
+fn start(stores: Stores, backend: Backend, session: Rc<Session>, pending_send: bool) {
     let Stores {
         shell,
         library,
@@ -91,8 +92,8 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>) {
     shell.set_ready();
     library.first_screen(move |shown| {
         match shown {
-            FirstScreen::Reopen(id) => chat.open(id, None),
-            FirstScreen::NewChat => chat.show_new_chat(),
+            FirstScreen::Reopen(id) => chat.first_screen_shown(Some(id), pending_send),
+            FirstScreen::NewChat => chat.first_screen_shown(None, pending_send),
             FirstScreen::Failed => {}
         }
         route::announce_first_screen();
@@ -112,10 +113,17 @@ pub fn App() -> impl IntoView {
     let (stores, backend) = provide_stores();
     let (shell, chat) = (stores.shell, stores.chat);
     let events = Events::new(stores);
+    // What was typed in index.html's static first screen is the composer's from the start (its
+    // caret, its focus and the static screen's removal follow the mount: `first_screen::hand_over`).
+    let typed = first_screen::typed();
+    if let Some(t) = &typed {
+        chat.set_draft(t.text.clone());
+    }
+    let pending_send = typed.is_some_and(|t| t.send);
     spawn_local(async move {
         let sink: Rc<dyn Fn(SessionEvent)> = Rc::new(move |e| events.apply(e));
         match Session::open(DB_NAME, sink).await {
-            Ok(session) => start(stores, backend, session),
+            Ok(session) => start(stores, backend, session, pending_send),
             Err(e) => shell.fail(e.to_string(), e.kind()),
         }
     });

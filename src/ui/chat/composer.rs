@@ -15,16 +15,8 @@ pub fn Composer() -> impl IntoView {
     let shell = use_shell();
     let confirm_clear = RwSignal::new(false);
     let submit = move || {
-        let text = chat.draft_untracked();
-        if chat.draft_is_blank_untracked() || chat.streaming_untracked() {
-            return;
-        }
-        // Nothing covers the chat once a message goes (the phone's drawer closes).
-        shell.close_drawer();
-        if text.trim() == "/clear" {
+        if chat.submit() {
             confirm_clear.set(true);
-        } else {
-            chat.send(text);
         }
     };
     let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {

@@ -10,6 +10,7 @@
 pub mod attachments;
 pub mod window;
 
+use crate::engine::keys::send_on_start;
 use crate::engine::model::{
     Conversation, MemoryConfig, MemoryOverrides, Message, MessageStatus, Role,
 };
@@ -509,6 +510,41 @@ impl ChatStore {
         if let Some(id) = self.current.get_untracked() {
             self.backend
                 .run(move |s| async move { Ok(s.library().set_user_memory(&id, on).await?) });
+        }
+    }
+
+    /// What the Send button and Enter do with the draft: nothing while it is blank or a reply is
+    /// being written; `/clear` is not sent (true: the composer asks first); anything else is sent,
+    /// and nothing covers the chat once it goes (the phone's drawer closes).
+    pub fn submit(&self) -> bool {
+        let text = self.draft.get_untracked();
+        if self.draft_is_blank_untracked() || self.streaming_untracked() {
+            return false;
+        }
+        self.shell.close_drawer();
+        if text.trim() == "/clear" {
+            return true;
+        }
+        self.send(text);
+        false
+    }
+
+    /// The first screen is shown (the conversation to reopen, or the new chat): what was typed
+    /// before stays in the composer (opening a conversation empties it otherwise), and a press of
+    /// Enter in index.html's static first screen (`pending_send`) sends it now, once, as the Send
+    /// button would (`engine::keys::send_on_start` says whether it may).
+    pub fn first_screen_shown(&self, reopen: Option<String>, pending_send: bool) {
+        let typed = self.draft.get_untracked();
+        match reopen {
+            Some(id) => self.open(id, None),
+            None => self.show_new_chat(),
+        }
+        if !typed.is_empty() {
+            self.draft.set(typed.clone());
+        }
+        let endpoint = self.settings.with_settings_untracked(|s| s.has_endpoint());
+        if pending_send && send_on_start(&typed, endpoint) {
+            self.submit();
         }
     }
 

@@ -1,6 +1,11 @@
 // How long the built app (DIST) takes to become usable, as a newcomer's phone and a returning user see it.
 // Run by `make bench` (scripts/bench.sh), or: cd tests/e2e && DIST=../../dist node bench/cold-start.bench.mjs
 //
+//   bench first_screen_4g_ms <v> ms median of the same first visits, from navigation to index.html's static
+//                                   first screen painted with its composer focusable (the frame after it)
+//   bench typed_before_ready_kept <v> %   one more throttled first visit, typed into from the first screen
+//                                   until the app has taken over: the share of the characters typed before
+//                                   the takeover that the app's composer holds after it
 //   bench cold_start_4g_ms <v> ms   median of 5 first visits: dist/ served with brotli (static-server.mjs),
 //                                   Chromium throttled through CDP (9 Mbit/s down, 150 ms round trip, cache
 //                                   disabled, 4x CPU slowdown), from navigation to a usable composer with the
@@ -16,7 +21,7 @@
 // thread busy, lazy wasm compile on first call, largest events).
 
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchBrowser, distDir, DEFAULT_TIMEOUT_MS } from '../helpers.mjs';
 import { startStaticServer } from '../static-server.mjs';
@@ -44,6 +49,18 @@ const fmt = (v) => (v === undefined ? '-' : String(Math.round(v)));
 function instruments(USABLE) {
   const out = (window.__start = { controlled: Boolean(navigator.serviceWorker?.controller) });
   addEventListener('TrunkApplicationStarted', () => (out.started = performance.now()));
+  // After the frame that shows it: a message posted from requestAnimationFrame runs after the paint.
+  const afterPaint = (then) =>
+    requestAnimationFrame(() => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = then;
+      ch.port2.postMessage(0);
+    });
+  // index.html's static first screen, its composer there and focusable.
+  const firstScreen = () => {
+    const input = document.getElementById('first-screen-input');
+    return Boolean(input && !input.disabled);
+  };
   const usable = () => {
     const input = document.querySelector('[data-testid="composer-input"]');
     const list = document.querySelector('[data-testid="conversation-list"]');
@@ -51,17 +68,16 @@ function instruments(USABLE) {
     return Boolean(list.querySelector('[data-testid="conversation-item"], li.empty'));
   };
   const observer = new MutationObserver(() => {
+    if (out.firstScreenSeen === undefined && firstScreen()) {
+      out.firstScreenSeen = performance.now();
+      afterPaint(() => (out.firstScreen = performance.now()));
+    }
     if (out.ready !== undefined || !usable()) return;
     out.ready = performance.now();
     observer.disconnect();
-    // After the frame that shows it: a message posted from requestAnimationFrame runs after the paint.
-    requestAnimationFrame(() => {
-      const ch = new MessageChannel();
-      ch.port1.onmessage = () => {
-        out.usable = performance.now();
-        console.debug(USABLE);
-      };
-      ch.port2.postMessage(0);
+    afterPaint(() => {
+      out.usable = performance.now();
+      console.debug(USABLE);
     });
   });
   observer.observe(document, { childList: true, subtree: true, attributes: true });
@@ -90,6 +106,7 @@ async function load(page, url) {
       wasm: wasm?.responseEnd,
       wasmBytes: wasm?.encodedBodySize,
       started: window.__start.started,
+      firstScreen: window.__start.firstScreen,
       fcp: paint?.startTime,
       ready: window.__start.ready,
       usable: window.__start.usable,
@@ -100,7 +117,7 @@ async function load(page, url) {
 
 const describe = (p) =>
   `html ${fmt(p.html)}, js ${fmt(p.js)}, wasm ${fmt(p.wasmStart)}-${fmt(p.wasm)} (${p.wasmBytes ?? '-'} B on the wire), ` +
-  `started ${fmt(p.started)}, fcp ${fmt(p.fcp)}, ready ${fmt(p.ready)}, usable ${fmt(p.usable)} ms` +
+  `first screen ${fmt(p.firstScreen)}, started ${fmt(p.started)}, fcp ${fmt(p.fcp)}, ready ${fmt(p.ready)}, usable ${fmt(p.usable)} ms` +
   (p.controlled ? ' (service worker)' : '');
 
 /** A fresh profile's page under CDP: cache disabled, the given link and CPU slowdown. */
@@ -289,15 +306,18 @@ async function brotliSite(dir) {
 
 /** RUNS visits to `url`: the usable times of the first visits and of the returning ones. */
 async function runs(browser, url, label) {
-  const out = { cold: [], warmSlow: [], warmFast: [] };
+  const out = { cold: [], warmSlow: [], warmFast: [], firstScreen: [] };
   for (let i = 0; i < RUNS; i++) {
     const r = await visit(browser, url);
     log(`${label} run ${i} cold: ${describe(r.cold)}`);
     log(`${label} run ${i} warm (4x CPU): ${describe(r.warmSlow)}`);
     log(`${label} run ${i} warm: ${describe(r.warmFast)}`);
     if (!r.warmSlow.controlled) throw new Error('the returning visit was not served by the service worker');
-    for (const k of Object.keys(out)) out[k].push(r[k].usable);
+    for (const k of ['cold', 'warmSlow', 'warmFast']) out[k].push(r[k].usable);
+    out.firstScreen.push(r.cold.firstScreen);
   }
+  // (The floor's page has no static first screen.)
+  if (out.firstScreen.some((v) => v !== undefined)) log(`${label} first_screen_4g_ms runs`, out.firstScreen.map(fmt).join(' '));
   for (const [k, name] of [['cold', 'cold_start_4g_ms'], ['warmSlow', 'warm_start_ms'], ['warmFast', 'warm_start_fast_cpu_ms']]) {
     log(`${label} ${name} runs`, out[k].map(fmt).join(' '));
   }
@@ -333,6 +353,45 @@ self.addEventListener('fetch', (e) => e.respondWith(caches.match(e.request, { ig
   return dir;
 }
 
+/**
+ * One more throttled first visit, typed into (one key at a time, as fast as Playwright sends them) from
+ * the moment the static first screen's composer has the focus until 20 keys have reached the app's composer:
+ * the percentage of the characters typed before the takeover that the app's composer holds after it.
+ */
+async function typedBeforeReady(browser, url) {
+  const p = await throttledPage(browser, LINK_4G, CPU_SLOWDOWN);
+  try {
+    await p.page.addInitScript(() => {
+      const keys = (window.__keys = []);
+      document.addEventListener('keydown', () => keys.push(document.getElementById('first-screen') ? 'static' : 'app'), true);
+    });
+    await p.page.goto(url, { waitUntil: 'commit' });
+    await p.page.waitForFunction(() => document.activeElement?.id === 'first-screen-input', null, { polling: 'raf' });
+    const text = 'Typed before the app was ready, and after. ';
+    let typed = '';
+    for (let i = 0; i < 1000; i++) {
+      const ch = text[i % text.length];
+      await p.page.keyboard.type(ch);
+      typed += ch;
+      const after = await p.page.evaluate(() => window.__keys.filter((k) => k === 'app').length);
+      if (after >= 20) break;
+    }
+    const keys = await p.page.evaluate(() => window.__keys);
+    const before = keys.filter((k) => k === 'static').length;
+    if (before === 0) throw new Error('typed_before_ready_kept: no key reached the static first screen');
+    await p.page.locator('#first-screen').waitFor({ state: 'detached' });
+    const held = await p.page.locator('[data-testid="composer-input"]').inputValue();
+    let kept = 0;
+    while (kept < before && held[kept] === typed[kept]) kept += 1;
+    log(`typed_before_ready_kept: ${before} keys before the takeover, ${keys.length - before} after; ${kept} of the first kept; ` +
+      `the composer ${held === typed ? 'holds every character' : `differs: ${JSON.stringify(held)} vs ${JSON.stringify(typed)}`}`);
+    if (p.errors.length) throw new Error(`page errors: ${p.errors.join('; ')}`);
+    return (100 * kept) / before;
+  } finally {
+    await p.context.close();
+  }
+}
+
 async function main() {
   const dist = distDir();
   const site = await brotliSite(dist);
@@ -349,8 +408,15 @@ async function main() {
       await floor.close();
       rmSync(floorDir, { recursive: true, force: true });
     }
+    const kept = await typedBeforeReady(browser, site.url);
     if (TRACE) await traced(browser, site.url, TRACE);
     if (TRACE_WARM) await traced(browser, site.url, TRACE_WARM, { warm: true });
+    const load = loadavg().map((v) => v.toFixed(2)).join(' ');
+    log(`load average (1, 5, 15 min): ${load}`);
+    log(`first screen ${fmt(median(app.firstScreen))} ms; cold ${fmt(median(app.cold))} ms over the floor ${fmt(median(bare.cold))} ms; ` +
+      `warm ${fmt(median(app.warmSlow))} ms over the floor ${fmt(median(bare.warmSlow))} ms (4x CPU)`);
+    console.log(`bench first_screen_4g_ms ${Math.round(median(app.firstScreen))} ms`);
+    console.log(`bench typed_before_ready_kept ${Math.round(kept)} %`);
     console.log(`bench cold_start_4g_ms ${Math.round(median(app.cold))} ms`);
     console.log(`bench cold_start_floor_4g_ms ${Math.round(median(bare.cold))} ms`);
     console.log(`bench warm_start_ms ${Math.round(median(app.warmSlow))} ms`);
