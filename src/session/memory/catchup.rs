@@ -218,7 +218,6 @@ impl Memory {
                 existing,
                 config: &config,
                 overrides: &conv.memory_overrides,
-                catch_up: true,
             };
             let done = self
                 .run_request(id, update, stopper, &|| false)

@@ -302,7 +302,6 @@ impl Memory {
             seen_seq: messages.iter().map(|m| m.seq).max().unwrap_or(0),
             config,
             overrides,
-            catch_up: false,
         };
         let contended = || self.schedule.borrow().is_contended(id);
         let landed = self.run_request(id, update, stopper, &contended).await?;
@@ -366,9 +365,7 @@ impl Memory {
                 return Err(self.record_failure(id, reason, &raw, form, seen).await?);
             }
         };
-        if u.catch_up {
-            crate::engine::memory::catchup::settle(&mut parsed);
-        }
+        crate::engine::memory::catchup::settle(&mut parsed);
         let mut graph = Graph::new(u.existing);
         let applied = apply_update(
             &parsed,
@@ -493,8 +490,6 @@ pub(crate) struct Update<'a> {
     pub seen_seq: u64,
     pub config: &'a crate::engine::model::MemoryConfig,
     pub overrides: &'a MemoryOverrides,
-    /// A chunk of a catch-up: a reply without a summary still moves the coverage on.
-    pub catch_up: bool,
 }
 
 /// An update found due: the conversation, its memory config, the summary it builds on and the
