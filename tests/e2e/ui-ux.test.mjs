@@ -353,6 +353,14 @@ test('chrome: skip link to the composer, settings close button, an explanation u
     const { agent, site } = harness;
     await page.reload();
     await waitForAppReady(page);
+    // The first screen's composer has the focus from the start (index.html), and keeps it through the
+    // takeover; from the top of the page, the first Tab reaches the skip link.
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'composer-input');
+    await page.evaluate(() => {
+      document.body.tabIndex = -1;
+      document.body.focus();
+      document.body.removeAttribute('tabindex');
+    });
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'skip-to-composer');
     await page.keyboard.press('Enter');
