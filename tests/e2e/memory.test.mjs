@@ -1,7 +1,7 @@
 // End-to-end memory update: with M set in Settings, after M user/assistant pairs the agent receives the
 // summary request (temperature 0.3, "No previous conversation" the first time); the scripted summary
 // and entities appear in the memory pane and survive a reload; a garbage memory reply leaves them
-// untouched, says so, and does not break the chat.
+// untouched, says so, and does not break the chat; a reply that keeps no summary still moves memory on.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -181,6 +181,41 @@ test('a memory update gives way to the next message on a one-slot server and lan
       assert.equal(await page.locator(tid('error-banner')).count(), 0, 'and nothing is shown as an error');
       assert.equal(agent.memoryRequests().length, 2, 'no update beyond the one that ran again');
       assertNoPageProblems(issues, { allowConsole: [/ERR_INCOMPLETE_CHUNKED_ENCODING/, /Failed to load resource/] });
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+test('an update whose reply keeps no summary still moves memory on: the next update reads the next messages, not the same ones again', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 1 });
+  try {
+    await withDiagnostics(page, issues, 'memory-moves-on', async () => {
+      agent.scriptMemory({ text: memoryReplyText({ summary: SUMMARY, entities: ENTITIES }), delayMs: 5 });
+      await chat(page, Q1, A1);
+      await waitForSummary(page, SUMMARY);
+      // A small model's reply that only echoes the update's instructions, for a pair where the user
+      // stated nothing (a question): nothing of it is kept, and nothing the user said is lost.
+      const ECHO = 'What the user told in these new messages, in short sentences: names, places, pets, jobs, family, food, dates, numbers, preferences, plans and decisions.';
+      agent.setMemoryDefault({ text: memoryReplyText({ summary: ECHO, entities: [] }), delayMs: 5 });
+      await chat(page, Q3, A3);
+      await agent.waitForRequests(2, { filter: (r) => r.kind === 'memory' });
+      await page.locator(tid('memory-updating')).waitFor({ state: 'hidden' });
+      await page.waitForTimeout(300);
+      const NEXT = 'Charles Babbage designed the engine that Ada annotates.';
+      agent.setMemoryDefault({ text: memoryReplyText({ summary: NEXT, entities: [] }), delayMs: 5 });
+      await chat(page, Q2, A2);
+      await page.locator(tid('summary-text')).filter({ hasText: 'Babbage' }).waitFor({ state: 'visible' });
+      const updates = agent.memoryRequests();
+      const next = updates.find((r) => r.rawBody.includes(Q2.slice(0, 20)));
+      assert.ok(next, 'an update read the last pair');
+      assert.ok(!next.rawBody.includes(Q3), 'the pair whose reply kept no summary is not read again');
+      assert.equal(updates.length, 3, `one update per pair, none repeated: ${updates.length}`);
+      const summary = await page.locator(tid('memory-summary')).locator(tid('summary-text')).innerText();
+      assert.ok(summary.includes(SUMMARY) && !summary.includes('short sentences'), `the echo is not kept, the earlier summary is: ${summary}`);
+      assert.equal(await page.locator(tid('memory-failure')).count(), 0, 'no failure is shown');
+      assertNoPageProblems(issues);
     });
   } finally {
     await context.close();
