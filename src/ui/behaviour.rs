@@ -515,3 +515,49 @@ pub fn use_roving(target: NodeRef<html::Div>, selector: &'static str, track: imp
         }
     });
 }
+
+/// Works through `queue` (roots of rendered messages) while the idle period lasts, at least one
+/// element: each root's next element matching `pending` goes to `each`, which must mark it so it no
+/// longer matches; a root with none left (or no longer in the page) leaves the queue. Without a
+/// deadline (no idle callbacks) the period is [`IDLE_TIMER_BUDGET_MS`]. What the code highlighter
+/// and the math typesetter share: each calls it inside its own split chunk.
+pub fn drain_idle_queue(
+    queue: &'static std::thread::LocalKey<
+        std::cell::RefCell<std::collections::VecDeque<web_sys::Element>>,
+    >,
+    pending: &str,
+    deadline: Option<web_sys::IdleDeadline>,
+    each: impl Fn(&web_sys::Element),
+) {
+    let clock = web_sys::window().and_then(|w| w.performance());
+    let started = clock.as_ref().map_or(0.0, |c| c.now());
+    let time_left = || match (&deadline, &clock) {
+        (Some(d), _) => d.time_remaining(),
+        (None, Some(c)) => IDLE_TIMER_BUDGET_MS - (c.now() - started),
+        (None, None) => 0.0,
+    };
+    loop {
+        let Some(root) = queue.with(|q| q.borrow().front().cloned()) else {
+            return;
+        };
+        let next = root
+            .is_connected()
+            .then(|| root.query_selector(pending).ok().flatten())
+            .flatten();
+        match next {
+            Some(element) => each(&element),
+            None => {
+                queue.with(|q| q.borrow_mut().pop_front());
+            }
+        }
+        if time_left() < IDLE_MIN_MS {
+            break;
+        }
+    }
+}
+
+/// [`drain_idle_queue`] leaves an idle period with less than this (ms) left to the page.
+const IDLE_MIN_MS: f64 = 4.0;
+
+/// Without `requestIdleCallback`: how long one timer's turn of [`drain_idle_queue`] may work (ms).
+const IDLE_TIMER_BUDGET_MS: f64 = 8.0;

@@ -15,10 +15,6 @@ use wasm_split_helpers::SplitLoaderError;
 
 /// The code blocks still to highlight: those that name a language and were not looked at yet.
 const PENDING: &str = "pre > code[class^=\"language-\"]:not([data-hl])";
-/// An idle period with less left than this (ms) is left to the page.
-const MIN_IDLE_MS: f64 = 4.0;
-/// Without `requestIdleCallback`: how long one timer's turn may work (ms).
-const TIMER_BUDGET_MS: f64 = 8.0;
 
 thread_local! {
     /// Elements (a message's content) whose code blocks wait for idle time.
@@ -79,31 +75,7 @@ fn drain_split(
 /// Highlights queued blocks while the idle period lasts (at least one); the caller asks for another
 /// idle period while some are left.
 fn drain(deadline: Option<web_sys::IdleDeadline>) {
-    let clock = web_sys::window().and_then(|w| w.performance());
-    let started = clock.as_ref().map_or(0.0, |c| c.now());
-    let time_left = || match (&deadline, &clock) {
-        (Some(d), _) => d.time_remaining(),
-        (None, Some(c)) => TIMER_BUDGET_MS - (c.now() - started),
-        (None, None) => 0.0,
-    };
-    loop {
-        let Some(root) = QUEUE.with(|q| q.borrow().front().cloned()) else {
-            return;
-        };
-        let next = root
-            .is_connected()
-            .then(|| root.query_selector(PENDING).ok().flatten())
-            .flatten();
-        match next {
-            Some(code) => paint(&code),
-            None => {
-                QUEUE.with(|q| q.borrow_mut().pop_front());
-            }
-        }
-        if time_left() < MIN_IDLE_MS {
-            break;
-        }
-    }
+    crate::ui::behaviour::drain_idle_queue(&QUEUE, PENDING, deadline, paint);
 }
 
 /// Replaces a code block's text with its highlighted spans (the same text), and marks it looked at.

@@ -16,10 +16,6 @@ use wasm_split_helpers::SplitLoaderError;
 
 /// The formulas still to convert.
 const PENDING: &str = "code.math-tex:not([data-math-done])";
-/// An idle period with less left than this (ms) is left to the page.
-const MIN_IDLE_MS: f64 = 4.0;
-/// Without `requestIdleCallback`: how long one timer's turn may work (ms).
-const TIMER_BUDGET_MS: f64 = 8.0;
 
 thread_local! {
     /// Elements (a message's content) whose formulas wait for idle time.
@@ -88,31 +84,7 @@ fn drain_split(
 
 /// Converts queued formulas while the idle period lasts (at least one).
 fn drain(deadline: Option<web_sys::IdleDeadline>) {
-    let clock = web_sys::window().and_then(|w| w.performance());
-    let started = clock.as_ref().map_or(0.0, |c| c.now());
-    let time_left = || match (&deadline, &clock) {
-        (Some(d), _) => d.time_remaining(),
-        (None, Some(c)) => TIMER_BUDGET_MS - (c.now() - started),
-        (None, None) => 0.0,
-    };
-    loop {
-        let Some(root) = QUEUE.with(|q| q.borrow().front().cloned()) else {
-            return;
-        };
-        let next = root
-            .is_connected()
-            .then(|| root.query_selector(PENDING).ok().flatten())
-            .flatten();
-        match next {
-            Some(code) => typeset(&code),
-            None => {
-                QUEUE.with(|q| q.borrow_mut().pop_front());
-            }
-        }
-        if time_left() < MIN_IDLE_MS {
-            break;
-        }
-    }
+    crate::ui::behaviour::drain_idle_queue(&QUEUE, PENDING, deadline, typeset);
 }
 
 /// Replaces one formula's code with its MathML, or marks it as code for good (with the reason).
