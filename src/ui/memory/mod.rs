@@ -41,22 +41,25 @@ pub fn MemoryPane() -> impl IntoView {
         <aside class="memory-pane" data-testid="memory-pane" aria-label="Memory">
             <div class="memory-head">
                 <h2>"Memory"</h2>
-                <Show when=updating>
-                    <span class="progress" role="status" data-testid="memory-updating">
-                        <span class="spinner small" aria-hidden="true"></span>" updating memory…"
-                    </span>
-                </Show>
-                <button
-                    data-testid="update-memory"
-                    aria-label="Update memory now"
-                    disabled=move || updating() || !stored()
-                    on:click=move |_| memory.update_now()
-                >
-                    "Update memory now"
-                </button>
-                <BuildThis/>
-                <MemoryPageOpen testid="memory-page-open"/>
+                // The close button stays beside the title; the actions take the row below it.
                 <button class="icon memory-close" data-testid="memory-close" aria-label="Close the memory panel" on:click=move |_| shell.close_memory_pane()>"✕"</button>
+                <div class="memory-actions">
+                    <Show when=updating>
+                        <span class="progress" role="status" data-testid="memory-updating">
+                            <span class="spinner small" aria-hidden="true"></span>" updating memory…"
+                        </span>
+                    </Show>
+                    <button
+                        data-testid="update-memory"
+                        aria-label="Update memory now"
+                        disabled=move || updating() || !stored()
+                        on:click=move |_| memory.update_now()
+                    >
+                        "Update memory now"
+                    </button>
+                    <BuildThis/>
+                    <MemoryPageOpen testid="memory-page-open"/>
+                </div>
             </div>
             <UseUserMemory/>
             // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
