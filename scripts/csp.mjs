@@ -12,12 +12,12 @@
 //   it from fetching anything from elsewhere.
 // - The stylesheet goes into index.html as one <style> (allowed by its SHA-256 too): the static first
 //   screen then paints with the html, without waiting for a request of its own that shares the slow
-//   link with the wasm (issue 31: about 230 ms on the Fast-4G profile). The file stays in the build
-//   (the service worker's list is every built file).
+//   link with the wasm (issue 31: about 230 ms on the Fast-4G profile). The file itself is then
+//   removed from the build, so the service worker (whose list is every built file) does not fetch it.
 // A <meta> policy cannot set frame-ancestors or report-uri; a host can add both as headers (README).
 // Usage outside Trunk: TRUNK_STAGING_DIR=dist node scripts/csp.mjs
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const dir = process.env.TRUNK_STAGING_DIR;
@@ -80,4 +80,7 @@ if (!charset.test(html)) {
 }
 html = html.replace(charset, (m) => m + meta);
 writeFileSync(file, html);
-console.log(`csp: ${hashes.length} inline script(s) and the inlined ${cssName} allowed by hash`);
+// Nothing links the stylesheet's own file any more: it would only be precached by the service worker
+// (stamp-sw.mjs runs next and lists what is left) and downloaded for nothing.
+rmSync(join(dir, cssName));
+console.log(`csp: ${hashes.length} inline script(s) and the inlined ${cssName} allowed by hash; ${cssName} removed`);

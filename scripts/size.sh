@@ -27,7 +27,7 @@ echo "shipped wasm (raw bytes, brotli -q 11):"
 for f in dist/*.wasm; do printf '  %9d  brotli %7d  %s\n' "$(wc -c <"$f")" "$(br "$f")" "$(basename "$f")"; done
 # The figures of #16 (scripts/bench.sh prints them too): every file, and what the first visit loads.
 total=0
-for f in dist/*.wasm dist/*.js dist/*.css dist/index.html; do total=$((total + $(br "$f"))); done
+for f in dist/*.wasm dist/*.js dist/*.css dist/index.html; do [ -f "$f" ] && total=$((total + $(br "$f"))); done
 first=$(br dist/index.html)
 for f in $(grep -oE '\./[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(js|wasm|css)' dist/index.html | sed 's#^\./#dist/#' | sort -u); do
   first=$((first + $(br "$f")))
