@@ -1,10 +1,11 @@
-//! Entry point: installs the panic hook, mounts the app and lets it take over index.html's static
-//! first screen in the same task (`ui::first_screen`). Nothing else lives here.
+//! Entry point: installs the panic hook, mounts the app (`ui::mount`: the session's opening begins
+//! first) and lets it take over index.html's static first screen in the same task
+//! (`ui::first_screen`). Nothing else lives here.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
     console_error_panic_hook::set_once();
-    leptos::mount::mount_to_body(memoire::ui::App);
+    memoire::ui::mount();
     memoire::ui::first_screen::hand_over();
 }
 

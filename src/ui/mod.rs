@@ -18,6 +18,7 @@ pub mod highlight;
 pub mod library;
 pub mod math;
 pub mod memory;
+pub mod opening;
 pub mod prefs;
 pub mod projects;
 pub mod route;
@@ -36,9 +37,9 @@ use behaviour::{focus_testid, in_open_popup, in_text_field, when_idle};
 use chat::store::ChatStore;
 use events::Events;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 use library::store::{FirstScreen, LibraryStore};
 use memory::store::MemoryStore;
+use opening::Opening;
 use projects::store::ProjectsStore;
 use settings::store::SettingsStore;
 use shell::store::ShellStore;
@@ -107,9 +108,19 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>, pending_send: b
     when_idle(move |_| transfer.refresh_storage(), 500, 0);
 }
 
+/// Starts opening the session, then builds and mounts the app: the database's locks and open run
+/// while the view is built (`opening`), not after it.
+pub fn mount() {
+    let opening = opening::begin(DB_NAME);
+    leptos::mount::mount_to_body(move || view! { <App opening/> });
+}
+
 /// The whole app.
 #[component]
-pub fn App() -> impl IntoView {
+pub fn App(
+    /// The session's opening, begun before the view (`opening::begin`).
+    opening: Opening,
+) -> impl IntoView {
     let (stores, backend) = provide_stores();
     let (shell, chat) = (stores.shell, stores.chat);
     let events = Events::new(stores);
@@ -120,12 +131,10 @@ pub fn App() -> impl IntoView {
         chat.set_draft(t.text.clone());
     }
     let pending_send = typed.is_some_and(|t| t.send);
-    spawn_local(async move {
-        let sink: Rc<dyn Fn(SessionEvent)> = Rc::new(move |e| events.apply(e));
-        match Session::open(DB_NAME, sink).await {
-            Ok(session) => start(stores, backend, session, pending_send),
-            Err(e) => shell.fail(e.to_string(), e.kind()),
-        }
+    let sink: Rc<dyn Fn(SessionEvent)> = Rc::new(move |e| events.apply(e));
+    opening.attach(sink, move |opened| match opened {
+        Ok(session) => start(stores, backend, session, pending_send),
+        Err(e) => shell.fail(e.to_string(), e.kind()),
     });
     let sheet = RwSignal::new(false);
     use_app_keys(stores, sheet);
