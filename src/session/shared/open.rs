@@ -1,4 +1,4 @@
-//! Opening the core: the database (one tab at a time, so one tab migrates), the deployment's
+//! Opening the core: the database (opened while the tab locks are taken), the deployment's
 //! `config.json`, the saved settings and token calibration, the channel to the other tabs.
 //! Must not import `ui`.
 
@@ -131,15 +131,22 @@ fn remote_sink(
     })
 }
 
-/// Opens the store, one tab at a time (so one tab migrates), and marks replies left streaming as
-/// interrupted, but only when no other tab is alive (another tab may be writing them right now).
-/// Returns the store, how many replies were marked, and this tab's presence lock.
+/// Opens the store and marks replies left streaming as interrupted, but only when no other tab is
+/// alive (another tab may be writing them right now), one tab at a time. The database opens (and
+/// migrates) while the tab locks are taken: each migration checks its record inside its own
+/// transaction, so two tabs opening at once still apply it once, and the locks' round trips no
+/// longer come before the open. Returns the store, how many replies were marked, and this tab's
+/// presence lock.
 async fn open_store(db_name: &str) -> Result<(Store, usize, LockGuard), StoreError> {
-    let opening = tabs::lock(&format!("memoire-open:{db_name}")).await;
-    let tabs_lock = format!("memoire-tabs:{db_name}");
-    let others_alive = tabs::held_elsewhere(&tabs_lock).await == Some(true);
-    let presence = tabs::lock_shared(&tabs_lock).await;
-    let store = Store::open(db_name).await?;
+    let locks = async {
+        let opening = tabs::lock(&format!("memoire-open:{db_name}")).await;
+        let tabs_lock = format!("memoire-tabs:{db_name}");
+        let others_alive = tabs::held_elsewhere(&tabs_lock).await == Some(true);
+        let presence = tabs::lock_shared(&tabs_lock).await;
+        (opening, others_alive, presence)
+    };
+    let (store, (opening, others_alive, presence)) = join(Store::open(db_name), locks).await;
+    let store = store?;
     let interrupted = if others_alive {
         0
     } else {
