@@ -196,17 +196,20 @@ test('sync from a hostile server: a swapped or huge image is refused, the messag
       { name: 'grad.png', mimeType: 'image/png', buffer: IMAGE },
       { name: 'square.png', mimeType: 'image/png', buffer: other },
     ];
+    // B is offline until the server turned hostile (else it would fetch the images at once).
+    await B.context.setOffline(true);
     await sendWithImages(A.page, agent, files, 'Two pictures', 'Two gradients.');
     const id = await currentConversationId(A.page);
     await synced(A.page);
     await eventually(async () => {
       const ids = (await serverDocs(server)).map((d) => d._id).filter((i) => i.startsWith('a:'));
-      assert.equal(ids.length, 2);
-    });
+      return ids.length === 2;
+    }, { what: 'both images on the server' });
     // Another picture under the first one's name; 13 MB under the second's.
     await swap(server, HASH, png(4, 4));
     const huge = Buffer.concat([other, Buffer.alloc(13 * 1024 * 1024)]);
     await swap(server, createHash('sha256').update(other).digest('hex'), huge);
+    await B.context.setOffline(false);
     await openConversation(B.page, id, 2);
     const status = B.page.locator(tid('sync-status'));
     await B.page.waitForFunction(
