@@ -153,25 +153,22 @@ async fn fetch(i: &Inner, link: &Link<'_>, db: &str, hash: &str) -> Result<(), S
             i.blobs.borrow_mut().later(hash, now());
             return Ok(());
         }
-        Got::Failed(e) => return Ok(refuse(i, &a, hash, &e)),
+        Got::Failed(e) => return refuse(i, &a, hash, &e),
     };
     let bytes = match link.sealer {
         Some(s) => match s.open_blob(&server_id, bytes).await? {
             Some(b) => b,
-            None => {
-                return Ok(refuse(
-                    i,
-                    &a,
-                    hash,
-                    "it does not open with this passphrase's key",
-                ))
-            }
+            None => return refuse(i, &a, hash, "it does not open with this passphrase's key"),
         },
         None => bytes,
     };
-    let sha = digest::sha256_hex(&bytes).await.unwrap_or_default();
+    let Ok(sha) = digest::sha256_hex(&bytes).await else {
+        // This browser could not hash it now: not the server's fault, asked again later.
+        i.blobs.borrow_mut().later(hash, now());
+        return Ok(());
+    };
     if let Err(e) = blob::check_bytes(&a, &bytes, &sha) {
-        return Ok(refuse(i, &a, hash, &e));
+        return refuse(i, &a, hash, &e);
     }
     let Ok(b) = digest::blob_of(&bytes, &a.mime) else {
         return Ok(());
@@ -185,7 +182,13 @@ async fn fetch(i: &Inner, link: &Link<'_>, db: &str, hash: &str) -> Result<(), S
 }
 
 /// Refuses the server's image `hash`: said in the console and the sync status, not asked again.
-fn refuse(i: &Inner, a: &crate::engine::model::Attachment, hash: &str, reason: &str) {
+fn refuse(
+    i: &Inner,
+    a: &crate::engine::model::Attachment,
+    hash: &str,
+    reason: &str,
+) -> Result<(), SyncError> {
     warn(&blob::refused(a, reason));
     i.blobs.borrow_mut().refuse(hash);
+    Ok(())
 }
