@@ -224,3 +224,40 @@ async fn a_message_that_lets_go_of_its_image_frees_it_unless_another_shows_it() 
     assert_eq!(stored(&s, &[A, B]).await, [true, false], "m2 still shows A");
     finish(s).await;
 }
+
+#[wasm_bindgen_test]
+async fn the_inventory_tells_sync_which_images_are_used_and_which_stored() {
+    let s = fresh("inventory").await;
+    s.create_conversation(&conv("c")).await.unwrap();
+    let empty = s.blob_inventory().await.unwrap();
+    assert!(empty.used.is_empty() && empty.stored.is_empty());
+    // A used twice and stored; B used, not stored (another device's); a text file has no Blob.
+    let put = |h: &str| (h.to_string(), "image/png".to_string(), blob(b"x"));
+    s.put_attachment_blobs(&[put(A)]).await.unwrap();
+    let file = Attachment {
+        kind: AttachmentKind::File,
+        name: "n.md".into(),
+        mime: "text/markdown".into(),
+        size: 2,
+        hash: "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc".into(),
+        text: "hi".into(),
+        ..Attachment::default()
+    };
+    s.append_message(&with_images("c", "m1", vec![image("a.png", A), file]))
+        .await
+        .unwrap();
+    s.append_message(&with_images(
+        "c",
+        "m2",
+        vec![image("b.png", B), image("a2.png", A)],
+    ))
+    .await
+    .unwrap();
+    let inv = s.blob_inventory().await.unwrap();
+    assert_eq!(inv.used, [A, B], "each once, sorted, images only");
+    assert_eq!(inv.stored, [A]);
+    let (conversation, b) = s.blob_user(B).await.unwrap().unwrap();
+    assert_eq!((conversation.as_str(), b), ("c", image("b.png", B)));
+    assert!(s.blob_user(&"d".repeat(64)).await.unwrap().is_none());
+    finish(s).await;
+}

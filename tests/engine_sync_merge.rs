@@ -81,6 +81,7 @@ fn message() -> impl Strategy<Value = Body> {
                 hidden: false,
                 reasoning: None,
                 stats: None,
+                attachments: vec![],
                 at,
             })
         })

@@ -4,6 +4,7 @@
 //! the `by_attachment` index, which the browser keeps up to date on every message write).
 //!
 //! A stored Blob is `{hash, mime, size, blob}`: built field by field (a Blob cannot cross as JSON).
+//! Also what sync compares ([`Store::blob_inventory`], [`Store::blob_user`]).
 //! Must not import: `ui`, `session`, `transport`; engine types only.
 
 use js_sys::{Object, Reflect};
@@ -11,9 +12,11 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
 
 use super::error::StoreError;
-use super::idb::{js_error, request, Tx};
+use super::idb::{from_js, js_error, request, Tx};
+use super::records::MessageRecord;
 use super::schema::{ATTACHMENTS, BY_ATTACHMENT, MESSAGES};
 use super::Store;
+use crate::engine::model::{Attachment, Message};
 
 /// One stored Blob, as read back.
 #[derive(Debug, Clone)]
@@ -22,6 +25,15 @@ pub struct StoredBlob {
     pub mime: String,
     pub size: u64,
     pub blob: Blob,
+}
+
+/// The images messages use and the Blobs stored ([`Store::blob_inventory`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BlobInventory {
+    /// Hashes of the images messages use, each once, sorted.
+    pub used: Vec<String>,
+    /// Hashes of the Blobs stored.
+    pub stored: Vec<String>,
 }
 
 /// How many Blobs are stored and their bytes (the Settings storage figure).
@@ -159,6 +171,53 @@ impl Store {
         .await?;
         tx.done().await?;
         Ok(n.as_f64().unwrap_or(0.0) as u32)
+    }
+
+    /// The image hashes messages use (each once, sorted) and the hashes of the Blobs stored here:
+    /// what sync compares to know which images to push and which to fetch.
+    pub async fn blob_inventory(&self) -> Result<BlobInventory, StoreError> {
+        let tx = self.tx(&[MESSAGES, ATTACHMENTS], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_ATTACHMENT).map_err(js_error)?;
+        let req = index
+            .open_key_cursor_with_range_and_direction(
+                &JsValue::UNDEFINED,
+                web_sys::IdbCursorDirection::Nextunique,
+            )
+            .map_err(js_error)?;
+        let mut used = Vec::new();
+        loop {
+            let c = request(&req).await?;
+            if c.is_null() || c.is_undefined() {
+                break;
+            }
+            let cursor: web_sys::IdbCursor = c.unchecked_into();
+            used.extend(cursor.key().map_err(js_error)?.as_string());
+            cursor.continue_().map_err(js_error)?;
+        }
+        let keys: js_sys::Array =
+            request(&tx.store(ATTACHMENTS)?.get_all_keys().map_err(js_error)?)
+                .await?
+                .into();
+        tx.done().await?;
+        Ok(BlobInventory {
+            used,
+            stored: keys.iter().filter_map(|k| k.as_string()).collect(),
+        })
+    }
+
+    /// The image `hash` as a message that uses it names it, with that message's conversation;
+    /// `None` when no message uses it.
+    pub async fn blob_user(&self, hash: &str) -> Result<Option<(String, Attachment)>, StoreError> {
+        let tx = self.tx(&[MESSAGES], false)?;
+        let index = tx.store(MESSAGES)?.index(BY_ATTACHMENT).map_err(js_error)?;
+        let v = request(&index.get(&JsValue::from_str(hash)).map_err(js_error)?).await?;
+        tx.done().await?;
+        if v.is_undefined() {
+            return Ok(None);
+        }
+        let m: Message = from_js::<MessageRecord>(v, "message")?.try_into()?;
+        let a = m.meta.attachments.into_iter().find(|a| a.hash == hash);
+        Ok(a.map(|a| (m.conversation_id, a)))
     }
 
     /// The stored Blobs' count and bytes.

@@ -51,7 +51,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Event, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbVersionChangeEvent};
 
-pub use attachments::{BlobUsage, StoredBlob};
+pub use attachments::{BlobInventory, BlobUsage, StoredBlob};
 pub use conversations::ConversationPatch;
 pub use edits::WritePace;
 pub use error::StoreError;

@@ -54,6 +54,7 @@ impl Events {
             SessionEvent::MessageProgress(m) => self.progress(m),
             SessionEvent::MessagesCleared(id) => chat.cleared(&id),
             SessionEvent::BranchChanged(id) if chat.is_current(&id) => {
+                chat.retry_thumbnails();
                 chat.show_branch(id);
                 chat.refresh_preview();
             }

@@ -200,3 +200,34 @@ test('backup: export, delete, import gives identical data; a second import skips
     await context.close();
   }
 });
+
+test('backup: a reply\'s thinking (message-reasoning) survives export and import into a fresh database', async () => {
+  const { agent, site } = harness;
+  agent.reset();
+  const thought = 'Considering the Quarrendale route first.';
+  const A = await newAppPage(harness.browser);
+  const B = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(A.page, A.issues, 'backup-reasoning', async () => {
+      await openApp(A.page, site.url);
+      await configureEndpoint(A.page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'test-model' });
+      agent.script({ text: 'Take the coast road.', reasoning: thought });
+      await sendMessage(A.page, 'Which way?');
+      await waitForAssistant(A.page);
+      const exported = await download(A.page, 'export-all-json');
+      await openApp(B.page, site.url);
+      await importFile(B.page, asFile(exported));
+      await confirmImport(B.page);
+      await waitForCount(B.page, 1);
+      await items(B.page).first().locator(tid('conversation-open')).click();
+      const block = B.page.locator(tid('message', '[data-role="assistant"]')).last().locator(tid('message-reasoning'));
+      await block.waitFor();
+      assert.equal((await block.locator('.reasoning-content').textContent()).trim(), thought);
+      assertNoPageProblems(A.issues);
+      assertNoPageProblems(B.issues);
+    });
+  } finally {
+    await A.context.close();
+    await B.context.close();
+  }
+});

@@ -388,3 +388,17 @@ test('sync: a regenerated reply arrives as an alternative; a deleted message is 
     await openConversation(B.page, id, 2);
     await waitForTexts(B.page, ['ping', 'pong one']);
   }));
+
+test('sync: a reply\'s thinking (message-reasoning) reaches the other device', () =>
+  withDevices('sync-reasoning', 2, async (server, A, B) => {
+    const { agent } = harness;
+    const thought = 'Weighing the Zanzibarine options before answering.';
+    await chatTurn(A.page, agent, 'Think, then answer', { text: 'Answered.', reasoning: thought });
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    await openConversation(B.page, id, 2);
+    const block = messages(B.page, 'assistant').last().locator(tid('message-reasoning'));
+    await block.waitFor();
+    assert.equal((await block.locator('.reasoning-content').textContent()).trim(), thought);
+    assert.equal(await messageText(messages(B.page, 'assistant').last()), 'Answered.');
+  }));

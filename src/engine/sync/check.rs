@@ -10,11 +10,13 @@
 
 use serde_json::Value;
 
+use super::convert::to_attachment;
 use super::doc::{
-    Body, ConversationDoc, Couch, Doc, EdgeDoc, EntityDoc, FactDoc, Lww, MessageDoc, ProjectDoc,
-    SummaryDoc,
+    AttachmentDoc, Body, ConversationDoc, Couch, Doc, EdgeDoc, EntityDoc, FactDoc, Lww, MessageDoc,
+    ProjectDoc, SummaryDoc,
 };
 use super::hlc::{wall_in_window, Hlc, MAX_SKEW_MS};
+use crate::engine::attach;
 use crate::engine::backup::{Checker, ImportError, ImportLimits};
 use crate::engine::format::clip;
 use crate::engine::model::Millis;
@@ -168,6 +170,29 @@ fn conversation(c: &Check, d: &ConversationDoc) -> Result<(), ImportError> {
     cleared.as_ref().map_or(Ok(()), |h| c.stamp("cleared", h))
 }
 
+/// A message's attachments: at most [`attach::MAX_ATTACHMENTS`], each one sane by
+/// [`attach::check`] (a lowercase SHA-256, a name, an image type and size in pixels, a file's
+/// text under its limit).
+fn attachments_ok(list: &[AttachmentDoc]) -> Result<(), ImportError> {
+    let bad = |detail: String| ImportError::InvalidValue {
+        record: "the document".into(),
+        detail,
+    };
+    if list.len() > attach::MAX_ATTACHMENTS {
+        return Err(bad(format!(
+            "it has {} attachments; the limit is {}",
+            list.len(),
+            attach::MAX_ATTACHMENTS
+        )));
+    }
+    for d in list {
+        let a =
+            to_attachment(d).ok_or_else(|| bad(format!("an attachment of kind {:?}", d.kind)))?;
+        attach::check(&a).map_err(|e| bad(format!("an attachment: {e}")))?;
+    }
+    Ok(())
+}
+
 fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
     // Destructured without `..`: a new field must say how it is checked.
     let MessageDoc {
@@ -188,8 +213,10 @@ fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
         hidden: _,
         reasoning,
         stats: _,
+        attachments,
         at,
     } = d;
+    attachments_ok(attachments)?;
     c.k.id("id", id)?;
     c.k.id("conversation_id", conversation_id)?;
     c.k.text("content", content)?;

@@ -8,14 +8,15 @@
 use std::collections::BTreeMap;
 
 use super::doc::{
-    ConversationDoc, EdgeDoc, EntityDoc, FactDoc, FactSourceDoc, FactWords, Lww, MessageDoc,
-    PastPropertyDoc, ProjectDoc, ProjectWords, ReasoningDoc, SummaryDoc, Title, ToolCallDoc,
+    AttachmentDoc, ConversationDoc, EdgeDoc, EntityDoc, FactDoc, FactSourceDoc, FactWords, Lww,
+    MessageDoc, PastPropertyDoc, ProjectDoc, ProjectWords, ReasoningDoc, SummaryDoc, Title,
+    ToolCallDoc,
 };
 use super::hlc::Hlc;
 use crate::engine::model::{
-    Conversation, ConversationSummary, EntityNode, EntityScope, FactKind, FactSource,
-    GenerationStats, HistoryFormat, Message, MessageMeta, MessageStatus, PastProperty, Project,
-    Reasoning, Relationship, ToolCall, TurnPath, Usage, UserFact,
+    Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
+    FactKind, FactSource, GenerationStats, HistoryFormat, Message, MessageMeta, MessageStatus,
+    PastProperty, Project, Reasoning, Relationship, ToolCall, TurnPath, Usage, UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -227,7 +228,37 @@ pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
                 s.tokens_per_s.map(|v| (v * 10.0).round() as u32),
             )
         }),
+        attachments: m.meta.attachments.iter().map(attachment_doc).collect(),
         at: at.clone(),
+    })
+}
+
+/// An attachment as its message's document carries it.
+pub fn attachment_doc(a: &Attachment) -> AttachmentDoc {
+    AttachmentDoc {
+        kind: a.kind.as_str().to_string(),
+        name: a.name.clone(),
+        mime: a.mime.clone(),
+        size: a.size,
+        hash: a.hash.clone(),
+        width: a.width,
+        height: a.height,
+        text: a.text.clone(),
+    }
+}
+
+/// The attachment a document carries; `None` for a kind this build does not know (`check` refuses
+/// such a document before it gets here).
+pub fn to_attachment(d: &AttachmentDoc) -> Option<Attachment> {
+    Some(Attachment {
+        kind: AttachmentKind::parse(&d.kind)?,
+        name: d.name.clone(),
+        mime: d.mime.clone(),
+        size: d.size,
+        hash: d.hash.clone(),
+        width: d.width,
+        height: d.height,
+        text: d.text.clone(),
     })
 }
 
@@ -276,9 +307,8 @@ pub fn to_message(d: &MessageDoc) -> Message {
                     first_token_ms,
                     tokens_per_s: speed.filter(|v| *v > 0).map(|v| v as f32 / 10.0),
                 }),
-            // Sync does not carry attachments yet (README, "Images and files"): a synced message
-            // arrives with its text only.
-            attachments: Vec::new(),
+            // The images' bytes follow in their blob documents (`sync::blob`).
+            attachments: d.attachments.iter().filter_map(to_attachment).collect(),
         },
     }
 }

@@ -4,7 +4,8 @@
 //! | record | `_id` | body |
 //! | --- | --- | --- |
 //! | conversation metadata | `c:{conversation}` | the title, and every other field (the per-conversation overrides; later `pinned`) as a named last-writer-wins register; `cleared`, the stamp of its last `/clear` |
-//! | message | `m:{message}` | immutable: role, content, status, origin seq, what it replaces and follows; a deleted message is a tombstone |
+//! | message | `m:{message}` | immutable: role, content, status, origin seq, what it replaces and follows, its attachments (kind, name, type, size, hash; a file's text); a deleted message is a tombstone |
+//! | image bytes | `a:{sha-256}` | not a [`Body`]: the image as a CouchDB attachment, one document per content hash (`sync::blob`; the replicator skips these ids) |
 //! | entity | `e:{scope}:{entity}` | type, name, description as registers; aliases and sources as sets; properties (facts) and the day each became true as maps of registers; past property values as a set |
 //! | edge | `r:{scope}:{source}:{label}:{target}:{valid_from}` | strength (strongest kept), `valid_to` (closed wins) |
 //! | summary version | `s:{conversation}:{stamp}` | immutable text and the seq it covers; dead once its conversation's `cleared` is at or after its stamp |
@@ -220,8 +221,30 @@ pub struct MessageDoc {
     /// How the reply was generated: tokens, time to first token (ms), tenths of a token per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<(u32, Option<u32>, Option<u32>)>,
+    /// The images and files the user attached: what they are and their content hash (a file's text
+    /// travels here; an image's bytes travel once per hash in a blob document, `sync::blob`).
+    /// Absent in documents written before sync carried attachments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentDoc>,
     /// When it was written, for ordering and for the clock.
     pub at: Hlc,
+}
+
+/// One attachment of a message document (`engine::model::Attachment`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentDoc {
+    /// `image` or `file`.
+    pub kind: String,
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+    pub hash: String,
+    #[serde(default)]
+    pub width: u32,
+    #[serde(default)]
+    pub height: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
 }
 
 /// A message's reasoning in a document.

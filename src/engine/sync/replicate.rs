@@ -843,7 +843,8 @@ impl Replicator {
 
     /// One row of a `_changes` page: a deletion, a document to merge, or one refused.
     fn pulled_row(&mut self, now: Millis, row: ChangeRow) {
-        if row.id.starts_with('_') {
+        // Images' bytes: the session moves them (`sync::blob`).
+        if row.id.starts_with('_') || super::blob::is_blob_id(&row.id) {
             return;
         }
         if row.deleted {

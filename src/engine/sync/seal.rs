@@ -56,9 +56,10 @@ pub const CHECK: &[u8] = b"memoire: this passphrase opens this database";
 /// What sealed ids start with.
 const SEALED: &str = "x:";
 
-/// Whether a document id is sealed (a synced document of ours; not `_local/`, not the marker).
+/// Whether a document id is sealed (a synced document of ours, an image's blob document; not
+/// `_local/`, not the marker).
 pub fn seals(id: &str) -> bool {
-    Kind::of_id(id).is_some()
+    Kind::of_id(id).is_some() || super::blob::is_blob_id(id)
 }
 
 /// The server id of a document whose plain id's HMAC is `mac`.

@@ -1,6 +1,6 @@
 //! What sync's status says (the sidebar's `sync-status`: its `data-state` and its detail): the
 //! state, the error in words, the next retry as a time of day ("retrying at 08:41"), and how many
-//! pulled documents were refused on this connection (their reasons go to the console).
+//! pulled documents and images were refused on this connection (their reasons go to the console).
 //! Pure: `now` and the local time's offset are arguments. Must not import anything outside
 //! `crate::engine`.
 
@@ -56,4 +56,16 @@ pub fn label(status: &Status, utc_offset_min: i32) -> String {
         Status::Offline { retry_at } => format!("sync offline{}", retry(Some(*retry_at))),
         Status::Error { retry_at, .. } => format!("sync error{}", retry(*retry_at)),
     }
+}
+
+/// `detail` with how many images from the server were refused on this connection (`sync::blob`:
+/// their messages are kept without them; the reasons go to the console).
+pub fn with_images(mut detail: String, refused_images: usize) -> String {
+    if refused_images > 0 {
+        detail.push_str(&format!(
+            ". {} refused (see the browser console)",
+            plural(refused_images, "pulled image", "pulled images")
+        ));
+    }
+    detail
 }

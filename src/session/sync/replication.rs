@@ -12,7 +12,8 @@
 //!
 //! What syncs: conversations (title, overrides, deletion, clearing), final messages (and their
 //! deletion), the memory (summary versions and the entity graph, through `memory.rs`) and the
-//! facts about the user (said, edited, past, forgotten: `memory.rs` too).
+//! facts about the user (said, edited, past, forgotten: `memory.rs` too), and the images' bytes
+//! (`blobs.rs`, before each push and each longpoll).
 //!
 //! Every decision is the engine's; this module reads the clock, makes the device id, and moves
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
@@ -26,15 +27,16 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 
-use super::memory;
+use super::{blobs, memory};
 use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
+use crate::engine::sync::blob;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
 use crate::engine::sync::hlc::MAX_SKEW_MS;
 use crate::engine::sync::order::{in_order, latest_stamp};
 use crate::engine::sync::origin::{self, origin_of};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
-use crate::engine::sync::status::{describe, label};
+use crate::engine::sync::status::{describe, label, with_images};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Reply, Request, Write};
 use crate::engine::tabs;
@@ -108,6 +110,8 @@ pub(super) struct Inner {
     pub(super) reads: RefCell<Pace>,
     pub(super) writes: RefCell<Pace>,
     pub(super) _online: RefCell<Option<Closure<dyn FnMut()>>>,
+    /// What this tab learnt about images' bytes on the server (`blobs.rs`).
+    pub(super) blobs: RefCell<blob::Ledger>,
 }
 
 /// A local change to track: a session event, or an entity the user deleted in the memory pane.
@@ -153,6 +157,7 @@ impl Replication {
                 reads: RefCell::new(Pace::sync()),
                 writes: RefCell::new(Pace::sync()),
                 _online: RefCell::default(),
+                blobs: RefCell::default(),
             }),
         };
         let weak = Rc::downgrade(&r.inner);
@@ -387,7 +392,8 @@ impl Replication {
     }
 }
 
-fn set_view(i: &Inner, v: SyncView) {
+fn set_view(i: &Inner, mut v: SyncView) {
+    v.detail = with_images(v.detail, i.blobs.borrow().refused());
     if *i.view.borrow() == v {
         return;
     }
@@ -892,6 +898,7 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     *i.rep.borrow_mut() = Some(rep);
     let link = Link {
         base: &base,
+        db: s.database.trim(),
         auth: auth.as_deref(),
         sealer: sealer.as_ref(),
     };
@@ -908,16 +915,18 @@ fn run_auth(i: &Inner, s: &SyncSettings) -> Option<String> {
     basic_auth(&s.user, if ok { &pass } else { "" })
 }
 
-/// Where the loop's requests go: the server, its credentials, and the seal when encrypting.
-struct Link<'a> {
+/// Where the loop's requests go: the server, its database, its credentials, and the seal when
+/// encrypting.
+pub(super) struct Link<'a> {
     base: &'a str,
+    db: &'a str,
     auth: Option<&'a str>,
-    sealer: Option<&'a super::seal::Sealer>,
+    pub(super) sealer: Option<&'a super::seal::Sealer>,
 }
 
 impl Link<'_> {
     /// Sends one replicator request (sealed and opened when encrypting).
-    async fn send(
+    pub(super) async fn send(
         &self,
         req: Request,
         abort: Option<&web_sys::AbortController>,
@@ -992,6 +1001,10 @@ async fn drive(
             }
             continue;
         };
+        if blob::round_first(&req) {
+            let _span = Span::new("blobs");
+            blobs::round(i, link, link.db).await?;
+        }
         let abort = web_sys::AbortController::new().ok();
         *i.abort.borrow_mut() = abort.clone();
         let fetch = link.send(req, abort.as_ref(), limits);

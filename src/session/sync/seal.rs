@@ -25,6 +25,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{CryptoKey, SubtleCrypto};
 
+use crate::engine::sync::blob;
 use crate::engine::sync::seal::{
     self, aad, outgoing, seal_request, Marker, MarkerError, Names, Opening, Route, CHECK,
     ITERATIONS, IV_LEN, MARKER_ID, SALT_LEN,
@@ -529,6 +530,48 @@ impl Sealer {
                 plain: Vec::new(),
             },
         }
+    }
+
+    /// The server id of the plain id `plain` (its HMAC, named once).
+    pub async fn server_id(&self, plain: &str) -> Result<String, SealError> {
+        self.name(vec![plain.to_string()]).await?;
+        Ok(self
+            .names
+            .borrow()
+            .sealed(plain)
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    /// An image's blob document sealed (`engine::sync::blob`): its envelope under `server_id`, and
+    /// its bytes as `iv ‖ ciphertext` bound to `blob::sealed_aad(server_id)`.
+    pub async fn seal_blob(
+        &self,
+        server_id: &str,
+        doc: &Value,
+        bytes: &[u8],
+    ) -> Result<(Value, Vec<u8>), SealError> {
+        let plain = seal::plaintext(doc).map(|(_, p)| p).unwrap_or_default();
+        let items: Vec<(Vec<u8>, &[u8])> = vec![
+            (aad(server_id), plain.as_slice()),
+            (aad(&blob::sealed_aad(server_id)), bytes),
+        ];
+        let mut out = encrypt_all(&self.keys.aes, &items).await?.into_iter();
+        let (envelope, sealed) = (
+            out.next().unwrap_or_default(),
+            out.next().unwrap_or_default(),
+        );
+        Ok((seal::envelope(server_id, None, &envelope), sealed))
+    }
+
+    /// A fetched blob's bytes opened; `None` when they do not open with this key.
+    pub async fn open_blob(
+        &self,
+        server_id: &str,
+        sealed: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, SealError> {
+        let items = vec![(blob::sealed_aad(server_id), sealed)];
+        Ok(decrypt_all(&self.keys.aes, &items).await?.pop().flatten())
     }
 
     /// Deletes plain copies on the server (their content was kept locally first).

@@ -212,6 +212,11 @@ impl ChatStore {
         self.pending.thumbnail(self.backend, a)
     }
 
+    /// Reads again the thumbnails of images that were not stored here (sync brought some).
+    pub fn retry_thumbnails(&self) {
+        self.pending.retry_absent();
+    }
+
     /// Subscribes to the composer's text.
     pub fn track_draft(&self) {
         self.draft.track();

@@ -30,6 +30,9 @@ pub struct Pending {
     thumbs: RwSignal<HashMap<String, String>>,
 }
 
+/// A thumbnail's place when its image was not stored here (another device's, not synced yet).
+const ABSENT: &str = "-";
+
 fn object_url(blob: &web_sys::Blob) -> Option<String> {
     web_sys::Url::create_object_url_with_blob(blob).ok()
 }
@@ -118,6 +121,17 @@ impl Pending {
         });
     }
 
+    /// Reads again the sent images that were not stored here when last asked for (sync may have
+    /// brought them since: it reports their conversation's `BranchChanged`).
+    pub fn retry_absent(&self) {
+        if self
+            .thumbs
+            .with_untracked(|t| t.values().any(|u| u == ABSENT))
+        {
+            self.thumbs.update(|t| t.retain(|_, u| u != ABSENT));
+        }
+    }
+
     /// The thumbnail URL of a sent image (tracked): read from the store the first time it is
     /// asked for; `None` until then, or when the image is not stored (another device's message).
     pub fn thumbnail(&self, backend: Backend, a: &Attachment) -> Option<String> {
@@ -125,8 +139,8 @@ impl Pending {
             return None;
         }
         if let Some(url) = self.thumbs.with(|t| t.get(&a.hash).cloned()) {
-            // An empty URL: being read.
-            return Some(url).filter(|u| !u.is_empty());
+            // An empty URL: being read; `ABSENT`: not stored here when last read.
+            return Some(url).filter(|u| !u.is_empty() && u != ABSENT);
         }
         let (thumbs, hash) = (self.thumbs, a.hash.clone());
         thumbs.update_untracked(|t| {
@@ -140,6 +154,10 @@ impl Pending {
                             t.insert(hash, url);
                         });
                     }
+                } else {
+                    thumbs.update_untracked(|t| {
+                        t.insert(hash, ABSENT.to_string());
+                    });
                 }
             });
         }
