@@ -316,6 +316,22 @@ pub fn check(a: &Attachment) -> Result<(), String> {
     Ok(())
 }
 
+/// The image type its first bytes say (PNG, JPEG, GIF or WebP: [`IMAGE_TYPES`]), whatever its
+/// name or its source claims; `None` for anything else (an imported file is taken by what it is).
+pub fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
 /// A lowercase hex SHA-256.
 pub fn is_hash(s: &str) -> bool {
     s.len() == 64
