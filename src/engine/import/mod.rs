@@ -589,6 +589,21 @@ pub fn describe(imported: &Imported) -> String {
         ),
         plural(messages, "message", "messages")
     );
+    let images = imported
+        .conversations
+        .iter()
+        .flat_map(|c| &c.messages)
+        .flat_map(|m| &m.images);
+    let (with, without) = images.fold((0, 0), |(w, o), i| match i.attachment {
+        Some(_) => (w + 1, o),
+        None => (w, o + 1),
+    });
+    if with + without > 0 {
+        out.push_str(&format!(
+            " Images: {} brought in, {} kept as a name (not in the file, or not an image).",
+            with, without
+        ));
+    }
     let s = &imported.skipped;
     let parts: Vec<String> = [
         (
