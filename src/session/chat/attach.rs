@@ -2,14 +2,15 @@
 //! [`Attachment`] (`engine::attach` says whether it may, and the size an image is stored at); an
 //! image is decoded and resized by the browser off the main thread (`shared::image`), hashed
 //! (SHA-256, WebCrypto) and its Blob stored at once, content-addressed; a text file's text is read.
-//! Also reads the Blobs back (a thumbnail, a request's images as base64). Must not import `ui`.
+//! Also reads the Blobs back (a thumbnail, a request's images as base64), and frees the images no
+//! message uses (one the composer let go of; the start-up sweep). Must not import `ui`.
 
 use web_sys::{Blob, File};
 
 use super::service::{Chat, ChatError};
 use crate::engine::attach::{self, Intake};
 use crate::engine::model::{Attachment, AttachmentKind};
-use crate::session::shared::{digest, image};
+use crate::session::shared::{digest, image, now};
 
 /// An attachment made from a file, and its Blob (images) to show as a thumbnail.
 #[derive(Debug, Clone)]
@@ -89,6 +90,26 @@ impl Chat {
                 })
             }
         }
+    }
+
+    /// Frees the stored image `hash` unless a message uses it (the composer let go of it:
+    /// `engine::attach::let_go`).
+    pub async fn release_image(&self, hash: &str) -> Result<(), ChatError> {
+        Ok(self
+            .core
+            .store
+            .free_attachment_blobs(&[hash.to_string()])
+            .await?)
+    }
+
+    /// The start-up sweep: frees the stored images no message uses that are older than
+    /// `engine::attach::UNUSED_GRACE_MS` (younger ones may be another tab's draft); how many.
+    pub async fn sweep_unused_images(&self) -> Result<usize, ChatError> {
+        Ok(self
+            .core
+            .store
+            .sweep_attachment_blobs(now(), attach::UNUSED_GRACE_MS)
+            .await?)
     }
 
     /// The stored Blob of an image (a sent message's thumbnail); `None` when it is not stored.
