@@ -246,7 +246,7 @@ test("a ChatGPT export ZIP brings its images: shown on their messages, and the u
     // bytes: a 2x2 PNG is kept as it came), the assistant's picture as its name, as for any message.
     agent.script({ text: 'Red, then blue.' });
     await send(page, 'Which colours were they?');
-    assert.equal(await waitForAssistant(page), 'Red, then blue.');
+    await messages(page, 'assistant').nth(5).filter({ hasText: 'Red, then blue.' }).waitFor();
     const [req] = agent.chatRequests();
     const withImage = req.body.messages.filter((m) => Array.isArray(m.content));
     assert.deepEqual(withImage, [{
