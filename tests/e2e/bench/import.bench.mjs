@@ -30,7 +30,15 @@
 //                                                  1200x900 of noise, 3.2 MB each), 17 MB: every image
 //                                                  inflated in slices, typed, resized, hashed, then stored
 //                                                  (median of the runs; goal < 50). BENCH_IMPORT_ONLY=images
-//                                                  runs this figure alone.
+//                                                  runs this figure alone. Measured (session 16, loads 7-60):
+//                                                  365 ms (224-473), all of it the browser's PNG encoding of
+//                                                  the images it resizes: Chromium encodes convertToBlob's PNG
+//                                                  in idle time on the main thread and, when the probe keeps
+//                                                  the page from idling, forces it after about a second as one
+//                                                  task. Without the probe (longtask entries only) the same
+//                                                  import of 12 resized images took 849 ms, longest task 72 ms;
+//                                                  12 images kept as they came (no resize): 965 ms, no task
+//                                                  over 75 ms while reading, 220 ms once while storing.
 // Details (every run: phases, long tasks, the floor) go to stderr.
 
 import { startHarness, newAppPage, openApp, tid, assertNoPageProblems, withDiagnostics, zip } from '../helpers.mjs';
