@@ -8,6 +8,9 @@
 //   (data-kind="file");
 // - a backup export carries the image, and importing it after deleting the conversation brings the
 //   image back.
+// - an image removed from the composer before sending is freed from the database; a sent one stays;
+// - a ChatGPT export ZIP (tests/fixtures/import/chatgpt-images.mjs) brings its images onto their
+//   messages, and the next turn's history sends the user's image as the composer's would.
 // Every test opens a fresh browser context (fresh IndexedDB) and resets the agent.
 
 import { test, before, after } from 'node:test';
@@ -257,5 +260,42 @@ test("a ChatGPT export ZIP brings its images: shown on their messages, and the u
       ],
     }]);
     assert.ok(req.body.messages.some((m) => m.role === 'assistant' && m.content === '[image: a blue square]'), JSON.stringify(req.body.messages));
+    assertNoPageProblems(issues);
+  }));
+
+/** How many images the app's database holds. */
+const storedImages = (page) => page.evaluate(async () => {
+  const db = await new Promise((resolve, reject) => {
+    const r = indexedDB.open('memoire');
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+  const n = await new Promise((resolve, reject) => {
+    const q = db.transaction('attachments').objectStore('attachments').count();
+    q.onsuccess = () => resolve(q.result);
+    q.onerror = () => reject(q.error);
+  });
+  db.close();
+  return n;
+});
+
+test('an image removed from the composer before sending is freed; a sent one stays', () =>
+  journey('image-removed', 'openai-chat', async ({ page, issues }) => {
+    const { agent } = harness;
+    await attach(page, [{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }], 'image');
+    assert.equal(await storedImages(page), 1, 'stored at once, as it is attached');
+    await page.locator('.composer').locator(tid('attachment-remove')).click();
+    await page.waitForFunction(async () => {
+      const db = await new Promise((r) => { const q = indexedDB.open('memoire'); q.onsuccess = () => r(q.result); });
+      const n = await new Promise((r) => { const q = db.transaction('attachments').objectStore('attachments').count(); q.onsuccess = () => r(q.result); });
+      db.close();
+      return n === 0;
+    }, null, { timeout: 10_000, polling: 100 });
+    // Attached again and sent: the message uses it, so it stays.
+    agent.script({ text: 'A gradient.' });
+    await attach(page, [{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }], 'image');
+    await send(page, QUESTION);
+    assert.equal(await waitForAssistant(page), 'A gradient.');
+    assert.equal(await storedImages(page), 1);
     assertNoPageProblems(issues);
   }));
