@@ -85,9 +85,17 @@ fn blob_record(
 }
 
 /// Queues a put of each Blob whose hash `store` does not hold yet (one stored copy per content),
-/// stored at `stored_at`; one already held is stamped `stored_at` again (stored anew, it may be a
-/// draft's: the unused-image sweep gives it its grace from now).
+/// as stored now ([`put_new_at`]).
 pub(crate) async fn put_new(
+    store: &web_sys::IdbObjectStore,
+    blobs: &[(String, String, Blob)],
+) -> Result<(), StoreError> {
+    put_new_at(store, blobs, js_sys::Date::now() as Millis).await
+}
+
+/// [`put_new`], stored at `stored_at`; a Blob already held is stamped `stored_at` again (stored
+/// anew, it may be a draft's: the unused-image sweep gives it its grace from then).
+pub(crate) async fn put_new_at(
     store: &web_sys::IdbObjectStore,
     blobs: &[(String, String, Blob)],
     stored_at: Millis,
@@ -164,8 +172,11 @@ impl Store {
         &self,
         blobs: &[(String, String, Blob)],
     ) -> Result<(), StoreError> {
-        self.put_attachment_blobs_at(blobs, js_sys::Date::now() as Millis)
-            .await
+        let tx = self.tx(&[ATTACHMENTS], true)?;
+        if let Err(e) = put_new(&tx.store(ATTACHMENTS)?, blobs).await {
+            return tx.fail(e).await;
+        }
+        tx.done().await
     }
 
     /// [`Store::put_attachment_blobs`], as stored at `stored_at`.
@@ -175,7 +186,7 @@ impl Store {
         stored_at: Millis,
     ) -> Result<(), StoreError> {
         let tx = self.tx(&[ATTACHMENTS], true)?;
-        if let Err(e) = put_new(&tx.store(ATTACHMENTS)?, blobs, stored_at).await {
+        if let Err(e) = put_new_at(&tx.store(ATTACHMENTS)?, blobs, stored_at).await {
             return tx.fail(e).await;
         }
         tx.done().await
