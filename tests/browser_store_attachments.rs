@@ -1,7 +1,8 @@
 #![cfg(target_arch = "wasm32")]
 //! Browser tests of the images' Blobs (headless Chromium, a fresh database each): the upgrade from
 //! schema 6 keeps what was stored and adds the Blob store, one image is stored once however many
-//! messages use it, and a deleted conversation frees the Blobs no other message uses.
+//! messages use it, a deleted conversation frees the Blobs no other message uses, and the start-up
+//! sweep frees an old image no message uses while it keeps a used one and another tab's fresh one.
 
 use memoire::engine::model::*;
 use memoire::store::Store;
@@ -11,24 +12,9 @@ use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
 mod support;
-use support::{finish, fresh, fresh_name};
+use support::{conv, finish, fresh, fresh_name};
 
 wasm_bindgen_test_configure!(run_in_browser);
-
-fn conv(id: &str) -> Conversation {
-    Conversation {
-        id: id.into(),
-        title: "t".into(),
-        title_is_custom: false,
-        created_at: 1,
-        updated_at: 1,
-        message_count: 0,
-        endpoint_profile_id: None,
-        remote_handle: None,
-        last_path: None,
-        memory_overrides: MemoryOverrides::default(),
-    }
-}
 
 fn image(name: &str, hash: &str) -> Attachment {
     Attachment {
@@ -259,5 +245,55 @@ async fn the_inventory_tells_sync_which_images_are_used_and_which_stored() {
     let (conversation, b) = s.blob_user(B).await.unwrap().unwrap();
     assert_eq!((conversation.as_str(), b), ("c", image("b.png", B)));
     assert!(s.blob_user(&"d".repeat(64)).await.unwrap().is_none());
+    finish(s).await;
+}
+
+const C: &str = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+
+#[wasm_bindgen_test]
+async fn the_sweep_frees_an_old_unused_image_and_keeps_a_used_one_and_a_fresh_one() {
+    use memoire::engine::attach::UNUSED_GRACE_MS as GRACE;
+    let s = fresh("sweep").await;
+    s.create_conversation(&conv("c")).await.unwrap();
+    let put = |h: &str| {
+        (
+            h.to_string(),
+            "image/png".to_string(),
+            blob(h[..1].as_bytes()),
+        )
+    };
+    let now = js_sys::Date::now() as Millis;
+    let day = 24 * 60 * 60 * 1000;
+    // A: attached a week and a day ago and removed unsent (or its draft abandoned); B: as old,
+    // and sent; C: attached a minute ago in another tab, not sent yet.
+    s.put_attachment_blobs_at(&[put(A), put(B)], now - GRACE - day)
+        .await
+        .unwrap();
+    s.put_attachment_blobs_at(&[put(C)], now - 60_000)
+        .await
+        .unwrap();
+    s.append_message(&with_images("c", "m", vec![image("b.png", B)]))
+        .await
+        .unwrap();
+    assert_eq!(s.sweep_attachment_blobs(now, GRACE).await.unwrap(), 1);
+    assert_eq!(stored(&s, &[A, B, C]).await, [false, true, true]);
+
+    // A week later C's draft is gone: freed; B is still shown.
+    let later = now + GRACE;
+    assert_eq!(s.sweep_attachment_blobs(later, GRACE).await.unwrap(), 1);
+    assert_eq!(stored(&s, &[A, B, C]).await, [false, true, false]);
+
+    // An old unused image attached again starts its grace again.
+    s.put_attachment_blobs_at(&[put(A)], later - GRACE - day)
+        .await
+        .unwrap();
+    s.put_attachment_blobs_at(&[put(A)], later).await.unwrap();
+    assert_eq!(s.sweep_attachment_blobs(later, GRACE).await.unwrap(), 0);
+    assert_eq!(stored(&s, &[A]).await, [true]);
+    // Let go of in the composer, it is freed at once; a used one is not.
+    s.free_attachment_blobs(&[A.to_string(), B.to_string()])
+        .await
+        .unwrap();
+    assert_eq!(stored(&s, &[A, B]).await, [false, true]);
     finish(s).await;
 }

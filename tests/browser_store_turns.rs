@@ -8,24 +8,9 @@ use memoire::store::{Store, StoreError};
 use wasm_bindgen_test::*;
 
 mod support;
-use support::{finish, fresh, small, too_big};
+use support::{conv, finish, fresh, small, too_big};
 
 wasm_bindgen_test_configure!(run_in_browser);
-
-fn conv(id: &str) -> Conversation {
-    Conversation {
-        id: id.into(),
-        title: "t".into(),
-        title_is_custom: false,
-        created_at: 1,
-        updated_at: 1,
-        message_count: 0,
-        endpoint_profile_id: None,
-        remote_handle: None,
-        last_path: None,
-        memory_overrides: MemoryOverrides::default(),
-    }
-}
 
 fn msg(c: &str, id: &str, role: Role, at: i64) -> Message {
     Message {

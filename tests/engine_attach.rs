@@ -558,3 +558,65 @@ fn a_backup_carries_the_images_bytes_and_refuses_hostile_ones() {
     }
     check_backup(&old.to_string(), Ok(0));
 }
+
+/// One sweep over `(hash, stored_at, users)` at `now` with a grace of 100: (deleted, stamped).
+fn check_sweep(blobs: &[(&str, Option<i64>, u32)], now: i64, delete: &[&str], stamp: &[&str]) {
+    let blobs: Vec<BlobAge> = blobs
+        .iter()
+        .map(|(h, at, users)| BlobAge {
+            hash: h.to_string(),
+            stored_at: *at,
+            users: *users,
+        })
+        .collect();
+    let got = sweep(&blobs, now, 100);
+    assert_eq!(got.delete, delete, "deleted");
+    assert_eq!(got.stamp, stamp, "stamped");
+}
+
+#[test]
+fn the_sweep_frees_only_old_images_no_message_uses() {
+    check_sweep(&[("old", Some(0), 0)], 100, &["old"], &[]);
+    check_sweep(&[("used", Some(0), 1)], 1_000, &[], &[]);
+    check_sweep(&[("fresh", Some(950), 0)], 1_000, &[], &[]);
+    check_sweep(&[("future", Some(5_000), 0)], 1_000, &[], &[]);
+    check_sweep(&[("unknown", None, 0)], 1_000, &[], &["unknown"]);
+    check_sweep(&[("unknown used", None, 2)], 1_000, &[], &[]);
+    check_sweep(
+        &[
+            ("a", Some(0), 0),
+            ("b", Some(950), 0),
+            ("c", Some(0), 3),
+            ("d", None, 0),
+        ],
+        1_000,
+        &["a"],
+        &["d"],
+    );
+}
+
+fn img(hash: &str, kind: AttachmentKind) -> Attachment {
+    Attachment {
+        kind,
+        name: "x".into(),
+        mime: "image/png".into(),
+        size: 1,
+        hash: hash.into(),
+        width: 1,
+        height: 1,
+        text: String::new(),
+    }
+}
+
+fn check_let_go(removed: Attachment, left: &[Attachment], want: Option<&str>) {
+    assert_eq!(let_go(&removed, left).as_deref(), want);
+}
+
+#[test]
+fn a_removed_image_is_let_go_unless_the_composer_still_holds_it() {
+    use AttachmentKind::*;
+    check_let_go(img("h1", Image), &[], Some("h1"));
+    check_let_go(img("h1", Image), &[img("h2", Image)], Some("h1"));
+    check_let_go(img("h1", Image), &[img("h1", Image)], None);
+    check_let_go(img("t1", File), &[], None);
+}

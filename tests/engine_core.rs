@@ -312,6 +312,45 @@ fn check_render(m: Message, max: usize, expected: &str, truncated: bool) {
 }
 
 #[test]
+fn an_assistants_image_goes_as_its_name_and_a_users_as_bytes() {
+    let picture = |name: &str| Attachment {
+        kind: AttachmentKind::Image,
+        name: name.into(),
+        mime: "image/png".into(),
+        size: 3,
+        hash: "a".repeat(64),
+        width: 2,
+        height: 2,
+        text: String::new(),
+    };
+    let with = |role, text: &str, name: &str| {
+        let mut m = msg(1, role, text);
+        m.meta.attachments = vec![picture(name)];
+        m
+    };
+    // An imported DALL·E picture on the assistant's side: never bytes, never an empty message.
+    check_render(
+        with(Role::Assistant, "", "a blue square"),
+        100,
+        "[image: a blue square]",
+        false,
+    );
+    check_render(
+        with(Role::Assistant, "Here it is.", "sq"),
+        100,
+        "Here it is.\n\n[image: sq]",
+        false,
+    );
+    assert!(render_message(&with(Role::Assistant, "", "sq"), 100)
+        .0
+        .images
+        .is_empty());
+    // The user's goes as the image (its bytes filled in by the driver), as before.
+    let (w, _) = render_message(&with(Role::User, "Look.", "cat.png"), 100);
+    assert_eq!((w.content.as_str(), w.images.len()), ("Look.", 1));
+}
+
+#[test]
 fn rendering_truncates_and_reduces_tool_calls() {
     check_render(msg(1, Role::User, "short"), 10, "short", false);
     check_render(msg(1, Role::User, "exactly10!"), 10, "exactly10!", false);

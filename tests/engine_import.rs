@@ -149,7 +149,7 @@ fn chatgpt_keeps_the_current_branch_and_drops_hidden_tool_and_reasoning_nodes() 
                 &[
                     "u: What is Rust?",
                     "a: Rust is a systems programming language.",
-                    "u: [image]\n\nAnd Leptos? See the screenshot.",
+                    "u: [image: file-abc]\n\nAnd Leptos? See the screenshot.",
                     "a: Leptos is a Rust web framework.",
                 ],
             ),
@@ -1591,4 +1591,187 @@ proptest! {
         // Cut short: the same error as the whole file.
         same_as_whole(&zipped[..keep.min(zipped.len())]);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images in a ChatGPT ZIP: each file a message points to becomes its attachment; one the ZIP
+// lacks, that is not an image, too large or damaged stays a `[image: name]` line.
+
+use memoire::engine::import::slice::{FoundImage, StoredImage};
+
+/// The driver's part, faked: each image "stored" at a hash made of its bytes, 2x2 pixels.
+fn stored_as_given(f: &FoundImage) -> Option<StoredImage> {
+    Some(StoredImage {
+        hash: format!("{:064x}", zip::crc32(&f.bytes)),
+        mime: f.mime.to_string(),
+        size: f.bytes.len() as u64,
+        width: 2,
+        height: 2,
+    })
+}
+
+/// Runs an import as the session does, `driver` answering each image; the images it was handed
+/// (id and type) and the stored messages as `role: text` with `[name (type)]` per attachment.
+fn with_driver(
+    bytes: Vec<u8>,
+    mut driver: impl FnMut(&FoundImage) -> Option<StoredImage>,
+) -> (Vec<String>, Vec<String>) {
+    let mut p = Prepare::new(bytes, NOW, &ImportLimits::default());
+    let mut handed = Vec::new();
+    let imported = loop {
+        match p.step(Some(1e9)).expect("imports") {
+            Some(Prepared::Foreign { imported, .. }) => break imported,
+            Some(Prepared::Backup(_)) => panic!("read as a backup"),
+            None => {}
+        }
+        while let Some(f) = p.take_image() {
+            handed.push(format!("{} {}", f.id, f.mime));
+            let answer = driver(&f);
+            p.give_image(&f.id, answer);
+        }
+    };
+    let shown = to_bundles(&imported, NOW)[0]
+        .messages
+        .iter()
+        .map(|m| {
+            let files: String = m
+                .meta
+                .attachments
+                .iter()
+                .map(|a| format!(" [{} ({})]", a.name, a.mime))
+                .collect();
+            format!("{}{files}", line(m.role, &m.content))
+        })
+        .collect();
+    (handed, shown)
+}
+
+fn check_images(
+    bytes: Vec<u8>,
+    driver: impl FnMut(&FoundImage) -> Option<StoredImage>,
+    handed: &[&str],
+    shown: &[&str],
+) {
+    let (h, s) = with_driver(bytes, driver);
+    assert_eq!(h, handed, "images handed to the driver");
+    assert_eq!(s, shown, "messages stored");
+}
+
+const SQUARES_HANDED: &[&str] = &["file-CatPng1 image/png", "file_00000000dal1e0001 image/png"];
+
+#[test]
+fn a_chatgpt_zip_brings_its_images_as_attachments_and_placeholders_for_the_rest() {
+    let all_placeholders: &[&str] = &[
+        "u: [image: cat.png]\n\nWhat is in this picture?",
+        "a: A small red square.",
+        "u: Draw a blue one.",
+        "a: [image: a blue square]",
+        "a: Here is a blue square.",
+        "u: [image: lost.jpg]\n\nAnd this one?",
+        "a: I cannot see that one.",
+        "u: [image: notes.png]\n\nAnd these notes?",
+        "a: That file is not a picture.",
+    ];
+    let zip = fixture("chatgpt-images.zip");
+    // Found, checked by its bytes, stored: the upload and the DALL·E image (on the assistant's
+    // side). The file the ZIP lacks and the text file named .png stay placeholders.
+    check_images(
+        zip.clone(),
+        stored_as_given,
+        SQUARES_HANDED,
+        &[
+            "u: What is in this picture? [cat.png (image/png)]",
+            "a: A small red square.",
+            "u: Draw a blue one.",
+            "a:  [a blue square (image/png)]",
+            "a: Here is a blue square.",
+            "u: [image: lost.jpg]\n\nAnd this one?",
+            "a: I cannot see that one.",
+            "u: [image: notes.png]\n\nAnd these notes?",
+            "a: That file is not a picture.",
+        ],
+    );
+    // A driver that could not decode or store them: nothing lost, no error.
+    check_images(zip.clone(), |_| None, SQUARES_HANDED, all_placeholders);
+    // A stored form no composer makes (over the longest edge) is refused as one.
+    let huge = |f: &FoundImage| stored_as_given(f).map(|s| StoredImage { width: 4000, ..s });
+    check_images(zip.clone(), huge, SQUARES_HANDED, all_placeholders);
+    // No driver at all (and the whole-file path): every image a placeholder, the same result.
+    same_as_whole(&zip);
+}
+
+/// The conversations.json of the fixture ZIP, alone.
+fn squares_json() -> Vec<u8> {
+    let z = fixture("chatgpt-images.zip");
+    zip::read_candidates(&z, 1 << 20).unwrap().remove(0).1
+}
+
+#[test]
+fn a_conversations_json_without_its_zip_keeps_every_image_as_a_placeholder() {
+    let (handed, shown) = with_driver(squares_json(), stored_as_given);
+    assert!(handed.is_empty());
+    assert_eq!(shown[0], "u: [image: cat.png]\n\nWhat is in this picture?");
+    assert_eq!(shown[3], "a: [image: a blue square]");
+}
+
+#[test]
+fn image_files_over_the_limits_are_passed_over_and_the_rest_is_imported() {
+    let json = squares_json();
+    let png = |b: u8| {
+        let mut p = b"\x89PNG\r\n\x1a\n".to_vec();
+        p.push(b);
+        p
+    };
+    // A bomb: 40 MB of zeros behind a PNG header, deflated to a few KB (over the 30 MB an image
+    // may have); and a file whose checksum is wrong. Neither stops the import.
+    let mut bomb = png(0);
+    bomb.resize(40 * 1024 * 1024, 0);
+    let mut z = zip_of(
+        &[
+            ("conversations.json", &json, true),
+            ("file-CatPng1-cat.png", &bomb, true),
+            (
+                "dalle-generations/file_00000000dal1e0001-8d3e.png",
+                &png(1),
+                false,
+            ),
+        ],
+        None,
+    );
+    let at = z
+        .windows(9)
+        .rposition(|w| w == b"\x89PNG\r\n\x1a\n\x01")
+        .unwrap();
+    z[at + 8] = 2;
+    let (handed, shown) = with_driver(z, stored_as_given);
+    assert!(handed.is_empty(), "{handed:?}");
+    assert_eq!(shown[0], "u: [image: cat.png]\n\nWhat is in this picture?");
+    assert_eq!(shown.len(), 9);
+    // The bomb in conversations.json itself is still refused (zip_bombs_and_broken_zips_get_clear_errors).
+}
+
+#[test]
+fn a_message_keeps_at_most_the_attachments_a_composer_may_send() {
+    let mut v: Value = serde_json::from_slice(&squares_json()).unwrap();
+    let parts: Vec<Value> = (0..20)
+        .map(|i| json!({"content_type": "image_asset_pointer", "asset_pointer": format!("file-service://file-Many{i}")}))
+        .chain([json!("Twenty pictures.")])
+        .collect();
+    v[0]["mapping"]["u1"]["message"]["content"]["parts"] = Value::Array(parts);
+    let json = serde_json::to_vec(&v).unwrap();
+    let pngs: Vec<(String, Vec<u8>)> = (0..20)
+        .map(|i| {
+            (
+                format!("file-Many{i}-p.png"),
+                vec![0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n', i],
+            )
+        })
+        .collect();
+    let mut entries: Vec<(&str, &[u8], bool)> = vec![("conversations.json", &json, true)];
+    entries.extend(pngs.iter().map(|(n, b)| (n.as_str(), b.as_slice(), false)));
+    let (handed, shown) = with_driver(zip_of(&entries, None), stored_as_given);
+    assert_eq!(handed.len(), 20);
+    let first = &shown[0];
+    assert_eq!(first.matches("(image/png)]").count(), 16, "{first}");
+    assert_eq!(first.matches("[image: file-Many").count(), 4, "{first}");
 }

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::engine::model::{Attachment, AttachmentKind, Prompt, Protocol, WireImage};
+use crate::engine::model::{Attachment, AttachmentKind, Millis, Prompt, Protocol, WireImage};
 
 /// Longest edge an image is resized to before it is stored and sent (Anthropic's useful maximum;
 /// OpenAI scales larger images down itself).
@@ -314,6 +314,71 @@ pub fn check(a: &Attachment) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images no message uses.
+
+/// How long a stored image no message uses is kept before the start-up sweep frees it: an image
+/// attached in one tab is stored at once, and its message written only when it is sent, so an
+/// unused image younger than this may be another tab's draft (a week: a draft left open over a
+/// weekend keeps its pictures).
+pub const UNUSED_GRACE_MS: Millis = 7 * 24 * 60 * 60 * 1000;
+
+/// A stored image as the sweep sees it: its hash, when it was stored (`None`: stored by a build
+/// that did not record it) and how many messages use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobAge {
+    pub hash: String,
+    pub stored_at: Option<Millis>,
+    pub users: u32,
+}
+
+/// What the sweep does: the images to delete, and those to stamp with `now` (their age unknown,
+/// their grace starts now).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Sweep {
+    pub delete: Vec<String>,
+    pub stamp: Vec<String>,
+}
+
+/// The start-up sweep: an image no message uses and stored at least `grace` before `now` is
+/// deleted; one used, younger (or stamped in the future by a clock since set back) is kept; one
+/// of unknown age is stamped, so a later sweep frees it once its grace is over.
+pub fn sweep(blobs: &[BlobAge], now: Millis, grace: Millis) -> Sweep {
+    let mut out = Sweep::default();
+    for b in blobs.iter().filter(|b| b.users == 0) {
+        match b.stored_at {
+            None => out.stamp.push(b.hash.clone()),
+            Some(at) if at <= now && now - at >= grace => out.delete.push(b.hash.clone()),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+/// The image a composer lets go of when `removed` is taken off it: its hash, to free unless a
+/// message uses it; `None` for a text file (nothing stored) or an image the composer still holds
+/// (the same picture attached twice).
+pub fn let_go(removed: &Attachment, still_attached: &[Attachment]) -> Option<String> {
+    let held = still_attached.iter().any(|a| a.hash == removed.hash);
+    (removed.kind == AttachmentKind::Image && !held).then(|| removed.hash.clone())
+}
+
+/// The image type its first bytes say (PNG, JPEG, GIF or WebP: [`IMAGE_TYPES`]), whatever its
+/// name or its source claims; `None` for anything else (an imported file is taken by what it is).
+pub fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
 }
 
 /// A lowercase hex SHA-256.

@@ -141,7 +141,9 @@ fn render_content(msg: &Message, max_chars: usize) -> (WireMessage, bool) {
 
 /// A user message's attachments on the wire: each text file's fenced block (`attach::file_block`,
 /// cut at `max_chars` with a visible note) after its text, and its images named for the request.
-/// Only a user's message carries them. Returns the content, the images and whether a file was cut.
+/// Only a user's message carries them; another's images (an imported DALL·E picture on the
+/// assistant's side) go as their `[image: name]` lines, never as bytes, so no such message goes
+/// out empty. Returns the content, the images and whether a file was cut.
 fn with_attachments(
     msg: &Message,
     mut content: String,
@@ -150,6 +152,12 @@ fn with_attachments(
     let mut images = Vec::new();
     let mut cut = false;
     if msg.role != Role::User {
+        for a in &msg.meta.attachments {
+            if !content.is_empty() {
+                content.push_str("\n\n");
+            }
+            content.push_str(&attach::placeholder(a));
+        }
         return (content, images, cut);
     }
     for a in &msg.meta.attachments {

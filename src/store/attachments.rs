@@ -3,7 +3,12 @@
 //! any more (a deleted conversation: [`free_unused`], run inside the deleting transaction against
 //! the `by_attachment` index, which the browser keeps up to date on every message write).
 //!
-//! A stored Blob is `{hash, mime, size, blob}`: built field by field (a Blob cannot cross as JSON).
+//! Images no message uses (one attached and removed before sending, a draft abandoned) are freed
+//! when the composer lets go of them ([`Store::free_attachment_blobs`]) and by a sweep at start-up
+//! ([`Store::sweep_attachment_blobs`]) once older than a grace (`engine::attach::sweep` decides).
+//!
+//! A stored Blob is `{hash, mime, size, blob, stored_at}`: built field by field (a Blob cannot
+//! cross as JSON); one stored before `stored_at` was kept has none (the sweep stamps it).
 //! Also what sync compares ([`Store::blob_inventory`], [`Store::blob_user`]).
 //! Must not import: `ui`, `session`, `transport`; engine types only.
 
@@ -16,7 +21,8 @@ use super::idb::{from_js, js_error, request, Tx};
 use super::records::MessageRecord;
 use super::schema::{ATTACHMENTS, BY_ATTACHMENT, MESSAGES};
 use super::Store;
-use crate::engine::model::{Attachment, Message};
+use crate::engine::attach::{self, BlobAge, Sweep};
+use crate::engine::model::{Attachment, Message, Millis};
 
 /// One stored Blob, as read back.
 #[derive(Debug, Clone)]
@@ -68,28 +74,53 @@ fn read_blob(v: JsValue) -> Result<StoredBlob, StoreError> {
     })
 }
 
-fn blob_record(hash: &str, mime: &str, blob: &Blob) -> Result<JsValue, StoreError> {
-    let o = Object::new();
-    let set = |k: &str, v: &JsValue| Reflect::set(&o, &JsValue::from_str(k), v).map_err(js_error);
-    set("hash", &JsValue::from_str(hash))?;
-    set("mime", &JsValue::from_str(mime))?;
-    set("size", &JsValue::from_f64(blob.size()))?;
-    set("blob", blob)?;
-    Ok(o.into())
+fn set(o: &JsValue, k: &str, v: &JsValue) -> Result<(), StoreError> {
+    Reflect::set(o, &JsValue::from_str(k), v)
+        .map(|_| ())
+        .map_err(js_error)
 }
 
-/// Queues a put of each Blob whose hash `store` does not hold yet (one stored copy per content).
+fn blob_record(
+    hash: &str,
+    mime: &str,
+    blob: &Blob,
+    stored_at: Millis,
+) -> Result<JsValue, StoreError> {
+    let o: JsValue = Object::new().into();
+    set(&o, "hash", &JsValue::from_str(hash))?;
+    set(&o, "mime", &JsValue::from_str(mime))?;
+    set(&o, "size", &JsValue::from_f64(blob.size()))?;
+    set(&o, "blob", blob)?;
+    set(&o, "stored_at", &JsValue::from_f64(stored_at as f64))?;
+    Ok(o)
+}
+
+/// Queues a put of each Blob whose hash `store` does not hold yet (one stored copy per content),
+/// as stored now ([`put_new_at`]).
 pub(crate) async fn put_new(
     store: &web_sys::IdbObjectStore,
     blobs: &[(String, String, Blob)],
 ) -> Result<(), StoreError> {
+    put_new_at(store, blobs, js_sys::Date::now() as Millis).await
+}
+
+/// [`put_new`], stored at `stored_at`; a Blob already held is stamped `stored_at` again (stored
+/// anew, it may be a draft's: the unused-image sweep gives it its grace from then).
+pub(crate) async fn put_new_at(
+    store: &web_sys::IdbObjectStore,
+    blobs: &[(String, String, Blob)],
+    stored_at: Millis,
+) -> Result<(), StoreError> {
     for (hash, mime, blob) in blobs {
         let key = JsValue::from_str(hash);
-        let count = request(&store.count_with_key(&key).map_err(js_error)?).await?;
-        if count.as_f64().unwrap_or(0.0) == 0.0 {
+        let held = request(&store.get(&key).map_err(js_error)?).await?;
+        if held.is_undefined() {
             store
-                .put(&blob_record(hash, mime, blob)?)
+                .put(&blob_record(hash, mime, blob, stored_at)?)
                 .map_err(js_error)?;
+        } else {
+            set(&held, "stored_at", &JsValue::from_f64(stored_at as f64))?;
+            store.put(&held).map_err(js_error)?;
         }
     }
     Ok(())
@@ -113,14 +144,60 @@ pub(crate) async fn free_unused(tx: &Tx, hashes: &[String]) -> Result<(), StoreE
     Ok(())
 }
 
+/// The sweep's reads, decision and writes inside `tx`.
+async fn sweep_in(tx: &Tx, now: Millis, grace: Millis) -> Result<usize, StoreError> {
+    let blobs = tx.store(ATTACHMENTS)?;
+    let index = tx.store(MESSAGES)?.index(BY_ATTACHMENT).map_err(js_error)?;
+    let all: js_sys::Array = request(&blobs.get_all().map_err(js_error)?).await?.into();
+    let mut seen = Vec::with_capacity(all.length() as usize);
+    for record in all.iter() {
+        let Some(hash) = field(&record, "hash").as_string() else {
+            continue;
+        };
+        let key = JsValue::from_str(&hash);
+        let users = request(&index.count_with_key(&key).map_err(js_error)?).await?;
+        seen.push(BlobAge {
+            hash,
+            stored_at: field(&record, "stored_at").as_f64().map(|t| t as Millis),
+            users: users.as_f64().unwrap_or(0.0) as u32,
+        });
+    }
+    let Sweep { delete, stamp } = attach::sweep(&seen, now, grace);
+    for h in &delete {
+        blobs.delete(&JsValue::from_str(h)).map_err(js_error)?;
+    }
+    for record in all.iter() {
+        let hash = field(&record, "hash").as_string().unwrap_or_default();
+        if stamp.contains(&hash) {
+            set(&record, "stored_at", &JsValue::from_f64(now as f64))?;
+            blobs.put(&record).map_err(js_error)?;
+        }
+    }
+    Ok(delete.len())
+}
+
 impl Store {
-    /// Stores images' Blobs `(hash, mime, blob)`, each only if its hash is not stored yet.
+    /// Stores images' Blobs `(hash, mime, blob)`, each only if its hash is not stored yet, as
+    /// stored now.
     pub async fn put_attachment_blobs(
         &self,
         blobs: &[(String, String, Blob)],
     ) -> Result<(), StoreError> {
         let tx = self.tx(&[ATTACHMENTS], true)?;
         if let Err(e) = put_new(&tx.store(ATTACHMENTS)?, blobs).await {
+            return tx.fail(e).await;
+        }
+        tx.done().await
+    }
+
+    /// [`Store::put_attachment_blobs`], as stored at `stored_at`.
+    pub async fn put_attachment_blobs_at(
+        &self,
+        blobs: &[(String, String, Blob)],
+        stored_at: Millis,
+    ) -> Result<(), StoreError> {
+        let tx = self.tx(&[ATTACHMENTS], true)?;
+        if let Err(e) = put_new_at(&tx.store(ATTACHMENTS)?, blobs, stored_at).await {
             return tx.fail(e).await;
         }
         tx.done().await
@@ -137,6 +214,21 @@ impl Store {
             return tx.fail(e).await;
         }
         tx.done().await
+    }
+
+    /// The start-up sweep of images no message uses (`engine::attach::sweep` decides, at `now`
+    /// with `grace`): in one transaction over the messages and the Blobs, so a message written
+    /// meanwhile either counts as a user or waits; returns how many were deleted.
+    pub async fn sweep_attachment_blobs(
+        &self,
+        now: Millis,
+        grace: Millis,
+    ) -> Result<usize, StoreError> {
+        let tx = self.tx(&[MESSAGES, ATTACHMENTS], true)?;
+        match sweep_in(&tx, now, grace).await {
+            Ok(n) => tx.done().await.map(|_| n),
+            Err(e) => tx.fail(e).await,
+        }
     }
 
     /// The stored Blob of each hash, in order; `None` where none is stored.

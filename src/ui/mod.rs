@@ -104,8 +104,10 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>, pending_send: b
         // the memory pane must not stay empty after a failed read).
         when_idle(move |_| shell.settle(), 500, 0);
     });
-    // The storage figure (Settings) waits until the page is idle too.
+    // The storage figure (Settings) waits until the page is idle too, and so does the sweep of
+    // stored images no message uses.
     when_idle(move |_| transfer.refresh_storage(), 500, 0);
+    when_idle(move |_| chat.sweep_unused_images(), 2000, 0);
 }
 
 /// Starts opening the session, then builds and mounts the app: the database's locks and open run

@@ -8,6 +8,9 @@
 //   (data-kind="file");
 // - a backup export carries the image, and importing it after deleting the conversation brings the
 //   image back.
+// - an image removed from the composer before sending is freed from the database; a sent one stays;
+// - a ChatGPT export ZIP (tests/fixtures/import/chatgpt-images.mjs) brings its images onto their
+//   messages, and the next turn's history sends the user's image as the composer's would.
 // Every test opens a fresh browser context (fresh IndexedDB) and resets the agent.
 
 import { test, before, after } from 'node:test';
@@ -206,4 +209,93 @@ test('a backup carries the image: export, delete, import, and the image shows ag
     await page.getByText(/does not hold the bytes its name says/).first().waitFor();
     assert.equal(await items(page).count(), 1, 'nothing of the lying file was written');
     assertNoPageProblems(issues, { allowConsole: BROWSER_NETWORK_NOISE });
+  }));
+
+/** The PNG files stored whole in a ZIP, in order (the fixture stores its images uncompressed). */
+function storedPngs(archive) {
+  const out = [];
+  for (let at = archive.indexOf(PNG_MAGIC); at >= 0; at = archive.indexOf(PNG_MAGIC, at + 1)) {
+    out.push(archive.subarray(at, archive.indexOf(Buffer.from('IEND'), at) + 8));
+  }
+  return out;
+}
+const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+test("a ChatGPT export ZIP brings its images: shown on their messages, and the user's goes out with the history as a composer's does", () =>
+  journey('import-zip-images', 'openai-chat', async ({ page, issues }) => {
+    const { agent } = harness;
+    // tests/fixtures/import/chatgpt-images.mjs: an upload and a DALL·E image in the ZIP, an upload
+    // the ZIP lacks, and a text file named like an image.
+    const archive = await readFile(new URL('../fixtures/import/chatgpt-images.zip', import.meta.url));
+    const [red] = storedPngs(archive);
+    await openMenu(page);
+    await page.locator(tid('import-input')).setInputFiles({ name: 'chatgpt-export.zip', mimeType: 'application/zip', buffer: archive });
+    const shown = await confirmImport(page);
+    assert.match(shown, /Images: 2 brought in, 2 kept as a name/);
+    await page.locator(tid('notice')).filter({ hasText: 'Imported 1 conversation' }).waitFor();
+    await items(page).filter({ hasText: 'Squares' }).first().click();
+    await messages(page).nth(8).waitFor();
+    const upload = messages(page, 'user').first().locator(tid('attachment', '[data-kind="image"]'));
+    await upload.locator('img').waitFor({ state: 'visible' });
+    // The DALL·E image, on the assistant's side as ChatGPT shows it.
+    const drawn = messages(page, 'assistant').nth(1).locator(tid('attachment', '[data-kind="image"]'));
+    await drawn.locator('img').waitFor({ state: 'visible' });
+    // What the ZIP lacks, or is not an image, stays a readable name.
+    assert.match(await messages(page, 'user').nth(2).locator(tid('message-content')).innerText(), /\[image: lost\.jpg\]/);
+    assert.match(await messages(page, 'user').nth(3).locator(tid('message-content')).innerText(), /\[image: notes\.png\]/);
+    assert.equal(await page.locator(tid('message-list')).locator(tid('attachment')).count(), 2);
+
+    // The next turn: history carries the user's image as the protocol's image part (the stored
+    // bytes: a 2x2 PNG is kept as it came), the assistant's picture as its name, as for any message.
+    agent.script({ text: 'Red, then blue.' });
+    await send(page, 'Which colours were they?');
+    await messages(page, 'assistant').nth(5).filter({ hasText: 'Red, then blue.' }).waitFor();
+    const [req] = agent.chatRequests();
+    const withImage = req.body.messages.filter((m) => Array.isArray(m.content));
+    assert.deepEqual(withImage, [{
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is in this picture?' },
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${red.toString('base64')}` } },
+      ],
+    }]);
+    assert.ok(req.body.messages.some((m) => m.role === 'assistant' && m.content === '[image: a blue square]'), JSON.stringify(req.body.messages));
+    assertNoPageProblems(issues);
+  }));
+
+/** How many images the app's database holds. */
+const storedImages = (page) => page.evaluate(async () => {
+  const db = await new Promise((resolve, reject) => {
+    const r = indexedDB.open('memoire');
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+  const n = await new Promise((resolve, reject) => {
+    const q = db.transaction('attachments').objectStore('attachments').count();
+    q.onsuccess = () => resolve(q.result);
+    q.onerror = () => reject(q.error);
+  });
+  db.close();
+  return n;
+});
+
+test('an image removed from the composer before sending is freed; a sent one stays', () =>
+  journey('image-removed', 'openai-chat', async ({ page, issues }) => {
+    const { agent } = harness;
+    await attach(page, [{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }], 'image');
+    assert.equal(await storedImages(page), 1, 'stored at once, as it is attached');
+    await page.locator('.composer').locator(tid('attachment-remove')).click();
+    await page.waitForFunction(async () => {
+      const db = await new Promise((r) => { const q = indexedDB.open('memoire'); q.onsuccess = () => r(q.result); });
+      const n = await new Promise((r) => { const q = db.transaction('attachments').objectStore('attachments').count(); q.onsuccess = () => r(q.result); });
+      db.close();
+      return n === 0;
+    }, null, { timeout: 10_000, polling: 100 });
+    // Attached again and sent: the message uses it, so it stays.
+    agent.script({ text: 'A gradient.' });
+    await attach(page, [{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }], 'image');
+    await send(page, QUESTION);
+    assert.equal(await waitForAssistant(page), 'A gradient.');
+    assert.equal(await storedImages(page), 1);
+    assertNoPageProblems(issues);
   }));

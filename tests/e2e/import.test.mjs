@@ -72,7 +72,7 @@ const fixture = async (name) => ({ name, mimeType: 'application/octet-stream', b
 // Per source: the file, what the preview counts, and the conversations stored (title -> messages).
 const SOURCES = [
   ['chatgpt.json', 'ChatGPT export: 2 conversations, 6 messages', {
-    'Rust and Leptos': ['u: What is Rust?', 'a: Rust is a systems programming language.', 'u: [image]\n\nAnd Leptos? See the screenshot.', 'a: Leptos is a Rust web framework.'],
+    'Rust and Leptos': ['u: What is Rust?', 'a: Rust is a systems programming language.', 'u: [image: file-abc]\n\nAnd Leptos? See the screenshot.', 'a: Leptos is a Rust web framework.'],
     'Bonjour, ça va ?': ['u: Bonjour, ça va ?', 'a: Très bien, merci !'],
   }],
   ['claude.json', 'Claude.ai export: 2 conversations, 4 messages', {

@@ -7,7 +7,7 @@
 use std::cell::{Cell, RefCell};
 
 use memoire::engine::backup::ImportPlan;
-use memoire::engine::model::Message;
+use memoire::engine::model::{Conversation, MemoryOverrides, Message};
 use memoire::store::Store;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -111,5 +111,21 @@ pub async fn finish(store: Store) {
         None => Store::delete_database(&name)
             .await
             .expect("delete test database"),
+    }
+}
+
+/// A conversation `id` with nothing in it, as the store tests create one.
+pub fn conv(id: &str) -> Conversation {
+    Conversation {
+        id: id.into(),
+        title: "t".into(),
+        title_is_custom: false,
+        created_at: 1,
+        updated_at: 1,
+        message_count: 0,
+        endpoint_profile_id: None,
+        remote_handle: None,
+        last_path: None,
+        memory_overrides: MemoryOverrides::default(),
     }
 }

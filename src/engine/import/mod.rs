@@ -25,8 +25,8 @@ pub mod zip;
 use super::backup::{self, CheckedImport, ConversationBundle, ImportLimits};
 use super::format::plural;
 use super::model::{
-    Conversation, ConversationSummary, MemoryOverrides, Message, MessageMeta, MessageStatus,
-    Millis, Reasoning, Role,
+    Attachment, Conversation, ConversationSummary, MemoryOverrides, Message, MessageMeta,
+    MessageStatus, Millis, Reasoning, Role,
 };
 use super::title::auto_title;
 use serde_json::Value;
@@ -127,6 +127,20 @@ pub struct ImportedMessage {
     pub hidden: bool,
     /// The model's thinking before this reply, when the source kept it apart from the text.
     pub reasoning: Option<String>,
+    /// The images it showed, in order (ChatGPT's); each an attachment once its file was found in
+    /// the export's ZIP and stored, else a `[image: name]` line before the text.
+    pub images: Vec<ImportedImage>,
+}
+
+/// An image a message showed, by the id its source gave its file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedImage {
+    /// The file id (`file-AbC…`, `file_00…`: `zip::file_id`), which names its file in the ZIP.
+    pub id: String,
+    /// The name shown: the upload's file name, else the id.
+    pub name: String,
+    /// Its bytes found, checked and stored (`slice::Prepare::give_image`); `None`: a placeholder.
+    pub attachment: Option<Attachment>,
 }
 
 /// One conversation as the source app shows it.
@@ -458,12 +472,13 @@ fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<
             Some(s) => id_part(s),
             None => format!("{i}"),
         };
+        let (content, attachments) = with_images(m);
         messages.push(Message {
             id: format!("{id}/{part}"),
             conversation_id: id.to_string(),
             seq: messages.len() as u64,
             role: m.role,
-            content: m.content.clone(),
+            content,
             status: MessageStatus::Complete,
             created_at: at,
             meta: MessageMeta {
@@ -475,11 +490,38 @@ fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<
                     started_at: at,
                     ended_at: None,
                 }),
+                attachments,
                 ..MessageMeta::default()
             },
         });
     }
     (messages, last_at)
+}
+
+/// A message's text and attachments: each image stored becomes an attachment (at most
+/// `attach::MAX_ATTACHMENTS`, as a composer's message), each other one a `[image: name]` line
+/// before the text, where the source showed it (nothing is lost).
+fn with_images(m: &ImportedMessage) -> (String, Vec<Attachment>) {
+    if m.images.is_empty() {
+        return (m.content.clone(), Vec::new());
+    }
+    let mut attachments = Vec::new();
+    let mut lines = Vec::new();
+    for i in &m.images {
+        match &i.attachment {
+            Some(a) if attachments.len() < crate::engine::attach::MAX_ATTACHMENTS => {
+                attachments.push(a.clone())
+            }
+            _ => lines.push(format!(
+                "[image: {}]",
+                crate::engine::attach::short_name(&i.name)
+            )),
+        }
+    }
+    if !m.content.trim().is_empty() {
+        lines.push(m.content.clone());
+    }
+    (lines.join("\n\n"), attachments)
 }
 
 /// The summary `c` came with, as the first version of conversation `id`, covering the messages it
@@ -547,6 +589,21 @@ pub fn describe(imported: &Imported) -> String {
         ),
         plural(messages, "message", "messages")
     );
+    let images = imported
+        .conversations
+        .iter()
+        .flat_map(|c| &c.messages)
+        .flat_map(|m| &m.images);
+    let (with, without) = images.fold((0, 0), |(w, o), i| match i.attachment {
+        Some(_) => (w + 1, o),
+        None => (w, o + 1),
+    });
+    if with + without > 0 {
+        out.push_str(&format!(
+            " Images: {} brought in, {} kept as a name (not in the file, or not an image).",
+            with, without
+        ));
+    }
     let s = &imported.skipped;
     let parts: Vec<String> = [
         (

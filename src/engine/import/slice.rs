@@ -13,13 +13,15 @@
 
 use super::formats::{self, ItemReader};
 use super::value::{LinesParse, Parsed, ValueParse};
-use super::zip::Unzip;
+use super::zip::{ImageReader, ImageStep, Unzip};
 use super::{
     bundle, detect, Detected, ImportError, Imported, ImportedConversation, Skipped, Source,
 };
+use crate::engine::attach;
 use crate::engine::backup::{self, BackupBuilder, CheckBuilder, CheckedImport, ImportLimits};
-use crate::engine::model::Millis;
+use crate::engine::model::{Attachment, AttachmentKind, Millis};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// Which part of an import is running.
@@ -387,6 +389,8 @@ enum Stage {
     Parse(Box<ValueParse>, bool),
     Lines(Box<LinesParse>),
     Backup(Box<BackupReading>),
+    /// A ZIP's images, read one at a time and handed to the driver.
+    Images(Box<Imaging>),
     Check(Box<Checking>),
     /// The whole file at once, through [`detect`].
     Whole,
@@ -419,6 +423,41 @@ struct Checking {
     builder: CheckBuilder,
     messages_total: usize,
     messages_done: usize,
+}
+
+/// The images of an export's ZIP being read: each file an image points to, read a slice at a
+/// time, checked by its bytes, handed to the driver ([`Prepare::take_image`]) to be resized,
+/// hashed and kept, and answered ([`Prepare::give_image`]) before the next step.
+#[derive(Debug)]
+struct Imaging {
+    imported: Imported,
+    reader: ImageReader,
+    /// An image read and checked, for the driver to take.
+    out: Option<FoundImage>,
+    /// The id of the image the driver took and has not answered yet.
+    waiting: Option<String>,
+    /// The images stored, by file id.
+    found: HashMap<String, Attachment>,
+}
+
+/// An image file found in an export's ZIP, its type told by its bytes, for the driver to resize,
+/// hash and keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundImage {
+    /// The file id the messages point to it by.
+    pub id: String,
+    pub mime: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+/// What the driver made of a [`FoundImage`]: the image as stored (resized as a composer's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredImage {
+    pub hash: String,
+    pub mime: String,
+    pub size: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 /// How a text is read (see [`Prepare::begin_text`]).
@@ -490,6 +529,10 @@ impl Prepare {
             Stage::Parse(p, _) => part(100, 700, p.pos() - self.base, len),
             Stage::Lines(p) => part(100, 700, p.pos() - self.base, len),
             Stage::Backup(b) => part(800, 200, b.done, b.total),
+            Stage::Images(im) => {
+                let (done, total) = im.reader.progress();
+                part(800, 100, done, total)
+            }
             Stage::Check(c) => part(800, 200, c.messages_done, c.messages_total),
             Stage::Finished => CHECK_UNITS,
         };
@@ -526,6 +569,10 @@ impl Prepare {
             Stage::Parse(p, backup) => self.parse(p, backup, budget),
             Stage::Lines(p) => self.lines(p, budget),
             Stage::Backup(b) => self.backup(b, budget),
+            Stage::Images(im) => {
+                self.images(im, budget);
+                TextStep::More
+            }
             Stage::Check(c) => return self.check(c, budget),
             Stage::Whole => return self.whole(),
             Stage::Finished => TextStep::More,
@@ -806,9 +853,105 @@ impl Prepare {
         match d {
             Detected::Backup(checked) => Some(Prepared::Backup(checked)),
             Detected::Foreign(imported) => {
-                self.check_stage(imported);
+                self.images_stage(imported);
                 None
             }
+        }
+    }
+
+    /// A ZIP's images come next when its messages point to files it holds; else the check.
+    fn images_stage(&mut self, imported: Imported) {
+        let mut ids: Vec<String> = imported
+            .conversations
+            .iter()
+            .flat_map(|c| &c.messages)
+            .flat_map(|m| m.images.iter().map(|i| i.id.clone()))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        if ids.is_empty() || !super::zip::is_zip(&self.bytes) {
+            return self.check_stage(imported);
+        }
+        let cap = usize::try_from(attach::MAX_IMAGE_BYTES).unwrap_or(usize::MAX);
+        let reader = ImageReader::new(&self.bytes, &ids, cap, self.limits.max_bytes);
+        if reader.found() == 0 {
+            return self.check_stage(imported);
+        }
+        self.stage_pace(UNZIP_PACE);
+        self.stage = Stage::Images(Box::new(Imaging {
+            imported,
+            reader,
+            out: None,
+            waiting: None,
+            found: HashMap::new(),
+        }));
+    }
+
+    /// Reads about `budget` bytes of the images; an image read whole ends the step, for the
+    /// driver to take. One the driver left (not taken, or not answered) stays a placeholder.
+    fn images(&mut self, mut im: Box<Imaging>, budget: usize) {
+        im.out = None;
+        im.waiting = None;
+        let (before, _) = im.reader.progress();
+        match im.reader.step(&self.bytes, budget) {
+            ImageStep::More => {}
+            ImageStep::Read(id, bytes) => {
+                let sized = bytes.len() as u64 <= attach::MAX_IMAGE_BYTES;
+                if let (Some(mime), true) = (attach::sniff_image(&bytes), sized) {
+                    im.out = Some(FoundImage { id, mime, bytes });
+                }
+            }
+            ImageStep::Done => {
+                let Imaging {
+                    mut imported,
+                    found,
+                    ..
+                } = *im;
+                attach_found(&mut imported, &found);
+                return self.check_stage(imported);
+            }
+        }
+        self.last_units = im.reader.progress().0 - before;
+        self.stage = Stage::Images(im);
+    }
+
+    /// The image read by the last step, if any, for the driver to resize, hash and keep; answer
+    /// it with [`Prepare::give_image`] before the next step.
+    pub fn take_image(&mut self) -> Option<FoundImage> {
+        let Stage::Images(im) = &mut self.stage else {
+            return None;
+        };
+        let out = im.out.take()?;
+        im.waiting = Some(out.id.clone());
+        Some(out)
+    }
+
+    /// The driver's answer for the image it took: how it was stored, or `None` (it could not be
+    /// decoded or stored: the messages keep a placeholder). An image whose stored form is not
+    /// one a composer could have made (`attach::check`) stays a placeholder too.
+    pub fn give_image(&mut self, id: &str, stored: Option<StoredImage>) {
+        let Stage::Images(im) = &mut self.stage else {
+            return;
+        };
+        if im.waiting.as_deref() != Some(id) {
+            return;
+        }
+        im.waiting = None;
+        let Some(s) = stored else {
+            return;
+        };
+        let a = Attachment {
+            kind: AttachmentKind::Image,
+            name: id.to_string(),
+            mime: s.mime,
+            size: s.size,
+            hash: s.hash,
+            width: s.width,
+            height: s.height,
+            text: String::new(),
+        };
+        if attach::check(&a).is_ok() {
+            im.found.insert(id.to_string(), a);
         }
     }
 
@@ -864,8 +1007,23 @@ impl Prepare {
         match detect(&self.bytes, &self.limits)? {
             Detected::Backup(checked) => Ok(Some(Prepared::Backup(checked))),
             Detected::Foreign(imported) => {
-                self.check_stage(imported);
+                self.images_stage(imported);
                 Ok(None)
+            }
+        }
+    }
+}
+
+/// Each image of `imported` whose file was stored becomes its attachment, under the name the
+/// message gave it.
+fn attach_found(imported: &mut Imported, found: &HashMap<String, Attachment>) {
+    for c in &mut imported.conversations {
+        for m in &mut c.messages {
+            for i in &mut m.images {
+                i.attachment = found.get(&i.id).map(|a| Attachment {
+                    name: attach::short_name(&i.name),
+                    ..a.clone()
+                });
             }
         }
     }

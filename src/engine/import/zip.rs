@@ -427,3 +427,150 @@ fn crc_update(mut c: u32, data: &[u8]) -> u32 {
     }
     c
 }
+
+// ---------------------------------------------------------------------------------------------
+// The images an export's messages point to (ChatGPT's `file-…`/`file_…` files).
+
+/// The file id a name of the archive (or an asset pointer) holds: `file-` or `file_` and the
+/// letters and digits after it, at the start of its last path part (`file-AbC-photo.png`,
+/// `dalle-generations/file-XyZ-<uuid>.webp`, `user-1/file_00ab-<uuid>.png`, `file_00ab.dat`).
+/// `None` for a name that holds none.
+pub fn file_id(name: &str) -> Option<&str> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let rest = base
+        .strip_prefix("file-")
+        .or_else(|| base.strip_prefix("file_"))?;
+    let run = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+    (run > 0).then(|| &base[..5 + run])
+}
+
+/// What one slice of [`ImageReader::step`] led to.
+#[derive(Debug, PartialEq)]
+pub enum ImageStep {
+    /// More to read.
+    More,
+    /// The file of this id was read whole (its checksum right): its bytes.
+    Read(String, Vec<u8>),
+    /// Every wanted file was read or passed over.
+    Done,
+}
+
+/// Reads the files of the wanted ids out of an archive one after another, a slice at a time
+/// (each [`ImageReader::step`] inflates about as many bytes as it is given). A file over `cap`,
+/// damaged, encrypted or past what is left of `budget` (the inflated total of all of them) is
+/// passed over: its id is simply not read, never an error, so the rest of the import goes on.
+#[derive(Debug)]
+pub struct ImageReader {
+    /// The wanted ids with their entries, in the archive's order.
+    entries: Vec<(String, Entry)>,
+    next: usize,
+    current: Option<Inflating>,
+    budget: usize,
+    cap: usize,
+    compressed_total: usize,
+    compressed_done: usize,
+}
+
+impl ImageReader {
+    /// The entries of `ids` (each once, the first entry of an id winning; `__MACOSX/` metadata
+    /// left out); an archive whose directory cannot be read has none.
+    pub fn new(bytes: &[u8], ids: &[String], cap: usize, budget: usize) -> ImageReader {
+        let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut entries = Vec::new();
+        for e in directory(bytes).unwrap_or_default() {
+            if e.name.ends_with('/') || e.name.starts_with("__MACOSX/") {
+                continue;
+            }
+            let Some(id) = file_id(&e.name) else {
+                continue;
+            };
+            if wanted.contains(id) && seen.insert(id.to_string()) {
+                entries.push((id.to_string(), e));
+            }
+        }
+        ImageReader {
+            compressed_total: entries.iter().map(|(_, e)| e.compressed).sum(),
+            entries,
+            next: 0,
+            current: None,
+            budget,
+            cap,
+            compressed_done: 0,
+        }
+    }
+
+    /// How many files of the wanted ids the archive holds.
+    pub fn found(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Compressed bytes read so far, of the total.
+    pub fn progress(&self) -> (usize, usize) {
+        let current = self.current.as_ref().map_or(0, |c| c.consumed);
+        (self.compressed_done + current, self.compressed_total)
+    }
+
+    /// Inflates about `units` more bytes; stops early when a file is read whole.
+    pub fn step(&mut self, bytes: &[u8], units: usize) -> ImageStep {
+        let mut left = units.max(1);
+        while left > 0 {
+            let Some(cur) = self.current.as_mut() else {
+                let Some((_, e)) = self.entries.get(self.next) else {
+                    return ImageStep::Done;
+                };
+                let compressed = e.compressed;
+                match self.open(bytes, e) {
+                    Some(c) => self.current = Some(c),
+                    None => self.pass(compressed),
+                }
+                continue;
+            };
+            let limit = self.cap.min(self.budget);
+            match inflate_some(bytes, cur, left, limit, limit) {
+                Ok((did, false)) => left = left.saturating_sub(did.max(1)),
+                Ok((_, true)) => {
+                    let Some(cur) = self.current.take() else {
+                        continue;
+                    };
+                    let (id, e) = &self.entries[self.next];
+                    let read = (!cur.crc == e.crc).then(|| (id.clone(), cur.out));
+                    self.pass(cur.data.len());
+                    if let Some((id, out)) = read {
+                        self.budget -= out.len();
+                        return ImageStep::Read(id, out);
+                    }
+                }
+                Err(_) => {
+                    let consumed = self.current.take().map_or(0, |c| c.data.len());
+                    self.pass(consumed);
+                }
+            }
+        }
+        ImageStep::More
+    }
+
+    fn open(&self, bytes: &[u8], e: &Entry) -> Option<Inflating> {
+        let limit = self.cap.min(self.budget);
+        let data = entry_data(bytes, e, limit, limit).ok()?;
+        let state = match e.method {
+            0 => None,
+            _ => Some(miniz_oxide::inflate::stream::InflateState::new_boxed(
+                miniz_oxide::DataFormat::Raw,
+            )),
+        };
+        Some(Inflating {
+            data,
+            consumed: 0,
+            out: Vec::new(),
+            crc: !0,
+            state,
+        })
+    }
+
+    /// The current file is done with (read or passed over): on to the next.
+    fn pass(&mut self, compressed: usize) {
+        self.compressed_done += compressed;
+        self.next += 1;
+    }
+}

@@ -1,36 +1,22 @@
 //! Attaching images and text files to a message: a picked, pasted or dropped `File` becomes an
 //! [`Attachment`] (`engine::attach` says whether it may, and the size an image is stored at); an
-//! image is decoded and resized by the browser off the main thread (`createImageBitmap` with
-//! resize options, an `OffscreenCanvas` whose `convertToBlob` encodes in the background), hashed
+//! image is decoded and resized by the browser off the main thread (`shared::image`), hashed
 //! (SHA-256, WebCrypto) and its Blob stored at once, content-addressed; a text file's text is read.
-//! Also reads the Blobs back (a thumbnail, a request's images as base64). Must not import `ui`.
+//! Also reads the Blobs back (a thumbnail, a request's images as base64), and frees the images no
+//! message uses (one the composer let go of; the start-up sweep). Must not import `ui`.
 
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, File, ImageBitmap, ImageBitmapOptions, ImageEncodeOptions, OffscreenCanvas};
+use web_sys::{Blob, File};
 
 use super::service::{Chat, ChatError};
 use crate::engine::attach::{self, Intake};
 use crate::engine::model::{Attachment, AttachmentKind};
-use crate::session::shared::digest;
+use crate::session::shared::{digest, image, now};
 
 /// An attachment made from a file, and its Blob (images) to show as a thumbnail.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub attachment: Attachment,
     pub blob: Option<Blob>,
-}
-
-fn js_err(what: &str) -> impl Fn(JsValue) -> ChatError + '_ {
-    move |e| ChatError::Invalid(format!("{what}: {}", crate::transport::js_text(e)))
-}
-
-async fn wait<T: JsCast>(p: Result<js_sys::Promise, JsValue>, what: &str) -> Result<T, ChatError> {
-    let v = JsFuture::from(p.map_err(js_err(what))?)
-        .await
-        .map_err(js_err(what))?;
-    v.dyn_into::<T>()
-        .map_err(|_| ChatError::Invalid(format!("{what}: the browser gave no result")))
 }
 
 async fn bytes_of(blob: &Blob) -> Result<Vec<u8>, ChatError> {
@@ -43,57 +29,6 @@ async fn sha256(bytes: &[u8]) -> Result<String, ChatError> {
     digest::sha256_hex(bytes)
         .await
         .map_err(|e| ChatError::Invalid(format!("hashing: {e}")))
-}
-
-async fn bitmap(file: &Blob, size: Option<(u32, u32)>) -> Result<ImageBitmap, ChatError> {
-    let w = web_sys::window().ok_or_else(|| ChatError::Invalid("no window".into()))?;
-    let p = match size {
-        None => w.create_image_bitmap_with_blob(file),
-        Some((width, height)) => {
-            let o = ImageBitmapOptions::new();
-            o.set_resize_width(width);
-            o.set_resize_height(height);
-            o.set_resize_quality(web_sys::ResizeQuality::High);
-            w.create_image_bitmap_with_blob_and_image_bitmap_options(file, &o)
-        }
-    };
-    wait(
-        p,
-        "This image could not be read (is it a PNG, JPEG, WebP or GIF?)",
-    )
-    .await
-}
-
-/// The image's Blob as stored: the file itself when it is small enough and of a type every
-/// protocol takes as is (no GIF: an animation would reach a model as its first frame at best),
-/// else the browser's resize, encoded as PNG (lossless; JPEG stays JPEG).
-async fn stored_image(file: &File) -> Result<(Blob, String, u32, u32), ChatError> {
-    let full = bitmap(file, None).await?;
-    let (w0, h0) = (full.width(), full.height());
-    full.close();
-    let (w, h) = attach::resized(w0, h0);
-    let mime = file.type_().to_ascii_lowercase();
-    if (w, h) == (w0, h0) && mime != "image/gif" {
-        return Ok((file.clone().into(), mime, w, h));
-    }
-    let out = if mime == "image/jpeg" {
-        "image/jpeg"
-    } else {
-        "image/png"
-    };
-    let small = bitmap(file, Some((w, h))).await?;
-    let canvas = OffscreenCanvas::new(w, h).map_err(js_err("resizing"))?;
-    let ctx: web_sys::ImageBitmapRenderingContext = canvas
-        .get_context("bitmaprenderer")
-        .map_err(js_err("resizing"))?
-        .ok_or_else(|| ChatError::Invalid("resizing: no canvas".into()))?
-        .unchecked_into();
-    ctx.transfer_from_image_bitmap(&small);
-    let opts = ImageEncodeOptions::new();
-    opts.set_type(out);
-    opts.set_quality(0.9);
-    let blob: Blob = wait(canvas.convert_to_blob_with_options(&opts), "resizing").await?;
-    Ok((blob, out.to_string(), w, h))
 }
 
 impl Chat {
@@ -126,7 +61,14 @@ impl Chat {
                 })
             }
             Intake::Image => {
-                let (blob, mime, width, height) = stored_image(&file).await?;
+                let image::Ready {
+                    blob,
+                    mime,
+                    width,
+                    height,
+                } = image::stored_image(&file, &file.type_())
+                    .await
+                    .map_err(ChatError::Invalid)?;
                 let hash = sha256(&bytes_of(&blob).await?).await?;
                 self.core
                     .store
@@ -148,6 +90,26 @@ impl Chat {
                 })
             }
         }
+    }
+
+    /// Frees the stored image `hash` unless a message uses it (the composer let go of it:
+    /// `engine::attach::let_go`).
+    pub async fn release_image(&self, hash: &str) -> Result<(), ChatError> {
+        Ok(self
+            .core
+            .store
+            .free_attachment_blobs(&[hash.to_string()])
+            .await?)
+    }
+
+    /// The start-up sweep: frees the stored images no message uses that are older than
+    /// `engine::attach::UNUSED_GRACE_MS` (younger ones may be another tab's draft); how many.
+    pub async fn sweep_unused_images(&self) -> Result<usize, ChatError> {
+        Ok(self
+            .core
+            .store
+            .sweep_attachment_blobs(now(), attach::UNUSED_GRACE_MS)
+            .await?)
     }
 
     /// The stored Blob of an image (a sent message's thumbnail); `None` when it is not stored.

@@ -8,18 +8,22 @@
 //! looks up what is stored, yields and writes the plan. A backup's facts about the user are
 //! written in the same transaction, joined once more with those stored at the confirm under the
 //! facts' Web Lock (`engine::backup::join_user_facts`), so nothing forgotten since comes back.
+//! A ChatGPT ZIP's images are resized and hashed as the engine hands them out while the file is
+//! read (`shared::image`), and stored with a backup's at the confirm.
 //! Must not import `ui`.
 
 use super::service::{Transfer, TransferError};
 use crate::engine::backup::{join_user_facts, ImageBlob, ImportLimits, ImportPlan};
 use crate::engine::format::plural;
-use crate::engine::import::slice::{Pace, Phase, Prepare, Prepared, Progress};
+use crate::engine::import::slice::{
+    FoundImage, Pace, Phase, Prepare, Prepared, Progress, StoredImage,
+};
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
 use crate::engine::project::join_all;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::pace::{in_slices, perf_now, yield_now};
-use crate::session::shared::{digest, now, tabs};
+use crate::session::shared::{digest, image, now, tabs};
 use crate::store::{StoreError, WritePace};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -100,7 +104,7 @@ impl Transfer {
         })?;
         let bytes = js_sys::Uint8Array::new(&buf).to_vec();
         self.import_progress(Phase::Reading, size as u64, size as u64);
-        let prepared = match self.prepare_sliced(bytes, &limits, cancel).await {
+        let (prepared, zip_images) = match self.prepare_sliced(bytes, &limits, cancel).await {
             Ok(Some(p)) => p,
             Ok(None) => return Ok(ImportStep::Cancelled(CANCELLED.into())),
             Err(e) => return Err(named(e.to_string())),
@@ -119,7 +123,8 @@ impl Transfer {
         if cancel.load(Ordering::Relaxed) {
             return Ok(ImportStep::Cancelled(CANCELLED.into()));
         }
-        let images = checked.images();
+        let mut images = checked.images();
+        images.extend(zip_images);
         let plan = checked.plan(&existing).map_err(|e| named(e.to_string()))?;
         preview.push_str(&format!(
             " New here: {} and {}; already here: {}.",
@@ -267,15 +272,18 @@ impl Transfer {
     }
 
     /// Reads and checks a file's bytes a slice at a time, timing each slice for the engine's pace,
-    /// reporting progress and yielding between slices; `None` once cancelled.
+    /// reporting progress and yielding between slices; `None` once cancelled. A ZIP's images the
+    /// engine hands out on the way are made ready as a composer's ([`ready_image`]) and come back
+    /// with the result, to be stored at the confirm.
     async fn prepare_sliced(
         &self,
         bytes: Vec<u8>,
         limits: &ImportLimits,
         cancel: &ImportCancel,
-    ) -> Result<Option<Prepared>, ImportError> {
+    ) -> Result<Option<(Prepared, Vec<ImageBlob>)>, ImportError> {
         let mut prepare = Prepare::new(bytes, now(), limits);
         let mut last = None;
+        let mut images: Vec<ImageBlob> = Vec::new();
         loop {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(None);
@@ -284,7 +292,17 @@ impl Transfer {
             let step = prepare.step(last)?;
             last = Some(perf_now() - t0);
             if let Some(done) = step {
-                return Ok(Some(done));
+                return Ok(Some((done, images)));
+            }
+            while let Some(found) = prepare.take_image() {
+                let ready = ready_image(&found).await;
+                let stored = ready.as_ref().map(|(s, _)| s.clone());
+                prepare.give_image(&found.id, stored);
+                if let Some((_, blob)) = ready {
+                    if !images.iter().any(|i| i.hash == blob.hash) {
+                        images.push(blob);
+                    }
+                }
             }
             self.core
                 .emit(SessionEvent::ImportProgress(prepare.progress()));
@@ -311,6 +329,31 @@ impl Transfer {
             total,
         }));
     }
+}
+
+/// An image of a ZIP as a composer's would be stored (resized by the browser, off the main
+/// thread, then hashed), and its bytes to store at the confirm; `None` when the browser cannot
+/// decode it (the messages keep its placeholder).
+async fn ready_image(found: &FoundImage) -> Option<(StoredImage, ImageBlob)> {
+    let blob = digest::blob_of(&found.bytes, found.mime).ok()?;
+    let ready = image::stored_image(&blob, found.mime).await.ok()?;
+    let bytes = digest::bytes_of(&ready.blob).await.ok()?;
+    let hash = digest::sha256_hex(&bytes).await.ok()?;
+    let stored = StoredImage {
+        hash: hash.clone(),
+        mime: ready.mime.clone(),
+        size: bytes.len() as u64,
+        width: ready.width,
+        height: ready.height,
+    };
+    Some((
+        stored,
+        ImageBlob {
+            hash,
+            mime: ready.mime,
+            bytes,
+        },
+    ))
 }
 
 /// Split point `import` (scripts/build-wasm.sh): reading, checking and previewing a file, and

@@ -204,7 +204,12 @@ impl ChatStore {
 
     /// Removes the `i`-th attachment from the composer.
     pub fn remove_attachment(&self, i: usize) {
-        self.pending.remove(i);
+        self.pending.remove(self.backend, i);
+    }
+
+    /// Frees the stored images no message uses past their grace (start-up idle).
+    pub fn sweep_unused_images(&self) {
+        self.pending.sweep_unused(self.backend);
     }
 
     /// The thumbnail URL of a sent image (tracked; `None` until read, or when not stored here).

@@ -68,6 +68,7 @@ fn conversation(
                 model: str_at(m, "originLLM").map(str::to_string),
                 hidden: false,
                 reasoning: None,
+                images: Vec::new(),
             },
         );
     }

@@ -2,11 +2,16 @@
 //! of nodes `{id, message or null, parent, children}`; the shown branch is the path from
 //! `current_node` up through `parent` to the root. Keeps what ChatGPT shows: user and assistant
 //! text to `all`, not visually hidden, of content type `text` or `multimodal_text`, its citation
-//! markers made what ChatGPT shows (`citations.rs`).
+//! markers made what ChatGPT shows (`citations.rs`). An `image_asset_pointer` part (an upload, or a
+//! DALL·E image on the assistant's side) is an [`ImportedImage`] by its file id, which the ZIP's
+//! file of that id may fill (`slice.rs`); without it, a `[image: name]` line.
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{id_at, secs, str_at};
-use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
+use super::super::zip::file_id;
+use super::super::{
+    ImportError, Imported, ImportedConversation, ImportedImage, ImportedMessage, Skipped, Source,
+};
 use super::citations::readable;
 use super::{conv_name, shape};
 use super::{read_items, shown};
@@ -69,7 +74,7 @@ pub(super) fn conversation(
             continue;
         }
         match visible(m) {
-            Ok((role, content)) => messages.push(ImportedMessage {
+            Ok((role, content, images)) => messages.push(ImportedMessage {
                 source_id: id_at(m, "id").or_else(|| Some(id.to_string())),
                 role,
                 content,
@@ -80,6 +85,7 @@ pub(super) fn conversation(
                     .map(str::to_string),
                 hidden: false,
                 reasoning: None,
+                images,
             }),
             Err(why) => why.count(skipped),
         }
@@ -114,12 +120,14 @@ impl Why {
     }
 }
 
-/// The role and text of a message ChatGPT shows, or why it does not.
-fn visible(m: &Value) -> Result<(Role, String), Why> {
+/// The role, text and images of a message ChatGPT shows, or why it does not.
+fn visible(m: &Value) -> Result<(Role, String, Vec<ImportedImage>), Why> {
     let role = m.get("author").and_then(|a| str_at(a, "role"));
     let role = match said(role) {
         Said::Chat(role) => role,
-        Said::Tool => return Err(Why::Tool),
+        // A generated image (DALL·E, the image tool) comes on a tool message: ChatGPT shows it as
+        // the assistant's, without the tool's text.
+        Said::Tool => return tool_images(m).ok_or(Why::Tool),
         Said::System | Said::Other => return Err(Why::Hidden),
     };
     let meta = m.get("metadata");
@@ -154,6 +162,7 @@ fn visible(m: &Value) -> Result<(Role, String), Why> {
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     let mut text: Vec<String> = Vec::new();
+    let mut images = Vec::new();
     for p in parts {
         match p {
             Value::String(s) if !s.is_empty() => text.push(s.clone()),
@@ -163,7 +172,10 @@ fn visible(m: &Value) -> Result<(Role, String), Why> {
                         text.push(t.to_string());
                     }
                 }
-                Some(t) if t.contains("image") => text.push("[image]".into()),
+                Some(t) if t.contains("image") => match image(p, meta) {
+                    Some(i) => images.push(i),
+                    None => text.push("[image]".into()),
+                },
                 Some(t) if t.contains("audio") => text.push("[audio]".into()),
                 _ => text.push("[attachment]".into()),
             },
@@ -172,8 +184,59 @@ fn visible(m: &Value) -> Result<(Role, String), Why> {
     }
     // Citation markers as ChatGPT shows them: their source's readable text, or nothing.
     let text = readable(&text.join("\n\n"), meta);
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && images.is_empty() {
         return Err(Why::Empty);
     }
-    Ok((role, text))
+    Ok((role, text, images))
+}
+
+/// The images a tool message shows to all, as the assistant's message; `None` if it shows none.
+fn tool_images(m: &Value) -> Option<(Role, String, Vec<ImportedImage>)> {
+    if !matches!(str_at(m, "recipient"), None | Some("all")) {
+        return None;
+    }
+    let content = m.get("content")?;
+    if str_at(content, "content_type") != Some("multimodal_text") {
+        return None;
+    }
+    let images: Vec<ImportedImage> = content
+        .get("parts")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter(|p| str_at(p, "content_type").is_some_and(|t| t.contains("image")))
+        .filter_map(|p| image(p, m.get("metadata")))
+        .collect();
+    (!images.is_empty()).then(|| (Role::Assistant, String::new(), images))
+}
+
+/// An `image_asset_pointer` part: its file id (from `file-service://file-…` or
+/// `sediment://file_…`), named by the upload it came from (`metadata.attachments`, by id), else
+/// by the prompt that made it (`metadata.dalle.prompt`), else by its id.
+fn image(part: &Value, meta: Option<&Value>) -> Option<ImportedImage> {
+    let pointer = str_at(part, "asset_pointer")?;
+    let path = pointer.split_once("://").map_or(pointer, |(_, p)| p);
+    let id = file_id(path.split(['?', '#']).next().unwrap_or(path))?;
+    let name = meta
+        .and_then(|md| md.get("attachments"))
+        .and_then(Value::as_array)
+        .and_then(|list| {
+            list.iter()
+                .find(|a| str_at(a, "id").and_then(file_id) == Some(id))
+        })
+        .and_then(|a| str_at(a, "name"))
+        .or_else(|| {
+            part.get("metadata")
+                .and_then(|md| md.get("dalle"))
+                .and_then(|d| str_at(d, "prompt"))
+        })
+        .filter(|n| !n.trim().is_empty())
+        .map_or_else(
+            || id.to_string(),
+            |n| crate::engine::format::clip(&crate::engine::format::one_line(n), 80),
+        );
+    Some(ImportedImage {
+        id: id.to_string(),
+        name,
+        attachment: None,
+    })
 }

@@ -82,6 +82,7 @@ pub(super) fn conversation(
                 created_at: any_time(m.get("created_at")),
                 model: None,
                 reasoning,
+                images: Vec::new(),
                 hidden: false,
             },
         );

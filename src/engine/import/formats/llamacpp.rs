@@ -144,6 +144,7 @@ fn conversation(
                 model: str_at(m, "model").map(str::to_string),
                 hidden: false,
                 reasoning: None,
+                images: Vec::new(),
             },
         );
     }

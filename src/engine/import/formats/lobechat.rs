@@ -128,6 +128,7 @@ fn messages_of(msgs: Vec<&Value>, skipped: &mut Skipped) -> Vec<ImportedMessage>
             model: str_at(m, "model").map(str::to_string),
             hidden: false,
             reasoning: None,
+            images: Vec::new(),
         });
     }
     messages

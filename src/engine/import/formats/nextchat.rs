@@ -105,6 +105,7 @@ fn messages_of(
                 model: str_at(m, "model").map(str::to_string),
                 hidden: false,
                 reasoning: None,
+                images: Vec::new(),
             },
         );
         if j < summarized {

@@ -51,6 +51,7 @@ pub(super) fn conversation(
                 model: str_at(m, "model").map(str::to_string),
                 hidden: false,
                 reasoning: None,
+                images: Vec::new(),
             },
         );
     }

@@ -67,6 +67,7 @@ pub fn read(lines: &[Value]) -> Result<Imported, ImportError> {
                 // Shown in SillyTavern's chat, kept out of its prompt.
                 hidden: bool_at(m, "is_system"),
                 reasoning: None,
+                images: Vec::new(),
             },
         );
     }

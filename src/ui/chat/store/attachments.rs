@@ -1,6 +1,8 @@
 //! The composer's attachments (picked, pasted or dropped; shown as thumbnails and chips, removable
 //! until sent) and the thumbnails of sent images (object URLs of their stored Blobs, made once per
-//! image and kept while the page lives). Its signals are private; the chat store's actions use it.
+//! image and kept while the page lives). A removed image is freed unless a message uses it; the
+//! start-up sweep frees the older ones no message uses. Its signals are private; the chat store's
+//! actions use it.
 //! Must not import `crate::store` or `crate::transport`.
 
 use std::collections::HashMap;
@@ -106,11 +108,15 @@ impl Pending {
         }
     }
 
-    /// Removes the `i`-th attachment from the composer.
-    pub fn remove(&self, i: usize) {
+    /// Removes the `i`-th attachment from the composer; its stored image is freed unless a
+    /// message uses it or the composer still holds it (`engine::attach::let_go`).
+    pub fn remove(&self, backend: Backend, i: usize) {
+        let mut freed = None;
         self.files.update(|v| {
             if i < v.len() {
                 let gone = v.remove(i);
+                let held: Vec<Attachment> = v.iter().map(|f| f.attachment.clone()).collect();
+                freed = crate::engine::attach::let_go(&gone.attachment, &held);
                 let shown = self
                     .thumbs
                     .with_untracked(|t| t.contains_key(&gone.attachment.hash));
@@ -119,6 +125,21 @@ impl Pending {
                 }
             }
         });
+        if let (Some(hash), Some(s)) = (freed, backend.session()) {
+            leptos::task::spawn_local(async move {
+                let _ = s.chat().release_image(&hash).await;
+            });
+        }
+    }
+
+    /// Frees the stored images no message uses past their grace, quietly (housekeeping at
+    /// start-up idle: a failure leaves them for the next start).
+    pub fn sweep_unused(&self, backend: Backend) {
+        if let Some(s) = backend.session() {
+            leptos::task::spawn_local(async move {
+                let _ = s.chat().sweep_unused_images().await;
+            });
+        }
     }
 
     /// Reads again the sent images that were not stored here when last asked for (sync may have
