@@ -47,6 +47,10 @@ pub const LIMITS: Limits = Limits {
     max_text_bytes: MAX_FILE_BYTES as usize,
 };
 
+/// The longest the shell reads pages before it lets the browser run (ms): a page is the unit, so a
+/// long document never holds the tab for more than about one page past this.
+pub const SLICE_MS: f64 = 8.0;
+
 /// Why a PDF gives no text. Each reads after the file's name ([`PdfError::message`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PdfError {
