@@ -5,11 +5,11 @@
 //! (session/chat/attach.rs): a wasm chunk fetched the first time a PDF is attached.
 //!
 //! Why our own reader on `miniz_oxide` rather than a crate: `lopdf` (and `pdf-extract`, built on
-//! it) brings its own date, parallelism and encryption crates by default and reads every object
-//! and stream of a file when it loads it, with no bound we could set on the bytes inflated, the
-//! nesting or the object count, which a hostile file (a decompression bomb, ten thousand nested
-//! arrays) needs; the engine already has `miniz_oxide`, whose inflate takes a limit. What this
-//! reads is what text extraction needs and no more: objects found by scanning for `N G obj` (no
+//! it) was weighed, not built here: it is a general PDF library (editing, writing, encryption,
+//! dates), far more code than reading text needs in a chunk users download, and its loading offers
+//! no setting we found for the bounds a hostile file needs (bytes inflated, nesting, object count:
+//! a decompression bomb, ten thousand nested arrays). The engine already has `miniz_oxide`, whose
+//! inflate takes a limit. What this reads is what text extraction needs and no more: objects found by scanning for `N G obj` (no
 //! cross-reference table to trust), object streams, `FlateDecode` and `ASCIIHexDecode`, the page
 //! tree, fonts' `ToUnicode` maps and simple encodings, and the text operators (`text.rs`).
 //! Untrusted input: every limit is in [`Limits`], every failure a [`PdfError`], never a panic.
