@@ -13,6 +13,7 @@ objects, a cross-reference table at their byte offsets, a trailer.
   nomap.pdf       a Type0 font without a ToUnicode map (text that cannot be read)
   bomb.pdf        a content stream inflating to 80 MB of spaces
   deep.pdf        an array nested 10,000 deep
+  forms.pdf       a form XObject that draws itself 20 times (a billion laughs of forms)
   fifty.pdf       50 pages of text, FlateDecode (the e2e test and `make bench`'s attach_pdf_ms)
 Usage: python3 scripts/make-pdf-fixtures.py  (from the repository root)
 """
@@ -167,6 +168,19 @@ def deep():
     return pdf([b"<< /Type /Catalog /Pages " + b"[" * 10_000 + b"]" * 10_000 + b" >>"])
 
 
+def forms():
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /Resources 6 0 R /Contents 4 0 R >>",
+        stream(b"/X1 Do"),
+        stream(b"BT /F1 12 Tf (again) Tj ET " + b"/X1 Do " * 20, extra=b" /Type /XObject /Subtype /Form /BBox [0 0 9 9] /Resources 6 0 R"),
+        b"<< /Font << /F1 7 0 R >> /XObject << /X1 5 0 R >> >>",
+        HELV,
+    ]
+    return pdf(objs)
+
+
 SENTENCES = [
     "The committee met on the first Monday of the month to review the budget.",
     "Revenue from the northern region rose while costs in the south held steady.",
@@ -201,6 +215,7 @@ def main():
         "nomap.pdf": nomap(),
         "bomb.pdf": bomb(),
         "deep.pdf": deep(),
+        "forms.pdf": forms(),
     }
     for name, data in files.items():
         with open(os.path.join(OUT, name), "wb") as f:

@@ -35,6 +35,9 @@ fn the_text_of_each_kind_of_pdf() {
     check_text("tounicode.pdf", &["Hello Zoé\nUnicode map"]);
     check_text("differences.pdf", &["finance isn’t €5"]);
     check_text("objstm.pdf", &["Packed objects", "Inside a form"]);
+    // ...and under the default limits, past 10,000 runs forms are left out.
+    let forms = extract(fixture("forms.pdf"), "forms.pdf", LIMITS).unwrap();
+    assert_eq!(forms.matches("again").count(), 10_000);
 }
 
 fn check_refused(name: &str, limits: Limits, want: PdfError) {

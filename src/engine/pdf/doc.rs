@@ -28,7 +28,8 @@ pub struct Page {
 pub struct Doc {
     bytes: Vec<u8>,
     objects: HashMap<u32, Obj>,
-    /// Bytes inflated so far (every stream), held to the limit.
+    /// Bytes decoded so far (every stream read, each time it is read: a form run a thousand times
+    /// counts a thousand times), held to the limit.
     inflated: usize,
     limits: Limits,
 }
@@ -282,6 +283,10 @@ impl Doc {
                 _ => return Ok(Vec::new()),
             };
         }
+        self.inflated += data.len();
+        if self.inflated > self.limits.max_inflated {
+            return Err(PdfError::Bomb(self.limits.max_inflated));
+        }
         Ok(data)
     }
 
@@ -303,7 +308,6 @@ impl Doc {
                 out
             }
         };
-        self.inflated += out.len();
         Ok(out)
     }
 

@@ -30,7 +30,8 @@ pub struct Limits {
     pub max_bytes: u64,
     /// Most objects read (a long book has tens of thousands).
     pub max_objects: usize,
-    /// Most bytes inflated from all its streams together (a decompression bomb stops here).
+    /// Most bytes decoded from all its streams together, each time one is read (a decompression
+    /// bomb, or a form drawn inside itself over and over, stops here).
     pub max_inflated: usize,
     /// Most pages read.
     pub max_pages: usize,
@@ -117,7 +118,7 @@ impl Extraction {
             doc,
             pages,
             next: 0,
-            fonts: FontCache::new(),
+            fonts: FontCache::default(),
             text: String::new(),
             unread: 0,
             cut_at: None,

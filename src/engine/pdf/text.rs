@@ -14,8 +14,14 @@ use super::PdfError;
 
 /// Most entries one `ToUnicode` map may hold (a full two-byte map is 65,536).
 const MAX_MAP: usize = 1 << 17;
+/// Most entries the maps of one document hold together (a thousand fonts of full maps would
+/// otherwise take seconds and a gigabyte); past it, maps stay as they are.
+const MAX_MAPS: usize = 1 << 20;
 /// Deepest nesting of form XObjects followed.
 const MAX_FORMS: usize = 8;
+/// Most form XObjects run in one document (a form drawn inside itself twenty times a level would
+/// otherwise run millions of times); past it, forms are left out.
+const MAX_FORM_RUNS: usize = 10_000;
 /// A `TJ` adjustment (thousandths of the font size) wider than this is a space between words.
 const WORD_GAP: f64 = 200.0;
 
@@ -175,8 +181,8 @@ fn code(bytes: &[u8]) -> u32 {
     bytes.iter().take(4).fold(0u32, |a, &b| a << 8 | b as u32)
 }
 
-/// Reads a `ToUnicode` CMap into `font` (its code width and map).
-fn read_cmap(data: &[u8], font: &mut Font) -> Result<(), PdfError> {
+/// Reads a `ToUnicode` CMap into `font` (its code width and map, at most `max` entries).
+fn read_cmap(data: &[u8], font: &mut Font, max: usize) -> Result<(), PdfError> {
     let mut lex = Lexer::new(data, 0);
     let mut operands: Vec<Value> = Vec::new();
     while let Some(v) = lex.value()? {
@@ -193,24 +199,24 @@ fn read_cmap(data: &[u8], font: &mut Font) -> Result<(), PdfError> {
                 }
             }
             b"endbfchar" => {
-                for pair in operands.chunks(2) {
+                for pair in operands.chunks(2).take(max.saturating_sub(font.map.len())) {
                     if let [Value::Str(src), Value::Str(dst)] = pair {
                         font.map.insert(code(src), utf16(dst));
                     }
                 }
             }
-            b"endbfrange" => bf_ranges(&operands, font),
+            b"endbfrange" => bf_ranges(&operands, font, max),
             _ => {}
         }
         operands.clear();
-        if font.map.len() > MAX_MAP {
+        if font.map.len() >= max {
             break;
         }
     }
     Ok(())
 }
 
-fn bf_ranges(operands: &[Value], font: &mut Font) {
+fn bf_ranges(operands: &[Value], font: &mut Font, max: usize) {
     for triple in operands.chunks(3) {
         let [Value::Str(lo), Value::Str(hi), dst] = triple else {
             continue;
@@ -238,15 +244,15 @@ fn bf_ranges(operands: &[Value], font: &mut Font) {
                 _ => continue,
             };
             font.map.insert(c, text);
-            if font.map.len() > MAX_MAP {
+            if font.map.len() >= max {
                 return;
             }
         }
     }
 }
 
-/// The font of dictionary `d`.
-fn load_font(doc: &mut Doc, d: &Dict) -> Result<Font, PdfError> {
+/// The font of dictionary `d`, its map at most `room` entries.
+fn load_font(doc: &mut Doc, d: &Dict, room: usize) -> Result<Font, PdfError> {
     let composite = get(d, b"Subtype").and_then(Value::as_name) == Some(b"Type0");
     let mut font = Font {
         two_byte: composite,
@@ -273,7 +279,7 @@ fn load_font(doc: &mut Doc, d: &Dict) -> Result<Font, PdfError> {
     }
     if let Some(to_unicode) = get(d, b"ToUnicode").cloned() {
         if let Some(data) = doc.stream_of(&to_unicode)? {
-            read_cmap(&data, &mut font)?;
+            read_cmap(&data, &mut font, room.min(MAX_MAP))?;
             font.two_byte |= composite;
         }
     }
@@ -301,8 +307,15 @@ impl Gathered {
     }
 }
 
-/// Fonts read so far, by object number (a document's pages share them).
-pub type FontCache = HashMap<u32, Rc<Font>>;
+/// Fonts read so far, by object number (a document's pages share them), the entries of their
+/// maps, held to [`MAX_MAPS`], and the forms run.
+#[derive(Default)]
+pub struct FontCache {
+    fonts: HashMap<u32, Rc<Font>>,
+    entries: usize,
+    /// Form XObjects run so far, held to [`MAX_FORM_RUNS`].
+    forms: usize,
+}
 
 /// The state of one content stream's run.
 struct Run<'c> {
@@ -440,15 +453,17 @@ impl Run<'_> {
             Value::Ref(n) => Some(n),
             _ => None,
         };
-        if let Some(f) = key.and_then(|k| self.cache.get(&k)) {
+        if let Some(f) = key.and_then(|k| self.cache.fonts.get(&k)) {
             return Ok(Some(f.clone()));
         }
         let Some(d) = doc.dict(&v).cloned() else {
             return Ok(None);
         };
-        let font = Rc::new(load_font(doc, &d)?);
+        let room = MAX_MAPS.saturating_sub(self.cache.entries);
+        let font = Rc::new(load_font(doc, &d, room)?);
+        self.cache.entries += font.map.len();
         if let Some(k) = key {
-            self.cache.insert(k, font.clone());
+            self.cache.fonts.insert(k, font.clone());
         }
         Ok(Some(font))
     }
@@ -460,9 +475,10 @@ impl Run<'_> {
         name: Option<&Value>,
         out: &mut Gathered,
     ) -> Result<(), PdfError> {
-        if self.depth >= MAX_FORMS {
+        if self.depth >= MAX_FORMS || self.cache.forms >= MAX_FORM_RUNS {
             return Ok(());
         }
+        self.cache.forms += 1;
         let Some(v) = self.resource(doc, b"XObject", name) else {
             return Ok(());
         };
