@@ -15,6 +15,9 @@ objects, a cross-reference table at their byte offsets, a trailer.
   deep.pdf        an array nested 10,000 deep
   forms.pdf       a form XObject that draws itself 20 times (a billion laughs of forms)
   fifty.pdf       50 pages of text, FlateDecode (the e2e test and `make bench`'s attach_pdf_ms)
+and two from real writers, when they are there (each kept as committed otherwise):
+  cairo.pdf       cairo's PDF surface (Debian's python3-cairo: run with /usr/bin/python3)
+  chromium.pdf    Chromium's print to PDF (Playwright from tests/e2e/node_modules, /usr/bin/chromium)
 Usage: python3 scripts/make-pdf-fixtures.py  (from the repository root)
 """
 import os
@@ -201,6 +204,53 @@ def fifty():
     return pdf(simple_doc(pages, compress=True))
 
 
+def cairo_pdf(path):
+    try:
+        import cairo
+    except ImportError:
+        print("skipped cairo.pdf (no python3-cairo: run with /usr/bin/python3)")
+        return
+    surface = cairo.PDFSurface(path, 595, 842)
+    c = cairo.Context(surface)
+    c.select_font_face("DejaVu Sans")
+    c.set_font_size(14)
+    y = 60
+    for line in [
+        "Cairo writes this page.",
+        "Ligatures: office, fluff, affine \u2014 \u201cquotes\u201d and caf\u00e9.",
+        "Zweite Zeile: Gr\u00fc\u00dfe aus K\u00f6ln.",
+    ]:
+        c.move_to(50, y)
+        c.show_text(line)
+        y += 24
+    c.show_page()
+    c.move_to(50, 60)
+    c.show_text("Page two of the cairo file.")
+    c.show_page()
+    surface.finish()
+
+
+CHROMIUM = r"""
+import { chromium } from 'playwright-core';
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+const page = await browser.newPage();
+await page.setContent(`<html><body style="font-family: sans-serif"><h1>Chromium prints this</h1>
+<p>A paragraph with office, fluff and a caf\u00e9 \u2014 \u201cquoted\u201d.</p>
+<p style="page-break-before: always">Second page from Chromium.</p></body></html>`);
+await page.pdf({ path: process.argv[1], format: 'A4' });
+await browser.close();
+"""
+
+
+def chromium_pdf(path):
+    import subprocess
+
+    try:
+        subprocess.run(["node", "--input-type=module", "-e", CHROMIUM, os.path.abspath(path)], cwd="tests/e2e", check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("skipped chromium.pdf:", e)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     os.makedirs(E2E, exist_ok=True)
@@ -222,6 +272,8 @@ def main():
             f.write(data)
     with open(os.path.join(E2E, "fifty.pdf"), "wb") as f:
         f.write(fifty())
+    cairo_pdf(os.path.join(OUT, "cairo.pdf"))
+    chromium_pdf(os.path.join(OUT, "chromium.pdf"))
     print("wrote", len(files), "fixtures to", OUT, "and fifty.pdf to", E2E)
 
 

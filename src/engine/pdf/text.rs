@@ -1,6 +1,9 @@
-//! A page's text: its content stream run for the text operators only (`Tj`, `TJ`, `'`, `"`, with
-//! `Td`, `TD`, `T*` and `Tm` for line breaks and wide gaps for spaces, `Do` into form XObjects), each
-//! string decoded through its font: the font's `ToUnicode` map when it has one (`bfchar`,
+//! A page's text: its content stream run for the text operators only (`Tj`, `TJ`, `'`, `"`, `Do`
+//! into form XObjects), each string placed where the text matrix (`BT`, `Tm`, `Td`, `TD`, `T*`,
+//! `TL`) and the widths of the glyphs before it put it: on another line, a line break; a gap of more
+//! than [`GAP_EM`] of the font size on the same line, a space (a writer that places every run with
+//! `Td`, as Chromium does, gets no space inside a word); a `TJ` adjustment past [`WORD_GAP`], a
+//! space. Each string is decoded through its font: the font's `ToUnicode` map when it has one (`bfchar`,
 //! `bfrange`, one- or two-byte codes), else its simple encoding (WinAnsi, with `/Differences` by
 //! glyph name). A composite font without a map has no readable text; it is counted, so that the
 //! caller can say so. Must not import anything outside `crate::engine`.
@@ -24,6 +27,10 @@ const MAX_FORMS: usize = 8;
 const MAX_FORM_RUNS: usize = 10_000;
 /// A `TJ` adjustment (thousandths of the font size) wider than this is a space between words.
 const WORD_GAP: f64 = 200.0;
+/// A gap on a line wider than this (of the font size) is a space between words.
+const GAP_EM: f64 = 0.15;
+/// A glyph's width (thousandths of the font size) when the font does not give it.
+const DEFAULT_WIDTH: f64 = 500.0;
 
 /// How a font's string bytes become text.
 #[derive(Debug, Default)]
@@ -34,14 +41,20 @@ pub struct Font {
     map: HashMap<u32, String>,
     /// Byte -> char for a simple font (`None`: a composite font, whose codes need the map).
     simple: Option<Vec<char>>,
+    /// Glyph widths by code (thousandths of the font size), and the width of any other.
+    widths: HashMap<u32, f64>,
+    default_width: f64,
 }
 
 impl Font {
-    fn decode(&self, bytes: &[u8], unread: &mut usize) -> String {
+    /// The text of `bytes`, and how far its glyphs move the pen (thousandths of the font size).
+    fn decode(&self, bytes: &[u8], unread: &mut usize) -> (String, f64) {
         let mut out = String::new();
+        let mut advance = 0.0;
         let step = if self.two_byte { 2 } else { 1 };
         for code in bytes.chunks(step) {
             let c = code.iter().fold(0u32, |a, &b| a << 8 | b as u32);
+            advance += self.widths.get(&c).copied().unwrap_or(self.default_width);
             if let Some(t) = self.map.get(&c) {
                 out.push_str(t);
             } else if let Some(ch) = self.simple.as_ref().and_then(|s| s.get(c as usize)) {
@@ -52,7 +65,16 @@ impl Font {
                 *unread += 1;
             }
         }
-        out
+        (out, advance)
+    }
+
+    /// The font strings are read in before any `Tf`.
+    fn fallback() -> Font {
+        Font {
+            simple: Some(win_ansi()),
+            default_width: DEFAULT_WIDTH,
+            ..Font::default()
+        }
     }
 }
 
@@ -258,7 +280,10 @@ fn load_font(doc: &mut Doc, d: &Dict, room: usize) -> Result<Font, PdfError> {
         two_byte: composite,
         map: HashMap::new(),
         simple: (!composite).then(win_ansi),
+        widths: HashMap::new(),
+        default_width: DEFAULT_WIDTH,
     };
+    read_widths(doc, d, composite, &mut font);
     if let (Some(simple), Some(enc)) = (font.simple.as_mut(), get(d, b"Encoding")) {
         let enc = doc.resolve(enc).clone();
         if let Some(Value::Array(diffs)) = enc.as_dict().and_then(|e| get(e, b"Differences")) {
@@ -284,6 +309,54 @@ fn load_font(doc: &mut Doc, d: &Dict, room: usize) -> Result<Font, PdfError> {
         }
     }
     Ok(font)
+}
+
+/// A font's glyph widths: a simple font's `/FirstChar` and `/Widths`, a composite font's
+/// descendant's `/DW` and `/W` (`c [w1 w2 …]` and `c_first c_last w`), at most [`MAX_MAP`].
+fn read_widths(doc: &Doc, d: &Dict, composite: bool, font: &mut Font) {
+    let num = |v: &Value| doc.resolve(v).as_num();
+    if !composite {
+        let first = get(d, b"FirstChar").and_then(num).unwrap_or(0.0).max(0.0) as u32;
+        if let Some(Value::Array(w)) = get(d, b"Widths").map(|w| doc.resolve(w)) {
+            for (i, v) in w.iter().take(MAX_MAP).enumerate() {
+                if let Some(n) = num(v) {
+                    font.widths.insert(first.saturating_add(i as u32), n);
+                }
+            }
+        }
+        return;
+    }
+    let Some(Value::Array(desc)) = get(d, b"DescendantFonts").map(|v| doc.resolve(v)) else {
+        return;
+    };
+    let Some(cid) = desc.first().and_then(|f| doc.dict(f)) else {
+        return;
+    };
+    font.default_width = get(cid, b"DW").and_then(num).unwrap_or(1000.0);
+    let Some(Value::Array(w)) = get(cid, b"W").map(|w| doc.resolve(w)) else {
+        return;
+    };
+    let mut i = 0;
+    while i + 1 < w.len() && font.widths.len() < MAX_MAP {
+        let first = num(&w[i]).unwrap_or(0.0).max(0.0) as u32;
+        match (doc.resolve(&w[i + 1]), w.get(i + 2).and_then(num)) {
+            (Value::Array(list), _) => {
+                for (k, v) in list.iter().take(MAX_MAP).enumerate() {
+                    font.widths
+                        .insert(first.saturating_add(k as u32), num(v).unwrap_or(0.0));
+                }
+                i += 2;
+            }
+            (last, Some(width)) => {
+                let last = last.as_num().unwrap_or(0.0).max(0.0) as u32;
+                for c in first..=last.min(first.saturating_add(0xffff)) {
+                    font.widths.insert(c, width);
+                }
+                i += 3;
+            }
+            _ => break,
+        }
+    }
 }
 
 /// What the run of a page gathers.
@@ -317,12 +390,64 @@ pub struct FontCache {
     forms: usize,
 }
 
+/// Where the text is: the text matrix's scale and origin (`a`, `d`, `e`, `f`; rotation and skew
+/// are not followed), the line's start in text space, the pen's advance along the line, the font
+/// size and leading; and where the last string shown ended (user space: its line's y, its end x).
+#[derive(Debug, Clone, Copy)]
+struct Pen {
+    tm: [f64; 4],
+    line: (f64, f64),
+    x: f64,
+    size: f64,
+    leading: f64,
+    last: Option<(f64, f64)>,
+}
+
+impl Pen {
+    fn new() -> Pen {
+        Pen {
+            tm: [1.0, 1.0, 0.0, 0.0],
+            line: (0.0, 0.0),
+            x: 0.0,
+            size: 1.0,
+            leading: 0.0,
+            last: None,
+        }
+    }
+
+    /// `Td`: the next line, `tx`, `ty` from the start of this one.
+    fn next_line(&mut self, tx: f64, ty: f64) {
+        self.line = (self.line.0 + tx, self.line.1 + ty);
+        self.x = 0.0;
+    }
+
+    /// Where the pen is, in user space.
+    fn at(&self) -> (f64, f64) {
+        let [a, d, e, f] = self.tm;
+        (e + (self.line.0 + self.x) * a, f + self.line.1 * d)
+    }
+
+    /// What goes between the last string and one shown now: a line break, a space or nothing.
+    fn separate(&self, out: &mut Gathered) {
+        let Some((last_y, last_x)) = self.last else {
+            return;
+        };
+        let (x, y) = self.at();
+        let [a, d, ..] = self.tm;
+        if (y - last_y).abs() > 0.5 * self.size * d.abs().max(1e-9) {
+            out.newline();
+        } else if x - last_x > GAP_EM * self.size * a.abs() {
+            out.space();
+        }
+    }
+}
+
 /// The state of one content stream's run.
 struct Run<'c> {
     cache: &'c mut FontCache,
     resources: Option<Value>,
     font: Option<Rc<Font>>,
-    line_y: Option<f64>,
+    pen: Pen,
     depth: usize,
 }
 
@@ -350,7 +475,7 @@ pub fn page_text(
         cache,
         resources,
         font: None,
-        line_y: None,
+        pen: Pen::new(),
         depth: 0,
     };
     run.content(doc, &data, out)
@@ -385,52 +510,91 @@ impl Run<'_> {
         out: &mut Gathered,
     ) -> Result<(), PdfError> {
         let num = |i: usize| args.get(i).and_then(Value::as_num).unwrap_or(0.0);
+        let pen = &mut self.pen;
         match op {
-            b"Tf" => self.font = self.font_named(doc, args.first())?,
-            b"Tj" => self.show(args.last(), out),
+            b"Tf" => {
+                pen.size = num(1).abs().max(1e-3);
+                self.font = self.font_named(doc, args.first())?;
+            }
+            b"Tj" => self.show(args.last(), true, out),
             b"'" | b"\"" => {
-                out.newline();
-                self.show(args.last(), out);
+                pen.next_line(0.0, -pen.leading);
+                if pen.last.is_some() {
+                    out.newline();
+                }
+                self.show(args.last(), true, out);
             }
-            b"TJ" => {
-                for item in args.last().into_iter().flat_map(array_items) {
-                    match item {
-                        Value::Num(n) if -n > WORD_GAP => out.space(),
-                        v => self.show(Some(v), out),
-                    }
+            b"TJ" => self.show_adjusted(args.last(), out),
+            b"Td" => pen.next_line(num(0), num(1)),
+            b"TD" => {
+                pen.leading = -num(1);
+                pen.next_line(num(0), num(1));
+            }
+            b"TL" => pen.leading = num(0),
+            // A next line even when no leading was set.
+            b"T*" => {
+                pen.next_line(0.0, -pen.leading);
+                if pen.last.is_some() {
+                    out.newline();
                 }
             }
-            b"Td" | b"TD" if num(1).abs() > 0.01 => out.newline(),
-            b"Td" | b"TD" if num(0) > 0.0 => out.space(),
-            b"T*" => out.newline(),
             b"Tm" => {
-                let y = num(5);
-                match self.line_y.replace(y) {
-                    Some(prev) if (prev - y).abs() < 0.01 => out.space(),
-                    _ => out.newline(),
-                }
+                pen.tm = [num(0), num(3), num(4), num(5)];
+                pen.line = (0.0, 0.0);
+                pen.x = 0.0;
             }
-            b"BT" => self.line_y = None,
+            b"BT" => {
+                pen.tm = [1.0, 1.0, 0.0, 0.0];
+                pen.line = (0.0, 0.0);
+                pen.x = 0.0;
+            }
             b"Do" => self.form(doc, args.first(), out)?,
             _ => {}
         }
         Ok(())
     }
 
-    fn show(&self, v: Option<&Value>, out: &mut Gathered) {
-        let (Some(Value::Str(s)), Some(font)) = (v, self.font.as_ref()) else {
-            if let Some(Value::Str(s)) = v {
-                // No font chosen: read as the default encoding.
-                let f = Font {
-                    simple: Some(win_ansi()),
-                    ..Font::default()
-                };
-                out.text.push_str(&f.decode(s, &mut out.unread));
+    /// `TJ`: its strings, moved by the adjustments between them; a wide one is a space.
+    fn show_adjusted(&mut self, v: Option<&Value>, out: &mut Gathered) {
+        let mut first = true;
+        for item in v.into_iter().flat_map(array_items) {
+            match item {
+                Value::Num(n) => {
+                    if -n > WORD_GAP {
+                        out.space();
+                    }
+                    self.pen.x -= n / 1000.0 * self.pen.size;
+                }
+                v => {
+                    self.show(Some(v), first, out);
+                    first = false;
+                }
             }
+        }
+    }
+
+    /// Shows a string: separated from the last one by where it is (when `place`), decoded, the pen
+    /// moved past its glyphs.
+    fn show(&mut self, v: Option<&Value>, place: bool, out: &mut Gathered) {
+        let Some(Value::Str(s)) = v else {
             return;
         };
-        let text = font.decode(s, &mut out.unread);
+        if place {
+            self.pen.separate(out);
+        }
+        let fallback;
+        let font = match self.font.as_ref() {
+            Some(f) => f.as_ref(),
+            None => {
+                fallback = Font::fallback();
+                &fallback
+            }
+        };
+        let (text, advance) = font.decode(s, &mut out.unread);
         out.text.push_str(&text);
+        self.pen.x += advance / 1000.0 * self.pen.size;
+        let (x, y) = self.pen.at();
+        self.pen.last = Some((y, x));
     }
 
     /// The resource of kind `kind` (`Font`, `XObject`) named `name`.
@@ -496,10 +660,14 @@ impl Run<'_> {
             cache: &mut *self.cache,
             resources,
             font: None,
-            line_y: None,
+            pen: Pen::new(),
             depth: self.depth + 1,
         };
-        inner.content(doc, &data, out)
+        inner.content(doc, &data, out)?;
+        // What follows the form starts apart from it.
+        self.pen.last = None;
+        out.space();
+        Ok(())
     }
 }
 
