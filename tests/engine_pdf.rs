@@ -198,3 +198,43 @@ fn fifty_pages_read_in_order() {
     }
     assert_eq!(text.matches("Line 44.").count(), 50);
 }
+
+/// A one-page PDF whose content shows `lines` lines of text, in no font (the default encoding).
+fn long_pdf(lines: usize) -> Vec<u8> {
+    let mut content = String::from("BT 12 TL\n");
+    for i in 0..lines {
+        content.push_str(&format!(
+            "(Line {i} holds a few words to fill the page.) Tj T*\n"
+        ));
+    }
+    content.push_str("ET");
+    format!(
+        "%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+         2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n\
+         3 0 obj << /Type /Page /Parent 2 0 R /Contents 4 0 R >> endobj\n\
+         4 0 obj << >> stream\n{content}\nendstream endobj\n%%EOF\n"
+    )
+    .into_bytes()
+}
+
+#[test]
+fn a_long_pdfs_text_is_cut_to_an_attachment_that_passes_the_checks() {
+    use memoire::engine::attach::{check, MAX_FILE_BYTES};
+    use memoire::engine::model::{Attachment, AttachmentKind};
+    assert_eq!(LIMITS.max_text_bytes as u64, MAX_FILE_BYTES);
+    let text = extract(long_pdf(15_000), "long.pdf", LIMITS).unwrap();
+    assert!(text.len() as u64 <= MAX_FILE_BYTES, "{}", text.len());
+    assert!(text.starts_with("Line 0 holds a few words to fill the page.\nLine 1 holds"));
+    assert!(text.ends_with("[long.pdf cut at 512 KB: its text up to page 1 of 1]"));
+    let a = Attachment {
+        kind: AttachmentKind::File,
+        name: "long.pdf".into(),
+        mime: "application/pdf".into(),
+        size: text.len() as u64,
+        hash: "0".repeat(64),
+        width: 0,
+        height: 0,
+        text,
+    };
+    assert_eq!(check(&a), Ok(()));
+}
