@@ -8,6 +8,8 @@
 //   (data-kind="file");
 // - a PDF (picked or dropped) reaches each protocol's request as its text in the same block; a
 //   broken, encrypted, scanned or fake one says why in the banner and the typed message stays;
+// - the attach and pdf chunks are fetched on first use (a PDF needs only its own); a refused fetch
+//   says so in the banner, and the next try works;
 // - a backup export carries the image, and importing it after deleting the conversation brings the
 //   image back.
 // Every test opens a fresh browser context (fresh IndexedDB) and resets the agent.
@@ -17,6 +19,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import {
   startHarness,
+  openApp,
   openConfiguredApp,
   reloadAndReopen,
   messages,
@@ -215,6 +218,33 @@ test('a broken, an encrypted or a scanned PDF says why, and the typed message st
     assert.equal(await page.locator(tid('composer-input')).inputValue(), typed, 'the typed message is kept');
     assertNoPageProblems(issues);
   }));
+
+test('the attach and pdf chunks: fetched on the first attach, a refused fetch says so, and the next try works', async () => {
+  // No service worker: nothing is precached, so a chunk can only come from the network.
+  const context = await harness.browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  try {
+    const asked = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    await openApp(page, harness.site.url);
+    await page.locator(tid('composer-input')).fill('Keep me.');
+    const pdfChunk = /\/split_pdf-[0-9a-f]{16}\.wasm$/;
+    await page.route(pdfChunk, (route) => route.abort('internetdisconnected'));
+    await page.locator(tid('composer-attach')).setInputFiles([await pdfFile('plain.pdf')]);
+    await page.locator(tid('error-banner')).filter({ hasText: /could not be loaded/ }).waitFor();
+    assert.ok(!asked.some((u) => /\/split_attach-/.test(u)), 'a PDF does not fetch the attach chunk');
+    await page.unroute(pdfChunk);
+    await page.locator(tid('composer-attach')).setInputFiles([await pdfFile('plain.pdf')]);
+    await page.locator('.composer').locator(tid('attachment', '[data-kind="file"]')).waitFor();
+    await page.locator(tid('composer-attach')).setInputFiles([{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }]);
+    await page.locator('.composer').locator(tid('attachment', '[data-kind="image"]')).locator('img').waitFor();
+    assert.ok(asked.some((u) => /\/split_attach-/.test(u)), 'an image fetches the attach chunk');
+    assert.equal(await page.locator(tid('composer-input')).inputValue(), 'Keep me.');
+  } finally {
+    await context.close();
+  }
+});
 
 const items = (page) => page.locator(tid('conversation-list')).locator(tid('conversation-item'));
 
