@@ -5,6 +5,7 @@ objects, a cross-reference table at their byte offsets, a trailer.
 
   plain.pdf       two pages, Helvetica (WinAnsi), uncompressed, Td/T*/TJ line and word breaks
   flate.pdf       one page whose content stream is FlateDecode
+  a85.pdf         one page whose content stream is [/ASCII85Decode /FlateDecode] (PostScript-era writers)
   tounicode.pdf   a Type0 font with Identity-H two-byte codes and a ToUnicode CMap (bfchar, bfrange)
   differences.pdf a simple font with an /Encoding /Differences naming glyphs (fi ligature, quotes)
   objstm.pdf      pages and fonts packed in an object stream (PDF 1.5), a form XObject holding text
@@ -74,6 +75,15 @@ def simple_doc(contents, font=HELV, compress=False):
 PLAIN_1 = b"""BT /F1 12 Tf 72 720 Td (Quarterly report) Tj 0 -16 Td (Revenue grew by 12%, costs fell.) Tj
 T* [(Word)-300(gap)] TJ ET"""
 PLAIN_2 = b"BT /F1 12 Tf 72 720 Td (Second page: caf\\351 \\(open\\)) Tj ET"
+
+
+def a85():
+    import base64
+
+    data = base64.a85encode(zlib.compress(b"BT /F1 12 Tf 72 720 Td (Armoured text) Tj ET", 9), adobe=True)
+    objs = simple_doc([b""])
+    objs[-1] = b"<< /Length %d /Filter [/ASCII85Decode /FlateDecode] >>\nstream\n" % len(data) + data + b"\nendstream"
+    return pdf(objs)
 
 
 def tounicode():
@@ -258,6 +268,7 @@ def main():
         "plain.pdf": pdf(simple_doc([PLAIN_1, PLAIN_2])),
         "flate.pdf": pdf(simple_doc([b"BT /F1 12 Tf 72 720 Td (Compressed words) Tj ET"], compress=True)),
         "tounicode.pdf": tounicode(),
+        "a85.pdf": a85(),
         "differences.pdf": differences(),
         "objstm.pdf": objstm(),
         "encrypted.pdf": encrypted(),

@@ -32,6 +32,7 @@ fn the_text_of_each_kind_of_pdf() {
         ],
     );
     check_text("flate.pdf", &["Compressed words"]);
+    check_text("a85.pdf", &["Armoured text"]);
     check_text("tounicode.pdf", &["Hello Zoé\nUnicode map"]);
     check_text("differences.pdf", &["finance isn’t €5"]);
     check_text("objstm.pdf", &["Packed objects", "Inside a form"]);

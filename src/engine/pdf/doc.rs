@@ -2,7 +2,7 @@
 //! through its cross-reference table (a damaged or edited file reads the same: a later definition
 //! wins), objects packed in object streams (`/Type /ObjStm`) are unpacked, and the page tree is
 //! walked from the catalog (each page with the resources it inherits). Streams are inflated
-//! (`FlateDecode`, through `miniz_oxide`) within the byte budget of [`super::Limits`]; an
+//! (`FlateDecode`, through `miniz_oxide`; `ASCIIHexDecode`, `ASCII85Decode`) within the byte budget of [`super::Limits`]; an
 //! encrypted file is refused. Must not import anything outside `crate::engine`.
 
 use std::collections::{HashMap, HashSet};
@@ -280,6 +280,7 @@ impl Doc {
             data = match f.as_slice() {
                 b"FlateDecode" | b"Fl" => self.inflate(&data)?,
                 b"ASCIIHexDecode" | b"AHx" => hex_decode(&data),
+                b"ASCII85Decode" | b"A85" => a85_decode(&data),
                 _ => return Ok(Vec::new()),
             };
         }
@@ -378,6 +379,35 @@ impl Doc {
         }
         out
     }
+}
+
+/// ASCII base-85 (`<~ … ~>`, `z` for four zero bytes), to its end marker or a character outside it.
+fn a85_decode(data: &[u8]) -> Vec<u8> {
+    let body = data.strip_prefix(b"<~").unwrap_or(data);
+    let mut out = Vec::with_capacity(body.len() * 4 / 5);
+    let (mut group, mut n) = (0u64, 0usize);
+    for &c in body {
+        match c {
+            b'z' if n == 0 => out.extend_from_slice(&[0; 4]),
+            b'!'..=b'u' => {
+                group = group * 85 + (c - b'!') as u64;
+                n += 1;
+                if n == 5 {
+                    out.extend_from_slice(&(group as u32).to_be_bytes());
+                    (group, n) = (0, 0);
+                }
+            }
+            c if is_space(c) => {}
+            _ => break,
+        }
+    }
+    if n > 1 {
+        for _ in n..5 {
+            group = group * 85 + 84;
+        }
+        out.extend_from_slice(&(group as u32).to_be_bytes()[..n - 1]);
+    }
+    out
 }
 
 fn hex_decode(data: &[u8]) -> Vec<u8> {

@@ -10,7 +10,7 @@
 //! no setting we found for the bounds a hostile file needs (bytes inflated, nesting, object count:
 //! a decompression bomb, ten thousand nested arrays). The engine already has `miniz_oxide`, whose
 //! inflate takes a limit. What this reads is what text extraction needs and no more: objects found by scanning for `N G obj` (no
-//! cross-reference table to trust), object streams, `FlateDecode` and `ASCIIHexDecode`, the page
+//! cross-reference table to trust), object streams, `FlateDecode`, `ASCIIHexDecode` and `ASCII85Decode`, the page
 //! tree, fonts' `ToUnicode` maps and simple encodings, and the text operators (`text.rs`).
 //! Untrusted input: every limit is in [`Limits`], every failure a [`PdfError`], never a panic.
 //! Must not import anything outside `crate::engine`.
