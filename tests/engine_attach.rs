@@ -10,6 +10,7 @@ fn check_intake(name: &str, mime: &str, size: u64, want: &str) {
     let got = match intake(name, mime, size) {
         Intake::Image => "image".to_string(),
         Intake::Text => "text".to_string(),
+        Intake::Pdf => "pdf".to_string(),
         Intake::Refused(why) => why,
     };
     assert!(got.contains(want), "{name} {mime} {size}: {got}");
@@ -26,6 +27,14 @@ fn what_can_be_attached() {
         "images up to 30 MB",
     );
     check_intake("n.md", "", 10, "text");
+    check_intake("r.pdf", "application/pdf", 10, "pdf");
+    check_intake("r.PDF", "", 10, "pdf");
+    check_intake(
+        "huge.pdf",
+        "application/pdf",
+        21 * 1024 * 1024,
+        "PDFs up to 20 MB",
+    );
     check_intake("d.csv", "text/csv", 10, "text");
     check_intake("x.json", "application/json", 10, "text");
     check_intake("main.rs", "application/octet-stream", 10, "text");

@@ -1,4 +1,5 @@
-//! Attachments: what may be attached (kinds, types, size limits), the size an image is resized to,
+//! Attachments: what may be attached (kinds, types, size limits; a PDF's own limits and text are
+//! `engine::pdf`'s), the size an image is resized to,
 //! what an image costs in each provider's tokens, how a text file goes into the message (a fenced
 //! block with its name, cut to a budget with a visible note), what stands for an image where its
 //! bytes do not go (memory updates, transcripts, protocols without images), whether an endpoint's
@@ -44,6 +45,8 @@ pub const TEXT_ENDINGS: &[&str] = &[
 pub enum Intake {
     Image,
     Text,
+    /// A PDF: its text is read (`engine::pdf`) and attached as a text file's would be.
+    Pdf,
     Refused(String),
 }
 
@@ -68,6 +71,14 @@ pub fn intake(name: &str, mime: &str, size: u64) -> Intake {
             Intake::Image
         };
     }
+    if mime == "application/pdf"
+        || (mime.is_empty() || mime == "application/octet-stream") && ending(name) == "pdf"
+    {
+        return match crate::engine::pdf::size_check(name, size) {
+            Ok(()) => Intake::Pdf,
+            Err(why) => Intake::Refused(why),
+        };
+    }
     let texty = mime.starts_with("text/")
         || matches!(
             mime.as_str(),
@@ -76,7 +87,7 @@ pub fn intake(name: &str, mime: &str, size: u64) -> Intake {
         || TEXT_ENDINGS.contains(&ending(name).as_str());
     if !texty {
         return Intake::Refused(format!(
-            "“{}” cannot be attached: images (PNG, JPEG, WebP, GIF) and text files (plain text, Markdown, code, CSV, JSON) can.",
+            "“{}” cannot be attached: images (PNG, JPEG, WebP, GIF), PDFs and text files (plain text, Markdown, code, CSV, JSON) can.",
             short_name(name)
         ));
     }

@@ -28,6 +28,7 @@ pub mod math;
 pub mod memory;
 pub mod model;
 pub mod page;
+pub mod pdf;
 pub mod project;
 pub mod request;
 pub mod search;

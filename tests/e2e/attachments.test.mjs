@@ -6,6 +6,10 @@
 //   the message is kept with its image;
 // - a text file reaches the request as a fenced block with its name, shown as a chip
 //   (data-kind="file");
+// - a PDF (picked or dropped) reaches each protocol's request as its text in the same block; a
+//   broken, encrypted, scanned or fake one says why in the banner and the typed message stays;
+// - the attach and pdf chunks are fetched on first use (a PDF needs only its own); a refused fetch
+//   says so in the banner, and the next try works;
 // - a backup export carries the image, and importing it after deleting the conversation brings the
 //   image back.
 // - an image removed from the composer before sending is freed from the database; a sent one stays;
@@ -18,6 +22,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import {
   startHarness,
+  openApp,
   openConfiguredApp,
   reloadAndReopen,
   messages,
@@ -151,6 +156,98 @@ test('a text file reaches the request as a fenced block with its name', () =>
     await messages(page, 'user').last().locator(tid('attachment', '[data-kind="file"]')).waitFor({ state: 'visible' });
     assertNoPageProblems(issues);
   }));
+
+// PDFs (issue 29 item 4): read in the browser by the pdf chunk, attached as a named text file.
+// The fixtures are written by scripts/make-pdf-fixtures.py; PDF_TEXT is what engine::pdf reads from
+// plain.pdf (tests/engine_pdf.rs checks the reader itself).
+const PDF_DIR = new URL('../fixtures/pdf/', import.meta.url);
+const pdfFile = async (name) => ({ name, mimeType: 'application/pdf', buffer: await readFile(new URL(name, PDF_DIR)) });
+const PDF_TEXT = 'Quarterly report\nRevenue grew by 12%, costs fell.\nWord gap\n\nSecond page: café (open)';
+const PDF_BLOCK = `Summarise it.\n\n\`\`\`pdf plain.pdf\n${PDF_TEXT}\n\`\`\``;
+
+/** The text of a user message in any protocol's shape (a string, or its text parts). */
+const textOf = (m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => p.text ?? '').join(''));
+
+/** Drops `file` on the composer, as a file dragged from the desktop. */
+async function dropOnComposer(page, { name, mimeType, buffer }) {
+  await page.evaluate(
+    ({ name, mimeType, b64 }) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], name, { type: mimeType }));
+      document.querySelector('.composer').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    },
+    { name, mimeType, b64: buffer.toString('base64') },
+  );
+}
+
+for (const protocol of Object.keys(LAST_USER)) {
+  test(`a PDF reaches the ${protocol} request as its text, a fenced block with its name`, () =>
+    journey(`pdf-${protocol}`, protocol, async ({ page, issues }) => {
+      const { agent } = harness;
+      agent.script({ text: 'A report.' });
+      const file = await pdfFile('plain.pdf');
+      // Picked on one protocol, dropped on the others: both reach the same path.
+      if (protocol === 'openai-chat') await page.locator(tid('composer-attach')).setInputFiles([file]);
+      else await dropOnComposer(page, file);
+      const chip = page.locator('.composer').locator(tid('attachment', '[data-kind="file"]'));
+      await chip.waitFor({ state: 'visible' });
+      assert.match(await chip.innerText(), /plain\.pdf/);
+      await send(page, 'Summarise it.');
+      assert.equal(await waitForAssistant(page), 'A report.');
+      const [req] = agent.chatRequests();
+      assert.equal(textOf(LAST_USER[protocol](req.body)), PDF_BLOCK);
+      await messages(page, 'user').last().locator(tid('attachment', '[data-kind="file"]')).waitFor({ state: 'visible' });
+      assertNoPageProblems(issues);
+    }));
+}
+
+test('a broken, an encrypted or a scanned PDF says why, and the typed message stays', () =>
+  journey('pdf-refused', 'openai-chat', async ({ page, issues }) => {
+    const typed = 'What does this say?';
+    await page.locator(tid('composer-input')).fill(typed);
+    const plain = await readFile(new URL('plain.pdf', PDF_DIR));
+    const cases = [
+      [{ name: 'broken.pdf', mimeType: 'application/pdf', buffer: plain.subarray(0, 200) }, /“broken\.pdf” has no pages that could be read/],
+      [await pdfFile('encrypted.pdf'), /“encrypted\.pdf” is encrypted/],
+      [await pdfFile('scanned.pdf'), /“scanned\.pdf” has no text layer/],
+      [{ name: 'fake.pdf', mimeType: 'application/pdf', buffer: Buffer.from('not a pdf at all') }, /“fake\.pdf” is not a PDF/],
+    ];
+    for (const [file, want] of cases) {
+      await page.locator(tid('composer-attach')).setInputFiles([file]);
+      await page.locator(tid('error-banner')).getByText(want).waitFor();
+    }
+    assert.equal(await page.locator('.composer').locator(tid('attachment')).count(), 0, 'nothing was attached');
+    assert.equal(await page.locator(tid('composer-input')).inputValue(), typed, 'the typed message is kept');
+    assertNoPageProblems(issues);
+  }));
+
+test('the attach and pdf chunks: fetched on the first attach, a refused fetch says so, and the next try works', async () => {
+  // No service worker: nothing is precached, so a chunk can only come from the network.
+  const context = await harness.browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  try {
+    const asked = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    await openApp(page, harness.site.url);
+    await page.locator(tid('composer-input')).fill('Keep me.');
+    const pdfChunk = /\/split_pdf-[0-9a-f]{16}\.wasm$/;
+    await page.route(pdfChunk, (route) => route.abort('internetdisconnected'));
+    await page.locator(tid('composer-attach')).setInputFiles([await pdfFile('plain.pdf')]);
+    await page.locator(tid('error-banner')).filter({ hasText: /could not be loaded/ }).waitFor();
+    assert.ok(!asked.some((u) => /\/split_attach-/.test(u)), 'a PDF does not fetch the attach chunk');
+    await page.unroute(pdfChunk);
+    await page.locator(tid('composer-attach')).setInputFiles([await pdfFile('plain.pdf')]);
+    await page.locator('.composer').locator(tid('attachment', '[data-kind="file"]')).waitFor();
+    await page.locator(tid('composer-attach')).setInputFiles([{ name: 'grad.png', mimeType: 'image/png', buffer: IMAGE }]);
+    await page.locator('.composer').locator(tid('attachment', '[data-kind="image"]')).locator('img').waitFor();
+    assert.ok(asked.some((u) => /\/split_attach-/.test(u)), 'an image fetches the attach chunk');
+    assert.equal(await page.locator(tid('composer-input')).inputValue(), 'Keep me.');
+  } finally {
+    await context.close();
+  }
+});
 
 const items = (page) => page.locator(tid('conversation-list')).locator(tid('conversation-item'));
 

@@ -8,8 +8,8 @@ use crate::engine::model::{Attachment, AttachmentKind};
 use crate::ui::stores::use_chat;
 use leptos::prelude::*;
 
-/// What the picker takes: images and the text files `engine::attach::intake` accepts.
-const ACCEPT: &str = "image/png,image/jpeg,image/webp,image/gif,text/*,.md,.markdown,.csv,.tsv,.json,.jsonl,.xml,.yaml,.yml,.toml,.log,.rs,.py,.js,.ts,.go,.java,.c,.h,.cpp,.rb,.sh,.sql,.html,.css";
+/// What the picker takes: images, PDFs and the text files `engine::attach::intake` accepts.
+const ACCEPT: &str = "image/png,image/jpeg,image/webp,image/gif,application/pdf,.pdf,text/*,.md,.markdown,.csv,.tsv,.json,.jsonl,.xml,.yaml,.yml,.toml,.log,.rs,.py,.js,.ts,.go,.java,.c,.h,.cpp,.rb,.sh,.sql,.html,.css";
 
 /// The files of a `FileList`, in order.
 pub fn files_of(list: Option<web_sys::FileList>) -> Vec<web_sys::File> {
