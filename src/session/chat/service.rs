@@ -7,7 +7,9 @@ use crate::engine::model::Message;
 use crate::engine::title;
 use crate::engine::turn::{failed_turn, retry_plan};
 use crate::session::memory::Memory;
-use crate::session::shared::error::{from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT};
+use crate::session::shared::error::{
+    from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT, UNAVAILABLE,
+};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -38,6 +40,15 @@ pub enum ChatError {
     /// stored, and the send is repeated on the ordinary path.
     #[error("This conversation changed in another tab while sending. Send your message again.")]
     Conflict,
+    /// The turn chunk of the app could not be fetched; the next try fetches it again.
+    #[error("{}", UNAVAILABLE)]
+    Unavailable,
+}
+
+impl From<wasm_split_helpers::SplitLoaderError> for ChatError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        ChatError::Unavailable
+    }
 }
 
 from_read_error!(ChatError);
@@ -162,7 +173,9 @@ impl Chat {
                 .borrow()
                 .window(id)
                 .is_some_and(|w| !w.messages().is_empty());
-        if ahead {
+        // Without the turn chunk (split point `turn`), the message is stored first: the turn then
+        // fails with nothing sent, and Retry sends it once the chunk can be fetched.
+        if ahead && self.preload_turn().await.is_ok() {
             match self.run_turn(id, Begin::Ahead(user.clone())).await {
                 Err(ChatError::Conflict) => {}
                 other => return other,

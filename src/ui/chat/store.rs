@@ -546,6 +546,20 @@ impl ChatStore {
         if pending_send && send_on_start(&typed, endpoint) {
             self.submit();
         }
+        // The turn's chunk (split point `turn`) is fetched once the page is idle, so the first Send
+        // does not wait for it; a send before it is here waits for it (and fetches it again if this
+        // failed).
+        let backend = self.backend;
+        when_idle(
+            move |_| {
+                backend.run(|s| async move {
+                    s.chat().preload_turn().await.ok();
+                    Ok(())
+                })
+            },
+            1000,
+            100,
+        );
     }
 
     /// Sends the composer text. `/clear` is handled by the composer (it asks first).
