@@ -5,7 +5,7 @@
 //! closure; no signal handle is handed out) and changed only by its own actions and event handlers (`events` dispatches the session's events to them). Only the stores call the
 //! session, through `backend`, its one holder. This module builds the stores, provides each as its
 //! one context (`stores`), opens the session and lays the app out. Reusable browser behaviours are in
-//! `behaviour`, the badge that explains itself on a tap in `badge`, the address in `route`, the layout this browser remembers in `prefs`, the takeover of index.html's static first screen in `first_screen`. Must not import `crate::store` or `crate::transport`.
+//! `behaviour`, the badge that explains itself on a tap in `badge`, the address in `route`, the layout this browser remembers in `prefs`, the takeover of index.html's static first screen in `first_screen`, views loaded on first use (behind a split point) in `lazy`. Must not import `crate::store` or `crate::transport`.
 
 pub mod about;
 pub mod backend;
@@ -15,6 +15,7 @@ pub mod chat;
 pub mod events;
 pub mod first_screen;
 pub mod highlight;
+pub mod lazy;
 pub mod library;
 pub mod math;
 pub mod memory;

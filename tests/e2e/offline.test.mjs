@@ -282,6 +282,41 @@ test('the first screen fetches no wasm chunk; one that cannot be fetched: the im
   }
 });
 
+test('the turn chunk is asked for at idle after the first screen; refused, a send keeps the message and sends nothing, and Retry sends it once', async () => {
+  const { site, agent } = harness;
+  site.setOffline(false);
+  // No service worker: the chunk can only come from the network.
+  const context = await harness.browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  try {
+    const turn = /\/split_turn-[0-9a-f]{16}\.wasm$/;
+    let refused = 0;
+    await page.route(turn, (route) => ((refused += 1), route.abort('internetdisconnected')));
+    await openApp(page, site.url);
+    await page.locator(tid('conversation-list')).waitFor();
+    // Nothing was sent or previewed by hand: the app asks for the turn's chunk on its own, at idle.
+    await waitUntil(() => refused >= 1, 'the turn chunk is asked for at idle');
+    assert.equal(await page.locator(tid('error-banner')).count(), 0, 'an idle fetch that failed says nothing');
+    await configureEndpoint(page, { url: endpointBase(agent, 'openai-chat'), protocol: 'openai-chat', model: 'test-model' });
+    const before = agent.chatRequests().length;
+    await page.locator(tid('composer-input')).fill('Sent without the turn code');
+    await page.locator(tid('send-button')).click();
+    await page.locator(tid('error-banner')).filter({ hasText: /could not be loaded/ }).waitFor();
+    await page.locator(tid('message')).filter({ hasText: 'Sent without the turn code' }).waitFor();
+    assert.equal(agent.chatRequests().length, before, 'nothing sent without the turn code');
+    // The network is back: Retry sends the kept message, once.
+    await page.unroute(turn);
+    await page.locator(tid('error-banner')).getByRole('button', { name: 'Dismiss' }).click();
+    await page.locator(tid('retry-button')).click();
+    await waitForAssistant(page);
+    assert.equal(agent.chatRequests().length, before + 1, 'sent once');
+    assert.equal(await page.locator(tid('message')).filter({ hasText: 'Sent without the turn code' }).count(), 1);
+  } finally {
+    await context.close();
+  }
+});
+
 test("a returning start takes config.json from the worker's cache and refreshes it for the next start", async () => {
   const { site } = harness;
   const model = async (page) => {

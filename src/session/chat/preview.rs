@@ -11,6 +11,7 @@ use crate::engine::model::{
 };
 use crate::engine::turn::path_for;
 use crate::session::shared::cache::MemoryParts;
+use crate::session::shared::error::Boxed;
 use crate::session::shared::now;
 
 /// One row of the context inspector.
@@ -97,8 +98,17 @@ impl Chat {
     }
 
     /// What the next request of conversation `id` (empty: the new chat, with `overrides`) will
-    /// contain, with `draft` as its message.
+    /// contain, with `draft` as its message. Behind split point `turn` (the assembly is the turn's).
     pub async fn preview(
+        &self,
+        id: &str,
+        draft: &str,
+        overrides: MemoryOverrides,
+    ) -> Result<Preview, ChatError> {
+        preview_split(self, id, draft, overrides).await
+    }
+
+    async fn preview_now(
         &self,
         id: &str,
         draft: &str,
@@ -129,6 +139,17 @@ impl Chat {
         );
         Ok(preview_of(&ctx, path))
     }
+}
+
+/// Split point `turn` (see `turn.rs`): the preview assembles the prompt as a send does.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(turn, fallible, return_wrapper(let future = _; { future.await } -> Result<Preview, ChatError>)))]
+fn preview_split<'a>(
+    chat: &'a Chat,
+    id: &'a str,
+    draft: &'a str,
+    overrides: MemoryOverrides,
+) -> Boxed<'a, Preview, ChatError> {
+    Box::pin(chat.preview_now(id, draft, overrides))
 }
 
 fn preview_of(ctx: &Context, path: TurnPath) -> Preview {

@@ -40,7 +40,7 @@ pub enum ChatError {
     /// stored, and the send is repeated on the ordinary path.
     #[error("This conversation changed in another tab while sending. Send your message again.")]
     Conflict,
-    /// The attach or pdf chunk of the app could not be fetched; the next try fetches it again.
+    /// A chunk of the app (turn, attach or pdf) could not be fetched; the next try fetches it again.
     #[error("{}", UNAVAILABLE)]
     Unavailable,
 }
@@ -173,7 +173,9 @@ impl Chat {
                 .borrow()
                 .window(id)
                 .is_some_and(|w| !w.messages().is_empty());
-        if ahead {
+        // Without the turn chunk (split point `turn`), the message is stored first: the turn then
+        // fails with nothing sent, and Retry sends it once the chunk can be fetched.
+        if ahead && self.preload_turn().await.is_ok() {
             match self.run_turn(id, Begin::Ahead(user.clone())).await {
                 Err(ChatError::Conflict) => {}
                 other => return other,

@@ -22,6 +22,7 @@ use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
 use crate::engine::turn::{failed_reply, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
 use crate::session::shared::cache::MemoryParts;
+use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::stream::{Consumer, Pump};
 use crate::session::shared::{new_id, now, transport_failure};
@@ -30,6 +31,20 @@ use crate::transport::{Stopper, TransportError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::JsValue;
+
+/// Split point `turn` (scripts/build-wasm.sh): running a turn and what only it reaches (loading
+/// and assembling the context, the turn machine, the request builders, the stream decoders) is the
+/// turn chunk, fetched at idle after the first screen ([`Chat::preload_turn`]) or by the first send.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(turn, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ChatError>)))]
+fn run_turn_split<'a>(chat: &'a Rc<Chat>, id: &'a str, begin: Begin) -> Boxed<'a, (), ChatError> {
+    Box::pin(chat.run_turn_now(id, begin))
+}
+
+/// Split point `turn`: nothing, so calling it only fetches the chunk.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(turn, fallible, return_wrapper(let ready = _; { ready.await } -> Result<(), ChatError>)))]
+fn turn_ready_split() -> std::future::Ready<Result<(), ChatError>> {
+    std::future::ready(Ok(()))
+}
 
 /// How a turn begins.
 pub(crate) enum Begin {
@@ -301,7 +316,19 @@ impl Chat {
     }
 
     /// Runs one turn, then (in the background) the model-written title and the memory update if due.
+    /// Behind split point `turn`: the first call waits for the chunk ([`Chat::preload_turn`] fetches
+    /// it ahead); one that cannot be fetched is [`ChatError::Unavailable`], and nothing was sent.
     pub(crate) async fn run_turn(self: &Rc<Self>, id: &str, begin: Begin) -> Result<(), ChatError> {
+        run_turn_split(self, id, begin).await
+    }
+
+    /// Fetches the turn chunk (split point `turn`: the turn, the prompt's assembly, the request
+    /// builders and the stream decoders) ahead of the first send or preview; a no-op once it is here.
+    pub async fn preload_turn(&self) -> Result<(), ChatError> {
+        turn_ready_split().await
+    }
+
+    async fn run_turn_now(self: &Rc<Self>, id: &str, begin: Begin) -> Result<(), ChatError> {
         let stopper = Stopper::new();
         self.inflight
             .borrow_mut()

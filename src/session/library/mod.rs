@@ -21,6 +21,15 @@ pub enum LibraryError {
     Store(#[from] StoreError),
     #[error("{}", NO_CONVERSATION)]
     NoConversation,
+    /// The search results' chunk of the app could not be fetched; the next search fetches it again.
+    #[error("{}", crate::session::shared::error::UNAVAILABLE)]
+    Unavailable,
+}
+
+impl From<wasm_split_helpers::SplitLoaderError> for LibraryError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        LibraryError::Unavailable
+    }
 }
 
 from_read_error!(LibraryError);

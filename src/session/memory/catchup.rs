@@ -15,10 +15,17 @@ use super::update::{memory_error, Update};
 use crate::engine::memory::catchup::{covered_count, next_request, plan, BuildFailure, BuildTally};
 use crate::engine::memory::{MemoryError as ReplyError, UpdateLimits};
 use crate::engine::model::{Conversation, EntityScope};
+use crate::session::shared::error::Boxed;
 use crate::session::shared::events::{BuildStatus, SessionEvent};
 use crate::transport::Stopper;
 use std::cell::RefCell;
 use std::rc::Rc;
+
+/// Split point `memory`: a build of memory and everything only it reaches (the plan, the chunks).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<(), MemoryError>)))]
+fn build_memory_split(memory: &Rc<Memory>, ids: Vec<String>) -> Boxed<'_, (), MemoryError> {
+    Box::pin(memory.build_memory_here(ids))
+}
 
 /// The queue of conversations whose memory is being built in this tab.
 #[derive(Default)]
@@ -41,8 +48,15 @@ enum Built {
 
 impl Memory {
     /// Builds the memory of `ids`, one conversation at a time, in the background: a run already
-    /// going takes them on after its own. Reports progress and the end as events.
+    /// going takes them on after its own. Reports progress and the end as events (a memory chunk
+    /// that cannot be fetched too: the build stops, saying so).
     pub async fn build_memory(self: &Rc<Self>, ids: Vec<String>) {
+        if let Err(e) = build_memory_split(self, ids).await {
+            self.report(BuildStatus::Stopped(e.to_string()));
+        }
+    }
+
+    async fn build_memory_here(self: &Rc<Self>, ids: Vec<String>) -> Result<(), MemoryError> {
         let endpoint = self
             .core
             .settings
@@ -54,12 +68,12 @@ impl Memory {
                  agent (or a memory model) and build again."
                     .into(),
             ));
-            return;
+            return Ok(());
         }
         let q = &self.building;
         q.waiting.borrow_mut().extend(ids);
         if q.stopper.borrow().is_some() {
-            return; // the run going on takes them
+            return Ok(()); // the run going on takes them
         }
         let stopper = Stopper::new();
         *q.stopper.borrow_mut() = Some(stopper.clone());
@@ -68,6 +82,7 @@ impl Memory {
         q.waiting.borrow_mut().clear();
         *q.stopper.borrow_mut() = None;
         self.report(end);
+        Ok(())
     }
 
     /// Cancels the memory build: the request in flight is aborted and nothing of it is written;

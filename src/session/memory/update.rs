@@ -38,6 +38,19 @@ fn run_request_split<'a>(
     Box::pin(session.run_request_now(id, u, stopper, contended))
 }
 
+/// Split point `memory`: whether an update is due (reading the span, the backoff after a failure)
+/// and running it, so that none of it is in the main wasm (the chunk is fetched by the first turn's
+/// check, or by "Update memory now").
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, MemoryError>)))]
+fn update_memory_split<'a>(
+    session: &'a Rc<Memory>,
+    id: &'a str,
+    overflow: bool,
+    force: bool,
+) -> Boxed<'a, bool, MemoryError> {
+    Box::pin(session.update_memory_here(id, overflow, force))
+}
+
 /// Most updates of one conversation run one after the other (each lands before the next starts).
 const MAX_UPDATES_IN_A_ROW: usize = 8;
 
@@ -96,6 +109,15 @@ impl Memory {
     /// Lock): a tab that waited re-reads everything, so it does not repeat the update another tab
     /// just made (a forced update is skipped when a new summary arrived while it waited).
     async fn update_memory(
+        self: &Rc<Self>,
+        id: &str,
+        overflow: bool,
+        force: bool,
+    ) -> Result<bool, MemoryError> {
+        update_memory_split(self, id, overflow, force).await
+    }
+
+    async fn update_memory_here(
         self: &Rc<Self>,
         id: &str,
         overflow: bool,

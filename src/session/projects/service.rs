@@ -21,6 +21,15 @@ pub enum ProjectsError {
     Invalid(#[from] ProjectError),
     #[error("{}", crate::session::shared::error::NO_CONVERSATION)]
     NoConversation,
+    /// The project panel's chunk of the app could not be fetched; the next opening fetches it again.
+    #[error("{}", crate::session::shared::error::UNAVAILABLE)]
+    Unavailable,
+}
+
+impl From<wasm_split_helpers::SplitLoaderError> for ProjectsError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        ProjectsError::Unavailable
+    }
 }
 
 from_read_error!(ProjectsError);

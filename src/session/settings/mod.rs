@@ -4,7 +4,7 @@
 
 use crate::engine::request;
 use crate::engine::settings::Settings;
-use crate::session::shared::error::{ErrorKind, NO_ENDPOINT};
+use crate::session::shared::error::{ErrorKind, NO_ENDPOINT, UNAVAILABLE};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{transport_failure, Core, SETTINGS_KEY};
 use crate::store::{Store, StoreError};
@@ -23,6 +23,15 @@ pub enum SettingsError {
     NoEndpoint,
     #[error("{0}")]
     Invalid(String),
+    /// The settings dialog's chunk of the app could not be fetched; the next opening fetches it again.
+    #[error("{}", UNAVAILABLE)]
+    Unavailable,
+}
+
+impl From<wasm_split_helpers::SplitLoaderError> for SettingsError {
+    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
+        SettingsError::Unavailable
+    }
 }
 
 impl SettingsError {

@@ -17,7 +17,8 @@ pub enum ErrorKind {
 /// A future boxed so it can cross a split point (`#[wasm_split(name)]`: the code behind it is a wasm
 /// chunk fetched on first use, scripts/build-wasm.sh). Split points: `import`
 /// (transfer/import.rs), `sync` (sync/mod.rs), `memory` (memory/update.rs, memory/catchup.rs),
-/// `export` (transfer/backup.rs), `attach` and `pdf` (chat/attach.rs).
+/// `export` (transfer/backup.rs), `turn` (chat/turn.rs, chat/preview.rs), `attach` and `pdf`
+/// (chat/attach.rs).
 pub(crate) type Boxed<'a, T, E> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 'a>>;
 

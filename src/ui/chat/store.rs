@@ -15,7 +15,7 @@ use crate::engine::model::{
     Conversation, MemoryConfig, MemoryOverrides, Message, MessageStatus, Role,
 };
 use crate::engine::window::Edge;
-use crate::session::{ErrorKind, Preview};
+use crate::session::{ChatError, ErrorKind, Preview};
 use crate::ui::backend::Backend;
 use crate::ui::behaviour::when_idle;
 use crate::ui::library::store::LibraryStore;
@@ -556,6 +556,20 @@ impl ChatStore {
         if pending_send && send_on_start(&typed, endpoint) {
             self.submit();
         }
+        // The turn's chunk (split point `turn`) is fetched once the page is idle, so the first Send
+        // does not wait for it; a send before it is here waits for it (and fetches it again if this
+        // failed).
+        let backend = self.backend;
+        when_idle(
+            move |_| {
+                backend.run(|s| async move {
+                    s.chat().preload_turn().await.ok();
+                    Ok(())
+                })
+            },
+            1000,
+            100,
+        );
     }
 
     /// Sends the composer text. `/clear` is handled by the composer (it asks first).
@@ -715,7 +729,13 @@ impl ChatStore {
         let draft = self.draft.get_untracked();
         let (current, preview) = (self.current, self.preview);
         self.backend.run(move |s| async move {
-            let p = s.chat().preview(&id, &draft, overrides).await?;
+            let p = match s.chat().preview(&id, &draft, overrides).await {
+                Ok(p) => p,
+                // Without the turn's chunk (not fetched yet, offline before the service worker had
+                // it) the inspector keeps what it showed: a send says why, not the idle preview.
+                Err(ChatError::Unavailable) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
             if current.get_untracked().unwrap_or_default() == id {
                 preview.set(Some(p));
             }

@@ -1,6 +1,7 @@
 //! The conversation sidebar (a drawer on phones): list by last activity (title, relative time,
 //! message count, memory status explained on a tap), new conversation, inline rename, delete with an in-page
-//! confirmation, search across titles and message text, settings and the theme; its store (`store`)
+//! confirmation, search across titles and message text (its results behind split point `search_results`, a wasm
+//! chunk fetched by the first search), settings and the theme; its store (`store`)
 //! owns the list's window and the search. Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
@@ -9,9 +10,10 @@ use crate::engine::format::{
     centre_snippet, continuity, highlight, plural, relative_time, snippet_words,
 };
 use crate::engine::model::{Conversation, Role};
-use crate::session::SearchHit;
+use crate::session::{ErrorKind, LibraryError, SearchHit};
 use crate::ui::badge::{BadgeIds, ExplainedBadge};
 use crate::ui::behaviour::focus_testid;
+use crate::ui::lazy::{lazy, Built};
 use crate::ui::projects::{ProjectPicker, ProjectsSection};
 use crate::ui::stores::{use_chat, use_library, use_projects, use_settings, use_shell};
 use crate::ui::sync::SyncIndicator;
@@ -439,9 +441,38 @@ fn distinct_hits(hits: &[SearchHit]) -> Vec<SearchHit> {
         .collect()
 }
 
-/// The search's results: conversations whose title matches, then messages.
+/// The search's results, behind split point `search_results`: the first search fetches that chunk
+/// (the list's box shows meanwhile); one that cannot be fetched says so in the banner
+/// (`LibraryError::Unavailable`), and the next search tries again.
 #[component]
 fn SearchResults() -> impl IntoView {
+    let (library, shell) = (use_library(), use_shell());
+    lazy(
+        move || !library.query().trim().is_empty(),
+        results_split,
+        results_placeholder,
+        move |e: LibraryError| shell.fail(e.to_string(), ErrorKind::Other),
+    )
+}
+
+/// Split point `search_results`: the results and what only they reach (hit rows, highlighting).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(search_results, fallible, return_wrapper(let results = _; { results.await } -> Result<Built, LibraryError>)))]
+fn results_split() -> std::future::Ready<Result<Built, LibraryError>> {
+    std::future::ready(Ok(results_view))
+}
+
+fn results_placeholder() -> AnyView {
+    view! { <ul class="conversation-list search-results" aria-busy="true" role="list" aria-label="Search results"></ul> }
+        .into_any()
+}
+
+fn results_view() -> AnyView {
+    view! { <ResultList/> }.into_any()
+}
+
+/// Conversations whose title matches, then messages.
+#[component]
+fn ResultList() -> impl IntoView {
     let library = use_library();
     let title_hits = move || library.titles();
     view! {

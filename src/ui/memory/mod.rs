@@ -20,7 +20,9 @@ use crate::engine::memory::shown::{
     entity_properties, entity_relationships, summary_sentences, Status, PAST_LABEL,
 };
 use crate::engine::model::{EntityNode, EntityType, MessageStatus, Role};
+use crate::session::MemoryError;
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
+use crate::ui::lazy::{lazy, Built};
 use crate::ui::stores::{use_chat, use_memory, use_shell};
 use build::BuildThis;
 use facts::AboutYouFacts;
@@ -62,30 +64,56 @@ pub fn MemoryPane() -> impl IntoView {
                 </div>
             </div>
             <UseUserMemory/>
-            // Not on the first screen (a drawer on narrow screens): mounted once the page is idle after it.
-            <Show when=move || shell.settled()>
-            <Show
-                when=stored
-                fallback=move || view! {
-                    <p class="empty">{move || if chat.is_temporary() {
-                        "A temporary chat: nothing of it is saved, and it updates no memory."
-                    } else {
-                        "A new chat: its memory starts with its first message."
-                    }}</p>
-                    <ContextInspector/>
-                }
-            >
-                <Failure/>
-                <Summary/>
-                <Entities/>
-                <AboutYouFacts/>
-                <Graph/>
-                <Recent/>
-                <ContextInspector/>
-            </Show>
-            </Show>
+            // Not on the first screen (a drawer on narrow screens): mounted once the page is idle
+            // after it, from its chunk (split point `memory_pane`).
+            {lazy(
+                move || shell.settled(),
+                pane_split,
+                pane_placeholder,
+                move |e: MemoryError| shell.fail(e.to_string(), e.kind()),
+            )}
         </aside>
     }
+}
+
+/// Split point `memory_pane`: the pane's body (summary, entities, facts, graph, recent messages,
+/// the context inspector) and what only it reaches; a chunk that cannot be fetched is
+/// [`MemoryError::Unavailable`] in the banner, and the next showing tries again.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory_pane, fallible, return_wrapper(let body = _; { body.await } -> Result<Built, MemoryError>)))]
+fn pane_split() -> std::future::Ready<Result<Built, MemoryError>> {
+    std::future::ready(Ok(pane_body))
+}
+
+/// While the body's chunk is fetched: nothing drawn, as before the page was idle.
+fn pane_placeholder() -> AnyView {
+    view! { <div class="memory-body-loading" aria-busy="true"></div> }.into_any()
+}
+
+fn pane_body() -> AnyView {
+    let chat = use_chat();
+    let stored = move || chat.has_current() && !chat.is_temporary();
+    view! {
+        <Show
+            when=stored
+            fallback=move || view! {
+                <p class="empty">{move || if chat.is_temporary() {
+                    "A temporary chat: nothing of it is saved, and it updates no memory."
+                } else {
+                    "A new chat: its memory starts with its first message."
+                }}</p>
+                <ContextInspector/>
+            }
+        >
+            <Failure/>
+            <Summary/>
+            <Entities/>
+            <AboutYouFacts/>
+            <Graph/>
+            <Recent/>
+            <ContextInspector/>
+        </Show>
+    }
+    .into_any()
 }
 
 /// The latest memory update failed: when, why, the raw reply, and a retry.

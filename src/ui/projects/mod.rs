@@ -1,13 +1,16 @@
 //! Projects in the sidebar: the list (`project-item`, each opening its panel and filtering the
 //! conversation list to its conversations), New project (`new-project`, then a name), the open
 //! project's panel (its name, its instructions `project-instructions`, New inside it, Delete), and
-//! the picker that moves a conversation in or out of a project. Its store (`store`) owns the
+//! the picker that moves a conversation in or out of a project. The panel is behind split point
+//! `project_panel` (a wasm chunk fetched on the first opening). Its store (`store`) owns the
 //! projects and the open one. Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
 
 use crate::engine::model::Project;
-use crate::ui::stores::{use_chat, use_projects};
+use crate::session::{ErrorKind, ProjectsError};
+use crate::ui::lazy::{lazy, Built};
+use crate::ui::stores::{use_chat, use_projects, use_shell};
 use leptos::prelude::*;
 
 /// The sidebar's projects: heading, New project, the list and the open project's panel.
@@ -95,13 +98,42 @@ fn ProjectItem(
     }
 }
 
-/// The open project's panel: name, instructions, New inside it, Delete, Close.
+/// The open project's panel: name, instructions, New inside it, Delete, Close. Behind split point
+/// `project_panel`: the first opening fetches that chunk; one that cannot be fetched closes the
+/// panel and the banner says so (`ProjectsError::Unavailable`).
 #[component]
 fn ProjectPanel() -> impl IntoView {
+    let (projects, shell) = (use_projects(), use_shell());
+    lazy(
+        move || projects.open_id().is_some(),
+        panel_split,
+        panel_placeholder,
+        move |e: ProjectsError| {
+            projects.open(None);
+            shell.fail(e.to_string(), ErrorKind::Other);
+        },
+    )
+}
+
+/// Split point `project_panel`: the panel and what only it reaches.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(project_panel, fallible, return_wrapper(let panel = _; { panel.await } -> Result<Built, ProjectsError>)))]
+fn panel_split() -> std::future::Ready<Result<Built, ProjectsError>> {
+    std::future::ready(Ok(panel_view))
+}
+
+fn panel_view() -> AnyView {
     let projects = use_projects();
-    view! {
-        {move || projects.opened().map(|p| view! { <ProjectDetails project=p/> })}
-    }
+    (move || {
+        projects
+            .opened()
+            .map(|p| view! { <ProjectDetails project=p/> })
+    })
+    .into_any()
+}
+
+/// The panel's box while its chunk is fetched.
+fn panel_placeholder() -> AnyView {
+    view! { <div class="project-panel project-panel-loading" aria-busy="true"></div> }.into_any()
 }
 
 /// The editable parts of the open project (re-mounted when another project opens or it changes).

@@ -8,7 +8,7 @@
 //! none is set), storage usage and the Sync section (`ui/sync`'s form). One Save saves the whole
 //! dialog, sync included (sync first: its errors keep the dialog open and are said in it). Protocols are named as people know them (`Protocol::label`), a
 //! model given as a file path says the name it is shown by. Every setting says in a line what it does.
-//! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view. Its store
+//! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view. The form is behind split point `settings` (a wasm chunk fetched on the first opening). Its store
 //! (`store`) owns the settings in force, the dialog's state and the endpoint's model list. Must not
 //! import `crate::store` or `crate::transport`.
 
@@ -21,24 +21,55 @@ use crate::engine::model::{
 use crate::engine::settings::{
     apply_preset, key_note, key_use, model_name_note, pick_listed_model, KeyUse, Settings, PRESETS,
 };
+use crate::session::SettingsError;
 use crate::ui::behaviour::use_focus_trap;
+use crate::ui::lazy::{lazy, Built};
 use crate::ui::stores::{use_chat, use_settings, use_shell, use_sync, use_transfer};
 use crate::ui::sync::{SyncForm, SyncSection};
 use leptos::html;
 use leptos::prelude::*;
 
-/// The settings dialog (rendered only while open).
+/// The settings dialog (rendered only while open). Its form is behind split point `settings`: the
+/// first opening fetches that chunk (the dialog's frame shows meanwhile); one that cannot be fetched
+/// closes the dialog and the banner says so (`SettingsError::Unavailable`), and the next opening
+/// tries again.
 #[component]
 pub fn SettingsDialog() -> impl IntoView {
     let settings = use_settings();
     let shell = use_shell();
     // The form starts from the settings in force, so it waits until the saved ones are loaded: opened
     // earlier, it would show (and could save) the defaults over them.
+    lazy(
+        move || settings.dialog_open() && shell.ready(),
+        form_split,
+        form_placeholder,
+        move |e: SettingsError| {
+            settings.close_dialog();
+            shell.fail(e.to_string(), e.kind());
+        },
+    )
+}
+
+/// Split point `settings`: the form and what only it reaches (every section, the presets, the
+/// sync form).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(settings, fallible, return_wrapper(let form = _; { form.await } -> Result<Built, SettingsError>)))]
+fn form_split() -> std::future::Ready<Result<Built, SettingsError>> {
+    std::future::ready(Ok(form_view))
+}
+
+fn form_view() -> AnyView {
+    view! { <SettingsForm/> }.into_any()
+}
+
+/// The dialog's frame while its chunk is fetched, at the size the form takes.
+fn form_placeholder() -> AnyView {
     view! {
-        <Show when=move || settings.dialog_open() && shell.ready()>
-            <SettingsForm/>
-        </Show>
+        <div class="dialog-backdrop"></div>
+        <div class="dialog dialog-loading" aria-busy="true" aria-label="Settings">
+            <div class="dialog-head"><h2>"Settings"</h2></div>
+        </div>
     }
+    .into_any()
 }
 
 /// The form's working copy and what it has heard back.

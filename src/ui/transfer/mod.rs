@@ -4,13 +4,15 @@
 //! acts beyond its own conversations: shared memory, system prompts, models, project
 //! instructions, system messages). The menu closes on a choice, Esc or a click outside; after Esc
 //! or a choice (the preview's too) the focus is back on the Backup button, and the arrow keys move
-//! between the menu's items. Its store (`store`) owns exports, the import's state and the storage
+//! between the menu's items. An import's progress and preview are behind split point `import_views`. Its store (`store`) owns exports, the import's state and the storage
 //! figure. Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
 
+use crate::session::{ErrorKind, TransferError};
 use crate::ui::behaviour::{focus_opener, focus_testid, roving_focus, use_dismiss, use_roving};
-use crate::ui::stores::{use_chat, use_transfer};
+use crate::ui::lazy::{lazy, Built};
+use crate::ui::stores::{use_chat, use_shell, use_transfer};
 use leptos::html;
 use leptos::prelude::*;
 use store::{Export, ImportState};
@@ -18,6 +20,10 @@ use store::{Export, ImportState};
 /// The backup button, its menu, the import progress and the import preview.
 #[component]
 pub fn BackupMenu() -> impl IntoView {
+    let (transfer, shell) = (use_transfer(), use_shell());
+    // An import's progress and preview are behind split point `import_views` (fetched when the
+    // first import starts, alongside the import chunk).
+    let importing = move || transfer.with_import(|i| !matches!(i, ImportState::Idle));
     let open = RwSignal::new(false);
     let root = NodeRef::<html::Div>::new();
     use_dismiss(root, open);
@@ -36,10 +42,25 @@ pub fn BackupMenu() -> impl IntoView {
             <Show when=move || open.get()>
                 <BackupItems open=open root=root/>
             </Show>
-            <ImportProgress/>
-            <ImportPreview/>
+            {lazy(importing, import_views_split, nothing, move |e: TransferError| {
+                shell.fail(e.to_string(), ErrorKind::Other)
+            })}
         </div>
     }
+}
+
+/// Split point `import_views`: an import's progress and its preview.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import_views, fallible, return_wrapper(let views = _; { views.await } -> Result<Built, TransferError>)))]
+fn import_views_split() -> std::future::Ready<Result<Built, TransferError>> {
+    std::future::ready(Ok(import_views))
+}
+
+fn import_views() -> AnyView {
+    view! { <ImportProgress/><ImportPreview/> }.into_any()
+}
+
+fn nothing() -> AnyView {
+    ().into_any()
 }
 
 /// What the arrow keys move between in the backup menu: its buttons and the import's file input.
