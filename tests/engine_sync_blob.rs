@@ -343,12 +343,18 @@ fn a_fetched_image_matches_its_name_size_and_type_or_is_refused() {
 
 #[test]
 fn image_types_are_told_by_their_first_bytes() {
-    assert_eq!(blob::sniff(PNG), Some("image/png"));
-    assert_eq!(blob::sniff(&[0xff, 0xd8, 0xff, 0xe0]), Some("image/jpeg"));
-    assert_eq!(blob::sniff(b"GIF89a.."), Some("image/gif"));
-    assert_eq!(blob::sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
-    assert_eq!(blob::sniff(b"RIFF\0\0\0\0WAVE"), None);
-    assert_eq!(blob::sniff(b""), None);
+    assert_eq!(attach::sniff_image(PNG), Some("image/png"));
+    assert_eq!(
+        attach::sniff_image(&[0xff, 0xd8, 0xff, 0xe0]),
+        Some("image/jpeg")
+    );
+    assert_eq!(attach::sniff_image(b"GIF89a.."), Some("image/gif"));
+    assert_eq!(
+        attach::sniff_image(b"RIFF\0\0\0\0WEBPVP8 "),
+        Some("image/webp")
+    );
+    assert_eq!(attach::sniff_image(b"RIFF\0\0\0\0WAVE"), None);
+    assert_eq!(attach::sniff_image(b""), None);
     // Every type the composer takes can be told.
     assert_eq!(attach::IMAGE_TYPES.len(), 4);
 }

@@ -255,21 +255,6 @@ pub fn read_got(status: u16, body: &str) -> Got {
     }
 }
 
-/// The image type `bytes` begin like (PNG, JPEG, GIF, WebP), if any.
-pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
-}
-
 /// Whether fetched `bytes` (opened, with encryption on) whose SHA-256 is `sha256` may be stored as
 /// the image `a` names; the reason when not.
 pub fn check_bytes(a: &Attachment, bytes: &[u8], sha256: &str) -> Result<(), String> {
@@ -293,7 +278,7 @@ pub fn check_bytes(a: &Attachment, bytes: &[u8], sha256: &str) -> Result<(), Str
     if n != a.size {
         return Err(format!("it is {n} bytes; its message says {}", a.size));
     }
-    match sniff(bytes) {
+    match attach::sniff_image(bytes) {
         Some(t) if t == a.mime => Ok(()),
         Some(t) => Err(format!("its bytes are {t}; its message says {}", a.mime)),
         None => Err("its bytes are not an image".into()),
