@@ -4,7 +4,7 @@
 //! acts beyond its own conversations: shared memory, system prompts, models, project
 //! instructions, system messages). The menu closes on a choice, Esc or a click outside; after Esc
 //! or a choice (the preview's too) the focus is back on the Backup button, and the arrow keys move
-//! between the menu's items. An import's progress and preview are behind split point `import_views`. Its store (`store`) owns exports, the import's state and the storage
+//! between the menu's items. An import's preview is behind split point `import_views` (its progress is not: it must show from the start). Its store (`store`) owns exports, the import's state and the storage
 //! figure. Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
@@ -21,8 +21,9 @@ use store::{Export, ImportState};
 #[component]
 pub fn BackupMenu() -> impl IntoView {
     let (transfer, shell) = (use_transfer(), use_shell());
-    // An import's progress and preview are behind split point `import_views` (fetched when the
-    // first import starts, alongside the import chunk).
+    // An import's progress shows at once (its chunk would come too late to show the reading); its
+    // preview is behind split point `import_views`, fetched when the first import starts,
+    // alongside the import chunk.
     let importing = move || transfer.with_import(|i| !matches!(i, ImportState::Idle));
     let open = RwSignal::new(false);
     let root = NodeRef::<html::Div>::new();
@@ -42,6 +43,7 @@ pub fn BackupMenu() -> impl IntoView {
             <Show when=move || open.get()>
                 <BackupItems open=open root=root/>
             </Show>
+            <ImportProgress/>
             {lazy(importing, import_views_split, nothing, move |e: TransferError| {
                 shell.fail(e.to_string(), ErrorKind::Other)
             })}
@@ -49,14 +51,14 @@ pub fn BackupMenu() -> impl IntoView {
     }
 }
 
-/// Split point `import_views`: an import's progress and its preview.
+/// Split point `import_views`: an import's preview.
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(import_views, fallible, return_wrapper(let views = _; { views.await } -> Result<Built, TransferError>)))]
 fn import_views_split() -> std::future::Ready<Result<Built, TransferError>> {
     std::future::ready(Ok(import_views))
 }
 
 fn import_views() -> AnyView {
-    view! { <ImportProgress/><ImportPreview/> }.into_any()
+    view! { <ImportPreview/> }.into_any()
 }
 
 fn nothing() -> AnyView {
