@@ -7,7 +7,7 @@
 //! close, a closing tag that does not match) is refused whole: the caller shows the TeX as code.
 //! Must not import anything outside `super` (the markdown module).
 
-use super::escape_html;
+use super::{decode_char_refs, escape_html};
 
 /// The elements written (MathML Core's presentation elements, `semantics` and `annotation`).
 const ELEMENTS: [&str; 29] = [
@@ -149,7 +149,7 @@ fn text(raw: &str, stack: &[Open<'_>], out: &mut String) -> Result<(), Refused> 
         None if raw.trim().is_empty() => Ok(()),
         None => Err(Refused::NotMath),
         Some(top) if top.shown => {
-            escape_html(out, &decode(raw));
+            escape_html(out, &decode_char_refs(raw));
             Ok(())
         }
         Some(_) => Ok(()),
@@ -199,7 +199,7 @@ fn open<'a>(inner: &'a str, stack: &mut Vec<Open<'a>>, out: &mut String) -> Resu
                 out.push(' ');
                 out.push_str(attr);
                 out.push_str("=\"");
-                escape_html(out, &decode(value));
+                escape_html(out, &decode_char_refs(value));
                 out.push('"');
             }
         }
@@ -266,51 +266,5 @@ fn attributes(mut s: &str) -> Result<Vec<(&str, &str)>, Refused> {
         let close = body.find(quote).ok_or(Refused::Unreadable)?;
         found.push((name, &body[..close]));
         s = &body[close + 1..];
-    }
-}
-
-/// Decodes the character references a converter writes (`&amp; &lt; &gt; &quot; &#39; &apos;`,
-/// numeric ones); any other `&` stays as it is (and is escaped again when written).
-fn decode(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.contains('&') {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        let after = &rest[amp + 1..];
-        let semi = after.find(';').filter(|&k| k <= 10);
-        let named = semi.and_then(|k| reference(&after[..k]).map(|c| (c, k + 1)));
-        match named {
-            Some((c, len)) => {
-                out.push(c);
-                rest = &after[len..];
-            }
-            None => {
-                out.push('&');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    std::borrow::Cow::Owned(out)
-}
-
-fn reference(name: &str) -> Option<char> {
-    match name {
-        "amp" => Some('&'),
-        "lt" => Some('<'),
-        "gt" => Some('>'),
-        "quot" => Some('"'),
-        "apos" => Some('\''),
-        _ => {
-            let n = name.strip_prefix('#')?;
-            let value = match n.strip_prefix(['x', 'X']) {
-                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                None => n.parse().ok()?,
-            };
-            char::from_u32(value).filter(|c| *c != '\0')
-        }
     }
 }

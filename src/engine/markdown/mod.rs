@@ -177,7 +177,8 @@ fn url_scheme(url: &str) -> Option<&str> {
 }
 
 /// Decode numeric character references (with or without `;`) and the named ones that matter for
-/// hiding a scheme. Unknown references are left as they are.
+/// hiding a scheme. Unknown references are left as they are. Also what `mathml` reads a
+/// converter's escaped text and attribute values with.
 fn decode_char_refs(s: &str) -> String {
     const NAMED: [(&str, char); 11] = [
         ("colon", ':'),
