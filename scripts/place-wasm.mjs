@@ -59,17 +59,20 @@ for (const [p, bytes] of written) writeFileSync(join(to, renamed(p)), bytes);
 
 const sri = (p) => `sha384-${createHash('sha384').update(written.get(p)).digest('base64')}`;
 const [js, wasm] = ['memoire.js', 'memoire_bg.wasm'].map(renamed);
-const head =
+// The preloads come first in the head, before the stylesheet: the browser asks for the wasm as soon
+// as it has read that far, not after the first screen's rules have come down the link.
+const preloads =
+  `<link rel="preload" href="./${wasm}" as="fetch" type="application/wasm" crossorigin integrity="${sri('memoire_bg.wasm')}">` +
+  `<link rel="modulepreload" href="./${js}" crossorigin integrity="${sri('memoire.js')}">`;
+const start =
   `<script type="module">import init, * as bindings from './${js}';\n` +
   `const wasm = await init({ module_or_path: './${wasm}' });\n` +
   `window.wasmBindings = bindings;\n` +
-  `dispatchEvent(new CustomEvent("TrunkApplicationStarted", {detail: {wasm}}));</script>` +
-  `<link rel="modulepreload" href="./${js}" crossorigin integrity="${sri('memoire.js')}">` +
-  `<link rel="preload" href="./${wasm}" as="fetch" type="application/wasm" crossorigin integrity="${sri('memoire_bg.wasm')}">`;
+  `dispatchEvent(new CustomEvent("TrunkApplicationStarted", {detail: {wasm}}));</script>`;
 const index = join(to, 'index.html');
 const html = readFileSync(index, 'utf8');
-if (!html.includes('</head>')) throw new Error('place-wasm: no </head> in index.html');
-writeFileSync(index, html.replace('</head>', `${head}</head>`));
+if (!html.includes('</head>') || !html.includes('<title>')) throw new Error('place-wasm: no <title> or </head> in index.html');
+writeFileSync(index, replaceOnce(html, '<title>', `${preloads}<title>`).replace('</head>', `${start}</head>`));
 
 const kb = (p) => `${(written.get(p).length / 1024).toFixed(0)} KB`;
 console.log(`place-wasm: build ${id}: main ${kb('memoire_bg.wasm')}; chunks ${chunks.map((c) => `${c} ${kb(c)}`).join(', ') || 'none'}`);
