@@ -970,6 +970,26 @@ async fn raw_done(tx: &web_sys::IdbTransaction) {
     .expect("raw transaction commits");
 }
 
+/// A database created from nothing is born migrated (its start runs no migration), and opening it
+/// again adds no record.
+#[wasm_bindgen_test]
+async fn a_new_database_records_every_migration_as_applied_at_its_creation() {
+    let name = fresh_name("born");
+    for round in 0..2 {
+        let s = Store::open(&name).await.unwrap();
+        let log = migration_log(s.name()).await;
+        let numbers: Vec<u32> = log.iter().map(|r| r.number).collect();
+        assert_eq!(numbers, vec![1, 2], "round {round}");
+        for r in &log {
+            assert_eq!(
+                r.detail, "a new database: nothing to migrate",
+                "round {round}"
+            );
+        }
+        s.close();
+    }
+}
+
 #[wasm_bindgen_test]
 async fn legacy_v1_flat_list_becomes_one_previous_conversation_per_agent_once() {
     let name = fresh_name("legacy");

@@ -419,11 +419,20 @@ impl Store {
 
     /// Turns every message left `streaming` (the tab died mid-reply) into `interrupted`, keeping its
     /// partial content. Call once after opening. Returns how many were changed.
+    /// They are counted first in a read-only transaction, so a start with none (nearly every start)
+    /// commits no readwrite transaction.
     pub async fn mark_interrupted_streams(&self) -> Result<usize, StoreError> {
+        let key = JsValue::from_f64(1.0);
+        let ro = self.tx(&[MESSAGES], false)?;
+        let index = ro.store(MESSAGES)?.index(BY_STREAMING).map_err(js_error)?;
+        let left = request(&index.count_with_key(&key).map_err(js_error)?).await?;
+        drop(ro);
+        if left.as_f64().unwrap_or(0.0) < 1.0 {
+            return Ok(0);
+        }
         let tx = self.tx(&[MESSAGES], true)?;
         let messages = tx.store(MESSAGES)?;
         let index = messages.index(BY_STREAMING).map_err(js_error)?;
-        let key = JsValue::from_f64(1.0);
         let all: Array = request(&index.get_all_with_key(&key).map_err(js_error)?)
             .await?
             .into();

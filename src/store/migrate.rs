@@ -44,8 +44,13 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, "index the search terms of stored messages and titles"),
 ];
 
+/// Runs the migrations not yet applied. Which those are is read first in one read-only
+/// transaction: on every start but the first few, that read is all this does (a readwrite
+/// transaction per migration would be committed on each start for nothing). Each migration still
+/// checks its record again inside its own transaction, so two tabs opening at once apply it once.
 pub(crate) async fn run(store: &Store) -> Result<(), StoreError> {
-    for &(number, name) in MIGRATIONS {
+    let pending = pending(store).await?;
+    for &(number, name) in MIGRATIONS.iter().filter(|m| pending.contains(&m.0)) {
         match number {
             1 => import_legacy(store, number, name).await?,
             2 => index_search_terms(store, number, name).await?,
@@ -53,6 +58,36 @@ pub(crate) async fn run(store: &Store) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// A database created just now (from nothing, in its versionchange transaction `tx`) has nothing
+/// to migrate: every migration is recorded as applied there, so its first start runs none.
+pub(crate) fn born_applied(tx: &web_sys::IdbTransaction) -> Result<(), StoreError> {
+    let meta = tx.object_store(META).map_err(super::idb::js_error)?;
+    for &(number, name) in MIGRATIONS {
+        let record = MigrationRecord {
+            key: meta_key(number),
+            number,
+            name: name.to_string(),
+            applied_at: js_sys::Date::now() as Millis,
+            detail: "a new database: nothing to migrate".into(),
+        };
+        meta.put(&to_js(&record)?).map_err(super::idb::js_error)?;
+    }
+    Ok(())
+}
+
+/// The migrations whose `meta` record is absent, read in one read-only transaction.
+async fn pending(store: &Store) -> Result<Vec<u32>, StoreError> {
+    let tx = store.tx(&[META], false)?;
+    let meta = tx.store(META)?;
+    let mut out = Vec::new();
+    for &(number, _) in MIGRATIONS {
+        if !applied(&meta, &meta_key(number)).await? {
+            out.push(number);
+        }
+    }
+    Ok(out)
 }
 
 fn unreachable_migration(n: u32) -> Result<(), StoreError> {
@@ -262,7 +297,8 @@ fn legacy_conversation_record(conv_id: String, msgs: &[Legacy]) -> ConversationR
     }
 }
 
-/// True when migration `key` is recorded in `meta` (read inside the migration's own transaction).
+/// True when migration `key` is recorded in `meta` (read inside the migration's own transaction,
+/// or the read-only one of [`pending`]).
 async fn applied(meta: &web_sys::IdbObjectStore, key: &str) -> Result<bool, StoreError> {
     let done = request(
         &meta

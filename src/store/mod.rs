@@ -130,7 +130,11 @@ fn upgrade_when_needed(req: &IdbOpenDbRequest) {
             .and_then(|v| v.dyn_into::<IdbDatabase>().ok());
         let tx = upgrade_req.transaction();
         if let (Some(db), Some(tx)) = (db, tx) {
-            if let Err(e) = schema::upgrade(&db, &tx, old) {
+            let upgraded = schema::upgrade(&db, &tx, old).and_then(|()| match old {
+                0 => migrate::born_applied(&tx),
+                _ => Ok(()),
+            });
+            if let Err(e) = upgraded {
                 web_sys::console::error_1(&JsValue::from_str(&format!(
                     "memoire store upgrade failed: {e}"
                 )));
@@ -190,17 +194,35 @@ impl Store {
     /// [`Store::open`] in another place than the origin's default storage: the `indexedDB` of a
     /// storage bucket (`navigator.storageBuckets`), which can have a quota of its own.
     pub async fn open_in(factory: &IdbFactory, name: &str) -> Result<Store, StoreError> {
+        let store = Store::open_unmigrated_in(factory, name).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// [`Store::open`] without its data migrations, for a caller that reads what they do not touch
+    /// (settings, sync state) while [`Store::migrate`] runs: it must not read conversations or
+    /// messages before that is done.
+    pub async fn open_unmigrated(name: &str) -> Result<Store, StoreError> {
+        Store::open_unmigrated_in(&factory()?, name).await
+    }
+
+    async fn open_unmigrated_in(factory: &IdbFactory, name: &str) -> Result<Store, StoreError> {
         let req: IdbOpenDbRequest = factory
             .open_with_u32(name, schema::DB_VERSION)
             .map_err(|e| StoreError::Unavailable(format!("{:?}", js_error(e))))?;
         upgrade_when_needed(&req);
         let db = opened(&req).await?;
-        let store = Store::connected(name, db);
-        if let Err(e) = migrate::run(&store).await {
-            store.close();
-            return Err(e);
+        Ok(Store::connected(name, db))
+    }
+
+    /// Runs the data migrations not yet applied (`migrate`); the connection is closed when one
+    /// fails.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let run = migrate::run(self).await;
+        if run.is_err() {
+            self.close();
         }
-        Ok(store)
+        run
     }
 
     /// The store over an open connection, which closes itself when another tab upgrades the

@@ -17,10 +17,14 @@ use futures_util::future::join;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// The first half of opening: the store open, `config.json` read, persistence asked for.
+/// The first half of opening: the store open, `config.json` read, persistence asked for, the tab
+/// locks taken.
 pub(crate) struct Opening {
     pub store: Store,
-    interrupted: usize,
+    /// Held until replies left streaming are marked: one tab at a time.
+    opening: LockGuard,
+    /// Another tab is alive (it may be writing those replies right now): nothing is marked.
+    others_alive: bool,
     presence: LockGuard,
     deployment: Result<Settings, String>,
     persisted: bool,
@@ -35,29 +39,46 @@ impl Core {
             Store::request_persistence(),
         )
         .await;
-        let (store, interrupted, presence) = opened?;
+        let (store, opening, others_alive, presence) = opened?;
         Ok(Opening {
             store,
-            interrupted,
+            opening,
+            others_alive,
             presence,
             deployment,
             persisted: persisted.unwrap_or(false),
         })
     }
 
-    /// The second half: settings and calibration read, the notices of the opening given, the
-    /// channel to the other tabs opened.
+    /// The second half: the data migrations run, replies left streaming are marked, and the
+    /// settings and calibration are read, all at once (one round of reads, not three in a row;
+    /// IndexedDB orders the readwrite transactions among them); the notices of the opening given,
+    /// the channel to the other tabs opened. Nothing reads conversations or messages before this
+    /// returns (`Store::open_unmigrated`).
     pub(crate) async fn finish(
         o: Opening,
         db_name: &str,
         sink: EventSink,
     ) -> Result<Rc<Core>, StoreError> {
-        let (defaults, settings, calibration) =
-            load_settings(&o.store, &sink, o.deployment).await?;
-        if o.interrupted > 0 {
+        let mark = async {
+            if o.others_alive {
+                Ok(0)
+            } else {
+                o.store.mark_interrupted_streams().await
+            }
+        };
+        let ((migrated, interrupted), loaded) = join(
+            join(o.store.migrate(), mark),
+            load_settings(&o.store, &sink, o.deployment),
+        )
+        .await;
+        drop(o.opening);
+        migrated?;
+        let (interrupted, (defaults, settings, calibration)) = (interrupted?, loaded?);
+        if interrupted > 0 {
             sink(SessionEvent::Notice(format!(
                 "{} reply was cut off when the page closed; the partial text is kept and marked interrupted.",
-                o.interrupted
+                interrupted
             )));
         }
         let closed_sink = sink.clone();
@@ -131,13 +152,12 @@ fn remote_sink(
     })
 }
 
-/// Opens the store and marks replies left streaming as interrupted, but only when no other tab is
-/// alive (another tab may be writing them right now), one tab at a time. The database opens (and
-/// migrates) while the tab locks are taken: each migration checks its record inside its own
-/// transaction, so two tabs opening at once still apply it once, and the locks' round trips no
-/// longer come before the open. Returns the store, how many replies were marked, and this tab's
-/// presence lock.
-async fn open_store(db_name: &str) -> Result<(Store, usize, LockGuard), StoreError> {
+/// Opens the store (its migrations run in [`Core::finish`]) while the tab locks are taken: each
+/// migration checks its record inside its own transaction, so two tabs opening at once still apply
+/// it once, and the locks' round trips do not come before the open. Returns the store, the opening lock (held until replies left streaming
+/// are marked, one tab at a time), whether another tab is alive (then nothing is marked: it may be
+/// writing those replies right now), and this tab's presence lock.
+async fn open_store(db_name: &str) -> Result<(Store, LockGuard, bool, LockGuard), StoreError> {
     let locks = async {
         let opening = tabs::lock(&format!("memoire-open:{db_name}")).await;
         let tabs_lock = format!("memoire-tabs:{db_name}");
@@ -145,15 +165,9 @@ async fn open_store(db_name: &str) -> Result<(Store, usize, LockGuard), StoreErr
         let presence = tabs::lock_shared(&tabs_lock).await;
         (opening, others_alive, presence)
     };
-    let (store, (opening, others_alive, presence)) = join(Store::open(db_name), locks).await;
-    let store = store?;
-    let interrupted = if others_alive {
-        0
-    } else {
-        store.mark_interrupted_streams().await?
-    };
-    drop(opening);
-    Ok((store, interrupted, presence))
+    let (store, (opening, others_alive, presence)) =
+        join(Store::open_unmigrated(db_name), locks).await;
+    Ok((store?, opening, others_alive, presence))
 }
 
 /// Fetches the deployment's optional `config.json` (next to index.html). Missing is fine; garbage

@@ -130,10 +130,12 @@ pub struct Replication {
 }
 
 impl Replication {
-    /// Reads the sync settings; starts syncing if they say so.
+    /// Reads the sync settings and the saved password (together: one round of reads before the
+    /// first screen, not two); starts syncing if they say so.
     pub(crate) async fn open(store: Store) -> Result<Replication, StoreError> {
-        let settings = store.sync_settings().await?;
-        let saved = store.saved_sync_password().await?;
+        let (settings, saved) =
+            futures_util::future::join(store.sync_settings(), store.saved_sync_password()).await;
+        let (settings, saved) = (settings?, saved?);
         // Saved before origins were kept: it belongs to the saved sync URL.
         let password_origin = saved
             .origin
