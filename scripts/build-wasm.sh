@@ -31,15 +31,16 @@ rm -rf "$work" && mkdir -p "$work/split" "$work/bindgen" "$work/out"
 wasm-split-cli "$raw" "$work/split" --target web --out-name memoire
 wasm-bindgen --target web --keep-lld-exports --no-demangle --out-dir "$work/bindgen" --out-name memoire "$work/split/memoire.wasm"
 
-# Every part optimised on its own, in parallel (2 cores).
-pids=()
-wasm-opt "${WASM_OPT_FLAGS[@]}" "$work/bindgen/memoire_bg.wasm" -o "$work/out/memoire_bg.wasm" & pids+=($!)
-for f in "$work/split"/*.wasm; do
-  name=$(basename "$f")
-  [ "$name" = memoire.wasm ] && continue
-  wasm-opt "${WASM_OPT_FLAGS[@]}" "$f" -o "$work/out/$name" & pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p"; done
+# Every part optimised on its own, as many at once as the machine has cores (not all 140-odd at
+# once: each wasm-opt is a node process of some 200 MB), the main part first, as the longest.
+{
+  printf '%s\0%s\0' "$work/bindgen/memoire_bg.wasm" "$work/out/memoire_bg.wasm"
+  for f in "$work/split"/*.wasm; do
+    name=$(basename "$f")
+    [ "$name" = memoire.wasm ] && continue
+    printf '%s\0%s\0' "$f" "$work/out/$name"
+  done
+} | OPT="${WASM_OPT_FLAGS[*]}" xargs -0 -n 2 -P "$(nproc)" sh -c 'wasm-opt $OPT "$0" -o "$1"'
 cp "$work/bindgen/memoire.js" "$work/split/__wasm_split.js" "$work/out/"
 
 node scripts/place-wasm.mjs "$work/out" "$dir"
