@@ -36,8 +36,9 @@ pub(crate) struct Core {
     /// The deployment's defaults (what "reset" goes back to).
     pub defaults: Settings,
     pub calibration: RefCell<Calibration>,
-    /// Whether the browser granted persistent storage.
-    pub persisted: Cell<bool>,
+    /// Whether the browser granted persistent storage (false until it answers: the opening does
+    /// not wait for that).
+    pub persisted: Rc<Cell<bool>>,
     /// Carries shared events to the other tabs of this database (None without BroadcastChannel).
     pub(super) channel: Option<tabs::Channel>,
     /// Sync's capture of local changes (set when sync starts).

@@ -17,8 +17,8 @@ use futures_util::future::join;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// The first half of opening: the store open, `config.json` read, persistence asked for, the tab
-/// locks taken.
+/// The first half of opening: the store open, `config.json` read, persistence asked for (not
+/// waited for), the tab locks taken.
 pub(crate) struct Opening {
     pub store: Store,
     /// Held until replies left streaming are marked: one tab at a time.
@@ -27,18 +27,21 @@ pub(crate) struct Opening {
     others_alive: bool,
     presence: LockGuard,
     deployment: Result<Settings, String>,
-    persisted: bool,
+    persisted: Rc<Cell<bool>>,
 }
 
 impl Core {
-    /// Opens the store while `config.json` and the storage request go out (on a slow link that
-    /// round trip would otherwise come after it, before the first screen).
+    /// Opens the store while `config.json` is read (on a slow link that round trip would otherwise
+    /// come after it, before the first screen) and persistent storage is asked for.
     pub(crate) async fn begin(db_name: &str) -> Result<Opening, StoreError> {
-        let ((opened, deployment), persisted) = join(
-            join(open_store(db_name), load_deployment_config()),
-            Store::request_persistence(),
-        )
-        .await;
+        let persisted = Rc::new(Cell::new(false));
+        let answer = persisted.clone();
+        // Asked now, answered whenever the browser decides (it may weigh the site for a while):
+        // only the storage figure in Settings shows the answer, so the opening does not wait.
+        wasm_bindgen_futures::spawn_local(async move {
+            answer.set(Store::request_persistence().await.unwrap_or(false));
+        });
+        let (opened, deployment) = join(open_store(db_name), load_deployment_config()).await;
         let (store, opening, others_alive, presence) = opened?;
         Ok(Opening {
             store,
@@ -46,7 +49,7 @@ impl Core {
             others_alive,
             presence,
             deployment,
-            persisted: persisted.unwrap_or(false),
+            persisted,
         })
     }
 
@@ -99,7 +102,7 @@ impl Core {
             settings,
             defaults,
             calibration: RefCell::new(calibration),
-            persisted: Cell::new(o.persisted),
+            persisted: o.persisted,
             channel,
             capture: RefCell::default(),
             _presence: o.presence,
