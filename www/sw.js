@@ -12,10 +12,12 @@
 //   "A new version is ready — Reload", and Reload posts "skipWaiting". Old builds' caches are kept
 //   while a tab that started under them is open (their lazy chunks are served from them by exact
 //   URL), and deleted once none is left.
-// - Navigations to the app's own page (the scope root or index.html) are network-first (a new build's
-//   page is picked up at once; navigation preload sends the request while the worker starts) with
-//   the cached shell as the fallback; only a 200 `text/html` answer replaces the cached shell. Other
-//   navigations (config.json or an icon opened in a tab) get the network's answer, never kept.
+// - Navigations to the app's own page (the scope root or index.html) get this build's own page from
+//   its cache at once (the App Shell: a returning start never waits on the network, on a slow link a
+//   round trip or more); a new build is taken up through the waiting worker ("A new version is
+//   ready — Reload", or the next start once no tab of this build is open). Only when the cache lost
+//   the page does the network answer, and a 200 `text/html` answer is kept again. Other navigations
+//   (config.json or an icon opened in a tab) are not answered: the network's answer, never kept.
 // - config.json is served from the cache and refreshed for the next start.
 // - Requests to other origins (the agent endpoint) are never touched.
 const BUILD = "__MEMOIRE_BUILD__";
@@ -78,9 +80,9 @@ self.addEventListener("activate", (event) => {
         await kept.put("old", new Response(JSON.stringify({ build: CACHE, tabs: tabs.map((c) => c.id), caches: older })));
       }
       await dropOldBuilds();
-      // Navigations are network-first: with navigation preload their request goes out while the
-      // worker starts, not after.
-      if (self.registration.navigationPreload) await self.registration.navigationPreload.enable();
+      // The page comes from the cache: a navigation preload (which an older worker turned on) would
+      // only send a request nobody reads.
+      if (self.registration.navigationPreload) await self.registration.navigationPreload.disable();
       await self.clients.claim();
     })()
   );
@@ -110,10 +112,9 @@ self.addEventListener("fetch", (event) => {
   const rel = url.pathname.slice(scope.pathname.length);
   if (!checked) event.waitUntil(dropOldBuilds().catch(() => {}));
   if (req.mode === "navigate") {
+    // Any other page (config.json, an icon, an API opened in a tab): the network's answer as it is,
+    // never kept.
     if (rel === "" || rel === "index.html") event.respondWith(shell(event));
-    // Any other page (config.json, an icon, an API opened in a tab): the network's answer as it is
-    // (the navigation preload's, so it is not asked for twice), never kept.
-    else if (self.registration.navigationPreload) event.respondWith(passThrough(event));
     return;
   }
   if (url.search) return;
@@ -122,23 +123,17 @@ self.addEventListener("fetch", (event) => {
   else if (HASHED.test(rel)) event.respondWith(olderBuilds(req));
 });
 
-// The network's answer (the navigation preload's when there is one) goes to the page at once; a
-// 200 `text/html` answer is kept as the shell for offline starts meanwhile.
+// This build's page from its cache; when the cache lost it (the browser evicted it), the network's,
+// kept again if it is a 200 `text/html` answer.
 async function shell(event) {
-  const cache = await caches.open(CACHE);
-  try {
-    const res = (await event.preloadResponse) || (await fetch(event.request));
-    if (isHtml(res)) event.waitUntil(cache.put("index.html", res.clone()));
-    return res;
-  } catch (err) {
-    const hit = await cache.match("index.html");
-    if (hit) return hit;
-    throw err;
+  const hit = await caches.match("index.html", { cacheName: CACHE });
+  if (hit) return hit;
+  const res = await fetch(event.request);
+  if (isHtml(res)) {
+    const copy = res.clone();
+    event.waitUntil(caches.open(CACHE).then((cache) => cache.put("index.html", copy)));
   }
-}
-
-async function passThrough(event) {
-  return (await event.preloadResponse) || fetch(event.request);
+  return res;
 }
 
 // One of this build's files: from its cache, else (a cache the browser evicted) the network's,

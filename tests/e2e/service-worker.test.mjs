@@ -3,6 +3,7 @@
 //   `_changes`) reaches the server on every fetch, whatever the query string, and nothing of it is
 //   cached;
 // - opening config.json, an icon or sw.js in a tab does not replace the offline shell;
+// - a returning start takes the page from the worker's cache (the host is not asked for it);
 // - a new build whose index.html answers 500 during its install is not installed: the old worker and
 //   its shell stay, and the app starts offline;
 // - a deploy with two tabs open: the new build waits, both tabs say "A new version is ready"; Reload
@@ -149,6 +150,27 @@ test('opening config.json, an icon or sw.js in a tab leaves the offline shell: o
       }
       await offlineStart(context, site, page, site.url);
       await offlineStart(context, site, page, `${site.url}index.html`);
+      assertNoPageProblems(issues, { allowConsole: BROWSER_NETWORK_NOISE });
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+test('a returning start takes the page from the worker\'s cache: the host is not asked for it', async () => {
+  const { site } = harness;
+  const { context, page, issues } = await newAppPage(harness.browser);
+  try {
+    await withDiagnostics(page, issues, 'sw-shell-cached', async () => {
+      await openApp(page, site.url);
+      await controlled(page);
+      const pages = () => served(site, './') + served(site, 'index.html');
+      const before = pages();
+      for (let i = 0; i < 2; i++) {
+        await page.reload();
+        await waitForAppReady(page);
+      }
+      assert.equal(pages(), before, 'no request for the page reached the host');
       assertNoPageProblems(issues, { allowConsole: BROWSER_NETWORK_NOISE });
     });
   } finally {
