@@ -1,11 +1,12 @@
 //! The library ([`Library`]): the conversation list a page at a time, search, opening a
 //! conversation's pages of messages, and creating, renaming, deleting and clearing conversations.
-//! Which page and which messages are the engine's (`engine::page`). Must not import `ui`.
+//! Which page and which messages are the engine's (`engine::page`). Search is behind split point
+//! `search_results`. Must not import `ui`.
 
 use crate::engine::model::{Conversation, MemoryOverrides, Millis, Role};
 use crate::engine::page::{self, page_of_branch, Page, PageAsk};
 use crate::session::chat::Chat;
-use crate::session::shared::error::{from_read_error, NO_CONVERSATION};
+use crate::session::shared::error::{from_read_error, Boxed, NO_CONVERSATION};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -242,8 +243,13 @@ impl Library {
     }
 
     /// Conversations whose title matches and messages whose text matches, from the store's term
-    /// indexes.
+    /// indexes (behind split point `search_results`, with the results' view: the first search
+    /// fetches its chunk; one that cannot be fetched is [`LibraryError::Unavailable`]).
     pub async fn search(&self, query: &str) -> Result<SearchResults, LibraryError> {
+        search_split(self, query).await
+    }
+
+    async fn search_now(&self, query: &str) -> Result<SearchResults, LibraryError> {
         let titles = self.core.store.search_titles(query, SEARCH_LIMIT).await?;
         let hits = self
             .core
@@ -261,4 +267,14 @@ impl Library {
             .collect();
         Ok(SearchResults { titles, hits })
     }
+}
+
+/// Split point `search_results` (the ui's results view is in the same chunk): reading the term
+/// indexes and making the snippets.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(search_results, fallible, return_wrapper(let future = _; { future.await } -> Result<SearchResults, LibraryError>)))]
+fn search_split<'a>(
+    library: &'a Library,
+    query: &'a str,
+) -> Boxed<'a, SearchResults, LibraryError> {
+    Box::pin(library.search_now(query))
 }
