@@ -24,7 +24,8 @@ pub enum SettingsError {
     NoEndpoint,
     #[error("{0}")]
     Invalid(String),
-    /// The settings dialog's chunk of the app could not be fetched; the next opening fetches it again.
+    /// A chunk of the app it needs (the settings dialog's, or `models`) could not be fetched; the
+    /// next try fetches it again.
     #[error("{}", UNAVAILABLE)]
     Unavailable,
 }
