@@ -20,9 +20,11 @@ cd "$(dirname "$0")/.."
 dir="${TRUNK_STAGING_DIR:?run by trunk (or set TRUNK_STAGING_DIR to the built directory)}"
 export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 # The same settings index.html's data-wasm-opt(-params) had: -Os, then flatten + rereloop and -Os
-# again; the producers and target-features sections (no browser reads them) dropped.
-WASM_OPT_FLAGS=(-Os --flatten --rereloop -Os --strip-producers --strip-target-features
-  --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext)
+# again; the producers and target-features sections (no browser reads them) dropped. Then the
+# functions in the order of their (mangled) names: a module's functions side by side, which brotli
+# compresses better (the main wasm 4.6 KB smaller; the code is the same, README "Bundle size").
+WASM_OPT_FLAGS=(-Os --flatten --rereloop -Os --reorder-functions-by-name --strip-producers
+  --strip-target-features --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext)
 
 work=target/split
 raw=target/wasm32-unknown-unknown/wasm-release/memoire.wasm

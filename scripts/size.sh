@@ -19,8 +19,9 @@ out=target/size
 mkdir -p "$out"
 # Same flags as scripts/build-wasm.sh's WASM_OPT_FLAGS, plus -g to keep the name section.
 named() {
-  wasm-opt -Os -g --flatten --rereloop -Os --strip-producers --strip-target-features --enable-bulk-memory \
-    --enable-nontrapping-float-to-int --enable-sign-ext "$1" -o "$2"
+  wasm-opt -Os -g --flatten --rereloop -Os --reorder-functions-by-name --strip-producers \
+    --strip-target-features --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    "$1" -o "$2"
 }
 br() { brotli -c -q 11 "$1" | wc -c; }
 echo "shipped wasm (raw bytes, brotli -q 11):"

@@ -229,7 +229,7 @@ test('offline: after one visit the app reloads, browses, scrolls, searches and k
   }
 });
 
-test('the first screen fetches no wasm chunk; one that cannot be fetched: the import and the Memory page say so in the banner, and work once the network is back', async () => {
+test('the first screen fetches no wasm chunk; one that cannot be fetched: the import, the Memory page and deleting a conversation say so in the banner, and work once the network is back', async () => {
   const { site } = harness;
   site.setOffline(false);
   // No service worker: nothing is precached, so the chunk can only come from the network.
@@ -280,6 +280,27 @@ test('the first screen fetches no wasm chunk; one that cannot be fetched: the im
     await page.unroute(about);
     await page.locator(tid('memory-page-open')).click();
     await page.locator(tid('memory-page')).waitFor();
+
+    // Deleting a conversation (split point `edits`) with its chunk refused: the banner says so and
+    // the conversation stays; with the network back the same Delete deletes it.
+    await page.reload();
+    await waitForAppReady(page);
+    const edits = /\/split_edits-[0-9a-f]{16}\.wasm$/;
+    let refusedEdits = 0;
+    await page.route(edits, (route) => ((refusedEdits += 1), route.abort('internetdisconnected')));
+    await item(page, 'c-short').hover();
+    await item(page, 'c-short').locator(tid('delete-conversation')).click();
+    await item(page, 'c-short').locator(tid('confirm-delete')).click();
+    await page.locator(tid('error-banner')).filter({ hasText: /could not be loaded/ }).waitFor();
+    assert.ok(refusedEdits >= 1, 'the edits chunk was asked for');
+    assert.equal(await item(page, 'c-short').count(), 1, 'the conversation is kept');
+    await page.unroute(edits);
+    await page.locator(tid('error-banner')).getByRole('button', { name: 'Dismiss' }).click();
+    await item(page, 'c-short').hover();
+    await item(page, 'c-short').locator(tid('delete-conversation')).click();
+    await item(page, 'c-short').locator(tid('confirm-delete')).click();
+    await item(page, 'c-short').waitFor({ state: 'detached' });
+    await item(page, 'c-long').waitFor();
   } finally {
     await context.close();
   }

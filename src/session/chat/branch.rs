@@ -1,12 +1,14 @@
 //! Changing the branch on screen: regenerate a reply, edit any user message, page between
 //! alternatives, delete a message. Each keeps every stored message (`engine::branch`; reading the
 //! branch is `shared/branch.rs`) and reports `SessionEvent::BranchChanged`, after which views and
-//! prompts read the branch on screen. Must not import `ui`.
+//! prompts read the branch on screen. Deleting a message is behind split point `edits`. Must not
+//! import `ui`.
 
 use super::service::{Chat, ChatError};
 use super::turn::Begin;
 use crate::engine::branch::shown_messages;
 use crate::engine::model::{Message, MessageMeta, Role};
+use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now};
 use crate::store::ConversationPatch;
@@ -128,8 +130,12 @@ impl Chat {
     }
 
     /// Deletes one message: its text goes, its record stays as a tombstone so nothing else moves
-    /// (the messages after it stay where they are, on their branch).
+    /// (the messages after it stay where they are, on their branch). Behind split point `edits`.
     pub async fn delete_message(&self, id: &str, message_id: &str) -> Result<(), ChatError> {
+        delete_message_split(self, id, message_id).await
+    }
+
+    async fn delete_message_now(&self, id: &str, message_id: &str) -> Result<(), ChatError> {
         let mut m = self.message_to_change(id, message_id).await?;
         m.content.clear();
         let gone: Vec<String> = m.meta.attachments.iter().map(|a| a.hash.clone()).collect();
@@ -149,4 +155,14 @@ impl Chat {
         self.core.emit(SessionEvent::MessageProgress(m));
         self.branch_changed(id).await
     }
+}
+
+/// Split point `edits` (`library/mod.rs`): deleting a message.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(edits, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ChatError>)))]
+fn delete_message_split<'a>(
+    chat: &'a Chat,
+    id: &'a str,
+    message_id: &'a str,
+) -> Boxed<'a, (), ChatError> {
+    Box::pin(chat.delete_message_now(id, message_id))
 }

@@ -40,7 +40,8 @@ pub enum ChatError {
     /// stored, and the send is repeated on the ordinary path.
     #[error("This conversation changed in another tab while sending. Send your message again.")]
     Conflict,
-    /// A chunk of the app (turn, attach or pdf) could not be fetched; the next try fetches it again.
+    /// A chunk of the app (turn, attach, pdf or edits) could not be fetched; the next try fetches it
+    /// again.
     #[error("{}", UNAVAILABLE)]
     Unavailable,
 }

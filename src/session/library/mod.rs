@@ -1,11 +1,12 @@
 //! The library ([`Library`]): the conversation list a page at a time, search, opening a
 //! conversation's pages of messages, and creating, renaming, deleting and clearing conversations.
-//! Which page and which messages are the engine's (`engine::page`). Must not import `ui`.
+//! Which page and which messages are the engine's (`engine::page`). Search is behind split point
+//! `search_results`, deleting and clearing behind `edits`. Must not import `ui`.
 
 use crate::engine::model::{Conversation, MemoryOverrides, Millis, Role};
 use crate::engine::page::{self, page_of_branch, Page, PageAsk};
 use crate::session::chat::Chat;
-use crate::session::shared::error::{from_read_error, NO_CONVERSATION};
+use crate::session::shared::error::{from_read_error, Boxed, NO_CONVERSATION};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -21,7 +22,8 @@ pub enum LibraryError {
     Store(#[from] StoreError),
     #[error("{}", NO_CONVERSATION)]
     NoConversation,
-    /// The search results' chunk of the app could not be fetched; the next search fetches it again.
+    /// A chunk of the app it needs (search's, or `edits`) could not be fetched; the next try
+    /// fetches it again.
     #[error("{}", crate::session::shared::error::UNAVAILABLE)]
     Unavailable,
 }
@@ -161,9 +163,14 @@ impl Library {
         self.set_overrides(id, o).await
     }
 
-    /// Deletes a conversation with its messages, summaries and entities (one transaction).
+    /// Deletes a conversation with its messages, summaries and entities (one transaction). Its turn
+    /// stops at once; the rest is behind split point `edits`.
     pub async fn delete(&self, id: &str) -> Result<(), LibraryError> {
         self.chat.stop(id);
+        delete_split(self, id).await
+    }
+
+    async fn delete_now(&self, id: &str) -> Result<(), LibraryError> {
         self.core.store.delete_conversation(id).await?;
         self.chat.set_draft(id, "").await.ok();
         self.core.store.set_memory_failure(id, None).await.ok();
@@ -173,9 +180,14 @@ impl Library {
         Ok(())
     }
 
-    /// Clears a conversation's messages and memory, keeping the conversation itself.
+    /// Clears a conversation's messages and memory, keeping the conversation itself. Its turn stops
+    /// at once; the rest is behind split point `edits`.
     pub async fn clear(&self, id: &str) -> Result<(), LibraryError> {
         self.chat.stop(id);
+        clear_split(self, id).await
+    }
+
+    async fn clear_now(&self, id: &str) -> Result<(), LibraryError> {
         let c = self.core.store.clear_conversation(id, now()).await?;
         self.core.forget_branch(id).await;
         self.core
@@ -242,8 +254,13 @@ impl Library {
     }
 
     /// Conversations whose title matches and messages whose text matches, from the store's term
-    /// indexes.
+    /// indexes (behind split point `search_results`, with the results' view: the first search
+    /// fetches its chunk; one that cannot be fetched is [`LibraryError::Unavailable`]).
     pub async fn search(&self, query: &str) -> Result<SearchResults, LibraryError> {
+        search_split(self, query).await
+    }
+
+    async fn search_now(&self, query: &str) -> Result<SearchResults, LibraryError> {
         let titles = self.core.store.search_titles(query, SEARCH_LIMIT).await?;
         let hits = self
             .core
@@ -261,4 +278,26 @@ impl Library {
             .collect();
         Ok(SearchResults { titles, hits })
     }
+}
+
+/// Split point `edits`: deleting a conversation (and what only that reaches in the store).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(edits, fallible, return_wrapper(let future = _; { future.await } -> Result<(), LibraryError>)))]
+fn delete_split<'a>(library: &'a Library, id: &'a str) -> Boxed<'a, (), LibraryError> {
+    Box::pin(library.delete_now(id))
+}
+
+/// Split point `edits`: clearing a conversation.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(edits, fallible, return_wrapper(let future = _; { future.await } -> Result<(), LibraryError>)))]
+fn clear_split<'a>(library: &'a Library, id: &'a str) -> Boxed<'a, (), LibraryError> {
+    Box::pin(library.clear_now(id))
+}
+
+/// Split point `search_results` (the ui's results view is in the same chunk): reading the term
+/// indexes and making the snippets.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(search_results, fallible, return_wrapper(let future = _; { future.await } -> Result<SearchResults, LibraryError>)))]
+fn search_split<'a>(
+    library: &'a Library,
+    query: &'a str,
+) -> Boxed<'a, SearchResults, LibraryError> {
+    Box::pin(library.search_now(query))
 }

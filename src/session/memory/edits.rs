@@ -1,5 +1,7 @@
 //! The memory pane's reads and edits: a conversation's summary versions and entities, restoring an
 //! older summary, editing or deleting an entity (the graph surgery is `engine::memory::graph`).
+//! The read is behind split point `memory_read` (reading and decoding the stored memory is a wasm
+//! chunk fetched the first time a conversation's memory is shown, not part of the first download).
 //! Must not import `ui`.
 
 use super::service::{Memory, MemoryError, MemorySnapshot};
@@ -7,12 +9,26 @@ use super::update::memory_error;
 use crate::engine::memory::graph::{put_entity, remove_entity};
 use crate::engine::memory::restore_version;
 use crate::engine::model::{EntityNode, EntityScope};
+use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::now;
 
+/// Split point `memory_read`: reading a conversation's memory (summaries, entities, the last
+/// failure) and the facts about the user (`user.rs`), with the record decoding only they need.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory_read, fallible, return_wrapper(let future = _; { future.await } -> Result<MemorySnapshot, MemoryError>)))]
+fn snapshot_split<'a>(memory: &'a Memory, id: &'a str) -> Boxed<'a, MemorySnapshot, MemoryError> {
+    Box::pin(memory.snapshot_now(id))
+}
+
 impl Memory {
-    /// Every summary version (oldest first) and the entities of a conversation.
+    /// Every summary version (oldest first) and the entities of a conversation (behind split point
+    /// `memory_read`: the first call fetches its chunk; one that cannot be fetched is
+    /// [`MemoryError::Unavailable`] and the next call tries again).
     pub async fn snapshot(&self, id: &str) -> Result<MemorySnapshot, MemoryError> {
+        snapshot_split(self, id).await
+    }
+
+    async fn snapshot_now(&self, id: &str) -> Result<MemorySnapshot, MemoryError> {
         let mut versions = self.core.store.load_summaries(id).await?;
         crate::engine::sort::sort_by_key(&mut versions, |s| s.version);
         Ok(MemorySnapshot {

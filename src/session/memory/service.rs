@@ -38,7 +38,8 @@ pub enum MemoryError {
     /// A memory update the user asked for failed; the text says why.
     #[error("The memory update failed; the previous memory is kept. {0}")]
     Failed(String),
-    /// The memory chunk of the app could not be fetched; the next try fetches it again.
+    /// A memory chunk of the app (`memory`, `memory_read`) could not be fetched; the next try fetches
+    /// it again.
     #[error("{}", UNAVAILABLE)]
     Unavailable,
 }

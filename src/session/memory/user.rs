@@ -5,7 +5,7 @@
 //! tab, reading the facts from the store inside it, so two messages (or two tabs) never write over
 //! each other's facts. A change runs behind split point `memory` (the extraction rules are in the
 //! memory chunk, not in what the first screen loads; the prompt's choice of facts stays in the
-//! main wasm). Must not import `ui`.
+//! main wasm), and the read of every fact behind split point `memory_read`. Must not import `ui`.
 
 use super::service::{Memory, MemoryError};
 use crate::engine::memory::user;
@@ -69,8 +69,13 @@ impl Memory {
             .map(|_| ())
     }
 
-    /// Every fact about the user (current, past and forgotten), for the Memory page.
+    /// Every fact about the user (current, past and forgotten), for the Memory page and the memory
+    /// pane (behind split point `memory_read`, as the pane's read of a conversation's memory).
     pub async fn user_facts(&self) -> Result<Vec<UserFact>, MemoryError> {
+        user_facts_split(self).await
+    }
+
+    async fn user_facts_now(&self) -> Result<Vec<UserFact>, MemoryError> {
         Ok(self.core.user_facts().await?.to_vec())
     }
 
@@ -164,6 +169,12 @@ impl FactChange {
             FactChange::Add(text) => user::add(facts, &text, at, new_id("f")),
         }
     }
+}
+
+/// Split point `memory_read` (`edits.rs`): reading every fact about the user.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory_read, fallible, return_wrapper(let future = _; { future.await } -> Result<Vec<UserFact>, MemoryError>)))]
+fn user_facts_split(memory: &Memory) -> Boxed<'_, Vec<UserFact>, MemoryError> {
+    Box::pin(memory.user_facts_now())
 }
 
 /// Split point `memory`: a change of the facts (the extraction and supersession rules it runs).

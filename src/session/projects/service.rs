@@ -1,11 +1,12 @@
 //! The projects service and its error enum. Every change reads the projects from the store under
 //! one Web Lock for every tab (`tabs::lock_projects`), so two tabs never write over each other's
 //! change, writes what changed and reports `ProjectsChanged` (this tab's UI, the other tabs, sync).
-//! Must not import `ui`.
+//! Creating a project and moving a conversation are behind split point `edits`. Must not import
+//! `ui`.
 
 use crate::engine::model::{MemoryOverrides, Project};
 use crate::engine::project::{self, ProjectError};
-use crate::session::shared::error::from_read_error;
+use crate::session::shared::error::{from_read_error, Boxed};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, tabs, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -21,7 +22,8 @@ pub enum ProjectsError {
     Invalid(#[from] ProjectError),
     #[error("{}", crate::session::shared::error::NO_CONVERSATION)]
     NoConversation,
-    /// The project panel's chunk of the app could not be fetched; the next opening fetches it again.
+    /// A chunk of the app it needs (the project panel's, or `edits`) could not be fetched; the next
+    /// try fetches it again.
     #[error("{}", crate::session::shared::error::UNAVAILABLE)]
     Unavailable,
 }
@@ -50,8 +52,12 @@ impl Projects {
         Ok(self.core.store.load_projects().await?)
     }
 
-    /// A new project named `name`.
+    /// A new project named `name` (behind split point `edits`).
     pub async fn create(&self, name: &str) -> Result<Project, ProjectsError> {
+        create_split(self, name).await
+    }
+
+    async fn create_now(&self, name: &str) -> Result<Project, ProjectsError> {
         let p = project::new_project(new_id("p"), name, now())?;
         self.core.store.save_projects(&[&p]).await?;
         self.core.emit(SessionEvent::ProjectsChanged);
@@ -89,8 +95,17 @@ impl Projects {
         Ok(())
     }
 
-    /// Moves conversation `conversation` into project `project` (`None`: out of any).
+    /// Moves conversation `conversation` into project `project` (`None`: out of any; behind split
+    /// point `edits`).
     pub async fn move_conversation(
+        &self,
+        conversation: &str,
+        project: Option<String>,
+    ) -> Result<(), ProjectsError> {
+        move_split(self, conversation, project).await
+    }
+
+    async fn move_now(
         &self,
         conversation: &str,
         project: Option<String>,
@@ -137,4 +152,20 @@ impl Projects {
         }
         Ok(())
     }
+}
+
+/// Split point `edits` (`library/mod.rs`): creating a project.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(edits, fallible, return_wrapper(let future = _; { future.await } -> Result<Project, ProjectsError>)))]
+fn create_split<'a>(projects: &'a Projects, name: &'a str) -> Boxed<'a, Project, ProjectsError> {
+    Box::pin(projects.create_now(name))
+}
+
+/// Split point `edits`: moving a conversation into (or out of) a project.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(edits, fallible, return_wrapper(let future = _; { future.await } -> Result<(), ProjectsError>)))]
+fn move_split<'a>(
+    projects: &'a Projects,
+    conversation: &'a str,
+    project: Option<String>,
+) -> Boxed<'a, (), ProjectsError> {
+    Box::pin(projects.move_now(conversation, project))
 }

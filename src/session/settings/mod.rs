@@ -1,10 +1,11 @@
 //! Settings ([`Preferences`]): the settings in force and the deployment's defaults, saving them,
-//! testing the connection to an endpoint, and the storage figure. What is valid and what a preset
-//! holds are the engine's (`engine::settings`). Must not import `ui`.
+//! testing the connection to an endpoint (behind split point `models`), and the storage figure.
+//! What is valid and what a preset holds are the engine's (`engine::settings`). Must not import
+//! `ui`.
 
 use crate::engine::request;
 use crate::engine::settings::Settings;
-use crate::session::shared::error::{ErrorKind, NO_ENDPOINT, UNAVAILABLE};
+use crate::session::shared::error::{Boxed, ErrorKind, NO_ENDPOINT, UNAVAILABLE};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{transport_failure, Core, SETTINGS_KEY};
 use crate::store::{Store, StoreError};
@@ -23,7 +24,8 @@ pub enum SettingsError {
     NoEndpoint,
     #[error("{0}")]
     Invalid(String),
-    /// The settings dialog's chunk of the app could not be fetched; the next opening fetches it again.
+    /// A chunk of the app it needs (the settings dialog's, or `models`) could not be fetched; the
+    /// next try fetches it again.
     #[error("{}", UNAVAILABLE)]
     Unavailable,
 }
@@ -98,31 +100,46 @@ impl Preferences {
         })
     }
 
-    /// Lists the endpoint's models, proving the connection works.
+    /// Lists the endpoint's models, proving the connection works (behind split point `models`: the
+    /// first call fetches its chunk; one that cannot be fetched is [`SettingsError::Unavailable`]
+    /// and the next call tries again).
     pub async fn test_connection(&self, s: &Settings) -> Result<Vec<String>, SettingsError> {
-        s.validate().map_err(SettingsError::Invalid)?;
-        if !s.has_endpoint() {
-            return Err(SettingsError::NoEndpoint);
-        }
-        let req = request::models_request(&s.endpoint)
-            .map_err(|refused| SettingsError::Request(refused.to_string()))?;
-        let stopper = Stopper::new();
-        let timeouts = Timeouts {
-            first_byte_ms: 15_000,
-            idle_ms: 15_000,
-        };
-        let mut body = transport::open(&req, &stopper, timeouts)
-            .await
-            .map_err(|e| {
-                SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).text())
-            })?;
-        let text = body.read_text(4 * 1024 * 1024).await.map_err(|e| {
+        test_connection_split(s).await
+    }
+}
+
+/// Split point `models`: listing an endpoint's models (Settings' "Test connection" and the chat
+/// header's model picker) with the request, the model-list readers and the failure texts only it
+/// reaches in the first screen's code.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(models, fallible, return_wrapper(let future = _; { future.await } -> Result<Vec<String>, SettingsError>)))]
+fn test_connection_split(s: &Settings) -> Boxed<'_, Vec<String>, SettingsError> {
+    Box::pin(list_models(s))
+}
+
+/// Lists the endpoint's models.
+async fn list_models(s: &Settings) -> Result<Vec<String>, SettingsError> {
+    s.validate().map_err(SettingsError::Invalid)?;
+    if !s.has_endpoint() {
+        return Err(SettingsError::NoEndpoint);
+    }
+    let req = request::models_request(&s.endpoint)
+        .map_err(|refused| SettingsError::Request(refused.to_string()))?;
+    let stopper = Stopper::new();
+    let timeouts = Timeouts {
+        first_byte_ms: 15_000,
+        idle_ms: 15_000,
+    };
+    let mut body = transport::open(&req, &stopper, timeouts)
+        .await
+        .map_err(|e| {
             SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).text())
         })?;
-        request::parse_models(s.endpoint.protocol, &text).map_err(|e| {
-            SettingsError::Request(format!(
-                "The endpoint answered, but not with a model list: {e}"
-            ))
-        })
-    }
+    let text = body.read_text(4 * 1024 * 1024).await.map_err(|e| {
+        SettingsError::Request(transport_failure(e, &s.endpoint.base_url, false).text())
+    })?;
+    request::parse_models(s.endpoint.protocol, &text).map_err(|e| {
+        SettingsError::Request(format!(
+            "The endpoint answered, but not with a model list: {e}"
+        ))
+    })
 }

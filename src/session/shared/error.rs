@@ -18,7 +18,8 @@ pub enum ErrorKind {
 /// chunk fetched on first use, scripts/build-wasm.sh). Split points: `import`
 /// (transfer/import.rs), `sync` (sync/mod.rs), `memory` (memory/update.rs, memory/catchup.rs),
 /// `export` (transfer/backup.rs), `turn` (chat/turn.rs, chat/preview.rs), `attach` and `pdf`
-/// (chat/attach.rs).
+/// (chat/attach.rs), `memory_read` (memory/edits.rs, memory/user.rs), `models` (settings/),
+/// `search_results` and `edits` (library/, with chat/branch.rs and projects/service.rs).
 pub(crate) type Boxed<'a, T, E> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 'a>>;
 
