@@ -6,7 +6,7 @@
 //!
 //! What they check: a turn streams into the stored reply; a held save is written on its deadline
 //! while no chunk arrives; reading a reply leaves no timer behind; stop keeps the partial reply; a
-//! memory update goes through the same pump.
+//! memory update goes through the same pump; a draft saved again unchanged writes nothing.
 
 use memoire::engine::model::{MessageStatus, Protocol, Role, TurnPath};
 use memoire::session::{EventSink, Session, SessionEvent};
@@ -52,6 +52,23 @@ export function live_timers() {
 extern "C" {
     /// Timers set since the first call that have neither fired nor been cleared.
     fn live_timers() -> u32;
+}
+
+#[wasm_bindgen(inline_js = "
+export function settings_writes() {
+  if (!globalThis.__memoireSettingsWrites) {
+    globalThis.__memoireSettingsWrites = { n: 0 };
+    const tx = IDBDatabase.prototype.transaction;
+    IDBDatabase.prototype.transaction = function (stores, mode, ...rest) {
+      if (mode === 'readwrite' && [].concat(stores).includes('settings')) globalThis.__memoireSettingsWrites.n += 1;
+      return tx.call(this, stores, mode, ...rest);
+    };
+  }
+  return globalThis.__memoireSettingsWrites.n;
+}")]
+extern "C" {
+    /// Readwrite transactions over the `settings` store since the first call.
+    fn settings_writes() -> u32;
 }
 
 async fn sleep(ms: u32) {
@@ -309,4 +326,29 @@ async fn a_memory_update_runs_through_the_same_pump() {
         .filter(|r| r["model"] == json!(h.model) && r["kind"] == json!("memory"))
         .count();
     assert_eq!(memory, 1);
+}
+
+/// A draft saved again unchanged (the composer's pause, the page hidden) writes nothing; a changed
+/// one is written, and reads back.
+#[wasm_bindgen_test]
+async fn a_draft_saved_unchanged_writes_nothing() {
+    let events: EventSink = Rc::new(|_| {});
+    let session = Session::open(&fresh_name("drafts"), events).await.unwrap();
+    let chat = session.chat();
+    assert_eq!(chat.draft("c-1").await.unwrap(), "");
+    let start = settings_writes();
+    let check = |text: &'static str, writes: u32| {
+        let chat = chat.clone();
+        async move {
+            chat.set_draft("c-1", text).await.unwrap();
+            assert_eq!(settings_writes() - start, writes, "after saving {text:?}");
+            assert_eq!(chat.draft("c-1").await.unwrap(), text);
+        }
+    };
+    check("", 0).await;
+    check("hello", 1).await;
+    check("hello", 1).await;
+    check("hello again", 2).await;
+    check("", 3).await;
+    check("", 3).await;
 }

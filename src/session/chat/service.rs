@@ -75,6 +75,11 @@ pub struct Chat {
     pub(super) inflight: RefCell<HashMap<String, Stopper>>,
     /// The temporary chat, if one is open (never stored).
     pub(super) temporary: RefCell<Temporary>,
+    /// Each conversation's draft as this tab last read or stored it: saving the same text again
+    /// writes nothing. The composer's pause and the page's hiding save what is there, which is
+    /// most often what is stored already (a readwrite transaction at every start, and one in the
+    /// way of the next page's start at every reload).
+    drafts: RefCell<HashMap<String, String>>,
 }
 
 impl Chat {
@@ -84,6 +89,7 @@ impl Chat {
             memory,
             inflight: RefCell::default(),
             temporary: RefCell::default(),
+            drafts: RefCell::default(),
         }
     }
 
@@ -92,19 +98,23 @@ impl Chat {
         if self.is_temporary(id) {
             return Ok(String::new());
         }
-        Ok(self
+        let text = self
             .core
             .store
             .get_setting(&format!("{DRAFT_PREFIX}{id}"))
             .await?
             .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default())
+            .unwrap_or_default();
+        self.drafts
+            .borrow_mut()
+            .insert(id.to_string(), text.clone());
+        Ok(text)
     }
 
     /// Keeps the composer's draft of conversation `id` (not a temporary chat's: nothing of it is
-    /// stored).
+    /// stored); nothing is written when it is the text this tab last read or stored there.
     pub async fn set_draft(&self, id: &str, text: &str) -> Result<(), ChatError> {
-        if self.is_temporary(id) {
+        if self.is_temporary(id) || self.drafts.borrow().get(id).map(String::as_str) == Some(text) {
             return Ok(());
         }
         let key = format!("{DRAFT_PREFIX}{id}");
@@ -116,6 +126,9 @@ impl Chat {
                 .set_setting(&key, &serde_json::Value::from(text))
                 .await?;
         }
+        self.drafts
+            .borrow_mut()
+            .insert(id.to_string(), text.to_string());
         Ok(())
     }
 
