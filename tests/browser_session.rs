@@ -351,4 +351,11 @@ async fn a_draft_saved_unchanged_writes_nothing() {
     check("hello again", 2).await;
     check("", 3).await;
     check("", 3).await;
+    // A conversation deleted: its draft is deleted whatever this tab last knew of it.
+    chat.drop_draft("c-1").await.unwrap();
+    assert_eq!(
+        settings_writes() - start,
+        4,
+        "the draft of a deleted conversation"
+    );
 }

@@ -132,6 +132,13 @@ impl Chat {
         Ok(())
     }
 
+    /// Deletes the stored draft of conversation `id`, whatever this tab last knew of it (the
+    /// conversation is going: another tab may have stored a draft since).
+    pub async fn drop_draft(&self, id: &str) -> Result<(), ChatError> {
+        self.drafts.borrow_mut().remove(id);
+        self.set_draft(id, "").await
+    }
+
     /// Stops the reply being written in a conversation (the partial text is kept).
     pub fn stop(&self, id: &str) {
         if let Some(s) = self.inflight.borrow().get(id) {

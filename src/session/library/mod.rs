@@ -172,7 +172,7 @@ impl Library {
 
     async fn delete_now(&self, id: &str) -> Result<(), LibraryError> {
         self.core.store.delete_conversation(id).await?;
-        self.chat.set_draft(id, "").await.ok();
+        self.chat.drop_draft(id).await.ok();
         self.core.store.set_memory_failure(id, None).await.ok();
         self.core.forget_branch(id).await;
         self.core
