@@ -112,9 +112,9 @@ self.addEventListener("fetch", (event) => {
   const rel = url.pathname.slice(scope.pathname.length);
   if (!checked) event.waitUntil(dropOldBuilds().catch(() => {}));
   if (req.mode === "navigate") {
-    // Any other page (config.json, an icon, an API opened in a tab): the network's answer as it is,
-    // never kept.
     if (rel === "" || rel === "index.html") event.respondWith(shell(event));
+    // Any other page (config.json, an icon, an API opened in a tab) is not answered: the network's
+    // answer as it is, never kept.
     return;
   }
   if (url.search) return;

@@ -157,9 +157,10 @@ fn remote_sink(
 
 /// Opens the store (its migrations run in [`Core::finish`]) while the tab locks are taken: each
 /// migration checks its record inside its own transaction, so two tabs opening at once still apply
-/// it once, and the locks' round trips do not come before the open. Returns the store, the opening lock (held until replies left streaming
-/// are marked, one tab at a time), whether another tab is alive (then nothing is marked: it may be
-/// writing those replies right now), and this tab's presence lock.
+/// it once, and the locks' round trips do not come before the open. Returns the store, the opening
+/// lock (held until replies left streaming are marked, one tab at a time), whether another tab is
+/// alive (then nothing is marked: it may be writing those replies right now), and this tab's
+/// presence lock.
 async fn open_store(db_name: &str) -> Result<(Store, LockGuard, bool, LockGuard), StoreError> {
     let locks = async {
         let opening = tabs::lock(&format!("memoire-open:{db_name}")).await;
