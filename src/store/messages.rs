@@ -430,6 +430,12 @@ impl Store {
         if left.as_f64().unwrap_or(0.0) < 1.0 {
             return Ok(0);
         }
+        // Rare (a page closed mid-reply): its own function, out of the opening's (`outlined`).
+        super::outlined(self.mark_streams(key)).await
+    }
+
+    /// Marks the replies indexed as streaming under `key` interrupted, in one transaction.
+    async fn mark_streams(&self, key: JsValue) -> Result<usize, StoreError> {
         let tx = self.tx(&[MESSAGES], true)?;
         let messages = tx.store(MESSAGES)?;
         let index = messages.index(BY_STREAMING).map_err(js_error)?;

@@ -51,9 +51,11 @@ const MIGRATIONS: &[(u32, &str)] = &[
 pub(crate) async fn run(store: &Store) -> Result<(), StoreError> {
     let pending = pending(store).await?;
     for &(number, name) in MIGRATIONS.iter().filter(|m| pending.contains(&m.0)) {
+        // Each migration's code is its own function (`outlined`): it runs once in a database's
+        // life, so the opening's own code, compiled on every first start, does not carry it.
         match number {
-            1 => import_legacy(store, number, name).await?,
-            2 => index_search_terms(store, number, name).await?,
+            1 => super::outlined(import_legacy(store, number, name)).await?,
+            2 => super::outlined(index_search_terms(store, number, name)).await?,
             _ => unreachable_migration(number)?,
         }
     }

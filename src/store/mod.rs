@@ -293,3 +293,13 @@ impl Store {
         Tx::new(&self.db()?, stores, write)
     }
 }
+
+/// `fut` as a future of its own behind a pointer, polled through its vtable: its code becomes
+/// functions of its own instead of being inlined into the caller's state machine. For work the
+/// opening rarely does (a migration, marking replies left streaming): the browser compiles a wasm
+/// function whole on its first call, and the opening's is called on every first start.
+pub(crate) fn outlined<'a, T>(
+    fut: impl std::future::Future<Output = T> + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
+    Box::pin(fut)
+}
