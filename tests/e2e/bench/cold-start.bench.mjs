@@ -358,7 +358,7 @@ self.addEventListener('fetch', (e) => e.respondWith(caches.match(e.request, { ig
  * the moment the static first screen's composer has the focus until 20 keys have reached the app's composer:
  * the percentage of the characters typed before the takeover that the app's composer holds after it.
  */
-async function typedBeforeReady(browser, url) {
+async function typedBeforeReady(browser, url, attempt = 1) {
   const p = await throttledPage(browser, LINK_4G, CPU_SLOWDOWN);
   try {
     await p.page.addInitScript(() => {
@@ -366,7 +366,18 @@ async function typedBeforeReady(browser, url) {
       document.addEventListener('keydown', () => keys.push(document.getElementById('first-screen') ? 'static' : 'app'), true);
     });
     await p.page.goto(url, { waitUntil: 'commit' });
-    await p.page.waitForFunction(() => document.activeElement?.id === 'first-screen-input', null, { polling: 'raf' });
+    // On a busy machine Playwright's own script may first run in the page after the takeover: then
+    // there was no moment to type into the first screen from here, and the visit is made again.
+    const focused = await p.page.waitForFunction(
+      () => document.activeElement?.id === 'first-screen-input' || (document.readyState !== 'loading' && !document.getElementById('first-screen')),
+      null,
+      { polling: 'raf' },
+    );
+    if (!(await focused.evaluate(() => document.getElementById('first-screen') !== null))) {
+      if (attempt >= 3) throw new Error('typed_before_ready_kept: the app took over before the first key, 3 visits in a row');
+      log(`typed_before_ready_kept: the app took over before the first key could be typed (visit ${attempt}); again`);
+      return typedBeforeReady(browser, url, attempt + 1);
+    }
     const text = 'Typed before the app was ready, and after. ';
     let typed = '';
     for (let i = 0; i < 1000; i++) {
