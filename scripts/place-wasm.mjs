@@ -46,6 +46,19 @@ const stars = [...glue.matchAll(/^import \* as (\w+) from "\.\/__wasm_split\.js"
 if (stars.length === 0) throw new Error('place-wasm: the glue does not import ./__wasm_split.js');
 for (const star of stars) glue = glue.replace(star[0], '');
 let loader = replaceOnce(text('__wasm_split.js'), 'import { initSync } from "./memoire.js";', '');
+// A split point's shared chunks are asked for a few at a time, with a yield to the browser between
+// (input, a frame, the next navigation): the loader asked for all of them in one task, and the turn's
+// 80-odd fetches at idle after the first screen were one task of about 100 ms at 4x CPU, in the way
+// of the first keys typed and of a reload.
+loader = replaceOnce(
+  loader,
+  'const parallelStuff = deps.map(d => d());',
+  'const parallelStuff = [];\n' +
+    '        for (let i = 0; i < deps.length; i++) {\n' +
+    '            if (i > 0 && i % 8 === 0) await new Promise((go) => { const c = new MessageChannel(); c.port1.onmessage = go; c.port2.postMessage(0); });\n' +
+    '            parallelStuff.push(deps[i]());\n' +
+    '        }',
+);
 const exported = [...loader.matchAll(/^export const (\w+) = /gm)].map((m) => m[1]);
 if (exported.length === 0) throw new Error('place-wasm: the loader exports no load function');
 loader = loader.replace(/^export const /gm, 'const ');
