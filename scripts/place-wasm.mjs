@@ -46,6 +46,34 @@ const stars = [...glue.matchAll(/^import \* as (\w+) from "\.\/__wasm_split\.js"
 if (stars.length === 0) throw new Error('place-wasm: the glue does not import ./__wasm_split.js');
 for (const star of stars) glue = glue.replace(star[0], '');
 let loader = replaceOnce(text('__wasm_split.js'), 'import { initSync } from "./memoire.js";', '');
+// A split point's shared chunks are asked for a few at a time, with a yield to the browser between
+// (input, a frame, the next navigation): the loader asked for all of them in one task, and the turn's
+// 80-odd fetches at idle after the first screen were one task of about 100 ms at 4x CPU, in the way
+// of the first keys typed and of a reload. A chunk that fails meanwhile (offline) is the load's one
+// failure: its rejection is handled at once (not an unhandled rejection during the yield) and no
+// further chunk is asked for; `Promise.all` below rejects with it.
+loader = replaceOnce(
+  loader,
+  'const parallelStuff = deps.map(d => d());',
+  'const parallelStuff = [];\n' +
+    '        let failed = false;\n' +
+    '        for (let i = 0; i < deps.length; i++) {\n' +
+    '            if (i > 0 && i % 8 === 0) await new Promise((go) => { const c = new MessageChannel(); c.port1.onmessage = go; c.port2.postMessage(0); });\n' +
+    '            if (failed) break;\n' +
+    '            const p = deps[i]();\n' +
+    '            p.catch(() => { failed = true; });\n' +
+    '            parallelStuff.push(p);\n' +
+    '        }',
+);
+// A failed load is never kept: the loader forgets a rejected load (and wasm_split_helpers' Rust
+// side an unsuccessful one), so the next call of a split point fetches what is missing again
+// (README "Build"). Checked here, since an upgrade of wasm-split-cli could bring the caching back.
+if (!loader.includes('if (loadingModule === thisLoad) loadingModule = undefined;')) {
+  throw new Error('place-wasm: the loader keeps failed loads (it no longer forgets a rejected one)');
+}
+// The service says a load that failed (its `Unavailable`: "could not be loaded"); the loader's own
+// line about it is a warning, not an error of the page.
+loader = replaceOnce(loader, '            console.error(e);\n            success = false;', '            console.warn(e);\n            success = false;');
 const exported = [...loader.matchAll(/^export const (\w+) = /gm)].map((m) => m[1]);
 if (exported.length === 0) throw new Error('place-wasm: the loader exports no load function');
 loader = loader.replace(/^export const /gm, 'const ');

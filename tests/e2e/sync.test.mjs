@@ -33,6 +33,7 @@ import {
   tid,
   BROWSER_NETWORK_NOISE,
   syncedDevice,
+  trackPage,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 import { memoryReplyText } from './agent-server.mjs';
@@ -208,6 +209,50 @@ test('sync: two devices exchange messages without duplicates; a deletion stays d
     await conversationItem(B.page, id).waitFor({ state: 'detached' });
     await synced(B.page);
     await staysDeletedAfterReload(A.page, id);
+  }));
+
+test('sync: its code could not be fetched while offline; back online, sync starts without a reload', () =>
+  withDevices('sync-chunk-offline', 1, async (server, A) => {
+    const { agent, site, browser } = harness;
+    await chatTurn(A.page, agent, 'hello from A', 'reply to A');
+    const id = await currentConversationId(A.page);
+    await synced(A.page);
+    // B: no service worker (sync's chunk can only come from the network), its settings filled in
+    // while online, then offline with the chunk refused as Save turns sync on.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+    try {
+      const page = await context.newPage();
+      const issues = trackPage(page);
+      await withDiagnostics(page, issues, 'sync-chunk-offline-b', async () => {
+        await openApp(page, site.url);
+        await page.locator(tid('settings-open')).click();
+        await page.locator(tid('settings-sync-url')).fill(server.url);
+        await page.locator(tid('settings-sync-database')).fill('memoire');
+        await page.locator(tid('settings-sync-enabled')).check();
+        const chunk = /\/split_sync-[0-9a-f]{16}\.wasm$/;
+        let refused = 0;
+        await page.route(chunk, (route) => ((refused += 1), route.abort('internetdisconnected')));
+        await context.setOffline(true);
+        await page.locator(tid('settings-save')).click();
+        await page.locator(tid('settings-sync-url')).waitFor({ state: 'hidden' });
+        // It says so, and when it tries again (it does, and fails again while offline).
+        const status = page.locator(tid('sync-status', '[data-state="error"]'));
+        await page.waitForFunction(
+          (el) => /could not be loaded.*Retrying at \d\d:\d\d/.test(el.getAttribute('title') ?? ''),
+          await status.elementHandle(),
+        );
+        await eventually(async () => refused >= 2, { what: 'the chunk asked for again' });
+        // Back online: the same page syncs, with no reload and nothing typed.
+        await page.unroute(chunk);
+        await context.setOffline(false);
+        await openConversation(page, id, 2);
+        assert.deepEqual(await transcript(page), [['user', 'hello from A'], ['assistant', 'reply to A']]);
+        await synced(page);
+        assertNoPageProblems(issues, allow);
+      });
+    } finally {
+      await context.close();
+    }
   }));
 
 test('sync: a conversation deleted while sync is off is deleted on the other device once sync is back on', () =>

@@ -1,7 +1,8 @@
 //! Sync across devices through CouchDB's replication protocol, as a hub client: the document model
 //! (`doc`), the hybrid logical clock (`hlc`), the one merge (`merge`), conversions from and to the
 //! engine's model (`convert`), and the sans-IO replicator that turns documents and a checkpoint into
-//! HTTP request descriptions and local writes (`replicate`), which document a local change produces
+//! HTTP request descriptions and local writes (`replicate`), when the loop around it starts again
+//! after it stopped (`restart`), which document a local change produces
 //! and what a merged document asks of the local store (`track`), a merged batch turned into one
 //! write plan (`batch`), the order a batch's merges are applied in (`order`), unifying one entity
 //! learned separately on two devices (`unify`), the memory's summaries and graph (`memory`), and
@@ -23,6 +24,7 @@ pub mod order;
 pub mod origin;
 pub mod probe;
 pub mod replicate;
+pub mod restart;
 pub mod seal;
 pub mod status;
 pub mod track;

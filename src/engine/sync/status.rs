@@ -58,6 +58,21 @@ pub fn label(status: &Status, utc_offset_min: i32) -> String {
     }
 }
 
+/// The label and the detail for a sync loop that stopped on `error` (`sync::restart`): with the
+/// time it starts again, or none when the user must act.
+pub fn stopped(error: &str, retry_at: Option<Millis>, utc_offset_min: i32) -> (String, String) {
+    match retry_at {
+        Some(at) => {
+            let at = time_of_day(at, utc_offset_min);
+            (
+                format!("sync error · retry {at}"),
+                format!("{error} Retrying at {at}."),
+            )
+        }
+        None => ("sync error".into(), error.to_string()),
+    }
+}
+
 /// `detail` with how many images from the server were refused on this connection (`sync::blob`:
 /// their messages are kept without them; the reasons go to the console).
 pub fn with_images(mut detail: String, refused_images: usize) -> String {

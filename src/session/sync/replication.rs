@@ -36,7 +36,8 @@ use crate::engine::sync::hlc::MAX_SKEW_MS;
 use crate::engine::sync::order::{in_order, latest_stamp};
 use crate::engine::sync::origin::{self, origin_of};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
-use crate::engine::sync::status::{describe, label, with_images};
+use crate::engine::sync::restart::{Restart, Stop};
+use crate::engine::sync::status::{describe, label, stopped, with_images};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Reply, Request, Write};
 use crate::engine::tabs;
@@ -74,9 +75,25 @@ pub enum SyncError {
     /// The sync URL's origin changed and no password was typed: the saved one stays with its origin.
     #[error("The sync server's address changed to {origin}: type its password again (the saved one is only sent to {saved}).")]
     PasswordForOtherOrigin { origin: String, saved: String },
-    /// The sync chunk (split point `sync`) could not be fetched; the next try fetches it again.
-    #[error("Sync could not start: its part of the app could not be loaded (are you offline?). It starts again when the connection is back, or reload the page.")]
+    /// The sync chunk (split point `sync`) could not be fetched; the next try (`engine::sync::restart`)
+    /// fetches it again.
+    #[error("Sync could not start: its part of the app could not be loaded (are you offline?). It starts again when the connection is back.")]
     Unavailable,
+}
+
+impl SyncError {
+    /// Whether the loop stopped on this can start again without the user (`engine::sync::restart`).
+    fn stop(&self) -> Stop {
+        use super::seal::SealError as S;
+        match self {
+            SyncError::Store(_)
+            | SyncError::Unavailable
+            | SyncError::Seal(S::Unreachable(_) | S::Server(_) | S::Store(_)) => Stop::Passing,
+            SyncError::Problem(_)
+            | SyncError::Seal(_)
+            | SyncError::PasswordForOtherOrigin { .. } => Stop::UserMustAct,
+        }
+    }
 }
 
 impl From<wasm_split_helpers::SplitLoaderError> for SyncError {
@@ -98,6 +115,8 @@ pub(super) struct Inner {
     pub(super) password_origin: RefCell<String>,
     /// Bumped on every settings change: a running loop with an older generation stops.
     pub(super) generation: Cell<u32>,
+    /// When the loop starts again after it stopped on an error (`engine::sync::restart`).
+    restart: RefCell<Restart>,
     /// The replicator of the running loop (this tab holds the lock).
     pub(super) rep: RefCell<Option<Replicator>>,
     pub(super) abort: RefCell<Option<web_sys::AbortController>>,
@@ -150,6 +169,7 @@ impl Replication {
                 password: RefCell::new(password),
                 password_origin: RefCell::new(password_origin),
                 generation: Cell::new(0),
+                restart: RefCell::default(),
                 rep: RefCell::default(),
                 abort: RefCell::default(),
                 wake: RefCell::default(),
@@ -165,6 +185,7 @@ impl Replication {
         let weak = Rc::downgrade(&r.inner);
         let online = Closure::<dyn FnMut()>::new(move || {
             if let Some(i) = weak.upgrade() {
+                i.restart.borrow_mut().handle_online(now());
                 if let Some(rep) = i.rep.borrow_mut().as_mut() {
                     rep.retry_now();
                 }
@@ -259,20 +280,10 @@ impl Replication {
             set_view(i, SyncView::off());
             return;
         }
+        *i.restart.borrow_mut() = Restart::default();
         let inner = i.clone();
         let gen = i.generation.get();
-        spawn_local(async move {
-            if let Err(e) = run_split(&inner, gen).await {
-                set_view(
-                    &inner,
-                    SyncView {
-                        state: "error".into(),
-                        label: String::new(),
-                        detail: e.to_string(),
-                    },
-                );
-            }
-        });
+        spawn_local(async move { run_again(&inner, gen).await });
     }
 
     /// This tab changed shared data (`Capture`): track the document it produces.
@@ -421,6 +432,41 @@ async fn sleep(i: &Inner, ms: i32) {
     let woken = std::pin::pin!(JsFuture::from(woken));
     let timer = std::pin::pin!(gloo_timers::future::TimeoutFuture::new(ms.max(0) as u32));
     futures_util::future::select(woken, timer).await;
+}
+
+/// The sync loop of settings generation `gen`, started again after each stop on an error when
+/// `engine::sync::restart` says (after a backoff, or at once when the browser comes back online),
+/// until the settings change. The status says the error and when it starts again.
+async fn run_again(i: &Rc<Inner>, gen: u32) {
+    while i.generation.get() == gen {
+        let Err(e) = run_split(i, gen).await else {
+            return;
+        };
+        if i.generation.get() != gen {
+            return; // new settings meanwhile: their loop says how it goes
+        }
+        let retry_at = i.restart.borrow_mut().handle_stopped(now(), e.stop());
+        let offset = -(js_sys::Date::new_0().get_timezone_offset() as i32);
+        let (label, detail) = stopped(&e.to_string(), retry_at, offset);
+        let state = "error".into();
+        set_view(
+            i,
+            SyncView {
+                state,
+                label,
+                detail,
+            },
+        );
+        // Until the restart time (`online` brings it forward), or new settings (a new generation).
+        while i.generation.get() == gen && !i.restart.borrow_mut().poll_start(now()) {
+            let at = i.restart.borrow().poll_timeout();
+            sleep(
+                i,
+                at.map_or(60_000, |at| (at - now()).clamp(0, 60_000)) as i32,
+            )
+            .await;
+        }
+    }
 }
 
 /// `Basic` credentials for `user:password` (UTF-8), or none without a user.
@@ -898,6 +944,7 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     rep.handle_local_changes(dirty);
     drop(span);
     *i.rep.borrow_mut() = Some(rep);
+    i.restart.borrow_mut().handle_connected();
     let link = Link {
         base: &base,
         db: s.database.trim(),
