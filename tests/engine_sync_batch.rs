@@ -571,3 +571,11 @@ fn deletions_are_recorded_while_sync_is_off_once_a_server_is_set_up() {
     check_records(false, false, Delete, false);
     check_records(false, false, Write, false);
 }
+
+#[test]
+fn a_deletion_waits_for_syncs_code_and_a_write_is_left_to_the_next_seed() {
+    use track::Change::{Delete, Write};
+    // Sync's code could not be fetched: only a deletion leaves nothing for the seed to find.
+    assert!(track::waits_for_code(Delete));
+    assert!(!track::waits_for_code(Write));
+}

@@ -50,6 +50,14 @@ pub fn records(enabled: bool, set_up: bool, change: Change) -> bool {
     enabled || (set_up && change == Change::Delete)
 }
 
+/// Whether a change that could not be recorded because sync's code could not be fetched (offline
+/// before the split point `sync` ever loaded in this page) waits, in order, for the next try: a
+/// deletion does (nothing else would ever tell the other devices); a write is let go, since the
+/// seed of the sync loop's next start records it from the store.
+pub fn waits_for_code(change: Change) -> bool {
+    change == Change::Delete
+}
+
 /// The kind of an `_id` and its parts, unescaped (an entity's or edge's scope `~` reads as `None`).
 /// `c:{conversation}`, `m:{message}`, `e:{scope}:{entity}`,
 /// `r:{scope}:{source}:{label}:{target}:{valid_from}`, `s:{conversation}:{stamp}`.

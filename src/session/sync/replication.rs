@@ -142,6 +142,18 @@ pub(super) enum Tracked {
     },
 }
 
+impl Tracked {
+    /// What kind of change it is, for recording (`engine::sync::track`).
+    fn change(&self) -> track::Change {
+        match self {
+            Tracked::EntityDeleted { .. }
+            | Tracked::Change(tabs::Change::ConversationRemoved(_))
+            | Tracked::Change(tabs::Change::MessagesCleared(_)) => track::Change::Delete,
+            Tracked::Change(_) => track::Change::Write,
+        }
+    }
+}
+
 /// The session's handle on sync. Cheap to clone.
 #[derive(Clone)]
 pub struct Replication {
@@ -322,44 +334,15 @@ impl Replication {
 
     fn track(&self, t: Tracked) {
         let i = &self.inner;
-        let change = match &t {
-            Tracked::EntityDeleted { .. }
-            | Tracked::Change(tabs::Change::ConversationRemoved(_))
-            | Tracked::Change(tabs::Change::MessagesCleared(_)) => track::Change::Delete,
-            Tracked::Change(_) => track::Change::Write,
-        };
         let records = {
             let s = i.settings.borrow();
-            track::records(s.enabled, !s.url.trim().is_empty(), change)
+            track::records(s.enabled, !s.url.trim().is_empty(), t.change())
         };
         if !records {
             return;
         }
         i.queue.borrow_mut().push_back(t);
-        if i.tracking.replace(true) {
-            return;
-        }
-        let inner = i.clone();
-        spawn_local(async move {
-            loop {
-                let next = inner.queue.borrow_mut().pop_front();
-                let Some(t) = next else { break };
-                let done = match &t {
-                    Tracked::Change(e) => track_event_split(&inner, e).await,
-                    Tracked::EntityDeleted {
-                        conversation,
-                        entity,
-                    } => track_entity_deleted_split(&inner, conversation, entity).await,
-                };
-                if let Err(err) = done {
-                    web_sys::console::warn_1(&JsValue::from_str(&format!(
-                        "memoire sync: a change was not recorded for sync: {err}"
-                    )));
-                }
-            }
-            inner.tracking.set(false);
-            wake(&inner);
-        });
+        drain(i);
     }
 
     /// "Test connection": what is wrong with these settings, if anything.
@@ -421,6 +404,42 @@ fn wake(i: &Inner) {
     if let Some(f) = i.wake.borrow_mut().take() {
         let _ = f.call0(&JsValue::NULL);
     }
+}
+
+/// Records the queued changes as synced documents, in order, in one task at a time. A change that
+/// failed because sync's code could not be fetched waits at the queue's head when
+/// `track::waits_for_code` says so (a deletion), for the next change or the sync loop's next start
+/// (`connect`); other failures are let go with a warning.
+fn drain(i: &Rc<Inner>) {
+    if i.queue.borrow().is_empty() || i.tracking.replace(true) {
+        return;
+    }
+    let inner = i.clone();
+    spawn_local(async move {
+        loop {
+            let next = inner.queue.borrow_mut().pop_front();
+            let Some(t) = next else { break };
+            let done = match &t {
+                Tracked::Change(e) => track_event_split(&inner, e).await,
+                Tracked::EntityDeleted {
+                    conversation,
+                    entity,
+                } => track_entity_deleted_split(&inner, conversation, entity).await,
+            };
+            match done {
+                Err(SyncError::Unavailable) if track::waits_for_code(t.change()) => {
+                    inner.queue.borrow_mut().push_front(t);
+                    break;
+                }
+                Err(err) => web_sys::console::warn_1(&JsValue::from_str(&format!(
+                    "memoire sync: a change was not recorded for sync: {err}"
+                ))),
+                Ok(()) => {}
+            }
+        }
+        inner.tracking.set(false);
+        wake(&inner);
+    });
 }
 
 /// Sleeps `ms` or until [`wake`].
@@ -945,6 +964,8 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     drop(span);
     *i.rep.borrow_mut() = Some(rep);
     i.restart.borrow_mut().handle_connected();
+    // A deletion that waited for sync's code (`drain`): recorded now, and handed to this replicator.
+    drain(i);
     let link = Link {
         base: &base,
         db: s.database.trim(),
