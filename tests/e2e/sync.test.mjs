@@ -211,90 +211,89 @@ test('sync: two devices exchange messages without duplicates; a deletion stays d
     await staysDeletedAfterReload(A.page, id);
   }));
 
+/**
+ * Runs `body(page, context, chunk)` on one more device with no service worker (sync's chunk can only
+ * come from the network), under the diagnostics named `name`: the app open, its sync settings for
+ * `server` filled in, not saved. `chunk.refuse()` fails every request for sync's chunk (counted in
+ * `chunk.refused`) until `chunk.allow()`. Then the page may have reported no problem; its context is
+ * closed whatever happens.
+ */
+async function withWorkerlessDevice(name, server, body) {
+  const { site, browser } = harness;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+  try {
+    const page = await context.newPage();
+    const issues = trackPage(page);
+    await withDiagnostics(page, issues, name, async () => {
+      await openApp(page, site.url);
+      await page.locator(tid('settings-open')).click();
+      await page.locator(tid('settings-sync-url')).fill(server.url);
+      await page.locator(tid('settings-sync-database')).fill('memoire');
+      await page.locator(tid('settings-sync-enabled')).check();
+      const url = /\/split_sync-[0-9a-f]{16}\.wasm$/;
+      const chunk = {
+        refused: 0,
+        refuse: () => page.route(url, (route) => ((chunk.refused += 1), route.abort('internetdisconnected'))),
+        allow: () => page.unroute(url),
+      };
+      await body(page, context, chunk);
+      assertNoPageProblems(issues, allow);
+    });
+  } finally {
+    await context.close();
+  }
+}
+
 test('sync: its code could not be fetched while offline; back online, sync starts without a reload', () =>
   withDevices('sync-chunk-offline', 1, async (server, A) => {
-    const { agent, site, browser } = harness;
-    await chatTurn(A.page, agent, 'hello from A', 'reply to A');
+    await chatTurn(A.page, harness.agent, 'hello from A', 'reply to A');
     const id = await currentConversationId(A.page);
     await synced(A.page);
-    // B: no service worker (sync's chunk can only come from the network), its settings filled in
-    // while online, then offline with the chunk refused as Save turns sync on.
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
-    try {
-      const page = await context.newPage();
-      const issues = trackPage(page);
-      await withDiagnostics(page, issues, 'sync-chunk-offline-b', async () => {
-        await openApp(page, site.url);
-        await page.locator(tid('settings-open')).click();
-        await page.locator(tid('settings-sync-url')).fill(server.url);
-        await page.locator(tid('settings-sync-database')).fill('memoire');
-        await page.locator(tid('settings-sync-enabled')).check();
-        const chunk = /\/split_sync-[0-9a-f]{16}\.wasm$/;
-        let refused = 0;
-        await page.route(chunk, (route) => ((refused += 1), route.abort('internetdisconnected')));
-        await context.setOffline(true);
-        await page.locator(tid('settings-save')).click();
-        await page.locator(tid('settings-sync-url')).waitFor({ state: 'hidden' });
-        // It says so, and when it tries again (it does, and fails again while offline).
-        const status = page.locator(tid('sync-status', '[data-state="error"]'));
-        await page.waitForFunction(
-          (el) => /could not be loaded.*Retrying at \d\d:\d\d/.test(el.getAttribute('title') ?? ''),
-          await status.elementHandle(),
-        );
-        await eventually(async () => refused >= 2, { what: 'the chunk asked for again' });
-        // Back online: the same page syncs, with no reload and nothing typed.
-        await page.unroute(chunk);
-        await context.setOffline(false);
-        await openConversation(page, id, 2);
-        assert.deepEqual(await transcript(page), [['user', 'hello from A'], ['assistant', 'reply to A']]);
-        await synced(page);
-        assertNoPageProblems(issues, allow);
-      });
-    } finally {
-      await context.close();
-    }
+    // B goes offline with sync's chunk refused as Save turns sync on.
+    await withWorkerlessDevice('sync-chunk-offline-b', server, async (page, context, chunk) => {
+      await chunk.refuse();
+      await context.setOffline(true);
+      await page.locator(tid('settings-save')).click();
+      await page.locator(tid('settings-sync-url')).waitFor({ state: 'hidden' });
+      // It says so, and when it tries again (it does, and fails again while offline).
+      const status = page.locator(tid('sync-status', '[data-state="error"]'));
+      await page.waitForFunction(
+        (el) => /could not be loaded.*Retrying at \d\d:\d\d/.test(el.getAttribute('title') ?? ''),
+        await status.elementHandle(),
+      );
+      await eventually(async () => chunk.refused >= 2, { what: 'the chunk asked for again' });
+      // Back online: the same page syncs, with no reload and nothing typed.
+      await chunk.allow();
+      await context.setOffline(false);
+      await openConversation(page, id, 2);
+      assert.deepEqual(await transcript(page), [['user', 'hello from A'], ['assistant', 'reply to A']]);
+      await synced(page);
+    });
   }));
 
 test("sync: a conversation deleted while sync's code could not be fetched is deleted on the other device once it can", () =>
   withDevices('sync-chunk-delete', 1, async (server, A) => {
-    const { agent, site, browser } = harness;
-    await chatTurn(A.page, agent, 'hello from A', 'reply to A');
+    await chatTurn(A.page, harness.agent, 'hello from A', 'reply to A');
     const id = await currentConversationId(A.page);
     await synced(A.page);
-    // B: no service worker (sync's chunk can only come from the network); it pulls the conversation.
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
-    try {
-      const page = await context.newPage();
-      const issues = trackPage(page);
-      await withDiagnostics(page, issues, 'sync-chunk-delete-b', async () => {
-        await openApp(page, site.url);
-        await page.locator(tid('settings-open')).click();
-        await page.locator(tid('settings-sync-url')).fill(server.url);
-        await page.locator(tid('settings-sync-database')).fill('memoire');
-        await page.locator(tid('settings-sync-enabled')).check();
-        await page.locator(tid('settings-save')).click();
-        await openConversation(page, id, 2);
-        await synced(page);
-        // B starts again with sync's chunk refused, and deletes the conversation: that deletion
-        // cannot be recorded for sync yet (the seed of sync's next start would never find it).
-        const chunk = /\/split_sync-[0-9a-f]{16}\.wasm$/;
-        let refused = 0;
-        await page.route(chunk, (route) => ((refused += 1), route.abort('internetdisconnected')));
-        await page.reload();
-        await page.locator(tid('sync-status', '[data-state="error"]')).waitFor();
-        await deleteConversation(page, id);
-        await eventually(async () => refused >= 2, { what: "sync's chunk asked for again" });
-        // The chunk comes back (the connection too): the deletion that waited reaches A.
-        await page.unroute(chunk);
-        await context.setOffline(true);
-        await context.setOffline(false);
-        await conversationItem(A.page, id).waitFor({ state: 'detached' });
-        await synced(page);
-        assertNoPageProblems(issues, allow);
-      });
-    } finally {
-      await context.close();
-    }
+    await withWorkerlessDevice('sync-chunk-delete-b', server, async (page, context, chunk) => {
+      await page.locator(tid('settings-save')).click();
+      await openConversation(page, id, 2);
+      await synced(page);
+      // B starts again with sync's chunk refused, and deletes the conversation: that deletion
+      // cannot be recorded for sync yet (the seed of sync's next start would never find it).
+      await chunk.refuse();
+      await page.reload();
+      await page.locator(tid('sync-status', '[data-state="error"]')).waitFor();
+      await deleteConversation(page, id);
+      await eventually(async () => chunk.refused >= 2, { what: "sync's chunk asked for again" });
+      // The chunk comes back (the connection too): the deletion that waited reaches A.
+      await chunk.allow();
+      await context.setOffline(true);
+      await context.setOffline(false);
+      await conversationItem(A.page, id).waitFor({ state: 'detached' });
+      await synced(page);
+    });
     await staysDeletedAfterReload(A.page, id);
   }));
 
