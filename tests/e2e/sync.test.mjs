@@ -131,7 +131,20 @@ async function withDevices(name, n, body, options = {}) {
   try {
     for (let i = 0; i < n; i++) devices.push(await syncedDevice(harness, server, 'memoire', options));
     await withDiagnostics(devices[0].page, devices[0].issues, name, async () => {
-      await body(server, ...devices);
+      try {
+        await body(server, ...devices);
+      } catch (e) {
+        // For the failure's report: what each device's sync status said, and why (its title).
+        for (const [k, d] of devices.entries()) {
+          const said = await d.page.locator(tid('sync-status')).evaluate(
+            (el) => `${el.dataset.state}: ${el.textContent.trim()} (${el.getAttribute('title') ?? ''})`,
+            null,
+            { timeout: 2_000 },
+          ).catch(() => 'no status');
+          console.error(`[${name}] device ${k}: sync ${said}`);
+        }
+        throw e;
+      }
       for (const d of devices) assertNoPageProblems(d.issues, allow);
     });
   } finally {
