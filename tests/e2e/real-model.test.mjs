@@ -165,6 +165,19 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
 
 /** The text of a streamed openai-chat reply (its `data:` chunks' content). */
 /** One line per request, for a failure's message: when, what kind, how it ended, what came back. */
+/**
+ * `waitForAssistantCount` for `n` replies; on a timeout, the failure says what the server was sent
+ * since `from` (the proxy's records), each request's span, kind, status and first words, and the tail
+ * of the server's own output: what held the reply up.
+ */
+async function repliesShown(page, n, from = 0) {
+  try {
+    await waitForAssistantCount(page, n, { timeout: UPDATE_TIMEOUT });
+  } catch (e) {
+    assert.fail(`${e.message}\nrequests:\n${requestLog(proxy.records.slice(from))}\nserver:\n${model.log().slice(-2000)}`);
+  }
+}
+
 function requestLog(records) {
   const t0 = records[0]?.at ?? 0;
   return records.filter((r) => r.method === 'POST').map((r) => {
@@ -269,7 +282,7 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       for (const text of PACE) {
         n += 1;
         await sendMessage(page, text);
-        await waitForAssistantCount(page, n, { timeout: UPDATE_TIMEOUT });
+        await repliesShown(page, n, before);
         // The user reads the reply and sends the next message 1.5 s later.
         await new Promise((r) => setTimeout(r, 1500));
       }
@@ -313,7 +326,7 @@ test('memory at a user\'s pace on SmolLM2-135M: one server for chat and memory, 
       // The next request carries what she said, and Lisbon only as past.
       const before2 = proxy.records.length;
       await sendMessage(page, 'Where do I live now, and what should my doctor know?');
-      await waitForAssistantCount(page, PACE.length + 1, { timeout: UPDATE_TIMEOUT });
+      await repliesShown(page, PACE.length + 1, before);
       const next = proxy.records.slice(before2).find((r) => r.method === 'POST' && !r.body?.response_format);
       const text = next.body.messages.map((m) => m.content).join('\n');
       for (const fact of ['Marta', 'Sofia', 'penicillin', 'Oslo']) assert.ok(text.includes(fact), `the request carries ${fact}: ${text}`);
@@ -351,7 +364,7 @@ test('memory about you on SmolLM2-135M: what she said in one conversation is in 
       for (const text of ABOUT_HER) {
         n += 1;
         await sendMessage(page, text);
-        await waitForAssistantCount(page, n, { timeout: UPDATE_TIMEOUT });
+        await repliesShown(page, n);
         await new Promise((r) => setTimeout(r, 1500));
       }
       // New, and the question the seed documents were written about.
@@ -359,7 +372,7 @@ test('memory about you on SmolLM2-135M: what she said in one conversation is in 
       await page.locator(tid('message')).first().waitFor({ state: 'detached' });
       const before = proxy.records.length;
       await sendMessage(page, 'What is my name and where do I live? What do you remember about me?');
-      await waitForAssistantCount(page, 1, { timeout: UPDATE_TIMEOUT });
+      await repliesShown(page, 1, before);
       const first = proxy.records.slice(before).find((r) => r.method === 'POST' && !r.body?.response_format);
       assert.ok(first, 'the new conversation sent its first request');
       const system = first.body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
