@@ -199,10 +199,7 @@ async fn load_deployment_config() -> Result<Settings, String> {
     Ok(settings::deployment_defaults(&config))
 }
 
-/// A stored setting as `T`, read through its JSON text (see [`load_settings`]). A function of its
-/// own for each `T`: the decoders run only once something is saved, and the opening's code is
-/// compiled whole on every first start.
-#[inline(never)]
+/// A stored setting as `T`, read through its JSON text (see [`load_settings`]).
 fn from_json_value<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
     serde_json::from_str(&serde_json::to_string(v).ok()?).ok()
 }
