@@ -9,6 +9,8 @@
 //! Every decision is the app's own engine code; only the sockets and the clock are the bench's.
 #![allow(dead_code)]
 
+pub mod reuse;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};

@@ -652,6 +652,20 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
         }
     }
 
+    /// Drops every message the walk has not reached: on an anchor (`assemble_on`) the memory it
+    /// holds stands for them.
+    fn drop_older(&mut self) {
+        while let Some(i) = self.next {
+            if self.history[i].id != self.new_id {
+                let reason = self
+                    .left_out(i, |_| false)
+                    .unwrap_or(DropReason::CoveredBySummary);
+                self.drop_msg(i, reason);
+            }
+            self.next = i.checked_sub(1);
+        }
+    }
+
     /// Whether the message after `i` is a reply that failed (an error record): `i`'s turn failed.
     fn reply_failed(&self, i: usize) -> bool {
         self.history
@@ -1435,5 +1449,93 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
         entities: (lines, ids, tokens, bytes),
         entities_omitted,
         history_overflow,
+    })
+}
+
+/// What a prompt kept from an earlier one (`engine::prefix`): its system text with the memory
+/// sections as they went, those sections, and the seq of the first history message it carried.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    pub system: &'a str,
+    /// The system-side sections (system prompt, facts, summary, pending, entities) in prompt order.
+    pub sections: &'a [Section],
+    /// History starts at the first message with this seq or a higher one.
+    pub start_seq: u64,
+}
+
+/// The prompt on what an earlier one held (`engine::prefix`): `held`'s system text unchanged, then
+/// every message from `held.start_seq` on (each left out only for what leaves a message out
+/// whatever the room: an error record, hidden, empty, unanswered, after the new message), then the
+/// new message; `fresh` (this turn's own assembly) gives the report's other fields. `None` when that
+/// history does not fit the budget or the byte cap: the prompt must move on.
+pub fn assemble_on<E: TokenEstimator + ?Sized>(
+    input: &AssemblyInput<'_>,
+    held: Held<'_>,
+    fresh: &Assembly,
+    est: &E,
+) -> Option<Assembly> {
+    let cfg = input.config;
+    let new = input.new_message;
+    let budget = cfg.context_tokens.saturating_sub(cfg.reply_reserve_tokens);
+    let (new_wire, _) = render_new(new, attach::file_chars(budget));
+    let new_cost = fresh.section(SectionKind::NewMessage)?;
+    let (sys_tokens, sys_bytes) = held.sections.iter().fold((0u64, 0usize), |(t, b), s| {
+        (t + s.tokens as u64, b + s.bytes)
+    });
+    let mut meter = Meter {
+        tokens: sys_tokens + new_cost.tokens as u64,
+        bytes: REQUEST_OVERHEAD_BYTES + sys_bytes + new_cost.bytes,
+        budget: budget as u64,
+        max_bytes: cfg.max_request_bytes,
+    };
+    let mut walk = history_walk(input, est);
+    let mut unlimited = usize::MAX;
+    walk.walk(
+        &mut meter,
+        &mut unlimited,
+        |m| m.seq < held.start_seq,
+        |_| false,
+        false,
+    );
+    if walk.blocked.is_some() || meter.tokens > budget as u64 {
+        return None;
+    }
+    walk.drop_older();
+    walk.included.reverse();
+    walk.dropped.reverse();
+    let history = placed_history(input.history, std::mem::take(&mut walk.included));
+    let mut sections: Vec<Section> = held.sections.to_vec();
+    if !history.wire.is_empty() {
+        sections.push(Section {
+            kind: SectionKind::History,
+            tokens: history.tokens,
+            bytes: history.bytes,
+            text: String::new(),
+            message_ids: history.ids.clone(),
+            entity_ids: Vec::new(),
+            fact_ids: Vec::new(),
+        });
+    }
+    sections.push(new_cost.clone());
+    let mut included_message_ids = history.ids;
+    included_message_ids.push(new.id.clone());
+    let prompt = build_prompt_with(
+        cfg.history_format,
+        input.protocol,
+        held.system.to_string(),
+        &history.wire,
+        &new_wire,
+    );
+    Some(Assembly {
+        prompt,
+        sections,
+        included_message_ids,
+        dropped: walk.dropped,
+        truncated_message_ids: history.truncated_ids,
+        total_tokens: u32::try_from(meter.tokens).unwrap_or(u32::MAX),
+        total_bytes: meter.bytes,
+        over_budget: false,
+        over_byte_cap: false,
+        ..fresh.clone()
     })
 }

@@ -29,6 +29,7 @@ pub mod memory;
 pub mod model;
 pub mod page;
 pub mod pdf;
+pub mod prefix;
 pub mod project;
 pub mod request;
 pub mod search;

@@ -38,6 +38,10 @@ pub fn reply_tokens(transcript_bytes: usize, previous_summary_bytes: usize) -> u
     let text = (transcript_bytes + previous_summary_bytes) / 4;
     (MEMORY_MIN_TOKENS as usize + text).min(MEMORY_MAX_TOKENS as usize) as u32
 }
+/// An assistant reply in the list of new messages of an update that continues a chat prompt
+/// ([`UpdateRequest::prompt_after`]) is cut at this many characters: the prompt above carries it
+/// whole, and what the user said is what memory is for.
+pub const CONTINUATION_REPLY_CHARS: usize = 160;
 /// The heading of the summary section.
 pub const CONVERSATION_MARKER: &str = "=== CONVERSATION MEMORY ===";
 /// The heading of the entity section.
@@ -139,6 +143,9 @@ pub struct UpdateRequest {
     pub span: UpdateSpan,
     /// The user message of the constrained forms (see [`UpdateRequest::prompt_for`]).
     pub structured_user: String,
+    /// The same after a chat prompt (see [`UpdateRequest::prompt_after`]): the replies in its list
+    /// of new messages cut at [`CONTINUATION_REPLY_CHARS`], the chat prompt above carrying them whole.
+    pub continued_user: String,
     /// What the user wrote in the span, oldest first (see [`UpdateRequest::ground`]).
     pub user_said: Vec<String>,
     /// The messages of the span as the request showed them, oldest first: what grounding holds the
@@ -161,6 +168,34 @@ impl UpdateRequest {
                 system: system_instruction_for(form),
                 messages: vec![WireMessage::text(Role::User, self.structured_user.clone())],
             },
+        }
+    }
+
+    /// The prompt for `form` as a continuation of the chat prompt `chat` the server last read and its
+    /// `reply` (as the next chat prompt's history renders it): that prompt, the reply, then one user
+    /// message with the instruction of `form` and what [`UpdateRequest::prompt_for`] would send. A
+    /// server with one slot then reads only that last message (`engine::prefix`), and the next chat
+    /// turn only its new message.
+    pub fn prompt_after(&self, form: MemoryForm, chat: &Prompt, reply: &WireMessage) -> Prompt {
+        let ask = match form {
+            MemoryForm::Sections => format!(
+                "{}\n\n{}",
+                system_instruction(),
+                self.prompt
+                    .messages
+                    .last()
+                    .map_or("", |m| m.content.as_str())
+            ),
+            MemoryForm::Constrained(_) => {
+                format!("{}\n\n{}", structured_instruction(), self.continued_user)
+            }
+        };
+        let mut messages = chat.messages.clone();
+        messages.push(reply.clone());
+        messages.push(WireMessage::text(Role::User, ask));
+        Prompt {
+            system: chat.system.clone(),
+            messages,
         }
     }
 
@@ -367,6 +402,20 @@ pub fn build_update_request(
     // previous summary, it copied it and left the new facts out; without it, it wrote them.
     let structured_user =
         format!("{entity_list}\n{new_messages}\n\nWrite the memory of the new messages now.");
+    let mut short = String::new();
+    for m in new.iter().take(span.message_ids.len()) {
+        let max = match m.role {
+            Role::Assistant => CONTINUATION_REPLY_CHARS,
+            _ => limits.max_message_chars.max(1),
+        };
+        push_message(&mut short, m, max);
+    }
+    let continued_user = format!(
+        "{entity_list}\nNEW MESSAGES (seq {} to {}), from the conversation above:\n\n{}\n\nWrite the memory of the new messages now.",
+        span.from_seq,
+        span.to_seq,
+        short.trim_end()
+    );
     Ok(UpdateRequest {
         read,
         known: known_names(&known),
@@ -376,6 +425,7 @@ pub fn build_update_request(
             messages: vec![WireMessage::text(Role::User, user)],
         },
         structured_user,
+        continued_user,
         user_said,
         options: MemoryRequestOptions {
             temperature: MEMORY_TEMPERATURE,

@@ -6,7 +6,7 @@
 //! Must not import `ui`.
 
 use super::service::{Chat, ChatError};
-use crate::engine::assemble::{assemble, Assembly, AssemblyInput};
+use crate::engine::assemble::{Assembly, AssemblyInput};
 use crate::engine::decode::StreamEvent;
 use crate::engine::failure;
 use crate::engine::memory::recall::Passage;
@@ -16,6 +16,7 @@ use crate::engine::model::{
     Prompt, Role, TurnPath,
 };
 use crate::engine::model::{Project, UserFact};
+use crate::engine::prefix::{assemble_held, Anchor, LastPrompt};
 use crate::engine::project;
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::settings::history_load_limit;
@@ -108,6 +109,8 @@ pub(crate) struct Context {
     /// placed there unsaved).
     pub messages: Vec<Message>,
     pub assembly: Assembly,
+    /// What the next chat prompt of the conversation holds to once this one went (`engine::prefix`).
+    pub anchor: Anchor,
     pub endpoint: EndpointProfile,
     pub config: MemoryConfig,
     /// The conversation's project, if any (the inspector names it).
@@ -289,7 +292,13 @@ impl Chat {
             &endpoint.key(),
             &endpoint.model,
         );
-        let assembly = assemble(
+        let held = self
+            .core
+            .prompts
+            .borrow()
+            .get(&conversation.id)
+            .and_then(|p| p.anchor.clone());
+        let (assembly, anchor) = assemble_held(
             &AssemblyInput {
                 system_prompt: &endpoint.system_prompt,
                 summary: memory.summary.as_ref(),
@@ -302,12 +311,14 @@ impl Chat {
                 project: about.project.as_ref().map(|p| p.id.as_str()),
                 recall: &about.recall,
             },
+            held.as_ref(),
             &estimator,
         );
         Context {
             conversation,
             messages,
             assembly,
+            anchor,
             endpoint,
             config,
             project: about.project.clone(),
@@ -624,6 +635,7 @@ impl Chat {
             }
         };
         turn.handle_sent(now());
+        self.remember_prompt(run, prompt);
         let opened = Pump::open(&req, run.stopper, run.ctx.endpoint.protocol).await;
         self.settle(run).await?;
         match opened {
@@ -635,6 +647,21 @@ impl Chat {
             .handle_failure(e, now()),
         }
         Ok(())
+    }
+
+    /// Keeps what the conversation's next prompts build on (`engine::prefix`): its anchor, and the
+    /// prompt that went with the reply it is for, when it is the whole assembled prompt (not a
+    /// resumed session's new message alone).
+    fn remember_prompt(&self, run: &Run<'_>, prompt: &Prompt) {
+        let mut prompts = self.core.prompts.borrow_mut();
+        let kept = prompts.entry(run.id.to_string()).or_default();
+        kept.anchor = Some(run.ctx.anchor.clone());
+        kept.last = (prompt == &run.ctx.assembly.prompt).then(|| LastPrompt {
+            endpoint_key: run.ctx.endpoint.key(),
+            prompt: prompt.clone(),
+            tokens: run.ctx.assembly.total_tokens,
+            reply_id: run.reply.id.clone(),
+        });
     }
 
     /// Records how the turn ended (path, calibration) and reports it: a failed turn is an error, a

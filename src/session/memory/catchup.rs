@@ -221,6 +221,7 @@ impl Memory {
             };
             self.report(self.running(conv, chunk, chunks));
             let update = Update {
+                after: None,
                 message_count: covered_count(
                     &messages,
                     req.span.to_seq,

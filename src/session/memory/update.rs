@@ -14,8 +14,9 @@ use crate::engine::memory::{
     UpdateRequest, Verdict,
 };
 use crate::engine::model::{
-    EndpointProfile, EntityNode, EntityScope, MemoryOverrides, Millis, Prompt,
+    EndpointProfile, EntityNode, EntityScope, MemoryOverrides, Millis, Prompt, WireMessage,
 };
+use crate::engine::prefix::update_continues;
 use crate::engine::request::{self, RequestOptions};
 use crate::session::shared::error::{Boxed, ErrorKind};
 use crate::session::shared::events::SessionEvent;
@@ -316,7 +317,10 @@ impl Memory {
             &UpdateLimits::from_config(config),
         )
         .map_err(memory_error)?;
+        let endpoint = self.core.settings.borrow().memory_endpoint_for(overrides);
+        let after = self.continues_chat(id, &endpoint, messages, &req, config);
         let update = Update {
+            after,
             previous,
             req,
             existing,
@@ -333,6 +337,28 @@ impl Memory {
             self.user_span(messages, config).await.ok();
         }
         Ok(landed)
+    }
+
+    /// The chat prompt the server last read for conversation `id` and its reply, when an update
+    /// of `messages` by `req` to `endpoint` continues them (`engine::prefix::update_continues`).
+    fn continues_chat(
+        &self,
+        id: &str,
+        endpoint: &EndpointProfile,
+        messages: &[crate::engine::model::Message],
+        req: &UpdateRequest,
+        config: &crate::engine::model::MemoryConfig,
+    ) -> Option<(Prompt, WireMessage)> {
+        let prompts = self.core.prompts.borrow();
+        let last = prompts.get(id)?.last.as_ref()?;
+        let reply = update_continues(
+            last,
+            &endpoint.key(),
+            messages,
+            req.span.to_seq,
+            config.max_message_chars,
+        )?;
+        Some((last.prompt.clone(), reply))
     }
 
     /// Sends one update, and stores its result in one transaction: the new summary and graph, or
@@ -359,7 +385,9 @@ impl Memory {
     ) -> Result<bool, MemoryError> {
         let scope = EntityScope::Conversation(id.to_string());
         let endpoint = self.core.settings.borrow().memory_endpoint_for(u.overrides);
-        let (form, outcome) = self.ask_for_update(&endpoint, &u.req, stopper).await;
+        let (form, outcome) = self
+            .ask_for_update(&endpoint, &u.req, u.after.as_ref(), stopper)
+            .await;
         if stopper.is_stopped() {
             return Ok(false);
         }
@@ -454,6 +482,7 @@ impl Memory {
         &self,
         endpoint: &EndpointProfile,
         req: &UpdateRequest,
+        after: Option<&(Prompt, WireMessage)>,
         stopper: &Stopper,
     ) -> (
         MemoryForm,
@@ -467,7 +496,10 @@ impl Memory {
             let opened = std::cell::Cell::new(false);
             let result = complete(
                 endpoint,
-                &req.prompt_for(form),
+                &match after {
+                    Some((chat, reply)) => req.prompt_after(form, chat, reply),
+                    None => req.prompt_for(form),
+                },
                 &req.request_options(form),
                 form,
                 stopper,
@@ -502,6 +534,9 @@ impl Memory {
 
 /// One memory update to run: its request, and what applying its reply needs.
 pub(crate) struct Update<'a> {
+    /// The chat prompt the server last read and its reply, when the update continues them
+    /// (`engine::prefix::update_continues`).
+    pub after: Option<(Prompt, WireMessage)>,
     pub previous: Option<crate::engine::model::ConversationSummary>,
     pub req: UpdateRequest,
     /// The conversation's entities the request listed.

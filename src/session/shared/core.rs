@@ -6,12 +6,14 @@ use super::events::{EventSink, SessionEvent};
 use super::tabs;
 use crate::engine::failure;
 use crate::engine::model::{Conversation, EntityNode, EntityScope, MemoryConfig};
+use crate::engine::prefix::{Anchor, LastPrompt};
 use crate::engine::settings::Settings;
 use crate::engine::tabs::Change;
 use crate::engine::tokens::Calibration;
 use crate::store::{ConversationPatch, Store, StoreError};
 use crate::transport::TransportError;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// Settings keys.
@@ -47,6 +49,18 @@ pub(crate) struct Core {
     pub(super) _presence: tabs::LockGuard,
     /// Recent history and memory per conversation, so prompts are built without reading storage.
     pub cache: Rc<RefCell<Cache>>,
+    /// Per conversation, what its prompt holds from turn to turn and the chat prompt its server
+    /// last read (`engine::prefix`); never stored: a reload starts afresh.
+    pub prompts: RefCell<HashMap<String, Prompts>>,
+}
+
+/// What a conversation's prompts keep between requests (`engine::prefix`).
+#[derive(Default)]
+pub(crate) struct Prompts {
+    /// What the next chat prompt holds to.
+    pub anchor: Option<Anchor>,
+    /// The chat prompt the server last read and its reply: what a memory update continues.
+    pub last: Option<LastPrompt>,
 }
 
 /// The browser's clock.

@@ -107,6 +107,7 @@ impl Core {
             capture: RefCell::default(),
             _presence: o.presence,
             cache,
+            prompts: RefCell::default(),
         }))
     }
 }
