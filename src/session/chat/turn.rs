@@ -17,7 +17,7 @@ use crate::engine::model::{
 };
 use crate::engine::model::{Project, UserFact};
 use crate::engine::project;
-use crate::engine::request::{self, RequestOptions};
+use crate::engine::request;
 use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
 use crate::engine::turn::{failed_reply, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
@@ -596,13 +596,8 @@ impl Chat {
         previous_response_id: Option<String>,
     ) -> Result<(), ChatError> {
         run.pump = None;
-        let options = RequestOptions {
-            temperature: None,
-            max_tokens: None,
-            previous_response_id,
-            stream: true,
-            output: None,
-        };
+        let options =
+            request::chat_options(request::reply_cap(&run.ctx.config), previous_response_id);
         // The images' bytes are read from the store only now, for this request.
         let hashes = crate::engine::attach::image_hashes(prompt);
         let filled;
