@@ -212,10 +212,27 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// A reply's generation figures in one quiet line: "312 tokens · 0.42 s to first token · 48.2
-/// tokens/s", each part only when known.
+/// A count with its thousands grouped: "2,840".
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A reply's generation figures in one quiet line: "312 tokens · 2,840 cached · 0.42 s to first
+/// token · 48.2 tokens/s", each part only when known (the cached prompt tokens when the server
+/// reported them).
 pub fn generation_stats(s: &GenerationStats) -> String {
     let mut parts = vec![plural(s.tokens as usize, "token", "tokens")];
+    if let Some(n) = s.cached_tokens {
+        parts.push(format!("{} cached", count(u64::from(n))));
+    }
     if let Some(ms) = s.first_token_ms {
         let first = if ms < 10_000 {
             format!("{:.2} s", f64::from(ms) / 1000.0)
