@@ -294,6 +294,32 @@ pub fn message_note(
     }
 }
 
+/// The `data-status` of a message row: its status, or `capped` for a complete reply the reply cap
+/// cut (`MessageMeta::capped`; a continuation that is running is `streaming`).
+pub fn shown_status(status: crate::engine::model::MessageStatus, capped: bool) -> &'static str {
+    use crate::engine::model::MessageStatus as S;
+    match status {
+        S::Complete if capped => "capped",
+        s => s.as_str(),
+    }
+}
+
+/// [`message_note`] for a reply the reply cap cut: it ended where the cap is, and Continue asks for
+/// the rest.
+pub fn reply_note(
+    status: crate::engine::model::MessageStatus,
+    capped: bool,
+    error: Option<&str>,
+) -> Option<(&'static str, &'static str)> {
+    match shown_status(status, capped) {
+        "capped" => Some((
+            "capped",
+            "stopped at the reply cap — Continue asks for the rest",
+        )),
+        _ => message_note(status, error),
+    }
+}
+
 /// A search snippet without the cut words at its ends: where the store cut it (a leading or
 /// trailing `…`), the partial word next to the cut goes, unless the match itself is in it.
 pub fn snippet_words(snippet: &str, query: &str) -> String {

@@ -62,6 +62,9 @@ pub(crate) enum Begin {
     /// A message (this id) of the temporary chat, kept in memory: its reply is too, and nothing of
     /// the turn is stored (see `temporary.rs`).
     Temporary(String),
+    /// Continue reply `reply` (cut by the reply cap): the prompt is the branch up to the user
+    /// message it answers, and what comes is appended to it (`engine::turn::Turn::continue_reply`).
+    Continue { reply: String },
 }
 
 /// A write started alongside the request; its outcome lands in `slot` before `done` resolves.
@@ -131,6 +134,8 @@ struct Run<'a> {
     pump: Option<Pump>,
     /// A temporary chat's turn: nothing of it is stored, even once the chat has ended.
     temporary: bool,
+    /// A continuation: the reply as it was before it (what the turn continues).
+    continues: Option<Message>,
 }
 
 /// The turn machine as the pump feeds it.
@@ -405,6 +410,7 @@ impl Chat {
         stopper: &'a Stopper,
     ) -> Result<Run<'a>, ChatError> {
         let temporary = matches!(begin, Begin::Temporary(_));
+        let mut continues = None;
         let (user, ctx, reply, ahead) = match begin {
             Begin::Stored(new_message_id) => {
                 let user = self.stored_user(id, &new_message_id).await?;
@@ -437,6 +443,11 @@ impl Chat {
                 let write = self.write_ahead(&user, &reply, stopper);
                 (user, ctx, reply, Some(write))
             }
+            Begin::Continue { reply } => {
+                let (user, ctx, written) = self.begin_continue(id, &reply).await?;
+                continues = Some(written.clone());
+                (user, ctx, written, None)
+            }
             Begin::Temporary(user_id) => {
                 let user = self.temporary_message(id, &user_id)?;
                 let ctx = self.temporary_context(id, &user).await?;
@@ -456,7 +467,34 @@ impl Chat {
             stopper,
             ahead,
             pump: None,
+            continues,
         })
+    }
+
+    /// A continuation of capped reply `reply_id`: the user message it answers, the context for it
+    /// (the branch up to that message), and the reply, streaming again.
+    async fn begin_continue(
+        &self,
+        id: &str,
+        reply_id: &str,
+    ) -> Result<(Message, Context, Message), ChatError> {
+        let (user, mut history) = self.branch_to(id, reply_id).await?;
+        let mut reply = history
+            .pop()
+            .filter(|m| m.id == reply_id)
+            .ok_or_else(|| ChatError::Invalid("The reply to continue is gone.".into()))?;
+        let at = history.iter().rposition(|m| m.id == user.id).unwrap_or(0);
+        history.truncate(at + 1);
+        let ctx = self.context_from(id, &user, false, Some(history)).await?;
+        let written = reply.clone();
+        reply.status = MessageStatus::Streaming;
+        reply.meta.capped = false;
+        self.core
+            .store
+            .update_message(&reply.id, &reply.content, reply.status, &reply.meta)
+            .await?;
+        self.core.emit(SessionEvent::MessageProgress(reply.clone()));
+        Ok((user, ctx, written))
     }
 
     /// User message `message_id` of conversation `id`, from the cached window or the store.
@@ -508,7 +546,7 @@ impl Chat {
 
     /// The turn machine for `run`; when it refuses to start, the reply says why.
     async fn start_turn(self: &Rc<Self>, run: &mut Run<'_>) -> Result<Turn, ChatError> {
-        let started = Turn::start(TurnStart {
+        let start = TurnStart {
             conversation: &run.ctx.conversation,
             history: &run.ctx.messages,
             endpoint: &run.ctx.endpoint,
@@ -516,7 +554,11 @@ impl Chat {
             assembly: &run.ctx.assembly,
             reply_id: &run.reply.id,
             reply_seq: run.reply.seq,
-        });
+        };
+        let started = match &run.continues {
+            Some(written) => Turn::continue_reply(start, written),
+            None => Turn::start(start),
+        };
         let e = match started {
             Ok(turn) => return Ok(turn),
             Err(e) => e,
@@ -527,8 +569,16 @@ impl Chat {
             error: Some(msg.clone()),
             ..run.reply.meta.clone()
         };
-        self.finish_message(&run.reply, "", MessageStatus::Error, meta, run.temporary)
-            .await?;
+        // A continuation that could not start keeps what was written.
+        let content = run.continues.as_ref().map_or("", |m| m.content.as_str());
+        self.finish_message(
+            &run.reply,
+            content,
+            MessageStatus::Error,
+            meta,
+            run.temporary,
+        )
+        .await?;
         Err(ChatError::Invalid(msg))
     }
 
