@@ -296,6 +296,7 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
             tokens: 34,
             first_token_ms: Some(120),
             tokens_per_s: Some(48.5),
+            cached_tokens: Some(2840),
         }),
         attachments: vec![
             Attachment {

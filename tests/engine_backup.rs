@@ -92,8 +92,12 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
                 tokens: 30,
                 first_token_ms: Some(412),
                 tokens_per_s: Some(48.5),
+                // The cached prompt tokens a server reported travel too (every other reply).
+                cached_tokens: (seq % 4 == 2).then_some(2840),
             }),
             attachments: vec![],
+            // A reply cut by the reply cap stays marked so.
+            capped: role == Role::Assistant && seq % 4 == 0,
         },
     }
 }

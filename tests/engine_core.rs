@@ -1868,6 +1868,7 @@ fn generation_figures_are_the_servers_or_measured() {
             tokens,
             first_token_ms: first,
             tokens_per_s: speed,
+            cached_tokens: None,
         })
     };
     // Measured: first piece 300 ms after the request, 11 tokens over the next second.
@@ -1894,4 +1895,219 @@ fn generation_figures_are_the_servers_or_measured() {
     // No token count reported: no figures at all.
     check_stats(&[1300, 2300], None, None, None);
     check_stats(&[1300, 2300], Some(0), None, None);
+}
+
+// ---------- replies that end: the cap, Continue ----------
+
+impl Harness {
+    /// Continue: the turn that asks for the rest of the last reply, built as the driver builds it
+    /// (the prompt assembled for the user message it answers, from the history up to that message).
+    fn continue_last(&mut self) -> Turn {
+        let reply = self.state.messages.last().unwrap().clone();
+        let user_at = self
+            .state
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap();
+        let history = self.state.messages[..=user_at].to_vec();
+        let user = history.last().unwrap().clone();
+        let a = assemble(
+            &AssemblyInput {
+                system_prompt: &self.endpoint.system_prompt,
+                summary: None,
+                entities: &[],
+                history: &history,
+                new_message: &user,
+                config: &self.cfg,
+                protocol: self.endpoint.protocol,
+                user_facts: &[],
+                project: None,
+                recall: &[],
+            },
+            &HeuristicEstimator,
+        );
+        let start = TurnStart {
+            conversation: &self.state.conversation,
+            history: &history,
+            endpoint: &self.endpoint,
+            new_message_id: &user.id,
+            assembly: &a,
+            reply_id: &reply.id,
+            reply_seq: reply.seq,
+        };
+        Turn::continue_reply(start, &reply).unwrap()
+    }
+}
+
+/// A reply of `protocol` that ends with `finish_reason` is marked capped (complete, not failed)
+/// exactly when `capped`.
+fn check_capped(protocol: Protocol, finish_reason: Option<&str>, capped: bool) {
+    assert_eq!(
+        capped_by(protocol, finish_reason),
+        capped,
+        "{protocol:?} {finish_reason:?}"
+    );
+    let mut h = Harness::new(protocol);
+    let mut t = h.start("Tell me a long story", 1000);
+    h.drain(&mut t, 1000);
+    t.handle_event(StreamEvent::TextDelta("Once upon a time".into()), 1100);
+    let finish_reason = finish_reason.map(str::to_string);
+    t.handle_event(StreamEvent::Done { finish_reason }, 1200);
+    let acts = h.drain(&mut t, 1200);
+    let reply = h.state.messages.last().unwrap();
+    assert_eq!(reply.status, MessageStatus::Complete, "{protocol:?}");
+    assert_eq!(reply.meta.capped, capped, "{protocol:?}");
+    assert_eq!(reply.meta.error, None, "{protocol:?}");
+    let Some(Action::Finished(outcome)) = acts.last() else {
+        panic!("finished")
+    };
+    assert_eq!(
+        (outcome.status, outcome.capped),
+        (TurnStatus::Complete, capped)
+    );
+}
+
+#[test]
+fn a_reply_cut_by_the_cap_is_marked_capped_by_each_protocols_own_signal() {
+    use Protocol::*;
+    check_capped(OpenAiChat, Some("length"), true);
+    check_capped(OpenAiResponses, Some("max_output_tokens"), true);
+    check_capped(Ollama, Some("length"), true);
+    check_capped(Anthropic, Some("max_tokens"), true);
+    check_capped(OpenAiChat, Some("stop"), false);
+    check_capped(OpenAiChat, None, false);
+    check_capped(OpenAiResponses, Some("completed"), false);
+    check_capped(OpenAiResponses, Some("content_filter"), false);
+    check_capped(Ollama, Some("stop"), false);
+    check_capped(Anthropic, Some("end_turn"), false);
+    check_capped(Anthropic, Some("length"), false);
+    check_capped(OpenAiChat, Some("max_tokens"), false);
+}
+
+#[test]
+fn the_cached_prompt_tokens_the_server_reported_are_kept_in_the_replys_figures() {
+    for cached in [None, Some(0), Some(2840)] {
+        let mut h = Harness::new(Protocol::OpenAiChat);
+        let mut t = h.start("Hi", 900);
+        h.drain(&mut t, 900);
+        t.handle_sent(1000);
+        t.handle_event(StreamEvent::TextDelta("Hello".into()), 1420);
+        let usage = Usage {
+            prompt_tokens: 3000,
+            completion_tokens: 312,
+        };
+        t.handle_event(StreamEvent::Usage(usage), 1500);
+        if let Some(n) = cached {
+            t.handle_event(StreamEvent::CachedTokens(n), 1500);
+        }
+        let finish_reason = Some("stop".into());
+        t.handle_event(StreamEvent::Done { finish_reason }, 1500);
+        h.drain(&mut t, 1500);
+        let stats = h.state.messages.last().unwrap().meta.stats.unwrap();
+        assert_eq!((stats.tokens, stats.cached_tokens), (312, cached));
+    }
+}
+
+/// The request for the rest of `written` in `protocol`: the answered prompt's messages, then
+/// `tail` (role and text).
+fn check_continuation(protocol: Protocol, written: &str, tail: &[(Role, &str)]) {
+    let prompt = Prompt {
+        system: "Be brief.".into(),
+        messages: vec![WireMessage {
+            role: Role::User,
+            content: "Tell me a story".into(),
+            images: vec![],
+        }],
+    };
+    let got = continuation_prompt(protocol, &prompt, written);
+    assert_eq!(got.system, prompt.system);
+    assert_eq!(got.messages[..1], prompt.messages[..]);
+    let rest: Vec<(Role, &str)> = got.messages[1..]
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(rest, tail, "{protocol:?}");
+}
+
+#[test]
+fn the_request_for_the_rest_carries_what_was_written() {
+    use Protocol::*;
+    use Role::{Assistant, User};
+    let go_on = CONTINUE_INSTRUCTION;
+    check_continuation(
+        OpenAiChat,
+        "Once upon a ",
+        &[(Assistant, "Once upon a "), (User, go_on)],
+    );
+    check_continuation(
+        OpenAiResponses,
+        "Once upon",
+        &[(Assistant, "Once upon"), (User, go_on)],
+    );
+    check_continuation(Ollama, "Once\n", &[(Assistant, "Once\n"), (User, go_on)]);
+    // Anthropic continues a final assistant message itself (a prefill), which may not end in
+    // whitespace.
+    check_continuation(Anthropic, "Once upon a \n ", &[(Assistant, "Once upon a")]);
+    check_continuation(
+        Anthropic,
+        "Once upon a time",
+        &[(Assistant, "Once upon a time")],
+    );
+}
+
+#[test]
+fn continue_appends_to_the_same_reply_which_may_be_capped_again_and_a_stop_keeps_it() {
+    let mut h = Harness::new(Protocol::OpenAiChat);
+    let mut t = h.start("Tell me a long story", 1000);
+    h.drain(&mut t, 1000);
+    t.handle_event(StreamEvent::TextDelta("Once upon a ".into()), 1100);
+    let length = || StreamEvent::Done {
+        finish_reason: Some("length".into()),
+    };
+    t.handle_event(length(), 1200);
+    h.drain(&mut t, 1200);
+    let first = h.state.messages.last().unwrap().clone();
+    assert!(first.meta.capped);
+
+    // Continue: the whole context, the reply so far, the instruction; never a resumed session.
+    let mut t = h.continue_last();
+    let acts = h.drain(&mut t, 2000);
+    let Some(Action::SendRequest {
+        prompt,
+        previous_response_id,
+        ..
+    }) = acts.first()
+    else {
+        panic!("a request first, got {acts:?}")
+    };
+    assert_eq!(*previous_response_id, None);
+    let n = prompt.messages.len();
+    assert_eq!(prompt.messages[n - 2].content, "Once upon a ");
+    assert_eq!(prompt.messages[n - 2].role, Role::Assistant);
+    assert_eq!(prompt.messages[n - 1].content, CONTINUE_INSTRUCTION);
+    assert_eq!(prompt.messages[n - 3].content, "Tell me a long story");
+    t.handle_event(StreamEvent::TextDelta("time, a ".into()), 2100);
+    t.handle_event(length(), 2200);
+    h.drain(&mut t, 2200);
+    let grown = h.state.messages.last().unwrap().clone();
+    assert_eq!(
+        (grown.id.as_str(), grown.seq),
+        (first.id.as_str(), first.seq)
+    );
+    assert_eq!(grown.content, "Once upon a time, a ");
+    assert!(grown.meta.capped, "capped again");
+    assert_eq!(h.state.messages.len(), 2, "no new message");
+
+    // Continue again, then Stop: what came is kept, no longer capped but interrupted.
+    let mut t = h.continue_last();
+    h.drain(&mut t, 3000);
+    t.handle_event(StreamEvent::TextDelta("dragon".into()), 3100);
+    t.handle_stop(3200);
+    h.drain(&mut t, 3200);
+    let stopped = h.state.messages.last().unwrap();
+    assert_eq!(stopped.content, "Once upon a time, a dragon");
+    assert_eq!(stopped.status, MessageStatus::Interrupted);
+    assert!(!stopped.meta.capped);
+    assert_eq!(stopped.id, first.id);
 }

@@ -74,6 +74,9 @@ fn ollama_timings(eval_count: u32, eval_ns: u64, prompt_ns: u64, load_ns: u64) -
         tokens_per_s: Some(f64::from(eval_count) * 1e9 / eval_ns as f64),
     })
 }
+fn cached(n: u32) -> StreamEvent {
+    StreamEvent::CachedTokens(n)
+}
 fn done(reason: Option<&str>) -> StreamEvent {
     StreamEvent::Done {
         finish_reason: reason.map(str::to_string),
@@ -269,6 +272,7 @@ fn openai_chat_tool_calls_and_usage() {
             args(1, "{\"ci"),
             args(1, "ty\": \"Tōkyō\"}"),
             usage(82, 36),
+            cached(0),
             done(Some("tool_calls")),
         ],
     );
@@ -319,7 +323,7 @@ fn openai_responses_text() {
         " n’oublie",
         " rien.",
     ]));
-    expected.extend([usage(37, 17), done(Some("completed"))]);
+    expected.extend([usage(37, 17), cached(0), done(Some("completed"))]);
     check_fixture("openai-responses-text.sse", OpenAiResponses, expected);
 }
 
@@ -342,6 +346,7 @@ fn openai_responses_tool_call() {
             args(0, "São Paulo"),
             args(0, "\",\"unit\":\"celsius\"}"),
             usage(291, 23),
+            cached(0),
             done(Some("completed")),
         ],
     );
@@ -441,7 +446,7 @@ fn ollama_error_line() {
 #[test]
 fn anthropic_text_with_ping_and_emoji() {
     let mut expected = texts(&["Hej", "! Smörgåsbord", " 🥪", " und Grüße", " 😀"]);
-    expected.extend([usage(25, 15), done(Some("end_turn"))]);
+    expected.extend([usage(25, 15), cached(0), done(Some("end_turn"))]);
     check_fixture("anthropic-text.sse", Anthropic, expected);
 }
 
@@ -467,6 +472,7 @@ fn anthropic_tool_use() {
         args(1, ", \"unit\": \"fah"),
         args(1, "renheit\"}"),
         usage(472, 89),
+        cached(0),
         done(Some("tool_use")),
     ]);
     check_fixture("anthropic-tool-use.sse", Anthropic, expected);
@@ -504,7 +510,7 @@ fn openai_chat_deepseek_reasoning_content() {
         ".",
     ]);
     expected.extend(texts(&["2", " +", " 2", " =", " **4**", "."]));
-    expected.extend([usage(12, 31), done(Some("stop"))]);
+    expected.extend([usage(12, 31), cached(0), done(Some("stop"))]);
     check_fixture("openai-chat-deepseek-reasoning.sse", OpenAiChat, expected);
 }
 
@@ -593,7 +599,7 @@ fn anthropic_thinking_blocks_without_the_signature() {
         "\n3. 27 * 400 = 10,800 ✓",
     ]);
     expected.extend(texts(&["27 * 453 = ", "**12,231**"]));
-    expected.extend([usage(46, 112), done(Some("end_turn"))]);
+    expected.extend([usage(46, 112), cached(0), done(Some("end_turn"))]);
     check_fixture("anthropic-thinking.sse", Anthropic, expected);
 }
 
@@ -612,7 +618,7 @@ fn openai_responses_reasoning_summary() {
         "'ll say so.",
     ]));
     expected.extend(texts(&["2 + 2", " = **4**", "."]));
-    expected.extend([usage(13, 148), done(Some("completed"))]);
+    expected.extend([usage(13, 148), cached(0), done(Some("completed"))]);
     check_fixture("openai-responses-reasoning.sse", OpenAiResponses, expected);
 }
 
@@ -1088,4 +1094,77 @@ proptest! {
             prop_assert_eq!(got, parts.concat());
         }
     }
+}
+
+// ---- replies cut by the cap, and the cached prompt tokens ------------------------------------
+
+#[test]
+fn openai_chat_llamacpp_capped_with_cache_n() {
+    let mut expected = texts(&[
+        "Paris", " is", " the", " capital", " of", " France", ".", " It", " lies", " on", " the",
+        " Se",
+    ]);
+    // llama-server's timings: `cache_n` prompt tokens from the slot's cache, `prompt_n` evaluated.
+    let timings = StreamEvent::Timings(Timings {
+        tokens: Some(12),
+        first_token_ms: Some(38.114),
+        tokens_per_s: Some(124.33557137380456),
+    });
+    expected.extend([usage(2852, 12), timings, cached(2840), done(Some("length"))]);
+    check_fixture("openai-chat-llamacpp-capped.sse", OpenAiChat, expected);
+}
+
+#[test]
+fn openai_chat_cached_tokens_and_length() {
+    let mut expected = texts(&["Once", " upon", " a", " time", ",", " in", " a", " kingdom"]);
+    expected.extend([usage(3071, 8), cached(2816), done(Some("length"))]);
+    check_fixture("openai-chat-cached-length.sse", OpenAiChat, expected);
+}
+
+#[test]
+fn openai_responses_incomplete_with_cached_tokens() {
+    check_fixture(
+        "openai-responses-incomplete-cached.sse",
+        OpenAiResponses,
+        vec![
+            response_id(RESP_ID),
+            text("Once upon"),
+            text(" a time"),
+            usage(1290, 4),
+            cached(1152),
+            done(Some("max_output_tokens")),
+        ],
+    );
+}
+
+#[test]
+fn ollama_length() {
+    let mut expected = texts(&["The", " three", " primary", " colours", " are"]);
+    expected.extend([
+        ollama_timings(5, 109_377_000, 98_214_000, 14_522_916),
+        usage(31, 5),
+        done(Some("length")),
+    ]);
+    check_fixture("ollama-length.ndjson", Ollama, expected);
+}
+
+#[test]
+fn anthropic_max_tokens_with_cache_read() {
+    let mut expected = texts(&["Il était", " une fois, dans", " un royaume "]);
+    // All prompt tokens (fresh, written to and read from the cache), then those read from it.
+    expected.extend([usage(12 + 2840, 16), cached(2840), done(Some("max_tokens"))]);
+    check_fixture("anthropic-max-tokens-cached.sse", Anthropic, expected);
+}
+
+#[test]
+fn a_cached_count_in_message_delta_alone_is_reported() {
+    let body = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"input_tokens\":3,\"cache_read_input_tokens\":900,\"output_tokens\":2}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    assert_eq!(
+        decode_all(Anthropic, body.as_bytes()),
+        vec![usage(903, 2), cached(900), done(Some("end_turn"))]
+    );
 }

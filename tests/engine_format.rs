@@ -116,12 +116,58 @@ fn one_line_and_clipped_text() {
 }
 
 fn check_stats(tokens: u32, first: Option<u32>, speed: Option<f32>, want: &str) {
+    check_cached(tokens, None, first, speed, want);
+}
+
+fn check_cached(
+    tokens: u32,
+    cached: Option<u32>,
+    first: Option<u32>,
+    speed: Option<f32>,
+    want: &str,
+) {
     let s = memoire::engine::model::GenerationStats {
         tokens,
         first_token_ms: first,
         tokens_per_s: speed,
+        cached_tokens: cached,
     };
     assert_eq!(memoire::engine::format::generation_stats(&s), want);
+}
+
+#[test]
+fn the_cached_prompt_tokens_show_only_when_the_server_reported_them() {
+    check_cached(
+        312,
+        Some(2840),
+        Some(420),
+        None,
+        "312 tokens · 2,840 cached · 0.42 s to first token",
+    );
+    check_cached(312, Some(0), None, None, "312 tokens · 0 cached");
+    check_cached(
+        5,
+        Some(1_234_567),
+        None,
+        Some(20.0),
+        "5 tokens · 1,234,567 cached · 20.0 tokens/s",
+    );
+    check_cached(
+        312,
+        None,
+        Some(420),
+        None,
+        "312 tokens · 0.42 s to first token",
+    );
+    for (n, want) in [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1,000"),
+        (12345, "12,345"),
+        (100000, "100,000"),
+    ] {
+        assert_eq!(memoire::engine::format::count(n), want);
+    }
 }
 
 #[test]

@@ -7,11 +7,13 @@ use memoire::engine::failure::{
     aborted, classify_http, from_stream_error, network_failure, parse_retry_after,
     sanitize_snippet, timeout, FailureKind,
 };
+use memoire::engine::model::MemoryConfig;
 use memoire::engine::model::{
     EndpointProfile, Prompt, Protocol, ReasoningEffort, Role, WireMessage,
 };
 use memoire::engine::request::{
-    build, build_with_reasoning, models_request, parse_models, ModelsError, RequestOptions,
+    build, build_with_reasoning, chat_options, models_request, parse_models, reply_cap,
+    ModelsError, RequestOptions,
 };
 use memoire::engine::settings::Settings;
 use serde_json::{json, Value};
@@ -396,12 +398,12 @@ fn reasoning_effort_goes_out_in_each_protocols_own_field_and_only_when_set() {
     check_effort(
         Anthropic,
         Some(Low),
-        json!({"thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 6144, "temperature": null}),
+        json!({"thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 2304, "temperature": null}),
     );
     check_effort(
         Anthropic,
         Some(High),
-        json!({"thinking": {"type": "enabled", "budget_tokens": 24576}, "max_tokens": 28672, "temperature": null}),
+        json!({"thinking": {"type": "enabled", "budget_tokens": 24576}, "max_tokens": 24832, "temperature": null}),
     );
     // Per model: set for one, none for another; clearing removes it.
     let mut s = Settings::builtin();
@@ -413,6 +415,92 @@ fn reasoning_effort_goes_out_in_each_protocols_own_field_and_only_when_set() {
     assert!(!serde_json::to_string(&s)
         .unwrap()
         .contains("reasoning_effort"));
+}
+
+// ---- reply cap --------------------------------------------------------------------------------
+
+/// A chat turn's request with "Room kept for the reply" at `reserve` (and reasoning `effort`) has
+/// `expected` at `pointer` in its body, and no other protocol's cap field.
+fn check_cap(
+    protocol: Protocol,
+    reserve: u32,
+    effort: Option<ReasoningEffort>,
+    pointer: &str,
+    expected: Value,
+) {
+    let config = MemoryConfig {
+        reply_reserve_tokens: reserve,
+        ..MemoryConfig::default()
+    };
+    let e = endpoint(protocol, "http://localhost:8080", None);
+    let opts = chat_options(reply_cap(&config), None);
+    let req = build_with_reasoning(&e, &prompt(), &opts, effort).unwrap();
+    let body: Value = serde_json::from_str(&req.body).unwrap();
+    let what = format!("{protocol:?} reserve {reserve} {effort:?}");
+    assert_eq!(body.pointer(pointer), Some(&expected), "{what}: {body}");
+    assert_eq!(body["stream"], json!(true), "{what}");
+    // Only the protocol's own field carries it.
+    let others = [
+        "/max_tokens",
+        "/max_output_tokens",
+        "/options/num_predict",
+        "/max_completion_tokens",
+    ];
+    for other in others.iter().filter(|o| **o != pointer) {
+        assert_eq!(body.pointer(other), None, "{what}: {other}");
+    }
+}
+
+#[test]
+fn every_chat_request_carries_the_reply_cap_in_its_protocols_field() {
+    use ReasoningEffort::{High, Low};
+    check_cap(OpenAiChat, 1024, None, "/max_tokens", json!(1024));
+    check_cap(
+        OpenAiResponses,
+        1024,
+        None,
+        "/max_output_tokens",
+        json!(1024),
+    );
+    check_cap(Ollama, 1024, None, "/options/num_predict", json!(1024));
+    check_cap(Anthropic, 1024, None, "/max_tokens", json!(1024));
+    check_cap(OpenAiChat, 300, None, "/max_tokens", json!(300));
+    check_cap(
+        OpenAiResponses,
+        4000,
+        None,
+        "/max_output_tokens",
+        json!(4000),
+    );
+    check_cap(Ollama, 77, None, "/options/num_predict", json!(77));
+    check_cap(Anthropic, 2500, None, "/max_tokens", json!(2500));
+    // Nothing is no cap: the smallest one goes out.
+    check_cap(OpenAiChat, 0, None, "/max_tokens", json!(16));
+    check_cap(Ollama, 0, None, "/options/num_predict", json!(16));
+    // With thinking, the cap is the room after it: anthropic's max_tokens is the budget plus the cap.
+    check_cap(
+        Anthropic,
+        1024,
+        Some(Low),
+        "/max_tokens",
+        json!(2048 + 1024),
+    );
+    check_cap(
+        Anthropic,
+        1024,
+        Some(High),
+        "/max_tokens",
+        json!(24576 + 1024),
+    );
+    check_cap(OpenAiChat, 1024, Some(High), "/max_tokens", json!(1024));
+    check_cap(
+        OpenAiResponses,
+        512,
+        Some(Low),
+        "/max_output_tokens",
+        json!(512),
+    );
+    check_cap(Ollama, 512, Some(Low), "/options/num_predict", json!(512));
 }
 
 #[test]

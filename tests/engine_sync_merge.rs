@@ -81,6 +81,8 @@ fn message() -> impl Strategy<Value = Body> {
                 hidden: false,
                 reasoning: None,
                 stats: None,
+                cached: None,
+                capped: false,
                 attachments: vec![],
                 at,
             })
@@ -383,6 +385,27 @@ fn a_streaming_message_is_not_synced_until_final() {
     older.as_object_mut().unwrap().remove("hidden");
     let older: memoire::engine::sync::doc::MessageDoc = serde_json::from_value(older).unwrap();
     assert!(!to_message(&older).meta.hidden);
+    // A reply cut by the reply cap stays so, with the cached prompt tokens its server reported;
+    // both are fields of their own (the `stats` tuple keeps the shape older devices read), and an
+    // older document reads as not capped, nothing cached.
+    let mut capped = msg("m3", "Once upon a", MessageStatus::Complete);
+    capped.meta.capped = true;
+    capped.meta.stats = Some(GenerationStats {
+        tokens: 3,
+        first_token_ms: Some(420),
+        tokens_per_s: None,
+        cached_tokens: Some(2840),
+    });
+    let d = message_doc(&capped, &hlc(1, 0, "a")).unwrap();
+    assert_eq!(to_message(&d), capped);
+    let mut older = serde_json::to_value(&d).unwrap();
+    assert_eq!(older["stats"], serde_json::json!([3, 420, null]));
+    older.as_object_mut().unwrap().remove("capped");
+    older.as_object_mut().unwrap().remove("cached");
+    let older: memoire::engine::sync::doc::MessageDoc = serde_json::from_value(older).unwrap();
+    let read = to_message(&older);
+    assert!(!read.meta.capped);
+    assert_eq!(read.meta.stats.unwrap().cached_tokens, None);
 }
 
 #[test]

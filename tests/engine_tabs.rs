@@ -178,3 +178,45 @@ fn garbage_is_garbage() {
         check_heard(text, Heard::Garbage);
     }
 }
+
+/// A reply cut by the cap, with the cached prompt tokens its server reported, travels as optional
+/// fields of the message's meta: this build reads them back; a message without them (a tab one
+/// version older wrote it) reads as not capped and nothing cached; and what this build writes is a
+/// version-1 message an older tab reads by ignoring the fields it does not know (checked here as
+/// the older build's message type: the same without them).
+#[test]
+fn a_capped_reply_and_its_cached_count_travel_as_optional_fields() {
+    use memoire::engine::model::GenerationStats;
+    let mut capped = message("c1", MessageStatus::Complete);
+    capped.meta.capped = true;
+    capped.meta.stats = Some(GenerationStats {
+        tokens: 312,
+        first_token_ms: Some(420),
+        tokens_per_s: None,
+        cached_tokens: Some(2840),
+    });
+    check_round_trip(Change::MessageProgress(capped.clone()));
+    let text = encode(&Change::MessageProgress(capped));
+    assert!(
+        text.contains(r#""capped":true"#) && text.contains(r#""cached_tokens":2840"#),
+        "{text}"
+    );
+    assert!(text.starts_with(r#"{"v":1,"#), "{text}");
+    let older = text
+        .replace(r#","capped":true"#, "")
+        .replace(r#","cached_tokens":2840"#, "");
+    let Heard::Change(Change::MessageProgress(m)) = decode(&older) else {
+        panic!("{older}")
+    };
+    assert!(!m.meta.capped);
+    assert_eq!(m.meta.stats.unwrap().cached_tokens, None);
+    // Nothing new is written for a reply that was not capped.
+    let plain = encode(&Change::MessageAdded(message(
+        "c1",
+        MessageStatus::Complete,
+    )));
+    assert!(
+        !plain.contains("capped") && !plain.contains("cached"),
+        "{plain}"
+    );
+}

@@ -39,6 +39,25 @@ fn model_labels() {
 }
 
 #[test]
+fn a_reply_the_cap_cut_shows_as_capped_until_it_streams_again() {
+    use memoire::engine::format::{reply_note, shown_status};
+    use MessageStatus as S;
+    assert_eq!(shown_status(S::Complete, true), "capped");
+    assert_eq!(shown_status(S::Complete, false), "complete");
+    assert_eq!(shown_status(S::Streaming, true), "streaming");
+    assert_eq!(shown_status(S::Interrupted, true), "interrupted");
+    assert_eq!(
+        reply_note(S::Complete, true, None).map(|n| n.0),
+        Some("capped")
+    );
+    assert_eq!(reply_note(S::Complete, false, None), None);
+    assert_eq!(
+        reply_note(S::Error, true, Some("x")),
+        Some(("error", "failed"))
+    );
+}
+
+#[test]
 fn message_notes() {
     use MessageStatus as S;
     assert_eq!(message_note(S::Complete, None), None);

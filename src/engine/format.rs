@@ -212,10 +212,27 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// A reply's generation figures in one quiet line: "312 tokens · 0.42 s to first token · 48.2
-/// tokens/s", each part only when known.
+/// A count with its thousands grouped: "2,840".
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A reply's generation figures in one quiet line: "312 tokens · 2,840 cached · 0.42 s to first
+/// token · 48.2 tokens/s", each part only when known (the cached prompt tokens when the server
+/// reported them).
 pub fn generation_stats(s: &GenerationStats) -> String {
     let mut parts = vec![plural(s.tokens as usize, "token", "tokens")];
+    if let Some(n) = s.cached_tokens {
+        parts.push(format!("{} cached", count(u64::from(n))));
+    }
     if let Some(ms) = s.first_token_ms {
         let first = if ms < 10_000 {
             format!("{:.2} s", f64::from(ms) / 1000.0)
@@ -274,6 +291,32 @@ pub fn message_note(
         }
         S::Interrupted => Some(("interrupted", "cut off — the partial reply is kept")),
         S::Error => Some(("error", "failed")),
+    }
+}
+
+/// The `data-status` of a message row: its status, or `capped` for a complete reply the reply cap
+/// cut (`MessageMeta::capped`; a continuation that is running is `streaming`).
+pub fn shown_status(status: crate::engine::model::MessageStatus, capped: bool) -> &'static str {
+    use crate::engine::model::MessageStatus as S;
+    match status {
+        S::Complete if capped => "capped",
+        s => s.as_str(),
+    }
+}
+
+/// [`message_note`] for a reply the reply cap cut: it ended where the cap is, and Continue asks for
+/// the rest.
+pub fn reply_note(
+    status: crate::engine::model::MessageStatus,
+    capped: bool,
+    error: Option<&str>,
+) -> Option<(&'static str, &'static str)> {
+    match shown_status(status, capped) {
+        "capped" => Some((
+            "capped",
+            "stopped at the reply cap — Continue asks for the rest",
+        )),
+        _ => message_note(status, error),
     }
 }
 

@@ -125,6 +125,11 @@ pub struct MessageMeta {
     /// existed have none.
     #[serde(default)]
     pub attachments: Vec<Attachment>,
+    /// The reply was cut by the reply cap the request carried (each protocol's own signal,
+    /// `engine::turn::capped_by`): whole as far as it goes, and Continue asks for the rest. Records
+    /// stored before replies had a cap read `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
 }
 
 /// What an attachment is: an image (its bytes a Blob in the store, content-addressed by `hash`) or
@@ -183,6 +188,9 @@ pub struct GenerationStats {
     pub first_token_ms: Option<u32>,
     #[serde(default)]
     pub tokens_per_s: Option<f32>,
+    /// Prompt tokens the server read from its cache, when it reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u32>,
 }
 
 /// What a reasoning model thought before it answered, and when.

@@ -37,6 +37,16 @@
 //! `ollama` `images: [base64, …]` on the message. A message without images keeps its plain string
 //! content; an image whose bytes are not on this device goes as `[image: name]` in the text.
 //!
+//! # Reply cap
+//! Every chat request carries the reply cap ([`chat_options`], [`reply_cap`]): the room Settings
+//! keep for the reply (`MemoryConfig::reply_reserve_tokens`), in each protocol's field: openai-chat
+//! `max_tokens`, openai-responses `max_output_tokens`, ollama `options.num_predict`, anthropic
+//! `max_tokens` (with thinking on, the thinking budget plus the cap, [`build_with_reasoning`]). A
+//! reply cut by it is marked capped, not failed (`engine::turn::capped_by`). OpenAI's own reasoning
+//! models refuse `max_tokens` on `/chat/completions` (they want `max_completion_tokens`); the
+//! servers this app is mostly used with (llama.cpp, llama-cpp-python, vLLM, LM Studio, Ollama's
+//! `/v1`) read `max_tokens`, so that is what goes out.
+//!
 //! # Output constraints
 //! [`RequestOptions::output`] asks the server to generate JSON that matches a schema, in one of the
 //! [`OutputForm`]s each protocol's servers take: `response_format` `json_schema` (OpenAI, llama.cpp's
@@ -53,7 +63,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::engine::model::{
-    EndpointProfile, Prompt, Protocol, ReasoningEffort, Role, WireImage, WireMessage,
+    EndpointProfile, MemoryConfig, Prompt, Protocol, ReasoningEffort, Role, WireImage, WireMessage,
 };
 use crate::engine::settings::{insecure_message, key_use, KeyUse};
 
@@ -65,6 +75,28 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const TOOL_RESULT_PREFIX: &str = "Tool result:\n";
 /// The user turn put before a history that opens with the assistant (anthropic).
 pub const ANTHROPIC_OPENER: &str = "(conversation continues)";
+
+/// The smallest reply cap a chat request carries, whatever Settings say (a cap of 0 would ask
+/// for nothing).
+pub const MIN_REPLY_CAP: u32 = 16;
+
+/// The reply cap of a chat request: the room `config` keeps for the reply, at least
+/// [`MIN_REPLY_CAP`].
+pub fn reply_cap(config: &MemoryConfig) -> u32 {
+    config.reply_reserve_tokens.max(MIN_REPLY_CAP)
+}
+
+/// The options of a chat turn's request: streamed, capped at `cap` tokens of reply, continuing
+/// `previous_response_id` when the turn resumes a remote session.
+pub fn chat_options(cap: u32, previous_response_id: Option<String>) -> RequestOptions {
+    RequestOptions {
+        temperature: None,
+        max_tokens: Some(cap),
+        previous_response_id,
+        stream: true,
+        output: None,
+    }
+}
 
 /// Per-request knobs.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -208,8 +240,9 @@ pub fn build(
 /// [`build`], asking a reasoning model for `effort` when one is set (with `None` the request is
 /// exactly [`build`]'s). Each protocol in its own field: openai-chat `reasoning_effort`,
 /// openai-responses `reasoning: {effort, summary: "auto"}` (so its reasoning summary streams),
-/// anthropic `thinking: {type: "enabled", budget_tokens}` (with `max_tokens` raised above the
-/// budget, as the API requires, and no `temperature`, which thinking does not allow), ollama
+/// anthropic `thinking: {type: "enabled", budget_tokens}` (with `max_tokens` the budget plus the
+/// reply's cap, [`ANTHROPIC_DEFAULT_MAX_TOKENS`] when none is given, since the API wants it above the
+/// budget, and no `temperature`, which thinking does not allow), ollama
 /// `think: true`.
 pub fn build_with_reasoning(
     endpoint: &EndpointProfile,
@@ -229,8 +262,8 @@ pub fn build_with_reasoning(
         ),
         Protocol::Anthropic => {
             let budget = effort.anthropic_budget();
-            let max = opts.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
-            opts.max_tokens = Some(max.max(budget + ANTHROPIC_DEFAULT_MAX_TOKENS));
+            let reply = opts.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
+            opts.max_tokens = Some(budget.saturating_add(reply));
             opts.temperature = None;
             format!(r#""thinking":{{"type":"enabled","budget_tokens":{budget}}}"#)
         }

@@ -21,8 +21,14 @@
 //! [`failed_turn`]): Retry sends the same question again and its reply takes the failed bubble's
 //! place, and a new message typed after a failed turn takes the failed question's place, so neither
 //! the branch on screen nor what is sent ever holds two of the user's messages in a row. A reply
-//! that was stopped or cut off is never thrown away: Retry adds a reply after it. Must not import
-//! anything outside `crate::engine`.
+//! that was stopped or cut off is never thrown away: Retry adds a reply after it.
+//!
+//! And what a reply cut by the reply cap is ([`capped_by`]: each protocol's own signal; the reply
+//! is complete and marked `capped`, not failed) and how Continue asks for the rest
+//! ([`Turn::continue_reply`], [`continuation_prompt`]): the same prompt, the reply so far as the
+//! assistant's message, then (except for anthropic, where a trailing assistant message is a
+//! prefill) a short instruction to go on; what comes is appended to the same reply. Must not
+//! import anything outside `crate::engine`.
 
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::attach;
@@ -32,12 +38,47 @@ use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::{build_prompt_with, render_new};
 use crate::engine::model::{
     Conversation, EndpointProfile, GenerationStats, HistoryFormat, Message, MessageStatus, Millis,
-    Prompt, Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    Prompt, Protocol, Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage, WireMessage,
 };
 use std::collections::{BTreeMap, VecDeque};
 
 /// The stream error code that means the remote session is gone (Responses API).
 pub const SESSION_GONE_CODE: &str = "previous_response_not_found";
+
+/// The user's turn a continuation ends with (not for anthropic): go on where the reply stopped.
+pub const CONTINUE_INSTRUCTION: &str = "Your reply above was cut off by the length limit. Continue it exactly where it stopped, without repeating anything and without any preamble.";
+
+/// Whether a reply that ended with `finish_reason` was cut by the reply cap, by `protocol`'s own
+/// signal: openai-chat and ollama `length`, openai-responses `max_output_tokens` (the reason of
+/// `response.incomplete`), anthropic `max_tokens`.
+pub fn capped_by(protocol: Protocol, finish_reason: Option<&str>) -> bool {
+    let signal = match protocol {
+        Protocol::OpenAiChat | Protocol::Ollama => "length",
+        Protocol::OpenAiResponses => "max_output_tokens",
+        Protocol::Anthropic => "max_tokens",
+    };
+    finish_reason == Some(signal)
+}
+
+/// The prompt that asks for the rest of a capped reply: `prompt` (the one the reply answered), the
+/// reply so far as the assistant's message, then [`CONTINUE_INSTRUCTION`] as the user's; for
+/// anthropic the assistant's message is last (a prefill the API continues), its trailing
+/// whitespace trimmed, which the API refuses in a final assistant message.
+pub fn continuation_prompt(protocol: Protocol, prompt: &Prompt, written: &str) -> Prompt {
+    let mut p = prompt.clone();
+    let wire = |role, content: &str| WireMessage {
+        role,
+        content: content.to_string(),
+        images: Vec::new(),
+    };
+    if protocol == Protocol::Anthropic {
+        p.messages.push(wire(Role::Assistant, written.trim_end()));
+    } else {
+        p.messages.push(wire(Role::Assistant, written));
+        p.messages.push(wire(Role::User, CONTINUE_INSTRUCTION));
+    }
+    p
+}
 
 /// Why a stored handle can or cannot be resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,6 +243,8 @@ pub struct ReplySave {
     pub reasoning: Option<Reasoning>,
     /// The generation figures, once the server reported its token count.
     pub stats: Option<GenerationStats>,
+    /// Cut by the reply cap ([`capped_by`]).
+    pub capped: bool,
 }
 
 impl ReplySave {
@@ -215,6 +258,7 @@ impl ReplySave {
         reply.meta.path = Some(self.path);
         reply.meta.reasoning = self.reasoning.clone();
         reply.meta.stats = self.stats;
+        reply.meta.capped = self.capped;
     }
 }
 
@@ -238,6 +282,8 @@ pub struct TurnOutcome {
     pub calibration: Option<CalibrationSample>,
     /// Requests sent (2 when a dead session forced a re-send).
     pub attempts: u32,
+    /// The reply was cut by the reply cap (it is complete, and can be continued).
+    pub capped: bool,
 }
 
 /// What the driver must do.
@@ -308,6 +354,7 @@ enum Phase {
 pub struct Turn {
     conversation_id: String,
     endpoint_key: String,
+    protocol: Protocol,
     stateful: bool,
     path: TurnPath,
     /// The handle being resumed, if resuming.
@@ -321,6 +368,15 @@ pub struct Turn {
     /// When the request in flight went out, and when its first and last pieces arrived.
     clock: PieceClock,
     timings: Option<Timings>,
+    /// Prompt tokens the server said it read from its cache.
+    cached: Option<u32>,
+    /// The last request ended on the reply cap.
+    capped: bool,
+    /// A continuation: the figures of what was written before it, which the new ones add to.
+    prior: Option<GenerationStats>,
+    /// A continuation ([`Turn::continue_reply`]): its prompt is not the assembly's, so its reported
+    /// prompt tokens calibrate nothing.
+    continuing: bool,
     tool_calls: BTreeMap<u32, ToolCall>,
     usage: Option<Usage>,
     response_id: Option<String>,
@@ -333,59 +389,10 @@ pub struct Turn {
 impl Turn {
     /// Check the inputs, decide the path and queue the first request.
     pub fn start(s: TurnStart<'_>) -> Result<Turn, TurnError> {
-        let new = s
-            .history
-            .iter()
-            .find(|m| m.id == s.new_message_id)
-            .ok_or_else(|| TurnError::NewMessageMissing(s.new_message_id.to_string()))?;
-        if new.role != Role::User {
-            return Err(TurnError::NotAUserMessage);
-        }
-        if s.assembly.new_message_id != new.id {
-            return Err(TurnError::WrongNewMessage {
-                assembled: s.assembly.new_message_id.clone(),
-                expected: new.id.clone(),
-            });
-        }
-        let previous_seq = s
-            .history
-            .iter()
-            .rev()
-            .find(|m| m.id != new.id)
-            .map(|m| m.seq);
-        if s.assembly.history_through_seq != previous_seq {
-            return Err(TurnError::StaleContext {
-                assembled: s.assembly.history_through_seq,
-                actual: previous_seq,
-            });
-        }
-        if s.history.last().is_some_and(|l| s.reply_seq <= l.seq) {
-            return Err(TurnError::BadReplySeq(s.reply_seq));
-        }
+        let new = checked(&s)?;
         let handle = s.conversation.remote_handle.as_ref();
         let path = path_for(handle, s.endpoint, s.assembly);
-        let mut turn = Turn {
-            conversation_id: s.conversation.id.clone(),
-            endpoint_key: s.endpoint.key(),
-            stateful: s.endpoint.protocol.is_stateful(),
-            path,
-            handle: None,
-            full_prompt: s.assembly.prompt.clone(),
-            estimated_prompt_tokens: s.assembly.total_tokens,
-            reply_id: s.reply_id.to_string(),
-            reply_seq: s.reply_seq,
-            text: String::new(),
-            reasoning: None,
-            clock: PieceClock::default(),
-            timings: None,
-            tool_calls: BTreeMap::new(),
-            usage: None,
-            response_id: None,
-            throttle: SaveThrottle::default(),
-            actions: VecDeque::new(),
-            phase: Phase::Streaming,
-            attempts: 0,
-        };
+        let mut turn = Turn::new(&s, path);
         if let (TurnPath::Resumed, Some(h)) = (path, handle.cloned()) {
             let system = s
                 .assembly
@@ -407,6 +414,61 @@ impl Turn {
             turn.send(path, turn.full_prompt.clone(), None);
         }
         Ok(turn)
+    }
+
+    /// Continue: asks for the rest of `reply` (written so far, cut by the reply cap), the answer to
+    /// the turn `s` describes (`s.reply_id` and `s.reply_seq` are `reply`'s). The whole context goes
+    /// out, never a resumed session ([`continuation_prompt`]); what comes is appended to `reply`'s
+    /// text, its figures added to `reply`'s. The continued part may be capped again.
+    pub fn continue_reply(s: TurnStart<'_>, reply: &Message) -> Result<Turn, TurnError> {
+        checked(&s)?;
+        let path = match path_for(
+            s.conversation.remote_handle.as_ref(),
+            s.endpoint,
+            s.assembly,
+        ) {
+            TurnPath::Resumed => TurnPath::Reinjected,
+            path => path,
+        };
+        let mut turn = Turn::new(&s, path);
+        turn.text = reply.content.clone();
+        turn.reasoning = reply.meta.reasoning.clone();
+        turn.prior = reply.meta.stats;
+        turn.continuing = true;
+        let prompt = continuation_prompt(s.endpoint.protocol, &turn.full_prompt, &reply.content);
+        turn.send(path, prompt, None);
+        Ok(turn)
+    }
+
+    /// A turn on `path` that has sent nothing yet.
+    fn new(s: &TurnStart<'_>, path: TurnPath) -> Turn {
+        Turn {
+            conversation_id: s.conversation.id.clone(),
+            endpoint_key: s.endpoint.key(),
+            protocol: s.endpoint.protocol,
+            stateful: s.endpoint.protocol.is_stateful(),
+            path,
+            handle: None,
+            full_prompt: s.assembly.prompt.clone(),
+            estimated_prompt_tokens: s.assembly.total_tokens,
+            reply_id: s.reply_id.to_string(),
+            reply_seq: s.reply_seq,
+            text: String::new(),
+            reasoning: None,
+            clock: PieceClock::default(),
+            timings: None,
+            cached: None,
+            capped: false,
+            prior: None,
+            continuing: false,
+            tool_calls: BTreeMap::new(),
+            usage: None,
+            response_id: None,
+            throttle: SaveThrottle::default(),
+            actions: VecDeque::new(),
+            phase: Phase::Streaming,
+            attempts: 0,
+        }
     }
 
     fn send(&mut self, path: TurnPath, prompt: Prompt, previous_response_id: Option<String>) {
@@ -505,8 +567,12 @@ impl Turn {
             }
             StreamEvent::Usage(u) => self.usage = Some(u),
             StreamEvent::Timings(t) => self.timings = Some(t),
+            StreamEvent::CachedTokens(n) => self.cached = Some(n),
             StreamEvent::ResponseId(id) => self.response_id = Some(id),
-            StreamEvent::Done { .. } => self.complete(now),
+            StreamEvent::Done { finish_reason } => {
+                self.capped = capped_by(self.protocol, finish_reason.as_deref());
+                self.complete(now)
+            }
             StreamEvent::Error(e) => {
                 let resuming = self.path == TurnPath::Resumed;
                 self.handle_failure(failure::from_stream_error(&e, resuming), now);
@@ -567,6 +633,8 @@ impl Turn {
         self.text.clear();
         self.reasoning = None;
         self.timings = None;
+        self.cached = None;
+        self.capped = false;
         self.tool_calls.clear();
         self.usage = None;
         self.response_id = None;
@@ -618,12 +686,29 @@ impl Turn {
             is_final,
             reasoning: self.reasoning.clone(),
             stats: self.stats(),
+            capped: self.capped,
         }));
     }
 
     /// The figures of the reply: the server's where it gave them, else measured; none until it
     /// reported how many tokens it generated.
     fn stats(&self) -> Option<GenerationStats> {
+        let Some(new) = self.request_stats() else {
+            return self.prior;
+        };
+        // A continuation's figures add to those of what was written before it.
+        Some(match self.prior {
+            None => new,
+            Some(p) => GenerationStats {
+                tokens: p.tokens.saturating_add(new.tokens),
+                first_token_ms: p.first_token_ms.or(new.first_token_ms),
+                ..new
+            },
+        })
+    }
+
+    /// The figures of the request in flight alone.
+    fn request_stats(&self) -> Option<GenerationStats> {
         let t = self.timings.unwrap_or_default();
         let tokens = t
             .tokens
@@ -645,6 +730,7 @@ impl Turn {
             tokens,
             first_token_ms: first,
             tokens_per_s: speed.filter(|v| v.is_finite() && *v > 0.0),
+            cached_tokens: self.cached,
         })
     }
 
@@ -676,6 +762,7 @@ impl Turn {
         );
         let calibration = match (self.path, self.usage) {
             (TurnPath::Resumed, _) | (_, None) => None,
+            _ if self.continuing => None,
             (_, Some(u)) => Some(CalibrationSample {
                 estimated: self.estimated_prompt_tokens,
                 reported: u.prompt_tokens,
@@ -690,6 +777,7 @@ impl Turn {
             failure,
             calibration,
             attempts: self.attempts,
+            capped: self.capped,
         }));
         self.phase = Phase::Finished;
     }
@@ -708,6 +796,41 @@ impl PieceClock {
         self.first.get_or_insert(now);
         self.last = Some(now);
     }
+}
+
+/// The new user message of `s`, once the turn's inputs agree: it is in the history, a user's, the
+/// one the assembly was built for, from the history as it stands, and the reply comes after it all.
+fn checked<'a>(s: &TurnStart<'a>) -> Result<&'a Message, TurnError> {
+    let new = s
+        .history
+        .iter()
+        .find(|m| m.id == s.new_message_id)
+        .ok_or_else(|| TurnError::NewMessageMissing(s.new_message_id.to_string()))?;
+    if new.role != Role::User {
+        return Err(TurnError::NotAUserMessage);
+    }
+    if s.assembly.new_message_id != new.id {
+        return Err(TurnError::WrongNewMessage {
+            assembled: s.assembly.new_message_id.clone(),
+            expected: new.id.clone(),
+        });
+    }
+    let previous_seq = s
+        .history
+        .iter()
+        .rev()
+        .find(|m| m.id != new.id)
+        .map(|m| m.seq);
+    if s.assembly.history_through_seq != previous_seq {
+        return Err(TurnError::StaleContext {
+            assembled: s.assembly.history_through_seq,
+            actual: previous_seq,
+        });
+    }
+    if s.history.last().is_some_and(|l| s.reply_seq <= l.seq) {
+        return Err(TurnError::BadReplySeq(s.reply_seq));
+    }
+    Ok(new)
 }
 
 /// SessionGone, or a 4xx that is about the previous response id.

@@ -74,6 +74,8 @@ struct BulkMessage<'a> {
     reasoning: Option<ReasoningRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stats: Option<StatsRecord>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    capped: bool,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     attachments: Vec<super::records::AttachmentRecord>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -96,6 +98,7 @@ impl<'a> BulkMessage<'a> {
             reasoning,
             stats,
             attachments,
+            capped,
         } = &m.meta;
         BulkMessage {
             id: &m.id,
@@ -129,6 +132,7 @@ impl<'a> BulkMessage<'a> {
             hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
+            capped: *capped,
             attachments: attachments
                 .iter()
                 .map(super::records::AttachmentRecord::from)

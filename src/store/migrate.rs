@@ -276,6 +276,7 @@ fn legacy_message_record(conv_id: &str, i: usize, m: &Legacy) -> MessageRecord {
         hidden: false,
         reasoning: None,
         stats: None,
+        capped: false,
         attachments: Vec::new(),
         attachment_hashes: Vec::new(),
     }

@@ -239,6 +239,9 @@ pub struct StatsRecord {
     pub first_token_ms: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_per_s: Option<f32>,
+    /// Prompt tokens the server read from its cache; none in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u32>,
 }
 
 impl From<GenerationStats> for StatsRecord {
@@ -247,11 +250,13 @@ impl From<GenerationStats> for StatsRecord {
             tokens,
             first_token_ms,
             tokens_per_s,
+            cached_tokens,
         } = s;
         StatsRecord {
             tokens,
             first_token_ms,
             tokens_per_s,
+            cached_tokens,
         }
     }
 }
@@ -262,6 +267,7 @@ impl From<StatsRecord> for GenerationStats {
             tokens: s.tokens,
             first_token_ms: s.first_token_ms,
             tokens_per_s: s.tokens_per_s,
+            cached_tokens: s.cached_tokens,
         }
     }
 }
@@ -345,6 +351,9 @@ pub struct MessageRecord {
     /// The reply's generation figures; none in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<StatsRecord>,
+    /// Cut by the reply cap (`MessageMeta::capped`); older records read as not (no migration).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
     /// The user's images and files (records written before attachments have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<AttachmentRecord>,
@@ -463,6 +472,7 @@ impl From<&Message> for MessageRecord {
             reasoning,
             stats,
             attachments,
+            capped,
         } = meta;
         MessageRecord {
             id: id.clone(),
@@ -510,6 +520,7 @@ impl From<&Message> for MessageRecord {
             hidden: *hidden,
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
+            capped: *capped,
             attachment_hashes: blob_hashes(attachments),
             attachments: attachments.iter().map(AttachmentRecord::from).collect(),
         }
@@ -562,6 +573,7 @@ impl TryFrom<MessageRecord> for Message {
                 hidden: r.hidden,
                 reasoning: r.reasoning.map(Into::into),
                 stats: r.stats.map(Into::into),
+                capped: r.capped,
                 attachments: r
                     .attachments
                     .into_iter()

@@ -445,7 +445,8 @@ function streamContext(state, record, encoder, reply) {
     pieces,
     reasoningPieces,
     reasoningField: reply.reasoningForm === 'reasoning' ? 'reasoning' : undefined,
-    usage: { input: reply.usage?.input ?? Math.max(1, Math.ceil(record.rawBody.length / 4)), output: reply.usage?.output ?? pieces.length + reasoningPieces.length },
+    usage: { input: reply.usage?.input ?? Math.max(1, Math.ceil(record.rawBody.length / 4)), output: reply.usage?.output ?? pieces.length + reasoningPieces.length, cached: reply.usage?.cached },
+    llamaTimings: Boolean(reply.llamaTimings),
     finishReason: reply.finishReason,
     toolUse: reply.toolUse ?? null,
     includeUsage: Boolean(reply.honourUsage && body.stream_options?.include_usage),
@@ -550,11 +551,14 @@ function sleep(ms, res) {
  * @property {true|string|Buffer} [garbage]  answer 200 with these non-protocol bytes
  * @property {string} [contentType]       content type for a garbage reply
  * @property {boolean} [honourUsage]      openai-chat: send the usage chunk when `stream_options.include_usage`
- * @property {{input?: number, output?: number}} [usage]  token counts to report
+ * @property {{input?: number, output?: number, cached?: number}} [usage]  token counts to report; `cached`:
+ *                                        prompt tokens read from the cache (openai-chat `prompt_tokens_details`,
+ *                                        Responses `input_tokens_details`, anthropic `cache_read_input_tokens`)
+ * @property {boolean} [llamaTimings]     openai-chat: llama-server's `timings` (with `cache_n`) on the finishing chunk
  * @property {string} [id]                pin the response id
  * @property {number} [created]           pin the creation time (unix seconds)
  * @property {string} [model]             pin the model name (default: the request's)
- * @property {string} [finishReason]      'stop' (default) or 'length'
+ * @property {string} [finishReason]      'stop' (default) or 'length' (cut by the cap, in each protocol's form)
  * @property {boolean} [forget]           openai-responses: do not remember the id issued
  * @property {number} [fragment]          write each frame in pieces of this many bytes
  * @property {number} [fragmentDelayMs]   wait between those pieces

@@ -101,8 +101,17 @@ function chatChunk(ctx, delta, finishReason) {
 }
 
 function chatUsage(ctx) {
-  const { input, output } = ctx.usage;
-  return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+  const { input, output, cached } = ctx.usage;
+  const usage = { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+  // OpenAI's (and vLLM's) count of prompt tokens read from the cache, when the reply sets one.
+  if (cached !== undefined) usage.prompt_tokens_details = { cached_tokens: cached, audio_tokens: 0 };
+  return usage;
+}
+
+/** llama-server's `timings` of its final chunk, its cached prompt tokens in `cache_n`. */
+function llamaTimings(ctx) {
+  const { input, output, cached = 0 } = ctx.usage;
+  return { cache_n: cached, prompt_n: Math.max(0, input - cached), prompt_ms: 38.114, prompt_per_token_ms: 3.176, prompt_per_second: 314.8, predicted_n: output, predicted_ms: 96.5, predicted_per_token_ms: 8.04, predicted_per_second: 124.3 };
 }
 
 /** @type {ProtocolEncoder} */
@@ -118,7 +127,9 @@ export const openaiChat = {
       ...ctx.reasoningPieces.map((p) => sseData(chatChunk(ctx, { [field]: p }, null))),
       ...ctx.pieces.map((p) => sseData(chatChunk(ctx, { content: p }, null))),
     ];
-    const tail = [sseData(chatChunk(ctx, {}, ctx.finishReason ?? 'stop'))];
+    const last = chatChunk(ctx, {}, ctx.finishReason ?? 'stop');
+    // llama-server: its timings ride on the chunk that finishes the reply.
+    const tail = [sseData(ctx.llamaTimings ? `${last.slice(0, -1)}, "timings": ${JSON.stringify(llamaTimings(ctx))}}` : last)];
     if (ctx.includeUsage) {
       const usageChunk = { id: ctx.id, model: ctx.model, created: ctx.created, object: 'chat.completion.chunk', choices: [], usage: chatUsage(ctx) };
       tail.push(sseData(pythonJson(usageChunk)));
@@ -187,10 +198,10 @@ function responseObject(ctx, status, output, usage) {
 }
 
 function responsesUsage(ctx) {
-  const { input, output } = ctx.usage;
+  const { input, output, cached } = ctx.usage;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: cached ?? 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: ctx.reasoningPieces.length },
     total_tokens: input + output,
@@ -262,7 +273,10 @@ export const openaiResponses = {
       ev('response.output_text.done', { ...part, text: ctx.text, logprobs: [] }),
       ev('response.content_part.done', { ...part, part: outputText(ctx.text) }),
       ev('response.output_item.done', { output_index: at, item: done }),
-      ev('response.completed', { response: responseObject(ctx, 'completed', output, responsesUsage(ctx)) }),
+      ctx.finishReason === 'length'
+        // Cut by max_output_tokens: the response ends incomplete, saying why.
+        ? ev('response.incomplete', { response: { ...responseObject(ctx, 'incomplete', output, responsesUsage(ctx)), incomplete_details: { reason: 'max_output_tokens' } } })
+        : ev('response.completed', { response: responseObject(ctx, 'completed', output, responsesUsage(ctx)) }),
     ];
     return { head, deltas, tail };
   },
@@ -367,7 +381,7 @@ function anthropicMessage(ctx, content, stopReason, outputTokens) {
     content,
     stop_reason: stopReason,
     stop_sequence: null,
-    usage: { input_tokens: ctx.usage.input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: outputTokens },
+    usage: { input_tokens: ctx.usage.input, cache_creation_input_tokens: 0, cache_read_input_tokens: ctx.usage.cached ?? 0, output_tokens: outputTokens },
   };
 }
 

@@ -359,6 +359,7 @@ fn check_message(m: &BMessage, limits: &ImportLimits) -> Result<(), ImportError>
         reasoning,
         stats: _,
         attachments,
+        capped: _,
     } = m;
     k.id("id", id)?;
     check_attachments(&k, attachments)?;

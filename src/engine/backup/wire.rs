@@ -256,6 +256,9 @@ pub(super) struct BMessage {
     /// The user's images and files; absent in files written before attachments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) attachments: Vec<BAttachment>,
+    /// Cut by the reply cap; absent in older files and for every other message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) capped: bool,
 }
 
 /// An attachment (`model::Attachment`); an image's bytes are in the file's `blobs` by `hash`.
@@ -308,6 +311,9 @@ pub(super) struct BStats {
     pub(super) first_token_ms: Option<u32>,
     #[serde(default)]
     pub(super) tokens_per_s: Option<f32>,
+    /// Prompt tokens the server read from its cache; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) cached_tokens: Option<u32>,
 }
 
 impl From<GenerationStats> for BStats {
@@ -316,11 +322,13 @@ impl From<GenerationStats> for BStats {
             tokens,
             first_token_ms,
             tokens_per_s,
+            cached_tokens,
         } = s;
         BStats {
             tokens,
             first_token_ms,
             tokens_per_s,
+            cached_tokens,
         }
     }
 }
@@ -331,12 +339,14 @@ impl From<BStats> for GenerationStats {
             tokens,
             first_token_ms,
             tokens_per_s,
+            cached_tokens,
         } = s;
         GenerationStats {
             tokens,
             first_token_ms,
             // A file may say anything: a speed that is not a finite positive number is none.
             tokens_per_s: tokens_per_s.filter(|v| v.is_finite() && *v > 0.0),
+            cached_tokens,
         }
     }
 }
@@ -676,6 +686,7 @@ impl From<&Message> for BMessage {
             reasoning,
             stats,
             attachments,
+            capped,
         } = meta;
         BMessage {
             id: id.clone(),
@@ -722,6 +733,7 @@ impl From<&Message> for BMessage {
             reasoning: reasoning.as_ref().map(Into::into),
             stats: stats.map(Into::into),
             attachments: attachments.iter().map(BAttachment::from).collect(),
+            capped: *capped,
         }
     }
 }
@@ -749,6 +761,7 @@ impl From<BMessage> for Message {
             reasoning,
             stats,
             attachments,
+            capped,
         } = m;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
@@ -800,6 +813,7 @@ impl From<BMessage> for Message {
                 reasoning: reasoning.map(Into::into),
                 stats: stats.map(Into::into),
                 attachments: attachments.into_iter().map(Into::into).collect(),
+                capped,
             },
         }
     }

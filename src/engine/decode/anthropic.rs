@@ -6,7 +6,9 @@
 //! `input_json_delta.partial_json` → tool-call arguments, grouped by the block `index`),
 //! `content_block_stop`, `message_delta` (`delta.stop_reason`, cumulative `usage.output_tokens`),
 //! `message_stop` (the terminator), `ping`, and `error` (`error.type` becomes the code).
-//! Usage is reported once, just before `Done`. The message id is not reported as a
+//! Usage is reported once, just before `Done`, followed by the prompt tokens read from the cache
+//! (`cache_read_input_tokens`, of `message_start` or, when it says it, the cumulative
+//! `message_delta`), when the server gave that count. The message id is not reported as a
 //! [`StreamEvent::ResponseId`]: the Messages API is stateless and nothing can continue from it.
 //! Must not import anything outside `crate::engine`.
 
@@ -22,6 +24,8 @@ use crate::engine::model::Usage;
 #[derive(Debug, Default)]
 pub struct Anthropic {
     usage: Option<Usage>,
+    /// `cache_read_input_tokens`, the last reported.
+    cached: Option<u32>,
     stop_reason: Option<String>,
 }
 
@@ -77,6 +81,9 @@ impl Anthropic {
     /// `message_start`: the prompt tokens (and any output tokens) of `message.usage`.
     fn message_start(&mut self, message: Option<&Value>) {
         let usage = message.and_then(|m| m.get("usage"));
+        if let Some(n) = usage.and_then(|u| count(u, "cache_read_input_tokens")) {
+            self.cached = Some(tokens(Some(n)));
+        }
         if let Some(prompt) = usage.and_then(prompt_tokens) {
             let completion = tokens(usage.and_then(|u| count(u, "output_tokens")));
             self.usage = Some(Usage {
@@ -92,6 +99,9 @@ impl Anthropic {
             self.stop_reason = Some(reason.into_owned());
         }
         if let Some(usage) = usage.filter(|u| u.is_object()) {
+            if let Some(n) = count(usage, "cache_read_input_tokens") {
+                self.cached = Some(tokens(Some(n)));
+            }
             let mut total = self.usage.unwrap_or_default();
             if let Some(prompt) = prompt_tokens(usage) {
                 total.prompt_tokens = prompt;
@@ -182,6 +192,9 @@ impl SseHandler for Anthropic {
             "message_stop" => {
                 if let Some(usage) = self.usage.take() {
                     out.emit(StreamEvent::Usage(usage));
+                }
+                if let Some(n) = self.cached.take() {
+                    out.emit(StreamEvent::CachedTokens(n));
                 }
                 out.done(self.stop_reason.take());
             }

@@ -49,6 +49,10 @@ pub enum StreamEvent {
     Usage(Usage),
     /// Generation timings the server reported (llama.cpp's `timings`, Ollama's durations).
     Timings(Timings),
+    /// Prompt tokens the server read from its cache rather than evaluating them again, as it
+    /// reported them (OpenAI's `cached_tokens`, llama.cpp's `timings.cache_n`, Anthropic's
+    /// `cache_read_input_tokens`); given only by a server that reports it.
+    CachedTokens(u32),
     /// A server-side id the next turn can continue from (Responses API `response.id`).
     ResponseId(String),
     /// The reply finished normally.

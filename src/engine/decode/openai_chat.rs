@@ -5,7 +5,9 @@
 //! `choices[0].delta.reasoning` (OpenRouter, newer vLLM, Ollama's `/v1`), tool calls from
 //! `choices[0].delta.tool_calls[]` (`index`, `id`, `function.name`, `function.arguments` pieces),
 //! usage from the final chunk when `stream_options.include_usage` was honoured, llama.cpp's
-//! `timings` (`predicted_n`, `predicted_per_second`, `prompt_ms`) from its final chunk, and errors from an
+//! `timings` (`predicted_n`, `predicted_per_second`, `prompt_ms`) from its final chunk, the cached
+//! prompt tokens from `usage.prompt_tokens_details.cached_tokens` (OpenAI, vLLM) or else llama.cpp's
+//! `timings.cache_n` (beside `prompt_n`, the tokens it evaluated), and errors from an
 //! `{"error": {...}}` object (or an `event: error`). `Done` is emitted at `[DONE]` with the last
 //! `finish_reason` seen. Must not import anything outside `crate::engine`.
 
@@ -43,6 +45,9 @@ struct TimingsIn {
     predicted_per_second: Option<f64>,
     #[serde(default)]
     prompt_ms: Option<f64>,
+    /// Prompt tokens taken from the slot's cache (llama-server).
+    #[serde(default)]
+    cache_n: Option<u64>,
 }
 
 /// The first choice with index 0 (Memoire asks for one choice); the others are read and dropped,
@@ -120,6 +125,14 @@ struct UsageIn {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 impl SseHandler for OpenAiChat {
@@ -167,11 +180,13 @@ impl SseHandler for OpenAiChat {
                 self.finish_reason = Some(reason.into_owned());
             }
         }
+        let mut cached = None;
         if let Some(usage) = chunk.usage {
             out.emit(StreamEvent::Usage(Usage {
                 prompt_tokens: tokens(usage.prompt_tokens),
                 completion_tokens: tokens(usage.completion_tokens),
             }));
+            cached = usage.prompt_tokens_details.and_then(|d| d.cached_tokens);
         }
         if let Some(t) = chunk.timings {
             out.emit(StreamEvent::Timings(Timings {
@@ -179,6 +194,10 @@ impl SseHandler for OpenAiChat {
                 first_token_ms: t.prompt_ms.filter(|v| v.is_finite() && *v >= 0.0),
                 tokens_per_s: t.predicted_per_second.filter(|v| v.is_finite() && *v > 0.0),
             }));
+            cached = cached.or(t.cache_n);
+        }
+        if let Some(n) = cached {
+            out.emit(StreamEvent::CachedTokens(tokens(Some(n))));
         }
     }
 }

@@ -9,7 +9,8 @@
 //! - `response.output_item.added` with a `function_call` item → the start of a tool call (`call_id`,
 //!   `name`), then `response.function_call_arguments.delta` → its argument pieces; both grouped by
 //!   `output_index`;
-//! - `response.completed` → usage (`input_tokens`/`output_tokens`) and `Done` (`completed`);
+//! - `response.completed` → usage (`input_tokens`/`output_tokens`, and the cached prompt tokens of
+//!   `input_tokens_details.cached_tokens`) and `Done` (`completed`);
 //!   `response.incomplete` → usage and `Done` with `incomplete_details.reason` (e.g.
 //!   `max_output_tokens`): the text is whole but was stopped by a limit, like `finish_reason: length`;
 //! - `response.failed` → `Error` from `response.error`; `error` → `Error` with its `code`
@@ -80,6 +81,13 @@ impl OpenAiResponses {
                 prompt_tokens: tokens(usage.get("input_tokens").and_then(Value::as_u64)),
                 completion_tokens: tokens(usage.get("output_tokens").and_then(Value::as_u64)),
             }));
+            let cached = usage
+                .get("input_tokens_details")
+                .and_then(|d| d.get("cached_tokens"))
+                .and_then(Value::as_u64);
+            if let Some(n) = cached {
+                out.emit(StreamEvent::CachedTokens(tokens(Some(n))));
+            }
         }
         out.done(Some(reason));
     }

@@ -213,6 +213,8 @@ fn message(c: &Check, d: &MessageDoc) -> Result<(), ImportError> {
         hidden: _,
         reasoning,
         stats: _,
+        cached: _,
+        capped: _,
         attachments,
         at,
     } = d;

@@ -228,6 +228,8 @@ pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
                 s.tokens_per_s.map(|v| (v * 10.0).round() as u32),
             )
         }),
+        cached: m.meta.stats.and_then(|s| s.cached_tokens),
+        capped: m.meta.capped,
         attachments: m.meta.attachments.iter().map(attachment_doc).collect(),
         at: at.clone(),
     })
@@ -306,9 +308,11 @@ pub fn to_message(d: &MessageDoc) -> Message {
                     tokens,
                     first_token_ms,
                     tokens_per_s: speed.filter(|v| *v > 0).map(|v| v as f32 / 10.0),
+                    cached_tokens: d.cached,
                 }),
             // The images' bytes follow in their blob documents (`sync::blob`).
             attachments: d.attachments.iter().filter_map(to_attachment).collect(),
+            capped: d.capped,
         },
     }
 }

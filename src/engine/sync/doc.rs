@@ -221,6 +221,13 @@ pub struct MessageDoc {
     /// How the reply was generated: tokens, time to first token (ms), tenths of a token per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<(u32, Option<u32>, Option<u32>)>,
+    /// Prompt tokens the server read from its cache (`GenerationStats::cached_tokens`), apart from
+    /// `stats`, whose shape older devices read; absent in older documents and when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<u32>,
+    /// Cut by the reply cap (`MessageMeta::capped`); absent in older documents, where none is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
     /// The images and files the user attached: what they are and their content hash (a file's text
     /// travels here; an image's bytes travel once per hash in a blob document, `sync::blob`).
     /// Absent in documents written before sync carried attachments.

@@ -1,5 +1,6 @@
 //! Changing the branch on screen: regenerate a reply, edit any user message, page between
-//! alternatives, delete a message. Each keeps every stored message (`engine::branch`; reading the
+//! alternatives, delete a message; and continue a reply cut by the reply cap (the same message
+//! grows, `engine::turn::Turn::continue_reply`). Each keeps every stored message (`engine::branch`; reading the
 //! branch is `shared/branch.rs`) and reports `SessionEvent::BranchChanged`, after which views and
 //! prompts read the branch on screen. Deleting a message is behind split point `edits`. Must not
 //! import `ui`.
@@ -60,6 +61,26 @@ impl Chat {
             },
         )
         .await
+    }
+
+    /// Continue: asks the agent for the rest of reply `reply_id`, which the reply cap cut
+    /// (`MessageMeta::capped`); what comes is appended to the same reply.
+    pub async fn continue_reply(
+        self: &Rc<Self>,
+        id: &str,
+        reply_id: &str,
+    ) -> Result<(), ChatError> {
+        let reply = self.message_to_change(id, reply_id).await?;
+        if reply.role != Role::Assistant || !reply.meta.capped {
+            return Err(ChatError::Invalid(
+                "Only a reply cut by the reply cap can be continued.".into(),
+            ));
+        }
+        if !self.core.settings.borrow().has_endpoint() {
+            return Err(ChatError::NoEndpoint);
+        }
+        let reply = reply_id.to_string();
+        self.run_turn(id, Begin::Continue { reply }).await
     }
 
     /// The branch through message `to`, ending with it, and the last user message on it before `to`.

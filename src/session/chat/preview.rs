@@ -63,6 +63,8 @@ pub struct Preview {
     pub budget: u32,
     pub over_budget: bool,
     pub request_bytes: usize,
+    /// The reply cap the request carries (`engine::request::reply_cap`), in tokens.
+    pub reply_cap: u32,
 }
 
 impl Chat {
@@ -229,6 +231,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
         budget: a.budget_tokens,
         over_budget: a.over_budget,
         request_bytes: a.total_bytes,
+        reply_cap: crate::engine::request::reply_cap(&ctx.config),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::engine::model::{
 use crate::engine::model::{Project, UserFact};
 use crate::engine::prefix::{assemble_held, Anchor, LastPrompt};
 use crate::engine::project;
-use crate::engine::request::{self, RequestOptions};
+use crate::engine::request;
 use crate::engine::settings::history_load_limit;
 use crate::engine::tokens::HeuristicEstimator;
 use crate::engine::turn::{failed_reply, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
@@ -63,6 +63,9 @@ pub(crate) enum Begin {
     /// A message (this id) of the temporary chat, kept in memory: its reply is too, and nothing of
     /// the turn is stored (see `temporary.rs`).
     Temporary(String),
+    /// Continue reply `reply` (cut by the reply cap): the prompt is the branch up to the user
+    /// message it answers, and what comes is appended to it (`engine::turn::Turn::continue_reply`).
+    Continue { reply: String },
 }
 
 /// A write started alongside the request; its outcome lands in `slot` before `done` resolves.
@@ -134,6 +137,8 @@ struct Run<'a> {
     pump: Option<Pump>,
     /// A temporary chat's turn: nothing of it is stored, even once the chat has ended.
     temporary: bool,
+    /// A continuation: the reply as it was before it (what the turn continues).
+    continues: Option<Message>,
 }
 
 /// The turn machine as the pump feeds it.
@@ -416,6 +421,7 @@ impl Chat {
         stopper: &'a Stopper,
     ) -> Result<Run<'a>, ChatError> {
         let temporary = matches!(begin, Begin::Temporary(_));
+        let mut continues = None;
         let (user, ctx, reply, ahead) = match begin {
             Begin::Stored(new_message_id) => {
                 let user = self.stored_user(id, &new_message_id).await?;
@@ -448,6 +454,11 @@ impl Chat {
                 let write = self.write_ahead(&user, &reply, stopper);
                 (user, ctx, reply, Some(write))
             }
+            Begin::Continue { reply } => {
+                let (user, ctx, written) = self.begin_continue(id, &reply).await?;
+                continues = Some(written.clone());
+                (user, ctx, written, None)
+            }
             Begin::Temporary(user_id) => {
                 let user = self.temporary_message(id, &user_id)?;
                 let ctx = self.temporary_context(id, &user).await?;
@@ -467,7 +478,34 @@ impl Chat {
             stopper,
             ahead,
             pump: None,
+            continues,
         })
+    }
+
+    /// A continuation of capped reply `reply_id`: the user message it answers, the context for it
+    /// (the branch up to that message), and the reply, streaming again.
+    async fn begin_continue(
+        &self,
+        id: &str,
+        reply_id: &str,
+    ) -> Result<(Message, Context, Message), ChatError> {
+        let (user, mut history) = self.branch_to(id, reply_id).await?;
+        let mut reply = history
+            .pop()
+            .filter(|m| m.id == reply_id)
+            .ok_or_else(|| ChatError::Invalid("The reply to continue is gone.".into()))?;
+        let at = history.iter().rposition(|m| m.id == user.id).unwrap_or(0);
+        history.truncate(at + 1);
+        let ctx = self.context_from(id, &user, false, Some(history)).await?;
+        let written = reply.clone();
+        reply.status = MessageStatus::Streaming;
+        reply.meta.capped = false;
+        self.core
+            .store
+            .update_message(&reply.id, &reply.content, reply.status, &reply.meta)
+            .await?;
+        self.core.emit(SessionEvent::MessageProgress(reply.clone()));
+        Ok((user, ctx, written))
     }
 
     /// User message `message_id` of conversation `id`, from the cached window or the store.
@@ -519,7 +557,7 @@ impl Chat {
 
     /// The turn machine for `run`; when it refuses to start, the reply says why.
     async fn start_turn(self: &Rc<Self>, run: &mut Run<'_>) -> Result<Turn, ChatError> {
-        let started = Turn::start(TurnStart {
+        let start = TurnStart {
             conversation: &run.ctx.conversation,
             history: &run.ctx.messages,
             endpoint: &run.ctx.endpoint,
@@ -527,7 +565,11 @@ impl Chat {
             assembly: &run.ctx.assembly,
             reply_id: &run.reply.id,
             reply_seq: run.reply.seq,
-        });
+        };
+        let started = match &run.continues {
+            Some(written) => Turn::continue_reply(start, written),
+            None => Turn::start(start),
+        };
         let e = match started {
             Ok(turn) => return Ok(turn),
             Err(e) => e,
@@ -538,8 +580,16 @@ impl Chat {
             error: Some(msg.clone()),
             ..run.reply.meta.clone()
         };
-        self.finish_message(&run.reply, "", MessageStatus::Error, meta, run.temporary)
-            .await?;
+        // A continuation that could not start keeps what was written.
+        let content = run.continues.as_ref().map_or("", |m| m.content.as_str());
+        self.finish_message(
+            &run.reply,
+            content,
+            MessageStatus::Error,
+            meta,
+            run.temporary,
+        )
+        .await?;
         Err(ChatError::Invalid(msg))
     }
 
@@ -607,13 +657,8 @@ impl Chat {
         previous_response_id: Option<String>,
     ) -> Result<(), ChatError> {
         run.pump = None;
-        let options = RequestOptions {
-            temperature: None,
-            max_tokens: None,
-            previous_response_id,
-            stream: true,
-            output: None,
-        };
+        let options =
+            request::chat_options(request::reply_cap(&run.ctx.config), previous_response_id);
         // The images' bytes are read from the store only now, for this request.
         let hashes = crate::engine::attach::image_hashes(prompt);
         let filled;

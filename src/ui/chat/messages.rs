@@ -14,8 +14,8 @@ use super::store::ChatStore;
 use super::thinking::ThinkingBlock;
 use crate::engine::failure::split_text;
 use crate::engine::format::{
-    day_separator, full_date_time, generation_stats, iso_date_time, local_day, message_note,
-    model_label, plural, time_of_day,
+    day_separator, full_date_time, generation_stats, iso_date_time, local_day, model_label, plural,
+    reply_note, shown_status, time_of_day,
 };
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
@@ -262,7 +262,7 @@ fn MessageView(
             class=format!("message role-{}", role.as_str())
             data-testid="message"
             data-role=role.as_str()
-            data-status=move || st.status().as_str()
+            data-status=move || { let s = st.status(); st.with_meta(|m| shown_status(s, m.capped)) }
             data-message-id=id
             aria-busy=move || (st.status() == MessageStatus::Streaming).to_string()
         >
@@ -290,7 +290,7 @@ fn MessageHead(
     let st = item.state();
     let note = move || {
         let s = st.status();
-        st.with_meta(|m| message_note(s, m.error.as_deref()))
+        st.with_meta(|m| reply_note(s, m.capped, m.error.as_deref()))
     };
     let who = match item.role {
         Role::User => "You",
@@ -493,7 +493,7 @@ fn MessageFoot(
 }
 
 /// Retry on the last message while the last turn can be sent again (a failed reply, one cut off or
-/// stopped, a question without a reply); Copy on every finished message that says something; the
+/// stopped, a question without a reply); Continue on a reply the reply cap cut; Copy on every finished message that says something; the
 /// pager between alternatives; once no reply is being written, Edit on every user message,
 /// Regenerate on every reply that did not fail, and Delete (which asks first). None while the
 /// message is edited in place.
@@ -525,6 +525,7 @@ fn MessageActions(
         let id = item.id.clone();
         move |_| chat.regenerate(id.clone())
     };
+
     // While the message is edited in place its editor's Save and Cancel are the only actions.
     let editing_id = item.id.clone();
     // One tab stop per message: the arrow keys move between its actions (`use_roving`).
@@ -535,6 +536,7 @@ fn MessageActions(
             idle(),
             tracked_retry(),
             failed(),
+            st.with_meta(|m| m.capped),
             st.status(),
             st.alternatives(),
         );
@@ -563,6 +565,7 @@ fn MessageActions(
                     <span class="label">"Edit"</span>
                 </button>
             </Show>
+            <ContinueButton item=item.clone()/>
             <Show when=move || idle() && item.role == Role::Assistant && !failed()>
                 <button class="link act act-regenerate" data-testid="regenerate-button" aria-label="Regenerate this reply (the earlier one is kept)" on:click=regenerate.clone()>
                     <span class="label">"Regenerate"</span>
@@ -572,6 +575,32 @@ fn MessageActions(
                 <DeleteMessage id=item.id.clone()/>
             </Show>
         </div>
+    }
+}
+
+/// Continue, on a reply the reply cap cut while no reply is being written (not in a temporary
+/// chat, whose messages are not stored): asks for the rest, which grows the same reply.
+#[component]
+fn ContinueButton(
+    /// The reply it continues.
+    item: MessageItem,
+) -> impl IntoView {
+    let chat = use_chat();
+    let st = item.state();
+    let capped = move || {
+        let s = st.status();
+        let capped = st.with_meta(|m| shown_status(s, m.capped) == "capped");
+        capped && !chat.streaming() && !chat.is_temporary()
+    };
+    let id = item.id.clone();
+    view! {
+        <Show when=capped>
+            <button class="continue" data-testid="message-continue" aria-label="Continue: ask for the rest of this reply"
+                on:click={
+                    let id = id.clone();
+                    move |_| chat.continue_reply(id.clone())
+                }>"Continue"</button>
+        </Show>
     }
 }
 

@@ -677,6 +677,16 @@ impl ChatStore {
             .run(move |s| async move { Ok(s.chat().regenerate(&id, &reply_id).await?) });
     }
 
+    /// Continue: asks for the rest of reply `reply_id`, which the reply cap cut; it grows in place.
+    pub fn continue_reply(&self, reply_id: String) {
+        let Some(id) = self.current.get_untracked() else {
+            return;
+        };
+        self.shell.dismiss_error();
+        self.backend
+            .run(move |s| async move { Ok(s.chat().continue_reply(&id, &reply_id).await?) });
+    }
+
     /// Shows another alternative of a message (the pager's ‹ and ›).
     pub fn show_alternative(&self, message_id: String) {
         let Some(id) = self.current.get_untracked() else {

@@ -1,6 +1,6 @@
 //! The context inspector, behind "What the model receives" (closed until opened; remembered): exactly what the next request will contain — each section with its token
 //! count (the facts about the user and the passages of other conversations each with the day and
-//! the conversation they were said in, a link to the message), the messages dropped and why, the history format, the budget, and whether the turn will
+//! the conversation they were said in, a link to the message), the messages dropped and why, the history format, the budget, the reply cap, and whether the turn will
 //! resume the agent's session or re-inject the context (the chat store's preview). Must not import
 //! `crate::store` or `crate::transport`.
 
@@ -61,6 +61,9 @@ pub fn ContextInspector() -> impl IntoView {
                                 "Format: " <b data-testid="inspector-format">{p.format.clone()}</b>
                                 " · protocol " {p.protocol.clone()}
                                 " · " {crate::engine::format::bytes(p.request_bytes as u64)}
+                                " · " <span data-testid="inspector-reply-cap" data-tokens=p.reply_cap>
+                                    "reply cap " {crate::engine::format::count(u64::from(p.reply_cap))} " tokens"
+                                </span>
                             </p>
                             {over.then(|| view! { <p class="warn">"Over budget: the oldest history was left out (see below)."</p> })}
                             {(!p.dropped.is_empty()).then(|| {

@@ -1,0 +1,189 @@
+// Replies that end (#41): every chat request of every protocol carries the reply cap Settings keep
+// ("Room kept for the reply"), in the protocol's own field; a reply the cap cut is marked capped
+// (data-status="capped", not an error) with Continue, whose request carries what was written and
+// whose answer grows the same reply (capped again: Continue again; Stop keeps what came); the
+// context inspector shows the cap; the cached prompt tokens a server reports show in the reply's
+// figures, and none show where it reports none.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startHarness,
+  openConfiguredApp,
+  reloadAndReopen,
+  sendMessage,
+  waitForAssistant,
+  assertNoPageProblems,
+  withDiagnostics,
+  openSettings,
+  openAdvanced,
+  saveSettings,
+  showInspector,
+  eventually,
+  tid,
+} from './helpers.mjs';
+
+const PROTOCOLS = ['openai-chat', 'openai-responses', 'ollama', 'anthropic'];
+const QUESTION = 'Tell me the story of the lighthouse keeper.';
+
+/** The reply cap a chat request's body carries, read from the protocol's own field. */
+function capOf(protocol, body) {
+  if (protocol === 'openai-chat') return body.max_tokens;
+  if (protocol === 'openai-responses') return body.max_output_tokens;
+  if (protocol === 'ollama') return body.options?.num_predict;
+  return body.max_tokens;
+}
+
+/** The messages (role, text) a chat request carried, whatever the protocol's shape. */
+function sentMessages(protocol, body) {
+  const list = protocol === 'openai-responses' ? body.input : body.messages;
+  const text = (c) => (typeof c === 'string' ? c : c.map((p) => p.text ?? '').join(''));
+  return list.map((m) => ({ role: m.role, text: text(m.content) }));
+}
+
+const lastAssistant = (page) => page.locator(tid('message', '[data-role="assistant"]')).last();
+
+let harness;
+before(async () => {
+  harness = await startHarness();
+});
+after(() => harness?.close());
+
+test('every chat request of every protocol carries the reply cap Settings keep, and the inspector shows it', async () => {
+  const { agent } = harness;
+  for (const protocol of PROTOCOLS) {
+    const { context, page, issues } = await openConfiguredApp(harness, protocol);
+    try {
+      await withDiagnostics(page, issues, `cap-${protocol}`, async () => {
+        // The default room first, then one typed in Settings.
+        agent.script({ text: 'First.' }, { text: 'Second.' });
+        await sendMessage(page, QUESTION);
+        await waitForAssistant(page);
+        await openSettings(page);
+        await openAdvanced(page);
+        await page.locator(tid('settings-reply-reserve')).fill('777');
+        await saveSettings(page);
+        await sendMessage(page, 'And then?');
+        await waitForAssistant(page, { index: 1 });
+        const chats = agent.chatRequests();
+        assert.equal(chats.length, 2, protocol);
+        assert.deepEqual(chats.map((r) => capOf(protocol, r.body)), [1024, 777], `${protocol}: the cap in its own field`);
+        await showInspector(page);
+        const cap = page.locator(tid('inspector-reply-cap'));
+        assert.equal(await cap.getAttribute('data-tokens'), '777');
+        assert.match(await cap.innerText(), /reply cap 777 tokens/);
+      });
+      assertNoPageProblems(issues);
+    } finally {
+      await context.close();
+    }
+  }
+});
+
+test('a reply cut by the cap is capped, not failed; Continue asks for the rest with what was written and the reply grows in place', async () => {
+  const { agent } = harness;
+  for (const protocol of PROTOCOLS) {
+    const { context, page, issues } = await openConfiguredApp(harness, protocol);
+    try {
+      await withDiagnostics(page, issues, `continue-${protocol}`, async () => {
+        agent.script(
+          { text: 'Once upon a time, a keeper ', finishReason: 'length' },
+          { text: 'climbed the stairs ', finishReason: 'length' },
+          { text: 'and lit the lamp.' },
+        );
+        await sendMessage(page, QUESTION);
+        assert.equal(await waitForAssistant(page, { status: 'capped' }), 'Once upon a time, a keeper');
+        const reply = lastAssistant(page);
+        const id = await reply.getAttribute('data-message-id');
+        assert.equal(await page.locator(tid('error-banner')).count(), 0, 'not an error');
+        await reply.locator(tid('message-continue')).click();
+        // Capped again, the text grown in place.
+        await eventually(async () => (await reply.getAttribute('data-status')) === 'capped'
+          && (await reply.locator(tid('message-content')).innerText()).trim().endsWith('stairs'), { what: 'the continued text' });
+        assert.equal(await waitForAssistant(page, { status: 'capped' }), 'Once upon a time, a keeper climbed the stairs');
+        // The request for the rest: the question, the reply so far, then (except anthropic, whose
+        // trailing assistant message is a prefill, trimmed) the instruction to go on.
+        const second = agent.chatRequests()[1];
+        const sent = sentMessages(protocol, second.body);
+        const question = sent.findLastIndex((m) => m.role === 'user' && m.text.includes(QUESTION));
+        assert.ok(question >= 0, `${protocol}: the question is sent again`);
+        const after = sent.slice(question + 1);
+        if (protocol === 'anthropic') {
+          assert.deepEqual(after, [{ role: 'assistant', text: 'Once upon a time, a keeper' }]);
+        } else {
+          assert.equal(after.length, 2, `${protocol}: ${JSON.stringify(after)}`);
+          assert.deepEqual(after[0], { role: 'assistant', text: 'Once upon a time, a keeper ' });
+          assert.equal(after[1].role, 'user');
+          assert.match(after[1].text, /continue/i);
+        }
+        assert.equal(capOf(protocol, second.body) > 0, true, 'the continuation carries the cap too');
+        // Capped again: Continue again, then it ends.
+        await reply.locator(tid('message-continue')).click();
+        assert.equal(await waitForAssistant(page), 'Once upon a time, a keeper climbed the stairs and lit the lamp.');
+        assert.equal(await page.locator(tid('message', '[data-role="assistant"]')).count(), 1, 'one reply');
+        assert.equal(await lastAssistant(page).getAttribute('data-message-id'), id, 'the same message');
+        assert.equal(await page.locator(tid('message-continue')).count(), 0);
+        await reloadAndReopen(page);
+        assert.equal(await waitForAssistant(page), 'Once upon a time, a keeper climbed the stairs and lit the lamp.');
+      });
+      assertNoPageProblems(issues);
+    } finally {
+      await context.close();
+    }
+  }
+});
+
+test('Stop during a continuation keeps what came; a capped reply stays capped across a reload', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'continue-stop', async () => {
+      agent.script(
+        { text: 'The keeper ', finishReason: 'length' },
+        { chunks: ['walked ', 'to ', 'the ', 'shore ', 'and ', 'waited.'], delayMs: 400 },
+      );
+      await sendMessage(page, QUESTION);
+      await waitForAssistant(page, { status: 'capped' });
+      await reloadAndReopen(page);
+      assert.equal(await waitForAssistant(page, { status: 'capped' }), 'The keeper', 'kept capped');
+      await lastAssistant(page).locator(tid('message-continue')).click();
+      await eventually(async () => (await lastAssistant(page).locator(tid('message-content')).innerText()).includes('walked'), { what: 'the continuation streaming' });
+      await page.locator(tid('stop-button')).click();
+      const kept = await waitForAssistant(page, { status: 'interrupted' });
+      assert.match(kept, /^The keeper walked/);
+      assert.equal(await page.locator(tid('message', '[data-role="assistant"]')).count(), 1);
+    });
+    assertNoPageProblems(issues);
+  } finally {
+    await context.close();
+  }
+});
+
+test('the cached prompt tokens show in the reply figures when the server reports them, and only then', async () => {
+  const { agent } = harness;
+  for (const [protocol, reply, want] of [
+    ['openai-chat', { text: 'Cached.', honourUsage: true, usage: { input: 3000, output: 7, cached: 2816 } }, /^7 tokens · 2,816 cached · /],
+    ['openai-chat', { text: 'Cached.', llamaTimings: true, usage: { input: 2852, output: 12, cached: 2840 } }, /^12 tokens · 2,840 cached · /],
+    ['openai-responses', { text: 'Cached.', usage: { input: 1290, output: 4, cached: 1152 } }, /^4 tokens · 1,152 cached · /],
+    ['anthropic', { text: 'Cached.', usage: { input: 12, output: 16, cached: 2840 } }, /^16 tokens · 2,840 cached · /],
+    // Reported without a cached count: none shown.
+    ['openai-chat', { text: 'Cached.', honourUsage: true, usage: { input: 3000, output: 7 } }, /^7 tokens · (?!.*cached)/],
+    ['ollama', { text: 'Cached.' }, /^\d+ tokens · (?!.*cached)/],
+  ]) {
+    const { context, page, issues } = await openConfiguredApp(harness, protocol);
+    try {
+      await withDiagnostics(page, issues, `cached-${protocol}`, async () => {
+        agent.script(reply);
+        await sendMessage(page, QUESTION);
+        assert.equal(await waitForAssistant(page), 'Cached.');
+        const stats = page.locator(tid('message-stats')).last();
+        assert.match(await stats.innerText(), want, protocol);
+        await reloadAndReopen(page);
+        assert.match(await page.locator(tid('message-stats')).last().innerText(), want, `${protocol}: kept with the reply`);
+      });
+      assertNoPageProblems(issues);
+    } finally {
+      await context.close();
+    }
+  }
+});
