@@ -296,10 +296,12 @@ fn anthropic_request() {
         json!({
             "model": "m-1",
             "max_tokens": 256,
-            "system": "Be brief.",
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
             "messages": [
                 {"role": "user", "content": "Hi, I'm Zoë 👋"},
-                {"role": "assistant", "content": "Hello Zoë!"},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Hello Zoë!", "cache_control": {"type": "ephemeral"}},
+                ]},
                 {"role": "user", "content": "What's my name?"},
             ],
             "stream": true,
@@ -340,12 +342,14 @@ fn anthropic_alternation_and_defaults() {
         json!({
             "model": "m-1",
             "max_tokens": 4096,
-            "system": "Be brief.\n\nSummary: the user is Zoë.",
+            "system": [{"type": "text", "text": "Be brief.\n\nSummary: the user is Zoë.", "cache_control": {"type": "ephemeral"}}],
             "messages": [
                 {"role": "user", "content": "(conversation continues)"},
                 {"role": "assistant", "content": "(earlier reply)"},
                 {"role": "user", "content": "one\n\ntwo\n\nTool result:\n42"},
-                {"role": "assistant", "content": "ok"},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "ok", "cache_control": {"type": "ephemeral"}},
+                ]},
                 {"role": "user", "content": "three"},
             ],
             "stream": true,

@@ -691,7 +691,7 @@ struct AnthropicBody<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<String>,
+    system: Option<Vec<Value>>,
     messages: Vec<Msg<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -732,11 +732,17 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
             },
         );
     }
+    mark_history_end(&mut messages);
     let tools = output_field(opts, OutputForm::ForcedTool);
     to_json(&AnthropicBody {
         model: &endpoint.model,
         max_tokens: opts.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
-        system: (!system.is_empty()).then(|| system.join("\n\n")),
+        system: (!system.is_empty()).then(|| {
+            vec![cached(text_part(
+                ImageForm::Anthropic,
+                &system.join("\n\n"),
+            ))]
+        }),
         messages,
         stream: opts.stream,
         temperature: opts
@@ -751,6 +757,36 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
         }),
         tools,
     })
+}
+
+/// A content block with Anthropic's cache breakpoint: the prompt up to it may be read from the cache
+/// (`engine::prefix` keeps it stable from turn to turn).
+fn cached(mut block: Value) -> Value {
+    if let Value::Object(m) = &mut block {
+        m.insert(
+            "cache_control".into(),
+            serde_json::json!({"type": "ephemeral"}),
+        );
+    }
+    block
+}
+
+/// Anthropic's second cache breakpoint, at the end of history: on the last block of the message
+/// before the new one, when there is history (the system text carries the first).
+fn mark_history_end(messages: &mut [Msg<'_>]) {
+    let n = messages.len();
+    if n < 2 {
+        return;
+    }
+    let content = &mut messages[n - 2].content;
+    let mut parts = match std::mem::replace(content, Content::Parts(Vec::new())) {
+        Content::Text(t) => vec![text_part(ImageForm::Anthropic, &t)],
+        Content::Parts(p) => p,
+    };
+    if let Some(last) = parts.pop() {
+        parts.push(cached(last));
+    }
+    *content = Content::Parts(parts);
 }
 
 /// Anthropic's two same-role neighbours as one message: texts joined by a blank line, parts one

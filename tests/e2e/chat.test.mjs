@@ -97,7 +97,8 @@ const PROTOCOL_CASES = {
     absentHeaders: ['authorization'],
     body: (b) => {
       assert.equal(b.stream, true);
-      assert.equal(b.system, SYSTEM);
+      // The system text is Anthropic's first cache breakpoint (engine::prefix keeps it stable).
+      assert.deepEqual(b.system, [{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral' } }]);
       assert.deepEqual(b.messages, [userMsg]);
       assert.ok(Number.isInteger(b.max_tokens) && b.max_tokens > 0, 'anthropic requires max_tokens');
     },
