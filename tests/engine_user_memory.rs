@@ -340,6 +340,69 @@ fn a_newer_fact_makes_the_older_one_past() {
     );
 }
 
+/// Issue 42's phrasings: dislikes, "from … to …" moves, "we" as the household, a perfect that
+/// holds ("since 2015"), "these days" and "by day".
+#[test]
+fn phrasings_of_dislikes_moves_and_the_household() {
+    use FactKind::*;
+    check_said(
+        "I can't stand cilantro.",
+        &[("I can't stand cilantro.", Preference)],
+    );
+    check_said(
+        "I cannot bear jazz.",
+        &[("I cannot bear jazz.", Preference)],
+    );
+    check_said("I loathe olives.", &[("I loathe olives.", Preference)]);
+    check_said(
+        "I've lived in Ghent since 2015.",
+        &[("I've lived in Ghent since 2015.", Home)],
+    );
+    check_said(
+        "I'm based in Ghent these days.",
+        &[("I'm based in Ghent these days.", Home)],
+    );
+    check_said(
+        "By day I'm a pastry chef.",
+        &[("By day I'm a pastry chef.", Work)],
+    );
+    check_said(
+        "Our son Milo turned four.",
+        &[("Our son Milo turned four.", People)],
+    );
+    check_supersede(
+        &[
+            ("I live in Ghent.", 0),
+            ("Update: we moved from Ghent to Utrecht in the summer.", 3),
+        ],
+        &["We moved from Ghent to Utrecht in the summer."],
+        &["I live in Ghent."],
+    );
+    check_supersede(
+        &[("I live in Ghent.", 0), ("We relocated to Utrecht.", 3)],
+        &["We relocated to Utrecht."],
+        &["I live in Ghent."],
+    );
+    check_supersede(
+        &[("I love cilantro.", 0), ("I can't stand cilantro.", 3)],
+        &["I can't stand cilantro."],
+        &["I love cilantro."],
+    );
+    check_supersede(
+        &[
+            ("I work as a nurse.", 0),
+            ("Since 2015 I've worked as a pilot.", 3),
+        ],
+        &["Since 2015 I've worked as a pilot."],
+        &["I work as a nurse."],
+    );
+    check_supersede(
+        &[("I live in Oslo.", 0), ("I moved in with my partner.", 3)],
+        &["I live in Oslo.", "I moved in with my partner."],
+        &[],
+    );
+}
+
 #[test]
 fn an_older_message_taken_in_late_is_past_already() {
     let mut facts = facts_after(&[("I moved to Oslo.", 5)]);

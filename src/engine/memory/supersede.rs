@@ -8,12 +8,13 @@
 //! prompt only with its note, never as current.
 //!
 //! Claims ([`claims`]): the engine's own rule for the common cases, per clause:
-//! - lives in X, moved to X -> (subject, `lives_in`, X), one value at a time;
-//! - works as X, I am / is a <job> -> (subject, `job`, X), one value at a time;
+//! - lives in X, moved to X, moved (from W) to X, has lived in X -> (subject, `lives_in`, X), one
+//!   value at a time;
+//! - works as X, I am / is / have been a <job> -> (subject, `job`, X), one value at a time;
 //! - my name is X, is called X -> (subject, `name`, X), one value at a time;
 //! - has a N -> (subject, `has` N): superseded only by its negation ("no longer has a N");
 //! - likes / loves / enjoys O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
-//!   "dislikes O", "hates O") and the other way round;
+//!   "dislikes O", "hates O", "loathes O", "can't stand O") and the other way round;
 //! - does N <unit> a <period> ("I run about 40 kilometres a week") -> (subject, `amount run
 //!   kilometr per week`, N), one value at a time;
 //! - N died / passed away, sold / lost / crashed N, switched from N to … -> (subject, `ended`, N):
@@ -21,7 +22,8 @@
 //!   Biscuit" once "Biscuit died"), and so does an entity's alias or property of that value
 //!   ([`forget_gone`]).
 //!
-//! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it)
+//! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it;
+//! for "we" in the user's own statement, their household)
 //! when that is the pronoun nearest the verb (not "I'm glad you're living in…"), else the last word
 //! before the verb. A newer claim, from a sentence a message of the update says, about the same subject
 //! and attribute with another value (or the opposite sense) makes the older sentence past
@@ -246,7 +248,11 @@ pub fn claims(sentence: &str) -> Vec<Claim> {
         let w = words(clause);
         // Conjunctions start a new clause.
         for part in w.split(|x| matches!(x.as_str(), "and" | "so" | "but" | "because" | "while")) {
-            if let Some(c) = claim_of(part, &subject) {
+            if let Some(mut c) = claim_of(part, &subject) {
+                // In the user's own statement "we" is their household.
+                if user_says && c.subject == "we" {
+                    c.subject = "user".into();
+                }
                 subject = c.subject.clone();
                 out.push(c);
             }
@@ -377,15 +383,48 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
             let end = rest.iter().position(|x| x == "to").unwrap_or(rest.len());
             found("ended", value_of(&rest[..end]))
         }
+        // "we moved from Ghent to Utrecht", "I relocated back to Oslo": the place after "to".
+        ("moved" | "relocated", _) => {
+            let to = (p + 1..w.len().min(p + 7)).find(|&i| w[i] == "to")?;
+            found("lives_in", value_of(&w[to + 1..]))
+        }
+        // "I've lived in Ghent since 2015", "I have worked as a nurse": a perfect that holds now.
+        ("lived", "in") if perfect(w, p) => found("lives_in", value_of(&w[p + 2..])),
+        ("worked", "as") if perfect(w, p) => found("job", value_of(&w[p + 2..])),
+        ("been", "a" | "an") if perfect(w, p) => {
+            let v = value_of(&w[p + 1..]);
+            if v.split(' ').any(|x| JOBS.contains(&x)) {
+                found("job", v)
+            } else {
+                None
+            }
+        }
+        // "I can't stand cilantro", "I cannot bear the cold": a dislike ("can't" is negated already).
+        ("stand" | "bear", _) if matches!(at(p.wrapping_sub(1)), "t" | "cannot") => {
+            let object = value_of(&w[p + 1..]);
+            let object = object.split(' ').next().unwrap_or("").to_string();
+            if object.is_empty() {
+                return Some(None);
+            }
+            Some(Some((
+                format!("likes {object}"),
+                "yes".into(),
+                at(p - 1) == "cannot",
+            )))
+        }
         ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
         | ("dislike" | "dislikes" | "hate" | "hates", _)
+        | ("loathe" | "loathes" | "detest" | "detests" | "despise" | "despises", _)
             if !matches!(
                 at(p.wrapping_sub(1)),
                 "would" | "d" | "is" | "are" | "look" | "looks"
             ) =>
         {
             let object = value_of(&w[p + 1..]);
-            let against = at(p).starts_with("dis") || at(p).starts_with("hate");
+            let against = !matches!(
+                at(p),
+                "like" | "likes" | "love" | "loves" | "enjoy" | "enjoys"
+            );
             let object = object.split(' ').next().unwrap_or("").to_string();
             if object.is_empty() {
                 return Some(None);
@@ -394,6 +433,11 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
         }
         _ => None,
     }
+}
+
+/// Whether the verb at word `p` is a perfect's participle ("I've lived", "she has worked").
+fn perfect(w: &[String], p: usize) -> bool {
+    p > 0 && matches!(w[p - 1].as_str(), "ve" | "have" | "has")
 }
 
 /// Whether `subject` (a subject or an entity's name, in words) is one of the user's `names` (claim

@@ -72,6 +72,7 @@ pub const USER_FACTS_HEADING: &str =
 
 /// Lead-ins left out of a fact ("By the way, I moved to Oslo." is "I moved to Oslo.").
 const LEADS: &[&str] = &[
+    "update",
     "by the way",
     "btw",
     "fyi",
