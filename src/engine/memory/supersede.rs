@@ -329,6 +329,9 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
     if let Some((attribute, value)) = amount_at(w, p) {
         return found(&attribute, value);
     }
+    if let Some(claimed) = phrasing_at(w, p) {
+        return Some(claimed);
+    }
     match (at(p), at(p + 1)) {
         ("live" | "lives" | "living", "in") | ("moved", "to") | ("based", "in") => {
             found("lives_in", value_of(&w[p + 2..]))
@@ -377,12 +380,35 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
             };
             found("ended", value_of(rest))
         }
-        // "I switched from coffee to green tea": what the user had before is over.
-        ("switched" | "changed", "from") => {
-            let rest = &w[p + 2..];
-            let end = rest.iter().position(|x| x == "to").unwrap_or(rest.len());
-            found("ended", value_of(&rest[..end]))
+        ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
+        | ("dislike" | "dislikes" | "hate" | "hates", _)
+        | ("loathe" | "loathes" | "detest" | "detests" | "despise" | "despises", _)
+            if !matches!(
+                at(p.wrapping_sub(1)),
+                "would" | "d" | "is" | "are" | "look" | "looks"
+            ) =>
+        {
+            let object = value_of(&w[p + 1..]);
+            let against = !matches!(
+                at(p),
+                "like" | "likes" | "love" | "loves" | "enjoy" | "enjoys"
+            );
+            let object = object.split(' ').next().unwrap_or("").to_string();
+            if object.is_empty() {
+                return Some(None);
+            }
+            Some(Some((format!("likes {object}"), "yes".into(), against)))
         }
+        _ => None,
+    }
+}
+
+/// What [`verb_at`] claims at word `p` of the phrasings of issue 42 (moves "from … to …", perfects
+/// that hold now, "can't stand") and of a habit given up ("switched from"); `None` when none.
+fn phrasing_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
+    let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
+    let found = |attribute: &str, value: String| Some(Some((attribute.to_string(), value, false)));
+    match (at(p), at(p + 1)) {
         // "we moved from Ghent to Utrecht", "I relocated back to Oslo": the place after "to".
         ("moved" | "relocated", _) => {
             let to = (p + 1..w.len().min(p + 7)).find(|&i| w[i] == "to")?;
@@ -412,24 +438,11 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
                 at(p - 1) == "cannot",
             )))
         }
-        ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
-        | ("dislike" | "dislikes" | "hate" | "hates", _)
-        | ("loathe" | "loathes" | "detest" | "detests" | "despise" | "despises", _)
-            if !matches!(
-                at(p.wrapping_sub(1)),
-                "would" | "d" | "is" | "are" | "look" | "looks"
-            ) =>
-        {
-            let object = value_of(&w[p + 1..]);
-            let against = !matches!(
-                at(p),
-                "like" | "likes" | "love" | "loves" | "enjoy" | "enjoys"
-            );
-            let object = object.split(' ').next().unwrap_or("").to_string();
-            if object.is_empty() {
-                return Some(None);
-            }
-            Some(Some((format!("likes {object}"), "yes".into(), against)))
+        // "I switched from coffee to green tea": what the user had before is over.
+        ("switched" | "changed", "from") => {
+            let rest = &w[p + 2..];
+            let end = rest.iter().position(|x| x == "to").unwrap_or(rest.len());
+            found("ended", value_of(&rest[..end]))
         }
         _ => None,
     }
