@@ -903,9 +903,9 @@ fn the_prompt_has_an_about_you_section_after_the_system_prompt() {
     assert_eq!(a.user_facts_dropped, None);
 }
 
-#[test]
-fn the_facts_stay_within_their_share() {
-    let many: Vec<UserFact> = (0..200)
+/// 200 facts of the same kind.
+fn hobbies() -> Vec<UserFact> {
+    (0..200)
         .map(|i| {
             fact(
                 &format!("f{i}"),
@@ -914,11 +914,35 @@ fn the_facts_stay_within_their_share() {
                 0,
             )
         })
-        .collect();
-    let a = assembled(&many, &[], None, "Hello", 4096);
+        .collect()
+}
+
+/// A conversation of `n` long messages (more than a 4k context holds).
+fn long_history(n: u64) -> Vec<Message> {
+    (1..=n)
+        .map(|seq| {
+            // The user asks (no statement memory must hold for them), the assistant answers long.
+            if seq % 2 == 1 {
+                msg(seq, Role::User, "Which ferry leaves first, and when?", 1)
+            } else {
+                let answer = "The ferry leaves the harbour early. ".repeat(20);
+                msg(seq, Role::Assistant, &answer, 1)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_facts_stay_within_their_share() {
+    // History wants the room: the facts keep to their share, and take only the room too small for
+    // the next older message.
+    let history = long_history(80);
+    let a = assembled(&hobbies(), &history, None, "Hello", 4096);
     let s = a.section(SectionKind::UserFacts).unwrap();
+    assert!(a.dropped.iter().any(|d| d.reason == DropReason::OverBudget));
+    let message = HeuristicEstimator.estimate(&history[1].content) + 5;
     assert!(
-        s.tokens <= 4096 * USER_FACTS_SHARE_PERCENT / 100,
+        s.tokens <= 4096 * USER_FACTS_SHARE_PERCENT / 100 + message,
         "{} tokens",
         s.tokens
     );
@@ -932,6 +956,100 @@ fn the_facts_stay_within_their_share() {
             a.user_facts_omitted
         )
     );
+}
+
+/// The facts about the user a prompt carries (their ids), and how many were left out.
+fn check_room(
+    facts: &[UserFact],
+    history: &[Message],
+    context: u32,
+    reserve: u32,
+    want: (&[&str], usize),
+) {
+    let config = MemoryConfig {
+        context_tokens: context,
+        reply_reserve_tokens: reserve,
+        ..MemoryConfig::default()
+    };
+    let new = msg(
+        history.len() as u64 + 1,
+        Role::User,
+        "What do you remember about me?",
+        10,
+    );
+    let a = assemble(
+        &AssemblyInput {
+            system_prompt: "You are helpful.",
+            summary: None,
+            entities: &[],
+            history,
+            new_message: &new,
+            config: &config,
+            protocol: Protocol::OpenAiChat,
+            user_facts: facts,
+            project: None,
+            recall: &[],
+        },
+        &HeuristicEstimator,
+    );
+    let got = a
+        .section(SectionKind::UserFacts)
+        .map_or(Vec::new(), |s| s.fact_ids.clone());
+    assert_eq!(
+        (got, a.user_facts_omitted),
+        (want.0.iter().map(|s| s.to_string()).collect(), want.1)
+    );
+    assert!(!a.over_budget, "{} of {}", a.total_tokens, a.budget_tokens);
+}
+
+/// Issue 42 item 4: the facts that did not fit their share go in the room the rest of the prompt
+/// left, in `pick_for_prompt`'s order, before the entities' overflow.
+#[test]
+fn facts_beyond_their_share_take_the_room_left() {
+    let four = [
+        fact("name", "My name is Ingrid Solberg.", FactKind::Name, 0),
+        fact(
+            "home",
+            "I live in Tromsø with my partner.",
+            FactKind::Home,
+            1,
+        ),
+        fact(
+            "work",
+            "I work as a marine biologist at the university.",
+            FactKind::Work,
+            2,
+        ),
+        fact(
+            "kid",
+            "My son Aksel is seven and loves football.",
+            FactKind::People,
+            3,
+        ),
+    ];
+    // The issue's case: 1,400 tokens, 1,024 kept for the reply, a new conversation: every core fact.
+    check_room(
+        &four,
+        &[],
+        1400,
+        1024,
+        (&["name", "home", "work", "kid"], 0),
+    );
+    // Before: the share (37 tokens) held one.
+    let share_only = &["name"][..];
+    let history = long_history(20);
+    check_room(&four, &history, 1400, 1024, (share_only, 3));
+    // Room for some: as many as fit, in the same order.
+    check_room(&hobbies(), &[], 1400, 1024, (&hobby_ids(14), 186));
+}
+
+/// The first `n` of [`hobbies`] in the order a prompt takes them (one day: by id).
+fn hobby_ids(n: usize) -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = (0..200)
+        .map(|i| &*Box::leak(format!("f{i}").into_boxed_str()))
+        .collect();
+    ids.sort();
+    ids[..n].to_vec()
 }
 
 #[test]
