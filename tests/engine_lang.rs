@@ -4,6 +4,10 @@
 //! a later message makes past, what is no fact (questions, requests, hypotheticals, other people),
 //! and the recall cues.
 
+#[allow(dead_code)]
+#[path = "../benches/memory_eval/languages.rs"]
+mod languages;
+
 use memoire::engine::memory::lang::{fold, refers_back, TABLES};
 use memoire::engine::memory::user::*;
 use memoire::engine::model::*;
@@ -114,6 +118,7 @@ fn french() {
     check("Je m'appelle Chloé.", &[("Je m'appelle Chloé.", Name)]);
     check("J'habite à Lyon.", &[("J'habite à Lyon.", Home)]);
     check("Je suis architecte.", &[("Je suis architecte.", Work)]);
+    check("Je suis sage-femme.", &[("Je suis sage-femme.", Work)]);
     check(
         "Je travaille comme infirmière.",
         &[("Je travaille comme infirmière.", Work)],
@@ -330,6 +335,28 @@ fn tables_are_written_folded() {
         ];
         for w in lists.iter().flat_map(|l| l.iter()) {
             assert_eq!(fold(w), *w, "{}: {w:?} is not folded", t.code);
+        }
+    }
+}
+
+/// The evaluation beyond English (`benches/memory_eval/languages.rs`) is written apart from the
+/// rules' tests: none of its sentences is in them.
+#[test]
+fn the_evaluation_shares_no_sentence_with_the_rules_tests() {
+    let tests = [
+        include_str!("engine_lang.rs"),
+        include_str!("engine_user_memory.rs"),
+    ];
+    for set in &languages::SETS {
+        for turn in set.conversations.iter().flat_map(|c| c.iter()) {
+            for sentence in turn.split_inclusive(['.', '!', '?']) {
+                let sentence = sentence.trim();
+                assert!(
+                    sentence.len() < 12 || tests.iter().all(|t| !t.contains(sentence)),
+                    "{}: {sentence:?} is in a rule's test",
+                    set.name
+                );
+            }
         }
     }
 }

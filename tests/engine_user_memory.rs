@@ -370,6 +370,50 @@ fn phrasings_of_dislikes_moves_and_the_household() {
         "Our son Milo turned four.",
         &[("Our son Milo turned four.", People)],
     );
+    // Found by the paraphrase set of benches/memory_eval (said otherwise there).
+    check_said("Hi there, my name is Ada.", &[("My name is Ada.", Name)]);
+    check_said("I adore jazz.", &[("I adore jazz.", Preference)]);
+    check_said(
+        "I make a living as a plumber.",
+        &[("I make a living as a plumber.", Work)],
+    );
+    check_said(
+        "Olives are something I can't stand.",
+        &[("Olives are something I can't stand.", Preference)],
+    );
+    check_said(
+        "Our tabby sleeps on the sofa.",
+        &[("Our tabby sleeps on the sofa.", Pets)],
+    );
+    check_said(
+        "Shellfish gives me hives.",
+        &[("Shellfish gives me hives.", Health)],
+    );
+    check_said(
+        "Nothing beats cold lemonade for me.",
+        &[("Nothing beats cold lemonade for me.", Preference)],
+    );
+    check_supersede(
+        &[("Home for me is Oslo now.", 0), ("I moved to Bergen.", 3)],
+        &["I moved to Bergen."],
+        &["Home for me is Oslo now."],
+    );
+    check_supersede(
+        &[
+            ("I make a living as a plumber.", 0),
+            ("I'm a nurse now.", 3),
+        ],
+        &["I'm a nurse now."],
+        &["I make a living as a plumber."],
+    );
+    check_supersede(
+        &[
+            ("I adore jazz.", 0),
+            ("Jazz is something I can't stand.", 3),
+        ],
+        &["Jazz is something I can't stand."],
+        &["I adore jazz."],
+    );
     check_supersede(
         &[
             ("I live in Ghent.", 0),

@@ -8,12 +8,13 @@
 //! prompt only with its note, never as current.
 //!
 //! Claims ([`claims`]): the engine's own rule for the common cases, per clause:
-//! - lives in X, moved to X, moved (from W) to X, has lived in X -> (subject, `lives_in`, X), one
+//! - lives in X, moved to X, moved (from W) to X, has lived in X, home (for me) is X -> (subject,
+//!   `lives_in`, X), one value at a time;
+//! - works as X, earns a living as X, I am / is / have been a <job> -> (subject, `job`, X), one
 //!   value at a time;
-//! - works as X, I am / is / have been a <job> -> (subject, `job`, X), one value at a time;
 //! - my name is X, is called X -> (subject, `name`, X), one value at a time;
 //! - has a N -> (subject, `has` N): superseded only by its negation ("no longer has a N");
-//! - likes / loves / enjoys O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
+//! - likes / loves / enjoys / adores O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
 //!   "dislikes O", "hates O", "loathes O", "can't stand O") and the other way round;
 //! - does N <unit> a <period> ("I run about 40 kilometres a week") -> (subject, `amount run
 //!   kilometr per week`, N), one value at a time;
@@ -380,7 +381,7 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
             };
             found("ended", value_of(rest))
         }
-        ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
+        ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys" | "adore" | "adores", _)
         | ("dislike" | "dislikes" | "hate" | "hates", _)
         | ("loathe" | "loathes" | "detest" | "detests" | "despise" | "despises", _)
             if !matches!(
@@ -391,7 +392,7 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
             let object = value_of(&w[p + 1..]);
             let against = !matches!(
                 at(p),
-                "like" | "likes" | "love" | "loves" | "enjoy" | "enjoys"
+                "like" | "likes" | "love" | "loves" | "enjoy" | "enjoys" | "adore" | "adores"
             );
             let object = object.split(' ').next().unwrap_or("").to_string();
             if object.is_empty() {
@@ -414,6 +415,14 @@ fn phrasing_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>>
             let to = (p + 1..w.len().min(p + 7)).find(|&i| w[i] == "to")?;
             found("lives_in", value_of(&w[to + 1..]))
         }
+        // "Home for me is Dundee", "my home is in Leeds": the place after "is".
+        ("home", _) => {
+            let is = [p + 1, p + 3].into_iter().find(|&i| at(i) == "is")?;
+            let from = is + 1 + (at(is + 1) == "in") as usize;
+            found("lives_in", value_of(&w[from..]))
+        }
+        // "I earn my living as a locksmith".
+        ("living", "as") => found("job", value_of(&w[p + 2..])),
         // "I've lived in Ghent since 2015", "I have worked as a nurse": a perfect that holds now.
         ("lived", "in") if perfect(w, p) => found("lives_in", value_of(&w[p + 2..])),
         ("worked", "as") if perfect(w, p) => found("job", value_of(&w[p + 2..])),
@@ -428,7 +437,11 @@ fn phrasing_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>>
         // "I can't stand cilantro", "I cannot bear the cold": a dislike ("can't" is negated already).
         ("stand" | "bear", _) if matches!(at(p.wrapping_sub(1)), "t" | "cannot") => {
             let object = value_of(&w[p + 1..]);
-            let object = object.split(' ').next().unwrap_or("").to_string();
+            let mut object = object.split(' ').next().unwrap_or("").to_string();
+            // "Mushrooms are the one food I can't stand": the thing the clause opens with.
+            if object.is_empty() && !matches!(at(0), "i" | "we" | "you" | "he" | "she" | "they") {
+                object = super::ground::stem(at(0)).to_string();
+            }
             if object.is_empty() {
                 return Some(None);
             }

@@ -72,6 +72,9 @@ pub const USER_FACTS_HEADING: &str =
 
 /// Lead-ins left out of a fact ("By the way, I moved to Oslo." is "I moved to Oslo.").
 const LEADS: &[&str] = &[
+    "hello there",
+    "hi there",
+    "hey there",
     "update",
     "by the way",
     "btw",
@@ -299,6 +302,7 @@ const PETS: &[&str] = &[
     "gecko",
     "ferret",
     "chinchilla",
+    "tabby",
     "budgie",
     "canary",
 ];
@@ -329,6 +333,7 @@ const HEALTH: &[&str] = &[
     "wheelchair",
     "pregnant",
     "insulin",
+    "hives",
 ];
 /// What speaks of where the user lives or comes from.
 const HOME: &[&str] = &[
@@ -761,7 +766,7 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
             .any(|p| matches!(p[0].as_str(), "a" | "an") && is_job(&p[1]))
     {
         FactKind::Work
-    } else if any(PREFERENCE) {
+    } else if any(PREFERENCE) || has_pair(w, &[("nothing", "beats")]) {
         FactKind::Preference
     } else if first_verb(w).is_some_and(|v| OTHER_VERBS.contains(&v))
         || any(OTHER_WORDS)

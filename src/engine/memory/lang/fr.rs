@@ -42,6 +42,7 @@ pub const FR: Table = Table {
     am: &["je suis", "nous sommes"],
     jobs: &[
         "infirmier",
+        "sage",
         "infirmiere",
         "medecin",
         "docteur",
