@@ -440,6 +440,8 @@ fn score_language(q: &languages::Q, memory: &str) -> bool {
 fn languages_eval(endpoint: &EndpointProfile, verbose: bool) {
     use languages::Kind;
     let (mut abstained, mut carried) = ((0u32, 0u32), 0u32);
+    // Per figure (the sets of one name together), in the sets' order.
+    let mut figures: Vec<(&str, u32, u32)> = Vec::new();
     for set in &languages::SETS {
         let facts = set_facts(set);
         let mut per: HashMap<Kind, (u32, u32)> = HashMap::new();
@@ -479,7 +481,13 @@ fn languages_eval(endpoint: &EndpointProfile, verbose: bool) {
             set.name,
             facts.len()
         );
-        print_language(set.name, ok as f64 / n.max(1) as f64);
+        match figures.iter_mut().find(|f| f.0 == set.name) {
+            Some(f) => (f.1, f.2) = (f.1 + ok, f.2 + n),
+            None => figures.push((set.name, ok, n)),
+        }
+    }
+    for (name, ok, n) in figures {
+        print_language(name, ok as f64 / n.max(1) as f64);
     }
     let r = abstained.0 as f64 / abstained.1.max(1) as f64;
     println!("bench memory_eval_abstention_languages {r:.2} ratio");

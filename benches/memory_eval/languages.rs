@@ -92,7 +92,7 @@ const fn not_fact(text: &'static str, words: &'static [&'static str]) -> Q {
     q(Kind::NotAFact, text, words)
 }
 
-pub const SETS: [Set; 5] = [EN, DE, FR, ES, PARAPHRASE];
+pub const SETS: [Set; 6] = [EN, DE, FR, ES, PARAPHRASE, HELD_OUT];
 
 const EN: Set = Set {
     name: "en",
@@ -312,5 +312,50 @@ const PARAPHRASE: Set = Set {
         not_fact("Do I live in Lisbon?", &["Lisbon"]),
         not_fact("Who is a dentist?", &["dentist", "Hannah"]),
         not_fact("Do I own a rowing machine?", &["rowing"]),
+    ],
+};
+
+/// More English paraphrases, written after the rules were fixed for [`PARAPHRASE`]'s misses and run
+/// once before any rule saw them (counted in `memory_eval_paraphrase` with it).
+const HELD_OUT: Set = Set {
+    name: "paraphrase",
+    conversations: &[
+        &[
+            "The name's Malik, by the way.",
+            "I've been living in Cork for about six years.",
+            "I'm a welder at the shipyard.",
+            "Can you explain how compound interest works?",
+        ],
+        &[
+            "My twin brother Idris runs a bakery.",
+            "I keep two budgies called Salt and Pepper.",
+            "Honestly, I could eat sushi every single day.",
+            "Liquorice is disgusting to me.",
+            "I'm lactose intolerant.",
+            "Suppose I quit my job tomorrow, what then?",
+            "Fatima is an architect in Galway.",
+            "What should I read next?",
+        ],
+        &[
+            "Quick update: I'm living in Limerick now.",
+            "I switched jobs and work as a crane operator these days.",
+            "Where can I go hiking near Limerick?",
+            "Is a standing desk worth buying?",
+        ],
+    ],
+    questions: &[
+        cross("What's my name?", &["Malik"]),
+        cross("What does my brother do?", &["bakery"]),
+        cross("What are my birds called?", &["Salt"]),
+        cross("Which food gives me trouble?", &["lactose"]),
+        pref("What could I eat every day?", &["sushi"]),
+        pref("Which sweet do I find disgusting?", &["Liquorice"]),
+        update("Where do I live?", &["Limerick"], "Cork"),
+        update("What's my job?", &["crane"], "welder"),
+        abstain("Do I have a daughter?", &["daughter"]),
+        abstain("Which football club do I support?", &["football", "club"]),
+        not_fact("Did I quit my job?", &["quit"]),
+        not_fact("Who lives in Galway?", &["Galway", "Fatima"]),
+        not_fact("Do I have a standing desk?", &["standing"]),
     ],
 };
