@@ -33,8 +33,19 @@
 //! it contains the expected value (temporal: the day; abstention: none of the words, or it says it
 //! does not know), printed as `memory_eval_answer_<category>`.
 //! `MEMOIRE_EVAL_VERBOSE=1` prints every miss with the prompt's memory.
+//!
+//! Beyond English (issue 42, item 5; `memory_eval/languages.rs`): sets in English, German, French
+//! and Spanish and an English paraphrase set, their facts taken in by the rules, each question in a
+//! new conversation, scored per set and category (on stderr): `memory_eval_language_<en|de|fr|es>`
+//! and `memory_eval_paraphrase` (every category together), `memory_eval_abstention_languages` (the
+//! abstention questions of every set; `memory_eval_abstention` stays #26's) and
+//! `memory_eval_not_a_fact_carried` (what was said only as a question, a request, a hypothetical or
+//! of someone else, carried by a prompt: a count). They need no model and run first;
+//! `MEMOIRE_EVAL_LANGUAGES_ONLY=1` runs only them.
 
 mod common;
+#[path = "memory_eval/languages.rs"]
+mod languages;
 #[path = "memory_eval/set.rs"]
 mod set;
 
@@ -387,12 +398,124 @@ fn print_figure(prefix: &str, cat: Category, r: f64) {
     }
 }
 
+/// The facts about the user after every user message of `set` (`user::handle_said`, as the app takes
+/// them in; its conversations a day apart, its messages a minute apart).
+fn set_facts(set: &languages::Set) -> Vec<UserFact> {
+    let mut facts = Vec::new();
+    let mut n = 0u64;
+    for (c, turns) in set.conversations.iter().enumerate() {
+        let conv = format!("{}-{c}", set.name);
+        for (k, text) in turns.iter().enumerate() {
+            let at = day_ms(c as i64 + 1) + k as i64 * 60_000;
+            user::handle_said(&mut facts, &conv, &format!("{conv}-m{k}"), text, at, || {
+                n += 1;
+                format!("f{n}")
+            });
+        }
+    }
+    facts
+}
+
+/// Whether the `memory` of a new conversation's prompt passes `q` (the set's module doc).
+fn score_language(q: &languages::Q, memory: &str) -> bool {
+    use languages::Kind;
+    match q.kind {
+        Kind::Abstention | Kind::NotAFact => !q.expect.iter().any(|w| has_word(memory, w)),
+        Kind::Update => {
+            q.expect.iter().all(|e| has(memory, e))
+                && !memory
+                    .lines()
+                    .any(|l| has(l, q.old) && !q.expect.iter().any(|e| has(l, e)))
+        }
+        _ => q.expect.iter().all(|e| has(memory, e)),
+    }
+}
+
+/// The evaluation beyond English (`memory_eval/languages.rs`): each set's facts taken in by the rules
+/// (no memory update: these are the facts a new conversation gets from any model, the 135M one
+/// included), each question asked as the first message of a new conversation at the default
+/// settings, its prompt's memory scored; a figure per set, the abstention over every set, and the
+/// count of things said only as a question, request, hypothetical or of someone else that a prompt
+/// carried.
+fn languages_eval(endpoint: &EndpointProfile, verbose: bool) {
+    use languages::Kind;
+    let (mut abstained, mut carried) = ((0u32, 0u32), 0u32);
+    // Per figure (the sets of one name together), in the sets' order.
+    let mut figures: Vec<(&str, u32, u32)> = Vec::new();
+    for set in &languages::SETS {
+        let facts = set_facts(set);
+        let mut per: HashMap<Kind, (u32, u32)> = HashMap::new();
+        for (i, q) in set.questions.iter().enumerate() {
+            let at = day_ms(QUESTION_DAY + 1) + i as i64 * 60_000;
+            let id = format!("{}-new{i}", set.name);
+            let fresh = Memory::conversation(MemoryConfig::default(), &id, &format!("{id}-"), at);
+            let (assembly, _) = fresh.prompt_at(endpoint, q.text, &facts, at);
+            let memory = memory_text(&assembly);
+            let ok = score_language(q, &memory);
+            let e = per.entry(q.kind).or_default();
+            e.0 += ok as u32;
+            e.1 += 1;
+            if q.kind == Kind::Abstention {
+                abstained.0 += ok as u32;
+                abstained.1 += 1;
+            }
+            carried += (q.kind == Kind::NotAFact && !ok) as u32;
+            if verbose && !ok {
+                eprintln!(
+                    "[eval] {} miss ({}): {:?}\n--- memory ---\n{memory}\n---",
+                    set.name,
+                    q.kind.name(),
+                    q.text
+                );
+            }
+        }
+        let (mut ok, mut n) = (0, 0);
+        for kind in Kind::ALL {
+            let (k_ok, k_n) = per.get(&kind).copied().unwrap_or((0, 0));
+            eprintln!("[eval] {} {}: {k_ok} of {k_n}", set.name, kind.name());
+            ok += k_ok;
+            n += k_n;
+        }
+        eprintln!(
+            "[eval] {}: {ok} of {n}; {} facts taken in",
+            set.name,
+            facts.len()
+        );
+        match figures.iter_mut().find(|f| f.0 == set.name) {
+            Some(f) => (f.1, f.2) = (f.1 + ok, f.2 + n),
+            None => figures.push((set.name, ok, n)),
+        }
+    }
+    for (name, ok, n) in figures {
+        print_language(name, ok as f64 / n.max(1) as f64);
+    }
+    let r = abstained.0 as f64 / abstained.1.max(1) as f64;
+    println!("bench memory_eval_abstention_languages {r:.2} ratio");
+    println!("bench memory_eval_not_a_fact_carried {carried} facts");
+}
+
+/// Each set's figure written out (scripts/bench-check.mjs reads them from this source).
+fn print_language(name: &str, r: f64) {
+    match name {
+        "en" => println!("bench memory_eval_language_en {r:.2} ratio"),
+        "de" => println!("bench memory_eval_language_de {r:.2} ratio"),
+        "fr" => println!("bench memory_eval_language_fr {r:.2} ratio"),
+        "es" => println!("bench memory_eval_language_es {r:.2} ratio"),
+        _ => println!("bench memory_eval_paraphrase {r:.2} ratio"),
+    }
+}
+
 fn main() {
+    let verbose = std::env::var("MEMOIRE_EVAL_VERBOSE").is_ok();
+    // Assembly only: the endpoint's URL is never asked.
+    languages_eval(&endpoint("http://127.0.0.1:9/v1"), verbose);
+    if std::env::var("MEMOIRE_EVAL_LANGUAGES_ONLY").is_ok() {
+        return;
+    }
     let Ok(url) = std::env::var("MEMOIRE_LLAMA_URL") else {
         eprintln!("memory_eval: set MEMOIRE_LLAMA_URL (scripts/bench.sh starts the real server)");
         std::process::exit(2);
     };
-    let verbose = std::env::var("MEMOIRE_EVAL_VERBOSE").is_ok();
     let endpoint = endpoint(&url);
     let answers = answer_endpoint();
     let (convs, facts) = play(&endpoint, verbose);

@@ -23,8 +23,9 @@
 //! 7. the user's statements from the uncovered messages history left out (`memory::pending`: a
 //!    fact the user gave stays in the prompt until a memory update covers it), in the room held for
 //!    them and whatever is left;
-//! 8. the entities that did not fit their share, in what history left unused (a memory is worth more
-//!    than empty room).
+//! 8. the facts about the user that did not fit their share (in `memory::user`'s order), then the
+//!    entities that did not fit theirs, in what history left unused (a memory is worth more than
+//!    empty room).
 //!
 //! Older messages the summary covers are dropped first (`CoveredBySummary`); errored and empty
 //! messages are skipped. History stays contiguous: once a message does not fit, every older one is
@@ -46,7 +47,9 @@ use crate::engine::memory::recall::{
 };
 use crate::engine::memory::summary::shorten;
 use crate::engine::memory::supersede::forget_gone;
-use crate::engine::memory::user::{fact_line, pick_for_prompt, said_after, USER_FACTS_HEADING};
+use crate::engine::memory::user::{
+    fact_line, pick_for_prompt, said_after, Picked, USER_FACTS_HEADING,
+};
 use crate::engine::memory::{memory_pending, Pending};
 use crate::engine::model::{
     ConversationSummary, EntityNode, HistoryFormat, MemoryConfig, Message, MessageStatus, Millis,
@@ -1098,30 +1101,12 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
     /// new one supersedes; none this prompt carries already: [`carried_here`]), cut from the end
     /// to the byte cap.
     fn place_user_facts(&mut self, summary: Option<&str>) -> PlacedFacts {
-        let input = self.input;
-        let summary_terms = summary.map(support_terms).unwrap_or_default();
-        let elsewhere: Vec<&UserFact> = input
-            .user_facts
-            .iter()
-            .filter(|f| !carried_here(f, input.history, self.covers, &summary_terms))
-            .collect();
-        if elsewhere.is_empty() {
-            return (None, None, 0);
-        }
         let share = (self.budget as u64 * USER_FACTS_SHARE_PERCENT as u64 / 100) as u32;
         let left = self.meter.budget.saturating_sub(self.meter.tokens);
         let room = (share as u64).min(left) as u32;
-        let recent: Vec<&str> = recent_texts(input.history, input.config.recent_messages)
-            .chain(std::iter::once(input.new_message.content.as_str()))
-            .collect();
-        let said: Vec<(&str, Millis)> = self
-            .uncovered
-            .iter()
-            .map(|&i| &input.history[i])
-            .chain(std::iter::once(input.new_message))
-            .map(|m| (m.content.as_str(), m.created_at))
-            .collect();
-        let picked = pick_for_prompt(elsewhere, input.project, &recent, &said, room, self.est);
+        let Some(picked) = self.pick_facts(summary, room) else {
+            return (None, None, 0);
+        };
         let mut chosen = picked.chosen;
         let mut reason = DropReason::OverBudget;
         while !chosen.is_empty() {
@@ -1137,6 +1122,41 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
         }
         let dropped = (picked.eligible > 0).then_some(reason);
         (None, dropped, picked.eligible)
+    }
+
+    /// The facts about the user a prompt may carry within `room` tokens, in `pick_for_prompt`'s
+    /// order (the core, then those the recent messages speak of; none an uncovered user message or
+    /// the new one supersedes; none this prompt carries already: [`carried_here`]); `None` when
+    /// there is none to carry.
+    fn pick_facts(&self, summary: Option<&str>, room: u32) -> Option<Picked<'a>> {
+        let input = self.input;
+        let summary_terms = summary.map(support_terms).unwrap_or_default();
+        let elsewhere: Vec<&UserFact> = input
+            .user_facts
+            .iter()
+            .filter(|f| !carried_here(f, input.history, self.covers, &summary_terms))
+            .collect();
+        if elsewhere.is_empty() {
+            return None;
+        }
+        let recent: Vec<&str> = recent_texts(input.history, input.config.recent_messages)
+            .chain(std::iter::once(input.new_message.content.as_str()))
+            .collect();
+        let said: Vec<(&str, Millis)> = self
+            .uncovered
+            .iter()
+            .map(|&i| &input.history[i])
+            .chain(std::iter::once(input.new_message))
+            .map(|m| (m.content.as_str(), m.created_at))
+            .collect();
+        Some(pick_for_prompt(
+            elsewhere,
+            input.project,
+            &recent,
+            &said,
+            room,
+            self.est,
+        ))
     }
 
     /// Step 3, after the facts about the user: the passages of other conversations, best first, as
@@ -1213,6 +1233,35 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             self.meter.add(p.tokens, p.bytes);
         }
         section
+    }
+
+    /// Step 8, first: the facts about the user that did not fit their share, in what the rest of the
+    /// prompt left unused: the choice made again within the section's tokens and that room (in
+    /// `pick_for_prompt`'s order), taken as far as it fits when it carries more facts.
+    fn facts_in_rest(&mut self, placed: PlacedFacts, summary: Option<&str>) -> PlacedFacts {
+        let had = placed.0.as_ref().map_or(0, |s| s.fact_ids.len());
+        if placed.2 == 0 {
+            return placed;
+        }
+        let (tokens, bytes) = placed.0.as_ref().map_or((0, 0), |s| (s.tokens, s.bytes));
+        let left = self.meter.budget.saturating_sub(self.meter.tokens);
+        let room = u32::try_from(tokens as u64 + left).unwrap_or(u32::MAX);
+        let Some(picked) = self.pick_facts(summary, room) else {
+            return placed;
+        };
+        self.meter.tokens -= tokens as u64;
+        self.meter.bytes -= bytes;
+        let mut chosen = picked.chosen;
+        while chosen.len() > had {
+            let section = user_facts_section(&chosen, self.est);
+            if self.meter.check(section.tokens, section.bytes).is_ok() {
+                self.meter.add(section.tokens, section.bytes);
+                return (Some(section), None, picked.eligible - chosen.len());
+            }
+            chosen.pop();
+        }
+        self.meter.add(tokens, bytes);
+        placed
     }
 
     /// Step 8: what history left unused goes to the `entities` that did not fit their share; the
@@ -1438,6 +1487,7 @@ pub fn assemble<E: TokenEstimator + ?Sized>(input: &AssemblyInput<'_>, est: &E) 
     let entities = a.entities_in_share();
     let history_overflow = a.older_history(summary.is_some());
     let pending = a.pending_statements(&pending);
+    let user_facts = a.facts_in_rest(user_facts, summary.as_ref().map(|s| s.text.as_str()));
     let (lines, ids, tokens, bytes, entities_omitted) = a.entities_in_rest(entities);
     a.finish(Placed {
         summary,

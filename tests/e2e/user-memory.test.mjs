@@ -1,5 +1,5 @@
-// Memory about you, across conversations (issue 26): what the user says about themselves in one
-// conversation is in the first request of a new one; forgetting it on the Memory page takes it out
+// Memory about you, across conversations (issue 26; in German, issue 42): what the user says about
+// themselves in one conversation is in the first request of a new one; forgetting it on the Memory page takes it out
 // of the next request; with "Remember me across conversations" off, no request carries it.
 
 import { test, before, after } from 'node:test';
@@ -82,6 +82,44 @@ test('user memory: a fact said in one conversation reaches the next; forgotten, 
       const off = agent.chatRequests().at(-1);
       assert.deepEqual(factsSent(off), [], `with memory about you off, the prompt carries none: ${requestText(off)}`);
       assert.ok(!requestText(off).includes('Lisbon'), 'not a word of them');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+// Issue 42: beyond English, by the rules' German table (engine/memory/lang/de.rs).
+const GERMAN = 'Ich heiße Lukas und wohne in Köln. Ich arbeite als Tischler. Meine Tochter heißt Emma.';
+
+test('user memory in German: name, city, job and child reach the next conversation, listed with their source', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'user-memory-german', async () => {
+      await chatTurn(page, agent, GERMAN, 'Freut mich, Lukas.');
+      await page.locator(tid('memory-page-open')).click();
+      const facts = page.locator(tid('memory-page')).locator(tid('user-fact'));
+      const words = ['Lukas', 'Köln', 'Tischler', 'Emma'];
+      await eventually(async () => {
+        const all = (await facts.allInnerTexts()).join(' ');
+        return words.every((w) => all.includes(w));
+      }, { what: 'the four German facts on the Memory page' });
+      for (const w of words) {
+        const item = facts.filter({ hasText: w }).first();
+        assert.equal(await item.getAttribute('data-status'), 'current', `${w}: current`);
+        assert.equal(await item.locator(tid('user-fact-source')).count(), 1, `${w}: listed with its source`);
+      }
+      await page.keyboard.press('Escape');
+
+      await newConversation(page);
+      await chatTurn(page, agent, 'Was weißt du über mich?', 'Du bist Lukas aus Köln.');
+      const first = agent.chatRequests().at(-1);
+      const carried = factsSent(first).join('\n');
+      for (const w of words) {
+        assert.ok(carried.includes(w), `the first request of the next conversation carries ${w} in "About the user": ${requestText(first)}`);
+      }
+      assert.ok(!first.body.messages.some((m) => m.content === GERMAN), 'as facts, not as history');
       assertNoPageProblems(issues);
     });
   } finally {

@@ -2,8 +2,9 @@
 //! ([`prompt`]), parsing and validating the reply ([`parse`]), holding it to what the request showed
 //! ([`read`], [`ground`]), summary versions ([`summary`]), changed facts kept as past ([`supersede`]),
 //! merging entities into the indexed graph ([`graph`], [`merge`]), retrieving entities for the
-//! prompt ([`retrieve`]), the facts about the user every conversation shares ([`user`]) and the
-//! passages of other conversations a message refers back to ([`recall`]). All
+//! prompt ([`retrieve`]), the facts about the user every conversation shares ([`user`]; beyond
+//! English, the tables of [`lang`]) and the passages of other conversations a message refers back
+//! to ([`recall`]). All
 //! pure: `now`, ids and limits are arguments.
 //! Must not import anything outside `crate::engine` (serde_json and thiserror are crate dependencies).
 //!
@@ -18,7 +19,8 @@
 //! [`parse`] and [`reply`]; [`ground`]; [`supersede`]; [`summary`]; [`read`] (a reply parsed and
 //! grounded), [`pending`], [`shown`], [`catchup`] and [`user`] on top; [`recall`] beside them (it reads only
 //! `normalize`); [`graph`], then [`merge`] and
-//! [`retrieve`] beside them. This file only re-exports them and applies an update; none imports it.
+//! [`retrieve`] beside them; [`lang`] under [`user`] and [`recall`] (it reads `normalize`,
+//! `ground` and `supersede`). This file only re-exports them and applies an update; none imports it.
 
 pub mod catchup;
 pub mod due;
@@ -26,6 +28,7 @@ pub mod error;
 pub mod form;
 pub mod graph;
 pub mod ground;
+pub mod lang;
 pub mod merge;
 pub mod normalize;
 pub mod parse;

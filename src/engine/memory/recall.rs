@@ -7,16 +7,19 @@
 //!
 //! Why a cue and not every message: a search per send would cost every turn a read of the index,
 //! and a prompt that quotes old conversations the user did not ask about misleads more than it
-//! helps. The cues are English, as the fact rules are.
+//! helps. The cues are English ones here and those of the other languages' tables
+//! (`super::lang`: "erinnerst du dich", "la dernière fois", "¿recuerdas?"), whose pronouns, articles
+//! and cue words are never looked up either.
 //!
 //! Ranking: a passage must hold at least two of the looked-up words (one when only one was looked
 //! up); words held by fewer of the messages found weigh more (an inverse document frequency over what
 //! the search returned); then the user's own words before the agent's, newer before older. At most
 //! [`MAX_PASSAGES`], at most [`PER_CONVERSATION`] from one conversation.
 //!
-//! Must not import anything outside `crate::engine`.
+//! Must not import anything outside `crate::engine`; reads only `normalize` and `lang`.
 
 use crate::engine::format::{date, one_line};
+use crate::engine::memory::lang;
 use crate::engine::memory::normalize::{for_each_word, truncate_chars};
 use crate::engine::model::{Message, MessageStatus, Millis, Role};
 use crate::engine::search::{index_terms, matches, MAX_TERM_CHARS};
@@ -202,7 +205,7 @@ pub fn refers_back(text: &str) -> bool {
         prev.clear();
         prev.push_str(w);
     });
-    found
+    found || lang::refers_back(text)
 }
 
 /// The words of `text` to look up, most selective first (the longest; ties in the order written):
@@ -212,7 +215,7 @@ pub fn lookup_words(text: &str) -> Vec<String> {
     for_each_word(text, |w| {
         let w = truncate_chars(w, MAX_TERM_CHARS);
         let long = w.chars().count() >= 3 || w.chars().all(|c| c.is_ascii_digit());
-        let cue = CUE_WORDS.contains(&w);
+        let cue = CUE_WORDS.contains(&w) || lang::is_stop(w);
         if long && !cue && !STOP.contains(&w) && !words.iter().any(|x| x == w) {
             words.push(w.to_string());
         }

@@ -8,12 +8,14 @@
 //! prompt only with its note, never as current.
 //!
 //! Claims ([`claims`]): the engine's own rule for the common cases, per clause:
-//! - lives in X, moved to X -> (subject, `lives_in`, X), one value at a time;
-//! - works as X, I am / is a <job> -> (subject, `job`, X), one value at a time;
+//! - lives in X, moved to X, moved (from W) to X, has lived in X, home (for me) is X -> (subject,
+//!   `lives_in`, X), one value at a time;
+//! - works as X, earns a living as X, I am / is / have been a <job> -> (subject, `job`, X), one
+//!   value at a time;
 //! - my name is X, is called X -> (subject, `name`, X), one value at a time;
 //! - has a N -> (subject, `has` N): superseded only by its negation ("no longer has a N");
-//! - likes / loves / enjoys O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
-//!   "dislikes O", "hates O") and the other way round;
+//! - likes / loves / enjoys / adores O -> (subject, `likes` O): superseded by its negation ("doesn't like O",
+//!   "dislikes O", "hates O", "loathes O", "can't stand O") and the other way round;
 //! - does N <unit> a <period> ("I run about 40 kilometres a week") -> (subject, `amount run
 //!   kilometr per week`, N), one value at a time;
 //! - N died / passed away, sold / lost / crashed N, switched from N to … -> (subject, `ended`, N):
@@ -21,7 +23,8 @@
 //!   Biscuit" once "Biscuit died"), and so does an entity's alias or property of that value
 //!   ([`forget_gone`]).
 //!
-//! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it)
+//! The subject is "user" for I / my / the user (and for the user's own name once a sentence says it;
+//! for "we" in the user's own statement, their household)
 //! when that is the pronoun nearest the verb (not "I'm glad you're living in…"), else the last word
 //! before the verb. A newer claim, from a sentence a message of the update says, about the same subject
 //! and attribute with another value (or the opposite sense) makes the older sentence past
@@ -246,7 +249,11 @@ pub fn claims(sentence: &str) -> Vec<Claim> {
         let w = words(clause);
         // Conjunctions start a new clause.
         for part in w.split(|x| matches!(x.as_str(), "and" | "so" | "but" | "because" | "while")) {
-            if let Some(c) = claim_of(part, &subject) {
+            if let Some(mut c) = claim_of(part, &subject) {
+                // In the user's own statement "we" is their household.
+                if user_says && c.subject == "we" {
+                    c.subject = "user".into();
+                }
                 subject = c.subject.clone();
                 out.push(c);
             }
@@ -323,6 +330,9 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
     if let Some((attribute, value)) = amount_at(w, p) {
         return found(&attribute, value);
     }
+    if let Some(claimed) = phrasing_at(w, p) {
+        return Some(claimed);
+    }
     match (at(p), at(p + 1)) {
         ("live" | "lives" | "living", "in") | ("moved", "to") | ("based", "in") => {
             found("lives_in", value_of(&w[p + 2..]))
@@ -371,21 +381,19 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
             };
             found("ended", value_of(rest))
         }
-        // "I switched from coffee to green tea": what the user had before is over.
-        ("switched" | "changed", "from") => {
-            let rest = &w[p + 2..];
-            let end = rest.iter().position(|x| x == "to").unwrap_or(rest.len());
-            found("ended", value_of(&rest[..end]))
-        }
-        ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys", _)
+        ("like" | "likes" | "love" | "loves" | "enjoy" | "enjoys" | "adore" | "adores", _)
         | ("dislike" | "dislikes" | "hate" | "hates", _)
+        | ("loathe" | "loathes" | "detest" | "detests" | "despise" | "despises", _)
             if !matches!(
                 at(p.wrapping_sub(1)),
                 "would" | "d" | "is" | "are" | "look" | "looks"
             ) =>
         {
             let object = value_of(&w[p + 1..]);
-            let against = at(p).starts_with("dis") || at(p).starts_with("hate");
+            let against = !matches!(
+                at(p),
+                "like" | "likes" | "love" | "loves" | "enjoy" | "enjoys" | "adore" | "adores"
+            );
             let object = object.split(' ').next().unwrap_or("").to_string();
             if object.is_empty() {
                 return Some(None);
@@ -394,6 +402,68 @@ fn verb_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
         }
         _ => None,
     }
+}
+
+/// What [`verb_at`] claims at word `p` of the phrasings of issue 42 (moves "from … to …", perfects
+/// that hold now, "can't stand") and of a habit given up ("switched from"); `None` when none.
+fn phrasing_at(w: &[String], p: usize) -> Option<Option<(String, String, bool)>> {
+    let at = |i: usize| w.get(i).map(String::as_str).unwrap_or("");
+    let found = |attribute: &str, value: String| Some(Some((attribute.to_string(), value, false)));
+    match (at(p), at(p + 1)) {
+        // "we moved from Ghent to Utrecht", "I relocated back to Oslo": the place after "to".
+        ("moved" | "relocated", _) => {
+            let to = (p + 1..w.len().min(p + 7)).find(|&i| w[i] == "to")?;
+            found("lives_in", value_of(&w[to + 1..]))
+        }
+        // "Home for me is Dundee", "my home is in Leeds": the place after "is".
+        ("home", _) => {
+            let is = [p + 1, p + 3].into_iter().find(|&i| at(i) == "is")?;
+            let from = is + 1 + (at(is + 1) == "in") as usize;
+            found("lives_in", value_of(&w[from..]))
+        }
+        // "I earn my living as a locksmith".
+        ("living", "as") => found("job", value_of(&w[p + 2..])),
+        // "I've lived in Ghent since 2015", "I have worked as a nurse": a perfect that holds now.
+        ("lived", "in") if perfect(w, p) => found("lives_in", value_of(&w[p + 2..])),
+        ("worked", "as") if perfect(w, p) => found("job", value_of(&w[p + 2..])),
+        ("been", "a" | "an") if perfect(w, p) => {
+            let v = value_of(&w[p + 1..]);
+            if v.split(' ').any(|x| JOBS.contains(&x)) {
+                found("job", v)
+            } else {
+                None
+            }
+        }
+        // "I can't stand cilantro", "I cannot bear the cold": a dislike ("can't" is negated already).
+        ("stand" | "bear", _) if matches!(at(p.wrapping_sub(1)), "t" | "cannot") => {
+            let object = value_of(&w[p + 1..]);
+            let mut object = object.split(' ').next().unwrap_or("").to_string();
+            // "Mushrooms are the one food I can't stand": the thing the clause opens with.
+            if object.is_empty() && !matches!(at(0), "i" | "we" | "you" | "he" | "she" | "they") {
+                object = super::ground::stem(at(0)).to_string();
+            }
+            if object.is_empty() {
+                return Some(None);
+            }
+            Some(Some((
+                format!("likes {object}"),
+                "yes".into(),
+                at(p - 1) == "cannot",
+            )))
+        }
+        // "I switched from coffee to green tea": what the user had before is over.
+        ("switched" | "changed", "from") => {
+            let rest = &w[p + 2..];
+            let end = rest.iter().position(|x| x == "to").unwrap_or(rest.len());
+            found("ended", value_of(&rest[..end]))
+        }
+        _ => None,
+    }
+}
+
+/// Whether the verb at word `p` is a perfect's participle ("I've lived", "she has worked").
+fn perfect(w: &[String], p: usize) -> bool {
+    p > 0 && matches!(w[p - 1].as_str(), "ve" | "have" | "has")
 }
 
 /// Whether `subject` (a subject or an entity's name, in words) is one of the user's `names` (claim

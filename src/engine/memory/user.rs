@@ -8,7 +8,10 @@
 //!   question or a request (`super::summary::is_request`), a hypothetical ("if", "would", "I want
 //!   to…"), small talk ("I think…", "I agree"), nor a sentence about others only ("Ingrid lives in
 //!   Trondheim"); the one exception is a sentence saying a thing a known fact names is gone
-//!   ("Biscuit died"). English-only rules: in another language nothing is extracted.
+//!   ("Biscuit died"). The English rules are this module's; German, French, Spanish, Portuguese,
+//!   Italian and Dutch are tables read by `super::lang` (a clause the English rules find nothing
+//!   in is read there), with the same refusals and the same claims, so supersession treats their
+//!   facts alike. In another language nothing is extracted.
 //! - Supersession ([`handle_said`], [`add`], [`edit`]) follows the memory's rules
 //!   (`super::supersede`): a newer claim (lives in, works as, is called, has a, likes) of the same
 //!   subject makes the older fact past (`valid_to`), and so does a fact naming a thing said to be
@@ -34,6 +37,7 @@
 //! `super::catchup`. Must not import anything outside `crate::engine`.
 
 use super::ground::{stem, support_terms};
+use super::lang;
 use super::normalize::{truncate_chars, words};
 use super::sentence::sentences;
 use super::summary::is_request;
@@ -68,6 +72,10 @@ pub const USER_FACTS_HEADING: &str =
 
 /// Lead-ins left out of a fact ("By the way, I moved to Oslo." is "I moved to Oslo.").
 const LEADS: &[&str] = &[
+    "hello there",
+    "hi there",
+    "hey there",
+    "update",
     "by the way",
     "btw",
     "fyi",
@@ -294,6 +302,7 @@ const PETS: &[&str] = &[
     "gecko",
     "ferret",
     "chinchilla",
+    "tabby",
     "budgie",
     "canary",
 ];
@@ -324,6 +333,7 @@ const HEALTH: &[&str] = &[
     "wheelchair",
     "pregnant",
     "insulin",
+    "hives",
 ];
 /// What speaks of where the user lives or comes from.
 const HOME: &[&str] = &[
@@ -454,7 +464,7 @@ const NOT_NAMES: &[&str] = &[
 pub fn facts_said(text: &str, known: &[UserFact]) -> Vec<Candidate> {
     let prose = without_code(text);
     let mut out: Vec<Candidate> = Vec::new();
-    for s in sentences(&prose).into_iter().flat_map(clauses) {
+    for s in all_clauses(&prose) {
         if out.len() >= MAX_FACTS_PER_MESSAGE {
             break;
         }
@@ -529,6 +539,16 @@ fn clauses(sentence: &str) -> Vec<&str> {
     out
 }
 
+/// The clauses of `prose` (a message without code): its sentences, cut by the English rules
+/// ([`clauses`]) then by the tables' (`super::lang::clauses`).
+fn all_clauses(prose: &str) -> Vec<&str> {
+    sentences(prose)
+        .into_iter()
+        .flat_map(clauses)
+        .flat_map(lang::clauses)
+        .collect()
+}
+
 /// `text` without fenced code blocks and quoted lines (`> …`): what the user wrote themself.
 fn without_code(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -548,8 +568,29 @@ fn without_code(text: &str) -> String {
     out
 }
 
-/// The fact `sentence` tells about the user, if it tells one (module rules).
+/// The fact `sentence` tells about the user, if it tells one (module rules): by the English rules,
+/// else by the tables of the other languages (`super::lang`).
 fn fact_of(sentence: &str, known: &[UserFact]) -> Option<Candidate> {
+    english_fact(sentence, known).or_else(|| table_fact(sentence))
+}
+
+/// The fact `sentence` tells in a language of `super::lang`'s tables, the user's words as said.
+fn table_fact(sentence: &str) -> Option<Candidate> {
+    let s = strip_leads(lang::strip_leads(sentence), LEADS);
+    if s.len() > MAX_FACT_CHARS || s.len() < 4 {
+        return None;
+    }
+    let kind = lang::read(&s)?.kind?;
+    let text = closed(&s);
+    Some(Candidate {
+        claim_key: claim_key(&text),
+        text,
+        kind,
+    })
+}
+
+/// The fact `sentence` tells by the English rules.
+fn english_fact(sentence: &str, known: &[UserFact]) -> Option<Candidate> {
     let (s, w, own) = statement(sentence)?;
     let kind = if first_person(&w) {
         kind_of(&s, &w, &own)?
@@ -580,7 +621,7 @@ fn statement(sentence: &str) -> Option<(String, Vec<String>, Vec<Claim>)> {
     {
         return None;
     }
-    let own = fact_claims(&s);
+    let own = english_claims(&s);
     // Said to the assistant ("My friend says you are great"), unless it claims something of the user.
     let to_you = w
         .iter()
@@ -596,13 +637,16 @@ fn statement(sentence: &str) -> Option<(String, Vec<String>, Vec<Claim>)> {
 /// question, a request or a hypothetical ("Do I still live in Oslo?" claims nothing).
 pub fn claims_said(text: &str) -> Vec<Claim> {
     let prose = without_code(text);
-    sentences(&prose)
-        .into_iter()
-        .flat_map(clauses)
-        .filter_map(statement)
-        .filter(|(_, w, own)| first_person(w) || own.iter().any(|c| c.attribute == "ended"))
-        .flat_map(|(_, _, own)| own)
-        .collect()
+    let mut out: Vec<Claim> = Vec::new();
+    for clause in all_clauses(&prose) {
+        match statement(clause) {
+            Some((_, w, own)) if first_person(&w) || own.iter().any(|c| c.attribute == "ended") => {
+                out.extend(own)
+            }
+            _ => out.extend(lang::read(clause).map(|r| r.claims).unwrap_or_default()),
+        }
+    }
+    out
 }
 
 /// Whether `w` holds the pair `a b` for one of `pairs`.
@@ -722,7 +766,7 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
             .any(|p| matches!(p[0].as_str(), "a" | "an") && is_job(&p[1]))
     {
         FactKind::Work
-    } else if any(PREFERENCE) {
+    } else if any(PREFERENCE) || has_pair(w, &[("nothing", "beats")]) {
         FactKind::Preference
     } else if first_verb(w).is_some_and(|v| OTHER_VERBS.contains(&v))
         || any(OTHER_WORDS)
@@ -803,6 +847,16 @@ fn name_said(s: &str, w: &[String]) -> Option<String> {
 /// The claims of a fact: the memory's claims ([`claims`]; "we" is the user too), and the name it
 /// gives the user by [`name_said`].
 pub fn fact_claims(text: &str) -> Vec<Claim> {
+    let out = english_claims(text);
+    if !out.is_empty() {
+        return out;
+    }
+    // Said in another language: the claims of its table.
+    lang::read(text).map(|r| r.claims).unwrap_or_default()
+}
+
+/// [`fact_claims`] by the English rules alone.
+fn english_claims(text: &str) -> Vec<Claim> {
     // "My name is now Maria" claims as "My name is Maria".
     let plain = text.replace(" now ", " ");
     let mut out: Vec<Claim> = claims(&plain)
