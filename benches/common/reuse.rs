@@ -12,7 +12,7 @@ use memoire::engine::assemble::{assemble, Assembly, AssemblyInput};
 use memoire::engine::memory::*;
 use memoire::engine::model::*;
 use memoire::engine::prefix::{assemble_held, update_continues, Anchor, LastPrompt};
-use memoire::engine::request::RequestOptions;
+use memoire::engine::request::{chat_options, reply_cap, RequestOptions};
 use memoire::engine::title::title_request;
 use memoire::engine::tokens::HeuristicEstimator;
 
@@ -114,13 +114,7 @@ pub fn converse(
     let mut mem = Memory::new(config.clone());
     let mut anchor: Option<Anchor> = None;
     let mut sent = Vec::new();
-    let options = RequestOptions {
-        temperature: None,
-        max_tokens: Some(config.reply_reserve_tokens),
-        previous_response_id: None,
-        stream: true,
-        output: None,
-    };
+    let options = chat_options(reply_cap(config), None);
     for (i, user) in turns.iter().enumerate() {
         let (assembly, next) = prompt(&mem, endpoint, user, order, anchor.as_ref());
         anchor = next;

@@ -17,8 +17,8 @@
 //!   [`SLACK_MESSAGES_PER_RECENT`] times the last N messages more than a fresh prompt would;
 //! - the fresh prompt carries no passages of other conversations (a recall turn goes fresh and the
 //!   anchor waits for the next);
-//! - the fresh prompt is at least [`MIN_HELD_TOKENS`] long (below that a server reads it again in a
-//!   moment, and OpenAI does not cache it).
+//! - the prompt is at least [`MIN_HELD_TOKENS`] long, held or fresh (below that a server reads it
+//!   again in a moment).
 //! Otherwise the turn's fresh assembly goes and becomes the anchor. Nothing is lost while the anchor
 //! holds: history carries every message after what its summary covers, verbatim.
 //!
@@ -33,8 +33,9 @@ use crate::engine::memory::user::in_scope;
 use crate::engine::model::{Message, MessageStatus, Prompt, Role, WireMessage};
 use crate::engine::tokens::TokenEstimator;
 
-/// Below this many tokens a prompt is assembled afresh every turn.
-pub const MIN_HELD_TOKENS: u32 = 1024;
+/// Below this many tokens (held or fresh) a prompt is assembled afresh every turn: a server reads it
+/// again in a moment, and a short conversation's prompt then says at once what memory holds.
+pub const MIN_HELD_TOKENS: u32 = 512;
 /// History on an anchor may hold this many times the last N messages more than a fresh prompt.
 pub const SLACK_MESSAGES_PER_RECENT: usize = 4;
 /// Below this many tokens a memory update is a prompt of its own: the chat prompt costs a server
@@ -191,14 +192,15 @@ pub fn assemble_held<E: TokenEstimator + ?Sized>(
         if fresh.section(SectionKind::Recall).is_some() {
             return (fresh, anchor.clone());
         }
-        if fresh.total_tokens >= MIN_HELD_TOKENS && anchor.holds(input) {
+        if anchor.holds(input) {
             if let Some(mut on) = assemble_on(input, anchor.held(), &fresh, est) {
                 let count = |a: &Assembly| {
                     a.section(SectionKind::History)
                         .map_or(0, |h| h.message_ids.len())
                 };
                 let slack = SLACK_MESSAGES_PER_RECENT * input.config.recent_messages.max(1);
-                if count(&on) <= count(&fresh) + slack {
+                let long = on.total_tokens.max(fresh.total_tokens) >= MIN_HELD_TOKENS;
+                if long && count(&on) <= count(&fresh) + slack {
                     let r = &anchor.report;
                     on.summary_dropped = r.summary_dropped;
                     on.summary_shortened = r.summary_shortened;

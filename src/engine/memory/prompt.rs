@@ -38,10 +38,6 @@ pub fn reply_tokens(transcript_bytes: usize, previous_summary_bytes: usize) -> u
     let text = (transcript_bytes + previous_summary_bytes) / 4;
     (MEMORY_MIN_TOKENS as usize + text).min(MEMORY_MAX_TOKENS as usize) as u32
 }
-/// An assistant reply in the list of new messages of an update that continues a chat prompt
-/// ([`UpdateRequest::prompt_after`]) is cut at this many characters: the prompt above carries it
-/// whole, and what the user said is what memory is for.
-pub const CONTINUATION_REPLY_CHARS: usize = 160;
 /// The heading of the summary section.
 pub const CONVERSATION_MARKER: &str = "=== CONVERSATION MEMORY ===";
 /// The heading of the entity section.
@@ -143,8 +139,9 @@ pub struct UpdateRequest {
     pub span: UpdateSpan,
     /// The user message of the constrained forms (see [`UpdateRequest::prompt_for`]).
     pub structured_user: String,
-    /// The same after a chat prompt (see [`UpdateRequest::prompt_after`]): the replies in its list
-    /// of new messages cut at [`CONTINUATION_REPLY_CHARS`], the chat prompt above carrying them whole.
+    /// The same after a chat prompt (see [`UpdateRequest::prompt_after`]): its list of new messages
+    /// holds the user's alone (the chat prompt above carries the replies, and what the user said is
+    /// what memory is for): a server reads about half as much again for an update.
     pub continued_user: String,
     /// What the user wrote in the span, oldest first (see [`UpdateRequest::ground`]).
     pub user_said: Vec<String>,
@@ -404,14 +401,12 @@ pub fn build_update_request(
         format!("{entity_list}\n{new_messages}\n\nWrite the memory of the new messages now.");
     let mut short = String::new();
     for m in new.iter().take(span.message_ids.len()) {
-        let max = match m.role {
-            Role::Assistant => CONTINUATION_REPLY_CHARS,
-            _ => limits.max_message_chars.max(1),
-        };
-        push_message(&mut short, m, max);
+        if m.role == Role::User {
+            push_message(&mut short, m, limits.max_message_chars.max(1));
+        }
     }
     let continued_user = format!(
-        "{entity_list}\nNEW MESSAGES (seq {} to {}), from the conversation above:\n\n{}\n\nWrite the memory of the new messages now.",
+        "{entity_list}\nNEW MESSAGES (seq {} to {}) of the conversation above, the user's:\n\n{}\n\nWrite the memory of the new messages now.",
         span.from_seq,
         span.to_seq,
         short.trim_end()
