@@ -33,7 +33,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{
-    ask, carried_as_current, chat, converse, endpoint, prompt_text, Abort, Memory, Step, REPLY,
+    ask_after, carried_as_current, chat, converse, endpoint, prompt_text, Abort, Memory, Step,
+    REPLY,
 };
 use memoire::engine::memory::schedule::Action;
 use memoire::engine::memory::*;
@@ -196,13 +197,19 @@ fn run_typing(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
     let mut sched = Scheduler::default();
     let mut form = start_form(endpoint.protocol, None);
     let mut running: Option<Running> = None;
+    // The chat prompts are held as the session holds them, and an update continues the chat prompt
+    // the server last read (`engine::prefix`): one server for chat and memory, as the app sends them.
+    let mut anchor: Option<memoire::engine::prefix::Anchor> = None;
+    let mut last: Option<memoire::engine::prefix::LastPrompt> = None;
     let (mut started_updates, mut deferred, mut failed, mut landed) = (0u32, 0u32, 0u32, 0u32);
     let t0 = Instant::now();
 
     // What the session does with the scheduler's actions and an update's end.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         endpoint: &EndpointProfile,
         mem: &Memory,
+        last: Option<&memoire::engine::prefix::LastPrompt>,
         sched: &mut Scheduler,
         server: &str,
         form: MemoryForm,
@@ -219,12 +226,22 @@ fn run_typing(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
             sched.handle_update_ended("c", &UpdateEnd::Broken);
             return;
         };
+        let after = last.and_then(|l| {
+            memoire::engine::prefix::update_continues(
+                l,
+                &endpoint.key(),
+                &mem.messages,
+                req.span.to_seq,
+                mem.config.max_message_chars,
+            )
+            .map(|reply| (l.prompt.clone(), reply))
+        });
         let abort: Abort = Arc::new(Mutex::new(None));
         let (tx, rx) = mpsc::channel();
         let (endpoint, r, a) = (endpoint.clone(), req.clone(), abort.clone());
         std::thread::spawn(move || {
             let mut form = form;
-            let out = ask(&endpoint, &r, &mut form, Some(&a));
+            let out = ask_after(&endpoint, &r, &mut form, after.as_ref(), Some(&a));
             tx.send((out, form)).ok();
         });
         *started += 1;
@@ -302,7 +319,8 @@ fn run_typing(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
             &mut form,
             Duration::ZERO,
         ));
-        let (assembly, _) = mem.prompt_for(endpoint, user);
+        let (assembly, next) = mem.prompt_held(endpoint, user, anchor.as_ref());
+        anchor = Some(next);
         if i == turns.len() {
             final_text = prompt_text(&assembly);
         }
@@ -329,18 +347,28 @@ fn run_typing(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
                 reply.len()
             );
         }
-        mem.push(
-            Role::Assistant,
-            if reply.trim().is_empty() {
-                "…"
-            } else {
-                &reply
-            },
-        );
+        let reply_id = mem
+            .push(
+                Role::Assistant,
+                if reply.trim().is_empty() {
+                    "…"
+                } else {
+                    &reply
+                },
+            )
+            .id
+            .clone();
+        last = Some(memoire::engine::prefix::LastPrompt {
+            endpoint_key: endpoint.key(),
+            prompt: assembly.prompt.clone(),
+            tokens: assembly.total_tokens,
+            reply_id,
+        });
         follow(&mut sched, &mut running);
         start(
             endpoint,
             &mem,
+            last.as_ref(),
             &mut sched,
             &server,
             form,
@@ -362,6 +390,7 @@ fn run_typing(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
                 start(
                     endpoint,
                     &mem,
+                    last.as_ref(),
                     &mut sched,
                     &server,
                     form,
@@ -379,6 +408,7 @@ fn run_typing(endpoint: &EndpointProfile, verbose: bool) -> Vec<String> {
                 start(
                     endpoint,
                     &mem,
+                    last.as_ref(),
                     &mut sched,
                     &server,
                     form,

@@ -384,43 +384,43 @@ fn single_slot(sent: &[Sent]) -> (usize, usize) {
     (reused, total)
 }
 
-/// The replies of the recorded run, in order.
+/// The replies of the recorded run, by kind, in order (a replay whose decisions differ from the
+/// run's still gets a reply of each kind: the last one again once those of its kind run out).
 struct Recorded {
-    replies: std::vec::IntoIter<(String, String)>,
-    forms: std::vec::IntoIter<String>,
+    replies: std::collections::HashMap<String, std::collections::VecDeque<String>>,
+    forms: std::collections::VecDeque<String>,
 }
 
 impl Recorded {
     fn load() -> Recorded {
         let text = include_str!("fixtures/prompt_reuse.json");
         let v: serde_json::Value = serde_json::from_str(text).unwrap();
-        let replies: Vec<(String, String)> = v["replies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r["kind"].as_str().unwrap().to_string(),
-                    r["reply"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-        let forms: Vec<String> = v["forms"]
+        let mut replies: std::collections::HashMap<String, std::collections::VecDeque<String>> =
+            Default::default();
+        for r in v["replies"].as_array().unwrap() {
+            let kind = r["kind"].as_str().unwrap().to_string();
+            let text = r["reply"].as_str().unwrap().to_string();
+            replies.entry(kind).or_default().push_back(text);
+        }
+        let forms = v["forms"]
             .as_array()
             .unwrap()
             .iter()
             .map(|f| f.as_str().unwrap().to_string())
             .collect();
-        Recorded {
-            replies: replies.into_iter(),
-            forms: forms.into_iter(),
-        }
+        Recorded { replies, forms }
     }
 
     fn next(&mut self, kind: Kind) -> String {
-        let (k, text) = self.replies.next().expect("as many requests as recorded");
-        assert_eq!(k, kind.as_str(), "the replay asks in the recorded order");
-        text
+        let queue = self
+            .replies
+            .get_mut(kind.as_str())
+            .expect("replies of each kind");
+        if queue.len() > 1 {
+            queue.pop_front().unwrap()
+        } else {
+            queue.front().cloned().unwrap_or_default()
+        }
     }
 }
 
@@ -435,9 +435,12 @@ impl Replies for Recorded {
     ) -> (String, Prompt) {
         let form = self
             .forms
-            .next()
-            .and_then(|f| MemoryForm::parse(&f))
+            .front()
+            .and_then(|f| MemoryForm::parse(f))
             .unwrap_or(MemoryForm::Sections);
+        if self.forms.len() > 1 {
+            self.forms.pop_front();
+        }
         let prompt = match after {
             Some((chat, reply)) => req.prompt_after(form, chat, reply),
             None => req.prompt_for(form),

@@ -21,7 +21,7 @@ use memoire::engine::decode::{decoder_for, StreamEvent};
 use memoire::engine::failure;
 use memoire::engine::memory::*;
 use memoire::engine::model::*;
-use memoire::engine::request::{self, HttpRequest, RequestOptions};
+use memoire::engine::request::{self, HttpRequest};
 use memoire::engine::tokens::HeuristicEstimator;
 
 /// A message of conversation `conversation_id` (`id`: its id), written at `at`.
@@ -117,14 +117,26 @@ pub fn ask(
     form: &mut MemoryForm,
     abort: Option<&Abort>,
 ) -> Asked {
+    ask_after(endpoint, req, form, None, abort)
+}
+
+/// [`ask`], as a continuation of the chat prompt `after` and its reply when there is one
+/// (`UpdateRequest::prompt_after`, as the app sends an update to the chat's own server).
+pub fn ask_after(
+    endpoint: &EndpointProfile,
+    req: &UpdateRequest,
+    form: &mut MemoryForm,
+    after: Option<&(Prompt, WireMessage)>,
+    abort: Option<&Abort>,
+) -> Asked {
     let mut retried = false;
     loop {
-        let http = request::build(
-            endpoint,
-            &req.prompt_for(*form),
-            &req.request_options(*form),
-        )
-        .expect("the key may go there");
+        let prompt = match after {
+            Some((chat, reply)) => req.prompt_after(*form, chat, reply),
+            None => req.prompt_for(*form),
+        };
+        let http = request::build(endpoint, &prompt, &req.request_options(*form))
+            .expect("the key may go there");
         let (status, body) = send(&http, abort)
             .map_err(|e| (e, UpdateEnd::Failed(failure::FailureKind::Network)))?;
         if status >= 400 {
@@ -183,13 +195,8 @@ pub fn reply_text(protocol: Protocol, body: &[u8]) -> String {
 
 /// A chat turn through the engine: the reply text (empty when the request failed).
 pub fn chat(endpoint: &EndpointProfile, prompt: &Prompt) -> String {
-    let options = RequestOptions {
-        temperature: None,
-        max_tokens: None,
-        previous_response_id: None,
-        stream: true,
-        output: None,
-    };
+    // Capped as the app caps a chat request (`request::chat_options`), at the default reply room.
+    let options = request::chat_options(request::reply_cap(&MemoryConfig::default()), None);
     let http = request::build(endpoint, prompt, &options).expect("the key may go there");
     let Ok((status, body)) = send(&http, None) else {
         return String::new();
@@ -359,6 +366,44 @@ impl Memory {
             &HeuristicEstimator,
         );
         (assembly, new)
+    }
+
+    /// The prompt the app would send for `text` as the next message, a minute after the last one,
+    /// held on `anchor` as the session holds a conversation's prompts (`engine::prefix`); the anchor
+    /// the next turn holds to.
+    pub fn prompt_held(
+        &self,
+        endpoint: &EndpointProfile,
+        text: &str,
+        anchor: Option<&memoire::engine::prefix::Anchor>,
+    ) -> (Assembly, memoire::engine::prefix::Anchor) {
+        let at = self.at(self.messages.len() as u64 + 1);
+        let new = self.next_message(Role::User, text, at);
+        let recent: Vec<&str> = self
+            .messages
+            .iter()
+            .rev()
+            .take(self.config.recent_messages)
+            .map(|m| m.content.as_str())
+            .chain(std::iter::once(text))
+            .collect();
+        let ranked: Vec<EntityNode> = rank_for_prompt(&self.graph, &recent, new.created_at)
+            .into_iter()
+            .cloned()
+            .collect();
+        let input = AssemblyInput {
+            system_prompt: &endpoint.system_prompt,
+            summary: latest(&self.summaries),
+            entities: &ranked,
+            history: &self.messages,
+            new_message: &new,
+            config: &self.config,
+            protocol: endpoint.protocol,
+            user_facts: &[],
+            project: None,
+            recall: &[],
+        };
+        memoire::engine::prefix::assemble_held(&input, anchor, &HeuristicEstimator)
     }
 
     /// [`Memory::prompt_at`] a minute after the last message, without facts about the user.

@@ -8,13 +8,12 @@
 //! says so, applied before the next turn (the user reads the reply meanwhile; the server is idle).
 #![allow(dead_code)]
 
-use memoire::engine::assemble::{assemble, Assembly, AssemblyInput};
+use memoire::engine::assemble::Assembly;
 use memoire::engine::memory::*;
 use memoire::engine::model::*;
-use memoire::engine::prefix::{assemble_held, update_continues, Anchor, LastPrompt};
+use memoire::engine::prefix::{update_continues, Anchor, LastPrompt};
 use memoire::engine::request::{chat_options, reply_cap, RequestOptions};
 use memoire::engine::title::title_request;
-use memoire::engine::tokens::HeuristicEstimator;
 
 use super::Memory;
 
@@ -187,37 +186,11 @@ fn prompt(
     order: Order,
     anchor: Option<&Anchor>,
 ) -> (Assembly, Option<Anchor>) {
-    let at = mem.at(mem.messages.len() as u64 + 1);
-    let new = mem.next_message(Role::User, text, at);
-    let recent: Vec<&str> = mem
-        .messages
-        .iter()
-        .rev()
-        .take(mem.config.recent_messages)
-        .map(|m| m.content.as_str())
-        .chain(std::iter::once(text))
-        .collect();
-    let ranked: Vec<EntityNode> = rank_for_prompt(&mem.graph, &recent, new.created_at)
-        .into_iter()
-        .cloned()
-        .collect();
-    let input = AssemblyInput {
-        system_prompt: &endpoint.system_prompt,
-        summary: latest(&mem.summaries),
-        entities: &ranked,
-        history: &mem.messages,
-        new_message: &new,
-        config: &mem.config,
-        protocol: endpoint.protocol,
-        user_facts: &[],
-        project: None,
-        recall: &[],
-    };
     match order {
         Order::Held => {
-            let (a, next) = assemble_held(&input, anchor, &HeuristicEstimator);
+            let (a, next) = mem.prompt_held(endpoint, text, anchor);
             (a, Some(next))
         }
-        Order::Fresh => (assemble(&input, &HeuristicEstimator), None),
+        Order::Fresh => (mem.prompt_for(endpoint, text).0, None),
     }
 }
