@@ -84,7 +84,7 @@ test('a long conversation keeps its prompt start for the server; a memory update
       // The turn after it starts with the same prompt the update did, so the server reads only the
       // new message.
       assert.ok(startsWith(chats[4].messages, second.slice(0, -1)), 'the next turn continues where the update began');
-      await assertNoPageProblems(page, issues);
+      assertNoPageProblems(issues);
     });
   } finally {
     await context.close();
