@@ -113,16 +113,6 @@ impl Case {
             recall: &[],
         };
         let (a, next) = assemble_held(&input, anchor, &HeuristicEstimator);
-        if std::env::var("DBG").is_ok() {
-            let f = assemble(&input, &HeuristicEstimator);
-            eprintln!(
-                "fresh tokens {} hist {:?}; held hist {:?}; holds {:?}",
-                f.total_tokens,
-                f.section(SectionKind::History).map(|h| h.message_ids.len()),
-                a.section(SectionKind::History).map(|h| h.message_ids.len()),
-                anchor.map(|x| x.holds(&input))
-            );
-        }
         let held = anchor.is_some_and(|x| *x == next && a.prompt.system == x.system);
         (held, next, a.prompt)
     }
@@ -371,14 +361,6 @@ fn single_slot(sent: &[Sent]) -> (usize, usize) {
             .count();
         reused += common;
         total += text.len();
-        if std::env::var("DBG").is_ok() {
-            eprintln!(
-                "  {:<6} sent {:>6} read {:>6}",
-                s.kind.as_str(),
-                text.len(),
-                text.len() - common
-            );
-        }
         cache = text + &s.reply;
     }
     (reused, total)
@@ -512,65 +494,4 @@ fn fresh_assembly_is_unchanged_for_short_conversations() {
     let (held, _) = assemble_held(&input, Some(&anchor), &HeuristicEstimator);
     assert_eq!(held.prompt, fresh.prompt);
     assert!(held.section(SectionKind::History).is_some());
-}
-
-struct Synthetic(usize);
-impl Replies for Synthetic {
-    fn reply(&mut self, kind: Kind, _: &Prompt, _: &RequestOptions) -> String {
-        self.0 += 1;
-        match kind {
-            Kind::Title => "Sourdough baking".into(),
-            _ => {
-                format!("Reply {}: ", self.0)
-                    + &"Bread needs time, warmth and patience; feed the starter and watch it rise. "
-                        .repeat(10 + self.0 % 7)
-            }
-        }
-    }
-    fn update(
-        &mut self,
-        req: &UpdateRequest,
-        after: Option<&(Prompt, WireMessage)>,
-    ) -> (String, Prompt) {
-        let form = MemoryForm::Constrained(OutputForm::JsonObject);
-        let prompt = match after {
-            Some((chat, reply)) => req.prompt_after(form, chat, reply),
-            None => req.prompt_for(form),
-        };
-        self.0 += 1;
-        (
-            format!(
-                "{{\"summary\": \"The user bakes sourdough (update {}).\", \"entities\": []}}",
-                self.0
-            ),
-            prompt,
-        )
-    }
-}
-
-#[test]
-fn scratch_synthetic() {
-    let endpoint = common::endpoint("http://127.0.0.1:1/v1");
-    for config in [
-        MemoryConfig::default(),
-        MemoryConfig {
-            summary_every_pairs: 1000,
-            ..MemoryConfig::default()
-        },
-    ] {
-        for order in [Order::Held, Order::Fresh] {
-            let (_, sent) = converse(&config, &endpoint, &TURNS, order, &mut Synthetic(0));
-            let (r, t) = single_slot(&sent);
-            eprintln!(
-                "{:?} every {}: {} requests ({} memory) reuse {:.3} read again {} of {}",
-                order,
-                config.summary_every_pairs,
-                sent.len(),
-                sent.iter().filter(|s| s.kind == Kind::Memory).count(),
-                r as f64 / t as f64,
-                t - r,
-                t
-            );
-        }
-    }
 }
