@@ -225,7 +225,14 @@ fn the_sections_form_sends_no_constraint_and_asks_for_sections() {
             &req.request_options(MemoryForm::Sections),
         )
         .expect("the key may go there");
-        for field in ["response_format", "\"format\"", "tool_choice", "\"text\":"] {
+        // (Responses' constraint is `"text": {"format": …}`; an Anthropic text block's `"text":` is
+        // not one.)
+        for field in [
+            "response_format",
+            "\"format\"",
+            "tool_choice",
+            "\"text\":{\"format\"",
+        ] {
             assert!(!http.body.contains(field), "{}: {field}", protocol.as_str());
         }
         assert!(
