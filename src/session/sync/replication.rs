@@ -370,6 +370,7 @@ impl Replication {
                 mb: limit.div_ceil(1 << 20),
             },
             Err(TransportError::Network(reason)) => DbProbe::Failed { reason },
+            Err(TransportError::Redirected) => DbProbe::Redirected,
             Err(e) => DbProbe::Failed {
                 reason: e.to_string(),
             },
@@ -1133,6 +1134,7 @@ fn handle_answer(
         _ if aborted => rep.handle_cancelled(),
         Ok((status, body)) => rep.handle_reply(now(), status, body),
         Err(TransportError::Network(reason)) => rep.handle_failure(now(), &reason),
+        Err(TransportError::Redirected) => rep.handle_redirected(now()),
         Err(e) => rep.handle_failure(now(), &e.to_string()),
     }
     None
