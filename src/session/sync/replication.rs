@@ -1,7 +1,7 @@
 //! Sync's driver (issue 14, step 4): moves bytes between the engine's sans-IO [`Replicator`] and
-//! the browser. It sends the replicator's requests with `fetch` (Basic auth, never over plain http
-//! to another machine nor through a redirect: `engine::sync::origin`, an `AbortController`
-//! for the longpoll it cancels), holds the Web Lock `memoire-sync` so one tab syncs at a time,
+//! the browser. It sends the replicator's requests with `fetch` (Basic auth under the rules of
+//! `engine::sync::origin`, never through a redirect; an `AbortController` for the longpoll it
+//! cancels), holds the Web Lock `memoire-sync` so one tab syncs at a time,
 //! sleeps until `poll_timeout` or a wake-up (a local change, the browser coming online, new
 //! settings), applies `poll_write`s a batch at a time (the store writes the engine's
 //! `sync::batch` plan in one transaction, its reads and writes in slices the engine's `Pace`
