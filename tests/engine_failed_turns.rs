@@ -6,7 +6,8 @@
 use memoire::engine::assemble::{assemble, AssemblyInput, DropReason};
 use memoire::engine::decode::StreamError;
 use memoire::engine::failure::{
-    aborted, classify_http, from_stream_error, network_failure, split_text, timeout, Failure,
+    aborted, classify_http, from_stream_error, network_failure, redirected, split_text, timeout,
+    Failure, FailureKind,
 };
 use memoire::engine::history::{render_message, CUT_OFF_MARKER, STOPPED_MARKER};
 use memoire::engine::model::*;
@@ -165,6 +166,24 @@ fn a_failure_is_one_plain_line_and_the_fix_apart() {
         &["Server error"],
         &["Overloaded"],
     );
+}
+
+#[test]
+fn a_redirect_is_refused_and_says_why_and_what_to_do() {
+    let f = redirected("http://127.0.0.1:9/v1");
+    assert_eq!(f.kind, FailureKind::Redirected);
+    assert_eq!(f.status, None);
+    check_words(
+        f,
+        &[
+            "answered with a redirect",
+            "does not follow it with your key",
+            "Use the final address in Settings",
+        ],
+        &["http://127.0.0.1:9/v1", "https://", "API key"],
+    );
+    let hostile = redirected("http://h/<script>alert(1)</script>");
+    assert!(!hostile.text().contains("<script>"), "{}", hostile.text());
 }
 
 #[test]

@@ -113,3 +113,17 @@ fn something_that_is_not_couchdb_says_so() {
         );
     }
 }
+
+#[test]
+fn a_redirect_is_refused_and_says_why() {
+    let e = run(&DbProbe::Redirected, None).unwrap_err();
+    assert_eq!(e, Problem::Redirected);
+    let text = e.to_string();
+    for needle in [
+        "redirect",
+        "does not follow it with your password",
+        "Settings",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in {text:?}");
+    }
+}

@@ -686,6 +686,25 @@ fn failures_back_off_exponentially_up_to_a_minute() {
 }
 
 #[test]
+fn a_redirect_stops_sync_until_the_settings_change() {
+    let mut rep = Replicator::new(Config::new("memoire", "a"), None);
+    rep.poll_request(0).expect("the first request");
+    rep.handle_redirected(0);
+    match rep.status() {
+        Status::Error { error, retry_at } => {
+            assert_eq!(error, SyncError::Redirected);
+            assert_eq!(retry_at, None, "only a new address fixes it");
+            assert!(error
+                .to_string()
+                .contains("does not follow it with your password"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(rep.poll_timeout(), None);
+    assert_eq!(rep.poll_request(3_600_000), None, "never asked again");
+}
+
+#[test]
 fn an_edit_made_after_seeing_a_newer_stamp_wins_even_with_a_slow_clock() {
     let (mut s, mut a, mut b) = shared();
     rename(&mut b, "c1", "B at 900", 900);

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use memoire::engine::sync::origin::{origin_of, password_for};
+use memoire::engine::sync::origin::{origin_of, password_for, plain_http_check, InsecurePassword};
 use memoire::engine::sync::seal::{
     envelope, is_sealed_id, open_response, outgoing, purge_body, route, seal_request, sealed_id,
     sealed_in, Marker, MarkerError, Names, Route, IV_LEN, MARKER_ID, TAG_LEN,
@@ -435,6 +435,47 @@ fn the_saved_password_goes_only_to_its_origin() {
     check_password(None, "http://h:5984", "https://h:5984", None);
     check_password(None, "http://h:5984", "http://h:5985", None);
     check_password(None, "", "http://h:5984", None);
+}
+
+/// `Some(host)`: the password is refused, naming `host`.
+fn check_plain_http(url: &str, password: &str, refused: Option<&str>) {
+    let got = plain_http_check(url, password);
+    let want = refused.map_or(Ok(()), |host| {
+        Err(InsecurePassword {
+            host: host.to_string(),
+        })
+    });
+    assert_eq!(got, want, "{url}");
+}
+
+#[test]
+fn the_password_goes_over_plain_http_only_to_this_machine() {
+    check_plain_http("https://couch.example.com:6984", "pw", None);
+    check_plain_http("https://10.0.0.5", "pw", None);
+    check_plain_http("http://127.0.0.1:5984", "pw", None);
+    check_plain_http("http://127.8.9.1:5984/db", "pw", None);
+    check_plain_http("http://[::1]:5984", "pw", None);
+    check_plain_http("http://localhost:5984", "pw", None);
+    check_plain_http("HTTP://LOCALHOST:5984", "pw", None);
+    check_plain_http(
+        "http://couch.example.com:5984",
+        "pw",
+        Some("couch.example.com"),
+    );
+    check_plain_http("http://192.168.1.20:5984", "pw", Some("192.168.1.20"));
+    check_plain_http(
+        "http://127.0.0.1.evil.com",
+        "pw",
+        Some("127.0.0.1.evil.com"),
+    );
+    check_plain_http("http://localhost@evil.com", "pw", Some("evil.com"));
+    check_plain_http("http://couch.example.com:5984", "", None);
+    let text = plain_http_check("http://couch.example.com", "pw")
+        .unwrap_err()
+        .to_string();
+    for needle in ["unencrypted", "couch.example.com", "https://", "localhost"] {
+        assert!(text.contains(needle), "{needle:?} not in {text:?}");
+    }
 }
 
 #[test]

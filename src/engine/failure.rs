@@ -8,7 +8,8 @@
 //! [`Failure::text`]: the line, then the fix after a line break; [`split_text`] takes them apart.
 //!
 //! Entry points: [`classify_http`] (an error response), [`network_failure`] (fetch rejected: offline
-//! or CORS, with the CORS switches of the usual local servers), [`timeout`], [`aborted`] and
+//! or CORS, with the CORS switches of the usual local servers), [`redirected`] (a redirect, which
+//! requests never follow: README "Credential rules"), [`timeout`], [`aborted`] and
 //! [`from_stream_error`] (an `Error` event from a decoder). `SessionGone` is only ever returned for a
 //! request that was resuming a remote session. Server text is never echoed raw: it goes through
 //! [`sanitize_snippet`] (tags and script/style content removed, whitespace folded, length capped).
@@ -40,6 +41,9 @@ pub enum FailureKind {
     Aborted,
     /// The stream itself reported an error event.
     Stream,
+    /// The endpoint answered with a redirect, which is never followed (a redirect would carry the
+    /// key, and the conversation, to an address the user never entered): only Settings can fix it.
+    Redirected,
 }
 
 /// A classified failure with a user-facing message.
@@ -244,6 +248,28 @@ pub fn network_failure(base_url: &str) -> Failure {
         }
     }
     Failure::new(FailureKind::Network, message, None).with_fix(fix)
+}
+
+/// The line of a redirect refused (a request never follows one: it could carry a credential, and
+/// the conversation, to an address the user never entered).
+pub const REDIRECT_REFUSED: &str = "The endpoint answered with a redirect; Memoire does not \
+    follow it with your key. Use the final address in Settings.";
+
+/// The same refusal from the sync server, in the words of sync's errors (`sync::replicate`'s
+/// `SyncError`, `sync::probe`'s `Problem`, the session's `SealError`), which begin in lower case.
+pub const SYNC_REDIRECT_REFUSED: &str = "the sync server answered with a redirect; Memoire does \
+    not follow it with your password. Use the final address in Settings → Sync";
+
+/// The endpoint at `base_url` answered with a redirect (the transport saw it and did not follow
+/// it; the browser does not say where it pointed). Nothing was sent past it.
+pub fn redirected(base_url: &str) -> Failure {
+    let url = sanitize_snippet(base_url, 120);
+    Failure::new(FailureKind::Redirected, REDIRECT_REFUSED.into(), None).with_fix(format!(
+        "Open {url} in a browser tab to see where it leads (often https:// instead of http://, \
+         another host name, or a path with a trailing /) and put that address in Settings. \
+         Following the redirect would send your API key and your conversation to an address \
+         you never entered."
+    ))
 }
 
 /// No first byte (`first_byte`), or an idle gap mid-stream, longer than the limit.

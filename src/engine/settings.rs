@@ -439,15 +439,19 @@ pub fn key_use(endpoint: &EndpointProfile) -> KeyUse {
             url_origin,
         };
     }
-    if let Some(host) = url_origin.strip_prefix("http://") {
-        let host = split_host_port(host).0;
-        if !is_loopback(host) {
-            return KeyUse::Insecure {
-                host: host.to_string(),
-            };
-        }
+    if let Some(host) = insecure_host(&url_origin) {
+        return KeyUse::Insecure { host };
     }
     KeyUse::Send(key.to_string())
+}
+
+/// The host of `url` when `url` is plain `http://` to a host other than this machine, where no
+/// credential may go (an API key here, the sync password in `sync::origin`); `None` for https, a
+/// loopback host, or what is not an http(s) URL.
+pub fn insecure_host(url: &str) -> Option<String> {
+    let origin = origin_of(url)?;
+    let host = split_host_port(origin.strip_prefix("http://")?).0;
+    (!is_loopback(host)).then(|| host.to_string())
 }
 
 /// The error of a key that would go over plain http to another machine.

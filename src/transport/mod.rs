@@ -7,6 +7,15 @@
 //! held save), whichever comes first, on one `gloo-timers` timer that is cleared when the read
 //! settles; a read cut short by a wake-up stays pending and the next call continues it.
 //!
+//! No request follows a redirect (`redirect: "manual"`): a redirect would carry the request's
+//! credential (an API key, `Authorization`, the sync password) and its body to an address the
+//! user never entered, and the browser hides where a manual redirect points, so a same-origin one
+//! cannot be told apart. Every request, not only those with a credential: the body (a
+//! conversation, sync documents) is as private, and no endpoint we speak to relies on one. A
+//! redirect comes back as an `opaqueredirect` answer and is reported as
+//! [`TransportError::Redirected`]; what it means for the user is the engine's
+//! (`engine::failure::redirected`, `engine::sync`).
+//!
 //! Written on plain web-sys rather than gloo-net: gloo-net's `Response` has no incremental body
 //! reader.
 
@@ -23,7 +32,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
     AbortController, Headers, ReadableStreamDefaultReader, ReadableStreamReadResult, RequestInit,
-    Response,
+    RequestRedirect, Response, ResponseType,
 };
 
 /// Longest error body we read into memory.
@@ -58,6 +67,9 @@ pub enum TransportError {
     /// steadily it came; the request was aborted.
     #[error("the answer took longer than {limit_ms} ms")]
     TooSlow { limit_ms: u32 },
+    /// The server answered with a redirect, which is not followed: nothing was sent past it.
+    #[error("the server answered with a redirect, which is not followed with your credentials: use the final address in Settings")]
+    Redirected,
 }
 
 /// Time limits for one request, in milliseconds.
@@ -127,7 +139,8 @@ pub enum Read {
 }
 
 /// Sends `req`; resolves once the status and headers arrived (or fails).
-/// Non-2xx answers become `TransportError::Http` with the (capped) body text.
+/// Non-2xx answers become `TransportError::Http` with the (capped) body text; a redirect is
+/// not followed and becomes `TransportError::Redirected`.
 pub async fn open(
     req: &HttpRequest,
     stopper: &Stopper,
@@ -148,6 +161,7 @@ pub async fn open(
         init.set_body(&JsValue::from_str(&req.body));
     }
     init.set_signal(Some(&stopper.0.signal()));
+    init.set_redirect(RequestRedirect::Manual);
     let window = web_sys::window().ok_or_else(|| TransportError::Network("no window".into()))?;
     let mut fetch = JsFuture::from(window.fetch_with_str_and_init(&req.url, &init));
     let resp = match first(&mut fetch, timeouts.first_byte_ms, stopper).await {
@@ -157,6 +171,9 @@ pub async fn open(
     let resp: Response = resp.dyn_into().map_err(|_| {
         TransportError::Network("fetch returned something that is not a Response".into())
     })?;
+    if resp.type_() == ResponseType::Opaqueredirect {
+        return Err(TransportError::Redirected);
+    }
     let status = resp.status();
     let body = resp
         .body()

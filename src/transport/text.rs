@@ -5,8 +5,9 @@
 //! (`TransportError::Timeout`, `TooLarge`, `TooSlow`), so a server that never answers, answers
 //! without end or trickles its answer cannot hold the caller or grow the tab's memory. Returns the
 //! status and the body text (an answer that is not 2xx too, its body capped like every error
-//! body). Also a `no-cors` reachability probe, within a time limit. Streaming replies use
-//! `super::open` directly.
+//! body). A redirect is never followed (`super::open`): `TransportError::Redirected`. Also a
+//! `no-cors` reachability probe within a time limit (no credential, no body: it may follow one).
+//! Streaming replies use `super::open` directly.
 //! Must not import `store`, `session` or `ui`.
 
 use wasm_bindgen::JsCast;

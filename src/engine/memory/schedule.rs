@@ -114,6 +114,7 @@ fn about_the_request(kind: &FailureKind) -> bool {
             | FailureKind::NotFound
             | FailureKind::BadRequest
             | FailureKind::SessionGone
+            | FailureKind::Redirected
     )
 }
 

@@ -7,10 +7,13 @@
 //! network level does it send a `no-cors` `GET {url}/` (whose opaque answer still proves the server
 //! is reachable, which is how a CORS refusal is told apart from a server that is down). Both are
 //! bounded in time and size: a server that takes the request and never answers is "stalled", one
-//! whose answer has no end is not CouchDB.
+//! whose answer has no end is not CouchDB, and a redirect is not followed (README "Credential
+//! rules").
 //! Must not import anything outside `crate::engine`.
 
 use serde_json::Value;
+
+use crate::engine::failure::SYNC_REDIRECT_REFUSED;
 
 /// What the CORS-mode `GET {url}/{db}` gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +26,8 @@ pub enum DbProbe {
     TimedOut { secs: u32 },
     /// The answer passed `mb` megabytes (the request was aborted): no database answers so.
     TooLarge { mb: usize },
+    /// The server answered with a redirect, which was not followed (nor its credentials sent on).
+    Redirected,
 }
 
 /// The verdict, each with the words a user can act on.
@@ -48,6 +53,8 @@ pub enum Problem {
     Stalled { url: String, secs: u32 },
     #[error("the server at {url} answered with more than {mb} MB, which CouchDB does not for a database: check that the URL points at CouchDB")]
     Oversized { url: String, mb: usize },
+    #[error("{}", SYNC_REDIRECT_REFUSED)]
+    Redirected,
 }
 
 /// Checks the form before anything is sent: a http(s) URL without a trailing slash, a database name.
@@ -89,6 +96,7 @@ pub fn diagnose(
             url: url.into(),
             mb: *mb,
         }),
+        DbProbe::Redirected => Err(Problem::Redirected),
         DbProbe::Failed { reason } => {
             if reachable == Some(true) {
                 Err(Problem::Cors {

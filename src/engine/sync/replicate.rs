@@ -34,6 +34,7 @@ use super::wire::{
     encode, seq_text, AllDocs, BulkResult, ChangeRow, Changes, LocalCheckpoint, Method, OpenRev,
     Reply, Request, Saved,
 };
+use crate::engine::failure::SYNC_REDIRECT_REFUSED;
 use crate::engine::model::Millis;
 
 /// Where and how to replicate.
@@ -158,6 +159,9 @@ pub enum SyncError {
     TooLarge { what: &'static str, mb: usize },
     #[error("the sync server took more than {secs} s to answer {what}")]
     TooSlow { what: &'static str, secs: u32 },
+    /// A redirect, never followed (README "Credential rules"): only a new address can fix it.
+    #[error("{}", SYNC_REDIRECT_REFUSED)]
+    Redirected,
 }
 
 impl SyncError {
@@ -571,6 +575,12 @@ impl Replicator {
                 reason: reason.to_string(),
             },
         );
+    }
+
+    /// The server answered the request in flight with a redirect (not followed): an error only
+    /// the user can fix (the address in Settings), no retry.
+    pub fn handle_redirected(&mut self, now: Millis) {
+        self.fail(now, SyncError::Redirected);
     }
 
     /// The answer to the request in flight did not begin, or paused, past [`Config`]'s timeouts

@@ -194,5 +194,6 @@ pub(crate) fn transport_failure(
         TransportError::TooLarge { limit } => {
             failure::connection_dropped(&format!("the answer was larger than {limit} bytes"))
         }
+        TransportError::Redirected => failure::redirected(base_url),
     }
 }

@@ -1,6 +1,7 @@
 //! Sync's driver (issue 14, step 4): moves bytes between the engine's sans-IO [`Replicator`] and
-//! the browser. It sends the replicator's requests with `fetch` (Basic auth, an `AbortController`
-//! for the longpoll it cancels), holds the Web Lock `memoire-sync` so one tab syncs at a time,
+//! the browser. It sends the replicator's requests with `fetch` (Basic auth under the rules of
+//! `engine::sync::origin`, never through a redirect; an `AbortController` for the longpoll it
+//! cancels), holds the Web Lock `memoire-sync` so one tab syncs at a time,
 //! sleeps until `poll_timeout` or a wake-up (a local change, the browser coming online, new
 //! settings), applies `poll_write`s a batch at a time (the store writes the engine's
 //! `sync::batch` plan in one transaction, its reads and writes in slices the engine's `Pace`
@@ -72,6 +73,9 @@ pub enum SyncError {
     Problem(#[from] Problem),
     #[error("{0}")]
     Seal(#[from] super::seal::SealError),
+    /// The password would go over plain http to another machine (`engine::sync::origin`).
+    #[error("{0}")]
+    InsecurePassword(#[from] origin::InsecurePassword),
     /// The sync URL's origin changed and no password was typed: the saved one stays with its origin.
     #[error("The sync server's address changed to {origin}: type its password again (the saved one is only sent to {saved}).")]
     PasswordForOtherOrigin { origin: String, saved: String },
@@ -91,6 +95,7 @@ impl SyncError {
             | SyncError::Seal(S::Unreachable(_) | S::Server(_) | S::Store(_)) => Stop::Passing,
             SyncError::Problem(_)
             | SyncError::Seal(_)
+            | SyncError::InsecurePassword(_)
             | SyncError::PasswordForOtherOrigin { .. } => Stop::UserMustAct,
         }
     }
@@ -231,12 +236,16 @@ impl Replication {
     }
 
     /// The password to send to `s`'s server: the typed one, or the saved one while the origin is
-    /// the one it was saved for; an error when a saved password exists but belongs elsewhere.
+    /// the one it was saved for; an error when a saved password exists but belongs elsewhere, or
+    /// when it would go over plain http to another machine.
     fn password_for(&self, s: &SyncSettings, typed: Option<&str>) -> Result<String, SyncError> {
         let saved = self.inner.password.borrow().clone();
         let saved_for = self.inner.password_origin.borrow().clone();
         match origin::password_for(typed, &saved, &saved_for, &s.url) {
-            Some(p) => Ok(p.to_string()),
+            Some(p) => {
+                origin::plain_http_check(&s.url, p)?;
+                Ok(p.to_string())
+            }
             None if saved.is_empty() || s.user.trim().is_empty() => Ok(String::new()),
             None => Err(SyncError::PasswordForOtherOrigin {
                 origin: origin_of(&s.url).unwrap_or_else(|| s.url.clone()),
@@ -370,6 +379,7 @@ impl Replication {
                 mb: limit.div_ceil(1 << 20),
             },
             Err(TransportError::Network(reason)) => DbProbe::Failed { reason },
+            Err(TransportError::Redirected) => DbProbe::Redirected,
             Err(e) => DbProbe::Failed {
                 reason: e.to_string(),
             },
@@ -928,7 +938,7 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     }
     let s = i.settings.borrow().clone();
     let base = check_form(&s.url, &s.database)?;
-    let auth = run_auth(i, &s);
+    let auth = run_auth(i, &s)?;
     let sealer = match s.encrypt {
         true => {
             let (db, pass) = (s.database.trim(), None);
@@ -978,11 +988,14 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
 }
 
 /// The saved password's `Basic` credentials for `s`'s server, only while its origin is the one
-/// the password was given for (else none: the new host never receives the old host's).
-fn run_auth(i: &Inner, s: &SyncSettings) -> Option<String> {
+/// the password was given for (else none: the new host never receives the old host's); an error
+/// when it would go over plain http to another machine (one saved before that rule).
+fn run_auth(i: &Inner, s: &SyncSettings) -> Result<Option<String>, SyncError> {
     let pass = i.password.borrow().clone();
     let ok = origin::password_for(None, &pass, &i.password_origin.borrow(), &s.url).is_some();
-    basic_auth(&s.user, if ok { &pass } else { "" })
+    let pass = if ok { pass } else { String::new() };
+    origin::plain_http_check(&s.url, &pass)?;
+    Ok(basic_auth(&s.user, &pass))
 }
 
 /// Where the loop's requests go: the server, its database, its credentials, and the seal when
@@ -1133,6 +1146,7 @@ fn handle_answer(
         _ if aborted => rep.handle_cancelled(),
         Ok((status, body)) => rep.handle_reply(now(), status, body),
         Err(TransportError::Network(reason)) => rep.handle_failure(now(), &reason),
+        Err(TransportError::Redirected) => rep.handle_redirected(now()),
         Err(e) => rep.handle_failure(now(), &e.to_string()),
     }
     None

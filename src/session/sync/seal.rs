@@ -54,8 +54,20 @@ pub enum SealError {
     Unreachable(String),
     #[error("The sync server answered HTTP {0} when asked about encryption: check the address and the credentials.")]
     Server(u16),
+    /// A redirect, never followed with the password (`engine::failure::SYNC_REDIRECT_REFUSED`).
+    #[error("Sync error: {}.", crate::engine::failure::SYNC_REDIRECT_REFUSED)]
+    Redirected,
     #[error("{0}")]
     Store(#[from] StoreError),
+}
+
+/// A request about encryption that got no usable answer: a redirect (not followed) is the user's
+/// to fix; anything else can pass.
+fn unreachable(e: TransportError) -> SealError {
+    match e {
+        TransportError::Redirected => SealError::Redirected,
+        e => SealError::Unreachable(e.to_string()),
+    }
 }
 
 fn crypto_err(e: JsValue) -> SealError {
@@ -260,7 +272,7 @@ async fn read_marker(
     let url = marker_url(base, db);
     let (status, body) = fetch(&url, "GET", None, auth, None, LIMITS)
         .await
-        .map_err(|e| SealError::Unreachable(e.to_string()))?;
+        .map_err(unreachable)?;
     match status {
         200 => {
             let v: Value = serde_json::from_str(&body).map_err(|_| MarkerError::Unreadable)?;
@@ -305,7 +317,7 @@ async fn write_marker(
         LIMITS,
     )
     .await
-    .map_err(|e| SealError::Unreachable(e.to_string()))?;
+    .map_err(unreachable)?;
     match status {
         200..=202 => Ok(()),
         // Another device made one meanwhile (the caller unlocks against it).
@@ -397,11 +409,12 @@ pub async fn unlock(
     Ok(keys)
 }
 
-/// With encryption off: refuses a database another device encrypted (a network failure is left
-/// to the replicator, which reports and retries it).
+/// With encryption off: refuses a database another device encrypted, and a server that redirects
+/// (a network failure is left to the replicator, which reports and retries it).
 pub async fn guard_plain(base: &str, db: &str, auth: Option<&str>) -> Result<(), SealError> {
     match read_marker(base, db, auth).await {
         Ok(Some(_)) | Err(SealError::Marker(_)) => Err(SealError::EncryptedDatabase),
+        Err(SealError::Redirected) => Err(SealError::Redirected),
         _ => Ok(()),
     }
 }
