@@ -410,14 +410,19 @@ export async function openUiApp({ agent, site, browser }, { viewport = { width: 
   return { context, page, issues };
 }
 
-/** Waits until exactly `count` assistant messages are shown and the last one has `status`. */
+/** A reply that ended by itself: whole, or whole as far as the reply cap let it go (a real model's
+ * reply may reach it; a scripted one never does unless a test asks). */
+export const REPLY_ENDED = ['complete', 'capped'];
+
+/** Waits until exactly `count` assistant messages are shown and the last one has `status` (or one of
+ * a list of them, such as `REPLY_ENDED`). */
 export async function waitForAssistantCount(page, count, { status = 'complete', timeout = DEFAULT_TIMEOUT_MS } = {}) {
   await page.waitForFunction(
-    ({ count, status }) => {
+    ({ count, statuses }) => {
       const all = document.querySelectorAll('[data-testid="message"][data-role="assistant"]');
-      return all.length === count && all[count - 1].getAttribute('data-status') === status;
+      return all.length === count && statuses.includes(all[count - 1].getAttribute('data-status'));
     },
-    { count, status },
+    { count, statuses: [].concat(status) },
     { timeout },
   );
 }

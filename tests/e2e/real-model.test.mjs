@@ -31,6 +31,7 @@ import {
   reloadAndReopen,
   sendMessage,
   waitForAssistantCount,
+  REPLY_ENDED,
   assertNoPageProblems,
   withDiagnostics,
   eventually,
@@ -96,7 +97,7 @@ async function setMemoryEndpoint(page) {
 
 async function turn(page, text, count) {
   await sendMessage(page, text);
-  await waitForAssistantCount(page, count);
+  await waitForAssistantCount(page, count, { status: REPLY_ENDED });
 }
 
 /** Every update parsed: a failed one stays in the memory pane until the next one succeeds, and each
@@ -172,7 +173,7 @@ test('memory on SmolLM2-135M: constrained updates parse, the form is remembered,
  */
 async function repliesShown(page, n, from = 0) {
   try {
-    await waitForAssistantCount(page, n, { timeout: UPDATE_TIMEOUT });
+    await waitForAssistantCount(page, n, { status: REPLY_ENDED, timeout: UPDATE_TIMEOUT });
   } catch (e) {
     assert.fail(`${e.message}\nrequests:\n${requestLog(proxy.records.slice(from))}\nserver:\n${model.log().slice(-2000)}`);
   }
