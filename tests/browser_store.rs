@@ -298,6 +298,7 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
             tokens_per_s: Some(48.5),
             cached_tokens: Some(2840),
         }),
+        capped: true,
         attachments: vec![
             Attachment {
                 kind: AttachmentKind::Image,
