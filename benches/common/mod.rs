@@ -337,32 +337,9 @@ impl Memory {
         user_facts: &[UserFact],
         at: Millis,
     ) -> (Assembly, Message) {
-        let new = self.next_message(Role::User, text, at);
-        let recent: Vec<&str> = self
-            .messages
-            .iter()
-            .rev()
-            .take(self.config.recent_messages)
-            .map(|m| m.content.as_str())
-            .chain(std::iter::once(text))
-            .collect();
-        let ranked: Vec<EntityNode> = rank_for_prompt(&self.graph, &recent, new.created_at)
-            .into_iter()
-            .cloned()
-            .collect();
+        let (new, ranked) = self.ranked_for(text, at);
         let assembly = assemble(
-            &AssemblyInput {
-                system_prompt: &endpoint.system_prompt,
-                summary: latest(&self.summaries),
-                entities: &ranked,
-                history: &self.messages,
-                new_message: &new,
-                config: &self.config,
-                protocol: endpoint.protocol,
-                user_facts,
-                project: None,
-                recall: &[],
-            },
+            &self.input(endpoint, &new, &ranked, user_facts),
             &HeuristicEstimator,
         );
         (assembly, new)
@@ -378,6 +355,13 @@ impl Memory {
         anchor: Option<&memoire::engine::prefix::Anchor>,
     ) -> (Assembly, memoire::engine::prefix::Anchor) {
         let at = self.at(self.messages.len() as u64 + 1);
+        let (new, ranked) = self.ranked_for(text, at);
+        let input = self.input(endpoint, &new, &ranked, &[]);
+        memoire::engine::prefix::assemble_held(&input, anchor, &HeuristicEstimator)
+    }
+
+    /// The next message `text`, written at `at`, and the entities ranked for a prompt with it.
+    fn ranked_for(&self, text: &str, at: Millis) -> (Message, Vec<EntityNode>) {
         let new = self.next_message(Role::User, text, at);
         let recent: Vec<&str> = self
             .messages
@@ -387,23 +371,33 @@ impl Memory {
             .map(|m| m.content.as_str())
             .chain(std::iter::once(text))
             .collect();
-        let ranked: Vec<EntityNode> = rank_for_prompt(&self.graph, &recent, new.created_at)
+        let ranked = rank_for_prompt(&self.graph, &recent, new.created_at)
             .into_iter()
             .cloned()
             .collect();
-        let input = AssemblyInput {
+        (new, ranked)
+    }
+
+    /// What the session gives the assembly for `new` after this conversation.
+    fn input<'a>(
+        &'a self,
+        endpoint: &'a EndpointProfile,
+        new: &'a Message,
+        ranked: &'a [EntityNode],
+        user_facts: &'a [UserFact],
+    ) -> AssemblyInput<'a> {
+        AssemblyInput {
             system_prompt: &endpoint.system_prompt,
             summary: latest(&self.summaries),
-            entities: &ranked,
+            entities: ranked,
             history: &self.messages,
-            new_message: &new,
+            new_message: new,
             config: &self.config,
             protocol: endpoint.protocol,
-            user_facts: &[],
+            user_facts,
             project: None,
             recall: &[],
-        };
-        memoire::engine::prefix::assemble_held(&input, anchor, &HeuristicEstimator)
+        }
     }
 
     /// [`Memory::prompt_at`] a minute after the last message, without facts about the user.

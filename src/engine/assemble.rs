@@ -969,6 +969,21 @@ struct PlacedHistory {
     bytes: usize,
 }
 
+impl PlacedHistory {
+    /// Its section of the prompt; none when no message was placed.
+    fn section(&self) -> Option<Section> {
+        (!self.wire.is_empty()).then(|| Section {
+            kind: SectionKind::History,
+            tokens: self.tokens,
+            bytes: self.bytes,
+            text: String::new(),
+            message_ids: self.ids.clone(),
+            entity_ids: Vec::new(),
+            fact_ids: Vec::new(),
+        })
+    }
+}
+
 impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
     /// Step 1: the mandatory parts (system prompt and new message) on the meter, the history walk
     /// set up, and the room held for the pending statements.
@@ -1292,17 +1307,7 @@ impl<'a, E: TokenEstimator + ?Sized> Assembler<'a, E> {
             placed.entities,
         );
         let history = placed_history(input.history, std::mem::take(&mut self.walk.included));
-        if !history.wire.is_empty() {
-            sections.push(Section {
-                kind: SectionKind::History,
-                tokens: history.tokens,
-                bytes: history.bytes,
-                text: String::new(),
-                message_ids: history.ids.clone(),
-                entity_ids: Vec::new(),
-                fact_ids: Vec::new(),
-            });
-        }
+        sections.extend(history.section());
         let mut included_message_ids = history.ids;
         included_message_ids.push(new.id.clone());
         sections.push(Section {
@@ -1555,17 +1560,7 @@ pub fn assemble_on<E: TokenEstimator + ?Sized>(
     walk.dropped.reverse();
     let history = placed_history(input.history, std::mem::take(&mut walk.included));
     let mut sections: Vec<Section> = held.sections.to_vec();
-    if !history.wire.is_empty() {
-        sections.push(Section {
-            kind: SectionKind::History,
-            tokens: history.tokens,
-            bytes: history.bytes,
-            text: String::new(),
-            message_ids: history.ids.clone(),
-            entity_ids: Vec::new(),
-            fact_ids: Vec::new(),
-        });
-    }
+    sections.extend(history.section());
     sections.push(new_cost.clone());
     let mut included_message_ids = history.ids;
     included_message_ids.push(new.id.clone());
