@@ -62,6 +62,7 @@ fn streaming() -> RequestOptions {
         previous_response_id: None,
         stream: true,
         output: None,
+        slot: None,
     }
 }
 
@@ -336,6 +337,7 @@ fn anthropic_alternation_and_defaults() {
             previous_response_id: None,
             stream: true,
             output: None,
+            slot: None,
         },
         "https://api.anthropic.com/v1/messages",
         &ANTHROPIC_HEADERS,

@@ -34,6 +34,7 @@ pub mod project;
 pub mod request;
 pub mod search;
 pub mod settings;
+pub mod slots;
 pub mod sort;
 pub mod sync;
 pub mod tabs;

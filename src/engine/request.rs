@@ -1,6 +1,7 @@
 //! Request builders: one per protocol, from an [`EndpointProfile`], a protocol-neutral [`Prompt`]
 //! and [`RequestOptions`] to a plain [`HttpRequest`] (method, url, headers, JSON body) that the
-//! transport sends as is. Also the optional model list (`models_request`, `parse_models`).
+//! transport sends as is. Also the optional model list (`models_request`, `parse_models`) and a
+//! llama.cpp server's `/props` (`props_request`, read by `engine::slots`).
 //! Must not import anything outside `crate::engine`.
 //!
 //! # Base URL rule
@@ -66,6 +67,7 @@ use crate::engine::model::{
     EndpointProfile, MemoryConfig, Prompt, Protocol, ReasoningEffort, Role, WireImage, WireMessage,
 };
 use crate::engine::settings::{insecure_message, key_use, KeyUse};
+use crate::engine::slots::SlotUse;
 
 /// `max_tokens` for anthropic when the caller gives none (the API requires one).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -95,6 +97,7 @@ pub fn chat_options(cap: u32, previous_response_id: Option<String>) -> RequestOp
         previous_response_id,
         stream: true,
         output: None,
+        slot: None,
     }
 }
 
@@ -108,6 +111,9 @@ pub struct RequestOptions {
     pub stream: bool,
     /// Constrain the reply to JSON matching a schema (see the module docs).
     pub output: Option<OutputSchema>,
+    /// A llama.cpp server's cache and slot (`engine::slots`): `cache_prompt` and `id_slot`,
+    /// openai-chat only (the other protocols' bodies have no such fields).
+    pub slot: Option<SlotUse>,
 }
 
 /// How a request carries an output schema. Each protocol takes some of these (see
@@ -293,6 +299,23 @@ pub fn models_request(endpoint: &EndpointProfile) -> Result<HttpRequest, KeyRefu
         headers: auth_headers(endpoint)?,
         body: String::new(),
     })
+}
+
+/// `GET` for what a llama.cpp server says about itself (`engine::slots`): `/props` at the server's
+/// root (the openai base without its `/v1`); openai-chat only, `None` for the other protocols. The
+/// key as in [`build`].
+pub fn props_request(endpoint: &EndpointProfile) -> Option<Result<HttpRequest, KeyRefused>> {
+    if endpoint.protocol != Protocol::OpenAiChat {
+        return None;
+    }
+    let base = openai_base(&endpoint.base_url);
+    let root = base.strip_suffix("/v1").unwrap_or(&base);
+    Some(auth_headers(endpoint).map(|headers| HttpRequest {
+        method: "GET".into(),
+        url: format!("{root}/props"),
+        headers,
+        body: String::new(),
+    }))
 }
 
 /// Model names from a model-list body: `data[].id` (openai-style, anthropic) or `models[].name`
@@ -584,6 +607,10 @@ struct ChatBody<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_prompt: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id_slot: Option<u32>,
 }
 
 fn openai_chat_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
@@ -598,6 +625,8 @@ fn openai_chat_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestO
         max_tokens: opts.max_tokens,
         response_format: output_field(opts, OutputForm::JsonSchema)
             .or_else(|| output_field(opts, OutputForm::JsonObject)),
+        cache_prompt: opts.slot.map(|_| true),
+        id_slot: opts.slot.and_then(|s| s.id_slot),
     })
 }
 

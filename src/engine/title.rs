@@ -120,6 +120,7 @@ pub fn title_request(first_message: &str, reply: &str) -> (Prompt, RequestOption
         previous_response_id: None,
         stream: true,
         output: None,
+        slot: None,
     };
     (prompt, options)
 }

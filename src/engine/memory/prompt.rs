@@ -204,6 +204,7 @@ impl UpdateRequest {
             previous_response_id: None,
             stream: true,
             output: form.output(),
+            slot: None,
         }
     }
 }

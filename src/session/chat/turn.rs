@@ -20,13 +20,14 @@ use crate::engine::prefix::{assemble_held, Anchor, LastPrompt};
 use crate::engine::project;
 use crate::engine::request;
 use crate::engine::settings::history_load_limit;
+use crate::engine::slots::Purpose;
 use crate::engine::tokens::HeuristicEstimator;
 use crate::engine::turn::{failed_reply, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
 use crate::session::shared::cache::MemoryParts;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::stream::{Consumer, Pump};
-use crate::session::shared::{new_id, now, transport_failure};
+use crate::session::shared::{new_id, now, transport_failure, Core};
 use crate::store::{ConversationPatch, StoreError};
 use crate::transport::{Stopper, TransportError};
 use std::cell::RefCell;
@@ -144,11 +145,15 @@ struct Run<'a> {
 /// The turn machine as the pump feeds it.
 struct Feed<'a> {
     turn: &'a mut Turn,
-    base_url: &'a str,
+    core: &'a Core,
+    endpoint: &'a EndpointProfile,
 }
 
 impl Consumer for Feed<'_> {
     fn handle_event(&mut self, event: StreamEvent, now: Millis) {
+        if matches!(event, StreamEvent::Timings(_)) {
+            self.core.heard_timings(self.endpoint);
+        }
         self.turn.handle_event(event, now);
     }
 
@@ -157,7 +162,7 @@ impl Consumer for Feed<'_> {
             return self.turn.handle_stop(now);
         }
         let resuming = self.turn.path() == TurnPath::Resumed;
-        let failure = transport_failure(error, self.base_url, resuming);
+        let failure = transport_failure(error, &self.endpoint.base_url, resuming);
         self.turn.handle_failure(failure, now);
     }
 
@@ -399,7 +404,8 @@ impl Chat {
             }
             let mut feed = Feed {
                 turn: &mut turn,
-                base_url: &run.ctx.endpoint.base_url,
+                core: &self.core,
+                endpoint: &run.ctx.endpoint,
             };
             match run.pump.as_mut() {
                 Some(pump) => {
@@ -657,8 +663,9 @@ impl Chat {
         previous_response_id: Option<String>,
     ) -> Result<(), ChatError> {
         run.pump = None;
-        let options =
+        let mut options =
             request::chat_options(request::reply_cap(&run.ctx.config), previous_response_id);
+        options.slot = self.core.slot_use(&run.ctx.endpoint, Purpose::Chat);
         // The images' bytes are read from the store only now, for this request.
         let hashes = crate::engine::attach::image_hashes(prompt);
         let filled;
@@ -687,7 +694,8 @@ impl Chat {
             Ok(pump) => run.pump = Some(pump),
             Err(e) => Feed {
                 turn,
-                base_url: &run.ctx.endpoint.base_url,
+                core: &self.core,
+                endpoint: &run.ctx.endpoint,
             }
             .handle_failure(e, now()),
         }

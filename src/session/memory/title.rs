@@ -10,6 +10,7 @@ use super::service::{Memory, MemoryError};
 use super::update::complete;
 use crate::engine::memory::MemoryForm;
 use crate::engine::model::{Message, MessageStatus, Role};
+use crate::engine::slots::Purpose;
 use crate::engine::title::{title_of_reply, title_request, wants_model_title};
 use crate::store::ConversationPatch;
 use crate::transport::Stopper;
@@ -44,7 +45,8 @@ impl Memory {
             .settings
             .borrow()
             .memory_endpoint_for(&conv.memory_overrides);
-        let (prompt, options) = title_request(&first, &reply);
+        let (prompt, mut options) = title_request(&first, &reply);
+        options.slot = self.core.slot_use(&endpoint, Purpose::Title);
         let opened = std::cell::Cell::new(false);
         let answer = complete(
             &endpoint,

@@ -18,6 +18,7 @@ use crate::engine::model::{
 };
 use crate::engine::prefix::update_continues;
 use crate::engine::request::{self, RequestOptions};
+use crate::engine::slots::Purpose;
 use crate::session::shared::error::{Boxed, ErrorKind};
 use crate::session::shared::events::SessionEvent;
 use crate::session::shared::stream::{Consumer, Pump};
@@ -500,7 +501,10 @@ impl Memory {
                     Some((chat, reply)) => req.prompt_after(form, chat, reply),
                     None => req.prompt_for(form),
                 },
-                &req.request_options(form),
+                &RequestOptions {
+                    slot: self.core.slot_use(endpoint, Purpose::Memory),
+                    ..req.request_options(form)
+                },
                 form,
                 stopper,
                 &opened,

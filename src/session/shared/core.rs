@@ -52,6 +52,8 @@ pub(crate) struct Core {
     /// Per conversation, what its prompt holds from turn to turn and the chat prompt its server
     /// last read (`engine::prefix`); never stored: a reload starts afresh.
     pub prompts: RefCell<HashMap<String, Prompts>>,
+    /// What each endpoint's server said about its slots (`super::slots`); never stored.
+    pub(super) servers: super::slots::Servers,
 }
 
 /// What a conversation's prompts keep between requests (`engine::prefix`).

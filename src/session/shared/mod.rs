@@ -13,6 +13,7 @@ pub(crate) mod events;
 pub(crate) mod image;
 pub(crate) mod open;
 pub(crate) mod pace;
+pub(crate) mod slots;
 pub(crate) mod stream;
 pub(crate) mod tabs;
 pub(crate) mod window;

@@ -108,6 +108,7 @@ impl Core {
             _presence: o.presence,
             cache,
             prompts: RefCell::default(),
+            servers: Rc::default(),
         }))
     }
 }
