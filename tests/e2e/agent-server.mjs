@@ -135,6 +135,7 @@ function newState(options) {
     issuedResponseIds: new Set(),
     interruptRequests: false,
     streaming: new Set(),
+    props: null,
   };
 }
 
@@ -159,6 +160,9 @@ function makeHandle(state, server, port) {
      * that arrives while a reply streams ends that stream at once (openai-chat: `data: [DONE]` with no
      * finish reason, then the body is cut without its last chunk, as recorded). */
     interruptRequests: (on = true) => void (state.interruptRequests = on),
+    /** Answer `GET /props` as llama.cpp's llama-server does, with `total_slots` slots (null: 404, as
+     * llama-cpp-python, vLLM and OpenAI answer). */
+    setSlots: (total) => void (state.props = total === null ? null : llamaProps(total)),
     pending: () => state.queue.length,
     issuedResponseIds: () => [...state.issuedResponseIds],
     expireResponseIds: (ids) => expireIds(state, ids),
@@ -168,6 +172,20 @@ function makeHandle(state, server, port) {
     titleRequests: () => state.requests.filter((r) => r.kind === 'title'),
     reset: () => resetState(state),
     close: () => closeServer(server),
+  };
+}
+
+/** llama-server's `GET /props` answer, in part (its fields as the server's README lists them). */
+function llamaProps(totalSlots) {
+  return {
+    default_generation_settings: { id: 0, id_task: -1, n_ctx: 8192, speculative: false, is_processing: false, params: { n_predict: -1, temperature: 0.8, top_k: 40, top_p: 0.95 } },
+    total_slots: totalSlots,
+    model_path: 'models/test-model.gguf',
+    modalities: { vision: false, audio: false },
+    chat_template: "{% for message in messages %}{{ message['content'] }}{% endfor %}",
+    bos_token: '<s>',
+    eos_token: '</s>',
+    build_info: 'b6500-0123abcd',
   };
 }
 
@@ -188,7 +206,7 @@ function resetState(state) {
   state.memoryQueue.length = 0;
   state.titleQueue.length = 0;
   state.issuedResponseIds.clear();
-  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, titleDefault: fresh.titleDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false });
+  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, titleDefault: fresh.titleDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false, props: null });
 }
 
 function expireIds(state, ids) {
@@ -227,6 +245,7 @@ async function handle(state, req, res) {
   const protocol = ROUTES[`${req.method} ${record.path}`];
   if (protocol) return answerAgent(state, record, protocol, res);
   if (req.method === 'GET' && ['/v1/models', '/models'].includes(record.path)) return sendJson(res, 200, modelList(state));
+  if (req.method === 'GET' && record.path === '/props' && state.props) return sendJson(res, 200, state.props);
   if (req.method === 'GET' && record.path === '/api/tags') return sendJson(res, 200, ollamaTags(state));
   if (req.method === 'GET' && record.path === '/api/version') return sendJson(res, 200, { version: '0.12.6' });
   return sendJson(res, 404, { detail: 'Not Found' });

@@ -84,9 +84,61 @@ test('a long conversation keeps its prompt start for the server; a memory update
       // The turn after it starts with the same prompt the update did, so the server reads only the
       // new message.
       assert.ok(startsWith(chats[4].messages, second.slice(0, -1)), 'the next turn continues where the update began');
+
+      // This server's replies carry no llama.cpp `timings`: it is never asked for its slots, and no
+      // request carries llama.cpp's fields, which other servers may refuse.
+      assert.equal(agent.requests.filter((r) => r.path === '/props').length, 0, '/props never asked');
+      for (const body of [...chats, ...memory]) {
+        assert.ok(!('cache_prompt' in body) && !('id_slot' in body), 'no llama.cpp fields');
+      }
       assertNoPageProblems(issues);
     });
   } finally {
+    await context.close();
+  }
+});
+
+test('a llama.cpp server with two slots (known by its timings, then its /props): chat turns on slot 0, memory updates on slot 1, each asking for its cache', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 2 });
+  try {
+    await withDiagnostics(page, issues, 'prompt-reuse-slots', async () => {
+      agent.setSlots(2);
+      agent.setDefault({ text: 'Keep it near 24 degrees.', llamaTimings: true });
+      agent.setMemoryDefault({ text: memoryReplyText({ summary: SUMMARY, entities: [] }) });
+      for (const [i, text] of TURNS.slice(0, 3).entries()) {
+        await sendMessage(page, text);
+        await waitForAssistantCount(page, i + 1);
+        if (i === 0) {
+          // Its first reply showed llama.cpp's timings: the page asks the server what it has, and
+          // knows it a moment later.
+          await agent.waitForRequests(1, { filter: (r) => r.path === '/props' });
+          await page.waitForTimeout(100);
+        }
+        if (i === 1) await agent.waitForRequests(1, { filter: (r) => r.kind === 'memory' });
+      }
+      const props = agent.requests.filter((r) => r.path === '/props');
+      assert.equal(props.length, 1, 'the server is asked once');
+      const [first, ...later] = agent.chatRequests();
+      assert.ok(props[0].index > first.index, 'asked after its first reply showed llama.cpp timings');
+      assert.ok(!('id_slot' in first.body) && !('cache_prompt' in first.body), 'the first turn went before it was known');
+      for (const body of later.map((r) => r.body)) {
+        assert.equal(body.cache_prompt, true, 'a chat turn asks for its cache');
+        assert.equal(body.id_slot, 0, 'on the chat slot');
+      }
+      const memory = agent.memoryRequests().map((r) => r.body);
+      assert.ok(memory.length >= 1, 'a memory update went');
+      for (const body of memory) {
+        assert.equal(body.cache_prompt, true, 'an update asks for its cache');
+        assert.equal(body.id_slot, 1, 'on a slot of its own');
+      }
+      for (const body of agent.titleRequests().map((r) => r.body)) {
+        assert.equal(body.id_slot, 1, 'a title beside memory (two slots)');
+      }
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    agent.setSlots(null);
     await context.close();
   }
 });
