@@ -266,6 +266,7 @@ fn answer(endpoint: &EndpointProfile, prompt: &Prompt) -> Result<String, String>
         previous_response_id: None,
         stream: true,
         output: None,
+        slot: None,
     };
     let http = request::build(endpoint, prompt, &options).expect("the key may go there");
     let mut cmd = std::process::Command::new("curl");

@@ -26,7 +26,7 @@ pub use memory::{Memory, MemoryError, MemorySnapshot};
 pub use projects::{Projects, ProjectsError};
 pub use settings::{Preferences, SettingsError, StorageInfo};
 pub use shared::error::ErrorKind;
-pub use shared::events::{BuildStatus, EventSink, SessionEvent, SyncView};
+pub use shared::events::{BuildStatus, EventSink, Local, SessionEvent, SyncView};
 pub use sync::{Replication, SyncError};
 pub use transfer::{ImportCancel, ImportStep, PreparedImport, Transfer, TransferError};
 

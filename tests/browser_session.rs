@@ -9,6 +9,7 @@
 //! memory update goes through the same pump; a draft saved again unchanged writes nothing.
 
 use memoire::engine::model::{MessageStatus, Protocol, Role, TurnPath};
+use memoire::engine::tabs::Change;
 use memoire::session::{EventSink, Session, SessionEvent};
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -147,7 +148,7 @@ impl Harness {
             .borrow()
             .iter()
             .filter_map(|(t, e)| match e {
-                SessionEvent::MessageProgress(m) if m.role == Role::Assistant => {
+                SessionEvent::Shared(Change::MessageProgress(m)) if m.role == Role::Assistant => {
                     Some((*t, m.content.clone(), m.status))
                 }
                 _ => None,

@@ -43,10 +43,16 @@ fn props_bodies_are_read_only_when_they_are_llama_servers() {
     check_props(&llama_props("\"2\""), None);
     // llama-cpp-python's and OpenAI's 404 bodies, a model list, garbage.
     check_props(r#"{"detail":"Not Found"}"#, None);
-    check_props(r#"{"error":{"message":"Invalid URL (GET /props)","type":"invalid_request_error"}}"#, None);
+    check_props(
+        r#"{"error":{"message":"Invalid URL (GET /props)","type":"invalid_request_error"}}"#,
+        None,
+    );
     check_props(r#"{"object":"list","data":[{"id":"m"}]}"#, None);
     check_props(r#"{"total_slots":2}"#, None);
-    check_props(r#"{"total_slots":2,"default_generation_settings":null}"#, None);
+    check_props(
+        r#"{"total_slots":2,"default_generation_settings":null}"#,
+        None,
+    );
     check_props("<html>404</html>", None);
     check_props("", None);
 }
@@ -87,7 +93,12 @@ fn prompt() -> Prompt {
 fn check_body(protocol: Protocol, slot: Option<SlotUse>, expected: (Option<bool>, Option<u64>)) {
     let mut opts = chat_options(512, None);
     opts.slot = slot;
-    let req = build(&endpoint(protocol, "http://localhost:8080", None), &prompt(), &opts).unwrap();
+    let req = build(
+        &endpoint(protocol, "http://localhost:8080", None),
+        &prompt(),
+        &opts,
+    )
+    .unwrap();
     let body: Value = serde_json::from_str(&req.body).unwrap();
     let got = (body["cache_prompt"].as_bool(), body["id_slot"].as_u64());
     assert_eq!(got, expected, "{protocol:?} {slot:?}: {body}");
@@ -115,8 +126,16 @@ fn check_props_url(protocol: Protocol, base: &str, expected: Option<&str>) {
 #[test]
 fn props_are_asked_at_the_servers_root() {
     use Protocol::*;
-    check_props_url(OpenAiChat, "http://localhost:8080", Some("http://localhost:8080/props"));
-    check_props_url(OpenAiChat, "http://localhost:8080/v1/", Some("http://localhost:8080/props"));
+    check_props_url(
+        OpenAiChat,
+        "http://localhost:8080",
+        Some("http://localhost:8080/props"),
+    );
+    check_props_url(
+        OpenAiChat,
+        "http://localhost:8080/v1/",
+        Some("http://localhost:8080/props"),
+    );
     check_props_url(
         OpenAiChat,
         "http://box.lan/llama/v1/chat/completions",
@@ -132,7 +151,12 @@ fn props_carry_the_key_by_the_same_rules_as_every_request() {
     let local = endpoint(Protocol::OpenAiChat, "http://localhost:8080", Some("k"));
     let req = props_request(&local).unwrap().unwrap();
     assert_eq!(req.method, "GET");
-    assert!(req.headers.contains(&("Authorization".into(), "Bearer k".into())));
+    assert!(req
+        .headers
+        .contains(&("Authorization".into(), "Bearer k".into())));
     let remote = endpoint(Protocol::OpenAiChat, "http://192.0.2.7:8080", Some("k"));
-    assert!(props_request(&remote).unwrap().is_err(), "no key over plain http to another machine");
+    assert!(
+        props_request(&remote).unwrap().is_err(),
+        "no key over plain http to another machine"
+    );
 }

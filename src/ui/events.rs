@@ -6,7 +6,8 @@
 
 use crate::engine::model::{Conversation, Message, MessageStatus};
 use crate::engine::settings::Settings;
-use crate::session::SessionEvent;
+use crate::engine::tabs::Change;
+use crate::session::{Local, SessionEvent};
 use crate::ui::stores::Stores;
 use leptos::prelude::*;
 use std::cell::RefCell;
@@ -35,6 +36,51 @@ impl Events {
     /// Applies one event: every variant is named, so a new one does not compile until it goes
     /// somewhere.
     pub fn apply(&self, event: SessionEvent) {
+        match event {
+            SessionEvent::Shared(change) => self.shared(change),
+            SessionEvent::Local(local) => self.local(local),
+        }
+    }
+
+    /// A change of stored data, this tab's or another's.
+    fn shared(&self, change: Change) {
+        let Stores { chat, memory, .. } = self.stores;
+        match change {
+            Change::Conversation(c) => self.conversations_changed(vec![c]),
+            Change::Conversations(cs) => self.conversations_changed(cs),
+            Change::ConversationRemoved(id) => {
+                self.stores.library.removed(&id);
+                chat.removed(&id);
+            }
+            Change::MessageAdded(m) => self.message_added(m),
+            Change::MessageProgress(m) => self.progress(m),
+            Change::MessagesCleared(id) => chat.cleared(&id),
+            Change::BranchChanged(id) if chat.is_current(&id) => {
+                chat.retry_thumbnails();
+                chat.show_branch(id);
+                chat.refresh_preview();
+            }
+            Change::BranchChanged(_) => {}
+            Change::MemoryUpdating {
+                conversation_id: id,
+                running,
+            } => memory.set_updating(&id, running),
+            Change::MemoryChanged(id) if chat.is_current(&id) => {
+                memory.reload();
+                chat.refresh_preview();
+            }
+            Change::MemoryChanged(_) => {}
+            Change::Settings(s) => self.settings_changed(*s),
+            Change::UserFacts => self.user_facts_changed(),
+            Change::Projects => {
+                self.stores.projects.reload();
+                chat.refresh_preview();
+            }
+        }
+    }
+
+    /// This tab's own news.
+    fn local(&self, local: Local) {
         let Stores {
             shell,
             chat,
@@ -43,23 +89,8 @@ impl Events {
             transfer,
             ..
         } = self.stores;
-        match event {
-            SessionEvent::ConversationChanged(c) => self.conversations_changed(vec![c]),
-            SessionEvent::ConversationsChanged(cs) => self.conversations_changed(cs),
-            SessionEvent::ConversationRemoved(id) => {
-                self.stores.library.removed(&id);
-                chat.removed(&id);
-            }
-            SessionEvent::MessageAdded(m) => self.message_added(m),
-            SessionEvent::MessageProgress(m) => self.progress(m),
-            SessionEvent::MessagesCleared(id) => chat.cleared(&id),
-            SessionEvent::BranchChanged(id) if chat.is_current(&id) => {
-                chat.retry_thumbnails();
-                chat.show_branch(id);
-                chat.refresh_preview();
-            }
-            SessionEvent::BranchChanged(_) => {}
-            SessionEvent::TurnRunning {
+        match local {
+            Local::TurnRunning {
                 conversation_id: id,
                 running,
             } => {
@@ -68,16 +99,7 @@ impl Events {
                     chat.refresh_preview();
                 }
             }
-            SessionEvent::MemoryUpdating {
-                conversation_id: id,
-                running,
-            } => memory.set_updating(&id, running),
-            SessionEvent::MemoryChanged(id) if chat.is_current(&id) => {
-                memory.reload();
-                chat.refresh_preview();
-            }
-            SessionEvent::MemoryChanged(_) => {}
-            SessionEvent::Error {
+            Local::Error {
                 conversation_id,
                 message,
                 kind,
@@ -89,16 +111,10 @@ impl Events {
                     shell.fail(message, kind);
                 }
             }
-            SessionEvent::MemoryBuild(b) => memory.build_reported(b),
-            SessionEvent::Notice(text) => shell.notify(text),
-            SessionEvent::SyncStatus(v) => sync.reported(v),
-            SessionEvent::ImportProgress(p) => transfer.progress(p),
-            SessionEvent::SettingsChanged(s) => self.settings_changed(*s),
-            SessionEvent::UserFactsChanged => self.user_facts_changed(),
-            SessionEvent::ProjectsChanged => {
-                self.stores.projects.reload();
-                chat.refresh_preview();
-            }
+            Local::MemoryBuild(b) => memory.build_reported(b),
+            Local::Notice(text) => shell.notify(text),
+            Local::SyncStatus(v) => sync.reported(v),
+            Local::ImportProgress(p) => transfer.progress(p),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Changing the branch on screen: regenerate a reply, edit any user message, page between
 //! alternatives, delete a message; and continue a reply cut by the reply cap (the same message
 //! grows, `engine::turn::Turn::continue_reply`). Each keeps every stored message (`engine::branch`; reading the
-//! branch is `shared/branch.rs`) and reports `SessionEvent::BranchChanged`, after which views and
+//! branch is `shared/branch.rs`) and reports `Change::BranchChanged`, after which views and
 //! prompts read the branch on screen. Deleting a message is behind split point `edits`. Must not
 //! import `ui`.
 
@@ -9,8 +9,8 @@ use super::service::{Chat, ChatError};
 use super::turn::Begin;
 use crate::engine::branch::shown_messages;
 use crate::engine::model::{Message, MessageMeta, Role};
+use crate::engine::tabs::Change;
 use crate::session::shared::error::Boxed;
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now};
 use crate::store::ConversationPatch;
 use std::rc::Rc;
@@ -38,7 +38,7 @@ impl Chat {
             ..Default::default()
         };
         self.core.patch_conversation(id, &patch).await?;
-        self.core.emit(SessionEvent::BranchChanged(id.to_string()));
+        self.core.emit(Change::BranchChanged(id.to_string()));
         Ok(())
     }
 
@@ -109,7 +109,7 @@ impl Chat {
         self.core.set_anchor(id, Some(&m.id)).await?;
         // Dropped before the event: the cached window would take the new message as the next one.
         self.core.cache.borrow_mut().forget(id);
-        self.core.emit(SessionEvent::MessageAdded(m.clone()));
+        self.core.emit(Change::MessageAdded(m.clone()));
         self.branch_changed(id).await
     }
 
@@ -173,7 +173,7 @@ impl Chat {
             .update_message(&m.id, &m.content, m.status, &m.meta)
             .await?;
         self.core.store.free_attachment_blobs(&gone).await?;
-        self.core.emit(SessionEvent::MessageProgress(m));
+        self.core.emit(Change::MessageProgress(m));
         self.branch_changed(id).await
     }
 }

@@ -4,13 +4,13 @@
 use super::temporary::Temporary;
 use super::turn::Begin;
 use crate::engine::model::Message;
+use crate::engine::tabs::Change;
 use crate::engine::title;
 use crate::engine::turn::{failed_turn, retry_plan};
 use crate::session::memory::Memory;
 use crate::session::shared::error::{
     from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT, UNAVAILABLE,
 };
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
 use crate::transport::Stopper;
@@ -213,7 +213,7 @@ impl Chat {
         id: &str,
         m: &Message,
     ) -> Result<(), ChatError> {
-        self.core.emit(SessionEvent::MessageAdded(m.clone()));
+        self.core.emit(Change::MessageAdded(m.clone()));
         self.after_user_message(id, m).await
     }
 
@@ -290,7 +290,7 @@ impl Chat {
             None => self.core.conversation(id).await?,
         };
         if !c.title.is_empty() || c.title_is_custom {
-            self.core.emit(SessionEvent::ConversationChanged(c));
+            self.core.emit(Change::Conversation(c));
             return Ok(());
         }
         let patch = ConversationPatch {

@@ -7,9 +7,9 @@ use super::service::{Chat, ChatError};
 use super::turn::{Begin, Context};
 use crate::engine::model::{Conversation, EntityScope, Message, Role};
 use crate::engine::settings::history_load_limit;
+use crate::engine::tabs::Change;
 use crate::engine::temporary;
 use crate::session::shared::cache::MemoryParts;
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now};
 use std::rc::Rc;
 
@@ -121,9 +121,9 @@ impl Chat {
             temporary::keep(c, messages, m);
         }
         self.core.show(if added {
-            SessionEvent::MessageAdded(m.clone())
+            Change::MessageAdded(m.clone())
         } else {
-            SessionEvent::MessageProgress(m.clone())
+            Change::MessageProgress(m.clone())
         });
     }
 

@@ -21,11 +21,12 @@ use crate::engine::project;
 use crate::engine::request;
 use crate::engine::settings::history_load_limit;
 use crate::engine::slots::Purpose;
+use crate::engine::tabs::Change;
 use crate::engine::tokens::HeuristicEstimator;
 use crate::engine::turn::{failed_reply, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
 use crate::session::shared::cache::MemoryParts;
 use crate::session::shared::error::Boxed;
-use crate::session::shared::events::SessionEvent;
+use crate::session::shared::events::Local;
 use crate::session::shared::stream::{Consumer, Pump};
 use crate::session::shared::{new_id, now, transport_failure, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -354,7 +355,7 @@ impl Chat {
         self.inflight
             .borrow_mut()
             .insert(id.to_string(), stopper.clone());
-        self.core.emit(SessionEvent::TurnRunning {
+        self.core.emit(Local::TurnRunning {
             conversation_id: id.to_string(),
             running: true,
         });
@@ -365,7 +366,7 @@ impl Chat {
         let result = self.drive_turn(id, begin, &stopper).await;
         self.memory.chat_ended(&server);
         self.inflight.borrow_mut().remove(id);
-        self.core.emit(SessionEvent::TurnRunning {
+        self.core.emit(Local::TurnRunning {
             conversation_id: id.to_string(),
             running: false,
         });
@@ -434,7 +435,7 @@ impl Chat {
                 let ctx = self.context_for(id, &user, false).await?;
                 let reply = reply_placeholder(id, &ctx);
                 let reply = self.core.store.append_message(&reply).await?.message;
-                self.core.emit(SessionEvent::MessageAdded(reply.clone()));
+                self.core.emit(Change::MessageAdded(reply.clone()));
                 (user, ctx, reply, None)
             }
             Begin::Retry { user, replaces } => {
@@ -510,7 +511,7 @@ impl Chat {
             .store
             .update_message(&reply.id, &reply.content, reply.status, &reply.meta)
             .await?;
-        self.core.emit(SessionEvent::MessageProgress(reply.clone()));
+        self.core.emit(Change::MessageProgress(reply.clone()));
         Ok((user, ctx, written))
     }
 
@@ -557,7 +558,7 @@ impl Chat {
             .store
             .update_message(&reply.id, &reply.content, reply.status, &reply.meta)
             .await?;
-        self.core.emit(SessionEvent::MessageProgress(reply.clone()));
+        self.core.emit(Change::MessageProgress(reply.clone()));
         Ok((user, ctx, reply))
     }
 
@@ -631,7 +632,7 @@ impl Chat {
                     .store
                     .update_message(&r.id, &r.content, r.status, &r.meta)
                     .await?;
-                self.core.emit(SessionEvent::MessageProgress(r.clone()));
+                self.core.emit(Change::MessageProgress(r.clone()));
             }
             Action::StoreHandle {
                 conversation_id,
@@ -745,7 +746,7 @@ impl Chat {
             (TurnStatus::Error, Some(f)) => return Err(ChatError::Request(f.text())),
             // The turn still counts, so the memory update may follow.
             (TurnStatus::Interrupted, Some(f)) if f.kind != failure::FailureKind::Aborted => {
-                self.core.emit(SessionEvent::Error {
+                self.core.emit(Local::Error {
                     conversation_id: Some(run.id.to_string()),
                     message: f.text(),
                     kind: crate::session::shared::error::ErrorKind::Request,
@@ -813,8 +814,8 @@ impl Chat {
         match outcome {
             Some(Ok(true)) => {
                 // In seq order: every view (and the cached window) places them one after the other.
-                self.core.emit(SessionEvent::MessageAdded(user.clone()));
-                self.core.emit(SessionEvent::MessageAdded(reply.clone()));
+                self.core.emit(Change::MessageAdded(user.clone()));
+                self.core.emit(Change::MessageAdded(reply.clone()));
                 self.after_user_message(id, user).await
             }
             Some(Ok(false)) => {
@@ -847,7 +848,7 @@ impl Chat {
             .store
             .update_message(&m.id, &m.content, status, &m.meta)
             .await?;
-        self.core.emit(SessionEvent::MessageProgress(m));
+        self.core.emit(Change::MessageProgress(m));
         Ok(())
     }
 }

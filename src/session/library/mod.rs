@@ -5,9 +5,9 @@
 
 use crate::engine::model::{Conversation, MemoryOverrides, Millis, Role};
 use crate::engine::page::{self, page_of_branch, Page, PageAsk};
+use crate::engine::tabs::Change;
 use crate::session::chat::Chat;
 use crate::session::shared::error::{from_read_error, Boxed, NO_CONVERSATION};
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
 use std::rc::Rc;
@@ -118,7 +118,7 @@ impl Library {
             memory_overrides,
         };
         self.core.store.create_conversation(&c).await?;
-        self.core.emit(SessionEvent::ConversationChanged(c.clone()));
+        self.core.emit(Change::Conversation(c.clone()));
         Ok(c)
     }
 
@@ -128,7 +128,7 @@ impl Library {
             .store
             .rename_conversation(id, title.trim(), now())
             .await?;
-        self.core.emit(SessionEvent::ConversationChanged(c));
+        self.core.emit(Change::Conversation(c));
         Ok(())
     }
 
@@ -175,8 +175,7 @@ impl Library {
         self.chat.drop_draft(id).await.ok();
         self.core.store.set_memory_failure(id, None).await.ok();
         self.core.forget_branch(id).await;
-        self.core
-            .emit(SessionEvent::ConversationRemoved(id.to_string()));
+        self.core.emit(Change::ConversationRemoved(id.to_string()));
         Ok(())
     }
 
@@ -190,10 +189,9 @@ impl Library {
     async fn clear_now(&self, id: &str) -> Result<(), LibraryError> {
         let c = self.core.store.clear_conversation(id, now()).await?;
         self.core.forget_branch(id).await;
-        self.core
-            .emit(SessionEvent::MessagesCleared(id.to_string()));
-        self.core.emit(SessionEvent::ConversationChanged(c));
-        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        self.core.emit(Change::MessagesCleared(id.to_string()));
+        self.core.emit(Change::Conversation(c));
+        self.core.emit(Change::MemoryChanged(id.to_string()));
         Ok(())
     }
 

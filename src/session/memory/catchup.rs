@@ -3,7 +3,7 @@
 //! engine's (`engine::memory::catchup`); each is an ordinary memory update (the memory endpoint and
 //! settings, the remembered form and one retry in the next, a failure stored and shown, the
 //! result written in one transaction), so the stored summary is where a later run resumes. Progress
-//! goes out as [`SessionEvent::MemoryBuild`]; Cancel aborts the request in flight and writes
+//! goes out as [`Local::MemoryBuild`]; Cancel aborts the request in flight and writes
 //! nothing of it. Started by the user, a run never waits out the back-off of automatic updates (like
 //! "Retry"). A conversation that fails (its failure stored and shown in its memory pane) does not
 //! stop the run: it goes on to the next, and at the end says which failed and why, with a retry of
@@ -15,8 +15,10 @@ use super::update::{memory_error, Update};
 use crate::engine::memory::catchup::{covered_count, next_request, plan, BuildFailure, BuildTally};
 use crate::engine::memory::{MemoryError as ReplyError, UpdateLimits};
 use crate::engine::model::{Conversation, EntityScope};
+use crate::engine::tabs::Change;
 use crate::session::shared::error::Boxed;
-use crate::session::shared::events::{BuildStatus, SessionEvent};
+use crate::session::shared::events::BuildStatus;
+use crate::session::shared::events::Local;
 use crate::transport::Stopper;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -95,7 +97,7 @@ impl Memory {
     }
 
     fn report(&self, status: BuildStatus) {
-        self.core.emit(SessionEvent::MemoryBuild(status));
+        self.core.emit(Local::MemoryBuild(status));
     }
 
     /// Runs the queue until it is empty or cancelled, going on past a conversation that fails
@@ -175,13 +177,13 @@ impl Memory {
             return Ok(Built::Cancelled);
         }
         self.memory_running.borrow_mut().insert(id.to_string());
-        self.core.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: true,
         });
         let result = self.build_chunks(&conv, stopper).await;
         self.memory_running.borrow_mut().remove(id);
-        self.core.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
         });

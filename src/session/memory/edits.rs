@@ -9,8 +9,8 @@ use super::update::memory_error;
 use crate::engine::memory::graph::{put_entity, remove_entity};
 use crate::engine::memory::restore_version;
 use crate::engine::model::{EntityNode, EntityScope};
+use crate::engine::tabs::Change;
 use crate::session::shared::error::Boxed;
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::now;
 
 /// Split point `memory_read`: reading a conversation's memory (summaries, entities, the last
@@ -43,7 +43,7 @@ impl Memory {
         let versions = self.core.store.load_summaries(id).await?;
         let restored = restore_version(&versions, version, now()).map_err(memory_error)?;
         self.core.store.save_summary(&restored).await?;
-        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        self.core.emit(Change::MemoryChanged(id.to_string()));
         Ok(())
     }
 
@@ -54,7 +54,7 @@ impl Memory {
         let mut nodes = self.core.store.load_entities(&scope).await?;
         put_entity(&mut nodes, node);
         self.core.store.save_entities(&scope, &nodes).await?;
-        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        self.core.emit(Change::MemoryChanged(id.to_string()));
         Ok(())
     }
 
@@ -70,7 +70,7 @@ impl Memory {
             }
         }
         self.core.entity_deleted(id, entity_id);
-        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        self.core.emit(Change::MemoryChanged(id.to_string()));
         Ok(())
     }
 }

@@ -19,8 +19,9 @@ use crate::engine::model::{
 use crate::engine::prefix::update_continues;
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::slots::Purpose;
+use crate::engine::tabs::Change;
 use crate::session::shared::error::{Boxed, ErrorKind};
-use crate::session::shared::events::SessionEvent;
+use crate::session::shared::events::Local;
 use crate::session::shared::stream::{Consumer, Pump};
 use crate::session::shared::{new_id, now, transport_failure};
 use crate::transport::{Stopper, TransportError};
@@ -81,12 +82,12 @@ impl Memory {
         }
         match result {
             Ok(_) | Err(MemoryError::Quiet(_) | MemoryError::Busy | MemoryError::Deferred) => {}
-            Err(MemoryError::Request(reason)) => self.core.emit(SessionEvent::Error {
+            Err(MemoryError::Request(reason)) => self.core.emit(Local::Error {
                 conversation_id: Some(id.to_string()),
                 message: MemoryError::Failed(reason).to_string(),
                 kind: ErrorKind::Memory,
             }),
-            Err(e) => self.core.emit(SessionEvent::Error {
+            Err(e) => self.core.emit(Local::Error {
                 conversation_id: Some(id.to_string()),
                 message: MemoryError::Failed(e.to_string()).to_string(),
                 kind: e.kind(),
@@ -218,7 +219,7 @@ impl Memory {
             .borrow_mut()
             .insert(id.to_string(), stopper.clone());
         self.memory_running.borrow_mut().insert(id.to_string());
-        self.core.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: true,
         });
@@ -240,7 +241,7 @@ impl Memory {
             Err(e) => Err(matches!(e, MemoryError::Deferred)),
         });
         self.schedule.borrow_mut().handle_update_ended(id, &end);
-        self.core.emit(SessionEvent::MemoryUpdating {
+        self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
         });
@@ -441,7 +442,7 @@ impl Memory {
             .save_memory(applied.summary.as_ref(), &scope, graph.nodes())
             .await?;
         self.core.store.set_memory_failure(id, None).await?;
-        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        self.core.emit(Change::MemoryChanged(id.to_string()));
         Ok(true)
     }
 
@@ -467,7 +468,7 @@ impl Memory {
             .store
             .set_memory_failure(id, Some(&failure))
             .await?;
-        self.core.emit(SessionEvent::MemoryChanged(id.to_string()));
+        self.core.emit(Change::MemoryChanged(id.to_string()));
         Ok(if repeated {
             MemoryError::Quiet(reason)
         } else {

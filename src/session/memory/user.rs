@@ -11,8 +11,8 @@ use super::service::{Memory, MemoryError};
 use crate::engine::memory::user;
 use crate::engine::model::{Conversation, MemoryConfig, Message, UserFact};
 use crate::engine::project;
+use crate::engine::tabs::Change;
 use crate::session::shared::error::Boxed;
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, tabs};
 use std::collections::HashMap;
 
@@ -126,7 +126,7 @@ impl Memory {
             .filter(|f| before.get(&f.id) != Some(*f))
             .collect();
         store.save_user_facts(&changed).await?;
-        self.core.emit(SessionEvent::UserFactsChanged);
+        self.core.emit(Change::UserFacts);
         Ok(true)
     }
 }

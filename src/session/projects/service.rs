@@ -1,13 +1,13 @@
 //! The projects service and its error enum. Every change reads the projects from the store under
 //! one Web Lock for every tab (`tabs::lock_projects`), so two tabs never write over each other's
-//! change, writes what changed and reports `ProjectsChanged` (this tab's UI, the other tabs, sync).
+//! change, writes what changed and reports `Change::Projects` (this tab's UI, the other tabs, sync).
 //! Creating a project and moving a conversation are behind split point `edits`. Must not import
 //! `ui`.
 
 use crate::engine::model::{MemoryOverrides, Project};
 use crate::engine::project::{self, ProjectError};
+use crate::engine::tabs::Change;
 use crate::session::shared::error::{from_read_error, Boxed};
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{new_id, now, tabs, Core};
 use crate::store::{ConversationPatch, StoreError};
 use std::rc::Rc;
@@ -60,7 +60,7 @@ impl Projects {
     async fn create_now(&self, name: &str) -> Result<Project, ProjectsError> {
         let p = project::new_project(new_id("p"), name, now())?;
         self.core.store.save_projects(&[&p]).await?;
-        self.core.emit(SessionEvent::ProjectsChanged);
+        self.core.emit(Change::Projects);
         Ok(p)
     }
 
@@ -87,7 +87,7 @@ impl Projects {
             let gone: Vec<&Project> = all.iter().filter(|p| p.id == id).collect();
             self.core.store.save_projects(&gone).await?;
         }
-        self.core.emit(SessionEvent::ProjectsChanged);
+        self.core.emit(Change::Projects);
         let conversations = self.core.store.list_conversations(usize::MAX).await?;
         for c in project::leaving(&conversations, id) {
             self.set_overrides(&c.id, c.memory_overrides).await?;
@@ -148,7 +148,7 @@ impl Projects {
             }
         };
         if changed {
-            self.core.emit(SessionEvent::ProjectsChanged);
+            self.core.emit(Change::Projects);
         }
         Ok(())
     }

@@ -5,8 +5,8 @@
 
 use crate::engine::request;
 use crate::engine::settings::Settings;
+use crate::engine::tabs::Change;
 use crate::session::shared::error::{Boxed, ErrorKind, NO_ENDPOINT, UNAVAILABLE};
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::{transport_failure, Core, SETTINGS_KEY};
 use crate::store::{Store, StoreError};
 use crate::transport::{self, Stopper, Timeouts};
@@ -84,7 +84,7 @@ impl Preferences {
         let v = serde_json::to_value(&s).map_err(|e| SettingsError::Invalid(e.to_string()))?;
         self.core.store.set_setting(SETTINGS_KEY, &v).await?;
         *self.core.settings.borrow_mut() = s.clone();
-        self.core.emit(SessionEvent::SettingsChanged(Box::new(s)));
+        self.core.emit(Change::Settings(Box::new(s)));
         Ok(())
     }
 

@@ -7,8 +7,8 @@
 //! from other tabs make it forget the conversation they touch: the next use reloads it. A load that
 //! raced with an event is used once and not kept (the generation check). Must not import `ui`.
 
-use super::events::SessionEvent;
 use crate::engine::model::{ConversationSummary, EntityNode, UserFact};
+use crate::engine::tabs::Change;
 use crate::engine::window::{Applied, HistoryWindow};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -85,37 +85,37 @@ impl Cache {
     }
 
     /// An event this tab emitted, after the store write it reports.
-    pub fn observe_own(&mut self, e: &SessionEvent) {
-        if let SessionEvent::ConversationsChanged(cs) = e {
+    pub fn observe_own(&mut self, e: &Change) {
+        if let Change::Conversations(cs) = e {
             for c in cs {
-                self.observe_own(&SessionEvent::ConversationChanged(c.clone()));
+                self.observe_own(&Change::Conversation(c.clone()));
             }
             return;
         }
         let (id, applied) = match e {
-            SessionEvent::MessageAdded(m) => (
+            Change::MessageAdded(m) => (
                 &m.conversation_id,
                 self.windows
                     .get_mut(&m.conversation_id)
                     .map(|w| w.handle_added(m.clone())),
             ),
-            SessionEvent::MessageProgress(m) => (
+            Change::MessageProgress(m) => (
                 &m.conversation_id,
                 self.windows
                     .get_mut(&m.conversation_id)
                     .map(|w| w.handle_updated(m)),
             ),
-            SessionEvent::ConversationChanged(c) => (
+            Change::Conversation(c) => (
                 &c.id,
                 self.windows
                     .get_mut(&c.id)
                     .map(|w| w.handle_conversation(c)),
             ),
-            SessionEvent::ConversationRemoved(id)
-            | SessionEvent::MessagesCleared(id)
-            | SessionEvent::BranchChanged(id) => return self.forget(id),
-            SessionEvent::MemoryChanged(_) => return self.memory_changed(),
-            SessionEvent::UserFactsChanged => return self.user_facts_changed(),
+            Change::ConversationRemoved(id)
+            | Change::MessagesCleared(id)
+            | Change::BranchChanged(id) => return self.forget(id),
+            Change::MemoryChanged(_) => return self.memory_changed(),
+            Change::UserFacts => return self.user_facts_changed(),
             _ => return,
         };
         self.generation += 1;
@@ -125,18 +125,16 @@ impl Cache {
     }
 
     /// An event from another tab: whatever it touched is loaded again on next use.
-    pub fn observe_remote(&mut self, e: &SessionEvent) {
+    pub fn observe_remote(&mut self, e: &Change) {
         match e {
-            SessionEvent::MessageAdded(m) | SessionEvent::MessageProgress(m) => {
-                self.forget(&m.conversation_id)
-            }
-            SessionEvent::ConversationChanged(c) => self.forget(&c.id),
-            SessionEvent::ConversationsChanged(cs) => cs.iter().for_each(|c| self.forget(&c.id)),
-            SessionEvent::ConversationRemoved(id)
-            | SessionEvent::MessagesCleared(id)
-            | SessionEvent::BranchChanged(id) => self.forget(id),
-            SessionEvent::MemoryChanged(_) => self.memory_changed(),
-            SessionEvent::UserFactsChanged => self.user_facts_changed(),
+            Change::MessageAdded(m) | Change::MessageProgress(m) => self.forget(&m.conversation_id),
+            Change::Conversation(c) => self.forget(&c.id),
+            Change::Conversations(cs) => cs.iter().for_each(|c| self.forget(&c.id)),
+            Change::ConversationRemoved(id)
+            | Change::MessagesCleared(id)
+            | Change::BranchChanged(id) => self.forget(id),
+            Change::MemoryChanged(_) => self.memory_changed(),
+            Change::UserFacts => self.user_facts_changed(),
             _ => {}
         }
     }

@@ -85,37 +85,34 @@ impl Core {
 
     /// Reports a change this tab made: to the cache, to sync's capture, to the other tabs (when it
     /// describes shared data) and to this tab's UI.
-    pub(crate) fn emit(&self, e: SessionEvent) {
-        let capture = self.capture.borrow().clone();
-        // The change (a copy of what it carries) is made only for an audience that hears it.
-        let change = (capture.is_some() || self.channel.is_some())
-            .then(|| e.change())
-            .flatten();
-        if let (Some(capture), Some(c)) = (capture, &change) {
+    pub(crate) fn emit(&self, e: impl Into<SessionEvent>) {
+        let e = e.into();
+        if let (SessionEvent::Shared(c), Some(capture)) = (&e, self.capture.borrow().clone()) {
             capture.changed(c);
         }
-        self.deliver(e, change)
+        self.deliver(e)
     }
 
     /// Reports to this tab's UI only what belongs to no stored data (a temporary chat's messages):
     /// no cache, other tab or sync hears it.
-    pub(crate) fn show(&self, e: SessionEvent) {
-        (self.sink)(e)
+    pub(crate) fn show(&self, e: impl Into<SessionEvent>) {
+        (self.sink)(e.into())
     }
 
     /// Reports a change sync applied from another device: as [`Core::emit`], but not captured
     /// again.
-    pub(crate) fn applied(&self, e: SessionEvent) {
-        let change = self.channel.as_ref().and_then(|_| e.change());
-        self.deliver(e, change)
+    pub(crate) fn applied(&self, e: impl Into<SessionEvent>) {
+        self.deliver(e.into())
     }
 
-    /// An event of this tab to its audiences: the cache, the other tabs (its change of shared
-    /// data, if any), this tab's UI.
-    fn deliver(&self, e: SessionEvent, change: Option<Change>) {
-        self.cache.borrow_mut().observe_own(&e);
-        if let (Some(channel), Some(c)) = (&self.channel, change) {
-            channel.post(c);
+    /// An event of this tab to its audiences: the cache and the other tabs (a change of shared
+    /// data), this tab's UI.
+    fn deliver(&self, e: SessionEvent) {
+        if let SessionEvent::Shared(c) = &e {
+            self.cache.borrow_mut().observe_own(c);
+            if let Some(channel) = &self.channel {
+                channel.post(c.clone());
+            }
         }
         (self.sink)(e)
     }
@@ -148,7 +145,7 @@ impl Core {
         patch: &ConversationPatch,
     ) -> Result<(), StoreError> {
         let c = self.store.update_conversation(id, patch).await?;
-        self.emit(SessionEvent::ConversationChanged(c));
+        self.emit(Change::Conversation(c));
         Ok(())
     }
 

@@ -2,36 +2,28 @@
 //! events. Must not import `ui`.
 
 use super::error::ErrorKind;
-use crate::engine::model::{Conversation, Message};
-use crate::engine::settings::Settings;
 use crate::engine::tabs::Change;
 use std::rc::Rc;
 
-/// What the session reports. The UI applies these to its signals; other tabs' changes arrive the
-/// same way (serialised over a `BroadcastChannel`, see `tabs.rs`).
+/// What the session reports: a change of shared data, or what belongs to this tab alone. The UI
+/// applies both to its signals; a shared change is also what the other tabs hear (as it is, over a
+/// `BroadcastChannel`, see `tabs.rs`) and what sync captures, so each is written once, in
+/// `engine::tabs::Change`.
 #[derive(Debug, Clone)]
 pub enum SessionEvent {
-    ConversationChanged(Conversation),
-    /// Many conversations changed at once (an import's, in slices): each as `ConversationChanged`
-    /// says, applied as one change (one update of the list, one message to the other tabs).
-    ConversationsChanged(Vec<Conversation>),
-    ConversationRemoved(String),
-    MessageAdded(Message),
-    /// A message's content, status or metadata changed (a streaming reply growing or finishing).
-    MessageProgress(Message),
-    MessagesCleared(String),
-    /// The branch on screen changed (a regeneration, an edit, a page to another alternative, a
-    /// deleted message): views read the conversation's messages again.
-    BranchChanged(String),
+    /// Stored data changed, here or in another tab (or on another device, through sync).
+    Shared(Change),
+    /// This tab's own news: a "Stop" button in another tab could not stop the turn.
+    Local(Local),
+}
+
+/// What belongs to this tab alone: turn state, errors, notices and progress.
+#[derive(Debug, Clone)]
+pub enum Local {
     TurnRunning {
         conversation_id: String,
         running: bool,
     },
-    MemoryUpdating {
-        conversation_id: String,
-        running: bool,
-    },
-    MemoryChanged(String),
     /// Where building memory from a history stands (this tab's run, see `memory/catchup.rs`).
     MemoryBuild(BuildStatus),
     Error {
@@ -40,70 +32,21 @@ pub enum SessionEvent {
         kind: ErrorKind,
     },
     Notice(String),
-    /// The facts about the user changed (here or in another tab).
-    UserFactsChanged,
-    /// The projects changed (here or in another tab): read them again.
-    ProjectsChanged,
-    /// Settings were saved (in this tab or another); they are in force from now on.
-    SettingsChanged(Box<Settings>),
     /// Sync's state in this tab changed (see `sync/`).
     SyncStatus(SyncView),
     /// How far the import running in this tab is (see `transfer/import.rs`).
     ImportProgress(crate::engine::import::slice::Progress),
 }
 
-impl SessionEvent {
-    /// The change of shared data this event reports, for the other tabs and sync; `None` for what
-    /// belongs to this tab (turn state, errors, notices, progress: a "Stop" button in another tab
-    /// could not stop the turn).
-    pub(crate) fn change(&self) -> Option<Change> {
-        Some(match self {
-            SessionEvent::ConversationChanged(c) => Change::Conversation(c.clone()),
-            SessionEvent::ConversationsChanged(cs) => Change::Conversations(cs.clone()),
-            SessionEvent::ConversationRemoved(id) => Change::ConversationRemoved(id.clone()),
-            SessionEvent::MessageAdded(m) => Change::MessageAdded(m.clone()),
-            SessionEvent::MessageProgress(m) => Change::MessageProgress(m.clone()),
-            SessionEvent::MessagesCleared(id) => Change::MessagesCleared(id.clone()),
-            SessionEvent::BranchChanged(id) => Change::BranchChanged(id.clone()),
-            SessionEvent::MemoryUpdating {
-                conversation_id,
-                running,
-            } => Change::MemoryUpdating {
-                conversation_id: conversation_id.clone(),
-                running: *running,
-            },
-            SessionEvent::MemoryChanged(id) => Change::MemoryChanged(id.clone()),
-            SessionEvent::SettingsChanged(s) => Change::Settings(s.clone()),
-            SessionEvent::UserFactsChanged => Change::UserFacts,
-            SessionEvent::ProjectsChanged => Change::Projects,
-            _ => return None,
-        })
+impl From<Change> for SessionEvent {
+    fn from(c: Change) -> Self {
+        SessionEvent::Shared(c)
     }
 }
 
-impl From<Change> for SessionEvent {
-    /// Another tab's change, as this tab's UI hears it.
-    fn from(c: Change) -> Self {
-        match c {
-            Change::Conversation(c) => SessionEvent::ConversationChanged(c),
-            Change::Conversations(cs) => SessionEvent::ConversationsChanged(cs),
-            Change::ConversationRemoved(id) => SessionEvent::ConversationRemoved(id),
-            Change::MessageAdded(m) => SessionEvent::MessageAdded(m),
-            Change::MessageProgress(m) => SessionEvent::MessageProgress(m),
-            Change::MessagesCleared(id) => SessionEvent::MessagesCleared(id),
-            Change::BranchChanged(id) => SessionEvent::BranchChanged(id),
-            Change::MemoryUpdating {
-                conversation_id,
-                running,
-            } => SessionEvent::MemoryUpdating {
-                conversation_id,
-                running,
-            },
-            Change::MemoryChanged(id) => SessionEvent::MemoryChanged(id),
-            Change::Settings(s) => SessionEvent::SettingsChanged(s),
-            Change::UserFacts => SessionEvent::UserFactsChanged,
-            Change::Projects => SessionEvent::ProjectsChanged,
-        }
+impl From<Local> for SessionEvent {
+    fn from(l: Local) -> Self {
+        SessionEvent::Local(l)
     }
 }
 

@@ -5,12 +5,14 @@
 use super::cache::Cache;
 use super::core::{Core, CALIBRATION_KEY, SETTINGS_KEY};
 use super::error::ErrorKind;
-use super::events::{EventSink, SessionEvent};
+use super::events::EventSink;
 use super::tabs::{self, LockGuard};
 use crate::engine::request;
 use crate::engine::settings::{self, Settings};
+use crate::engine::tabs::Change;
 use crate::engine::tabs::Heard;
 use crate::engine::tokens::Calibration;
+use crate::session::shared::events::Local;
 use crate::store::{Store, StoreError};
 use crate::transport::{self, Stopper, Timeouts, TransportError};
 use futures_util::future::join;
@@ -79,18 +81,22 @@ impl Core {
         migrated?;
         let (interrupted, (defaults, settings, calibration)) = (interrupted?, loaded?);
         if interrupted > 0 {
-            sink(SessionEvent::Notice(format!(
+            sink(Local::Notice(format!(
                 "{} reply was cut off when the page closed; the partial text is kept and marked interrupted.",
                 interrupted
-            )));
+            ))
+            .into());
         }
         let closed_sink = sink.clone();
         o.store.on_closed_by_other_tab(move || {
-            closed_sink(SessionEvent::Error {
-                conversation_id: None,
-                message: StoreError::ClosedByOtherTab.to_string(),
-                kind: ErrorKind::Other,
-            })
+            closed_sink(
+                Local::Error {
+                    conversation_id: None,
+                    message: StoreError::ClosedByOtherTab.to_string(),
+                    kind: ErrorKind::Other,
+                }
+                .into(),
+            )
         });
         let cache = Rc::new(RefCell::new(Cache::default()));
         let settings = Rc::new(RefCell::new(settings));
@@ -127,28 +133,28 @@ fn remote_sink(
     let (store, cache, settings, sink) =
         (store.clone(), cache.clone(), settings.clone(), sink.clone());
     let ui = sink.clone();
-    let hear = move |e: SessionEvent| {
+    let hear = move |e: Change| {
         cache.borrow_mut().observe_remote(&e);
-        if let SessionEvent::SettingsChanged(s) = &e {
+        if let Change::Settings(s) = &e {
             // Checked again: another tab may run another build.
             if s.validate().is_err() {
                 return;
             }
             *settings.borrow_mut() = (**s).clone();
         }
-        ui(e)
+        ui(e.into())
     };
     Rc::new(move |heard| match heard {
-        Heard::Change(c) => hear(c.into()),
+        Heard::Change(c) => hear(c),
         Heard::Unreadable {
             conversation: Some(id),
         } => {
-            hear(SessionEvent::BranchChanged(id.clone()));
+            hear(Change::BranchChanged(id.clone()));
             let (store, sink) = (store.clone(), sink.clone());
             wasm_bindgen_futures::spawn_local(async move {
                 match store.get_conversation(&id).await {
-                    Ok(Some(c)) => sink(SessionEvent::ConversationChanged(c)),
-                    Ok(None) => sink(SessionEvent::ConversationRemoved(id)),
+                    Ok(Some(c)) => sink(Change::Conversation(c).into()),
+                    Ok(None) => sink(Change::ConversationRemoved(id).into()),
                     Err(_) => {}
                 }
             });
@@ -216,7 +222,7 @@ async fn load_settings(
     let defaults = match deployment {
         Ok(d) => d,
         Err(e) => {
-            sink(SessionEvent::Notice(e));
+            sink(Local::Notice(e).into());
             Settings::builtin()
         }
     };

@@ -6,13 +6,13 @@
 //! A failure to reach the server is retried on a later round; nothing here stops the sync loop but
 //! a store error. Must not import `ui`.
 
+use crate::engine::tabs::Change;
 use wasm_bindgen::JsValue;
 
 use super::replication::{report, Inner, Link, SyncError};
 use crate::engine::sync::blob::{self, Got};
 use crate::engine::sync::{Reply, Request};
 use crate::session::shared::digest;
-use crate::session::shared::events::SessionEvent;
 use crate::session::shared::now;
 use crate::transport::{TextLimits, Timeouts};
 
@@ -177,7 +177,7 @@ async fn fetch(i: &Inner, link: &Link<'_>, db: &str, hash: &str) -> Result<(), S
         .put_attachment_blobs(&[(hash.to_string(), a.mime.clone(), b)])
         .await?;
     i.blobs.borrow_mut().held(hash);
-    report(i, SessionEvent::BranchChanged(conversation));
+    report(i, Change::BranchChanged(conversation));
     Ok(())
 }
 

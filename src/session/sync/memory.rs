@@ -19,7 +19,7 @@ use crate::engine::sync::memory::{
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::unify::unify;
 use crate::engine::sync::{Body, Clock, Doc, Hlc, Kind};
-use crate::session::shared::events::SessionEvent;
+use crate::engine::tabs::Change;
 use crate::session::shared::{now, tabs};
 use std::collections::HashMap;
 
@@ -161,7 +161,7 @@ async fn apply_facts(i: &Inner, pulled: Vec<UserFact>) -> Result<(), SyncError> 
     i.store
         .save_user_facts(&out.iter().collect::<Vec<_>>())
         .await?;
-    report(i, SessionEvent::UserFactsChanged);
+    report(i, Change::UserFacts);
     Ok(())
 }
 
@@ -202,7 +202,7 @@ pub(super) async fn apply_memory(
             let local = i.store.load_summaries(&s.conversation_id).await?;
             if let Some(v) = pulled_summary(&local, &s) {
                 i.store.save_summary(&v).await?;
-                report(i, SessionEvent::MemoryChanged(v.conversation_id));
+                report(i, Change::MemoryChanged(v.conversation_id));
             }
             continue;
         }
@@ -245,7 +245,7 @@ async fn clear_summaries(i: &Inner, conversation: &str, at: &Hlc) -> Result<(), 
         return Ok(());
     }
     i.store.delete_summaries(conversation, &versions).await?;
-    report(i, SessionEvent::MemoryChanged(conversation.to_string()));
+    report(i, Change::MemoryChanged(conversation.to_string()));
     Ok(())
 }
 
@@ -294,7 +294,7 @@ async fn change_graph(
     }
     i.store.save_entities(scope, &nodes).await?;
     let conversation = scope_id(scope).unwrap_or_default().to_string();
-    report(i, SessionEvent::MemoryChanged(conversation));
+    report(i, Change::MemoryChanged(conversation));
     Ok(true)
 }
 

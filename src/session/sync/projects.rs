@@ -11,7 +11,7 @@ use crate::engine::project::join_all;
 use crate::engine::sync::doc::project_id;
 use crate::engine::sync::track;
 use crate::engine::sync::{Clock, Doc};
-use crate::session::shared::events::SessionEvent;
+use crate::engine::tabs::Change;
 use crate::session::shared::tabs;
 
 /// The documents the projects produce: each project new or changed since its stored document.
@@ -44,6 +44,6 @@ pub(super) async fn apply_projects(i: &Inner, pulled: Vec<Project>) -> Result<()
     i.store
         .save_projects(&write.iter().collect::<Vec<_>>())
         .await?;
-    report(i, SessionEvent::ProjectsChanged);
+    report(i, Change::Projects);
     Ok(())
 }

@@ -19,6 +19,8 @@
 //! Every decision is the engine's; this module reads the clock, makes the device id, and moves
 //! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
 
+use crate::engine::tabs::Change;
+use crate::session::shared::events::Local;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
@@ -406,7 +408,7 @@ fn set_view(i: &Inner, mut v: SyncView) {
     *i.view.borrow_mut() = v.clone();
     let emit = i.emit.borrow().clone();
     if let Some(emit) = emit {
-        emit(SessionEvent::SyncStatus(v));
+        emit(Local::SyncStatus(v).into());
     }
 }
 
@@ -746,15 +748,15 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), SyncE
         if c.branched {
             crate::session::shared::branch::mark_branched(&i.store, &id).await?;
         }
-        report(i, SessionEvent::ConversationChanged(c.conversation));
+        report(i, Change::Conversation(c.conversation));
         match c.added.as_slice() {
             [] => {}
-            [m] if !c.branched => report(i, SessionEvent::MessageAdded(m.clone())),
-            _ => report(i, SessionEvent::BranchChanged(id)),
+            [m] if !c.branched => report(i, Change::MessageAdded(m.clone())),
+            _ => report(i, Change::BranchChanged(id)),
         }
     }
     for id in &plan.removed {
-        report(i, SessionEvent::ConversationRemoved(id.clone()));
+        report(i, Change::ConversationRemoved(id.clone()));
     }
     let mut branches: Vec<&String> = Vec::new();
     for m in &plan.blanked {
@@ -763,7 +765,7 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), SyncE
         }
     }
     for c in branches {
-        report(i, SessionEvent::BranchChanged(c.clone()));
+        report(i, Change::BranchChanged(c.clone()));
     }
     drop(span);
     let _span = Span::new("later");
@@ -771,9 +773,9 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), SyncE
 }
 
 /// Reports a change the driver applied (`Core::applied`: not captured again).
-pub(super) fn report(i: &Inner, e: SessionEvent) {
+pub(super) fn report(i: &Inner, e: impl Into<SessionEvent>) {
     if let Some(emit) = i.emit.borrow().clone() {
-        emit(e);
+        emit(e.into());
     }
 }
 

@@ -1,7 +1,7 @@
 //! Importing any file the Import control accepts, our backup or another chat app's export (ZIP or
 //! not): read, checked and shown as a preview (what the file holds, what is new here and what is
 //! already here), then written in one transaction once the user confirms. Both halves run in
-//! slices with a yield to the browser between them, reporting [`SessionEvent::ImportProgress`]
+//! slices with a yield to the browser between them, reporting [`Local::ImportProgress`]
 //! (reading -> checking -> writing), and stop at the next slice when cancelled (a cancelled write
 //! is aborted: nothing is written). Detection, reading, every check, the plan and the slice sizes
 //! are the engine's (`engine::import::slice`); this file reads the file's bytes and the clock,
@@ -20,8 +20,9 @@ use crate::engine::import::slice::{
 };
 use crate::engine::import::{describe, describe_backup, ImportError, Source};
 use crate::engine::project::join_all;
+use crate::engine::tabs::Change;
 use crate::session::shared::error::Boxed;
-use crate::session::shared::events::SessionEvent;
+use crate::session::shared::events::Local;
 use crate::session::shared::pace::{in_slices, perf_now, yield_now};
 use crate::session::shared::{digest, image, now, tabs};
 use crate::store::{StoreError, WritePace};
@@ -196,10 +197,10 @@ impl Transfer {
         }
         self.core.cache.borrow_mut().forget_all();
         if !plan.user_facts.is_empty() {
-            self.core.emit(SessionEvent::UserFactsChanged);
+            self.core.emit(Change::UserFacts);
         }
         if !plan.projects.is_empty() {
-            self.core.emit(SessionEvent::ProjectsChanged);
+            self.core.emit(Change::Projects);
         }
         let ids = written.iter().map(|c| c.id.clone()).collect();
         self.announce(written).await;
@@ -304,8 +305,7 @@ impl Transfer {
                     }
                 }
             }
-            self.core
-                .emit(SessionEvent::ImportProgress(prepare.progress()));
+            self.core.emit(Local::ImportProgress(prepare.progress()));
             yield_now().await;
         }
     }
@@ -315,19 +315,15 @@ impl Transfer {
     /// one event each cost the UI after a 500-conversation import ~40-150 ms.
     async fn announce(&self, written: Vec<crate::engine::model::Conversation>) {
         in_slices(&mut Pace::announce(), written.into_iter(), |slice| {
-            self.core
-                .emit(SessionEvent::ConversationsChanged(slice.collect()));
+            self.core.emit(Change::Conversations(slice.collect()));
             true
         })
         .await;
     }
 
     fn import_progress(&self, phase: Phase, done: u64, total: u64) {
-        self.core.emit(SessionEvent::ImportProgress(Progress {
-            phase,
-            done,
-            total,
-        }));
+        self.core
+            .emit(Local::ImportProgress(Progress { phase, done, total }));
     }
 }
 

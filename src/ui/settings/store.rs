@@ -1,4 +1,4 @@
-//! The settings store: the settings in force (changed only by the session's `SettingsChanged`, here
+//! The settings store: the settings in force (changed only by the session's `Change::Settings`, here
 //! or from another tab), whether the settings dialog is open, and the endpoint's model list for the
 //! header's picker. Its signals are private: views read them and call its actions, each action
 //! making one session call through the backend. Must not import `crate::store` or
@@ -112,7 +112,7 @@ impl SettingsStore {
 
     /// Validates and saves settings, and a conversation's overrides when given (`(id, overrides)`);
     /// `on_done` hears how it went. The settings in force change through the session's
-    /// `SettingsChanged`.
+    /// `Change::Settings`.
     pub fn save(
         &self,
         settings: Settings,
