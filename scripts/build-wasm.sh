@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Trunk post-build hook, the first of its steps: builds the app's wasm split in parts and writes them,
-# the js glue and the start-up script into the built directory (README "Build").
+# the js glue and the start-up script into the built directory (ARCHITECTURE.md "The split build").
 #   1. cargo builds the wasm with its split points (feature `split`) and its relocations kept
 #      (`-Clink-arg=--emit-relocs`, the bin only);
 #   2. wasm-split-cli (wasm_split_cli_support, pinned in scripts/setup.sh) cuts out every
@@ -22,7 +22,7 @@ export PATH="$PWD/tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 # The same settings index.html's data-wasm-opt(-params) had: -Os, then flatten + rereloop and -Os
 # again; the producers and target-features sections (no browser reads them) dropped. Then the
 # functions in the order of their (mangled) names: a module's functions side by side, which brotli
-# compresses better (the main wasm 4.6 KB smaller; the code is the same, README "Bundle size").
+# compresses better (the main wasm 4.6 KB smaller; the code is the same; scripts/size.sh shows it).
 WASM_OPT_FLAGS=(-Os --flatten --rereloop -Os --reorder-functions-by-name --strip-producers
   --strip-target-features --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext)
 

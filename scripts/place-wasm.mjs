@@ -67,7 +67,8 @@ loader = replaceOnce(
 );
 // A failed load is never kept: the loader forgets a rejected load (and wasm_split_helpers' Rust
 // side an unsuccessful one), so the next call of a split point fetches what is missing again
-// (README "Build"). Checked here, since an upgrade of wasm-split-cli could bring the caching back.
+// (ARCHITECTURE.md "The split build"). Checked here, since an upgrade of wasm-split-cli could bring
+// the caching back.
 if (!loader.includes('if (loadingModule === thisLoad) loadingModule = undefined;')) {
   throw new Error('place-wasm: the loader keeps failed loads (it no longer forgets a rejected one)');
 }

@@ -1365,7 +1365,7 @@ fn open_signals(root: &Path) -> Vec<(String, String)> {
 /// Store readers that hand out a signal handle: a `pub fn` returning a `ReadSignal`/`Signal`, or a
 /// `.read_only()` anywhere in the ui. A store gives out reader methods over its private signals
 /// instead: every `ReadSignal<T>` handed out is a copy of leptos's read and track code per `T` in
-/// the first download (README "Build").
+/// the first download (ARCHITECTURE.md "The split build").
 fn handed_out_signals(root: &Path) -> Vec<(String, String)> {
     let ui = root.join("ui");
     let mut hits = Vec::new();

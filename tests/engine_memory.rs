@@ -680,3 +680,32 @@ fn a_memory_update_never_reads_a_replys_reasoning() {
     assert!(!format!("{:?}", req.read).contains("SECRET-THOUGHT"));
     assert_eq!(req.span.message_ids.len(), 4);
 }
+
+// ---------- restoring a summary version ----------
+
+/// Restores `version` among versions 1..=3 (or none) and checks the text and version it makes, or the error.
+fn check_restore(stored: u32, version: u32, expect: Result<(&str, u32), MemoryError>) {
+    let versions: Vec<_> = (1..=stored)
+        .map(|v| summary(v, &format!("v{v}"), v as u64 * 10))
+        .collect();
+    let got =
+        restore_version(&versions, version, 99).map(|s| (s.text, s.version, s.covers_up_to_seq));
+    let expect = expect.map(|(t, v)| (t.to_string(), v, version as u64 * 10));
+    assert_eq!(got, expect, "restore {version} of {stored}");
+}
+
+#[test]
+fn restoring_a_summary_makes_a_new_version_of_the_older_text() {
+    check_restore(3, 1, Ok(("v1", 4)));
+    check_restore(3, 2, Ok(("v2", 4)));
+    check_restore(
+        3,
+        3,
+        Err(MemoryError::RestoreNotOlder {
+            older: 3,
+            latest: 3,
+        }),
+    );
+    check_restore(3, 7, Err(MemoryError::RestoreMissing { version: 7 }));
+    check_restore(0, 1, Err(MemoryError::RestoreMissing { version: 1 }));
+}

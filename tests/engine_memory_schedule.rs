@@ -396,3 +396,13 @@ fn the_collector_says_when_a_stream_ended_without_a_reason() {
     });
     assert!(c.was_cut());
 }
+
+// ---------- how an update's run ends ----------
+
+#[test]
+fn an_update_that_gave_way_runs_again_and_a_broken_one_backs_off() {
+    assert_eq!(UpdateEnd::of_run(Ok(true)), UpdateEnd::Landed);
+    assert_eq!(UpdateEnd::of_run(Ok(false)), UpdateEnd::Stopped);
+    assert_eq!(UpdateEnd::of_run(Err(true)), UpdateEnd::Unusable);
+    assert_eq!(UpdateEnd::of_run(Err(false)), UpdateEnd::Broken);
+}

@@ -1,11 +1,12 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! Model-written titles (issue 30 item 7): what a model's reply becomes as a title (cleaned, capped,
-//! garbage refused), when a conversation asks for one, and the small request that asks.
+//! `engine::title`: the title from the first message, what a model's reply becomes as a title
+//! (cleaned, capped, garbage refused), when a conversation asks for one, and the small request that
+//! asks.
 
 use memoire::engine::model::{Conversation, MemoryOverrides, Role};
 use memoire::engine::title::{
-    auto_title, clean_title, title_of_reply, title_request, wants_model_title,
-    TITLE_REQUEST_OPENING,
+    auto_title, auto_title_with, clean_title, title_of_reply, title_request, wants_model_title,
+    TITLE_REQUEST_OPENING, UNTITLED,
 };
 
 /// The exchange the titles below are about.
@@ -240,4 +241,41 @@ fn a_reply_cut_short_is_no_title() {
         clean_title("Penicillin allergy and Python", ASKED, ANSWERED).as_deref()
     );
     assert!(title_of_reply("Penicillin allergy and Python", false, ASKED, ANSWERED).is_some());
+}
+
+// ---------- the title from the first message ----------
+
+fn check_title(input: &str, expected: &str) {
+    assert_eq!(auto_title(input), expected, "title of {input:?}");
+    assert!(auto_title(input).chars().count() <= 50);
+}
+
+#[test]
+fn titles() {
+    check_title("Hello there", "Hello there");
+    check_title("  many   spaces\n\tand lines  ", "many spaces and lines");
+    check_title("", UNTITLED);
+    check_title(" \n\t ", UNTITLED);
+    check_title(
+        "Can you help me plan a three-day trip to Lisbon in early October please?",
+        "Can you help me plan a three-day trip to Lisbon…",
+    );
+    check_title(
+        "Summarise: the following document, which is long and dull",
+        "Summarise: the following document, which is long…",
+    );
+    check_title(
+        "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。何でも薄暗いじめじめした所でニャーニャー泣いていた",
+        "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ…", // after the last 。 in reach
+    );
+    check_title(
+        "这是一个很长的句子，没有空格也没有句号而且一直写下去直到超过五十个字符的限制为止真的很长很长很长还要再写很多很多字才行",
+        "这是一个很长的句子，没有空格也没有句号而且一直写下去直到超过五十个字符的限制为止真的很长很长很长还…", // a mark too early to keep half: at the limit
+    );
+    check_title(&"a".repeat(80), &("a".repeat(49) + "…"));
+    check_title(
+        "Émile Zola écrivit « J'accuse…! » en 1898 pour défendre Dreyfus",
+        "Émile Zola écrivit « J'accuse…! » en 1898 pour…",
+    );
+    assert_eq!(auto_title_with("one two three", 8), "one two…");
 }

@@ -9,7 +9,7 @@
 //!
 //! Entry points: [`classify_http`] (an error response), [`network_failure`] (fetch rejected: offline
 //! or CORS, with the CORS switches of the usual local servers), [`redirected`] (a redirect, which
-//! requests never follow: README "Credential rules"), [`timeout`], [`aborted`] and
+//! requests never follow: README "Credentials"), [`timeout`], [`aborted`] and
 //! [`from_stream_error`] (an `Error` event from a decoder). `SessionGone` is only ever returned for a
 //! request that was resuming a remote session. Server text is never echoed raw: it goes through
 //! [`sanitize_snippet`] (tags and script/style content removed, whitespace folded, length capped).
@@ -415,7 +415,7 @@ fn is_session_gone_text(body: &str) -> bool {
 pub fn parse_retry_after(value: &str, now: Millis) -> Option<u32> {
     let value = value.trim();
     // serde_json's number reader, not `str::parse::<f64>`: that one brings core's 10 KB (brotli) table
-    // of powers of five into the first download for these three call sites (README "Bundle size").
+    // of powers of five into the first download for these three call sites (`scripts/size.sh`).
     if let Ok(secs) = serde_json::from_str::<f64>(value) {
         return (secs.is_finite() && secs >= 0.0).then(|| secs.ceil().min(u32::MAX as f64) as u32);
     }

@@ -1,8 +1,8 @@
 //! Views loaded on first use: a view behind a split point (`#[wasm_split(name)]`: the view and what
-//! only it reaches are a wasm chunk, fetched the first time the view is shown; README "Build") is a
-//! plain function building it, handed out by its split function once the chunk is here. [`lazy`]
-//! shows a placeholder of the view's size until then, so nothing jumps. Must not import
-//! `crate::store` or `crate::transport`.
+//! only it reaches are a wasm chunk, fetched the first time the view is shown; ARCHITECTURE.md
+//! "The split build") is a plain function building it, handed out by its split function once the
+//! chunk is here. [`lazy`] shows a placeholder of the view's size until then, so nothing jumps.
+//! Must not import `crate::store` or `crate::transport`.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;

@@ -39,7 +39,7 @@ pub struct Limits {
     pub max_text_bytes: usize,
 }
 
-/// The limits in force (README, "Images and files in messages").
+/// The limits in force (README, "Chat").
 pub const LIMITS: Limits = Limits {
     max_bytes: 20 * 1024 * 1024,
     max_objects: 200_000,

@@ -7,8 +7,8 @@
 //! network level does it send a `no-cors` `GET {url}/` (whose opaque answer still proves the server
 //! is reachable, which is how a CORS refusal is told apart from a server that is down). Both are
 //! bounded in time and size: a server that takes the request and never answers is "stalled", one
-//! whose answer has no end is not CouchDB, and a redirect is not followed (README "Credential
-//! rules").
+//! whose answer has no end is not CouchDB, and a redirect is not followed (README
+//! "Credentials").
 //! Must not import anything outside `crate::engine`.
 
 use serde_json::Value;

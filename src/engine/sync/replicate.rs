@@ -159,7 +159,7 @@ pub enum SyncError {
     TooLarge { what: &'static str, mb: usize },
     #[error("the sync server took more than {secs} s to answer {what}")]
     TooSlow { what: &'static str, secs: u32 },
-    /// A redirect, never followed (README "Credential rules"): only a new address can fix it.
+    /// A redirect, never followed (README "Credentials"): only a new address can fix it.
     #[error("{}", SYNC_REDIRECT_REFUSED)]
     Redirected,
 }

@@ -15,11 +15,8 @@ pub enum ErrorKind {
 }
 
 /// A future boxed so it can cross a split point (`#[wasm_split(name)]`: the code behind it is a wasm
-/// chunk fetched on first use, scripts/build-wasm.sh). Split points: `import`
-/// (transfer/import.rs), `sync` (sync/mod.rs), `memory` (memory/update.rs, memory/catchup.rs),
-/// `export` (transfer/backup.rs), `turn` (chat/turn.rs, chat/preview.rs), `attach` and `pdf`
-/// (chat/attach.rs), `memory_read` (memory/edits.rs, memory/user.rs), `models` (settings/),
-/// `search_results` and `edits` (library/, with chat/branch.rs and projects/service.rs).
+/// chunk fetched on first use, scripts/build-wasm.sh). The split points and where each is are
+/// ARCHITECTURE.md's table, "The split build" (`tests/docs.rs` holds it to the code).
 pub(crate) type Boxed<'a, T, E> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, E>> + 'a>>;
 

@@ -2,7 +2,7 @@
 //! searchable, with edit, forget, "add a fact", and each fact's scope (about you or a project, with "Move
 //! to about you") and the button that opens it; its store (`store`) owns the facts the page lists.
 //! The page's view is behind split point `about` (a wasm chunk fetched when the page is first
-//! opened; README "Build"). Must not import `crate::store` or `crate::transport`.
+//! opened; ARCHITECTURE.md "The split build"). Must not import `crate::store` or `crate::transport`.
 
 pub mod store;
 

@@ -1,6 +1,7 @@
-//! Memory that tells the truth (issue 25): ids the engine owns, facts grounded in what was said, the
-//! prompt's own instructions and the user's requests kept out of the summary, provenance that cites
-//! the naming messages.
+//! `engine::memory::read`: a model's update reply held to what was said (`UpdateRequest::ground`,
+//! then the merge): ids the engine owns, facts grounded in what was said, the prompt's own
+//! instructions and the user's requests kept out of the summary, provenance that cites the naming
+//! messages, changed facts kept as past, and how the memory pane shows them.
 
 use std::collections::BTreeMap;
 
