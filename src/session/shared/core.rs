@@ -110,6 +110,10 @@ impl Core {
     fn deliver(&self, e: SessionEvent) {
         if let SessionEvent::Shared(c) = &e {
             self.cache.borrow_mut().observe_own(c);
+            // What a conversation's prompts held goes with its messages.
+            if let Change::ConversationRemoved(id) | Change::MessagesCleared(id) = c {
+                self.prompts.borrow_mut().remove(id);
+            }
             if let Some(channel) = &self.channel {
                 channel.post(c.clone());
             }
