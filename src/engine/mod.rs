@@ -33,6 +33,7 @@ pub mod prefix;
 pub mod project;
 pub mod request;
 pub mod search;
+pub mod send;
 pub mod settings;
 pub mod slots;
 pub mod sort;

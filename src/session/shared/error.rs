@@ -24,7 +24,7 @@ pub(crate) type Boxed<'a, T, E> =
 pub(crate) const NO_CONVERSATION: &str =
     "This conversation no longer exists (it may have been deleted in another tab).";
 /// What a call that needs an agent endpoint says when none is set.
-pub(crate) const NO_ENDPOINT: &str = "No agent endpoint is set. Open Settings, pick a preset or enter the URL of your agent, and save.";
+pub(crate) use crate::engine::send::NO_ENDPOINT;
 /// What a call says when the wasm chunk it needs could not be fetched (the next try fetches again).
 pub(crate) const UNAVAILABLE: &str = "This part of the app could not be loaded (are you offline, or was the app updated?). Check the connection and try again, or reload the page.";
 

@@ -14,6 +14,7 @@ use crate::engine::keys::send_on_start;
 use crate::engine::model::{
     Conversation, MemoryConfig, MemoryOverrides, Message, MessageStatus, Role,
 };
+use crate::engine::send::{may_send, SendRefusal, SendState};
 use crate::engine::window::Edge;
 use crate::session::{ChatError, ErrorKind, Preview};
 use crate::ui::backend::Backend;
@@ -22,7 +23,7 @@ use crate::ui::library::store::LibraryStore;
 use crate::ui::memory::store::MemoryStore;
 use crate::ui::route::{remember_open, replace_route, set_route};
 use crate::ui::settings::store::SettingsStore;
-use crate::ui::shell::store::{ShellStore, OFFLINE_SEND};
+use crate::ui::shell::store::ShellStore;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use window::{MessageItem, MessageWindow, PAGE};
@@ -575,21 +576,20 @@ impl ChatStore {
     /// Sends the composer text. `/clear` is handled by the composer (it asks first).
     pub fn send(&self, text: String) {
         self.shell.dismiss_error();
-        if !self.shell.online_untracked() {
-            self.shell.fail(OFFLINE_SEND, ErrorKind::Other);
-            return;
-        }
-        if !self.settings.with_settings_untracked(|s| s.has_endpoint()) {
-            self.shell.fail(
-                "No agent endpoint is set. Open Settings, pick a preset or enter your agent's URL, and save. Your message is kept.",
-                ErrorKind::Request,
-            );
-            self.settings.open_dialog();
-            return;
-        }
-        if self.pending.busy_untracked() {
-            self.shell
-                .fail(attachments::STILL_ATTACHING, ErrorKind::Other);
+        let state = SendState {
+            online: self.shell.online_untracked(),
+            has_endpoint: self.settings.with_settings_untracked(|s| s.has_endpoint()),
+            attaching: self.pending.busy_untracked(),
+        };
+        if let Err(refusal) = may_send(state) {
+            let kind = match refusal {
+                SendRefusal::NoEndpoint => ErrorKind::Request,
+                SendRefusal::Offline | SendRefusal::StillAttaching => ErrorKind::Other,
+            };
+            self.shell.fail(refusal.to_string(), kind);
+            if refusal == SendRefusal::NoEndpoint {
+                self.settings.open_dialog();
+            }
             return;
         }
         self.draft.set(String::new());

@@ -5,6 +5,7 @@
 //! its actions. Must not import `crate::store` or `crate::transport`, nor the session handle,
 //! another store.
 
+use crate::engine::send::SendRefusal;
 use crate::session::ErrorKind;
 use crate::ui::prefs;
 use leptos::prelude::*;
@@ -18,10 +19,6 @@ pub struct Problem {
     /// What it is about.
     pub kind: ErrorKind,
 }
-
-/// What a send says while the browser is offline; coming back online clears it.
-pub const OFFLINE_SEND: &str =
-    "You are offline. Your message is kept in the composer; send it when you are back online.";
 
 /// The app-wide state. `Copy`, provided as context.
 #[derive(Clone, Copy)]
@@ -187,10 +184,10 @@ impl ShellStore {
     /// notice (other errors stay, with their actions).
     pub fn went_online(&self) {
         self.online.set(true);
-        if self
-            .error
-            .with_untracked(|e| e.as_ref().is_some_and(|p| p.text == OFFLINE_SEND))
-        {
+        if self.error.with_untracked(|e| {
+            e.as_ref()
+                .is_some_and(|p| p.text == SendRefusal::Offline.to_string())
+        }) {
             self.error.set(None);
         }
         self.notice.set(Some("You are back online.".into()));

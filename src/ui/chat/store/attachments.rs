@@ -12,9 +12,6 @@ use crate::session::Prepared;
 use crate::ui::backend::Backend;
 use leptos::prelude::*;
 
-/// Said when Send is pressed while an image is still being made ready.
-pub const STILL_ATTACHING: &str = "An attachment is still being prepared; send again in a moment.";
-
 /// One attachment in the composer: what will be sent, and its thumbnail's URL (images).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingFile {
