@@ -20,7 +20,10 @@ mod transfer;
 
 pub use crate::engine::page::Page;
 pub use crate::store::SyncSettings;
-pub use chat::{Chat, ChatError, Prepared, Preview, PreviewDropped, PreviewSection, PreviewSource};
+pub use chat::{
+    Chat, ChatError, Prepared, Preview, PreviewDropped, PreviewSection, PreviewSource,
+    NEW_CHAT_DRAFT,
+};
 pub use library::{Library, LibraryError, SearchHit, SearchResults};
 pub use memory::{Memory, MemoryError, MemorySnapshot};
 pub use projects::{Projects, ProjectsError};
@@ -64,7 +67,7 @@ impl SessionError {
     /// What the error is about (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {
         match self {
-            SessionError::Chat(e) => e.kind(),
+            SessionError::Chat(e) | SessionError::Library(LibraryError::Chat(e)) => e.kind(),
             SessionError::Memory(e) => e.kind(),
             SessionError::Settings(e) => e.kind(),
             _ => ErrorKind::Other,

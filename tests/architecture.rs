@@ -1402,6 +1402,51 @@ fn the_reader_rule_fires_on_planted_signal_handles() {
     );
 }
 
+/// UI stores that hold another store: a field of a `pub struct …Store` whose type is another
+/// `…Store`. Stores share the `Stores` context instead; what one action means across domains is
+/// `ui/flow.rs`'s (ARCHITECTURE.md "UI stores").
+fn stores_holding_stores(root: &Path) -> Vec<(String, String)> {
+    let mut hits = Vec::new();
+    for file in rust_files(&root.join("ui")) {
+        let code = code_of(&fs::read_to_string(&file).unwrap());
+        let mut in_store = false;
+        for line in code.lines().map(str::trim) {
+            if line.starts_with("pub struct ") && line.ends_with("Store {") {
+                in_store = true;
+                continue;
+            }
+            if in_store && line == "}" {
+                in_store = false;
+            }
+            let ty = line.split_once(':').map_or("", |(_, t)| t.trim().trim_end_matches(','));
+            let ty = ty.rsplit("::").next().unwrap_or(ty);
+            if in_store && ty.ends_with("Store") && ty.chars().all(char::is_alphanumeric) {
+                let rel = file.strip_prefix(root).unwrap().display().to_string();
+                hits.push((rel, line.to_string()));
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn no_store_holds_another_store() {
+    assert_eq!(listed(stores_holding_stores(&src())), "");
+}
+
+#[test]
+fn the_holding_rule_fires_on_a_planted_store_field() {
+    let store = "//! h\npub struct ChatStore {\n    backend: Backend,\n    shell: ShellStore,\n    memory: crate::ui::memory::store::MemoryStore,\n    current: RwSignal<Option<String>>,\n}\npub struct Other {\n    chat: ChatStore,\n}\n";
+    fires(
+        stores_holding_stores,
+        &[("ui/chat/store.rs", store)],
+        &[
+            "shell: ShellStore,",
+            "memory: crate::ui::memory::store::MemoryStore,",
+        ],
+    );
+}
+
 #[test]
 fn stores_keep_their_write_signals_private() {
     assert_eq!(listed(open_signals(&src())), "");

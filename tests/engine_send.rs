@@ -29,7 +29,9 @@ fn each_refusal_says_what_to_do_and_that_the_message_is_kept() {
     for refusal in [SendRefusal::Offline, SendRefusal::NoEndpoint] {
         assert!(refusal.to_string().contains("message is kept"), "{refusal}");
     }
-    assert!(SendRefusal::StillAttaching.to_string().contains("send again"));
+    assert!(SendRefusal::StillAttaching
+        .to_string()
+        .contains("send again"));
     // The session's own endpoint check says the same words.
     assert!(SendRefusal::NoEndpoint.to_string().starts_with(NO_ENDPOINT));
     assert!(NO_ENDPOINT.contains("Open Settings"));

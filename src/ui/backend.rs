@@ -2,7 +2,8 @@
 //! the actions asked for before that (they run, in order, once it is), and the one path that spawns
 //! an action and puts its error in the banner. It owns no state a view reads and decides nothing;
 //! each session call is made by one store action through [`Backend::run`]. Must not import
-//! `crate::store` or `crate::transport`; of the stores it knows only the shell's (the banner).
+//! `crate::store` or `crate::transport`; of the stores it knows only the shell's (the banner: an action's error, a notice, taking
+//! the error down when a new action starts).
 
 use super::shell::store::ShellStore;
 use crate::session::{Session, SessionError};
@@ -57,6 +58,16 @@ impl Backend {
         for action in pending {
             action(session.clone());
         }
+    }
+
+    /// Takes the banner's error down (a new action starts).
+    pub fn dismiss_error(&self) {
+        self.shell.dismiss_error();
+    }
+
+    /// Says `text` in the banner's notice.
+    pub fn notify(&self, text: String) {
+        self.shell.notify(text);
     }
 
     /// The session, once the database is open (for the few calls that are not spawned).

@@ -48,10 +48,7 @@ impl Events {
         match change {
             Change::Conversation(c) => self.conversations_changed(vec![c]),
             Change::Conversations(cs) => self.conversations_changed(cs),
-            Change::ConversationRemoved(id) => {
-                self.stores.library.removed(&id);
-                chat.removed(&id);
-            }
+            Change::ConversationRemoved(id) => self.stores.removed(&id),
             Change::MessageAdded(m) => self.message_added(m),
             Change::MessageProgress(m) => self.progress(m),
             Change::MessagesCleared(id) => chat.cleared(&id),
@@ -122,9 +119,8 @@ impl Events {
     /// tab whose events did not arrive): the window is reloaded.
     fn message_added(&self, m: Message) {
         self.flush();
-        let chat = self.stores.chat;
-        if chat.take_message(&m) {
-            chat.open(m.conversation_id, None);
+        if self.stores.chat.take_message(&m) {
+            self.stores.open(m.conversation_id, None);
         }
     }
 

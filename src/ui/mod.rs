@@ -14,6 +14,7 @@ pub mod behaviour;
 pub mod chat;
 pub mod events;
 pub mod first_screen;
+pub mod flow;
 pub mod highlight;
 pub mod lazy;
 pub mod library;
@@ -57,9 +58,9 @@ fn provide_stores() -> (Stores, Backend) {
     let settings = SettingsStore::new(backend);
     let library = LibraryStore::new(backend);
     let memory = MemoryStore::new(backend);
-    let chat = ChatStore::new(backend, shell, settings, library, memory);
+    let chat = ChatStore::new(backend);
     let sync = SyncStore::new(backend);
-    let transfer = TransferStore::new(backend, shell, memory, chat);
+    let transfer = TransferStore::new(backend);
     let about = AboutStore::new(backend);
     let projects = ProjectsStore::new(backend);
     let stores = Stores {
@@ -94,8 +95,8 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>, pending_send: b
     shell.set_ready();
     library.first_screen(move |shown| {
         match shown {
-            FirstScreen::Reopen(id) => chat.first_screen_shown(Some(id), pending_send),
-            FirstScreen::NewChat => chat.first_screen_shown(None, pending_send),
+            FirstScreen::Reopen(id) => stores.first_screen_shown(Some(id), pending_send),
+            FirstScreen::NewChat => stores.first_screen_shown(None, pending_send),
             FirstScreen::Failed => {}
         }
         route::announce_first_screen();
@@ -141,7 +142,7 @@ pub fn App(
     });
     let sheet = RwSignal::new(false);
     use_app_keys(stores, sheet);
-    use_page_lifecycle(shell, chat);
+    use_page_lifecycle(stores);
     // A conversation closed (deleted here or in another tab, or the address cleared): the address
     // must stop naming it, or a reload would try to open what is gone.
     Effect::new(move |was_open: Option<bool>| {
@@ -174,14 +175,15 @@ pub fn App(
 
 /// Back/forward (`hashchange`), online/offline, saving the draft when the page is hidden, and a new
 /// version of the app waiting; removed when the app goes.
-fn use_page_lifecycle(shell: ShellStore, chat: ChatStore) {
+fn use_page_lifecycle(stores: Stores) {
+    let Stores { shell, chat, .. } = stores;
     if let Some(w) = web_sys::window() {
         shell.set_online(w.navigator().on_line());
     }
     let on_hash = window_event_listener(leptos::ev::hashchange, move |_| match route::route() {
-        Some(id) if !chat.is_current(&id) => chat.open(id, None),
+        Some(id) if !chat.is_current(&id) => stores.open(id, None),
         Some(_) => {}
-        None => chat.close(),
+        None => stores.close(),
     });
     let on_online = window_event_listener(leptos::ev::online, move |_| shell.went_online());
     let on_resize = window_event_listener(leptos::ev::resize, move |_| {
@@ -231,8 +233,7 @@ fn use_app_keys(stores: Stores, sheet: RwSignal<bool>) {
             e.prevent_default();
             match action {
                 KeyAction::NewChat => {
-                    chat.new_conversation();
-                    shell.close_drawer();
+                    stores.new_chat(None);
                     focus_testid("composer-input");
                 }
                 KeyAction::FocusComposer => {

@@ -38,52 +38,53 @@ pub struct Stores {
     pub projects: ProjectsStore,
 }
 
-/// The stores the app provided (`ui/mod.rs`); only views under the app call it.
-fn stores() -> Stores {
+/// The stores the app provided (`ui/mod.rs`); only views under the app call it. Actions that span
+/// domains are its methods (`ui/flow.rs`).
+pub fn use_stores() -> Stores {
     expect_context::<Stores>()
 }
 
 /// The shell's store (banner, network, drawer).
 pub fn use_shell() -> ShellStore {
-    stores().shell
+    use_stores().shell
 }
 
 /// The library's store (the conversation list, the search).
 pub fn use_library() -> LibraryStore {
-    stores().library
+    use_stores().library
 }
 
 /// The chat store (the open conversation).
 pub fn use_chat() -> ChatStore {
-    stores().chat
+    use_stores().chat
 }
 
 /// The memory store (the memory shown, updates, builds).
 pub fn use_memory() -> MemoryStore {
-    stores().memory
+    use_stores().memory
 }
 
 /// The settings store.
 pub fn use_settings() -> SettingsStore {
-    stores().settings
+    use_stores().settings
 }
 
 /// The sync store.
 pub fn use_sync() -> SyncStore {
-    stores().sync
+    use_stores().sync
 }
 
 /// The transfer store (import, export, storage).
 pub fn use_transfer() -> TransferStore {
-    stores().transfer
+    use_stores().transfer
 }
 
 /// The about-you store (the Memory page).
 pub fn use_about() -> AboutStore {
-    stores().about
+    use_stores().about
 }
 
 /// The projects' store (the sidebar's projects, the one open).
 pub fn use_projects() -> ProjectsStore {
-    stores().projects
+    use_stores().projects
 }

@@ -14,4 +14,4 @@ mod turn;
 
 pub use attach::Prepared;
 pub use preview::{Preview, PreviewDropped, PreviewSection, PreviewSource};
-pub use service::{Chat, ChatError};
+pub use service::{Chat, ChatError, NEW_CHAT_DRAFT};

@@ -20,6 +20,9 @@ use std::rc::Rc;
 
 const DRAFT_PREFIX: &str = "draft:";
 
+/// The draft key of the new chat (no conversation yet): its draft is kept like a conversation's.
+pub const NEW_CHAT_DRAFT: &str = "";
+
 /// What can go wrong in a chat call. Every message says what to do.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ChatError {

@@ -6,7 +6,7 @@
 use crate::engine::model::{Conversation, MemoryOverrides, Millis, Role};
 use crate::engine::page::{self, page_of_branch, Page, PageAsk};
 use crate::engine::tabs::Change;
-use crate::session::chat::Chat;
+use crate::session::chat::{Chat, ChatError, NEW_CHAT_DRAFT};
 use crate::session::shared::error::{from_read_error, Boxed, NO_CONVERSATION};
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
@@ -26,6 +26,9 @@ pub enum LibraryError {
     /// fetches it again.
     #[error("{}", crate::session::shared::error::UNAVAILABLE)]
     Unavailable,
+    /// A new conversation's first message did not go (`Library::start_conversation`).
+    #[error(transparent)]
+    Chat(#[from] ChatError),
 }
 
 impl From<wasm_split_helpers::SplitLoaderError> for LibraryError {
@@ -120,6 +123,22 @@ impl Library {
         self.core.store.create_conversation(&c).await?;
         self.core.emit(Change::Conversation(c.clone()));
         Ok(c)
+    }
+
+    /// A new chat's first message: creates its conversation, empties the new chat's stored draft,
+    /// lets the caller show the conversation (`opened`, before the turn's first event), then sends
+    /// the message in it.
+    pub async fn start_conversation(
+        &self,
+        memory_overrides: MemoryOverrides,
+        text: String,
+        attachments: Vec<crate::engine::model::Attachment>,
+        opened: impl FnOnce(&Conversation),
+    ) -> Result<(), LibraryError> {
+        let c = self.create_conversation(memory_overrides).await?;
+        self.chat.set_draft(NEW_CHAT_DRAFT, "").await.ok();
+        opened(&c);
+        Ok(self.chat.send_with(&c.id, text, attachments).await?)
     }
 
     pub async fn rename(&self, id: &str, title: &str) -> Result<(), LibraryError> {

@@ -11,7 +11,7 @@ use crate::engine::memory::user::fact_days;
 use crate::engine::model::UserFact;
 use crate::engine::project::scope_label;
 use crate::session::MemoryError;
-use crate::ui::stores::{use_about, use_chat, use_projects, use_shell};
+use crate::ui::stores::{use_about, use_chat, use_projects, use_shell, use_stores};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -35,7 +35,8 @@ pub fn MemoryPageOpen(
 #[component]
 pub fn UseUserMemory() -> impl IntoView {
     let chat = use_chat();
-    let on = move || chat.memory_config().user_memory;
+    let stores = use_stores();
+    let on = move || stores.memory_config().user_memory;
     view! {
         <Show when=move || chat.has_current()>
             // A switch button, not a checkbox: the memory pane holds no form control (what model
@@ -169,7 +170,7 @@ fn FactRow(
     /// The id of the fact whose forget waits for confirmation, if any (the list's).
     confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let stores = use_stores();
     let about = use_about();
     let current = fact.is_current();
     let id = fact.id.clone();
@@ -177,7 +178,7 @@ fn FactRow(
     let source = fact.source.clone().map(|s| {
         view! {
             <button class="link" data-testid="user-fact-source"
-                on:click=move |_| chat.open(s.conversation_id.clone(), Some(s.message_id.clone()))>
+                on:click=move |_| stores.open(s.conversation_id.clone(), Some(s.message_id.clone()))>
                 "where"</button>
         }
     });

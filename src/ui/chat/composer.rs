@@ -5,17 +5,18 @@
 
 use crate::ui::behaviour::use_debounce_fn;
 use crate::ui::chat::attachments::{dropped, pasted, ComposerAttachments};
-use crate::ui::stores::{use_chat, use_shell};
+use crate::ui::stores::{use_chat, use_shell, use_stores};
 use leptos::prelude::*;
 
 /// The composer.
 #[component]
 pub fn Composer() -> impl IntoView {
     let chat = use_chat();
+    let stores = use_stores();
     let shell = use_shell();
     let confirm_clear = RwSignal::new(false);
     let submit = move || {
-        if chat.submit() {
+        if stores.submit() {
             confirm_clear.set(true);
         }
     };
@@ -78,13 +79,13 @@ fn ClearConfirm(
     /// Whether the question is shown; either answer closes it.
     open: RwSignal<bool>,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let stores = use_stores();
     view! {
         <div class="confirm-bar" role="alertdialog" aria-label="Confirm clear">
             <span>"Clear every message and all memory of this conversation? This cannot be undone."</span>
             <button class="danger" data-testid="confirm-clear" on:click=move |_| {
                 open.set(false);
-                chat.clear();
+                stores.clear();
             }>"Clear"</button>
             <button data-testid="cancel-clear" on:click=move |_| open.set(false)>"Cancel"</button>
         </div>

@@ -18,7 +18,7 @@ use crate::ui::badge::{BadgeIds, ExplainedBadge};
 use crate::ui::memory::build::MemoryBuildBar;
 use crate::ui::shell::update::UpdateReady;
 use crate::ui::shell::StatusArea;
-use crate::ui::stores::{use_chat, use_shell};
+use crate::ui::stores::{use_chat, use_shell, use_stores};
 use crate::ui::transfer::BackupMenu;
 use composer::Composer;
 use leptos::prelude::*;
@@ -76,7 +76,8 @@ fn ContinuityBadge(
 fn ChatHeader() -> impl IntoView {
     let shell = use_shell();
     let chat = use_chat();
-    let title = move || chat.conversation();
+    let stores = use_stores();
+    let title = move || stores.open_conversation();
     view! {
         <header class="chat-head">
             <button

@@ -9,7 +9,7 @@
 use crate::engine::format::{model_in_use, model_label};
 use crate::ui::behaviour::{focus_opener, roving_focus, use_dismiss, use_roving};
 use crate::ui::settings::store::ModelList;
-use crate::ui::stores::{use_chat, use_settings};
+use crate::ui::stores::{use_chat, use_settings, use_stores};
 use leptos::html;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -18,12 +18,13 @@ use wasm_bindgen::JsCast;
 #[component]
 pub fn ModelPicker() -> impl IntoView {
     let chat = use_chat();
+    let stores = use_stores();
     let settings = use_settings();
     let open = RwSignal::new(false);
     let root = NodeRef::<html::Div>::new();
     use_dismiss(root, open);
     // The conversation's own model (or the new chat's), if it picked one.
-    let own = move || match chat.conversation() {
+    let own = move || match stores.open_conversation() {
         Some(c) => c.memory_overrides.model,
         None if chat.has_current() => None,
         None => chat.new_chat_model(),

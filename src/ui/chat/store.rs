@@ -3,42 +3,30 @@
 //! edited, the composer's draft, the next request's preview, the model picked in the new chat) and
 //! every action on it: open, close, page, send, stop, retry, edit, regenerate, the pager between
 //! alternatives, delete, clear. Its signals are private: views read them and call its actions, each
-//! making its session calls through the backend. What opening a conversation changes in other
-//! domains (the memory shown, the record held, the banner) it asks of their stores. Must not import
-//! `crate::store` or `crate::transport`.
+//! making its session calls through the backend. It holds no other store: what opening a
+//! conversation changes in other domains (the memory shown, the record held, the banner) and
+//! whether a message may go are `ui/flow.rs`'s. Must not import `crate::store` or
+//! `crate::transport`.
 
 pub mod attachments;
 pub mod window;
 
-use crate::engine::keys::send_on_start;
-use crate::engine::model::{
-    Conversation, MemoryConfig, MemoryOverrides, Message, MessageStatus, Role,
-};
-use crate::engine::send::{may_send, SendRefusal, SendState};
+use crate::engine::model::{Conversation, MemoryOverrides, Message, MessageStatus, Role};
 use crate::engine::window::Edge;
-use crate::session::{ChatError, ErrorKind, Preview};
+use crate::session::{ChatError, Preview};
 use crate::ui::backend::Backend;
 use crate::ui::behaviour::when_idle;
-use crate::ui::library::store::LibraryStore;
-use crate::ui::memory::store::MemoryStore;
-use crate::ui::route::{remember_open, replace_route, set_route};
-use crate::ui::settings::store::SettingsStore;
-use crate::ui::shell::store::ShellStore;
+use crate::ui::route::{remember_open, set_route};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use window::{MessageItem, MessageWindow, PAGE};
 
-/// The draft key of the new chat (no conversation yet): its draft is kept like a conversation's.
-pub const NEW_CHAT_DRAFT: &str = "";
+pub use crate::session::NEW_CHAT_DRAFT;
 
 /// The open conversation and what is done in it. `Copy`, provided as context.
 #[derive(Clone, Copy)]
 pub struct ChatStore {
     backend: Backend,
-    shell: ShellStore,
-    settings: SettingsStore,
-    library: LibraryStore,
-    memory: MemoryStore,
     current: RwSignal<Option<String>>,
     window: MessageWindow,
     /// Conversations with a turn in flight.
@@ -66,19 +54,9 @@ pub struct ChatStore {
 
 impl ChatStore {
     /// The new chat, nothing mounted.
-    pub fn new(
-        backend: Backend,
-        shell: ShellStore,
-        settings: SettingsStore,
-        library: LibraryStore,
-        memory: MemoryStore,
-    ) -> Self {
+    pub fn new(backend: Backend) -> Self {
         ChatStore {
             backend,
-            shell,
-            settings,
-            library,
-            memory,
             current: RwSignal::new(None),
             window: MessageWindow::new(),
             streaming: RwSignal::new(Vec::new()),
@@ -197,9 +175,14 @@ impl ChatStore {
         self.pending.attaching()
     }
 
+    /// [`Self::attaching`] without subscribing (when Send is pressed).
+    pub fn attaching_untracked(&self) -> bool {
+        self.pending.busy_untracked()
+    }
+
     /// Attaches picked, pasted or dropped files (`store/attachments.rs`).
     pub fn attach_files(&self, files: Vec<web_sys::File>) {
-        self.shell.dismiss_error();
+        self.backend.dismiss_error();
         self.pending.attach(self.backend, files);
     }
 
@@ -243,23 +226,14 @@ impl ChatStore {
         self.new_chat_model.get()
     }
 
-    /// The open conversation, as the library has it (a temporary chat: as the session holds it).
-    pub fn conversation(&self) -> Option<Conversation> {
-        if let Some(c) = self.temporary.get() {
-            return Some(c);
-        }
-        let cur = self.current.get()?;
-        self.library.record(&cur)
+    /// The open temporary chat's record, as the session holds it (the library never lists it).
+    pub fn temporary(&self) -> Option<Conversation> {
+        self.temporary.get()
     }
 
     /// True while the open conversation is a temporary chat.
     pub fn is_temporary(&self) -> bool {
         self.temporary.with(Option::is_some)
-    }
-
-    /// [`Self::conversation`] without subscribing (for event handlers).
-    pub fn conversation_untracked(&self) -> Option<Conversation> {
-        untrack(|| self.conversation())
     }
 
     /// True when conversation `id` is the open one.
@@ -277,15 +251,6 @@ impl ChatStore {
     /// [`Self::streaming`] without subscribing (for event handlers).
     pub fn streaming_untracked(&self) -> bool {
         untrack(|| self.streaming())
-    }
-
-    /// The memory settings in force for the open conversation (its overrides on the global ones).
-    pub fn memory_config(&self) -> MemoryConfig {
-        let overrides = self
-            .conversation()
-            .map(|c| c.memory_overrides)
-            .unwrap_or_default();
-        self.settings.with_settings(|s| overrides.apply(&s.memory))
     }
 
     /// True when the last message of the open conversation is a user's, or a reply that failed or
@@ -321,11 +286,9 @@ impl ChatStore {
                 s.chat().end_temporary();
             }
         }
-        self.current.set(id.clone());
+        self.current.set(id);
         self.window.clear();
-        self.memory.show(id);
         self.preview.set(None);
-        self.shell.dismiss_error();
         self.focus.set(None);
         self.editing.set(None);
         // The composer belongs to the new conversation at once; its stored draft follows.
@@ -333,18 +296,20 @@ impl ChatStore {
         self.draft.set(String::new());
     }
 
-    /// Opens a conversation: mounts its last page of messages, its memory and the next-request
-    /// preview. `focus` scrolls to a message (from a search hit), loading back to it if needed.
-    pub fn open(&self, id: String, focus: Option<String>) {
+    /// Opens a conversation: mounts its last page of messages and the next-request preview; `drawn`
+    /// runs once the messages are drawn (what other domains show of it follows then: their reads
+    /// must not hold up the first paint). `focus` scrolls to a message (from a search hit), loading
+    /// back to it if needed. Returns whether another conversation was shown before.
+    pub fn open(&self, id: String, focus: Option<String>, drawn: impl FnOnce() + 'static) -> bool {
         set_route(Some(&id));
         remember_open(Some(&id));
-        if !self.is_current(&id) {
+        let switched = !self.is_current(&id);
+        if switched {
             self.save_draft();
             self.show(Some(id.clone()));
             self.load_draft(id.clone());
         }
         self.focus.set(focus.clone());
-        self.library.hold_open(&id);
         let this = *self;
         self.backend.run(move |s| async move {
             this.window.set_loading(true);
@@ -358,14 +323,13 @@ impl ChatStore {
                 return Ok(());
             }
             this.window.replace(&page, false);
-            // The memory pane and the inspector follow once the messages are drawn: their reads must
-            // not hold up the first paint of the conversation.
             request_animation_frame(move || {
-                this.memory.reload();
+                drawn();
                 this.refresh_preview();
             });
             Ok(())
         });
+        switched
     }
 
     /// The first screen shows the new chat: its stored draft, and its preview once the page is idle
@@ -423,42 +387,36 @@ impl ChatStore {
         });
     }
 
-    /// New: an empty chat, with nothing stored until its first message (which creates the
-    /// conversation, see [`Self::send`]). The conversation open before stays the one the app
-    /// reopens, and a draft typed in the new chat is kept for the next New.
-    pub fn new_conversation(&self) {
-        self.new_conversation_in(None);
-    }
-
     /// The project the new chat starts in (`None`: none).
     pub fn new_chat_project(&self) -> Option<String> {
         self.new_chat_project.get()
     }
 
-    /// New inside project `project` (`None`: outside any): the new chat's first message creates
-    /// the conversation in it.
-    pub fn new_conversation_in(&self, project: Option<String>) {
-        self.shell.close_drawer();
+    /// New: an empty chat inside project `project` (`None`: outside any), with nothing stored until
+    /// its first message (which creates the conversation in it, see [`Self::send`]). The
+    /// conversation open before stays the one the app reopens, and a draft typed in the new chat is
+    /// kept for the next New. Returns whether a conversation was shown before.
+    pub fn new_conversation_in(&self, project: Option<String>) -> bool {
         let moved = self.new_chat_project.get_untracked() != project;
         self.new_chat_project.set(project);
         if self.current.with_untracked(Option::is_none) {
             if moved {
                 self.refresh_preview();
             }
-            return;
+            return false;
         }
         self.save_draft();
         self.show(None);
         self.new_chat_model.set(None);
         self.load_draft(NEW_CHAT_DRAFT.to_string());
         self.refresh_preview();
+        true
     }
 
     /// Starts a temporary chat (with the model picked in the new chat, if any): never stored, no
     /// memory update, no memory about the user unless asked for; the app reopens the new chat
     /// after a reload.
     pub fn start_temporary(&self) {
-        self.shell.close_drawer();
         let this = *self;
         self.backend.run(move |s| async move {
             this.save_draft();
@@ -524,42 +482,18 @@ impl ChatStore {
         }
     }
 
-    /// What the Send button and Enter do with the draft: nothing while it is blank or a reply is
-    /// being written; `/clear` is not sent (true: the composer asks first); anything else is sent,
-    /// and nothing covers the chat once it goes (the phone's drawer closes).
-    pub fn submit(&self) -> bool {
-        let text = self.draft.get_untracked();
+    /// The draft Send and Enter would send: `None` while it is blank or a reply is being written.
+    pub fn submittable(&self) -> Option<String> {
         if self.draft_is_blank_untracked() || self.streaming_untracked() {
-            return false;
+            return None;
         }
-        self.shell.close_drawer();
-        if text.trim() == "/clear" {
-            return true;
-        }
-        self.send(text);
-        false
+        Some(self.draft.get_untracked())
     }
 
-    /// The first screen is shown (the conversation to reopen, or the new chat): what was typed
-    /// before stays in the composer (opening a conversation empties it otherwise), and a press of
-    /// Enter in index.html's static first screen (`pending_send`) sends it now, once, as the Send
-    /// button would (`engine::keys::send_on_start` says whether it may).
-    pub fn first_screen_shown(&self, reopen: Option<String>, pending_send: bool) {
-        let typed = self.draft.get_untracked();
-        match reopen {
-            Some(id) => self.open(id, None),
-            None => self.show_new_chat(),
-        }
-        if !typed.is_empty() {
-            self.draft.set(typed.clone());
-        }
-        let endpoint = self.settings.with_settings_untracked(|s| s.has_endpoint());
-        if pending_send && send_on_start(&typed, endpoint) {
-            self.submit();
-        }
-        // The turn's chunk (split point `turn`) is fetched once the page is idle, so the first Send
-        // does not wait for it; a send before it is here waits for it (and fetches it again if this
-        // failed).
+    /// The turn's chunk (split point `turn`) is fetched once the page is idle, so the first Send
+    /// does not wait for it; a send before it is here waits for it (and fetches it again if this
+    /// failed).
+    pub fn preload_turn_when_idle(&self) {
         let backend = self.backend;
         when_idle(
             move |_| {
@@ -573,59 +507,33 @@ impl ChatStore {
         );
     }
 
-    /// Sends the composer text. `/clear` is handled by the composer (it asks first).
-    pub fn send(&self, text: String) {
-        self.shell.dismiss_error();
-        let state = SendState {
-            online: self.shell.online_untracked(),
-            has_endpoint: self.settings.with_settings_untracked(|s| s.has_endpoint()),
-            attaching: self.pending.busy_untracked(),
-        };
-        if let Err(refusal) = may_send(state) {
-            let kind = match refusal {
-                SendRefusal::NoEndpoint => ErrorKind::Request,
-                SendRefusal::Offline | SendRefusal::StillAttaching => ErrorKind::Other,
-            };
-            self.shell.fail(refusal.to_string(), kind);
-            if refusal == SendRefusal::NoEndpoint {
-                self.settings.open_dialog();
-            }
-            return;
-        }
+    /// Sends `text` (the draft, which empties) with the composer's attachments, in the open
+    /// conversation; the new chat's first message creates its conversation, which `created` opens
+    /// (the session runs the turn once it is). Whether it may go is the caller's (`engine::send`).
+    pub fn send(&self, text: String, created: impl FnOnce(String) + 'static) {
         self.draft.set(String::new());
         let files = self.pending.take();
-        match self.current.get_untracked() {
-            Some(id) => {
-                if self.temporary.with_untracked(Option::is_none) && self.window.leave_far_up() {
-                    // The window was far up: back to the latest messages, where the new one goes.
-                    self.open(id.clone(), None);
-                }
-                // The session clears the stored draft once the message itself is stored.
-                self.backend
-                    .run(move |s| async move { Ok(s.chat().send_with(&id, text, files).await?) });
-            }
-            None => self.send_first(text, files),
-        }
-    }
-
-    /// The first message of a new chat creates its conversation.
-    fn send_first(&self, text: String, files: Vec<crate::engine::model::Attachment>) {
-        let overrides = MemoryOverrides {
-            model: self.new_chat_model.get_untracked(),
-            project: self.new_chat_project.get_untracked(),
-            ..Default::default()
+        let Some(id) = self.current.get_untracked() else {
+            let overrides = MemoryOverrides {
+                model: self.new_chat_model.get_untracked(),
+                project: self.new_chat_project.get_untracked(),
+                ..Default::default()
+            };
+            return self.backend.run(move |s| async move {
+                let opened = |c: &Conversation| created(c.id.clone());
+                let first = s
+                    .library()
+                    .start_conversation(overrides, text, files, opened);
+                Ok(first.await?)
+            });
         };
-        let this = *self;
-        self.backend.run(move |s| async move {
-            let c = s.library().create_conversation(overrides).await?;
-            s.chat().set_draft(NEW_CHAT_DRAFT, "").await.ok();
-            let id = c.id.clone();
-            // The new chat's place in the history becomes the conversation's: Back goes to the
-            // conversation before it, not to an empty chat.
-            replace_route(&id);
-            this.open(c.id, None);
-            Ok(s.chat().send_with(&id, text, files).await?)
-        });
+        if self.temporary.with_untracked(Option::is_none) && self.window.leave_far_up() {
+            // The window was far up: back to the latest messages, where the new one goes.
+            self.open(id.clone(), None, || {});
+        }
+        // The session clears the stored draft once the message itself is stored.
+        self.backend
+            .run(move |s| async move { Ok(s.chat().send_with(&id, text, files).await?) });
     }
 
     /// Stops the open conversation's reply.
@@ -640,7 +548,7 @@ impl ChatStore {
         let Some(id) = self.current.get_untracked() else {
             return;
         };
-        self.shell.dismiss_error();
+        self.backend.dismiss_error();
         self.backend
             .run(move |s| async move { Ok(s.chat().retry(&id).await?) });
     }
@@ -662,7 +570,7 @@ impl ChatStore {
             return;
         };
         self.editing.set(None);
-        self.shell.dismiss_error();
+        self.backend.dismiss_error();
         self.backend
             .run(move |s| async move { Ok(s.chat().edit(&id, &message_id, text).await?) });
     }
@@ -672,7 +580,7 @@ impl ChatStore {
         let Some(id) = self.current.get_untracked() else {
             return;
         };
-        self.shell.dismiss_error();
+        self.backend.dismiss_error();
         self.backend
             .run(move |s| async move { Ok(s.chat().regenerate(&id, &reply_id).await?) });
     }
@@ -682,7 +590,7 @@ impl ChatStore {
         let Some(id) = self.current.get_untracked() else {
             return;
         };
-        self.shell.dismiss_error();
+        self.backend.dismiss_error();
         self.backend
             .run(move |s| async move { Ok(s.chat().continue_reply(&id, &reply_id).await?) });
     }
@@ -709,8 +617,8 @@ impl ChatStore {
     }
 
     /// Clears the open conversation's messages and memory (the composer asked first); the composer
-    /// empties.
-    pub fn clear(&self) {
+    /// empties, and `drawn` runs once the emptied conversation is drawn again.
+    pub fn clear(&self, drawn: impl FnOnce() + 'static) {
         if self.temporary.with_untracked(Option::is_some) {
             // Nothing of it is stored: a new temporary chat is the cleared one.
             return self.start_temporary();
@@ -722,7 +630,7 @@ impl ChatStore {
         let this = *self;
         self.backend.run(move |s| async move {
             s.library().clear(&id).await?;
-            this.open(id, None);
+            this.open(id, None, drawn);
             Ok(())
         });
     }
@@ -828,10 +736,12 @@ impl ChatStore {
     }
 
     /// A conversation was deleted (here or in another tab): if it was open, it is closed rather
-    /// than shown as a ghost.
-    pub fn removed(&self, id: &str) {
-        if self.is_current(id) {
+    /// than shown as a ghost (true).
+    pub fn removed(&self, id: &str) -> bool {
+        let open = self.is_current(id);
+        if open {
             self.show(None);
         }
+        open
     }
 }

@@ -15,7 +15,7 @@ use crate::ui::badge::{BadgeIds, ExplainedBadge};
 use crate::ui::behaviour::focus_testid;
 use crate::ui::lazy::{lazy, Built};
 use crate::ui::projects::{ProjectPicker, ProjectsSection};
-use crate::ui::stores::{use_chat, use_library, use_projects, use_settings, use_shell};
+use crate::ui::stores::{use_chat, use_library, use_projects, use_settings, use_shell, use_stores};
 use crate::ui::sync::SyncIndicator;
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
@@ -29,6 +29,7 @@ const DRAWER_CHOICES: &str = ".conversation-item button.open, .search-hit button
 pub fn Sidebar() -> impl IntoView {
     let library = use_library();
     let chat = use_chat();
+    let stores = use_stores();
     let shell = use_shell();
     let searching = move || !library.query().trim().is_empty();
     // Opening a conversation (or a new one) closes the drawer.
@@ -57,7 +58,7 @@ pub fn Sidebar() -> impl IntoView {
                     class="primary"
                     data-testid="new-conversation"
                     aria-label="New conversation"
-                    on:click=move |_| chat.new_conversation()
+                    on:click=move |_| stores.new_chat(None)
                 >
                     "+ New"
                 </button>
@@ -298,7 +299,7 @@ fn ConversationOpen(
     /// The conversation the row opens.
     conv: Conversation,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let stores = use_stores();
     let (key, label, why) = continuity(&conv);
     let title = if conv.title.is_empty() {
         "New conversation".to_string()
@@ -318,7 +319,7 @@ fn ConversationOpen(
             <button
                 class="open"
                 data-testid="conversation-open"
-                on:click=move |_| chat.open(id.clone(), None)
+                on:click=move |_| stores.open(id.clone(), None)
             >
                 <span class="title" data-testid="conversation-title">{title.clone()}</span>
             </button>
@@ -503,7 +504,7 @@ fn SearchHitRow(
     hit: SearchHit,
 ) -> impl IntoView {
     let library = use_library();
-    let chat = use_chat();
+    let stores = use_stores();
     let title = hit.title.clone();
     // Worked out again for the query in the box as it changes (a row stays mounted while the next
     // query finds its message too): never the highlight of a query typed before.
@@ -525,7 +526,7 @@ fn SearchHitRow(
         <li class="search-hit" data-testid="search-hit" data-conversation-id=hit.conversation_id.clone() data-message-id=hit.message_id.clone()>
             <button class="open" on:click=move |_| {
                 library.search(String::new());
-                chat.open(conv.clone(), Some(msg.clone()));
+                stores.open(conv.clone(), Some(msg.clone()));
                 // The row goes with the search: the focus goes to the opened conversation's composer,
                 // never to the page's body.
                 focus_testid("composer-input");

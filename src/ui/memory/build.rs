@@ -8,7 +8,7 @@
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::catchup::{is_imported, needs_catch_up, Backlog};
 use crate::session::BuildStatus;
-use crate::ui::stores::{use_chat, use_memory};
+use crate::ui::stores::{use_memory, use_stores};
 use leptos::prelude::*;
 
 /// The import's offer and the progress line, in the chat pane under the status area.
@@ -77,9 +77,9 @@ fn BuildLine(
 #[component]
 pub fn BuildThis() -> impl IntoView {
     let memory = use_memory();
-    let chat = use_chat();
+    let stores = use_stores();
     let offered = move || {
-        let Some(conv) = chat.conversation() else {
+        let Some(conv) = stores.open_conversation() else {
             return false;
         };
         let running = memory.building();
@@ -89,7 +89,7 @@ pub fn BuildThis() -> impl IntoView {
                 message_count: conv.message_count,
                 summarised,
                 imported: is_imported(&conv.id),
-                recent_messages: chat.memory_config().recent_messages,
+                recent_messages: stores.memory_config().recent_messages,
             })
     };
     view! {

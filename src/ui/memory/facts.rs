@@ -7,7 +7,7 @@
 use crate::engine::format::plural;
 use crate::engine::memory::user::fact_days;
 use crate::engine::project::prompt_scope;
-use crate::ui::stores::{use_about, use_chat, use_projects};
+use crate::ui::stores::{use_about, use_projects, use_stores};
 use leptos::prelude::*;
 
 /// How many facts the pane lists; the Memory page has every one.
@@ -16,10 +16,11 @@ pub const PANE_FACTS: usize = 12;
 /// The facts about the user, after the conversation's own memory.
 #[component]
 pub fn AboutYouFacts() -> impl IntoView {
-    let (about, chat, projects) = (use_about(), use_chat(), use_projects());
+    let (about, projects) = (use_about(), use_projects());
+    let stores = use_stores();
     about.follow();
     let scope = move || {
-        let c = chat.conversation()?;
+        let c = stores.open_conversation()?;
         projects.with_all(|ps| prompt_scope(&c, ps).map(str::to_string))
     };
     // Read once per change of the facts, the conversation or the projects (five readers below).
@@ -34,7 +35,7 @@ pub fn AboutYouFacts() -> impl IntoView {
     });
     let all = move || shown.with(|s| s.1);
     let more = move || all().saturating_sub(PANE_FACTS);
-    let off = move || !chat.memory_config().user_memory;
+    let off = move || !stores.memory_config().user_memory;
     let (any, has_more) = (move || all() != 0, move || more() != 0);
     view! {
         <Show when=any>

@@ -6,7 +6,7 @@
 
 use crate::session::PreviewSource;
 use crate::ui::prefs;
-use crate::ui::stores::{use_chat, use_library};
+use crate::ui::stores::{use_chat, use_library, use_stores};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -94,7 +94,7 @@ fn SourceRows(
     /// The section's sources, in prompt order.
     sources: Vec<PreviewSource>,
 ) -> impl IntoView {
-    let (chat, library) = (use_chat(), use_library());
+    let (stores, library) = (use_stores(), use_library());
     view! {
         <tr class="sources"><td colspan="2"><ul>
             {sources.into_iter().map(|x| {
@@ -115,7 +115,7 @@ fn SourceRows(
                             Some((c, m)) => view! {
                                 <button class="link" data-testid="inspector-source-open"
                                     title="Open the message it was said in"
-                                    on:click=move |_| chat.open(c.clone(), Some(m.clone()))>{place}</button>
+                                    on:click=move |_| stores.open(c.clone(), Some(m.clone()))>{place}</button>
                             }.into_any(),
                             None => view! { <span class="detail">{place}</span> }.into_any(),
                         }}

@@ -23,7 +23,7 @@ use crate::engine::model::{EntityNode, EntityType, MessageStatus, Role};
 use crate::session::MemoryError;
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
 use crate::ui::lazy::{lazy, Built};
-use crate::ui::stores::{use_chat, use_memory, use_shell};
+use crate::ui::stores::{use_chat, use_memory, use_shell, use_stores};
 use build::BuildThis;
 use facts::AboutYouFacts;
 use inspector::ContextInspector;
@@ -151,8 +151,9 @@ fn Failure() -> impl IntoView {
 #[component]
 fn Recent() -> impl IntoView {
     let chat = use_chat();
+    let stores = use_stores();
     let recent = move || {
-        let n = chat.memory_config().recent_messages;
+        let n = stores.memory_config().recent_messages;
         chat.with_messages(|l| {
             // A reply that failed before saying anything is never sent: it is not shown here.
             let sent: Vec<_> = l
@@ -368,6 +369,7 @@ fn EntityDetails(
     entity: EntityNode,
 ) -> impl IntoView {
     let chat = use_chat();
+    let stores = use_stores();
     let memory = use_memory();
     let name_of = move |id: &str| {
         memory.with_view_untracked(|m| {
@@ -416,7 +418,7 @@ fn EntityDetails(
                 {sources.into_iter().enumerate().map(|(i, target)| {
                     let conv = conv.clone();
                     view! {
-                        <button class="link" title="Show the source message" on:click=move |_| chat.open(conv.clone(), Some(target.clone()))>
+                        <button class="link" title="Show the source message" on:click=move |_| stores.open(conv.clone(), Some(target.clone()))>
                             {format!("message {}", i + 1)}
                         </button>
                     }

@@ -10,7 +10,7 @@ pub mod store;
 use crate::engine::model::Project;
 use crate::session::{ErrorKind, ProjectsError};
 use crate::ui::lazy::{lazy, Built};
-use crate::ui::stores::{use_chat, use_projects, use_shell};
+use crate::ui::stores::{use_projects, use_shell, use_stores};
 use leptos::prelude::*;
 
 /// The sidebar's projects: heading, New project, the list and the open project's panel.
@@ -143,7 +143,7 @@ fn ProjectDetails(
     project: Project,
 ) -> impl IntoView {
     let projects = use_projects();
-    let chat = use_chat();
+    let stores = use_stores();
     let id = StoredValue::new(project.id.clone());
     let name = RwSignal::new(project.name.clone());
     let text = RwSignal::new(project.instructions.clone());
@@ -178,7 +178,7 @@ fn ProjectDetails(
             <div class="project-actions">
                 <button data-testid="project-instructions-save" on:click=move |_| save()>"Save"</button>
                 <button class="primary" data-testid="project-new-conversation"
-                    on:click=move |_| chat.new_conversation_in(Some(id.get_value()))>"+ New in project"</button>
+                    on:click=move |_| stores.new_chat(Some(id.get_value()))>"+ New in project"</button>
                 <Show when=move || confirming.get() fallback=move || view! {
                     <button data-testid="project-delete" on:click=move |_| confirming.set(true)>"Delete project"</button>
                 }>

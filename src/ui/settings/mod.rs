@@ -24,7 +24,7 @@ use crate::engine::settings::{
 use crate::session::SettingsError;
 use crate::ui::behaviour::use_focus_trap;
 use crate::ui::lazy::{lazy, Built};
-use crate::ui::stores::{use_chat, use_settings, use_shell, use_sync, use_transfer};
+use crate::ui::stores::{use_chat, use_settings, use_shell, use_stores, use_sync, use_transfer};
 use crate::ui::sync::{SyncForm, SyncSection};
 use leptos::html;
 use leptos::prelude::*;
@@ -92,11 +92,12 @@ struct Form {
 fn SettingsForm() -> impl IntoView {
     let settings = use_settings();
     let chat = use_chat();
+    let stores = use_stores();
     let form = Form {
         draft: RwSignal::new(settings.with_settings_untracked(Settings::clone)),
         scope_conversation: RwSignal::new(false),
         overrides: RwSignal::new(
-            chat.conversation_untracked()
+            untrack(|| stores.open_conversation())
                 .map(|c| c.memory_overrides)
                 .unwrap_or_default(),
         ),

@@ -12,7 +12,7 @@ pub mod store;
 use crate::session::{ErrorKind, TransferError};
 use crate::ui::behaviour::{focus_opener, focus_testid, roving_focus, use_dismiss, use_roving};
 use crate::ui::lazy::{lazy, Built};
-use crate::ui::stores::{use_chat, use_shell, use_transfer};
+use crate::ui::stores::{use_chat, use_shell, use_stores, use_transfer};
 use leptos::html;
 use leptos::prelude::*;
 use store::{Export, ImportState};
@@ -78,11 +78,12 @@ fn BackupItems(
 ) -> impl IntoView {
     let transfer = use_transfer();
     let chat = use_chat();
+    let stores = use_stores();
     // A temporary chat is not stored: there is nothing of it to export.
     let stored = move || chat.has_current() && !chat.is_temporary();
     let export = move |what: Export| {
         open.set(false);
-        transfer.export(what);
+        stores.export(what);
         focus_opener(root);
     };
     // A menu: one tab stop, the arrow keys move between its items, the first has the focus when
@@ -168,6 +169,7 @@ fn ImportProgress() -> impl IntoView {
 #[component]
 fn ImportPreview() -> impl IntoView {
     let transfer = use_transfer();
+    let stores = use_stores();
     let preview = move || {
         transfer.with_import(|i| match i {
             ImportState::Preview(p) => {
@@ -193,7 +195,7 @@ fn ImportPreview() -> impl IntoView {
                     {reach}
                     <div class="actions">
                         <button class="primary" data-testid="import-confirm" on:click=move |_| {
-                            transfer.confirm_import();
+                            stores.confirm_import();
                             focus_testid("export-button");
                         }>"Import"</button>
                         <button data-testid="import-cancel" on:click=move |_| {

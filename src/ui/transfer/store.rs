@@ -1,17 +1,14 @@
 //! The transfer store: exports (a conversation as JSON or Markdown, or everything), an import from
 //! its reading to its confirmation (progress with Cancel, then the preview), and the storage figure
 //! Settings shows. Its signals are private: views read them and call its actions, each making its
-//! session calls through the backend. An import's outcome goes to the shell's notice and the memory
-//! store's build offer through their actions. Must not import `crate::store` or `crate::transport`.
+//! session calls through the backend. An import's outcome goes to the banner's notice, and the ids it
+//! wrote to the caller (`ui/flow.rs`: the memory's build offer). Must not import `crate::store` or `crate::transport`.
 
 use crate::engine::format::export_file_name;
 use crate::engine::import::slice::{Phase, Progress};
 use crate::session::{ImportCancel, ImportStep, PreparedImport, StorageInfo};
 use crate::ui::backend::Backend;
 use crate::ui::behaviour::save_file;
-use crate::ui::chat::store::ChatStore;
-use crate::ui::memory::store::MemoryStore;
-use crate::ui::shell::store::ShellStore;
 use crate::ui::time::now_ms;
 use leptos::prelude::*;
 use std::sync::atomic::Ordering;
@@ -43,9 +40,6 @@ pub enum ImportState {
 #[derive(Clone, Copy)]
 pub struct TransferStore {
     backend: Backend,
-    shell: ShellStore,
-    memory: MemoryStore,
-    chat: ChatStore,
     import: RwSignal<ImportState>,
     /// How much the browser stores and may store (`None` until measured).
     storage: RwSignal<Option<StorageInfo>>,
@@ -53,12 +47,9 @@ pub struct TransferStore {
 
 impl TransferStore {
     /// No import, storage not measured yet.
-    pub fn new(backend: Backend, shell: ShellStore, memory: MemoryStore, chat: ChatStore) -> Self {
+    pub fn new(backend: Backend) -> Self {
         TransferStore {
             backend,
-            shell,
-            memory,
-            chat,
             import: RwSignal::new(ImportState::Idle),
             storage: RwSignal::new(None),
         }
@@ -74,11 +65,9 @@ impl TransferStore {
         self.storage.get()
     }
 
-    /// Exports the open conversation or everything as a file download, named after the
-    /// conversation and the day.
-    pub fn export(&self, what: Export) {
-        let id = self.chat.current_untracked();
-        let title = self.chat.conversation_untracked().map(|c| c.title);
+    /// Exports conversation `id` (the open one, titled `title`) or everything as a file download,
+    /// named after the conversation and the day.
+    pub fn export(&self, what: Export, id: Option<String>, title: Option<String>) {
         self.backend.run(move |s| async move {
             let now = now_ms();
             let (name, mime, text) = match (what, id) {
@@ -107,21 +96,21 @@ impl TransferStore {
     /// progress meanwhile. New conversations arrive as session events.
     pub fn import_file(&self, file: web_sys::File) {
         let cancel = self.start_import();
-        let (import, shell) = (self.import, self.shell);
+        let (import, backend) = (self.import, self.backend);
         self.backend.run(move |s| async move {
             let step = s.transfer().open_import(file, &cancel).await;
             import.set(ImportState::Idle);
             match step? {
                 ImportStep::Preview(p) => import.set(ImportState::Preview(p)),
-                ImportStep::Cancelled(notice) => shell.notify(notice),
+                ImportStep::Cancelled(notice) => backend.notify(notice),
             }
             Ok(())
         });
     }
 
-    /// Writes the import waiting for confirmation, showing its progress; then offers to build the
-    /// memory of what it wrote.
-    pub fn confirm_import(&self) {
+    /// Writes the import waiting for confirmation, showing its progress; `written` hears the ids of
+    /// the conversations it wrote.
+    pub fn confirm_import(&self, written: impl FnOnce(Vec<String>) + 'static) {
         // Taken, not cloned: a preview holds every record of the file.
         let taken = self.import.try_update_untracked(std::mem::take);
         let p = match taken {
@@ -130,13 +119,13 @@ impl TransferStore {
             None => return,
         };
         let cancel = self.start_import();
-        let (import, shell, memory) = (self.import, self.shell, self.memory);
+        let (import, backend) = (self.import, self.backend);
         self.backend.run(move |s| async move {
             let done = s.transfer().confirm_import(p, &cancel).await;
             import.set(ImportState::Idle);
             let (report, ids) = done?;
-            shell.notify(report);
-            memory.offer_build(ids);
+            backend.notify(report);
+            written(ids);
             Ok(())
         });
     }
