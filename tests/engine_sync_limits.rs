@@ -352,7 +352,7 @@ fn refused_documents_are_skipped_counted_and_named_and_sync_goes_on() {
         "each reason is handed out once"
     );
     assert_eq!(rep.status(), Status::Synced, "caught up, no error");
-    let (state, detail) = describe(&rep.status(), rep.refused(), 0);
+    let (state, detail) = describe(&rep.status(), rep.refused(), rep.unopened(), 0);
     assert_eq!(state, "synced");
     assert!(detail.ends_with("2 pulled documents refused (see the browser console)"));
 }
@@ -366,7 +366,7 @@ fn a_stalled_request_is_an_error_with_the_next_retry_time() {
     };
     assert_eq!(retry_at, Some(NOW + 1000));
     assert!(error.is_retryable());
-    let (state, detail) = describe(&rep.status(), 0, 0);
+    let (state, detail) = describe(&rep.status(), 0, 0, 0);
     assert_eq!(state, "error");
     assert_eq!(
         detail,
@@ -425,7 +425,7 @@ fn a_longpoll_that_began_then_fell_quiet_is_asked_again_not_an_error() {
 fn an_answer_that_takes_too_long_is_an_error_with_the_next_retry_time() {
     let (mut rep, _) = at_changes(3);
     assert!(rep.handle_too_slow(NOW));
-    let (state, detail) = describe(&rep.status(), 0, 0);
+    let (state, detail) = describe(&rep.status(), 0, 0, 0);
     assert_eq!(state, "error");
     assert_eq!(
         detail,
@@ -472,7 +472,7 @@ fn an_answer_too_large_halves_the_pages_which_grow_back() {
 // ---------------------------------------------------------------- the status and Test connection
 
 fn check_status(status: Status, refused: usize, offset: i32, want: (&str, &str)) {
-    let (state, detail) = describe(&status, refused, offset);
+    let (state, detail) = describe(&status, refused, 0, offset);
     assert_eq!((state, detail.as_str()), want, "{status:?}");
 }
 
