@@ -418,7 +418,8 @@ fn an_envelope_without_a_sealed_id_is_not_opened() {
         0,
     );
     let limits = PullLimits::default();
-    assert_eq!(plain_copies(&[bad.clone()], false, &limits, 1).0.len(), 0);
+    let (kept, unopened) = plain_copies(&[bad.clone()], false, &limits, 1);
+    assert_eq!((kept.len(), unopened.len()), (0, 1));
     let (kept, refused) = plain_copies(&[bad], true, &limits, 1);
     assert_eq!((kept.len(), refused.len()), (0, 1));
 }
@@ -466,9 +467,11 @@ fn a_plain_tombstone_of_ours_is_only_a_plain_copy() {
         0,
     );
     let limits = PullLimits::default();
-    assert!(
-        plain_copies(&[tomb], false, &limits, 1).0.is_empty(),
-        "never kept once encrypted"
+    let (kept, unopened) = plain_copies(&[tomb], false, &limits, 1);
+    assert_eq!(
+        (kept.len(), unopened.len()),
+        (0, 1),
+        "never kept once encrypted; counted"
     );
 }
 

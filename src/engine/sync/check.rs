@@ -89,8 +89,9 @@ fn revisions(v: &Value) -> Result<(), String> {
 
 /// Plain copies of our documents found on the server with encryption on (`seal::Opened::plain`):
 /// kept only while this device first encrypts the database (`first`), and then only those that
-/// pass the checks of any pulled document ([`pulled`]); otherwise they are only deleted on the
-/// server. The documents to keep, and why the others were not.
+/// pass the checks of any pulled document ([`pulled`]); otherwise none is taken (each did not open
+/// with the key: it is counted as such) and they are only deleted on the server. The documents to
+/// keep, and why the others were not.
 pub fn plain_copies(
     plain: &[Value],
     first: bool,
@@ -98,7 +99,12 @@ pub fn plain_copies(
     now: Millis,
 ) -> (Vec<super::Doc>, Vec<String>) {
     if !first {
-        return (Vec::new(), Vec::new());
+        let id = |v: &Value| v.get("_id").and_then(Value::as_str).map(|s| clip(s, 80));
+        let why = |v: &Value| {
+            let id = id(v).unwrap_or_else(|| "a document".into());
+            format!("{id}: a plain copy on an encrypted database; not taken, deleted on the server")
+        };
+        return (Vec::new(), plain.iter().map(why).collect());
     }
     let mut keep = Vec::new();
     let mut refused = Vec::new();

@@ -1058,7 +1058,10 @@ impl Link<'_> {
             None => return Ok(()),
         };
         if let Some(rep) = i.rep.borrow_mut().as_mut() {
-            rep.handle_refused(refused);
+            match first {
+                true => rep.handle_refused(refused),
+                false => rep.handle_unopened(refused),
+            }
         }
         record(i, docs).await?;
         s.purge(&plain, self.base, self.auth).await;
