@@ -5,6 +5,8 @@
 //! reported with the next retry time, the status in words (`sync::status`), "Test connection"'s
 //! verdicts on them (`sync::probe`), and a clock that cannot be pinned (`sync::hlc`).
 
+mod engine_sync_sim;
+
 use memoire::engine::model::*;
 use memoire::engine::sync::check::{pulled, PullLimits};
 use memoire::engine::sync::convert::*;
@@ -250,20 +252,7 @@ fn at_changes(page: usize) -> (Replicator, Request) {
     let mut cfg = Config::new("memoire", "a");
     cfg.live = false;
     cfg.pull_batch = page;
-    let mut rep = Replicator::new(cfg, None);
-    for _ in 0..5 {
-        let req = rep.poll_request(NOW).expect("a request");
-        if req.path.ends_with("_changes") {
-            return (rep, req);
-        }
-        let (status, body) = if req.path.contains("_local") {
-            (404, r#"{"error":"not_found"}"#)
-        } else {
-            (200, r#"{"db_name":"memoire"}"#)
-        };
-        rep.handle_response(NOW, status, body);
-    }
-    panic!("no _changes request");
+    engine_sync_sim::at_changes(cfg, NOW)
 }
 
 fn limit(req: &Request) -> String {

@@ -6,6 +6,8 @@
 //! before a push), and a pulled version older than the copy a device holds reported and not taken
 //! (`sync::batch`). The opening of sealed answers is in `engine_sync_seal.rs`.
 
+mod engine_sync_sim;
+
 use std::collections::HashMap;
 
 use memoire::engine::model::*;
@@ -50,20 +52,7 @@ fn connected(guard: bool) -> (Replicator, Request) {
     let mut cfg = Config::new("memoire", "a");
     cfg.live = false;
     cfg.guard_marker = guard;
-    let mut rep = Replicator::new(cfg, None);
-    for _ in 0..5 {
-        let req = rep.poll_request(NOW).expect("a request");
-        if req.path.ends_with("_changes") {
-            return (rep, req);
-        }
-        let (status, body) = if req.path.contains("_local") {
-            (404, r#"{"error":"not_found"}"#)
-        } else {
-            (200, r#"{"db_name":"memoire"}"#)
-        };
-        rep.handle_response(NOW, status, body);
-    }
-    panic!("no _changes request");
+    engine_sync_sim::at_changes(cfg, NOW)
 }
 
 /// A `_changes` page of `docs`, each with its `_conflicts`.
