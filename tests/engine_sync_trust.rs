@@ -333,3 +333,21 @@ fn a_version_older_than_the_one_held_is_reported_and_not_taken() {
         &renamed,
     );
 }
+
+/// A device holding nothing of `f1` is shown `versions` in one batch: the fact it keeps.
+fn check_new_device(versions: Vec<Doc>, kept: &Doc) {
+    let batch = versions
+        .into_iter()
+        .map(|d| (d, "2-r".to_string()))
+        .collect();
+    let p = plan(batch, &Held::default());
+    let stored: Vec<&Doc> = p.docs.iter().map(|(l, _)| &l.doc).collect();
+    assert_eq!(stored, [kept]);
+}
+
+#[test]
+fn a_new_device_shown_an_old_and_a_newer_version_keeps_the_newer_in_any_order() {
+    let forgotten = fact(Some(NOW - 1000));
+    check_new_device(vec![forgotten.clone(), fact(None)], &forgotten);
+    check_new_device(vec![fact(None), forgotten.clone()], &forgotten);
+}
