@@ -561,12 +561,9 @@ impl Sealer {
     /// The server id of the plain id `plain` (its HMAC, named once).
     pub async fn server_id(&self, plain: &str) -> Result<String, SealError> {
         self.name(vec![plain.to_string()]).await?;
-        Ok(self
-            .names
-            .borrow()
-            .sealed(plain)
-            .unwrap_or_default()
-            .to_string())
+        let n = self.names.borrow();
+        let sealed = n.sealed(plain).ok_or_else(|| Unnamed(plain.to_string()))?;
+        Ok(sealed.to_string())
     }
 
     /// An image's blob document sealed (`engine::sync::blob`): its envelope under `server_id`, and
