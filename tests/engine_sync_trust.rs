@@ -351,3 +351,27 @@ fn a_new_device_shown_an_old_and_a_newer_version_keeps_the_newer_in_any_order() 
     check_new_device(vec![forgotten.clone(), fact(None)], &forgotten);
     check_new_device(vec![fact(None), forgotten.clone()], &forgotten);
 }
+
+#[test]
+fn a_conflicted_document_whose_open_revs_url_would_pass_8_kb_is_refused() {
+    // An edge's id holds five ids: of 256 characters of 4 bytes each, 12 bytes each once encoded.
+    let part = "😀".repeat(256);
+    let edge = EdgeDoc {
+        scope: Some(part.clone()),
+        source: part.clone(),
+        label: part.clone(),
+        target: part,
+        valid_from: NOW - 1000,
+        strength: 0.5,
+        valid_to: None,
+    };
+    let (mut rep, _) = connected(false);
+    let mut doc = Doc::new(Body::Edge(edge)).to_json(Some(&rev(2, 0)));
+    doc["_conflicts"] = json!([rev(2, 1)]);
+    rep.handle_response(NOW, 200, &page(&[doc]));
+    let reasons = rep.poll_refused();
+    assert_eq!(reasons.len(), 1);
+    assert!(reasons[0].contains("cannot be asked for"), "{reasons:?}");
+    let next = rep.poll_request(NOW);
+    assert!(next.is_none_or(|r| !r.query.iter().any(|(k, _)| k == "open_revs")));
+}

@@ -21,8 +21,9 @@
 //! At most the `limit` rows a page asked for are taken (a server that sends more is read up to that
 //! row's `seq`), and every pulled document is held to the limits imports enforce (`sync::check`): a
 //! refused one is skipped with its reason ([`Replicator::poll_refused`]) and never stops sync.
-//! A document listing more than `check::MAX_CONFLICTS` conflicting revisions is refused, so an
-//! `open_revs` URL stays under 8 KB, and resolutions go up [`RESOLVE_BATCH`] documents at a time;
+//! A document listing more than `check::MAX_CONFLICTS` conflicting revisions, or whose `open_revs`
+//! would need more than [`MAX_OPEN_REVS_URL`] (a long id), is refused, so no URL passes 8 KB, and
+//! resolutions go up [`RESOLVE_BATCH`] documents at a time;
 //! an `open_revs` leaf is taken only if it is a revision asked for of the document asked for, an
 //! `_all_docs` row only if it holds the document of its key (issue 43).
 //! Without encryption ([`Config::guard_marker`]) the database's encryption marker, seen in
@@ -284,6 +285,10 @@ pub const MAX_REASONS_KEPT: usize = 100;
 /// Documents per `_bulk_docs` that resolves conflicts.
 pub const RESOLVE_BATCH: usize = 100;
 
+/// The longest `open_revs` path and query (the server's URL comes before it): with it, no
+/// request's URL passes 8 KB. A conflicted document that would need more is refused.
+pub const MAX_OPEN_REVS_URL: usize = 7 * 1024;
+
 /// Re-reads of one document after 409s before the connection starts over.
 const MAX_CONFLICT_RETRIES: u32 = 5;
 
@@ -540,10 +545,7 @@ impl Replicator {
         } else if !self.checkpoint_read {
             (Inflight::ReadCheckpoint, get(self.checkpoint_path()))
         } else if let Some(c) = self.to_open.front() {
-            let revs = serde_json::to_string(&c.losers).unwrap_or_default();
-            let mut req = get(self.path(&format!("/{}", encode(&c.winner.id))));
-            req.query = vec![("open_revs".into(), revs)];
-            (Inflight::OpenRevs, req)
+            (Inflight::OpenRevs, self.open_revs_request(c))
         } else if !self.resolve_docs.is_empty() {
             let n = self.resolve_docs.len().min(RESOLVE_BATCH);
             let docs: Vec<Value> = self.resolve_docs.drain(..n).collect();
@@ -587,6 +589,14 @@ impl Replicator {
         } else {
             return None;
         })
+    }
+
+    /// The `open_revs` request that reads the losing leaves of `c`.
+    fn open_revs_request(&self, c: &Conflicted) -> Request {
+        let revs = serde_json::to_string(&c.losers).unwrap_or_default();
+        let mut req = get(self.path(&format!("/{}", encode(&c.winner.id))));
+        req.query = vec![("open_revs".into(), revs)];
+        req
     }
 
     /// The `_all_docs` request that reads the documents to reread again, with their conflicts.
@@ -960,13 +970,20 @@ impl Replicator {
         };
         match check::pulled(&v, &self.cfg.limits, now) {
             Ok(c) => {
-                self.pulled(&c.doc, &c.rev);
-                if !c.conflicts.is_empty() {
-                    self.to_open.push_back(Conflicted {
-                        winner: c.doc,
-                        rev: c.rev,
-                        losers: c.conflicts,
-                    });
+                let conflicted = Conflicted {
+                    winner: c.doc,
+                    rev: c.rev,
+                    losers: c.conflicts,
+                };
+                if self.open_revs_request(&conflicted).url("").len() > MAX_OPEN_REVS_URL {
+                    let id = crate::engine::format::clip(&conflicted.winner.id, 80);
+                    return self.skip(format!(
+                        "{id}: its conflicting revisions cannot be asked for in one request of at most {MAX_OPEN_REVS_URL} bytes"
+                    ));
+                }
+                self.pulled(&conflicted.winner, &conflicted.rev);
+                if !conflicted.losers.is_empty() {
+                    self.to_open.push_back(conflicted);
                 }
             }
             Err(e) => self.skip(e),
