@@ -248,6 +248,26 @@ fn a_device_without_encryption_looks_for_the_marker_before_each_push() {
 }
 
 #[test]
+fn a_device_without_encryption_looks_for_the_marker_before_resolving_a_conflict() {
+    let (mut rep, _) = connected(true);
+    let mut winner = conversation_json("c1", "winner", &rev(2, 0));
+    winner["_conflicts"] = json!([rev(2, 1)]);
+    rep.handle_response(NOW, 200, &page(&[winner]));
+    drain_writes(&mut rep);
+    let open = rep.poll_request(NOW).expect("open_revs");
+    assert!(open.query.iter().any(|(k, _)| k == "open_revs"));
+    rep.handle_response(NOW, 200, "[]");
+    let guard = rep.poll_request(NOW).expect("the marker looked for");
+    assert_eq!(guard.path, "/memoire/memoire-e2ee");
+    rep.handle_response(NOW, 200, "{}");
+    assert_eq!(
+        rep.poll_request(NOW + 3_600_000),
+        None,
+        "the losing leaf is not deleted"
+    );
+}
+
+#[test]
 fn documents_that_could_not_be_opened_are_counted_in_the_status() {
     let (mut rep, _) = connected(false);
     rep.handle_unopened(vec!["x:a: not sealed".into(), "x:b: not sealed".into()]);

@@ -27,8 +27,9 @@
 //! an `open_revs` leaf is taken only if it is a revision asked for of the document asked for, an
 //! `_all_docs` row only if it holds the document of its key (issue 43).
 //! Without encryption ([`Config::guard_marker`]) the database's encryption marker, seen in
-//! `_changes` or looked for before each push, stops sync ([`SyncError::Encrypted`]): no more
-//! plaintext goes up once another device encrypted the database.
+//! `_changes` or looked for before each upload of documents (a push, a conflict resolution), stops
+//! sync ([`SyncError::Encrypted`]): no more plaintext goes up once another device encrypted the
+//! database.
 //! Must not import anything outside `crate::engine` (`now` is an argument).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -70,7 +71,7 @@ pub struct Config {
     pub idle_ms: u32,
     /// The longest a whole answer may take (a longpoll's too: it is then simply asked again).
     pub total_ms: u32,
-    /// Encryption is off: before each push, make sure no device encrypted the database meanwhile
+    /// Encryption is off: before each upload of documents, make sure no device encrypted the database meanwhile
     /// (its marker, `seal::MARKER_ID`); seen there or in `_changes`, sync stops
     /// ([`SyncError::Encrypted`]) and nothing more goes up in plaintext.
     pub guard_marker: bool,
@@ -547,18 +548,10 @@ impl Replicator {
         } else if let Some(c) = self.to_open.front() {
             (Inflight::OpenRevs, self.open_revs_request(c))
         } else if !self.resolve_docs.is_empty() {
-            let n = self.resolve_docs.len().min(RESOLVE_BATCH);
-            let docs: Vec<Value> = self.resolve_docs.drain(..n).collect();
-            let ids: BTreeSet<&str> = docs
-                .iter()
-                .filter(|d| d.get("_deleted").is_none())
-                .filter_map(|d| d.get("_id").and_then(Value::as_str))
-                .collect();
-            let (meta, rest) = std::mem::take(&mut self.resolve)
-                .into_iter()
-                .partition(|m| ids.contains(m.id.as_str()));
-            self.resolve = rest;
-            (Inflight::Resolve(meta), self.bulk(docs))
+            if let Some(guard) = self.guard_first() {
+                return Some(guard);
+            }
+            self.resolve_request()
         } else if !self.caught_up {
             (
                 Inflight::Changes {
@@ -570,11 +563,9 @@ impl Replicator {
         } else if !self.reread.is_empty() {
             (Inflight::Reread, self.reread_request())
         } else if !self.outbox.is_empty() {
-            if self.cfg.guard_marker && !self.guarded {
-                let marker = self.path(&format!("/{}", encode(super::seal::MARKER_ID)));
-                return Some((Inflight::Guard, get(marker)));
+            if let Some(guard) = self.guard_first() {
+                return Some(guard);
             }
-            self.guarded = false;
             self.push_request()
         } else if self.since.is_some()
             && self.server_cp.as_ref().map(|(_, s)| s) != Some(&self.since)
@@ -589,6 +580,34 @@ impl Replicator {
         } else {
             return None;
         })
+    }
+
+    /// Without encryption (`Config::guard_marker`), the look for the marker that goes before each
+    /// write of documents; `None`: the write may go now (and the next one looks again).
+    fn guard_first(&mut self) -> Option<(Inflight, Request)> {
+        if self.cfg.guard_marker && !self.guarded {
+            let marker = self.path(&format!("/{}", encode(super::seal::MARKER_ID)));
+            return Some((Inflight::Guard, get(marker)));
+        }
+        self.guarded = false;
+        None
+    }
+
+    /// The next `_bulk_docs` of conflict resolutions (at most [`RESOLVE_BATCH`] documents), with
+    /// the merged winners it writes.
+    fn resolve_request(&mut self) -> (Inflight, Request) {
+        let n = self.resolve_docs.len().min(RESOLVE_BATCH);
+        let docs: Vec<Value> = self.resolve_docs.drain(..n).collect();
+        let ids: BTreeSet<&str> = docs
+            .iter()
+            .filter(|d| d.get("_deleted").is_none())
+            .filter_map(|d| d.get("_id").and_then(Value::as_str))
+            .collect();
+        let (meta, rest) = std::mem::take(&mut self.resolve)
+            .into_iter()
+            .partition(|m| ids.contains(m.id.as_str()));
+        self.resolve = rest;
+        (Inflight::Resolve(meta), self.bulk(docs))
     }
 
     /// The `open_revs` request that reads the losing leaves of `c`.
