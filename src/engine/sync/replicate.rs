@@ -71,8 +71,8 @@ pub struct Config {
     pub idle_ms: u32,
     /// The longest a whole answer may take (a longpoll's too: it is then simply asked again).
     pub total_ms: u32,
-    /// Encryption is off: before each upload of documents, make sure no device encrypted the database meanwhile
-    /// (its marker, `seal::MARKER_ID`); seen there or in `_changes`, sync stops
+    /// Encryption is off: before each upload of documents, make sure no device encrypted the
+    /// database meanwhile (its marker, `seal::MARKER_ID`); seen there or in `_changes`, sync stops
     /// ([`SyncError::Encrypted`]) and nothing more goes up in plaintext.
     pub guard_marker: bool,
 }
