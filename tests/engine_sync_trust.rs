@@ -308,9 +308,9 @@ fn conversation(title: &str, t: Millis) -> Doc {
     d
 }
 
-/// The store holds `held` (in sync with the server unless `dirty`); the server sends `remote`:
-/// whether it is reported older, and what the store keeps.
-fn check_older(held: Doc, dirty: bool, remote: Doc, older: bool, kept: &Doc) {
+/// The store holds `held` at `3-h` (in sync with the server unless `dirty`); the server sends
+/// `remote` at `rev`: whether it is reported older, and what the store keeps.
+fn check_older(held: Doc, dirty: bool, (remote, rev): (Doc, &str), older: bool, kept: &Doc) {
     let local = LocalDoc {
         doc: held.clone(),
         rev: Some("3-h".into()),
@@ -319,7 +319,7 @@ fn check_older(held: Doc, dirty: bool, remote: Doc, older: bool, kept: &Doc) {
         docs: HashMap::from([(held.id.clone(), (local, dirty))]),
         ..Default::default()
     };
-    let p = plan(vec![(remote, "4-r".into())], &h);
+    let p = plan(vec![(remote, rev.into())], &h);
     assert_eq!(p.older.len(), usize::from(older), "{:?}", p.older);
     let stored = p.docs.last().map_or(&held, |(l, _)| &l.doc);
     assert_eq!(stored, kept);
@@ -328,30 +328,40 @@ fn check_older(held: Doc, dirty: bool, remote: Doc, older: bool, kept: &Doc) {
 #[test]
 fn a_version_older_than_the_one_held_is_reported_and_not_taken() {
     let forgotten = fact(Some(NOW - 1000));
-    check_older(forgotten.clone(), false, fact(None), true, &forgotten);
+    check_older(
+        forgotten.clone(),
+        false,
+        (fact(None), "4-r"),
+        true,
+        &forgotten,
+    );
     let deleted = Doc::tombstone("c:c1", &Hlc::new(NOW - 1000, 0, "dev-a")).unwrap();
     let live = conversation("before the deletion", NOW - 5000);
-    check_older(deleted.clone(), false, live.clone(), true, &deleted);
+    check_older(deleted.clone(), false, (live, "2-r"), true, &deleted);
     let renamed = conversation("new", NOW - 100);
-    check_older(
-        renamed.clone(),
-        false,
-        conversation("old", NOW - 200),
-        true,
-        &renamed,
-    );
+    let old = || (conversation("old", NOW - 200), "2-r");
+    check_older(renamed.clone(), false, old(), true, &renamed);
     // A newer or concurrent version is taken; the same one is no news; a copy waiting to be
-    // pushed is merged as before (the server's version may be the base of its edit).
+    // pushed is merged as before (the server's version may be the base of its edit); at the held
+    // revision (a conflict's winner after its leaves) it is merged without a word.
     let newer = conversation("newer", NOW);
-    check_older(renamed.clone(), false, newer.clone(), false, &newer);
-    check_older(renamed.clone(), false, renamed.clone(), false, &renamed);
     check_older(
         renamed.clone(),
-        true,
-        conversation("old", NOW - 200),
+        false,
+        (newer.clone(), "4-r"),
+        false,
+        &newer,
+    );
+    check_older(
+        renamed.clone(),
+        false,
+        (renamed.clone(), "4-r"),
         false,
         &renamed,
     );
+    check_older(renamed.clone(), true, old(), false, &renamed);
+    let at_held = (conversation("old", NOW - 200), "3-h");
+    check_older(renamed.clone(), false, at_held, false, &renamed);
 }
 
 /// A device holding nothing of `f1` is shown `versions` in one batch: the fact it keeps.

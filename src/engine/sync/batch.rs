@@ -173,12 +173,17 @@ impl Planner<'_> {
         }
     }
 
-    /// Whether `remote` is older than the held copy of its id: that copy is in sync (not waiting
-    /// to be pushed), differs from `remote` and already holds all of it (the merge is a join:
-    /// any later version of a document holds all of an earlier one).
-    fn older(&self, remote: &Doc) -> bool {
+    /// Whether `remote`, at `rev`, is older than the held copy of its id: that copy is in sync
+    /// (not waiting to be pushed) at another revision, differs from `remote` and already holds all
+    /// of it (the merge is a join: any later version of a document holds all of an earlier one).
+    /// At the held revision itself it is not said to be older: a conflict's winner merged after
+    /// its losing leaves comes so.
+    fn older(&self, remote: &Doc, rev: &str) -> bool {
         self.held_doc(&remote.id).is_some_and(|(h, dirty)| {
-            !dirty && h.doc != *remote && super::merge::merge(&h.doc, remote) == h.doc
+            !dirty
+                && h.rev.as_deref() != Some(rev)
+                && h.doc != *remote
+                && super::merge::merge(&h.doc, remote) == h.doc
         })
     }
 
@@ -354,7 +359,7 @@ pub fn plan(batch: Vec<(Doc, String)>, held: &Held) -> Plan {
         blanked: HashSet::new(),
     };
     for (remote, rev) in batch {
-        if p.older(&remote) {
+        if p.older(&remote, &rev) {
             p.plan.older.push(remote.id.clone());
         }
         let prev = p.doc(&remote.id).cloned();
