@@ -418,7 +418,7 @@ fn an_envelope_without_a_sealed_id_is_not_opened() {
         0,
     );
     let limits = PullLimits::default();
-    let (kept, unopened) = plain_copies(&[bad.clone()], false, &limits, 1);
+    let (kept, unopened) = plain_copies(std::slice::from_ref(&bad), false, &limits, 1);
     assert_eq!((kept.len(), unopened.len()), (0, 1));
     let (kept, refused) = plain_copies(&[bad], true, &limits, 1);
     assert_eq!((kept.len(), refused.len()), (0, 1));
