@@ -5,6 +5,8 @@
 //! reported with the next retry time, the status in words (`sync::status`), "Test connection"'s
 //! verdicts on them (`sync::probe`), and a clock that cannot be pinned (`sync::hlc`).
 
+mod engine_sync_sim;
+
 use memoire::engine::model::*;
 use memoire::engine::sync::check::{pulled, PullLimits};
 use memoire::engine::sync::convert::*;
@@ -250,20 +252,7 @@ fn at_changes(page: usize) -> (Replicator, Request) {
     let mut cfg = Config::new("memoire", "a");
     cfg.live = false;
     cfg.pull_batch = page;
-    let mut rep = Replicator::new(cfg, None);
-    for _ in 0..5 {
-        let req = rep.poll_request(NOW).expect("a request");
-        if req.path.ends_with("_changes") {
-            return (rep, req);
-        }
-        let (status, body) = if req.path.contains("_local") {
-            (404, r#"{"error":"not_found"}"#)
-        } else {
-            (200, r#"{"db_name":"memoire"}"#)
-        };
-        rep.handle_response(NOW, status, body);
-    }
-    panic!("no _changes request");
+    engine_sync_sim::at_changes(cfg, NOW)
 }
 
 fn limit(req: &Request) -> String {
@@ -352,7 +341,7 @@ fn refused_documents_are_skipped_counted_and_named_and_sync_goes_on() {
         "each reason is handed out once"
     );
     assert_eq!(rep.status(), Status::Synced, "caught up, no error");
-    let (state, detail) = describe(&rep.status(), rep.refused(), 0);
+    let (state, detail) = describe(&rep.status(), rep.refused(), rep.unopened(), 0);
     assert_eq!(state, "synced");
     assert!(detail.ends_with("2 pulled documents refused (see the browser console)"));
 }
@@ -366,7 +355,7 @@ fn a_stalled_request_is_an_error_with_the_next_retry_time() {
     };
     assert_eq!(retry_at, Some(NOW + 1000));
     assert!(error.is_retryable());
-    let (state, detail) = describe(&rep.status(), 0, 0);
+    let (state, detail) = describe(&rep.status(), 0, 0, 0);
     assert_eq!(state, "error");
     assert_eq!(
         detail,
@@ -425,7 +414,7 @@ fn a_longpoll_that_began_then_fell_quiet_is_asked_again_not_an_error() {
 fn an_answer_that_takes_too_long_is_an_error_with_the_next_retry_time() {
     let (mut rep, _) = at_changes(3);
     assert!(rep.handle_too_slow(NOW));
-    let (state, detail) = describe(&rep.status(), 0, 0);
+    let (state, detail) = describe(&rep.status(), 0, 0, 0);
     assert_eq!(state, "error");
     assert_eq!(
         detail,
@@ -472,7 +461,7 @@ fn an_answer_too_large_halves_the_pages_which_grow_back() {
 // ---------------------------------------------------------------- the status and Test connection
 
 fn check_status(status: Status, refused: usize, offset: i32, want: (&str, &str)) {
-    let (state, detail) = describe(&status, refused, offset);
+    let (state, detail) = describe(&status, refused, 0, offset);
     assert_eq!((state, detail.as_str()), want, "{status:?}");
 }
 

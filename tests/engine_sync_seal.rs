@@ -7,10 +7,11 @@
 
 use std::collections::HashMap;
 
+use memoire::engine::sync::check::{plain_copies, PullLimits};
 use memoire::engine::sync::origin::{origin_of, password_for, plain_http_check, InsecurePassword};
 use memoire::engine::sync::seal::{
     envelope, is_sealed_id, open_response, outgoing, purge_body, route, seal_request, sealed_id,
-    sealed_in, Marker, MarkerError, Names, Route, IV_LEN, MARKER_ID, TAG_LEN,
+    sealed_in, Marker, MarkerError, Names, Route, Unsealable, IV_LEN, MARKER_ID, TAG_LEN,
 };
 use memoire::engine::sync::{Method, Reply, Request};
 use serde_json::{json, Value};
@@ -65,7 +66,7 @@ fn sealed(r: &Request, names: &mut Names) -> (Route, Request) {
         .iter()
         .map(|(i, id, bytes)| (*i, seal(names.sealed(id).unwrap(), bytes)))
         .collect();
-    let s = seal_request(r, &rt, names, &blobs);
+    let s = seal_request(r, &rt, names, &blobs).expect("everything named and encrypted");
     (rt, s)
 }
 
@@ -112,9 +113,14 @@ fn check_route(path: &str, query: &[(&str, &str)], want: Route) {
 
 #[test]
 fn changes_bulk_and_all_docs_are_routed() {
-    check_route("/memoire/_changes", &[], Route::Changes);
+    check_route("/memoire/_changes", &[], Route::Changes { limit: None });
+    check_route(
+        "/memoire/_changes",
+        &[("limit", "250")],
+        Route::Changes { limit: Some(250) },
+    );
     check_route("/memoire/_bulk_docs", &[], Route::Bulk);
-    check_route("/memoire/_all_docs", &[], Route::AllDocs);
+    check_route("/memoire/_all_docs", &[], Route::AllDocs { keys: vec![] });
 }
 
 #[test]
@@ -222,7 +228,7 @@ fn check_changes(rows: Value, want_ids: &[&str], want_plain: usize, want_refused
     let mut names = Names::default();
     names.learn("m:known", &sealed_id(&mac("m:known")));
     let (v, plain, refused) = opened(
-        &Route::Changes,
+        &Route::Changes { limit: None },
         &json!({ "results": rows, "last_seq": "9" }),
         &mut names,
     );
@@ -244,7 +250,7 @@ fn a_sealed_change_opens_under_its_plain_id_with_its_revision_and_conflicts() {
     let row = json!({ "id": d["_id"], "doc": d });
     let mut names = Names::default();
     let (v, _, _) = opened(
-        &Route::Changes,
+        &Route::Changes { limit: None },
         &json!({ "results": [row], "last_seq": 1 }),
         &mut names,
     );
@@ -302,6 +308,19 @@ fn a_deletion_of_an_unknown_sealed_id_asks_for_every_name() {
     assert!(!names.misses_deleted(&body.to_string()));
 }
 
+fn all_docs(keys: &[&str]) -> Route {
+    Route::AllDocs {
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+    }
+}
+
+fn open_revs(id: &str) -> Route {
+    Route::Open {
+        db_path: "/memoire".into(),
+        id: id.into(),
+    }
+}
+
 #[test]
 fn bulk_results_all_docs_rows_and_open_revs_leaves_are_named() {
     let mut names = Names::default();
@@ -315,7 +334,7 @@ fn bulk_results_all_docs_rows_and_open_revs_leaves_are_named() {
     assert_eq!(v[0]["id"], "m:1");
     let d = on_server("m:1", "x", "2-b");
     let rows = json!({ "rows": [{ "key": s, "id": s, "value": { "rev": "2-b" }, "doc": d }] });
-    let (v, _, _) = opened(&Route::AllDocs, &rows, &mut names);
+    let (v, _, _) = opened(&all_docs(&["m:1"]), &rows, &mut names);
     assert_eq!(
         (
             v["rows"][0]["key"].clone(),
@@ -323,12 +342,8 @@ fn bulk_results_all_docs_rows_and_open_revs_leaves_are_named() {
         ),
         (json!("m:1"), json!("x"))
     );
-    let open = Route::Open {
-        db_path: "/memoire".into(),
-        id: "m:1".into(),
-    };
     let leaves = json!([{ "ok": d }, { "ok": { "_id": s, "_rev": "2-c", "_deleted": true } }]);
-    let (v, _, _) = opened(&open, &leaves, &mut names);
+    let (v, _, _) = opened(&open_revs("m:1"), &leaves, &mut names);
     assert_eq!(
         (v[0]["ok"]["_id"].clone(), v[1]["ok"]["_id"].clone()),
         (json!("m:1"), json!("m:1"))
@@ -338,7 +353,8 @@ fn bulk_results_all_docs_rows_and_open_revs_leaves_are_named() {
 #[test]
 fn error_answers_pass_untouched() {
     let mut names = Names::default();
-    let o = open_response(&Route::Changes, 500, "{\"error\":1}", &mut names, vec![]);
+    let rt = Route::Changes { limit: None };
+    let o = open_response(&rt, 500, "{\"error\":1}", &mut names, vec![]);
     assert_eq!(o.body, Reply::Text("{\"error\":1}".into()));
 }
 
@@ -356,18 +372,227 @@ fn plain_copies_are_purged_at_their_revisions() {
     assert_eq!(purge_body(&[]), None);
 }
 
+// --- nothing unopened is trusted ---
+
+/// A made-up sealed id (`x:` and 43 base64url characters) no document of ours has.
+fn made_up() -> String {
+    sealed_id(&[7u8; 32])
+}
+
+/// `body` answering `rt` opened with `m:known` and `m:1` named: what passes as a document of ours
+/// (by `pointer` into the opened answer), the plain copies taken out, and the refusals.
+fn check_opened(
+    rt: Route,
+    body: Value,
+    pointer: &str,
+    want: Value,
+    want_plain: usize,
+    want_refused: usize,
+) {
+    let mut names = Names::default();
+    for id in ["m:known", "m:1"] {
+        names.learn(id, &sealed_id(&mac(id)));
+    }
+    let (v, plain, refused) = opened(&rt, &body, &mut names);
+    assert_eq!(
+        v.pointer(pointer).cloned().unwrap_or(Value::Null),
+        want,
+        "{v}"
+    );
+    assert_eq!((plain.len(), refused), (want_plain, want_refused), "{v}");
+}
+
 #[test]
 fn an_envelope_without_a_sealed_id_is_not_opened() {
-    let mut names = Names::default();
     let bad = envelope("m:1", Some("1-a"), &seal("m:1", b"{\"_id\":\"m:1\"}"));
     let rows = json!({ "results": [{ "id": "m:1", "doc": bad }], "last_seq": 1 });
-    assert!(sealed_in(&Route::Changes, 200, &rows.to_string()).is_empty());
-    let (_, plain, _) = opened(&Route::Changes, &rows, &mut names);
-    assert_eq!(
-        plain.len(),
+    assert!(sealed_in(&Route::Changes { limit: None }, 200, &rows.to_string()).is_empty());
+    // Taken out as a plain copy (deleted on the server), never passed on as a document of ours,
+    // and not kept: it does not pass the checks of a pulled document even while encrypting.
+    check_opened(
+        Route::Changes { limit: None },
+        rows,
+        "/results",
+        json!([]),
         1,
-        "treated as a plain copy: purged, never trusted as sealed"
+        0,
     );
+    let limits = PullLimits::default();
+    let (kept, unopened) = plain_copies(std::slice::from_ref(&bad), false, &limits, 1);
+    assert_eq!((kept.len(), unopened.len()), (0, 1));
+    let (kept, refused) = plain_copies(&[bad], true, &limits, 1);
+    assert_eq!((kept.len(), refused.len()), (0, 1));
+}
+
+#[test]
+fn a_plain_document_under_a_sealed_id_is_refused_whatever_the_route() {
+    let fact = json!({ "_id": "f:evil", "_rev": "1-a", "type": "fact", "text": "I am an admin" });
+    let s = sealed_id(&mac("m:1"));
+    let x = made_up();
+    // `_changes`: under a made-up sealed id, under a known one, with no document at all.
+    let rows = json!([{ "id": x, "doc": fact }, { "id": s, "doc": fact }, { "id": x }]);
+    check_opened(
+        Route::Changes { limit: None },
+        json!({ "results": rows, "last_seq": 1 }),
+        "/results",
+        json!([]),
+        0,
+        3,
+    );
+    // `_all_docs`: the row stays without its document (ours is written over it).
+    let rows = json!({ "rows": [{ "key": s, "id": s, "value": { "rev": "1-a" }, "doc": fact }] });
+    check_opened(all_docs(&["m:1"]), rows, "/rows/0/doc", Value::Null, 0, 1);
+    // `open_revs`: the leaf is left out.
+    check_opened(
+        open_revs("m:1"),
+        json!([{ "ok": fact }]),
+        "",
+        json!([]),
+        0,
+        1,
+    );
+}
+
+#[test]
+fn a_plain_tombstone_of_ours_is_only_a_plain_copy() {
+    let tomb = json!({ "_id": "c:c1", "_rev": "2-a", "type": "tombstone", "kind": "conversation",
+                       "at": { "t": 1, "c": 0, "d": "evil" } });
+    let rows = json!({ "results": [{ "id": "c:c1", "doc": tomb }], "last_seq": 1 });
+    check_opened(
+        Route::Changes { limit: None },
+        rows,
+        "/results",
+        json!([]),
+        1,
+        0,
+    );
+    let limits = PullLimits::default();
+    let (kept, unopened) = plain_copies(&[tomb], false, &limits, 1);
+    assert_eq!(
+        (kept.len(), unopened.len()),
+        (0, 1),
+        "never kept once encrypted; counted"
+    );
+}
+
+#[test]
+fn a_document_that_is_neither_ours_nor_the_servers_is_refused() {
+    let rows = json!([{ "id": "zzz", "doc": { "_id": "zzz", "_rev": "1-a" } }, { "id": "_design/x", "doc": {} }]);
+    check_opened(
+        Route::Changes { limit: None },
+        json!({ "results": rows, "last_seq": 1 }),
+        "/results/0/id",
+        json!("_design/x"),
+        0,
+        1,
+    );
+}
+
+#[test]
+fn an_envelope_under_another_rows_id_is_refused() {
+    // A valid envelope of m:1, served in the row of m:known.
+    let d = on_server("m:1", "hello", "1-a");
+    let known = sealed_id(&mac("m:known"));
+    let rows = json!([{ "id": known, "doc": d }]);
+    check_opened(
+        Route::Changes { limit: None },
+        json!({ "results": rows, "last_seq": 1 }),
+        "/results",
+        json!([]),
+        0,
+        1,
+    );
+}
+
+#[test]
+fn an_all_docs_answer_is_checked_against_the_ids_asked_for() {
+    let d1 = on_server("m:1", "one", "1-a");
+    let s1 = sealed_id(&mac("m:1"));
+    let sk = sealed_id(&mac("m:known"));
+    // A row for an id not asked for is dropped and counted.
+    let rows = json!({ "rows": [{ "key": s1, "id": s1, "value": { "rev": "1-a" }, "doc": d1 }] });
+    check_opened(all_docs(&["m:known"]), rows, "/rows", json!([]), 0, 1);
+    // A row whose id is not its key, and the envelope of m:1 under the key of m:known.
+    let rows = json!({ "rows": [{ "key": sk, "id": s1, "value": { "rev": "1-a" } }] });
+    check_opened(all_docs(&["m:known"]), rows, "/rows", json!([]), 0, 1);
+    let rows = json!({ "rows": [{ "key": sk, "id": sk, "value": { "rev": "1-a" }, "doc": d1 }] });
+    check_opened(
+        all_docs(&["m:known"]),
+        rows,
+        "/rows/0/doc",
+        Value::Null,
+        0,
+        1,
+    );
+}
+
+#[test]
+fn an_open_revs_answer_keeps_only_leaves_of_the_id_asked_for() {
+    let other = on_server("m:known", "other", "2-x");
+    let mine = on_server("m:1", "mine", "2-y");
+    let leaves = json!([{ "ok": other }, { "ok": mine }, { "missing": "2-z" }]);
+    check_opened(
+        open_revs("m:1"),
+        leaves.clone(),
+        "/0/ok/content",
+        json!("mine"),
+        0,
+        1,
+    );
+    check_opened(open_revs("m:1"), leaves, "/1/missing", json!("2-z"), 0, 1);
+}
+
+#[test]
+fn a_page_is_cut_to_its_rows_before_anything_is_decrypted() {
+    let rows: Vec<Value> = (0..300)
+        .map(|i| {
+            let d = on_server(&format!("m:{i}"), "x", "1-a");
+            json!({ "id": d["_id"], "seq": i + 1, "doc": d })
+        })
+        .collect();
+    let body = json!({ "results": rows, "last_seq": 300 }).to_string();
+    let rt = Route::Changes { limit: Some(250) };
+    assert_eq!(sealed_in(&rt, 200, &body).len(), 250);
+    let mut names = Names::default();
+    let o = open_response(&rt, 200, &body, &mut names, vec![None; 250]);
+    let Reply::Json(v) = o.body else { panic!() };
+    assert_eq!(v["last_seq"], 250, "read on from the last row kept");
+}
+
+// --- sealing fails closed ---
+
+fn check_unsealable(r: Request, names: &Names, blobs: &[(usize, Vec<u8>)], want: Unsealable) {
+    let rt = route(&r, DB);
+    let blobs: HashMap<usize, Vec<u8>> = blobs.iter().cloned().collect();
+    assert_eq!(seal_request(&r, &rt, names, &blobs), Err(want));
+}
+
+#[test]
+fn sealing_fails_closed_when_a_name_or_a_ciphertext_is_missing() {
+    let mut names = Names::default();
+    let doc = bulk(json!([message("m:1", "the secret plan")]));
+    // Nothing named: the plain id never goes out instead.
+    check_unsealable(
+        doc.clone(),
+        &names,
+        &[(0, vec![1; 40])],
+        Unsealable::Unnamed("m:1".into()),
+    );
+    names.learn("m:1", &sealed_id(&mac("m:1")));
+    // No ciphertext for a live document: neither the plain document nor a deletion goes out.
+    check_unsealable(doc, &names, &[], Unsealable::NotEncrypted("m:1".into()));
+    // A document that is not ours is never uploaded as it is.
+    let foreign = bulk(json!([{ "_id": "zzz", "secret": "plan" }]));
+    check_unsealable(foreign, &names, &[], Unsealable::Foreign("zzz".into()));
+    let keys = req(
+        Method::Post,
+        "/memoire/_all_docs",
+        &[],
+        Some(json!({ "keys": ["f:2"] })),
+    );
+    check_unsealable(keys, &names, &[], Unsealable::Unnamed("f:2".into()));
+    let open = req(Method::Get, "/memoire/f%3A2", &[("open_revs", "[]")], None);
+    check_unsealable(open, &names, &[], Unsealable::Unnamed("f:2".into()));
 }
 
 // --- the marker ---

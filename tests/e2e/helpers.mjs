@@ -616,6 +616,44 @@ export async function syncedDevice({ agent, site, browser }, server, db = 'memoi
 }
 
 /**
+ * A new device for the sync tests: its own browser context and the endpoint set, sync not set up
+ * yet; `summaryFrequency` sets the memory update's frequency.
+ */
+export async function unsyncedDevice({ agent, site, browser }, { summaryFrequency = 1 } = {}) {
+  const d = await newAppPage(browser);
+  await openApp(d.page, site.url);
+  await d.page.locator(tid('settings-open')).click();
+  await d.page.locator(tid('settings-protocol')).selectOption('openai-chat');
+  await d.page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
+  await d.page.locator(tid('settings-model')).fill('test-model');
+  await d.page.locator(tid('settings-summary-frequency')).fill(String(summaryFrequency));
+  return d;
+}
+
+/** The sidebar's sync status: its `data-state` and its detail (the tooltip). */
+export const syncStatus = async (page) => ({
+  state: await page.locator(tid('sync-status')).getAttribute('data-state'),
+  detail: (await page.locator(tid('sync-status')).getAttribute('title')) ?? '',
+});
+
+/** Waits until the sync status satisfies `want`; returns it. */
+export function waitForSyncStatus(page, want, what, timeout = 60_000) {
+  return eventually(async () => {
+    const s = await syncStatus(page);
+    return want(s) ? s : null;
+  }, { timeout, interval: 100, what });
+}
+
+/** The Memory page's facts (opened, read, closed), as one text. */
+export async function memoryPageFacts(page) {
+  if (!(await page.locator(tid('memory-page')).isVisible())) await page.locator(tid('memory-page-open')).click();
+  const texts = await page.locator(tid('memory-page')).locator(tid('user-fact')).allInnerTexts();
+  await page.keyboard.press('Escape');
+  await page.locator(tid('memory-page')).waitFor({ state: 'hidden' });
+  return texts.join(' ');
+}
+
+/**
  * Opens the memory pane's "What the model receives" (the context inspector, closed until the user
  * opens it; this browser remembers it open from then on).
  * @param {import('playwright-core').Page} page

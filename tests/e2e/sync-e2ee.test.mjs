@@ -19,7 +19,6 @@ import {
   startHarness,
   newAppPage,
   openApp,
-  endpointBase,
   chatTurn,
   assertNoPageProblems,
   withDiagnostics,
@@ -29,6 +28,8 @@ import {
   eventually,
   BROWSER_NETWORK_NOISE,
   syncedDevice,
+  unsyncedDevice,
+  memoryPageFacts,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 import { memoryReplyText } from './agent-server.mjs';
@@ -82,17 +83,7 @@ async function saveSync(page, server, { encrypt, passphrase = '', enabled = true
 }
 
 /** A new device with the endpoint set and nothing else. */
-async function freshDevice() {
-  const { agent, site, browser } = harness;
-  const d = await newAppPage(browser);
-  await openApp(d.page, site.url);
-  await d.page.locator(tid('settings-open')).click();
-  await d.page.locator(tid('settings-protocol')).selectOption('openai-chat');
-  await d.page.locator(tid('settings-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
-  await d.page.locator(tid('settings-model')).fill('test-model');
-  await d.page.locator(tid('settings-summary-frequency')).fill('1');
-  return d;
-}
+const freshDevice = () => unsyncedDevice(harness, { summaryFrequency: 1 });
 
 async function synced(page) {
   await page.locator(tid('sync-status', '[data-state="synced"]')).waitFor({ timeout: 60_000 });
@@ -126,13 +117,7 @@ async function converse(page) {
   await page.locator(tid('summary-text')).filter({ hasText: SUMMARY }).waitFor();
 }
 
-async function pageFacts(page) {
-  if (!(await page.locator(tid('memory-page')).isVisible())) await page.locator(tid('memory-page-open')).click();
-  const texts = await page.locator(tid('memory-page')).locator(tid('user-fact')).allInnerTexts();
-  await page.keyboard.press('Escape');
-  await page.locator(tid('memory-page')).waitFor({ state: 'hidden' });
-  return texts.join(' ');
-}
+const pageFacts = memoryPageFacts;
 
 function assertSealed(view, what) {
   for (const w of SECRETS) assert.ok(!view.text.includes(w), `${what}: the server holds "${w}"`);

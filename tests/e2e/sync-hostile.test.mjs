@@ -25,6 +25,7 @@ import {
   BROWSER_NETWORK_NOISE,
   syncedDevice,
   eventually,
+  waitForSyncStatus,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 
@@ -162,17 +163,7 @@ function stored(page, conv) {
   }), conv);
 }
 
-const statusOf = async (page) => ({
-  state: await page.locator(tid('sync-status')).getAttribute('data-state'),
-  detail: (await page.locator(tid('sync-status')).getAttribute('title')) ?? '',
-});
-
-async function waitForStatus(page, want, what, timeout = 60_000) {
-  return eventually(async () => {
-    const s = await statusOf(page);
-    return want(s) ? s : null;
-  }, { timeout, interval: 200, what });
-}
+const waitForStatus = waitForSyncStatus;
 
 /**
  * A device syncing through a hostile proxy, with one conversation synced; runs `fn` with them and

@@ -588,3 +588,22 @@ impl Device {
         panic!("{}: sync did not settle", self.name);
     }
 }
+
+/// A replicator with `cfg` past its database check and checkpoint (the database there, no
+/// checkpoint yet), with the `_changes` request it sends next.
+pub fn at_changes(cfg: Config, now: Millis) -> (Replicator, Request) {
+    let mut rep = Replicator::new(cfg, None);
+    for _ in 0..5 {
+        let req = rep.poll_request(now).expect("a request");
+        if req.path.ends_with("_changes") {
+            return (rep, req);
+        }
+        let (status, body) = if req.path.contains("_local") {
+            (404, r#"{"error":"not_found"}"#)
+        } else {
+            (200, r#"{"db_name":"memoire"}"#)
+        };
+        rep.handle_response(now, status, body);
+    }
+    panic!("no _changes request");
+}

@@ -142,6 +142,11 @@ pub struct Plan {
     pub removed: Vec<String>,
     /// Effects applied after the plan is written, in order: the memory's.
     pub later: Vec<Effect>,
+    /// Pulled versions older than the copy this device holds, in sync with the server as far as
+    /// it knows (not waiting to be pushed): each adds nothing the held copy lacks, so nothing of
+    /// it is taken (a rollback, or a stale answer); the held copy goes back up over it
+    /// (`requeue`). Their `_id`s, to report.
+    pub older: Vec<String>,
 }
 
 struct Planner<'a> {
@@ -157,10 +162,29 @@ struct Planner<'a> {
 
 impl Planner<'_> {
     fn doc(&self, id: &str) -> Option<&LocalDoc> {
+        self.held_doc(id).map(|(l, _)| l)
+    }
+
+    /// The copy of `id` the batch has left so far, and whether it waits to be pushed.
+    fn held_doc(&self, id: &str) -> Option<(&LocalDoc, bool)> {
         match self.doc_at.get(id) {
-            Some(&k) => Some(&self.plan.docs[k].0),
-            None => self.held.docs.get(id).map(|(l, _)| l),
+            Some(&k) => self.plan.docs.get(k).map(|(l, d)| (l, *d)),
+            None => self.held.docs.get(id).map(|(l, d)| (l, *d)),
         }
+    }
+
+    /// Whether `remote`, at `rev`, is older than the held copy of its id: that copy is in sync
+    /// (not waiting to be pushed) at another revision, differs from `remote` and already holds all
+    /// of it (the merge is a join: any later version of a document holds all of an earlier one).
+    /// At the held revision itself it is not said to be older: a conflict's winner merged after
+    /// its losing leaves comes so.
+    fn older(&self, remote: &Doc, rev: &str) -> bool {
+        self.held_doc(&remote.id).is_some_and(|(h, dirty)| {
+            !dirty
+                && h.rev.as_deref() != Some(rev)
+                && h.doc != *remote
+                && super::merge::merge(&h.doc, remote) == h.doc
+        })
     }
 
     /// When conversation `id` was last cleared, as the batch has left its document so far.
@@ -335,6 +359,9 @@ pub fn plan(batch: Vec<(Doc, String)>, held: &Held) -> Plan {
         blanked: HashSet::new(),
     };
     for (remote, rev) in batch {
+        if p.older(&remote, &rev) {
+            p.plan.older.push(remote.id.clone());
+        }
         let prev = p.doc(&remote.id).cloned();
         let a = apply_remote(prev.as_ref(), &remote, &rev);
         let changed = prev.as_ref().map(|l| &l.doc) != Some(&a.local.doc);

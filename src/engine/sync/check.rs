@@ -39,6 +39,13 @@ impl Default for PullLimits {
     }
 }
 
+/// Conflicting revisions a pulled document may list (`_conflicts`): each is read with
+/// `open_revs` in one request whose URL stays under 8 KB, and resolved in one `_bulk_docs` of at
+/// most `replicate::RESOLVE_BATCH` documents. A document listing more is refused.
+pub const MAX_CONFLICTS: usize = 64;
+/// The longest revision (`_rev`, or one in `_conflicts`) taken: CouchDB's are about 34 characters.
+pub const MAX_REV_CHARS: usize = 80;
+
 /// Reads a document as CouchDB returns it and holds it to `limits` at `now`; `Err` says why it is
 /// refused (its id first).
 pub fn pulled(v: &Value, limits: &PullLimits, now: Millis) -> Result<Couch, String> {
@@ -47,6 +54,7 @@ pub fn pulled(v: &Value, limits: &PullLimits, now: Millis) -> Result<Couch, Stri
             .and_then(Value::as_str)
             .map_or_else(|| "a document".to_string(), |s| clip(s, 80))
     };
+    revisions(v).map_err(|e| format!("{}: {e}", id()))?;
     if depth(v, limits.import.max_depth + 1) > limits.import.max_depth {
         return Err(format!(
             "{}: nests data more than {} levels deep",
@@ -58,6 +66,55 @@ pub fn pulled(v: &Value, limits: &PullLimits, now: Millis) -> Result<Couch, Stri
     check_doc(&c.doc, limits, now)
         .map_err(|e| format!("{}: {}", clip(&c.doc.id, 80), reason(e)))?;
     Ok(c)
+}
+
+/// A document's revision and conflicting revisions, within [`MAX_CONFLICTS`] and
+/// [`MAX_REV_CHARS`] (read before anything else of it).
+fn revisions(v: &Value) -> Result<(), String> {
+    let conflicts = v.get("_conflicts").and_then(Value::as_array);
+    let n = conflicts.map_or(0, Vec::len);
+    if n > MAX_CONFLICTS {
+        return Err(format!(
+            "it lists {n} conflicting revisions; at most {MAX_CONFLICTS} are read"
+        ));
+    }
+    let long = |r: &Value| r.as_str().is_none_or(|r| r.len() > MAX_REV_CHARS);
+    if v.get("_rev").is_some_and(long) || conflicts.into_iter().flatten().any(long) {
+        return Err(format!(
+            "a revision that is not text of at most {MAX_REV_CHARS} characters"
+        ));
+    }
+    Ok(())
+}
+
+/// Plain copies of our documents found on the server with encryption on (`seal::Opened::plain`):
+/// kept only while this device first encrypts the database (`first`), and then only those that
+/// pass the checks of any pulled document ([`pulled`]); otherwise none is taken (each did not open
+/// with the key: it is counted as such) and they are only deleted on the server. The documents to
+/// keep, and why the others were not.
+pub fn plain_copies(
+    plain: &[Value],
+    first: bool,
+    limits: &PullLimits,
+    now: Millis,
+) -> (Vec<super::Doc>, Vec<String>) {
+    if !first {
+        let id = |v: &Value| v.get("_id").and_then(Value::as_str).map(|s| clip(s, 80));
+        let why = |v: &Value| {
+            let id = id(v).unwrap_or_else(|| "a document".into());
+            format!("{id}: a plain copy on an encrypted database; not taken, deleted on the server")
+        };
+        return (Vec::new(), plain.iter().map(why).collect());
+    }
+    let mut keep = Vec::new();
+    let mut refused = Vec::new();
+    for v in plain {
+        match pulled(v, limits, now) {
+            Ok(c) => keep.push(c.doc),
+            Err(e) => refused.push(e),
+        }
+    }
+    (keep, refused)
 }
 
 /// Why a document was refused, in words about a synced document (not a backup's).

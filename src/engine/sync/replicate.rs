@@ -21,6 +21,15 @@
 //! At most the `limit` rows a page asked for are taken (a server that sends more is read up to that
 //! row's `seq`), and every pulled document is held to the limits imports enforce (`sync::check`): a
 //! refused one is skipped with its reason ([`Replicator::poll_refused`]) and never stops sync.
+//! A document listing more than `check::MAX_CONFLICTS` conflicting revisions, or whose `open_revs`
+//! would need more than [`MAX_OPEN_REVS_URL`] (a long id), is refused, so no URL passes 8 KB, and
+//! resolutions go up [`RESOLVE_BATCH`] documents at a time;
+//! an `open_revs` leaf is taken only if it is a revision asked for of the document asked for, an
+//! `_all_docs` row only if it holds the document of its key (issue 43).
+//! Without encryption ([`Config::guard_marker`]) the database's encryption marker, seen in
+//! `_changes` or looked for before each upload of documents (a push, a conflict resolution), stops
+//! sync ([`SyncError::Encrypted`]): no more plaintext goes up once another device encrypted the
+//! database.
 //! Must not import anything outside `crate::engine` (`now` is an argument).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -62,6 +71,10 @@ pub struct Config {
     pub idle_ms: u32,
     /// The longest a whole answer may take (a longpoll's too: it is then simply asked again).
     pub total_ms: u32,
+    /// Encryption is off: before each upload of documents, make sure no device encrypted the
+    /// database meanwhile (its marker, `seal::MARKER_ID`); seen there or in `_changes`, sync stops
+    /// ([`SyncError::Encrypted`]) and nothing more goes up in plaintext.
+    pub guard_marker: bool,
 }
 
 impl Config {
@@ -84,6 +97,7 @@ impl Config {
             first_byte_ms: 20_000,
             idle_ms: 30_000,
             total_ms: 120_000,
+            guard_marker: false,
         }
     }
 }
@@ -162,6 +176,9 @@ pub enum SyncError {
     /// A redirect, never followed (README "Credentials"): only a new address can fix it.
     #[error("{}", SYNC_REDIRECT_REFUSED)]
     Redirected,
+    /// This device syncs without encryption and the database's encryption marker appeared.
+    #[error("Another device encrypted this database: enter its passphrase (Settings → Sync, \"Encrypt end to end\"). Nothing more was sent")]
+    Encrypted,
 }
 
 impl SyncError {
@@ -208,6 +225,8 @@ enum Inflight {
     },
     OpenRevs,
     Resolve(Vec<Doc>),
+    /// Is the database still unencrypted (`Config::guard_marker`)?
+    Guard,
     Push(Vec<LocalDoc>),
     Reread,
     WriteCheckpoint(String),
@@ -250,6 +269,10 @@ pub struct Replicator {
     refused: usize,
     /// Rows asked for per `_changes` page (halved after an answer too large).
     page: usize,
+    /// Documents from the server that did not open with the key, or answered what was not asked.
+    unopened: usize,
+    /// The marker was looked for since the last push (`Config::guard_marker`).
+    guarded: bool,
 }
 
 /// Retries after a failure wait 1 s, 2 s, 4 s, … up to a minute.
@@ -259,6 +282,13 @@ pub fn backoff_ms(errors: u32) -> Millis {
 
 /// Reasons for skipped documents kept until the shell reads them (a flood keeps the newest).
 pub const MAX_REASONS_KEPT: usize = 100;
+
+/// Documents per `_bulk_docs` that resolves conflicts.
+pub const RESOLVE_BATCH: usize = 100;
+
+/// The longest `open_revs` path and query (the server's URL comes before it): with it, no
+/// request's URL passes 8 KB. A conflicted document that would need more is refused.
+pub const MAX_OPEN_REVS_URL: usize = 7 * 1024;
 
 /// Re-reads of one document after 409s before the connection starts over.
 const MAX_CONFLICT_RETRIES: u32 = 5;
@@ -301,6 +331,8 @@ impl Replicator {
             skipped: VecDeque::new(),
             refused: 0,
             page,
+            unopened: 0,
+            guarded: false,
         }
     }
 
@@ -347,6 +379,34 @@ impl Replicator {
     /// How many documents this connection skipped.
     pub fn refused(&self) -> usize {
         self.refused
+    }
+
+    /// Documents from the server that did not open with this database's key, or were not what
+    /// was asked for (`seal::Opened::refused`): refused, never applied; counted apart
+    /// ([`Replicator::unopened`]) and their reasons handed out with [`Replicator::poll_refused`].
+    pub fn handle_unopened(&mut self, reasons: Vec<String>) {
+        self.unopened += reasons.len();
+        for r in reasons {
+            if self.skipped.len() == MAX_REASONS_KEPT {
+                self.skipped.pop_front();
+            }
+            self.skipped.push_back(r);
+        }
+    }
+
+    /// Documents the shell refused after the replicator handed them out (a pulled version older
+    /// than the copy this device holds, `batch::Plan::older`; a plain copy that failed the checks
+    /// while this device first encrypts, `check::plain_copies`): counted and reported as any
+    /// refused document.
+    pub fn handle_refused(&mut self, reasons: Vec<String>) {
+        for r in reasons {
+            self.skip(r);
+        }
+    }
+
+    /// How many documents from the server this connection could not open.
+    pub fn unopened(&self) -> usize {
+        self.unopened
     }
 
     fn skip(&mut self, reason: String) {
@@ -486,14 +546,12 @@ impl Replicator {
         } else if !self.checkpoint_read {
             (Inflight::ReadCheckpoint, get(self.checkpoint_path()))
         } else if let Some(c) = self.to_open.front() {
-            let revs = serde_json::to_string(&c.losers).unwrap_or_default();
-            let mut req = get(self.path(&format!("/{}", encode(&c.winner.id))));
-            req.query = vec![("open_revs".into(), revs)];
-            (Inflight::OpenRevs, req)
+            (Inflight::OpenRevs, self.open_revs_request(c))
         } else if !self.resolve_docs.is_empty() {
-            let docs = std::mem::take(&mut self.resolve_docs);
-            let meta = std::mem::take(&mut self.resolve);
-            (Inflight::Resolve(meta), self.bulk(docs))
+            if let Some(guard) = self.guard_first() {
+                return Some(guard);
+            }
+            self.resolve_request()
         } else if !self.caught_up {
             (
                 Inflight::Changes {
@@ -505,6 +563,9 @@ impl Replicator {
         } else if !self.reread.is_empty() {
             (Inflight::Reread, self.reread_request())
         } else if !self.outbox.is_empty() {
+            if let Some(guard) = self.guard_first() {
+                return Some(guard);
+            }
             self.push_request()
         } else if self.since.is_some()
             && self.server_cp.as_ref().map(|(_, s)| s) != Some(&self.since)
@@ -519,6 +580,42 @@ impl Replicator {
         } else {
             return None;
         })
+    }
+
+    /// Without encryption (`Config::guard_marker`), the look for the marker that goes before each
+    /// write of documents; `None`: the write may go now (and the next one looks again).
+    fn guard_first(&mut self) -> Option<(Inflight, Request)> {
+        if self.cfg.guard_marker && !self.guarded {
+            let marker = self.path(&format!("/{}", encode(super::seal::MARKER_ID)));
+            return Some((Inflight::Guard, get(marker)));
+        }
+        self.guarded = false;
+        None
+    }
+
+    /// The next `_bulk_docs` of conflict resolutions (at most [`RESOLVE_BATCH`] documents), with
+    /// the merged winners it writes.
+    fn resolve_request(&mut self) -> (Inflight, Request) {
+        let n = self.resolve_docs.len().min(RESOLVE_BATCH);
+        let docs: Vec<Value> = self.resolve_docs.drain(..n).collect();
+        let ids: BTreeSet<&str> = docs
+            .iter()
+            .filter(|d| d.get("_deleted").is_none())
+            .filter_map(|d| d.get("_id").and_then(Value::as_str))
+            .collect();
+        let (meta, rest) = std::mem::take(&mut self.resolve)
+            .into_iter()
+            .partition(|m| ids.contains(m.id.as_str()));
+        self.resolve = rest;
+        (Inflight::Resolve(meta), self.bulk(docs))
+    }
+
+    /// The `open_revs` request that reads the losing leaves of `c`.
+    fn open_revs_request(&self, c: &Conflicted) -> Request {
+        let revs = serde_json::to_string(&c.losers).unwrap_or_default();
+        let mut req = get(self.path(&format!("/{}", encode(&c.winner.id))));
+        req.query = vec![("open_revs".into(), revs)];
+        req
     }
 
     /// The `_all_docs` request that reads the documents to reread again, with their conflicts.
@@ -647,6 +744,7 @@ impl Replicator {
     /// The database is gone or unknown (a 404, or a failure): open it, read the checkpoint and
     /// catch up again before anything else.
     fn database_gone(&mut self) {
+        self.guarded = false;
         self.db_ok = false;
         self.checkpoint_read = false;
         self.caught_up = false;
@@ -722,6 +820,7 @@ impl Replicator {
             Inflight::Resolve(meta) => self.on_resolve(status, body, meta),
             Inflight::Push(batch) => self.on_push(status, body, batch),
             Inflight::Reread => self.on_reread(now, status, body),
+            Inflight::Guard => self.on_guard(status),
         };
         match result {
             Ok(()) => {
@@ -731,6 +830,19 @@ impl Replicator {
             Err(Bad::Status) => self.fail(now, SyncError::Server { status, what }),
             Err(Bad::Body) => self.fail(now, SyncError::Unreadable { what }),
             Err(Bad::Fatal(e)) => self.fail(now, e),
+        }
+    }
+
+    /// The marker looked for before a push (`Config::guard_marker`): none, the push goes; there,
+    /// sync stops before anything more goes up in plaintext.
+    fn on_guard(&mut self, status: u16) -> Result<(), Bad> {
+        match status {
+            404 => {
+                self.guarded = true;
+                Ok(())
+            }
+            200 => Err(Bad::Fatal(SyncError::Encrypted)),
+            _ => Err(Bad::Status),
         }
     }
 
@@ -830,6 +942,14 @@ impl Replicator {
             return Err(Bad::Status);
         }
         let mut changes: Changes = body.read()?;
+        if changes
+            .results
+            .iter()
+            .any(|r| r.id == super::seal::MARKER_ID)
+        {
+            // Only a device without encryption sees it: the seal takes it out of sealed pages.
+            return Err(Bad::Fatal(SyncError::Encrypted));
+        }
         let mut last_seq = seq_text(&changes.last_seq).ok_or(Bad::Body)?;
         if changes.results.len() > limit {
             // More rows than asked for: take those asked for, and read on from the last of them.
@@ -869,13 +989,20 @@ impl Replicator {
         };
         match check::pulled(&v, &self.cfg.limits, now) {
             Ok(c) => {
-                self.pulled(&c.doc, &c.rev);
-                if !c.conflicts.is_empty() {
-                    self.to_open.push_back(Conflicted {
-                        winner: c.doc,
-                        rev: c.rev,
-                        losers: c.conflicts,
-                    });
+                let conflicted = Conflicted {
+                    winner: c.doc,
+                    rev: c.rev,
+                    losers: c.conflicts,
+                };
+                if self.open_revs_request(&conflicted).url("").len() > MAX_OPEN_REVS_URL {
+                    let id = crate::engine::format::clip(&conflicted.winner.id, 80);
+                    return self.skip(format!(
+                        "{id}: its conflicting revisions cannot be asked for in one request of at most {MAX_OPEN_REVS_URL} bytes"
+                    ));
+                }
+                self.pulled(&conflicted.winner, &conflicted.rev);
+                if !conflicted.losers.is_empty() {
+                    self.to_open.push_back(conflicted);
                 }
             }
             Err(e) => self.skip(e),
@@ -916,8 +1043,8 @@ impl Replicator {
                 .into_iter()
                 .filter_map(|r| r.ok)
                 .filter(|v| v.get("_deleted") != Some(&Value::Bool(true)))
-                .filter_map(|v| match check::pulled(&v, &self.cfg.limits, now) {
-                    Ok(c) => Some(c.doc),
+                .filter_map(|v| match leaf(&v, &c, &self.cfg.limits, now) {
+                    Ok(doc) => Some(doc),
                     Err(e) => {
                         refused.push(e);
                         None
@@ -988,7 +1115,7 @@ impl Replicator {
                 self.pulled(&merged, &rev);
             }
         }
-        if self.to_open.is_empty() {
+        if self.to_open.is_empty() && self.resolve_docs.is_empty() {
             self.release_held();
         }
         Ok(())
@@ -1058,10 +1185,18 @@ impl Replicator {
                 continue;
             };
             let limits = &self.cfg.limits;
-            match (
-                &row.value,
-                row.doc.as_ref().map(|v| check::pulled(v, limits, now)),
-            ) {
+            let read = |v: &Value| {
+                let c = check::pulled(v, limits, now)?;
+                match c.doc.id == row.key {
+                    true => Ok(c),
+                    false => Err(format!("{}: answered with another document", row.key)),
+                }
+            };
+            let got = row.doc.as_ref().map(read);
+            if let Some(Err(e)) = &got {
+                self.skip(e.clone());
+            }
+            match (&row.value, got) {
                 (Some(v), Some(Ok(c))) if !v.deleted => self.pulled(&c.doc, &c.rev),
                 (Some(v), _) if !v.deleted => {
                     // Not a Memoire document: write ours over it.
@@ -1095,7 +1230,29 @@ fn what(inflight: &Inflight) -> &'static str {
         Inflight::Resolve(_) => "writing a resolved conflict",
         Inflight::Push(_) => "the upload",
         Inflight::Reread => "re-reading conflicting documents",
+        Inflight::Guard => "the encryption check",
     }
+}
+
+/// A conflicting leaf of `c` read and checked: a revision asked for of the same document, held
+/// to the limits of any pulled document.
+fn leaf(v: &Value, c: &Conflicted, limits: &PullLimits, now: Millis) -> Result<Doc, String> {
+    let rev = v.get("_rev").and_then(Value::as_str).unwrap_or_default();
+    if !c.losers.iter().any(|l| l == rev) {
+        return Err(format!(
+            "{}: a conflicting revision that was not asked for; refused",
+            c.winner.id
+        ));
+    }
+    let got = check::pulled(v, limits, now)?;
+    if got.doc.id != c.winner.id {
+        return Err(format!(
+            "{}: a conflicting revision of another document ({}); refused",
+            c.winner.id,
+            crate::engine::format::clip(&got.doc.id, 80)
+        ));
+    }
+    Ok(got.doc)
 }
 
 /// An answer's body being read: borrowed text, or JSON.

@@ -18,13 +18,21 @@
 //!   text sealed under the key, which tells a wrong passphrase before anything is written.
 //!
 //! What the server sees: ids, revisions, sizes, ciphertext, the marker, and the devices' `_local/`
-//! checkpoints (an opaque `since` and a random device id). With encryption on, a plain document of
-//! ours found on the server (a copy from before encryption was turned on) is taken out of the answer
-//! and handed to the session ([`Opened::plain`]), which keeps its content locally (it goes back up
-//! sealed) and deletes the plain copy on the server; its deletion in a later feed is dropped.
+//! checkpoints (an opaque `since` and a random device id).
+//!
+//! Nothing unopened is trusted (ARCHITECTURE `nothing-unopened-is-trusted`): an answer is cut to
+//! the rows asked for before anything is decrypted; only a document that opened under the key,
+//! under the sealed id its row or request names, is passed on as a document of ours; rows and
+//! leaves of ids not asked for are dropped; everything else (a plain document under a sealed id,
+//! ciphertext that does not open, a document neither ours nor the server's own) is refused and
+//! counted ([`Opened::refused`]). A plain document under one of our plain ids (a copy from before
+//! encryption was turned on, or one a server made up) is taken out ([`Opened::plain`]): the session
+//! deletes it on the server, and keeps it only while it first encrypts the database, after the
+//! checks of any pulled document (`check::plain_copies`). Sealing fails closed: a request with an
+//! id not named or a document not encrypted is not sent ([`Unsealable`]).
 //! Must not import anything outside `crate::engine`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
@@ -233,13 +241,15 @@ fn rows<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
 pub enum Route {
     /// Nothing sealed: the database itself, a `_local/` checkpoint, anything else.
     Pass,
-    /// `GET _changes`: the answer's documents are opened, their ids named.
-    Changes,
+    /// `GET _changes`: the answer cut to the `limit` rows asked for (before anything is
+    /// decrypted), its documents opened, their ids named.
+    Changes { limit: Option<usize> },
     /// `POST _bulk_docs`: the documents sealed; the answer's ids named.
     Bulk,
-    /// `POST _all_docs` with `keys`: the keys sealed; the answer's rows opened.
-    AllDocs,
-    /// `GET /{db}/{id}?open_revs=…`: the id sealed; the leaves opened.
+    /// `POST _all_docs` with `keys` (the plain ids asked for): the keys sealed; the answer's rows
+    /// opened, and only rows for the ids asked for kept.
+    AllDocs { keys: Vec<String> },
+    /// `GET /{db}/{id}?open_revs=…`: the id sealed; the leaves opened, only those of `id` kept.
     Open { db_path: String, id: String },
 }
 
@@ -250,9 +260,21 @@ pub fn route(req: &Request, db: &str) -> Route {
         return Route::Pass;
     };
     match rest {
-        "/_changes" => Route::Changes,
+        "/_changes" => Route::Changes {
+            limit: req
+                .query
+                .iter()
+                .find(|(k, _)| k == "limit")
+                .and_then(|(_, v)| v.parse().ok()),
+        },
         "/_bulk_docs" => Route::Bulk,
-        "/_all_docs" => Route::AllDocs,
+        "/_all_docs" => {
+            let body = body_json(req).unwrap_or_default();
+            let keys = rows(&body, "keys").filter_map(Value::as_str);
+            Route::AllDocs {
+                keys: keys.filter(|k| seals(k)).map(str::to_string).collect(),
+            }
+        }
         _ => match rest.strip_prefix('/').and_then(decode) {
             Some(id) if seals(&id) && req.query.iter().any(|(k, _)| k == "open_revs") => {
                 Route::Open { db_path, id }
@@ -300,14 +322,9 @@ fn body_json(req: &Request) -> Option<Value> {
 pub fn outgoing(req: &Request, route: &Route) -> Outgoing {
     let mut out = Outgoing::default();
     match route {
-        Route::Pass | Route::Changes => {}
+        Route::Pass | Route::Changes { .. } => {}
         Route::Open { id, .. } => out.ids.push(id.clone()),
-        Route::AllDocs => {
-            let body = body_json(req).unwrap_or_default();
-            let keys = rows(&body, "keys").filter_map(Value::as_str);
-            out.ids
-                .extend(keys.filter(|k| seals(k)).map(str::to_string));
-        }
+        Route::AllDocs { keys } => out.ids.extend(keys.iter().cloned()),
         Route::Bulk => {
             let body = body_json(req).unwrap_or_default();
             for (i, d) in rows(&body, "docs").enumerate() {
@@ -324,80 +341,117 @@ pub fn outgoing(req: &Request, route: &Route) -> Outgoing {
     out
 }
 
-/// `req` as it goes to the server: ids replaced by their names in `names` (every id in
-/// [`outgoing`]'s list must be there), documents by their envelopes (`blobs`, by index).
+/// Why a request cannot be sealed: it is not sent (sealing fails closed; nothing goes out in
+/// plaintext because something was missing).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsealable {
+    #[error("the id of '{0}' was not encrypted")]
+    Unnamed(String),
+    #[error("document '{0}' was not encrypted")]
+    NotEncrypted(String),
+    #[error("a document that is not Memoire's ('{0}') would have been uploaded unencrypted")]
+    Foreign(String),
+    #[error("the upload was not a list of documents")]
+    Unreadable,
+}
+
+/// `req` as it goes to the server: ids replaced by their names in `names`, documents by their
+/// envelopes (`blobs`, by index). Every id [`outgoing`] listed must be named and every live
+/// document encrypted: anything missing is an error, never a plain id or document sent instead.
 pub fn seal_request(
     req: &Request,
     route: &Route,
     names: &Names,
     blobs: &HashMap<usize, Vec<u8>>,
-) -> Request {
-    let name = |id: &str| names.sealed(id).unwrap_or(id).to_string();
+) -> Result<Request, Unsealable> {
+    let name = |id: &str| {
+        names
+            .sealed(id)
+            .map(str::to_string)
+            .ok_or_else(|| Unsealable::Unnamed(id.to_string()))
+    };
     let mut out = req.clone();
     match route {
-        Route::Pass | Route::Changes => {}
-        Route::Open { db_path, id } => out.path = format!("{db_path}/{}", encode(&name(id))),
-        Route::AllDocs => {
-            let mut body = body_json(req).unwrap_or_default();
+        Route::Pass | Route::Changes { .. } => {}
+        Route::Open { db_path, id } => out.path = format!("{db_path}/{}", encode(&name(id)?)),
+        Route::AllDocs { .. } => {
+            let mut body = body_json(req).ok_or(Unsealable::Unreadable)?;
             if let Some(keys) = body.get_mut("keys").and_then(Value::as_array_mut) {
                 for k in keys.iter_mut() {
-                    if let Some(s) = k.as_str() {
-                        *k = Value::String(name(s));
+                    if let Some(s) = k.as_str().filter(|s| seals(s)) {
+                        *k = Value::String(name(s)?);
                     }
                 }
             }
             out.body = Some(body.to_string());
         }
         Route::Bulk => {
-            let mut body = body_json(req).unwrap_or_default();
-            if let Some(docs) = body.get_mut("docs").and_then(Value::as_array_mut) {
-                for (i, d) in docs.iter_mut().enumerate() {
-                    *d = sealed_doc(d, i, &name, blobs);
-                }
+            let mut body = body_json(req).ok_or(Unsealable::Unreadable)?;
+            let docs = body
+                .get_mut("docs")
+                .and_then(Value::as_array_mut)
+                .ok_or(Unsealable::Unreadable)?;
+            for (i, d) in docs.iter_mut().enumerate() {
+                *d = sealed_doc(d, i, &name, blobs)?;
             }
             out.body = Some(body.to_string());
         }
     }
-    out
+    Ok(out)
 }
 
 /// One `_bulk_docs` entry sealed: an envelope, or (a losing leaf's deletion) its id named.
 fn sealed_doc(
     d: &Value,
     i: usize,
-    name: &dyn Fn(&str) -> String,
+    name: &dyn Fn(&str) -> Result<String, Unsealable>,
     blobs: &HashMap<usize, Vec<u8>>,
-) -> Value {
-    let Some(id) = d.get("_id").and_then(Value::as_str).filter(|id| seals(id)) else {
-        return d.clone();
-    };
+) -> Result<Value, Unsealable> {
+    let id = d.get("_id").and_then(Value::as_str).unwrap_or_default();
+    if !seals(id) {
+        return Err(Unsealable::Foreign(crate::engine::format::clip(id, 80)));
+    }
     let rev = d.get("_rev").and_then(Value::as_str);
+    let deleted = d.get("_deleted") == Some(&Value::Bool(true));
     match blobs.get(&i) {
-        Some(blob) => envelope(&name(id), rev, blob),
-        None => {
-            let mut v = json!({ "_id": name(id), "_deleted": true });
+        Some(blob) if !deleted => Ok(envelope(&name(id)?, rev, blob)),
+        None if deleted => {
+            let mut v = json!({ "_id": name(id)?, "_deleted": true });
             if let Some(r) = rev {
                 v["_rev"] = Value::String(r.into());
             }
-            v
+            Ok(v)
         }
+        _ => Err(Unsealable::NotEncrypted(id.to_string())),
     }
 }
 
-/// The document slots of an answer, in one order (the order [`sealed_in`] lists them and
-/// [`open_response`] consumes their plaintexts).
-fn slots<'a>(route: &Route, v: &'a mut Value) -> Vec<&'a mut Value> {
-    let (list, key) = match route {
-        Route::Changes => (v.get_mut("results"), "doc"),
-        Route::AllDocs => (v.get_mut("rows"), "doc"),
-        Route::Open { .. } => (Some(v), "ok"),
+/// One document slot of an answer: the row (or leaf) it is in, the sealed id its envelope must
+/// carry when the answer says (a `_changes` row's `id`, an `_all_docs` row's `key`), and the slot.
+type Slot<'a> = (usize, Option<String>, &'a mut Value);
+
+/// The document slots of an answer, in one order (the order [`Opening::sealed`] lists them and
+/// [`Opening::finish`] consumes their plaintexts).
+fn slots<'a>(route: &Route, v: &'a mut Value) -> Vec<Slot<'a>> {
+    let (list, key, bound) = match route {
+        Route::Changes { .. } => (v.get_mut("results"), "doc", "id"),
+        Route::AllDocs { .. } => (v.get_mut("rows"), "doc", "key"),
+        Route::Open { .. } => (Some(v), "ok", ""),
         Route::Pass | Route::Bulk => return Vec::new(),
     };
-    list.and_then(Value::as_array_mut)
+    let mut out = Vec::new();
+    for (i, r) in list
+        .and_then(Value::as_array_mut)
         .into_iter()
         .flatten()
-        .filter_map(|r| r.get_mut(key))
-        .collect()
+        .enumerate()
+    {
+        let expected = r.get(bound).and_then(Value::as_str).map(str::to_string);
+        if let Some(slot) = r.get_mut(key) {
+            out.push((i, expected, slot));
+        }
+    }
+    out
 }
 
 fn success(status: u16) -> bool {
@@ -416,10 +470,14 @@ pub struct Opened {
     /// The answer as the replicator reads it: plain ids and plain documents, as JSON when it was
     /// read (not written out to be read again), else the text as it came.
     pub body: Reply,
-    /// Plain documents of ours the server still holds (each with its `_rev`): to keep locally and
-    /// delete on the server.
+    /// Plain documents of ours the server still holds (each with its `_rev`): to delete on the
+    /// server (and, only while this device first encrypts the database, to keep after the checks
+    /// of any pulled document: `check::plain_copies`).
     pub plain: Vec<Value>,
-    /// Why some documents were left out (ciphertext that does not open under this key).
+    /// Why documents were left out: they did not open with this key (ciphertext under another
+    /// key or id, a plain document under a sealed id, a document not of ours), or the answer was
+    /// not about what was asked (a row or leaf of another id). Each counts as "could not be
+    /// opened".
     pub refused: Vec<String>,
 }
 
@@ -435,17 +493,33 @@ pub fn open_response(
     Opening::new(route, status, body.to_string()).finish(names, plains)
 }
 
-/// The sealed id of an envelope (`e2ee: 1` under a sealed id): the slots [`Opening::sealed`] lists
-/// and [`Opening::finish`] fills, in the same order.
-fn envelope_id(doc: &Value) -> Option<&str> {
+/// The sealed id of an envelope (`e2ee: 1` under a sealed id, the one its row names when it names
+/// one): the slots [`Opening::sealed`] lists and [`Opening::finish`] fills, in the same order.
+fn envelope_id<'a>(doc: &'a Value, expected: &Option<String>) -> Option<&'a str> {
     if doc.get("e2ee").and_then(Value::as_u64) != Some(1) {
         return None;
     }
-    doc.get("_id")?.as_str().filter(|id| is_sealed_id(id))
+    let id = doc.get("_id")?.as_str().filter(|id| is_sealed_id(id))?;
+    expected.as_deref().is_none_or(|e| e == id).then_some(id)
 }
 
-/// An answer being opened: read once, its sealed documents listed ([`Opening::sealed`]), then
-/// filled with their plaintexts ([`Opening::finish`]).
+/// Cuts a `_changes` answer to the `limit` rows asked for, reading on from the last one kept.
+fn cut_changes(v: &mut Value, limit: usize) {
+    let Some(results) = v.get_mut("results").and_then(Value::as_array_mut) else {
+        return;
+    };
+    if results.len() <= limit {
+        return;
+    }
+    results.truncate(limit);
+    let last = results.last().and_then(|r| r.get("seq")).cloned();
+    if let (Some(seq), Some(o)) = (last, v.as_object_mut()) {
+        o.insert("last_seq".into(), seq);
+    }
+}
+
+/// An answer being opened: read once and cut to the rows asked for, its sealed documents listed
+/// ([`Opening::sealed`]), then filled with their plaintexts ([`Opening::finish`]).
 pub struct Opening {
     route: Route,
     body: String,
@@ -456,7 +530,10 @@ pub struct Opening {
 impl Opening {
     pub fn new(route: &Route, status: u16, body: String) -> Opening {
         let read = success(status) && !matches!(route, Route::Pass);
-        let v = read.then(|| serde_json::from_str(&body).ok()).flatten();
+        let mut v: Option<Value> = read.then(|| serde_json::from_str(&body).ok()).flatten();
+        if let (Route::Changes { limit: Some(l) }, Some(v)) = (route, v.as_mut()) {
+            cut_changes(v, *l);
+        }
         Opening {
             route: route.clone(),
             body,
@@ -477,11 +554,14 @@ impl Opening {
         };
         slots(&self.route, v)
             .into_iter()
-            .filter_map(|d| Some((envelope_id(d)?.to_string(), blob(d).unwrap_or_default())))
+            .filter_map(|(_, e, d)| {
+                Some((envelope_id(d, &e)?.to_string(), blob(d).unwrap_or_default()))
+            })
             .collect()
     }
 
     /// The answer for the replicator: `plains` are the decrypted [`Opening::sealed`], in order.
+    /// Only what opened is passed on as a document of ours; see [`Opened::refused`].
     pub fn finish(self, names: &mut Names, plains: Vec<Option<Vec<u8>>>) -> Opened {
         let mut out = Opened {
             body: Reply::Text(String::new()),
@@ -493,15 +573,22 @@ impl Opening {
             return out;
         };
         let route = self.route;
+        let asked = match &route {
+            Route::Open { id, .. } => Some(id.as_str()),
+            _ => None,
+        };
         let mut plains = plains.into_iter();
-        for slot in slots(&route, &mut v) {
-            let Some(sealed) = envelope_id(slot).map(str::to_string) else {
+        let mut opened_at = HashSet::new();
+        for (i, expected, slot) in slots(&route, &mut v) {
+            let Some(sealed) = envelope_id(slot, &expected).map(str::to_string) else {
                 continue;
             };
-            match plains.next().flatten().and_then(|p| opened(slot, &p)) {
+            let doc = plains.next().flatten().and_then(|p| opened(slot, &p));
+            match doc.filter(|d| fits(d, &sealed, asked, names)) {
                 Some(doc) => {
                     names.learn(doc["_id"].as_str().unwrap_or_default(), &sealed);
                     *slot = doc;
+                    opened_at.insert(i);
                 }
                 None => {
                     out.refused.push(format!(
@@ -511,10 +598,10 @@ impl Opening {
                 }
             }
         }
-        match route {
-            Route::Changes => name_changes(&mut v, names, &mut out),
-            Route::AllDocs => name_rows(&mut v, names),
-            Route::Open { .. } => name_leaves(&mut v, names),
+        match &route {
+            Route::Changes { .. } => name_changes(&mut v, names, &opened_at, &mut out),
+            Route::AllDocs { keys } => name_rows(&mut v, names, keys, &opened_at, &mut out),
+            Route::Open { id, .. } => name_leaves(&mut v, names, id, &opened_at, &mut out),
             Route::Bulk => name_results(&mut v, names),
             Route::Pass => {}
         }
@@ -523,35 +610,55 @@ impl Opening {
     }
 }
 
+/// Whether an opened document is the one its sealed id names: its plain `_id` is the name known
+/// for that sealed id (when known), and the one asked for (`open_revs`).
+fn fits(doc: &Value, sealed: &str, asked: Option<&str>, names: &Names) -> bool {
+    let plain = doc["_id"].as_str().unwrap_or_default();
+    names.plain(sealed).is_none_or(|p| p == plain)
+        && names.sealed(plain).is_none_or(|s| s == sealed)
+        && asked.is_none_or(|a| a == plain)
+}
+
+/// Why a row that did not open is refused.
+fn unopened(id: &str) -> String {
+    format!(
+        "{}: not sealed with this database's key; refused",
+        crate::engine::format::clip(id, 80)
+    )
+}
+
 /// `_changes` rows: opened ones under their plain id; deletions of known sealed ids named; plain
-/// documents of ours taken out ([`Opened::plain`]); the marker, unknown deletions, plain
-/// deletions and documents that did not open dropped.
-fn name_changes(v: &mut Value, names: &Names, out: &mut Opened) {
+/// documents of ours taken out ([`Opened::plain`]); the marker, unknown deletions and plain
+/// deletions dropped; a sealed id whose document did not open (a plain document under it, none
+/// at all) and a document that is neither ours nor the server's own (`_design/…`) refused.
+fn name_changes(v: &mut Value, names: &Names, opened: &HashSet<usize>, out: &mut Opened) {
     let Some(results) = v.get_mut("results").and_then(Value::as_array_mut) else {
         return;
     };
     let rows = std::mem::take(results);
-    for mut row in rows {
+    for (i, mut row) in rows.into_iter().enumerate() {
         let id = row.get("id").and_then(Value::as_str).unwrap_or_default();
         let deleted = row.get("deleted") == Some(&Value::Bool(true));
-        let doc_id = row
-            .get("doc")
-            .and_then(|d| d.get("_id"))
-            .and_then(Value::as_str);
-        let plain_id = if is_sealed_id(id) {
-            match (deleted, doc_id) {
-                (false, Some(p)) if seals(p) => Some(p.to_string()),
-                (true, _) => names.plain(id).map(str::to_string),
-                _ => None, // did not open
-            }
-        } else if id == MARKER_ID || (seals(id) && deleted) {
+        let doc = row.get("doc").filter(|d| !d.is_null());
+        let refused_already = row.get("doc").is_some_and(Value::is_null);
+        let plain_id = if id == MARKER_ID || (seals(id) && deleted) {
             None
+        } else if is_sealed_id(id) && deleted {
+            names.plain(id).map(str::to_string)
+        } else if opened.contains(&i) {
+            doc.and_then(|d| d.get("_id"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
         } else if seals(id) {
-            out.plain
-                .extend(row.get("doc").filter(|d| d.is_object()).cloned());
+            out.plain.extend(doc.filter(|d| d.is_object()).cloned());
             None
-        } else {
+        } else if id.starts_with('_') {
             Some(id.to_string())
+        } else {
+            if !refused_already {
+                out.refused.push(unopened(id));
+            }
+            None
         };
         let Some(p) = plain_id else { continue };
         row["id"] = Value::String(p);
@@ -567,25 +674,69 @@ fn rename(field: Option<&mut Value>, names: &Names) {
     }
 }
 
-/// `_all_docs` rows: key and id named (the document was opened in place).
-fn name_rows(v: &mut Value, names: &Names) {
-    for row in v
-        .get_mut("rows")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
+/// `_all_docs` rows: only rows for the ids asked for (`keys`, plain) are kept, their key and id
+/// named; a document in them that did not open is refused (the row stays, without it: the
+/// replicator writes ours over it).
+fn name_rows(
+    v: &mut Value,
+    names: &Names,
+    keys: &[String],
+    opened: &HashSet<usize>,
+    out: &mut Opened,
+) {
+    let Some(list) = v.get_mut("rows").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let asked: HashSet<&str> = keys.iter().filter_map(|k| names.sealed(k)).collect();
+    let rows = std::mem::take(list);
+    for (i, mut row) in rows.into_iter().enumerate() {
+        let key = row.get("key").and_then(Value::as_str).unwrap_or_default();
+        let id_ok = row.get("id").is_none_or(|id| id.as_str() == Some(key));
+        if !asked.contains(key) || !id_ok {
+            out.refused.push(format!(
+                "{}: an answer about a document that was not asked for; refused",
+                crate::engine::format::clip(key, 80)
+            ));
+            continue;
+        }
+        let doc = row.get("doc").filter(|d| !d.is_null());
+        if doc.is_some() && !opened.contains(&i) {
+            out.refused.push(unopened(key));
+            row["doc"] = Value::Null;
+        }
         rename(row.get_mut("key"), names);
         rename(row.get_mut("id"), names);
+        list.push(row);
     }
 }
 
-/// `open_revs` leaves: deleted leaves (no envelope) named.
-fn name_leaves(v: &mut Value, names: &Names) {
-    for leaf in v.as_array_mut().into_iter().flatten() {
-        if let Some(ok) = leaf.get_mut("ok") {
-            rename(ok.get_mut("_id"), names);
+/// `open_revs` leaves of `id`: opened ones kept, deleted leaves (no envelope) of its sealed id
+/// named; a leaf of another id, or one that did not open, refused.
+fn name_leaves(v: &mut Value, names: &Names, id: &str, opened: &HashSet<usize>, out: &mut Opened) {
+    let Some(list) = v.as_array_mut() else {
+        return;
+    };
+    let sealed = names.sealed(id).unwrap_or_default().to_string();
+    let leaves = std::mem::take(list);
+    for (i, mut leaf) in leaves.into_iter().enumerate() {
+        let Some(ok) = leaf.get_mut("ok") else {
+            list.push(leaf); // `missing`
+            continue;
+        };
+        if ok.is_null() {
+            continue; // did not open: refused already
         }
+        let deleted = ok.get("_deleted") == Some(&Value::Bool(true))
+            && ok.get("e2ee").is_none()
+            && ok.get("_id").and_then(Value::as_str) == Some(sealed.as_str());
+        if deleted {
+            ok["_id"] = Value::String(id.to_string());
+        } else if !opened.contains(&i) {
+            let at = ok.get("_id").and_then(Value::as_str).unwrap_or(id);
+            out.refused.push(unopened(at));
+            continue;
+        }
+        list.push(leaf);
     }
 }
 

@@ -8,9 +8,15 @@ use super::replicate::Status;
 use crate::engine::format::{plural, time_of_day};
 use crate::engine::model::Millis;
 
-/// `data-state` and the detail for `status`, `refused` documents skipped so far; times of day in
-/// the zone `utc_offset_min` minutes ahead of UTC (the browser's `-getTimezoneOffset()`).
-pub fn describe(status: &Status, refused: usize, utc_offset_min: i32) -> (&'static str, String) {
+/// `data-state` and the detail for `status`, `refused` documents skipped so far and `unopened`
+/// ones that did not open with the encryption key (or were not what was asked for); times of day
+/// in the zone `utc_offset_min` minutes ahead of UTC (the browser's `-getTimezoneOffset()`).
+pub fn describe(
+    status: &Status,
+    refused: usize,
+    unopened: usize,
+    utc_offset_min: i32,
+) -> (&'static str, String) {
     let (state, mut detail) = match status {
         Status::Synced => ("synced", "Synced".to_string()),
         Status::Syncing { pending } => ("syncing", format!("Syncing ({pending} to send)")),
@@ -38,6 +44,12 @@ pub fn describe(status: &Status, refused: usize, utc_offset_min: i32) -> (&'stat
         detail.push_str(&format!(
             ". {} refused (see the browser console)",
             plural(refused, "pulled document", "pulled documents")
+        ));
+    }
+    if unopened > 0 {
+        detail.push_str(&format!(
+            ". {} from the server could not be opened (see the browser console)",
+            plural(unopened, "document", "documents")
         ));
     }
     (state, detail)

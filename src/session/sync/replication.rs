@@ -33,7 +33,6 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 use super::{blobs, memory};
 use crate::engine::import::slice::Pace;
 use crate::engine::model::MessageStatus;
-use crate::engine::sync::blob;
 use crate::engine::sync::doc::{conversation_id, id_part, message_id};
 use crate::engine::sync::hlc::MAX_SKEW_MS;
 use crate::engine::sync::order::{in_order, latest_stamp};
@@ -42,6 +41,7 @@ use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
 use crate::engine::sync::restart::{Restart, Stop};
 use crate::engine::sync::status::{describe, label, stopped, with_images};
 use crate::engine::sync::track::{self, Effect};
+use crate::engine::sync::{blob, check};
 use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Reply, Request, Write};
 use crate::engine::tabs;
 use crate::session::shared::error::Boxed;
@@ -94,7 +94,9 @@ impl SyncError {
         match self {
             SyncError::Store(_)
             | SyncError::Unavailable
-            | SyncError::Seal(S::Unreachable(_) | S::Server(_) | S::Store(_)) => Stop::Passing,
+            | SyncError::Seal(S::Unreachable(_) | S::Server(_) | S::Store(_) | S::Unsealable(_)) => {
+                Stop::Passing
+            }
             SyncError::Problem(_)
             | SyncError::Seal(_)
             | SyncError::InsecurePassword(_)
@@ -138,6 +140,10 @@ pub(super) struct Inner {
     pub(super) _online: RefCell<Option<Closure<dyn FnMut()>>>,
     /// What this tab learnt about images' bytes on the server (`blobs.rs`).
     pub(super) blobs: RefCell<blob::Ledger>,
+    /// This device turned encryption on for a database without a marker and has not caught up
+    /// since: plain copies it pulls meanwhile are kept, after the checks of any pulled document
+    /// (`engine::sync::check::plain_copies`); otherwise they are only deleted.
+    first_encryption: Cell<bool>,
 }
 
 /// A local change to track: a session event, or an entity the user deleted in the memory pane.
@@ -199,6 +205,7 @@ impl Replication {
                 writes: RefCell::new(Pace::sync()),
                 _online: RefCell::default(),
                 blobs: RefCell::default(),
+                first_encryption: Cell::new(false),
             }),
         };
         let weak = Rc::downgrade(&r.inner);
@@ -277,7 +284,8 @@ impl Replication {
                 let auth = basic_auth(&s.user, &pass);
                 let db = s.database.trim();
                 let p = passphrase.as_deref();
-                unlock_split(store, base, db, auth.as_deref(), p).await?;
+                let first = !unlock_split(store, base, db, auth.as_deref(), p).await?;
+                self.inner.first_encryption.set(first);
             }
             _ if !s.encrypt => store.delete_sync_keys().await?,
             _ => {}
@@ -737,8 +745,12 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), SyncE
             .apply_sync_batch(merges, &mut paced(&i.reads), &mut paced(&i.writes))
             .await?
     };
-    if !plan.requeue.is_empty() {
-        if let Some(rep) = i.rep.borrow_mut().as_mut() {
+    if let Some(rep) = i.rep.borrow_mut().as_mut() {
+        let older = plan.older.iter().map(|id| {
+            format!("{id}: older than the copy this device holds; not taken (this device's copy goes back up)")
+        });
+        rep.handle_refused(older.collect());
+        if !plan.requeue.is_empty() {
             rep.handle_local_changes(plan.requeue);
         }
     }
@@ -883,18 +895,20 @@ fn track_entity_deleted_split<'a>(
     Box::pin(memory::track_entity_deleted(i, conversation, entity))
 }
 
-/// Split point `sync`: encryption unlocked when the settings are saved (WebCrypto, the marker).
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
+/// Split point `sync`: encryption unlocked when the settings are saved (WebCrypto, the marker);
+/// whether the database held a marker before (`false`: this device is the first to encrypt it).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, SyncError>)))]
 fn unlock_split<'a>(
     store: &'a Store,
     base: &'a str,
     db: &'a str,
     auth: Option<&'a str>,
     passphrase: Option<&'a str>,
-) -> Boxed<'a, (), SyncError> {
+) -> Boxed<'a, bool, SyncError> {
     Box::pin(async move {
+        let had = super::seal::has_marker(base, db, auth).await?;
         super::seal::unlock(store, base, db, auth, passphrase).await?;
-        Ok(())
+        Ok(had)
     })
 }
 
@@ -966,7 +980,9 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     if first {
         seed(i).await?;
     }
-    let mut rep = Replicator::new(Config::new(s.database.trim(), &state.device), since);
+    let mut cfg = Config::new(s.database.trim(), &state.device);
+    cfg.guard_marker = !s.encrypt;
+    let mut rep = Replicator::new(cfg, since);
     let dirty = {
         let _span = Span::new("dirty");
         i.store.dirty_sync_docs().await?
@@ -1027,21 +1043,30 @@ impl Link<'_> {
                         .await
                         .map(|(status, text)| (status, Reply::Text(text))),
                     plain: Vec::new(),
+                    unopened: Vec::new(),
                 }
             }
         }
     }
 
-    /// Plain copies of our documents the server still held (encryption was turned on): their
-    /// content is kept locally and goes back up sealed, then the plain copies are deleted.
+    /// Plain copies of our documents the server still held: deleted on the server; only while
+    /// this device first encrypts the database, those that pass the checks of any pulled document
+    /// are kept first (they go back up sealed; `engine::sync::check::plain_copies` decides).
     async fn keep_plain(&self, i: &Inner, plain: Vec<serde_json::Value>) -> Result<(), SyncError> {
         let Some(s) = self.sealer.filter(|_| !plain.is_empty()) else {
             return Ok(());
         };
-        let docs = plain
-            .iter()
-            .filter_map(|v| Doc::from_json(v).ok().map(|c| c.doc))
-            .collect();
+        let first = i.first_encryption.get();
+        let (docs, refused) = match i.rep.borrow().as_ref() {
+            Some(rep) => check::plain_copies(&plain, first, &rep.config().limits, now()),
+            None => return Ok(()),
+        };
+        if let Some(rep) = i.rep.borrow_mut().as_mut() {
+            match first {
+                true => rep.handle_refused(refused),
+                false => rep.handle_unopened(refused),
+            }
+        }
         record(i, docs).await?;
         s.purge(&plain, self.base, self.auth).await;
         Ok(())
@@ -1108,13 +1133,7 @@ async fn drive(
                 return Ok(None);
             };
             let _span = Span::new("response");
-            let stalled = handle_answer(rep, sent.out, aborted);
-            for reason in rep.poll_refused() {
-                web_sys::console::warn_1(&JsValue::from_str(&format!(
-                    "memoire sync: a pulled document was refused: {reason}"
-                )));
-            }
-            (stalled, status_view(rep))
+            answered(i, rep, sent.out, sent.unopened, aborted)
         };
         set_view(i, view);
         if stalled.is_some() {
@@ -1124,6 +1143,30 @@ async fn drive(
         link.keep_plain(i, sent.plain).await?;
     }
     Ok(None)
+}
+
+/// One request's outcome and the documents of its answer that could not be opened, handed to the
+/// replicator; the refusals said in the console; `Some(retry_at)` when the connection ends, and the
+/// status to show.
+fn answered(
+    i: &Inner,
+    rep: &mut Replicator,
+    out: Result<(u16, Reply), TransportError>,
+    unopened: Vec<String>,
+    aborted: bool,
+) -> (Option<i64>, SyncView) {
+    let stalled = handle_answer(rep, out, aborted);
+    rep.handle_unopened(unopened);
+    if rep.status() == crate::engine::sync::Status::Synced {
+        // Caught up: plain copies found from now on are only deleted.
+        i.first_encryption.set(false);
+    }
+    for reason in rep.poll_refused() {
+        web_sys::console::warn_1(&JsValue::from_str(&format!(
+            "memoire sync: a document from the server was refused: {reason}"
+        )));
+    }
+    (stalled, status_view(rep))
 }
 
 /// Hands one request's outcome to the replicator; `Some(retry_at)` when it timed out (no answer,
@@ -1157,7 +1200,7 @@ fn handle_answer(
 /// The status the sidebar shows, in the words of `engine::sync::status`.
 fn status_view(rep: &Replicator) -> SyncView {
     let offset = -(js_sys::Date::new_0().get_timezone_offset() as i32);
-    let (state, detail) = describe(&rep.status(), rep.refused(), offset);
+    let (state, detail) = describe(&rep.status(), rep.refused(), rep.unopened(), offset);
     SyncView {
         state: state.into(),
         label: label(&rep.status(), offset),

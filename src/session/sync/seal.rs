@@ -26,6 +26,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{CryptoKey, SubtleCrypto};
 
 use crate::engine::sync::blob;
+use crate::engine::sync::seal::Unsealable::{NotEncrypted, Unnamed};
 use crate::engine::sync::seal::{
     self, aad, outgoing, seal_request, Marker, MarkerError, Names, Opening, Route, CHECK,
     ITERATIONS, IV_LEN, MARKER_ID, SALT_LEN,
@@ -57,6 +58,9 @@ pub enum SealError {
     /// A redirect, never followed with the password (`engine::failure::SYNC_REDIRECT_REFUSED`).
     #[error("Sync error: {}.", crate::engine::failure::SYNC_REDIRECT_REFUSED)]
     Redirected,
+    /// Something to seal was missing: the request is not sent (never in plaintext instead).
+    #[error("Sync did not send a request rather than send it unencrypted ({0}); it tries again.")]
+    Unsealable(#[from] seal::Unsealable),
     #[error("{0}")]
     Store(#[from] StoreError),
 }
@@ -419,11 +423,18 @@ pub async fn guard_plain(base: &str, db: &str, auth: Option<&str>) -> Result<(),
     }
 }
 
-/// A request sent through the seal: the answer (as the replicator reads it) and the plain copies
-/// of our documents the server still held.
+/// Whether the database holds an encryption marker yet (asked before a device turns encryption
+/// on: the first to do so keeps the plain copies it finds while it encrypts, `check::plain_copies`).
+pub async fn has_marker(base: &str, db: &str, auth: Option<&str>) -> Result<bool, SealError> {
+    Ok(read_marker(base, db, auth).await?.is_some())
+}
+
+/// A request sent through the seal: the answer (as the replicator reads it), the plain copies
+/// of our documents the server still held, and why documents in it could not be opened.
 pub struct Sent {
     pub out: Result<(u16, Reply), TransportError>,
     pub plain: Vec<Value>,
+    pub unopened: Vec<String>,
 }
 
 /// Seals and opens one connection's requests and answers.
@@ -470,22 +481,23 @@ impl Sealer {
         let route = seal::route(req, &self.db);
         let out = outgoing(req, &route);
         self.name(out.ids).await?;
-        let items: Vec<(Vec<u8>, &[u8])> = {
+        let items = {
             let n = self.names.borrow();
+            let bound = |id: &String| n.sealed(id).map(aad).ok_or_else(|| Unnamed(id.clone()));
             out.docs
                 .iter()
-                .map(|(_, id, bytes)| (aad(n.sealed(id).unwrap_or_default()), bytes.as_slice()))
-                .collect()
+                .map(|(_, id, bytes)| Ok((bound(id)?, bytes.as_slice())))
+                .collect::<Result<Vec<(Vec<u8>, &[u8])>, seal::Unsealable>>()?
         };
         let blobs = encrypt_all(&self.keys.aes, &items).await?;
         let blobs: HashMap<usize, Vec<u8>> =
             out.docs.iter().map(|(i, _, _)| *i).zip(blobs).collect();
-        let sealed = seal_request(req, &route, &self.names.borrow(), &blobs);
+        let sealed = seal_request(req, &route, &self.names.borrow(), &blobs)?;
         Ok((route, sealed))
     }
 
     async fn open(&self, route: &Route, status: u16, body: String) -> Result<Sent, SealError> {
-        if matches!(route, Route::Changes)
+        if matches!(route, Route::Changes { .. })
             && !self.named_all.get()
             && self.names.borrow().misses_deleted(&body)
         {
@@ -495,6 +507,7 @@ impl Sealer {
         }
         let (opening, sealed) = {
             let _span = Span::new("open.read");
+            // Cut to the rows asked for before anything is decrypted.
             let mut o = Opening::new(route, status, body);
             let sealed = o.sealed();
             (o, sealed)
@@ -505,12 +518,10 @@ impl Sealer {
         };
         let _span = Span::new("open.write");
         let o = opening.finish(&mut self.names.borrow_mut(), plains);
-        for r in &o.refused {
-            web_sys::console::warn_1(&JsValue::from_str(&format!("memoire sync: {r}")));
-        }
         Ok(Sent {
             out: Ok((status, o.body)),
             plain: o.plain,
+            unopened: o.refused,
         })
     }
 
@@ -528,6 +539,7 @@ impl Sealer {
         let failed = |e: SealError| Sent {
             out: Err(TransportError::Network(e.to_string())),
             plain: Vec::new(),
+            unopened: Vec::new(),
         };
         let (route, req) = match self.seal(&req).await {
             Ok(r) => r,
@@ -541,6 +553,7 @@ impl Sealer {
             Err(e) => Sent {
                 out: Err(e),
                 plain: Vec::new(),
+                unopened: Vec::new(),
             },
         }
     }
@@ -548,12 +561,9 @@ impl Sealer {
     /// The server id of the plain id `plain` (its HMAC, named once).
     pub async fn server_id(&self, plain: &str) -> Result<String, SealError> {
         self.name(vec![plain.to_string()]).await?;
-        Ok(self
-            .names
-            .borrow()
-            .sealed(plain)
-            .unwrap_or_default()
-            .to_string())
+        let n = self.names.borrow();
+        let sealed = n.sealed(plain).ok_or_else(|| Unnamed(plain.to_string()))?;
+        Ok(sealed.to_string())
     }
 
     /// An image's blob document sealed (`engine::sync::blob`): its envelope under `server_id`, and
@@ -564,15 +574,18 @@ impl Sealer {
         doc: &Value,
         bytes: &[u8],
     ) -> Result<(Value, Vec<u8>), SealError> {
-        let plain = seal::plaintext(doc).map(|(_, p)| p).unwrap_or_default();
+        let plain = seal::plaintext(doc)
+            .map(|(_, p)| p)
+            .ok_or_else(|| NotEncrypted(server_id.to_string()))?;
         let items: Vec<(Vec<u8>, &[u8])> = vec![
             (aad(server_id), plain.as_slice()),
             (aad(&blob::sealed_aad(server_id)), bytes),
         ];
         let mut out = encrypt_all(&self.keys.aes, &items).await?.into_iter();
+        let missing = || NotEncrypted(server_id.to_string());
         let (envelope, sealed) = (
-            out.next().unwrap_or_default(),
-            out.next().unwrap_or_default(),
+            out.next().ok_or_else(missing)?,
+            out.next().ok_or_else(missing)?,
         );
         Ok((seal::envelope(server_id, None, &envelope), sealed))
     }
