@@ -135,7 +135,9 @@ function newState(options) {
     issuedResponseIds: new Set(),
     interruptRequests: false,
     streaming: new Set(),
-    props: null,
+    // A reply with llama.cpp's `timings` stands for llama-server, which always answers `/props`
+    // (one slot by default); without timings no page asks.
+    props: llamaProps(1),
   };
 }
 
@@ -160,8 +162,8 @@ function makeHandle(state, server, port) {
      * that arrives while a reply streams ends that stream at once (openai-chat: `data: [DONE]` with no
      * finish reason, then the body is cut without its last chunk, as recorded). */
     interruptRequests: (on = true) => void (state.interruptRequests = on),
-    /** Answer `GET /props` as llama.cpp's llama-server does, with `total_slots` slots (null: 404, as
-     * llama-cpp-python, vLLM and OpenAI answer). */
+    /** Answer `GET /props` as llama.cpp's llama-server does, with `total_slots` slots (the default:
+     * 1; null: 404, as llama-cpp-python, vLLM and OpenAI answer). */
     setSlots: (total) => void (state.props = total === null ? null : llamaProps(total)),
     pending: () => state.queue.length,
     issuedResponseIds: () => [...state.issuedResponseIds],
@@ -206,7 +208,7 @@ function resetState(state) {
   state.memoryQueue.length = 0;
   state.titleQueue.length = 0;
   state.issuedResponseIds.clear();
-  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, titleDefault: fresh.titleDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false, props: null });
+  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, titleDefault: fresh.titleDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false, props: llamaProps(1) });
 }
 
 function expireIds(state, ids) {

@@ -132,13 +132,15 @@ test('a llama.cpp server with two slots (known by its timings, then its /props):
         assert.equal(body.cache_prompt, true, 'an update asks for its cache');
         assert.equal(body.id_slot, 1, 'on a slot of its own');
       }
+      // The title goes right after the first reply, often before the server has answered: when it
+      // knows the slots, beside memory.
       for (const body of agent.titleRequests().map((r) => r.body)) {
-        assert.equal(body.id_slot, 1, 'a title beside memory (two slots)');
+        assert.ok(!('id_slot' in body) || body.id_slot === 1, 'a title, if named, beside memory (two slots)');
       }
       assertNoPageProblems(issues);
     });
   } finally {
-    agent.setSlots(null);
+    agent.setSlots(1);
     await context.close();
   }
 });
