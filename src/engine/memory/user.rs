@@ -11,7 +11,9 @@
 //!   ("Biscuit died"). The English rules are this module's; German, French, Spanish, Portuguese,
 //!   Italian and Dutch are tables read by `super::lang` (a clause the English rules find nothing
 //!   in is read there), with the same refusals and the same claims, so supersession treats their
-//!   facts alike. In another language nothing is extracted.
+//!   facts alike. In another language the rules extract nothing; what the memory model proposes
+//!   and the user's words hold is taken in by `super::proposed`, through [`refuses`] and
+//!   [`place_said`].
 //! - Supersession ([`handle_said`], [`add`], [`edit`]) follows the memory's rules
 //!   (`super::supersede`): a newer claim (lives in, works as, is called, has a, likes) of the same
 //!   subject makes the older fact past (`valid_to`), and so does a fact naming a thing said to be
@@ -649,6 +651,86 @@ pub fn claims_said(text: &str) -> Vec<Claim> {
     out
 }
 
+// ---------- what a model proposes (`super::proposed`) ----------
+
+/// The clauses of `text` (a user's message, code and quoted lines left out) as the rules cut them,
+/// then its whole sentences that were cut: where a fact the model proposes may be grounded.
+pub fn said_units(text: &str) -> Vec<String> {
+    let prose = without_code(text);
+    let mut out: Vec<String> = all_clauses(&prose)
+        .into_iter()
+        .map(|c| c.trim().to_string())
+        .collect();
+    for s in sentences(&prose) {
+        let s = s.trim().to_string();
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out.retain(|u| !u.is_empty());
+    out
+}
+
+/// Whether the rules refuse the user's clause `sentence` as a fact of kind `kind` about them, on
+/// their own grounds: a question (in any script, `lang::asks`), a request, a hypothetical or a
+/// wish in a table's language (`lang::judge`) or in English, small talk or a sentence about
+/// someone else in English, and elsewhere a sentence with a pronoun or verb form said of someone
+/// else and none of the speaker's (`lang::about_others`). `known`: the facts held already (a
+/// sentence saying a thing one of them names is gone is about the user).
+pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
+    let s = strip_leads(lang::strip_leads(sentence), LEADS);
+    if lang::asks(&s) {
+        return true;
+    }
+    match lang::judge(&s) {
+        lang::Verdict::Refused => return true,
+        lang::Verdict::Statement => return false,
+        lang::Verdict::Unknown => {}
+    }
+    if lang::about_others(&s) {
+        return true;
+    }
+    const ENGLISH: &[&str] = &["i", "my", "me", "we", "our", "you", "your", "he", "she", "they"];
+    if !words(&s).iter().any(|x| ENGLISH.contains(&x.as_str())) {
+        // A language the rules do not know: the model's kind and the grounding decide.
+        return false;
+    }
+    let Some((_, w, own)) = statement(&s) else {
+        return true;
+    };
+    let ended = own.iter().any(|c| c.attribute == "ended") && ended_kind(&own, known).is_some();
+    let small_talk = own.is_empty() && !matches!(kind, FactKind::Health | FactKind::Name) && chatter(&w);
+    (!first_person(&w) && !ended) || small_talk
+}
+
+/// The fact the user's clause `sentence` makes with kind `kind`: lead-ins left out, closed with a
+/// full stop; `None` when it is too long or too short to be one fact.
+pub fn candidate(sentence: &str, kind: FactKind) -> Option<Candidate> {
+    let s = strip_leads(lang::strip_leads(sentence), LEADS);
+    if s.len() > MAX_FACT_CHARS || s.len() < 4 {
+        return None;
+    }
+    let text = closed(&s);
+    Some(Candidate {
+        claim_key: claim_key(&text),
+        text,
+        kind,
+    })
+}
+
+/// Places `c`, said in `source`, among `facts` of `scope` as the rules' facts are placed: skipped
+/// when said already, the facts it supersedes made past. Whether anything changed.
+pub fn place_said(
+    facts: &mut Vec<UserFact>,
+    c: Candidate,
+    source: FactSource,
+    scope: Option<&str>,
+    new_id: &mut dyn FnMut() -> String,
+) -> bool {
+    let at = source.said_at;
+    place(facts, c, Some(source), at, scope, new_id)
+}
+
 /// Whether `w` holds the pair `a b` for one of `pairs`.
 fn has_pair(w: &[String], pairs: &[(&str, &str)]) -> bool {
     w.windows(2)
@@ -680,11 +762,11 @@ fn strip_leads(s: &str, leads: &[&str]) -> String {
     }
 }
 
-/// `s` closed with a full stop unless it ends with one, `!` or `…`.
+/// `s` closed with a full stop unless it ends with one (`.`, `。`, `।`), `!` (`！`) or `…`.
 fn closed(s: &str) -> String {
     let s = s.trim();
     match s.chars().last() {
-        Some('.' | '!' | '…') => s.to_string(),
+        Some('.' | '!' | '…' | '。' | '！' | '।') => s.to_string(),
         _ => format!("{s}."),
     }
 }
