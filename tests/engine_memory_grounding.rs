@@ -162,6 +162,12 @@ fn questions_hypotheticals_and_sentences_about_someone_else_are_refused() {
     check_stored(&["If I lived in Rome I'd be happy."], &[("I lived in Rome", Home)], &[]);
     check_stored(&["Si viviera en Roma, sería feliz."], &[("viviera en Roma", Home)], &[]);
     check_stored(&["Tell me I live in Rome."], &[("I live in Rome", Home)], &[]);
+    check_stored(
+        &["Gdybym mieszkała w Rzymie, byłabym szczęśliwa."],
+        &[("mieszkała w Rzymie", Home)],
+        &[],
+    );
+    check_stored(&["Если бы я жил в Риме."], &[("я жил в Риме", Home)], &[]);
     // The user's own people are the user's.
     check_stored(
         &["Моя сестра живёт в Москве."],

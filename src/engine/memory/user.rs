@@ -675,7 +675,8 @@ pub fn said_units(text: &str) -> Vec<String> {
 /// their own grounds: a question (in any script, `lang::asks`), a request, a hypothetical or a
 /// wish in a table's language (`lang::judge`) or in English, small talk or a sentence about
 /// someone else in English, and elsewhere a sentence with a pronoun or verb form said of someone
-/// else and none of the speaker's (`lang::about_others`). `known`: the facts held already (a
+/// else and none of the speaker's (`lang::about_others`) or a word of a condition or a wish
+/// (`lang::wished`). `known`: the facts held already (a
 /// sentence saying a thing one of them names is gone is about the user).
 pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
     let s = strip_leads(lang::strip_leads(sentence), LEADS);
@@ -687,7 +688,7 @@ pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
         lang::Verdict::Statement => return false,
         lang::Verdict::Unknown => {}
     }
-    if lang::about_others(&s) {
+    if lang::about_others(&s) || lang::wished(&s) {
         return true;
     }
     const ENGLISH: &[&str] = &["i", "my", "me", "we", "our", "you", "your", "he", "she", "they"];

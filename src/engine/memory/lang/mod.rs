@@ -481,6 +481,13 @@ pub fn about_others(raw: &str) -> bool {
     w.iter().any(other) && !w.iter().any(me)
 }
 
+/// Whether clause `raw` holds a word of a condition or a wish of [`PERSONS`] (the languages no
+/// table covers: "Gdybym wygrała…", "Если бы…").
+pub fn wished(raw: &str) -> bool {
+    let w = folded(raw);
+    w.iter().any(|x| PERSONS.iter().any(|p| holds(p.wish, x)))
+}
+
 /// `s` without the lead-ins of every table (each followed by a comma, colon or space).
 pub fn strip_leads(s: &str) -> &str {
     let mut s = s.trim();
