@@ -406,6 +406,17 @@ const PREFERENCE: &[&str] = &[
     "drink",
     "smoke",
 ];
+/// How a thing tastes or feels to the user ([`taste_said`]).
+const TASTES: &[&str] = &[
+    "disgusting",
+    "revolting",
+    "gross",
+    "vile",
+    "nasty",
+    "delicious",
+    "irresistible",
+    "addictive",
+];
 /// Other lasting facts about the user ("My birthday is on 3 March", "I'm 34 years old").
 const OTHER_WORDS: &[&str] = &["birthday", "native", "religion", "nationality", "citizen"];
 /// Verbs of a lasting fact about the user that no other rule names ("I drive a Volvo").
@@ -618,9 +629,8 @@ fn statement(sentence: &str) -> Option<(String, Vec<String>, Vec<Claim>)> {
         return None;
     }
     let w = words(&s);
-    if w.iter().any(|x| HYPOTHETICAL.contains(&x.as_str()))
-        || has_pair(&w, &[("want", "to"), ("going", "to"), ("plan", "to")])
-    {
+    let wished = |x: &String| HYPOTHETICAL.contains(&x.as_str()) && !(x == "could" && all_day(&w));
+    if w.iter().any(wished) || has_pair(&w, &[("want", "to"), ("going", "to"), ("plan", "to")]) {
         return None;
     }
     let own = english_claims(&s);
@@ -732,6 +742,34 @@ pub fn place_said(
     place(facts, c, Some(source), at, scope, new_id)
 }
 
+/// Whether `w` says a taste as "I could eat it every day" does: "could" and a span of time that is
+/// no condition ("every day", "every single day", "all day", "forever", "for hours"), and no other
+/// hypothetical word.
+fn all_day(w: &[String]) -> bool {
+    let others = w
+        .iter()
+        .any(|x| x != "could" && HYPOTHETICAL.contains(&x.as_str()));
+    let every_day = w
+        .windows(3)
+        .any(|p| p[0] == "every" && (p[1] == "day" || p[2] == "day"));
+    !others
+        && (every_day
+            || has_pair(w, &[("all", "day"), ("for", "hours")])
+            || w.iter().any(|x| x == "forever"))
+}
+
+/// Whether `w` holds a word of `list`, or its plural ("budgies", "cats").
+fn holds_noun(list: &[&str], x: &str) -> bool {
+    list.contains(&x) || x.strip_suffix('s').is_some_and(|one| list.contains(&one))
+}
+
+/// Whether `w` says a taste by how a thing is to the user: a word of [`TASTES`] with "to me" or
+/// "for me" ("Liquorice is disgusting to me"), or after "I find" ("I find olives revolting").
+fn taste_said(w: &[String]) -> bool {
+    w.iter().any(|x| TASTES.contains(&x.as_str()))
+        && (has_pair(w, &[("to", "me"), ("for", "me")]) || first_verb(w) == Some("find"))
+}
+
 /// Whether `w` holds the pair `a b` for one of `pairs`.
 fn has_pair(w: &[String], pairs: &[(&str, &str)]) -> bool {
     w.windows(2)
@@ -775,7 +813,7 @@ fn closed(s: &str) -> String {
 /// Whether the sentence speaks as the user: its first pronoun is "I", "my", "we" or "our" (or it
 /// says "call me").
 fn first_person(w: &[String]) -> bool {
-    if has_pair(w, &[("call", "me")]) {
+    if has_pair(w, &[("call", "me")]) || name_intro(w).is_some() {
         return true;
     }
     const PRONOUNS: &[&str] = &[
@@ -820,11 +858,10 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
     let any = |list: &[&str]| w.iter().any(|x| list.contains(&x.as_str()));
     let after_my = |list: &[&str]| {
         w.windows(2).any(|p| {
-            matches!(p[0].as_str(), "my" | "our" | "a" | "two" | "three")
-                && list.contains(&p[1].as_str())
+            matches!(p[0].as_str(), "my" | "our" | "a" | "two" | "three") && holds_noun(list, &p[1])
         }) || w
             .windows(3)
-            .any(|p| matches!(p[0].as_str(), "my" | "our") && list.contains(&p[2].as_str()))
+            .any(|p| matches!(p[0].as_str(), "my" | "our") && holds_noun(list, &p[2]))
     };
     if any(HEALTH) {
         return Some(FactKind::Health);
@@ -849,7 +886,11 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
             .any(|p| matches!(p[0].as_str(), "a" | "an") && is_job(&p[1]))
     {
         FactKind::Work
-    } else if any(PREFERENCE) || has_pair(w, &[("nothing", "beats")]) {
+    } else if any(PREFERENCE)
+        || has_pair(w, &[("nothing", "beats")])
+        || taste_said(w)
+        || (all_day(w) && w.iter().any(|x| x == "could"))
+    {
         FactKind::Preference
     } else if first_verb(w).is_some_and(|v| OTHER_VERBS.contains(&v))
         || any(OTHER_WORDS)
@@ -902,8 +943,17 @@ fn is_job(word: &str) -> bool {
         .any(|c| c.attribute == "job")
 }
 
+/// Where the name follows in a sentence that opens as a self-introduction, "The name's Malik" or
+/// "Name's Malik": the index of the word after "name's" ("The name is misleading" is none).
+fn name_intro(w: &[String]) -> Option<usize> {
+    let at = |i: usize| w.get(i).map(String::as_str);
+    let name = if at(0) == Some("the") { 1 } else { 0 };
+    (at(name) == Some("name") && at(name + 1) == Some("s")).then_some(name + 2)
+}
+
 /// The name `s` gives the user beyond the claim rule's "my name is" and "I'm called": "call me X",
-/// "I'm X" / "I am X" (a capitalised word that is not a nationality, as the sentence's last words).
+/// "the name's X", "I'm X" / "I am X" (a capitalised word that is not a nationality, as the
+/// sentence's last words).
 fn name_said(s: &str, w: &[String]) -> Option<String> {
     if let Some(p) = w.windows(2).position(|p| p[0] == "call" && p[1] == "me") {
         return w.get(p + 2).map(|n| stem(n).to_string());
@@ -912,6 +962,12 @@ fn name_said(s: &str, w: &[String]) -> Option<String> {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|x| !x.is_empty())
         .collect();
+    if let Some(at) = name_intro(w) {
+        let name = raw.get(at)?;
+        let lower = name.to_lowercase();
+        let capital = name.chars().next().is_some_and(char::is_uppercase);
+        return (capital && !NOT_NAMES.contains(&lower.as_str())).then(|| stem(&lower).to_string());
+    }
     let at = raw
         .windows(2)
         .position(|p| p[0] == "I" && matches!(p[1], "m" | "am"))?;
