@@ -594,12 +594,18 @@ fn table_fact(sentence: &str) -> Option<Candidate> {
         return None;
     }
     let kind = lang::read(&s)?.kind?;
-    let text = closed(&s);
-    Some(Candidate {
+    Some(with_kind(&s, kind))
+}
+
+/// The fact of statement `s` (lead-ins left out) with kind `kind`: closed with a full stop, with
+/// its claim key.
+fn with_kind(s: &str, kind: FactKind) -> Candidate {
+    let text = closed(s);
+    Candidate {
         claim_key: claim_key(&text),
         text,
         kind,
-    })
+    }
 }
 
 /// The fact `sentence` tells by the English rules.
@@ -613,12 +619,7 @@ fn english_fact(sentence: &str, known: &[UserFact]) -> Option<Candidate> {
     if own.is_empty() && kind != FactKind::Health && kind != FactKind::Name && chatter(&w) {
         return None;
     }
-    let text = closed(&s);
-    Some(Candidate {
-        claim_key: claim_key(&text),
-        text,
-        kind,
-    })
+    Some(with_kind(&s, kind))
 }
 
 /// `sentence` as a statement (lead-ins left out), with its words and claims, unless it is a
@@ -718,15 +719,7 @@ pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
 /// full stop; `None` when it is too long or too short to be one fact.
 pub fn candidate(sentence: &str, kind: FactKind) -> Option<Candidate> {
     let s = strip_leads(lang::strip_leads(sentence), LEADS);
-    if s.len() > MAX_FACT_CHARS || s.len() < 4 {
-        return None;
-    }
-    let text = closed(&s);
-    Some(Candidate {
-        claim_key: claim_key(&text),
-        text,
-        kind,
-    })
+    (s.len() <= MAX_FACT_CHARS && s.len() >= 4).then(|| with_kind(&s, kind))
 }
 
 /// Places `c`, said in `source`, among `facts` of `scope` as the rules' facts are placed: skipped

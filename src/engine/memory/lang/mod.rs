@@ -382,10 +382,10 @@ fn kind_of(w: &[String], claims: &[Claim], t: &Table) -> Option<FactKind> {
         .then_some(FactKind::Other)
 }
 
-/// What the clause `raw` (lead-ins left out) says of the user (module doc): read in every table
-/// whose words speak as the user in it, the first that finds a kind, else the first; `None` when
-/// none does, or when it is a question, a request, a hypothetical or a wish in any of them.
-pub fn read(raw: &str) -> Option<Reading> {
+/// The readings of clause `raw` in every table that speaks as the user in it (said to the
+/// assistant, only one with a claim); `None` when one of them finds it a question, a request, a
+/// hypothetical or a wish.
+fn readings(raw: &str) -> Option<Vec<Reading>> {
     let w = folded(raw);
     let mut readings = Vec::new();
     for t in TABLES {
@@ -408,6 +408,14 @@ pub fn read(raw: &str) -> Option<Reading> {
             claims,
         });
     }
+    Some(readings)
+}
+
+/// What the clause `raw` (lead-ins left out) says of the user (module doc): read in every table
+/// whose words speak as the user in it, the first that finds a kind, else the first; `None` when
+/// none does, or when it is a question, a request, a hypothetical or a wish in any of them.
+pub fn read(raw: &str) -> Option<Reading> {
+    let mut readings = readings(raw)?;
     let first_kind = readings.iter().position(|r| r.kind.is_some()).unwrap_or(0);
     (!readings.is_empty()).then(|| readings.swap_remove(first_kind))
 }
@@ -423,32 +431,16 @@ pub enum Verdict {
     Unknown,
 }
 
-/// What the tables say of clause `raw` on [`read`]'s grounds, whatever its kind: refused in every
-/// table that speaks as the user in it and finds no statement, a statement when one speaks and
-/// finds one (said to the assistant, only with a claim); refused too when none speaks and it opens
-/// as a condition in a table's language.
+/// What the tables say of clause `raw` on [`read`]'s grounds, whatever its kind: refused when a
+/// table that speaks as the user in it finds no statement, a statement when one speaks and finds
+/// one; refused too when none speaks and it opens as a condition in a table's language.
 pub fn judge(raw: &str) -> Verdict {
-    let w = folded(raw);
-    let mut verdict = Verdict::Unknown;
-    for t in TABLES {
-        let claims = claims_in(&w, t);
-        let speaks =
-            !claims.is_empty() || w.iter().any(|x| holds(t.first_person, x) || holds(t.my, x));
-        if !speaks {
-            continue;
-        }
-        if !statement(raw, &w, t) {
-            return Verdict::Refused;
-        }
-        if claims.is_empty() && w.iter().any(|x| holds(t.you, x)) {
-            continue;
-        }
-        verdict = Verdict::Statement;
+    match readings(raw) {
+        None => Verdict::Refused,
+        Some(r) if !r.is_empty() => Verdict::Statement,
+        Some(_) if TABLES.iter().any(|t| conditional(&folded(raw), t)) => Verdict::Refused,
+        Some(_) => Verdict::Unknown,
     }
-    if verdict == Verdict::Unknown && TABLES.iter().any(|t| conditional(&w, t)) {
-        return Verdict::Refused;
-    }
-    verdict
 }
 
 /// Whether clause words `w` open with an `if` word of `t` and hold another word of its language
