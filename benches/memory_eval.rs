@@ -555,9 +555,17 @@ fn proposed_eval(endpoint: &EndpointProfile, verbose: bool) {
     let set = &languages::PROPOSED;
     let mut facts = set_facts(set);
     let rules_only = set_total(set, &ask_set(endpoint, set, &facts, false), facts.len());
-    eprintln!("[eval] proposed, by the rules alone: {} of {}", rules_only.0, rules_only.1);
+    eprintln!(
+        "[eval] proposed, by the rules alone: {} of {}",
+        rules_only.0, rules_only.1
+    );
     let mut n = 0u64;
-    for (c, (turns, named)) in set.conversations.iter().zip(languages::PROPOSALS).enumerate() {
+    for (c, (turns, named)) in set
+        .conversations
+        .iter()
+        .zip(languages::PROPOSALS)
+        .enumerate()
+    {
         let conv = format!("{}-{c}", set.name);
         let ids: Vec<String> = (0..turns.len()).map(|k| format!("{conv}-m{k}")).collect();
         let said: Vec<proposed::Said> = turns
@@ -591,8 +599,14 @@ fn proposed_eval(endpoint: &EndpointProfile, verbose: bool) {
     let per = ask_set(endpoint, set, &facts, verbose);
     let (ok, all) = set_total(set, &per, facts.len());
     let (k_ok, k_n) = per.get(&Kind::NotAFact).copied().unwrap_or((0, 0));
-    println!("bench memory_eval_proposed {:.2} ratio", ok as f64 / all.max(1) as f64);
-    println!("bench memory_eval_proposed_not_a_fact_carried {} facts", k_n - k_ok);
+    println!(
+        "bench memory_eval_proposed {:.2} ratio",
+        ok as f64 / all.max(1) as f64
+    );
+    println!(
+        "bench memory_eval_proposed_not_a_fact_carried {} facts",
+        k_n - k_ok
+    );
 }
 
 /// Each set's figure written out (scripts/bench-check.mjs reads them from this source).

@@ -5,7 +5,7 @@
 //! sentences about someone else are refused, a fact said to hold no longer makes the fact it names
 //! past; and the update's `user_facts` as parsed from a reply, garbage and hostile input included.
 
-use memoire::engine::memory::parse::{parse_reply, ProposedFact, Proposals, MAX_PROPOSALS};
+use memoire::engine::memory::parse::{parse_reply, Proposals, ProposedFact, MAX_PROPOSALS};
 use memoire::engine::memory::proposed::{ground_quote, handle_proposed_in, Said};
 use memoire::engine::memory::update_schema;
 use memoire::engine::memory::user::{facts_said, handle_said};
@@ -54,7 +54,14 @@ fn stored(messages: &[&str], proposed: &[(&str, FactKind)]) -> Vec<(String, Fact
         ended: Vec::new(),
     };
     let mut facts = Vec::new();
-    handle_proposed_in(&mut facts, None, "c1", &said(messages, &n), &proposals, ids());
+    handle_proposed_in(
+        &mut facts,
+        None,
+        "c1",
+        &said(messages, &n),
+        &proposals,
+        ids(),
+    );
     facts.into_iter().map(|f| (f.text, f.kind)).collect()
 }
 
@@ -69,13 +76,37 @@ fn check_grounded(message: &str, quote: &str, want: Option<&str>) {
 #[test]
 fn a_quote_is_grounded_in_the_users_clause_in_any_script_and_order() {
     // Latin with accents: the user's sentence, reordered, without the accents the user wrote.
-    check_grounded("Mieszkam w Gdańsku.", "Mieszkam w Gdańsku", Some("Mieszkam w Gdańsku."));
-    check_grounded("Mieszkam w Gdańsku.", "w Gdansku mieszkam", Some("Mieszkam w Gdańsku."));
-    check_grounded("İzmir'de yaşıyorum.", "izmir'de yasiyorum", Some("İzmir'de yaşıyorum."));
-    check_grounded("J'habite à Lyon.", "À Lyon j'habite", Some("J'habite à Lyon."));
+    check_grounded(
+        "Mieszkam w Gdańsku.",
+        "Mieszkam w Gdańsku",
+        Some("Mieszkam w Gdańsku."),
+    );
+    check_grounded(
+        "Mieszkam w Gdańsku.",
+        "w Gdansku mieszkam",
+        Some("Mieszkam w Gdańsku."),
+    );
+    check_grounded(
+        "İzmir'de yaşıyorum.",
+        "izmir'de yasiyorum",
+        Some("İzmir'de yaşıyorum."),
+    );
+    check_grounded(
+        "J'habite à Lyon.",
+        "À Lyon j'habite",
+        Some("J'habite à Lyon."),
+    );
     // Cyrillic and Greek, case and tonos folded.
-    check_grounded("Я живу в Москве.", "В МОСКВЕ я живу", Some("Я живу в Москве."));
-    check_grounded("Μένω στην Αθήνα.", "στην αθηνα μενω", Some("Μένω στην Αθήνα."));
+    check_grounded(
+        "Я живу в Москве.",
+        "В МОСКВЕ я живу",
+        Some("Я живу в Москве."),
+    );
+    check_grounded(
+        "Μένω στην Αθήνα.",
+        "στην αθηνα μενω",
+        Some("Μένω στην Αθήνα."),
+    );
     // Chinese, written without spaces: each character is a word (what Unicode's word boundaries
     // give ideographs), so a reordering of the user's characters is grounded and no other.
     check_grounded("我住在北京。", "我住在北京", Some("我住在北京。"));
@@ -110,23 +141,45 @@ fn a_quote_with_a_word_the_user_never_wrote_is_not_grounded() {
 
 fn check_stored(messages: &[&str], proposed: &[(&str, FactKind)], want: &[(&str, FactKind)]) {
     let want: Vec<(String, FactKind)> = want.iter().map(|(t, k)| (t.to_string(), *k)).collect();
-    assert_eq!(stored(messages, proposed), want, "{proposed:?} of {messages:?}");
+    assert_eq!(
+        stored(messages, proposed),
+        want,
+        "{proposed:?} of {messages:?}"
+    );
 }
 
 #[test]
 fn the_users_sentence_is_stored_with_the_models_kind_never_its_wording() {
     use FactKind::*;
     check_stored(
-        &["Cześć! Mam na imię Ola.", "Pracuję jako pielęgniarka w szpitalu."],
-        &[("Ola mam na imię", Name), ("pracuje jako pielegniarka w szpitalu", Work)],
+        &[
+            "Cześć! Mam na imię Ola.",
+            "Pracuję jako pielęgniarka w szpitalu.",
+        ],
+        &[
+            ("Ola mam na imię", Name),
+            ("pracuje jako pielegniarka w szpitalu", Work),
+        ],
         &[
             ("Mam na imię Ola.", Name),
             ("Pracuję jako pielęgniarka w szpitalu.", Work),
         ],
     );
-    check_stored(&["Я живу в Москве."], &[("в Москве живу", Home)], &[("Я живу в Москве.", Home)]);
-    check_stored(&["Μένω στην Αθήνα."], &[("Μένω στην Αθήνα", Home)], &[("Μένω στην Αθήνα.", Home)]);
-    check_stored(&["我住在北京。"], &[("我住在北京", Home)], &[("我住在北京。", Home)]);
+    check_stored(
+        &["Я живу в Москве."],
+        &[("в Москве живу", Home)],
+        &[("Я живу в Москве.", Home)],
+    );
+    check_stored(
+        &["Μένω στην Αθήνα."],
+        &[("Μένω στην Αθήνα", Home)],
+        &[("Μένω στην Αθήνα.", Home)],
+    );
+    check_stored(
+        &["我住在北京。"],
+        &[("我住在北京", Home)],
+        &[("我住在北京。", Home)],
+    );
     // What the rules find nothing in, the model's proposal keeps; its inventions are not kept.
     let polish = "Cześć! Od pięciu lat mieszkam w Gdańsku nad morzem.";
     assert!(facts_said(polish, &[]).is_empty());
@@ -139,7 +192,11 @@ fn the_users_sentence_is_stored_with_the_models_kind_never_its_wording() {
         ],
         &[("Od pięciu lat mieszkam w Gdańsku nad morzem.", Home)],
     );
-    check_stored(&["Mieszkam w Gdańsku."], &[("Mieszkam w Warszawie", Home)], &[]);
+    check_stored(
+        &["Mieszkam w Gdańsku."],
+        &[("Mieszkam w Warszawie", Home)],
+        &[],
+    );
     check_stored(&["我住在北京。"], &[("用户住在北京", Home)], &[]);
 }
 
@@ -147,21 +204,61 @@ fn the_users_sentence_is_stored_with_the_models_kind_never_its_wording() {
 fn questions_hypotheticals_and_sentences_about_someone_else_are_refused() {
     use FactKind::*;
     // Someone else, in languages the rules know and by the pronouns of others.
-    check_stored(&["Ingrid lives in Trondheim."], &[("Ingrid lives in Trondheim", Home)], &[]);
-    check_stored(&["Ingrid vive en Sevilla."], &[("Ingrid vive en Sevilla", Home)], &[]);
-    check_stored(&["Elle habite à Lyon."], &[("Elle habite à Lyon", Home)], &[]);
-    check_stored(&["Ona mieszka w Krakowie."], &[("Ona mieszka w Krakowie", Home)], &[]);
-    check_stored(&["Она живёт в Москве."], &[("Она живёт в Москве", Home)], &[]);
-    check_stored(&["Αυτή μένει στην Αθήνα."], &[("Αυτή μένει στην Αθήνα", Home)], &[]);
+    check_stored(
+        &["Ingrid lives in Trondheim."],
+        &[("Ingrid lives in Trondheim", Home)],
+        &[],
+    );
+    check_stored(
+        &["Ingrid vive en Sevilla."],
+        &[("Ingrid vive en Sevilla", Home)],
+        &[],
+    );
+    check_stored(
+        &["Elle habite à Lyon."],
+        &[("Elle habite à Lyon", Home)],
+        &[],
+    );
+    check_stored(
+        &["Ona mieszka w Krakowie."],
+        &[("Ona mieszka w Krakowie", Home)],
+        &[],
+    );
+    check_stored(
+        &["Она живёт в Москве."],
+        &[("Она живёт в Москве", Home)],
+        &[],
+    );
+    check_stored(
+        &["Αυτή μένει στην Αθήνα."],
+        &[("Αυτή μένει στην Αθήνα", Home)],
+        &[],
+    );
     check_stored(&["她住在上海。"], &[("她住在上海", Home)], &[]);
     // Questions in any script, requests and hypotheticals where the rules know the language.
-    check_stored(&["Czy mieszkam w Gdańsku?"], &[("mieszkam w Gdańsku", Home)], &[]);
+    check_stored(
+        &["Czy mieszkam w Gdańsku?"],
+        &[("mieszkam w Gdańsku", Home)],
+        &[],
+    );
     check_stored(&["Я живу в Москве?"], &[("Я живу в Москве", Home)], &[]);
     check_stored(&["Μένω στην Αθήνα;"], &[("Μένω στην Αθήνα", Home)], &[]);
     check_stored(&["我住在北京吗？"], &[("我住在北京", Home)], &[]);
-    check_stored(&["If I lived in Rome I'd be happy."], &[("I lived in Rome", Home)], &[]);
-    check_stored(&["Si viviera en Roma, sería feliz."], &[("viviera en Roma", Home)], &[]);
-    check_stored(&["Tell me I live in Rome."], &[("I live in Rome", Home)], &[]);
+    check_stored(
+        &["If I lived in Rome I'd be happy."],
+        &[("I lived in Rome", Home)],
+        &[],
+    );
+    check_stored(
+        &["Si viviera en Roma, sería feliz."],
+        &[("viviera en Roma", Home)],
+        &[],
+    );
+    check_stored(
+        &["Tell me I live in Rome."],
+        &[("I live in Rome", Home)],
+        &[],
+    );
     check_stored(
         &["Gdybym mieszkała w Rzymie, byłabym szczęśliwa."],
         &[("mieszkała w Rzymie", Home)],
@@ -212,7 +309,12 @@ fn check_ended(
     want_current: &[&str],
 ) {
     let n = names(2);
-    let old: Vec<&str> = vec![before.iter().map(|b| b.0).collect::<Vec<_>>().join(" ").leak()];
+    let old: Vec<&str> = vec![before
+        .iter()
+        .map(|b| b.0)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .leak()];
     let to = |l: &[(&str, FactKind)]| {
         l.iter()
             .map(|(q, k)| ProposedFact {
@@ -297,13 +399,22 @@ fn check_parsed(user_facts: &str, want_said: usize) {
 #[test]
 fn garbage_or_hostile_user_facts_are_ignored_with_bounded_work() {
     check_parsed(r#"[{"quote": "Mieszkam w Gdańsku", "kind": "home"}]"#, 1);
-    check_parsed(r#"[{"quote": "Lubię kawę", "kind": "likes"}, {"quote": "x", "kind": "dislikes"}]"#, 2);
+    check_parsed(
+        r#"[{"quote": "Lubię kawę", "kind": "likes"}, {"quote": "x", "kind": "dislikes"}]"#,
+        2,
+    );
     check_parsed(r#""Mieszkam w Gdańsku""#, 0);
     check_parsed(r#"{"quote": "Mieszkam w Gdańsku", "kind": "home"}"#, 0);
     check_parsed(r#"[1, null, true, "home", [], {}]"#, 0);
-    check_parsed(r#"[{"quote": 5, "kind": "home"}, {"quote": "Mieszkam", "kind": 3}]"#, 0);
+    check_parsed(
+        r#"[{"quote": 5, "kind": "home"}, {"quote": "Mieszkam", "kind": 3}]"#,
+        0,
+    );
     check_parsed(r#"[{"quote": "Mieszkam w Gdańsku", "kind": "secret"}]"#, 0);
-    check_parsed(r#"[{"quote": "<script>alert(1)</script>", "kind": "name"}]"#, 1);
+    check_parsed(
+        r#"[{"quote": "<script>alert(1)</script>", "kind": "name"}]"#,
+        1,
+    );
     let long = "słowo ".repeat(200);
     check_parsed(&format!(r#"[{{"quote": "{long}", "kind": "home"}}]"#), 0);
     let many = vec![r#"{"quote": "Mieszkam w Gdańsku", "kind": "home"}"#; 10_000].join(",");

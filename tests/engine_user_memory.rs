@@ -415,7 +415,10 @@ fn phrasings_of_dislikes_moves_and_the_household() {
         "Olives are revolting to me.",
         &[("Olives are revolting to me.", Preference)],
     );
-    check_said("I find coriander vile.", &[("I find coriander vile.", Preference)]);
+    check_said(
+        "I find coriander vile.",
+        &[("I find coriander vile.", Preference)],
+    );
     check_supersede(
         &[("Home for me is Oslo now.", 0), ("I moved to Bergen.", 3)],
         &["I moved to Bergen."],

@@ -224,8 +224,9 @@ fn schema_text() -> String {
         )
     };
     let user_facts = facts("Facts about the user that the user states in these new messages.");
-    let user_facts_ended =
-        facts("Facts about the user that these new messages say no longer hold (a move, a job left).");
+    let user_facts_ended = facts(
+        "Facts about the user that these new messages say no longer hold (a move, a job left).",
+    );
     let entity = format!(
         r#"{{"type":"object","properties":{{"id":{name},"type":{{"type":"string","enum":["person","place","concept","event","task","other"]}},"name":{name},"aliases":{strings},"description":{description},"properties":{{"type":"array","items":{property},"maxItems":{SCHEMA_MAX_LIST}}},"relationships":{{"type":"array","items":{relationship},"maxItems":{SCHEMA_MAX_LIST}}}}},"required":["id","type","name","aliases","description","properties","relationships"],"additionalProperties":false}}"#
     );

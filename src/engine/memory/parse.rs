@@ -161,13 +161,17 @@ fn parse_proposals(v: Option<&Value>, list: &str, notes: &mut Notes) -> Vec<Prop
             continue;
         }
         if out.len() == MAX_PROPOSALS {
-            notes.add(format!("more than {MAX_PROPOSALS} items in {list}, rest dropped"));
+            notes.add(format!(
+                "more than {MAX_PROPOSALS} items in {list}, rest dropped"
+            ));
             break;
         }
         out.push(ProposedFact { quote, kind });
     }
     if out.len() < items.len().min(MAX_PROPOSALS) {
-        notes.add(format!("{list}: items without a quote or a known kind, dropped"));
+        notes.add(format!(
+            "{list}: items without a quote or a known kind, dropped"
+        ));
     }
     out
 }
@@ -857,7 +861,11 @@ fn parse_structured(
         Some(_) => notes.add("the entities are not a list; ignored"),
     }
     let user_facts = Proposals {
-        said: parse_proposals(field(obj, &["user_facts", "userFacts"]), "user_facts", &mut notes),
+        said: parse_proposals(
+            field(obj, &["user_facts", "userFacts"]),
+            "user_facts",
+            &mut notes,
+        ),
         ended: parse_proposals(
             field(obj, &["user_facts_ended", "userFactsEnded"]),
             "user_facts_ended",

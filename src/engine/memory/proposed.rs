@@ -27,7 +27,7 @@
 
 use super::lang::{fold, is_stop};
 use super::normalize::words;
-use super::parse::{ProposedFact, Proposals};
+use super::parse::{Proposals, ProposedFact};
 use super::user::{candidate, place_said, refuses, said_units, MAX_FACT_CHARS};
 use crate::engine::model::{FactKind, FactSource, Millis, UserFact};
 
@@ -160,7 +160,9 @@ fn end_named(
                 && f.kind == kind
                 && f.scope.as_deref() == scope
                 && f.valid_from <= at
-                && f.source.as_ref().is_none_or(|s| s.message_id != source.message_id)
+                && f.source
+                    .as_ref()
+                    .is_none_or(|s| s.message_id != source.message_id)
         })
         .collect();
     let words: Vec<Vec<String>> = open.iter().map(|&i| naming_words(&facts[i].text)).collect();

@@ -702,7 +702,9 @@ pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
     if lang::about_others(&s) || lang::wished(&s) {
         return true;
     }
-    const ENGLISH: &[&str] = &["i", "my", "me", "we", "our", "you", "your", "he", "she", "they"];
+    const ENGLISH: &[&str] = &[
+        "i", "my", "me", "we", "our", "you", "your", "he", "she", "they",
+    ];
     if !words(&s).iter().any(|x| ENGLISH.contains(&x.as_str())) {
         // A language the rules do not know: the model's kind and the grounding decide.
         return false;
@@ -711,7 +713,8 @@ pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
         return true;
     };
     let ended = own.iter().any(|c| c.attribute == "ended") && ended_kind(&own, known).is_some();
-    let small_talk = own.is_empty() && !matches!(kind, FactKind::Health | FactKind::Name) && chatter(&w);
+    let small_talk =
+        own.is_empty() && !matches!(kind, FactKind::Health | FactKind::Name) && chatter(&w);
     (!first_person(&w) && !ended) || small_talk
 }
 

@@ -456,9 +456,7 @@ fn conditional(w: &[String], t: &Table) -> bool {
 pub fn asks(raw: &str) -> bool {
     let s = raw.trim().trim_end_matches(['"', '\'', '»', '”', ')', ' ']);
     let greek = s.chars().any(|c| ('\u{0370}'..='\u{03FF}').contains(&c));
-    s.starts_with('¿')
-        || s.ends_with(['?', '？', '؟', '\u{037E}'])
-        || (greek && s.ends_with(';'))
+    s.starts_with('¿') || s.ends_with(['?', '？', '؟', '\u{037E}']) || (greek && s.ends_with(';'))
 }
 
 /// Whether clause `raw` speaks of someone else ([`PERSONS`]): it holds a word said of others and
@@ -467,7 +465,9 @@ pub fn about_others(raw: &str) -> bool {
     let w = folded(raw);
     let me = |x: &String| {
         PERSONS.iter().any(|p| holds(p.me, x))
-            || TABLES.iter().any(|t| holds(t.first_person, x) || holds(t.my, x))
+            || TABLES
+                .iter()
+                .any(|t| holds(t.first_person, x) || holds(t.my, x))
     };
     let other = |x: &String| PERSONS.iter().any(|p| holds(p.others, x));
     w.iter().any(other) && !w.iter().any(me)
