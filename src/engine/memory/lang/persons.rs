@@ -6,8 +6,8 @@
 //! word (here or in a table) is about someone else (`super::about_others`); one with a `wish` word
 //! is no fact (`super::wished`).
 //!
-//! Written folded (`super::fold`, and `super::super::proposed`'s wider fold: no accent, no Greek
-//! tonos, `ё` as `е`). Words only: what a language's verb endings say (Polish "mieszkam", Greek
+//! Written folded (`super::fold`: no accent, no Greek tonos, `ё` as `е`; `tests/engine_lang.rs`
+//! checks it). Words only: what a language's verb endings say (Polish "mieszkam", Greek
 //! "μένω" speak as the user without a pronoun) is not read here, so such a clause counts as the
 //! user's unless an `others` word says otherwise. A word two languages share is listed only where
 //! it cannot mislead: English "i" (Polish and Italian "and", "the") is no `me` word here, and
