@@ -376,6 +376,28 @@ fn a_fact_said_to_hold_no_longer_makes_the_fact_it_names_past() {
         &[("nadal mieszkam w Krakowie", Home)],
         &["Mieszkam w Krakowie."],
     );
+    // Where the rules read the language, only what its claims supersede ends: an echo of a fact
+    // (a small model copies user_facts into user_facts_ended) ends nothing, a move ends the old home.
+    check_ended(
+        &[("I adopted a cat called Sibelius.", Pets)],
+        "My cat Sibelius sleeps on the piano.",
+        &[("My cat Sibelius sleeps on the piano", Pets)],
+        &[
+            ("My cat Sibelius sleeps on the piano", Pets),
+            ("Sibelius", Pets),
+        ],
+        &[
+            "I adopted a cat called Sibelius.",
+            "My cat Sibelius sleeps on the piano.",
+        ],
+    );
+    check_ended(
+        &[("I live in Ghent.", Home)],
+        "We moved to Utrecht in the summer.",
+        &[],
+        &[("We moved to Utrecht", Home)],
+        &[],
+    );
     // A word every fact of the kind holds names none of them.
     check_ended(
         &[("Lubię kawę.", Preference), ("Lubię herbatę.", Preference)],

@@ -15,10 +15,12 @@
 //!   request, a hypothetical, small talk, someone else) in the languages they know; in others the
 //!   kind and the grounding decide. It is then placed as the rules' facts are
 //!   (`super::user::place_said`: said already, superseded, supersedes), with its message as source.
-//! - A fact said to hold no longer (`user_facts_ended`), grounded and not refused the same way,
-//!   makes past the current facts of its kind and scope said before it in another message that it
-//!   names by a word no other such fact holds (an inflected form names the same thing: Polish
-//!   "Krakowie" and "Krakowa").
+//! - A fact said to hold no longer (`user_facts_ended`, a quote of two content words or more),
+//!   grounded and not refused the same way: in a language the rules read, it makes past what its
+//!   claims supersede (`super::user::supersede_said`, the rules' own supersession: a small model
+//!   echoes its `user_facts` there, which must end nothing); in another, the current facts of its
+//!   kind and scope said before it in another message that it names by a word no other such fact
+//!   holds (an inflected form names the same thing: Polish "Krakowie" and "Krakowa").
 //! - Bounded: at most [`super::parse::MAX_PROPOSALS`] of each list, clauses of at most
 //!   `super::user::MAX_FACT_CHARS`.
 //!
@@ -28,7 +30,9 @@
 use super::lang::{fold, is_stop};
 use super::normalize::words;
 use super::parse::{Proposals, ProposedFact};
-use super::user::{candidate, place_said, refuses, said_units, MAX_FACT_CHARS};
+use super::user::{
+    candidate, place_said, refuses, rules_read, said_units, supersede_said, MAX_FACT_CHARS,
+};
 use crate::engine::model::{FactKind, FactSource, Millis, UserFact};
 
 /// A user message of the span, as a proposal is held to it.
@@ -104,10 +108,19 @@ pub fn handle_proposed_in(
         said_at: said[i].at,
     };
     let mut changed = false;
-    for p in &proposals.ended {
-        if let Some((i, unit)) = grounded(p, said, facts) {
-            changed |= end_named(facts, scope, p.kind, &unit, &source(i));
-        }
+    for p in proposals
+        .ended
+        .iter()
+        .filter(|p| content(&p.quote).len() >= 2)
+    {
+        let Some((i, unit)) = grounded(p, said, facts) else {
+            continue;
+        };
+        changed |= if rules_read(&unit) {
+            supersede_said(facts, &unit, said[i].at, scope)
+        } else {
+            end_named(facts, scope, p.kind, &unit, &source(i))
+        };
     }
     for p in &proposals.said {
         let Some((i, unit)) = grounded(p, said, facts) else {

@@ -702,10 +702,7 @@ pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
     if lang::about_others(&s) || lang::wished(&s) {
         return true;
     }
-    const ENGLISH: &[&str] = &[
-        "i", "my", "me", "we", "our", "you", "your", "he", "she", "they",
-    ];
-    if !words(&s).iter().any(|x| ENGLISH.contains(&x.as_str())) {
+    if !english(&words(&s)) {
         // A language the rules do not know: the model's kind and the grounding decide.
         return false;
     }
@@ -716,6 +713,37 @@ pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
     let small_talk =
         own.is_empty() && !matches!(kind, FactKind::Health | FactKind::Name) && chatter(&w);
     (!first_person(&w) && !ended) || small_talk
+}
+
+/// Whether words `w` are English as far as the rules can tell: one word only English has among
+/// these, or two that other languages share ("i" is Polish "and", "my" Polish "we").
+fn english(w: &[String]) -> bool {
+    const ONLY: &[&str] = &[
+        "me", "we", "our", "you", "your", "he", "she", "they", "the", "is", "am", "are", "was",
+        "m", "ve",
+    ];
+    const SHARED: &[&str] = &["i", "my", "in", "to", "and", "a", "of", "at", "on", "for"];
+    let shared = w.iter().filter(|x| SHARED.contains(&x.as_str())).count();
+    w.iter().any(|x| ONLY.contains(&x.as_str())) || shared >= 2
+}
+
+/// Whether the rules read the language of the user's clause `sentence`: a table speaks as the user
+/// in it, or it is English ([`english`]). There, what it makes past is what its claims supersede.
+pub fn rules_read(sentence: &str) -> bool {
+    lang::judge(sentence) != lang::Verdict::Unknown || english(&words(sentence))
+}
+
+/// Makes past, from `at`, the current facts of `scope` said no later than the user's clause
+/// `sentence` supersedes by its claims (the rules' supersession, as a new fact does). Whether any
+/// changed.
+pub fn supersede_said(
+    facts: &mut [UserFact],
+    sentence: &str,
+    at: Millis,
+    scope: Option<&str>,
+) -> bool {
+    let own = fact_claims(sentence);
+    !own.is_empty() && make_past(facts, sentence, &own, at, scope, None)
 }
 
 /// The fact the user's clause `sentence` makes with kind `kind`: lead-ins left out, closed with a
