@@ -132,7 +132,7 @@ test('user memory in German: name, city, job and child reach the next conversati
 // (engine/memory/proposed.rs); one is stored only when the user's message holds it, in the user's words.
 const POLISH = 'Cześć! Od pięciu lat mieszkam w Gdańsku nad morzem.';
 
-test('user memory in a language the rules do not know: a fact the model proposes is kept only when the user\'s message holds it', async () => {
+test("user memory in a language the rules do not know: a fact the model proposes is kept only when the user's message holds it", async () => {
   const { agent } = harness;
   const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 1 });
   try {
