@@ -309,12 +309,7 @@ fn check_ended(
     want_current: &[&str],
 ) {
     let n = names(2);
-    let old: Vec<&str> = vec![before
-        .iter()
-        .map(|b| b.0)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .leak()];
+    let old = before.iter().map(|b| b.0).collect::<Vec<_>>().join(" ");
     let to = |l: &[(&str, FactKind)]| {
         l.iter()
             .map(|(q, k)| ProposedFact {
@@ -328,7 +323,7 @@ fn check_ended(
         said: to(before),
         ended: Vec::new(),
     };
-    let s = self::said(&[old[0], now], &n);
+    let s = self::said(&[&old, now], &n);
     handle_proposed_in(&mut facts, None, "c1", &s[..1], &first, ids());
     let second = Proposals {
         said: to(said),
