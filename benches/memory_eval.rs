@@ -23,7 +23,9 @@
 //! (`engine::memory::user::handle_said`, as `session/memory/user.rs` does), every memory update is
 //! the model's and is waited for before the next message (the assistant's replies are fixed, as in
 //! memory_recall's waiting run: fast and deterministic enough), a landed update takes in its span's
-//! facts again (`handle_messages`), and each prompt is `assemble` with every fact as stored (as
+//! facts again (`handle_messages`) after the facts its model proposed (`user_facts`, held to the
+//! user's words by `engine::memory::proposed`, as `session/memory/update.rs` takes them in), and
+//! each prompt is `assemble` with every fact as stored (as
 //! `session/chat/turn.rs` passes them). The client, the update and the driver are
 //! `benches/common/mod.rs`.
 //!
@@ -40,8 +42,12 @@
 //! and `memory_eval_paraphrase` (every category together), `memory_eval_abstention_languages` (the
 //! abstention questions of every set; `memory_eval_abstention` stays #26's) and
 //! `memory_eval_not_a_fact_carried` (what was said only as a question, a request, a hypothetical or
-//! of someone else, carried by a prompt: a count). They need no model and run first;
-//! `MEMOIRE_EVAL_LANGUAGES_ONLY=1` runs only them.
+//! of someone else, carried by a prompt: a count). The facts the model proposes
+//! (`engine::memory::proposed`), in a language the rules do not know (Polish), from a scripted
+//! proposer that quotes the user's facts and adds what a careless model would (its own wording, an
+//! invention, a hypothetical, someone else's fact, a question): `memory_eval_proposed` (every
+//! category; the rules alone are printed beside it) and `memory_eval_proposed_not_a_fact_carried`.
+//! They need no model and run first; `MEMOIRE_EVAL_LANGUAGES_ONLY=1` runs only them.
 
 mod common;
 #[path = "memory_eval/languages.rs"]
@@ -324,6 +330,7 @@ fn play(
                     user::handle_said(&mut facts, c.id, &m.id, &m.content, m.created_at, new_id);
                 }
                 Step::Update {
+                    req,
                     span,
                     reply,
                     landed,
@@ -332,7 +339,9 @@ fn play(
                 } => {
                     updates += 1;
                     landed_n += landed as u32;
-                    if landed {
+                    if let (true, Ok((text, _))) = (landed, reply) {
+                        // As the session does: the model's proposals, then the span's rules.
+                        take_proposed(&mut facts, c.id, req, text, &mut new_id);
                         user::handle_messages(&mut facts, span, &mut new_id);
                     }
                     if verbose {
@@ -399,6 +408,31 @@ fn print_figure(prefix: &str, cat: Category, r: f64) {
     }
 }
 
+/// Takes in the facts about the user the model proposed in `reply` to `req` (an update of
+/// conversation `conv` that landed), held to the user's words (`engine::memory::proposed`).
+fn take_proposed(
+    facts: &mut Vec<UserFact>,
+    conv: &str,
+    req: &UpdateRequest,
+    reply: &str,
+    new_id: &mut dyn FnMut() -> String,
+) {
+    let Ok(parsed) = req.read_reply(reply) else {
+        return;
+    };
+    let said: Vec<proposed::Said> = req
+        .read
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| proposed::Said {
+            message_id: &m.id,
+            text: &m.content,
+            at: m.created_at,
+        })
+        .collect();
+    proposed::handle_proposed_in(facts, None, conv, &said, &parsed.user_facts, new_id);
+}
+
 /// The facts about the user after every user message of `set` (`user::handle_said`, as the app takes
 /// them in; its conversations a day apart, its messages a minute apart).
 fn set_facts(set: &languages::Set) -> Vec<UserFact> {
@@ -445,43 +479,12 @@ fn languages_eval(endpoint: &EndpointProfile, verbose: bool) {
     let mut figures: Vec<(&str, u32, u32)> = Vec::new();
     for set in &languages::SETS {
         let facts = set_facts(set);
-        let mut per: HashMap<Kind, (u32, u32)> = HashMap::new();
-        for (i, q) in set.questions.iter().enumerate() {
-            let at = day_ms(QUESTION_DAY + 1) + i as i64 * 60_000;
-            let id = format!("{}-new{i}", set.name);
-            let fresh = Memory::conversation(MemoryConfig::default(), &id, &format!("{id}-"), at);
-            let (assembly, _) = fresh.prompt_at(endpoint, q.text, &facts, at);
-            let memory = memory_text(&assembly);
-            let ok = score_language(q, &memory);
-            let e = per.entry(q.kind).or_default();
-            e.0 += ok as u32;
-            e.1 += 1;
-            if q.kind == Kind::Abstention {
-                abstained.0 += ok as u32;
-                abstained.1 += 1;
-            }
-            carried += (q.kind == Kind::NotAFact && !ok) as u32;
-            if verbose && !ok {
-                eprintln!(
-                    "[eval] {} miss ({}): {:?}\n--- memory ---\n{memory}\n---",
-                    set.name,
-                    q.kind.name(),
-                    q.text
-                );
-            }
-        }
-        let (mut ok, mut n) = (0, 0);
-        for kind in Kind::ALL {
-            let (k_ok, k_n) = per.get(&kind).copied().unwrap_or((0, 0));
-            eprintln!("[eval] {} {}: {k_ok} of {k_n}", set.name, kind.name());
-            ok += k_ok;
-            n += k_n;
-        }
-        eprintln!(
-            "[eval] {}: {ok} of {n}; {} facts taken in",
-            set.name,
-            facts.len()
-        );
+        let per = ask_set(endpoint, set, &facts, verbose);
+        let get = |k: Kind| per.get(&k).copied().unwrap_or((0, 0));
+        abstained.0 += get(Kind::Abstention).0;
+        abstained.1 += get(Kind::Abstention).1;
+        carried += get(Kind::NotAFact).1 - get(Kind::NotAFact).0;
+        let (ok, n) = set_total(set, &per, facts.len());
         match figures.iter_mut().find(|f| f.0 == set.name) {
             Some(f) => (f.1, f.2) = (f.1 + ok, f.2 + n),
             None => figures.push((set.name, ok, n)),
@@ -493,6 +496,118 @@ fn languages_eval(endpoint: &EndpointProfile, verbose: bool) {
     let r = abstained.0 as f64 / abstained.1.max(1) as f64;
     println!("bench memory_eval_abstention_languages {r:.2} ratio");
     println!("bench memory_eval_not_a_fact_carried {carried} facts");
+}
+
+/// Asks `set`'s questions, each as the first message of a new conversation whose prompts carry
+/// `facts`: passed and asked per kind (each miss printed when `verbose`).
+fn ask_set(
+    endpoint: &EndpointProfile,
+    set: &languages::Set,
+    facts: &[UserFact],
+    verbose: bool,
+) -> HashMap<languages::Kind, (u32, u32)> {
+    let mut per: HashMap<languages::Kind, (u32, u32)> = HashMap::new();
+    for (i, q) in set.questions.iter().enumerate() {
+        let at = day_ms(QUESTION_DAY + 1) + i as i64 * 60_000;
+        let id = format!("{}-new{i}", set.name);
+        let fresh = Memory::conversation(MemoryConfig::default(), &id, &format!("{id}-"), at);
+        let (assembly, _) = fresh.prompt_at(endpoint, q.text, facts, at);
+        let memory = memory_text(&assembly);
+        let ok = score_language(q, &memory);
+        let e = per.entry(q.kind).or_default();
+        e.0 += ok as u32;
+        e.1 += 1;
+        if verbose && !ok {
+            eprintln!(
+                "[eval] {} miss ({}): {:?}\n--- memory ---\n{memory}\n---",
+                set.name,
+                q.kind.name(),
+                q.text
+            );
+        }
+    }
+    per
+}
+
+/// The questions of `set` passed and asked in all, each kind's printed (stderr) with the number of
+/// facts taken in.
+fn set_total(
+    set: &languages::Set,
+    per: &HashMap<languages::Kind, (u32, u32)>,
+    facts: usize,
+) -> (u32, u32) {
+    let (mut ok, mut n) = (0, 0);
+    for kind in languages::Kind::ALL {
+        let (k_ok, k_n) = per.get(&kind).copied().unwrap_or((0, 0));
+        eprintln!("[eval] {} {}: {k_ok} of {k_n}", set.name, kind.name());
+        ok += k_ok;
+        n += k_n;
+    }
+    eprintln!("[eval] {}: {ok} of {n}; {facts} facts taken in", set.name);
+    (ok, n)
+}
+
+/// The facts the model proposes, scored (`memory_eval/languages.rs`, [`languages::PROPOSED`]): the
+/// set's facts as the rules take them in (none: Polish), then after each conversation the scripted
+/// proposer's (`engine::memory::proposed`, as a landed update's are), the questions asked as the
+/// other sets'. `memory_eval_proposed` (every category) and `memory_eval_proposed_not_a_fact_carried`.
+fn proposed_eval(endpoint: &EndpointProfile, verbose: bool) {
+    use languages::Kind;
+    let set = &languages::PROPOSED;
+    let mut facts = set_facts(set);
+    let rules_only = set_total(set, &ask_set(endpoint, set, &facts, false), facts.len());
+    eprintln!(
+        "[eval] proposed, by the rules alone: {} of {}",
+        rules_only.0, rules_only.1
+    );
+    let mut n = 0u64;
+    for (c, (turns, named)) in set
+        .conversations
+        .iter()
+        .zip(languages::PROPOSALS)
+        .enumerate()
+    {
+        let conv = format!("{}-{c}", set.name);
+        let ids: Vec<String> = (0..turns.len()).map(|k| format!("{conv}-m{k}")).collect();
+        let said: Vec<proposed::Said> = turns
+            .iter()
+            .enumerate()
+            .map(|(k, text)| proposed::Said {
+                message_id: &ids[k],
+                text,
+                at: day_ms(c as i64 + 1) + k as i64 * 60_000,
+            })
+            .collect();
+        let (ended, named): (Vec<_>, Vec<_>) = named.iter().partition(|p| p.ended);
+        let to = |list: Vec<&languages::Proposal>| -> Vec<parse::ProposedFact> {
+            list.into_iter()
+                .filter_map(|p| {
+                    let kind = parse::proposed_kind(p.kind)?;
+                    let quote = p.quote.to_string();
+                    Some(parse::ProposedFact { quote, kind })
+                })
+                .collect()
+        };
+        let proposals = parse::Proposals {
+            said: to(named),
+            ended: to(ended),
+        };
+        proposed::handle_proposed_in(&mut facts, None, &conv, &said, &proposals, || {
+            n += 1;
+            format!("p{n}")
+        });
+    }
+    let per = ask_set(endpoint, set, &facts, verbose);
+    let (ok, all) = set_total(set, &per, facts.len());
+    let (k_ok, k_n) = per.get(&Kind::NotAFact).copied().unwrap_or((0, 0));
+    println!(
+        "bench memory_eval_proposed {:.2} ratio",
+        ok as f64 / all.max(1) as f64
+    );
+    println!(
+        "bench memory_eval_proposed_not_a_fact_carried {} facts",
+        k_n - k_ok
+    );
 }
 
 /// Each set's figure written out (scripts/bench-check.mjs reads them from this source).
@@ -510,6 +625,7 @@ fn main() {
     let verbose = std::env::var("MEMOIRE_EVAL_VERBOSE").is_ok();
     // Assembly only: the endpoint's URL is never asked.
     languages_eval(&endpoint("http://127.0.0.1:9/v1"), verbose);
+    proposed_eval(&endpoint("http://127.0.0.1:9/v1"), verbose);
     if std::env::var("MEMOIRE_EVAL_LANGUAGES_ONLY").is_ok() {
         return;
     }

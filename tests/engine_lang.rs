@@ -8,7 +8,7 @@
 #[path = "../benches/memory_eval/languages.rs"]
 mod languages;
 
-use memoire::engine::memory::lang::{fold, refers_back, TABLES};
+use memoire::engine::memory::lang::{fold, refers_back, PERSONS, TABLES};
 use memoire::engine::memory::user::*;
 use memoire::engine::model::*;
 use FactKind::*;
@@ -339,6 +339,15 @@ fn tables_are_written_folded() {
     }
 }
 
+#[test]
+fn who_a_clause_speaks_of_is_written_folded() {
+    for p in PERSONS {
+        for w in [p.me, p.others, p.wish].iter().flat_map(|l| l.iter()) {
+            assert_eq!(fold(w), *w, "{}: {w:?} is not folded", p.code);
+        }
+    }
+}
+
 /// The evaluation beyond English (`benches/memory_eval/languages.rs`) is written apart from the
 /// rules' tests: none of its sentences is in them.
 #[test]
@@ -346,8 +355,9 @@ fn the_evaluation_shares_no_sentence_with_the_rules_tests() {
     let tests = [
         include_str!("engine_lang.rs"),
         include_str!("engine_user_memory.rs"),
+        include_str!("engine_memory_grounding.rs"),
     ];
-    for set in &languages::SETS {
+    for set in languages::SETS.iter().chain([&languages::PROPOSED]) {
         for turn in set.conversations.iter().flat_map(|c| c.iter()) {
             for sentence in turn.split_inclusive(['.', '!', '?']) {
                 let sentence = sentence.trim();

@@ -198,6 +198,10 @@ fn questions_requests_hypotheticals_and_others_are_not() {
     check_said("```\n# my name is root\nI live in /home\n```", &[]);
     check_said("> I live in Lisbon.", &[]);
     check_said("Jeg bor i Oslo.", &[]);
+    check_said("The name is on the door.", &[]);
+    check_said("If I had a garden I could sit in it all day.", &[]);
+    check_said("I could move abroad some day.", &[]);
+    check_said("The soup is delicious.", &[]);
 }
 
 // ---------- supersession ----------
@@ -392,6 +396,28 @@ fn phrasings_of_dislikes_moves_and_the_household() {
     check_said(
         "Nothing beats cold lemonade for me.",
         &[("Nothing beats cold lemonade for me.", Preference)],
+    );
+    check_said("The name's Oskar.", &[("The name's Oskar.", Name)]);
+    check_said("Name's Tove, hi.", &[("Name's Tove, hi.", Name)]);
+    check_said(
+        "My two rabbits are called Bo and Pip.",
+        &[("My two rabbits are called Bo and Pip.", Pets)],
+    );
+    check_said(
+        "We look after three hamsters.",
+        &[("We look after three hamsters.", Pets)],
+    );
+    check_said(
+        "I could drink mango lassi all day.",
+        &[("I could drink mango lassi all day.", Preference)],
+    );
+    check_said(
+        "Olives are revolting to me.",
+        &[("Olives are revolting to me.", Preference)],
+    );
+    check_said(
+        "I find coriander vile.",
+        &[("I find coriander vile.", Preference)],
     );
     check_supersede(
         &[("Home for me is Oslo now.", 0), ("I moved to Bergen.", 3)],

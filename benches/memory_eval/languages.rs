@@ -5,6 +5,9 @@
 //! each, said each language's way), and an English paraphrase set in phrasings the rules' tests
 //! never use; then questions, each asked as the first message of a new conversation.
 //!
+//! And one set in a language the rules do not know (Polish, [`PROPOSED`]) with what a scripted
+//! proposer names after each conversation ([`PROPOSALS`]), for the facts the model proposes.
+//!
 //! Categories: `cross` (a fact of another conversation is in the new one's prompt), `update` (a
 //! changed fact's new value is there and the old one is not carried as current), `preference` (a
 //! like or a dislike), `abstention` (something never said: the prompt's memory names none of its
@@ -359,3 +362,105 @@ const HELD_OUT: Set = Set {
         not_fact("Do I have a standing desk?", &["standing"]),
     ],
 };
+
+/// A fact the scripted proposer (standing in for the memory model) names after a conversation:
+/// its quote, its kind as the schema says it, and whether it is one the conversation says no
+/// longer holds (`user_facts_ended`).
+pub struct Proposal {
+    pub quote: &'static str,
+    pub kind: &'static str,
+    pub ended: bool,
+}
+
+const fn said(quote: &'static str, kind: &'static str) -> Proposal {
+    Proposal {
+        quote,
+        kind,
+        ended: false,
+    }
+}
+
+const fn ended(quote: &'static str, kind: &'static str) -> Proposal {
+    Proposal {
+        quote,
+        kind,
+        ended: true,
+    }
+}
+
+/// A set in a language the rules do not know (Polish) for the facts the model proposes
+/// (`memory_eval_proposed`): the rules take in nothing of it, so what its prompts carry is what the
+/// scripted proposer named and the grounding kept.
+pub const PROPOSED: Set = Set {
+    name: "proposed",
+    conversations: &[
+        &[
+            "Cześć, mam na imię Zofia.",
+            "Mieszkam w Krakowie od dziesięciu lat.",
+            "Pracuję jako piekarka w małej piekarni.",
+            "Czy możesz polecić mi dobrą książkę?",
+        ],
+        &[
+            "Mój mąż Tomasz jest strażakiem.",
+            "Mamy kota, który wabi się Mruczek.",
+            "Uwielbiam pierogi z kapustą.",
+            "Nie znoszę brukselki.",
+            "Mam alergię na orzechy.",
+            "Gdybym wygrała na loterii, kupiłabym jacht.",
+            "Marta mieszka w Poznaniu.",
+            "Co mogę dziś ugotować?",
+        ],
+        &[
+            "Wielka nowina: przeprowadziliśmy się z Krakowa do Gdańska.",
+            "Zmieniłam pracę, teraz jestem ratowniczką medyczną.",
+            "Gdzie w Gdańsku są dobre plaże?",
+            "Czy powinnam kupić rower elektryczny?",
+        ],
+    ],
+    questions: &[
+        cross("Jak mam na imię?", &["Zofia"]),
+        cross("Czym zajmuje się mój mąż?", &["strażakiem"]),
+        cross("Jak wabi się nasz kot?", &["Mruczek"]),
+        cross("Na co mam alergię?", &["orzechy"]),
+        pref("Co uwielbiam jeść?", &["pierogi"]),
+        pref("Czego nie znoszę?", &["brukselki"]),
+        update("Gdzie mieszkam?", &["Gdańska"], "Krakowie"),
+        update("Jaki mam zawód?", &["ratowniczką"], "piekarka"),
+        abstain("Jak ma na imię mój brat?", &["brat"]),
+        abstain("Ile mam dzieci?", &["dzieci", "dwoje"]),
+        not_fact("Czy mam jacht?", &["jacht", "loterii"]),
+        not_fact("Kto mieszka w Poznaniu?", &["Poznaniu", "Marta"]),
+        not_fact("Czy mam rower elektryczny?", &["rower"]),
+    ],
+};
+
+/// What the scripted proposer names after each conversation of [`PROPOSED`]: the user's facts,
+/// quoted trimmed, reordered or without their accents, as a model may; and what a careless model
+/// adds: its own wording, an invention, a hypothetical, someone else's fact, a question.
+pub const PROPOSALS: &[&[Proposal]] = &[
+    &[
+        said("mam na imię Zofia", "name"),
+        said("Mieszkam w Krakowie", "home"),
+        said("Pracuje jako piekarka w malej piekarni", "work"),
+        said("Użytkowniczka ma na imię Zofia", "name"),
+        said("Czy możesz polecić mi dobrą książkę", "likes"),
+    ],
+    &[
+        said("Mój mąż Tomasz jest strażakiem", "people"),
+        said("Mamy kota Mruczek", "pets"),
+        said("Uwielbiam pierogi z kapustą", "likes"),
+        said("brukselki nie znoszę", "dislikes"),
+        said("Mam alergię na orzechy", "health"),
+        said("Mam dwoje dzieci", "people"),
+        said("Gdybym wygrała na loterii, kupiłabym jacht", "likes"),
+        said("Marta mieszka w Poznaniu", "people"),
+    ],
+    &[
+        said("przeprowadziliśmy się z Krakowa do Gdańska", "home"),
+        ended("przeprowadziliśmy się z Krakowa do Gdańska", "home"),
+        said("teraz jestem ratowniczką medyczną", "work"),
+        ended("Zmieniłam pracę", "work"),
+        said("Użytkowniczka jest teraz ratowniczką medyczną", "work"),
+        said("powinnam kupić rower elektryczny", "projects"),
+    ],
+];

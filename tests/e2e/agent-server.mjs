@@ -64,7 +64,8 @@ function sectionsToObject(text) {
 
 /**
  * A scripted memory reply, shaped for the form the request asked in: two-section text replies become
- * the JSON object a constrained server would send (a forced tool's input for anthropic); anything else
+ * the JSON object a constrained server would send (a forced tool's input for anthropic), with the
+ * reply's `userFacts` and `userFactsEnded` ([{quote, kind}]) when it has them; anything else
  * (garbage, errors) goes out as scripted.
  */
 function memoryReplyFor(reply, record) {
@@ -72,6 +73,11 @@ function memoryReplyFor(reply, record) {
   if (!form || reply.status || reply.garbage || typeof reply.text !== 'string') return reply;
   const object = sectionsToObject(reply.text);
   if (!object) return reply;
+  // The facts about the user the model proposes (the schema's user_facts, user_facts_ended): only
+  // the constrained forms carry them.
+  if (reply.userFacts || reply.userFactsEnded) {
+    Object.assign(object, { no_longer_true: [], user_facts: reply.userFacts ?? [], user_facts_ended: reply.userFactsEnded ?? [] });
+  }
   const text = JSON.stringify(object);
   return form === 'forced_tool' ? { ...reply, text, toolUse: record.body.tool_choice.name } : { ...reply, text };
 }

@@ -1,4 +1,4 @@
-// Memory about you, across conversations (issue 26; in German, issue 42): what the user says about
+// Memory about you, across conversations (issue 26; in German and proposed by the model, issue 42): what the user says about
 // themselves in one conversation is in the first request of a new one; forgetting it on the Memory page takes it out
 // of the next request; with "Remember me across conversations" off, no request carries it.
 
@@ -19,6 +19,7 @@ import {
   factsSent,
   currentConversationId,
 } from './helpers.mjs';
+import { memoryReplyText } from './agent-server.mjs';
 
 let harness;
 before(async () => {
@@ -120,6 +121,56 @@ test('user memory in German: name, city, job and child reach the next conversati
         assert.ok(carried.includes(w), `the first request of the next conversation carries ${w} in "About the user": ${requestText(first)}`);
       }
       assert.ok(!first.body.messages.some((m) => m.content === GERMAN), 'as facts, not as history');
+      assertNoPageProblems(issues);
+    });
+  } finally {
+    await context.close();
+  }
+});
+
+// Issue 42: a language the rules do not know (Polish). The memory model proposes facts
+// (engine/memory/proposed.rs); one is stored only when the user's message holds it, in the user's words.
+const POLISH = 'Cześć! Od pięciu lat mieszkam w Gdańsku nad morzem.';
+
+test("user memory in a language the rules do not know: a fact the model proposes is kept only when the user's message holds it", async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat', { summaryFrequency: 1 });
+  try {
+    await withDiagnostics(page, issues, 'user-memory-proposed', async () => {
+      agent.scriptMemory({
+        text: memoryReplyText({ summary: 'Użytkownik mieszka w Gdańsku.' }),
+        userFacts: [
+          // The user's words, reordered and without accents: grounded.
+          { quote: 'mieszkam w Gdansku nad morzem od pieciu lat', kind: 'home' },
+          // Invented: the user said nothing of a job.
+          { quote: 'Pracuję jako pielęgniarka', kind: 'work' },
+          // The model's own wording: not the user's.
+          { quote: 'Użytkownik mieszka w Gdańsku', kind: 'home' },
+        ],
+      });
+      await chatTurn(page, agent, POLISH, 'Miło mi!');
+      const [update] = await agent.waitForRequests(1, { filter: (r) => r.kind === 'memory' });
+      const schema = update.body.response_format.json_schema.schema;
+      assert.ok(schema.required.includes('user_facts') && schema.required.includes('user_facts_ended'), 'the update asks for the facts about the user');
+
+      await page.locator(tid('memory-page-open')).click();
+      const facts = page.locator(tid('memory-page')).locator(tid('user-fact'));
+      await eventually(async () => (await facts.allInnerTexts()).join(' ').includes('Gdańsku'), { what: 'the proposed fact on the Memory page' });
+      const texts = await facts.allInnerTexts();
+      assert.equal(texts.length, 1, `one fact, the grounded one: ${texts}`);
+      assert.ok(texts[0].includes('Od pięciu lat mieszkam w Gdańsku nad morzem.'), `stored in the user's words, not the model's: ${texts}`);
+      assert.ok(!texts.join(' ').includes('pielęgniarka') && !texts.join(' ').includes('Użytkownik'), 'the invention and the model\'s wording are not stored');
+      const item = facts.first();
+      assert.equal(await item.getAttribute('data-status'), 'current');
+      assert.equal(await item.locator(tid('user-fact-source')).count(), 1, 'listed with its source');
+      await page.keyboard.press('Escape');
+
+      await newConversation(page);
+      await chatTurn(page, agent, 'Co o mnie wiesz?', 'Mieszkasz w Gdańsku.');
+      const first = agent.chatRequests().at(-1);
+      const carried = factsSent(first).join('\n');
+      assert.ok(carried.includes('Od pięciu lat mieszkam w Gdańsku nad morzem.'), `the next conversation's first request carries it in "About the user": ${requestText(first)}`);
+      assert.ok(!carried.includes('pielęgniarka'), 'never the invented one');
       assertNoPageProblems(issues);
     });
   } finally {

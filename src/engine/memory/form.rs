@@ -29,6 +29,12 @@ pub const TOOL_DESCRIPTION: &str =
 pub const SCHEMA_MAX_ENTITIES: u32 = 12;
 /// Most aliases, properties and relationships per entity in the schema.
 pub const SCHEMA_MAX_LIST: u32 = 6;
+/// Most facts about the user in each of the schema's `user_facts` lists.
+pub const SCHEMA_MAX_FACTS: u32 = 8;
+/// The kinds a proposed fact about the user may have (`super::parse::proposed_kind` reads them).
+pub const SCHEMA_FACT_KINDS: [&str; 9] = [
+    "name", "home", "work", "people", "pets", "likes", "dislikes", "health", "projects",
+];
 
 /// How one memory update asks for its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,7 +184,10 @@ pub fn refused_stream(form: MemoryForm, error: &StreamError) -> bool {
 
 /// The JSON schema of a memory update: `summary` text and `entities` with id, type (the closed set),
 /// name, aliases, description, properties (a list of key/value pairs: a free-form map cannot be
-/// strict) and relationships (target id, label, strength). Satisfies OpenAI's strict mode: every
+/// strict) and relationships (target id, label, strength); `no_longer_true`; and the facts about the
+/// user said in the span and those it says no longer hold (`user_facts`, `user_facts_ended`: a
+/// quote of the user's and a kind of [`SCHEMA_FACT_KINDS`] each, held to the user's words by
+/// `super::proposed`). Satisfies OpenAI's strict mode: every
 /// property required, `additionalProperties: false`, only `enum` and `maxItems` as constraints.
 ///
 /// Kept as text because the order of the properties is the order a constrained server generates them
@@ -208,10 +217,20 @@ fn schema_text() -> String {
     let no_longer = format!(
         r#"{{"type":"array","description":"Earlier facts these new messages say no longer hold (an old city after a move, an old job); [] when none.","items":{name},"maxItems":{SCHEMA_MAX_LIST}}}"#
     );
+    let facts = |what: &str| {
+        let kinds = SCHEMA_FACT_KINDS.map(|k| format!("\"{k}\"")).join(",");
+        format!(
+            r#"{{"type":"array","description":"{what} Each quote copies one sentence of the user's word for word, in their language; [] when none.","items":{{"type":"object","properties":{{"quote":{name},"kind":{{"type":"string","enum":[{kinds}]}}}},"required":["quote","kind"],"additionalProperties":false}},"maxItems":{SCHEMA_MAX_FACTS}}}"#
+        )
+    };
+    let user_facts = facts("Facts about the user that the user states in these new messages.");
+    let user_facts_ended = facts(
+        "Facts about the user that these new messages say no longer hold (a move, a job left).",
+    );
     let entity = format!(
         r#"{{"type":"object","properties":{{"id":{name},"type":{{"type":"string","enum":["person","place","concept","event","task","other"]}},"name":{name},"aliases":{strings},"description":{description},"properties":{{"type":"array","items":{property},"maxItems":{SCHEMA_MAX_LIST}}},"relationships":{{"type":"array","items":{relationship},"maxItems":{SCHEMA_MAX_LIST}}}}},"required":["id","type","name","aliases","description","properties","relationships"],"additionalProperties":false}}"#
     );
     format!(
-        r#"{{"type":"object","properties":{{"summary":{summary},"entities":{{"type":"array","items":{entity},"maxItems":{SCHEMA_MAX_ENTITIES}}},"no_longer_true":{no_longer}}},"required":["summary","entities","no_longer_true"],"additionalProperties":false}}"#
+        r#"{{"type":"object","properties":{{"summary":{summary},"entities":{{"type":"array","items":{entity},"maxItems":{SCHEMA_MAX_ENTITIES}}},"no_longer_true":{no_longer},"user_facts":{user_facts},"user_facts_ended":{user_facts_ended}}},"required":["summary","entities","no_longer_true","user_facts","user_facts_ended"],"additionalProperties":false}}"#
     )
 }

@@ -3,7 +3,8 @@
 //! ([`read`], [`ground`]), summary versions ([`summary`]), changed facts kept as past ([`supersede`]),
 //! merging entities into the indexed graph ([`graph`], [`merge`]), retrieving entities for the
 //! prompt ([`retrieve`]), the facts about the user every conversation shares ([`user`]; beyond
-//! English, the tables of [`lang`]) and the passages of other conversations a message refers back
+//! English, the tables of [`lang`]; those the model proposes, held to the user's words:
+//! [`proposed`]) and the passages of other conversations a message refers back
 //! to ([`recall`]). All
 //! pure: `now`, ids and limits are arguments.
 //! Must not import anything outside `crate::engine` (serde_json and thiserror are crate dependencies).
@@ -17,7 +18,7 @@
 //! The submodules import each other only downwards (no loop): [`sentence`], [`normalize`], [`form`]
 //! and [`schedule`] are leaves; then [`error`]; [`due`]; [`prompt`] (the request and what it showed);
 //! [`parse`] and [`reply`]; [`ground`]; [`supersede`]; [`summary`]; [`read`] (a reply parsed and
-//! grounded), [`pending`], [`shown`], [`catchup`] and [`user`] on top; [`recall`] beside them (it reads only
+//! grounded), [`pending`], [`shown`], [`catchup`] and [`user`] on top, [`proposed`] above [`user`]; [`recall`] beside them (it reads only
 //! `normalize`); [`graph`], then [`merge`] and
 //! [`retrieve`] beside them; [`lang`] under [`user`] and [`recall`] (it reads `normalize`,
 //! `ground` and `supersede`). This file only re-exports them and applies an update; none imports it.
@@ -34,6 +35,7 @@ pub mod normalize;
 pub mod parse;
 pub mod pending;
 pub mod prompt;
+pub mod proposed;
 pub mod read;
 pub mod recall;
 pub mod reply;

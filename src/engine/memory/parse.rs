@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::error::MemoryError;
 use super::normalize::{collapse_ws, name_key, truncate_chars};
 use crate::engine::json_text::{ends_in_escape, split_array, tokens, Token};
-use crate::engine::model::EntityType;
+use crate::engine::model::{EntityType, FactKind};
 
 /// Replies larger than this are refused outright.
 pub const MAX_REPLY_BYTES: usize = 512 * 1024;
@@ -83,8 +83,97 @@ pub struct ParsedUpdate {
     /// Earlier facts the model says no longer hold (the schema's optional `no_longer_true`); the
     /// summary's sentences they name become past (`super::supersede`).
     pub no_longer_true: Vec<String>,
+    /// Facts about the user the model proposes (the schema's `user_facts` and `user_facts_ended`),
+    /// not yet held to the user's words (`super::proposed` does, then the facts' rules place them).
+    pub user_facts: Proposals,
     /// What was repaired or dropped, for the log / memory pane.
     pub notes: Vec<String>,
+}
+
+/// One fact about the user as the model proposed it: its quote of the user's words and the kind it
+/// gives. Only a quote that holds a word and a kind the schema names are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposedFact {
+    pub quote: String,
+    pub kind: FactKind,
+}
+
+/// The model's proposals about the user: facts said in the span, and facts the span says no
+/// longer hold.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Proposals {
+    pub said: Vec<ProposedFact>,
+    pub ended: Vec<ProposedFact>,
+}
+
+impl Proposals {
+    pub fn is_empty(&self) -> bool {
+        self.said.is_empty() && self.ended.is_empty()
+    }
+}
+
+/// Most proposals kept from one list (the schema's `maxItems`, [`super::form::SCHEMA_MAX_FACTS`]).
+pub const MAX_PROPOSALS: usize = super::form::SCHEMA_MAX_FACTS as usize;
+/// Most items of a proposal list looked at: a huge array costs no more than this.
+pub const MAX_PROPOSALS_READ: usize = 64;
+/// A longer quote is no one sentence of the user's: dropped, never cut.
+pub const MAX_QUOTE_CHARS: usize = 400;
+
+/// The kind a proposal names (the schema's enum, and `FactKind`'s own names), or `None`.
+pub fn proposed_kind(kind: &str) -> Option<FactKind> {
+    Some(match kind.trim().to_ascii_lowercase().as_str() {
+        "name" => FactKind::Name,
+        "home" => FactKind::Home,
+        "work" => FactKind::Work,
+        "people" => FactKind::People,
+        "pets" => FactKind::Pets,
+        "likes" | "dislikes" | "preference" => FactKind::Preference,
+        "health" => FactKind::Health,
+        "projects" | "project" => FactKind::Project,
+        "other" => FactKind::Other,
+        _ => return None,
+    })
+}
+
+/// The proposals of list `v` (the schema's `[{quote, kind}]`): at most [`MAX_PROPOSALS`], each an
+/// object with a text quote of at most [`MAX_QUOTE_CHARS`] and a known kind; anything else is
+/// skipped, and only the first [`MAX_PROPOSALS_READ`] items are looked at.
+fn parse_proposals(v: Option<&Value>, list: &str, notes: &mut Notes) -> Vec<ProposedFact> {
+    let Some(items) = v.and_then(Value::as_array) else {
+        if v.is_some() {
+            notes.add(format!("{list} is not a list; ignored"));
+        }
+        return Vec::new();
+    };
+    let mut out: Vec<ProposedFact> = Vec::new();
+    for item in items.iter().take(MAX_PROPOSALS_READ) {
+        let obj = item.as_object();
+        let quote = obj.and_then(|o| field(o, &["quote", "text", "fact"]));
+        let kind = obj.and_then(|o| field(o, &["kind", "type"]));
+        let (Some(Value::String(quote)), Some(Value::String(kind))) = (quote, kind) else {
+            continue;
+        };
+        let quote = collapse_ws(quote);
+        let Some(kind) = proposed_kind(kind) else {
+            continue;
+        };
+        if quote.chars().count() > MAX_QUOTE_CHARS || name_key(&quote).is_empty() {
+            continue;
+        }
+        if out.len() == MAX_PROPOSALS {
+            notes.add(format!(
+                "more than {MAX_PROPOSALS} items in {list}, rest dropped"
+            ));
+            break;
+        }
+        out.push(ProposedFact { quote, kind });
+    }
+    if out.len() < items.len().min(MAX_PROPOSALS) {
+        notes.add(format!(
+            "{list}: items without a quote or a known kind, dropped"
+        ));
+    }
+    out
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -711,6 +800,7 @@ pub fn parse_reply(reply: &str) -> Result<ParsedUpdate, MemoryError> {
         summary,
         entities,
         no_longer_true: Vec::new(),
+        user_facts: Proposals::default(),
         notes: notes.0,
     })
 }
@@ -770,7 +860,19 @@ fn parse_structured(
         None => {}
         Some(_) => notes.add("the entities are not a list; ignored"),
     }
-    if summary.is_none() && entities.is_empty() {
+    let user_facts = Proposals {
+        said: parse_proposals(
+            field(obj, &["user_facts", "userFacts"]),
+            "user_facts",
+            &mut notes,
+        ),
+        ended: parse_proposals(
+            field(obj, &["user_facts_ended", "userFactsEnded"]),
+            "user_facts_ended",
+            &mut notes,
+        ),
+    };
+    if summary.is_none() && entities.is_empty() && user_facts.is_empty() {
         return Err(MemoryError::NoMemory);
     }
     let no_longer_true = match field(obj, &["no_longer_true", "noLongerTrue"]) {
@@ -788,6 +890,7 @@ fn parse_structured(
         summary,
         entities,
         no_longer_true,
+        user_facts,
         notes: notes.0,
     })
 }

@@ -11,7 +11,9 @@
 //!   ("Biscuit died"). The English rules are this module's; German, French, Spanish, Portuguese,
 //!   Italian and Dutch are tables read by `super::lang` (a clause the English rules find nothing
 //!   in is read there), with the same refusals and the same claims, so supersession treats their
-//!   facts alike. In another language nothing is extracted.
+//!   facts alike. In another language the rules extract nothing; what the memory model proposes
+//!   and the user's words hold is taken in by `super::proposed`, through [`refuses`] and
+//!   [`place_said`].
 //! - Supersession ([`handle_said`], [`add`], [`edit`]) follows the memory's rules
 //!   (`super::supersede`): a newer claim (lives in, works as, is called, has a, likes) of the same
 //!   subject makes the older fact past (`valid_to`), and so does a fact naming a thing said to be
@@ -404,6 +406,17 @@ const PREFERENCE: &[&str] = &[
     "drink",
     "smoke",
 ];
+/// How a thing tastes or feels to the user ([`taste_said`]).
+const TASTES: &[&str] = &[
+    "disgusting",
+    "revolting",
+    "gross",
+    "vile",
+    "nasty",
+    "delicious",
+    "irresistible",
+    "addictive",
+];
 /// Other lasting facts about the user ("My birthday is on 3 March", "I'm 34 years old").
 const OTHER_WORDS: &[&str] = &["birthday", "native", "religion", "nationality", "citizen"];
 /// Verbs of a lasting fact about the user that no other rule names ("I drive a Volvo").
@@ -581,12 +594,18 @@ fn table_fact(sentence: &str) -> Option<Candidate> {
         return None;
     }
     let kind = lang::read(&s)?.kind?;
-    let text = closed(&s);
-    Some(Candidate {
+    Some(with_kind(&s, kind))
+}
+
+/// The fact of statement `s` (lead-ins left out) with kind `kind`: closed with a full stop, with
+/// its claim key.
+fn with_kind(s: &str, kind: FactKind) -> Candidate {
+    let text = closed(s);
+    Candidate {
         claim_key: claim_key(&text),
         text,
         kind,
-    })
+    }
 }
 
 /// The fact `sentence` tells by the English rules.
@@ -600,12 +619,7 @@ fn english_fact(sentence: &str, known: &[UserFact]) -> Option<Candidate> {
     if own.is_empty() && kind != FactKind::Health && kind != FactKind::Name && chatter(&w) {
         return None;
     }
-    let text = closed(&s);
-    Some(Candidate {
-        claim_key: claim_key(&text),
-        text,
-        kind,
-    })
+    Some(with_kind(&s, kind))
 }
 
 /// `sentence` as a statement (lead-ins left out), with its words and claims, unless it is a
@@ -616,9 +630,8 @@ fn statement(sentence: &str) -> Option<(String, Vec<String>, Vec<Claim>)> {
         return None;
     }
     let w = words(&s);
-    if w.iter().any(|x| HYPOTHETICAL.contains(&x.as_str()))
-        || has_pair(&w, &[("want", "to"), ("going", "to"), ("plan", "to")])
-    {
+    let wished = |x: &String| HYPOTHETICAL.contains(&x.as_str()) && !(x == "could" && all_day(&w));
+    if w.iter().any(wished) || has_pair(&w, &[("want", "to"), ("going", "to"), ("plan", "to")]) {
         return None;
     }
     let own = english_claims(&s);
@@ -647,6 +660,138 @@ pub fn claims_said(text: &str) -> Vec<Claim> {
         }
     }
     out
+}
+
+// ---------- what a model proposes (`super::proposed`) ----------
+
+/// The clauses of `text` (a user's message, code and quoted lines left out) as the rules cut them,
+/// then its whole sentences that were cut: where a fact the model proposes may be grounded.
+pub fn said_units(text: &str) -> Vec<String> {
+    let prose = without_code(text);
+    let mut out: Vec<String> = all_clauses(&prose)
+        .into_iter()
+        .map(|c| c.trim().to_string())
+        .collect();
+    for s in sentences(&prose) {
+        let s = s.trim().to_string();
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out.retain(|u| !u.is_empty());
+    out
+}
+
+/// Whether the rules refuse the user's clause `sentence` as a fact of kind `kind` about them, on
+/// their own grounds: a question (in any script, `lang::asks`), a request, a hypothetical or a
+/// wish in a table's language (`lang::judge`) or in English, small talk or a sentence about
+/// someone else in English, and elsewhere a sentence with a pronoun or verb form said of someone
+/// else and none of the speaker's (`lang::about_others`) or a word of a condition or a wish
+/// (`lang::wished`). `known`: the facts held already (a
+/// sentence saying a thing one of them names is gone is about the user).
+pub fn refuses(sentence: &str, kind: FactKind, known: &[UserFact]) -> bool {
+    let s = strip_leads(lang::strip_leads(sentence), LEADS);
+    if lang::asks(&s) {
+        return true;
+    }
+    match lang::judge(&s) {
+        lang::Verdict::Refused => return true,
+        lang::Verdict::Statement => return false,
+        lang::Verdict::Unknown => {}
+    }
+    if lang::about_others(&s) || lang::wished(&s) {
+        return true;
+    }
+    if !english(&words(&s)) {
+        // A language the rules do not know: the model's kind and the grounding decide.
+        return false;
+    }
+    let Some((_, w, own)) = statement(&s) else {
+        return true;
+    };
+    let ended = own.iter().any(|c| c.attribute == "ended") && ended_kind(&own, known).is_some();
+    let small_talk =
+        own.is_empty() && !matches!(kind, FactKind::Health | FactKind::Name) && chatter(&w);
+    (!first_person(&w) && !ended) || small_talk
+}
+
+/// Whether words `w` are English as far as the rules can tell: one word only English has among
+/// these, or two that other languages share ("i" is Polish "and", "my" Polish "we").
+fn english(w: &[String]) -> bool {
+    const ONLY: &[&str] = &[
+        "me", "we", "our", "you", "your", "he", "she", "they", "the", "is", "am", "are", "was",
+        "m", "ve",
+    ];
+    const SHARED: &[&str] = &["i", "my", "in", "to", "and", "a", "of", "at", "on", "for"];
+    let shared = w.iter().filter(|x| SHARED.contains(&x.as_str())).count();
+    w.iter().any(|x| ONLY.contains(&x.as_str())) || shared >= 2
+}
+
+/// Whether the rules read the language of the user's clause `sentence`: a table speaks as the user
+/// in it, or it is English ([`english`]). There, what it makes past is what its claims supersede.
+pub fn rules_read(sentence: &str) -> bool {
+    lang::judge(sentence) != lang::Verdict::Unknown || english(&words(sentence))
+}
+
+/// Makes past, from `at`, the current facts of `scope` said no later than the user's clause
+/// `sentence` supersedes by its claims (the rules' supersession, as a new fact does). Whether any
+/// changed.
+pub fn supersede_said(
+    facts: &mut [UserFact],
+    sentence: &str,
+    at: Millis,
+    scope: Option<&str>,
+) -> bool {
+    let own = fact_claims(sentence);
+    !own.is_empty() && make_past(facts, sentence, &own, at, scope, None)
+}
+
+/// The fact the user's clause `sentence` makes with kind `kind`: lead-ins left out, closed with a
+/// full stop; `None` when it is too long or too short to be one fact.
+pub fn candidate(sentence: &str, kind: FactKind) -> Option<Candidate> {
+    let s = strip_leads(lang::strip_leads(sentence), LEADS);
+    (s.len() <= MAX_FACT_CHARS && s.len() >= 4).then(|| with_kind(&s, kind))
+}
+
+/// Places `c`, said in `source`, among `facts` of `scope` as the rules' facts are placed: skipped
+/// when said already, the facts it supersedes made past. Whether anything changed.
+pub fn place_said(
+    facts: &mut Vec<UserFact>,
+    c: Candidate,
+    source: FactSource,
+    scope: Option<&str>,
+    new_id: &mut dyn FnMut() -> String,
+) -> bool {
+    let at = source.said_at;
+    place(facts, c, Some(source), at, scope, new_id)
+}
+
+/// Whether `w` says a taste as "I could eat it every day" does: "could" and a span of time that is
+/// no condition ("every day", "every single day", "all day", "forever", "for hours"), and no other
+/// hypothetical word.
+fn all_day(w: &[String]) -> bool {
+    let others = w
+        .iter()
+        .any(|x| x != "could" && HYPOTHETICAL.contains(&x.as_str()));
+    let every_day = w
+        .windows(3)
+        .any(|p| p[0] == "every" && (p[1] == "day" || p[2] == "day"));
+    !others
+        && (every_day
+            || has_pair(w, &[("all", "day"), ("for", "hours")])
+            || w.iter().any(|x| x == "forever"))
+}
+
+/// Whether `w` holds a word of `list`, or its plural ("budgies", "cats").
+fn holds_noun(list: &[&str], x: &str) -> bool {
+    list.contains(&x) || x.strip_suffix('s').is_some_and(|one| list.contains(&one))
+}
+
+/// Whether `w` says a taste by how a thing is to the user: a word of [`TASTES`] with "to me" or
+/// "for me" ("Liquorice is disgusting to me"), or after "I find" ("I find olives revolting").
+fn taste_said(w: &[String]) -> bool {
+    w.iter().any(|x| TASTES.contains(&x.as_str()))
+        && (has_pair(w, &[("to", "me"), ("for", "me")]) || first_verb(w) == Some("find"))
 }
 
 /// Whether `w` holds the pair `a b` for one of `pairs`.
@@ -680,11 +825,11 @@ fn strip_leads(s: &str, leads: &[&str]) -> String {
     }
 }
 
-/// `s` closed with a full stop unless it ends with one, `!` or `…`.
+/// `s` closed with a full stop unless it ends with one (`.`, `。`, `।`), `!` (`！`) or `…`.
 fn closed(s: &str) -> String {
     let s = s.trim();
     match s.chars().last() {
-        Some('.' | '!' | '…') => s.to_string(),
+        Some('.' | '!' | '…' | '。' | '！' | '।') => s.to_string(),
         _ => format!("{s}."),
     }
 }
@@ -692,7 +837,7 @@ fn closed(s: &str) -> String {
 /// Whether the sentence speaks as the user: its first pronoun is "I", "my", "we" or "our" (or it
 /// says "call me").
 fn first_person(w: &[String]) -> bool {
-    if has_pair(w, &[("call", "me")]) {
+    if has_pair(w, &[("call", "me")]) || name_intro(w).is_some() {
         return true;
     }
     const PRONOUNS: &[&str] = &[
@@ -737,11 +882,10 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
     let any = |list: &[&str]| w.iter().any(|x| list.contains(&x.as_str()));
     let after_my = |list: &[&str]| {
         w.windows(2).any(|p| {
-            matches!(p[0].as_str(), "my" | "our" | "a" | "two" | "three")
-                && list.contains(&p[1].as_str())
+            matches!(p[0].as_str(), "my" | "our" | "a" | "two" | "three") && holds_noun(list, &p[1])
         }) || w
             .windows(3)
-            .any(|p| matches!(p[0].as_str(), "my" | "our") && list.contains(&p[2].as_str()))
+            .any(|p| matches!(p[0].as_str(), "my" | "our") && holds_noun(list, &p[2]))
     };
     if any(HEALTH) {
         return Some(FactKind::Health);
@@ -766,7 +910,11 @@ fn kind_of(s: &str, w: &[String], own: &[Claim]) -> Option<FactKind> {
             .any(|p| matches!(p[0].as_str(), "a" | "an") && is_job(&p[1]))
     {
         FactKind::Work
-    } else if any(PREFERENCE) || has_pair(w, &[("nothing", "beats")]) {
+    } else if any(PREFERENCE)
+        || has_pair(w, &[("nothing", "beats")])
+        || taste_said(w)
+        || (all_day(w) && w.iter().any(|x| x == "could"))
+    {
         FactKind::Preference
     } else if first_verb(w).is_some_and(|v| OTHER_VERBS.contains(&v))
         || any(OTHER_WORDS)
@@ -819,8 +967,17 @@ fn is_job(word: &str) -> bool {
         .any(|c| c.attribute == "job")
 }
 
+/// Where the name follows in a sentence that opens as a self-introduction, "The name's Malik" or
+/// "Name's Malik": the index of the word after "name's" ("The name is misleading" is none).
+fn name_intro(w: &[String]) -> Option<usize> {
+    let at = |i: usize| w.get(i).map(String::as_str);
+    let name = if at(0) == Some("the") { 1 } else { 0 };
+    (at(name) == Some("name") && at(name + 1) == Some("s")).then_some(name + 2)
+}
+
 /// The name `s` gives the user beyond the claim rule's "my name is" and "I'm called": "call me X",
-/// "I'm X" / "I am X" (a capitalised word that is not a nationality, as the sentence's last words).
+/// "the name's X", "I'm X" / "I am X" (a capitalised word that is not a nationality, as the
+/// sentence's last words).
 fn name_said(s: &str, w: &[String]) -> Option<String> {
     if let Some(p) = w.windows(2).position(|p| p[0] == "call" && p[1] == "me") {
         return w.get(p + 2).map(|n| stem(n).to_string());
@@ -829,6 +986,12 @@ fn name_said(s: &str, w: &[String]) -> Option<String> {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|x| !x.is_empty())
         .collect();
+    if let Some(at) = name_intro(w) {
+        let name = raw.get(at)?;
+        let lower = name.to_lowercase();
+        let capital = name.chars().next().is_some_and(char::is_uppercase);
+        return (capital && !NOT_NAMES.contains(&lower.as_str())).then(|| stem(&lower).to_string());
+    }
     let at = raw
         .windows(2)
         .position(|p| p[0] == "I" && matches!(p[1], "m" | "am"))?;

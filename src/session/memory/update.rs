@@ -443,6 +443,10 @@ impl Memory {
             .await?;
         self.core.store.set_memory_failure(id, None).await?;
         self.core.emit(Change::MemoryChanged(id.to_string()));
+        // The facts about the user the model proposed, kept where the user's words hold them.
+        self.user_proposed(id, &u.req.read, &parsed.user_facts, u.config)
+            .await
+            .ok();
         Ok(true)
     }
 

@@ -1,5 +1,6 @@
 //! Facts about the user, across conversations: taken in from what the user says (each stored user
-//! message, when "Remember me across conversations" is on) and the Memory page's reads and edits
+//! message, when "Remember me across conversations" is on), from what a memory update's model
+//! proposed when the user's words hold it, and the Memory page's reads and edits
 //! (forget, edit, add). Which sentences are facts, what a new one makes past and what forgetting
 //! means are the engine's (`engine::memory::user`). Every change runs under one Web Lock for every
 //! tab, reading the facts from the store inside it, so two messages (or two tabs) never write over
@@ -8,8 +9,11 @@
 //! main wasm), and the read of every fact behind split point `memory_read`. Must not import `ui`.
 
 use super::service::{Memory, MemoryError};
+use crate::engine::memory::parse::Proposals;
+use crate::engine::memory::prompt::ReadMessage;
+use crate::engine::memory::proposed::{self, Said};
 use crate::engine::memory::user;
-use crate::engine::model::{Conversation, MemoryConfig, Message, UserFact};
+use crate::engine::model::{Conversation, MemoryConfig, Message, Millis, Role, UserFact};
 use crate::engine::project;
 use crate::engine::tabs::Change;
 use crate::session::shared::error::Boxed;
@@ -67,6 +71,35 @@ impl Memory {
         self.change_facts(FactChange::Span(messages.to_vec(), scope))
             .await
             .map(|_| ())
+    }
+
+    /// Takes in the facts about the user the memory model proposed for a span of conversation
+    /// `conversation_id` (`read`: the messages the update showed it), when memory about the user
+    /// is on (`config`): those the user's own words hold (`engine::memory::proposed`).
+    pub(crate) async fn user_proposed(
+        &self,
+        conversation_id: &str,
+        read: &[ReadMessage],
+        proposals: &Proposals,
+        config: &MemoryConfig,
+    ) -> Result<(), MemoryError> {
+        if !config.user_memory || proposals.is_empty() {
+            return Ok(());
+        }
+        let conversation = self.core.conversation(conversation_id).await?;
+        let scope = self.scope_of(&conversation).await?;
+        let said = read
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| (m.id.clone(), m.content.clone(), m.created_at))
+            .collect();
+        let change = FactChange::Proposed {
+            conversation_id: conversation_id.to_string(),
+            said,
+            proposals: proposals.clone(),
+            scope,
+        };
+        self.change_facts(change).await.map(|_| ())
     }
 
     /// Every fact about the user (current, past and forgotten), for the Memory page and the memory
@@ -138,6 +171,14 @@ enum FactChange {
     Said(Message, Option<String>),
     /// A memory update's span, of a conversation of this project.
     Span(Vec<Message>, Option<String>),
+    /// What the memory model proposed for a span of a conversation (of this project): the user
+    /// messages it read (id, text, when) and its proposals.
+    Proposed {
+        conversation_id: String,
+        said: Vec<(String, String, Millis)>,
+        proposals: Proposals,
+        scope: Option<String>,
+    },
     /// A project's fact becomes one about the user.
     ToAboutYou(String),
     Forget(String),
@@ -162,6 +203,23 @@ impl FactChange {
             ),
             FactChange::Span(messages, scope) => {
                 user::handle_messages_in(facts, scope.as_deref(), &messages, || new_id("f"))
+            }
+            FactChange::Proposed {
+                conversation_id,
+                said,
+                proposals,
+                scope,
+            } => {
+                let said: Vec<Said> = said
+                    .iter()
+                    .map(|(id, text, at)| Said {
+                        message_id: id,
+                        text,
+                        at: *at,
+                    })
+                    .collect();
+                let (scope, c) = (scope.as_deref(), conversation_id.as_str());
+                proposed::handle_proposed_in(facts, scope, c, &said, &proposals, || new_id("f"))
             }
             FactChange::ToAboutYou(id) => project::move_to_about_you(facts, &id, at),
             FactChange::Forget(id) => user::forget(facts, &id, at),

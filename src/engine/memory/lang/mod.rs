@@ -34,7 +34,10 @@ mod es;
 mod fr;
 mod it;
 mod nl;
+mod persons;
 mod pt;
+
+pub use persons::{Persons, PERSONS};
 
 use super::ground::stem;
 use super::normalize::words;
@@ -126,19 +129,37 @@ pub struct Reading {
     pub claims: Vec<Claim>,
 }
 
-/// `w` lowercase and accent-folded (`ß` as `ss`, `œ` as `oe`).
+/// `w` lowercase and accent-folded (`ß` as `ss`, `œ` as `oe`; the Latin letters of Central
+/// European and Turkish alphabets without their marks, Greek without its tonos, `ё` as `е`;
+/// combining marks left out).
 pub fn fold(w: &str) -> String {
     let mut out = String::with_capacity(w.len());
     for c in w.chars().flat_map(char::to_lowercase) {
         match c {
-            'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' => out.push('a'),
-            'ç' => out.push('c'),
-            'è' | 'é' | 'ê' | 'ë' => out.push('e'),
-            'ì' | 'í' | 'î' | 'ï' => out.push('i'),
-            'ñ' => out.push('n'),
-            'ò' | 'ó' | 'ô' | 'õ' | 'ö' => out.push('o'),
-            'ù' | 'ú' | 'û' | 'ü' => out.push('u'),
+            'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' | 'ą' | 'ā' | 'ă' => out.push('a'),
+            'ç' | 'ć' | 'č' => out.push('c'),
+            'è' | 'é' | 'ê' | 'ë' | 'ę' | 'ě' | 'ē' => out.push('e'),
+            'ì' | 'í' | 'î' | 'ï' | 'ı' | 'ī' => out.push('i'),
+            'ñ' | 'ń' | 'ň' => out.push('n'),
+            'ò' | 'ó' | 'ô' | 'õ' | 'ö' | 'ő' | 'ø' => out.push('o'),
+            'ù' | 'ú' | 'û' | 'ü' | 'ů' | 'ű' | 'ū' => out.push('u'),
             'ý' | 'ÿ' => out.push('y'),
+            'ł' => out.push('l'),
+            'ś' | 'š' | 'ş' => out.push('s'),
+            'ź' | 'ż' | 'ž' => out.push('z'),
+            'ř' => out.push('r'),
+            'ğ' => out.push('g'),
+            'ď' => out.push('d'),
+            'ť' => out.push('t'),
+            'ά' => out.push('α'),
+            'έ' => out.push('ε'),
+            'ή' => out.push('η'),
+            'ί' | 'ϊ' | 'ΐ' => out.push('ι'),
+            'ό' => out.push('ο'),
+            'ύ' | 'ϋ' | 'ΰ' => out.push('υ'),
+            'ώ' => out.push('ω'),
+            'ё' => out.push('е'),
+            '\u{0300}'..='\u{036F}' => {}
             'ß' => out.push_str("ss"),
             'œ' => out.push_str("oe"),
             'æ' => out.push_str("ae"),
@@ -148,9 +169,9 @@ pub fn fold(w: &str) -> String {
     out
 }
 
-/// The folded words of `text`.
-fn folded(text: &str) -> Vec<String> {
-    words(text).iter().map(|w| fold(w)).collect()
+/// The folded words of `text` (folded first, so a combining mark never cuts a word).
+pub fn folded(text: &str) -> Vec<String> {
+    words(&fold(text))
 }
 
 /// Whether `list` holds `w` (folded).
@@ -361,10 +382,10 @@ fn kind_of(w: &[String], claims: &[Claim], t: &Table) -> Option<FactKind> {
         .then_some(FactKind::Other)
 }
 
-/// What the clause `raw` (lead-ins left out) says of the user (module doc): read in every table
-/// whose words speak as the user in it, the first that finds a kind, else the first; `None` when
-/// none does, or when it is a question, a request, a hypothetical or a wish in any of them.
-pub fn read(raw: &str) -> Option<Reading> {
+/// The readings of clause `raw` in every table that speaks as the user in it (said to the
+/// assistant, only one with a claim); `None` when one of them finds it a question, a request, a
+/// hypothetical or a wish.
+fn readings(raw: &str) -> Option<Vec<Reading>> {
     let w = folded(raw);
     let mut readings = Vec::new();
     for t in TABLES {
@@ -387,8 +408,76 @@ pub fn read(raw: &str) -> Option<Reading> {
             claims,
         });
     }
+    Some(readings)
+}
+
+/// What the clause `raw` (lead-ins left out) says of the user (module doc): read in every table
+/// whose words speak as the user in it, the first that finds a kind, else the first; `None` when
+/// none does, or when it is a question, a request, a hypothetical or a wish in any of them.
+pub fn read(raw: &str) -> Option<Reading> {
+    let mut readings = readings(raw)?;
     let first_kind = readings.iter().position(|r| r.kind.is_some()).unwrap_or(0);
     (!readings.is_empty()).then(|| readings.swap_remove(first_kind))
+}
+
+/// How the tables judge a clause a model proposes as a fact about the user ([`judge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// A table speaks as the user in it and it is a statement.
+    Statement,
+    /// A table speaks as the user in it and it is a question, a request, a hypothetical or a wish.
+    Refused,
+    /// No table speaks as the user in it.
+    Unknown,
+}
+
+/// What the tables say of clause `raw` on [`read`]'s grounds, whatever its kind: refused when a
+/// table that speaks as the user in it finds no statement, a statement when one speaks and finds
+/// one; refused too when none speaks and it opens as a condition in a table's language.
+pub fn judge(raw: &str) -> Verdict {
+    match readings(raw) {
+        None => Verdict::Refused,
+        Some(r) if !r.is_empty() => Verdict::Statement,
+        Some(_) if TABLES.iter().any(|t| conditional(&folded(raw), t)) => Verdict::Refused,
+        Some(_) => Verdict::Unknown,
+    }
+}
+
+/// Whether clause words `w` open with an `if` word of `t` and hold another word of its language
+/// (an article, a preposition, an `and`): "Si viviera en Roma" speaks of no one yet is a wish.
+fn conditional(w: &[String], t: &Table) -> bool {
+    let mut rest = w.iter().skip_while(|x| holds(t.openers, x));
+    rest.next().is_some_and(|x| holds(t.if_words, x))
+        && rest.any(|x| holds(t.articles, x) || holds(t.into, x) || holds(t.and, x))
+}
+
+/// Whether clause `raw` asks, in any script: it ends with a question mark (`?`, the full-width
+/// `？`, the Arabic `؟`, or in Greek text `;` and `;`, Greek's own) or opens with `¿`.
+pub fn asks(raw: &str) -> bool {
+    let s = raw.trim().trim_end_matches(['"', '\'', '»', '”', ')', ' ']);
+    let greek = s.chars().any(|c| ('\u{0370}'..='\u{03FF}').contains(&c));
+    s.starts_with('¿') || s.ends_with(['?', '？', '؟', '\u{037E}']) || (greek && s.ends_with(';'))
+}
+
+/// Whether clause `raw` speaks of someone else ([`PERSONS`]): it holds a word said of others and
+/// no word the speaker says of themself (in [`PERSONS`] or a table's `first_person` and `my`).
+pub fn about_others(raw: &str) -> bool {
+    let w = folded(raw);
+    let me = |x: &String| {
+        PERSONS.iter().any(|p| holds(p.me, x))
+            || TABLES
+                .iter()
+                .any(|t| holds(t.first_person, x) || holds(t.my, x))
+    };
+    let other = |x: &String| PERSONS.iter().any(|p| holds(p.others, x));
+    w.iter().any(other) && !w.iter().any(me)
+}
+
+/// Whether clause `raw` holds a word of a condition or a wish of [`PERSONS`] (the languages no
+/// table covers: "Gdybym wygrała…", "Если бы…").
+pub fn wished(raw: &str) -> bool {
+    let w = folded(raw);
+    w.iter().any(|x| PERSONS.iter().any(|p| holds(p.wish, x)))
 }
 
 /// `s` without the lead-ins of every table (each followed by a comma, colon or space).
