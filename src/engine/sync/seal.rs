@@ -31,6 +31,7 @@ use base64::Engine;
 use serde_json::{json, Map, Value};
 
 use super::doc::Kind;
+use super::keys::Kdf;
 use super::wire::{encode, Reply, Request};
 
 /// The marker document's id.
@@ -87,9 +88,10 @@ pub enum MarkerError {
     Rounds { iterations: u32 },
 }
 
-/// The plaintext marker: how the key is derived from the passphrase, and the key check.
+/// The plaintext marker: how the key is derived from the passphrase (`keys.rs`), and the key check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Marker {
+    pub kdf: Kdf,
     pub salt: Vec<u8>,
     pub iterations: u32,
     /// `iv ‖ ciphertext` of [`CHECK`] under the key.
@@ -100,14 +102,17 @@ impl Marker {
     pub fn to_json(&self, rev: Option<&str>) -> Value {
         let mut v = json!({
             "_id": MARKER_ID,
-            "v": 1,
-            "kdf": "PBKDF2-SHA-256",
+            "v": self.kdf.version(),
+            "kdf": self.kdf.name(),
             "iterations": self.iterations,
             "salt": STANDARD.encode(&self.salt),
             "cipher": "AES-256-GCM",
             "ids": "HMAC-SHA-256",
             "check": STANDARD.encode(&self.check),
         });
+        if self.kdf.nfc() {
+            v["passphrase"] = Value::String("NFC".into());
+        }
         if let Some(r) = rev {
             v["_rev"] = Value::String(r.into());
         }
@@ -117,10 +122,12 @@ impl Marker {
     /// Reads a marker (as the server returns it), refusing one Memoire would not have written.
     pub fn from_json(v: &Value) -> Result<Marker, MarkerError> {
         let text = |k: &str| v.get(k).and_then(Value::as_str);
-        if v.get("v").and_then(Value::as_u64) != Some(1)
-            || text("kdf") != Some("PBKDF2-SHA-256")
-            || text("cipher") != Some("AES-256-GCM")
-        {
+        let version = v.get("v").and_then(Value::as_u64).unwrap_or(0);
+        let kdf = Kdf::of(version, text("kdf").unwrap_or_default());
+        let Some(kdf) = kdf.filter(|k| !k.nfc() || text("passphrase") == Some("NFC")) else {
+            return Err(MarkerError::Unreadable);
+        };
+        if text("cipher") != Some("AES-256-GCM") {
             return Err(MarkerError::Unreadable);
         }
         let bytes = |k: &str| {
@@ -141,6 +148,7 @@ impl Marker {
             return Err(MarkerError::Unreadable);
         }
         Ok(Marker {
+            kdf,
             salt,
             iterations,
             check,
