@@ -60,6 +60,7 @@ fn hostile_and_unreadable_pdfs_are_refused_with_a_reason() {
     check_refused("bomb.pdf", LIMITS, PdfError::Bomb(LIMITS.max_inflated));
     check_refused("deep.pdf", LIMITS, PdfError::TooDeep);
     check_refused("wide.pdf", LIMITS, PdfError::TooWide);
+    check_refused("widemap.pdf", LIMITS, PdfError::TooWide);
     let tight = Limits {
         max_memory: 2_000,
         ..LIMITS

@@ -203,17 +203,22 @@ fn code(bytes: &[u8]) -> u32 {
     bytes.iter().take(4).fold(0u32, |a, &b| a << 8 | b as u32)
 }
 
-/// Reads a `ToUnicode` CMap into `font` (its code width and map, at most `max` entries; its
-/// values within `room` bytes between two operators).
-fn read_cmap(data: &[u8], font: &mut Font, max: usize, room: usize) -> Result<(), PdfError> {
-    let mut lex = Lexer::new(data, 0).within(room);
+/// Reads the `ToUnicode` CMap `to_unicode` (a stream) into `font`: its code width and map, at most
+/// `max` entries; a piece at a time, as a page's content is read.
+fn read_cmap(
+    doc: &mut Doc,
+    to_unicode: Value,
+    font: &mut Font,
+    max: usize,
+) -> Result<(), PdfError> {
+    let mut src = Source::new(vec![to_unicode]);
     let mut operands: Vec<Value> = Vec::new();
-    while let Some(v) = lex.value()? {
+    let read = read_values(doc, &mut src, |_, v| {
         let Value::Op(op) = v else {
             if operands.len() < 4 * 100 + 4 {
                 operands.push(v);
             }
-            continue;
+            return Ok(Then::Keep);
         };
         match op.as_slice() {
             b"endcodespacerange" => {
@@ -232,12 +237,14 @@ fn read_cmap(data: &[u8], font: &mut Font, max: usize, room: usize) -> Result<()
             _ => {}
         }
         operands.clear();
-        lex.refill(room);
-        if font.map.len() >= max {
-            break;
-        }
-    }
-    Ok(())
+        Ok(if font.map.len() >= max {
+            Then::Stop
+        } else {
+            Then::Clear
+        })
+    });
+    src.release(doc);
+    read
 }
 
 fn bf_ranges(operands: &[Value], font: &mut Font, max: usize) {
@@ -305,11 +312,8 @@ fn load_font(doc: &mut Doc, d: &Dict, room: usize) -> Result<Font, PdfError> {
         }
     }
     if let Some(to_unicode) = get(d, b"ToUnicode").cloned() {
-        if let Some(data) = doc.stream_of(&to_unicode)? {
-            let memory = doc.room().saturating_sub(data.len());
-            read_cmap(&data, &mut font, room.min(MAX_MAP), memory)?;
-            font.two_byte |= composite;
-        }
+        read_cmap(doc, to_unicode, &mut font, room.min(MAX_MAP))?;
+        font.two_byte |= composite;
     }
     Ok(font)
 }
@@ -548,9 +552,70 @@ impl Source {
     }
 }
 
+/// What a reader of values asks for after each one ([`read_values`]).
+enum Then {
+    /// Read on, the value kept (an operand).
+    Keep,
+    /// Read on; the values kept so far were let go (an operator ran).
+    Clear,
+    /// Skip an inline image's data (after `ID`), the values kept let go.
+    Image,
+    Stop,
+}
+
+/// Reads the values of `src` a piece at a time, each handed to `each`: a value that reaches the end
+/// of a piece is read again once the next is there (an inline image's data skipped likewise), and
+/// the values kept between two operators are held to the reader's memory room.
+fn read_values(
+    doc: &mut Doc,
+    src: &mut Source,
+    mut each: impl FnMut(&mut Doc, Value) -> Result<Then, PdfError>,
+) -> Result<(), PdfError> {
+    // Bytes the values kept take; where the next read starts; inside an inline image.
+    let (mut kept, mut at, mut image) = (0usize, 0usize, false);
+    src.more(doc, 0)?;
+    loop {
+        let mut lex = Lexer::new(&src.buf, at).within(doc.room().saturating_sub(kept));
+        loop {
+            if !image {
+                lex.skip_space();
+            }
+            let start = lex.pos;
+            lex.clear_edge();
+            if image {
+                skip_inline_image(&mut lex);
+                image = lex.pos >= lex.buf.len() && !src.finished;
+                if image {
+                    at = start;
+                    break;
+                }
+                continue;
+            }
+            let before = lex.spent();
+            let v = lex.value()?;
+            if lex.at_edge() && !src.finished {
+                (at, kept) = (start, kept + before);
+                break;
+            }
+            let Some(v) = v else {
+                return Ok(());
+            };
+            match each(doc, v)? {
+                Then::Keep => continue,
+                Then::Clear => {}
+                Then::Image => image = true,
+                Then::Stop => return Ok(()),
+            }
+            kept = 0;
+            lex.refill(doc.room());
+        }
+        src.more(doc, at)?;
+        at = 0;
+    }
+}
+
 impl Run<'_> {
-    /// Runs the content of `src`, a piece at a time: a value that reaches the end of a piece is
-    /// read again once the next is there (an inline image's data skipped likewise).
+    /// Runs the content of `src` for its text operators.
     fn content(
         &mut self,
         doc: &mut Doc,
@@ -558,53 +623,23 @@ impl Run<'_> {
         out: &mut Gathered,
     ) -> Result<(), PdfError> {
         let mut operands: Vec<Value> = Vec::new();
-        // Bytes the operands held take; where the next read starts; inside an inline image.
-        let (mut kept, mut at, mut image) = (0usize, 0usize, false);
-        src.more(doc, 0)?;
-        loop {
-            let mut lex = Lexer::new(&src.buf, at).within(doc.room().saturating_sub(kept));
-            loop {
-                if !image {
-                    lex.skip_space();
+        read_values(doc, src, |doc, v| {
+            let Value::Op(op) = v else {
+                if operands.len() < 64 {
+                    operands.push(v);
                 }
-                let start = lex.pos;
-                lex.clear_edge();
-                if image {
-                    skip_inline_image(&mut lex);
-                    image = lex.pos >= lex.buf.len() && !src.finished;
-                    if image {
-                        at = start;
-                        break;
-                    }
-                    continue;
-                }
-                let before = lex.spent();
-                let v = lex.value()?;
-                if lex.at_edge() && !src.finished {
-                    (at, kept) = (start, kept + before);
-                    break;
-                }
-                let Some(v) = v else {
-                    return Ok(());
-                };
-                let Value::Op(op) = v else {
-                    if operands.len() < 64 {
-                        operands.push(v);
-                    }
-                    continue;
-                };
-                if op == b"ID" {
-                    image = true;
-                } else {
+                return Ok(Then::Keep);
+            };
+            let then = match op.as_slice() {
+                b"ID" => Then::Image,
+                _ => {
                     self.operator(doc, &op, &operands, out)?;
+                    Then::Clear
                 }
-                operands.clear();
-                kept = 0;
-                lex.refill(doc.room());
-            }
-            src.more(doc, at)?;
-            at = 0;
-        }
+            };
+            operands.clear();
+            Ok(then)
+        })
     }
 
     fn operator(
