@@ -427,8 +427,11 @@ async fn holds_sealed(base: &str, db: &str, auth: Option<&str>) -> Result<bool, 
     let (status, body) = fetch(&url, "GET", None, auth, None, LIMITS)
         .await
         .map_err(unreachable)?;
-    if status != 200 {
-        return Err(SealError::Server(status));
+    match status {
+        200 => {}
+        // No database yet: nothing sealed in it.
+        404 => return Ok(false),
+        s => return Err(SealError::Server(s)),
     }
     let v: Value = serde_json::from_str(&body).unwrap_or_default();
     Ok(v.get("rows")
