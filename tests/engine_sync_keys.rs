@@ -1,9 +1,11 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! The passphrase's strength (`engine::sync::keys`, issue 43): the estimate, the hint under the
-//! field and the floor a new key is held to. The derivations are `tests/engine_sync_seal.rs`'s
+//! field and the floor a new key is held to; and when a database without a marker may get a key. The derivations are `tests/engine_sync_seal.rs`'s
 //! (the marker that names them).
 
-use memoire::engine::sync::keys::{hint, new_key_check, strength, Level, MIN_BITS};
+use memoire::engine::sync::keys::{
+    hint, new_key_check, strength, without_marker, Level, NoMarker, MIN_BITS,
+};
 
 fn check(p: &str, want: Level) {
     let s = strength(p);
@@ -50,4 +52,26 @@ fn the_hint_says_how_strong_and_what_to_do() {
         refused.contains("too easy to guess") && refused.contains("new encrypted database"),
         "{refused}"
     );
+}
+
+fn check_no_marker(sealed: bool, passphrase: Option<&str>, want: Result<(), NoMarker>) {
+    let got = without_marker(sealed, passphrase).map_err(|e| match e {
+        NoMarker::Weak(_) => NoMarker::Weak(String::new()),
+        e => e,
+    });
+    assert_eq!(got, want, "{sealed} {passphrase:?}");
+}
+
+/// Issue 43, item 4: a database without a marker that holds sealed documents never gets a new
+/// key, whatever is typed; an empty one gets one from a typed passphrase over the floor only.
+#[test]
+fn a_database_without_a_marker_gets_a_new_key_only_when_it_holds_nothing_sealed() {
+    let good = Some("violet tractor mumble pancake");
+    check_no_marker(true, good, Err(NoMarker::Missing));
+    check_no_marker(true, None, Err(NoMarker::Missing));
+    check_no_marker(true, Some("password"), Err(NoMarker::Missing));
+    check_no_marker(false, good, Ok(()));
+    check_no_marker(false, None, Err(NoMarker::NeedPassphrase));
+    check_no_marker(false, Some(""), Err(NoMarker::NeedPassphrase));
+    check_no_marker(false, Some("password"), Err(NoMarker::Weak(String::new())));
 }

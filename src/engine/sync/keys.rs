@@ -26,6 +26,11 @@
 //! a well-known password counts 10 bits. Under [`MIN_BITS`] a passphrase is refused for a new
 //! key (it can still open a database made with it); under [`GOOD_BITS`] the hint says how to make
 //! it stronger.
+//!
+//! One key per database ([`without_marker`]): a database without a marker gets a new key only
+//! when it holds no sealed document (one that does has a key whose marker is gone: a new one would
+//! split the history), from a typed passphrase (kept keys alone never make a marker again) over
+//! the floor.
 //! Must not import anything outside `crate::engine`.
 
 /// How a marker's keys come from the passphrase.
@@ -232,4 +237,27 @@ pub fn new_key_check(p: &str) -> Result<(), String> {
         )),
         _ => Ok(()),
     }
+}
+
+/// Why a database without a marker gets no new key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoMarker {
+    /// It holds sealed documents: it has a key, whose marker is gone.
+    Missing,
+    /// No passphrase was typed.
+    NeedPassphrase,
+    /// The passphrase is under the floor ([`new_key_check`]'s words).
+    Weak(String),
+}
+
+/// Whether a database without a marker, which holds sealed documents or not, may get a new key
+/// from `passphrase` (`None` or empty: none typed).
+pub fn without_marker(holds_sealed: bool, passphrase: Option<&str>) -> Result<(), NoMarker> {
+    if holds_sealed {
+        return Err(NoMarker::Missing);
+    }
+    let p = passphrase
+        .filter(|p| !p.is_empty())
+        .ok_or(NoMarker::NeedPassphrase)?;
+    new_key_check(p).map_err(NoMarker::Weak)
 }

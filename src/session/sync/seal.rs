@@ -73,6 +73,16 @@ pub enum SealError {
     Store(#[from] StoreError),
 }
 
+impl From<keys::NoMarker> for SealError {
+    fn from(e: keys::NoMarker) -> SealError {
+        match e {
+            keys::NoMarker::Missing => SealError::MarkerMissing,
+            keys::NoMarker::NeedPassphrase => SealError::NoPassphrase,
+            keys::NoMarker::Weak(why) => SealError::Weak(why),
+        }
+    }
+}
+
 /// A request about encryption that got no usable answer: a redirect (not followed) is the user's
 /// to fix; anything else can pass.
 fn unreachable(e: TransportError) -> SealError {
@@ -454,8 +464,9 @@ pub async fn unlock(
     let database = format!("{base}/{db}");
     let kept = store.sync_keys().await?.filter(|k| k.database == database);
     let marker = read_marker(base, db, auth).await?;
-    if marker.is_none() && holds_sealed(base, db, auth).await? {
-        return Err(SealError::MarkerMissing);
+    if marker.is_none() {
+        let sealed = holds_sealed(base, db, auth).await?;
+        keys::without_marker(sealed, passphrase).map_err(SealError::from)?;
     }
     if let Some(k) = kept.filter(|_| passphrase.is_none()) {
         return match &marker {
@@ -475,8 +486,8 @@ pub async fn unlock(
     Ok(keys)
 }
 
-/// A new salt, key and marker for an empty database (or, when another device made the marker
-/// meanwhile, the keys of that one).
+/// A new salt, key and marker for an empty database (`keys::without_marker` said it may have one;
+/// or, when another device made the marker meanwhile, the keys of that one).
 async fn new_marker(
     database: String,
     base: &str,
@@ -484,7 +495,6 @@ async fn new_marker(
     auth: Option<&str>,
     passphrase: &str,
 ) -> Result<SyncKeys, SealError> {
-    keys::new_key_check(passphrase).map_err(SealError::Weak)?;
     let salt = random(SALT_LEN)?;
     let (aes, mac) = derive(passphrase, &salt, ITERATIONS, Kdf::NEW).await?;
     match write_marker(base, db, auth, &salt, &aes).await {
