@@ -14,6 +14,9 @@ objects, a cross-reference table at their byte offsets, a trailer.
   nomap.pdf       a Type0 font without a ToUnicode map (text that cannot be read)
   bomb.pdf        a content stream inflating to 80 MB of spaces
   deep.pdf        an array nested 10,000 deep
+  wide.pdf        a content stream inflating to 60 MB of one `[0 0 …] TJ` (issue 43: refused, bounded)
+  widemap.pdf     a font whose ToUnicode map inflates to 60 MB of one `[0 0 …]`
+  flood.pdf       a content stream inflating to 12 MB of `[0 0 …] TJ` arrays of 50,000 zeros each
   forms.pdf       a form XObject that draws itself 20 times (a billion laughs of forms)
   fifty.pdf       50 pages of text, FlateDecode (the e2e test and `make bench`'s attach_pdf_ms)
 and two from real writers, when they are there (each kept as committed otherwise):
@@ -177,6 +180,22 @@ def bomb():
     return pdf(simple_doc([b"BT /F1 12 Tf (x) Tj ET" + b" " * (80 * 1024 * 1024)], compress=True))
 
 
+def wide():
+    return pdf(simple_doc([b"BT /F1 12 Tf [" + b"0 " * (30 * 1024 * 1024) + b"] TJ ET"], compress=True))
+
+
+def widemap():
+    font = b"<< /Type /Font /Subtype /Type0 /BaseFont /ABC /Encoding /Identity-H /DescendantFonts [] /ToUnicode 6 0 R >>"
+    objs = simple_doc([b"BT /F1 12 Tf <0001> Tj ET"], font=font)
+    objs.append(stream(b"begincmap [" + b"0 " * (30 * 1024 * 1024) + b"] endcmap", compress=True))
+    return pdf(objs)
+
+
+def flood():
+    line = b"[" + b"0 " * 50_000 + b"] TJ\n"
+    return pdf(simple_doc([b"BT /F1 12 Tf (x) Tj " + line * (12 * 1024 * 1024 // len(line)) + b"ET"], compress=True))
+
+
 def deep():
     return pdf([b"<< /Type /Catalog /Pages " + b"[" * 10_000 + b"]" * 10_000 + b" >>"])
 
@@ -276,6 +295,9 @@ def main():
         "nomap.pdf": nomap(),
         "bomb.pdf": bomb(),
         "deep.pdf": deep(),
+        "wide.pdf": wide(),
+        "widemap.pdf": widemap(),
+        "flood.pdf": flood(),
         "forms.pdf": forms(),
     }
     for name, data in files.items():

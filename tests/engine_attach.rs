@@ -1,6 +1,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! Attachments (`engine::attach`): what may be attached, the resize, each provider's token rule,
-//! a text file's block and its cut, an endpoint's refusal of images, and the sanity check of an
+//! a text file's block and its cut, an endpoint's refusal of images, an image's size read from its
+//! header before it is decoded, and the sanity check of an
 //! attachment read from a backup.
 
 use memoire::engine::attach::*;
@@ -628,4 +629,81 @@ fn a_removed_image_is_let_go_unless_the_composer_still_holds_it() {
     check_let_go(img("h1", Image), &[img("h2", Image)], Some("h1"));
     check_let_go(img("h1", Image), &[img("h1", Image)], None);
     check_let_go(img("t1", File), &[], None);
+}
+
+/// The first bytes of a PNG, GIF, WebP (each of its three headers) or JPEG that is `w` x `h`.
+fn header(kind: &str, w: u32, h: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    match kind {
+        "png" => {
+            b.extend_from_slice(b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR");
+            b.extend_from_slice(&w.to_be_bytes());
+            b.extend_from_slice(&h.to_be_bytes());
+        }
+        "gif" => {
+            b.extend_from_slice(b"GIF89a");
+            b.extend_from_slice(&(w as u16).to_le_bytes());
+            b.extend_from_slice(&(h as u16).to_le_bytes());
+        }
+        "vp8x" | "vp8l" | "vp8" => {
+            b.extend_from_slice(b"RIFF\0\0\0\0WEBP");
+            match kind {
+                "vp8x" => {
+                    b.extend_from_slice(b"VP8X\x0a\0\0\0\0\0\0\0");
+                    b.extend_from_slice(&(w - 1).to_le_bytes()[..3]);
+                    b.extend_from_slice(&(h - 1).to_le_bytes()[..3]);
+                }
+                "vp8l" => {
+                    b.extend_from_slice(b"VP8L\0\0\0\0\x2f");
+                    b.extend_from_slice(&((w - 1) | (h - 1) << 14).to_le_bytes());
+                }
+                _ => {
+                    b.extend_from_slice(b"VP8 \0\0\0\0\0\0\0\x9d\x01\x2a");
+                    b.extend_from_slice(&(w as u16).to_le_bytes());
+                    b.extend_from_slice(&(h as u16).to_le_bytes());
+                }
+            }
+        }
+        _ => {
+            // SOI, an APP1 of 70 KB of metadata, a DQT, then the frame (SOF2: progressive).
+            b.extend_from_slice(&[0xff, 0xd8, 0xff, 0xe1, 0xff, 0xff]);
+            b.extend(std::iter::repeat_n(0u8, 0xfffd));
+            b.extend_from_slice(&[0xff, 0xdb, 0, 4, 0, 0]);
+            b.extend_from_slice(&[0xff, 0xc2, 0, 17, 8]);
+            b.extend_from_slice(&(h as u16).to_be_bytes());
+            b.extend_from_slice(&(w as u16).to_be_bytes());
+        }
+    }
+    b
+}
+
+fn check_size(kind: &str, w: u32, h: u32) {
+    assert_eq!(image_size(&header(kind, w, h)), Some((w, h)), "{kind}");
+}
+
+/// Issue 43: an image's pixel size is read from its header before it is decoded, and a huge one
+/// is refused with what to do.
+#[test]
+fn an_images_size_is_read_from_its_header_and_a_huge_one_refused() {
+    for kind in ["png", "gif", "vp8x", "vp8l", "vp8", "jpeg"] {
+        check_size(kind, 4000, 3000);
+        check_size(kind, 1, 1);
+    }
+    check_size("png", 100_000, 100_000);
+    // Cut before the size, or no image at all: not said.
+    let png = header("png", 10, 10);
+    assert_eq!(image_size(&png[..20]), None);
+    let jpeg = header("jpeg", 10, 10);
+    assert_eq!(image_size(&jpeg[..40_000]), None);
+    assert_eq!(image_size(b"%PDF-1.4"), None);
+    assert_eq!(pixels_check("a.png", Some((8_192, 8_192))), Ok(()));
+    let huge = pixels_check("a.png", Some((100_000, 100_000))).unwrap_err();
+    assert!(
+        huge.contains("100000 x 100000 pixels: images up to 67 megapixels"),
+        "{huge}"
+    );
+    assert!(huge.contains("Scale it down"), "{huge}");
+    let unsaid = pixels_check("a.png", None).unwrap_err();
+    assert!(unsaid.contains("does not say its size"), "{unsaid}");
+    assert!(pixels_check("a.png", Some((0, 5))).is_err());
 }

@@ -59,6 +59,14 @@ fn hostile_and_unreadable_pdfs_are_refused_with_a_reason() {
     check_refused("nomap.pdf", LIMITS, PdfError::Unreadable);
     check_refused("bomb.pdf", LIMITS, PdfError::Bomb(LIMITS.max_inflated));
     check_refused("deep.pdf", LIMITS, PdfError::TooDeep);
+    check_refused("wide.pdf", LIMITS, PdfError::TooWide);
+    check_refused("widemap.pdf", LIMITS, PdfError::TooWide);
+    let tight = Limits {
+        max_memory: 2_000,
+        ..LIMITS
+    };
+    check_refused("plain.pdf", tight, PdfError::TooLarge);
+    check_refused("flate.pdf", tight, PdfError::TooLarge);
     let few = Limits {
         max_objects: 3,
         ..LIMITS
@@ -86,6 +94,11 @@ fn every_refusal_says_what_to_do() {
         "more than 200000 objects",
     );
     check_message(PdfError::NotPdf, "not a PDF");
+    check_message(PdfError::TooWide, "a list longer than a real document");
+    check_message(
+        PdfError::TooLarge,
+        "more memory to read than a PDF attachment may (128 MB)",
+    );
     assert!(pdf::size_check("big.pdf", LIMITS.max_bytes + 1)
         .unwrap_err()
         .contains("PDFs up to 20 MB"));
@@ -182,6 +195,19 @@ fn cut_or_damaged_pdfs_never_panic() {
             let _ = extract(copy, name, limits);
         }
     }
+}
+
+/// Issue 43: a file under 200 KB inflating to about 60 MB of one `[0 0 …] TJ` is refused in under
+/// 2 s (in this unoptimised build; the memory it takes is `tests/engine_pdf_memory.rs`'s and
+/// `tests/browser_pdf_memory.rs`'s).
+#[test]
+fn sixty_megabytes_of_tj_zeros_are_refused_in_under_two_seconds() {
+    let bytes = fixture("wide.pdf");
+    assert!(bytes.len() < 200_000, "{}", bytes.len());
+    let t = std::time::Instant::now();
+    assert_eq!(extract(bytes, "wide.pdf", LIMITS), Err(PdfError::TooWide));
+    let took = t.elapsed();
+    assert!(took.as_secs_f64() < 2.0, "{took:?}");
 }
 
 #[test]

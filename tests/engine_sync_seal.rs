@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use memoire::engine::sync::check::{plain_copies, PullLimits};
+use memoire::engine::sync::keys::Kdf;
 use memoire::engine::sync::origin::{origin_of, password_for, plain_http_check, InsecurePassword};
 use memoire::engine::sync::seal::{
     envelope, is_sealed_id, open_response, outgoing, purge_body, route, seal_request, sealed_id,
@@ -598,7 +599,12 @@ fn sealing_fails_closed_when_a_name_or_a_ciphertext_is_missing() {
 // --- the marker ---
 
 fn marker(iterations: u32, salt: usize) -> Value {
+    marker_of(Kdf::NEW, iterations, salt)
+}
+
+fn marker_of(kdf: Kdf, iterations: u32, salt: usize) -> Value {
     Marker {
+        kdf,
         salt: vec![7; salt],
         iterations,
         check: vec![1; IV_LEN + TAG_LEN + 4],
@@ -613,6 +619,40 @@ fn check_marker(v: Value, want: Result<u32, MarkerError>) {
 #[test]
 fn a_marker_round_trips() {
     check_marker(marker(600_000, 16), Ok(600_000));
+}
+
+fn check_kdf(v: Value, want: Option<Kdf>) {
+    assert_eq!(Marker::from_json(&v).ok().map(|m| m.kdf), want, "{v}");
+}
+
+/// Issue 43: a new marker is v2 (NFC, 256 PBKDF2 bits split by HKDF); a v1 marker, as databases
+/// encrypted before it hold, still reads as v1; anything between is refused.
+#[test]
+fn a_marker_keeps_its_derivation_and_v1_still_reads() {
+    assert_eq!(Kdf::NEW, Kdf::V2);
+    let v2 = marker(600_000, 16);
+    assert_eq!(
+        (v2["v"].clone(), v2["kdf"].clone(), v2["passphrase"].clone()),
+        (json!(2), json!("PBKDF2-SHA-256+HKDF-SHA-256"), json!("NFC"))
+    );
+    check_kdf(v2.clone(), Some(Kdf::V2));
+    // As builds before issue 43 wrote it: no `passphrase`, v 1.
+    let v1 = json!({ "_id": "memoire-e2ee", "v": 1, "kdf": "PBKDF2-SHA-256", "iterations": 1_800_000,
+        "salt": "BwcHBwcHBwcHBwcHBwcHBw==", "cipher": "AES-256-GCM", "ids": "HMAC-SHA-256",
+        "check": "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ==" });
+    check_kdf(v1.clone(), Some(Kdf::V1));
+    assert_eq!(marker_of(Kdf::V1, 1_800_000, 16).get("passphrase"), None);
+    let mut mixed = v1.clone();
+    mixed["v"] = json!(2);
+    check_kdf(mixed, None);
+    let mut unnormalised = v2;
+    unnormalised["passphrase"] = json!("NFD");
+    check_kdf(unnormalised, None);
+    assert_eq!((Kdf::V1.pbkdf2_bits(), Kdf::V2.pbkdf2_bits()), (512, 256));
+    assert_eq!((Kdf::V1.nfc(), Kdf::V2.nfc()), (false, true));
+    assert_eq!(Kdf::V1.hkdf(), None);
+    let (aes, ids) = Kdf::V2.hkdf().unwrap();
+    assert_ne!(aes, ids);
 }
 
 #[test]

@@ -24,6 +24,13 @@ use crate::engine::model::{Attachment, AttachmentKind, Millis, Prompt, Protocol,
 pub const MAX_IMAGE_EDGE: u32 = 1_568;
 /// Largest image file accepted for attaching (before resizing).
 pub const MAX_IMAGE_BYTES: u64 = 30 * 1024 * 1024;
+/// Most pixels an image may have to be decoded (8,192 x 8,192: a 50-megapixel camera's photo
+/// fits; a small file of a huge blank picture, which decodes to gigabytes, does not). Read from
+/// its header ([`image_size`]) before the browser decodes it.
+pub const MAX_IMAGE_PIXELS: u64 = 8_192 * 8_192;
+/// Bytes of an image's start read for its header (a JPEG's metadata may come first); when its
+/// size is not in them, the whole file is read.
+pub const IMAGE_HEAD_BYTES: usize = 1 << 20;
 /// Largest text file accepted.
 pub const MAX_FILE_BYTES: u64 = 512 * 1024;
 /// Most attachments on one message.
@@ -390,6 +397,80 @@ pub fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// An image's pixel size as its header says (PNG's `IHDR`, GIF's screen, WebP's `VP8 `/`VP8L`/
+/// `VP8X`, a JPEG's first start-of-frame), read from its first bytes without decoding it; `None`
+/// when they do not say (not one of these types, or the header lies past `bytes`).
+pub fn image_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    let le16 = |i: usize| Some(u16::from_le_bytes(bytes.get(i..i + 2)?.try_into().ok()?) as u32);
+    let le24 = |i: usize| Some(le16(i)? | (*bytes.get(i + 2)? as u32) << 16);
+    let be32 = |i: usize| Some(u32::from_be_bytes(bytes.get(i..i + 4)?.try_into().ok()?));
+    match sniff_image(bytes)? {
+        "image/png" if bytes.get(12..16) == Some(b"IHDR") => Some((be32(16)?, be32(20)?)),
+        "image/gif" => Some((le16(6)?, le16(8)?)),
+        "image/webp" => match bytes.get(12..16)? {
+            b"VP8X" => Some((le24(24)? + 1, le24(27)? + 1)),
+            b"VP8L" => {
+                let b = u32::from_le_bytes(bytes.get(21..25)?.try_into().ok()?);
+                Some(((b & 0x3fff) + 1, (b >> 14 & 0x3fff) + 1))
+            }
+            b"VP8 " => Some((le16(26)? & 0x3fff, le16(28)? & 0x3fff)),
+            _ => None,
+        },
+        "image/jpeg" => jpeg_size(bytes),
+        _ => None,
+    }
+}
+
+/// A JPEG's size: its segments walked by their lengths to the first start-of-frame (`SOF0`-`SOF15`
+/// but the `DHT`, `JPG` and `DAC` markers that share the range).
+fn jpeg_size(b: &[u8]) -> Option<(u32, u32)> {
+    let mut i = 2;
+    loop {
+        while *b.get(i)? == 0xff && b.get(i + 1) == Some(&0xff) {
+            i += 1;
+        }
+        let (mark, marker) = (*b.get(i)?, *b.get(i + 1)?);
+        if mark != 0xff {
+            return None;
+        }
+        let len = u16::from_be_bytes([*b.get(i + 2)?, *b.get(i + 3)?]) as usize;
+        if (0xc0..=0xcf).contains(&marker) && !matches!(marker, 0xc4 | 0xc8 | 0xcc) {
+            let h = u16::from_be_bytes([*b.get(i + 5)?, *b.get(i + 6)?]) as u32;
+            let w = u16::from_be_bytes([*b.get(i + 7)?, *b.get(i + 8)?]) as u32;
+            return Some((w, h));
+        }
+        if len < 2 || marker == 0xd9 || marker == 0xda {
+            return None;
+        }
+        i += 2 + len;
+    }
+}
+
+/// Whether an image `name` whose header says `size` (`None`: it does not say) may be decoded;
+/// the words of the refusal when not.
+pub fn pixels_check(name: &str, size: Option<(u32, u32)>) -> Result<(), String> {
+    let Some((w, h)) = size else {
+        return Err(format!(
+            "“{}” could not be read: its header does not say its size (is it a PNG, JPEG, WebP or GIF?).",
+            short_name(name)
+        ));
+    };
+    if w == 0 || h == 0 {
+        return Err(format!(
+            "“{}” is damaged: its header says it is {w} x {h} pixels.",
+            short_name(name)
+        ));
+    }
+    if w as u64 * h as u64 > MAX_IMAGE_PIXELS {
+        return Err(format!(
+            "“{}” is {w} x {h} pixels: images up to {} megapixels (8,192 x 8,192) can be attached. Scale it down and attach it again.",
+            short_name(name),
+            MAX_IMAGE_PIXELS / 1_000_000
+        ));
+    }
+    Ok(())
 }
 
 /// A lowercase hex SHA-256.

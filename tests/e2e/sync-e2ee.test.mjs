@@ -32,6 +32,7 @@ import {
   memoryPageFacts,
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
+import { saveSync } from './e2ee.mjs';
 import { memoryReplyText } from './agent-server.mjs';
 
 let harness;
@@ -49,38 +50,6 @@ const REPLY = 'Greetings Ysolde, Quibdo sounds humid.';
 const SUMMARY = 'Ysolde lives in Quibdo with a parrot named Fernhollow.';
 const ENTITY = { type: 'other', name: 'Fernhollow', description: 'Ysolde’s parrot.' };
 const SECRETS = ['Ysolde', 'Quibdo', 'humid', 'Fernhollow', 'parrot'];
-
-/** Sync settings on `page`: URL, database, the encryption switch and passphrase; the dialog's one
- *  Save; the result (`ok`: the dialog closed, everything saved; otherwise the sync line's reason). */
-async function saveSync(page, server, { encrypt, passphrase = '', enabled = true }) {
-  if (!(await page.locator(tid('settings-sync-url')).isVisible())) await page.locator(tid('settings-open')).click();
-  await page.locator(tid('settings-sync-url')).fill(server.url);
-  await page.locator(tid('settings-sync-database')).fill('memoire');
-  await page.locator(tid('settings-sync-enabled')).setChecked(enabled);
-  await page.locator(tid('settings-sync-encrypt')).setChecked(encrypt);
-  if (encrypt) {
-    await page.locator(tid('sync-passphrase-warning')).filter({ hasText: 'cannot be recovered' }).waitFor();
-    await page.locator(tid('settings-sync-passphrase')).fill(passphrase);
-  }
-  const result = page.locator(tid('sync-result'));
-  // This Save's words, not the last action's: they come after its "Checking…" or "Saving…".
-  await result.evaluate((e) => {
-    e.seenWorking = false;
-    new MutationObserver(() => { if (/Checking|Saving/.test(e.textContent)) e.seenWorking = true; })
-      .observe(e, { childList: true, characterData: true, subtree: true });
-  });
-  await page.locator(tid('settings-save')).click();
-  await page.waitForFunction(() => {
-    const e = document.querySelector('[data-testid="sync-result"]');
-    if (!e) return true; // the dialog closed: everything was saved
-    return e.seenWorking && e.getAttribute('data-ok') === 'false';
-  }, null, { timeout: 30_000 });
-  if ((await result.count()) === 0) return { ok: true, text: 'saved' };
-  const text = await result.innerText();
-  const said = await page.locator(tid('settings-dialog')).locator('.dialog-actions [role="alert"]').innerText();
-  assert.match(said, /Sync was not saved/, 'the dialog says why it stays open');
-  return { ok: false, text };
-}
 
 /** A new device with the endpoint set and nothing else. */
 const freshDevice = () => unsyncedDevice(harness, { summaryFrequency: 1 });

@@ -3,9 +3,15 @@
 //! wins), objects packed in object streams (`/Type /ObjStm`) are unpacked, and the page tree is
 //! walked from the catalog (each page with the resources it inherits). Streams are inflated
 //! (`FlateDecode`, through `miniz_oxide`; `ASCIIHexDecode`, `ASCII85Decode`) within the byte budget of [`super::Limits`]; an
-//! encrypted file is refused. Must not import anything outside `crate::engine`.
+//! encrypted file is refused. The memory the reader holds is counted here ([`Doc::room`]): the
+//! objects' values, and the decoded streams a page's run holds while it reads them
+//! ([`Doc::hold`]); what would go past `max_memory` is refused. Must not import anything outside
+//! `crate::engine`.
 
 use std::collections::{HashMap, HashSet};
+
+use miniz_oxide::inflate::stream::InflateState;
+use miniz_oxide::{DataFormat, MZFlush, MZStatus};
 
 use super::lex::{get, is_space, Dict, Lexer, Value};
 use super::{Limits, PdfError};
@@ -15,6 +21,8 @@ use super::{Limits, PdfError};
 struct Obj {
     value: Value,
     stream: Option<(usize, usize)>,
+    /// What its value takes in memory ([`super::lex::value_cost`]).
+    cost: usize,
 }
 
 /// A page: its content (a stream or an array of them) and the resources in force.
@@ -31,6 +39,9 @@ pub struct Doc {
     /// Bytes decoded so far (every stream read, each time it is read: a form run a thousand times
     /// counts a thousand times), held to the limit.
     inflated: usize,
+    /// Bytes the objects' values take, and bytes of decoded streams held now.
+    held: usize,
+    transient: usize,
     limits: Limits,
 }
 
@@ -80,6 +91,8 @@ impl Doc {
             bytes,
             objects: HashMap::new(),
             inflated: 0,
+            held: 0,
+            transient: 0,
             limits,
         };
         doc.scan()?;
@@ -97,13 +110,21 @@ impl Doc {
             let Some(num) = header_before(&self.bytes, i) else {
                 continue;
             };
-            let mut lex = Lexer::new(&self.bytes, i + 3);
+            let mut lex = Lexer::new(&self.bytes, i + 3).within(self.room());
             let Some(value) = lex.value()? else {
                 break;
             };
+            let cost = lex.spent();
             let stream = self.stream_after(&value, &mut lex);
             at = stream.map_or(lex.pos, |(_, end)| end).max(at);
-            self.objects.insert(num, Obj { value, stream });
+            self.keep(
+                num,
+                Obj {
+                    value,
+                    stream,
+                    cost,
+                },
+            );
             if self.objects.len() > self.limits.max_objects {
                 return Err(PdfError::TooManyObjects(self.limits.max_objects));
             }
@@ -154,7 +175,7 @@ impl Doc {
         let mut at = 0;
         while let Some(i) = find(&self.bytes, b"trailer", at) {
             at = i + 7;
-            if let Some(Value::Dict(d)) = Lexer::new(&self.bytes, at).value()? {
+            if let Some(Value::Dict(d)) = Lexer::new(&self.bytes, at).within(self.room()).value()? {
                 if get(&d, b"Encrypt").is_some() {
                     return Ok(true);
                 }
@@ -194,7 +215,7 @@ impl Doc {
     fn unpack(&mut self, dict: &Dict, data: &[u8]) -> Result<(), PdfError> {
         let count = get(dict, b"N").and_then(Value::as_num).unwrap_or(0.0) as usize;
         let first = get(dict, b"First").and_then(Value::as_num).unwrap_or(0.0) as usize;
-        let mut head = Lexer::new(data, 0);
+        let mut head = Lexer::new(data, 0).within(self.room());
         let mut entries = Vec::new();
         for _ in 0..count.min(self.limits.max_objects) {
             match (head.value()?, head.value()?) {
@@ -208,18 +229,52 @@ impl Doc {
             let Some(at) = first.checked_add(off).filter(|&a| a < data.len()) else {
                 continue;
             };
-            let Some(value) = Lexer::new(data, at).value()? else {
+            if self.objects.contains_key(&num) {
+                continue;
+            }
+            let mut lex = Lexer::new(data, at).within(self.room());
+            let Some(value) = lex.value()? else {
                 continue;
             };
-            self.objects.entry(num).or_insert(Obj {
-                value,
-                stream: None,
-            });
+            let cost = lex.spent();
+            self.keep(
+                num,
+                Obj {
+                    value,
+                    stream: None,
+                    cost,
+                },
+            );
             if self.objects.len() > self.limits.max_objects {
                 return Err(PdfError::TooManyObjects(self.limits.max_objects));
             }
         }
         Ok(())
+    }
+
+    /// Keeps object `num` (a later definition replaces an earlier one), its value counted as held.
+    fn keep(&mut self, num: u32, obj: Obj) {
+        self.held += obj.cost;
+        if let Some(old) = self.objects.insert(num, obj) {
+            self.held -= old.cost;
+        }
+    }
+
+    /// Bytes the reader may still take: `max_memory` less the objects' values and the decoded
+    /// streams held now.
+    pub fn room(&self) -> usize {
+        self.limits
+            .max_memory
+            .saturating_sub(self.held.saturating_add(self.transient))
+    }
+
+    /// Counts `n` bytes of decoded streams as held (a page's content while it runs), or (`false`)
+    /// lets them go again.
+    pub fn hold(&mut self, n: usize, held: bool) {
+        self.transient = match held {
+            true => self.transient.saturating_add(n),
+            false => self.transient.saturating_sub(n),
+        };
     }
 
     /// The value of object `num`.
@@ -263,18 +318,12 @@ impl Doc {
         let Some(Obj {
             value,
             stream: Some((s, e)),
+            ..
         }) = self.objects.get(&num)
         else {
             return Ok(Vec::new());
         };
-        let filters: Vec<Vec<u8>> = match value.as_dict().and_then(|d| get(d, b"Filter")) {
-            Some(Value::Name(n)) => vec![n.clone()],
-            Some(Value::Array(a)) => a
-                .iter()
-                .filter_map(|f| f.as_name().map(<[u8]>::to_vec))
-                .collect(),
-            _ => Vec::new(),
-        };
+        let filters = filters(value);
         let mut data = self.bytes[*s..*e].to_vec();
         for f in filters {
             data = match f.as_slice() {
@@ -291,24 +340,90 @@ impl Doc {
         Ok(data)
     }
 
-    fn inflate(&mut self, data: &[u8]) -> Result<Vec<u8>, PdfError> {
-        use miniz_oxide::inflate::{self, TINFLStatus};
-        let room = self.limits.max_inflated.saturating_sub(self.inflated);
-        let out = match inflate::decompress_to_vec_zlib_with_limit(data, room) {
-            Ok(out) => out,
-            Err(e) if e.status == TINFLStatus::HasMoreOutput => {
-                return Err(PdfError::Bomb(self.limits.max_inflated))
-            }
-            // A damaged or truncated stream: what came out before the damage (the buffer past it
-            // is zeros, which no content stream holds).
-            Err(e) => {
-                let mut out = e.output;
-                while out.last() == Some(&0) {
-                    out.pop();
-                }
-                out
-            }
+    /// A decoding of the stream `v` refers to, read a piece at a time ([`Doc::decode_more`];
+    /// `None`: not a stream).
+    pub fn decoding(&self, v: &Value) -> Option<Decoding> {
+        let Value::Ref(num) = v else {
+            return None;
         };
+        let obj = self.objects.get(num).filter(|o| o.stream.is_some())?;
+        let flate =
+            matches!(filters(&obj.value).as_slice(), [f] if f == b"FlateDecode" || f == b"Fl");
+        Some(Decoding {
+            num: *num,
+            inflate: flate.then(|| InflateState::new_boxed(DataFormat::Zlib)),
+            at: 0,
+            done: false,
+        })
+    }
+
+    /// Appends about `want` more decoded bytes of `d` to `out` (all of them, when `d` is not
+    /// inflated a piece at a time), counted as held ([`Doc::hold`]: the caller lets them go);
+    /// false once `d` is finished. Within the byte budget and the memory room.
+    pub fn decode_more(
+        &mut self,
+        d: &mut Decoding,
+        out: &mut Vec<u8>,
+        want: usize,
+    ) -> Result<bool, PdfError> {
+        let before = out.capacity();
+        let more = self.decode_into(d, out, want);
+        self.hold(out.capacity().saturating_sub(before), true);
+        if self.room() == 0 {
+            return Err(PdfError::TooLarge);
+        }
+        more
+    }
+
+    fn decode_into(
+        &mut self,
+        d: &mut Decoding,
+        out: &mut Vec<u8>,
+        want: usize,
+    ) -> Result<bool, PdfError> {
+        use miniz_oxide::inflate::stream::inflate;
+        if d.done {
+            return Ok(false);
+        }
+        let (Some(state), Some((s, e))) = (d.inflate.as_mut(), self.objects[&d.num].stream) else {
+            d.done = true;
+            out.extend_from_slice(&self.stream_data(d.num)?);
+            return Ok(false);
+        };
+        let mut window = vec![0u8; 1 << 15];
+        let target = out.len().saturating_add(want);
+        while out.len() < target {
+            let r = inflate(state, &self.bytes[s + d.at..e], &mut window, MZFlush::None);
+            d.at += r.bytes_consumed;
+            self.inflated += r.bytes_written;
+            if self.inflated > self.limits.max_inflated {
+                return Err(PdfError::Bomb(self.limits.max_inflated));
+            }
+            out.extend_from_slice(&window[..r.bytes_written]);
+            let stuck = r.bytes_consumed == 0 && r.bytes_written == 0;
+            if stuck || r.status != Ok(MZStatus::Ok) {
+                d.done = true;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A `FlateDecode` stream inflated within the byte budget and the memory room: its size found
+    /// first, then inflated into a buffer of exactly that size (a buffer grown by doubling would
+    /// hold half as much again, twice, while it grows).
+    fn inflate(&mut self, data: &[u8]) -> Result<Vec<u8>, PdfError> {
+        let budget = self.limits.max_inflated.saturating_sub(self.inflated);
+        let memory = self.room();
+        let size = inflate_into(data, budget.min(memory).saturating_add(1), None);
+        if size > budget {
+            return Err(PdfError::Bomb(self.limits.max_inflated));
+        }
+        if size > memory {
+            return Err(PdfError::TooLarge);
+        }
+        let mut out = Vec::with_capacity(size);
+        inflate_into(data, size, Some(&mut out));
         Ok(out)
     }
 
@@ -378,6 +493,52 @@ impl Doc {
             }
         }
         out
+    }
+}
+
+/// A stream's filters, by name.
+fn filters(value: &Value) -> Vec<Vec<u8>> {
+    match value.as_dict().and_then(|d| get(d, b"Filter")) {
+        Some(Value::Name(n)) => vec![n.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|f| f.as_name().map(<[u8]>::to_vec))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A stream being decoded a piece at a time: `FlateDecode` alone (what content streams use) is
+/// inflated as it is read, so a hostile stream is refused at the piece that shows it; any other
+/// filters are decoded whole at once.
+pub struct Decoding {
+    num: u32,
+    inflate: Option<Box<InflateState>>,
+    /// Bytes of the stream's raw data inflated so far.
+    at: usize,
+    done: bool,
+}
+
+/// Inflates the zlib stream `data` through a small window: how many bytes come out, at most `max`
+/// (appended to `out` when given). A damaged or truncated stream gives what came out before the
+/// damage.
+fn inflate_into(data: &[u8], max: usize, mut out: Option<&mut Vec<u8>>) -> usize {
+    use miniz_oxide::inflate::stream::inflate;
+    let mut state = InflateState::new_boxed(DataFormat::Zlib);
+    let mut window = vec![0u8; 1 << 15];
+    let (mut at, mut total) = (0, 0);
+    loop {
+        let r = inflate(&mut state, &data[at..], &mut window, MZFlush::None);
+        at += r.bytes_consumed;
+        let n = r.bytes_written.min(max - total);
+        if let Some(o) = out.as_deref_mut() {
+            o.extend_from_slice(&window[..n]);
+        }
+        total += n;
+        let stuck = r.bytes_consumed == 0 && r.bytes_written == 0;
+        if total >= max || stuck || r.status != Ok(MZStatus::Ok) {
+            return total;
+        }
     }
 }
 

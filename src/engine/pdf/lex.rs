@@ -1,6 +1,8 @@
 //! PDF syntax: the lexer (numbers, names, literal and hex strings, delimiters, keywords, comments)
 //! and the object parser (arrays, dictionaries, `N G R` references), for the file's objects and the
-//! page content streams alike. Nesting is bounded ([`MAX_DEPTH`]); anything it cannot read is a
+//! page content streams alike. Nesting is bounded ([`MAX_DEPTH`]), and so is width ([`MAX_WIDTH`]
+//! items in an array or entries in a dictionary) and the memory the values read take (the room a
+//! caller gives, [`Lexer::within`]: each value costs [`value_cost`]); anything it cannot read is a
 //! keyword or a value the caller skips, never a panic. Must not import anything outside
 //! `crate::engine`.
 
@@ -8,6 +10,9 @@ use super::PdfError;
 
 /// Deepest nesting of arrays and dictionaries read (real documents stay under ten).
 pub const MAX_DEPTH: usize = 64;
+/// Most items in one array or entries in one dictionary (real documents: a font's widths, a flat
+/// page tree, a name tree's leaf hold thousands; a `TJ` array tens).
+pub const MAX_WIDTH: usize = 100_000;
 
 /// A PDF value. References keep their object number only (the generation is not needed to read).
 #[derive(Debug, Clone, PartialEq)]
@@ -77,15 +82,61 @@ enum Token {
     Word(Vec<u8>),
 }
 
+/// The bytes a value of `payload` bytes takes in memory, about: the value itself and its bytes
+/// (an array's or dictionary's items are charged one by one, a dictionary's keys with them).
+pub fn value_cost(payload: usize) -> usize {
+    std::mem::size_of::<Value>() + payload
+}
+
 /// Reads values from `buf` starting at `pos`.
 pub struct Lexer<'a> {
     pub buf: &'a [u8],
     pub pos: usize,
+    /// Bytes of values this lexer may still make ([`PdfError::TooLarge`] past it).
+    room: usize,
+    /// Bytes of values made so far.
+    spent: usize,
+    /// A read reached the end of `buf` (a value read from a stream decoded a piece at a time may
+    /// go on in the next piece).
+    edge: bool,
 }
 
 impl<'a> Lexer<'a> {
+    /// A lexer whose values may take any memory (the caller bounds the input: a keyword, a header).
     pub fn new(buf: &'a [u8], pos: usize) -> Self {
-        Lexer { buf, pos }
+        Lexer {
+            buf,
+            pos,
+            room: usize::MAX,
+            spent: 0,
+            edge: false,
+        }
+    }
+
+    /// The same, its values held to `room` bytes in all ([`value_cost`]).
+    pub fn within(mut self, room: usize) -> Self {
+        self.room = room;
+        self
+    }
+
+    /// Bytes of values made so far.
+    pub fn spent(&self) -> usize {
+        self.spent
+    }
+
+    /// Gives the lexer `room` bytes again, counting from nothing (the values made so far were let
+    /// go: a content stream's operands, once their operator ran).
+    pub fn refill(&mut self, room: usize) {
+        self.room = room;
+        self.spent = 0;
+    }
+
+    fn charge(&mut self, payload: usize) -> Result<(), PdfError> {
+        self.spent = self.spent.saturating_add(value_cost(payload));
+        if self.spent > self.room {
+            return Err(PdfError::TooLarge);
+        }
+        Ok(())
     }
 
     /// Skips white space and comments.
@@ -115,7 +166,22 @@ impl<'a> Lexer<'a> {
         &self.buf[start..self.pos]
     }
 
+    /// Whether a read reached the end of the input since [`Lexer::clear_edge`].
+    pub fn at_edge(&self) -> bool {
+        self.edge
+    }
+
+    pub fn clear_edge(&mut self) {
+        self.edge = false;
+    }
+
     fn token(&mut self) -> Option<Token> {
+        let t = self.token_at();
+        self.edge |= self.pos >= self.buf.len();
+        t
+    }
+
+    fn token_at(&mut self) -> Option<Token> {
         self.skip_space();
         let b = *self.buf.get(self.pos)?;
         let next = self.buf.get(self.pos + 1).copied();
@@ -253,6 +319,11 @@ impl<'a> Lexer<'a> {
         if depth > MAX_DEPTH {
             return Err(PdfError::TooDeep);
         }
+        let payload = match &t {
+            Token::Name(b) | Token::Str(b) | Token::Word(b) => b.len(),
+            _ => 0,
+        };
+        self.charge(payload)?;
         Ok(match t {
             Token::Num(n, true) if n >= 0.0 => self.maybe_ref(n),
             Token::Num(n, _) => Value::Num(n),
@@ -290,6 +361,7 @@ impl<'a> Lexer<'a> {
         loop {
             match self.token() {
                 None | Some(Token::Close) => return Ok(out),
+                Some(_) if out.len() >= MAX_WIDTH => return Err(PdfError::TooWide),
                 Some(t) => out.push(self.value_from(t, depth + 1)?),
             }
         }
@@ -300,6 +372,7 @@ impl<'a> Lexer<'a> {
         loop {
             match self.token() {
                 None | Some(Token::DictClose) => return Ok(out),
+                Some(_) if out.len() >= MAX_WIDTH => return Err(PdfError::TooWide),
                 Some(Token::Name(key)) => {
                     let Some(t) = self.token() else {
                         return Ok(out);
@@ -307,6 +380,7 @@ impl<'a> Lexer<'a> {
                     if t == Token::DictClose {
                         return Ok(out);
                     }
+                    self.charge(key.len() + std::mem::size_of::<Vec<u8>>())?;
                     out.push((key, self.value_from(t, depth + 1)?));
                 }
                 // A value without a key: read past it.

@@ -37,6 +37,11 @@ pub struct Limits {
     pub max_pages: usize,
     /// Most bytes of text kept (the attachment's limit); the rest is cut with a note.
     pub max_text_bytes: usize,
+    /// Most bytes the reader holds beyond the file itself, about: the values of its objects, the
+    /// streams decoded at one time and the values read from them (a hundred-kilobyte file of
+    /// arrays of zeros would otherwise take a gigabyte of the tab's memory, which WebAssembly
+    /// never gives back). The fonts' maps have their own bound (`text.rs`).
+    pub max_memory: usize,
 }
 
 /// The limits in force (README, "Chat").
@@ -46,6 +51,7 @@ pub const LIMITS: Limits = Limits {
     max_inflated: 64 * 1024 * 1024,
     max_pages: 2_000,
     max_text_bytes: MAX_FILE_BYTES as usize,
+    max_memory: 128 * 1024 * 1024,
 };
 
 /// The longest the shell reads pages before it lets the browser run (ms): a page is the unit, so a
@@ -65,6 +71,10 @@ pub enum PdfError {
     TooDeep,
     #[error("unpacks to more than {}, more than a PDF attachment may; it was refused.", human_bytes(*.0 as u64))]
     Bomb(usize),
+    #[error("holds a list longer than a real document does (over {} entries); it was refused as damaged.", lex::MAX_WIDTH)]
+    TooWide,
+    #[error("needs more memory to read than a PDF attachment may ({}); it was refused.", human_bytes(LIMITS.max_memory as u64))]
+    TooLarge,
     #[error("has no pages that could be read (the file may be damaged).")]
     NoPages,
     #[error("has no text layer (it is probably scanned pages or pictures), so there is no text to attach. Attach images of its pages instead, or paste its text.")]
@@ -138,7 +148,8 @@ impl Extraction {
         }
         let page = self.pages[self.next].clone();
         self.next += 1;
-        let mut got = Gathered::default();
+        // A page's raw text, before it is tidied, may be twice its limit.
+        let mut got = Gathered::within(self.limits.max_text_bytes.saturating_mul(2));
         text::page_text(
             &mut self.doc,
             &mut self.fonts,
@@ -155,7 +166,9 @@ impl Extraction {
             self.text.push_str(&page_text);
         }
         let room = self.limits.max_text_bytes.saturating_sub(NOTE_ROOM);
-        if self.text.len() > room {
+        if got.full && self.text.len() <= room {
+            self.cut_at = Some(self.next);
+        } else if self.text.len() > room {
             let mut end = room;
             while !self.text.is_char_boundary(end) {
                 end -= 1;

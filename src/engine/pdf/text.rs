@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::doc::Doc;
+use super::doc::{Decoding, Doc};
 use super::lex::{get, Dict, Lexer, Value};
 use super::PdfError;
 
@@ -203,16 +203,22 @@ fn code(bytes: &[u8]) -> u32 {
     bytes.iter().take(4).fold(0u32, |a, &b| a << 8 | b as u32)
 }
 
-/// Reads a `ToUnicode` CMap into `font` (its code width and map, at most `max` entries).
-fn read_cmap(data: &[u8], font: &mut Font, max: usize) -> Result<(), PdfError> {
-    let mut lex = Lexer::new(data, 0);
+/// Reads the `ToUnicode` CMap `to_unicode` (a stream) into `font`: its code width and map, at most
+/// `max` entries; a piece at a time, as a page's content is read.
+fn read_cmap(
+    doc: &mut Doc,
+    to_unicode: Value,
+    font: &mut Font,
+    max: usize,
+) -> Result<(), PdfError> {
+    let mut src = Source::new(vec![to_unicode]);
     let mut operands: Vec<Value> = Vec::new();
-    while let Some(v) = lex.value()? {
+    let read = read_values(doc, &mut src, |_, v| {
         let Value::Op(op) = v else {
             if operands.len() < 4 * 100 + 4 {
                 operands.push(v);
             }
-            continue;
+            return Ok(Then::Keep);
         };
         match op.as_slice() {
             b"endcodespacerange" => {
@@ -231,11 +237,14 @@ fn read_cmap(data: &[u8], font: &mut Font, max: usize) -> Result<(), PdfError> {
             _ => {}
         }
         operands.clear();
-        if font.map.len() >= max {
-            break;
-        }
-    }
-    Ok(())
+        Ok(if font.map.len() >= max {
+            Then::Stop
+        } else {
+            Then::Clear
+        })
+    });
+    src.release(doc);
+    read
 }
 
 fn bf_ranges(operands: &[Value], font: &mut Font, max: usize) {
@@ -303,10 +312,8 @@ fn load_font(doc: &mut Doc, d: &Dict, room: usize) -> Result<Font, PdfError> {
         }
     }
     if let Some(to_unicode) = get(d, b"ToUnicode").cloned() {
-        if let Some(data) = doc.stream_of(&to_unicode)? {
-            read_cmap(&data, &mut font, room.min(MAX_MAP))?;
-            font.two_byte |= composite;
-        }
+        read_cmap(doc, to_unicode, &mut font, room.min(MAX_MAP))?;
+        font.two_byte |= composite;
     }
     Ok(font)
 }
@@ -365,9 +372,21 @@ pub struct Gathered {
     pub text: String,
     /// Character codes shown that no font could turn into text.
     pub unread: usize,
+    /// Most bytes of text kept (past it, strings are decoded for nothing: the attachment is cut
+    /// there anyway), and whether some were left out for it.
+    pub room: usize,
+    pub full: bool,
 }
 
 impl Gathered {
+    /// Gathers at most `room` bytes of text.
+    pub fn within(room: usize) -> Gathered {
+        Gathered {
+            room,
+            ..Gathered::default()
+        }
+    }
+
     fn newline(&mut self) {
         if !self.text.is_empty() && !self.text.ends_with('\n') {
             self.text.push('\n');
@@ -464,13 +483,6 @@ pub fn page_text(
         Some(_) => contents.cloned().into_iter().collect(),
         None => Vec::new(),
     };
-    let mut data = Vec::new();
-    for p in parts {
-        if let Some(bytes) = doc.stream_of(&p)? {
-            data.extend_from_slice(&bytes);
-            data.push(b'\n');
-        }
-    }
     let mut run = Run {
         cache,
         resources,
@@ -478,28 +490,156 @@ pub fn page_text(
         pen: Pen::new(),
         depth: 0,
     };
-    run.content(doc, &data, out)
+    let mut src = Source::new(parts);
+    let ran = run.content(doc, &mut src, out);
+    src.release(doc);
+    ran
+}
+
+/// Bytes of a content stream decoded at a time (or as many as the piece read so far holds, when
+/// one value spans it: the value is read again from its start, so a value is read at most about
+/// twice in all).
+const PIECE: usize = 1 << 20;
+
+/// A page's content read a piece at a time: its streams one after another (a line break between
+/// two), decoded as the run reads them and let go once read; a hostile stream is refused at the
+/// piece that shows it, and a long one never held whole.
+struct Source {
+    parts: std::vec::IntoIter<Value>,
+    now: Option<Decoding>,
+    buf: Vec<u8>,
+    /// `buf` holds the whole stream: no more comes.
+    finished: bool,
+}
+
+impl Source {
+    fn new(parts: Vec<Value>) -> Source {
+        Source {
+            parts: parts.into_iter(),
+            now: None,
+            buf: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// Lets go of the bytes before `from` and decodes more after the rest (`finished` once none
+    /// is left).
+    fn more(&mut self, doc: &mut Doc, from: usize) -> Result<(), PdfError> {
+        self.buf.drain(..from.min(self.buf.len()));
+        let len = self.buf.len();
+        while self.buf.len() == len {
+            let Some(d) = self.now.as_mut() else {
+                let Some(p) = self.parts.next() else {
+                    self.finished = true;
+                    return Ok(());
+                };
+                self.now = doc.decoding(&p);
+                if self.now.is_some() && !self.buf.is_empty() {
+                    self.buf.push(b'\n');
+                }
+                continue;
+            };
+            if !doc.decode_more(d, &mut self.buf, PIECE.max(len))? {
+                self.now = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The memory its buffer held, let go.
+    fn release(self, doc: &mut Doc) {
+        doc.hold(self.buf.capacity(), false);
+    }
+}
+
+/// What a reader of values asks for after each one ([`read_values`]).
+enum Then {
+    /// Read on, the value kept (an operand).
+    Keep,
+    /// Read on; the values kept so far were let go (an operator ran).
+    Clear,
+    /// Skip an inline image's data (after `ID`), the values kept let go.
+    Image,
+    Stop,
+}
+
+/// Reads the values of `src` a piece at a time, each handed to `each`: a value that reaches the end
+/// of a piece is read again once the next is there (an inline image's data skipped likewise), and
+/// the values kept between two operators are held to the reader's memory room.
+fn read_values(
+    doc: &mut Doc,
+    src: &mut Source,
+    mut each: impl FnMut(&mut Doc, Value) -> Result<Then, PdfError>,
+) -> Result<(), PdfError> {
+    // Bytes the values kept take; where the next read starts; inside an inline image.
+    let (mut kept, mut at, mut image) = (0usize, 0usize, false);
+    src.more(doc, 0)?;
+    loop {
+        let mut lex = Lexer::new(&src.buf, at).within(doc.room().saturating_sub(kept));
+        loop {
+            if !image {
+                lex.skip_space();
+            }
+            let start = lex.pos;
+            lex.clear_edge();
+            if image {
+                skip_inline_image(&mut lex);
+                image = lex.pos >= lex.buf.len() && !src.finished;
+                if image {
+                    at = start;
+                    break;
+                }
+                continue;
+            }
+            let before = lex.spent();
+            let v = lex.value()?;
+            if lex.at_edge() && !src.finished {
+                (at, kept) = (start, kept + before);
+                break;
+            }
+            let Some(v) = v else {
+                return Ok(());
+            };
+            match each(doc, v)? {
+                Then::Keep => continue,
+                Then::Clear => {}
+                Then::Image => image = true,
+                Then::Stop => return Ok(()),
+            }
+            kept = 0;
+            lex.refill(doc.room());
+        }
+        src.more(doc, at)?;
+        at = 0;
+    }
 }
 
 impl Run<'_> {
-    fn content(&mut self, doc: &mut Doc, data: &[u8], out: &mut Gathered) -> Result<(), PdfError> {
-        let mut lex = Lexer::new(data, 0);
+    /// Runs the content of `src` for its text operators.
+    fn content(
+        &mut self,
+        doc: &mut Doc,
+        src: &mut Source,
+        out: &mut Gathered,
+    ) -> Result<(), PdfError> {
         let mut operands: Vec<Value> = Vec::new();
-        while let Some(v) = lex.value()? {
+        read_values(doc, src, |doc, v| {
             let Value::Op(op) = v else {
                 if operands.len() < 64 {
                     operands.push(v);
                 }
-                continue;
+                return Ok(Then::Keep);
             };
-            if op == b"ID" {
-                skip_inline_image(&mut lex);
-            } else {
-                self.operator(doc, &op, &operands, out)?;
-            }
+            let then = match op.as_slice() {
+                b"ID" => Then::Image,
+                _ => {
+                    self.operator(doc, &op, &operands, out)?;
+                    Then::Clear
+                }
+            };
             operands.clear();
-        }
-        Ok(())
+            Ok(then)
+        })
     }
 
     fn operator(
@@ -591,7 +731,11 @@ impl Run<'_> {
             }
         };
         let (text, advance) = font.decode(s, &mut out.unread);
-        out.text.push_str(&text);
+        if out.text.len() < out.room {
+            out.text.push_str(&text);
+        } else {
+            out.full |= !text.is_empty();
+        }
         self.pen.x += advance / 1000.0 * self.pen.size;
         let (x, y) = self.pen.at();
         self.pen.last = Some((y, x));
@@ -652,9 +796,6 @@ impl Run<'_> {
         if get(&d, b"Subtype").and_then(Value::as_name) != Some(b"Form") {
             return Ok(());
         }
-        let Some(data) = doc.stream_of(&v)? else {
-            return Ok(());
-        };
         let resources = get(&d, b"Resources").cloned().or(self.resources.clone());
         let mut inner = Run {
             cache: &mut *self.cache,
@@ -663,7 +804,10 @@ impl Run<'_> {
             pen: Pen::new(),
             depth: self.depth + 1,
         };
-        inner.content(doc, &data, out)?;
+        let mut src = Source::new(vec![v]);
+        let ran = inner.content(doc, &mut src, out);
+        src.release(doc);
+        ran?;
         // What follows the form starts apart from it.
         self.pen.last = None;
         out.space();

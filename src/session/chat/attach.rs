@@ -72,7 +72,7 @@ impl Chat {
             mime,
             width,
             height,
-        } = image::stored_image(&file, &file.type_())
+        } = image::stored_image(&file, &name, &file.type_())
             .await
             .map_err(ChatError::Invalid)?;
         let hash = sha256(&bytes_of(&blob).await?).await?;

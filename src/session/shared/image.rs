@@ -1,12 +1,15 @@
 //! Images made ready to store, for the services that take them in (the composer's attach, an
 //! import's ZIP): decoded and resized by the browser off the main thread (`createImageBitmap` with
 //! resize options, an `OffscreenCanvas` whose `convertToBlob` encodes in the background). The size
-//! is `engine::attach::resized`'s; this file moves the pixels. Must not import `ui`.
+//! is `engine::attach::resized`'s; this file moves the pixels. Before anything decodes an image its
+//! pixel size is read from its header (`engine::attach::image_size`, its first bytes only) and a
+//! huge one refused (`pixels_check`): a small file can decode to gigabytes. Must not import `ui`.
 
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, ImageBitmap, ImageBitmapOptions, ImageEncodeOptions, OffscreenCanvas};
 
+use super::digest::bytes_of;
 use crate::engine::attach;
 
 /// An image as it is stored: its Blob, type and pixels.
@@ -48,10 +51,25 @@ async fn bitmap(file: &Blob, size: Option<(u32, u32)>) -> Result<ImageBitmap, St
     .await
 }
 
-/// The image `file` (of type `mime`) as stored: the file itself when it is small enough and of a
-/// type every protocol takes as is (no GIF: an animation would reach a model as its first frame
-/// at best), else the browser's resize, encoded as PNG (lossless; JPEG stays JPEG).
-pub(crate) async fn stored_image(file: &Blob, mime: &str) -> Result<Ready, String> {
+/// Refuses an image whose header says it is too large to decode, or says no size: read from its
+/// first [`attach::IMAGE_HEAD_BYTES`] (the whole file when the size is not in them).
+async fn header_check(file: &Blob, name: &str) -> Result<(), String> {
+    let head = file
+        .slice_with_f64_and_f64(0.0, attach::IMAGE_HEAD_BYTES as f64)
+        .map_err(js_err("reading the image"))?;
+    let mut size = attach::image_size(&bytes_of(&head).await?);
+    if size.is_none() && file.size() > attach::IMAGE_HEAD_BYTES as f64 {
+        size = attach::image_size(&bytes_of(file).await?);
+    }
+    attach::pixels_check(name, size)
+}
+
+/// The image `file` (named `name`, of type `mime`) as stored: the file itself when it is small
+/// enough and of a type every protocol takes as is (no GIF: an animation would reach a model as
+/// its first frame at best), else the browser's resize, encoded as PNG (lossless; JPEG stays
+/// JPEG). One whose header says it is too large, or says no size, is refused undecoded.
+pub(crate) async fn stored_image(file: &Blob, name: &str, mime: &str) -> Result<Ready, String> {
+    header_check(file, name).await?;
     let full = bitmap(file, None).await?;
     let (w0, h0) = (full.width(), full.height());
     full.close();

@@ -3,14 +3,21 @@
 //! the database's marker into keys (or makes the marker, for the first device), [`Sealer::send`]
 //! seals a replicator request, sends it, and opens the answer.
 //!
-//! Key derivation: PBKDF2-SHA-256, [`ITERATIONS`] rounds, 512 bits split into an AES-256-GCM key
-//! and an HMAC-SHA-256 key for document ids, both imported non-extractable. PBKDF2 rather than
+//! Key derivation (`engine::sync::keys`, by the marker's version): v2, for every new marker, the
+//! passphrase in NFC (the browser's own `String.prototype.normalize`, no table shipped),
+//! PBKDF2-SHA-256 with [`ITERATIONS`] rounds to 256 bits, then HKDF-SHA-256 to an AES-256-GCM key and
+//! an HMAC-SHA-256 key for document ids; v1 (databases made before it), 512 PBKDF2 bits split in
+//! two. Both keys are made non-extractable. PBKDF2 rather than
 //! Argon2id because WebCrypto runs it natively and off the main thread (the promise resolves when
 //! the browser's crypto thread is done; the page keeps answering), at a cost the window
 //! asks for (`e2ee_unlock_ms`, see benches/figures.txt); Argon2id is not in WebCrypto, and a wasm
 //! Argon2id at a memory-hard setting would hold the main thread for seconds (or need a worker and
 //! its own chunk). The salt is random per database, kept in the plaintext marker with the key
 //! check, so a wrong passphrase is told before anything is written.
+//!
+//! One key per database: with no marker, a database that holds sealed documents is an error
+//! ([`SealError::MarkerMissing`]), never a new key; only an empty one gets a new marker, and only
+//! for a passphrase the strength floor takes (`keys::new_key_check`).
 //!
 //! The keys are kept in IndexedDB as non-extractable `CryptoKey`s (`store::SyncKeys`): a reload
 //! does not ask again, and no script, even one running in the page, can read their bytes. The
@@ -27,6 +34,7 @@ use web_sys::{CryptoKey, SubtleCrypto};
 
 use crate::engine::sync::blob;
 use crate::engine::sync::seal::Unsealable::{NotEncrypted, Unnamed};
+use crate::engine::sync::keys::{self, Kdf};
 use crate::engine::sync::seal::{
     self, aad, outgoing, seal_request, Marker, MarkerError, Names, Opening, Route, CHECK,
     ITERATIONS, IV_LEN, MARKER_ID, SALT_LEN,
@@ -49,6 +57,10 @@ pub enum SealError {
     Rekeyed,
     #[error("{0}")]
     Marker(#[from] MarkerError),
+    #[error("The sync database holds encrypted documents but its encryption marker is missing (deleted on the server?): nothing was synced, and no new key was made, which would split your history. Restore the database's `memoire-e2ee` document from a backup, or sync to a new database.")]
+    MarkerMissing,
+    #[error("{0}")]
+    Weak(String),
     #[error("This browser cannot encrypt here ({0}); encrypted sync needs a secure page (https or localhost).")]
     Crypto(String),
     #[error("The sync server could not be asked about encryption ({0}); try again when it can be reached.")]
@@ -63,6 +75,16 @@ pub enum SealError {
     Unsealable(#[from] seal::Unsealable),
     #[error("{0}")]
     Store(#[from] StoreError),
+}
+
+impl From<keys::NoMarker> for SealError {
+    fn from(e: keys::NoMarker) -> SealError {
+        match e {
+            keys::NoMarker::Missing => SealError::MarkerMissing,
+            keys::NoMarker::NeedPassphrase => SealError::NoPassphrase,
+            keys::NoMarker::Weak(why) => SealError::Weak(why),
+        }
+    }
 }
 
 /// A request about encryption that got no usable answer: a redirect (not followed) is the user's
@@ -122,16 +144,21 @@ async fn wait(p: Result<Promise, JsValue>) -> Result<JsValue, SealError> {
         .map_err(crypto_err)
 }
 
-/// The two keys of a passphrase and salt: PBKDF2-SHA-256 to 512 bits, split.
+/// The two keys of a passphrase and salt, by the marker's derivation (`engine::sync::keys`).
 async fn derive(
     passphrase: &str,
     salt: &[u8],
     iterations: u32,
+    kdf: Kdf,
 ) -> Result<(CryptoKey, CryptoKey), SealError> {
     let _span = Span::new("e2ee-unlock");
     let s = subtle()?;
     let pbkdf2 = obj(&[("name", "PBKDF2".into())]);
-    let raw: Object = Uint8Array::from(passphrase.as_bytes()).into();
+    let typed = match kdf.nfc() {
+        true => String::from(js_sys::JsString::from(passphrase).normalize("NFC")),
+        false => passphrase.to_string(),
+    };
+    let raw: Object = Uint8Array::from(typed.as_bytes()).into();
     let base = s.import_key_with_object("raw", &raw, &pbkdf2, false, &usages(&["deriveBits"]));
     let base: CryptoKey = wait(base).await?.unchecked_into();
     let params = obj(&[
@@ -140,21 +167,65 @@ async fn derive(
         ("salt", bytes(salt)),
         ("iterations", iterations.into()),
     ]);
-    let bits = wait(s.derive_bits_with_object(&params, &base, 512)).await?;
+    let n = kdf.pbkdf2_bits();
+    let bits = wait(s.derive_bits_with_object(&params, &base, n)).await?;
     let bits = Uint8Array::new(&bits.unchecked_into::<ArrayBuffer>());
+    let keys = match kdf.hkdf() {
+        None => split(&s, &bits).await,
+        Some((aes, ids)) => expand(&s, &bits, aes, ids).await,
+    };
+    bits.fill(0, 0, n / 8);
+    keys
+}
+
+fn aes_alg() -> Object {
+    obj(&[("name", "AES-GCM".into()), ("length", 256.into())])
+}
+
+fn hmac_alg() -> Object {
+    obj(&[
+        ("name", "HMAC".into()),
+        ("hash", "SHA-256".into()),
+        ("length", 256.into()),
+    ])
+}
+
+/// v1: 512 bits, the first half the AES key, the second the id key.
+async fn split(s: &SubtleCrypto, bits: &Uint8Array) -> Result<(CryptoKey, CryptoKey), SealError> {
     let import = |part: Uint8Array, alg: Object, use_: &[&str]| {
         s.import_key_with_object("raw", &part, &alg, false, &usages(use_))
     };
-    let aes = import(
-        bits.subarray(0, 32),
-        obj(&[("name", "AES-GCM".into())]),
-        &["encrypt", "decrypt"],
-    );
+    let aes = import(bits.subarray(0, 32), aes_alg(), &["encrypt", "decrypt"]);
     let aes: CryptoKey = wait(aes).await?.unchecked_into();
-    let hmac = obj(&[("name", "HMAC".into()), ("hash", "SHA-256".into())]);
-    let mac = import(bits.subarray(32, 64), hmac, &["sign"]);
+    let mac = import(bits.subarray(32, 64), hmac_alg(), &["sign"]);
     let mac: CryptoKey = wait(mac).await?.unchecked_into();
-    bits.fill(0, 0, 64);
+    Ok((aes, mac))
+}
+
+/// v2: 256 bits expanded by HKDF-SHA-256 into the AES key and the id key.
+async fn expand(
+    s: &SubtleCrypto,
+    bits: &Uint8Array,
+    aes_info: &[u8],
+    ids_info: &[u8],
+) -> Result<(CryptoKey, CryptoKey), SealError> {
+    let hkdf = obj(&[("name", "HKDF".into())]);
+    let base = s.import_key_with_object("raw", bits, &hkdf, false, &usages(&["deriveKey"]));
+    let base: CryptoKey = wait(base).await?.unchecked_into();
+    let key = |info: &[u8], alg: Object, use_: &[&str]| {
+        let params = obj(&[
+            ("name", "HKDF".into()),
+            ("hash", "SHA-256".into()),
+            ("salt", bytes(&[])),
+            ("info", bytes(info)),
+        ]);
+        s.derive_key_with_object_and_object(&params, &base, &alg, false, &usages(use_))
+    };
+    let aes = key(aes_info, aes_alg(), &["encrypt", "decrypt"]);
+    let aes: CryptoKey = wait(aes).await?.unchecked_into();
+    let mac: CryptoKey = wait(key(ids_info, hmac_alg(), &["sign"]))
+        .await?
+        .unchecked_into();
     Ok((aes, mac))
 }
 
@@ -307,6 +378,7 @@ async fn write_marker(
     .await;
     let check = encrypt_all(aes, &[(MARKER_ID.as_bytes().to_vec(), CHECK)]).await?;
     let marker = Marker {
+        kdf: Kdf::NEW,
         salt: salt.to_vec(),
         iterations: ITERATIONS,
         check: check.into_iter().next().unwrap_or_default(),
@@ -347,7 +419,7 @@ async fn from_marker(
     passphrase: &str,
     m: &Marker,
 ) -> Result<SyncKeys, SealError> {
-    let (aes, mac) = derive(passphrase, &m.salt, m.iterations).await?;
+    let (aes, mac) = derive(passphrase, &m.salt, m.iterations, m.kdf).await?;
     if !opens(&aes, m).await? {
         return Err(SealError::WrongPassphrase);
     }
@@ -359,9 +431,33 @@ async fn from_marker(
     })
 }
 
+/// Whether the database holds a sealed document (an `x:` id): then it has a key, and a missing
+/// marker must not make another.
+async fn holds_sealed(base: &str, db: &str, auth: Option<&str>) -> Result<bool, SealError> {
+    let url = format!(
+        "{base}/{}/_all_docs?startkey=%22x%3A%22&endkey=%22x%3B%22&limit=1",
+        encode(db)
+    );
+    let (status, body) = fetch(&url, "GET", None, auth, None, LIMITS)
+        .await
+        .map_err(unreachable)?;
+    match status {
+        200 => {}
+        // No database yet: nothing sealed in it.
+        404 => return Ok(false),
+        s => return Err(SealError::Server(s)),
+    }
+    let v: Value = serde_json::from_str(&body).unwrap_or_default();
+    Ok(v.get("rows")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty()))
+}
+
 /// The keys for database `database` (`{base}/{db}`): the kept ones when they still open its marker,
-/// else derived from `passphrase` and checked against the marker (or, with no marker yet, a new
-/// salt and marker: this device turns encryption on). A wrong passphrase writes nothing.
+/// else derived from `passphrase` and checked against the marker. With no marker: an error when
+/// the database holds sealed documents (one key per database), else a new salt and marker for a
+/// passphrase the strength floor takes (this device turns encryption on; kept keys alone do not
+/// make a marker again). A wrong passphrase writes nothing.
 pub async fn unlock(
     store: &Store,
     base: &str,
@@ -372,17 +468,15 @@ pub async fn unlock(
     let database = format!("{base}/{db}");
     let kept = store.sync_keys().await?.filter(|k| k.database == database);
     let marker = read_marker(base, db, auth).await?;
+    if marker.is_none() {
+        let sealed = holds_sealed(base, db, auth).await?;
+        keys::without_marker(sealed, passphrase).map_err(SealError::from)?;
+    }
     if let Some(k) = kept.filter(|_| passphrase.is_none()) {
         return match &marker {
             Some((m, _)) if b64(&m.salt) == k.salt && opens(&k.aes, m).await? => Ok(k),
             Some(_) => Err(SealError::Rekeyed),
-            None => {
-                let salt =
-                    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &k.salt)
-                        .map_err(|_| SealError::Rekeyed)?;
-                write_marker(base, db, auth, &salt, &k.aes).await?;
-                Ok(k)
-            }
+            None => Err(SealError::NoPassphrase),
         };
     }
     let passphrase = passphrase
@@ -390,27 +484,37 @@ pub async fn unlock(
         .ok_or(SealError::NoPassphrase)?;
     let keys = match marker {
         Some((m, _)) => from_marker(database, passphrase, &m).await?,
-        None => {
-            let salt = random(SALT_LEN)?;
-            let (aes, mac) = derive(passphrase, &salt, ITERATIONS).await?;
-            match write_marker(base, db, auth, &salt, &aes).await {
-                Ok(()) => SyncKeys {
-                    database,
-                    salt: b64(&salt),
-                    aes,
-                    mac,
-                },
-                // Another device made the marker meanwhile: this passphrase must open that one.
-                Err(SealError::Rekeyed) => match read_marker(base, db, auth).await? {
-                    Some((m, _)) => from_marker(database, passphrase, &m).await?,
-                    None => return Err(SealError::Rekeyed),
-                },
-                Err(e) => return Err(e),
-            }
-        }
+        None => new_marker(database, base, db, auth, passphrase).await?,
     };
     store.set_sync_keys(&keys).await?;
     Ok(keys)
+}
+
+/// A new salt, key and marker for an empty database (`keys::without_marker` said it may have one;
+/// or, when another device made the marker meanwhile, the keys of that one).
+async fn new_marker(
+    database: String,
+    base: &str,
+    db: &str,
+    auth: Option<&str>,
+    passphrase: &str,
+) -> Result<SyncKeys, SealError> {
+    let salt = random(SALT_LEN)?;
+    let (aes, mac) = derive(passphrase, &salt, ITERATIONS, Kdf::NEW).await?;
+    match write_marker(base, db, auth, &salt, &aes).await {
+        Ok(()) => Ok(SyncKeys {
+            database,
+            salt: b64(&salt),
+            aes,
+            mac,
+        }),
+        // Another device made the marker meanwhile: this passphrase must open that one.
+        Err(SealError::Rekeyed) => match read_marker(base, db, auth).await? {
+            Some((m, _)) => from_marker(database, passphrase, &m).await,
+            None => Err(SealError::Rekeyed),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 /// With encryption off: refuses a database another device encrypted, and a server that redirects

@@ -9,6 +9,7 @@
 
 pub mod store;
 
+use crate::engine::sync::keys::{hint, strength};
 use crate::engine::sync::origin::same_origin;
 use crate::session::SyncSettings;
 use crate::ui::stores::use_sync;
@@ -219,7 +220,8 @@ fn text(sig: RwSignal<String>) -> impl Fn(leptos::ev::Event) + Copy {
 }
 
 /// End-to-end encryption: the switch, what it means (the passphrase cannot be recovered, said
-/// before it is set), and the passphrase.
+/// before it is set), the passphrase, and how strong it looks as it is typed
+/// (`engine::sync::keys`: a hint, a floor only for a new key, which the session enforces).
 #[component]
 fn EncryptionFields(
     encrypt: RwSignal<bool>,
@@ -244,6 +246,11 @@ fn EncryptionFields(
                         placeholder=move || if was_encrypted { "(unlocked on this device)" } else { "" }
                         prop:value=move || passphrase.get() on:input=text(passphrase)/>
                 </label>
+                <p class="hint" data-testid="sync-passphrase-strength" aria-live="polite"
+                    hidden=move || passphrase.with(String::is_empty)
+                    data-level=move || passphrase.with(|p| format!("{:?}", strength(p).level).to_lowercase())>
+                    {move || passphrase.with(|p| hint(strength(p)))}
+                </p>
             </div>
     }
 }

@@ -24,7 +24,7 @@
 //   bench sync_encrypted_pull_ratio <v> x       encrypted pull / plain pull, same run (goal <= 1.3): the
 //                                              plain pull is the mean of B's and of one more empty
 //                                              device D's after C (the encrypted pull between them)
-//   bench e2ee_unlock_ms <v> ms                C's passphrase to key: PBKDF2-SHA-256, 1,800,000 rounds,
+//   bench e2ee_unlock_ms <v> ms                C's passphrase to key: PBKDF2-SHA-256 (the marker's rounds: 3,000,000 since issue 43),
 //                                              in WebCrypto (the `memoire-sync:e2ee-unlock` measure;
 //                                              goal 300-1,500, off the main thread)
 //   bench sync_first_10k_longest_task_cpu_ms <v> ms  with BENCH_TASKCPU=1: the most main-thread CPU time
