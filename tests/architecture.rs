@@ -1418,7 +1418,9 @@ fn stores_holding_stores(root: &Path) -> Vec<(String, String)> {
             if in_store && line == "}" {
                 in_store = false;
             }
-            let ty = line.split_once(':').map_or("", |(_, t)| t.trim().trim_end_matches(','));
+            let ty = line
+                .split_once(':')
+                .map_or("", |(_, t)| t.trim().trim_end_matches(','));
             let ty = ty.rsplit("::").next().unwrap_or(ty);
             if in_store && ty.ends_with("Store") && ty.chars().all(char::is_alphanumeric) {
                 let rel = file.strip_prefix(root).unwrap().display().to_string();

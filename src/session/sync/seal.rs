@@ -33,8 +33,8 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{CryptoKey, SubtleCrypto};
 
 use crate::engine::sync::blob;
-use crate::engine::sync::seal::Unsealable::{NotEncrypted, Unnamed};
 use crate::engine::sync::keys::{self, Kdf};
+use crate::engine::sync::seal::Unsealable::{NotEncrypted, Unnamed};
 use crate::engine::sync::seal::{
     self, aad, outgoing, seal_request, Marker, MarkerError, Names, Opening, Route, CHECK,
     ITERATIONS, IV_LEN, MARKER_ID, SALT_LEN,

@@ -332,7 +332,9 @@ impl Transfer {
 /// decode it (the messages keep its placeholder).
 async fn ready_image(found: &FoundImage) -> Option<(StoredImage, ImageBlob)> {
     let blob = digest::blob_of(&found.bytes, found.mime).ok()?;
-    let ready = image::stored_image(&blob, &found.id, found.mime).await.ok()?;
+    let ready = image::stored_image(&blob, &found.id, found.mime)
+        .await
+        .ok()?;
     let bytes = digest::bytes_of(&ready.blob).await.ok()?;
     let hash = digest::sha256_hex(&bytes).await.ok()?;
     let stored = StoredImage {
