@@ -6,7 +6,7 @@
 // app sent) and answers CORS; it only ever listens on 127.0.0.1.
 
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { homedir } from 'node:os';
@@ -68,10 +68,16 @@ export async function startModelServer({ seed = 42, ctx = 8192, timeoutMs = 60_0
   // (the browser, the page and the test runner share it) two threads made generation about 10x slower
   // than one (measured: 177 tokens in 151 s with two threads, 13.7 s with one).
   const args = ['-m', 'llama_cpp.server', '--model', model, '--host', '127.0.0.1', '--port', String(port),
-    '--n_ctx', String(ctx), '--n_threads', '1', '--seed', String(seed), '--verbose', 'false'];
+    '--n_ctx', String(ctx), '--n_threads', '1', '--seed', String(seed),
+    // MEMOIRE_LLAMA_LOG=<file>: the server's verbose log (its prefix-match lines: what of each prompt
+    // it read from its cache) appended there, for reading what a run cost the server.
+    '--verbose', process.env.MEMOIRE_LLAMA_LOG ? 'true' : 'false'];
   const child = spawn(join(venv, 'bin', 'python'), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
-  const keep = (d) => { log = (log + d).slice(-20_000); };
+  const keep = (d) => {
+    log = (log + d).slice(-20_000);
+    if (process.env.MEMOIRE_LLAMA_LOG) appendFileSync(process.env.MEMOIRE_LLAMA_LOG, d);
+  };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
