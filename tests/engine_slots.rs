@@ -32,6 +32,32 @@ fn llama_props(total_slots: &str) -> String {
     )
 }
 
+/// The context a slot of the server that answered `body` holds.
+fn check_n_ctx(body: &str, expected: Option<u32>) {
+    assert_eq!(parse_props(body).and_then(|s| s.n_ctx), expected, "{body}");
+}
+
+#[test]
+fn props_say_how_many_tokens_a_slot_holds() {
+    check_n_ctx(&llama_props("1"), Some(8192));
+    let with =
+        |n: &str| format!(r#"{{"default_generation_settings":{{"n_ctx":{n}}},"total_slots":4}}"#);
+    check_n_ctx(&with("2048"), Some(2048));
+    check_n_ctx(&with("0"), None);
+    check_n_ctx(&with("12"), None);
+    check_n_ctx(&with("\"2048\""), None);
+    check_n_ctx(&with("99999999999"), None);
+    check_n_ctx(
+        r#"{"default_generation_settings":{},"total_slots":1}"#,
+        None,
+    );
+    assert_eq!(
+        parse_props(r#"{"default_generation_settings":{},"total_slots":1}"#).map(|s| s.total_slots),
+        Some(1),
+        "a server that does not say still has its slots"
+    );
+}
+
 #[test]
 fn props_bodies_are_read_only_when_they_are_llama_servers() {
     check_props(&llama_props("1"), Some(1));
@@ -59,7 +85,10 @@ fn props_bodies_are_read_only_when_they_are_llama_servers() {
 
 /// A request for `purpose` to a server with `slots` (`None`: not llama.cpp's) names `expected`.
 fn check_slot(slots: Option<u32>, purpose: Purpose, expected: Option<Option<u32>>) {
-    let server = slots.map(|total_slots| LlamaServer { total_slots });
+    let server = slots.map(|total_slots| LlamaServer {
+        total_slots,
+        n_ctx: None,
+    });
     let got = slot_for(server, purpose).map(|s| s.id_slot);
     assert_eq!(got, expected, "{slots:?} {purpose:?}");
 }

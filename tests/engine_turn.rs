@@ -64,7 +64,7 @@ impl History {
             }
             Action::StoreHandle { handle, .. } => self.conversation.remote_handle = handle.clone(),
             Action::Finished(outcome) => self.conversation.last_path = Some(outcome.path),
-            Action::SendRequest { .. } | Action::CancelRequest => {}
+            Action::SendRequest { .. } | Action::Probe { .. } | Action::CancelRequest => {}
         }
     }
 }
@@ -1471,4 +1471,97 @@ fn the_request_never_carries_two_user_messages_in_a_row() {
     check_sent("uaue", "uauau", &[]);
     check_sent("uaux", "uauau", &[]);
     check_sent("uaup", "uau", &[3]);
+}
+
+/// A stream that ended before anything arrived (`deliver`) on `protocol`, then the probe's answer
+/// (`probe`: `None` when no probe is expected): whether a probe went out, and the failure the turn
+/// ends with.
+fn check_probe(
+    protocol: Protocol,
+    deliver: impl Fn(&mut Turn),
+    probe: Option<Option<Failure>>,
+    expected: (bool, FailureKind),
+) {
+    let mut h = Harness::new(protocol);
+    let mut t = h.start("hi", 0);
+    let first = h.drain(&mut t, 0);
+    let sent_prompt = match &first[0] {
+        Action::SendRequest { prompt, .. } => prompt.clone(),
+        other => panic!("first action is not a send: {other:?}"),
+    };
+    deliver(&mut t);
+    let mut acts = h.drain(&mut t, 20);
+    let probed = matches!(acts.first(), Some(Action::Probe { .. }));
+    if let Some(Action::Probe { prompt }) = acts.first() {
+        assert_eq!(
+            prompt, &sent_prompt,
+            "the probe sends the request that went"
+        );
+        t.handle_probe(probe.clone().flatten(), 30);
+        acts = h.drain(&mut t, 30);
+    }
+    let failure = outcome(&acts).failure.map(|f| f.kind);
+    assert_eq!((probed, failure), (expected.0, Some(expected.1)));
+    // Nothing follows the end, not even a late answer to a probe.
+    t.handle_probe(Some(too_long()), 40);
+    assert!(t.poll_action().is_none());
+}
+
+fn empty_stream() -> Failure {
+    Failure {
+        kind: FailureKind::Malformed,
+        message: "The endpoint closed the connection without sending a reply.".into(),
+        fix: None,
+        status: None,
+    }
+}
+
+fn too_long() -> Failure {
+    Failure {
+        kind: FailureKind::ContextTooLong {
+            window: Some(2048),
+            prompt_tokens: Some(2519),
+        },
+        message: "The prompt was longer than the server's context of 2,048 tokens (HTTP 400)."
+            .into(),
+        fix: None,
+        status: Some(400),
+    }
+}
+
+#[test]
+fn a_stream_that_ended_before_anything_arrived_is_asked_why_once() {
+    use Protocol::*;
+    let empty = |t: &mut Turn| t.handle_failure(empty_stream(), 10);
+    let too = FailureKind::ContextTooLong {
+        window: Some(2048),
+        prompt_tokens: Some(2519),
+    };
+    // llama-cpp-python's empty 200 for a prompt longer than its context: the probe's 400 says it.
+    check_probe(
+        OpenAiChat,
+        empty,
+        Some(Some(too_long())),
+        (true, too.clone()),
+    );
+    // The probe went through (or failed to say anything): the first failure stands.
+    check_probe(
+        OpenAiChat,
+        empty,
+        Some(None),
+        (true, FailureKind::Malformed),
+    );
+    // Something arrived before the end: no probe.
+    let heard = |t: &mut Turn| {
+        t.handle_event(StreamEvent::Usage(Usage::default()), 5);
+        t.handle_failure(empty_stream(), 10)
+    };
+    check_probe(OpenAiChat, heard, None, (false, FailureKind::Malformed));
+    // Other failures, and other protocols (whose servers refuse before streaming), are not probed.
+    let http = |t: &mut Turn| t.handle_failure(too_long(), 10);
+    check_probe(OpenAiChat, http, None, (false, too));
+    let net = |t: &mut Turn| t.handle_failure(fail(FailureKind::Network), 10);
+    check_probe(OpenAiChat, net, None, (false, FailureKind::Network));
+    check_probe(Ollama, empty, None, (false, FailureKind::Malformed));
+    check_probe(Anthropic, empty, None, (false, FailureKind::Malformed));
 }

@@ -31,6 +31,12 @@ pub enum FailureKind {
     BadRequest,
     /// The endpoint no longer knows the remote session (e.g. `previous_response_not_found`).
     SessionGone,
+    /// The prompt was longer than the server's context (`engine::context_window`): its size and
+    /// the prompt's, in tokens, where the server said them.
+    ContextTooLong {
+        window: Option<u32>,
+        prompt_tokens: Option<u32>,
+    },
     /// fetch failed before any response: offline, DNS, refused, or blocked by CORS.
     Network,
     /// No first byte, or an idle gap mid-stream, longer than the limit.
@@ -60,7 +66,9 @@ pub struct Failure {
 
 use serde_json::Value;
 
+use crate::engine::context_window::{self, Overflow};
 use crate::engine::decode::{StreamError, CODE_CUT_OFF, CODE_MALFORMED};
+use crate::engine::format;
 use crate::engine::format::days_from_civil;
 use crate::engine::model::Millis;
 
@@ -135,8 +143,48 @@ pub fn classify_http(
         )
         .with_fix(said);
     }
+    if let Some(o) = context_window::overflow(status, body) {
+        return too_long(o, &status_text, status)
+            .with_fix(format!("{} {said}", too_long_fix(o.window)));
+    }
     let (kind, message, fix) = http_parts(status, &status_text, retry_after, now);
     Failure::new(kind, message, Some(status)).with_fix(format!("{fix} {said}"))
+}
+
+/// A refusal of a prompt longer than the server's context.
+fn too_long(o: Overflow, status_text: &str, status: u16) -> Failure {
+    let message = match o.window {
+        Some(n) => format!(
+            "The prompt was longer than the server's context of {} tokens ({status_text}).",
+            format::count(u64::from(n))
+        ),
+        None => format!("The prompt was longer than the server's context ({status_text})."),
+    };
+    Failure::new(
+        FailureKind::ContextTooLong {
+            window: o.window,
+            prompt_tokens: o.prompt_tokens,
+        },
+        message,
+        Some(status),
+    )
+}
+
+/// What to do about a context that is too small, `window` tokens when the server said.
+fn too_long_fix(window: Option<u32>) -> String {
+    const LARGER: &str = "For more of the conversation in each prompt, start the server with a \
+                          larger context (llama-server: --ctx-size; llama-cpp-python: --n_ctx; LM \
+                          Studio: the model's context length).";
+    match window {
+        Some(n) => format!(
+            "Prompts to this server are now built for {} tokens; what no longer fits stays in the \
+             chat and in memory. {LARGER}",
+            format::count(u64::from(n))
+        ),
+        None => format!(
+            "Lower \"Context size\" in Settings (Advanced) to what the server holds. {LARGER}"
+        ),
+    }
 }
 
 /// The kind, the line and the fix (before what the server said) of an error status.

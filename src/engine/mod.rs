@@ -13,6 +13,7 @@ pub mod attach;
 pub mod backup;
 pub mod branch;
 pub mod coalesce;
+pub mod context_window;
 pub mod decode;
 pub mod failure;
 pub mod follow;

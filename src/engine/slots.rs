@@ -13,6 +13,7 @@
 //! `engine::prefix` (an update that starts with the chat prompt) is what keeps the one cache useful.
 //! Must not import anything outside `crate::engine`.
 
+use crate::engine::context_window::{MAX_WINDOW, MIN_WINDOW};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,6 +22,9 @@ use serde_json::Value;
 pub struct LlamaServer {
     /// How many slots (KV caches) the server keeps, at least 1.
     pub total_slots: u32,
+    /// How many tokens each slot's context holds (`default_generation_settings.n_ctx`), when the
+    /// server says (`engine::context_window`).
+    pub n_ctx: Option<u32>,
 }
 
 /// What a request is for.
@@ -59,14 +63,19 @@ struct Props {
 }
 
 /// The server a `/props` body describes: a JSON object with a positive `total_slots` and a
-/// `default_generation_settings` object, as llama-server answers; `None` for anything else.
+/// `default_generation_settings` object, as llama-server answers (its `n_ctx` is a slot's context);
+/// `None` for anything else.
 pub fn parse_props(body: &str) -> Option<LlamaServer> {
     let props: Props = serde_json::from_str(body).ok()?;
     if !props.default_generation_settings.is_object() || props.total_slots == 0 {
         return None;
     }
     let total_slots = u32::try_from(props.total_slots.min(u64::from(MAX_SLOTS))).ok()?;
-    Some(LlamaServer { total_slots })
+    let n_ctx = props.default_generation_settings["n_ctx"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (MIN_WINDOW..=MAX_WINDOW).contains(n));
+    Some(LlamaServer { total_slots, n_ctx })
 }
 
 /// How a request for `purpose` uses `server`'s slots (see the module docs); `None` for a server

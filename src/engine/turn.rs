@@ -27,8 +27,14 @@
 //! is complete and marked `capped`, not failed) and how Continue asks for the rest
 //! ([`Turn::continue_reply`], [`continuation_prompt`]): the same prompt, the reply so far as the
 //! assistant's message, then (except for anthropic, where a trailing assistant message is a
-//! prefill) a short instruction to go on; what comes is appended to the same reply. Must not
-//! import anything outside `crate::engine`.
+//! prefill) a short instruction to go on; what comes is appended to the same reply.
+//!
+//! A streamed request whose body ended before anything arrived says nothing of why: llama-cpp-python
+//! answers a streamed prompt longer than its context with `200` and an empty body (the refusal
+//! goes to its log). Such a turn asks once more ([`Action::Probe`], openai-chat only): the same
+//! request, not streamed and for one token of reply, whose refusal, if any, is the turn's failure
+//! (so a context too small is learned: `engine::context_window`). Must not import anything outside
+//! `crate::engine`.
 
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::attach;
@@ -296,6 +302,10 @@ pub enum Action {
         prompt: Prompt,
         previous_response_id: Option<String>,
     },
+    /// Send `prompt` as the last request went, but not streamed and for one token of reply, and
+    /// report its refusal (or none) with [`Turn::handle_probe`]: the stream of the last request
+    /// ended before anything arrived (module doc).
+    Probe { prompt: Prompt },
     /// Abort the request in flight (user stop).
     CancelRequest,
     /// Write the reply message (same id every time: an update, never a new message).
@@ -384,6 +394,13 @@ pub struct Turn {
     actions: VecDeque<Action>,
     phase: Phase,
     attempts: u32,
+    /// The prompt of the request in flight (what a probe sends again).
+    sent_prompt: Option<Prompt>,
+    /// Something of the request in flight arrived (any stream event).
+    heard: bool,
+    /// The failure a probe is out for; a turn probes at most once.
+    probing: Option<Failure>,
+    probed: bool,
 }
 
 impl Turn {
@@ -468,12 +485,18 @@ impl Turn {
             actions: VecDeque::new(),
             phase: Phase::Streaming,
             attempts: 0,
+            sent_prompt: None,
+            heard: false,
+            probing: None,
+            probed: false,
         }
     }
 
     fn send(&mut self, path: TurnPath, prompt: Prompt, previous_response_id: Option<String>) {
         self.attempts += 1;
         self.path = path;
+        self.heard = false;
+        self.sent_prompt = Some(prompt.clone());
         self.actions.push_back(Action::SendRequest {
             attempt: self.attempts,
             path,
@@ -530,6 +553,9 @@ impl Turn {
     pub fn handle_event(&mut self, event: StreamEvent, now: Millis) {
         if self.phase == Phase::Finished {
             return;
+        }
+        if !matches!(event, StreamEvent::Error(_)) {
+            self.heard = true;
         }
         if matches!(
             event,
@@ -589,6 +615,13 @@ impl Turn {
             self.reinject();
             return;
         }
+        if self.may_probe(&failure) {
+            self.probed = true;
+            self.probing = Some(failure);
+            let prompt = self.sent_prompt.clone().unwrap_or_default();
+            self.actions.push_back(Action::Probe { prompt });
+            return;
+        }
         let failure = self.about_images(failure);
         let has_partial = !self.text.is_empty() || !self.tool_calls.is_empty();
         let status = match failure.kind {
@@ -599,6 +632,25 @@ impl Turn {
             _ => TurnStatus::Error,
         };
         self.finish(status, Some(failure), now);
+    }
+
+    /// Whether `failure` of the request in flight is asked about with a probe (module doc): an
+    /// openai-chat stream that ended before anything arrived, not probed yet.
+    fn may_probe(&self, failure: &Failure) -> bool {
+        self.protocol == Protocol::OpenAiChat
+            && !self.probed
+            && !self.heard
+            && failure.kind == FailureKind::Malformed
+            && failure.status.is_none()
+    }
+
+    /// What the probe ([`Action::Probe`]) got: the server's refusal (`Some`), which becomes the
+    /// turn's failure, or none (the first failure stands).
+    pub fn handle_probe(&mut self, refusal: Option<Failure>, now: Millis) {
+        let Some(first) = self.probing.take() else {
+            return;
+        };
+        self.handle_failure(refusal.unwrap_or(first), now);
     }
 
     /// A refusal of a request that carried images, naming them (`attach::refuses_images`), says

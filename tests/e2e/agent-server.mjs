@@ -144,6 +144,7 @@ function newState(options) {
     // A reply with llama.cpp's `timings` stands for llama-server, which always answers `/props`
     // (one slot by default); without timings no page asks.
     props: llamaProps(1),
+    contextWindow: null,
   };
 }
 
@@ -171,6 +172,11 @@ function makeHandle(state, server, port) {
     /** Answer `GET /props` as llama.cpp's llama-server does, with `total_slots` slots (the default:
      * 1; null: 404, as llama-cpp-python, vLLM and OpenAI answer). */
     setSlots: (total) => void (state.props = total === null ? null : llamaProps(total)),
+    /** Hold `tokens` of context (null: no limit), as llama-cpp-python 0.3 does (its default is 2,048):
+     * an openai-chat prompt of that many tokens or more is refused, a streamed one with `200` and an
+     * empty event stream, a non-streamed one with `400` and its `context_length_exceeded` body (both
+     * recorded). Tokens are counted as the JSON of the messages, four characters a token. */
+    setContextWindow: (tokens) => void (state.contextWindow = tokens),
     pending: () => state.queue.length,
     issuedResponseIds: () => [...state.issuedResponseIds],
     expireResponseIds: (ids) => expireIds(state, ids),
@@ -214,7 +220,7 @@ function resetState(state) {
   state.memoryQueue.length = 0;
   state.titleQueue.length = 0;
   state.issuedResponseIds.clear();
-  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, titleDefault: fresh.titleDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false, props: llamaProps(1) });
+  Object.assign(state, { defaultReply: fresh.defaultReply, memoryDefault: fresh.memoryDefault, titleDefault: fresh.titleDefault, cors: true, isMemory: defaultIsMemory, refusedForms: new Set(), interruptRequests: false, props: llamaProps(1), contextWindow: null });
 }
 
 function expireIds(state, ids) {
@@ -395,6 +401,11 @@ async function answerAgent(state, record, protocol, res) {
   if (record.kind === 'memory' && state.refusedForms.has(memoryFormOf(record.body))) {
     return finish(record, res, 500, LLAMA_CPP_PYTHON_REFUSAL, 'form-refused');
   }
+  if (protocol === 'openai-chat' && state.contextWindow !== null) {
+    const tokens = promptTokens(record.body);
+    record.promptTokens = tokens;
+    if (tokens >= state.contextWindow) return refuseForLength(state, record, encoder, res, tokens);
+  }
   let reply = chooseReply(state, record);
   if (record.kind === 'memory') reply = memoryReplyFor(reply, record);
   record.reply = reply;
@@ -417,6 +428,27 @@ async function answerAgent(state, record, protocol, res) {
   } finally {
     state.streaming.delete(running);
   }
+}
+
+/** The tokens of an openai-chat prompt, as this endpoint counts them (`setContextWindow`). */
+export function promptTokens(body) {
+  return Math.ceil(JSON.stringify(body.messages ?? []).length / 4);
+}
+
+/** llama-cpp-python's refusal of a prompt of `tokens` tokens, longer than its context: a streamed
+ * request gets `200` and an event stream that ends before any event (the error goes to the server's
+ * log), a non-streamed one `400` and this body. */
+function refuseForLength(state, record, encoder, res, tokens) {
+  if (encoder.wantsStream(record.body)) {
+    record.status = 200;
+    record.outcome = 'refused-for-length';
+    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+    return res.end();
+  }
+  const completion = record.body.max_tokens ?? null;
+  const message = `This model's maximum context length is ${state.contextWindow} tokens. However, you requested ${tokens + (completion ?? 0)} tokens (${tokens} in the messages, ${completion ?? 'None'} in the completion). Please reduce the length of the messages or completion.`;
+  const body = { error: { message, type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } };
+  return finish(record, res, 400, JSON.stringify(body), 'refused-for-length');
 }
 
 function previousIdKnown(state, record) {

@@ -3,7 +3,9 @@
 // (data-status="capped", not an error) with Continue, whose request carries what was written and
 // whose answer grows the same reply (capped again: Continue again; Stop keeps what came); the
 // context inspector shows the cap; the cached prompt tokens a server reports show in the reply's
-// figures, and none show where it reports none.
+// figures, and none show where it reports none. A server whose context is smaller than Settings say
+// (llama-cpp-python at its default 2,048 tokens) refuses a long prompt with an empty stream: the turn
+// asks once, not streamed, why; learns the window the refusal names; and goes again, fitted to it.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -185,5 +187,51 @@ test('the cached prompt tokens show in the reply figures when the server reports
     } finally {
       await context.close();
     }
+  }
+});
+
+test('a server whose context is smaller than Settings say (llama-cpp-python at its default): the refused turn is asked why, fitted to the window it names, and goes again', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'openai-chat');
+  try {
+    await withDiagnostics(page, issues, 'context-window', async () => {
+      // Settings keep 8,192 tokens; the server holds 1,024 (four characters a token).
+      agent.setContextWindow(1024);
+      const reply = Array.from({ length: 10 }, (_, i) => `Part ${i + 1} of the story: the keeper climbs, trims the wick and watches the sea.`).join(' ');
+      agent.setDefault(reply);
+      const asks = [1, 2, 3, 4].map((n) => `Question ${n}: ${'tell me more about the lighthouse and its keeper, '.repeat(8)}`);
+      for (const [i, text] of asks.entries()) {
+        await sendMessage(page, text);
+        assert.equal(await waitForAssistant(page, { index: i }), reply, `reply ${i + 1} arrived`);
+      }
+      assert.equal(await page.locator(tid('error-banner')).count(), 0, 'no error was shown');
+      const chats = agent.chatRequests();
+      const outcomes = chats.map((r) => `${r.body.stream ? 'stream' : 'plain'} ${r.outcome}`);
+      // The prompt that outgrew the server: its stream ended empty, the probe (not streamed, one
+      // token) was refused with the window, and the same turn went again, fitted; none after it
+      // was refused.
+      const at = outcomes.indexOf('stream refused-for-length');
+      assert.ok(at >= 1, `a prompt outgrew the server: ${outcomes}`);
+      assert.deepEqual(outcomes, [
+        ...Array(at).fill('stream complete'),
+        'stream refused-for-length',
+        'plain refused-for-length',
+        ...Array(asks.length - at).fill('stream complete'),
+      ]);
+      assert.ok(chats[at].promptTokens >= 1024 && chats.slice(0, at).every((r) => r.promptTokens < 1024));
+      const [refused, probe, again] = chats.slice(at);
+      assert.equal(probe.body.max_tokens, 1, 'the probe asks for one token');
+      assert.deepEqual(probe.body.messages, refused.body.messages, 'the probe sends the refused prompt');
+      assert.ok(chats.slice(at + 2).every((r) => r.promptTokens < 1024), `fitted: ${chats.map((r) => r.promptTokens)}`);
+      assert.equal(again.body.messages.at(-1).content, refused.body.messages.at(-1).content, 'the same question went again');
+      assert.ok(again.body.max_tokens <= 512, `the reply cap fits the window too: ${again.body.max_tokens}`);
+      await showInspector(page);
+      const window = page.locator(tid('inspector-server-window'));
+      assert.equal(await window.getAttribute('data-tokens'), '1024');
+      assert.match(await window.innerText(), /the server holds 1,024 tokens/);
+    });
+    assertNoPageProblems(issues);
+  } finally {
+    await context.close();
   }
 });

@@ -115,6 +115,7 @@ fn about_the_request(kind: &FailureKind) -> bool {
             | FailureKind::BadRequest
             | FailureKind::SessionGone
             | FailureKind::Redirected
+            | FailureKind::ContextTooLong { .. }
     )
 }
 

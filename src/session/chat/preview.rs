@@ -65,6 +65,9 @@ pub struct Preview {
     pub request_bytes: usize,
     /// The reply cap the request carries (`engine::request::reply_cap`), in tokens.
     pub reply_cap: u32,
+    /// How many tokens the server said its context holds, when it said (the budget is fitted to
+    /// it when Settings say more: `engine::context_window`).
+    pub server_window: Option<u32>,
 }
 
 impl Chat {
@@ -154,6 +157,24 @@ fn preview_split<'a>(
     Box::pin(chat.preview_now(id, draft, overrides))
 }
 
+/// A message the request leaves out, and why in words.
+fn dropped_of(d: &crate::engine::assemble::Dropped) -> PreviewDropped {
+    let reason = match d.reason {
+        DropReason::CoveredBySummary => "covered by the summary",
+        DropReason::OverBudget => "no room in the token budget",
+        DropReason::ByteCap => "no room under the request size cap",
+        DropReason::Errored => "a failed reply",
+        DropReason::Empty => "empty",
+        DropReason::AfterNewMessage => "a reply to an earlier attempt at this message",
+        DropReason::Unanswered => "a question whose reply failed, followed by another",
+        DropReason::Hidden => "hidden from the model where it was imported from",
+    };
+    PreviewDropped {
+        seq: d.seq,
+        reason: reason.to_string(),
+    }
+}
+
 fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
     let a = &ctx.assembly;
     let path_explanation = path_explanation(path).to_string();
@@ -198,24 +219,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
             }
         })
         .collect();
-    let dropped = a
-        .dropped
-        .iter()
-        .map(|d| PreviewDropped {
-            seq: d.seq,
-            reason: match d.reason {
-                DropReason::CoveredBySummary => "covered by the summary",
-                DropReason::OverBudget => "no room in the token budget",
-                DropReason::ByteCap => "no room under the request size cap",
-                DropReason::Errored => "a failed reply",
-                DropReason::Empty => "empty",
-                DropReason::AfterNewMessage => "a reply to an earlier attempt at this message",
-                DropReason::Unanswered => "a question whose reply failed, followed by another",
-                DropReason::Hidden => "hidden from the model where it was imported from",
-            }
-            .to_string(),
-        })
-        .collect();
+    let dropped = a.dropped.iter().map(dropped_of).collect();
     Preview {
         sources: sources_of(ctx),
         path,
@@ -232,6 +236,7 @@ fn preview_of(ctx: &Context, path: TurnPath) -> Preview {
         over_budget: a.over_budget,
         request_bytes: a.total_bytes,
         reply_cap: crate::engine::request::reply_cap(&ctx.config),
+        server_window: ctx.server_window,
     }
 }
 

@@ -47,6 +47,10 @@ pub enum ChatError {
     /// again.
     #[error("{}", UNAVAILABLE)]
     Unavailable,
+    /// The server refused the prompt as longer than its context and said how much it holds: the
+    /// turn goes again at once, fitted to that (never shown: `Chat::run_turn` sends again).
+    #[error("The server's context is smaller than Settings say; sending again, fitted to it.")]
+    Refitted,
 }
 
 impl From<wasm_split_helpers::SplitLoaderError> for ChatError {

@@ -7,8 +7,9 @@
 
 use super::service::{Chat, ChatError};
 use crate::engine::assemble::{Assembly, AssemblyInput};
+use crate::engine::context_window;
 use crate::engine::decode::StreamEvent;
-use crate::engine::failure;
+use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::memory::recall::Passage;
 use crate::engine::memory::{rank_for_prompt, Graph};
 use crate::engine::model::{
@@ -30,7 +31,7 @@ use crate::session::shared::events::Local;
 use crate::session::shared::stream::{Consumer, Pump};
 use crate::session::shared::{new_id, now, transport_failure, Core};
 use crate::store::{ConversationPatch, StoreError};
-use crate::transport::{Stopper, TransportError};
+use crate::transport::{self, Stopper, Timeouts, TransportError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::JsValue;
@@ -117,7 +118,10 @@ pub(crate) struct Context {
     /// What the next chat prompt of the conversation holds to once this one went (`engine::prefix`).
     pub anchor: Anchor,
     pub endpoint: EndpointProfile,
+    /// The conversation's memory config, fitted to what its server holds.
     pub config: MemoryConfig,
+    /// How many tokens the server's context holds, when it said (`Core::server_window`).
+    pub server_window: Option<u32>,
     /// The conversation's project, if any (the inspector names it).
     pub project: Option<Project>,
     /// What the assembly was given of the user's memory across conversations (the inspector shows
@@ -325,11 +329,13 @@ impl Chat {
             held.as_ref(),
             &estimator,
         );
+        let server_window = self.core.server_window(&endpoint);
         Context {
             conversation,
             messages,
             assembly,
             anchor,
+            server_window,
             endpoint,
             config,
             project: about.project.clone(),
@@ -370,7 +376,11 @@ impl Chat {
             conversation_id: id.to_string(),
             running: false,
         });
-        let overflow = result?;
+        let overflow = match result {
+            // Learned how much the server holds: the same turn, fitted to it.
+            Err(ChatError::Refitted) => return self.retry(id).await,
+            r => r?,
+        };
         if temporary {
             // Nothing of it is stored, so no memory update could cover it.
             return Ok(());
@@ -617,6 +627,10 @@ impl Chat {
                 self.send_request(run, turn, &prompt, previous_response_id)
                     .await?
             }
+            Action::Probe { prompt } => {
+                let refusal = self.probe(run, &prompt).await;
+                turn.handle_probe(refusal, now());
+            }
             Action::CancelRequest => {
                 run.stopper.stop();
                 run.pump = None;
@@ -703,6 +717,27 @@ impl Chat {
         Ok(())
     }
 
+    /// Sends `prompt` again not streamed and for one token of reply (`engine::turn::Action::Probe`):
+    /// the server's refusal, if it refuses it.
+    async fn probe(&self, run: &Run<'_>, prompt: &Prompt) -> Option<Failure> {
+        let mut options = request::chat_options(1, None);
+        options.stream = false;
+        options.slot = self.core.slot_use(&run.ctx.endpoint, Purpose::Chat);
+        let hashes = crate::engine::attach::image_hashes(prompt);
+        let mut prompt = prompt.clone();
+        if !hashes.is_empty() {
+            let bytes = self.image_bytes(&hashes).await.ok()?;
+            crate::engine::attach::fill_images(&mut prompt, &bytes);
+        }
+        let req = request::build(&run.ctx.endpoint, &prompt, &options).ok()?;
+        match transport::open(&req, run.stopper, Timeouts::default()).await {
+            Err(e @ TransportError::Http { .. }) => {
+                Some(transport_failure(e, &run.ctx.endpoint.base_url, false))
+            }
+            _ => None,
+        }
+    }
+
     /// Keeps what the conversation's next prompts build on (`engine::prefix`): its anchor, and the
     /// prompt that went with the reply it is for, when it is the whole assembled prompt (not a
     /// resumed session's new message alone).
@@ -743,9 +778,9 @@ impl Chat {
             self.core.save_calibration().await;
         }
         match (outcome.status, outcome.failure) {
-            (TurnStatus::Error, Some(f)) => return Err(ChatError::Request(f.text())),
+            (TurnStatus::Error, Some(f)) => return Err(self.refused(run, f).await),
             // The turn still counts, so the memory update may follow.
-            (TurnStatus::Interrupted, Some(f)) if f.kind != failure::FailureKind::Aborted => {
+            (TurnStatus::Interrupted, Some(f)) if f.kind != FailureKind::Aborted => {
                 self.core.emit(Local::Error {
                     conversation_id: Some(run.id.to_string()),
                     message: f.text(),
@@ -755,6 +790,40 @@ impl Chat {
             _ => {}
         }
         Ok(run.ctx.assembly.history_overflow)
+    }
+
+    /// The error a failed turn ends with. A server that refused the prompt as longer than its
+    /// context, saying how long it may be, is held to that from now on (and the count it gave
+    /// calibrates the estimate); when that makes the prompt smaller, the turn goes again at once
+    /// ([`ChatError::Refitted`], `engine::context_window::refit`), except a continuation.
+    async fn refused(&self, run: &Run<'_>, f: Failure) -> ChatError {
+        let FailureKind::ContextTooLong {
+            window,
+            prompt_tokens,
+        } = f.kind
+        else {
+            return ChatError::Request(f.text());
+        };
+        let endpoint = &run.ctx.endpoint;
+        if let Some(reported) = prompt_tokens {
+            let estimated = run.ctx.assembly.total_tokens;
+            (self.core.calibration.borrow_mut()).observe(
+                &endpoint.key(),
+                &endpoint.model,
+                estimated,
+                reported,
+            );
+            self.core.save_calibration().await;
+        }
+        let Some(window) = window else {
+            return ChatError::Request(f.text());
+        };
+        self.core.learn_window(endpoint, window);
+        if run.continues.is_none() && context_window::refit(&run.ctx.config, window) {
+            ChatError::Refitted
+        } else {
+            ChatError::Request(f.text())
+        }
     }
 
     /// Waits for the write started ahead of the request, if one was.

@@ -5,7 +5,7 @@ use super::error::ReadError;
 use super::events::{EventSink, SessionEvent};
 use super::tabs;
 use crate::engine::failure;
-use crate::engine::model::{Conversation, EntityNode, EntityScope, MemoryConfig};
+use crate::engine::model::{Conversation, EntityNode, EntityScope};
 use crate::engine::prefix::{Anchor, LastPrompt};
 use crate::engine::settings::Settings;
 use crate::engine::tabs::Change;
@@ -54,6 +54,8 @@ pub(crate) struct Core {
     pub prompts: RefCell<HashMap<String, Prompts>>,
     /// What each endpoint's server said about its slots (`super::slots`); never stored.
     pub(super) servers: super::slots::Servers,
+    /// What each server said its context holds when it refused a prompt; never stored.
+    pub(super) windows: super::slots::Windows,
 }
 
 /// What a conversation's prompts keep between requests (`engine::prefix`).
@@ -151,11 +153,6 @@ impl Core {
         let c = self.store.update_conversation(id, patch).await?;
         self.emit(Change::Conversation(c));
         Ok(())
-    }
-
-    /// The effective memory config of a conversation.
-    pub(crate) fn config_for(&self, conv: &Conversation) -> MemoryConfig {
-        conv.memory_overrides.apply(&self.settings.borrow().memory)
     }
 
     /// Saves what the calibration learned.

@@ -115,6 +115,7 @@ impl Core {
             cache,
             prompts: RefCell::default(),
             servers: Rc::default(),
+            windows: RefCell::default(),
         }))
     }
 }

@@ -1,13 +1,17 @@
-//! What each endpoint's server says about its slots (`engine::slots`). A server is asked (`GET
+//! What each endpoint's server says about itself: its slots (`engine::slots`) and how many tokens
+//! its context holds (`engine::context_window`). A server is asked (`GET
 //! /props`) once per page and server (and key), in the background, after its first reply that
 //! carried llama.cpp's `timings` (so other servers are never asked, and log no 404); no request
 //! waits for the answer (the ones before it go without a slot). A server that did not answer at all (down, or no CORS
 //! on `/props`) is asked again after `engine::slots::ASK_AGAIN_MS`; one that answered anything else
-//! than llama.cpp's props is not asked again. Never stored: a reload asks afresh. Must not import
-//! `ui`.
+//! than llama.cpp's props is not asked again. A server that refused a prompt as longer than its
+//! context, and said how long it may be, is held to that ([`Core::learn_window`]). Never stored: a
+//! reload asks afresh (a server restarted with a larger context is then used in full). Must not
+//! import `ui`.
 
 use super::core::{now, Core};
-use crate::engine::model::EndpointProfile;
+use crate::engine::context_window::fit;
+use crate::engine::model::{Conversation, EndpointProfile, MemoryConfig};
 use crate::engine::request::{props_request, HttpRequest};
 use crate::engine::slots::{ask_again, parse_props, slot_for, LlamaServer, Purpose, SlotUse};
 use crate::transport::{self, Stopper, Timeouts, TransportError};
@@ -25,6 +29,10 @@ const PROPS_TIMEOUTS: Timeouts = Timeouts {
 /// What is known of each server, by its `/props` URL and the key sent there.
 pub(crate) type Servers = Rc<RefCell<HashMap<String, Known>>>;
 
+/// The context windows servers said they hold when they refused a prompt, by
+/// `EndpointProfile::key`.
+pub(crate) type Windows = RefCell<HashMap<String, u32>>;
+
 /// What a server said, or that it is being asked.
 pub(crate) enum Known {
     Asking,
@@ -41,6 +49,36 @@ impl Core {
         match self.servers.borrow().get(&key) {
             Some(Known::Answered(server)) => slot_for(*server, purpose),
             _ => None,
+        }
+    }
+
+    /// How many tokens `endpoint`'s server holds in its context, when it said (at `/props`, or
+    /// refusing a prompt): the smaller of the two.
+    pub(crate) fn server_window(&self, endpoint: &EndpointProfile) -> Option<u32> {
+        let refused = self.windows.borrow().get(&endpoint.key()).copied();
+        let props = props_of(endpoint).and_then(|(key, _)| match self.servers.borrow().get(&key) {
+            Some(Known::Answered(Some(server))) => server.n_ctx,
+            _ => None,
+        });
+        refused.into_iter().chain(props).min()
+    }
+
+    /// `endpoint`'s server refused a prompt as longer than its context of `window` tokens.
+    pub(crate) fn learn_window(&self, endpoint: &EndpointProfile, window: u32) {
+        let mut windows = self.windows.borrow_mut();
+        let known = windows.entry(endpoint.key()).or_insert(window);
+        *known = (*known).min(window);
+    }
+
+    /// The memory config of `conv`, fitted to what its chat server holds.
+    pub(crate) fn config_for(&self, conv: &Conversation) -> MemoryConfig {
+        let settings = self.settings.borrow();
+        let config = conv.memory_overrides.apply(&settings.memory);
+        let endpoint = settings.chat_endpoint_for(&conv.memory_overrides);
+        drop(settings);
+        match self.server_window(&endpoint) {
+            Some(window) => fit(&config, window),
+            None => config,
         }
     }
 

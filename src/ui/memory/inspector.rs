@@ -64,6 +64,11 @@ pub fn ContextInspector() -> impl IntoView {
                                 " · " <span data-testid="inspector-reply-cap" data-tokens=p.reply_cap>
                                     "reply cap " {crate::engine::format::count(u64::from(p.reply_cap))} " tokens"
                                 </span>
+                                {p.server_window.map(|w| view! {
+                                    " · " <span data-testid="inspector-server-window" data-tokens=w>
+                                        "the server holds " {crate::engine::format::count(u64::from(w))} " tokens"
+                                    </span>
+                                })}
                             </p>
                             {over.then(|| view! { <p class="warn">"Over budget: the oldest history was left out (see below)."</p> })}
                             {(!p.dropped.is_empty()).then(|| {
