@@ -495,3 +495,28 @@ fn fresh_assembly_is_unchanged_for_short_conversations() {
     assert_eq!(held.prompt, fresh.prompt);
     assert!(held.section(SectionKind::History).is_some());
 }
+
+/// The same conversation in a small context, as the real-model pace test sets it (1,400 tokens,
+/// 400 for the reply, the last 2 messages, an update after every exchange): history outgrows the
+/// window every few turns and the prompt moves on, yet most of what is sent is still read from the
+/// one cache (the old order reads almost all of it again).
+#[test]
+fn a_small_context_still_reuses_most_of_what_it_sends() {
+    let endpoint = common::endpoint("http://127.0.0.1:1/v1");
+    let config = MemoryConfig {
+        context_tokens: 1400,
+        reply_reserve_tokens: 400,
+        recent_messages: 2,
+        summary_every_pairs: 1,
+        ..MemoryConfig::default()
+    };
+    let ratio = |order| {
+        let (_, sent) = converse(&config, &endpoint, &TURNS, order, &mut Recorded::load());
+        let (reused, total) = single_slot(&sent);
+        reused as f64 / total as f64
+    };
+    let (held, fresh) = (ratio(Order::Held), ratio(Order::Fresh));
+    eprintln!("small context: held {held:.3}, fresh {fresh:.3}");
+    assert!(held >= 0.6, "the app's order reuses {held:.3}");
+    assert!(fresh < 0.1, "the old order reuses {fresh:.3}");
+}

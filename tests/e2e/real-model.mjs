@@ -68,7 +68,8 @@ export async function startModelServer({ seed = 42, ctx = 8192, timeoutMs = 60_0
   // (the browser, the page and the test runner share it) two threads made generation about 10x slower
   // than one (measured: 177 tokens in 151 s with two threads, 13.7 s with one).
   const args = ['-m', 'llama_cpp.server', '--model', model, '--host', '127.0.0.1', '--port', String(port),
-    '--n_ctx', String(ctx), '--n_threads', '1', '--seed', String(seed),
+    // ctx null: the server's own default (2,048 tokens in llama-cpp-python 0.3).
+    ...(ctx === null ? [] : ['--n_ctx', String(ctx)]), '--n_threads', '1', '--seed', String(seed),
     // MEMOIRE_LLAMA_LOG=<file>: the server's verbose log (its prefix-match lines: what of each prompt
     // it read from its cache) appended there, for reading what a run cost the server.
     '--verbose', process.env.MEMOIRE_LLAMA_LOG ? 'true' : 'false'];

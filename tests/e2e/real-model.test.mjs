@@ -16,7 +16,10 @@
 //   none is recorded) and land once the server is idle, a summary and entities in the end;
 // - memory about you (issue 26): what she said about herself in one conversation, at her pace, is in
 //   the first request of a new one, in its "About the user" section (the facts are taken by rules from
-//   her messages, not by the model, so a 135M model loses none).
+//   her messages, not by the model, so a 135M model loses none);
+// - a server at its default settings (issue 41): llama-cpp-python holds 2,048 tokens where Settings
+//   say 8,192; the prompt that outgrows it gets an empty stream, the page asks why (one token, not
+//   streamed), learns the window from the refusal and sends the same turn again, fitted.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -393,5 +396,52 @@ test('memory about you on SmolLM2-135M: what she said in one conversation is in 
     });
   } finally {
     await context.close();
+  }
+});
+
+/** About `tokens` tokens of plain English (SmolLM2's tokenizer reads about four characters a token). */
+function prose(tokens, topic) {
+  const sentences = [
+    `The ${topic} was built on a rock at the edge of the harbour, and its light could be seen for miles.`,
+    `Every evening the keeper climbed the stairs, cleaned the lens and checked the oil before dark.`,
+    `In winter the storms came from the north, and the waves broke over the lower windows.`,
+    `Ships passing the ${topic} would signal with their horns, and the keeper answered with the bell.`,
+    `The logbook recorded the weather, the ships that passed, and every repair made to the lamp.`,
+  ];
+  let out = '';
+  for (let i = 0; out.length < tokens * 4; i++) out += `${sentences[i % sentences.length]} (${i + 1}) `;
+  return out.trim();
+}
+
+test('a server at its default settings on SmolLM2-135M: llama-cpp-python holds 2,048 tokens, the page learns it from the refusal and the turn goes again, fitted', { timeout: 900_000 }, async () => {
+  const small = await startModelServer({ ctx: null });
+  const front = await startRecordingProxy(small.url);
+  const opened = await newAppPage(harness.browser);
+  const { context, page, issues } = opened;
+  try {
+    await withDiagnostics(page, issues, 'real-model-window', async () => {
+      await openApp(page, harness.site.url);
+      // The app's own defaults: 8,192 tokens of context, 1,024 kept for the reply.
+      await configureSettings(page, { url: `${front.url}/v1`, protocol: 'openai-chat', model: small.model });
+      await sendMessage(page, `Here are my notes on the lighthouse. ${prose(1600, 'lighthouse')} Please keep them in mind.`);
+      await waitForAssistantCount(page, 1, { status: REPLY_ENDED });
+      await sendMessage(page, `And these on the harbour: ${prose(700, 'harbour')} What did the keeper do every evening?`);
+      await waitForAssistantCount(page, 2, { status: REPLY_ENDED, timeout: 600_000 });
+      const chats = front.records.filter((r) => r.method === 'POST' && !isTitle(r) && !r.body?.response_format);
+      const shape = chats.map((r) => `${r.body.stream ? 'stream' : 'plain'} ${r.status} ${r.body.stream && r.status === 200 && r.response.trim() === '' ? 'empty' : 'said'}`);
+      // The second prompt outgrew the server: an empty stream, the probe's refusal, the same turn again.
+      assert.deepEqual(shape.slice(0, 4), ['stream 200 said', 'stream 200 empty', 'plain 400 said', 'stream 200 said'], shape.join('\n'));
+      assert.match(chats[2].response, /maximum context length is 2048 tokens/);
+      assert.equal(chats[2].body.max_tokens, 1);
+      const last = page.locator(tid('message', '[data-role="assistant"]')).last();
+      assert.notEqual(await last.getAttribute('data-status'), 'error', 'the second reply arrived');
+      assert.equal(await page.locator(tid('error-banner')).count(), 0, 'no error was shown');
+      assert.ok(chats[3].body.max_tokens <= 1024 && chats[3].body.messages.at(-1).content.includes('What did the keeper do'), 'the same question, fitted');
+    });
+    assertNoPageProblems(issues, { allowConsole: [/status of 400/, ...BROWSER_NETWORK_NOISE] });
+  } finally {
+    await context.close();
+    await front.close();
+    await small.close();
   }
 });
