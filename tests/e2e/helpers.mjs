@@ -661,5 +661,5 @@ export async function memoryPageFacts(page) {
 export async function showInspector(page) {
   const inspector = page.locator(tid('context-inspector'));
   await inspector.waitFor();
-  if (!(await inspector.evaluate((d) => d.open))) await inspector.locator('summary').click();
+  if (!(await inspector.evaluate((d) => d.open))) await inspector.locator(tid('inspector-toggle')).click();
 }

@@ -125,7 +125,7 @@ export async function startRecordingProxy(target) {
     const gone = new AbortController();
     res.on('close', () => { if (!res.writableEnded) gone.abort(); });
     try {
-      const upstream = await fetch(`${target}${req.url}`, {
+      const upstream = await forward(`${target}${req.url}`, {
         method: req.method,
         headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
         body: req.method === 'GET' ? undefined : raw,
@@ -150,7 +150,7 @@ export async function startRecordingProxy(target) {
       }
       record.status = 502;
       if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: String(e) } }));
+      res.end(JSON.stringify({ error: { message: `${e} (${e?.cause?.code ?? e?.cause ?? 'no cause'})` } }));
     }
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -159,6 +159,20 @@ export async function startRecordingProxy(target) {
     records,
     close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
   };
+}
+
+/** `fetch`, sent again once when the kept-alive connection it went out on was closed by the server
+ * before any answer: uvicorn closes an idle connection after 5 s, and a request that leaves on it at
+ * that moment fails with "other side closed" (browsers send such a request again on a new
+ * connection; Node's fetch does not). */
+async function forward(url, init) {
+  try {
+    return await fetch(url, init);
+  } catch (e) {
+    const code = e?.cause?.code;
+    if (init.signal.aborted || !['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'].includes(code)) throw e;
+    return fetch(url, init);
+  }
 }
 
 function safeJson(text) {
