@@ -73,7 +73,11 @@ fn only_the_old_key_writes_nothing_once_the_change_is_seen() {
 // --- which key opens a document ---
 
 fn check_opened(s: Standing, kept: bool, old: bool, want: Under) {
-    assert_eq!(rotate::opened_under(s, kept, old), want, "{s:?} {kept} {old}");
+    assert_eq!(
+        rotate::opened_under(s, kept, old),
+        want,
+        "{s:?} {kept} {old}"
+    );
 }
 
 #[test]
@@ -106,7 +110,12 @@ fn check_plan(rows: &[(&str, Under)], reseal: &[&str], done: usize, foreign: usi
 #[test]
 fn a_pass_seals_again_what_is_under_the_old_key_and_is_done_when_none_is_left() {
     use Under::*;
-    check_plan(&[("x:a", Old), ("x:b", Kept), ("x:c", Old)], &["x:a", "x:c"], 1, 0);
+    check_plan(
+        &[("x:a", Old), ("x:b", Kept), ("x:c", Old)],
+        &["x:a", "x:c"],
+        1,
+        0,
+    );
     check_plan(&[("x:a", Kept), ("x:b", Kept)], &[], 2, 0);
     check_plan(&[("x:a", Kept), ("x:z", Neither)], &[], 1, 1);
     check_plan(&[("x:z", Neither)], &[], 0, 1);
@@ -153,10 +162,17 @@ fn the_marker_keeps_the_change_in_its_json() {
 fn a_change_moves_a_v1_database_to_v2() {
     let check = vec![8; IV_LEN + TAG_LEN];
     let m = rotate::begin(&marker(Kdf::V1, OLD), NEW.to_vec(), 3_000_000, check).unwrap();
-    assert_eq!(m.kdf, Kdf::V1, "the current key stays as it is while the change runs");
+    assert_eq!(
+        m.kdf,
+        Kdf::V1,
+        "the current key stays as it is while the change runs"
+    );
     assert_eq!(m.next.as_ref().map(|n| n.kdf), Some(Kdf::V2));
     let f = rotate::finish(&m).unwrap();
-    assert_eq!((f.kdf, f.iterations, f.salt.as_slice()), (Kdf::V2, 3_000_000, &NEW[..]));
+    assert_eq!(
+        (f.kdf, f.iterations, f.salt.as_slice()),
+        (Kdf::V2, 3_000_000, &NEW[..])
+    );
     assert_eq!(f.rotated_from.as_deref(), Some(&OLD[..]));
     assert_eq!(f.next, None);
 }
@@ -164,7 +180,10 @@ fn a_change_moves_a_v1_database_to_v2() {
 #[test]
 fn a_change_cannot_begin_twice_nor_finish_without_beginning() {
     let check = vec![8; IV_LEN + TAG_LEN];
-    assert_eq!(rotate::begin(&rotating(), ELSE.to_vec(), 3_000_000, check), None);
+    assert_eq!(
+        rotate::begin(&rotating(), ELSE.to_vec(), 3_000_000, check),
+        None
+    );
     assert_eq!(rotate::finish(&marker(Kdf::V2, OLD)), None);
 }
 
@@ -198,10 +217,14 @@ fn a_next_key_memoire_would_not_write_is_refused() {
 // --- the requests ---
 
 fn check_listed(body: Value, after: Option<&str>, ids: &[&str], conflicts: usize, last: bool) {
-    let (got, was_last) = rotate::listed(&body, after);
+    let (got, next) = rotate::listed(&body, after);
+    let was_last = next.is_none();
     let got_ids: Vec<&str> = got.iter().map(|l: &Listed| l.id.as_str()).collect();
     assert_eq!(got_ids, ids);
-    assert_eq!(got.iter().map(|l| l.conflicts.len()).sum::<usize>(), conflicts);
+    assert_eq!(
+        got.iter().map(|l| l.conflicts.len()).sum::<usize>(),
+        conflicts
+    );
     assert_eq!(was_last, last);
 }
 
@@ -213,13 +236,24 @@ fn a_listing_keeps_sealed_documents_with_bodies_after_the_last_one_read() {
     let row = |id: &str, doc: Value| json!({ "id": id, "key": id, "doc": doc });
     let env = json!({ "e2ee": 1, "d": "AA==", "_rev": "1-a" });
     let conflicted = json!({ "e2ee": 1, "d": "AA==", "_rev": "2-b", "_conflicts": ["2-a"] });
-    let body = json!({ "rows": [row(A, env.clone()), row(B, conflicted), row("c:plain", env.clone())] });
+    let body =
+        json!({ "rows": [row(A, env.clone()), row(B, conflicted), row("c:plain", env.clone())] });
     check_listed(body.clone(), None, &[A, B], 1, true);
     check_listed(body, Some(A), &[B], 1, true);
-    let deleted = json!({ "rows": [{ "id": A, "key": A, "value": { "deleted": true }, "doc": null }] });
+    let deleted =
+        json!({ "rows": [{ "id": A, "key": A, "value": { "deleted": true }, "doc": null }] });
     check_listed(deleted, None, &[], 0, true);
-    let full: Vec<Value> = (0..rotate::PAGE).map(|_| row(A, env.clone())).collect();
-    check_listed(json!({ "rows": full }), None, &[A; rotate::PAGE], 0, false);
+    let mut full: Vec<Value> = (1..rotate::PAGE).map(|_| row(A, env.clone())).collect();
+    full.push(row(B, env.clone()));
+    let (_, next) = rotate::listed(&json!({ "rows": full }), None);
+    assert_eq!(
+        next.as_deref(),
+        Some(B),
+        "a full page: the next starts at its last id"
+    );
+    // A full page of one id that is the cursor itself: no progress, so no next page.
+    let same: Vec<Value> = (0..rotate::PAGE).map(|_| row(A, env.clone())).collect();
+    check_listed(json!({ "rows": same }), Some(A), &[], 0, true);
 }
 
 #[test]
@@ -227,14 +261,20 @@ fn writing_again_keeps_the_revision_and_the_image() {
     let v = rotate::resealed(B, "3-c", &[1, 2, 3], Some(&[4, 5]));
     assert_eq!(v["_id"], json!(B));
     assert_eq!(v["_rev"], json!("3-c"));
-    assert_eq!(v["_attachments"]["blob"]["content_type"], json!("application/octet-stream"));
+    assert_eq!(
+        v["_attachments"]["blob"]["content_type"],
+        json!("application/octet-stream")
+    );
     assert_eq!(rotate::sealed_parts(&v), (vec![1, 2, 3], Some(vec![4, 5])));
     let w = rotate::write_request("memoire", vec![v]);
     let body: Value = serde_json::from_str(w.body.as_deref().unwrap()).unwrap();
     assert_eq!(body["new_edits"], json!(false));
     let d = rotate::delete_request("memoire", &[(A.to_string(), "3-c".to_string())]);
     let body: Value = serde_json::from_str(d.body.as_deref().unwrap()).unwrap();
-    assert_eq!(body["docs"][0], json!({ "_id": A, "_rev": "3-c", "_deleted": true }));
+    assert_eq!(
+        body["docs"][0],
+        json!({ "_id": A, "_rev": "3-c", "_deleted": true })
+    );
 }
 
 fn check_written(status: u16, body: Value, want: bool) {

@@ -78,7 +78,10 @@ pub fn standing(m: &Marker, held: &[u8], old: Option<&[u8]>) -> Standing {
 
 /// Whether a device in `s` may sync (read and write) under the key it holds.
 pub fn may_sync(s: Standing) -> bool {
-    matches!(s, Standing::Current | Standing::Rotating | Standing::NextOnly)
+    matches!(
+        s,
+        Standing::Current | Standing::Rotating | Standing::NextOnly
+    )
 }
 
 /// Which key a document opened under.
@@ -236,8 +239,8 @@ pub struct Listed {
 }
 
 /// The sealed documents of a [`list_request`] answer from `after` (rows without a sealed id or a
-/// body left out, and `after` itself), and whether it was the last page.
-pub fn listed(body: &Value, after: Option<&str>) -> (Vec<Listed>, bool) {
+/// body left out, and `after` itself), and where the next page starts (`None`: this was the last).
+pub fn listed(body: &Value, after: Option<&str>) -> (Vec<Listed>, Option<String>) {
     let rows = body.get("rows").and_then(Value::as_array);
     let out: Vec<Listed> = rows
         .into_iter()
@@ -262,8 +265,14 @@ pub fn listed(body: &Value, after: Option<&str>) -> (Vec<Listed>, bool) {
             })
         })
         .collect();
-    let last = rows.is_none_or(|r| r.len() < PAGE);
-    (out, last)
+    let next = rows
+        .filter(|r| r.len() >= PAGE)
+        .and_then(|r| r.last())
+        .and_then(|r| r.get("id"))
+        .and_then(Value::as_str)
+        .filter(|id| Some(*id) != after)
+        .map(str::to_string);
+    (out, next)
 }
 
 /// The leaves of `id` at revisions `revs`, with an image's bytes (`open_revs`).
@@ -293,7 +302,10 @@ pub fn leaves(body: &Value) -> Vec<Value> {
 
 /// The `iv ‖ ciphertext` of an envelope, and of its image's bytes when it has them.
 pub fn sealed_parts(envelope: &Value) -> (Vec<u8>, Option<Vec<u8>>) {
-    let b64 = |v: Option<&Value>| v.and_then(Value::as_str).and_then(|d| STANDARD.decode(d).ok());
+    let b64 = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .and_then(|d| STANDARD.decode(d).ok())
+    };
     let att = format!("/_attachments/{}/data", blob::ATTACHMENT);
     (
         b64(envelope.get("d")).unwrap_or_default(),
@@ -352,7 +364,11 @@ pub fn counted(body: &Value) -> usize {
         .and_then(Value::as_array)
         .map_or(0, |rows| {
             rows.iter()
-                .filter(|r| r.get("id").and_then(Value::as_str).is_some_and(seal::is_sealed_id))
+                .filter(|r| {
+                    r.get("id")
+                        .and_then(Value::as_str)
+                        .is_some_and(seal::is_sealed_id)
+                })
                 .count()
         })
 }
