@@ -133,6 +133,14 @@ fn a_pass_is_done_only_when_no_page_held_the_old_key() {
     assert_eq!(again.total(), 2);
 }
 
+#[test]
+fn a_document_that_cannot_be_carried_over_does_not_hold_the_change_forever() {
+    let pass = rotate::plan([("x:a", Under::Old), ("x:b", Under::Kept)]);
+    let stuck: std::collections::HashSet<String> = ["x:a".to_string()].into();
+    assert!(pass.finished_besides(&stuck));
+    assert!(!pass.finished_besides(&Default::default()));
+}
+
 fn check_progress(done: usize, total: usize, want: &str) {
     assert!(rotate::progress(done, total).starts_with(want));
 }

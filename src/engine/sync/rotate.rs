@@ -175,6 +175,13 @@ impl Plan {
         self.reseal.is_empty()
     }
 
+    /// Whether the change is done when the documents `stuck` (under the old key, but whose leaves
+    /// did not open as the same document, so they cannot be carried over) are left where they
+    /// are: refused after the change like any document that does not open.
+    pub fn finished_besides(&self, stuck: &std::collections::HashSet<String>) -> bool {
+        self.reseal.iter().all(|id| stuck.contains(id))
+    }
+
     /// One page's plan added to the pass'.
     pub fn add(&mut self, page: Plan) {
         self.reseal.extend(page.reseal);
@@ -203,6 +210,11 @@ pub fn progress(done: usize, total: usize) -> String {
         done.min(total)
     )
 }
+
+/// Passes over the server after which a change that still finds documents under the old key
+/// (their old copies not deleted: the server refuses, or another device keeps writing under the
+/// old key) stops with an error rather than going round; the next connection tries again.
+pub const MAX_PASSES: usize = 4;
 
 /// Sealed documents read in one request of a pass.
 pub const PAGE: usize = 25;

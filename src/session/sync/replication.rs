@@ -94,9 +94,13 @@ impl SyncError {
         match self {
             SyncError::Store(_)
             | SyncError::Unavailable
-            | SyncError::Seal(S::Unreachable(_) | S::Server(_) | S::Store(_) | S::Unsealable(_)) => {
-                Stop::Passing
-            }
+            | SyncError::Seal(
+                S::Unreachable(_)
+                | S::Server(_)
+                | S::Store(_)
+                | S::Unsealable(_)
+                | S::RotationStuck,
+            ) => Stop::Passing,
             SyncError::Problem(_)
             | SyncError::Seal(_)
             | SyncError::InsecurePassword(_)

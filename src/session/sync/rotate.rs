@@ -102,7 +102,11 @@ pub(super) async fn reseal_all(
         aes: &o.aes,
         mac: &o.mac,
     };
-    loop {
+    let mut stuck: HashSet<String> = HashSet::new();
+    for pass_no in 1.. {
+        if pass_no > rotate::MAX_PASSES {
+            return Err(SealError::RotationStuck);
+        }
         let total = rotate::counted(
             &ok(
                 base,
@@ -128,7 +132,7 @@ pub(super) async fn reseal_all(
             .await?;
             let (rows, next) = rotate::listed(&page, after.as_deref());
             let (plan, olds) = classify(rows, &new, &old, &mut done).await?;
-            reseal_page(base, db, auth, olds, &new, &old, &mut done).await?;
+            stuck.extend(reseal_page(base, db, auth, olds, &new, &old, &mut done).await?);
             pass.add(plan);
             if !progress(done.len(), total) {
                 return Ok(None);
@@ -138,7 +142,7 @@ pub(super) async fn reseal_all(
                 None => break,
             }
         }
-        if pass.finished() {
+        if pass.finished_besides(&stuck) {
             break;
         }
     }
@@ -274,7 +278,8 @@ async fn leaves_of(
 }
 
 /// Writes the page's old documents again under the new keys, then deletes their old copies. A
-/// leaf that did not open stays where it is (its old copy too: a later pass meets it again).
+/// leaf that did not open stays where it is (its old copy too); the old ids none of whose leaves
+/// opened, which cannot be carried over, are returned.
 async fn reseal_page(
     base: &str,
     db: &str,
@@ -283,9 +288,10 @@ async fn reseal_page(
     new: &Side<'_>,
     old: &Side<'_>,
     done: &mut HashSet<String>,
-) -> Result<(), SealError> {
+) -> Result<Vec<String>, SealError> {
+    let mut stuck = Vec::new();
     if olds.is_empty() {
-        return Ok(());
+        return Ok(stuck);
     }
     let ids: Vec<String> = olds.iter().map(|o| o.plain_id.clone()).collect();
     let new_ids = name_all(new.mac, &ids).await?;
@@ -294,6 +300,10 @@ async fn reseal_page(
     let mut gone = Vec::new();
     for (o, new_id) in olds.iter().zip(&new_ids) {
         let leaves = leaves_of(base, db, auth, o, old).await?;
+        if leaves.is_empty() {
+            stuck.push(o.listed.id.clone());
+            continue;
+        }
         let mut items: Vec<(Vec<u8>, &[u8])> = Vec::new();
         for l in &leaves {
             items.push((aad(new_id), l.plain.as_slice()));
@@ -322,12 +332,16 @@ async fn reseal_page(
             return Err(SealError::Server(status));
         }
     }
-    done.extend(ids);
+    let carried = olds
+        .iter()
+        .zip(ids)
+        .filter(|(o, _)| !stuck.contains(&o.listed.id));
+    done.extend(carried.map(|(_, id)| id));
     if !gone.is_empty() {
         // A conflict here: the old copy changed meanwhile; the next pass meets it again.
-        send(base, auth, &rotate::delete_request(db, &gone), PAGE_BYTES).await?;
+        ok(base, auth, &rotate::delete_request(db, &gone), PAGE_BYTES).await?;
     }
-    Ok(())
+    Ok(stuck)
 }
 
 /// Makes the new key the marker's only one (`rotate::finish`), and forgets the old keys.

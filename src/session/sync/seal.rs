@@ -70,6 +70,8 @@ pub enum SealError {
     PassphraseChanging,
     #[error("A change of the encryption passphrase is already under way (begun on another device or before a reload): to take it over here, type the current passphrase and the one it changes to.")]
     ChangeUnderWay,
+    #[error("Changing the encryption passphrase could not finish: some documents under the old one could not be deleted on the server (it refuses, or a device still writes under the old passphrase). It tries again on the next connection.")]
+    RotationStuck,
     #[error("The sync database is not encrypted yet: turn on \"Encrypt end to end\" and save first; the passphrase can be changed after.")]
     NotEncrypted,
     #[error("{0}")]
