@@ -121,6 +121,20 @@ async function seq(couch) {
   return (await (await fetch(`${couch.url}/memoire/_changes?limit=0&descending=true`)).json()).last_seq;
 }
 
+/** Keeps the durations of the key derivations (the `memoire-sync:e2ee-unlock` measure, cleared at
+ *  once by the app) in `window.__unlocks`, on this page and (`context`) after a reload. */
+async function watchUnlocks(page, context) {
+  const script = () => {
+    window.__unlocks = [];
+    new PerformanceObserver((l) => l.getEntries().forEach((e) => {
+      if (e.name === 'memoire-sync:e2ee-unlock') window.__unlocks.push(Math.round(e.duration));
+    })).observe({ entryTypes: ['measure'] });
+  };
+  await page.evaluate(script);
+  if (context) await context.addInitScript(script);
+}
+const unlocks = (page) => page.evaluate(() => window.__unlocks);
+
 /** Settings → Sync → Change passphrase on `page`: this attempt's result (`ok`, its words). */
 async function changePassphrase(page, current, next) {
   if (!(await page.locator(tid('settings-sync-url')).isVisible())) await page.locator(tid('settings-open')).click();
@@ -168,6 +182,7 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       // B holds the old key (encryption saved, sync not on yet).
       const B = await unsyncedDevice(harness, { summaryFrequency: 50 });
       devices.push(B);
+      await watchUnlocks(B.page);
       const keep = await saveSync(B.page, couch, { encrypt: true, passphrase: OLD, enabled: false });
       assert.ok(keep.ok, keep.text);
 
@@ -180,6 +195,7 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       assert.ok(plainIds.some((id) => id.startsWith('f:')), `a fact among ${plainIds}`);
 
       // The change, interrupted at its first deletion of old copies.
+      await watchUnlocks(A.page, A.context);
       const held = proxy.holdDeletion();
       const weak = await changePassphrase(A.page, OLD, 'short');
       assert.ok(!weak.ok && /too easy to guess/.test(weak.text), weak.text);
@@ -189,6 +205,9 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       const changed = await changePassphrase(A.page, OLD, NEW);
       assert.ok(changed.ok, changed.text);
       await held;
+      const changing = await unlocks(A.page);
+      // The wrong current passphrase, then the right one and the new: one derivation each.
+      assert.equal(changing.length, 3, `A's derivations: ${changing}`);
       const rotating = await marker(couch);
       assert.ok(rotating.next && rotating.next.v === 2 && rotating.salt === before.salt, JSON.stringify(rotating));
       const newKeys = keysOf(NEW, Buffer.from(rotating.next.salt, 'base64'), rotating.next.iterations);
@@ -216,6 +235,7 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
         return m.next === undefined ? m : null;
       }, { timeout: 60_000, what: 'the change finished' });
       await waitForSyncStatus(A.page, (s) => s.state === 'synced', 'A synced after the change', 60_000);
+      assert.deepEqual(await unlocks(A.page), [], 'A went on with its kept keys: no passphrase, no derivation');
       assert.deepEqual([done.v, done.salt, done.rotated_from], [2, rotating.next.salt, before.salt]);
       const now = await sealedDocs(couch);
       const oldIds = new Set(stillOld.map((d) => d._id));
@@ -240,6 +260,10 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       await conversationItem(B.page, first).waitFor({ timeout: 30_000 });
       await conversationItem(B.page, second).waitFor({ timeout: 30_000 });
       await eventually(async () => (await memoryPageFacts(B.page)).includes('Lisbon'), { what: "the fact on B's Memory page", timeout: 30_000 });
+      // A typed passphrase derives once, as before the change existed; kept keys never derive.
+      const onB = await unlocks(B.page);
+      assert.equal(onB.length, 2, `B's derivations (the old passphrase, then the new): ${onB}`);
+      console.error(`[sync-rotate] e2ee_unlock_ms: B ${onB.join(', ')} ms; A while changing ${changing.join(', ')} ms`);
       for (const d of devices) assertNoPageProblems(d.issues, allow);
     });
   } finally {
