@@ -1,7 +1,7 @@
 // Changing the passphrase of an encrypted sync database (issue 43, item 4), browser contexts as
 // devices against pouchdb-server behind a proxy that, on the test's word, holds one request
 // unanswered:
-// - device A, with two conversations and a fact, changes the passphrase in Settings → Sync; the
+// - device A, with two conversations (one with an image) and a fact, changes the passphrase in Settings → Sync; the
 //   proxy holds its first deletion of old copies (the new copies are written by then), so the
 //   re-encryption is interrupted part-way, deterministically; A reloads and goes on without being
 //   asked for a passphrase;
@@ -10,7 +10,7 @@
 // - afterwards the marker's only key is the new one (v2), the server holds no document under the
 //   old keys (no old sealed id; every sealed document opens under the new key, none under the old:
 //   checked here with Node's own crypto), B with the old key is told the passphrase changed and
-//   writes nothing, and B with the new passphrase reads every conversation and the fact.
+//   writes nothing, and B with the new passphrase reads every conversation, the image and the fact.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -32,6 +32,7 @@ import {
 } from './helpers.mjs';
 import { startCouch } from './couch.mjs';
 import { saveSync } from './e2ee.mjs';
+import { png } from './png.mjs';
 
 let harness;
 before(async () => {
@@ -42,6 +43,8 @@ after(() => harness?.close());
 const OLD = 'correct horse battery staple';
 const NEW = 'violet harbour lantern quietly drifting';
 const NAME = 'My name is Marta and I live in Lisbon.';
+const IMAGE = png(4, 3);
+const HASH = crypto.createHash('sha256').update(IMAGE).digest('hex');
 const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /blocked by CORS policy/, /could not be opened|not sealed/] };
 
 /**
@@ -91,18 +94,30 @@ function keysOf(passphrase, salt, iterations) {
   return { aes: hkdf('memoire e2ee v2: AES-256-GCM documents'), mac: hkdf('memoire e2ee v2: HMAC-SHA-256 ids') };
 }
 
-/** The plain document an envelope holds under `keys`, or null when it does not open. */
-function open(keys, doc) {
-  const blob = Buffer.from(doc.d ?? '', 'base64');
+/** `iv ‖ AES-256-GCM(…)` (base64) opened under `keys` with additional data `aad`, or null. */
+function decrypt(keys, aad, b64) {
+  const blob = Buffer.from(b64 ?? '', 'base64');
   if (blob.length < 28) return null;
   try {
     const d = crypto.createDecipheriv('aes-256-gcm', keys.aes, blob.subarray(0, 12));
-    d.setAAD(Buffer.from(doc._id));
+    d.setAAD(Buffer.from(aad));
     d.setAuthTag(blob.subarray(blob.length - 16));
-    return JSON.parse(Buffer.concat([d.update(blob.subarray(12, blob.length - 16)), d.final()]).toString());
+    return Buffer.concat([d.update(blob.subarray(12, blob.length - 16)), d.final()]);
   } catch {
     return null;
   }
+}
+
+/** The plain document an envelope holds under `keys`, or null when it does not open. */
+function open(keys, doc) {
+  const plain = decrypt(keys, doc._id, doc.d);
+  return plain && JSON.parse(plain.toString());
+}
+
+/** The image's bytes of the blob document `id` under `keys` (engine/sync/blob.rs `sealed_aad`). */
+async function imageBytes(couch, keys, id) {
+  const doc = await (await fetch(`${couch.url}/memoire/${encodeURIComponent(id)}?attachments=true`)).json();
+  return decrypt(keys, `${id}/blob`, doc._attachments?.blob?.data);
 }
 
 const sealedId = (keys, plain) => `x:${crypto.createHmac('sha256', keys.mac).update(plain).digest('base64url')}`;
@@ -174,10 +189,13 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       await eventually(async () => (await memoryPageFacts(A.page)).includes('Lisbon'), { what: 'the fact on the Memory page', timeout: 30_000 });
       await A.page.locator(tid('new-conversation')).click();
       await A.page.locator(tid('message')).first().waitFor({ state: 'detached' });
+      await A.page.locator(tid('composer-attach')).setInputFiles([{ name: 'porto.png', mimeType: 'image/png', buffer: IMAGE }]);
+      await A.page.locator('.composer').locator(tid('attachment', '[data-kind="image"]')).locator('img').waitFor({ state: 'visible' });
       await chatTurn(A.page, agent, 'Plan a trip to Porto.', 'Porto it is.');
       const second = await currentConversationId(A.page);
       assert.notEqual(first, second);
       await waitForSyncStatus(A.page, (s) => s.state === 'synced', 'A synced');
+      await eventually(async () => (await sealedDocs(couch)).some((d) => d._attachments), { what: 'the image on the server', timeout: 30_000 });
 
       // B holds the old key (encryption saved, sync not on yet).
       const B = await unsyncedDevice(harness, { summaryFrequency: 50 });
@@ -193,6 +211,7 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       assert.ok(plainIds.every(Boolean), 'every sealed document opens under the old key');
       assert.ok(plainIds.includes(`c:${first}`) && plainIds.includes(`c:${second}`), `${plainIds}`);
       assert.ok(plainIds.some((id) => id.startsWith('f:')), `a fact among ${plainIds}`);
+      assert.ok(plainIds.includes(`a:${HASH}`), `the image among ${plainIds}`);
 
       // The change, interrupted at its first deletion of old copies.
       await watchUnlocks(A.page, A.context);
@@ -248,6 +267,9 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       const plainNow = now.map((d) => open(newKeys, d)._id);
       assert.equal(new Set(plainNow).size, plainNow.length, 'each document once');
       for (const id of toCarry) assert.ok(plainNow.includes(id), `${id} carried over`);
+      const image = now.find((d) => open(newKeys, d)._id === `a:${HASH}`);
+      assert.deepEqual(await imageBytes(couch, newKeys, image._id), IMAGE, "the image's bytes under the new key");
+      assert.equal(await imageBytes(couch, oldKeys, image._id), null);
 
       // B with the old key: stopped with the words to act on, nothing written.
       const at = await seq(couch);
@@ -259,6 +281,10 @@ test('sync rotate: a changed passphrase re-encrypts every document, resumes afte
       assert.ok(fresh.ok, fresh.text);
       await conversationItem(B.page, first).waitFor({ timeout: 30_000 });
       await conversationItem(B.page, second).waitFor({ timeout: 30_000 });
+      await conversationItem(B.page, second).locator(tid('conversation-open')).click();
+      const img = B.page.locator(tid('message')).first().locator(tid('attachment', '[data-kind="image"]')).locator('img');
+      await img.waitFor({ state: 'visible', timeout: 30_000 });
+      await B.page.waitForFunction((el) => el.complete && el.naturalWidth === 4, await img.elementHandle());
       await eventually(async () => (await memoryPageFacts(B.page)).includes('Lisbon'), { what: "the fact on B's Memory page", timeout: 30_000 });
       // A typed passphrase derives once, as before the change existed; kept keys never derive.
       const onB = await unlocks(B.page);
