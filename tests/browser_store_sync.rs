@@ -474,11 +474,29 @@ async fn encryption_keys_come_back_usable_and_unreadable_and_the_password_keeps_
     )
     .await;
     let mac = crypto_key(r#"{"name":"HMAC","hash":"SHA-256"}"#, &["sign"]).await;
+    // While the passphrase changes, the old keys are kept beside the new ones.
+    let rotating = memoire::store::SyncKeys {
+        database: "http://h:5984/memoire".into(),
+        salt: "bmV3".into(),
+        aes: aes.clone(),
+        mac: mac.clone(),
+        old: Some(memoire::store::OldKeys {
+            salt: "b2xk".into(),
+            aes: aes.clone(),
+            mac: mac.clone(),
+        }),
+    };
+    s.set_sync_keys(&rotating).await.unwrap();
+    let back = s.sync_keys().await.unwrap().expect("kept");
+    let old = back.old.expect("the old keys kept");
+    assert_eq!((back.salt.as_str(), old.salt.as_str()), ("bmV3", "b2xk"));
+    assert!(!old.aes.extractable() && !old.mac.extractable());
     let keys = memoire::store::SyncKeys {
         database: "http://h:5984/memoire".into(),
         salt: "c2FsdA==".into(),
         aes,
         mac,
+        old: None,
     };
     s.set_sync_keys(&keys).await.unwrap();
     let back = s.sync_keys().await.unwrap().expect("kept");
@@ -486,6 +504,7 @@ async fn encryption_keys_come_back_usable_and_unreadable_and_the_password_keeps_
         (back.database.as_str(), back.salt.as_str()),
         ("http://h:5984/memoire", "c2FsdA==")
     );
+    assert!(back.old.is_none(), "the change done: the old keys are gone");
     assert!(!back.aes.extractable() && !back.mac.extractable());
     // Still usable after the round trip through IndexedDB.
     let subtle = web_sys::window().unwrap().crypto().unwrap().subtle();

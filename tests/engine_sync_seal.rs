@@ -608,6 +608,8 @@ fn marker_of(kdf: Kdf, iterations: u32, salt: usize) -> Value {
         salt: vec![7; salt],
         iterations,
         check: vec![1; IV_LEN + TAG_LEN + 4],
+        next: None,
+        rotated_from: None,
     }
     .to_json(Some("1-a"))
 }

@@ -61,7 +61,7 @@ pub use migrate::MigrationRecord;
 pub use quota::StorageUsage;
 pub use search::SearchHit;
 pub use sync_docs::{SavedPassword, SyncSettings, SyncState, SyncedDoc};
-pub use sync_keys::SyncKeys;
+pub use sync_keys::{OldKeys, SyncKeys};
 
 use idb::{dom_error, js_error, request, Tx};
 

@@ -4,6 +4,8 @@
 //! by a script running in the page), with the sync database and the salt they were derived for.
 //! Kept so a reload does not ask for the passphrase again: this device holds the plaintext anyway;
 //! the passphrase itself is never stored. No schema change: a record of its own in `sync_state`.
+//! While this device changes the passphrase (`engine::sync::rotate`), the record holds the old
+//! keys too (`old_salt`, `old_aes`, `old_mac`), so a reload goes on without asking again.
 //! Must not import `ui`, `session`, `transport`.
 
 use js_sys::{Object, Reflect};
@@ -23,6 +25,16 @@ pub struct SyncKeys {
     /// The sync URL and database (`{base}/{db}`) the keys open.
     pub database: String,
     /// The marker's salt (base64), to tell a marker made again with another passphrase.
+    pub salt: String,
+    pub aes: CryptoKey,
+    pub mac: CryptoKey,
+    /// The old keys while this device changes the passphrase.
+    pub old: Option<OldKeys>,
+}
+
+/// The keys a change of passphrase is leaving, and their salt (base64).
+#[derive(Debug, Clone)]
+pub struct OldKeys {
     pub salt: String,
     pub aes: CryptoKey,
     pub mac: CryptoKey,
@@ -49,6 +61,10 @@ impl Store {
         }
         let text = |k: &str| field(&v, k).and_then(|s| s.as_string());
         let key = |k: &str| field(&v, k).and_then(|s| s.dyn_into::<CryptoKey>().ok());
+        let old = match (text("old_salt"), key("old_aes"), key("old_mac")) {
+            (Some(salt), Some(aes), Some(mac)) => Some(OldKeys { salt, aes, mac }),
+            _ => None,
+        };
         Ok(
             match (text("database"), text("salt"), key("aes"), key("mac")) {
                 (Some(database), Some(salt), Some(aes), Some(mac)) => Some(SyncKeys {
@@ -56,6 +72,7 @@ impl Store {
                     salt,
                     aes,
                     mac,
+                    old,
                 }),
                 _ => None,
             },
@@ -71,6 +88,11 @@ impl Store {
         set("salt", &JsValue::from_str(&keys.salt)).map_err(js_error)?;
         set("aes", &keys.aes).map_err(js_error)?;
         set("mac", &keys.mac).map_err(js_error)?;
+        if let Some(old) = &keys.old {
+            set("old_salt", &JsValue::from_str(&old.salt)).map_err(js_error)?;
+            set("old_aes", &old.aes).map_err(js_error)?;
+            set("old_mac", &old.mac).map_err(js_error)?;
+        }
         let tx = self.tx(&[SYNC_STATE], true)?;
         tx.store(SYNC_STATE)?.put(&o).map_err(js_error)?;
         tx.done().await

@@ -8,7 +8,8 @@
 //! learned separately on two devices (`unify`), the memory's summaries and graph (`memory`), and
 //! what "Test connection" found wrong (`probe`), what a pulled document may hold (`check`), the
 //! words of sync's status (`status`), end-to-end encryption's envelope, sealed ids and marker
-//! (`seal`), how a passphrase becomes its keys and how strong it looks (`keys`), images' bytes as blob documents (`blob`), and which origin a saved sync password may go to (`origin`). The session moves the
+//! (`seal`), how a passphrase becomes its keys and how strong it looks (`keys`), changing the passphrase
+//! (`rotate`), images' bytes as blob documents (`blob`), and which origin a saved sync password may go to (`origin`). The session moves the
 //! bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
@@ -26,6 +27,7 @@ pub mod origin;
 pub mod probe;
 pub mod replicate;
 pub mod restart;
+pub mod rotate;
 pub mod seal;
 pub mod status;
 pub mod track;

@@ -104,6 +104,12 @@ pub struct Marker {
     pub iterations: u32,
     /// `iv ‖ ciphertext` of [`CHECK`] under the key.
     pub check: Vec<u8>,
+    /// While the passphrase is being changed (`rotate.rs`): the new key's derivation and key
+    /// check (always [`Kdf::NEW`]); `None` otherwise.
+    pub next: Option<Box<Marker>>,
+    /// The salt of the key a finished change of passphrase left (to tell a device that still
+    /// holds it that the passphrase changed, not that the database was set up again).
+    pub rotated_from: Option<Vec<u8>>,
 }
 
 impl Marker {
@@ -120,6 +126,16 @@ impl Marker {
         });
         if self.kdf.nfc() {
             v["passphrase"] = Value::String("NFC".into());
+        }
+        if let Some(n) = &self.next {
+            let mut next = n.to_json(None);
+            if let Some(o) = next.as_object_mut() {
+                o.remove("_id");
+            }
+            v["next"] = next;
+        }
+        if let Some(from) = &self.rotated_from {
+            v["rotated_from"] = Value::String(STANDARD.encode(from));
         }
         if let Some(r) = rev {
             v["_rev"] = Value::String(r.into());
@@ -155,11 +171,28 @@ impl Marker {
         if salt.len() < SALT_LEN || check.len() < IV_LEN + TAG_LEN {
             return Err(MarkerError::Unreadable);
         }
+        // A change of passphrase under way: the new key is always v2, and changes nothing further.
+        let next = match v.get("next") {
+            None | Some(Value::Null) => None,
+            Some(n) => {
+                let n = Marker::from_json(n)?;
+                if n.kdf != Kdf::NEW || n.next.is_some() || n.salt == salt {
+                    return Err(MarkerError::Unreadable);
+                }
+                Some(Box::new(n))
+            }
+        };
+        let rotated_from = match text("rotated_from") {
+            Some(_) => Some(bytes("rotated_from")?),
+            None => None,
+        };
         Ok(Marker {
             kdf,
             salt,
             iterations,
             check,
+            next,
+            rotated_from,
         })
     }
 }

@@ -94,9 +94,13 @@ impl SyncError {
         match self {
             SyncError::Store(_)
             | SyncError::Unavailable
-            | SyncError::Seal(S::Unreachable(_) | S::Server(_) | S::Store(_) | S::Unsealable(_)) => {
-                Stop::Passing
-            }
+            | SyncError::Seal(
+                S::Unreachable(_)
+                | S::Server(_)
+                | S::Store(_)
+                | S::Unsealable(_)
+                | S::RotationStuck,
+            ) => Stop::Passing,
             SyncError::Problem(_)
             | SyncError::Seal(_)
             | SyncError::InsecurePassword(_)
@@ -296,6 +300,23 @@ impl Replication {
         *self.inner.password.borrow_mut() = pass;
         *self.inner.password_origin.borrow_mut() = origin;
         *self.inner.settings.borrow_mut() = s;
+        self.restart();
+        Ok(())
+    }
+
+    /// Changes the encryption passphrase of the saved sync database from `current` to `new`
+    /// (`seal::change_passphrase`), then restarts sync, whose next connection seals every document
+    /// again (its progress in the sync status).
+    pub async fn change_passphrase(&self, current: String, new: String) -> Result<(), SyncError> {
+        let s = self.inner.settings.borrow().clone();
+        if !s.encrypt {
+            return Err(super::seal::SealError::NotEncrypted.into());
+        }
+        let base = check_form(&s.url, &s.database)?;
+        let auth = run_auth(&self.inner, &s)?;
+        let store = &self.inner.store;
+        let db = s.database.trim();
+        change_split(store, &base, db, auth.as_deref(), &current, &new).await?;
         self.restart();
         Ok(())
     }
@@ -912,6 +933,22 @@ fn unlock_split<'a>(
     })
 }
 
+/// Split point `sync`: a change of the encryption passphrase begun (WebCrypto, the marker).
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
+fn change_split<'a>(
+    store: &'a Store,
+    base: &'a str,
+    db: &'a str,
+    auth: Option<&'a str>,
+    current: &'a str,
+    new: &'a str,
+) -> Boxed<'a, (), SyncError> {
+    Box::pin(async move {
+        super::seal::change_passphrase(store, base, db, auth, current, new).await?;
+        Ok(())
+    })
+}
+
 /// Split point `sync`: "Test connection" and its verdicts.
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
 fn test_split<'a>(
@@ -959,6 +996,14 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
         true => {
             let (db, pass) = (s.database.trim(), None);
             let keys = super::seal::unlock(&i.store, &base, db, auth.as_deref(), pass).await?;
+            // This device changes the passphrase: every document sealed again first.
+            let keys = match keys.old.is_some() {
+                true => match reseal(i, gen, &base, db, auth.as_deref(), keys).await? {
+                    Some(k) => k,
+                    None => return Ok(None),
+                },
+                false => keys,
+            };
             Some(super::seal::Sealer::new(keys, db, i.store.clone()))
         }
         false => {
@@ -1003,6 +1048,30 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     let result = drive(i, gen, &link, &key).await;
     *i.rep.borrow_mut() = None;
     result
+}
+
+/// Seals every document again under the new keys of a change of passphrase (`rotate.rs`), its
+/// progress in the sync status; `None` when the settings changed meanwhile.
+async fn reseal(
+    i: &Inner,
+    gen: u32,
+    base: &str,
+    db: &str,
+    auth: Option<&str>,
+    keys: crate::store::SyncKeys,
+) -> Result<Option<crate::store::SyncKeys>, SyncError> {
+    let progress = |done: usize, total: usize| {
+        set_view(
+            i,
+            SyncView {
+                state: "syncing".into(),
+                label: "re-encrypting…".into(),
+                detail: crate::engine::sync::rotate::progress(done, total),
+            },
+        );
+        i.generation.get() == gen
+    };
+    Ok(super::rotate::reseal_all(&i.store, base, db, auth, keys, &progress).await?)
 }
 
 /// The saved password's `Basic` credentials for `s`'s server, only while its origin is the one

@@ -21,7 +21,15 @@
 //!
 //! The keys are kept in IndexedDB as non-extractable `CryptoKey`s (`store::SyncKeys`): a reload
 //! does not ask again, and no script, even one running in the page, can read their bytes. The
-//! passphrase is never stored. Must not import `ui`.
+//! passphrase is never stored.
+//!
+//! Changing the passphrase (`engine::sync::rotate` decides, `rotate.rs` here seals again):
+//! [`change_passphrase`] checks the current passphrase against the marker, derives the new keys
+//! (v2, a new salt), writes the marker's `next` and keeps both key sets; [`unlock`] then tells by
+//! `rotate::standing` what the kept keys may do: sync, go on sealing again (old keys kept), or
+//! nothing (only the old key: the passphrase changed, or is changing, elsewhere). A normal unlock
+//! derives once, as before (`e2ee_unlock_ms`); only a typed passphrase while a change is under way
+//! may derive twice (the new key first, then the old, to say which it is). Must not import `ui`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -34,6 +42,7 @@ use web_sys::{CryptoKey, SubtleCrypto};
 
 use crate::engine::sync::blob;
 use crate::engine::sync::keys::{self, Kdf};
+use crate::engine::sync::rotate::{self, Standing};
 use crate::engine::sync::seal::Unsealable::{NotEncrypted, Unnamed};
 use crate::engine::sync::seal::{
     self, aad, outgoing, seal_request, Marker, MarkerError, Names, Opening, Route, CHECK,
@@ -41,7 +50,7 @@ use crate::engine::sync::seal::{
 };
 use crate::engine::sync::wire::encode;
 use crate::engine::sync::{Reply, Request};
-use crate::store::{Span, Store, StoreError, SyncKeys};
+use crate::store::{OldKeys, Span, Store, StoreError, SyncKeys};
 use crate::transport::{TextLimits, Timeouts, TransportError};
 
 /// What can go wrong with encryption, in words a user can act on.
@@ -55,6 +64,16 @@ pub enum SealError {
     EncryptedDatabase,
     #[error("The sync database's encryption was set up again with another passphrase (its marker changed): enter the new passphrase in Settings → Sync. Nothing was synced.")]
     Rekeyed,
+    #[error("The encryption passphrase was changed on another device: enter the new one in Settings → Sync. Nothing was synced or written.")]
+    PassphraseChanged,
+    #[error("The encryption passphrase is being changed on another device: enter the new one in Settings → Sync to go on syncing. Nothing was synced or written.")]
+    PassphraseChanging,
+    #[error("A change of the encryption passphrase is already under way (begun on another device or before a reload): to take it over here, type the current passphrase and the one it changes to.")]
+    ChangeUnderWay,
+    #[error("Changing the encryption passphrase could not finish: some documents under the old one could not be deleted on the server (it refuses, or a device still writes under the old passphrase). It tries again on the next connection.")]
+    RotationStuck,
+    #[error("The sync database is not encrypted yet: turn on \"Encrypt end to end\" and save first; the passphrase can be changed after.")]
+    NotEncrypted,
     #[error("{0}")]
     Marker(#[from] MarkerError),
     #[error("The sync database holds encrypted documents but its encryption marker is missing (deleted on the server?): nothing was synced, and no new key was made, which would split your history. Restore the database's `memoire-e2ee` document from a backup, or sync to a new database.")]
@@ -89,7 +108,7 @@ impl From<keys::NoMarker> for SealError {
 
 /// A request about encryption that got no usable answer: a redirect (not followed) is the user's
 /// to fix; anything else can pass.
-fn unreachable(e: TransportError) -> SealError {
+pub(super) fn unreachable(e: TransportError) -> SealError {
     match e {
         TransportError::Redirected => SealError::Redirected,
         e => SealError::Unreachable(e.to_string()),
@@ -108,7 +127,7 @@ fn subtle() -> Result<SubtleCrypto, SealError> {
     Ok(c.subtle())
 }
 
-fn random(n: usize) -> Result<Vec<u8>, SealError> {
+pub(super) fn random(n: usize) -> Result<Vec<u8>, SealError> {
     let mut b = vec![0u8; n];
     web_sys::window()
         .ok_or_else(|| SealError::Crypto("no window".into()))?
@@ -145,7 +164,7 @@ async fn wait(p: Result<Promise, JsValue>) -> Result<JsValue, SealError> {
 }
 
 /// The two keys of a passphrase and salt, by the marker's derivation (`engine::sync::keys`).
-async fn derive(
+pub(super) async fn derive(
     passphrase: &str,
     salt: &[u8],
     iterations: u32,
@@ -230,7 +249,7 @@ async fn expand(
 }
 
 /// Starts AES-GCM encryptions of `items` (additional data, plaintext): each `iv ‖ ciphertext`.
-async fn encrypt_all(
+pub(super) async fn encrypt_all(
     key: &CryptoKey,
     items: &[(Vec<u8>, &[u8])],
 ) -> Result<Vec<Vec<u8>>, SealError> {
@@ -262,7 +281,7 @@ async fn encrypt_all(
 }
 
 /// Decrypts `items` (additional data, `iv ‖ ciphertext`); `None` for each that does not open.
-async fn decrypt_all(
+pub(super) async fn decrypt_all(
     key: &CryptoKey,
     items: &[(String, Vec<u8>)],
 ) -> Result<Vec<Option<Vec<u8>>>, SealError> {
@@ -292,7 +311,7 @@ async fn decrypt_all(
 }
 
 /// HMAC-SHA-256 of each plain id: its sealed id.
-async fn name_all(key: &CryptoKey, ids: &[String]) -> Result<Vec<String>, SealError> {
+pub(super) async fn name_all(key: &CryptoKey, ids: &[String]) -> Result<Vec<String>, SealError> {
     let s = subtle()?;
     let alg = obj(&[("name", "HMAC".into())]);
     let promises = Array::new();
@@ -311,7 +330,7 @@ async fn name_all(key: &CryptoKey, ids: &[String]) -> Result<Vec<String>, SealEr
 
 /// The limits of the marker's and the purge's requests (as "Test connection"'s: an answer within
 /// 20 s, at most 1 MiB).
-const LIMITS: TextLimits = TextLimits {
+pub(super) const LIMITS: TextLimits = TextLimits {
     max_bytes: 1 << 20,
     timeouts: Timeouts {
         first_byte_ms: 10_000,
@@ -322,7 +341,7 @@ const LIMITS: TextLimits = TextLimits {
 
 /// Every request of this module, through the one whole-body sync request of the transport (its
 /// limits and timeouts apply here as to the replicator's requests).
-async fn fetch(
+pub(super) async fn fetch(
     url: &str,
     method: &str,
     body: Option<&str>,
@@ -339,7 +358,7 @@ fn marker_url(base: &str, db: &str) -> String {
 }
 
 /// Reads the database's marker: `Some((marker, rev))`, or `None` when there is none.
-async fn read_marker(
+pub(super) async fn read_marker(
     base: &str,
     db: &str,
     auth: Option<&str>,
@@ -376,14 +395,33 @@ async fn write_marker(
         LIMITS,
     )
     .await;
-    let check = encrypt_all(aes, &[(MARKER_ID.as_bytes().to_vec(), CHECK)]).await?;
     let marker = Marker {
         kdf: Kdf::NEW,
         salt: salt.to_vec(),
         iterations: ITERATIONS,
-        check: check.into_iter().next().unwrap_or_default(),
+        check: key_check(aes).await?,
+        next: None,
+        rotated_from: None,
     };
-    let body = marker.to_json(None).to_string();
+    put_marker(base, db, auth, &marker, None).await
+}
+
+/// The key check of `aes`: [`CHECK`] sealed under it.
+async fn key_check(aes: &CryptoKey) -> Result<Vec<u8>, SealError> {
+    let check = encrypt_all(aes, &[(MARKER_ID.as_bytes().to_vec(), CHECK)]).await?;
+    Ok(check.into_iter().next().unwrap_or_default())
+}
+
+/// Writes marker `m` over revision `rev` (`None`: a new one). A `409`: another device wrote it
+/// meanwhile ([`SealError::Rekeyed`]; the caller reads it again).
+pub(super) async fn put_marker(
+    base: &str,
+    db: &str,
+    auth: Option<&str>,
+    m: &Marker,
+    rev: Option<&str>,
+) -> Result<(), SealError> {
+    let body = m.to_json(rev).to_string();
     let (status, _) = fetch(
         &marker_url(base, db),
         "PUT",
@@ -396,19 +434,18 @@ async fn write_marker(
     .map_err(unreachable)?;
     match status {
         200..=202 => Ok(()),
-        // Another device made one meanwhile (the caller unlocks against it).
         409 => Err(SealError::Rekeyed),
         s => Err(SealError::Server(s)),
     }
 }
 
 /// Whether `aes` opens the marker's key check.
-async fn opens(aes: &CryptoKey, m: &Marker) -> Result<bool, SealError> {
+pub(super) async fn opens(aes: &CryptoKey, m: &Marker) -> Result<bool, SealError> {
     let got = decrypt_all(aes, &[(MARKER_ID.to_string(), m.check.clone())]).await?;
     Ok(got.into_iter().next().flatten().as_deref() == Some(CHECK))
 }
 
-fn b64(salt: &[u8]) -> String {
+pub(super) fn b64(salt: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(salt)
 }
@@ -428,7 +465,15 @@ async fn from_marker(
         salt: b64(&m.salt),
         aes,
         mac,
+        old: None,
     })
+}
+
+pub(super) fn unb64(salt: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(salt)
+        .unwrap_or_default()
 }
 
 /// Whether the database holds a sealed document (an `x:` id): then it has a key, and a missing
@@ -457,7 +502,9 @@ async fn holds_sealed(base: &str, db: &str, auth: Option<&str>) -> Result<bool, 
 /// else derived from `passphrase` and checked against the marker. With no marker: an error when
 /// the database holds sealed documents (one key per database), else a new salt and marker for a
 /// passphrase the strength floor takes (this device turns encryption on; kept keys alone do not
-/// make a marker again). A wrong passphrase writes nothing.
+/// make a marker again). A wrong passphrase writes nothing. While the passphrase changes, the keys
+/// carry the old ones (`SyncKeys::old`) only on the device that changes it: its next connection
+/// seals again (`rotate.rs`) before it syncs.
 pub async fn unlock(
     store: &Store,
     base: &str,
@@ -472,10 +519,9 @@ pub async fn unlock(
         let sealed = holds_sealed(base, db, auth).await?;
         keys::without_marker(sealed, passphrase).map_err(SealError::from)?;
     }
-    if let Some(k) = kept.filter(|_| passphrase.is_none()) {
+    if let Some(k) = kept.clone().filter(|_| passphrase.is_none()) {
         return match &marker {
-            Some((m, _)) if b64(&m.salt) == k.salt && opens(&k.aes, m).await? => Ok(k),
-            Some(_) => Err(SealError::Rekeyed),
+            Some((m, _)) => kept_keys(store, m, k).await,
             None => Err(SealError::NoPassphrase),
         };
     }
@@ -483,11 +529,126 @@ pub async fn unlock(
         .filter(|p| !p.is_empty())
         .ok_or(SealError::NoPassphrase)?;
     let keys = match marker {
-        Some((m, _)) => from_marker(database, passphrase, &m).await?,
+        Some((m, _)) => typed_keys(database, passphrase, &m, kept).await?,
         None => new_marker(database, base, db, auth, passphrase).await?,
     };
     store.set_sync_keys(&keys).await?;
     Ok(keys)
+}
+
+/// Kept keys against marker `m` (`rotate::standing`): the ones to sync with (the old ones kept only
+/// while this device changes the passphrase, dropped once the change is done), or why not.
+async fn kept_keys(store: &Store, m: &Marker, k: SyncKeys) -> Result<SyncKeys, SealError> {
+    let old = k.old.as_ref().map(|o| unb64(&o.salt));
+    let standing = rotate::standing(m, &unb64(&k.salt), old.as_deref());
+    let against = match standing {
+        Standing::Current => m,
+        Standing::Rotating | Standing::NextOnly => m.next.as_deref().unwrap_or(m),
+        Standing::Leaving => return Err(SealError::PassphraseChanging),
+        Standing::Changed => return Err(SealError::PassphraseChanged),
+        Standing::Other => return Err(SealError::Rekeyed),
+    };
+    if !opens(&k.aes, against).await? {
+        return Err(SealError::Rekeyed);
+    }
+    let keep_old = match (&k.old, standing) {
+        (Some(o), Standing::Rotating) => opens(&o.aes, m).await?,
+        _ => false,
+    };
+    if keep_old || k.old.is_none() {
+        return Ok(k);
+    }
+    let k = SyncKeys { old: None, ..k };
+    store.set_sync_keys(&k).await?;
+    Ok(k)
+}
+
+/// The keys a typed passphrase opens in marker `m`. While a change of passphrase is under way: the
+/// new one's (with the old keys this device kept, when it is the one changing it), and the old
+/// one is refused ([`SealError::PassphraseChanging`]: nothing is written under it any more).
+async fn typed_keys(
+    database: String,
+    passphrase: &str,
+    m: &Marker,
+    kept: Option<SyncKeys>,
+) -> Result<SyncKeys, SealError> {
+    let Some(next) = m.next.as_deref() else {
+        return from_marker(database, passphrase, m).await;
+    };
+    match from_marker(database.clone(), passphrase, next).await {
+        Ok(mut k) => {
+            k.old = kept
+                .filter(|c| c.database == database && c.salt == k.salt)
+                .and_then(|c| c.old)
+                .filter(|o| unb64(&o.salt) == m.salt);
+            Ok(k)
+        }
+        Err(SealError::WrongPassphrase) => match from_marker(database, passphrase, m).await {
+            Ok(_) => Err(SealError::PassphraseChanging),
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// Begins changing the passphrase of database `{base}/{db}` from `current` to `new`
+/// (`engine::sync::rotate`): `current` must open the marker (a wrong one writes nothing), `new`
+/// must pass the strength floor; the new keys (v2, a new salt) go into the marker's `next` and are
+/// kept with the old ones, so the next connection seals every document again, and a reload goes
+/// on without asking. A change already under way is taken over when `new` opens its `next` (the
+/// device that began it lost its keys, or this one reloaded before keeping them).
+pub async fn change_passphrase(
+    store: &Store,
+    base: &str,
+    db: &str,
+    auth: Option<&str>,
+    current: &str,
+    new: &str,
+) -> Result<(), SealError> {
+    keys::new_key_check(new).map_err(SealError::Weak)?;
+    let database = format!("{base}/{db}");
+    let (m, rev) = match read_marker(base, db, auth).await? {
+        Some(m) => m,
+        None if holds_sealed(base, db, auth).await? => return Err(SealError::MarkerMissing),
+        None => return Err(SealError::NotEncrypted),
+    };
+    let old = from_marker(database.clone(), current, &m).await?;
+    let old = OldKeys {
+        salt: old.salt,
+        aes: old.aes,
+        mac: old.mac,
+    };
+    let keys = match m.next.as_deref() {
+        Some(next) => {
+            let k = from_marker(database, new, next)
+                .await
+                .map_err(|e| match e {
+                    SealError::WrongPassphrase => SealError::ChangeUnderWay,
+                    e => e,
+                })?;
+            SyncKeys {
+                old: Some(old),
+                ..k
+            }
+        }
+        None => {
+            let salt = random(SALT_LEN)?;
+            let (aes, mac) = derive(new, &salt, ITERATIONS, Kdf::NEW).await?;
+            let check = key_check(&aes).await?;
+            let next = rotate::begin(&m, salt.clone(), ITERATIONS, check)
+                .ok_or(SealError::ChangeUnderWay)?;
+            put_marker(base, db, auth, &next, Some(&rev)).await?;
+            SyncKeys {
+                database,
+                salt: b64(&salt),
+                aes,
+                mac,
+                old: Some(old),
+            }
+        }
+    };
+    store.set_sync_keys(&keys).await?;
+    Ok(())
 }
 
 /// A new salt, key and marker for an empty database (`keys::without_marker` said it may have one;
@@ -507,6 +668,7 @@ async fn new_marker(
             salt: b64(&salt),
             aes,
             mac,
+            old: None,
         }),
         // Another device made the marker meanwhile: this passphrase must open that one.
         Err(SealError::Rekeyed) => match read_marker(base, db, auth).await? {

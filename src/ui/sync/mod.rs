@@ -1,5 +1,7 @@
 //! Sync across devices in the interface: the Settings "Sync" section (server URL, database, user,
 //! password, enabled, end-to-end encryption and its passphrase, saved by the dialog's one Save
+//! (and, once encrypted, "Change passphrase": the current one and the new, whose re-encryption
+//! shows its progress),
 //! through [`SyncForm`]; Test connection, whose verdict
 //! says what to fix; after a change of the server's origin, a note that the password must be typed
 //! again, since the saved one only goes to its own origin) and the sidebar's sync
@@ -131,6 +133,7 @@ pub fn SyncSection(
             </label>
             <PasswordField password url had_password saved_origin/>
             <EncryptionFields encrypt passphrase was_encrypted/>
+            {was_encrypted.then(|| view! { <ChangePassphrase sync/> })}
             <label class="inline">
                 <input type="checkbox" data-testid="settings-sync-enabled"
                     prop:checked=move || enabled.get()
@@ -252,6 +255,80 @@ fn EncryptionFields(
                     {move || passphrase.with(|p| hint(strength(p)))}
                 </p>
             </div>
+    }
+}
+
+/// "Change passphrase" (`engine::sync::rotate`): the current passphrase and the new one (the
+/// strength hint and floor of a new key apply), then the re-encryption's progress, as the sync
+/// status reports it (it goes on after a reload without asking again).
+#[component]
+fn ChangePassphrase(sync: SyncStore) -> impl IntoView {
+    let current = RwSignal::new(String::new());
+    let new = RwSignal::new(String::new());
+    let open = RwSignal::new(false);
+    let result: RwSignal<Option<(bool, String)>> = RwSignal::new(None);
+    let progress = move || {
+        sync.with_view(|v| {
+            v.as_ref()
+                .filter(|v| v.label.starts_with("re-encrypting"))
+                .map(|v| v.detail.clone())
+        })
+    };
+    let start = move |_| {
+        let (c, n) = (current.get_untracked(), new.get_untracked());
+        if c.is_empty() || n.is_empty() {
+            result.set(Some((
+                false,
+                "Type the current passphrase and the new one.".into(),
+            )));
+            return;
+        }
+        result.set(Some((true, "Checking the current passphrase…".into())));
+        current.set(String::new());
+        new.set(String::new());
+        sync.change_passphrase(c, n, move |r| {
+            result.set(Some(match r {
+                Ok(()) => (
+                    true,
+                    "Passphrase changed: every document is being encrypted again under it. Use the new passphrase on your other devices.".into(),
+                ),
+                Err(e) => (false, e),
+            }))
+        });
+    };
+    view! {
+            <div class="row">
+                <button data-testid="sync-rotate-open" on:click=move |_| open.update(|o| *o = !*o)>
+                    "Change passphrase"
+                </button>
+            </div>
+            <div data-testid="sync-rotate" hidden=move || !open.get()>
+                <p class="hint">"Every document on the server is encrypted again under the new passphrase; your other devices then need it. A server that kept copies of the old encrypted data still holds them."</p>
+                <label>"Current passphrase"
+                    <input data-testid="sync-rotate-current" type="password" autocomplete="current-password"
+                        prop:value=move || current.get() on:input=text(current)/>
+                </label>
+                <label>"New passphrase"
+                    <input data-testid="sync-rotate-new" type="password" autocomplete="new-password"
+                        prop:value=move || new.get() on:input=text(new)/>
+                </label>
+                <p class="hint" data-testid="sync-rotate-strength" aria-live="polite"
+                    hidden=move || new.with(String::is_empty)
+                    data-level=move || new.with(|p| format!("{:?}", strength(p).level).to_lowercase())>
+                    {move || new.with(|p| hint(strength(p)))}
+                </p>
+                <div class="row">
+                    <button data-testid="sync-rotate-start" on:click=start>"Change the passphrase"</button>
+                </div>
+                <p data-testid="sync-rotate-result" role="status"
+                    class:error=move || result.with(|r| r.as_ref().is_some_and(|(ok, _)| !ok))
+                    data-ok=move || result.with(|r| r.as_ref().map(|(ok, _)| ok.to_string()).unwrap_or_default())>
+                    {move || result.get().map(|(_, t)| t).unwrap_or_default()}
+                </p>
+            </div>
+            <p class="hint" data-testid="sync-rotate-progress" aria-live="polite" hidden=move || progress().is_none()>
+                {move || progress().unwrap_or_default()}
+            </p>
     }
 }
 

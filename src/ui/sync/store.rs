@@ -67,6 +67,25 @@ impl SyncStore {
         });
     }
 
+    /// Changes the encryption passphrase from `current` to `new` (sync then seals every document
+    /// again, its progress in the sync status): `Err` says why not.
+    pub fn change_passphrase(
+        &self,
+        current: String,
+        new: String,
+        on_done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        self.backend.run(move |s| async move {
+            on_done(
+                s.sync()
+                    .change_passphrase(current, new)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+            Ok(())
+        });
+    }
+
     /// "Test connection" with these settings: `Err` says what to fix.
     pub fn test(
         &self,
