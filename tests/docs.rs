@@ -13,6 +13,10 @@
 //!    `_rate`) or starts with the first two words of a listed figure (`memory_eval_…`), unless it
 //!    names a bench (`benches/<name>.rs`); `{a,b}` and a final `*` are expanded against the list.
 //!
+//! 4. The README is a README: at most [`README_MAX_LINES`] lines, and no lab notes in it (a
+//!    session's number, a branch name like `s20-keys`, a commit hash, a machine's load): git
+//!    history keeps those.
+//!
 //! `benches/figures.txt` itself is held to the benches' sources by `scripts/bench.sh --dry`
 //! (`tests/bench_runner.rs`).
 
@@ -404,4 +408,75 @@ fn the_figure_check_can_fail() {
             "ARCHITECTURE.md: `open_ap_ms` is not in benches/figures.txt",
         ]
     );
+}
+
+/// The most lines the README may have.
+const README_MAX_LINES: usize = 500;
+
+/// What makes `readme` a lab notebook rather than a README (module doc, item 4), one line each.
+fn readme_faults(readme: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let lines = readme.lines().count();
+    if lines > README_MAX_LINES {
+        out.push(format!("{lines} lines, more than {README_MAX_LINES}"));
+    }
+    for (i, line) in readme.lines().enumerate() {
+        let words: Vec<&str> = line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let lower = line.to_ascii_lowercase();
+        let branch = words.iter().any(|w| {
+            let b = w.as_bytes();
+            b.len() > 4
+                && b[0] == b's'
+                && b[1].is_ascii_digit()
+                && b[2].is_ascii_digit()
+                && b[3] == b'-'
+        });
+        let hash = words.iter().any(|w| {
+            (7..=40).contains(&w.len())
+                && w.bytes()
+                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+                && w.bytes().any(|c| c.is_ascii_digit())
+                && w.bytes().any(|c| c.is_ascii_alphabetic())
+        });
+        let numbered = |word: &str| {
+            lower
+                .match_indices(word)
+                .any(|(at, _)| lower[at + word.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        };
+        for (found, what) in [
+            (branch, "a branch name"),
+            (hash, "a commit hash"),
+            (numbered("session "), "a session's number"),
+            (numbered("load "), "a machine's load"),
+        ] {
+            if found {
+                out.push(format!("line {}: {what}", i + 1));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_is_short_and_keeps_no_lab_notes() {
+    assert_eq!(readme_faults(&read("README.md")), Vec::<String>::new());
+}
+
+#[test]
+fn the_readme_check_can_fail() {
+    let planted = "Measured in session 20 on s20-keys at load 5-6, commit 3d4d4dd.\n";
+    assert_eq!(
+        readme_faults(planted),
+        vec![
+            "line 1: a branch name",
+            "line 1: a commit hash",
+            "line 1: a session's number",
+            "line 1: a machine's load",
+        ]
+    );
+    let long = "a line\n".repeat(README_MAX_LINES + 1);
+    assert_eq!(readme_faults(&long), vec!["501 lines, more than 500"]);
 }
