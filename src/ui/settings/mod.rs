@@ -129,8 +129,7 @@ fn SettingsForm() -> impl IntoView {
         }
         form.error.set(None);
         form.saving.set(true);
-        let overrides = chat
-            .current_untracked()
+        let overrides = untrack(|| chat.current())
             .filter(|_| form.scope_conversation.get_untracked())
             .map(|id| (id, form.overrides.get_untracked()));
         sync.save(move |r| {
