@@ -3,8 +3,8 @@
 
 use memoire::engine::model::{MessageStatus, Role};
 use memoire::engine::send::{
-    continue_offered, ends_when_online, may_resend, may_send, on_submit, retry_offered,
-    SendRefusal, SendState, Submit, NO_ENDPOINT,
+    actions_offered, continue_offered, ends_when_online, may_resend, may_send, on_submit,
+    retry_offered, SendRefusal, SendState, Submit, NO_ENDPOINT,
 };
 
 /// With the browser `online`, an endpoint set (`endpoint`) and an attachment being prepared
@@ -101,6 +101,16 @@ fn continue_is_offered_on_a_capped_stored_reply_while_nothing_runs() {
     assert!(!continue_offered(false, false, false));
     assert!(!continue_offered(true, true, false));
     assert!(!continue_offered(true, false, true));
+}
+
+#[test]
+fn edit_regenerate_and_delete_wait_for_the_reply_and_skip_temporary_chats() {
+    use MessageStatus::*;
+    assert!(actions_offered(false, Complete, false));
+    assert!(actions_offered(false, Error, false));
+    assert!(!actions_offered(true, Complete, false));
+    assert!(!actions_offered(false, Streaming, false));
+    assert!(!actions_offered(false, Complete, true));
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! agent endpoint, an attachment still being prepared. `ui/flow.rs` asks [`may_send`] with what
 //! it sees; the session's own endpoint check ([`NO_ENDPOINT`]) says the same words. A refused
 //! message stays in the composer. Also what Send and Enter do with the draft ([`on_submit`]), when
-//! an edited message may go again ([`may_resend`]), where Retry and Continue are offered
-//! ([`retry_offered`], [`continue_offered`]), and what the banner says when the network comes and
-//! goes. Must not import anything outside `crate::engine`.
+//! an edited message may go again ([`may_resend`]), where Retry, Continue and a message's other
+//! actions are offered ([`retry_offered`], [`continue_offered`], [`actions_offered`]), and what
+//! the banner says when the network comes and goes. Must not import anything outside
+//! `crate::engine`.
 
 use crate::engine::model::{MessageStatus, Role};
 
@@ -93,6 +94,13 @@ pub fn retry_offered(last: Option<(Role, MessageStatus)>, streaming: bool) -> bo
 /// written, nor in a temporary chat (its messages are not stored).
 pub fn continue_offered(capped: bool, streaming: bool, temporary: bool) -> bool {
     capped && !streaming && !temporary
+}
+
+/// Whether a message's Edit, Regenerate and Delete are offered: not while a reply is being written
+/// (`streaming`) or the message itself streams (`status`), nor in a temporary chat (its messages are
+/// not stored: no branch to make).
+pub fn actions_offered(streaming: bool, status: MessageStatus, temporary: bool) -> bool {
+    !streaming && status != MessageStatus::Streaming && !temporary
 }
 
 /// The notice when the browser comes back online.

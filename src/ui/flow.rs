@@ -185,8 +185,8 @@ impl Stores {
     fn send(&self) {
         self.shell.dismiss_error();
         let state = SendState {
-            online: self.shell.online_untracked(),
-            has_endpoint: self.settings.with_settings_untracked(|s| s.has_endpoint()),
+            online: untrack(|| self.shell.online()),
+            has_endpoint: untrack(|| self.settings.with_settings(|s| s.has_endpoint())),
             attaching: untrack(|| self.composer.attaching()),
         };
         if let Err(refusal) = may_send(state) {
@@ -236,7 +236,7 @@ impl Stores {
         if !typed.is_empty() {
             self.composer.set_draft(typed.clone());
         }
-        let endpoint = self.settings.with_settings_untracked(|s| s.has_endpoint());
+        let endpoint = untrack(|| self.settings.with_settings(|s| s.has_endpoint()));
         if pending_send && send_on_start(&typed, endpoint) {
             self.submit();
         }

@@ -235,9 +235,9 @@ fn use_app_keys(stores: Stores, sheet: RwSignal<bool>) {
         let scene = KeyScene {
             in_text_field: in_text_field(),
             sheet_open: sheet.get_untracked(),
-            dialog_open: settings.dialog_open_untracked(),
-            page_open: about.is_open_untracked(),
-            drawer_open: shell.drawer_open_untracked(),
+            dialog_open: untrack(|| settings.dialog_open()),
+            page_open: untrack(|| about.is_open()),
+            drawer_open: untrack(|| shell.drawer_open()),
             streaming: untrack(|| stores.streaming()),
             popup_open: in_open_popup(),
             handled: e.default_prevented(),

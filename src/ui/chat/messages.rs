@@ -19,7 +19,7 @@ use crate::engine::format::{
 };
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
-use crate::engine::send::{continue_offered, may_resend};
+use crate::engine::send::{actions_offered, continue_offered, may_resend};
 use crate::ui::behaviour::{use_clipboard, use_follow_bottom, use_roving, UseFollowBottomReturn};
 use crate::ui::highlight::highlight_later;
 use crate::ui::math::{copy_with_tex, typeset_later};
@@ -519,9 +519,7 @@ fn MessageActions(
     let clipboard = use_clipboard();
     let st = item.state();
     // A temporary chat's messages are not stored: no branch to edit, regenerate or delete from.
-    let idle = move || {
-        !stores.streaming() && st.status() != MessageStatus::Streaming && !chat.is_temporary()
-    };
+    let idle = move || actions_offered(stores.streaming(), st.status(), chat.is_temporary());
     let is_user = item.role == Role::User;
     // A reply that failed before it said anything: nothing to copy or regenerate; Retry replaces it.
     let failed =

@@ -372,12 +372,14 @@ fn EntityDetails(
     let stores = use_stores();
     let memory = use_memory();
     let name_of = move |id: &str| {
-        memory.with_view_untracked(|m| {
-            m.entities
-                .iter()
-                .find(|e| e.id == id)
-                .map(|e| e.name.clone())
-                .unwrap_or_else(|| id.to_string())
+        untrack(|| {
+            memory.with_view(|m| {
+                m.entities
+                    .iter()
+                    .find(|e| e.id == id)
+                    .map(|e| e.name.clone())
+                    .unwrap_or_else(|| id.to_string())
+            })
         })
     };
     let rels: Vec<_> = entity_relationships(&entity)

@@ -85,19 +85,9 @@ impl ShellStore {
         self.online.get()
     }
 
-    /// [`Self::online`] without subscribing (for event handlers).
-    pub fn online_untracked(&self) -> bool {
-        self.online.get_untracked()
-    }
-
     /// Whether the conversation list is open as a drawer.
     pub fn drawer_open(&self) -> bool {
         self.drawer_open.get()
-    }
-
-    /// [`Self::drawer_open`] without subscribing (for event handlers).
-    pub fn drawer_open_untracked(&self) -> bool {
-        self.drawer_open.get_untracked()
     }
 
     /// Whether the memory panel is open beside the chat (what a wide window shows).
