@@ -1466,3 +1466,77 @@ fn the_signal_rule_fires_on_planted_open_signals() {
         ],
     );
 }
+
+/// Most public functions one UI store may have: past it the store holds more than one domain's
+/// state, and splits by what it owns (as the chat's composer, message list and turns did).
+const MAX_STORE_FUNCTIONS: usize = 30;
+
+/// UI stores with more than [`MAX_STORE_FUNCTIONS`] public functions (`pub fn` or `pub(crate) fn`
+/// items of an `impl` of a type named `…Store`, or of the shared `Stores`, summed over every file
+/// under `ui/`): `("NameStore", "31 public functions")`, by name.
+fn crowded_stores(root: &Path) -> Vec<(String, String)> {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for file in rust_files(&root.join("ui")) {
+        let code = code_of(&fs::read_to_string(&file).unwrap());
+        let mut store: Option<String> = None;
+        for line in code.lines() {
+            if let Some(rest) = line.strip_prefix("impl ") {
+                let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+                let is_store = name.ends_with("Store") || name == "Stores";
+                store = (is_store && line.trim_end().ends_with('{')).then_some(name);
+                continue;
+            }
+            if line.starts_with('}') {
+                store = None;
+            }
+            // The impl's own items, as rustfmt indents them (a function inside one is not its).
+            let public = line.starts_with("    pub fn ") || line.starts_with("    pub(crate) fn ");
+            if let (Some(name), true) = (&store, public) {
+                *counts.entry(name.clone()).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n > MAX_STORE_FUNCTIONS)
+        .map(|(name, n)| (name, format!("{n} public functions")))
+        .collect()
+}
+
+#[test]
+fn no_store_has_more_than_30_public_functions() {
+    assert_eq!(listed(crowded_stores(&src())), "");
+}
+
+#[test]
+fn the_store_size_rule_fires_on_a_planted_crowded_store() {
+    let fns = |prefix: &str, n: usize| -> String {
+        (0..n)
+            .map(|i| format!("    {prefix} fn f{i}(&self) {{}}\n"))
+            .collect()
+    };
+    // 31 in one store (over two impl blocks in two files), exactly 30 in another, 31 in a type
+    // that is no store, and private or nested functions that do not count.
+    let chat = format!(
+        "//! h\npub struct ChatStore {{}}\nimpl ChatStore {{\n{}{}}}\nimpl Other {{\n{}}}\n",
+        fns("pub", 20),
+        fns("", 5),
+        fns("pub", 31)
+    );
+    let more = format!(
+        "//! h\nimpl ChatStore {{\n{}    fn g(&self) {{\n        pub fn inner() {{}}\n    }}\n}}\n",
+        fns("pub(crate)", 11)
+    );
+    let full = format!("//! h\nimpl ShellStore {{\n{}}}\n", fns("pub", 30));
+    let flow = format!("//! h\nimpl Stores {{\n{}}}\n", fns("pub", 31));
+    fires(
+        crowded_stores,
+        &[
+            ("ui/chat/store.rs", chat.as_str()),
+            ("ui/chat/view.rs", more.as_str()),
+            ("ui/shell/store.rs", full.as_str()),
+            ("ui/flow.rs", flow.as_str()),
+        ],
+        &["31 public functions", "31 public functions"],
+    );
+}

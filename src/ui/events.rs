@@ -44,18 +44,25 @@ impl Events {
 
     /// A change of stored data, this tab's or another's.
     fn shared(&self, change: Change) {
-        let Stores { chat, memory, .. } = self.stores;
+        let Stores {
+            chat,
+            composer,
+            messages,
+            memory,
+            ..
+        } = self.stores;
+        let stores = self.stores;
         match change {
             Change::Conversation(c) => self.conversations_changed(vec![c]),
             Change::Conversations(cs) => self.conversations_changed(cs),
             Change::ConversationRemoved(id) => self.stores.removed(&id),
             Change::MessageAdded(m) => self.message_added(m),
             Change::MessageProgress(m) => self.progress(m),
-            Change::MessagesCleared(id) => chat.cleared(&id),
+            Change::MessagesCleared(id) => messages.cleared(&id),
             Change::BranchChanged(id) if chat.is_current(&id) => {
-                chat.retry_thumbnails();
-                chat.show_branch(id);
-                chat.refresh_preview();
+                composer.retry_thumbnails();
+                messages.show_branch(id);
+                stores.refresh_preview();
             }
             Change::BranchChanged(_) => {}
             Change::MemoryUpdating {
@@ -64,14 +71,14 @@ impl Events {
             } => memory.set_updating(&id, running),
             Change::MemoryChanged(id) if chat.is_current(&id) => {
                 memory.reload();
-                chat.refresh_preview();
+                stores.refresh_preview();
             }
             Change::MemoryChanged(_) => {}
             Change::Settings(s) => self.settings_changed(*s),
             Change::UserFacts => self.user_facts_changed(),
             Change::Projects => {
                 self.stores.projects.reload();
-                chat.refresh_preview();
+                stores.refresh_preview();
             }
         }
     }
@@ -91,9 +98,9 @@ impl Events {
                 conversation_id: id,
                 running,
             } => {
-                chat.set_running(&id, running);
+                self.stores.turn.set_running(&id, running);
                 if !running && chat.is_current(&id) {
-                    chat.refresh_preview();
+                    self.stores.refresh_preview();
                 }
             }
             Local::Error {
@@ -119,7 +126,7 @@ impl Events {
     /// tab whose events did not arrive): the window is reloaded.
     fn message_added(&self, m: Message) {
         self.flush();
-        if self.stores.chat.take_message(&m) {
+        if self.stores.messages.take_message(&m) {
             self.stores.open(m.conversation_id, None);
         }
     }
@@ -128,7 +135,7 @@ impl Events {
     /// and the next request is previewed with them.
     fn user_facts_changed(&self) {
         self.stores.about.reload();
-        self.stores.chat.refresh_preview();
+        self.stores.refresh_preview();
     }
 
     /// Saved settings (here or in another tab): the settings store takes them, and the open
@@ -136,8 +143,8 @@ impl Events {
     fn settings_changed(&self, settings: Settings) {
         let chat = self.stores.chat;
         self.stores.settings.changed(settings);
-        if chat.current_untracked().is_some() {
-            chat.refresh_preview();
+        if untrack(|| chat.has_current()) {
+            self.stores.refresh_preview();
         }
     }
 
@@ -148,7 +155,7 @@ impl Events {
         let current = cs.iter().any(|c| chat.is_current(&c.id));
         self.stores.library.changed(cs);
         if current {
-            chat.refresh_preview();
+            self.stores.refresh_preview();
         }
     }
 
@@ -159,7 +166,7 @@ impl Events {
             self.schedule();
         } else {
             self.pending.borrow_mut().remove(&m.id);
-            self.stores.chat.take_message(&m);
+            self.stores.messages.take_message(&m);
         }
     }
 
@@ -178,7 +185,7 @@ impl Events {
     fn flush(&self) {
         let pending: Vec<Message> = self.pending.borrow_mut().drain().map(|(_, m)| m).collect();
         for m in pending {
-            self.stores.chat.take_message(&m);
+            self.stores.messages.take_message(&m);
         }
     }
 }

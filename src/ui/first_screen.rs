@@ -4,7 +4,7 @@
 //! app's composer to start with; [`hand_over`], run right after the mount in the same task (no
 //! paint in between), moves the caret, the selection and the focus into the app's composer and
 //! removes the static screen. Browser plumbing only: whether a press of Enter sends is
-//! `engine::keys::send_on_start`, carried out by the chat store. Must not import `crate::store`,
+//! `engine::keys::send_on_start`, carried out by `ui/flow.rs`. Must not import `crate::store`,
 //! `crate::transport` or `crate::ui`.
 
 use wasm_bindgen::JsCast;

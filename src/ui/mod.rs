@@ -36,6 +36,9 @@ use crate::session::{Session, SessionEvent, DB_NAME};
 use about::store::AboutStore;
 use backend::Backend;
 use behaviour::{focus_testid, in_open_popup, in_text_field, when_idle};
+use chat::store::composer::ComposerStore;
+use chat::store::messages::MessagesStore;
+use chat::store::turn::TurnStore;
 use chat::store::ChatStore;
 use events::Events;
 use leptos::prelude::*;
@@ -59,6 +62,9 @@ fn provide_stores() -> (Stores, Backend) {
     let library = LibraryStore::new(backend);
     let memory = MemoryStore::new(backend);
     let chat = ChatStore::new(backend);
+    let composer = ComposerStore::new(backend);
+    let messages = MessagesStore::new(backend);
+    let turn = TurnStore::new(backend);
     let sync = SyncStore::new(backend);
     let transfer = TransferStore::new(backend);
     let about = AboutStore::new(backend);
@@ -67,6 +73,9 @@ fn provide_stores() -> (Stores, Backend) {
         shell,
         library,
         chat,
+        composer,
+        messages,
+        turn,
         memory,
         settings,
         sync,
@@ -84,7 +93,7 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>, pending_send: b
     let Stores {
         shell,
         library,
-        chat,
+        composer,
         settings,
         transfer,
         projects,
@@ -109,7 +118,7 @@ fn start(stores: Stores, backend: Backend, session: Rc<Session>, pending_send: b
     // The storage figure (Settings) waits until the page is idle too, and so does the sweep of
     // stored images no message uses.
     when_idle(move |_| transfer.refresh_storage(), 500, 0);
-    when_idle(move |_| chat.sweep_unused_images(), 2000, 0);
+    when_idle(move |_| composer.sweep_unused_images(), 2000, 0);
 }
 
 /// Starts opening the session, then builds and mounts the app: the database's locks and open run
@@ -126,13 +135,13 @@ pub fn App(
     opening: Opening,
 ) -> impl IntoView {
     let (stores, backend) = provide_stores();
-    let (shell, chat) = (stores.shell, stores.chat);
+    let (shell, chat, composer) = (stores.shell, stores.chat, stores.composer);
     let events = Events::new(stores);
     // What was typed in index.html's static first screen is the composer's from the start (its
     // caret, its focus and the static screen's removal follow the mount: `first_screen::hand_over`).
     let typed = first_screen::typed();
     if let Some(t) = &typed {
-        chat.set_draft(t.text.clone());
+        composer.set_draft(t.text.clone());
     }
     let pending_send = typed.is_some_and(|t| t.send);
     let sink: Rc<dyn Fn(SessionEvent)> = Rc::new(move |e| events.apply(e));
@@ -176,7 +185,12 @@ pub fn App(
 /// Back/forward (`hashchange`), online/offline, saving the draft when the page is hidden, and a new
 /// version of the app waiting; removed when the app goes.
 fn use_page_lifecycle(stores: Stores) {
-    let Stores { shell, chat, .. } = stores;
+    let Stores {
+        shell,
+        chat,
+        composer,
+        ..
+    } = stores;
     if let Some(w) = web_sys::window() {
         shell.set_online(w.navigator().on_line());
     }
@@ -190,7 +204,7 @@ fn use_page_lifecycle(stores: Stores) {
         shell.set_wide(prefs::wide_window())
     });
     let on_offline = window_event_listener(leptos::ev::offline, move |_| shell.went_offline());
-    let on_hide = window_event_listener(leptos::ev::pagehide, move |_| chat.save_draft());
+    let on_hide = window_event_listener(leptos::ev::pagehide, move |_| composer.save_draft());
     shell::update::use_update_ready(shell);
     on_cleanup(move || {
         on_hash.remove();
@@ -206,7 +220,6 @@ fn use_page_lifecycle(stores: Stores) {
 fn use_app_keys(stores: Stores, sheet: RwSignal<bool>) {
     let Stores {
         shell,
-        chat,
         settings,
         about,
         ..
@@ -222,10 +235,10 @@ fn use_app_keys(stores: Stores, sheet: RwSignal<bool>) {
         let scene = KeyScene {
             in_text_field: in_text_field(),
             sheet_open: sheet.get_untracked(),
-            dialog_open: settings.dialog_open_untracked(),
-            page_open: about.is_open_untracked(),
-            drawer_open: shell.drawer_open_untracked(),
-            streaming: chat.streaming_untracked(),
+            dialog_open: untrack(|| settings.dialog_open()),
+            page_open: untrack(|| about.is_open()),
+            drawer_open: untrack(|| shell.drawer_open()),
+            streaming: untrack(|| stores.streaming()),
             popup_open: in_open_popup(),
             handled: e.default_prevented(),
         };
@@ -244,7 +257,7 @@ fn use_app_keys(stores: Stores, sheet: RwSignal<bool>) {
                     shell.open_drawer();
                     focus_testid("conversation-search");
                 }
-                KeyAction::Stop => chat.stop(),
+                KeyAction::Stop => stores.stop(),
                 KeyAction::ShowShortcuts => sheet.set(true),
                 KeyAction::CloseShortcuts => sheet.set(false),
                 // Focus may have left the dialog (a click on the backdrop): Esc still closes it.

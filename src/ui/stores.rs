@@ -4,6 +4,9 @@
 //! import `crate::store` or `crate::transport`, nor the session.
 
 use crate::ui::about::store::AboutStore;
+use crate::ui::chat::store::composer::ComposerStore;
+use crate::ui::chat::store::messages::MessagesStore;
+use crate::ui::chat::store::turn::TurnStore;
 use crate::ui::chat::store::ChatStore;
 use crate::ui::library::store::LibraryStore;
 use crate::ui::memory::store::MemoryStore;
@@ -24,6 +27,12 @@ pub struct Stores {
     pub library: LibraryStore,
     /// The open conversation.
     pub chat: ChatStore,
+    /// The composer: its draft, attachments, the message being edited.
+    pub composer: ComposerStore,
+    /// The open conversation's mounted messages and the paging through them.
+    pub messages: MessagesStore,
+    /// The turns in flight.
+    pub turn: TurnStore,
     /// The memory shown, updates and builds.
     pub memory: MemoryStore,
     /// The settings in force.
@@ -57,6 +66,16 @@ pub fn use_library() -> LibraryStore {
 /// The chat store (the open conversation).
 pub fn use_chat() -> ChatStore {
     use_stores().chat
+}
+
+/// The composer's store (draft, attachments, the message being edited).
+pub fn use_composer() -> ComposerStore {
+    use_stores().composer
+}
+
+/// The message list's store (the mounted messages, paging, the message to scroll to).
+pub fn use_messages() -> MessagesStore {
+    use_stores().messages
 }
 
 /// The memory store (the memory shown, updates, builds).

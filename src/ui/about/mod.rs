@@ -43,7 +43,7 @@ pub fn UseUserMemory() -> impl IntoView {
             // output fills must never hold one, and the XSS check says so of the whole pane).
             <button class="switch use-user-memory" role="switch" data-testid="conversation-use-user-memory"
                 aria-checked=move || on().to_string()
-                on:click=move |_| chat.use_user_memory(!on())>
+                on:click=move |_| stores.use_user_memory(!on())>
                 {move || if on() { "Memory about me: on here" } else { "Memory about me: off here" }}
             </button>
         </Show>

@@ -46,11 +46,6 @@ impl AboutStore {
         self.open.get()
     }
 
-    /// [`Self::is_open`] without subscribing (for event handlers).
-    pub fn is_open_untracked(&self) -> bool {
-        self.open.get_untracked()
-    }
-
     /// The search typed on the page.
     pub fn query(&self) -> String {
         self.query.get()

@@ -5,7 +5,7 @@
 
 use crate::engine::attach::human_bytes;
 use crate::engine::model::{Attachment, AttachmentKind};
-use crate::ui::stores::use_chat;
+use crate::ui::stores::use_composer;
 use leptos::prelude::*;
 
 /// What the picker takes: images, PDFs and the text files `engine::attach::intake` accepts.
@@ -36,10 +36,10 @@ pub fn dropped(ev: &leptos::ev::DragEvent) -> Vec<web_sys::File> {
 /// The picker button and the composer's attachments.
 #[component]
 pub fn ComposerAttachments() -> impl IntoView {
-    let chat = use_chat();
+    let composer = use_composer();
     let input = NodeRef::<leptos::html::Input>::new();
     let list = move || {
-        chat.with_attachments(|files| {
+        composer.with_attachments(|files| {
             files
                 .iter()
                 .enumerate()
@@ -52,7 +52,7 @@ pub fn ComposerAttachments() -> impl IntoView {
                             <Preview attachment=a.clone() url=url/>
                             <button class="attachment-remove" data-testid="attachment-remove"
                                 aria-label=format!("Remove {}", a.name)
-                                on:click=move |_| chat.remove_attachment(i)>"×"</button>
+                                on:click=move |_| composer.remove_attachment(i)>"×"</button>
                         </span>
                     }
                 })
@@ -68,13 +68,13 @@ pub fn ComposerAttachments() -> impl IntoView {
                     class="visually-hidden"
                     on:change=move |_| {
                         if let Some(el) = input.get() {
-                            chat.attach_files(files_of(el.files()));
+                            composer.attach_files(files_of(el.files()));
                             el.set_value("");
                         }
                     }/>
             </label>
             {list}
-            <Show when=move || chat.attaching()>
+            <Show when=move || composer.attaching()>
                 <span class="attaching">"Preparing…"</span>
             </Show>
         </div>
@@ -114,7 +114,7 @@ fn Preview(attachment: Attachment, url: Option<String>) -> impl IntoView {
 /// The images and files of a sent message.
 #[component]
 pub fn MessageAttachments(attachments: Vec<Attachment>) -> impl IntoView {
-    let chat = use_chat();
+    let composer = use_composer();
     let items = attachments
         .into_iter()
         .map(|a| {
@@ -122,7 +122,7 @@ pub fn MessageAttachments(attachments: Vec<Attachment>) -> impl IntoView {
             let title = describe(&a);
             let shown = a.clone();
             let thumb = move || {
-                let url = chat.thumbnail(&shown);
+                let url = composer.thumbnail(&shown);
                 view! { <Preview attachment=shown.clone() url=url/> }
             };
             view! {

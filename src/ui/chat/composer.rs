@@ -5,13 +5,13 @@
 
 use crate::ui::behaviour::use_debounce_fn;
 use crate::ui::chat::attachments::{dropped, pasted, ComposerAttachments};
-use crate::ui::stores::{use_chat, use_shell, use_stores};
+use crate::ui::stores::{use_composer, use_shell, use_stores};
 use leptos::prelude::*;
 
 /// The composer.
 #[component]
 pub fn Composer() -> impl IntoView {
-    let chat = use_chat();
+    let composer = use_composer();
     let stores = use_stores();
     let shell = use_shell();
     let confirm_clear = RwSignal::new(false);
@@ -29,13 +29,13 @@ pub fn Composer() -> impl IntoView {
     };
     let settle = use_debounce_fn(
         move || {
-            chat.save_draft();
-            chat.refresh_preview();
+            composer.save_draft();
+            stores.refresh_preview();
         },
         400,
     );
     Effect::new(move |_| {
-        chat.track_draft();
+        composer.track_draft();
         settle();
     });
     view! {
@@ -45,7 +45,7 @@ pub fn Composer() -> impl IntoView {
                 let files = dropped(&ev);
                 if !files.is_empty() {
                     ev.prevent_default();
-                    chat.attach_files(files);
+                    composer.attach_files(files);
                 }
             }>
             <Show when=move || confirm_clear.get()>
@@ -56,14 +56,14 @@ pub fn Composer() -> impl IntoView {
                 aria-label="Message (Enter sends, Shift+Enter adds a line, Esc stops)"
                 placeholder=move || if shell.online() { "Message Memoire…  (/clear clears this conversation)" } else { "Offline: your draft is kept until you are back online" }
                 rows="3"
-                prop:value=move || chat.draft()
-                on:input=move |ev| chat.set_draft(event_target_value(&ev))
+                prop:value=move || composer.draft()
+                on:input=move |ev| composer.set_draft(event_target_value(&ev))
                 on:keydown=on_key
                 on:paste=move |ev: leptos::ev::ClipboardEvent| {
                     let files = pasted(&ev);
                     if !files.is_empty() {
                         ev.prevent_default();
-                        chat.attach_files(files);
+                        composer.attach_files(files);
                     }
                 }
             ></textarea>
@@ -98,24 +98,24 @@ fn ComposerActions(
     /// Sends (or edits, or asks to clear) what the composer holds.
     submit: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let (stores, composer) = (use_stores(), use_composer());
     view! {
         <div class="composer-actions">
             <Show
-                when=move || chat.streaming()
+                when=move || stores.streaming()
                 fallback=move || view! {
                     <button
                         class="primary"
                         data-testid="send-button"
                         aria-label="Send"
-                        disabled=move || chat.draft_is_blank()
+                        disabled=move || composer.draft_is_blank()
                         on:click=move |_| submit()
                     >
                         "Send"
                     </button>
                 }
             >
-                <button class="danger" data-testid="stop-button" aria-label="Stop the reply" on:click=move |_| chat.stop()>
+                <button class="danger" data-testid="stop-button" aria-label="Stop the reply" on:click=move |_| stores.stop()>
                     "Stop"
                 </button>
             </Show>

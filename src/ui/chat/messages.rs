@@ -9,8 +9,8 @@
 //! edited where it is: its text becomes an editor with Save and Cancel.
 //! Must not import `crate::store` or `crate::transport`.
 
+use super::store::messages::MessagesStore;
 use super::store::window::MessageItem;
-use super::store::ChatStore;
 use super::thinking::ThinkingBlock;
 use crate::engine::failure::split_text;
 use crate::engine::format::{
@@ -19,10 +19,13 @@ use crate::engine::format::{
 };
 use crate::engine::markdown;
 use crate::engine::model::{MessageStatus, Role};
+use crate::engine::send::{actions_offered, continue_offered, may_resend};
 use crate::ui::behaviour::{use_clipboard, use_follow_bottom, use_roving, UseFollowBottomReturn};
 use crate::ui::highlight::highlight_later;
 use crate::ui::math::{copy_with_tex, typeset_later};
-use crate::ui::stores::{use_chat, use_settings, use_shell};
+use crate::ui::stores::{
+    use_chat, use_composer, use_messages, use_settings, use_shell, use_stores,
+};
 use crate::ui::time::{now_ms, offset_at};
 use leptos::html;
 use leptos::prelude::*;
@@ -57,7 +60,7 @@ type Anchor = (String, f64, Ends);
 /// The message list of the open conversation.
 #[component]
 pub fn MessageList() -> impl IntoView {
-    let chat = use_chat();
+    let (chat, messages) = (use_chat(), use_messages());
     let list_ref = NodeRef::<html::Div>::new();
     let follow = use_follow_bottom(list_ref, move || chat.track_current());
     let anchor = StoredValue::new(None::<Anchor>);
@@ -66,32 +69,32 @@ pub fn MessageList() -> impl IntoView {
             return;
         };
         follow.scrolled(&el);
-        if !chat.loading_untracked() {
-            load_at_edges(chat, &el, anchor);
+        if untrack(|| !messages.loading()) {
+            load_at_edges(messages, &el, anchor);
         }
     };
-    let after_render = use_after_render(chat, list_ref, follow, anchor);
+    let after_render = use_after_render(messages, list_ref, follow, anchor);
     Effect::new(move |_| after_render());
     let on_click = use_code_copy();
     view! {
         <div class="message-list" data-testid="message-list" node_ref=list_ref id="messages"
             on:scroll=on_scroll on:click=on_click on:copy=move |ev| copy_with_tex(&ev)
             role="log" aria-live="polite" aria-label="Messages" tabindex="0">
-            <Show when=move || chat.has_older()>
-                <button class="load-older" data-testid="load-older" on:click=move |_| chat.load_older()>
-                    {move || if chat.loading() { "Loading…" } else { "Load older messages" }}
+            <Show when=move || messages.has_older()>
+                <button class="load-older" data-testid="load-older" on:click=move |_| messages.load_older()>
+                    {move || if messages.loading() { "Loading…" } else { "Load older messages" }}
                 </button>
             </Show>
-            <Show when=move || chat.loading() && chat.with_messages(|l| l.is_empty())>
+            <Show when=move || messages.loading() && messages.with_messages(|l| l.is_empty())>
                 <div class="empty" role="status"><span class="spinner" aria-hidden="true"></span>" Loading messages…"</div>
             </Show>
             <EmptyState/>
-            <For each=move || chat.with_messages(<[MessageItem]>::to_vec) key=|m| m.id.clone() let:item>
+            <For each=move || messages.with_messages(<[MessageItem]>::to_vec) key=|m| m.id.clone() let:item>
                 <MessageView item=item/>
             </For>
-            <Show when=move || chat.has_newer()>
-                <button class="load-older" data-testid="load-newer" on:click=move |_| chat.load_newer()>
-                    {move || if chat.loading() { "Loading…" } else { "Load newer messages" }}
+            <Show when=move || messages.has_newer()>
+                <button class="load-older" data-testid="load-newer" on:click=move |_| messages.load_newer()>
+                    {move || if messages.loading() { "Loading…" } else { "Load newer messages" }}
                 </button>
             </Show>
         </div>
@@ -100,19 +103,26 @@ pub fn MessageList() -> impl IntoView {
 
 /// Near the top (or bottom) of the list, the page above (or below) is mounted; the view's anchor is
 /// kept first.
-fn load_at_edges(chat: ChatStore, el: &web_sys::HtmlElement, anchor: StoredValue<Option<Anchor>>) {
+fn load_at_edges(
+    messages: MessagesStore,
+    el: &web_sys::HtmlElement,
+    anchor: StoredValue<Option<Anchor>>,
+) {
     let top = el.scroll_top() as i32;
     let gap = el.scroll_height() - top - el.client_height();
-    let ends = chat.with_messages_untracked(ends_of);
+    let (ends, older, newer) = untrack(|| {
+        let ends = messages.with_messages(ends_of);
+        (ends, messages.has_older(), messages.has_newer())
+    });
     let (Some(first), Some(last)) = ends.clone() else {
         return;
     };
-    if top < 200 && chat.has_older_untracked() {
+    if top < 200 && older {
         anchor.set_value(Some((first.clone(), offset_in(el, &first), ends)));
-        chat.load_older();
-    } else if gap < 200 && chat.has_newer_untracked() {
+        messages.load_older();
+    } else if gap < 200 && newer {
         anchor.set_value(Some((last.clone(), offset_in(el, &last), ends)));
-        chat.load_newer();
+        messages.load_newer();
     }
 }
 
@@ -121,25 +131,26 @@ fn load_at_edges(chat: ChatStore, el: &web_sys::HtmlElement, anchor: StoredValue
 /// subscribes to what changes the layout and acts on the next animation frame, once the DOM has the
 /// new nodes.
 fn use_after_render(
-    chat: ChatStore,
+    messages: MessagesStore,
     list_ref: NodeRef<html::Div>,
     follow: UseFollowBottomReturn,
     anchor: StoredValue<Option<Anchor>>,
 ) -> impl Fn() + 'static {
     // The message last marked `data-focused` (from a search hit or a source link).
     let focused = StoredValue::new_local(None::<web_sys::Element>);
+    let stores = use_stores();
     move || {
-        let ends = chat.with_messages(|l| {
+        let ends = messages.with_messages(|l| {
             // The last message's growth and its final render (status) can both change the height.
             let _ = l
                 .last()
                 .map(|m| (m.state().with_content(str::len), m.state().status()));
             ends_of(l)
         });
-        let newer = chat.has_newer();
-        let focus = chat.focus();
+        let newer = messages.has_newer();
+        let focus = messages.focus();
         // The end of a turn shows the actions on the last messages: the height changes again.
-        let _ = chat.streaming();
+        let _ = stores.streaming();
         // No message, nothing to focus or anchor: nothing to scroll, so no layout to read.
         if ends == (None, None) && focus.is_none() && anchor.with_value(Option::is_none) {
             return;
@@ -159,7 +170,7 @@ fn use_after_render(
                 focused.set_value(Some(target.clone()));
                 target.scroll_into_view();
                 let _ = target.set_attribute("data-focused", "true");
-                chat.focused();
+                messages.focused();
                 follow.focused(&el);
                 return;
             }
@@ -220,10 +231,10 @@ fn use_code_copy() -> impl Fn(leptos::ev::MouseEvent) + 'static {
 /// What an empty conversation says: how to connect an agent when none is set, else an invitation.
 #[component]
 fn EmptyState() -> impl IntoView {
-    let chat = use_chat();
+    let messages = use_messages();
     let settings = use_settings();
     let no_endpoint = move || !settings.with_settings(|s| s.has_endpoint());
-    let empty = move || chat.with_messages(|l| l.is_empty()) && !chat.loading();
+    let empty = move || messages.with_messages(|l| l.is_empty()) && !messages.loading();
     view! {
         <Show when=empty>
             <div class="empty-state" data-testid="empty-state">
@@ -346,15 +357,16 @@ fn DaySeparator(
     /// When that message was written.
     at: i64,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let messages = use_messages();
     let offset = offset_at(at);
     let first_of_day = move || {
-        chat.with_messages(|l| {
-            let i = l.iter().position(|m| m.id == id)?;
-            let before = i.checked_sub(1).map(|j| l[j].created_at);
-            Some(before.is_none_or(|b| local_day(b, offset_at(b)) != local_day(at, offset)))
-        })
-        .unwrap_or(false)
+        messages
+            .with_messages(|l| {
+                let i = l.iter().position(|m| m.id == id)?;
+                let before = i.checked_sub(1).map(|j| l[j].created_at);
+                Some(before.is_none_or(|b| local_day(b, offset_at(b)) != local_day(at, offset)))
+            })
+            .unwrap_or(false)
     };
     view! {
         <Show when=first_of_day>
@@ -372,11 +384,11 @@ fn MessageBody(
     /// The message whose text this is.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let composer = use_composer();
     let st = item.state();
     if item.role == Role::User {
         let id = item.id.clone();
-        let editing = move || chat.is_editing(&id);
+        let editing = move || composer.is_editing(&id);
         return view! {
             <Show
                 when=editing
@@ -419,7 +431,7 @@ fn MessageEditor(
     /// The user message being edited.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let (stores, composer) = (use_stores(), use_composer());
     let st = item.state();
     let text = RwSignal::new(st.content_untracked());
     let input = NodeRef::<html::Textarea>::new();
@@ -431,8 +443,8 @@ fn MessageEditor(
     let id = item.id.clone();
     let save = move || {
         let t = text.get_untracked();
-        if !t.trim().is_empty() && !chat.streaming_untracked() {
-            chat.edit(id.clone(), t);
+        if may_resend(&t, untrack(|| stores.streaming())) {
+            stores.edit(id.clone(), t);
         }
     };
     let save_click = save.clone();
@@ -444,7 +456,7 @@ fn MessageEditor(
         "Escape" => {
             ev.prevent_default();
             ev.stop_propagation();
-            chat.cancel_edit();
+            composer.cancel_edit();
         }
         _ => {}
     };
@@ -455,7 +467,7 @@ fn MessageEditor(
                 on:input=move |ev| text.set(event_target_value(&ev)) on:keydown=on_key></textarea>
             <p class="hint">"Saving sends it again for a new reply. The earlier version stays: ‹ › switch between them."</p>
             <div class="row">
-                <button data-testid="cancel-edit" on:click=move |_| chat.cancel_edit()>"Cancel"</button>
+                <button data-testid="cancel-edit" on:click=move |_| composer.cancel_edit()>"Cancel"</button>
                 <button class="primary" data-testid="save-edit" disabled=move || text.with(|t| t.trim().is_empty())
                     on:click=move |_| save_click()>"Save"</button>
             </div>
@@ -502,28 +514,27 @@ fn MessageActions(
     /// The message these actions act on.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let (stores, chat, composer) = (use_stores(), use_chat(), use_composer());
+    let messages = use_messages();
     let clipboard = use_clipboard();
     let st = item.state();
     // A temporary chat's messages are not stored: no branch to edit, regenerate or delete from.
-    let idle = move || {
-        !chat.streaming() && st.status() != MessageStatus::Streaming && !chat.is_temporary()
-    };
+    let idle = move || actions_offered(stores.streaming(), st.status(), chat.is_temporary());
     let is_user = item.role == Role::User;
     // A reply that failed before it said anything: nothing to copy or regenerate; Retry replaces it.
     let failed =
         move || st.status() == MessageStatus::Error && st.with_content(|c| c.trim().is_empty());
     let retry_here = {
         let id = item.id.clone();
-        move || chat.retry_on().is_some_and(|r| r == id)
+        move || messages.retry_on(&id, stores.streaming())
     };
     let edit = {
         let id = item.id.clone();
-        move |_| chat.start_edit(id.clone())
+        move |_| composer.start_edit(id.clone())
     };
     let regenerate = {
         let id = item.id.clone();
-        move |_| chat.regenerate(id.clone())
+        move |_| stores.regenerate(id.clone())
     };
 
     // While the message is edited in place its editor's Save and Cancel are the only actions.
@@ -545,10 +556,10 @@ fn MessageActions(
     // with the word shown on wider screens) on a 44×44 px target.
     view! {
         <div class="message-actions" role="toolbar" aria-label="Message actions" node_ref=row
-            hidden=move || chat.is_editing(&editing_id)>
+            hidden=move || composer.is_editing(&editing_id)>
             <AlternativePager item=item.clone()/>
             <Show when=move || retry_here()>
-                <button class="retry" data-testid="retry-button" aria-label="Retry: ask again" on:click=move |_| chat.retry()>"Retry"</button>
+                <button class="retry" data-testid="retry-button" aria-label="Retry: ask again" on:click=move |_| stores.retry()>"Retry"</button>
             </Show>
             <Show when=move || st.status() != MessageStatus::Streaming && !failed()>
                 <button class="link act act-copy" data-testid="copy-message"
@@ -559,7 +570,7 @@ fn MessageActions(
             </Show>
             <Show when={
                 let id = item.id.clone();
-                move || idle() && is_user && !chat.is_editing(&id)
+                move || idle() && is_user && !composer.is_editing(&id)
             }>
                 <button class="link act act-edit" data-testid="edit-message" aria-label="Edit this message" on:click=edit.clone()>
                     <span class="label">"Edit"</span>
@@ -585,12 +596,12 @@ fn ContinueButton(
     /// The reply it continues.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let (stores, chat) = (use_stores(), use_chat());
     let st = item.state();
     let capped = move || {
         let s = st.status();
         let capped = st.with_meta(|m| shown_status(s, m.capped) == "capped");
-        capped && !chat.streaming() && !chat.is_temporary()
+        continue_offered(capped, stores.streaming(), chat.is_temporary())
     };
     let id = item.id.clone();
     view! {
@@ -598,7 +609,7 @@ fn ContinueButton(
             <button class="continue" data-testid="message-continue" aria-label="Continue: ask for the rest of this reply"
                 on:click={
                     let id = id.clone();
-                    move |_| chat.continue_reply(id.clone())
+                    move |_| stores.continue_reply(id.clone())
                 }>"Continue"</button>
         </Show>
     }
@@ -610,16 +621,16 @@ fn AlternativePager(
     /// The message whose alternatives these are.
     item: MessageItem,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let stores = use_stores();
     let st = item.state();
-    let busy = move || chat.streaming();
+    let busy = move || stores.streaming();
     let go = move |next: bool| {
         let to = st.with_alternatives_untracked(|a| {
             a.as_ref()
                 .and_then(|a| if next { a.next.clone() } else { a.prev.clone() })
         });
         if let Some(to) = to {
-            chat.show_alternative(to);
+            stores.show_alternative(to);
         }
     };
     view! {
@@ -641,7 +652,7 @@ fn DeleteMessage(
     /// The message to delete.
     id: String,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let stores = use_stores();
     let asking = RwSignal::new(false);
     view! {
         <Show
@@ -657,7 +668,7 @@ fn DeleteMessage(
                     let id = id.clone();
                     move |_| {
                         asking.set(false);
-                        chat.delete_message(id.clone());
+                        stores.delete_message(id.clone());
                     }
                 }>"Delete"</button>
                 <button class="link" data-testid="cancel-delete-message" on:click=move |_| asking.set(false)>"Cancel"</button>

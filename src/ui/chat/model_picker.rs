@@ -77,11 +77,11 @@ fn ModelMenu(
     /// The picker (its button gets the focus back after a choice).
     root: NodeRef<html::Div>,
 ) -> impl IntoView {
-    let chat = use_chat();
+    let stores = use_stores();
     let settings = use_settings();
     let pick = move |m: Option<String>| {
         open.set(false);
-        chat.pick_model(m);
+        stores.pick_model(m);
         focus_opener(root);
     };
     // A listbox: one tab stop, the arrow keys move between the models; opening it focuses the

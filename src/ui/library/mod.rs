@@ -66,7 +66,7 @@ pub fn Sidebar() -> impl IntoView {
                     data-testid="temporary-chat"
                     title="A chat that is never saved and updates no memory"
                     aria-pressed=move || chat.is_temporary().to_string()
-                    on:click=move |_| chat.start_temporary()
+                    on:click=move |_| stores.start_temporary()
                 >
                     "Temporary"
                 </button>

@@ -110,11 +110,6 @@ impl LibraryStore {
         self.query.get()
     }
 
-    /// [`Self::query`] without subscribing.
-    pub fn query_untracked(&self) -> String {
-        self.query.get_untracked()
-    }
-
     /// Reads the messages that match the search.
     pub fn with_hits<R>(&self, f: impl FnOnce(&[SearchHit]) -> R) -> R {
         self.hits.with(|h| f(h))

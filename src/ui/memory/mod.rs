@@ -23,7 +23,7 @@ use crate::engine::model::{EntityNode, EntityType, MessageStatus, Role};
 use crate::session::MemoryError;
 use crate::ui::about::{MemoryPageOpen, UseUserMemory};
 use crate::ui::lazy::{lazy, Built};
-use crate::ui::stores::{use_chat, use_memory, use_shell, use_stores};
+use crate::ui::stores::{use_chat, use_memory, use_messages, use_shell, use_stores};
 use build::BuildThis;
 use facts::AboutYouFacts;
 use inspector::ContextInspector;
@@ -150,11 +150,11 @@ fn Failure() -> impl IntoView {
 /// The last N messages as the engine sends them, N as set for this conversation.
 #[component]
 fn Recent() -> impl IntoView {
-    let chat = use_chat();
+    let messages = use_messages();
     let stores = use_stores();
     let recent = move || {
         let n = stores.memory_config().recent_messages;
-        chat.with_messages(|l| {
+        messages.with_messages(|l| {
             // A reply that failed before saying anything is never sent: it is not shown here.
             let sent: Vec<_> = l
                 .iter()
@@ -372,12 +372,14 @@ fn EntityDetails(
     let stores = use_stores();
     let memory = use_memory();
     let name_of = move |id: &str| {
-        memory.with_view_untracked(|m| {
-            m.entities
-                .iter()
-                .find(|e| e.id == id)
-                .map(|e| e.name.clone())
-                .unwrap_or_else(|| id.to_string())
+        untrack(|| {
+            memory.with_view(|m| {
+                m.entities
+                    .iter()
+                    .find(|e| e.id == id)
+                    .map(|e| e.name.clone())
+                    .unwrap_or_else(|| id.to_string())
+            })
         })
     };
     let rels: Vec<_> = entity_relationships(&entity)
@@ -385,7 +387,7 @@ fn EntityDetails(
         .map(|r| (name_of(&r.target_id), r))
         .collect();
     let props = entity_properties(&entity);
-    let conv = chat.current_untracked().unwrap_or_default();
+    let conv = untrack(|| chat.current()).unwrap_or_default();
     let sources: Vec<String> = entity.source_message_ids.iter().take(8).cloned().collect();
     view! {
         {(!entity.aliases.is_empty()).then(|| view! { <p class="aliases">"also: " {entity.aliases.join(", ")}</p> })}

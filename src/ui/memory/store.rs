@@ -56,11 +56,6 @@ impl MemoryStore {
         self.view.with(f)
     }
 
-    /// [`Self::with_view`] without subscribing (for event handlers).
-    pub fn with_view_untracked<R>(&self, f: impl FnOnce(&MemoryView) -> R) -> R {
-        self.view.with_untracked(f)
-    }
-
     /// How many conversations an import offered to build the memory of.
     pub fn offered(&self) -> usize {
         self.offer.with(Vec::len)

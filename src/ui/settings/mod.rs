@@ -94,7 +94,7 @@ fn SettingsForm() -> impl IntoView {
     let chat = use_chat();
     let stores = use_stores();
     let form = Form {
-        draft: RwSignal::new(settings.with_settings_untracked(Settings::clone)),
+        draft: RwSignal::new(untrack(|| settings.with_settings(Settings::clone))),
         scope_conversation: RwSignal::new(false),
         overrides: RwSignal::new(
             untrack(|| stores.open_conversation())
@@ -129,8 +129,7 @@ fn SettingsForm() -> impl IntoView {
         }
         form.error.set(None);
         form.saving.set(true);
-        let overrides = chat
-            .current_untracked()
+        let overrides = untrack(|| chat.current())
             .filter(|_| form.scope_conversation.get_untracked())
             .map(|id| (id, form.overrides.get_untracked()));
         sync.save(move |r| {

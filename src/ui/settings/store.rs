@@ -49,19 +49,9 @@ impl SettingsStore {
         self.settings.with(f)
     }
 
-    /// [`Self::with_settings`] without subscribing (for event handlers).
-    pub fn with_settings_untracked<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
-        self.settings.with_untracked(f)
-    }
-
     /// Whether the settings dialog is open.
     pub fn dialog_open(&self) -> bool {
         self.dialog_open.get()
-    }
-
-    /// [`Self::dialog_open`] without subscribing (for event handlers).
-    pub fn dialog_open_untracked(&self) -> bool {
-        self.dialog_open.get_untracked()
     }
 
     /// The endpoint's models, as far as they are listed.

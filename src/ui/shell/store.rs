@@ -5,7 +5,7 @@
 //! its actions. Must not import `crate::store` or `crate::transport`, nor the session handle,
 //! another store.
 
-use crate::engine::send::SendRefusal;
+use crate::engine::send::{ends_when_online, BACK_ONLINE, WENT_OFFLINE};
 use crate::session::ErrorKind;
 use crate::ui::prefs;
 use leptos::prelude::*;
@@ -85,19 +85,9 @@ impl ShellStore {
         self.online.get()
     }
 
-    /// [`Self::online`] without subscribing (for event handlers).
-    pub fn online_untracked(&self) -> bool {
-        self.online.get_untracked()
-    }
-
     /// Whether the conversation list is open as a drawer.
     pub fn drawer_open(&self) -> bool {
         self.drawer_open.get()
-    }
-
-    /// [`Self::drawer_open`] without subscribing (for event handlers).
-    pub fn drawer_open_untracked(&self) -> bool {
-        self.drawer_open.get_untracked()
     }
 
     /// Whether the memory panel is open beside the chat (what a wide window shows).
@@ -184,21 +174,19 @@ impl ShellStore {
     /// notice (other errors stay, with their actions).
     pub fn went_online(&self) {
         self.online.set(true);
-        if self.error.with_untracked(|e| {
-            e.as_ref()
-                .is_some_and(|p| p.text == SendRefusal::Offline.to_string())
-        }) {
+        if self
+            .error
+            .with_untracked(|e| e.as_ref().is_some_and(|p| ends_when_online(&p.text)))
+        {
             self.error.set(None);
         }
-        self.notice.set(Some("You are back online.".into()));
+        self.notice.set(Some(BACK_ONLINE.into()));
     }
 
     /// The browser went offline: what still works is said.
     pub fn went_offline(&self) {
         self.online.set(false);
-        self.notice.set(Some(
-            "You are offline. Everything stored can still be read and searched.".into(),
-        ));
+        self.notice.set(Some(WENT_OFFLINE.into()));
     }
 
     /// Opens the drawer (Ctrl+K).

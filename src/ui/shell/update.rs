@@ -6,7 +6,7 @@
 //! it). Must not import `crate::store` or `crate::transport`.
 
 use super::store::ShellStore;
-use crate::ui::stores::{use_chat, use_shell};
+use crate::ui::stores::{use_composer, use_shell};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsValue;
@@ -28,11 +28,11 @@ pub fn use_update_ready(shell: ShellStore) {
 #[component]
 pub fn UpdateReady() -> impl IntoView {
     let shell = use_shell();
-    let chat = use_chat();
+    let composer = use_composer();
     let reloading = RwSignal::new(false);
     let reload = move |_| {
         reloading.set(true);
-        let saved = chat.draft_saved();
+        let saved = composer.draft_saved();
         spawn_local(async move {
             saved.await;
             apply_update();

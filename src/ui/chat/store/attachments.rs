@@ -1,8 +1,8 @@
 //! The composer's attachments (picked, pasted or dropped; shown as thumbnails and chips, removable
 //! until sent) and the thumbnails of sent images (object URLs of their stored Blobs, made once per
 //! image and kept while the page lives). A removed image is freed unless a message uses it; the
-//! start-up sweep frees the older ones no message uses. Its signals are private; the chat store's
-//! actions use it.
+//! start-up sweep frees the older ones no message uses. Its signals are private; the composer's
+//! store (`composer.rs`) uses it.
 //! Must not import `crate::store` or `crate::transport`.
 
 use std::collections::HashMap;
@@ -45,16 +45,9 @@ impl Pending {
         }
     }
 
+    /// True while nothing is attached (tracked).
     pub fn is_empty(&self) -> bool {
         self.files.with(Vec::is_empty)
-    }
-
-    pub fn is_empty_untracked(&self) -> bool {
-        self.files.with_untracked(Vec::is_empty)
-    }
-
-    pub fn busy_untracked(&self) -> bool {
-        self.busy.get_untracked() > 0
     }
 
     /// Takes what is attached for sending (the thumbnails' URLs stay with the sent images).

@@ -1,10 +1,10 @@
-//! The open conversation's window of messages, the part of the chat store that holds what the
-//! message list mounts: the messages (oldest first, each with its content, status, meta and place
-//! among its alternatives as signals of its own, so a streaming token re-renders one message), and
-//! whether older or newer pages exist or one is loading. Where a stored message goes is the
-//! engine's (`engine::window`); this module only applies it. Its writers are the chat store's alone
-//! (`pub(super)`); views read it through the chat store. Must not import `crate::store`,
-//! `crate::transport` or the session handle.
+//! The open conversation's window of messages, the part of the message list's store
+//! (`messages.rs`) that holds what the list mounts: the messages (oldest first, each with its
+//! content, status, meta and place among its alternatives as signals of its own, so a streaming
+//! token re-renders one message), and whether older or newer pages exist or one is loading. Where a
+//! stored message goes is the engine's (`engine::window`); this module only applies it. Its writers
+//! are that store's alone (`pub(super)`); views read it through that store. Must not import
+//! `crate::store`, `crate::transport` or the session handle.
 
 use crate::engine::branch::Alternatives;
 use crate::engine::model::{Message, MessageMeta, MessageStatus, Role};
@@ -150,7 +150,7 @@ impl MessageState {
     }
 }
 
-/// The mounted window of the open conversation's messages. `Copy`; part of the chat store.
+/// The mounted window of the open conversation's messages. `Copy`; part of the messages' store.
 #[derive(Clone, Copy)]
 pub struct MessageWindow {
     /// Oldest first.
@@ -178,19 +178,9 @@ impl MessageWindow {
         self.messages.with(|l| f(l))
     }
 
-    /// [`Self::with_messages`] without subscribing.
-    pub fn with_messages_untracked<R>(&self, f: impl FnOnce(&[MessageItem]) -> R) -> R {
-        self.messages.with_untracked(|l| f(l))
-    }
-
     /// True while older messages exist above the window (tracked).
     pub fn has_older(&self) -> bool {
         self.has_older.get()
-    }
-
-    /// [`Self::has_older`] without subscribing.
-    pub fn has_older_untracked(&self) -> bool {
-        self.has_older.get_untracked()
     }
 
     /// True while newer messages exist below the window (tracked).
@@ -198,19 +188,9 @@ impl MessageWindow {
         self.has_newer.get()
     }
 
-    /// [`Self::has_newer`] without subscribing.
-    pub fn has_newer_untracked(&self) -> bool {
-        self.has_newer.get_untracked()
-    }
-
     /// True while a page is being read (tracked).
     pub fn loading(&self) -> bool {
         self.loading.get()
-    }
-
-    /// [`Self::loading`] without subscribing.
-    pub fn loading_untracked(&self) -> bool {
-        self.loading.get_untracked()
     }
 
     /// A page is (or is no longer) being read.
