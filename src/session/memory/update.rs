@@ -12,7 +12,9 @@ use super::service::{Memory, MemoryError};
 use crate::engine::decode::StreamEvent;
 use crate::engine::memory::schedule::Action as Schedule;
 use crate::engine::memory::update::{Action, Chunk, Finish, Here, Loaded, Update};
-use crate::engine::memory::{server_of, MemoryError as ReplyError, MemoryForm, ReplyCollector};
+use crate::engine::memory::{
+    server_of, MemoryError as ReplyError, MemoryForm, ReplyCollector, UpdateEnd,
+};
 use crate::engine::model::{EndpointProfile, MemoryOverrides, Millis, Prompt};
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::slots::Purpose;
@@ -263,22 +265,27 @@ impl Memory {
                     self.user_span(&span, &config).await.ok();
                 }
             }
-            Action::Ended(end) => {
-                run.pump = None;
-                self.memory_stops.borrow_mut().remove(id);
-                self.memory_running.borrow_mut().remove(id);
-                self.schedule.borrow_mut().handle_update_ended(id, &end);
-                self.core.emit(Change::MemoryUpdating {
-                    conversation_id: id.to_string(),
-                    running: false,
-                });
-                self.follow_schedule();
-                run.lock = None;
-                update.handle_ended(self.schedule.borrow().is_idle(&run.server));
-            }
+            Action::Ended(end) => self.ended(run, update, &end),
             Action::Done(_) => {}
         }
         Ok(())
+    }
+
+    /// An update stopped running: the scheduler hears how it ended (and starts what waited), the
+    /// lock is let go, and the machine hears whether the server is idle.
+    fn ended(self: &Rc<Self>, run: &mut Run<'_>, update: &mut Update, end: &UpdateEnd) {
+        let id = run.id;
+        run.pump = None;
+        self.memory_stops.borrow_mut().remove(id);
+        self.memory_running.borrow_mut().remove(id);
+        self.schedule.borrow_mut().handle_update_ended(id, end);
+        self.core.emit(Change::MemoryUpdating {
+            conversation_id: id.to_string(),
+            running: false,
+        });
+        self.follow_schedule();
+        run.lock = None;
+        update.handle_ended(self.schedule.borrow().is_idle(&run.server));
     }
 
     /// Whether this conversation's memory is being updated in this tab.
