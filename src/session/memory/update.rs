@@ -265,7 +265,7 @@ impl Memory {
                     self.user_span(&span, &config).await.ok();
                 }
             }
-            Action::Ended(end) => self.ended(run, update, &end),
+            Action::Ended(end) => self.update_ended(run, update, &end),
             Action::Done(_) => {}
         }
         Ok(())
@@ -273,7 +273,7 @@ impl Memory {
 
     /// An update stopped running: the scheduler hears how it ended (and starts what waited), the
     /// lock is let go, and the machine hears whether the server is idle.
-    fn ended(self: &Rc<Self>, run: &mut Run<'_>, update: &mut Update, end: &UpdateEnd) {
+    fn update_ended(self: &Rc<Self>, run: &mut Run<'_>, update: &mut Update, end: &UpdateEnd) {
         let id = run.id;
         run.pump = None;
         self.memory_stops.borrow_mut().remove(id);
