@@ -1,5 +1,6 @@
 //! What a live memory update reads and writes (`engine::memory::update`), one transaction each: the
-//! conversation, its latest summary (read once), the messages after it and the last failure; the
+//! conversation, its latest summary (read once), the messages after it, the last failure and the
+//! setting naming the branch on screen; the
 //! entity graph, the form remembered for the endpoint and the failure; and its result, written
 //! whole or not at all: the new memory (only while the latest summary is still the one the update
 //! was built on, checked inside the same transaction), the failure cleared or recorded, the form
@@ -30,15 +31,18 @@ pub struct MemorySpan {
     /// After the summary's `covers_up_to_seq`, or the last `window` without one; ascending.
     pub messages: Vec<Message>,
     pub failure: Option<MemoryFailure>,
+    /// The setting under the `branch_key` asked for (the branch on screen), if any.
+    pub branch: Option<serde_json::Value>,
 }
 
 impl Store {
-    /// A conversation, its latest summary, the messages after it (the last `window` without one)
-    /// and its last failed update, in one transaction.
+    /// A conversation, its latest summary, the messages after it (the last `window` without one),
+    /// its last failed update and the setting under `branch_key`, in one transaction.
     pub async fn load_memory_span(
         &self,
         id: &str,
         window: usize,
+        branch_key: &str,
     ) -> Result<MemorySpan, StoreError> {
         let tx = self.tx(&[CONVERSATIONS, SUMMARIES, MESSAGES, SETTINGS], false)?;
         let Some(rec) = get_record(&tx.store(CONVERSATIONS)?, id).await? else {
@@ -47,6 +51,7 @@ impl Store {
                 previous: None,
                 messages: Vec::new(),
                 failure: None,
+                branch: None,
             });
         };
         let last_seq = rec.last_seq;
@@ -57,12 +62,15 @@ impl Store {
             Some(seq) => since_in(&messages, id, seq).await?,
             None => last_in(&messages, id, last_seq, window).await?,
         };
-        let failure = failure_of(setting_in(&tx.store(SETTINGS)?, &failure_key(id)).await?)?;
+        let settings = tx.store(SETTINGS)?;
+        let failure = failure_of(setting_in(&settings, &failure_key(id)).await?)?;
+        let branch = setting_in(&settings, branch_key).await?;
         Ok(MemorySpan {
             conversation: Some(conversation),
             previous,
             messages,
             failure,
+            branch,
         })
     }
 

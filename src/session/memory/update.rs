@@ -19,6 +19,7 @@ use crate::engine::model::{EndpointProfile, MemoryOverrides, Millis, Prompt};
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::slots::Purpose;
 use crate::engine::tabs::Change;
+use crate::session::shared::branch::{anchor_of, branch_key};
 use crate::session::shared::error::{Boxed, ErrorKind};
 use crate::session::shared::events::Local;
 use crate::session::shared::stream::{Consumer, Pump};
@@ -302,10 +303,14 @@ impl Memory {
     /// What an update reads: the span in one transaction, kept to the branch on screen, with the
     /// settings in force and the chat prompt the server last read.
     async fn load(&self, id: &str, window: usize) -> Result<Loaded, MemoryError> {
-        let span = self.core.store.load_memory_span(id, window).await?;
+        let span = (self.core.store)
+            .load_memory_span(id, window, &branch_key(id))
+            .await?;
         let conversation = span.conversation.ok_or(MemoryError::NoConversation)?;
-        // Memory is made of the branch on screen, never of the alternatives off it.
-        let messages = self.core.on_branch(id, span.messages).await?;
+        // Memory is made of the branch on screen, never of the alternatives off it (all of the
+        // conversation is read only when it has alternatives).
+        let anchor = anchor_of(span.branch);
+        let messages = self.core.on_branch_at(id, anchor, span.messages).await?;
         let settings = self.core.settings.borrow().clone();
         let endpoint = settings.memory_endpoint_for(&conversation.memory_overrides);
         let last_prompt = self
