@@ -1201,3 +1201,113 @@ async fn a_message_stored_before_branches_reads_as_a_linear_chain() {
     );
     finish(s).await;
 }
+
+#[wasm_bindgen_test]
+async fn a_memory_update_reads_its_span_in_one_go_and_writes_whole_only_on_its_summary() {
+    use memoire::engine::memory::update::{NewMemory, Write};
+    use memoire::engine::memory::{MemoryFailure, MemoryForm};
+    let s = fresh("memupdate").await;
+    let missing = s.load_memory_span("c", 400, "branch:c").await.unwrap();
+    assert!(missing.conversation.is_none());
+    s.create_conversation(&conv("c", 1)).await.unwrap();
+    for (i, role) in [Role::User, Role::Assistant, Role::User, Role::Assistant]
+        .into_iter()
+        .enumerate()
+    {
+        let m = msg("c", &format!("m{i}"), role, &format!("said {i}"), i as i64);
+        s.append_message(&m).await.unwrap();
+    }
+    let seqs = |span: &memoire::store::MemorySpan| -> Vec<u64> {
+        span.messages.iter().map(|m| m.seq).collect()
+    };
+    // No summary: the last `window` messages.
+    let span = s.load_memory_span("c", 3, "branch:c").await.unwrap();
+    assert_eq!(
+        (seqs(&span), span.previous.clone(), span.branch.clone()),
+        (vec![2, 3, 4], None, None)
+    );
+    let mut covering = summary("c", 1, "v1");
+    covering.covers_up_to_seq = 2;
+    s.save_summary(&covering).await.unwrap();
+    let failure = MemoryFailure::new(5, "no".into(), "raw", MemoryForm::Sections);
+    s.set_memory_failure("c", Some(&failure)).await.unwrap();
+    s.set_setting("branch:c", &serde_json::Value::Null)
+        .await
+        .unwrap();
+    // A summary: the messages after it, with the failure and the branch setting.
+    let span = s.load_memory_span("c", 3, "branch:c").await.unwrap();
+    assert_eq!(seqs(&span), vec![3, 4]);
+    assert_eq!(span.previous.map(|p| p.version), Some(1));
+    assert_eq!(span.failure, Some(failure.clone()));
+    assert_eq!(span.branch, Some(serde_json::Value::Null));
+
+    let scope = EntityScope::Conversation("c".into());
+    let key = "openai-chat|http://a/v1|m";
+    let new = |expected| NewMemory {
+        expected,
+        summary: Some(summary("c", 2, "v2")),
+        scope: scope.clone(),
+        nodes: vec![entity(scope.clone(), "e1", "Alice")],
+    };
+    // Built on another summary: nothing of the memory is written, the form is.
+    let lost = Write {
+        memory: Some(new(Some(7))),
+        failure: None,
+        form: Some((key.into(), MemoryForm::Sections)),
+    };
+    assert!(!s.write_memory_update("c", &lost).await.unwrap());
+    assert_eq!(
+        s.latest_summary("c").await.unwrap().map(|x| x.version),
+        Some(1)
+    );
+    assert_eq!(s.memory_failure("c").await.unwrap(), Some(failure.clone()));
+    let graph = s.load_memory_graph("c", key).await.unwrap();
+    assert_eq!(
+        (graph.existing.len(), graph.remembered, graph.failure),
+        (0, Some(MemoryForm::Sections), Some(failure.clone()))
+    );
+    // Built on the latest: summary, graph and the failure cleared, in one go.
+    let landed = Write {
+        memory: Some(new(Some(1))),
+        ..Write::default()
+    };
+    assert!(s.write_memory_update("c", &landed).await.unwrap());
+    assert_eq!(
+        s.latest_summary("c").await.unwrap().map(|x| x.version),
+        Some(2)
+    );
+    assert_eq!(s.memory_failure("c").await.unwrap(), None);
+    let graph = s.load_memory_graph("c", key).await.unwrap();
+    assert_eq!(
+        graph
+            .existing
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect::<Vec<_>>(),
+        ["Alice"]
+    );
+    // A failure alone, the memory untouched.
+    let failed = Write {
+        failure: Some(failure.clone()),
+        ..Write::default()
+    };
+    assert!(!s.write_memory_update("c", &failed).await.unwrap());
+    assert_eq!(s.memory_failure("c").await.unwrap(), Some(failure));
+    assert_eq!(
+        s.latest_summary("c").await.unwrap().map(|x| x.version),
+        Some(2)
+    );
+    // A node of another scope is refused, nothing written.
+    let mut wrong = new(Some(2));
+    wrong.nodes = vec![entity(EntityScope::Shared, "e2", "Bob")];
+    let wrong = Write {
+        memory: Some(wrong),
+        ..Write::default()
+    };
+    assert!(s.write_memory_update("c", &wrong).await.is_err());
+    assert_eq!(
+        s.latest_summary("c").await.unwrap().map(|x| x.version),
+        Some(2)
+    );
+    finish(s).await;
+}

@@ -12,7 +12,7 @@ use crate::engine::memory::{MemoryFailure, MemoryForm};
 use crate::engine::model::Millis;
 
 const FAILURE_PREFIX: &str = "memory-failure:";
-const FORMS_KEY: &str = "memory-forms";
+pub(super) const FORMS_KEY: &str = "memory-forms";
 /// Endpoints whose form is remembered (the most recently used are kept).
 const MAX_REMEMBERED_FORMS: usize = 32;
 
@@ -72,19 +72,7 @@ fn write<T: Serialize>(v: &T, what: &'static str) -> Result<serde_json::Value, S
 impl Store {
     /// The last failed memory update of a conversation, if the latest one failed.
     pub async fn memory_failure(&self, id: &str) -> Result<Option<MemoryFailure>, StoreError> {
-        let v = self.get_setting(&format!("{FAILURE_PREFIX}{id}")).await?;
-        let Some(r) = read::<MemoryFailureRecord>(v, "memory failure")? else {
-            return Ok(None);
-        };
-        Ok(Some(MemoryFailure {
-            at: r.at,
-            reason: r.reason,
-            raw_reply: r.raw_reply,
-            form: MemoryForm::parse(&r.form).unwrap_or(MemoryForm::Sections),
-            attempts: r.attempts,
-            seq: r.seq,
-            endpoint_key: r.endpoint_key,
-        }))
+        failure_of(self.get_setting(&failure_key(id)).await?)
     }
 
     /// Records (or with `None`, clears) a conversation's failed memory update.
@@ -93,44 +81,15 @@ impl Store {
         id: &str,
         failure: Option<&MemoryFailure>,
     ) -> Result<(), StoreError> {
-        let key = format!("{FAILURE_PREFIX}{id}");
         match failure {
-            None => self.delete_setting(&key).await,
-            Some(f) => {
-                // Destructured without `..`: a new field fails to compile here until it is stored.
-                let MemoryFailure {
-                    at,
-                    reason,
-                    raw_reply,
-                    form,
-                    attempts,
-                    seq,
-                    endpoint_key,
-                } = f;
-                let rec = MemoryFailureRecord {
-                    at: *at,
-                    reason: reason.clone(),
-                    raw_reply: raw_reply.clone(),
-                    form: form.as_str().to_string(),
-                    attempts: *attempts,
-                    seq: *seq,
-                    endpoint_key: endpoint_key.clone(),
-                };
-                self.set_setting(&key, &write(&rec, "memory failure")?)
-                    .await
-            }
+            None => self.delete_setting(&failure_key(id)).await,
+            Some(f) => self.set_setting(&failure_key(id), &failure_value(f)?).await,
         }
     }
 
     /// The form that last worked for this memory endpoint (`EndpointProfile::key`).
     pub async fn memory_form(&self, endpoint_key: &str) -> Result<Option<MemoryForm>, StoreError> {
-        let v = self.get_setting(FORMS_KEY).await?;
-        let rec = read::<MemoryFormsRecord>(v, "memory forms")?.unwrap_or_default();
-        Ok(rec
-            .forms
-            .iter()
-            .find(|f| f.endpoint_key == endpoint_key)
-            .and_then(|f| MemoryForm::parse(&f.form)))
+        form_of(self.get_setting(FORMS_KEY).await?, endpoint_key)
     }
 
     /// Remembers the form that worked for this memory endpoint.
@@ -140,15 +99,84 @@ impl Store {
         form: MemoryForm,
     ) -> Result<(), StoreError> {
         let v = self.get_setting(FORMS_KEY).await?;
-        let mut rec = read::<MemoryFormsRecord>(v, "memory forms")?.unwrap_or_default();
-        rec.forms.retain(|f| f.endpoint_key != endpoint_key);
-        rec.forms.push(RememberedForm {
-            endpoint_key: endpoint_key.to_string(),
-            form: form.as_str().to_string(),
-        });
-        let excess = rec.forms.len().saturating_sub(MAX_REMEMBERED_FORMS);
-        rec.forms.drain(..excess);
-        self.set_setting(FORMS_KEY, &write(&rec, "memory forms")?)
+        self.set_setting(FORMS_KEY, &forms_with(v, endpoint_key, form)?)
             .await
     }
+}
+
+/// The settings key of a conversation's failed update.
+pub(super) fn failure_key(id: &str) -> String {
+    format!("{FAILURE_PREFIX}{id}")
+}
+
+/// A stored failure record's value as the engine's failure.
+pub(super) fn failure_of(
+    v: Option<serde_json::Value>,
+) -> Result<Option<MemoryFailure>, StoreError> {
+    let Some(r) = read::<MemoryFailureRecord>(v, "memory failure")? else {
+        return Ok(None);
+    };
+    Ok(Some(MemoryFailure {
+        at: r.at,
+        reason: r.reason,
+        raw_reply: r.raw_reply,
+        form: MemoryForm::parse(&r.form).unwrap_or(MemoryForm::Sections),
+        attempts: r.attempts,
+        seq: r.seq,
+        endpoint_key: r.endpoint_key,
+    }))
+}
+
+/// A failure as the value stored under [`failure_key`].
+pub(super) fn failure_value(f: &MemoryFailure) -> Result<serde_json::Value, StoreError> {
+    // Destructured without `..`: a new field fails to compile here until it is stored.
+    let MemoryFailure {
+        at,
+        reason,
+        raw_reply,
+        form,
+        attempts,
+        seq,
+        endpoint_key,
+    } = f;
+    let rec = MemoryFailureRecord {
+        at: *at,
+        reason: reason.clone(),
+        raw_reply: raw_reply.clone(),
+        form: form.as_str().to_string(),
+        attempts: *attempts,
+        seq: *seq,
+        endpoint_key: endpoint_key.clone(),
+    };
+    write(&rec, "memory failure")
+}
+
+/// The form remembered for `endpoint_key` in the forms record's value `v`.
+pub(super) fn form_of(
+    v: Option<serde_json::Value>,
+    endpoint_key: &str,
+) -> Result<Option<MemoryForm>, StoreError> {
+    let rec = read::<MemoryFormsRecord>(v, "memory forms")?.unwrap_or_default();
+    Ok(rec
+        .forms
+        .iter()
+        .find(|f| f.endpoint_key == endpoint_key)
+        .and_then(|f| MemoryForm::parse(&f.form)))
+}
+
+/// The forms record's value `v` with `form` remembered for `endpoint_key` (most recent last).
+pub(super) fn forms_with(
+    v: Option<serde_json::Value>,
+    endpoint_key: &str,
+    form: MemoryForm,
+) -> Result<serde_json::Value, StoreError> {
+    let mut rec = read::<MemoryFormsRecord>(v, "memory forms")?.unwrap_or_default();
+    rec.forms.retain(|f| f.endpoint_key != endpoint_key);
+    rec.forms.push(RememberedForm {
+        endpoint_key: endpoint_key.to_string(),
+        form: form.as_str().to_string(),
+    });
+    let excess = rec.forms.len().saturating_sub(MAX_REMEMBERED_FORMS);
+    rec.forms.drain(..excess);
+    write(&rec, "memory forms")
 }

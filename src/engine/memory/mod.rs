@@ -9,7 +9,8 @@
 //! pure: `now`, ids and limits are arguments.
 //! Must not import anything outside `crate::engine` (serde_json and thiserror are crate dependencies).
 //!
-//! Flow for the session: `due(..)` -> `build_update_request(..)` -> `start_form(..)` (the form
+//! The session runs a live update (and a build's chunk) through [`update::Update`], which makes every
+//! decision below; the flow it follows: `due(..)` -> `build_update_request(..)` -> `start_form(..)` (the form
 //! remembered for the endpoint) -> send `prompt_for(form)` with `request_options(form)` -> on a refusal
 //! (`refused_http` / `refused_stream`) once more with `next_form(..)` -> `read_reply(text)` (parsed by
 //! `parse_reply`, the JSON object or the two-section text, then `UpdateRequest::ground(..)`) -> on
@@ -21,7 +22,8 @@
 //! grounded), [`pending`], [`shown`], [`catchup`] and [`user`] on top, [`proposed`] above [`user`]; [`recall`] beside them (it reads only
 //! `normalize`); [`graph`], then [`merge`] and
 //! [`retrieve`] beside them; [`lang`] under [`user`] and [`recall`] (it reads `normalize`,
-//! `ground` and `supersede`). This file only re-exports them and applies an update; none imports it.
+//! `ground` and `supersede`). This file only re-exports them and applies an update; none imports it
+//! but [`update`], the update's state machine, on top of them all.
 
 pub mod catchup;
 pub mod due;
@@ -45,6 +47,7 @@ pub mod sentence;
 pub mod shown;
 pub mod summary;
 pub mod supersede;
+pub mod update;
 pub mod user;
 
 pub use due::{

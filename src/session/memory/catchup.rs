@@ -11,10 +11,12 @@
 //! `BuildTally` decides and words it). Must not import `ui`.
 
 use super::service::{Memory, MemoryError};
-use super::update::{memory_error, Update};
+use super::update::memory_error;
 use crate::engine::memory::catchup::{covered_count, next_request, plan, BuildFailure, BuildTally};
+use crate::engine::memory::update::Chunk;
 use crate::engine::memory::{MemoryError as ReplyError, UpdateLimits};
-use crate::engine::model::{Conversation, EntityScope};
+use crate::engine::model::Conversation;
+use crate::engine::slots::Purpose;
 use crate::engine::tabs::Change;
 use crate::session::shared::error::Boxed;
 use crate::session::shared::events::BuildStatus;
@@ -193,7 +195,7 @@ impl Memory {
     /// The chunks of one conversation, each an update written whole, until memory covers the
     /// history the build read (messages added meanwhile are the next live update's).
     async fn build_chunks(
-        &self,
+        self: &Rc<Self>,
         conv: &Conversation,
         stopper: &Stopper,
     ) -> Result<Built, MemoryError> {
@@ -213,17 +215,28 @@ impl Memory {
         )
         .chunks
         .len();
-        let scope = EntityScope::Conversation(id.to_string());
+        let endpoint = self
+            .core
+            .settings
+            .borrow()
+            .memory_endpoint_for(&conv.memory_overrides);
         let mut written = 0;
         for chunk in 1..=chunks {
-            let existing = self.core.store.load_entities(&scope).await?;
-            let req = match next_request(previous.as_ref(), &messages, &existing, &limits, every) {
+            let graph = self
+                .core
+                .store
+                .load_memory_graph(id, &endpoint.key())
+                .await?;
+            let existing = &graph.existing;
+            let req = match next_request(previous.as_ref(), &messages, existing, &limits, every) {
                 Err(ReplyError::NothingToSummarize) => break,
                 other => other.map_err(memory_error)?,
             };
             self.report(self.running(conv, chunk, chunks));
-            let update = Update {
-                after: None,
+            let chunk = Chunk {
+                conversation_id: id.to_string(),
+                slot: self.core.slot_use(&endpoint, Purpose::Memory),
+                endpoint: endpoint.clone(),
                 message_count: covered_count(
                     &messages,
                     req.span.to_seq,
@@ -233,19 +246,15 @@ impl Memory {
                 seen_seq: req.span.to_seq,
                 previous,
                 req,
-                existing,
-                config: &config,
-                overrides: &conv.memory_overrides,
+                config: config.clone(),
+                graph,
             };
-            let done = self
-                .run_request(id, update, stopper, &|| false)
-                .await
-                .map_err(|e| match e {
-                    MemoryError::Quiet(reason) | MemoryError::Request(reason) => {
-                        MemoryError::Failed(reason)
-                    }
-                    e => e,
-                })?;
+            let done = self.run_chunk(chunk, stopper).await.map_err(|e| match e {
+                MemoryError::Quiet(reason) | MemoryError::Request(reason) => {
+                    MemoryError::Failed(reason)
+                }
+                e => e,
+            })?;
             if !done {
                 return Ok(Built::Cancelled);
             }

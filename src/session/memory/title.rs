@@ -8,12 +8,10 @@
 
 use super::service::{Memory, MemoryError};
 use super::update::complete;
-use crate::engine::memory::MemoryForm;
 use crate::engine::model::{Message, MessageStatus, Role};
 use crate::engine::slots::Purpose;
 use crate::engine::title::{title_of_reply, title_request, wants_model_title};
 use crate::store::ConversationPatch;
-use crate::transport::Stopper;
 
 /// The first exchange is among this many messages on the branch (retries and edits included).
 const FIRST_EXCHANGE_WINDOW: usize = 12;
@@ -47,19 +45,8 @@ impl Memory {
             .memory_endpoint_for(&conv.memory_overrides);
         let (prompt, mut options) = title_request(&first, &reply);
         options.slot = self.core.slot_use(&endpoint, Purpose::Title);
-        let opened = std::cell::Cell::new(false);
-        let answer = complete(
-            &endpoint,
-            &prompt,
-            &options,
-            MemoryForm::Sections,
-            &Stopper::new(),
-            &opened,
-        )
-        .await;
-        let Some(title) = answer
-            .ok()
-            .and_then(|(text, cut)| title_of_reply(&text, cut, &first, &reply))
+        let answer = complete(&endpoint, &prompt, &options).await;
+        let Some(title) = answer.and_then(|(text, cut)| title_of_reply(&text, cut, &first, &reply))
         else {
             return Ok(false);
         };

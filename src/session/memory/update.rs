@@ -1,49 +1,37 @@
-//! Running the memory update (summary + entity graph) and the memory pane's edits. When an update is
-//! due, what it sends, how the reply is parsed and merged are the engine's (`engine::memory`); this
-//! file loads, sends, and stores the result in one transaction. A failed update never touches the
-//! stored memory. Must not import `ui`.
+//! Running the memory update (summary + entity graph): a thin driver of the engine's machine
+//! (`engine::memory::update::Update`), which decides everything — whether an update is due, backing
+//! off, skipped, deferred for a chat turn, what it sends and in which form, what its reply means,
+//! what is written, whether the next runs at once. This file executes what it asks: checks what
+//! runs in this tab, takes the conversation's Web Lock, loads (one store transaction for the span,
+//! one for the graph), asks the tab's scheduler, sends over the shared stream pump, writes the
+//! result in one transaction, and says what changed. It also runs a memory build's chunks the same
+//! way (`catchup.rs`), and sends the title's small request (`complete`). A failed update never
+//! touches the stored memory. Must not import `ui`.
 
 use super::service::{Memory, MemoryError};
 use crate::engine::decode::StreamEvent;
-use crate::engine::failure::{self, Failure};
-use crate::engine::memory::schedule::Action;
+use crate::engine::memory::schedule::Action as Schedule;
+use crate::engine::memory::update::{Action, Chunk, Finish, Here, Loaded, Update};
 use crate::engine::memory::{
-    apply_update, build_update_request, due, judge, next_form, refused_http, refused_stream,
-    retry_allowed, server_of, start_form, summary_max_chars, Admit, DueInput, Graph,
-    MemoryError as ReplyError, MemoryFailure, MemoryForm, ReplyCollector, UpdateEnd, UpdateLimits,
-    UpdateRequest, Verdict,
+    server_of, MemoryError as ReplyError, MemoryForm, ReplyCollector, UpdateEnd,
 };
-use crate::engine::model::{
-    EndpointProfile, EntityNode, EntityScope, MemoryOverrides, Millis, Prompt, WireMessage,
-};
-use crate::engine::prefix::update_continues;
+use crate::engine::model::{EndpointProfile, MemoryOverrides, Millis, Prompt};
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::slots::Purpose;
 use crate::engine::tabs::Change;
+use crate::session::shared::branch::{anchor_of, branch_key};
 use crate::session::shared::error::{Boxed, ErrorKind};
 use crate::session::shared::events::Local;
 use crate::session::shared::stream::{Consumer, Pump};
+use crate::session::shared::tabs::LockGuard;
 use crate::session::shared::{new_id, now, transport_failure};
 use crate::transport::{Stopper, TransportError};
 use std::rc::Rc;
 
-/// Split point `memory` (scripts/build-wasm.sh): sending an update and what only it reaches (the
-/// forms, the reply collector, parsing, grounding, merging into the graph) are in the memory chunk,
-/// fetched when the first update runs; a failed fetch is [`MemoryError::Unavailable`].
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, MemoryError>)))]
-fn run_request_split<'a>(
-    session: &'a Memory,
-    id: &'a str,
-    u: Update<'a>,
-    stopper: &'a Stopper,
-    contended: &'a dyn Fn() -> bool,
-) -> Boxed<'a, bool, MemoryError> {
-    Box::pin(session.run_request_now(id, u, stopper, contended))
-}
-
-/// Split point `memory`: whether an update is due (reading the span, the backoff after a failure)
-/// and running it, so that none of it is in the main wasm (the chunk is fetched by the first turn's
-/// check, or by "Update memory now").
+/// Split point `memory` (scripts/build-wasm.sh): whether an update is due and running it, and what
+/// only it reaches (the machine, the forms, the reply collector, parsing, grounding, merging into
+/// the graph), so that none of it is in the main wasm (the chunk is fetched by the first turn's
+/// check, or by "Update memory now"); a failed fetch is [`MemoryError::Unavailable`].
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<bool, MemoryError>)))]
 fn update_memory_split<'a>(
     session: &'a Rc<Memory>,
@@ -54,11 +42,23 @@ fn update_memory_split<'a>(
     Box::pin(session.update_memory_here(id, overflow, force))
 }
 
-/// Most updates of one conversation run one after the other (each lands before the next starts).
-const MAX_UPDATES_IN_A_ROW: usize = 8;
-
-/// Most messages looked at when deciding whether an update is due.
-const DUE_WINDOW: usize = 400;
+/// What the driver holds while the machine runs.
+struct Run<'a> {
+    id: &'a str,
+    /// The memory's server (the scheduler's key).
+    server: String,
+    /// The conversation's memory lock, while held.
+    lock: Option<LockGuard>,
+    /// Stops the request in flight (a chat turn, the user's cancel of a build).
+    stopper: Stopper,
+    pump: Option<Pump>,
+    /// The endpoint's base URL of the request in flight (what a failure names).
+    base_url: String,
+    /// Whether the scheduler runs this update (a live one): its contention is asked.
+    live: bool,
+    /// The error of a store (or other) failure that ended the machine.
+    broken: Option<MemoryError>,
+}
 
 impl Memory {
     /// Runs the memory update when the engine says it is due (or always, with `force`). Serial per
@@ -69,18 +69,7 @@ impl Memory {
         overflow: bool,
         force: bool,
     ) {
-        // An update covers what fits its request; once one lands on an idle server, the next runs at
-        // once while memory is still behind (a history that outgrew the update's budget, or updates
-        // that gave way to the user's turns), each re-checking that one is due.
-        let mut result = self.update_memory(id, overflow, force).await;
-        for _ in 1..MAX_UPDATES_IN_A_ROW {
-            if !matches!(result, Ok(true)) || !self.schedule.borrow().is_idle(&self.memory_server())
-            {
-                break;
-            }
-            result = self.update_memory(id, false, false).await;
-        }
-        match result {
+        match self.update_memory(id, overflow, force).await {
             Ok(_) | Err(MemoryError::Quiet(_) | MemoryError::Busy | MemoryError::Deferred) => {}
             Err(MemoryError::Request(reason)) => self.core.emit(Local::Error {
                 conversation_id: Some(id.to_string()),
@@ -107,10 +96,9 @@ impl Memory {
         }
     }
 
-    /// Returns whether an update ran. Never twice at once: one running in this tab refuses at once
-    /// ([`MemoryError::Busy`]), and one tab at a time updates a conversation's memory (a Web
-    /// Lock): a tab that waited re-reads everything, so it does not repeat the update another tab
-    /// just made (a forced update is skipped when a new summary arrived while it waited).
+    /// Returns whether the last update of the row landed. Never twice at once: one running in this
+    /// tab refuses at once ([`MemoryError::Busy`]), and one tab at a time updates a conversation's
+    /// memory (a Web Lock).
     async fn update_memory(
         self: &Rc<Self>,
         id: &str,
@@ -126,127 +114,251 @@ impl Memory {
         overflow: bool,
         force: bool,
     ) -> Result<bool, MemoryError> {
-        let server = self.memory_server();
-        if self.memory_running.borrow().contains(id) {
-            // A live update running here: this one is remembered and runs after it, if still due.
-            if self.schedule.borrow().is_running(id) {
-                self.schedule.borrow_mut().handle_update_wanted(id, &server);
-            }
-            return Err(MemoryError::Busy);
-        }
-        let seen = self.core.store.latest_summary(id).await?.map(|s| s.version);
-        let _lock = crate::session::shared::tabs::lock(&format!(
-            "memoire-memory:{}:{id}",
-            self.core.store.name()
-        ))
-        .await;
-        if force && self.core.store.latest_summary(id).await?.map(|s| s.version) != seen {
-            return Ok(false);
-        }
-        let Some(due) = self.due_update(id, overflow, force).await? else {
-            return Ok(false);
+        let mut update = Update::new(id, overflow, force, Box::new(|| new_id("e")));
+        let mut run = Run {
+            id,
+            server: self.memory_server(),
+            lock: None,
+            stopper: Stopper::new(),
+            pump: None,
+            base_url: String::new(),
+            live: true,
+            broken: None,
         };
-        if !self.core.settings.borrow().has_endpoint() {
-            return Err(MemoryError::NoEndpoint);
-        }
-        // A chat turn goes first: while one is in flight on the memory's server, the update waits
-        // and runs when the turn is over (`engine::memory::schedule`).
-        if self.schedule.borrow_mut().handle_update_wanted(id, &server) == Admit::Wait {
-            return Err(MemoryError::Deferred);
-        }
-        self.run_scheduled(id, due).await
+        self.drive(&mut run, &mut update).await
     }
 
-    /// What an update of the conversation would cover, when one is due (or always, with `force`)
-    /// and automatic updates are not backing off after a failure; `None` otherwise.
-    async fn due_update(
-        &self,
-        id: &str,
-        overflow: bool,
-        force: bool,
-    ) -> Result<Option<DueUpdate>, MemoryError> {
-        let conv = self.core.conversation(id).await?;
-        let config = self.core.config_for(&conv);
-        let previous = self.core.store.latest_summary(id).await?;
-        let covers = previous.as_ref().map(|s| s.covers_up_to_seq);
-        let messages = match covers {
-            Some(seq) => self.core.store.load_since(id, seq).await?,
-            None => self.core.store.load_last(id, DUE_WINDOW).await?,
+    /// Sends one chunk of a memory build and stores its result in one transaction (the new summary
+    /// and graph, or, the previous memory untouched, the failure). Returns false, having written
+    /// nothing of it, when `stopper` stopped it.
+    pub(crate) async fn run_chunk(
+        self: &Rc<Self>,
+        chunk: Chunk,
+        stopper: &Stopper,
+    ) -> Result<bool, MemoryError> {
+        let id = chunk.conversation_id.clone();
+        let mut update = Update::chunk(chunk, now(), Box::new(|| new_id("e")));
+        let mut run = Run {
+            id: &id,
+            server: String::new(),
+            lock: None,
+            stopper: stopper.clone(),
+            pump: None,
+            base_url: String::new(),
+            live: false,
+            broken: None,
         };
-        // Memory is made of the branch on screen, never of the alternatives off it.
-        let messages = self.core.on_branch(id, messages).await?;
-        let decision = due(DueInput {
-            messages: &messages,
-            covers_up_to_seq: covers,
-            every_pairs: config.summary_every_pairs,
-            over_budget: overflow,
-        });
-        if !force && !decision.is_due() {
-            return Ok(None);
-        }
-        // After a failure, automatic updates back off (the engine says when to try again).
-        if !force {
-            let key = self
-                .core
-                .settings
-                .borrow()
-                .memory_endpoint_for(&conv.memory_overrides)
-                .key();
-            let failure = self.core.store.memory_failure(id).await?;
-            if !retry_allowed(failure.as_ref(), &messages, &key, now()) {
-                return Ok(None);
-            }
-        }
-        Ok(Some(DueUpdate {
-            conv,
-            config,
-            previous,
-            messages,
-        }))
+        self.drive(&mut run, &mut update).await
     }
 
-    /// Runs an admitted update, known to the scheduler and the UI as running (stoppable by a chat
-    /// turn) until it ends, then tells the scheduler how it ended and does what it asks.
-    async fn run_scheduled(self: &Rc<Self>, id: &str, due: DueUpdate) -> Result<bool, MemoryError> {
-        let DueUpdate {
-            conv,
-            config,
-            previous,
-            messages,
-        } = due;
-        let stopper = Stopper::new();
-        self.memory_stops
-            .borrow_mut()
-            .insert(id.to_string(), stopper.clone());
-        self.memory_running.borrow_mut().insert(id.to_string());
-        self.core.emit(Change::MemoryUpdating {
-            conversation_id: id.to_string(),
-            running: true,
-        });
-        let result: Result<bool, MemoryError> = self
-            .run_update(
-                id,
-                &conv.message_count,
-                previous,
-                &messages,
-                &config,
-                &conv.memory_overrides,
-                &stopper,
-            )
-            .await;
+    /// The driver loop: the machine's actions executed one by one, the pump feeding it in between.
+    async fn drive(
+        self: &Rc<Self>,
+        run: &mut Run<'_>,
+        update: &mut Update,
+    ) -> Result<bool, MemoryError> {
+        loop {
+            while let Some(action) = update.poll_action() {
+                if let Action::Done(finish) = action {
+                    return finished(finish, run.broken.take());
+                }
+                if let Err(e) = self.execute(run, update, action).await {
+                    run.broken = Some(e);
+                    update.handle_broken();
+                }
+            }
+            let mut feed = Feed {
+                update: &mut *update,
+                stopper: &run.stopper,
+                base_url: &run.base_url,
+                contended: || run.live && self.schedule.borrow().is_contended(run.id),
+            };
+            match run.pump.as_mut() {
+                Some(pump) if feed.update.is_sending() => {
+                    if !pump.step(&mut feed).await {
+                        run.pump = None;
+                    }
+                }
+                _ if feed.update.is_sending() => {
+                    feed.handle_failure(TransportError::Aborted, now())
+                }
+                // Nothing to do and nothing in flight: it cannot progress.
+                _ => {
+                    run.broken = Some(MemoryError::Invalid(STALLED.into()));
+                    update.handle_broken();
+                }
+            }
+        }
+    }
+
+    /// Carries out one action of the machine (all but `Done`).
+    async fn execute(
+        self: &Rc<Self>,
+        run: &mut Run<'_>,
+        update: &mut Update,
+        action: Action,
+    ) -> Result<(), MemoryError> {
+        let id = run.id;
+        match action {
+            Action::Check => update.handle_here(self.here(id)),
+            Action::WaitForRunning => {
+                self.schedule
+                    .borrow_mut()
+                    .handle_update_wanted(id, &run.server);
+            }
+            Action::ReadVersion => {
+                let version = self.core.store.latest_summary(id).await?.map(|s| s.version);
+                update.handle_version(version);
+            }
+            Action::Lock => {
+                run.lock = None;
+                let name = format!("memoire-memory:{}:{id}", self.core.store.name());
+                run.lock = Some(crate::session::shared::tabs::lock(&name).await);
+                update.handle_locked();
+            }
+            Action::Load { window } => update.handle_loaded(self.load(id, window).await?, now()),
+            Action::Admit => {
+                let admit = self
+                    .schedule
+                    .borrow_mut()
+                    .handle_update_wanted(id, &run.server);
+                update.handle_admit(admit);
+            }
+            Action::Started => self.started(run),
+            Action::LoadGraph { endpoint_key } => {
+                let graph = self.core.store.load_memory_graph(id, &endpoint_key).await?;
+                update.handle_graph(graph);
+            }
+            Action::Send {
+                request,
+                protocol,
+                base_url,
+                ..
+            } => {
+                run.base_url = base_url;
+                run.pump = None;
+                match Pump::open(&request, &run.stopper, protocol).await {
+                    Ok(pump) => {
+                        run.pump = Some(pump);
+                        update.handle_opened();
+                    }
+                    Err(e) => self.open_failed(run, update, e),
+                }
+            }
+            Action::Store(write) => {
+                let stored = self.core.store.write_memory_update(id, &write).await?;
+                update.handle_stored(stored);
+            }
+            Action::Changed => self.core.emit(Change::MemoryChanged(id.to_string())),
+            Action::Facts {
+                read,
+                proposals,
+                span,
+                config,
+            } => {
+                // The facts about the user the model proposed, kept where the user's words hold
+                // them; then what the user said in the span (a message another tab stored, or one
+                // whose own take-in failed): already known sentences change nothing.
+                self.user_proposed(id, &read, &proposals, &config)
+                    .await
+                    .ok();
+                if let Some(span) = span {
+                    self.user_span(&span, &config).await.ok();
+                }
+            }
+            Action::Ended(end) => self.update_ended(run, update, &end),
+            Action::Done(_) => {}
+        }
+        Ok(())
+    }
+
+    /// An update stopped running: the scheduler hears how it ended (and starts what waited), the
+    /// lock is let go, and the machine hears whether the server is idle.
+    fn update_ended(self: &Rc<Self>, run: &mut Run<'_>, update: &mut Update, end: &UpdateEnd) {
+        let id = run.id;
+        run.pump = None;
         self.memory_stops.borrow_mut().remove(id);
         self.memory_running.borrow_mut().remove(id);
-        let end = UpdateEnd::of_run(match &result {
-            Ok(stored) => Ok(*stored),
-            Err(e) => Err(matches!(e, MemoryError::Deferred)),
-        });
-        self.schedule.borrow_mut().handle_update_ended(id, &end);
+        self.schedule.borrow_mut().handle_update_ended(id, end);
         self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
         });
         self.follow_schedule();
-        result
+        run.lock = None;
+        update.handle_ended(self.schedule.borrow().is_idle(&run.server));
+    }
+
+    /// Whether this conversation's memory is being updated in this tab.
+    fn here(&self, id: &str) -> Here {
+        if !self.memory_running.borrow().contains(id) {
+            Here::Free
+        } else if self.schedule.borrow().is_running(id) {
+            Here::Live
+        } else {
+            Here::Building
+        }
+    }
+
+    /// What an update reads: the span in one transaction, kept to the branch on screen, with the
+    /// settings in force and the chat prompt the server last read.
+    async fn load(&self, id: &str, window: usize) -> Result<Loaded, MemoryError> {
+        let span = (self.core.store)
+            .load_memory_span(id, window, &branch_key(id))
+            .await?;
+        let conversation = span.conversation.ok_or(MemoryError::NoConversation)?;
+        // Memory is made of the branch on screen, never of the alternatives off it (all of the
+        // conversation is read only when it has alternatives).
+        let anchor = anchor_of(span.branch);
+        let messages = self.core.on_branch_at(id, anchor, span.messages).await?;
+        let settings = self.core.settings.borrow().clone();
+        let endpoint = settings.memory_endpoint_for(&conversation.memory_overrides);
+        let last_prompt = self
+            .core
+            .prompts
+            .borrow()
+            .get(id)
+            .and_then(|p| p.last.clone());
+        Ok(Loaded {
+            config: self.core.config_for(&conversation),
+            slot: self.core.slot_use(&endpoint, Purpose::Memory),
+            has_endpoint: settings.has_endpoint(),
+            endpoint,
+            conversation,
+            previous: span.previous,
+            messages,
+            failure: span.failure,
+            last_prompt,
+        })
+    }
+
+    /// An admitted update runs: known to the scheduler and the UI as running, stoppable by a chat
+    /// turn until it ends.
+    fn started(&self, run: &mut Run<'_>) {
+        run.stopper = Stopper::new();
+        self.memory_stops
+            .borrow_mut()
+            .insert(run.id.to_string(), run.stopper.clone());
+        self.memory_running.borrow_mut().insert(run.id.to_string());
+        self.core.emit(Change::MemoryUpdating {
+            conversation_id: run.id.to_string(),
+            running: true,
+        });
+    }
+
+    /// The request got no body: stopped, or a failure (with the response, for a refused form).
+    fn open_failed(&self, run: &Run<'_>, update: &mut Update, e: TransportError) {
+        if run.live && self.schedule.borrow().is_contended(run.id) {
+            update.handle_contended();
+        }
+        if run.stopper.is_stopped() {
+            return update.handle_stopped();
+        }
+        let http = match &e {
+            TransportError::Http { status, body, .. } => Some((*status, body.clone())),
+            _ => None,
+        };
+        update.handle_open_failed(transport_failure(e, &run.base_url, false), http);
     }
 
     /// The server memory updates talk to (`engine::memory::server_of`).
@@ -283,12 +395,12 @@ impl Memory {
             let action = self.schedule.borrow_mut().poll_action();
             match action {
                 None => return,
-                Some(Action::Stop { conversation_id }) => {
+                Some(Schedule::Stop { conversation_id }) => {
                     if let Some(s) = self.memory_stops.borrow().get(&conversation_id) {
                         s.stop();
                     }
                 }
-                Some(Action::Start { conversation_id }) => {
+                Some(Schedule::Start { conversation_id }) => {
                     let this = self.clone();
                     wasm_bindgen_futures::spawn_local(async move {
                         this.update_memory_if_due(&conversation_id, false, false)
@@ -299,363 +411,107 @@ impl Memory {
             }
         }
     }
+}
 
-    async fn run_update(
-        &self,
-        id: &str,
-        message_count: &u64,
-        previous: Option<crate::engine::model::ConversationSummary>,
-        messages: &[crate::engine::model::Message],
-        config: &crate::engine::model::MemoryConfig,
-        overrides: &MemoryOverrides,
-        stopper: &Stopper,
-    ) -> Result<bool, MemoryError> {
-        let scope = EntityScope::Conversation(id.to_string());
-        let existing = self.core.store.load_entities(&scope).await?;
-        let req = build_update_request(
-            previous.as_ref(),
-            messages,
-            &existing,
-            &UpdateLimits::from_config(config),
-        )
-        .map_err(memory_error)?;
-        let endpoint = self.core.settings.borrow().memory_endpoint_for(overrides);
-        let after = self.continues_chat(id, &endpoint, messages, &req, config);
-        let update = Update {
-            after,
-            previous,
-            req,
-            existing,
-            message_count: *message_count,
-            seen_seq: messages.iter().map(|m| m.seq).max().unwrap_or(0),
-            config,
-            overrides,
-        };
-        let contended = || self.schedule.borrow().is_contended(id);
-        let landed = self.run_request(id, update, stopper, &contended).await?;
-        if landed {
-            // What the user said in the span, about themselves (a message another tab stored, or
-            // one whose own take-in failed); already known sentences change nothing.
-            self.user_span(messages, config).await.ok();
-        }
-        Ok(landed)
-    }
+/// The machine stopped with nothing to do and nothing in flight (a bug, said as such).
+const STALLED: &str =
+    "The memory update stopped halfway; the previous memory is kept. Update the memory again.";
 
-    /// The chat prompt the server last read for conversation `id` and its reply, when an update
-    /// of `messages` by `req` to `endpoint` continues them (`engine::prefix::update_continues`).
-    fn continues_chat(
-        &self,
-        id: &str,
-        endpoint: &EndpointProfile,
-        messages: &[crate::engine::model::Message],
-        req: &UpdateRequest,
-        config: &crate::engine::model::MemoryConfig,
-    ) -> Option<(Prompt, WireMessage)> {
-        let prompts = self.core.prompts.borrow();
-        let last = prompts.get(id)?.last.as_ref()?;
-        let reply = update_continues(
-            last,
-            &endpoint.key(),
-            messages,
-            req.span.to_seq,
-            config.max_message_chars,
-        )?;
-        Some((last.prompt.clone(), reply))
-    }
-
-    /// Sends one update, and stores its result in one transaction: the new summary and graph, or
-    /// (the previous memory untouched) the failure. Returns false, having written nothing, when
-    /// `stopper` stopped the request. `contended` says whether a chat turn to the same server came
-    /// while it ran: an update that did not land is then judged by `engine::memory::schedule::judge`,
-    /// and a deferred one records nothing and is [`MemoryError::Deferred`].
-    pub(crate) async fn run_request(
-        &self,
-        id: &str,
-        u: Update<'_>,
-        stopper: &Stopper,
-        contended: &dyn Fn() -> bool,
-    ) -> Result<bool, MemoryError> {
-        run_request_split(self, id, u, stopper, contended).await
-    }
-
-    async fn run_request_now(
-        &self,
-        id: &str,
-        u: Update<'_>,
-        stopper: &Stopper,
-        contended: &dyn Fn() -> bool,
-    ) -> Result<bool, MemoryError> {
-        let scope = EntityScope::Conversation(id.to_string());
-        let endpoint = self.core.settings.borrow().memory_endpoint_for(u.overrides);
-        let (form, outcome) = self
-            .ask_for_update(&endpoint, &u.req, u.after.as_ref(), stopper)
-            .await;
-        if stopper.is_stopped() {
-            return Ok(false);
-        }
-        // A reply cut short while a chat turn came is not the model's whole answer: not parsed.
-        let outcome = match outcome {
-            Ok((_, true)) if contended() => {
-                Err((String::new(), String::new(), UpdateEnd::Unusable))
-            }
-            Ok((reply, _)) => Ok(reply),
-            Err(e) => Err(e),
-        };
-        let parsed = outcome.and_then(|reply| {
-            u.req.read_reply(&reply).map_err(|e| {
-                let reason = format!("The memory reply could not be used: {e}.");
-                (reason, reply, UpdateEnd::Unusable)
-            })
-        });
-        let mut parsed = match parsed {
-            Ok(p) => p,
-            Err((reason, raw, end)) => {
-                if judge(&end, contended()) == Verdict::Deferred {
-                    return Err(MemoryError::Deferred);
-                }
-                let seen = (u.seen_seq, endpoint.key());
-                return Err(self.record_failure(id, reason, &raw, form, seen).await?);
-            }
-        };
-        crate::engine::memory::catchup::settle(&mut parsed);
-        let mut graph = Graph::new(u.existing);
-        let applied = apply_update(
-            &parsed,
-            u.previous.as_ref(),
-            id,
-            &u.req.span,
-            u.message_count,
-            &mut graph,
-            scope.clone(),
-            now(),
-            summary_max_chars(u.config),
-            || new_id("e"),
-        );
-        // Another update of this conversation landed while this one ran (it was built on an older
-        // summary): this one is not stored; the conversation's next update covers what is left.
-        let latest = self.core.store.latest_summary(id).await?.map(|s| s.version);
-        if latest != u.previous.as_ref().map(|s| s.version) {
-            return Ok(false);
-        }
-        self.core
-            .store
-            .save_memory(applied.summary.as_ref(), &scope, graph.nodes())
-            .await?;
-        self.core.store.set_memory_failure(id, None).await?;
-        self.core.emit(Change::MemoryChanged(id.to_string()));
-        // The facts about the user the model proposed, kept where the user's words hold them.
-        self.user_proposed(id, &u.req.read, &parsed.user_facts, u.config)
-            .await
-            .ok();
-        Ok(true)
-    }
-
-    /// Stores a failed update's failure (the raw reply with it) and reports it; returns the error
-    /// to give: a repeat of the same failure is shown in the memory pane only, not as another
-    /// banner. `seen`: the highest seq the update looked at, and the endpoint's key.
-    async fn record_failure(
-        &self,
-        id: &str,
-        reason: String,
-        raw: &str,
-        form: MemoryForm,
-        seen: (u64, String),
-    ) -> Result<MemoryError, MemoryError> {
-        let before = self.core.store.memory_failure(id).await.ok().flatten();
-        let failure = MemoryFailure::new(now(), reason.clone(), raw, form).following(
-            before.as_ref(),
-            seen.0,
-            &seen.1,
-        );
-        let repeated = failure.repeats(before.as_ref());
-        self.core
-            .store
-            .set_memory_failure(id, Some(&failure))
-            .await?;
-        self.core.emit(Change::MemoryChanged(id.to_string()));
-        Ok(if repeated {
-            MemoryError::Quiet(reason)
-        } else {
-            MemoryError::Request(reason)
-        })
-    }
-
-    /// Sends the update in the form remembered for the endpoint (or its best form); when the server
-    /// refuses that form, once more in the next. Remembers the form the server took. Returns the form
-    /// of the last request, and the reply text with whether it was cut short
-    /// (`ReplyCollector::was_cut`), or (reason, what came back, how it ended).
-    async fn ask_for_update(
-        &self,
-        endpoint: &EndpointProfile,
-        req: &UpdateRequest,
-        after: Option<&(Prompt, WireMessage)>,
-        stopper: &Stopper,
-    ) -> (
-        MemoryForm,
-        Result<(String, bool), (String, String, UpdateEnd)>,
-    ) {
-        let key = endpoint.key();
-        let remembered = self.core.store.memory_form(&key).await.ok().flatten();
-        let mut form = start_form(endpoint.protocol, remembered);
-        let mut retried = false;
-        loop {
-            let opened = std::cell::Cell::new(false);
-            let result = complete(
-                endpoint,
-                &match after {
-                    Some((chat, reply)) => req.prompt_after(form, chat, reply),
-                    None => req.prompt_for(form),
-                },
-                &RequestOptions {
-                    slot: self.core.slot_use(endpoint, Purpose::Memory),
-                    ..req.request_options(form)
-                },
-                form,
-                stopper,
-                &opened,
-            )
-            .await;
-            if let Err(Completion::Refused { .. }) = &result {
-                if let Some(next) =
-                    next_form(endpoint.protocol, form).filter(|_| !retried && !stopper.is_stopped())
-                {
-                    form = next;
-                    retried = true;
-                    continue;
-                }
-            }
-            let refused = matches!(result, Err(Completion::Refused { .. }));
-            // The server took the form once it answered in it (a stream opened), even when the
-            // update was then stopped for a chat turn: the next one starts there, not with a refusal.
-            let taken = !refused && (!stopper.is_stopped() || opened.get());
-            if taken && remembered != Some(form) {
-                self.core.store.remember_memory_form(&key, form).await.ok();
-            }
-            let outcome = result.map_err(|c| match c {
-                Completion::Refused { failure, body } | Completion::Failed { failure, body } => {
-                    (failure.text(), body, UpdateEnd::Failed(failure.kind))
-                }
-            });
-            return (form, outcome);
-        }
+/// The caller's result of a finished update: whether it landed, or the error to give (`broken`: the
+/// store's, when the store failed).
+fn finished(finish: Finish, broken: Option<MemoryError>) -> Result<bool, MemoryError> {
+    match finish {
+        Finish::Landed => Ok(true),
+        Finish::Nothing => Ok(false),
+        Finish::Busy => Err(MemoryError::Busy),
+        Finish::Deferred => Err(MemoryError::Deferred),
+        Finish::NoEndpoint => Err(MemoryError::NoEndpoint),
+        Finish::Invalid(reason) => Err(MemoryError::Invalid(reason)),
+        // A repeat of the same failure is shown in the memory pane only, not as another banner.
+        Finish::Failed {
+            reason,
+            repeated: true,
+        } => Err(MemoryError::Quiet(reason)),
+        Finish::Failed { reason, .. } => Err(MemoryError::Request(reason)),
+        Finish::Broken => Err(broken.unwrap_or_else(|| MemoryError::Invalid(STALLED.into()))),
     }
 }
 
-/// One memory update to run: its request, and what applying its reply needs.
-pub(crate) struct Update<'a> {
-    /// The chat prompt the server last read and its reply, when the update continues them
-    /// (`engine::prefix::update_continues`).
-    pub after: Option<(Prompt, WireMessage)>,
-    pub previous: Option<crate::engine::model::ConversationSummary>,
-    pub req: UpdateRequest,
-    /// The conversation's entities the request listed.
-    pub existing: Vec<EntityNode>,
-    /// The message count the new summary records.
-    pub message_count: u64,
-    /// The highest seq the update looked at (a failure's back-off counts turns after it).
-    pub seen_seq: u64,
-    pub config: &'a crate::engine::model::MemoryConfig,
-    pub overrides: &'a MemoryOverrides,
+/// The machine as the pump feeds it: a stop or a chat turn that came is told first.
+struct Feed<'a, C: Fn() -> bool> {
+    update: &'a mut Update,
+    stopper: &'a Stopper,
+    base_url: &'a str,
+    contended: C,
 }
 
-/// An update found due: the conversation, its memory config, the summary it builds on and the
-/// messages since (on the branch on screen).
-struct DueUpdate {
-    conv: crate::engine::model::Conversation,
-    config: crate::engine::model::MemoryConfig,
-    previous: Option<crate::engine::model::ConversationSummary>,
-    messages: Vec<crate::engine::model::Message>,
+impl<C: Fn() -> bool> Feed<'_, C> {
+    /// Tells the machine a chat turn came or the request was stopped; true when stopped.
+    fn stopped(&mut self) -> bool {
+        if (self.contended)() {
+            self.update.handle_contended();
+        }
+        if self.stopper.is_stopped() {
+            self.update.handle_stopped();
+            return true;
+        }
+        false
+    }
+}
+
+impl<C: Fn() -> bool> Consumer for Feed<'_, C> {
+    fn handle_event(&mut self, event: StreamEvent, _now: Millis) {
+        if !self.stopped() {
+            self.update.handle_event(event);
+        }
+    }
+
+    fn handle_failure(&mut self, error: TransportError, _now: Millis) {
+        if !self.stopped() {
+            self.update
+                .handle_failure(transport_failure(error, self.base_url, false));
+        }
+    }
 }
 
 pub(crate) fn memory_error(e: ReplyError) -> MemoryError {
     MemoryError::Invalid(e.to_string())
 }
 
-/// How a memory request ended when it gave no reply text.
-pub(crate) enum Completion {
-    /// The server does not take the request's output form (see `engine::memory::form`).
-    Refused { failure: Failure, body: String },
-    /// Any other failure; `body` is what came back (an error body or a partial reply).
-    Failed { failure: Failure, body: String },
-}
-
-/// Why a memory request got no body: a refusal of `form` (an HTTP error naming it) or another failure.
-fn open_failure(endpoint: &EndpointProfile, form: MemoryForm, e: TransportError) -> Completion {
-    let body = match &e {
-        TransportError::Http { body, .. } => body.clone(),
-        _ => String::new(),
-    };
-    let refused = matches!(&e, TransportError::Http { status, body, .. } if refused_http(form, *status, body));
-    let failure = transport_failure(e, &endpoint.base_url, false);
-    if refused {
-        Completion::Refused { failure, body }
-    } else {
-        Completion::Failed { failure, body }
-    }
-}
-
-/// A memory request's reply as the pump feeds it: the engine's collector, and how it ended.
-struct MemoryReply<'a> {
+/// A small request's reply as the pump feeds it (the title's): the engine's collector, and the
+/// text once the stream is over (`None` inside: it failed).
+struct Collect {
     collector: ReplyCollector,
-    form: MemoryForm,
-    base_url: &'a str,
-    outcome: Option<Result<(String, bool), Completion>>,
+    outcome: Option<Option<(String, bool)>>,
 }
 
-impl Consumer for MemoryReply<'_> {
+impl Consumer for Collect {
     fn handle_event(&mut self, event: StreamEvent, _now: Millis) {
-        self.outcome = match self.collector.handle_event(event) {
-            None => return,
-            Some(Ok(text)) => Some(Ok((text, self.collector.was_cut()))),
-            Some(Err(e)) if refused_stream(self.form, &e) => Some(Err(Completion::Refused {
-                failure: failure::from_stream_error(&e, false),
-                body: e.message,
-            })),
-            Some(Err(e)) => Some(Err(Completion::Failed {
-                failure: failure::from_stream_error(&e, false),
-                body: self.collector.partial(),
-            })),
-        };
+        if let Some(end) = self.collector.handle_event(event) {
+            self.outcome = Some(end.ok().map(|text| (text, self.collector.was_cut())));
+        }
     }
 
-    fn handle_failure(&mut self, error: TransportError, _now: Millis) {
-        self.outcome = Some(Err(Completion::Failed {
-            failure: transport_failure(error, self.base_url, false),
-            body: self.collector.partial(),
-        }));
+    fn handle_failure(&mut self, _error: TransportError, _now: Millis) {
+        self.outcome = Some(None);
     }
 }
 
-/// Sends one memory request and collects the whole reply (text, or the forced tool's input), with
-/// whether the stream ended without a finish reason; `opened` is set once the server answered 2xx.
+/// Sends one small request in the two-section form (the title's) and collects the whole reply,
+/// with whether the stream ended without a finish reason; `None` when it failed.
 pub(crate) async fn complete(
     endpoint: &EndpointProfile,
     prompt: &Prompt,
     options: &RequestOptions,
-    form: MemoryForm,
-    stopper: &Stopper,
-    opened: &std::cell::Cell<bool>,
-) -> Result<(String, bool), Completion> {
-    let req = request::build(endpoint, prompt, options).map_err(|refused| Completion::Failed {
-        failure: failure::key_refused(&refused),
-        body: String::new(),
-    })?;
-    let mut pump = Pump::open(&req, stopper, endpoint.protocol)
+) -> Option<(String, bool)> {
+    let req = request::build(endpoint, prompt, options).ok()?;
+    let mut pump = Pump::open(&req, &Stopper::new(), endpoint.protocol)
         .await
-        .map_err(|e| open_failure(endpoint, form, e))?;
-    opened.set(true);
-    let mut reply = MemoryReply {
-        collector: ReplyCollector::new(form),
-        form,
-        base_url: &endpoint.base_url,
+        .ok()?;
+    let mut reply = Collect {
+        collector: ReplyCollector::new(MemoryForm::Sections),
         outcome: None,
     };
     pump.run(&mut reply, |r| r.outcome.is_some()).await;
-    // Every body ends in `Done` or `Error` (see `stream`), so an outcome is there.
-    reply.outcome.unwrap_or_else(|| {
-        Err(Completion::Failed {
-            failure: failure::aborted(),
-            body: reply.collector.partial(),
-        })
-    })
+    reply.outcome.flatten()
 }

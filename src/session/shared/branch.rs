@@ -37,14 +37,15 @@ pub(crate) async fn mark_branched(store: &Store, id: &str) -> Result<(), StoreEr
     Ok(())
 }
 
+/// The anchor in the value stored under [`branch_key`]: `None` without the key.
+pub(crate) fn anchor_of(value: Option<serde_json::Value>) -> Option<Option<String>> {
+    value.map(|v| v.as_str().map(str::to_string))
+}
+
 impl Core {
     /// `Some(anchor)` when the conversation has alternatives (the anchor: the one chosen last).
     pub(crate) async fn anchor(&self, id: &str) -> Result<Option<Option<String>>, StoreError> {
-        Ok(self
-            .store
-            .get_setting(&branch_key(id))
-            .await?
-            .map(|v| v.as_str().map(str::to_string)))
+        Ok(anchor_of(self.store.get_setting(&branch_key(id)).await?))
     }
 
     pub(crate) async fn set_anchor(
@@ -73,7 +74,17 @@ impl Core {
     /// The branch on screen of a conversation with alternatives (`None`: it has none, and its
     /// messages in seq order are the branch).
     pub(crate) async fn shown(&self, id: &str) -> Result<Option<Shown>, StoreError> {
-        let Some(anchor) = self.anchor(id).await? else {
+        let anchor = self.anchor(id).await?;
+        self.shown_at(id, anchor).await
+    }
+
+    /// [`Core::shown`] with the anchor already read (the value under [`branch_key`]).
+    async fn shown_at(
+        &self,
+        id: &str,
+        anchor: Option<Option<String>>,
+    ) -> Result<Option<Shown>, StoreError> {
+        let Some(anchor) = anchor else {
             return Ok(None);
         };
         let all = self.store.load_all_messages(id).await?;
@@ -109,9 +120,21 @@ impl Core {
     pub(crate) async fn on_branch(
         &self,
         id: &str,
+        messages: Vec<Message>,
+    ) -> Result<Vec<Message>, StoreError> {
+        let anchor = self.anchor(id).await?;
+        self.on_branch_at(id, anchor, messages).await
+    }
+
+    /// [`Core::on_branch`] with the value under [`branch_key`] already read (`None`: no such key;
+    /// the conversation has no alternatives, and nothing more is read).
+    pub(crate) async fn on_branch_at(
+        &self,
+        id: &str,
+        anchor: Option<Option<String>>,
         mut messages: Vec<Message>,
     ) -> Result<Vec<Message>, StoreError> {
-        if let Some(s) = self.shown(id).await? {
+        if let Some(s) = self.shown_at(id, anchor).await? {
             let ids: HashSet<&str> = s.messages.iter().map(|m| m.id.as_str()).collect();
             messages.retain(|m| ids.contains(m.id.as_str()));
         }
