@@ -9,7 +9,9 @@
 //! touches the stored memory. Must not import `ui`.
 
 use super::service::{Memory, MemoryError};
+use crate::engine::context_window::fit;
 use crate::engine::decode::StreamEvent;
+use crate::engine::failure::FailureKind;
 use crate::engine::memory::schedule::Action as Schedule;
 use crate::engine::memory::update::{Action, Chunk, Finish, Here, Loaded, Update};
 use crate::engine::memory::{
@@ -54,6 +56,9 @@ struct Run<'a> {
     pump: Option<Pump>,
     /// The endpoint's base URL of the request in flight (what a failure names).
     base_url: String,
+    /// The memory endpoint's key (`EndpointProfile::key`): whose context a refusal for length
+    /// tells (`Core::learn_window`).
+    endpoint_key: String,
     /// Whether the scheduler runs this update (a live one): its contention is asked.
     live: bool,
     /// The error of a store (or other) failure that ended the machine.
@@ -122,6 +127,7 @@ impl Memory {
             stopper: Stopper::new(),
             pump: None,
             base_url: String::new(),
+            endpoint_key: String::new(),
             live: true,
             broken: None,
         };
@@ -145,6 +151,7 @@ impl Memory {
             stopper: stopper.clone(),
             pump: None,
             base_url: String::new(),
+            endpoint_key: String::new(),
             live: false,
             broken: None,
         };
@@ -216,7 +223,7 @@ impl Memory {
                 run.lock = Some(crate::session::shared::tabs::lock(&name).await);
                 update.handle_locked();
             }
-            Action::Load { window } => update.handle_loaded(self.load(id, window).await?, now()),
+            Action::Load { window } => self.load_into(run, update, window).await?,
             Action::Admit => {
                 let admit = self
                     .schedule
@@ -300,6 +307,19 @@ impl Memory {
         }
     }
 
+    /// Hands the machine what the update reads, keeping whose endpoint it goes to.
+    async fn load_into(
+        &self,
+        run: &mut Run<'_>,
+        update: &mut Update,
+        window: usize,
+    ) -> Result<(), MemoryError> {
+        let loaded = self.load(run.id, window).await?;
+        run.endpoint_key = loaded.endpoint.key();
+        update.handle_loaded(loaded, now());
+        Ok(())
+    }
+
     /// What an update reads: the span in one transaction, kept to the branch on screen, with the
     /// settings in force and the chat prompt the server last read.
     async fn load(&self, id: &str, window: usize) -> Result<Loaded, MemoryError> {
@@ -319,8 +339,14 @@ impl Memory {
             .borrow()
             .get(id)
             .and_then(|p| p.last.clone());
+        // Fitted to what the chat's server holds (`config_for`) and to what memory's does.
+        let config = self.core.config_for(&conversation);
+        let config = match self.core.server_window(&endpoint) {
+            Some(window) => fit(&config, window),
+            None => config,
+        };
         Ok(Loaded {
-            config: self.core.config_for(&conversation),
+            config,
             slot: self.core.slot_use(&endpoint, Purpose::Memory),
             has_endpoint: settings.has_endpoint(),
             endpoint,
@@ -358,7 +384,16 @@ impl Memory {
             TransportError::Http { status, body, .. } => Some((*status, body.clone())),
             _ => None,
         };
-        update.handle_open_failed(transport_failure(e, &run.base_url, false), http);
+        let failure = transport_failure(e, &run.base_url, false);
+        // A server that refused the update as longer than its context holds the next one to it.
+        if let FailureKind::ContextTooLong {
+            window: Some(window),
+            ..
+        } = failure.kind
+        {
+            self.core.learn_window_of(&run.endpoint_key, window);
+        }
+        update.handle_open_failed(failure, http);
     }
 
     /// The server memory updates talk to (`engine::memory::server_of`).

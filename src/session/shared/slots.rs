@@ -65,8 +65,13 @@ impl Core {
 
     /// `endpoint`'s server refused a prompt as longer than its context of `window` tokens.
     pub(crate) fn learn_window(&self, endpoint: &EndpointProfile, window: u32) {
+        self.learn_window_of(&endpoint.key(), window)
+    }
+
+    /// [`Core::learn_window`], by the endpoint's key.
+    pub(crate) fn learn_window_of(&self, endpoint_key: &str, window: u32) {
         let mut windows = self.windows.borrow_mut();
-        let known = windows.entry(endpoint.key()).or_insert(window);
+        let known = windows.entry(endpoint_key.to_string()).or_insert(window);
         *known = (*known).min(window);
     }
 
