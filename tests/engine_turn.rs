@@ -6,7 +6,7 @@
 //! user's messages in a row).
 
 use memoire::engine::assemble::{assemble, AssemblyInput, DropReason};
-use memoire::engine::decode::{StreamError, StreamEvent, Timings};
+use memoire::engine::decode::{StreamError, StreamEvent, Timings, CODE_CUT_OFF, CODE_MALFORMED};
 use memoire::engine::failure::{aborted, Failure, FailureKind};
 use memoire::engine::history::{render_message, CUT_OFF_MARKER, STOPPED_MARKER};
 use memoire::engine::model::*;
@@ -1507,13 +1507,12 @@ fn check_probe(
     assert!(t.poll_action().is_none());
 }
 
-fn empty_stream() -> Failure {
-    Failure {
-        kind: FailureKind::Malformed,
+/// What a decoder reports of a body that ended before anything arrived (or, `code`, another fault).
+fn stream_error(code: &str) -> StreamEvent {
+    StreamEvent::Error(StreamError {
+        code: Some(code.into()),
         message: "The endpoint closed the connection without sending a reply.".into(),
-        fix: None,
-        status: None,
-    }
+    })
 }
 
 fn too_long() -> Failure {
@@ -1532,7 +1531,7 @@ fn too_long() -> Failure {
 #[test]
 fn a_stream_that_ended_before_anything_arrived_is_asked_why_once() {
     use Protocol::*;
-    let empty = |t: &mut Turn| t.handle_failure(empty_stream(), 10);
+    let empty = |t: &mut Turn| t.handle_event(stream_error(CODE_CUT_OFF), 10);
     let too = FailureKind::ContextTooLong {
         window: Some(2048),
         prompt_tokens: Some(2519),
@@ -1554,9 +1553,12 @@ fn a_stream_that_ended_before_anything_arrived_is_asked_why_once() {
     // Something arrived before the end: no probe.
     let heard = |t: &mut Turn| {
         t.handle_event(StreamEvent::Usage(Usage::default()), 5);
-        t.handle_failure(empty_stream(), 10)
+        t.handle_event(stream_error(CODE_CUT_OFF), 10)
     };
     check_probe(OpenAiChat, heard, None, (false, FailureKind::Malformed));
+    // A body that is not the protocol's (garbage) is not asked about: asking again says nothing new.
+    let garbage = |t: &mut Turn| t.handle_event(stream_error(CODE_MALFORMED), 10);
+    check_probe(OpenAiChat, garbage, None, (false, FailureKind::Malformed));
     // Other failures, and other protocols (whose servers refuse before streaming), are not probed.
     let http = |t: &mut Turn| t.handle_failure(too_long(), 10);
     check_probe(OpenAiChat, http, None, (false, too));

@@ -39,7 +39,7 @@
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::attach;
 use crate::engine::coalesce::SaveThrottle;
-use crate::engine::decode::{StreamEvent, Timings};
+use crate::engine::decode::{StreamEvent, Timings, CODE_CUT_OFF};
 use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::{build_prompt_with, render_new};
 use crate::engine::model::{
@@ -601,6 +601,9 @@ impl Turn {
             }
             StreamEvent::Error(e) => {
                 let resuming = self.path == TurnPath::Resumed;
+                if e.code.as_deref() == Some(CODE_CUT_OFF) && !self.heard && self.may_probe() {
+                    return self.probe(failure::from_stream_error(&e, resuming));
+                }
                 self.handle_failure(failure::from_stream_error(&e, resuming), now);
             }
         }
@@ -615,13 +618,6 @@ impl Turn {
             self.reinject();
             return;
         }
-        if self.may_probe(&failure) {
-            self.probed = true;
-            self.probing = Some(failure);
-            let prompt = self.sent_prompt.clone().unwrap_or_default();
-            self.actions.push_back(Action::Probe { prompt });
-            return;
-        }
         let failure = self.about_images(failure);
         let has_partial = !self.text.is_empty() || !self.tool_calls.is_empty();
         let status = match failure.kind {
@@ -634,14 +630,18 @@ impl Turn {
         self.finish(status, Some(failure), now);
     }
 
-    /// Whether `failure` of the request in flight is asked about with a probe (module doc): an
-    /// openai-chat stream that ended before anything arrived, not probed yet.
-    fn may_probe(&self, failure: &Failure) -> bool {
-        self.protocol == Protocol::OpenAiChat
-            && !self.probed
-            && !self.heard
-            && failure.kind == FailureKind::Malformed
-            && failure.status.is_none()
+    /// Whether the request in flight may be asked about with a probe (module doc): openai-chat,
+    /// not probed yet.
+    fn may_probe(&self) -> bool {
+        self.protocol == Protocol::OpenAiChat && !self.probed
+    }
+
+    /// The stream ended before anything arrived (`first`): ask why before failing with it.
+    fn probe(&mut self, first: Failure) {
+        self.probed = true;
+        self.probing = Some(first);
+        let prompt = self.sent_prompt.clone().unwrap_or_default();
+        self.actions.push_back(Action::Probe { prompt });
     }
 
     /// What the probe ([`Action::Probe`]) got: the server's refusal (`Some`), which becomes the
