@@ -15,6 +15,7 @@ use crate::engine::model::{
     EntityType, HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis,
     PastProperty, Reasoning, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
+use crate::engine::model::{FactKind, FactSource, Project, UserFact};
 use crate::engine::search::index_terms;
 
 /// Scope key of entities shared by every conversation (conversation ids never start with NUL).
@@ -797,5 +798,160 @@ impl TryFrom<EntityRecord> for EntityNode {
             source_message_ids: r.source_message_ids,
             updated_at: r.updated_at,
         })
+    }
+}
+
+// ---------------------------------------------------------------- projects
+
+/// A project as stored. Fields added later need `#[serde(default)]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectRecord {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub instructions: String,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    #[serde(default)]
+    pub deleted: Option<Millis>,
+}
+
+impl From<&Project> for ProjectRecord {
+    fn from(p: &Project) -> Self {
+        let Project {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        } = p.clone();
+        ProjectRecord {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        }
+    }
+}
+
+impl From<ProjectRecord> for Project {
+    fn from(r: ProjectRecord) -> Self {
+        let ProjectRecord {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        } = r;
+        Project {
+            id,
+            name,
+            instructions,
+            created_at,
+            updated_at,
+            deleted,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- facts about the user
+
+/// A fact as stored. Fields added later need `#[serde(default)]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserFactRecord {
+    pub id: String,
+    pub text: String,
+    pub kind: FactKind,
+    pub claim_key: String,
+    pub source: Option<FactSourceRecord>,
+    pub valid_from: Millis,
+    pub valid_to: Option<Millis>,
+    pub forgotten: Option<Millis>,
+    pub scope: Option<String>,
+    pub updated_at: Millis,
+}
+
+/// Where a fact was said, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactSourceRecord {
+    pub conversation_id: String,
+    pub message_id: String,
+    pub said_at: Millis,
+}
+
+impl From<&UserFact> for UserFactRecord {
+    fn from(f: &UserFact) -> Self {
+        let UserFact {
+            id,
+            text,
+            kind,
+            claim_key,
+            source,
+            valid_from,
+            valid_to,
+            forgotten,
+            scope,
+            updated_at,
+        } = f.clone();
+        UserFactRecord {
+            id,
+            text,
+            kind,
+            claim_key,
+            source: source.map(|s| {
+                let FactSource {
+                    conversation_id,
+                    message_id,
+                    said_at,
+                } = s;
+                FactSourceRecord {
+                    conversation_id,
+                    message_id,
+                    said_at,
+                }
+            }),
+            valid_from,
+            valid_to,
+            forgotten,
+            scope,
+            updated_at,
+        }
+    }
+}
+
+impl From<UserFactRecord> for UserFact {
+    fn from(r: UserFactRecord) -> Self {
+        let UserFactRecord {
+            id,
+            text,
+            kind,
+            claim_key,
+            source,
+            valid_from,
+            valid_to,
+            forgotten,
+            scope,
+            updated_at,
+        } = r;
+        UserFact {
+            id,
+            text,
+            kind,
+            claim_key,
+            source: source.map(|s| FactSource {
+                conversation_id: s.conversation_id,
+                message_id: s.message_id,
+                said_at: s.said_at,
+            }),
+            valid_from,
+            valid_to,
+            forgotten,
+            scope,
+            updated_at,
+        }
     }
 }
