@@ -121,7 +121,7 @@ fn entity_records_keep_their_shape() {
 
 #[wasm_bindgen_test]
 fn project_records_keep_their_shape() {
-    let back = |r: ProjectRecord| Project::from(r);
+    let back = |r: ProjectRecord| read::<Project, _>(r, "project").unwrap();
     let p = full_project();
     check(
         "project full",

@@ -7,7 +7,7 @@ use js_sys::Array;
 
 use super::error::StoreError;
 use super::idb::{from_js, js_error, request, to_js};
-use super::records::ProjectRecord;
+use super::records::{read, ProjectRecord};
 use super::schema::PROJECTS;
 use super::Store;
 use crate::engine::model::Project;
@@ -19,7 +19,7 @@ impl Store {
         let req = tx.store(PROJECTS)?.get_all().map_err(js_error)?;
         let all: Array = request(&req).await?.into();
         all.iter()
-            .map(|v| from_js::<ProjectRecord>(v, "project").map(Project::from))
+            .map(|v| read(from_js::<ProjectRecord>(v, "project")?, "project"))
             .collect()
     }
 

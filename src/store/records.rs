@@ -17,12 +17,18 @@ use crate::engine::model::{
 };
 use crate::engine::model::{FactKind, FactSource, Project, UserFact};
 use crate::engine::search::index_terms;
+use crate::engine::shape::{mirror, Field};
 
 /// Scope key of entities shared by every conversation (conversation ids never start with NUL).
 pub const SHARED_SCOPE: &str = "\u{0}shared";
 
 fn bad(what: &'static str, detail: String) -> StoreError {
     StoreError::BadRecord { what, detail }
+}
+
+/// The model's value of a record (`what` names it in the error).
+pub fn read<M, R: Field<M>>(r: R, what: &'static str) -> Result<M, StoreError> {
+    r.take().map_err(|detail| bad(what, detail))
 }
 
 // ---------------------------------------------------------------- conversations
@@ -803,58 +809,18 @@ impl TryFrom<EntityRecord> for EntityNode {
 
 // ---------------------------------------------------------------- projects
 
-/// A project as stored. Fields added later need `#[serde(default)]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProjectRecord {
-    pub id: String,
-    pub name: String,
-    #[serde(default)]
-    pub instructions: String,
-    pub created_at: Millis,
-    pub updated_at: Millis,
-    #[serde(default)]
-    pub deleted: Option<Millis>,
-}
-
-impl From<&Project> for ProjectRecord {
-    fn from(p: &Project) -> Self {
-        let Project {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        } = p.clone();
-        ProjectRecord {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        }
-    }
-}
-
-impl From<ProjectRecord> for Project {
-    fn from(r: ProjectRecord) -> Self {
-        let ProjectRecord {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        } = r;
-        Project {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        }
+mirror! {
+    /// A project as stored. Fields added later need `#[serde(default)]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ProjectRecord for Project {
+        pub id: String,
+        pub name: String,
+        #[serde(default)]
+        pub instructions: String,
+        pub created_at: Millis,
+        pub updated_at: Millis,
+        #[serde(default)]
+        pub deleted: Option<Millis>,
     }
 }
 

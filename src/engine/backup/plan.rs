@@ -6,7 +6,7 @@
 //! transaction. Must not import anything outside `crate::engine`.
 
 use super::check::CheckedImport;
-use super::wire::{BEntity, BackupFile};
+use super::wire::{read_all, BEntity, BackupFile};
 use super::ImportError;
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::user::join_fact;
@@ -339,7 +339,7 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
     }
     let incoming: Vec<UserFact> = file.user_facts.into_iter().map(Into::into).collect();
     plan_facts(&mut plan, &existing.user_facts, &incoming);
-    let projects: Vec<Project> = file.projects.into_iter().map(Into::into).collect();
+    let projects: Vec<Project> = read_all(file.projects, |p| format!("project {}", p.id))?;
     plan.projects = crate::engine::project::join_all(&existing.projects, &projects);
     Ok(plan)
 }

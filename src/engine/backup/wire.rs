@@ -12,6 +12,7 @@ use crate::engine::model::{
     MessageMeta, MessageStatus, Millis, PastProperty, Project, Reasoning, Relationship,
     RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
 };
+use crate::engine::shape::{mirror, Field};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -55,6 +56,30 @@ macro_rules! wire_enum {
     };
 }
 
+/// The model's value of what the file holds for `record` (named in the error, `conversation c1`).
+pub(super) fn read<M, R: Field<M>>(
+    r: R,
+    record: impl FnOnce() -> String,
+) -> Result<M, ImportError> {
+    r.take().map_err(|detail| ImportError::InvalidValue {
+        record: record(),
+        detail,
+    })
+}
+
+/// [`read`] for each of a list; `name` names one in the error.
+pub(super) fn read_all<M, R: Field<M>>(
+    rs: Vec<R>,
+    name: impl Fn(&R) -> String,
+) -> Result<Vec<M>, ImportError> {
+    rs.into_iter()
+        .map(|r| {
+            let n = name(&r);
+            read(r, || n)
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct BackupFile {
     pub(super) format: String,
@@ -87,58 +112,18 @@ pub(super) struct BBlob {
     pub(super) data: String,
 }
 
-/// A project (`engine::project`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BProject {
-    pub(super) id: String,
-    pub(super) name: String,
-    #[serde(default)]
-    pub(super) instructions: String,
-    pub(super) created_at: Millis,
-    pub(super) updated_at: Millis,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) deleted: Option<Millis>,
-}
-
-impl From<&Project> for BProject {
-    fn from(p: &Project) -> Self {
-        let Project {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        } = p.clone();
-        BProject {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        }
-    }
-}
-
-impl From<BProject> for Project {
-    fn from(p: BProject) -> Self {
-        let BProject {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        } = p;
-        Project {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        }
+mirror! {
+    /// A project (`engine::project`).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BProject for Project {
+        pub(super) id: String,
+        pub(super) name: String,
+        #[serde(default)]
+        pub(super) instructions: String,
+        pub(super) created_at: Millis,
+        pub(super) updated_at: Millis,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) deleted: Option<Millis>,
     }
 }
 
