@@ -143,7 +143,7 @@ fn project_records_keep_their_shape() {
 
 #[wasm_bindgen_test]
 fn fact_records_keep_their_shape() {
-    let back = |r: UserFactRecord| UserFact::from(r);
+    let back = |r: UserFactRecord| read::<UserFact, _>(r, "user fact").unwrap();
     let f = full_fact();
     check(
         "fact full",

@@ -826,98 +826,29 @@ mirror! {
 
 // ---------------------------------------------------------------- facts about the user
 
-/// A fact as stored. Fields added later need `#[serde(default)]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UserFactRecord {
-    pub id: String,
-    pub text: String,
-    pub kind: FactKind,
-    pub claim_key: String,
-    pub source: Option<FactSourceRecord>,
-    pub valid_from: Millis,
-    pub valid_to: Option<Millis>,
-    pub forgotten: Option<Millis>,
-    pub scope: Option<String>,
-    pub updated_at: Millis,
-}
-
-/// Where a fact was said, as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FactSourceRecord {
-    pub conversation_id: String,
-    pub message_id: String,
-    pub said_at: Millis,
-}
-
-impl From<&UserFact> for UserFactRecord {
-    fn from(f: &UserFact) -> Self {
-        let UserFact {
-            id,
-            text,
-            kind,
-            claim_key,
-            source,
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        } = f.clone();
-        UserFactRecord {
-            id,
-            text,
-            kind,
-            claim_key,
-            source: source.map(|s| {
-                let FactSource {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                } = s;
-                FactSourceRecord {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                }
-            }),
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        }
+mirror! {
+    /// A fact as stored. Fields added later need `#[serde(default)]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct UserFactRecord for UserFact {
+        pub id: String,
+        pub text: String,
+        pub kind: FactKind,
+        pub claim_key: String,
+        pub source: Option<FactSourceRecord>,
+        pub valid_from: Millis,
+        pub valid_to: Option<Millis>,
+        pub forgotten: Option<Millis>,
+        pub scope: Option<String>,
+        pub updated_at: Millis,
     }
 }
 
-impl From<UserFactRecord> for UserFact {
-    fn from(r: UserFactRecord) -> Self {
-        let UserFactRecord {
-            id,
-            text,
-            kind,
-            claim_key,
-            source,
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        } = r;
-        UserFact {
-            id,
-            text,
-            kind,
-            claim_key,
-            source: source.map(|s| FactSource {
-                conversation_id: s.conversation_id,
-                message_id: s.message_id,
-                said_at: s.said_at,
-            }),
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        }
+mirror! {
+    /// Where a fact was said, as stored.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct FactSourceRecord for FactSource {
+        pub conversation_id: String,
+        pub message_id: String,
+        pub said_at: Millis,
     }
 }

@@ -7,7 +7,7 @@ use js_sys::Array;
 
 use super::error::StoreError;
 use super::idb::{from_js, js_error, request, to_js};
-use super::records::UserFactRecord;
+use super::records::{read, UserFactRecord};
 use super::schema::USER_FACTS;
 use super::Store;
 use crate::engine::model::UserFact;
@@ -19,7 +19,7 @@ impl Store {
         let req = tx.store(USER_FACTS)?.get_all().map_err(js_error)?;
         let all: Array = request(&req).await?.into();
         all.iter()
-            .map(|v| from_js::<UserFactRecord>(v, "user fact").map(UserFact::from))
+            .map(|v| read(from_js::<UserFactRecord>(v, "user fact")?, "user fact"))
             .collect()
     }
 

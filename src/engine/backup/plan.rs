@@ -337,8 +337,8 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
     for e in file.shared_entities {
         plan_entity(&mut plan, existing, e, EntityScope::Shared)?;
     }
-    let incoming: Vec<UserFact> = file.user_facts.into_iter().map(Into::into).collect();
-    plan_facts(&mut plan, &existing.user_facts, &incoming);
+    let facts = read_all(file.user_facts, |f| format!("fact about you {}", f.id))?;
+    plan_facts(&mut plan, &existing.user_facts, &facts);
     let projects: Vec<Project> = read_all(file.projects, |p| format!("project {}", p.id))?;
     plan.projects = crate::engine::project::join_all(&existing.projects, &projects);
     Ok(plan)

@@ -470,29 +470,44 @@ pub(super) struct BRelationship {
     pub(super) valid_to: Option<Millis>,
 }
 
-/// A fact about the user. `kind` is text, read leniently (a kind this version does not know is
-/// `other`), so a newer file's kinds still import.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BUserFact {
-    pub(super) id: String,
-    pub(super) text: String,
-    pub(super) kind: String,
-    pub(super) claim_key: String,
-    pub(super) source: Option<BFactSource>,
-    pub(super) valid_from: Millis,
-    pub(super) valid_to: Option<Millis>,
-    /// When the user forgot it: the fact is a tombstone, kept so it is never taken in again.
-    pub(super) forgotten: Option<Millis>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) scope: Option<String>,
-    pub(super) updated_at: Millis,
+/// A fact's kind is a word in the file, read leniently: a kind this version does not know is
+/// `other`, so a newer file's facts still import.
+impl Field<FactKind> for String {
+    fn put(m: &FactKind) -> Self {
+        m.as_str().to_string()
+    }
+    fn take(self) -> Result<FactKind, String> {
+        Ok(FactKind::parse_lenient(&self))
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BFactSource {
-    pub(super) conversation_id: String,
-    pub(super) message_id: String,
-    pub(super) said_at: Millis,
+mirror! {
+    /// A fact about the user. `kind` is text, read leniently (a kind this version does not know is
+    /// `other`), so a newer file's kinds still import.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BUserFact for UserFact {
+        pub(super) id: String,
+        pub(super) text: String,
+        pub(super) kind: String,
+        pub(super) claim_key: String,
+        pub(super) source: Option<BFactSource>,
+        pub(super) valid_from: Millis,
+        pub(super) valid_to: Option<Millis>,
+        /// When the user forgot it: the fact is a tombstone, kept so it is never taken in again.
+        pub(super) forgotten: Option<Millis>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) scope: Option<String>,
+        pub(super) updated_at: Millis,
+    }
+}
+
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BFactSource for FactSource {
+        pub(super) conversation_id: String,
+        pub(super) message_id: String,
+        pub(super) said_at: Millis,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -980,86 +995,6 @@ impl BEntity {
                 })
                 .collect(),
             source_message_ids,
-            updated_at,
-        }
-    }
-}
-
-impl From<&UserFact> for BUserFact {
-    fn from(f: &UserFact) -> Self {
-        let UserFact {
-            id,
-            text,
-            kind,
-            claim_key,
-            source,
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        } = f;
-        BUserFact {
-            id: id.clone(),
-            text: text.clone(),
-            kind: kind.as_str().to_string(),
-            claim_key: claim_key.clone(),
-            source: source.as_ref().map(|s| {
-                let FactSource {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                } = s;
-                BFactSource {
-                    conversation_id: conversation_id.clone(),
-                    message_id: message_id.clone(),
-                    said_at: *said_at,
-                }
-            }),
-            valid_from: *valid_from,
-            valid_to: *valid_to,
-            forgotten: *forgotten,
-            scope: scope.clone(),
-            updated_at: *updated_at,
-        }
-    }
-}
-
-impl From<BUserFact> for UserFact {
-    fn from(f: BUserFact) -> Self {
-        let BUserFact {
-            id,
-            text,
-            kind,
-            claim_key,
-            source,
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        } = f;
-        UserFact {
-            id,
-            text,
-            kind: FactKind::parse_lenient(&kind),
-            claim_key,
-            source: source.map(|s| {
-                let BFactSource {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                } = s;
-                FactSource {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                }
-            }),
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
             updated_at,
         }
     }

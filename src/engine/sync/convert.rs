@@ -578,10 +578,17 @@ pub fn fact_doc(f: &UserFact, at: &Hlc) -> FactDoc {
     FactDoc {
         id: id.clone(),
         words: Lww::new(words_of(f), at),
-        source: source.as_ref().map(|s| FactSourceDoc {
-            conversation_id: s.conversation_id.clone(),
-            message_id: s.message_id.clone(),
-            said_at: s.said_at,
+        source: source.as_ref().map(|s| {
+            let FactSource {
+                conversation_id,
+                message_id,
+                said_at,
+            } = s;
+            FactSourceDoc {
+                conversation_id: conversation_id.clone(),
+                message_id: message_id.clone(),
+                said_at: *said_at,
+            }
         }),
         valid_from: *valid_from,
         valid_to: *valid_to,
