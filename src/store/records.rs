@@ -17,6 +17,7 @@ use crate::engine::model::{
 };
 use crate::engine::model::{FactKind, FactSource, Project, UserFact};
 use crate::engine::search::index_terms;
+use crate::engine::shape::take;
 use crate::engine::shape::{mirror, Field};
 
 /// Scope key of entities shared by every conversation (conversation ids never start with NUL).
@@ -31,36 +32,81 @@ pub fn read<M, R: Field<M>>(r: R, what: &'static str) -> Result<M, StoreError> {
     r.take().map_err(|detail| bad(what, detail))
 }
 
-// ---------------------------------------------------------------- conversations
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RemoteHandleRecord {
-    pub id: String,
-    pub endpoint_key: String,
-    pub covers_up_to_seq: u64,
-    pub confirmed_at: Millis,
-    pub dead: bool,
+/// Model enums stored as their word: an unknown word is a bad record (never a panic).
+macro_rules! stored_as_word {
+    ($($model:ident: $name:literal, $as_str:expr, $parse:expr;)*) => {
+        $(impl Field<$model> for String {
+            fn put(m: &$model) -> Self {
+                $as_str(*m).to_string()
+            }
+            fn take(self) -> Result<$model, String> {
+                $parse(&self).ok_or_else(|| format!(concat!("unknown ", $name, " '{}'"), self))
+            }
+        })*
+    };
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct OverridesRecord {
-    pub recent_messages: Option<u64>,
-    pub summary_every_pairs: Option<u64>,
-    pub context_tokens: Option<u32>,
-    pub reply_reserve_tokens: Option<u32>,
-    pub max_message_chars: Option<u64>,
-    pub history_format: Option<String>,
-    #[serde(default)]
-    pub memory_model: Option<String>,
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub system_prompt: Option<String>,
-    #[serde(default)]
-    pub user_memory: Option<bool>,
-    /// The project the conversation is in (`engine::project`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
+stored_as_word! {
+    Role: "role", Role::as_str, Role::parse;
+    MessageStatus: "status", MessageStatus::as_str, MessageStatus::parse;
+    TurnPath: "turn path", TurnPath::as_str, TurnPath::parse;
+    HistoryFormat: "history format", format_str, format_parse;
+    AttachmentKind: "kind", AttachmentKind::as_str, AttachmentKind::parse;
+    EntityType: "entity type", EntityType::as_str, entity_type_parse;
+}
+
+fn format_str(f: HistoryFormat) -> &'static str {
+    match f {
+        HistoryFormat::Messages => "messages",
+        HistoryFormat::Transcript => "transcript",
+    }
+}
+
+fn format_parse(s: &str) -> Option<HistoryFormat> {
+    [HistoryFormat::Messages, HistoryFormat::Transcript]
+        .into_iter()
+        .find(|f| format_str(*f) == s)
+}
+
+/// Strict, unlike `EntityType::parse_lenient`: a stored type is always one this build wrote.
+fn entity_type_parse(s: &str) -> Option<EntityType> {
+    EntityType::ALL.into_iter().find(|t| t.as_str() == s)
+}
+
+// ---------------------------------------------------------------- conversations
+
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct RemoteHandleRecord for RemoteHandle {
+        pub id: String,
+        pub endpoint_key: String,
+        pub covers_up_to_seq: u64,
+        pub confirmed_at: Millis,
+        pub dead: bool,
+    }
+}
+
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    pub struct OverridesRecord for MemoryOverrides {
+        pub recent_messages: Option<u64>,
+        pub summary_every_pairs: Option<u64>,
+        pub context_tokens: Option<u32>,
+        pub reply_reserve_tokens: Option<u32>,
+        pub max_message_chars: Option<u64>,
+        pub history_format: Option<String>,
+        #[serde(default)]
+        pub memory_model: Option<String>,
+        #[serde(default)]
+        pub model: Option<String>,
+        #[serde(default)]
+        pub system_prompt: Option<String>,
+        #[serde(default)]
+        pub user_memory: Option<bool>,
+        /// The project the conversation is in (`engine::project`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub project: Option<String>,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,13 +130,6 @@ pub struct ConversationRecord {
     pub title_terms: Vec<String>,
 }
 
-fn format_str(f: HistoryFormat) -> &'static str {
-    match f {
-        HistoryFormat::Messages => "messages",
-        HistoryFormat::Transcript => "transcript",
-    }
-}
-
 impl From<&Conversation> for ConversationRecord {
     fn from(c: &Conversation) -> Self {
         // Destructured without `..`: a new model field fails to compile here until it is stored.
@@ -106,19 +145,6 @@ impl From<&Conversation> for ConversationRecord {
             last_path,
             memory_overrides,
         } = c;
-        let MemoryOverrides {
-            recent_messages,
-            summary_every_pairs,
-            context_tokens,
-            reply_reserve_tokens,
-            max_message_chars,
-            history_format,
-            memory_model,
-            model,
-            system_prompt,
-            user_memory,
-            project,
-        } = memory_overrides;
         ConversationRecord {
             id: id.clone(),
             title: title.clone(),
@@ -128,96 +154,44 @@ impl From<&Conversation> for ConversationRecord {
             message_count: *message_count,
             last_seq: 0,
             endpoint_profile_id: endpoint_profile_id.clone(),
-            remote_handle: remote_handle.as_ref().map(|h| {
-                let RemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                } = h;
-                RemoteHandleRecord {
-                    id: id.clone(),
-                    endpoint_key: endpoint_key.clone(),
-                    covers_up_to_seq: *covers_up_to_seq,
-                    confirmed_at: *confirmed_at,
-                    dead: *dead,
-                }
-            }),
-            last_path: last_path.map(|p| p.as_str().to_string()),
-            overrides: OverridesRecord {
-                recent_messages: recent_messages.map(|v| v as u64),
-                summary_every_pairs: summary_every_pairs.map(|v| v as u64),
-                context_tokens: *context_tokens,
-                reply_reserve_tokens: *reply_reserve_tokens,
-                max_message_chars: max_message_chars.map(|v| v as u64),
-                history_format: history_format.map(|f| format_str(f).to_string()),
-                memory_model: memory_model.clone(),
-                model: model.clone(),
-                system_prompt: system_prompt.clone(),
-                user_memory: *user_memory,
-                project: project.clone(),
-            },
+            remote_handle: Field::put(remote_handle),
+            last_path: Field::put(last_path),
+            overrides: Field::put(memory_overrides),
             title_terms: index_terms(title),
         }
     }
 }
 
-fn usize_of(v: Option<u64>, field: &str) -> Result<Option<usize>, StoreError> {
-    v.map(|n| {
-        usize::try_from(n).map_err(|_| bad("conversation", format!("{field} out of range: {n}")))
-    })
-    .transpose()
-}
-
 impl TryFrom<ConversationRecord> for Conversation {
     type Error = StoreError;
     fn try_from(r: ConversationRecord) -> Result<Self, StoreError> {
-        let last_path = match r.last_path.as_deref() {
-            None => None,
-            Some(s) => Some(
-                TurnPath::parse(s)
-                    .ok_or_else(|| bad("conversation", format!("unknown turn path '{s}'")))?,
-            ),
-        };
-        let history_format = match r.overrides.history_format.as_deref() {
-            None => None,
-            Some("messages") => Some(HistoryFormat::Messages),
-            Some("transcript") => Some(HistoryFormat::Transcript),
-            Some(s) => return Err(bad("conversation", format!("unknown history format '{s}'"))),
-        };
-        Ok(Conversation {
-            memory_overrides: MemoryOverrides {
-                recent_messages: usize_of(r.overrides.recent_messages, "recent_messages")?,
-                summary_every_pairs: usize_of(
-                    r.overrides.summary_every_pairs,
-                    "summary_every_pairs",
-                )?,
-                context_tokens: r.overrides.context_tokens,
-                reply_reserve_tokens: r.overrides.reply_reserve_tokens,
-                max_message_chars: usize_of(r.overrides.max_message_chars, "max_message_chars")?,
-                history_format,
-                memory_model: r.overrides.memory_model,
-                model: r.overrides.model,
-                system_prompt: r.overrides.system_prompt,
-                user_memory: r.overrides.user_memory,
-                project: r.overrides.project,
-            },
-            id: r.id,
-            title: r.title,
-            title_is_custom: r.title_is_custom,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-            message_count: r.message_count,
-            endpoint_profile_id: r.endpoint_profile_id,
-            remote_handle: r.remote_handle.map(|h| RemoteHandle {
-                id: h.id,
-                endpoint_key: h.endpoint_key,
-                covers_up_to_seq: h.covers_up_to_seq,
-                confirmed_at: h.confirmed_at,
-                dead: h.dead,
-            }),
+        // `last_seq` and `title_terms` are the store's own (derived on every write).
+        let ConversationRecord {
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            last_seq: _,
+            endpoint_profile_id,
+            remote_handle,
             last_path,
+            overrides,
+            title_terms: _,
+        } = r;
+        let bad = |detail| bad("conversation", detail);
+        Ok(Conversation {
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            endpoint_profile_id,
+            remote_handle: take("remote_handle", remote_handle).map_err(bad)?,
+            last_path: take("last_path", last_path).map_err(bad)?,
+            memory_overrides: take("overrides", overrides).map_err(bad)?,
         })
     }
 }

@@ -6,7 +6,7 @@
 //! transaction. Must not import anything outside `crate::engine`.
 
 use super::check::CheckedImport;
-use super::wire::{read_all, BEntity, BackupFile};
+use super::wire::{read, read_all, BEntity, BUserFact, BackupFile};
 use super::ImportError;
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::user::join_fact;
@@ -284,7 +284,8 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
         if existing.conversations.contains(&conv_id) {
             plan.skipped.conversations += 1;
         } else {
-            plan.conversations.push(b.conversation.into_model()?);
+            plan.conversations
+                .push(read(b.conversation, || format!("conversation {conv_id}"))?);
             plan.added.conversations += 1;
         }
         // Other apps' exports: what is new to a stored conversation goes after its last message.
@@ -337,19 +338,24 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
     for e in file.shared_entities {
         plan_entity(&mut plan, existing, e, EntityScope::Shared)?;
     }
-    let facts = read_all(file.user_facts, |f| format!("fact about you {}", f.id))?;
-    plan_facts(&mut plan, &existing.user_facts, &facts);
+    plan_facts(&mut plan, &existing.user_facts, file.user_facts)?;
     let projects: Vec<Project> = read_all(file.projects, |p| format!("project {}", p.id))?;
     plan.projects = crate::engine::project::join_all(&existing.projects, &projects);
     Ok(plan)
 }
 
 /// The facts to write and their counts ([`join_user_facts`]).
-fn plan_facts(plan: &mut ImportPlan, stored: &[UserFact], incoming: &[UserFact]) {
-    let joined = join_user_facts(stored, incoming);
+fn plan_facts(
+    plan: &mut ImportPlan,
+    stored: &[UserFact],
+    incoming: Vec<BUserFact>,
+) -> Result<(), ImportError> {
+    let incoming = read_all(incoming, |f| format!("fact about you {}", f.id))?;
+    let joined = join_user_facts(stored, &incoming);
     plan.added.facts = joined.new;
     plan.skipped.facts = joined.here;
     plan.user_facts = joined.write;
+    Ok(())
 }
 
 /// What importing facts about the user does to the stored ones.

@@ -53,6 +53,14 @@ macro_rules! wire_enum {
                 }
             }
         }
+        impl Field<$model> for $name {
+            fn put(m: &$model) -> Self {
+                (*m).into()
+            }
+            fn take(self) -> Result<$model, String> {
+                Ok(self.into())
+            }
+        }
     };
 }
 
@@ -137,48 +145,54 @@ pub(super) struct BConversationBundle {
     pub(super) entities: Vec<BEntity>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BConversation {
-    pub(super) id: String,
-    pub(super) title: String,
-    pub(super) title_is_custom: bool,
-    pub(super) created_at: Millis,
-    pub(super) updated_at: Millis,
-    pub(super) message_count: u64,
-    pub(super) endpoint_profile_id: Option<String>,
-    pub(super) remote_handle: Option<BRemoteHandle>,
-    pub(super) last_path: Option<BTurnPath>,
-    pub(super) memory_overrides: BOverrides,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BConversation for Conversation {
+        pub(super) id: String,
+        pub(super) title: String,
+        pub(super) title_is_custom: bool,
+        pub(super) created_at: Millis,
+        pub(super) updated_at: Millis,
+        pub(super) message_count: u64,
+        pub(super) endpoint_profile_id: Option<String>,
+        pub(super) remote_handle: Option<BRemoteHandle>,
+        pub(super) last_path: Option<BTurnPath>,
+        pub(super) memory_overrides: BOverrides,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BRemoteHandle {
-    pub(super) id: String,
-    pub(super) endpoint_key: String,
-    pub(super) covers_up_to_seq: u64,
-    pub(super) confirmed_at: Millis,
-    pub(super) dead: bool,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BRemoteHandle for RemoteHandle {
+        pub(super) id: String,
+        pub(super) endpoint_key: String,
+        pub(super) covers_up_to_seq: u64,
+        pub(super) confirmed_at: Millis,
+        pub(super) dead: bool,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BOverrides {
-    pub(super) recent_messages: Option<u64>,
-    pub(super) summary_every_pairs: Option<u64>,
-    pub(super) context_tokens: Option<u32>,
-    pub(super) reply_reserve_tokens: Option<u32>,
-    pub(super) max_message_chars: Option<u64>,
-    pub(super) history_format: Option<BHistoryFormat>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) memory_model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) system_prompt: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) user_memory: Option<bool>,
-    /// The project the conversation is in (optional: older backups have none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) project: Option<String>,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BOverrides for MemoryOverrides {
+        pub(super) recent_messages: Option<u64>,
+        pub(super) summary_every_pairs: Option<u64>,
+        pub(super) context_tokens: Option<u32>,
+        pub(super) reply_reserve_tokens: Option<u32>,
+        pub(super) max_message_chars: Option<u64>,
+        pub(super) history_format: Option<BHistoryFormat>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) memory_model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) system_prompt: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) user_memory: Option<bool>,
+        /// The project the conversation is in (optional: older backups have none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) project: Option<String>,
+    }
 }
 
 wire_enum!(BHistoryFormat <-> HistoryFormat {
@@ -512,154 +526,6 @@ mirror! {
 
 // ---------------------------------------------------------------------------------------------
 // Model -> file (export) and file -> model (import). Sources are destructured without `..`.
-
-impl From<&Conversation> for BConversation {
-    fn from(c: &Conversation) -> Self {
-        let Conversation {
-            id,
-            title,
-            title_is_custom,
-            created_at,
-            updated_at,
-            message_count,
-            endpoint_profile_id,
-            remote_handle,
-            last_path,
-            memory_overrides,
-        } = c;
-        let MemoryOverrides {
-            recent_messages,
-            summary_every_pairs,
-            context_tokens,
-            reply_reserve_tokens,
-            max_message_chars,
-            history_format,
-            memory_model,
-            model,
-            system_prompt,
-            user_memory,
-            project,
-        } = memory_overrides;
-        BConversation {
-            id: id.clone(),
-            title: title.clone(),
-            title_is_custom: *title_is_custom,
-            created_at: *created_at,
-            updated_at: *updated_at,
-            message_count: *message_count,
-            endpoint_profile_id: endpoint_profile_id.clone(),
-            remote_handle: remote_handle.as_ref().map(|h| {
-                let RemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                } = h;
-                BRemoteHandle {
-                    id: id.clone(),
-                    endpoint_key: endpoint_key.clone(),
-                    covers_up_to_seq: *covers_up_to_seq,
-                    confirmed_at: *confirmed_at,
-                    dead: *dead,
-                }
-            }),
-            last_path: last_path.map(Into::into),
-            memory_overrides: BOverrides {
-                recent_messages: recent_messages.map(|v| v as u64),
-                summary_every_pairs: summary_every_pairs.map(|v| v as u64),
-                context_tokens: *context_tokens,
-                reply_reserve_tokens: *reply_reserve_tokens,
-                max_message_chars: max_message_chars.map(|v| v as u64),
-                history_format: history_format.map(Into::into),
-                memory_model: memory_model.clone(),
-                model: model.clone(),
-                system_prompt: system_prompt.clone(),
-                user_memory: *user_memory,
-                project: project.clone(),
-            },
-        }
-    }
-}
-
-impl BConversation {
-    /// The model's conversation; a size that does not fit this machine's `usize` is an error.
-    pub(super) fn into_model(self) -> Result<Conversation, ImportError> {
-        let BConversation {
-            id,
-            title,
-            title_is_custom,
-            created_at,
-            updated_at,
-            message_count,
-            endpoint_profile_id,
-            remote_handle,
-            last_path,
-            memory_overrides,
-        } = self;
-        let BOverrides {
-            recent_messages,
-            summary_every_pairs,
-            context_tokens,
-            reply_reserve_tokens,
-            max_message_chars,
-            history_format,
-            memory_model,
-            model,
-            system_prompt,
-            user_memory,
-            project,
-        } = memory_overrides;
-        let size = |field: &'static str, v: Option<u64>| -> Result<Option<usize>, ImportError> {
-            v.map(|v| {
-                usize::try_from(v).map_err(|_| ImportError::InvalidValue {
-                    record: format!("conversation {id}"),
-                    detail: format!("{field} {v} is too large"),
-                })
-            })
-            .transpose()
-        };
-        Ok(Conversation {
-            memory_overrides: MemoryOverrides {
-                recent_messages: size("recent_messages", recent_messages)?,
-                summary_every_pairs: size("summary_every_pairs", summary_every_pairs)?,
-                context_tokens,
-                reply_reserve_tokens,
-                max_message_chars: size("max_message_chars", max_message_chars)?,
-                history_format: history_format.map(Into::into),
-                memory_model,
-                model,
-                system_prompt,
-                user_memory,
-                project,
-            },
-            id,
-            title,
-            title_is_custom,
-            created_at,
-            updated_at,
-            message_count,
-            endpoint_profile_id,
-            remote_handle: remote_handle.map(|h| {
-                let BRemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                } = h;
-                RemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                }
-            }),
-            last_path: last_path.map(Into::into),
-        })
-    }
-}
 
 impl From<&Message> for BMessage {
     fn from(m: &Message) -> Self {

@@ -15,8 +15,9 @@ use super::doc::{
 use super::hlc::Hlc;
 use crate::engine::model::{
     Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
-    FactKind, FactSource, GenerationStats, HistoryFormat, Message, MessageMeta, MessageStatus,
-    PastProperty, Project, Reasoning, Relationship, ToolCall, TurnPath, Usage, UserFact,
+    FactKind, FactSource, GenerationStats, HistoryFormat, MemoryOverrides, Message, MessageMeta,
+    MessageStatus, PastProperty, Project, Reasoning, Relationship, ToolCall, TurnPath, Usage,
+    UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -30,38 +31,48 @@ fn format_text(f: HistoryFormat) -> &'static str {
 
 /// The synced fields of a conversation other than its title, by name.
 fn fields_of(c: &Conversation) -> BTreeMap<String, Option<String>> {
-    let o = &c.memory_overrides;
+    // Without `..`: a field added to the overrides fails to compile here until it is synced.
+    let MemoryOverrides {
+        recent_messages,
+        summary_every_pairs,
+        context_tokens,
+        reply_reserve_tokens,
+        max_message_chars,
+        history_format,
+        memory_model,
+        model,
+        user_memory,
+        system_prompt,
+        project,
+    } = &c.memory_overrides;
     let text = |v: Option<u64>| v.map(|n| n.to_string());
     [
-        ("recent_messages", text(o.recent_messages.map(|v| v as u64))),
+        ("recent_messages", text(recent_messages.map(|v| v as u64))),
         (
             "summary_every_pairs",
-            text(o.summary_every_pairs.map(|v| v as u64)),
+            text(summary_every_pairs.map(|v| v as u64)),
         ),
-        ("context_tokens", text(o.context_tokens.map(u64::from))),
+        ("context_tokens", text(context_tokens.map(u64::from))),
         (
             "reply_reserve_tokens",
-            text(o.reply_reserve_tokens.map(u64::from)),
+            text(reply_reserve_tokens.map(u64::from)),
         ),
         (
             "max_message_chars",
-            text(o.max_message_chars.map(|v| v as u64)),
+            text(max_message_chars.map(|v| v as u64)),
         ),
         (
             "history_format",
-            o.history_format.map(|f| format_text(f).to_string()),
+            history_format.map(|f| format_text(f).to_string()),
         ),
-        ("memory_model", o.memory_model.clone()),
-        ("model", o.model.clone()),
-        ("system_prompt", o.system_prompt.clone()),
-        ("project", o.project.clone()),
+        ("memory_model", memory_model.clone()),
+        ("model", model.clone()),
+        ("system_prompt", system_prompt.clone()),
+        ("project", project.clone()),
     ]
     .into_iter()
     // Only once set: a conversation that never touched it keeps the document it had.
-    .chain(
-        o.user_memory
-            .map(|on| ("user_memory", Some(on_off(on).to_string()))),
-    )
+    .chain(user_memory.map(|on| ("user_memory", Some(on_off(on).to_string()))))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
@@ -75,9 +86,24 @@ fn title_of(c: &Conversation) -> Title {
 
 /// The document of a conversation first written at `at`.
 pub fn conversation_doc(c: &Conversation, at: &Hlc) -> ConversationDoc {
+    // Without `..`: a field added to the model fails to compile here until it is synced (in
+    // `title_of` or `fields_of`) or said to stay local.
+    let Conversation {
+        id,
+        title: _,
+        title_is_custom: _,
+        created_at,
+        // Local to each device: its counts, session handle, badge and last change.
+        updated_at: _,
+        message_count: _,
+        endpoint_profile_id: _,
+        remote_handle: _,
+        last_path: _,
+        memory_overrides: _,
+    } = c;
     ConversationDoc {
-        id: c.id.clone(),
-        created_at: c.created_at,
+        id: id.clone(),
+        created_at: *created_at,
         title: Lww::new(title_of(c), at),
         fields: fields_of(c)
             .into_iter()
