@@ -87,7 +87,7 @@ fn message_records_keep_their_shape() {
 
 #[wasm_bindgen_test]
 fn summary_records_keep_their_shape() {
-    let back = |r: SummaryRecord| ConversationSummary::from(r);
+    let back = |r: SummaryRecord| read::<ConversationSummary, _>(r, "summary").unwrap();
     let s = summary();
     check("summary", &s, SummaryRecord::from(&s), GOLDEN_SUMMARY, back);
 }

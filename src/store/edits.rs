@@ -16,7 +16,7 @@ use super::error::StoreError;
 use super::idb::{from_js, get_each, js_error, maybe_stored, prefix_range, request, to_js, Tx};
 use super::messages::add_all;
 use super::records::{
-    scope_key, ConversationRecord, EntityRecord, MessageRecord, ProjectRecord, SummaryRecord,
+    read, scope_key, ConversationRecord, EntityRecord, MessageRecord, ProjectRecord, SummaryRecord,
     UserFactRecord,
 };
 use super::schema::{
@@ -203,7 +203,8 @@ impl Store {
         for r in sum_reqs {
             let all: Array = request(&r).await?.into();
             for v in all.iter() {
-                let s: ConversationSummary = from_js::<SummaryRecord>(v, "summary")?.into();
+                let s: ConversationSummary =
+                    read(from_js::<SummaryRecord>(v, "summary")?, "summary")?;
                 out.summaries.insert((s.conversation_id, s.version));
             }
         }

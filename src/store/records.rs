@@ -198,92 +198,47 @@ impl TryFrom<ConversationRecord> for Conversation {
 
 // ---------------------------------------------------------------- messages
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallRecord {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-    pub result: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct UsageRecord {
-    pub prompt_tokens: u32,
-    pub completion_tokens: u32,
-}
-
-/// How a reply was generated: tokens, time to first token (ms), tokens per second.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StatsRecord {
-    pub tokens: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_token_ms: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens_per_s: Option<f32>,
-    /// Prompt tokens the server read from its cache; none in older records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u32>,
-}
-
-impl From<GenerationStats> for StatsRecord {
-    fn from(s: GenerationStats) -> Self {
-        let GenerationStats {
-            tokens,
-            first_token_ms,
-            tokens_per_s,
-            cached_tokens,
-        } = s;
-        StatsRecord {
-            tokens,
-            first_token_ms,
-            tokens_per_s,
-            cached_tokens,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ToolCallRecord for ToolCall {
+        pub id: String,
+        pub name: String,
+        pub arguments: String,
+        pub result: Option<String>,
     }
 }
 
-impl From<StatsRecord> for GenerationStats {
-    fn from(s: StatsRecord) -> Self {
-        GenerationStats {
-            tokens: s.tokens,
-            first_token_ms: s.first_token_ms,
-            tokens_per_s: s.tokens_per_s,
-            cached_tokens: s.cached_tokens,
-        }
+mirror! {
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub struct UsageRecord for Usage {
+        pub prompt_tokens: u32,
+        pub completion_tokens: u32,
     }
 }
 
-/// A reply's reasoning (the model's thinking), with when it started and ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReasoningRecord {
-    pub text: String,
-    pub started_at: Millis,
-    #[serde(default)]
-    pub ended_at: Option<Millis>,
-}
-
-impl From<&Reasoning> for ReasoningRecord {
-    fn from(r: &Reasoning) -> Self {
-        let Reasoning {
-            text,
-            started_at,
-            ended_at,
-        } = r;
-        ReasoningRecord {
-            text: text.clone(),
-            started_at: *started_at,
-            ended_at: *ended_at,
-        }
+mirror! {
+    /// How a reply was generated: tokens, time to first token (ms), tokens per second.
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub struct StatsRecord for GenerationStats {
+        pub tokens: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub first_token_ms: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tokens_per_s: Option<f32>,
+        /// Prompt tokens the server read from its cache; none in older records.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cached_tokens: Option<u32>,
     }
 }
 
-impl From<ReasoningRecord> for Reasoning {
-    fn from(r: ReasoningRecord) -> Self {
-        Reasoning {
-            text: r.text,
-            started_at: r.started_at,
-            ended_at: r.ended_at,
-        }
+mirror! {
+    /// A reply's reasoning (the model's thinking), with when it started and ended.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ReasoningRecord for Reasoning {
+        pub text: String,
+        pub started_at: Millis,
+        #[serde(default)]
+        pub ended_at: Option<Millis>,
     }
 }
 
@@ -345,69 +300,27 @@ pub struct MessageRecord {
     pub attachment_hashes: Vec<String>,
 }
 
-/// One attachment as stored on its message (an image's bytes are a Blob in `schema::ATTACHMENTS`
-/// under `hash`; a file's text is here).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AttachmentRecord {
-    pub kind: String,
-    pub name: String,
-    pub mime: String,
-    pub size: u64,
-    pub hash: String,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub width: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub height: u32,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub text: String,
+mirror! {
+    /// One attachment as stored on its message (an image's bytes are a Blob in `schema::ATTACHMENTS`
+    /// under `hash`; a file's text is here).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct AttachmentRecord for Attachment {
+        pub kind: String,
+        pub name: String,
+        pub mime: String,
+        pub size: u64,
+        pub hash: String,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        pub width: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        pub height: u32,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        pub text: String,
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-impl From<&Attachment> for AttachmentRecord {
-    fn from(a: &Attachment) -> Self {
-        // Destructured without `..`: a new model field fails to compile here until it is stored.
-        let Attachment {
-            kind,
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        } = a;
-        AttachmentRecord {
-            kind: kind.as_str().to_string(),
-            name: name.clone(),
-            mime: mime.clone(),
-            size: *size,
-            hash: hash.clone(),
-            width: *width,
-            height: *height,
-            text: text.clone(),
-        }
-    }
-}
-
-impl TryFrom<AttachmentRecord> for Attachment {
-    type Error = StoreError;
-    fn try_from(r: AttachmentRecord) -> Result<Self, StoreError> {
-        let kind = AttachmentKind::parse(&r.kind)
-            .ok_or_else(|| bad("attachment", format!("unknown kind '{}'", r.kind)))?;
-        Ok(Attachment {
-            kind,
-            name: r.name,
-            mime: r.mime,
-            size: r.size,
-            hash: r.hash,
-            width: r.width,
-            height: r.height,
-            text: r.text,
-        })
-    }
 }
 
 /// The Blob hashes a message's attachments use (images only: a file's text lives on the message).
@@ -459,39 +372,14 @@ impl From<&Message> for MessageRecord {
             id: id.clone(),
             conversation_id: conversation_id.clone(),
             seq: *seq,
-            role: role.as_str().to_string(),
+            role: Field::put(role),
             content: content.clone(),
-            status: status.as_str().to_string(),
+            status: Field::put(status),
             created_at: *created_at,
-            tool_calls: tool_calls
-                .iter()
-                .map(|t| {
-                    let ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        result,
-                    } = t;
-                    ToolCallRecord {
-                        id: id.clone(),
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        result: result.clone(),
-                    }
-                })
-                .collect(),
-            usage: usage.map(|u| {
-                let Usage {
-                    prompt_tokens,
-                    completion_tokens,
-                } = u;
-                UsageRecord {
-                    prompt_tokens,
-                    completion_tokens,
-                }
-            }),
+            tool_calls: Field::put(tool_calls),
+            usage: Field::put(usage),
             error: error.clone(),
-            path: path.map(|p| p.as_str().to_string()),
+            path: Field::put(path),
             model: model.clone(),
             streaming: streaming_marker(*status),
             terms: index_terms(content),
@@ -499,11 +387,11 @@ impl From<&Message> for MessageRecord {
             replaces: replaces.clone(),
             deleted: *deleted,
             hidden: *hidden,
-            reasoning: reasoning.as_ref().map(Into::into),
-            stats: stats.map(Into::into),
+            reasoning: Field::put(reasoning),
+            stats: Field::put(stats),
             capped: *capped,
             attachment_hashes: blob_hashes(attachments),
-            attachments: attachments.iter().map(AttachmentRecord::from).collect(),
+            attachments: Field::put(attachments),
         }
     }
 }
@@ -511,55 +399,55 @@ impl From<&Message> for MessageRecord {
 impl TryFrom<MessageRecord> for Message {
     type Error = StoreError;
     fn try_from(r: MessageRecord) -> Result<Self, StoreError> {
-        let role = Role::parse(&r.role)
-            .ok_or_else(|| bad("message", format!("unknown role '{}'", r.role)))?;
-        let status = MessageStatus::parse(&r.status)
-            .ok_or_else(|| bad("message", format!("unknown status '{}'", r.status)))?;
-        let path = match r.path.as_deref() {
-            None => None,
-            Some(s) => Some(
-                TurnPath::parse(s)
-                    .ok_or_else(|| bad("message", format!("unknown turn path '{s}'")))?,
-            ),
-        };
-        Ok(Message {
-            id: r.id,
-            conversation_id: r.conversation_id,
-            seq: r.seq,
+        // `streaming`, `terms` and `attachment_hashes` are the store's own (derived on every write).
+        let MessageRecord {
+            id,
+            conversation_id,
+            seq,
             role,
-            content: r.content,
+            content,
             status,
-            created_at: r.created_at,
+            created_at,
+            tool_calls,
+            usage,
+            error,
+            path,
+            model,
+            streaming: _,
+            terms: _,
+            after,
+            replaces,
+            deleted,
+            hidden,
+            reasoning,
+            stats,
+            capped,
+            attachments,
+            attachment_hashes: _,
+        } = r;
+        let bad = |detail| bad("message", detail);
+        Ok(Message {
+            id,
+            conversation_id,
+            seq,
+            role: take("role", role).map_err(bad)?,
+            content,
+            status: take("status", status).map_err(bad)?,
+            created_at,
             meta: MessageMeta {
-                tool_calls: r
-                    .tool_calls
-                    .into_iter()
-                    .map(|t| ToolCall {
-                        id: t.id,
-                        name: t.name,
-                        arguments: t.arguments,
-                        result: t.result,
-                    })
-                    .collect(),
-                usage: r.usage.map(|u| Usage {
-                    prompt_tokens: u.prompt_tokens,
-                    completion_tokens: u.completion_tokens,
-                }),
-                error: r.error,
-                path,
-                model: r.model,
-                after: r.after,
-                replaces: r.replaces,
-                deleted: r.deleted,
-                hidden: r.hidden,
-                reasoning: r.reasoning.map(Into::into),
-                stats: r.stats.map(Into::into),
-                capped: r.capped,
-                attachments: r
-                    .attachments
-                    .into_iter()
-                    .map(Attachment::try_from)
-                    .collect::<Result<_, _>>()?,
+                tool_calls: take("tool_calls", tool_calls).map_err(bad)?,
+                usage: take("usage", usage).map_err(bad)?,
+                error,
+                path: take("path", path).map_err(bad)?,
+                model,
+                after,
+                replaces,
+                deleted,
+                hidden,
+                reasoning: take("reasoning", reasoning).map_err(bad)?,
+                stats: take("stats", stats).map_err(bad)?,
+                attachments: take("attachments", attachments).map_err(bad)?,
+                capped,
             },
         })
     }
@@ -567,47 +455,15 @@ impl TryFrom<MessageRecord> for Message {
 
 // ---------------------------------------------------------------- summaries
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SummaryRecord {
-    pub conversation_id: String,
-    pub version: u32,
-    pub text: String,
-    pub covers_up_to_seq: u64,
-    pub message_count: u64,
-    pub updated_at: Millis,
-}
-
-impl From<&ConversationSummary> for SummaryRecord {
-    fn from(s: &ConversationSummary) -> Self {
-        let ConversationSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        } = s;
-        SummaryRecord {
-            conversation_id: conversation_id.clone(),
-            version: *version,
-            text: text.clone(),
-            covers_up_to_seq: *covers_up_to_seq,
-            message_count: *message_count,
-            updated_at: *updated_at,
-        }
-    }
-}
-
-impl From<SummaryRecord> for ConversationSummary {
-    fn from(r: SummaryRecord) -> Self {
-        ConversationSummary {
-            conversation_id: r.conversation_id,
-            version: r.version,
-            text: r.text,
-            covers_up_to_seq: r.covers_up_to_seq,
-            message_count: r.message_count,
-            updated_at: r.updated_at,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct SummaryRecord for ConversationSummary {
+        pub conversation_id: String,
+        pub version: u32,
+        pub text: String,
+        pub covers_up_to_seq: u64,
+        pub message_count: u64,
+        pub updated_at: Millis,
     }
 }
 

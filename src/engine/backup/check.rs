@@ -401,7 +401,7 @@ fn check_attachments(k: &Checker, attachments: &[BAttachment]) -> Result<(), Imp
         });
     }
     for a in attachments {
-        let model = Attachment::from(a.clone());
+        let model: Attachment = super::wire::read(a.clone(), k.name)?;
         attach::check(&model).map_err(|why| ImportError::InvalidValue {
             record: (k.name)(),
             detail: format!("attachment {:?}: {why}", clip(&a.name, 40)),

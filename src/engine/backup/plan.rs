@@ -6,7 +6,7 @@
 //! transaction. Must not import anything outside `crate::engine`.
 
 use super::check::CheckedImport;
-use super::wire::{read, read_all, BEntity, BUserFact, BackupFile};
+use super::wire::{read, read_all, BEntity, BSummary, BUserFact, BackupFile};
 use super::ImportError;
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::user::join_fact;
@@ -309,7 +309,7 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
             if let Some(seq) = next_seq.as_mut() {
                 m.seq = *seq;
                 *seq += 1;
-                plan.messages.push(m.into());
+                plan.messages.push(m.into_model()?);
                 plan.added.messages += 1;
                 continue;
             }
@@ -319,17 +319,10 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
                     seq: m.seq,
                 });
             }
-            plan.messages.push(m.into());
+            plan.messages.push(m.into_model()?);
             plan.added.messages += 1;
         }
-        for s in b.summaries {
-            if existing.summaries.contains(&(conv_id.clone(), s.version)) {
-                plan.skipped.summaries += 1;
-            } else {
-                plan.summaries.push(s.into());
-                plan.added.summaries += 1;
-            }
-        }
+        plan_summaries(&mut plan, existing, &conv_id, b.summaries)?;
         let scope = EntityScope::Conversation(conv_id.clone());
         for e in b.entities {
             plan_entity(&mut plan, existing, e, scope.clone())?;
@@ -342,6 +335,28 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
     let projects: Vec<Project> = read_all(file.projects, |p| format!("project {}", p.id))?;
     plan.projects = crate::engine::project::join_all(&existing.projects, &projects);
     Ok(plan)
+}
+
+/// The summaries of conversation `conv_id` to write (those not stored yet) and their counts.
+fn plan_summaries(
+    plan: &mut ImportPlan,
+    existing: &ExistingIds,
+    conv_id: &str,
+    summaries: Vec<BSummary>,
+) -> Result<(), ImportError> {
+    for s in summaries {
+        if existing
+            .summaries
+            .contains(&(conv_id.to_string(), s.version))
+        {
+            plan.skipped.summaries += 1;
+        } else {
+            plan.summaries
+                .push(read(s, || format!("summary of {conv_id}"))?);
+            plan.added.summaries += 1;
+        }
+    }
+    Ok(())
 }
 
 /// The facts to write and their counts ([`join_user_facts`]).

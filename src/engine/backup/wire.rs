@@ -12,7 +12,7 @@ use crate::engine::model::{
     MessageMeta, MessageStatus, Millis, PastProperty, Project, Reasoning, Relationship,
     RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
 };
-use crate::engine::shape::{mirror, Field};
+use crate::engine::shape::{mirror, take, Field};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -260,48 +260,25 @@ pub(super) struct BMessage {
     pub(super) capped: bool,
 }
 
-/// An attachment (`model::Attachment`); an image's bytes are in the file's `blobs` by `hash`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BAttachment {
-    pub(super) kind: BAttachmentKind,
-    pub(super) name: String,
-    pub(super) mime: String,
-    pub(super) size: u64,
-    pub(super) hash: String,
-    #[serde(default)]
-    pub(super) width: u32,
-    #[serde(default)]
-    pub(super) height: u32,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub(super) text: String,
+mirror! {
+    /// An attachment (`model::Attachment`); an image's bytes are in the file's `blobs` by `hash`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BAttachment for Attachment {
+        pub(super) kind: BAttachmentKind,
+        pub(super) name: String,
+        pub(super) mime: String,
+        pub(super) size: u64,
+        pub(super) hash: String,
+        #[serde(default)]
+        pub(super) width: u32,
+        #[serde(default)]
+        pub(super) height: u32,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        pub(super) text: String,
+    }
 }
 
 wire_enum!(BAttachmentKind <-> AttachmentKind { Image = "image", File = "file" });
-
-impl From<&Attachment> for BAttachment {
-    fn from(a: &Attachment) -> Self {
-        let Attachment {
-            kind,
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        } = a;
-        BAttachment {
-            kind: (*kind).into(),
-            name: name.clone(),
-            mime: mime.clone(),
-            size: *size,
-            hash: hash.clone(),
-            width: *width,
-            height: *height,
-            text: text.clone(),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(super) struct BStats {
@@ -315,14 +292,15 @@ pub(super) struct BStats {
     pub(super) cached_tokens: Option<u32>,
 }
 
-impl From<GenerationStats> for BStats {
-    fn from(s: GenerationStats) -> Self {
+/// Written as the model has it; read with the speed checked (not a mirror for that).
+impl Field<GenerationStats> for BStats {
+    fn put(s: &GenerationStats) -> Self {
         let GenerationStats {
             tokens,
             first_token_ms,
             tokens_per_s,
             cached_tokens,
-        } = s;
+        } = *s;
         BStats {
             tokens,
             first_token_ms,
@@ -330,111 +308,61 @@ impl From<GenerationStats> for BStats {
             cached_tokens,
         }
     }
-}
-
-impl From<BStats> for GenerationStats {
-    fn from(s: BStats) -> Self {
+    fn take(self) -> Result<GenerationStats, String> {
         let BStats {
             tokens,
             first_token_ms,
             tokens_per_s,
             cached_tokens,
-        } = s;
-        GenerationStats {
+        } = self;
+        Ok(GenerationStats {
             tokens,
             first_token_ms,
             // A file may say anything: a speed that is not a finite positive number is none.
             tokens_per_s: tokens_per_s.filter(|v| v.is_finite() && *v > 0.0),
             cached_tokens,
-        }
+        })
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BReasoning {
-    pub(super) text: String,
-    pub(super) started_at: Millis,
-    #[serde(default)]
-    pub(super) ended_at: Option<Millis>,
-}
-
-impl From<&Reasoning> for BReasoning {
-    fn from(r: &Reasoning) -> Self {
-        let Reasoning {
-            text,
-            started_at,
-            ended_at,
-        } = r;
-        BReasoning {
-            text: text.clone(),
-            started_at: *started_at,
-            ended_at: *ended_at,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BReasoning for Reasoning {
+        pub(super) text: String,
+        pub(super) started_at: Millis,
+        #[serde(default)]
+        pub(super) ended_at: Option<Millis>,
     }
 }
 
-impl From<BAttachment> for Attachment {
-    fn from(a: BAttachment) -> Self {
-        let BAttachment {
-            kind,
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        } = a;
-        Attachment {
-            kind: kind.into(),
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BToolCall for ToolCall {
+        pub(super) id: String,
+        pub(super) name: String,
+        pub(super) arguments: String,
+        pub(super) result: Option<String>,
     }
 }
 
-impl From<BReasoning> for Reasoning {
-    fn from(r: BReasoning) -> Self {
-        let BReasoning {
-            text,
-            started_at,
-            ended_at,
-        } = r;
-        Reasoning {
-            text,
-            started_at,
-            ended_at,
-        }
+mirror! {
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BUsage for Usage {
+        pub(super) prompt_tokens: u32,
+        pub(super) completion_tokens: u32,
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BToolCall {
-    pub(super) id: String,
-    pub(super) name: String,
-    pub(super) arguments: String,
-    pub(super) result: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(super) struct BUsage {
-    pub(super) prompt_tokens: u32,
-    pub(super) completion_tokens: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BSummary {
-    pub(super) conversation_id: String,
-    pub(super) version: u32,
-    pub(super) text: String,
-    pub(super) covers_up_to_seq: u64,
-    pub(super) message_count: u64,
-    pub(super) updated_at: Millis,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BSummary for ConversationSummary {
+        pub(super) conversation_id: String,
+        pub(super) version: u32,
+        pub(super) text: String,
+        pub(super) covers_up_to_seq: u64,
+        pub(super) message_count: u64,
+        pub(super) updated_at: Millis,
+    }
 }
 
 wire_enum!(BEntityType <-> EntityType {
@@ -558,55 +486,31 @@ impl From<&Message> for BMessage {
             id: id.clone(),
             conversation_id: conversation_id.clone(),
             seq: *seq,
-            role: (*role).into(),
+            role: Field::put(role),
             content: content.clone(),
-            status: (*status).into(),
+            status: Field::put(status),
             created_at: *created_at,
-            tool_calls: tool_calls
-                .iter()
-                .map(|t| {
-                    let ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        result,
-                    } = t;
-                    BToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        result: result.clone(),
-                    }
-                })
-                .collect(),
-            usage: usage.map(|u| {
-                let Usage {
-                    prompt_tokens,
-                    completion_tokens,
-                } = u;
-                BUsage {
-                    prompt_tokens,
-                    completion_tokens,
-                }
-            }),
+            tool_calls: Field::put(tool_calls),
+            usage: Field::put(usage),
             error: error.clone(),
-            path: path.map(Into::into),
+            path: Field::put(path),
             model: model.clone(),
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
             hidden: *hidden,
-            reasoning: reasoning.as_ref().map(Into::into),
-            stats: stats.map(Into::into),
-            attachments: attachments.iter().map(BAttachment::from).collect(),
+            reasoning: Field::put(reasoning),
+            stats: Field::put(stats),
+            attachments: Field::put(attachments),
             capped: *capped,
         }
     }
 }
 
-impl From<BMessage> for Message {
-    /// Nothing is streaming an imported message: a `streaming` record arrives as `interrupted`.
-    fn from(m: BMessage) -> Self {
+impl BMessage {
+    /// The model's message. Nothing is streaming an imported message: a `streaming` record
+    /// arrives as `interrupted`.
+    pub(super) fn into_model(self) -> Result<Message, ImportError> {
         let BMessage {
             id,
             conversation_id,
@@ -628,12 +532,33 @@ impl From<BMessage> for Message {
             stats,
             attachments,
             capped,
-        } = m;
+        } = self;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
             s => s,
         };
-        Message {
+        let meta = || -> Result<MessageMeta, String> {
+            Ok(MessageMeta {
+                tool_calls: take("tool_calls", tool_calls)?,
+                usage: take("usage", usage)?,
+                error,
+                path: take("path", path)?,
+                model,
+                after,
+                replaces,
+                deleted,
+                hidden,
+                reasoning: take("reasoning", reasoning)?,
+                stats: take("stats", stats)?,
+                attachments: take("attachments", attachments)?,
+                capped,
+            })
+        };
+        let meta = meta().map_err(|detail| ImportError::InvalidValue {
+            record: format!("message {id}"),
+            detail,
+        })?;
+        Ok(Message {
             id,
             conversation_id,
             seq,
@@ -641,89 +566,8 @@ impl From<BMessage> for Message {
             content,
             status,
             created_at,
-            meta: MessageMeta {
-                tool_calls: tool_calls
-                    .into_iter()
-                    .map(|t| {
-                        let BToolCall {
-                            id,
-                            name,
-                            arguments,
-                            result,
-                        } = t;
-                        ToolCall {
-                            id,
-                            name,
-                            arguments,
-                            result,
-                        }
-                    })
-                    .collect(),
-                usage: usage.map(|u| {
-                    let BUsage {
-                        prompt_tokens,
-                        completion_tokens,
-                    } = u;
-                    Usage {
-                        prompt_tokens,
-                        completion_tokens,
-                    }
-                }),
-                error,
-                path: path.map(Into::into),
-                model,
-                after,
-                replaces,
-                deleted,
-                hidden,
-                reasoning: reasoning.map(Into::into),
-                stats: stats.map(Into::into),
-                attachments: attachments.into_iter().map(Into::into).collect(),
-                capped,
-            },
-        }
-    }
-}
-
-impl From<&ConversationSummary> for BSummary {
-    fn from(s: &ConversationSummary) -> Self {
-        let ConversationSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        } = s;
-        BSummary {
-            conversation_id: conversation_id.clone(),
-            version: *version,
-            text: text.clone(),
-            covers_up_to_seq: *covers_up_to_seq,
-            message_count: *message_count,
-            updated_at: *updated_at,
-        }
-    }
-}
-
-impl From<BSummary> for ConversationSummary {
-    fn from(s: BSummary) -> Self {
-        let BSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        } = s;
-        ConversationSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        }
+            meta,
+        })
     }
 }
 

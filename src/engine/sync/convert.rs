@@ -213,65 +213,131 @@ pub fn new_conversation(doc: &ConversationDoc) -> Conversation {
 /// regeneration) and the one it follows. A message still streaming is not synced yet (`None`), nor is
 /// a deleted one (its document is a tombstone).
 pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
-    if m.status == MessageStatus::Streaming || m.meta.deleted {
+    // Without `..`: a field added to the model fails to compile here until it is synced.
+    let Message {
+        id,
+        conversation_id,
+        seq,
+        role,
+        content,
+        status,
+        created_at,
+        meta,
+    } = m;
+    let MessageMeta {
+        tool_calls,
+        usage,
+        error,
+        path,
+        model,
+        after,
+        replaces,
+        deleted,
+        hidden,
+        reasoning,
+        stats,
+        attachments,
+        capped,
+    } = meta;
+    if *status == MessageStatus::Streaming || *deleted {
         return None;
     }
     Some(MessageDoc {
-        id: m.id.clone(),
-        conversation_id: m.conversation_id.clone(),
-        seq: m.seq,
-        role: m.role,
-        content: m.content.clone(),
-        status: m.status.as_str().to_string(),
-        created_at: m.created_at,
-        replaces: m.meta.replaces.clone(),
-        after: m.meta.after.clone(),
-        tool_calls: m
-            .meta
-            .tool_calls
-            .iter()
-            .map(|t| ToolCallDoc {
-                id: t.id.clone(),
-                name: t.name.clone(),
-                arguments: t.arguments.clone(),
-                result: t.result.clone(),
-            })
-            .collect(),
-        usage: m.meta.usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
-        error: m.meta.error.clone(),
-        path: m.meta.path.map(|p| p.as_str().to_string()),
-        model: m.meta.model.clone(),
-        hidden: m.meta.hidden,
-        reasoning: m.meta.reasoning.as_ref().map(|r| ReasoningDoc {
-            text: r.text.clone(),
-            started_at: r.started_at,
-            ended_at: r.ended_at,
+        id: id.clone(),
+        conversation_id: conversation_id.clone(),
+        seq: *seq,
+        role: *role,
+        content: content.clone(),
+        status: status.as_str().to_string(),
+        created_at: *created_at,
+        replaces: replaces.clone(),
+        after: after.clone(),
+        tool_calls: tool_calls.iter().map(tool_call_doc).collect(),
+        usage: usage.map(|u| {
+            let Usage {
+                prompt_tokens,
+                completion_tokens,
+            } = u;
+            (prompt_tokens, completion_tokens)
         }),
-        stats: m.meta.stats.map(|s| {
-            (
-                s.tokens,
-                s.first_token_ms,
-                s.tokens_per_s.map(|v| (v * 10.0).round() as u32),
-            )
-        }),
-        cached: m.meta.stats.and_then(|s| s.cached_tokens),
-        capped: m.meta.capped,
-        attachments: m.meta.attachments.iter().map(attachment_doc).collect(),
+        error: error.clone(),
+        path: path.map(|p| p.as_str().to_string()),
+        model: model.clone(),
+        hidden: *hidden,
+        reasoning: reasoning.as_ref().map(reasoning_doc),
+        stats: stats.map(stats_doc),
+        cached: stats.and_then(|s| s.cached_tokens),
+        capped: *capped,
+        attachments: attachments.iter().map(attachment_doc).collect(),
         at: at.clone(),
     })
 }
 
+fn reasoning_doc(r: &Reasoning) -> ReasoningDoc {
+    let Reasoning {
+        text,
+        started_at,
+        ended_at,
+    } = r;
+    ReasoningDoc {
+        text: text.clone(),
+        started_at: *started_at,
+        ended_at: *ended_at,
+    }
+}
+
+/// Tokens, time to first token, tenths of a token per second; the cached tokens travel apart
+/// (`MessageDoc::cached`): older devices read `stats` as this triple.
+fn stats_doc(s: GenerationStats) -> (u32, Option<u32>, Option<u32>) {
+    let GenerationStats {
+        tokens,
+        first_token_ms,
+        tokens_per_s,
+        cached_tokens: _,
+    } = s;
+    (
+        tokens,
+        first_token_ms,
+        tokens_per_s.map(|v| (v * 10.0).round() as u32),
+    )
+}
+
+fn tool_call_doc(t: &ToolCall) -> ToolCallDoc {
+    let ToolCall {
+        id,
+        name,
+        arguments,
+        result,
+    } = t;
+    ToolCallDoc {
+        id: id.clone(),
+        name: name.clone(),
+        arguments: arguments.clone(),
+        result: result.clone(),
+    }
+}
+
 /// An attachment as its message's document carries it.
 pub fn attachment_doc(a: &Attachment) -> AttachmentDoc {
+    let Attachment {
+        kind,
+        name,
+        mime,
+        size,
+        hash,
+        width,
+        height,
+        text,
+    } = a;
     AttachmentDoc {
-        kind: a.kind.as_str().to_string(),
-        name: a.name.clone(),
-        mime: a.mime.clone(),
-        size: a.size,
-        hash: a.hash.clone(),
-        width: a.width,
-        height: a.height,
-        text: a.text.clone(),
+        kind: kind.as_str().to_string(),
+        name: name.clone(),
+        mime: mime.clone(),
+        size: *size,
+        hash: hash.clone(),
+        width: *width,
+        height: *height,
+        text: text.clone(),
     }
 }
 
@@ -495,14 +561,22 @@ pub fn to_entity(d: &EntityDoc, edges: &[EdgeDoc]) -> EntityNode {
 
 /// The document of a summary version made at `made`.
 pub fn summary_doc(s: &ConversationSummary, made: &Hlc) -> SummaryDoc {
+    let ConversationSummary {
+        conversation_id,
+        version,
+        text,
+        covers_up_to_seq,
+        message_count,
+        updated_at,
+    } = s;
     SummaryDoc {
-        conversation_id: s.conversation_id.clone(),
+        conversation_id: conversation_id.clone(),
         made: made.clone(),
-        version: s.version,
-        covers_up_to_seq: s.covers_up_to_seq,
-        message_count: s.message_count,
-        updated_at: s.updated_at,
-        text: s.text.clone(),
+        version: *version,
+        covers_up_to_seq: *covers_up_to_seq,
+        message_count: *message_count,
+        updated_at: *updated_at,
+        text: text.clone(),
     }
 }
 
