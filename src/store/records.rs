@@ -469,116 +469,61 @@ mirror! {
 
 // ---------------------------------------------------------------- entities
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RelationshipRecord {
-    pub target_id: String,
-    pub relationship: String,
-    pub strength: f32,
-    pub valid_from: Millis,
-    pub valid_to: Option<Millis>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PastPropertyRecord {
-    pub key: String,
-    pub value: String,
-    pub valid_from: Millis,
-    pub valid_to: Millis,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EntityRecord {
-    /// Conversation id, or [`SHARED_SCOPE`]. Key is `[scope, id]`.
-    pub scope: String,
-    pub id: String,
-    pub entity_type: String,
-    pub name: String,
-    pub aliases: Vec<String>,
-    pub description: String,
-    pub properties: BTreeMap<String, String>,
-    /// When each current property became true; absent in records stored before validity (then
-    /// every property reads as current, since unknown).
-    #[serde(default)]
-    pub property_since: BTreeMap<String, Millis>,
-    /// Superseded property values; absent in older records.
-    #[serde(default)]
-    pub past_properties: Vec<PastPropertyRecord>,
-    pub relationships: Vec<RelationshipRecord>,
-    pub source_message_ids: Vec<String>,
-    pub updated_at: Millis,
-}
-
-/// The key string of a scope.
-pub fn scope_key(scope: &EntityScope) -> &str {
-    match scope {
-        EntityScope::Conversation(c) => c,
-        EntityScope::Shared => SHARED_SCOPE,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct RelationshipRecord for Relationship {
+        pub target_id: String,
+        pub relationship: String,
+        pub strength: f32,
+        pub valid_from: Millis,
+        pub valid_to: Option<Millis>,
     }
 }
 
-impl From<&EntityNode> for EntityRecord {
-    fn from(n: &EntityNode) -> Self {
-        let EntityNode {
-            id,
-            scope,
-            entity_type,
-            name,
-            aliases,
-            description,
-            properties,
-            property_since,
-            past_properties,
-            relationships,
-            source_message_ids,
-            updated_at,
-        } = n;
-        EntityRecord {
-            scope: scope_key(scope).to_string(),
-            id: id.clone(),
-            entity_type: entity_type.as_str().to_string(),
-            name: name.clone(),
-            aliases: aliases.clone(),
-            description: description.clone(),
-            properties: properties.clone(),
-            property_since: property_since.clone(),
-            past_properties: past_properties
-                .iter()
-                .map(|p| {
-                    let PastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    } = p;
-                    PastPropertyRecord {
-                        key: key.clone(),
-                        value: value.clone(),
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
-            relationships: relationships
-                .iter()
-                .map(|r| {
-                    let Relationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    } = r;
-                    RelationshipRecord {
-                        target_id: target_id.clone(),
-                        relationship: relationship.clone(),
-                        strength: *strength,
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
-            source_message_ids: source_message_ids.clone(),
-            updated_at: *updated_at,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct PastPropertyRecord for PastProperty {
+        pub key: String,
+        pub value: String,
+        pub valid_from: Millis,
+        pub valid_to: Millis,
+    }
+}
+
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct EntityRecord for EntityNode {
+        /// Conversation id, or [`SHARED_SCOPE`]. Key is `[scope, id]`.
+        pub scope: String,
+        pub id: String,
+        pub entity_type: String,
+        pub name: String,
+        pub aliases: Vec<String>,
+        pub description: String,
+        pub properties: BTreeMap<String, String>,
+        /// When each current property became true; absent in records stored before validity (then
+        /// every property reads as current, since unknown).
+        #[serde(default)]
+        pub property_since: BTreeMap<String, Millis>,
+        /// Superseded property values; absent in older records.
+        #[serde(default)]
+        pub past_properties: Vec<PastPropertyRecord>,
+        pub relationships: Vec<RelationshipRecord>,
+        pub source_message_ids: Vec<String>,
+        pub updated_at: Millis,
+    }
+}
+
+/// An entity's scope as its key string: a conversation id, or [`SHARED_SCOPE`].
+impl Field<EntityScope> for String {
+    fn put(m: &EntityScope) -> Self {
+        scope_key(m).to_string()
+    }
+    fn take(self) -> Result<EntityScope, String> {
+        match self.as_str() {
+            "" => Err("empty".into()),
+            SHARED_SCOPE => Ok(EntityScope::Shared),
+            _ => Ok(EntityScope::Conversation(self)),
         }
     }
 }
@@ -586,54 +531,15 @@ impl From<&EntityNode> for EntityRecord {
 impl TryFrom<EntityRecord> for EntityNode {
     type Error = StoreError;
     fn try_from(r: EntityRecord) -> Result<Self, StoreError> {
-        let entity_type = EntityType::ALL
-            .into_iter()
-            .find(|t| t.as_str() == r.entity_type)
-            .ok_or_else(|| bad("entity", format!("unknown entity type '{}'", r.entity_type)))?;
-        if r.scope.is_empty() {
-            return Err(bad(
-                "entity",
-                format!("entity '{}' has an empty scope", r.id),
-            ));
-        }
-        let scope = if r.scope == SHARED_SCOPE {
-            EntityScope::Shared
-        } else {
-            EntityScope::Conversation(r.scope)
-        };
-        Ok(EntityNode {
-            id: r.id,
-            scope,
-            entity_type,
-            name: r.name,
-            aliases: r.aliases,
-            description: r.description,
-            properties: r.properties,
-            property_since: r.property_since,
-            past_properties: r
-                .past_properties
-                .into_iter()
-                .map(|p| PastProperty {
-                    key: p.key,
-                    value: p.value,
-                    valid_from: p.valid_from,
-                    valid_to: p.valid_to,
-                })
-                .collect(),
-            relationships: r
-                .relationships
-                .into_iter()
-                .map(|x| Relationship {
-                    target_id: x.target_id,
-                    relationship: x.relationship,
-                    strength: x.strength,
-                    valid_from: x.valid_from,
-                    valid_to: x.valid_to,
-                })
-                .collect(),
-            source_message_ids: r.source_message_ids,
-            updated_at: r.updated_at,
-        })
+        read(r, "entity")
+    }
+}
+
+/// The key string of a scope.
+pub fn scope_key(scope: &EntityScope) -> &str {
+    match scope {
+        EntityScope::Conversation(c) => c,
+        EntityScope::Shared => SHARED_SCOPE,
     }
 }
 

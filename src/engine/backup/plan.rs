@@ -437,7 +437,7 @@ fn plan_entity(
             incoming: scope_owner(&scope),
         }),
         None => {
-            plan.entities.push(e.into_model(scope));
+            plan.entities.push(e.into_model(scope)?);
             plan.added.entities += 1;
             Ok(())
         }

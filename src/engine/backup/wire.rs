@@ -395,21 +395,44 @@ pub(super) struct BEntity {
     pub(super) updated_at: Millis,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BPastProperty {
-    pub(super) key: String,
-    pub(super) value: String,
-    pub(super) valid_from: Millis,
-    pub(super) valid_to: Millis,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BPastProperty for PastProperty {
+        pub(super) key: String,
+        pub(super) value: String,
+        pub(super) valid_from: Millis,
+        pub(super) valid_to: Millis,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BRelationship {
-    pub(super) target_id: String,
-    pub(super) relationship: String,
-    pub(super) strength: f32,
-    pub(super) valid_from: Millis,
-    pub(super) valid_to: Option<Millis>,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BRelationship for Relationship {
+        pub(super) target_id: String,
+        pub(super) relationship: String,
+        pub(super) strength: Strength,
+        pub(super) valid_from: Millis,
+        pub(super) valid_to: Option<Millis>,
+    }
+}
+
+/// A relationship's strength as the file holds it: written between 0 and 1 (JSON cannot hold NaN
+/// or infinity: every export stays importable), read as it is (the import checks it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct Strength(pub(super) f32);
+
+impl Field<f32> for Strength {
+    fn put(m: &f32) -> Self {
+        Strength(if m.is_finite() {
+            m.clamp(0.0, 1.0)
+        } else {
+            0.0
+        })
+    }
+    fn take(self) -> Result<f32, String> {
+        Ok(self.0)
+    }
 }
 
 /// A fact's kind is a word in the file, read leniently: a kind this version does not know is
@@ -590,53 +613,14 @@ impl From<&EntityNode> for BEntity {
         } = e;
         BEntity {
             id: id.clone(),
-            entity_type: (*entity_type).into(),
+            entity_type: Field::put(entity_type),
             name: name.clone(),
             aliases: aliases.clone(),
             description: description.clone(),
             properties: properties.clone(),
             property_since: property_since.clone(),
-            past_properties: past_properties
-                .iter()
-                .map(|p| {
-                    let PastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    } = p;
-                    BPastProperty {
-                        key: key.clone(),
-                        value: value.clone(),
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
-            relationships: relationships
-                .iter()
-                .map(|r| {
-                    let Relationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    } = r;
-                    BRelationship {
-                        target_id: target_id.clone(),
-                        relationship: relationship.clone(),
-                        // JSON cannot hold NaN or infinity; keep every export importable.
-                        strength: if strength.is_finite() {
-                            strength.clamp(0.0, 1.0)
-                        } else {
-                            0.0
-                        },
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
+            past_properties: Field::put(past_properties),
+            relationships: Field::put(relationships),
             source_message_ids: source_message_ids.clone(),
             updated_at: *updated_at,
         }
@@ -645,7 +629,7 @@ impl From<&EntityNode> for BEntity {
 
 impl BEntity {
     /// The model's entity, in the scope the file listed it under.
-    pub(super) fn into_model(self, scope: EntityScope) -> EntityNode {
+    pub(super) fn into_model(self, scope: EntityScope) -> Result<EntityNode, ImportError> {
         let BEntity {
             id,
             entity_type,
@@ -659,7 +643,18 @@ impl BEntity {
             source_message_ids,
             updated_at,
         } = self;
-        EntityNode {
+        let parts = || -> Result<_, String> {
+            Ok((
+                take("past_properties", past_properties)?,
+                take("relationships", relationships)?,
+            ))
+        };
+        let (past_properties, relationships) =
+            parts().map_err(|detail| ImportError::InvalidValue {
+                record: format!("entity {id}"),
+                detail,
+            })?;
+        Ok(EntityNode {
             id,
             scope,
             entity_type: entity_type.into(),
@@ -668,44 +663,10 @@ impl BEntity {
             description,
             properties,
             property_since,
-            past_properties: past_properties
-                .into_iter()
-                .map(|p| {
-                    let BPastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    } = p;
-                    PastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    }
-                })
-                .collect(),
-            relationships: relationships
-                .into_iter()
-                .map(|r| {
-                    let BRelationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    } = r;
-                    Relationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    }
-                })
-                .collect(),
+            past_properties,
+            relationships,
             source_message_ids,
             updated_at,
-        }
+        })
     }
 }

@@ -420,26 +420,40 @@ fn scope_of(n: &EntityNode) -> Option<String> {
 
 /// An entity's document first written at `at`, and one document per relationship.
 pub fn entity_docs(n: &EntityNode, at: &Hlc) -> (EntityDoc, Vec<EdgeDoc>) {
+    // Without `..`: a field added to the model fails to compile here until it is synced.
+    let EntityNode {
+        id,
+        scope: _,
+        entity_type,
+        name,
+        aliases,
+        description,
+        properties,
+        property_since,
+        past_properties,
+        // Each its own document: `edge_docs`.
+        relationships: _,
+        source_message_ids,
+        updated_at,
+    } = n;
     let doc = EntityDoc {
-        id: n.id.clone(),
+        id: id.clone(),
         scope: scope_of(n),
-        entity_type: Lww::new(n.entity_type, at),
-        name: Lww::new(n.name.clone(), at),
-        description: Lww::new(n.description.clone(), at),
-        aliases: n.aliases.iter().cloned().collect(),
-        properties: n
-            .properties
+        entity_type: Lww::new(*entity_type, at),
+        name: Lww::new(name.clone(), at),
+        description: Lww::new(description.clone(), at),
+        aliases: aliases.iter().cloned().collect(),
+        properties: properties
             .iter()
             .map(|(k, v)| (k.clone(), Lww::new(v.clone(), at)))
             .collect(),
-        property_since: n
-            .property_since
+        property_since: property_since
             .iter()
             .map(|(k, v)| (k.clone(), Lww::new(*v, at)))
             .collect(),
-        past_properties: n.past_properties.iter().map(past_doc).collect(),
-        sources: n.source_message_ids.iter().cloned().collect(),
-        updated_at: n.updated_at,
+        past_properties: past_properties.iter().map(past_doc).collect(),
+        sources: source_message_ids.iter().cloned().collect(),
+        updated_at: *updated_at,
     };
     (doc, edge_docs(n))
 }
@@ -448,14 +462,23 @@ pub fn entity_docs(n: &EntityNode, at: &Hlc) -> (EntityDoc, Vec<EdgeDoc>) {
 pub fn edge_docs(n: &EntityNode) -> Vec<EdgeDoc> {
     n.relationships
         .iter()
-        .map(|r| EdgeDoc {
-            scope: scope_of(n),
-            source: n.id.clone(),
-            label: r.relationship.clone(),
-            target: r.target_id.clone(),
-            valid_from: r.valid_from,
-            strength: r.strength,
-            valid_to: r.valid_to,
+        .map(|r| {
+            let Relationship {
+                target_id,
+                relationship,
+                strength,
+                valid_from,
+                valid_to,
+            } = r;
+            EdgeDoc {
+                scope: scope_of(n),
+                source: n.id.clone(),
+                label: relationship.clone(),
+                target: target_id.clone(),
+                valid_from: *valid_from,
+                strength: *strength,
+                valid_to: *valid_to,
+            }
         })
         .collect()
 }
