@@ -3,7 +3,7 @@
 //! store hands IndexedDB, `store::idb::to_js`, for a fully populated and a minimal value), records
 //! written by older builds read back with every later field at its default, and a fully populated
 //! value of each type going model -> record -> model unchanged (a field the store drops fails here).
-//! The backup file and the sync documents have the same tests in `engine_shapes.rs`.
+//! The backup file and the sync documents have the same tests in `engine_shape.rs`.
 
 mod shapes;
 

@@ -3,7 +3,7 @@
 //! format's struct and both of its conversions from one field table.
 //!
 //! Each format keeps its own types, so the model is never serialised straight into storage (a
-//! refactor of the model cannot move a stored byte: `tests/engine_shapes.rs` and
+//! refactor of the model cannot move a stored byte: `tests/engine_shape.rs` and
 //! `tests/browser_store_shapes.rs` pin every format). What is written once is the field list: a
 //! `mirror!` table is the format's struct (names, types, serde attributes, docs) and the macro
 //! derives `model -> format` (destructuring the model without `..`, so a field added to the model

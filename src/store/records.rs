@@ -1,8 +1,13 @@
 //! The store's own record types (what is on disk, with explicit field names) and their explicit
-//! conversions to and from the engine's types: the one place the model meets the stored shape (each
-//! model -> record conversion destructures without `..`, so a new model field fails to compile here
-//! until it is stored). Reading a record never panics: unknown roles, statuses,
-//! paths or entity scopes are [`StoreError::BadRecord`]. Imports only `crate::engine::model` and serde.
+//! conversions to and from the engine's types: the one place the model meets the stored shape. A
+//! record that mirrors a model type is one field table (`engine::shape::mirror!`: the struct, and
+//! both conversions derived from it); a record with fields of the store's own (a conversation's
+//! `last_seq`, a message's index terms) converts by hand, destructuring without `..`. Either way a
+//! new model field fails to compile here until it is stored. How a field's stored form differs
+//! from the model's (an enum as its word, a scope as its key) is one `Field` impl below. Reading a
+//! record never panics: unknown roles, statuses, paths or entity scopes are
+//! [`StoreError::BadRecord`]. `tests/browser_store_shapes.rs` pins every record byte for byte.
+//! Imports only `crate::engine` (the model, `shape`, `search`) and serde.
 
 use std::collections::BTreeMap;
 

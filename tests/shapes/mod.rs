@@ -1,4 +1,4 @@
-//! The model values every format's golden and round-trip tests use (`engine_shapes.rs` for the
+//! The model values every format's golden and round-trip tests use (`engine_shape.rs` for the
 //! backup file and the sync documents, `browser_store_shapes.rs` for the store records): a fully
 //! populated value of each type (every `Option` is `Some`, every `Vec` and map non-empty, every
 //! flag set), so a format that drops a field fails its round trip, and a minimal one (every

@@ -1,7 +1,10 @@
 //! The backup file's own shapes (format version 1) and the one place that maps the engine's model
 //! to and from them. Field names are the file's; do not rename. The model may change, the file may
-//! not: every conversion destructures its source without `..`, so a field added to a model type
-//! fails to compile here until it is either written to the file or deliberately left out.
+//! not: a type that mirrors the model is one field table (`engine::shape::mirror!`, which derives
+//! both conversions from it), the others (a message with its meta, an entity without its scope, the
+//! stats whose speed is checked) destructure their source without `..`; either way a field added
+//! to a model type fails to compile here until it is written to the file or deliberately left out.
+//! `tests/engine_shape.rs` pins the file byte for byte.
 //! Must not import anything outside `crate::engine` (serde is the only crate it uses).
 
 use super::ImportError;

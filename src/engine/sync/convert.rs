@@ -2,7 +2,10 @@
 //! record (every register stamped with one edit), an edited document (only the changed registers get
 //! the new stamp, so an untouched field never overrides another device's edit), and back. Which
 //! summary version is active is decided here too, and what a pulled fact about the user leaves
-//! of the stored one.
+//! of the stored one. Documents are registers and sets, not mirrors of the model, so each
+//! conversion is written out; every model -> document one destructures the model without `..`
+//! (a new field fails to compile here until it is synced or said to stay local), and every
+//! document -> model one builds a struct literal. `tests/engine_shape.rs` pins the documents.
 //! Must not import anything outside `crate::engine`.
 
 use std::collections::BTreeMap;
