@@ -10,13 +10,17 @@
 //! fails to compile until the table has it) and `format -> model` (a struct literal, which fails
 //! the same way) from it, each field through its [`Field`] impl. A field whose stored form differs
 //! from the model's (a word for an enum, `u64` for a `usize`, a clamped number) says so by its
-//! type in the table, and that type's `Field` impl is the one place the difference lives.
+//! type in the table, and that type's `Field` impl is the one place the difference lives. An impl
+//! is crate-wide (`Field<Role> for String` is the store's word for a role): a format that needs
+//! another form of the same value gives it a type of its own (the backup's `wire_enum!` types),
+//! and two impls for one pair fail to compile rather than pick one silently.
 //!
 //! Why a declarative macro and a trait rather than a derive crate: a table is plain Rust struct
-//! syntax, no proc-macro joins the build, and the code it expands to is the field-by-field code that was written by hand before (no runtime
-//! reflection, nothing added to the wasm start-up). A shape that is not a mirror (a record with
-//! fields derived from the model, a flat message with its meta, a document of registers) stays
-//! written out, destructuring without `..`, and uses `Field` for its parts.
+//! syntax, no proc-macro joins the build, and the code it expands to is the field-by-field code
+//! that was written by hand before (no runtime reflection, nothing added to the wasm start-up).
+//! A shape that is not a mirror (a record with fields derived from the model, a flat message with
+//! its meta, a document of registers) stays written out, destructuring without `..`, and uses
+//! `Field` for its parts.
 //!
 //! Must not import anything outside `crate::engine` (serde is for the formats, not used here).
 

@@ -306,8 +306,8 @@ pub struct MessageRecord {
 }
 
 mirror! {
-    /// One attachment as stored on its message (an image's bytes are a Blob in `schema::ATTACHMENTS`
-    /// under `hash`; a file's text is here).
+    /// One attachment as stored on its message (an image's bytes are a Blob in
+    /// `schema::ATTACHMENTS` under `hash`; a file's text is here).
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     pub struct AttachmentRecord for Attachment {
         pub kind: String,
@@ -404,7 +404,7 @@ impl From<&Message> for MessageRecord {
 impl TryFrom<MessageRecord> for Message {
     type Error = StoreError;
     fn try_from(r: MessageRecord) -> Result<Self, StoreError> {
-        // `streaming`, `terms` and `attachment_hashes` are the store's own (derived on every write).
+        // `streaming`, `terms` and `attachment_hashes` are the store's own (derived on each write).
         let MessageRecord {
             id,
             conversation_id,
