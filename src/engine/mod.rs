@@ -36,6 +36,7 @@ pub mod request;
 pub mod search;
 pub mod send;
 pub mod settings;
+pub mod shape;
 pub mod slots;
 pub mod sort;
 pub mod sync;

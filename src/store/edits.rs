@@ -15,12 +15,13 @@ use super::conversations::{delete_contents, get_record, not_found};
 use super::error::StoreError;
 use super::idb::{from_js, get_each, js_error, maybe_stored, prefix_range, request, to_js, Tx};
 use super::messages::add_all;
-use super::projects::ProjectRecord;
-use super::records::{scope_key, ConversationRecord, EntityRecord, MessageRecord, SummaryRecord};
+use super::records::{
+    read, scope_key, ConversationRecord, EntityRecord, MessageRecord, ProjectRecord, SummaryRecord,
+    UserFactRecord,
+};
 use super::schema::{
     ATTACHMENTS, BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, PROJECTS, SUMMARIES, USER_FACTS,
 };
-use super::user_facts::UserFactRecord;
 use super::Store;
 use crate::engine::backup::{CheckedImport, ExistingIds, ImportPlan};
 use crate::engine::model::{
@@ -202,7 +203,8 @@ impl Store {
         for r in sum_reqs {
             let all: Array = request(&r).await?.into();
             for v in all.iter() {
-                let s: ConversationSummary = from_js::<SummaryRecord>(v, "summary")?.into();
+                let s: ConversationSummary =
+                    read(from_js::<SummaryRecord>(v, "summary")?, "summary")?;
                 out.summaries.insert((s.conversation_id, s.version));
             }
         }

@@ -7,7 +7,7 @@ use web_sys::IdbCursorDirection;
 
 use super::error::StoreError;
 use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, to_js};
-use super::records::{scope_key, EntityRecord, SummaryRecord};
+use super::records::{read, scope_key, EntityRecord, SummaryRecord};
 use super::schema::{ENTITIES, SUMMARIES};
 use super::Store;
 use crate::engine::model::{ConversationSummary, EntityNode, EntityScope};
@@ -52,7 +52,7 @@ impl Store {
             .map_err(js_error)?;
         let all: Array = request(&req).await?.into();
         all.iter()
-            .map(|v| from_js::<SummaryRecord>(v, "summary").map(ConversationSummary::from))
+            .map(|v| read(from_js::<SummaryRecord>(v, "summary")?, "summary"))
             .collect()
     }
 
@@ -71,7 +71,10 @@ impl Store {
             .map_err(js_error)?;
         match collect_cursor(&req, 1).await?.into_iter().next() {
             None => Ok(None),
-            Some(v) => Ok(Some(from_js::<SummaryRecord>(v, "summary")?.into())),
+            Some(v) => Ok(Some(read(
+                from_js::<SummaryRecord>(v, "summary")?,
+                "summary",
+            )?)),
         }
     }
 

@@ -25,6 +25,7 @@ use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
 use crate::engine::backup::ExistingMessage;
 use crate::engine::model::{Message, MessageMeta, MessageStatus, Millis};
+use crate::engine::shape::Field;
 
 /// Result of [`Store::append_message`].
 #[derive(Debug, Clone, PartialEq)]
@@ -108,19 +109,8 @@ impl<'a> BulkMessage<'a> {
             content: &m.content,
             status: m.status.as_str(),
             created_at: m.created_at,
-            tool_calls: tool_calls
-                .iter()
-                .map(|t| ToolCallRecord {
-                    id: t.id.clone(),
-                    name: t.name.clone(),
-                    arguments: t.arguments.clone(),
-                    result: t.result.clone(),
-                })
-                .collect(),
-            usage: usage.map(|u| UsageRecord {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-            }),
+            tool_calls: Field::put(tool_calls),
+            usage: Field::put(usage),
             error: error.as_deref(),
             path: path.map(|p| p.as_str()),
             model: model.as_deref(),
@@ -130,13 +120,10 @@ impl<'a> BulkMessage<'a> {
             replaces: replaces.as_deref(),
             deleted: *deleted,
             hidden: *hidden,
-            reasoning: reasoning.as_ref().map(Into::into),
-            stats: stats.map(Into::into),
+            reasoning: Field::put(reasoning),
+            stats: Field::put(stats),
             capped: *capped,
-            attachments: attachments
-                .iter()
-                .map(super::records::AttachmentRecord::from)
-                .collect(),
+            attachments: Field::put(attachments),
             attachment_hashes: super::records::blob_hashes(attachments),
         }
     }

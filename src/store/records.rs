@@ -1,8 +1,13 @@
 //! The store's own record types (what is on disk, with explicit field names) and their explicit
-//! conversions to and from the engine's types: the one place the model meets the stored shape (each
-//! model -> record conversion destructures without `..`, so a new model field fails to compile here
-//! until it is stored). Reading a record never panics: unknown roles, statuses,
-//! paths or entity scopes are [`StoreError::BadRecord`]. Imports only `crate::engine::model` and serde.
+//! conversions to and from the engine's types: the one place the model meets the stored shape. A
+//! record that mirrors a model type is one field table (`engine::shape::mirror!`: the struct, and
+//! both conversions derived from it); a record with fields of the store's own (a conversation's
+//! `last_seq`, a message's index terms) converts by hand, destructuring without `..`. Either way a
+//! new model field fails to compile here until it is stored. How a field's stored form differs
+//! from the model's (an enum as its word, a scope as its key) is one `Field` impl below. Reading a
+//! record never panics: unknown roles, statuses, paths or entity scopes are
+//! [`StoreError::BadRecord`]. `tests/browser_store_shapes.rs` pins every record byte for byte.
+//! Imports only `crate::engine` (the model, `shape`, `search`) and serde.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +20,10 @@ use crate::engine::model::{
     EntityType, HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis,
     PastProperty, Reasoning, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
 };
+use crate::engine::model::{FactKind, FactSource, Project, UserFact};
 use crate::engine::search::index_terms;
+use crate::engine::shape::take;
+use crate::engine::shape::{mirror, Field};
 
 /// Scope key of entities shared by every conversation (conversation ids never start with NUL).
 pub const SHARED_SCOPE: &str = "\u{0}shared";
@@ -24,36 +32,86 @@ fn bad(what: &'static str, detail: String) -> StoreError {
     StoreError::BadRecord { what, detail }
 }
 
-// ---------------------------------------------------------------- conversations
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RemoteHandleRecord {
-    pub id: String,
-    pub endpoint_key: String,
-    pub covers_up_to_seq: u64,
-    pub confirmed_at: Millis,
-    pub dead: bool,
+/// The model's value of a record (`what` names it in the error).
+pub fn read<M, R: Field<M>>(r: R, what: &'static str) -> Result<M, StoreError> {
+    r.take().map_err(|detail| bad(what, detail))
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct OverridesRecord {
-    pub recent_messages: Option<u64>,
-    pub summary_every_pairs: Option<u64>,
-    pub context_tokens: Option<u32>,
-    pub reply_reserve_tokens: Option<u32>,
-    pub max_message_chars: Option<u64>,
-    pub history_format: Option<String>,
-    #[serde(default)]
-    pub memory_model: Option<String>,
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub system_prompt: Option<String>,
-    #[serde(default)]
-    pub user_memory: Option<bool>,
-    /// The project the conversation is in (`engine::project`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
+/// Model enums stored as their word: an unknown word is a bad record (never a panic).
+macro_rules! stored_as_word {
+    ($($model:ident: $name:literal, $as_str:expr, $parse:expr;)*) => {
+        $(impl Field<$model> for String {
+            fn put(m: &$model) -> Self {
+                $as_str(*m).to_string()
+            }
+            fn take(self) -> Result<$model, String> {
+                $parse(&self).ok_or_else(|| format!(concat!("unknown ", $name, " '{}'"), self))
+            }
+        })*
+    };
+}
+
+stored_as_word! {
+    Role: "role", Role::as_str, Role::parse;
+    MessageStatus: "status", MessageStatus::as_str, MessageStatus::parse;
+    TurnPath: "turn path", TurnPath::as_str, TurnPath::parse;
+    HistoryFormat: "history format", format_str, format_parse;
+    AttachmentKind: "kind", AttachmentKind::as_str, AttachmentKind::parse;
+    EntityType: "entity type", EntityType::as_str, entity_type_parse;
+}
+
+fn format_str(f: HistoryFormat) -> &'static str {
+    match f {
+        HistoryFormat::Messages => "messages",
+        HistoryFormat::Transcript => "transcript",
+    }
+}
+
+fn format_parse(s: &str) -> Option<HistoryFormat> {
+    [HistoryFormat::Messages, HistoryFormat::Transcript]
+        .into_iter()
+        .find(|f| format_str(*f) == s)
+}
+
+/// Strict, unlike `EntityType::parse_lenient`: a stored type is always one this build wrote.
+fn entity_type_parse(s: &str) -> Option<EntityType> {
+    EntityType::ALL.into_iter().find(|t| t.as_str() == s)
+}
+
+// ---------------------------------------------------------------- conversations
+
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct RemoteHandleRecord for RemoteHandle {
+        pub id: String,
+        pub endpoint_key: String,
+        pub covers_up_to_seq: u64,
+        pub confirmed_at: Millis,
+        pub dead: bool,
+    }
+}
+
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    pub struct OverridesRecord for MemoryOverrides {
+        pub recent_messages: Option<u64>,
+        pub summary_every_pairs: Option<u64>,
+        pub context_tokens: Option<u32>,
+        pub reply_reserve_tokens: Option<u32>,
+        pub max_message_chars: Option<u64>,
+        pub history_format: Option<String>,
+        #[serde(default)]
+        pub memory_model: Option<String>,
+        #[serde(default)]
+        pub model: Option<String>,
+        #[serde(default)]
+        pub system_prompt: Option<String>,
+        #[serde(default)]
+        pub user_memory: Option<bool>,
+        /// The project the conversation is in (`engine::project`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub project: Option<String>,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,13 +135,6 @@ pub struct ConversationRecord {
     pub title_terms: Vec<String>,
 }
 
-fn format_str(f: HistoryFormat) -> &'static str {
-    match f {
-        HistoryFormat::Messages => "messages",
-        HistoryFormat::Transcript => "transcript",
-    }
-}
-
 impl From<&Conversation> for ConversationRecord {
     fn from(c: &Conversation) -> Self {
         // Destructured without `..`: a new model field fails to compile here until it is stored.
@@ -99,19 +150,6 @@ impl From<&Conversation> for ConversationRecord {
             last_path,
             memory_overrides,
         } = c;
-        let MemoryOverrides {
-            recent_messages,
-            summary_every_pairs,
-            context_tokens,
-            reply_reserve_tokens,
-            max_message_chars,
-            history_format,
-            memory_model,
-            model,
-            system_prompt,
-            user_memory,
-            project,
-        } = memory_overrides;
         ConversationRecord {
             id: id.clone(),
             title: title.clone(),
@@ -121,188 +159,91 @@ impl From<&Conversation> for ConversationRecord {
             message_count: *message_count,
             last_seq: 0,
             endpoint_profile_id: endpoint_profile_id.clone(),
-            remote_handle: remote_handle.as_ref().map(|h| {
-                let RemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                } = h;
-                RemoteHandleRecord {
-                    id: id.clone(),
-                    endpoint_key: endpoint_key.clone(),
-                    covers_up_to_seq: *covers_up_to_seq,
-                    confirmed_at: *confirmed_at,
-                    dead: *dead,
-                }
-            }),
-            last_path: last_path.map(|p| p.as_str().to_string()),
-            overrides: OverridesRecord {
-                recent_messages: recent_messages.map(|v| v as u64),
-                summary_every_pairs: summary_every_pairs.map(|v| v as u64),
-                context_tokens: *context_tokens,
-                reply_reserve_tokens: *reply_reserve_tokens,
-                max_message_chars: max_message_chars.map(|v| v as u64),
-                history_format: history_format.map(|f| format_str(f).to_string()),
-                memory_model: memory_model.clone(),
-                model: model.clone(),
-                system_prompt: system_prompt.clone(),
-                user_memory: *user_memory,
-                project: project.clone(),
-            },
+            remote_handle: Field::put(remote_handle),
+            last_path: Field::put(last_path),
+            overrides: Field::put(memory_overrides),
             title_terms: index_terms(title),
         }
     }
 }
 
-fn usize_of(v: Option<u64>, field: &str) -> Result<Option<usize>, StoreError> {
-    v.map(|n| {
-        usize::try_from(n).map_err(|_| bad("conversation", format!("{field} out of range: {n}")))
-    })
-    .transpose()
-}
-
 impl TryFrom<ConversationRecord> for Conversation {
     type Error = StoreError;
     fn try_from(r: ConversationRecord) -> Result<Self, StoreError> {
-        let last_path = match r.last_path.as_deref() {
-            None => None,
-            Some(s) => Some(
-                TurnPath::parse(s)
-                    .ok_or_else(|| bad("conversation", format!("unknown turn path '{s}'")))?,
-            ),
-        };
-        let history_format = match r.overrides.history_format.as_deref() {
-            None => None,
-            Some("messages") => Some(HistoryFormat::Messages),
-            Some("transcript") => Some(HistoryFormat::Transcript),
-            Some(s) => return Err(bad("conversation", format!("unknown history format '{s}'"))),
-        };
-        Ok(Conversation {
-            memory_overrides: MemoryOverrides {
-                recent_messages: usize_of(r.overrides.recent_messages, "recent_messages")?,
-                summary_every_pairs: usize_of(
-                    r.overrides.summary_every_pairs,
-                    "summary_every_pairs",
-                )?,
-                context_tokens: r.overrides.context_tokens,
-                reply_reserve_tokens: r.overrides.reply_reserve_tokens,
-                max_message_chars: usize_of(r.overrides.max_message_chars, "max_message_chars")?,
-                history_format,
-                memory_model: r.overrides.memory_model,
-                model: r.overrides.model,
-                system_prompt: r.overrides.system_prompt,
-                user_memory: r.overrides.user_memory,
-                project: r.overrides.project,
-            },
-            id: r.id,
-            title: r.title,
-            title_is_custom: r.title_is_custom,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-            message_count: r.message_count,
-            endpoint_profile_id: r.endpoint_profile_id,
-            remote_handle: r.remote_handle.map(|h| RemoteHandle {
-                id: h.id,
-                endpoint_key: h.endpoint_key,
-                covers_up_to_seq: h.covers_up_to_seq,
-                confirmed_at: h.confirmed_at,
-                dead: h.dead,
-            }),
+        // `last_seq` and `title_terms` are the store's own (derived on every write).
+        let ConversationRecord {
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            last_seq: _,
+            endpoint_profile_id,
+            remote_handle,
             last_path,
+            overrides,
+            title_terms: _,
+        } = r;
+        let bad = |detail| bad("conversation", detail);
+        Ok(Conversation {
+            id,
+            title,
+            title_is_custom,
+            created_at,
+            updated_at,
+            message_count,
+            endpoint_profile_id,
+            remote_handle: take("remote_handle", remote_handle).map_err(bad)?,
+            last_path: take("last_path", last_path).map_err(bad)?,
+            memory_overrides: take("overrides", overrides).map_err(bad)?,
         })
     }
 }
 
 // ---------------------------------------------------------------- messages
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallRecord {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-    pub result: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct UsageRecord {
-    pub prompt_tokens: u32,
-    pub completion_tokens: u32,
-}
-
-/// How a reply was generated: tokens, time to first token (ms), tokens per second.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StatsRecord {
-    pub tokens: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_token_ms: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens_per_s: Option<f32>,
-    /// Prompt tokens the server read from its cache; none in older records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u32>,
-}
-
-impl From<GenerationStats> for StatsRecord {
-    fn from(s: GenerationStats) -> Self {
-        let GenerationStats {
-            tokens,
-            first_token_ms,
-            tokens_per_s,
-            cached_tokens,
-        } = s;
-        StatsRecord {
-            tokens,
-            first_token_ms,
-            tokens_per_s,
-            cached_tokens,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ToolCallRecord for ToolCall {
+        pub id: String,
+        pub name: String,
+        pub arguments: String,
+        pub result: Option<String>,
     }
 }
 
-impl From<StatsRecord> for GenerationStats {
-    fn from(s: StatsRecord) -> Self {
-        GenerationStats {
-            tokens: s.tokens,
-            first_token_ms: s.first_token_ms,
-            tokens_per_s: s.tokens_per_s,
-            cached_tokens: s.cached_tokens,
-        }
+mirror! {
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub struct UsageRecord for Usage {
+        pub prompt_tokens: u32,
+        pub completion_tokens: u32,
     }
 }
 
-/// A reply's reasoning (the model's thinking), with when it started and ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReasoningRecord {
-    pub text: String,
-    pub started_at: Millis,
-    #[serde(default)]
-    pub ended_at: Option<Millis>,
-}
-
-impl From<&Reasoning> for ReasoningRecord {
-    fn from(r: &Reasoning) -> Self {
-        let Reasoning {
-            text,
-            started_at,
-            ended_at,
-        } = r;
-        ReasoningRecord {
-            text: text.clone(),
-            started_at: *started_at,
-            ended_at: *ended_at,
-        }
+mirror! {
+    /// How a reply was generated: tokens, time to first token (ms), tokens per second.
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub struct StatsRecord for GenerationStats {
+        pub tokens: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub first_token_ms: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tokens_per_s: Option<f32>,
+        /// Prompt tokens the server read from its cache; none in older records.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cached_tokens: Option<u32>,
     }
 }
 
-impl From<ReasoningRecord> for Reasoning {
-    fn from(r: ReasoningRecord) -> Self {
-        Reasoning {
-            text: r.text,
-            started_at: r.started_at,
-            ended_at: r.ended_at,
-        }
+mirror! {
+    /// A reply's reasoning (the model's thinking), with when it started and ended.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ReasoningRecord for Reasoning {
+        pub text: String,
+        pub started_at: Millis,
+        #[serde(default)]
+        pub ended_at: Option<Millis>,
     }
 }
 
@@ -364,69 +305,27 @@ pub struct MessageRecord {
     pub attachment_hashes: Vec<String>,
 }
 
-/// One attachment as stored on its message (an image's bytes are a Blob in `schema::ATTACHMENTS`
-/// under `hash`; a file's text is here).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AttachmentRecord {
-    pub kind: String,
-    pub name: String,
-    pub mime: String,
-    pub size: u64,
-    pub hash: String,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub width: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub height: u32,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub text: String,
+mirror! {
+    /// One attachment as stored on its message (an image's bytes are a Blob in
+    /// `schema::ATTACHMENTS` under `hash`; a file's text is here).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct AttachmentRecord for Attachment {
+        pub kind: String,
+        pub name: String,
+        pub mime: String,
+        pub size: u64,
+        pub hash: String,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        pub width: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        pub height: u32,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        pub text: String,
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-impl From<&Attachment> for AttachmentRecord {
-    fn from(a: &Attachment) -> Self {
-        // Destructured without `..`: a new model field fails to compile here until it is stored.
-        let Attachment {
-            kind,
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        } = a;
-        AttachmentRecord {
-            kind: kind.as_str().to_string(),
-            name: name.clone(),
-            mime: mime.clone(),
-            size: *size,
-            hash: hash.clone(),
-            width: *width,
-            height: *height,
-            text: text.clone(),
-        }
-    }
-}
-
-impl TryFrom<AttachmentRecord> for Attachment {
-    type Error = StoreError;
-    fn try_from(r: AttachmentRecord) -> Result<Self, StoreError> {
-        let kind = AttachmentKind::parse(&r.kind)
-            .ok_or_else(|| bad("attachment", format!("unknown kind '{}'", r.kind)))?;
-        Ok(Attachment {
-            kind,
-            name: r.name,
-            mime: r.mime,
-            size: r.size,
-            hash: r.hash,
-            width: r.width,
-            height: r.height,
-            text: r.text,
-        })
-    }
 }
 
 /// The Blob hashes a message's attachments use (images only: a file's text lives on the message).
@@ -478,39 +377,14 @@ impl From<&Message> for MessageRecord {
             id: id.clone(),
             conversation_id: conversation_id.clone(),
             seq: *seq,
-            role: role.as_str().to_string(),
+            role: Field::put(role),
             content: content.clone(),
-            status: status.as_str().to_string(),
+            status: Field::put(status),
             created_at: *created_at,
-            tool_calls: tool_calls
-                .iter()
-                .map(|t| {
-                    let ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        result,
-                    } = t;
-                    ToolCallRecord {
-                        id: id.clone(),
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        result: result.clone(),
-                    }
-                })
-                .collect(),
-            usage: usage.map(|u| {
-                let Usage {
-                    prompt_tokens,
-                    completion_tokens,
-                } = u;
-                UsageRecord {
-                    prompt_tokens,
-                    completion_tokens,
-                }
-            }),
+            tool_calls: Field::put(tool_calls),
+            usage: Field::put(usage),
             error: error.clone(),
-            path: path.map(|p| p.as_str().to_string()),
+            path: Field::put(path),
             model: model.clone(),
             streaming: streaming_marker(*status),
             terms: index_terms(content),
@@ -518,11 +392,11 @@ impl From<&Message> for MessageRecord {
             replaces: replaces.clone(),
             deleted: *deleted,
             hidden: *hidden,
-            reasoning: reasoning.as_ref().map(Into::into),
-            stats: stats.map(Into::into),
+            reasoning: Field::put(reasoning),
+            stats: Field::put(stats),
             capped: *capped,
             attachment_hashes: blob_hashes(attachments),
-            attachments: attachments.iter().map(AttachmentRecord::from).collect(),
+            attachments: Field::put(attachments),
         }
     }
 }
@@ -530,55 +404,55 @@ impl From<&Message> for MessageRecord {
 impl TryFrom<MessageRecord> for Message {
     type Error = StoreError;
     fn try_from(r: MessageRecord) -> Result<Self, StoreError> {
-        let role = Role::parse(&r.role)
-            .ok_or_else(|| bad("message", format!("unknown role '{}'", r.role)))?;
-        let status = MessageStatus::parse(&r.status)
-            .ok_or_else(|| bad("message", format!("unknown status '{}'", r.status)))?;
-        let path = match r.path.as_deref() {
-            None => None,
-            Some(s) => Some(
-                TurnPath::parse(s)
-                    .ok_or_else(|| bad("message", format!("unknown turn path '{s}'")))?,
-            ),
-        };
-        Ok(Message {
-            id: r.id,
-            conversation_id: r.conversation_id,
-            seq: r.seq,
+        // `streaming`, `terms` and `attachment_hashes` are the store's own (derived on each write).
+        let MessageRecord {
+            id,
+            conversation_id,
+            seq,
             role,
-            content: r.content,
+            content,
             status,
-            created_at: r.created_at,
+            created_at,
+            tool_calls,
+            usage,
+            error,
+            path,
+            model,
+            streaming: _,
+            terms: _,
+            after,
+            replaces,
+            deleted,
+            hidden,
+            reasoning,
+            stats,
+            capped,
+            attachments,
+            attachment_hashes: _,
+        } = r;
+        let bad = |detail| bad("message", detail);
+        Ok(Message {
+            id,
+            conversation_id,
+            seq,
+            role: take("role", role).map_err(bad)?,
+            content,
+            status: take("status", status).map_err(bad)?,
+            created_at,
             meta: MessageMeta {
-                tool_calls: r
-                    .tool_calls
-                    .into_iter()
-                    .map(|t| ToolCall {
-                        id: t.id,
-                        name: t.name,
-                        arguments: t.arguments,
-                        result: t.result,
-                    })
-                    .collect(),
-                usage: r.usage.map(|u| Usage {
-                    prompt_tokens: u.prompt_tokens,
-                    completion_tokens: u.completion_tokens,
-                }),
-                error: r.error,
-                path,
-                model: r.model,
-                after: r.after,
-                replaces: r.replaces,
-                deleted: r.deleted,
-                hidden: r.hidden,
-                reasoning: r.reasoning.map(Into::into),
-                stats: r.stats.map(Into::into),
-                capped: r.capped,
-                attachments: r
-                    .attachments
-                    .into_iter()
-                    .map(Attachment::try_from)
-                    .collect::<Result<_, _>>()?,
+                tool_calls: take("tool_calls", tool_calls).map_err(bad)?,
+                usage: take("usage", usage).map_err(bad)?,
+                error,
+                path: take("path", path).map_err(bad)?,
+                model,
+                after,
+                replaces,
+                deleted,
+                hidden,
+                reasoning: take("reasoning", reasoning).map_err(bad)?,
+                stats: take("stats", stats).map_err(bad)?,
+                attachments: take("attachments", attachments).map_err(bad)?,
+                capped,
             },
         })
     }
@@ -586,89 +460,84 @@ impl TryFrom<MessageRecord> for Message {
 
 // ---------------------------------------------------------------- summaries
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SummaryRecord {
-    pub conversation_id: String,
-    pub version: u32,
-    pub text: String,
-    pub covers_up_to_seq: u64,
-    pub message_count: u64,
-    pub updated_at: Millis,
-}
-
-impl From<&ConversationSummary> for SummaryRecord {
-    fn from(s: &ConversationSummary) -> Self {
-        let ConversationSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        } = s;
-        SummaryRecord {
-            conversation_id: conversation_id.clone(),
-            version: *version,
-            text: text.clone(),
-            covers_up_to_seq: *covers_up_to_seq,
-            message_count: *message_count,
-            updated_at: *updated_at,
-        }
-    }
-}
-
-impl From<SummaryRecord> for ConversationSummary {
-    fn from(r: SummaryRecord) -> Self {
-        ConversationSummary {
-            conversation_id: r.conversation_id,
-            version: r.version,
-            text: r.text,
-            covers_up_to_seq: r.covers_up_to_seq,
-            message_count: r.message_count,
-            updated_at: r.updated_at,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct SummaryRecord for ConversationSummary {
+        pub conversation_id: String,
+        pub version: u32,
+        pub text: String,
+        pub covers_up_to_seq: u64,
+        pub message_count: u64,
+        pub updated_at: Millis,
     }
 }
 
 // ---------------------------------------------------------------- entities
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RelationshipRecord {
-    pub target_id: String,
-    pub relationship: String,
-    pub strength: f32,
-    pub valid_from: Millis,
-    pub valid_to: Option<Millis>,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct RelationshipRecord for Relationship {
+        pub target_id: String,
+        pub relationship: String,
+        pub strength: f32,
+        pub valid_from: Millis,
+        pub valid_to: Option<Millis>,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PastPropertyRecord {
-    pub key: String,
-    pub value: String,
-    pub valid_from: Millis,
-    pub valid_to: Millis,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct PastPropertyRecord for PastProperty {
+        pub key: String,
+        pub value: String,
+        pub valid_from: Millis,
+        pub valid_to: Millis,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EntityRecord {
-    /// Conversation id, or [`SHARED_SCOPE`]. Key is `[scope, id]`.
-    pub scope: String,
-    pub id: String,
-    pub entity_type: String,
-    pub name: String,
-    pub aliases: Vec<String>,
-    pub description: String,
-    pub properties: BTreeMap<String, String>,
-    /// When each current property became true; absent in records stored before validity (then
-    /// every property reads as current, since unknown).
-    #[serde(default)]
-    pub property_since: BTreeMap<String, Millis>,
-    /// Superseded property values; absent in older records.
-    #[serde(default)]
-    pub past_properties: Vec<PastPropertyRecord>,
-    pub relationships: Vec<RelationshipRecord>,
-    pub source_message_ids: Vec<String>,
-    pub updated_at: Millis,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct EntityRecord for EntityNode {
+        /// Conversation id, or [`SHARED_SCOPE`]. Key is `[scope, id]`.
+        pub scope: String,
+        pub id: String,
+        pub entity_type: String,
+        pub name: String,
+        pub aliases: Vec<String>,
+        pub description: String,
+        pub properties: BTreeMap<String, String>,
+        /// When each current property became true; absent in records stored before validity (then
+        /// every property reads as current, since unknown).
+        #[serde(default)]
+        pub property_since: BTreeMap<String, Millis>,
+        /// Superseded property values; absent in older records.
+        #[serde(default)]
+        pub past_properties: Vec<PastPropertyRecord>,
+        pub relationships: Vec<RelationshipRecord>,
+        pub source_message_ids: Vec<String>,
+        pub updated_at: Millis,
+    }
+}
+
+/// An entity's scope as its key string: a conversation id, or [`SHARED_SCOPE`].
+impl Field<EntityScope> for String {
+    fn put(m: &EntityScope) -> Self {
+        scope_key(m).to_string()
+    }
+    fn take(self) -> Result<EntityScope, String> {
+        match self.as_str() {
+            "" => Err("empty".into()),
+            SHARED_SCOPE => Ok(EntityScope::Shared),
+            _ => Ok(EntityScope::Conversation(self)),
+        }
+    }
+}
+
+impl TryFrom<EntityRecord> for EntityNode {
+    type Error = StoreError;
+    fn try_from(r: EntityRecord) -> Result<Self, StoreError> {
+        read(r, "entity")
+    }
 }
 
 /// The key string of a scope.
@@ -679,123 +548,48 @@ pub fn scope_key(scope: &EntityScope) -> &str {
     }
 }
 
-impl From<&EntityNode> for EntityRecord {
-    fn from(n: &EntityNode) -> Self {
-        let EntityNode {
-            id,
-            scope,
-            entity_type,
-            name,
-            aliases,
-            description,
-            properties,
-            property_since,
-            past_properties,
-            relationships,
-            source_message_ids,
-            updated_at,
-        } = n;
-        EntityRecord {
-            scope: scope_key(scope).to_string(),
-            id: id.clone(),
-            entity_type: entity_type.as_str().to_string(),
-            name: name.clone(),
-            aliases: aliases.clone(),
-            description: description.clone(),
-            properties: properties.clone(),
-            property_since: property_since.clone(),
-            past_properties: past_properties
-                .iter()
-                .map(|p| {
-                    let PastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    } = p;
-                    PastPropertyRecord {
-                        key: key.clone(),
-                        value: value.clone(),
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
-            relationships: relationships
-                .iter()
-                .map(|r| {
-                    let Relationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    } = r;
-                    RelationshipRecord {
-                        target_id: target_id.clone(),
-                        relationship: relationship.clone(),
-                        strength: *strength,
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
-            source_message_ids: source_message_ids.clone(),
-            updated_at: *updated_at,
-        }
+// ---------------------------------------------------------------- projects
+
+mirror! {
+    /// A project as stored. Fields added later need `#[serde(default)]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct ProjectRecord for Project {
+        pub id: String,
+        pub name: String,
+        #[serde(default)]
+        pub instructions: String,
+        pub created_at: Millis,
+        pub updated_at: Millis,
+        #[serde(default)]
+        pub deleted: Option<Millis>,
     }
 }
 
-impl TryFrom<EntityRecord> for EntityNode {
-    type Error = StoreError;
-    fn try_from(r: EntityRecord) -> Result<Self, StoreError> {
-        let entity_type = EntityType::ALL
-            .into_iter()
-            .find(|t| t.as_str() == r.entity_type)
-            .ok_or_else(|| bad("entity", format!("unknown entity type '{}'", r.entity_type)))?;
-        if r.scope.is_empty() {
-            return Err(bad(
-                "entity",
-                format!("entity '{}' has an empty scope", r.id),
-            ));
-        }
-        let scope = if r.scope == SHARED_SCOPE {
-            EntityScope::Shared
-        } else {
-            EntityScope::Conversation(r.scope)
-        };
-        Ok(EntityNode {
-            id: r.id,
-            scope,
-            entity_type,
-            name: r.name,
-            aliases: r.aliases,
-            description: r.description,
-            properties: r.properties,
-            property_since: r.property_since,
-            past_properties: r
-                .past_properties
-                .into_iter()
-                .map(|p| PastProperty {
-                    key: p.key,
-                    value: p.value,
-                    valid_from: p.valid_from,
-                    valid_to: p.valid_to,
-                })
-                .collect(),
-            relationships: r
-                .relationships
-                .into_iter()
-                .map(|x| Relationship {
-                    target_id: x.target_id,
-                    relationship: x.relationship,
-                    strength: x.strength,
-                    valid_from: x.valid_from,
-                    valid_to: x.valid_to,
-                })
-                .collect(),
-            source_message_ids: r.source_message_ids,
-            updated_at: r.updated_at,
-        })
+// ---------------------------------------------------------------- facts about the user
+
+mirror! {
+    /// A fact as stored. Fields added later need `#[serde(default)]`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct UserFactRecord for UserFact {
+        pub id: String,
+        pub text: String,
+        pub kind: FactKind,
+        pub claim_key: String,
+        pub source: Option<FactSourceRecord>,
+        pub valid_from: Millis,
+        pub valid_to: Option<Millis>,
+        pub forgotten: Option<Millis>,
+        pub scope: Option<String>,
+        pub updated_at: Millis,
+    }
+}
+
+mirror! {
+    /// Where a fact was said, as stored.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct FactSourceRecord for FactSource {
+        pub conversation_id: String,
+        pub message_id: String,
+        pub said_at: Millis,
     }
 }

@@ -401,7 +401,7 @@ fn check_attachments(k: &Checker, attachments: &[BAttachment]) -> Result<(), Imp
         });
     }
     for a in attachments {
-        let model = Attachment::from(a.clone());
+        let model: Attachment = super::wire::read(a.clone(), k.name)?;
         attach::check(&model).map_err(|why| ImportError::InvalidValue {
             record: (k.name)(),
             detail: format!("attachment {:?}: {why}", clip(&a.name, 40)),
@@ -447,7 +447,7 @@ fn check_entity(e: &BEntity, limits: &ImportLimits) -> Result<(), ImportError> {
     for r in &e.relationships {
         k.id("relationships.target_id", &r.target_id)?;
         k.short("relationships.relationship", &r.relationship)?;
-        k.strength(r.strength)?;
+        k.strength(r.strength.0)?;
     }
     for s in &e.source_message_ids {
         k.id("source_message_ids", s)?;

@@ -5,8 +5,9 @@
 //! import plan. Must not import anything outside `crate::engine` (serde/serde_json/thiserror are
 //! the only crates it uses).
 //!
-//! - `wire.rs`: the file's types and the model <-> file conversions (exhaustive destructuring, so a
-//!   new model field fails to compile there until it is handled)
+//! - `wire.rs`: the file's types and the model <-> file conversions (one field table per mirrored
+//!   type, `engine::shape`, or exhaustive destructuring: a new model field fails to compile there
+//!   until it is handled)
 //! - `export_json.rs`: [`export_json`]; `export_markdown.rs`: [`export_markdown`]
 //! - `check.rs`: [`check_import`] and [`CheckedImport`] (everything that does not depend on what
 //!   is stored), and the nesting-depth scan other importers share

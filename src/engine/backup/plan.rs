@@ -6,7 +6,7 @@
 //! transaction. Must not import anything outside `crate::engine`.
 
 use super::check::CheckedImport;
-use super::wire::{BEntity, BackupFile};
+use super::wire::{read, read_all, BEntity, BSummary, BUserFact, BackupFile};
 use super::ImportError;
 use crate::engine::format::{clip, plural};
 use crate::engine::memory::user::join_fact;
@@ -284,7 +284,8 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
         if existing.conversations.contains(&conv_id) {
             plan.skipped.conversations += 1;
         } else {
-            plan.conversations.push(b.conversation.into_model()?);
+            plan.conversations
+                .push(read(b.conversation, || format!("conversation {conv_id}"))?);
             plan.added.conversations += 1;
         }
         // Other apps' exports: what is new to a stored conversation goes after its last message.
@@ -308,7 +309,7 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
             if let Some(seq) = next_seq.as_mut() {
                 m.seq = *seq;
                 *seq += 1;
-                plan.messages.push(m.into());
+                plan.messages.push(m.into_model()?);
                 plan.added.messages += 1;
                 continue;
             }
@@ -318,17 +319,10 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
                     seq: m.seq,
                 });
             }
-            plan.messages.push(m.into());
+            plan.messages.push(m.into_model()?);
             plan.added.messages += 1;
         }
-        for s in b.summaries {
-            if existing.summaries.contains(&(conv_id.clone(), s.version)) {
-                plan.skipped.summaries += 1;
-            } else {
-                plan.summaries.push(s.into());
-                plan.added.summaries += 1;
-            }
-        }
+        plan_summaries(&mut plan, existing, &conv_id, b.summaries)?;
         let scope = EntityScope::Conversation(conv_id.clone());
         for e in b.entities {
             plan_entity(&mut plan, existing, e, scope.clone())?;
@@ -337,19 +331,46 @@ fn plan(file: BackupFile, existing: &ExistingIds, append: bool) -> Result<Import
     for e in file.shared_entities {
         plan_entity(&mut plan, existing, e, EntityScope::Shared)?;
     }
-    let incoming: Vec<UserFact> = file.user_facts.into_iter().map(Into::into).collect();
-    plan_facts(&mut plan, &existing.user_facts, &incoming);
-    let projects: Vec<Project> = file.projects.into_iter().map(Into::into).collect();
+    plan_facts(&mut plan, &existing.user_facts, file.user_facts)?;
+    let projects: Vec<Project> = read_all(file.projects, |p| format!("project {}", p.id))?;
     plan.projects = crate::engine::project::join_all(&existing.projects, &projects);
     Ok(plan)
 }
 
+/// The summaries of conversation `conv_id` to write (those not stored yet) and their counts.
+fn plan_summaries(
+    plan: &mut ImportPlan,
+    existing: &ExistingIds,
+    conv_id: &str,
+    summaries: Vec<BSummary>,
+) -> Result<(), ImportError> {
+    for s in summaries {
+        if existing
+            .summaries
+            .contains(&(conv_id.to_string(), s.version))
+        {
+            plan.skipped.summaries += 1;
+        } else {
+            plan.summaries
+                .push(read(s, || format!("summary of {conv_id}"))?);
+            plan.added.summaries += 1;
+        }
+    }
+    Ok(())
+}
+
 /// The facts to write and their counts ([`join_user_facts`]).
-fn plan_facts(plan: &mut ImportPlan, stored: &[UserFact], incoming: &[UserFact]) {
-    let joined = join_user_facts(stored, incoming);
+fn plan_facts(
+    plan: &mut ImportPlan,
+    stored: &[UserFact],
+    incoming: Vec<BUserFact>,
+) -> Result<(), ImportError> {
+    let incoming = read_all(incoming, |f| format!("fact about you {}", f.id))?;
+    let joined = join_user_facts(stored, &incoming);
     plan.added.facts = joined.new;
     plan.skipped.facts = joined.here;
     plan.user_facts = joined.write;
+    Ok(())
 }
 
 /// What importing facts about the user does to the stored ones.
@@ -416,7 +437,7 @@ fn plan_entity(
             incoming: scope_owner(&scope),
         }),
         None => {
-            plan.entities.push(e.into_model(scope));
+            plan.entities.push(e.into_model(scope)?);
             plan.added.entities += 1;
             Ok(())
         }

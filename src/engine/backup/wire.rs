@@ -1,7 +1,10 @@
 //! The backup file's own shapes (format version 1) and the one place that maps the engine's model
 //! to and from them. Field names are the file's; do not rename. The model may change, the file may
-//! not: every conversion destructures its source without `..`, so a field added to a model type
-//! fails to compile here until it is either written to the file or deliberately left out.
+//! not: a type that mirrors the model is one field table (`engine::shape::mirror!`, which derives
+//! both conversions from it), the others (a message with its meta, an entity without its scope, the
+//! stats whose speed is checked) destructure their source without `..`; either way a field added
+//! to a model type fails to compile here until it is written to the file or deliberately left out.
+//! `tests/engine_shape.rs` pins the file byte for byte.
 //! Must not import anything outside `crate::engine` (serde is the only crate it uses).
 
 use super::ImportError;
@@ -12,6 +15,7 @@ use crate::engine::model::{
     MessageMeta, MessageStatus, Millis, PastProperty, Project, Reasoning, Relationship,
     RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
 };
+use crate::engine::shape::{mirror, take, Field};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -52,7 +56,39 @@ macro_rules! wire_enum {
                 }
             }
         }
+        impl Field<$model> for $name {
+            fn put(m: &$model) -> Self {
+                (*m).into()
+            }
+            fn take(self) -> Result<$model, String> {
+                Ok(self.into())
+            }
+        }
     };
+}
+
+/// The model's value of what the file holds for `record` (named in the error, `conversation c1`).
+pub(super) fn read<M, R: Field<M>>(
+    r: R,
+    record: impl FnOnce() -> String,
+) -> Result<M, ImportError> {
+    r.take().map_err(|detail| ImportError::InvalidValue {
+        record: record(),
+        detail,
+    })
+}
+
+/// [`read`] for each of a list; `name` names one in the error.
+pub(super) fn read_all<M, R: Field<M>>(
+    rs: Vec<R>,
+    name: impl Fn(&R) -> String,
+) -> Result<Vec<M>, ImportError> {
+    rs.into_iter()
+        .map(|r| {
+            let n = name(&r);
+            read(r, || n)
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,58 +123,18 @@ pub(super) struct BBlob {
     pub(super) data: String,
 }
 
-/// A project (`engine::project`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BProject {
-    pub(super) id: String,
-    pub(super) name: String,
-    #[serde(default)]
-    pub(super) instructions: String,
-    pub(super) created_at: Millis,
-    pub(super) updated_at: Millis,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) deleted: Option<Millis>,
-}
-
-impl From<&Project> for BProject {
-    fn from(p: &Project) -> Self {
-        let Project {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        } = p.clone();
-        BProject {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        }
-    }
-}
-
-impl From<BProject> for Project {
-    fn from(p: BProject) -> Self {
-        let BProject {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        } = p;
-        Project {
-            id,
-            name,
-            instructions,
-            created_at,
-            updated_at,
-            deleted,
-        }
+mirror! {
+    /// A project (`engine::project`).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BProject for Project {
+        pub(super) id: String,
+        pub(super) name: String,
+        #[serde(default)]
+        pub(super) instructions: String,
+        pub(super) created_at: Millis,
+        pub(super) updated_at: Millis,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) deleted: Option<Millis>,
     }
 }
 
@@ -152,48 +148,54 @@ pub(super) struct BConversationBundle {
     pub(super) entities: Vec<BEntity>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BConversation {
-    pub(super) id: String,
-    pub(super) title: String,
-    pub(super) title_is_custom: bool,
-    pub(super) created_at: Millis,
-    pub(super) updated_at: Millis,
-    pub(super) message_count: u64,
-    pub(super) endpoint_profile_id: Option<String>,
-    pub(super) remote_handle: Option<BRemoteHandle>,
-    pub(super) last_path: Option<BTurnPath>,
-    pub(super) memory_overrides: BOverrides,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BConversation for Conversation {
+        pub(super) id: String,
+        pub(super) title: String,
+        pub(super) title_is_custom: bool,
+        pub(super) created_at: Millis,
+        pub(super) updated_at: Millis,
+        pub(super) message_count: u64,
+        pub(super) endpoint_profile_id: Option<String>,
+        pub(super) remote_handle: Option<BRemoteHandle>,
+        pub(super) last_path: Option<BTurnPath>,
+        pub(super) memory_overrides: BOverrides,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BRemoteHandle {
-    pub(super) id: String,
-    pub(super) endpoint_key: String,
-    pub(super) covers_up_to_seq: u64,
-    pub(super) confirmed_at: Millis,
-    pub(super) dead: bool,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BRemoteHandle for RemoteHandle {
+        pub(super) id: String,
+        pub(super) endpoint_key: String,
+        pub(super) covers_up_to_seq: u64,
+        pub(super) confirmed_at: Millis,
+        pub(super) dead: bool,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BOverrides {
-    pub(super) recent_messages: Option<u64>,
-    pub(super) summary_every_pairs: Option<u64>,
-    pub(super) context_tokens: Option<u32>,
-    pub(super) reply_reserve_tokens: Option<u32>,
-    pub(super) max_message_chars: Option<u64>,
-    pub(super) history_format: Option<BHistoryFormat>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) memory_model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) system_prompt: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) user_memory: Option<bool>,
-    /// The project the conversation is in (optional: older backups have none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) project: Option<String>,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BOverrides for MemoryOverrides {
+        pub(super) recent_messages: Option<u64>,
+        pub(super) summary_every_pairs: Option<u64>,
+        pub(super) context_tokens: Option<u32>,
+        pub(super) reply_reserve_tokens: Option<u32>,
+        pub(super) max_message_chars: Option<u64>,
+        pub(super) history_format: Option<BHistoryFormat>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) memory_model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) system_prompt: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) user_memory: Option<bool>,
+        /// The project the conversation is in (optional: older backups have none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) project: Option<String>,
+    }
 }
 
 wire_enum!(BHistoryFormat <-> HistoryFormat {
@@ -261,48 +263,25 @@ pub(super) struct BMessage {
     pub(super) capped: bool,
 }
 
-/// An attachment (`model::Attachment`); an image's bytes are in the file's `blobs` by `hash`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BAttachment {
-    pub(super) kind: BAttachmentKind,
-    pub(super) name: String,
-    pub(super) mime: String,
-    pub(super) size: u64,
-    pub(super) hash: String,
-    #[serde(default)]
-    pub(super) width: u32,
-    #[serde(default)]
-    pub(super) height: u32,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub(super) text: String,
+mirror! {
+    /// An attachment (`model::Attachment`); an image's bytes are in the file's `blobs` by `hash`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BAttachment for Attachment {
+        pub(super) kind: BAttachmentKind,
+        pub(super) name: String,
+        pub(super) mime: String,
+        pub(super) size: u64,
+        pub(super) hash: String,
+        #[serde(default)]
+        pub(super) width: u32,
+        #[serde(default)]
+        pub(super) height: u32,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        pub(super) text: String,
+    }
 }
 
 wire_enum!(BAttachmentKind <-> AttachmentKind { Image = "image", File = "file" });
-
-impl From<&Attachment> for BAttachment {
-    fn from(a: &Attachment) -> Self {
-        let Attachment {
-            kind,
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        } = a;
-        BAttachment {
-            kind: (*kind).into(),
-            name: name.clone(),
-            mime: mime.clone(),
-            size: *size,
-            hash: hash.clone(),
-            width: *width,
-            height: *height,
-            text: text.clone(),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(super) struct BStats {
@@ -316,14 +295,15 @@ pub(super) struct BStats {
     pub(super) cached_tokens: Option<u32>,
 }
 
-impl From<GenerationStats> for BStats {
-    fn from(s: GenerationStats) -> Self {
+/// Written as the model has it; read with the speed checked (not a mirror for that).
+impl Field<GenerationStats> for BStats {
+    fn put(s: &GenerationStats) -> Self {
         let GenerationStats {
             tokens,
             first_token_ms,
             tokens_per_s,
             cached_tokens,
-        } = s;
+        } = *s;
         BStats {
             tokens,
             first_token_ms,
@@ -331,111 +311,61 @@ impl From<GenerationStats> for BStats {
             cached_tokens,
         }
     }
-}
-
-impl From<BStats> for GenerationStats {
-    fn from(s: BStats) -> Self {
+    fn take(self) -> Result<GenerationStats, String> {
         let BStats {
             tokens,
             first_token_ms,
             tokens_per_s,
             cached_tokens,
-        } = s;
-        GenerationStats {
+        } = self;
+        Ok(GenerationStats {
             tokens,
             first_token_ms,
             // A file may say anything: a speed that is not a finite positive number is none.
             tokens_per_s: tokens_per_s.filter(|v| v.is_finite() && *v > 0.0),
             cached_tokens,
-        }
+        })
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BReasoning {
-    pub(super) text: String,
-    pub(super) started_at: Millis,
-    #[serde(default)]
-    pub(super) ended_at: Option<Millis>,
-}
-
-impl From<&Reasoning> for BReasoning {
-    fn from(r: &Reasoning) -> Self {
-        let Reasoning {
-            text,
-            started_at,
-            ended_at,
-        } = r;
-        BReasoning {
-            text: text.clone(),
-            started_at: *started_at,
-            ended_at: *ended_at,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BReasoning for Reasoning {
+        pub(super) text: String,
+        pub(super) started_at: Millis,
+        #[serde(default)]
+        pub(super) ended_at: Option<Millis>,
     }
 }
 
-impl From<BAttachment> for Attachment {
-    fn from(a: BAttachment) -> Self {
-        let BAttachment {
-            kind,
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        } = a;
-        Attachment {
-            kind: kind.into(),
-            name,
-            mime,
-            size,
-            hash,
-            width,
-            height,
-            text,
-        }
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BToolCall for ToolCall {
+        pub(super) id: String,
+        pub(super) name: String,
+        pub(super) arguments: String,
+        pub(super) result: Option<String>,
     }
 }
 
-impl From<BReasoning> for Reasoning {
-    fn from(r: BReasoning) -> Self {
-        let BReasoning {
-            text,
-            started_at,
-            ended_at,
-        } = r;
-        Reasoning {
-            text,
-            started_at,
-            ended_at,
-        }
+mirror! {
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BUsage for Usage {
+        pub(super) prompt_tokens: u32,
+        pub(super) completion_tokens: u32,
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BToolCall {
-    pub(super) id: String,
-    pub(super) name: String,
-    pub(super) arguments: String,
-    pub(super) result: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(super) struct BUsage {
-    pub(super) prompt_tokens: u32,
-    pub(super) completion_tokens: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BSummary {
-    pub(super) conversation_id: String,
-    pub(super) version: u32,
-    pub(super) text: String,
-    pub(super) covers_up_to_seq: u64,
-    pub(super) message_count: u64,
-    pub(super) updated_at: Millis,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BSummary for ConversationSummary {
+        pub(super) conversation_id: String,
+        pub(super) version: u32,
+        pub(super) text: String,
+        pub(super) covers_up_to_seq: u64,
+        pub(super) message_count: u64,
+        pub(super) updated_at: Millis,
+    }
 }
 
 wire_enum!(BEntityType <-> EntityType {
@@ -468,198 +398,88 @@ pub(super) struct BEntity {
     pub(super) updated_at: Millis,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BPastProperty {
-    pub(super) key: String,
-    pub(super) value: String,
-    pub(super) valid_from: Millis,
-    pub(super) valid_to: Millis,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BPastProperty for PastProperty {
+        pub(super) key: String,
+        pub(super) value: String,
+        pub(super) valid_from: Millis,
+        pub(super) valid_to: Millis,
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BRelationship {
-    pub(super) target_id: String,
-    pub(super) relationship: String,
-    pub(super) strength: f32,
-    pub(super) valid_from: Millis,
-    pub(super) valid_to: Option<Millis>,
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BRelationship for Relationship {
+        pub(super) target_id: String,
+        pub(super) relationship: String,
+        pub(super) strength: Strength,
+        pub(super) valid_from: Millis,
+        pub(super) valid_to: Option<Millis>,
+    }
 }
 
-/// A fact about the user. `kind` is text, read leniently (a kind this version does not know is
-/// `other`), so a newer file's kinds still import.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BUserFact {
-    pub(super) id: String,
-    pub(super) text: String,
-    pub(super) kind: String,
-    pub(super) claim_key: String,
-    pub(super) source: Option<BFactSource>,
-    pub(super) valid_from: Millis,
-    pub(super) valid_to: Option<Millis>,
-    /// When the user forgot it: the fact is a tombstone, kept so it is never taken in again.
-    pub(super) forgotten: Option<Millis>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) scope: Option<String>,
-    pub(super) updated_at: Millis,
+/// A relationship's strength as the file holds it: written between 0 and 1 (JSON cannot hold NaN
+/// or infinity: every export stays importable), read as it is (the import checks it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct Strength(pub(super) f32);
+
+impl Field<f32> for Strength {
+    fn put(m: &f32) -> Self {
+        Strength(if m.is_finite() {
+            m.clamp(0.0, 1.0)
+        } else {
+            0.0
+        })
+    }
+    fn take(self) -> Result<f32, String> {
+        Ok(self.0)
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct BFactSource {
-    pub(super) conversation_id: String,
-    pub(super) message_id: String,
-    pub(super) said_at: Millis,
+/// A fact's kind is a word in the file, read leniently: a kind this version does not know is
+/// `other`, so a newer file's facts still import.
+impl Field<FactKind> for String {
+    fn put(m: &FactKind) -> Self {
+        m.as_str().to_string()
+    }
+    fn take(self) -> Result<FactKind, String> {
+        Ok(FactKind::parse_lenient(&self))
+    }
+}
+
+mirror! {
+    /// A fact about the user. `kind` is text, read leniently (a kind this version does not know is
+    /// `other`), so a newer file's kinds still import.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BUserFact for UserFact {
+        pub(super) id: String,
+        pub(super) text: String,
+        pub(super) kind: String,
+        pub(super) claim_key: String,
+        pub(super) source: Option<BFactSource>,
+        pub(super) valid_from: Millis,
+        pub(super) valid_to: Option<Millis>,
+        /// When the user forgot it: the fact is a tombstone, kept so it is never taken in again.
+        pub(super) forgotten: Option<Millis>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) scope: Option<String>,
+        pub(super) updated_at: Millis,
+    }
+}
+
+mirror! {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub(super) struct BFactSource for FactSource {
+        pub(super) conversation_id: String,
+        pub(super) message_id: String,
+        pub(super) said_at: Millis,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Model -> file (export) and file -> model (import). Sources are destructured without `..`.
-
-impl From<&Conversation> for BConversation {
-    fn from(c: &Conversation) -> Self {
-        let Conversation {
-            id,
-            title,
-            title_is_custom,
-            created_at,
-            updated_at,
-            message_count,
-            endpoint_profile_id,
-            remote_handle,
-            last_path,
-            memory_overrides,
-        } = c;
-        let MemoryOverrides {
-            recent_messages,
-            summary_every_pairs,
-            context_tokens,
-            reply_reserve_tokens,
-            max_message_chars,
-            history_format,
-            memory_model,
-            model,
-            system_prompt,
-            user_memory,
-            project,
-        } = memory_overrides;
-        BConversation {
-            id: id.clone(),
-            title: title.clone(),
-            title_is_custom: *title_is_custom,
-            created_at: *created_at,
-            updated_at: *updated_at,
-            message_count: *message_count,
-            endpoint_profile_id: endpoint_profile_id.clone(),
-            remote_handle: remote_handle.as_ref().map(|h| {
-                let RemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                } = h;
-                BRemoteHandle {
-                    id: id.clone(),
-                    endpoint_key: endpoint_key.clone(),
-                    covers_up_to_seq: *covers_up_to_seq,
-                    confirmed_at: *confirmed_at,
-                    dead: *dead,
-                }
-            }),
-            last_path: last_path.map(Into::into),
-            memory_overrides: BOverrides {
-                recent_messages: recent_messages.map(|v| v as u64),
-                summary_every_pairs: summary_every_pairs.map(|v| v as u64),
-                context_tokens: *context_tokens,
-                reply_reserve_tokens: *reply_reserve_tokens,
-                max_message_chars: max_message_chars.map(|v| v as u64),
-                history_format: history_format.map(Into::into),
-                memory_model: memory_model.clone(),
-                model: model.clone(),
-                system_prompt: system_prompt.clone(),
-                user_memory: *user_memory,
-                project: project.clone(),
-            },
-        }
-    }
-}
-
-impl BConversation {
-    /// The model's conversation; a size that does not fit this machine's `usize` is an error.
-    pub(super) fn into_model(self) -> Result<Conversation, ImportError> {
-        let BConversation {
-            id,
-            title,
-            title_is_custom,
-            created_at,
-            updated_at,
-            message_count,
-            endpoint_profile_id,
-            remote_handle,
-            last_path,
-            memory_overrides,
-        } = self;
-        let BOverrides {
-            recent_messages,
-            summary_every_pairs,
-            context_tokens,
-            reply_reserve_tokens,
-            max_message_chars,
-            history_format,
-            memory_model,
-            model,
-            system_prompt,
-            user_memory,
-            project,
-        } = memory_overrides;
-        let size = |field: &'static str, v: Option<u64>| -> Result<Option<usize>, ImportError> {
-            v.map(|v| {
-                usize::try_from(v).map_err(|_| ImportError::InvalidValue {
-                    record: format!("conversation {id}"),
-                    detail: format!("{field} {v} is too large"),
-                })
-            })
-            .transpose()
-        };
-        Ok(Conversation {
-            memory_overrides: MemoryOverrides {
-                recent_messages: size("recent_messages", recent_messages)?,
-                summary_every_pairs: size("summary_every_pairs", summary_every_pairs)?,
-                context_tokens,
-                reply_reserve_tokens,
-                max_message_chars: size("max_message_chars", max_message_chars)?,
-                history_format: history_format.map(Into::into),
-                memory_model,
-                model,
-                system_prompt,
-                user_memory,
-                project,
-            },
-            id,
-            title,
-            title_is_custom,
-            created_at,
-            updated_at,
-            message_count,
-            endpoint_profile_id,
-            remote_handle: remote_handle.map(|h| {
-                let BRemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                } = h;
-                RemoteHandle {
-                    id,
-                    endpoint_key,
-                    covers_up_to_seq,
-                    confirmed_at,
-                    dead,
-                }
-            }),
-            last_path: last_path.map(Into::into),
-        })
-    }
-}
 
 impl From<&Message> for BMessage {
     fn from(m: &Message) -> Self {
@@ -692,55 +512,31 @@ impl From<&Message> for BMessage {
             id: id.clone(),
             conversation_id: conversation_id.clone(),
             seq: *seq,
-            role: (*role).into(),
+            role: Field::put(role),
             content: content.clone(),
-            status: (*status).into(),
+            status: Field::put(status),
             created_at: *created_at,
-            tool_calls: tool_calls
-                .iter()
-                .map(|t| {
-                    let ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        result,
-                    } = t;
-                    BToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        result: result.clone(),
-                    }
-                })
-                .collect(),
-            usage: usage.map(|u| {
-                let Usage {
-                    prompt_tokens,
-                    completion_tokens,
-                } = u;
-                BUsage {
-                    prompt_tokens,
-                    completion_tokens,
-                }
-            }),
+            tool_calls: Field::put(tool_calls),
+            usage: Field::put(usage),
             error: error.clone(),
-            path: path.map(Into::into),
+            path: Field::put(path),
             model: model.clone(),
             after: after.clone(),
             replaces: replaces.clone(),
             deleted: *deleted,
             hidden: *hidden,
-            reasoning: reasoning.as_ref().map(Into::into),
-            stats: stats.map(Into::into),
-            attachments: attachments.iter().map(BAttachment::from).collect(),
+            reasoning: Field::put(reasoning),
+            stats: Field::put(stats),
+            attachments: Field::put(attachments),
             capped: *capped,
         }
     }
 }
 
-impl From<BMessage> for Message {
-    /// Nothing is streaming an imported message: a `streaming` record arrives as `interrupted`.
-    fn from(m: BMessage) -> Self {
+impl BMessage {
+    /// The model's message. Nothing is streaming an imported message: a `streaming` record
+    /// arrives as `interrupted`.
+    pub(super) fn into_model(self) -> Result<Message, ImportError> {
         let BMessage {
             id,
             conversation_id,
@@ -762,12 +558,33 @@ impl From<BMessage> for Message {
             stats,
             attachments,
             capped,
-        } = m;
+        } = self;
         let status = match status.into() {
             MessageStatus::Streaming => MessageStatus::Interrupted,
             s => s,
         };
-        Message {
+        let meta = || -> Result<MessageMeta, String> {
+            Ok(MessageMeta {
+                tool_calls: take("tool_calls", tool_calls)?,
+                usage: take("usage", usage)?,
+                error,
+                path: take("path", path)?,
+                model,
+                after,
+                replaces,
+                deleted,
+                hidden,
+                reasoning: take("reasoning", reasoning)?,
+                stats: take("stats", stats)?,
+                attachments: take("attachments", attachments)?,
+                capped,
+            })
+        };
+        let meta = meta().map_err(|detail| ImportError::InvalidValue {
+            record: format!("message {id}"),
+            detail,
+        })?;
+        Ok(Message {
             id,
             conversation_id,
             seq,
@@ -775,89 +592,8 @@ impl From<BMessage> for Message {
             content,
             status,
             created_at,
-            meta: MessageMeta {
-                tool_calls: tool_calls
-                    .into_iter()
-                    .map(|t| {
-                        let BToolCall {
-                            id,
-                            name,
-                            arguments,
-                            result,
-                        } = t;
-                        ToolCall {
-                            id,
-                            name,
-                            arguments,
-                            result,
-                        }
-                    })
-                    .collect(),
-                usage: usage.map(|u| {
-                    let BUsage {
-                        prompt_tokens,
-                        completion_tokens,
-                    } = u;
-                    Usage {
-                        prompt_tokens,
-                        completion_tokens,
-                    }
-                }),
-                error,
-                path: path.map(Into::into),
-                model,
-                after,
-                replaces,
-                deleted,
-                hidden,
-                reasoning: reasoning.map(Into::into),
-                stats: stats.map(Into::into),
-                attachments: attachments.into_iter().map(Into::into).collect(),
-                capped,
-            },
-        }
-    }
-}
-
-impl From<&ConversationSummary> for BSummary {
-    fn from(s: &ConversationSummary) -> Self {
-        let ConversationSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        } = s;
-        BSummary {
-            conversation_id: conversation_id.clone(),
-            version: *version,
-            text: text.clone(),
-            covers_up_to_seq: *covers_up_to_seq,
-            message_count: *message_count,
-            updated_at: *updated_at,
-        }
-    }
-}
-
-impl From<BSummary> for ConversationSummary {
-    fn from(s: BSummary) -> Self {
-        let BSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        } = s;
-        ConversationSummary {
-            conversation_id,
-            version,
-            text,
-            covers_up_to_seq,
-            message_count,
-            updated_at,
-        }
+            meta,
+        })
     }
 }
 
@@ -880,53 +616,14 @@ impl From<&EntityNode> for BEntity {
         } = e;
         BEntity {
             id: id.clone(),
-            entity_type: (*entity_type).into(),
+            entity_type: Field::put(entity_type),
             name: name.clone(),
             aliases: aliases.clone(),
             description: description.clone(),
             properties: properties.clone(),
             property_since: property_since.clone(),
-            past_properties: past_properties
-                .iter()
-                .map(|p| {
-                    let PastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    } = p;
-                    BPastProperty {
-                        key: key.clone(),
-                        value: value.clone(),
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
-            relationships: relationships
-                .iter()
-                .map(|r| {
-                    let Relationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    } = r;
-                    BRelationship {
-                        target_id: target_id.clone(),
-                        relationship: relationship.clone(),
-                        // JSON cannot hold NaN or infinity; keep every export importable.
-                        strength: if strength.is_finite() {
-                            strength.clamp(0.0, 1.0)
-                        } else {
-                            0.0
-                        },
-                        valid_from: *valid_from,
-                        valid_to: *valid_to,
-                    }
-                })
-                .collect(),
+            past_properties: Field::put(past_properties),
+            relationships: Field::put(relationships),
             source_message_ids: source_message_ids.clone(),
             updated_at: *updated_at,
         }
@@ -935,7 +632,7 @@ impl From<&EntityNode> for BEntity {
 
 impl BEntity {
     /// The model's entity, in the scope the file listed it under.
-    pub(super) fn into_model(self, scope: EntityScope) -> EntityNode {
+    pub(super) fn into_model(self, scope: EntityScope) -> Result<EntityNode, ImportError> {
         let BEntity {
             id,
             entity_type,
@@ -949,7 +646,18 @@ impl BEntity {
             source_message_ids,
             updated_at,
         } = self;
-        EntityNode {
+        let parts = || -> Result<_, String> {
+            Ok((
+                take("past_properties", past_properties)?,
+                take("relationships", relationships)?,
+            ))
+        };
+        let (past_properties, relationships) =
+            parts().map_err(|detail| ImportError::InvalidValue {
+                record: format!("entity {id}"),
+                detail,
+            })?;
+        Ok(EntityNode {
             id,
             scope,
             entity_type: entity_type.into(),
@@ -958,124 +666,10 @@ impl BEntity {
             description,
             properties,
             property_since,
-            past_properties: past_properties
-                .into_iter()
-                .map(|p| {
-                    let BPastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    } = p;
-                    PastProperty {
-                        key,
-                        value,
-                        valid_from,
-                        valid_to,
-                    }
-                })
-                .collect(),
-            relationships: relationships
-                .into_iter()
-                .map(|r| {
-                    let BRelationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    } = r;
-                    Relationship {
-                        target_id,
-                        relationship,
-                        strength,
-                        valid_from,
-                        valid_to,
-                    }
-                })
-                .collect(),
+            past_properties,
+            relationships,
             source_message_ids,
             updated_at,
-        }
-    }
-}
-
-impl From<&UserFact> for BUserFact {
-    fn from(f: &UserFact) -> Self {
-        let UserFact {
-            id,
-            text,
-            kind,
-            claim_key,
-            source,
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        } = f;
-        BUserFact {
-            id: id.clone(),
-            text: text.clone(),
-            kind: kind.as_str().to_string(),
-            claim_key: claim_key.clone(),
-            source: source.as_ref().map(|s| {
-                let FactSource {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                } = s;
-                BFactSource {
-                    conversation_id: conversation_id.clone(),
-                    message_id: message_id.clone(),
-                    said_at: *said_at,
-                }
-            }),
-            valid_from: *valid_from,
-            valid_to: *valid_to,
-            forgotten: *forgotten,
-            scope: scope.clone(),
-            updated_at: *updated_at,
-        }
-    }
-}
-
-impl From<BUserFact> for UserFact {
-    fn from(f: BUserFact) -> Self {
-        let BUserFact {
-            id,
-            text,
-            kind,
-            claim_key,
-            source,
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        } = f;
-        UserFact {
-            id,
-            text,
-            kind: FactKind::parse_lenient(&kind),
-            claim_key,
-            source: source.map(|s| {
-                let BFactSource {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                } = s;
-                FactSource {
-                    conversation_id,
-                    message_id,
-                    said_at,
-                }
-            }),
-            valid_from,
-            valid_to,
-            forgotten,
-            scope,
-            updated_at,
-        }
+        })
     }
 }

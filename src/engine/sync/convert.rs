@@ -2,7 +2,10 @@
 //! record (every register stamped with one edit), an edited document (only the changed registers get
 //! the new stamp, so an untouched field never overrides another device's edit), and back. Which
 //! summary version is active is decided here too, and what a pulled fact about the user leaves
-//! of the stored one.
+//! of the stored one. Documents are registers and sets, not mirrors of the model, so each
+//! conversion is written out; every model -> document one destructures the model without `..`
+//! (a new field fails to compile here until it is synced or said to stay local), and every
+//! document -> model one builds a struct literal. `tests/engine_shape.rs` pins the documents.
 //! Must not import anything outside `crate::engine`.
 
 use std::collections::BTreeMap;
@@ -15,8 +18,9 @@ use super::doc::{
 use super::hlc::Hlc;
 use crate::engine::model::{
     Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
-    FactKind, FactSource, GenerationStats, HistoryFormat, Message, MessageMeta, MessageStatus,
-    PastProperty, Project, Reasoning, Relationship, ToolCall, TurnPath, Usage, UserFact,
+    FactKind, FactSource, GenerationStats, HistoryFormat, MemoryOverrides, Message, MessageMeta,
+    MessageStatus, PastProperty, Project, Reasoning, Relationship, ToolCall, TurnPath, Usage,
+    UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -30,38 +34,48 @@ fn format_text(f: HistoryFormat) -> &'static str {
 
 /// The synced fields of a conversation other than its title, by name.
 fn fields_of(c: &Conversation) -> BTreeMap<String, Option<String>> {
-    let o = &c.memory_overrides;
+    // Without `..`: a field added to the overrides fails to compile here until it is synced.
+    let MemoryOverrides {
+        recent_messages,
+        summary_every_pairs,
+        context_tokens,
+        reply_reserve_tokens,
+        max_message_chars,
+        history_format,
+        memory_model,
+        model,
+        user_memory,
+        system_prompt,
+        project,
+    } = &c.memory_overrides;
     let text = |v: Option<u64>| v.map(|n| n.to_string());
     [
-        ("recent_messages", text(o.recent_messages.map(|v| v as u64))),
+        ("recent_messages", text(recent_messages.map(|v| v as u64))),
         (
             "summary_every_pairs",
-            text(o.summary_every_pairs.map(|v| v as u64)),
+            text(summary_every_pairs.map(|v| v as u64)),
         ),
-        ("context_tokens", text(o.context_tokens.map(u64::from))),
+        ("context_tokens", text(context_tokens.map(u64::from))),
         (
             "reply_reserve_tokens",
-            text(o.reply_reserve_tokens.map(u64::from)),
+            text(reply_reserve_tokens.map(u64::from)),
         ),
         (
             "max_message_chars",
-            text(o.max_message_chars.map(|v| v as u64)),
+            text(max_message_chars.map(|v| v as u64)),
         ),
         (
             "history_format",
-            o.history_format.map(|f| format_text(f).to_string()),
+            history_format.map(|f| format_text(f).to_string()),
         ),
-        ("memory_model", o.memory_model.clone()),
-        ("model", o.model.clone()),
-        ("system_prompt", o.system_prompt.clone()),
-        ("project", o.project.clone()),
+        ("memory_model", memory_model.clone()),
+        ("model", model.clone()),
+        ("system_prompt", system_prompt.clone()),
+        ("project", project.clone()),
     ]
     .into_iter()
     // Only once set: a conversation that never touched it keeps the document it had.
-    .chain(
-        o.user_memory
-            .map(|on| ("user_memory", Some(on_off(on).to_string()))),
-    )
+    .chain(user_memory.map(|on| ("user_memory", Some(on_off(on).to_string()))))
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
@@ -75,9 +89,24 @@ fn title_of(c: &Conversation) -> Title {
 
 /// The document of a conversation first written at `at`.
 pub fn conversation_doc(c: &Conversation, at: &Hlc) -> ConversationDoc {
+    // Without `..`: a field added to the model fails to compile here until it is synced (in
+    // `title_of` or `fields_of`) or said to stay local.
+    let Conversation {
+        id,
+        title: _,
+        title_is_custom: _,
+        created_at,
+        // Local to each device: its counts, session handle, badge and last change.
+        updated_at: _,
+        message_count: _,
+        endpoint_profile_id: _,
+        remote_handle: _,
+        last_path: _,
+        memory_overrides: _,
+    } = c;
     ConversationDoc {
-        id: c.id.clone(),
-        created_at: c.created_at,
+        id: id.clone(),
+        created_at: *created_at,
         title: Lww::new(title_of(c), at),
         fields: fields_of(c)
             .into_iter()
@@ -187,65 +216,131 @@ pub fn new_conversation(doc: &ConversationDoc) -> Conversation {
 /// regeneration) and the one it follows. A message still streaming is not synced yet (`None`), nor is
 /// a deleted one (its document is a tombstone).
 pub fn message_doc(m: &Message, at: &Hlc) -> Option<MessageDoc> {
-    if m.status == MessageStatus::Streaming || m.meta.deleted {
+    // Without `..`: a field added to the model fails to compile here until it is synced.
+    let Message {
+        id,
+        conversation_id,
+        seq,
+        role,
+        content,
+        status,
+        created_at,
+        meta,
+    } = m;
+    let MessageMeta {
+        tool_calls,
+        usage,
+        error,
+        path,
+        model,
+        after,
+        replaces,
+        deleted,
+        hidden,
+        reasoning,
+        stats,
+        attachments,
+        capped,
+    } = meta;
+    if *status == MessageStatus::Streaming || *deleted {
         return None;
     }
     Some(MessageDoc {
-        id: m.id.clone(),
-        conversation_id: m.conversation_id.clone(),
-        seq: m.seq,
-        role: m.role,
-        content: m.content.clone(),
-        status: m.status.as_str().to_string(),
-        created_at: m.created_at,
-        replaces: m.meta.replaces.clone(),
-        after: m.meta.after.clone(),
-        tool_calls: m
-            .meta
-            .tool_calls
-            .iter()
-            .map(|t| ToolCallDoc {
-                id: t.id.clone(),
-                name: t.name.clone(),
-                arguments: t.arguments.clone(),
-                result: t.result.clone(),
-            })
-            .collect(),
-        usage: m.meta.usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
-        error: m.meta.error.clone(),
-        path: m.meta.path.map(|p| p.as_str().to_string()),
-        model: m.meta.model.clone(),
-        hidden: m.meta.hidden,
-        reasoning: m.meta.reasoning.as_ref().map(|r| ReasoningDoc {
-            text: r.text.clone(),
-            started_at: r.started_at,
-            ended_at: r.ended_at,
+        id: id.clone(),
+        conversation_id: conversation_id.clone(),
+        seq: *seq,
+        role: *role,
+        content: content.clone(),
+        status: status.as_str().to_string(),
+        created_at: *created_at,
+        replaces: replaces.clone(),
+        after: after.clone(),
+        tool_calls: tool_calls.iter().map(tool_call_doc).collect(),
+        usage: usage.map(|u| {
+            let Usage {
+                prompt_tokens,
+                completion_tokens,
+            } = u;
+            (prompt_tokens, completion_tokens)
         }),
-        stats: m.meta.stats.map(|s| {
-            (
-                s.tokens,
-                s.first_token_ms,
-                s.tokens_per_s.map(|v| (v * 10.0).round() as u32),
-            )
-        }),
-        cached: m.meta.stats.and_then(|s| s.cached_tokens),
-        capped: m.meta.capped,
-        attachments: m.meta.attachments.iter().map(attachment_doc).collect(),
+        error: error.clone(),
+        path: path.map(|p| p.as_str().to_string()),
+        model: model.clone(),
+        hidden: *hidden,
+        reasoning: reasoning.as_ref().map(reasoning_doc),
+        stats: stats.map(stats_doc),
+        cached: stats.and_then(|s| s.cached_tokens),
+        capped: *capped,
+        attachments: attachments.iter().map(attachment_doc).collect(),
         at: at.clone(),
     })
 }
 
+fn reasoning_doc(r: &Reasoning) -> ReasoningDoc {
+    let Reasoning {
+        text,
+        started_at,
+        ended_at,
+    } = r;
+    ReasoningDoc {
+        text: text.clone(),
+        started_at: *started_at,
+        ended_at: *ended_at,
+    }
+}
+
+/// Tokens, time to first token, tenths of a token per second; the cached tokens travel apart
+/// (`MessageDoc::cached`): older devices read `stats` as this triple.
+fn stats_doc(s: GenerationStats) -> (u32, Option<u32>, Option<u32>) {
+    let GenerationStats {
+        tokens,
+        first_token_ms,
+        tokens_per_s,
+        cached_tokens: _,
+    } = s;
+    (
+        tokens,
+        first_token_ms,
+        tokens_per_s.map(|v| (v * 10.0).round() as u32),
+    )
+}
+
+fn tool_call_doc(t: &ToolCall) -> ToolCallDoc {
+    let ToolCall {
+        id,
+        name,
+        arguments,
+        result,
+    } = t;
+    ToolCallDoc {
+        id: id.clone(),
+        name: name.clone(),
+        arguments: arguments.clone(),
+        result: result.clone(),
+    }
+}
+
 /// An attachment as its message's document carries it.
 pub fn attachment_doc(a: &Attachment) -> AttachmentDoc {
+    let Attachment {
+        kind,
+        name,
+        mime,
+        size,
+        hash,
+        width,
+        height,
+        text,
+    } = a;
     AttachmentDoc {
-        kind: a.kind.as_str().to_string(),
-        name: a.name.clone(),
-        mime: a.mime.clone(),
-        size: a.size,
-        hash: a.hash.clone(),
-        width: a.width,
-        height: a.height,
-        text: a.text.clone(),
+        kind: kind.as_str().to_string(),
+        name: name.clone(),
+        mime: mime.clone(),
+        size: *size,
+        hash: hash.clone(),
+        width: *width,
+        height: *height,
+        text: text.clone(),
     }
 }
 
@@ -328,26 +423,40 @@ fn scope_of(n: &EntityNode) -> Option<String> {
 
 /// An entity's document first written at `at`, and one document per relationship.
 pub fn entity_docs(n: &EntityNode, at: &Hlc) -> (EntityDoc, Vec<EdgeDoc>) {
+    // Without `..`: a field added to the model fails to compile here until it is synced.
+    let EntityNode {
+        id,
+        scope: _,
+        entity_type,
+        name,
+        aliases,
+        description,
+        properties,
+        property_since,
+        past_properties,
+        // Each its own document: `edge_docs`.
+        relationships: _,
+        source_message_ids,
+        updated_at,
+    } = n;
     let doc = EntityDoc {
-        id: n.id.clone(),
+        id: id.clone(),
         scope: scope_of(n),
-        entity_type: Lww::new(n.entity_type, at),
-        name: Lww::new(n.name.clone(), at),
-        description: Lww::new(n.description.clone(), at),
-        aliases: n.aliases.iter().cloned().collect(),
-        properties: n
-            .properties
+        entity_type: Lww::new(*entity_type, at),
+        name: Lww::new(name.clone(), at),
+        description: Lww::new(description.clone(), at),
+        aliases: aliases.iter().cloned().collect(),
+        properties: properties
             .iter()
             .map(|(k, v)| (k.clone(), Lww::new(v.clone(), at)))
             .collect(),
-        property_since: n
-            .property_since
+        property_since: property_since
             .iter()
             .map(|(k, v)| (k.clone(), Lww::new(*v, at)))
             .collect(),
-        past_properties: n.past_properties.iter().map(past_doc).collect(),
-        sources: n.source_message_ids.iter().cloned().collect(),
-        updated_at: n.updated_at,
+        past_properties: past_properties.iter().map(past_doc).collect(),
+        sources: source_message_ids.iter().cloned().collect(),
+        updated_at: *updated_at,
     };
     (doc, edge_docs(n))
 }
@@ -356,14 +465,23 @@ pub fn entity_docs(n: &EntityNode, at: &Hlc) -> (EntityDoc, Vec<EdgeDoc>) {
 pub fn edge_docs(n: &EntityNode) -> Vec<EdgeDoc> {
     n.relationships
         .iter()
-        .map(|r| EdgeDoc {
-            scope: scope_of(n),
-            source: n.id.clone(),
-            label: r.relationship.clone(),
-            target: r.target_id.clone(),
-            valid_from: r.valid_from,
-            strength: r.strength,
-            valid_to: r.valid_to,
+        .map(|r| {
+            let Relationship {
+                target_id,
+                relationship,
+                strength,
+                valid_from,
+                valid_to,
+            } = r;
+            EdgeDoc {
+                scope: scope_of(n),
+                source: n.id.clone(),
+                label: relationship.clone(),
+                target: target_id.clone(),
+                valid_from: *valid_from,
+                strength: *strength,
+                valid_to: *valid_to,
+            }
         })
         .collect()
 }
@@ -469,14 +587,22 @@ pub fn to_entity(d: &EntityDoc, edges: &[EdgeDoc]) -> EntityNode {
 
 /// The document of a summary version made at `made`.
 pub fn summary_doc(s: &ConversationSummary, made: &Hlc) -> SummaryDoc {
+    let ConversationSummary {
+        conversation_id,
+        version,
+        text,
+        covers_up_to_seq,
+        message_count,
+        updated_at,
+    } = s;
     SummaryDoc {
-        conversation_id: s.conversation_id.clone(),
+        conversation_id: conversation_id.clone(),
         made: made.clone(),
-        version: s.version,
-        covers_up_to_seq: s.covers_up_to_seq,
-        message_count: s.message_count,
-        updated_at: s.updated_at,
-        text: s.text.clone(),
+        version: *version,
+        covers_up_to_seq: *covers_up_to_seq,
+        message_count: *message_count,
+        updated_at: *updated_at,
+        text: text.clone(),
     }
 }
 
@@ -578,10 +704,17 @@ pub fn fact_doc(f: &UserFact, at: &Hlc) -> FactDoc {
     FactDoc {
         id: id.clone(),
         words: Lww::new(words_of(f), at),
-        source: source.as_ref().map(|s| FactSourceDoc {
-            conversation_id: s.conversation_id.clone(),
-            message_id: s.message_id.clone(),
-            said_at: s.said_at,
+        source: source.as_ref().map(|s| {
+            let FactSource {
+                conversation_id,
+                message_id,
+                said_at,
+            } = s;
+            FactSourceDoc {
+                conversation_id: conversation_id.clone(),
+                message_id: message_id.clone(),
+                said_at: *said_at,
+            }
         }),
         valid_from: *valid_from,
         valid_to: *valid_to,
