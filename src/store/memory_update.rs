@@ -14,7 +14,7 @@ use super::conversations::get_record;
 use super::error::StoreError;
 use super::idb::{collect_cursor, from_js, js_error, prefix_range, request, seq_range, to_js};
 use super::memory_state::{failure_key, failure_of, failure_value, form_of, forms_with, FORMS_KEY};
-use super::records::{scope_key, EntityRecord, MessageRecord, SummaryRecord};
+use super::records::{read, scope_key, EntityRecord, MessageRecord, SummaryRecord};
 use super::schema::{BY_CONV_SEQ, CONVERSATIONS, ENTITIES, MESSAGES, SETTINGS, SUMMARIES};
 use super::settings::{put_setting_in, setting_in};
 use super::Store;
@@ -184,7 +184,10 @@ async fn latest_in(
         .map_err(js_error)?;
     match collect_cursor(&req, 1).await?.into_iter().next() {
         None => Ok(None),
-        Some(v) => Ok(Some(from_js::<SummaryRecord>(v, "summary")?.into())),
+        Some(v) => Ok(Some(read(
+            from_js::<SummaryRecord>(v, "summary")?,
+            "summary",
+        )?)),
     }
 }
 
