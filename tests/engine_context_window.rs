@@ -2,7 +2,7 @@
 //! refusals of each server read, the config fitted to a window, when a refused turn goes again,
 //! and the failure a refusal becomes.
 
-use memoire::engine::context_window::{fit, overflow, refit, Overflow};
+use memoire::engine::context_window::{fit, overflow, refit};
 use memoire::engine::failure::{classify_http, FailureKind};
 use memoire::engine::model::MemoryConfig;
 
@@ -203,8 +203,4 @@ fn a_refusal_for_length_is_its_own_failure_with_what_to_do() {
         0,
     );
     assert_eq!(f.kind, FailureKind::BadRequest);
-    let _ = Overflow {
-        window: None,
-        prompt_tokens: None,
-    };
 }
