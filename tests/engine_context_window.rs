@@ -147,11 +147,13 @@ fn a_config_fits_the_window_never_more_than_settings_say() {
 
 #[test]
 fn a_refused_turn_goes_again_only_when_the_prompt_gets_smaller() {
-    assert!(refit(&config(8192, 1024), 2048));
+    assert!(refit(&config(8192, 1024), 2048, false));
     // Already fitted to that window: a second refusal is an error the user sees.
-    assert!(!refit(&fit(&config(8192, 1024), 2048), 2048));
-    assert!(!refit(&config(2048, 512), 4096));
-    assert!(refit(&fit(&config(8192, 1024), 4096), 2048));
+    assert!(!refit(&fit(&config(8192, 1024), 2048), 2048, false));
+    assert!(!refit(&config(2048, 512), 4096, false));
+    assert!(refit(&fit(&config(8192, 1024), 4096), 2048, false));
+    // A continuation carries the reply so far and does not shrink: never sent again by itself.
+    assert!(!refit(&config(8192, 1024), 2048, true));
 }
 
 #[test]

@@ -16,7 +16,8 @@
 //! nothing), a small margin under the server's count for the estimate's error, and at most half
 //! of it kept for the reply. [`refit`] says whether a turn refused for its length goes again at
 //! once (only when what was learned makes the prompt smaller: one more refusal at the same size is
-//! an error the user sees, with what to change). Ollama is not here: it does not refuse a long
+//! an error the user sees, with what to change; and never a continuation, whose prompt carries the
+//! reply so far and does not shrink with the window: the user sees the error and Continue again). Ollama is not here: it does not refuse a long
 //! prompt, it cuts it to its `num_ctx` from the front. Must not import anything outside
 //! `crate::engine`.
 
@@ -112,8 +113,8 @@ pub fn fit(config: &MemoryConfig, window: u32) -> MemoryConfig {
 
 /// Whether a prompt refused for its length, built under `used`, goes again at once now that the
 /// server's context is known to hold `window` tokens: only when the fitted prompt is smaller.
-pub fn refit(used: &MemoryConfig, window: u32) -> bool {
-    fit(used, window).context_tokens < used.context_tokens
+pub fn refit(used: &MemoryConfig, window: u32, continuation: bool) -> bool {
+    !continuation && fit(used, window).context_tokens < used.context_tokens
 }
 
 /// A number a server gives as a context size, if it can be one.

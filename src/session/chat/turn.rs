@@ -795,7 +795,7 @@ impl Chat {
     /// The error a failed turn ends with. A server that refused the prompt as longer than its
     /// context, saying how long it may be, is held to that from now on (and the count it gave
     /// calibrates the estimate); when that makes the prompt smaller, the turn goes again at once
-    /// ([`ChatError::Refitted`], `engine::context_window::refit`), except a continuation.
+    /// ([`ChatError::Refitted`], when `engine::context_window::refit` says so).
     async fn refused(&self, run: &Run<'_>, f: Failure) -> ChatError {
         let FailureKind::ContextTooLong {
             window,
@@ -819,7 +819,7 @@ impl Chat {
             return ChatError::Request(f.text());
         };
         self.core.learn_window(endpoint, window);
-        if run.continues.is_none() && context_window::refit(&run.ctx.config, window) {
+        if context_window::refit(&run.ctx.config, window, run.continues.is_some()) {
             ChatError::Refitted
         } else {
             ChatError::Request(f.text())
