@@ -34,6 +34,8 @@ enum Server {
     Fails(FailureKind),
     /// This tab stops it after the server answered.
     Stopped,
+    /// This tab stops it before any answer (a chat turn came while the server read the prompt).
+    StoppedUnanswered,
 }
 
 /// The world the machine runs against.
@@ -192,6 +194,7 @@ fn serve(u: &mut Update, server: Server, form: MemoryForm) {
             u.handle_opened();
             u.handle_stopped();
         }
+        Server::StoppedUnanswered => u.handle_stopped(),
     }
 }
 
@@ -526,6 +529,26 @@ fn a_refused_form_is_tried_once_more_in_the_next_and_the_taken_form_remembered()
             ..world()
         },
         &format!("{first} Store(form) Ended(Stopped) Done(Nothing)"),
+    );
+    // Stopped before the server answered: the form the server refused is not sent first again.
+    let refused_then_stopped = World {
+        remembered: None,
+        server: vec![Server::RefusesForm, Server::StoppedUnanswered],
+        ..world()
+    };
+    let want = format!(
+        "{first} Send({}) Store(form) Ended(Stopped) Done(Nothing)",
+        next.as_str()
+    );
+    check(refused_then_stopped, &want);
+    // Nothing was refused and nothing answered: nothing is learned.
+    check(
+        World {
+            remembered: None,
+            server: vec![Server::StoppedUnanswered],
+            ..world()
+        },
+        &format!("{first} Ended(Stopped) Done(Nothing)"),
     );
 }
 

@@ -580,7 +580,9 @@ impl Update {
     }
 
     /// The request was stopped (a chat turn came, or the user cancelled): nothing of its reply is
-    /// written; the form is remembered when the server had answered in it.
+    /// written; the form is remembered when the server had answered in it, or refused the one
+    /// before it (a server that refuses a form refuses it every time: the next update starts with
+    /// the form after it even when chat turns keep stopping the update before any answer).
     pub fn handle_stopped(&mut self) {
         self.stopped = true;
         let Some(x) = self
@@ -591,7 +593,7 @@ impl Update {
             return;
         };
         let write = Write {
-            form: x.remember(x.opened),
+            form: x.remember(x.opened || x.retried),
             ..Write::default()
         };
         self.result = Finish::Nothing;
