@@ -3,16 +3,24 @@
 //! request for tool definitions, calls and results, compared with literal JSON; the tool loop
 //! (approve, deny, fail, the step cap, Stop mid-call, a reload leaving calls interrupted and never
 //! run again); results capped with a visible marker; the oldest results shortened first under the
-//! budget.
+//! budget; and a whole turn on every protocol, from a recorded stream of parallel calls through
+//! `Turn`, the loop and `Turn::tool_round` to the next request.
 
+use memoire::engine::assemble::{assemble, AssemblyInput};
+use memoire::engine::decode::decode_all;
 use memoire::engine::model::{
-    EndpointProfile, Prompt, Protocol, ReasoningEffort, Role, ToolCall, ToolStatus, WireMessage,
+    EndpointProfile, Message, MessageStatus, Prompt, Protocol, ReasoningEffort, Role, ToolCall,
+    ToolStatus, WireMessage,
 };
 use memoire::engine::request::{
     build, build_with_reasoning, build_with_tools, chat_options, ToolRequest,
 };
+use memoire::engine::tokens::HeuristicEstimator;
 use memoire::engine::tools::*;
+use memoire::engine::turn::{Action, Turn, TurnOutcome, TurnStart, TurnStatus};
 use serde_json::{json, Value};
+
+mod chat_builders;
 
 use Protocol::{Anthropic, Ollama, OpenAiChat, OpenAiResponses};
 
@@ -688,5 +696,205 @@ fn a_reload_leaves_pending_calls_interrupted_and_never_runs_them() {
     assert_eq!(
         model_text(&calls[0]).0,
         wrapped("get_weather", NOT_RUN_TEXT)
+    );
+}
+
+// ---- a whole turn through `Turn` ------------------------------------------------------------------
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Runs `turn` on `events`, applying its saves to `reply`; its outcome.
+fn stream(
+    turn: &mut Turn,
+    events: Vec<memoire::engine::decode::StreamEvent>,
+    reply: &mut Message,
+) -> TurnOutcome {
+    for e in events {
+        turn.handle_event(e, 10);
+    }
+    let mut end = None;
+    while let Some(a) = turn.poll_action() {
+        match a {
+            Action::SaveReply(save) => save.apply_to(reply),
+            Action::Finished(o) => end = Some(o),
+            _ => {}
+        }
+    }
+    end.expect("the turn ended")
+}
+
+/// A turn on `protocol`: the recorded reply `file` asks for two calls; the first runs, the second
+/// fails; the next round's request carries both, under the ids of the stream (or made for it), in
+/// the protocol's form (`ids_at` reads them from the body); the model then answers, and the reply
+/// holds both rounds' text and the calls with their statuses.
+fn check_turn(protocol: Protocol, file: &str, ids_at: fn(&Value) -> Vec<String>, ids: &[&str]) {
+    let conversation = chat_builders::convo("c1");
+    let user = chat_builders::msg(1, Role::User, "Echo and add, please.");
+    let history = vec![user.clone()];
+    let endpoint = chat_builders::endpoint(protocol);
+    let config = chat_builders::config(8000, 10);
+    let assembly = assemble(
+        &AssemblyInput {
+            system_prompt: &endpoint.system_prompt,
+            summary: None,
+            entities: &[],
+            history: &history,
+            new_message: &user,
+            config: &config,
+            protocol,
+            user_facts: &[],
+            project: None,
+            recall: &[],
+        },
+        &HeuristicEstimator,
+    );
+    let start = TurnStart {
+        conversation: &conversation,
+        history: &history,
+        endpoint: &endpoint,
+        new_message_id: &user.id,
+        assembly: &assembly,
+        reply_id: "m2",
+        reply_seq: 2,
+    };
+    let mut reply = chat_builders::msg(2, Role::Assistant, "");
+    let mut turn = Turn::start(start).unwrap();
+    let first = stream(&mut turn, decode_all(protocol, &fixture(file)), &mut reply);
+    assert_eq!(first.status, TurnStatus::Complete, "{file}");
+
+    let mut tools = ToolLoop::new(LIMITS);
+    tools.handle_reply(first.round_text, first.round_calls);
+    let mut send = None;
+    while let Some(a) = tools.poll_action() {
+        match a {
+            ToolAction::Save(c) => apply_call(&mut reply.meta.tool_calls, &c),
+            ToolAction::Ask(c) if c.name == "echo" => {
+                tools.handle_tool_result(&c.id, Ok("echoed".into()))
+            }
+            ToolAction::Ask(c) => tools.handle_tool_result(&c.id, Err("no such server".into())),
+            ToolAction::Send { round, steps } => send = Some((round, steps)),
+            other => panic!("{other:?}"),
+        }
+    }
+    let (round, steps) = send.expect("the next round goes");
+    let mut next = Turn::tool_round(start, &reply, round + 1).unwrap();
+    let Some(Action::SendRequest { prompt, .. }) = next.poll_action() else {
+        panic!("no request")
+    };
+    let req = build_with_tools(
+        &endpoint,
+        &prompt,
+        &chat_options(256, None),
+        None,
+        ToolRequest {
+            defs: &[def()],
+            steps: &steps,
+        },
+    )
+    .unwrap();
+    let body: Value = serde_json::from_str(&req.body).unwrap();
+    assert_eq!(ids_at(&body), ids, "{file}: {body}");
+    assert!(
+        req.body.contains("The tool failed: no such server"),
+        "{file}"
+    );
+
+    let answer = vec![
+        memoire::engine::decode::StreamEvent::TextDelta("Done.".into()),
+        memoire::engine::decode::StreamEvent::Done {
+            finish_reason: None,
+        },
+    ];
+    let last = stream(&mut next, answer, &mut reply);
+    assert_eq!(last.round_text, "Done.");
+    tools.handle_reply(last.round_text, last.round_calls);
+    assert_eq!(
+        tools.poll_action(),
+        Some(ToolAction::Finished(ToolEnd::Answered))
+    );
+    assert_eq!(reply.status, MessageStatus::Complete);
+    assert!(reply.content.ends_with("Done."), "{:?}", reply.content);
+    let statuses: Vec<ToolStatus> = reply.meta.tool_calls.iter().map(ToolCall::status).collect();
+    assert_eq!(statuses, [ToolStatus::Done, ToolStatus::Failed], "{file}");
+}
+
+/// The ids a body's round carries: each protocol's result field (and, for the calls, its own).
+fn chat_ids(body: &Value) -> Vec<String> {
+    let msgs = body["messages"].as_array().unwrap();
+    let calls = msgs[msgs.len() - 3]["tool_calls"].as_array().unwrap();
+    let mut ids: Vec<String> = calls
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.extend(
+        msgs[msgs.len() - 2..]
+            .iter()
+            .map(|m| m["tool_call_id"].as_str().unwrap().to_string()),
+    );
+    ids
+}
+
+fn responses_ids(body: &Value) -> Vec<String> {
+    body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["call_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn anthropic_ids(body: &Value) -> Vec<String> {
+    let msgs = body["messages"].as_array().unwrap();
+    let uses = msgs[msgs.len() - 2]["content"].as_array().unwrap();
+    let results = msgs[msgs.len() - 1]["content"].as_array().unwrap();
+    let mut ids: Vec<String> = uses
+        .iter()
+        .filter_map(|b| b["id"].as_str().map(str::to_string))
+        .collect();
+    ids.extend(
+        results
+            .iter()
+            .map(|b| b["tool_use_id"].as_str().unwrap().to_string()),
+    );
+    ids
+}
+
+/// Ollama has no ids: the results name their tool, in the calls' order.
+fn ollama_names(body: &Value) -> Vec<String> {
+    let msgs = body["messages"].as_array().unwrap();
+    msgs[msgs.len() - 2..]
+        .iter()
+        .map(|m| m["tool_name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_turn_with_parallel_calls_runs_them_and_sends_their_results_on_every_protocol() {
+    check_turn(
+        OpenAiChat,
+        "openai-chat-parallel-tool-calls.sse",
+        chat_ids,
+        &["call_8fQ2", "call_9hR3", "call_8fQ2", "call_9hR3"],
+    );
+    check_turn(
+        OpenAiResponses,
+        "openai-responses-parallel-tool-calls.sse",
+        responses_ids,
+        &["call_Echo1", "call_Add2", "call_Echo1", "call_Add2"],
+    );
+    check_turn(
+        Anthropic,
+        "anthropic-parallel-tool-use.sse",
+        anthropic_ids,
+        &["toolu_01Echo", "toolu_02Add", "toolu_01Echo", "toolu_02Add"],
+    );
+    check_turn(
+        Ollama,
+        "ollama-tool-calls-with-text.ndjson",
+        ollama_names,
+        &["echo", "add"],
     );
 }

@@ -140,6 +140,16 @@ pub fn interrupt_pending(calls: &mut [ToolCall]) -> bool {
     changed
 }
 
+/// `call` (a [`ToolAction::Save`]) onto a reply's calls: the call with its id replaced, or added
+/// at the end. The one mapping of a save onto the stored reply, as `turn::ReplySave::apply_to` is
+/// for the reply's text.
+pub fn apply_call(calls: &mut Vec<ToolCall>, call: &ToolCall) {
+    match calls.iter_mut().find(|c| c.id == call.id) {
+        Some(c) => *c = call.clone(),
+        None => calls.push(call.clone()),
+    }
+}
+
 /// One round of a turn: the reply's text and the calls it asked for, with their results.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ToolStep {
