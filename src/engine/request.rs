@@ -84,7 +84,9 @@
 //!   tools)").
 //!
 //! A result goes as `engine::tools::model_text` writes it: wrapped and marked as data, not
-//! instructions.
+//! instructions. Not carried: reasoning items (Responses) and thinking blocks with their
+//! signatures (Anthropic, which wants them before a round's `tool_use` blocks when thinking is on):
+//! the decoders keep neither, so a tool round with Anthropic thinking on may be refused.
 
 use std::borrow::Cow;
 

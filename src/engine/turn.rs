@@ -37,7 +37,8 @@
 //!
 //! A reply that asks for tools ends its `Turn` like any reply; the tool loop
 //! (`engine::tools::ToolLoop`) takes the round's calls ([`TurnOutcome::round_calls`], each with an
-//! id: one the model gave none gets `tools::call_id`'s) and, once they are answered, the next round
+//! id: one the model gave none gets `tools::call_id`'s; waiting, or interrupted when the request
+//! did not end whole) and, once they are answered, the next round
 //! is a new `Turn` on the same reply ([`Turn::tool_round`]): the whole prompt again (the calls and
 //! results go in the request, `engine::request::build_with_tools`), what comes appended to the
 //! reply, its earlier calls kept. Must not import anything outside `crate::engine`.
@@ -50,7 +51,8 @@ use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::{build_prompt_with, render_new};
 use crate::engine::model::{
     Conversation, EndpointProfile, GenerationStats, HistoryFormat, Message, MessageStatus, Millis,
-    Prompt, Protocol, Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage, WireMessage,
+    Prompt, Protocol, Reasoning, RemoteHandle, Role, ToolCall, ToolStatus, TurnPath, Usage,
+    WireMessage,
 };
 use crate::engine::tools::call_id;
 use std::collections::{BTreeMap, VecDeque};
@@ -420,6 +422,8 @@ pub struct Turn {
     /// (the reply already has text).
     round_start: usize,
     round_break: bool,
+    /// The request ended other than whole (stopped, failed, cut off): its calls are interrupted.
+    calls_cut: bool,
 }
 
 impl Turn {
@@ -540,6 +544,7 @@ impl Turn {
             prior_calls: Vec::new(),
             round_start: 0,
             round_break: false,
+            calls_cut: false,
         }
     }
 
@@ -783,8 +788,14 @@ impl Turn {
         all
     }
 
-    /// This request's calls, in the order the stream numbered them, each with an id.
+    /// This request's calls, in the order the stream numbered them, each with an id; waiting
+    /// (for the tool loop), or interrupted once the request ended other than whole (never run).
     fn round_calls(&self) -> Vec<ToolCall> {
+        let status = if self.calls_cut {
+            ToolStatus::Interrupted
+        } else {
+            ToolStatus::Waiting
+        };
         self.tool_calls
             .values()
             .enumerate()
@@ -793,6 +804,7 @@ impl Turn {
                 if c.id.is_empty() {
                     c.id = call_id(self.round, i);
                 }
+                c.status = Some(status);
                 c
             })
             .collect()
@@ -878,6 +890,7 @@ impl Turn {
     }
 
     fn finish(&mut self, status: TurnStatus, failure: Option<Failure>, now: Millis) {
+        self.calls_cut = status != TurnStatus::Complete;
         self.answer_began(now);
         self.throttle.finish(now);
         self.save(
