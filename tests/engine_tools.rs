@@ -18,6 +18,7 @@ use memoire::engine::request::{
 use memoire::engine::tokens::HeuristicEstimator;
 use memoire::engine::tools::*;
 use memoire::engine::turn::{Action, Turn, TurnOutcome, TurnStart, TurnStatus};
+use proptest::prelude::*;
 use serde_json::{json, Value};
 
 mod chat_builders;
@@ -897,4 +898,86 @@ fn a_turn_with_parallel_calls_runs_them_and_sends_their_results_on_every_protoco
         ollama_names,
         &["echo", "add"],
     );
+}
+
+// ---- the loop under any order of inputs ------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Input {
+    Reply(usize),
+    Running(usize),
+    Result(usize, bool),
+    Denied(usize),
+    Stop,
+    Failed,
+}
+
+fn input() -> impl Strategy<Value = Input> {
+    prop_oneof![
+        (0usize..3).prop_map(Input::Reply),
+        (0usize..3).prop_map(Input::Running),
+        (0usize..3, any::<bool>()).prop_map(|(i, ok)| Input::Result(i, ok)),
+        (0usize..3).prop_map(Input::Denied),
+        Just(Input::Stop),
+        Just(Input::Failed),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Whatever comes in whatever order: an answered or interrupted call never changes again (an
+    /// interrupted call is never run), nothing is asked or sent after the loop ends, a round is
+    /// sent only with every call answered, and never more rounds than the cap.
+    #[test]
+    fn the_loop_keeps_its_promises_under_any_order_of_inputs(
+        inputs in proptest::collection::vec(input(), 0..40),
+        max_steps in 0u32..4,
+    ) {
+        let mut l = ToolLoop::new(ToolLimits { max_steps, ..LIMITS });
+        let mut settled: std::collections::BTreeMap<String, ToolCall> = Default::default();
+        let (mut finished, mut sends) = (0, 0);
+        for x in inputs {
+            let ids: Vec<String> = l
+                .steps()
+                .last()
+                .map(|s| s.calls.iter().map(|c| c.id.clone()).collect())
+                .unwrap_or_default();
+            let id = |i: usize| ids.get(i).cloned().unwrap_or_else(|| "nope".into());
+            match x {
+                Input::Reply(n) => l.handle_reply(
+                    "t".into(),
+                    (0..n).map(|k| call("", &format!("tool{k}"), "{}")).collect(),
+                ),
+                Input::Running(i) => l.handle_running(&id(i)),
+                Input::Result(i, true) => l.handle_tool_result(&id(i), Ok("ok".into())),
+                Input::Result(i, false) => l.handle_tool_result(&id(i), Err("no".into())),
+                Input::Denied(i) => l.handle_denied(&id(i)),
+                Input::Stop => l.handle_stop(),
+                Input::Failed => l.handle_request_failed(),
+            }
+            while let Some(a) = l.poll_action() {
+                prop_assert_eq!(finished, 0, "{:?} after the end", a);
+                match a {
+                    ToolAction::Save(c) => {
+                        if let Some(before) = settled.get(&c.id) {
+                            prop_assert_eq!(before, &c, "an answered call changed");
+                        }
+                        if c.status().is_settled() {
+                            settled.insert(c.id.clone(), c);
+                        }
+                    }
+                    ToolAction::Ask(c) => prop_assert!(!settled.contains_key(&c.id)),
+                    ToolAction::Cancel { id } => prop_assert!(!settled.contains_key(&id)),
+                    ToolAction::Send { steps, .. } => {
+                        sends += 1;
+                        prop_assert!(steps.iter().flat_map(|s| &s.calls).all(|c| c.status().is_settled()));
+                    }
+                    ToolAction::Finished(_) => finished += 1,
+                }
+            }
+        }
+        prop_assert!(sends <= max_steps);
+        prop_assert_eq!(finished, u32::from(l.is_finished()));
+    }
 }
