@@ -198,6 +198,65 @@ fn a_request_without_tools_is_byte_for_byte_what_it_was() {
     }
 }
 
+fn named(name: &str, server: &str) -> ToolDef {
+    ToolDef {
+        name: name.into(),
+        source: ToolSource::Mcp(server.into()),
+        ..def()
+    }
+}
+
+#[test]
+fn tools_go_by_names_every_protocol_takes_unique_in_the_request() {
+    let long = "a".repeat(70);
+    let defs = [
+        named("search.docs", "s1"),
+        named("search/docs", "s1"),
+        named(&long, "s1"),
+        named("echo", "s1"),
+        named("echo", "s2"),
+        named("", "s2"),
+        named("grüße", "s2"),
+    ];
+    let names = wire_names(&defs);
+    assert_eq!(
+        names,
+        [
+            "search_docs".to_string(),
+            "search_docs_2".into(),
+            "a".repeat(64),
+            "echo".into(),
+            "echo_2".into(),
+            "tool".into(),
+            "gr__e".into(),
+        ]
+    );
+    assert_eq!(def_for(&defs, "echo_2"), Some(&defs[4]));
+    assert_eq!(def_for(&defs, "search.docs"), None);
+    // A second copy of a 64-character name keeps within 64.
+    let twice = wire_names(&[named(&long, "s1"), named(&long, "s2")]);
+    assert_eq!(twice[1], format!("{}_2", "a".repeat(62)));
+    let req = build_with_tools(
+        &endpoint(OpenAiChat),
+        &prompt(),
+        &chat_options(256, None),
+        None,
+        ToolRequest {
+            defs: &defs[3..5],
+            steps: &[],
+        },
+    )
+    .unwrap();
+    let body: Value = serde_json::from_str(&req.body).unwrap();
+    let sent: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, ["echo", "echo_2"]);
+}
+
 // ---- requests: calls and results ----------------------------------------------------------------
 
 #[test]

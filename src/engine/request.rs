@@ -60,7 +60,9 @@
 //! # Tools
 //! [`build_with_tools`] offers tools ([`ToolRequest::defs`]) and carries the turn's rounds of
 //! calls and results so far ([`ToolRequest::steps`], after the prompt's messages), each protocol in
-//! its own form; with neither, the request is byte for byte [`build_with_reasoning`]'s.
+//! its own form; with neither, the request is byte for byte [`build_with_reasoning`]'s. A tool goes
+//! by its wire name (`engine::tools::wire_names`: the characters and length the protocols take,
+//! unique in the request).
 //! - `openai-chat`: `tools: [{type: "function", function: {name, description, parameters}}]`; a
 //!   round is the assistant message `{role: "assistant", content (null when empty), tool_calls:
 //!   [{id, type: "function", function: {name, arguments}}]}` (arguments as a JSON string), then
@@ -99,7 +101,7 @@ use crate::engine::model::{
 };
 use crate::engine::settings::{insecure_message, key_use, KeyUse};
 use crate::engine::slots::SlotUse;
-use crate::engine::tools::{model_text, ToolDef, ToolStep};
+use crate::engine::tools::{model_text, wire_names, ToolDef, ToolStep};
 
 /// `max_tokens` for anthropic when the caller gives none (the API requires one).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -991,8 +993,9 @@ fn tool_defs(defs: &[ToolDef], form: DefForm) -> Option<Box<RawValue>> {
     }
     let each: Vec<String> = defs
         .iter()
-        .map(|d| {
-            let (name, description) = (to_json(&d.name), to_json(&d.description));
+        .zip(wire_names(defs))
+        .map(|(d, name)| {
+            let (name, description) = (to_json(&name), to_json(&d.description));
             let schema = schema_text(d);
             match form {
                 DefForm::Chat => format!(

@@ -47,6 +47,53 @@ pub struct ToolDef {
     pub source: ToolSource,
 }
 
+/// The longest tool name the protocols take (OpenAI's and Anthropic's `^[a-zA-Z0-9_-]{1,64}$`).
+pub const MAX_WIRE_NAME: usize = 64;
+
+/// The names `defs` go by in a request, in order: each def's name with every character outside
+/// `[A-Za-z0-9_-]` as `_`, cut at [`MAX_WIRE_NAME`] (`tool` when nothing is left), then made unique
+/// with `_2`, `_3`… (two MCP servers may both have an `echo`). The model calls a tool by this name;
+/// [`def_for`] finds the def again. `ToolDef::name` stays what its server calls it.
+pub fn wire_names(defs: &[ToolDef]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(defs.len());
+    for d in defs {
+        let clean: String = d
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(MAX_WIRE_NAME)
+            .collect();
+        let base = if clean.is_empty() {
+            "tool".into()
+        } else {
+            clean
+        };
+        let mut name = base.clone();
+        let mut n = 1;
+        while out.contains(&name) {
+            n += 1;
+            let suffix = format!("_{n}");
+            let keep = MAX_WIRE_NAME.saturating_sub(suffix.len()).min(base.len());
+            name = format!("{}{suffix}", &base[..keep]);
+        }
+        out.push(name);
+    }
+    out
+}
+
+/// The def of `defs` a call names (by its wire name, [`wire_names`]): what to run, and on which
+/// server. `None`: the model named a tool it was not offered (its call fails, as a result).
+pub fn def_for<'a>(defs: &'a [ToolDef], wire_name: &str) -> Option<&'a ToolDef> {
+    let names = wire_names(defs);
+    names.iter().position(|n| n == wire_name).map(|i| &defs[i])
+}
+
 /// The limits a tool loop runs under; settings, passed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolLimits {
