@@ -712,6 +712,22 @@ fn stop_mid_call_interrupts_what_is_pending_and_nothing_runs_after() {
     assert_eq!(l.steps()[0].calls[0].status(), ToolStatus::Interrupted);
 }
 
+/// Calls that come interrupted (the turn's reply was not whole) are not asked about or run.
+#[test]
+fn calls_of_a_reply_that_was_not_whole_are_not_run() {
+    let mut l = ToolLoop::new(LIMITS);
+    let cut = with(&b(), ToolStatus::Interrupted, None);
+    l.handle_reply(String::new(), vec![a(), cut.clone()]);
+    assert_eq!(
+        drain(&mut l),
+        vec![
+            ToolAction::Save(with(&a(), ToolStatus::Interrupted, None)),
+            ToolAction::Save(cut),
+            ToolAction::Finished(ToolEnd::Cut),
+        ]
+    );
+}
+
 #[test]
 fn stop_works_while_a_request_is_out_and_after_a_failed_one() {
     let mut l = ToolLoop::new(LIMITS);

@@ -670,7 +670,8 @@ fn tool_call_deltas_accumulate_by_index() {
 }
 
 /// A call of a reply that ended whole waits for the tool loop (a call without an id gets one);
-/// a call of a reply stopped or cut off is interrupted and never run.
+/// a call of a reply stopped, cut off or capped (its arguments may be cut) is interrupted and
+/// never run.
 #[test]
 fn a_replys_calls_wait_for_the_loop_unless_the_reply_was_cut() {
     let call = |id: Option<&str>| StreamEvent::ToolCallDelta {
@@ -712,6 +713,10 @@ fn a_replys_calls_wait_for_the_loop_unless_the_reply_was_cut() {
         message: "cut".into(),
     });
     check(Some(cut), Some("c7"), ("c7", ToolStatus::Interrupted));
+    let capped = Some(StreamEvent::Done {
+        finish_reason: Some("length".into()),
+    });
+    check(capped, Some("c7"), ("c7", ToolStatus::Interrupted));
 }
 
 #[test]

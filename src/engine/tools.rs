@@ -251,6 +251,9 @@ pub enum ToolEnd {
     Stopped,
     /// A step's request failed (the turn reports why).
     RequestFailed,
+    /// The reply that asked for tools did not end whole (its calls came interrupted: the reply
+    /// cap may have cut their arguments); they were not run.
+    Cut,
 }
 
 impl ToolEnd {
@@ -263,6 +266,9 @@ impl ToolEnd {
             )),
             ToolEnd::Stopped => Some("Stopped: tool calls not yet answered were not run.".into()),
             ToolEnd::RequestFailed => None,
+            ToolEnd::Cut => Some(
+                "The reply was cut before its tool calls were whole; they were not run.".into(),
+            ),
         }
     }
 }
@@ -330,8 +336,10 @@ impl ToolLoop {
         self.phase == Phase::Finished
     }
 
-    /// The reply of the request out ended whole, with `text` and the `calls` it asked for (as the
-    /// decoders gave them: a call without an id gets [`call_id`]'s). No call: the answer.
+    /// The reply of the request out ended, with `text` and the `calls` it asked for
+    /// (`turn::TurnOutcome::round_calls`, or as the decoders gave them: a call without an id gets
+    /// [`call_id`]'s). No call: the answer. A call that comes interrupted (the turn's: the reply
+    /// was not whole) leaves every call of the reply unrun and ends the loop ([`ToolEnd::Cut`]).
     pub fn handle_reply(&mut self, text: String, calls: Vec<ToolCall>) {
         if self.phase != Phase::Streaming {
             return;
@@ -340,7 +348,10 @@ impl ToolLoop {
             return self.finish(ToolEnd::Answered);
         }
         let round = self.steps.len() as u32;
-        let over = round >= self.limits.max_steps;
+        let cut = calls
+            .iter()
+            .any(|c| c.status == Some(ToolStatus::Interrupted));
+        let over = cut || round >= self.limits.max_steps;
         let calls: Vec<ToolCall> = calls
             .into_iter()
             .enumerate()
@@ -362,8 +373,12 @@ impl ToolLoop {
         }
         if over {
             self.steps.push(ToolStep { text, calls });
-            return self.finish(ToolEnd::StepLimit {
-                max_steps: self.limits.max_steps,
+            return self.finish(if cut {
+                ToolEnd::Cut
+            } else {
+                ToolEnd::StepLimit {
+                    max_steps: self.limits.max_steps,
+                }
             });
         }
         for c in &calls {

@@ -422,7 +422,8 @@ pub struct Turn {
     /// (the reply already has text).
     round_start: usize,
     round_break: bool,
-    /// The request ended other than whole (stopped, failed, cut off): its calls are interrupted.
+    /// The request ended other than whole (stopped, failed, cut off, capped): its calls are
+    /// interrupted.
     calls_cut: bool,
 }
 
@@ -789,7 +790,8 @@ impl Turn {
     }
 
     /// This request's calls, in the order the stream numbered them, each with an id; waiting
-    /// (for the tool loop), or interrupted once the request ended other than whole (never run).
+    /// (for the tool loop), or interrupted once the request ended other than whole or on the reply
+    /// cap (never run).
     fn round_calls(&self) -> Vec<ToolCall> {
         let status = if self.calls_cut {
             ToolStatus::Interrupted
@@ -890,7 +892,8 @@ impl Turn {
     }
 
     fn finish(&mut self, status: TurnStatus, failure: Option<Failure>, now: Millis) {
-        self.calls_cut = status != TurnStatus::Complete;
+        // A capped reply's last call may be cut mid-arguments: none of its calls is run.
+        self.calls_cut = status != TurnStatus::Complete || self.capped;
         self.answer_began(now);
         self.throttle.finish(now);
         self.save(
