@@ -1,5 +1,5 @@
-//! Tool calling, the engine's part: what a tool is ([`ToolDef`], from where: [`ToolSource`]), what a
-//! call's result is when the model reads it ([`model_text`]: untrusted data, wrapped and marked as
+//! Tool calling, the engine's part: what a tool is ([`ToolDef`], from where: [`ToolSource`]; the
+//! name it goes by in a request: [`wire_names`], [`def_for`]), what a call's result is when the model reads it ([`model_text`]: untrusted data, wrapped and marked as
 //! such, capped with a visible marker: [`cap_result`]), how the results of a turn fit a budget
 //! (the oldest shortened first: [`shorten_results`]), and a turn's tool loop ([`ToolLoop`]): after
 //! a reply that asks for tools, one [`ToolAction::Ask`] per call, the answers
