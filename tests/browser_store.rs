@@ -275,6 +275,7 @@ fn full_msg(conv: &str, id: &str, at: Millis) -> Message {
             name: "search".into(),
             arguments: "{\"q\":1}".into(),
             result: Some("ok".into()),
+            status: None,
         }],
         usage: Some(Usage {
             prompt_tokens: 12,

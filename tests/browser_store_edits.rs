@@ -104,6 +104,7 @@ async fn update_message_keeps_seq_and_stores_meta() {
             name: "search".into(),
             arguments: "{}".into(),
             result: None,
+            status: None,
         }],
         usage: Some(Usage {
             prompt_tokens: 12,

@@ -65,6 +65,7 @@ fn message(conv: &str, seq: u64, role: Role, status: MessageStatus) -> Message {
                     name: "search".into(),
                     arguments: "{\"q\":\"paris\"}".into(),
                     result: Some("found".into()),
+                    status: None,
                 }]
             } else {
                 vec![]

@@ -278,6 +278,26 @@ fn openai_chat_tool_calls_and_usage() {
     );
 }
 
+/// llama.cpp's and vLLM's way: the text, then several calls whole in one delta.
+#[test]
+fn openai_chat_parallel_tool_calls_in_one_delta() {
+    check_fixture(
+        "openai-chat-parallel-tool-calls.sse",
+        OpenAiChat,
+        vec![
+            text("I'll look both up."),
+            tool(
+                0,
+                Some("call_8fQ2"),
+                Some("echo"),
+                r#"{"message":"Grüße 👋"}"#,
+            ),
+            tool(1, Some("call_9hR3"), Some("add"), r#"{"a":2,"b":3}"#),
+            done(Some("tool_calls")),
+        ],
+    );
+}
+
 #[test]
 fn openai_chat_unicode_comments_and_usage() {
     let mut expected = texts(&[
@@ -347,6 +367,27 @@ fn openai_responses_tool_call() {
             args(0, "\",\"unit\":\"celsius\"}"),
             usage(291, 23),
             cached(0),
+            done(Some("completed")),
+        ],
+    );
+}
+
+/// Text, then two `function_call` items, each with its `call_id`, grouped by `output_index`.
+#[test]
+fn openai_responses_parallel_function_calls() {
+    check_fixture(
+        "openai-responses-parallel-tool-calls.sse",
+        OpenAiResponses,
+        vec![
+            response_id("resp_par_01"),
+            text("Checking both."),
+            tool(1, Some("call_Echo1"), Some("echo"), ""),
+            args(1, "{\"message\":"),
+            args(1, "\"Tōkyō\"}"),
+            tool(2, Some("call_Add2"), Some("add"), ""),
+            args(2, r#"{"a":2,"b":3}"#),
+            usage(120, 41),
+            cached(64),
             done(Some("completed")),
         ],
     );
@@ -427,6 +468,23 @@ fn ollama_tool_calls() {
     );
 }
 
+/// Text, then two calls without ids in one message: numbered in stream order.
+#[test]
+fn ollama_tool_calls_after_text_without_ids() {
+    check_fixture(
+        "ollama-tool-calls-with-text.ndjson",
+        Ollama,
+        vec![
+            text("Let me check."),
+            tool(0, None, Some("echo"), r#"{"message":"日本語"}"#),
+            tool(1, None, Some("add"), r#"{"a":2,"b":3}"#),
+            ollama_timings(40, 800_000_000, 300_000_000, 2_000_000),
+            usage(140, 40),
+            done(Some("stop")),
+        ],
+    );
+}
+
 #[test]
 fn ollama_error_line() {
     check_fixture(
@@ -476,6 +534,25 @@ fn anthropic_tool_use() {
         done(Some("tool_use")),
     ]);
     check_fixture("anthropic-tool-use.sse", Anthropic, expected);
+}
+
+/// Two `tool_use` blocks, each with its id, their `input_json_delta` pieces grouped by block.
+#[test]
+fn anthropic_parallel_tool_use() {
+    check_fixture(
+        "anthropic-parallel-tool-use.sse",
+        Anthropic,
+        vec![
+            tool(0, Some("toolu_01Echo"), Some("echo"), ""),
+            args(0, "{\"message\": \"Smörgås"),
+            args(0, "bord 🥪\"}"),
+            tool(1, Some("toolu_02Add"), Some("add"), ""),
+            args(1, r#"{"a": 2, "b": 3}"#),
+            usage(310 + 128, 57), // the prompt counts what was read from the cache
+            cached(128),
+            done(Some("tool_use")),
+        ],
+    );
 }
 
 #[test]

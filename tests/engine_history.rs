@@ -212,12 +212,14 @@ fn rendering_truncates_and_reduces_tool_calls() {
             name: "search".into(),
             arguments: "{\"q\":\"a very long query\"}".into(),
             result: Some("huge".into()),
+            status: None,
         },
         ToolCall {
             id: "2".into(),
             name: "fetch".into(),
             arguments: "{}".into(),
             result: None,
+            status: None,
         },
     ];
     check_render(

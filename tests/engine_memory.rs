@@ -175,6 +175,7 @@ fn request_lists_tool_calls_by_name_and_caps_entities() {
         name: "search_web".into(),
         arguments: "{\"q\":1}".into(),
         result: Some("secret".into()),
+        status: None,
     }];
     let entities: Vec<EntityNode> = (0..10)
         .map(|i| {

@@ -237,6 +237,39 @@ fn every_model_field_reaches_the_sync_documents_and_comes_back() {
     }
 }
 
+/// A tool call's status (issue 44) travels in the backup and the sync documents as its word, for
+/// every status; without one (older data) the formats are the goldens above, and it reads as
+/// `Done` with a result, `Interrupted` without.
+#[test]
+fn a_tool_calls_status_reaches_every_format_and_comes_back() {
+    for status in ToolStatus::ALL {
+        let mut m = full_message();
+        m.meta.tool_calls[0].status = Some(status);
+        assert_eq!(to_message(&message_doc(&m, &at()).unwrap()), m, "sync");
+        let json = doc_json(Body::Message(message_doc(&m, &at()).unwrap()));
+        assert!(
+            json.contains(&format!(r#""status":"{}""#, status.as_str())),
+            "{json}"
+        );
+        let bundle = ConversationBundle {
+            conversation: full_conversation(),
+            messages: vec![m.clone()],
+            summaries: vec![],
+            entities: vec![],
+        };
+        let file = export_with_images(&[bundle], &[], &[], &[], &[], T0 + 99);
+        let plan = check_import(file.as_bytes(), &ImportLimits::default())
+            .unwrap()
+            .plan(&ExistingIds::default())
+            .unwrap();
+        assert_eq!(plan.messages, vec![m], "backup");
+    }
+    let mut call = full_message().meta.tool_calls[0].clone();
+    assert_eq!(call.status(), ToolStatus::Done);
+    call.result = None;
+    assert_eq!(call.status(), ToolStatus::Interrupted);
+}
+
 /// Documents written before each later field existed read with it at its default.
 #[test]
 fn old_sync_documents_read_with_every_later_field_at_its_default() {

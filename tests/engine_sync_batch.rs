@@ -114,6 +114,7 @@ fn stored_message(id: &str) -> Message {
                 name: "lookup".into(),
                 arguments: "{}".into(),
                 result: None,
+                status: None,
             }],
             ..Default::default()
         },

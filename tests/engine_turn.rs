@@ -669,6 +669,56 @@ fn tool_call_deltas_accumulate_by_index() {
     );
 }
 
+/// A call of a reply that ended whole waits for the tool loop (a call without an id gets one);
+/// a call of a reply stopped, cut off or capped (its arguments may be cut) is interrupted and
+/// never run.
+#[test]
+fn a_replys_calls_wait_for_the_loop_unless_the_reply_was_cut() {
+    let call = |id: Option<&str>| StreamEvent::ToolCallDelta {
+        index: 0,
+        id: id.map(Into::into),
+        name: Some("echo".into()),
+        arguments: "{}".into(),
+    };
+    let check = |end: Option<StreamEvent>, id: Option<&str>, expected: (&str, ToolStatus)| {
+        let mut h = Harness::new(Protocol::Ollama);
+        let mut t = h.start("echo?", 0);
+        h.drain(&mut t, 0);
+        t.handle_event(call(id), 1);
+        match end.clone() {
+            Some(e) => t.handle_event(e, 2),
+            None => t.handle_stop(2),
+        }
+        let o = outcome(&h.drain(&mut t, 2));
+        let got: Vec<(&str, ToolStatus)> = o
+            .round_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.status()))
+            .collect();
+        assert_eq!(got, [expected], "{end:?}");
+        assert_eq!(o.tool_calls, o.round_calls);
+        assert_eq!(
+            h.state.messages.last().unwrap().meta.tool_calls,
+            o.round_calls
+        );
+    };
+    let done = Some(StreamEvent::Done {
+        finish_reason: Some("stop".into()),
+    });
+    check(done.clone(), None, ("call_1_0", ToolStatus::Waiting));
+    check(done, Some("c7"), ("c7", ToolStatus::Waiting));
+    check(None, Some("c7"), ("c7", ToolStatus::Interrupted));
+    let cut = StreamEvent::Error(StreamError {
+        code: Some(CODE_CUT_OFF.into()),
+        message: "cut".into(),
+    });
+    check(Some(cut), Some("c7"), ("c7", ToolStatus::Interrupted));
+    let capped = Some(StreamEvent::Done {
+        finish_reason: Some("length".into()),
+    });
+    check(capped, Some("c7"), ("c7", ToolStatus::Interrupted));
+}
+
 #[test]
 fn calibration_sample_only_for_full_context_requests() {
     let mut h = Harness::new(Protocol::OpenAiResponses);

@@ -44,5 +44,6 @@ pub mod tabs;
 pub mod temporary;
 pub mod title;
 pub mod tokens;
+pub mod tools;
 pub mod turn;
 pub mod window;

@@ -74,8 +74,75 @@ impl MessageStatus {
 pub struct ToolCall {
     pub id: String,
     pub name: String,
+    /// The arguments as the model wrote them (JSON text; not checked).
     pub arguments: String,
+    /// What the model was (or will be) shown: the tool's output, capped (`engine::tools`), or the
+    /// failure's or refusal's words.
     pub result: Option<String>,
+    /// Where the call stands (`engine::tools`). `None`: stored before calls were run (an older
+    /// build, an import), read by [`ToolCall::status`]; formats leave it out then, so what older
+    /// builds wrote stays byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ToolStatus>,
+}
+
+impl ToolCall {
+    /// The call's status: the stored one, else `Done` when it has a result and `Interrupted`
+    /// when it has none (a call of an older build or an import that no one will run now).
+    pub fn status(&self) -> ToolStatus {
+        self.status.unwrap_or(if self.result.is_some() {
+            ToolStatus::Done
+        } else {
+            ToolStatus::Interrupted
+        })
+    }
+}
+
+/// Where a tool call stands: the UI contract's `data-status` of `tool-call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    /// Asked for; waiting for the user's Allow / Deny (or an "always allow").
+    Waiting,
+    /// Allowed and running.
+    Running,
+    /// Ran; its result is the tool's output.
+    Done,
+    /// The user said no; its result is the refusal the model is shown.
+    Denied,
+    /// Ran and failed; its result is the failure the model is shown.
+    Failed,
+    /// Stopped or cut off (Stop, a reload, the step cap) before it ran or finished: never run
+    /// again.
+    Interrupted,
+}
+
+impl ToolStatus {
+    pub const ALL: [ToolStatus; 6] = [
+        ToolStatus::Waiting,
+        ToolStatus::Running,
+        ToolStatus::Done,
+        ToolStatus::Denied,
+        ToolStatus::Failed,
+        ToolStatus::Interrupted,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Waiting => "waiting",
+            ToolStatus::Running => "running",
+            ToolStatus::Done => "done",
+            ToolStatus::Denied => "denied",
+            ToolStatus::Failed => "failed",
+            ToolStatus::Interrupted => "interrupted",
+        }
+    }
+    pub fn parse(s: &str) -> Option<ToolStatus> {
+        ToolStatus::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+    /// Answered: nothing more will happen to the call.
+    pub fn is_settled(self) -> bool {
+        !matches!(self, ToolStatus::Waiting | ToolStatus::Running)
+    }
 }
 
 /// Token usage as reported by an endpoint for one request.

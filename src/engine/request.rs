@@ -56,6 +56,39 @@
 //! `anthropic`, whose arguments then stream as `input_json_delta`; `text.format` for
 //! `openai-responses`. Which form to try, and what to do when a server refuses one, is the memory
 //! protocol's decision (`engine::memory::form`).
+//!
+//! # Tools
+//! [`build_with_tools`] offers tools ([`ToolRequest::defs`]) and carries the turn's rounds of
+//! calls and results so far ([`ToolRequest::steps`], after the prompt's messages), each protocol in
+//! its own form; with neither, the request is byte for byte [`build_with_reasoning`]'s. A tool goes
+//! by its wire name (`engine::tools::wire_names`: the characters and length the protocols take,
+//! unique in the request).
+//! - `openai-chat`: `tools: [{type: "function", function: {name, description, parameters}}]`; a
+//!   round is the assistant message `{role: "assistant", content (null when empty), tool_calls:
+//!   [{id, type: "function", function: {name, arguments}}]}` (arguments as a JSON string), then
+//!   one `{role: "tool", tool_call_id, content}` per call (OpenAI's function-calling guide and
+//!   Chat Completions reference).
+//! - `openai-responses`: `tools: [{type: "function", name, description, parameters}]` (no
+//!   `function` wrapper); a round is the reply's text as an assistant message (when it has one),
+//!   its input items `{type: "function_call", call_id, name, arguments}`, then
+//!   `{type: "function_call_output", call_id, output}` (the Responses API reference,
+//!   `ResponseInputItem.FunctionCallOutput`: `call_id`, `output`). The calls go in the input
+//!   whole, so no `previous_response_id` is needed for them (reasoning items are not sent back).
+//! - `anthropic`: `tools: [{name, description, input_schema}]` (the forced tool of an output
+//!   schema, when one is set, instead); a round is an assistant message whose content is its text
+//!   block (when it has one) then `{type: "tool_use", id, name, input}` blocks (`input` an object:
+//!   arguments that are not a JSON object go as `{}`), then a user message of
+//!   `{type: "tool_result", tool_use_id, content, is_error: true}` blocks (`is_error` only for a
+//!   call that failed, was denied or did not run) (Anthropic's tool-use docs).
+//! - `ollama`: `tools` as openai-chat's; a round is `{role: "assistant", content, tool_calls:
+//!   [{function: {name, arguments}}]}` (arguments an object, no id), then one `{role: "tool",
+//!   content, tool_name}` per call (Ollama's `docs/api.md`, "Chat request (with history, with
+//!   tools)").
+//!
+//! A result goes as `engine::tools::model_text` writes it: wrapped and marked as data, not
+//! instructions. Not carried: reasoning items (Responses) and thinking blocks with their
+//! signatures (Anthropic, which wants them before a round's `tool_use` blocks when thinking is on):
+//! the decoders keep neither, so a tool round with Anthropic thinking on may be refused.
 
 use std::borrow::Cow;
 
@@ -68,6 +101,7 @@ use crate::engine::model::{
 };
 use crate::engine::settings::{insecure_message, key_use, KeyUse};
 use crate::engine::slots::SlotUse;
+use crate::engine::tools::{model_text, wire_names, ToolDef, ToolStep};
 
 /// `max_tokens` for anthropic when the caller gives none (the API requires one).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -213,6 +247,16 @@ pub enum KeyRefused {
     Insecure { host: String },
 }
 
+/// What a request carries for tools (module header, "Tools"). The default carries nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolRequest<'a> {
+    /// The tools offered.
+    pub defs: &'a [ToolDef],
+    /// This turn's rounds so far: each reply's text and calls, with their results
+    /// (`engine::tools::ToolAction::Send`).
+    pub steps: &'a [ToolStep],
+}
+
 /// Builds the streaming (or not) chat request for the endpoint's protocol. The key goes only to
 /// the origin it was given for; one that would go over plain http to another machine is an error.
 pub fn build(
@@ -220,12 +264,22 @@ pub fn build(
     prompt: &Prompt,
     opts: &RequestOptions,
 ) -> Result<HttpRequest, KeyRefused> {
+    build_carrying(endpoint, prompt, opts, ToolRequest::default())
+}
+
+/// [`build`] with tools (module header, "Tools").
+fn build_carrying(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+    tools: ToolRequest<'_>,
+) -> Result<HttpRequest, KeyRefused> {
     let auth = auth_headers(endpoint)?;
     let body = match endpoint.protocol {
-        Protocol::OpenAiChat => openai_chat_body(endpoint, prompt, opts),
-        Protocol::OpenAiResponses => openai_responses_body(endpoint, prompt, opts),
-        Protocol::Ollama => ollama_body(endpoint, prompt, opts),
-        Protocol::Anthropic => anthropic_body(endpoint, prompt, opts),
+        Protocol::OpenAiChat => openai_chat_body(endpoint, prompt, opts, tools),
+        Protocol::OpenAiResponses => openai_responses_body(endpoint, prompt, opts, tools),
+        Protocol::Ollama => ollama_body(endpoint, prompt, opts, tools),
+        Protocol::Anthropic => anthropic_body(endpoint, prompt, opts, tools),
     };
     let url = match endpoint.protocol {
         Protocol::OpenAiChat => format!("{}/chat/completions", openai_base(&endpoint.base_url)),
@@ -256,8 +310,20 @@ pub fn build_with_reasoning(
     opts: &RequestOptions,
     effort: Option<ReasoningEffort>,
 ) -> Result<HttpRequest, KeyRefused> {
+    build_with_tools(endpoint, prompt, opts, effort, ToolRequest::default())
+}
+
+/// [`build_with_reasoning`] offering `tools.defs` and carrying `tools.steps` in the protocol's
+/// own form (module header, "Tools"); with neither, exactly [`build_with_reasoning`]'s request.
+pub fn build_with_tools(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+    effort: Option<ReasoningEffort>,
+    tools: ToolRequest<'_>,
+) -> Result<HttpRequest, KeyRefused> {
     let Some(effort) = effort else {
-        return build(endpoint, prompt, opts);
+        return build_carrying(endpoint, prompt, opts, tools);
     };
     let mut opts = opts.clone();
     let field = match endpoint.protocol {
@@ -275,7 +341,7 @@ pub fn build_with_reasoning(
         }
         Protocol::Ollama => r#""think":true"#.to_string(),
     };
-    let mut req = build(endpoint, prompt, &opts)?;
+    let mut req = build_carrying(endpoint, prompt, &opts, tools)?;
     // Every body is one JSON object: the field goes in before its closing brace.
     if let Some(open) = req.body.strip_suffix('}') {
         req.body = format!("{open},{field}}}");
@@ -597,7 +663,7 @@ struct IncludeUsage {
 #[derive(Serialize)]
 struct ChatBody<'a> {
     model: &'a str,
-    messages: Vec<Msg<'a>>,
+    messages: Vec<Item<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<IncludeUsage>,
@@ -611,12 +677,22 @@ struct ChatBody<'a> {
     cache_prompt: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     id_slot: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
 }
 
-fn openai_chat_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
+fn openai_chat_body(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+    tools: ToolRequest<'_>,
+) -> String {
     to_json(&ChatBody {
         model: &endpoint.model,
-        messages: with_system(prompt, plain_msg),
+        messages: items(
+            with_system(prompt, plain_msg),
+            chat_rounds(tools.steps, false),
+        ),
         stream: opts.stream,
         stream_options: opts.stream.then_some(IncludeUsage {
             include_usage: true,
@@ -627,6 +703,7 @@ fn openai_chat_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestO
             .or_else(|| output_field(opts, OutputForm::JsonObject)),
         cache_prompt: opts.slot.map(|_| true),
         id_slot: opts.slot.and_then(|s| s.id_slot),
+        tools: tool_defs(tools.defs, DefForm::Chat),
     })
 }
 
@@ -635,7 +712,7 @@ struct ResponsesBody<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<&'a str>,
-    input: Vec<Msg<'a>>,
+    input: Vec<Item<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     previous_response_id: Option<&'a str>,
     store: bool,
@@ -646,12 +723,15 @@ struct ResponsesBody<'a> {
     max_output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
 }
 
 fn openai_responses_body(
     endpoint: &EndpointProfile,
     prompt: &Prompt,
     opts: &RequestOptions,
+    tools: ToolRequest<'_>,
 ) -> String {
     let previous = opts
         .previous_response_id
@@ -671,13 +751,14 @@ fn openai_responses_body(
         model: &endpoint.model,
         // Instructions are not carried over by previous_response_id: always sent.
         instructions: Some(prompt.system.as_str()).filter(|s| !s.is_empty()),
-        input,
+        input: items(input, responses_rounds(tools.steps)),
         previous_response_id: previous,
         store: true,
         stream: opts.stream,
         temperature: opts.temperature.and_then(decimal),
         max_output_tokens: opts.max_tokens,
         text: output_field(opts, OutputForm::ResponsesFormat),
+        tools: tool_defs(tools.defs, DefForm::Responses),
     })
 }
 
@@ -692,15 +773,22 @@ struct OllamaOptions {
 #[derive(Serialize)]
 struct OllamaBody<'a> {
     model: &'a str,
-    messages: Vec<Msg<'a>>,
+    messages: Vec<Item<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     format: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     options: Option<OllamaOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
 }
 
-fn ollama_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
+fn ollama_body(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+    tools: ToolRequest<'_>,
+) -> String {
     let options = OllamaOptions {
         temperature: opts.temperature.and_then(decimal),
         num_predict: opts.max_tokens,
@@ -708,10 +796,14 @@ fn ollama_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOption
     let has_options = options.temperature.is_some() || options.num_predict.is_some();
     to_json(&OllamaBody {
         model: &endpoint.model,
-        messages: with_system(prompt, ollama_msg),
+        messages: items(
+            with_system(prompt, ollama_msg),
+            chat_rounds(tools.steps, true),
+        ),
         stream: opts.stream,
         format: output_field(opts, OutputForm::OllamaFormat),
         options: has_options.then_some(options),
+        tools: tool_defs(tools.defs, DefForm::Chat),
     })
 }
 
@@ -721,7 +813,7 @@ struct AnthropicBody<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<Vec<Value>>,
-    messages: Vec<Msg<'a>>,
+    messages: Vec<Item<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
@@ -731,7 +823,12 @@ struct AnthropicBody<'a> {
     tool_choice: Option<Value>,
 }
 
-fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOptions) -> String {
+fn anthropic_body(
+    endpoint: &EndpointProfile,
+    prompt: &Prompt,
+    opts: &RequestOptions,
+    carried: ToolRequest<'_>,
+) -> String {
     let mut system: Vec<&str> = Vec::new();
     if !prompt.system.trim().is_empty() {
         system.push(&prompt.system);
@@ -762,7 +859,8 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
         );
     }
     mark_history_end(&mut messages);
-    let tools = output_field(opts, OutputForm::ForcedTool);
+    let forced = output_field(opts, OutputForm::ForcedTool);
+    let offered = tool_defs(carried.defs, DefForm::Anthropic);
     to_json(&AnthropicBody {
         model: &endpoint.model,
         max_tokens: opts.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
@@ -772,19 +870,19 @@ fn anthropic_body(endpoint: &EndpointProfile, prompt: &Prompt, opts: &RequestOpt
                 &system.join("\n\n"),
             ))]
         }),
-        messages,
+        messages: items(messages, anthropic_rounds(carried.steps)),
         stream: opts.stream,
         temperature: opts
             .temperature
             .map(|t| t.clamp(0.0, 1.0))
             .and_then(decimal),
-        tool_choice: tools.as_ref().and(opts.output.as_ref()).map(|o| {
+        tool_choice: forced.as_ref().and(opts.output.as_ref()).map(|o| {
             let mut m = serde_json::Map::new();
             m.insert("type".into(), Value::from("tool"));
             m.insert("name".into(), Value::from(o.name.as_str()));
             Value::Object(m)
         }),
-        tools,
+        tools: forced.or(offered),
     })
 }
 
@@ -843,6 +941,195 @@ fn join<'a>(into: &mut Content<'a>, next: Content<'a>) {
             *into = Content::Parts(all);
         }
     }
+}
+
+// ---- tools (module header, "Tools") -----------------------------------------------------------
+
+/// One entry of a body's messages (or input): a message as the protocol takes it, or an item of a
+/// tool round. Untagged: each serialises as what it holds, so a body without rounds is the same
+/// bytes as before tools existed.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item<'a> {
+    Msg(Msg<'a>),
+    Raw(Value),
+}
+
+fn items<'a>(messages: Vec<Msg<'a>>, rounds: Vec<Value>) -> Vec<Item<'a>> {
+    messages
+        .into_iter()
+        .map(Item::Msg)
+        .chain(rounds.into_iter().map(Item::Raw))
+        .collect()
+}
+
+/// How a protocol describes a tool.
+#[derive(Clone, Copy, PartialEq)]
+enum DefForm {
+    /// openai-chat and ollama: `{type: "function", function: {name, description, parameters}}`.
+    Chat,
+    /// openai-responses: `{type: "function", name, description, parameters}`.
+    Responses,
+    /// anthropic: `{name, description, input_schema}`.
+    Anthropic,
+}
+
+/// The schema text of `d` as sent: its own text when it is a JSON object (kept as written), else
+/// an object schema without properties.
+fn schema_text(d: &ToolDef) -> &str {
+    let own = d.parameters.trim();
+    let is_object = own.starts_with('{') && serde_json::from_str::<&RawValue>(own).is_ok();
+    if is_object {
+        own
+    } else {
+        r#"{"type":"object","properties":{}}"#
+    }
+}
+
+/// The `tools` field for `defs` in `form`; `None` when there are none.
+fn tool_defs(defs: &[ToolDef], form: DefForm) -> Option<Box<RawValue>> {
+    if defs.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = defs
+        .iter()
+        .zip(wire_names(defs))
+        .map(|(d, name)| {
+            let (name, description) = (to_json(&name), to_json(&d.description));
+            let schema = schema_text(d);
+            match form {
+                DefForm::Chat => format!(
+                    r#"{{"type":"function","function":{{"name":{name},"description":{description},"parameters":{schema}}}}}"#
+                ),
+                DefForm::Responses => format!(
+                    r#"{{"type":"function","name":{name},"description":{description},"parameters":{schema}}}"#
+                ),
+                DefForm::Anthropic => format!(
+                    r#"{{"name":{name},"description":{description},"input_schema":{schema}}}"#
+                ),
+            }
+        })
+        .collect();
+    RawValue::from_string(format!("[{}]", each.join(","))).ok()
+}
+
+/// A call's arguments as JSON text (an empty string, as a call without arguments streams, is `{}`).
+fn arguments_text(arguments: &str) -> &str {
+    if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    }
+}
+
+/// A call's arguments as an object (anthropic's `input`, ollama's `arguments`): anything that is
+/// not a JSON object is `{}`.
+fn arguments_object(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => Value::Object(serde_json::Map::new()),
+    }
+}
+
+/// The rounds as openai-chat (`ollama`: false) or ollama messages.
+fn chat_rounds(steps: &[ToolStep], ollama: bool) -> Vec<Value> {
+    let mut out = Vec::new();
+    for step in steps {
+        let calls: Vec<Value> = step
+            .calls
+            .iter()
+            .map(|c| {
+                if ollama {
+                    serde_json::json!({
+                        "function": { "name": c.name, "arguments": arguments_object(&c.arguments) }
+                    })
+                } else {
+                    serde_json::json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": { "name": c.name, "arguments": arguments_text(&c.arguments) }
+                    })
+                }
+            })
+            .collect();
+        let content = if ollama || !step.text.trim().is_empty() {
+            Value::from(step.text.as_str())
+        } else {
+            Value::Null
+        };
+        out.push(
+            serde_json::json!({ "role": "assistant", "content": content, "tool_calls": calls }),
+        );
+        for c in &step.calls {
+            let (text, _) = model_text(c);
+            out.push(if ollama {
+                serde_json::json!({ "role": "tool", "content": text, "tool_name": c.name })
+            } else {
+                serde_json::json!({ "role": "tool", "tool_call_id": c.id, "content": text })
+            });
+        }
+    }
+    out
+}
+
+/// The rounds as openai-responses input items.
+fn responses_rounds(steps: &[ToolStep]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for step in steps {
+        if !step.text.trim().is_empty() {
+            out.push(serde_json::json!({ "role": "assistant", "content": step.text }));
+        }
+        for c in &step.calls {
+            out.push(serde_json::json!({
+                "type": "function_call",
+                "call_id": c.id,
+                "name": c.name,
+                "arguments": arguments_text(&c.arguments)
+            }));
+        }
+        for c in &step.calls {
+            let (text, _) = model_text(c);
+            out.push(serde_json::json!({
+                "type": "function_call_output", "call_id": c.id, "output": text
+            }));
+        }
+    }
+    out
+}
+
+/// The rounds as anthropic messages: the assistant's text and `tool_use` blocks, then the user's
+/// `tool_result` blocks.
+fn anthropic_rounds(steps: &[ToolStep]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for step in steps {
+        let mut blocks = Vec::new();
+        if !step.text.trim().is_empty() {
+            blocks.push(text_part(ImageForm::Anthropic, step.text.trim_end()));
+        }
+        for c in &step.calls {
+            blocks.push(serde_json::json!({
+                "type": "tool_use", "id": c.id, "name": c.name,
+                "input": arguments_object(&c.arguments)
+            }));
+        }
+        out.push(serde_json::json!({ "role": "assistant", "content": blocks }));
+        let results: Vec<Value> = step
+            .calls
+            .iter()
+            .map(|c| {
+                let (text, is_error) = model_text(c);
+                let mut block = serde_json::json!({
+                    "type": "tool_result", "tool_use_id": c.id, "content": text
+                });
+                if is_error {
+                    block["is_error"] = Value::Bool(true);
+                }
+                block
+            })
+            .collect();
+        out.push(serde_json::json!({ "role": "user", "content": results }));
+    }
+    out
 }
 
 fn to_json<T: Serialize>(body: &T) -> String {

@@ -33,8 +33,15 @@
 //! answers a streamed prompt longer than its context with `200` and an empty body (the refusal
 //! goes to its log). Such a turn asks once more ([`Action::Probe`], openai-chat only): the same
 //! request, not streamed and for one token of reply, whose refusal, if any, is the turn's failure
-//! (so a context too small is learned: `engine::context_window`). Must not import anything outside
-//! `crate::engine`.
+//! (so a context too small is learned: `engine::context_window`).
+//!
+//! A reply that asks for tools ends its `Turn` like any reply; the tool loop
+//! (`engine::tools::ToolLoop`) takes the round's calls ([`TurnOutcome::round_calls`], each with an
+//! id: one the model gave none gets `tools::call_id`'s; waiting, or interrupted when the request
+//! did not end whole) and, once they are answered, the next round
+//! is a new `Turn` on the same reply ([`Turn::tool_round`]): the whole prompt again (the calls and
+//! results go in the request, `engine::request::build_with_tools`), what comes appended to the
+//! reply, its earlier calls kept. Must not import anything outside `crate::engine`.
 
 use crate::engine::assemble::{Assembly, SectionKind};
 use crate::engine::attach;
@@ -44,8 +51,10 @@ use crate::engine::failure::{self, Failure, FailureKind};
 use crate::engine::history::{build_prompt_with, render_new};
 use crate::engine::model::{
     Conversation, EndpointProfile, GenerationStats, HistoryFormat, Message, MessageStatus, Millis,
-    Prompt, Protocol, Reasoning, RemoteHandle, Role, ToolCall, TurnPath, Usage, WireMessage,
+    Prompt, Protocol, Reasoning, RemoteHandle, Role, ToolCall, ToolStatus, TurnPath, Usage,
+    WireMessage,
 };
+use crate::engine::tools::call_id;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The stream error code that means the remote session is gone (Responses API).
@@ -290,6 +299,10 @@ pub struct TurnOutcome {
     pub attempts: u32,
     /// The reply was cut by the reply cap (it is complete, and can be continued).
     pub capped: bool,
+    /// What this request's reply said, apart from the rounds before it ([`Turn::tool_round`]).
+    pub round_text: String,
+    /// The tool calls this request's reply asked for, each with an id (for `tools::ToolLoop`).
+    pub round_calls: Vec<ToolCall>,
 }
 
 /// What the driver must do.
@@ -401,6 +414,17 @@ pub struct Turn {
     /// The failure a probe is out for; a turn probes at most once.
     probing: Option<Failure>,
     probed: bool,
+    /// Which round of tool calls this request is (1: the turn's first request).
+    round: u32,
+    /// The calls of the rounds before this one, as the reply holds them.
+    prior_calls: Vec<ToolCall>,
+    /// Where this round's text begins in `text`, and whether a paragraph break goes before it
+    /// (the reply already has text).
+    round_start: usize,
+    round_break: bool,
+    /// The request ended other than whole (stopped, failed, cut off, capped): its calls are
+    /// interrupted.
+    calls_cut: bool,
 }
 
 impl Turn {
@@ -457,6 +481,34 @@ impl Turn {
         Ok(turn)
     }
 
+    /// The next round of a turn whose reply (`reply`, with `s.reply_id` and `s.reply_seq`) asked
+    /// for tools, once every call is answered (`tools::ToolAction::Send`, whose `round` + 1 is
+    /// `round`): the whole context goes out (never a resumed session), with the rounds so far, which
+    /// the driver adds when it builds the request (`request::build_with_tools`); what comes is
+    /// appended to `reply`'s text after a paragraph break, its earlier calls and figures kept.
+    pub fn tool_round(s: TurnStart<'_>, reply: &Message, round: u32) -> Result<Turn, TurnError> {
+        checked(&s)?;
+        let path = match path_for(
+            s.conversation.remote_handle.as_ref(),
+            s.endpoint,
+            s.assembly,
+        ) {
+            TurnPath::Resumed => TurnPath::Reinjected,
+            path => path,
+        };
+        let mut turn = Turn::new(&s, path);
+        turn.text = reply.content.clone();
+        turn.round_start = turn.text.len();
+        turn.round_break = !turn.text.trim().is_empty();
+        turn.reasoning = reply.meta.reasoning.clone();
+        turn.prior = reply.meta.stats;
+        turn.continuing = true;
+        turn.round = round;
+        turn.prior_calls = reply.meta.tool_calls.clone();
+        turn.send(path, turn.full_prompt.clone(), None);
+        Ok(turn)
+    }
+
     /// A turn on `path` that has sent nothing yet.
     fn new(s: &TurnStart<'_>, path: TurnPath) -> Turn {
         Turn {
@@ -489,6 +541,11 @@ impl Turn {
             heard: false,
             probing: None,
             probed: false,
+            round: 1,
+            prior_calls: Vec::new(),
+            round_start: 0,
+            round_break: false,
+            calls_cut: false,
         }
     }
 
@@ -569,6 +626,10 @@ impl Turn {
             StreamEvent::TextDelta(t) => {
                 if !t.is_empty() {
                     self.answer_began(now);
+                    if std::mem::take(&mut self.round_break) {
+                        self.text.push_str("\n\n");
+                        self.round_start = self.text.len();
+                    }
                     self.text.push_str(&t);
                     self.changed(now);
                 }
@@ -721,8 +782,34 @@ impl Turn {
         }
     }
 
+    /// Every call of the reply: the earlier rounds', then this request's ([`Turn::round_calls`]).
     fn tool_calls_vec(&self) -> Vec<ToolCall> {
-        self.tool_calls.values().cloned().collect()
+        let mut all = self.prior_calls.clone();
+        all.extend(self.round_calls());
+        all
+    }
+
+    /// This request's calls, in the order the stream numbered them, each with an id; waiting
+    /// (for the tool loop), or interrupted once the request ended other than whole or on the reply
+    /// cap (never run).
+    fn round_calls(&self) -> Vec<ToolCall> {
+        let status = if self.calls_cut {
+            ToolStatus::Interrupted
+        } else {
+            ToolStatus::Waiting
+        };
+        self.tool_calls
+            .values()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut c = c.clone();
+                if c.id.is_empty() {
+                    c.id = call_id(self.round, i);
+                }
+                c.status = Some(status);
+                c
+            })
+            .collect()
     }
 
     fn save(&mut self, status: MessageStatus, error: Option<String>, is_final: bool) {
@@ -805,6 +892,8 @@ impl Turn {
     }
 
     fn finish(&mut self, status: TurnStatus, failure: Option<Failure>, now: Millis) {
+        // A capped reply's last call may be cut mid-arguments: none of its calls is run.
+        self.calls_cut = status != TurnStatus::Complete || self.capped;
         self.answer_began(now);
         self.throttle.finish(now);
         self.save(
@@ -830,6 +919,8 @@ impl Turn {
             calibration,
             attempts: self.attempts,
             capped: self.capped,
+            round_text: self.text[self.round_start.min(self.text.len())..].to_string(),
+            round_calls: self.round_calls(),
         }));
         self.phase = Phase::Finished;
     }

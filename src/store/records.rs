@@ -18,7 +18,8 @@ use crate::engine::model::GenerationStats;
 use crate::engine::model::{
     Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
     EntityType, HistoryFormat, MemoryOverrides, Message, MessageMeta, MessageStatus, Millis,
-    PastProperty, Reasoning, Relationship, RemoteHandle, Role, ToolCall, TurnPath, Usage,
+    PastProperty, Reasoning, Relationship, RemoteHandle, Role, ToolCall, ToolStatus, TurnPath,
+    Usage,
 };
 use crate::engine::model::{FactKind, FactSource, Project, UserFact};
 use crate::engine::search::index_terms;
@@ -58,6 +59,7 @@ stored_as_word! {
     HistoryFormat: "history format", format_str, format_parse;
     AttachmentKind: "kind", AttachmentKind::as_str, AttachmentKind::parse;
     EntityType: "entity type", EntityType::as_str, entity_type_parse;
+    ToolStatus: "tool status", ToolStatus::as_str, ToolStatus::parse;
 }
 
 fn format_str(f: HistoryFormat) -> &'static str {
@@ -210,6 +212,9 @@ mirror! {
         pub name: String,
         pub arguments: String,
         pub result: Option<String>,
+        /// Absent in records of older builds (and while a call has none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub status: Option<String>,
     }
 }
 

@@ -1,6 +1,6 @@
-//! Shared by the native chat tests (`engine_turn.rs`, `engine_assemble.rs`, `engine_history.rs`):
-//! messages of conversation `c1`, a conversation, an endpoint, a summary, an entity, a history of
-//! alternating messages and a memory config.
+//! Shared by the native chat tests (`engine_turn.rs`, `engine_assemble.rs`, `engine_history.rs`,
+//! `engine_tools.rs`): messages of conversation `c1`, a conversation, an endpoint, a summary, an
+//! entity, a history of alternating messages and a memory config.
 #![allow(dead_code)] // each test file uses only some of these
 
 use memoire::engine::model::*;

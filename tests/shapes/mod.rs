@@ -104,6 +104,7 @@ pub fn full_message() -> Message {
                 name: "search".into(),
                 arguments: "{\"q\":\"lyon\"}".into(),
                 result: Some("found".into()),
+                status: None,
             }],
             usage: Some(Usage {
                 prompt_tokens: 120,

@@ -13,7 +13,7 @@ use crate::engine::model::{
     Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
     EntityType, FactKind, FactSource, GenerationStats, HistoryFormat, MemoryOverrides, Message,
     MessageMeta, MessageStatus, Millis, PastProperty, Project, Reasoning, Relationship,
-    RemoteHandle, Role, ToolCall, TurnPath, Usage, UserFact,
+    RemoteHandle, Role, ToolCall, ToolStatus, TurnPath, Usage, UserFact,
 };
 use crate::engine::shape::{mirror, take, Field};
 use serde::{Deserialize, Serialize};
@@ -216,6 +216,15 @@ wire_enum!(BRole <-> Role {
     Tool = "tool",
 });
 
+wire_enum!(BToolStatus <-> ToolStatus {
+    Waiting = "waiting",
+    Running = "running",
+    Done = "done",
+    Denied = "denied",
+    Failed = "failed",
+    Interrupted = "interrupted",
+});
+
 wire_enum!(BStatus <-> MessageStatus {
     Complete = "complete",
     Streaming = "streaming",
@@ -345,6 +354,9 @@ mirror! {
         pub(super) name: String,
         pub(super) arguments: String,
         pub(super) result: Option<String>,
+        /// Absent in older files (and while a call has none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub(super) status: Option<BToolStatus>,
     }
 }
 

@@ -19,8 +19,8 @@ use super::hlc::Hlc;
 use crate::engine::model::{
     Attachment, AttachmentKind, Conversation, ConversationSummary, EntityNode, EntityScope,
     FactKind, FactSource, GenerationStats, HistoryFormat, MemoryOverrides, Message, MessageMeta,
-    MessageStatus, PastProperty, Project, Reasoning, Relationship, ToolCall, TurnPath, Usage,
-    UserFact,
+    MessageStatus, PastProperty, Project, Reasoning, Relationship, ToolCall, ToolStatus, TurnPath,
+    Usage, UserFact,
 };
 
 // ---------------------------------------------------------------- conversations
@@ -311,12 +311,14 @@ fn tool_call_doc(t: &ToolCall) -> ToolCallDoc {
         name,
         arguments,
         result,
+        status,
     } = t;
     ToolCallDoc {
         id: id.clone(),
         name: name.clone(),
         arguments: arguments.clone(),
         result: result.clone(),
+        status: status.map(|s| s.as_str().to_string()),
     }
 }
 
@@ -379,6 +381,8 @@ pub fn to_message(d: &MessageDoc) -> Message {
                     name: t.name.clone(),
                     arguments: t.arguments.clone(),
                     result: t.result.clone(),
+                    // A word this build does not know reads as none (`ToolCall::status`).
+                    status: t.status.as_deref().and_then(ToolStatus::parse),
                 })
                 .collect(),
             usage: d.usage.map(|(p, c)| Usage {

@@ -181,6 +181,10 @@ pub struct ToolCallDoc {
     pub name: String,
     pub arguments: String,
     pub result: Option<String>,
+    /// The call's status word (`ToolStatus`); absent in older documents (and while a call has
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 /// A message. Written once when it is final; an edit or a regeneration is a new message whose
