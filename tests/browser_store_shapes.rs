@@ -83,6 +83,26 @@ fn message_records_keep_their_shape() {
         back,
     );
     check_old("old", OLD_MESSAGE, &minimal_message(), back);
+    // A tool call's status (the tool loop's) is kept in every value; none is written when unset.
+    let mut m = full_message_deleted();
+    m.meta.tool_calls = ToolStatus::ALL
+        .iter()
+        .map(|&status| ToolCall {
+            id: format!("call_{}", status.as_str()),
+            name: "echo".into(),
+            arguments: "{}".into(),
+            result: None,
+            status: Some(status),
+        })
+        .collect();
+    let json = serde_json::to_string(&MessageRecord::from(&m)).unwrap();
+    for status in ToolStatus::ALL {
+        assert!(
+            json.contains(&format!(r#""status":"{}""#, status.as_str())),
+            "{json}"
+        );
+    }
+    assert_eq!(back(serde_json::from_str(&json).unwrap()), m);
 }
 
 #[wasm_bindgen_test]

@@ -7,8 +7,8 @@
 //! recorded (and a repeat kept quiet), a result that lost to another update, a stop, the row of
 //! updates while memory is behind — each checked by the actions the machine asked for.
 
-use memoire::engine::decode::StreamEvent;
-use memoire::engine::failure::{Failure, FailureKind};
+use memoire::engine::decode::{StreamError, StreamEvent, CODE_CUT_OFF};
+use memoire::engine::failure::{classify_http, Failure, FailureKind};
 use memoire::engine::memory::update::*;
 use memoire::engine::memory::{Admit, MemoryFailure, MemoryForm};
 use memoire::engine::model::*;
@@ -24,7 +24,7 @@ const NOW: Millis = 1_000_000_000;
 const REPLY: &str = "=== CONVERSATION MEMORY ===\nuser says 1.\n=== ENTITY MEMORY ===\n[]";
 
 /// What the server does with one request.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 enum Server {
     /// Answers `text`; `finished`: with a finish reason (false: cut short, `[DONE]` alone).
     Says(&'static str, bool),
@@ -36,7 +36,13 @@ enum Server {
     Stopped,
     /// This tab stops it before any answer (a chat turn came while the server read the prompt).
     StoppedUnanswered,
+    /// Answers 200, says `said` and the stream is cut (with nothing said: llama-cpp-python with a
+    /// prompt longer than its context); the same request not streamed gets this status and body.
+    Cut(&'static str, u16, &'static str),
 }
+
+/// llama-cpp-python's refusal of a prompt longer than its context (recorded), not streamed.
+const TOO_LONG: &str = r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 2919 tokens (2519 in the messages, 400 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
 
 /// The world the machine runs against.
 #[derive(Clone)]
@@ -195,11 +201,27 @@ fn serve(u: &mut Update, server: Server, form: MemoryForm) {
             u.handle_stopped();
         }
         Server::StoppedUnanswered => u.handle_stopped(),
+        Server::Cut(said, ..) => {
+            u.handle_opened();
+            if !said.is_empty() {
+                u.handle_event(StreamEvent::TextDelta(said.into()));
+            }
+            u.handle_event(StreamEvent::Error(StreamError {
+                message: "The reply stopped before it ended.".into(),
+                code: Some(CODE_CUT_OFF.into()),
+            }));
+        }
     }
 }
 
 /// The actions the machine asks for in `w`, by name, until it is done.
 fn play(w: &World) -> Vec<String> {
+    run(w).0
+}
+
+/// [`play`], with the reason of each failure stored.
+fn run(w: &World) -> (Vec<String>, Vec<String>) {
+    let mut failures = Vec::new();
     let mut n = 0;
     let ids = Box::new(move || {
         n += 1;
@@ -207,6 +229,7 @@ fn play(w: &World) -> Vec<String> {
     });
     let mut u = Update::new("c1", w.overflow, w.forced, ids);
     let (mut trace, mut sends, mut landed) = (Vec::new(), w.server.iter().cycle(), 0);
+    let mut last = None;
     while let Some(a) = u.poll_action() {
         trace.push(name(&a));
         assert!(trace.len() < 200, "it does not end: {trace:?}");
@@ -225,9 +248,24 @@ fn play(w: &World) -> Vec<String> {
                 if w.contended {
                     u.handle_contended();
                 }
-                serve(&mut u, sends.next().unwrap().clone(), form);
+                last = sends.next().cloned();
+                serve(&mut u, last.clone().unwrap(), form);
+            }
+            Action::Probe { .. } => {
+                let Some(Server::Cut(_, status, body)) = last.clone() else {
+                    panic!("a probe after {last:?}")
+                };
+                let refusal = (status >= 400).then(|| {
+                    (
+                        classify_http(status, None, body, false, 0),
+                        status,
+                        body.into(),
+                    )
+                });
+                u.handle_probe(refusal);
             }
             Action::Store(write) => {
+                failures.extend(write.failure.map(|f| f.reason));
                 let stored = w.stored && write.memory.is_some();
                 landed += stored as usize;
                 u.handle_stored(stored);
@@ -237,7 +275,7 @@ fn play(w: &World) -> Vec<String> {
             Action::WaitForRunning | Action::Started | Action::Changed | Action::Facts { .. } => {}
         }
     }
-    trace
+    (trace, failures)
 }
 
 fn name(a: &Action) -> String {
@@ -246,6 +284,13 @@ fn name(a: &Action) -> String {
             format!("Send({}, after the chat)", form.as_str())
         }
         Action::Send { form, .. } => format!("Send({})", form.as_str()),
+        Action::Probe { request } => {
+            let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+            format!(
+                "Probe(stream={}, max_tokens={})",
+                body["stream"], body["max_tokens"]
+            )
+        }
         Action::Store(w) => {
             let parts = [
                 w.memory.as_ref().map(|_| "memory"),
@@ -597,6 +642,34 @@ fn a_result_built_on_an_older_summary_is_not_stored() {
         },
         &format!("{RUNS} Store(memory) Ended(Stopped) Done(Nothing)"),
     );
+}
+
+#[test]
+fn a_stream_that_ended_before_anything_arrived_is_asked_why_once() {
+    let runs = format!("{RUNS} Probe(stream=false, max_tokens=1)");
+    let w = |server| World {
+        server: vec![server],
+        ..world()
+    };
+    let want = format!("{runs} Store(failure) Changed Ended(Broken) Done(Failed, repeated=false)");
+    // The refusal says how long the context is: that is the failure (the session learns the window).
+    let (trace, failures) = run(&w(Server::Cut("", 400, TOO_LONG)));
+    assert_eq!(trace.join(" "), want);
+    assert!(
+        failures[0].contains("maximum context length is 2048"),
+        "{failures:?}"
+    );
+    // The server answers the probe: the first failure (the stream cut off) stands.
+    let (trace, failures) = run(&w(Server::Cut("", 200, "{}")));
+    assert_eq!(trace.join(" "), want);
+    assert!(
+        failures[0].contains("stopped before it ended"),
+        "{failures:?}"
+    );
+    // Something arrived before the stream was cut: no probe.
+    let said = w(Server::Cut("{\"summary\": \"Ma", 400, TOO_LONG));
+    let want = format!("{RUNS} Store(failure) Changed Ended(Broken) Done(Failed, repeated=false)");
+    check(said, &want);
 }
 
 #[test]

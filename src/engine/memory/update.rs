@@ -11,6 +11,8 @@
 //! - the request: built on the one summary read ([`build_update_request`]), as a continuation of the
 //!   chat prompt the server last read when it is one (`engine::prefix::update_continues`), in the
 //!   form remembered for the endpoint, once more in the next form when the server refuses it;
+//! - a stream that ended before anything arrived is asked why once ([`Action::Probe`]): a server
+//!   refusing the prompt as longer than its context says so only to a request not streamed;
 //! - the reply: cut short while a chat turn came, it is judged unusable and the update deferred
 //!   ([`judge`]); otherwise read, grounded and applied ([`apply_update`]); a failure on an idle
 //!   server recorded with its back-off ([`MemoryFailure::following`]), said once (a repeat is
@@ -33,7 +35,7 @@ use super::{
     retry_allowed, start_form, summary_max_chars, Admit, DueInput, Graph, MemoryFailure,
     MemoryForm, ReplyCollector, UpdateEnd, UpdateLimits, UpdateRequest, Verdict,
 };
-use crate::engine::decode::StreamEvent;
+use crate::engine::decode::{StreamEvent, CODE_CUT_OFF};
 use crate::engine::failure::{self, Failure};
 use crate::engine::model::{
     Conversation, ConversationSummary, EndpointProfile, EntityNode, EntityScope, MemoryConfig,
@@ -158,6 +160,9 @@ pub enum Action {
     Started,
     /// Load [`LoadedGraph`], the form by the memory endpoint's key ([`Update::handle_graph`]).
     LoadGraph { endpoint_key: String },
+    /// Send this request not streamed and answer [`Update::handle_probe`] with the server's
+    /// refusal, if it refuses it (why a stream ended before anything arrived).
+    Probe { request: HttpRequest },
     /// Send this request; feed its events ([`Update::handle_event`]) or failure.
     Send {
         request: HttpRequest,
@@ -218,6 +223,13 @@ struct Exchange {
     form: MemoryForm,
     retried: bool,
     opened: bool,
+    /// Whether any event of the reply arrived (a stream that ends before one may be a refusal).
+    heard: bool,
+    /// What the request in flight was built from (openai-chat): what a probe sends again.
+    sent: Option<(Prompt, RequestOptions)>,
+    /// The failure a probe is out for; an update probes at most once.
+    probing: Option<Failure>,
+    probed: bool,
     collector: ReplyCollector,
     /// Taken in once stored: the span the request showed and the proposals.
     facts: Option<(Vec<ReadMessage>, Proposals)>,
@@ -317,6 +329,10 @@ impl Update {
             before: chunk.graph.failure,
             form,
             retried: false,
+            heard: false,
+            sent: None,
+            probing: None,
+            probed: false,
             opened: false,
             collector: ReplyCollector::new(form),
             facts: None,
@@ -465,6 +481,10 @@ impl Update {
             before: graph.failure,
             form,
             retried: false,
+            heard: false,
+            sent: None,
+            probing: None,
+            probed: false,
             opened: false,
             collector: ReplyCollector::new(form),
             facts: None,
@@ -488,8 +508,11 @@ impl Update {
         };
         x.collector = ReplyCollector::new(x.form);
         x.opened = false;
+        x.heard = false;
         self.phase = Phase::Sending;
-        match request::build(&x.endpoint, &prompt, &options) {
+        let built = request::build(&x.endpoint, &prompt, &options);
+        x.sent = (x.endpoint.protocol == Protocol::OpenAiChat).then(|| (prompt, options));
+        match built {
             Ok(request) => self.actions.push_back(Action::Send {
                 request,
                 protocol: x.endpoint.protocol,
@@ -543,6 +566,9 @@ impl Update {
         else {
             return;
         };
+        if !matches!(event, StreamEvent::Error(_)) {
+            x.heard = true;
+        }
         match x.collector.handle_event(event) {
             None => {}
             Some(Ok(text)) => {
@@ -552,6 +578,15 @@ impl Update {
             Some(Err(e)) if refused_stream(x.form, &e) => {
                 self.refused(failure::from_stream_error(&e, false), e.message)
             }
+            Some(Err(e))
+                if e.code.as_deref() == Some(CODE_CUT_OFF)
+                    && !x.heard
+                    && !x.probed
+                    && !self.stopped =>
+            {
+                let first = failure::from_stream_error(&e, false);
+                self.probe(first);
+            }
             Some(Err(e)) => {
                 let partial = x.collector.partial();
                 self.replied(Reply::Failed(
@@ -559,6 +594,51 @@ impl Update {
                     partial,
                 ));
             }
+        }
+    }
+
+    /// The stream ended before anything arrived (`first`): llama-cpp-python answers a streamed
+    /// prompt longer than its context with an empty 200 and says why only to its log, so the same
+    /// request goes once more, not streamed and for one token ([`Action::Probe`], openai-chat, as a
+    /// chat turn does in `engine::turn`): its refusal says how long the context is.
+    fn probe(&mut self, first: Failure) {
+        let Some(x) = self.exchange.as_mut() else {
+            return;
+        };
+        let Some((prompt, options)) = x.sent.clone() else {
+            let partial = x.collector.partial();
+            return self.replied(Reply::Failed(first, partial));
+        };
+        x.probed = true;
+        let options = RequestOptions {
+            stream: false,
+            max_tokens: Some(1),
+            ..options
+        };
+        match request::build(&x.endpoint, &prompt, &options) {
+            Ok(request) => {
+                x.probing = Some(first);
+                self.actions.push_back(Action::Probe { request });
+            }
+            Err(_) => self.replied(Reply::Failed(first, String::new())),
+        }
+    }
+
+    /// What the probe ([`Action::Probe`]) got: the server's refusal, with its status and body
+    /// (read as a refusal of the request would have been: a refused form goes once more in the
+    /// next form), or none (the first failure stands).
+    pub fn handle_probe(&mut self, refusal: Option<(Failure, u16, String)>) {
+        let Some(first) = self
+            .exchange
+            .as_mut()
+            .filter(|_| self.phase == Phase::Sending)
+            .and_then(|x| x.probing.take())
+        else {
+            return;
+        };
+        match refusal {
+            Some((failure, status, body)) => self.handle_open_failed(failure, Some((status, body))),
+            None => self.replied(Reply::Failed(first, String::new())),
         }
     }
 

@@ -11,6 +11,7 @@
 use super::service::{Memory, MemoryError};
 use crate::engine::context_window::fit;
 use crate::engine::decode::StreamEvent;
+use crate::engine::failure::Failure;
 use crate::engine::failure::FailureKind;
 use crate::engine::memory::schedule::Action as Schedule;
 use crate::engine::memory::update::{Action, Chunk, Finish, Here, Loaded, Update};
@@ -18,6 +19,7 @@ use crate::engine::memory::{
     server_of, MemoryError as ReplyError, MemoryForm, ReplyCollector, UpdateEnd,
 };
 use crate::engine::model::{EndpointProfile, MemoryOverrides, Millis, Prompt};
+use crate::engine::request::HttpRequest;
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::slots::Purpose;
 use crate::engine::tabs::Change;
@@ -27,7 +29,7 @@ use crate::session::shared::events::Local;
 use crate::session::shared::stream::{Consumer, Pump};
 use crate::session::shared::tabs::LockGuard;
 use crate::session::shared::{new_id, now, transport_failure};
-use crate::transport::{Stopper, TransportError};
+use crate::transport::{self, Stopper, Timeouts, TransportError};
 use std::rc::Rc;
 
 /// Split point `memory` (scripts/build-wasm.sh): whether an update is due and running it, and what
@@ -252,6 +254,10 @@ impl Memory {
                     Err(e) => self.open_failed(run, update, e),
                 }
             }
+            Action::Probe { request } => {
+                let refusal = self.probe(run, &request).await;
+                update.handle_probe(refusal);
+            }
             Action::Store(write) => {
                 let stored = self.core.store.write_memory_update(id, &write).await?;
                 update.handle_stored(stored);
@@ -372,6 +378,34 @@ impl Memory {
         });
     }
 
+    /// Sends the probe (`engine::memory::update::Action::Probe`): the server's refusal, with its
+    /// status and body, if it refuses the request (a window it names is learned, as below).
+    async fn probe(&self, run: &Run<'_>, request: &HttpRequest) -> Option<(Failure, u16, String)> {
+        let Err(e @ TransportError::Http { .. }) =
+            transport::open(request, &run.stopper, Timeouts::default()).await
+        else {
+            return None;
+        };
+        let TransportError::Http { status, body, .. } = &e else {
+            return None;
+        };
+        let (status, body) = (*status, body.clone());
+        let failure = transport_failure(e, &run.base_url, false);
+        self.learn_from(run, &failure);
+        Some((failure, status, body))
+    }
+
+    /// A server that refused an update as longer than its context holds the next one to it.
+    fn learn_from(&self, run: &Run<'_>, failure: &Failure) {
+        if let FailureKind::ContextTooLong {
+            window: Some(window),
+            ..
+        } = failure.kind
+        {
+            self.core.learn_window_of(&run.endpoint_key, window);
+        }
+    }
+
     /// The request got no body: stopped, or a failure (with the response, for a refused form).
     fn open_failed(&self, run: &Run<'_>, update: &mut Update, e: TransportError) {
         if run.live && self.schedule.borrow().is_contended(run.id) {
@@ -385,14 +419,7 @@ impl Memory {
             _ => None,
         };
         let failure = transport_failure(e, &run.base_url, false);
-        // A server that refused the update as longer than its context holds the next one to it.
-        if let FailureKind::ContextTooLong {
-            window: Some(window),
-            ..
-        } = failure.kind
-        {
-            self.core.learn_window_of(&run.endpoint_key, window);
-        }
+        self.learn_from(run, &failure);
         update.handle_open_failed(failure, http);
     }
 
