@@ -18,7 +18,7 @@ use crate::engine::memory::update::{Action, Chunk, Finish, Here, Loaded, Update}
 use crate::engine::memory::{
     server_of, MemoryError as ReplyError, MemoryForm, ReplyCollector, UpdateEnd,
 };
-use crate::engine::model::{EndpointProfile, MemoryOverrides, Millis, Prompt};
+use crate::engine::model::{EndpointProfile, MemoryOverrides, Millis, Prompt, Protocol};
 use crate::engine::request::HttpRequest;
 use crate::engine::request::{self, RequestOptions};
 use crate::engine::slots::Purpose;
@@ -245,14 +245,7 @@ impl Memory {
                 ..
             } => {
                 run.base_url = base_url;
-                run.pump = None;
-                match Pump::open(&request, &run.stopper, protocol).await {
-                    Ok(pump) => {
-                        run.pump = Some(pump);
-                        update.handle_opened();
-                    }
-                    Err(e) => self.open_failed(run, update, e),
-                }
+                self.send(run, update, &request, protocol).await;
             }
             Action::Probe { request } => {
                 let refusal = self.probe(run, &request).await;
@@ -376,6 +369,24 @@ impl Memory {
             conversation_id: run.id.to_string(),
             running: true,
         });
+    }
+
+    /// Opens the update's request: its events are pumped into the machine, or its failure told.
+    async fn send(
+        &self,
+        run: &mut Run<'_>,
+        update: &mut Update,
+        request: &HttpRequest,
+        protocol: Protocol,
+    ) {
+        run.pump = None;
+        match Pump::open(request, &run.stopper, protocol).await {
+            Ok(pump) => {
+                run.pump = Some(pump);
+                update.handle_opened();
+            }
+            Err(e) => self.open_failed(run, update, e),
+        }
     }
 
     /// Sends the probe (`engine::memory::update::Action::Probe`): the server's refusal, with its
