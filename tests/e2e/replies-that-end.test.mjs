@@ -23,7 +23,9 @@ import {
   showInspector,
   eventually,
   tid,
+  endpointBase,
 } from './helpers.mjs';
+import { memoryReplyText } from './agent-server.mjs';
 
 const PROTOCOLS = ['openai-chat', 'openai-responses', 'ollama', 'anthropic'];
 const QUESTION = 'Tell me the story of the lighthouse keeper.';
@@ -231,6 +233,53 @@ test('a server whose context is smaller than Settings say (llama-cpp-python at i
       assert.match(await window.innerText(), /the server holds 1,024 tokens/);
     });
     // The probe's refusal is logged by the browser, as every error status is.
+    assertNoPageProblems(issues, { allowConsole: [/status of 400/] });
+  } finally {
+    await context.close();
+  }
+});
+
+test('a memory server whose context is smaller than Settings say: the update whose stream ended empty is asked why, the failure names the window, and the retry is fitted to it', async () => {
+  const { agent } = harness;
+  // Chat on Anthropic (not held to the window); memory updates to the same scripted server as
+  // openai-chat, answering as llama-cpp-python at its default does. No chat turn learns the window
+  // for the memory server: only its own refusal can.
+  const { context, page, issues } = await openConfiguredApp(harness, 'anthropic', { summaryFrequency: 5 });
+  try {
+    await withDiagnostics(page, issues, 'memory-window', async () => {
+      await openSettings(page);
+      await openAdvanced(page);
+      await page.locator(tid('settings-memory-model-section')).locator('summary').click();
+      await page.locator(tid('settings-memory-endpoint-url')).fill(endpointBase(agent, 'openai-chat'));
+      await page.locator(tid('settings-memory-protocol')).selectOption('openai-chat');
+      await page.locator(tid('settings-memory-model')).fill('memory-model');
+      await saveSettings(page);
+      const WINDOW = 2048;
+      agent.setContextWindow(WINDOW);
+      agent.setDefault('Noted.');
+      const SUMMARY = 'The user keeps a logbook of the lighthouse.';
+      agent.setMemoryDefault({ text: memoryReplyText({ summary: SUMMARY }) });
+      // Five long messages, then the update (every five exchanges): its prompt outgrows 2,048 tokens.
+      for (let day = 1; day <= 5; day += 1) {
+        await sendMessage(page, `Day ${day} of my logbook: ${'the keeper climbed at dusk, trimmed the wick, wound the clockwork and watched the sea until dawn. '.repeat(18)}`);
+        assert.equal(await waitForAssistant(page, { index: day - 1 }), 'Noted.');
+      }
+      const failure = page.locator(tid('memory-failure'));
+      await failure.waitFor({ state: 'visible' });
+      const reason = await failure.locator(tid('memory-failure-reason')).innerText();
+      assert.match(reason, new RegExp(`${WINDOW}`), `the failure names the server's window: ${reason}`);
+      const updates = () => agent.memoryRequests();
+      assert.deepEqual(updates().map((r) => `${r.body.stream ? 'stream' : 'plain'} ${r.outcome}`), ['stream refused-for-length', 'plain refused-for-length']);
+      const [refused, probe] = updates();
+      assert.equal(probe.body.max_tokens, 1, 'the probe asks for one token');
+      assert.deepEqual(probe.body.messages, refused.body.messages, 'the probe sends the refused prompt');
+      // Retried, the update is fitted to the window the refusal named, and lands.
+      await page.locator(tid('memory-retry')).click();
+      await failure.waitFor({ state: 'detached' });
+      await eventually(async () => (await page.locator(tid('memory-summary')).locator(tid('summary-text')).innerText().catch(() => '')).includes(SUMMARY), { what: 'the summary' });
+      const fitted = updates().slice(2);
+      assert.ok(fitted.length >= 1 && fitted.every((r) => r.outcome === 'complete' && r.promptTokens < WINDOW), `fitted: ${fitted.map((r) => `${r.promptTokens} ${r.outcome}`)}`);
+    });
     assertNoPageProblems(issues, { allowConsole: [/status of 400/] });
   } finally {
     await context.close();
