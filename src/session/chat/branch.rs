@@ -5,8 +5,7 @@
 //! prompts read the branch on screen. Deleting a message is behind split point `edits`. Must not
 //! import `ui`.
 
-use super::service::{Chat, ChatError};
-use super::turn::Begin;
+use super::service::{Begin, Chat, ChatError};
 use crate::engine::branch::shown_messages;
 use crate::engine::model::{Message, MessageMeta, Role};
 use crate::engine::tabs::Change;

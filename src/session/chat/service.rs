@@ -1,9 +1,7 @@
 //! The chat service type, its error enum and the calls that need no file of their own.
 //! Must not import `ui`.
 
-use super::temporary::Temporary;
-use super::turn::Begin;
-use crate::engine::model::Message;
+use crate::engine::model::{Conversation, Message};
 use crate::engine::tabs::Change;
 use crate::engine::title;
 use crate::engine::turn::{failed_turn, retry_plan};
@@ -73,6 +71,34 @@ impl ChatError {
 
 /// Why a temporary chat takes no attachment.
 const TEMPORARY_ATTACHMENTS: &str = "A temporary chat keeps nothing in storage, so it cannot carry images or files. Remove them, or send them in an ordinary conversation.";
+
+/// How a turn begins.
+pub(crate) enum Begin {
+    /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
+    Stored(String),
+    /// A retry of user message `user` whose reply takes the place of the failed reply `replaces`
+    /// (see `engine::turn::retry_plan`).
+    Retry { user: String, replaces: String },
+    /// A regeneration of reply `replaces`: the prompt is the branch up to it (its last user message
+    /// is the one answered), and the new reply is an alternative of it.
+    Regenerate { replaces: String },
+    /// A new user message, not stored yet: it is written together with the reply placeholder, at
+    /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
+    Ahead(Message),
+    /// A message (this id) of the temporary chat, kept in memory: its reply is too, and nothing of
+    /// the turn is stored (see `temporary.rs`).
+    Temporary(String),
+    /// Continue reply `reply` (cut by the reply cap): the prompt is the branch up to the user
+    /// message it answers, and what comes is appended to it (`engine::turn::Turn::continue_reply`).
+    Continue { reply: String },
+}
+
+/// The temporary chat (`temporary.rs`): its record and every message, ascending.
+#[derive(Default)]
+pub(crate) struct Temporary {
+    pub(super) conversation: Option<Conversation>,
+    pub(super) messages: Vec<Message>,
+}
 
 /// The chat service. One per page.
 pub struct Chat {

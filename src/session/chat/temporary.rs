@@ -3,8 +3,8 @@
 //! tab's UI and nothing else (`Core::show`): no store write, no cache, no other tab, no sync. It has
 //! no draft, title, memory update or fact taken from what is said in it. Must not import `ui`.
 
-use super::service::{Chat, ChatError};
-use super::turn::{Begin, Context};
+use super::service::{Begin, Chat, ChatError, Temporary};
+use super::turn::Context;
 use crate::engine::model::{Conversation, EntityScope, Message, Role};
 use crate::engine::settings::history_load_limit;
 use crate::engine::tabs::Change;
@@ -12,13 +12,6 @@ use crate::engine::temporary;
 use crate::session::shared::cache::MemoryParts;
 use crate::session::shared::{new_id, now};
 use std::rc::Rc;
-
-/// The temporary chat: its record and every message, ascending.
-#[derive(Default)]
-pub(crate) struct Temporary {
-    conversation: Option<Conversation>,
-    messages: Vec<Message>,
-}
 
 impl Chat {
     /// Starts a temporary chat (ending the one before) answering with `model` (`None`: as in

@@ -6,6 +6,7 @@ use crate::engine::model::{ConversationSummary, EntityNode};
 use crate::session::shared::error::{
     from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT, UNAVAILABLE,
 };
+use crate::session::shared::held::Held;
 use crate::session::shared::Core;
 use crate::store::StoreError;
 use crate::transport::Stopper;
@@ -63,6 +64,20 @@ impl From<wasm_split_helpers::SplitLoaderError> for MemoryError {
     }
 }
 
+/// The queue of conversations whose memory is being built in this tab (`catchup.rs`).
+#[derive(Default)]
+pub(crate) struct BuildQueue(pub(super) Held<Queue>);
+
+#[derive(Default)]
+pub(super) struct Queue {
+    /// Conversations waiting, in order (the one being built included, first).
+    pub(super) waiting: Vec<String>,
+    /// How many the run has taken so far (built or being built).
+    pub(super) taken: usize,
+    /// Stops the request in flight; `Some` while a run goes on.
+    pub(super) stopper: Option<Stopper>,
+}
+
 /// The memory of a conversation: every summary version (oldest first) and its entities.
 #[derive(Debug, Clone, Default)]
 pub struct MemorySnapshot {
@@ -83,7 +98,7 @@ pub struct Memory {
     /// The stoppers of the live memory updates running, by conversation.
     pub(super) memory_stops: RefCell<HashMap<String, Stopper>>,
     /// Conversations whose memory is being built from their history (see `catchup.rs`).
-    pub(super) building: super::catchup::BuildQueue,
+    pub(super) building: BuildQueue,
 }
 
 impl Memory {
