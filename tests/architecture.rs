@@ -1559,9 +1559,7 @@ const CELL_ADAPTERS: &[(&str, &str)] = &[
     ("session/shared/tabs.rs", "the tab channel's browser glue: a `BroadcastChannel`'s pending messages and its flush timer"),
     ("session/shared/core.rs", "what every service shares: the settings in force, the caches, the capture hook, what servers said"),
     ("session/shared/open.rs", "the persistent-storage answer a browser promise delivers after opening"),
-    ("session/chat/service.rs", "the chat service's turns in flight, temporary chats and drafts, shared by its handles"),
     ("session/chat/turn.rs", "a one-shot slot the early write fills while the request is already out"),
-    ("session/memory/service.rs", "the memory service's running updates, scheduler and stoppers, shared by its handles"),
 ];
 
 /// Whether `line` names a cell type (`RefCell`, `Cell`, `OnceCell`, `UnsafeCell`).

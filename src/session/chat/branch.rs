@@ -17,7 +17,7 @@ use std::rc::Rc;
 impl Chat {
     /// A message of conversation `id` that no running turn is writing.
     async fn message_to_change(&self, id: &str, message_id: &str) -> Result<Message, ChatError> {
-        if self.inflight.borrow().contains_key(id) {
+        if self.running(id) {
             return Err(ChatError::Busy);
         }
         self.core

@@ -9,10 +9,10 @@ use crate::session::memory::Memory;
 use crate::session::shared::error::{
     from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT, UNAVAILABLE,
 };
+use crate::session::shared::held::Held;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
 use crate::transport::Stopper;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -104,15 +104,22 @@ pub(crate) struct Temporary {
 pub struct Chat {
     pub(super) core: Rc<Core>,
     pub(super) memory: Rc<Memory>,
+    /// What the service remembers between its awaits.
+    pub(super) state: Held<ChatState>,
+}
+
+/// What the chat service remembers between its awaits, in one value.
+#[derive(Default)]
+pub(super) struct ChatState {
     /// Turns in flight, by conversation.
-    pub(super) inflight: RefCell<HashMap<String, Stopper>>,
+    pub(super) inflight: HashMap<String, Stopper>,
     /// The temporary chat, if one is open (never stored).
-    pub(super) temporary: RefCell<Temporary>,
+    pub(super) temporary: Temporary,
     /// Each conversation's draft as this tab last read or stored it: saving the same text again
     /// writes nothing. The composer's pause and the page's hiding save what is there, which is
     /// most often what is stored already (a readwrite transaction at every start, and one in the
     /// way of the next page's start at every reload).
-    drafts: RefCell<HashMap<String, String>>,
+    drafts: HashMap<String, String>,
 }
 
 impl Chat {
@@ -120,9 +127,7 @@ impl Chat {
         Chat {
             core,
             memory,
-            inflight: RefCell::default(),
-            temporary: RefCell::default(),
-            drafts: RefCell::default(),
+            state: Held::default(),
         }
     }
 
@@ -138,16 +143,18 @@ impl Chat {
             .await?
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        self.drafts
-            .borrow_mut()
-            .insert(id.to_string(), text.clone());
+        let kept = text.clone();
+        self.state.with(|s| s.drafts.insert(id.to_string(), kept));
         Ok(text)
     }
 
     /// Keeps the composer's draft of conversation `id` (not a temporary chat's: nothing of it is
     /// stored); nothing is written when it is the text this tab last read or stored there.
     pub async fn set_draft(&self, id: &str, text: &str) -> Result<(), ChatError> {
-        if self.is_temporary(id) || self.drafts.borrow().get(id).map(String::as_str) == Some(text) {
+        let same = self
+            .state
+            .with(|s| s.drafts.get(id).map(String::as_str) == Some(text));
+        if self.is_temporary(id) || same {
             return Ok(());
         }
         let key = format!("{DRAFT_PREFIX}{id}");
@@ -159,22 +166,26 @@ impl Chat {
                 .set_setting(&key, &serde_json::Value::from(text))
                 .await?;
         }
-        self.drafts
-            .borrow_mut()
-            .insert(id.to_string(), text.to_string());
+        (self.state).with(|s| s.drafts.insert(id.to_string(), text.to_string()));
         Ok(())
     }
 
     /// Deletes the stored draft of conversation `id`, whatever this tab last knew of it (the
     /// conversation is going: another tab may have stored a draft since).
     pub async fn drop_draft(&self, id: &str) -> Result<(), ChatError> {
-        self.drafts.borrow_mut().remove(id);
+        self.state.with(|s| s.drafts.remove(id));
         self.set_draft(id, "").await
+    }
+
+    /// Whether a turn of conversation `id` runs in this tab.
+    pub(super) fn running(&self, id: &str) -> bool {
+        self.state.with(|s| s.inflight.contains_key(id))
     }
 
     /// Stops the reply being written in a conversation (the partial text is kept).
     pub fn stop(&self, id: &str) {
-        if let Some(s) = self.inflight.borrow().get(id) {
+        // Stopped outside the state: what stopping wakes may call back into the service.
+        if let Some(s) = self.state.with(|s| s.inflight.get(id).cloned()) {
             s.stop();
         }
     }
@@ -191,7 +202,7 @@ impl Chat {
         text: String,
         attachments: Vec<crate::engine::model::Attachment>,
     ) -> Result<(), ChatError> {
-        if self.inflight.borrow().contains_key(id) {
+        if self.running(id) {
             return Err(ChatError::Busy);
         }
         if !self.core.settings.borrow().has_endpoint() {
@@ -272,13 +283,13 @@ impl Chat {
     /// that ends the branch is replaced by the new one (`engine::turn::retry_plan`).
     pub async fn retry(self: &Rc<Self>, id: &str) -> Result<(), ChatError> {
         if self.is_temporary(id) {
-            if self.inflight.borrow().contains_key(id) {
+            if self.running(id) {
                 return Err(ChatError::Busy);
             }
             let user = self.last_temporary_user(id)?;
             return self.run_turn(id, Begin::Temporary(user)).await;
         }
-        if self.inflight.borrow().contains_key(id) {
+        if self.running(id) {
             return Err(ChatError::Busy);
         }
         let branch = self.core.branch_tail(id, 50).await?;

@@ -337,9 +337,8 @@ impl Chat {
 
     async fn run_turn_now(self: &Rc<Self>, id: &str, begin: Begin) -> Result<(), ChatError> {
         let stopper = Stopper::new();
-        self.inflight
-            .borrow_mut()
-            .insert(id.to_string(), stopper.clone());
+        let kept = stopper.clone();
+        self.state.with(|s| s.inflight.insert(id.to_string(), kept));
         self.core.emit(Local::TurnRunning {
             conversation_id: id.to_string(),
             running: true,
@@ -350,7 +349,7 @@ impl Chat {
         let temporary = matches!(begin, Begin::Temporary(_));
         let result = self.drive_turn(id, begin, &stopper).await;
         self.memory.chat_ended(&server);
-        self.inflight.borrow_mut().remove(id);
+        self.state.with(|s| s.inflight.remove(id));
         self.core.emit(Local::TurnRunning {
             conversation_id: id.to_string(),
             running: false,

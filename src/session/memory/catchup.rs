@@ -62,7 +62,7 @@ impl Memory {
             ));
             return Ok(());
         }
-        let started = self.building.0.with(|q| {
+        let started = self.building(|q| {
             q.waiting.extend(ids);
             if q.stopper.is_some() {
                 return None; // the run going on takes them
@@ -76,7 +76,7 @@ impl Memory {
             return Ok(());
         };
         let end = self.run_queue(&stopper).await;
-        self.building.0.with(|q| {
+        self.building(|q| {
             q.waiting.clear();
             q.stopper = None;
         });
@@ -87,7 +87,7 @@ impl Memory {
     /// Cancels the memory build: the request in flight is aborted and nothing of it is written;
     /// what was built stays, and a later build goes on from there.
     pub fn cancel_memory_build(&self) {
-        self.building.0.with(|q| {
+        self.building(|q| {
             q.waiting.clear();
             if let Some(s) = q.stopper.as_ref() {
                 s.stop();
@@ -109,7 +109,7 @@ impl Memory {
             if stopper.is_stopped() {
                 return BuildStatus::Stopped(CANCELLED.into());
             }
-            let next = self.building.0.with(|q| {
+            let next = self.building(|q| {
                 let next = q.waiting.first().cloned();
                 q.taken += usize::from(next.is_some());
                 next
@@ -130,7 +130,7 @@ impl Memory {
                     },
                 }),
             }
-            let rest = self.building.0.with(|q| {
+            let rest = self.building(|q| {
                 if q.waiting.first() == Some(&id) {
                     q.waiting.remove(0);
                 }
@@ -179,13 +179,13 @@ impl Memory {
         if stopper.is_stopped() {
             return Ok(Built::Cancelled);
         }
-        self.memory_running.borrow_mut().insert(id.to_string());
+        self.state.with(|s| s.running.insert(id.to_string()));
         self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: true,
         });
         let result = self.build_chunks(&conv, stopper).await;
-        self.memory_running.borrow_mut().remove(id);
+        self.state.with(|s| s.running.remove(id));
         self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
@@ -269,7 +269,7 @@ impl Memory {
 
     /// The progress of chunk `chunk` of `chunks` of `conv`.
     fn running(&self, conv: &Conversation, chunk: usize, chunks: usize) -> BuildStatus {
-        let (taken, waiting) = self.building.0.with(|q| (q.taken, q.waiting.len()));
+        let (taken, waiting) = self.building(|q| (q.taken, q.waiting.len()));
         BuildStatus::Running {
             conversation_id: conv.id.clone(),
             title: conv.title.clone(),
