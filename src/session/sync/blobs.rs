@@ -6,8 +6,9 @@
 //! A failure to reach the server is retried on a later round; nothing here stops the sync loop but
 //! a store error. Must not import `ui`.
 
-use super::browser::{warn, Link};
+use super::browser::warn;
 use super::error::SyncError;
+use super::seal::Link;
 use super::state::{report, Inner};
 use crate::engine::sync::blob::{self, Got};
 use crate::engine::sync::{Reply, Request};

@@ -1,7 +1,7 @@
 //! Sync's browser glue, the one adapter between the driver and the page: the `online` listener,
 //! the `AbortController` of the request in flight, the wake-up that ends a sleep early, `btoa`
-//! for Basic credentials, the time zone and origin of the page, the console, and sending one
-//! replicator request through `fetch` ([`Link`], sealed and opened when encrypting). It holds
+//! for Basic credentials, the time zone and origin of the page, the console, and `fetch`: every
+//! request of sync goes through [`fetch`] here. It holds
 //! what the browser hands back (a listener, a controller, a promise's resolver) and decides
 //! nothing. Must not import `ui`.
 
@@ -13,9 +13,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::AbortController;
 
-use super::seal::{Sealer, Sent};
-use crate::engine::sync::{Reply, Request};
-use crate::transport::{self, TextLimits};
+use crate::transport::{self, TextLimits, TransportError};
 
 /// The browser's handles the driver keeps: the `online` listener, the controller of the request
 /// in flight, and the resolver that wakes a sleep.
@@ -77,18 +75,6 @@ impl Glue {
     }
 }
 
-/// `Basic` credentials for `user:password` (UTF-8), or none without a user.
-pub(super) fn basic_auth(user: &str, password: &str) -> Option<String> {
-    if user.is_empty() {
-        return None;
-    }
-    let bytes = format!("{user}:{password}");
-    // btoa takes a "binary string": one char per byte.
-    let binary: String = bytes.bytes().map(char::from).collect();
-    let encoded = web_sys::window()?.btoa(&binary).ok()?;
-    Some(format!("Basic {encoded}"))
-}
-
 /// The page's time zone, in minutes east of UTC (what the status's times are shown in).
 pub(super) fn tz_offset() -> i32 {
     -(js_sys::Date::new_0().get_timezone_offset() as i32)
@@ -106,36 +92,20 @@ pub(super) fn warn(what: &str) {
     web_sys::console::warn_1(&JsValue::from_str(&format!("memoire sync: {what}")));
 }
 
-/// Where the loop's requests go: the server, its database, its credentials, and the seal when
-/// encrypting.
-pub(super) struct Link<'a> {
-    pub(super) base: &'a str,
-    pub(super) db: &'a str,
-    pub(super) auth: Option<&'a str>,
-    pub(super) sealer: Option<&'a Sealer>,
+/// Every request of sync, through the transport's one whole-body request (its limits and
+/// timeouts apply; `abort` cancels it).
+pub(super) async fn fetch(
+    url: &str,
+    method: &str,
+    body: Option<&str>,
+    auth: Option<&str>,
+    abort: Option<&AbortController>,
+    limits: TextLimits,
+) -> Result<(u16, String), TransportError> {
+    transport::fetch_text(url, method, body, auth, abort, limits).await
 }
 
-impl Link<'_> {
-    /// Sends one replicator request (sealed and opened when encrypting).
-    pub(super) async fn send(
-        &self,
-        req: Request,
-        abort: Option<&AbortController>,
-        limits: TextLimits,
-    ) -> Sent {
-        match self.sealer {
-            Some(s) => s.send(req, self.base, self.auth, abort, limits).await,
-            None => {
-                let url = req.url(self.base);
-                let (method, body) = (req.method.as_str(), req.body.as_deref());
-                Sent {
-                    out: transport::fetch_text(&url, method, body, self.auth, abort, limits)
-                        .await
-                        .map(|(status, text)| (status, Reply::Text(text))),
-                    plain: Vec::new(),
-                    unopened: Vec::new(),
-                }
-            }
-        }
-    }
+/// Whether anything answers at `url` within `ms` ("Test connection", after a failure).
+pub(super) async fn reachable(url: &str, ms: u32) -> bool {
+    transport::reachable(url, ms).await
 }

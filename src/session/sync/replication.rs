@@ -27,8 +27,9 @@ use std::rc::Rc;
 
 use wasm_bindgen_futures::spawn_local;
 
-use super::browser::{basic_auth, page_origin, tz_offset, warn, Glue, Link};
+use super::browser::{self, page_origin, tz_offset, warn, Glue};
 use super::error::SyncError;
+use super::seal::Link;
 use super::state::{
     clock, keep_clock, paced, record, record_among, report, set_view, stored, Emit, Inner, State,
     Which,
@@ -41,7 +42,7 @@ use crate::engine::sync::local::{
     self, observed, older_refusals, track_removed, Reads, Recorded, Tracked,
 };
 use crate::engine::sync::order::{in_order, latest_stamp};
-use crate::engine::sync::origin::{self, origin_of};
+use crate::engine::sync::origin::{self, basic_auth, origin_of};
 use crate::engine::sync::probe::{check_form, diagnose, DbProbe};
 use crate::engine::sync::restart::Restart;
 use crate::engine::sync::status::{describe, label, stopped};
@@ -54,7 +55,7 @@ use crate::session::shared::held::Held;
 use crate::session::shared::tabs as sync;
 use crate::session::shared::{now, Capture};
 use crate::store::{Span, Store, StoreError, SyncSettings};
-use crate::transport::{self, TextLimits, Timeouts, TransportError};
+use crate::transport::{TextLimits, Timeouts, TransportError};
 
 /// The Web Lock that lets one tab of this origin sync at a time.
 const LOCK: &str = "memoire-sync";
@@ -261,7 +262,7 @@ impl Replication {
             "{url}/{}",
             crate::engine::sync::wire::encode(s.database.trim())
         );
-        let got = transport::fetch_text(&db_url, "GET", None, auth.as_deref(), None, TEST_LIMITS);
+        let got = browser::fetch(&db_url, "GET", None, auth.as_deref(), None, TEST_LIMITS);
         let probe = match got.await {
             Ok((status, body)) => DbProbe::Answer { status, body },
             Err(TransportError::Timeout { .. }) => DbProbe::TimedOut {
@@ -281,7 +282,7 @@ impl Replication {
         };
         let reachable = match probe {
             DbProbe::Failed { .. } => Some(
-                transport::reachable(&format!("{url}/"), TEST_LIMITS.timeouts.first_byte_ms).await,
+                browser::reachable(&format!("{url}/"), TEST_LIMITS.timeouts.first_byte_ms).await,
             ),
             _ => None,
         };

@@ -1,7 +1,8 @@
 //! End-to-end encrypted sync, the browser half (issue 28, item 6): WebCrypto's PBKDF2, AES-GCM and
 //! HMAC moving the bytes that `engine::sync::seal` says to move. [`unlock`] turns a passphrase and
 //! the database's marker into keys (or makes the marker, for the first device), [`Sealer::send`]
-//! seals a replicator request, sends it, and opens the answer.
+//! seals a replicator request, sends it, and opens the answer; [`Link`] is where the loop's
+//! requests go, through the sealer when encrypting (requests go out through `browser.rs`).
 //!
 //! Key derivation (`engine::sync::keys`, by the marker's version): v2, for every new marker, the
 //! passphrase in NFC (the browser's own `String.prototype.normalize`, no table shipped),
@@ -39,6 +40,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{CryptoKey, SubtleCrypto};
 
+use super::browser::fetch;
 use crate::engine::sync::blob;
 use crate::engine::sync::keys::{self, Kdf};
 use crate::engine::sync::rotate::{self, Standing};
@@ -338,19 +340,6 @@ pub(super) const LIMITS: TextLimits = TextLimits {
     },
     total_ms: 20_000,
 };
-
-/// Every request of this module, through the one whole-body sync request of the transport (its
-/// limits and timeouts apply here as to the replicator's requests).
-pub(super) async fn fetch(
-    url: &str,
-    method: &str,
-    body: Option<&str>,
-    auth: Option<&str>,
-    abort: Option<&web_sys::AbortController>,
-    limits: TextLimits,
-) -> Result<(u16, String), TransportError> {
-    crate::transport::fetch_text(url, method, body, auth, abort, limits).await
-}
 
 /// The marker's URL.
 fn marker_url(base: &str, db: &str) -> String {
@@ -886,6 +875,40 @@ impl Sealer {
             web_sys::console::warn_1(&JsValue::from_str(&format!(
                 "memoire sync: plain copies were not deleted on the server yet ({e}); next time"
             )));
+        }
+    }
+}
+
+/// Where the loop's requests go: the server, its database, its credentials, and the seal when
+/// encrypting.
+pub(super) struct Link<'a> {
+    pub(super) base: &'a str,
+    pub(super) db: &'a str,
+    pub(super) auth: Option<&'a str>,
+    pub(super) sealer: Option<&'a Sealer>,
+}
+
+impl Link<'_> {
+    /// Sends one replicator request (sealed and opened when encrypting).
+    pub(super) async fn send(
+        &self,
+        req: Request,
+        abort: Option<&web_sys::AbortController>,
+        limits: TextLimits,
+    ) -> Sent {
+        match self.sealer {
+            Some(s) => s.send(req, self.base, self.auth, abort, limits).await,
+            None => {
+                let url = req.url(self.base);
+                let (method, body) = (req.method.as_str(), req.body.as_deref());
+                Sent {
+                    out: fetch(&url, method, body, self.auth, abort, limits)
+                        .await
+                        .map(|(status, text)| (status, Reply::Text(text))),
+                    plain: Vec::new(),
+                    unopened: Vec::new(),
+                }
+            }
         }
     }
 }
