@@ -14,7 +14,7 @@
 //!
 //! Adding a synced kind: its document body and `Kind` (`doc.rs`, the kind table), its conversion
 //! (`convert.rs`, with `track_*` and `Effect` in `track.rs`), its arm here in [`Reads`] and
-//! [`group`], and one store function that reads the records the session hands to `track_*`.
+//! [`group`]; the session's side is its moves (`session/sync/mod.rs` says which).
 //! Must not import anything outside `crate::engine`.
 
 use super::batch::Plan;

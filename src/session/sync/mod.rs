@@ -12,9 +12,10 @@
 //!
 //! Adding a synced kind: in the engine, its document body and `Kind` (`engine/sync/doc.rs`), its
 //! conversion (`convert.rs`, its `track_*` and `Effect` in `track.rs`) and its arm in
-//! `engine::sync::local` (`Reads`, `group`); here, one store function of it (the records the
-//! engine's `track_*` read, and the write of what `group` hands back), as `projects.rs` is for
-//! the projects. Must not import `ui`; imports no other service.
+//! `engine::sync::local` (`Reads`, `group`); here, its moves in a file of its own, as
+//! `projects.rs` is for the projects (the store's records `track_*` read, the write of what `group`
+//! hands back), called from one arm each in `replication.rs`'s `track_change`, `seed` and
+//! `apply_later`. Must not import `ui`; imports no other service.
 
 mod blobs;
 mod browser;
