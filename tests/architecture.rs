@@ -23,6 +23,12 @@
 //!    and cannot lift them. A name that is no module is itself a violation.
 //! 10. Each of `ARCHITECTURE.md`'s invariants has a name and names tests that exist, or says
 //!     "Untested".
+//! 11. UI stores hand out readers, keep their write signals private, hold no other store and have
+//!     at most 30 public functions.
+//! 12. No `RefCell`/`Cell` field or alias in the session outside the adapters `CELL_ADAPTERS`
+//!     names, each with why: a driver keeps one state value behind `Held`.
+//! 13. No file circle inside the session: its import graph between modules (ancestors and
+//!     descendants aside) has no cycle.
 //!
 //! Paths are read the way the compiler reads them: `use` trees are expanded (grouped and nested
 //! braces, `self`, renames), `super::`/`self::` are resolved against the file's module (or the
@@ -1538,5 +1544,204 @@ fn the_store_size_rule_fires_on_a_planted_crowded_store() {
             ("ui/flow.rs", flow.as_str()),
         ],
         &["31 public functions", "31 public functions"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The session's drivers hold one state value, not a bag of cells.
+
+/// The session files that may hold a `RefCell` or `Cell` field, each with why: browser glue, or
+/// state every handle of a service shares. Any other driver keeps what it remembers between its
+/// awaits in one value behind `Held` (`session/shared/held.rs`), borrowed inside a closure only.
+const CELL_ADAPTERS: &[(&str, &str)] = &[
+    ("session/shared/held.rs", "`Held<T>` itself: a driver's one state value"),
+    ("session/sync/browser.rs", "sync's browser glue: the `online` listener, the `AbortController`, the wake-up"),
+    ("session/shared/tabs.rs", "the tab channel's browser glue: a `BroadcastChannel`'s pending messages and its flush timer"),
+    ("session/shared/core.rs", "what every service shares: the settings in force, the caches, the capture hook, what servers said"),
+    ("session/shared/open.rs", "the persistent-storage answer a browser promise delivers after opening"),
+    ("session/chat/turn.rs", "a one-shot slot the early write fills while the request is already out"),
+];
+
+/// Whether `line` names a cell type (`RefCell`, `Cell`, `OnceCell`, `UnsafeCell`).
+fn names_cell(line: &str) -> bool {
+    line.split(|c: char| !is_ident(c))
+        .any(|w| matches!(w, "RefCell" | "Cell" | "OnceCell" | "UnsafeCell"))
+}
+
+/// Fields (in a struct's braces, or a tuple struct's parentheses) and type aliases naming a cell
+/// in `session.rs` and `session/**`, outside [`CELL_ADAPTERS`]: `(file, line)`.
+fn cell_fields(root: &Path) -> Vec<(String, String)> {
+    let mut files = rust_files(&root.join("session"));
+    files.extend(Some(root.join("session.rs")).filter(|f| f.is_file()));
+    let mut hits = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(root).unwrap().display().to_string();
+        if CELL_ADAPTERS.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        let mut in_struct = false;
+        for line in code_of(&fs::read_to_string(&file).unwrap()).lines() {
+            let t = line.trim();
+            let words: Vec<&str> = t.split(|c: char| !is_ident(c)).collect();
+            let is_struct = words.iter().take(4).any(|w| *w == "struct");
+            if is_struct && t.ends_with('{') {
+                in_struct = true;
+                continue;
+            }
+            if in_struct && t.starts_with('}') {
+                in_struct = false;
+            }
+            let alias = words.iter().take(4).any(|w| *w == "type") && t.contains('=');
+            if (in_struct || is_struct || alias) && names_cell(t) {
+                hits.push((rel.clone(), t.to_string()));
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn session_drivers_hold_no_cells_outside_the_named_adapters() {
+    assert_eq!(listed(cell_fields(&src())), "");
+    for (file, why) in CELL_ADAPTERS {
+        let code = fs::read_to_string(src().join(file)).unwrap_or_default();
+        assert!(
+            names_cell(&code_of(&code)),
+            "{file} is named but holds no cell"
+        );
+        assert!(!why.is_empty(), "{file} is named without a reason");
+    }
+}
+
+#[test]
+fn the_cell_rule_fires_on_planted_cell_fields() {
+    let driver = "//! h\nuse std::cell::{Cell, RefCell};\npub(super) struct Inner {\n    store: Store,\n    pub(super) rep: RefCell<Option<Replicator>>,\n    gen: std::cell::Cell<u32>,\n    state: Held<State>,\n}\nstruct Slot(Rc<RefCell<u8>>);\ntype Shared = Rc<RefCell<Vec<u8>>>;\nfn f(cache: &Rc<RefCell<Cache>>) {\n    let slot: Rc<RefCell<u8>> = Rc::default();\n}\n";
+    let glue = "//! h\nstruct Glue {\n    abort: RefCell<Option<AbortController>>,\n}\n";
+    fires(
+        cell_fields,
+        &[
+            ("session/sync/replication.rs", driver),
+            ("session/sync/browser.rs", glue),
+            (
+                "session/chat/cache.rs",
+                "//! h\nstruct Spared {\n    // a RefCell in prose\n    n: u8,\n}\n",
+            ),
+        ],
+        &[
+            "pub(super) rep: RefCell<Option<Replicator>>,",
+            "gen: std::cell::Cell<u32>,",
+            "struct Slot(Rc<RefCell<u8>>);",
+            "type Shared = Rc<RefCell<Vec<u8>>>;",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// No file circle inside the session.
+
+/// The session's import graph between modules, from every path a file names (`use super::…`,
+/// `use crate::session::…`, inline paths): an edge from a file's module to the module a path
+/// names, leaving out a module's own ancestors and descendants (a parent's `pub use child::X`
+/// re-exports; a child naming its parent is the up rule's).
+fn session_imports(root: &Path) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let modules = modules(root);
+    let mut graph: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for file in rust_files(root) {
+        let s = read_source(root, &file);
+        if !within(&s.module, "crate::session") {
+            continue;
+        }
+        for path in &s.paths {
+            let Some(to) = module_named(path, &modules) else {
+                continue;
+            };
+            let related =
+                to == s.module || is_ancestor(&to, &s.module) || is_ancestor(&s.module, &to);
+            if within(&to, "crate::session") && !related {
+                graph.entry(s.module.clone()).or_default().insert(to);
+            }
+        }
+    }
+    graph
+}
+
+/// Every circle of the session's import graph, once each, as `a -> b -> a` from its smallest
+/// module: `("circle", "…")`.
+fn session_circles(root: &Path) -> Vec<(String, String)> {
+    let graph = session_imports(root);
+    let mut circles = BTreeSet::new();
+    // From each module, every simple path back to it (the session's graph is small).
+    fn walk(
+        graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        circles: &mut BTreeSet<String>,
+    ) {
+        let last = path.last().unwrap().clone();
+        for next in graph.get(&last).into_iter().flatten() {
+            if *next == path[0] {
+                let at = (0..path.len()).min_by_key(|&k| &path[k]).unwrap();
+                let mut ring: Vec<&str> = path[at..]
+                    .iter()
+                    .chain(&path[..at])
+                    .map(|m| m.as_str())
+                    .collect();
+                ring.push(ring[0]);
+                circles.insert(ring.join(" -> ").replace("crate::session::", ""));
+            } else if !path.contains(next) && *next > path[0] {
+                path.push(next.clone());
+                walk(graph, path, circles);
+                path.pop();
+            }
+        }
+    }
+    for start in graph.keys() {
+        walk(&graph, &mut vec![start.clone()], &mut circles);
+    }
+    circles
+        .into_iter()
+        .map(|c| ("circle".to_string(), c))
+        .collect()
+}
+
+#[test]
+fn no_file_circle_inside_the_session() {
+    assert_eq!(listed(session_circles(&src())), "");
+}
+
+#[test]
+fn the_circle_rule_fires_on_planted_circles() {
+    let a = "//! h\nuse super::b::B;\npub struct A;\n";
+    let b = "//! h\nuse crate::session::sync::c::C;\npub struct B;\n";
+    let c = "//! h\npub struct C(super::a::A);\n";
+    let two = "//! h\nuse super::cache::Cache;\n";
+    let back = "//! h\nuse super::turn::{self};\n";
+    fires(
+        session_circles,
+        &[
+            ("session/sync.rs", "//! h\npub use a::A;\nuse self::b::B;\n"),
+            ("session/sync/a.rs", a),
+            ("session/sync/b.rs", b),
+            ("session/sync/c.rs", c),
+            ("session/chat/turn.rs", two),
+            ("session/chat/cache.rs", back),
+        ],
+        &[
+            "chat::cache -> chat::turn -> chat::cache",
+            "sync::a -> sync::b -> sync::c -> sync::a",
+        ],
+    );
+    // A line of siblings, a parent re-exporting its children, and a child naming its parent's
+    // item: no circle.
+    fires(
+        session_circles,
+        &[
+            ("session/sync.rs", "//! h\npub use a::A;\npub use b::B;\n"),
+            ("session/sync/a.rs", "//! h\nuse super::b::B;\n"),
+            (
+                "session/sync/b.rs",
+                "//! h\nuse crate::session::shared::Core;\nuse super::A;\n",
+            ),
+        ],
+        &[],
     );
 }

@@ -9,8 +9,9 @@
 //! what "Test connection" found wrong (`probe`), what a pulled document may hold (`check`), the
 //! words of sync's status (`status`), end-to-end encryption's envelope, sealed ids and marker
 //! (`seal`), how a passphrase becomes its keys and how strong it looks (`keys`), changing the passphrase
-//! (`rotate`), images' bytes as blob documents (`blob`), and which origin a saved sync password may go to (`origin`). The session moves the
-//! bytes.
+//! (`rotate`), images' bytes as blob documents (`blob`), which origin a saved sync password may go to (`origin`), and
+//! the decisions of this device's side of the loop: what is tracked, the outbox, what a batch
+//! reports and what the memory's effects change (`local`). The session moves the bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
 pub mod batch;
@@ -20,6 +21,7 @@ pub mod convert;
 pub mod doc;
 pub mod hlc;
 pub mod keys;
+pub mod local;
 pub mod memory;
 pub mod merge;
 pub mod order;

@@ -7,6 +7,7 @@
 //! Like the API key, the password goes over plain `http://` only to this machine (`localhost`,
 //! `127.0.0.0/8`, `::1`: `engine::settings::insecure_host`); to any other host over http it is
 //! refused, with an error before any request ([`plain_http_check`]), never dropped in silence.
+//! The credentials go as `Basic` ([`basic_auth`]): `user:password` in UTF-8, in base64.
 //! Must not import anything outside `crate::engine`.
 
 use crate::engine::settings::insecure_host;
@@ -52,4 +53,15 @@ pub fn password_for<'a>(
         None if !saved.is_empty() && same_origin(saved_for, url) => Some(saved),
         None => None,
     }
+}
+
+/// `Basic` credentials for `user:password` (its UTF-8 bytes in standard base64, as the browser's
+/// `btoa` gives them for one char per byte), or none without a user.
+pub fn basic_auth(user: &str, password: &str) -> Option<String> {
+    use base64::Engine;
+    if user.is_empty() {
+        return None;
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    Some(format!("Basic {encoded}"))
 }

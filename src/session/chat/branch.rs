@@ -5,8 +5,7 @@
 //! prompts read the branch on screen. Deleting a message is behind split point `edits`. Must not
 //! import `ui`.
 
-use super::service::{Chat, ChatError};
-use super::turn::Begin;
+use super::service::{Begin, Chat, ChatError};
 use crate::engine::branch::shown_messages;
 use crate::engine::model::{Message, MessageMeta, Role};
 use crate::engine::tabs::Change;
@@ -18,7 +17,7 @@ use std::rc::Rc;
 impl Chat {
     /// A message of conversation `id` that no running turn is writing.
     async fn message_to_change(&self, id: &str, message_id: &str) -> Result<Message, ChatError> {
-        if self.inflight.borrow().contains_key(id) {
+        if self.running(id) {
             return Err(ChatError::Busy);
         }
         self.core

@@ -1,9 +1,7 @@
 //! The chat service type, its error enum and the calls that need no file of their own.
 //! Must not import `ui`.
 
-use super::temporary::Temporary;
-use super::turn::Begin;
-use crate::engine::model::Message;
+use crate::engine::model::{Conversation, Message};
 use crate::engine::tabs::Change;
 use crate::engine::title;
 use crate::engine::turn::{failed_turn, retry_plan};
@@ -11,10 +9,10 @@ use crate::session::memory::Memory;
 use crate::session::shared::error::{
     from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT, UNAVAILABLE,
 };
+use crate::session::shared::held::Held;
 use crate::session::shared::{new_id, now, Core};
 use crate::store::{ConversationPatch, StoreError};
 use crate::transport::Stopper;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -74,19 +72,54 @@ impl ChatError {
 /// Why a temporary chat takes no attachment.
 const TEMPORARY_ATTACHMENTS: &str = "A temporary chat keeps nothing in storage, so it cannot carry images or files. Remove them, or send them in an ordinary conversation.";
 
+/// How a turn begins.
+pub(crate) enum Begin {
+    /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
+    Stored(String),
+    /// A retry of user message `user` whose reply takes the place of the failed reply `replaces`
+    /// (see `engine::turn::retry_plan`).
+    Retry { user: String, replaces: String },
+    /// A regeneration of reply `replaces`: the prompt is the branch up to it (its last user message
+    /// is the one answered), and the new reply is an alternative of it.
+    Regenerate { replaces: String },
+    /// A new user message, not stored yet: it is written together with the reply placeholder, at
+    /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
+    Ahead(Message),
+    /// A message (this id) of the temporary chat, kept in memory: its reply is too, and nothing of
+    /// the turn is stored (see `temporary.rs`).
+    Temporary(String),
+    /// Continue reply `reply` (cut by the reply cap): the prompt is the branch up to the user
+    /// message it answers, and what comes is appended to it (`engine::turn::Turn::continue_reply`).
+    Continue { reply: String },
+}
+
+/// The temporary chat (`temporary.rs`): its record and every message, ascending.
+#[derive(Default)]
+pub(crate) struct Temporary {
+    pub(super) conversation: Option<Conversation>,
+    pub(super) messages: Vec<Message>,
+}
+
 /// The chat service. One per page.
 pub struct Chat {
     pub(super) core: Rc<Core>,
     pub(super) memory: Rc<Memory>,
+    /// What the service remembers between its awaits.
+    pub(super) state: Held<ChatState>,
+}
+
+/// What the chat service remembers between its awaits, in one value.
+#[derive(Default)]
+pub(super) struct ChatState {
     /// Turns in flight, by conversation.
-    pub(super) inflight: RefCell<HashMap<String, Stopper>>,
+    pub(super) inflight: HashMap<String, Stopper>,
     /// The temporary chat, if one is open (never stored).
-    pub(super) temporary: RefCell<Temporary>,
+    pub(super) temporary: Temporary,
     /// Each conversation's draft as this tab last read or stored it: saving the same text again
     /// writes nothing. The composer's pause and the page's hiding save what is there, which is
     /// most often what is stored already (a readwrite transaction at every start, and one in the
     /// way of the next page's start at every reload).
-    drafts: RefCell<HashMap<String, String>>,
+    drafts: HashMap<String, String>,
 }
 
 impl Chat {
@@ -94,9 +127,7 @@ impl Chat {
         Chat {
             core,
             memory,
-            inflight: RefCell::default(),
-            temporary: RefCell::default(),
-            drafts: RefCell::default(),
+            state: Held::default(),
         }
     }
 
@@ -112,16 +143,18 @@ impl Chat {
             .await?
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        self.drafts
-            .borrow_mut()
-            .insert(id.to_string(), text.clone());
+        let kept = text.clone();
+        self.state.with(|s| s.drafts.insert(id.to_string(), kept));
         Ok(text)
     }
 
     /// Keeps the composer's draft of conversation `id` (not a temporary chat's: nothing of it is
     /// stored); nothing is written when it is the text this tab last read or stored there.
     pub async fn set_draft(&self, id: &str, text: &str) -> Result<(), ChatError> {
-        if self.is_temporary(id) || self.drafts.borrow().get(id).map(String::as_str) == Some(text) {
+        let same = self
+            .state
+            .with(|s| s.drafts.get(id).map(String::as_str) == Some(text));
+        if self.is_temporary(id) || same {
             return Ok(());
         }
         let key = format!("{DRAFT_PREFIX}{id}");
@@ -133,22 +166,26 @@ impl Chat {
                 .set_setting(&key, &serde_json::Value::from(text))
                 .await?;
         }
-        self.drafts
-            .borrow_mut()
-            .insert(id.to_string(), text.to_string());
+        (self.state).with(|s| s.drafts.insert(id.to_string(), text.to_string()));
         Ok(())
     }
 
     /// Deletes the stored draft of conversation `id`, whatever this tab last knew of it (the
     /// conversation is going: another tab may have stored a draft since).
     pub async fn drop_draft(&self, id: &str) -> Result<(), ChatError> {
-        self.drafts.borrow_mut().remove(id);
+        self.state.with(|s| s.drafts.remove(id));
         self.set_draft(id, "").await
+    }
+
+    /// Whether a turn of conversation `id` runs in this tab.
+    pub(super) fn running(&self, id: &str) -> bool {
+        self.state.with(|s| s.inflight.contains_key(id))
     }
 
     /// Stops the reply being written in a conversation (the partial text is kept).
     pub fn stop(&self, id: &str) {
-        if let Some(s) = self.inflight.borrow().get(id) {
+        // Stopped outside the state: what stopping wakes may call back into the service.
+        if let Some(s) = self.state.with(|s| s.inflight.get(id).cloned()) {
             s.stop();
         }
     }
@@ -165,7 +202,7 @@ impl Chat {
         text: String,
         attachments: Vec<crate::engine::model::Attachment>,
     ) -> Result<(), ChatError> {
-        if self.inflight.borrow().contains_key(id) {
+        if self.running(id) {
             return Err(ChatError::Busy);
         }
         if !self.core.settings.borrow().has_endpoint() {
@@ -246,13 +283,13 @@ impl Chat {
     /// that ends the branch is replaced by the new one (`engine::turn::retry_plan`).
     pub async fn retry(self: &Rc<Self>, id: &str) -> Result<(), ChatError> {
         if self.is_temporary(id) {
-            if self.inflight.borrow().contains_key(id) {
+            if self.running(id) {
                 return Err(ChatError::Busy);
             }
             let user = self.last_temporary_user(id)?;
             return self.run_turn(id, Begin::Temporary(user)).await;
         }
-        if self.inflight.borrow().contains_key(id) {
+        if self.running(id) {
             return Err(ChatError::Busy);
         }
         let branch = self.core.branch_tail(id, 50).await?;

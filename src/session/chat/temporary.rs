@@ -3,8 +3,8 @@
 //! tab's UI and nothing else (`Core::show`): no store write, no cache, no other tab, no sync. It has
 //! no draft, title, memory update or fact taken from what is said in it. Must not import `ui`.
 
-use super::service::{Chat, ChatError};
-use super::turn::{Begin, Context};
+use super::service::{Begin, Chat, ChatError, Temporary};
+use super::turn::Context;
 use crate::engine::model::{Conversation, EntityScope, Message, Role};
 use crate::engine::settings::history_load_limit;
 use crate::engine::tabs::Change;
@@ -13,29 +13,25 @@ use crate::session::shared::cache::MemoryParts;
 use crate::session::shared::{new_id, now};
 use std::rc::Rc;
 
-/// The temporary chat: its record and every message, ascending.
-#[derive(Default)]
-pub(crate) struct Temporary {
-    conversation: Option<Conversation>,
-    messages: Vec<Message>,
-}
-
 impl Chat {
     /// Starts a temporary chat (ending the one before) answering with `model` (`None`: as in
     /// Settings). Nothing of it is ever stored.
     pub fn start_temporary(&self, model: Option<String>) -> Conversation {
         self.end_temporary();
         let c = temporary::conversation(new_id("t"), now(), model);
-        *self.temporary.borrow_mut() = Temporary {
+        let open = Temporary {
             conversation: Some(c.clone()),
             messages: Vec::new(),
         };
+        self.state.with(|s| s.temporary = open);
         c
     }
 
     /// Ends the temporary chat, if one is open: its reply stops and its messages are gone.
     pub fn end_temporary(&self) {
-        let ended = std::mem::take(&mut *self.temporary.borrow_mut()).conversation;
+        let ended = self
+            .state
+            .with(|s| std::mem::take(&mut s.temporary).conversation);
         if let Some(c) = ended {
             self.stop(&c.id);
         }
@@ -43,11 +39,12 @@ impl Chat {
 
     /// True when `id` is the temporary chat.
     pub fn is_temporary(&self, id: &str) -> bool {
-        self.temporary
-            .borrow()
-            .conversation
-            .as_ref()
-            .is_some_and(|c| c.id == id)
+        self.state.with(|s| {
+            s.temporary
+                .conversation
+                .as_ref()
+                .is_some_and(|c| c.id == id)
+        })
     }
 
     /// "Use memory about me" in the temporary chat `id`; the record as it now is.
@@ -71,25 +68,24 @@ impl Chat {
         id: &str,
         text: String,
     ) -> Result<(), ChatError> {
-        let user = {
-            let t = self.temporary.borrow();
-            let (seq, meta) = temporary::next_meta(&t.messages);
-            let mut m = Message::from_user(new_id("m"), id, text, now(), meta);
-            m.seq = seq;
-            m
-        };
+        let (seq, meta) = self
+            .state
+            .with(|s| temporary::next_meta(&s.temporary.messages));
+        let mut user = Message::from_user(new_id("m"), id, text, now(), meta);
+        user.seq = seq;
         self.keep_temporary(&user, true);
         self.run_turn(id, Begin::Temporary(user.id)).await
     }
 
     /// The temporary chat's last user message, for a retry.
     pub(super) fn last_temporary_user(&self, id: &str) -> Result<String, ChatError> {
-        let t = self.temporary.borrow();
-        let messages = &t.messages;
-        crate::engine::history::last_user_at(messages, |m| m.role)
-            .filter(|_| t.conversation.as_ref().is_some_and(|c| c.id == id))
-            .map(|at| messages[at].id.clone())
-            .ok_or_else(|| ChatError::Invalid("There is no message to retry.".into()))
+        let last = self.state.with(|s| {
+            let t = &s.temporary;
+            crate::engine::history::last_user_at(&t.messages, |m| m.role)
+                .filter(|_| t.conversation.as_ref().is_some_and(|c| c.id == id))
+                .map(|at| t.messages[at].id.clone())
+        });
+        last.ok_or_else(|| ChatError::Invalid("There is no message to retry.".into()))
     }
 
     /// Message `message_id` of the temporary chat `id`, if it is a user's.
@@ -98,27 +94,30 @@ impl Chat {
         id: &str,
         message_id: &str,
     ) -> Result<Message, ChatError> {
-        let t = self.temporary.borrow();
-        t.messages
-            .iter()
-            .find(|m| m.id == message_id && m.conversation_id == id && m.role == Role::User)
-            .cloned()
-            .ok_or_else(|| ChatError::Invalid("The message to send is gone.".into()))
+        let found = self.state.with(|s| {
+            (s.temporary.messages.iter())
+                .find(|m| m.id == message_id && m.conversation_id == id && m.role == Role::User)
+                .cloned()
+        });
+        found.ok_or_else(|| ChatError::Invalid("The message to send is gone.".into()))
     }
 
     /// Keeps message `m` of the temporary chat (new, or a new state of one) and shows it. A message
     /// of a temporary chat that has ended is dropped.
     pub(crate) fn keep_temporary(&self, m: &Message, added: bool) {
-        {
-            let mut t = self.temporary.borrow_mut();
+        let kept = self.state.with(|s| {
             let Temporary {
                 conversation,
                 messages,
-            } = &mut *t;
+            } = &mut s.temporary;
             let Some(c) = conversation.as_mut().filter(|c| c.id == m.conversation_id) else {
-                return;
+                return false;
             };
             temporary::keep(c, messages, m);
+            true
+        });
+        if !kept {
+            return;
         }
         self.core.show(if added {
             Change::MessageAdded(m.clone())
@@ -133,14 +132,13 @@ impl Chat {
         id: &str,
         change: impl FnOnce(&mut Conversation),
     ) -> Result<Conversation, ChatError> {
-        let mut t = self.temporary.borrow_mut();
-        let c = t
-            .conversation
-            .as_mut()
-            .filter(|c| c.id == id)
-            .ok_or(ChatError::NoConversation)?;
-        change(c);
-        Ok(c.clone())
+        self.state.with(|s| {
+            let c = (s.temporary.conversation.as_mut())
+                .filter(|c| c.id == id)
+                .ok_or(ChatError::NoConversation)?;
+            change(c);
+            Ok(c.clone())
+        })
     }
 
     /// The prompt of the temporary chat `id` for `new_message` (one of its messages, or the draft):
@@ -150,17 +148,15 @@ impl Chat {
         id: &str,
         new_message: &Message,
     ) -> Result<Context, ChatError> {
-        let (conversation, messages) = {
-            let t = self.temporary.borrow();
-            let c = t
-                .conversation
-                .clone()
+        let (conversation, messages) = self.state.with(|s| {
+            let t = &s.temporary;
+            let c = (t.conversation.clone())
                 .filter(|c| c.id == id)
                 .ok_or(ChatError::NoConversation)?;
             let config = self.core.config_for(&c);
             let history = temporary::history(&t.messages, history_load_limit(&config));
-            (c, history)
-        };
+            Ok::<_, ChatError>((c, history))
+        })?;
         let config = self.core.config_for(&conversation);
         // The facts about the user and recall follow the same switch (`about_user` reads `config`).
         let memory = MemoryParts {

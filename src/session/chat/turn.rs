@@ -5,7 +5,7 @@
 //! The context preview (the same assembly, without sending) is `preview.rs`.
 //! Must not import `ui`.
 
-use super::service::{Chat, ChatError};
+use super::service::{Begin, Chat, ChatError};
 use crate::engine::assemble::{Assembly, AssemblyInput};
 use crate::engine::context_window;
 use crate::engine::decode::StreamEvent;
@@ -48,27 +48,6 @@ fn run_turn_split<'a>(chat: &'a Rc<Chat>, id: &'a str, begin: Begin) -> Boxed<'a
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(turn, fallible, return_wrapper(let ready = _; { ready.await } -> Result<(), ChatError>)))]
 fn turn_ready_split() -> std::future::Ready<Result<(), ChatError>> {
     std::future::ready(Ok(()))
-}
-
-/// How a turn begins.
-pub(crate) enum Begin {
-    /// The user message (this id) is stored: a send on the ordinary path, a retry, an edit.
-    Stored(String),
-    /// A retry of user message `user` whose reply takes the place of the failed reply `replaces`
-    /// (see `engine::turn::retry_plan`).
-    Retry { user: String, replaces: String },
-    /// A regeneration of reply `replaces`: the prompt is the branch up to it (its last user message
-    /// is the one answered), and the new reply is an alternative of it.
-    Regenerate { replaces: String },
-    /// A new user message, not stored yet: it is written together with the reply placeholder, at
-    /// the seqs the cached window predicts, while the request goes out (see [`Session::write_ahead`]).
-    Ahead(Message),
-    /// A message (this id) of the temporary chat, kept in memory: its reply is too, and nothing of
-    /// the turn is stored (see `temporary.rs`).
-    Temporary(String),
-    /// Continue reply `reply` (cut by the reply cap): the prompt is the branch up to the user
-    /// message it answers, and what comes is appended to it (`engine::turn::Turn::continue_reply`).
-    Continue { reply: String },
 }
 
 /// A write started alongside the request; its outcome lands in `slot` before `done` resolves.
@@ -358,9 +337,8 @@ impl Chat {
 
     async fn run_turn_now(self: &Rc<Self>, id: &str, begin: Begin) -> Result<(), ChatError> {
         let stopper = Stopper::new();
-        self.inflight
-            .borrow_mut()
-            .insert(id.to_string(), stopper.clone());
+        let kept = stopper.clone();
+        self.state.with(|s| s.inflight.insert(id.to_string(), kept));
         self.core.emit(Local::TurnRunning {
             conversation_id: id.to_string(),
             running: true,
@@ -371,7 +349,7 @@ impl Chat {
         let temporary = matches!(begin, Begin::Temporary(_));
         let result = self.drive_turn(id, begin, &stopper).await;
         self.memory.chat_ended(&server);
-        self.inflight.borrow_mut().remove(id);
+        self.state.with(|s| s.inflight.remove(id));
         self.core.emit(Local::TurnRunning {
             conversation_id: id.to_string(),
             running: false,

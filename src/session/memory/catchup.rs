@@ -22,24 +22,12 @@ use crate::session::shared::error::Boxed;
 use crate::session::shared::events::BuildStatus;
 use crate::session::shared::events::Local;
 use crate::transport::Stopper;
-use std::cell::RefCell;
 use std::rc::Rc;
 
 /// Split point `memory`: a build of memory and everything only it reaches (the plan, the chunks).
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(memory, fallible, return_wrapper(let future = _; { future.await } -> Result<(), MemoryError>)))]
 fn build_memory_split(memory: &Rc<Memory>, ids: Vec<String>) -> Boxed<'_, (), MemoryError> {
     Box::pin(memory.build_memory_here(ids))
-}
-
-/// The queue of conversations whose memory is being built in this tab.
-#[derive(Default)]
-pub(crate) struct BuildQueue {
-    /// Conversations waiting, in order (the one being built included, first).
-    waiting: RefCell<Vec<String>>,
-    /// How many the run has taken so far (built or being built).
-    taken: RefCell<usize>,
-    /// Stops the request in flight; `Some` while a run goes on.
-    stopper: RefCell<Option<Stopper>>,
 }
 
 /// How one conversation's build ended.
@@ -74,17 +62,24 @@ impl Memory {
             ));
             return Ok(());
         }
-        let q = &self.building;
-        q.waiting.borrow_mut().extend(ids);
-        if q.stopper.borrow().is_some() {
-            return Ok(()); // the run going on takes them
-        }
-        let stopper = Stopper::new();
-        *q.stopper.borrow_mut() = Some(stopper.clone());
-        *q.taken.borrow_mut() = 0;
+        let started = self.building(|q| {
+            q.waiting.extend(ids);
+            if q.stopper.is_some() {
+                return None; // the run going on takes them
+            }
+            let stopper = Stopper::new();
+            q.stopper = Some(stopper.clone());
+            q.taken = 0;
+            Some(stopper)
+        });
+        let Some(stopper) = started else {
+            return Ok(());
+        };
         let end = self.run_queue(&stopper).await;
-        q.waiting.borrow_mut().clear();
-        *q.stopper.borrow_mut() = None;
+        self.building(|q| {
+            q.waiting.clear();
+            q.stopper = None;
+        });
         self.report(end);
         Ok(())
     }
@@ -92,10 +87,12 @@ impl Memory {
     /// Cancels the memory build: the request in flight is aborted and nothing of it is written;
     /// what was built stays, and a later build goes on from there.
     pub fn cancel_memory_build(&self) {
-        self.building.waiting.borrow_mut().clear();
-        if let Some(s) = self.building.stopper.borrow().as_ref() {
-            s.stop();
-        }
+        self.building(|q| {
+            q.waiting.clear();
+            if let Some(s) = q.stopper.as_ref() {
+                s.stop();
+            }
+        });
     }
 
     fn report(&self, status: BuildStatus) {
@@ -112,11 +109,14 @@ impl Memory {
             if stopper.is_stopped() {
                 return BuildStatus::Stopped(CANCELLED.into());
             }
-            let next = self.building.waiting.borrow().first().cloned();
+            let next = self.building(|q| {
+                let next = q.waiting.first().cloned();
+                q.taken += usize::from(next.is_some());
+                next
+            });
             let Some(id) = next else {
                 return Self::ended(&tally, &[]);
             };
-            *self.building.taken.borrow_mut() += 1;
             match self.build_conversation(&id, stopper).await {
                 Ok(Built::Covered(n)) => tally.built(n),
                 Err(MemoryError::NoConversation) => {} // deleted meanwhile: nothing to build
@@ -130,12 +130,13 @@ impl Memory {
                     },
                 }),
             }
-            let mut waiting = self.building.waiting.borrow_mut();
-            if waiting.first() == Some(&id) {
-                waiting.remove(0);
-            }
-            if tally.gives_up() {
-                let rest = std::mem::take(&mut *waiting);
+            let rest = self.building(|q| {
+                if q.waiting.first() == Some(&id) {
+                    q.waiting.remove(0);
+                }
+                tally.gives_up().then(|| std::mem::take(&mut q.waiting))
+            });
+            if let Some(rest) = rest {
                 return Self::ended(&tally, &rest);
             }
         }
@@ -178,13 +179,13 @@ impl Memory {
         if stopper.is_stopped() {
             return Ok(Built::Cancelled);
         }
-        self.memory_running.borrow_mut().insert(id.to_string());
+        self.state.with(|s| s.running.insert(id.to_string()));
         self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: true,
         });
         let result = self.build_chunks(&conv, stopper).await;
-        self.memory_running.borrow_mut().remove(id);
+        self.state.with(|s| s.running.remove(id));
         self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
@@ -268,13 +269,12 @@ impl Memory {
 
     /// The progress of chunk `chunk` of `chunks` of `conv`.
     fn running(&self, conv: &Conversation, chunk: usize, chunks: usize) -> BuildStatus {
-        let q = &self.building;
-        let taken = *q.taken.borrow();
+        let (taken, waiting) = self.building(|q| (q.taken, q.waiting.len()));
         BuildStatus::Running {
             conversation_id: conv.id.clone(),
             title: conv.title.clone(),
             conversation: taken,
-            conversations: taken + q.waiting.borrow().len().saturating_sub(1),
+            conversations: taken + waiting.saturating_sub(1),
             chunk,
             chunks,
         }

@@ -6,10 +6,10 @@ use crate::engine::model::{ConversationSummary, EntityNode};
 use crate::session::shared::error::{
     from_read_error, ErrorKind, NO_CONVERSATION, NO_ENDPOINT, UNAVAILABLE,
 };
+use crate::session::shared::held::Held;
 use crate::session::shared::Core;
 use crate::store::StoreError;
 use crate::transport::Stopper;
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -63,6 +63,17 @@ impl From<wasm_split_helpers::SplitLoaderError> for MemoryError {
     }
 }
 
+/// The queue of conversations whose memory is being built in this tab (`catchup.rs`).
+#[derive(Default)]
+pub(super) struct Queue {
+    /// Conversations waiting, in order (the one being built included, first).
+    pub(super) waiting: Vec<String>,
+    /// How many the run has taken so far (built or being built).
+    pub(super) taken: usize,
+    /// Stops the request in flight; `Some` while a run goes on.
+    pub(super) stopper: Option<Stopper>,
+}
+
 /// The memory of a conversation: every summary version (oldest first) and its entities.
 #[derive(Debug, Clone, Default)]
 pub struct MemorySnapshot {
@@ -75,25 +86,34 @@ pub struct MemorySnapshot {
 /// The memory service. One per page.
 pub struct Memory {
     pub(super) core: Rc<Core>,
+    /// What the service remembers between its awaits.
+    pub(super) state: Held<MemoryState>,
+}
+
+/// What the memory service remembers between its awaits, in one value.
+#[derive(Default)]
+pub(super) struct MemoryState {
     /// Conversations whose memory update is running in this tab.
-    pub(super) memory_running: RefCell<HashSet<String>>,
+    pub(super) running: HashSet<String>,
     /// Which live memory updates may talk to their server, against this tab's chat turns
     /// (`engine::memory::schedule`).
-    pub(super) schedule: RefCell<Scheduler>,
+    pub(super) schedule: Scheduler,
     /// The stoppers of the live memory updates running, by conversation.
-    pub(super) memory_stops: RefCell<HashMap<String, Stopper>>,
+    pub(super) stops: HashMap<String, Stopper>,
     /// Conversations whose memory is being built from their history (see `catchup.rs`).
-    pub(super) building: super::catchup::BuildQueue,
+    pub(super) building: Queue,
 }
 
 impl Memory {
+    /// Runs `f` on the queue of the memory build.
+    pub(super) fn building<R>(&self, f: impl FnOnce(&mut Queue) -> R) -> R {
+        self.state.with(|s| f(&mut s.building))
+    }
+
     pub(crate) fn new(core: Rc<Core>) -> Self {
         Memory {
             core,
-            memory_running: RefCell::default(),
-            schedule: RefCell::default(),
-            memory_stops: RefCell::default(),
-            building: Default::default(),
+            state: Held::default(),
         }
     }
 }

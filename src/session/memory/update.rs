@@ -180,7 +180,7 @@ impl Memory {
                 update: &mut *update,
                 stopper: &run.stopper,
                 base_url: &run.base_url,
-                contended: || run.live && self.schedule.borrow().is_contended(run.id),
+                contended: || run.live && self.state.with(|s| s.schedule.is_contended(run.id)),
             };
             match run.pump.as_mut() {
                 Some(pump) if feed.update.is_sending() => {
@@ -211,9 +211,8 @@ impl Memory {
         match action {
             Action::Check => update.handle_here(self.here(id)),
             Action::WaitForRunning => {
-                self.schedule
-                    .borrow_mut()
-                    .handle_update_wanted(id, &run.server);
+                self.state
+                    .with(|s| s.schedule.handle_update_wanted(id, &run.server));
             }
             Action::ReadVersion => {
                 let version = self.core.store.latest_summary(id).await?.map(|s| s.version);
@@ -228,9 +227,8 @@ impl Memory {
             Action::Load { window } => self.load_into(run, update, window).await?,
             Action::Admit => {
                 let admit = self
-                    .schedule
-                    .borrow_mut()
-                    .handle_update_wanted(id, &run.server);
+                    .state
+                    .with(|s| s.schedule.handle_update_wanted(id, &run.server));
                 update.handle_admit(admit);
             }
             Action::Started => self.started(run),
@@ -283,23 +281,25 @@ impl Memory {
     fn update_ended(self: &Rc<Self>, run: &mut Run<'_>, update: &mut Update, end: &UpdateEnd) {
         let id = run.id;
         run.pump = None;
-        self.memory_stops.borrow_mut().remove(id);
-        self.memory_running.borrow_mut().remove(id);
-        self.schedule.borrow_mut().handle_update_ended(id, end);
+        self.state.with(|s| {
+            s.stops.remove(id);
+            s.running.remove(id);
+            s.schedule.handle_update_ended(id, end);
+        });
         self.core.emit(Change::MemoryUpdating {
             conversation_id: id.to_string(),
             running: false,
         });
         self.follow_schedule();
         run.lock = None;
-        update.handle_ended(self.schedule.borrow().is_idle(&run.server));
+        update.handle_ended(self.state.with(|s| s.schedule.is_idle(&run.server)));
     }
 
     /// Whether this conversation's memory is being updated in this tab.
     fn here(&self, id: &str) -> Here {
-        if !self.memory_running.borrow().contains(id) {
+        if !self.state.with(|s| s.running.contains(id)) {
             Here::Free
-        } else if self.schedule.borrow().is_running(id) {
+        } else if self.state.with(|s| s.schedule.is_running(id)) {
             Here::Live
         } else {
             Here::Building
@@ -361,10 +361,11 @@ impl Memory {
     /// turn until it ends.
     fn started(&self, run: &mut Run<'_>) {
         run.stopper = Stopper::new();
-        self.memory_stops
-            .borrow_mut()
-            .insert(run.id.to_string(), run.stopper.clone());
-        self.memory_running.borrow_mut().insert(run.id.to_string());
+        let stopper = run.stopper.clone();
+        self.state.with(|s| {
+            s.stops.insert(run.id.to_string(), stopper);
+            s.running.insert(run.id.to_string());
+        });
         self.core.emit(Change::MemoryUpdating {
             conversation_id: run.id.to_string(),
             running: true,
@@ -419,7 +420,7 @@ impl Memory {
 
     /// The request got no body: stopped, or a failure (with the response, for a refused form).
     fn open_failed(&self, run: &Run<'_>, update: &mut Update, e: TransportError) {
-        if run.live && self.schedule.borrow().is_contended(run.id) {
+        if run.live && self.state.with(|s| s.schedule.is_contended(run.id)) {
             update.handle_contended();
         }
         if run.stopper.is_stopped() {
@@ -452,24 +453,26 @@ impl Memory {
     /// A chat turn is about to send: the updates running on its server stop (they run again after
     /// the turn, see `engine::memory::schedule`).
     pub(crate) fn chat_started(self: &Rc<Self>, server: &str) {
-        self.schedule.borrow_mut().handle_chat_started(server);
+        self.state.with(|s| s.schedule.handle_chat_started(server));
         self.follow_schedule();
     }
 
     /// A chat turn is over: the updates that waited for its server run now (if still due).
     pub(crate) fn chat_ended(self: &Rc<Self>, server: &str) {
-        self.schedule.borrow_mut().handle_chat_ended(server);
+        self.state.with(|s| s.schedule.handle_chat_ended(server));
         self.follow_schedule();
     }
 
     /// Does what the scheduler asks: stops updates, starts the ones that waited.
     fn follow_schedule(self: &Rc<Self>) {
         loop {
-            let action = self.schedule.borrow_mut().poll_action();
+            let action = self.state.with(|s| s.schedule.poll_action());
             match action {
                 None => return,
                 Some(Schedule::Stop { conversation_id }) => {
-                    if let Some(s) = self.memory_stops.borrow().get(&conversation_id) {
+                    // Stopped outside the state: stopping may call back into the service.
+                    let stop = self.state.with(|s| s.stops.get(&conversation_id).cloned());
+                    if let Some(s) = stop {
                         s.stop();
                     }
                 }

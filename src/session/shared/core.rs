@@ -8,6 +8,7 @@ use crate::engine::failure;
 use crate::engine::model::{Conversation, EntityNode, EntityScope};
 use crate::engine::prefix::{Anchor, LastPrompt};
 use crate::engine::settings::Settings;
+use crate::engine::slots::LlamaServer;
 use crate::engine::tabs::Change;
 use crate::engine::tokens::Calibration;
 use crate::store::{ConversationPatch, Store, StoreError};
@@ -27,6 +28,21 @@ pub(crate) trait Capture {
     fn changed(&self, c: &Change);
     /// The user deleted entity `entity` of conversation `conversation`'s scope (or shared).
     fn entity_deleted(&self, conversation: &str, entity: &str);
+}
+
+/// What is known of each server (`super::slots`), by its `/props` URL and the key sent there.
+pub(crate) type Servers = Rc<RefCell<HashMap<String, Known>>>;
+
+/// The context windows servers said they hold when they refused a prompt, by
+/// `EndpointProfile::key`.
+pub(crate) type Windows = RefCell<HashMap<String, u32>>;
+
+/// What a server said, or that it is being asked.
+pub(crate) enum Known {
+    Asking,
+    Answered(Option<LlamaServer>),
+    /// No answer at all, at this time.
+    Unreachable(i64),
 }
 
 /// The shared core. One per page, behind an `Rc` every service holds.
@@ -53,9 +69,9 @@ pub(crate) struct Core {
     /// last read (`engine::prefix`); never stored: a reload starts afresh.
     pub prompts: RefCell<HashMap<String, Prompts>>,
     /// What each endpoint's server said about its slots (`super::slots`); never stored.
-    pub(super) servers: super::slots::Servers,
+    pub(super) servers: Servers,
     /// What each server said its context holds when it refused a prompt; never stored.
-    pub(super) windows: super::slots::Windows,
+    pub(super) windows: Windows,
 }
 
 /// What a conversation's prompts keep between requests (`engine::prefix`).

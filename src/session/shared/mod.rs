@@ -10,6 +10,7 @@ mod core;
 pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod events;
+pub(crate) mod held;
 pub(crate) mod image;
 pub(crate) mod open;
 pub(crate) mod pace;

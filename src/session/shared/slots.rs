@@ -9,15 +9,12 @@
 //! reload asks afresh (a server restarted with a larger context is then used in full). Must not
 //! import `ui`.
 
-use super::core::{now, Core};
+use super::core::{now, Core, Known};
 use crate::engine::context_window::fit;
 use crate::engine::model::{Conversation, EndpointProfile, MemoryConfig};
 use crate::engine::request::{props_request, HttpRequest};
 use crate::engine::slots::{ask_again, parse_props, slot_for, LlamaServer, Purpose, SlotUse};
 use crate::transport::{self, Stopper, Timeouts, TransportError};
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
 
 /// The largest `/props` body read (it carries the chat template).
 const PROPS_MAX_BYTES: usize = 1 << 20;
@@ -25,21 +22,6 @@ const PROPS_TIMEOUTS: Timeouts = Timeouts {
     first_byte_ms: 10_000,
     idle_ms: 10_000,
 };
-
-/// What is known of each server, by its `/props` URL and the key sent there.
-pub(crate) type Servers = Rc<RefCell<HashMap<String, Known>>>;
-
-/// The context windows servers said they hold when they refused a prompt, by
-/// `EndpointProfile::key`.
-pub(crate) type Windows = RefCell<HashMap<String, u32>>;
-
-/// What a server said, or that it is being asked.
-pub(crate) enum Known {
-    Asking,
-    Answered(Option<LlamaServer>),
-    /// No answer at all, at this time.
-    Unreachable(i64),
-}
 
 impl Core {
     /// How a request to `endpoint` for `purpose` uses its server's slots (`engine::slots`): `None`

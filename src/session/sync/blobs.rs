@@ -6,12 +6,13 @@
 //! A failure to reach the server is retried on a later round; nothing here stops the sync loop but
 //! a store error. Must not import `ui`.
 
-use crate::engine::tabs::Change;
-use wasm_bindgen::JsValue;
-
-use super::replication::{report, Inner, Link, SyncError};
+use super::browser::warn;
+use super::error::SyncError;
+use super::seal::Link;
+use super::state::{report, Inner};
 use crate::engine::sync::blob::{self, Got};
 use crate::engine::sync::{Reply, Request};
+use crate::engine::tabs::Change;
 use crate::session::shared::digest;
 use crate::session::shared::now;
 use crate::transport::{TextLimits, Timeouts};
@@ -28,15 +29,16 @@ fn limits() -> TextLimits {
     }
 }
 
-fn warn(what: &str) {
-    web_sys::console::warn_1(&JsValue::from_str(&format!("memoire sync: {what}")));
+/// Changes this tab's ledger of images (`engine::sync::blob::Ledger`).
+fn ledger(i: &Inner, f: impl FnOnce(&mut blob::Ledger)) {
+    i.state.with(|s| f(&mut s.blobs))
 }
 
 /// One round: pushes what the server lacks, fetches what this device lacks.
 pub(super) async fn round(i: &Inner, link: &Link<'_>, db: &str) -> Result<(), SyncError> {
     let inv = i.store.blob_inventory().await?;
     let stored = inv.stored.into_iter().collect();
-    let plan = i.blobs.borrow().plan(&inv.used, &stored, now());
+    let plan = i.state.with(|s| s.blobs.plan(&inv.used, &stored, now()));
     for some in plan.ask.chunks(blob::ASK_BATCH) {
         push(i, link, db, some).await?;
     }
@@ -67,23 +69,23 @@ async fn push(i: &Inner, link: &Link<'_>, db: &str, hashes: &[String]) -> Result
             warn(&format!(
                 "could not ask which images the server holds ({e}); later"
             ));
-            let mut l = i.blobs.borrow_mut();
-            hashes.iter().for_each(|h| l.later(h, now()));
+            let t = now();
+            i.state
+                .with(|s| hashes.iter().for_each(|h| s.blobs.later(h, t)));
             return Ok(());
         }
     };
     for (hash, id) in hashes.iter().zip(&ids) {
         if held.contains(id) {
-            i.blobs.borrow_mut().held(hash);
+            ledger(i, |l| l.held(hash));
             continue;
         }
         let done = put(i, link, db, hash).await?;
-        let mut l = i.blobs.borrow_mut();
         match done {
-            Ok(()) => l.held(hash),
+            Ok(()) => ledger(i, |l| l.held(hash)),
             Err(e) => {
                 warn(&format!("an image was not sent to the server ({e}); later"));
-                l.later(hash, now());
+                ledger(i, |l| l.later(hash, now()));
             }
         }
     }
@@ -143,14 +145,14 @@ async fn fetch(i: &Inner, link: &Link<'_>, db: &str, hash: &str) -> Result<(), S
         Err(e) if e.contains("larger than") => Got::Failed(format!("over the size limit: {e}")),
         Err(e) => {
             warn(&format!("an image could not be fetched ({e}); later"));
-            i.blobs.borrow_mut().later(hash, now());
+            ledger(i, |l| l.later(hash, now()));
             return Ok(());
         }
     };
     let bytes = match got {
         Got::Bytes { bytes, .. } => bytes,
         Got::Absent => {
-            i.blobs.borrow_mut().later(hash, now());
+            ledger(i, |l| l.later(hash, now()));
             return Ok(());
         }
         Got::Failed(e) => return refuse(i, &a, hash, &e),
@@ -164,7 +166,7 @@ async fn fetch(i: &Inner, link: &Link<'_>, db: &str, hash: &str) -> Result<(), S
     };
     let Ok(sha) = digest::sha256_hex(&bytes).await else {
         // This browser could not hash it now: not the server's fault, asked again later.
-        i.blobs.borrow_mut().later(hash, now());
+        ledger(i, |l| l.later(hash, now()));
         return Ok(());
     };
     if let Err(e) = blob::check_bytes(&a, &bytes, &sha) {
@@ -176,7 +178,7 @@ async fn fetch(i: &Inner, link: &Link<'_>, db: &str, hash: &str) -> Result<(), S
     i.store
         .put_attachment_blobs(&[(hash.to_string(), a.mime.clone(), b)])
         .await?;
-    i.blobs.borrow_mut().held(hash);
+    ledger(i, |l| l.held(hash));
     report(i, Change::BranchChanged(conversation));
     Ok(())
 }
@@ -189,6 +191,6 @@ fn refuse(
     reason: &str,
 ) -> Result<(), SyncError> {
     warn(&blob::refused(a, reason));
-    i.blobs.borrow_mut().refuse(hash);
+    ledger(i, |l| l.refuse(hash));
     Ok(())
 }

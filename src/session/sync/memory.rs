@@ -3,50 +3,23 @@
 //! entity, edge, summary, fact and tombstone documents are written to the store, then one entity
 //! learned on two devices is unified into one. Pulled facts are written under the facts' Web Lock
 //! (every change of them is), and reported so the Memory page and the prompts read them again.
-//! The engine decides (`engine::sync::memory`, `track`, `unify`); this moves data.
+//! The engine decides (`engine::sync::memory`, `local`, `track`, `unify`); this moves data.
 //! Must not import `ui`.
 
-use super::replication::{clock, keep_clock, record, report, stored, Inner, SyncError};
+use super::error::SyncError;
+use super::state::{clock, keep_clock, record, report, stored, Inner};
 use crate::engine::model::UserFact;
 use crate::engine::model::{EntityScope, Millis};
 use crate::engine::sync::doc::{
     entity_id, fact_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc,
 };
-use crate::engine::sync::memory::{
-    cleared_versions, pulled_fact, pulled_summary, put_edge, put_entity, remove_edge,
-    remove_entity, untracked_summaries,
-};
+use crate::engine::sync::local::{change_graph, group, join_facts, needs_edges, scope_id};
+use crate::engine::sync::memory::{cleared_versions, pulled_summary, untracked_summaries};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::unify::unify;
-use crate::engine::sync::{Body, Clock, Doc, Hlc, Kind};
+use crate::engine::sync::{Body, Clock, Doc, Hlc};
 use crate::engine::tabs::Change;
 use crate::session::shared::{now, tabs};
-use std::collections::HashMap;
-
-fn scope_id(scope: &EntityScope) -> Option<&str> {
-    match scope {
-        EntityScope::Conversation(c) => Some(c),
-        EntityScope::Shared => None,
-    }
-}
-
-fn scope_of(id: Option<&String>) -> EntityScope {
-    id.cloned()
-        .map_or(EntityScope::Shared, EntityScope::Conversation)
-}
-
-/// The stored documents under an `_id` prefix, by id (what tracking compares each record with).
-pub(super) async fn stored_by_id(
-    i: &Inner,
-    prefix: &str,
-) -> Result<HashMap<String, Doc>, SyncError> {
-    Ok(i.store
-        .sync_docs_with_prefix(prefix)
-        .await?
-        .into_iter()
-        .map(|d| (d.local.doc.id.clone(), d.local.doc))
-        .collect())
-}
 
 /// The live synced documents under an `_id` prefix, as `pick` reads them.
 async fn live<T>(
@@ -121,7 +94,7 @@ pub(super) async fn track_facts(
     clock: &mut Clock,
     at: Millis,
 ) -> Result<Vec<Doc>, SyncError> {
-    let stored = stored_by_id(i, "f:").await?;
+    let stored = super::state::stored_by_id(i, "f:").await?;
     Ok(i.store
         .load_user_facts()
         .await?
@@ -131,30 +104,13 @@ pub(super) async fn track_facts(
 }
 
 /// Writes pulled facts about the user (under the facts' lock, read inside it), each joined with
-/// the stored record of its id (`engine::sync::memory::pulled_fact`), and reports them.
-async fn apply_facts(i: &Inner, pulled: Vec<UserFact>) -> Result<(), SyncError> {
+/// the stored record of its id (`engine::sync::local::join_facts`), and reports them.
+pub(super) async fn apply_facts(i: &Inner, pulled: Vec<UserFact>) -> Result<(), SyncError> {
     if pulled.is_empty() {
         return Ok(());
     }
     let _lock = tabs::lock_user_facts(i.store.name()).await;
-    let stored: HashMap<String, UserFact> = i
-        .store
-        .load_user_facts()
-        .await?
-        .into_iter()
-        .map(|f| (f.id.clone(), f))
-        .collect();
-    let mut out: Vec<UserFact> = Vec::new();
-    for f in pulled {
-        let here = out.iter().position(|o| o.id == f.id);
-        let before = here.map(|k| &out[k]).or_else(|| stored.get(&f.id));
-        if let Some(next) = pulled_fact(before, f) {
-            match here {
-                Some(k) => out[k] = next,
-                None => out.push(next),
-            }
-        }
-    }
+    let out = join_facts(&i.store.load_user_facts().await?, pulled);
     if out.is_empty() {
         return Ok(());
     }
@@ -165,64 +121,36 @@ async fn apply_facts(i: &Inner, pulled: Vec<UserFact>) -> Result<(), SyncError> 
     Ok(())
 }
 
-/// The scope a graph effect changes (`None`: not a graph effect).
-fn graph_scope(e: &Effect) -> Option<EntityScope> {
-    match e {
-        Effect::Entity(n) => Some(n.scope.clone()),
-        Effect::Edge(e) => Some(scope_of(e.scope.as_ref())),
-        Effect::Delete {
-            kind: Kind::Entity | Kind::Edge,
-            scope,
-            ..
-        } => Some(scope_of(scope.as_ref())),
-        _ => None,
+/// Writes pulled summary versions and clears of summaries (`Effect::Summary`,
+/// `Effect::SummariesCleared`), in order.
+pub(super) async fn apply_summaries(i: &Inner, effects: Vec<Effect>) -> Result<(), SyncError> {
+    for e in effects {
+        match e {
+            Effect::Summary(s) => {
+                let local = i.store.load_summaries(&s.conversation_id).await?;
+                if let Some(v) = pulled_summary(&local, &s) {
+                    i.store.save_summary(&v).await?;
+                    report(i, Change::MemoryChanged(v.conversation_id));
+                }
+            }
+            Effect::SummariesCleared { conversation, at } => {
+                clear_summaries(i, &conversation, &at).await?
+            }
+            _ => {}
+        }
     }
+    Ok(())
 }
 
-/// Writes what merged memory documents ask to the store: summary versions one by one, and each
-/// scope's graph loaded, changed by all its effects in order, and saved once. Returns the scopes
-/// whose entities changed, for [`unify_scope`].
-pub(super) async fn apply_memory(
+/// Changes each scope's graph by its effects (loaded once, saved once); the scopes whose entities
+/// changed, for [`unify_scope`].
+pub(super) async fn apply_graphs(
     i: &Inner,
-    effects: Vec<Effect>,
+    graphs: Vec<(EntityScope, Vec<Effect>)>,
 ) -> Result<Vec<EntityScope>, SyncError> {
-    let mut graphs: Vec<(EntityScope, Vec<Effect>)> = Vec::new();
-    let mut facts = Vec::new();
-    let mut projects = Vec::new();
-    for e in effects {
-        if let Effect::Fact(f) = e {
-            facts.push(f);
-            continue;
-        }
-        if let Effect::Project(p) = e {
-            projects.push(p);
-            continue;
-        }
-        if let Effect::Summary(s) = e {
-            let local = i.store.load_summaries(&s.conversation_id).await?;
-            if let Some(v) = pulled_summary(&local, &s) {
-                i.store.save_summary(&v).await?;
-                report(i, Change::MemoryChanged(v.conversation_id));
-            }
-            continue;
-        }
-        if let Effect::SummariesCleared { conversation, at } = e {
-            clear_summaries(i, &conversation, &at).await?;
-            continue;
-        }
-        let Some(scope) = graph_scope(&e) else {
-            continue;
-        };
-        match graphs.iter_mut().find(|(s, _)| *s == scope) {
-            Some((_, list)) => list.push(e),
-            None => graphs.push((scope, vec![e])),
-        }
-    }
-    apply_facts(i, facts).await?;
-    super::projects::apply_projects(i, projects).await?;
     let mut changed = Vec::new();
     for (scope, list) in graphs {
-        if change_graph(i, &scope, list).await? {
+        if graph(i, &scope, list).await? {
             changed.push(scope);
         }
     }
@@ -249,47 +177,15 @@ async fn clear_summaries(i: &Inner, conversation: &str, at: &Hlc) -> Result<(), 
     Ok(())
 }
 
-/// Loads a scope's graph once, applies `effects` to it in order, and saves and reports it if any
-/// changed it. A pulled entity takes the relationships its edge documents already hold.
-async fn change_graph(
-    i: &Inner,
-    scope: &EntityScope,
-    effects: Vec<Effect>,
-) -> Result<bool, SyncError> {
+/// Loads a scope's graph once, changes it by `effects` (`engine::sync::local::change_graph`), and
+/// saves and reports it if they changed it.
+async fn graph(i: &Inner, scope: &EntityScope, effects: Vec<Effect>) -> Result<bool, SyncError> {
     let mut nodes = i.store.load_entities(scope).await?;
-    let edges = if effects.iter().any(|e| matches!(e, Effect::Entity(_))) {
-        live(i, &format!("r:{}:", scope_part(scope_id(scope))), edge).await?
-    } else {
-        Vec::new()
+    let edges = match needs_edges(&effects) {
+        true => live(i, &format!("r:{}:", scope_part(scope_id(scope))), edge).await?,
+        false => Vec::new(),
     };
-    let mut changed = false;
-    for e in effects {
-        changed |= match e {
-            Effect::Entity(n) => {
-                let id = n.id.clone();
-                put_entity(&mut nodes, n);
-                for e in edges.iter().filter(|e| e.source == id) {
-                    put_edge(&mut nodes, e);
-                }
-                true
-            }
-            Effect::Edge(e) => put_edge(&mut nodes, &e),
-            Effect::Delete {
-                kind: Kind::Entity,
-                parts,
-                ..
-            } => parts
-                .first()
-                .is_some_and(|id| remove_entity(&mut nodes, id)),
-            Effect::Delete {
-                kind: Kind::Edge,
-                parts,
-                ..
-            } => remove_edge(&mut nodes, &parts),
-            _ => false,
-        };
-    }
-    if !changed {
+    if !change_graph(&mut nodes, &edges, effects) {
         return Ok(false);
     }
     i.store.save_entities(scope, &nodes).await?;
@@ -315,7 +211,8 @@ pub(super) async fn unify_scope(i: &Inner, scope: &EntityScope) -> Result<(), Sy
     }
     keep_clock(i, &c).await?;
     record(i, docs.clone()).await?;
-    apply_memory(i, docs.iter().filter_map(track::effect).collect()).await?;
+    let effects = docs.iter().filter_map(track::effect).collect();
+    apply_graphs(i, group(effects).graphs).await?;
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 //! anywhere wins), and reported so the sidebar and the prompts read them again. Must not import
 //! `ui`.
 
-use super::memory::stored_by_id;
-use super::replication::{report, Inner, SyncError};
+use super::error::SyncError;
+use super::state::{report, stored_by_id, Inner};
 use crate::engine::model::{Millis, Project};
 use crate::engine::project::join_all;
 use crate::engine::sync::doc::project_id;

@@ -16,41 +16,46 @@
 //! facts about the user (said, edited, past, forgotten: `memory.rs` too), and the images' bytes
 //! (`blobs.rs`, before each push and each longpoll).
 //!
-//! Every decision is the engine's; this module reads the clock, makes the device id, and moves
-//! data. With sync disabled (the default) it does nothing at all. Must not import `ui`.
+//! Every decision is the engine's (`engine::sync`: the replicator, and `local` for this device's
+//! side: what a change tracks, the outbox, what a batch reports, what the memory's effects
+//! change); this module is a loop that reads the clock, makes the device id, and moves data. What
+//! it remembers between awaits is one `State` value (`state.rs`); what the browser hands back (the
+//! `online` listener, the `AbortController`, the wake-up, `btoa`, `fetch`) is `browser.rs`'s. With
+//! sync disabled (the default) it does nothing at all. Must not import `ui`.
 
-use crate::engine::tabs::Change;
-use crate::session::shared::events::Local;
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
-use js_sys::{Function, Promise};
-use wasm_bindgen::closure::Closure;
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::{spawn_local, JsFuture};
+use wasm_bindgen_futures::spawn_local;
 
+use super::browser::{self, page_origin, tz_offset, warn, Glue};
+use super::error::SyncError;
+use super::seal::Link;
+use super::state::{
+    clock, keep_clock, paced, record, record_among, report, set_view, stored, Emit, Inner, State,
+    Which,
+};
 use super::{blobs, memory};
-use crate::engine::import::slice::Pace;
-use crate::engine::model::MessageStatus;
-use crate::engine::sync::doc::{conversation_id, id_part, message_id};
+use crate::engine::sync::check;
+use crate::engine::sync::doc::{conversation_id, message_id};
 use crate::engine::sync::hlc::MAX_SKEW_MS;
+use crate::engine::sync::local::{
+    self, observed, older_refusals, track_removed, Reads, Recorded, Tracked,
+};
 use crate::engine::sync::order::{in_order, latest_stamp};
-use crate::engine::sync::origin::{self, origin_of};
-use crate::engine::sync::probe::{check_form, diagnose, DbProbe, Problem};
-use crate::engine::sync::restart::{Restart, Stop};
-use crate::engine::sync::status::{describe, label, stopped, with_images};
+use crate::engine::sync::origin::{self, basic_auth, origin_of};
+use crate::engine::sync::probe::{check_form, diagnose, DbProbe};
+use crate::engine::sync::restart::Restart;
+use crate::engine::sync::status::{describe, label, stopped};
 use crate::engine::sync::track::{self, Effect};
-use crate::engine::sync::{blob, check};
-use crate::engine::sync::{Clock, Config, Doc, LocalDoc, Replicator, Reply, Request, Write};
-use crate::engine::tabs;
+use crate::engine::sync::{blob, Config, Doc, Replicator, Reply, Write};
+use crate::engine::tabs::{self, Change};
 use crate::session::shared::error::Boxed;
-use crate::session::shared::events::{SessionEvent, SyncView};
-use crate::session::shared::pace::{in_slices, perf_now};
+use crate::session::shared::events::SyncView;
+use crate::session::shared::held::Held;
 use crate::session::shared::tabs as sync;
-use crate::session::shared::{new_id, now, Capture};
-use crate::store::{Span, Store, StoreError, SyncSettings, SyncState, SyncedDoc, WritePace};
-use crate::transport::{self, TextLimits, Timeouts, TransportError};
+use crate::session::shared::{now, Capture};
+use crate::store::{Span, Store, StoreError, SyncSettings};
+use crate::transport::{TextLimits, Timeouts, TransportError};
 
 /// The Web Lock that lets one tab of this origin sync at a time.
 const LOCK: &str = "memoire-sync";
@@ -65,111 +70,6 @@ const TEST_LIMITS: TextLimits = TextLimits {
     },
     total_ms: 20_000,
 };
-
-/// What can go wrong in the sync driver, in words a user can act on.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum SyncError {
-    #[error("{0}")]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Problem(#[from] Problem),
-    #[error("{0}")]
-    Seal(#[from] super::seal::SealError),
-    /// The password would go over plain http to another machine (`engine::sync::origin`).
-    #[error("{0}")]
-    InsecurePassword(#[from] origin::InsecurePassword),
-    /// The sync URL's origin changed and no password was typed: the saved one stays with its origin.
-    #[error("The sync server's address changed to {origin}: type its password again (the saved one is only sent to {saved}).")]
-    PasswordForOtherOrigin { origin: String, saved: String },
-    /// The sync chunk (split point `sync`) could not be fetched; the next try (`engine::sync::restart`)
-    /// fetches it again.
-    #[error("Sync could not start: its part of the app could not be loaded (are you offline?). It starts again when the connection is back.")]
-    Unavailable,
-}
-
-impl SyncError {
-    /// Whether the loop stopped on this can start again without the user (`engine::sync::restart`).
-    fn stop(&self) -> Stop {
-        use super::seal::SealError as S;
-        match self {
-            SyncError::Store(_)
-            | SyncError::Unavailable
-            | SyncError::Seal(
-                S::Unreachable(_)
-                | S::Server(_)
-                | S::Store(_)
-                | S::Unsealable(_)
-                | S::RotationStuck,
-            ) => Stop::Passing,
-            SyncError::Problem(_)
-            | SyncError::Seal(_)
-            | SyncError::InsecurePassword(_)
-            | SyncError::PasswordForOtherOrigin { .. } => Stop::UserMustAct,
-        }
-    }
-}
-
-impl From<wasm_split_helpers::SplitLoaderError> for SyncError {
-    fn from(_: wasm_split_helpers::SplitLoaderError) -> Self {
-        SyncError::Unavailable
-    }
-}
-
-/// How the driver reports what it changed (`Session::emit`).
-type Emit = Rc<dyn Fn(SessionEvent)>;
-
-pub(super) struct Inner {
-    pub(super) store: Store,
-    /// `Session::emit` (reports and broadcasts), set once the session exists.
-    pub(super) emit: RefCell<Option<Emit>>,
-    pub(super) settings: RefCell<SyncSettings>,
-    pub(super) password: RefCell<String>,
-    /// The origin the saved password was given for (issue 28, item 4).
-    pub(super) password_origin: RefCell<String>,
-    /// Bumped on every settings change: a running loop with an older generation stops.
-    pub(super) generation: Cell<u32>,
-    /// When the loop starts again after it stopped on an error (`engine::sync::restart`).
-    restart: RefCell<Restart>,
-    /// The replicator of the running loop (this tab holds the lock).
-    pub(super) rep: RefCell<Option<Replicator>>,
-    pub(super) abort: RefCell<Option<web_sys::AbortController>>,
-    pub(super) wake: RefCell<Option<Function>>,
-    /// Own changes waiting to be tracked, in order, by one task.
-    pub(super) queue: RefCell<VecDeque<Tracked>>,
-    pub(super) tracking: Cell<bool>,
-    pub(super) view: RefCell<SyncView>,
-    /// Size the slices of the store's long sync reads and writes from the time the last ones took.
-    pub(super) reads: RefCell<Pace>,
-    pub(super) writes: RefCell<Pace>,
-    pub(super) _online: RefCell<Option<Closure<dyn FnMut()>>>,
-    /// What this tab learnt about images' bytes on the server (`blobs.rs`).
-    pub(super) blobs: RefCell<blob::Ledger>,
-    /// This device turned encryption on for a database without a marker and has not caught up
-    /// since: plain copies it pulls meanwhile are kept, after the checks of any pulled document
-    /// (`engine::sync::check::plain_copies`); otherwise they are only deleted.
-    first_encryption: Cell<bool>,
-}
-
-/// A local change to track: a session event, or an entity the user deleted in the memory pane.
-pub(super) enum Tracked {
-    Change(tabs::Change),
-    EntityDeleted {
-        conversation: String,
-        entity: String,
-    },
-}
-
-impl Tracked {
-    /// What kind of change it is, for recording (`engine::sync::track`).
-    fn change(&self) -> track::Change {
-        match self {
-            Tracked::EntityDeleted { .. }
-            | Tracked::Change(tabs::Change::ConversationRemoved(_))
-            | Tracked::Change(tabs::Change::MessagesCleared(_)) => track::Change::Delete,
-            Tracked::Change(_) => track::Change::Write,
-        }
-    }
-}
 
 /// The session's handle on sync. Cheap to clone.
 #[derive(Clone)]
@@ -193,67 +93,50 @@ impl Replication {
         let r = Replication {
             inner: Rc::new(Inner {
                 store,
-                emit: RefCell::default(),
-                settings: RefCell::new(settings),
-                password: RefCell::new(password),
-                password_origin: RefCell::new(password_origin),
-                generation: Cell::new(0),
-                restart: RefCell::default(),
-                rep: RefCell::default(),
-                abort: RefCell::default(),
-                wake: RefCell::default(),
-                queue: RefCell::default(),
-                tracking: Cell::new(false),
-                view: RefCell::new(SyncView::off()),
-                reads: RefCell::new(Pace::sync()),
-                writes: RefCell::new(Pace::sync()),
-                _online: RefCell::default(),
-                blobs: RefCell::default(),
-                first_encryption: Cell::new(false),
+                state: Held::new(State::new(settings, password, password_origin)),
+                glue: Glue::default(),
             }),
         };
         let weak = Rc::downgrade(&r.inner);
-        let online = Closure::<dyn FnMut()>::new(move || {
+        r.inner.glue.listen_online(move || {
             if let Some(i) = weak.upgrade() {
-                i.restart.borrow_mut().handle_online(now());
-                if let Some(rep) = i.rep.borrow_mut().as_mut() {
-                    rep.retry_now();
-                }
-                wake(&i);
+                i.state.with(|s| {
+                    s.restart.handle_online(now());
+                    if let Some(rep) = s.rep.as_mut() {
+                        rep.retry_now();
+                    }
+                });
+                i.glue.wake();
             }
         });
-        if let Some(w) = web_sys::window() {
-            let _ = w.add_event_listener_with_callback("online", online.as_ref().unchecked_ref());
-        }
-        *r.inner._online.borrow_mut() = Some(online);
         Ok(r)
     }
 
     /// Connects the driver to the session's `emit` and starts it when enabled.
-    pub(crate) fn start(&self, emit: Rc<dyn Fn(SessionEvent)>) {
-        *self.inner.emit.borrow_mut() = Some(emit);
+    pub(crate) fn start(&self, emit: Emit) {
+        self.inner.state.with(|s| s.emit = Some(emit));
         self.restart();
     }
 
     pub fn settings(&self) -> SyncSettings {
-        self.inner.settings.borrow().clone()
+        self.inner.state.with(|s| s.settings.clone())
     }
 
     pub fn view(&self) -> SyncView {
-        self.inner.view.borrow().clone()
+        self.inner.state.with(|s| s.view.clone())
     }
 
     /// The origin the saved password belongs to (the form asks again after an origin change).
     pub fn password_origin(&self) -> String {
-        self.inner.password_origin.borrow().clone()
+        self.inner.state.with(|s| s.password_origin.clone())
     }
 
     /// The password to send to `s`'s server: the typed one, or the saved one while the origin is
     /// the one it was saved for; an error when a saved password exists but belongs elsewhere, or
     /// when it would go over plain http to another machine.
     fn password_for(&self, s: &SyncSettings, typed: Option<&str>) -> Result<String, SyncError> {
-        let saved = self.inner.password.borrow().clone();
-        let saved_for = self.inner.password_origin.borrow().clone();
+        let (saved, saved_for) =
+            (self.inner.state).with(|st| (st.password.clone(), st.password_origin.clone()));
         match origin::password_for(typed, &saved, &saved_for, &s.url) {
             Some(p) => {
                 origin::plain_http_check(&s.url, p)?;
@@ -289,7 +172,7 @@ impl Replication {
                 let db = s.database.trim();
                 let p = passphrase.as_deref();
                 let first = !unlock_split(store, base, db, auth.as_deref(), p).await?;
-                self.inner.first_encryption.set(first);
+                self.inner.state.with(|st| st.first_encryption = first);
             }
             _ if !s.encrypt => store.delete_sync_keys().await?,
             _ => {}
@@ -297,9 +180,11 @@ impl Replication {
         store.set_sync_settings(&s).await?;
         let origin = origin_of(&s.url).unwrap_or_default();
         store.set_sync_password_for(&pass, Some(&origin)).await?;
-        *self.inner.password.borrow_mut() = pass;
-        *self.inner.password_origin.borrow_mut() = origin;
-        *self.inner.settings.borrow_mut() = s;
+        self.inner.state.with(|st| {
+            st.password = pass;
+            st.password_origin = origin;
+            st.settings = s;
+        });
         self.restart();
         Ok(())
     }
@@ -308,7 +193,7 @@ impl Replication {
     /// (`seal::change_passphrase`), then restarts sync, whose next connection seals every document
     /// again (its progress in the sync status).
     pub async fn change_passphrase(&self, current: String, new: String) -> Result<(), SyncError> {
-        let s = self.inner.settings.borrow().clone();
+        let s = self.settings();
         if !s.encrypt {
             return Err(super::seal::SealError::NotEncrypted.into());
         }
@@ -323,43 +208,27 @@ impl Replication {
 
     fn restart(&self) {
         let i = &self.inner;
-        i.generation.set(i.generation.get() + 1);
-        if let Some(a) = i.abort.borrow_mut().take() {
-            a.abort();
-        }
-        wake(i);
-        if !i.settings.borrow().enabled {
+        let (gen, enabled) = i.state.with(|s| {
+            s.generation += 1;
+            if s.settings.enabled {
+                s.restart = Restart::default();
+            }
+            (s.generation, s.settings.enabled)
+        });
+        i.glue.abort();
+        i.glue.wake();
+        if !enabled {
             set_view(i, SyncView::off());
             return;
         }
-        *i.restart.borrow_mut() = Restart::default();
         let inner = i.clone();
-        let gen = i.generation.get();
         spawn_local(async move { run_again(&inner, gen).await });
     }
 
     /// This tab changed shared data (`Capture`): track the document it produces.
     pub(crate) fn observe(&self, e: &tabs::Change) {
-        if let tabs::Change::Conversations(cs) = e {
-            for c in cs {
-                self.observe(&tabs::Change::Conversation(c.clone()));
-            }
-            return;
-        }
-        let relevant = match e {
-            tabs::Change::Conversation(_)
-            | tabs::Change::ConversationRemoved(_)
-            | tabs::Change::MessagesCleared(_)
-            | tabs::Change::MemoryChanged(_)
-            | tabs::Change::UserFacts
-            | tabs::Change::Projects => true,
-            tabs::Change::MessageAdded(m) | tabs::Change::MessageProgress(m) => {
-                m.status != MessageStatus::Streaming || m.meta.deleted
-            }
-            _ => false,
-        };
-        if relevant {
-            self.track(Tracked::Change(e.clone()));
+        for t in observed(e) {
+            self.track(t);
         }
     }
 
@@ -374,14 +243,10 @@ impl Replication {
 
     fn track(&self, t: Tracked) {
         let i = &self.inner;
-        let records = {
-            let s = i.settings.borrow();
-            track::records(s.enabled, !s.url.trim().is_empty(), t.change())
-        };
-        if !records {
-            return;
-        }
-        i.queue.borrow_mut().push_back(t);
+        i.state.with(|s| {
+            let set_up = !s.settings.url.trim().is_empty();
+            s.outbox.handle_change(t, s.settings.enabled, set_up)
+        });
         drain(i);
     }
 
@@ -397,7 +262,7 @@ impl Replication {
             "{url}/{}",
             crate::engine::sync::wire::encode(s.database.trim())
         );
-        let got = transport::fetch_text(&db_url, "GET", None, auth.as_deref(), None, TEST_LIMITS);
+        let got = browser::fetch(&db_url, "GET", None, auth.as_deref(), None, TEST_LIMITS);
         let probe = match got.await {
             Ok((status, body)) => DbProbe::Answer { status, body },
             Err(TransportError::Timeout { .. }) => DbProbe::TimedOut {
@@ -417,33 +282,13 @@ impl Replication {
         };
         let reachable = match probe {
             DbProbe::Failed { .. } => Some(
-                transport::reachable(&format!("{url}/"), TEST_LIMITS.timeouts.first_byte_ms).await,
+                browser::reachable(&format!("{url}/"), TEST_LIMITS.timeouts.first_byte_ms).await,
             ),
             _ => None,
         };
-        let origin = web_sys::window()
-            .and_then(|w| w.location().origin().ok())
-            .unwrap_or_default();
+        let origin = page_origin();
         diagnose(&url, s.database.trim(), &s.user, &origin, &probe, reachable)?;
         Ok(())
-    }
-}
-
-fn set_view(i: &Inner, mut v: SyncView) {
-    v.detail = with_images(v.detail, i.blobs.borrow().refused());
-    if *i.view.borrow() == v {
-        return;
-    }
-    *i.view.borrow_mut() = v.clone();
-    let emit = i.emit.borrow().clone();
-    if let Some(emit) = emit {
-        emit(Local::SyncStatus(v).into());
-    }
-}
-
-fn wake(i: &Inner) {
-    if let Some(f) = i.wake.borrow_mut().take() {
-        let _ = f.call0(&JsValue::NULL);
     }
 }
 
@@ -452,62 +297,42 @@ fn wake(i: &Inner) {
 /// `track::waits_for_code` says so (a deletion), for the next change or the sync loop's next start
 /// (`connect`); other failures are let go with a warning.
 fn drain(i: &Rc<Inner>) {
-    if i.queue.borrow().is_empty() || i.tracking.replace(true) {
+    if !i.state.with(|s| s.outbox.poll_start()) {
         return;
     }
     let inner = i.clone();
     spawn_local(async move {
-        loop {
-            let next = inner.queue.borrow_mut().pop_front();
-            let Some(t) = next else { break };
-            let done = match &t {
-                Tracked::Change(e) => track_event_split(&inner, e).await,
-                Tracked::EntityDeleted {
-                    conversation,
-                    entity,
-                } => track_entity_deleted_split(&inner, conversation, entity).await,
+        while let Some(t) = inner.state.with(|s| s.outbox.poll_next()) {
+            let done = track_split(&inner, &t).await;
+            let went = match &done {
+                Ok(()) => Recorded::Done,
+                Err(SyncError::Unavailable) => Recorded::NoCode,
+                Err(_) => Recorded::Failed,
             };
-            match done {
-                Err(SyncError::Unavailable) if track::waits_for_code(t.change()) => {
-                    inner.queue.borrow_mut().push_front(t);
-                    break;
-                }
-                Err(err) => web_sys::console::warn_1(&JsValue::from_str(&format!(
-                    "memoire sync: a change was not recorded for sync: {err}"
-                ))),
-                Ok(()) => {}
+            if !inner.state.with(|s| s.outbox.handle_recorded(t, went)) {
+                break;
+            }
+            if let Err(err) = done {
+                warn(&format!("a change was not recorded for sync: {err}"));
             }
         }
-        inner.tracking.set(false);
-        wake(&inner);
+        inner.glue.wake();
     });
-}
-
-/// Sleeps `ms` or until [`wake`].
-async fn sleep(i: &Inner, ms: i32) {
-    let mut wake_fn = None;
-    let woken = Promise::new(&mut |resolve, _| wake_fn = Some(resolve));
-    *i.wake.borrow_mut() = wake_fn;
-    // Whichever ends first; the timer is cleared when it is dropped (woken first).
-    let woken = std::pin::pin!(JsFuture::from(woken));
-    let timer = std::pin::pin!(gloo_timers::future::TimeoutFuture::new(ms.max(0) as u32));
-    futures_util::future::select(woken, timer).await;
 }
 
 /// The sync loop of settings generation `gen`, started again after each stop on an error when
 /// `engine::sync::restart` says (after a backoff, or at once when the browser comes back online),
 /// until the settings change. The status says the error and when it starts again.
 async fn run_again(i: &Rc<Inner>, gen: u32) {
-    while i.generation.get() == gen {
+    while i.current(gen) {
         let Err(e) = run_split(i, gen).await else {
             return;
         };
-        if i.generation.get() != gen {
+        if !i.current(gen) {
             return; // new settings meanwhile: their loop says how it goes
         }
-        let retry_at = i.restart.borrow_mut().handle_stopped(now(), e.stop());
-        let offset = -(js_sys::Date::new_0().get_timezone_offset() as i32);
-        let (label, detail) = stopped(&e.to_string(), retry_at, offset);
+        let retry_at = i.state.with(|s| s.restart.handle_stopped(now(), e.stop()));
+        let (label, detail) = stopped(&e.to_string(), retry_at, tz_offset());
         let state = "error".into();
         set_view(
             i,
@@ -518,187 +343,68 @@ async fn run_again(i: &Rc<Inner>, gen: u32) {
             },
         );
         // Until the restart time (`online` brings it forward), or new settings (a new generation).
-        while i.generation.get() == gen && !i.restart.borrow_mut().poll_start(now()) {
-            let at = i.restart.borrow().poll_timeout();
-            sleep(
-                i,
-                at.map_or(60_000, |at| (at - now()).clamp(0, 60_000)) as i32,
-            )
-            .await;
-        }
-    }
-}
-
-/// `Basic` credentials for `user:password` (UTF-8), or none without a user.
-fn basic_auth(user: &str, password: &str) -> Option<String> {
-    if user.is_empty() {
-        return None;
-    }
-    let bytes = format!("{user}:{password}");
-    // btoa takes a "binary string": one char per byte.
-    let binary: String = bytes.bytes().map(char::from).collect();
-    let encoded = web_sys::window()?.btoa(&binary).ok()?;
-    Some(format!("Basic {encoded}"))
-}
-
-/// The device's clock, read from the store and written back after each tick.
-pub(super) async fn clock(i: &Inner) -> Result<(Clock, SyncState), SyncError> {
-    let mut state = i.store.sync_state().await?;
-    if state.device.is_empty() {
-        state.device = new_id("d");
-        i.store.set_sync_state(&state).await?;
-    }
-    Ok((
-        Clock::resume(&state.device, state.last_stamp.as_ref(), now(), MAX_SKEW_MS),
-        state,
-    ))
-}
-
-pub(super) async fn keep_clock(i: &Inner, c: &Clock) -> Result<(), SyncError> {
-    let mut state = i.store.sync_state().await?;
-    state.last_stamp = Some(c.last());
-    i.store.set_sync_state(&state).await?;
-    Ok(())
-}
-
-/// Stored documents by `_id`.
-fn by_id(docs: Vec<SyncedDoc>) -> std::collections::HashMap<String, SyncedDoc> {
-    docs.into_iter()
-        .map(|d| (d.local.doc.id.clone(), d))
-        .collect()
-}
-
-pub(super) async fn stored(i: &Inner, id: &str) -> Result<Option<SyncedDoc>, SyncError> {
-    Ok(i.store.sync_docs(&[id.to_string()]).await?.pop())
-}
-
-/// Marks `docs` (local edits) dirty, merged into their stored copies, and hands them to the
-/// running replicator.
-pub(super) async fn record(i: &Inner, docs: Vec<Doc>) -> Result<(), SyncError> {
-    record_among(i, docs, None).await
-}
-
-/// [`record`], reading only the stored copies of ids in `stored` (when given: every stored id).
-async fn record_among(
-    i: &Inner,
-    docs: Vec<Doc>,
-    stored: Option<&HashSet<String>>,
-) -> Result<(), SyncError> {
-    let ids: Vec<String> = docs
-        .iter()
-        .map(|d| d.id.clone())
-        .filter(|id| stored.is_none_or(|s| s.contains(id)))
-        .collect();
-    let _span = Span::new("record");
-    let mut known = by_id(i.store.sync_docs(&ids).await?);
-    let mut out: Vec<SyncedDoc> = Vec::with_capacity(docs.len());
-    // `_id` -> index in `out`: the same document twice in one call merges into the first.
-    let mut at: HashMap<String, usize> = HashMap::with_capacity(docs.len());
-    let mut pace = Pace::sync();
-    in_slices(&mut pace, docs.into_iter(), |slice| {
-        for d in slice {
-            if let Some(&k) = at.get(&d.id) {
-                out[k].local.doc = crate::engine::sync::merge(&out[k].local.doc, &d);
-                continue;
-            }
-            let (doc, rev) = match known.remove(&d.id) {
-                Some(p) => (crate::engine::sync::merge(&p.local.doc, &d), p.local.rev),
-                None => (d, None),
-            };
-            at.insert(doc.id.clone(), out.len());
-            out.push(SyncedDoc {
-                local: LocalDoc { doc, rev },
-                dirty: true,
+        loop {
+            let at = i.state.with(|s| {
+                let go = s.generation != gen || s.restart.poll_start(now());
+                (!go).then(|| s.restart.poll_timeout())
             });
+            let Some(at) = at else { break };
+            let ms = at.map_or(60_000, |at| (at - now()).clamp(0, 60_000)) as i32;
+            i.glue.sleep(ms).await;
         }
-        true
-    })
-    .await;
-    i.store.put_sync_docs(&out, &mut paced(&i.writes)).await?;
-    // Handed to the running replicator (none: sync stopped meanwhile, nothing more to do).
-    in_slices(&mut pace, out.into_iter().map(|d| d.local), |slice| {
-        let cancel = match i.rep.borrow_mut().as_mut() {
-            Some(rep) => {
-                rep.handle_local_changes(slice);
-                rep.poll_cancel()
-            }
-            None => return false,
-        };
-        if cancel {
-            if let Some(a) = i.abort.borrow_mut().take() {
-                a.abort();
-            }
-        }
-        true
-    })
-    .await;
-    Ok(())
-}
-
-/// The store's sync reads or writes, sliced at one of the driver's paces (`Inner::reads`,
-/// `Inner::writes`): each slice timed.
-struct Paced<'a> {
-    pace: &'a RefCell<Pace>,
-    started: f64,
-}
-
-fn paced(pace: &RefCell<Pace>) -> Paced<'_> {
-    Paced { pace, started: 0.0 }
-}
-
-impl WritePace for Paced<'_> {
-    fn next(&mut self, _done: usize, _total: usize) -> Option<usize> {
-        self.started = perf_now();
-        Some(self.pace.borrow().size())
-    }
-
-    fn issued(&mut self, n: usize) {
-        self.pace.borrow_mut().observe(n, perf_now() - self.started);
     }
 }
 
-async fn track_event(i: &Inner, e: &tabs::Change) -> Result<(), SyncError> {
+/// The documents a tracked change produces, from what `engine::sync::local` says it reads,
+/// recorded for the server.
+async fn track_change(i: &Inner, t: &Tracked) -> Result<(), SyncError> {
+    let Some(reads) = t.reads() else {
+        return Ok(());
+    };
+    if let Reads::EntityDeleted {
+        conversation,
+        entity,
+    } = &reads
+    {
+        return memory::track_entity_deleted(i, conversation, entity).await;
+    }
     let (mut clock, _) = clock(i).await?;
-    let t = now();
-    let docs: Vec<Doc> = match e {
-        tabs::Change::Conversation(c) => {
-            let prev = stored(i, &conversation_id(&c.id)).await?;
-            track::track_conversation(prev.as_ref().map(|p| &p.local.doc), c, &mut clock, t)
-                .into_iter()
-                .collect()
+    let at = now();
+    let doc = |p: Option<crate::store::SyncedDoc>| p.map(|p| p.local.doc);
+    let docs: Vec<Doc> = match (reads, t) {
+        (Reads::Conversation { doc: id }, Tracked::Change(Change::Conversation(c))) => {
+            let prev = doc(stored(i, &id).await?);
+            Vec::from_iter(track::track_conversation(prev.as_ref(), c, &mut clock, at))
         }
-        tabs::Change::ConversationRemoved(id) => {
-            let cid = conversation_id(id);
-            match stored(i, &cid).await? {
-                Some(p) if p.local.doc.body.is_tombstone() => vec![],
-                _ => track::track_delete(&cid, &mut clock, t)
-                    .into_iter()
-                    .collect(),
-            }
+        (Reads::Removed { doc: id }, _) => {
+            let prev = doc(stored(i, &id).await?);
+            Vec::from_iter(track_removed(prev.as_ref(), &id, &mut clock, at))
         }
-        tabs::Change::MessageAdded(m) | tabs::Change::MessageProgress(m) => {
-            let prev = stored(i, &message_id(&m.id)).await?;
-            track::track_message(prev.as_ref().map(|p| &p.local.doc), m, &mut clock, t)
-                .into_iter()
-                .collect()
+        (Reads::Message { doc: id }, Tracked::Change(Change::MessageAdded(m)))
+        | (Reads::Message { doc: id }, Tracked::Change(Change::MessageProgress(m))) => {
+            let prev = doc(stored(i, &id).await?);
+            Vec::from_iter(track::track_message(prev.as_ref(), m, &mut clock, at))
         }
-        tabs::Change::MemoryChanged(id) => {
-            memory::track_memory(i, Some(id), true, &mut clock, t).await?
+        (Reads::Memory { conversation }, _) => {
+            memory::track_memory(i, Some(&conversation), true, &mut clock, at).await?
         }
-        tabs::Change::UserFacts => memory::track_facts(i, &mut clock, t).await?,
-        tabs::Change::Projects => super::projects::track_projects(i, &mut clock, t).await?,
-        tabs::Change::MessagesCleared(id) => {
+        (Reads::Facts, _) => memory::track_facts(i, &mut clock, at).await?,
+        (Reads::Projects, _) => super::projects::track_projects(i, &mut clock, at).await?,
+        (
+            Reads::Cleared {
+                conversation,
+                prefixes,
+                doc: id,
+            },
+            _,
+        ) => {
             let mut docs: Vec<Doc> = Vec::new();
-            for prefix in [
-                "m:".to_string(),
-                format!("e:{}:", id_part(id)),
-                format!("r:{}:", id_part(id)),
-            ] {
+            for prefix in prefixes {
                 let found = i.store.sync_docs_with_prefix(&prefix).await?;
                 docs.extend(found.into_iter().map(|d| d.local.doc));
             }
-            docs.extend(stored(i, &conversation_id(id)).await?.map(|d| d.local.doc));
-            track::track_clear(&docs, id, &mut clock, t)
+            docs.extend(doc(stored(i, &id).await?));
+            track::track_clear(&docs, &conversation, &mut clock, at)
         }
         _ => vec![],
     };
@@ -733,12 +439,15 @@ async fn seed(i: &Inner) -> Result<(), SyncError> {
             .filter(|(m, id)| m.meta.deleted && held.contains(*id))
             .map(|(_, id)| id.clone())
             .collect();
-        let known = by_id(i.store.sync_docs(&deleted).await?);
+        let known: std::collections::HashMap<String, Doc> = (i.store.sync_docs(&deleted).await?)
+            .into_iter()
+            .map(|d| (d.local.doc.id.clone(), d.local.doc))
+            .collect();
         for (m, id) in messages.iter().zip(&ids) {
             if held.contains(id) && !m.meta.deleted {
                 continue;
             }
-            let prev = known.get(id).map(|p| &p.local.doc);
+            let prev = known.get(id);
             docs.extend(track::track_message(prev, m, &mut clock, now()));
         }
         docs.extend(memory::track_memory(i, Some(&c.id), false, &mut clock, now()).await?);
@@ -760,62 +469,41 @@ async fn apply_merges(i: &Inner, merges: Vec<(Doc, String)>) -> Result<(), SyncE
     if merges.is_empty() {
         return Ok(());
     }
-    let plan = {
+    let mut plan = {
         let _span = Span::new("apply");
-        i.store
-            .apply_sync_batch(merges, &mut paced(&i.reads), &mut paced(&i.writes))
+        let (mut reads, mut writes) = (paced(i, Which::Reads), paced(i, Which::Writes));
+        (i.store)
+            .apply_sync_batch(merges, &mut reads, &mut writes)
             .await?
     };
-    if let Some(rep) = i.rep.borrow_mut().as_mut() {
-        let older = plan.older.iter().map(|id| {
-            format!("{id}: older than the copy this device holds; not taken (this device's copy goes back up)")
-        });
-        rep.handle_refused(older.collect());
-        if !plan.requeue.is_empty() {
-            rep.handle_local_changes(plan.requeue);
+    let requeue = std::mem::take(&mut plan.requeue);
+    i.rep(|rep| {
+        rep.handle_refused(older_refusals(&plan.older));
+        if !requeue.is_empty() {
+            rep.handle_local_changes(requeue);
         }
-    }
+    });
     let span = Span::new("report");
-    for c in plan.changes {
-        let id = c.conversation.id.clone();
-        if c.branched {
-            crate::session::shared::branch::mark_branched(&i.store, &id).await?;
-        }
-        report(i, Change::Conversation(c.conversation));
-        match c.added.as_slice() {
-            [] => {}
-            [m] if !c.branched => report(i, Change::MessageAdded(m.clone())),
-            _ => report(i, Change::BranchChanged(id)),
-        }
+    let reports = local::reports(&plan);
+    for id in &reports.branched {
+        crate::session::shared::branch::mark_branched(&i.store, id).await?;
     }
-    for id in &plan.removed {
-        report(i, Change::ConversationRemoved(id.clone()));
-    }
-    let mut branches: Vec<&String> = Vec::new();
-    for m in &plan.blanked {
-        if !branches.contains(&&m.conversation_id) {
-            branches.push(&m.conversation_id);
-        }
-    }
-    for c in branches {
-        report(i, Change::BranchChanged(c.clone()));
+    for c in reports.changes {
+        report(i, c);
     }
     drop(span);
     let _span = Span::new("later");
     apply_later(i, plan.later).await
 }
 
-/// Reports a change the driver applied (`Core::applied`: not captured again).
-pub(super) fn report(i: &Inner, e: impl Into<SessionEvent>) {
-    if let Some(emit) = i.emit.borrow().clone() {
-        emit(e.into());
-    }
-}
-
-/// The memory's effects a batch leaves for after its transaction, grouped by scope (each scope's
-/// graph changed once, then unified once).
+/// The memory's effects a batch leaves for after its transaction, grouped as
+/// `engine::sync::local::group` says (each scope's graph changed once, then unified once).
 async fn apply_later(i: &Inner, effects: Vec<Effect>) -> Result<(), SyncError> {
-    for scope in memory::apply_memory(i, effects).await? {
+    let g = local::group(effects);
+    memory::apply_summaries(i, g.summaries).await?;
+    memory::apply_facts(i, g.facts).await?;
+    super::projects::apply_projects(i, g.projects).await?;
+    for scope in memory::apply_graphs(i, g.graphs).await? {
         memory::unify_scope(i, &scope).await?;
     }
     Ok(())
@@ -829,7 +517,7 @@ async fn next_batch(i: &Inner) -> Result<(Vec<(Doc, String)>, Option<Write>), Sy
     let span = Span::new("batch");
     let mut merges = Vec::new();
     let mut rest = None;
-    while let Some(w) = i.rep.borrow_mut().as_mut().and_then(Replicator::poll_write) {
+    while let Some(w) = i.rep(Replicator::poll_write).flatten() {
         if matches!(w, Write::Merge { .. }) {
             merges.push(w);
         } else {
@@ -873,19 +561,15 @@ async fn apply_writes(i: &Inner, key: &str) -> Result<(), SyncError> {
                 if let Some(mut p) = stored(i, &id).await? {
                     p.local.rev = None;
                     p.dirty = true;
-                    i.store
-                        .put_sync_docs(&[p.clone()], &mut paced(&i.writes))
+                    (i.store)
+                        .put_sync_docs(&[p.clone()], &mut paced(i, Which::Writes))
                         .await?;
-                    if let Some(rep) = i.rep.borrow_mut().as_mut() {
-                        rep.handle_local_changes([p.local]);
-                    }
+                    i.rep(|rep| rep.handle_local_changes([p.local]));
                 }
             }
             Some(Write::PushAll) => {
                 let all = i.store.mark_all_sync_docs_dirty().await?;
-                if let Some(rep) = i.rep.borrow_mut().as_mut() {
-                    rep.handle_local_changes(all);
-                }
+                i.rep(|rep| rep.handle_local_changes(all));
             }
             Some(Write::Merge { .. }) | None => {}
         }
@@ -900,20 +584,11 @@ fn run_split(i: &Rc<Inner>, gen: u32) -> Boxed<'_, (), SyncError> {
     Box::pin(run(i, gen))
 }
 
-/// Split point `sync`: the document a local change produces.
+/// Split point `sync`: the documents a local change produces (an entity deleted in the memory
+/// pane: tombstones).
 #[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
-fn track_event_split<'a>(i: &'a Inner, e: &'a tabs::Change) -> Boxed<'a, (), SyncError> {
-    Box::pin(track_event(i, e))
-}
-
-/// Split point `sync`: an entity deleted in the memory pane becomes tombstones.
-#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(sync, fallible, return_wrapper(let future = _; { future.await } -> Result<(), SyncError>)))]
-fn track_entity_deleted_split<'a>(
-    i: &'a Inner,
-    conversation: &'a str,
-    entity: &'a str,
-) -> Boxed<'a, (), SyncError> {
-    Box::pin(memory::track_entity_deleted(i, conversation, entity))
+fn track_split<'a>(i: &'a Inner, t: &'a Tracked) -> Boxed<'a, (), SyncError> {
+    Box::pin(track_change(i, t))
 }
 
 /// Split point `sync`: encryption unlocked when the settings are saved (WebCrypto, the marker);
@@ -972,12 +647,14 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
         },
     );
     let mut first = true;
-    while i.generation.get() == gen {
+    while i.current(gen) {
         let Some(retry_at) = connect(i, gen, first).await? else {
             break;
         };
         first = false;
-        sleep(i, (retry_at - now()).clamp(0, 60_000) as i32).await;
+        i.glue
+            .sleep((retry_at - now()).clamp(0, 60_000) as i32)
+            .await;
     }
     Ok(())
 }
@@ -986,10 +663,10 @@ async fn run(i: &Rc<Inner>, gen: u32) -> Result<(), SyncError> {
 /// when it ended on a request that timed out, `None` when the settings changed.
 async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, SyncError> {
     let _lock = sync::lock(LOCK).await;
-    if i.generation.get() != gen {
+    if !i.current(gen) {
         return Ok(None);
     }
-    let s = i.settings.borrow().clone();
+    let s = i.state.with(|st| st.settings.clone());
     let base = check_form(&s.url, &s.database)?;
     let auth = run_auth(i, &s)?;
     let sealer = match s.encrypt {
@@ -1035,8 +712,10 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
     let span = Span::new("outbox");
     rep.handle_local_changes(dirty);
     drop(span);
-    *i.rep.borrow_mut() = Some(rep);
-    i.restart.borrow_mut().handle_connected();
+    i.state.with(|st| {
+        st.rep = Some(rep);
+        st.restart.handle_connected();
+    });
     // A deletion that waited for sync's code (`drain`): recorded now, and handed to this replicator.
     drain(i);
     let link = Link {
@@ -1046,7 +725,7 @@ async fn connect(i: &Rc<Inner>, gen: u32, first: bool) -> Result<Option<i64>, Sy
         sealer: sealer.as_ref(),
     };
     let result = drive(i, gen, &link, &key).await;
-    *i.rep.borrow_mut() = None;
+    i.state.with(|st| st.rep = None);
     result
 }
 
@@ -1069,7 +748,7 @@ async fn reseal(
                 detail: crate::engine::sync::rotate::progress(done, total),
             },
         );
-        i.generation.get() == gen
+        i.current(gen)
     };
     Ok(super::rotate::reseal_all(&i.store, base, db, auth, keys, &progress).await?)
 }
@@ -1078,68 +757,41 @@ async fn reseal(
 /// the password was given for (else none: the new host never receives the old host's); an error
 /// when it would go over plain http to another machine (one saved before that rule).
 fn run_auth(i: &Inner, s: &SyncSettings) -> Result<Option<String>, SyncError> {
-    let pass = i.password.borrow().clone();
-    let ok = origin::password_for(None, &pass, &i.password_origin.borrow(), &s.url).is_some();
+    let (pass, saved_for) = i
+        .state
+        .with(|st| (st.password.clone(), st.password_origin.clone()));
+    let ok = origin::password_for(None, &pass, &saved_for, &s.url).is_some();
     let pass = if ok { pass } else { String::new() };
     origin::plain_http_check(&s.url, &pass)?;
     Ok(basic_auth(&s.user, &pass))
 }
 
-/// Where the loop's requests go: the server, its database, its credentials, and the seal when
-/// encrypting.
-pub(super) struct Link<'a> {
-    base: &'a str,
-    db: &'a str,
-    auth: Option<&'a str>,
-    pub(super) sealer: Option<&'a super::seal::Sealer>,
-}
-
-impl Link<'_> {
-    /// Sends one replicator request (sealed and opened when encrypting).
-    pub(super) async fn send(
-        &self,
-        req: Request,
-        abort: Option<&web_sys::AbortController>,
-        limits: TextLimits,
-    ) -> super::seal::Sent {
-        match self.sealer {
-            Some(s) => s.send(req, self.base, self.auth, abort, limits).await,
-            None => {
-                let url = req.url(self.base);
-                let (method, body) = (req.method.as_str(), req.body.as_deref());
-                super::seal::Sent {
-                    out: transport::fetch_text(&url, method, body, self.auth, abort, limits)
-                        .await
-                        .map(|(status, text)| (status, Reply::Text(text))),
-                    plain: Vec::new(),
-                    unopened: Vec::new(),
-                }
-            }
+/// Plain copies of our documents the server still held: deleted on the server; only while this
+/// device first encrypts the database, those that pass the checks of any pulled document are kept
+/// first (they go back up sealed; `engine::sync::check::plain_copies` decides).
+async fn keep_plain(
+    i: &Inner,
+    link: &Link<'_>,
+    plain: Vec<serde_json::Value>,
+) -> Result<(), SyncError> {
+    let Some(s) = link.sealer.filter(|_| !plain.is_empty()) else {
+        return Ok(());
+    };
+    let first = i.state.with(|st| st.first_encryption);
+    let checked = i.rep(|rep| {
+        let (docs, refused) = check::plain_copies(&plain, first, &rep.config().limits, now());
+        match first {
+            true => rep.handle_refused(refused),
+            false => rep.handle_unopened(refused),
         }
-    }
-
-    /// Plain copies of our documents the server still held: deleted on the server; only while
-    /// this device first encrypts the database, those that pass the checks of any pulled document
-    /// are kept first (they go back up sealed; `engine::sync::check::plain_copies` decides).
-    async fn keep_plain(&self, i: &Inner, plain: Vec<serde_json::Value>) -> Result<(), SyncError> {
-        let Some(s) = self.sealer.filter(|_| !plain.is_empty()) else {
-            return Ok(());
-        };
-        let first = i.first_encryption.get();
-        let (docs, refused) = match i.rep.borrow().as_ref() {
-            Some(rep) => check::plain_copies(&plain, first, &rep.config().limits, now()),
-            None => return Ok(()),
-        };
-        if let Some(rep) = i.rep.borrow_mut().as_mut() {
-            match first {
-                true => rep.handle_refused(refused),
-                false => rep.handle_unopened(refused),
-            }
-        }
-        record(i, docs).await?;
-        s.purge(&plain, self.base, self.auth).await;
-        Ok(())
-    }
+        docs
+    });
+    let Some(docs) = checked else {
+        return Ok(());
+    };
+    record(i, docs).await?;
+    s.purge(&plain, link.base, link.auth).await;
+    Ok(())
 }
 
 async fn drive(
@@ -1148,21 +800,20 @@ async fn drive(
     link: &Link<'_>,
     key: &str,
 ) -> Result<Option<i64>, SyncError> {
-    while i.generation.get() == gen {
+    while i.current(gen) {
         // Bulk work (a catching-up pull, a push) goes out while the last answer's writes are
         // applied (`Replicator::bulk_next`); anything else waits for them.
-        let overlap = i.rep.borrow().as_ref().is_some_and(|r| r.bulk_next(now()));
+        let overlap = i.rep(|r| r.bulk_next(now())).unwrap_or(false);
         if !overlap {
             apply_writes(i, key).await?;
         }
-        let (req, view, timeout, limits): (Option<Request>, SyncView, Option<i64>, TextLimits) = {
-            let mut b = i.rep.borrow_mut();
-            let Some(rep) = b.as_mut() else {
-                return Ok(None);
-            };
+        let next = i.rep(|rep| {
             let _span = Span::new("request");
             let req = rep.poll_request(now());
             (req, status_view(rep), rep.poll_timeout(), text_limits(rep))
+        });
+        let Some((req, view, timeout, limits)) = next else {
+            return Ok(None);
         };
         set_view(i, view);
         let Some(req) = req else {
@@ -1172,20 +823,17 @@ async fn drive(
             // Idle, or backing off: sleep until the retry time, a wake-up, or the next look for
             // other tabs' changes.
             let ms = timeout.map_or(IDLE_MS, |at| ((at - now()) as i32).clamp(0, IDLE_MS));
-            sleep(i, ms).await;
+            i.glue.sleep(ms).await;
             let _span = Span::new("dirty");
             let dirty = i.store.dirty_sync_docs().await?;
-            if let Some(rep) = i.rep.borrow_mut().as_mut() {
-                rep.handle_local_changes(dirty);
-            }
+            i.rep(|rep| rep.handle_local_changes(dirty));
             continue;
         };
         if blob::round_first(&req) {
             let _span = Span::new("blobs");
             blobs::round(i, link, link.db).await?;
         }
-        let abort = web_sys::AbortController::new().ok();
-        *i.abort.borrow_mut() = abort.clone();
+        let abort = i.glue.begin_request();
         let fetch = link.send(req, abort.as_ref(), limits);
         let sent = if overlap {
             let (applied, out) = futures_util::future::join(apply_writes(i, key), fetch).await;
@@ -1194,48 +842,45 @@ async fn drive(
         } else {
             fetch.await
         };
-        let aborted = abort.as_ref().is_some_and(|a| a.signal().aborted());
-        i.abort.borrow_mut().take();
-        let (stalled, view) = {
-            let mut b = i.rep.borrow_mut();
-            let Some(rep) = b.as_mut() else {
-                return Ok(None);
-            };
+        let aborted = i.glue.end_request(abort);
+        let answer = i.state.with(|st| {
             let _span = Span::new("response");
-            answered(i, rep, sent.out, sent.unopened, aborted)
+            answered(st, sent.out, sent.unopened, aborted)
+        });
+        let Some((stalled, view, refused)) = answer else {
+            return Ok(None);
         };
+        for reason in refused {
+            warn(&format!("a document from the server was refused: {reason}"));
+        }
         set_view(i, view);
         if stalled.is_some() {
             // Let another tab take over: the lock goes with this connection.
             return Ok(stalled);
         }
-        link.keep_plain(i, sent.plain).await?;
+        keep_plain(i, link, sent.plain).await?;
     }
     Ok(None)
 }
 
 /// One request's outcome and the documents of its answer that could not be opened, handed to the
-/// replicator; the refusals said in the console; `Some(retry_at)` when the connection ends, and the
-/// status to show.
+/// replicator (`None`: sync stopped): `Some(retry_at)` when the connection ends, the status to
+/// show, and the refusals to say in the console.
 fn answered(
-    i: &Inner,
-    rep: &mut Replicator,
+    st: &mut State,
     out: Result<(u16, Reply), TransportError>,
     unopened: Vec<String>,
     aborted: bool,
-) -> (Option<i64>, SyncView) {
+) -> Option<(Option<i64>, SyncView, Vec<String>)> {
+    let rep = st.rep.as_mut()?;
     let stalled = handle_answer(rep, out, aborted);
     rep.handle_unopened(unopened);
     if rep.status() == crate::engine::sync::Status::Synced {
         // Caught up: plain copies found from now on are only deleted.
-        i.first_encryption.set(false);
+        st.first_encryption = false;
     }
-    for reason in rep.poll_refused() {
-        web_sys::console::warn_1(&JsValue::from_str(&format!(
-            "memoire sync: a document from the server was refused: {reason}"
-        )));
-    }
-    (stalled, status_view(rep))
+    let rep = st.rep.as_mut()?;
+    Some((stalled, status_view(rep), rep.poll_refused()))
 }
 
 /// Hands one request's outcome to the replicator; `Some(retry_at)` when it timed out (no answer,
@@ -1268,7 +913,7 @@ fn handle_answer(
 
 /// The status the sidebar shows, in the words of `engine::sync::status`.
 fn status_view(rep: &Replicator) -> SyncView {
-    let offset = -(js_sys::Date::new_0().get_timezone_offset() as i32);
+    let offset = tz_offset();
     let (state, detail) = describe(&rep.status(), rep.refused(), rep.unopened(), offset);
     SyncView {
         state: state.into(),

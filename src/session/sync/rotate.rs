@@ -13,9 +13,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::browser::fetch;
 use super::seal::{
-    decrypt_all, encrypt_all, fetch, name_all, put_marker, read_marker, unb64, unreachable,
-    SealError,
+    decrypt_all, encrypt_all, name_all, put_marker, read_marker, unb64, unreachable, SealError,
 };
 use crate::engine::sync::blob;
 use crate::engine::sync::rotate::{self, Listed, Plan, Standing, Under};

@@ -1,7 +1,8 @@
 //! End-to-end encrypted sync, the browser half (issue 28, item 6): WebCrypto's PBKDF2, AES-GCM and
 //! HMAC moving the bytes that `engine::sync::seal` says to move. [`unlock`] turns a passphrase and
 //! the database's marker into keys (or makes the marker, for the first device), [`Sealer::send`]
-//! seals a replicator request, sends it, and opens the answer.
+//! seals a replicator request, sends it, and opens the answer; [`Link`] is where the loop's
+//! requests go, through the sealer when encrypting (requests go out through `browser.rs`).
 //!
 //! Key derivation (`engine::sync::keys`, by the marker's version): v2, for every new marker, the
 //! passphrase in NFC (the browser's own `String.prototype.normalize`, no table shipped),
@@ -31,7 +32,6 @@
 //! derives once, as before (`e2ee_unlock_ms`); only a typed passphrase while a change is under way
 //! may derive twice (the new key first, then the old, to say which it is). Must not import `ui`.
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use js_sys::{Array, ArrayBuffer, Object, Promise, Reflect, Uint8Array};
@@ -40,6 +40,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{CryptoKey, SubtleCrypto};
 
+use super::browser::fetch;
 use crate::engine::sync::blob;
 use crate::engine::sync::keys::{self, Kdf};
 use crate::engine::sync::rotate::{self, Standing};
@@ -50,6 +51,7 @@ use crate::engine::sync::seal::{
 };
 use crate::engine::sync::wire::encode;
 use crate::engine::sync::{Reply, Request};
+use crate::session::shared::held::Held;
 use crate::store::{OldKeys, Span, Store, StoreError, SyncKeys};
 use crate::transport::{TextLimits, Timeouts, TransportError};
 
@@ -338,19 +340,6 @@ pub(super) const LIMITS: TextLimits = TextLimits {
     },
     total_ms: 20_000,
 };
-
-/// Every request of this module, through the one whole-body sync request of the transport (its
-/// limits and timeouts apply here as to the replicator's requests).
-pub(super) async fn fetch(
-    url: &str,
-    method: &str,
-    body: Option<&str>,
-    auth: Option<&str>,
-    abort: Option<&web_sys::AbortController>,
-    limits: TextLimits,
-) -> Result<(u16, String), TransportError> {
-    crate::transport::fetch_text(url, method, body, auth, abort, limits).await
-}
 
 /// The marker's URL.
 fn marker_url(base: &str, db: &str) -> String {
@@ -708,9 +697,15 @@ pub struct Sealer {
     keys: SyncKeys,
     db: String,
     store: Store,
-    names: RefCell<Names>,
+    naming: Held<Naming>,
+}
+
+/// What a [`Sealer`] learns while its connection runs: the sealed ids named so far.
+#[derive(Default)]
+struct Naming {
+    names: Names,
     /// Every stored id was named (once, for a deletion of an id not met yet).
-    named_all: Cell<bool>,
+    named_all: bool,
 }
 
 impl Sealer {
@@ -719,27 +714,26 @@ impl Sealer {
             keys,
             db: db.to_string(),
             store,
-            names: RefCell::default(),
-            named_all: Cell::new(false),
+            naming: Held::default(),
         }
     }
 
     /// Names the plain ids not named yet.
     async fn name(&self, ids: Vec<String>) -> Result<(), SealError> {
-        let new: Vec<String> = {
-            let n = self.names.borrow();
+        let new: Vec<String> = self.naming.with(|n| {
             ids.into_iter()
-                .filter(|id| n.sealed(id).is_none())
+                .filter(|id| n.names.sealed(id).is_none())
                 .collect()
-        };
+        });
         if new.is_empty() {
             return Ok(());
         }
         let sealed = name_all(&self.keys.mac, &new).await?;
-        let mut n = self.names.borrow_mut();
-        for (p, s) in new.iter().zip(&sealed) {
-            n.learn(p, s);
-        }
+        self.naming.with(|n| {
+            for (p, s) in new.iter().zip(&sealed) {
+                n.names.learn(p, s);
+            }
+        });
         Ok(())
     }
 
@@ -747,27 +741,31 @@ impl Sealer {
         let route = seal::route(req, &self.db);
         let out = outgoing(req, &route);
         self.name(out.ids).await?;
-        let items = {
-            let n = self.names.borrow();
-            let bound = |id: &String| n.sealed(id).map(aad).ok_or_else(|| Unnamed(id.clone()));
+        let items = self.naming.with(|n| {
+            let bound =
+                |id: &String| (n.names.sealed(id).map(aad)).ok_or_else(|| Unnamed(id.clone()));
             out.docs
                 .iter()
                 .map(|(_, id, bytes)| Ok((bound(id)?, bytes.as_slice())))
-                .collect::<Result<Vec<(Vec<u8>, &[u8])>, seal::Unsealable>>()?
-        };
+                .collect::<Result<Vec<(Vec<u8>, &[u8])>, seal::Unsealable>>()
+        })?;
         let blobs = encrypt_all(&self.keys.aes, &items).await?;
         let blobs: HashMap<usize, Vec<u8>> =
             out.docs.iter().map(|(i, _, _)| *i).zip(blobs).collect();
-        let sealed = seal_request(req, &route, &self.names.borrow(), &blobs)?;
+        let sealed = self
+            .naming
+            .with(|n| seal_request(req, &route, &n.names, &blobs))?;
         Ok((route, sealed))
     }
 
     async fn open(&self, route: &Route, status: u16, body: String) -> Result<Sent, SealError> {
-        if matches!(route, Route::Changes { .. })
-            && !self.named_all.get()
-            && self.names.borrow().misses_deleted(&body)
-        {
-            self.named_all.set(true);
+        let name_all = matches!(route, Route::Changes { .. })
+            && self.naming.with(|n| {
+                let go = !n.named_all && n.names.misses_deleted(&body);
+                n.named_all |= go;
+                go
+            });
+        if name_all {
             let ids: Vec<String> = self.store.sync_doc_ids().await?.into_iter().collect();
             self.name(ids).await?;
         }
@@ -783,7 +781,7 @@ impl Sealer {
             decrypt_all(&self.keys.aes, &sealed).await?
         };
         let _span = Span::new("open.write");
-        let o = opening.finish(&mut self.names.borrow_mut(), plains);
+        let o = self.naming.with(|n| opening.finish(&mut n.names, plains));
         Ok(Sent {
             out: Ok((status, o.body)),
             plain: o.plain,
@@ -827,9 +825,10 @@ impl Sealer {
     /// The server id of the plain id `plain` (its HMAC, named once).
     pub async fn server_id(&self, plain: &str) -> Result<String, SealError> {
         self.name(vec![plain.to_string()]).await?;
-        let n = self.names.borrow();
-        let sealed = n.sealed(plain).ok_or_else(|| Unnamed(plain.to_string()))?;
-        Ok(sealed.to_string())
+        let sealed = self
+            .naming
+            .with(|n| n.names.sealed(plain).map(str::to_string));
+        Ok(sealed.ok_or_else(|| Unnamed(plain.to_string()))?)
     }
 
     /// An image's blob document sealed (`engine::sync::blob`): its envelope under `server_id`, and
@@ -876,6 +875,40 @@ impl Sealer {
             web_sys::console::warn_1(&JsValue::from_str(&format!(
                 "memoire sync: plain copies were not deleted on the server yet ({e}); next time"
             )));
+        }
+    }
+}
+
+/// Where the loop's requests go: the server, its database, its credentials, and the seal when
+/// encrypting.
+pub(super) struct Link<'a> {
+    pub(super) base: &'a str,
+    pub(super) db: &'a str,
+    pub(super) auth: Option<&'a str>,
+    pub(super) sealer: Option<&'a Sealer>,
+}
+
+impl Link<'_> {
+    /// Sends one replicator request (sealed and opened when encrypting).
+    pub(super) async fn send(
+        &self,
+        req: Request,
+        abort: Option<&web_sys::AbortController>,
+        limits: TextLimits,
+    ) -> Sent {
+        match self.sealer {
+            Some(s) => s.send(req, self.base, self.auth, abort, limits).await,
+            None => {
+                let url = req.url(self.base);
+                let (method, body) = (req.method.as_str(), req.body.as_deref());
+                Sent {
+                    out: fetch(&url, method, body, self.auth, abort, limits)
+                        .await
+                        .map(|(status, text)| (status, Reply::Text(text))),
+                    plain: Vec::new(),
+                    unopened: Vec::new(),
+                }
+            }
         }
     }
 }
