@@ -93,8 +93,9 @@ fn tool_names(actions: &[McpAction]) -> Option<Vec<String>> {
     })
 }
 
-/// A client through the handshake and the first listing (one tool, `echo`), session `s1`.
-fn ready_with(cfg: McpConfig) -> McpClient {
+/// A client through the handshake and the first listing (one tool, `echo`), session `s1`, and
+/// the standing GET it opened.
+fn ready_listening(cfg: McpConfig) -> (McpClient, McpHttp) {
     let mut c = McpClient::new(cfg);
     c.connect(0);
     let init = only_request(&mut c);
@@ -109,6 +110,7 @@ fn ready_with(cfg: McpConfig) -> McpClient {
     );
     let out = requests(&drain(&mut c));
     answer(&mut c, out[0].exchange, 202, "", None, "");
+    let listen = only_request(&mut c);
     let id = body(&out[1])["id"].clone();
     json_answer(
         &mut c,
@@ -116,7 +118,11 @@ fn ready_with(cfg: McpConfig) -> McpClient {
         json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [tool("echo")]}}),
     );
     assert_eq!(tool_names(&drain(&mut c)), Some(vec!["echo".to_string()]));
-    c
+    (c, listen)
+}
+
+fn ready_with(cfg: McpConfig) -> McpClient {
+    ready_listening(cfg).0
 }
 
 fn ready() -> McpClient {
@@ -1118,5 +1124,106 @@ fn a_call_before_the_handshake_waits_for_it() {
     assert_eq!(
         methods,
         ["notifications/initialized", "tools/list", "tools/call"]
+    );
+}
+
+// ---- the standing GET stream and resumption -----------------------------------------------------
+
+#[test]
+fn once_initialized_a_standing_get_listens_and_405_is_fine() {
+    let (mut c, listen) = ready_listening(config());
+    assert_eq!(
+        (listen.method, listen.url.as_str(), listen.body.as_deref()),
+        (HttpMethod::Get, URL, None)
+    );
+    let h = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        listen.headers,
+        [
+            h("Accept", "text/event-stream"),
+            h("Mcp-Session-Id", "s1"),
+            h("MCP-Protocol-Version", LATEST_PROTOCOL_VERSION)
+        ]
+    );
+    answer(&mut c, listen.exchange, 405, "", None, "");
+    assert!(drain(&mut c).is_empty());
+    assert!(c.is_ready());
+}
+
+#[test]
+fn list_changed_on_the_standing_stream_lists_again() {
+    let (mut c, listen) = ready_listening(config());
+    c.handle_head(listen.exchange, 200, "text/event-stream", None, 0);
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    c.handle_body(listen.exchange, sse(&[changed]).as_bytes(), 0);
+    let out = requests(&drain(&mut c));
+    assert_eq!(
+        out.iter()
+            .map(|h| body(h)["method"].clone())
+            .collect::<Vec<_>>(),
+        ["tools/list"]
+    );
+}
+
+/// A call whose answer stream closes after `first` (SSE text); the actions after its end.
+fn closed_early(first: &str) -> (McpClient, McpHttp, Vec<McpAction>) {
+    let mut c = ready();
+    let h = call(&mut c, "c1");
+    answer(&mut c, h.exchange, 200, "text/event-stream", None, first);
+    let out = drain(&mut c);
+    (c, h, out)
+}
+
+#[test]
+fn an_answer_stream_closed_early_is_resumed_after_its_retry() {
+    let (mut c, _, out) = closed_early("id: e1\nretry: 500\ndata:\n\n");
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(c.poll_timeout(), Some(500));
+    c.handle_timeout(499);
+    assert!(drain(&mut c).is_empty());
+    c.handle_timeout(500);
+    let get = only_request(&mut c);
+    assert_eq!((get.method, get.url.as_str()), (HttpMethod::Get, URL));
+    assert_eq!(header(&get, "Last-Event-ID"), Some("e1"));
+    assert_eq!(header(&get, "Mcp-Session-Id"), Some("s1"));
+    let result = json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "late"}]}});
+    answer(
+        &mut c,
+        get.exchange,
+        200,
+        "text/event-stream",
+        None,
+        &format!("id: e2\ndata: {result}\n\n"),
+    );
+    assert_eq!(call_done(&drain(&mut c)).unwrap().1.unwrap().text, "late");
+}
+
+#[test]
+fn a_resumption_without_progress_or_an_id_fails() {
+    let (_, _, out) = closed_early("data:\n\n");
+    assert!(call_done(&out)
+        .unwrap()
+        .1
+        .unwrap_err()
+        .1
+        .contains("ended without the answer"));
+    let (mut c, _, _) = closed_early("id: e1\ndata:\n\n");
+    assert_eq!(c.poll_timeout(), Some(DEFAULT_RETRY_MS as i64));
+    c.handle_timeout(DEFAULT_RETRY_MS as i64);
+    let get = only_request(&mut c);
+    answer(&mut c, get.exchange, 200, "text/event-stream", None, "");
+    assert!(call_done(&drain(&mut c)).unwrap().1.is_err());
+    let (mut c, _, _) = closed_early("id: e1\ndata:\n\n");
+    c.handle_timeout(DEFAULT_RETRY_MS as i64);
+    let get = only_request(&mut c);
+    answer(&mut c, get.exchange, 404, "", None, "");
+    let out = drain(&mut c);
+    assert!(
+        requests(&out).is_empty(),
+        "a call that may have run is never sent again"
+    );
+    assert_eq!(
+        call_done(&out).unwrap().1.unwrap_err().0,
+        FailureKind::SessionGone
     );
 }

@@ -26,6 +26,9 @@
 //! `Accept: application/json, text/event-stream`, a JSON or SSE answer, 202 for notifications,
 //! `Mcp-Session-Id` from the initialize response echoed, 404 = session gone so initialize again,
 //! `MCP-Protocol-Version` on every request after initialize, DELETE to end, 405 allowed; the
+//! optional standing GET stream, opened once `notifications/initialized` is accepted, as the
+//! TypeScript SDK does (405: the server has none); an answer stream closed before its answer
+//! resumed by GET with `Last-Event-ID` after the stream's `retry`; the
 //! backwards-compatibility rule: a 400/404/405 to the initialize POST means try GET for the
 //! HTTP+SSE `endpoint` event), `basic/lifecycle` (version negotiation, `notifications/initialized`),
 //! `basic/utilities/cancellation` (`notifications/cancelled` with `requestId` and `reason`),
@@ -58,6 +61,8 @@ pub const CORS_ALLOW_HEADERS: &str =
     "content-type, authorization, mcp-protocol-version, mcp-session-id, last-event-id";
 /// JSON-RPC: the method does not exist (or is not offered).
 pub const METHOD_NOT_FOUND: i64 = -32601;
+/// How long to wait before resuming an answer stream the server closed without `retry`.
+pub const DEFAULT_RETRY_MS: u64 = 1000;
 /// Longest body kept to parse one JSON answer, or to quote an unexpected one.
 const MAX_JSON_BODY: usize = 8 << 20;
 
@@ -405,6 +410,18 @@ fn timed_out(what: &str, ms: u64) -> Failure {
     )
 }
 
+/// The session ended while an answer stream was being resumed: the call may have run, so it is
+/// not sent again.
+fn session_lost_mid_call() -> Failure {
+    failure(
+        FailureKind::SessionGone,
+        "The MCP server ended the session before the answer came; the call may or may not have run."
+            .into(),
+        Some("Check the tool's effect before trying again.".into()),
+        Some(404),
+    )
+}
+
 fn stopped() -> Failure {
     failure(FailureKind::Aborted, "Stopped.".into(), None, None)
 }
@@ -697,10 +714,15 @@ struct Pending {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ExchangeKind {
-    /// A POST of request `rpc id`.
+    /// A POST of request `rpc id`, or the GET that resumes its answer stream (`Last-Event-ID`).
     Request(u64),
     /// A POST of a notification or an answer: 202 expected.
     Notify,
+    /// The POST of `notifications/initialized`: once accepted, the standing GET stream opens.
+    Initialized,
+    /// The standing GET stream of Streamable HTTP (server notifications and requests; a 405 says
+    /// the server has none).
+    Listen,
     /// The legacy GET stream.
     LegacyStream,
     Delete,
@@ -721,6 +743,10 @@ struct Exchange {
     body: Body,
     status: u16,
     content_type: String,
+    /// An event came on this stream (a priming one counts): a resumption made progress.
+    saw_event: bool,
+    /// A GET (a stream resumed, or a standing one), not a POST.
+    get: bool,
 }
 
 /// The MCP client machine (module doc).
@@ -741,6 +767,8 @@ pub struct McpClient {
     listing: Vec<Value>,
     list_again: bool,
     reinit_used: bool,
+    /// Answer streams closed before their answer, to resume with GET at `at`: (at, rpc, last id).
+    resumes: Vec<(Millis, u64, String)>,
     actions: VecDeque<McpAction>,
 }
 
@@ -761,6 +789,7 @@ impl McpClient {
             listing: Vec::new(),
             list_again: false,
             reinit_used: false,
+            resumes: Vec::new(),
             actions: VecDeque::new(),
         }
     }
@@ -776,6 +805,7 @@ impl McpClient {
             .values()
             .chain(&self.queued)
             .map(|p| p.deadline)
+            .chain(self.resumes.iter().map(|r| r.0))
             .min()
     }
 
@@ -884,58 +914,91 @@ impl McpClient {
         ex.status = status;
         ex.content_type = content_type.to_ascii_lowercase();
         let kind = ex.kind;
-        let had_session = ex.had_session;
+        let had_session = ex.had_session && !ex.get;
+        let resumed = ex.get;
         let ct = ex.content_type.clone();
         let is_sse = ct.starts_with("text/event-stream");
         let ok = (200..300).contains(&status);
         match kind {
-            ExchangeKind::Notify | ExchangeKind::Delete if !ok || !is_sse => {
+            ExchangeKind::Initialized if ok && self.transport == Transport::Streamable => {
+                self.end_exchange(exchange);
+                let url = self.config.url.clone();
+                self.http(ExchangeKind::Listen, HttpMethod::Get, url, None);
+            }
+            ExchangeKind::Notify
+            | ExchangeKind::Initialized
+            | ExchangeKind::Delete
+            | ExchangeKind::Listen
+                if !ok || !is_sse =>
+            {
                 self.end_exchange(exchange);
             }
-            ExchangeKind::Notify | ExchangeKind::Delete => {
-                self.set_body(exchange, Body::Sse(SseParser::default()));
-            }
+            ExchangeKind::Notify
+            | ExchangeKind::Initialized
+            | ExchangeKind::Delete
+            | ExchangeKind::Listen => self.set_body(exchange, Body::Sse(SseParser::default())),
             ExchangeKind::LegacyStream if ok && is_sse => {
                 self.set_body(exchange, Body::Sse(SseParser::default()));
             }
             ExchangeKind::LegacyStream => self.set_body(exchange, Body::Json(Vec::new())),
+            ExchangeKind::Request(rpc) if resumed && status == 404 => {
+                self.end_exchange(exchange);
+                self.request_failed(rpc, session_lost_mid_call());
+            }
             ExchangeKind::Request(rpc) => {
-                let initialize = self
-                    .pending
-                    .get(&rpc)
-                    .is_some_and(|p| p.purpose == Purpose::Initialize);
-                if self.transport == Transport::Legacy && ok {
-                    // The answer comes on the GET stream.
-                    return self.end_exchange(exchange);
-                }
-                if ok && initialize {
-                    if let Some(s) = session_id.filter(|s| !s.is_empty()) {
-                        self.session_id = Some(s.to_string());
-                    }
-                }
-                if ok && status == 202 {
-                    return self.end_exchange(exchange);
-                }
-                if initialize
-                    && self.transport == Transport::Streamable
-                    && matches!(status, 400 | 404 | 405)
-                    && !had_session
-                {
-                    self.end_exchange(exchange);
-                    return self.fall_back(now);
-                }
-                if status == 404 && had_session {
-                    self.end_exchange(exchange);
-                    return self.session_expired(rpc, now);
-                }
-                let body = if ok && is_sse {
-                    Body::Sse(SseParser::default())
-                } else {
-                    Body::Json(Vec::new())
-                };
-                self.set_body(exchange, body);
+                self.request_head(exchange, rpc, status, is_sse, had_session, session_id, now)
             }
         }
+    }
+
+    /// The head of a request's answer (module doc: 202, the fallback, an expired session, JSON or
+    /// SSE).
+    #[allow(clippy::too_many_arguments)]
+    fn request_head(
+        &mut self,
+        exchange: u64,
+        rpc: u64,
+        status: u16,
+        is_sse: bool,
+        had_session: bool,
+        session_id: Option<&str>,
+        now: Millis,
+    ) {
+        let ok = (200..300).contains(&status);
+        let initialize = self
+            .pending
+            .get(&rpc)
+            .is_some_and(|p| p.purpose == Purpose::Initialize);
+        if self.transport == Transport::Legacy && ok {
+            // The answer comes on the GET stream.
+            return self.end_exchange(exchange);
+        }
+        if ok && initialize {
+            if let Some(s) = session_id.filter(|s| !s.is_empty()) {
+                self.session_id = Some(s.to_string());
+            }
+        }
+        if ok && status == 202 {
+            return self.end_exchange(exchange);
+        }
+        if initialize
+            && self.transport == Transport::Streamable
+            && matches!(status, 400 | 404 | 405)
+            && !had_session
+        {
+            self.end_exchange(exchange);
+            return self.fall_back(now);
+        }
+        if status == 404 && had_session {
+            self.end_exchange(exchange);
+            return self.session_expired(rpc, now);
+        }
+        let body = if ok && is_sse {
+            Body::Sse(SseParser::default())
+        } else {
+            Body::Json(Vec::new())
+        };
+        self.set_body(exchange, body);
     }
 
     /// A chunk of exchange `exchange`'s body, as it arrived.
@@ -985,6 +1048,9 @@ impl McpClient {
                     }
                     true
                 });
+                let resume = parser
+                    .last_id()
+                    .map(|id| (id.to_string(), parser.retry_ms()));
                 self.exchanges.insert(exchange, ex);
                 for (event, data) in messages {
                     self.on_event(exchange, &event, &data, now);
@@ -992,7 +1058,7 @@ impl McpClient {
                 let Some(ex) = self.exchanges.remove(&exchange) else {
                     return;
                 };
-                self.stream_ended(&ex, now);
+                self.stream_ended(&ex, resume, now);
             }
             Body::Json(buf) => self.json_ended(ex, &buf, now),
             Body::Unknown | Body::Ignored => {}
@@ -1008,12 +1074,16 @@ impl McpClient {
         match ex.kind {
             ExchangeKind::Request(rpc) => self.request_failed(rpc, f),
             ExchangeKind::LegacyStream => self.fail(f),
-            ExchangeKind::Notify | ExchangeKind::Delete => {}
+            ExchangeKind::Notify
+            | ExchangeKind::Initialized
+            | ExchangeKind::Listen
+            | ExchangeKind::Delete => {}
         }
     }
 
     /// Time passed: every request past its deadline is cancelled (the server told) and fails.
     pub fn handle_timeout(&mut self, now: Millis) {
+        self.resume_due(now);
         let ms = self.config.timeout_ms;
         let due: Vec<u64> = self
             .pending
@@ -1046,6 +1116,25 @@ impl McpClient {
     }
 
     // ---- internals ----
+
+    /// Answer streams due to be resumed: GET with `Last-Event-ID`.
+    fn resume_due(&mut self, now: Millis) {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.resumes)
+            .into_iter()
+            .partition(|r| r.0 <= now);
+        self.resumes = later;
+        for (_, rpc, id) in due {
+            if !self.pending.contains_key(&rpc) {
+                continue;
+            }
+            let url = self.config.url.clone();
+            let kind = ExchangeKind::Request(rpc);
+            let e = self.http_after(kind, HttpMethod::Get, url, None, Some(&id));
+            if let Some(p) = self.pending.get_mut(&rpc) {
+                p.exchange = Some(e);
+            }
+        }
+    }
 
     fn timeout(&self) -> Millis {
         self.config.timeout_ms as Millis
@@ -1085,9 +1174,24 @@ impl McpClient {
         url: String,
         body: Option<String>,
     ) -> u64 {
+        self.http_after(kind, method, url, body, None)
+    }
+
+    /// [`McpClient::http`], resuming after event `last_id` when given.
+    fn http_after(
+        &mut self,
+        kind: ExchangeKind,
+        method: HttpMethod,
+        url: String,
+        body: Option<String>,
+        last_id: Option<&str>,
+    ) -> u64 {
         self.next_exchange += 1;
         let exchange = self.next_exchange;
-        let headers = self.headers(method);
+        let mut headers = self.headers(method);
+        if let Some(id) = last_id {
+            headers.push(("Last-Event-ID".into(), id.to_string()));
+        }
         self.exchanges.insert(
             exchange,
             Exchange {
@@ -1096,6 +1200,8 @@ impl McpClient {
                 body: Body::Unknown,
                 status: 0,
                 content_type: String::new(),
+                saw_event: false,
+                get: method == HttpMethod::Get,
             },
         );
         self.actions.push_back(McpAction::Http(McpHttp {
@@ -1254,7 +1360,10 @@ impl McpClient {
     }
 
     fn on_event(&mut self, exchange: u64, event: &str, data: &str, now: Millis) {
-        let kind = self.exchanges.get(&exchange).map(|e| e.kind);
+        let kind = self.exchanges.get_mut(&exchange).map(|e| {
+            e.saw_event = true;
+            e.kind
+        });
         if kind == Some(ExchangeKind::LegacyStream) && event == "endpoint" {
             return self.on_endpoint(data, now);
         }
@@ -1383,7 +1492,10 @@ impl McpClient {
         self.phase = Phase::Ready;
         self.listing.clear();
         self.queued.retain(|p| p.purpose != Purpose::List);
-        self.notify(notification_body("notifications/initialized", None));
+        if let Some(url) = self.post_url.clone() {
+            let body = notification_body("notifications/initialized", None);
+            self.http(ExchangeKind::Initialized, HttpMethod::Post, url, Some(body));
+        }
         let server_name = result
             .pointer("/serverInfo/name")
             .and_then(Value::as_str)
@@ -1473,11 +1585,20 @@ impl McpClient {
         }
     }
 
-    /// An SSE body ended: a request whose answer did not come on it fails; the legacy stream's
-    /// end ends the connection.
-    fn stream_ended(&mut self, ex: &Exchange, _now: Millis) {
+    /// An SSE body ended: a request whose answer did not come on it is resumed with GET after
+    /// the stream's `retry` (when the stream gave an event id and made progress), else fails; the
+    /// legacy stream's end ends the connection.
+    fn stream_ended(&mut self, ex: &Exchange, resume: Option<(String, Option<u64>)>, now: Millis) {
         match ex.kind {
             ExchangeKind::Request(rpc) => {
+                if let (Some((id, retry)), true) = (resume, ex.saw_event) {
+                    if let Some(p) = self.pending.get_mut(&rpc) {
+                        p.exchange = None;
+                        let at = now + retry.unwrap_or(DEFAULT_RETRY_MS) as Millis;
+                        self.resumes.push((at, rpc, id));
+                        return;
+                    }
+                }
                 if self.pending.contains_key(&rpc) {
                     let f = failure(
                         FailureKind::Malformed,
