@@ -135,7 +135,10 @@ fn call(c: &mut McpClient, call_id: &str) -> McpHttp {
     only_request(c)
 }
 
-fn call_done(actions: &[McpAction]) -> Option<(String, Result<ToolOutput, (FailureKind, String)>)> {
+/// A call's id and its output, or its failure's kind and text.
+type Done = (String, Result<ToolOutput, (FailureKind, String)>);
+
+fn call_done(actions: &[McpAction]) -> Option<Done> {
     actions.iter().find_map(|a| match a {
         McpAction::CallDone { call_id, result } => Some((
             call_id.clone(),
@@ -635,6 +638,17 @@ fn the_servers_requests_are_answered() {
 }
 
 #[test]
+fn an_error_without_an_id_in_a_json_answer_is_that_requests() {
+    let err =
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}});
+    let (_, r) = call_done(&call_answered("application/json", &err.to_string(), &[])).unwrap();
+    assert_eq!(
+        r.unwrap_err().1,
+        "The MCP server could not parse the request (JSON-RPC -32700): Parse error"
+    );
+}
+
+#[test]
 fn answers_to_unknown_ids_are_ignored() {
     let mut c = ready();
     let h = call(&mut c, "c1");
@@ -673,7 +687,13 @@ fn an_expired_session_is_initialized_again_once_and_the_call_retried() {
         None,
         "Session not found",
     );
-    let init = only_request(&mut c);
+    let out = drain(&mut c);
+    assert_eq!(requests(&out).len(), 1);
+    assert!(
+        out.iter().any(|a| matches!(a, McpAction::Abort { .. })),
+        "the old standing stream ends"
+    );
+    let init = requests(&out)[0].clone();
     assert_eq!(body(&init)["method"], "initialize");
     assert_eq!(
         (
@@ -1066,6 +1086,12 @@ fn error_statuses_say_what_to_do() {
         .fix
         .unwrap()
         .ends_with("The server said: \"invalid_token\""));
+    let rpc = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+    let f = http_failure(400, rpc, false);
+    assert!(f
+        .fix
+        .unwrap()
+        .ends_with("The server said: \"Bad Request: No valid session ID provided\""));
 }
 
 #[test]

@@ -319,7 +319,13 @@ pub fn network_failure(server_url: &str, page_origin: &str) -> Failure {
 
 /// An error status from the server (`body`: what it said, quoted safely).
 pub fn http_failure(status: u16, body: &str, has_token: bool) -> Failure {
-    let said = sanitize_snippet(body, 300);
+    // A JSON-RPC error body (`{"error": {"message": …}}`) is quoted by its message.
+    let message = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        v.pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let said = sanitize_snippet(message.as_deref().unwrap_or(body), 300);
     let said = if said.is_empty() {
         String::new()
     } else {
@@ -701,6 +707,17 @@ enum Purpose {
     Initialize,
     List,
     Call { call_id: String },
+}
+
+impl Purpose {
+    /// What a timeout's line calls it.
+    fn what(&self) -> &'static str {
+        match self {
+            Purpose::Initialize => "the connection",
+            Purpose::List => "the tool list",
+            Purpose::Call { .. } => "the tool call",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -1095,11 +1112,7 @@ impl McpClient {
             let Some(p) = self.pending.get(&rpc) else {
                 continue;
             };
-            let what = match &p.purpose {
-                Purpose::Initialize => "the connection",
-                Purpose::List => "the tool list",
-                Purpose::Call { .. } => "the tool call",
-            };
+            let what = p.purpose.what();
             let reason = format!("Timed out after {} s.", ms / 1000);
             self.cancel_rpc(rpc, &reason, timed_out(what, ms));
         }
@@ -1111,7 +1124,8 @@ impl McpClient {
             .collect();
         self.queued.retain(|p| p.deadline > now);
         for p in late {
-            self.settle(p.purpose, Err(timed_out("the tool call", ms)));
+            let f = timed_out(p.purpose.what(), ms);
+            self.settle(p.purpose, Err(f));
         }
     }
 
@@ -1338,6 +1352,17 @@ impl McpClient {
         }
         self.reinit_used = true;
         self.session_id = None;
+        // The standing stream belongs to the old session; the new one opens its own.
+        let listens: Vec<u64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| e.kind == ExchangeKind::Listen)
+            .map(|(id, _)| *id)
+            .collect();
+        for e in listens {
+            self.exchanges.remove(&e);
+            self.actions.push_back(McpAction::Abort { exchange: e });
+        }
         if p.purpose != Purpose::List {
             self.queued.push(p);
         }
@@ -1648,6 +1673,12 @@ impl McpClient {
             return self.request_failed(rpc, unexpected_body(&ex.content_type, &text));
         }
         match parse_message(&text) {
+            // An error the server could not tie to the request (its id null) is still its answer.
+            Ok(Incoming::Error {
+                id: Value::Null,
+                code,
+                message,
+            }) => self.request_failed(rpc, rpc_failure(code, &message)),
             Ok(m) => {
                 self.on_message(m, now);
                 // A JSON answer is the request's one message: no answer in it is a failure.
