@@ -1221,7 +1221,14 @@ fn an_answer_stream_closed_early_is_resumed_after_its_retry() {
         None,
         &format!("id: e2\ndata: {result}\n\n"),
     );
-    assert_eq!(call_done(&drain(&mut c)).unwrap().1.unwrap().text, "late");
+    let out = drain(&mut c);
+    assert_eq!(call_done(&out).unwrap().1.unwrap().text, "late");
+    assert!(
+        out.contains(&McpAction::Abort {
+            exchange: get.exchange
+        }),
+        "the server may keep a GET open"
+    );
 }
 
 #[test]

@@ -1444,6 +1444,7 @@ impl McpClient {
                 let Some(p) = self.pending.remove(&rpc) else {
                     return;
                 };
+                self.end_resumed(p.exchange);
                 self.on_result(p, result, now);
             }
             Incoming::Error { id, code, message } => {
@@ -1451,9 +1452,20 @@ impl McpClient {
                 let Some(p) = self.pending.remove(&rpc) else {
                     return;
                 };
+                self.end_resumed(p.exchange);
                 self.settle(p.purpose, Err(rpc_failure(code, &message)));
             }
         }
+    }
+
+    /// A resumed answer stream (a GET) whose answer came: the server may keep it open, so it is
+    /// aborted. (A POST's stream ends by itself after its answer.)
+    fn end_resumed(&mut self, exchange: Option<u64>) {
+        let Some(e) = exchange.filter(|e| self.exchanges.get(e).is_some_and(|x| x.get)) else {
+            return;
+        };
+        self.exchanges.remove(&e);
+        self.actions.push_back(McpAction::Abort { exchange: e });
     }
 
     /// A new listing replaces one under way.
