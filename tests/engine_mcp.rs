@@ -1260,3 +1260,36 @@ fn a_resumption_without_progress_or_an_id_fails() {
         FailureKind::SessionGone
     );
 }
+
+#[test]
+fn a_session_id_the_page_cannot_read_names_the_expose_header() {
+    assert!(session_header_hidden(URL, PAGE).is_some_and(|f| f
+        .text()
+        .contains("Access-Control-Expose-Headers: mcp-session-id")));
+    assert!(session_header_hidden(URL, "https://mcp.example").is_none());
+    let mut c = McpClient::new(config());
+    c.connect(0);
+    let init = only_request(&mut c);
+    // The server set Mcp-Session-Id, but CORS hid it: the page saw none.
+    json_answer(
+        &mut c,
+        init.exchange,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result(LATEST_PROTOCOL_VERSION)}),
+    );
+    let list = requests(&drain(&mut c))[1].clone();
+    assert_eq!(header(&list, "Mcp-Session-Id"), None);
+    let refusal = r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+    answer(
+        &mut c,
+        list.exchange,
+        400,
+        "application/json",
+        None,
+        refusal,
+    );
+    let out = drain(&mut c);
+    assert!(
+        matches!(&out[..], [.., McpAction::Failed(f)] if f.message.contains("hides its session id")),
+        "{out:?}"
+    );
+}

@@ -4,9 +4,9 @@
 //! lifecycle (`initialize`, `notifications/initialized`), `tools/list` (pages, and again on
 //! `notifications/tools/list_changed`), `tools/call` (its content rendered as one untrusted text
 //! for the model: [`render_result`]), cancellation, per-request timeouts, and the failures a user
-//! can act on (CORS, mixed content, the token, a body that is no MCP: [`network_failure`],
-//! [`mixed_content`], [`http_failure`], [`unexpected_body`]). An MCP tool becomes a
-//! `tools::ToolDef` ([`tool_def`]).
+//! can act on (CORS, mixed content, the token, a session id CORS hides, a body that is no MCP:
+//! [`network_failure`], [`mixed_content`], [`http_failure`], [`session_header_hidden`],
+//! [`unexpected_body`]). An MCP tool becomes a `tools::ToolDef` ([`tool_def`]).
 //!
 //! [`McpClient`] is a machine like `engine::turn::Turn`: the session calls its methods
 //! ([`McpClient::connect`], [`McpClient::call_tool`], [`McpClient::cancel_call`],
@@ -362,6 +362,29 @@ pub fn http_failure(status: u16, body: &str, has_token: bool) -> Failure {
         ),
     };
     failure(kind, message, Some(format!("{fix}{said}")), Some(status))
+}
+
+/// The server wants its session id back but the page never saw one: on another origin, the
+/// browser hides every response header the server does not expose. `None` on the same origin
+/// (nothing is hidden there).
+pub fn session_header_hidden(server_url: &str, page_origin: &str) -> Option<Failure> {
+    let server = origin_of(server_url)?;
+    if origin_of(page_origin).as_deref() == Some(server.as_str()) {
+        return None;
+    }
+    Some(failure(
+        FailureKind::BadRequest,
+        format!("The MCP server at {server} hides its session id from this page."),
+        Some(
+            concat!(
+                "The server gave a session (Mcp-Session-Id) that the browser does not let the ",
+                "page read. It (or a proxy in front of it) must send ",
+                "Access-Control-Expose-Headers: mcp-session-id."
+            )
+            .into(),
+        ),
+        Some(400),
+    ))
 }
 
 /// A body that is neither JSON nor an event stream (or not the JSON-RPC it should be).
@@ -1672,7 +1695,15 @@ impl McpClient {
         };
         let has_token = self.config.token.as_deref().is_some_and(|t| !t.is_empty());
         if !ok {
-            let f = http_failure(ex.status, &text, has_token);
+            let hidden = ex.status == 400
+                && self.transport == Transport::Streamable
+                && self.session_id.is_none()
+                && text.to_ascii_lowercase().contains("session");
+            let f = match hidden {
+                true => session_header_hidden(&self.config.url, &self.config.page_origin)
+                    .unwrap_or_else(|| http_failure(ex.status, &text, has_token)),
+                false => http_failure(ex.status, &text, has_token),
+            };
             return match rpc {
                 Some(rpc) => self.request_failed(rpc, f),
                 None => self.fail(f),
