@@ -1293,3 +1293,37 @@ fn a_session_id_the_page_cannot_read_names_the_expose_header() {
         "{out:?}"
     );
 }
+
+#[test]
+fn the_standing_stream_reconnects_after_its_retry() {
+    let (mut c, listen) = ready_listening(config());
+    answer(
+        &mut c,
+        listen.exchange,
+        200,
+        "text/event-stream",
+        None,
+        "id: g1\nretry: 300\ndata:\n\n",
+    );
+    assert!(drain(&mut c).is_empty());
+    assert_eq!(c.poll_timeout(), Some(300));
+    c.handle_timeout(300);
+    let again = only_request(&mut c);
+    assert_eq!(
+        (again.method, header(&again, "Last-Event-ID")),
+        (HttpMethod::Get, Some("g1"))
+    );
+    // Closed without any event (or without an id): no more reconnections.
+    answer(&mut c, again.exchange, 200, "text/event-stream", None, "");
+    assert_eq!(c.poll_timeout(), None);
+    let (mut c, listen) = ready_listening(config());
+    answer(
+        &mut c,
+        listen.exchange,
+        200,
+        "text/event-stream",
+        None,
+        "data:\n\n",
+    );
+    assert_eq!(c.poll_timeout(), None);
+}

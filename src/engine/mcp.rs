@@ -27,8 +27,9 @@
 //! `Mcp-Session-Id` from the initialize response echoed, 404 = session gone so initialize again,
 //! `MCP-Protocol-Version` on every request after initialize, DELETE to end, 405 allowed; the
 //! optional standing GET stream, opened once `notifications/initialized` is accepted, as the
-//! TypeScript SDK does (405: the server has none); an answer stream closed before its answer
-//! resumed by GET with `Last-Event-ID` after the stream's `retry`; the
+//! TypeScript SDK does (405: the server has none), reconnected after its `retry` when it closes;
+//! an answer stream closed before its answer resumed by GET with `Last-Event-ID` after the
+//! stream's `retry`; the
 //! backwards-compatibility rule: a 400/404/405 to the initialize POST means try GET for the
 //! HTTP+SSE `endpoint` event), `basic/lifecycle` (version negotiation, `notifications/initialized`),
 //! `basic/utilities/cancellation` (`notifications/cancelled` with `requestId` and `reason`),
@@ -808,7 +809,8 @@ pub struct McpClient {
     list_again: bool,
     reinit_used: bool,
     /// Answer streams closed before their answer, to resume with GET at `at`: (at, rpc, last id).
-    resumes: Vec<(Millis, u64, String)>,
+    /// `None` for the standing stream.
+    resumes: Vec<(Millis, Option<u64>, String)>,
     actions: VecDeque<McpAction>,
 }
 
@@ -1161,10 +1163,17 @@ impl McpClient {
             .partition(|r| r.0 <= now);
         self.resumes = later;
         for (_, rpc, id) in due {
+            let url = self.config.url.clone();
+            let Some(rpc) = rpc else {
+                if self.phase == Phase::Ready {
+                    let kind = ExchangeKind::Listen;
+                    self.http_after(kind, HttpMethod::Get, url, None, Some(&id));
+                }
+                continue;
+            };
             if !self.pending.contains_key(&rpc) {
                 continue;
             }
-            let url = self.config.url.clone();
             let kind = ExchangeKind::Request(rpc);
             let e = self.http_after(kind, HttpMethod::Get, url, None, Some(&id));
             if let Some(p) = self.pending.get_mut(&rpc) {
@@ -1650,12 +1659,19 @@ impl McpClient {
     /// legacy stream's end ends the connection.
     fn stream_ended(&mut self, ex: &Exchange, resume: Option<(String, Option<u64>)>, now: Millis) {
         match ex.kind {
+            // The standing stream closed after an event with an id: reconnect after its retry.
+            ExchangeKind::Listen if ex.saw_event && self.phase == Phase::Ready => {
+                if let Some((id, retry)) = resume {
+                    let at = now + retry.unwrap_or(DEFAULT_RETRY_MS) as Millis;
+                    self.resumes.push((at, None, id));
+                }
+            }
             ExchangeKind::Request(rpc) => {
                 if let (Some((id, retry)), true) = (resume, ex.saw_event) {
                     if let Some(p) = self.pending.get_mut(&rpc) {
                         p.exchange = None;
                         let at = now + retry.unwrap_or(DEFAULT_RETRY_MS) as Millis;
-                        self.resumes.push((at, rpc, id));
+                        self.resumes.push((at, Some(rpc), id));
                         return;
                     }
                 }
