@@ -946,6 +946,11 @@ fn close_stops_a_call_in_flight() {
         call_done(&out).unwrap().1.unwrap_err().0,
         FailureKind::Aborted
     );
+    let sent = requests(&out);
+    assert_eq!(body(&sent[0])["method"], "notifications/cancelled");
+    assert_eq!((sent.len(), sent[1].method), (2, HttpMethod::Delete));
+    let aborted = |e: u64| out.contains(&McpAction::Abort { exchange: e });
+    assert!(!aborted(sent[0].exchange), "the cancellation goes out");
 }
 
 // ---- failures a user can act on ---------------------------------------------------------------

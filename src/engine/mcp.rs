@@ -915,6 +915,8 @@ impl McpClient {
         if self.phase == Phase::Closed {
             return;
         }
+        // What is open now is aborted; the cancellations sent below are not.
+        let open: Vec<u64> = self.exchanges.keys().copied().collect();
         let calls: Vec<String> = self
             .pending
             .values()
@@ -927,12 +929,15 @@ impl McpClient {
         for c in calls {
             self.cancel_where(&c, "The client closed the session.", stopped());
         }
-        let open: Vec<u64> = self.exchanges.keys().copied().collect();
-        for e in open {
+        for e in open
+            .into_iter()
+            .filter(|e| self.exchanges.remove(e).is_some())
+        {
             self.actions.push_back(McpAction::Abort { exchange: e });
         }
-        self.exchanges.clear();
         self.pending.clear();
+        self.queued.clear();
+        self.resumes.clear();
         if self.transport == Transport::Streamable && self.session_id.is_some() {
             let url = self.config.url.clone();
             self.http(ExchangeKind::Delete, HttpMethod::Delete, url, None);
@@ -1755,6 +1760,7 @@ impl McpClient {
             return;
         }
         self.phase = Phase::Failed;
+        self.resumes.clear();
         let pending: Vec<Pending> = std::mem::take(&mut self.pending).into_values().collect();
         let queued = std::mem::take(&mut self.queued);
         for p in pending.into_iter().chain(queued) {
