@@ -1080,7 +1080,8 @@ impl McpClient {
         }
     }
 
-    /// Exchange `exchange`'s body ended.
+    /// Exchange `exchange`'s body ended, or broke off after its head (the same: an answer stream
+    /// that gave an event id is resumed, any other request without its answer fails).
     pub fn handle_end(&mut self, exchange: u64, now: Millis) {
         let Some(mut ex) = self.exchanges.remove(&exchange) else {
             return;
@@ -1112,7 +1113,8 @@ impl McpClient {
         }
     }
 
-    /// fetch of exchange `exchange` failed before any response (offline, refused, CORS).
+    /// fetch of exchange `exchange` failed before any response (offline, refused, CORS: the
+    /// browser's TypeError); a body that breaks off later is [`McpClient::handle_end`].
     pub fn handle_fetch_failed(&mut self, exchange: u64, _now: Millis) {
         let Some(ex) = self.exchanges.remove(&exchange) else {
             return;
