@@ -877,6 +877,7 @@ fn the_endpoint_is_resolved_and_must_be_same_origin() {
         Some("https://mcp.example:443/m"),
     );
     check_endpoint("//mcp.example/m", Some("https://mcp.example/m"));
+    check_endpoint("?sessionId=1", Some("https://mcp.example/mcp?sessionId=1"));
     check_endpoint("https://evil.example/messages", None);
     check_endpoint("//evil.example/m", None);
     check_endpoint("http://mcp.example/m", None);

@@ -201,7 +201,8 @@ pub fn origin_of(url: &str) -> Option<String> {
 }
 
 /// `reference` resolved against `base` (an absolute URL): absolute, scheme-relative (`//h/p`),
-/// absolute-path (`/p?q`) or relative-path (`p?q`, beside the base's last segment).
+/// absolute-path (`/p?q`), query-only (`?q`, the base's path) or relative-path (`p?q`, beside the
+/// base's last segment; `..` is left to the server).
 pub fn resolve_url(base: &str, reference: &str) -> Option<String> {
     let reference = reference.trim();
     if reference.contains("://") {
@@ -220,6 +221,9 @@ pub fn resolve_url(base: &str, reference: &str) -> Option<String> {
         Some(i) => rest[i..].split(['?', '#']).next().unwrap_or("/"),
         None => "/",
     };
+    if reference.starts_with('?') {
+        return Some(format!("{origin}{path}{reference}"));
+    }
     let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
     let dir = if dir.is_empty() { "/" } else { dir };
     Some(format!("{origin}{dir}{reference}"))
