@@ -2,6 +2,7 @@
 //! Owns the data model, token estimation, context assembly, history formats, the turn state machine,
 //! the memory protocol, stream decoders, request builders, markdown sanitising, backup validation,
 //! reading other chat apps' exports,
+//! an MCP client for tools (sans-IO, `mcp`),
 //! the in-memory history window, the branch on screen, the chat's pages and the chat view's follow
 //! rule.
 //! Must not import anything outside `crate::engine`: no leptos, web_sys, js_sys, rexie, gloo,
@@ -26,6 +27,7 @@ pub mod json_text;
 pub mod keys;
 pub mod markdown;
 pub mod math;
+pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod page;

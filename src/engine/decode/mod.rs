@@ -2,7 +2,8 @@
 //! One decoder per protocol; all emit the same [`StreamEvent`]s whatever the chunk boundaries.
 //! Must not import anything outside `crate::engine`.
 //!
-//! Layout: `sse` splits bytes into lines and server-sent events; each protocol module maps its
+//! Layout: `sse` splits bytes into lines and server-sent events (`engine::mcp` reads MCP's streams
+//! with it too); each protocol module maps its
 //! JSON onto [`StreamEvent`]s through an `Emitter`, which enforces the shared rules: nothing after
 //! `Done` or `Error`, `Done` at most once, and a body that ends before the protocol's terminator
 //! gives an `Error` with code [`CODE_CUT_OFF`] (the caller marks the reply interrupted).
@@ -16,7 +17,7 @@ mod anthropic;
 mod ollama;
 mod openai_chat;
 mod openai_responses;
-mod sse;
+pub(crate) mod sse;
 mod think;
 
 use std::collections::VecDeque;

@@ -2,7 +2,7 @@
 //! whatever the chunk boundaries; also used for Ollama's NDJSON) and an incremental Server-Sent
 //! Events parser following the WHATWG `text/event-stream` rules (`event:`/`data:`/`id:`/`retry:`
 //! fields, one optional space after the colon, `:` comments, multi-line `data:`, a blank line
-//! dispatches, a leading BOM is dropped).
+//! dispatches, a leading BOM is dropped; the last `id` and `retry` are kept for a reconnection).
 //!
 //! Bytes are kept until a line is complete, so a multi-byte UTF-8 character split across chunks is
 //! whole when the line is decoded (UTF-8 continuation bytes are never CR or LF). Lines that arrive
@@ -174,6 +174,10 @@ struct SseState {
     data: String,
     has_data: bool,
     junk: Option<String>,
+    /// The last `id:` field seen (the stream's last event id, for `Last-Event-ID`).
+    last_id: Option<String>,
+    /// The last valid `retry:` field, in milliseconds.
+    retry_ms: Option<u64>,
 }
 
 impl SseState {
@@ -218,7 +222,14 @@ impl SseState {
                 self.event.clear();
                 self.event.push_str(value);
             }
-            "id" | "retry" => {}
+            // An id holding NUL is ignored (WHATWG).
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
+            "retry" => {
+                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                    self.retry_ms = value.parse().ok();
+                }
+            }
+            "id" => {}
             // llama.cpp's server reports a failure mid-stream as an `error: {json}` line.
             "error" => {
                 return emit(Ok(SseEvent {
@@ -319,6 +330,16 @@ impl SseParser {
         if go_on && state.junk.is_none() {
             state.dispatch(emit);
         }
+    }
+
+    /// The last event id the stream gave (`id:`), which a reconnection sends as `Last-Event-ID`.
+    pub(crate) fn last_id(&self) -> Option<&str> {
+        self.state.last_id.as_deref()
+    }
+
+    /// The last reconnection delay the stream asked for (`retry:`), in milliseconds.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.state.retry_ms
     }
 
     /// A sample of the body when it turned out not to be an event stream.
