@@ -41,8 +41,8 @@ const DAY = 86_400_000;
 /**
  * A proxy in front of `target` (pouchdb-server). `mode`: `pass` forwards everything; `oversized`
  * answers `_changes` with 17 MB; `stall` takes every request (but CORS preflights) and never
- * answers. `injectOnce(fn)`: the next `_changes` is read from the server at once (not as a
- * longpoll) and `fn` rewrites its answer's text.
+ * answers. `injectOnce(fn)`: the next `_changes` the app reads is read from the server at once (not
+ * as a longpoll) and `fn` rewrites its answer's text.
  */
 async function startHostile(target) {
   const state = { mode: 'pass', inject: null, held: [], changes: 0 };
@@ -87,9 +87,15 @@ async function startHostile(target) {
     if (changes && state.inject) {
       const inject = state.inject;
       state.inject = null;
+      // A longpoll the app gives up before its answer is written (a local change to push first)
+      // did not read the injection: the next `_changes` gets it.
+      res.on('close', () => {
+        if (!res.writableFinished && state.inject === null) state.inject = inject;
+      });
       url.searchParams.delete('feed');
       url.searchParams.delete('heartbeat');
       const real = await (await fetch(url, { headers: { accept: 'application/json' } })).json();
+      if (res.destroyed) return;
       res.writeHead(200, cors(req));
       return res.end(inject(real, Number(url.searchParams.get('limit'))));
     }
