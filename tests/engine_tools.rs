@@ -1056,3 +1056,17 @@ proptest! {
         prop_assert_eq!(finished, u32::from(l.is_finished()));
     }
 }
+
+#[test]
+fn a_tool_status_is_its_word_in_json() {
+    for status in ToolStatus::ALL {
+        let json = serde_json::to_string(&status).unwrap();
+        assert_eq!(json, format!("\"{}\"", status.as_str()));
+        assert_eq!(serde_json::from_str::<ToolStatus>(&json).unwrap(), status);
+    }
+    let err = serde_json::from_str::<ToolStatus>("\"exploded\"").unwrap_err();
+    assert!(
+        err.to_string().contains("unknown tool status \"exploded\""),
+        "{err}"
+    );
+}

@@ -98,9 +98,10 @@ impl ToolCall {
     }
 }
 
-/// Where a tool call stands: the UI contract's `data-status` of `tool-call`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Where a tool call stands: the UI contract's `data-status` of `tool-call`. Serialised as its
+/// [`ToolStatus::as_str`] by hand: serde's derive for an enum costs the first load about 1 KB of
+/// wasm for six words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ToolStatus {
     /// Asked for; waiting for the user's Allow / Deny (or an "always allow").
     Waiting,
@@ -142,6 +143,20 @@ impl ToolStatus {
     /// Answered: nothing more will happen to the call.
     pub fn is_settled(self) -> bool {
         !matches!(self, ToolStatus::Waiting | ToolStatus::Running)
+    }
+}
+
+impl Serialize for ToolStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ToolStatus::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown tool status {s:?}")))
     }
 }
 
