@@ -245,10 +245,7 @@ impl Memory {
                 run.base_url = base_url;
                 self.send(run, update, &request, protocol).await;
             }
-            Action::Probe { request } => {
-                let refusal = self.probe(run, &request).await;
-                update.handle_probe(refusal);
-            }
+            Action::Probe { request } => self.probe(run, update, &request).await,
             Action::Store(write) => {
                 let stored = self.core.store.write_memory_update(id, &write).await?;
                 update.handle_stored(stored);
@@ -390,21 +387,27 @@ impl Memory {
         }
     }
 
-    /// Sends the probe (`engine::memory::update::Action::Probe`): the server's refusal, with its
-    /// status and body, if it refuses the request (a window it names is learned, as below).
-    async fn probe(&self, run: &Run<'_>, request: &HttpRequest) -> Option<(Failure, u16, String)> {
-        let Err(e @ TransportError::Http { .. }) =
-            transport::open(request, &run.stopper, Timeouts::default()).await
-        else {
-            return None;
+    /// Sends the probe (`engine::memory::update::Action::Probe`) and tells the machine the
+    /// server's refusal, with its status and body, if it refused the request (a window it names is
+    /// learned, as below); a chat turn that came meanwhile stopped it, told as for the request.
+    async fn probe(&self, run: &Run<'_>, update: &mut Update, request: &HttpRequest) {
+        let answer = transport::open(request, &run.stopper, Timeouts::default()).await;
+        if run.live && self.state.with(|s| s.schedule.is_contended(run.id)) {
+            update.handle_contended();
+        }
+        if run.stopper.is_stopped() {
+            return update.handle_stopped();
+        }
+        let Err(e @ TransportError::Http { .. }) = answer else {
+            return update.handle_probe(None);
         };
         let TransportError::Http { status, body, .. } = &e else {
-            return None;
+            return update.handle_probe(None);
         };
         let (status, body) = (*status, body.clone());
         let failure = transport_failure(e, &run.base_url, false);
         self.learn_from(run, &failure);
-        Some((failure, status, body))
+        update.handle_probe(Some((failure, status, body)));
     }
 
     /// A server that refused an update as longer than its context holds the next one to it.
