@@ -462,22 +462,9 @@ impl Turn {
     /// out, never a resumed session ([`continuation_prompt`]); what comes is appended to `reply`'s
     /// text, its figures added to `reply`'s. The continued part may be capped again.
     pub fn continue_reply(s: TurnStart<'_>, reply: &Message) -> Result<Turn, TurnError> {
-        checked(&s)?;
-        let path = match path_for(
-            s.conversation.remote_handle.as_ref(),
-            s.endpoint,
-            s.assembly,
-        ) {
-            TurnPath::Resumed => TurnPath::Reinjected,
-            path => path,
-        };
-        let mut turn = Turn::new(&s, path);
-        turn.text = reply.content.clone();
-        turn.reasoning = reply.meta.reasoning.clone();
-        turn.prior = reply.meta.stats;
-        turn.continuing = true;
+        let mut turn = Turn::on_reply(&s, reply)?;
         let prompt = continuation_prompt(s.endpoint.protocol, &turn.full_prompt, &reply.content);
-        turn.send(path, prompt, None);
+        turn.send(turn.path, prompt, None);
         Ok(turn)
     }
 
@@ -487,7 +474,19 @@ impl Turn {
     /// the driver adds when it builds the request (`request::build_with_tools`); what comes is
     /// appended to `reply`'s text after a paragraph break, its earlier calls and figures kept.
     pub fn tool_round(s: TurnStart<'_>, reply: &Message, round: u32) -> Result<Turn, TurnError> {
-        checked(&s)?;
+        let mut turn = Turn::on_reply(&s, reply)?;
+        turn.round_start = turn.text.len();
+        turn.round_break = !turn.text.trim().is_empty();
+        turn.round = round;
+        turn.prior_calls = reply.meta.tool_calls.clone();
+        turn.send(turn.path, turn.full_prompt.clone(), None);
+        Ok(turn)
+    }
+
+    /// A turn that adds to `reply` (Continue, a tool round): the whole context goes out, never a
+    /// resumed session; it starts from `reply`'s text, thinking and figures.
+    fn on_reply(s: &TurnStart<'_>, reply: &Message) -> Result<Turn, TurnError> {
+        checked(s)?;
         let path = match path_for(
             s.conversation.remote_handle.as_ref(),
             s.endpoint,
@@ -496,16 +495,11 @@ impl Turn {
             TurnPath::Resumed => TurnPath::Reinjected,
             path => path,
         };
-        let mut turn = Turn::new(&s, path);
+        let mut turn = Turn::new(s, path);
         turn.text = reply.content.clone();
-        turn.round_start = turn.text.len();
-        turn.round_break = !turn.text.trim().is_empty();
         turn.reasoning = reply.meta.reasoning.clone();
         turn.prior = reply.meta.stats;
         turn.continuing = true;
-        turn.round = round;
-        turn.prior_calls = reply.meta.tool_calls.clone();
-        turn.send(path, turn.full_prompt.clone(), None);
         Ok(turn)
     }
 
