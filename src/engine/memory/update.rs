@@ -223,6 +223,16 @@ struct Exchange {
     form: MemoryForm,
     retried: bool,
     opened: bool,
+    /// Asking why a stream ended before anything arrived ([`Update::probe`]).
+    why: Why,
+    collector: ReplyCollector,
+    /// Taken in once stored: the span the request showed and the proposals.
+    facts: Option<(Vec<ReadMessage>, Proposals)>,
+}
+
+/// What asking why a stream ended before anything arrived needs.
+#[derive(Default)]
+struct Why {
     /// Whether any event of the reply arrived (a stream that ends before one may be a refusal).
     heard: bool,
     /// What the request in flight was built from (openai-chat): what a probe sends again.
@@ -230,9 +240,6 @@ struct Exchange {
     /// The failure a probe is out for; an update probes at most once.
     probing: Option<Failure>,
     probed: bool,
-    collector: ReplyCollector,
-    /// Taken in once stored: the span the request showed and the proposals.
-    facts: Option<(Vec<ReadMessage>, Proposals)>,
 }
 
 /// How one request ended, before it is written.
@@ -329,10 +336,7 @@ impl Update {
             before: chunk.graph.failure,
             form,
             retried: false,
-            heard: false,
-            sent: None,
-            probing: None,
-            probed: false,
+            why: Why::default(),
             opened: false,
             collector: ReplyCollector::new(form),
             facts: None,
@@ -481,10 +485,7 @@ impl Update {
             before: graph.failure,
             form,
             retried: false,
-            heard: false,
-            sent: None,
-            probing: None,
-            probed: false,
+            why: Why::default(),
             opened: false,
             collector: ReplyCollector::new(form),
             facts: None,
@@ -508,10 +509,10 @@ impl Update {
         };
         x.collector = ReplyCollector::new(x.form);
         x.opened = false;
-        x.heard = false;
+        x.why.heard = false;
         self.phase = Phase::Sending;
         let built = request::build(&x.endpoint, &prompt, &options);
-        x.sent = (x.endpoint.protocol == Protocol::OpenAiChat).then(|| (prompt, options));
+        x.why.sent = (x.endpoint.protocol == Protocol::OpenAiChat).then(|| (prompt, options));
         match built {
             Ok(request) => self.actions.push_back(Action::Send {
                 request,
@@ -567,7 +568,7 @@ impl Update {
             return;
         };
         if !matches!(event, StreamEvent::Error(_)) {
-            x.heard = true;
+            x.why.heard = true;
         }
         match x.collector.handle_event(event) {
             None => {}
@@ -580,8 +581,8 @@ impl Update {
             }
             Some(Err(e))
                 if e.code.as_deref() == Some(CODE_CUT_OFF)
-                    && !x.heard
-                    && !x.probed
+                    && !x.why.heard
+                    && !x.why.probed
                     && !self.stopped =>
             {
                 let first = failure::from_stream_error(&e, false);
@@ -605,11 +606,11 @@ impl Update {
         let Some(x) = self.exchange.as_mut() else {
             return;
         };
-        let Some((prompt, options)) = x.sent.clone() else {
+        let Some((prompt, options)) = x.why.sent.clone() else {
             let partial = x.collector.partial();
             return self.replied(Reply::Failed(first, partial));
         };
-        x.probed = true;
+        x.why.probed = true;
         let options = RequestOptions {
             stream: false,
             max_tokens: Some(1),
@@ -617,7 +618,7 @@ impl Update {
         };
         match request::build(&x.endpoint, &prompt, &options) {
             Ok(request) => {
-                x.probing = Some(first);
+                x.why.probing = Some(first);
                 self.actions.push_back(Action::Probe { request });
             }
             Err(_) => self.replied(Reply::Failed(first, String::new())),
@@ -632,7 +633,7 @@ impl Update {
             .exchange
             .as_mut()
             .filter(|_| self.phase == Phase::Sending)
-            .and_then(|x| x.probing.take())
+            .and_then(|x| x.why.probing.take())
         else {
             return;
         };

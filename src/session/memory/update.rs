@@ -398,7 +398,7 @@ impl Memory {
         if run.stopper.is_stopped() {
             return update.handle_stopped();
         }
-        let Err(e @ TransportError::Http { .. }) = answer else {
+        let Err(e) = answer else {
             return update.handle_probe(None);
         };
         let TransportError::Http { status, body, .. } = &e else {
