@@ -79,7 +79,7 @@ if [ ! -x tools/node_modules/.bin/wasm-opt ] || [ ! -d tools/node_modules/terser
 fi
 
 # --- npm packages for the end-to-end tests (playwright-core: no browser download; pouchdb-server;
-# axe-core, injected by a11y.test.mjs) ------------------------------------------------------------
+# axe-core, injected by a11y.test.mjs; the MCP reference server and conformance suite) ---------------
 if [ "$what" = test ] && [ -f tests/e2e/package-lock.json ]; then
   if [ ! -d tests/e2e/node_modules/playwright-core ] || [ ! -x tests/e2e/node_modules/.bin/pouchdb-server ] \
      || [ ! -f tests/e2e/node_modules/axe-core/axe.min.js ] || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules/.package-lock.json ]; then
