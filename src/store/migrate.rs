@@ -44,15 +44,19 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, "index the search terms of stored messages and titles"),
 ];
 
-/// Runs the migrations not yet applied. Which those are is read first in one read-only
-/// transaction: on every start but the first few, that read is all this does (a readwrite
-/// transaction per migration would be committed on each start for nothing). Each migration still
-/// checks its record again inside its own transaction, so two tabs opening at once apply it once.
+/// Runs the migrations not yet applied ([`pending`], then [`apply`]).
 pub(crate) async fn run(store: &Store) -> Result<(), StoreError> {
     let pending = pending(store).await?;
+    apply(store, &pending).await
+}
+
+/// Runs the migrations of `pending` (numbers [`pending`] gave), in order. The opening reaches this
+/// through split point `migrate` (`session/shared/open.rs`): it runs only for a database made by an
+/// older version, so a first visit never fetches it ([`born_applied`]).
+pub(crate) async fn apply(store: &Store, pending: &[u32]) -> Result<(), StoreError> {
     for &(number, name) in MIGRATIONS.iter().filter(|m| pending.contains(&m.0)) {
         // Each migration's code is its own function (`outlined`): it runs once in a database's
-        // life, so the opening's own code, compiled on every first start, does not carry it.
+        // life, so the opening's own code does not carry it.
         match number {
             1 => super::outlined(import_legacy(store, number, name)).await?,
             2 => super::outlined(index_search_terms(store, number, name)).await?,
@@ -79,8 +83,11 @@ pub(crate) fn born_applied(tx: &web_sys::IdbTransaction) -> Result<(), StoreErro
     Ok(())
 }
 
-/// The migrations whose `meta` record is absent, read in one read-only transaction.
-async fn pending(store: &Store) -> Result<Vec<u32>, StoreError> {
+/// The migrations whose `meta` record is absent, read in one read-only transaction. On every start
+/// but the first few, that read is all the opening does (a readwrite transaction per migration
+/// would be committed on each start for nothing). Each migration still checks its record again
+/// inside its own transaction, so two tabs opening at once apply it once.
+pub(crate) async fn pending(store: &Store) -> Result<Vec<u32>, StoreError> {
     let tx = store.tx(&[META], false)?;
     let meta = tx.store(META)?;
     let mut out = Vec::new();

@@ -227,6 +227,21 @@ impl Store {
         run
     }
 
+    /// The numbers of the data migrations not yet applied, read in one read-only transaction.
+    pub async fn pending_migrations(&self) -> Result<Vec<u32>, StoreError> {
+        migrate::pending(self).await
+    }
+
+    /// Runs the migrations `pending` names ([`Store::pending_migrations`]); the connection is
+    /// closed when one fails.
+    pub async fn apply_migrations(&self, pending: &[u32]) -> Result<(), StoreError> {
+        let run = migrate::apply(self, pending).await;
+        if run.is_err() {
+            self.close();
+        }
+        run
+    }
+
     /// The store over an open connection, which closes itself when another tab upgrades the
     /// database.
     fn connected(name: &str, db: IdbDatabase) -> Store {

@@ -386,3 +386,61 @@ async function waitUntil(check, what) {
   }
   throw new Error(`timed out: ${what}`);
 }
+
+test('an older database: its data migrations are a chunk of their own, fetched only then; refused, the app opens without them and they run at the next start', async () => {
+  const { site } = harness;
+  site.setOffline(false);
+  // No service worker: the chunk can only come from the network.
+  const context = await harness.browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  try {
+    // A database of the first version (a flat `messages` list), made on the app's origin before the
+    // app ever opened there: a page of the origin that is not the app.
+    await page.goto(new URL('manifest.webmanifest', site.url).href);
+    await page.evaluate(() => new Promise((resolve, reject) => {
+      const open = indexedDB.open('memoire', 1);
+      open.onupgradeneeded = () => open.result.createObjectStore('messages', { keyPath: 'id' });
+      open.onerror = () => reject(open.error);
+      open.onsuccess = () => {
+        const tx = open.result.transaction('messages', 'readwrite');
+        tx.objectStore('messages').put({ id: 'm1', agent_id: 'alice', role: 'user', content: 'kept from before', timestamp: 1000 });
+        tx.oncomplete = () => (open.result.close(), resolve());
+        tx.onerror = () => reject(tx.error);
+      };
+    }));
+    const migrate = /\/split_migrate-[0-9a-f]{16}\.wasm$/;
+    let refused = 0;
+    await page.route(migrate, (route) => ((refused += 1), route.abort('internetdisconnected')));
+    await openApp(page, site.url);
+    await page.locator(tid('conversation-list')).waitFor();
+    assert.ok(refused >= 1, 'the migrations chunk was asked for');
+    assert.equal(await item(page, 'legacy-alice').count(), 0, 'not migrated without its code');
+    assert.equal(await page.locator(tid('error-banner')).count(), 0, 'a migration that waits says nothing');
+
+    // The network is back: the next start migrates.
+    await page.unroute(migrate);
+    await page.reload();
+    await waitForAppReady(page);
+    await item(page, 'legacy-alice').waitFor();
+    await item(page, 'legacy-alice').click();
+    await page.locator(tid('message')).filter({ hasText: 'kept from before' }).waitFor();
+
+    // A database born with this version never asks for it.
+    const fresh = await harness.browser.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
+    try {
+      const first = await fresh.newPage();
+      const asked = [];
+      first.on('request', (r) => asked.push(r.url()));
+      await openApp(first, site.url);
+      await first.locator(tid('conversation-list')).waitFor();
+      await first.reload();
+      await waitForAppReady(first);
+      assert.ok(!asked.some((u) => migrate.test(u)), 'no migrations chunk for a new database');
+    } finally {
+      await fresh.close();
+    }
+  } finally {
+    await context.close();
+  }
+});

@@ -73,7 +73,7 @@ impl Core {
             }
         };
         let ((migrated, interrupted), loaded) = join(
-            join(o.store.migrate(), mark),
+            join(migrate(&o.store), mark),
             load_settings(&o.store, &sink, o.deployment),
         )
         .await;
@@ -240,4 +240,42 @@ async fn load_settings(
         .and_then(|v| from_json_value(&v))
         .unwrap_or_default();
     Ok((defaults, settings, calibration))
+}
+
+/// The data migrations not yet applied, run. Their code (`store::migrate`) is split point
+/// `migrate`, fetched only when a database made by an older version has one pending; when it
+/// cannot be fetched (offline), they wait for the next start (each is applied whole or not at all)
+/// and this start goes on: what they do (legacy messages imported, search terms of old messages)
+/// is not needed to open.
+async fn migrate(store: &Store) -> Result<(), StoreError> {
+    let pending = store.pending_migrations().await?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    match migrate_split(store, &pending).await {
+        Ok(run) => run,
+        Err(_) => {
+            web_sys::console::warn_1(
+                &"the data migrations' code could not be fetched; they run at the next start"
+                    .into(),
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Split point `migrate`: the data migrations (`store::migrate::apply`). The outer `Result` is
+/// the chunk's fetch.
+#[cfg_attr(feature = "split", wasm_split_helpers::wasm_split(migrate, fallible, return_wrapper(let future = _; { future.await } -> Result<Result<(), StoreError>, wasm_split_helpers::SplitLoaderError>)))]
+fn migrate_split<'a>(
+    store: &'a Store,
+    pending: &'a [u32],
+) -> std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<Result<(), StoreError>, wasm_split_helpers::SplitLoaderError>,
+            > + 'a,
+    >,
+> {
+    Box::pin(async move { Ok(store.apply_migrations(pending).await) })
 }
