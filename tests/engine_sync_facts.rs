@@ -9,6 +9,7 @@ use memoire::engine::memory::user;
 use memoire::engine::model::{FactKind, FactSource, Millis, UserFact};
 use memoire::engine::sync::convert::{fact_doc, to_fact};
 use memoire::engine::sync::doc::{fact_id, Body, Doc, FactDoc};
+use memoire::engine::sync::kinds::Register;
 use memoire::engine::sync::memory::pulled_fact;
 use memoire::engine::sync::track::{effect, parse_id, track_fact, Effect};
 use memoire::engine::sync::{merge, Clock, Hlc, Kind, MAX_SKEW_MS};
@@ -151,7 +152,8 @@ fn a_fact_document_has_its_own_id_kind_and_effect() {
         parse_id("f:a%3Ab"),
         Some((Kind::Fact, None, vec!["a:b".to_string()]))
     );
-    assert_eq!(effect(&d), Some(Effect::Fact(fact("I live in Oslo.", T0))));
+    assert_eq!(effect(&d), Some(Effect::Register(d.clone())));
+    assert_eq!(UserFact::of_doc(&d), Some(fact("I live in Oslo.", T0)));
     // It survives the trip through CouchDB's JSON, and an older build's reader would skip it.
     let back = Doc::from_json(&d.to_json(Some("1-x"))).unwrap();
     assert_eq!(back.doc, d);
@@ -302,7 +304,10 @@ impl Device {
             None => remote.clone(),
         };
         if self.doc.as_ref() != Some(&merged) {
-            if let Some(Effect::Fact(f)) = effect(&merged) {
+            if let Some(f) = effect(&merged).and_then(|e| match e {
+                Effect::Register(d) => UserFact::of_doc(&d),
+                _ => None,
+            }) {
                 if let Some(next) = pulled_fact(self.record.as_ref(), f) {
                     self.record = Some(next);
                 }

@@ -151,8 +151,8 @@ fn each_tracked_change_reads_what_its_documents_need() {
     check_reads(Tracked::Change(Change::ConversationRemoved("c1".into())), Some(Reads::Removed { doc: doc("c:c1") }));
     check_reads(Tracked::Change(Change::MessageAdded(done("m1"))), Some(Reads::Message { doc: doc("m:m1") }));
     check_reads(Tracked::Change(Change::MemoryChanged("c1".into())), Some(Reads::Memory { conversation: doc("c1") }));
-    check_reads(Tracked::Change(Change::UserFacts), Some(Reads::Facts));
-    check_reads(Tracked::Change(Change::Projects), Some(Reads::Projects));
+    check_reads(Tracked::Change(Change::UserFacts), Some(Reads::Register(Kind::Fact)));
+    check_reads(Tracked::Change(Change::Projects), Some(Reads::Register(Kind::Project)));
     check_reads(Tracked::Change(Change::MessagesCleared("c1".into())), Some(Reads::Cleared { conversation: doc("c1"), prefixes: vec![doc("m:"), doc("e:c1:"), doc("r:c1:")], doc: doc("c:c1") }));
     check_reads(Tracked::EntityDeleted { conversation: doc("c1"), entity: doc("e1") }, Some(Reads::EntityDeleted { conversation: doc("c1"), entity: doc("e1") }));
     check_reads(Tracked::Change(Change::BranchChanged("c1".into())), None);
@@ -366,9 +366,9 @@ fn delete(kind: Kind, scope: Option<&str>, parts: &[&str]) -> Effect {
     }
 }
 
-/// Effects grouped, each group as the count of its effects: (summaries, facts, projects,
+/// Effects grouped, each group as the count of its effects: (summaries, register-like documents,
 /// [(scope, effects)]).
-fn check_group(effects: Vec<Effect>, want: (usize, usize, usize, &[(Option<&str>, usize)])) {
+fn check_group(effects: Vec<Effect>, want: (usize, usize, &[(Option<&str>, usize)])) {
     let g = group(effects);
     let graphs: Vec<(Option<&str>, usize)> = g
         .graphs
@@ -376,12 +376,7 @@ fn check_group(effects: Vec<Effect>, want: (usize, usize, usize, &[(Option<&str>
         .map(|(s, l)| (scope_id(s), l.len()))
         .collect();
     assert_eq!(
-        (
-            g.summaries.len(),
-            g.facts.len(),
-            g.projects.len(),
-            graphs.as_slice()
-        ),
+        (g.summaries.len(), g.registers.len(), graphs.as_slice()),
         want
     );
 }
@@ -390,11 +385,12 @@ fn check_group(effects: Vec<Effect>, want: (usize, usize, usize, &[(Option<&str>
 #[rustfmt::skip]
 fn memory_effects_group_by_what_they_change() {
     let cleared = Effect::SummariesCleared { conversation: "c1".into(), at: Hlc::new(1, 0, "d") };
-    check_group(vec![], (0, 0, 0, &[]));
-    check_group(vec![summary("c1"), cleared, summary("c2")], (3, 0, 0, &[]));
-    check_group(vec![Effect::Fact(fact("f1", "I live in Oslo.", None)), Effect::Fact(fact("f2", "x", None))], (0, 2, 0, &[]));
-    check_group(vec![Effect::Entity(node("e1", Some("c1"))), Effect::Edge(edge(None, "e2", "e3")), Effect::Entity(node("e4", Some("c1")))], (0, 0, 0, &[(Some("c1"), 2), (None, 1)]));
-    check_group(vec![delete(Kind::Entity, Some("c1"), &["e1"]), delete(Kind::Edge, None, &["a", "knows", "b", "1"]), delete(Kind::Conversation, None, &["c1"])], (0, 0, 0, &[(Some("c1"), 1), (None, 1)]));
+    let register = |f: UserFact| Effect::Register(track::track_fact(None, &f, &mut clock(), 100).unwrap());
+    check_group(vec![], (0, 0, &[]));
+    check_group(vec![summary("c1"), cleared, summary("c2")], (3, 0, &[]));
+    check_group(vec![register(fact("f1", "I live in Oslo.", None)), register(fact("f2", "x", None))], (0, 2, &[]));
+    check_group(vec![Effect::Entity(node("e1", Some("c1"))), Effect::Edge(edge(None, "e2", "e3")), Effect::Entity(node("e4", Some("c1")))], (0, 0, &[(Some("c1"), 2), (None, 1)]));
+    check_group(vec![delete(Kind::Entity, Some("c1"), &["e1"]), delete(Kind::Edge, None, &["a", "knows", "b", "1"]), delete(Kind::Conversation, None, &["c1"])], (0, 0, &[(Some("c1"), 1), (None, 1)]));
 }
 
 /// A graph of `nodes` changed by `effects` with stored `edges`: whether it changed, and each

@@ -10,20 +10,25 @@
 //! - what an applied batch reports ([`reports`]) and says of versions older than the held copy
 //!   ([`older_refusals`]);
 //! - what the memory's effects change after a batch ([`group`]: summary versions in order, the
-//!   facts, the projects, and each scope's graph at once; [`change_graph`], [`join_facts`]).
+//!   register-like kinds' documents, and each scope's graph at once; [`change_graph`],
+//!   [`join_facts`]).
 //!
-//! Adding a synced kind: its document body and `Kind` (`doc.rs`, the kind table), its conversion
-//! (`convert.rs`, with `track_*` and `Effect` in `track.rs`), its arm here in [`Reads`] and
-//! [`group`]; the session's side is its moves (`session/sync/mod.rs` says which).
+//! The register-like kinds (facts about the user, projects) have no arm here: a change of one
+//! reads `Reads::Register` of the kind the table says (`kinds::tracked_by`), and their effects
+//! group as `Effect::Register`, whatever the kind. Adding one is its row in the table
+//! (`kinds.rs` says what that is); adding any other kind is its arm here in [`Reads`] and
+//! [`group`] besides its document (`doc.rs`), conversion (`convert.rs`) and `track_*` and
+//! `Effect` (`track.rs`), and its moves in the session.
 //! Must not import anything outside `crate::engine`.
 
 use super::batch::Plan;
 use super::doc::{conversation_id, id_part, message_id, Doc, EdgeDoc, Kind};
 use super::hlc::Clock;
+use super::kinds::tracked_by;
 use super::memory::{put_edge, put_entity, remove_edge, remove_entity};
 use super::replicate::LocalDoc;
 use super::track::{self, Effect};
-use crate::engine::model::{EntityNode, EntityScope, MessageStatus, Millis, Project, UserFact};
+use crate::engine::model::{EntityNode, EntityScope, MessageStatus, Millis, UserFact};
 use crate::engine::tabs::Change;
 use std::collections::{HashMap, VecDeque};
 
@@ -50,10 +55,8 @@ pub enum Reads {
     /// The conversation's summaries and graph, and the shared graph (`track_summary`,
     /// `track_entity`).
     Memory { conversation: String },
-    /// Every fact about the user and their stored documents (`track::track_fact`).
-    Facts,
-    /// Every project and their stored documents (`track::track_project`).
-    Projects,
+    /// Every record of a register-like kind and their stored documents (`kinds::Register`).
+    Register(Kind),
     /// Every stored document under `prefixes`, and the conversation's `doc`
     /// (`track::track_clear`).
     Cleared {
@@ -107,8 +110,6 @@ impl Tracked {
             Change::MemoryChanged(id) => Reads::Memory {
                 conversation: id.clone(),
             },
-            Change::UserFacts => Reads::Facts,
-            Change::Projects => Reads::Projects,
             Change::MessagesCleared(id) => Reads::Cleared {
                 conversation: id.clone(),
                 prefixes: vec![
@@ -118,7 +119,7 @@ impl Tracked {
                 ],
                 doc: conversation_id(id),
             },
-            _ => return None,
+            c => Reads::Register(tracked_by(c)?),
         })
     }
 }
@@ -137,13 +138,11 @@ pub fn observed(e: &Change) -> Vec<Tracked> {
         Change::Conversation(_)
         | Change::ConversationRemoved(_)
         | Change::MessagesCleared(_)
-        | Change::MemoryChanged(_)
-        | Change::UserFacts
-        | Change::Projects => true,
+        | Change::MemoryChanged(_) => true,
         Change::MessageAdded(m) | Change::MessageProgress(m) => {
             m.status != MessageStatus::Streaming || m.meta.deleted
         }
-        _ => false,
+        c => tracked_by(c).is_some(),
     };
     match relevant {
         true => vec![Tracked::Change(e.clone())],
@@ -312,14 +311,15 @@ pub fn older_refusals(older: &[String]) -> Vec<String> {
 }
 
 /// The memory's effects of a batch, grouped as they are applied: summary versions and clears in
-/// order, then the facts, the projects, and each scope's graph (loaded, changed by all its
-/// effects in order, saved once).
+/// order, then the register-like kinds' documents (each kind's records joined and written once),
+/// and each scope's graph (loaded, changed by all its effects in order, saved once).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Grouped {
     /// `Effect::Summary` and `Effect::SummariesCleared`, in order.
     pub summaries: Vec<Effect>,
-    pub facts: Vec<UserFact>,
-    pub projects: Vec<Project>,
+    /// `Effect::Register`'s documents, in order, every kind of the table (`kinds::Register::of_doc`
+    /// picks its own).
+    pub registers: Vec<Doc>,
     pub graphs: Vec<(EntityScope, Vec<Effect>)>,
 }
 
@@ -356,8 +356,7 @@ pub fn group(effects: Vec<Effect>) -> Grouped {
     let mut g = Grouped::default();
     for e in effects {
         match e {
-            Effect::Fact(f) => g.facts.push(f),
-            Effect::Project(p) => g.projects.push(p),
+            Effect::Register(d) => g.registers.push(d),
             Effect::Summary(_) | Effect::SummariesCleared { .. } => g.summaries.push(e),
             e => {
                 let Some(scope) = graph_scope(&e) else {

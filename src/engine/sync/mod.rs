@@ -11,7 +11,9 @@
 //! (`seal`), how a passphrase becomes its keys and how strong it looks (`keys`), changing the passphrase
 //! (`rotate`), images' bytes as blob documents (`blob`), which origin a saved sync password may go to (`origin`), and
 //! the decisions of this device's side of the loop: what is tracked, the outbox, what a batch
-//! reports and what the memory's effects change (`local`). The session moves the bytes.
+//! reports and what the memory's effects change (`local`), and the table of register-like kinds
+//! (facts about the user, projects) that tracks, applies and reports them all alike (`kinds`).
+//! The session moves the bytes.
 //! Must not import anything outside `crate::engine`: no web crates, no clock, no randomness.
 
 pub mod batch;
@@ -21,6 +23,7 @@ pub mod convert;
 pub mod doc;
 pub mod hlc;
 pub mod keys;
+pub mod kinds;
 pub mod local;
 pub mod memory;
 pub mod merge;

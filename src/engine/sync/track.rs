@@ -7,11 +7,12 @@
 
 use super::convert::{
     conversation_doc, edge_docs, edit_conversation, edit_entity, edit_fact, edit_project,
-    entity_docs, fact_doc, message_doc, project_doc, summary_doc, to_entity, to_fact, to_message,
-    to_project, to_summary,
+    entity_docs, fact_doc, message_doc, project_doc, summary_doc, to_entity, to_message,
+    to_summary,
 };
 use super::doc::{edge_id, message_id, Body, ConversationDoc, Doc, EdgeDoc, Kind};
 use super::hlc::{Clock, Hlc};
+use super::kinds::is_register;
 use crate::engine::model::{
     Conversation, ConversationSummary, EntityNode, Message, Millis, Project, UserFact,
 };
@@ -76,11 +77,10 @@ pub fn parse_id(id: &str) -> Option<(Kind, Option<String>, Vec<String>)> {
     let rest: Option<Vec<String>> = parts.map(unescape).collect();
     let rest = rest?;
     let want = match kind {
-        Kind::Conversation | Kind::Message => 1,
-        Kind::Entity => 1,
         Kind::Edge => 4,
         Kind::Summary => 2,
-        Kind::Fact | Kind::Project => 1,
+        // A conversation, a message, an entity, and every register-like kind (`kinds`).
+        _ => 1,
     };
     (rest.len() == want).then_some((kind, scope, rest))
 }
@@ -287,10 +287,9 @@ pub enum Effect {
     Edge(EdgeDoc),
     /// Add the summary version if it is not there.
     Summary(ConversationSummary),
-    /// Put the fact about the user (`memory::pulled_fact` says what it leaves of the stored one).
-    Fact(UserFact),
-    /// Put the project, joined with the stored one (`engine::project::join_project`).
-    Project(Project),
+    /// Put the record a register-like kind's document holds, joined with the stored one
+    /// (`kinds::Register`: `of_doc`, then `join`).
+    Register(Doc),
     /// The conversation was cleared at `at` (on any device): delete its summary versions made at
     /// or before then (`memory::cleared_versions`).
     SummariesCleared { conversation: String, at: Hlc },
@@ -311,8 +310,6 @@ pub fn effect(doc: &Doc) -> Option<Effect> {
         Body::Entity(e) => Effect::Entity(to_entity(e, &[])),
         Body::Edge(e) => Effect::Edge(e.clone()),
         Body::Summary(s) => Effect::Summary(to_summary(s)),
-        Body::Fact(f) => Effect::Fact(to_fact(f)),
-        Body::Project(p) => Effect::Project(to_project(p)),
         Body::Tombstone(t) => {
             let (kind, scope, parts) = parse_id(&doc.id)?;
             if kind != t.kind {
@@ -320,5 +317,7 @@ pub fn effect(doc: &Doc) -> Option<Effect> {
             }
             Effect::Delete { kind, scope, parts }
         }
+        b if is_register(b.kind()) => Effect::Register(doc.clone()),
+        _ => return None,
     })
 }

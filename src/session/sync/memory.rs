@@ -1,25 +1,23 @@
-//! Sync's driver for the memory: the summary versions and entity graphs a memory update (or an
-//! edit in the memory pane) leaves become documents, and so do the facts about the user; pulled
-//! entity, edge, summary, fact and tombstone documents are written to the store, then one entity
-//! learned on two devices is unified into one. Pulled facts are written under the facts' Web Lock
-//! (every change of them is), and reported so the Memory page and the prompts read them again.
-//! The engine decides (`engine::sync::memory`, `local`, `track`, `unify`); this moves data.
-//! Must not import `ui`.
+//! Sync's driver for the memory's summaries and entity graphs: the summary versions and entity
+//! graphs a memory update (or an edit in the memory pane) leaves become documents; pulled entity,
+//! edge, summary and tombstone documents are written to the store, then one entity learned on two
+//! devices is unified into one. These are not register-like (summary versions are numbered per
+//! device, a graph is changed by its edges and unified), so they keep moves of their own; the facts
+//! about the user are a register-like kind and go the one path of `registers.rs`. The engine
+//! decides (`engine::sync::memory`, `local`, `track`, `unify`); this moves data. Must not import
+//! `ui`.
 
 use super::error::SyncError;
 use super::state::{clock, keep_clock, record, report, stored, Inner};
-use crate::engine::model::UserFact;
 use crate::engine::model::{EntityScope, Millis};
-use crate::engine::sync::doc::{
-    entity_id, fact_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc,
-};
-use crate::engine::sync::local::{change_graph, group, join_facts, needs_edges, scope_id};
+use crate::engine::sync::doc::{entity_id, id_part, scope_part, EdgeDoc, EntityDoc, SummaryDoc};
+use crate::engine::sync::local::{change_graph, group, needs_edges, scope_id};
 use crate::engine::sync::memory::{cleared_versions, pulled_summary, untracked_summaries};
 use crate::engine::sync::track::{self, Effect};
 use crate::engine::sync::unify::unify;
 use crate::engine::sync::{Body, Clock, Doc, Hlc};
 use crate::engine::tabs::Change;
-use crate::session::shared::{now, tabs};
+use crate::session::shared::now;
 
 /// The live synced documents under an `_id` prefix, as `pick` reads them.
 async fn live<T>(
@@ -85,40 +83,6 @@ pub(super) async fn track_memory(
         }
     }
     Ok(docs)
-}
-
-/// The documents the facts about the user produce: each fact new or changed since its stored
-/// document (`track::track_fact`).
-pub(super) async fn track_facts(
-    i: &Inner,
-    clock: &mut Clock,
-    at: Millis,
-) -> Result<Vec<Doc>, SyncError> {
-    let stored = super::state::stored_by_id(i, "f:").await?;
-    Ok(i.store
-        .load_user_facts()
-        .await?
-        .iter()
-        .filter_map(|f| track::track_fact(stored.get(&fact_id(&f.id)), f, clock, at))
-        .collect())
-}
-
-/// Writes pulled facts about the user (under the facts' lock, read inside it), each joined with
-/// the stored record of its id (`engine::sync::local::join_facts`), and reports them.
-pub(super) async fn apply_facts(i: &Inner, pulled: Vec<UserFact>) -> Result<(), SyncError> {
-    if pulled.is_empty() {
-        return Ok(());
-    }
-    let _lock = tabs::lock_user_facts(i.store.name()).await;
-    let out = join_facts(&i.store.load_user_facts().await?, pulled);
-    if out.is_empty() {
-        return Ok(());
-    }
-    i.store
-        .save_user_facts(&out.iter().collect::<Vec<_>>())
-        .await?;
-    report(i, Change::UserFacts);
-    Ok(())
 }
 
 /// Writes pulled summary versions and clears of summaries (`Effect::Summary`,
