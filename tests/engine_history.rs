@@ -1,7 +1,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! `engine::history`: the history formats per protocol (messages, transcript), rendering one
-//! message (truncated, a reply's tool calls carried and another role's reduced, images), and a stored `system` message sent as quoted
-//! user text.
+//! message (truncated, a reply's tool calls carried and another role's reduced, images), and a
+//! stored `system` message sent as quoted user text.
 
 use memoire::engine::assemble::{assemble, AssemblyInput};
 use memoire::engine::history::{
