@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark Memoire keeps and prints one line per figure: `bench <name> <value> <unit>`.
-#   native  : cargo bench (engine: assembly, merge, decoding, markdown speed and spec pass rate, import),
+#   native  : cargo bench (engine: assembly, merge, decoding, markdown speed and spec pass rate, import,
+#             the MCP client against the MCP conformance suite and server-everything over loopback HTTP),
 #             release profile; and memory_recall, memory_eval and prompt_reuse, the memory path and what
 #             it costs the server, against the real model (a llama-cpp-python server started here)
 #   browser : wasm-bindgen-test with --features bench in headless Chromium (store), optimised build

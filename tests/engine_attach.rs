@@ -252,6 +252,7 @@ fn image_prompt(data: &str) -> Prompt {
                 size: 3,
                 data: data.into(),
             }],
+            tool_calls: vec![],
         }],
     }
 }

@@ -1,7 +1,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! `engine::history`: the history formats per protocol (messages, transcript), rendering one
-//! message (truncated, tool calls reduced, images), and a stored `system` message sent as quoted
-//! user text.
+//! message (truncated, a reply's tool calls carried and another role's reduced, images), and a
+//! stored `system` message sent as quoted user text.
 
 use memoire::engine::assemble::{assemble, AssemblyInput};
 use memoire::engine::history::{
@@ -21,6 +21,7 @@ fn wire(role: Role, content: &str) -> WireMessage {
         role,
         content: content.into(),
         images: vec![],
+        tool_calls: vec![],
     }
 }
 
@@ -222,6 +223,11 @@ fn rendering_truncates_and_reduces_tool_calls() {
             status: None,
         },
     ];
+    // A reply's calls travel with it, whole (engine_tool_history.rs: each protocol's form).
+    check_render(m.clone(), 100, "Let me look.", false);
+    assert_eq!(render_message(&m, 100).0.tool_calls, m.meta.tool_calls);
+    // Another role's calls (an import's oddity) are only named.
+    m.role = Role::User;
     check_render(
         m.clone(),
         100,

@@ -160,10 +160,15 @@ fn chatgpt_keeps_the_current_branch_and_drops_hidden_tool_and_reasoning_nodes() 
         ],
     );
     let s = i.skipped;
+    // The browser call and its result are kept on the reply (engine_import_tools.rs).
     assert_eq!(
         (s.other_branches, s.hidden, s.tool, s.reasoning),
-        (1, 2, 2, 1)
+        (1, 2, 0, 1)
     );
+    let b = &to_bundles(&i, NOW)[0];
+    let call = &b.messages[3].meta.tool_calls[0];
+    let kept = (call.name.as_str(), call.result.as_deref());
+    assert_eq!(kept, ("browser", Some("HIDDEN TOOL OUTPUT")));
     let b = &to_bundles(&i, NOW)[0];
     assert_eq!(
         b.conversation.id,
@@ -298,7 +303,8 @@ fn claude_keeps_text_blocks_and_falls_back_to_text() {
         ],
     );
     // The thinking block is kept as the reply's reasoning (not text, not skipped).
-    assert_eq!((i.skipped.reasoning, i.skipped.tool), (0, 2));
+    // The web search and its result are kept as the reply's tool call.
+    assert_eq!((i.skipped.reasoning, i.skipped.tool), (0, 0));
     assert_eq!(
         to_bundles(&i, NOW)[0].conversation.created_at,
         1_739_178_900_000
@@ -375,8 +381,9 @@ fn claude_artifacts_are_shown_as_fenced_blocks() {
             ),
         ],
     );
-    // Not shown, as tools: the web search, the update, and the four results.
-    assert_eq!(i.skipped.tool, 6);
+    // Not shown, as tools: the update and the three artifacts' results (the web search and its
+    // result are kept as the reply's tool call).
+    assert_eq!(i.skipped.tool, 4);
 }
 
 /// A Claude.ai reply whose text (an older export's `text` field) is `text`, as imported.

@@ -40,6 +40,7 @@ fn msg(role: Role, content: &str) -> WireMessage {
         role,
         content: content.into(),
         images: vec![],
+        tool_calls: vec![],
     }
 }
 

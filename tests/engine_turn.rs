@@ -853,7 +853,18 @@ fn seed_004_cannot_happen_here() {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(all.contains("my name is Ada"));
-    assert!(all.contains("Nice to meet you, Ada.\n[called tools: weather]"));
+    // The reply carries its call (engine_tool_history.rs: each protocol's form).
+    let reply = prompt
+        .messages
+        .iter()
+        .find(|m| m.content == "Nice to meet you, Ada.");
+    let called: Vec<&str> = reply
+        .unwrap()
+        .tool_calls
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(called, ["weather"]);
     assert!(all.contains("[tool result]\nParis: 18°C, sunny"));
     assert!(all.ends_with("how warm is it?"));
     assert_eq!(h.state.messages.len(), 4);
@@ -1218,6 +1229,7 @@ fn check_continuation(protocol: Protocol, written: &str, tail: &[(Role, &str)]) 
             role: Role::User,
             content: "Tell me a story".into(),
             images: vec![],
+            tool_calls: vec![],
         }],
     };
     let got = continuation_prompt(protocol, &prompt, written);

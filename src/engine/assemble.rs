@@ -27,6 +27,11 @@
 //!    entities that did not fit theirs, in what history left unused (a memory is worth more than
 //!    empty room).
 //!
+//! A reply's tool calls count with their results (`history::render_message` carries them); a
+//! reply whose results do not fit what is left gets them shortened (halved, each down to
+//! `tools::MIN_SHORTENED`) before it is left out, so the newer replies, taken first, keep theirs
+//! whole and older results are shortened first.
+//!
 //! Older messages the summary covers are dropped first (`CoveredBySummary`); errored and empty
 //! messages are skipped. History stays contiguous: once a message does not fit, every older one is
 //! dropped too, and `history_overflow` says a memory update is due. The walk goes backwards and stops
@@ -39,7 +44,8 @@
 use crate::engine::attach;
 use crate::engine::format::{one_line, plural};
 use crate::engine::history::{
-    build_prompt_with, ended_marker, render_message, render_new, truncate_chars, TRANSCRIPT_OPEN,
+    build_prompt_with, carried_calls, ended_marker, render_message, render_new, truncate_chars,
+    TRANSCRIPT_OPEN,
 };
 use crate::engine::memory::ground::support_terms;
 use crate::engine::memory::recall::{
@@ -57,6 +63,7 @@ use crate::engine::model::{
 };
 use crate::engine::sort::sort_by_key;
 use crate::engine::tokens::TokenEstimator;
+use crate::engine::tools::{model_text, MIN_SHORTENED};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -685,6 +692,53 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
         });
     }
 
+    /// Message `m` on the wire and what it costs (with the transcript's preamble when it is the
+    /// first taken). A reply whose tool results do not fit what is left has them shortened, the
+    /// oldest first, down to `tools::MIN_SHORTENED` each, before the message is given up: the
+    /// newer messages, taken before it, keep theirs whole.
+    fn fitted(&self, m: &Message, meter: &Meter) -> (WireMessage, bool, u32, usize) {
+        let (mut wire, mut truncated) = render_message(m, self.max_chars);
+        let (mut tokens, mut bytes) = self.cost(&wire);
+        let mut chars = result_chars(&wire.tool_calls);
+        while meter.check(tokens, bytes).is_err() && chars > MIN_SHORTENED {
+            chars /= 2;
+            let (calls, _) = carried_calls(&m.meta.tool_calls, chars);
+            if calls == wire.tool_calls {
+                break;
+            }
+            wire.tool_calls = calls;
+            truncated = true;
+            (tokens, bytes) = self.cost(&wire);
+        }
+        (wire, truncated, tokens, bytes)
+    }
+
+    /// Tokens and bytes of `wire` as a history message: its text, images and tool calls (each
+    /// call's name, arguments and result as `tools::model_text` sends it).
+    fn cost(&self, wire: &WireMessage) -> (u32, usize) {
+        let images = attach::images_cost(self.protocol, &wire.images);
+        let mut tokens = self
+            .est
+            .estimate(&wire.content)
+            .saturating_add(MESSAGE_OVERHEAD_TOKENS)
+            .saturating_add(images.0);
+        let mut bytes = json_len(&wire.content) + MESSAGE_OVERHEAD_BYTES + images.1;
+        for c in &wire.tool_calls {
+            let (result, _) = model_text(c);
+            for text in [c.name.as_str(), c.arguments.as_str(), result.as_str()] {
+                tokens = tokens.saturating_add(self.est.estimate(text));
+                bytes += json_len(text);
+            }
+            tokens = tokens.saturating_add(2 * MESSAGE_OVERHEAD_TOKENS);
+            bytes += 2 * MESSAGE_OVERHEAD_BYTES;
+        }
+        if self.included.is_empty() {
+            tokens = tokens.saturating_add(self.preamble_tokens);
+            bytes += self.preamble_bytes;
+        }
+        (tokens, bytes)
+    }
+
     /// Walk down, including what fits, until `limit` messages were taken or `stop_at` says stop.
     /// `covered_drop`: covered messages are dropped as `CoveredBySummary` instead of considered.
     /// Once blocked, only the final (`drain`) walk goes on, dropping everything older.
@@ -718,18 +772,7 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
             if *limit == 0 || stop_at(m) {
                 return;
             }
-            let (wire, truncated) = render_message(m, self.max_chars);
-            let images = attach::images_cost(self.protocol, &wire.images);
-            let mut tokens = self
-                .est
-                .estimate(&wire.content)
-                .saturating_add(MESSAGE_OVERHEAD_TOKENS)
-                .saturating_add(images.0);
-            let mut bytes = json_len(&wire.content) + MESSAGE_OVERHEAD_BYTES + images.1;
-            if self.included.is_empty() {
-                tokens = tokens.saturating_add(self.preamble_tokens);
-                bytes += self.preamble_bytes;
-            }
+            let (wire, truncated, tokens, bytes) = self.fitted(m, meter);
             match meter.check(tokens, bytes) {
                 Ok(()) => {
                     meter.add(tokens, bytes);
@@ -751,6 +794,14 @@ impl<E: TokenEstimator + ?Sized> HistoryWalk<'_, E> {
             self.next = i.checked_sub(1);
         }
     }
+}
+
+/// The characters of `calls`' results together.
+fn result_chars(calls: &[crate::engine::model::ToolCall]) -> usize {
+    calls
+        .iter()
+        .map(|c| c.result.as_deref().map_or(0, |r| r.chars().count()))
+        .sum()
 }
 
 /// The user messages before `new` that the summary does not cover and that say something, as indexes

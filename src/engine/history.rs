@@ -1,25 +1,30 @@
 //! The two history formats, as [`Prompt`] values (request builders turn a Prompt into bytes):
 //! - `messages`: a structured array that respects each protocol. Anthropic takes the system text
 //!   apart, needs the first message to be the user's and user/assistant turns to alternate, so
-//!   same-role neighbours are merged; OpenAI (chat and responses) and Ollama take roles as they are.
-//!   Tool calls are reduced to their names, so tool results travel as plain user text everywhere
-//!   (a `tool` role message would need the call id the reduced history no longer carries).
+//!   same-role neighbours are merged (their tool calls too); OpenAI (chat and responses) and Ollama
+//!   take roles as they are. A stored reply's tool calls travel on its [`WireMessage::tool_calls`],
+//!   with their results, which the request builders send in each protocol's own form before the
+//!   reply's text (`engine::request`, "Tools"); a stored `tool` role message (an import) has no
+//!   call to pair with, so it goes as user text under [`TOOL_RESULT_LABEL`].
 //! - `transcript`: `[USER]: ...` / `[ASSISTANT]: ...` blocks inside a `<conversation_history>`
 //!   preamble that tells the agent this is prior context it already knows, sent as one user message
-//!   together with the new message.
+//!   together with the new message; a reply's calls are lines of text there (`[tool call: name
+//!   {arguments}]`, then its result on a `[TOOL]` line, wrapped as data).
 //!
 //! Also owns how one stored message is rendered for the wire ([`render_message`]: truncation with a
-//! visible marker, tool calls reduced to names, a reply that did not end marked as such: see
+//! visible marker, a reply's tool calls carried with their results cut to the message's share,
+//! the oldest first ([`carried_calls`]), a reply that did not end marked as such: see
 //! [`ended_marker`], a stored `system` message quoted as user text), and which message is "the last
-//! user message" of a
-//! history ([`last_user_at`]: what retry and edit send again, the one message a view offers to edit). Must not import anything outside `crate::engine`.
+//! user message" of a history ([`last_user_at`]: what retry and edit send again, the one message a
+//! view offers to edit). Must not import anything outside `crate::engine`.
 
 use crate::engine::attach;
 use crate::engine::failure::was_stopped;
 use crate::engine::model::{
-    AttachmentKind, HistoryFormat, Message, MessageStatus, Prompt, Protocol, Role, WireImage,
-    WireMessage,
+    AttachmentKind, HistoryFormat, Message, MessageStatus, Prompt, Protocol, Role, ToolCall,
+    WireImage, WireMessage,
 };
+use crate::engine::tools::{model_text, shorten_results, ToolStep};
 
 /// Appended to a message cut at `max_message_chars`.
 pub const TRUNCATED_MARKER: &str = "[truncated]";
@@ -89,8 +94,9 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> (String, bool) {
 }
 
 /// One stored message as it goes on the wire: content truncated at `max_chars` (with the marker),
-/// tool calls reduced to their names (`[called tools: search, fetch]`), and a reply that did not
-/// end followed by its [`ended_marker`]. The role is kept, but
+/// a reply's tool calls carried ([`carried_calls`]; another role's reduced to their names,
+/// `[called tools: search, fetch]`), and a reply that did not end followed by its
+/// [`ended_marker`]. The role is kept, but
 /// for `system`: the one place history becomes a request's messages, so every path (a chat turn in
 /// either history format, an import, a backup, sync) goes out the same way, a stored system message
 /// goes as a user message opened by [`SYSTEM_NOTE_LABEL`]. The format functions map the other
@@ -104,11 +110,17 @@ pub fn render_message(msg: &Message, max_chars: usize) -> (WireMessage, bool) {
     (wire, truncated)
 }
 
-/// [`render_message`] before the role rule: the text cut, the tool calls named.
+/// [`render_message`] before the role rule: the text cut, a reply's tool calls carried with their
+/// results cut to the message's share ([`carried_calls`]; another role's calls only named).
 fn render_content(msg: &Message, max_chars: usize) -> (WireMessage, bool) {
-    let (mut content, truncated) = truncate_chars(msg.content.trim(), max_chars);
+    let (mut content, mut truncated) = truncate_chars(msg.content.trim(), max_chars);
     let calls = &msg.meta.tool_calls;
-    if !calls.is_empty() {
+    let mut tool_calls = Vec::new();
+    if msg.role == Role::Assistant && !calls.is_empty() {
+        let (carried, cut) = carried_calls(calls, max_chars);
+        tool_calls = carried;
+        truncated |= cut;
+    } else if !calls.is_empty() {
         if !content.is_empty() {
             content.push('\n');
         }
@@ -134,9 +146,25 @@ fn render_content(msg: &Message, max_chars: usize) -> (WireMessage, bool) {
             role: msg.role,
             content,
             images,
+            tool_calls,
         },
         truncated || cut,
     )
+}
+
+/// A stored reply's calls as a request carries them: every call (a call without a result goes
+/// with the words of its status, `tools::model_text`, so each protocol's pairing of call and
+/// result holds), their results together cut to `max_chars`, the oldest shortened first
+/// (`tools::shorten_results`). Whether one was cut.
+pub fn carried_calls(calls: &[ToolCall], max_chars: usize) -> (Vec<ToolCall>, bool) {
+    let mut step = [ToolStep {
+        text: String::new(),
+        calls: calls.to_vec(),
+    }];
+    shorten_results(&mut step, max_chars);
+    let [step] = step;
+    let cut = step.calls != calls;
+    (step.calls, cut)
 }
 
 /// A user message's attachments on the wire: each text file's fenced block (`attach::file_block`,
@@ -194,6 +222,7 @@ pub fn render_new(msg: &Message, file_chars: usize) -> (WireMessage, bool) {
             role: Role::User,
             content,
             images,
+            tool_calls: Vec::new(),
         },
         cut,
     )
@@ -252,46 +281,46 @@ pub fn messages_prompt_with(
 ) -> Prompt {
     let anthropic = protocol == Protocol::Anthropic;
     let mut messages: Vec<WireMessage> = Vec::with_capacity(history.len() + 2);
-    let mut push = |role: Role, content: String, images: &[WireImage]| {
+    let mut push = |m: WireMessage| {
         if anthropic {
             if let Some(last) = messages.last_mut() {
-                if last.role == role {
+                if last.role == m.role {
                     last.content.push_str("\n\n");
-                    last.content.push_str(&content);
-                    last.images.extend_from_slice(images);
+                    last.content.push_str(&m.content);
+                    last.images.extend(m.images);
+                    last.tool_calls.extend(m.tool_calls);
                     return;
                 }
             }
-            if messages.is_empty() && role != Role::User {
+            if messages.is_empty() && m.role != Role::User {
                 messages.push(WireMessage::text(Role::User, ANTHROPIC_LEAD_IN.to_string()));
             }
         }
-        messages.push(WireMessage {
-            role,
-            content,
-            images: images.to_vec(),
-        });
+        messages.push(m);
     };
     for m in history {
-        if m.content.trim().is_empty() && m.images.is_empty() {
+        if m.content.trim().is_empty() && m.images.is_empty() && m.tool_calls.is_empty() {
             continue; // Anthropic rejects empty text; nobody needs it.
         }
+        let labelled = |label: &str| WireMessage {
+            role: Role::User,
+            content: format!("{label}\n{}", m.content),
+            images: m.images.clone(),
+            tool_calls: Vec::new(),
+        };
         match m.role {
-            Role::User | Role::Assistant => push(m.role, m.content.clone(), &m.images),
-            Role::Tool => push(
-                Role::User,
-                format!("{TOOL_RESULT_LABEL}\n{}", m.content),
-                &m.images,
-            ),
+            Role::User | Role::Assistant => push(m.clone()),
+            Role::Tool => push(labelled(TOOL_RESULT_LABEL)),
             // Never an instruction (see `render_message`, which has already quoted a stored one).
-            Role::System => push(
-                Role::User,
-                format!("{SYSTEM_NOTE_LABEL}\n{}", m.content),
-                &m.images,
-            ),
+            Role::System => push(labelled(SYSTEM_NOTE_LABEL)),
         }
     }
-    push(Role::User, new.content.clone(), &new.images);
+    push(WireMessage {
+        role: Role::User,
+        content: new.content.clone(),
+        images: new.images.clone(),
+        tool_calls: Vec::new(),
+    });
     Prompt { system, messages }
 }
 
@@ -314,7 +343,9 @@ fn neutralise_tags(text: &str) -> String {
 pub fn transcript_text(history: &[WireMessage]) -> String {
     let visible: Vec<&WireMessage> = history
         .iter()
-        .filter(|m| !m.content.trim().is_empty() || !m.images.is_empty())
+        .filter(|m| {
+            !m.content.trim().is_empty() || !m.images.is_empty() || !m.tool_calls.is_empty()
+        })
         .collect();
     if visible.is_empty() {
         return String::new();
@@ -323,6 +354,10 @@ pub fn transcript_text(history: &[WireMessage]) -> String {
     let mut out = String::with_capacity(TRANSCRIPT_OPEN.len() + size + 32);
     out.push_str(TRANSCRIPT_OPEN);
     for m in visible {
+        transcript_calls(&mut out, &m.tool_calls);
+        if m.content.trim().is_empty() && m.images.is_empty() {
+            continue;
+        }
         out.push('\n');
         out.push_str(label(m.role));
         out.push_str(": ");
@@ -335,6 +370,28 @@ pub fn transcript_text(history: &[WireMessage]) -> String {
     }
     out.push_str(TRANSCRIPT_CLOSE);
     out
+}
+
+/// A reply's calls in the transcript, before its text: each call on an `[ASSISTANT]` line as
+/// `[tool call: name {arguments}]`, its result on a `[TOOL]` line as `tools::model_text` wraps it
+/// (data, not instructions; a call that did not run says so).
+fn transcript_calls(out: &mut String, calls: &[ToolCall]) {
+    for c in calls {
+        let args = c.arguments.trim();
+        let args = if args.is_empty() { "{}" } else { args };
+        out.push_str(&format!(
+            "\n{}: [tool call: {} {}]\n",
+            label(Role::Assistant),
+            neutralise_tags(c.name.trim()),
+            neutralise_tags(args)
+        ));
+        let (text, _) = model_text(c);
+        out.push_str(&format!(
+            "\n{}: {}\n",
+            label(Role::Tool),
+            neutralise_tags(&text)
+        ));
+    }
 }
 
 /// One user message: the transcript block (if any history), then the new message.

@@ -863,6 +863,11 @@ pub struct WireMessage {
     /// builders put them in each protocol's form (`engine::request`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<WireImage>,
+    /// The tool calls a stored reply made, with their results (results already cut to the
+    /// message's share, `engine::history::render_message`): the request builders send them in
+    /// each protocol's own form before the message's text (`engine::request`, "Tools").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 impl WireMessage {
@@ -872,6 +877,7 @@ impl WireMessage {
             role,
             content,
             images: Vec::new(),
+            tool_calls: Vec::new(),
         }
     }
 }

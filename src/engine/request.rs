@@ -85,6 +85,12 @@
 //!   content, tool_name}` per call (Ollama's `docs/api.md`, "Chat request (with history, with
 //!   tools)").
 //!
+//! A stored reply of the history that made calls (`WireMessage::tool_calls`, re-injected) goes
+//! the same way, as one round of its calls and their results (a call that did not run with the
+//! words of its status, so every protocol's pairing of call and result holds), then its text as an
+//! assistant message of its own when it has any; for anthropic its messages join their same-role
+//! neighbours as any other. A history without calls goes out byte for byte as before.
+//!
 //! A result goes as `engine::tools::model_text` writes it: wrapped and marked as data, not
 //! instructions. Not carried: reasoning items (Responses) and thinking blocks with their
 //! signatures (Anthropic, which wants them before a round's `tool_use` blocks when thinking is on):
@@ -639,20 +645,53 @@ fn ollama_msg(m: &WireMessage) -> Msg<'_> {
     }
 }
 
+/// The system prompt (when there is one) then the prompt's messages, each through `convert`, a
+/// stored reply's tool calls in `rounds`' form before its text ([`history_items`]).
 fn with_system<'a>(
     prompt: &'a Prompt,
     convert: impl Fn(&'a WireMessage) -> Msg<'a>,
-) -> Vec<Msg<'a>> {
-    let mut messages = Vec::with_capacity(prompt.messages.len() + 1);
+    rounds: impl Fn(&[ToolStep]) -> Vec<Value>,
+) -> Vec<Item<'a>> {
+    let mut out = Vec::with_capacity(prompt.messages.len() + 1);
     if !prompt.system.is_empty() {
-        messages.push(Msg {
+        out.push(Item::Msg(Msg {
             role: "system",
             content: Content::Text(Cow::Borrowed(&prompt.system)),
             images: Vec::new(),
-        });
+        }));
     }
-    messages.extend(prompt.messages.iter().map(convert));
-    messages
+    out.extend(history_items(&prompt.messages, convert, rounds));
+    out
+}
+
+/// `messages` through `convert`; a reply that carries tool calls (a stored one, re-injected) goes
+/// as one round in the protocol's form (`rounds`: the calls, then their results), then its text
+/// as a message of its own when it has any. Without calls, exactly `convert`'s messages.
+fn history_items<'a>(
+    messages: &'a [WireMessage],
+    convert: impl Fn(&'a WireMessage) -> Msg<'a>,
+    rounds: impl Fn(&[ToolStep]) -> Vec<Value>,
+) -> Vec<Item<'a>> {
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        if let Some(step) = stored_round(m) {
+            out.extend(rounds(&[step]).into_iter().map(Item::Raw));
+            if m.content.trim().is_empty() && m.images.is_empty() {
+                continue;
+            }
+        }
+        out.push(Item::Msg(convert(m)));
+    }
+    out
+}
+
+/// The round a stored reply's calls make (no text: the reply's text follows them); `None` for a
+/// message without calls.
+fn stored_round(m: &WireMessage) -> Option<ToolStep> {
+    (m.role == Role::Assistant && !m.tool_calls.is_empty()).then(|| ToolStep {
+        text: String::new(),
+        calls: m.tool_calls.clone(),
+    })
 }
 
 #[derive(Serialize)]
@@ -689,8 +728,8 @@ fn openai_chat_body(
 ) -> String {
     to_json(&ChatBody {
         model: &endpoint.model,
-        messages: items(
-            with_system(prompt, plain_msg),
+        messages: then_rounds(
+            with_system(prompt, plain_msg, |s| chat_rounds(s, false)),
             chat_rounds(tools.steps, false),
         ),
         stream: opts.stream,
@@ -737,21 +776,19 @@ fn openai_responses_body(
         .previous_response_id
         .as_deref()
         .filter(|id| !id.is_empty());
-    let input: Vec<Msg> = match previous {
+    let input = match previous {
         // The server holds the earlier turns: send only the new message.
-        Some(_) => prompt
-            .messages
-            .last()
-            .map(responses_msg)
-            .into_iter()
-            .collect(),
-        None => prompt.messages.iter().map(responses_msg).collect(),
+        Some(_) => {
+            let last = prompt.messages.len().saturating_sub(1);
+            history_items(&prompt.messages[last..], responses_msg, responses_rounds)
+        }
+        None => history_items(&prompt.messages, responses_msg, responses_rounds),
     };
     to_json(&ResponsesBody {
         model: &endpoint.model,
         // Instructions are not carried over by previous_response_id: always sent.
         instructions: Some(prompt.system.as_str()).filter(|s| !s.is_empty()),
-        input: items(input, responses_rounds(tools.steps)),
+        input: then_rounds(input, responses_rounds(tools.steps)),
         previous_response_id: previous,
         store: true,
         stream: opts.stream,
@@ -796,8 +833,8 @@ fn ollama_body(
     let has_options = options.temperature.is_some() || options.num_predict.is_some();
     to_json(&OllamaBody {
         model: &endpoint.model,
-        messages: items(
-            with_system(prompt, ollama_msg),
+        messages: then_rounds(
+            with_system(prompt, ollama_msg, |s| chat_rounds(s, true)),
             chat_rounds(tools.steps, true),
         ),
         stream: opts.stream,
@@ -823,10 +860,10 @@ struct AnthropicBody<'a> {
     tool_choice: Option<Value>,
 }
 
-fn anthropic_body(
-    endpoint: &EndpointProfile,
-    prompt: &Prompt,
-    opts: &RequestOptions,
+fn anthropic_body<'a>(
+    endpoint: &'a EndpointProfile,
+    prompt: &'a Prompt,
+    opts: &'a RequestOptions,
     carried: ToolRequest<'_>,
 ) -> String {
     let mut system: Vec<&str> = Vec::new();
@@ -834,19 +871,26 @@ fn anthropic_body(
         system.push(&prompt.system);
     }
     let mut messages: Vec<Msg> = Vec::with_capacity(prompt.messages.len() + 1);
+    let mut add = |msg: Msg<'a>| match messages.last_mut() {
+        Some(last) if last.role == msg.role => join(&mut last.content, msg.content),
+        _ => messages.push(msg),
+    };
     for m in &prompt.messages {
+        if m.role == Role::System {
+            if !m.content.trim().is_empty() {
+                system.push(&m.content);
+            }
+            continue;
+        }
+        if let Some(step) = stored_round(m) {
+            anthropic_rounds(&[step])
+                .into_iter()
+                .for_each(|r| add(round_msg(r)));
+        }
         if m.content.trim().is_empty() && m.images.is_empty() {
             continue;
         }
-        if m.role == Role::System {
-            system.push(&m.content);
-            continue;
-        }
-        let msg = msg_in(ImageForm::Anthropic, m);
-        match messages.last_mut() {
-            Some(last) if last.role == msg.role => join(&mut last.content, msg.content),
-            _ => messages.push(msg),
-        }
+        add(msg_in(ImageForm::Anthropic, m));
     }
     if messages.first().is_some_and(|m| m.role == "assistant") {
         messages.insert(
@@ -961,6 +1005,30 @@ fn items<'a>(messages: Vec<Msg<'a>>, rounds: Vec<Value>) -> Vec<Item<'a>> {
         .map(Item::Msg)
         .chain(rounds.into_iter().map(Item::Raw))
         .collect()
+}
+
+/// `items` followed by this turn's rounds.
+fn then_rounds(mut items: Vec<Item<'_>>, rounds: Vec<Value>) -> Vec<Item<'_>> {
+    items.extend(rounds.into_iter().map(Item::Raw));
+    items
+}
+
+/// One message of an anthropic round ([`anthropic_rounds`]) as a typed message, so that it joins
+/// its same-role neighbours of the history as any other does.
+fn round_msg(round: Value) -> Msg<'static> {
+    let role = match round.get("role").and_then(Value::as_str) {
+        Some("assistant") => "assistant",
+        _ => "user",
+    };
+    let parts = match round.get("content") {
+        Some(Value::Array(p)) => p.clone(),
+        _ => Vec::new(),
+    };
+    Msg {
+        role,
+        content: Content::Parts(parts),
+        images: Vec::new(),
+    }
 }
 
 /// How a protocol describes a tool.

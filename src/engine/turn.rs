@@ -85,6 +85,7 @@ pub fn continuation_prompt(protocol: Protocol, prompt: &Prompt, written: &str) -
         role,
         content: content.to_string(),
         images: Vec::new(),
+        tool_calls: Vec::new(),
     };
     if protocol == Protocol::Anthropic {
         p.messages.push(wire(Role::Assistant, written.trim_end()));

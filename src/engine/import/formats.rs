@@ -1,12 +1,14 @@
 //! Which reader a parsed file goes to, decided by its shape (never the file name), and the helpers
 //! the readers share (the error for a wrong shape, lists, the shown branch, text cleaning, keeping
-//! a message, the result).
+//! a message, the tool calls an export kept and their results ([`imported_call`], [`answer`]),
+//! the result).
 //! Must not import anything outside `crate::engine`.
 
 use super::json::str_at;
 use super::tree::{shown_branch, Walk};
 use super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
-use crate::engine::model::Role;
+use crate::engine::model::{Role, ToolCall, ToolStatus};
+use crate::engine::tools::cap_result;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -292,11 +294,56 @@ pub(super) fn finish(
 
 /// Keeps a message that has text left; counts one that has none as empty.
 fn keep(messages: &mut Vec<ImportedMessage>, empty: &mut usize, m: ImportedMessage) {
-    if m.content.trim().is_empty() {
+    if m.content.trim().is_empty() && m.tool_calls.is_empty() {
         *empty += 1;
     } else {
         messages.push(m);
     }
+}
+
+/// The most characters of one imported tool result kept (the rest cut with its marker, as a result
+/// that comes live is: `tools::cap_result`).
+pub const IMPORTED_RESULT_CHARS: usize = 20_000;
+
+/// A tool call an export kept, its result not known yet (an import's calls have no status:
+/// `ToolCall::status` reads one with a result as done, one without as not run). `arguments`: the
+/// JSON the model wrote (an object is kept as JSON text) or the call's text (ChatGPT's code).
+pub(super) fn imported_call(id: String, name: &str, arguments: &Value) -> ToolCall {
+    ToolCall {
+        id,
+        name: name.to_string(),
+        arguments: match arguments {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            v => v.to_string(),
+        },
+        result: None,
+        status: None,
+    }
+}
+
+/// Gives `result` (capped at [`IMPORTED_RESULT_CHARS`]) to the call it answers: the one of `id`
+/// when the export names it, else the newest call still without a result (named `name`, when the
+/// export gives the tool's name); `failed`: the export says the tool failed. Whether a call took
+/// it.
+pub(super) fn answer(
+    calls: &mut [ToolCall],
+    id: Option<&str>,
+    name: Option<&str>,
+    result: &str,
+    failed: bool,
+) -> bool {
+    let open = |c: &ToolCall| c.result.is_none() && name.is_none_or(|n| c.name == n);
+    let by_id = id.and_then(|id| calls.iter().position(|c| c.id == id && c.result.is_none()));
+    let at = by_id.or_else(|| calls.iter().rposition(open));
+    let Some(call) = at.map(|i| &mut calls[i]) else {
+        return false;
+    };
+    call.result = Some(cap_result(result, IMPORTED_RESULT_CHARS));
+    if failed {
+        call.status = Some(ToolStatus::Failed);
+    }
+    true
 }
 
 /// The shown branch up from `current` (see [`shown_branch`]), with the reader's errors: a current

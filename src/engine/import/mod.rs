@@ -1,7 +1,9 @@
 //! Importing other chat apps' exports: detecting the format from the content (never the file name),
 //! reading a ZIP in memory, and one reader per source (ChatGPT, Claude.ai, Open WebUI, NextChat,
 //! LobeChat, llama.cpp's web UI, SillyTavern, big-AGI) that keeps what the source app shows: its
-//! active branch, without hidden, tool, reasoning or error items. Our own backup is recognised here
+//! active branch, without hidden, reasoning or error items, tool items kept only where the export
+//! ties calls to results (ChatGPT, Claude.ai: [`ImportedMessage::tool_calls`]). Our own backup is
+//! recognised here
 //! and handed to `engine::backup` unchanged.
 //! Owns the detection order, the shared [`Imported`] shape with its skip counts, the conversion to
 //! backup bundles (deterministic ids from source + source id, so a second import adds only what is
@@ -26,7 +28,7 @@ use super::backup::{self, CheckedImport, ConversationBundle, ImportLimits};
 use super::format::plural;
 use super::model::{
     Attachment, Conversation, ConversationSummary, MemoryOverrides, Message, MessageMeta,
-    MessageStatus, Millis, Reasoning, Role,
+    MessageStatus, Millis, Reasoning, Role, ToolCall,
 };
 use super::title::auto_title;
 use serde_json::Value;
@@ -130,6 +132,9 @@ pub struct ImportedMessage {
     /// The images it showed, in order (ChatGPT's); each an attachment once its file was found in
     /// the export's ZIP and stored, else a `[image: name]` line before the text.
     pub images: Vec<ImportedImage>,
+    /// The tool calls this reply made, with their results, where the export kept them (ChatGPT's
+    /// calls and `tool` messages, Claude's `tool_use` and `tool_result` blocks).
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// An image a message showed, by the id its source gave its file.
@@ -491,6 +496,7 @@ fn bundle_messages(id: &str, c: &ImportedConversation, created: Millis) -> (Vec<
                     ended_at: None,
                 }),
                 attachments,
+                tool_calls: m.tool_calls.clone(),
                 ..MessageMeta::default()
             },
         });

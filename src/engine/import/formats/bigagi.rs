@@ -69,6 +69,7 @@ fn conversation(
                 hidden: false,
                 reasoning: None,
                 images: Vec::new(),
+                tool_calls: Vec::new(),
             },
         );
     }

@@ -4,7 +4,11 @@
 //! text to `all`, not visually hidden, of content type `text` or `multimodal_text`, its citation
 //! markers made what ChatGPT shows (`citations.rs`). An `image_asset_pointer` part (an upload, or a
 //! DALL·E image on the assistant's side) is an [`ImportedImage`] by its file id, which the ZIP's
-//! file of that id may fill (`slice.rs`); without it, a `[image: name]` line.
+//! file of that id may fill (`slice.rs`); without it, a `[image: name]` line. A tool call (an
+//! assistant message to a `recipient` other than `all`: its `code` or text as the arguments, the
+//! recipient as the tool) and its result (the `tool` message of that name after it: its output,
+//! browsing display or text; `system_error` a failure) are kept on the turn's next reply shown
+//! (else on its last one; a turn that showed no reply leaves them out, counted as tool items).
 //! Must not import anything outside `crate::engine`.
 
 use super::super::json::{id_at, secs, str_at};
@@ -13,10 +17,11 @@ use super::super::{
     ImportError, Imported, ImportedConversation, ImportedImage, ImportedMessage, Skipped, Source,
 };
 use super::citations::readable;
+use super::{answer, imported_call};
 use super::{conv_name, shape};
 use super::{read_items, shown};
 use super::{said, Said};
-use crate::engine::model::Role;
+use crate::engine::model::{Role, ToolCall};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -66,30 +71,25 @@ pub(super) fn conversation(
         })
         .count();
     let mut messages = Vec::new();
+    let mut calls = Calls::default();
     for id in path {
         let Some(m) = mapping.get(id).and_then(|n| n.get("message")) else {
             continue;
         };
-        if !m.is_object() {
+        if !m.is_object() || calls.took(m, id) {
             continue;
         }
+        let answered = calls.answered(m);
         match visible(m) {
-            Ok((role, content, images)) => messages.push(ImportedMessage {
-                source_id: id_at(m, "id").or_else(|| Some(id.to_string())),
-                role,
-                content,
-                created_at: secs(m.get("create_time")),
-                model: m
-                    .get("metadata")
-                    .and_then(|md| str_at(md, "model_slug"))
-                    .map(str::to_string),
-                hidden: false,
-                reasoning: None,
-                images,
-            }),
+            Ok(shown) => {
+                let tool_calls = calls.for_message(shown.0, &mut messages, skipped);
+                messages.push(message(m, id, shown, tool_calls));
+            }
+            Err(Why::Tool) if answered => {}
             Err(why) => why.count(skipped),
         }
     }
+    calls.for_message(Role::User, &mut messages, skipped);
     Ok(ImportedConversation {
         source_id: id_at(item, "conversation_id").or_else(|| id_at(item, "id")),
         title: str_at(item, "title").unwrap_or("").to_string(),
@@ -99,6 +99,108 @@ pub(super) fn conversation(
         summary: None,
         messages,
     })
+}
+
+/// A message shown (`visible`'s role, text and images) with the calls it made.
+fn message(
+    m: &Value,
+    node: &str,
+    (role, content, images): (Role, String, Vec<ImportedImage>),
+    tool_calls: Vec<ToolCall>,
+) -> ImportedMessage {
+    ImportedMessage {
+        source_id: id_at(m, "id").or_else(|| Some(node.to_string())),
+        role,
+        content,
+        created_at: secs(m.get("create_time")),
+        model: m
+            .get("metadata")
+            .and_then(|md| str_at(md, "model_slug"))
+            .map(str::to_string),
+        hidden: false,
+        reasoning: None,
+        images,
+        tool_calls,
+    }
+}
+
+/// The tool calls of the assistant's turn under way (module doc): made by assistant messages to
+/// a `recipient` other than `all`, answered by the `tool` messages after them, and put on the
+/// turn's next reply shown (else on its last one).
+#[derive(Default)]
+struct Calls {
+    open: Vec<ToolCall>,
+    /// `tool` messages whose result a call took (not counted as skipped, unless the call is).
+    results: usize,
+}
+
+impl Calls {
+    /// `m` is a call (an assistant message to a tool): kept, and nothing to show.
+    fn took(&mut self, m: &Value, node: &str) -> bool {
+        let role = m.get("author").and_then(|a| str_at(a, "role"));
+        let to = str_at(m, "recipient").filter(|r| *r != "all");
+        let (Some("assistant"), Some(to)) = (role, to) else {
+            return false;
+        };
+        let id = id_at(m, "id").unwrap_or_else(|| node.to_string());
+        let arguments = Value::String(content_text(m.get("content")));
+        self.open.push(imported_call(id, to, &arguments));
+        true
+    }
+
+    /// `m` is a `tool` message and gave its result to a call; it still shows what it shows
+    /// (`tool_images`).
+    fn answered(&mut self, m: &Value) -> bool {
+        let author = m.get("author");
+        if author.and_then(|a| str_at(a, "role")) != Some("tool") {
+            return false;
+        }
+        let name = author.and_then(|a| str_at(a, "name"));
+        let content = m.get("content");
+        let failed = content.and_then(|c| str_at(c, "content_type")) == Some("system_error");
+        let took = answer(&mut self.open, None, name, &content_text(content), failed);
+        self.results += took as usize;
+        took
+    }
+
+    /// The calls for a message of `role` about to be shown: an assistant's reply takes them; before
+    /// a user's message they go on the last reply of the turn, if it showed one (else they and
+    /// their results are counted as tool items left out).
+    fn for_message(
+        &mut self,
+        role: Role,
+        messages: &mut [ImportedMessage],
+        skipped: &mut Skipped,
+    ) -> Vec<ToolCall> {
+        let calls = std::mem::take(&mut self.open);
+        let results = std::mem::take(&mut self.results);
+        if role == Role::Assistant || calls.is_empty() {
+            return calls;
+        }
+        match messages.last_mut().filter(|m| m.role == Role::Assistant) {
+            Some(reply) => reply.tool_calls.extend(calls),
+            None => skipped.tool += calls.len() + results,
+        }
+        Vec::new()
+    }
+}
+
+/// A call's or a tool message's text: `text` (code, an execution's output, a quote), `result` (a
+/// browsing display), else its text parts.
+fn content_text(content: Option<&Value>) -> String {
+    let Some(c) = content else {
+        return String::new();
+    };
+    if let Some(t) = str_at(c, "text").or_else(|| str_at(c, "result")) {
+        return t.to_string();
+    }
+    let parts = c.get("parts").and_then(Value::as_array);
+    let texts: Vec<&str> = parts
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    texts.join("\n\n")
 }
 
 /// Why a message is not shown.

@@ -2,8 +2,13 @@
 //! chat_messages[]}`; each message has `sender` (`human`/`assistant`) and `content` blocks, of which
 //! `text` blocks are the message, and the artifacts Claude wrote beside them (`artifacts.rs`: an
 //! `artifacts` `tool_use` that creates or rewrites one, an `<antArtifact>` in the text) fenced
-//! blocks in it; `thinking` blocks are its reasoning (`redacted_thinking`, other `tool_use`,
-//! `tool_result` are dropped); `text` is read only when there are no content blocks (older
+//! blocks in it; `thinking` blocks are its reasoning (`redacted_thinking` is dropped); another
+//! `tool_use` is a tool call of the reply (its `id`, else one made from the message's, its `name`
+//! and `input`), and a `tool_result` its result (paired by `tool_use_id`, else with the newest call
+//! of its name still without one: [`answer`]; its text blocks, `is_error` a failure); a result no
+//! call takes, an `artifacts` edit that is not shown and its results, and other tool blocks, are
+//! dropped as tool items; `text` is read only when there are
+//! no content blocks (older
 //! exports). Older exports carry the thinking inline in the text as `<antThinking>…</antThinking>`:
 //! it becomes the message's reasoning too ([`ant_thinking`]). Attachments become a note. When the
 //! conversation names its `current_leaf_message_uuid` and messages carry `parent_message_uuid`
@@ -14,8 +19,10 @@ use super::super::json::{any_time, id_at, str_at};
 use super::super::{ImportError, Imported, ImportedConversation, ImportedMessage, Skipped, Source};
 use super::artifacts;
 use super::said;
+use super::{answer, imported_call};
 use super::{attachment_notes, conv_name, list, with_notes};
 use super::{keep, read_items, shown};
+use crate::engine::model::ToolCall;
 use serde_json::Value;
 
 const SOURCE: Source = Source::Claude;
@@ -39,6 +46,7 @@ pub(super) fn conversation(
         let blocks = list(SOURCE, &at, m, "content")?;
         let mut text: Vec<String> = Vec::new();
         let mut thinking: Vec<String> = Vec::new();
+        let mut calls = Vec::new();
         for b in blocks {
             match str_at(b, "type") {
                 Some("text") => text.extend(
@@ -55,6 +63,7 @@ pub(super) fn conversation(
                 Some("tool_use") if artifacts::from_tool_use(b).is_some() => {
                     text.extend(artifacts::from_tool_use(b));
                 }
+                Some("tool_use" | "tool_result") if tool_block(m, b, &mut calls) => {}
                 Some(t) if t.starts_with("tool") || t.ends_with("tool_use") => skipped.tool += 1,
                 _ => {}
             }
@@ -84,6 +93,7 @@ pub(super) fn conversation(
                 reasoning,
                 images: Vec::new(),
                 hidden: false,
+                tool_calls: calls,
             },
         );
     }
@@ -96,6 +106,56 @@ pub(super) fn conversation(
         summary: None,
         messages,
     })
+}
+
+/// A `tool_use` block kept as a call of the reply, or a `tool_result` given to its call (module
+/// doc); `false`: left out (an `artifacts` edit not shown, its results, a result no call takes).
+fn tool_block(m: &Value, b: &Value, calls: &mut Vec<ToolCall>) -> bool {
+    let name = str_at(b, "name");
+    if name == Some("artifacts") {
+        return false;
+    }
+    if str_at(b, "type") == Some("tool_result") {
+        return tool_result(calls, b);
+    }
+    let Some(name) = name else {
+        return false;
+    };
+    let id = id_at(b, "id")
+        .unwrap_or_else(|| format!("{}-{}", str_at(m, "uuid").unwrap_or("call"), calls.len()));
+    calls.push(imported_call(
+        id,
+        name,
+        b.get("input").unwrap_or(&Value::Null),
+    ));
+    true
+}
+
+/// A `tool_result` block given to the call it answers (module doc); whether one took it. Its
+/// content is a text or a list of blocks, of which the text ones are read (others named).
+fn tool_result(calls: &mut [ToolCall], b: &Value) -> bool {
+    let text = match b.get("content") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| match str_at(p, "type") {
+                Some("text") => str_at(p, "text").unwrap_or("").to_string(),
+                Some(kind) => format!("[{kind}]"),
+                None => String::new(),
+            })
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let failed = b.get("is_error").and_then(Value::as_bool) == Some(true);
+    answer(
+        calls,
+        str_at(b, "tool_use_id"),
+        str_at(b, "name"),
+        &text,
+        failed,
+    )
 }
 
 const ANT_OPEN: &str = "<antThinking>";

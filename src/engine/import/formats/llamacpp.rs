@@ -145,6 +145,7 @@ fn conversation(
                 hidden: false,
                 reasoning: None,
                 images: Vec::new(),
+                tool_calls: Vec::new(),
             },
         );
     }

@@ -129,6 +129,7 @@ fn messages_of(msgs: Vec<&Value>, skipped: &mut Skipped) -> Vec<ImportedMessage>
             hidden: false,
             reasoning: None,
             images: Vec::new(),
+            tool_calls: Vec::new(),
         });
     }
     messages

@@ -106,6 +106,7 @@ fn messages_of(
                 hidden: false,
                 reasoning: None,
                 images: Vec::new(),
+                tool_calls: Vec::new(),
             },
         );
         if j < summarized {

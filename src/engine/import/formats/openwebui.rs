@@ -52,6 +52,7 @@ pub(super) fn conversation(
                 hidden: false,
                 reasoning: None,
                 images: Vec::new(),
+                tool_calls: Vec::new(),
             },
         );
     }

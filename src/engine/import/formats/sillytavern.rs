@@ -68,6 +68,7 @@ pub fn read(lines: &[Value]) -> Result<Imported, ImportError> {
                 hidden: bool_at(m, "is_system"),
                 reasoning: None,
                 images: Vec::new(),
+                tool_calls: Vec::new(),
             },
         );
     }
