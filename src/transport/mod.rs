@@ -146,6 +146,49 @@ pub async fn open(
     stopper: &Stopper,
     timeouts: Timeouts,
 ) -> Result<BodyStream, TransportError> {
+    let (resp, mut stream) = send(req, stopper, timeouts, false).await?;
+    let status = stream.status;
+    if !(200..300).contains(&status) {
+        let retry_after = resp.headers().get("retry-after").ok().flatten();
+        let body = stream.read_text(MAX_ERROR_BODY).await.unwrap_or_default();
+        return Err(TransportError::Http {
+            status,
+            retry_after,
+            body,
+        });
+    }
+    Ok(stream)
+}
+
+/// An answer of any status, with the headers asked for (absent or hidden by CORS: `None`).
+pub struct Answer {
+    pub body: BodyStream,
+    pub headers: Vec<Option<String>>,
+}
+
+/// Sends `req`; resolves once the status and headers arrived, whatever the status (the caller
+/// reads an error's body itself): `names`' headers in that order. A redirect is not followed
+/// ([`TransportError::Redirected`]).
+pub async fn open_any(
+    req: &HttpRequest,
+    stopper: &Stopper,
+    timeouts: Timeouts,
+    names: &[&str],
+) -> Result<Answer, TransportError> {
+    let (resp, body) = send(req, stopper, timeouts, true).await?;
+    let h = resp.headers();
+    let headers = names.iter().map(|n| h.get(n).ok().flatten()).collect();
+    Ok(Answer { body, headers })
+}
+
+/// Sends `req` and waits for its head: the response and its body's reader (`empty_ok`: a
+/// response without a body, a 204's, reads as an empty one).
+async fn send(
+    req: &HttpRequest,
+    stopper: &Stopper,
+    timeouts: Timeouts,
+    empty_ok: bool,
+) -> Result<(Response, BodyStream), TransportError> {
     let init = RequestInit::new();
     init.set_method(&req.method);
     let headers = Headers::new()
@@ -175,14 +218,16 @@ pub async fn open(
         return Err(TransportError::Redirected);
     }
     let status = resp.status();
+    let empty = || Response::new_with_opt_str(Some("")).ok()?.body();
     let body = resp
         .body()
+        .or_else(|| empty_ok.then(empty).flatten())
         .ok_or_else(|| TransportError::Body("the response has no body".into()))?;
     let reader: ReadableStreamDefaultReader = body
         .get_reader()
         .dyn_into()
         .map_err(|_| TransportError::Body("cannot read the response body".into()))?;
-    let mut stream = BodyStream {
+    let stream = BodyStream {
         status,
         reader,
         stopper: stopper.clone(),
@@ -191,16 +236,7 @@ pub async fn open(
         pending: None,
         read_by: js_sys::Date::now() + f64::from(timeouts.first_byte_ms),
     };
-    if !(200..300).contains(&status) {
-        let retry_after = resp.headers().get("retry-after").ok().flatten();
-        let body = stream.read_text(MAX_ERROR_BODY).await.unwrap_or_default();
-        return Err(TransportError::Http {
-            status,
-            retry_after,
-            body,
-        });
-    }
-    Ok(stream)
+    Ok((resp, stream))
 }
 
 impl BodyStream {
