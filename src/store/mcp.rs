@@ -1,24 +1,22 @@
-//! MCP servers (Settings → Tools, issue 44): one record per server the user added, under keys
-//! `mcp_server:<id>` of the `settings` object store (so no schema version is needed): its id, URL,
-//! the optional bearer token with the origin it was typed for (like the sync password: the
-//! session sends it only to that origin), the tools the user turned off (a tool the server adds
-//! later starts on), and when it was added. Never exported in backups nor synced: the backup and
-//! sync read no `settings` record but the settings' own, and no change event carries these.
-//! [`McpServer`] is the store's public type; [`ServerRecord`] its stored form, converted
-//! explicitly both ways. Must not import `ui`, `session`, `transport`.
+//! MCP servers (Settings → Tools, issue 44): the servers the user added, as one record under key
+//! `mcp_servers` of the `settings` object store (so no schema version is needed), each with its
+//! id, URL, the optional bearer token with the origin it was typed for (like the sync password:
+//! the session sends it only to that origin), the tools the user turned off (a tool the server
+//! adds later starts on), and when it was added. A change reads and writes the list in one
+//! transaction, so two tabs' changes do not undo each other. Never exported in backups nor
+//! synced: the backup and sync read no `settings` record but the settings' own, and no change
+//! event carries these. [`McpServer`] is the store's public type; [`ServerRecord`] its stored
+//! form, converted explicitly both ways. Must not import `ui`, `session`, `transport`.
 
 use serde::{Deserialize, Serialize};
-use wasm_bindgen::JsValue;
 
 use super::error::StoreError;
-use super::idb::{from_js, js_error, request, to_js};
 use super::schema::SETTINGS;
+use super::settings::{put_setting_in, setting_in};
 use super::Store;
 
-/// The key prefix of the server records in `settings`.
-const PREFIX: &str = "mcp_server:";
-/// The first key after every `mcp_server:` key (`;` follows `:`).
-const PREFIX_END: &str = "mcp_server;";
+/// The key of the servers' record in `settings`.
+const KEY: &str = "mcp_servers";
 
 /// An MCP server the user added.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -35,10 +33,10 @@ pub struct McpServer {
     pub added_at: i64,
 }
 
-/// A server's stored form, in the `settings` store (key `mcp_server:<id>`).
+/// A server's stored form, in the list under `mcp_servers`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct ServerRecord {
-    key: String,
+    id: String,
     url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     token: Option<String>,
@@ -59,20 +57,20 @@ impl ServerRecord {
             token_origin,
             disabled_tools,
             added_at,
-        } = s;
+        } = s.clone();
         ServerRecord {
-            key: format!("{PREFIX}{id}"),
-            url: url.clone(),
-            token: token.clone(),
-            token_origin: token_origin.clone(),
-            disabled_tools: disabled_tools.clone(),
-            added_at: *added_at,
+            id,
+            url,
+            token,
+            token_origin,
+            disabled_tools,
+            added_at,
         }
     }
 
     fn into_server(self) -> McpServer {
         let ServerRecord {
-            key,
+            id,
             url,
             token,
             token_origin,
@@ -80,7 +78,7 @@ impl ServerRecord {
             added_at,
         } = self;
         McpServer {
-            id: key.strip_prefix(PREFIX).unwrap_or(&key).to_string(),
+            id,
             url,
             token,
             token_origin,
@@ -90,46 +88,53 @@ impl ServerRecord {
     }
 }
 
+/// The stored list (none: empty; a record that does not read is an error, never an empty list
+/// written over it).
+fn records_of(v: Option<serde_json::Value>) -> Result<Vec<ServerRecord>, StoreError> {
+    match v {
+        None => Ok(Vec::new()),
+        Some(v) => serde_json::from_value(v).map_err(|e| StoreError::BadRecord {
+            what: "MCP server list",
+            detail: e.to_string(),
+        }),
+    }
+}
+
 impl Store {
     /// Every MCP server added, oldest first.
     pub async fn mcp_servers(&self) -> Result<Vec<McpServer>, StoreError> {
         let tx = self.tx(&[SETTINGS], false)?;
-        let range = web_sys::IdbKeyRange::bound_with_lower_open_and_upper_open(
-            &JsValue::from_str(PREFIX),
-            &JsValue::from_str(PREFIX_END),
-            false,
-            true,
-        )
-        .map_err(js_error)?;
-        let all = request(
-            &tx.store(SETTINGS)?
-                .get_all_with_key(&range)
-                .map_err(js_error)?,
-        )
-        .await?;
-        let mut out = js_sys::Array::from(&all)
-            .iter()
-            .map(|v| from_js::<ServerRecord>(v, "MCP server").map(ServerRecord::into_server))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.sort_by(|a, b| (a.added_at, &a.id).cmp(&(b.added_at, &b.id)));
-        Ok(out)
+        let list = records_of(setting_in(&tx.store(SETTINGS)?, KEY).await?)?;
+        Ok(list.into_iter().map(ServerRecord::into_server).collect())
     }
 
-    /// Saves server `s` (a new one, or its tools' switches).
+    /// Saves server `s`: a new one at the end, or its record replaced.
     pub async fn put_mcp_server(&self, s: &McpServer) -> Result<(), StoreError> {
-        let tx = self.tx(&[SETTINGS], true)?;
-        tx.store(SETTINGS)?
-            .put(&to_js(&ServerRecord::of(s))?)
-            .map_err(js_error)?;
-        tx.done().await
+        self.change_mcp_servers(&s.id, Some(ServerRecord::of(s)))
+            .await
     }
 
     /// Removes server `id` (its token with it).
     pub async fn delete_mcp_server(&self, id: &str) -> Result<(), StoreError> {
+        self.change_mcp_servers(id, None).await
+    }
+
+    /// Replaces (or with `None` removes) server `id` in the list, in one transaction.
+    async fn change_mcp_servers(
+        &self,
+        id: &str,
+        new: Option<ServerRecord>,
+    ) -> Result<(), StoreError> {
         let tx = self.tx(&[SETTINGS], true)?;
-        tx.store(SETTINGS)?
-            .delete(&JsValue::from_str(&format!("{PREFIX}{id}")))
-            .map_err(js_error)?;
+        let settings = tx.store(SETTINGS)?;
+        let mut list = records_of(setting_in(&settings, KEY).await?)?;
+        match (list.iter_mut().find(|r| r.id == id), new) {
+            (Some(r), Some(new)) => *r = new,
+            (None, Some(new)) => list.push(new),
+            (_, None) => list.retain(|r| r.id != id),
+        }
+        let value = serde_json::to_value(&list).map_err(|e| StoreError::Encode(e.to_string()))?;
+        put_setting_in(&settings, KEY, &value)?;
         tx.done().await
     }
 }

@@ -146,49 +146,6 @@ pub async fn open(
     stopper: &Stopper,
     timeouts: Timeouts,
 ) -> Result<BodyStream, TransportError> {
-    let (resp, mut stream) = send(req, stopper, timeouts, false).await?;
-    let status = stream.status;
-    if !(200..300).contains(&status) {
-        let retry_after = resp.headers().get("retry-after").ok().flatten();
-        let body = stream.read_text(MAX_ERROR_BODY).await.unwrap_or_default();
-        return Err(TransportError::Http {
-            status,
-            retry_after,
-            body,
-        });
-    }
-    Ok(stream)
-}
-
-/// An answer of any status, with the headers asked for (absent or hidden by CORS: `None`).
-pub struct Answer {
-    pub body: BodyStream,
-    pub headers: Vec<Option<String>>,
-}
-
-/// Sends `req`; resolves once the status and headers arrived, whatever the status (the caller
-/// reads an error's body itself): `names`' headers in that order. A redirect is not followed
-/// ([`TransportError::Redirected`]).
-pub async fn open_any(
-    req: &HttpRequest,
-    stopper: &Stopper,
-    timeouts: Timeouts,
-    names: &[&str],
-) -> Result<Answer, TransportError> {
-    let (resp, body) = send(req, stopper, timeouts, true).await?;
-    let h = resp.headers();
-    let headers = names.iter().map(|n| h.get(n).ok().flatten()).collect();
-    Ok(Answer { body, headers })
-}
-
-/// Sends `req` and waits for its head: the response and its body's reader (`empty_ok`: a
-/// response without a body, a 204's, reads as an empty one).
-async fn send(
-    req: &HttpRequest,
-    stopper: &Stopper,
-    timeouts: Timeouts,
-    empty_ok: bool,
-) -> Result<(Response, BodyStream), TransportError> {
     let init = RequestInit::new();
     init.set_method(&req.method);
     let headers = Headers::new()
@@ -218,16 +175,14 @@ async fn send(
         return Err(TransportError::Redirected);
     }
     let status = resp.status();
-    let empty = || Response::new_with_opt_str(Some("")).ok()?.body();
     let body = resp
         .body()
-        .or_else(|| empty_ok.then(empty).flatten())
         .ok_or_else(|| TransportError::Body("the response has no body".into()))?;
     let reader: ReadableStreamDefaultReader = body
         .get_reader()
         .dyn_into()
         .map_err(|_| TransportError::Body("cannot read the response body".into()))?;
-    let stream = BodyStream {
+    let mut stream = BodyStream {
         status,
         reader,
         stopper: stopper.clone(),
@@ -236,7 +191,80 @@ async fn send(
         pending: None,
         read_by: js_sys::Date::now() + f64::from(timeouts.first_byte_ms),
     };
-    Ok((resp, stream))
+    if !(200..300).contains(&status) {
+        let retry_after = resp.headers().get("retry-after").ok().flatten();
+        let body = stream.read_text(MAX_ERROR_BODY).await.unwrap_or_default();
+        return Err(TransportError::Http {
+            status,
+            retry_after,
+            body,
+        });
+    }
+    Ok(stream)
+}
+
+/// An answer of any status: its status, the headers asked for (absent or hidden by CORS: `None`),
+/// and its body (`None`: the response has none, a 204's).
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<Option<String>>,
+    pub body: Option<BodyStream>,
+}
+
+/// Sends `req`; resolves once the status and headers arrived, whatever the status (the caller
+/// reads an error's body itself): `names`' headers in that order. A redirect is not followed
+/// ([`TransportError::Redirected`]).
+pub async fn open_any(
+    req: &HttpRequest,
+    stopper: &Stopper,
+    timeouts: Timeouts,
+    names: &[&str],
+) -> Result<Answer, TransportError> {
+    let init = RequestInit::new();
+    init.set_method(&req.method);
+    let headers = Headers::new().map_err(|e| TransportError::Network(js_text(e)))?;
+    for (k, v) in &req.headers {
+        headers
+            .append(k, v)
+            .map_err(|e| TransportError::Network(js_text(e)))?;
+    }
+    init.set_headers(&headers);
+    if req.method != "GET" {
+        init.set_body(&JsValue::from_str(&req.body));
+    }
+    init.set_signal(Some(&stopper.0.signal()));
+    init.set_redirect(RequestRedirect::Manual);
+    let window = web_sys::window().ok_or_else(|| TransportError::Network("no window".into()))?;
+    let mut fetch = JsFuture::from(window.fetch_with_str_and_init(&req.url, &init));
+    let resp = match first(&mut fetch, timeouts.first_byte_ms, stopper).await {
+        None => return Err(TransportError::Timeout { first_byte: true }),
+        Some(r) => r.map_err(|e| classify_rejection(e, stopper, TransportError::Network))?,
+    };
+    let resp: Response = resp.dyn_into().map_err(|_| {
+        TransportError::Network("fetch returned something that is not a Response".into())
+    })?;
+    if resp.type_() == ResponseType::Opaqueredirect {
+        return Err(TransportError::Redirected);
+    }
+    let h = resp.headers();
+    let reader = resp.body().and_then(|b| {
+        b.get_reader()
+            .dyn_into::<ReadableStreamDefaultReader>()
+            .ok()
+    });
+    Ok(Answer {
+        status: resp.status(),
+        headers: names.iter().map(|n| h.get(n).ok().flatten()).collect(),
+        body: reader.map(|reader| BodyStream {
+            status: resp.status(),
+            reader,
+            stopper: stopper.clone(),
+            timeouts,
+            got_first: false,
+            pending: None,
+            read_by: js_sys::Date::now() + f64::from(timeouts.first_byte_ms),
+        }),
+    })
 }
 
 impl BodyStream {

@@ -259,9 +259,9 @@ pub(super) fn start_call(reg: &Rc<Registry>, id: &str, call_id: &str, name: &str
         if let Status::Failed(f) = &srv.status {
             return Some(f.text());
         }
-        srv.client
-            .as_mut()
-            .map(|c| c.call_tool(call_id, name, args, now()));
+        if let Some(c) = srv.client.as_mut() {
+            c.call_tool(call_id, name, args, now());
+        }
         None
     });
     let failed = failed.or_else(|| {
@@ -424,22 +424,24 @@ async fn exchange(reg: Rc<Registry>, id: String, gen: u64, h: McpHttp, stopper: 
     match transport::open_any(&req, &stopper, OPEN_ENDED, &names).await {
         Err(TransportError::Aborted) => {}
         Err(_) => feed(&reg, &id, gen, |c, now| c.handle_fetch_failed(ex, now)),
-        Ok(mut answer) => {
-            let status = answer.body.status;
+        Ok(answer) => {
+            let status = answer.status;
             let ct = answer.headers[0].clone().unwrap_or_default();
             let sid = answer.headers[1].clone();
             feed(&reg, &id, gen, |c, now| {
                 c.handle_head(ex, status, &ct, sid.as_deref(), now)
             });
-            loop {
-                match answer.body.next_chunk().await {
-                    Ok(Some(b)) => feed(&reg, &id, gen, |c, now| c.handle_body(ex, &b, now)),
-                    Err(TransportError::Aborted) => break,
-                    Ok(None) | Err(_) => {
-                        feed(&reg, &id, gen, |c, now| c.handle_end(ex, now));
-                        break;
+            if let Some(mut body) = answer.body {
+                loop {
+                    match body.next_chunk().await {
+                        Ok(Some(b)) => feed(&reg, &id, gen, |c, now| c.handle_body(ex, &b, now)),
+                        // The end, a broken body or an abort: the client is told below.
+                        _ => break,
                     }
                 }
+            }
+            if !stopper.is_stopped() {
+                feed(&reg, &id, gen, |c, now| c.handle_end(ex, now));
             }
         }
     }
