@@ -243,7 +243,9 @@ pub async fn open_any(
     let resp: Response = resp.dyn_into().map_err(|_| {
         TransportError::Network("fetch returned something that is not a Response".into())
     })?;
-    if resp.type_() == ResponseType::Opaqueredirect {
+    // An `opaqueredirect` answer is the only one with status 0 (read so, not by its type: the
+    // first screen's `open` keeps that reading to itself).
+    if resp.status() == 0 {
         return Err(TransportError::Redirected);
     }
     let h = resp.headers();

@@ -20,7 +20,7 @@ use crate::engine::tools::ToolDef;
 use crate::session::shared::held::Held;
 use crate::session::shared::{now, Core};
 use crate::store::{McpServer, Store, StoreError};
-use crate::transport::{self, Stopper, Timeouts, TransportError};
+use crate::transport::{self, Read, Stopper, Timeouts, TransportError};
 
 /// How long one MCP request may wait for its answer (the client's own deadline).
 const REQUEST_MS: u64 = 30_000;
@@ -433,8 +433,12 @@ async fn exchange(reg: Rc<Registry>, id: String, gen: u64, h: McpHttp, stopper: 
             });
             if let Some(mut body) = answer.body {
                 loop {
-                    match body.next_chunk().await {
-                        Ok(Some(b)) => feed(&reg, &id, gen, |c, now| c.handle_body(ex, &b, now)),
+                    // `read_within`, not `next_chunk`: the first screen's reader stays inlined.
+                    match body.read_within(None).await {
+                        Ok(Read::Chunk(b)) => {
+                            feed(&reg, &id, gen, |c, now| c.handle_body(ex, &b, now))
+                        }
+                        Ok(Read::Woke) => {}
                         // The end, a broken body or an abort: the client is told below.
                         _ => break,
                     }
