@@ -6,11 +6,13 @@
 //! [`Session`] opens the shared core (`shared/`: store, events out, settings in force, caches,
 //! clock) and the domain services over it, and hands them out: [`Chat`] (`chat/`), [`Library`]
 //! (`library/`), [`Memory`] (`memory/`), [`Projects`] (`projects/`), [`Transfer`] (`transfer/`),
-//! [`Replication`] (`sync/`) and [`Preferences`] (`settings/`). Each has its own error enum; [`SessionError`] is any of them.
+//! [`Replication`] (`sync/`), [`Preferences`] (`settings/`) and [`McpServers`] (`mcp/`, Settings →
+//! Tools; the tool loop's runner `McpTools` is there too). Each has its own error enum; [`SessionError`] is any of them.
 //! Must not import `ui`.
 
 mod chat;
 mod library;
+mod mcp;
 mod memory;
 mod projects;
 mod settings;
@@ -25,6 +27,7 @@ pub use chat::{
     NEW_CHAT_DRAFT,
 };
 pub use library::{Library, LibraryError, SearchHit, SearchResults};
+pub use mcp::{McpError, McpServers, ServerState, ServerView, ToolView};
 pub use memory::{Memory, MemoryError, MemorySnapshot};
 pub use projects::{Projects, ProjectsError};
 pub use settings::{Preferences, SettingsError, StorageInfo};
@@ -84,6 +87,7 @@ pub struct Session {
     transfer: Transfer,
     sync: Replication,
     preferences: Preferences,
+    mcp: McpServers,
 }
 
 impl Session {
@@ -113,6 +117,7 @@ impl Session {
             library: Library::new(core.clone(), chat.clone()),
             projects: Projects::new(core.clone()),
             transfer: Transfer::new(core.clone()),
+            mcp: McpServers::new(core.clone()),
             preferences: Preferences::new(core),
             chat,
             memory,
@@ -153,5 +158,10 @@ impl Session {
     /// Settings, the connection test, the storage figure.
     pub fn preferences(&self) -> &Preferences {
         &self.preferences
+    }
+
+    /// MCP servers (Settings → Tools).
+    pub fn mcp(&self) -> &McpServers {
+        &self.mcp
     }
 }

@@ -203,6 +203,72 @@ pub async fn open(
     Ok(stream)
 }
 
+/// An answer of any status: its status, the headers asked for (absent or hidden by CORS: `None`),
+/// and its body (`None`: the response has none, a 204's).
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<Option<String>>,
+    pub body: Option<BodyStream>,
+}
+
+/// Sends `req`; resolves once the status and headers arrived, whatever the status (the caller
+/// reads an error's body itself): `names`' headers in that order. A redirect is not followed
+/// ([`TransportError::Redirected`]).
+pub async fn open_any(
+    req: &HttpRequest,
+    stopper: &Stopper,
+    timeouts: Timeouts,
+    names: &[&str],
+) -> Result<Answer, TransportError> {
+    let init = RequestInit::new();
+    init.set_method(&req.method);
+    let headers = Headers::new().map_err(|e| TransportError::Network(js_text(e)))?;
+    for (k, v) in &req.headers {
+        headers
+            .append(k, v)
+            .map_err(|e| TransportError::Network(js_text(e)))?;
+    }
+    init.set_headers(&headers);
+    if req.method != "GET" {
+        init.set_body(&JsValue::from_str(&req.body));
+    }
+    init.set_signal(Some(&stopper.0.signal()));
+    init.set_redirect(RequestRedirect::Manual);
+    let window = web_sys::window().ok_or_else(|| TransportError::Network("no window".into()))?;
+    let mut fetch = JsFuture::from(window.fetch_with_str_and_init(&req.url, &init));
+    let resp = match first(&mut fetch, timeouts.first_byte_ms, stopper).await {
+        None => return Err(TransportError::Timeout { first_byte: true }),
+        Some(r) => r.map_err(|e| classify_rejection(e, stopper, TransportError::Network))?,
+    };
+    let resp: Response = resp.dyn_into().map_err(|_| {
+        TransportError::Network("fetch returned something that is not a Response".into())
+    })?;
+    // An `opaqueredirect` answer is the only one with status 0 (read so, not by its type: the
+    // first screen's `open` keeps that reading to itself).
+    if resp.status() == 0 {
+        return Err(TransportError::Redirected);
+    }
+    let h = resp.headers();
+    let reader = resp.body().and_then(|b| {
+        b.get_reader()
+            .dyn_into::<ReadableStreamDefaultReader>()
+            .ok()
+    });
+    Ok(Answer {
+        status: resp.status(),
+        headers: names.iter().map(|n| h.get(n).ok().flatten()).collect(),
+        body: reader.map(|reader| BodyStream {
+            status: resp.status(),
+            reader,
+            stopper: stopper.clone(),
+            timeouts,
+            got_first: false,
+            pending: None,
+            read_by: js_sys::Date::now() + f64::from(timeouts.first_byte_ms),
+        }),
+    })
+}
+
 impl BodyStream {
     /// The next chunk, or the end of the body, or [`Read::Woke`] once `wake_in_ms` passed without
     /// either. One timer is armed for whichever comes first, the wake-up or the first-byte/idle

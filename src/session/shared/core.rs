@@ -72,6 +72,8 @@ pub(crate) struct Core {
     pub(super) servers: Servers,
     /// What each server said its context holds when it refused a prompt; never stored.
     pub(super) windows: Windows,
+    /// The MCP servers' connections (`session/mcp`'s, made on first use); never stored.
+    pub mcp: std::cell::OnceCell<Rc<dyn std::any::Any>>,
 }
 
 /// What a conversation's prompts keep between requests (`engine::prefix`).

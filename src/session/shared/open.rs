@@ -116,6 +116,7 @@ impl Core {
             prompts: RefCell::default(),
             servers: Rc::default(),
             windows: RefCell::default(),
+            mcp: Default::default(),
         }))
     }
 }

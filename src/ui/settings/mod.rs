@@ -5,7 +5,7 @@
 //! memory settings (N, M; context tokens, reply reserve, history format and the chat model's
 //! reasoning effort behind "Advanced")
 //! globally or for the open conversation, "Test connection" (which picks the first model listed when
-//! none is set), storage usage and the Sync section (`ui/sync`'s form). One Save saves the whole
+//! none is set), storage usage, the Sync section (`ui/sync`'s form) and Tools (`tools.rs`: MCP servers). One Save saves the whole
 //! dialog, sync included (sync first: its errors keep the dialog open and are said in it). Protocols are named as people know them (`Protocol::label`), a
 //! model given as a file path says the name it is shown by. Every setting says in a line what it does.
 //! Focus stays in the dialog while it is open (`use_focus_trap`); Save stays in view. The form is behind split point `settings` (a wasm chunk fetched on the first opening). Its store
@@ -13,6 +13,7 @@
 //! import `crate::store` or `crate::transport`.
 
 pub mod store;
+pub mod tools;
 
 use crate::engine::format::{bytes, model_label, plural};
 use crate::engine::model::{
@@ -28,6 +29,7 @@ use crate::ui::stores::{use_chat, use_settings, use_shell, use_stores, use_sync,
 use crate::ui::sync::{SyncForm, SyncSection};
 use leptos::html;
 use leptos::prelude::*;
+use tools::ToolsSection;
 
 /// The settings dialog (rendered only while open). Its form is behind split point `settings`: the
 /// first opening fetches that chunk (the dialog's frame shows meanwhile); one that cannot be fetched
@@ -158,6 +160,7 @@ fn SettingsForm() -> impl IntoView {
             <MemorySection form=form/>
             <StorageSection/>
             <SyncSection form=sync/>
+            <ToolsSection store=settings.tools()/>
             <div class="dialog-actions">
                 <p class="error" role="alert">{move || form.error.get().unwrap_or_default()}</p>
                 <button data-testid="settings-cancel" on:click=move |_| close()>"Cancel"</button>

@@ -4,6 +4,7 @@
 //! making one session call through the backend. Must not import `crate::store` or
 //! `crate::transport`, nor another store.
 
+use super::tools::ToolsStore;
 use crate::engine::model::MemoryOverrides;
 use crate::engine::settings::Settings;
 use crate::ui::backend::Backend;
@@ -47,6 +48,11 @@ impl SettingsStore {
     /// Reads the settings in force (tracked: inside a reactive closure it re-runs on a change).
     pub fn with_settings<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
         self.settings.with(f)
+    }
+
+    /// Settings → Tools' own store, over the same backend (made when that section mounts).
+    pub fn tools(&self) -> ToolsStore {
+        ToolsStore::new(self.backend)
     }
 
     /// Whether the settings dialog is open.
