@@ -6,16 +6,18 @@
 //! [`Session`] opens the shared core (`shared/`: store, events out, settings in force, caches,
 //! clock) and the domain services over it, and hands them out: [`Chat`] (`chat/`), [`Library`]
 //! (`library/`), [`Memory`] (`memory/`), [`Projects`] (`projects/`), [`Transfer`] (`transfer/`),
-//! [`Replication`] (`sync/`) and [`Preferences`] (`settings/`). Each has its own error enum; [`SessionError`] is any of them.
+//! [`Replication`] (`sync/`), [`Preferences`] (`settings/`) and [`Tools`] (`tools/`; MCP servers in `mcp/`). Each has its own error enum; [`SessionError`] is any of them.
 //! Must not import `ui`.
 
 mod chat;
 mod library;
+mod mcp;
 mod memory;
 mod projects;
 mod settings;
 mod shared;
 mod sync;
+mod tools;
 mod transfer;
 
 pub use crate::engine::page::Page;
@@ -31,6 +33,7 @@ pub use settings::{Preferences, SettingsError, StorageInfo};
 pub use shared::error::ErrorKind;
 pub use shared::events::{BuildStatus, EventSink, Local, SessionEvent, SyncView};
 pub use sync::{Replication, SyncError};
+pub use tools::{Tools, ToolsError};
 pub use transfer::{ImportCancel, ImportStep, PreparedImport, Transfer, TransferError};
 
 use crate::store::StoreError;
@@ -58,6 +61,8 @@ pub enum SessionError {
     Sync(#[from] SyncError),
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Tools(#[from] ToolsError),
     /// Opening the database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -84,6 +89,7 @@ pub struct Session {
     transfer: Transfer,
     sync: Replication,
     preferences: Preferences,
+    tools: Rc<Tools>,
 }
 
 impl Session {
@@ -108,7 +114,8 @@ impl Session {
             }
         }));
         let memory = Rc::new(Memory::new(core.clone()));
-        let chat = Rc::new(Chat::new(core.clone(), memory.clone()));
+        let tools = Rc::new(Tools::new(core.clone()));
+        let chat = Rc::new(Chat::new(core.clone(), memory.clone(), tools.clone()));
         Ok(Rc::new(Session {
             library: Library::new(core.clone(), chat.clone()),
             projects: Projects::new(core.clone()),
@@ -117,6 +124,7 @@ impl Session {
             chat,
             memory,
             sync,
+            tools,
         }))
     }
 
@@ -148,6 +156,11 @@ impl Session {
     /// Sync with a CouchDB-compatible server.
     pub fn sync(&self) -> &Replication {
         &self.sync
+    }
+
+    /// Tool calls: the user's answers to a call waiting for approval.
+    pub fn tools(&self) -> &Rc<Tools> {
+        &self.tools
     }
 
     /// Settings, the connection test, the storage figure.

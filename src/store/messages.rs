@@ -24,8 +24,9 @@ use super::records::{
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
 use crate::engine::backup::ExistingMessage;
-use crate::engine::model::{Message, MessageMeta, MessageStatus, Millis};
+use crate::engine::model::{Message, MessageMeta, MessageStatus, Millis, ToolCall};
 use crate::engine::shape::Field;
+use crate::engine::tools::interrupt_pending;
 
 /// Result of [`Store::append_message`].
 #[derive(Debug, Clone, PartialEq)]
@@ -408,8 +409,9 @@ impl Store {
         Ok(out)
     }
 
-    /// Turns every message left `streaming` (the tab died mid-reply) into `interrupted`, keeping its
-    /// partial content. Call once after opening. Returns how many were changed.
+    /// Turns every message left `streaming` (the tab died mid-reply, or while its tool calls waited
+    /// or ran) into `interrupted`, keeping its partial content; its calls not answered become
+    /// interrupted (`engine::tools::interrupt_pending`), never run again. Call once after opening. Returns how many were changed.
     /// They are counted first in a read-only transaction, so a start with none (nearly every start)
     /// commits no readwrite transaction.
     pub async fn mark_interrupted_streams(&self) -> Result<usize, StoreError> {
@@ -441,6 +443,13 @@ impl Store {
             };
             rec.status = MessageStatus::Interrupted.as_str().to_string();
             rec.streaming = None;
+            // Its tool calls waiting or running may or may not have run: never run again.
+            let mut calls: Vec<ToolCall> = match super::records::read(rec.tool_calls, "message") {
+                Ok(c) => c,
+                Err(e) => return tx.fail(e).await,
+            };
+            interrupt_pending(&mut calls);
+            rec.tool_calls = Field::put(&calls);
             messages.put(&to_js(&rec)?).map_err(js_error)?;
         }
         tx.done().await?;
