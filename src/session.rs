@@ -61,8 +61,6 @@ pub enum SessionError {
     Sync(#[from] SyncError),
     #[error(transparent)]
     Settings(#[from] SettingsError),
-    #[error(transparent)]
-    Tools(#[from] ToolsError),
     /// Opening the database failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -107,6 +107,22 @@ pub struct ToolLimits {
     pub budget_chars: usize,
 }
 
+/// The user's choices about tools, kept in the settings store under [`PREFS_KEY`] beside the
+/// settings record (read when a turn runs, so the first screen never decodes them).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolPrefs {
+    /// Tool calling turned off: no request offers a tool.
+    pub off: bool,
+    /// The tools the user chose "Always allow" for ([`always_key`]).
+    pub always: Vec<String>,
+    /// Rounds of tool calls in one turn; `None`: [`DEFAULT_MAX_STEPS`].
+    pub max_steps: Option<u32>,
+}
+
+/// The key of [`ToolPrefs`] in the settings store.
+pub const PREFS_KEY: &str = "tools";
+
 /// Rounds of tool calls in one turn when Settings name none.
 pub const DEFAULT_MAX_STEPS: u32 = 8;
 /// Characters of one result the model is shown.

@@ -4,7 +4,8 @@
 //! the reply (store and `Change`, so other tabs and sync see it), until the loop asks for the next
 //! request or ends. While calls wait or run the reply stays `streaming`, so a reload or a crash
 //! finds it and marks its calls interrupted (`Store::mark_interrupted_streams`): never run twice.
-//! Stop reaches every step (`Chat::stop` answers a waiting call and cancels a running one).
+//! Stop reaches every step (the turn's `Stopper` ends a wait for the user and cancels a running
+//! MCP call).
 //! Behind split point `turn` with the rest of the driver. Must not import `ui`.
 
 use super::service::{Chat, ChatError};
@@ -12,7 +13,8 @@ use super::turn::Run;
 use crate::engine::model::{MessageStatus, ToolCall};
 use crate::engine::tabs::Change;
 use crate::engine::tools::{
-    always_allowed, apply_call, def_for, interrupt_pending, Approval, ToolAction, ToolEnd, ToolLoop,
+    always_allowed, always_key, apply_call, def_for, interrupt_pending, Approval, ToolAction,
+    ToolEnd, ToolLoop,
 };
 use crate::engine::turn::{TurnOutcome, TurnStatus};
 use crate::session::shared::error::ErrorKind;
@@ -147,10 +149,9 @@ impl Chat {
             tools.handle_tool_result(&call.id, Err(why));
             return Ok(());
         };
-        let always = always_allowed(&self.core.settings.borrow().tools_always, &def);
-        let approval = match always {
+        let approval = match always_allowed(&run.always, &def) {
             true => Approval::Allow,
-            false => self.tools.ask(run.id, &call.id, run.stopper).await,
+            false => self.tools.ask(&call.id, run.stopper).await,
         };
         if run.stopper.is_stopped() {
             tools.handle_stop();
@@ -160,6 +161,7 @@ impl Chat {
             Approval::Deny => return Ok(tools.handle_denied(&call.id)),
             Approval::Stop => return Ok(tools.handle_stop()),
             Approval::Always => {
+                run.always.push(always_key(&def));
                 if let Err(e) = self.tools.keep_always(&def).await {
                     self.core.emit(Local::Error {
                         conversation_id: Some(run.id.to_string()),
@@ -177,7 +179,12 @@ impl Chat {
             .await?;
         let conversation = run.ctx.conversation.clone();
         let result = (self.tools)
-            .run(&conversation, &def, &call.id, &call.arguments)
+            .run(
+                &conversation,
+                &def,
+                (&call.id, &call.arguments),
+                run.stopper,
+            )
             .await;
         if run.stopper.is_stopped() {
             tools.handle_stop();

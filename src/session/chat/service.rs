@@ -192,8 +192,6 @@ impl Chat {
         if let Some(s) = self.state.with(|s| s.inflight.get(id).cloned()) {
             s.stop();
         }
-        // A tool call waiting for the user's answer, or running, stops too.
-        self.tools.stop(id);
     }
 
     /// Stores the user message, then runs the turn.

@@ -129,6 +129,8 @@ pub(super) struct Run<'a> {
     pub(super) defs: Vec<ToolDef>,
     /// The rounds of tool calls so far, with their results (`engine::tools::ToolAction::Send`).
     pub(super) steps: Vec<ToolStep>,
+    /// The tools the user always allows (`engine::tools::ToolPrefs::always`).
+    pub(super) always: Vec<String>,
 }
 
 /// What starts a turn machine on `run`: its context, the new message and the reply.
@@ -402,14 +404,14 @@ impl Chat {
         stopper: &Stopper,
     ) -> Result<bool, ChatError> {
         let mut run = self.begin_turn(id, begin, stopper).await?;
+        let prefs = self.tools.prefs().await;
         let (conversation, config) = (&run.ctx.conversation, &run.ctx.config);
-        run.defs = self
-            .tools
-            .defs_for(conversation, config, run.temporary)
+        run.defs = (self.tools)
+            .defs_for(conversation, config, run.temporary, &prefs)
             .await;
+        let mut tools = ToolLoop::new(crate::engine::tools::limits(prefs.max_steps));
+        run.always = prefs.always;
         let mut turn = self.start_turn(&mut run).await?;
-        let steps = self.core.settings.borrow().tool_steps;
-        let mut tools = ToolLoop::new(crate::engine::tools::limits(steps));
         loop {
             let outcome = self.drive_request(&mut run, &mut turn).await?;
             match self.after_request(&mut run, &mut tools, &outcome).await? {
@@ -517,6 +519,7 @@ impl Chat {
             continues,
             defs: Vec::new(),
             steps: Vec::new(),
+            always: Vec::new(),
         })
     }
 

@@ -2,22 +2,23 @@
 //! tools, `engine::memory_tools`, and the MCP servers' through `session::mcp::McpTools`), running
 //! one call (a built-in here, over the store: the search index, a span of messages, the facts about
 //! the user; an MCP one through `McpTools::call`), the user's answer to a call waiting for approval
-//! (Allow, Deny, "Always allow this tool", kept in the settings record), and Stop reaching a call
-//! that waits or runs. Every decision is the engine's (`engine::tools`, `engine::memory_tools`);
+//! (Allow, Deny, "Always allow this tool", kept in the settings store beside the settings record:
+//! `engine::tools::ToolPrefs`), and Stop reaching a call that waits or runs (through the turn's
+//! `Stopper`). Every decision is the engine's (`engine::tools`, `engine::memory_tools`);
 //! the chat's turn driver runs the loop (`session/chat/rounds.rs`). Must not import `ui`.
 
 use crate::engine::memory::recall::Found;
 use crate::engine::memory_tools::{self, MemoryCall, Reach};
 use crate::engine::model::{Conversation, MemoryConfig, Message, Project};
-use crate::engine::tabs::Change;
-use crate::engine::tools::{always_key, Approval, ToolDef, ToolSource};
+use crate::engine::tools::{always_key, Approval, ToolDef, ToolPrefs, ToolSource, PREFS_KEY};
 use crate::session::mcp::McpTools;
 use crate::session::shared::held::Held;
-use crate::session::shared::{Core, SETTINGS_KEY};
+use crate::session::shared::Core;
 use crate::store::StoreError;
 use crate::transport::Stopper;
 use std::rc::Rc;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::prelude::{Closure, JsValue};
+use wasm_bindgen::JsCast;
 
 /// Most records the search index gives per looked-up word.
 const LOOKUP_LIMIT: usize = 200;
@@ -31,7 +32,6 @@ pub enum ToolsError {
 
 /// A call waiting for the user's answer.
 struct Waiting {
-    conversation_id: String,
     call_id: String,
     /// Resolves the driver's wait with the answer ([`code`]).
     resolve: js_sys::Function,
@@ -43,8 +43,6 @@ struct Calls {
     waiting: Vec<Waiting>,
     /// Answers given before their call was asked for (the calls of one round are shown together).
     early: Vec<(String, Approval)>,
-    /// MCP calls running: (conversation, call id).
-    running: Vec<(String, String)>,
 }
 
 /// The tools, their calls and the user's answers.
@@ -104,32 +102,9 @@ impl Tools {
         }
     }
 
-    /// Stop in conversation `id`: its calls waiting are answered [`Approval::Stop`], its MCP calls
-    /// running are cancelled.
-    pub(crate) fn stop(&self, id: &str) {
-        let (waiting, running) = self.calls.with(|c| {
-            let (mine, rest) = std::mem::take(&mut c.waiting)
-                .into_iter()
-                .partition(|w| w.conversation_id == id);
-            c.waiting = rest;
-            let running: Vec<String> = (c.running.iter())
-                .filter(|(conv, _)| conv == id)
-                .map(|(_, call)| call.clone())
-                .collect();
-            (mine, running)
-        });
-        for w in waiting {
-            let stop = code(Approval::Stop).into();
-            w.resolve.call1(&JsValue::NULL, &stop).ok();
-        }
-        for call in running {
-            self.mcp.cancel(&call);
-        }
-    }
-
-    /// Waits for the user's answer to call `call_id` of conversation `id` (one given already is
-    /// taken at once); Stop answers [`Approval::Stop`].
-    pub(crate) async fn ask(&self, id: &str, call_id: &str, stopper: &Stopper) -> Approval {
+    /// Waits for the user's answer to call `call_id` (one given already is
+    /// taken at once); Stop (`stopper`) answers [`Approval::Stop`].
+    pub(crate) async fn ask(&self, call_id: &str, stopper: &Stopper) -> Approval {
         if let Some(a) = self.calls.with(|c| {
             let i = c.early.iter().position(|(x, _)| x == call_id)?;
             Some(c.early.remove(i).1)
@@ -144,14 +119,17 @@ impl Tools {
         let Some(resolve) = resolve else {
             return Approval::Stop;
         };
+        // Stop resolves the wait too (with the abort event, which is no answer: Stop).
+        stopper.on_stop(&resolve);
         self.calls.with(|c| {
             c.waiting.push(Waiting {
-                conversation_id: id.to_string(),
                 call_id: call_id.to_string(),
                 resolve,
             })
         });
         let v = wasm_bindgen_futures::JsFuture::from(promise).await;
+        self.calls
+            .with(|c| c.waiting.retain(|w| w.call_id != call_id));
         approval(v.ok().and_then(|v| v.as_f64()).unwrap_or(-1.0))
     }
 
@@ -160,7 +138,16 @@ impl Tools {
         self.mcp.cancel(call_id);
     }
 
-    /// The tools a turn of `conversation` offers: none with tools off in Settings; the memory tools
+    /// The user's choices about tools (`engine::tools::ToolPrefs`), as stored; none stored (or
+    /// unreadable): the defaults.
+    pub(crate) async fn prefs(&self) -> ToolPrefs {
+        let stored = self.core.store.get_setting(PREFS_KEY).await.ok().flatten();
+        stored
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// The tools a turn of `conversation` offers: none with tools off (`prefs`); the memory tools
     /// where `engine::memory_tools::offered` says (memory about the user on for it, its endpoint
     /// allowed it, not a temporary chat); then the MCP servers' tools.
     pub(crate) async fn defs_for(
@@ -168,12 +155,12 @@ impl Tools {
         conversation: &Conversation,
         config: &MemoryConfig,
         temporary: bool,
+        prefs: &ToolPrefs,
     ) -> Vec<ToolDef> {
-        let (off, private) = {
-            let s = self.core.settings.borrow();
-            let endpoint = s.chat_endpoint_for(&conversation.memory_overrides);
-            (s.tools_off, endpoint.no_user_memory)
-        };
+        let off = prefs.off;
+        let private = (self.core.settings.borrow())
+            .chat_endpoint_for(&conversation.memory_overrides)
+            .no_user_memory;
         let mut defs = Vec::new();
         if memory_tools::offered(!off, config.user_memory, private, temporary) {
             defs = memory_tools::defs();
@@ -184,36 +171,35 @@ impl Tools {
         defs
     }
 
-    /// "Always allow" for `def`: kept in the settings record, so its later calls run unasked.
+    /// "Always allow" for `def`: kept in the settings store (`engine::tools::ToolPrefs`), so its
+    /// later calls run unasked, in every tab.
     pub(crate) async fn keep_always(&self, def: &ToolDef) -> Result<(), ToolsError> {
-        let mut s = self.core.settings();
+        let mut prefs = self.prefs().await;
         let key = always_key(def);
-        if s.tools_always.contains(&key) {
+        if prefs.always.contains(&key) {
             return Ok(());
         }
-        s.tools_always.push(key);
-        let v = serde_json::to_value(&s).unwrap_or_default();
-        self.core.store.set_setting(SETTINGS_KEY, &v).await?;
-        *self.core.settings.borrow_mut() = s.clone();
-        self.core.emit(Change::Settings(Box::new(s)));
+        prefs.always.push(key);
+        let v = serde_json::to_value(&prefs).unwrap_or_default();
+        self.core.store.set_setting(PREFS_KEY, &v).await?;
         Ok(())
     }
 
     /// Runs call `call_id` of `def` with `arguments` in a turn of `conversation`: the result the
     /// model reads, or why it failed (which it reads too).
+    /// Stop (`stopper`) cancels a running MCP call.
     pub(crate) async fn run(
-        &self,
+        self: &Rc<Self>,
         conversation: &Conversation,
         def: &ToolDef,
-        call_id: &str,
-        arguments: &str,
+        (call_id, arguments): (&str, &str),
+        stopper: &Stopper,
     ) -> Result<String, String> {
         if let ToolSource::Mcp(_) = def.source {
-            let key = (conversation.id.clone(), call_id.to_string());
-            self.calls.with(|c| c.running.push(key.clone()));
-            let r = self.mcp.call(def, call_id, arguments).await;
-            self.calls.with(|c| c.running.retain(|k| *k != key));
-            return r;
+            let (this, id) = (self.clone(), call_id.to_string());
+            let cancel = Closure::once_into_js(move || this.mcp.cancel(&id));
+            stopper.on_stop(cancel.unchecked_ref());
+            return self.mcp.call(def, call_id, arguments).await;
         }
         let call = memory_tools::parse_call(&def.name, arguments)?;
         self.memory_call(conversation, call).await

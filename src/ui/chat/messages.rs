@@ -12,7 +12,7 @@
 use super::store::messages::MessagesStore;
 use super::store::window::MessageItem;
 use super::thinking::ThinkingBlock;
-use super::tools::ToolCalls;
+use super::tools::tool_calls;
 use crate::engine::failure::split_text;
 use crate::engine::format::{
     day_separator, full_date_time, generation_stats, iso_date_time, local_day, model_label, plural,
@@ -497,7 +497,7 @@ fn MessageFoot(
     };
     view! {
         {move || stats().map(|line| view! { <div class="message-stats" data-testid="message-stats">{line}</div> })}
-        <ToolCalls item=item.clone()/>
+        {tool_calls(item.clone())}
         {move || error().map(|e| view! { <div class="message-error">{e}</div> })}
     }
 }

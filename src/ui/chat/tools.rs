@@ -4,8 +4,8 @@
 //! tool" (`tool-approve`, `tool-deny`, `tool-always`, forwarded through `Stores::answer_tool`);
 //! its result collapsed under it (`tool-result`, a `<details>`): untrusted text, capped and
 //! rendered through the replies' sanitiser (`engine::markdown`). The list is behind split point
-//! `tools`, fetched when the first reply with a call is shown; a placeholder of its size stands
-//! meanwhile, and one that cannot be fetched leaves the placeholder and says so in the banner.
+//! `tools`, fetched when the first reply with a call is shown; a placeholder stands meanwhile (and
+//! stays when the chunk cannot be fetched, until the reply's calls change and it is asked again).
 //! Must not import `crate::store` or `crate::transport`.
 
 use super::store::window::MessageItem;
@@ -14,7 +14,7 @@ use crate::engine::memory_tools::{BUILTIN_SERVER, FACTS, READ, SEARCH};
 use crate::engine::model::{MessageStatus, ToolCall, ToolStatus};
 use crate::engine::tools::{cap_result, Approval};
 use crate::session::ChatError;
-use crate::ui::stores::{use_shell, use_stores};
+use crate::ui::stores::use_stores;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -24,45 +24,25 @@ const SHOWN_RESULT_CHARS: usize = 4_000;
 /// The list's view, built in its chunk.
 type CallsView = fn(MessageItem) -> AnyView;
 
-/// The tool calls of reply `item`, once it has any.
-#[component]
-pub fn ToolCalls(
-    /// The reply whose calls these are.
-    item: MessageItem,
-) -> impl IntoView {
-    let st = item.state();
-    let count = move || st.with_meta(|m| m.tool_calls.len());
+/// The tool calls of reply `item`, once it has any: a placeholder of their room until the list's
+/// chunk is here (each reply asks the loader, which fetches it once; a fetch that failed is asked
+/// again when the reply's calls change).
+pub fn tool_calls(item: MessageItem) -> impl IntoView {
     let built = RwSignal::new(None::<CallsView>);
-    let fetching = StoredValue::new(false);
-    let shell = use_shell();
-    Effect::new(move |_| {
-        if count() > 0 && built.with_untracked(Option::is_none) && !fetching.get_value() {
-            fetching.set_value(true);
-            spawn_local(async move {
-                let loaded = calls_split().await;
-                fetching.set_value(false);
-                match loaded {
-                    Ok(view) => built.set(Some(view)),
-                    Err(e) => shell.fail(e.to_string(), e.kind()),
-                }
-            });
-        }
-    });
     move || {
-        let n = count();
+        let n = item.state().with_meta(|m| m.tool_calls.len());
         (n > 0).then(|| match built.get() {
             Some(view) => view(item.clone()),
-            None => placeholder(n),
+            None => {
+                spawn_local(async move {
+                    if let Ok(view) = calls_split().await {
+                        built.set(Some(view));
+                    }
+                });
+                view! { <div class="tool-call" aria-busy="true"></div> }.into_any()
+            }
         })
     }
-}
-
-/// A call's room while the list's chunk is fetched.
-fn placeholder(n: usize) -> AnyView {
-    (0..n)
-        .map(|_| view! { <div class="tool-call tool-call-loading" aria-busy="true"></div> })
-        .collect_view()
-        .into_any()
 }
 
 /// Split point `tools`: the list of a reply's calls, its buttons and results.
