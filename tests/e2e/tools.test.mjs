@@ -96,10 +96,11 @@ async function sayInThreePlaces(page, agent) {
   await newConversation(page);
 }
 
-/** Sends `text` with the model asking for SEARCH, then answering `answer`; waits for the call. */
+/** Sends `text` with the model asking for SEARCH, then answering `answer` (none: the call is never
+ * answered); waits for the call. */
 async function askSearch(page, agent, protocol, text, answer) {
   agent.script(asking(protocol, SEARCH));
-  agent.script(answer);
+  if (answer) agent.script(answer);
   const before = agent.chatRequests().length;
   await sendMessage(page, text);
   const call = page.locator(tid('message', '[data-role="assistant"]')).last().locator(tid('tool-call', '[data-status="waiting"]'));
@@ -144,8 +145,15 @@ for (const protocol of ['openai-chat', 'openai-responses', 'anthropic', 'ollama'
         if (protocol === 'anthropic') assert.equal(denied.error, true, 'is_error');
         assert.deepEqual((await shownCalls(page)).map((c) => c.status), ['denied']);
 
+        // Stop while the call waits: interrupted, never run, no request follows.
+        ({ before } = await askSearch(page, agent, protocol, 'Search once more.'));
+        await page.locator(tid('stop-button')).click();
+        await waitForAssistant(page, { status: 'interrupted' });
+        assert.deepEqual((await shownCalls(page)).map((c) => c.status), ['interrupted']);
+        assert.equal(agent.chatRequests().length, before + 1, 'stopped: not run');
+
         // A reload while the call waits: interrupted, never run, no request follows.
-        ({ call, before } = await askSearch(page, agent, protocol, 'One more search.', 'Never sent.'));
+        ({ before } = await askSearch(page, agent, protocol, 'One more search.'));
         const id = await currentConversationId(page);
         await page.reload();
         await waitForAppReady(page);
