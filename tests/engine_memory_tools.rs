@@ -7,7 +7,9 @@
 use memoire::engine::memory::recall::Found;
 use memoire::engine::memory_tools::*;
 use memoire::engine::model::*;
-use memoire::engine::tools::{always_allowed, always_key, limits, ToolSource, DEFAULT_MAX_STEPS};
+use memoire::engine::tools::{
+    always_allowed, always_key, limits, ToolPrefs, ToolSource, DEFAULT_MAX_STEPS,
+};
 
 mod chat_builders;
 use chat_builders::{convo, msg};
@@ -306,4 +308,33 @@ fn the_loop_settings() {
     assert!(!always_allowed(&always, builtin));
     echo.source = ToolSource::Mcp("s2".into());
     assert!(!always_allowed(&always, &echo));
+}
+
+/// The stored prefs `json` read as `expected` (a field left out: its default).
+fn check_prefs(json: &str, expected: ToolPrefs) {
+    assert_eq!(
+        serde_json::from_str::<ToolPrefs>(json).unwrap(),
+        expected,
+        "{json}"
+    );
+}
+
+#[test]
+fn the_tool_prefs_default_what_is_not_stored() {
+    check_prefs("{}", ToolPrefs::default());
+    let always = ToolPrefs {
+        always: vec!["builtin:user_facts".into()],
+        ..Default::default()
+    };
+    check_prefs(r#"{"always":["builtin:user_facts"]}"#, always);
+    let off = ToolPrefs {
+        off: true,
+        max_steps: Some(2),
+        ..Default::default()
+    };
+    check_prefs(r#"{"off":true,"max_steps":2}"#, off);
+    assert_eq!(
+        limits(ToolPrefs::default().max_steps).max_steps,
+        DEFAULT_MAX_STEPS
+    );
 }

@@ -31,15 +31,6 @@ pub struct Settings {
     /// gets none, and its requests carry no reasoning field at all.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reasoning_effort: BTreeMap<String, ReasoningEffort>,
-    /// Tool calling turned off: no request offers a tool (`engine::tools`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub tools_off: bool,
-    /// The tools the user chose "Always allow" for (`engine::tools::always_key`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools_always: Vec<String>,
-    /// Rounds of tool calls in one turn; `None`: `engine::tools::DEFAULT_MAX_STEPS`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_steps: Option<u32>,
 }
 
 /// A separate model, and optionally a separate endpoint, for memory updates: a small local model can
@@ -129,9 +120,6 @@ impl Settings {
             memory: MemoryConfig::default(),
             memory_endpoint: MemoryEndpoint::default(),
             reasoning_effort: BTreeMap::new(),
-            tools_off: false,
-            tools_always: Vec::new(),
-            tool_steps: None,
         }
     }
 

@@ -139,7 +139,7 @@ pub fn limits(max_steps: Option<u32>) -> ToolLimits {
     }
 }
 
-/// The key "Always allow this tool" keeps for `def` (Settings' `tools_always`): its source and
+/// The key "Always allow this tool" keeps for `def` ([`ToolPrefs::always`]): its source and
 /// its name, so one server's `echo` is not another's.
 pub fn always_key(def: &ToolDef) -> String {
     match &def.source {
