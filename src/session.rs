@@ -6,8 +6,9 @@
 //! [`Session`] opens the shared core (`shared/`: store, events out, settings in force, caches,
 //! clock) and the domain services over it, and hands them out: [`Chat`] (`chat/`), [`Library`]
 //! (`library/`), [`Memory`] (`memory/`), [`Projects`] (`projects/`), [`Transfer`] (`transfer/`),
-//! [`Replication`] (`sync/`), [`Preferences`] (`settings/`) and [`McpServers`] (`mcp/`, Settings →
-//! Tools; the tool loop's runner `McpTools` is there too). Each has its own error enum; [`SessionError`] is any of them.
+//! [`Replication`] (`sync/`), [`Preferences`] (`settings/`), [`Tools`] (`tools/`: what a turn offers,
+//! the memory tools, approvals) and [`McpServers`] (`mcp/`, Settings → Tools; the tool loop's runner
+//! `McpTools` is there too). Each has its own error enum; [`SessionError`] is any of them.
 //! Must not import `ui`.
 
 mod chat;
@@ -18,6 +19,7 @@ mod projects;
 mod settings;
 mod shared;
 mod sync;
+mod tools;
 mod transfer;
 
 pub use crate::engine::page::Page;
@@ -34,6 +36,7 @@ pub use settings::{Preferences, SettingsError, StorageInfo};
 pub use shared::error::ErrorKind;
 pub use shared::events::{BuildStatus, EventSink, Local, SessionEvent, SyncView};
 pub use sync::{Replication, SyncError};
+pub use tools::{Tools, ToolsError};
 pub use transfer::{ImportCancel, ImportStep, PreparedImport, Transfer, TransferError};
 
 use crate::store::StoreError;
@@ -88,6 +91,7 @@ pub struct Session {
     sync: Replication,
     preferences: Preferences,
     mcp: McpServers,
+    tools: Rc<Tools>,
 }
 
 impl Session {
@@ -112,7 +116,8 @@ impl Session {
             }
         }));
         let memory = Rc::new(Memory::new(core.clone()));
-        let chat = Rc::new(Chat::new(core.clone(), memory.clone()));
+        let tools = Rc::new(Tools::new(core.clone()));
+        let chat = Rc::new(Chat::new(core.clone(), memory.clone(), tools.clone()));
         Ok(Rc::new(Session {
             library: Library::new(core.clone(), chat.clone()),
             projects: Projects::new(core.clone()),
@@ -122,6 +127,7 @@ impl Session {
             chat,
             memory,
             sync,
+            tools,
         }))
     }
 
@@ -153,6 +159,11 @@ impl Session {
     /// Sync with a CouchDB-compatible server.
     pub fn sync(&self) -> &Replication {
         &self.sync
+    }
+
+    /// Tool calls: the user's answers to a call waiting for approval.
+    pub fn tools(&self) -> &Rc<Tools> {
+        &self.tools
     }
 
     /// Settings, the connection test, the storage figure.

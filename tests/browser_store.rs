@@ -401,6 +401,19 @@ async fn interrupted_streams_are_marked_after_a_crash() {
     s.create_conversation(&conv("c", 1)).await.unwrap();
     let mut streaming = msg("c", "s1", Role::Assistant, "partial rep", 2);
     streaming.status = MessageStatus::Streaming;
+    // Its tool calls: waiting and running ones may or may not have run; a done one stays done.
+    let call = |id: &str, status: ToolStatus, result: Option<&str>| ToolCall {
+        id: id.into(),
+        name: "search_conversations".into(),
+        arguments: "{}".into(),
+        result: result.map(str::to_string),
+        status: Some(status),
+    };
+    streaming.meta.tool_calls = vec![
+        call("t1", ToolStatus::Done, Some("found")),
+        call("t2", ToolStatus::Waiting, None),
+        call("t3", ToolStatus::Running, None),
+    ];
     s.append_message(&msg("c", "u1", Role::User, "q", 1))
         .await
         .unwrap();
@@ -430,6 +443,14 @@ async fn interrupted_streams_are_marked_after_a_crash() {
         (got.status, got.content.as_str()),
         (MessageStatus::Interrupted, "partial rep")
     );
+    let statuses: Vec<_> = got.meta.tool_calls.iter().map(|c| c.status).collect();
+    let interrupted = Some(ToolStatus::Interrupted);
+    assert_eq!(
+        statuses,
+        [Some(ToolStatus::Done), interrupted, interrupted],
+        "never run again"
+    );
+    assert_eq!(got.meta.tool_calls[0].result.as_deref(), Some("found"));
     assert_eq!(
         s.get_message("u1").await.unwrap().unwrap().status,
         MessageStatus::Complete

@@ -29,6 +29,7 @@ pub mod markdown;
 pub mod math;
 pub mod mcp;
 pub mod memory;
+pub mod memory_tools;
 pub mod model;
 pub mod page;
 pub mod pdf;

@@ -107,6 +107,66 @@ pub struct ToolLimits {
     pub budget_chars: usize,
 }
 
+/// The user's choices about tools, kept in the settings store under [`PREFS_KEY`] beside the
+/// settings record (read when a turn runs, so the first screen never decodes them).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolPrefs {
+    /// Tool calling turned off: no request offers a tool.
+    pub off: bool,
+    /// The tools the user chose "Always allow" for ([`always_key`]).
+    pub always: Vec<String>,
+    /// Rounds of tool calls in one turn; `None`: [`DEFAULT_MAX_STEPS`].
+    pub max_steps: Option<u32>,
+}
+
+/// The key of [`ToolPrefs`] in the settings store.
+pub const PREFS_KEY: &str = "tools";
+
+/// Rounds of tool calls in one turn when Settings name none.
+pub const DEFAULT_MAX_STEPS: u32 = 8;
+/// Characters of one result the model is shown.
+pub const RESULT_CHARS: usize = 16_000;
+/// Characters all results of a turn may take in one request.
+pub const BUDGET_CHARS: usize = 48_000;
+
+/// The limits of a turn's loop: `max_steps` rounds as Settings say (none, or 0: the default).
+pub fn limits(max_steps: Option<u32>) -> ToolLimits {
+    ToolLimits {
+        max_steps: max_steps.filter(|n| *n > 0).unwrap_or(DEFAULT_MAX_STEPS),
+        result_chars: RESULT_CHARS,
+        budget_chars: BUDGET_CHARS,
+    }
+}
+
+/// The key "Always allow this tool" keeps for `def` ([`ToolPrefs::always`]): its source and
+/// its name, so one server's `echo` is not another's.
+pub fn always_key(def: &ToolDef) -> String {
+    match &def.source {
+        ToolSource::Builtin => format!("builtin:{}", def.name),
+        ToolSource::Mcp(server) => format!("mcp:{server}:{}", def.name),
+    }
+}
+
+/// Whether a call of `def` runs without asking: the user chose "Always allow" for it.
+pub fn always_allowed(always: &[String], def: &ToolDef) -> bool {
+    let key = always_key(def);
+    always.iter().any(|k| *k == key)
+}
+
+/// How the driver answers a [`ToolAction::Ask`], from the user's choice or the "always" list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Run it.
+    Allow,
+    /// Do not run it; the model reads [`DENIED_TEXT`].
+    Deny,
+    /// Run it, and every later call of the same tool without asking ([`always_key`]).
+    Always,
+    /// Stop was pressed while it waited.
+    Stop,
+}
+
 /// Opens a result as the model reads it (the tool's name follows).
 pub const RESULT_OPEN: &str = "<tool_output tool=";
 /// Closes it.

@@ -24,7 +24,7 @@ use super::records::{
 use super::schema::{BY_CONV_SEQ, BY_STREAMING, CONVERSATIONS, MESSAGES};
 use super::Store;
 use crate::engine::backup::ExistingMessage;
-use crate::engine::model::{Message, MessageMeta, MessageStatus, Millis};
+use crate::engine::model::{Message, MessageMeta, MessageStatus, Millis, ToolStatus};
 use crate::engine::shape::Field;
 
 /// Result of [`Store::append_message`].
@@ -408,8 +408,9 @@ impl Store {
         Ok(out)
     }
 
-    /// Turns every message left `streaming` (the tab died mid-reply) into `interrupted`, keeping its
-    /// partial content. Call once after opening. Returns how many were changed.
+    /// Turns every message left `streaming` (the tab died mid-reply, or while its tool calls waited
+    /// or ran) into `interrupted`, keeping its partial content; its calls not answered become
+    /// interrupted (as `engine::tools::interrupt_pending` does), never run again. Call once after opening. Returns how many were changed.
     /// They are counted first in a read-only transaction, so a start with none (nearly every start)
     /// commits no readwrite transaction.
     pub async fn mark_interrupted_streams(&self) -> Result<usize, StoreError> {
@@ -441,6 +442,13 @@ impl Store {
             };
             rec.status = MessageStatus::Interrupted.as_str().to_string();
             rec.streaming = None;
+            // Its tool calls waiting or running may or may not have run: never run again.
+            for c in rec.tool_calls.iter_mut() {
+                let status = c.status.as_deref().and_then(ToolStatus::parse);
+                if status.is_some_and(|s| !s.is_settled()) {
+                    c.status = Some(ToolStatus::Interrupted.as_str().to_string());
+                }
+            }
             messages.put(&to_js(&rec)?).map_err(js_error)?;
         }
         tx.done().await?;

@@ -105,6 +105,11 @@ impl Stopper {
     pub fn is_stopped(&self) -> bool {
         self.0.signal().aborted()
     }
+    /// Calls `f` when stopped (a wait that Stop must end: a tool call waiting or running).
+    pub fn on_stop(&self, f: &js_sys::Function) {
+        let signal = self.0.signal();
+        signal.add_event_listener_with_callback("abort", f).ok();
+    }
 }
 
 impl Default for Stopper {

@@ -10,6 +10,7 @@
 use crate::engine::keys::send_on_start;
 use crate::engine::model::{Conversation, MemoryConfig};
 use crate::engine::send::{may_send, SendRefusal, SendState, Submit};
+use crate::engine::tools::Approval;
 use crate::session::ErrorKind;
 use crate::ui::behaviour::when_idle;
 use crate::ui::chat::store::NEW_CHAT_DRAFT;
@@ -277,6 +278,11 @@ impl Stores {
     /// Stops the open conversation's reply.
     pub fn stop(&self) {
         self.on_open(|id| self.turn.stop(&id));
+    }
+
+    /// The user's answer to tool call `call_id`, waiting for it.
+    pub fn answer_tool(&self, call_id: String, answer: Approval) {
+        self.turn.answer_tool(&call_id, answer);
     }
 
     /// Re-sends the open conversation's last user turn.

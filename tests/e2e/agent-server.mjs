@@ -8,7 +8,10 @@
 // It only ever listens on 127.0.0.1.
 
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { PROTOCOLS, splitText, previousResponseNotFound } from './encoders.mjs';
+
+const hex12 = () => randomBytes(6).toString('hex');
 
 /** The heading of the two-section memory reply (ARCHITECTURE.md, "Memory update"). */
 export const MEMORY_MARKER = '=== CONVERSATION MEMORY ===';
@@ -508,6 +511,7 @@ function streamContext(state, record, encoder, reply) {
     llamaTimings: Boolean(reply.llamaTimings),
     finishReason: reply.finishReason,
     toolUse: reply.toolUse ?? null,
+    toolCall: reply.toolCall ? { id: `call_${hex12()}`, ...reply.toolCall } : null,
     includeUsage: Boolean(reply.honourUsage && body.stream_options?.include_usage),
     previousResponseId: body.previous_response_id ?? null,
     instructions: body.instructions,

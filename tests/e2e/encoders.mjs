@@ -126,8 +126,9 @@ export const openaiChat = {
     const deltas = [
       ...ctx.reasoningPieces.map((p) => sseData(chatChunk(ctx, { [field]: p }, null))),
       ...ctx.pieces.map((p) => sseData(chatChunk(ctx, { content: p }, null))),
+      ...chatToolDeltas(ctx),
     ];
-    const last = chatChunk(ctx, {}, ctx.finishReason ?? 'stop');
+    const last = chatChunk(ctx, {}, ctx.finishReason ?? (ctx.toolCall ? 'tool_calls' : 'stop'));
     // llama-server: its timings ride on the chunk that finishes the reply.
     const tail = [sseData(ctx.llamaTimings ? `${last.slice(0, -1)}, "timings": ${JSON.stringify(llamaTimings(ctx))}}` : last)];
     if (ctx.includeUsage) {
@@ -155,6 +156,17 @@ export const openaiChat = {
     return JSON.stringify({ error: { message, type: openaiErrorType(status), param: null, code: openaiErrorCode(status) } });
   },
 };
+
+/** A tool call (`reply.toolCall`: {name, arguments}) as OpenAI streams it: the call with its id and
+ * name, then its arguments (a JSON string) in pieces. */
+function chatToolDeltas(ctx) {
+  const call = ctx.toolCall;
+  if (!call) return [];
+  const args = JSON.stringify(call.arguments);
+  const open = { tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] };
+  const pieces = chunkByCodePoints(args, 8).map((a) => ({ tool_calls: [{ index: 0, function: { arguments: a } }] }));
+  return [open, ...pieces].map((d) => sseData(chatChunk(ctx, d, null)));
+}
 
 function openaiErrorType(status) {
   if (status === 429) return 'requests';
@@ -245,6 +257,7 @@ export const openaiResponses = {
   newIds: () => ({ id: `resp_${hex(24)}`, itemId: `msg_${hex(24)}` }),
   wantsStream: (body) => body?.stream === true,
   streamFrames(ctx) {
+    if (ctx.toolCall) return responsesToolFrames(ctx);
     const ev = sequencer();
     const thinks = ctx.reasoningPieces.length > 0;
     const at = thinks ? 1 : 0;
@@ -293,6 +306,31 @@ export const openaiResponses = {
   },
 };
 
+/** A reply that is one function call (`reply.toolCall`), as the Responses API streams it: the
+ * `function_call` item added, its arguments in `response.function_call_arguments.delta` pieces, the
+ * item done, the response completed with it as its output. */
+function responsesToolFrames(ctx) {
+  const ev = sequencer();
+  const call = ctx.toolCall;
+  const args = JSON.stringify(call.arguments);
+  const itemId = `fc_${hex(24)}`;
+  const item = (status, a) => ({ id: itemId, type: 'function_call', status, arguments: a, call_id: call.id, name: call.name });
+  const done = item('completed', args);
+  return {
+    head: [
+      ev('response.created', { response: responseObject(ctx, 'in_progress', [], null) }),
+      ev('response.in_progress', { response: responseObject(ctx, 'in_progress', [], null) }),
+      ev('response.output_item.added', { output_index: 0, item: item('in_progress', '') }),
+    ],
+    deltas: chunkByCodePoints(args, 8).map((delta) => ev('response.function_call_arguments.delta', { item_id: itemId, output_index: 0, delta })),
+    tail: [
+      ev('response.function_call_arguments.done', { item_id: itemId, output_index: 0, arguments: args }),
+      ev('response.output_item.done', { output_index: 0, item: done }),
+      ev('response.completed', { response: responseObject(ctx, 'completed', [done], responsesUsage(ctx)) }),
+    ],
+  };
+}
+
 /** The body OpenAI sends (HTTP 400) for an unknown or expired `previous_response_id`. */
 export function previousResponseNotFound(id) {
   return JSON.stringify({
@@ -308,8 +346,9 @@ export function previousResponseNotFound(id) {
 // ---------------------------------------------------------------------------------------------------
 // ollama (/api/chat NDJSON, Go JSON)
 
-function ollamaLine(ctx, content, done, extra = {}, thinking = undefined) {
+function ollamaLine(ctx, content, done, extra = {}, thinking = undefined, toolCalls = undefined) {
   const message = thinking === undefined ? { role: 'assistant', content } : { role: 'assistant', content, thinking };
+  if (toolCalls) message.tool_calls = toolCalls;
   return `${goJson({ model: ctx.model, created_at: goTime(new Date()), message, done, ...extra })}\n`;
 }
 
@@ -338,6 +377,8 @@ export const ollama = {
       deltas: [
         ...ctx.reasoningPieces.map((p) => ollamaLine(ctx, '', false, {}, p)),
         ...ctx.pieces.map((p) => ollamaLine(ctx, p, false)),
+        // A tool call comes whole, its arguments an object, without an id.
+        ...(ctx.toolCall ? [ollamaLine(ctx, '', false, {}, undefined, [{ function: { name: ctx.toolCall.name, arguments: ctx.toolCall.arguments } }])] : []),
       ],
       tail: [ollamaLine(ctx, '', true, ollamaFinal(ctx))],
     };

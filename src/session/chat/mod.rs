@@ -1,13 +1,14 @@
 //! Chat and turns ([`Chat`]): send a message, stop, retry, edit, regenerate, page between
 //! alternatives, delete a message, preview the next request, keep drafts, temporary chats
 //! (`temporary.rs`: held in memory only). The turn driver is
-//! `turn.rs`, the branch changes `branch.rs`. A turn goes first on its server: it tells the memory
+//! `turn.rs` (its rounds of tool calls `rounds.rs`), the branch changes `branch.rs`. A turn goes first on its server: it tells the memory
 //! service when it starts and ends, and asks it for the update that may be due after it.
 //! Must not import `ui`.
 
 mod attach;
 mod branch;
 mod preview;
+mod rounds;
 mod service;
 mod temporary;
 mod turn;

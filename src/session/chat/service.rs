@@ -11,6 +11,7 @@ use crate::session::shared::error::{
 };
 use crate::session::shared::held::Held;
 use crate::session::shared::{new_id, now, Core};
+use crate::session::tools::Tools;
 use crate::store::{ConversationPatch, StoreError};
 use crate::transport::Stopper;
 use std::collections::HashMap;
@@ -104,6 +105,8 @@ pub(crate) struct Temporary {
 pub struct Chat {
     pub(super) core: Rc<Core>,
     pub(super) memory: Rc<Memory>,
+    /// The tools a turn offers, their calls and the user's answers (`session/tools/`).
+    pub(super) tools: Rc<Tools>,
     /// What the service remembers between its awaits.
     pub(super) state: Held<ChatState>,
 }
@@ -123,10 +126,11 @@ pub(super) struct ChatState {
 }
 
 impl Chat {
-    pub(crate) fn new(core: Rc<Core>, memory: Rc<Memory>) -> Self {
+    pub(crate) fn new(core: Rc<Core>, memory: Rc<Memory>, tools: Rc<Tools>) -> Self {
         Chat {
             core,
             memory,
+            tools,
             state: Held::default(),
         }
     }

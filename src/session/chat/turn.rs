@@ -19,11 +19,12 @@ use crate::engine::model::{
 use crate::engine::model::{Project, UserFact};
 use crate::engine::prefix::{assemble_held, Anchor, LastPrompt};
 use crate::engine::project;
-use crate::engine::request;
+use crate::engine::request::{self, ToolRequest};
 use crate::engine::settings::history_load_limit;
 use crate::engine::slots::Purpose;
 use crate::engine::tabs::Change;
 use crate::engine::tokens::HeuristicEstimator;
+use crate::engine::tools::{ToolDef, ToolLoop, ToolStep};
 use crate::engine::turn::{failed_reply, Action, Turn, TurnOutcome, TurnStart, TurnStatus};
 use crate::session::shared::cache::MemoryParts;
 use crate::session::shared::error::Boxed;
@@ -109,21 +110,40 @@ pub(crate) struct Context {
 }
 
 /// A turn in flight: what carrying out its actions needs.
-struct Run<'a> {
-    id: &'a str,
-    ctx: Context,
-    user: Message,
+pub(super) struct Run<'a> {
+    pub(super) id: &'a str,
+    pub(super) ctx: Context,
+    pub(super) user: Message,
     /// The reply as last written.
-    reply: Message,
-    stopper: &'a Stopper,
+    pub(super) reply: Message,
+    pub(super) stopper: &'a Stopper,
     /// The write of `user` and `reply` that went out with the request ([`Begin::Ahead`]), until settled.
-    ahead: Option<WriteAhead>,
+    pub(super) ahead: Option<WriteAhead>,
     /// The response being read, if a request is in flight.
-    pump: Option<Pump>,
+    pub(super) pump: Option<Pump>,
     /// A temporary chat's turn: nothing of it is stored, even once the chat has ended.
-    temporary: bool,
+    pub(super) temporary: bool,
     /// A continuation: the reply as it was before it (what the turn continues).
-    continues: Option<Message>,
+    pub(super) continues: Option<Message>,
+    /// The tools the turn offers (none: no tool goes in its requests).
+    pub(super) defs: Vec<ToolDef>,
+    /// The rounds of tool calls so far, with their results (`engine::tools::ToolAction::Send`).
+    pub(super) steps: Vec<ToolStep>,
+    /// The tools the user always allows (`engine::tools::ToolPrefs::always`).
+    pub(super) always: Vec<String>,
+}
+
+/// What starts a turn machine on `run`: its context, the new message and the reply.
+fn turn_start<'r>(run: &'r Run<'_>) -> TurnStart<'r> {
+    TurnStart {
+        conversation: &run.ctx.conversation,
+        history: &run.ctx.messages,
+        endpoint: &run.ctx.endpoint,
+        new_message_id: &run.user.id,
+        assembly: &run.ctx.assembly,
+        reply_id: &run.reply.id,
+        reply_seq: run.reply.seq,
+    }
 }
 
 /// The turn machine as the pump feeds it.
@@ -384,15 +404,38 @@ impl Chat {
         stopper: &Stopper,
     ) -> Result<bool, ChatError> {
         let mut run = self.begin_turn(id, begin, stopper).await?;
+        let prefs = self.tools.prefs().await;
+        let (conversation, config) = (&run.ctx.conversation, &run.ctx.config);
+        run.defs = (self.tools)
+            .defs_for(conversation, config, run.temporary, &prefs)
+            .await;
+        let mut tools = ToolLoop::new(crate::engine::tools::limits(prefs.max_steps));
+        run.always = prefs.always;
         let mut turn = self.start_turn(&mut run).await?;
         loop {
+            let outcome = self.drive_request(&mut run, &mut turn).await?;
+            match self.after_request(&mut run, &mut tools, &outcome).await? {
+                Some(round) => turn = self.tool_round(&mut run, round).await?,
+                None => return self.finish_turn(&run, outcome).await,
+            }
+        }
+    }
+
+    /// Runs `turn`'s request to its end: the turn machine's actions executed one by one, the pump
+    /// feeding it in between.
+    async fn drive_request(
+        self: &Rc<Self>,
+        run: &mut Run<'_>,
+        turn: &mut Turn,
+    ) -> Result<TurnOutcome, ChatError> {
+        loop {
             while let Some(action) = turn.poll_action() {
-                if let Some(overflow) = self.execute(&mut run, &mut turn, action).await? {
-                    return Ok(overflow);
+                if let Some(outcome) = self.execute(run, turn, action).await? {
+                    return Ok(outcome);
                 }
             }
             let mut feed = Feed {
-                turn: &mut turn,
+                turn,
                 core: &self.core,
                 endpoint: &run.ctx.endpoint,
             };
@@ -474,6 +517,9 @@ impl Chat {
             ahead,
             pump: None,
             continues,
+            defs: Vec::new(),
+            steps: Vec::new(),
+            always: Vec::new(),
         })
     }
 
@@ -552,19 +598,25 @@ impl Chat {
 
     /// The turn machine for `run`; when it refuses to start, the reply says why.
     async fn start_turn(self: &Rc<Self>, run: &mut Run<'_>) -> Result<Turn, ChatError> {
-        let start = TurnStart {
-            conversation: &run.ctx.conversation,
-            history: &run.ctx.messages,
-            endpoint: &run.ctx.endpoint,
-            new_message_id: &run.user.id,
-            assembly: &run.ctx.assembly,
-            reply_id: &run.reply.id,
-            reply_seq: run.reply.seq,
-        };
         let started = match &run.continues {
-            Some(written) => Turn::continue_reply(start, written),
-            None => Turn::start(start),
+            Some(written) => Turn::continue_reply(turn_start(run), written),
+            None => Turn::start(turn_start(run)),
         };
+        self.started(run, started).await
+    }
+
+    /// The turn machine of tool round `round` (`engine::turn::Turn::tool_round`) on `run`'s reply.
+    async fn tool_round(self: &Rc<Self>, run: &mut Run<'_>, round: u32) -> Result<Turn, ChatError> {
+        let started = Turn::tool_round(turn_start(run), &run.reply, round);
+        self.started(run, started).await
+    }
+
+    /// `started`, or, when the turn machine refused to start, the error the reply says.
+    async fn started(
+        self: &Rc<Self>,
+        run: &mut Run<'_>,
+        started: Result<Turn, crate::engine::turn::TurnError>,
+    ) -> Result<Turn, ChatError> {
         let e = match started {
             Ok(turn) => return Ok(turn),
             Err(e) => e,
@@ -589,13 +641,13 @@ impl Chat {
     }
 
     /// Carries out one action of the turn machine: send, cancel, save the reply, store the handle,
-    /// finish. `Some` once the turn is over (whether the history overflowed).
+    /// finish. `Some` once the request is over (how it ended).
     async fn execute(
         self: &Rc<Self>,
         run: &mut Run<'_>,
         turn: &mut Turn,
         action: Action,
-    ) -> Result<Option<bool>, ChatError> {
+    ) -> Result<Option<TurnOutcome>, ChatError> {
         match action {
             Action::SendRequest {
                 prompt,
@@ -642,7 +694,7 @@ impl Chat {
                     self.core.patch_conversation(run.id, &patch).await?;
                 }
             }
-            Action::Finished(outcome) => return self.finish_turn(run, outcome).await.map(Some),
+            Action::Finished(outcome) => return Ok(Some(outcome)),
         }
         Ok(None)
     }
@@ -671,14 +723,19 @@ impl Chat {
             &filled
         };
         let effort = (self.core.settings.borrow()).reasoning_effort_for(&run.ctx.endpoint.model);
-        let req = match request::build_with_reasoning(&run.ctx.endpoint, prompt, &options, effort) {
-            Ok(req) => req,
-            Err(refused) => {
-                self.settle(run).await?;
-                turn.handle_failure(failure::key_refused(&refused), now());
-                return Ok(());
-            }
+        let tools = ToolRequest {
+            defs: &run.defs,
+            steps: &run.steps,
         };
+        let req =
+            match request::build_with_tools(&run.ctx.endpoint, prompt, &options, effort, tools) {
+                Ok(req) => req,
+                Err(refused) => {
+                    self.settle(run).await?;
+                    turn.handle_failure(failure::key_refused(&refused), now());
+                    return Ok(());
+                }
+            };
         turn.handle_sent(now());
         self.remember_prompt(run, prompt);
         let opened = Pump::open(&req, run.stopper, run.ctx.endpoint.protocol).await;

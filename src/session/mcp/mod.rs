@@ -18,12 +18,10 @@ use service::{run, Op, Out};
 use std::rc::Rc;
 
 /// The MCP tools' runner, for the tool loop (`session/tools/`).
-#[allow(dead_code)] // its caller, the tool loop, lands with issue 44's item 1
 pub(crate) struct McpTools {
     core: Rc<crate::session::shared::Core>,
 }
 
-#[allow(dead_code)] // its caller, the tool loop, lands with issue 44's item 1
 impl McpTools {
     /// Over the shared core (`crate::session::shared::Core`).
     pub(crate) fn new(core: std::rc::Rc<crate::session::shared::Core>) -> McpTools {

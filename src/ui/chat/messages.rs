@@ -12,6 +12,7 @@
 use super::store::messages::MessagesStore;
 use super::store::window::MessageItem;
 use super::thinking::ThinkingBlock;
+use super::tools::tool_calls;
 use crate::engine::failure::split_text;
 use crate::engine::format::{
     day_separator, full_date_time, generation_stats, iso_date_time, local_day, model_label, plural,
@@ -475,7 +476,7 @@ fn MessageEditor(
     }
 }
 
-/// Tools used, and why a reply failed unless the error banner says it already.
+/// The reply's tool calls (`tools`), and why a reply failed unless the error banner says it already.
 #[component]
 fn MessageFoot(
     /// The message whose footnotes these are.
@@ -496,10 +497,7 @@ fn MessageFoot(
     };
     view! {
         {move || stats().map(|line| view! { <div class="message-stats" data-testid="message-stats">{line}</div> })}
-        {move || st.with_meta(|m| (!m.tool_calls.is_empty()).then(|| {
-            let names = m.tool_calls.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ");
-            view! { <div class="tools">"Tools used: " {names}</div> }
-        }))}
+        {tool_calls(item.clone())}
         {move || error().map(|e| view! { <div class="message-error">{e}</div> })}
     }
 }

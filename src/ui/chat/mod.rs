@@ -1,7 +1,7 @@
 //! The chat pane: header (drawer button, title, memory status, model picker, backup menu, memory
 //! toggle), the prompt to reload into a new version of the app, the shell's status area (an error
 //! with the action that fits it, else a notice), the message list (`messages`) and the composer
-//! (`composer`), with each reply's thinking (`thinking`); its store (`store`) owns the open
+//! (`composer`), with each reply's thinking (`thinking`) and tool calls (`tools`); its store (`store`) owns the open
 //! conversation. Must not import `crate::store` or
 //! `crate::transport`.
 
@@ -11,6 +11,7 @@ pub mod messages;
 pub mod model_picker;
 pub mod store;
 pub mod thinking;
+pub mod tools;
 
 use crate::engine::format::continuity;
 use crate::ui::about::MemoryPageOpen;

@@ -1,10 +1,11 @@
 //! The turn store: which conversations have a turn in flight, and the actions that start, stop or
 //! redo one (send, stop, retry, edit, regenerate, continue, the pager between alternatives,
-//! delete), each forwarded to the session for the conversation named. Its signal is private: views
+//! delete, the answer to a tool call), each forwarded to the session for the conversation named. Its signal is private: views
 //! read it through `Stores::streaming` (the open conversation's) and act through `ui/flow.rs`,
 //! which names the open conversation. Must not import `crate::store` or `crate::transport`.
 
 use crate::engine::model::Attachment;
+use crate::engine::tools::Approval;
 use crate::ui::backend::Backend;
 use crate::ui::behaviour::when_idle;
 use leptos::prelude::*;
@@ -69,6 +70,13 @@ impl TurnStore {
     pub fn stop(&self, id: &str) {
         if let Some(s) = self.backend.session() {
             s.chat().stop(id);
+        }
+    }
+
+    /// The user's answer to tool call `call_id` (Allow, Deny, Always allow).
+    pub fn answer_tool(&self, call_id: &str, answer: Approval) {
+        if let Some(s) = self.backend.session() {
+            s.tools().answer(call_id, answer);
         }
     }
 
