@@ -1070,3 +1070,89 @@ fn a_tool_status_is_its_word_in_json() {
         "{err}"
     );
 }
+
+/// A server's error answer to a request that offered tools: refused because of the tools (the
+/// turn goes again without them), or for another reason (the turn fails as it would have).
+fn check_refusal(status: u16, body: &str, refused: bool) {
+    assert_eq!(tools_refused(status, body), refused, "{status} {body}");
+    let f = memoire::engine::failure::classify_http(status, None, body, false, 0);
+    assert_eq!(
+        f.kind == memoire::engine::failure::FailureKind::ToolsRefused,
+        refused,
+        "{status} {body}: {f:?}"
+    );
+}
+
+#[test]
+fn a_server_that_does_not_take_tools_is_told_from_one_that_fails_otherwise() {
+    // Ollama, a model without tool support.
+    check_refusal(
+        400,
+        r#"{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}"#,
+        true,
+    );
+    // llama-server started without --jinja.
+    check_refusal(
+        500,
+        r#"{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}"#,
+        true,
+    );
+    // vLLM without a tool parser.
+    check_refusal(
+        400,
+        r#"{"object":"error","message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","code":400}"#,
+        true,
+    );
+    // A strict schema validator.
+    check_refusal(
+        422,
+        r#"{"detail":[{"loc":["body","tools"],"msg":"Extra inputs are not permitted"}]}"#,
+        true,
+    );
+    // Not about tools, or not a refusal to read: the turn fails as before.
+    check_refusal(
+        400,
+        r#"{"error":{"message":"Invalid value for 'temperature'"}}"#,
+        false,
+    );
+    check_refusal(401, r#"{"error":"invalid api key for tool access"}"#, false);
+    check_refusal(
+        429,
+        r#"{"error":"too many tool calls, unsupported rate"}"#,
+        false,
+    );
+    check_refusal(500, r#"{"error":"out of memory"}"#, false);
+    check_refusal(200, "tools not supported", false);
+}
+
+#[test]
+fn a_refusal_is_kept_per_model_of_an_endpoint() {
+    assert_eq!(
+        refusal_key("http://h:1/v1", "gemma:2b"),
+        "http://h:1/v1|gemma:2b"
+    );
+    assert_ne!(
+        refusal_key("http://h:1/v1", "gemma:2b"),
+        refusal_key("http://h:1/v1", "qwen3")
+    );
+    let prefs: ToolPrefs =
+        serde_json::from_value(json!({"always": ["builtin:user_facts"]})).unwrap();
+    assert!(
+        prefs.refused.is_empty(),
+        "prefs stored before refusals were kept still read"
+    );
+}
+
+#[test]
+fn an_error_about_a_calls_history_does_not_turn_tools_off() {
+    check_refusal(
+        400,
+        r#"{"error":{"message":"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'.","type":"invalid_request_error","param":"messages.[2].role","code":null}}"#,
+        false,
+    );
+    check_refusal(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.1: `tool_use` ids were found without `tool_result` blocks immediately after"}}"#,
+        false,
+    );
+}

@@ -47,6 +47,9 @@ pub enum FailureKind {
     Aborted,
     /// The stream itself reported an error event.
     Stream,
+    /// The server refused the request because it offered tools (`engine::tools::tools_refused`):
+    /// the same turn goes again without them, and this model is offered none from then on.
+    ToolsRefused,
     /// The endpoint answered with a redirect, which is never followed (a redirect would carry the
     /// key, and the conversation, to an address the user never entered): only Settings can fix it.
     Redirected,
@@ -146,6 +149,18 @@ pub fn classify_http(
     if let Some(o) = context_window::overflow(status, body) {
         return too_long(o, &status_text, status)
             .with_fix(format!("{} {said}", too_long_fix(o.window)));
+    }
+    if crate::engine::tools::tools_refused(status, body) {
+        return Failure::new(
+            FailureKind::ToolsRefused,
+            format!("The server does not take tools for this model ({status_text})."),
+            Some(status),
+        )
+        .with_fix(format!(
+            "Memoire sends this model no tools from now on (the memory tools and MCP servers' \
+             tools are not offered to it); a model or server that supports tool calling gets them. \
+             {said}"
+        ));
     }
     let (kind, message, fix) = http_parts(status, &status_text, retry_after, now);
     Failure::new(kind, message, Some(status)).with_fix(format!("{fix} {said}"))

@@ -118,6 +118,41 @@ pub struct ToolPrefs {
     pub always: Vec<String>,
     /// Rounds of tool calls in one turn; `None`: [`DEFAULT_MAX_STEPS`].
     pub max_steps: Option<u32>,
+    /// The endpoints and models that refused a request because it offered tools
+    /// ([`refusal_key`], learned from [`tools_refused`]): they are offered none from then on.
+    pub refused: Vec<String>,
+}
+
+/// The key [`ToolPrefs::refused`] keeps for a model of an endpoint (`engine::model`'s endpoint
+/// key): the same model on another server may take tools.
+pub fn refusal_key(endpoint_key: &str, model: &str) -> String {
+    format!("{endpoint_key}|{model}")
+}
+
+/// Whether an error answer (`status`, `body`) to a request that offered tools refuses the tools
+/// themselves: a 4xx or 5xx (not the key, the address or a rate limit) whose body speaks of tools,
+/// as servers word it: Ollama's "… does not support tools", llama-server's "tools param requires
+/// --jinja flag", vLLM's "\"auto\" tool choice requires --enable-auto-tool-choice …", a schema
+/// validator's "tools: Extra inputs are not permitted". The same request without tools then goes.
+/// Not "invalid": OpenAI types every 400 `invalid_request_error`, and one about a call's history
+/// ("… must be followed by tool messages …") is not a refusal of tools.
+pub fn tools_refused(status: u16, body: &str) -> bool {
+    if !(400..600).contains(&status) || matches!(status, 401 | 403 | 404 | 408 | 429) {
+        return false;
+    }
+    let b = body.to_ascii_lowercase();
+    b.contains("tool")
+        && [
+            "support",
+            "jinja",
+            "requires",
+            "not permitted",
+            "not allowed",
+            "unrecognized",
+            "unknown",
+        ]
+        .iter()
+        .any(|w| b.contains(w))
 }
 
 /// The key of [`ToolPrefs`] in the settings store.

@@ -170,3 +170,35 @@ for (const protocol of ['openai-chat', 'openai-responses', 'anthropic', 'ollama'
     }
   });
 }
+
+test('tools: a model that does not take them gets the same message again without them, and no tools from then on', async () => {
+  const { agent } = harness;
+  const { context, page, issues } = await openConfiguredApp(harness, 'ollama');
+  try {
+    await withDiagnostics(page, issues, 'tools-refused', async () => {
+      // Ollama's answer for a model without tool support, as it words it.
+      agent.script({ status: 400, message: 'registry.ollama.ai/library/test-model does not support tools' });
+      agent.script({ text: 'Hello without tools.' });
+      const before = agent.chatRequests().length;
+      await sendMessage(page, 'Hello there.');
+      assert.equal(await waitForAssistant(page), 'Hello without tools.');
+      const [refused, again] = agent.chatRequests().slice(before).map((r) => r.body);
+      assert.ok(offered('ollama', refused).includes('search_conversations'), 'the first request offered the tools');
+      assert.deepEqual(offered('ollama', again), [], 'the same message went again without them');
+      assert.equal(again.messages.at(-1).content, 'Hello there.');
+      assert.equal(agent.chatRequests().length, before + 2);
+      assert.equal(await page.locator(tid('error-banner')).count(), 0, 'nothing for the user to do');
+
+      // The next turn, and after a reload: no tools offered to this model.
+      await chatTurn(page, agent, 'And now?', 'Still fine.');
+      assert.deepEqual(offered('ollama', agent.chatRequests().at(-1).body), []);
+      await page.reload();
+      await waitForAppReady(page);
+      await chatTurn(page, agent, 'After a reload?', 'Still fine.');
+      assert.deepEqual(offered('ollama', agent.chatRequests().at(-1).body), []);
+      assertNoPageProblems(issues, { allowConsole: [/Failed to load resource/] });
+    });
+  } finally {
+    await context.close();
+  }
+});

@@ -831,7 +831,16 @@ impl Chat {
     /// context, saying how long it may be, is held to that from now on (and the count it gave
     /// calibrates the estimate); when that makes the prompt smaller, the turn goes again at once
     /// ([`ChatError::Refitted`], when `engine::context_window::refit` says so).
+    ///
+    /// A server that refused the tools the request offered is offered none from now on for this
+    /// model, and the turn goes again at once without them (`ChatError::Refitted` too).
     async fn refused(&self, run: &Run<'_>, f: Failure) -> ChatError {
+        if f.kind == FailureKind::ToolsRefused && !run.defs.is_empty() {
+            return match self.tools.refuse(&run.ctx.endpoint).await {
+                Ok(()) => ChatError::Refitted,
+                Err(_) => ChatError::Request(f.text()),
+            };
+        }
         let FailureKind::ContextTooLong {
             window,
             prompt_tokens,

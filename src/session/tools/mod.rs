@@ -9,8 +9,10 @@
 
 use crate::engine::memory::recall::Found;
 use crate::engine::memory_tools::{self, MemoryCall, Reach};
-use crate::engine::model::{Conversation, MemoryConfig, Message, Project};
-use crate::engine::tools::{always_key, Approval, ToolDef, ToolPrefs, ToolSource, PREFS_KEY};
+use crate::engine::model::{Conversation, EndpointProfile, MemoryConfig, Message, Project};
+use crate::engine::tools::{
+    always_key, refusal_key, Approval, ToolDef, ToolPrefs, ToolSource, PREFS_KEY,
+};
 use crate::session::mcp::McpTools;
 use crate::session::shared::held::Held;
 use crate::session::shared::Core;
@@ -157,10 +159,11 @@ impl Tools {
         temporary: bool,
         prefs: &ToolPrefs,
     ) -> Vec<ToolDef> {
-        let off = prefs.off;
-        let private = (self.core.settings.borrow())
-            .chat_endpoint_for(&conversation.memory_overrides)
-            .no_user_memory;
+        let endpoint =
+            (self.core.settings.borrow()).chat_endpoint_for(&conversation.memory_overrides);
+        let refused = refusal_key(&endpoint.key(), &endpoint.model);
+        let off = prefs.off || prefs.refused.contains(&refused);
+        let private = endpoint.no_user_memory;
         let mut defs = Vec::new();
         if memory_tools::offered(!off, config.user_memory, private, temporary) {
             defs = memory_tools::defs();
@@ -169,6 +172,20 @@ impl Tools {
             defs.extend(self.mcp.defs().await);
         }
         defs
+    }
+
+    /// `endpoint`'s model refused tools (`engine::tools::tools_refused`): kept in the settings
+    /// store, so no turn offers it tools again (`defs_for`), in every tab.
+    pub(crate) async fn refuse(&self, endpoint: &EndpointProfile) -> Result<(), ToolsError> {
+        let mut prefs = self.prefs().await;
+        let key = refusal_key(&endpoint.key(), &endpoint.model);
+        if prefs.refused.contains(&key) {
+            return Ok(());
+        }
+        prefs.refused.push(key);
+        let v = serde_json::to_value(&prefs).unwrap_or_default();
+        self.core.store.set_setting(PREFS_KEY, &v).await?;
+        Ok(())
     }
 
     /// "Always allow" for `def`: kept in the settings store (`engine::tools::ToolPrefs`), so its
