@@ -7,6 +7,10 @@
 //   connected with its tools (echo, get-sum, …); a tool turned off stays off across a reload;
 //   Remove ends its session with DELETE;
 // - without CORS: the server shows data-state="error" and the plain-words fix names the headers.
+// - through a turn, on every protocol: the scripted model asks for `echo` and `get-sum` in its wire
+//   form; Allow runs echo on the server and its result is the next request's, Deny refuses get-sum
+//   (never sent to the server); a reload while `trigger-long-running-operation` runs leaves it
+//   interrupted, and it is never called twice.
 // The mixed-content text (an http server from an https page) is out of reach here: an engine test
 // (tests/engine_mcp.rs) holds it.
 
@@ -19,6 +23,11 @@ import { fileURLToPath } from 'node:url';
 import {
   startHarness,
   newAppPage,
+  openConfiguredApp,
+  sendMessage,
+  waitForAssistant,
+  currentConversationId,
+  conversationItem,
   openApp,
   openSettings,
   waitForAppReady,
@@ -28,6 +37,7 @@ import {
   tid,
   BROWSER_NETWORK_NOISE,
 } from './helpers.mjs';
+import { asking, results, callsSent } from './tool-wire.mjs';
 
 const EVERYTHING = fileURLToPath(new URL('./node_modules/.bin/mcp-server-everything', import.meta.url));
 const allow = { allowConsole: [...BROWSER_NETWORK_NOISE, /CORS policy/] };
@@ -95,7 +105,9 @@ function startProxy(upstream, { cors }) {
       res.end();
       return;
     }
-    seen.push({ method: req.method, url: req.url, headers: req.headers });
+    const entry = { method: req.method, url: req.url, headers: req.headers, body: '' };
+    seen.push(entry);
+    req.on('data', (chunk) => (entry.body += chunk));
     const up = http.request({
       host: '127.0.0.1',
       port: upstream,
@@ -209,3 +221,80 @@ test('mcp: a server without the CORS headers gets data-state="error" and the fix
     await proxy.stop();
   }
 });
+
+/** The `tools/call`s the server was sent through `proxy`, by tool name. */
+function called(proxy, name) {
+  return proxy.seen.filter((r) => r.method === 'POST' && /"tools\/call"/.test(r.body) && r.body.includes(`"name":"${name}"`)).length;
+}
+
+/** The last reply's call waiting for Allow / Deny, once shown. */
+async function waiting(page) {
+  const call = page.locator(tid('message', '[data-role="assistant"]')).last().locator(tid('tool-call', '[data-status="waiting"]'));
+  await call.waitFor({ state: 'visible' });
+  return call;
+}
+
+for (const protocol of ['openai-chat', 'openai-responses', 'anthropic', 'ollama']) {
+  test(`mcp (${protocol}): the model calls the server's tools; Allow runs one, Deny refuses one, a reload mid-call interrupts it`, async () => {
+    const { agent } = harness;
+    const proxy = await startProxy(everything.port, { cors: true });
+    const { context, page, issues } = await openConfiguredApp(harness, protocol);
+    try {
+      await withDiagnostics(page, issues, `mcp-turn-${protocol}`, async () => {
+        await openSettings(page);
+        await addServer(page, proxy.url);
+        await page.locator(tid('mcp-server', '[data-state="connected"]')).waitFor();
+        await tool(page, 'get-sum').waitFor();
+        await page.locator(tid('settings-close')).click();
+
+        // Allow: echo runs on the server; its result is the next request's, in the protocol's form.
+        agent.script(asking(protocol, { name: 'echo', arguments: { message: 'hello from the model' } }));
+        agent.script({ text: 'It echoed.' });
+        let before = agent.chatRequests().length;
+        await sendMessage(page, 'Echo something.');
+        let call = await waiting(page);
+        assert.match(await call.textContent(), /echo.*hello from the model/s, 'name and arguments');
+        const offeredNames = JSON.stringify(agent.chatRequests()[before].body.tools ?? []);
+        assert.match(offeredNames, /get-sum/, "the server's tools are offered");
+        await call.locator(tid('tool-approve')).click();
+        assert.equal(await waitForAssistant(page), 'It echoed.');
+        let next = agent.chatRequests().at(-1).body;
+        assert.deepEqual(callsSent(protocol, next), ['echo'], 'the call goes back');
+        assert.match(results(protocol, next).at(-1).text, /Echo: hello from the model/, "the server's answer");
+        assert.equal(called(proxy, 'echo'), 1, 'called once');
+
+        // Deny: get-sum is never sent to the server; the model reads the refusal.
+        agent.script(asking(protocol, { name: 'get-sum', arguments: { a: 2, b: 40 } }));
+        agent.script({ text: 'Fine.' });
+        await sendMessage(page, 'Add two and forty.');
+        call = await waiting(page);
+        await call.locator(tid('tool-deny')).click();
+        assert.equal(await waitForAssistant(page), 'Fine.');
+        next = agent.chatRequests().at(-1).body;
+        assert.match(results(protocol, next).at(-1).text, /denied/, 'the refusal');
+        assert.equal(called(proxy, 'get-sum'), 0, 'not run');
+
+        // A reload while a call runs: interrupted, never called twice, nothing sent after it.
+        agent.script(asking(protocol, { name: 'trigger-long-running-operation', arguments: { duration: 3, steps: 3 } }));
+        before = agent.chatRequests().length;
+        await sendMessage(page, 'Run the long one.');
+        call = await waiting(page);
+        await call.locator(tid('tool-approve')).click();
+        await eventually(async () => called(proxy, 'trigger-long-running-operation') === 1, { what: 'the call reached the server' });
+        const id = await currentConversationId(page);
+        await page.reload();
+        await waitForAppReady(page);
+        if ((await currentConversationId(page)) !== id) await conversationItem(page, id).click();
+        const left = page.locator(tid('message', '[data-role="assistant"]')).last().locator(tid('tool-call'));
+        await eventually(async () => (await left.getAttribute('data-status')) === 'interrupted', { what: 'interrupted' });
+        await new Promise((r) => setTimeout(r, 3_500));
+        assert.equal(called(proxy, 'trigger-long-running-operation'), 1, 'never called twice');
+        assert.equal(agent.chatRequests().length, before + 1, 'its result was never sent');
+        assertNoPageProblems(issues, allow);
+      });
+    } finally {
+      await context.close();
+      await proxy.stop();
+    }
+  });
+}

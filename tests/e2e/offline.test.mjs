@@ -412,8 +412,10 @@ test('an older database: its data migrations are a chunk of their own, fetched o
     const migrate = /\/split_migrate-[0-9a-f]{16}\.wasm$/;
     let refused = 0;
     await page.route(migrate, (route) => ((refused += 1), route.abort('internetdisconnected')));
+    // The app's own list drawn (the static first screen before it has one too).
+    await context.addInitScript(() => addEventListener('memoire-first-screen', () => (window.__drawn = true), { once: true }));
     await openApp(page, site.url);
-    await page.locator(tid('conversation-list')).waitFor();
+    await page.waitForFunction(() => window.__drawn === true);
     assert.ok(refused >= 1, 'the migrations chunk was asked for');
     assert.equal(await item(page, 'legacy-alice').count(), 0, 'not migrated without its code');
     assert.equal(await page.locator(tid('error-banner')).count(), 0, 'a migration that waits says nothing');
@@ -432,10 +434,11 @@ test('an older database: its data migrations are a chunk of their own, fetched o
       const first = await fresh.newPage();
       const asked = [];
       first.on('request', (r) => asked.push(r.url()));
+      await fresh.addInitScript(() => addEventListener('memoire-first-screen', () => (window.__drawn = true), { once: true }));
       await openApp(first, site.url);
-      await first.locator(tid('conversation-list')).waitFor();
+      await first.waitForFunction(() => window.__drawn === true);
       await first.reload();
-      await waitForAppReady(first);
+      await first.waitForFunction(() => window.__drawn === true);
       assert.ok(!asked.some((u) => migrate.test(u)), 'no migrations chunk for a new database');
     } finally {
       await fresh.close();
