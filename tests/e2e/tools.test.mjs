@@ -164,9 +164,13 @@ test('tools: a model that does not take them gets the same message again without
       // The next turn, and after a reload: no tools offered to this model.
       await chatTurn(page, agent, 'And now?', 'Still fine.');
       assert.deepEqual(offered('ollama', agent.chatRequests().at(-1).body), []);
+      const id = await currentConversationId(page);
       await page.reload();
       await waitForAppReady(page);
-      await chatTurn(page, agent, 'After a reload?', 'Still fine.');
+      if ((await currentConversationId(page)) !== id) await conversationItem(page, id).click();
+      // The conversation shown again before the next turn counts its replies.
+      await page.locator(tid('message', '[data-role="assistant"]')).filter({ hasText: 'Still fine.' }).waitFor();
+      await chatTurn(page, agent, 'After a reload?', 'Still fine again.');
       assert.deepEqual(offered('ollama', agent.chatRequests().at(-1).body), []);
       assertNoPageProblems(issues, { allowConsole: [/Failed to load resource/] });
     });
