@@ -1141,6 +1141,20 @@ fn a_refusal_is_kept_per_model_of_an_endpoint() {
         prefs.refused.is_empty(),
         "prefs stored before refusals were kept still read"
     );
+    let mut prefs = ToolPrefs::default();
+    assert!(prefs.offers_tools("http://h:1/v1", "gemma:2b"));
+    assert!(prefs.refuse("http://h:1/v1", "gemma:2b"));
+    assert!(!prefs.refuse("http://h:1/v1", "gemma:2b"), "kept once");
+    assert!(!prefs.offers_tools("http://h:1/v1", "gemma:2b"));
+    assert!(
+        prefs.offers_tools("http://h:1/v1", "qwen3"),
+        "another model still may"
+    );
+    let off = ToolPrefs {
+        off: true,
+        ..ToolPrefs::default()
+    };
+    assert!(!off.offers_tools("http://h:1/v1", "qwen3"));
 }
 
 #[test]

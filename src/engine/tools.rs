@@ -123,6 +123,24 @@ pub struct ToolPrefs {
     pub refused: Vec<String>,
 }
 
+impl ToolPrefs {
+    /// Whether a request of `model` at the endpoint `endpoint_key` may offer tools: tool calling
+    /// is on and that model there never refused them.
+    pub fn offers_tools(&self, endpoint_key: &str, model: &str) -> bool {
+        !self.off && !self.refused.contains(&refusal_key(endpoint_key, model))
+    }
+
+    /// Keeps that `model` at `endpoint_key` refused tools; `false` when it was kept already.
+    pub fn refuse(&mut self, endpoint_key: &str, model: &str) -> bool {
+        let key = refusal_key(endpoint_key, model);
+        if self.refused.contains(&key) {
+            return false;
+        }
+        self.refused.push(key);
+        true
+    }
+}
+
 /// The key [`ToolPrefs::refused`] keeps for a model of an endpoint (`engine::model`'s endpoint
 /// key): the same model on another server may take tools.
 pub fn refusal_key(endpoint_key: &str, model: &str) -> String {

@@ -10,9 +10,7 @@
 use crate::engine::memory::recall::Found;
 use crate::engine::memory_tools::{self, MemoryCall, Reach};
 use crate::engine::model::{Conversation, EndpointProfile, MemoryConfig, Message, Project};
-use crate::engine::tools::{
-    always_key, refusal_key, Approval, ToolDef, ToolPrefs, ToolSource, PREFS_KEY,
-};
+use crate::engine::tools::{always_key, Approval, ToolDef, ToolPrefs, ToolSource, PREFS_KEY};
 use crate::session::mcp::McpTools;
 use crate::session::shared::held::Held;
 use crate::session::shared::Core;
@@ -161,8 +159,7 @@ impl Tools {
     ) -> Vec<ToolDef> {
         let endpoint =
             (self.core.settings.borrow()).chat_endpoint_for(&conversation.memory_overrides);
-        let refused = refusal_key(&endpoint.key(), &endpoint.model);
-        let off = prefs.off || prefs.refused.contains(&refused);
+        let off = !prefs.offers_tools(&endpoint.key(), &endpoint.model);
         let private = endpoint.no_user_memory;
         let mut defs = Vec::new();
         if memory_tools::offered(!off, config.user_memory, private, temporary) {
@@ -178,11 +175,9 @@ impl Tools {
     /// store, so no turn offers it tools again (`defs_for`), in every tab.
     pub(crate) async fn refuse(&self, endpoint: &EndpointProfile) -> Result<(), ToolsError> {
         let mut prefs = self.prefs().await;
-        let key = refusal_key(&endpoint.key(), &endpoint.model);
-        if prefs.refused.contains(&key) {
+        if !prefs.refuse(&endpoint.key(), &endpoint.model) {
             return Ok(());
         }
-        prefs.refused.push(key);
         let v = serde_json::to_value(&prefs).unwrap_or_default();
         self.core.store.set_setting(PREFS_KEY, &v).await?;
         Ok(())
